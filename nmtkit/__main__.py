@@ -1,0 +1,5 @@
+"""``python -m nmtkit`` is the ``nmtkit`` command."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,1 @@
+"""Corpus data: vocabularies, the binarized format, and the embedded Bible corpus."""

@@ -1,0 +1,132 @@
+"""The binarized corpus: memory-mapped token ids, their offsets, and a manifest.
+
+Layout of a corpus directory (see ../shared/design.md):
+
+- ``manifest.json``: format and version, languages, dtype, vocabulary and
+  settings fingerprints, per split the sentence and token counts.
+- ``<split>.<lang>.bin``: the ids of all sentences concatenated (no
+  ``</s>``), in the smallest unsigned dtype that holds the vocabulary.
+- ``<split>.<lang>.idx``: int64 offsets, n+1 of them, so sentence i is
+  ``bin[idx[i]:idx[i+1]]``.
+- ``<split>.lines``: the original (raw text) line number of each sentence.
+
+Writing streams (memory does not grow with the corpus); reading maps the
+files with ``numpy.memmap``, so a trainer touches only the pages it needs.
+Batching and padding belong to the trainer, not here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import numpy as np
+
+from ..errors import FormatError, UserError
+from ..files import read_json
+from .vocab import Vocab
+
+FORMAT = "nmtkit-corpus"
+VERSION = 1
+
+
+def best_dtype(vocab_size: int) -> np.dtype:
+    for dt in (np.uint8, np.uint16, np.uint32):
+        if vocab_size <= np.iinfo(dt).max + 1:
+            return np.dtype(dt)
+    return np.dtype(np.uint64)
+
+
+class TokenArrayWriter:
+    """Appends sentences to open ``.bin``/``.idx`` streams."""
+
+    def __init__(self, bin_fh: BinaryIO, idx_fh: BinaryIO, dtype: np.dtype):
+        self.bin, self.idx, self.dtype = bin_fh, idx_fh, dtype
+        self.offset = 0
+        self.sentences = 0
+        self.idx.write(np.zeros(1, np.int64).tobytes())
+
+    def add(self, ids: np.ndarray, lengths: np.ndarray) -> None:
+        """Append ``len(lengths)`` sentences whose ids are concatenated in ``ids``."""
+        self.bin.write(np.asarray(ids, self.dtype).tobytes())
+        ends = self.offset + np.cumsum(lengths, dtype=np.int64)
+        self.idx.write(ends.tobytes())
+        if len(ends):
+            self.offset = int(ends[-1])
+        self.sentences += len(lengths)
+
+
+class TokenArray:
+    """A read-only, memory-mapped list of sentences (numpy arrays of ids)."""
+
+    def __init__(self, prefix: Path, dtype: np.dtype, sentences: int):
+        bin_path, idx_path = prefix.with_suffix(prefix.suffix + ".bin"), prefix.with_suffix(prefix.suffix + ".idx")
+        for p in (bin_path, idx_path):
+            if not p.exists():
+                raise FormatError(f"{p}: missing from the corpus directory")
+        if idx_path.stat().st_size != 8 * (sentences + 1):
+            raise FormatError(f"{idx_path}: expected {sentences + 1} offsets, "
+                              f"found {idx_path.stat().st_size / 8:g} (truncated or not from this manifest)")
+        self.offsets = np.memmap(idx_path, dtype=np.int64, mode="r")
+        n_ids = int(self.offsets[-1])
+        if bin_path.stat().st_size != n_ids * dtype.itemsize:
+            raise FormatError(f"{bin_path}: expected {n_ids} ids of {dtype}, size does not match")
+        # np.memmap refuses empty files; an all-empty split is legal.
+        self.ids = np.memmap(bin_path, dtype=dtype, mode="r") if n_ids else np.zeros(0, dtype)
+        self.sizes = np.diff(self.offsets)
+
+    def __len__(self) -> int:
+        return len(self.sizes)
+
+    def __getitem__(self, i: int) -> np.ndarray:
+        return np.asarray(self.ids[self.offsets[i]:self.offsets[i + 1]])
+
+
+class Corpus:
+    """A binarized corpus directory, checked against its manifest on opening."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        if not self.path.is_dir():
+            raise UserError(f"{self.path}: no such corpus directory")
+        self.manifest: dict[str, Any] = read_json(self.path / "manifest.json", "corpus manifest")
+        if self.manifest.get("format") != FORMAT:
+            raise FormatError(f"{self.path}/manifest.json: not an nmtkit corpus manifest")
+        if self.manifest.get("version") != VERSION:
+            raise FormatError(f"{self.path}: corpus format version {self.manifest.get('version')} "
+                              f"is not supported (this nmtkit reads {VERSION})")
+        self.src_lang: str = self.manifest["langs"]["src"]
+        self.tgt_lang: str = self.manifest["langs"]["tgt"]
+        self.dtype = np.dtype(self.manifest["dtype"])
+
+    @property
+    def splits(self) -> list[str]:
+        return list(self.manifest["splits"])
+
+    def vocab(self, lang: str) -> Vocab:
+        entry = self.manifest["vocab"][lang]
+        vocab = Vocab.load(self.path / entry["file"])
+        if vocab.fingerprint != entry["sha256"]:
+            raise FormatError(f"{self.path / entry['file']}: does not match the manifest's fingerprint")
+        return vocab
+
+    def check_vocab(self, expected: dict[str, str], what: str) -> None:
+        """Refuse the corpus if its vocabularies are not the ones ``what`` was made with."""
+        for lang, sha in expected.items():
+            have = self.manifest["vocab"].get(lang, {}).get("sha256")
+            if have != sha:
+                raise UserError(
+                    f"{self.path}: the {lang} vocabulary (sha256 {str(have)[:12]}) is not the one "
+                    f"{what} uses (sha256 {sha[:12]}); rebuild one of them with the same vocabulary")
+
+    def split(self, name: str) -> tuple[TokenArray, TokenArray]:
+        if name not in self.manifest["splits"]:
+            raise UserError(f"{self.path}: no split '{name}' (has: {', '.join(self.splits)})")
+        n = self.manifest["splits"][name]["sentences"]
+        src = TokenArray(self.path / f"{name}.{self.src_lang}", self.dtype, n)
+        tgt = TokenArray(self.path / f"{name}.{self.tgt_lang}", self.dtype, n)
+        return src, tgt
+
+    def lines(self, name: str) -> np.ndarray:
+        """Raw-text line number (1-based) of each sentence of a split."""
+        return np.loadtxt(self.path / f"{name}.lines", dtype=np.int64, ndmin=1)

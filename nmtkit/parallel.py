@@ -1,0 +1,61 @@
+"""An ordered, bounded parallel map over chunks of lines.
+
+``multiprocessing.Pool.imap`` reads its whole input ahead of the workers,
+so memory would grow with the corpus; here at most ``2 × workers`` chunks
+are in flight. Workers are spawned (not forked) so that no thread of the
+parent (rich's progress refresher) is copied into them. With one worker
+everything runs in-process, which is also what tests use.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+from collections import deque
+from itertools import islice
+from typing import Any, Callable, Iterable, Iterator, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def default_workers() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def chunked(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    it = iter(items)
+    while chunk := list(islice(it, size)):
+        yield chunk
+
+
+class Workers:
+    """A pool of ``n`` initialised processes (or none for n ≤ 1) with an ordered, bounded map."""
+
+    def __init__(self, n: int, initializer: Callable[..., None], initargs: tuple[Any, ...] = ()):
+        self.n = n
+        if n <= 1:
+            initializer(*initargs)
+            self.pool = None
+        else:
+            self.pool = mp.get_context("spawn").Pool(n, initializer, initargs)
+
+    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
+        if self.pool is None:
+            yield from map(fn, items)
+            return
+        pending: deque[Any] = deque()
+        for item in items:
+            pending.append(self.pool.apply_async(fn, (item,)))
+            if len(pending) >= 2 * self.n:
+                yield pending.popleft().get()
+        while pending:
+            yield pending.popleft().get()
+
+    def __enter__(self) -> "Workers":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.pool is not None:
+            self.pool.terminate()
+            self.pool.join()

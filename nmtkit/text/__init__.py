@@ -1,0 +1,1 @@
+"""Text processing: cleaning rules, Moses tokenisation, BPE, and their composition."""

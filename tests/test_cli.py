@@ -1,0 +1,119 @@
+"""The command line in-process: modes, help, and every bad input → one line, exit 2, nothing left."""
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from nmtkit.cli import main
+
+SPLITS = ["-s", "en", "-t", "fr"]
+
+
+def run(*args, input=None):
+    return CliRunner().invoke(main, [str(a) for a in args], input=input, catch_exceptions=False)
+
+
+def one_error_line(result, match):
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and match in lines[0], result.stderr
+    assert "Traceback" not in result.output
+
+
+def text_mode(raw, out, *extra):
+    return run("preprocess", *SPLITS, "--train", raw / "train", "--valid", raw / "valid",
+               "--test", raw / "test", "-o", out, "-j", 1, *extra)
+
+
+@pytest.mark.parametrize("cmd", ["preprocess", "build-vocab", "train", "translate", "score", "align-plot"])
+def test_help(cmd):
+    r = run(cmd, "--help")
+    assert r.exit_code == 0 and "Usage:" in r.output
+
+
+@pytest.mark.parametrize("cmd", ["train", "translate", "score", "align-plot"])
+def test_commands_not_built_yet_say_so(cmd):
+    one_error_line(run(cmd, "x"), "not built yet")
+
+
+def test_stream_mode_one_line_out_per_line_in():
+    r = run("preprocess", "-l", "en", input="Don`t panic [now].\n\nAmen. \n")
+    assert r.exit_code == 0
+    assert r.stdout == "Don 't panic now .\n\nAmen .\n"
+    assert "brackets 1" in r.stderr and "quotes 1" in r.stderr
+
+
+def test_full_data_pipeline_and_summary(raw, tmp_path):
+    assert text_mode(raw, tmp_path / "clean").exit_code == 0
+    r = run("build-vocab", *SPLITS, "--train", tmp_path / "clean" / "train", "-o", tmp_path / "vocab")
+    assert r.exit_code == 0 and "covering 100.00%" in r.stderr
+    r = run("preprocess", *SPLITS, "--train", tmp_path / "clean" / "train", "--test",
+            tmp_path / "clean" / "test", "--vocab", tmp_path / "vocab", "-o", tmp_path / "bin", "-j", 1)
+    assert r.exit_code == 0, r.output
+    assert "OOV en" in r.stderr and "duplicate" in r.stderr and r.stdout == ""
+    assert (tmp_path / "bin" / "manifest.json").exists()
+
+
+def test_mismatched_line_counts(raw, tmp_path):
+    (raw / "train.fr").write_text("only one line\n")
+    one_error_line(text_mode(raw, tmp_path / "out"), "lines 2-8 have no partner")
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_invalid_utf8_names_file_and_line(raw, tmp_path):
+    data = (raw / "valid.en").read_bytes().split(b"\n")
+    data[1] = b"caf\xe9"
+    (raw / "valid.en").write_bytes(b"\n".join(data))
+    r = text_mode(raw, tmp_path / "out")
+    one_error_line(r, "valid.en: line 2 is not valid UTF-8")
+    assert list((tmp_path / "out").iterdir()) == []       # train was done, but nothing is kept
+
+
+def test_empty_and_missing_files(raw, tmp_path):
+    one_error_line(run("preprocess", *SPLITS, "--train", raw / "nope", "-o", tmp_path / "o"), "no such file")
+    (raw / "test.en").write_text("")
+    (raw / "test.fr").write_text("")
+    one_error_line(text_mode(raw, tmp_path / "out"), "test.en: is empty")
+    one_error_line(run("preprocess", "-l", "en", input=""), "<stdin>: is empty")
+
+
+def test_bad_utf8_on_stdin():
+    one_error_line(run("preprocess", "-l", "en", input=b"ok\n\xff\xfe\n"), "<stdin>: line 2 is not valid UTF-8")
+
+
+def test_vocabulary_that_does_not_match_the_corpus(raw, tmp_path):
+    assert text_mode(raw, tmp_path / "clean").exit_code == 0
+    for name, size in (("v1", 30000), ("v2", 8)):
+        assert run("build-vocab", *SPLITS, "--train", tmp_path / "clean" / "train", "-o",
+                   tmp_path / name, "--size", size).exit_code == 0
+    binarize = ["preprocess", *SPLITS, "--test", tmp_path / "clean" / "test", "-o", tmp_path / "bin", "-j", 1]
+    assert run(*binarize, "--vocab", tmp_path / "v1").exit_code == 0
+    before = sorted(p.name for p in (tmp_path / "bin").iterdir())
+    one_error_line(run(*binarize, "--vocab", tmp_path / "v2"), "is not the one the vocabulary")
+    assert sorted(p.name for p in (tmp_path / "bin").iterdir()) == before
+
+
+def test_missing_vocabulary_directory_and_unknown_rule(raw, tmp_path):
+    one_error_line(run("preprocess", *SPLITS, "--test", raw / "test", "--vocab", tmp_path / "none",
+                       "-o", tmp_path / "b"), "no such vocabulary directory")
+    one_error_line(run("preprocess", "-l", "en", "--clean", "quotes,typo", input="x\n"),
+                   "unknown cleaning rule(s): typo")
+
+
+def test_build_vocab_needs_preprocessed_text(raw, tmp_path):
+    one_error_line(run("build-vocab", *SPLITS, "--train", raw / "train", "-o", tmp_path / "v"),
+                   "preprocess.json: missing")
+    assert not (tmp_path / "v" / "vocab.json").exists()
+
+
+def test_stream_mode_applies_bpe_codes(tmp_path):
+    from collections import Counter
+
+    from nmtkit.text.bpe import learn_codes
+    codes = tmp_path / "codes"
+    codes.write_text(learn_codes(Counter({"lumière": 9, "lumineux": 9}), 10))
+    r = run("preprocess", "-l", "fr", "--bpe-codes", codes, input="lumineuse\n")
+    assert r.exit_code == 0 and "@@" in r.stdout and len(r.stdout.splitlines()) == 1
+    one_error_line(run("preprocess", "-l", "fr", "--bpe-codes", tmp_path / "none", input="x\n"),
+                   "no such BPE codes file")

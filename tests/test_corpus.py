@@ -1,0 +1,120 @@
+"""Text → binary → text round trip through the library calls preprocess uses."""
+
+import json
+
+import numpy as np
+import pytest
+
+from nmtkit.binarize import binarize_corpus
+from nmtkit.build_vocab import build_vocab
+from nmtkit.config import FilterConfig, TextConfig, VocabConfig
+from nmtkit.data.binarized import Corpus, best_dtype
+from nmtkit.errors import FormatError, UserError
+from nmtkit.preprocess import PairFilter, preprocess_corpus
+
+TEXTS = (TextConfig("en"), TextConfig("fr"))
+
+
+def make_corpus(raw, tmp_path, vocab_cfg=VocabConfig(), filters=FilterConfig()):
+    clean, vocab, bin_ = tmp_path / "clean", tmp_path / "vocab", tmp_path / "bin"
+    splits = {s: raw / s for s in ("train", "valid", "test")}
+    report = preprocess_corpus(splits, clean, TEXTS, filters)
+    build_vocab(clean / "train", ("en", "fr"), vocab, vocab_cfg)
+    manifest = binarize_corpus({s: clean / s for s in splits}, ("en", "fr"), vocab, bin_)
+    return report, manifest, Corpus(bin_)
+
+
+def test_preprocess_report_filters_train_only(raw, tmp_path):
+    report, _, _ = make_corpus(raw, tmp_path)
+    train = report["splits"]["train"]
+    assert train["lines"] == 8
+    assert train["dropped"]["empty"] == 1       # "Amen." vs "[]"
+    assert train["dropped"]["duplicate"] == 1   # the repeated light verse
+    assert train["pairs"] == 6
+    assert train["rules"]["fr"] == {"brackets": 1, "hash": 1, "quotes": 1, "verse-markers": 1}
+    assert report["splits"]["test"]["pairs"] == 4 and report["splits"]["test"]["kept_empty"] == 1
+    assert (tmp_path / "clean" / "train.lines").read_text().split() == ["1", "2", "3", "4", "5", "6"]
+
+
+def test_round_trip_text_binary_text(raw, tmp_path):
+    _, manifest, corpus = make_corpus(raw, tmp_path)
+    for split in ("train", "valid", "test"):
+        src, tgt = corpus.split(split)
+        for lang, arr in (("en", src), ("fr", tgt)):
+            vocab = corpus.vocab(lang)
+            text = (tmp_path / "clean" / f"{split}.{lang}").read_text(encoding="utf-8").splitlines()
+            assert len(arr) == len(text) == manifest["splits"][split]["sentences"]
+            assert [" ".join(vocab.decode(arr[i])) for i in range(len(arr))] == text
+    assert isinstance(src.ids, np.memmap) and src.ids.dtype == np.uint8
+    assert corpus.lines("train").tolist() == [1, 2, 3, 4, 5, 6]
+    assert manifest["splits"]["train"]["oov_rate"] == {"en": 0.0, "fr": 0.0}
+
+
+def test_round_trip_with_bpe_and_oov_counted(raw, tmp_path):
+    _, manifest, corpus = make_corpus(raw, tmp_path, VocabConfig(size=30, bpe_merges=30))
+    assert manifest["bpe_codes"] == {"en": "bpe.codes", "fr": "bpe.codes"}
+    assert (corpus.path / "bpe.codes").exists()
+    src, _ = corpus.split("train")
+    assert manifest["splits"]["train"]["unk"]["en"] == int(sum((src[i] == 1).sum() for i in range(len(src))))
+    assert manifest["splits"]["train"]["unk"]["en"] > 0
+
+
+def test_best_dtype():
+    assert best_dtype(256) == np.uint8 and best_dtype(257) == np.uint16
+    assert best_dtype(30000) == np.uint16 and best_dtype(70000) == np.uint32
+
+
+def test_truncated_index_is_refused(raw, tmp_path):
+    _, _, corpus = make_corpus(raw, tmp_path)
+    idx = corpus.path / "train.en.idx"
+    idx.write_bytes(idx.read_bytes()[:-8])
+    with pytest.raises(FormatError, match="expected 7 offsets"):
+        corpus.split("train")
+
+
+def test_corpus_refuses_other_vocabulary(raw, tmp_path):
+    _, _, corpus = make_corpus(raw, tmp_path)
+    corpus.check_vocab({"en": corpus.manifest["vocab"]["en"]["sha256"]}, "the model")
+    with pytest.raises(UserError, match="the en vocabulary .* is not the one the model uses"):
+        corpus.check_vocab({"en": "0" * 64}, "the model")
+
+
+def test_binarizing_into_a_corpus_of_another_vocabulary_is_refused(raw, tmp_path):
+    make_corpus(raw, tmp_path)
+    other = tmp_path / "vocab2"
+    build_vocab(tmp_path / "clean" / "train", ("en", "fr"), other, VocabConfig(size=10))
+    before = sorted(p.name for p in (tmp_path / "bin").iterdir())
+    with pytest.raises(UserError, match="vocabulary .* is not the one"):
+        binarize_corpus({"test": tmp_path / "clean" / "test"}, ("en", "fr"), other, tmp_path / "bin")
+    assert sorted(p.name for p in (tmp_path / "bin").iterdir()) == before
+
+
+def test_text_made_with_other_settings_is_refused(raw, tmp_path):
+    make_corpus(raw, tmp_path)
+    preprocess_corpus({"test": raw / "test"}, tmp_path / "lower", (TextConfig("en", lowercase=True),
+                                                                   TextConfig("fr", lowercase=True)),
+                      FilterConfig())
+    with pytest.raises(UserError, match="other settings .*lowercase: True vs False"):
+        binarize_corpus({"test": tmp_path / "lower" / "test"}, ("en", "fr"), tmp_path / "vocab",
+                        tmp_path / "bin2")
+    assert not (tmp_path / "bin2" / "manifest.json").exists()
+
+
+@pytest.mark.parametrize("src, tgt, reason", [
+    ("a b c", "", "empty"),
+    ("a " * 6, "b", "too-long"),
+    ("a b c", "x", "ratio"),
+    ("a b", "x y", None),
+])
+def test_pair_filter(src, tgt, reason):
+    f = PairFilter(FilterConfig(max_len=5, max_ratio=2.0))
+    assert f.reason(src.strip(), tgt) == reason
+
+
+def test_manifest_is_self_describing(raw, tmp_path):
+    _, manifest, _ = make_corpus(raw, tmp_path)
+    on_disk = json.loads((tmp_path / "bin" / "manifest.json").read_text())
+    assert on_disk == manifest
+    assert set(manifest["settings"]["text"]) == {"en", "fr"}
+    assert manifest["splits"]["train"]["dropped"]["duplicate"] == 1
+    assert len(manifest["settings_sha256"]) == 64

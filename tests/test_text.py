@@ -1,0 +1,60 @@
+"""Tokenisation, BPE and the shared Preprocessor: what preprocess and translate both use."""
+
+from collections import Counter
+
+from nmtkit.config import TextConfig
+from nmtkit.text.bpe import Segmenter, learn_codes, merge_subwords
+from nmtkit.text.pipeline import Preprocessor
+
+
+def test_encode_cleans_normalises_and_tokenizes():
+    p = Preprocessor(TextConfig("fr"))
+    assert p.encode("(1:3) L’Esprit de #Dieu, « dit-il »!") == \
+        ["L'", "Esprit", "de", "Dieu", ",", '"', "dit-il", '"', "!"]
+    assert p.fired == Counter({"verse-markers": 1, "hash": 1, "quotes": 1})
+
+
+def test_no_xml_escaping():
+    assert Preprocessor(TextConfig("en")).encode("a & b < c") == ["a", "&", "b", "<", "c"]
+
+
+def test_edge_cases_empty_trailing_space_and_nbsp():
+    p = Preprocessor(TextConfig("en"))
+    assert p.encode("") == []
+    assert p.encode("   ") == []
+    assert p.encode("Amen. ") == p.encode("Amen.") == ["Amen", "."]
+    assert p.encode("a\u00a0b") == ["a", "b"]
+
+
+def test_lowercase_and_aggressive_dash():
+    p = Preprocessor(TextConfig("fr", lowercase=True, aggressive_dash=True))
+    assert p.encode("Arc-en-Ciel") == ["arc", "@-@", "en", "@-@", "ciel"]
+    assert p.decode(["arc", "@-@", "en", "@-@", "ciel"]) == "arc-en-ciel"
+
+
+def test_detokenize_round_trip():
+    p = Preprocessor(TextConfig("en"))
+    line = "And God said, Let there be light: and there was light."
+    assert p.decode(p.encode(line)) == line
+
+
+def test_french_detokenization_follows_moses_typography():
+    # Moses puts a space before ':' and '!' in French; Segond's text has none.
+    p = Preprocessor(TextConfig("fr"))
+    assert p.decode(p.encode("Dieu dit: Que la lumière soit!")) == "Dieu dit : Que la lumière soit !"
+
+
+def test_bpe_learn_apply_and_undo():
+    counts = Counter({"lumière": 10, "lumineux": 8, "lune": 6, "terre": 5})
+    codes = learn_codes(counts, 20)
+    assert codes.startswith("#version")
+    seg = Segmenter(codes)
+    pieces = seg.segment(["lumineuse", "terre"])
+    assert len(pieces) > 2 and any(p.endswith("@@") for p in pieces)
+    assert merge_subwords(pieces) == ["lumineuse", "terre"]
+    p = Preprocessor(TextConfig("fr"), bpe_codes=codes)
+    assert p.decode(p.encode("La lumineuse terre.")) == "La lumineuse terre."
+
+
+def test_merge_subwords_drops_a_dangling_separator():
+    assert merge_subwords(["ab@@", "c", "d@@"]) == ["abc", "d"]
