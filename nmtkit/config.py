@@ -8,7 +8,7 @@ training data was.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from .errors import FormatError
@@ -82,4 +82,3 @@ def _known(cls: type, d: dict[str, Any], what: str) -> dict[str, Any]:
     return {k: v for k, v in d.items() if k in names}
 
 
-__all__ = ["TextConfig", "FilterConfig", "VocabConfig", "field"]
