@@ -56,7 +56,7 @@ $(DATA)/vocab/vocab.json: $(DATA)/clean/preprocess.json
 
 $(DATA)/data-bin/manifest.json: $(DATA)/vocab/vocab.json
 	$(NMTKIT) preprocess -s en -t fr --train $(DATA)/clean/train --valid $(DATA)/clean/valid \
-	    --test $(DATA)/clean/test --vocab $(DATA)/vocab -o $(DATA)/data-bin -j $(JOBS)
+	    --test $(DATA)/clean/test --vocab $(DATA)/vocab -o $(DATA)/data-bin -j $(JOBS) --quiet
 
 data: $(DATA)/data-bin/manifest.json
 

@@ -101,13 +101,14 @@ Examples:
               help="Drop training pairs whose longer side exceeds this times the shorter (0: off).")
 @click.option("--dedup/--no-dedup", default=_F.dedup, show_default=True, help="Drop repeated training pairs.")
 @click.option("--bpe-codes", type=click.Path(dir_okay=False), help="Stream mode: apply these BPE codes. (Corpus mode applies the vocabulary's codes when binarizing.)")
+@click.option("-q", "--quiet", is_flag=True, help="No summary (binarize mode).")
 @_workers_option
 @user_errors
 def preprocess(source_lang: str | None, target_lang: str | None, lang: str | None, input: str | None,
                train: str | None, valid: str | None, test: str | None, out_dir: str | None,
                vocab_dir: str | None, clean: str, normalize_punct: bool, aggressive_dash: bool,
                lowercase: bool, max_len: int, min_len: int, max_ratio: float, dedup: bool,
-               bpe_codes: str | None, workers: int) -> None:
+               bpe_codes: str | None, quiet: bool, workers: int) -> None:
     """Clean and tokenize text, or binarize it with a vocabulary.
 
     \b
@@ -145,7 +146,8 @@ def preprocess(source_lang: str | None, target_lang: str | None, lang: str | Non
         from .console import console
         from .summary import corpus_summary
         manifest = binarize_corpus(splits, (source_lang, target_lang), Path(vocab_dir), Path(out_dir), workers)
-        console.print(corpus_summary(manifest))
+        if not quiet:
+            console.print(corpus_summary(manifest))
         return
     from .preprocess import preprocess_corpus
     from .console import log

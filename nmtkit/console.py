@@ -12,7 +12,7 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColu
                            TextColumn, TimeElapsedColumn, TimeRemainingColumn)
 from rich.text import Text
 
-console = Console(stderr=True, highlight=False)
+console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def log(message: str) -> None:

@@ -34,7 +34,7 @@ def corpus_summary(manifest: dict[str, Any]) -> Group:
     rules.add_column("rule", no_wrap=True)
     for name in splits:
         for lang in (src, tgt):
-            rules.add_column(f"{name} {lang}", justify="right")
+            rules.add_column(f"{name}.{lang}", justify="right", no_wrap=True)
     for name, s in splits.items():
         for reason, n in s.get("dropped", {}).items():
             drops.add_row(reason, f"{n:,}")
