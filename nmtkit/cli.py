@@ -15,13 +15,15 @@ from typing import Any, Callable
 import click
 
 from . import __version__
-from .config import FilterConfig, TextConfig, VocabConfig
+from .config import MODEL_PRESETS, FilterConfig, ModelConfig, TextConfig, TrainConfig, VocabConfig
 from .errors import UserError
 from .parallel import default_workers
 from .text.clean import RULES, check_rule_names
 
 _F = FilterConfig()
 _V = VocabConfig()
+_M = ModelConfig()
+_T = TrainConfig()
 
 
 def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -201,7 +203,56 @@ def _not_yet(name: str, issue: str) -> None:
         sys.exit(2)
 
 
-_not_yet("train", "issue 3")
 _not_yet("translate", "issue 4")
 _not_yet("score", "issue 4")
 _not_yet("align-plot", "issue 4")
+
+
+@main.command(epilog="""\b
+Examples:
+  nmtkit train data-bin --arch rnnsearch --save-dir runs/rnnsearch          # the paper's recipe
+  nmtkit train data-bin --preset small --optimizer adam --lr 5e-4 --max-minutes 20 --save-dir runs/demo
+  torchrun --nproc_per_node 4 -m nmtkit train data-bin --save-dir runs/x    # several GPUs (DDP)
+Running the same command again resumes from SAVE_DIR/last.pt exactly (--reset starts over).""")
+@click.argument("data_bin", type=click.Path(file_okay=False))
+@click.option("--save-dir", required=True, type=click.Path(file_okay=False), help="Where last.pt, best.pt and metrics.jsonl go.")
+@click.option("--arch", type=click.Choice(["rnnsearch", "rnnencdec"]), default=_M.arch, show_default=True)
+@click.option("--preset", type=click.Choice(list(MODEL_PRESETS)), default="paper", show_default=True,
+              help="Model sizes; --emb/--hidden/--align/--maxout override.")
+@click.option("--emb", type=click.IntRange(1), help="Word embedding size m [paper: 620].")
+@click.option("--hidden", type=click.IntRange(1), help="Hidden units n [paper: 1000].")
+@click.option("--align", type=click.IntRange(1), help="Alignment model units n' [paper: 1000].")
+@click.option("--maxout", type=click.IntRange(1), help="Maxout units l [paper: 500].")
+@click.option("--readout", type=click.Choice(["prev", "next"]), default=_M.readout, show_default=True,
+              help="Deep output from s_{i-1} (the paper's equation) or s_i.")
+@click.option("--optimizer", type=click.Choice(["adadelta", "adam"]), default=_T.optimizer, show_default=True)
+@click.option("--lr", type=float, default=None, help="Learning rate [adadelta: 1.0, adam: 5e-4].")
+@click.option("--clip", type=click.FloatRange(0), default=_T.clip, show_default=True, help="Gradient L2 norm limit (0: off).")
+@click.option("--batch-size", type=click.IntRange(1), default=_T.batch_size, show_default=True, help="Sentences per minibatch.")
+@click.option("--max-tokens", type=click.IntRange(0), default=_T.max_tokens, show_default=True,
+              help="Minibatches by target tokens instead (0: off).")
+@click.option("--pool", type=click.IntRange(1), default=_T.pool, show_default=True, help="Minibatches per length-sorted pool.")
+@click.option("--max-len", type=click.IntRange(0), default=_T.max_len, show_default=True, help="Drop longer pairs (30 or 50 in the paper).")
+@click.option("--max-updates", type=click.IntRange(0), default=_T.max_updates, show_default=True)
+@click.option("--max-epochs", type=click.IntRange(0), default=_T.max_epochs, show_default=True)
+@click.option("--max-minutes", type=click.FloatRange(0), default=_T.max_minutes, show_default=True)
+@click.option("--valid-every", type=click.IntRange(1), default=_T.valid_every, show_default=True)
+@click.option("--valid-bleu/--no-valid-bleu", default=_T.valid_bleu, show_default=True, help="Greedy dev BLEU at validation.")
+@click.option("--patience", type=click.IntRange(0), default=_T.patience, show_default=True, help="Validations without improvement before stopping (0: never).")
+@click.option("--log-every", type=click.IntRange(1), default=_T.log_every, show_default=True)
+@click.option("--seed", type=int, default=_T.seed, show_default=True)
+@click.option("--threads", type=click.IntRange(0), default=_T.threads, show_default=True, help="CPU threads (0: torch's default).")
+@click.option("--bf16", is_flag=True, help="bfloat16 autocast on CUDA.")
+@click.option("--reset", is_flag=True, help="Ignore SAVE_DIR/last.pt and start over.")
+@user_errors
+def train(data_bin: str, save_dir: str, arch: str, preset: str, emb: int | None, hidden: int | None,
+          align: int | None, maxout: int | None, readout: str, optimizer: str, lr: float | None,
+          reset: bool, **train_args: Any) -> None:
+    """Train RNNsearch or RNNencdec on a binarized corpus (Appendix B by default)."""
+    from .train import train as run
+    sizes = {**MODEL_PRESETS[preset], **{k: v for k, v in
+                                         (("emb", emb), ("hidden", hidden), ("align", align), ("maxout", maxout)) if v}}
+    model_cfg = ModelConfig(arch=arch, readout=readout, **sizes)
+    cfg = TrainConfig(optimizer=optimizer, lr=lr if lr is not None else (1.0 if optimizer == "adadelta" else 5e-4),
+                      **train_args)
+    run(Path(data_bin), Path(save_dir), model_cfg, cfg, resume=not reset)

@@ -82,3 +82,71 @@ def _known(cls: type, d: dict[str, Any], what: str) -> dict[str, Any]:
     return {k: v for k, v in d.items() if k in names}
 
 
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Architecture and sizes; the defaults are the paper's (Appendix A.2.3).
+
+    ``readout`` picks the state the deep output sees: ``prev`` follows the
+    equation t̃_i = U_o s_{i-1} + V_o E y_{i-1} + C_o c_i (default); ``next``
+    uses s_i, as the appendix's ``p(y_i | s_i, y_{i-1}, c_i)`` could be read.
+    """
+
+    arch: str = "rnnsearch"
+    src_vocab: int = 0
+    tgt_vocab: int = 0
+    emb: int = 620            # m
+    hidden: int = 1000        # n
+    align: int = 1000         # n'
+    maxout: int = 500         # l
+    readout: str = "prev"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "ModelConfig":
+        return cls(**_known(cls, d, "model settings"))
+
+
+# Sizes for a CPU run; "bench" is the size of ../shared/bench's peer comparison.
+MODEL_PRESETS: dict[str, dict[str, int]] = {
+    "paper": {"emb": 620, "hidden": 1000, "align": 1000, "maxout": 500},
+    "small": {"emb": 256, "hidden": 256, "align": 256, "maxout": 256},
+    "bench": {"emb": 256, "hidden": 256, "align": 256, "maxout": 256},
+    "tiny": {"emb": 32, "hidden": 32, "align": 32, "maxout": 32},
+}
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Appendix B by default: Adadelta (ρ=0.95, ε=1e-6), clip 1, 80 sentences, pools of 20."""
+
+    optimizer: str = "adadelta"
+    lr: float = 1.0
+    rho: float = 0.95
+    eps: float = 1e-6
+    clip: float = 1.0
+    batch_size: int = 80
+    max_tokens: int = 0            # >0: batches by target tokens instead of sentences
+    pool: int = 20
+    max_len: int = 50
+    max_updates: int = 0           # 0: no limit
+    max_epochs: int = 0
+    max_minutes: float = 0.0
+    valid_every: int = 1000
+    valid_bleu: bool = True
+    valid_max_sentences: int = 0   # 0: the whole valid split
+    patience: int = 10
+    log_every: int = 50
+    seed: int = 1234
+    threads: int = 0               # 0: torch's default
+    bf16: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "TrainConfig":
+        return cls(**_known(cls, d, "training settings"))

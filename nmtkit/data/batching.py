@@ -1,0 +1,98 @@
+"""Minibatches as Appendix B.2 makes them, with a state for exact resume.
+
+Each epoch the kept pairs are shuffled (seeded by seed and epoch, so the
+order needs no stored RNG), cut into pools of ``pool × batch_size`` pairs,
+each pool sorted by length and split into minibatches, whose order inside
+the pool is shuffled. Pairs over ``max_len`` on either side, or empty, are
+never drawn. ``max_tokens`` > 0 cuts by target tokens instead of sentences.
+With several ranks (DDP) each takes every ``world``-th minibatch, all ranks
+the same number.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import numpy as np
+import torch
+
+from .vocab import BOS, EOS, PAD
+
+
+class Batches:
+    def __init__(self, src_sizes: np.ndarray, tgt_sizes: np.ndarray, batch_size: int = 80,
+                 pool: int = 20, max_len: int = 50, seed: int = 1234, max_tokens: int = 0,
+                 rank: int = 0, world: int = 1):
+        self.src_sizes, self.tgt_sizes = np.asarray(src_sizes), np.asarray(tgt_sizes)
+        ok = (self.src_sizes > 0) & (self.tgt_sizes > 0)
+        if max_len:
+            ok &= (self.src_sizes <= max_len) & (self.tgt_sizes <= max_len)
+        self.keep = np.flatnonzero(ok)
+        self.batch_size, self.pool, self.seed, self.max_tokens = batch_size, pool, seed, max_tokens
+        self.rank, self.world = rank, world
+        self.epoch, self.index = 0, 0
+
+    def _cut(self, ids: np.ndarray) -> list[np.ndarray]:
+        if not self.max_tokens:
+            return [ids[i:i + self.batch_size] for i in range(0, len(ids), self.batch_size)]
+        out, start, longest = [], 0, 0
+        for i, j in enumerate(ids):
+            longest = max(longest, int(self.tgt_sizes[j]) + 1)
+            if i > start and longest * (i - start + 1) > self.max_tokens:
+                out.append(ids[start:i])
+                start, longest = i, int(self.tgt_sizes[j]) + 1
+        out.append(ids[start:])
+        return out
+
+    def epoch_batches(self, epoch: int) -> list[np.ndarray]:
+        rng = np.random.default_rng([self.seed, epoch])
+        order = rng.permutation(self.keep)
+        step = self.pool * (self.batch_size if not self.max_tokens else
+                            max(1, self.max_tokens // max(1, int(np.median(self.tgt_sizes[self.keep])) + 1)))
+        batches: list[np.ndarray] = []
+        for start in range(0, len(order), step):
+            chunk = order[start:start + step]
+            chunk = chunk[np.lexsort((self.src_sizes[chunk], self.tgt_sizes[chunk]))]
+            cut = self._cut(chunk)
+            batches.extend(cut[k] for k in rng.permutation(len(cut)))
+        usable = len(batches) - len(batches) % self.world
+        return batches[self.rank:usable:self.world]
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        """Batches from the current position on, forever (epoch after epoch)."""
+        while True:
+            batches = self.epoch_batches(self.epoch)
+            if not batches:
+                raise ValueError("no training pair fits the length limit")
+            while self.index < len(batches):
+                self.index += 1
+                yield batches[self.index - 1]
+            self.epoch, self.index = self.epoch + 1, 0
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"epoch": self.epoch, "index": self.index, "seed": self.seed}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.epoch, self.index, self.seed = int(state["epoch"]), int(state["index"]), int(state["seed"])
+
+
+def pad(seqs: list[np.ndarray], bos: bool = False, eos: bool = True) -> torch.Tensor:
+    """Right-padded (B, T) int64 ids, optionally with <s> before and </s> after each sentence."""
+    longest = max(len(s) for s in seqs) + bos + eos
+    out = torch.full((len(seqs), longest), PAD, dtype=torch.long)
+    for i, s in enumerate(seqs):
+        row = torch.from_numpy(np.asarray(s, dtype=np.int64))
+        out[i, bos:bos + len(s)] = row
+        if bos:
+            out[i, 0] = BOS
+        if eos:
+            out[i, bos + len(s)] = EOS
+    return out
+
+
+def collate(src_arr: Any, tgt_arr: Any, idx: np.ndarray) -> dict[str, torch.Tensor]:
+    """src (with </s>), its mask, tgt_in (<s> y) and tgt_out (y </s>) for sentences ``idx``."""
+    src = pad([src_arr[i] for i in idx])
+    tgt = [tgt_arr[i] for i in idx]
+    return {"src": src, "src_mask": src != PAD, "tgt_in": pad(tgt, bos=True, eos=False),
+            "tgt_out": pad(tgt)}

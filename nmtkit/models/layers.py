@@ -1,0 +1,89 @@
+"""The paper's gated recurrent unit, a masked bidirectional encoder, and B.1 initialisation.
+
+torch's ``nn.GRU`` applies the reset gate after the recurrent product,
+r ∘ (U s); the paper (Appendix A.1.1) applies it before, U [r ∘ s]. This
+cell follows the paper. The input projections W·x of all time steps are one
+matrix product before the loop, so each step does only the recurrent ones.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+class PaperGRU(nn.Module):
+    """s_i = (1−z)∘s + z∘tanh(W x + U[r∘s] + b); z, r = σ(W_{z,r} x + U_{z,r} s + b).
+
+    ``x`` is whatever enters the gates: an embedding, or [embedding; context].
+    """
+
+    def __init__(self, input_size: int, hidden: int):
+        super().__init__()
+        self.hidden = hidden
+        self.W = nn.Linear(input_size, 3 * hidden)            # [W_z; W_r; W] with biases
+        self.U_zr = nn.Linear(hidden, 2 * hidden, bias=False)  # recurrent: orthogonal
+        self.U = nn.Linear(hidden, hidden, bias=False)
+
+    def cell(self, wx: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+        """One step from the precomputed input projection ``wx`` (B, 3n) and state ``s`` (B, n)."""
+        n = self.hidden
+        zr = torch.sigmoid(wx[:, :2 * n] + self.U_zr(s))
+        z, r = zr[:, :n], zr[:, n:]
+        candidate = torch.tanh(wx[:, 2 * n:] + self.U(r * s))
+        return s + z * (candidate - s)
+
+
+class BiEncoder(nn.Module):
+    """Forward and backward paper-GRUs over one shared source embedding (Appendix A.2.1).
+
+    Padding is handled by masks: a padded position keeps the previous state,
+    so the backward RNN starts from zero at each sentence's last word and a
+    sentence's annotations do not depend on how much padding follows it.
+    """
+
+    def __init__(self, vocab: int, emb: int, hidden: int, bidirectional: bool = True):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, emb, padding_idx=0)
+        self.fwd = PaperGRU(emb, hidden)
+        self.bwd = PaperGRU(emb, hidden) if bidirectional else None
+
+    @staticmethod
+    def _run(rnn: PaperGRU, wx: torch.Tensor, mask: torch.Tensor, reverse: bool) -> torch.Tensor:
+        B, T, _ = wx.shape
+        s = wx.new_zeros(B, rnn.hidden)
+        out = [s] * T
+        keep = mask.unsqueeze(-1).to(wx.dtype)
+        for t in (range(T - 1, -1, -1) if reverse else range(T)):
+            new = rnn.cell(wx[:, t], s)
+            s = s + keep[:, t] * (new - s)
+            out[t] = s
+        return torch.stack(out, 1)
+
+    def forward(self, src: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Returns annotations (B, T, 2n or n) and ←h_1 (B, n) (None when unidirectional)."""
+        x = self.embed(src)
+        fwd = self._run(self.fwd, self.fwd.W(x), mask, reverse=False)
+        if self.bwd is None:
+            return fwd, None
+        bwd = self._run(self.bwd, self.bwd.W(x), mask, reverse=True)
+        return torch.cat([fwd, bwd], -1), bwd[:, 0]
+
+
+def init_appendix_b1(model: nn.Module) -> None:
+    """B.1: orthogonal recurrent matrices; N(0, 0.001²) for W_a and U_a; zeros for v_a
+    and biases; N(0, 0.01²) for every other weight."""
+    for name, p in model.named_parameters():
+        leaf = name.rsplit(".", 2)
+        if name.endswith("bias") or ".v_a" in name or name.startswith("v_a"):
+            nn.init.zeros_(p)
+        elif "U_zr" in name or leaf[-2:] == ["U", "weight"]:
+            for block in p.data.split(p.shape[1], 0):     # U_zr is [U_z; U_r]: each orthogonal
+                nn.init.orthogonal_(block)
+        elif "W_a" in name or "U_a" in name:
+            nn.init.normal_(p, 0.0, 0.001)
+        else:
+            nn.init.normal_(p, 0.0, 0.01)
+    for module in model.modules():
+        if isinstance(module, nn.Embedding) and module.padding_idx is not None:
+            module.weight.data[module.padding_idx].zero_()

@@ -1,0 +1,106 @@
+"""RNNsearch (Bahdanau et al. 2015, Appendix A.2) and RNNencdec (Cho et al. 2014a).
+
+Both share one decoder: a paper-GRU whose gates all see [E y_{i-1}; c_i],
+s_0 = tanh(W_s ←h_1) (RNNencdec: tanh(W_s c)), and the deep output
+t̃_i = U_o s_{i-1} + V_o E y_{i-1} + C_o c_i, maxout over pairs, softmax over
+W_o t_i. RNNsearch recomputes c_i by attention on s_{i-1}; RNNencdec fixes
+c_i to the encoder's last forward state →h_{T_x} (the paper's remark in
+A.2.2), with a unidirectional encoder of n units as in Cho et al.
+
+``_recur`` (context + GRU update) and ``readout`` are the decoder step.
+Teacher forcing (``forward``) loops ``_recur`` and applies ``readout`` to all
+positions at once; search calls ``step``, which chains the same two. The
+readout sees s_{i-1} (``readout="prev"``, the equation for t̃_i) or s_i
+(``readout="next"``).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ..config import ModelConfig
+from .attention import AdditiveAttention
+from .base import EncoderOut, Seq2Seq
+from .layers import BiEncoder, PaperGRU, init_appendix_b1
+
+
+class RNNSearch(Seq2Seq):
+    attentive = True
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        n, m, ctx = cfg.hidden, cfg.emb, (2 if self.attentive else 1) * cfg.hidden
+        self.encoder = BiEncoder(cfg.src_vocab, m, n, bidirectional=self.attentive)
+        self.attention = AdditiveAttention(n, ctx, cfg.align) if self.attentive else None
+        self.W_s = nn.Linear(n if self.attentive else ctx, n)
+        self.embed = nn.Embedding(cfg.tgt_vocab, m, padding_idx=0)
+        self.gru = PaperGRU(m + ctx, n)
+        self.U_o = nn.Linear(n, 2 * cfg.maxout)
+        self.V_o = nn.Linear(m, 2 * cfg.maxout, bias=False)
+        self.C_o = nn.Linear(ctx, 2 * cfg.maxout, bias=False)
+        self.W_o = nn.Linear(cfg.maxout, cfg.tgt_vocab)
+        init_appendix_b1(self)
+
+    # -- encoder -------------------------------------------------------------
+    def encode(self, src: torch.Tensor, mask: torch.Tensor) -> EncoderOut:
+        h, back_first = self.encoder(src, mask)
+        if self.attention is not None:
+            return EncoderOut(h, mask, keys=self.attention.precompute(h), summary=back_first)
+        last = (mask.sum(1) - 1).clamp(min=0)
+        c = h[torch.arange(h.shape[0], device=h.device), last]
+        return EncoderOut(h, mask, summary=c)
+
+    def init_state(self, enc: EncoderOut) -> torch.Tensor:
+        assert enc.summary is not None
+        return torch.tanh(self.W_s(enc.summary))
+
+    # -- the decoder step ------------------------------------------------------
+    def _context(self, s_prev: torch.Tensor, enc: EncoderOut) -> tuple[torch.Tensor, torch.Tensor | None]:
+        if self.attention is None:
+            assert enc.summary is not None
+            return enc.summary, None
+        assert enc.keys is not None
+        return self.attention(s_prev, enc.keys, enc.h, enc.mask)
+
+    def _recur(self, w_y: torch.Tensor, s_prev: torch.Tensor,
+               enc: EncoderOut) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """c_i from s_{i-1}, then s_i. ``w_y`` is the embedding part of W·x (B, 3n)."""
+        c, alpha = self._context(s_prev, enc)
+        wx = w_y + nn.functional.linear(c, self.gru.W.weight[:, self.cfg.emb:])
+        return self.gru.cell(wx, s_prev), c, alpha
+
+    def _w_y(self, e_y: torch.Tensor) -> torch.Tensor:
+        return nn.functional.linear(e_y, self.gru.W.weight[:, :self.cfg.emb], self.gru.W.bias)
+
+    def readout(self, s: torch.Tensor, e_y: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+        """Logits W_o t, t = maxout(U_o s + V_o E y + C_o c) over pairs; works on (..., ·)."""
+        t = self.U_o(s) + self.V_o(e_y) + self.C_o(c)
+        return self.W_o(t.unflatten(-1, (-1, 2)).amax(-1))
+
+    def step(self, y_prev: torch.Tensor, state: torch.Tensor,
+             enc: EncoderOut) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """One target position: log-probabilities (B, K), s_i (B, n), α_i (B, Tx) or None."""
+        e_y = self.embed(y_prev)
+        s, c, alpha = self._recur(self._w_y(e_y), state, enc)
+        logits = self.readout(state if self.cfg.readout == "prev" else s, e_y, c)
+        return torch.log_softmax(logits.float(), -1), s, alpha
+
+    def forward(self, src: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
+        """Teacher forcing: logits (B, Ty, K) for the target prefix ``tgt_in`` (B, Ty)."""
+        enc = self.encode(src, src_mask)
+        s = self.init_state(enc)
+        e_y = self.embed(tgt_in)
+        w_y = self._w_y(e_y)
+        states, contexts = [], []
+        for i in range(tgt_in.shape[1]):
+            s_prev = s
+            s, c, _ = self._recur(w_y[:, i], s_prev, enc)
+            states.append(s_prev if self.cfg.readout == "prev" else s)
+            contexts.append(c)
+        return self.readout(torch.stack(states, 1), e_y, torch.stack(contexts, 1))
+
+
+class RNNEncDec(RNNSearch):
+    attentive = False

@@ -1,0 +1,277 @@
+"""``nmtkit train``: Appendix B's recipe, read top to bottom.
+
+Minibatches from :mod:`nmtkit.data.batching`; cost = summed target NLL per
+sentence, averaged over the minibatch; gradient L2 norm clipped; Adadelta
+(ρ=0.95, ε=1e-6) or Adam. Every ``valid_every`` updates: dev NLL (teacher
+forcing) and dev BLEU (greedy search, the code translate uses), ``best.pt``
+when the dev score improves, ``last.pt`` always, early stopping after
+``patience`` validations without improvement. Metrics go to
+``metrics.jsonl`` in the save directory. Ctrl-C finishes the current
+update, saves ``last.pt`` and exits. Several processes (torchrun) train with
+DistributedDataParallel, each reading its share of the minibatches.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+
+from . import checkpoint
+from .config import ModelConfig, TrainConfig
+from .console import log
+from .data.batching import Batches, collate
+from .data.binarized import Corpus
+from .data.vocab import PAD
+from .errors import UserError
+from .models import build_model
+from .models.base import Seq2Seq
+from .search import greedy
+from .text.bpe import merge_subwords
+
+
+@dataclass
+class Progress:
+    step: int = 0
+    best: float = -math.inf
+    bad_evals: int = 0
+    seconds: float = 0.0
+
+
+def corpus_payload(corpus: Corpus) -> dict[str, Any]:
+    """What a checkpoint carries from the corpus so that translate needs nothing else."""
+    langs = {"src": corpus.src_lang, "tgt": corpus.tgt_lang}
+    codes = {}
+    for side, lang in langs.items():
+        name = corpus.manifest.get("bpe_codes", {}).get(lang)
+        codes[side] = (corpus.path / name).read_text(encoding="utf-8") if name else None
+    return {"langs": langs,
+            "vocab": {side: corpus.vocab(lang).tokens for side, lang in langs.items()},
+            "vocab_sha256": {lang: corpus.manifest["vocab"][lang]["sha256"] for lang in langs.values()},
+            "text": {side: corpus.manifest["settings"]["text"][lang] for side, lang in langs.items()},
+            "bpe_codes": codes, "settings_sha256": corpus.manifest.get("settings_sha256")}
+
+
+def nll(model: Seq2Seq, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, int]:
+    """Summed target NLL of a batch (float32) and its number of target tokens."""
+    logits = model(batch["src"], batch["src_mask"], batch["tgt_in"])
+    loss = F.cross_entropy(logits.float().flatten(0, 1), batch["tgt_out"].flatten(),
+                           ignore_index=PAD, reduction="sum")
+    return loss, int((batch["tgt_out"] != PAD).sum())
+
+
+def to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
+    return {k: v.to(device, non_blocking=True) for k, v in batch.items()}
+
+
+def eval_batches(sizes: np.ndarray, limit: int, batch_size: int) -> Iterator[np.ndarray]:
+    idx = np.argsort(sizes[:limit] if limit else sizes, kind="stable")
+    for i in range(0, len(idx), batch_size):
+        yield idx[i:i + batch_size]
+
+
+@torch.no_grad()
+def validate(model: Seq2Seq, corpus: Corpus, cfg: TrainConfig, device: torch.device,
+             tgt_tokens: list[str]) -> dict[str, float]:
+    """Dev NLL per sentence and per token; tokenized BLEU of greedy output (sacreBLEU, tok none)."""
+    import sacrebleu
+    model.eval()
+    src, tgt = corpus.split("valid")
+    total, tokens, n = 0.0, 0, 0
+    hyps: dict[int, str] = {}
+    refs: dict[int, str] = {}
+    for idx in eval_batches(src.sizes, cfg.valid_max_sentences, cfg.batch_size):
+        idx = idx[(src.sizes[idx] > 0) & (tgt.sizes[idx] > 0)]
+        if not len(idx):
+            continue
+        batch = to_device(collate(src, tgt, idx), device)
+        loss, ntok = nll(model, batch)
+        total, tokens, n = total + float(loss), tokens + ntok, n + len(idx)
+        if cfg.valid_bleu:
+            out = greedy(model, batch["src"], batch["src_mask"])
+            for i, hyp in zip(idx, out.tokens):
+                hyps[int(i)] = " ".join(merge_subwords([tgt_tokens[t] for t in hyp]))
+                refs[int(i)] = " ".join(merge_subwords([tgt_tokens[t] for t in tgt[int(i)]]))
+    model.train()
+    metrics = {"dev_nll": total / max(n, 1), "dev_nll_token": total / max(tokens, 1)}
+    if cfg.valid_bleu and hyps:
+        keys = sorted(hyps)
+        bleu = sacrebleu.corpus_bleu([hyps[k] for k in keys], [[refs[k] for k in keys]], tokenize="none")
+        metrics["dev_bleu_tok"] = bleu.score
+    return metrics
+
+
+class _StopFlag:
+    """First Ctrl-C asks the loop to stop after the current update; a second one aborts."""
+
+    def __init__(self) -> None:
+        self.requested = False
+
+    def __enter__(self) -> "_StopFlag":
+        self.previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def _handle(self, *_: Any) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+
+    def __exit__(self, *_: Any) -> None:
+        signal.signal(signal.SIGINT, self.previous)
+
+
+def _resume(save_dir: Path, corpus: Corpus) -> dict[str, Any] | None:
+    last = save_dir / "last.pt"
+    if not last.exists():
+        return None
+    ckpt = checkpoint.load(last)
+    corpus.check_vocab(ckpt["corpus"]["vocab_sha256"], f"the checkpoint {last}")
+    return ckpt
+
+
+def _rewind_metrics(path: Path, step: int) -> None:
+    """On resume, forget metrics logged after the checkpoint's step (they will be redone)."""
+    if path.exists():
+        keep = [line for line in path.read_text().splitlines() if json.loads(line)["step"] <= step]
+        path.write_text("".join(line + "\n" for line in keep))
+
+
+def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConfig,
+          resume: bool = True) -> Progress:
+    distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1
+    if distributed and not dist.is_initialized():
+        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+    rank, world = (dist.get_rank(), dist.get_world_size()) if distributed else (0, 1)
+    device = torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}" if torch.cuda.is_available() else "cpu")
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    corpus = Corpus(data_dir)
+    for split in ("train", "valid"):
+        if split not in corpus.splits:
+            raise UserError(f"{data_dir}: has no '{split}' split")
+    ckpt = _resume(save_dir, corpus) if resume else None
+    if ckpt is not None:
+        model_cfg = ModelConfig.from_dict(ckpt["model"])
+        old = TrainConfig.from_dict(ckpt["train"]["config"])
+        cfg = TrainConfig(**{**cfg.to_dict(), **{k: getattr(old, k) for k in
+                                                 ("seed", "batch_size", "pool", "max_len", "max_tokens")}})
+    else:
+        model_cfg = ModelConfig(**{**model_cfg.to_dict(), "src_vocab": len(corpus.vocab(corpus.src_lang)),
+                                   "tgt_vocab": len(corpus.vocab(corpus.tgt_lang))})
+    torch.manual_seed(cfg.seed)
+    model = build_model(model_cfg).to(device)
+    payload = corpus_payload(corpus)
+    src, tgt = corpus.split("train")
+    batches = Batches(src.sizes, tgt.sizes, cfg.batch_size, cfg.pool, cfg.max_len, cfg.seed,
+                      cfg.max_tokens, rank, world)
+    if cfg.optimizer == "adadelta":
+        opt: torch.optim.Optimizer = torch.optim.Adadelta(model.parameters(), lr=cfg.lr, rho=cfg.rho, eps=cfg.eps)
+    elif cfg.optimizer == "adam":
+        opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
+    else:
+        raise UserError(f"unknown optimizer '{cfg.optimizer}' (adadelta, adam)")
+    state = Progress()
+    if ckpt is not None:
+        model.load_state_dict(ckpt["weights"])
+        opt.load_state_dict(ckpt["train"]["optimizer"])
+        batches.load_state_dict(ckpt["train"]["batches"])
+        state = Progress(**ckpt["train"]["progress"])
+        torch.set_rng_state(ckpt["train"]["rng"]["torch"])
+        log(f"resuming from {save_dir / 'last.pt'} at update {state.step}, epoch {batches.epoch + 1}")
+    net: torch.nn.Module = torch.nn.parallel.DistributedDataParallel(model) if distributed else model
+    metrics_path = save_dir / "metrics.jsonl"
+    if rank == 0:
+        save_dir.mkdir(parents=True, exist_ok=True)
+        _rewind_metrics(metrics_path, state.step)
+
+    def save(name: str) -> None:
+        if rank != 0:
+            return
+        checkpoint.save(save_dir / name, {
+            "model": model_cfg.to_dict(), "weights": model.state_dict(), "corpus": payload,
+            "train": {"config": cfg.to_dict(), "optimizer": opt.state_dict(),
+                      "batches": batches.state_dict(), "progress": vars(state).copy(),
+                      "rng": {"torch": torch.get_rng_state()}}})
+
+    def record(entry: dict[str, Any]) -> None:
+        if rank == 0:
+            with open(metrics_path, "a") as fh:
+                fh.write(json.dumps({"step": state.step, "epoch": batches.epoch, **entry}) + "\n")
+
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=cfg.bf16 and device.type == "cuda")
+    started = time.perf_counter() - state.seconds
+    window = {"loss": 0.0, "tokens": 0, "sents": 0, "t": time.perf_counter()}
+    model.train()
+    with _StopFlag() as stop:
+        for idx in batches:
+            batch = to_device(collate(src, tgt, idx), device)
+            try:
+                with autocast:
+                    loss_sum, ntok = nll(net, batch)  # type: ignore[arg-type]
+                loss = loss_sum / len(idx)
+                if not torch.isfinite(loss):
+                    raise UserError(f"loss became {float(loss)} at update {state.step + 1}; "
+                                    f"{save_dir / 'last.pt'} holds the last good state "
+                                    f"(try a smaller --lr or --clip)")
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+            except torch.cuda.OutOfMemoryError:
+                raise UserError(f"out of GPU memory on a batch of {len(idx)} sentences × "
+                                f"{batch['tgt_in'].shape[1]} tokens; lower --batch-size (or --max-tokens) "
+                                f"or --max-len") from None
+            if cfg.clip:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
+            opt.step()
+            state.step += 1
+            state.seconds = time.perf_counter() - started
+            window["loss"] += float(loss_sum.detach())
+            window["tokens"] += ntok
+            window["sents"] += len(idx)
+            if state.step % cfg.log_every == 0:
+                dt = time.perf_counter() - window["t"]
+                entry = {"train_nll": window["loss"] / window["sents"],
+                         "train_nll_token": window["loss"] / window["tokens"],
+                         "tgt_tokens_per_s": window["tokens"] * world / dt, "updates_per_s": cfg.log_every / dt,
+                         "seconds": state.seconds}
+                record(entry)
+                if rank == 0:
+                    log(f"update {state.step:>7,}  epoch {batches.epoch + 1}  nll/sent {entry['train_nll']:.2f}  "
+                        f"nll/tok {entry['train_nll_token']:.3f}  {entry['tgt_tokens_per_s']:,.0f} tok/s")
+                window = {"loss": 0.0, "tokens": 0, "sents": 0, "t": time.perf_counter()}
+            limits = bool((cfg.max_updates and state.step >= cfg.max_updates)
+                          or (cfg.max_epochs and batches.epoch >= cfg.max_epochs)
+                          or (cfg.max_minutes and state.seconds >= 60 * cfg.max_minutes))
+            finish = limits or stop.requested
+            if rank == 0 and (state.step % cfg.valid_every == 0 or finish):
+                metrics = validate(model, corpus, cfg, device, payload["vocab"]["tgt"])
+                score = metrics.get("dev_bleu_tok", -metrics["dev_nll"])
+                record(metrics)
+                log("validation  " + "  ".join(f"{k} {v:.3f}" for k, v in metrics.items()))
+                if score > state.best:
+                    state.best, state.bad_evals = score, 0
+                    save("best.pt")
+                else:
+                    state.bad_evals += 1
+                save("last.pt")
+                if cfg.patience and state.bad_evals >= cfg.patience:
+                    log(f"no improvement in {cfg.patience} validations: stopping")
+                    finish = True
+            if distributed:   # rank 0 decides, so that no rank waits for the others forever
+                flag = torch.tensor([int(finish)], device=device)
+                dist.broadcast(flag, 0)
+                finish = bool(flag.item())
+            if finish:
+                if stop.requested:
+                    log(f"interrupted: saved {save_dir / 'last.pt'} at update {state.step}")
+                break
+    return state

@@ -1,0 +1,91 @@
+"""RNNsearch / RNNencdec: one decoder step for training and search, masks, B.1 init."""
+
+import pytest
+import torch
+
+from nmtkit.config import ModelConfig
+from nmtkit.models import build_model
+from nmtkit.search import greedy
+
+TINY = dict(src_vocab=20, tgt_vocab=15, emb=12, hidden=10, align=8, maxout=6)
+
+
+def batch(seed=0):
+    g = torch.Generator().manual_seed(seed)
+    src = torch.randint(4, 20, (3, 7), generator=g)
+    src[1, 5:] = 0
+    src[2, 3:] = 0
+    return src, src != 0, torch.randint(4, 15, (3, 5), generator=g)
+
+
+@pytest.mark.parametrize("arch", ["rnnsearch", "rnnencdec"])
+@pytest.mark.parametrize("readout", ["prev", "next"])
+def test_teacher_forced_equals_stepwise(arch, readout):
+    torch.manual_seed(0)
+    model = build_model(ModelConfig(arch=arch, readout=readout, **TINY))
+    for p in model.parameters():           # B.1's tiny weights would make every check trivially close
+        torch.nn.init.normal_(p, 0, 0.3)
+    src, mask, tgt = batch()
+    forced = torch.log_softmax(model(src, mask, tgt), -1)
+    enc = model.encode(src, mask)
+    s = model.init_state(enc)
+    steps = []
+    for i in range(tgt.shape[1]):
+        logp, s, alpha = model.step(tgt[:, i], s, enc)
+        steps.append(logp)
+        if arch == "rnnsearch":
+            assert alpha.shape == (3, 7) and torch.allclose(alpha.sum(-1), torch.ones(3))
+            assert (alpha[2, 3:] == 0).all()          # no weight on padding
+        else:
+            assert alpha is None
+    assert torch.allclose(forced, torch.stack(steps, 1), atol=1e-6)
+
+
+@pytest.mark.parametrize("arch", ["rnnsearch", "rnnencdec"])
+def test_padding_never_changes_a_sentence(arch):
+    torch.manual_seed(1)
+    model = build_model(ModelConfig(arch=arch, **TINY))
+    for p in model.parameters():
+        torch.nn.init.normal_(p, 0, 0.3)
+    src, mask, tgt = batch()
+    together = model(src, mask, tgt)
+    for i in range(3):
+        n = int(mask[i].sum())
+        alone = model(src[i:i + 1, :n], mask[i:i + 1, :n], tgt[i:i + 1])
+        assert torch.allclose(together[i:i + 1], alone, atol=1e-5)
+
+
+def test_s0_uses_the_backward_state_at_the_first_word():
+    torch.manual_seed(2)
+    model = build_model(ModelConfig(**TINY))
+    src, mask, _ = batch()
+    enc = model.encode(src, mask)
+    h_back_first = enc.h[:, 0, TINY["hidden"]:]
+    assert torch.equal(enc.summary, h_back_first)
+    assert torch.allclose(model.init_state(enc), torch.tanh(model.W_s(h_back_first)))
+
+
+def test_appendix_b1_initialisation():
+    model = build_model(ModelConfig(src_vocab=50, tgt_vocab=60, emb=40, hidden=30, align=20, maxout=10))
+    U = model.gru.U.weight
+    assert torch.allclose(U @ U.T, torch.eye(30), atol=1e-5)
+    Uz, Ur = model.encoder.fwd.U_zr.weight.split(30)
+    assert torch.allclose(Uz @ Uz.T, torch.eye(30), atol=1e-5) and torch.allclose(Ur @ Ur.T, torch.eye(30), atol=1e-5)
+    assert (model.attention.v_a.weight == 0).all() and (model.gru.W.bias == 0).all()
+    assert model.attention.W_a.weight.std() < 0.002 and model.attention.U_a.weight.std() < 0.002
+    assert 0.005 < model.W_o.weight.std() < 0.015
+
+
+def test_greedy_scores_are_the_sum_of_step_log_probs():
+    torch.manual_seed(3)
+    model = build_model(ModelConfig(**TINY))
+    for p in model.parameters():
+        torch.nn.init.normal_(p, 0, 0.5)
+    src, mask, _ = batch()
+    out = greedy(model, src, mask)
+    for i, (toks, score) in enumerate(zip(out.tokens, out.scores)):
+        tgt_in = torch.tensor([[2] + toks])
+        tgt_out = torch.tensor(toks + [3])
+        n = int(mask[i].sum())
+        logp = torch.log_softmax(model(src[i:i + 1, :n], mask[i:i + 1, :n], tgt_in), -1)[0]
+        assert abs(float(logp[torch.arange(len(tgt_out)), tgt_out].sum().detach()) - score) < 1e-4
