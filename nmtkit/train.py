@@ -220,7 +220,7 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
                     loss_sum, ntok = nll(net, batch)  # type: ignore[arg-type]
                 loss = loss_sum / len(idx)
                 if not torch.isfinite(loss):
-                    raise UserError(f"loss became {float(loss)} at update {state.step + 1}; "
+                    raise UserError(f"loss became {float(loss.detach())} at update {state.step + 1}; "
                                     f"{save_dir / 'last.pt'} holds the last good state "
                                     f"(try a smaller --lr or --clip)")
                 opt.zero_grad(set_to_none=True)
