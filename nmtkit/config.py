@@ -15,8 +15,19 @@ from .errors import FormatError
 from .text.clean import RULES
 
 
+class _Settings:
+    """to_dict/from_dict for the frozen dataclasses below; unknown keys are a format error."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)  # type: ignore[call-overload]
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]):  # type: ignore[no-untyped-def]
+        return cls(**_known(cls, d, f"{cls.__name__} field"))
+
+
 @dataclass(frozen=True)
-class TextConfig:
+class TextConfig(_Settings):
     """How one language's raw text becomes tokens (the order is the pipeline's).
 
     clean rules → Moses punctuation normalisation → Moses tokenisation
@@ -31,17 +42,15 @@ class TextConfig:
     lowercase: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["clean"] = list(self.clean)
-        return d
+        return asdict(self) | {"clean": list(self.clean)}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "TextConfig":
-        return cls(**_known(cls, d, "text settings") | {"clean": tuple(d.get("clean", ()))})
+        return cls(**_known(cls, d, "TextConfig field") | {"clean": tuple(d.get("clean", ()))})
 
 
 @dataclass(frozen=True)
-class FilterConfig:
+class FilterConfig(_Settings):
     """Which training pairs preprocessing drops (Moses clean-corpus-n style).
 
     Lengths are counted in output tokens. ``max_ratio`` bounds
@@ -53,25 +62,15 @@ class FilterConfig:
     max_ratio: float = 2.5
     dedup: bool = True
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "FilterConfig":
-        return cls(**_known(cls, d, "filter settings"))
-
 
 @dataclass(frozen=True)
-class VocabConfig:
+class VocabConfig(_Settings):
     """The paper's shortlist: the ``size`` most frequent tokens per language."""
 
     size: int = 30000
     min_count: int = 1
     bpe_merges: int = 0
     joint_bpe: bool = True
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _known(cls: type, d: dict[str, Any], what: str) -> dict[str, Any]:
@@ -82,10 +81,8 @@ def _known(cls: type, d: dict[str, Any], what: str) -> dict[str, Any]:
     return {k: v for k, v in d.items() if k in names}
 
 
-
-
 @dataclass(frozen=True)
-class ModelConfig:
+class ModelConfig(_Settings):
     """Architecture and sizes; the defaults are the paper's (Appendix A.2.3).
 
     ``readout`` picks the state the deep output sees: ``prev`` follows the
@@ -102,13 +99,6 @@ class ModelConfig:
     maxout: int = 500         # l
     readout: str = "prev"
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "ModelConfig":
-        return cls(**_known(cls, d, "model settings"))
-
 
 # Sizes for a CPU run; "bench" is the size of ../shared/bench's peer comparison.
 MODEL_PRESETS: dict[str, dict[str, int]] = {
@@ -120,7 +110,7 @@ MODEL_PRESETS: dict[str, dict[str, int]] = {
 
 
 @dataclass(frozen=True)
-class TrainConfig:
+class TrainConfig(_Settings):
     """Appendix B by default: Adadelta (ρ=0.95, ε=1e-6), clip 1, 80 sentences, pools of 20."""
 
     optimizer: str = "adadelta"
@@ -144,9 +134,4 @@ class TrainConfig:
     threads: int = 0               # 0: torch's default
     bf16: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "TrainConfig":
-        return cls(**_known(cls, d, "training settings"))

@@ -26,11 +26,6 @@ class EncoderOut:
     keys: torch.Tensor | None = None
     summary: torch.Tensor | None = None
 
-    def index_select(self, idx: torch.Tensor) -> "EncoderOut":
-        """Reorder or repeat sentences (beam search)."""
-        pick = lambda t: None if t is None else t.index_select(0, idx)  # noqa: E731
-        return EncoderOut(pick(self.h), pick(self.mask), pick(self.keys), pick(self.summary))
-
 
 class Seq2Seq(nn.Module):
     cfg: ModelConfig
