@@ -35,3 +35,39 @@ def progress(unit: str = "lines") -> Progress:
     return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                     _Rate(unit), TimeElapsedColumn(), TimeRemainingColumn(), console=console,
                     disable=not console.is_terminal)
+
+
+class TrainProgress:
+    """Training's live line on a terminal: a bar toward the budget (updates, seconds or none)
+    with update, epoch, loss, speed and ETA. Elsewhere (a log file, CI) each report is a
+    plain line instead. Validation results are always printed as lines."""
+
+    def __init__(self, total: float | None, unit: str, disable: bool = False):
+        self.unit, self.disable = unit, disable
+        self.live = not disable and console.is_terminal
+        self.bar = Progress(TextColumn("[bold]train"), BarColumn(), TextColumn("{task.fields[stats]}"),
+                            TimeElapsedColumn(), TimeRemainingColumn(), console=console, disable=not self.live)
+        self.task = self.bar.add_task("train", total=total, stats="")
+
+    def __enter__(self) -> "TrainProgress":
+        self.bar.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.bar.stop()
+
+    def update(self, completed: float) -> None:
+        self.bar.update(self.task, completed=completed)
+
+    def show(self, step: int, epoch: int, entry: dict[str, float]) -> None:
+        stats = (f"update {step:,}  epoch {epoch}  nll/tok {entry['train_nll_token']:.3f}  "
+                 f"{entry['tgt_tokens_per_s']:,.0f} tok/s  {entry['updates_per_s']:.2f} upd/s")
+        if self.live:
+            self.bar.update(self.task, stats=stats)
+        elif not self.disable:
+            log(stats.replace("nll/tok", f"nll/sent {entry['train_nll']:.2f}  nll/tok"))
+
+    def validated(self, step: int, metrics: dict[str, float]) -> None:
+        if not self.disable:
+            log(f"validation at update {step:,}  " + "  ".join(f"{k} {v:.3f}" for k, v in metrics.items()))
+

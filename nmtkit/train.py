@@ -25,11 +25,10 @@ from typing import Any, Iterator
 import numpy as np
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 
 from . import checkpoint
 from .config import ModelConfig, TrainConfig
-from .console import log
+from .console import TrainProgress, log
 from .data.batching import Batches, collate
 from .data.binarized import Corpus
 from .data.vocab import PAD
@@ -62,14 +61,6 @@ def corpus_payload(corpus: Corpus) -> dict[str, Any]:
             "bpe_codes": codes, "settings_sha256": corpus.manifest.get("settings_sha256")}
 
 
-def nll(model: Seq2Seq, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, int]:
-    """Summed target NLL of a batch (float32) and its number of target tokens."""
-    logits = model(batch["src"], batch["src_mask"], batch["tgt_in"])
-    loss = F.cross_entropy(logits.float().flatten(0, 1), batch["tgt_out"].flatten(),
-                           ignore_index=PAD, reduction="sum")
-    return loss, int((batch["tgt_out"] != PAD).sum())
-
-
 def to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
     return {k: v.to(device, non_blocking=True) for k, v in batch.items()}
 
@@ -95,10 +86,11 @@ def validate(model: Seq2Seq, corpus: Corpus, cfg: TrainConfig, device: torch.dev
         if not len(idx):
             continue
         batch = to_device(collate(src, tgt, idx), device)
-        loss, ntok = nll(model, batch)
-        total, tokens, n = total + float(loss), tokens + ntok, n + len(idx)
+        enc = model.encode(batch["src"], batch["src_mask"])      # once, for the NLL and the search
+        loss = model.output_nll(model.teacher_forced(enc, batch["tgt_in"]), batch["tgt_out"])
+        total, tokens, n = total + float(loss), tokens + int((batch["tgt_out"] != PAD).sum()), n + len(idx)
         if cfg.valid_bleu:
-            out = greedy(model, batch["src"], batch["src_mask"])
+            out = greedy(model, enc)
             for i, hyp in zip(idx, out.tokens):
                 hyps[int(i)] = " ".join(merge_subwords([tgt_tokens[t] for t in hyp]))
                 refs[int(i)] = " ".join(merge_subwords([tgt_tokens[t] for t in tgt[int(i)]]))
@@ -146,6 +138,57 @@ def _rewind_metrics(path: Path, step: int) -> None:
         path.write_text("".join(line + "\n" for line in keep))
 
 
+class _Window:
+    """Training losses of the updates since the last report, kept on the device.
+
+    Reading a loss (``float(loss)``) waits for the GPU; so the losses of a
+    window are read together, every ``log_every`` updates and before any
+    checkpoint, and a non-finite one is then traced to its update.
+    """
+
+    def __init__(self, first_step: int):
+        self.first, self.losses, self.tokens, self.sents = first_step, [], 0, 0
+        self.started = time.perf_counter()
+
+    def add(self, loss: torch.Tensor, tokens: int, sents: int) -> None:
+        self.losses.append(loss.detach())
+        self.tokens, self.sents = self.tokens + tokens, self.sents + sents
+
+    def close(self) -> dict[str, float]:
+        """Averages of the window; UserError naming the first update whose loss is not finite."""
+        values = torch.stack(self.losses).tolist() if self.losses else []
+        for k, v in enumerate(values):
+            if not math.isfinite(v):
+                raise _Diverged(self.first + k, v)
+        seconds = max(time.perf_counter() - self.started, 1e-9)
+        return {"train_nll": sum(values) / max(self.sents, 1), "train_nll_token": sum(values) / max(self.tokens, 1),
+                "tgt_tokens_per_s": self.tokens / seconds, "updates_per_s": len(values) / seconds}
+
+
+class _Diverged(Exception):
+    def __init__(self, step: int, value: float):
+        self.step, self.value = step, value
+
+
+def _optimizer(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.Optimizer:
+    if cfg.optimizer == "adadelta":
+        return torch.optim.Adadelta(model.parameters(), lr=cfg.lr, rho=cfg.rho, eps=cfg.eps)
+    if cfg.optimizer == "adam":
+        return torch.optim.Adam(model.parameters(), lr=cfg.lr)
+    raise UserError(f"unknown optimizer '{cfg.optimizer}' (adadelta, adam)")
+
+
+def _budget(cfg: TrainConfig, batches_per_epoch: int) -> tuple[float | None, str]:
+    """What the progress bar counts toward: updates, minutes or epochs (None: no limit)."""
+    if cfg.max_updates:
+        return cfg.max_updates, "updates"
+    if cfg.max_minutes:
+        return cfg.max_minutes * 60, "seconds"
+    if cfg.max_epochs:
+        return cfg.max_epochs * batches_per_epoch, "updates"
+    return None, "updates"
+
+
 def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConfig,
           resume: bool = True) -> Progress:
     distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1
@@ -174,12 +217,7 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
     src, tgt = corpus.split("train")
     batches = Batches(src.sizes, tgt.sizes, cfg.batch_size, cfg.pool, cfg.max_len, cfg.seed,
                       cfg.max_tokens, rank, world)
-    if cfg.optimizer == "adadelta":
-        opt: torch.optim.Optimizer = torch.optim.Adadelta(model.parameters(), lr=cfg.lr, rho=cfg.rho, eps=cfg.eps)
-    elif cfg.optimizer == "adam":
-        opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
-    else:
-        raise UserError(f"unknown optimizer '{cfg.optimizer}' (adadelta, adam)")
+    opt = _optimizer(model, cfg)
     state = Progress()
     if ckpt is not None:
         model.load_state_dict(ckpt["weights"])
@@ -208,23 +246,29 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
             with open(metrics_path, "a") as fh:
                 fh.write(json.dumps({"step": state.step, "epoch": batches.epoch, **entry}) + "\n")
 
-    autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=cfg.bf16 and device.type == "cuda")
+    def close_window() -> dict[str, float]:
+        try:
+            return window.close()
+        except _Diverged as bad:
+            raise UserError(f"loss became {bad.value} at update {bad.step}; {save_dir / 'last.pt'} holds "
+                            f"the last good state (try a smaller --lr or --clip)") from None
+
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=cfg.bf16)
     started = time.perf_counter() - state.seconds
-    window = {"loss": 0.0, "tokens": 0, "sents": 0, "t": time.perf_counter()}
+    window = _Window(state.step + 1)
+    total, unit = _budget(cfg, len(batches.epoch_batches(batches.epoch)))
     model.train()
-    with _StopFlag() as stop:
+    with _StopFlag() as stop, TrainProgress(total, unit, disable=rank != 0) as bar:
+        bar.update(state.step if unit == "updates" else state.seconds)
         for idx in batches:
-            batch = to_device(collate(src, tgt, idx), device)
+            batch = collate(src, tgt, idx)
+            ntok = int((batch["tgt_out"] != PAD).sum())
+            batch = to_device(batch, device)
             try:
                 with autocast:
-                    loss_sum, ntok = nll(net, batch)  # type: ignore[arg-type]
-                loss = loss_sum / len(idx)
-                if not torch.isfinite(loss):
-                    raise UserError(f"loss became {float(loss.detach())} at update {state.step + 1}; "
-                                    f"{save_dir / 'last.pt'} holds the last good state "
-                                    f"(try a smaller --lr or --clip)")
+                    loss_sum = net(batch["src"], batch["src_mask"], batch["tgt_in"], batch["tgt_out"])
                 opt.zero_grad(set_to_none=True)
-                loss.backward()
+                (loss_sum / len(idx)).backward()
             except torch.cuda.OutOfMemoryError:
                 raise UserError(f"out of GPU memory on a batch of {len(idx)} sentences × "
                                 f"{batch['tgt_in'].shape[1]} tokens; lower --batch-size (or --max-tokens) "
@@ -234,29 +278,23 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
             opt.step()
             state.step += 1
             state.seconds = time.perf_counter() - started
-            window["loss"] += float(loss_sum.detach())
-            window["tokens"] += ntok
-            window["sents"] += len(idx)
-            if state.step % cfg.log_every == 0:
-                dt = time.perf_counter() - window["t"]
-                entry = {"train_nll": window["loss"] / window["sents"],
-                         "train_nll_token": window["loss"] / window["tokens"],
-                         "tgt_tokens_per_s": window["tokens"] * world / dt, "updates_per_s": cfg.log_every / dt,
-                         "seconds": state.seconds}
-                record(entry)
-                if rank == 0:
-                    log(f"update {state.step:>7,}  epoch {batches.epoch + 1}  nll/sent {entry['train_nll']:.2f}  "
-                        f"nll/tok {entry['train_nll_token']:.3f}  {entry['tgt_tokens_per_s']:,.0f} tok/s")
-                window = {"loss": 0.0, "tokens": 0, "sents": 0, "t": time.perf_counter()}
+            window.add(loss_sum, ntok * world, len(idx) * world)
             limits = bool((cfg.max_updates and state.step >= cfg.max_updates)
                           or (cfg.max_epochs and batches.epoch >= cfg.max_epochs)
                           or (cfg.max_minutes and state.seconds >= 60 * cfg.max_minutes))
             finish = limits or stop.requested
-            if rank == 0 and (state.step % cfg.valid_every == 0 or finish):
+            validating = rank == 0 and (state.step % cfg.valid_every == 0 or finish)
+            if state.step % cfg.log_every == 0 or validating:
+                entry = {**close_window(), "seconds": state.seconds}
+                window = _Window(state.step + 1)
+                record(entry)
+                bar.show(state.step, batches.epoch + 1, entry)
+            bar.update(state.step if unit == "updates" else state.seconds)
+            if validating:
                 metrics = validate(model, corpus, cfg, device, payload["vocab"]["tgt"])
                 score = metrics.get("dev_bleu_tok", -metrics["dev_nll"])
                 record(metrics)
-                log("validation  " + "  ".join(f"{k} {v:.3f}" for k, v in metrics.items()))
+                bar.validated(state.step, metrics)
                 if score > state.best:
                     state.best, state.bad_evals = score, 0
                     save("best.pt")

@@ -71,7 +71,7 @@ def test_appendix_b1_initialisation():
     assert torch.allclose(U @ U.T, torch.eye(30), atol=1e-5)
     Uz, Ur = model.encoder.fwd.U_zr.weight.split(30)
     assert torch.allclose(Uz @ Uz.T, torch.eye(30), atol=1e-5) and torch.allclose(Ur @ Ur.T, torch.eye(30), atol=1e-5)
-    assert (model.attention.v_a.weight == 0).all() and (model.gru.W.bias == 0).all()
+    assert (model.attention.v_a.weight == 0).all() and (model.gru.W.bias == 0).all() and (model.C.weight.std() < 0.015)
     assert model.attention.W_a.weight.std() < 0.002 and model.attention.U_a.weight.std() < 0.002
     assert 0.005 < model.W_o.weight.std() < 0.015
 
@@ -82,7 +82,7 @@ def test_greedy_scores_are_the_sum_of_step_log_probs():
     for p in model.parameters():
         torch.nn.init.normal_(p, 0, 0.5)
     src, mask, _ = batch()
-    out = greedy(model, src, mask)
+    out = greedy(model, model.encode(src, mask))
     for i, (toks, score) in enumerate(zip(out.tokens, out.scores)):
         tgt_in = torch.tensor([[2] + toks])
         tgt_out = torch.tensor(toks + [3])

@@ -98,18 +98,18 @@ def test_train_cli(corpus, tmp_path):
 
 
 def test_nan_loss_stops_naming_the_update_and_keeps_the_last_good_checkpoint(corpus, tmp_path, monkeypatch):
-    import nmtkit.train as T
-    real, updates = T.nll, []
+    from nmtkit.models.rnnsearch import RNNSearch
+    real, updates = RNNSearch.output_nll, []
 
-    def poisoned(model, batch):
-        loss, n = real(model, batch)
+    def poisoned(model, t, tgt_out):
+        loss = real(model, t, tgt_out)
         if model.training:
             updates.append(1)
             if len(updates) == 3:
-                return loss * float("nan"), n
-        return loss, n
+                return loss * float("nan")
+        return loss
 
-    monkeypatch.setattr(T, "nll", poisoned)
+    monkeypatch.setattr(RNNSearch, "output_nll", poisoned)
     with pytest.raises(UserError, match="loss became nan at update 3; .*last.pt holds the last good state"):
         train(corpus, tmp_path / "n", TINY, cfg(max_updates=5, valid_every=1))
     assert checkpoint.load(tmp_path / "n" / "last.pt")["train"]["progress"]["step"] == 2

@@ -2,9 +2,11 @@
 
 ``encode(src, mask) -> EncoderOut``, ``init_state(enc) -> state``,
 ``step(y_prev, state, enc) -> (logp, state, attn)`` for one target position,
-and ``forward(src, src_mask, tgt_in) -> logits`` (teacher forcing), which is
-built from the same recurrence and readout as ``step``. Models see ids and
-sizes only, never text or vocabulary files.
+and ``teacher_forced(enc, tgt_in) -> t``, the readout features of every
+target position, built from the same recurrence and readout as ``step``.
+``logits(t)`` and ``output_nll(t, tgt_out)`` apply the output softmax;
+``forward`` chains them for training. Models see ids and sizes only, never
+text or vocabulary files.
 """
 
 from __future__ import annotations
@@ -26,6 +28,15 @@ class EncoderOut:
     keys: torch.Tensor | None = None
     summary: torch.Tensor | None = None
 
+    def repeat(self, k: int) -> "EncoderOut":
+        """Each sentence k times in a row (for k beams): row i·k + j is sentence i."""
+        if k == 1:
+            return self
+        keys, summary = self.keys, self.summary
+        return EncoderOut(self.h.repeat_interleave(k, 0), self.mask.repeat_interleave(k, 0),
+                          None if keys is None else keys.repeat_interleave(k, 0),
+                          None if summary is None else summary.repeat_interleave(k, 0))
+
 
 class Seq2Seq(nn.Module):
     cfg: ModelConfig
@@ -39,3 +50,19 @@ class Seq2Seq(nn.Module):
     def step(self, y_prev: torch.Tensor, state: torch.Tensor,
              enc: EncoderOut) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         raise NotImplementedError
+
+    def teacher_forced(self, enc: EncoderOut, tgt_in: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def logits(self, t: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def output_nll(self, t: torch.Tensor, tgt_out: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def forward(self, src: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor,
+                tgt_out: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits (B, Ty, K) for the target prefix ``tgt_in`` (B, Ty); or, given the
+        targets ``tgt_out`` (B, Ty), their summed NLL (float32) without any B×Ty×K tensor."""
+        t = self.teacher_forced(self.encode(src, src_mask), tgt_in)
+        return self.logits(t) if tgt_out is None else self.output_nll(t, tgt_out)

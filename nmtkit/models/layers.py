@@ -53,10 +53,11 @@ class BiEncoder(nn.Module):
         B, T, _ = wx.shape
         s = wx.new_zeros(B, rnn.hidden)
         out = [s] * T
-        keep = mask.unsqueeze(-1).to(wx.dtype)
+        # unbind once: indexing wx[:, t] in the loop costs a full-size gradient buffer per step
+        steps, keep = wx.unbind(1), mask.unsqueeze(-1).to(wx.dtype).unbind(1)
         for t in (range(T - 1, -1, -1) if reverse else range(T)):
-            new = rnn.cell(wx[:, t], s)
-            s = s + keep[:, t] * (new - s)
+            new = rnn.cell(steps[t], s)
+            s = s + keep[t] * (new - s)
             out[t] = s
         return torch.stack(out, 1)
 

@@ -7,9 +7,10 @@ W_o t_i. RNNsearch recomputes c_i by attention on s_{i-1}; RNNencdec fixes
 c_i to the encoder's last forward state →h_{T_x} (the paper's remark in
 A.2.2), with a unidirectional encoder of n units as in Cho et al.
 
-``_recur`` (context + GRU update) and ``readout`` are the decoder step.
-Teacher forcing (``forward``) loops ``_recur`` and applies ``readout`` to all
-positions at once; search calls ``step``, which chains the same two. The
+``_recur`` (context + GRU update) and ``deep_output`` are the decoder step.
+Teacher forcing (``teacher_forced``) loops ``_recur`` and applies
+``deep_output`` to all positions at once; search calls ``step``, which
+chains the same two. The
 readout sees s_{i-1} (``readout="prev"``, the equation for t̃_i) or s_i
 (``readout="next"``).
 """
@@ -23,6 +24,7 @@ from ..config import ModelConfig
 from .attention import AdditiveAttention
 from .base import EncoderOut, Seq2Seq
 from .layers import BiEncoder, PaperGRU, init_appendix_b1
+from .loss import linear_cross_entropy
 
 
 class RNNSearch(Seq2Seq):
@@ -36,7 +38,8 @@ class RNNSearch(Seq2Seq):
         self.attention = AdditiveAttention(n, ctx, cfg.align) if self.attentive else None
         self.W_s = nn.Linear(n if self.attentive else ctx, n)
         self.embed = nn.Embedding(cfg.tgt_vocab, m, padding_idx=0)
-        self.gru = PaperGRU(m + ctx, n)
+        self.gru = PaperGRU(m, n)                           # W, U on E y_{i-1} and s_{i-1}
+        self.C = nn.Linear(ctx, 3 * n, bias=False)          # [C_z; C_r; C] on c_i
         self.U_o = nn.Linear(n, 2 * cfg.maxout)
         self.V_o = nn.Linear(m, 2 * cfg.maxout, bias=False)
         self.C_o = nn.Linear(ctx, 2 * cfg.maxout, bias=False)
@@ -66,40 +69,41 @@ class RNNSearch(Seq2Seq):
 
     def _recur(self, w_y: torch.Tensor, s_prev: torch.Tensor,
                enc: EncoderOut) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-        """c_i from s_{i-1}, then s_i. ``w_y`` is the embedding part of W·x (B, 3n)."""
+        """c_i from s_{i-1}, then s_i. ``w_y`` is W E y_{i-1} for all three gates (B, 3n)."""
         c, alpha = self._context(s_prev, enc)
-        wx = w_y + nn.functional.linear(c, self.gru.W.weight[:, self.cfg.emb:])
-        return self.gru.cell(wx, s_prev), c, alpha
+        return self.gru.cell(w_y + self.C(c), s_prev), c, alpha
 
-    def _w_y(self, e_y: torch.Tensor) -> torch.Tensor:
-        return nn.functional.linear(e_y, self.gru.W.weight[:, :self.cfg.emb], self.gru.W.bias)
-
-    def readout(self, s: torch.Tensor, e_y: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
-        """Logits W_o t, t = maxout(U_o s + V_o E y + C_o c) over pairs; works on (..., ·)."""
+    def deep_output(self, s: torch.Tensor, e_y: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+        """t = maxout over pairs of U_o s + V_o E y + C_o c; works on (..., ·)."""
         t = self.U_o(s) + self.V_o(e_y) + self.C_o(c)
-        return self.W_o(t.unflatten(-1, (-1, 2)).amax(-1))
+        return t.unflatten(-1, (-1, 2)).amax(-1)
 
     def step(self, y_prev: torch.Tensor, state: torch.Tensor,
              enc: EncoderOut) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         """One target position: log-probabilities (B, K), s_i (B, n), α_i (B, Tx) or None."""
         e_y = self.embed(y_prev)
-        s, c, alpha = self._recur(self._w_y(e_y), state, enc)
-        logits = self.readout(state if self.cfg.readout == "prev" else s, e_y, c)
+        s, c, alpha = self._recur(self.gru.W(e_y), state, enc)
+        logits = self.W_o(self.deep_output(state if self.cfg.readout == "prev" else s, e_y, c))
         return torch.log_softmax(logits.float(), -1), s, alpha
 
-    def forward(self, src: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
-        """Teacher forcing: logits (B, Ty, K) for the target prefix ``tgt_in`` (B, Ty)."""
-        enc = self.encode(src, src_mask)
+    def teacher_forced(self, enc: EncoderOut, tgt_in: torch.Tensor) -> torch.Tensor:
+        """Readout features t (B, Ty, l) for the target prefix ``tgt_in`` (B, Ty)."""
         s = self.init_state(enc)
         e_y = self.embed(tgt_in)
-        w_y = self._w_y(e_y)
         states, contexts = [], []
-        for i in range(tgt_in.shape[1]):
+        for w_y in self.gru.W(e_y).unbind(1):    # unbind: one backward op, not one per slice
             s_prev = s
-            s, c, _ = self._recur(w_y[:, i], s_prev, enc)
+            s, c, _ = self._recur(w_y, s_prev, enc)
             states.append(s_prev if self.cfg.readout == "prev" else s)
             contexts.append(c)
-        return self.readout(torch.stack(states, 1), e_y, torch.stack(contexts, 1))
+        return self.deep_output(torch.stack(states, 1), e_y, torch.stack(contexts, 1))
+
+    def logits(self, t: torch.Tensor) -> torch.Tensor:
+        return self.W_o(t)
+
+    def output_nll(self, t: torch.Tensor, tgt_out: torch.Tensor) -> torch.Tensor:
+        return linear_cross_entropy(t.flatten(0, 1), self.W_o.weight, self.W_o.bias,
+                                    tgt_out.flatten(), ignore_index=0)   # <pad>
 
 
 class RNNEncDec(RNNSearch):

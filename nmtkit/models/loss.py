@@ -1,0 +1,96 @@
+"""The output softmax and its cross-entropy, fused and chunked over positions.
+
+With a 30,000-word shortlist the last layer dominates a step: B·T rows of
+K logits, their log-softmax and its gradient are three B×T×K tensors
+(about 1.4 GB at 80 sentences × 50 words). Since the loss is a sum, the
+gradient of each row is known as soon as its row is computed:
+∂L/∂z = softmax(z) − onehot(y). So the forward pass goes over the rows a
+chunk at a time, computes logits, loss and that gradient in one buffer, and
+keeps only ∂L/∂t (rows × l) and ∂L/∂W_o (K × l); backward merely scales
+them. No B×T×K tensor ever exists, and nothing is computed twice.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+
+class _LinearCrossEntropy(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, t: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
+                target: torch.Tensor, chunk: int, grads: bool, mm_dtype: torch.dtype) -> torch.Tensor:
+        needs = ctx.needs_input_grad
+        want_t, want_w, want_b = grads and needs[0], grads and needs[1], grads and bias is not None and needs[2]
+        w = weight.to(mm_dtype)
+        acc = torch.promote_types(mm_dtype, torch.float32)      # softmax and sums: float32 at least
+        grad_t = torch.empty_like(t) if want_t else None
+        grad_w = torch.zeros_like(weight, dtype=acc) if want_w else None
+        grad_b = torch.zeros_like(bias, dtype=acc) if want_b else None
+        total = t.new_zeros((), dtype=acc)
+        # One logits buffer for all chunks, kept under glibc's 32 MB mmap ceiling: a fresh
+        # 100 MB tensor per chunk costs more in page faults than its softmax.
+        chunk = max(1, min(chunk, t.shape[0]))
+        z_buf = t.new_empty((chunk, weight.shape[0]), dtype=acc)
+        mm_buf = z_buf if mm_dtype == acc else torch.empty_like(z_buf, dtype=mm_dtype)
+        with torch.autocast(t.device.type, enabled=False):    # the dtypes here are explicit
+            for start in range(0, t.shape[0], chunk):
+                rows, y = t[start:start + chunk].to(mm_dtype), target[start:start + chunk].unsqueeze(1)
+                n = rows.shape[0]
+                z = torch.mm(rows, w.t(), out=mm_buf[:n])
+                if z is not z_buf:
+                    z = z_buf[:n].copy_(z)
+                if bias is not None:
+                    z += bias
+                z_y = z.gather(1, y).squeeze(1)
+                # one exp pass, in place: z becomes exp(z − max), then the softmax
+                peak = z.amax(-1, keepdim=True)
+                denom = z.sub_(peak).exp_().sum(-1, keepdim=True)
+                total += (peak.squeeze(1) + denom.squeeze(1).log() - z_y).sum()
+                if not (want_t or want_w or want_b):
+                    continue
+                g = z.div_(denom)
+                g.scatter_add_(1, y, -torch.ones_like(y, dtype=g.dtype))
+                if grad_b is not None:
+                    grad_b += g.sum(0)
+                if mm_dtype == acc:
+                    if grad_w is not None:
+                        grad_w.addmm_(g.t(), rows)
+                else:
+                    g = mm_buf[:n].copy_(g)
+                    if grad_w is not None:
+                        grad_w += g.t() @ rows
+                if grad_t is not None:
+                    grad_t[start:start + chunk] = g @ w
+        ctx.save_for_backward(grad_t, grad_w, grad_b)
+        ctx.weight_dtype = weight.dtype
+        return total
+
+    @staticmethod
+    def backward(ctx: Any, grad_out: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        grad_t, grad_w, grad_b = ctx.saved_tensors
+        scale = grad_out.to(grad_w.dtype if grad_w is not None else grad_out.dtype)
+        return (None if grad_t is None else grad_t * scale.to(grad_t.dtype),
+                None if grad_w is None else (grad_w * scale).to(ctx.weight_dtype),
+                None if grad_b is None else (grad_b * scale).to(ctx.weight_dtype),
+                None, None, None, None)
+
+
+def linear_cross_entropy(t: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
+                         target: torch.Tensor, ignore_index: int = 0, chunk_elements: int = 1 << 22) -> torch.Tensor:
+    """Σ over rows of −log softmax(t Wᵀ + b)[target], skipping ``ignore_index`` rows.
+
+    ``t`` (N, l), ``weight`` (K, l), ``target`` (N,). Equal to
+    ``F.cross_entropy(F.linear(t, weight, bias), target, reduction="sum")``
+    in value and gradient, in O(chunk_elements) memory (rows are taken
+    ``chunk_elements // K`` at a time). The gradient is computed
+    in the forward pass, so call ``backward`` on the result (or a multiple
+    of it) at most once. Under autocast the matrix products run in the
+    autocast dtype and the softmax in float32, as autocast would do.
+    """
+    device = t.device.type
+    mm_dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else weight.dtype
+    real = (target != ignore_index).nonzero().squeeze(1)    # padding rows cost nothing
+    return _LinearCrossEntropy.apply(t.index_select(0, real), weight, bias, target.index_select(0, real),
+                                     max(1, chunk_elements // weight.shape[0]), torch.is_grad_enabled(), mm_dtype)

@@ -1,0 +1,60 @@
+"""The fused output layer: the same loss and gradients as logits + cross-entropy, without the logits."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from nmtkit.models.attention import _Energy
+from nmtkit.models.loss import linear_cross_entropy
+
+
+def inputs(seed=0, n=37, l=6, K=11):
+    g = torch.Generator().manual_seed(seed)
+    t = torch.randn(n, l, generator=g, dtype=torch.double, requires_grad=True)
+    W = torch.randn(K, l, generator=g, dtype=torch.double, requires_grad=True)
+    b = torch.randn(K, generator=g, dtype=torch.double, requires_grad=True)
+    y = torch.randint(0, K, (n,), generator=g)
+    y[::5] = 0                                      # padding rows
+    return t, W, b, y
+
+
+@pytest.mark.parametrize("chunk_elements", [11, 5 * 11, 10_000])     # 1 row, 5 rows, all rows at once
+def test_equals_logits_then_cross_entropy(chunk_elements):
+    t, W, b, y = inputs()
+    fused = linear_cross_entropy(t, W, b, y, ignore_index=0, chunk_elements=chunk_elements)
+    (3 * fused).backward()
+    grads = [x.grad.clone() for x in (t, W, b)]
+    for x in (t, W, b):
+        x.grad = None
+    plain = F.cross_entropy(F.linear(t, W, b), y, ignore_index=0, reduction="sum")
+    (3 * plain).backward()
+    assert torch.allclose(fused, plain, atol=1e-10)
+    for got, want in zip(grads, (t.grad, W.grad, b.grad)):
+        assert torch.allclose(got, want, atol=1e-10)
+    assert (grads[0][::5] == 0).all()              # padding rows get no gradient
+
+
+def test_without_grad_and_without_bias():
+    t, W, _, y = inputs(1)
+    with torch.no_grad():
+        value = linear_cross_entropy(t, W, None, y)
+    assert not value.requires_grad
+    assert torch.allclose(value, F.cross_entropy(t @ W.T, y, ignore_index=0, reduction="sum"))
+
+
+def test_bf16_autocast_stays_close():
+    t, W, b, y = (x.detach().float() if x.is_floating_point() else x for x in inputs(2, n=64, l=32, K=50))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        low = linear_cross_entropy(t, W, b, y)
+    assert low.dtype == torch.float32
+    assert abs(float(low) - float(F.cross_entropy(F.linear(t, W, b), y, ignore_index=0, reduction="sum"))) \
+        < 0.02 * float(low)
+
+
+def test_attention_energy_gradient_is_exact():
+    g = torch.Generator().manual_seed(3)
+    keys = torch.randn(3, 5, 4, generator=g, dtype=torch.double, requires_grad=True)
+    q = torch.randn(3, 4, generator=g, dtype=torch.double, requires_grad=True)
+    v = torch.randn(4, generator=g, dtype=torch.double, requires_grad=True)
+    assert torch.autograd.gradcheck(_Energy.apply, (keys, q, v))
+    assert torch.allclose(_Energy.apply(keys, q, v), torch.tanh(keys + q.unsqueeze(1)) @ v)
