@@ -18,12 +18,14 @@ from . import __version__
 from .config import MODEL_PRESETS, FilterConfig, ModelConfig, TextConfig, TrainConfig, VocabConfig
 from .errors import UserError
 from .parallel import default_workers
+from .search import SearchConfig
 from .text.clean import RULES, check_rule_names
 
 _F = FilterConfig()
 _V = VocabConfig()
 _M = ModelConfig()
 _T = TrainConfig()
+_S = SearchConfig()
 
 
 def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -203,9 +205,59 @@ def _not_yet(name: str, issue: str) -> None:
         sys.exit(2)
 
 
-_not_yet("translate", "issue 4")
-_not_yet("score", "issue 4")
+@main.command(epilog="""\b
+Examples:
+  nmtkit translate -m runs/demo/best.pt < test.en > test.hyp.fr
+  echo "In the beginning God created the heaven and the earth." | nmtkit translate -m best.pt
+  nmtkit translate -m best.pt test.en -o test.hyp.fr --beam 12 --alpha 1.0""")
+@click.option("-m", "--model", "model_path", required=True, type=click.Path(dir_okay=False),
+              help="A checkpoint from 'nmtkit train' (nothing else is needed).")
+@click.argument("input", default="-")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here (atomically) instead of stdout.")
+@click.option("--beam", type=click.IntRange(1), default=_S.beam, show_default=True, help="Beam width (1: greedy).")
+@click.option("--alpha", type=click.FloatRange(0), default=_S.alpha, show_default=True,
+              help="Rank finished hypotheses by score / length^alpha (0: the paper's raw score).")
+@click.option("--max-ratio", type=click.FloatRange(0), default=_S.max_ratio, show_default=True,
+              help="Output limit: this times the source length, plus 10.")
+@click.option("--batch-size", type=click.IntRange(1), default=64, show_default=True, help="Sentences per batch.")
+@click.option("--tokenized", is_flag=True, help="Write Moses tokens (BPE undone) instead of detokenized text.")
+@click.option("--device", help="cpu, cuda, cuda:1 … [default: cuda when present].")
+@user_errors
+def translate(model_path: str, input: str, output: str | None, beam: int, alpha: float, max_ratio: float,
+              batch_size: int, tokenized: bool, device: str | None) -> None:
+    """Translate raw text, one sentence a line, from INPUT (default: stdin) to stdout."""
+    from .translate import translate_file
+    translate_file(model_path, input, output, SearchConfig(beam=beam, alpha=alpha, max_ratio=max_ratio),
+                   batch_size, tokenized, device)
+
+
+@main.command(epilog="""\b
+Examples:
+  nmtkit score test.hyp.fr -r test.fr
+  nmtkit score test.hyp.fr -r test.fr -r test.ref-ostervald.fr -r test.ref-darby.fr --clean verse-markers""")
+@click.argument("hypotheses")
+@click.option("-r", "--ref", "refs", multiple=True, required=True, help="Reference file; repeat for several references.")
+@click.option("--tokenized", is_flag=True, help="Score tokens as they are (tok:none), as the paper's tokenized BLEU.")
+@click.option("--clean", "clean", default="none", show_default=True,
+              help=f"Cleaning rules to apply to the references: comma-separated, 'all' or 'none' ({', '.join(RULES)}).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
+@user_errors
+def score(hypotheses: str, refs: tuple[str, ...], tokenized: bool, clean: str, as_json: bool) -> None:
+    """BLEU and chrF (sacreBLEU, with signatures) of HYPOTHESES against one or more references."""
+    import json
+    from .score import corpus_scores, read_parallel
+    hyps, streams = read_parallel(hypotheses, list(refs), _clean_rules(clean))
+    result = corpus_scores(hyps, streams, tokenized)
+    if as_json:
+        click.echo(json.dumps(result))
+    else:
+        click.echo(f"BLEU {result['bleu']:.2f}  chrF {result['chrf']:.2f}  "
+                   f"({result['sentences']} sentences, {result['references']} reference(s))")
+        click.echo(f"  {result['bleu_detail']}\n  {result['bleu_signature']}\n  {result['chrf_signature']}")
+
+
 _not_yet("align-plot", "issue 4")
+
 
 
 @main.command(epilog="""\b
@@ -242,7 +294,7 @@ Running the same command again resumes from SAVE_DIR/last.pt exactly (--reset st
 @click.option("--log-every", type=click.IntRange(1), default=_T.log_every, show_default=True)
 @click.option("--seed", type=int, default=_T.seed, show_default=True)
 @click.option("--threads", type=click.IntRange(0), default=_T.threads, show_default=True, help="CPU threads (0: torch's default).")
-@click.option("--bf16", is_flag=True, help="bfloat16 autocast on CUDA.")
+@click.option("--bf16", is_flag=True, help="bfloat16 autocast: on GPUs, and on CPUs with AVX512-BF16 or AMX (about 2x faster there).")
 @click.option("--reset", is_flag=True, help="Ignore SAVE_DIR/last.pt and start over.")
 @user_errors
 def train(data_bin: str, save_dir: str, arch: str, preset: str, emb: int | None, hidden: int | None,

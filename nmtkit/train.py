@@ -6,7 +6,7 @@ sentence, averaged over the minibatch; gradient L2 norm clipped; Adadelta
 forcing) and dev BLEU (greedy search, the code translate uses), ``best.pt``
 when the dev score improves, ``last.pt`` always, early stopping after
 ``patience`` validations without improvement. Metrics go to
-``metrics.jsonl`` in the save directory. Ctrl-C finishes the current
+``metrics.jsonl`` in the save directory, and their plot to ``curves.png``. Ctrl-C finishes the current
 update, saves ``last.pt`` and exits. Several processes (torchrun) train with
 DistributedDataParallel, each reading its share of the minibatches.
 """
@@ -35,6 +35,7 @@ from .data.vocab import PAD
 from .errors import UserError
 from .models import build_model
 from .models.base import Seq2Seq
+from .plot import read_metrics, training_curves
 from .search import greedy
 from .text.bpe import merge_subwords
 
@@ -98,7 +99,8 @@ def validate(model: Seq2Seq, corpus: Corpus, cfg: TrainConfig, device: torch.dev
     metrics = {"dev_nll": total / max(n, 1), "dev_nll_token": total / max(tokens, 1)}
     if cfg.valid_bleu and hyps:
         keys = sorted(hyps)
-        bleu = sacrebleu.corpus_bleu([hyps[k] for k in keys], [[refs[k] for k in keys]], tokenize="none")
+        bleu = sacrebleu.corpus_bleu([hyps[k] for k in keys], [[refs[k] for k in keys]], tokenize="none",
+                                  force=True)   # tokenized on purpose: the paper's BLEU
         metrics["dev_bleu_tok"] = bleu.score
     return metrics
 
@@ -294,6 +296,7 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
                 metrics = validate(model, corpus, cfg, device, payload["vocab"]["tgt"])
                 score = metrics.get("dev_bleu_tok", -metrics["dev_nll"])
                 record(metrics)
+                training_curves(read_metrics(metrics_path), save_dir / "curves.png")
                 bar.validated(state.step, metrics)
                 if score > state.best:
                     state.best, state.bad_evals = score, 0

@@ -42,5 +42,7 @@ class Preprocessor:
     def encode(self, line: str) -> list[str]:
         return self.segment(self.tokenize(self.clean(line)))
 
-    def decode(self, tokens: list[str]) -> str:
-        return self.moses.detokenize(merge_subwords(tokens) if self.segmenter else tokens)
+    def decode(self, tokens: list[str], detokenize: bool = True) -> str:
+        """Undo BPE, then detokenise (or join the Moses tokens with spaces)."""
+        words = merge_subwords(tokens) if self.segmenter else tokens
+        return self.moses.detokenize(words) if detokenize else " ".join(words)
