@@ -219,7 +219,8 @@ Examples:
               help="Rank finished hypotheses by score / length^alpha (0: the paper's raw score).")
 @click.option("--max-ratio", type=click.FloatRange(0), default=_S.max_ratio, show_default=True,
               help="Output limit: this times the source length, plus 10.")
-@click.option("--batch-size", type=click.IntRange(1), default=64, show_default=True, help="Sentences per batch.")
+@click.option("--batch-size", type=click.IntRange(1), default=32, show_default=True,
+              help="Sentences per batch (times --beam rows; on CPUs 32 × 5 keeps each step's tensors small).")
 @click.option("--tokenized", is_flag=True, help="Write Moses tokens (BPE undone) instead of detokenized text.")
 @click.option("--device", help="cpu, cuda, cuda:1 … [default: cuda when present].")
 @user_errors
@@ -277,6 +278,8 @@ Running the same command again resumes from SAVE_DIR/last.pt exactly (--reset st
 @click.option("--maxout", type=click.IntRange(1), help="Maxout units l [paper: 500].")
 @click.option("--readout", type=click.Choice(["prev", "next"]), default=_M.readout, show_default=True,
               help="Deep output from s_{i-1} (the paper's equation) or s_i.")
+@click.option("--encoder", type=click.Choice(["paper", "cudnn"]), default=_M.encoder, show_default=True,
+              help="The appendix's GRU, or torch's fused GRU (cuDNN; reset gate after U s): faster on GPUs.")
 @click.option("--optimizer", type=click.Choice(["adadelta", "adam"]), default=_T.optimizer, show_default=True)
 @click.option("--lr", type=float, default=None, help="Learning rate [adadelta: 1.0, adam: 5e-4].")
 @click.option("--clip", type=click.FloatRange(0), default=_T.clip, show_default=True, help="Gradient L2 norm limit (0: off).")
@@ -298,13 +301,13 @@ Running the same command again resumes from SAVE_DIR/last.pt exactly (--reset st
 @click.option("--reset", is_flag=True, help="Ignore SAVE_DIR/last.pt and start over.")
 @user_errors
 def train(data_bin: str, save_dir: str, arch: str, preset: str, emb: int | None, hidden: int | None,
-          align: int | None, maxout: int | None, readout: str, optimizer: str, lr: float | None,
+          align: int | None, maxout: int | None, readout: str, encoder: str, optimizer: str, lr: float | None,
           reset: bool, **train_args: Any) -> None:
     """Train RNNsearch or RNNencdec on a binarized corpus (Appendix B by default)."""
     from .train import train as run
     sizes = {**MODEL_PRESETS[preset], **{k: v for k, v in
                                          (("emb", emb), ("hidden", hidden), ("align", align), ("maxout", maxout)) if v}}
-    model_cfg = ModelConfig(arch=arch, readout=readout, **sizes)
+    model_cfg = ModelConfig(arch=arch, readout=readout, encoder=encoder, **sizes)
     cfg = TrainConfig(optimizer=optimizer, lr=lr if lr is not None else (1.0 if optimizer == "adadelta" else 5e-4),
                       **train_args)
     run(Path(data_bin), Path(save_dir), model_cfg, cfg, resume=not reset)

@@ -88,6 +88,8 @@ class ModelConfig(_Settings):
     ``readout`` picks the state the deep output sees: ``prev`` follows the
     equation t̃_i = U_o s_{i-1} + V_o E y_{i-1} + C_o c_i (default); ``next``
     uses s_i, as the appendix's ``p(y_i | s_i, y_{i-1}, c_i)`` could be read.
+    ``encoder`` is ``paper`` (the appendix's GRU) or ``cudnn`` (torch's fused
+    GRU, whose reset gate acts after the recurrent product: faster on GPUs).
     """
 
     arch: str = "rnnsearch"
@@ -98,6 +100,7 @@ class ModelConfig(_Settings):
     align: int = 1000         # n'
     maxout: int = 500         # l
     readout: str = "prev"
+    encoder: str = "paper"
 
 
 # Sizes for a CPU run; "bench" is the size of ../shared/bench's peer comparison.

@@ -20,9 +20,10 @@ def batch(seed=0):
 
 @pytest.mark.parametrize("arch", ["rnnsearch", "rnnencdec"])
 @pytest.mark.parametrize("readout", ["prev", "next"])
-def test_teacher_forced_equals_stepwise(arch, readout):
+@pytest.mark.parametrize("encoder", ["paper", "cudnn"])
+def test_teacher_forced_equals_stepwise(arch, readout, encoder):
     torch.manual_seed(0)
-    model = build_model(ModelConfig(arch=arch, readout=readout, **TINY))
+    model = build_model(ModelConfig(arch=arch, readout=readout, encoder=encoder, **TINY))
     for p in model.parameters():           # B.1's tiny weights would make every check trivially close
         torch.nn.init.normal_(p, 0, 0.3)
     src, mask, tgt = batch()
@@ -42,9 +43,10 @@ def test_teacher_forced_equals_stepwise(arch, readout):
 
 
 @pytest.mark.parametrize("arch", ["rnnsearch", "rnnencdec"])
-def test_padding_never_changes_a_sentence(arch):
+@pytest.mark.parametrize("encoder", ["paper", "cudnn"])
+def test_padding_never_changes_a_sentence(arch, encoder):
     torch.manual_seed(1)
-    model = build_model(ModelConfig(arch=arch, **TINY))
+    model = build_model(ModelConfig(arch=arch, encoder=encoder, **TINY))
     for p in model.parameters():
         torch.nn.init.normal_(p, 0, 0.3)
     src, mask, tgt = batch()
@@ -89,3 +91,16 @@ def test_greedy_scores_are_the_sum_of_step_log_probs():
         n = int(mask[i].sum())
         logp = torch.log_softmax(model(src[i:i + 1, :n], mask[i:i + 1, :n], tgt_in), -1)[0]
         assert abs(float(logp[torch.arange(len(tgt_out)), tgt_out].sum().detach()) - score) < 1e-4
+
+
+def test_cudnn_encoder_initialisation_and_first_backward_state():
+    model = build_model(ModelConfig(encoder="cudnn", src_vocab=50, tgt_vocab=60, emb=40, hidden=30, align=20, maxout=10))
+    for name in ("weight_hh_l0", "weight_hh_l0_reverse"):
+        for block in getattr(model.encoder.rnn, name).split(30):
+            assert torch.allclose(block @ block.T, torch.eye(30), atol=1e-5)
+    assert (model.encoder.rnn.bias_ih_l0 == 0).all() and model.encoder.rnn.weight_ih_l0.std() < 0.015
+    src, mask, _ = batch()
+    src = src.clamp(max=49)
+    enc = model.encode(src, mask)
+    assert torch.equal(enc.summary, enc.h[:, 0, 30:])
+    assert (enc.h[2, 3:] == 0).all()                  # nothing at padded positions

@@ -90,10 +90,12 @@ def test_resuming_with_another_vocabulary_is_refused(raw, tmp_path):
         train(tmp_path / "bin2", tmp_path / "run", TINY, cfg(max_updates=2))
 
 
-def test_train_cli(corpus, tmp_path):
+@pytest.mark.parametrize("encoder", ["paper", "cudnn"])
+def test_train_cli(corpus, tmp_path, encoder):
     r = CliRunner().invoke(main, ["train", str(corpus), "--save-dir", str(tmp_path / "r"), "--preset", "tiny",
-                                  "--max-updates", "2", "--batch-size", "2", "--threads", "1"])
+                                  "--max-updates", "2", "--batch-size", "2", "--threads", "1", "--encoder", encoder])
     assert r.exit_code == 0, r.output
+    assert checkpoint.load(tmp_path / "r" / "last.pt")["model"]["encoder"] == encoder
     assert (tmp_path / "r" / "last.pt").exists() and (tmp_path / "r" / "best.pt").exists()
 
 

@@ -15,4 +15,6 @@ def build_model(cfg: ModelConfig) -> Seq2Seq:
         raise UserError(f"unknown architecture '{cfg.arch}' (known: {', '.join(MODELS)})")
     if cfg.readout not in ("prev", "next"):
         raise UserError(f"readout must be 'prev' or 'next', not '{cfg.readout}'")
+    if cfg.encoder not in ("paper", "cudnn"):
+        raise UserError(f"encoder must be 'paper' or 'cudnn', not '{cfg.encoder}'")
     return MODELS[cfg.arch](cfg)

@@ -71,15 +71,40 @@ class BiEncoder(nn.Module):
         return torch.cat([fwd, bwd], -1), bwd[:, 0]
 
 
+class CudnnEncoder(nn.Module):
+    """The same interface over torch's fused ``nn.GRU`` (cuDNN on GPUs).
+
+    Not the paper's cell: torch's GRU applies the reset gate after the
+    recurrent product, r ∘ (U s + b), and has a second bias. It buys speed
+    on GPUs, where the paper-GRU loop launches several kernels per word.
+    Packed sequences keep padding out, so the backward RNN still starts at
+    each sentence's last word.
+    """
+
+    def __init__(self, vocab: int, emb: int, hidden: int, bidirectional: bool = True):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, emb, padding_idx=0)
+        self.rnn = nn.GRU(emb, hidden, batch_first=True, bidirectional=bidirectional)
+        self.hidden, self.bidirectional = hidden, bidirectional
+
+    def forward(self, src: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        lengths = mask.sum(1).cpu()
+        packed = nn.utils.rnn.pack_padded_sequence(self.embed(src), lengths, batch_first=True,
+                                                   enforce_sorted=False)
+        out, _ = self.rnn(packed)
+        h, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=src.shape[1])
+        return h, (h[:, 0, self.hidden:] if self.bidirectional else None)
+
+
 def init_appendix_b1(model: nn.Module) -> None:
     """B.1: orthogonal recurrent matrices; N(0, 0.001²) for W_a and U_a; zeros for v_a
     and biases; N(0, 0.01²) for every other weight."""
     for name, p in model.named_parameters():
         leaf = name.rsplit(".", 2)
-        if name.endswith("bias") or ".v_a" in name or name.startswith("v_a"):
+        if name.endswith("bias") or ".v_a" in name or name.startswith("v_a") or ".bias_" in name:
             nn.init.zeros_(p)
-        elif "U_zr" in name or leaf[-2:] == ["U", "weight"]:
-            for block in p.data.split(p.shape[1], 0):     # U_zr is [U_z; U_r]: each orthogonal
+        elif "U_zr" in name or leaf[-2:] == ["U", "weight"] or ".weight_hh" in name:
+            for block in p.data.split(p.shape[1], 0):     # [U_z; U_r] (and nn.GRU's [U_r; U_z; U]): each orthogonal
                 nn.init.orthogonal_(block)
         elif "W_a" in name or "U_a" in name:
             nn.init.normal_(p, 0.0, 0.001)

@@ -39,7 +39,7 @@ class _LinearCrossEntropy(torch.autograd.Function):
                 rows, y = t[start:start + chunk].to(mm_dtype), target[start:start + chunk].unsqueeze(1)
                 n = rows.shape[0]
                 z = torch.mm(rows, w.t(), out=mm_buf[:n])
-                if z is not z_buf:
+                if mm_buf is not z_buf:
                     z = z_buf[:n].copy_(z)
                 if bias is not None:
                     z += bias

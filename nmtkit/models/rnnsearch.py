@@ -23,7 +23,7 @@ from torch import nn
 from ..config import ModelConfig
 from .attention import AdditiveAttention
 from .base import EncoderOut, Seq2Seq
-from .layers import BiEncoder, PaperGRU, init_appendix_b1
+from .layers import BiEncoder, CudnnEncoder, PaperGRU, init_appendix_b1
 from .loss import linear_cross_entropy
 
 
@@ -34,7 +34,8 @@ class RNNSearch(Seq2Seq):
         super().__init__()
         self.cfg = cfg
         n, m, ctx = cfg.hidden, cfg.emb, (2 if self.attentive else 1) * cfg.hidden
-        self.encoder = BiEncoder(cfg.src_vocab, m, n, bidirectional=self.attentive)
+        encoder = {"paper": BiEncoder, "cudnn": CudnnEncoder}[cfg.encoder]
+        self.encoder = encoder(cfg.src_vocab, m, n, bidirectional=self.attentive)
         self.attention = AdditiveAttention(n, ctx, cfg.align) if self.attentive else None
         self.W_s = nn.Linear(n if self.attentive else ctx, n)
         self.embed = nn.Embedding(cfg.tgt_vocab, m, padding_idx=0)
