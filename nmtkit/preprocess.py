@@ -20,7 +20,7 @@ from typing import IO, Any, Callable
 
 from . import __version__
 from .config import FilterConfig, TextConfig
-from .console import log, progress
+from .console import progress
 from .errors import UserError
 from .files import Staging, check_parallel, fingerprint, read_json, read_lines, write_json
 from .parallel import Workers, chunked

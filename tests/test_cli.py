@@ -1,6 +1,5 @@
 """The command line in-process: modes, help, and every bad input → one line, exit 2, nothing left."""
 
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
