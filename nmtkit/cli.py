@@ -18,7 +18,7 @@ from . import __version__
 from .config import MODEL_PRESETS, FilterConfig, ModelConfig, TextConfig, TrainConfig, VocabConfig
 from .errors import UserError
 from .parallel import default_workers
-from .search import SearchConfig
+from .search import LENGTH_PENALTIES, SearchConfig
 from .text.clean import RULES, check_rule_names
 
 _F = FilterConfig()
@@ -46,7 +46,28 @@ def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class _Group(click.Group):
+    """Usage errors as one line, like every other user error (click's own take four)."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("standalone_mode", True) is False:
+            return super().main(*args, **kwargs)
+        try:
+            rv = super().main(*args, **{**kwargs, "standalone_mode": False})
+        except click.UsageError as err:
+            where = f"nmtkit {err.ctx.info_name}" if err.ctx is not None and err.ctx.parent else "nmtkit"
+            click.echo(f"{where}: error: {err.format_message()} (see --help)", err=True)
+            sys.exit(2)
+        except click.ClickException as err:
+            err.show()
+            sys.exit(err.exit_code)
+        except click.Abort:
+            click.echo("interrupted", err=True)
+            sys.exit(130)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="nmtkit")
 def main() -> None:
     """Attention-based neural machine translation (Bahdanau et al. 2015) from the shell.
@@ -197,67 +218,166 @@ def build_vocab(source_lang: str, target_lang: str, train: str, out_dir: str, si
             f"covering {100 * s['coverage']:.2f}% of {s['tokens']:,} training tokens")
 
 
-def _not_yet(name: str, issue: str) -> None:
-    @main.command(name, context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
-                  help=f"Not built yet ({issue}).")
-    def _cmd() -> None:
-        click.echo(f"nmtkit {name}: not built yet ({issue})", err=True)
-        sys.exit(2)
-
-
 @main.command(epilog="""\b
 Examples:
   nmtkit translate -m runs/demo/best.pt < test.en > test.hyp.fr
   echo "In the beginning God created the heaven and the earth." | nmtkit translate -m best.pt
-  nmtkit translate -m best.pt test.en -o test.hyp.fr --beam 12 --alpha 1.0""")
-@click.option("-m", "--model", "model_path", required=True, type=click.Path(dir_okay=False),
-              help="A checkpoint from 'nmtkit train' (nothing else is needed).")
+  nmtkit translate -m best.pt test.en -o test.hyp.fr --beam 5 --length-penalty gnmt --alpha 0.6
+  nmtkit translate -m a.pt -m b.pt test.en --nbest 5            # ensemble; Moses n-best lines
+  nmtkit translate -m best.pt test.en --alignments test.align   # then: nmtkit align-plot test.align""")
+@click.option("-m", "--model", "model_paths", required=True, multiple=True, type=click.Path(dir_okay=False),
+              help="A checkpoint from 'nmtkit train' (nothing else is needed); repeat to ensemble.")
 @click.argument("input", default="-")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here (atomically) instead of stdout.")
 @click.option("--beam", type=click.IntRange(1), default=_S.beam, show_default=True, help="Beam width (1: greedy).")
+@click.option("--length-penalty", type=click.Choice(LENGTH_PENALTIES), default=_S.length_penalty,
+              show_default=True, help="Rank finished hypotheses by raw log-probability (the paper), "
+              "by log-probability per word, or by GNMT's ((5+|y|)/6)^alpha.")
 @click.option("--alpha", type=click.FloatRange(0), default=_S.alpha, show_default=True,
-              help="Rank finished hypotheses by score / length^alpha (0: the paper's raw score).")
+              help="GNMT length penalty exponent.")
 @click.option("--max-ratio", type=click.FloatRange(0), default=_S.max_ratio, show_default=True,
               help="Output limit: this times the source length, plus 10.")
+@click.option("--nbest", type=click.IntRange(0), default=0, show_default=True,
+              help="Write the N best (1: the best alone) as Moses n-best lines: "
+                   "'i ||| text ||| log p ||| normalised log p', i from 0.")
+@click.option("--no-unk", is_flag=True, help="Never produce <unk> (the paper's Table 1, last column).")
+@click.option("--replace-unk", is_flag=True, help="Replace each <unk> by the source word it attends to most.")
+@click.option("--unk-dict", type=click.Path(dir_okay=False),
+              help="With --replace-unk: 'source target' lines to translate the copied word.")
+@click.option("--alignments", type=click.Path(dir_okay=False),
+              help="Also write each output's attention matrix with its tokens (JSON lines, for align-plot).")
 @click.option("--batch-size", type=click.IntRange(1), default=32, show_default=True,
-              help="Sentences per batch (times --beam rows; on CPUs 32 × 5 keeps each step's tensors small).")
-@click.option("--tokenized", is_flag=True, help="Write Moses tokens (BPE undone) instead of detokenized text.")
+              help="Sentences per batch (times --beam rows; long sentences get smaller batches).")
+@click.option("--tokenized", is_flag=True, help="Input and output in Moses tokens (BPE still applied and undone).")
 @click.option("--device", help="cpu, cuda, cuda:1 … [default: cuda when present].")
+@click.option("--bf16", is_flag=True, help="bfloat16 autocast (GPUs; CPUs with AVX512-BF16 or AMX).")
+@click.option("--threads", type=click.IntRange(0), default=0, show_default=True,
+              help="CPU threads (0: torch's default).")
 @user_errors
-def translate(model_path: str, input: str, output: str | None, beam: int, alpha: float, max_ratio: float,
-              batch_size: int, tokenized: bool, device: str | None) -> None:
-    """Translate raw text, one sentence a line, from INPUT (default: stdin) to stdout."""
-    from .translate import translate_file
-    translate_file(model_path, input, output, SearchConfig(beam=beam, alpha=alpha, max_ratio=max_ratio),
-                   batch_size, tokenized, device)
+def translate(model_paths: tuple[str, ...], input: str, output: str | None, beam: int, length_penalty: str,
+              alpha: float, max_ratio: float, nbest: int, no_unk: bool, replace_unk: bool, unk_dict: str | None,
+              alignments: str | None, batch_size: int, tokenized: bool, device: str | None, bf16: bool,
+              threads: int) -> None:
+    """Translate raw text, one sentence a line, from INPUT (default: stdin) to stdout.
+
+    Output line i is the translation of input line i, always; an empty line
+    gives an empty line. From a pipe or a terminal each line is translated as
+    soon as it arrives; a file is translated in batches under a progress bar.
+    """
+    from .translate import TranslateOptions, read_unk_dict
+    from .translate_io import translate_file
+    if nbest > beam:
+        raise UserError(f"--nbest {nbest} is more than --beam {beam} can give")
+    if unk_dict and not replace_unk:
+        raise UserError("--unk-dict is used by --replace-unk; add that flag")
+    if threads:
+        import torch
+        torch.set_num_threads(threads)
+    search = SearchConfig(beam=beam, length_penalty=length_penalty, alpha=alpha, max_ratio=max_ratio,
+                          nbest=max(nbest, 1), no_unk=no_unk)
+    options = TranslateOptions(search, batch_size, tokenized, replace_unk=replace_unk,
+                               unk_dict=read_unk_dict(unk_dict) if unk_dict else None, bf16=bf16)
+    translate_file(list(model_paths), input, output, options, alignments, device, nbest_format=nbest > 0)
 
 
 @main.command(epilog="""\b
 Examples:
   nmtkit score test.hyp.fr -r test.fr
-  nmtkit score test.hyp.fr -r test.fr -r test.ref-ostervald.fr -r test.ref-darby.fr --clean verse-markers""")
-@click.argument("hypotheses")
-@click.option("-r", "--ref", "refs", multiple=True, required=True, help="Reference file; repeat for several references.")
-@click.option("--tokenized", is_flag=True, help="Score tokens as they are (tok:none), as the paper's tokenized BLEU.")
+  nmtkit score test.hyp.fr -r test.fr -r test.ostervald.fr -r test.darby.fr --clean verse-markers
+  nmtkit score a.fr b.fr -r test.fr --source test.en --by-length --plot length.png --bootstrap 1000
+  nmtkit score test.hyp.fr -r test.fr --source test.en --no-unk best.pt
+  nmtkit score -m best.pt --data data-bin --split valid              # NLL and perplexity""")
+@click.argument("hypotheses", nargs=-1)
+@click.option("-r", "--ref", "refs", multiple=True, help="Reference file; repeat for several references.")
+@click.option("--name", "names", multiple=True, help="A name per hypothesis file, for tables and plots.")
+@click.option("-s", "--source", type=click.Path(dir_okay=False),
+              help="The source text (for --by-length, --no-unk and -m).")
+@click.option("--tokenized", is_flag=True, help="Files are Moses tokens: score them as they are (tok:none).")
+@click.option("-l", "--lang", help="Target language for tokenized BLEU [default: the reference's suffix].")
 @click.option("--clean", "clean", default="none", show_default=True,
               help=f"Cleaning rules to apply to the references: comma-separated, 'all' or 'none' ({', '.join(RULES)}).")
+@click.option("--by-length", is_flag=True, help="BLEU per source-length bucket (the paper's Figure 2).")
+@click.option("--bucket-width", type=click.IntRange(1), default=10, show_default=True, help="Words per length bucket.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), help="With --by-length: draw it here (.png/.svg/.pdf).")
+@click.option("--no-unk", "no_unk", type=click.Path(),
+              help="Also score the sentences with no word unknown to this checkpoint or build-vocab directory.")
+@click.option("--bootstrap", type=click.IntRange(0), default=0, show_default=True,
+              help="Paired bootstrap resampling with this many samples, each system against the first.")
+@click.option("-m", "--model", "model_paths", multiple=True, type=click.Path(dir_okay=False),
+              help="Checkpoint: NLL of each hypothesis given --source, or of --data's split.")
+@click.option("--data", "data_bin", type=click.Path(file_okay=False), help="With -m: a binarized corpus.")
+@click.option("--split", default="valid", show_default=True, help="With --data: the split to score.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
 @user_errors
-def score(hypotheses: str, refs: tuple[str, ...], tokenized: bool, clean: str, as_json: bool) -> None:
-    """BLEU and chrF (sacreBLEU, with signatures) of HYPOTHESES against one or more references."""
+def score(hypotheses: tuple[str, ...], refs: tuple[str, ...], names: tuple[str, ...], source: str | None,
+          tokenized: bool, lang: str | None, clean: str, by_length: bool, bucket_width: int,
+          plot_path: str | None, no_unk: str | None, bootstrap: int, model_paths: tuple[str, ...],
+          data_bin: str | None, split: str, as_json: bool) -> None:
+    """BLEU (sacreBLEU, with signatures) and chrF of HYPOTHESES against one or more references;
+    NLL and perplexity of a checkpoint."""
     import json
-    from .score import corpus_scores, read_parallel
-    hyps, streams = read_parallel(hypotheses, list(refs), _clean_rules(clean))
-    result = corpus_scores(hyps, streams, tokenized)
-    if as_json:
-        click.echo(json.dumps(result))
+    from .score import evaluate, format_report
+    if not hypotheses and not data_bin:
+        raise UserError("give hypothesis files and -r REF, or -m MODEL --data DATA_BIN")
+    if plot_path and not by_length:
+        raise UserError("--plot draws the --by-length table; add --by-length")
+    result: dict[str, Any] = {}
+    if hypotheses:
+        if not refs:
+            raise UserError("give the reference translation with -r REF")
+        if plot_path:
+            from .plot import check_format
+            check_format(plot_path)
+        result = evaluate(hypotheses, refs, names, source, _clean_rules(clean), tokenized, lang,
+                          bucket_width if by_length else 0, no_unk, bootstrap,
+                          model_paths if source else ())
+        if plot_path:
+            from .plot import bleu_by_length
+            bleu_by_length(result["by_length"]["rows"], plot_path, "BLEU by source sentence length")
+    if data_bin:
+        if len(model_paths) != 1:
+            raise UserError("--data scores one checkpoint: give -m MODEL once")
+        from .nll import corpus_nll
+        result["corpus_nll"] = corpus_nll(model_paths[0], data_bin, split)
+    click.echo(json.dumps(result) if as_json else format_report({"systems": [], **result}))
+
+
+@main.command("align-plot", epilog="""\b
+Examples:
+  nmtkit translate -m best.pt test.en --alignments test.align > test.hyp.fr
+  nmtkit align-plot test.align --sentences 3,10-12 -o figs/align.png    # figs/align-3.png ...
+  nmtkit align-plot -m best.pt --source test.en --target test.fr --sentences 7 -o align7.pdf""")
+@click.argument("alignments", required=False)
+@click.option("-n", "--sentences", required=True, help="Line numbers to plot, from 1: '3,10-12'.")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="Picture (.png/.svg/.pdf); several sentences get -LINE before the suffix.")
+@click.option("-m", "--model", "model_paths", multiple=True, type=click.Path(dir_okay=False),
+              help="Instead of an alignment file: force this checkpoint on --source/--target pairs.")
+@click.option("--source", type=click.Path(dir_okay=False), help="With -m: source lines.")
+@click.option("--target", type=click.Path(dir_okay=False), help="With -m: their reference translations.")
+@click.option("--tokenized", is_flag=True, help="With -m: the lines are Moses tokens.")
+@user_errors
+def align_plot(alignments: str | None, sentences: str, output: str, model_paths: tuple[str, ...],
+               source: str | None, target: str | None, tokenized: bool) -> None:
+    """Attention heatmaps (the paper's Figure 3): source words across, generated words down,
+    black for 0 and white for 1."""
+    from .align_plot import from_alignment_file, from_model, output_paths, parse_sentences, plot
+    from .console import log
+    lines = parse_sentences(sentences)
+    output_paths(output, lines)                       # a bad suffix fails before any work
+    if bool(alignments) == bool(model_paths):
+        raise UserError("give either an alignment file from 'translate --alignments' or -m MODEL "
+                        "with --source and --target")
+    if model_paths:
+        if not (source and target):
+            raise UserError("-m needs --source and --target files")
+        maps = from_model(model_paths, source, target, lines, tokenized)
     else:
-        click.echo(f"BLEU {result['bleu']:.2f}  chrF {result['chrf']:.2f}  "
-                   f"({result['sentences']} sentences, {result['references']} reference(s))")
-        click.echo(f"  {result['bleu_detail']}\n  {result['bleu_signature']}\n  {result['chrf_signature']}")
+        assert alignments is not None
+        maps = from_alignment_file(alignments, lines)
+    for path in plot(maps, output):
+        log(f"wrote {path}")
 
-
-_not_yet("align-plot", "issue 4")
 
 
 

@@ -5,13 +5,14 @@ model call, one top-k over (k × K) candidates per sentence, and one gather
 that reorders the states; words and parent pointers are kept per step and
 followed back once at the end. No Python loop runs over hypotheses.
 A finished hypothesis keeps its slot and extends only by padding at no cost,
-so with raw scores (``alpha`` = 0) the search stops exactly when k finished
-hypotheses outscore every open one. Greedy search is the case k = 1.
+so with raw scores the search stops exactly when k finished hypotheses
+outscore every open one. Greedy search is the case k = 1.
 
 Scores are sums of log-probabilities of the emitted tokens, ``</s>``
-included: the quantity ``score`` recomputes as NLL. ``alpha`` > 0 ranks the
-final beam by score / length^alpha (GroundHog's and fairseq's length
-normalisation; the paper's equation has none). Works on ids only.
+included: the quantity ``score`` recomputes as NLL. The final beam is ranked
+by that raw score (the paper), by score / length (``average``, GroundHog's
+normalisation) or by score / ((5 + length) / 6)^α (``gnmt``, Wu et al.
+2016). Works on ids only.
 """
 
 from __future__ import annotations
@@ -21,23 +22,40 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .data.vocab import BOS, EOS, PAD
+from .data.vocab import BOS, EOS, PAD, UNK
 from .models.base import EncoderOut, Seq2Seq
+
+LENGTH_PENALTIES = ("none", "average", "gnmt")
 
 
 @dataclass(frozen=True)
 class SearchConfig:
-    beam: int = 5
-    alpha: float = 0.0          # length normalisation exponent (0: the paper's raw score)
-    max_ratio: float = 2.0      # output limit: max_ratio × source length + max_extra
+    beam: int = 12                 # the paper's width (arXiv v1)
+    length_penalty: str = "none"   # none | average | gnmt
+    alpha: float = 0.6             # GNMT's exponent
+    max_ratio: float = 2.0         # output limit: max_ratio × source length + max_extra
     max_extra: int = 10
+    nbest: int = 1
+    no_unk: bool = False           # never emit <unk> (Table 1's RNNsearch-50* rows)
+
+    def normalise(self, scores: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        n = lengths.clamp(min=1).float()
+        if self.length_penalty == "average":
+            return scores / n
+        if self.length_penalty == "gnmt":
+            return scores / ((5 + n) / 6) ** self.alpha
+        return scores
 
 
 @dataclass
 class Hypotheses:
-    tokens: list[list[int]]                     # the best hypothesis per sentence, without </s>
-    scores: list[float]                         # its summed log-probability, </s> included
-    attention: list[np.ndarray] | None = None   # (len(tokens) + 1, source length) per sentence
+    """``nbest`` hypotheses per sentence, best first: row i·nbest + j is sentence i's j-th."""
+
+    tokens: list[list[int]]                     # without </s>
+    scores: list[float]                         # summed log-probability, </s> included
+    ranking: list[float]                        # the score after length normalisation
+    nbest: int = 1
+    attention: list[np.ndarray] | None = None   # (len(tokens) + 1, source length) per row
 
 
 _Step = tuple[torch.Tensor, torch.Tensor, "torch.Tensor | None"]   # words, parent rows, α of the parents
@@ -47,6 +65,7 @@ _Step = tuple[torch.Tensor, torch.Tensor, "torch.Tensor | None"]   # words, pare
 def beam_search(model: Seq2Seq, enc: EncoderOut, cfg: SearchConfig = SearchConfig(),
                 attention: bool = False) -> Hypotheses:
     B, k = enc.mask.shape[0], cfg.beam
+    n_best = min(cfg.nbest, k)
     device = enc.mask.device
     src_len = enc.mask.sum(1)
     enc = enc.repeat(k)
@@ -58,10 +77,11 @@ def beam_search(model: Seq2Seq, enc: EncoderOut, cfg: SearchConfig = SearchConfi
     done = torch.zeros(B * k, dtype=torch.bool, device=device)
     lengths = torch.zeros(B * k, dtype=torch.long, device=device)
     rows = (torch.arange(B, device=device) * k).unsqueeze(1)
+    banned = [PAD, UNK] if cfg.no_unk else [PAD]
     steps: list[_Step] = []
     for t in range(int(limit.max())):
         logp, state, alpha = model.step(y, state, enc)
-        logp[:, PAD] = float("-inf")
+        logp[:, banned] = float("-inf")
         at_limit = (t + 1 >= limit) & ~done
         logp[at_limit] = torch.where(torch.arange(logp.shape[1], device=device) == EOS,
                                      logp[at_limit], float("-inf"))
@@ -77,19 +97,20 @@ def beam_search(model: Seq2Seq, enc: EncoderOut, cfg: SearchConfig = SearchConfi
         done = done.index_select(0, parent) | (y == EOS)
         if bool(done.all()):
             break
-    final = scores / lengths.view(B, k).clamp(min=1).float() ** cfg.alpha if cfg.alpha else scores
-    best = rows.squeeze(1) + final.argmax(1)
-    return _backtrack(steps, best, lengths.index_select(0, best), scores.view(-1).index_select(0, best),
-                      src_len)
+    final = cfg.normalise(scores, lengths.view(B, k))
+    ranking, order = final.topk(n_best, dim=1)
+    chosen = (rows + order).view(-1)
+    return _backtrack(steps, chosen, lengths.index_select(0, chosen), scores.view(-1).index_select(0, chosen),
+                      ranking.view(-1), src_len.repeat_interleave(n_best), n_best)
 
 
-def _backtrack(steps: list[_Step], best: torch.Tensor, lengths: torch.Tensor, scores: torch.Tensor,
-               src_len: torch.Tensor) -> Hypotheses:
+def _backtrack(steps: list[_Step], chosen: torch.Tensor, lengths: torch.Tensor, scores: torch.Tensor,
+               ranking: torch.Tensor, src_len: torch.Tensor, n_best: int) -> Hypotheses:
     """Follow parent pointers from the chosen rows back to the first step (one loop over time)."""
     ys = torch.stack([s[0] for s in steps]).cpu().numpy()          # (T, B·k)
     parents = torch.stack([s[1] for s in steps]).cpu().numpy()
     with_attention = steps[0][2] is not None
-    cur = best.cpu().numpy()
+    cur = chosen.cpu().numpy()
     out = np.empty((len(steps), len(cur)), dtype=np.int64)
     maps = []
     for t in range(len(steps) - 1, -1, -1):
@@ -103,9 +124,9 @@ def _backtrack(steps: list[_Step], best: torch.Tensor, lengths: torch.Tensor, sc
     n_out = lengths.tolist()
     tokens = [out[:n, i].tolist() for i, n in enumerate(n_out)]
     tokens = [row[:-1] if row and row[-1] == EOS else row for row in tokens]
-    result = Hypotheses(tokens, scores.tolist())
+    result = Hypotheses(tokens, scores.tolist(), ranking.tolist(), n_best)
     if with_attention:
-        stacked = np.stack(maps[::-1], 1)                              # (B, T, Tx)
+        stacked = np.stack(maps[::-1], 1)                              # (rows, T, Tx)
         result.attention = [stacked[i, :n, :int(m)] for i, (n, m) in enumerate(zip(n_out, src_len.tolist()))]
     return result
 
@@ -113,3 +134,20 @@ def _backtrack(steps: list[_Step], best: torch.Tensor, lengths: torch.Tensor, sc
 def greedy(model: Seq2Seq, enc: EncoderOut, max_ratio: float = 2.0, max_extra: int = 10) -> Hypotheses:
     """The most probable next word at each step: beam search with k = 1."""
     return beam_search(model, enc, SearchConfig(beam=1, max_ratio=max_ratio, max_extra=max_extra))
+
+
+@torch.no_grad()
+def force(model: Seq2Seq, enc: EncoderOut, tgt_out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Walk the decoder along given targets (B, Ty; </s>-terminated, <pad> after) with the
+    same ``step`` the search uses: per-sentence log-probabilities (B,) and attention (B, Ty, Tx)."""
+    B, T = tgt_out.shape
+    state = model.init_state(enc)
+    y = torch.full((B,), BOS, dtype=torch.long, device=tgt_out.device)
+    total = torch.zeros(B, device=tgt_out.device)
+    maps = []
+    for t in range(T):
+        logp, state, alpha = model.step(y, state, enc)
+        y = tgt_out[:, t]
+        total += logp.gather(1, y.unsqueeze(1)).squeeze(1).masked_fill(y == PAD, 0.0)
+        maps.append(alpha if alpha is not None else torch.zeros_like(enc.mask, dtype=torch.float))
+    return total, torch.stack(maps, 1).float()

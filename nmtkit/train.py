@@ -20,21 +20,21 @@ import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-import numpy as np
 import torch
 import torch.distributed as dist
 
 from . import checkpoint
 from .config import ModelConfig, TrainConfig
 from .console import TrainProgress, log
-from .data.batching import Batches, collate
+from .data.batching import Batches, collate, to_device
 from .data.binarized import Corpus
 from .data.vocab import PAD
 from .errors import UserError
 from .models import build_model
 from .models.base import Seq2Seq
+from .nll import scored_batches
 from .plot import read_metrics, training_curves
 from .search import greedy
 from .text.bpe import merge_subwords
@@ -62,16 +62,6 @@ def corpus_payload(corpus: Corpus) -> dict[str, Any]:
             "bpe_codes": codes, "settings_sha256": corpus.manifest.get("settings_sha256")}
 
 
-def to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
-    return {k: v.to(device, non_blocking=True) for k, v in batch.items()}
-
-
-def eval_batches(sizes: np.ndarray, limit: int, batch_size: int) -> Iterator[np.ndarray]:
-    idx = np.argsort(sizes[:limit] if limit else sizes, kind="stable")
-    for i in range(0, len(idx), batch_size):
-        yield idx[i:i + batch_size]
-
-
 @torch.no_grad()
 def validate(model: Seq2Seq, corpus: Corpus, cfg: TrainConfig, device: torch.device,
              tgt_tokens: list[str]) -> dict[str, float]:
@@ -82,14 +72,8 @@ def validate(model: Seq2Seq, corpus: Corpus, cfg: TrainConfig, device: torch.dev
     total, tokens, n = 0.0, 0, 0
     hyps: dict[int, str] = {}
     refs: dict[int, str] = {}
-    for idx in eval_batches(src.sizes, cfg.valid_max_sentences, cfg.batch_size):
-        idx = idx[(src.sizes[idx] > 0) & (tgt.sizes[idx] > 0)]
-        if not len(idx):
-            continue
-        batch = to_device(collate(src, tgt, idx), device)
-        enc = model.encode(batch["src"], batch["src_mask"])      # once, for the NLL and the search
-        loss = model.output_nll(model.teacher_forced(enc, batch["tgt_in"]), batch["tgt_out"])
-        total, tokens, n = total + float(loss), tokens + int((batch["tgt_out"] != PAD).sum()), n + len(idx)
+    for idx, enc, loss, count in scored_batches(model, src, tgt, device, cfg.batch_size, cfg.valid_max_sentences):
+        total, tokens, n = total + float(loss), tokens + count, n + len(idx)   # enc serves the search too
         if cfg.valid_bleu:
             out = greedy(model, enc)
             for i, hyp in zip(idx, out.tokens):

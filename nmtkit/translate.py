@@ -1,18 +1,18 @@
-"""Raw text in, raw text out, with nothing but a checkpoint.
+"""Raw text in, raw text out, with nothing but a checkpoint (or several, as an ensemble).
 
-``Translator.from_checkpoint(path)`` rebuilds the model and both
-``Preprocessor`` objects from the checkpoint alone (vocabularies, text
-settings, BPE codes), so a line goes exactly the way the training data
-went: clean → Moses → BPE → ids → beam search → ids → words → de-BPE →
-detokenise. Lines are read in blocks; each block is sorted by length and
-cut into batches (little padding), and results come out in input order.
+``Translator.from_checkpoints(paths)`` rebuilds the models and both text
+pipelines from the checkpoints alone (vocabularies, text settings, BPE
+codes), so a line goes exactly the way the training data went: clean →
+Moses → BPE → ids → beam search → ids → words → de-BPE → detokenise.
+Lines come in blocks; each block is sorted by length and cut into batches
+under a token budget (little padding, and one 1,000-word line gets a batch
+of its own), and results come out in input order, one per input line.
 """
 
 from __future__ import annotations
 
-import contextlib
-import sys
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -20,102 +20,175 @@ import numpy as np
 import torch
 
 from . import checkpoint
-from .config import ModelConfig, TextConfig
-from .console import progress
+from .config import ModelConfig
 from .data.batching import pad
-from .data.vocab import PAD, Vocab
+from .data.vocab import PAD, UNK
 from .errors import UserError
-from .files import STDIO, atomic_write, count_lines, read_lines
 from .models import build_model
 from .models.base import Seq2Seq
-from .search import SearchConfig, beam_search
-from .text.pipeline import Preprocessor
+from .models.ensemble import Ensemble
+from .search import SearchConfig, beam_search, force
+from .text.sides import Sides
+
+# Python's str.splitlines() breaks at these; an output line must never contain one.
+_LINE_BREAKS = re.compile("[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+# Batches hold at most batch_size sentences and batch_size × this many source tokens.
+_TOKENS_PER_SENTENCE = 50
+
+
+@dataclass(frozen=True)
+class TranslateOptions:
+    search: SearchConfig = SearchConfig()
+    batch_size: int = 32
+    tokenized: bool = False        # input and output in Moses tokens
+    attention: bool = False        # keep each output's attention matrix
+    replace_unk: bool = False      # copy the most attended source word into each <unk>
+    unk_dict: dict[str, str] | None = None   # ... translated through this dictionary when listed
+    bf16: bool = False             # bfloat16 autocast
 
 
 @dataclass
 class Translation:
     text: str                      # detokenised output (or Moses tokens with tokenized=True)
-    tokens: list[str]              # output tokens as the model wrote them (BPE included)
+    tokens: list[str]              # output tokens as the model wrote them (BPE included, <unk> replaced)
     source_tokens: list[str]
     score: float                   # log-probability, </s> included
-    attention: np.ndarray | None = None   # (len(tokens) + 1, len(source_tokens) + 1)
+    ranking: float                 # the score after length normalisation
+    attention: np.ndarray | None = None          # (len(tokens) + 1, len(source_tokens) + 1)
+    nbest: list["Translation"] = field(default_factory=list)   # best first, when more than one is asked
+
+
+@dataclass
+class Forced:
+    """A given target walked through the model: its log-probability and attention."""
+
+    source_tokens: list[str]
+    target_tokens: list[str]
+    score: float
+    attention: np.ndarray          # (len(target_tokens) + 1, len(source_tokens) + 1)
+
+
+def read_unk_dict(path: str | Path) -> dict[str, str]:
+    """'source target' per line (whitespace-separated; the first translation listed wins)."""
+    from .files import read_lines
+    table: dict[str, str] = {}
+    for lineno, line in enumerate(read_lines(path), 1):
+        parts = line.split()
+        if not parts:
+            continue
+        if len(parts) < 2:
+            raise UserError(f"{path}: line {lineno} is not 'source-word target-word'")
+        table.setdefault(parts[0], parts[1])
+    return table
+
+
+def load_models(paths: list[str | Path], device: torch.device) -> tuple[Seq2Seq, Sides]:
+    models, sides = [], None
+    for path in paths:
+        ckpt = checkpoint.load(path)
+        model = build_model(ModelConfig.from_dict(ckpt["model"]))
+        model.load_state_dict(ckpt["weights"])
+        these = Sides.from_payload(ckpt["corpus"])
+        if sides is not None and these.signature() != sides.signature():
+            raise UserError(f"{path}: cannot ensemble with {paths[0]}: their vocabularies, text settings "
+                            f"or BPE codes differ")
+        sides = sides or these
+        models.append(model.to(device).eval())
+    assert sides is not None
+    return (models[0] if len(models) == 1 else Ensemble(models).eval()), sides
 
 
 class Translator:
-    def __init__(self, model: Seq2Seq, src_vocab: Vocab, tgt_vocab: Vocab, src_text: Preprocessor,
-                 tgt_text: Preprocessor, device: torch.device):
-        self.model, self.src_vocab, self.tgt_vocab = model.eval(), src_vocab, tgt_vocab
-        self.src_text, self.tgt_text, self.device = src_text, tgt_text, device
+    def __init__(self, model: Seq2Seq, sides: Sides, device: torch.device):
+        self.model, self.sides, self.device = model.eval(), sides, device
 
     @classmethod
-    def from_checkpoint(cls, path: str | Path, device: str | None = None) -> "Translator":
-        ckpt = checkpoint.load(path)
+    def from_checkpoints(cls, paths: list[str | Path] | str | Path, device: str | None = None) -> "Translator":
+        paths = [paths] if isinstance(paths, (str, Path)) else paths
         dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-        model = build_model(ModelConfig.from_dict(ckpt["model"]))
-        model.load_state_dict(ckpt["weights"])
-        corpus = ckpt["corpus"]
-        texts = [Preprocessor(TextConfig.from_dict(corpus["text"][side]), corpus["bpe_codes"][side])
-                 for side in ("src", "tgt")]
-        return cls(model.to(dev), Vocab(corpus["vocab"]["src"]), Vocab(corpus["vocab"]["tgt"]), *texts, dev)
+        return cls(*load_models(paths, dev), dev)
 
-    def translate(self, lines: Iterable[str], search: SearchConfig = SearchConfig(), batch_size: int = 64,
-                  block: int = 1000, tokenized: bool = False, attention: bool = False) -> Iterator[Translation]:
+    from_checkpoint = from_checkpoints
+
+    def translate(self, lines: Iterable[str], options: TranslateOptions = TranslateOptions(),
+                  block: int = 1000) -> Iterator[Translation]:
         """Translations of ``lines`` in order; ``block`` lines are read before any is translated."""
         pending: list[str] = []
         for line in lines:
             pending.append(line)
             if len(pending) >= block:
-                yield from self._block(pending, search, batch_size, tokenized, attention)
+                yield from self.translate_block(pending, options)
                 pending = []
         if pending:
-            yield from self._block(pending, search, batch_size, tokenized, attention)
+            yield from self.translate_block(pending, options)
 
-    def _block(self, lines: list[str], search: SearchConfig, batch_size: int, tokenized: bool,
-               attention: bool) -> list[Translation]:
-        sources = [self.src_text.encode(line) for line in lines]
-        ids = [np.asarray(self.src_vocab.encode(tokens), dtype=np.int64) for tokens in sources]
-        out: list[Translation | None] = [None] * len(lines)
-        order = sorted(range(len(lines)), key=lambda i: len(ids[i]))
-        for start in range(0, len(order), batch_size):
-            idx = [i for i in order[start:start + batch_size] if len(ids[i])]
-            for i in order[start:start + batch_size]:
-                if not len(ids[i]):                     # an empty line translates to an empty line
-                    out[i] = Translation("", [], [], 0.0)
-            if not idx:
-                continue
-            src = pad([ids[i] for i in idx]).to(self.device)
+    def _batches(self, lengths: list[int], batch_size: int) -> Iterator[list[int]]:
+        """Indices of non-empty lines, shortest first, in batches under the sentence and token budgets."""
+        order = sorted((i for i, n in enumerate(lengths) if n), key=lambda i: lengths[i])
+        batch: list[int] = []
+        for i in order:
+            if batch and (len(batch) == batch_size or
+                          (len(batch) + 1) * (lengths[i] + 1) > batch_size * _TOKENS_PER_SENTENCE):
+                yield batch
+                batch = []
+            batch.append(i)
+        if batch:
+            yield batch
+
+    def translate_block(self, lines: list[str], options: TranslateOptions) -> list[Translation]:
+        src_side, tgt_side = self.sides.src, self.sides.tgt
+        sources = [src_side.tokens(line, options.tokenized) for line in lines]
+        out = [Translation("", [], tokens, 0.0, 0.0) for tokens in sources]  # empty in, empty out
+        attention = options.attention or options.replace_unk
+        for idx in self._batches([len(s) for s in sources], options.batch_size):
+            src = pad([np.asarray(src_side.ids(sources[i]), dtype=np.int64) for i in idx]).to(self.device)
+            with torch.inference_mode(), self._autocast(options.bf16):
+                hyps = beam_search(self.model, self.model.encode(src, src != PAD), options.search, attention)
+            n = hyps.nbest
+            for row in range(len(hyps.tokens)):
+                i = idx[row // n]
+                ids = hyps.tokens[row]
+                alpha = hyps.attention[row] if hyps.attention is not None else None
+                tokens = tgt_side.vocab.decode(ids)
+                if options.replace_unk and alpha is not None:
+                    tokens = _replace_unk(tokens, ids, sources[i], alpha, options.unk_dict)
+                text = _LINE_BREAKS.sub(" ", tgt_side.text.decode(tokens, detokenize=not options.tokenized))
+                t = Translation(text, tokens, sources[i], hyps.scores[row], hyps.ranking[row],
+                                alpha if options.attention else None)
+                if row % n == 0:
+                    out[i] = t
+                if n > 1:
+                    out[i].nbest.append(t)
+        return out
+
+    def _autocast(self, bf16: bool) -> torch.autocast:
+        return torch.autocast(self.device.type, torch.bfloat16, enabled=bf16)
+
+    def force(self, sources: list[str], targets: list[str], tokenized: bool = False,
+              batch_size: int = 32) -> list[Forced]:
+        """Score given translations (and get their attention) with the search's own decoder step."""
+        src_tok = [self.sides.src.tokens(s, tokenized) for s in sources]
+        tgt_tok = [self.sides.tgt.tokens(t, tokenized) for t in targets]
+        out: list[Forced | None] = [None] * len(sources)
+        lengths = [max(len(s), 1) for s in src_tok]
+        for idx in self._batches(lengths, batch_size):
+            src = pad([np.asarray(self.sides.src.ids(src_tok[i]), dtype=np.int64) for i in idx]).to(self.device)
+            tgt = pad([np.asarray(self.sides.tgt.ids(tgt_tok[i]), dtype=np.int64) for i in idx]).to(self.device)
             with torch.inference_mode():
-                hyps = beam_search(self.model, self.model.encode(src, src != PAD), search, attention)
-            for k, i in enumerate(idx):
-                tokens = self.tgt_vocab.decode(hyps.tokens[k])
-                text = self.tgt_text.decode(tokens, detokenize=not tokenized)
-                out[i] = Translation(text, tokens, sources[i], hyps.scores[k],
-                                     hyps.attention[k] if hyps.attention is not None else None)
-        return [t for t in out if t is not None]
+                scores, maps = force(self.model, self.model.encode(src, src != PAD), tgt)
+            for row, i in enumerate(idx):
+                alpha = maps[row, :len(tgt_tok[i]) + 1, :len(src_tok[i]) + 1].cpu().numpy()
+                out[i] = Forced(src_tok[i], tgt_tok[i], float(scores[row]), alpha)
+        return [f for f in out if f is not None]
 
 
-def translate_file(model_path: str | Path, source: str, output: str | None, search: SearchConfig,
-                   batch_size: int = 64, tokenized: bool = False, device: str | None = None) -> int:
-    """``nmtkit translate``: lines of ``source`` ('-': stdin) to ``output`` (None: stdout).
+def _replace_unk(tokens: list[str], ids: list[int], source: list[str], alpha: np.ndarray,
+                 table: dict[str, str] | None) -> list[str]:
+    """Each <unk> becomes the source word it attends to most (</s> excluded), or that word's
+    dictionary translation (Luong et al. 2015; Jean et al. 2015)."""
+    if UNK not in ids or not source:
+        return tokens
+    aligned = alpha[:len(ids), :len(source)].argmax(1)
+    return [(table.get(source[j], source[j]) if table else source[j]) if i == UNK else tok
+            for tok, i, j in zip(tokens, ids, aligned)]
 
-    A file gets a progress bar; an interactive terminal is translated line by
-    line; output to a file appears only once complete. Returns the line count.
-    """
-    translator = Translator.from_checkpoint(model_path, device)
-    interactive = source == STDIO and sys.stdin.isatty()
-    total = None if source == STDIO else count_lines(source)
-    if total == 0:
-        raise UserError(f"{source}: is empty")
-    lines = read_lines(source)
-    with contextlib.ExitStack() as stack:
-        sink = stack.enter_context(atomic_write(output)) if output else sys.stdout
-        bar = stack.enter_context(progress("sentences"))
-        task = bar.add_task("translate", total=total)
-        n = 0
-        for n, t in enumerate(translator.translate(lines, search, batch_size, block=1 if interactive else 1000,
-                                                   tokenized=tokenized), 1):
-            sink.write(t.text + "\n")
-            bar.advance(task)
-            if interactive:
-                sink.flush()
-    return n

@@ -31,9 +31,12 @@ def test_help(cmd):
     assert r.exit_code == 0 and "Usage:" in r.output
 
 
-@pytest.mark.parametrize("cmd", ["align-plot"])
-def test_commands_not_built_yet_say_so(cmd):
-    one_error_line(run(cmd, "x"), "not built yet")
+@pytest.mark.parametrize("args,match", [(["align-plot", "x"], "Missing option '-n'"),
+                                        (["translate", "--beam", "0"], "Invalid value for '--beam'"),
+                                        (["score", "--bogus"], "No such option '--bogus'"),
+                                        (["frobnicate"], "No such command 'frobnicate'")])
+def test_usage_errors_are_one_line(args, match):
+    one_error_line(run(*args), match)
 
 
 def test_stream_mode_one_line_out_per_line_in():

@@ -8,7 +8,8 @@ import torch
 
 from nmtkit.config import ModelConfig
 from nmtkit.models import build_model
-from nmtkit.search import SearchConfig, beam_search, greedy
+from nmtkit.models.ensemble import Ensemble
+from nmtkit.search import SearchConfig, beam_search, force, greedy
 
 EOS = 3
 
@@ -35,19 +36,61 @@ def sequence_score(model, src, mask, tokens):
     return float(logp[torch.arange(len(tgt_out)), tgt_out].sum())
 
 
-def test_wide_beam_finds_the_exact_best_sequence():
+@pytest.mark.parametrize("penalty", ["none", "average", "gnmt"])
+def test_wide_beam_finds_the_exact_n_best_under_each_length_penalty(penalty):
     model, src, mask = model_and_batch(0, tgt_vocab=6)            # words: <unk> <s> 4 5 (<pad> never)
     limit = 3                                                      # at most 2 words, then </s>
-    cfg = SearchConfig(beam=30, max_ratio=0.0, max_extra=limit)
+    cfg = SearchConfig(beam=30, max_ratio=0.0, max_extra=limit, length_penalty=penalty, alpha=1.5, nbest=4)
     out = beam_search(model, model.encode(src, mask), cfg)
+    norm = {"none": lambda s, n: s, "average": lambda s, n: s / n, "gnmt": lambda s, n: s / ((5 + n) / 6) ** 1.5}
     for i in range(src.shape[0]):
         n = int(mask[i].sum())
         s, m = src[i:i + 1, :n], mask[i:i + 1, :n]
         candidates = [list(c) for L in range(limit) for c in itertools.product([1, 2, 4, 5], repeat=L)]
         scores = [sequence_score(model, s, m, c) for c in candidates]
-        best = int(np.argmax(scores))
-        assert out.tokens[i] == candidates[best]
-        assert out.scores[i] == pytest.approx(scores[best], abs=1e-4)
+        ranked = sorted(range(len(candidates)), key=lambda j: -norm[penalty](scores[j], len(candidates[j]) + 1))
+        assert out.tokens[4 * i:4 * i + 4] == [candidates[j] for j in ranked[:4]]
+        assert out.scores[4 * i:4 * i + 4] == pytest.approx([scores[j] for j in ranked[:4]], abs=1e-4)
+    if penalty == "none":
+        assert out.ranking == out.scores
+
+
+def test_no_unk_never_emits_unk():
+    model, src, mask = model_and_batch(5)
+    with torch.no_grad():
+        model.W_o.bias[1] += 100.0                                # <unk> now wins every step
+    enc = model.encode(src, mask)
+    assert all(set(t) == {1} for t in beam_search(model, enc, SearchConfig(beam=3)).tokens)
+    free = beam_search(model, enc, SearchConfig(beam=3, no_unk=True))
+    assert all(t and 1 not in t for t in free.tokens)
+
+
+def test_forcing_the_search_output_gives_its_score_and_attention():
+    model, src, mask = model_and_batch(6)
+    enc = model.encode(src, mask)
+    out = beam_search(model, enc, SearchConfig(beam=4), attention=True)
+    from nmtkit.data.batching import pad
+    scores, maps = force(model, enc, pad([np.array(t) for t in out.tokens]))
+    assert scores.tolist() == pytest.approx(out.scores, abs=1e-4)
+    for i, att in enumerate(out.attention):
+        assert np.allclose(maps[i, :att.shape[0], :att.shape[1]].numpy(), att, atol=1e-5)
+
+
+def test_ensemble_averages_probabilities():
+    a, src, mask = model_and_batch(7)
+    b, _, _ = model_and_batch(8)
+    both = Ensemble([a, b])
+    enc, ea, eb = both.encode(src, mask), a.encode(src, mask), b.encode(src, mask)
+    y = torch.tensor([2, 5, 6, 7])
+    with torch.no_grad():
+        lp, _, alpha = both.step(y, both.init_state(enc), enc)
+        la, _, aa = a.step(y, a.init_state(ea), ea)
+        lb, _, ab = b.step(y, b.init_state(eb), eb)
+    assert torch.allclose(lp.exp(), (la.exp() + lb.exp()) / 2, atol=1e-6)
+    assert torch.allclose(alpha, (aa + ab) / 2)
+    twice = beam_search(Ensemble([a, a]), Ensemble([a, a]).encode(src, mask), SearchConfig(beam=3))
+    once = beam_search(a, ea, SearchConfig(beam=3))
+    assert twice.tokens == once.tokens and twice.scores == pytest.approx(once.scores, abs=1e-4)
 
 
 @pytest.mark.parametrize("beam", [1, 4])
@@ -102,8 +145,8 @@ def test_output_length_limit_and_attention_maps():
 def test_length_normalisation_ranks_by_score_per_token():
     model, src, mask = model_and_batch(4)
     enc = model.encode(src, mask)
-    raw = beam_search(model, enc, SearchConfig(beam=5, alpha=0.0))
-    norm = beam_search(model, enc, SearchConfig(beam=5, alpha=1.0))
+    raw = beam_search(model, enc, SearchConfig(beam=5))
+    norm = beam_search(model, enc, SearchConfig(beam=5, length_penalty="average"))
     for r_t, r_s, n_t, n_s in zip(raw.tokens, raw.scores, norm.tokens, norm.scores):
         assert r_s >= n_s - 1e-5                                      # raw picks the best total
         assert n_s / (len(n_t) + 1) >= r_s / (len(r_t) + 1) - 1e-5    # normalised the best per token

@@ -1,5 +1,7 @@
 """translate and score from the shell: raw text in, raw text out, with only a checkpoint."""
 
+import json
+import math
 import re
 import shutil
 
@@ -27,6 +29,8 @@ def overfit(tmp_path_factory):
     train(tmp / "bin", tmp / "run", TINY, TrainConfig(optimizer="adam", lr=0.02, batch_size=6, pool=1,
                                                       max_updates=250, valid_every=1000, threads=1,
                                                       patience=0, log_every=50))
+    shutil.copytree(tmp / "vocab", tmp / "vocab-kept")     # for score --no-unk and --data
+    shutil.copytree(tmp / "bin", tmp / "bin-kept")
     shutil.rmtree(tmp / "bin")
     shutil.rmtree(tmp / "vocab")
     return tmp
@@ -83,8 +87,224 @@ def test_score_several_references_and_mismatched_lengths(tmp_path):
     both = invoke("score", tmp_path / "hyp", "-r", tmp_path / "r1", "-r", tmp_path / "r2", "--json",
                   "--clean", "verse-markers")
     import json
-    b1, bc, b2 = (json.loads(r.output)["bleu"] for r in (one, cleaned, both))
+    b1, bc, b2 = (json.loads(r.output)["systems"][0]["bleu"] for r in (one, cleaned, both))
     assert 0 < b1 < bc < b2 == pytest.approx(100)   # each line now has an exact reference
     (tmp_path / "short").write_text("la lumière fut\n")
     r = invoke("score", tmp_path / "hyp", "-r", tmp_path / "short")
     assert r.exit_code == 2 and "has 1 lines but" in r.output
+
+
+def ckpt(overfit):
+    return overfit / "run" / "last.pt"
+
+
+def test_translate_score_is_the_nll_that_score_computes(overfit, tmp_path):
+    src = tmp_path / "src.en"
+    src.write_text("\n".join(EN[:5] + ["And God saw the earth."]) + "\n", encoding="utf-8")
+    nbest = invoke("translate", "-m", ckpt(overfit), src, "--tokenized", "--beam", 4, "--nbest", 1)
+    assert nbest.exit_code == 0, nbest.output
+    fields = [line.split(" ||| ") for line in nbest.stdout.splitlines()]
+    assert [int(f[0]) for f in fields] == list(range(6))
+    (tmp_path / "hyp").write_text("".join(f[1] + "\n" for f in fields), encoding="utf-8")
+    r = invoke("score", tmp_path / "hyp", "-r", tmp_path / "hyp", "--tokenized", "--source", src,
+               "-m", ckpt(overfit), "--json")
+    assert r.exit_code == 0, r.output
+    nll = json.loads(r.stdout)["systems"][0]["nll"]["sentences"]
+    assert nll == pytest.approx([-float(f[2]) for f in fields], abs=2e-3)   # 4 decimals printed
+
+
+def test_beam_one_is_greedy(overfit, tmp_path):
+    from nmtkit.data.batching import pad
+    from nmtkit.search import greedy
+    from nmtkit.translate import Translator
+    import numpy as np
+    import torch
+    src = tmp_path / "src.en"
+    lines = EN[:5] + ["God saw the darkness and the light."]
+    src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    r = invoke("translate", "-m", ckpt(overfit), src, "--tokenized", "--beam", 1)
+    t = Translator.from_checkpoint(ckpt(overfit), "cpu")
+    ids = [np.array(t.sides.src.ids(t.sides.src.tokens(line))) for line in lines]
+    batch = pad(ids)
+    with torch.no_grad():
+        out = greedy(t.model, t.model.encode(batch, batch != 0))
+    assert r.stdout.splitlines() == [" ".join(t.sides.tgt.vocab.decode(x)) for x in out.tokens]
+
+
+def test_nbest_lists_are_ordered_and_start_with_the_best(overfit, tmp_path):
+    src = tmp_path / "src.en"
+    src.write_text(EN[1] + "\n\n" + EN[3] + "\n", encoding="utf-8")
+    best = invoke("translate", "-m", ckpt(overfit), src, "--beam", 5).stdout.splitlines()
+    for penalty in ("none", "average", "gnmt"):
+        r = invoke("translate", "-m", ckpt(overfit), src, "--beam", 5, "--nbest", 3, "--length-penalty", penalty)
+        assert r.exit_code == 0, r.output
+        rows = [line.split(" ||| ") for line in r.stdout.splitlines()]
+        assert [int(f[0]) for f in rows] == [0, 0, 0, 1, 2, 2, 2]        # an empty line gets one empty entry
+        assert rows[3][1] == ""
+        for first in (0, 4):
+            ranking = [float(f[3]) for f in rows[first:first + 3]]
+            assert ranking == sorted(ranking, reverse=True)
+            if penalty == "none":
+                assert [float(f[2]) for f in rows[first:first + 3]] == ranking
+                assert rows[first][1] == best[first // 2]
+    r = invoke("translate", "-m", ckpt(overfit), src, "--beam", 2, "--nbest", 3)
+    assert r.exit_code == 2 and "more than --beam" in r.output
+
+
+def unk_loving(overfit, tmp_path, boost=1000.0, flatten=1.0):
+    """The overfit checkpoint with <unk> made more likely (by ``boost`` in its logit) and its
+    output distributions flattened (weights times ``flatten``)."""
+    from nmtkit import checkpoint
+    c = checkpoint.load(ckpt(overfit))
+    c["weights"]["W_o.bias"][1] += boost
+    c["weights"]["W_o.weight"] *= flatten
+    checkpoint.save(tmp_path / "unk.pt", {k: v for k, v in c.items() if k not in ("format", "version", "nmtkit")})
+    return tmp_path / "unk.pt"
+
+
+def test_no_unk_and_replace_unk(overfit, tmp_path):
+    model = unk_loving(overfit, tmp_path)
+    src = tmp_path / "src.en"
+    src.write_text("God saw the light.\n", encoding="utf-8")
+    plain = invoke("translate", "-m", model, src, "--tokenized", "--beam", 3, "--max-ratio", 0.5)
+    assert set(plain.stdout.split()) == {"<unk>"}
+    free = invoke("translate", "-m", model, src, "--tokenized", "--beam", 3, "--no-unk")
+    assert free.exit_code == 0 and free.stdout.strip() and "<unk>" not in free.stdout
+    copied = invoke("translate", "-m", model, src, "--tokenized", "--beam", 3, "--max-ratio", 0.5, "--replace-unk")
+    words = copied.stdout.split()
+    assert words and set(words) <= {"God", "saw", "the", "light", "."}
+    (tmp_path / "dict").write_text("God Dieu\nsaw vit\nthe la\nlight lumière\n. .\n", encoding="utf-8")
+    translated = invoke("translate", "-m", model, src, "--tokenized", "--beam", 3, "--max-ratio", 0.5,
+                        "--replace-unk", "--unk-dict", tmp_path / "dict")
+    mapping = {"God": "Dieu", "saw": "vit", "the": "la", "light": "lumière", ".": "."}
+    assert translated.stdout.split() == [mapping[w] for w in words]
+
+
+def test_ensemble_of_a_model_with_itself_and_refusal_of_a_stranger(overfit, tmp_path):
+    src = tmp_path / "src.en"
+    src.write_text("\n".join(EN[:3]) + "\n", encoding="utf-8")
+    one = invoke("translate", "-m", ckpt(overfit), src, "--nbest", 1)
+    two = invoke("translate", "-m", ckpt(overfit), "-m", overfit / "run" / "best.pt", src, "--nbest", 1)
+    assert two.exit_code == 0, two.output
+    texts = lambda r: [line.split(" ||| ")[1] for line in r.stdout.splitlines()]
+    assert texts(one) == texts(two)
+    from nmtkit import checkpoint
+    c = checkpoint.load(ckpt(overfit))
+    c["corpus"]["vocab"]["tgt"] = c["corpus"]["vocab"]["tgt"][:-1] + ["zzz"]
+    checkpoint.save(tmp_path / "other.pt", {k: v for k, v in c.items() if k not in ("format", "version", "nmtkit")})
+    r = invoke("translate", "-m", ckpt(overfit), "-m", tmp_path / "other.pt", src)
+    assert r.exit_code == 2 and "cannot ensemble" in r.output
+
+
+def test_alignment_file_and_align_plot(overfit, tmp_path):
+    src = tmp_path / "src.en"
+    src.write_text(EN[0] + "\n\n" + EN[2] + "\n", encoding="utf-8")
+    r = invoke("translate", "-m", ckpt(overfit), src, "--alignments", tmp_path / "a.jsonl", "--beam", 3)
+    assert r.exit_code == 0, r.output
+    records = [json.loads(line) for line in (tmp_path / "a.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert records[0]["format"] == "nmtkit-alignments" and [x["line"] for x in records[1:]] == [1, 2, 3]
+    for rec, out in zip(records[1:], r.stdout.splitlines()):
+        if not out:
+            assert rec["alignment"] == []
+            continue
+        a = rec["alignment"]
+        assert len(a) == len(rec["target"]) and all(len(row) == len(rec["source"]) for row in a)
+        assert all(abs(sum(row) - 1) < 1e-3 for row in a)
+        assert rec["source"][-1] == rec["target"][-1] == "</s>"
+    r = invoke("align-plot", tmp_path / "a.jsonl", "-n", "1,3", "-o", tmp_path / "fig.svg")
+    assert r.exit_code == 0, r.output
+    svg = (tmp_path / "fig-3.svg").read_text(encoding="utf-8")
+    assert (tmp_path / "fig-1.svg").exists() and "lumière" in svg    # accented words kept as text
+    for args, message in [(["-n", "7"], "has no sentence 7"), (["-n", "2"], "is empty"),
+                          (["-n", "1", "-o", tmp_path / "fig.jpg"], "png, svg, pdf"), (["-n", "x"], "line numbers")]:
+        argv = ["align-plot", tmp_path / "a.jsonl", *args] + ([] if "-o" in args else ["-o", tmp_path / "f.png"])
+        bad = invoke(*argv)
+        assert bad.exit_code == 2 and message in bad.output, bad.output
+    (tmp_path / "not.jsonl").write_text("hello\n")
+    bad = invoke("align-plot", tmp_path / "not.jsonl", "-n", "1", "-o", tmp_path / "f.png")
+    assert bad.exit_code == 2 and "not an alignment file" in bad.output
+    assert not (tmp_path / "f.png").exists()
+
+
+def test_align_plot_forcing_a_reference(overfit, tmp_path):
+    from tests.conftest import write_pair
+    write_pair(tmp_path / "p", EN[:3], FR[:3])
+    r = invoke("align-plot", "-m", ckpt(overfit), "--source", tmp_path / "p.en", "--target", tmp_path / "p.fr",
+               "-n", 3, "-o", tmp_path / "forced.png")
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "forced.png").read_bytes()[:4] == b"\x89PNG"
+    r = invoke("align-plot", "-m", ckpt(overfit), "--source", tmp_path / "p.en", "--target", tmp_path / "p.fr",
+               "-n", 4, "-o", tmp_path / "x.png")
+    assert r.exit_code == 2 and "has no line 4" in r.output
+
+
+def test_control_characters_never_shift_lines_and_a_long_line_translates(overfit):
+    weird = ["God\x0bsaw\x0cthe\x1clight\x85.", "\x00\x1b[31mAmen\r.", "a\u2028b\u2029c", "",
+             " ".join(["light"] * 1000)]
+    r = CliRunner().invoke(main, ["translate", "-m", str(ckpt(overfit)), "--beam", 2],
+                           input="\n".join(weird) + "\n")
+    assert r.exit_code == 0, r.output
+    assert r.stdout.count("\n") == len(weird) and r.stdout.split("\n")[3] == ""
+
+
+def test_stdin_lines_are_translated_as_they_arrive(overfit):
+    """A line written to the pipe comes back before the input ends."""
+    import os
+    import select
+    import subprocess
+    import sys
+    proc = subprocess.Popen([sys.executable, "-m", "nmtkit", "translate", "-m", str(ckpt(overfit)), "--beam", "2"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "PYTHONPATH": os.getcwd()})
+    try:
+        proc.stdin.write((EN[3] + "\n").encode())
+        proc.stdin.flush()
+        ready, _, _ = select.select([proc.stdout], [], [], 120)
+        assert ready, "no output while stdin is still open"
+        first = proc.stdout.readline().decode()
+        assert first.startswith("Dieu vit que la lumière")
+        proc.stdin.write(b"Amen.\n")
+        proc.stdin.close()
+        assert proc.wait(60) == 0 and proc.stdout.read().count(b"\n") == 1
+    finally:
+        proc.kill()
+
+
+def test_score_by_length_no_unk_bootstrap_and_corpus_nll(overfit, tmp_path):
+    src, ref = tmp_path / "t.en", tmp_path / "t.fr"
+    from tests.conftest import write_pair
+    write_pair(tmp_path / "t", EN[:5] + ["God saw the xylophone."], FR[:5] + ["Dieu vit le xylophone."])
+    (tmp_path / "a").write_text("".join(x + "\n" for x in FR[:5] + ["Dieu vit la lumière."]), encoding="utf-8")
+    (tmp_path / "b").write_text("".join(x + "\n" for x in FR[1:5] + ["Amen.", "Dieu."]), encoding="utf-8")
+    r = invoke("score", tmp_path / "a", tmp_path / "b", "--name", "good", "--name", "bad", "-r", ref,
+               "--source", src, "--by-length", "--bucket-width", 5, "--plot", tmp_path / "len.png",
+               "--no-unk", overfit / "vocab-kept", "--bootstrap", 200, "--json")
+    assert r.exit_code == 0, r.output
+    res = json.loads(r.stdout)
+    rows = res["by_length"]["rows"]
+    assert sum(row["sentences"] for row in rows) == 6
+    assert [(row["lo"], row["hi"]) for row in rows] == sorted({(row["lo"], row["hi"]) for row in rows})
+    good, bad = res["systems"]
+    assert good["no_unk"]["sentences"] == 5 and good["no_unk"]["bleu"] == pytest.approx(100)   # xylophone left out
+    assert good["bleu"] > bad["bleu"] and "bleu_tok" in good
+    assert res["bootstrap"]["systems"][1]["p_value"] < 0.05
+    assert (tmp_path / "len.png").read_bytes()[:4] == b"\x89PNG"
+    text = invoke("score", tmp_path / "a", "-r", ref, "--source", src, "--by-length")
+    assert "BLEU by source length" in text.stdout and "tokenized BLEU" in text.stdout
+    unsure = unk_loving(overfit, tmp_path, boost=0.0, flatten=0.1)          # NLLs well above float32 rounding
+    nll = invoke("score", "-m", unsure, "--data", overfit / "bin-kept", "--split", "valid", "--json")
+    assert nll.exit_code == 0, nll.output
+    corpus = json.loads(nll.stdout)["corpus_nll"]
+    from nmtkit.translate import Translator
+    forced = Translator.from_checkpoint(unsure, "cpu").force(EN, FR)     # valid = these pairs
+    kept = [f for f in forced if f.source_tokens and f.target_tokens]           # "[]" cleans to nothing
+    assert corpus["sentences"] == len(kept) == 7
+    assert corpus["nll"] * corpus["sentences"] == pytest.approx(-sum(f.score for f in kept), rel=1e-4)
+    assert corpus["nll"] > 1
+    assert corpus["perplexity"] == pytest.approx(math.exp(corpus["nll_token"]))
+    for args, message in [(["score", tmp_path / "a", "-r", ref, "--by-length"], "needs the source"),
+                          (["score", tmp_path / "a", "-r", ref, "--plot", tmp_path / "x.png"], "add --by-length"),
+                          (["score", tmp_path / "a", "-r", ref, "--bootstrap", 10], "two or more"),
+                          (["score", "-m", ckpt(overfit), "--data", overfit / "bin-kept", "--split", "dev"], "no split 'dev'")]:
+        bad = invoke(*args)
+        assert bad.exit_code == 2 and message in bad.output, bad.output

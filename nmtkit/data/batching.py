@@ -96,3 +96,7 @@ def collate(src_arr: Any, tgt_arr: Any, idx: np.ndarray) -> dict[str, torch.Tens
     tgt = [tgt_arr[i] for i in idx]
     return {"src": src, "src_mask": src != PAD, "tgt_in": pad(tgt, bos=True, eos=False),
             "tgt_out": pad(tgt)}
+
+
+def to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
+    return {k: v.to(device, non_blocking=True) for k, v in batch.items()}

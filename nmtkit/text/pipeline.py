@@ -19,7 +19,7 @@ from .tokenize import MosesText
 
 class Preprocessor:
     def __init__(self, cfg: TextConfig, bpe_codes: str | None = None):
-        self.cfg = cfg
+        self.cfg, self.codes = cfg, bpe_codes
         self.moses = MosesText(cfg.lang, cfg.normalize_punct, cfg.aggressive_dash)
         self.segmenter = Segmenter(bpe_codes) if bpe_codes else None
         self.fired: Counter[str] = Counter()
@@ -39,7 +39,11 @@ class Preprocessor:
     def segment(self, tokens: list[str]) -> list[str]:
         return self.segmenter.segment(tokens) if self.segmenter else tokens
 
-    def encode(self, line: str) -> list[str]:
+    def encode(self, line: str, tokenized: bool = False) -> list[str]:
+        """Model tokens of a raw line, or of a line already in Moses tokens (``tokenized``)."""
+        if tokenized:
+            tokens = line.split()
+            return self.segment([t.lower() for t in tokens] if self.cfg.lowercase else tokens)
         return self.segment(self.tokenize(self.clean(line)))
 
     def decode(self, tokens: list[str], detokenize: bool = True) -> str:

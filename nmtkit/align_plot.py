@@ -1,0 +1,92 @@
+"""``nmtkit align-plot``: the paper's Figure 3, attention weights α_ij as grey-scale heatmaps.
+
+The weights come from a ``translate --alignments`` file (what the model
+attended to while it searched) or from walking a checkpoint along given
+source and reference lines (what it attends to when it must produce the
+reference). Sentences are chosen by line number, 1-based, as ``3,10-12``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from .errors import UserError
+from .files import read_lines
+from .plot import alignment_heatmap, check_format
+
+
+@dataclass
+class Heatmap:
+    line: int
+    source: list[str]
+    target: list[str]
+    alignment: Any
+    title: str
+
+
+def parse_sentences(spec: str) -> list[int]:
+    """'3,10-12' → [3, 10, 11, 12]; line numbers start at 1."""
+    out: list[int] = []
+    try:
+        for part in filter(None, (p.strip() for p in spec.split(","))):
+            lo, _, hi = part.partition("-")
+            first, last = int(lo), int(hi or lo)
+            if first < 1 or last < first:
+                raise ValueError
+            out.extend(range(first, last + 1))
+    except ValueError:
+        raise UserError(f"--sentences '{spec}': expected line numbers from 1, like 3,10-12") from None
+    if not out:
+        raise UserError("--sentences: give at least one line number")
+    return out
+
+
+def from_alignment_file(path: str | Path, lines: Sequence[int]) -> list[Heatmap]:
+    from .translate_io import read_alignments
+    records = read_alignments(path)
+    missing = [n for n in lines if n not in records]
+    if missing:
+        raise UserError(f"{path}: has no sentence {missing[0]} (it holds lines 1-{max(records, default=0)})")
+    maps = []
+    for n in lines:
+        r = records[n]
+        if not r["alignment"]:
+            raise UserError(f"{path}: sentence {n} is empty, there is nothing to plot")
+        maps.append(Heatmap(n, r["source"], r["target"], r["alignment"], f"line {n}, log p = {r['score']:.2f}"))
+    return maps
+
+
+def from_model(model_paths: Sequence[str], source: str, target: str, lines: Sequence[int],
+               tokenized: bool = False, device: str | None = None) -> list[Heatmap]:
+    from .translate import Translator
+    from .translate_io import EOS_LABEL
+    src, tgt = list(read_lines(source)), list(read_lines(target))
+    if len(src) != len(tgt):
+        raise UserError(f"{source} has {len(src)} lines but {target} has {len(tgt)}")
+    missing = [n for n in lines if n > len(src)]
+    if missing:
+        raise UserError(f"{source}: has no line {missing[0]} (it has {len(src)})")
+    if any(not src[n - 1].strip() for n in lines):
+        raise UserError(f"{source}: line {next(n for n in lines if not src[n - 1].strip())} is empty")
+    translator = Translator.from_checkpoints(list(model_paths), device)
+    forced = translator.force([src[n - 1] for n in lines], [tgt[n - 1] for n in lines], tokenized)
+    return [Heatmap(n, f.source_tokens + [EOS_LABEL], f.target_tokens + [EOS_LABEL], f.attention,
+                    f"line {n}, reference forced, log p = {f.score:.2f}") for n, f in zip(lines, forced)]
+
+
+def output_paths(out: str | Path, lines: Sequence[int]) -> list[Path]:
+    """OUT itself for one sentence; OUT's stem with -LINE for several (fig.png → fig-3.png)."""
+    out = Path(out)
+    check_format(out)
+    if len(lines) == 1:
+        return [out]
+    return [out.with_name(f"{out.stem}-{n}{out.suffix}") for n in lines]
+
+
+def plot(maps: list[Heatmap], out: str | Path) -> list[Path]:
+    paths = output_paths(out, [m.line for m in maps])
+    for m, path in zip(maps, paths):
+        alignment_heatmap(m.source, m.target, m.alignment, path, m.title)
+    return paths

@@ -1,0 +1,124 @@
+"""``nmtkit translate``'s inputs and outputs: files, live streams, n-best lists, alignment files.
+
+A file is read in blocks of 1,000 lines under a progress bar. Standard
+input is read as it arrives: whatever complete lines one read returns (a
+line typed at a terminal, or up to 64 KiB of a pipe) are translated at once
+and flushed, so a line typed gets its translation without waiting for the
+end of input while a piped file still goes in large batches. Whatever the
+input, output line i belongs to input line i (n-best lists: the lines
+numbered i − 1, as Moses numbers them).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from pathlib import Path
+from typing import IO, Iterator
+
+from .console import progress
+from .errors import UserError
+from .files import STDIO, atomic_write, count_lines, decode_line, read_lines
+from .translate import TranslateOptions, Translation, Translator
+
+ALIGNMENT_FORMAT = "nmtkit-alignments"
+EOS_LABEL = "</s>"
+
+
+def stdin_chunks(stream: IO[bytes], size: int = 1 << 16) -> Iterator[list[str]]:
+    """Complete lines as soon as they are readable: one list per read that ends a line.
+    ``read1`` makes at most one system call, so it returns what a pipe or terminal has now."""
+    pending, lineno = b"", 0
+    read = getattr(stream, "read1", stream.read)
+    while block := read(size):
+        pending += block
+        *complete, pending = pending.split(b"\n")
+        if complete:
+            lines = [decode_line(raw, STDIO, lineno + k).rstrip("\r") for k, raw in enumerate(complete, 1)]
+            lineno += len(lines)
+            yield lines
+    if pending:
+        lineno += 1
+        yield [decode_line(pending, STDIO, lineno).rstrip("\r")]
+    if lineno == 0:
+        raise UserError("<stdin>: is empty")
+
+
+def alignment_record(lineno: int, t: Translation) -> dict:
+    """One line of an alignment file: tokens with </s> on both axes and α (rows: target)."""
+    alignment = [] if t.attention is None else [[round(float(a), 4) for a in row] for row in t.attention]
+    return {"line": lineno, "source": t.source_tokens + [EOS_LABEL], "target": t.tokens + [EOS_LABEL],
+            "score": round(t.score, 4), "alignment": alignment if t.source_tokens else []}
+
+
+class _Sinks:
+    """stdout (or -o FILE, written atomically) and the optional alignment file."""
+
+    def __init__(self, stack: contextlib.ExitStack, output: str | None, alignments: str | None, nbest: bool):
+        self.out: IO[str] = stack.enter_context(atomic_write(output)) if output else sys.stdout
+        self.align: IO[str] | None = stack.enter_context(atomic_write(alignments)) if alignments else None
+        self.nbest, self.n = nbest, 0
+        if self.align is not None:
+            self.align.write(json.dumps({"format": ALIGNMENT_FORMAT, "version": 1}) + "\n")
+
+    def write(self, t: Translation) -> None:
+        self.n += 1
+        if self.nbest:
+            for h in t.nbest or [t]:
+                self.out.write(f"{self.n - 1} ||| {h.text} ||| {h.score:.4f} ||| {h.ranking:.4f}\n")
+        else:
+            self.out.write(t.text + "\n")
+        if self.align is not None:
+            self.align.write(json.dumps(alignment_record(self.n, t), ensure_ascii=False) + "\n")
+
+    def flush(self) -> None:
+        self.out.flush()
+
+
+def translate_file(model_paths: list[str], source: str, output: str | None, options: TranslateOptions,
+                   alignments: str | None = None, device: str | None = None, nbest_format: bool = False) -> int:
+    """``nmtkit translate``: lines of ``source`` ('-': stdin) to ``output`` (None: stdout).
+
+    Returns the number of lines translated. Files given by name are checked
+    before the models load, so a typo costs no waiting.
+    """
+    total = None if source == STDIO else count_lines(source)
+    if total == 0:
+        raise UserError(f"{source}: is empty")
+    if alignments:
+        options = TranslateOptions(**{**options.__dict__, "attention": True})
+    translator = Translator.from_checkpoints(list(model_paths), device)
+    with contextlib.ExitStack() as stack:
+        sinks = _Sinks(stack, output, alignments, nbest_format or options.search.nbest > 1)
+        if source == STDIO:
+            for chunk in stdin_chunks(sys.stdin.buffer):
+                for t in translator.translate_block(chunk, options):
+                    sinks.write(t)
+                sinks.flush()
+            return sinks.n
+        bar = stack.enter_context(progress("sentences"))
+        task = bar.add_task("translate", total=total)
+        for t in translator.translate(read_lines(source), options):
+            sinks.write(t)
+            bar.advance(task)
+    return sinks.n
+
+
+def read_alignments(path: str | Path) -> dict[int, dict]:
+    """An alignment file by line number; refuses anything else with one clear line."""
+    records: dict[int, dict] = {}
+    lines = read_lines(path)
+    try:
+        header = json.loads(next(lines))
+    except (json.JSONDecodeError, StopIteration):
+        header = None
+    if not isinstance(header, dict) or header.get("format") != ALIGNMENT_FORMAT:
+        raise UserError(f"{path}: not an alignment file (made by nmtkit translate --alignments)")
+    for k, line in enumerate(lines, 2):
+        try:
+            rec = json.loads(line)
+            records[int(rec["line"])] = rec
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+            raise UserError(f"{path}: line {k} is not an alignment record") from None
+    return records
