@@ -33,12 +33,13 @@ DEMO_BF16 ?= $(shell grep -qw -e avx512_bf16 -e amx_bf16 /proc/cpuinfo 2>/dev/nu
 DEMO_TRAIN ?= --preset small --optimizer adam --lr 1e-3 --valid-every 500 --max-minutes $(DEMO_MINUTES) $(DEMO_BF16)
 BEAM    ?= 5
 
-.PHONY: help install test test-slow demo data bench bench-data reproduce clean-data
+.PHONY: help install test test-slow demo readme-figures data bench bench-data reproduce clean-data
+comma := ,
 help:
 	@echo "make demo     fetch the Bible corpus, preprocess, build the vocabulary, train RNNsearch (20 min on CPU),"
-	@echo "              translate the test set, score it, plot the training curves"
+	@echo "              translate the test set, score it; plot training curves, BLEU by length, alignments"
 	@echo "make test     run the test suite"
-	@echo "make bench    training speed and memory beside Joey NMT and fairseq; preprocessing speed"
+	@echo "make bench    training and translation speed beside Joey NMT and fairseq; preprocessing speed"
 
 $(VENV)/.installed: pyproject.toml constraints/torch-cpu.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -73,23 +74,38 @@ data: $(DATA)/data-bin/manifest.json
 $(DEMO)/best.pt: $(DATA)/data-bin/manifest.json
 	$(NMTKIT) train $(DATA)/data-bin --save-dir $(DEMO) --threads $(JOBS) $(DEMO_TRAIN)
 
-$(DEMO)/test.hyp.fr: $(DEMO)/best.pt
-	$(NMTKIT) translate -m $< $(DATA)/raw/test.en -o $@ --beam $(BEAM)
+# One pass of beam search gives the hypotheses and their attention (for the alignment plots).
+$(DEMO)/test.hyp.fr $(DEMO)/test.align &: $(DEMO)/best.pt
+	$(NMTKIT) translate -m $< $(DATA)/raw/test.en -o $(DEMO)/test.hyp.fr --alignments $(DEMO)/test.align \
+	    --beam $(BEAM) --threads $(JOBS)
 
-# Test BLEU: King James → Segond, detokenized sacreBLEU; then against all three French versions.
-demo: $(DEMO)/test.hyp.fr
+# Test BLEU: King James → Segond, detokenized sacreBLEU; then against all three French versions;
+# then BLEU by sentence length (the paper's Figure 2) and three alignments (its Figure 3).
+ALIGN_LINES ?= 86,88,116
+demo: $(DEMO)/test.hyp.fr $(DEMO)/test.align
 	@$(PY) -c "from nmtkit.summary import print_summary; print_summary('$(DATA)/data-bin')"
 	@echo "test set, beam $(BEAM), reference Segond:"
 	@$(NMTKIT) score $< -r $(DATA)/raw/test.fr --clean verse-markers
 	@echo "test set, beam $(BEAM), references Segond + Ostervald + Darby:"
 	@$(NMTKIT) score $< -r $(DATA)/raw/test.fr -r $(DATA)/raw/test.ref-ostervald.fr \
 	    -r $(DATA)/raw/test.ref-darby.fr --clean verse-markers
-	@echo "training curves: $(DEMO)/curves.png   metrics: $(DEMO)/metrics.jsonl"
+	@echo "test set by source length (Segond), with the No-UNK subset of the model's vocabulary:"
+	@$(NMTKIT) score $< -r $(DATA)/raw/test.fr --clean verse-markers --source $(DATA)/raw/test.en \
+	    --by-length --plot $(DEMO)/bleu-by-length.png --no-unk $(DEMO)/best.pt
+	@$(NMTKIT) align-plot $(DEMO)/test.align -n $(ALIGN_LINES) -o $(DEMO)/align.png
+	@echo "pictures: $(DEMO)/curves.png $(DEMO)/bleu-by-length.png $(DEMO)/align-*.png"
+
+# The README's pictures are the demo's own: copy them after a demo run.
+readme-figures: demo
+	mkdir -p docs/img
+	cp $(DEMO)/curves.png $(DEMO)/bleu-by-length.png docs/img/
+	cp $(DEMO)/align-$(firstword $(subst $(comma), ,$(ALIGN_LINES))).png docs/img/align.png
 
 # Training speed and memory beside Joey NMT and fairseq (../shared/bench installs them on first
 # use), then preprocessing speed. Run it on an idle machine.
-bench: bench-data
+bench: bench-data $(DEMO)/best.pt
 	$(PY) bin/bench-train --threads 2
+	$(PY) bin/bench-translate --threads 2 --model $(DEMO)/best.pt
 
 bench-data: data
 	$(PY) bin/bench-data $(DATA)

@@ -58,7 +58,22 @@ class Hypotheses:
     attention: list[np.ndarray] | None = None   # (len(tokens) + 1, source length) per row
 
 
-_Step = tuple[torch.Tensor, torch.Tensor, "torch.Tensor | None"]   # words, parent rows, α of the parents
+@dataclass
+class _Step:
+    y: torch.Tensor                  # the words chosen, one per row of this step's output
+    parent: torch.Tensor             # the row of this step's input that each extends
+    keep: torch.Tensor | None        # input row → row of the previous step's output (None: the same)
+    alpha: torch.Tensor | None       # attention of the input rows
+
+
+@dataclass
+class _Finished:
+    step: int                        # the step at whose output these sentences were complete
+    sentences: torch.Tensor          # (m,) their indices in the batch
+    rows: torch.Tensor               # (m, nbest) the chosen rows of that step's output
+    scores: torch.Tensor
+    ranking: torch.Tensor
+    lengths: torch.Tensor
 
 
 @torch.no_grad()
@@ -76,58 +91,96 @@ def beam_search(model: Seq2Seq, enc: EncoderOut, cfg: SearchConfig = SearchConfi
     scores[:, 0] = 0.0                      # all beams start equal: expand only the first
     done = torch.zeros(B * k, dtype=torch.bool, device=device)
     lengths = torch.zeros(B * k, dtype=torch.long, device=device)
-    rows = (torch.arange(B, device=device) * k).unsqueeze(1)
-    banned = [PAD, UNK] if cfg.no_unk else [PAD]
+    alive = torch.arange(B, device=device)  # batch index of each sentence still searched
+    banned = torch.tensor([PAD, UNK] if cfg.no_unk else [PAD], device=device)
     steps: list[_Step] = []
-    for t in range(int(limit.max())):
-        logp, state, alpha = model.step(y, state, enc)
-        logp[:, banned] = float("-inf")
-        at_limit = (t + 1 >= limit) & ~done
-        logp[at_limit] = torch.where(torch.arange(logp.shape[1], device=device) == EOS,
-                                     logp[at_limit], float("-inf"))
-        logp[done] = float("-inf")
-        logp[done, PAD] = 0.0               # a finished hypothesis extends by padding, free
+    finished: list[_Finished] = []
+    keep: torch.Tensor | None = None
+    t = 0
+    while len(alive):
+        b = len(alive)
+        open_rows = (~done).nonzero().squeeze(1)
+        everyone = len(open_rows) == len(done)
+        logp, state, alpha = model.step(y, state, enc, None if everyone else open_rows)
         V = logp.shape[1]
-        scores, idx = (scores.view(-1, 1) + logp).view(B, k * V).topk(k, dim=1)
-        parent = (rows + torch.div(idx, V, rounding_mode="floor")).view(-1)
-        y = (idx % V).view(-1)
+        logp.index_fill_(1, banned, float("-inf"))
+        at_limit = (t + 1 >= limit) if everyone else (t + 1 >= limit.index_select(0, open_rows))
+        if bool(at_limit.any()):            # out of room: only </s> may follow
+            eos_logp = logp[:, EOS].clone()
+            logp.masked_fill_(at_limit.unsqueeze(1), float("-inf"))
+            logp[:, EOS] = eos_logp
+        # the w best words of each open row; a finished row extends by padding, free
+        w = min(k, V)
+        word_logp, words = logp.topk(w, dim=1)
+        if not everyone:
+            word_logp = torch.full((len(done), w), float("-inf"), device=device).index_copy_(0, open_rows, word_logp)
+            word_logp[:, 0].masked_fill_(done, 0.0)
+            words = torch.full((len(done), w), PAD, dtype=torch.long, device=device).index_copy_(0, open_rows, words)
+        # then the k best of the k × w per sentence
+        scores, pick = (scores.view(-1, 1) + word_logp).view(b, k * w).topk(k, dim=1)
+        parent = ((torch.arange(b, device=device) * k).unsqueeze(1) + torch.div(pick, w, rounding_mode="floor")).view(-1)
+        y = words.view(b, k * w).gather(1, pick).view(-1)
         state = state.index_select(0, parent)
-        steps.append((y, parent, alpha if attention else None))
+        steps.append(_Step(y, parent, keep, alpha if attention else None))
         lengths = lengths.index_select(0, parent) + (~done.index_select(0, parent)).long()
         done = done.index_select(0, parent) | (y == EOS)
-        if bool(done.all()):
-            break
-    final = cfg.normalise(scores, lengths.view(B, k))
-    ranking, order = final.topk(n_best, dim=1)
-    chosen = (rows + order).view(-1)
-    return _backtrack(steps, chosen, lengths.index_select(0, chosen), scores.view(-1).index_select(0, chosen),
-                      ranking.view(-1), src_len.repeat_interleave(n_best), n_best)
+        t += 1
+        complete = done.view(b, k).all(1)
+        keep = None
+        if bool(complete.any()):
+            ended = complete.nonzero().squeeze(1)
+            ranking, order = cfg.normalise(scores[ended], lengths.view(b, k)[ended]).topk(n_best, dim=1)
+            rows = ended.unsqueeze(1) * k + order
+            finished.append(_Finished(t - 1, alive[ended], rows, scores.view(-1)[rows], ranking,
+                                      lengths[rows]))
+            left = (~complete).nonzero().squeeze(1)
+            if not len(left):
+                break
+            keep = (left.unsqueeze(1) * k + torch.arange(k, device=device)).view(-1)
+            alive, scores = alive[left], scores[left]
+            y, state, done, lengths, limit = (x.index_select(0, keep) for x in (y, state, done, lengths, limit))
+            enc = enc.select(keep)
+    return _backtrack(steps, finished, B, n_best, src_len)
 
 
-def _backtrack(steps: list[_Step], chosen: torch.Tensor, lengths: torch.Tensor, scores: torch.Tensor,
-               ranking: torch.Tensor, src_len: torch.Tensor, n_best: int) -> Hypotheses:
-    """Follow parent pointers from the chosen rows back to the first step (one loop over time)."""
-    ys = torch.stack([s[0] for s in steps]).cpu().numpy()          # (T, B·k)
-    parents = torch.stack([s[1] for s in steps]).cpu().numpy()
-    with_attention = steps[0][2] is not None
-    cur = chosen.cpu().numpy()
-    out = np.empty((len(steps), len(cur)), dtype=np.int64)
-    maps = []
-    for t in range(len(steps) - 1, -1, -1):
-        out[t] = ys[t, cur]
-        prev = parents[t, cur]              # the rows whose step-t distribution chose these words
-        if with_attention:
-            alpha = steps[t][2]
+def _backtrack(steps: list[_Step], finished: list[_Finished], B: int, n_best: int,
+               src_len: torch.Tensor) -> Hypotheses:
+    """Follow parent pointers from each sentence's chosen rows back to the first step
+    (one loop over time for the whole batch, whatever step each sentence ended at)."""
+    T, H = len(steps), B * n_best
+    ys = [s.y.cpu().numpy() for s in steps]
+    parents = [s.parent.cpu().numpy() for s in steps]
+    keeps = [None if s.keep is None else s.keep.cpu().numpy() for s in steps]
+    with_attention = steps[0].alpha is not None
+    start: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    scores, ranking, lengths = np.zeros(H), np.zeros(H), np.zeros(H, dtype=np.int64)
+    for f in finished:
+        hyp = (f.sentences.unsqueeze(1) * n_best + torch.arange(n_best, device=f.rows.device)).view(-1).cpu().numpy()
+        start[f.step] = (hyp, f.rows.view(-1).cpu().numpy())
+        scores[hyp], ranking[hyp] = f.scores.view(-1).cpu().numpy(), f.ranking.view(-1).cpu().numpy()
+        lengths[hyp] = f.lengths.view(-1).cpu().numpy()
+    out = np.full((T, H), PAD, dtype=np.int64)
+    cur = np.full(H, -1, dtype=np.int64)
+    maps = np.zeros((T, H, int(src_len.max())), dtype=np.float32) if with_attention else None
+    for t in range(T - 1, -1, -1):
+        if t in start:
+            hyp, rows = start[t]
+            cur[hyp] = rows
+        on = np.nonzero(cur >= 0)[0]
+        out[t, on] = ys[t][cur[on]]
+        prev = parents[t][cur[on]]          # the input rows whose distribution chose these words
+        if maps is not None:
+            alpha = steps[t].alpha
             assert alpha is not None
-            maps.append(alpha.index_select(0, torch.from_numpy(prev).to(alpha.device)).float().cpu().numpy())
-        cur = prev
-    n_out = lengths.tolist()
-    tokens = [out[:n, i].tolist() for i, n in enumerate(n_out)]
+            maps[t, on] = alpha.index_select(0, torch.from_numpy(prev).to(alpha.device)).float().cpu().numpy()
+        keep = keeps[t]
+        cur[on] = prev if keep is None else keep[prev]
+    tokens = [out[:n, h].tolist() for h, n in enumerate(lengths.tolist())]
     tokens = [row[:-1] if row and row[-1] == EOS else row for row in tokens]
     result = Hypotheses(tokens, scores.tolist(), ranking.tolist(), n_best)
-    if with_attention:
-        stacked = np.stack(maps[::-1], 1)                              # (rows, T, Tx)
-        result.attention = [stacked[i, :n, :int(m)] for i, (n, m) in enumerate(zip(n_out, src_len.tolist()))]
+    if maps is not None:
+        width = src_len.repeat_interleave(n_best).tolist()
+        result.attention = [maps[:n, h, :int(m)] for h, (n, m) in enumerate(zip(lengths.tolist(), width))]
     return result
 
 

@@ -1,7 +1,7 @@
 """The interface every model offers to training and to search.
 
 ``encode(src, mask) -> EncoderOut``, ``init_state(enc) -> state``,
-``step(y_prev, state, enc) -> (logp, state, attn)`` for one target position,
+``step(y_prev, state, enc[, rows]) -> (logp, state, attn)`` for one target position,
 and ``teacher_forced(enc, tgt_in) -> t``, the readout features of every
 target position, built from the same recurrence and readout as ``step``.
 ``logits(t)`` and ``output_nll(t, tgt_out)`` apply the output softmax;
@@ -38,6 +38,14 @@ class EncoderOut:
                           None if summary is None else summary.repeat_interleave(k, 0))
 
 
+    def select(self, rows: torch.Tensor) -> "EncoderOut":
+        """These rows only (search drops the sentences it has finished)."""
+        keys, summary = self.keys, self.summary
+        return EncoderOut(self.h.index_select(0, rows), self.mask.index_select(0, rows),
+                          None if keys is None else keys.index_select(0, rows),
+                          None if summary is None else summary.index_select(0, rows))
+
+
 class Seq2Seq(nn.Module):
     cfg: ModelConfig
 
@@ -47,8 +55,10 @@ class Seq2Seq(nn.Module):
     def init_state(self, enc: EncoderOut) -> torch.Tensor:
         raise NotImplementedError
 
-    def step(self, y_prev: torch.Tensor, state: torch.Tensor,
-             enc: EncoderOut) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    def step(self, y_prev: torch.Tensor, state: torch.Tensor, enc: EncoderOut,
+             rows: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """Log-probabilities of the next word (for ``rows`` only, when given: search skips the
+        output layer, the costliest part, for hypotheses already finished), the new state and α."""
         raise NotImplementedError
 
     def teacher_forced(self, enc: EncoderOut, tgt_in: torch.Tensor) -> torch.Tensor:

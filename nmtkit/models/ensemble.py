@@ -30,6 +30,9 @@ class EnsembleEncoderOut:
     def repeat(self, k: int) -> "EnsembleEncoderOut":
         return EnsembleEncoderOut([p.repeat(k) for p in self.parts])
 
+    def select(self, rows: torch.Tensor) -> "EnsembleEncoderOut":
+        return EnsembleEncoderOut([p.select(rows) for p in self.parts])
+
 
 class Ensemble(Seq2Seq):
     def __init__(self, members: list[Seq2Seq]):
@@ -46,11 +49,11 @@ class Ensemble(Seq2Seq):
         self.widths = [s.shape[1] for s in states]
         return torch.cat(states, 1)
 
-    def step(self, y_prev: torch.Tensor, state: torch.Tensor,  # type: ignore[override]
-             enc: EnsembleEncoderOut) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    def step(self, y_prev: torch.Tensor, state: torch.Tensor, enc: EnsembleEncoderOut,  # type: ignore[override]
+             rows: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         logps, states, maps = [], [], []
         for m, s, e in zip(self.members, state.split(self.widths, 1), enc.parts):
-            logp, s, alpha = m.step(y_prev, s, e)
+            logp, s, alpha = m.step(y_prev, s, e, rows)
             logps.append(logp)
             states.append(s)
             if alpha is not None:

@@ -79,12 +79,13 @@ class RNNSearch(Seq2Seq):
         t = self.U_o(s) + self.V_o(e_y) + self.C_o(c)
         return t.unflatten(-1, (-1, 2)).amax(-1)
 
-    def step(self, y_prev: torch.Tensor, state: torch.Tensor,
-             enc: EncoderOut) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-        """One target position: log-probabilities (B, K), s_i (B, n), α_i (B, Tx) or None."""
+    def step(self, y_prev: torch.Tensor, state: torch.Tensor, enc: EncoderOut,
+             rows: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """One target position: log-probabilities (B or len(rows), K), s_i (B, n), α_i (B, Tx) or None."""
         e_y = self.embed(y_prev)
         s, c, alpha = self._recur(self.gru.W(e_y), state, enc)
-        logits = self.W_o(self.deep_output(state if self.cfg.readout == "prev" else s, e_y, c))
+        t = self.deep_output(state if self.cfg.readout == "prev" else s, e_y, c)
+        logits = self.W_o(t if rows is None else t.index_select(0, rows))
         return torch.log_softmax(logits.float(), -1), s, alpha
 
     def teacher_forced(self, enc: EncoderOut, tgt_in: torch.Tensor) -> torch.Tensor:
