@@ -103,9 +103,9 @@ readme-figures: demo
 
 # Training speed and memory beside Joey NMT and fairseq (../shared/bench installs them on first
 # use), then preprocessing speed. Run it on an idle machine.
-bench: bench-data $(DEMO)/best.pt
+bench: bench-data
 	$(PY) bin/bench-train --threads 2
-	$(PY) bin/bench-translate --threads 2 --model $(DEMO)/best.pt
+	$(PY) bin/bench-translate --threads 2
 
 bench-data: data
 	$(PY) bin/bench-data $(DATA)
