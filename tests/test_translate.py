@@ -308,3 +308,31 @@ def test_score_by_length_no_unk_bootstrap_and_corpus_nll(overfit, tmp_path):
                           (["score", "-m", ckpt(overfit), "--data", overfit / "bin-kept", "--split", "dev"], "no split 'dev'")]:
         bad = invoke(*args)
         assert bad.exit_code == 2 and message in bad.output, bad.output
+
+
+@pytest.mark.parametrize("stdin,message", [(b"", "<stdin>: is empty"),
+                                           (b"Amen.\n\x89PNG\r\n\x1a\n\x00\xff\xd8 garbage\n", "line 2 is not valid UTF-8")])
+def test_bad_stdin_is_one_line_and_exit_2(overfit, stdin, message):
+    r = CliRunner().invoke(main, ["translate", "-m", str(ckpt(overfit))], input=stdin)
+    assert r.exit_code == 2 and message in r.stderr and "Traceback" not in r.output
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_bf16_translates_the_memorized_sentences_alike(overfit, tmp_path):
+    src = tmp_path / "src.en"
+    src.write_text("\n".join(EN[:5]) + "\n", encoding="utf-8")
+    fp32 = invoke("translate", "-m", ckpt(overfit), src, "--beam", 3)
+    bf16 = invoke("translate", "-m", ckpt(overfit), src, "--beam", 3, "--bf16")
+    assert bf16.exit_code == 0, bf16.output
+    assert bf16.stdout == fp32.stdout
+
+
+def test_no_unk_subset_from_a_checkpoint_and_pdf_heatmap(overfit, tmp_path):
+    from tests.conftest import write_pair
+    write_pair(tmp_path / "t", EN[:3] + ["God saw the xylophone."], FR[:3] + ["Dieu vit le xylophone."])
+    r = invoke("score", tmp_path / "t.fr", "-r", tmp_path / "t.fr", "--source", tmp_path / "t.en",
+               "--no-unk", ckpt(overfit), "--json")
+    assert json.loads(r.stdout)["systems"][0]["no_unk"]["sentences"] == 3
+    r = invoke("align-plot", "-m", ckpt(overfit), "--source", tmp_path / "t.en", "--target", tmp_path / "t.fr",
+               "-n", "1", "-o", tmp_path / "a.pdf")
+    assert r.exit_code == 0 and (tmp_path / "a.pdf").read_bytes()[:4] == b"%PDF"
