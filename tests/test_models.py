@@ -104,3 +104,16 @@ def test_cudnn_encoder_initialisation_and_first_backward_state():
     enc = model.encode(src, mask)
     assert torch.equal(enc.summary, enc.h[:, 0, 30:])
     assert (enc.h[2, 3:] == 0).all()                  # nothing at padded positions
+
+
+def test_inference_linear_matches_the_layer_in_blocks_and_follows_weight_updates():
+    from nmtkit.models.layers import inference_linear
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(16, 300)
+    x = torch.randn(300, 16)                                   # more rows than one oneDNN block
+    with torch.no_grad():
+        assert torch.allclose(inference_linear(layer, x), layer(x), atol=1e-5)
+        layer.weight.add_(1.0)                                 # a training update: the cache must follow
+        assert torch.allclose(inference_linear(layer, x), layer(x), atol=1e-5)
+    y = inference_linear(layer, x)                             # with autograd: the plain layer
+    assert y.requires_grad

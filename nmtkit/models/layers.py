@@ -113,3 +113,23 @@ def init_appendix_b1(model: nn.Module) -> None:
     for module in model.modules():
         if isinstance(module, nn.Embedding) and module.padding_idx is not None:
             module.weight.data[module.padding_idx].zero_()
+
+
+_ONEDNN_ROWS = 128   # larger products ran 2-4x slower per row (the output outgrows the cache)
+
+
+def inference_linear(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
+    """``layer(x)`` for search: on a CPU without autograd, through oneDNN's float32 kernel in
+    blocks of rows. For the 256 × 23k output layer at 60-200 rows it measured 2.1-2.6x faster
+    than torch's default (MKL) on an AMD Zen 5; the weights are reordered once per version."""
+    if (x.device.type != "cpu" or x.dtype != torch.float32 or x.dim() != 2 or torch.is_grad_enabled()
+            or not torch.backends.mkldnn.is_available() or layer.weight.dtype != torch.float32):
+        return layer(x)
+    key = (layer.weight._version, layer.weight.data_ptr())
+    cache = layer.__dict__.get("_onednn")
+    if cache is None or cache[0] != key:
+        cache = (key, layer.weight.detach().to_mkldnn(), None if layer.bias is None else layer.bias.detach())
+        layer.__dict__["_onednn"] = cache
+    _, weight, bias = cache
+    return torch.cat([torch._C._nn.mkldnn_linear(x[i:i + _ONEDNN_ROWS].to_mkldnn(), weight, bias).to_dense()
+                      for i in range(0, x.shape[0], _ONEDNN_ROWS)])

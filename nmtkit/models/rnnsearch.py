@@ -23,7 +23,7 @@ from torch import nn
 from ..config import ModelConfig
 from .attention import AdditiveAttention
 from .base import EncoderOut, Seq2Seq
-from .layers import BiEncoder, CudnnEncoder, PaperGRU, init_appendix_b1
+from .layers import BiEncoder, CudnnEncoder, PaperGRU, inference_linear, init_appendix_b1
 from .loss import linear_cross_entropy
 
 
@@ -85,7 +85,7 @@ class RNNSearch(Seq2Seq):
         e_y = self.embed(y_prev)
         s, c, alpha = self._recur(self.gru.W(e_y), state, enc)
         t = self.deep_output(state if self.cfg.readout == "prev" else s, e_y, c)
-        logits = self.W_o(t if rows is None else t.index_select(0, rows))
+        logits = inference_linear(self.W_o, t if rows is None else t.index_select(0, rows))
         return torch.log_softmax(logits.float(), -1), s, alpha
 
     def teacher_forced(self, enc: EncoderOut, tgt_in: torch.Tensor) -> torch.Tensor:
