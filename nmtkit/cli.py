@@ -330,7 +330,7 @@ def score(hypotheses: tuple[str, ...], refs: tuple[str, ...], names: tuple[str, 
             check_format(plot_path)
         result = evaluate(hypotheses, refs, names, source, _clean_rules(clean), tokenized, lang,
                           bucket_width if by_length else 0, no_unk, bootstrap,
-                          model_paths if source else ())
+                          model_paths if source or not data_bin else ())
         if plot_path:
             from .plot import bleu_by_length
             bleu_by_length(result["by_length"]["rows"], plot_path, "BLEU by source sentence length")

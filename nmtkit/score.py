@@ -195,7 +195,7 @@ def format_report(result: dict[str, Any]) -> str:
             lines.append(f"  No-UNK subset: BLEU {s['no_unk']['bleu']:.2f} on {s['no_unk']['sentences']} sentences")
         if "nll" in s:
             lines.append(f"  NLL under the model: {s['nll']['per_sentence']:.3f} per sentence, "
-                         f"{s['nll']['per_word']:.3f} per output token")
+                         f"{s['nll']['per_word']:.3f} per output word (</s> counted)")
     if "by_length" in result:
         names = [s["name"] for s in result["systems"]]
         lines.append(f"BLEU by source length (Moses tokens, buckets of {result['by_length']['width']}):")
