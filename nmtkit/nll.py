@@ -44,12 +44,13 @@ def scored_batches(model: Seq2Seq, src: TokenArray, tgt: TokenArray, device: tor
 def corpus_nll(model_path: str | Path, data_bin: str | Path, split: str, batch_size: int = 64,
                device: str | None = None) -> dict[str, float]:
     """NLL per sentence and per token and perplexity of a checkpoint on a binarized split."""
-    from .translate import load_models
+    from . import checkpoint
+    from .translate import load_model
     dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     corpus = Corpus(data_bin)
-    from . import checkpoint
-    corpus.check_vocab(checkpoint.load(model_path)["corpus"]["vocab_sha256"], f"the checkpoint {model_path}")
-    model, _ = load_models([model_path], dev)
+    ckpt = checkpoint.load(model_path)
+    corpus.check_vocab(ckpt["corpus"]["vocab_sha256"], f"the checkpoint {model_path}")
+    model = load_model(ckpt, dev)
     src, tgt = corpus.split(split)
     total, tokens, n = 0.0, 0, 0
     with torch.inference_mode():

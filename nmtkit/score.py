@@ -26,11 +26,6 @@ from .files import read_lines
 from .text.clean import apply_rules
 
 
-def read_parallel(hyp: str | Path, refs: Sequence[str | Path], clean: tuple[str, ...] = ()) -> tuple[list[str], list[list[str]]]:
-    hyps = list(read_lines(hyp))
-    return hyps, read_references(refs, len(hyps), str(hyp), clean)
-
-
 def read_references(refs: Sequence[str | Path], n: int, against: str,
                     clean: tuple[str, ...] = ()) -> list[list[str]]:
     if clean and "whitespace" not in clean:

@@ -1,12 +1,13 @@
 """Beam search over ``Seq2Seq.step``, batched across sentences and beams.
 
 All B·k hypotheses advance together as rows of one tensor: each step is one
-model call, one top-k over (k × K) candidates per sentence, and one gather
-that reorders the states; words and parent pointers are kept per step and
-followed back once at the end. No Python loop runs over hypotheses.
-A finished hypothesis keeps its slot and extends only by padding at no cost,
-so with raw scores the search stops exactly when k finished hypotheses
-outscore every open one. Greedy search is the case k = 1.
+model call, a top-k per row, a top-k over the k × k survivors per sentence,
+and one gather that reorders the states; words and parent pointers are kept
+per step and followed back once at the end. No Python loop runs over
+hypotheses. A finished hypothesis keeps its slot and extends only by padding
+at no cost (and skips the output layer), so with raw scores a sentence is
+done exactly when k finished hypotheses outscore every open one; it then
+leaves the batch. Greedy search is the case k = 1.
 
 Scores are sums of log-probabilities of the emitted tokens, ``</s>``
 included: the quantity ``score`` recomputes as NLL. The final beam is ranked

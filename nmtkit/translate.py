@@ -82,18 +82,23 @@ def read_unk_dict(path: str | Path) -> dict[str, str]:
     return table
 
 
+def load_model(ckpt: dict, device: torch.device) -> Seq2Seq:
+    """The model of a loaded checkpoint, on ``device``, in eval mode."""
+    model = build_model(ModelConfig.from_dict(ckpt["model"]))
+    model.load_state_dict(ckpt["weights"])
+    return model.to(device).eval()
+
+
 def load_models(paths: list[str | Path], device: torch.device) -> tuple[Seq2Seq, Sides]:
     models, sides = [], None
     for path in paths:
         ckpt = checkpoint.load(path)
-        model = build_model(ModelConfig.from_dict(ckpt["model"]))
-        model.load_state_dict(ckpt["weights"])
         these = Sides.from_payload(ckpt["corpus"])
         if sides is not None and these.signature() != sides.signature():
             raise UserError(f"{path}: cannot ensemble with {paths[0]}: their vocabularies, text settings "
                             f"or BPE codes differ")
         sides = sides or these
-        models.append(model.to(device).eval())
+        models.append(load_model(ckpt, device))
     assert sides is not None
     return (models[0] if len(models) == 1 else Ensemble(models).eval()), sides
 
@@ -107,8 +112,6 @@ class Translator:
         paths = [paths] if isinstance(paths, (str, Path)) else paths
         dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         return cls(*load_models(paths, dev), dev)
-
-    from_checkpoint = from_checkpoints
 
     def translate(self, lines: Iterable[str], options: TranslateOptions = TranslateOptions(),
                   block: int = 1000) -> Iterator[Translation]:

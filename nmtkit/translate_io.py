@@ -12,6 +12,7 @@ numbered i − 1, as Moses numbers them).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -87,7 +88,7 @@ def translate_file(model_paths: list[str], source: str, output: str | None, opti
     if total == 0:
         raise UserError(f"{source}: is empty")
     if alignments:
-        options = TranslateOptions(**{**options.__dict__, "attention": True})
+        options = dataclasses.replace(options, attention=True)
     translator = Translator.from_checkpoints(list(model_paths), device)
     with contextlib.ExitStack() as stack:
         sinks = _Sinks(stack, output, alignments, nbest_format or options.search.nbest > 1)

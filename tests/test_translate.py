@@ -123,7 +123,7 @@ def test_beam_one_is_greedy(overfit, tmp_path):
     lines = EN[:5] + ["God saw the darkness and the light."]
     src.write_text("\n".join(lines) + "\n", encoding="utf-8")
     r = invoke("translate", "-m", ckpt(overfit), src, "--tokenized", "--beam", 1)
-    t = Translator.from_checkpoint(ckpt(overfit), "cpu")
+    t = Translator.from_checkpoints(ckpt(overfit), "cpu")
     ids = [np.array(t.sides.src.ids(t.sides.src.tokens(line))) for line in lines]
     batch = pad(ids)
     with torch.no_grad():
@@ -296,7 +296,7 @@ def test_score_by_length_no_unk_bootstrap_and_corpus_nll(overfit, tmp_path):
     assert nll.exit_code == 0, nll.output
     corpus = json.loads(nll.stdout)["corpus_nll"]
     from nmtkit.translate import Translator
-    forced = Translator.from_checkpoint(unsure, "cpu").force(EN, FR)     # valid = these pairs
+    forced = Translator.from_checkpoints(unsure, "cpu").force(EN, FR)     # valid = these pairs
     kept = [f for f in forced if f.source_tokens and f.target_tokens]           # "[]" cleans to nothing
     assert corpus["sentences"] == len(kept) == 7
     assert corpus["nll"] * corpus["sentences"] == pytest.approx(-sum(f.score for f in kept), rel=1e-4)
