@@ -39,7 +39,8 @@ help:
 	@echo "make demo     fetch the Bible corpus, preprocess, build the vocabulary, train RNNsearch (20 min on CPU),"
 	@echo "              translate the test set, score it; plot training curves, BLEU by length, alignments"
 	@echo "make test     run the test suite"
-	@echo "make bench    training and translation speed beside Joey NMT and fairseq; preprocessing speed"
+	@echo "make bench    training and translation speed beside Joey NMT and fairseq; preprocessing and selection speed"
+	@echo "make reproduce  the paper's WMT'14 En-Fr recipe on GPUs (examples/wmt14_en_fr; MIRROR=DIR offline)"
 
 $(VENV)/.installed: pyproject.toml constraints/torch-cpu.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -110,8 +111,10 @@ bench: bench-data
 bench-data: data
 	$(PY) bin/bench-data $(DATA)
 
-reproduce:
-	@echo "make reproduce: the WMT'14 recipe is not built yet (issue 5)" >&2; exit 2
+# The paper's WMT'14 En→Fr experiment on GPUs (examples/wmt14_en_fr/; its variables pass through:
+# make reproduce MIRROR=/data/statmt CHECKSUMS=/data/statmt/checksums.txt WORK=/scratch/wmt14).
+reproduce: install
+	$(MAKE) -C examples/wmt14_en_fr reproduce ROOT=$(CURDIR) PY=$(CURDIR)/$(PY) NMTKIT=$(CURDIR)/$(NMTKIT)
 
 clean-data:
 	rm -rf $(DATA)

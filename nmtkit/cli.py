@@ -101,12 +101,15 @@ Examples:
   nmtkit preprocess -s en -t fr --train clean/train --valid clean/valid --test clean/test \\
       --vocab vocab/ -o data-bin/
   # one side as a stream
-  echo "Don`t panic." | nmtkit preprocess -l en""")
+  echo "Don`t panic." | nmtkit preprocess -l en
+  # data selection (bilingual Moore-Lewis): keep the 348M most news-like target words
+  nmtkit preprocess --select -s en -t fr --in-domain nc/news-commentary \
+      --train corpora/europarl --train corpora/un --keep-words 348M -o selected/""")
 @click.option("-s", "--source-lang", help="Source language code (files are PREFIX.LANG).")
 @click.option("-t", "--target-lang", help="Target language code.")
 @click.option("-l", "--lang", help="Stream mode: tokenize one language from INPUT (or stdin) to stdout.")
 @click.argument("input", required=False)
-@click.option("--train", "train", help="Training split prefix (filtered).")
+@click.option("--train", "train", multiple=True, help="Training split prefix (filtered). Select mode: the general-domain corpora (repeat).")
 @click.option("--valid", "valid", help="Validation split prefix (every line kept).")
 @click.option("--test", "test", help="Test split prefix (every line kept).")
 @click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False), help="Output directory.")
@@ -127,13 +130,18 @@ Examples:
 @click.option("--dedup/--no-dedup", default=_F.dedup, show_default=True, help="Drop repeated training pairs.")
 @click.option("--bpe-codes", type=click.Path(dir_okay=False), help="Stream mode: apply these BPE codes. (Corpus mode applies the vocabulary's codes when binarizing.)")
 @click.option("-q", "--quiet", is_flag=True, help="No summary (binarize mode).")
+@click.option("--select", is_flag=True, help="Select mode: keep the --train pairs most like --in-domain (Axelrod et al. 2011).")
+@click.option("--in-domain", multiple=True, help="Select mode: in-domain parallel text prefix (repeat).")
+@click.option("--keep-words", callback=lambda _c, _p, v: _count(v), help="Select mode: target-side words to keep (348M, 2.5k, 1000000).")
+@click.option("--lm-order", type=click.IntRange(1, 4), default=4, show_default=True, help="Select mode: n-gram order of the LMs.")
 @_workers_option
 @user_errors
 def preprocess(source_lang: str | None, target_lang: str | None, lang: str | None, input: str | None,
                train: str | None, valid: str | None, test: str | None, out_dir: str | None,
                vocab_dir: str | None, clean: str, normalize_punct: bool, aggressive_dash: bool,
                lowercase: bool, max_len: int, min_len: int, max_ratio: float, dedup: bool,
-               bpe_codes: str | None, quiet: bool, workers: int) -> None:
+               bpe_codes: str | None, quiet: bool, select: bool, in_domain: tuple[str, ...],
+               keep_words: int | None, lm_order: int, workers: int) -> None:
     """Clean and tokenize text, or binarize it with a vocabulary.
 
     \b
@@ -143,6 +151,9 @@ def preprocess(source_lang: str | None, target_lang: str | None, lang: str | Non
     Binarize mode (the same plus --vocab VOCAB_DIR): clean text → DIR/manifest.json,
       <split>.LANG.bin/.idx, <split>.lines and the vocabularies, then a summary.
     Stream mode (-l LANG [INPUT]): one line out per line in, on stdout.
+    Select mode (--select -s/-t --in-domain P --train P… --keep-words N -o DIR): the
+      general pairs most like the in-domain text by bilingual cross-entropy difference →
+      DIR/train.LANG (raw lines, input order), DIR/select.json, DIR/lm/.
     """
     codes = Path(bpe_codes).read_text(encoding="utf-8") if bpe_codes and Path(bpe_codes).is_file() else None
     if bpe_codes and codes is None:
@@ -163,7 +174,13 @@ def preprocess(source_lang: str | None, target_lang: str | None, lang: str | Non
                         "vocabulary directory when binarized (preprocess --vocab)")
     if not (source_lang and target_lang and out_dir):
         raise UserError("give -s SRC -t TGT and -o DIR with split prefixes, or -l LANG for stream mode")
-    splits = {name: Path(p) for name, p in (("train", train), ("valid", valid), ("test", test)) if p}
+    if select or in_domain or keep_words is not None:
+        _select(source_lang, target_lang, in_domain, train, keep_words, lm_order, Path(out_dir), workers)
+        return
+    if len(train) > 1:
+        raise UserError("--train takes one prefix here (several only with --select)")
+    splits = {name: Path(p) for name, p in (("train", train[0] if train else None), ("valid", valid),
+                                             ("test", test)) if p}
     if not splits:
         raise UserError("no split given: use --train/--valid/--test PREFIX")
     if vocab_dir:
@@ -183,6 +200,34 @@ def preprocess(source_lang: str | None, target_lang: str | None, lang: str | Non
         if name in splits:
             dropped = ", ".join(f"{k} {v:,}" for k, v in s.get("dropped", {}).items())
             log(f"{name}: {s['lines']:,} lines → {s['pairs']:,} pairs" + (f" (dropped: {dropped})" if dropped else ""))
+
+
+_SUFFIXES = {"k": 10**3, "m": 10**6, "g": 10**9}
+
+
+def _count(value: str | None) -> int | None:
+    """'348M' → 348000000; None stays None."""
+    if value is None:
+        return None
+    text = value.strip().lower().replace(",", "").replace("_", "")
+    scale = _SUFFIXES.get(text[-1:], 1)
+    try:
+        n = float(text[:-1] if scale > 1 else text) * scale
+    except ValueError:
+        raise click.BadParameter(f"'{value}' is not a count such as 348M, 2.5k or 1000000") from None
+    if n <= 0:
+        raise click.BadParameter(f"'{value}' must be positive")
+    return int(n)
+
+
+def _select(src: str, tgt: str, in_domain: tuple[str, ...], general: tuple[str, ...], keep_words: int | None,
+            order: int, out_dir: Path, workers: int) -> None:
+    from .selection.moore_lewis import Corpus, SelectConfig, select
+    if not in_domain or not general or keep_words is None:
+        raise UserError("select mode needs --in-domain PREFIX, --train PREFIX (the general corpora) and --keep-words N")
+    langs = (src, tgt)
+    select([Corpus.of(p, langs) for p in in_domain], [Corpus.of(p, langs) for p in general], out_dir, langs,
+           SelectConfig(keep_words=keep_words, order=order), workers)
 
 
 @main.command("build-vocab", epilog="""\b

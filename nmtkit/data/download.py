@@ -1,0 +1,143 @@
+"""Resumable, verified downloads from a URL or a local mirror directory.
+
+A download goes to ``DEST.part``; a rerun continues it with an HTTP Range
+request (or a seek, for a local mirror), and only a file whose size and
+digest match is renamed to ``DEST``. A file without a published digest gets
+its sha256 recorded at first download (``SHA256SUMS`` beside it) and checked
+on every later use, so a corrupted or swapped archive is caught either way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Iterator
+
+from ..console import log, progress
+from ..errors import UserError
+
+BLOCK = 1 << 20
+
+
+@dataclass(frozen=True)
+class Checksum:
+    algo: str          # md5, sha1 or sha256
+    digest: str
+    size: int | None = None
+
+    def matches(self, path: Path) -> bool:
+        if self.size is not None and path.stat().st_size != self.size:
+            return False
+        return file_digest(path, self.algo) == self.digest
+
+
+def file_digest(path: Path, algo: str = "sha256") -> str:
+    h = hashlib.new(algo)
+    with open(path, "rb") as fh:
+        while block := fh.read(BLOCK):
+            h.update(block)
+    return h.hexdigest()
+
+
+def read_checksums(path: Path) -> dict[str, Checksum]:
+    """``PATH ALGO:DIGEST [SIZE]`` lines (``#`` starts a comment) → {relative path: Checksum}."""
+    sums: dict[str, Checksum] = {}
+    if not path.is_file():
+        return sums
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        fields = line.split("#", 1)[0].split()
+        if not fields:
+            continue
+        try:
+            algo, digest = fields[1].split(":", 1)
+            size = int(fields[2]) if len(fields) > 2 else None
+            hashlib.new(algo)
+        except (IndexError, ValueError):
+            raise UserError(f"{path}: line {n}: expected 'PATH ALGO:DIGEST [SIZE]'") from None
+        sums[fields[0]] = Checksum(algo, digest.lower(), size)
+    return sums
+
+
+def record_checksum(sums_file: Path, rel: str, path: Path) -> Checksum:
+    found = Checksum("sha256", file_digest(path), path.stat().st_size)
+    with open(sums_file, "a", encoding="utf-8") as fh:
+        fh.write(f"{rel} sha256:{found.digest} {found.size}\n")
+    return found
+
+
+def source_url(base: str, rel: str) -> str:
+    """``base`` is an http(s)/file URL or a directory; ``rel`` keeps the origin's layout under it."""
+    if "://" in base:
+        return base.rstrip("/") + "/" + rel
+    return str(Path(base) / rel)
+
+
+def _open_source(url: str, offset: int) -> tuple[IO[bytes], int, int | None]:
+    """A stream from ``offset`` (or from 0 when the server ignores ranges), its start, total size."""
+    if "://" not in url or url.startswith("file://"):
+        path = Path(url.removeprefix("file://"))
+        try:
+            fh = open(path, "rb")
+        except OSError as err:
+            raise UserError(f"{path}: cannot read ({err.strerror.lower() if err.strerror else err})") from None
+        size = os.fstat(fh.fileno()).st_size
+        fh.seek(min(offset, size))
+        return fh, min(offset, size), size
+    request = urllib.request.Request(url, headers={"Range": f"bytes={offset}-"} if offset else {})
+    try:
+        response = urllib.request.urlopen(request, timeout=60)
+    except urllib.error.HTTPError as err:
+        if err.code == 416:  # the part is already whole
+            return open(os.devnull, "rb"), offset, offset
+        raise UserError(f"{url}: HTTP {err.code} {err.reason}") from None
+    except (urllib.error.URLError, OSError) as err:
+        raise UserError(f"{url}: cannot download ({getattr(err, 'reason', err)})") from None
+    start = offset if response.status == 206 else 0
+    length = response.headers.get("Content-Length")
+    return response, start, (start + int(length)) if length else None
+
+
+def _blocks(stream: IO[bytes]) -> Iterator[bytes]:
+    while block := stream.read(BLOCK):
+        yield block
+
+
+def fetch(url: str, dest: Path, expected: Checksum | None, sums_file: Path | None = None,
+          rel: str | None = None) -> Path:
+    """Download ``url`` to ``dest`` (resuming ``dest.part``) and verify it; a no-op when done."""
+    recorded = read_checksums(sums_file).get(rel or dest.name) if sums_file else None
+    check = expected or recorded
+    if dest.exists():
+        if check and not check.matches(dest):
+            raise UserError(f"{dest}: does not match its {check.algo} checksum; delete it to download again")
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    part = dest.with_name(dest.name + ".part")
+    have = part.stat().st_size if part.exists() else 0
+    stream, start, total = _open_source(url, have)
+    if have:
+        log(f"{dest.name}: resuming at {start:,} bytes" if start else f"{dest.name}: the source ignores ranges, restarting")
+    with stream, open(part, "r+b" if part.exists() else "wb") as out, progress("B") as bar:
+        out.seek(start)
+        out.truncate()
+        task = bar.add_task(dest.name, total=total, completed=start)
+        for block in _blocks(stream):
+            out.write(block)
+            bar.advance(task, len(block))
+    if total is not None and part.stat().st_size != total:
+        raise UserError(f"{url}: download stopped at {part.stat().st_size:,} of {total:,} bytes; "
+                        "run again to resume")
+    if check and not check.matches(part):
+        bad = part.with_name(dest.name + ".bad")
+        shutil.move(part, bad)
+        raise UserError(f"{url}: {check.algo} checksum mismatch (kept as {bad}); the source or mirror "
+                        "serves another file")
+    os.replace(part, dest)
+    if check is None and sums_file is not None:
+        record_checksum(sums_file, rel or dest.name, dest)
+    return dest

@@ -1,0 +1,168 @@
+"""WMT'14 English–French as the paper used it: where each file lives on statmt.org and inside its archive.
+
+Paths are relative to http://www.statmt.org/, so a mirror (a directory or a
+URL) only has to keep the same layout. The training corpora are the five of
+Bahdanau et al. §4.1; the dev set is newstest2012 + newstest2013; the test
+set is newstest2014 ("full", 3,003 sentences), which comes only as SGML.
+"""
+
+from __future__ import annotations
+
+import gzip
+import html
+import io
+import re
+import shutil
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from ..errors import UserError
+from ..files import atomic_write
+from .download import Checksum
+
+STATMT = "http://www.statmt.org"
+SCHWENK = "http://www-lium.univ-lemans.fr/~schwenk/cslm_joint_paper"
+
+
+@dataclass(frozen=True)
+class Part:
+    """One text file (``name.LANG``) taken from a member of an archive."""
+    name: str
+    archive: str      # path under the source's base URL
+    member: str       # member path with {lang}
+    sgml: bool = False
+
+
+TRAIN = [
+    Part("europarl-v7", "wmt13/training-parallel-europarl-v7.tgz", "training/europarl-v7.fr-en.{lang}"),
+    Part("commoncrawl", "wmt13/training-parallel-commoncrawl.tgz", "commoncrawl.fr-en.{lang}"),
+    Part("un", "wmt13/training-parallel-un.tgz", "un/undoc.2000.fr-en.{lang}"),
+    Part("news-commentary-v9", "wmt14/training-parallel-nc-v9.tgz", "training/news-commentary-v9.fr-en.{lang}"),
+    Part("giga-fren", "wmt10/training-giga-fren.tar", "giga-fren.release2.fixed.{lang}.gz"),
+]
+DEV = [
+    Part("newstest2012", "wmt14/dev.tgz", "dev/newstest2012.{lang}"),
+    Part("newstest2013", "wmt14/dev.tgz", "dev/newstest2013.{lang}"),
+]
+TEST = Part("newstest2014", "wmt14/test-full.tgz", "test-full/newstest2014-fren-{role}.{lang}.sgm", sgml=True)
+TEST_SIZE = 3003
+
+# Published digests (the rest are recorded at first download, see download.py).
+KNOWN = {
+    "wmt13/training-parallel-commoncrawl.tgz": Checksum("sha1", "1c0ad85f0ebaf1d543acb009607205f5dae6627d", 918311367),
+    "wmt14/training-parallel-nc-v9.tgz": Checksum("sha1", "c7ae7f50cd45c2f3014d78ddba25a4a8a851e27a", 80418416),
+    "wmt14/test-full.tgz": Checksum("md5", "a8cd784e006feb32ac6f3d9ec7eb389a"),
+}
+
+
+def archives() -> list[str]:
+    return sorted({p.archive for p in TRAIN + DEV + [TEST]})
+
+
+def member_name(part: Part, lang: str, src_lang: str = "en") -> str:
+    role = "src" if lang == src_lang else "ref"
+    return part.member.format(lang=lang, role=role)
+
+
+# ---- unpacking ------------------------------------------------------------------------
+
+def _copy_member(stream: IO[bytes], name: str, out: Path) -> None:
+    with atomic_write(out, "wb") as fh:
+        if name.endswith(".gz"):
+            with gzip.GzipFile(fileobj=stream) as gz:
+                shutil.copyfileobj(gz, fh, 1 << 20)
+        else:
+            shutil.copyfileobj(stream, fh, 1 << 20)
+
+
+def extract(archive: Path, wanted: dict[str, Path]) -> None:
+    """Copy members of a tar archive to files in one streaming pass (``.gz`` members are unpacked)."""
+    left = dict(wanted)
+    try:
+        with tarfile.open(archive, mode="r|*") as tar:
+            for info in tar:
+                name = info.name.removeprefix("./")
+                if name in left and info.isfile():
+                    stream = tar.extractfile(info)
+                    assert stream is not None
+                    _copy_member(stream, name, left.pop(name))
+                    if not left:
+                        break
+    except (tarfile.TarError, OSError, EOFError) as err:
+        raise UserError(f"{archive}: not a readable archive ({err})") from None
+    if left:
+        raise UserError(f"{archive}: has no member " + ", ".join(sorted(left)))
+
+
+_SEG = re.compile(r"<seg\b[^>]*>(.*?)</seg>", re.S | re.I)
+
+
+def unwrap_sgml(data: bytes, where: str = "SGML") -> list[str]:
+    """The text of every ``<seg>`` in document order, entities decoded, whitespace collapsed."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise UserError(f"{where}: not valid UTF-8 at byte {err.start}") from None
+    segs = [" ".join(html.unescape(m).split()) for m in _SEG.findall(text)]
+    if not segs:
+        raise UserError(f"{where}: no <seg> elements")
+    return segs
+
+
+def write_part(archive: Path, part: Part, langs: tuple[str, str], out_prefix: Path) -> int:
+    """``out_prefix.LANG`` for both languages from ``archive``; returns the line count."""
+    members = {member_name(part, lang, langs[0]): out_prefix.with_name(f"{out_prefix.name}.{lang}.raw" if part.sgml
+                                                                         else f"{out_prefix.name}.{lang}")
+               for lang in langs}
+    extract(archive, members)
+    counts = []
+    for lang, tmp in zip(langs, members.values()):
+        if part.sgml:
+            segs = unwrap_sgml(tmp.read_bytes(), f"{archive}:{member_name(part, lang, langs[0])}")
+            with atomic_write(out_prefix.with_name(f"{out_prefix.name}.{lang}")) as fh:
+                fh.write("".join(s + "\n" for s in segs))
+            tmp.unlink()
+            counts.append(len(segs))
+        else:
+            with open(tmp, "rb") as fh:
+                counts.append(sum(block.count(b"\n") for block in iter(lambda: fh.read(1 << 20), b"")))
+    if counts[0] != counts[1]:
+        raise UserError(f"{archive}: {part.name} has {counts[0]:,} {langs[0]} and {counts[1]:,} {langs[1]} lines")
+    return counts[0]
+
+
+def concat(parts: list[Path], out: Path) -> None:
+    with atomic_write(out, "wb") as fh:
+        for p in parts:
+            with open(p, "rb") as src:
+                shutil.copyfileobj(src, fh, 1 << 20)
+
+
+# ---- Schwenk's pre-selected release (the paper's footnote 5) ---------------------------
+
+SCHWENK_BITEXTS = "data/bitexts.tgz"
+
+
+def extract_schwenk(archive: Path, out_prefix: Path, langs: tuple[str, str]) -> int:
+    """Concatenate ``bitexts.selected/*.{en,fr}.gz`` (in name order, pairs matched by name)."""
+    outs = {lang: out_prefix.with_name(f"{out_prefix.name}.{lang}") for lang in langs}
+    with tarfile.open(archive, mode="r:*") as tar:
+        names = sorted(m.name.removeprefix("./") for m in tar.getmembers() if m.isfile())
+        stems = sorted({n[: -len(f".{langs[0]}.gz")] for n in names if n.endswith(f".{langs[0]}.gz")})
+        if not stems:
+            raise UserError(f"{archive}: no bitexts.selected/*.{langs[0]}.gz members")
+        for lang in langs:
+            with atomic_write(outs[lang], "wb") as fh:
+                for stem in stems:
+                    member = tar.extractfile(f"{stem}.{lang}.gz") if f"{stem}.{lang}.gz" in names else None
+                    if member is None:
+                        raise UserError(f"{archive}: {stem}.{langs[0]}.gz has no {lang} partner")
+                    with gzip.GzipFile(fileobj=io.BufferedReader(member)) as gz:  # type: ignore[arg-type]
+                        shutil.copyfileobj(gz, fh, 1 << 20)
+    with open(outs[langs[0]], "rb") as a, open(outs[langs[1]], "rb") as b:
+        na, nb = sum(1 for _ in a), sum(1 for _ in b)
+    if na != nb:
+        raise UserError(f"{archive}: {na:,} {langs[0]} lines but {nb:,} {langs[1]} lines")
+    return na

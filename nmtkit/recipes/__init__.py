@@ -1,0 +1,1 @@
+"""Recipes: the paper experiments as make targets over nmtkit commands."""

@@ -1,0 +1,120 @@
+"""The WMT'14 En→Fr recipe's steps that are not nmtkit commands: fetch, unpack, mirror, report.
+
+    python -m nmtkit.recipes.wmt14 fetch --dest DL wmt14/dev.tgz ...
+    python -m nmtkit.recipes.wmt14 unpack --downloads DL --out WORK/corpora/un un
+    python -m nmtkit.recipes.wmt14 report --work WORK ...
+
+examples/wmt14_en_fr/Makefile strings them together with the nmtkit commands.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ..console import log
+from ..errors import UserError
+from ..data import wmt14
+from ..data.download import Checksum, fetch, read_checksums, source_url
+
+PARTS = {p.name: p for p in wmt14.TRAIN + wmt14.DEV + [wmt14.TEST]}
+
+
+class _Group(click.Group):
+    def main(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        try:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        except click.exceptions.Abort:
+            sys.exit(130)
+        except click.ClickException as err:
+            click.echo(f"wmt14: error: {err.format_message()}", err=True)
+            sys.exit(2)
+        except UserError as err:
+            click.echo(f"wmt14: error: {err}", err=True)
+            sys.exit(2)
+
+
+@click.group(cls=_Group)
+def main() -> None:
+    """Steps of examples/wmt14_en_fr that are not nmtkit commands."""
+
+
+@main.command("fetch")
+@click.argument("archives", nargs=-1, required=True)
+@click.option("--dest", required=True, type=click.Path(file_okay=False), help="Downloads directory (same layout).")
+@click.option("--mirror", default=wmt14.STATMT, show_default=True, help="Base URL or directory with statmt.org's layout.")
+@click.option("--checksums", type=click.Path(dir_okay=False), help="A mirror's own checksums (PATH ALGO:DIGEST SIZE).")
+def fetch_cmd(archives: tuple[str, ...], dest: str, mirror: str, checksums: str | None) -> None:
+    """Download ARCHIVES (paths under the base), resuming and verifying each."""
+    own = read_checksums(Path(checksums)) if checksums else {}
+    if checksums and not own:
+        raise UserError(f"{checksums}: no such checksums file, or it is empty")
+    for rel in archives:
+        expected: Checksum | None = own.get(rel) if checksums else wmt14.KNOWN.get(rel)
+        if checksums and expected is None:
+            raise UserError(f"{checksums}: has no entry for {rel}")
+        fetch(source_url(mirror, rel), Path(dest) / rel, expected, Path(dest) / "SHA256SUMS", rel)
+        log(f"fetched {rel}")
+
+
+@main.command("unpack")
+@click.argument("part", type=click.Choice(sorted(PARTS) + ["dev", "schwenk"]))
+@click.option("--downloads", required=True, type=click.Path(file_okay=False))
+@click.option("--out", required=True, help="Output prefix: writes OUT.en and OUT.fr.")
+def unpack_cmd(part: str, downloads: str, out: str) -> None:
+    """Write one corpus (or 'dev' = newstest2012 + newstest2013) as OUT.en / OUT.fr."""
+    langs = ("en", "fr")
+    out_prefix = Path(out)
+    out_prefix.parent.mkdir(parents=True, exist_ok=True)
+    if part == "schwenk":
+        n = wmt14.extract_schwenk(Path(downloads) / wmt14.SCHWENK_BITEXTS, out_prefix, langs)
+    elif part == "dev":
+        n = 0
+        pieces = []
+        for p in wmt14.DEV:
+            piece = out_prefix.with_name(f"{out_prefix.name}.{p.name}")
+            n += wmt14.write_part(Path(downloads) / p.archive, p, langs, piece)
+            pieces.append(piece)
+        for lang in langs:
+            wmt14.concat([Path(f"{p}.{lang}") for p in pieces], Path(f"{out_prefix}.{lang}"))
+            for p in pieces:
+                Path(f"{p}.{lang}").unlink()
+    else:
+        n = wmt14.write_part(Path(downloads) / PARTS[part].archive, PARTS[part], langs, out_prefix)
+    log(f"{out}.{{en,fr}}: {n:,} pairs")
+
+
+@main.command("mirror")
+@click.argument("out", type=click.Path(file_okay=False))
+@click.option("--bible", "bible_raw", default="data/bible/raw", show_default=True, type=click.Path(file_okay=False),
+              help="The embedded corpus' raw splits (make data).")
+@click.option("--pairs", type=click.IntRange(10), default=500, show_default=True, help="Pairs per training corpus.")
+@click.option("--dev-lines", type=click.IntRange(2), default=100, show_default=True)
+@click.option("--test-lines", type=click.IntRange(1), default=150, show_default=True)
+def mirror_cmd(out: str, bible_raw: str, pairs: int, dev_lines: int, test_lines: int) -> None:
+    """Build a small offline stand-in for statmt.org (WMT'14 file layout) from the Bible corpus."""
+    from .mirror import build_mirror
+    sums = build_mirror(Path(bible_raw), Path(out), pairs, dev_lines, test_lines)
+    log(f"mirror in {out}; its checksums: {sums}")
+
+
+@main.command("report")
+@click.option("--work", required=True, type=click.Path(file_okay=False))
+@click.option("--runs", required=True, type=click.Path(file_okay=False))
+@click.option("--data-bin", required=True, type=click.Path(file_okay=False))
+@click.option("--models", required=True, help="Run names, e.g. 'rnnencdec-30 rnnsearch-50'.")
+@click.option("--figure3", default="1-3", show_default=True, help="Test lines whose alignments to draw.")
+@click.option("--device", default="cpu", show_default=True, help="What trained the models (for Table 2).")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False))
+def report_cmd(work: str, runs: str, data_bin: str, models: str, figure3: str, device: str, output: str) -> None:
+    """Write the Markdown report (Tables 1-2, Figures 2-3 beside the paper's)."""
+    from ..align_plot import parse_sentences
+    from .report import write_report
+    write_report(Path(work), Path(runs), models.split(), Path(data_bin), parse_sentences(figure3), device, Path(output))
+    log(f"report: {output}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,308 @@
+"""Bilingual modified Moore–Lewis selection (Axelrod, He & Gao 2011), streaming over any corpus size.
+
+Each general-domain pair (s, t) is scored by the sum, over its two sides, of
+the in-domain minus the general-domain cross-entropy per token,
+
+    [H_in-src(s) − H_gen-src(s)] + [H_in-tgt(t) − H_gen-tgt(t)],
+
+lower is more in-domain; the best pairs are kept up to a number of target
+words. The in-domain LMs learn from the in-domain text, the general ones
+from a random sample of the general corpus with as many pairs, both over
+the in-domain vocabulary (Moore & Lewis 2010), so the scores compare.
+
+Memory depends on the in-domain size, never on the corpus: the sample is a
+reservoir, scores go to disk (8 bytes a pair), the cut is found from a
+fixed-size histogram, and the corpus is read three times (sample, score,
+write) in chunks that worker processes score in parallel.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass
+from itertools import islice
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+
+from ..console import log, progress
+from ..errors import UserError
+from ..files import Staging, display_name
+from ..parallel import Workers
+from .ngram import NgramLM, SelectionVocab, words_of
+
+BINS = 1 << 16
+
+
+@dataclass(frozen=True)
+class SelectConfig:
+    keep_words: int                 # target-side words to keep (the selection's own tokens)
+    order: int = 4
+    min_count: int = 2              # in-domain words seen fewer times are <unk> to the LMs
+    chunk_lines: int = 20_000
+    seed: int = 1
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """One parallel corpus: ``prefix.src`` and ``prefix.tgt`` (plain text)."""
+    src: Path
+    tgt: Path
+
+    @classmethod
+    def of(cls, prefix: str | Path, langs: tuple[str, str]) -> "Corpus":
+        return cls(Path(f"{prefix}.{langs[0]}"), Path(f"{prefix}.{langs[1]}"))
+
+
+def _open(path: Path) -> Any:
+    try:
+        return open(path, "rb", buffering=1 << 20)
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise UserError(f"{path}: is a directory, expected a text file") from None
+
+
+def read_pairs(corpus: Corpus, chunk_lines: int) -> Iterator[tuple[list[bytes], list[bytes]]]:
+    """Chunks of raw line pairs; a corpus whose sides differ in length is an error."""
+    with _open(corpus.src) as fs, _open(corpus.tgt) as ft:
+        n = 0
+        while True:
+            src = list(islice(fs, chunk_lines))
+            tgt = [ft.readline() for _ in src]
+            if tgt and not tgt[-1]:
+                missing = tgt.index(b"")
+                raise UserError(f"parallel files differ in length: {corpus.tgt} ends at line "
+                                f"{n + missing}, {corpus.src} goes on")
+            n += len(src)
+            if not src:
+                if ft.readline():
+                    raise UserError(f"parallel files differ in length: {corpus.src} ends at line {n}, "
+                                    f"{corpus.tgt} goes on")
+                return
+            yield src, tgt
+
+
+def _text(lines: list[bytes], path: Path, first: int) -> str:
+    """The lines as one string without the last newline; bad UTF-8 names its line."""
+    try:
+        return b"".join(lines).decode("utf-8").removesuffix("\n")
+    except UnicodeDecodeError:
+        for i, raw in enumerate(lines):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise UserError(f"{display_name(path)}: line {first + i} is not valid UTF-8 "
+                                f"(byte 0x{raw[err.start:err.start + 1].hex()} at offset {err.start})") from None
+        raise
+
+
+# ---- the models -----------------------------------------------------------------------
+
+def _reservoir(corpora: list[Corpus], k: int, seed: int, chunk_lines: int) -> tuple[list[bytes], list[bytes], int]:
+    """A uniform sample of k pairs from all corpora in one pass (Algorithm R), and the pair count."""
+    rng = random.Random(seed)
+    src: list[bytes] = []
+    tgt: list[bytes] = []
+    seen = 0
+    with progress("pairs") as bar:
+        task = bar.add_task("sample", total=None)
+        for corpus in corpora:
+            for s_chunk, t_chunk in read_pairs(corpus, chunk_lines):
+                for s, t in zip(s_chunk, t_chunk):
+                    if seen < k:
+                        src.append(s)
+                        tgt.append(t)
+                    else:
+                        j = rng.randrange(seen + 1)
+                        if j < k:
+                            src[j], tgt[j] = s, t
+                    seen += 1
+                bar.advance(task, len(s_chunk))
+    return src, tgt, seen
+
+
+def build_models(in_domain: list[Corpus], general: list[Corpus], lm_dir: Path, cfg: SelectConfig) -> dict[str, Any]:
+    """Estimate the four LMs into ``lm_dir`` (src/tgt × in/gen) with their vocabularies."""
+    sides: list[list[bytes]] = [[], []]
+    for corpus in in_domain:
+        for s, t in read_pairs(corpus, cfg.chunk_lines):
+            sides[0].extend(s)
+            sides[1].extend(t)
+    if not sides[0]:
+        raise UserError("the in-domain corpus is empty")
+    sample = _reservoir(general, len(sides[0]), cfg.seed, cfg.chunk_lines)
+    if not sample[2]:
+        raise UserError("the general-domain corpus is empty")
+    info: dict[str, Any] = {"in_domain_pairs": len(sides[0]), "general_pairs": sample[2], "sample_pairs": len(sample[0])}
+    for side, name, paths in ((0, "src", [c.src for c in in_domain]), (1, "tgt", [c.tgt for c in in_domain])):
+        in_text = _text(sides[side], paths[0], 1)
+        vocab = SelectionVocab.from_counts(Counter(w for line in words_of(in_text) for w in line))
+        # The scoring pass names any bad line; the sample only needs text.
+        gen_text = b"".join(sample[side]).decode("utf-8", errors="replace").removesuffix("\n")
+        d = lm_dir / name
+        d.mkdir(parents=True, exist_ok=True)
+        vocab.save(d / "vocab.txt")
+        for domain, text in (("in", in_text), ("gen", gen_text)):
+            lm = NgramLM.estimate([vocab.encode(text)[0]], len(vocab), cfg.order)
+            lm.save(d / domain)
+        info[f"{name}_vocab"] = len(vocab)
+    return info
+
+
+# ---- scoring (in worker processes) ----------------------------------------------------
+
+_MODELS: dict[str, Any] = {}
+
+
+def _load_models(lm_dir: str) -> None:
+    for name in ("src", "tgt"):
+        d = Path(lm_dir) / name
+        _MODELS[name] = (SelectionVocab.load(d / "vocab.txt"), NgramLM.load(d / "in"), NgramLM.load(d / "gen"))
+
+
+def _score_side(name: str, text: str) -> tuple[np.ndarray, np.ndarray]:
+    vocab, lm_in, lm_gen = _MODELS[name]
+    seq, lengths = vocab.encode(text)
+    diff = lm_gen.sentence_logprobs(seq) - lm_in.sentence_logprobs(seq)  # = n·(H_in − H_gen)
+    return diff / (lengths + 1), lengths
+
+
+def _score_chunk(job: tuple[list[bytes], list[bytes], Corpus, int]) -> tuple[np.ndarray, np.ndarray, int]:
+    # Decoding happens here, not in the reading process, which is the pipeline's narrow end.
+    src, tgt, corpus, first = job
+    s_score, s_len = _score_side("src", _text(src, corpus.src, first))
+    t_score, t_len = _score_side("tgt", _text(tgt, corpus.tgt, first))
+    return (s_score + t_score).astype(np.float32), t_len.astype(np.int32), int(s_len.sum())
+
+
+def _jobs(corpora: list[Corpus], chunk_lines: int) -> Iterator[tuple[list[bytes], list[bytes], Corpus, int]]:
+    for corpus in corpora:
+        first = 1
+        for s, t in read_pairs(corpus, chunk_lines):
+            yield s, t, corpus, first
+            first += len(s)
+
+
+@dataclass
+class Scores:
+    score_path: Path
+    words_path: Path
+    pairs: int = 0
+    src_words: int = 0
+    tgt_words: int = 0
+    lo: float = float("inf")
+    hi: float = float("-inf")
+    seconds: float = 0.0
+
+
+def score_corpora(general: list[Corpus], lm_dir: Path, out: Scores, cfg: SelectConfig, workers: int) -> Scores:
+    """Score every pair; scores (float32) and target words (int32) go to disk in input order."""
+    start = time.perf_counter()
+    with open(out.score_path, "wb") as fs, open(out.words_path, "wb") as fw, \
+            Workers(workers, _load_models, (str(lm_dir),)) as pool, progress("pairs") as bar:
+        task = bar.add_task("score", total=None)
+        for scores, words, src_words in pool.map(_score_chunk, _jobs(general, cfg.chunk_lines)):
+            fs.write(scores.tobytes())
+            fw.write(words.tobytes())
+            out.pairs += scores.size
+            out.src_words += src_words
+            out.tgt_words += int(words.sum())
+            if scores.size:
+                out.lo, out.hi = min(out.lo, float(scores.min())), max(out.hi, float(scores.max()))
+            bar.advance(task, scores.size)
+    out.seconds = time.perf_counter() - start
+    return out
+
+
+# ---- the cut --------------------------------------------------------------------------
+
+def _blocks(path: Path, dtype: Any, block: int = 1 << 22) -> Iterator[np.ndarray]:
+    data = np.memmap(path, dtype=dtype, mode="r") if path.stat().st_size else np.empty(0, dtype)
+    for i in range(0, data.size, block):
+        yield np.asarray(data[i:i + block])
+
+
+def find_cut(scores: Scores, keep_words: int) -> tuple[float, float, int]:
+    """(lo, hi, words below lo): keep every pair scoring below ``lo`` and, of those in [lo, hi),
+    the first ones in input order until ``keep_words`` target words are reached (or just passed)."""
+    if scores.tgt_words <= keep_words:
+        return float("inf"), float("inf"), scores.tgt_words
+    edges = np.linspace(scores.lo, scores.hi, BINS + 1)
+    hist = np.zeros(BINS)
+    for s, w in zip(_blocks(scores.score_path, np.float32), _blocks(scores.words_path, np.int32)):
+        b = np.clip(np.searchsorted(edges, s.astype(np.float64), side="right") - 1, 0, BINS - 1)
+        hist += np.bincount(b, weights=w, minlength=BINS)
+    below = np.concatenate([[0.0], np.cumsum(hist)])
+    b = int(np.searchsorted(below, keep_words, side="right") - 1)
+    hi = float(edges[b + 1]) if b + 1 < BINS else float("inf")
+    return float(edges[b]) if b else float("-inf"), hi, int(below[b])
+
+
+def write_selection(general: list[Corpus], scores: Scores, cut: tuple[float, float, int], keep_words: int,
+                    stage: Staging, langs: tuple[str, str], chunk_lines: int) -> tuple[int, int]:
+    lo, hi, room = cut[0], cut[1], keep_words - cut[2]
+    kept = words_kept = 0
+    s_iter = _blocks(scores.score_path, np.float32, chunk_lines)
+    w_iter = _blocks(scores.words_path, np.int32, chunk_lines)
+    buf_s, buf_w = np.empty(0, np.float32), np.empty(0, np.int32)
+    with open(stage.path(f"train.{langs[0]}"), "wb") as out_s, open(stage.path(f"train.{langs[1]}"), "wb") as out_t:
+        for corpus in general:
+            for src, tgt in read_pairs(corpus, chunk_lines):
+                while buf_s.size < len(src):
+                    buf_s = np.concatenate([buf_s, next(s_iter)])
+                    buf_w = np.concatenate([buf_w, next(w_iter)])
+                sc, wc = buf_s[:len(src)].astype(np.float64), buf_w[:len(src)]
+                buf_s, buf_w = buf_s[len(src):], buf_w[len(src):]
+                keep = sc < lo
+                edge = np.flatnonzero((sc >= lo) & (sc < hi))
+                if edge.size and room > 0:
+                    take = np.cumsum(wc[edge]) - wc[edge] < room
+                    keep[edge[take]] = True
+                    room -= int(wc[edge[take]].sum())
+                for i in np.flatnonzero(keep):
+                    out_s.write(src[i] if src[i].endswith(b"\n") else src[i] + b"\n")
+                    out_t.write(tgt[i] if tgt[i].endswith(b"\n") else tgt[i] + b"\n")
+                kept += int(keep.sum())
+                words_kept += int(wc[keep].sum())
+    return kept, words_kept
+
+
+def select(in_domain: list[Corpus], general: list[Corpus], out_dir: Path, langs: tuple[str, str],
+           cfg: SelectConfig, workers: int) -> dict[str, Any]:
+    """Write ``out_dir/train.{src,tgt}`` (the kept pairs in input order) and ``select.json``."""
+    with Staging(out_dir) as stage:
+        lm_dir = stage.path("lm")
+        t0 = time.perf_counter()
+        info = build_models(in_domain, general, lm_dir, cfg)
+        t1 = time.perf_counter()
+        log(f"select: LMs from {info['in_domain_pairs']:,} in-domain pairs and a sample of "
+            f"{info['sample_pairs']:,} of {info['general_pairs']:,} general pairs in {t1 - t0:.1f} s")
+        scores = score_corpora(general, lm_dir, Scores(stage.path("scores.f32"), stage.path("words.i32")),
+                               cfg, workers)
+        words = scores.src_words + scores.tgt_words
+        log(f"select: scored {scores.pairs:,} pairs, {words:,} words in {scores.seconds:.1f} s "
+            f"({words / max(scores.seconds, 1e-9):,.0f} words/s)")
+        cut = find_cut(scores, cfg.keep_words)
+        kept, kept_words = write_selection(general, scores, cut, cfg.keep_words, stage, langs, cfg.chunk_lines)
+        report = {"config": asdict(cfg), "langs": list(langs), **info,
+                  "in_domain": [str(c.src.with_suffix("")) for c in in_domain],
+                  "general": [str(c.src.with_suffix("")) for c in general],
+                  "pairs": scores.pairs, "src_words": scores.src_words, "tgt_words": scores.tgt_words,
+                  "kept_pairs": kept, "kept_tgt_words": kept_words,
+                  "threshold": cut[0] if np.isfinite(cut[0]) else None,
+                  "lm_seconds": round(t1 - t0, 2), "score_seconds": round(scores.seconds, 2),
+                  "score_words_per_s": round(words / max(scores.seconds, 1e-9)), "workers": workers,
+                  "seconds": round(time.perf_counter() - t0, 2)}
+        stage.path("select.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+        shutil.rmtree(out_dir / "lm", ignore_errors=True)  # a rerun's models replace the last ones
+        stage.commit(last=("select.json",))
+    log(f"select: kept {kept:,} of {scores.pairs:,} pairs, {kept_words:,} of {scores.tgt_words:,} "
+        f"target words → {out_dir}")
+    return report
+

@@ -1,0 +1,161 @@
+"""Data selection: the n-gram LMs, their hash tables, and bilingual Moore–Lewis over a stream."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from nmtkit.cli import main
+from nmtkit.selection.hashindex import HashIndex
+from nmtkit.selection.moore_lewis import Corpus, SelectConfig, select
+from nmtkit.selection.ngram import BOS, EOS, NgramLM, SelectionVocab, words_of
+
+from .synthetic import pairs, write
+
+TEXT = "\n".join(e for e, _ in pairs(400, "animals", 3) + pairs(100, "finance", 4))
+
+
+def _lm(order: int) -> tuple[SelectionVocab, NgramLM]:
+    vocab = SelectionVocab.from_counts(Counter(w for line in words_of(TEXT) for w in line), min_count=1)
+    return vocab, NgramLM.estimate([vocab.encode(TEXT)[0]], len(vocab), order)
+
+
+def test_hash_index_finds_every_key_and_no_other():
+    rng = np.random.default_rng(0)
+    keys = np.unique(rng.integers(0, 2**63, 5000, dtype=np.uint64))
+    index = HashIndex.build(keys)
+    slots = index.find(keys)
+    assert (slots >= 0).all() and (index.table[slots] == keys).all()
+    assert (index.slot_values(np.arange(keys.size))[slots] == np.arange(keys.size)).all()
+    absent = rng.integers(0, 2**63, 5000, dtype=np.uint64)
+    absent = absent[~np.isin(absent, keys)]
+    assert (index.find(absent) == -1).all()
+
+
+@pytest.mark.parametrize("order", [1, 2, 3, 4])
+def test_kneser_ney_distributions_sum_to_one(order):
+    vocab, lm = _lm(order)
+    words = [w for w in range(len(vocab)) if w != BOS]
+    for history in ["", "the", "the black", "the black cat", "la banque zebra"]:
+        ctx = vocab.encode(history)[0][:-1]          # <s> history (no </s>)
+        block = np.concatenate([np.concatenate([ctx, [w, EOS]]) for w in words]).astype(np.uint64)
+        logp = lm.token_logprobs(block).reshape(len(words), ctx.size + 2)[:, ctx.size]
+        assert np.exp(logp).sum() == pytest.approx(1.0, abs=1e-6), history
+
+
+def test_language_model_prefers_its_own_domain():
+    vocab, lm = _lm(4)
+    seen, unrelated = vocab.encode("The small dog hears the horse.\nThe bank lends 7 euros to the zebra quickly.")
+    per_token = lm.sentence_logprobs(seen) / (unrelated + 1)
+    assert per_token[0] > per_token[1]
+
+
+def test_saved_model_scores_the_same(tmp_path):
+    vocab, lm = _lm(3)
+    lm.save(tmp_path / "lm")
+    seq = vocab.encode(TEXT)[0]
+    np.testing.assert_allclose(NgramLM.load(tmp_path / "lm").sentence_logprobs(seq), lm.sentence_logprobs(seq))
+
+
+def _corpora(tmp_path: Path, general_pairs: int) -> tuple[Path, Path]:
+    ind = write(tmp_path / "in" / "news", pairs(300, "animals", 1))
+    mixed = []
+    animals, finance = pairs(general_pairs // 2, "animals", 2), pairs(general_pairs // 2, "finance", 5)
+    for a, f in zip(animals, finance):
+        mixed += [f, a]
+    return ind, write(tmp_path / "gen" / "all", mixed)
+
+
+def test_in_domain_pairs_outrank_unrelated_ones_and_the_target_is_met(tmp_path):
+    ind, gen = _corpora(tmp_path, 400)
+    langs = ("en", "fr")
+    report = select([Corpus.of(ind, langs)], [Corpus.of(gen, langs)], tmp_path / "sel", langs,
+                    SelectConfig(keep_words=1000, chunk_lines=64), workers=1)
+    scores = np.fromfile(tmp_path / "sel" / "scores.f32", dtype=np.float32)
+    animal, finance = scores[1::2], scores[0::2]
+    assert animal.max() < finance.min()
+    kept_en = (tmp_path / "sel" / "train.en").read_text(encoding="utf-8").splitlines()
+    kept_fr = (tmp_path / "sel" / "train.fr").read_text(encoding="utf-8").splitlines()
+    general = list(zip(Path(f"{gen}.en").read_text(encoding="utf-8").splitlines(),
+                       Path(f"{gen}.fr").read_text(encoding="utf-8").splitlines()))
+    assert len(kept_en) == len(kept_fr) == report["kept_pairs"]
+    assert all("euros" not in line for line in kept_en)
+    # Pairs stay pairs and keep their input order.
+    rest = iter(general)
+    assert all(pair in rest for pair in zip(kept_en, kept_fr))  # a subsequence of the input
+    # The target is met: at least keep_words target words, and less than one more pair beyond it.
+    words = sum(len(line) for line in words_of("\n".join(kept_fr)))
+    assert words == report["kept_tgt_words"]
+    longest = max(len(line) for line in words_of("\n".join(f for _, f in general)))
+    assert 1000 <= words < 1000 + longest
+    assert json.loads((tmp_path / "sel" / "select.json").read_text())["kept_pairs"] == report["kept_pairs"]
+
+
+def test_workers_give_the_same_selection(tmp_path):
+    ind, gen = _corpora(tmp_path, 200)
+    langs = ("en", "fr")
+    outs = []
+    for workers in (1, 2):
+        select([Corpus.of(ind, langs)], [Corpus.of(gen, langs)], tmp_path / f"w{workers}", langs,
+               SelectConfig(keep_words=700, chunk_lines=50), workers)
+        outs.append((tmp_path / f"w{workers}" / "train.fr").read_bytes())
+    assert outs[0] == outs[1]
+
+
+_PEAK = """
+import sys
+from pathlib import Path
+from nmtkit.selection.moore_lewis import Corpus, SelectConfig, select
+langs = ("en", "fr")
+select([Corpus.of(sys.argv[1], langs)], [Corpus.of(sys.argv[2], langs)], Path(sys.argv[3]), langs,
+       SelectConfig(keep_words=1000, chunk_lines=500), workers=1)
+# VmHWM, not ru_maxrss: the latter keeps the parent's high-water mark across exec.
+print(next(line.split()[1] for line in open("/proc/self/status") if line.startswith("VmHWM")))
+"""
+
+
+def test_memory_stays_bounded_as_the_input_grows(tmp_path):
+    ind = write(tmp_path / "in" / "news", pairs(300, "animals", 1))
+    peaks = {}
+    for n in (2_000, 64_000):
+        gen = write(tmp_path / f"gen{n}" / "all", pairs(n, "animals", 2) + pairs(n, "finance", 5))
+        out = subprocess.run([sys.executable, "-c", _PEAK, str(ind), str(gen), str(tmp_path / f"sel{n}")],
+                             capture_output=True, text=True, check=True)
+        peaks[n] = int(out.stdout.split()[-1]) // 1024
+    text_mb = sum(Path(f"{tmp_path}/gen64000/all.{lang}").stat().st_size for lang in ("en", "fr")) >> 20
+    # 32x the pairs (~{text_mb} MB of text) must not show in the peak: holding the text would add more.
+    assert text_mb >= 8
+    assert peaks[64_000] - peaks[2_000] < text_mb / 2, (peaks, text_mb)
+
+
+def test_select_refusals(tmp_path):
+    ind, gen = _corpora(tmp_path, 40)
+    runner = CliRunner()
+    base = ["preprocess", "--select", "-s", "en", "-t", "fr", "-o", str(tmp_path / "out"), "-j", "1"]
+    result = runner.invoke(main, base + ["--in-domain", str(ind), "--train", str(gen)])
+    assert result.exit_code == 2 and "--keep-words" in result.output
+    result = runner.invoke(main, base + ["--in-domain", str(ind), "--train", str(gen), "--keep-words", "lots"])
+    assert result.exit_code == 2 and "348M" in result.output
+    Path(f"{gen}.fr").write_text("".join(f"ligne {i}\n" for i in range(39)), encoding="utf-8")
+    result = runner.invoke(main, base + ["--in-domain", str(ind), "--train", str(gen), "--keep-words", "1k"])
+    assert result.exit_code == 2 and "differ in length" in result.output
+    Path(f"{gen}.fr").write_bytes(b"".join(b"ligne\n" if i != 7 else b"caf\xe9\n" for i in range(40)))
+    result = runner.invoke(main, base + ["--in-domain", str(ind), "--train", str(gen), "--keep-words", "1k"])
+    assert result.exit_code == 2 and "line 8 is not valid UTF-8" in result.output
+    assert not (tmp_path / "out" / "select.json").exists()
+    assert [p.name for p in (tmp_path / "out").iterdir()] == []
+
+
+def test_keep_words_counts(tmp_path):
+    ind, gen = _corpora(tmp_path, 40)
+    result = CliRunner().invoke(main, ["preprocess", "--select", "-s", "en", "-t", "fr", "--in-domain", str(ind),
+                                       "--train", str(gen), "--keep-words", "0.1k", "-o", str(tmp_path / "o"), "-j", "1"])
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "o" / "select.json").read_text())["config"]["keep_words"] == 100

@@ -1,0 +1,183 @@
+"""The WMT'14 recipe: downloads, archives, SGML, the offline mirror and `make reproduce` end to end."""
+
+from __future__ import annotations
+
+import gzip
+import http.server
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import threading
+from pathlib import Path
+
+import pytest
+
+from nmtkit.data.download import Checksum, fetch, file_digest, read_checksums
+from nmtkit.data.wmt14 import TEST, extract, unwrap_sgml, write_part
+from nmtkit.errors import UserError
+from nmtkit.recipes.mirror import build_mirror, sgml
+
+from .synthetic import pairs, write
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_sgml_unwraps_segments_across_documents_with_entities():
+    data = (b'<srcset setid="newstest2014" srclang="any">\n<doc docid="a" origlang="en">\n<p>\n'
+            b'<seg id="1">  Tom &amp; Jerry  &lt;3 </seg>\n<seg id="2">L&apos;arc &quot;x&quot; caf\xc3\xa9</seg>\n'
+            b'</p>\n</doc>\n<doc docid="b">\n<seg id="1">third\n line</seg>\n</doc>\n</srcset>\n')
+    assert unwrap_sgml(data) == ["Tom & Jerry <3", "L'arc \"x\" café", "third line"]
+    with pytest.raises(UserError, match="no <seg>"):
+        unwrap_sgml(b"<srcset></srcset>")
+
+
+def test_sgml_round_trip_of_the_mirror_writer():
+    lines = [b"a < b & c\n", b"  spaced   out \n", "é « x »\n".encode()]
+    assert unwrap_sgml(sgml(lines, "t", "fr", "ref", doc_size=2)) == ["a < b & c", "spaced out", "é « x »"]
+
+
+def _serve(directory: Path):
+    """A local HTTP server that honours Range requests, as statmt.org's does."""
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *a, **k):
+            super().__init__(*a, directory=str(directory), **k)
+
+        def log_message(self, *_):
+            pass
+
+        def send_head(self):  # type: ignore[override]
+            rng = self.headers.get("Range")
+            path = Path(self.translate_path(self.path))
+            if not rng or not path.is_file():
+                return super().send_head()
+            start = int(rng.split("=")[1].split("-")[0])
+            data = path.read_bytes()[start:]
+            self.send_response(206)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            return io.BytesIO(data)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+@pytest.mark.parametrize("over_http", [False, True])
+def test_download_resumes_and_verifies(tmp_path, over_http):
+    src = tmp_path / "mirror" / "wmt14" / "x.tgz"
+    src.parent.mkdir(parents=True)
+    payload = os.urandom(300_000)
+    src.write_bytes(payload)
+    dest = tmp_path / "dl" / "wmt14" / "x.tgz"
+    dest.parent.mkdir(parents=True)
+    (dest.parent / "x.tgz.part").write_bytes(payload[:123_456])  # an interrupted download
+    server = _serve(tmp_path / "mirror") if over_http else None
+    base = f"http://127.0.0.1:{server.server_address[1]}" if server else str(tmp_path / "mirror")
+    try:
+        expected = Checksum("sha256", file_digest(src), len(payload))
+        fetch(f"{base}/wmt14/x.tgz", dest, expected)
+    finally:
+        if server:
+            server.shutdown()
+    assert dest.read_bytes() == payload and not (dest.parent / "x.tgz.part").exists()
+
+
+def test_download_rejects_a_wrong_file_and_records_unknown_digests(tmp_path):
+    src = tmp_path / "m" / "a.tgz"
+    src.parent.mkdir()
+    src.write_bytes(b"archive bytes")
+    with pytest.raises(UserError, match="md5 checksum mismatch"):
+        fetch(str(src), tmp_path / "dl" / "a.tgz", Checksum("md5", "0" * 32))
+    assert not (tmp_path / "dl" / "a.tgz").exists() and (tmp_path / "dl" / "a.tgz.bad").exists()
+    sums = tmp_path / "dl" / "SHA256SUMS"
+    fetch(str(src), tmp_path / "dl" / "a.tgz", None, sums, "a.tgz")
+    assert read_checksums(sums)["a.tgz"].digest == file_digest(src)
+    (tmp_path / "dl" / "a.tgz").write_bytes(b"tampered")
+    with pytest.raises(UserError, match="does not match"):
+        fetch(str(src), tmp_path / "dl" / "a.tgz", None, sums, "a.tgz")
+    with pytest.raises(UserError, match="cannot read"):
+        fetch(str(tmp_path / "m" / "missing.tgz"), tmp_path / "dl" / "b.tgz", None)
+
+
+def test_extract_takes_members_and_unpacks_gzip(tmp_path):
+    archive = tmp_path / "t.tar"
+    with tarfile.open(archive, "w") as tar:
+        for name, data in (("giga.en.gz", gzip.compress(b"one\ntwo\n")), ("other.txt", b"x")):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    extract(archive, {"giga.en.gz": tmp_path / "giga.en"})
+    assert (tmp_path / "giga.en").read_bytes() == b"one\ntwo\n"
+    with pytest.raises(UserError, match="has no member nope"):
+        extract(archive, {"nope": tmp_path / "n"})
+    (tmp_path / "bad.tgz").write_bytes(b"not an archive")
+    with pytest.raises(UserError, match="not a readable archive"):
+        extract(tmp_path / "bad.tgz", {"x": tmp_path / "x"})
+
+
+def _raw(tmp_path: Path) -> Path:
+    raw = tmp_path / "raw"
+    write(raw / "train", pairs(2500, "animals", 1))
+    write(raw / "valid", pairs(60, "animals", 2))
+    write(raw / "test", pairs(40, "animals", 3))
+    return raw
+
+
+def test_mirror_has_wmt_layout_and_the_test_set_unwraps(tmp_path):
+    sums = build_mirror(_raw(tmp_path), tmp_path / "mirror", pairs=100, dev_lines=20, test_lines=30)
+    listed = read_checksums(sums)
+    assert set(listed) == {"wmt13/training-parallel-europarl-v7.tgz", "wmt13/training-parallel-commoncrawl.tgz",
+                           "wmt13/training-parallel-un.tgz", "wmt14/training-parallel-nc-v9.tgz",
+                           "wmt10/training-giga-fren.tar", "wmt14/dev.tgz", "wmt14/test-full.tgz"}
+    assert all(c.matches(tmp_path / "mirror" / rel) for rel, c in listed.items())
+    n = write_part(tmp_path / "mirror" / TEST.archive, TEST, ("en", "fr"), tmp_path / "out" / "newstest2014")
+    assert n == 30
+    assert (tmp_path / "out" / "newstest2014.en").read_text(encoding="utf-8").splitlines()[0] == \
+        (tmp_path / "raw" / "test.en").read_text(encoding="utf-8").splitlines()[0]
+
+
+def _make(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    tools = [f"PY={sys.executable}", f"NMTKIT={sys.executable} -m nmtkit"]
+    return subprocess.run(["make", "--no-print-directory", "-C", str(ROOT / "examples" / "wmt14_en_fr"), *tools, *args],
+                          capture_output=True, text=True, cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def test_dry_run_shows_the_full_size_commands():
+    out = _make("-n", "reproduce", "WORK=/nonexistent/work", "NGPU=4")
+    assert out.returncode == 0, out.stderr
+    for expected in ("http://www.statmt.org", "wmt10/training-giga-fren.tar", "--keep-words 348M", "--size 30000",
+                     "--arch rnnsearch", "--max-len 50", "--max-len 30", "--beam 12", "--nproc_per_node 4",
+                     "--no-unk", "--by-length", "report"):
+        assert expected in out.stdout, expected
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs GNU make")
+def test_reproduce_runs_offline_on_a_mirror(tmp_path):
+    mirror = tmp_path / "mirror"
+    build_mirror(_raw(tmp_path), mirror, pairs=400, dev_lines=40, test_lines=30)
+    work = tmp_path / "work"
+    args = ["reproduce", f"WORK={work}", f"MIRROR={mirror}", f"CHECKSUMS={mirror}/checksums.txt", "KEEP_WORDS=6k",
+            "VOCAB_SIZE=500", "JOBS=1", "BEAM=2", "NGPU=0", "FIGURE3=1-2",
+            "TRAIN_ARGS=--preset tiny --max-updates 8 --valid-every 8 --batch-size 32 --no-valid-bleu --threads 1"]
+    out = _make(*args)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    report = (work / "report.md").read_text(encoding="utf-8")
+    for heading in ("Table 1", "Figure 2", "Figure 3", "Table 2"):
+        assert f"## {heading}" in report
+    for model in ("RNNencdec-30", "RNNencdec-50", "RNNsearch-30", "RNNsearch-50"):
+        assert sum(line.startswith(f"| {model} |") for line in report.splitlines()) == 2  # Tables 1 and 2
+    for picture in ("fig2-bleu-by-length.png", "fig3-align-1.png", "fig3-align-2.png"):
+        assert f"{picture}" in report and (work / picture).stat().st_size > 1000
+    chosen = json.loads((work / "selected" / "select.json").read_text())
+    assert chosen["kept_tgt_words"] >= 6000 and chosen["kept_pairs"] < chosen["pairs"]
+    # Done is done: a second run does nothing, an interrupted step is redone alone.
+    again = _make(*args[1:], "-q", str(work / "report.md"))
+    assert again.returncode == 0, "make -q: the finished run is not up to date"
+    (work / "runs" / "rnnsearch-50" / "score.json").unlink()
+    rerun = _make(*args)
+    assert rerun.returncode == 0
+    assert "nmtkit score" in rerun.stdout and "nmtkit train" not in rerun.stdout and "fetch" not in rerun.stdout
