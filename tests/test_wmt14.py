@@ -181,3 +181,19 @@ def test_reproduce_runs_offline_on_a_mirror(tmp_path):
     rerun = _make(*args)
     assert rerun.returncode == 0
     assert "nmtkit score" in rerun.stdout and "nmtkit train" not in rerun.stdout and "fetch" not in rerun.stdout
+
+
+def test_schwenk_release_is_concatenated_pairwise(tmp_path):
+    from nmtkit.data.wmt14 import extract_schwenk
+    archive = tmp_path / "bitexts.tgz"
+    members = {"bitexts.selected/b.en.gz": b"b1\n", "bitexts.selected/b.fr.gz": b"B1\n",
+               "bitexts.selected/a.en.gz": b"a1\na2\n", "bitexts.selected/a.fr.gz": b"A1\nA2\n"}
+    with tarfile.open(archive, "w:gz") as tar:
+        for name, data in members.items():
+            packed = gzip.compress(data)
+            info = tarfile.TarInfo(name)
+            info.size = len(packed)
+            tar.addfile(info, io.BytesIO(packed))
+    assert extract_schwenk(archive, tmp_path / "sel" / "train", ("en", "fr")) == 3
+    assert (tmp_path / "sel" / "train.en").read_bytes() == b"a1\na2\nb1\n"
+    assert (tmp_path / "sel" / "train.fr").read_bytes() == b"A1\nA2\nB1\n"
