@@ -29,7 +29,7 @@ def display_name(path: str | Path) -> str:
     return "<stdin>" if str(path) == STDIO else str(path)
 
 
-def _open_binary(path: str | Path) -> IO[bytes]:
+def open_binary(path: str | Path) -> IO[bytes]:
     if str(path) == STDIO:
         return sys.stdin.buffer
     try:
@@ -60,7 +60,7 @@ def read_lines(path: str | Path, *, allow_empty: bool = False) -> Iterator[str]:
     Raises :class:`UserError` for a missing file, an empty file (unless
     ``allow_empty``) and invalid UTF-8, naming the line.
     """
-    stream = _open_binary(path)
+    stream = open_binary(path)
     try:
         lineno = 0
         for lineno, raw in enumerate(stream, 1):
@@ -74,7 +74,7 @@ def read_lines(path: str | Path, *, allow_empty: bool = False) -> Iterator[str]:
 
 def count_lines(path: str | Path) -> int:
     """Number of lines, counting a last line without a newline."""
-    stream = _open_binary(path)
+    stream = open_binary(path)
     with stream:
         n, last = 0, b"\n"
         while block := stream.read(1 << 20):

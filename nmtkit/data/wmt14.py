@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import IO
 
 from ..errors import UserError
-from ..files import atomic_write
+from ..files import atomic_write, count_lines
 from .download import Checksum
 
 STATMT = "http://www.statmt.org"
@@ -126,8 +126,7 @@ def write_part(archive: Path, part: Part, langs: tuple[str, str], out_prefix: Pa
             tmp.unlink()
             counts.append(len(segs))
         else:
-            with open(tmp, "rb") as fh:
-                counts.append(sum(block.count(b"\n") for block in iter(lambda: fh.read(1 << 20), b"")))
+            counts.append(count_lines(tmp))
     if counts[0] != counts[1]:
         raise UserError(f"{archive}: {part.name} has {counts[0]:,} {langs[0]} and {counts[1]:,} {langs[1]} lines")
     return counts[0]

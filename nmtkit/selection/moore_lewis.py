@@ -32,7 +32,7 @@ import numpy as np
 
 from ..console import log, progress
 from ..errors import UserError
-from ..files import Staging, display_name
+from ..files import Staging, decode_line, open_binary
 from ..parallel import Workers
 from .ngram import NgramLM, SelectionVocab, words_of
 
@@ -59,18 +59,9 @@ class Corpus:
         return cls(Path(f"{prefix}.{langs[0]}"), Path(f"{prefix}.{langs[1]}"))
 
 
-def _open(path: Path) -> Any:
-    try:
-        return open(path, "rb", buffering=1 << 20)
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise UserError(f"{path}: is a directory, expected a text file") from None
-
-
 def read_pairs(corpus: Corpus, chunk_lines: int) -> Iterator[tuple[list[bytes], list[bytes]]]:
     """Chunks of raw line pairs; a corpus whose sides differ in length is an error."""
-    with _open(corpus.src) as fs, _open(corpus.tgt) as ft:
+    with open_binary(corpus.src) as fs, open_binary(corpus.tgt) as ft:
         n = 0
         while True:
             src = list(islice(fs, chunk_lines))
@@ -94,11 +85,7 @@ def _text(lines: list[bytes], path: Path, first: int) -> str:
         return b"".join(lines).decode("utf-8").removesuffix("\n")
     except UnicodeDecodeError:
         for i, raw in enumerate(lines):
-            try:
-                raw.decode("utf-8")
-            except UnicodeDecodeError as err:
-                raise UserError(f"{display_name(path)}: line {first + i} is not valid UTF-8 "
-                                f"(byte 0x{raw[err.start:err.start + 1].hex()} at offset {err.start})") from None
+            decode_line(raw, path, first + i)  # raises, naming the line
         raise
 
 
