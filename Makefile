@@ -33,7 +33,7 @@ DEMO_BF16 ?= $(shell grep -qw -e avx512_bf16 -e amx_bf16 /proc/cpuinfo 2>/dev/nu
 DEMO_TRAIN ?= --preset small --optimizer adam --lr 1e-3 --valid-every 500 --max-minutes $(DEMO_MINUTES) $(DEMO_BF16)
 BEAM    ?= 5
 
-.PHONY: help install test test-slow demo readme-figures data bench bench-data reproduce clean-data
+.PHONY: help install test test-slow demo readme-figures data bench bench-data reproduce compare clean-data
 comma := ,
 help:
 	@echo "make demo     fetch the Bible corpus, preprocess, build the vocabulary, train RNNsearch (20 min on CPU),"
@@ -41,6 +41,7 @@ help:
 	@echo "make test     run the test suite"
 	@echo "make bench    training and translation speed beside Joey NMT and fairseq; preprocessing and selection speed"
 	@echo "make reproduce  the paper's WMT'14 En-Fr recipe on GPUs (examples/wmt14_en_fr; MIRROR=DIR offline)"
+	@echo "make compare  RNNencdec, RNNsearch and Luong et al.'s attention variants at one budget; dev table in README"
 
 $(VENV)/.installed: pyproject.toml constraints/torch-cpu.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -115,6 +116,33 @@ bench-data: data
 # make reproduce MIRROR=/data/statmt CHECKSUMS=/data/statmt/checksums.txt WORK=/scratch/wmt14).
 reproduce: install
 	$(MAKE) -C examples/wmt14_en_fr reproduce ROOT=$(CURDIR) PY=$(CURDIR)/$(PY) NMTKIT=$(CURDIR)/$(NMTKIT)
+
+# ---- RNNencdec, RNNsearch and Luong et al.'s variants at one budget (updates), on the Bible dev set ----
+# A Luong run's name is luong_WINDOW_SCORE_FEED; every other setting is the same for all.
+CMP     ?= $(RUNS)/compare
+COMPARE_UPDATES ?= 500
+COMPARE_TRAIN ?= --preset small --optimizer adam --lr 1e-3 --max-updates $(COMPARE_UPDATES) \
+    --valid-every $(COMPARE_UPDATES) --no-valid-bleu $(DEMO_BF16)
+COMPARE_MODELS ?= rnnencdec rnnsearch $(foreach f,feed nofeed,$(foreach a,global_dot global_general \
+    global_concat global_location local-m_general local-p_general,luong_$(a)_$(f)))
+_luong = --arch luong --attention $(word 2,$1) --score $(word 3,$1) --$(if $(filter nofeed,$(word 4,$1)),no-)input-feed
+arch_flags = $(if $(findstring _,$1),$(call _luong,$(subst _, ,$1)),--arch $1)
+
+$(CMP)/%/done: $(DATA)/data-bin/manifest.json
+	$(NMTKIT) train $(DATA)/data-bin --save-dir $(CMP)/$* $(call arch_flags,$*) $(COMPARE_TRAIN) --threads $(JOBS)
+	touch $@
+
+$(CMP)/%/dev.hyp.fr: $(CMP)/%/done
+	$(NMTKIT) translate -m $(CMP)/$*/best.pt $(DATA)/raw/valid.en -o $@ --beam $(BEAM) --threads $(JOBS)
+
+$(CMP)/%/dev-bleu.json: $(CMP)/%/dev.hyp.fr
+	$(NMTKIT) score $< -r $(DATA)/raw/valid.fr --clean verse-markers --json > $@.tmp && mv $@.tmp $@
+
+$(CMP)/%/dev-nll.json: $(CMP)/%/done
+	$(NMTKIT) score -m $(CMP)/$*/best.pt --data $(DATA)/data-bin --split valid --json > $@.tmp && mv $@.tmp $@
+
+compare: $(foreach m,$(COMPARE_MODELS),$(CMP)/$(m)/dev-bleu.json $(CMP)/$(m)/dev-nll.json)
+	$(PY) -m nmtkit.recipes.compare $(CMP) $(COMPARE_MODELS) --readme README.md
 
 clean-data:
 	rm -rf $(DATA)

@@ -15,7 +15,8 @@ from typing import Any, Callable
 import click
 
 from . import __version__
-from .config import MODEL_PRESETS, FilterConfig, ModelConfig, TextConfig, TrainConfig, VocabConfig
+from .config import (MODEL_PRESETS, SCHEDULES, FilterConfig, ModelConfig, TextConfig, TrainConfig, VocabConfig,
+                     preset_sizes, schedule)
 from .errors import UserError
 from .parallel import default_workers
 from .search import LENGTH_PENALTIES, SearchConfig
@@ -426,27 +427,52 @@ def align_plot(alignments: str | None, sentences: str, output: str, model_paths:
 
 
 
+_LUONG_ONLY = {"layers", "dropout", "attention", "score", "input_feed", "reverse_source", "window"}
+_RNNSEARCH_ONLY = {"maxout", "readout", "encoder"}
+
+
 @main.command(epilog="""\b
 Examples:
   nmtkit train data-bin --arch rnnsearch --save-dir runs/rnnsearch          # the paper's recipe
   nmtkit train data-bin --preset small --optimizer adam --lr 5e-4 --max-minutes 20 --save-dir runs/demo
+  nmtkit train data-bin --arch luong --attention global --score dot --schedule luong --save-dir runs/luong
   torchrun --nproc_per_node 4 -m nmtkit train data-bin --save-dir runs/x    # several GPUs (DDP)
 Running the same command again resumes from SAVE_DIR/last.pt exactly (--reset starts over).""")
 @click.argument("data_bin", type=click.Path(file_okay=False))
 @click.option("--save-dir", required=True, type=click.Path(file_okay=False), help="Where last.pt, best.pt and metrics.jsonl go.")
-@click.option("--arch", type=click.Choice(["rnnsearch", "rnnencdec"]), default=_M.arch, show_default=True)
+@click.option("--arch", type=click.Choice(["rnnsearch", "rnnencdec", "luong"]), default=_M.arch, show_default=True,
+              help="Bahdanau et al.'s RNNsearch, Cho et al.'s RNNencdec, or Luong et al.'s stacked LSTM.")
 @click.option("--preset", type=click.Choice(list(MODEL_PRESETS)), default="paper", show_default=True,
-              help="Model sizes; --emb/--hidden/--align/--maxout override.")
-@click.option("--emb", type=click.IntRange(1), help="Word embedding size m [paper: 620].")
+              help="Model sizes; --emb/--hidden/--align/--maxout/--layers override.")
+@click.option("--emb", type=click.IntRange(1), help="Word embedding size m [paper: 620; luong: 1000].")
 @click.option("--hidden", type=click.IntRange(1), help="Hidden units n [paper: 1000].")
-@click.option("--align", type=click.IntRange(1), help="Alignment model units n' [paper: 1000].")
+@click.option("--align", type=click.IntRange(1), help="Alignment model units n' (luong: concat and local-p) [paper: 1000].")
 @click.option("--maxout", type=click.IntRange(1), help="Maxout units l [paper: 500].")
+@click.option("--layers", type=click.IntRange(1), help="luong: LSTM layers in encoder and decoder [paper: 4].")
+@click.option("--dropout", type=click.FloatRange(0, 1, max_open=True), default=_M.dropout, show_default=True,
+              help="luong: dropout on the non-recurrent connections.")
+@click.option("--attention", type=click.Choice(["global", "local-m", "local-p", "none"]), default=_M.attention,
+              show_default=True, help="luong: where to attend (none: the paper's non-attentional base).")
+@click.option("--score", type=click.Choice(["dot", "general", "concat", "location"]), default=_M.score,
+              show_default=True, help="luong: the alignment score function.")
+@click.option("--input-feed/--no-input-feed", default=_M.input_feed, show_default=True,
+              help="luong: feed h̃_{t-1} with the next input word.")
+@click.option("--reverse-source/--no-reverse-source", default=_M.reverse_source, show_default=True,
+              help="luong: read the source backwards.")
+@click.option("--window", type=click.IntRange(0), default=_M.window, show_default=True,
+              help="luong: local attention's half-width D.")
+@click.option("--schedule", "schedule_name", type=click.Choice(SCHEDULES), default="appendix-b", show_default=True,
+              help="Training recipe: Bahdanau et al.'s Appendix B, or Luong et al.'s SGD (lr 1, halved each epoch "
+                   "after the 5th, or 8th with dropout; batch 128; clip 5; 10 or 12 epochs). Flags override it.")
 @click.option("--readout", type=click.Choice(["prev", "next"]), default=_M.readout, show_default=True,
               help="Deep output from s_{i-1} (the paper's equation) or s_i.")
 @click.option("--encoder", type=click.Choice(["paper", "cudnn"]), default=_M.encoder, show_default=True,
               help="The appendix's GRU, or torch's fused GRU (cuDNN; reset gate after U s): faster on GPUs.")
-@click.option("--optimizer", type=click.Choice(["adadelta", "adam"]), default=_T.optimizer, show_default=True)
-@click.option("--lr", type=float, default=None, help="Learning rate [adadelta: 1.0, adam: 5e-4].")
+@click.option("--optimizer", type=click.Choice(["adadelta", "adam", "sgd"]), default=_T.optimizer, show_default=True)
+@click.option("--lr", type=float, default=None, help="Learning rate [adadelta, sgd: 1.0; adam: 5e-4].")
+@click.option("--decay-after", type=click.IntRange(0), default=_T.decay_after, show_default=True,
+              help="Multiply the learning rate by --decay every epoch after this many (0: never).")
+@click.option("--decay", type=click.FloatRange(0, 1), default=_T.decay, show_default=True)
 @click.option("--clip", type=click.FloatRange(0), default=_T.clip, show_default=True, help="Gradient L2 norm limit (0: off).")
 @click.option("--batch-size", type=click.IntRange(1), default=_T.batch_size, show_default=True, help="Sentences per minibatch.")
 @click.option("--max-tokens", type=click.IntRange(0), default=_T.max_tokens, show_default=True,
@@ -465,14 +491,21 @@ Running the same command again resumes from SAVE_DIR/last.pt exactly (--reset st
 @click.option("--bf16", is_flag=True, help="bfloat16 autocast: on GPUs, and on CPUs with AVX512-BF16 or AMX (about 2x faster there).")
 @click.option("--reset", is_flag=True, help="Ignore SAVE_DIR/last.pt and start over.")
 @user_errors
-def train(data_bin: str, save_dir: str, arch: str, preset: str, emb: int | None, hidden: int | None,
-          align: int | None, maxout: int | None, readout: str, encoder: str, optimizer: str, lr: float | None,
-          reset: bool, **train_args: Any) -> None:
-    """Train RNNsearch or RNNencdec on a binarized corpus (Appendix B by default)."""
+def train(data_bin: str, save_dir: str, arch: str, preset: str, schedule_name: str, reset: bool,
+          **args: Any) -> None:
+    """Train RNNsearch, RNNencdec or a Luong et al. model on a binarized corpus (Appendix B by default)."""
     from .train import train as run
-    sizes = {**MODEL_PRESETS[preset], **{k: v for k, v in
-                                         (("emb", emb), ("hidden", hidden), ("align", align), ("maxout", maxout)) if v}}
-    model_cfg = ModelConfig(arch=arch, readout=readout, encoder=encoder, **sizes)
-    cfg = TrainConfig(optimizer=optimizer, lr=lr if lr is not None else (1.0 if optimizer == "adadelta" else 5e-4),
-                      **train_args)
-    run(Path(data_bin), Path(save_dir), model_cfg, cfg, resume=not reset)
+    sizes = preset_sizes(arch, preset)
+    sizes |= {k: v for k in ("emb", "hidden", "align", "maxout", "layers") if (v := args.pop(k)) is not None}
+    model_cfg = ModelConfig(arch=arch, **sizes, **{k: args.pop(k) for k in (
+        "readout", "encoder", "dropout", "attention", "score", "input_feed", "reverse_source", "window")})
+    ctx = click.get_current_context()
+    given = {k for k in ctx.params if ctx.get_parameter_source(k) == click.core.ParameterSource.COMMANDLINE}
+    foreign = given & (_RNNSEARCH_ONLY if arch == "luong" else _LUONG_ONLY)
+    if foreign:
+        raise UserError(f"--{sorted(foreign)[0].replace('_', '-')} does not apply to --arch {arch}")
+    recipe = schedule(schedule_name, model_cfg.dropout if arch == "luong" else 0.0)
+    args |= {k: v for k, v in recipe.items() if k not in given}
+    if args["lr"] is None:
+        args["lr"] = 5e-4 if args["optimizer"] == "adam" else 1.0
+    run(Path(data_bin), Path(save_dir), model_cfg, TrainConfig(**args), resume=not reset)

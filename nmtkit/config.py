@@ -90,6 +90,12 @@ class ModelConfig(_Settings):
     uses s_i, as the appendix's ``p(y_i | s_i, y_{i-1}, c_i)`` could be read.
     ``encoder`` is ``paper`` (the appendix's GRU) or ``cudnn`` (torch's fused
     GRU, whose reset gate acts after the recurrent product: faster on GPUs).
+
+    The fields after ``encoder`` are the ``luong`` architecture's (Luong et
+    al. 2015; the defaults are their best single model, Table 1: 4 layers,
+    dropout 0.2, reversed source, local-p attention with the general score,
+    input feeding, D = 10). ``max_src`` is how many positions the location
+    score knows; training sets it to its --max-len + 1 (for ``</s>``).
     """
 
     arch: str = "rnnsearch"
@@ -101,23 +107,58 @@ class ModelConfig(_Settings):
     maxout: int = 500         # l
     readout: str = "prev"
     encoder: str = "paper"
+    layers: int = 4
+    dropout: float = 0.2
+    attention: str = "local-p"     # global | local-m | local-p | none
+    score: str = "general"         # dot | general | concat | location
+    input_feed: bool = True
+    reverse_source: bool = True
+    window: int = 10               # D
+    max_src: int = 50
 
 
 # Sizes for a CPU run; "bench" is the size of ../shared/bench's peer comparison.
 MODEL_PRESETS: dict[str, dict[str, int]] = {
-    "paper": {"emb": 620, "hidden": 1000, "align": 1000, "maxout": 500},
-    "small": {"emb": 256, "hidden": 256, "align": 256, "maxout": 256},
-    "bench": {"emb": 256, "hidden": 256, "align": 256, "maxout": 256},
-    "tiny": {"emb": 32, "hidden": 32, "align": 32, "maxout": 32},
+    "paper": {"emb": 620, "hidden": 1000, "align": 1000, "maxout": 500, "layers": 4},
+    "small": {"emb": 256, "hidden": 256, "align": 256, "maxout": 256, "layers": 2},
+    "bench": {"emb": 256, "hidden": 256, "align": 256, "maxout": 256, "layers": 2},
+    "tiny": {"emb": 32, "hidden": 32, "align": 32, "maxout": 32, "layers": 2},
 }
+
+
+def preset_sizes(arch: str, preset: str) -> dict[str, int]:
+    """A preset's sizes for this architecture: Luong et al.'s paper size is 4 × 1000 with
+    1000-dimensional embeddings (section 4.1)."""
+    sizes = dict(MODEL_PRESETS[preset])
+    if arch == "luong" and preset == "paper":
+        sizes["emb"] = 1000
+    return sizes
+
+
+def schedule(name: str, dropout: float) -> dict[str, Any]:
+    """TrainConfig fields of a named training recipe. ``luong`` is section 4.1: plain SGD at 1.0,
+    10 epochs, halving every epoch after the 5th (with dropout: 12 epochs, after the 8th),
+    batches of 128, gradient norm rescaled above 5, pairs over 50 words dropped. ``appendix-b``
+    is Bahdanau et al.'s, the TrainConfig defaults."""
+    if name == "appendix-b":
+        return {}
+    if name == "luong":
+        return {"optimizer": "sgd", "lr": 1.0, "clip": 5.0, "batch_size": 128, "max_len": 50,
+                "max_epochs": 12 if dropout else 10, "decay_after": 8 if dropout else 5, "decay": 0.5}
+    raise ValueError(f"unknown schedule '{name}'")
+
+
+SCHEDULES = ("appendix-b", "luong")
 
 
 @dataclass(frozen=True)
 class TrainConfig(_Settings):
     """Appendix B by default: Adadelta (ρ=0.95, ε=1e-6), clip 1, 80 sentences, pools of 20."""
 
-    optimizer: str = "adadelta"
+    optimizer: str = "adadelta"    # adadelta | adam | sgd
     lr: float = 1.0
+    decay_after: int = 0           # >0: multiply lr by ``decay`` every epoch after this many
+    decay: float = 0.5
     rho: float = 0.95
     eps: float = 1e-6
     clip: float = 1.0

@@ -2,7 +2,7 @@
 
 Minibatches from :mod:`nmtkit.data.batching`; cost = summed target NLL per
 sentence, averaged over the minibatch; gradient L2 norm clipped; Adadelta
-(ρ=0.95, ε=1e-6) or Adam. Every ``valid_every`` updates: dev NLL (teacher
+(ρ=0.95, ε=1e-6), Adam, or plain SGD with Luong et al.'s halving per epoch. Every ``valid_every`` updates: dev NLL (teacher
 forcing) and dev BLEU (greedy search, the code translate uses), ``best.pt``
 when the dev score improves, ``last.pt`` always, early stopping after
 ``patience`` validations without improvement. Metrics go to
@@ -161,7 +161,18 @@ def _optimizer(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.Optimize
         return torch.optim.Adadelta(model.parameters(), lr=cfg.lr, rho=cfg.rho, eps=cfg.eps)
     if cfg.optimizer == "adam":
         return torch.optim.Adam(model.parameters(), lr=cfg.lr)
-    raise UserError(f"unknown optimizer '{cfg.optimizer}' (adadelta, adam)")
+    if cfg.optimizer == "sgd":
+        return torch.optim.SGD(model.parameters(), lr=cfg.lr)
+    raise UserError(f"unknown optimizer '{cfg.optimizer}' (adadelta, adam, sgd)")
+
+
+def learning_rate(cfg: TrainConfig, epoch: int) -> float:
+    """The rate for epoch ``epoch`` (from 0): ``lr`` for the first ``decay_after`` epochs, then
+    multiplied by ``decay`` once per epoch (Luong et al.: 1, 1, 1, 1, 1, 0.5, 0.25, …). A function
+    of the epoch alone, so a resumed run follows the same schedule."""
+    if not cfg.decay_after or epoch < cfg.decay_after:
+        return cfg.lr
+    return cfg.lr * cfg.decay ** (epoch - cfg.decay_after + 1)
 
 
 def _budget(cfg: TrainConfig, batches_per_epoch: int) -> tuple[float | None, str]:
@@ -200,7 +211,8 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
                                                  ("seed", "batch_size", "pool", "max_len", "max_tokens")}})
     else:
         model_cfg = ModelConfig(**{**model_cfg.to_dict(), "src_vocab": len(corpus.vocab(corpus.src_lang)),
-                                   "tgt_vocab": len(corpus.vocab(corpus.tgt_lang))})
+                                   "tgt_vocab": len(corpus.vocab(corpus.tgt_lang)),
+                                   "max_src": cfg.max_len + 1 if cfg.max_len else model_cfg.max_src})   # + </s>
     torch.manual_seed(cfg.seed)
     model = build_model(model_cfg).to(device)
     payload = corpus_payload(corpus)
@@ -251,6 +263,9 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
     with _StopFlag() as stop, TrainProgress(total, unit, disable=rank != 0) as bar:
         bar.update(state.step if unit == "updates" else state.seconds)
         for idx in batches:
+            if cfg.decay_after:
+                for group in opt.param_groups:
+                    group["lr"] = learning_rate(cfg, batches.epoch)
             batch = collate(src, tgt, idx)
             ntok = int((batch["tgt_out"] != PAD).sum())
             batch = to_device(batch, device)
@@ -275,7 +290,7 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
             finish = limits or stop.requested
             validating = rank == 0 and (state.step % cfg.valid_every == 0 or finish)
             if state.step % cfg.log_every == 0 or validating:
-                entry = {**close_window(), "seconds": state.seconds}
+                entry = {**close_window(), "seconds": state.seconds, "lr": opt.param_groups[0]["lr"]}
                 window = _Window(state.step + 1)
                 record(entry)
                 bar.show(state.step, batches.epoch + 1, entry)

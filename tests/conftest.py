@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -59,3 +60,28 @@ def bible_db(tmp_path: Path) -> Path:
     con.commit()
     con.close()
     return db
+
+
+# A tiny RNNsearch trained once per session, shared by the translate and Luong tests.
+TINY_RNNSEARCH = dict(emb=24, hidden=24, align=24, maxout=24)
+
+
+@pytest.fixture(scope="session")
+def overfit(tmp_path_factory):
+    """A model that has learned the six training pairs by heart; its corpus is then deleted."""
+    from nmtkit.config import ModelConfig, TrainConfig
+    from nmtkit.train import train
+    from tests.test_corpus import make_corpus
+    tmp = tmp_path_factory.mktemp("overfit")
+    raw = tmp / "raw"
+    for split in ("train", "valid", "test"):
+        write_pair(raw / split, EN, FR)
+    make_corpus(raw, tmp)
+    train(tmp / "bin", tmp / "run", ModelConfig(**TINY_RNNSEARCH),
+          TrainConfig(optimizer="adam", lr=0.02, batch_size=6, pool=1, max_updates=250, valid_every=1000,
+                      threads=1, patience=0, log_every=50))
+    shutil.copytree(tmp / "vocab", tmp / "vocab-kept")     # for score --no-unk and --data
+    shutil.copytree(tmp / "bin", tmp / "bin-kept")
+    shutil.rmtree(tmp / "bin")
+    shutil.rmtree(tmp / "vocab")
+    return tmp

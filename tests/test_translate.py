@@ -3,37 +3,12 @@
 import json
 import math
 import re
-import shutil
 
 import pytest
 from click.testing import CliRunner
 
 from nmtkit.cli import main
-from nmtkit.config import ModelConfig, TrainConfig
-from nmtkit.train import train
 from tests.conftest import EN, FR
-from tests.test_corpus import make_corpus
-
-TINY = ModelConfig(emb=24, hidden=24, align=24, maxout=24)
-
-
-@pytest.fixture(scope="module")
-def overfit(tmp_path_factory):
-    """A model that has learned the six training pairs by heart; its corpus is then deleted."""
-    from tests.conftest import write_pair
-    tmp = tmp_path_factory.mktemp("overfit")
-    raw = tmp / "raw"
-    for split in ("train", "valid", "test"):
-        write_pair(raw / split, EN, FR)
-    make_corpus(raw, tmp)
-    train(tmp / "bin", tmp / "run", TINY, TrainConfig(optimizer="adam", lr=0.02, batch_size=6, pool=1,
-                                                      max_updates=250, valid_every=1000, threads=1,
-                                                      patience=0, log_every=50))
-    shutil.copytree(tmp / "vocab", tmp / "vocab-kept")     # for score --no-unk and --data
-    shutil.copytree(tmp / "bin", tmp / "bin-kept")
-    shutil.rmtree(tmp / "bin")
-    shutil.rmtree(tmp / "vocab")
-    return tmp
 
 
 def invoke(*args):

@@ -5,9 +5,11 @@ from __future__ import annotations
 from ..config import ModelConfig
 from ..errors import UserError
 from .base import Seq2Seq
+from .attention import SCORES, WINDOWS
+from .luong import Luong
 from .rnnsearch import RNNEncDec, RNNSearch
 
-MODELS: dict[str, type[Seq2Seq]] = {"rnnsearch": RNNSearch, "rnnencdec": RNNEncDec}
+MODELS: dict[str, type[Seq2Seq]] = {"rnnsearch": RNNSearch, "rnnencdec": RNNEncDec, "luong": Luong}
 
 
 def build_model(cfg: ModelConfig) -> Seq2Seq:
@@ -17,4 +19,11 @@ def build_model(cfg: ModelConfig) -> Seq2Seq:
         raise UserError(f"readout must be 'prev' or 'next', not '{cfg.readout}'")
     if cfg.encoder not in ("paper", "cudnn"):
         raise UserError(f"encoder must be 'paper' or 'cudnn', not '{cfg.encoder}'")
+    if cfg.arch == "luong":
+        if cfg.attention not in (*WINDOWS, "none"):
+            raise UserError(f"attention must be one of {', '.join(WINDOWS)}, none; not '{cfg.attention}'")
+        if cfg.score not in SCORES:
+            raise UserError(f"score must be one of {', '.join(SCORES)}; not '{cfg.score}'")
+        if cfg.layers < 1 or not 0 <= cfg.dropout < 1:
+            raise UserError(f"need layers ≥ 1 and 0 ≤ dropout < 1 (got {cfg.layers}, {cfg.dropout})")
     return MODELS[cfg.arch](cfg)

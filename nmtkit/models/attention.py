@@ -59,3 +59,94 @@ class AdditiveAttention(nn.Module):
         e = _Energy.apply(keys, q.to(keys.dtype), self.v_a.weight[0].to(keys.dtype))
         alpha = torch.softmax(e.masked_fill(~mask, float("-inf")), dim=-1)
         return torch.bmm(alpha.unsqueeze(1), h).squeeze(1), alpha
+
+
+# -- Luong, Pham & Manning (2015), section 3 ----------------------------------------------------
+
+SCORES = ("dot", "general", "concat", "location")
+WINDOWS = ("global", "local-m", "local-p")
+
+
+class LuongAttention(nn.Module):
+    """Attention on the current decoder state h_t (not s_{i-1}): a_t, then c_t = Σ_s a_t(s) h̄_s.
+
+    Scores (Eq. 8 and 9): ``dot`` h_tᵀh̄_s; ``general`` h_tᵀW_a h̄_s; ``concat``
+    v_aᵀtanh(W_a[h_t; h̄_s]); ``location`` softmax(W_a h_t), which never reads h̄.
+    The parts that depend on h̄ only (W_a h̄, the h̄ half of concat's W_a) are
+    computed once per sentence by ``precompute``.
+
+    Windows (section 3.2): ``global`` attends to every source word; ``local-m``
+    to [p_t − D, p_t + D] with p_t = t; ``local-p`` to the window around
+    p_t = S·sigmoid(v_pᵀtanh(W_p h_t)), its weights then multiplied by
+    exp(−(s − p_t)²/2σ²) with σ = D/2 (Eq. 10, not renormalised). Only local-p
+    has the Gaussian: the paper's local-m is "the same as the global model
+    except that a_t is fixed-length and shorter". Positions outside the
+    sentence are ignored; local-m's p_t is clamped to the last source word so
+    that an output longer than S + D still sees one. A window is a mask over
+    the whole sentence: at the paper's 50 words, gathering 2D + 1 annotations
+    costs more than scoring them all.
+
+    ``location`` learns ``max_src`` position logits: a shorter sentence uses the
+    first of them, a longer one gives its later words no weight (footnote 6).
+    """
+
+    def __init__(self, score: str, window: str, hidden: int, align: int, max_src: int, D: int):
+        super().__init__()
+        self.score, self.window, self.D = score, window, D
+        if score == "general":
+            self.W_a = nn.Linear(hidden, hidden, bias=False)
+        elif score == "concat":
+            self.W_q = nn.Linear(hidden, align, bias=False)
+            self.W_k = nn.Linear(hidden, align, bias=False)
+            self.v_a = nn.Linear(align, 1, bias=False)
+        elif score == "location":
+            self.W_a = nn.Linear(hidden, max_src)
+        if window == "local-p":
+            self.W_p = nn.Linear(hidden, align, bias=False)
+            self.v_p = nn.Linear(align, 1, bias=False)
+
+    def precompute(self, h: torch.Tensor) -> torch.Tensor | None:
+        """The h̄-only half of the score: (B, Tx, n) → (B, Tx, ·), or None."""
+        if self.score == "general":
+            return self.W_a(h)
+        if self.score == "concat":
+            return self.W_k(h)
+        return None
+
+    def _scores(self, q: torch.Tensor, keys: torch.Tensor | None, h: torch.Tensor) -> torch.Tensor:
+        """(B, Tq, Tx) scores for queries q (B, Tq, n)."""
+        if self.score == "dot":
+            return torch.bmm(q, h.transpose(1, 2))
+        if self.score == "general":
+            assert keys is not None
+            return torch.bmm(q, keys.to(q.dtype).transpose(1, 2))
+        if self.score == "concat":
+            assert keys is not None   # one query position at a time: no B×Tq×Tx×n' tensor
+            wq, v = self.W_q(q).to(keys.dtype), self.v_a.weight[0].to(keys.dtype)
+            return torch.stack([_Energy.apply(keys, w, v) for w in wq.unbind(1)], 1)
+        Tx, L = h.shape[1], self.W_a.out_features
+        z = self.W_a(q)   # words past the L-th: a score that exp turns into exactly 0 (−inf would
+        # make a local window lying wholly past L all −inf, and its softmax NaN)
+        return z[..., :Tx] if Tx <= L else torch.cat([z, z.new_full((*z.shape[:2], Tx - L), -1e9)], -1)
+
+    def centre(self, q: torch.Tensor, t: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """p_t (B, Tq) for queries q (B, Tq, n) at target positions t (B, Tq)."""
+        S = mask.sum(1, keepdim=True).to(q.dtype)
+        if self.window == "local-m":
+            return torch.minimum(t.to(q.dtype), S - 1)
+        return S * torch.sigmoid(self.v_p(torch.tanh(self.W_p(q))).squeeze(-1))
+
+    def forward(self, q: torch.Tensor, keys: torch.Tensor | None, h: torch.Tensor, mask: torch.Tensor,
+                t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Contexts c (B, Tq, n) and weights a (B, Tq, Tx) for decoder states q (B, Tq, n)
+        at target positions t (B, Tq) (0 for the first target word)."""
+        e = self._scores(q, keys, h).float()
+        allowed = mask.unsqueeze(1)
+        if self.window != "global":
+            p = self.centre(q, t, mask).float()
+            distance = torch.arange(h.shape[1], device=h.device).float() - p.unsqueeze(-1)
+            allowed = allowed & (distance.abs() <= self.D)
+        a = torch.softmax(e.masked_fill(~allowed, float("-inf")), -1)
+        if self.window == "local-p":
+            a = a * torch.exp(-distance.square() / (2 * (self.D / 2) ** 2))
+        return torch.bmm(a.to(h.dtype), h), a

@@ -1,0 +1,95 @@
+"""The table of ``make compare``: every architecture at one budget, on the dev set.
+
+``python -m nmtkit.recipes.compare RUNS NAME… [--readme README.md]`` reads,
+for each run ``RUNS/NAME``, what the Makefile's steps wrote: ``dev-bleu.json``
+(``nmtkit score --json`` of its beam-search output), ``dev-nll.json``
+(``nmtkit score -m --data --json``) and ``last.pt`` (updates, time,
+parameters). It writes ``RUNS/table.md`` and, with ``--readme``, puts the
+table between the README's ``<!-- compare:begin -->`` and
+``<!-- compare:end -->`` lines. A missing file is an error, never a blank cell.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..errors import UserError
+from ..files import atomic_write
+from .report import _f, _json
+
+BEGIN, END = "<!-- compare:begin -->", "<!-- compare:end -->"
+
+
+def describe(name: str) -> tuple[str, str, str, str]:
+    """(model, attention, score, input feeding) of a run name such as ``luong_local-p_general_feed``."""
+    if not name.startswith("luong_"):
+        return {"rnnsearch": "RNNsearch", "rnnencdec": "RNNencdec"}.get(name, name), \
+            "additive" if name == "rnnsearch" else "none", "concat" if name == "rnnsearch" else "–", "–"
+    _, window, score, feed = name.split("_")
+    return "Luong", window, score, "yes" if feed == "feed" else "no"
+
+
+def row(run: Path) -> dict[str, Any]:
+    import torch
+    bleu = _json(run / "dev-bleu.json", "dev BLEU")["systems"][0]
+    nll = _json(run / "dev-nll.json", "dev NLL")["corpus_nll"]
+    last = run / "last.pt"
+    if not last.is_file():
+        raise UserError(f"{last}: missing (the training run)")
+    ckpt = torch.load(last, map_location="cpu", weights_only=True)
+    progress = ckpt["train"]["progress"]
+    return {"bleu": bleu["bleu"], "bleu_tok": bleu.get("bleu_tok"), "nll": nll["nll"], "ppl": nll["perplexity"],
+            "updates": progress["step"], "minutes": progress["seconds"] / 60,
+            "params": sum(w.numel() for w in ckpt["weights"].values()) / 1e6}
+
+
+def table(runs: Path, names: list[str]) -> str:
+    rows = {name: row(runs / name) for name in names}
+    budgets = {r["updates"] for r in rows.values()}
+    lines = [f"Dev set (Bible, {len(names)} runs of {', '.join(map(str, sorted(budgets)))} updates each); "
+             "BLEU is sacreBLEU on detokenized beam-search output, tokenized BLEU on Moses tokens; "
+             "NLL per sentence under teacher forcing.", "",
+             "| Model | Attention | Score | Input feeding | Params (M) | Train min | Dev NLL | Dev ppl "
+             "| Dev BLEU | Dev BLEU (tok) |",
+             "|---|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    for name, r in rows.items():
+        model, window, score, feed = describe(name)
+        lines.append(f"| {model} | {window} | {score} | {feed} | {r['params']:.1f} | {r['minutes']:.1f} "
+                     f"| {_f(r['nll'])} | {_f(r['ppl'])} | {_f(r['bleu'])} | {_f(r['bleu_tok'])} |")
+    return "\n".join(lines) + "\n"
+
+
+def into_readme(readme: Path, text: str) -> None:
+    old = readme.read_text(encoding="utf-8")
+    pattern = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END), re.S)
+    if not pattern.search(old):
+        raise UserError(f"{readme}: has no '{BEGIN}' … '{END}' block for the table")
+    with atomic_write(readme) as fh:
+        fh.write(pattern.sub(lambda _: f"{BEGIN}\n{text}{END}", old))
+
+
+@click.command()
+@click.argument("runs", type=click.Path(file_okay=False, exists=True))
+@click.argument("names", nargs=-1, required=True)
+@click.option("--readme", type=click.Path(dir_okay=False, exists=True), help="Put the table into this file too.")
+def main(runs: str, names: tuple[str, ...], readme: str | None) -> None:
+    """Write RUNS/table.md (and the README's block) from the runs NAMES."""
+    try:
+        text = table(Path(runs), list(names))
+        with atomic_write(Path(runs) / "table.md") as fh:
+            fh.write(text)
+        if readme:
+            into_readme(Path(readme), text)
+    except UserError as err:
+        click.echo(f"compare: error: {err}", err=True)
+        sys.exit(2)
+    click.echo(text, nl=False)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,254 @@
+"""Luong et al. (2015): the attention family, the stacked-LSTM model, its schedule, and its use by
+every command built for RNNsearch (translate, ensembles, score, align-plot, resume)."""
+
+import itertools
+import json
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+from nmtkit import checkpoint
+from nmtkit.cli import main
+from nmtkit.config import ModelConfig, TrainConfig, schedule
+from nmtkit.models import build_model
+from nmtkit.models.attention import SCORES, WINDOWS, LuongAttention
+from nmtkit.models.luong import reverse_words
+from nmtkit.search import SearchConfig, beam_search, force
+from nmtkit.train import learning_rate, train
+from tests.conftest import EN
+
+B, TQ, TX, N = 3, 4, 9, 6
+LENGTHS = torch.tensor([9, 5, 2])
+MASK = torch.arange(TX) < LENGTHS.unsqueeze(1)
+
+
+def attention(score, window, D=2, max_src=TX):
+    torch.manual_seed(0)
+    return LuongAttention(score, window, N, 5, max_src, D)
+
+
+def inputs(seed=1):
+    g = torch.Generator().manual_seed(seed)
+    q, h = torch.randn(B, TQ, N, generator=g), torch.randn(B, TX, N, generator=g)
+    t = torch.arange(TQ).expand(B, TQ)
+    return q, h, t
+
+
+def run(att, q, h, t, mask=MASK):
+    return att(q, att.precompute(h), h, mask, t)
+
+
+@pytest.mark.parametrize("score,window", list(itertools.product(SCORES, WINDOWS)))
+def test_shapes_and_padding_get_no_weight(score, window):
+    att = attention(score, window)
+    q, h, t = inputs()
+    c, a = run(att, q, h, t)
+    assert c.shape == (B, TQ, N) and a.shape == (B, TQ, TX)
+    assert torch.all(a[~MASK.unsqueeze(1).expand_as(a)] == 0)
+    assert torch.all(a >= 0)
+    assert torch.allclose(c, torch.bmm(a, h), atol=1e-6)
+    sums = a.sum(-1)
+    if window == "local-p":                       # Gaussian-scaled, not renormalised (Eq. 10)
+        assert torch.all(sums <= 1 + 1e-6) and torch.all(sums > 0)
+    else:
+        assert torch.allclose(sums, torch.ones_like(sums))
+    # whatever padding holds changes nothing
+    c2, a2 = run(att, q, h.masked_fill(~MASK.unsqueeze(-1), 7.0), t)
+    assert torch.allclose(a, a2) and torch.allclose(c, c2, atol=1e-6)
+
+
+@pytest.mark.parametrize("score", SCORES)
+def test_local_m_weights_are_zero_outside_the_window(score):
+    D = 2
+    q, h, t = inputs()
+    _, a = run(attention(score, "local-m", D), q, h, t)
+    s = torch.arange(TX)
+    for b, i in itertools.product(range(B), range(TQ)):
+        p = min(i, int(LENGTHS[b]) - 1)        # p_t = t, held at the last word of a short sentence
+        inside = ((s - p).abs() <= D) & MASK[b]
+        assert torch.all(a[b, i, ~inside] == 0) and torch.all(a[b, i, inside] > 0)
+
+
+@pytest.mark.parametrize("score", SCORES)
+def test_local_p_is_a_window_around_its_predicted_position_scaled_by_a_gaussian(score):
+    D = 2
+    att = attention(score, "local-p", D)
+    q, h, t = inputs()
+    _, a = run(att, q, h, t)
+    p = att.centre(q, t, MASK)
+    assert torch.all(p >= 0) and torch.all(p <= LENGTHS.unsqueeze(1))       # S·sigmoid(·)
+    distance = torch.arange(TX) - p.unsqueeze(-1)
+    inside = (distance.abs() <= D) & MASK.unsqueeze(1)
+    assert torch.all(a[~inside] == 0) and torch.all(a[inside] > 0)
+    # a / Gaussian inside the window is a softmax over the window: it sums to 1
+    unscaled = torch.where(inside, a / torch.exp(-distance ** 2 / (2 * (D / 2) ** 2)), torch.zeros_like(a))
+    assert torch.allclose(unscaled.sum(-1), torch.ones(B, TQ), atol=1e-5)
+    # p_t is learned: its parameters get gradients through the weights
+    att.zero_grad()
+    run(att, q, h, t)[0].sum().backward()
+    assert att.W_p.weight.grad.abs().sum() > 0 and att.v_p.weight.grad.abs().sum() > 0
+
+
+def test_location_attention_ignores_source_content_and_positions_past_its_length():
+    att = attention("location", "global", max_src=4)
+    q, h, t = inputs()
+    _, a = run(att, q, h, t)
+    _, a_other = run(att, q, torch.randn(B, TX, N), t)
+    assert torch.equal(a, a_other)
+    assert torch.all(a[..., 4:] == 0)               # longer sentences: words past max_src get nothing
+    assert torch.allclose(a[2].sum(-1), torch.ones(TQ))   # a 2-word sentence uses the first 2 logits
+    content = attention("general", "global")
+    assert not torch.equal(run(content, q, h, t)[1], run(content, q, torch.randn(B, TX, N), t)[1])
+
+
+def test_reverse_words_keeps_eos_last_and_padding_in_place_and_is_its_own_inverse():
+    src = torch.tensor([[5, 6, 7, 3], [8, 3, 0, 0], [3, 0, 0, 0]])
+    order = reverse_words(src, src != 0)
+    assert src.gather(1, order).tolist() == [[7, 6, 5, 3], [8, 3, 0, 0], [3, 0, 0, 0]]
+    assert torch.equal(order.gather(1, order), torch.arange(4).expand(3, 4))
+
+
+def tiny(**kw):
+    return ModelConfig(**{**dict(arch="luong", src_vocab=20, tgt_vocab=20, emb=8, hidden=10, align=7, layers=2,
+                                 window=1, max_src=4), **kw})
+
+
+def test_input_feeding_widens_the_decoder_input():
+    assert build_model(tiny(input_feed=True)).decoder.input_size == 8 + 10
+    assert build_model(tiny(input_feed=False)).decoder.input_size == 8
+    assert build_model(tiny(layers=3)).decoder.num_layers == 3 == build_model(tiny(layers=3)).encoder.num_layers
+
+
+VARIANTS = [dict(attention=w, score=s, input_feed=f, reverse_source=r) for (w, s), f, r in itertools.product(
+    [*itertools.product(WINDOWS, SCORES), ("none", "dot")], (True, False), (True, False))]
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: "-".join(str(x) for x in v.values()))
+def test_teacher_forcing_and_the_search_step_compute_the_same_model(variant):
+    torch.manual_seed(0)
+    model = build_model(tiny(**variant)).eval()
+    src = torch.tensor([[5, 6, 7, 8, 9, 3], [9, 10, 3, 0, 0, 0]])
+    tgt_in, tgt_out = torch.tensor([[2, 5, 6, 7, 8], [2, 8, 9, 0, 0]]), torch.tensor([[5, 6, 7, 8, 3], [8, 9, 3, 0, 0]])
+    with torch.no_grad():
+        enc = model.encode(src, src != 0)
+        nll = model.output_nll(model.teacher_forced(enc, tgt_in), tgt_out)
+        logp, maps = force(model, enc, tgt_out)
+        hyps = beam_search(model, enc, SearchConfig(beam=3, max_extra=3), attention=True)
+    assert torch.allclose(-logp.sum(), nll, rtol=1e-5)
+    assert len(hyps.tokens) == 2 and (hyps.attention is None) == (variant["attention"] == "none")
+    if variant["attention"] != "none":
+        assert torch.allclose(maps[1, :3, 3:], torch.zeros(3, 3))    # padding gets no attention
+
+
+def test_reading_backwards_sees_the_words_in_the_other_order():
+    torch.manual_seed(0)
+    fwd = build_model(tiny(reverse_source=False)).eval()
+    bwd = build_model(tiny(reverse_source=True)).eval()
+    bwd.load_state_dict(fwd.state_dict())
+    src = torch.tensor([[5, 6, 7, 3]])
+    flipped = torch.tensor([[7, 6, 5, 3]])
+    with torch.no_grad():
+        a, b = bwd.encode(src, src != 0), fwd.encode(flipped, flipped != 0)
+    assert torch.allclose(a.summary, b.summary)              # the same final state…
+    assert torch.allclose(a.h, b.h[:, [2, 1, 0, 3]])         # …and annotations in the sentence's order
+
+
+def test_parameters_start_uniform_in_a_tenth():
+    model = build_model(tiny(emb=64, hidden=64))
+    values = torch.cat([p.detach().flatten() for p in model.parameters()])
+    assert values.abs().max() <= 0.1 and values.std() > 0.05
+
+
+def test_luong_schedule_halves_the_rate_each_epoch_after_the_fifth():
+    cfg = TrainConfig(**schedule("luong", dropout=0.0))
+    assert [learning_rate(cfg, e) for e in range(8)] == [1, 1, 1, 1, 1, 0.5, 0.25, 0.125]
+    assert (cfg.optimizer, cfg.batch_size, cfg.clip, cfg.max_len, cfg.max_epochs) == ("sgd", 128, 5.0, 50, 10)
+    with_dropout = TrainConfig(**schedule("luong", dropout=0.2))
+    assert [learning_rate(with_dropout, e) for e in (7, 8, 9)] == [1, 0.5, 0.25]
+    assert with_dropout.max_epochs == 12
+    assert learning_rate(TrainConfig(), 30) == 1.0                # Appendix B: no decay
+
+
+# -- with the commands -----------------------------------------------------------------------------
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+@pytest.fixture(scope="module")
+def luong(overfit):
+    """A Luong model (local-p, general, input feeding, reversed, 2 layers) that learned the pairs
+    the session's RNNsearch learned, on the same vocabulary."""
+    r = invoke("train", overfit / "bin-kept", "--save-dir", overfit / "luong", "--arch", "luong", "--preset", "tiny",
+               "--hidden", 48, "--emb", 24, "--dropout", 0, "--optimizer", "adam", "--lr", 0.01, "--batch-size", 6,
+               "--pool", 1, "--max-updates", 150, "--valid-every", 1000, "--log-every", 50, "--patience", 0,
+               "--threads", 1)
+    assert r.exit_code == 0, r.output
+    return overfit / "luong" / "last.pt"
+
+
+def test_the_cli_trains_the_asked_variant_with_the_schedule_under_the_given_flags(luong, overfit, tmp_path):
+    ckpt = checkpoint.load(luong)
+    assert {k: ckpt["model"][k] for k in ("arch", "attention", "score", "input_feed", "reverse_source", "layers")} \
+        == {"arch": "luong", "attention": "local-p", "score": "general", "input_feed": True,
+            "reverse_source": True, "layers": 2}
+    r = invoke("train", overfit / "bin-kept", "--save-dir", tmp_path / "s", "--arch", "luong", "--preset", "tiny",
+               "--schedule", "luong", "--batch-size", 4, "--max-updates", 1, "--no-valid-bleu", "--threads", 1)
+    assert r.exit_code == 0, r.output
+    cfg = checkpoint.load(tmp_path / "s" / "last.pt")["train"]["config"]
+    assert (cfg["optimizer"], cfg["lr"], cfg["clip"], cfg["decay_after"], cfg["max_epochs"]) == ("sgd", 1.0, 5.0, 8, 12)
+    assert cfg["batch_size"] == 4                     # a flag given wins over the schedule
+    lr = [json.loads(x).get("lr") for x in (tmp_path / "s" / "metrics.jsonl").read_text().splitlines()]
+    assert 1.0 in lr
+
+
+def test_a_luong_model_translates_and_ensembles_with_rnnsearch(luong, overfit, tmp_path):
+    src = tmp_path / "src.en"
+    src.write_text("\n".join(EN[:4]) + "\n", encoding="utf-8")
+    alone = invoke("translate", "-m", luong, src, "--beam", 3)
+    rnnsearch = invoke("translate", "-m", overfit / "run" / "last.pt", src, "--beam", 3)
+    assert alone.exit_code == 0 and rnnsearch.exit_code == 0, alone.output
+    both = invoke("translate", "-m", overfit / "run" / "last.pt", "-m", luong, src, "--beam", 3,
+                  "--alignments", tmp_path / "a.txt", "--replace-unk")
+    assert both.exit_code == 0, both.output
+    assert len(both.stdout.splitlines()) == 4
+    # both members learned the pairs: their ensemble agrees with them on most lines
+    agree = sum(x == y for x, y in zip(both.stdout.splitlines(), rnnsearch.stdout.splitlines()))
+    assert agree >= 3, (both.stdout, rnnsearch.stdout, alone.stdout)
+    assert (tmp_path / "a.txt").stat().st_size > 0
+
+
+def test_score_align_plot_and_resume_work_with_a_luong_checkpoint(luong, overfit, tmp_path):
+    r = invoke("score", "-m", luong, "--data", overfit / "bin-kept", "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["corpus_nll"]["nll_token"] < 0.5     # it learned the pairs
+    src, ref = tmp_path / "s.en", tmp_path / "r.fr"
+    src.write_text(EN[0] + "\n", encoding="utf-8")
+    ref.write_text("Au commencement, Dieu créa les cieux et la terre.\n", encoding="utf-8")
+    r = invoke("align-plot", "-m", luong, "--source", src, "--target", ref, "-n", "1", "-o", tmp_path / "a.png")
+    assert r.exit_code == 0, r.output
+    assert list(tmp_path.glob("a*.png"))
+
+
+def test_exact_resume_with_dropout(overfit, tmp_path):
+    model = ModelConfig(arch="luong", emb=12, hidden=12, align=12, layers=2, dropout=0.3)
+    cfg = dict(optimizer="sgd", lr=0.5, decay_after=1, batch_size=2, pool=2, valid_every=1000, log_every=1,
+               valid_bleu=False, threads=1, patience=0)
+    corpus = overfit / "bin-kept"
+    train(corpus, tmp_path / "a", model, TrainConfig(**cfg, max_updates=8))
+    train(corpus, tmp_path / "b", model, TrainConfig(**cfg, max_updates=3))
+    train(corpus, tmp_path / "b", model, TrainConfig(**cfg, max_updates=8))
+    a = checkpoint.load(tmp_path / "a" / "last.pt")
+    b = checkpoint.load(tmp_path / "b" / "last.pt")
+    assert all(torch.equal(a["weights"][k], b["weights"][k]) for k in a["weights"])
+    lrs = [g["lr"] for g in a["train"]["optimizer"]["param_groups"]]
+    assert lrs == [0.5 * 0.5 ** a["train"]["batches"]["epoch"]]     # the rate followed the epochs
+
+
+def test_flags_of_the_other_family_are_refused(tmp_path):
+    r = invoke("train", tmp_path, "--save-dir", tmp_path / "x", "--arch", "rnnsearch", "--dropout", 0.3)
+    assert r.exit_code == 2 and "--dropout does not apply to --arch rnnsearch" in r.output
+    r = invoke("train", tmp_path, "--save-dir", tmp_path / "x", "--arch", "luong", "--readout", "next")
+    assert r.exit_code == 2 and "--readout does not apply to --arch luong" in r.output
+    assert not (tmp_path / "x").exists()
