@@ -128,6 +128,8 @@ COMPARE_MODELS ?= rnnencdec rnnsearch $(foreach f,feed nofeed,$(foreach a,global
 _luong = --arch luong --attention $(word 2,$1) --score $(word 3,$1) --$(if $(filter nofeed,$(word 4,$1)),no-)input-feed
 arch_flags = $(if $(findstring _,$1),$(call _luong,$(subst _, ,$1)),--arch $1)
 
+.PRECIOUS: $(CMP)/%/done $(CMP)/%/dev.hyp.fr
+
 $(CMP)/%/done: $(DATA)/data-bin/manifest.json
 	$(NMTKIT) train $(DATA)/data-bin --save-dir $(CMP)/$* $(call arch_flags,$*) $(COMPARE_TRAIN) --threads $(JOBS)
 	touch $@
