@@ -15,7 +15,7 @@ from typing import Any, Callable
 import click
 
 from . import __version__
-from .config import (MODEL_PRESETS, SCHEDULES, FilterConfig, ModelConfig, TextConfig, TrainConfig, VocabConfig,
+from .config import (MODEL_PRESETS, SCHEDULES, SCORES, WINDOWS, FilterConfig, ModelConfig, TextConfig, TrainConfig, VocabConfig,
                      preset_sizes, schedule)
 from .errors import UserError
 from .parallel import default_workers
@@ -451,9 +451,9 @@ Running the same command again resumes from SAVE_DIR/last.pt exactly (--reset st
 @click.option("--layers", type=click.IntRange(1), help="luong: LSTM layers in encoder and decoder [paper: 4].")
 @click.option("--dropout", type=click.FloatRange(0, 1, max_open=True), default=_M.dropout, show_default=True,
               help="luong: dropout on the non-recurrent connections.")
-@click.option("--attention", type=click.Choice(["global", "local-m", "local-p", "none"]), default=_M.attention,
+@click.option("--attention", type=click.Choice([*WINDOWS, "none"]), default=_M.attention,
               show_default=True, help="luong: where to attend (none: the paper's non-attentional base).")
-@click.option("--score", type=click.Choice(["dot", "general", "concat", "location"]), default=_M.score,
+@click.option("--score", type=click.Choice(SCORES), default=_M.score,
               show_default=True, help="luong: the alignment score function.")
 @click.option("--input-feed/--no-input-feed", default=_M.input_feed, show_default=True,
               help="luong: feed h̃_{t-1} with the next input word.")

@@ -117,6 +117,11 @@ class ModelConfig(_Settings):
     max_src: int = 50
 
 
+# Luong et al.'s attention: where it looks, and how it scores a source word.
+WINDOWS = ("global", "local-m", "local-p")
+SCORES = ("dot", "general", "concat", "location")
+
+
 # Sizes for a CPU run; "bench" is the size of ../shared/bench's peer comparison.
 MODEL_PRESETS: dict[str, dict[str, int]] = {
     "paper": {"emb": 620, "hidden": 1000, "align": 1000, "maxout": 500, "layers": 4},

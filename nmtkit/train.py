@@ -2,12 +2,13 @@
 
 Minibatches from :mod:`nmtkit.data.batching`; cost = summed target NLL per
 sentence, averaged over the minibatch; gradient L2 norm clipped; Adadelta
-(ρ=0.95, ε=1e-6), Adam, or plain SGD with Luong et al.'s halving per epoch. Every ``valid_every`` updates: dev NLL (teacher
-forcing) and dev BLEU (greedy search, the code translate uses), ``best.pt``
-when the dev score improves, ``last.pt`` always, early stopping after
-``patience`` validations without improvement. Metrics go to
-``metrics.jsonl`` in the save directory, and their plot to ``curves.png``. Ctrl-C finishes the current
-update, saves ``last.pt`` and exits. Several processes (torchrun) train with
+(ρ=0.95, ε=1e-6), Adam, or plain SGD with Luong et al.'s halving per epoch.
+Every ``valid_every`` updates: dev NLL (teacher forcing) and dev BLEU
+(greedy search, the code translate uses), ``best.pt`` when the dev score
+improves, ``last.pt`` always, early stopping after ``patience`` validations
+without improvement. Metrics go to ``metrics.jsonl`` in the save directory,
+and their plot to ``curves.png``. Ctrl-C finishes the current update, saves
+``last.pt`` and exits. Several processes (torchrun) train with
 DistributedDataParallel, each reading its share of the minibatches.
 """
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import torch
 from click.testing import CliRunner
 
-from nmtkit.models.attention import SCORES, WINDOWS
+from nmtkit.config import SCORES, WINDOWS
 from nmtkit.recipes import compare
 
 ROOT = Path(__file__).resolve().parent.parent

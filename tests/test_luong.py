@@ -10,9 +10,9 @@ from click.testing import CliRunner
 
 from nmtkit import checkpoint
 from nmtkit.cli import main
-from nmtkit.config import ModelConfig, TrainConfig, schedule
+from nmtkit.config import SCORES, WINDOWS, ModelConfig, TrainConfig, schedule
 from nmtkit.models import build_model
-from nmtkit.models.attention import SCORES, WINDOWS, LuongAttention
+from nmtkit.models.attention import LuongAttention
 from nmtkit.models.luong import reverse_words
 from nmtkit.search import SearchConfig, beam_search, force
 from nmtkit.train import learning_rate, train

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from ..config import ModelConfig
+from ..config import SCORES, WINDOWS, ModelConfig
 from ..errors import UserError
 from .base import Seq2Seq
-from .attention import SCORES, WINDOWS
 from .luong import Luong
 from .rnnsearch import RNNEncDec, RNNSearch
 

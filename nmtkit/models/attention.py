@@ -63,10 +63,6 @@ class AdditiveAttention(nn.Module):
 
 # -- Luong, Pham & Manning (2015), section 3 ----------------------------------------------------
 
-SCORES = ("dot", "general", "concat", "location")
-WINDOWS = ("global", "local-m", "local-p")
-
-
 class LuongAttention(nn.Module):
     """Attention on the current decoder state h_t (not s_{i-1}): a_t, then c_t = Σ_s a_t(s) h̄_s.
 

@@ -4,7 +4,8 @@
 ``step(y_prev, state, enc[, rows]) -> (logp, state, attn)`` for one target position,
 and ``teacher_forced(enc, tgt_in) -> t``, the readout features of every
 target position, built from the same recurrence and readout as ``step``.
-``logits(t)`` and ``output_nll(t, tgt_out)`` apply the output softmax;
+``logits(t)``, ``output_nll(t, tgt_out)`` and, in ``step``, ``next_word_logp`` apply the
+output softmax of ``output_layer()``;
 ``forward`` chains them for training. Models see ids and sizes only, never
 text or vocabulary files.
 """
@@ -17,6 +18,8 @@ import torch
 from torch import nn
 
 from ..config import ModelConfig
+from .layers import inference_linear
+from .loss import linear_cross_entropy
 
 
 @dataclass
@@ -64,11 +67,22 @@ class Seq2Seq(nn.Module):
     def teacher_forced(self, enc: EncoderOut, tgt_in: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
 
-    def logits(self, t: torch.Tensor) -> torch.Tensor:
+    def output_layer(self) -> nn.Linear:
+        """The linear map from readout features to target-vocabulary logits."""
         raise NotImplementedError
 
+    def next_word_logp(self, t: torch.Tensor, rows: torch.Tensor | None = None) -> torch.Tensor:
+        """log p(y) from one step's readout features t (B, ·), for ``rows`` only when given."""
+        logits = inference_linear(self.output_layer(), t if rows is None else t.index_select(0, rows))
+        return torch.log_softmax(logits.float(), -1)
+
+    def logits(self, t: torch.Tensor) -> torch.Tensor:
+        return self.output_layer()(t)
+
     def output_nll(self, t: torch.Tensor, tgt_out: torch.Tensor) -> torch.Tensor:
-        raise NotImplementedError
+        out = self.output_layer()
+        return linear_cross_entropy(t.flatten(0, 1), out.weight, out.bias, tgt_out.flatten(),
+                                    ignore_index=0)   # <pad>
 
     def forward(self, src: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor,
                 tgt_out: torch.Tensor | None = None) -> torch.Tensor:

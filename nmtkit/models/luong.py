@@ -30,8 +30,6 @@ from torch import nn
 from ..config import ModelConfig
 from .attention import LuongAttention
 from .base import EncoderOut, Seq2Seq
-from .layers import inference_linear
-from .loss import linear_cross_entropy
 
 
 def reverse_words(src: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -120,13 +118,12 @@ class Luong(Seq2Seq):
         h_tilde, (h, c), a = self._decode(self.embed(y_prev).unsqueeze(1), hc, fed, t, enc)
         h_tilde = h_tilde.squeeze(1)
         new = [self._flat(h, c)] + ([h_tilde.float()] if self.cfg.input_feed else []) + [t + 1]
-        logits = inference_linear(self.W_s, h_tilde if rows is None else h_tilde.index_select(0, rows))
-        return torch.log_softmax(logits.float(), -1), torch.cat(new, 1), None if a is None else a.squeeze(1)
+        return self.next_word_logp(h_tilde, rows), torch.cat(new, 1), None if a is None else a.squeeze(1)
 
     def teacher_forced(self, enc: EncoderOut, tgt_in: torch.Tensor) -> torch.Tensor:
         """h̃ (B, Ty, n) for the target prefix ``tgt_in`` (B, Ty)."""
-        state = self.init_state(enc)
-        hc = self._unflat(state[:, :2 * self.cfg.layers * self.cfg.hidden])
+        assert enc.summary is not None
+        hc = self._unflat(enc.summary)
         e_y = self.embed(tgt_in)
         B, T = tgt_in.shape
         t = torch.arange(T, device=tgt_in.device).expand(B, T)
@@ -139,9 +136,5 @@ class Luong(Seq2Seq):
             outputs.append(fed)
         return torch.cat(outputs, 1)
 
-    def logits(self, t: torch.Tensor) -> torch.Tensor:
-        return self.W_s(t)
-
-    def output_nll(self, t: torch.Tensor, tgt_out: torch.Tensor) -> torch.Tensor:
-        return linear_cross_entropy(t.flatten(0, 1), self.W_s.weight, self.W_s.bias, tgt_out.flatten(),
-                                    ignore_index=0)   # <pad>
+    def output_layer(self) -> nn.Linear:
+        return self.W_s

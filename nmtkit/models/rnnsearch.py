@@ -23,8 +23,7 @@ from torch import nn
 from ..config import ModelConfig
 from .attention import AdditiveAttention
 from .base import EncoderOut, Seq2Seq
-from .layers import BiEncoder, CudnnEncoder, PaperGRU, inference_linear, init_appendix_b1
-from .loss import linear_cross_entropy
+from .layers import BiEncoder, CudnnEncoder, PaperGRU, init_appendix_b1
 
 
 class RNNSearch(Seq2Seq):
@@ -85,8 +84,7 @@ class RNNSearch(Seq2Seq):
         e_y = self.embed(y_prev)
         s, c, alpha = self._recur(self.gru.W(e_y), state, enc)
         t = self.deep_output(state if self.cfg.readout == "prev" else s, e_y, c)
-        logits = inference_linear(self.W_o, t if rows is None else t.index_select(0, rows))
-        return torch.log_softmax(logits.float(), -1), s, alpha
+        return self.next_word_logp(t, rows), s, alpha
 
     def teacher_forced(self, enc: EncoderOut, tgt_in: torch.Tensor) -> torch.Tensor:
         """Readout features t (B, Ty, l) for the target prefix ``tgt_in`` (B, Ty)."""
@@ -100,12 +98,8 @@ class RNNSearch(Seq2Seq):
             contexts.append(c)
         return self.deep_output(torch.stack(states, 1), e_y, torch.stack(contexts, 1))
 
-    def logits(self, t: torch.Tensor) -> torch.Tensor:
-        return self.W_o(t)
-
-    def output_nll(self, t: torch.Tensor, tgt_out: torch.Tensor) -> torch.Tensor:
-        return linear_cross_entropy(t.flatten(0, 1), self.W_o.weight, self.W_o.bias,
-                                    tgt_out.flatten(), ignore_index=0)   # <pad>
+    def output_layer(self) -> nn.Linear:
+        return self.W_o
 
 
 class RNNEncDec(RNNSearch):

@@ -27,9 +27,10 @@ BEGIN, END = "<!-- compare:begin -->", "<!-- compare:end -->"
 
 def describe(name: str) -> tuple[str, str, str, str]:
     """(model, attention, score, input feeding) of a run name such as ``luong_local-p_general_feed``."""
+    if name == "rnnsearch":
+        return "RNNsearch", "additive", "concat", "–"
     if not name.startswith("luong_"):
-        return {"rnnsearch": "RNNsearch", "rnnencdec": "RNNencdec"}.get(name, name), \
-            "additive" if name == "rnnsearch" else "none", "concat" if name == "rnnsearch" else "–", "–"
+        return {"rnnencdec": "RNNencdec"}.get(name, name), "none", "–", "–"
     _, window, score, feed = name.split("_")
     return "Luong", window, score, "yes" if feed == "feed" else "no"
 
