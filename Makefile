@@ -62,7 +62,8 @@ $(DATA)/raw/bible.json: | install
 
 $(DATA)/clean/preprocess.json: $(DATA)/raw/bible.json
 	$(NMTKIT) preprocess -s en -t fr --train $(DATA)/raw/train --valid $(DATA)/raw/valid \
-	    --test $(DATA)/raw/test -o $(DATA)/clean -j $(JOBS) --max-len $(MAX_LEN) --max-ratio $(MAX_RATIO)
+	    --test $(DATA)/raw/test -o $(DATA)/clean -j $(JOBS) --max-len $(MAX_LEN) --max-ratio $(MAX_RATIO) \
+	    --clean bible
 
 $(DATA)/vocab/vocab.json: $(DATA)/clean/preprocess.json
 	$(NMTKIT) build-vocab -s en -t fr --train $(DATA)/clean/train -o $(DATA)/vocab --size $(VOCAB_SIZE)

@@ -154,8 +154,14 @@ def _binarize_split(name: str, prefix: Path, langs: tuple[str, str], stage: Stag
             i.close()
     n = writers[0].sentences
     _write_lines(prefix, stage.path(f"{name}.lines"), n)
-    return {"sentences": n, "tokens": dict(tokens), "unk": dict(unks),
-            "oov_rate": {lang: unks[lang] / tokens[lang] if tokens[lang] else 0.0 for lang in langs}}
+    stats = {"sentences": n, "tokens": dict(tokens), "unk": dict(unks),
+             "oov_rate": {lang: unks[lang] / tokens[lang] if tokens[lang] else 0.0 for lang in langs}}
+    if name != "train":
+        # the clean target text, rare words and all: what dev BLEU must be counted against
+        # (references rebuilt from ids would hold <unk> where the text has a rare word)
+        shutil.copyfile(f"{prefix}.{langs[1]}", stage.path(f"{name}.{langs[1]}.ref"))
+        stats["reference"] = f"{name}.{langs[1]}.ref"
+    return stats
 
 
 def _write_lines(prefix: Path, dest: Path, n: int) -> None:

@@ -20,7 +20,7 @@ from .config import (MODEL_PRESETS, SCHEDULES, SCORES, WINDOWS, FilterConfig, Mo
 from .errors import UserError
 from .parallel import default_workers
 from .search import LENGTH_PENALTIES, SearchConfig
-from .text.clean import RULES, check_rule_names
+from .text.clean import PRESETS, RULES, rules_named
 
 _F = FilterConfig()
 _V = VocabConfig()
@@ -79,16 +79,6 @@ def main() -> None:
     """
 
 
-def _clean_rules(value: str) -> tuple[str, ...]:
-    if value == "all":
-        return tuple(RULES)
-    if value == "none":
-        return ()
-    names = tuple(v.strip() for v in value.split(",") if v.strip())
-    check_rule_names(names)
-    return names
-
-
 def _workers_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("-j", "--workers", type=click.IntRange(1), default=default_workers(),
                         show_default="number of cores", help="Processes to spread the work over.")(fn)
@@ -116,8 +106,10 @@ Examples:
 @click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False), help="Output directory.")
 @click.option("--vocab", "vocab_dir", type=click.Path(file_okay=False),
               help="Binarize: map clean text to ids with this build-vocab directory (applies its BPE).")
-@click.option("--clean", "clean", default="all", show_default=True,
-              help=f"Cleaning rules, comma-separated, 'all' or 'none': {', '.join(RULES)}.")
+@click.option("--clean", "clean", default="default", show_default=True,
+              help=f"Cleaning: a preset ({', '.join(PRESETS)}; 'default' = unicode,whitespace suits any corpus, "
+                   f"'bible' = every rule, for the embedded Bible corpus) or rules, comma-separated: "
+                   f"{', '.join(RULES)}.")
 @click.option("--normalize-punct/--no-normalize-punct", default=True, show_default=True,
               help="Moses punctuation normalization.")
 @click.option("--aggressive-dash", is_flag=True, help="Split hyphens: arc @-@ en @-@ ciel.")
@@ -159,7 +151,7 @@ def preprocess(source_lang: str | None, target_lang: str | None, lang: str | Non
     codes = Path(bpe_codes).read_text(encoding="utf-8") if bpe_codes and Path(bpe_codes).is_file() else None
     if bpe_codes and codes is None:
         raise UserError(f"{bpe_codes}: no such BPE codes file")
-    text_args = dict(clean=_clean_rules(clean), normalize_punct=normalize_punct,
+    text_args = dict(clean=rules_named(clean), normalize_punct=normalize_punct,
                      aggressive_dash=aggressive_dash, lowercase=lowercase)
     if lang:
         from .preprocess import preprocess_stream
@@ -283,6 +275,8 @@ Examples:
               help="GNMT length penalty exponent.")
 @click.option("--max-ratio", type=click.FloatRange(0), default=_S.max_ratio, show_default=True,
               help="Output limit: this times the source length, plus 10.")
+@click.option("--min-len", type=click.IntRange(0), default=_S.min_len, show_default=True,
+              help="Words before </s> at least (1, as GroundHog and fairseq: no empty translation).")
 @click.option("--nbest", type=click.IntRange(0), default=0, show_default=True,
               help="Write the N best (1: the best alone) as Moses n-best lines: "
                    "'i ||| text ||| log p ||| normalised log p', i from 0.")
@@ -301,7 +295,7 @@ Examples:
               help="CPU threads (0: torch's default).")
 @user_errors
 def translate(model_paths: tuple[str, ...], input: str, output: str | None, beam: int, length_penalty: str,
-              alpha: float, max_ratio: float, nbest: int, no_unk: bool, replace_unk: bool, unk_dict: str | None,
+              alpha: float, max_ratio: float, min_len: int, nbest: int, no_unk: bool, replace_unk: bool, unk_dict: str | None,
               alignments: str | None, batch_size: int, tokenized: bool, device: str | None, bf16: bool,
               threads: int) -> None:
     """Translate raw text, one sentence a line, from INPUT (default: stdin) to stdout.
@@ -320,7 +314,7 @@ def translate(model_paths: tuple[str, ...], input: str, output: str | None, beam
         import torch
         torch.set_num_threads(threads)
     search = SearchConfig(beam=beam, length_penalty=length_penalty, alpha=alpha, max_ratio=max_ratio,
-                          nbest=max(nbest, 1), no_unk=no_unk)
+                          nbest=max(nbest, 1), no_unk=no_unk, min_len=min_len)
     options = TranslateOptions(search, batch_size, tokenized, replace_unk=replace_unk,
                                unk_dict=read_unk_dict(unk_dict) if unk_dict else None, bf16=bf16)
     translate_file(list(model_paths), input, output, options, alignments, device, nbest_format=nbest > 0)
@@ -341,7 +335,8 @@ Examples:
 @click.option("--tokenized", is_flag=True, help="Files are Moses tokens: score them as they are (tok:none).")
 @click.option("-l", "--lang", help="Target language for tokenized BLEU [default: the reference's suffix].")
 @click.option("--clean", "clean", default="none", show_default=True,
-              help=f"Cleaning rules to apply to the references: comma-separated, 'all' or 'none' ({', '.join(RULES)}).")
+              help=f"Cleaning applied to hypotheses and references alike before scoring: a preset "
+                   f"({', '.join(PRESETS)}) or rules, comma-separated ({', '.join(RULES)}).")
 @click.option("--by-length", is_flag=True, help="BLEU per source-length bucket (the paper's Figure 2).")
 @click.option("--bucket-width", type=click.IntRange(1), default=10, show_default=True, help="Words per length bucket.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), help="With --by-length: draw it here (.png/.svg/.pdf).")
@@ -374,7 +369,7 @@ def score(hypotheses: tuple[str, ...], refs: tuple[str, ...], names: tuple[str, 
         if plot_path:
             from .plot import check_format
             check_format(plot_path)
-        result = evaluate(hypotheses, refs, names, source, _clean_rules(clean), tokenized, lang,
+        result = evaluate(hypotheses, refs, names, source, rules_named(clean), tokenized, lang,
                           bucket_width if by_length else 0, no_unk, bootstrap,
                           model_paths if source or not data_bin else ())
         if plot_path:
@@ -459,7 +454,7 @@ Running the same command again resumes from SAVE_DIR/last.pt exactly (--reset st
               help="luong: feed h̃_{t-1} with the next input word.")
 @click.option("--reverse-source/--no-reverse-source", default=_M.reverse_source, show_default=True,
               help="luong: read the source backwards.")
-@click.option("--window", type=click.IntRange(0), default=_M.window, show_default=True,
+@click.option("--window", type=click.IntRange(1), default=_M.window, show_default=True,
               help="luong: local attention's half-width D.")
 @click.option("--schedule", "schedule_name", type=click.Choice(SCHEDULES), default="appendix-b", show_default=True,
               help="Training recipe: Bahdanau et al.'s Appendix B, or Luong et al.'s SGD (lr 1, halved each epoch "
@@ -474,9 +469,11 @@ Running the same command again resumes from SAVE_DIR/last.pt exactly (--reset st
               help="Multiply the learning rate by --decay every epoch after this many (0: never).")
 @click.option("--decay", type=click.FloatRange(0, 1), default=_T.decay, show_default=True)
 @click.option("--clip", type=click.FloatRange(0), default=_T.clip, show_default=True, help="Gradient L2 norm limit (0: off).")
-@click.option("--batch-size", type=click.IntRange(1), default=_T.batch_size, show_default=True, help="Sentences per minibatch.")
+@click.option("--batch-size", type=click.IntRange(1), default=_T.batch_size, show_default=True,
+              help="Sentences per minibatch, in total over all GPUs (the paper's 80): with torchrun each of N "
+                   "processes takes 1/N of every minibatch, so N changes nothing but the speed.")
 @click.option("--max-tokens", type=click.IntRange(0), default=_T.max_tokens, show_default=True,
-              help="Minibatches by target tokens instead (0: off).")
+              help="Minibatches by target tokens instead, in total over all GPUs (0: off).")
 @click.option("--pool", type=click.IntRange(1), default=_T.pool, show_default=True, help="Minibatches per length-sorted pool.")
 @click.option("--max-len", type=click.IntRange(0), default=_T.max_len, show_default=True, help="Drop longer pairs (30 or 50 in the paper).")
 @click.option("--max-updates", type=click.IntRange(0), default=_T.max_updates, show_default=True)

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from .errors import FormatError
-from .text.clean import RULES
+from .text.clean import PRESETS
 
 
 class _Settings:
@@ -36,7 +36,7 @@ class TextConfig(_Settings):
     """
 
     lang: str
-    clean: tuple[str, ...] = tuple(RULES)
+    clean: tuple[str, ...] = PRESETS["default"]   # the Bible's rules are the "bible" preset
     normalize_punct: bool = True
     aggressive_dash: bool = False
     lowercase: bool = False

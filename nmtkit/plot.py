@@ -70,17 +70,19 @@ def training_curves(entries: list[dict[str, Any]], out: str | Path) -> None:
 
 
 def bleu_by_length(rows: list[dict[str, Any]], out: str | Path, title: str = "") -> None:
-    """The paper's Figure 2: BLEU against source sentence length, one line per system."""
+    """The paper's Figure 2: BLEU against source sentence length, one line per system; the
+    tokenized BLEU (as the paper's) where the rows have it, else sacreBLEU."""
     plt = _pyplot()
     rows = [r for r in rows if r["hi"]]
-    names = list(rows[0]["bleu"]) if rows else []
+    kind = "bleu_tok" if rows and "bleu_tok" in rows[0] else "bleu"
+    names = list(rows[0][kind]) if rows else []
     fig, ax = plt.subplots(figsize=(6.5, 4))
     x = [r["hi"] for r in rows]
     for name in names:
-        ax.plot(x, [r["bleu"][name] for r in rows], "o-", ms=4, label=Path(name).name)
+        ax.plot(x, [r[kind][name] for r in rows], "o-", ms=4, label=Path(name).name)
     ax.set_xticks(x, [f"{r['lo']}–{r['hi']}\n({r['sentences']})" for r in rows], fontsize=8)
     ax.set_xlabel("source sentence length in words (sentences)")
-    ax.set_ylabel("BLEU")
+    ax.set_ylabel("tokenized BLEU (Moses tokens)" if kind == "bleu_tok" else "sacreBLEU (detokenized)")
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
     if title:

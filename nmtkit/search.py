@@ -1,19 +1,37 @@
 """Beam search over ``Seq2Seq.step``, batched across sentences and beams.
 
-All B·k hypotheses advance together as rows of one tensor: each step is one
-model call, a top-k per row, a top-k over the k × k survivors per sentence,
-and one gather that reorders the states; words and parent pointers are kept
-per step and followed back once at the end. No Python loop runs over
-hypotheses. A finished hypothesis keeps its slot and extends only by padding
-at no cost (and skips the output layer), so with raw scores a sentence is
-done exactly when k finished hypotheses outscore every open one; it then
-leaves the batch. Greedy search is the case k = 1.
+All B·k open hypotheses advance together as rows of one tensor: each step is
+one model call, a top-k per row and a top-k over the k × k survivors per
+sentence, then one gather that reorders the states; words and parent
+pointers are kept per step and followed back once at the end. No Python
+loop runs over hypotheses.
 
-Scores are sums of log-probabilities of the emitted tokens, ``</s>``
-included: the quantity ``score`` recomputes as NLL. The final beam is ranked
-by that raw score (the paper), by score / length (``average``, GroundHog's
-normalisation) or by score / ((5 + length) / 6)^α (``gnmt``, Wu et al.
-2016). Works on ids only.
+Finished hypotheses are kept aside, as GroundHog's shrinking beam and
+fairseq's finalized list do, never in a beam slot where open ones could
+push them out later. As there, a ``</s>`` extension is finished when it is
+among the k best extensions of its sentence at that step, and goes to a
+pool of the ``nbest`` best finished hypotheses per sentence; the k best
+other extensions stay open. A sentence stops exactly when no open
+hypothesis can still beat the last of its pool under the chosen ranking,
+and then leaves the batch:
+
+- raw score (the paper): extending a hypothesis only lowers its score, so
+  an open one can still win only while its score is above the pool's;
+- ``average`` (score / length, GroundHog's normalisation) and ``gnmt``
+  (score / ((5 + length) / 6)^α, Wu et al. 2016): an open score s ≤ 0 can
+  still end as high as s / penalty(L) for the longest length L the output
+  limit allows, since its score cannot rise and the penalty grows with the
+  length. That bound is exact, so a normalised search returns what an
+  exhaustive one would among the hypotheses the beam kept; the price is
+  that it runs longer than a heuristic stop would (a long open hypothesis
+  stays a candidate until its score falls far enough).
+
+Outputs have at least ``min_len`` words (GroundHog's and fairseq's default
+of 1: no empty translation of a sentence) and at most ``max_ratio`` × the
+source length + ``max_extra`` tokens, ``</s>`` included. Scores are sums of
+log-probabilities of the emitted tokens, ``</s>`` included: the quantity
+``score`` recomputes as NLL. Greedy search is the case k = 1. Works on ids
+only.
 """
 
 from __future__ import annotations
@@ -27,6 +45,7 @@ from .data.vocab import BOS, EOS, PAD, UNK
 from .models.base import EncoderOut, Seq2Seq
 
 LENGTH_PENALTIES = ("none", "average", "gnmt")
+_NEG = float("-inf")
 
 
 @dataclass(frozen=True)
@@ -38,25 +57,27 @@ class SearchConfig:
     max_extra: int = 10
     nbest: int = 1
     no_unk: bool = False           # never emit <unk> (Table 1's RNNsearch-50* rows)
+    min_len: int = 1               # words before </s>
 
-    def normalise(self, scores: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        n = lengths.clamp(min=1).float()
+    def normalise(self, scores: torch.Tensor, lengths: torch.Tensor | int) -> torch.Tensor:
+        """The ranking of hypotheses of these scores and lengths (tokens, </s> included)."""
+        if self.length_penalty == "none":
+            return scores
+        n = torch.as_tensor(lengths, device=scores.device).clamp(min=1).float()
         if self.length_penalty == "average":
             return scores / n
-        if self.length_penalty == "gnmt":
-            return scores / ((5 + n) / 6) ** self.alpha
-        return scores
+        return scores / ((5 + n) / 6) ** self.alpha
 
 
 @dataclass
 class Hypotheses:
-    """``nbest`` hypotheses per sentence, best first: row i·nbest + j is sentence i's j-th."""
+    """``nbest`` hypotheses per sentence, best first: row i·nbest + j is sentence i's j-th.
+    A row that no hypothesis filled (a tiny vocabulary or output limit) has score -inf."""
 
     tokens: list[list[int]]                     # without </s>
     scores: list[float]                         # summed log-probability, </s> included
     ranking: list[float]                        # the score after length normalisation
     nbest: int = 1
-    attention: list[np.ndarray] | None = None   # (len(tokens) + 1, source length) per row
 
 
 @dataclass
@@ -64,144 +85,160 @@ class _Step:
     y: torch.Tensor                  # the words chosen, one per row of this step's output
     parent: torch.Tensor             # the row of this step's input that each extends
     keep: torch.Tensor | None        # input row → row of the previous step's output (None: the same)
-    alpha: torch.Tensor | None       # attention of the input rows
 
 
-@dataclass
-class _Finished:
-    step: int                        # the step at whose output these sentences were complete
-    sentences: torch.Tensor          # (m,) their indices in the batch
-    rows: torch.Tensor               # (m, nbest) the chosen rows of that step's output
-    scores: torch.Tensor
-    ranking: torch.Tensor
-    lengths: torch.Tensor
+class _Pool:
+    """The ``n`` best finished hypotheses of each sentence still searched: their ranking,
+    score, and where they ended (the step, and the input row of that step that chose </s>)."""
+
+    def __init__(self, b: int, n: int, device: torch.device):
+        self.ranking = torch.full((b, n), _NEG, device=device)
+        self.scores = torch.full((b, n), _NEG, device=device)
+        self.step = torch.zeros((b, n), dtype=torch.long, device=device)
+        self.row = torch.zeros((b, n), dtype=torch.long, device=device)
+
+    def offer(self, scores: torch.Tensor, ranking: torch.Tensor, step: int) -> None:
+        """</s> extensions of the open rows (b, k; -inf where not admitted) compete for the pool."""
+        b, k = scores.shape
+        rows = torch.arange(b * k, device=scores.device).view(b, k)
+        ranking = torch.cat([self.ranking, ranking], 1)
+        self.ranking, best = ranking.topk(self.ranking.shape[1], dim=1)
+        self.scores = torch.cat([self.scores, scores], 1).gather(1, best)
+        self.step = torch.cat([self.step, torch.full_like(rows, step)], 1).gather(1, best)
+        self.row = torch.cat([self.row, rows], 1).gather(1, best)
+
+    def select(self, sentences: torch.Tensor) -> "_Pool":
+        out = object.__new__(_Pool)
+        for name in ("ranking", "scores", "step", "row"):
+            setattr(out, name, getattr(self, name).index_select(0, sentences))
+        return out
 
 
 @torch.no_grad()
-def beam_search(model: Seq2Seq, enc: EncoderOut, cfg: SearchConfig = SearchConfig(),
-                attention: bool = False) -> Hypotheses:
+def beam_search(model: Seq2Seq, enc: EncoderOut, cfg: SearchConfig = SearchConfig()) -> Hypotheses:
     B, k = enc.mask.shape[0], cfg.beam
     n_best = min(cfg.nbest, k)
     device = enc.mask.device
-    src_len = enc.mask.sum(1)
+    # the longest output, </s> included; at that length only </s> may follow
+    limit = ((enc.mask.sum(1).float() * cfg.max_ratio).long() + cfg.max_extra).clamp(min=1)
     enc = enc.repeat(k)
     state = model.init_state(enc)
-    limit = ((src_len.float() * cfg.max_ratio).long() + cfg.max_extra).repeat_interleave(k)
     y = torch.full((B * k,), BOS, dtype=torch.long, device=device)
-    scores = torch.full((B, k), float("-inf"), device=device)
+    scores = torch.full((B, k), _NEG, device=device)
     scores[:, 0] = 0.0                      # all beams start equal: expand only the first
-    done = torch.zeros(B * k, dtype=torch.bool, device=device)
-    lengths = torch.zeros(B * k, dtype=torch.long, device=device)
+    banned = torch.tensor([PAD, EOS, UNK] if cfg.no_unk else [PAD, EOS], device=device)
     alive = torch.arange(B, device=device)  # batch index of each sentence still searched
-    banned = torch.tensor([PAD, UNK] if cfg.no_unk else [PAD], device=device)
+    pool = _Pool(B, n_best, device)
     steps: list[_Step] = []
-    finished: list[_Finished] = []
+    finished: list[tuple[torch.Tensor, _Pool]] = []
     keep: torch.Tensor | None = None
     t = 0
     while len(alive):
         b = len(alive)
-        open_rows = (~done).nonzero().squeeze(1)
-        everyone = len(open_rows) == len(done)
-        logp, state, alpha = model.step(y, state, enc, None if everyone else open_rows)
-        V = logp.shape[1]
-        logp.index_fill_(1, banned, float("-inf"))
-        at_limit = (t + 1 >= limit) if everyone else (t + 1 >= limit.index_select(0, open_rows))
-        if bool(at_limit.any()):            # out of room: only </s> may follow
-            eos_logp = logp[:, EOS].clone()
-            logp.masked_fill_(at_limit.unsqueeze(1), float("-inf"))
-            logp[:, EOS] = eos_logp
-        # the w best words of each open row; a finished row extends by padding, free
-        w = min(k, V)
+        logp, state, _ = model.step(y, state, enc)
+        ended = scores + (logp[:, EOS] if t >= cfg.min_len else torch.full_like(logp[:, EOS], _NEG)).view(b, k)
+        logp.index_fill_(1, banned, _NEG)
+        at_limit = t + 1 >= limit
+        if bool(at_limit.any()):            # out of room: nothing stays open
+            logp.masked_fill_(at_limit.repeat_interleave(k).unsqueeze(1), _NEG)
+        w = min(k, logp.shape[1])
         word_logp, words = logp.topk(w, dim=1)
-        if not everyone:
-            word_logp = torch.full((len(done), w), float("-inf"), device=device).index_copy_(0, open_rows, word_logp)
-            word_logp[:, 0].masked_fill_(done, 0.0)
-            words = torch.full((len(done), w), PAD, dtype=torch.long, device=device).index_copy_(0, open_rows, words)
-        # then the k best of the k × w per sentence
         scores, pick = (scores.view(-1, 1) + word_logp).view(b, k * w).topk(k, dim=1)
+        # a </s> extension finishes if it is among the k best extensions of all, </s> included
+        kth = torch.cat([scores, ended], 1).topk(k, dim=1).values[:, -1:]
+        ended = ended.masked_fill(ended < kth, _NEG)
+        pool.offer(ended, cfg.normalise(ended, t + 1), t)
         parent = ((torch.arange(b, device=device) * k).unsqueeze(1) + torch.div(pick, w, rounding_mode="floor")).view(-1)
         y = words.view(b, k * w).gather(1, pick).view(-1)
         state = state.index_select(0, parent)
-        steps.append(_Step(y, parent, keep, alpha if attention else None))
-        lengths = lengths.index_select(0, parent) + (~done.index_select(0, parent)).long()
-        done = done.index_select(0, parent) | (y == EOS)
+        steps.append(_Step(y, parent, keep))
         t += 1
-        complete = done.view(b, k).all(1)
+        best_open = cfg.normalise(scores.max(1).values, limit)
+        stop = best_open <= pool.ranking[:, -1]          # (an open score of -inf: nothing is open)
         keep = None
-        if bool(complete.any()):
-            ended = complete.nonzero().squeeze(1)
-            ranking, order = cfg.normalise(scores[ended], lengths.view(b, k)[ended]).topk(n_best, dim=1)
-            rows = ended.unsqueeze(1) * k + order
-            finished.append(_Finished(t - 1, alive[ended], rows, scores.view(-1)[rows], ranking,
-                                      lengths[rows]))
-            left = (~complete).nonzero().squeeze(1)
+        if bool(stop.any()):
+            done = stop.nonzero().squeeze(1)
+            finished.append((alive[done], pool.select(done)))
+            left = (~stop).nonzero().squeeze(1)
             if not len(left):
                 break
             keep = (left.unsqueeze(1) * k + torch.arange(k, device=device)).view(-1)
-            alive, scores = alive[left], scores[left]
-            y, state, done, lengths, limit = (x.index_select(0, keep) for x in (y, state, done, lengths, limit))
+            alive, scores, limit, pool = alive[left], scores[left], limit[left], pool.select(left)
+            y, state = y.index_select(0, keep), state.index_select(0, keep)
             enc = enc.select(keep)
-    return _backtrack(steps, finished, B, n_best, src_len)
+    return _backtrack(steps, finished, B, n_best)
 
 
-def _backtrack(steps: list[_Step], finished: list[_Finished], B: int, n_best: int,
-               src_len: torch.Tensor) -> Hypotheses:
-    """Follow parent pointers from each sentence's chosen rows back to the first step
-    (one loop over time for the whole batch, whatever step each sentence ended at)."""
+def _backtrack(steps: list[_Step], finished: list[tuple[torch.Tensor, _Pool]], B: int,
+               n_best: int) -> Hypotheses:
+    """Follow parent pointers from each hypothesis' last word back to the first step (one
+    loop over time for the whole batch, whatever step each hypothesis ended at)."""
     T, H = len(steps), B * n_best
-    ys = [s.y.cpu().numpy() for s in steps]
-    parents = [s.parent.cpu().numpy() for s in steps]
-    keeps = [None if s.keep is None else s.keep.cpu().numpy() for s in steps]
-    with_attention = steps[0].alpha is not None
-    start: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-    scores, ranking, lengths = np.zeros(H), np.zeros(H), np.zeros(H, dtype=np.int64)
-    for f in finished:
-        hyp = (f.sentences.unsqueeze(1) * n_best + torch.arange(n_best, device=f.rows.device)).view(-1).cpu().numpy()
-        start[f.step] = (hyp, f.rows.view(-1).cpu().numpy())
-        scores[hyp], ranking[hyp] = f.scores.view(-1).cpu().numpy(), f.ranking.view(-1).cpu().numpy()
-        lengths[hyp] = f.lengths.view(-1).cpu().numpy()
+    ending, end_row = np.full(H, -1, dtype=np.int64), np.zeros(H, dtype=np.int64)
+    scores, ranking = np.full(H, _NEG), np.full(H, _NEG)
+    for sentences, pool in finished:
+        hyp = (sentences.unsqueeze(1) * n_best + torch.arange(n_best, device=sentences.device)).view(-1).cpu().numpy()
+        ending[hyp], end_row[hyp] = pool.step.view(-1).cpu().numpy(), pool.row.view(-1).cpu().numpy()
+        scores[hyp], ranking[hyp] = pool.scores.view(-1).cpu().numpy(), pool.ranking.view(-1).cpu().numpy()
     out = np.full((T, H), PAD, dtype=np.int64)
-    cur = np.full(H, -1, dtype=np.int64)
-    maps = np.zeros((T, H, int(src_len.max())), dtype=np.float32) if with_attention else None
+    cur = np.full(H, -1, dtype=np.int64)       # each hypothesis' row in step t's output
     for t in range(T - 1, -1, -1):
-        if t in start:
-            hyp, rows = start[t]
-            cur[hyp] = rows
+        step = steps[t]
         on = np.nonzero(cur >= 0)[0]
-        out[t, on] = ys[t][cur[on]]
-        prev = parents[t][cur[on]]          # the input rows whose distribution chose these words
-        if maps is not None:
-            alpha = steps[t].alpha
-            assert alpha is not None
-            maps[t, on] = alpha.index_select(0, torch.from_numpy(prev).to(alpha.device)).float().cpu().numpy()
-        keep = keeps[t]
-        cur[on] = prev if keep is None else keep[prev]
-    tokens = [out[:n, h].tolist() for h, n in enumerate(lengths.tolist())]
-    tokens = [row[:-1] if row and row[-1] == EOS else row for row in tokens]
-    result = Hypotheses(tokens, scores.tolist(), ranking.tolist(), n_best)
-    if maps is not None:
-        width = src_len.repeat_interleave(n_best).tolist()
-        result.attention = [maps[:n, h, :int(m)] for h, (n, m) in enumerate(zip(lengths.tolist(), width))]
-    return result
+        prev = np.full(H, -1, dtype=np.int64)  # ... and in step t's input
+        out[t, on] = step.y.cpu().numpy()[cur[on]]
+        prev[on] = step.parent.cpu().numpy()[cur[on]]
+        now = ending == t
+        prev[now] = end_row[now]
+        live = prev >= 0
+        cur[:] = -1
+        cur[live] = prev[live] if step.keep is None else step.keep.cpu().numpy()[prev[live]]
+    found = np.isfinite(scores)
+    tokens = [out[:int(ending[h]), h].tolist() if found[h] else [] for h in range(H)]
+    return Hypotheses(tokens, scores.tolist(), ranking.tolist(), n_best)
 
 
 def greedy(model: Seq2Seq, enc: EncoderOut, max_ratio: float = 2.0, max_extra: int = 10) -> Hypotheses:
-    """The most probable next word at each step: beam search with k = 1."""
+    """Beam search with k = 1: the path of the most probable non-final word at each step,
+    ended (</s>) where that scores best."""
     return beam_search(model, enc, SearchConfig(beam=1, max_ratio=max_ratio, max_extra=max_extra))
 
 
 @torch.no_grad()
 def force(model: Seq2Seq, enc: EncoderOut, tgt_out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Walk the decoder along given targets (B, Ty; </s>-terminated, <pad> after) with the
-    same ``step`` the search uses: per-sentence log-probabilities (B,) and attention (B, Ty, Tx)."""
+    same ``step`` the search uses: per-sentence log-probabilities (B,) and the alignment of each
+    target token (B, Ty, Tx), read as each model reads its attention
+    (:meth:`~nmtkit.models.base.Seq2Seq.attention_follows_input`)."""
+    members = getattr(model, "members", None)
+    if members is not None and len({m.attention_follows_input() for m in members}) > 1:
+        # an ensemble whose members read their attention differently: align with each, average
+        total, _ = _walk(model, enc, tgt_out, False)
+        maps = [_walk(m, e, tgt_out, m.attention_follows_input())[1] for m, e in zip(members, enc.parts)]
+        found = [a for a in maps if a is not None]
+        return total, torch.stack(found).mean(0) if found else _no_attention(enc, tgt_out)
+    total, maps = _walk(model, enc, tgt_out, model.attention_follows_input())
+    return total, _no_attention(enc, tgt_out) if maps is None else maps
+
+
+def _walk(model: Seq2Seq, enc: EncoderOut, tgt_out: torch.Tensor,
+          follows_input: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Scores along ``tgt_out`` and α aligned to its tokens: α of step t, or with
+    ``follows_input`` of step t + 1 (whose input is the token; one more step for </s>)."""
     B, T = tgt_out.shape
     state = model.init_state(enc)
     y = torch.full((B,), BOS, dtype=torch.long, device=tgt_out.device)
     total = torch.zeros(B, device=tgt_out.device)
     maps = []
-    for t in range(T):
+    for t in range(T + follows_input):
         logp, state, alpha = model.step(y, state, enc)
-        y = tgt_out[:, t]
-        total += logp.gather(1, y.unsqueeze(1)).squeeze(1).masked_fill(y == PAD, 0.0)
-        maps.append(alpha if alpha is not None else torch.zeros_like(enc.mask, dtype=torch.float))
-    return total, torch.stack(maps, 1).float()
+        if t < T:
+            y = tgt_out[:, t]
+            total += logp.gather(1, y.unsqueeze(1)).squeeze(1).masked_fill(y == PAD, 0.0)
+        if alpha is not None:
+            maps.append(alpha.float())
+    return total, torch.stack(maps[follows_input:], 1) if maps else None
+
+
+def _no_attention(enc: EncoderOut, tgt_out: torch.Tensor) -> torch.Tensor:
+    return torch.zeros(*tgt_out.shape, enc.mask.shape[1], device=tgt_out.device)

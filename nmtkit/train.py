@@ -66,28 +66,37 @@ def corpus_payload(corpus: Corpus) -> dict[str, Any]:
 @torch.no_grad()
 def validate(model: Seq2Seq, corpus: Corpus, cfg: TrainConfig, device: torch.device,
              tgt_tokens: list[str]) -> dict[str, float]:
-    """Dev NLL per sentence and per token; tokenized BLEU of greedy output (sacreBLEU, tok none)."""
-    import sacrebleu
+    """Dev NLL per sentence and per token; tokenized BLEU of greedy output (see :func:`dev_bleu`)."""
     model.eval()
     src, tgt = corpus.split("valid")
     total, tokens, n = 0.0, 0, 0
-    hyps: dict[int, str] = {}
-    refs: dict[int, str] = {}
+    outputs: dict[int, list[int]] = {}
     for idx, enc, loss, count in scored_batches(model, src, tgt, device, cfg.batch_size, cfg.valid_max_sentences):
         total, tokens, n = total + float(loss), tokens + count, n + len(idx)   # enc serves the search too
         if cfg.valid_bleu:
-            out = greedy(model, enc)
-            for i, hyp in zip(idx, out.tokens):
-                hyps[int(i)] = " ".join(merge_subwords([tgt_tokens[t] for t in hyp]))
-                refs[int(i)] = " ".join(merge_subwords([tgt_tokens[t] for t in tgt[int(i)]]))
+            outputs.update(zip(map(int, idx), greedy(model, enc).tokens))
     model.train()
     metrics = {"dev_nll": total / max(n, 1), "dev_nll_token": total / max(tokens, 1)}
-    if cfg.valid_bleu and hyps:
-        keys = sorted(hyps)
-        bleu = sacrebleu.corpus_bleu([hyps[k] for k in keys], [[refs[k] for k in keys]], tokenize="none",
-                                  force=True)   # tokenized on purpose: the paper's BLEU
-        metrics["dev_bleu_tok"] = bleu.score
+    if outputs:
+        metrics["dev_bleu_tok"] = dev_bleu(corpus, "valid", outputs, tgt_tokens)
     return metrics
+
+
+def dev_bleu(corpus: Corpus, split: str, outputs: dict[int, list[int]], tgt_tokens: list[str]) -> float:
+    """Tokenized BLEU (the paper's, unsmoothed) of output ids per sentence of ``split`` against
+    the split's clean tokenized text, so a rare word the vocabulary maps to <unk> counts as
+    missed when the model writes <unk>. Corpora binarized without that text fall back to
+    references rebuilt from ids, with a warning."""
+    from .score import multi_bleu
+    keys = sorted(outputs)
+    refs = corpus.references(split)
+    if refs is None:
+        log(f"{corpus.path}: no reference text for '{split}' (binarized by an older nmtkit): dev BLEU "
+            f"is counted against ids, where rare words are <unk>; re-run preprocess --vocab to fix")
+        _, tgt = corpus.split(split)
+        refs = {k: " ".join(merge_subwords([tgt_tokens[t] for t in tgt[k]])) for k in keys}   # type: ignore[assignment]
+    hyps = [" ".join(merge_subwords([tgt_tokens[t] for t in outputs[k]])) for k in keys]
+    return multi_bleu().corpus_score(hyps, [[refs[k] for k in keys]]).score
 
 
 class _StopFlag:
@@ -125,6 +134,37 @@ def _rewind_metrics(path: Path, step: int) -> None:
         path.write_text("".join(line + "\n" for line in keep))
 
 
+def _rng_states(device: torch.device, world: int) -> list[dict[str, torch.Tensor]]:
+    """Every process's RNG states, CPU and CUDA (dropout draws from them), for the checkpoint;
+    a collective call when several processes train."""
+    mine = {"torch": torch.get_rng_state()}
+    if device.type == "cuda":
+        mine["cuda"] = torch.cuda.get_rng_state(device)
+    if world == 1:
+        return [mine]
+    everyone: list[Any] = [None] * world
+    dist.all_gather_object(everyone, mine)
+    return everyone
+
+
+def _restore_rng(saved: dict[str, Any], device: torch.device, rank: int, world: int) -> None:
+    ranks = saved.get("ranks") or [saved]            # checkpoints before 0.x kept one CPU state
+    if len(ranks) != world:
+        log(f"the checkpoint holds the RNG states of {len(ranks)} process(es), not {world}: dropout "
+            f"draws will differ from an uninterrupted run")
+    mine = ranks[rank % len(ranks)]
+    torch.set_rng_state(mine["torch"])
+    if device.type == "cuda" and "cuda" in mine:
+        torch.cuda.set_rng_state(mine["cuda"], device)
+
+
+def _agree(flag: bool, device: torch.device) -> bool:
+    """Rank 0's value of ``flag`` on every rank."""
+    value = torch.tensor([int(flag)], device=device)
+    dist.broadcast(value, 0)
+    return bool(value.item())
+
+
 class _Window:
     """Training losses of the updates since the last report, kept on the device.
 
@@ -134,12 +174,15 @@ class _Window:
     """
 
     def __init__(self, first_step: int):
-        self.first, self.losses, self.tokens, self.sents = first_step, [], 0, 0
+        self.first, self.losses, self.tokens, self.sents, self.all_tokens = first_step, [], 0, 0, 0
         self.started = time.perf_counter()
 
-    def add(self, loss: torch.Tensor, tokens: int, sents: int) -> None:
+    def add(self, loss: torch.Tensor, tokens: int, sents: int, all_tokens: int) -> None:
+        """This process's summed loss over its ``tokens`` and ``sents``; ``all_tokens``: the
+        whole minibatch's, over every process (for the speed)."""
         self.losses.append(loss.detach())
         self.tokens, self.sents = self.tokens + tokens, self.sents + sents
+        self.all_tokens += all_tokens
 
     def close(self) -> dict[str, float]:
         """Averages of the window; UserError naming the first update whose loss is not finite."""
@@ -149,7 +192,7 @@ class _Window:
                 raise _Diverged(self.first + k, v)
         seconds = max(time.perf_counter() - self.started, 1e-9)
         return {"train_nll": sum(values) / max(self.sents, 1), "train_nll_token": sum(values) / max(self.tokens, 1),
-                "tgt_tokens_per_s": self.tokens / seconds, "updates_per_s": len(values) / seconds}
+                "tgt_tokens_per_s": self.all_tokens / seconds, "updates_per_s": len(values) / seconds}
 
 
 class _Diverged(Exception):
@@ -194,6 +237,8 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
         dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
     rank, world = (dist.get_rank(), dist.get_world_size()) if distributed else (0, 1)
     device = torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}" if torch.cuda.is_available() else "cpu")
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     if cfg.bf16 and device.type == "cpu":
@@ -227,27 +272,32 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
         opt.load_state_dict(ckpt["train"]["optimizer"])
         batches.load_state_dict(ckpt["train"]["batches"])
         state = Progress(**ckpt["train"]["progress"])
-        torch.set_rng_state(ckpt["train"]["rng"]["torch"])
+        _restore_rng(ckpt["train"]["rng"], device, rank, world)
         log(f"resuming from {save_dir / 'last.pt'} at update {state.step}, epoch {batches.epoch + 1}")
     net: torch.nn.Module = torch.nn.parallel.DistributedDataParallel(model) if distributed else model
+    if rank == 0:
+        size = (f"{cfg.max_tokens:,} target tokens" if cfg.max_tokens else f"{cfg.batch_size} sentences")
+        split = f", {world} processes taking 1/{world} each" if world > 1 else ""
+        log(f"training {model_cfg.arch} ({sum(p.numel() for p in model.parameters()):,} parameters) on "
+            f"{device.type}; minibatches of {size} in total{split}")
     metrics_path = save_dir / "metrics.jsonl"
     if rank == 0:
         save_dir.mkdir(parents=True, exist_ok=True)
         _rewind_metrics(metrics_path, state.step)
 
-    def save(name: str) -> None:
+    def save(name: str, rng: list[dict[str, torch.Tensor]]) -> None:
         if rank != 0:
             return
         checkpoint.save(save_dir / name, {
             "model": model_cfg.to_dict(), "weights": model.state_dict(), "corpus": payload,
             "train": {"config": cfg.to_dict(), "optimizer": opt.state_dict(),
                       "batches": batches.state_dict(), "progress": vars(state).copy(),
-                      "rng": {"torch": torch.get_rng_state()}}})
+                      "rng": {"ranks": rng}}})
 
     def record(entry: dict[str, Any]) -> None:
         if rank == 0:
             with open(metrics_path, "a") as fh:
-                fh.write(json.dumps({"step": state.step, "epoch": batches.epoch, **entry}) + "\n")
+                fh.write(json.dumps({"step": state.step, "epoch": batches.drawn_epoch, **entry}) + "\n")
 
     def close_window() -> dict[str, float]:
         try:
@@ -266,17 +316,20 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
         for idx in batches:
             if cfg.decay_after:
                 for group in opt.param_groups:
-                    group["lr"] = learning_rate(cfg, batches.epoch)
-            batch = collate(src, tgt, idx)
+                    group["lr"] = learning_rate(cfg, batches.drawn_epoch)
+            mine = batches.share(idx)
+            batch = collate(src, tgt, mine)
             ntok = int((batch["tgt_out"] != PAD).sum())
             batch = to_device(batch, device)
             try:
                 with autocast:
                     loss_sum = net(batch["src"], batch["src_mask"], batch["tgt_in"], batch["tgt_out"])
                 opt.zero_grad(set_to_none=True)
-                (loss_sum / len(idx)).backward()
+                # DDP averages the processes' gradients: scaled so, they are those of the whole
+                # minibatch's summed NLL per sentence
+                (loss_sum * world / len(idx)).backward()
             except torch.cuda.OutOfMemoryError:
-                raise UserError(f"out of GPU memory on a batch of {len(idx)} sentences × "
+                raise UserError(f"out of GPU memory on a batch of {len(mine)} sentences × "
                                 f"{batch['tgt_in'].shape[1]} tokens; lower --batch-size (or --max-tokens) "
                                 f"or --max-len") from None
             if cfg.clip:
@@ -284,19 +337,22 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
             opt.step()
             state.step += 1
             state.seconds = time.perf_counter() - started
-            window.add(loss_sum, ntok * world, len(idx) * world)
+            window.add(loss_sum, ntok, len(mine), int(tgt.sizes[idx].sum()) + len(idx))
             limits = bool((cfg.max_updates and state.step >= cfg.max_updates)
                           or (cfg.max_epochs and batches.epoch >= cfg.max_epochs)
                           or (cfg.max_minutes and state.seconds >= 60 * cfg.max_minutes))
             finish = limits or stop.requested
-            validating = rank == 0 and (state.step % cfg.valid_every == 0 or finish)
-            if state.step % cfg.log_every == 0 or validating:
+            if distributed:   # rank 0 decides, so that no rank waits for the others forever
+                finish = _agree(finish, device)
+            checkpointing = state.step % cfg.valid_every == 0 or finish
+            rng = _rng_states(device, world) if checkpointing else []   # every rank, at the same updates
+            if state.step % cfg.log_every == 0 or (checkpointing and rank == 0):
                 entry = {**close_window(), "seconds": state.seconds, "lr": opt.param_groups[0]["lr"]}
                 window = _Window(state.step + 1)
                 record(entry)
-                bar.show(state.step, batches.epoch + 1, entry)
+                bar.show(state.step, batches.drawn_epoch + 1, entry)
             bar.update(state.step if unit == "updates" else state.seconds)
-            if validating:
+            if checkpointing and rank == 0:
                 metrics = validate(model, corpus, cfg, device, payload["vocab"]["tgt"])
                 score = metrics.get("dev_bleu_tok", -metrics["dev_nll"])
                 record(metrics)
@@ -304,17 +360,15 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
                 bar.validated(state.step, metrics)
                 if score > state.best:
                     state.best, state.bad_evals = score, 0
-                    save("best.pt")
+                    save("best.pt", rng)
                 else:
                     state.bad_evals += 1
-                save("last.pt")
+                save("last.pt", rng)
                 if cfg.patience and state.bad_evals >= cfg.patience:
                     log(f"no improvement in {cfg.patience} validations: stopping")
                     finish = True
-            if distributed:   # rank 0 decides, so that no rank waits for the others forever
-                flag = torch.tensor([int(finish)], device=device)
-                dist.broadcast(flag, 0)
-                finish = bool(flag.item())
+            if distributed and checkpointing:
+                finish = _agree(finish, device)
             if finish:
                 if stop.requested:
                     log(f"interrupted: saved {save_dir / 'last.pt'} at update {state.step}")

@@ -25,7 +25,7 @@ from .data.batching import pad
 from .data.vocab import PAD, UNK
 from .errors import UserError
 from .models import build_model
-from .models.base import Seq2Seq
+from .models.base import EncoderOut, Seq2Seq
 from .models.ensemble import Ensemble
 from .search import SearchConfig, beam_search, force
 from .text.sides import Sides
@@ -146,12 +146,16 @@ class Translator:
         for idx in self._batches([len(s) for s in sources], options.batch_size):
             src = pad([np.asarray(src_side.ids(sources[i]), dtype=np.int64) for i in idx]).to(self.device)
             with torch.inference_mode(), self._autocast(options.bf16):
-                hyps = beam_search(self.model, self.model.encode(src, src != PAD), options.search, attention)
-            n = hyps.nbest
+                enc = self.model.encode(src, src != PAD)
+                hyps = beam_search(self.model, enc, options.search)
+                n = hyps.nbest
+                maps = self._align(enc.repeat(n), hyps.tokens) if attention else None
             for row in range(len(hyps.tokens)):
                 i = idx[row // n]
+                if row % n and not np.isfinite(hyps.scores[row]):
+                    continue                   # fewer than n hypotheses exist
                 ids = hyps.tokens[row]
-                alpha = hyps.attention[row] if hyps.attention is not None else None
+                alpha = None if maps is None else maps[row, :len(ids) + 1, :len(sources[i]) + 1].cpu().numpy()
                 tokens = tgt_side.vocab.decode(ids)
                 if options.replace_unk and alpha is not None:
                     tokens = _replace_unk(tokens, ids, sources[i], alpha, options.unk_dict)
@@ -163,6 +167,11 @@ class Translator:
                 if n > 1:
                     out[i].nbest.append(t)
         return out
+
+    def _align(self, enc: EncoderOut, outputs: list[list[int]]) -> torch.Tensor:
+        """Each output's alignment (rows, Ty, Tx), by walking it through the models again: how a
+        model's attention aligns words depends on the model (``search.force``)."""
+        return force(self.model, enc, pad([np.asarray(ids, dtype=np.int64) for ids in outputs]).to(self.device))[1]
 
     def _autocast(self, bf16: bool) -> torch.autocast:
         return torch.autocast(self.device.type, torch.bfloat16, enabled=bf16)

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
 from pathlib import Path
 
 import pytest
+
+# cuBLAS is deterministic only with a fixed workspace, set before CUDA starts (no effect on CPUs)
+os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
 EN = [
     "In the beginning God created the heaven and the earth.",
@@ -85,3 +89,16 @@ def overfit(tmp_path_factory):
     shutil.rmtree(tmp / "bin")
     shutil.rmtree(tmp / "vocab")
     return tmp
+
+
+@pytest.fixture
+def deterministic():
+    """Deterministic kernels for a test that compares runs bit for bit (atomics in CUDA's
+    backward passes otherwise add in varying order; CPUs are deterministic anyway)."""
+    import torch
+    before = torch.are_deterministic_algorithms_enabled(), torch.backends.cudnn.deterministic
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.backends.cudnn.deterministic = True
+    yield
+    torch.use_deterministic_algorithms(before[0])
+    torch.backends.cudnn.deterministic = before[1]

@@ -45,3 +45,33 @@ def test_disabled_rules_do_not_run():
 def test_whitespace_only_changes_are_not_counted():
     _, fired = apply_rules("a  b ", tuple(RULES))
     assert fired == []
+
+
+NEWS = ["The vote (2:1) went to the [Senate] on page *3*, #metoo.\u00a0", "Le vote (2:1) passa au [Sénat] page *3*, #metoo."]
+
+
+def test_preprocess_keeps_news_text_by_default_and_applies_the_bible_rules_when_asked(tmp_path):
+    from click.testing import CliRunner
+    from nmtkit.cli import main
+    from tests.conftest import write_pair
+    write_pair(tmp_path / "raw" / "train", [NEWS[0]], [NEWS[1]])
+    run = lambda out, *extra: CliRunner().invoke(main, ["preprocess", "-s", "en", "-t", "fr", "--train",
+                                                        str(tmp_path / "raw" / "train"), "-o", str(tmp_path / out),
+                                                        "-j", "1", *extra])
+    assert run("plain").exit_code == 0
+    kept = (tmp_path / "plain" / "train.en").read_text(encoding="utf-8")
+    assert "( 2 : 1 )" in kept and "[ Senate ]" in kept and "* 3 *" in kept and "# metoo" in kept
+    assert run("bible", "--clean", "bible").exit_code == 0
+    cut = (tmp_path / "bible" / "train.en").read_text(encoding="utf-8")
+    assert "2 : 1" not in cut and "[" not in cut and "*" not in cut and "#" not in cut
+    bad = run("x", "--clean", "unicode,nonsense")
+    assert bad.exit_code == 2 and "unknown cleaning rule(s): nonsense" in bad.output
+
+
+def test_score_normalises_hypotheses_and_references_the_same_way(tmp_path):
+    from nmtkit.score import evaluate
+    (tmp_path / "hyp").write_text("The vote (2:1) went to the\u00a0Senate in May.\n", encoding="utf-8")
+    (tmp_path / "ref").write_text("The vote went to the Senate in May.\n", encoding="utf-8")
+    bleu = lambda clean: evaluate([str(tmp_path / "hyp")], [str(tmp_path / "ref")], clean=clean)["systems"][0]["bleu"]
+    assert bleu(()) < 60
+    assert bleu(("unicode", "verse-markers")) == pytest.approx(100)

@@ -40,7 +40,7 @@ def test_usage_errors_are_one_line(args, match):
 
 
 def test_stream_mode_one_line_out_per_line_in():
-    r = run("preprocess", "-l", "en", input="Don`t panic [now].\n\nAmen. \n")
+    r = run("preprocess", "-l", "en", "--clean", "bible", input="Don`t panic [now].\n\nAmen. \n")
     assert r.exit_code == 0
     assert r.stdout == "Don 't panic now .\n\nAmen .\n"
     assert "brackets 1" in r.stderr and "quotes 1" in r.stderr

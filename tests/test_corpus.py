@@ -11,8 +11,9 @@ from nmtkit.config import FilterConfig, TextConfig, VocabConfig
 from nmtkit.data.binarized import Corpus, best_dtype
 from nmtkit.errors import FormatError, UserError
 from nmtkit.preprocess import PairFilter, preprocess_corpus
+from nmtkit.text.clean import PRESETS
 
-TEXTS = (TextConfig("en"), TextConfig("fr"))
+TEXTS = (TextConfig("en", clean=PRESETS["bible"]), TextConfig("fr", clean=PRESETS["bible"]))
 
 
 def make_corpus(raw, tmp_path, vocab_cfg=VocabConfig(), filters=FilterConfig()):

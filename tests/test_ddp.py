@@ -1,21 +1,44 @@
-"""DistributedDataParallel on the CPU: two gloo processes under torchrun train and save once."""
+"""DistributedDataParallel on the CPU: two gloo processes under torchrun train as one process
+does, since --batch-size is the total over all processes."""
 
 import json
+import os
 import subprocess
 import sys
 
+import torch
+
+from nmtkit import checkpoint
+
 from tests.test_corpus import make_corpus
+
+
+# a CPU test even on a GPU machine (two processes cannot share one GPU through NCCL)
+ENV = {"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin", "CUDA_VISIBLE_DEVICES": "",
+       **{k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}}
 
 
 def test_ddp_gloo_two_processes(raw, tmp_path):
     make_corpus(raw, tmp_path)
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29517",
            "-m", "nmtkit", "train", str(tmp_path / "bin"), "--save-dir", str(tmp_path / "ddp"),
-           "--preset", "tiny", "--optimizer", "adam", "--lr", "0.01", "--batch-size", "2", "--pool", "2",
+           "--preset", "tiny", "--optimizer", "adam", "--lr", "0.01", "--batch-size", "4", "--pool", "2",
            "--max-updates", "3", "--log-every", "1", "--threads", "1"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=240,
-                          env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"})
+                          env=ENV)
     assert done.returncode == 0, done.stderr[-2000:]
     logged = [json.loads(line) for line in (tmp_path / "ddp" / "metrics.jsonl").read_text().splitlines()]
     assert [e["step"] for e in logged if "train_nll" in e] == [1, 2, 3]      # rank 0 alone writes
     assert (tmp_path / "ddp" / "last.pt").exists()
+
+    assert "minibatches of 4 sentences in total, 2 processes taking 1/2 each" in done.stderr
+    single = [sys.executable, "-m", "nmtkit", *cmd[cmd.index("train"):]]
+    single[single.index("--save-dir") + 1] = str(tmp_path / "one")
+    alone = subprocess.run(single, capture_output=True, text=True, timeout=240,
+                           env=ENV)
+    assert alone.returncode == 0, alone.stderr[-2000:]
+    two = checkpoint.load(tmp_path / "ddp" / "last.pt")
+    one = checkpoint.load(tmp_path / "one" / "last.pt")
+    assert two["train"]["batches"] == one["train"]["batches"]            # the same minibatches
+    assert all(torch.allclose(two["weights"][k], one["weights"][k], atol=1e-5) for k in one["weights"])
+    assert len(two["train"]["rng"]["ranks"]) == 2                        # every process's RNG state

@@ -134,11 +134,54 @@ def test_teacher_forcing_and_the_search_step_compute_the_same_model(variant):
         enc = model.encode(src, src != 0)
         nll = model.output_nll(model.teacher_forced(enc, tgt_in), tgt_out)
         logp, maps = force(model, enc, tgt_out)
-        hyps = beam_search(model, enc, SearchConfig(beam=3, max_extra=3), attention=True)
+        hyps = beam_search(model, enc, SearchConfig(beam=3, max_extra=3))
     assert torch.allclose(-logp.sum(), nll, rtol=1e-5)
-    assert len(hyps.tokens) == 2 and (hyps.attention is None) == (variant["attention"] == "none")
+    assert len(hyps.tokens) == 2
     if variant["attention"] != "none":
         assert torch.allclose(maps[1, :3, 3:], torch.zeros(3, 3))    # padding gets no attention
+
+
+def test_input_feeding_drops_h_tilde_out_once():
+    # in training, the h̃ fed to the next step is the very h̃ the softmax saw (dropped out once
+    # when made), not dropped out a second time on its way into the LSTM
+    torch.manual_seed(0)
+    model = build_model(tiny(dropout=0.5)).train()
+    src = torch.tensor([[5, 6, 7, 8, 9, 3]])
+    fed = []
+    model.decoder.register_forward_hook(lambda mod, args, out: fed.append(args[0][..., 8:].detach()))
+    enc = model.encode(src, src != 0)
+    h_tilde = model.teacher_forced(enc, torch.tensor([[2, 5, 6, 7]]))
+    for t in range(1, 4):
+        assert torch.equal(fed[t][:, 0], h_tilde[:, t - 1])
+
+
+def test_content_scores_align_the_input_word_and_location_the_predicted_one():
+    # footnote 14: a_t weighs the source for y_{t-1} (content scores) or for y_t (location)
+    src = torch.tensor([[5, 6, 7, 3]])
+    tgt_out = torch.tensor([[8, 9, 3]])
+    for score, follows in (("dot", True), ("general", True), ("concat", True), ("location", False)):
+        torch.manual_seed(0)
+        model = build_model(tiny(score=score, max_src=6)).eval()
+        assert model.attention_follows_input() == follows
+        enc = model.encode(src, src != 0)
+        _, maps = force(model, enc, tgt_out)
+        steps, state, y = [], model.init_state(enc), torch.tensor([2])
+        with torch.no_grad():
+            for word in [8, 9, 3, 3]:
+                _, state, alpha = model.step(y, state, enc)
+                steps.append(alpha[0])
+                y = torch.tensor([word])
+        want = torch.stack(steps[1:4] if follows else steps[:3])
+        assert maps.shape == (1, 3, 4) and torch.allclose(maps[0], want, atol=1e-6)
+
+
+def test_local_attention_with_no_window_is_refused(tmp_path):
+    from nmtkit.errors import UserError
+    with pytest.raises(UserError, match="window half-width D ≥ 1"):
+        build_model(tiny(attention="local-p", window=0))
+    r = invoke("train", tmp_path, "--save-dir", tmp_path / "x", "--arch", "luong", "--attention", "local-p",
+               "--window", 0)
+    assert r.exit_code == 2 and "--window" in r.output and "Traceback" not in r.output
 
 
 def test_reading_backwards_sees_the_words_in_the_other_order():
@@ -231,7 +274,7 @@ def test_score_align_plot_and_resume_work_with_a_luong_checkpoint(luong, overfit
     assert list(tmp_path.glob("a*.png"))
 
 
-def test_exact_resume_with_dropout(overfit, tmp_path):
+def test_exact_resume_with_dropout(overfit, tmp_path, deterministic):
     model = ModelConfig(arch="luong", emb=12, hidden=12, align=12, layers=2, dropout=0.3)
     cfg = dict(optimizer="sgd", lr=0.5, decay_after=1, batch_size=2, pool=2, valid_every=1000, log_every=1,
                valid_bleu=False, threads=1, patience=0)
@@ -252,3 +295,25 @@ def test_flags_of_the_other_family_are_refused(tmp_path):
     r = invoke("train", tmp_path, "--save-dir", tmp_path / "x", "--arch", "luong", "--readout", "next")
     assert r.exit_code == 2 and "--readout does not apply to --arch luong" in r.output
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: the layer-by-layer path runs there only")
+def test_stacked_lstm_layer_by_layer_equals_the_fused_lstm_without_dropout_and_drops_with_torchs_generator():
+    from nmtkit.models.stacked_lstm import StackedLSTM
+    torch.manual_seed(0)
+    lstm = StackedLSTM(6, 5, 3, batch_first=True, dropout=0.5).cuda().train()
+    x = torch.randn(4, 7, 6, device="cuda")
+    lengths = torch.tensor([7, 3, 5, 1])
+    packed = torch.nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+    lstm.dropout = 1e-30                      # the layer-by-layer path, with no dropout in effect
+    (out, (h, c)) = lstm(packed)
+    lstm.dropout = 0.0                        # the fused path
+    (ref, (h0, c0)) = lstm(packed)
+    # (cuDNN may use TF32 in one path and not the other)
+    assert torch.allclose(out.data, ref.data, atol=1e-3) and torch.allclose(h, h0, atol=1e-3)
+    assert torch.allclose(c, c0, atol=1e-3)
+    lstm.dropout = 0.5
+    state = torch.cuda.get_rng_state()
+    first = lstm(x)[0]
+    torch.cuda.set_rng_state(state)
+    assert torch.equal(lstm(x)[0], first)     # the same masks from the same generator state

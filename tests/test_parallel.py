@@ -2,13 +2,14 @@
 
 from nmtkit.config import FilterConfig, TextConfig
 from nmtkit.preprocess import preprocess_corpus
+from nmtkit.text.clean import PRESETS
 from tests.conftest import EN, FR, write_pair
 
 
 def test_two_workers_give_the_same_output_as_one(tmp_path, monkeypatch):
     monkeypatch.setattr("nmtkit.preprocess.CHUNK", 3)   # several chunks in flight
     write_pair(tmp_path / "raw" / "train", EN * 4, FR * 4)
-    texts = (TextConfig("en"), TextConfig("fr"))
+    texts = (TextConfig("en", clean=PRESETS["bible"]), TextConfig("fr", clean=PRESETS["bible"]))
     outs = []
     for workers in (1, 2):
         rep = preprocess_corpus({"train": tmp_path / "raw" / "train"}, tmp_path / f"j{workers}", texts,

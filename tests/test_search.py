@@ -1,6 +1,7 @@
 """Beam search: exact on a space small enough to enumerate, batch-independent, scores = NLL."""
 
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -40,7 +41,8 @@ def sequence_score(model, src, mask, tokens):
 def test_wide_beam_finds_the_exact_n_best_under_each_length_penalty(penalty):
     model, src, mask = model_and_batch(0, tgt_vocab=6)            # words: <unk> <s> 4 5 (<pad> never)
     limit = 3                                                      # at most 2 words, then </s>
-    cfg = SearchConfig(beam=30, max_ratio=0.0, max_extra=limit, length_penalty=penalty, alpha=1.5, nbest=4)
+    cfg = SearchConfig(beam=30, max_ratio=0.0, max_extra=limit, length_penalty=penalty, alpha=1.5, nbest=4,
+                       min_len=0)
     out = beam_search(model, model.encode(src, mask), cfg)
     norm = {"none": lambda s, n: s, "average": lambda s, n: s / n, "gnmt": lambda s, n: s / ((5 + n) / 6) ** 1.5}
     for i in range(src.shape[0]):
@@ -60,20 +62,20 @@ def test_no_unk_never_emits_unk():
     with torch.no_grad():
         model.W_o.bias[1] += 100.0                                # <unk> now wins every step
     enc = model.encode(src, mask)
-    assert all(set(t) == {1} for t in beam_search(model, enc, SearchConfig(beam=3)).tokens)
-    free = beam_search(model, enc, SearchConfig(beam=3, no_unk=True))
-    assert all(t and 1 not in t for t in free.tokens)
+    with_unk = beam_search(model, enc, SearchConfig(beam=3, nbest=3)).tokens
+    assert all(t and set(t) == {1} for t in with_unk[::3])          # the best: <unk>s only
+    free = beam_search(model, enc, SearchConfig(beam=3, nbest=3, no_unk=True))
+    assert all(1 not in t for t in free.tokens) and any(free.tokens)
 
 
-def test_forcing_the_search_output_gives_its_score_and_attention():
+def test_forcing_the_search_output_gives_its_score():
     model, src, mask = model_and_batch(6)
     enc = model.encode(src, mask)
-    out = beam_search(model, enc, SearchConfig(beam=4), attention=True)
+    out = beam_search(model, enc, SearchConfig(beam=4))
     from nmtkit.data.batching import pad
     scores, maps = force(model, enc, pad([np.array(t) for t in out.tokens]))
     assert scores.tolist() == pytest.approx(out.scores, abs=1e-4)
-    for i, att in enumerate(out.attention):
-        assert np.allclose(maps[i, :att.shape[0], :att.shape[1]].numpy(), att, atol=1e-5)
+    assert maps.shape == (src.shape[0], max(len(t) for t in out.tokens) + 1, src.shape[1])
 
 
 def test_ensemble_averages_probabilities():
@@ -112,34 +114,25 @@ def test_scores_are_teacher_forced_log_probabilities_and_greedy_is_argmax():
             n = int(mask[i].sum())
             assert score == pytest.approx(sequence_score(model, src[i:i + 1, :n], mask[i:i + 1, :n], tokens), abs=1e-4)
     g = greedy(model, enc)
-    for i, tokens in enumerate(g.tokens):             # each word is the argmax given the ones before
+    for i, tokens in enumerate(g.tokens):     # each word is the argmax given the ones before
         n = int(mask[i].sum())
         with torch.no_grad():
             logits = model(src[i:i + 1, :n], mask[i:i + 1, :n], torch.tensor([[2] + tokens]))[0]
         logits[:, 0] = float("-inf")
-        assert logits.argmax(-1).tolist()[:len(tokens)] == tokens
+        logits[0, EOS] = float("-inf")        # at least one word (min_len)
+        best = logits.argmax(-1).tolist()
+        assert best[:-1] == tokens
+        assert best[-1] == EOS or len(tokens) + 1 == 2 * n + 10      # or the output limit forced </s>
 
 
-def test_output_length_limit_and_attention_maps():
-    switched = 0     # sentences whose best hypothesis did not start as the top one (the rows reorder)
+def test_output_length_limit():
     for seed in range(3, 8):
         model, src, mask = model_and_batch(seed)
-        enc = model.encode(src, mask)
-        out = beam_search(model, enc, SearchConfig(beam=4, max_ratio=0.0, max_extra=9), attention=True)
-        first = greedy(model, enc, max_ratio=0.0, max_extra=9)
-        for i, (tokens, att) in enumerate(zip(out.tokens, out.attention)):
-            assert len(tokens) <= 8                              # 9 positions at most, </s> included
-            switched += tokens[:1] != first.tokens[i][:1]
-            n = int(mask[i].sum())
-            assert att.shape == (len(tokens) + 1, n)
-            one = model.encode(src[i:i + 1, :n], mask[i:i + 1, :n])   # the chosen words' own attention
-            state, want = model.init_state(one), []
-            with torch.no_grad():
-                for y in [2] + tokens:
-                    _, state, alpha = model.step(torch.tensor([y]), state, one)
-                    want.append(alpha[0].numpy())
-            assert np.allclose(att, np.stack(want), atol=1e-5)
-    assert switched
+        out = beam_search(model, model.encode(src, mask), SearchConfig(beam=4, max_ratio=0.0, max_extra=9))
+        assert all(len(tokens) <= 8 for tokens in out.tokens)      # 9 positions at most, </s> included
+        half = beam_search(model, model.encode(src, mask), SearchConfig(beam=4, max_ratio=0.5, max_extra=0))
+        for i, tokens in enumerate(half.tokens):
+            assert len(tokens) + 1 <= max(1, int(mask[i].sum()) // 2)
 
 
 def test_length_normalisation_ranks_by_score_per_token():
@@ -150,3 +143,119 @@ def test_length_normalisation_ranks_by_score_per_token():
     for r_t, r_s, n_t, n_s in zip(raw.tokens, raw.scores, norm.tokens, norm.scores):
         assert r_s >= n_s - 1e-5                                      # raw picks the best total
         assert n_s / (len(n_t) + 1) >= r_s / (len(r_t) + 1) - 1e-5    # normalised the best per token
+
+
+class Scripted(torch.nn.Module):
+    """A toy model for search: the next-word log-probabilities are a fixed function of the
+    sentence and the prefix written so far (``table(sentence, prefix) -> logits``)."""
+
+    def __init__(self, table, vocab):
+        super().__init__()
+        self.table, self.vocab, self.prefixes = table, vocab, [()]
+
+    def encode(self, sentences):
+        from nmtkit.models.base import EncoderOut
+        ids = torch.tensor(sentences, dtype=torch.float).view(-1, 1, 1)
+        return EncoderOut(ids, torch.ones(len(sentences), 1, dtype=torch.bool))
+
+    def init_state(self, enc):
+        return torch.cat([enc.h[:, 0], torch.zeros(len(enc.h), 1)], 1)     # [sentence, prefix id]
+
+    def step(self, y_prev, state, enc):
+        logp, new = [], []
+        for y, (sentence, prefix) in zip(y_prev.tolist(), state.long().tolist()):
+            words = self.prefixes[prefix] + (() if y == 2 else (y,))
+            if words not in self.prefixes:
+                self.prefixes.append(words)
+            new.append([sentence, self.prefixes.index(words)])
+            logp.append(torch.log_softmax(torch.tensor(self.table(sentence, words), dtype=torch.float), 0))
+        return torch.stack(logp), torch.tensor(new, dtype=torch.float), None
+
+    def attention_follows_input(self):
+        return False
+
+
+NO = float("-inf")
+
+
+def test_a_finished_hypothesis_is_never_lost_to_open_ones():
+    # after the first word C: </s> (p = 0.25) is among the 2 best extensions with A (0.6), so
+    # "C" (log p = -1.39) is found; then "C A X" and "C A Y" (-1.31 each) outscore it, and
+    # everything after them is unlikely. A beam of 2 that keeps finished hypotheses in its
+    # slots drops "C </s>" there and returns far worse.
+    A, B, C, X, Y = 4, 5, 6, 7, 8
+    V = 9
+
+    def probable(**logp):
+        row = [NO] * V
+        for word, value in logp.items():
+            row[{"EOS": EOS, "A": A, "B": B, "C": C, "X": X, "Y": Y, "UNK": 1}[word]] = value
+        return row
+
+    def table(sentence, prefix):
+        if not prefix:
+            return probable(C=0.0)
+        if prefix == (C,):
+            return probable(EOS=math.log(0.25), A=math.log(0.6), B=math.log(0.15))
+        if prefix == (C, A):
+            return probable(EOS=math.log(0.1), X=math.log(0.45), Y=math.log(0.45))
+        return probable(UNK=0.0, EOS=-8.0, A=-2.0, B=-2.0, C=-2.0, X=-2.0, Y=-2.0)   # </s> costly
+
+    out = beam_search(Scripted(table, V), Scripted(table, V).encode([0]), SearchConfig(beam=2, max_extra=12))
+    assert out.tokens == [[C]]
+    assert out.scores[0] == pytest.approx(math.log(0.25))
+
+
+def random_table(seed, vocab):
+    def table(sentence, prefix):
+        g = np.random.default_rng([seed, sentence, *prefix])
+        logits = g.normal(0, 2, vocab)
+        logits[[0, 2]] = NO                                       # never <pad> or <s>
+        return logits.tolist()
+    return table
+
+
+def exhaustive(table, sentence, words, longest):
+    """Every output of at most ``longest`` words with its log-probability (</s> included)."""
+    out = []
+    for n in range(longest + 1):
+        for c in itertools.product(words, repeat=n):
+            score = 0.0
+            for i, y in enumerate((*c, EOS)):
+                score += float(torch.log_softmax(torch.tensor(table(sentence, c[:i])), 0)[y])
+            out.append((list(c), score))
+    return out
+
+
+@pytest.mark.parametrize("penalty", ["none", "average", "gnmt"])
+def test_a_beam_as_wide_as_all_prefixes_finds_the_exhaustive_optimum(penalty):
+    words, longest = [1, 4, 5], 4                                 # <unk> and two words, </s>; ≤ 4 words
+    prefixes = sum(len(words) ** n for n in range(longest + 1))
+    cfg = SearchConfig(beam=prefixes, max_ratio=0.0, max_extra=longest + 1, length_penalty=penalty,
+                       alpha=1.0, nbest=5, min_len=0)
+    for seed in range(3):
+        table = random_table(seed, 6)
+        model = Scripted(table, 6)
+        out = beam_search(model, model.encode([0, 1]), cfg)
+        for sentence in (0, 1):
+            every = exhaustive(table, sentence, words, longest)
+            rank = [float(cfg.normalise(torch.tensor(s), torch.tensor(len(c) + 1))) for c, s in every]
+            best = sorted(range(len(every)), key=lambda j: -rank[j])[:5]
+            got = slice(5 * sentence, 5 * sentence + 5)
+            assert out.tokens[got] == [every[j][0] for j in best]
+            assert out.scores[got] == pytest.approx([every[j][1] for j in best], abs=1e-4)
+            assert out.ranking[got] == pytest.approx([rank[j] for j in best], abs=1e-4)
+
+
+@pytest.mark.parametrize("penalty", ["none", "average", "gnmt"])
+def test_batched_search_equals_searching_each_sentence_alone_and_nbest_lists_are_sorted(penalty):
+    table = random_table(7, 8)
+    cfg = SearchConfig(beam=4, nbest=3, length_penalty=penalty, max_ratio=0.0, max_extra=9)
+    together = beam_search(Scripted(table, 8), Scripted(table, 8).encode(list(range(6))), cfg)
+    for i in range(6):
+        alone = beam_search(Scripted(table, 8), Scripted(table, 8).encode([i]), cfg)
+        assert alone.tokens == together.tokens[3 * i:3 * i + 3]
+        assert alone.scores == pytest.approx(together.scores[3 * i:3 * i + 3], abs=1e-5)
+        ranks = alone.ranking
+        assert ranks == sorted(ranks, reverse=True)
+        assert len({tuple(t) for t in alone.tokens}) == 3

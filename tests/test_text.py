@@ -5,10 +5,11 @@ from collections import Counter
 from nmtkit.config import TextConfig
 from nmtkit.text.bpe import Segmenter, learn_codes, merge_subwords
 from nmtkit.text.pipeline import Preprocessor
+from nmtkit.text.clean import PRESETS
 
 
 def test_encode_cleans_normalises_and_tokenizes():
-    p = Preprocessor(TextConfig("fr"))
+    p = Preprocessor(TextConfig("fr", clean=PRESETS["bible"]))
     assert p.encode("(1:3) L’Esprit de #Dieu, « dit-il »!") == \
         ["L'", "Esprit", "de", "Dieu", ",", '"', "dit-il", '"', "!"]
     assert p.fired == Counter({"verse-markers": 1, "hash": 1, "quotes": 1})

@@ -37,7 +37,7 @@ def losses(save_dir):
             if "train_nll" in line]
 
 
-def test_exact_resume(corpus, tmp_path):
+def test_exact_resume(corpus, tmp_path, deterministic):
     train(corpus, tmp_path / "a", TINY, cfg(max_updates=8))
     train(corpus, tmp_path / "b", TINY, cfg(max_updates=4))
     train(corpus, tmp_path / "b", TINY, cfg(max_updates=8))
@@ -115,3 +115,63 @@ def test_nan_loss_stops_naming_the_update_and_keeps_the_last_good_checkpoint(cor
     with pytest.raises(UserError, match="loss became nan at update 3; .*last.pt holds the last good state"):
         train(corpus, tmp_path / "n", TINY, cfg(max_updates=5, valid_every=1))
     assert checkpoint.load(tmp_path / "n" / "last.pt")["train"]["progress"]["step"] == 2
+
+
+def test_dev_bleu_counts_against_the_real_text_not_unk_references(raw, tmp_path, monkeypatch):
+    # a vocabulary of 40 entries leaves some dev words <unk>; a "model" that writes exactly the
+    # binarized reference ids (with their <unk>s) must not get BLEU 100 for it
+    import nmtkit.train as training
+    from nmtkit.config import VocabConfig
+    from nmtkit.train import validate
+    from nmtkit.data.binarized import Corpus
+    from nmtkit.models import build_model
+    make_corpus(raw, tmp_path, VocabConfig(size=40))
+    corpus = Corpus(tmp_path / "bin")
+    _, tgt = corpus.split("valid")
+    assert any(1 in tgt[i] for i in range(len(tgt)))
+    batches, real = [], training.scored_batches
+
+    def watched(*args, **kw):
+        for item in real(*args, **kw):
+            batches.append(item[0])
+            yield item
+
+    class Echo:                                   # greedy's result: the references' own ids
+        def __init__(self, model, enc):
+            self.tokens = [list(map(int, tgt[int(i)])) for i in batches[-1]]
+
+    monkeypatch.setattr(training, "scored_batches", watched)
+    monkeypatch.setattr(training, "greedy", Echo)
+    model = build_model(ModelConfig(**{**TINY.to_dict(), "src_vocab": len(corpus.vocab("en")),
+                                       "tgt_vocab": len(corpus.vocab("fr"))}))
+    metrics = validate(model, corpus, cfg(), torch.device("cpu"), corpus.vocab("fr").tokens)
+    refs = corpus.references("valid")
+    assert refs is not None and "<unk>" not in " ".join(refs)
+    assert 30 < metrics["dev_bleu_tok"] < 95
+    manifest = json.loads((tmp_path / "bin" / "manifest.json").read_text())
+    del manifest["splits"]["valid"]["reference"]             # a corpus binarized before the fix
+    (tmp_path / "bin" / "manifest.json").write_text(json.dumps(manifest))
+    old = validate(model, Corpus(tmp_path / "bin"), cfg(), torch.device("cpu"), corpus.vocab("fr").tokens)
+    assert old["dev_bleu_tok"] == pytest.approx(100)          # what ids-as-references reward
+
+
+def test_max_epochs_stops_after_exactly_that_many_epochs(corpus, tmp_path):
+    from nmtkit.data.batching import Batches
+    from nmtkit.data.binarized import Corpus
+    src, tgt = Corpus(corpus).split("train")
+    per_epoch = len(Batches(src.sizes, tgt.sizes, 2, 2, 50, 1234).epoch_batches(0))
+    state = train(corpus, tmp_path / "e", TINY, cfg(max_epochs=2))
+    assert state.step == 2 * per_epoch
+    assert checkpoint.load(tmp_path / "e" / "last.pt")["train"]["batches"]["epoch"] == 2
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: the CUDA RNG state exists only there")
+def test_exact_resume_on_a_gpu_restores_the_cuda_rng(corpus, tmp_path, deterministic):
+    # dropout on a GPU draws from the CUDA generator: a resumed run must go on from its state
+    model = ModelConfig(arch="luong", emb=12, hidden=12, align=12, layers=2, dropout=0.3)
+    train(corpus, tmp_path / "a", model, cfg(max_updates=8, valid_every=4, valid_bleu=False))
+    train(corpus, tmp_path / "b", model, cfg(max_updates=4, valid_every=4, valid_bleu=False))
+    train(corpus, tmp_path / "b", model, cfg(max_updates=8, valid_every=4, valid_bleu=False))
+    a, b = (checkpoint.load(tmp_path / r / "last.pt")["train"]["rng"]["ranks"][0] for r in "ab")
+    assert torch.equal(a["cuda"], b["cuda"]) and torch.equal(a["torch"], b["torch"])
+    assert losses(tmp_path / "a") == losses(tmp_path / "b")

@@ -5,8 +5,9 @@ order needs no stored RNG), cut into pools of ``pool × batch_size`` pairs,
 each pool sorted by length and split into minibatches, whose order inside
 the pool is shuffled. Pairs over ``max_len`` on either side, or empty, are
 never drawn. ``max_tokens`` > 0 cuts by target tokens instead of sentences.
-With several ranks (DDP) each takes every ``world``-th minibatch, all ranks
-the same number.
+With several ranks (DDP) the minibatches are the same as with one, and each
+rank takes every ``world``-th sentence of each: ``batch_size`` is the total,
+as in the paper.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ class Batches:
         self.batch_size, self.pool, self.seed, self.max_tokens = batch_size, pool, seed, max_tokens
         self.rank, self.world = rank, world
         self.epoch, self.index = 0, 0
+        self.drawn_epoch = 0
 
     def _cut(self, ids: np.ndarray) -> list[np.ndarray]:
         if not self.max_tokens:
@@ -55,19 +57,28 @@ class Batches:
             chunk = chunk[np.lexsort((self.src_sizes[chunk], self.tgt_sizes[chunk]))]
             cut = self._cut(chunk)
             batches.extend(cut[k] for k in rng.permutation(len(cut)))
-        usable = len(batches) - len(batches) % self.world
-        return batches[self.rank:usable:self.world]
+        # every process takes a share of each minibatch, so none may be smaller than the world
+        return [b for b in batches if len(b) >= self.world]
+
+    def share(self, batch: np.ndarray) -> np.ndarray:
+        """This process's part of a minibatch: every world-th sentence (similar lengths for all)."""
+        return batch[self.rank::self.world]
 
     def __iter__(self) -> Iterator[np.ndarray]:
-        """Batches from the current position on, forever (epoch after epoch)."""
+        """Batches from the current position on, forever (epoch after epoch). The position moves
+        on before a batch is handed out, so after an epoch's last batch it is already (next epoch,
+        0): a stop there resumes at the next epoch, and ``epoch`` counts the epochs done.
+        ``drawn_epoch`` is the epoch of the batch handed out last."""
         while True:
             batches = self.epoch_batches(self.epoch)
             if not batches:
                 raise ValueError("no training pair fits the length limit")
-            while self.index < len(batches):
-                self.index += 1
-                yield batches[self.index - 1]
-            self.epoch, self.index = self.epoch + 1, 0
+            for i in range(self.index, len(batches)):
+                self.drawn_epoch = self.epoch
+                self.index = i + 1
+                if self.index == len(batches):
+                    self.epoch, self.index = self.epoch + 1, 0
+                yield batches[i]
 
     def state_dict(self) -> dict[str, Any]:
         return {"epoch": self.epoch, "index": self.index, "seed": self.seed}

@@ -23,7 +23,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from ..errors import FormatError, UserError
-from ..files import read_json
+from ..files import read_json, read_lines
 from .vocab import Vocab
 
 FORMAT = "nmtkit-corpus"
@@ -126,6 +126,14 @@ class Corpus:
         src = TokenArray(self.path / f"{name}.{self.src_lang}", self.dtype, n)
         tgt = TokenArray(self.path / f"{name}.{self.tgt_lang}", self.dtype, n)
         return src, tgt
+
+    def references(self, name: str) -> list[str] | None:
+        """The clean tokenized target text of a split (Moses tokens before BPE, one line per
+        sentence), kept for every split but train; None for corpora binarized without it."""
+        entry = self.manifest["splits"].get(name, {}).get("reference")
+        if not entry:
+            return None
+        return list(read_lines(self.path / entry, allow_empty=True))
 
     def lines(self, name: str) -> np.ndarray:
         """Raw-text line number (1-based) of each sentence of a split."""

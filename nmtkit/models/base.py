@@ -67,6 +67,12 @@ class Seq2Seq(nn.Module):
     def teacher_forced(self, enc: EncoderOut, tgt_in: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
 
+    def attention_follows_input(self) -> bool:
+        """Whether the attention of step t aligns the word fed in at t (y_{t−1}) rather than the
+        word predicted at t. The latter for Bahdanau et al. (α_ij weighs the annotations for
+        y_i); Luong et al.'s content-based scores say the former (their footnote 14)."""
+        return False
+
     def output_layer(self) -> nn.Linear:
         """The linear map from readout features to target-vocabulary logits."""
         raise NotImplementedError

@@ -49,6 +49,10 @@ class Ensemble(Seq2Seq):
         self.widths = [s.shape[1] for s in states]
         return torch.cat(states, 1)
 
+    def attention_follows_input(self) -> bool:
+        """The members' reading (``search.force`` aligns with each when they differ)."""
+        return self.members[0].attention_follows_input()
+
     def step(self, y_prev: torch.Tensor, state: torch.Tensor, enc: EnsembleEncoderOut,  # type: ignore[override]
              rows: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         logps, states, maps = [], [], []

@@ -30,6 +30,7 @@ from torch import nn
 from ..config import ModelConfig
 from .attention import LuongAttention
 from .base import EncoderOut, Seq2Seq
+from .stacked_lstm import StackedLSTM
 
 
 def reverse_words(src: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -48,9 +49,9 @@ class Luong(Seq2Seq):
         n, m, L = cfg.hidden, cfg.emb, cfg.layers
         self.drop = nn.Dropout(cfg.dropout)
         self.src_embed = nn.Embedding(cfg.src_vocab, m, padding_idx=0)
-        self.encoder = nn.LSTM(m, n, L, batch_first=True, dropout=cfg.dropout if L > 1 else 0.0)
+        self.encoder = StackedLSTM(m, n, L, batch_first=True, dropout=cfg.dropout if L > 1 else 0.0)
         self.embed = nn.Embedding(cfg.tgt_vocab, m, padding_idx=0)
-        self.decoder = nn.LSTM(m + (n if cfg.input_feed else 0), n, L, batch_first=True,
+        self.decoder = StackedLSTM(m + (n if cfg.input_feed else 0), n, L, batch_first=True,
                                dropout=cfg.dropout if L > 1 else 0.0)
         self.attention = (None if cfg.attention == "none" else
                           LuongAttention(cfg.score, cfg.attention, n, cfg.align, cfg.max_src, cfg.window))
@@ -101,8 +102,9 @@ class Luong(Seq2Seq):
                                                            torch.Tensor | None]:
         """Target embeddings e_y (B, T, m) at positions t (B, T) from the LSTM state ``hc``, and
         h̃_{t−1} (B, 1, n) when input feeding (then T = 1): h̃ (B, T, n), the new state, a (B, T, Tx)."""
-        x = e_y if fed is None else torch.cat([e_y, fed.to(e_y.dtype)], -1)
-        out, hc = self.decoder(self.drop(x), hc)
+        # h̃_{t−1} was dropped out once already, when it was made (h̃ is a non-recurrent output)
+        x = self.drop(e_y) if fed is None else torch.cat([self.drop(e_y), fed.to(e_y.dtype)], -1)
+        out, hc = self.decoder(x, hc)
         if self.attention is None:
             return self.drop(out), hc, None
         c, a = self.attention(out, enc.keys, enc.h, enc.mask, t)
@@ -135,6 +137,11 @@ class Luong(Seq2Seq):
             fed, hc, _ = self._decode(e.unsqueeze(1), hc, fed, t[:, i:i + 1], enc)
             outputs.append(fed)
         return torch.cat(outputs, 1)
+
+    def attention_follows_input(self) -> bool:
+        """Footnote 14: a_t aligns y_t for location scores (which never see h̄) and the input
+        word y_{t−1} for the content-based ones (dot, general, concat)."""
+        return self.attention is not None and self.cfg.score != "location"
 
     def output_layer(self) -> nn.Linear:
         return self.W_s

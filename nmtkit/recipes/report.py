@@ -82,22 +82,22 @@ def write_report(work: Path, runs: Path, models: list[str], data_bin: Path, figu
                   f"scoring {s['score_words_per_s']:,} words/s with {s['workers']} worker process(es).", ""]
     lines += ["## Table 1: BLEU on newstest2014", "",
               "All: tokenized BLEU (Moses tokens, as the paper's multi-bleu.perl) and sacreBLEU (detokenized, "
-              "13a). No UNK: sacreBLEU on the sentences with no word outside the shortlists in the source or "
+              "13a). No UNK: tokenized BLEU on the sentences with no word outside the shortlists in the source or "
               "the reference, translated with `--no-unk` as in the paper.", "",
               "| Model | All, tokenized (run) | All, sacreBLEU (run) | All (paper) | No UNK (run) | No UNK (paper) "
               "| No-UNK sentences |", "|---|---|---|---|---|---|---|"]
     for m in models:
         paper = PAPER_BLEU.get(m, (None, None))
         lines.append(f"| {_title(m)} | {_f(scores[m]['bleu_tok'])} | {_f(scores[m]['bleu'])} | {_f(paper[0])} | "
-                     f"{_f(no_unk[m]['bleu'])} | {_f(paper[1])} | {no_unk[m]['sentences']:,} of "
+                     f"{_f(no_unk[m]['bleu_tok'])} | {_f(paper[1])} | {no_unk[m]['sentences']:,} of "
                      f"{scores[m]['sentences']:,} |")
     lines += ["", "## Figure 2: BLEU by source sentence length", "",
-              "![BLEU by length](fig2-bleu-by-length.png)", "", "sacreBLEU per bucket of source length (Moses tokens).", "",
+              "![BLEU by length](fig2-bleu-by-length.png)", "", "Tokenized BLEU (as the paper's) per bucket of source length in Moses tokens.", "",
               "| words | sentences | " + " | ".join(_title(m) for m in models) + " |",
               "|---|---|" + "---|" * len(models)]
     for row in by_length["rows"]:
         lines.append(f"| {row['lo']}–{row['hi']} | {row['sentences']} | " +
-                     " | ".join(_f(row["bleu"].get(m)) for m in models) + " |")
+                     " | ".join(_f(row["bleu_tok"].get(m)) for m in models) + " |")
     attention = [m for m in models if m.startswith("rnnsearch")]
     lines += ["", f"## Figure 3: alignments ({_title(attention[-1]) if attention else 'none'})", ""]
     if attention:

@@ -23,6 +23,11 @@ verses per version in ../shared/notes and the issue-2 closing note):
 
 Rules run in the order of :data:`RULES`; :func:`apply_rules` reports which
 ones changed the text so that preprocessing can count them.
+
+Named sets (:data:`PRESETS`): ``default`` (unicode, whitespace) suits any
+corpus; ``bible`` (every rule) is for the embedded corpus only, since its
+rules cut ``(2:1)``-like text, brackets, asterisks and hashes that news
+text means.
 """
 
 from __future__ import annotations
@@ -108,6 +113,13 @@ RULES: dict[str, Callable[[str], str]] = {
     "whitespace": whitespace,
 }
 
+PRESETS: dict[str, tuple[str, ...]] = {
+    "default": ("unicode", "whitespace"),
+    "bible": tuple(RULES),
+    "all": tuple(RULES),
+    "none": (),
+}
+
 # Changes that only tidy spacing are not worth a count of their own in reports.
 _SILENT = {"whitespace"}
 
@@ -126,9 +138,14 @@ def apply_rules(s: str, names: tuple[str, ...]) -> tuple[str, list[str]]:
     return s, changed
 
 
-def check_rule_names(names: tuple[str, ...]) -> None:
+def rules_named(value: str) -> tuple[str, ...]:
+    """The rules of a preset name, or of a comma-separated list of rule names."""
     from ..errors import UserError
+    if value in PRESETS:
+        return PRESETS[value]
+    names = tuple(v.strip() for v in value.split(",") if v.strip())
     unknown = [n for n in names if n not in RULES]
     if unknown:
         raise UserError(f"unknown cleaning rule(s): {', '.join(unknown)} "
-                        f"(known: {', '.join(RULES)})")
+                        f"(presets: {', '.join(PRESETS)}; rules: {', '.join(RULES)})")
+    return names

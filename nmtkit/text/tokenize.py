@@ -20,10 +20,12 @@ class MosesText:
         self._tok = MosesTokenizer(lang)
         self._detok = MosesDetokenizer(lang)
 
-    def tokenize(self, text: str) -> list[str]:
+    def tokenize(self, text: str, protected: list[str] | None = None) -> list[str]:
+        """Moses tokens; a match of a ``protected`` regular expression stays one token."""
         if self._norm is not None:
             text = self._norm.normalize(text)
-        return self._tok.tokenize(text, escape=False, aggressive_dash_splits=self.aggressive_dash)
+        return self._tok.tokenize(text, escape=False, aggressive_dash_splits=self.aggressive_dash,
+                                  protected_patterns=protected)
 
     def detokenize(self, tokens: list[str]) -> str:
         text = self._detok.detokenize(tokens, unescape=False)

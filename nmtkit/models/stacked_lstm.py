@@ -1,0 +1,53 @@
+"""A multi-layer LSTM whose dropout between layers draws from torch's generator.
+
+cuDNN applies an LSTM's dropout between layers itself, from a random state
+of its own, seeded once per process and kept inside the library: a resumed
+run cannot restore it, so its dropout masks differ from an uninterrupted
+run's. :class:`StackedLSTM` is ``nn.LSTM`` (same parameters, same state-dict
+keys) that, when training with that dropout on a GPU, runs one layer at a
+time with torch's dropout in between, whose generator the checkpoint saves.
+Elsewhere it is ``nn.LSTM`` unchanged (on CPUs torch's own loop already
+draws from that generator).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import torch
+from torch import _VF, nn
+from torch.nn.utils.rnn import PackedSequence
+
+
+class StackedLSTM(nn.LSTM):
+    def forward(self, input, hx=None):  # type: ignore[override]
+        data = input.data if isinstance(input, PackedSequence) else input
+        if not (self.training and self.dropout > 0 and self.num_layers > 1 and data.is_cuda):
+            return super().forward(input, hx)
+        packed = input if isinstance(input, PackedSequence) else None
+        batch = int(packed.batch_sizes[0]) if packed is not None else data.shape[0 if self.batch_first else 1]
+        if hx is None:
+            zeros = data.new_zeros(self.num_layers, batch, self.hidden_size)
+            hx = (zeros, zeros)
+        elif packed is not None and packed.sorted_indices is not None:
+            hx = tuple(h.index_select(1, packed.sorted_indices) for h in hx)
+        out, hs, cs = data, [], []
+        for k in range(self.num_layers):
+            if k:
+                out = nn.functional.dropout(out, self.dropout, True)
+            weights = self._flat_weights[4 * k:4 * k + 4]
+            state = (hx[0][k:k + 1].contiguous(), hx[1][k:k + 1].contiguous())
+            with warnings.catch_warnings():     # cuDNN copies one layer's weights: expected here
+                warnings.filterwarnings("ignore", "RNN module weights are not part")
+                if packed is not None:
+                    out, h, c = _VF.lstm(out, packed.batch_sizes, state, weights, True, 1, 0.0, True, False)
+                else:
+                    out, h, c = _VF.lstm(out, state, weights, True, 1, 0.0, True, False, self.batch_first)
+            hs.append(h)
+            cs.append(c)
+        h_n, c_n = torch.cat(hs), torch.cat(cs)
+        if packed is None:
+            return out, (h_n, c_n)
+        if packed.unsorted_indices is not None:
+            h_n, c_n = h_n.index_select(1, packed.unsorted_indices), c_n.index_select(1, packed.unsorted_indices)
+        return PackedSequence(out, packed.batch_sizes, packed.sorted_indices, packed.unsorted_indices), (h_n, c_n)

@@ -1,0 +1,70 @@
+"""BLEU as the paper counts it (multi-bleu.perl on Moses tokens), beside sacreBLEU, on fixtures
+whose n-gram counts are worked out by hand in the comments."""
+
+import json
+import math
+
+import pytest
+
+from nmtkit.score import SACREBLEU_LABEL, TOKENIZED_LABEL, Texts, evaluate, format_report
+
+HYPS = ["The <unk> sat on the mat.", "It is a good day."]
+REFS = ["The cat sat on the mat.", "It is a very good day."]
+
+
+def by_hand() -> float:
+    # Moses tokens: "The <unk> sat on the mat ." (7) and "It is a good day ." (6): 13 against 7 + 7.
+    # matches, clipped: 1-grams 6 + 6 of 13; 2-grams 4 + 4 of 11 ("sat on", "on the", "the mat",
+    # "mat ."; "It is", "is a", "good day", "day ."); 3-grams 3 + 2 of 9; 4-grams 2 + 0 of 7
+    precisions = [12 / 13, 8 / 11, 5 / 9, 2 / 7]
+    return 100 * math.exp(1 - 14 / 13) * math.exp(sum(map(math.log, precisions)) / 4)
+
+
+@pytest.fixture
+def files(tmp_path):
+    (tmp_path / "hyp.en").write_text("\n".join(HYPS) + "\n", encoding="utf-8")
+    (tmp_path / "ref.en").write_text("\n".join(REFS) + "\n", encoding="utf-8")
+    (tmp_path / "src.de").write_text("Die Katze saß auf der Matte.\nEs ist ein sehr guter Tag.\n", encoding="utf-8")
+    return tmp_path
+
+
+def test_unk_is_one_token_and_tokenized_bleu_is_multi_bleu(files):
+    assert by_hand() == pytest.approx(52.90, abs=0.005)
+    s = evaluate([str(files / "hyp.en")], [str(files / "ref.en")])["systems"][0]
+    assert s["bleu_tok"] == pytest.approx(by_hand(), abs=1e-6)
+    assert "hyp_len = 13" in s["bleu_tok_detail"] and "ref_len = 14" in s["bleu_tok_detail"]
+    assert s["bleu_tok_label"] == TOKENIZED_LABEL and s["bleu_label"] == SACREBLEU_LABEL
+
+
+def test_tokenized_bleu_is_not_smoothed():
+    # no 4-gram matches (3-grams 1 of 4): multi-bleu.perl says 0, sacreBLEU's smoothed BLEU does not
+    texts = Texts.of(["the cat sat on a mat"], [["the cat sat in a mat"]], tokenized=False, lang="en")
+    both = texts.bleus()
+    assert both["bleu_tok"] == 0.0 and both["bleu"] > 0.0
+
+
+def test_subsets_and_buckets_get_both_bleus_counted_the_same_way(files):
+    # both sources have 6-10 Moses tokens: one bucket, holding the whole set
+    res = evaluate([str(files / "hyp.en")], [str(files / "ref.en")], source=str(files / "src.de"),
+                   bucket_width=5)
+    rows = res["by_length"]["rows"]
+    assert [(r["lo"], r["hi"], r["sentences"]) for r in rows] == [(6, 10, 2)]
+    assert rows[0]["bleu_tok"][str(files / "hyp.en")] == pytest.approx(by_hand(), abs=1e-6)
+    assert set(rows[0]) >= {"bleu", "bleu_tok"}
+    one = Texts.of(HYPS, [REFS], tokenized=False, lang="en").subset([1]).bleus()
+    # a subset (as for No-UNK) is scored the same way: sentence 1 alone has 6/6, 4/5, 2/4, 0/3,
+    # a zero precision, so 0 unsmoothed
+    assert one["bleu_tok"] == 0.0
+    report = format_report(res)
+    assert f"{TOKENIZED_LABEL} by source length" in report and f"{SACREBLEU_LABEL}: " in report
+
+
+def test_score_command_labels_both_bleus(files):
+    from click.testing import CliRunner
+    from nmtkit.cli import main
+    r = CliRunner().invoke(main, ["score", str(files / "hyp.en"), "-r", str(files / "ref.en")])
+    assert r.exit_code == 0, r.output
+    assert f"{TOKENIZED_LABEL}: 52.90" in r.stdout
+    assert f"{SACREBLEU_LABEL}: " in r.stdout and "nrefs:1|case:mixed|eff:no|tok:13a" in r.stdout
+    j = CliRunner().invoke(main, ["score", str(files / "hyp.en"), "-r", str(files / "ref.en"), "--json"])
+    assert json.loads(j.stdout)["systems"][0]["bleu_tok"] == pytest.approx(52.90, abs=0.005)
