@@ -1,7 +1,7 @@
 """The interface every model offers to training and to search.
 
 ``encode(src, mask) -> EncoderOut``, ``init_state(enc) -> state``,
-``step(y_prev, state, enc[, rows]) -> (logp, state, attn)`` for one target position,
+``step(y_prev, state, enc) -> (logp, state, attn)`` for one target position,
 and ``teacher_forced(enc, tgt_in) -> t``, the readout features of every
 target position, built from the same recurrence and readout as ``step``.
 ``logits(t)``, ``output_nll(t, tgt_out)`` and, in ``step``, ``next_word_logp`` apply the
@@ -58,10 +58,9 @@ class Seq2Seq(nn.Module):
     def init_state(self, enc: EncoderOut) -> torch.Tensor:
         raise NotImplementedError
 
-    def step(self, y_prev: torch.Tensor, state: torch.Tensor, enc: EncoderOut,
-             rows: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-        """Log-probabilities of the next word (for ``rows`` only, when given: search skips the
-        output layer, the costliest part, for hypotheses already finished), the new state and α."""
+    def step(self, y_prev: torch.Tensor, state: torch.Tensor,
+             enc: EncoderOut) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """Log-probabilities of the next word, the new state and α."""
         raise NotImplementedError
 
     def teacher_forced(self, enc: EncoderOut, tgt_in: torch.Tensor) -> torch.Tensor:
@@ -77,9 +76,9 @@ class Seq2Seq(nn.Module):
         """The linear map from readout features to target-vocabulary logits."""
         raise NotImplementedError
 
-    def next_word_logp(self, t: torch.Tensor, rows: torch.Tensor | None = None) -> torch.Tensor:
-        """log p(y) from one step's readout features t (B, ·), for ``rows`` only when given."""
-        logits = inference_linear(self.output_layer(), t if rows is None else t.index_select(0, rows))
+    def next_word_logp(self, t: torch.Tensor) -> torch.Tensor:
+        """log p(y) from one step's readout features t (B, ·)."""
+        logits = inference_linear(self.output_layer(), t)
         return torch.log_softmax(logits.float(), -1)
 
     def logits(self, t: torch.Tensor) -> torch.Tensor:

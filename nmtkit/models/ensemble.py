@@ -53,11 +53,11 @@ class Ensemble(Seq2Seq):
         """The members' reading (``search.force`` aligns with each when they differ)."""
         return self.members[0].attention_follows_input()
 
-    def step(self, y_prev: torch.Tensor, state: torch.Tensor, enc: EnsembleEncoderOut,  # type: ignore[override]
-             rows: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    def step(self, y_prev: torch.Tensor, state: torch.Tensor,  # type: ignore[override]
+             enc: EnsembleEncoderOut) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         logps, states, maps = [], [], []
         for m, s, e in zip(self.members, state.split(self.widths, 1), enc.parts):
-            logp, s, alpha = m.step(y_prev, s, e, rows)
+            logp, s, alpha = m.step(y_prev, s, e)
             logps.append(logp)
             states.append(s)
             if alpha is not None:

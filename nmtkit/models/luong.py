@@ -111,8 +111,8 @@ class Luong(Seq2Seq):
         assert self.W_c is not None
         return self.drop(torch.tanh(self.W_c(torch.cat([c.to(out.dtype), out], -1)))), hc, a
 
-    def step(self, y_prev: torch.Tensor, state: torch.Tensor, enc: EncoderOut,
-             rows: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    def step(self, y_prev: torch.Tensor, state: torch.Tensor,
+             enc: EncoderOut) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         width = 2 * self.cfg.layers * self.cfg.hidden
         hc = self._unflat(state[:, :width])
         fed = state[:, width:-1].unsqueeze(1) if self.cfg.input_feed else None
@@ -120,7 +120,7 @@ class Luong(Seq2Seq):
         h_tilde, (h, c), a = self._decode(self.embed(y_prev).unsqueeze(1), hc, fed, t, enc)
         h_tilde = h_tilde.squeeze(1)
         new = [self._flat(h, c)] + ([h_tilde.float()] if self.cfg.input_feed else []) + [t + 1]
-        return self.next_word_logp(h_tilde, rows), torch.cat(new, 1), None if a is None else a.squeeze(1)
+        return self.next_word_logp(h_tilde), torch.cat(new, 1), None if a is None else a.squeeze(1)
 
     def teacher_forced(self, enc: EncoderOut, tgt_in: torch.Tensor) -> torch.Tensor:
         """h̃ (B, Ty, n) for the target prefix ``tgt_in`` (B, Ty)."""

@@ -78,13 +78,13 @@ class RNNSearch(Seq2Seq):
         t = self.U_o(s) + self.V_o(e_y) + self.C_o(c)
         return t.unflatten(-1, (-1, 2)).amax(-1)
 
-    def step(self, y_prev: torch.Tensor, state: torch.Tensor, enc: EncoderOut,
-             rows: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-        """One target position: log-probabilities (B or len(rows), K), s_i (B, n), α_i (B, Tx) or None."""
+    def step(self, y_prev: torch.Tensor, state: torch.Tensor,
+             enc: EncoderOut) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """One target position: log-probabilities (B, K), s_i (B, n), α_i (B, Tx) or None."""
         e_y = self.embed(y_prev)
         s, c, alpha = self._recur(self.gru.W(e_y), state, enc)
         t = self.deep_output(state if self.cfg.readout == "prev" else s, e_y, c)
-        return self.next_word_logp(t, rows), s, alpha
+        return self.next_word_logp(t), s, alpha
 
     def teacher_forced(self, enc: EncoderOut, tgt_in: torch.Tensor) -> torch.Tensor:
         """Readout features t (B, Ty, l) for the target prefix ``tgt_in`` (B, Ty)."""
