@@ -18,26 +18,41 @@ TORCH_CONSTRAINT ?= $(if $(CPU_TORCH),-c constraints/torch-cpu.txt --find-links 
 DATA    ?= data/bible
 PAIRS   ?= all
 JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
+# The demo's vocabulary: joint BPE of BPE merges (8,000 gives about 5,600 French and 5,000 English
+# units, and no <unk>); BPE=0 gives the paper's lists of VOCAB_SIZE words per language.
+BPE     ?= 8000
 VOCAB_SIZE ?= 30000
+VOCAB_TAG = $(if $(filter 0,$(BPE)),words$(VOCAB_SIZE),bpe$(BPE))
+VOCAB_FLAGS = $(if $(filter 0,$(BPE)),--size $(VOCAB_SIZE),--bpe $(BPE) --joint)
+VOCAB   ?= $(DATA)/vocab-$(VOCAB_TAG)
+BIN     ?= $(DATA)/data-bin-$(VOCAB_TAG)
 MAX_LEN ?= 50
 # Pairs whose lengths differ by more than 2x are almost all verses whose
-# boundaries differ between versions (see the issue-2 note).
+# boundaries differ between versions.
 MAX_RATIO ?= 2.0
 
-# The demo's training run: sized for 2 CPU cores and a 20-minute budget (DEMO_MINUTES=60 for
-# longer; an interrupted run resumes). bf16 where the CPU has native bfloat16 (AVX512-BF16/AMX).
+# The demo's training run, sized for 2 CPU cores and a 20-minute budget: the small RNNsearch
+# (256 units) on joint BPE, Adam at 5e-3, a sampled softmax over 2,000 target units (Jean et al.
+# 2015), best.pt chosen by dev NLL (the trials in docs/cpu-training.md). DEMO_MINUTES=60 trains longer; DEMO_UPDATES=1000 trains a fixed number of
+# updates instead, so that two machines can compare their runs. An interrupted run resumes.
+# bf16 where the CPU has native bfloat16 (AVX512-BF16/AMX).
 RUNS    ?= runs
 DEMO    ?= $(RUNS)/demo
 DEMO_MINUTES ?= 20
+DEMO_UPDATES ?=
 DEMO_BF16 ?= $(shell grep -qw -e avx512_bf16 -e amx_bf16 /proc/cpuinfo 2>/dev/null && echo --bf16)
-DEMO_TRAIN ?= --preset small --optimizer adam --lr 1e-3 --valid-every 500 --max-minutes $(DEMO_MINUTES) $(DEMO_BF16)
+DEMO_BUDGET = $(if $(DEMO_UPDATES),--max-updates $(DEMO_UPDATES),--max-minutes $(DEMO_MINUTES))
+CPU_RECIPE ?= --preset small --optimizer adam --lr 5e-3 --shortlist 2000 --best-by nll
+DEMO_RECIPE ?= $(CPU_RECIPE) --valid-every 200 --keep-validations
+DEMO_TRAIN ?= $(DEMO_RECIPE) $(DEMO_BUDGET) $(DEMO_BF16)
 BEAM    ?= 5
 
-.PHONY: help install test test-slow demo readme-figures data bench bench-data reproduce compare clean-data
+.PHONY: help install test test-slow demo demo-curve readme-figures data bench bench-data reproduce compare clean-data
 comma := ,
 help:
 	@echo "make demo     fetch the Bible corpus, preprocess, build the vocabulary, train RNNsearch (20 min on CPU),"
 	@echo "              translate the test set, score it; plot training curves, BLEU by length, alignments"
+	@echo "make demo-curve  the CPU trials behind the demo's recipe (hours): docs/cpu-training.md, its picture"
 	@echo "make test     run the test suite"
 	@echo "make bench    training and translation speed beside Joey NMT and fairseq; preprocessing and selection speed"
 	@echo "make reproduce  the paper's WMT'14 En-Fr recipe on GPUs (examples/wmt14_en_fr; MIRROR=DIR offline)"
@@ -65,17 +80,17 @@ $(DATA)/clean/preprocess.json: $(DATA)/raw/bible.json
 	    --test $(DATA)/raw/test -o $(DATA)/clean -j $(JOBS) --max-len $(MAX_LEN) --max-ratio $(MAX_RATIO) \
 	    --clean bible
 
-$(DATA)/vocab/vocab.json: $(DATA)/clean/preprocess.json
-	$(NMTKIT) build-vocab -s en -t fr --train $(DATA)/clean/train -o $(DATA)/vocab --size $(VOCAB_SIZE)
+$(VOCAB)/vocab.json: $(DATA)/clean/preprocess.json
+	$(NMTKIT) build-vocab -s en -t fr --train $(DATA)/clean/train -o $(VOCAB) $(VOCAB_FLAGS)
 
-$(DATA)/data-bin/manifest.json: $(DATA)/vocab/vocab.json
+$(BIN)/manifest.json: $(VOCAB)/vocab.json
 	$(NMTKIT) preprocess -s en -t fr --train $(DATA)/clean/train --valid $(DATA)/clean/valid \
-	    --test $(DATA)/clean/test --vocab $(DATA)/vocab -o $(DATA)/data-bin -j $(JOBS) --quiet
+	    --test $(DATA)/clean/test --vocab $(VOCAB) -o $(BIN) -j $(JOBS) --quiet
 
-data: $(DATA)/data-bin/manifest.json
+data: $(BIN)/manifest.json
 
-$(DEMO)/best.pt: $(DATA)/data-bin/manifest.json
-	$(NMTKIT) train $(DATA)/data-bin --save-dir $(DEMO) --threads $(JOBS) $(DEMO_TRAIN)
+$(DEMO)/best.pt: $(BIN)/manifest.json
+	$(NMTKIT) train $(BIN) --save-dir $(DEMO) --threads $(JOBS) $(DEMO_TRAIN)
 
 # One pass of beam search gives the hypotheses and their attention (for the alignment plots).
 $(DEMO)/test.hyp.fr $(DEMO)/test.align &: $(DEMO)/best.pt
@@ -86,7 +101,8 @@ $(DEMO)/test.hyp.fr $(DEMO)/test.align &: $(DEMO)/best.pt
 # then BLEU by sentence length (the paper's Figure 2) and three alignments (its Figure 3).
 ALIGN_LINES ?= 86,88,116
 demo: $(DEMO)/test.hyp.fr $(DEMO)/test.align
-	@$(PY) -c "from nmtkit.summary import print_summary; print_summary('$(DATA)/data-bin')"
+	@$(PY) -c "from nmtkit.summary import print_summary; print_summary('$(BIN)')"
+	@$(PY) -c "from nmtkit.runlog import run_summary; print(run_summary('$(DEMO)'))"
 	@echo "test set, beam $(BEAM), reference Segond:"
 	@$(NMTKIT) score $< -r $(DATA)/raw/test.fr --clean verse-markers
 	@echo "test set, beam $(BEAM), references Segond + Ostervald + Darby:"
@@ -97,6 +113,17 @@ demo: $(DEMO)/test.hyp.fr $(DEMO)/test.align
 	    --by-length --plot $(DEMO)/bleu-by-length.png --no-unk $(DEMO)/best.pt
 	@$(NMTKIT) align-plot $(DEMO)/test.align -n $(ALIGN_LINES) -o $(DEMO)/align.png
 	@echo "pictures: $(DEMO)/curves.png $(DEMO)/bleu-by-length.png $(DEMO)/align-*.png"
+
+# The trials behind the demo's recipe (docs/cpu-training.md): 20 minutes of training each, one at a
+# time, then test BLEU of every validated model; the table and docs/img/demo-curve.png, with the
+# demo's own run last. Hours on 2 cores; an interrupted run goes on where it stopped.
+TRIALS_DIR ?= $(RUNS)/trials
+demo-curve: $(DEMO)/best.pt
+	$(MAKE) data BPE=0
+	$(MAKE) data DATA=$(DATA)-kl PAIRS=k-l
+	$(PY) -m nmtkit.recipes.cpu_trials --runs $(TRIALS_DIR) --data all=$(DATA) --data k-l=$(DATA)-kl \
+	    --demo-run $(DEMO) --doc docs/cpu-training.md --plot docs/img/demo-curve.png \
+	    --minutes $(DEMO_MINUTES) --threads $(JOBS)
 
 # The README's pictures are the demo's own: copy them after a demo run.
 readme-figures: demo
@@ -111,7 +138,7 @@ bench: bench-data
 	$(PY) bin/bench-translate --threads 2
 
 bench-data: data
-	$(PY) bin/bench-data $(DATA)
+	$(PY) bin/bench-data $(DATA) $(VOCAB)
 
 # The paper's WMT'14 En→Fr experiment on GPUs (examples/wmt14_en_fr/; its variables pass through:
 # make reproduce MIRROR=/data/statmt CHECKSUMS=/data/statmt/checksums.txt WORK=/scratch/wmt14).
@@ -122,8 +149,8 @@ reproduce: install
 # A Luong run's name is luong_WINDOW_SCORE_FEED; every other setting is the same for all.
 CMP     ?= $(RUNS)/compare
 COMPARE_UPDATES ?= 500
-COMPARE_TRAIN ?= --preset small --optimizer adam --lr 1e-3 --max-updates $(COMPARE_UPDATES) \
-    --valid-every $(COMPARE_UPDATES) --no-valid-bleu $(DEMO_BF16)
+COMPARE_TRAIN ?= $(CPU_RECIPE) --max-updates $(COMPARE_UPDATES) --valid-every $(COMPARE_UPDATES) \
+    --no-valid-bleu $(DEMO_BF16)
 COMPARE_MODELS ?= rnnencdec rnnsearch $(foreach f,feed nofeed,$(foreach a,global_dot global_general \
     global_concat global_location local-m_general local-p_general,luong_$(a)_$(f)))
 _luong = --arch luong --attention $(word 2,$1) --score $(word 3,$1) --$(if $(filter nofeed,$(word 4,$1)),no-)input-feed
@@ -131,8 +158,8 @@ arch_flags = $(if $(findstring _,$1),$(call _luong,$(subst _, ,$1)),--arch $1)
 
 .PRECIOUS: $(CMP)/%/done $(CMP)/%/dev.hyp.fr
 
-$(CMP)/%/done: $(DATA)/data-bin/manifest.json
-	$(NMTKIT) train $(DATA)/data-bin --save-dir $(CMP)/$* $(call arch_flags,$*) $(COMPARE_TRAIN) --threads $(JOBS)
+$(CMP)/%/done: $(BIN)/manifest.json
+	$(NMTKIT) train $(BIN) --save-dir $(CMP)/$* $(call arch_flags,$*) $(COMPARE_TRAIN) --threads $(JOBS)
 	touch $@
 
 $(CMP)/%/dev.hyp.fr: $(CMP)/%/done
@@ -142,7 +169,7 @@ $(CMP)/%/dev-bleu.json: $(CMP)/%/dev.hyp.fr
 	$(NMTKIT) score $< -r $(DATA)/raw/valid.fr --clean verse-markers --json > $@.tmp && mv $@.tmp $@
 
 $(CMP)/%/dev-nll.json: $(CMP)/%/done
-	$(NMTKIT) score -m $(CMP)/$*/best.pt --data $(DATA)/data-bin --split valid --json > $@.tmp && mv $@.tmp $@
+	$(NMTKIT) score -m $(CMP)/$*/best.pt --data $(BIN) --split valid --json > $@.tmp && mv $@.tmp $@
 
 compare: $(foreach m,$(COMPARE_MODELS),$(CMP)/$(m)/dev-bleu.json $(CMP)/$(m)/dev-nll.json)
 	$(PY) -m nmtkit.recipes.compare $(CMP) $(COMPARE_MODELS) --readme README.md

@@ -474,6 +474,9 @@ Running the same command again resumes from SAVE_DIR/last.pt exactly (--reset st
                    "processes takes 1/N of every minibatch, so N changes nothing but the speed.")
 @click.option("--max-tokens", type=click.IntRange(0), default=_T.max_tokens, show_default=True,
               help="Minibatches by target tokens instead, in total over all GPUs (0: off).")
+@click.option("--shortlist", type=click.IntRange(0), default=_T.shortlist, show_default=True,
+              help="Jean et al. (2015)'s sampled softmax in training: over the minibatch's target words and "
+                   "others drawn at random, this many in all (0: the full softmax, as the paper).")
 @click.option("--pool", type=click.IntRange(1), default=_T.pool, show_default=True, help="Minibatches per length-sorted pool.")
 @click.option("--max-len", type=click.IntRange(0), default=_T.max_len, show_default=True, help="Drop longer pairs (30 or 50 in the paper).")
 @click.option("--max-updates", type=click.IntRange(0), default=_T.max_updates, show_default=True)
@@ -481,7 +484,13 @@ Running the same command again resumes from SAVE_DIR/last.pt exactly (--reset st
 @click.option("--max-minutes", type=click.FloatRange(0), default=_T.max_minutes, show_default=True)
 @click.option("--valid-every", type=click.IntRange(1), default=_T.valid_every, show_default=True)
 @click.option("--valid-bleu/--no-valid-bleu", default=_T.valid_bleu, show_default=True, help="Greedy dev BLEU at validation.")
+@click.option("--best-by", type=click.Choice(["bleu", "nll"]), default=_T.best_by, show_default=True,
+              help="The dev score that picks best.pt and counts for --patience: greedy BLEU, or NLL "
+                   "(steadier for young models, whose greedy output is mostly repetition).")
 @click.option("--patience", type=click.IntRange(0), default=_T.patience, show_default=True, help="Validations without improvement before stopping (0: never).")
+@click.option("--keep-validations", is_flag=True,
+              help="Also keep the model of every validation as SAVE_DIR/update-N.pt (weights only, no "
+                   "optimizer state): for learning curves, e.g. test BLEU against minutes.")
 @click.option("--log-every", type=click.IntRange(1), default=_T.log_every, show_default=True)
 @click.option("--seed", type=int, default=_T.seed, show_default=True)
 @click.option("--threads", type=click.IntRange(0), default=_T.threads, show_default=True, help="CPU threads (0: torch's default).")

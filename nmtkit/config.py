@@ -169,6 +169,7 @@ class TrainConfig(_Settings):
     clip: float = 1.0
     batch_size: int = 80
     max_tokens: int = 0            # >0: batches by target tokens instead of sentences
+    shortlist: int = 0             # >0: Jean et al.'s sampled softmax over this many target words
     pool: int = 20
     max_len: int = 50
     max_updates: int = 0           # 0: no limit
@@ -176,8 +177,10 @@ class TrainConfig(_Settings):
     max_minutes: float = 0.0
     valid_every: int = 1000
     valid_bleu: bool = True
+    best_by: str = "bleu"          # bleu | nll: which dev score picks best.pt and early stopping
     valid_max_sentences: int = 0   # 0: the whole valid split
     patience: int = 10
+    keep_validations: bool = False  # also keep each validated model as update-N.pt (learning curves)
     log_every: int = 50
     seed: int = 1234
     threads: int = 0               # 0: torch's default

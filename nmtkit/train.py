@@ -33,10 +33,13 @@ from .data.batching import Batches, collate, to_device
 from .data.binarized import Corpus
 from .data.vocab import PAD
 from .errors import UserError
+from .files import atomic_write
 from .models import build_model
 from .models.base import Seq2Seq
+from .models.loss import shortlist
 from .nll import scored_batches
 from .plot import read_metrics, training_curves
+from .runlog import MACHINE, machine
 from .search import greedy
 from .text.bpe import merge_subwords
 
@@ -285,16 +288,19 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
     metrics_path = save_dir / "metrics.jsonl"
     if rank == 0:
         save_dir.mkdir(parents=True, exist_ok=True)
+        if not (save_dir / MACHINE).exists():     # what the speed in metrics.jsonl was measured on
+            with atomic_write(save_dir / MACHINE) as fh:
+                fh.write(json.dumps(machine()) + "\n")
         _rewind_metrics(metrics_path, state.step)
 
-    def save(name: str, rng: list[dict[str, torch.Tensor]]) -> None:
+    def save(name: str, rng: list[dict[str, torch.Tensor]], resumable: bool = True) -> None:
         if rank != 0:
             return
-        checkpoint.save(save_dir / name, {
-            "model": model_cfg.to_dict(), "weights": model.state_dict(), "corpus": payload,
-            "train": {"config": cfg.to_dict(), "optimizer": opt.state_dict(),
-                      "batches": batches.state_dict(), "progress": vars(state).copy(),
-                      "rng": {"ranks": rng}}})
+        run = {"config": cfg.to_dict(), "progress": vars(state).copy()}
+        if resumable:
+            run |= {"optimizer": opt.state_dict(), "batches": batches.state_dict(), "rng": {"ranks": rng}}
+        checkpoint.save(save_dir / name, {"model": model_cfg.to_dict(), "weights": model.state_dict(),
+                                          "corpus": payload, "train": run})
 
     def record(entry: dict[str, Any]) -> None:
         if rank == 0:
@@ -322,10 +328,12 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
             mine = batches.share(idx)
             batch = collate(src, tgt, mine)
             ntok = int((batch["tgt_out"] != PAD).sum())
+            words = (shortlist(batch["tgt_out"], model_cfg.tgt_vocab, cfg.shortlist, PAD).to(device)
+                     if cfg.shortlist else None)
             batch = to_device(batch, device)
             try:
                 with autocast:
-                    loss_sum = net(batch["src"], batch["src_mask"], batch["tgt_in"], batch["tgt_out"])
+                    loss_sum = net(batch["src"], batch["src_mask"], batch["tgt_in"], batch["tgt_out"], words)
                 opt.zero_grad(set_to_none=True)
                 # DDP averages the processes' gradients: scaled so, they are those of the whole
                 # minibatch's summed NLL per sentence
@@ -356,7 +364,8 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
             bar.update(state.step if unit == "updates" else state.seconds)
             if checkpointing and rank == 0:
                 metrics = validate(model, corpus, cfg, device, payload["vocab"]["tgt"])
-                score = metrics.get("dev_bleu_tok", -metrics["dev_nll"])
+                score = metrics.get("dev_bleu_tok", -metrics["dev_nll"]) if cfg.best_by == "bleu" \
+                    else -metrics["dev_nll"]
                 record(metrics)
                 training_curves(read_metrics(metrics_path), save_dir / "curves.png")
                 bar.validated(state.step, metrics)
@@ -366,6 +375,8 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
                 else:
                     state.bad_evals += 1
                 save("last.pt", rng)
+                if cfg.keep_validations:
+                    save(f"update-{state.step}.pt", rng, resumable=False)
                 if cfg.patience and state.bad_evals >= cfg.patience:
                     log(f"no improvement in {cfg.patience} validations: stopping")
                     finish = True

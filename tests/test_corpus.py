@@ -9,9 +9,11 @@ from nmtkit.binarize import binarize_corpus
 from nmtkit.build_vocab import build_vocab
 from nmtkit.config import FilterConfig, TextConfig, VocabConfig
 from nmtkit.data.binarized import Corpus, best_dtype
+from nmtkit.data.vocab import UNK
 from nmtkit.errors import FormatError, UserError
 from nmtkit.preprocess import PairFilter, preprocess_corpus
 from nmtkit.text.clean import PRESETS
+from tests.conftest import EN, FR
 
 TEXTS = (TextConfig("en", clean=PRESETS["bible"]), TextConfig("fr", clean=PRESETS["bible"]))
 
@@ -119,3 +121,25 @@ def test_manifest_is_self_describing(raw, tmp_path):
     assert set(manifest["settings"]["text"]) == {"en", "fr"}
     assert manifest["splits"]["train"]["dropped"]["duplicate"] == 1
     assert len(manifest["settings_sha256"]) == 64
+
+
+def test_joint_bpe_round_trip_from_raw_text_to_raw_text(raw, tmp_path):
+    """What translate does to a line and its output: the subwords lose nothing and need no <unk>."""
+    from nmtkit.text.pipeline import Preprocessor
+    _, manifest, corpus = make_corpus(raw, tmp_path, VocabConfig(bpe_merges=40, joint_bpe=True))
+    codes = (corpus.path / manifest["bpe_codes"]["fr"]).read_text(encoding="utf-8")
+    assert manifest["bpe_codes"]["en"] == manifest["bpe_codes"]["fr"]                  # one joint model
+    kept = [int(n) - 1 for n in (tmp_path / "clean" / "train.lines").read_text().split()]   # BPE saw these
+    same = 0
+    for lang, lines in (("en", [EN[i] for i in kept]), ("fr", [FR[i] for i in kept])):
+        cfg = TextConfig(lang, clean=PRESETS["bible"])
+        subwords, words, vocab = Preprocessor(cfg, bpe_codes=codes), Preprocessor(cfg), corpus.vocab(lang)
+        for line in lines:
+            tokens = subwords.encode(line)
+            ids = vocab.encode(tokens)
+            assert UNK not in ids and len(tokens) >= len(words.encode(line))
+            back = subwords.decode(vocab.decode(ids))
+            assert back == words.decode(words.encode(line))
+            same += back == line
+    assert any(t.endswith("@@") for t in Preprocessor(TextConfig("fr"), bpe_codes=codes).encode(FR[1]))
+    assert same >= 8                                                 # raw → raw, character for character

@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 
 from nmtkit.models.attention import _Energy
-from nmtkit.models.loss import linear_cross_entropy
+from nmtkit.models.loss import linear_cross_entropy, shortlist, shortlisted_cross_entropy
 
 
 def inputs(seed=0, n=37, l=6, K=11):
@@ -58,3 +58,49 @@ def test_attention_energy_gradient_is_exact():
     v = torch.randn(4, generator=g, dtype=torch.double, requires_grad=True)
     assert torch.autograd.gradcheck(_Energy.apply, (keys, q, v))
     assert torch.allclose(_Energy.apply(keys, q, v), torch.tanh(keys + q.unsqueeze(1)) @ v)
+
+
+def test_a_shortlist_of_the_whole_vocabulary_is_the_full_softmax():
+    t, W, b, y = inputs(4)
+    words = shortlist(y, vocab_size=11, size=11)
+    assert words.tolist() == list(range(11))
+    sampled = shortlisted_cross_entropy(t, W, b, y, words)
+    sampled.backward()
+    grads = [x.grad.clone() for x in (t, W, b)]
+    for x in (t, W, b):
+        x.grad = None
+    full = linear_cross_entropy(t, W, b, y)
+    full.backward()
+    assert torch.equal(sampled, full)
+    for got, want in zip(grads, (t.grad, W.grad, b.grad)):
+        assert torch.equal(got, want)
+
+
+def test_a_shortlist_holds_the_targets_and_only_its_rows_learn():
+    t, W, b, y = inputs(5, n=8, K=40)
+    torch.manual_seed(0)
+    words = shortlist(y, vocab_size=40, size=12)
+    assert len(words) == 12 and words[0] == 0 and (words.diff() > 0).all()     # sorted, <pad> first
+    assert set(y.tolist()) <= set(words.tolist())
+    torch.manual_seed(0)
+    assert torch.equal(shortlist(y, 40, 12), words)                  # drawn from the global generator
+    loss = shortlisted_cross_entropy(t, W, b, y, words)
+    rows = y != 0
+    logits = F.linear(t, W, b)[:, words]
+    local = torch.searchsorted(words, y)
+    assert torch.allclose(loss, F.cross_entropy(logits[rows], local[rows], reduction="sum"))
+    assert loss < linear_cross_entropy(t, W, b, y)                   # fewer words to share the mass with
+    loss.backward()
+    others = torch.ones(40, dtype=torch.bool)
+    others[words] = False
+    assert (W.grad[others] == 0).all() and (b.grad[others] == 0).all()
+    assert (W.grad[words[1:]] != 0).any(dim=1).all()
+
+
+def test_a_shortlist_larger_than_the_batch_words_is_topped_up_at_random():
+    y = torch.tensor([3, 3, 5, 0])
+    torch.manual_seed(1)
+    first = shortlist(y, 1000, 50)
+    second = shortlist(y, 1000, 50)
+    assert len(first) == len(second) == 50 and not torch.equal(first, second)
+    assert len(shortlist(y, 1000, 2)) == 3                           # never smaller than the targets

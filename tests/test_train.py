@@ -1,6 +1,7 @@
 """Training on a tiny corpus: it learns, it resumes exactly, its checkpoints are safe."""
 
 import json
+import math
 
 import pytest
 import torch
@@ -9,6 +10,7 @@ from click.testing import CliRunner
 from nmtkit import checkpoint
 from nmtkit.cli import main
 from nmtkit.config import ModelConfig, TrainConfig
+from nmtkit.data.binarized import Corpus
 from nmtkit.errors import UserError
 from nmtkit.train import train
 from tests.test_corpus import make_corpus
@@ -52,6 +54,40 @@ def test_overfits_a_small_corpus(corpus, tmp_path):
     state = train(corpus, tmp_path / "o", TINY, cfg(max_updates=300, batch_size=6, lr=0.02, log_every=50))
     assert state.step == 300
     assert losses(tmp_path / "o")[-1] < 0.05 * losses(tmp_path / "o")[0]
+
+
+def test_a_tiny_model_learns_with_a_shortlist_and_resumes_exactly(corpus, tmp_path, deterministic):
+    vocab = len(Corpus(corpus).vocab("fr"))
+    state = train(corpus, tmp_path / "s", TINY, cfg(max_updates=300, lr=0.02, log_every=50, valid_every=150,
+                                                     valid_bleu=False, shortlist=12))
+    assert state.step == 300
+    assert losses(tmp_path / "s")[-1] < 0.1 * losses(tmp_path / "s")[0]
+    dev = [json.loads(line)["dev_nll_token"] for line in (tmp_path / "s" / "metrics.jsonl").read_text().splitlines()
+           if "dev_nll" in line]
+    assert vocab > 2 * 12 and dev[-1] < 0.1 * math.log(vocab)       # the full softmax learned too
+    train(corpus, tmp_path / "a", TINY, cfg(max_updates=6, shortlist=12))
+    train(corpus, tmp_path / "b", TINY, cfg(max_updates=3, shortlist=12))
+    train(corpus, tmp_path / "b", TINY, cfg(max_updates=6, shortlist=12))
+    assert losses(tmp_path / "a") == losses(tmp_path / "b")
+
+
+def test_kept_validations_are_weights_only_models_and_the_log_reads_back(corpus, tmp_path):
+    from nmtkit.runlog import RunLog, run_summary
+    train(corpus, tmp_path / "k", TINY, cfg(max_updates=5, valid_every=2, keep_validations=True, best_by="nll"))
+    kept = sorted(p.name for p in (tmp_path / "k").glob("update-*.pt"))
+    assert kept == ["update-2.pt", "update-4.pt", "update-5.pt"]          # every validation, and the last
+    snap = torch.load(tmp_path / "k" / "update-5.pt", weights_only=True)
+    last = torch.load(tmp_path / "k" / "last.pt", weights_only=True)
+    assert "optimizer" not in snap["train"] and "optimizer" in last["train"]
+    assert all(torch.equal(snap["weights"][k], last["weights"][k]) for k in last["weights"])
+    log = RunLog.read(tmp_path / "k")
+    assert log.updates == 5 and [v["step"] for v in log.validations] == [2, 4, 5]
+    assert all(0 < v["seconds"] <= log.seconds for v in log.validations)
+    nll = {v["step"]: v["dev_nll"] for v in log.validations}
+    best = torch.load(tmp_path / "k" / "best.pt", weights_only=True)["train"]["progress"]["step"]
+    assert nll[best] == min(nll.values())                                  # --best-by nll
+    assert run_summary(tmp_path / "k").startswith("trained 5 updates in ")
+    assert f"best.pt is update {best} (chosen by dev NLL" in run_summary(tmp_path / "k")
 
 
 def test_checkpoint_is_self_contained_and_weights_only(corpus, tmp_path):
@@ -99,12 +135,22 @@ def test_train_cli(corpus, tmp_path, encoder):
     assert (tmp_path / "r" / "last.pt").exists() and (tmp_path / "r" / "best.pt").exists()
 
 
+def test_train_cli_passes_the_cpu_recipe_flags(corpus, tmp_path):
+    r = CliRunner().invoke(main, ["train", str(corpus), "--save-dir", str(tmp_path / "r"), "--preset", "tiny",
+                                  "--max-updates", "2", "--batch-size", "2", "--threads", "1", "--shortlist", "10",
+                                  "--best-by", "nll", "--keep-validations"])
+    assert r.exit_code == 0, r.output
+    config = checkpoint.load(tmp_path / "r" / "last.pt")["train"]["config"]
+    assert (config["shortlist"], config["best_by"], config["keep_validations"]) == (10, "nll", True)
+    assert (tmp_path / "r" / "update-2.pt").exists()
+
+
 def test_nan_loss_stops_naming_the_update_and_keeps_the_last_good_checkpoint(corpus, tmp_path, monkeypatch):
     from nmtkit.models.rnnsearch import RNNSearch
     real, updates = RNNSearch.output_nll, []
 
-    def poisoned(model, t, tgt_out):
-        loss = real(model, t, tgt_out)
+    def poisoned(model, t, tgt_out, words=None):
+        loss = real(model, t, tgt_out, words)
         if model.training:
             updates.append(1)
             if len(updates) == 3:

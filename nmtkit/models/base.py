@@ -19,7 +19,7 @@ from torch import nn
 
 from ..config import ModelConfig
 from .layers import inference_linear
-from .loss import linear_cross_entropy
+from .loss import linear_cross_entropy, shortlisted_cross_entropy
 
 
 @dataclass
@@ -84,14 +84,20 @@ class Seq2Seq(nn.Module):
     def logits(self, t: torch.Tensor) -> torch.Tensor:
         return self.output_layer()(t)
 
-    def output_nll(self, t: torch.Tensor, tgt_out: torch.Tensor) -> torch.Tensor:
+    def output_nll(self, t: torch.Tensor, tgt_out: torch.Tensor,
+                   words: torch.Tensor | None = None) -> torch.Tensor:
+        """Summed NLL of ``tgt_out``; over the shortlist ``words`` only, if given (training)."""
         out = self.output_layer()
+        if words is not None:
+            return shortlisted_cross_entropy(t.flatten(0, 1), out.weight, out.bias, tgt_out.flatten(),
+                                             words, ignore_index=0)
         return linear_cross_entropy(t.flatten(0, 1), out.weight, out.bias, tgt_out.flatten(),
                                     ignore_index=0)   # <pad>
 
     def forward(self, src: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor,
-                tgt_out: torch.Tensor | None = None) -> torch.Tensor:
+                tgt_out: torch.Tensor | None = None, words: torch.Tensor | None = None) -> torch.Tensor:
         """Logits (B, Ty, K) for the target prefix ``tgt_in`` (B, Ty); or, given the
-        targets ``tgt_out`` (B, Ty), their summed NLL (float32) without any B×Ty×K tensor."""
+        targets ``tgt_out`` (B, Ty), their summed NLL (float32) without any B×Ty×K tensor,
+        with the softmax over the target words ``words`` if given (Jean et al.'s shortlist)."""
         t = self.teacher_forced(self.encode(src, src_mask), tgt_in)
-        return self.logits(t) if tgt_out is None else self.output_nll(t, tgt_out)
+        return self.logits(t) if tgt_out is None else self.output_nll(t, tgt_out, words)

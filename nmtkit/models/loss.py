@@ -8,6 +8,12 @@ gradient of each row is known as soon as its row is computed:
 chunk at a time, computes logits, loss and that gradient in one buffer, and
 keeps only ∂L/∂t (rows × l) and ∂L/∂W_o (K × l); backward merely scales
 them. No B×T×K tensor ever exists, and nothing is computed twice.
+
+:func:`shortlist` is Jean et al. (2015)'s training-time approximation: the
+softmax of a minibatch runs over a subset V' of the target vocabulary that
+holds every word of the minibatch's targets. With a proposal uniform over
+V', the importance weights cancel and the loss is the softmax over V' alone.
+Where V' is the whole vocabulary it is the full softmax, exactly.
 """
 
 from __future__ import annotations
@@ -94,3 +100,29 @@ def linear_cross_entropy(t: torch.Tensor, weight: torch.Tensor, bias: torch.Tens
     real = (target != ignore_index).nonzero().squeeze(1)    # padding rows cost nothing
     return _LinearCrossEntropy.apply(t.index_select(0, real), weight, bias, target.index_select(0, real),
                                      max(1, chunk_elements // weight.shape[0]), torch.is_grad_enabled(), mm_dtype)
+
+
+def shortlist(targets: torch.Tensor, vocab_size: int, size: int, ignore_index: int = 0) -> torch.Tensor:
+    """Jean et al.'s V' for one minibatch (CPU tensors, before the batch goes to the device), sorted: the distinct words of ``targets``, always
+    ``ignore_index`` (so that it keeps its id), topped up to ``size`` with other words drawn
+    uniformly from torch's global generator (so a resumed run draws the same ones)."""
+    present = torch.zeros(vocab_size, dtype=torch.bool)
+    present[targets.flatten()] = True
+    present[ignore_index] = True
+    missing = size - int(present.sum())
+    if missing > 0:
+        absent = (~present).nonzero().squeeze(1)
+        present[absent[torch.randperm(len(absent))[:missing]]] = True
+    return present.nonzero().squeeze(1)
+
+
+def shortlisted_cross_entropy(t: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
+                              target: torch.Tensor, words: torch.Tensor, ignore_index: int = 0) -> torch.Tensor:
+    """:func:`linear_cross_entropy` over the rows ``words`` of the output layer (a
+    :func:`shortlist` of ``target``): gradients reach only those rows."""
+    lookup = torch.full((weight.shape[0],), -1, dtype=torch.long, device=target.device)
+    lookup[words] = torch.arange(len(words), device=target.device)
+    local = lookup[target]    # −1 would be a target missing from ``words``: index_select refuses it
+    return linear_cross_entropy(t, weight.index_select(0, words),
+                                None if bias is None else bias.index_select(0, words),
+                                local, ignore_index=int(lookup[ignore_index]))

@@ -8,12 +8,13 @@ dictionary input) so that learning needs no second pass over the corpus.
 from __future__ import annotations
 
 import io
-import os
 import re
 from collections import Counter
+from collections.abc import Iterable, Iterator
+from typing import Any
 
+import subword_nmt.learn_bpe as _learn
 from subword_nmt.apply_bpe import BPE
-from subword_nmt.learn_bpe import learn_bpe
 
 SEPARATOR = "@@"
 _JOIN = re.compile(re.escape(SEPARATOR) + r"( |$)")
@@ -23,10 +24,20 @@ def learn_codes(counts: Counter[str], merges: int, min_frequency: int = 2) -> st
     """Learn ``merges`` BPE operations from token counts; return the codes file's text."""
     vocab = io.StringIO("".join(f"{w} {c}\n" for w, c in counts.most_common()))
     out = io.StringIO()
-    # subword-nmt draws a tqdm bar on stderr; keep it off in pipes and tests.
-    os.environ.setdefault("TQDM_DISABLE", "1")
-    learn_bpe(vocab, out, merges, min_frequency=min_frequency, is_dict=True)
+    # subword-nmt's own bar is tqdm's, drawn even into pipes and logs: ours replaces it
+    _learn.tqdm = _merges_bar
+    _learn.learn_bpe(vocab, out, merges, min_frequency=min_frequency, is_dict=True)
     return out.getvalue()
+
+
+def _merges_bar(steps: Iterable[int], *_: Any, **__: Any) -> Iterator[int]:
+    from ..console import progress
+    steps = list(steps)
+    with progress("merges") as bar:
+        task = bar.add_task("learning BPE", total=len(steps))
+        for step in steps:
+            yield step
+            bar.advance(task)
 
 
 class Segmenter:

@@ -1,0 +1,217 @@
+"""``make demo-curve``: the CPU trials behind the demo's recipe, their table and learning curve.
+
+Every trial trains the small RNNsearch for the same wall-clock budget on
+this machine, keeping the model of each validation (``--keep-validations``).
+Each kept model and ``best.pt`` then translates the Bible test set (beam 5),
+scored against Segond and against all three French versions. The table
+(dev BLEU after 5, 10 and 20 minutes, updates, speed, test BLEU) goes
+between the ``<!-- trials:begin -->`` and ``<!-- trials:end -->`` lines of a
+Markdown file, with the machine each trial ran on (recorded when it
+started, ``machine.json``); the picture is test BLEU against minutes, and dev NLL. The
+demo's own run (``--demo-run``) comes last, with its own flags.
+
+Every step is skipped when its output exists, so an interrupted run goes on
+where it stopped; a trial half trained resumes (``nmtkit train`` does).
+
+    python -m nmtkit.recipes.cpu_trials --runs runs/trials --data all=data/bible \\
+        --data k-l=data/bible-kl --demo-run runs/demo --doc docs/cpu-training.md --plot docs/img/demo-curve.png
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..errors import UserError
+from ..files import atomic_write
+from ..runlog import RunLog, describe
+
+BEGIN, END = "<!-- trials:begin -->", "<!-- trials:end -->"
+COMMON = ("--preset", "small", "--optimizer", "adam", "--valid-every", "200", "--patience", "0",
+          "--keep-validations")
+SEGOND = ("test.fr",)
+ALL_REFS = ("test.fr", "test.ref-ostervald.fr", "test.ref-darby.fr")
+
+
+@dataclass(frozen=True)
+class Trial:
+    name: str
+    label: str
+    pairs: str           # a --data key: which pairings of the Bible it trains on
+    vocab: str           # the data-bin's vocabulary tag (the Makefile's VOCAB_TAG)
+    flags: tuple[str, ...]
+
+
+TRIALS = (
+    Trial("words-adam1e-3", "30,000 words, Adam 1e-3 (the demo before)", "all", "words30000",
+          ("--lr", "1e-3")),
+    Trial("bpe-adam1e-3", "joint BPE 8k, Adam 1e-3", "all", "bpe8000", ("--lr", "1e-3")),
+    Trial("bpe-adam3e-3", "joint BPE 8k, Adam 3e-3", "all", "bpe8000", ("--lr", "3e-3")),
+    Trial("bpe-adam5e-3", "joint BPE 8k, Adam 5e-3", "all", "bpe8000", ("--lr", "5e-3")),
+    Trial("kl-bpe-adam3e-3", "King James → Segond only, joint BPE 8k, Adam 3e-3", "k-l", "bpe8000",
+          ("--lr", "3e-3", "--best-by", "nll")),
+)
+
+
+def _write(path: Path, text: str) -> None:
+    with atomic_write(path) as fh:
+        fh.write(text)
+
+
+def _nmtkit(*args: Any) -> None:
+    cmd = [sys.executable, "-m", "nmtkit", *map(str, args)]
+    if subprocess.run(cmd).returncode != 0:
+        raise UserError(f"failed: nmtkit {' '.join(map(str, args))}")
+
+
+def train(trial: Trial, run: Path, data: dict[str, Path], minutes: float, threads: int) -> None:
+    if (run / "done").exists():
+        return
+    run.mkdir(parents=True, exist_ok=True)
+    _nmtkit("train", data[trial.pairs] / f"data-bin-{trial.vocab}", "--save-dir", run, *COMMON, *trial.flags,
+            "--max-minutes", minutes, "--threads", threads)
+    (run / "done").touch()
+
+
+def models(run: Path) -> list[Path]:
+    """best.pt, then the kept models in the order of their updates."""
+    kept = sorted(run.glob("update-*.pt"), key=lambda p: int(p.stem.split("-")[1]))
+    return [run / "best.pt", *kept]
+
+
+def test_bleu(model: Path, raw: Path, threads: int) -> dict[str, float]:
+    """Beam-5 test BLEU of one model (cached next to it as ``test-<model>.json``)."""
+    from ..score import evaluate
+    cache = model.with_name(f"test-{model.stem}.json")
+    if cache.exists():
+        return json.loads(cache.read_text())
+    hyp = model.with_name(f"test-{model.stem}.hyp.fr")
+    if not hyp.exists():
+        _nmtkit("translate", "-m", model, raw / "test.en", "-o", hyp, "--beam", 5, "--threads", threads)
+    scores = {}
+    for key, refs in (("segond", SEGOND), ("three", ALL_REFS)):
+        system = evaluate([str(hyp)], [str(raw / r) for r in refs], clean=("verse-markers",))["systems"][0]
+        scores |= {key: system["bleu"], f"{key}_tok": system["bleu_tok"]}
+    _write(cache, json.dumps(scores) + "\n")
+    return scores
+
+
+def summarize(trial: Trial, run: Path, raw: Path, threads: int) -> dict[str, Any]:
+    import torch
+    log = RunLog.read(run)
+    curve = []
+    for model in models(run):
+        progress = torch.load(model, map_location="cpu", weights_only=True)["train"]["progress"]
+        curve.append({"model": model.name, "step": progress["step"], "minutes": progress["seconds"] / 60,
+                      **test_bleu(model, raw, threads)})
+    best, kept = curve[0], sorted(curve[1:], key=lambda c: c["step"])
+    config = torch.load(run / "best.pt", map_location="cpu", weights_only=True)["train"]["config"]
+    return {"trial": trial, "log": log, "best": best, "curve": kept, "config": config,
+            "machine": log.machine}
+
+
+def _at(log: RunLog, minutes: float) -> str:
+    v = log.last_before(minutes)
+    return "–" if v is None or "dev_bleu_tok" not in v else f"{v['dev_bleu_tok']:.2f}"
+
+
+def table(rows: list[dict[str, Any]], minutes: float) -> str:
+    machines = sorted({describe(r["machine"]) for r in rows if r["machine"]})
+    lines = [f"Made by `make demo-curve` on: {'; '.join(machines) or 'unrecorded'}. Every trial: "
+             f"`nmtkit train {' '.join(COMMON)} --max-minutes {minutes:g}` and its flags (`nmtkit.recipes."
+             "cpu_trials.TRIALS`); the columns are read from each run's checkpoint and log. Validation time counts. Dev BLEU: greedy, tokenized, at the last validation before 5, 10 "
+             "and 20 minutes. Test: `best.pt`, beam 5, sacreBLEU on detokenized text against Segond "
+             "(and against Segond, Ostervald and Darby), then tokenized BLEU.", "",
+             "| trial | lr | updates | target tok/s | dev BLEU 5 / 10 / 20 min | best.pt: update (by) "
+             "| test sacreBLEU (3 refs) | test tokenized BLEU (3 refs) |",
+             "|---|---:|---:|---:|---|---|---:|---:|"]
+    for r in rows:
+        t, log, best, cfg = r["trial"], r["log"], r["best"], r["config"]
+        lines.append(f"| {t.label} | {cfg['lr']:g} | {log.updates:,} | {log.tokens_per_s:,.0f} | "
+                     f"{_at(log, 5)} / {_at(log, 10)} / {_at(log, minutes)} | {best['step']:,} "
+                     f"({cfg.get('best_by', 'bleu')}) | {best['segond']:.2f} ({best['three']:.2f}) | "
+                     f"{best['segond_tok']:.2f} ({best['three_tok']:.2f}) |")
+    return "\n".join(lines)
+
+
+def plot(rows: list[dict[str, Any]], out: Path) -> None:
+    from ..plot import _pyplot
+    plt = _pyplot()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for r in rows:
+        label = r["trial"].label
+        if r["curve"]:
+            left.plot([c["minutes"] for c in r["curve"]], [c["segond"] for c in r["curve"]], "o-", label=label)
+        valid = [v for v in r["log"].validations if not math.isnan(v["seconds"])]
+        if r["trial"].vocab.startswith("bpe"):     # NLL per sentence: comparable across BPE runs
+            right.plot([v["seconds"] / 60 for v in valid], [v["dev_nll"] for v in valid], ".-", label=label)
+    left.set(xlabel="minutes of training", ylabel="test sacreBLEU (Segond, beam 5)",
+             title="Test BLEU of the model at each validation")
+    right.set(xlabel="minutes of training", ylabel="dev NLL per sentence", title="Dev NLL (joint BPE runs)")
+    for ax in (left, right):
+        ax.grid(alpha=0.3)
+    left.legend(fontsize=7)
+    right.legend(fontsize=7)
+    machines = sorted({describe(r["machine"]) for r in rows if r["machine"]})
+    fig.suptitle("; ".join(machines), fontsize=8)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+
+
+def write_block(doc: Path, block: str) -> None:
+    text = doc.read_text(encoding="utf-8") if doc.exists() else f"{BEGIN}\n{END}\n"
+    if BEGIN not in text or END not in text:
+        raise UserError(f"{doc}: no {BEGIN} … {END} lines to write the table between")
+    head, rest = text.split(BEGIN, 1)
+    _write(doc, f"{head}{BEGIN}\n{block}\n{END}{rest.split(END, 1)[1]}")
+
+
+@click.command()
+@click.option("--runs", type=click.Path(path_type=Path), required=True, help="One directory per trial goes here.")
+@click.option("--data", "data_dirs", multiple=True, required=True, metavar="PAIRS=DIR",
+              help="Where the corpus of a pairing lies (DIR/raw, DIR/data-bin-TAG), e.g. all=data/bible.")
+@click.option("--doc", type=click.Path(path_type=Path), required=True, help="Markdown file with the table markers.")
+@click.option("--plot", "plot_path", type=click.Path(path_type=Path), required=True)
+@click.option("--minutes", type=float, default=20.0, show_default=True)
+@click.option("--threads", type=int, default=2, show_default=True)
+@click.option("--demo-run", type=click.Path(path_type=Path), help="The demo's own run (`make demo`): its row "
+              "comes last, and its kept models give the learning curve.")
+@click.option("--only", multiple=True, help="Run these trials only (names); the table still lists all trained.")
+def main(runs: Path, data_dirs: tuple[str, ...], doc: Path, plot_path: Path, minutes: float, threads: int,
+         demo_run: Path | None, only: tuple[str, ...]) -> None:
+    data = {k: Path(v) for k, _, v in (d.partition("=") for d in data_dirs)}
+    trials = [(t, runs / t.name) for t in TRIALS]
+    if demo_run is not None:
+        trials.append((Trial("demo", "**the demo** (`make demo`: joint BPE 8k, Adam 5e-3, shortlist 2,000)",
+                             "all", "bpe8000", ()), demo_run))
+    rows = []
+    raw = next(iter(data.values())) / "raw"
+    for trial, run in trials:
+        if trial.name == "demo":
+            if not (run / "best.pt").exists():
+                raise UserError(f"{run}: no best.pt; run make demo first")
+            rows.append(summarize(trial, run, raw, threads))
+            continue
+        if trial.pairs not in data:
+            raise UserError(f"trial {trial.name} needs --data {trial.pairs}=DIR")
+        if not only or trial.name in only:
+            train(trial, run, data, minutes, threads)
+        if (run / "done").exists():
+            rows.append(summarize(trial, run, raw, threads))
+    block = table(rows, minutes)
+    write_block(doc, block)
+    plot(rows, plot_path)
+    print(block)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+"""make demo / make demo-curve: the demo's recipe and budget flags, and the trials table and picture."""
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from nmtkit.recipes import cpu_trials
+from nmtkit.runlog import RunLog, describe
+from nmtkit.train import train
+from tests.test_corpus import make_corpus
+from tests.test_train import TINY, cfg
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def corpus(raw, tmp_path):
+    make_corpus(raw, tmp_path)
+    return tmp_path / "bin"
+
+
+def make_n(*args):
+    return subprocess.run(["make", "-n", *args], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+
+
+def train_line(out):
+    return next(line for line in out.splitlines() if " train " in line and "--save-dir" in line)
+
+
+def test_the_demo_trains_for_minutes_or_for_a_fixed_number_of_updates(tmp_path):
+    minutes = train_line(make_n("demo", f"DEMO={tmp_path}/d", f"DATA={tmp_path}/data"))
+    assert "--max-minutes 20" in minutes and "--max-updates" not in minutes
+    assert re.search(r"data-bin-bpe8000 ", minutes) and "--best-by nll" in minutes
+    fixed = train_line(make_n("demo", f"DEMO={tmp_path}/d", f"DATA={tmp_path}/data", "DEMO_UPDATES=1000"))
+    assert "--max-updates 1000" in fixed and "--max-minutes" not in fixed
+    words = make_n("data", f"DATA={tmp_path}/data", "BPE=0")
+    assert "--size 30000" in words and "--bpe" not in words and "data-bin-words30000" in words
+
+
+def test_the_trials_table_and_picture_come_from_the_runs(corpus, tmp_path, monkeypatch):
+    data = tmp_path / "data"
+    (data / "raw").mkdir(parents=True)
+    monkeypatch.setattr(cpu_trials, "TRIALS", ())
+    monkeypatch.setattr(cpu_trials, "_nmtkit", lambda *a: (_ for _ in ()).throw(AssertionError("trained")))
+    demo = tmp_path / "demo"
+    train(corpus, demo, TINY, cfg(max_updates=4, valid_every=2, keep_validations=True, best_by="nll"))
+    scored = []
+
+    def fake_bleu(model, raw, threads):           # BLEU itself is score's, tested there
+        scored.append(model.name)
+        step = int(model.stem.split("-")[1]) if model.stem.startswith("update-") else 0
+        return {"segond": step, "three": 2 * step, "segond_tok": step + 1, "three_tok": 2 * step + 1}
+    monkeypatch.setattr(cpu_trials, "test_bleu", fake_bleu)
+    doc = tmp_path / "doc.md"
+    doc.write_text(f"# Trials\n\n{cpu_trials.BEGIN}\nold\n{cpu_trials.END}\n\nafter\n")
+    cpu_trials.main.main(["--runs", str(tmp_path / "trials"), "--data", f"all={data}", "--doc", str(doc),
+                          "--plot", str(tmp_path / "curve.png"), "--demo-run", str(demo)], standalone_mode=False)
+    text = doc.read_text()
+    assert "old" not in text and text.endswith("after\n") and text.startswith("# Trials")
+    log = RunLog.read(demo)
+    assert log.machine is not None and describe(log.machine) in text           # train recorded it
+    row = next(line for line in text.splitlines() if "the demo" in line)
+    assert f"| {log.updates:,} |" in row and "(nll)" in row and "| 0.01 |" in row
+    assert scored == ["best.pt", "update-2.pt", "update-4.pt"]
+    assert (tmp_path / "curve.png").stat().st_size > 10_000
