@@ -49,3 +49,21 @@ def print_summary(corpus_dir: str) -> None:
     from .console import console
     from .data.binarized import Corpus
     console.print(corpus_summary(Corpus(corpus_dir).manifest))
+
+
+def sample_lines(source: str, hypotheses: str, reference: str, n: int = 5, seed: int = 1) -> str:
+    """``n`` lines drawn at random (fixed seed), each source beside its translation and reference,
+    as a Markdown table: what a reader looks at before any BLEU."""
+    import random
+
+    from .errors import UserError
+    from .files import read_lines
+    rows = [list(read_lines(p)) for p in (source, hypotheses, reference)]
+    if len({len(r) for r in rows}) != 1:
+        raise UserError(f"{source}, {hypotheses} and {reference} differ in line count")
+    picked = sorted(random.Random(seed).sample(range(len(rows[0])), min(n, len(rows[0]))))
+    lines = ["| line | source | nmtkit | reference |", "|---:|---|---|---|"]
+    for i in picked:
+        cells = (r[i].replace("|", "\\|") for r in rows)
+        lines.append(f"| {i + 1} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)

@@ -65,3 +65,21 @@ def test_the_trials_table_and_picture_come_from_the_runs(corpus, tmp_path, monke
     assert f"| {log.updates:,} |" in row and "(nll)" in row and "| 0.01 |" in row
     assert scored == ["best.pt", "update-2.pt", "update-4.pt"]
     assert (tmp_path / "curve.png").stat().st_size > 10_000
+
+
+def test_sample_lines_put_source_translation_and_reference_side_by_side(tmp_path):
+    from nmtkit.errors import UserError
+    from nmtkit.summary import sample_lines
+    paths = []
+    for name in ("src", "hyp", "ref"):
+        paths.append(tmp_path / name)
+        paths[-1].write_text("".join(f"{name} {i}|x\n" for i in range(1, 21)))
+    table = sample_lines(*map(str, paths), n=5)
+    rows = table.splitlines()[2:]
+    assert len(rows) == 5 and table == sample_lines(*map(str, paths), n=5)        # fixed seed
+    for row in rows:
+        i = row.split("|")[1].strip()
+        assert f"src {i}\\|x | hyp {i}\\|x | ref {i}\\|x |" in row
+    paths[2].write_text("one line\n")
+    with pytest.raises(UserError, match="differ in line count"):
+        sample_lines(*map(str, paths))

@@ -57,6 +57,8 @@ TRIALS = (
     Trial("bpe-adam5e-3", "joint BPE 8k, Adam 5e-3", "all", "bpe8000", ("--lr", "5e-3")),
     Trial("kl-bpe-adam3e-3", "King James → Segond only, joint BPE 8k, Adam 3e-3", "k-l", "bpe8000",
           ("--lr", "3e-3", "--best-by", "nll")),
+    Trial("bpe-adam5e-3-shortlist", "joint BPE 8k, Adam 5e-3, `--shortlist 2000`", "all", "bpe8000",
+          ("--lr", "5e-3", "--shortlist", "2000", "--best-by", "nll")),
 )
 
 
@@ -191,7 +193,7 @@ def main(runs: Path, data_dirs: tuple[str, ...], doc: Path, plot_path: Path, min
     data = {k: Path(v) for k, _, v in (d.partition("=") for d in data_dirs)}
     trials = [(t, runs / t.name) for t in TRIALS]
     if demo_run is not None:
-        trials.append((Trial("demo", "**the demo** (`make demo`: joint BPE 8k, Adam 5e-3, shortlist 2,000)",
+        trials.append((Trial("demo", "**the demo** (`make demo`: joint BPE 8k, Adam 5e-3)",
                              "all", "bpe8000", ()), demo_run))
     rows = []
     raw = next(iter(data.values())) / "raw"
