@@ -148,7 +148,7 @@ def plot(rows: list[dict[str, Any]], out: Path) -> None:
     plt = _pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
     for r in rows:
-        label = r["trial"].label
+        label = r["trial"].label.replace("*", "").replace("`", "")     # Markdown in the table only
         if r["curve"]:
             left.plot([c["minutes"] for c in r["curve"]], [c["segond"] for c in r["curve"]], "o-", label=label)
         valid = [v for v in r["log"].validations if not math.isnan(v["seconds"])]
