@@ -47,7 +47,7 @@ DEMO_RECIPE ?= $(CPU_RECIPE) --valid-every 200 --keep-validations
 DEMO_TRAIN ?= $(DEMO_RECIPE) $(DEMO_BUDGET) $(DEMO_BF16)
 BEAM    ?= 5
 
-.PHONY: help install test test-slow demo demo-curve readme-figures data bench bench-data reproduce compare clean-data
+.PHONY: help install test test-slow demo demo-curve paper readme-figures data bench bench-data reproduce compare clean-data
 comma := ,
 help:
 	@echo "make demo     fetch the Bible corpus, preprocess, build the vocabulary, train RNNsearch (20 min on CPU),"
@@ -56,6 +56,7 @@ help:
 	@echo "make test     run the test suite"
 	@echo "make bench    training and translation speed beside Joey NMT and fairseq; preprocessing and selection speed"
 	@echo "make reproduce  the paper's WMT'14 En-Fr recipe on GPUs (examples/wmt14_en_fr; MIRROR=DIR offline)"
+	@echo "make paper    RNNencdec-30/50 and RNNsearch-30/50 at one budget: Table 1, Figures 2 and 3 (runs/paper)"
 	@echo "make compare  RNNencdec, RNNsearch and Luong et al.'s attention variants at one budget; dev table in README"
 
 $(VENV)/.installed: pyproject.toml constraints/torch-cpu.txt
@@ -175,6 +176,58 @@ $(CMP)/%/dev-nll.json: $(CMP)/%/done
 
 compare: $(foreach m,$(COMPARE_MODELS),$(CMP)/$(m)/dev-bleu.json $(CMP)/$(m)/dev-nll.json)
 	$(PY) -m nmtkit.recipes.compare $(CMP) $(COMPARE_MODELS) --readme README.md
+
+# ---- make paper: RNNencdec-30/-50 and RNNsearch-30/-50, one recipe, one budget in updates ----
+# The -30 systems train on pairs of up to 30 words (a second binarized corpus, same vocabulary);
+# the cut is in words, at preprocessing, so training keeps every pair (--max-len 0 counts subwords).
+# Two test sets: the test verses, and passages of consecutive verses for long sentences. The No-UNK
+# subset is the paper's: no word outside the 30,000 most frequent of either side.
+PAPER   ?= $(RUNS)/paper
+PAPER_UPDATES ?= 1500
+PAPER_MODELS ?= rnnencdec-30 rnnencdec-50 rnnsearch-30 rnnsearch-50
+PAPER_SAMPLES ?= 1000
+PAPER_TRAIN ?= $(CPU_RECIPE) --max-len 0 --max-updates $(PAPER_UPDATES) --valid-every 500 --no-valid-bleu $(DEMO_BF16)
+WORDS_VOCAB ?= $(DATA)/vocab-words$(VOCAB_SIZE)
+paper_bin = $(if $(filter %-30,$1),$(BIN)-30,$(BIN))
+
+.PRECIOUS: $(PAPER)/%/done $(PAPER)/%/test.hyp.fr $(PAPER)/%/test-long.hyp.fr
+
+$(DATA)/clean-30/preprocess.json: $(DATA)/raw/bible.json
+	$(NMTKIT) preprocess -s en -t fr --train $(DATA)/raw/train --valid $(DATA)/raw/valid \
+	    --test $(DATA)/raw/test -o $(DATA)/clean-30 -j $(JOBS) --max-len 30 --max-ratio $(MAX_RATIO) \
+	    --clean bible
+
+$(BIN)-30/manifest.json: $(VOCAB)/vocab.json $(DATA)/clean-30/preprocess.json
+	$(NMTKIT) preprocess -s en -t fr --train $(DATA)/clean-30/train --valid $(DATA)/clean/valid \
+	    --test $(DATA)/clean/test --vocab $(VOCAB) -o $(BIN)-30 -j $(JOBS) --quiet
+
+ifneq ($(WORDS_VOCAB),$(VOCAB))
+$(WORDS_VOCAB)/vocab.json: $(DATA)/clean/preprocess.json
+	$(NMTKIT) build-vocab -s en -t fr --train $(DATA)/clean/train -o $(WORDS_VOCAB) --size $(VOCAB_SIZE)
+endif
+
+$(DATA)/raw/test-long.en: $(DATA)/raw/bible.json
+	$(PY) -m nmtkit.recipes.paper passages $(DATA)/raw
+
+$(PAPER)/%/done: $(BIN)/manifest.json $(BIN)-30/manifest.json
+	$(NMTKIT) train $(call paper_bin,$*) --save-dir $(PAPER)/$* --arch $(firstword $(subst -, ,$*)) \
+	    $(PAPER_TRAIN) --threads $(JOBS)
+	touch $@
+
+$(PAPER)/%/test.hyp.fr: $(PAPER)/%/done
+	$(NMTKIT) translate -m $(PAPER)/$*/best.pt $(DATA)/raw/test.en -o $@ --beam $(BEAM) --threads $(JOBS) \
+	    $(if $(findstring search,$*),--alignments $(PAPER)/$*/test.align)
+
+$(PAPER)/%/test-long.hyp.fr: $(PAPER)/%/done $(DATA)/raw/test-long.en
+	$(NMTKIT) translate -m $(PAPER)/$*/best.pt $(DATA)/raw/test-long.en -o $@ --beam $(BEAM) --threads $(JOBS) \
+	    $(if $(findstring search,$*),--alignments $(PAPER)/$*/test-long.align)
+
+$(PAPER)/report.md: $(foreach m,$(PAPER_MODELS),$(PAPER)/$(m)/test.hyp.fr $(PAPER)/$(m)/test-long.hyp.fr) \
+    $(WORDS_VOCAB)/vocab.json
+	$(PY) -m nmtkit.recipes.paper report --runs $(PAPER) --raw $(DATA)/raw --no-unk-vocab $(WORDS_VOCAB) \
+	    --models "$(PAPER_MODELS)" --samples $(PAPER_SAMPLES) --beam $(BEAM)
+
+paper: $(PAPER)/report.md
 
 clean-data:
 	rm -rf $(DATA)

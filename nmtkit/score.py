@@ -170,12 +170,13 @@ def no_unk_indices(sides_path: str | Path, sources: list[str], refs: list[list[s
 def paired_bootstrap(systems: dict[str, list[str]], refs: list[list[str]], samples: int = 1000,
                      tokenized: bool = False) -> dict[str, Any]:
     """Paired bootstrap resampling of every system against the first (the baseline), on
-    sacreBLEU (on the multi-bleu-style BLEU for tokenized input)."""
+    sacreBLEU (on the multi-bleu-style BLEU for tokenized input): each system's p-value
+    against the baseline, and its bootstrap mean with the half-width of its 95% interval."""
     from sacrebleu.significance import PairedTest
     test = PairedTest(list(systems.items()), {"BLEU": multi_bleu() if tokenized else sacre_bleu()}, refs,
                       test_type="bs", n_samples=samples)
     signatures, results = test()
-    rows = [{"system": name, "bleu": r.score, "p_value": r.p_value}
+    rows = [{"system": name, "bleu": r.score, "p_value": r.p_value, "mean": r.mean, "ci95": r.ci}
             for name, r in zip(results["System"], results["BLEU"])]
     return {"baseline": rows[0]["system"], "samples": samples, "signature": str(signatures["BLEU"]),
             "label": TOKENIZED_LABEL if tokenized else SACREBLEU_LABEL, "systems": rows}
@@ -231,6 +232,10 @@ def evaluate(hyp_paths: Sequence[str], ref_paths: Sequence[str], names: Sequence
         if len(systems) < 2:
             raise UserError("--bootstrap compares systems: give two or more hypothesis files")
         result["bootstrap"] = paired_bootstrap(systems, refs, bootstrap, tokenized)
+        if not tokenized:     # the paper's BLEU too, on the same Moses tokens as bleu_tok
+            first = next(iter(texts.values()))
+            result["bootstrap_tok"] = paired_bootstrap({n: t.hyps_tok for n, t in texts.items()},
+                                                       first.refs_tok, bootstrap, tokenized=True)
     return result
 
 
@@ -259,12 +264,16 @@ def format_report(result: dict[str, Any]) -> str:
             for row in result["by_length"]["rows"]:
                 span = f"{row['lo']}-{row['hi']}" if row["hi"] else "empty"
                 lines.append(f"  {span:>9} {row['sentences']:>9}  " + "  ".join(f"{row[kind][n]:>14.2f}" for n in names))
-    if "bootstrap" in result:
-        b = result["bootstrap"]
+    for key in ("bootstrap", "bootstrap_tok"):
+        if key not in result:
+            continue
+        b = result[key]
         lines.append(f"paired bootstrap against {b['baseline']} ({b['samples']} samples, {b['label']}):")
-        for row in b["systems"][1:]:
-            verdict = "significant at p < 0.05" if row["p_value"] < 0.05 else "not significant"
-            lines.append(f"  {row['system']}: BLEU {row['bleu']:.2f}  p = {row['p_value']:.4f} ({verdict})")
+        for row in b["systems"]:
+            verdict = ("baseline" if row["p_value"] is None else
+                       f"p = {row['p_value']:.4f}, {'significant at p < 0.05' if row['p_value'] < 0.05 else 'not significant'}")
+            lines.append(f"  {row['system']}: BLEU {row['bleu']:.2f}, 95% CI {row['mean']:.2f} ± {row['ci95']:.2f} "
+                         f"({verdict})")
     if "corpus_nll" in result:
         c = result["corpus_nll"]
         lines.append(f"{c['split']}: NLL {c['nll']:.3f} per sentence, {c['nll_token']:.4f} per token, "

@@ -265,6 +265,12 @@ def test_score_by_length_no_unk_bootstrap_and_corpus_nll(overfit, tmp_path):
     assert good["no_unk"]["sentences"] == 5 and good["no_unk"]["bleu"] == pytest.approx(100)   # xylophone left out
     assert good["bleu"] > bad["bleu"] and "bleu_tok" in good
     assert res["bootstrap"]["systems"][1]["p_value"] < 0.05
+    for key in ("bootstrap", "bootstrap_tok"):                      # sacreBLEU, then the paper's BLEU
+        base, other = res[key]["systems"]
+        assert base["p_value"] is None and other["p_value"] < 0.05
+        assert other["mean"] - other["ci95"] <= other["bleu"] <= other["mean"] + other["ci95"] + 1e-9
+        assert base["ci95"] > 0 and base["mean"] - base["ci95"] > other["mean"] + other["ci95"]
+    assert res["bootstrap_tok"]["systems"][0]["bleu"] == pytest.approx(good["bleu_tok"])
     assert (tmp_path / "len.png").read_bytes()[:4] == b"\x89PNG"
     text = invoke("score", tmp_path / "a", "-r", ref, "--source", src, "--by-length")
     from nmtkit.score import SACREBLEU_LABEL, TOKENIZED_LABEL

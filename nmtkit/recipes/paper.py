@@ -1,0 +1,269 @@
+"""``make paper``: the paper's finding on the Bible corpus, RNNsearch against RNNencdec by length.
+
+``make paper`` trains RNNencdec-30, RNNencdec-50, RNNsearch-30 and
+RNNsearch-50 (training pairs of up to 30 and 50 words) with one recipe and
+one budget in updates, translates two test sets, the King James → Segond
+test verses and passages of consecutive verses (``passages``, for long
+sentences), and ``report`` writes ``report.md`` with its pictures:
+
+- Table 1: tokenized BLEU (the paper's) and sacreBLEU, on All and on the
+  No-UNK subset (no word outside the 30,000 most frequent of each side), with
+  95% bootstrap intervals, and paired bootstrap p-values of RNNsearch-50 and
+  RNNsearch-30 against RNNencdec-50;
+- Figure 2: tokenized BLEU against source length, both test sets pooled,
+  buckets of 10 words with their sentence counts and bootstrap error bars,
+  and per system the fitted slope (BLEU lost per 10 more words);
+- Figure 3: RNNsearch-50's alignments for test verses of 10 to 20 words with
+  no unknown word, as the paper chose them, and one long passage.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..errors import UserError
+from ..files import atomic_write, read_lines
+
+MODELS = ("rnnencdec-30", "rnnencdec-50", "rnnsearch-30", "rnnsearch-50")
+TITLES = {"rnnencdec-30": "RNNencdec-30", "rnnencdec-50": "RNNencdec-50",
+          "rnnsearch-30": "RNNsearch-30", "rnnsearch-50": "RNNsearch-50"}
+BASELINE = "rnnencdec-50"
+SETS = {"test": "test verses", "test-long": "test passages"}
+CLEAN = ("verse-markers",)
+
+
+def _texts(raw: Path, runs: Path, name: str, models: tuple[str, ...]) -> dict[str, Any]:
+    """Sources, Segond references and every model's output for one test set, cleaned as scored."""
+    from ..score import Texts, moses_tokens, read_cleaned
+    refs = [read_cleaned(raw / f"{name}.fr", CLEAN)]
+    sources = list(read_lines(raw / f"{name}.en"))
+    hyps = {}
+    for m in models:
+        path = runs / m / f"{name}.hyp.fr"
+        if not path.is_file():
+            raise UserError(f"{path}: missing; run make paper")
+        hyps[m] = read_cleaned(path, CLEAN)
+        if len(hyps[m]) != len(sources):
+            raise UserError(f"{path} has {len(hyps[m])} lines but {raw / f'{name}.en'} has {len(sources)}")
+    return {"sources": sources, "refs": refs, "hyps": hyps,
+            "texts": {m: Texts.of(h, refs, False, "fr") for m, h in hyps.items()},
+            "lengths": [len(t.split()) for t in moses_tokens(sources, "en")]}
+
+
+def table1(data: dict[str, Any], keep: list[int], samples: int, order: list[str]) -> dict[str, Any]:
+    """Both BLEUs with 95% intervals and p-values against the baseline, on All and No-UNK."""
+    from ..score import paired_bootstrap
+    out: dict[str, Any] = {}
+    for subset, idx in (("all", list(range(len(data["sources"])))), ("no_unk", keep)):
+        if not idx:
+            empty = {m: {"system": m, "bleu": math.nan, "ci95": math.nan, "p_value": None} for m in order}
+            out[subset] = {"sentences": 0, "bleu": empty, "bleu_tok": empty, "signature": "", "signature_tok": ""}
+            continue
+        texts = {m: data["texts"][m].subset(idx) for m in order}
+        first = texts[order[0]]
+        sacre = paired_bootstrap({m: t.hyps for m, t in texts.items()}, first.refs, samples)
+        tok = paired_bootstrap({m: t.hyps_tok for m, t in texts.items()}, first.refs_tok, samples, tokenized=True)
+        out[subset] = {"sentences": len(idx), "bleu": {r["system"]: r for r in sacre["systems"]},
+                       "bleu_tok": {r["system"]: r for r in tok["systems"]},
+                       "signature": sacre["signature"], "signature_tok": tok["signature"]}
+    return out
+
+
+def bucket_rows(lengths: list[int], texts: dict[str, Any], width: int, top: int, samples: int,
+                seed: int = 12345) -> list[dict[str, Any]]:
+    """Tokenized BLEU per bucket of source length (the last bucket is open: ``top``+), with
+    the 2.5 and 97.5 percentiles of ``samples`` bootstrap resamples of the bucket's sentences."""
+    from ..score import multi_bleu
+    groups: dict[int, list[int]] = {}
+    for i, n in enumerate(lengths):
+        if n:
+            groups.setdefault(min((n - 1) // width, top // width), []).append(i)
+    rng = random.Random(seed)
+    bleu = multi_bleu()
+    rows = []
+    for b in sorted(groups):
+        idx = groups[b]
+        lo, hi = b * width + 1, (b + 1) * width if b < top // width else None
+        row: dict[str, Any] = {"lo": lo, "hi": hi, "sentences": len(idx), "mid": lo + (width - 1) / 2,
+                               "bleu_tok": {}, "low": {}, "high": {}}
+        draws = [[rng.choice(idx) for _ in idx] for _ in range(samples)]
+        for m, t in texts.items():
+            def score(sel: list[int]) -> float:
+                return bleu.corpus_score([t.hyps_tok[i] for i in sel], [[t.refs_tok[0][i] for i in sel]]).score
+            row["bleu_tok"][m] = score(idx)
+            boot = sorted(score(d) for d in draws)
+            row["low"][m], row["high"][m] = boot[int(0.025 * (samples - 1))], boot[int(0.975 * (samples - 1))]
+        rows.append(row)
+    return rows
+
+
+def slope(rows: list[dict[str, Any]], model: str) -> float:
+    """BLEU change per 10 more source words: least squares over buckets, weighted by sentences."""
+    w = [r["sentences"] for r in rows]
+    x = [r["mid"] for r in rows]
+    y = [r["bleu_tok"][model] for r in rows]
+    mx, my = sum(a * b for a, b in zip(w, x)) / sum(w), sum(a * b for a, b in zip(w, y)) / sum(w)
+    var = sum(a * (b - mx) ** 2 for a, b in zip(w, x))
+    return 10 * sum(a * (b - mx) * (c - my) for a, b, c in zip(w, x, y)) / var if var else math.nan
+
+
+def figure2(rows: list[dict[str, Any]], models: tuple[str, ...], out: Path) -> None:
+    from ..plot import _pyplot
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for k, m in enumerate(models):
+        x = [r["mid"] + (k - 1.5) * 0.6 for r in rows]
+        y = [r["bleu_tok"][m] for r in rows]
+        err = [[v - r["low"][m] for r, v in zip(rows, y)], [r["high"][m] - v for r, v in zip(rows, y)]]
+        ax.errorbar(x, y, yerr=err, marker="o" if "search" in m else "s", capsize=2,
+                    linestyle="-" if m.endswith("50") else "--", label=TITLES.get(m, m))
+    ax.set_xticks([r["mid"] for r in rows],
+                  [f"{r['lo']}–{r['hi']}\n({r['sentences']})" if r["hi"] else f"{r['lo']}+\n({r['sentences']})"
+                   for r in rows], fontsize=7)
+    ax.set(xlabel="source length in words (sentences)", ylabel="BLEU (tokenized)",
+           title="BLEU by source length, test verses and passages")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+
+
+def _f(x: float | None) -> str:
+    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.2f}"
+
+
+def _cell(r: dict[str, Any]) -> str:
+    return "–" if math.isnan(r["bleu"]) else f"{r['bleu']:.2f} ± {r['ci95']:.2f}"
+
+
+def _p(r: dict[str, Any]) -> str:
+    if math.isnan(r["bleu"]):
+        return "–"
+    return "baseline" if r["p_value"] is None else f"{r['p_value']:.4f}"
+
+
+def budget(runs: Path, models: tuple[str, ...]) -> str:
+    """How the runs were trained, read from their last checkpoints."""
+    import torch
+    seen = {}
+    for m in models:
+        ckpt = torch.load(runs / m / "last.pt", map_location="cpu", weights_only=True)
+        cfg, model = ckpt["train"]["config"], ckpt["model"]
+        seen[m] = (f"{ckpt['train']['progress']['step']:,} updates of {cfg['batch_size']} pairs, "
+                   f"{cfg['optimizer']} {cfg['lr']:g}, {model['hidden']} hidden units")
+    kinds = set(seen.values())
+    return (f"{kinds.pop()} each" if len(kinds) == 1
+            else "; ".join(f"{TITLES.get(m, m)}: {v}" for m, v in seen.items()))
+
+
+def write_report(runs: Path, raw: Path, vocab_words: Path, models: tuple[str, ...], samples: int,
+                 beam: int) -> Path:
+    from ..align_plot import from_alignment_file, plot
+    from ..score import no_unk_indices
+    order = [BASELINE, *(m for m in models if m != BASELINE)] if BASELINE in models else list(models)
+    data = {name: _texts(raw, runs, name, models) for name in SETS}
+    lines = ["# RNNsearch against RNNencdec on the Bible corpus", "",
+             f"Written {time.strftime('%Y-%m-%d %H:%M')} by `make paper`: {len(models)} systems, "
+             f"{budget(runs, models)}. Every figure below is computed from this run's translations (beam {beam}) "
+             "against Segond.", ""]
+    tables = {}
+    for name, label in SETS.items():
+        d = data[name]
+        keep = no_unk_indices(vocab_words, d["sources"], d["refs"])
+        tables[name] = table1(d, keep, samples, order)
+    lines += ["## Table 1: BLEU", "",
+              f"BLEU ± the half-width of its 95% bootstrap interval ({samples} resamples); p: paired bootstrap "
+              f"against {TITLES.get(order[0], order[0])}. No UNK: sentences with no word outside the 30,000 most "
+              "frequent words of either side (the paper's subset).", ""]
+    for name, label in SETS.items():
+        t = tables[name]
+        lines += [f"**{label}** ({len(data[name]['sources'])} sentences; No UNK: {t['no_unk']['sentences']})", "",
+                  "| Model | All, tokenized | p | All, sacreBLEU | p | No UNK, tokenized | p | No UNK, sacreBLEU | p |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for m in order:
+            a, n = t["all"], t["no_unk"]
+            lines.append(f"| {TITLES.get(m, m)} | {_cell(a['bleu_tok'][m])} | {_p(a['bleu_tok'][m])} | "
+                         f"{_cell(a['bleu'][m])} | {_p(a['bleu'][m])} | {_cell(n['bleu_tok'][m])} | "
+                         f"{_p(n['bleu_tok'][m])} | {_cell(n['bleu'][m])} | {_p(n['bleu'][m])} |")
+        lines += ["", f"sacreBLEU: `{t['all']['signature']}`; tokenized: `{t['all']['signature_tok']}`", ""]
+    pooled_lengths = data["test"]["lengths"] + data["test-long"]["lengths"]
+    pooled = {m: _concat(data["test"]["texts"][m], data["test-long"]["texts"][m]) for m in models}
+    rows = bucket_rows(pooled_lengths, pooled, 10, 80, max(samples // 5, 100))
+    figure2(rows, models, runs / "fig2-bleu-by-length.png")
+    lines += ["## Figure 2: BLEU by source length", "", "![BLEU by length](fig2-bleu-by-length.png)", "",
+              "Tokenized BLEU per bucket of source length (Moses tokens), the test verses and passages "
+              "together; error bars: 2.5–97.5 percentiles of bootstrap resamples within the bucket. Slope: "
+              "least-squares change of BLEU per 10 more words, buckets weighted by their sentences.", "",
+              "| words | sentences | " + " | ".join(TITLES.get(m, m) for m in models) + " |",
+              "|---|---|" + "---|" * len(models)]
+    for r in rows:
+        span = f"{r['lo']}–{r['hi']}" if r["hi"] else f"{r['lo']}+"
+        lines.append(f"| {span} | {r['sentences']} | " + " | ".join(_f(r["bleu_tok"][m]) for m in models) + " |")
+    lines.append("| **slope per 10 words** | | " + " | ".join(_f(slope(rows, m)) for m in models) + " |")
+    attention = "rnnsearch-50" if "rnnsearch-50" in models else next((m for m in models if "search" in m), None)
+    if attention:
+        d = data["test"]
+        keep = set(no_unk_indices(vocab_words, d["sources"], d["refs"]))
+        fits = [i for i in range(len(d["sources"])) if 10 <= d["lengths"][i] <= 20]
+        short = [i + 1 for i in fits if i in keep][:3]
+        chosen = "the first with 10 to 20 words and no unknown word"
+        if not short:          # a corpus too small to have one: say so under the picture
+            short, chosen = [i + 1 for i in (fits or range(len(d["sources"])))][:3], "none has 10 to 20 words " \
+                "and no unknown word; the first of 10 to 20 words"
+        lengths = data["test-long"]["lengths"]
+        long = max((i for i, n in enumerate(lengths) if n <= 80), key=lambda i: lengths[i], default=None)
+        lines += ["", f"## Figure 3: alignments of {TITLES.get(attention, attention)}", ""]
+        pictures = plot(from_alignment_file(runs / attention / "test.align", short), runs / "fig3-align.png")
+        if long is not None:
+            pictures += plot(from_alignment_file(runs / attention / "test-long.align", [long + 1]),
+                             runs / "fig3-long.png")
+        lines += [f"![alignment]({p.name})" for p in pictures]
+        lines += ["", f"Test verses {', '.join(map(str, short))} ({chosen}) and passage {long + 1 if long is not None else '–'} ({lengths[long] if long is not None else 0} "
+                  "words). Rows are generated subwords, columns source subwords; white is weight 1.", ""]
+    out = runs / "report.md"
+    with atomic_write(out) as fh:
+        fh.write("\n".join(lines) + "\n")
+    return out
+
+
+def _concat(a: Any, b: Any) -> Any:
+    from ..score import Texts
+    return Texts(a.hyps + b.hyps, [a.refs[0] + b.refs[0]], a.hyps_tok + b.hyps_tok, [a.refs_tok[0] + b.refs_tok[0]])
+
+
+@click.group()
+def main() -> None:
+    """The Bible study of make paper: its long test set and its report."""
+
+
+@main.command()
+@click.argument("raw", type=click.Path(exists=True, file_okay=False, path_type=Path))
+def passages(raw: Path) -> None:
+    """Write RAW/test-long.* (passages of consecutive test verses) and print their lengths."""
+    from ..data.passages import write_passages
+    buckets = write_passages(raw)
+    print("test-long: " + ", ".join(f"{k} words: {v}" for k, v in buckets.items()))
+
+
+@main.command()
+@click.option("--runs", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True)
+@click.option("--raw", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True)
+@click.option("--no-unk-vocab", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True,
+              help="A 30,000-word build-vocab directory: its lists define the No-UNK subset.")
+@click.option("--models", default=" ".join(MODELS), show_default=True)
+@click.option("--samples", type=click.IntRange(10), default=1000, show_default=True)
+@click.option("--beam", type=int, default=5, show_default=True, help="The beam the translations used.")
+def report(runs: Path, raw: Path, no_unk_vocab: Path, models: str, samples: int, beam: int) -> None:
+    """Write RUNS/report.md, Figure 2 and Figure 3 from the runs' translations."""
+    print(write_report(runs, raw, no_unk_vocab, tuple(models.split()), samples, beam))
+
+
+if __name__ == "__main__":
+    main()
