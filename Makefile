@@ -14,7 +14,7 @@ WHEELS ?= $(firstword $(PIP_FIND_LINKS) $(shell $(PYTHON) -m pip config get glob
 CPU_TORCH := $(wildcard $(WHEELS)/torch-2.13.0+cpu-*.whl)
 TORCH_CONSTRAINT ?= $(if $(CPU_TORCH),-c constraints/torch-cpu.txt --find-links $(WHEELS),)
 
-# The demo's data: the embedded Bible En–Fr corpus (../shared/design.md).
+# The demo's data: the embedded Bible En–Fr corpus (bin/fetch-bible; its split is in the README).
 DATA    ?= data/bible
 PAIRS   ?= all
 JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
@@ -72,7 +72,7 @@ test: install
 test-slow: install
 	$(PY) -m pytest -q -m slow
 
-# ---- the demo: data half (training comes with issue 3) -------------------------
+# ---- the demo: data, then training, translation, scores and pictures -----------
 $(DATA)/raw/bible.json: | install
 	$(PY) bin/fetch-bible $(DATA)/raw --pairs $(PAIRS)
 
@@ -134,8 +134,8 @@ readme-figures: demo
 	cp $(DEMO)/curves.png $(DEMO)/bleu-by-length.png docs/img/
 	cp $(DEMO)/align-$(firstword $(subst $(comma), ,$(ALIGN_LINES))).png docs/img/align.png
 
-# Training speed and memory beside Joey NMT and fairseq (../shared/bench installs them on first
-# use), then preprocessing speed. Run it on an idle machine.
+# Training speed and memory beside Joey NMT and fairseq (bin/bench-train installs them on first
+# use from the peer scripts given with --shared), then preprocessing speed. Run it on an idle machine.
 bench: bench-data
 	$(PY) bin/bench-train --threads 2
 	$(PY) bin/bench-translate --threads 2
