@@ -106,15 +106,15 @@ def test_bleu(model: Path, raw: Path, threads: int) -> dict[str, float]:
 
 
 def summarize(trial: Trial, run: Path, raw: Path, threads: int) -> dict[str, Any]:
-    import torch
+    from .. import checkpoint
     log = RunLog.read(run)
     curve = []
     for model in models(run):
-        progress = torch.load(model, map_location="cpu", weights_only=True)["train"]["progress"]
+        progress = checkpoint.load(model)["train"]["progress"]
         curve.append({"model": model.name, "step": progress["step"], "minutes": progress["seconds"] / 60,
                       **test_bleu(model, raw, threads)})
     best, kept = curve[0], sorted(curve[1:], key=lambda c: c["step"])
-    config = torch.load(run / "best.pt", map_location="cpu", weights_only=True)["train"]["config"]
+    config = checkpoint.load(run / "best.pt")["train"]["config"]
     return {"trial": trial, "log": log, "best": best, "curve": kept, "config": config,
             "machine": log.machine}
 

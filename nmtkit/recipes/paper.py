@@ -151,10 +151,10 @@ def _p(r: dict[str, Any]) -> str:
 
 def budget(runs: Path, models: tuple[str, ...]) -> str:
     """How the runs were trained, read from their last checkpoints."""
-    import torch
+    from .. import checkpoint
     seen = {}
     for m in models:
-        ckpt = torch.load(runs / m / "last.pt", map_location="cpu", weights_only=True)
+        ckpt = checkpoint.load(runs / m / "last.pt")
         cfg, model = ckpt["train"]["config"], ckpt["model"]
         seen[m] = (f"{ckpt['train']['progress']['step']:,} updates of {cfg['batch_size']} pairs, "
                    f"{cfg['optimizer']} {cfg['lr']:g}, {model['hidden']} hidden units")
