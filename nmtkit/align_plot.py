@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from .errors import UserError
 from .files import read_lines
 from .plot import alignment_heatmap, check_format
+
+if TYPE_CHECKING:
+    from .runtime import RuntimeConfig
 
 
 @dataclass
@@ -59,7 +62,7 @@ def from_alignment_file(path: str | Path, lines: Sequence[int]) -> list[Heatmap]
 
 
 def from_model(model_paths: Sequence[str], source: str, target: str, lines: Sequence[int],
-               tokenized: bool = False, device: str | None = None) -> list[Heatmap]:
+               tokenized: bool = False, runtime: RuntimeConfig | None = None) -> list[Heatmap]:
     from .translate import Translator
     from .translate_io import EOS_LABEL
     src, tgt = list(read_lines(source)), list(read_lines(target))
@@ -70,7 +73,7 @@ def from_model(model_paths: Sequence[str], source: str, target: str, lines: Sequ
         raise UserError(f"{source}: has no line {missing[0]} (it has {len(src)})")
     if any(not src[n - 1].strip() for n in lines):
         raise UserError(f"{source}: line {next(n for n in lines if not src[n - 1].strip())} is empty")
-    translator = Translator.from_checkpoints(list(model_paths), device)
+    translator = Translator.from_checkpoints(list(model_paths), runtime)
     forced = translator.force([src[n - 1] for n in lines], [tgt[n - 1] for n in lines], tokenized)
     return [Heatmap(n, f.source_tokens + [EOS_LABEL], f.target_tokens + [EOS_LABEL], f.attention,
                     f"line {n}, reference forced, log p = {f.score:.2f}") for n, f in zip(lines, forced)]

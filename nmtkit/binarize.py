@@ -79,7 +79,7 @@ def binarize_corpus(splits: dict[str, Path], langs: tuple[str, str], vocab_dir: 
                                     lambda n, t=task: bar.advance(t, n))
             manifest["splits"][name] = {**stats, **_carry(text_reports[name])}
         write_json(stage.path(MANIFEST), manifest)
-        stage.commit(last=(MANIFEST,))
+        stage.commit()
     return manifest
 
 

@@ -90,5 +90,5 @@ def build_vocab(prefix: Path, langs: tuple[str, str], out_dir: Path, cfg: VocabC
             else:
                 meta["bpe_codes"][lang] = None
         write_json(stage.path(VocabDir.META), meta)
-        stage.commit(last=(VocabDir.META,))
+        stage.commit()
     return meta

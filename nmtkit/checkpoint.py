@@ -1,64 +1,223 @@
-"""The one-file checkpoint: everything translate needs, and everything resume needs.
+"""The one-file checkpoint, and the only module that knows its layout.
 
-Contents (plain values and tensors only, so ``torch.load(weights_only=True)``
-reads it and a stranger's file cannot run code): format and version, nmtkit
-version, the model config and weights, both vocabularies as token lists,
-the text settings and BPE codes per language, the corpus fingerprints, and
-``train``: the training config, step, epoch, the batch iterator's position,
-the optimizer state and the torch RNG state. Written to a temporary file,
-fsynced, then renamed, so a crash while saving never harms the previous one.
+A checkpoint is everything ``translate`` needs and everything a resumed
+``train`` needs, in three typed sections:
+
+- ``model``: the :class:`~nmtkit.config.ModelConfig` and the weights;
+- ``text``: both sides' languages, vocabularies (token lists), text
+  settings and BPE codes, and the corpus fingerprints (:class:`TextSides`);
+- ``training``: the :class:`~nmtkit.config.TrainConfig`, the
+  :class:`Progress`, and, in a resumable file, the optimizer state, the batch
+  iterator's position and every process's RNG states (:class:`TrainingState`).
+
+On disk it is a torch zip of plain values and tensors only, so
+``torch.load(weights_only=True)`` reads it and a stranger's file cannot run
+code. :func:`save` writes a :class:`Checkpoint` (temporary file, fsync,
+rename, fsync of the directory: a crash never harms the previous file);
+:func:`load` reads the current version and the previous one, checks every
+section, and refuses anything else with one :class:`FormatError` line.
 """
 
 from __future__ import annotations
 
-import os
+import math
 import pickle
-import tempfile
 import zipfile
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from . import __version__
+from .config import ModelConfig, TextConfig, TrainConfig
 from .errors import FormatError, UserError
+from .files import atomic_write
+
+if TYPE_CHECKING:
+    from .models.base import Seq2Seq
 
 FORMAT = "nmtkit-checkpoint"
-VERSION = 1
+VERSION = 2
+SIDES = ("src", "tgt")
 
 
-def save(path: str | Path, payload: dict[str, Any]) -> None:
+@dataclass
+class Progress:
+    """Where training stands: updates done, the best dev score so far (higher is better),
+    validations since it improved, and seconds spent training."""
+
+    step: int = 0
+    best: float = -math.inf
+    bad_evals: int = 0
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class TextSides:
+    """How raw text becomes model tokens on each side, and which tokens the model knows.
+    Every field but the fingerprints is keyed by side, ``src`` and ``tgt``."""
+
+    langs: dict[str, str]
+    vocab: dict[str, list[str]]
+    text: dict[str, TextConfig]
+    bpe_codes: dict[str, str | None]
+    vocab_sha256: dict[str, str]          # by language, as in the corpus manifest
+    settings_sha256: str | None = None
+
+
+@dataclass
+class TrainingState:
+    """The training run: its settings and progress; the rest only in resumable files."""
+
+    config: TrainConfig
+    progress: Progress
+    optimizer: dict[str, Any] | None = None
+    batches: dict[str, int] | None = None
+    rng: list[dict[str, torch.Tensor]] = field(default_factory=list)   # one entry per process
+
+    @property
+    def resumable(self) -> bool:
+        return self.optimizer is not None and self.batches is not None
+
+
+@dataclass
+class Checkpoint:
+    model: ModelConfig
+    weights: dict[str, torch.Tensor]
+    text: TextSides
+    training: TrainingState
+    written_by: str = __version__
+
+    @property
+    def parameters(self) -> int:
+        return sum(w.numel() for w in self.weights.values())
+
+
+def save(path: str | Path, ckpt: Checkpoint) -> None:
+    """Write ``ckpt`` to ``path`` atomically, with the permissions of any other output."""
+    run = ckpt.training
+    training: dict[str, Any] = {"config": run.config.to_dict(), "progress": vars(run.progress).copy()}
+    if run.resumable:
+        training |= {"optimizer": run.optimizer, "batches": run.batches, "rng": run.rng}
+    text = ckpt.text
+    payload = {
+        "format": FORMAT, "version": VERSION, "nmtkit": __version__,
+        "model": {"config": ckpt.model.to_dict(), "weights": ckpt.weights},
+        "text": {"langs": text.langs, "vocab": text.vocab,
+                 "text": {side: cfg.to_dict() for side, cfg in text.text.items()},
+                 "bpe_codes": text.bpe_codes, "vocab_sha256": text.vocab_sha256,
+                 "settings_sha256": text.settings_sha256},
+        "training": training,
+    }
+    with atomic_write(path, "wb") as fh:
+        torch.save(payload, fh)
+
+
+def load(path: str | Path) -> Checkpoint:
+    """The checkpoint at ``path``; :class:`UserError` (one line) for a missing file and
+    :class:`FormatError` for anything that is not a complete nmtkit checkpoint."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    raw = _read(path)
+    version = raw.get("version")
+    if version == 1:
+        raw = _from_version_1(raw)
+    elif version != VERSION:
+        raise FormatError(f"{path}: checkpoint format version {version!r} is not supported "
+                          f"(this nmtkit reads versions 1 and {VERSION})")
     try:
-        with os.fdopen(fd, "wb") as fh:
-            torch.save({"format": FORMAT, "version": VERSION, "nmtkit": __version__, **payload}, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        return _parse(raw)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as err:
+        what = f"no {err.args[0]!r}" if isinstance(err, KeyError) else str(err).splitlines()[0][:120]
+        raise FormatError(f"{path}: not a complete nmtkit checkpoint ({what})") from None
+    except FormatError as err:
+        raise FormatError(f"{path}: not a complete nmtkit checkpoint ({err})") from None
 
 
-def load(path: str | Path) -> dict[str, Any]:
-    path = Path(path)
-    if not path.is_file():
+def model_of(ckpt: Checkpoint, device: torch.device | str = "cpu") -> "Seq2Seq":
+    """The checkpoint's model with its weights, on ``device``, in eval mode."""
+    from .models import build_model
+    model = build_model(ckpt.model)
+    try:
+        model.load_state_dict(ckpt.weights)
+    except RuntimeError as err:
+        raise FormatError(f"the weights do not fit the model the checkpoint describes "
+                          f"({str(err).splitlines()[0][:160]})") from None
+    return model.to(device).eval()
+
+
+def _read(path: Path) -> dict[str, Any]:
+    if not path.exists():
         raise UserError(f"{path}: no such checkpoint")
+    if not path.is_file():
+        raise UserError(f"{path}: is not a file")
     if not zipfile.is_zipfile(path):   # torch.save always writes a zip archive
         raise FormatError(f"{path}: truncated or corrupt checkpoint (not a torch zip archive)")
     try:
-        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+        raw = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else "unsupported object"
         raise FormatError(f"{path}: refused, the checkpoint holds objects other than tensors and "
                           f"plain values ({first[:120]})") from None
-    except (RuntimeError, EOFError, zipfile.BadZipFile, OSError, ValueError) as err:
-        raise FormatError(f"{path}: truncated or corrupt checkpoint ({str(err).splitlines()[0][:120]})") from None
-    if not isinstance(ckpt, dict) or ckpt.get("format") != FORMAT:
+    except (RuntimeError, EOFError, zipfile.BadZipFile, OSError, ValueError, KeyError) as err:
+        reason = str(err).splitlines()[0][:120] if str(err) else type(err).__name__
+        raise FormatError(f"{path}: truncated or corrupt checkpoint ({reason})") from None
+    if not isinstance(raw, dict) or raw.get("format") != FORMAT:
         raise FormatError(f"{path}: not an nmtkit checkpoint")
-    if ckpt.get("version") != VERSION:
-        raise FormatError(f"{path}: checkpoint format version {ckpt.get('version')} is not supported")
-    return ckpt
+    return raw
+
+
+def _from_version_1(raw: dict[str, Any]) -> dict[str, Any]:
+    """Version 1 (nmtkit 0.1 before the typed sections): model config and weights at the top,
+    ``corpus`` for the text, ``train`` for the run, the RNG states under ``{"ranks": [...]}``
+    (or, older still, one CPU state)."""
+    train = dict(raw.get("train") or {})
+    rng = train.get("rng")
+    if isinstance(rng, dict):
+        train["rng"] = rng["ranks"] if "ranks" in rng else [rng]
+    return {"format": FORMAT, "version": VERSION, "nmtkit": raw.get("nmtkit", "0.1.0"),
+            "model": {"config": raw.get("model"), "weights": raw.get("weights")},
+            "text": raw.get("corpus"), "training": train}
+
+
+def _parse(raw: dict[str, Any]) -> Checkpoint:
+    model, text, run = raw["model"], raw["text"], raw["training"]
+    weights = model["weights"]
+    if not isinstance(weights, dict) or not weights or not all(
+            isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in weights.items()):
+        raise FormatError("the weights are not a table of named tensors")
+    config = ModelConfig.from_dict(model["config"])
+    sides = TextSides(
+        langs={s: str(text["langs"][s]) for s in SIDES},
+        vocab={s: _tokens(text["vocab"][s]) for s in SIDES},
+        text={s: TextConfig.from_dict(text["text"][s]) for s in SIDES},
+        bpe_codes={s: _optional_str(text["bpe_codes"][s]) for s in SIDES},
+        vocab_sha256={str(k): str(v) for k, v in text["vocab_sha256"].items()},
+        settings_sha256=_optional_str(text.get("settings_sha256")))
+    for side, size in (("src", config.src_vocab), ("tgt", config.tgt_vocab)):
+        if len(sides.vocab[side]) != size:
+            raise FormatError(f"the {side} vocabulary has {len(sides.vocab[side]):,} entries but the "
+                              f"model {size:,}")
+    optimizer, batches = run.get("optimizer"), run.get("batches")
+    if (optimizer is None) != (batches is None):
+        raise FormatError("the training state is half there (optimizer or batch position missing)")
+    rng = list(run.get("rng") or [])
+    if not all(isinstance(r, dict) and isinstance(r.get("torch"), torch.Tensor) for r in rng):
+        raise FormatError("the RNG states are not tensors")
+    state = TrainingState(config=TrainConfig.from_dict(run["config"]), progress=Progress(**run["progress"]),
+                          optimizer=optimizer, batches=batches and {k: int(v) for k, v in batches.items()},
+                          rng=rng)
+    return Checkpoint(model=config, weights=weights, text=sides, training=state,
+                      written_by=str(raw.get("nmtkit", "?")))
+
+
+def _tokens(value: Any) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
+        raise FormatError("a vocabulary is not a list of tokens")
+    return value
+
+
+def _optional_str(value: Any) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise FormatError(f"expected text, found {type(value).__name__}")
+    return value

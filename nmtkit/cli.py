@@ -1,13 +1,13 @@
 """The ``nmtkit`` command: a thin click layer over the library.
 
-Each command turns its flags into config objects, makes one library call,
-and maps :class:`~nmtkit.errors.UserError` to one line on stderr with exit
-status 2. Defaults come from :mod:`nmtkit.config`.
+Each command parses its flags into the typed configs of the code it calls
+(defaults read from those configs), makes one library call and reports.
+Errors become one line and exit status 2 in :mod:`nmtkit.command`; device,
+threads and bf16 are set up by :mod:`nmtkit.runtime`.
 """
 
 from __future__ import annotations
 
-import functools
 import sys
 from pathlib import Path
 from typing import Any, Callable
@@ -15,73 +15,78 @@ from typing import Any, Callable
 import click
 
 from . import __version__
-from .config import (MODEL_PRESETS, SCHEDULES, SCORES, WINDOWS, FilterConfig, ModelConfig, TextConfig, TrainConfig, VocabConfig,
-                     preset_sizes, schedule)
+from .command import Group
+from .config import (MODEL_PRESETS, SCHEDULES, SCORES, WINDOWS, FilterConfig, ModelConfig, TextConfig, TrainConfig,
+                     VocabConfig, train_settings)
 from .errors import UserError
 from .parallel import default_workers
+from .runtime import DEVICES, RuntimeConfig
 from .search import LENGTH_PENALTIES, SearchConfig
+from .selection.moore_lewis import SelectConfig
 from .text.clean import PRESETS, RULES, rules_named
+from .translate import TranslateOptions
 
 _F = FilterConfig()
 _V = VocabConfig()
 _M = ModelConfig()
 _T = TrainConfig()
 _S = SearchConfig()
+_O = TranslateOptions()
+_R = RuntimeConfig()
+_SEL = SelectConfig(keep_words=1)
 
 
-def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """One line on stderr and exit 2 for anything the user can fix; Ctrl-C exits 130."""
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except UserError as err:
-            click.echo(f"nmtkit {click.get_current_context().info_name}: error: {err}", err=True)
-            sys.exit(2)
-        except KeyboardInterrupt:
-            click.echo("interrupted", err=True)
-            sys.exit(130)
-        except BrokenPipeError:
-            sys.stderr.close()
-            sys.exit(141)
-    return wrapper
-
-
-class _Group(click.Group):
-    """Usage errors as one line, like every other user error (click's own take four)."""
-
-    def main(self, *args: Any, **kwargs: Any) -> Any:
-        if kwargs.get("standalone_mode", True) is False:
-            return super().main(*args, **kwargs)
-        try:
-            rv = super().main(*args, **{**kwargs, "standalone_mode": False})
-        except click.UsageError as err:
-            where = f"nmtkit {err.ctx.info_name}" if err.ctx is not None and err.ctx.parent else "nmtkit"
-            click.echo(f"{where}: error: {err.format_message()} (see --help)", err=True)
-            sys.exit(2)
-        except click.ClickException as err:
-            err.show()
-            sys.exit(err.exit_code)
-        except click.Abort:
-            click.echo("interrupted", err=True)
-            sys.exit(130)
-        sys.exit(rv if isinstance(rv, int) else 0)
-
-
-@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group("nmtkit", cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="nmtkit")
 def main() -> None:
     """Attention-based neural machine translation (Bahdanau et al. 2015) from the shell.
 
     \b
     Pipeline:  preprocess → build-vocab → preprocess --vocab → train → translate → score
+    Around it: select (data selection), tokenize (one side as a filter), align-plot.
     Run 'nmtkit COMMAND --help' for a command's options and an example.
     """
 
 
-def _workers_option(fn: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("-j", "--workers", type=click.IntRange(1), default=default_workers(),
-                        show_default="number of cores", help="Processes to spread the work over.")(fn)
+def _options(*decorators: Callable[[Callable[..., Any]], Callable[..., Any]]) -> Callable[..., Any]:
+    """Several click options as one decorator, for options that several commands share."""
+    def apply(fn: Callable[..., Any]) -> Callable[..., Any]:
+        for d in reversed(decorators):
+            fn = d(fn)
+        return fn
+    return apply
+
+
+_workers_option = click.option("-j", "--workers", type=click.IntRange(1), default=default_workers(),
+                               show_default="number of cores", help="Processes to spread the work over.")
+
+_text_options = _options(
+    click.option("--clean", "clean", default="default", show_default=True,
+                 help=f"Cleaning: a preset ({', '.join(PRESETS)}; 'default' = unicode,whitespace suits any corpus, "
+                      f"'bible' = every rule, for the embedded Bible corpus) or rules, comma-separated: "
+                      f"{', '.join(RULES)}."),
+    click.option("--normalize-punct/--no-normalize-punct", default=TextConfig.normalize_punct, show_default=True,
+                 help="Moses punctuation normalization."),
+    click.option("--aggressive-dash", is_flag=True, help="Split hyphens: arc @-@ en @-@ ciel."),
+    click.option("--lowercase", is_flag=True, help="Lowercase tokens (the paper does not)."))
+
+
+def _text_config(lang: str, options: dict[str, Any]) -> TextConfig:
+    return TextConfig(lang, clean=rules_named(options["clean"]), normalize_punct=options["normalize_punct"],
+                      aggressive_dash=options["aggressive_dash"], lowercase=options["lowercase"])
+
+
+_runtime_options = _options(
+    click.option("--device", default=_R.device, help=f"Where to compute: {DEVICES} [default: the GPU when "
+                                                    f"there is one, else cpu]."),
+    click.option("--threads", type=click.IntRange(0), default=_R.threads, show_default=True,
+                 help="CPU threads (0: torch's default, one per core)."),
+    click.option("--bf16", is_flag=True, help="bfloat16 autocast: on GPUs, and on CPUs with AVX512-BF16 or AMX "
+                                              "(about 2x faster there)."))
+
+
+def _runtime(options: dict[str, Any]) -> RuntimeConfig:
+    return RuntimeConfig(options.pop("device"), options.pop("threads"), options.pop("bf16"))
 
 
 @main.command(epilog="""\b
@@ -90,30 +95,16 @@ Examples:
   nmtkit preprocess -s en -t fr --train raw/train --valid raw/valid --test raw/test -o clean/
   # clean tokens + vocabulary -> binarized corpus
   nmtkit preprocess -s en -t fr --train clean/train --valid clean/valid --test clean/test \\
-      --vocab vocab/ -o data-bin/
-  # one side as a stream
-  echo "Don`t panic." | nmtkit preprocess -l en
-  # data selection (bilingual Moore-Lewis): keep the 348M most news-like target words
-  nmtkit preprocess --select -s en -t fr --in-domain nc/news-commentary \
-      --train corpora/europarl --train corpora/un --keep-words 348M -o selected/""")
-@click.option("-s", "--source-lang", help="Source language code (files are PREFIX.LANG).")
-@click.option("-t", "--target-lang", help="Target language code.")
-@click.option("-l", "--lang", help="Stream mode: tokenize one language from INPUT (or stdin) to stdout.")
-@click.argument("input", required=False)
-@click.option("--train", "train", multiple=True, help="Training split prefix (filtered). Select mode: the general-domain corpora (repeat).")
+      --vocab vocab/ -o data-bin/""")
+@click.option("-s", "--source-lang", required=True, help="Source language code (files are PREFIX.LANG).")
+@click.option("-t", "--target-lang", required=True, help="Target language code.")
+@click.option("--train", "train", help="Training split prefix (filtered).")
 @click.option("--valid", "valid", help="Validation split prefix (every line kept).")
 @click.option("--test", "test", help="Test split prefix (every line kept).")
-@click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False), help="Output directory.")
+@click.option("-o", "--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Output directory.")
 @click.option("--vocab", "vocab_dir", type=click.Path(file_okay=False),
               help="Binarize: map clean text to ids with this build-vocab directory (applies its BPE).")
-@click.option("--clean", "clean", default="default", show_default=True,
-              help=f"Cleaning: a preset ({', '.join(PRESETS)}; 'default' = unicode,whitespace suits any corpus, "
-                   f"'bible' = every rule, for the embedded Bible corpus) or rules, comma-separated: "
-                   f"{', '.join(RULES)}.")
-@click.option("--normalize-punct/--no-normalize-punct", default=True, show_default=True,
-              help="Moses punctuation normalization.")
-@click.option("--aggressive-dash", is_flag=True, help="Split hyphens: arc @-@ en @-@ ciel.")
-@click.option("--lowercase", is_flag=True, help="Lowercase tokens (the paper does not).")
+@_text_options
 @click.option("--max-len", type=click.IntRange(0), default=_F.max_len, show_default=True,
               help="Drop training pairs with a side longer than this many tokens (0: no limit).")
 @click.option("--min-len", type=click.IntRange(0), default=_F.min_len, show_default=True,
@@ -121,59 +112,21 @@ Examples:
 @click.option("--max-ratio", type=click.FloatRange(0), default=_F.max_ratio, show_default=True,
               help="Drop training pairs whose longer side exceeds this times the shorter (0: off).")
 @click.option("--dedup/--no-dedup", default=_F.dedup, show_default=True, help="Drop repeated training pairs.")
-@click.option("--bpe-codes", type=click.Path(dir_okay=False), help="Stream mode: apply these BPE codes. (Corpus mode applies the vocabulary's codes when binarizing.)")
 @click.option("-q", "--quiet", is_flag=True, help="No summary (binarize mode).")
-@click.option("--select", is_flag=True, help="Select mode: keep the --train pairs most like --in-domain (Axelrod et al. 2011).")
-@click.option("--in-domain", multiple=True, help="Select mode: in-domain parallel text prefix (repeat).")
-@click.option("--keep-words", callback=lambda _c, _p, v: _count(v), help="Select mode: target-side words to keep (348M, 2.5k, 1000000).")
-@click.option("--lm-order", type=click.IntRange(1, 4), default=4, show_default=True, help="Select mode: n-gram order of the LMs.")
 @_workers_option
-@user_errors
-def preprocess(source_lang: str | None, target_lang: str | None, lang: str | None, input: str | None,
-               train: str | None, valid: str | None, test: str | None, out_dir: str | None,
-               vocab_dir: str | None, clean: str, normalize_punct: bool, aggressive_dash: bool,
-               lowercase: bool, max_len: int, min_len: int, max_ratio: float, dedup: bool,
-               bpe_codes: str | None, quiet: bool, select: bool, in_domain: tuple[str, ...],
-               keep_words: int | None, lm_order: int, workers: int) -> None:
-    """Clean and tokenize text, or binarize it with a vocabulary.
+def preprocess(source_lang: str, target_lang: str, train: str | None, valid: str | None, test: str | None,
+               out_dir: str, vocab_dir: str | None, quiet: bool, workers: int, **options: Any) -> None:
+    """Clean and tokenize parallel text, or binarize it with a vocabulary.
 
     \b
-    Text mode (-s/-t and split prefixes, -o DIR): raw PREFIX.LANG files →
-      DIR/<split>.LANG clean Moses tokens, DIR/<split>.lines (raw line numbers)
-      and DIR/preprocess.json (settings, rule counts, dropped pairs).
+    Text mode (split prefixes, -o DIR): raw PREFIX.LANG files → DIR/<split>.LANG
+      clean Moses tokens, DIR/<split>.lines (raw line numbers) and DIR/preprocess.json
+      (settings, rule counts, dropped pairs).
     Binarize mode (the same plus --vocab VOCAB_DIR): clean text → DIR/manifest.json,
       <split>.LANG.bin/.idx, <split>.lines and the vocabularies, then a summary.
-    Stream mode (-l LANG [INPUT]): one line out per line in, on stdout.
-    Select mode (--select -s/-t --in-domain P --train P… --keep-words N -o DIR): the
-      general pairs most like the in-domain text by bilingual cross-entropy difference →
-      DIR/train.LANG (raw lines, input order), DIR/select.json, DIR/lm/.
+    One side as a stream: 'nmtkit tokenize'; data selection: 'nmtkit select'.
     """
-    codes = Path(bpe_codes).read_text(encoding="utf-8") if bpe_codes and Path(bpe_codes).is_file() else None
-    if bpe_codes and codes is None:
-        raise UserError(f"{bpe_codes}: no such BPE codes file")
-    text_args = dict(clean=rules_named(clean), normalize_punct=normalize_punct,
-                     aggressive_dash=aggressive_dash, lowercase=lowercase)
-    if lang:
-        from .preprocess import preprocess_stream
-        from .console import log
-        fired = preprocess_stream(TextConfig(lang, **text_args), input or "-", sys.stdout, codes, workers)
-        if fired:
-            log("cleaning rules fired: " + ", ".join(f"{k} {v:,}" for k, v in sorted(fired.items())))
-        return
-    if input:
-        raise UserError(f"unexpected argument '{input}': INPUT is for stream mode (-l LANG)")
-    if bpe_codes:
-        raise UserError("--bpe-codes is for stream mode (-l); a corpus gets the codes of its "
-                        "vocabulary directory when binarized (preprocess --vocab)")
-    if not (source_lang and target_lang and out_dir):
-        raise UserError("give -s SRC -t TGT and -o DIR with split prefixes, or -l LANG for stream mode")
-    if select or in_domain or keep_words is not None:
-        _select(source_lang, target_lang, in_domain, train, keep_words, lm_order, Path(out_dir), workers)
-        return
-    if len(train) > 1:
-        raise UserError("--train takes one prefix here (several only with --select)")
-    splits = {name: Path(p) for name, p in (("train", train[0] if train else None), ("valid", valid),
-                                             ("test", test)) if p}
+    splits = {name: Path(p) for name, p in (("train", train), ("valid", valid), ("test", test)) if p}
     if not splits:
         raise UserError("no split given: use --train/--valid/--test PREFIX")
     if vocab_dir:
@@ -184,15 +137,69 @@ def preprocess(source_lang: str | None, target_lang: str | None, lang: str | Non
         if not quiet:
             console.print(corpus_summary(manifest))
         return
-    from .preprocess import preprocess_corpus
     from .console import log
-    texts = (TextConfig(source_lang, **text_args), TextConfig(target_lang, **text_args))
-    report = preprocess_corpus(splits, Path(out_dir), texts,
-                               FilterConfig(max_len, min_len, max_ratio, dedup), workers)
+    from .preprocess import preprocess_corpus
+    texts = (_text_config(source_lang, options), _text_config(target_lang, options))
+    filters = FilterConfig(**{k: options[k] for k in ("max_len", "min_len", "max_ratio", "dedup")})
+    report = preprocess_corpus(splits, Path(out_dir), texts, filters, workers)
     for name, s in report["splits"].items():
         if name in splits:
             dropped = ", ".join(f"{k} {v:,}" for k, v in s.get("dropped", {}).items())
             log(f"{name}: {s['lines']:,} lines → {s['pairs']:,} pairs" + (f" (dropped: {dropped})" if dropped else ""))
+
+
+@main.command(epilog="""\b
+Examples:
+  echo "Don`t panic." | nmtkit tokenize -l en
+  nmtkit tokenize -l fr news.fr --bpe-codes vocab/bpe.codes > news.tok.fr""")
+@click.option("-l", "--lang", required=True, help="Language code of the text.")
+@click.argument("input", default="-")
+@click.option("--bpe-codes", type=click.Path(dir_okay=False), help="Apply these BPE codes too.")
+@_text_options
+@_workers_option
+def tokenize(lang: str, input: str, bpe_codes: str | None, workers: int, **options: Any) -> None:
+    """Clean and tokenize one language's text, INPUT (default: stdin) to stdout, one line out
+    per line in: what preprocess does to each side, as a filter."""
+    from .console import log
+    from .preprocess import preprocess_stream
+    codes = None
+    if bpe_codes:
+        if not Path(bpe_codes).is_file():
+            raise UserError(f"{bpe_codes}: no such BPE codes file")
+        codes = Path(bpe_codes).read_text(encoding="utf-8")
+    fired = preprocess_stream(_text_config(lang, options), input, sys.stdout, codes, workers)
+    if fired:
+        log("cleaning rules fired: " + ", ".join(f"{k} {v:,}" for k, v in sorted(fired.items())))
+
+
+@main.command(epilog="""\b
+Example (the paper's: keep the 348M most news-like target words of five corpora):
+  nmtkit select -s en -t fr --in-domain nc/news-commentary \\
+      --general corpora/europarl --general corpora/un --keep-words 348M -o selected/""")
+@click.option("-s", "--source-lang", required=True, help="Source language code (files are PREFIX.LANG).")
+@click.option("-t", "--target-lang", required=True, help="Target language code.")
+@click.option("--in-domain", multiple=True, required=True, help="In-domain parallel text prefix (repeat).")
+@click.option("--general", multiple=True, required=True, help="General-domain corpus prefix to select from (repeat).")
+@click.option("--keep-words", required=True, callback=lambda _c, _p, v: _count(v),
+              help="Target-side words to keep (348M, 2.5k, 1000000).")
+@click.option("--lm-order", type=click.IntRange(1, 4), default=_SEL.order, show_default=True,
+              help="N-gram order of the language models.")
+@click.option("-o", "--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Output directory.")
+@_workers_option
+def select(source_lang: str, target_lang: str, in_domain: tuple[str, ...], general: tuple[str, ...],
+           keep_words: int, lm_order: int, out_dir: str, workers: int) -> None:
+    """Data selection: keep the general-domain pairs most like the in-domain text.
+
+    Bilingual Moore-Lewis (Axelrod, He and Gao 2011): pairs ranked by the difference of
+    in-domain and general n-gram cross-entropies, summed over both sides, best first.
+
+    Writes DIR/train.LANG (the kept raw lines, in input order), DIR/select.json and DIR/lm/;
+    'nmtkit preprocess' then cleans DIR/train like any corpus.
+    """
+    from .selection.moore_lewis import Corpus, select as run
+    langs = (source_lang, target_lang)
+    run([Corpus.of(p, langs) for p in in_domain], [Corpus.of(p, langs) for p in general], Path(out_dir), langs,
+        SelectConfig(keep_words=keep_words, order=lm_order), workers)
 
 
 _SUFFIXES = {"k": 10**3, "m": 10**6, "g": 10**9}
@@ -213,16 +220,6 @@ def _count(value: str | None) -> int | None:
     return int(n)
 
 
-def _select(src: str, tgt: str, in_domain: tuple[str, ...], general: tuple[str, ...], keep_words: int | None,
-            order: int, out_dir: Path, workers: int) -> None:
-    from .selection.moore_lewis import Corpus, SelectConfig, select
-    if not in_domain or not general or keep_words is None:
-        raise UserError("select mode needs --in-domain PREFIX, --train PREFIX (the general corpora) and --keep-words N")
-    langs = (src, tgt)
-    select([Corpus.of(p, langs) for p in in_domain], [Corpus.of(p, langs) for p in general], out_dir, langs,
-           SelectConfig(keep_words=keep_words, order=order), workers)
-
-
 @main.command("build-vocab", epilog="""\b
 Examples:
   nmtkit build-vocab -s en -t fr --train clean/train -o vocab/            # 30,000 words each
@@ -239,7 +236,6 @@ Examples:
               help="Learn this many BPE merges first (subword-nmt); 0: whole words, as the paper.")
 @click.option("--joint/--separate", "joint_bpe", default=_V.joint_bpe, show_default=True,
               help="One set of BPE codes for both languages, or one per language.")
-@user_errors
 def build_vocab(source_lang: str, target_lang: str, train: str, out_dir: str, size: int,
                 min_count: int, bpe_merges: int, joint_bpe: bool) -> None:
     """Count the training text and write the shortlist vocabularies (and BPE codes).
@@ -286,38 +282,30 @@ Examples:
               help="With --replace-unk: 'source target' lines to translate the copied word.")
 @click.option("--alignments", type=click.Path(dir_okay=False),
               help="Also write each output's attention matrix with its tokens (JSON lines, for align-plot).")
-@click.option("--batch-size", type=click.IntRange(1), default=32, show_default=True,
+@click.option("--batch-size", type=click.IntRange(1), default=_O.batch_size, show_default=True,
               help="Sentences per batch (times --beam rows; long sentences get smaller batches).")
 @click.option("--tokenized", is_flag=True, help="Input and output in Moses tokens (BPE still applied and undone).")
-@click.option("--device", help="cpu, cuda, cuda:1 … [default: cuda when present].")
-@click.option("--bf16", is_flag=True, help="bfloat16 autocast (GPUs; CPUs with AVX512-BF16 or AMX).")
-@click.option("--threads", type=click.IntRange(0), default=0, show_default=True,
-              help="CPU threads (0: torch's default).")
-@user_errors
+@_runtime_options
 def translate(model_paths: tuple[str, ...], input: str, output: str | None, beam: int, length_penalty: str,
               alpha: float, max_ratio: float, min_len: int, nbest: int, no_unk: bool, replace_unk: bool, unk_dict: str | None,
-              alignments: str | None, batch_size: int, tokenized: bool, device: str | None, bf16: bool,
-              threads: int) -> None:
+              alignments: str | None, batch_size: int, tokenized: bool, **runtime: Any) -> None:
     """Translate raw text, one sentence a line, from INPUT (default: stdin) to stdout.
 
     Output line i is the translation of input line i, always; an empty line
     gives an empty line. From a pipe or a terminal each line is translated as
     soon as it arrives; a file is translated in batches under a progress bar.
     """
-    from .translate import TranslateOptions, read_unk_dict
+    from .translate import read_unk_dict
     from .translate_io import translate_file
     if nbest > beam:
         raise UserError(f"--nbest {nbest} is more than --beam {beam} can give")
     if unk_dict and not replace_unk:
         raise UserError("--unk-dict is used by --replace-unk; add that flag")
-    if threads:
-        import torch
-        torch.set_num_threads(threads)
     search = SearchConfig(beam=beam, length_penalty=length_penalty, alpha=alpha, max_ratio=max_ratio,
                           nbest=max(nbest, 1), no_unk=no_unk, min_len=min_len)
     options = TranslateOptions(search, batch_size, tokenized, replace_unk=replace_unk,
-                               unk_dict=read_unk_dict(unk_dict) if unk_dict else None, bf16=bf16)
-    translate_file(list(model_paths), input, output, options, alignments, device, nbest_format=nbest > 0)
+                               unk_dict=read_unk_dict(unk_dict) if unk_dict else None)
+    translate_file(list(model_paths), input, output, options, alignments, _runtime(runtime), nbest_format=nbest > 0)
 
 
 @main.command(epilog="""\b
@@ -349,11 +337,11 @@ Examples:
 @click.option("--data", "data_bin", type=click.Path(file_okay=False), help="With -m: a binarized corpus.")
 @click.option("--split", default="valid", show_default=True, help="With --data: the split to score.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
-@user_errors
+@_runtime_options
 def score(hypotheses: tuple[str, ...], refs: tuple[str, ...], names: tuple[str, ...], source: str | None,
           tokenized: bool, lang: str | None, clean: str, by_length: bool, bucket_width: int,
           plot_path: str | None, no_unk: str | None, bootstrap: int, model_paths: tuple[str, ...],
-          data_bin: str | None, split: str, as_json: bool) -> None:
+          data_bin: str | None, split: str, as_json: bool, **runtime: Any) -> None:
     """BLEU (sacreBLEU, with signatures) and chrF of HYPOTHESES against one or more references;
     NLL and perplexity of a checkpoint."""
     import json
@@ -363,6 +351,7 @@ def score(hypotheses: tuple[str, ...], refs: tuple[str, ...], names: tuple[str, 
     if plot_path and not by_length:
         raise UserError("--plot draws the --by-length table; add --by-length")
     result: dict[str, Any] = {}
+    run = _runtime(runtime)
     if hypotheses:
         if not refs:
             raise UserError("give the reference translation with -r REF")
@@ -371,7 +360,7 @@ def score(hypotheses: tuple[str, ...], refs: tuple[str, ...], names: tuple[str, 
             check_format(plot_path)
         result = evaluate(hypotheses, refs, names, source, rules_named(clean), tokenized, lang,
                           bucket_width if by_length else 0, no_unk, bootstrap,
-                          model_paths if source or not data_bin else ())
+                          model_paths if source or not data_bin else (), run)
         if plot_path:
             from .plot import bleu_by_length
             bleu_by_length(result["by_length"]["rows"], plot_path, "BLEU by source sentence length")
@@ -379,7 +368,7 @@ def score(hypotheses: tuple[str, ...], refs: tuple[str, ...], names: tuple[str, 
         if len(model_paths) != 1:
             raise UserError("--data scores one checkpoint: give -m MODEL once")
         from .nll import corpus_nll
-        result["corpus_nll"] = corpus_nll(model_paths[0], data_bin, split)
+        result["corpus_nll"] = corpus_nll(model_paths[0], data_bin, split, runtime=run)
     click.echo(json.dumps(result) if as_json else format_report({"systems": [], **result}))
 
 
@@ -397,9 +386,9 @@ Examples:
 @click.option("--source", type=click.Path(dir_okay=False), help="With -m: source lines.")
 @click.option("--target", type=click.Path(dir_okay=False), help="With -m: their reference translations.")
 @click.option("--tokenized", is_flag=True, help="With -m: the lines are Moses tokens.")
-@user_errors
+@_runtime_options
 def align_plot(alignments: str | None, sentences: str, output: str, model_paths: tuple[str, ...],
-               source: str | None, target: str | None, tokenized: bool) -> None:
+               source: str | None, target: str | None, tokenized: bool, **runtime: Any) -> None:
     """Attention heatmaps (the paper's Figure 3): source words across, generated words down,
     black for 0 and white for 1."""
     from .align_plot import from_alignment_file, from_model, output_paths, parse_sentences, plot
@@ -412,7 +401,7 @@ def align_plot(alignments: str | None, sentences: str, output: str, model_paths:
     if model_paths:
         if not (source and target):
             raise UserError("-m needs --source and --target files")
-        maps = from_model(model_paths, source, target, lines, tokenized)
+        maps = from_model(model_paths, source, target, lines, tokenized, _runtime(runtime))
     else:
         assert alignments is not None
         maps = from_alignment_file(alignments, lines)
@@ -420,10 +409,6 @@ def align_plot(alignments: str | None, sentences: str, output: str, model_paths:
         log(f"wrote {path}")
 
 
-
-
-_LUONG_ONLY = {"layers", "dropout", "attention", "score", "input_feed", "reverse_source", "window"}
-_RNNSEARCH_ONLY = {"maxout", "readout", "encoder"}
 
 
 @main.command(epilog="""\b
@@ -493,25 +478,13 @@ Running the same command again resumes from SAVE_DIR/last.pt exactly (--reset st
                    "optimizer state): for learning curves, e.g. test BLEU against minutes.")
 @click.option("--log-every", type=click.IntRange(1), default=_T.log_every, show_default=True)
 @click.option("--seed", type=int, default=_T.seed, show_default=True)
-@click.option("--threads", type=click.IntRange(0), default=_T.threads, show_default=True, help="CPU threads (0: torch's default).")
-@click.option("--bf16", is_flag=True, help="bfloat16 autocast: on GPUs, and on CPUs with AVX512-BF16 or AMX (about 2x faster there).")
+@_runtime_options
 @click.option("--reset", is_flag=True, help="Ignore SAVE_DIR/last.pt and start over.")
-@user_errors
 def train(data_bin: str, save_dir: str, arch: str, preset: str, schedule_name: str, reset: bool,
-          **args: Any) -> None:
+          **values: Any) -> None:
     """Train RNNsearch, RNNencdec or a Luong et al. model on a binarized corpus (Appendix B by default)."""
     from .train import train as run
-    sizes = preset_sizes(arch, preset)
-    sizes |= {k: v for k in ("emb", "hidden", "align", "maxout", "layers") if (v := args.pop(k)) is not None}
-    model_cfg = ModelConfig(arch=arch, **sizes, **{k: args.pop(k) for k in (
-        "readout", "encoder", "dropout", "attention", "score", "input_feed", "reverse_source", "window")})
     ctx = click.get_current_context()
     given = {k for k in ctx.params if ctx.get_parameter_source(k) == click.core.ParameterSource.COMMANDLINE}
-    foreign = given & (_RNNSEARCH_ONLY if arch == "luong" else _LUONG_ONLY)
-    if foreign:
-        raise UserError(f"--{sorted(foreign)[0].replace('_', '-')} does not apply to --arch {arch}")
-    recipe = schedule(schedule_name, model_cfg.dropout if arch == "luong" else 0.0)
-    args |= {k: v for k, v in recipe.items() if k not in given}
-    if args["lr"] is None:
-        args["lr"] = 5e-4 if args["optimizer"] == "adam" else 1.0
-    run(Path(data_bin), Path(save_dir), model_cfg, TrainConfig(**args), resume=not reset)
+    model_cfg, train_cfg = train_settings(arch, preset, schedule_name, values, given)
+    run(Path(data_bin), Path(save_dir), model_cfg, train_cfg, resume=not reset)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from .errors import FormatError
+from .errors import FormatError, UserError
 from .text.clean import PRESETS
 
 
@@ -183,7 +183,35 @@ class TrainConfig(_Settings):
     keep_validations: bool = False  # also keep each validated model as update-N.pt (learning curves)
     log_every: int = 50
     seed: int = 1234
+    device: str | None = None      # None: the process's GPU when there is one (see runtime)
     threads: int = 0               # 0: torch's default
     bf16: bool = False
 
 
+
+
+# Flags that belong to one family only: given to the other, they are refused rather than ignored.
+LUONG_ONLY = frozenset({"layers", "dropout", "attention", "score", "input_feed", "reverse_source", "window"})
+RNNSEARCH_ONLY = frozenset({"maxout", "readout", "encoder"})
+SIZES = ("emb", "hidden", "align", "maxout", "layers")
+
+
+def train_settings(arch: str, preset: str, schedule_name: str, values: dict[str, Any],
+                   given: set[str]) -> tuple[ModelConfig, TrainConfig]:
+    """The model and training configs of ``nmtkit train``: the preset's sizes, the named
+    schedule, then ``values`` (every option, by field name; None: not set). Of the schedule's
+    fields, only those not in ``given`` (the flags typed) are taken; a flag of the other
+    family is refused, and Adam's rate defaults to 5e-4, the others' to 1."""
+    foreign = given & (RNNSEARCH_ONLY if arch == "luong" else LUONG_ONLY)
+    if foreign:
+        raise UserError(f"--{sorted(foreign)[0].replace('_', '-')} does not apply to --arch {arch}")
+    model_fields = {f.name for f in fields(ModelConfig)}
+    sizes = preset_sizes(arch, preset) | {k: values[k] for k in SIZES if values.get(k) is not None}
+    model = ModelConfig(arch=arch, **sizes, **{k: v for k, v in values.items()
+                                               if k in model_fields and k not in SIZES})
+    train = {k: v for k, v in values.items() if k not in model_fields}
+    train |= {k: v for k, v in schedule(schedule_name, model.dropout if arch == "luong" else 0.0).items()
+              if k not in given}
+    if train.get("lr") is None:
+        train["lr"] = 5e-4 if train.get("optimizer", TrainConfig.optimizer) == "adam" else 1.0
+    return model, TrainConfig(**train)

@@ -4,8 +4,9 @@ Named ``files`` rather than ``io`` so that running a module from inside the
 package never shadows the standard library's ``io``.
 
 Every output goes to a temporary name beside its destination and is renamed
-only when complete, so an interrupted or failed command never leaves a
-half-written file where a later step (or make) would take it for finished.
+only when complete (a directory of outputs likewise, through :class:`Staging`),
+so an interrupted or failed command never leaves a half-written file where a
+later step (or make) would take it for finished.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
+import socket
 import sys
 import tempfile
 from pathlib import Path
@@ -101,10 +104,11 @@ def check_parallel(paths: list[Path]) -> int:
 
 @contextlib.contextmanager
 def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
-    """Open a temporary file beside ``path``; rename it over ``path`` only on success."""
+    """Open a temporary file beside ``path``; on success fsync it, rename it over ``path`` and
+    fsync the directory, so that after a crash ``path`` is the old file or the new one, whole."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{_HOST}-{os.getpid()}-", suffix=".tmp", dir=path.parent)
     os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; outputs should look like any other file
     try:
         with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as fh:
@@ -112,10 +116,21 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
+        fsync_dir(path.parent)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def fsync_dir(path: str | Path) -> None:
+    """Make a rename or a new entry in ``path`` durable (a no-op where directories cannot be opened)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def _umask() -> int:
@@ -124,38 +139,122 @@ def _umask() -> int:
     return mask
 
 
-class Staging:
-    """A hidden directory inside ``dest`` where a command writes all its outputs.
+_HOST = re.sub(r"[^A-Za-z0-9]", "_", socket.gethostname()) or "host"
+_KINDS = ("staging", "old")
 
-    ``commit()`` moves every file into ``dest`` (each move is a rename on the
-    same filesystem); leaving the ``with`` block by an exception removes the
-    staging directory, so a failed run adds nothing to ``dest``.
+
+class Staging:
+    """A directory of outputs that appears whole or not at all.
+
+    A command writes into a hidden sibling of ``dest`` (``.NAME.staging-HOST-PID-…``);
+    ``commit()`` fsyncs everything, carries over (as hard links) whatever ``dest``
+    already held that this command did not write, and swaps the staging directory in
+    with two renames. Leaving the ``with`` block by an exception removes the staging
+    directory, so a failed run changes nothing. Staging directories of processes that
+    died on this host are removed when the next one starts; a crash between the two
+    renames is repaired then too, by putting the old directory back.
     """
 
     def __init__(self, dest: str | Path):
         self.dest = Path(dest)
         if self.dest.exists() and not self.dest.is_dir():
             raise UserError(f"{self.dest}: exists and is not a directory")
-        self.dest.mkdir(parents=True, exist_ok=True)
-        self.dir = Path(tempfile.mkdtemp(prefix=".staging-", dir=self.dest))
+        here = Path.cwd().resolve()
+        if self.dest.exists() and (self.dest.resolve() == here or self.dest.resolve() in here.parents):
+            raise UserError(f"{self.dest}: give the outputs a directory of their own, not the current "
+                            f"directory or one above it")
+        self.dest.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale(self.dest)
+        self.dir = Path(tempfile.mkdtemp(prefix=f".{self.dest.name}.staging-{_HOST}-{os.getpid()}-",
+                                         dir=self.dest.parent))
         os.chmod(self.dir, 0o777 & ~_umask())
 
     def path(self, name: str) -> Path:
         return self.dir / name
 
-    def commit(self, last: tuple[str, ...] = ()) -> None:
-        """Move staged files into place; names in ``last`` go last (e.g. a manifest)."""
-        names = sorted(p.name for p in self.dir.iterdir())
-        for name in [n for n in names if n not in last] + [n for n in last if n in names]:
-            os.replace(self.dir / name, self.dest / name)
-        self.dir.rmdir()
+    def commit(self) -> None:
+        for root, _, files in os.walk(self.dir):
+            for name in files:
+                _fsync_file(Path(root) / name)
+            fsync_dir(root)
+        if not self.dest.exists():
+            os.rename(self.dir, self.dest)
+        else:
+            for entry in self.dest.iterdir():
+                if not (self.dir / entry.name).exists() and not entry.name.startswith(".staging-"):
+                    _carry(entry, self.dir / entry.name)
+            fsync_dir(self.dir)
+            old = Path(tempfile.mkdtemp(prefix=f".{self.dest.name}.old-{_HOST}-{os.getpid()}-",
+                                        dir=self.dest.parent))
+            os.rename(self.dest, old / "dir")
+            os.rename(self.dir, self.dest)
+            fsync_dir(self.dest.parent)
+            shutil.rmtree(old, ignore_errors=True)
+        fsync_dir(self.dest.parent)
 
     def __enter__(self) -> "Staging":
         return self
 
-    def __exit__(self, exc_type: Any, *_: Any) -> None:
+    def __exit__(self, *_: Any) -> None:
         if self.dir.exists():
             shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def remove_stale_temporaries(directory: Path) -> None:
+    """Remove the temporary files of :func:`atomic_write` left in ``directory`` by dead processes."""
+    pattern = re.compile(rf"\..+\.{_HOST}-(\d+)-[^.]*\.tmp$")
+    for entry in directory.iterdir() if directory.is_dir() else ():
+        match = pattern.match(entry.name)
+        if match and not _alive(int(match.group(1))):
+            with contextlib.suppress(FileNotFoundError):
+                entry.unlink()
+
+
+def remove_stale(dest: Path) -> None:
+    """Remove the staging directories of ``dest`` left by dead processes of this host, and put
+    back an old ``dest`` that a crash took away between the two renames of a commit."""
+    pattern = re.compile(rf"\.{re.escape(dest.name)}\.({'|'.join(_KINDS)})-{_HOST}-(\d+)-")
+    if not dest.parent.is_dir():
+        return
+    for entry in sorted(dest.parent.iterdir()):
+        match = pattern.match(entry.name)
+        if not match or _alive(int(match.group(2))):
+            continue
+        if match.group(1) == "old" and (entry / "dir").is_dir() and not dest.exists():
+            os.rename(entry / "dir", dest)
+        shutil.rmtree(entry, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _carry(src: Path, dst: Path) -> None:
+    """Hard links of a file or a tree (copies where the filesystem has no hard links)."""
+    def link(a: str, b: str) -> None:
+        try:
+            os.link(a, b)
+        except OSError:
+            shutil.copy2(a, b)
+    if src.is_dir() and not src.is_symlink():
+        shutil.copytree(src, dst, symlinks=True, copy_function=link)
+    elif src.is_symlink():
+        os.symlink(os.readlink(src), dst)
+    else:
+        link(str(src), str(dst))
+
+
+def _fsync_file(path: Path) -> None:
+    if path.is_symlink():
+        return
+    with open(path, "rb") as fh:
+        os.fsync(fh.fileno())
 
 
 def sha256_text(text: str) -> str:

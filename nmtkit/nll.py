@@ -19,6 +19,7 @@ from .data.batching import collate, to_device
 from .data.binarized import Corpus, TokenArray
 from .data.vocab import PAD
 from .models.base import EncoderOut, Seq2Seq
+from .runtime import RuntimeConfig, setup
 
 
 def eval_batches(sizes: np.ndarray, limit: int, batch_size: int) -> Iterator[np.ndarray]:
@@ -42,18 +43,18 @@ def scored_batches(model: Seq2Seq, src: TokenArray, tgt: TokenArray, device: tor
 
 
 def corpus_nll(model_path: str | Path, data_bin: str | Path, split: str, batch_size: int = 64,
-               device: str | None = None) -> dict[str, float]:
+               runtime: RuntimeConfig | None = None) -> dict[str, float]:
     """NLL per sentence and per token and perplexity of a checkpoint on a binarized split."""
     from . import checkpoint
-    from .translate import load_model
-    dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    run = setup(runtime or RuntimeConfig())
+    dev = run.device
     corpus = Corpus(data_bin)
     ckpt = checkpoint.load(model_path)
-    corpus.check_vocab(ckpt["corpus"]["vocab_sha256"], f"the checkpoint {model_path}")
-    model = load_model(ckpt, dev)
+    corpus.check_vocab(ckpt.text.vocab_sha256, f"the checkpoint {model_path}")
+    model = checkpoint.model_of(ckpt, dev)
     src, tgt = corpus.split(split)
     total, tokens, n = 0.0, 0, 0
-    with torch.inference_mode():
+    with torch.inference_mode(), run.autocast():
         for idx, _, loss, count in scored_batches(model, src, tgt, dev, batch_size):
             total, tokens, n = total + float(loss), tokens + count, n + len(idx)
     return {"split": split, "sentences": n, "tokens": tokens, "nll": total / max(n, 1),

@@ -123,7 +123,7 @@ def preprocess_corpus(splits: dict[str, Path], out_dir: Path, texts: tuple[TextC
                 pair_filter=PairFilter(filters) if name == TRAIN else None,
                 advance=lambda n, task=task: bar.advance(task, n))
         write_json(stage.path(SETTINGS_FILE), report)
-        stage.commit(last=(SETTINGS_FILE,))
+        stage.commit()
     return report
 
 

@@ -98,9 +98,8 @@ def run_summary(save_dir: str | Path) -> str:
             f"({log.tokens_per_s:,.0f} target tokens/s)")
     best = Path(save_dir) / "best.pt"
     if best.exists():
-        run = checkpoint.load(best)["train"]
-        by = run["config"].get("best_by", "bleu")
-        step = run["progress"]["step"]
+        run = checkpoint.load(best).training
+        by, step = run.config.best_by, run.progress.step
         dev = next((v for v in log.validations if v["step"] == step), None)
         score = f", dev NLL {dev['dev_nll']:.1f} per sentence" if dev else ""
         line += f"; best.pt is update {step:,} (chosen by dev {by.upper()}{score})"

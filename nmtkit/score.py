@@ -25,11 +25,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from .errors import UserError
 from .files import read_lines
 from .text.clean import apply_rules
+
+if TYPE_CHECKING:
+    from .runtime import RuntimeConfig
 
 # what each figure is, wherever one is printed
 SACREBLEU_LABEL = "sacreBLEU (detokenized, 13a)"
@@ -183,17 +186,18 @@ def paired_bootstrap(systems: dict[str, list[str]], refs: list[list[str]], sampl
 
 
 def hypothesis_nll(model_paths: Sequence[str | Path], sources: list[str], hyps: list[str],
-                   tokenized: bool = False, device: str | None = None) -> list[float]:
+                   tokenized: bool = False, runtime: RuntimeConfig | None = None) -> list[float]:
     """Each hypothesis' NLL under the model(s), </s> included: minus translate's score for it."""
     from .translate import Translator
-    translator = Translator.from_checkpoints(list(model_paths), device)
+    translator = Translator.from_checkpoints(list(model_paths), runtime)
     return [-f.score for f in translator.force(sources, hyps, tokenized)]
 
 
 def evaluate(hyp_paths: Sequence[str], ref_paths: Sequence[str], names: Sequence[str] = (),
              source: str | None = None, clean: tuple[str, ...] = (), tokenized: bool = False,
              lang: str | None = None, bucket_width: int = 0, no_unk: str | None = None,
-             bootstrap: int = 0, model_paths: Sequence[str] = ()) -> dict[str, Any]:
+             bootstrap: int = 0, model_paths: Sequence[str] = (),
+             runtime: RuntimeConfig | None = None) -> dict[str, Any]:
     """Everything ``nmtkit score`` reports on hypothesis files, as one JSON-ready dict."""
     names = list(names) or [str(p) for p in hyp_paths]
     if len(names) != len(hyp_paths):
@@ -220,7 +224,7 @@ def evaluate(hyp_paths: Sequence[str], ref_paths: Sequence[str], names: Sequence
         if keep is not None:
             entry["no_unk"] = {**texts[name].subset(keep).bleus(), "sentences": len(keep)}
         if model_paths and sources is not None:
-            nll = hypothesis_nll(model_paths, sources, hyps, tokenized)
+            nll = hypothesis_nll(model_paths, sources, hyps, tokenized, runtime)
             tokens = sum(len(h.split()) + 1 for h in hyps)
             entry["nll"] = {"per_sentence": sum(nll) / n, "sentences": nll, "per_word": sum(nll) / tokens}
         result["systems"].append(entry)

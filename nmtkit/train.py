@@ -19,7 +19,6 @@ import math
 import os
 import signal
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,43 +26,37 @@ import torch
 import torch.distributed as dist
 
 from . import checkpoint
-from .config import ModelConfig, TrainConfig
+from .checkpoint import Checkpoint, Progress, TextSides, TrainingState
+from .config import ModelConfig, TextConfig, TrainConfig
 from .console import TrainProgress, log
 from .data.batching import Batches, collate, to_device
 from .data.binarized import Corpus
 from .data.vocab import PAD
-from .errors import UserError
-from .files import atomic_write
+from .errors import FormatError, UserError
+from .files import atomic_write, remove_stale_temporaries
 from .models import build_model
 from .models.base import Seq2Seq
 from .models.loss import shortlist
 from .nll import scored_batches
 from .plot import read_metrics, training_curves
 from .runlog import MACHINE, machine
+from .runtime import RuntimeConfig, setup
 from .search import greedy
 from .text.bpe import merge_subwords
 
 
-@dataclass
-class Progress:
-    step: int = 0
-    best: float = -math.inf
-    bad_evals: int = 0
-    seconds: float = 0.0
-
-
-def corpus_payload(corpus: Corpus) -> dict[str, Any]:
+def text_sides(corpus: Corpus) -> TextSides:
     """What a checkpoint carries from the corpus so that translate needs nothing else."""
     langs = {"src": corpus.src_lang, "tgt": corpus.tgt_lang}
     codes = {}
     for side, lang in langs.items():
         name = corpus.manifest.get("bpe_codes", {}).get(lang)
         codes[side] = (corpus.path / name).read_text(encoding="utf-8") if name else None
-    return {"langs": langs,
-            "vocab": {side: corpus.vocab(lang).tokens for side, lang in langs.items()},
-            "vocab_sha256": {lang: corpus.manifest["vocab"][lang]["sha256"] for lang in langs.values()},
-            "text": {side: corpus.manifest["settings"]["text"][lang] for side, lang in langs.items()},
-            "bpe_codes": codes, "settings_sha256": corpus.manifest.get("settings_sha256")}
+    return TextSides(
+        langs=langs, vocab={side: corpus.vocab(lang).tokens for side, lang in langs.items()},
+        text={side: TextConfig.from_dict(corpus.manifest["settings"]["text"][lang]) for side, lang in langs.items()},
+        bpe_codes=codes, vocab_sha256={lang: corpus.manifest["vocab"][lang]["sha256"] for lang in langs.values()},
+        settings_sha256=corpus.manifest.get("settings_sha256"))
 
 
 @torch.no_grad()
@@ -121,20 +114,39 @@ class _StopFlag:
         signal.signal(signal.SIGINT, self.previous)
 
 
-def _resume(save_dir: Path, corpus: Corpus) -> dict[str, Any] | None:
+def _resume(save_dir: Path, corpus: Corpus) -> Checkpoint | None:
     last = save_dir / "last.pt"
     if not last.exists():
         return None
     ckpt = checkpoint.load(last)
-    corpus.check_vocab(ckpt["corpus"]["vocab_sha256"], f"the checkpoint {last}")
+    if not ckpt.training.resumable:
+        raise FormatError(f"{last}: holds no training state to resume from (use --reset to start over)")
+    corpus.check_vocab(ckpt.text.vocab_sha256, f"the checkpoint {last}")
     return ckpt
 
 
 def _rewind_metrics(path: Path, step: int) -> None:
-    """On resume, forget metrics logged after the checkpoint's step (they will be redone)."""
-    if path.exists():
-        keep = [line for line in path.read_text().splitlines() if json.loads(line)["step"] <= step]
-        path.write_text("".join(line + "\n" for line in keep))
+    """On resume, forget metrics logged after the checkpoint's step (they will be redone), and
+    a last line torn by a kill."""
+    if not path.exists():
+        return
+    keep = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            break
+        if entry["step"] <= step:
+            keep.append(line)
+    with atomic_write(path) as fh:
+        fh.write("".join(line + "\n" for line in keep))
+
+
+def _done(cfg: TrainConfig, state: Progress, epoch: int) -> bool:
+    """Whether a budget is spent: updates, epochs or minutes."""
+    return bool((cfg.max_updates and state.step >= cfg.max_updates)
+                or (cfg.max_epochs and epoch >= cfg.max_epochs)
+                or (cfg.max_minutes and state.seconds >= 60 * cfg.max_minutes))
 
 
 def _rng_states(device: torch.device, world: int) -> list[dict[str, torch.Tensor]]:
@@ -150,8 +162,7 @@ def _rng_states(device: torch.device, world: int) -> list[dict[str, torch.Tensor
     return everyone
 
 
-def _restore_rng(saved: dict[str, Any], device: torch.device, rank: int, world: int) -> None:
-    ranks = saved.get("ranks") or [saved]            # checkpoints before 0.x kept one CPU state
+def _restore_rng(ranks: list[dict[str, torch.Tensor]], device: torch.device, rank: int, world: int) -> None:
     if len(ranks) != world:
         log(f"the checkpoint holds the RNG states of {len(ranks)} process(es), not {world}: dropout "
             f"draws will differ from an uninterrupted run")
@@ -237,27 +248,19 @@ def _budget(cfg: TrainConfig, batches_per_epoch: int) -> tuple[float | None, str
 
 def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConfig,
           resume: bool = True) -> Progress:
+    runtime = setup(RuntimeConfig(cfg.device, cfg.threads, cfg.bf16), int(os.environ.get("LOCAL_RANK", 0)))
+    device = runtime.device
     distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1
     if distributed and not dist.is_initialized():
-        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
     rank, world = (dist.get_rank(), dist.get_world_size()) if distributed else (0, 1)
-    device = torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}" if torch.cuda.is_available() else "cpu")
-    if device.type == "cuda":
-        torch.cuda.set_device(device)
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
-    if cfg.bf16 and device.type == "cpu":
-        # oneDNN caches a bf16 primitive per matrix shape (1,024 by default); varying sentence
-        # lengths make hundreds of shapes, ~400 MB at the bench size. 64 is as fast.
-        os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "64")
     corpus = Corpus(data_dir)
     for split in ("train", "valid"):
         if split not in corpus.splits:
             raise UserError(f"{data_dir}: has no '{split}' split")
     ckpt = _resume(save_dir, corpus) if resume else None
     if ckpt is not None:
-        model_cfg = ModelConfig.from_dict(ckpt["model"])
-        old = TrainConfig.from_dict(ckpt["train"]["config"])
+        model_cfg, old = ckpt.model, ckpt.training.config
         cfg = TrainConfig(**{**cfg.to_dict(), **{k: getattr(old, k) for k in
                                                  ("seed", "batch_size", "pool", "max_len", "max_tokens")}})
     else:
@@ -266,18 +269,27 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
                                    "max_src": cfg.max_len + 1 if cfg.max_len else model_cfg.max_src})   # + </s>
     torch.manual_seed(cfg.seed)
     model = build_model(model_cfg).to(device)
-    payload = corpus_payload(corpus)
+    sides = text_sides(corpus)
     src, tgt = corpus.split("train")
     batches = Batches(src.sizes, tgt.sizes, cfg.batch_size, cfg.pool, cfg.max_len, cfg.seed,
                       cfg.max_tokens, rank, world)
     opt = _optimizer(model, cfg)
     state = Progress()
     if ckpt is not None:
-        model.load_state_dict(ckpt["weights"])
-        opt.load_state_dict(ckpt["train"]["optimizer"])
-        batches.load_state_dict(ckpt["train"]["batches"])
-        state = Progress(**ckpt["train"]["progress"])
-        _restore_rng(ckpt["train"]["rng"], device, rank, world)
+        run = ckpt.training
+        assert run.optimizer is not None and run.batches is not None     # _resume checked
+        try:
+            model.load_state_dict(ckpt.weights)
+            opt.load_state_dict(run.optimizer)
+        except (RuntimeError, ValueError, KeyError) as err:
+            raise FormatError(f"{save_dir / 'last.pt'}: its weights or optimizer state do not fit its "
+                              f"model ({str(err).splitlines()[0][:120]})") from None
+        batches.load_state_dict(run.batches)
+        state = Progress(**vars(run.progress))
+        _restore_rng(run.rng, device, rank, world)
+        if _done(cfg, state, batches.epoch):     # running the same command again changes nothing
+            log(f"{save_dir / 'last.pt'} has finished its budget (update {state.step}); nothing to do")
+            return state
         log(f"resuming from {save_dir / 'last.pt'} at update {state.step}, epoch {batches.epoch + 1}")
     net: torch.nn.Module = torch.nn.parallel.DistributedDataParallel(model) if distributed else model
     if rank == 0:
@@ -288,6 +300,7 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
     metrics_path = save_dir / "metrics.jsonl"
     if rank == 0:
         save_dir.mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries(save_dir)        # of a process killed while writing
         if not (save_dir / MACHINE).exists():     # what the speed in metrics.jsonl was measured on
             with atomic_write(save_dir / MACHINE) as fh:
                 fh.write(json.dumps(machine()) + "\n")
@@ -296,11 +309,10 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
     def save(name: str, rng: list[dict[str, torch.Tensor]], resumable: bool = True) -> None:
         if rank != 0:
             return
-        run = {"config": cfg.to_dict(), "progress": vars(state).copy()}
+        run = TrainingState(cfg, Progress(**vars(state)))
         if resumable:
-            run |= {"optimizer": opt.state_dict(), "batches": batches.state_dict(), "rng": {"ranks": rng}}
-        checkpoint.save(save_dir / name, {"model": model_cfg.to_dict(), "weights": model.state_dict(),
-                                          "corpus": payload, "train": run})
+            run.optimizer, run.batches, run.rng = opt.state_dict(), batches.state_dict(), rng
+        checkpoint.save(save_dir / name, Checkpoint(model_cfg, model.state_dict(), sides, run))
 
     def record(entry: dict[str, Any]) -> None:
         if rank == 0:
@@ -314,7 +326,6 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
             raise UserError(f"loss became {bad.value} at update {bad.step}; {save_dir / 'last.pt'} holds "
                             f"the last good state (try a smaller --lr or --clip)") from None
 
-    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=cfg.bf16)
     started = time.perf_counter() - state.seconds
     window = _Window(state.step + 1)
     total, unit = _budget(cfg, len(batches.epoch_batches(batches.epoch)))
@@ -332,7 +343,7 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
                      if cfg.shortlist else None)
             batch = to_device(batch, device)
             try:
-                with autocast:
+                with runtime.autocast():
                     loss_sum = net(batch["src"], batch["src_mask"], batch["tgt_in"], batch["tgt_out"], words)
                 opt.zero_grad(set_to_none=True)
                 # DDP averages the processes' gradients: scaled so, they are those of the whole
@@ -348,10 +359,7 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
             state.step += 1
             state.seconds = time.perf_counter() - started
             window.add(loss_sum, ntok, len(mine), int(tgt.sizes[idx].sum()) + len(idx))
-            limits = bool((cfg.max_updates and state.step >= cfg.max_updates)
-                          or (cfg.max_epochs and batches.epoch >= cfg.max_epochs)
-                          or (cfg.max_minutes and state.seconds >= 60 * cfg.max_minutes))
-            finish = limits or stop.requested
+            finish = _done(cfg, state, batches.epoch) or stop.requested
             if distributed:   # rank 0 decides, so that no rank waits for the others forever
                 finish = _agree(finish, device)
             checkpointing = state.step % cfg.valid_every == 0 or finish
@@ -363,7 +371,7 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
                 bar.show(state.step, batches.drawn_epoch + 1, entry)
             bar.update(state.step if unit == "updates" else state.seconds)
             if checkpointing and rank == 0:
-                metrics = validate(model, corpus, cfg, device, payload["vocab"]["tgt"])
+                metrics = validate(model, corpus, cfg, device, sides.vocab["tgt"])
                 score = metrics.get("dev_bleu_tok", -metrics["dev_nll"]) if cfg.best_by == "bleu" \
                     else -metrics["dev_nll"]
                 record(metrics)

@@ -20,13 +20,12 @@ import numpy as np
 import torch
 
 from . import checkpoint
-from .config import ModelConfig
 from .data.batching import pad
 from .data.vocab import PAD, UNK
-from .errors import UserError
-from .models import build_model
+from .errors import FormatError, UserError
 from .models.base import EncoderOut, Seq2Seq
 from .models.ensemble import Ensemble
+from .runtime import Runtime, RuntimeConfig, setup
 from .search import SearchConfig, beam_search, force
 from .text.sides import Sides
 
@@ -44,7 +43,6 @@ class TranslateOptions:
     attention: bool = False        # keep each output's attention matrix
     replace_unk: bool = False      # copy the most attended source word into each <unk>
     unk_dict: dict[str, str] | None = None   # ... translated through this dictionary when listed
-    bf16: bool = False             # bfloat16 autocast
 
 
 @dataclass
@@ -82,36 +80,35 @@ def read_unk_dict(path: str | Path) -> dict[str, str]:
     return table
 
 
-def load_model(ckpt: dict, device: torch.device) -> Seq2Seq:
-    """The model of a loaded checkpoint, on ``device``, in eval mode."""
-    model = build_model(ModelConfig.from_dict(ckpt["model"]))
-    model.load_state_dict(ckpt["weights"])
-    return model.to(device).eval()
-
-
 def load_models(paths: list[str | Path], device: torch.device) -> tuple[Seq2Seq, Sides]:
     models, sides = [], None
     for path in paths:
         ckpt = checkpoint.load(path)
-        these = Sides.from_payload(ckpt["corpus"])
+        these = Sides.of(ckpt.text)
         if sides is not None and these.signature() != sides.signature():
             raise UserError(f"{path}: cannot ensemble with {paths[0]}: their vocabularies, text settings "
                             f"or BPE codes differ")
         sides = sides or these
-        models.append(load_model(ckpt, device))
+        try:
+            models.append(checkpoint.model_of(ckpt, device))
+        except FormatError as err:
+            raise FormatError(f"{path}: {err}") from None
     assert sides is not None
     return (models[0] if len(models) == 1 else Ensemble(models).eval()), sides
 
 
 class Translator:
-    def __init__(self, model: Seq2Seq, sides: Sides, device: torch.device):
-        self.model, self.sides, self.device = model.eval(), sides, device
+    def __init__(self, model: Seq2Seq, sides: Sides, runtime: Runtime):
+        self.model, self.sides, self.runtime = model.eval(), sides, runtime
+        self.device = runtime.device
 
     @classmethod
-    def from_checkpoints(cls, paths: list[str | Path] | str | Path, device: str | None = None) -> "Translator":
+    def from_checkpoints(cls, paths: list[str | Path] | str | Path,
+                         runtime: RuntimeConfig | str | None = None) -> "Translator":
+        """The models of ``paths`` (several: an ensemble) set up by ``runtime`` (or just a device name)."""
         paths = [paths] if isinstance(paths, (str, Path)) else paths
-        dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-        return cls(*load_models(paths, dev), dev)
+        run = setup(runtime if isinstance(runtime, RuntimeConfig) else RuntimeConfig(device=runtime))
+        return cls(*load_models(paths, run.device), run)
 
     def translate(self, lines: Iterable[str], options: TranslateOptions = TranslateOptions(),
                   block: int = 1000) -> Iterator[Translation]:
@@ -145,7 +142,7 @@ class Translator:
         attention = options.attention or options.replace_unk
         for idx in self._batches([len(s) for s in sources], options.batch_size):
             src = pad([np.asarray(src_side.ids(sources[i]), dtype=np.int64) for i in idx]).to(self.device)
-            with torch.inference_mode(), self._autocast(options.bf16):
+            with torch.inference_mode(), self.runtime.autocast():
                 enc = self.model.encode(src, src != PAD)
                 hyps = beam_search(self.model, enc, options.search)
                 n = hyps.nbest
@@ -155,7 +152,7 @@ class Translator:
                 if row % n and not np.isfinite(hyps.scores[row]):
                     continue                   # fewer than n hypotheses exist
                 ids = hyps.tokens[row]
-                alpha = None if maps is None else maps[row, :len(ids) + 1, :len(sources[i]) + 1].cpu().numpy()
+                alpha = None if maps is None else maps[row, :len(ids) + 1, :len(sources[i]) + 1].float().cpu().numpy()
                 tokens = tgt_side.vocab.decode(ids)
                 if options.replace_unk and alpha is not None:
                     tokens = _replace_unk(tokens, ids, sources[i], alpha, options.unk_dict)
@@ -173,9 +170,6 @@ class Translator:
         model's attention aligns words depends on the model (``search.force``)."""
         return force(self.model, enc, pad([np.asarray(ids, dtype=np.int64) for ids in outputs]).to(self.device))[1]
 
-    def _autocast(self, bf16: bool) -> torch.autocast:
-        return torch.autocast(self.device.type, torch.bfloat16, enabled=bf16)
-
     def force(self, sources: list[str], targets: list[str], tokenized: bool = False,
               batch_size: int = 32) -> list[Forced]:
         """Score given translations (and get their attention) with the search's own decoder step."""
@@ -186,10 +180,10 @@ class Translator:
         for idx in self._batches(lengths, batch_size):
             src = pad([np.asarray(self.sides.src.ids(src_tok[i]), dtype=np.int64) for i in idx]).to(self.device)
             tgt = pad([np.asarray(self.sides.tgt.ids(tgt_tok[i]), dtype=np.int64) for i in idx]).to(self.device)
-            with torch.inference_mode():
+            with torch.inference_mode(), self.runtime.autocast():
                 scores, maps = force(self.model, self.model.encode(src, src != PAD), tgt)
             for row, i in enumerate(idx):
-                alpha = maps[row, :len(tgt_tok[i]) + 1, :len(src_tok[i]) + 1].cpu().numpy()
+                alpha = maps[row, :len(tgt_tok[i]) + 1, :len(src_tok[i]) + 1].float().cpu().numpy()
                 out[i] = Forced(src_tok[i], tgt_tok[i], float(scores[row]), alpha)
         return [f for f in out if f is not None]
 

@@ -21,6 +21,7 @@ from typing import IO, Iterator
 from .console import progress
 from .errors import UserError
 from .files import STDIO, atomic_write, count_lines, decode_line, read_lines
+from .runtime import RuntimeConfig
 from .translate import TranslateOptions, Translation, Translator
 
 ALIGNMENT_FORMAT = "nmtkit-alignments"
@@ -78,7 +79,8 @@ class _Sinks:
 
 
 def translate_file(model_paths: list[str], source: str, output: str | None, options: TranslateOptions,
-                   alignments: str | None = None, device: str | None = None, nbest_format: bool = False) -> int:
+                   alignments: str | None = None, runtime: RuntimeConfig | None = None,
+                   nbest_format: bool = False) -> int:
     """``nmtkit translate``: lines of ``source`` ('-': stdin) to ``output`` (None: stdout).
 
     Returns the number of lines translated. Files given by name are checked
@@ -89,7 +91,7 @@ def translate_file(model_paths: list[str], source: str, output: str | None, opti
         raise UserError(f"{source}: is empty")
     if alignments:
         options = dataclasses.replace(options, attention=True)
-    translator = Translator.from_checkpoints(list(model_paths), device)
+    translator = Translator.from_checkpoints(list(model_paths), runtime)
     with contextlib.ExitStack() as stack:
         sinks = _Sinks(stack, output, alignments, nbest_format or options.search.nbest > 1)
         if source == STDIO:

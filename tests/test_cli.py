@@ -40,7 +40,7 @@ def test_usage_errors_are_one_line(args, match):
 
 
 def test_stream_mode_one_line_out_per_line_in():
-    r = run("preprocess", "-l", "en", "--clean", "bible", input="Don`t panic [now].\n\nAmen. \n")
+    r = run("tokenize", "-l", "en", "--clean", "bible", input="Don`t panic [now].\n\nAmen. \n")
     assert r.exit_code == 0
     assert r.stdout == "Don 't panic now .\n\nAmen .\n"
     assert "brackets 1" in r.stderr and "quotes 1" in r.stderr
@@ -77,11 +77,11 @@ def test_empty_and_missing_files(raw, tmp_path):
     (raw / "test.en").write_text("")
     (raw / "test.fr").write_text("")
     one_error_line(text_mode(raw, tmp_path / "out"), "test.en: is empty")
-    one_error_line(run("preprocess", "-l", "en", input=""), "<stdin>: is empty")
+    one_error_line(run("tokenize", "-l", "en", input=""), "<stdin>: is empty")
 
 
 def test_bad_utf8_on_stdin():
-    one_error_line(run("preprocess", "-l", "en", input=b"ok\n\xff\xfe\n"), "<stdin>: line 2 is not valid UTF-8")
+    one_error_line(run("tokenize", "-l", "en", input=b"ok\n\xff\xfe\n"), "<stdin>: line 2 is not valid UTF-8")
 
 
 def test_vocabulary_that_does_not_match_the_corpus(raw, tmp_path):
@@ -99,7 +99,7 @@ def test_vocabulary_that_does_not_match_the_corpus(raw, tmp_path):
 def test_missing_vocabulary_directory_and_unknown_rule(raw, tmp_path):
     one_error_line(run("preprocess", *SPLITS, "--test", raw / "test", "--vocab", tmp_path / "none",
                        "-o", tmp_path / "b"), "no such vocabulary directory")
-    one_error_line(run("preprocess", "-l", "en", "--clean", "quotes,typo", input="x\n"),
+    one_error_line(run("tokenize", "-l", "en", "--clean", "quotes,typo", input="x\n"),
                    "unknown cleaning rule(s): typo")
 
 
@@ -115,7 +115,7 @@ def test_stream_mode_applies_bpe_codes(tmp_path):
     from nmtkit.text.bpe import learn_codes
     codes = tmp_path / "codes"
     codes.write_text(learn_codes(Counter({"lumière": 9, "lumineux": 9}), 10))
-    r = run("preprocess", "-l", "fr", "--bpe-codes", codes, input="lumineuse\n")
+    r = run("tokenize", "-l", "fr", "--bpe-codes", codes, input="lumineuse\n")
     assert r.exit_code == 0 and "@@" in r.stdout and len(r.stdout.splitlines()) == 1
-    one_error_line(run("preprocess", "-l", "fr", "--bpe-codes", tmp_path / "none", input="x\n"),
+    one_error_line(run("tokenize", "-l", "fr", "--bpe-codes", tmp_path / "none", input="x\n"),
                    "no such BPE codes file")

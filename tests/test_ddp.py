@@ -39,6 +39,6 @@ def test_ddp_gloo_two_processes(raw, tmp_path):
     assert alone.returncode == 0, alone.stderr[-2000:]
     two = checkpoint.load(tmp_path / "ddp" / "last.pt")
     one = checkpoint.load(tmp_path / "one" / "last.pt")
-    assert two["train"]["batches"] == one["train"]["batches"]            # the same minibatches
-    assert all(torch.allclose(two["weights"][k], one["weights"][k], atol=1e-5) for k in one["weights"])
-    assert len(two["train"]["rng"]["ranks"]) == 2                        # every process's RNG state
+    assert two.training.batches == one.training.batches                  # the same minibatches
+    assert all(torch.allclose(two.weights[k], one.weights[k], atol=1e-5) for k in one.weights)
+    assert len(two.training.rng) == 2                        # every process's RNG state

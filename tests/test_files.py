@@ -1,6 +1,8 @@
 """Strict reading, parallel checks and atomic outputs."""
 
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -49,15 +51,61 @@ def test_atomic_write_leaves_nothing_on_failure(tmp_path):
     assert os.listdir(tmp_path) == ["out.txt"]
 
 
-def test_staging_commits_all_or_nothing(tmp_path):
+def dead_pid() -> int:
+    proc = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    return int(proc.stdout)
+
+
+def test_staging_commits_a_whole_directory_or_nothing(tmp_path):
     dest = tmp_path / "d"
     with pytest.raises(RuntimeError):
         with Staging(dest) as st:
             st.path("a").write_text("x")
             raise RuntimeError
-    assert list(dest.iterdir()) == []
+    assert not dest.exists() and list(tmp_path.iterdir()) == []
     with Staging(dest) as st:
         st.path("a").write_text("x")
-        st.path("manifest").write_text("m")
-        st.commit(last=("manifest",))
-    assert sorted(p.name for p in dest.iterdir()) == ["a", "manifest"]
+        assert not dest.exists()                      # nothing shows before the commit
+        st.commit()
+    assert sorted(p.name for p in dest.iterdir()) == ["a"]
+    (dest / "mine.txt").write_text("the user's")
+    (dest / ".staging-abc").mkdir()                   # a leftover of the old in-place scheme
+    with Staging(dest) as st:
+        st.path("a").write_text("y")
+        st.path("b").write_text("z")
+        st.commit()
+    assert {p.name: p.read_text() for p in dest.iterdir()} == {"a": "y", "b": "z", "mine.txt": "the user's"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d"]
+
+
+def test_staging_of_dead_processes_is_removed_and_a_torn_commit_repaired(tmp_path):
+    from nmtkit.files import _HOST
+    dest, pid = tmp_path / "d", dead_pid()
+    stale = tmp_path / f".d.staging-{_HOST}-{pid}-x1"
+    stale.mkdir()
+    (stale / "half").write_text("half written")
+    mine = tmp_path / f".d.staging-{_HOST}-{os.getpid()}-x2"     # a live process's: kept
+    mine.mkdir()
+    torn = tmp_path / f".d.old-{_HOST}-{pid}-x3"                  # killed between the two renames
+    (torn / "dir").mkdir(parents=True)
+    (torn / "dir" / "a").write_text("old")
+    with Staging(dest) as st:
+        assert not stale.exists() and mine.exists() and not torn.exists()
+        assert (dest / "a").read_text() == "old"                   # put back before anything else
+        st.path("b").write_text("new")
+        st.commit()
+    assert sorted(p.name for p in dest.iterdir()) == ["a", "b"]
+
+
+def test_outputs_follow_the_umask(tmp_path):
+    old = os.umask(0o027)
+    try:
+        with atomic_write(tmp_path / "f") as fh:
+            fh.write("x")
+        with Staging(tmp_path / "d") as st:
+            st.path("a").write_text("x")
+            st.commit()
+    finally:
+        os.umask(old)
+    assert (tmp_path / "f").stat().st_mode & 0o777 == 0o640
+    assert (tmp_path / "d").stat().st_mode & 0o777 == 0o750

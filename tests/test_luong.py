@@ -233,15 +233,15 @@ def luong(overfit):
 
 def test_the_cli_trains_the_asked_variant_with_the_schedule_under_the_given_flags(luong, overfit, tmp_path):
     ckpt = checkpoint.load(luong)
-    assert {k: ckpt["model"][k] for k in ("arch", "attention", "score", "input_feed", "reverse_source", "layers")} \
+    assert {k: getattr(ckpt.model, k) for k in ("arch", "attention", "score", "input_feed", "reverse_source", "layers")} \
         == {"arch": "luong", "attention": "local-p", "score": "general", "input_feed": True,
             "reverse_source": True, "layers": 2}
     r = invoke("train", overfit / "bin-kept", "--save-dir", tmp_path / "s", "--arch", "luong", "--preset", "tiny",
                "--schedule", "luong", "--batch-size", 4, "--max-updates", 1, "--no-valid-bleu", "--threads", 1)
     assert r.exit_code == 0, r.output
-    cfg = checkpoint.load(tmp_path / "s" / "last.pt")["train"]["config"]
-    assert (cfg["optimizer"], cfg["lr"], cfg["clip"], cfg["decay_after"], cfg["max_epochs"]) == ("sgd", 1.0, 5.0, 8, 12)
-    assert cfg["batch_size"] == 4                     # a flag given wins over the schedule
+    cfg = checkpoint.load(tmp_path / "s" / "last.pt").training.config
+    assert (cfg.optimizer, cfg.lr, cfg.clip, cfg.decay_after, cfg.max_epochs) == ("sgd", 1.0, 5.0, 8, 12)
+    assert cfg.batch_size == 4                     # a flag given wins over the schedule
     lr = [json.loads(x).get("lr") for x in (tmp_path / "s" / "metrics.jsonl").read_text().splitlines()]
     assert 1.0 in lr
 
@@ -284,9 +284,10 @@ def test_exact_resume_with_dropout(overfit, tmp_path, deterministic):
     train(corpus, tmp_path / "b", model, TrainConfig(**cfg, max_updates=8))
     a = checkpoint.load(tmp_path / "a" / "last.pt")
     b = checkpoint.load(tmp_path / "b" / "last.pt")
-    assert all(torch.equal(a["weights"][k], b["weights"][k]) for k in a["weights"])
-    lrs = [g["lr"] for g in a["train"]["optimizer"]["param_groups"]]
-    assert lrs == [0.5 * 0.5 ** a["train"]["batches"]["epoch"]]     # the rate followed the epochs
+    assert all(torch.equal(a.weights[k], b.weights[k]) for k in a.weights)
+    assert a.training.optimizer is not None and a.training.batches is not None
+    lrs = [g["lr"] for g in a.training.optimizer["param_groups"]]
+    assert lrs == [0.5 * 0.5 ** a.training.batches["epoch"]]     # the rate followed the epochs
 
 
 def test_flags_of_the_other_family_are_refused(tmp_path):

@@ -45,8 +45,8 @@ def test_exact_resume(corpus, tmp_path, deterministic):
     train(corpus, tmp_path / "b", TINY, cfg(max_updates=8))
     assert len(losses(tmp_path / "a")) == 8
     assert losses(tmp_path / "a") == losses(tmp_path / "b")          # exactly, not approximately
-    a = checkpoint.load(tmp_path / "a" / "last.pt")["weights"]
-    b = checkpoint.load(tmp_path / "b" / "last.pt")["weights"]
+    a = checkpoint.load(tmp_path / "a" / "last.pt").weights
+    b = checkpoint.load(tmp_path / "b" / "last.pt").weights
     assert all(torch.equal(a[k], b[k]) for k in a)
 
 
@@ -76,15 +76,16 @@ def test_kept_validations_are_weights_only_models_and_the_log_reads_back(corpus,
     train(corpus, tmp_path / "k", TINY, cfg(max_updates=5, valid_every=2, keep_validations=True, best_by="nll"))
     kept = sorted(p.name for p in (tmp_path / "k").glob("update-*.pt"))
     assert kept == ["update-2.pt", "update-4.pt", "update-5.pt"]          # every validation, and the last
-    snap = torch.load(tmp_path / "k" / "update-5.pt", weights_only=True)
-    last = torch.load(tmp_path / "k" / "last.pt", weights_only=True)
-    assert "optimizer" not in snap["train"] and "optimizer" in last["train"]
-    assert all(torch.equal(snap["weights"][k], last["weights"][k]) for k in last["weights"])
+    snap = checkpoint.load(tmp_path / "k" / "update-5.pt")
+    last = checkpoint.load(tmp_path / "k" / "last.pt")
+    assert not snap.training.resumable and last.training.resumable
+    assert "optimizer" not in torch.load(tmp_path / "k" / "update-5.pt", weights_only=True)["training"]
+    assert all(torch.equal(snap.weights[k], last.weights[k]) for k in last.weights)
     log = RunLog.read(tmp_path / "k")
     assert log.updates == 5 and [v["step"] for v in log.validations] == [2, 4, 5]
     assert all(0 < v["seconds"] <= log.seconds for v in log.validations)
     nll = {v["step"]: v["dev_nll"] for v in log.validations}
-    best = torch.load(tmp_path / "k" / "best.pt", weights_only=True)["train"]["progress"]["step"]
+    best = checkpoint.load(tmp_path / "k" / "best.pt").training.progress.step
     assert nll[best] == min(nll.values())                                  # --best-by nll
     assert run_summary(tmp_path / "k").startswith("trained 5 updates in ")
     assert f"best.pt is update {best} (chosen by dev NLL" in run_summary(tmp_path / "k")
@@ -92,11 +93,13 @@ def test_kept_validations_are_weights_only_models_and_the_log_reads_back(corpus,
 
 def test_checkpoint_is_self_contained_and_weights_only(corpus, tmp_path):
     train(corpus, tmp_path / "c", TINY, cfg(max_updates=2))
-    ckpt = torch.load(tmp_path / "c" / "best.pt", weights_only=True)
-    assert ckpt["format"] == "nmtkit-checkpoint"
-    assert ckpt["corpus"]["vocab"]["tgt"][:4] == ["<pad>", "<unk>", "<s>", "</s>"]
-    assert ckpt["corpus"]["text"]["src"]["lang"] == "en" and ckpt["corpus"]["text"]["tgt"]["lang"] == "fr"
-    assert ckpt["model"]["arch"] == "rnnsearch" and ckpt["train"]["progress"]["step"] == 2
+    raw = torch.load(tmp_path / "c" / "best.pt", weights_only=True)
+    assert (raw["format"], raw["version"]) == ("nmtkit-checkpoint", checkpoint.VERSION)
+    assert set(raw) == {"format", "version", "nmtkit", "model", "text", "training"}
+    ckpt = checkpoint.load(tmp_path / "c" / "best.pt")
+    assert ckpt.text.vocab["tgt"][:4] == ["<pad>", "<unk>", "<s>", "</s>"]
+    assert ckpt.text.text["src"].lang == "en" and ckpt.text.text["tgt"].lang == "fr"
+    assert ckpt.model.arch == "rnnsearch" and ckpt.training.progress.step == 2
 
 
 def test_truncated_corrupt_and_pickled_checkpoints_are_refused(corpus, tmp_path):
@@ -131,7 +134,7 @@ def test_train_cli(corpus, tmp_path, encoder):
     r = CliRunner().invoke(main, ["train", str(corpus), "--save-dir", str(tmp_path / "r"), "--preset", "tiny",
                                   "--max-updates", "2", "--batch-size", "2", "--threads", "1", "--encoder", encoder])
     assert r.exit_code == 0, r.output
-    assert checkpoint.load(tmp_path / "r" / "last.pt")["model"]["encoder"] == encoder
+    assert checkpoint.load(tmp_path / "r" / "last.pt").model.encoder == encoder
     assert (tmp_path / "r" / "last.pt").exists() and (tmp_path / "r" / "best.pt").exists()
 
 
@@ -140,8 +143,8 @@ def test_train_cli_passes_the_cpu_recipe_flags(corpus, tmp_path):
                                   "--max-updates", "2", "--batch-size", "2", "--threads", "1", "--shortlist", "10",
                                   "--best-by", "nll", "--keep-validations"])
     assert r.exit_code == 0, r.output
-    config = checkpoint.load(tmp_path / "r" / "last.pt")["train"]["config"]
-    assert (config["shortlist"], config["best_by"], config["keep_validations"]) == (10, "nll", True)
+    config = checkpoint.load(tmp_path / "r" / "last.pt").training.config
+    assert (config.shortlist, config.best_by, config.keep_validations) == (10, "nll", True)
     assert (tmp_path / "r" / "update-2.pt").exists()
 
 
@@ -160,7 +163,7 @@ def test_nan_loss_stops_naming_the_update_and_keeps_the_last_good_checkpoint(cor
     monkeypatch.setattr(RNNSearch, "output_nll", poisoned)
     with pytest.raises(UserError, match="loss became nan at update 3; .*last.pt holds the last good state"):
         train(corpus, tmp_path / "n", TINY, cfg(max_updates=5, valid_every=1))
-    assert checkpoint.load(tmp_path / "n" / "last.pt")["train"]["progress"]["step"] == 2
+    assert checkpoint.load(tmp_path / "n" / "last.pt").training.progress.step == 2
 
 
 def test_dev_bleu_counts_against_the_real_text_not_unk_references(raw, tmp_path, monkeypatch):
@@ -208,7 +211,7 @@ def test_max_epochs_stops_after_exactly_that_many_epochs(corpus, tmp_path):
     per_epoch = len(Batches(src.sizes, tgt.sizes, 2, 2, 50, 1234).epoch_batches(0))
     state = train(corpus, tmp_path / "e", TINY, cfg(max_epochs=2))
     assert state.step == 2 * per_epoch
-    assert checkpoint.load(tmp_path / "e" / "last.pt")["train"]["batches"]["epoch"] == 2
+    assert (checkpoint.load(tmp_path / "e" / "last.pt").training.batches or {})["epoch"] == 2
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: the CUDA RNG state exists only there")
@@ -218,6 +221,6 @@ def test_exact_resume_on_a_gpu_restores_the_cuda_rng(corpus, tmp_path, determini
     train(corpus, tmp_path / "a", model, cfg(max_updates=8, valid_every=4, valid_bleu=False))
     train(corpus, tmp_path / "b", model, cfg(max_updates=4, valid_every=4, valid_bleu=False))
     train(corpus, tmp_path / "b", model, cfg(max_updates=8, valid_every=4, valid_bleu=False))
-    a, b = (checkpoint.load(tmp_path / r / "last.pt")["train"]["rng"]["ranks"][0] for r in "ab")
+    a, b = (checkpoint.load(tmp_path / r / "last.pt").training.rng[0] for r in "ab")
     assert torch.equal(a["cuda"], b["cuda"]) and torch.equal(a["torch"], b["torch"])
     assert losses(tmp_path / "a") == losses(tmp_path / "b")

@@ -131,9 +131,9 @@ def unk_loving(overfit, tmp_path, boost=1000.0, flatten=1.0):
     output distributions flattened (weights times ``flatten``)."""
     from nmtkit import checkpoint
     c = checkpoint.load(ckpt(overfit))
-    c["weights"]["W_o.bias"][1] += boost
-    c["weights"]["W_o.weight"] *= flatten
-    checkpoint.save(tmp_path / "unk.pt", {k: v for k, v in c.items() if k not in ("format", "version", "nmtkit")})
+    c.weights["W_o.bias"][1] += boost
+    c.weights["W_o.weight"] *= flatten
+    checkpoint.save(tmp_path / "unk.pt", c)
     return tmp_path / "unk.pt"
 
 
@@ -167,8 +167,8 @@ def test_ensemble_of_a_model_with_itself_and_refusal_of_a_stranger(overfit, tmp_
     assert texts(one) == texts(two)
     from nmtkit import checkpoint
     c = checkpoint.load(ckpt(overfit))
-    c["corpus"]["vocab"]["tgt"] = c["corpus"]["vocab"]["tgt"][:-1] + ["zzz"]
-    checkpoint.save(tmp_path / "other.pt", {k: v for k, v in c.items() if k not in ("format", "version", "nmtkit")})
+    c.text.vocab["tgt"] = c.text.vocab["tgt"][:-1] + ["zzz"]
+    checkpoint.save(tmp_path / "other.pt", c)
     r = invoke("translate", "-m", ckpt(overfit), "-m", tmp_path / "other.pt", src)
     assert r.exit_code == 2 and "cannot ensemble" in r.output
 

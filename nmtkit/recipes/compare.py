@@ -12,12 +12,12 @@ table between the README's ``<!-- compare:begin -->`` and
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
+from ..command import Command
 from ..errors import UserError
 from ..files import atomic_write
 from .report import _f, _json
@@ -36,17 +36,16 @@ def describe(name: str) -> tuple[str, str, str, str]:
 
 
 def row(run: Path) -> dict[str, Any]:
-    import torch
+    from .. import checkpoint
     bleu = _json(run / "dev-bleu.json", "dev BLEU")["systems"][0]
     nll = _json(run / "dev-nll.json", "dev NLL")["corpus_nll"]
     last = run / "last.pt"
     if not last.is_file():
         raise UserError(f"{last}: missing (the training run)")
-    ckpt = torch.load(last, map_location="cpu", weights_only=True)
-    progress = ckpt["train"]["progress"]
+    ckpt = checkpoint.load(last)
+    progress = ckpt.training.progress
     return {"bleu": bleu["bleu"], "bleu_tok": bleu.get("bleu_tok"), "nll": nll["nll"], "ppl": nll["perplexity"],
-            "updates": progress["step"], "minutes": progress["seconds"] / 60,
-            "params": sum(w.numel() for w in ckpt["weights"].values()) / 1e6}
+            "updates": progress.step, "minutes": progress.seconds / 60, "params": ckpt.parameters / 1e6}
 
 
 def table(runs: Path, names: list[str]) -> str:
@@ -74,21 +73,17 @@ def into_readme(readme: Path, text: str) -> None:
         fh.write(pattern.sub(lambda _: f"{BEGIN}\n{text}{END}", old))
 
 
-@click.command()
+@click.command("compare", cls=Command)
 @click.argument("runs", type=click.Path(file_okay=False, exists=True))
 @click.argument("names", nargs=-1, required=True)
 @click.option("--readme", type=click.Path(dir_okay=False, exists=True), help="Put the table into this file too.")
 def main(runs: str, names: tuple[str, ...], readme: str | None) -> None:
     """Write RUNS/table.md (and the README's block) from the runs NAMES."""
-    try:
-        text = table(Path(runs), list(names))
-        with atomic_write(Path(runs) / "table.md") as fh:
-            fh.write(text)
-        if readme:
-            into_readme(Path(readme), text)
-    except UserError as err:
-        click.echo(f"compare: error: {err}", err=True)
-        sys.exit(2)
+    text = table(Path(runs), list(names))
+    with atomic_write(Path(runs) / "table.md") as fh:
+        fh.write(text)
+    if readme:
+        into_readme(Path(readme), text)
     click.echo(text, nl=False)
 
 

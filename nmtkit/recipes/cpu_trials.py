@@ -29,6 +29,7 @@ from typing import Any
 
 import click
 
+from ..command import Command
 from ..errors import UserError
 from ..files import atomic_write
 from ..runlog import RunLog, describe
@@ -110,11 +111,11 @@ def summarize(trial: Trial, run: Path, raw: Path, threads: int) -> dict[str, Any
     log = RunLog.read(run)
     curve = []
     for model in models(run):
-        progress = checkpoint.load(model)["train"]["progress"]
-        curve.append({"model": model.name, "step": progress["step"], "minutes": progress["seconds"] / 60,
+        progress = checkpoint.load(model).training.progress
+        curve.append({"model": model.name, "step": progress.step, "minutes": progress.seconds / 60,
                       **test_bleu(model, raw, threads)})
     best, kept = curve[0], sorted(curve[1:], key=lambda c: c["step"])
-    config = checkpoint.load(run / "best.pt")["train"]["config"]
+    config = checkpoint.load(run / "best.pt").training.config.to_dict()
     return {"trial": trial, "log": log, "best": best, "curve": kept, "config": config,
             "machine": log.machine}
 
@@ -177,7 +178,7 @@ def write_block(doc: Path, block: str) -> None:
     _write(doc, f"{head}{BEGIN}\n{block}\n{END}{rest.split(END, 1)[1]}")
 
 
-@click.command()
+@click.command("cpu-trials", cls=Command)
 @click.option("--runs", type=click.Path(path_type=Path), required=True, help="One directory per trial goes here.")
 @click.option("--data", "data_dirs", multiple=True, required=True, metavar="PAIRS=DIR",
               help="Where the corpus of a pairing lies (DIR/raw, DIR/data-bin-TAG), e.g. all=data/bible.")

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..data.download import file_digest
 from ..data.wmt14 import DEV, TEST, TRAIN, member_name
+from ..files import Staging
 
 LANGS = ("en", "fr")
 
@@ -75,14 +76,15 @@ def build_mirror(bible_raw: Path, out: Path, pairs: int = 500, dev_lines: int = 
         other = "ref" if lang == "en" else "src"
         contents[TEST.archive][f"test-full/newstest2014-fren-{other}.{lang}.sgm"] = sgml(test[lang], "newstest2014", lang, other)
     sums = []
-    for archive, members in sorted(contents.items()):
-        path = out / archive
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tarfile.open(path, "w:gz" if archive.endswith(".tgz") else "w") as tar:
-            for name, data in members.items():
-                _add(tar, name, data)
-        sums.append(f"{archive} sha256:{file_digest(path)} {path.stat().st_size}")
-    checksums = out / "checksums.txt"
-    checksums.write_text("# the mirror's own files (built by nmtkit.recipes.mirror)\n" + "\n".join(sums) + "\n",
-                         encoding="utf-8")
-    return checksums
+    with Staging(out) as stage:
+        for archive, members in sorted(contents.items()):
+            path = stage.path(archive)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with tarfile.open(path, "w:gz" if archive.endswith(".tgz") else "w") as tar:
+                for name, data in members.items():
+                    _add(tar, name, data)
+            sums.append(f"{archive} sha256:{file_digest(path)} {path.stat().st_size}")
+        stage.path("checksums.txt").write_text("# the mirror's own files (built by nmtkit.recipes.mirror)\n"
+                                               + "\n".join(sums) + "\n", encoding="utf-8")
+        stage.commit()
+    return out / "checksums.txt"

@@ -27,6 +27,7 @@ from typing import Any
 
 import click
 
+from ..command import Group
 from ..errors import UserError
 from ..files import atomic_write, read_lines
 
@@ -155,9 +156,9 @@ def budget(runs: Path, models: tuple[str, ...]) -> str:
     seen = {}
     for m in models:
         ckpt = checkpoint.load(runs / m / "last.pt")
-        cfg, model = ckpt["train"]["config"], ckpt["model"]
-        seen[m] = (f"{ckpt['train']['progress']['step']:,} updates of {cfg['batch_size']} pairs, "
-                   f"{cfg['optimizer']} {cfg['lr']:g}, {model['hidden']} hidden units")
+        cfg = ckpt.training.config
+        seen[m] = (f"{ckpt.training.progress.step:,} updates of {cfg.batch_size} pairs, "
+                   f"{cfg.optimizer} {cfg.lr:g}, {ckpt.model.hidden} hidden units")
     kinds = set(seen.values())
     return (f"{kinds.pop()} each" if len(kinds) == 1
             else "; ".join(f"{TITLES.get(m, m)}: {v}" for m, v in seen.items()))
@@ -168,10 +169,11 @@ def write_report(runs: Path, raw: Path, vocab_words: Path, models: tuple[str, ..
     from ..align_plot import from_alignment_file, plot
     from ..score import no_unk_indices
     order = [BASELINE, *(m for m in models if m != BASELINE)] if BASELINE in models else list(models)
+    trained = budget(runs, models)
     data = {name: _texts(raw, runs, name, models) for name in SETS}
     lines = ["# RNNsearch against RNNencdec on the Bible corpus", "",
              f"Written {time.strftime('%Y-%m-%d %H:%M')} by `make paper`: {len(models)} systems, "
-             f"{budget(runs, models)}. Every figure below is computed from this run's translations (beam {beam}) "
+             f"{trained}. Every figure below is computed from this run's translations (beam {beam}) "
              "against Segond.", ""]
     tables = {}
     for name, label in SETS.items():
@@ -238,7 +240,7 @@ def _concat(a: Any, b: Any) -> Any:
     return Texts(a.hyps + b.hyps, [a.refs[0] + b.refs[0]], a.hyps_tok + b.hyps_tok, [a.refs_tok[0] + b.refs_tok[0]])
 
 
-@click.group()
+@click.group("paper", cls=Group)
 def main() -> None:
     """The Bible study of make paper: its long test set and its report."""
 

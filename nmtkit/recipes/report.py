@@ -45,18 +45,18 @@ def _last(entries: list[dict[str, Any]], key: str) -> dict[str, Any]:
 
 def train_stats(run: Path, data_bin: Path) -> dict[str, Any]:
     import numpy as np
-    import torch
+    from .. import checkpoint
     from ..data.binarized import Corpus
-    ckpt = torch.load(run / "last.pt", map_location="cpu", weights_only=True)
-    cfg, progress = ckpt["train"]["config"], ckpt["train"]["progress"]
+    trained = checkpoint.load(run / "last.pt").training
+    cfg, progress = trained.config, trained.progress
     metrics = [json.loads(line) for line in (run / "metrics.jsonl").read_text(encoding="utf-8").splitlines() if line]
     src, tgt = Corpus(data_bin).split("train")
-    max_len = cfg["max_len"] or 10**9
+    max_len = cfg.max_len or 10**9
     pairs = int(np.count_nonzero((src.sizes <= max_len) & (tgt.sizes <= max_len)))
-    step = progress["step"]
-    return {"updates": step, "epochs": step * cfg["batch_size"] / max(pairs, 1) if not cfg["max_tokens"] else None,
-            "hours": progress["seconds"] / 3600, "train_nll": _last(metrics, "train_nll")["train_nll"],
-            "train_pairs": pairs, "batch_size": cfg["batch_size"], "bf16": cfg.get("bf16", False)}
+    step = progress.step
+    return {"updates": step, "epochs": step * cfg.batch_size / max(pairs, 1) if not cfg.max_tokens else None,
+            "hours": progress.seconds / 3600, "train_nll": _last(metrics, "train_nll")["train_nll"],
+            "train_pairs": pairs, "batch_size": cfg.batch_size, "bf16": cfg.bf16}
 
 
 def _f(x: float | None, digits: int = 2) -> str:

@@ -9,12 +9,12 @@ examples/wmt14_en_fr/Makefile strings them together with the nmtkit commands.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
 from ..console import log
+from ..command import Group
 from ..errors import UserError
 from ..data import wmt14
 from ..data.download import Checksum, fetch, read_checksums, source_url
@@ -22,21 +22,7 @@ from ..data.download import Checksum, fetch, read_checksums, source_url
 PARTS = {p.name: p for p in wmt14.TRAIN + wmt14.DEV + [wmt14.TEST]}
 
 
-class _Group(click.Group):
-    def main(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-        try:
-            return super().main(*args, standalone_mode=False, **kwargs)
-        except click.exceptions.Abort:
-            sys.exit(130)
-        except click.ClickException as err:
-            click.echo(f"wmt14: error: {err.format_message()}", err=True)
-            sys.exit(2)
-        except UserError as err:
-            click.echo(f"wmt14: error: {err}", err=True)
-            sys.exit(2)
-
-
-@click.group(cls=_Group)
+@click.group("wmt14", cls=Group)
 def main() -> None:
     """Steps of examples/wmt14_en_fr that are not nmtkit commands."""
 

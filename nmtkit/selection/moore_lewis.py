@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import random
-import shutil
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass
@@ -287,8 +286,7 @@ def select(in_domain: list[Corpus], general: list[Corpus], out_dir: Path, langs:
                   "score_words_per_s": round(words / max(scores.seconds, 1e-9)), "workers": workers,
                   "seconds": round(time.perf_counter() - t0, 2)}
         stage.path("select.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
-        shutil.rmtree(out_dir / "lm", ignore_errors=True)  # a rerun's models replace the last ones
-        stage.commit(last=("select.json",))
+        stage.commit()
     log(f"select: kept {kept:,} of {scores.pairs:,} pairs, {kept_words:,} of {scores.tgt_words:,} "
         f"target words → {out_dir}")
     return report

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config import TextConfig
 from ..data.vocab import UNK, Vocab, VocabDir
 from ..errors import UserError
 from .pipeline import Preprocessor
+
+if TYPE_CHECKING:
+    from ..checkpoint import TextSides
 
 
 @dataclass
@@ -40,10 +43,10 @@ class Sides:
     tgt: Side
 
     @classmethod
-    def from_payload(cls, corpus: dict[str, Any]) -> "Sides":
-        """From a checkpoint's ``corpus`` entry."""
-        return cls(*(Side(Preprocessor(TextConfig.from_dict(corpus["text"][side]), corpus["bpe_codes"][side]),
-                          Vocab(corpus["vocab"][side])) for side in ("src", "tgt")))
+    def of(cls, text: "TextSides") -> "Sides":
+        """From a checkpoint's text section."""
+        return cls(*(Side(Preprocessor(text.text[side], text.bpe_codes[side]), Vocab(text.vocab[side]))
+                     for side in ("src", "tgt")))
 
     @classmethod
     def load(cls, path: str | Path) -> "Sides":
@@ -56,7 +59,7 @@ class Sides:
             return cls(*(Side(Preprocessor(TextConfig.from_dict(vdir.meta["text"][lang]), vdir.codes(lang)),
                               vdir.vocabs[lang]) for lang in vdir.langs))
         from .. import checkpoint
-        return cls.from_payload(checkpoint.load(path)["corpus"])
+        return cls.of(checkpoint.load(path).text)
 
     def signature(self) -> tuple[Any, ...]:
         """What must agree between ensemble members: vocabularies, text settings, BPE codes."""

@@ -1,0 +1,72 @@
+"""Where and how the arithmetic runs: device, CPU threads, bfloat16, the CPU math library.
+
+Every subcommand that computes (train, translate, score with a model,
+align-plot with a model) calls :func:`setup` with its ``--device``,
+``--threads`` and ``--bf16``, so the three flags mean the same everywhere
+and a bad value is refused in one line before any work.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from dataclasses import dataclass
+from typing import ContextManager
+
+import torch
+
+from .errors import UserError
+
+DEVICES = "cpu, cuda, cuda:N"
+
+
+@dataclass(frozen=True)
+class RuntimeConfig:
+    device: str | None = None      # None: the GPU of this process when there is one, else the CPU
+    threads: int = 0               # CPU threads; 0: torch's default (one per core)
+    bf16: bool = False             # bfloat16 autocast
+
+
+@dataclass(frozen=True)
+class Runtime:
+    device: torch.device
+    bf16: bool
+
+    def autocast(self) -> ContextManager[object]:
+        """bfloat16 autocast when asked for; nothing otherwise."""
+        if not self.bf16:
+            return contextlib.nullcontext()
+        return torch.autocast(self.device.type, dtype=torch.bfloat16)
+
+
+def resolve_device(name: str | None, local_rank: int = 0) -> torch.device:
+    """The device a name means on this machine; :class:`UserError` for one that is unknown or absent."""
+    if name is None or name == "":
+        return torch.device(f"cuda:{local_rank}" if torch.cuda.is_available() else "cpu")
+    if name == "cpu":
+        return torch.device("cpu")
+    match = re.fullmatch(r"cuda(?::(\d+))?", name)
+    if not match:
+        raise UserError(f"unknown device '{name}' (use {DEVICES})")
+    if not torch.cuda.is_available():
+        raise UserError(f"device '{name}': this machine has no CUDA GPU that torch can use (use cpu)")
+    index = int(match.group(1)) if match.group(1) is not None else local_rank
+    if index >= torch.cuda.device_count():
+        raise UserError(f"device '{name}': this machine has {torch.cuda.device_count()} CUDA GPU(s), "
+                        f"numbered from 0")
+    return torch.device(f"cuda:{index}")
+
+
+def setup(cfg: RuntimeConfig, local_rank: int = 0) -> Runtime:
+    """Apply ``cfg`` to this process and say where to compute."""
+    device = resolve_device(cfg.device, local_rank)
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    if cfg.bf16 and device.type == "cpu":
+        # oneDNN caches a bf16 primitive per matrix shape (1,024 by default); varying sentence
+        # lengths make hundreds of shapes, ~400 MB at the bench size. 64 is as fast.
+        os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "64")
+    return Runtime(device, cfg.bf16)

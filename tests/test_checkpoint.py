@@ -1,0 +1,146 @@
+"""The checkpoint module owns the format: typed sections, the previous version, one-line refusals."""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from pathlib import Path
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+from nmtkit import checkpoint
+from nmtkit.cli import main
+from nmtkit.errors import FormatError, UserError
+from tests.checkpoints import as_version_1, fake_checkpoint
+
+
+def bad_files(tmp: Path) -> dict[str, Path]:
+    """A corrupt, a hollow and two foreign files, each where a checkpoint should be."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    files = {name: tmp / f"{name}.pt" for name in ("corrupt", "hollow", "foreign", "zip", "half")}
+    files["corrupt"].write_bytes(b"PK\x03\x04" + os.urandom(200))
+    torch.save({"format": checkpoint.FORMAT, "version": checkpoint.VERSION}, files["hollow"])
+    torch.save({"state_dict": {"w": torch.zeros(2)}}, files["foreign"])      # somebody's PyTorch model
+    with zipfile.ZipFile(files["zip"], "w") as z:
+        z.writestr("readme.txt", "not a model")
+    good = fake_checkpoint(tmp / "good.pt")
+    raw = torch.load(tmp / "good.pt", weights_only=True)
+    raw["text"]["vocab"]["tgt"] = raw["text"]["vocab"]["tgt"][:3]         # no longer the model's size
+    torch.save(raw, files["half"])
+    assert good.parameters == 9
+    return files
+
+
+def one_line(result, *words: str) -> None:
+    lines = result.output.strip().splitlines()
+    assert result.exit_code == 2, result.output
+    assert len(lines) == 1 and "Traceback" not in result.output, result.output
+    assert all(w in lines[0] for w in words), lines[0]
+
+
+def test_round_trip_keeps_every_section(tmp_path):
+    ckpt = fake_checkpoint(tmp_path / "c.pt", step=7, seconds=3.5, weights={"a": torch.arange(4.0)})
+    back = checkpoint.load(tmp_path / "c.pt")
+    assert back.model == ckpt.model and back.text == ckpt.text
+    assert back.training.config == ckpt.training.config and back.training.progress == ckpt.training.progress
+    assert torch.equal(back.weights["a"], torch.arange(4.0)) and not back.training.resumable
+
+
+def test_version_1_files_still_load(tmp_path):
+    ckpt = fake_checkpoint(tmp_path / "c.pt", step=3)
+    ckpt.training.optimizer, ckpt.training.batches = {"state": {}, "param_groups": []}, {"epoch": 1, "index": 2, "seed": 3}
+    ckpt.training.rng = [{"torch": torch.get_rng_state()}]
+    torch.save(as_version_1(ckpt), tmp_path / "v1.pt")
+    old = checkpoint.load(tmp_path / "v1.pt")
+    assert old.model == ckpt.model and old.text == ckpt.text and old.training.progress.step == 3
+    assert old.training.resumable and old.training.batches == {"epoch": 1, "index": 2, "seed": 3}
+    assert torch.equal(old.training.rng[0]["torch"], ckpt.training.rng[0]["torch"])
+    older = as_version_1(ckpt)
+    older["train"]["rng"] = {"torch": torch.get_rng_state()}       # before every process's state was kept
+    torch.save(older, tmp_path / "v0.pt")
+    assert len(checkpoint.load(tmp_path / "v0.pt").training.rng) == 1
+
+
+def test_every_malformed_file_is_one_format_error(tmp_path):
+    files = bad_files(tmp_path)
+    expected = {"corrupt": "truncated or corrupt", "hollow": "not a complete nmtkit checkpoint (no 'model')",
+                "foreign": "not an nmtkit checkpoint", "zip": "truncated or corrupt",
+                "half": "the tgt vocabulary has 3 entries but the model 6"}
+    for name, path in files.items():
+        with pytest.raises(FormatError, match=None) as err:
+            checkpoint.load(path)
+        assert expected[name] in str(err.value) and "\n" not in str(err.value), (name, err.value)
+    raw = torch.load(tmp_path / "good.pt", weights_only=True)
+    raw["version"] = 99
+    torch.save(raw, tmp_path / "future.pt")
+    with pytest.raises(FormatError, match="version 99 is not supported"):
+        checkpoint.load(tmp_path / "future.pt")
+    with pytest.raises(UserError, match="no such checkpoint"):
+        checkpoint.load(tmp_path / "absent.pt")
+
+
+def test_weights_that_do_not_fit_the_model_are_refused(tmp_path):
+    fake_checkpoint(tmp_path / "c.pt")
+    with pytest.raises(FormatError, match="do not fit the model"):
+        checkpoint.model_of(checkpoint.load(tmp_path / "c.pt"))
+
+
+def test_checkpoints_follow_the_umask_like_any_output(tmp_path):
+    old = os.umask(0o022)
+    try:
+        fake_checkpoint(tmp_path / "c.pt")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "c.pt").stat().st_mode & 0o777 == 0o644
+
+
+@pytest.fixture
+def data_bin(raw, tmp_path):
+    from tests.test_corpus import make_corpus
+    make_corpus(raw, tmp_path)
+    return tmp_path / "bin"
+
+
+def test_every_command_refuses_a_bad_last_pt_in_one_line(data_bin, raw, tmp_path):
+    """train, translate, score, compare and the paper's report, each on a corrupt, a hollow and a
+    foreign last.pt."""
+    from nmtkit.recipes import compare, paper
+    runner = CliRunner()
+    for name, bad in bad_files(tmp_path / "bad").items():
+        run = tmp_path / name / "rnnsearch-50"
+        run.mkdir(parents=True)
+        (run / "last.pt").write_bytes(bad.read_bytes())
+        last = str(run / "last.pt")
+        one_line(runner.invoke(main, ["train", str(data_bin), "--save-dir", str(run), "--preset", "tiny",
+                                      "--max-updates", "1"]), "nmtkit train: error:", last)
+        one_line(runner.invoke(main, ["translate", "-m", last, str(raw / "test.en")]), "nmtkit translate", last)
+        one_line(runner.invoke(main, ["score", "-m", last, "--data", str(data_bin)]), "nmtkit score", last)
+        one_line(runner.invoke(main, ["score", str(raw / "test.fr"), "-r", str(raw / "test.fr"), "--source",
+                                      str(raw / "test.en"), "--no-unk", last]), "nmtkit score", last)
+        (run / "dev-bleu.json").write_text(json.dumps({"systems": [{"bleu": 1.0}]}))
+        (run / "dev-nll.json").write_text(json.dumps({"corpus_nll": {"nll": 1.0, "perplexity": 2.0}}))
+        one_line(runner.invoke(compare.main, [str(tmp_path / name), "rnnsearch-50"]), last)
+        one_line(runner.invoke(paper.main, ["report", "--runs", str(tmp_path / name), "--raw", str(raw),
+                                            "--no-unk-vocab", str(tmp_path / "vocab"), "--models", "rnnsearch-50"]),
+                 "report: error:", last)
+
+
+@pytest.mark.parametrize("device, words", [("tpu", "unknown device 'tpu'"), ("cuda:7", "device 'cuda:7'"),
+                                           ("cuda", "device 'cuda'")])
+def test_an_unknown_or_absent_device_is_one_line_everywhere(data_bin, raw, tmp_path, device, words):
+    if device == "cuda" and torch.cuda.is_available():
+        pytest.skip("this machine has a GPU, so --device cuda is present")
+    if device == "cuda:7" and torch.cuda.device_count() > 7:
+        pytest.skip("this machine has eight GPUs")
+    fake_checkpoint(tmp_path / "m.pt")
+    runner = CliRunner()
+    for args in (["train", str(data_bin), "--save-dir", str(tmp_path / "r"), "--preset", "tiny"],
+                 ["translate", "-m", str(tmp_path / "m.pt"), str(raw / "test.en")],
+                 ["score", "-m", str(tmp_path / "m.pt"), "--data", str(data_bin)],
+                 ["align-plot", "-m", str(tmp_path / "m.pt"), "--source", str(raw / "test.en"), "--target",
+                  str(raw / "test.fr"), "-n", "1", "-o", str(tmp_path / "a.png")]):
+        one_line(runner.invoke(main, args + ["--device", device]), f"nmtkit {args[0]}: error:", words)
+    assert not (tmp_path / "r").exists() and not (tmp_path / "a.png").exists()

@@ -1,0 +1,85 @@
+"""Training killed with SIGKILL at random moments and resumed ends where an uninterrupted run ends."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from nmtkit import checkpoint
+
+ROOT = Path(__file__).resolve().parent.parent
+KILLS = 10
+
+
+def command(data_bin: Path, save_dir: Path) -> list[str]:
+    return [sys.executable, "-m", "nmtkit", "train", str(data_bin), "--save-dir", str(save_dir), "--preset", "tiny",
+            "--optimizer", "adam", "--lr", "0.01", "--batch-size", "2", "--pool", "2", "--max-updates", "150",
+            "--valid-every", "10", "--log-every", "1", "--no-valid-bleu", "--patience", "0", "--threads", "1"]
+
+
+def env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+
+
+def logged_step(save_dir: Path) -> int:
+    try:
+        lines = (save_dir / "metrics.jsonl").read_text().splitlines()
+    except FileNotFoundError:
+        return 0
+    for line in reversed(lines):
+        try:
+            return int(json.loads(line)["step"])
+        except ValueError:
+            continue                        # a line being written
+    return 0
+
+
+def step_losses(save_dir: Path) -> dict[int, float]:
+    entries = [json.loads(line) for line in (save_dir / "metrics.jsonl").read_text().splitlines()]
+    losses = {e["step"]: e["train_nll"] for e in entries if "train_nll" in e}
+    assert len(losses) == sum("train_nll" in e for e in entries)      # no update logged twice
+    return losses
+
+
+@pytest.mark.slow
+def test_sigkill_at_ten_random_moments_changes_nothing(raw, tmp_path):
+    from tests.test_corpus import make_corpus
+    make_corpus(raw, tmp_path)
+    data_bin = tmp_path / "bin"
+    subprocess.run(command(data_bin, tmp_path / "whole"), env=env(), check=True, capture_output=True, timeout=300)
+    rng = random.Random(20261123)
+    killed, seen = 0, []
+    # each run is killed once its log passes a random update (at a random moment of the polling),
+    # so the kills land all along the run: in updates, validations and checkpoint writes alike
+    for target in sorted(rng.sample(range(2, 148), KILLS)):
+        proc = subprocess.Popen(command(data_bin, tmp_path / "killed"), env=env(), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        while proc.poll() is None and logged_step(tmp_path / "killed") < target:
+            time.sleep(rng.uniform(0.005, 0.05))
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            killed += 1
+        proc.wait(timeout=60)
+        last = tmp_path / "killed" / "last.pt"
+        if last.exists():
+            seen.append(checkpoint.load(last).training.progress.step)   # never unreadable
+    finish = subprocess.run(command(data_bin, tmp_path / "killed"), env=env(), capture_output=True, text=True,
+                            timeout=300)
+    assert finish.returncode == 0, finish.stderr[-2000:]
+    assert killed == KILLS, f"only {killed} of {KILLS} runs were still training when killed"
+    assert len(set(seen)) > 2, seen                                      # the kills fell at different places
+    a = checkpoint.load(tmp_path / "whole" / "last.pt")
+    b = checkpoint.load(tmp_path / "killed" / "last.pt")
+    assert a.training.progress.step == b.training.progress.step == 150
+    assert all(torch.equal(a.weights[k], b.weights[k]) for k in a.weights)
+    assert step_losses(tmp_path / "whole") == step_losses(tmp_path / "killed")
+    assert not list((tmp_path / "killed").glob(".*.tmp"))           # no temporary file outlives its write
