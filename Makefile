@@ -47,13 +47,13 @@ DEMO_RECIPE ?= $(CPU_RECIPE) --valid-every 200 --keep-validations
 DEMO_TRAIN ?= $(DEMO_RECIPE) $(DEMO_BUDGET) $(DEMO_BF16)
 BEAM    ?= 5
 
-.PHONY: help install test test-slow demo demo-curve paper readme-figures data bench bench-data reproduce compare clean-data
+.PHONY: help install test test-fast test-slow typecheck structure demo demo-curve paper readme-figures data bench bench-data reproduce compare clean-data
 comma := ,
 help:
 	@echo "make demo     fetch the Bible corpus, preprocess, build the vocabulary, train RNNsearch (20 min on CPU),"
 	@echo "              translate the test set, score it; plot training curves, BLEU by length, alignments"
 	@echo "make demo-curve  the CPU trials behind the demo's recipe (hours): docs/cpu-training.md, its picture"
-	@echo "make test     run the test suite"
+	@echo "make test     run the test suite: unit tests, slow end-to-end tests, mypy (test-fast, test-slow, typecheck)"
 	@echo "make bench    training and translation speed beside Joey NMT and fairseq; preprocessing and selection speed"
 	@echo "make reproduce  the paper's WMT'14 En-Fr recipe on GPUs (examples/wmt14_en_fr; MIRROR=DIR offline)"
 	@echo "make paper    RNNencdec-30/50 and RNNsearch-30/50 at one budget: Table 1, Figures 2 and 3 (runs/paper)"
@@ -66,11 +66,23 @@ $(VENV)/.installed: pyproject.toml constraints/torch-cpu.txt
 
 install: $(VENV)/.installed
 
-test: install
+# The pyramid: unit tests (pytest's default, seconds to a minute), the slow end-to-end runs
+# (marked slow: make paper on a tiny slice, DDP, the SIGKILL test, the mirror recipe), and
+# mypy --strict on the package. make test runs all three, and is what CI runs.
+test: test-fast test-slow typecheck
+
+test-fast: install
 	$(PY) -m pytest -q
 
 test-slow: install
 	$(PY) -m pytest -q -m slow
+
+typecheck: install
+	$(PY) -m mypy
+
+# The package's import graph, docs/structure.md and its picture (a test checks they match the code).
+structure: install
+	$(PY) -m nmtkit.recipes.structure --doc docs/structure.md --plot docs/img/structure.png
 
 # ---- the demo: data, then training, translation, scores and pictures -----------
 $(DATA)/raw/bible.json: | install

@@ -71,8 +71,8 @@ def binarize_corpus(splits: dict[str, Path], langs: tuple[str, str], vocab_dir: 
             progress() as bar:
         for lang, vocab in zip(langs, vocabs):
             vocab.save(stage.path(f"vocab.{lang}.txt"))
-            if vdir.codes_files.get(lang):
-                shutil.copyfile(vocab_dir / vdir.codes_files[lang], stage.path(vdir.codes_files[lang]))
+            if codes_name := vdir.codes_files.get(lang):
+                shutil.copyfile(vocab_dir / codes_name, stage.path(codes_name))
         for name, prefix in splits.items():
             task = bar.add_task(f"binarize {name}", total=counts[name])
             stats = _binarize_split(name, prefix, langs, stage, dtype, pool,
@@ -117,7 +117,8 @@ def _check_text(prefix: Path, vdir: VocabDir) -> dict[str, Any]:
         diff = _differences(settings["text"], vdir.meta["text"])
         raise UserError(f"{prefix}: preprocessed with other settings than the vocabulary in "
                         f"{vdir.path} was built from ({diff})")
-    return settings["splits"].get(prefix.name, {})
+    split: dict[str, Any] = settings["splits"].get(prefix.name, {})
+    return split
 
 
 def _differences(a: dict[str, Any], b: dict[str, Any]) -> str:

@@ -19,7 +19,8 @@ class _Settings:
     """to_dict/from_dict for the frozen dataclasses below; unknown keys are a format error."""
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)  # type: ignore[call-overload]
+        fields_: dict[str, Any] = asdict(self)  # type: ignore[call-overload]
+        return fields_
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]):  # type: ignore[no-untyped-def]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import numpy as np
 import torch
@@ -43,7 +43,7 @@ def scored_batches(model: Seq2Seq, src: TokenArray, tgt: TokenArray, device: tor
 
 
 def corpus_nll(model_path: str | Path, data_bin: str | Path, split: str, batch_size: int = 64,
-               runtime: RuntimeConfig | None = None) -> dict[str, float]:
+               runtime: RuntimeConfig | None = None) -> dict[str, Any]:
     """NLL per sentence and per token and perplexity of a checkpoint on a binarized split."""
     from . import checkpoint
     run = setup(runtime or RuntimeConfig())

@@ -14,6 +14,7 @@ moved into place only when every split has succeeded.
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from pathlib import Path
 from typing import IO, Any, Callable
@@ -121,7 +122,7 @@ def preprocess_corpus(splits: dict[str, Path], out_dir: Path, texts: tuple[TextC
             report["splits"][name] = _preprocess_split(
                 name, prefix, stage, langs=(src_lang, tgt_lang), pool=pool,
                 pair_filter=PairFilter(filters) if name == TRAIN else None,
-                advance=lambda n, task=task: bar.advance(task, n))
+                advance=functools.partial(bar.advance, task))
         write_json(stage.path(SETTINGS_FILE), report)
         stage.commit()
     return report

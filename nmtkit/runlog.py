@@ -24,7 +24,7 @@ MACHINE = "machine.json"
 def machine() -> dict[str, Any]:
     """What the speed of a run depends on: the CPU, its vector units, the cores, torch."""
     import torch
-    info = {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(), "flags": [],
+    info: dict[str, Any] = {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(), "flags": [],
             "torch": torch.__version__, "threads": torch.get_num_threads()}
     try:
         text = Path("/proc/cpuinfo").read_text()
@@ -32,7 +32,8 @@ def machine() -> dict[str, Any]:
         return info
     if name := re.search(r"^model name\s*:\s*(.+)$", text, re.M):
         info["cpu"] = name.group(1).strip()
-    flags = set(re.search(r"^flags\s*:(.*)$", text, re.M).group(1).split()) if "flags" in text else set()
+    found = re.search(r"^flags\s*:(.*)$", text, re.M)
+    flags = set(found.group(1).split()) if found else set()
     info["flags"] = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if f in flags]
     return info
 

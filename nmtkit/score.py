@@ -73,13 +73,13 @@ def moses_tokens(lines: list[str], lang: str) -> list[str]:
 
 
 def sacre_bleu() -> Any:
-    from sacrebleu.metrics import BLEU
+    from sacrebleu.metrics.bleu import BLEU
     return BLEU(tokenize="13a")
 
 
 def multi_bleu() -> Any:
     """BLEU on the tokens as given, unsmoothed: what multi-bleu.perl computes."""
-    from sacrebleu.metrics import BLEU
+    from sacrebleu.metrics.bleu import BLEU
     return BLEU(tokenize="none", smooth_method="none", force=True)
 
 
@@ -119,7 +119,7 @@ def corpus_scores(hyps: list[str], refs: list[list[str]], tokenized: bool = Fals
                   lang: str | None = None, texts: Texts | None = None) -> dict[str, Any]:
     """Both BLEUs and chrF of ``hyps`` against the reference streams ``refs`` (each as long as
     ``hyps``); ``lang`` is the language whose Moses tokens the tokenized BLEU counts."""
-    from sacrebleu.metrics import CHRF
+    from sacrebleu.metrics.chrf import CHRF
     texts = texts or Texts.of(hyps, refs, tokenized, lang)
     tok = multi_bleu()
     t = tok.corpus_score(texts.hyps_tok, texts.refs_tok)
@@ -179,8 +179,9 @@ def paired_bootstrap(systems: dict[str, list[str]], refs: list[list[str]], sampl
     test = PairedTest(list(systems.items()), {"BLEU": multi_bleu() if tokenized else sacre_bleu()}, refs,
                       test_type="bs", n_samples=samples)
     signatures, results = test()
+    scored: list[Any] = list(results["BLEU"])        # sacrebleu's Result objects
     rows = [{"system": name, "bleu": r.score, "p_value": r.p_value, "mean": r.mean, "ci95": r.ci}
-            for name, r in zip(results["System"], results["BLEU"])]
+            for name, r in zip(results["System"], scored)]
     return {"baseline": rows[0]["system"], "samples": samples, "signature": str(signatures["BLEU"]),
             "label": TOKENIZED_LABEL if tokenized else SACREBLEU_LABEL, "systems": rows}
 

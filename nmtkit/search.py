@@ -36,6 +36,7 @@ only.
 
 from __future__ import annotations
 
+from typing import cast
 from dataclasses import dataclass
 
 import numpy as np
@@ -210,12 +211,13 @@ def force(model: Seq2Seq, enc: EncoderOut, tgt_out: torch.Tensor) -> tuple[torch
     same ``step`` the search uses: per-sentence log-probabilities (B,) and the alignment of each
     target token (B, Ty, Tx), read as each model reads its attention
     (:meth:`~nmtkit.models.base.Seq2Seq.attention_follows_input`)."""
-    members = getattr(model, "members", None)
-    if members is not None and len({m.attention_follows_input() for m in members}) > 1:
+    from .models.ensemble import Ensemble, EnsembleEncoderOut
+    if isinstance(model, Ensemble) and len({m.attention_follows_input() for m in model.models}) > 1:
         # an ensemble whose members read their attention differently: align with each, average
+        parts = cast(EnsembleEncoderOut, enc).parts
         total, _ = _walk(model, enc, tgt_out, False)
-        maps = [_walk(m, e, tgt_out, m.attention_follows_input())[1] for m, e in zip(members, enc.parts)]
-        found = [a for a in maps if a is not None]
+        each = [_walk(m, e, tgt_out, m.attention_follows_input())[1] for m, e in zip(model.models, parts)]
+        found = [a for a in each if a is not None]
         return total, torch.stack(found).mean(0) if found else _no_attention(enc, tgt_out)
     total, maps = _walk(model, enc, tgt_out, model.attention_follows_input())
     return total, _no_attention(enc, tgt_out) if maps is None else maps

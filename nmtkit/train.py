@@ -85,14 +85,17 @@ def dev_bleu(corpus: Corpus, split: str, outputs: dict[int, list[int]], tgt_toke
     references rebuilt from ids, with a warning."""
     from .score import multi_bleu
     keys = sorted(outputs)
-    refs = corpus.references(split)
-    if refs is None:
+    found = corpus.references(split)
+    refs: dict[int, str]
+    if found is None:
         log(f"{corpus.path}: no reference text for '{split}' (binarized by an older nmtkit): dev BLEU "
             f"is counted against ids, where rare words are <unk>; re-run preprocess --vocab to fix")
         _, tgt = corpus.split(split)
-        refs = {k: " ".join(merge_subwords([tgt_tokens[t] for t in tgt[k]])) for k in keys}   # type: ignore[assignment]
+        refs = {k: " ".join(merge_subwords([tgt_tokens[t] for t in tgt[k]])) for k in keys}
+    else:
+        refs = dict(enumerate(found))
     hyps = [" ".join(merge_subwords([tgt_tokens[t] for t in outputs[k]])) for k in keys]
-    return multi_bleu().corpus_score(hyps, [[refs[k] for k in keys]]).score
+    return float(multi_bleu().corpus_score(hyps, [[refs[k] for k in keys]]).score)
 
 
 class _StopFlag:
@@ -188,7 +191,8 @@ class _Window:
     """
 
     def __init__(self, first_step: int):
-        self.first, self.losses, self.tokens, self.sents, self.all_tokens = first_step, [], 0, 0, 0
+        self.first, self.tokens, self.sents, self.all_tokens = first_step, 0, 0, 0
+        self.losses: list[torch.Tensor] = []
         self.started = time.perf_counter()
 
     def add(self, loss: torch.Tensor, tokens: int, sents: int, all_tokens: int) -> None:

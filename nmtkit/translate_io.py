@@ -16,7 +16,7 @@ import dataclasses
 import json
 import sys
 from pathlib import Path
-from typing import IO, Iterator
+from typing import Any, IO, Iterator
 
 from .console import progress
 from .errors import UserError
@@ -47,7 +47,7 @@ def stdin_chunks(stream: IO[bytes], size: int = 1 << 16) -> Iterator[list[str]]:
         raise UserError("<stdin>: is empty")
 
 
-def alignment_record(lineno: int, t: Translation) -> dict:
+def alignment_record(lineno: int, t: Translation) -> dict[str, Any]:
     """One line of an alignment file: tokens with </s> on both axes and α (rows: target)."""
     alignment = [] if t.attention is None else [[round(float(a), 4) for a in row] for row in t.attention]
     return {"line": lineno, "source": t.source_tokens + [EOS_LABEL], "target": t.tokens + [EOS_LABEL],
@@ -108,9 +108,9 @@ def translate_file(model_paths: list[str], source: str, output: str | None, opti
     return sinks.n
 
 
-def read_alignments(path: str | Path) -> dict[int, dict]:
+def read_alignments(path: str | Path) -> dict[int, dict[str, Any]]:
     """An alignment file by line number; refuses anything else with one clear line."""
-    records: dict[int, dict] = {}
+    records: dict[int, dict[str, Any]] = {}
     lines = read_lines(path)
     try:
         header = json.loads(next(lines))

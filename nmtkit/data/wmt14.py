@@ -158,7 +158,7 @@ def extract_schwenk(archive: Path, out_prefix: Path, langs: tuple[str, str]) -> 
                     member = tar.extractfile(f"{stem}.{lang}.gz") if f"{stem}.{lang}.gz" in names else None
                     if member is None:
                         raise UserError(f"{archive}: {stem}.{langs[0]}.gz has no {lang} partner")
-                    with gzip.GzipFile(fileobj=io.BufferedReader(member)) as gz:  # type: ignore[arg-type]
+                    with gzip.GzipFile(fileobj=io.BufferedReader(member)) as gz:  # type: ignore[type-var]
                         shutil.copyfileobj(gz, fh, 1 << 20)
     with open(outs[langs[0]], "rb") as a, open(outs[langs[1]], "rb") as b:
         na, nb = sum(1 for _ in a), sum(1 for _ in b)

@@ -12,7 +12,7 @@ recomputes the tanh in backward: one more elementwise pass per step.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -50,13 +50,13 @@ class AdditiveAttention(nn.Module):
 
     def precompute(self, h: torch.Tensor) -> torch.Tensor:
         """U_a h: (B, Tx, 2n) → (B, Tx, n')."""
-        return self.U_a(h)
+        return cast(torch.Tensor, self.U_a(h))
 
     def forward(self, s_prev: torch.Tensor, keys: torch.Tensor, h: torch.Tensor,
                 mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Context (B, 2n) and weights α (B, Tx) for decoder states ``s_prev`` (B, n)."""
         q = self.W_a(s_prev)
-        e = _Energy.apply(keys, q.to(keys.dtype), self.v_a.weight[0].to(keys.dtype))
+        e = _Energy.apply(keys, q.to(keys.dtype), self.v_a.weight[0].to(keys.dtype))  # type: ignore[no-untyped-call]
         alpha = torch.softmax(e.masked_fill(~mask, float("-inf")), dim=-1)
         return torch.bmm(alpha.unsqueeze(1), h).squeeze(1), alpha
 
@@ -104,9 +104,9 @@ class LuongAttention(nn.Module):
     def precompute(self, h: torch.Tensor) -> torch.Tensor | None:
         """The h̄-only half of the score: (B, Tx, n) → (B, Tx, ·), or None."""
         if self.score == "general":
-            return self.W_a(h)
+            return cast(torch.Tensor, self.W_a(h))
         if self.score == "concat":
-            return self.W_k(h)
+            return cast(torch.Tensor, self.W_k(h))
         return None
 
     def _scores(self, q: torch.Tensor, keys: torch.Tensor | None, h: torch.Tensor) -> torch.Tensor:
@@ -119,7 +119,7 @@ class LuongAttention(nn.Module):
         if self.score == "concat":
             assert keys is not None   # one query position at a time: no B×Tq×Tx×n' tensor
             wq, v = self.W_q(q).to(keys.dtype), self.v_a.weight[0].to(keys.dtype)
-            return torch.stack([_Energy.apply(keys, w, v) for w in wq.unbind(1)], 1)
+            return torch.stack([_Energy.apply(keys, w, v) for w in wq.unbind(1)], 1)  # type: ignore[no-untyped-call]
         Tx, L = h.shape[1], self.W_a.out_features
         z = self.W_a(q)   # words past the L-th: a score that exp turns into exactly 0 (−inf would
         # make a local window lying wholly past L all −inf, and its softmax NaN)

@@ -12,6 +12,7 @@ text or vocabulary files.
 
 from __future__ import annotations
 
+from typing import cast
 from dataclasses import dataclass
 
 import torch
@@ -82,7 +83,7 @@ class Seq2Seq(nn.Module):
         return torch.log_softmax(logits.float(), -1)
 
     def logits(self, t: torch.Tensor) -> torch.Tensor:
-        return self.output_layer()(t)
+        return cast(torch.Tensor, self.output_layer()(t))
 
     def output_nll(self, t: torch.Tensor, tgt_out: torch.Tensor,
                    words: torch.Tensor | None = None) -> torch.Tensor:

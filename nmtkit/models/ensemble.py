@@ -37,26 +37,27 @@ class EnsembleEncoderOut:
 class Ensemble(Seq2Seq):
     def __init__(self, members: list[Seq2Seq]):
         super().__init__()
-        self.members = nn.ModuleList(members)
+        self.members = nn.ModuleList(members)       # registered: .to(), .eval() reach them
+        self.models: list[Seq2Seq] = list(members)  # the same modules, typed
         self.cfg = members[0].cfg
         self.widths: list[int] = []
 
     def encode(self, src: torch.Tensor, mask: torch.Tensor) -> EnsembleEncoderOut:  # type: ignore[override]
-        return EnsembleEncoderOut([m.encode(src, mask) for m in self.members])
+        return EnsembleEncoderOut([m.encode(src, mask) for m in self.models])
 
     def init_state(self, enc: EnsembleEncoderOut) -> torch.Tensor:  # type: ignore[override]
-        states = [m.init_state(e) for m, e in zip(self.members, enc.parts)]
+        states = [m.init_state(e) for m, e in zip(self.models, enc.parts)]
         self.widths = [s.shape[1] for s in states]
         return torch.cat(states, 1)
 
     def attention_follows_input(self) -> bool:
         """The members' reading (``search.force`` aligns with each when they differ)."""
-        return self.members[0].attention_follows_input()
+        return self.models[0].attention_follows_input()
 
     def step(self, y_prev: torch.Tensor, state: torch.Tensor,  # type: ignore[override]
              enc: EnsembleEncoderOut) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         logps, states, maps = [], [], []
-        for m, s, e in zip(self.members, state.split(self.widths, 1), enc.parts):
+        for m, s, e in zip(self.models, torch.split(state, self.widths, 1), enc.parts):
             logp, s, alpha = m.step(y_prev, s, e)
             logps.append(logp)
             states.append(s)

@@ -18,7 +18,7 @@ Where V' is the whole vocabulary it is the full softmax, exactly.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -33,7 +33,7 @@ class _LinearCrossEntropy(torch.autograd.Function):
         acc = torch.promote_types(mm_dtype, torch.float32)      # softmax and sums: float32 at least
         grad_t = torch.empty_like(t) if want_t else None
         grad_w = torch.zeros_like(weight, dtype=acc) if want_w else None
-        grad_b = torch.zeros_like(bias, dtype=acc) if want_b else None
+        grad_b = torch.zeros_like(bias, dtype=acc) if want_b and bias is not None else None
         total = t.new_zeros((), dtype=acc)
         # One logits buffer for all chunks, kept under glibc's 32 MB mmap ceiling: a fresh
         # 100 MB tensor per chunk costs more in page faults than its softmax.
@@ -98,8 +98,8 @@ def linear_cross_entropy(t: torch.Tensor, weight: torch.Tensor, bias: torch.Tens
     device = t.device.type
     mm_dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else weight.dtype
     real = (target != ignore_index).nonzero().squeeze(1)    # padding rows cost nothing
-    return _LinearCrossEntropy.apply(t.index_select(0, real), weight, bias, target.index_select(0, real),
-                                     max(1, chunk_elements // weight.shape[0]), torch.is_grad_enabled(), mm_dtype)
+    return cast(torch.Tensor, _LinearCrossEntropy.apply(t.index_select(0, real), weight, bias, target.index_select(0, real),
+                                     max(1, chunk_elements // weight.shape[0]), torch.is_grad_enabled(), mm_dtype))  # type: ignore[no-untyped-call]
 
 
 def shortlist(targets: torch.Tensor, vocab_size: int, size: int, ignore_index: int = 0) -> torch.Tensor:

@@ -17,6 +17,7 @@ readout sees s_{i-1} (``readout="prev"``, the equation for t̃_i) or s_i
 
 from __future__ import annotations
 
+from typing import cast
 import torch
 from torch import nn
 
@@ -65,7 +66,7 @@ class RNNSearch(Seq2Seq):
             assert enc.summary is not None
             return enc.summary, None
         assert enc.keys is not None
-        return self.attention(s_prev, enc.keys, enc.h, enc.mask)
+        return cast(tuple[torch.Tensor, torch.Tensor], self.attention(s_prev, enc.keys, enc.h, enc.mask))
 
     def _recur(self, w_y: torch.Tensor, s_prev: torch.Tensor,
                enc: EncoderOut) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
@@ -75,8 +76,8 @@ class RNNSearch(Seq2Seq):
 
     def deep_output(self, s: torch.Tensor, e_y: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
         """t = maxout over pairs of U_o s + V_o E y + C_o c; works on (..., ·)."""
-        t = self.U_o(s) + self.V_o(e_y) + self.C_o(c)
-        return t.unflatten(-1, (-1, 2)).amax(-1)
+        t = cast(torch.Tensor, self.U_o(s) + self.V_o(e_y) + self.C_o(c))
+        return t.reshape(*t.shape[:-1], -1, 2).amax(-1)
 
     def step(self, y_prev: torch.Tensor, state: torch.Tensor,
              enc: EncoderOut) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:

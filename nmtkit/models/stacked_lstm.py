@@ -13,6 +13,7 @@ draws from that generator).
 from __future__ import annotations
 
 import warnings
+from typing import Any, cast
 
 import torch
 from torch import _VF, nn
@@ -20,7 +21,8 @@ from torch.nn.utils.rnn import PackedSequence
 
 
 class StackedLSTM(nn.LSTM):
-    def forward(self, input, hx=None):  # type: ignore[override]
+    def forward(self, input: torch.Tensor | PackedSequence,
+                hx: tuple[torch.Tensor, torch.Tensor] | None = None) -> Any:
         data = input.data if isinstance(input, PackedSequence) else input
         if not (self.training and self.dropout > 0 and self.num_layers > 1 and data.is_cuda):
             return super().forward(input, hx)
@@ -30,12 +32,12 @@ class StackedLSTM(nn.LSTM):
             zeros = data.new_zeros(self.num_layers, batch, self.hidden_size)
             hx = (zeros, zeros)
         elif packed is not None and packed.sorted_indices is not None:
-            hx = tuple(h.index_select(1, packed.sorted_indices) for h in hx)
+            hx = (hx[0].index_select(1, packed.sorted_indices), hx[1].index_select(1, packed.sorted_indices))
         out, hs, cs = data, [], []
         for k in range(self.num_layers):
             if k:
                 out = nn.functional.dropout(out, self.dropout, True)
-            weights = self._flat_weights[4 * k:4 * k + 4]
+            weights = cast(list[torch.Tensor], self._flat_weights[4 * k:4 * k + 4])
             state = (hx[0][k:k + 1].contiguous(), hx[1][k:k + 1].contiguous())
             with warnings.catch_warnings():     # cuDNN copies one layer's weights: expected here
                 warnings.filterwarnings("ignore", "RNN module weights are not part")

@@ -94,11 +94,12 @@ def test_bleu(model: Path, raw: Path, threads: int) -> dict[str, float]:
     from ..score import evaluate
     cache = model.with_name(f"test-{model.stem}.json")
     if cache.exists():
-        return json.loads(cache.read_text())
+        cached: dict[str, float] = json.loads(cache.read_text())
+        return cached
     hyp = model.with_name(f"test-{model.stem}.hyp.fr")
     if not hyp.exists():
         _nmtkit("translate", "-m", model, raw / "test.en", "-o", hyp, "--beam", 5, "--threads", threads)
-    scores = {}
+    scores: dict[str, float] = {}
     for key, refs in (("segond", SEGOND), ("three", ALL_REFS)):
         system = evaluate([str(hyp)], [str(raw / r) for r in refs], clean=("verse-markers",))["systems"][0]
         scores |= {key: system["bleu"], f"{key}_tok": system["bleu_tok"]}
@@ -109,7 +110,7 @@ def test_bleu(model: Path, raw: Path, threads: int) -> dict[str, float]:
 def summarize(trial: Trial, run: Path, raw: Path, threads: int) -> dict[str, Any]:
     from .. import checkpoint
     log = RunLog.read(run)
-    curve = []
+    curve: list[dict[str, Any]] = []
     for model in models(run):
         progress = checkpoint.load(model).training.progress
         curve.append({"model": model.name, "step": progress.step, "minutes": progress.seconds / 60,

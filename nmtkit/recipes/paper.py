@@ -96,7 +96,7 @@ def bucket_rows(lengths: list[int], texts: dict[str, Any], width: int, top: int,
         draws = [[rng.choice(idx) for _ in idx] for _ in range(samples)]
         for m, t in texts.items():
             def score(sel: list[int]) -> float:
-                return bleu.corpus_score([t.hyps_tok[i] for i in sel], [[t.refs_tok[0][i] for i in sel]]).score
+                return float(bleu.corpus_score([t.hyps_tok[i] for i in sel], [[t.refs_tok[0][i] for i in sel]]).score)
             row["bleu_tok"][m] = score(idx)
             boot = sorted(score(d) for d in draws)
             row["low"][m], row["high"][m] = boot[int(0.025 * (samples - 1))], boot[int(0.975 * (samples - 1))]
@@ -212,9 +212,9 @@ def write_report(runs: Path, raw: Path, vocab_words: Path, models: tuple[str, ..
     attention = "rnnsearch-50" if "rnnsearch-50" in models else next((m for m in models if "search" in m), None)
     if attention:
         d = data["test"]
-        keep = set(no_unk_indices(vocab_words, d["sources"], d["refs"]))
+        clean = set(no_unk_indices(vocab_words, d["sources"], d["refs"]))
         fits = [i for i in range(len(d["sources"])) if 10 <= d["lengths"][i] <= 20]
-        short = [i + 1 for i in fits if i in keep][:3]
+        short = [i + 1 for i in fits if i in clean][:3]
         chosen = "the first with 10 to 20 words and no unknown word"
         if not short:          # a corpus too small to have one: say so under the picture
             short, chosen = [i + 1 for i in (fits or range(len(d["sources"])))][:3], "none has 10 to 20 words " \

@@ -39,7 +39,7 @@ def _title(name: str) -> str:
 def _last(entries: list[dict[str, Any]], key: str) -> dict[str, Any]:
     for e in reversed(entries):
         if key in e:
-            return e
+            return dict(e)
     raise UserError(f"training metrics hold no '{key}' entry")
 
 

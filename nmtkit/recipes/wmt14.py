@@ -59,9 +59,9 @@ def unpack_cmd(part: str, downloads: str, out: str) -> None:
     elif part == "dev":
         n = 0
         pieces = []
-        for p in wmt14.DEV:
-            piece = out_prefix.with_name(f"{out_prefix.name}.{p.name}")
-            n += wmt14.write_part(Path(downloads) / p.archive, p, langs, piece)
+        for dev_part in wmt14.DEV:
+            piece = out_prefix.with_name(f"{out_prefix.name}.{dev_part.name}")
+            n += wmt14.write_part(Path(downloads) / dev_part.archive, dev_part, langs, piece)
             pieces.append(piece)
         for lang in langs:
             wmt14.concat([Path(f"{p}.{lang}") for p in pieces], Path(f"{out_prefix}.{lang}"))

@@ -25,7 +25,7 @@ class HashIndex:
     slot order and one gather fetches them.
     """
 
-    def __init__(self, table: np.ndarray, rows: np.ndarray, max_probe: int):
+    def __init__(self, table: np.ndarray, rows: np.ndarray | None, max_probe: int):
         self.table, self.rows, self.max_probe = table, rows, int(max_probe)
         self.bits = int(table.size).bit_length() - 1
         self.mask = table.size - 1
@@ -75,6 +75,7 @@ class HashIndex:
 
     def slot_values(self, values: np.ndarray, fill: float = 0.0) -> np.ndarray:
         """``values[row]`` for the key in each slot, ``fill`` for empty slots."""
+        assert self.rows is not None, "an index loaded without its rows has no values to lay out"
         out = np.full(self.table.size, fill, dtype=values.dtype)
         used = self.rows >= 0
         out[used] = values[self.rows[used]]

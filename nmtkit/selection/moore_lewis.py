@@ -130,7 +130,7 @@ def build_models(in_domain: list[Corpus], general: list[Corpus], lm_dir: Path, c
         in_text = _text(sides[side], paths[0], 1)
         vocab = SelectionVocab.from_counts(Counter(w for line in words_of(in_text) for w in line))
         # The scoring pass names any bad line; the sample only needs text.
-        gen_text = b"".join(sample[side]).decode("utf-8", errors="replace").removesuffix("\n")
+        gen_text = b"".join(sample[0] if side == 0 else sample[1]).decode("utf-8", errors="replace").removesuffix("\n")
         d = lm_dir / name
         d.mkdir(parents=True, exist_ok=True)
         vocab.save(d / "vocab.txt")
@@ -225,9 +225,9 @@ def find_cut(scores: Scores, keep_words: int) -> tuple[float, float, int]:
         b = np.clip(np.searchsorted(edges, s.astype(np.float64), side="right") - 1, 0, BINS - 1)
         hist += np.bincount(b, weights=w, minlength=BINS)
     below = np.concatenate([[0.0], np.cumsum(hist)])
-    b = int(np.searchsorted(below, keep_words, side="right") - 1)
-    hi = float(edges[b + 1]) if b + 1 < BINS else float("inf")
-    return float(edges[b]) if b else float("-inf"), hi, int(below[b])
+    cut = int(np.searchsorted(below, keep_words, side="right") - 1)
+    hi = float(edges[cut + 1]) if cut + 1 < BINS else float("inf")
+    return float(edges[cut]) if cut else float("-inf"), hi, int(below[cut])
 
 
 def write_selection(general: list[Corpus], scores: Scores, cut: tuple[float, float, int], keep_words: int,

@@ -179,7 +179,7 @@ class NgramLM:
         uni_bow = np.zeros(vocab_size, dtype=np.float32)
         prev_keys, prev_logp = np.arange(vocab_size, dtype=np.uint64), uni_logp.astype(np.float64)
         prev_bow = uni_bow.astype(np.float64)
-        tables = []
+        tables: list[tuple[HashIndex, np.ndarray, np.ndarray]] = []
         for k in range(2, order + 1):
             lv = levels[k - 1]
             ctx = lv.keys >> np.uint64(BITS)
@@ -252,7 +252,8 @@ class NgramLM:
         meta = json.loads((directory / "lm.json").read_text(encoding="utf-8"))
 
         def arr(name: str) -> np.ndarray:
-            return np.load(directory / f"{name}.npy", mmap_mode="r")
+            mapped: np.ndarray = np.load(directory / f"{name}.npy", mmap_mode="r")
+            return mapped
         tables = [(HashIndex(arr(f"table{k}"), None, probe), arr(f"logp{k}"), arr(f"bow{k}"))
                   for k, probe in zip(range(2, meta["order"] + 1), meta["max_probe"])]
         return cls(meta["order"], meta["vocab_size"], np.asarray(arr("uni_logp")), np.asarray(arr("uni_bow")), tables)

@@ -47,7 +47,7 @@ class Segmenter:
         self._bpe = BPE(io.StringIO(codes), separator=SEPARATOR)
 
     def segment(self, tokens: list[str]) -> list[str]:
-        return self._bpe.segment_tokens(tokens)
+        return list(self._bpe.segment_tokens(tokens))
 
 
 def merge_subwords(tokens: list[str]) -> list[str]:

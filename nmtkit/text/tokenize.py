@@ -24,9 +24,9 @@ class MosesText:
         """Moses tokens; a match of a ``protected`` regular expression stays one token."""
         if self._norm is not None:
             text = self._norm.normalize(text)
-        return self._tok.tokenize(text, escape=False, aggressive_dash_splits=self.aggressive_dash,
-                                  protected_patterns=protected)
+        return list(self._tok.tokenize(text, escape=False, aggressive_dash_splits=self.aggressive_dash,
+                                  protected_patterns=protected))
 
     def detokenize(self, tokens: list[str]) -> str:
-        text = self._detok.detokenize(tokens, unescape=False)
+        text = str(self._detok.detokenize(tokens, unescape=False))
         return text.replace(" @-@ ", "-") if self.aggressive_dash else text
