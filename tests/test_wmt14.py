@@ -155,6 +155,7 @@ def test_dry_run_shows_the_full_size_commands():
         assert expected in out.stdout, expected
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs GNU make")
 def test_reproduce_runs_offline_on_a_mirror(tmp_path):
     mirror = tmp_path / "mirror"
