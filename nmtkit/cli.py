@@ -37,7 +37,8 @@ _SEL = SelectConfig(keep_words=1)
 
 
 @click.group("nmtkit", cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.version_option(__version__, prog_name="nmtkit")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=lambda c, _p, v: _version(c, v),
+              help="Show nmtkit's version, torch's, and the device it would compute on, and exit.")
 def main() -> None:
     """Attention-based neural machine translation (Bahdanau et al. 2015) from the shell.
 
@@ -46,6 +47,15 @@ def main() -> None:
     Around it: select (data selection), tokenize (one side as a filter), align-plot.
     Run 'nmtkit COMMAND --help' for a command's options and an example.
     """
+
+
+def _version(ctx: click.Context, asked: bool) -> None:
+    if not asked or ctx.resilient_parsing:
+        return
+    from .runtime import describe_device
+    import torch
+    click.echo(f"nmtkit {__version__} (torch {torch.__version__}; {describe_device()})")
+    ctx.exit()
 
 
 def _options(*decorators: Callable[[Callable[..., Any]], Callable[..., Any]]) -> Callable[..., Any]:
@@ -83,6 +93,26 @@ _runtime_options = _options(
                  help="CPU threads (0: torch's default, one per core)."),
     click.option("--bf16", is_flag=True, help="bfloat16 autocast: on GPUs, and on CPUs with AVX512-BF16 or AMX "
                                               "(about 2x faster there)."))
+
+
+def _read_config(ctx: click.Context, path: str | None) -> None:
+    """Options from a TOML file become the command's defaults, so the command line overrides them."""
+    if not path:
+        return
+    import tomllib
+    try:
+        with open(path, "rb") as fh:
+            table = tomllib.load(fh)
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such config file") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+        raise UserError(f"{path}: not valid TOML ({err})") from None
+    names = {p.name for p in ctx.command.params}
+    values = {k.replace("-", "_"): v for k, v in table.items()}
+    unknown = sorted(k for k in values if k not in names or k == "config")
+    if unknown:
+        raise UserError(f"{path}: '{unknown[0]}' is not an option of 'nmtkit {ctx.info_name}'")
+    ctx.default_map = {**(ctx.default_map or {}), **values}
 
 
 def _runtime(options: dict[str, Any]) -> RuntimeConfig:
@@ -262,7 +292,8 @@ Examples:
 @click.option("-m", "--model", "model_paths", required=True, multiple=True, type=click.Path(dir_okay=False),
               help="A checkpoint from 'nmtkit train' (nothing else is needed); repeat to ensemble.")
 @click.argument("input", default="-")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here (atomically) instead of stdout.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True),
+              help="Write here (atomically) instead of stdout ('-': stdout).")
 @click.option("--beam", type=click.IntRange(1), default=_S.beam, show_default=True, help="Beam width (1: greedy).")
 @click.option("--length-penalty", type=click.Choice(LENGTH_PENALTIES), default=_S.length_penalty,
               show_default=True, help="Rank finished hypotheses by raw log-probability (the paper), "
@@ -419,6 +450,10 @@ Examples:
   torchrun --nproc_per_node 4 -m nmtkit train data-bin --save-dir runs/x    # several GPUs (DDP)
 Running the same command again resumes from SAVE_DIR/last.pt exactly (--reset starts over).""")
 @click.argument("data_bin", type=click.Path(file_okay=False))
+@click.option("--config", type=click.Path(dir_okay=False), is_eager=True, expose_value=False,
+              callback=lambda ctx, _p, path: _read_config(ctx, path),
+              help="A TOML file of options (names as the flags, without --: hidden = 512); flags on the "
+                   "command line override it.")
 @click.option("--save-dir", required=True, type=click.Path(file_okay=False), help="Where last.pt, best.pt and metrics.jsonl go.")
 @click.option("--arch", type=click.Choice(["rnnsearch", "rnnencdec", "luong"]), default=_M.arch, show_default=True,
               help="Bahdanau et al.'s RNNsearch, Cho et al.'s RNNencdec, or Luong et al.'s stacked LSTM.")
@@ -478,6 +513,9 @@ Running the same command again resumes from SAVE_DIR/last.pt exactly (--reset st
                    "optimizer state): for learning curves, e.g. test BLEU against minutes.")
 @click.option("--log-every", type=click.IntRange(1), default=_T.log_every, show_default=True)
 @click.option("--seed", type=int, default=_T.seed, show_default=True)
+@click.option("--init-from", type=click.Path(dir_okay=False),
+              help="Start from this checkpoint's weights with a fresh optimizer (fine-tuning): same model "
+                   "flags, same vocabularies. Ignored when SAVE_DIR/last.pt exists (that run resumes).")
 @_runtime_options
 @click.option("--reset", is_flag=True, help="Ignore SAVE_DIR/last.pt and start over.")
 def train(data_bin: str, save_dir: str, arch: str, preset: str, schedule_name: str, reset: bool,
@@ -485,6 +523,35 @@ def train(data_bin: str, save_dir: str, arch: str, preset: str, schedule_name: s
     """Train RNNsearch, RNNencdec or a Luong et al. model on a binarized corpus (Appendix B by default)."""
     from .train import train as run
     ctx = click.get_current_context()
-    given = {k for k in ctx.params if ctx.get_parameter_source(k) == click.core.ParameterSource.COMMANDLINE}
+    typed = (click.core.ParameterSource.COMMANDLINE, click.core.ParameterSource.DEFAULT_MAP)   # flags, --config
+    given = {k for k in ctx.params if ctx.get_parameter_source(k) in typed}
     model_cfg, train_cfg = train_settings(arch, preset, schedule_name, values, given)
     run(Path(data_bin), Path(save_dir), model_cfg, train_cfg, resume=not reset)
+
+
+@main.command(epilog="""\b
+Examples:
+  nmtkit info runs/demo/best.pt
+  nmtkit info runs/demo/best.pt --json | python -m json.tool""")
+@click.argument("model_path", metavar="CKPT", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
+def info(model_path: str, as_json: bool) -> None:
+    """What a checkpoint holds: architecture and sizes, languages and vocabularies, training
+    progress and best dev score, and the resolved training settings."""
+    import json
+    from .info import describe, format_info
+    found = describe(model_path)
+    click.echo(json.dumps(found) if as_json else format_info(found))
+
+
+@main.command(epilog="""\b
+Example (the last three validations of a run kept with --keep-validations):
+  nmtkit average runs/x/update-8000.pt runs/x/update-9000.pt runs/x/update-10000.pt -o runs/x/avg.pt""")
+@click.argument("model_paths", metavar="CKPT...", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="The averaged checkpoint.")
+def average(model_paths: tuple[str, ...], output: str) -> None:
+    """Average the weights of checkpoints of one model into a checkpoint that translate takes."""
+    from .average import write_average
+    from .console import log
+    write_average(list(model_paths), output)
+    log(f"averaged {len(model_paths)} checkpoints into {output}")

@@ -184,6 +184,7 @@ class TrainConfig(_Settings):
     keep_validations: bool = False  # also keep each validated model as update-N.pt (learning curves)
     log_every: int = 50
     seed: int = 1234
+    init_from: str | None = None   # start from this checkpoint's weights (fresh optimizer)
     device: str | None = None      # None: the process's GPU when there is one (see runtime)
     threads: int = 0               # 0: torch's default
     bf16: bool = False

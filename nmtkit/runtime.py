@@ -58,6 +58,13 @@ def resolve_device(name: str | None, local_rank: int = 0) -> torch.device:
     return torch.device(f"cuda:{index}")
 
 
+def describe_device() -> str:
+    """What a run would compute on by default: 'cuda: NVIDIA H100 80GB HBM3 ×1' or 'cpu: 2 threads'."""
+    if torch.cuda.is_available():
+        return f"cuda: {torch.cuda.get_device_name(0)} ×{torch.cuda.device_count()}"
+    return f"cpu: {torch.get_num_threads()} threads"
+
+
 def setup(cfg: RuntimeConfig, local_rank: int = 0) -> Runtime:
     """Apply ``cfg`` to this process and say where to compute."""
     device = resolve_device(cfg.device, local_rank)

@@ -128,6 +128,27 @@ def _resume(save_dir: Path, corpus: Corpus) -> Checkpoint | None:
     return ckpt
 
 
+# Fields a training command derives from its corpus and --max-len, rather than from model flags.
+_DERIVED = ("src_vocab", "tgt_vocab", "max_src")
+
+
+def _same_model(found: ModelConfig, asked: ModelConfig, where: str) -> None:
+    """Refuse to continue (or start from) a model other than the one the flags describe."""
+    theirs, ours = found.to_dict(), asked.to_dict()
+    diff = [k for k in ours if k not in _DERIVED and theirs.get(k) != ours[k]]
+    if diff:
+        k = diff[0]
+        raise UserError(f"{where} holds a model with --{k.replace('_', '-')} {theirs[k]}, not {ours[k]}"
+                        + (f" (and {len(diff) - 1} other difference(s): {', '.join(diff[1:])})" if diff[1:] else "")
+                        + ": give the flags it was trained with, --reset to start over, or another --save-dir")
+
+
+def _init_from(path: str, corpus: Corpus) -> Checkpoint:
+    ckpt = checkpoint.load(path)
+    corpus.check_vocab(ckpt.text.vocab_sha256, f"the checkpoint {path}")
+    return ckpt
+
+
 def _rewind_metrics(path: Path, step: int) -> None:
     """On resume, forget metrics logged after the checkpoint's step (they will be redone), and
     a last line torn by a kill."""
@@ -263,10 +284,17 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
         if split not in corpus.splits:
             raise UserError(f"{data_dir}: has no '{split}' split")
     ckpt = _resume(save_dir, corpus) if resume else None
+    init = _init_from(cfg.init_from, corpus) if cfg.init_from and ckpt is None else None
+    if ckpt is not None or init is not None:
+        source = ckpt or init
+        assert source is not None
+        _same_model(source.model, model_cfg, str(save_dir / "last.pt") if ckpt else str(cfg.init_from))
     if ckpt is not None:
         model_cfg, old = ckpt.model, ckpt.training.config
         cfg = TrainConfig(**{**cfg.to_dict(), **{k: getattr(old, k) for k in
                                                  ("seed", "batch_size", "pool", "max_len", "max_tokens")}})
+    elif init is not None:
+        model_cfg = init.model
     else:
         model_cfg = ModelConfig(**{**model_cfg.to_dict(), "src_vocab": len(corpus.vocab(corpus.src_lang)),
                                    "tgt_vocab": len(corpus.vocab(corpus.tgt_lang)),
@@ -279,6 +307,14 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
                       cfg.max_tokens, rank, world)
     opt = _optimizer(model, cfg)
     state = Progress()
+    if init is not None:
+        try:
+            model.load_state_dict(init.weights)
+        except RuntimeError as err:
+            raise FormatError(f"{cfg.init_from}: its weights do not fit its model ({str(err).splitlines()[0][:120]})") \
+                from None
+        log(f"starting from the weights of {cfg.init_from} (update {init.training.progress.step:,} of its run), "
+            f"with a fresh optimizer")
     if ckpt is not None:
         run = ckpt.training
         assert run.optimizer is not None and run.batches is not None     # _resume checked

@@ -58,8 +58,9 @@ class _Sinks:
     """stdout (or -o FILE, written atomically) and the optional alignment file."""
 
     def __init__(self, stack: contextlib.ExitStack, output: str | None, alignments: str | None, nbest: bool):
-        self.out: IO[str] = stack.enter_context(atomic_write(output)) if output else sys.stdout
-        self.align: IO[str] | None = stack.enter_context(atomic_write(alignments)) if alignments else None
+        self.out: IO[str] = stack.enter_context(atomic_write(output)) if output and output != STDIO else sys.stdout
+        self.align: IO[str] | None = (None if not alignments else sys.stdout if alignments == STDIO
+                                      else stack.enter_context(atomic_write(alignments)))
         self.nbest, self.n = nbest, 0
         if self.align is not None:
             self.align.write(json.dumps({"format": ALIGNMENT_FORMAT, "version": 1}) + "\n")
@@ -81,11 +82,14 @@ class _Sinks:
 def translate_file(model_paths: list[str], source: str, output: str | None, options: TranslateOptions,
                    alignments: str | None = None, runtime: RuntimeConfig | None = None,
                    nbest_format: bool = False) -> int:
-    """``nmtkit translate``: lines of ``source`` ('-': stdin) to ``output`` (None: stdout).
+    """``nmtkit translate``: lines of ``source`` ('-': stdin) to ``output`` (None or '-': stdout).
 
     Returns the number of lines translated. Files given by name are checked
     before the models load, so a typo costs no waiting.
     """
+    if alignments == STDIO and output in (None, STDIO):
+        raise UserError("the translations and the alignments cannot both go to stdout: give -o FILE "
+                        "or --alignments FILE")
     total = None if source == STDIO else count_lines(source)
     if total == 0:
         raise UserError(f"{source}: is empty")

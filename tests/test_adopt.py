@@ -1,0 +1,116 @@
+"""What users of other toolkits reach for: --version, -o -, info, average, --init-from, refused resumes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+from nmtkit import checkpoint
+from nmtkit.cli import main
+from tests.checkpoints import fake_checkpoint
+from tests.conftest import EN
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def test_version_names_torch_and_the_device():
+    r = invoke("--version")
+    assert r.exit_code == 0 and r.output.startswith("nmtkit ") and "torch " in r.output
+    assert ("cuda: " if torch.cuda.is_available() else "cpu: ") in r.output
+
+
+def test_dash_is_stdout_and_two_streams_cannot_share_it(overfit, tmp_path):
+    src = tmp_path / "in.en"
+    src.write_text(EN[0] + "\n", encoding="utf-8")
+    model = overfit / "run" / "last.pt"
+    r = invoke("translate", "-m", model, src, "-o", "-")
+    assert r.exit_code == 0 and len(r.stdout.splitlines()) == 1 and not (tmp_path / "-").exists()
+    r = invoke("translate", "-m", model, src, "--alignments", "-")
+    assert r.exit_code == 2 and "cannot both go to stdout" in r.output
+
+
+def test_info_shows_what_the_checkpoint_holds(overfit):
+    r = invoke("info", overfit / "run" / "last.pt")
+    assert r.exit_code == 0, r.output
+    assert "rnnsearch" in r.output and "en → fr" in r.output and "250 updates" in r.output
+    found = json.loads(invoke("info", overfit / "run" / "last.pt", "--json").stdout)
+    assert found["progress"]["updates"] == 250 and found["resumable"] and found["training"]["optimizer"] == "adam"
+    assert found["vocabulary"]["tgt"] == len(checkpoint.load(overfit / "run" / "last.pt").text.vocab["tgt"])
+
+
+def test_average_is_the_mean_of_the_weights(tmp_path):
+    fake_checkpoint(tmp_path / "a.pt", step=1, weights={"w": torch.tensor([1.0, 2.0]), "b": torch.tensor([0.0])})
+    fake_checkpoint(tmp_path / "b.pt", step=2, weights={"w": torch.tensor([3.0, 6.0]), "b": torch.tensor([1.0])})
+    r = invoke("average", tmp_path / "a.pt", tmp_path / "b.pt", "-o", tmp_path / "avg.pt")
+    assert r.exit_code == 0, r.output
+    avg = checkpoint.load(tmp_path / "avg.pt")
+    assert torch.equal(avg.weights["w"], torch.tensor([2.0, 4.0])) and torch.equal(avg.weights["b"], torch.tensor([0.5]))
+    assert avg.training.progress.step == 2 and not avg.training.resumable
+    other = fake_checkpoint(tmp_path / "c.pt", weights={"w": torch.zeros(2), "b": torch.zeros(1)})
+    other.model = type(other.model)(**{**other.model.to_dict(), "hidden": 7})
+    checkpoint.save(tmp_path / "c.pt", other)
+    r = invoke("average", tmp_path / "a.pt", tmp_path / "c.pt", "-o", tmp_path / "bad.pt")
+    assert r.exit_code == 2 and "differs in hidden" in r.output and not (tmp_path / "bad.pt").exists()
+
+
+def test_an_averaged_checkpoint_translates(overfit, tmp_path):
+    model = overfit / "run" / "last.pt"
+    assert invoke("average", model, overfit / "run" / "best.pt", "-o", tmp_path / "avg.pt").exit_code == 0
+    (tmp_path / "in.en").write_text(EN[0] + "\n", encoding="utf-8")
+    r = invoke("translate", "-m", tmp_path / "avg.pt", tmp_path / "in.en")
+    assert r.exit_code == 0 and r.stdout.strip()
+
+
+@pytest.fixture
+def data_bin(raw, tmp_path):
+    from tests.test_corpus import make_corpus
+    make_corpus(raw, tmp_path)
+    return tmp_path / "bin"
+
+
+TINY = ["--preset", "tiny", "--optimizer", "adam", "--batch-size", "2", "--no-valid-bleu", "--threads", "1"]
+
+
+def test_resuming_another_model_is_refused_naming_the_difference(data_bin, tmp_path):
+    run = tmp_path / "run"
+    assert invoke("train", data_bin, "--save-dir", run, *TINY, "--max-updates", 2).exit_code == 0
+    before = (run / "last.pt").read_bytes()
+    r = invoke("train", data_bin, "--save-dir", run, *TINY, "--max-updates", 4, "--arch", "rnnencdec")
+    assert r.exit_code == 2 and "--arch rnnsearch, not rnnencdec" in r.output
+    r = invoke("train", data_bin, "--save-dir", run, *TINY, "--max-updates", 4, "--hidden", 40)
+    assert r.exit_code == 2 and "--hidden 32, not 40" in r.output
+    assert (run / "last.pt").read_bytes() == before
+    r = invoke("train", data_bin, "--save-dir", run, *TINY, "--max-updates", 4)
+    assert r.exit_code == 0 and checkpoint.load(run / "last.pt").training.progress.step == 4
+
+
+def test_init_from_takes_the_weights_and_starts_a_fresh_run(data_bin, tmp_path):
+    assert invoke("train", data_bin, "--save-dir", tmp_path / "a", *TINY, "--max-updates", 3).exit_code == 0
+    r = invoke("train", data_bin, "--save-dir", tmp_path / "b", *TINY, "--max-updates", 2, "--lr", 0,
+               "--init-from", tmp_path / "a" / "last.pt")
+    assert r.exit_code == 0, r.output
+    a, b = checkpoint.load(tmp_path / "a" / "last.pt"), checkpoint.load(tmp_path / "b" / "last.pt")
+    assert b.training.progress.step == 2 and b.training.config.init_from == str(tmp_path / "a" / "last.pt")
+    assert all(torch.equal(a.weights[k], b.weights[k]) for k in a.weights)          # lr 0: unchanged
+    r = invoke("train", data_bin, "--save-dir", tmp_path / "c", *TINY, "--max-updates", 2, "--hidden", 40,
+               "--init-from", tmp_path / "a" / "last.pt")
+    assert r.exit_code == 2 and "--hidden 32, not 40" in r.output
+
+
+def test_a_toml_config_gives_options_and_the_command_line_overrides_it(data_bin, tmp_path):
+    (tmp_path / "run.toml").write_text('preset = "tiny"\nhidden = 40\nmax-updates = 5\noptimizer = "adam"\n'
+                                       'batch_size = 2\nvalid-bleu = false\nthreads = 1\n', encoding="utf-8")
+    r = invoke("train", data_bin, "--save-dir", tmp_path / "r", "--config", tmp_path / "run.toml", "--max-updates", 2)
+    assert r.exit_code == 0, r.output
+    ckpt = checkpoint.load(tmp_path / "r" / "last.pt")
+    assert ckpt.model.hidden == 40 and ckpt.model.emb == 32 and ckpt.training.progress.step == 2
+    assert (ckpt.training.config.optimizer, ckpt.training.config.batch_size) == ("adam", 2)
+    assert "hidden 40" in invoke("info", tmp_path / "r" / "last.pt").output
+    (tmp_path / "bad.toml").write_text("hiden = 40\n", encoding="utf-8")
+    r = invoke("train", data_bin, "--save-dir", tmp_path / "x", "--config", tmp_path / "bad.toml")
+    assert r.exit_code == 2 and "'hiden' is not an option of 'nmtkit train'" in r.output
