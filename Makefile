@@ -6,9 +6,10 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 NMTKIT  = $(VENV)/bin/nmtkit
 
-# Project machines keep a CPU build of torch 2.13.0 among pip's find-links; pin to it
-# through a constraints file so that pip never pulls ~3 GB of CUDA wheels. Elsewhere
-# (a GPU box with internet) the pin is off and pip takes PyPI's default torch:
+# Where a CPU build of torch 2.13.0 lies among pip's find-links (PIP_FIND_LINKS, pip's
+# global.find-links or /opt/wheels), pin to it through a constraints file, so that a CPU
+# machine never pulls ~3 GB of CUDA wheels. Elsewhere (a GPU machine) the pin is off and
+# pip takes PyPI's default torch:
 #   make install TORCH_CONSTRAINT=
 WHEELS ?= $(firstword $(PIP_FIND_LINKS) $(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null) /opt/wheels)
 CPU_TORCH := $(wildcard $(WHEELS)/torch-2.13.0+cpu-*.whl)
@@ -47,7 +48,7 @@ DEMO_RECIPE ?= $(CPU_RECIPE) --valid-every 200 --keep-validations
 DEMO_TRAIN ?= $(DEMO_RECIPE) $(DEMO_BUDGET) $(DEMO_BF16)
 BEAM    ?= 5
 
-.PHONY: help install test test-fast test-slow typecheck structure demo demo-curve paper readme-figures data bench bench-data reproduce compare clean-data
+.PHONY: help install test test-fast test-slow typecheck structure wheel-check demo demo-curve paper readme-figures data bench bench-data reproduce compare clean-data
 comma := ,
 help:
 	@echo "make demo     fetch the Bible corpus, preprocess, build the vocabulary, train RNNsearch (20 min on CPU),"
@@ -79,6 +80,14 @@ test-slow: install
 
 typecheck: install
 	$(PY) -m mypy
+
+# The package as a user gets it: a wheel, installed into a fresh environment, runs.
+wheel-check: install
+	rm -rf build/wheel build/wheel-venv
+	$(PY) -m pip wheel -q --disable-pip-version-check --no-deps -w build/wheel .
+	$(PYTHON) -m venv build/wheel-venv
+	build/wheel-venv/bin/python -m pip install -q --disable-pip-version-check $(TORCH_CONSTRAINT) build/wheel/nmtkit-*.whl
+	cd build && wheel-venv/bin/nmtkit --version
 
 # The package's import graph, docs/structure.md and its picture (a test checks they match the code).
 structure: install
