@@ -46,6 +46,33 @@ def parse_sentences(spec: str) -> list[int]:
     return out
 
 
+def from_pharaoh(path: str | Path, source: str, target: str, lines: Sequence[int]) -> list[Heatmap]:
+    """Hard alignments (``translate --print-alignment``, fast_align …) over Moses-token files:
+    a white cell per link."""
+    import numpy as np
+    from .text.alignment import read_pharaoh
+    links, src, tgt = list(read_lines(path, allow_empty=True)), list(read_lines(source)), list(read_lines(target))
+    if not len(links) == len(src) == len(tgt):
+        raise UserError(f"{path}, {source} and {target} differ in length ({len(links)}, {len(src)}, {len(tgt)} lines)")
+    maps = []
+    for n in lines:
+        if n > len(links):
+            raise UserError(f"{path}: has no line {n} (it has {len(links)})")
+        s, t = src[n - 1].split(), tgt[n - 1].split()
+        pairs = read_pharaoh(links[n - 1], f"{path}: line {n}")
+        if not s or not t:
+            raise UserError(f"{path}: sentence {n} is empty, there is nothing to plot")
+        bad = next(((i, j) for i, j in pairs if i >= len(s) or j >= len(t)), None)
+        if bad:
+            raise UserError(f"{path}: line {n} links {bad[0]}-{bad[1]}, beyond its {len(s)} source and "
+                            f"{len(t)} target words")
+        grid = np.zeros((len(t), len(s)))
+        for i, j in pairs:
+            grid[j, i] = 1.0
+        maps.append(Heatmap(n, s, t, grid, f"line {n}, {len(pairs)} links"))
+    return maps
+
+
 def from_alignment_file(path: str | Path, lines: Sequence[int]) -> list[Heatmap]:
     from .translate_io import read_alignments
     records = read_alignments(path)

@@ -313,13 +313,19 @@ Examples:
               help="With --replace-unk: 'source target' lines to translate the copied word.")
 @click.option("--alignments", type=click.Path(dir_okay=False),
               help="Also write each output's attention matrix with its tokens (JSON lines, for align-plot).")
+@click.option("--print-alignment", "pharaoh_path", type=click.Path(dir_okay=False),
+              help="Also write hard word alignments, one line per input line, as Pharaoh 'i-j' pairs (source "
+                   "word i, target word j, from 0; Moses tokens after BPE is undone), from the attention.")
+@click.option("--output-format", type=click.Choice(["text", "jsonl"]), default="text", show_default=True,
+              help="jsonl: one JSON object per input line with the text, score, alignment and n-best list.")
 @click.option("--batch-size", type=click.IntRange(1), default=_O.batch_size, show_default=True,
               help="Sentences per batch (times --beam rows; long sentences get smaller batches).")
 @click.option("--tokenized", is_flag=True, help="Input and output in Moses tokens (BPE still applied and undone).")
 @_runtime_options
 def translate(model_paths: tuple[str, ...], input: str, output: str | None, beam: int, length_penalty: str,
               alpha: float, max_ratio: float, min_len: int, nbest: int, no_unk: bool, replace_unk: bool, unk_dict: str | None,
-              alignments: str | None, batch_size: int, tokenized: bool, **runtime: Any) -> None:
+              alignments: str | None, pharaoh_path: str | None, output_format: str, batch_size: int, tokenized: bool,
+              **runtime: Any) -> None:
     """Translate raw text, one sentence a line, from INPUT (default: stdin) to stdout.
 
     Output line i is the translation of input line i, always; an empty line
@@ -336,7 +342,8 @@ def translate(model_paths: tuple[str, ...], input: str, output: str | None, beam
                           nbest=max(nbest, 1), no_unk=no_unk, min_len=min_len)
     options = TranslateOptions(search, batch_size, tokenized, replace_unk=replace_unk,
                                unk_dict=read_unk_dict(unk_dict) if unk_dict else None)
-    translate_file(list(model_paths), input, output, options, alignments, _runtime(runtime), nbest_format=nbest > 0)
+    translate_file(list(model_paths), input, output, options, alignments, _runtime(runtime), nbest_format=nbest > 0,
+                   pharaoh_path=pharaoh_path, jsonl=output_format == "jsonl")
 
 
 @main.command(epilog="""\b
@@ -407,22 +414,26 @@ def score(hypotheses: tuple[str, ...], refs: tuple[str, ...], names: tuple[str, 
 Examples:
   nmtkit translate -m best.pt test.en --alignments test.align > test.hyp.fr
   nmtkit align-plot test.align --sentences 3,10-12 -o figs/align.png    # figs/align-3.png ...
-  nmtkit align-plot -m best.pt --source test.en --target test.fr --sentences 7 -o align7.pdf""")
+  nmtkit align-plot -m best.pt --source test.en --target test.fr --sentences 7 -o align7.pdf
+  # hard links (translate --print-alignment, fast_align) over Moses-token files
+  nmtkit align-plot test.links --source test.tok.en --target test.tok.fr -n 7 -o links7.png""")
 @click.argument("alignments", required=False)
 @click.option("-n", "--sentences", required=True, help="Line numbers to plot, from 1: '3,10-12'.")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="Picture (.png/.svg/.pdf); several sentences get -LINE before the suffix.")
 @click.option("-m", "--model", "model_paths", multiple=True, type=click.Path(dir_okay=False),
               help="Instead of an alignment file: force this checkpoint on --source/--target pairs.")
-@click.option("--source", type=click.Path(dir_okay=False), help="With -m: source lines.")
-@click.option("--target", type=click.Path(dir_okay=False), help="With -m: their reference translations.")
+@click.option("--source", type=click.Path(dir_okay=False),
+              help="With -m: source lines. With a Pharaoh file: its source side, in Moses tokens.")
+@click.option("--target", type=click.Path(dir_okay=False),
+              help="With -m: their reference translations. With a Pharaoh file: its target side, in Moses tokens.")
 @click.option("--tokenized", is_flag=True, help="With -m: the lines are Moses tokens.")
 @_runtime_options
 def align_plot(alignments: str | None, sentences: str, output: str, model_paths: tuple[str, ...],
                source: str | None, target: str | None, tokenized: bool, **runtime: Any) -> None:
     """Attention heatmaps (the paper's Figure 3): source words across, generated words down,
     black for 0 and white for 1."""
-    from .align_plot import from_alignment_file, from_model, output_paths, parse_sentences, plot
+    from .align_plot import from_alignment_file, from_model, from_pharaoh, output_paths, parse_sentences, plot
     from .console import log
     lines = parse_sentences(sentences)
     output_paths(output, lines)                       # a bad suffix fails before any work
@@ -433,6 +444,11 @@ def align_plot(alignments: str | None, sentences: str, output: str, model_paths:
         if not (source and target):
             raise UserError("-m needs --source and --target files")
         maps = from_model(model_paths, source, target, lines, tokenized, _runtime(runtime))
+    elif source or target:
+        assert alignments is not None
+        if not (source and target):
+            raise UserError("Pharaoh links need both --source and --target (Moses tokens)")
+        maps = from_pharaoh(alignments, source, target, lines)
     else:
         assert alignments is not None
         maps = from_alignment_file(alignments, lines)

@@ -22,6 +22,7 @@ from .console import progress
 from .errors import UserError
 from .files import STDIO, atomic_write, count_lines, decode_line, read_lines
 from .runtime import RuntimeConfig
+from .text.alignment import pharaoh, word_alignment
 from .translate import TranslateOptions, Translation, Translator
 
 ALIGNMENT_FORMAT = "nmtkit-alignments"
@@ -54,26 +55,49 @@ def alignment_record(lineno: int, t: Translation) -> dict[str, Any]:
             "score": round(t.score, 4), "alignment": alignment if t.source_tokens else []}
 
 
-class _Sinks:
-    """stdout (or -o FILE, written atomically) and the optional alignment file."""
+def hard_alignment(t: Translation) -> str:
+    """Pharaoh pairs of one translation (empty for an empty line or a model without attention)."""
+    if t.attention is None or not t.tokens:
+        return ""
+    return pharaoh(word_alignment(t.source_tokens, t.tokens, t.attention))
 
-    def __init__(self, stack: contextlib.ExitStack, output: str | None, alignments: str | None, nbest: bool):
+
+def json_record(lineno: int, t: Translation) -> dict[str, Any]:
+    """One line of ``--output-format jsonl``: the text, its scores, Pharaoh pairs, the n-best list."""
+    record: dict[str, Any] = {"line": lineno, "text": t.text, "score": round(t.score, 4),
+                              "ranking": round(t.ranking, 4), "alignment": hard_alignment(t)}
+    if t.nbest:
+        record["nbest"] = [{"text": h.text, "score": round(h.score, 4), "ranking": round(h.ranking, 4),
+                            "alignment": hard_alignment(h)} for h in t.nbest]
+    return record
+
+
+class _Sinks:
+    """stdout (or -o FILE, written atomically), the optional attention and Pharaoh files."""
+
+    def __init__(self, stack: contextlib.ExitStack, output: str | None, alignments: str | None, nbest: bool,
+                 pharaoh_path: str | None = None, jsonl: bool = False):
         self.out: IO[str] = stack.enter_context(atomic_write(output)) if output and output != STDIO else sys.stdout
         self.align: IO[str] | None = (None if not alignments else sys.stdout if alignments == STDIO
                                       else stack.enter_context(atomic_write(alignments)))
-        self.nbest, self.n = nbest, 0
+        self.pharaoh: IO[str] | None = stack.enter_context(atomic_write(pharaoh_path)) if pharaoh_path else None
+        self.nbest, self.jsonl, self.n = nbest, jsonl, 0
         if self.align is not None:
             self.align.write(json.dumps({"format": ALIGNMENT_FORMAT, "version": 1}) + "\n")
 
     def write(self, t: Translation) -> None:
         self.n += 1
-        if self.nbest:
+        if self.jsonl:
+            self.out.write(json.dumps(json_record(self.n, t), ensure_ascii=False) + "\n")
+        elif self.nbest:
             for h in t.nbest or [t]:
                 self.out.write(f"{self.n - 1} ||| {h.text} ||| {h.score:.4f} ||| {h.ranking:.4f}\n")
         else:
             self.out.write(t.text + "\n")
         if self.align is not None:
             self.align.write(json.dumps(alignment_record(self.n, t), ensure_ascii=False) + "\n")
+        if self.pharaoh is not None:
+            self.pharaoh.write(hard_alignment(t) + "\n")
 
     def flush(self) -> None:
         self.out.flush()
@@ -81,7 +105,7 @@ class _Sinks:
 
 def translate_file(model_paths: list[str], source: str, output: str | None, options: TranslateOptions,
                    alignments: str | None = None, runtime: RuntimeConfig | None = None,
-                   nbest_format: bool = False) -> int:
+                   nbest_format: bool = False, pharaoh_path: str | None = None, jsonl: bool = False) -> int:
     """``nmtkit translate``: lines of ``source`` ('-': stdin) to ``output`` (None or '-': stdout).
 
     Returns the number of lines translated. Files given by name are checked
@@ -93,11 +117,11 @@ def translate_file(model_paths: list[str], source: str, output: str | None, opti
     total = None if source == STDIO else count_lines(source)
     if total == 0:
         raise UserError(f"{source}: is empty")
-    if alignments:
+    if alignments or pharaoh_path or jsonl:
         options = dataclasses.replace(options, attention=True)
     translator = Translator.from_checkpoints(list(model_paths), runtime)
     with contextlib.ExitStack() as stack:
-        sinks = _Sinks(stack, output, alignments, nbest_format or options.search.nbest > 1)
+        sinks = _Sinks(stack, output, alignments, nbest_format or options.search.nbest > 1, pharaoh_path, jsonl)
         if source == STDIO:
             for chunk in stdin_chunks(sys.stdin.buffer):
                 for t in translator.translate_block(chunk, options):

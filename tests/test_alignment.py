@@ -1,0 +1,70 @@
+"""Pharaoh word alignments from subword attention."""
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from nmtkit.cli import main
+from nmtkit.errors import UserError
+from nmtkit.text.alignment import pharaoh, read_pharaoh, word_alignment, word_ids
+from tests.conftest import EN
+
+
+def test_subwords_are_grouped_into_words():
+    assert word_ids(["Éter@@", "nel", "dit", "lu@@", "mi@@", "ère"]).tolist() == [0, 0, 1, 2, 2, 2]
+
+
+def test_a_known_attention_gives_the_expected_links():
+    source = ["the", "lu@@", "mi@@", "nous", "day"]          # words: the | lumi+nous | day
+    target = ["le", "jour", "lu@@", "mineux"]                 # words: le | jour | lumineux
+    alpha = np.zeros((len(target) + 1, len(source) + 1))
+    alpha[0, 0] = 1                                           # le → the
+    alpha[1, 4] = 0.6; alpha[1, 1] = 0.4                      # jour → day
+    alpha[2, 1] = 0.3; alpha[2, 2] = 0.3; alpha[2, 4] = 0.4   # lu@@: lumi+nous 0.6 beats day 0.4
+    alpha[3, 3] = 0.5; alpha[3, 0] = 0.5                      # mineux: half to "nous", half to "the"
+    alpha[4, 5] = 1                                           # </s> → </s>: no link
+    pairs = word_alignment(source, target, alpha)
+    assert pairs == [(0, 0), (2, 1), (1, 2)]                  # lumineux: mean (0.6, 0.5) to lumi+nous
+    assert pharaoh(pairs) == "0-0 2-1 1-2"
+    assert read_pharaoh("0-0 2-1 1-2", "x") == pairs
+    with pytest.raises(UserError):
+        read_pharaoh("0-0 a-b", "x")
+
+
+def test_translate_prints_one_alignment_line_and_jsonl_per_input(overfit, tmp_path):
+    src = tmp_path / "in.en"
+    src.write_text(EN[0] + "\n\n" + EN[2] + "\n", encoding="utf-8")
+    model = overfit / "run" / "last.pt"
+    r = CliRunner().invoke(main, ["translate", "-m", str(model), str(src), "--tokenized",
+                                  "--print-alignment", str(tmp_path / "a.txt")])
+    assert r.exit_code == 0, r.output
+    hyps = r.stdout.splitlines()
+    links = (tmp_path / "a.txt").read_text(encoding="utf-8").split("\n")[:-1]
+    assert len(links) == len(hyps) == 3 and links[1] == ""
+    for hyp, line, source in zip(hyps, links, [EN[0], "", EN[2]]):
+        pairs = read_pharaoh(line, "a.txt")
+        assert [j for _, j in pairs] == list(range(len(hyp.split())))          # each target word once
+        assert all(i < len(source.split()) + 5 for i, _ in pairs)
+    r = CliRunner().invoke(main, ["translate", "-m", str(model), str(src), "--output-format", "jsonl",
+                                  "--beam", 3, "--nbest", 2])
+    assert r.exit_code == 0, r.output
+    rows = [json.loads(line) for line in r.stdout.splitlines()]
+    assert [row["line"] for row in rows] == [1, 2, 3] and rows[1]["text"] == ""
+    assert {"text", "score", "alignment", "nbest"} <= set(rows[0]) and len(rows[0]["nbest"]) == 2
+    assert rows[0]["nbest"][0]["text"] == rows[0]["text"]
+
+
+def test_align_plot_draws_pharaoh_links_over_token_files(tmp_path):
+    (tmp_path / "s").write_text("the light day\n", encoding="utf-8")
+    (tmp_path / "t").write_text("le jour\n", encoding="utf-8")
+    (tmp_path / "a").write_text("0-0 2-1\n", encoding="utf-8")
+    base = ["align-plot", str(tmp_path / "a"), "--source", str(tmp_path / "s"), "--target", str(tmp_path / "t"),
+            "-n", "1", "-o"]
+    r = CliRunner().invoke(main, base + [str(tmp_path / "l.png")])
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "l.png").stat().st_size > 1000
+    (tmp_path / "a").write_text("0-0 3-1\n", encoding="utf-8")
+    r = CliRunner().invoke(main, base + [str(tmp_path / "m.png")])
+    assert r.exit_code == 2 and "beyond its 3 source and 2 target words" in r.output
