@@ -123,7 +123,7 @@ WINDOWS = ("global", "local-m", "local-p")
 SCORES = ("dot", "general", "concat", "location")
 
 
-# Sizes for a CPU run; "bench" is the size of ../shared/bench's peer comparison.
+# Sizes for a CPU run; "bench" is the size of the peer comparison of make bench.
 MODEL_PRESETS: dict[str, dict[str, int]] = {
     "paper": {"emb": 620, "hidden": 1000, "align": 1000, "maxout": 500, "layers": 4},
     "small": {"emb": 256, "hidden": 256, "align": 256, "maxout": 256, "layers": 2},

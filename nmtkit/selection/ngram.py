@@ -1,6 +1,6 @@
 """Interpolated modified Kneser–Ney n-gram language models, estimated and queried in numpy.
 
-Why our own and not a library (measured in ../shared/notes/dependencies.md):
+Why our own and not a library (measured when it was written):
 Moore–Lewis selection estimates only two small models per language (the
 in-domain text and a general sample of the same size) and then *scores* the
 whole general corpus. ``kenlm``'s Python module queries fast but cannot
