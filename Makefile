@@ -156,7 +156,7 @@ readme-figures: demo
 	cp $(DEMO)/align-$(firstword $(subst $(comma), ,$(ALIGN_LINES))).png docs/img/align.png
 
 # Training speed and memory beside Joey NMT and fairseq (bin/bench-train installs them on first
-# use from the peer scripts given with --shared), then preprocessing speed. Run it on an idle machine.
+# use by bench/peers' scripts, from PyPI), then preprocessing speed. Run it on an idle machine.
 bench: bench-data
 	$(PY) bin/bench-train --threads 2
 	$(PY) bin/bench-translate --threads 2
