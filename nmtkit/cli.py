@@ -527,6 +527,11 @@ Running the same command again resumes from SAVE_DIR/last.pt exactly (--reset st
 @click.option("--keep-validations", is_flag=True,
               help="Also keep the model of every validation as SAVE_DIR/update-N.pt (weights only, no "
                    "optimizer state): for learning curves, e.g. test BLEU against minutes.")
+@click.option("--keep-last", type=click.IntRange(0), default=_T.keep_last, show_default=True,
+              help="Keep the models of the last N validations as update-N.pt (weights only; 0: none, or every "
+                   "one with --keep-validations), e.g. to average them.")
+@click.option("--keep-best", type=click.IntRange(0), default=_T.keep_best, show_default=True,
+              help="Keep the N best validated models (by --best-by) as best-STEP.pt, weights only.")
 @click.option("--log-every", type=click.IntRange(1), default=_T.log_every, show_default=True)
 @click.option("--seed", type=int, default=_T.seed, show_default=True)
 @click.option("--init-from", type=click.Path(dir_okay=False),

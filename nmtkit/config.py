@@ -182,6 +182,8 @@ class TrainConfig(_Settings):
     valid_max_sentences: int = 0   # 0: the whole valid split
     patience: int = 10
     keep_validations: bool = False  # also keep each validated model as update-N.pt (learning curves)
+    keep_last: int = 0             # >0: keep the models of the last N validations (update-N.pt)
+    keep_best: int = 0             # >0: keep the N best validated models (best-N.pt)
     log_every: int = 50
     seed: int = 1234
     init_from: str | None = None   # start from this checkpoint's weights (fresh optimizer)

@@ -149,6 +149,29 @@ def _init_from(path: str, corpus: Corpus) -> Checkpoint:
     return ckpt
 
 
+def dev_score(metrics: dict[str, float], best_by: str) -> float:
+    """The validation's score, higher is better: dev BLEU, or minus dev NLL."""
+    if best_by == "bleu" and "dev_bleu_tok" in metrics:
+        return metrics["dev_bleu_tok"]
+    return -metrics["dev_nll"]
+
+
+def _step_of(path: Path) -> int:
+    return int(path.stem.rsplit("-", 1)[1])
+
+
+def _prune(save_dir: Path, cfg: TrainConfig, metrics_path: Path) -> None:
+    """Keep the ``keep_last`` latest update-N.pt and the ``keep_best`` best best-N.pt."""
+    if cfg.keep_last:
+        for old in sorted(save_dir.glob("update-*.pt"), key=_step_of)[:-cfg.keep_last]:
+            old.unlink()
+    if cfg.keep_best:
+        scores = {e["step"]: dev_score(e, cfg.best_by) for e in read_metrics(metrics_path) if "dev_nll" in e}
+        ranked = sorted(save_dir.glob("best-*.pt"), key=lambda p: scores.get(_step_of(p), -math.inf), reverse=True)
+        for worse in ranked[cfg.keep_best:]:
+            worse.unlink()
+
+
 def _rewind_metrics(path: Path, step: int) -> None:
     """On resume, forget metrics logged after the checkpoint's step (they will be redone), and
     a last line torn by a kill."""
@@ -412,8 +435,7 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
             bar.update(state.step if unit == "updates" else state.seconds)
             if checkpointing and rank == 0:
                 metrics = validate(model, corpus, cfg, device, sides.vocab["tgt"])
-                score = metrics.get("dev_bleu_tok", -metrics["dev_nll"]) if cfg.best_by == "bleu" \
-                    else -metrics["dev_nll"]
+                score = dev_score(metrics, cfg.best_by)
                 record(metrics)
                 training_curves(read_metrics(metrics_path), save_dir / "curves.png")
                 bar.validated(state.step, metrics)
@@ -423,8 +445,11 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
                 else:
                     state.bad_evals += 1
                 save("last.pt", rng)
-                if cfg.keep_validations:
+                if cfg.keep_validations or cfg.keep_last:
                     save(f"update-{state.step}.pt", rng, resumable=False)
+                if cfg.keep_best:
+                    save(f"best-{state.step}.pt", rng, resumable=False)
+                _prune(save_dir, cfg, metrics_path)
                 if cfg.patience and state.bad_evals >= cfg.patience:
                     log(f"no improvement in {cfg.patience} validations: stopping")
                     finish = True

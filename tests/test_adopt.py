@@ -114,3 +114,16 @@ def test_a_toml_config_gives_options_and_the_command_line_overrides_it(data_bin,
     (tmp_path / "bad.toml").write_text("hiden = 40\n", encoding="utf-8")
     r = invoke("train", data_bin, "--save-dir", tmp_path / "x", "--config", tmp_path / "bad.toml")
     assert r.exit_code == 2 and "'hiden' is not an option of 'nmtkit train'" in r.output
+
+
+def test_keep_last_and_keep_best_keep_that_many(data_bin, tmp_path):
+    r = invoke("train", data_bin, "--save-dir", tmp_path / "k", *TINY, "--max-updates", 10, "--valid-every", 2,
+               "--keep-last", 2, "--keep-best", 2, "--best-by", "nll")
+    assert r.exit_code == 0, r.output
+    run = tmp_path / "k"
+    assert sorted(p.name for p in run.glob("update-*.pt")) == ["update-10.pt", "update-8.pt"]
+    nll = {json.loads(x)["step"]: json.loads(x)["dev_nll"] for x in (run / "metrics.jsonl").read_text().splitlines()
+           if "dev_nll" in x}
+    best_two = sorted(nll, key=nll.get)[:2]
+    assert sorted(p.name for p in run.glob("best-*.pt")) == sorted(f"best-{s}.pt" for s in best_two)
+    assert invoke("average", *sorted(run.glob("update-*.pt")), "-o", run / "avg.pt").exit_code == 0
