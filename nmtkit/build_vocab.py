@@ -18,7 +18,7 @@ from typing import Any
 
 from . import __version__
 from .config import VocabConfig
-from .console import progress
+from .console import log, progress
 from .errors import UserError
 from .files import Staging, count_lines, read_json, read_lines, write_json
 from .preprocess import SETTINGS_FILE, text_fingerprint
@@ -61,7 +61,17 @@ def build_vocab(prefix: Path, langs: tuple[str, str], out_dir: Path, cfg: VocabC
             word_counts[lang] = count_tokens(path, lambda n, t=task: bar.advance(t, n))
             bar.update(task, completed=bar.tasks[task].total)
     codes: dict[str, str | None] = {lang: None for lang in langs}
-    if cfg.bpe_merges:
+    if cfg.spm and cfg.bpe_merges:
+        raise UserError("choose subword-nmt BPE (--bpe N) or SentencePiece (--spm), not both")
+    if cfg.spm:
+        from .text.bpe import learn_sentencepiece
+        log(f"learning SentencePiece ({cfg.spm}, {cfg.spm_size:,} pieces)")
+        if cfg.joint_bpe:
+            joint = learn_sentencepiece((line for p in paths for line in read_lines(p)), cfg.spm_size, cfg.spm)
+            codes = {lang: joint for lang in langs}
+        else:
+            codes = {lang: learn_sentencepiece(read_lines(p), cfg.spm_size, cfg.spm) for lang, p in zip(langs, paths)}
+    elif cfg.bpe_merges:
         if cfg.joint_bpe:
             joint = learn_codes(word_counts[langs[0]] + word_counts[langs[1]], cfg.bpe_merges)
             codes = {lang: joint for lang in langs}
@@ -84,7 +94,8 @@ def build_vocab(prefix: Path, langs: tuple[str, str], out_dir: Path, cfg: VocabC
                                    "tokens": total, "coverage": covered / total if total else 0.0,
                                    "sha256": vocab.fingerprint}
             if codes[lang]:
-                name = "bpe.codes" if cfg.joint_bpe else f"bpe.{lang}.codes"
+                kind = "spm" if cfg.spm else "bpe"
+                name = f"{kind}.codes" if cfg.joint_bpe else f"{kind}.{lang}.codes"
                 stage.path(name).write_text(codes[lang] or "", encoding="utf-8")
                 meta["bpe_codes"][lang] = name
             else:

@@ -23,6 +23,7 @@ from .parallel import default_workers
 from .runtime import DEVICES, RuntimeConfig
 from .search import LENGTH_PENALTIES, SearchConfig
 from .selection.moore_lewis import SelectConfig
+from .text.bpe import SPM_KINDS
 from .text.clean import PRESETS, RULES, rules_named
 from .translate import TranslateOptions
 
@@ -253,7 +254,8 @@ def _count(value: str | None) -> int | None:
 @main.command("build-vocab", epilog="""\b
 Examples:
   nmtkit build-vocab -s en -t fr --train clean/train -o vocab/            # 30,000 words each
-  nmtkit build-vocab -s en -t fr --train clean/train -o vocab/ --bpe 16000 --joint""")
+  nmtkit build-vocab -s en -t fr --train clean/train -o vocab/ --bpe 16000 --joint
+  nmtkit build-vocab -s en -t fr --train clean/train -o vocab/ --spm unigram --spm-size 16000""")
 @click.option("-s", "--source-lang", required=True, help="Source language code.")
 @click.option("-t", "--target-lang", required=True, help="Target language code.")
 @click.option("--train", "train", required=True, help="Prefix of clean tokenized text from 'preprocess'.")
@@ -264,10 +266,14 @@ Examples:
               help="Leave out tokens seen fewer times.")
 @click.option("--bpe", "bpe_merges", type=click.IntRange(0), default=_V.bpe_merges, show_default=True,
               help="Learn this many BPE merges first (subword-nmt); 0: whole words, as the paper.")
+@click.option("--spm", type=click.Choice(SPM_KINDS),
+              help="SentencePiece subwords instead (unigram or BPE model), learned on the Moses tokens.")
+@click.option("--spm-size", type=click.IntRange(8), default=_V.spm_size, show_default=True,
+              help="With --spm: pieces per SentencePiece model.")
 @click.option("--joint/--separate", "joint_bpe", default=_V.joint_bpe, show_default=True,
-              help="One set of BPE codes for both languages, or one per language.")
+              help="One set of subword codes for both languages, or one per language.")
 def build_vocab(source_lang: str, target_lang: str, train: str, out_dir: str, size: int,
-                min_count: int, bpe_merges: int, joint_bpe: bool) -> None:
+                min_count: int, bpe_merges: int, spm: str | None, spm_size: int, joint_bpe: bool) -> None:
     """Count the training text and write the shortlist vocabularies (and BPE codes).
 
     Writes OUT/vocab.SRC.txt and OUT/vocab.TGT.txt ('token count' lines, <pad> <unk> <s> </s>
@@ -276,7 +282,8 @@ def build_vocab(source_lang: str, target_lang: str, train: str, out_dir: str, si
     from .build_vocab import build_vocab as build
     from .console import log
     meta = build(Path(train), (source_lang, target_lang), Path(out_dir),
-                 VocabConfig(size, min_count, bpe_merges, joint_bpe))
+                 VocabConfig(size=size, min_count=min_count, bpe_merges=bpe_merges, joint_bpe=joint_bpe,
+                             spm=spm or "", spm_size=spm_size))
     for lang, s in meta["stats"].items():
         log(f"{lang}: {s['size']:,} entries of {s['types']:,} types, "
             f"covering {100 * s['coverage']:.2f}% of {s['tokens']:,} training tokens")

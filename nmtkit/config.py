@@ -71,7 +71,9 @@ class VocabConfig(_Settings):
     size: int = 30000
     min_count: int = 1
     bpe_merges: int = 0
-    joint_bpe: bool = True
+    joint_bpe: bool = True         # one set of subword codes for both languages
+    spm: str = ""                  # "unigram" | "bpe": SentencePiece instead of subword-nmt
+    spm_size: int = 8000           # SentencePiece pieces per model
 
 
 def _known(cls: type, d: dict[str, Any], what: str) -> dict[str, Any]:

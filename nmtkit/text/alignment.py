@@ -13,11 +13,15 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import UserError
-from .bpe import SEPARATOR
+from .bpe import SEPARATOR, SPM_MARK
 
 
 def word_ids(tokens: list[str]) -> np.ndarray:
-    """The word each subword belongs to: ``['Éter@@', 'nel', 'dit']`` → ``[0, 0, 1]``."""
+    """The word each subword belongs to: ``['Éter@@', 'nel', 'dit']`` (BPE) or
+    ``['▁Éter', 'nel', '▁dit']`` (SentencePiece) → ``[0, 0, 1]``."""
+    if any(t.startswith(SPM_MARK) for t in tokens):
+        starts = [i == 0 or t.startswith(SPM_MARK) for i, t in enumerate(tokens)]
+        return np.cumsum(starts).astype(np.int64) - 1
     ids, word = [], 0
     for tok in tokens:
         ids.append(word)

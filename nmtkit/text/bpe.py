@@ -1,12 +1,18 @@
-"""Byte-pair encoding through subword-nmt (Sennrich et al. 2016).
+"""Subword units: byte-pair encoding through subword-nmt (Sennrich et al. 2016), or
+SentencePiece (Kudo and Richardson 2018; unigram or BPE) through ``sentencepiece``.
 
-Codes are kept as a string so that the corpus directory and the checkpoint
-can carry them; :func:`learn_codes` takes token counts (subword-nmt's
-dictionary input) so that learning needs no second pass over the corpus.
+Either way the "codes" are one string, so that the vocabulary directory, the
+corpus directory and the checkpoint carry them alike: subword-nmt's codes
+file, or a SentencePiece model behind a one-line header (base64). Both run on
+Moses tokens: BPE marks a word that continues with ``@@``, SentencePiece
+marks a word's start with ``▁``. :func:`learn_codes` takes token counts
+(subword-nmt's dictionary input) so that learning needs no second pass over
+the corpus; :func:`learn_sentencepiece` reads the lines.
 """
 
 from __future__ import annotations
 
+import base64
 import io
 import re
 from collections import Counter
@@ -18,6 +24,9 @@ from subword_nmt.apply_bpe import BPE
 
 SEPARATOR = "@@"
 _JOIN = re.compile(re.escape(SEPARATOR) + r"( |$)")
+SPM_MARK = "\u2581"                          # SentencePiece's word-start mark
+SPM_HEADER = "#nmtkit-sentencepiece"
+SPM_KINDS = ("unigram", "bpe")
 
 
 def learn_codes(counts: Counter[str], merges: int, min_frequency: int = 2) -> str:
@@ -40,16 +49,45 @@ def _merges_bar(steps: Iterable[int], *_: Any, **__: Any) -> Iterator[int]:
             bar.advance(task)
 
 
+def learn_sentencepiece(lines: Iterable[str], size: int, kind: str) -> str:
+    """A SentencePiece model of ``size`` pieces (fewer if the text has fewer) over Moses-token
+    lines, as a codes string."""
+    import sentencepiece as spm
+    if kind not in SPM_KINDS:
+        raise ValueError(f"unknown SentencePiece model type '{kind}'")
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(lines), model_writer=model, vocab_size=size,
+                                   model_type=kind, character_coverage=1.0, hard_vocab_limit=False,
+                                   minloglevel=2, num_threads=1)
+    return f"{SPM_HEADER} {kind}\n" + base64.b64encode(model.getvalue()).decode("ascii") + "\n"
+
+
+def is_sentencepiece(codes: str) -> bool:
+    return codes.startswith(SPM_HEADER)
+
+
 class Segmenter:
-    """Applies BPE codes to token lists and joins subwords back into tokens."""
+    """Applies subword codes (BPE or SentencePiece) to token lists."""
 
     def __init__(self, codes: str):
-        self._bpe = BPE(io.StringIO(codes), separator=SEPARATOR)
+        self._bpe: Any = None
+        self._spm: Any = None
+        if is_sentencepiece(codes):
+            import sentencepiece as spm
+            proto = base64.b64decode(codes.split("\n", 1)[1])
+            self._spm = spm.SentencePieceProcessor(model_proto=proto)
+        else:
+            self._bpe = BPE(io.StringIO(codes), separator=SEPARATOR)
 
     def segment(self, tokens: list[str]) -> list[str]:
+        if self._spm is not None:
+            return [str(p) for p in self._spm.encode(" ".join(tokens), out_type=str)] if tokens else []
         return list(self._bpe.segment_tokens(tokens))
 
 
 def merge_subwords(tokens: list[str]) -> list[str]:
-    """Undo BPE: ``['Éter@@', 'nel']`` → ``['Éternel']`` (a dangling separator is dropped)."""
+    """Undo the subwords: ``['Éter@@', 'nel']`` or ``['▁Éter', 'nel']`` → ``['Éternel']`` (a
+    dangling BPE separator is dropped)."""
+    if any(t.startswith(SPM_MARK) for t in tokens):
+        return "".join(tokens).replace(SPM_MARK, " ").split()
     return _JOIN.sub("", " ".join(tokens)).split()

@@ -1,0 +1,58 @@
+"""SentencePiece subwords: learned by build-vocab, carried like BPE codes, undone on the way out."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from click.testing import CliRunner
+
+from nmtkit.cli import main
+from nmtkit.text.alignment import word_ids
+from nmtkit.text.bpe import merge_subwords
+from nmtkit.text.sides import Sides
+from tests.conftest import EN, FR
+
+pytest.importorskip("sentencepiece", reason="SentencePiece subwords need the sentencepiece package")
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+@pytest.mark.parametrize("kind", ["unigram", "bpe"])
+def test_raw_to_ids_to_raw_through_a_sentencepiece_vocabulary(raw, tmp_path, kind):
+    assert invoke("preprocess", "-s", "en", "-t", "fr", "--train", raw / "train", "-o", tmp_path / "clean",
+                  "-j", 1).exit_code == 0
+    r = invoke("build-vocab", "-s", "en", "-t", "fr", "--train", tmp_path / "clean" / "train", "-o",
+               tmp_path / "vocab", "--spm", kind, "--spm-size", 60)
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "vocab" / "spm.codes").read_text().startswith("#nmtkit-sentencepiece " + kind)
+    sides = Sides.load(tmp_path / "vocab")
+    for side, lines in ((sides.src, EN[:5]), (sides.tgt, FR[:5])):
+        for line in lines:
+            pieces = side.tokens(line)
+            assert len(pieces) > len(line.split()) and any(p.startswith("\u2581") for p in pieces)
+            ids = side.ids(pieces)
+            assert 1 not in ids                                       # no <unk>: the pieces cover the text
+            back = side.text.decode(side.vocab.decode(ids))
+            assert re.sub(r" ([:;!?])", r"\1", back) == line          # French typography aside
+    assert merge_subwords(["\u2581Éter", "nel", "\u2581dit"]) == ["Éternel", "dit"]
+    assert word_ids(["\u2581Éter", "nel", "\u2581dit"]).tolist() == [0, 0, 1]
+
+
+def test_a_model_trained_on_sentencepiece_translates_raw_text(raw, tmp_path):
+    for cmd in (["preprocess", "-s", "en", "-t", "fr", "--train", raw / "train", "--valid", raw / "valid",
+                 "-o", tmp_path / "clean", "-j", 1],
+                ["build-vocab", "-s", "en", "-t", "fr", "--train", tmp_path / "clean" / "train", "-o",
+                 tmp_path / "vocab", "--spm", "unigram", "--spm-size", 60],
+                ["preprocess", "-s", "en", "-t", "fr", "--train", tmp_path / "clean" / "train", "--valid",
+                 tmp_path / "clean" / "valid", "--vocab", tmp_path / "vocab", "-o", tmp_path / "bin", "-j", 1, "-q"],
+                ["train", tmp_path / "bin", "--save-dir", tmp_path / "run", "--preset", "tiny", "--max-updates", 2,
+                 "--batch-size", 2, "--threads", 1]):
+        r = invoke(*cmd)
+        assert r.exit_code == 0, (cmd[0], r.output)
+    (tmp_path / "in.en").write_text(EN[0] + "\n", encoding="utf-8")
+    r = invoke("translate", "-m", tmp_path / "run" / "last.pt", tmp_path / "in.en", "--beam", 2)
+    assert r.exit_code == 0, r.output
+    assert len(r.stdout.splitlines()) == 1 and "\u2581" not in r.stdout
