@@ -68,6 +68,19 @@ def _options(*decorators: Callable[[Callable[..., Any]], Callable[..., Any]]) ->
     return apply
 
 
+def _set_verbosity(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    from .console import set_verbosity
+    if value:
+        set_verbosity(quiet=param.name == "quiet", verbose=param.name == "verbose")
+
+
+_verbosity = _options(
+    click.option("-q", "--quiet", is_flag=True, expose_value=False, callback=_set_verbosity,
+                 help="Nothing on stderr but errors: no logs, summaries or progress."),
+    click.option("-v", "--verbose", is_flag=True, expose_value=False, callback=_set_verbosity,
+                 help="Also log the details: resolved settings, device and threads."))
+
+
 _workers_option = click.option("-j", "--workers", type=click.IntRange(1), default=default_workers(),
                                show_default="number of cores", help="Processes to spread the work over.")
 
@@ -143,10 +156,10 @@ Examples:
 @click.option("--max-ratio", type=click.FloatRange(0), default=_F.max_ratio, show_default=True,
               help="Drop training pairs whose longer side exceeds this times the shorter (0: off).")
 @click.option("--dedup/--no-dedup", default=_F.dedup, show_default=True, help="Drop repeated training pairs.")
-@click.option("-q", "--quiet", is_flag=True, help="No summary (binarize mode).")
 @_workers_option
+@_verbosity
 def preprocess(source_lang: str, target_lang: str, train: str | None, valid: str | None, test: str | None,
-               out_dir: str, vocab_dir: str | None, quiet: bool, workers: int, **options: Any) -> None:
+               out_dir: str, vocab_dir: str | None, workers: int, **options: Any) -> None:
     """Clean and tokenize parallel text, or binarize it with a vocabulary.
 
     \b
@@ -165,8 +178,7 @@ def preprocess(source_lang: str, target_lang: str, train: str | None, valid: str
         from .console import console
         from .summary import corpus_summary
         manifest = binarize_corpus(splits, (source_lang, target_lang), Path(vocab_dir), Path(out_dir), workers)
-        if not quiet:
-            console.print(corpus_summary(manifest))
+        console.print(corpus_summary(manifest))
         return
     from .console import log
     from .preprocess import preprocess_corpus
@@ -188,6 +200,7 @@ Examples:
 @click.option("--bpe-codes", type=click.Path(dir_okay=False), help="Apply these BPE codes too.")
 @_text_options
 @_workers_option
+@_verbosity
 def tokenize(lang: str, input: str, bpe_codes: str | None, workers: int, **options: Any) -> None:
     """Clean and tokenize one language's text, INPUT (default: stdin) to stdout, one line out
     per line in: what preprocess does to each side, as a filter."""
@@ -217,6 +230,7 @@ Example (the paper's: keep the 348M most news-like target words of five corpora)
               help="N-gram order of the language models.")
 @click.option("-o", "--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Output directory.")
 @_workers_option
+@_verbosity
 def select(source_lang: str, target_lang: str, in_domain: tuple[str, ...], general: tuple[str, ...],
            keep_words: int, lm_order: int, out_dir: str, workers: int) -> None:
     """Data selection: keep the general-domain pairs most like the in-domain text.
@@ -272,6 +286,7 @@ Examples:
               help="With --spm: pieces per SentencePiece model.")
 @click.option("--joint/--separate", "joint_bpe", default=_V.joint_bpe, show_default=True,
               help="One set of subword codes for both languages, or one per language.")
+@_verbosity
 def build_vocab(source_lang: str, target_lang: str, train: str, out_dir: str, size: int,
                 min_count: int, bpe_merges: int, spm: str | None, spm_size: int, joint_bpe: bool) -> None:
     """Count the training text and write the shortlist vocabularies (and BPE codes).
@@ -329,6 +344,7 @@ Examples:
               help="Sentences per batch (times --beam rows; long sentences get smaller batches).")
 @click.option("--tokenized", is_flag=True, help="Input and output in Moses tokens (BPE still applied and undone).")
 @_runtime_options
+@_verbosity
 def translate(model_paths: tuple[str, ...], input: str, output: str | None, beam: int, length_penalty: str,
               alpha: float, max_ratio: float, min_len: int, nbest: int, no_unk: bool, replace_unk: bool, unk_dict: str | None,
               alignments: str | None, pharaoh_path: str | None, output_format: str, batch_size: int, tokenized: bool,
@@ -383,6 +399,7 @@ Examples:
 @click.option("--split", default="valid", show_default=True, help="With --data: the split to score.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
 @_runtime_options
+@_verbosity
 def score(hypotheses: tuple[str, ...], refs: tuple[str, ...], names: tuple[str, ...], source: str | None,
           tokenized: bool, lang: str | None, clean: str, by_length: bool, bucket_width: int,
           plot_path: str | None, no_unk: str | None, bootstrap: int, model_paths: tuple[str, ...],
@@ -436,6 +453,7 @@ Examples:
               help="With -m: their reference translations. With a Pharaoh file: its target side, in Moses tokens.")
 @click.option("--tokenized", is_flag=True, help="With -m: the lines are Moses tokens.")
 @_runtime_options
+@_verbosity
 def align_plot(alignments: str | None, sentences: str, output: str, model_paths: tuple[str, ...],
                source: str | None, target: str | None, tokenized: bool, **runtime: Any) -> None:
     """Attention heatmaps (the paper's Figure 3): source words across, generated words down,
@@ -546,6 +564,7 @@ Running the same command again resumes from SAVE_DIR/last.pt exactly (--reset st
                    "flags, same vocabularies. Ignored when SAVE_DIR/last.pt exists (that run resumes).")
 @_runtime_options
 @click.option("--reset", is_flag=True, help="Ignore SAVE_DIR/last.pt and start over.")
+@_verbosity
 def train(data_bin: str, save_dir: str, arch: str, preset: str, schedule_name: str, reset: bool,
           **values: Any) -> None:
     """Train RNNsearch, RNNencdec or a Luong et al. model on a binarized corpus (Appendix B by default)."""
@@ -563,6 +582,7 @@ Examples:
   nmtkit info runs/demo/best.pt --json | python -m json.tool""")
 @click.argument("model_path", metavar="CKPT", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
+@_verbosity
 def info(model_path: str, as_json: bool) -> None:
     """What a checkpoint holds: architecture and sizes, languages and vocabularies, training
     progress and best dev score, and the resolved training settings."""
@@ -577,6 +597,7 @@ Example (the last three validations of a run kept with --keep-validations):
   nmtkit average runs/x/update-8000.pt runs/x/update-9000.pt runs/x/update-10000.pt -o runs/x/avg.pt""")
 @click.argument("model_paths", metavar="CKPT...", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="The averaged checkpoint.")
+@_verbosity
 def average(model_paths: tuple[str, ...], output: str) -> None:
     """Average the weights of checkpoints of one model into a checkpoint that translate takes."""
     from .average import write_average

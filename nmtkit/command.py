@@ -14,6 +14,7 @@ from typing import Any, NoReturn
 
 import click
 
+from .console import set_verbosity
 from .errors import UserError
 
 USAGE = 2
@@ -41,6 +42,7 @@ class _OneLine:
     def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
              standalone_mode: bool = True, **extra: Any) -> Any:
         prog_name = prog_name or self.name     # type: ignore[attr-defined]   # "nmtkit", not "python -m nmtkit"
+        set_verbosity()                        # -q and -v hold for this invocation only
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)   # type: ignore[misc]
         try:

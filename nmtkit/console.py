@@ -15,8 +15,23 @@ from rich.text import Text
 console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
+_verbose = False
+
+
+def set_verbosity(quiet: bool = False, verbose: bool = False) -> None:
+    """-q: nothing on stderr but errors; -v: also the details (:func:`debug`)."""
+    global _verbose
+    console.quiet, _verbose = quiet, verbose and not quiet
+
+
 def log(message: str) -> None:
     console.print(message)
+
+
+def debug(message: str) -> None:
+    """A detail shown with -v only."""
+    if _verbose:
+        console.print(f"[dim]{message}[/dim]")
 
 
 class _Rate(ProgressColumn):

@@ -76,4 +76,6 @@ def setup(cfg: RuntimeConfig, local_rank: int = 0) -> Runtime:
         # oneDNN caches a bf16 primitive per matrix shape (1,024 by default); varying sentence
         # lengths make hundreds of shapes, ~400 MB at the bench size. 64 is as fast.
         os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "64")
+    from .console import debug
+    debug(f"device {device}, {torch.get_num_threads()} CPU threads, bf16 {'on' if cfg.bf16 else 'off'}")
     return Runtime(device, cfg.bf16)

@@ -28,7 +28,7 @@ import torch.distributed as dist
 from . import checkpoint
 from .checkpoint import Checkpoint, Progress, TextSides, TrainingState
 from .config import ModelConfig, TextConfig, TrainConfig
-from .console import TrainProgress, log
+from .console import TrainProgress, debug, log
 from .data.batching import Batches, collate, to_device
 from .data.binarized import Corpus
 from .data.vocab import PAD
@@ -356,6 +356,8 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
         log(f"resuming from {save_dir / 'last.pt'} at update {state.step}, epoch {batches.epoch + 1}")
     net: torch.nn.Module = torch.nn.parallel.DistributedDataParallel(model) if distributed else model
     if rank == 0:
+        debug(f"model {model_cfg.to_dict()}")
+        debug(f"training {cfg.to_dict()}")
         size = (f"{cfg.max_tokens:,} target tokens" if cfg.max_tokens else f"{cfg.batch_size} sentences")
         split = f", {world} processes taking 1/{world} each" if world > 1 else ""
         log(f"training {model_cfg.arch} ({sum(p.numel() for p in model.parameters()):,} parameters) on "

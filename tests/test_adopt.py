@@ -127,3 +127,16 @@ def test_keep_last_and_keep_best_keep_that_many(data_bin, tmp_path):
     best_two = sorted(nll, key=nll.get)[:2]
     assert sorted(p.name for p in run.glob("best-*.pt")) == sorted(f"best-{s}.pt" for s in best_two)
     assert invoke("average", *sorted(run.glob("update-*.pt")), "-o", run / "avg.pt").exit_code == 0
+
+
+def test_quiet_and_verbose_on_every_command(data_bin, tmp_path):
+    from nmtkit.cli import main as group
+    for name, command in group.commands.items():
+        flags = {opt for p in command.params for opt in p.opts}
+        assert {"-q", "--quiet", "-v", "--verbose"} <= flags, name
+    loud = invoke("train", data_bin, "--save-dir", tmp_path / "a", *TINY, "--max-updates", 1, "-v")
+    assert loud.exit_code == 0 and "device cpu" in loud.output and "training {" in loud.output
+    quiet = invoke("train", data_bin, "--save-dir", tmp_path / "b", *TINY, "--max-updates", 1, "-q")
+    assert quiet.exit_code == 0 and quiet.output == ""
+    plain = invoke("train", data_bin, "--save-dir", tmp_path / "c", *TINY, "--max-updates", 1)
+    assert "training rnnsearch" in plain.output and "device cpu" not in plain.output     # -q did not stick
