@@ -75,6 +75,7 @@ def test_sigkill_at_ten_random_moments_changes_nothing(raw, tmp_path):
     finish = subprocess.run(command(data_bin, tmp_path / "killed"), env=env(), capture_output=True, text=True,
                             timeout=300)
     assert finish.returncode == 0, finish.stderr[-2000:]
+    print(f"killed {killed} times; last.pt after each kill at updates {seen}")
     assert killed == KILLS, f"only {killed} of {KILLS} runs were still training when killed"
     assert len(set(seen)) > 2, seen                                      # the kills fell at different places
     a = checkpoint.load(tmp_path / "whole" / "last.pt")
