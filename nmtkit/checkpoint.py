@@ -134,15 +134,21 @@ def load(path: str | Path) -> Checkpoint:
         raise FormatError(f"{path}: not a complete nmtkit checkpoint ({err})") from None
 
 
-def model_of(ckpt: Checkpoint, device: torch.device | str = "cpu") -> "Seq2Seq":
-    """The checkpoint's model with its weights, on ``device``, in eval mode."""
-    from .models import build_model
-    model = build_model(ckpt.model)
+def load_weights(model: torch.nn.Module, ckpt: Checkpoint, where: str | Path) -> None:
+    """Put the checkpoint's weights into ``model``; one FormatError line naming ``where`` if
+    they do not fit it."""
     try:
         model.load_state_dict(ckpt.weights)
     except RuntimeError as err:
-        raise FormatError(f"the weights do not fit the model the checkpoint describes "
+        raise FormatError(f"{where}: the weights do not fit the model the checkpoint describes "
                           f"({str(err).splitlines()[0][:160]})") from None
+
+
+def model_of(ckpt: Checkpoint, where: str | Path, device: torch.device | str = "cpu") -> "Seq2Seq":
+    """The checkpoint's model with its weights, on ``device``, in eval mode."""
+    from .models import build_model
+    model = build_model(ckpt.model)
+    load_weights(model, ckpt, where)
     return model.to(device).eval()
 
 

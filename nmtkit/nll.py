@@ -51,7 +51,7 @@ def corpus_nll(model_path: str | Path, data_bin: str | Path, split: str, batch_s
     corpus = Corpus(data_bin)
     ckpt = checkpoint.load(model_path)
     corpus.check_vocab(ckpt.text.vocab_sha256, f"the checkpoint {model_path}")
-    model = checkpoint.model_of(ckpt, dev)
+    model = checkpoint.model_of(ckpt, model_path, dev)
     src, tgt = corpus.split(split)
     total, tokens, n = 0.0, 0, 0
     with torch.inference_mode(), run.autocast():

@@ -44,6 +44,7 @@ import torch
 
 from .data.vocab import BOS, EOS, PAD, UNK
 from .models.base import EncoderOut, Seq2Seq
+from .models.ensemble import Ensemble, EnsembleEncoderOut
 
 LENGTH_PENALTIES = ("none", "average", "gnmt")
 _NEG = float("-inf")
@@ -211,7 +212,6 @@ def force(model: Seq2Seq, enc: EncoderOut, tgt_out: torch.Tensor) -> tuple[torch
     same ``step`` the search uses: per-sentence log-probabilities (B,) and the alignment of each
     target token (B, Ty, Tx), read as each model reads its attention
     (:meth:`~nmtkit.models.base.Seq2Seq.attention_follows_input`)."""
-    from .models.ensemble import Ensemble, EnsembleEncoderOut
     if isinstance(model, Ensemble) and len({m.attention_follows_input() for m in model.models}) > 1:
         # an ensemble whose members read their attention differently: align with each, average
         parts = cast(EnsembleEncoderOut, enc).parts

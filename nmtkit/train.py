@@ -308,10 +308,10 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
             raise UserError(f"{data_dir}: has no '{split}' split")
     ckpt = _resume(save_dir, corpus) if resume else None
     init = _init_from(cfg.init_from, corpus) if cfg.init_from and ckpt is None else None
-    if ckpt is not None or init is not None:
-        source = ckpt or init
-        assert source is not None
-        _same_model(source.model, model_cfg, str(save_dir / "last.pt") if ckpt else str(cfg.init_from))
+    if ckpt is not None:
+        _same_model(ckpt.model, model_cfg, str(save_dir / "last.pt"))
+    if init is not None:
+        _same_model(init.model, model_cfg, str(cfg.init_from))
     if ckpt is not None:
         model_cfg, old = ckpt.model, ckpt.training.config
         cfg = TrainConfig(**{**cfg.to_dict(), **{k: getattr(old, k) for k in
@@ -331,22 +331,18 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
     opt = _optimizer(model, cfg)
     state = Progress()
     if init is not None:
-        try:
-            model.load_state_dict(init.weights)
-        except RuntimeError as err:
-            raise FormatError(f"{cfg.init_from}: its weights do not fit its model ({str(err).splitlines()[0][:120]})") \
-                from None
+        checkpoint.load_weights(model, init, str(cfg.init_from))
         log(f"starting from the weights of {cfg.init_from} (update {init.training.progress.step:,} of its run), "
             f"with a fresh optimizer")
     if ckpt is not None:
         run = ckpt.training
         assert run.optimizer is not None and run.batches is not None     # _resume checked
+        checkpoint.load_weights(model, ckpt, save_dir / "last.pt")
         try:
-            model.load_state_dict(ckpt.weights)
             opt.load_state_dict(run.optimizer)
-        except (RuntimeError, ValueError, KeyError) as err:
-            raise FormatError(f"{save_dir / 'last.pt'}: its weights or optimizer state do not fit its "
-                              f"model ({str(err).splitlines()[0][:120]})") from None
+        except (ValueError, KeyError) as err:
+            raise FormatError(f"{save_dir / 'last.pt'}: its optimizer state does not fit its model "
+                              f"({str(err).splitlines()[0][:120]})") from None
         batches.load_state_dict(run.batches)
         state = Progress(**vars(run.progress))
         _restore_rng(run.rng, device, rank, world)

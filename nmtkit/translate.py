@@ -22,7 +22,7 @@ import torch
 from . import checkpoint
 from .data.batching import pad
 from .data.vocab import PAD, UNK
-from .errors import FormatError, UserError
+from .errors import UserError
 from .models.base import EncoderOut, Seq2Seq
 from .models.ensemble import Ensemble
 from .runtime import Runtime, RuntimeConfig, setup
@@ -89,10 +89,7 @@ def load_models(paths: list[str | Path], device: torch.device) -> tuple[Seq2Seq,
             raise UserError(f"{path}: cannot ensemble with {paths[0]}: their vocabularies, text settings "
                             f"or BPE codes differ")
         sides = sides or these
-        try:
-            models.append(checkpoint.model_of(ckpt, device))
-        except FormatError as err:
-            raise FormatError(f"{path}: {err}") from None
+        models.append(checkpoint.model_of(ckpt, path, device))
     assert sides is not None
     return (models[0] if len(models) == 1 else Ensemble(models).eval()), sides
 

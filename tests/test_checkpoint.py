@@ -85,7 +85,7 @@ def test_every_malformed_file_is_one_format_error(tmp_path):
 def test_weights_that_do_not_fit_the_model_are_refused(tmp_path):
     fake_checkpoint(tmp_path / "c.pt")
     with pytest.raises(FormatError, match="do not fit the model"):
-        checkpoint.model_of(checkpoint.load(tmp_path / "c.pt"))
+        checkpoint.model_of(checkpoint.load(tmp_path / "c.pt"), tmp_path / "c.pt")
 
 
 def test_checkpoints_follow_the_umask_like_any_output(tmp_path):

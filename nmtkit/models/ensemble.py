@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 from torch import nn
@@ -37,10 +38,14 @@ class EnsembleEncoderOut:
 class Ensemble(Seq2Seq):
     def __init__(self, members: list[Seq2Seq]):
         super().__init__()
-        self.members = nn.ModuleList(members)       # registered: .to(), .eval() reach them
-        self.models: list[Seq2Seq] = list(members)  # the same modules, typed
+        self.members = nn.ModuleList(members)
         self.cfg = members[0].cfg
         self.widths: list[int] = []
+
+    @property
+    def models(self) -> list[Seq2Seq]:
+        """The members, typed (a ModuleList yields plain Modules)."""
+        return cast(list[Seq2Seq], list(self.members))
 
     def encode(self, src: torch.Tensor, mask: torch.Tensor) -> EnsembleEncoderOut:  # type: ignore[override]
         return EnsembleEncoderOut([m.encode(src, mask) for m in self.models])
