@@ -48,7 +48,7 @@ DEMO_RECIPE ?= $(CPU_RECIPE) --valid-every 200 --keep-validations
 DEMO_TRAIN ?= $(DEMO_RECIPE) $(DEMO_BUDGET) $(DEMO_BF16)
 BEAM    ?= 5
 
-.PHONY: help install test test-fast test-slow typecheck structure wheel-check demo demo-curve paper readme-figures data bench bench-data reproduce compare clean-data
+.PHONY: help install test test-fast test-slow typecheck structure wheel-check demo demo-curve paper readme-figures data bench bench-data bench-gpu reproduce compare clean-data
 comma := ,
 help:
 	@echo "make demo     fetch the Bible corpus, preprocess, build the vocabulary, train RNNsearch (20 min on CPU),"
@@ -56,6 +56,7 @@ help:
 	@echo "make demo-curve  the CPU trials behind the demo's recipe (hours): docs/cpu-training.md, its picture"
 	@echo "make test     run the test suite: unit tests, slow end-to-end tests, mypy (test-fast, test-slow, typecheck)"
 	@echo "make bench    training and translation speed beside Joey NMT and fairseq; preprocessing and selection speed"
+	@echo "make bench-gpu  training speed on a GPU at the paper's sizes: every model, batch, precision, eager/compiled"
 	@echo "make reproduce  the paper's WMT'14 En-Fr recipe on GPUs (examples/wmt14_en_fr; MIRROR=DIR offline)"
 	@echo "make paper    RNNencdec-30/50 and RNNsearch-30/50 at one budget: Table 1, Figures 2 and 3 (runs/paper)"
 	@echo "make compare  RNNencdec, RNNsearch and Luong et al.'s attention variants at one budget; dev table in README"
@@ -163,6 +164,12 @@ bench: bench-data
 
 bench-data: data
 	$(PY) bin/bench-data $(DATA) $(VOCAB)
+
+# Training speed on a GPU at the paper's sizes (bin/bench-gpu): every architecture, token and
+# sentence batches, fp32/TF32 and bf16, eager and compiled; on the Bible with 30,000-word lists.
+bench-gpu: install
+	$(MAKE) data BPE=0
+	$(PY) bin/bench-gpu $(DATA)/data-bin-words$(VOCAB_SIZE)
 
 # The paper's WMT'14 En→Fr experiment on GPUs (examples/wmt14_en_fr/; its variables pass through:
 # make reproduce MIRROR=/data/statmt CHECKSUMS=/data/statmt/checksums.txt WORK=/scratch/wmt14).

@@ -114,11 +114,14 @@ def save(path: str | Path, ckpt: Checkpoint) -> None:
         torch.save(payload, fh)
 
 
-def load(path: str | Path) -> Checkpoint:
+def load(path: str | Path, lazy: bool = True) -> Checkpoint:
     """The checkpoint at ``path``; :class:`UserError` (one line) for a missing file and
-    :class:`FormatError` for anything that is not a complete nmtkit checkpoint."""
+    :class:`FormatError` for anything that is not a complete nmtkit checkpoint.
+
+    ``lazy``: the tensors are mapped from the file, not read, so what a reader never touches
+    (a translation, the optimizer state of last.pt) costs no memory. A resumed run reads all."""
     path = Path(path)
-    raw = _read(path)
+    raw = _read(path, lazy)
     version = raw.get("version")
     if version == 1:
         raw = _from_version_1(raw)
@@ -152,7 +155,7 @@ def model_of(ckpt: Checkpoint, where: str | Path, device: torch.device | str = "
     return model.to(device).eval()
 
 
-def _read(path: Path) -> dict[str, Any]:
+def _read(path: Path, lazy: bool = True) -> dict[str, Any]:
     if not path.exists():
         raise UserError(f"{path}: no such checkpoint")
     if not path.is_file():
@@ -160,7 +163,7 @@ def _read(path: Path) -> dict[str, Any]:
     if not zipfile.is_zipfile(path):   # torch.save always writes a zip archive
         raise FormatError(f"{path}: truncated or corrupt checkpoint (not a torch zip archive)")
     try:
-        raw = torch.load(path, map_location="cpu", weights_only=True)
+        raw = torch.load(path, map_location="cpu", weights_only=True, mmap=lazy)
     except pickle.UnpicklingError as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else "unsupported object"
         raise FormatError(f"{path}: refused, the checkpoint holds objects other than tensors and "

@@ -106,7 +106,10 @@ _runtime_options = _options(
     click.option("--threads", type=click.IntRange(0), default=_R.threads, show_default=True,
                  help="CPU threads (0: torch's default, one per core)."),
     click.option("--bf16", is_flag=True, help="bfloat16 autocast: on GPUs, and on CPUs with AVX512-BF16 or AMX "
-                                              "(about 2x faster there)."))
+                                              "(about 2x faster there)."),
+    click.option("--tf32/--no-tf32", default=_R.tf32, show_default=True,
+                 help="On GPUs, float32 matrix products in TensorFloat-32 (tensor cores; 10-bit mantissa, "
+                      "float32 range and sums). No effect on CPUs."))
 
 
 def _read_config(ctx: click.Context, path: str | None) -> None:
@@ -130,7 +133,7 @@ def _read_config(ctx: click.Context, path: str | None) -> None:
 
 
 def _runtime(options: dict[str, Any]) -> RuntimeConfig:
-    return RuntimeConfig(options.pop("device"), options.pop("threads"), options.pop("bf16"))
+    return RuntimeConfig(options.pop("device"), options.pop("threads"), options.pop("bf16"), options.pop("tf32"))
 
 
 @main.command(epilog="""\b
@@ -535,6 +538,13 @@ Running the same command again resumes from SAVE_DIR/last.pt exactly (--reset st
                    "processes takes 1/N of every minibatch, so N changes nothing but the speed.")
 @click.option("--max-tokens", type=click.IntRange(0), default=_T.max_tokens, show_default=True,
               help="Minibatches by target tokens instead, in total over all GPUs (0: off).")
+@click.option("--update-freq", type=click.IntRange(1), default=_T.update_freq, show_default=True,
+              help="Accumulate the gradients of N passes per update: an update is N times --batch-size "
+                   "(or --max-tokens), computed a piece at a time, in 1/N of the memory.")
+@click.option("--compile", "compile", is_flag=True,
+              help="Compile the recurrences' per-word steps with torch.compile (rnnsearch, rnnencdec): "
+                   "fused kernels, for GPUs, where the eager step is bound by kernel launches. The first "
+                   "updates wait for the compiler.")
 @click.option("--shortlist", type=click.IntRange(0), default=_T.shortlist, show_default=True,
               help="Jean et al. (2015)'s sampled softmax in training: over the minibatch's target words and "
                    "others drawn at random, this many in all (0: the full softmax, as the paper).")
@@ -544,6 +554,8 @@ Running the same command again resumes from SAVE_DIR/last.pt exactly (--reset st
 @click.option("--max-epochs", type=click.IntRange(0), default=_T.max_epochs, show_default=True)
 @click.option("--max-minutes", type=click.FloatRange(0), default=_T.max_minutes, show_default=True)
 @click.option("--valid-every", type=click.IntRange(1), default=_T.valid_every, show_default=True)
+@click.option("--valid-max-sentences", type=click.IntRange(0), default=_T.valid_max_sentences, show_default=True,
+              help="Validate on the first N dev sentences only (0: all).")
 @click.option("--valid-bleu/--no-valid-bleu", default=_T.valid_bleu, show_default=True, help="Greedy dev BLEU at validation.")
 @click.option("--best-by", type=click.Choice(["bleu", "nll"]), default=_T.best_by, show_default=True,
               help="The dev score that picks best.pt and counts for --patience: greedy BLEU, or NLL "

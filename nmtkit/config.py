@@ -172,6 +172,7 @@ class TrainConfig(_Settings):
     clip: float = 1.0
     batch_size: int = 80
     max_tokens: int = 0            # >0: batches by target tokens instead of sentences
+    update_freq: int = 1           # minibatch pieces whose gradients are accumulated per update
     shortlist: int = 0             # >0: Jean et al.'s sampled softmax over this many target words
     pool: int = 20
     max_len: int = 50
@@ -192,6 +193,8 @@ class TrainConfig(_Settings):
     device: str | None = None      # None: the process's GPU when there is one (see runtime)
     threads: int = 0               # 0: torch's default
     bf16: bool = False
+    tf32: bool = True              # on GPUs: fp32 matrix products on tensor cores
+    compile: bool = False          # the recurrences' steps through torch.compile
 
 
 

@@ -26,6 +26,7 @@ class RuntimeConfig:
     device: str | None = None      # None: the GPU of this process when there is one, else the CPU
     threads: int = 0               # CPU threads; 0: torch's default (one per core)
     bf16: bool = False             # bfloat16 autocast
+    tf32: bool = True              # on GPUs: float32 matrix products in TensorFloat-32
 
 
 @dataclass(frozen=True)
@@ -40,10 +41,12 @@ class Runtime:
         return torch.autocast(self.device.type, dtype=torch.bfloat16)
 
 
-def resolve_device(name: str | None, local_rank: int = 0) -> torch.device:
-    """The device a name means on this machine; :class:`UserError` for one that is unknown or absent."""
+def resolve_device(name: str | None, local_rank: int = 0, local_world: int = 1) -> torch.device:
+    """The device a name means on this machine for the process of local rank ``local_rank`` of
+    ``local_world`` on this node (torchrun's LOCAL_RANK, LOCAL_WORLD_SIZE); :class:`UserError`
+    for one that is unknown or absent, and for more processes than GPUs."""
     if name is None or name == "":
-        return torch.device(f"cuda:{local_rank}" if torch.cuda.is_available() else "cpu")
+        name = "cuda" if torch.cuda.is_available() else "cpu"
     if name == "cpu":
         return torch.device("cpu")
     match = re.fullmatch(r"cuda(?::(\d+))?", name)
@@ -51,10 +54,14 @@ def resolve_device(name: str | None, local_rank: int = 0) -> torch.device:
         raise UserError(f"unknown device '{name}' (use {DEVICES})")
     if not torch.cuda.is_available():
         raise UserError(f"device '{name}': this machine has no CUDA GPU that torch can use (use cpu)")
+    count = torch.cuda.device_count()
+    if match.group(1) is None and local_world > count:
+        # two processes on one GPU would fight over its memory, and NCCL refuses them
+        raise UserError(f"{local_world} processes on this node but {count} CUDA GPU(s): start at most "
+                        f"{count} (torchrun --nproc-per-node {count}), or use --device cpu")
     index = int(match.group(1)) if match.group(1) is not None else local_rank
-    if index >= torch.cuda.device_count():
-        raise UserError(f"device '{name}': this machine has {torch.cuda.device_count()} CUDA GPU(s), "
-                        f"numbered from 0")
+    if index >= count:
+        raise UserError(f"device '{name}': this machine has {count} CUDA GPU(s), numbered from 0")
     return torch.device(f"cuda:{index}")
 
 
@@ -65,11 +72,15 @@ def describe_device() -> str:
     return f"cpu: {torch.get_num_threads()} threads"
 
 
-def setup(cfg: RuntimeConfig, local_rank: int = 0) -> Runtime:
+def setup(cfg: RuntimeConfig, local_rank: int = 0, local_world: int = 1) -> Runtime:
     """Apply ``cfg`` to this process and say where to compute."""
-    device = resolve_device(cfg.device, local_rank)
+    device = resolve_device(cfg.device, local_rank, local_world)
     if device.type == "cuda":
         torch.cuda.set_device(device)
+        # fp32 products on tensor cores (10-bit mantissa), as fairseq and Marian do by default;
+        # without it an fp32 GEMM of the paper's sizes runs at a fraction of the GPU's speed
+        torch.backends.cuda.matmul.allow_tf32 = cfg.tf32
+        torch.backends.cudnn.allow_tf32 = cfg.tf32
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     if cfg.bf16 and device.type == "cpu":
@@ -77,5 +88,6 @@ def setup(cfg: RuntimeConfig, local_rank: int = 0) -> Runtime:
         # lengths make hundreds of shapes, ~400 MB at the bench size. 64 is as fast.
         os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "64")
     from .console import debug
-    debug(f"device {device}, {torch.get_num_threads()} CPU threads, bf16 {'on' if cfg.bf16 else 'off'}")
+    debug(f"device {device}, {torch.get_num_threads()} CPU threads, bf16 {'on' if cfg.bf16 else 'off'}"
+          + (f", tf32 {'on' if cfg.tf32 else 'off'}" if device.type == "cuda" else ""))
     return Runtime(device, cfg.bf16)

@@ -3,10 +3,12 @@
 Minibatches from :mod:`nmtkit.data.batching`; cost = summed target NLL per
 sentence, averaged over the minibatch; gradient L2 norm clipped; Adadelta
 (ρ=0.95, ε=1e-6), Adam, or plain SGD with Luong et al.'s halving per epoch.
-Every ``valid_every`` updates: dev NLL (teacher forcing) and dev BLEU
+``update_freq`` > 1 accumulates the gradients of that many pieces of each
+minibatch before the step. Every ``valid_every`` updates: dev NLL (teacher forcing) and dev BLEU
 (greedy search, the code translate uses), ``best.pt`` when the dev score
 improves, ``last.pt`` always, early stopping after ``patience`` validations
-without improvement. Metrics go to ``metrics.jsonl`` in the save directory,
+without improvement. ``best.pt`` holds what translation needs, ``last.pt`` the
+whole training state. Metrics go to ``metrics.jsonl`` in the save directory,
 and their plot to ``curves.png``. Ctrl-C finishes the current update, saves
 ``last.pt`` and exits. Several processes (torchrun) train with
 DistributedDataParallel, each reading its share of the minibatches.
@@ -14,6 +16,7 @@ DistributedDataParallel, each reading its share of the minibatches.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -22,10 +25,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
-import torch.distributed as dist
 
-from . import checkpoint
+from . import checkpoint, distributed
 from .checkpoint import Checkpoint, Progress, TextSides, TrainingState
 from .config import ModelConfig, TextConfig, TrainConfig
 from .console import TrainProgress, debug, log
@@ -40,7 +43,7 @@ from .models.loss import shortlist
 from .nll import scored_batches
 from .plot import read_metrics, training_curves
 from .runlog import MACHINE, machine
-from .runtime import RuntimeConfig, setup
+from .runtime import Runtime, RuntimeConfig, setup
 from .search import greedy
 from .text.bpe import merge_subwords
 
@@ -121,7 +124,7 @@ def _resume(save_dir: Path, corpus: Corpus) -> Checkpoint | None:
     last = save_dir / "last.pt"
     if not last.exists():
         return None
-    ckpt = checkpoint.load(last)
+    ckpt = checkpoint.load(last, lazy=False)
     if not ckpt.training.resumable:
         raise FormatError(f"{last}: holds no training state to resume from (use --reset to start over)")
     corpus.check_vocab(ckpt.text.vocab_sha256, f"the checkpoint {last}")
@@ -189,11 +192,15 @@ def _rewind_metrics(path: Path, step: int) -> None:
         fh.write("".join(line + "\n" for line in keep))
 
 
+def _counted_out(cfg: TrainConfig, state: Progress, epoch: int) -> bool:
+    """Whether the budget in updates or epochs is spent: the same on every process."""
+    return bool((cfg.max_updates and state.step >= cfg.max_updates)
+                or (cfg.max_epochs and epoch >= cfg.max_epochs))
+
+
 def _done(cfg: TrainConfig, state: Progress, epoch: int) -> bool:
     """Whether a budget is spent: updates, epochs or minutes."""
-    return bool((cfg.max_updates and state.step >= cfg.max_updates)
-                or (cfg.max_epochs and epoch >= cfg.max_epochs)
-                or (cfg.max_minutes and state.seconds >= 60 * cfg.max_minutes))
+    return _counted_out(cfg, state, epoch) or bool(cfg.max_minutes and state.seconds >= 60 * cfg.max_minutes)
 
 
 def _rng_states(device: torch.device, world: int) -> list[dict[str, torch.Tensor]]:
@@ -202,11 +209,7 @@ def _rng_states(device: torch.device, world: int) -> list[dict[str, torch.Tensor
     mine = {"torch": torch.get_rng_state()}
     if device.type == "cuda":
         mine["cuda"] = torch.cuda.get_rng_state(device)
-    if world == 1:
-        return [mine]
-    everyone: list[Any] = [None] * world
-    dist.all_gather_object(everyone, mine)
-    return everyone
+    return distributed.gather(mine, world)
 
 
 def _restore_rng(ranks: list[dict[str, torch.Tensor]], device: torch.device, rank: int, world: int) -> None:
@@ -219,47 +222,53 @@ def _restore_rng(ranks: list[dict[str, torch.Tensor]], device: torch.device, ran
         torch.cuda.set_rng_state(mine["cuda"], device)
 
 
-def _agree(flag: bool, device: torch.device) -> bool:
-    """Rank 0's value of ``flag`` on every rank."""
-    value = torch.tensor([int(flag)], device=device)
-    dist.broadcast(value, 0)
-    return bool(value.item())
-
-
 class _Window:
-    """Training losses of the updates since the last report, kept on the device.
+    """Training losses (and gradient norms) of the updates since the last report, kept on the device.
 
     Reading a loss (``float(loss)``) waits for the GPU; so the losses of a
     window are read together, every ``log_every`` updates and before any
-    checkpoint, and a non-finite one is then traced to its update.
+    checkpoint, summed over the processes (every rank closes the same
+    windows), and a non-finite one is then traced to its update: on every
+    rank at once, so that all of them stop together.
     """
 
     def __init__(self, first_step: int):
         self.first, self.tokens, self.sents, self.all_tokens = first_step, 0, 0, 0
         self.losses: list[torch.Tensor] = []
+        self.norms: list[torch.Tensor] = []
         self.started = time.perf_counter()
 
-    def add(self, loss: torch.Tensor, tokens: int, sents: int, all_tokens: int) -> None:
-        """This process's summed loss over its ``tokens`` and ``sents``; ``all_tokens``: the
-        whole minibatch's, over every process (for the speed)."""
-        self.losses.append(loss.detach())
+    def add(self, loss: torch.Tensor, norm: torch.Tensor | None, tokens: int, sents: int, all_tokens: int) -> None:
+        """This process's summed loss over its ``tokens`` and ``sents``, the update's gradient
+        norm (if clipped); ``all_tokens``: the whole minibatch's, over every process."""
+        self.losses.append(loss.detach().float())
+        if norm is not None:
+            self.norms.append(norm.detach().float())
         self.tokens, self.sents = self.tokens + tokens, self.sents + sents
         self.all_tokens += all_tokens
 
-    def close(self) -> dict[str, float]:
-        """Averages of the window; UserError naming the first update whose loss is not finite."""
-        values = torch.stack(self.losses).tolist() if self.losses else []
-        for k, v in enumerate(values):
-            if not math.isfinite(v):
-                raise _Diverged(self.first + k, v)
+    def close(self, world: int) -> dict[str, float]:
+        """Averages of the window over every process; _Diverged naming the first update whose loss
+        (or gradient norm) is not finite."""
+        n = len(self.losses)
+        if not n:
+            return {}
+        device = self.losses[0].device
+        norms = torch.stack(self.norms) if len(self.norms) == n else torch.zeros(n, device=device)
+        counts = torch.tensor([self.tokens, self.sents], dtype=torch.float32, device=device)
+        everything = distributed.summed(torch.cat([torch.stack(self.losses), norms, counts]), world).tolist()
+        values, grads, (tokens, sents) = everything[:n], everything[n:2 * n], everything[2 * n:]
+        for k, (v, g) in enumerate(zip(values, grads)):
+            if not (math.isfinite(v) and math.isfinite(g)):
+                raise _Diverged(self.first + k, *((v, "loss") if not math.isfinite(v) else (g, "gradient norm")))
         seconds = max(time.perf_counter() - self.started, 1e-9)
-        return {"train_nll": sum(values) / max(self.sents, 1), "train_nll_token": sum(values) / max(self.tokens, 1),
-                "tgt_tokens_per_s": self.all_tokens / seconds, "updates_per_s": len(values) / seconds}
+        return {"train_nll": sum(values) / max(sents, 1), "train_nll_token": sum(values) / max(tokens, 1),
+                "tgt_tokens_per_s": self.all_tokens / seconds, "updates_per_s": n / seconds}
 
 
 class _Diverged(Exception):
-    def __init__(self, step: int, value: float):
-        self.step, self.value = step, value
+    def __init__(self, step: int, value: float, what: str = "loss"):
+        self.step, self.value, self.what = step, value, what
 
 
 def _optimizer(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.Optimizer:
@@ -294,14 +303,44 @@ def _budget(cfg: TrainConfig, batches_per_epoch: int) -> tuple[float | None, str
     return None, "updates"
 
 
+def describe_batches(cfg: TrainConfig, world: int) -> str:
+    """What one update computes on, in total and per process: the first line a run logs."""
+    unit = (f"{cfg.max_tokens:,} target tokens" if cfg.max_tokens else f"{cfg.batch_size} sentences")
+    total = (f"{cfg.max_tokens * cfg.update_freq:,} target tokens" if cfg.max_tokens
+             else f"{cfg.batch_size * cfg.update_freq} sentences")
+    if world == 1 and cfg.update_freq == 1:
+        return f"minibatches of {total}"
+    parts = ([f"{world} processes taking 1/{world} each"] if world > 1 else []) + (
+        [f"{cfg.update_freq} accumulated passes of {unit}"] if cfg.update_freq > 1 else [])
+    each = ("" if cfg.max_tokens or world == 1 else
+            f"; about {cfg.batch_size / world:g} sentences per process and pass")
+    return f"minibatches of {total} in total per update ({', '.join(parts)}{each})"
+
+
+# A test hook: "RANK:STEP" makes that rank's loss NaN at that update, as a diverging process would.
+_POISON = "NMTKIT_TEST_NAN_AT"
+
+
+def _poisoned(rank: int, step: int) -> bool:
+    return os.environ.get(_POISON, "") == f"{rank}:{step}"
+
+
 def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConfig,
           resume: bool = True) -> Progress:
-    runtime = setup(RuntimeConfig(cfg.device, cfg.threads, cfg.bf16), int(os.environ.get("LOCAL_RANK", 0)))
+    """Train (or resume) a model; with torchrun, as one of its processes."""
+    where = distributed.place()
+    runtime = setup(RuntimeConfig(cfg.device, cfg.threads, cfg.bf16, cfg.tf32), where.local_rank, where.local_world)
+    distributed.start(where, runtime.device)
+    try:
+        return _train(data_dir, save_dir, model_cfg, cfg, resume, where, runtime)
+    finally:
+        distributed.stop()
+
+
+def _train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConfig, resume: bool,
+           where: distributed.Place, runtime: Runtime) -> Progress:
     device = runtime.device
-    distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1
-    if distributed and not dist.is_initialized():
-        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
-    rank, world = (dist.get_rank(), dist.get_world_size()) if distributed else (0, 1)
+    rank, world, multi = where.rank, where.world, where.distributed
     corpus = Corpus(data_dir)
     for split in ("train", "valid"):
         if split not in corpus.splits:
@@ -315,7 +354,8 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
     if ckpt is not None:
         model_cfg, old = ckpt.model, ckpt.training.config
         cfg = TrainConfig(**{**cfg.to_dict(), **{k: getattr(old, k) for k in
-                                                 ("seed", "batch_size", "pool", "max_len", "max_tokens")}})
+                                                 ("seed", "batch_size", "pool", "max_len", "max_tokens",
+                                                  "update_freq")}})
     elif init is not None:
         model_cfg = init.model
     else:
@@ -327,7 +367,7 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
     sides = text_sides(corpus)
     src, tgt = corpus.split("train")
     batches = Batches(src.sizes, tgt.sizes, cfg.batch_size, cfg.pool, cfg.max_len, cfg.seed,
-                      cfg.max_tokens, rank, world)
+                      cfg.max_tokens, rank, world, cfg.update_freq)
     opt = _optimizer(model, cfg)
     state = Progress()
     if init is not None:
@@ -350,14 +390,15 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
             log(f"{save_dir / 'last.pt'} has finished its budget (update {state.step}); nothing to do")
             return state
         log(f"resuming from {save_dir / 'last.pt'} at update {state.step}, epoch {batches.epoch + 1}")
-    net: torch.nn.Module = torch.nn.parallel.DistributedDataParallel(model) if distributed else model
+    if cfg.compile:
+        model.compile_steps()
+    ddp = torch.nn.parallel.DistributedDataParallel(model) if multi else None
+    net: torch.nn.Module = ddp if ddp is not None else model
     if rank == 0:
         debug(f"model {model_cfg.to_dict()}")
         debug(f"training {cfg.to_dict()}")
-        size = (f"{cfg.max_tokens:,} target tokens" if cfg.max_tokens else f"{cfg.batch_size} sentences")
-        split = f", {world} processes taking 1/{world} each" if world > 1 else ""
         log(f"training {model_cfg.arch} ({sum(p.numel() for p in model.parameters()):,} parameters) on "
-            f"{device.type}; minibatches of {size} in total{split}")
+            f"{device.type}{' (compiled steps)' if cfg.compile else ''}; {describe_batches(cfg, world)}")
     metrics_path = save_dir / "metrics.jsonl"
     if rank == 0:
         save_dir.mkdir(parents=True, exist_ok=True)
@@ -368,6 +409,8 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
         _rewind_metrics(metrics_path, state.step)
 
     def save(name: str, rng: list[dict[str, torch.Tensor]], resumable: bool = True) -> None:
+        """A resumable file holds the optimizer, batch position and RNGs as well (last.pt); the
+        others hold what translation needs (plus the run's settings and progress)."""
         if rank != 0:
             return
         run = TrainingState(cfg, Progress(**vars(state)))
@@ -382,10 +425,43 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
 
     def close_window() -> dict[str, float]:
         try:
-            return window.close()
+            return window.close(world)
         except _Diverged as bad:
-            raise UserError(f"loss became {bad.value} at update {bad.step}; {save_dir / 'last.pt'} holds "
+            raise UserError(f"{bad.what} became {bad.value} at update {bad.step}; {save_dir / 'last.pt'} holds "
                             f"the last good state (try a smaller --lr or --clip)") from None
+
+    def one_update(idx: np.ndarray) -> tuple[torch.Tensor, torch.Tensor | None, int, int]:
+        """Forward and backward over this process's share of each piece of minibatch ``idx``,
+        then the optimizer step: (summed loss, gradient norm or None, tokens, sentences)."""
+        pieces = batches.share(idx)
+        loss_total: torch.Tensor = torch.zeros((), device=device)
+        ntok = nsent = 0
+        opt.zero_grad(set_to_none=True)
+        for k, mine in enumerate(pieces):
+            batch = collate(src, tgt, mine)
+            ntok, nsent = ntok + int((batch["tgt_out"] != PAD).sum()), nsent + len(mine)
+            words = (shortlist(batch["tgt_out"], model_cfg.tgt_vocab, cfg.shortlist, PAD).to(device)
+                     if cfg.shortlist else None)
+            batch = to_device(batch, device)
+            # DDP averages the gradients once, after the last piece
+            quiet = ddp.no_sync() if ddp is not None and k < len(pieces) - 1 else contextlib.nullcontext()
+            try:
+                with quiet:
+                    with runtime.autocast():
+                        loss_sum = net(batch["src"], batch["src_mask"], batch["tgt_in"], batch["tgt_out"], words)
+                    if _poisoned(rank, state.step + 1):
+                        loss_sum = loss_sum * float("nan")
+                    # scaled so that the gradients are those of the whole minibatch's summed NLL
+                    # per sentence (DDP divides by the world)
+                    (loss_sum * world / len(idx)).backward()
+            except torch.cuda.OutOfMemoryError:
+                raise UserError(f"out of GPU memory on a batch of {len(mine)} sentences × "
+                                f"{batch['tgt_in'].shape[1]} tokens; lower --batch-size (or --max-tokens), "
+                                f"raise --update-freq, or lower --max-len") from None
+            loss_total = loss_total + loss_sum.detach()
+        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip) if cfg.clip else None
+        opt.step()
+        return loss_total, norm, ntok, nsent
 
     started = time.perf_counter() - state.seconds
     window = _Window(state.step + 1)
@@ -397,36 +473,23 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
             if cfg.decay_after:
                 for group in opt.param_groups:
                     group["lr"] = learning_rate(cfg, batches.drawn_epoch)
-            mine = batches.share(idx)
-            batch = collate(src, tgt, mine)
-            ntok = int((batch["tgt_out"] != PAD).sum())
-            words = (shortlist(batch["tgt_out"], model_cfg.tgt_vocab, cfg.shortlist, PAD).to(device)
-                     if cfg.shortlist else None)
-            batch = to_device(batch, device)
-            try:
-                with runtime.autocast():
-                    loss_sum = net(batch["src"], batch["src_mask"], batch["tgt_in"], batch["tgt_out"], words)
-                opt.zero_grad(set_to_none=True)
-                # DDP averages the processes' gradients: scaled so, they are those of the whole
-                # minibatch's summed NLL per sentence
-                (loss_sum * world / len(idx)).backward()
-            except torch.cuda.OutOfMemoryError:
-                raise UserError(f"out of GPU memory on a batch of {len(mine)} sentences × "
-                                f"{batch['tgt_in'].shape[1]} tokens; lower --batch-size (or --max-tokens) "
-                                f"or --max-len") from None
-            if cfg.clip:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
-            opt.step()
+            loss, norm, ntok, nsent = one_update(idx)
             state.step += 1
             state.seconds = time.perf_counter() - started
-            window.add(loss_sum, ntok, len(mine), int(tgt.sizes[idx].sum()) + len(idx))
+            window.add(loss, norm, ntok, nsent, int(tgt.sizes[idx].sum()) + len(idx))
+            reporting = state.step % cfg.log_every == 0
             finish = _done(cfg, state, batches.epoch) or stop.requested
-            if distributed:   # rank 0 decides, so that no rank waits for the others forever
-                finish = _agree(finish, device)
+            if multi:
+                # the clock and Ctrl-C may differ between processes: rank 0 decides for them, at
+                # reports only (agreeing waits for the GPU); counted budgets agree by themselves
+                soft = reporting and distributed.agree(finish, device)
+                finish = _counted_out(cfg, state, batches.epoch) or soft
             checkpointing = state.step % cfg.valid_every == 0 or finish
             rng = _rng_states(device, world) if checkpointing else []   # every rank, at the same updates
-            if state.step % cfg.log_every == 0 or (checkpointing and rank == 0):
+            if reporting or checkpointing:                              # every rank: a collective
                 entry = {**close_window(), "seconds": state.seconds, "lr": opt.param_groups[0]["lr"]}
+                if device.type == "cuda":     # the allocator's own count: no wait for the GPU
+                    entry["gpu_peak_mb"] = torch.cuda.max_memory_allocated(device) / 2 ** 20
                 window = _Window(state.step + 1)
                 record(entry)
                 bar.show(state.step, batches.drawn_epoch + 1, entry)
@@ -439,7 +502,7 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
                 bar.validated(state.step, metrics)
                 if score > state.best:
                     state.best, state.bad_evals = score, 0
-                    save("best.pt", rng)
+                    save("best.pt", rng, resumable=False)
                 else:
                     state.bad_evals += 1
                 save("last.pt", rng)
@@ -451,8 +514,8 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
                 if cfg.patience and state.bad_evals >= cfg.patience:
                     log(f"no improvement in {cfg.patience} validations: stopping")
                     finish = True
-            if distributed and checkpointing:
-                finish = _agree(finish, device)
+            if multi and checkpointing:
+                finish = distributed.agree(finish, device)
             if finish:
                 if stop.requested:
                     log(f"interrupted: saved {save_dir / 'last.pt'} at update {state.step}")

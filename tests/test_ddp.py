@@ -25,7 +25,7 @@ def test_ddp_gloo_two_processes(raw, tmp_path):
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29517",
            "-m", "nmtkit", "train", str(tmp_path / "bin"), "--save-dir", str(tmp_path / "ddp"),
            "--preset", "tiny", "--optimizer", "adam", "--lr", "0.01", "--batch-size", "4", "--pool", "2",
-           "--max-updates", "3", "--log-every", "1", "--threads", "1"]
+           "--max-updates", "3", "--log-every", "1", "--threads", "1", "--device", "cpu"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=240,
                           env=ENV)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -33,7 +33,7 @@ def test_ddp_gloo_two_processes(raw, tmp_path):
     assert [e["step"] for e in logged if "train_nll" in e] == [1, 2, 3]      # rank 0 alone writes
     assert (tmp_path / "ddp" / "last.pt").exists()
 
-    assert "minibatches of 4 sentences in total, 2 processes taking 1/2 each" in done.stderr
+    assert "minibatches of 4 sentences in total per update (2 processes taking 1/2 each" in done.stderr
     single = [sys.executable, "-m", "nmtkit", *cmd[cmd.index("train"):]]
     single[single.index("--save-dir") + 1] = str(tmp_path / "one")
     alone = subprocess.run(single, capture_output=True, text=True, timeout=240,

@@ -19,9 +19,11 @@ def inputs(seed=0, n=37, l=6, K=11):
 
 
 @pytest.mark.parametrize("chunk_elements", [11, 5 * 11, 10_000])     # 1 row, 5 rows, all rows at once
-def test_equals_logits_then_cross_entropy(chunk_elements):
+@pytest.mark.parametrize("drop_padding", [True, False])   # the CPU's way, and the GPU's (no nonzero)
+def test_equals_logits_then_cross_entropy(chunk_elements, drop_padding):
     t, W, b, y = inputs()
-    fused = linear_cross_entropy(t, W, b, y, ignore_index=0, chunk_elements=chunk_elements)
+    fused = linear_cross_entropy(t, W, b, y, ignore_index=0, chunk_elements=chunk_elements,
+                                 drop_padding=drop_padding)
     (3 * fused).backward()
     grads = [x.grad.clone() for x in (t, W, b)]
     for x in (t, W, b):

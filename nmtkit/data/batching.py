@@ -7,7 +7,10 @@ the pool is shuffled. Pairs over ``max_len`` on either side, or empty, are
 never drawn. ``max_tokens`` > 0 cuts by target tokens instead of sentences.
 With several ranks (DDP) the minibatches are the same as with one, and each
 rank takes every ``world``-th sentence of each: ``batch_size`` is the total,
-as in the paper.
+as in the paper. With ``update_freq`` N (gradient accumulation) an update's
+minibatch is that of ``N × batch_size`` (or ``N × max_tokens``), cut into N
+consecutive pieces of its length-sorted sentences, computed one after the
+other: the same update as one N times larger batch, in 1/N of the memory.
 """
 
 from __future__ import annotations
@@ -23,13 +26,15 @@ from .vocab import BOS, EOS, PAD
 class Batches:
     def __init__(self, src_sizes: np.ndarray, tgt_sizes: np.ndarray, batch_size: int = 80,
                  pool: int = 20, max_len: int = 50, seed: int = 1234, max_tokens: int = 0,
-                 rank: int = 0, world: int = 1):
+                 rank: int = 0, world: int = 1, update_freq: int = 1):
         self.src_sizes, self.tgt_sizes = np.asarray(src_sizes), np.asarray(tgt_sizes)
         ok = (self.src_sizes > 0) & (self.tgt_sizes > 0)
         if max_len:
             ok &= (self.src_sizes <= max_len) & (self.tgt_sizes <= max_len)
         self.keep = np.flatnonzero(ok)
-        self.batch_size, self.pool, self.seed, self.max_tokens = batch_size, pool, seed, max_tokens
+        self.pieces = update_freq
+        self.batch_size, self.max_tokens = batch_size * update_freq, max_tokens * update_freq
+        self.pool, self.seed = pool, seed
         self.rank, self.world = rank, world
         self.epoch, self.index = 0, 0
         self.drawn_epoch = 0
@@ -57,12 +62,13 @@ class Batches:
             chunk = chunk[np.lexsort((self.src_sizes[chunk], self.tgt_sizes[chunk]))]
             cut = self._cut(chunk)
             batches.extend(cut[k] for k in rng.permutation(len(cut)))
-        # every process takes a share of each minibatch, so none may be smaller than the world
-        return [b for b in batches if len(b) >= self.world]
+        # every process takes a share of each piece, so none may be smaller than the world
+        return [b for b in batches if len(b) >= self.world * self.pieces]
 
-    def share(self, batch: np.ndarray) -> np.ndarray:
-        """This process's part of a minibatch: every world-th sentence (similar lengths for all)."""
-        return batch[self.rank::self.world]
+    def share(self, batch: np.ndarray) -> list[np.ndarray]:
+        """This process's part of each of a minibatch's ``update_freq`` pieces (consecutive runs of
+        its length-sorted sentences): every world-th sentence of each (similar lengths for all)."""
+        return [piece[self.rank::self.world] for piece in np.array_split(batch, self.pieces)]
 
     def __iter__(self) -> Iterator[np.ndarray]:
         """Batches from the current position on, forever (epoch after epoch). The position moves
@@ -110,4 +116,8 @@ def collate(src_arr: Any, tgt_arr: Any, idx: np.ndarray) -> dict[str, torch.Tens
 
 
 def to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
-    return {k: v.to(device, non_blocking=True) for k, v in batch.items()}
+    """The batch on ``device``. To a GPU through pinned memory: a copy from pageable memory
+    would first wait for everything queued on the GPU, once per tensor and update."""
+    if device.type == "cuda":
+        return {k: v.pin_memory().to(device, non_blocking=True) for k, v in batch.items()}
+    return {k: v.to(device) for k, v in batch.items()}

@@ -56,7 +56,11 @@ class AdditiveAttention(nn.Module):
                 mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Context (B, 2n) and weights α (B, Tx) for decoder states ``s_prev`` (B, n)."""
         q = self.W_a(s_prev)
-        e = _Energy.apply(keys, q.to(keys.dtype), self.v_a.weight[0].to(keys.dtype))  # type: ignore[no-untyped-call]
+        if torch.compiler.is_compiling():
+            # inductor fuses this and recomputes the tanh in backward by itself (_Energy's trick)
+            e = torch.tanh(keys + q.to(keys.dtype).unsqueeze(1)) @ self.v_a.weight[0].to(keys.dtype)
+        else:
+            e = _Energy.apply(keys, q.to(keys.dtype), self.v_a.weight[0].to(keys.dtype))  # type: ignore[no-untyped-call]
         alpha = torch.softmax(e.masked_fill(~mask, float("-inf")), dim=-1)
         return torch.bmm(alpha.unsqueeze(1), h).squeeze(1), alpha
 

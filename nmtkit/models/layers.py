@@ -34,6 +34,10 @@ class PaperGRU(nn.Module):
         candidate = torch.tanh(wx[:, 2 * n:] + self.U(r * s))
         return s + z * (candidate - s)
 
+    def masked_cell(self, wx: torch.Tensor, s: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+        """:meth:`cell` where ``keep`` (B, 1) is 1, the state unchanged where it is 0 (padding)."""
+        return s + keep * (self.cell(wx, s) - s)
+
 
 class BiEncoder(nn.Module):
     """Forward and backward paper-GRUs over one shared source embedding (Appendix A.2.1).
@@ -57,8 +61,7 @@ class BiEncoder(nn.Module):
         # unbind once: indexing wx[:, t] in the loop costs a full-size gradient buffer per step
         steps, keep = wx.unbind(1), mask.unsqueeze(-1).to(wx.dtype).unbind(1)
         for t in (range(T - 1, -1, -1) if reverse else range(T)):
-            new = rnn.cell(steps[t], s)
-            s = s + keep[t] * (new - s)
+            s = rnn.masked_cell(steps[t], s, keep[t])
             out[t] = s
         return torch.stack(out, 1)
 

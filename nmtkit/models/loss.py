@@ -26,7 +26,8 @@ import torch
 class _LinearCrossEntropy(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, t: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
-                target: torch.Tensor, chunk: int, grads: bool, mm_dtype: torch.dtype) -> torch.Tensor:
+                target: torch.Tensor, keep: torch.Tensor | None, chunk: int, grads: bool,
+                mm_dtype: torch.dtype) -> torch.Tensor:
         needs = ctx.needs_input_grad
         want_t, want_w, want_b = grads and needs[0], grads and needs[1], grads and bias is not None and needs[2]
         w = weight.to(mm_dtype)
@@ -53,11 +54,15 @@ class _LinearCrossEntropy(torch.autograd.Function):
                 # one exp pass, in place: z becomes exp(z − max), then the softmax
                 peak = z.amax(-1, keepdim=True)
                 denom = z.sub_(peak).exp_().sum(-1, keepdim=True)
-                total += (peak.squeeze(1) + denom.squeeze(1).log() - z_y).sum()
+                nll = peak.squeeze(1) + denom.squeeze(1).log() - z_y
+                kept = None if keep is None else keep[start:start + chunk].to(acc)
+                total += (nll if kept is None else nll * kept).sum()
                 if not (want_t or want_w or want_b):
                     continue
                 g = z.div_(denom)
-                g.scatter_add_(1, y, -torch.ones_like(y, dtype=g.dtype))
+                if kept is not None:
+                    g.mul_(kept.unsqueeze(1))      # padding rows: no gradient
+                g.scatter_add_(1, y, -torch.ones_like(y, dtype=g.dtype) if kept is None else -kept.unsqueeze(1))
                 if grad_b is not None:
                     grad_b += g.sum(0)
                 if mm_dtype == acc:
@@ -80,11 +85,12 @@ class _LinearCrossEntropy(torch.autograd.Function):
         return (None if grad_t is None else grad_t * scale.to(grad_t.dtype),
                 None if grad_w is None else (grad_w * scale).to(ctx.weight_dtype),
                 None if grad_b is None else (grad_b * scale).to(ctx.weight_dtype),
-                None, None, None, None)
+                None, None, None, None, None)
 
 
 def linear_cross_entropy(t: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
-                         target: torch.Tensor, ignore_index: int = 0, chunk_elements: int = 1 << 22) -> torch.Tensor:
+                         target: torch.Tensor, ignore_index: int = 0, chunk_elements: int = 0,
+                         drop_padding: bool | None = None) -> torch.Tensor:
     """Σ over rows of −log softmax(t Wᵀ + b)[target], skipping ``ignore_index`` rows.
 
     ``t`` (N, l), ``weight`` (K, l), ``target`` (N,). Equal to
@@ -94,12 +100,25 @@ def linear_cross_entropy(t: torch.Tensor, weight: torch.Tensor, bias: torch.Tens
     in the forward pass, so call ``backward`` on the result (or a multiple
     of it) at most once. Under autocast the matrix products run in the
     autocast dtype and the softmax in float32, as autocast would do.
+
+    On a CPU the ``ignore_index`` rows are dropped first, so padding costs
+    nothing; on a GPU they are computed and weighted 0, since finding them
+    (``nonzero``) would make the host wait for the device in every update
+    (``drop_padding`` overrides the choice).
+    Chunks default to 4M logits on a CPU (cache-sized) and 64M on a GPU
+    (few chunks: few kernel launches).
     """
     device = t.device.type
     mm_dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else weight.dtype
-    real = (target != ignore_index).nonzero().squeeze(1)    # padding rows cost nothing
-    return cast(torch.Tensor, _LinearCrossEntropy.apply(t.index_select(0, real), weight, bias, target.index_select(0, real),
-                                     max(1, chunk_elements // weight.shape[0]), torch.is_grad_enabled(), mm_dtype))  # type: ignore[no-untyped-call]
+    chunk_elements = chunk_elements or (1 << 22 if device == "cpu" else 1 << 26)
+    keep: torch.Tensor | None = None
+    if drop_padding if drop_padding is not None else device == "cpu":
+        real = (target != ignore_index).nonzero().squeeze(1)    # padding rows cost nothing
+        t, target = t.index_select(0, real), target.index_select(0, real)
+    else:
+        keep = target != ignore_index
+    return cast(torch.Tensor, _LinearCrossEntropy.apply(  # type: ignore[no-untyped-call]
+        t, weight, bias, target, keep, max(1, chunk_elements // weight.shape[0]), torch.is_grad_enabled(), mm_dtype))
 
 
 def shortlist(targets: torch.Tensor, vocab_size: int, size: int, ignore_index: int = 0) -> torch.Tensor:

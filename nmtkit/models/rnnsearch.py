@@ -102,6 +102,12 @@ class RNNSearch(Seq2Seq):
     def output_layer(self) -> nn.Linear:
         return self.W_o
 
+    def step_functions(self) -> list[tuple[nn.Module, str]]:
+        found: list[tuple[nn.Module, str]] = [(self, "_recur")]
+        if isinstance(self.encoder, BiEncoder):
+            found += [(rnn, "masked_cell") for rnn in (self.encoder.fwd, self.encoder.bwd) if rnn is not None]
+        return found
+
 
 class RNNEncDec(RNNSearch):
     attentive = False

@@ -1,0 +1,163 @@
+"""What makes training right and fast on GPUs, checked on the CPU: gradient accumulation, the
+compiled step, checkpoint contents, device and process-group choices, a diverging process."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from nmtkit import checkpoint
+from nmtkit.config import ModelConfig, TrainConfig
+from nmtkit.data.batching import Batches
+from nmtkit.errors import UserError
+from nmtkit.models import build_model
+from nmtkit.runtime import resolve_device
+from nmtkit.train import describe_batches, train
+from tests.test_corpus import make_corpus
+
+TINY = ModelConfig(emb=16, hidden=16, align=16, maxout=16)
+
+
+def cfg(**kw):
+    base = dict(optimizer="adam", lr=0.01, batch_size=2, pool=2, valid_every=1000, log_every=1,
+                valid_bleu=False, threads=1, patience=0, device="cpu")
+    return TrainConfig(**{**base, **kw})
+
+
+@pytest.fixture
+def corpus(raw, tmp_path):
+    make_corpus(raw, tmp_path)
+    return tmp_path / "bin"
+
+
+def test_update_freq_two_gives_the_update_of_a_batch_twice_as_large(corpus, tmp_path):
+    # 6 pairs: batches of 4 (2 accumulated passes of 2) against batches of 4 in one pass
+    train(corpus, tmp_path / "acc", TINY, cfg(batch_size=2, update_freq=2, max_updates=3))
+    train(corpus, tmp_path / "big", TINY, cfg(batch_size=4, max_updates=3))
+    acc, big = (checkpoint.load(tmp_path / r / "last.pt") for r in ("acc", "big"))
+    assert acc.training.batches == big.training.batches           # the same sentences, the same order
+    for k in big.weights:   # float32 sums in another order: equal to rounding (3 Adam steps at 0.01)
+        assert torch.allclose(acc.weights[k], big.weights[k], atol=1e-6), k
+    train(corpus, tmp_path / "small", TINY, cfg(batch_size=2, max_updates=3))    # not the same updates
+    small = checkpoint.load(tmp_path / "small" / "last.pt")
+    assert not all(torch.allclose(small.weights[k], big.weights[k], atol=1e-6) for k in big.weights)
+
+
+def test_accumulation_cuts_each_minibatch_into_consecutive_pieces_shared_by_the_ranks():
+    sizes = torch.arange(1, 25).numpy()
+    one = Batches(sizes, sizes, batch_size=8, pool=3, max_len=0, seed=1)
+    acc = Batches(sizes, sizes, batch_size=4, pool=3, max_len=0, seed=1, update_freq=2)
+    assert [b.tolist() for b in one.epoch_batches(0)] == [b.tolist() for b in acc.epoch_batches(0)]
+    batch = acc.epoch_batches(0)[0]
+    assert [p.tolist() for p in acc.share(batch)] == [batch[:4].tolist(), batch[4:].tolist()]
+    rank1 = Batches(sizes, sizes, batch_size=4, pool=3, max_len=0, seed=1, rank=1, world=2, update_freq=2)
+    assert [p.tolist() for p in rank1.share(batch)] == [batch[1:4:2].tolist(), batch[5::2].tolist()]
+
+
+def test_the_first_line_says_what_a_minibatch_is():
+    assert describe_batches(TrainConfig(batch_size=80), 1) == "minibatches of 80 sentences"
+    assert describe_batches(TrainConfig(batch_size=80, update_freq=2), 4) == (
+        "minibatches of 160 sentences in total per update (4 processes taking 1/4 each, 2 accumulated "
+        "passes of 80 sentences; about 20 sentences per process and pass)")
+    assert describe_batches(TrainConfig(max_tokens=6000, update_freq=4), 1) == (
+        "minibatches of 24,000 target tokens in total per update (4 accumulated passes of 6,000 target tokens)")
+
+
+def test_best_pt_holds_what_translation_needs_and_last_pt_the_whole_training_state(corpus, tmp_path):
+    train(corpus, tmp_path / "r", TINY, cfg(max_updates=2, valid_every=2))
+    best, last = (checkpoint.load(tmp_path / "r" / name) for name in ("best.pt", "last.pt"))
+    assert best.training.optimizer is None and not best.training.rng and not best.training.resumable
+    assert last.training.resumable and last.training.rng
+    assert all(torch.equal(best.weights[k], last.weights[k]) for k in best.weights)
+    assert (tmp_path / "r" / "best.pt").stat().st_size < 0.6 * (tmp_path / "r" / "last.pt").stat().st_size
+
+
+def test_a_lazy_load_maps_the_file_and_reads_the_same_tensors(corpus, tmp_path):
+    train(corpus, tmp_path / "r", TINY, cfg(max_updates=1, valid_every=1))
+    lazy, eager = checkpoint.load(tmp_path / "r" / "last.pt"), checkpoint.load(tmp_path / "r" / "last.pt", lazy=False)
+    assert all(torch.equal(lazy.weights[k], eager.weights[k]) for k in eager.weights)
+
+
+# -- the compiled step --------------------------------------------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.parametrize("arch", ["rnnsearch", "rnnencdec"])
+def test_the_compiled_step_gives_the_eager_loss_and_gradients(arch):
+    """Tolerance: 1e-5 relative on the loss and 1e-4 absolute on every gradient (float32; the
+    compiled kernels sum in another order and compute tanh directly, not as 2σ(2x) − 1)."""
+    pytest.importorskip("torch._inductor")
+    torch.manual_seed(0)
+    model_cfg = ModelConfig(arch=arch, src_vocab=13, tgt_vocab=11, emb=8, hidden=8, align=8, maxout=8)
+    eager = build_model(model_cfg)
+    fast = build_model(model_cfg)
+    fast.load_state_dict(eager.state_dict())
+    fast.compile_steps()
+    g = torch.Generator().manual_seed(1)
+    for B, Tx, Ty in ((3, 5, 4), (2, 7, 6)):           # two shapes: one compilation serves both
+        src = torch.randint(3, 13, (B, Tx), generator=g)
+        src[0, -2:] = 0                                  # padding in the first sentence
+        tgt = torch.randint(3, 11, (B, Ty + 1), generator=g)
+        tgt[1, -2:] = 0
+        results = []
+        for model in (eager, fast):
+            model.zero_grad()
+            loss = model(src, src != 0, tgt[:, :-1], tgt[:, 1:])
+            loss.backward()
+            results.append((loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters()
+                                            if p.grad is not None}))
+        (l_e, g_e), (l_f, g_f) = results
+        assert torch.allclose(l_e, l_f, rtol=1e-5)
+        assert g_e.keys() == g_f.keys()
+        for name in g_e:
+            assert torch.allclose(g_e[name], g_f[name], atol=1e-4), name
+
+
+def test_compile_is_refused_for_a_model_without_a_step_to_compile():
+    model = build_model(ModelConfig(arch="luong", src_vocab=9, tgt_vocab=9, emb=4, hidden=4, align=4, layers=1))
+    with pytest.raises(UserError, match="--compile: the luong model has no per-position step"):
+        model.compile_steps()
+
+
+# -- devices and processes --------------------------------------------------------------------
+
+def test_more_processes_than_gpus_is_refused_in_one_line(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    with pytest.raises(UserError, match=r"2 processes on this node but 1 CUDA GPU\(s\)"):
+        resolve_device(None, local_rank=1, local_world=2)
+    assert resolve_device(None, 0, 1) == torch.device("cuda:0")
+    assert resolve_device("cpu", 1, 2) == torch.device("cpu")      # CPU processes: any number
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_a_nan_on_one_rank_ends_every_rank_with_exit_2(corpus, tmp_path):
+    """Two gloo processes started by hand (as torchrun would, without its restarts): rank 1's loss
+    turns NaN at update 2; both stop at the next report with the same one line, none hangs."""
+    port = _free_port()
+    procs = []
+    for rank in (0, 1):
+        env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": "",
+               "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "RANK": str(rank), "WORLD_SIZE": "2",
+               "LOCAL_RANK": str(rank), "LOCAL_WORLD_SIZE": "2", "NMTKIT_TEST_NAN_AT": "1:2",
+               **{k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}}
+        cmd = [sys.executable, "-m", "nmtkit", "train", str(corpus), "--save-dir", str(tmp_path / "ddp"),
+               "--preset", "tiny", "--optimizer", "adam", "--lr", "0.01", "--batch-size", "4", "--pool", "2",
+               "--max-updates", "6", "--log-every", "3", "--valid-every", "100", "--threads", "1",
+               "--device", "cpu"]
+        procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    outs = [p.communicate(timeout=240) for p in procs]
+    for p, (_, err) in zip(procs, outs):
+        assert p.returncode == 2, err[-2000:]
+        assert "loss became nan at update 2" in err
+        assert "Traceback" not in err
+    assert json.loads((tmp_path / "ddp" / "machine.json").read_text())        # rank 0 had started the run
