@@ -346,12 +346,15 @@ Examples:
 @click.option("--batch-size", type=click.IntRange(1), default=_O.batch_size, show_default=True,
               help="Sentences per batch (times --beam rows; long sentences get smaller batches).")
 @click.option("--tokenized", is_flag=True, help="Input and output in Moses tokens (BPE still applied and undone).")
+@click.option("--int8", is_flag=True,
+              help="CPUs: the linear layers in int8 (torch's dynamic quantization, a scale per output row): "
+                   "faster products, a quarter of their memory; BLEU within a few tenths (README).")
 @_runtime_options
 @_verbosity
 def translate(model_paths: tuple[str, ...], input: str, output: str | None, beam: int, length_penalty: str,
               alpha: float, max_ratio: float, min_len: int, nbest: int, no_unk: bool, replace_unk: bool, unk_dict: str | None,
               alignments: str | None, pharaoh_path: str | None, output_format: str, batch_size: int, tokenized: bool,
-              **runtime: Any) -> None:
+              int8: bool, **runtime: Any) -> None:
     """Translate raw text, one sentence a line, from INPUT (default: stdin) to stdout.
 
     Output line i is the translation of input line i, always; an empty line
@@ -369,7 +372,7 @@ def translate(model_paths: tuple[str, ...], input: str, output: str | None, beam
     options = TranslateOptions(search, batch_size, tokenized, replace_unk=replace_unk,
                                unk_dict=read_unk_dict(unk_dict) if unk_dict else None)
     translate_file(list(model_paths), input, output, options, alignments, _runtime(runtime), nbest_format=nbest > 0,
-                   pharaoh_path=pharaoh_path, jsonl=output_format == "jsonl")
+                   pharaoh_path=pharaoh_path, jsonl=output_format == "jsonl", int8=int8)
 
 
 @main.command(epilog="""\b

@@ -25,6 +25,7 @@ from .data.vocab import PAD, UNK
 from .errors import UserError
 from .models.base import EncoderOut, Seq2Seq
 from .models.ensemble import Ensemble
+from .models.int8 import quantize_int8
 from .runtime import Runtime, RuntimeConfig, setup
 from .search import SearchConfig, beam_search, force
 from .text.sides import Sides
@@ -80,7 +81,11 @@ def read_unk_dict(path: str | Path) -> dict[str, str]:
     return table
 
 
-def load_models(paths: list[str | Path], device: torch.device) -> tuple[Seq2Seq, Sides]:
+def load_models(paths: list[str | Path], device: torch.device, int8: bool = False) -> tuple[Seq2Seq, Sides]:
+    """The models of ``paths`` (an ensemble for several) and their text sides; ``int8``: with
+    int8 linear layers (CPUs only)."""
+    if int8 and device.type != "cpu":
+        raise UserError(f"--int8 is for CPUs (torch's int8 kernels); on {device.type} use --bf16")
     models, sides = [], None
     for path in paths:
         ckpt = checkpoint.load(path)
@@ -89,7 +94,8 @@ def load_models(paths: list[str | Path], device: torch.device) -> tuple[Seq2Seq,
             raise UserError(f"{path}: cannot ensemble with {paths[0]}: their vocabularies, text settings "
                             f"or BPE codes differ")
         sides = sides or these
-        models.append(checkpoint.model_of(ckpt, path, device))
+        model = checkpoint.model_of(ckpt, path, device)
+        models.append(quantize_int8(model) if int8 else model)
     assert sides is not None
     return (models[0] if len(models) == 1 else Ensemble(models).eval()), sides
 
@@ -101,11 +107,12 @@ class Translator:
 
     @classmethod
     def from_checkpoints(cls, paths: list[str | Path] | str | Path,
-                         runtime: RuntimeConfig | str | None = None) -> "Translator":
-        """The models of ``paths`` (several: an ensemble) set up by ``runtime`` (or just a device name)."""
+                         runtime: RuntimeConfig | str | None = None, int8: bool = False) -> "Translator":
+        """The models of ``paths`` (several: an ensemble) set up by ``runtime`` (or just a device
+        name); ``int8``: their linear layers in int8 (:mod:`nmtkit.models.int8`)."""
         paths = [paths] if isinstance(paths, (str, Path)) else paths
         run = setup(runtime if isinstance(runtime, RuntimeConfig) else RuntimeConfig(device=runtime))
-        return cls(*load_models(paths, run.device), run)
+        return cls(*load_models(paths, run.device, int8), run)
 
     def translate(self, lines: Iterable[str], options: TranslateOptions = TranslateOptions(),
                   block: int = 1000) -> Iterator[Translation]:

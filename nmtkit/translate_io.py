@@ -105,7 +105,8 @@ class _Sinks:
 
 def translate_file(model_paths: list[str], source: str, output: str | None, options: TranslateOptions,
                    alignments: str | None = None, runtime: RuntimeConfig | None = None,
-                   nbest_format: bool = False, pharaoh_path: str | None = None, jsonl: bool = False) -> int:
+                   nbest_format: bool = False, pharaoh_path: str | None = None, jsonl: bool = False,
+                   int8: bool = False) -> int:
     """``nmtkit translate``: lines of ``source`` ('-': stdin) to ``output`` (None or '-': stdout).
 
     Returns the number of lines translated. Files given by name are checked
@@ -119,7 +120,7 @@ def translate_file(model_paths: list[str], source: str, output: str | None, opti
         raise UserError(f"{source}: is empty")
     if alignments or pharaoh_path or jsonl:
         options = dataclasses.replace(options, attention=True)
-    translator = Translator.from_checkpoints(list(model_paths), runtime)
+    translator = Translator.from_checkpoints(list(model_paths), runtime, int8)
     with contextlib.ExitStack() as stack:
         sinks = _Sinks(stack, output, alignments, nbest_format or options.search.nbest > 1, pharaoh_path, jsonl)
         if source == STDIO:

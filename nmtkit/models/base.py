@@ -26,7 +26,9 @@ from .loss import linear_cross_entropy, shortlisted_cross_entropy
 
 @dataclass
 class EncoderOut:
-    """Annotations ``h`` (B, Tx, 2n), their precomputed ``U_a h`` (B, Tx, n') and the mask (B, Tx)."""
+    """Annotations ``h`` (B, Tx, 2n), the mask (B, Tx), what the decoder's context needs
+    precomputed once per sentence (``keys``: U_a h (B, Tx, n') for attention, C c (B, 3n) for
+    RNNencdec's fixed context), and a summary of the sentence for the initial state."""
 
     h: torch.Tensor
     mask: torch.Tensor

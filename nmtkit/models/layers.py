@@ -126,7 +126,8 @@ def inference_linear(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
     """``layer(x)`` for search: on a CPU without autograd, through oneDNN's float32 kernel in
     blocks of rows. For the 256 × 23k output layer at 60-200 rows it measured 2.1-2.6x faster
     than torch's default (MKL) on an AMD Zen 5; the weights are reordered once per version."""
-    if (x.device.type != "cpu" or x.dtype != torch.float32 or x.dim() != 2 or torch.is_grad_enabled()
+    if (type(layer) is not nn.Linear       # an int8 layer (models.int8) has a kernel of its own
+            or x.device.type != "cpu" or x.dtype != torch.float32 or x.dim() != 2 or torch.is_grad_enabled()
             or not torch.backends.mkldnn.is_available()  # type: ignore[no-untyped-call]
             or layer.weight.dtype != torch.float32):
         return cast(torch.Tensor, layer(x))

@@ -54,7 +54,7 @@ class RNNSearch(Seq2Seq):
             return EncoderOut(h, mask, keys=self.attention.precompute(h), summary=back_first)
         last = (mask.sum(1) - 1).clamp(min=0)
         c = h[torch.arange(h.shape[0], device=h.device), last]
-        return EncoderOut(h, mask, summary=c)
+        return EncoderOut(h, mask, keys=self.C(c), summary=c)     # c is fixed: C c once per sentence
 
     def init_state(self, enc: EncoderOut) -> torch.Tensor:
         assert enc.summary is not None
@@ -72,7 +72,9 @@ class RNNSearch(Seq2Seq):
                enc: EncoderOut) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         """c_i from s_{i-1}, then s_i. ``w_y`` is W E y_{i-1} for all three gates (B, 3n)."""
         c, alpha = self._context(s_prev, enc)
-        return self.gru.cell(w_y + self.C(c), s_prev), c, alpha
+        gates = self.C(c) if self.attention is not None else enc.keys   # RNNencdec: C c, precomputed
+        assert gates is not None
+        return self.gru.cell(w_y + gates, s_prev), c, alpha
 
     def deep_output(self, s: torch.Tensor, e_y: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
         """t = maxout over pairs of U_o s + V_o E y + C_o c; works on (..., ·)."""

@@ -1,0 +1,79 @@
+"""Faster CPU translation that keeps the translations: int8 linear layers, RNNencdec's fixed
+context projected once, token batches."""
+
+import torch
+from click.testing import CliRunner
+
+from nmtkit import checkpoint
+from nmtkit.cli import main
+from nmtkit.config import ModelConfig
+from nmtkit.data.vocab import BOS
+from nmtkit.models import build_model
+from nmtkit.models.int8 import quantize_int8
+from nmtkit.translate import TranslateOptions, Translator
+from tests.conftest import EN
+
+
+def _step_logp(model, src):
+    with torch.inference_mode():
+        enc = model.encode(src, src != 0)
+        state = model.init_state(enc)
+        y = torch.full((src.shape[0],), BOS)
+        out = []
+        for _ in range(4):
+            logp, state, _ = model.step(y, state, enc)
+            y = logp.argmax(1)
+            out.append(logp)
+    return torch.stack(out)
+
+
+def test_int8_log_probabilities_stay_within_a_stated_tolerance_of_float32():
+    """Tolerance: every next-word probability of four greedy steps within 0.03 of float32's, and
+    log-probabilities 0.05 nats apart on average, on a random 32-unit RNNsearch with weights
+    N(0, 0.3²), spread wider than trained ones (int8 weights, a scale per output row; inputs
+    quantized per call)."""
+    torch.manual_seed(0)
+    model = build_model(ModelConfig(src_vocab=40, tgt_vocab=50, emb=32, hidden=32, align=32, maxout=32)).eval()
+    for p in model.parameters():      # B.1's tiny weights make every output uniform: spread them
+        p.data.normal_(0, 0.3)
+    src = torch.randint(4, 40, (3, 7))
+    full = _step_logp(model, src)
+    low = _step_logp(quantize_int8(model), src)
+    assert torch.nn.Linear not in {type(m) for n, m in quantize_int8(model).named_modules() if not n.endswith("v_a")}
+    assert 0 < (full.exp() - low.exp()).abs().max().item() < 0.03     # changed (int8 ran), but little
+    assert (full - low).abs().mean().item() < 0.05
+
+
+def test_int8_translates_the_learned_pairs_as_float32_does(overfit, tmp_path):
+    ckpt = overfit / "run" / "last.pt"
+    lines = EN[:5]
+    fp32 = [t.text for t in Translator.from_checkpoints(ckpt, "cpu").translate(lines, TranslateOptions())]
+    int8 = [t.text for t in Translator.from_checkpoints(ckpt, "cpu", int8=True).translate(lines, TranslateOptions())]
+    assert int8 == fp32 and all(fp32)
+    src = tmp_path / "in.en"
+    src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    done = CliRunner().invoke(main, ["translate", "-m", str(ckpt), str(src), "--int8"])
+    assert done.exit_code == 0, done.output
+    assert done.stdout.splitlines() == fp32
+
+
+def test_rnnencdec_projects_its_fixed_context_once_and_teacher_forcing_still_matches_the_step():
+    torch.manual_seed(1)
+    model = build_model(ModelConfig(arch="rnnencdec", src_vocab=20, tgt_vocab=20, emb=8, hidden=8, align=8,
+                                    maxout=8)).eval()
+    for p in model.parameters():
+        p.data.normal_(0, 0.3)
+    src = torch.randint(4, 20, (2, 5))
+    enc = model.encode(src, src != 0)
+    assert enc.keys is not None and torch.allclose(enc.keys, model.C(enc.summary))
+    calls = []
+    model.C.register_forward_hook(lambda *_: calls.append(1))
+    tgt = torch.randint(4, 20, (2, 6))
+    forced = torch.log_softmax(model(src, src != 0, tgt), -1)
+    assert len(calls) == 1                          # once in encode, never per position
+    state, stepped = model.init_state(enc), []
+    with torch.no_grad():
+        for t in range(6):
+            logp, state, _ = model.step(tgt[:, t], state, enc)
+            stepped.append(logp)
+    assert torch.allclose(torch.stack(stepped, 1), forced, atol=1e-5)
