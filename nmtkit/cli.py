@@ -345,6 +345,9 @@ Examples:
               help="jsonl: one JSON object per input line with the text, score, alignment and n-best list.")
 @click.option("--batch-size", type=click.IntRange(1), default=_O.batch_size, show_default=True,
               help="Sentences per batch (times --beam rows; long sentences get smaller batches).")
+@click.option("--max-tokens", type=click.IntRange(0), default=None,
+              help="Batches of at most N source tokens (padding included; times --beam rows) instead of "
+                   "--batch-size sentences; 0: sentence batches [default: 8,000 on GPUs, 0 on CPUs].")
 @click.option("--tokenized", is_flag=True, help="Input and output in Moses tokens (BPE still applied and undone).")
 @click.option("--int8", is_flag=True,
               help="CPUs: the linear layers in int8 (torch's dynamic quantization, a scale per output row): "
@@ -353,8 +356,8 @@ Examples:
 @_verbosity
 def translate(model_paths: tuple[str, ...], input: str, output: str | None, beam: int, length_penalty: str,
               alpha: float, max_ratio: float, min_len: int, nbest: int, no_unk: bool, replace_unk: bool, unk_dict: str | None,
-              alignments: str | None, pharaoh_path: str | None, output_format: str, batch_size: int, tokenized: bool,
-              int8: bool, **runtime: Any) -> None:
+              alignments: str | None, pharaoh_path: str | None, output_format: str, batch_size: int,
+              max_tokens: int | None, tokenized: bool, int8: bool, **runtime: Any) -> None:
     """Translate raw text, one sentence a line, from INPUT (default: stdin) to stdout.
 
     Output line i is the translation of input line i, always; an empty line
@@ -369,7 +372,7 @@ def translate(model_paths: tuple[str, ...], input: str, output: str | None, beam
         raise UserError("--unk-dict is used by --replace-unk; add that flag")
     search = SearchConfig(beam=beam, length_penalty=length_penalty, alpha=alpha, max_ratio=max_ratio,
                           nbest=max(nbest, 1), no_unk=no_unk, min_len=min_len)
-    options = TranslateOptions(search, batch_size, tokenized, replace_unk=replace_unk,
+    options = TranslateOptions(search, batch_size, max_tokens, tokenized, replace_unk=replace_unk,
                                unk_dict=read_unk_dict(unk_dict) if unk_dict else None)
     translate_file(list(model_paths), input, output, options, alignments, _runtime(runtime), nbest_format=nbest > 0,
                    pharaoh_path=pharaoh_path, jsonl=output_format == "jsonl", int8=int8)

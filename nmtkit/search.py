@@ -140,9 +140,8 @@ def beam_search(model: Seq2Seq, enc: EncoderOut, cfg: SearchConfig = SearchConfi
         logp, state, _ = model.step(y, state, enc)
         ended = scores + (logp[:, EOS] if t >= cfg.min_len else torch.full_like(logp[:, EOS], _NEG)).view(b, k)
         logp.index_fill_(1, banned, _NEG)
-        at_limit = t + 1 >= limit
-        if bool(at_limit.any()):            # out of room: nothing stays open
-            logp.masked_fill_(at_limit.repeat_interleave(k).unsqueeze(1), _NEG)
+        # out of room: nothing stays open (asking whether any row is would wait for a GPU)
+        logp.masked_fill_((t + 1 >= limit).repeat_interleave(k).unsqueeze(1), _NEG)
         w = min(k, logp.shape[1])
         word_logp, words = logp.topk(w, dim=1)
         scores, pick = (scores.view(-1, 1) + word_logp).view(b, k * w).topk(k, dim=1)

@@ -32,14 +32,18 @@ from .text.sides import Sides
 
 # Python's str.splitlines() breaks at these; an output line must never contain one.
 _LINE_BREAKS = re.compile("[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
-# Batches hold at most batch_size sentences and batch_size × this many source tokens.
+# Sentence batches hold at most batch_size sentences and batch_size × this many source tokens.
 _TOKENS_PER_SENTENCE = 50
+# Token batches by default on a GPU: source tokens (padding included) per batch, times the beam in
+# rows; sentence batches of 32 leave an H100 mostly idle.
+GPU_MAX_TOKENS = 8000
 
 
 @dataclass(frozen=True)
 class TranslateOptions:
     search: SearchConfig = SearchConfig()
     batch_size: int = 32
+    max_tokens: int | None = None  # >0: batches by source tokens; 0: by sentences; None: tokens on GPUs
     tokenized: bool = False        # input and output in Moses tokens
     attention: bool = False        # keep each output's attention matrix
     replace_unk: bool = False      # copy the most attended source word into each <unk>
@@ -126,13 +130,18 @@ class Translator:
         if pending:
             yield from self.translate_block(pending, options)
 
-    def _batches(self, lengths: list[int], batch_size: int) -> Iterator[list[int]]:
-        """Indices of non-empty lines, shortest first, in batches under the sentence and token budgets."""
+    def _batches(self, lengths: list[int], batch_size: int, max_tokens: int | None = 0) -> Iterator[list[int]]:
+        """Indices of non-empty lines, shortest first, in batches: of at most ``max_tokens``
+        source tokens (</s> and padding counted) when it is > 0, else under the sentence and token
+        budgets of ``batch_size``; ``None``: token batches on a GPU, sentence batches elsewhere."""
+        if max_tokens is None:
+            max_tokens = GPU_MAX_TOKENS if self.device.type == "cuda" else 0
+        budget = max_tokens or batch_size * _TOKENS_PER_SENTENCE
         order = sorted((i for i, n in enumerate(lengths) if n), key=lambda i: lengths[i])
         batch: list[int] = []
         for i in order:
-            if batch and (len(batch) == batch_size or
-                          (len(batch) + 1) * (lengths[i] + 1) > batch_size * _TOKENS_PER_SENTENCE):
+            if batch and ((not max_tokens and len(batch) == batch_size) or
+                          (len(batch) + 1) * (lengths[i] + 1) > budget):
                 yield batch
                 batch = []
             batch.append(i)
@@ -144,7 +153,7 @@ class Translator:
         sources = [src_side.tokens(line, options.tokenized) for line in lines]
         out = [Translation("", [], tokens, 0.0, 0.0) for tokens in sources]  # empty in, empty out
         attention = options.attention or options.replace_unk
-        for idx in self._batches([len(s) for s in sources], options.batch_size):
+        for idx in self._batches([len(s) for s in sources], options.batch_size, options.max_tokens):
             src = pad([np.asarray(src_side.ids(sources[i]), dtype=np.int64) for i in idx]).to(self.device)
             with torch.inference_mode(), self.runtime.autocast():
                 enc = self.model.encode(src, src != PAD)

@@ -1,6 +1,7 @@
 """Faster CPU translation that keeps the translations: int8 linear layers, RNNencdec's fixed
 context projected once, token batches."""
 
+import pytest
 import torch
 from click.testing import CliRunner
 
@@ -77,3 +78,14 @@ def test_rnnencdec_projects_its_fixed_context_once_and_teacher_forcing_still_mat
             logp, state, _ = model.step(tgt[:, t], state, enc)
             stepped.append(logp)
     assert torch.allclose(torch.stack(stepped, 1), forced, atol=1e-5)
+
+
+def test_token_batches_give_the_translations_of_sentence_batches(overfit):
+    translator = Translator.from_checkpoints(overfit / "run" / "last.pt", "cpu")
+    lines = EN + ["", "And God saw the earth, and the light."]
+    by_sentences = list(translator.translate(lines, TranslateOptions(batch_size=32, max_tokens=0)))
+    batches = list(translator._batches([len(translator.sides.src.tokens(x)) for x in lines], 32, 24))
+    assert len(batches) > 2      # several batches of at most 24 tokens, padding included
+    by_tokens = list(translator.translate(lines, TranslateOptions(max_tokens=24)))
+    assert [t.text for t in by_tokens] == [t.text for t in by_sentences]
+    assert [t.score for t in by_tokens] == pytest.approx([t.score for t in by_sentences], abs=1e-4)
