@@ -35,7 +35,7 @@ def average(paths: list[str | Path]) -> Checkpoint:
         last = ckpt
     weights = {k: (v / len(paths)).to(first.weights[k].dtype) for k, v in total.items()}
     run = TrainingState(last.training.config, last.training.progress)
-    return Checkpoint(first.model, weights, first.text, run)
+    return Checkpoint(first.model, weights, first.text, run, lexicon=first.lexicon)
 
 
 def write_average(paths: list[str | Path], out: str | Path) -> Checkpoint:

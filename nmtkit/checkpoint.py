@@ -8,7 +8,9 @@ A checkpoint is everything ``translate`` needs and everything a resumed
   settings and BPE codes, and the corpus fingerprints (:class:`TextSides`);
 - ``training``: the :class:`~nmtkit.config.TrainConfig`, the
   :class:`Progress`, and, in a resumable file, the optimizer state, the batch
-  iterator's position and every process's RNG states (:class:`TrainingState`).
+  iterator's position and every process's RNG states (:class:`TrainingState`);
+- ``lexicon`` (optional): the candidate lists of vocabulary selection
+  (:class:`~nmtkit.lexicon.Lexicon`).
 
 On disk it is a torch zip of plain values and tensors only, so
 ``torch.load(weights_only=True)`` reads it and a stranger's file cannot run
@@ -33,6 +35,7 @@ from . import __version__
 from .config import ModelConfig, TextConfig, TrainConfig
 from .errors import FormatError, UserError
 from .files import atomic_write
+from .lexicon import Lexicon
 
 if TYPE_CHECKING:
     from .models.base import Seq2Seq
@@ -88,6 +91,7 @@ class Checkpoint:
     text: TextSides
     training: TrainingState
     written_by: str = __version__
+    lexicon: Lexicon | None = None       # the candidate lists of translate --shortlist
 
     @property
     def parameters(self) -> int:
@@ -110,6 +114,8 @@ def save(path: str | Path, ckpt: Checkpoint) -> None:
                  "settings_sha256": text.settings_sha256},
         "training": training,
     }
+    if ckpt.lexicon is not None:
+        payload["lexicon"] = ckpt.lexicon.to_dict()
     with atomic_write(path, "wb") as fh:
         torch.save(payload, fh)
 
@@ -217,7 +223,19 @@ def _parse(raw: dict[str, Any]) -> Checkpoint:
                           optimizer=optimizer, batches=batches and {k: int(v) for k, v in batches.items()},
                           rng=rng)
     return Checkpoint(model=config, weights=weights, text=sides, training=state,
-                      written_by=str(raw.get("nmtkit", "?")))
+                      written_by=str(raw.get("nmtkit", "?")), lexicon=_lexicon(raw.get("lexicon"), config))
+
+
+def _lexicon(value: Any, model: ModelConfig) -> Lexicon | None:
+    if value is None:
+        return None
+    table, frequent = value["table"], value["frequent"]
+    if not (isinstance(table, torch.Tensor) and table.dim() == 2 and table.shape[0] == model.src_vocab
+            and not table.is_floating_point() and isinstance(frequent, int) and 0 <= frequent <= model.tgt_vocab):
+        raise FormatError("the lexicon is not a table of target ids per source word")
+    if table.numel() and not 0 <= int(table.min()) <= int(table.max()) < model.tgt_vocab:
+        raise FormatError("the lexicon names target ids outside the vocabulary")
+    return Lexicon(frequent, table)
 
 
 def _tokens(value: Any) -> list[str]:

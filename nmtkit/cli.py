@@ -16,7 +16,7 @@ import click
 
 from . import __version__
 from .command import Group
-from .config import (MODEL_PRESETS, SCHEDULES, SCORES, WINDOWS, FilterConfig, ModelConfig, TextConfig, TrainConfig,
+from .config import (LEXICON_FREQUENT, LEXICON_PER_SOURCE, MODEL_PRESETS, SCHEDULES, SCORES, WINDOWS, FilterConfig, ModelConfig, TextConfig, TrainConfig,
                      VocabConfig, train_settings)
 from .errors import UserError
 from .parallel import default_workers
@@ -349,6 +349,10 @@ Examples:
               help="Batches of at most N source tokens (padding included; times --beam rows) instead of "
                    "--batch-size sentences; 0: sentence batches [default: 8,000 on GPUs, 0 on CPUs].")
 @click.option("--tokenized", is_flag=True, help="Input and output in Moses tokens (BPE still applied and undone).")
+@click.option("--shortlist", is_flag=True,
+              help="Vocabulary selection: each batch scores only its candidate words (the 1,000 most "
+                   "frequent target words and 50 translations of each of its source words, from the lexicon "
+                   "training stores in the checkpoint): a smaller output layer.")
 @click.option("--int8", is_flag=True,
               help="CPUs: the linear layers in int8 (torch's dynamic quantization, a scale per output row): "
                    "faster products, a quarter of their memory; BLEU within a few tenths (README).")
@@ -357,7 +361,7 @@ Examples:
 def translate(model_paths: tuple[str, ...], input: str, output: str | None, beam: int, length_penalty: str,
               alpha: float, max_ratio: float, min_len: int, nbest: int, no_unk: bool, replace_unk: bool, unk_dict: str | None,
               alignments: str | None, pharaoh_path: str | None, output_format: str, batch_size: int,
-              max_tokens: int | None, tokenized: bool, int8: bool, **runtime: Any) -> None:
+              max_tokens: int | None, tokenized: bool, shortlist: bool, int8: bool, **runtime: Any) -> None:
     """Translate raw text, one sentence a line, from INPUT (default: stdin) to stdout.
 
     Output line i is the translation of input line i, always; an empty line
@@ -372,7 +376,7 @@ def translate(model_paths: tuple[str, ...], input: str, output: str | None, beam
         raise UserError("--unk-dict is used by --replace-unk; add that flag")
     search = SearchConfig(beam=beam, length_penalty=length_penalty, alpha=alpha, max_ratio=max_ratio,
                           nbest=max(nbest, 1), no_unk=no_unk, min_len=min_len)
-    options = TranslateOptions(search, batch_size, max_tokens, tokenized, replace_unk=replace_unk,
+    options = TranslateOptions(search, batch_size, max_tokens, shortlist, tokenized, replace_unk=replace_unk,
                                unk_dict=read_unk_dict(unk_dict) if unk_dict else None)
     translate_file(list(model_paths), input, output, options, alignments, _runtime(runtime), nbest_format=nbest > 0,
                    pharaoh_path=pharaoh_path, jsonl=output_format == "jsonl", int8=int8)
@@ -622,3 +626,25 @@ def average(model_paths: tuple[str, ...], output: str) -> None:
     from .console import log
     write_average(list(model_paths), output)
     log(f"averaged {len(model_paths)} checkpoints into {output}")
+
+
+@main.command(epilog="""\b
+Examples:
+  nmtkit lexicon runs/old/best.pt --data data-bin                 # add one to a checkpoint, in place
+  nmtkit lexicon best.pt --data data-bin --frequent 2000 --per-source 100 -o best-wide.pt""")
+@click.argument("model_path", metavar="CKPT", type=click.Path(dir_okay=False))
+@click.option("--data", "data_bin", required=True, type=click.Path(file_okay=False),
+              help="The binarized corpus the model was trained on (same vocabularies).")
+@click.option("--frequent", type=click.IntRange(0), default=LEXICON_FREQUENT, show_default=True,
+              help="Target words always in the list: the N most frequent.")
+@click.option("--per-source", type=click.IntRange(1), default=LEXICON_PER_SOURCE, show_default=True,
+              help="Translations listed per source word (by Dice's coefficient over the training pairs).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here [default: CKPT itself].")
+@_verbosity
+def lexicon(model_path: str, data_bin: str, frequent: int, per_source: int, output: str | None) -> None:
+    """Build the candidate lists of translate --shortlist from a corpus and store them in a checkpoint
+    (training stores one already; this is for older checkpoints or other sizes)."""
+    from .lexicon import add_lexicon
+    from .console import log
+    add_lexicon(model_path, data_bin, output or model_path, frequent, per_source)
+    log(f"{output or model_path}: lexicon of {frequent:,} frequent words and {per_source} per source word")

@@ -117,7 +117,20 @@ class _Pool:
 
 
 @torch.no_grad()
-def beam_search(model: Seq2Seq, enc: EncoderOut, cfg: SearchConfig = SearchConfig()) -> Hypotheses:
+def beam_search(model: Seq2Seq, enc: EncoderOut, cfg: SearchConfig = SearchConfig(),
+                vocab: torch.Tensor | None = None) -> Hypotheses:
+    """The ``cfg.nbest`` best outputs of each sentence; over the target words ``vocab`` only
+    (sorted ids that hold the specials, :mod:`nmtkit.lexicon`) when given."""
+    if vocab is None:
+        return _beam_search(model, enc, cfg, None)
+    model.restrict_output(vocab)
+    try:
+        return _beam_search(model, enc, cfg, vocab)
+    finally:
+        model.restrict_output(None)
+
+
+def _beam_search(model: Seq2Seq, enc: EncoderOut, cfg: SearchConfig, vocab: torch.Tensor | None) -> Hypotheses:
     B, k = enc.mask.shape[0], cfg.beam
     n_best = min(cfg.nbest, k)
     device = enc.mask.device
@@ -151,6 +164,8 @@ def beam_search(model: Seq2Seq, enc: EncoderOut, cfg: SearchConfig = SearchConfi
         pool.offer(ended, cfg.normalise(ended, t + 1), t)
         parent = ((torch.arange(b, device=device) * k).unsqueeze(1) + torch.div(pick, w, rounding_mode="floor")).view(-1)
         y = words.view(b, k * w).gather(1, pick).view(-1)
+        if vocab is not None:                # a column of the restricted output → its word
+            y = vocab[y]
         state = state.index_select(0, parent)
         steps.append(_Step(y, parent, keep))
         t += 1

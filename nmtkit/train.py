@@ -37,6 +37,7 @@ from .data.binarized import Corpus
 from .data.vocab import PAD
 from .errors import FormatError, UserError
 from .files import atomic_write, remove_stale_temporaries
+from .lexicon import lexicon_of
 from .models import build_model
 from .models.base import Seq2Seq
 from .models.loss import shortlist
@@ -365,6 +366,7 @@ def _train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainCon
     torch.manual_seed(cfg.seed)
     model = build_model(model_cfg).to(device)
     sides = text_sides(corpus)
+    lexicon = lexicon_of(corpus) if rank == 0 else None   # for translate --shortlist; seconds
     src, tgt = corpus.split("train")
     batches = Batches(src.sizes, tgt.sizes, cfg.batch_size, cfg.pool, cfg.max_len, cfg.seed,
                       cfg.max_tokens, rank, world, cfg.update_freq)
@@ -416,7 +418,7 @@ def _train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainCon
         run = TrainingState(cfg, Progress(**vars(state)))
         if resumable:
             run.optimizer, run.batches, run.rng = opt.state_dict(), batches.state_dict(), rng
-        checkpoint.save(save_dir / name, Checkpoint(model_cfg, model.state_dict(), sides, run))
+        checkpoint.save(save_dir / name, Checkpoint(model_cfg, model.state_dict(), sides, run, lexicon=lexicon))
 
     def record(entry: dict[str, Any]) -> None:
         if rank == 0:

@@ -23,6 +23,7 @@ from . import checkpoint
 from .data.batching import pad
 from .data.vocab import PAD, UNK
 from .errors import UserError
+from .lexicon import Lexicon
 from .models.base import EncoderOut, Seq2Seq
 from .models.ensemble import Ensemble
 from .models.int8 import quantize_int8
@@ -44,6 +45,7 @@ class TranslateOptions:
     search: SearchConfig = SearchConfig()
     batch_size: int = 32
     max_tokens: int | None = None  # >0: batches by source tokens; 0: by sentences; None: tokens on GPUs
+    shortlist: bool = False        # search over the lexicon's candidates for each batch (nmtkit.lexicon)
     tokenized: bool = False        # input and output in Moses tokens
     attention: bool = False        # keep each output's attention matrix
     replace_unk: bool = False      # copy the most attended source word into each <unk>
@@ -85,14 +87,16 @@ def read_unk_dict(path: str | Path) -> dict[str, str]:
     return table
 
 
-def load_models(paths: list[str | Path], device: torch.device, int8: bool = False) -> tuple[Seq2Seq, Sides]:
-    """The models of ``paths`` (an ensemble for several) and their text sides; ``int8``: with
-    int8 linear layers (CPUs only)."""
+def load_models(paths: list[str | Path], device: torch.device,
+                int8: bool = False) -> tuple[Seq2Seq, Sides, Lexicon | None]:
+    """The models of ``paths`` (an ensemble for several), their text sides and the first one's
+    lexicon; ``int8``: with int8 linear layers (CPUs only)."""
     if int8 and device.type != "cpu":
         raise UserError(f"--int8 is for CPUs (torch's int8 kernels); on {device.type} use --bf16")
-    models, sides = [], None
+    models, sides, lexicon = [], None, None
     for path in paths:
         ckpt = checkpoint.load(path)
+        lexicon = lexicon or ckpt.lexicon
         these = Sides.of(ckpt.text)
         if sides is not None and these.signature() != sides.signature():
             raise UserError(f"{path}: cannot ensemble with {paths[0]}: their vocabularies, text settings "
@@ -101,12 +105,12 @@ def load_models(paths: list[str | Path], device: torch.device, int8: bool = Fals
         model = checkpoint.model_of(ckpt, path, device)
         models.append(quantize_int8(model) if int8 else model)
     assert sides is not None
-    return (models[0] if len(models) == 1 else Ensemble(models).eval()), sides
+    return (models[0] if len(models) == 1 else Ensemble(models).eval()), sides, lexicon
 
 
 class Translator:
-    def __init__(self, model: Seq2Seq, sides: Sides, runtime: Runtime):
-        self.model, self.sides, self.runtime = model.eval(), sides, runtime
+    def __init__(self, model: Seq2Seq, sides: Sides, runtime: Runtime, lexicon: Lexicon | None = None):
+        self.model, self.sides, self.runtime, self.lexicon = model.eval(), sides, runtime, lexicon
         self.device = runtime.device
 
     @classmethod
@@ -116,7 +120,8 @@ class Translator:
         name); ``int8``: their linear layers in int8 (:mod:`nmtkit.models.int8`)."""
         paths = [paths] if isinstance(paths, (str, Path)) else paths
         run = setup(runtime if isinstance(runtime, RuntimeConfig) else RuntimeConfig(device=runtime))
-        return cls(*load_models(paths, run.device, int8), run)
+        model, sides, lexicon = load_models(paths, run.device, int8)
+        return cls(model, sides, run, lexicon)
 
     def translate(self, lines: Iterable[str], options: TranslateOptions = TranslateOptions(),
                   block: int = 1000) -> Iterator[Translation]:
@@ -153,11 +158,15 @@ class Translator:
         sources = [src_side.tokens(line, options.tokenized) for line in lines]
         out = [Translation("", [], tokens, 0.0, 0.0) for tokens in sources]  # empty in, empty out
         attention = options.attention or options.replace_unk
+        if options.shortlist and self.lexicon is None:
+            raise UserError("--shortlist: the checkpoint holds no lexicon (it was trained by an older "
+                            "nmtkit); add one with 'nmtkit lexicon'")
         for idx in self._batches([len(s) for s in sources], options.batch_size, options.max_tokens):
             src = pad([np.asarray(src_side.ids(sources[i]), dtype=np.int64) for i in idx]).to(self.device)
             with torch.inference_mode(), self.runtime.autocast():
                 enc = self.model.encode(src, src != PAD)
-                hyps = beam_search(self.model, enc, options.search)
+                vocab = self.lexicon.candidates(src) if options.shortlist and self.lexicon is not None else None
+                hyps = beam_search(self.model, enc, options.search, vocab)
                 n = hyps.nbest
                 maps = self._align(enc.repeat(n), hyps.tokens) if attention else None
             for row in range(len(hyps.tokens)):

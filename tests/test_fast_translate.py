@@ -1,6 +1,7 @@
 """Faster CPU translation that keeps the translations: int8 linear layers, RNNencdec's fixed
 context projected once, token batches."""
 
+import numpy as np
 import pytest
 import torch
 from click.testing import CliRunner
@@ -9,8 +10,10 @@ from nmtkit import checkpoint
 from nmtkit.cli import main
 from nmtkit.config import ModelConfig
 from nmtkit.data.vocab import BOS
+from nmtkit.lexicon import Lexicon, build_lexicon
 from nmtkit.models import build_model
 from nmtkit.models.int8 import quantize_int8
+from nmtkit.search import SearchConfig, beam_search
 from nmtkit.translate import TranslateOptions, Translator
 from tests.conftest import EN
 
@@ -89,3 +92,56 @@ def test_token_batches_give_the_translations_of_sentence_batches(overfit):
     by_tokens = list(translator.translate(lines, TranslateOptions(max_tokens=24)))
     assert [t.text for t in by_tokens] == [t.text for t in by_sentences]
     assert [t.score for t in by_tokens] == pytest.approx([t.score for t in by_sentences], abs=1e-4)
+
+
+# -- vocabulary selection ---------------------------------------------------------------------
+
+def test_the_lexicon_lists_a_source_words_rare_translation_and_never_a_frequent_word():
+    # target ids 4-5 are "frequent"; source 7 always comes with target 9, source 8 with 10 then 11
+    src = [np.array([7, 5]), np.array([7, 6]), np.array([8, 6]), np.array([8, 5]), np.array([8])]
+    tgt = [np.array([4, 9]), np.array([9, 5]), np.array([10, 4]), np.array([10, 11]), np.array([11])]
+    lex = build_lexicon(src, tgt, src_vocab=12, tgt_vocab=12, frequent=6, per_source=2)
+    assert lex.table[7].tolist() == [9, 0]           # one translation known; 0 (<pad>) pads the row
+    assert lex.table[8].tolist() == [10, 11]         # Dice 2·2/(3+2) for both: ties by id
+    assert not (lex.table[:, :] == 4).any() and not (lex.table == 5).any()
+    cand = lex.candidates(torch.tensor([[7, 0]]))
+    assert cand.tolist() == [0, 1, 2, 3, 4, 5, 9]     # specials, the frequent, 7's list
+
+
+def _search(model, src, vocab=None, beam=3):
+    with torch.inference_mode():
+        return beam_search(model, model.encode(src, src != 0), SearchConfig(beam=beam), vocab)
+
+
+def test_the_shortlist_holds_what_the_full_search_picks_when_the_table_covers_it():
+    torch.manual_seed(2)
+    model = build_model(ModelConfig(src_vocab=30, tgt_vocab=60, emb=16, hidden=16, align=16, maxout=16)).eval()
+    for p in model.parameters():
+        p.data.normal_(0, 0.3)
+    src = torch.randint(4, 30, (4, 6))
+    full = _search(model, src)
+    picked = sorted({w for hyp in full.tokens for w in hyp})
+    assert any(w >= 8 for w in picked)
+    table = torch.tensor([picked[i % len(picked)] for i in range(len(picked))], dtype=torch.int32)
+    lex = Lexicon(frequent=8, table=table.expand(30, -1).clone())     # every source word lists them
+    cand = lex.candidates(src)
+    assert set(picked) <= set(cand.tolist())
+    # the whole vocabulary as candidates: the restricted search is the full one, id for id
+    every = Lexicon(frequent=60, table=torch.zeros(30, 1, dtype=torch.int32)).candidates(src)
+    same = _search(model, src, every)
+    assert same.tokens == full.tokens and same.scores == pytest.approx(full.scores, abs=1e-5)
+    # a smaller list: the outputs use listed words only
+    short = _search(model, src, cand)
+    assert {w for hyp in short.tokens for w in hyp} <= set(cand.tolist())
+
+
+def test_training_stores_a_lexicon_and_translate_shortlist_uses_it(overfit, tmp_path):
+    ckpt = overfit / "run" / "last.pt"
+    lex = checkpoint.load(ckpt).lexicon
+    assert lex is not None and lex.table.shape[0] == checkpoint.load(ckpt).model.src_vocab
+    src = tmp_path / "in.en"
+    src.write_text("\n".join(EN[:5]) + "\n", encoding="utf-8")
+    full = CliRunner().invoke(main, ["translate", "-m", str(ckpt), str(src)])
+    short = CliRunner().invoke(main, ["translate", "-m", str(ckpt), str(src), "--shortlist", "--int8"])
+    assert short.exit_code == 0, short.output
+    assert short.stdout == full.stdout

@@ -97,7 +97,7 @@ def test_checkpoint_is_self_contained_and_weights_only(corpus, tmp_path):
     train(corpus, tmp_path / "c", TINY, cfg(max_updates=2))
     raw = torch.load(tmp_path / "c" / "best.pt", weights_only=True)
     assert (raw["format"], raw["version"]) == ("nmtkit-checkpoint", checkpoint.VERSION)
-    assert set(raw) == {"format", "version", "nmtkit", "model", "text", "training"}
+    assert set(raw) == {"format", "version", "nmtkit", "model", "text", "training", "lexicon"}
     ckpt = checkpoint.load(tmp_path / "c" / "best.pt")
     assert ckpt.text.vocab["tgt"][:4] == ["<pad>", "<unk>", "<s>", "</s>"]
     assert ckpt.text.text["src"].lang == "en" and ckpt.text.text["tgt"].lang == "fr"

@@ -20,7 +20,7 @@ from torch import nn
 
 from ..config import ModelConfig
 from ..errors import UserError
-from .layers import inference_linear
+from .layers import inference_linear, output_weights
 from .loss import linear_cross_entropy, shortlisted_cross_entropy
 
 
@@ -96,9 +96,24 @@ class Seq2Seq(nn.Module):
         raise NotImplementedError
 
     def next_word_logp(self, t: torch.Tensor) -> torch.Tensor:
-        """log p(y) from one step's readout features t (B, ·)."""
-        logits = inference_linear(self.output_layer(), t)
+        """log p(y) from one step's readout features t (B, ·): over every target word, or over
+        the rows chosen by :meth:`restrict_output` (column j is then the j-th of them)."""
+        restricted = self.__dict__.get("_restricted")
+        if restricted is not None:
+            logits = torch.nn.functional.linear(t.to(restricted[0].dtype), *restricted)
+        else:
+            logits = inference_linear(self.output_layer(), t)
         return torch.log_softmax(logits.float(), -1)
+
+    def restrict_output(self, rows: torch.Tensor | None) -> None:
+        """Let :meth:`next_word_logp` score only the target words ``rows`` (sorted ids, e.g. a
+        :meth:`~nmtkit.lexicon.Lexicon.candidates` list), or every word again (None)."""
+        if rows is None:
+            self.__dict__.pop("_restricted", None)
+            return
+        weight, bias = output_weights(self.output_layer())
+        self.__dict__["_restricted"] = (weight.index_select(0, rows),
+                                        None if bias is None else bias.index_select(0, rows))
 
     def logits(self, t: torch.Tensor) -> torch.Tensor:
         return cast(torch.Tensor, self.output_layer()(t))

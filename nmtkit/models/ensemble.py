@@ -55,6 +55,10 @@ class Ensemble(Seq2Seq):
         self.widths = [s.shape[1] for s in states]
         return torch.cat(states, 1)
 
+    def restrict_output(self, rows: torch.Tensor | None) -> None:
+        for m in self.models:
+            m.restrict_output(rows)
+
     def attention_follows_input(self) -> bool:
         """The members' reading (``search.force`` aligns with each when they differ)."""
         return self.models[0].attention_follows_input()

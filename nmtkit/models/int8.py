@@ -29,4 +29,4 @@ def quantize_int8(model: Seq2Seq) -> Seq2Seq:
     with warnings.catch_warnings():
         # torch 2.10+ marks this API for a move to torchao; it is what this torch provides
         warnings.simplefilter("ignore")
-        return cast(Seq2Seq, quantize_dynamic(model, spec, dtype=torch.qint8))
+        return cast(Seq2Seq, quantize_dynamic(model, spec, dtype=torch.qint8))  # type: ignore[no-untyped-call]

@@ -8,7 +8,7 @@ matrix product before the loop, so each step does only the recurrent ones.
 
 from __future__ import annotations
 
-from typing import cast
+from typing import Any, cast
 import torch
 from torch import nn
 
@@ -139,3 +139,13 @@ def inference_linear(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
     _, weight, bias = cache
     return torch.cat([torch._C._nn.mkldnn_linear(x[i:i + _ONEDNN_ROWS].to_mkldnn(), weight, bias).to_dense()
                       for i in range(0, x.shape[0], _ONEDNN_ROWS)])
+
+
+def output_weights(layer: nn.Module) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """A linear layer's weight and bias as float tensors: its own, or an int8 layer's
+    (:mod:`nmtkit.models.int8`) dequantized."""
+    if isinstance(layer, nn.Linear):
+        return layer.weight.detach(), None if layer.bias is None else layer.bias.detach()
+    quantized: Any = layer                          # torch's dynamically quantized Linear
+    weight, bias = quantized.weight(), quantized.bias()
+    return weight.dequantize(), None if bias is None else bias.detach()
