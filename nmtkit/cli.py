@@ -351,7 +351,7 @@ Examples:
 @click.option("--tokenized", is_flag=True, help="Input and output in Moses tokens (BPE still applied and undone).")
 @click.option("--shortlist", is_flag=True,
               help="Vocabulary selection: each batch scores only its candidate words (the 1,000 most "
-                   "frequent target words and 50 translations of each of its source words, from the lexicon "
+                   "frequent target words and 20 translations of each of its source words, from the lexicon "
                    "training stores in the checkpoint): a smaller output layer.")
 @click.option("--int8", is_flag=True,
               help="CPUs: the linear layers in int8 (torch's dynamic quantization, a scale per output row): "

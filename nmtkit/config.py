@@ -202,7 +202,7 @@ class TrainConfig(_Settings):
 # Vocabulary selection (nmtkit.lexicon): the most frequent target words always listed, and the
 # translations listed per source word (Marian's default is 100 and 100 over 50k words).
 LEXICON_FREQUENT = 1000
-LEXICON_PER_SOURCE = 50
+LEXICON_PER_SOURCE = 20
 
 
 # Flags that belong to one family only: given to the other, they are refused rather than ignored.

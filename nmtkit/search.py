@@ -153,8 +153,9 @@ def _beam_search(model: Seq2Seq, enc: EncoderOut, cfg: SearchConfig, vocab: torc
         logp, state, _ = model.step(y, state, enc)
         ended = scores + (logp[:, EOS] if t >= cfg.min_len else torch.full_like(logp[:, EOS], _NEG)).view(b, k)
         logp.index_fill_(1, banned, _NEG)
-        # out of room: nothing stays open (asking whether any row is would wait for a GPU)
-        logp.masked_fill_((t + 1 >= limit).repeat_interleave(k).unsqueeze(1), _NEG)
+        at_limit = t + 1 >= limit   # out of room: nothing stays open. On a GPU, asking whether any
+        if device.type != "cpu" or bool(at_limit.any()):   # row is would wait for it: fill always
+            logp.masked_fill_(at_limit.repeat_interleave(k).unsqueeze(1), _NEG)
         w = min(k, logp.shape[1])
         word_logp, words = logp.topk(w, dim=1)
         scores, pick = (scores.view(-1, 1) + word_logp).view(b, k * w).topk(k, dim=1)
