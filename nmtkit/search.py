@@ -130,8 +130,13 @@ def beam_search(model: Seq2Seq, enc: EncoderOut, cfg: SearchConfig = SearchConfi
         model.restrict_output(None)
 
 
-def _beam_search(model: Seq2Seq, enc: EncoderOut, cfg: SearchConfig, vocab: torch.Tensor | None) -> Hypotheses:
+def _beam_search(model: Seq2Seq, enc: EncoderOut, cfg: SearchConfig, vocab: torch.Tensor | None,
+                 check_every: int = 0) -> Hypotheses:
+    """``check_every``: steps between looks for finished sentences (0: 1 on a CPU, 4 on a GPU,
+    where each look waits for the device). A sentence found late has not changed meanwhile: no
+    hypothesis it could still extend can enter its pool, by the bound that stopped it."""
     B, k = enc.mask.shape[0], cfg.beam
+    check_every = check_every or (1 if enc.mask.device.type == "cpu" else 4)
     n_best = min(cfg.nbest, k)
     device = enc.mask.device
     # the longest output, </s> included; at that length only </s> may follow
@@ -173,7 +178,7 @@ def _beam_search(model: Seq2Seq, enc: EncoderOut, cfg: SearchConfig, vocab: torc
         best_open = cfg.normalise(scores.max(1).values, limit)
         stop = best_open <= pool.ranking[:, -1]          # (an open score of -inf: nothing is open)
         keep = None
-        if bool(stop.any()):
+        if t % check_every == 0 and bool(stop.any()):
             done = stop.nonzero().squeeze(1)
             finished.append((alive[done], pool.select(done)))
             left = (~stop).nonzero().squeeze(1)

@@ -145,3 +145,21 @@ def test_training_stores_a_lexicon_and_translate_shortlist_uses_it(overfit, tmp_
     short = CliRunner().invoke(main, ["translate", "-m", str(ckpt), str(src), "--shortlist", "--int8"])
     assert short.exit_code == 0, short.output
     assert short.stdout == full.stdout
+
+
+@pytest.mark.parametrize("penalty", ["none", "average", "gnmt"])
+def test_looking_for_finished_sentences_every_fourth_step_changes_no_output(penalty):
+    # the GPU's schedule (fewer waits for the device), run on the CPU
+    from nmtkit.search import _beam_search
+    torch.manual_seed(3)
+    model = build_model(ModelConfig(src_vocab=30, tgt_vocab=40, emb=16, hidden=16, align=16, maxout=16)).eval()
+    for p in model.parameters():
+        p.data.normal_(0, 0.3)
+    src = torch.randint(4, 30, (6, 5))
+    src[2, 3:] = 0
+    cfg = SearchConfig(beam=4, nbest=2, length_penalty=penalty, max_ratio=1.5)
+    with torch.inference_mode():
+        enc = model.encode(src, src != 0)
+        every, fourth = (_beam_search(model, enc, cfg, None, n) for n in (1, 4))
+    assert every.tokens == fourth.tokens
+    assert every.scores == fourth.scores and every.ranking == fourth.ranking
