@@ -343,8 +343,9 @@ Examples:
                    "word i, target word j, from 0; Moses tokens after BPE is undone), from the attention.")
 @click.option("--output-format", type=click.Choice(["text", "jsonl"]), default="text", show_default=True,
               help="jsonl: one JSON object per input line with the text, score, alignment and n-best list.")
-@click.option("--batch-size", type=click.IntRange(1), default=_O.batch_size, show_default=True,
-              help="Sentences per batch (times --beam rows; long sentences get smaller batches).")
+@click.option("--batch-size", type=click.IntRange(1), default=None,
+              help="Sentences per batch (times --beam rows; long sentences get smaller batches) "
+                   "[default: 32, fewer for beams over 5: at most 160 rows].")
 @click.option("--max-tokens", type=click.IntRange(0), default=None,
               help="Batches of at most N source tokens (padding included; times --beam rows) instead of "
                    "--batch-size sentences; 0: sentence batches [default: 8,000 on GPUs, 0 on CPUs].")
@@ -360,7 +361,7 @@ Examples:
 @_verbosity
 def translate(model_paths: tuple[str, ...], input: str, output: str | None, beam: int, length_penalty: str,
               alpha: float, max_ratio: float, min_len: int, nbest: int, no_unk: bool, replace_unk: bool, unk_dict: str | None,
-              alignments: str | None, pharaoh_path: str | None, output_format: str, batch_size: int,
+              alignments: str | None, pharaoh_path: str | None, output_format: str, batch_size: int | None,
               max_tokens: int | None, tokenized: bool, shortlist: bool, int8: bool, **runtime: Any) -> None:
     """Translate raw text, one sentence a line, from INPUT (default: stdin) to stdout.
 
