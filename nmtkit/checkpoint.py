@@ -143,21 +143,23 @@ def load(path: str | Path, lazy: bool = True) -> Checkpoint:
         raise FormatError(f"{path}: not a complete nmtkit checkpoint ({err})") from None
 
 
-def load_weights(model: torch.nn.Module, ckpt: Checkpoint, where: str | Path) -> None:
+def load_weights(model: torch.nn.Module, ckpt: Checkpoint, where: str | Path, assign: bool = False) -> None:
     """Put the checkpoint's weights into ``model``; one FormatError line naming ``where`` if
-    they do not fit it."""
+    they do not fit it. ``assign``: the model's parameters become the checkpoint's tensors
+    (mapped from the file by a lazy load) instead of copies of them: one copy in memory."""
     try:
-        model.load_state_dict(ckpt.weights)
+        model.load_state_dict(ckpt.weights, assign=assign)
     except RuntimeError as err:
         raise FormatError(f"{where}: the weights do not fit the model the checkpoint describes "
                           f"({str(err).splitlines()[0][:160]})") from None
 
 
 def model_of(ckpt: Checkpoint, where: str | Path, device: torch.device | str = "cpu") -> "Seq2Seq":
-    """The checkpoint's model with its weights, on ``device``, in eval mode."""
+    """The checkpoint's model with its weights, on ``device``, in eval mode (for inference: its
+    parameters are the checkpoint's own tensors, not copies)."""
     from .models import build_model
     model = build_model(ckpt.model)
-    load_weights(model, ckpt, where)
+    load_weights(model, ckpt, where, assign=True)
     return model.to(device).eval()
 
 
