@@ -63,7 +63,7 @@ help:
 
 $(VENV)/.installed: pyproject.toml constraints/torch-cpu.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --disable-pip-version-check $(TORCH_CONSTRAINT) -e '.[dev]'
+	$(PY) -m pip install -q --disable-pip-version-check $(TORCH_CONSTRAINT) -e '.[dev,serve]'
 	touch $@
 
 install: $(VENV)/.installed

@@ -649,3 +649,40 @@ def lexicon(model_path: str, data_bin: str, frequent: int, per_source: int, outp
     from .console import log
     add_lexicon(model_path, data_bin, output or model_path, frequent, per_source)
     log(f"{output or model_path}: lexicon of {frequent:,} frequent words and {per_source} per source word")
+
+
+@main.command(epilog="""\b
+Examples:
+  nmtkit serve -m runs/demo/best.pt                       # http://127.0.0.1:8080/ : the page
+  curl -s localhost:8080/translate -H 'Content-Type: application/json' \\
+       -d '{"sentences": ["And God said, Let there be light."], "beam": 5}'
+  nmtkit serve -m a.pt -m b.pt --host 0.0.0.0 --port 5000 --int8 --shortlist""")
+@click.option("-m", "--model", "model_paths", required=True, multiple=True, type=click.Path(dir_okay=False),
+              help="Checkpoint to serve; repeat for an ensemble.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8080, show_default=True)
+@click.option("--beam", type=click.IntRange(1), default=5, show_default=True, help="Beam when a request names none.")
+@click.option("--max-sentences", type=click.IntRange(1), default=64, show_default=True,
+              help="Sentences per request (and per batch of requests).")
+@click.option("--max-words", type=click.IntRange(1), default=250, show_default=True, help="Words per sentence.")
+@click.option("--max-body", type=click.IntRange(1), default=1 << 20, show_default=True, help="Bytes per request.")
+@click.option("--max-beam", type=click.IntRange(1), default=24, show_default=True, help="Largest beam a request may ask.")
+@click.option("--batch-wait", type=click.FloatRange(0), default=5.0, show_default=True,
+              help="Milliseconds a batch waits for other requests to join it.")
+@click.option("--shortlist", is_flag=True, help="Vocabulary selection, as translate --shortlist.")
+@click.option("--int8", is_flag=True, help="int8 linear layers on CPUs, as translate --int8.")
+@_runtime_options
+@_verbosity
+def serve(model_paths: tuple[str, ...], host: str, port: int, beam: int, max_sentences: int, max_words: int,
+          max_body: int, max_beam: int, batch_wait: float, shortlist: bool, int8: bool, **runtime: Any) -> None:
+    """Serve translation over HTTP: a JSON API (also OpenNMT-py's request shape) and a page that
+    shows the attention. Needs the serve extra: pip install 'nmtkit[serve]'."""
+    try:
+        from .serve.app import Limits, serve as run
+    except ImportError as err:
+        raise UserError(f"nmtkit serve needs FastAPI and uvicorn ({err.name} is missing): "
+                        f"pip install 'nmtkit[serve]'") from None
+    if beam > max_beam:
+        raise UserError(f"--beam {beam} is more than --max-beam {max_beam}")
+    run(list(model_paths), host, port, Limits(max_sentences, max_words, max_body, max_beam), beam,
+        batch_wait / 1000, _runtime(runtime), int8, shortlist)

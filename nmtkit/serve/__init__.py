@@ -1,0 +1,1 @@
+"""``nmtkit serve``: translation over HTTP (an optional extra: ``pip install nmtkit[serve]``)."""

@@ -1,0 +1,199 @@
+"""The HTTP API: ``POST /translate``, ``GET /health``, ``GET /info`` and the page at ``/``.
+
+``POST /translate`` takes ``{"sentences": [...], "beam": 5, "nbest": 1,
+"alignment": true, "attention": false}`` (all but ``sentences`` optional)
+and answers ``{"translations": [{"text", "score", "ranking", "alignment",
+"nbest"?, "source_tokens"?, "target_tokens"?, "attention"?}]}``, one per
+sentence, in order. OpenNMT-py's request shape, a list of ``{"src": ...,
+"id": N}``, is answered in its shape (``[[{"src", "tgt", "pred_score",
+"n_best", "id"}]]``), at ``/translate`` and at OpenNMT-py's own
+``/translator/translate``, so its clients work unchanged.
+
+Every bad request gets a 4xx JSON ``{"error": "..."}`` and the server goes
+on: a body over ``max_body`` bytes (413), not UTF-8 or not JSON (400),
+wrong shapes or types (422), more than ``max_sentences`` sentences or a
+sentence of more than ``max_words`` words (413), a beam over ``max_beam``
+(422).
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, replace
+from importlib import resources
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse, JSONResponse
+
+from ..search import SearchConfig
+from ..translate import TranslateOptions, Translation, Translator
+from ..translate_io import json_record
+from .batching import Batcher
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_sentences: int = 64        # per request
+    max_words: int = 250           # per sentence, whitespace-separated
+    max_body: int = 1 << 20        # bytes
+    max_beam: int = 24
+    max_nbest: int = 10
+
+
+class BadRequest(Exception):
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+@dataclass(frozen=True)
+class Job:
+    """What a request asks beside its sentences; requests with equal jobs share batches."""
+
+    beam: int
+    nbest: int
+    attention: bool
+
+
+@dataclass(frozen=True)
+class Parsed:
+    sentences: list[str]
+    job: Job
+    ids: list[Any] | None          # OpenNMT-py's ids; None for the native shape
+    matrix: bool                   # the attention matrices asked for
+
+
+def parse(body: bytes, limits: Limits, default_beam: int) -> Parsed:
+    """What a request body asks for; :class:`BadRequest` naming the first thing wrong with it."""
+    if len(body) > limits.max_body:
+        raise BadRequest(413, f"the body has {len(body):,} bytes; at most {limits.max_body:,}")
+    if not body.strip():
+        raise BadRequest(400, "the body is empty: send JSON, {\"sentences\": [\"...\"]}")
+    try:
+        data = json.loads(body.decode("utf-8"))
+    except UnicodeDecodeError as err:
+        raise BadRequest(400, f"the body is not valid UTF-8 (byte {err.start})") from None
+    except json.JSONDecodeError as err:
+        raise BadRequest(400, f"the body is not JSON ({err.msg} at line {err.lineno} column {err.colno})") from None
+    ids: list[Any] | None = None
+    sentences: Any
+    options: dict[str, Any]
+    if isinstance(data, list):             # OpenNMT-py: [{"src": "...", "id": N}, ...]
+        if not all(isinstance(x, dict) and isinstance(x.get("src"), str) for x in data):
+            raise BadRequest(422, "a list body must hold objects with a string 'src' (OpenNMT-py's shape)")
+        sentences, ids, options = [x["src"] for x in data], [x.get("id") for x in data], {}
+    elif isinstance(data, dict):
+        sentences, options = data.get("sentences"), data
+        unknown = sorted(set(data) - {"sentences", "beam", "nbest", "alignment", "attention"})
+        if unknown:
+            raise BadRequest(422, f"unknown field '{unknown[0]}' (sentences, beam, nbest, alignment, attention)")
+        if not isinstance(sentences, list) or not all(isinstance(s, str) for s in sentences):
+            raise BadRequest(422, "'sentences' must be a list of strings")
+    else:
+        raise BadRequest(422, "the body must be an object {\"sentences\": [...]} or a list of {\"src\": ...}")
+    if not sentences:
+        raise BadRequest(422, "no sentences to translate")
+    if len(sentences) > limits.max_sentences:
+        raise BadRequest(413, f"{len(sentences)} sentences; at most {limits.max_sentences} a request")
+    for k, s in enumerate(sentences):
+        if len(s.split()) > limits.max_words:
+            raise BadRequest(413, f"sentence {k} has {len(s.split()):,} words; at most {limits.max_words}")
+    beam, nbest = options.get("beam", default_beam), options.get("nbest", 1)
+    for name, value, top in (("beam", beam, limits.max_beam), ("nbest", nbest, limits.max_nbest)):
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= top:
+            raise BadRequest(422, f"'{name}' must be a whole number from 1 to {top}")
+    if nbest > beam:
+        raise BadRequest(422, f"'nbest' {nbest} is more than 'beam' {beam} can give")
+    for name in ("alignment", "attention"):
+        if not isinstance(options.get(name, False), bool):
+            raise BadRequest(422, f"'{name}' must be true or false")
+    matrix = bool(options.get("attention", False))
+    return Parsed(sentences, Job(beam, nbest, matrix or bool(options.get("alignment", True))), ids, matrix)
+
+
+def native(t: Translation, attention: bool) -> dict[str, Any]:
+    record = json_record(0, t)
+    del record["line"]
+    if attention and t.attention is not None:
+        record |= {"source_tokens": t.source_tokens + ["</s>"], "target_tokens": t.tokens + ["</s>"],
+                   "attention": [[round(float(a), 4) for a in row] for row in t.attention]}
+    return record
+
+
+def opennmt(t: Translation, src: str, id_: Any, nbest: int) -> dict[str, Any]:
+    return {"src": src, "tgt": t.text, "pred_score": t.score, "n_best": nbest, "id": id_}
+
+
+def create_app(translator: Translator, limits: Limits = Limits(), default_beam: int = 5,
+               wait: float = 0.005, shortlist: bool = False, info: dict[str, Any] | None = None) -> FastAPI:
+    """The application around one loaded translator."""
+    base = TranslateOptions(shortlist=shortlist)
+
+    def translate(lines: list[str], job: Any) -> list[Translation]:
+        options = replace(base, search=SearchConfig(beam=job.beam, nbest=job.nbest), attention=job.attention)
+        return translator.translate_block(lines, options)
+
+    batcher = Batcher(translate, limits.max_sentences, wait)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        batcher.start()
+        yield
+        await batcher.stop()
+
+    app = FastAPI(title="nmtkit", lifespan=lifespan, docs_url=None, redoc_url=None)
+
+    async def answer(request: Request) -> JSONResponse:
+        declared = request.headers.get("content-length")
+        if declared and declared.isdigit() and int(declared) > limits.max_body:
+            return JSONResponse({"error": f"the body has {int(declared):,} bytes; at most {limits.max_body:,}"},
+                                413)
+        try:
+            asked = parse(await request.body(), limits, default_beam)
+        except BadRequest as bad:
+            return JSONResponse({"error": bad.message}, bad.status)
+        out = await batcher.submit(asked.sentences, asked.job)
+        if asked.ids is not None:
+            return JSONResponse([[opennmt(t, s, i, asked.job.nbest)
+                                  for t, s, i in zip(out, asked.sentences, asked.ids)]])
+        return JSONResponse({"translations": [native(t, asked.matrix) for t in out]})
+
+    app.add_api_route("/translate", answer, methods=["POST"])
+    app.add_api_route("/translator/translate", answer, methods=["POST"])
+
+    @app.get("/health")
+    async def health() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/info")
+    async def describe() -> dict[str, Any]:
+        return {**(info or {}), "limits": vars(limits), "default_beam": default_beam,
+                "shortlist": shortlist, "served": {"batches": batcher.batches, "sentences": batcher.sentences}}
+
+    @app.get("/", response_class=HTMLResponse)
+    async def page() -> str:
+        return resources.files("nmtkit.serve").joinpath("page.html").read_text(encoding="utf-8")
+
+    return app
+
+
+def serve(model_paths: list[str], host: str, port: int, limits: Limits, beam: int, wait: float,
+          runtime: Any, int8: bool = False, shortlist: bool = False) -> None:
+    """Load the models once and serve them until SIGINT or SIGTERM (requests in flight finish)."""
+    import uvicorn
+    from .. import checkpoint
+    from ..console import log
+    translator = Translator.from_checkpoints(list[str | Path](model_paths), runtime, int8)
+    first = checkpoint.load(model_paths[0])
+    info = {"models": model_paths, "arch": first.model.arch, "model": first.model.to_dict(),
+            "languages": first.text.langs, "vocabulary": {k: len(v) for k, v in first.text.vocab.items()},
+            "device": str(translator.device), "int8": int8}
+    if shortlist and translator.lexicon is None:
+        from ..errors import UserError
+        raise UserError(f"--shortlist: {model_paths[0]} holds no lexicon; add one with 'nmtkit lexicon'")
+    app = create_app(translator, limits, beam, wait, shortlist, info)
+    log(f"serving {', '.join(model_paths)} on http://{host}:{port}/ (POST /translate, GET /health, /info)")
+    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=30)

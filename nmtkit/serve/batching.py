@@ -1,0 +1,84 @@
+"""Dynamic batching: the sentences of concurrent requests translated together.
+
+Requests wait in a queue; a single worker takes the first, gathers for at
+most ``wait`` seconds whatever else arrives with the same search options,
+up to ``max_sentences`` sentences, translates them as one block in a thread
+(so the event loop keeps accepting requests), and hands each request its
+own results. The model is used by that one thread only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Callable, Hashable, Sequence
+
+from ..translate import Translation
+
+Translate = Callable[[list[str], Hashable], list[Translation]]
+
+
+@dataclass
+class _Request:
+    lines: list[str]
+    key: Hashable                                      # requests with equal keys share a batch
+    done: asyncio.Future[list[Translation]] = field(repr=False)
+
+
+class Batcher:
+    def __init__(self, translate: Translate, max_sentences: int = 64, wait: float = 0.005):
+        self.translate, self.max_sentences, self.wait = translate, max_sentences, wait
+        self.queue: asyncio.Queue[_Request] = asyncio.Queue()
+        self.executor = ThreadPoolExecutor(1, thread_name_prefix="nmtkit-model")
+        self.batches = self.sentences = 0              # served so far (GET /info)
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._serve())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+        self.executor.shutdown(wait=True)
+
+    async def submit(self, lines: Sequence[str], key: Hashable) -> list[Translation]:
+        """The translations of ``lines`` under the options ``key`` stands for."""
+        request = _Request(list(lines), key, asyncio.get_running_loop().create_future())
+        await self.queue.put(request)
+        return await request.done
+
+    async def _serve(self) -> None:
+        later: deque[_Request] = deque()           # other options than the batch being gathered
+        loop = asyncio.get_running_loop()
+        while True:
+            first = later.popleft() if later else await self.queue.get()
+            batch, size = [first], len(first.lines)
+            deadline = time.monotonic() + self.wait
+            while size < self.max_sentences:
+                left = deadline - time.monotonic()
+                try:
+                    nxt = self.queue.get_nowait() if left <= 0 else await asyncio.wait_for(self.queue.get(), left)
+                except (asyncio.TimeoutError, asyncio.QueueEmpty):
+                    break
+                if nxt.key == first.key and size + len(nxt.lines) <= self.max_sentences:
+                    batch.append(nxt)
+                    size += len(nxt.lines)
+                else:
+                    later.append(nxt)
+            lines = [line for r in batch for line in r.lines]
+            try:
+                out = await loop.run_in_executor(self.executor, self.translate, lines, first.key)
+            except Exception as err:               # one bad batch must not stop the server
+                for r in batch:
+                    if not r.done.done():
+                        r.done.set_exception(err)
+                continue
+            self.batches, self.sentences = self.batches + 1, self.sentences + len(lines)
+            start = 0
+            for r in batch:
+                if not r.done.done():              # a client that went away
+                    r.done.set_result(out[start:start + len(r.lines)])
+                start += len(r.lines)
