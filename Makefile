@@ -48,7 +48,7 @@ DEMO_RECIPE ?= $(CPU_RECIPE) --valid-every 200 --keep-validations
 DEMO_TRAIN ?= $(DEMO_RECIPE) $(DEMO_BUDGET) $(DEMO_BF16)
 BEAM    ?= 5
 
-.PHONY: help install test test-fast test-slow typecheck structure wheel-check demo demo-curve paper readme-figures data bench bench-data bench-gpu reproduce compare clean-data
+.PHONY: help install test test-fast test-slow typecheck test-browser structure wheel-check demo demo-curve paper readme-figures data bench bench-data bench-gpu reproduce compare clean-data
 comma := ,
 help:
 	@echo "make demo     fetch the Bible corpus, preprocess, build the vocabulary, train RNNsearch (20 min on CPU),"
@@ -81,6 +81,13 @@ test-slow: install
 
 typecheck: install
 	$(PY) -m mypy
+
+# The page of nmtkit serve in a real headless browser: installs Debian's chromium and its driver
+# (root, apt) and selenium, then runs tests/test_browser.py (skipped elsewhere, saying why).
+test-browser: install
+	command -v chromedriver >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium chromium-driver)
+	$(PY) -m pip install -q --disable-pip-version-check selenium
+	$(PY) -m pytest -q tests/test_browser.py
 
 # The package as a user gets it: a wheel, installed into a fresh environment, runs.
 wheel-check: install
