@@ -686,3 +686,42 @@ def serve(model_paths: tuple[str, ...], host: str, port: int, beam: int, max_sen
         raise UserError(f"--beam {beam} is more than --max-beam {max_beam}")
     run(list(model_paths), host, port, Limits(max_sentences, max_words, max_body, max_beam), beam,
         batch_wait / 1000, _runtime(runtime), int8, shortlist)
+
+
+@main.command("score-align", epilog="""\b
+Example:
+  nmtkit align -m best.pt --source test.en --target test.fr -o test.links
+  nmtkit score-align test.links -g gold.links""")
+@click.argument("hypothesis", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("-g", "--gold", required=True, type=click.Path(dir_okay=False),
+              help="Gold alignments: per line, sure links i-j and possible links i?j (from 0).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
+@_verbosity
+def score_align(hypothesis: str, gold: str, as_json: bool) -> None:
+    """Precision, recall and alignment error rate (Och & Ney) of Pharaoh alignments against gold links."""
+    import json
+    from .aer import score_files
+    r = score_files(hypothesis, gold)
+    click.echo(json.dumps(r) if as_json else
+               f"AER {r['aer']:.2f}  precision {r['precision']:.2f}  recall {r['recall']:.2f}  "
+               f"({r['sentences']:,} sentences; {r['links']:,} links against {r['sure']:,} sure and "
+               f"{r['possible']:,} possible)")
+
+
+@main.command(epilog="""\b
+Example (the attention's alignment of reference translations, for score-align):
+  nmtkit align -m runs/demo/best.pt --source test.en --target test.fr -o test.links""")
+@click.option("-m", "--model", "model_paths", required=True, multiple=True, type=click.Path(dir_okay=False),
+              help="Checkpoint; repeat for an ensemble (attention averaged).")
+@click.option("--source", required=True, type=click.Path(dir_okay=False), help="Source sentences, one a line.")
+@click.option("--target", required=True, type=click.Path(dir_okay=False), help="Their translations, one a line.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), help="Pharaoh file [default: stdout].")
+@click.option("--tokenized", is_flag=True, help="The files are Moses tokens (the links count them as they are).")
+@_runtime_options
+@_verbosity
+def align(model_paths: tuple[str, ...], source: str, target: str, output: str | None, tokenized: bool,
+          **runtime: Any) -> None:
+    """Word alignments of given translations from the model's attention (forced decoding): each target
+    word linked to the source word it attends to most, as Pharaoh i-j pairs over Moses tokens."""
+    from .translate_io import align_file
+    align_file(list(model_paths), source, target, output, tokenized, _runtime(runtime))

@@ -154,3 +154,19 @@ def read_alignments(path: str | Path) -> dict[int, dict[str, Any]]:
         except (json.JSONDecodeError, KeyError, TypeError, ValueError):
             raise UserError(f"{path}: line {k} is not an alignment record") from None
     return records
+
+
+def align_file(model_paths: list[str], source: str, target: str, output: str | None, tokenized: bool,
+               runtime: RuntimeConfig | None = None) -> int:
+    """``nmtkit align``: Pharaoh links of each (source, target) line pair by forced decoding."""
+    sources, targets = list(read_lines(source)), list(read_lines(target))
+    if len(sources) != len(targets):
+        raise UserError(f"{source} has {len(sources):,} lines but {target} {len(targets):,}")
+    translator = Translator.from_checkpoints(list(model_paths), runtime)
+    lines = []
+    for f in translator.force(sources, targets, tokenized):
+        lines.append(pharaoh(word_alignment(f.source_tokens, f.target_tokens, f.attention)))
+    with contextlib.ExitStack() as stack:
+        out: IO[str] = stack.enter_context(atomic_write(output)) if output and output != STDIO else sys.stdout
+        out.write("".join(line + "\n" for line in lines))
+    return len(lines)

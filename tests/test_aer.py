@@ -1,0 +1,60 @@
+"""Alignment error rate against sure and possible gold links, and the attention's alignment of
+given translations (nmtkit align) that it scores."""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from nmtkit.aer import alignment_error, read_gold
+from nmtkit.cli import main
+from tests.conftest import EN, FR
+
+
+def test_och_and_neys_definition_on_a_worked_example():
+    # A = {0-0, 1-1, 2-1}; S = {0-0, 2-2}; P = S ∪ {1-1}: |A∩S| = 1, |A∩P| = 2
+    r = alignment_error(["0-0 1-1 2-1"], ["0-0 1?1 2-2"])
+    assert (r["links"], r["sure"], r["possible"]) == (3, 2, 3)
+    assert r["precision"] == pytest.approx(200 / 3) and r["recall"] == pytest.approx(50.0)
+    assert r["aer"] == pytest.approx(40.0)                   # 1 − (1 + 2) / (3 + 2)
+    assert alignment_error(["0-0 2-2"], ["0-0 1?1 2-2"])["aer"] == 0.0      # sure links, no error
+    assert read_gold("0-1 2?3", "g") == ({(0, 1)}, {(0, 1), (2, 3)})
+
+
+def test_counts_are_summed_over_the_corpus_not_averaged_per_sentence():
+    r = alignment_error(["0-0", "0-0 1-1 2-2 3-3"], ["1-1", "0-0 1-1 2-2 3-3"])
+    assert r["precision"] == pytest.approx(80.0) and r["recall"] == pytest.approx(80.0)
+
+
+def test_score_align_cli_and_its_refusals(tmp_path):
+    hyp, gold = tmp_path / "hyp", tmp_path / "gold"
+    hyp.write_text("0-0 1-1 2-1\n")
+    gold.write_text("0-0 1?1 2-2\n")
+    done = CliRunner().invoke(main, ["score-align", str(hyp), "-g", str(gold), "--json"])
+    assert done.exit_code == 0 and json.loads(done.stdout)["aer"] == pytest.approx(40.0)
+    gold.write_text("0-0 1?1 2-2\n0-0\n")
+    done = CliRunner().invoke(main, ["score-align", str(hyp), "-g", str(gold)])
+    assert done.exit_code == 2 and "has 1 lines but" in done.output
+    gold.write_text("0-0 1*1\n")
+    done = CliRunner().invoke(main, ["score-align", str(hyp), "-g", str(gold)])
+    assert done.exit_code == 2 and "'1*1' is not a gold link" in done.output
+
+
+def test_align_links_every_target_word_of_the_given_translations_once(overfit, tmp_path):
+    src, tgt, out = tmp_path / "s.en", tmp_path / "t.fr", tmp_path / "links"
+    src.write_text("\n".join(EN[:4]) + "\n", encoding="utf-8")
+    tgt.write_text("\n".join(FR[:4]) + "\n", encoding="utf-8")
+    done = CliRunner().invoke(main, ["align", "-m", str(overfit / "run" / "last.pt"), "--source", str(src),
+                                     "--target", str(tgt), "-o", str(out)])
+    assert done.exit_code == 0, done.output
+    lines = out.read_text().splitlines()
+    assert len(lines) == 4
+    from nmtkit.translate import Translator
+    side = Translator.from_checkpoints(overfit / "run" / "last.pt", "cpu").sides.tgt    # words: no BPE here
+    for line, sentence in zip(lines, FR[:4]):
+        links = [tuple(map(int, x.split("-"))) for x in line.split()]
+        assert sorted(j for _, j in links) == list(range(len(side.tokens(sentence))))   # each word once
+    tgt.write_text("\n".join(FR[:3]) + "\n", encoding="utf-8")
+    done = CliRunner().invoke(main, ["align", "-m", str(overfit / "run" / "last.pt"), "--source", str(src),
+                                     "--target", str(tgt)])
+    assert done.exit_code == 2 and "has 4 lines but" in done.output
