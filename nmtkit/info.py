@@ -32,6 +32,8 @@ def describe(path: str | Path) -> dict[str, Any]:
                      "best_by": by, "best": None if not math.isfinite(best) else
                      (best if by == "bleu" else -best)},
         "resumable": run.resumable,
+        "lexicon": None if ckpt.lexicon is None else {"frequent": ckpt.lexicon.frequent,
+                                                      "per_source": int(ckpt.lexicon.table.shape[1])},
         "training": run.config.to_dict(),
     }
 
@@ -55,6 +57,9 @@ def format_info(info: dict[str, Any]) -> str:
         + ("; lowercased" if info["text"]["src"]["lowercase"] else ""),
         f"progress   {p['updates']:,} updates in {p['minutes']:.1f} minutes; best {best}"
         + ("" if info["resumable"] else "; weights only (cannot resume)"),
+        f"shortlist  " + (f"{info['lexicon']['frequent']:,} frequent target words + {info['lexicon']['per_source']} "
+                          f"per source word (translate --shortlist)" if info.get("lexicon") else
+                          "none (nmtkit lexicon adds one)"),
         f"training   {t['optimizer']} lr {t['lr']:g}, batch {t['batch_size']}"
         + (f" (or {t['max_tokens']:,} target tokens)" if t["max_tokens"] else "")
         + f", clip {t['clip']:g}, max length {t['max_len']}, seed {t['seed']}" + (", bf16" if t["bf16"] else ""),
