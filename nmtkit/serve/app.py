@@ -151,8 +151,14 @@ def create_app(translator: Translator, limits: Limits = Limits(), default_beam: 
         if declared and declared.isdigit() and int(declared) > limits.max_body:
             return JSONResponse({"error": f"the body has {int(declared):,} bytes; at most {limits.max_body:,}"},
                                 413)
+        body = bytearray()
+        async for chunk in request.stream():       # a chunked upload is cut off at the limit too
+            body += chunk
+            if len(body) > limits.max_body:
+                return JSONResponse({"error": f"the body has over {limits.max_body:,} bytes; at most "
+                                              f"{limits.max_body:,}"}, 413)
         try:
-            asked = parse(await request.body(), limits, default_beam)
+            asked = parse(bytes(body), limits, default_beam)
         except BadRequest as bad:
             return JSONResponse({"error": bad.message}, bad.status)
         out = await batcher.submit(asked.sentences, asked.job)
