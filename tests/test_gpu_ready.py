@@ -161,3 +161,13 @@ def test_a_nan_on_one_rank_ends_every_rank_with_exit_2(corpus, tmp_path):
         assert "loss became nan at update 2" in err
         assert "Traceback" not in err
     assert json.loads((tmp_path / "ddp" / "machine.json").read_text())        # rank 0 had started the run
+
+
+def test_resume_with_accumulation_is_exact(corpus, tmp_path, deterministic):
+    whole = cfg(batch_size=2, update_freq=2, max_updates=4, valid_every=2)
+    train(corpus, tmp_path / "a", TINY, whole)
+    train(corpus, tmp_path / "b", TINY, cfg(batch_size=2, update_freq=2, max_updates=2, valid_every=2))
+    train(corpus, tmp_path / "b", TINY, whole)
+    a, b = (checkpoint.load(tmp_path / r / "last.pt") for r in "ab")
+    assert a.training.progress.step == b.training.progress.step == 4
+    assert all(torch.equal(a.weights[k], b.weights[k]) for k in a.weights)
