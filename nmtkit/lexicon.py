@@ -41,10 +41,14 @@ class Lexicon:
 
     def candidates(self, src: torch.Tensor) -> torch.Tensor:
         """The sorted target ids a batch of source ids (B, Tx) may produce (on src's device)."""
-        words = self.table.to(src.device)[src.flatten()].flatten().long()
+        words = self.table[src.flatten().to(self.table.device)].flatten().long().to(src.device)
         always = torch.arange(max(self.frequent, len(SPECIALS)), device=src.device)
         found: torch.Tensor = torch.unique(torch.cat([always, words]))     # sorted: specials keep their ids
         return found
+
+    def to(self, device: torch.device) -> "Lexicon":
+        """The same lists with the table on ``device`` (once, not per batch)."""
+        return Lexicon(self.frequent, self.table.to(device))
 
     def to_dict(self) -> dict[str, Any]:
         return {"frequent": self.frequent, "table": self.table}

@@ -20,6 +20,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import signal
 import time
 from pathlib import Path
@@ -37,7 +38,7 @@ from .data.binarized import Corpus
 from .data.vocab import PAD
 from .errors import FormatError, UserError
 from .files import atomic_write, remove_stale_temporaries
-from .lexicon import lexicon_of
+from .lexicon import Lexicon, lexicon_of
 from .models import build_model
 from .models.base import Seq2Seq
 from .models.loss import shortlist
@@ -318,12 +319,11 @@ def describe_batches(cfg: TrainConfig, world: int) -> str:
     return f"minibatches of {total} in total per update ({', '.join(parts)}{each})"
 
 
-# A test hook: "RANK:STEP" makes that rank's loss NaN at that update, as a diverging process would.
-_POISON = "NMTKIT_TEST_NAN_AT"
-
-
-def _poisoned(rank: int, step: int) -> bool:
-    return os.environ.get(_POISON, "") == f"{rank}:{step}"
+def _poisoned_step(rank: int) -> int:
+    """A test hook: NMTKIT_TEST_NAN_AT="RANK:STEP" makes that rank's loss NaN at that update, as
+    a diverging process would (0: never)."""
+    found = re.fullmatch(r"(\d+):(\d+)", os.environ.get("NMTKIT_TEST_NAN_AT", ""))
+    return int(found.group(2)) if found and int(found.group(1)) == rank else 0
 
 
 def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConfig,
@@ -366,7 +366,6 @@ def _train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainCon
     torch.manual_seed(cfg.seed)
     model = build_model(model_cfg).to(device)
     sides = text_sides(corpus)
-    lexicon = lexicon_of(corpus) if rank == 0 else None   # for translate --shortlist; seconds
     src, tgt = corpus.split("train")
     batches = Batches(src.sizes, tgt.sizes, cfg.batch_size, cfg.pool, cfg.max_len, cfg.seed,
                       cfg.max_tokens, rank, world, cfg.update_freq)
@@ -410,15 +409,19 @@ def _train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainCon
                 fh.write(json.dumps(machine()) + "\n")
         _rewind_metrics(metrics_path, state.step)
 
+    lexicons: list[Lexicon] = []        # for translate --shortlist: built (seconds) at the first save
+
     def save(name: str, rng: list[dict[str, torch.Tensor]], resumable: bool = True) -> None:
         """A resumable file holds the optimizer, batch position and RNGs as well (last.pt); the
         others hold what translation needs (plus the run's settings and progress)."""
         if rank != 0:
             return
+        if not lexicons:
+            lexicons.append(lexicon_of(corpus))
         run = TrainingState(cfg, Progress(**vars(state)))
         if resumable:
             run.optimizer, run.batches, run.rng = opt.state_dict(), batches.state_dict(), rng
-        checkpoint.save(save_dir / name, Checkpoint(model_cfg, model.state_dict(), sides, run, lexicon=lexicon))
+        checkpoint.save(save_dir / name, Checkpoint(model_cfg, model.state_dict(), sides, run, lexicon=lexicons[0]))
 
     def record(entry: dict[str, Any]) -> None:
         if rank == 0:
@@ -432,11 +435,13 @@ def _train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainCon
             raise UserError(f"{bad.what} became {bad.value} at update {bad.step}; {save_dir / 'last.pt'} holds "
                             f"the last good state (try a smaller --lr or --clip)") from None
 
+    poison = _poisoned_step(rank)
+
     def one_update(idx: np.ndarray) -> tuple[torch.Tensor, torch.Tensor | None, int, int]:
         """Forward and backward over this process's share of each piece of minibatch ``idx``,
         then the optimizer step: (summed loss, gradient norm or None, tokens, sentences)."""
         pieces = batches.share(idx)
-        loss_total: torch.Tensor = torch.zeros((), device=device)
+        loss_total: torch.Tensor | None = None
         ntok = nsent = 0
         opt.zero_grad(set_to_none=True)
         for k, mine in enumerate(pieces):
@@ -451,7 +456,7 @@ def _train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainCon
                 with quiet:
                     with runtime.autocast():
                         loss_sum = net(batch["src"], batch["src_mask"], batch["tgt_in"], batch["tgt_out"], words)
-                    if _poisoned(rank, state.step + 1):
+                    if poison == state.step + 1:
                         loss_sum = loss_sum * float("nan")
                     # scaled so that the gradients are those of the whole minibatch's summed NLL
                     # per sentence (DDP divides by the world)
@@ -460,7 +465,8 @@ def _train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainCon
                 raise UserError(f"out of GPU memory on a batch of {len(mine)} sentences × "
                                 f"{batch['tgt_in'].shape[1]} tokens; lower --batch-size (or --max-tokens), "
                                 f"raise --update-freq, or lower --max-len") from None
-            loss_total = loss_total + loss_sum.detach()
+            loss_total = loss_sum.detach() if loss_total is None else loss_total + loss_sum.detach()
+        assert loss_total is not None       # share() gives at least one piece
         norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip) if cfg.clip else None
         opt.step()
         return loss_total, norm, ntok, nsent

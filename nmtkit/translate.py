@@ -114,8 +114,9 @@ def load_models(paths: list[str | Path], device: torch.device,
 
 class Translator:
     def __init__(self, model: Seq2Seq, sides: Sides, runtime: Runtime, lexicon: Lexicon | None = None):
-        self.model, self.sides, self.runtime, self.lexicon = model.eval(), sides, runtime, lexicon
+        self.model, self.sides, self.runtime = model.eval(), sides, runtime
         self.device = runtime.device
+        self.lexicon = None if lexicon is None else lexicon.to(self.device)
 
     @classmethod
     def from_checkpoints(cls, paths: list[str | Path] | str | Path,

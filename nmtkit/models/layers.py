@@ -146,6 +146,10 @@ def output_weights(layer: nn.Module) -> tuple[torch.Tensor, torch.Tensor | None]
     (:mod:`nmtkit.models.int8`) dequantized."""
     if isinstance(layer, nn.Linear):
         return layer.weight.detach(), None if layer.bias is None else layer.bias.detach()
-    quantized: Any = layer                          # torch's dynamically quantized Linear
-    weight, bias = quantized.weight(), quantized.bias()
-    return weight.dequantize(), None if bias is None else bias.detach()
+    cached = layer.__dict__.get("_float_weights")   # dequantized once: the weights never change
+    if cached is None:
+        quantized: Any = layer                      # torch's dynamically quantized Linear
+        bias = quantized.bias()
+        cached = (quantized.weight().dequantize(), None if bias is None else bias.detach())
+        layer.__dict__["_float_weights"] = cached
+    return cast(tuple[torch.Tensor, torch.Tensor | None], cached)
