@@ -48,7 +48,7 @@ DEMO_RECIPE ?= $(CPU_RECIPE) --valid-every 200 --keep-validations
 DEMO_TRAIN ?= $(DEMO_RECIPE) $(DEMO_BUDGET) $(DEMO_BF16)
 BEAM    ?= 5
 
-.PHONY: help install test test-fast test-slow typecheck test-browser structure wheel-check demo demo-curve paper readme-figures data bench bench-data bench-gpu reproduce compare clean-data
+.PHONY: help install test test-fast test-slow typecheck test-browser structure wheel-check demo demo-curve paper readme-figures data bench bench-data bench-gpu aer reproduce compare clean-data
 comma := ,
 help:
 	@echo "make demo     fetch the Bible corpus, preprocess, build the vocabulary, train RNNsearch (20 min on CPU),"
@@ -57,6 +57,7 @@ help:
 	@echo "make test     run the test suite: unit tests, slow end-to-end tests, mypy (test-fast, test-slow, typecheck)"
 	@echo "make bench    training and translation speed beside Joey NMT and fairseq; preprocessing and selection speed"
 	@echo "make bench-gpu  training speed on a GPU at the paper's sizes: every model, batch, precision, eager/compiled"
+	@echo "make aer      alignment error rate of the demo model's attention beside eflomal on the gold verses"
 	@echo "make reproduce  the paper's WMT'14 En-Fr recipe on GPUs (examples/wmt14_en_fr; MIRROR=DIR offline)"
 	@echo "make paper    RNNencdec-30/50 and RNNsearch-30/50 at one budget: Table 1, Figures 2 and 3 (runs/paper)"
 	@echo "make compare  RNNencdec, RNNsearch and Luong et al.'s attention variants at one budget; dev table in README"
@@ -171,6 +172,11 @@ bench: bench-data
 
 bench-data: data
 	$(PY) bin/bench-data $(DATA) $(VOCAB)
+
+# Alignment error rate of the demo model's attention beside eflomal's (installed from PyPI into
+# the benchmarks' cache on first use), on the gold verses of examples/bible_aer.
+aer: $(DEMO)/best.pt
+	$(PY) bin/bench-aer --model $< --data $(DATA) --threads $(JOBS)
 
 # Training speed on a GPU at the paper's sizes (bin/bench-gpu): every architecture, token and
 # sentence batches, fp32/TF32 and bf16, eager and compiled; on the Bible with 30,000-word lists.

@@ -1,0 +1,93 @@
+"""The gold alignments shipped in examples/bible_aer, and what scores against them: they must be
+well-formed, over exactly the tokens nmtkit's pipeline makes of the raw verses, and counted as the
+README says; eflomal's two directions are symmetrized as Moses does."""
+
+import re
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from nmtkit.aer import alignment_error, read_gold
+from nmtkit.cli import main
+from nmtkit.data.bible import split_of
+from nmtkit.symmetrize import grow_diag_final_and
+
+GOLD = Path(__file__).resolve().parent.parent / "examples" / "bible_aer"
+
+
+def lines(name: str) -> list[str]:
+    return (GOLD / name).read_text(encoding="utf-8").splitlines()
+
+
+def test_every_gold_link_joins_two_words_of_its_verse_and_is_listed_once():
+    en, fr, links = lines("test.tok.en"), lines("test.tok.fr"), lines("gold.links")
+    assert len(en) == len(fr) == len(links) == len(lines("test.en")) == len(lines("test.fr")) == 100
+    for k, (e, f, line) in enumerate(zip(en, fr, links), 1):
+        sure, possible = read_gold(line, f"gold line {k}")
+        items = line.split()
+        assert len(items) == len(possible), f"line {k}: a link listed twice, or both sure and possible"
+        assert sure, f"line {k} has no sure link"
+        assert all(i < len(e.split()) and j < len(f.split()) for i, j in possible), f"line {k}: index past the verse"
+
+
+def test_the_gold_tokens_are_what_nmtkit_makes_of_the_raw_verses():
+    # nmtkit align on the raw files (no --tokenized) must link the very words the gold set counts.
+    for lang in ("en", "fr"):
+        done = CliRunner().invoke(main, ["tokenize", "-l", lang, "--clean", "bible", "-j", "1", "-q",
+                                         str(GOLD / f"test.{lang}")])
+        assert done.exit_code == 0, done.output
+        assert done.stdout.splitlines() == lines(f"test.tok.{lang}")
+
+
+def test_the_verses_are_the_first_test_verses_of_the_embedded_corpus_split():
+    ids = lines("verses.ids")
+    assert ids[0] == "k-l 8:1:1" and len(set(ids)) == 100         # Ruth 1:1, King James → Segond
+    for verse in ids:
+        pair, ref = verse.split()
+        assert pair == "k-l" and split_of(int(ref.split(":")[0])) == "test"
+
+
+def test_the_readme_states_the_set_as_it_is():
+    sure = possible = words_en = words_fr = 0
+    for e, f, line in zip(lines("test.tok.en"), lines("test.tok.fr"), lines("gold.links")):
+        s, p = read_gold(line, "gold")
+        sure, possible = sure + len(s), possible + len(p)
+        words_en, words_fr = words_en + len(e.split()), words_fr + len(f.split())
+    readme = (GOLD / "README.md").read_text(encoding="utf-8")
+    stated = re.search(r"(\d[\d,]*) English and (\d[\d,]*) French\s+tokens.*?(\d[\d,]*) sure and (\d[\d,]*) possible",
+                       readme, re.S)
+    assert stated, "the README no longer states the set's size"
+    assert [int(x.replace(",", "")) for x in stated.groups()] == [words_en, words_fr, sure, possible - sure]
+
+
+def test_the_gold_set_scores_itself_perfectly_and_a_diagonal_badly():
+    gold = lines("gold.links")
+    sure_only = [" ".join(x for x in line.split() if "-" in x) for line in gold]
+    assert alignment_error(sure_only, gold)["aer"] == 0.0
+    diagonal = [" ".join(f"{j}-{j}" for j in range(min(len(e.split()), len(f.split()))))
+                for e, f in zip(lines("test.tok.en"), lines("test.tok.fr"))]
+    assert alignment_error(diagonal, gold)["aer"] > 50
+
+
+def test_grow_diag_final_and_grows_from_the_intersection_then_adds_unaligned_pairs():
+    forward, reverse = {(0, 0), (1, 1), (2, 1)}, {(0, 0), (1, 1), (2, 2)}
+    assert forward & reverse == {(0, 0), (1, 1)}
+    assert grow_diag_final_and(forward, reverse) == {(0, 0), (1, 1), (2, 1), (2, 2)}   # diagonal neighbours
+    # (3, 3) is no neighbour but both its words are unaligned: final-and takes it; (0, 2) joins an
+    # aligned source word to an unaligned target two columns away: neither step takes it.
+    assert grow_diag_final_and({(0, 0), (3, 3), (0, 2)}, {(0, 0)}) == {(0, 0), (3, 3)}
+    # a neighbour whose two words are both aligned already is not added
+    assert grow_diag_final_and({(0, 0), (1, 1), (0, 1)}, {(0, 0), (1, 1)}) == {(0, 0), (1, 1)}
+
+
+def test_the_attention_of_any_model_gives_one_link_per_gold_french_word(overfit, tmp_path):
+    out = tmp_path / "links"
+    done = CliRunner().invoke(main, ["align", "-m", str(overfit / "run" / "last.pt"), "--tokenized",
+                                     "--source", str(GOLD / "test.tok.en"), "--target", str(GOLD / "test.tok.fr"),
+                                     "-o", str(out)])
+    assert done.exit_code == 0, done.output
+    fr = lines("test.tok.fr")
+    for line, verse in zip(out.read_text().splitlines(), fr):
+        assert sorted(int(x.split("-")[1]) for x in line.split()) == list(range(len(verse.split())))
+    done = CliRunner().invoke(main, ["score-align", str(out), "-g", str(GOLD / "gold.links")])
+    assert done.exit_code == 0 and "100 sentences; 3,194 links" in done.output
