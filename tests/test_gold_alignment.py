@@ -2,7 +2,11 @@
 well-formed, over exactly the tokens nmtkit's pipeline makes of the raw verses, and counted as the
 README says; eflomal's two directions are symmetrized as Moses does."""
 
+import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -91,3 +95,18 @@ def test_the_attention_of_any_model_gives_one_link_per_gold_french_word(overfit,
         assert sorted(int(x.split("-")[1]) for x in line.split()) == list(range(len(verse.split())))
     done = CliRunner().invoke(main, ["score-align", str(out), "-g", str(GOLD / "gold.links")])
     assert done.exit_code == 0 and "100 sentences; 3,194 links" in done.output
+
+
+def test_bench_aer_scores_each_model_and_refuses_a_missing_one_in_a_line(overfit, tmp_path):
+    script = GOLD.parent.parent / "bin" / "bench-aer"
+    env = {**os.environ, "BENCH_DIR": str(tmp_path)}
+    model = overfit / "run" / "last.pt"
+    done = subprocess.run([sys.executable, script, "--model", model, "--no-eflomal", "--threads", "1"],
+                          env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "| nmtkit attention (run/last.pt) | 3,194 |" in done.stdout       # a link per French word
+    results = json.loads((tmp_path / "aer.json").read_text())["results"]
+    assert [r["sure"] for r in results.values()] == [2637]
+    done = subprocess.run([sys.executable, script, "--model", tmp_path / "none.pt", "--no-eflomal"],
+                          env=env, capture_output=True, text=True)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "none.pt" in done.stderr
