@@ -409,19 +409,20 @@ def _train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainCon
                 fh.write(json.dumps(machine()) + "\n")
         _rewind_metrics(metrics_path, state.step)
 
-    lexicons: list[Lexicon] = []        # for translate --shortlist: built (seconds) at the first save
+    lexicon: Lexicon | None = None      # for translate --shortlist: built (seconds) at the first save
 
     def save(name: str, rng: list[dict[str, torch.Tensor]], resumable: bool = True) -> None:
         """A resumable file holds the optimizer, batch position and RNGs as well (last.pt); the
         others hold what translation needs (plus the run's settings and progress)."""
+        nonlocal lexicon
         if rank != 0:
             return
-        if not lexicons:
-            lexicons.append(lexicon_of(corpus))
+        if lexicon is None:
+            lexicon = lexicon_of(corpus)
         run = TrainingState(cfg, Progress(**vars(state)))
         if resumable:
             run.optimizer, run.batches, run.rng = opt.state_dict(), batches.state_dict(), rng
-        checkpoint.save(save_dir / name, Checkpoint(model_cfg, model.state_dict(), sides, run, lexicon=lexicons[0]))
+        checkpoint.save(save_dir / name, Checkpoint(model_cfg, model.state_dict(), sides, run, lexicon=lexicon))
 
     def record(entry: dict[str, Any]) -> None:
         if rank == 0:

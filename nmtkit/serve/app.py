@@ -67,9 +67,8 @@ class Parsed:
 
 
 def parse(body: bytes, limits: Limits, default_beam: int) -> Parsed:
-    """What a request body asks for; :class:`BadRequest` naming the first thing wrong with it."""
-    if len(body) > limits.max_body:
-        raise BadRequest(413, f"the body has {len(body):,} bytes; at most {limits.max_body:,}")
+    """What a request body (already within ``limits.max_body``) asks for; :class:`BadRequest`
+    naming the first thing wrong with it."""
     if not body.strip():
         raise BadRequest(400, "the body is empty: send JSON, {\"sentences\": [\"...\"]}")
     try:
@@ -147,12 +146,8 @@ def create_app(translator: Translator, limits: Limits = Limits(), default_beam: 
     app = FastAPI(title="nmtkit", lifespan=lifespan, docs_url=None, redoc_url=None)
 
     async def answer(request: Request) -> JSONResponse:
-        declared = request.headers.get("content-length")
-        if declared and declared.isdigit() and int(declared) > limits.max_body:
-            return JSONResponse({"error": f"the body has {int(declared):,} bytes; at most {limits.max_body:,}"},
-                                413)
         body = bytearray()
-        async for chunk in request.stream():       # a chunked upload is cut off at the limit too
+        async for chunk in request.stream():       # declared or chunked: cut off at the limit
             body += chunk
             if len(body) > limits.max_body:
                 return JSONResponse({"error": f"the body has over {limits.max_body:,} bytes; at most "
