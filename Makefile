@@ -179,7 +179,7 @@ aer: $(DEMO)/best.pt
 	$(PY) bin/bench-aer --model $< --data $(DATA) --threads $(JOBS)
 
 # Training speed on a GPU at the paper's sizes (bin/bench-gpu): every architecture, token and
-# sentence batches, fp32/TF32 and bf16, eager and compiled; on the Bible with 30,000-word lists.
+# sentence batches, fp32/TF32 and bf16, eager, compiled and CUDA graphs; on the Bible with 30,000-word lists.
 bench-gpu: install
 	$(MAKE) data BPE=0
 	$(PY) bin/bench-gpu $(DATA)/data-bin-words$(VOCAB_SIZE)

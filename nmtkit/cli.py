@@ -556,6 +556,13 @@ Running the same command again resumes from SAVE_DIR/last.pt exactly (--reset st
               help="Compile the recurrences' per-word steps with torch.compile (rnnsearch, rnnencdec): "
                    "fused kernels, for GPUs, where the eager step is bound by kernel launches. The first "
                    "updates wait for the compiler.")
+@click.option("--compile-mode", type=click.Choice(["default", "reduce-overhead", "max-autotune"]),
+              default=_T.compile_mode, show_default=True,
+              help="torch.compile's mode, with --compile: reduce-overhead replays each step as a CUDA graph "
+                   "(recorded once per shape: combine with --pad-to-multiple); max-autotune also tunes the kernels.")
+@click.option("--pad-to-multiple", type=click.IntRange(1), default=_T.pad_to_multiple, show_default=True,
+              help="Pad each training batch's source and target lengths up to a multiple of N: fewer shapes "
+                   "for CUDA graphs and compiled kernels, at the cost of computing the padding.")
 @click.option("--shortlist", type=click.IntRange(0), default=_T.shortlist, show_default=True,
               help="Jean et al. (2015)'s sampled softmax in training: over the minibatch's target words and "
                    "others drawn at random, this many in all (0: the full softmax, as the paper).")

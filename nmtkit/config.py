@@ -195,6 +195,8 @@ class TrainConfig(_Settings):
     bf16: bool = False
     tf32: bool = True              # on GPUs: fp32 matrix products on tensor cores
     compile: bool = False          # the recurrences' steps through torch.compile
+    compile_mode: str = "default"  # torch.compile's mode: default | reduce-overhead | max-autotune
+    pad_to_multiple: int = 1       # training batches' lengths rounded up to a multiple of this
 
 
 
@@ -220,6 +222,8 @@ def train_settings(arch: str, preset: str, schedule_name: str, values: dict[str,
     foreign = given & (RNNSEARCH_ONLY if arch == "luong" else LUONG_ONLY)
     if foreign:
         raise UserError(f"--{sorted(foreign)[0].replace('_', '-')} does not apply to --arch {arch}")
+    if "compile_mode" in given and not values.get("compile"):
+        raise UserError("--compile-mode applies to a compiled step: add --compile")
     model_fields = {f.name for f in fields(ModelConfig)}
     sizes = preset_sizes(arch, preset) | {k: values[k] for k in SIZES if values.get(k) is not None}
     model = ModelConfig(arch=arch, **sizes, **{k: v for k, v in values.items()

@@ -305,18 +305,26 @@ def _budget(cfg: TrainConfig, batches_per_epoch: int) -> tuple[float | None, str
     return None, "updates"
 
 
+def compiled_note(cfg: TrainConfig) -> str:
+    """What the first log line says of the compiled step, if any."""
+    if not cfg.compile:
+        return ""
+    return " (compiled steps)" if cfg.compile_mode == "default" else f" (compiled steps, mode {cfg.compile_mode})"
+
+
 def describe_batches(cfg: TrainConfig, world: int) -> str:
     """What one update computes on, in total and per process: the first line a run logs."""
     unit = (f"{cfg.max_tokens:,} target tokens" if cfg.max_tokens else f"{cfg.batch_size} sentences")
     total = (f"{cfg.max_tokens * cfg.update_freq:,} target tokens" if cfg.max_tokens
              else f"{cfg.batch_size * cfg.update_freq} sentences")
+    padded = f"; lengths padded to multiples of {cfg.pad_to_multiple}" if cfg.pad_to_multiple > 1 else ""
     if world == 1 and cfg.update_freq == 1:
-        return f"minibatches of {total}"
+        return f"minibatches of {total}{padded}"
     parts = ([f"{world} processes taking 1/{world} each"] if world > 1 else []) + (
         [f"{cfg.update_freq} accumulated passes of {unit}"] if cfg.update_freq > 1 else [])
     each = ("" if cfg.max_tokens or world == 1 else
             f"; about {cfg.batch_size / world:g} sentences per process and pass")
-    return f"minibatches of {total} in total per update ({', '.join(parts)}{each})"
+    return f"minibatches of {total} in total per update ({', '.join(parts)}{each}){padded}"
 
 
 def _poisoned_step(rank: int) -> int:
@@ -392,14 +400,14 @@ def _train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainCon
             return state
         log(f"resuming from {save_dir / 'last.pt'} at update {state.step}, epoch {batches.epoch + 1}")
     if cfg.compile:
-        model.compile_steps()
+        model.compile_steps(cfg.compile_mode)
     ddp = torch.nn.parallel.DistributedDataParallel(model) if multi else None
     net: torch.nn.Module = ddp if ddp is not None else model
     if rank == 0:
         debug(f"model {model_cfg.to_dict()}")
         debug(f"training {cfg.to_dict()}")
         log(f"training {model_cfg.arch} ({sum(p.numel() for p in model.parameters()):,} parameters) on "
-            f"{device.type}{' (compiled steps)' if cfg.compile else ''}; {describe_batches(cfg, world)}")
+            f"{device.type}{compiled_note(cfg)}; {describe_batches(cfg, world)}")
     metrics_path = save_dir / "metrics.jsonl"
     if rank == 0:
         save_dir.mkdir(parents=True, exist_ok=True)
@@ -437,6 +445,7 @@ def _train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainCon
                             f"the last good state (try a smaller --lr or --clip)") from None
 
     poison = _poisoned_step(rank)
+    graphs = cfg.compile and cfg.compile_mode == "reduce-overhead"
 
     def one_update(idx: np.ndarray) -> tuple[torch.Tensor, torch.Tensor | None, int, int]:
         """Forward and backward over this process's share of each piece of minibatch ``idx``,
@@ -445,8 +454,11 @@ def _train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainCon
         loss_total: torch.Tensor | None = None
         ntok = nsent = 0
         opt.zero_grad(set_to_none=True)
+        if graphs:
+            # a new iteration: the CUDA graphs' outputs of the last one may be overwritten
+            torch.compiler.cudagraph_mark_step_begin()  # type: ignore[no-untyped-call]
         for k, mine in enumerate(pieces):
-            batch = collate(src, tgt, mine)
+            batch = collate(src, tgt, mine, cfg.pad_to_multiple)
             ntok, nsent = ntok + int((batch["tgt_out"] != PAD).sum()), nsent + len(mine)
             words = (shortlist(batch["tgt_out"], model_cfg.tgt_vocab, cfg.shortlist, PAD).to(device)
                      if cfg.shortlist else None)

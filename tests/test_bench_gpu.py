@@ -17,10 +17,12 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_bench_gpu_runs_every_cell_on_a_cpu(raw, tmp_path):
     make_corpus(raw, tmp_path)
     done = subprocess.run([sys.executable, ROOT / "bin" / "bench-gpu", tmp_path / "bin", "--device", "cpu",
-                           "--preset", "tiny", "--updates", "2", "--warmup", "0", "--archs", "rnnsearch"],
+                           "--preset", "tiny", "--updates", "2", "--warmup", "0", "--archs", "rnnsearch",
+                           "--paths", "eager,graphs"],
                           capture_output=True, text=True, timeout=900, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads((tmp_path / "bench-gpu.json").read_text())
     assert len(report["rows"]) == 8          # 2 batches × 2 precisions × 2 paths
     assert all(r["tok_per_s"] > 0 and r["wmt14_hours"] > 0 for r in report["rows"])
-    assert "rnnsearch  6,000 tokens  bf16       compiled" in done.stdout
+    assert "rnnsearch  6,000 tokens  bf16       graphs" in done.stdout
+    assert {r["path"] for r in report["rows"]} == {"eager", "graphs"}

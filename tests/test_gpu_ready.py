@@ -7,16 +7,17 @@ import socket
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import torch
 
 from nmtkit import checkpoint
 from nmtkit.config import ModelConfig, TrainConfig
-from nmtkit.data.batching import Batches
+from nmtkit.data.batching import Batches, collate
 from nmtkit.errors import UserError
 from nmtkit.models import build_model
 from nmtkit.runtime import resolve_device
-from nmtkit.train import describe_batches, train
+from nmtkit.train import compiled_note, describe_batches, train
 from tests.test_corpus import make_corpus
 
 TINY = ModelConfig(emb=16, hidden=16, align=16, maxout=16)
@@ -114,6 +115,66 @@ def test_the_compiled_step_gives_the_eager_loss_and_gradients(arch):
         assert g_e.keys() == g_f.keys()
         for name in g_e:
             assert torch.allclose(g_e[name], g_f[name], atol=1e-4), name
+
+
+# -- static shapes for CUDA graphs: lengths padded to a multiple ------------------------------
+
+def test_collate_pads_both_sides_to_the_multiple_asked():
+    src = [np.array([5, 6, 7]), np.array([5])]
+    tgt = [np.array([8] * 9), np.array([8, 9])]
+    plain, padded = collate(src, tgt, np.arange(2)), collate(src, tgt, np.arange(2), multiple=8)
+    assert plain["src"].shape == (2, 4) and plain["tgt_in"].shape == (2, 10)
+    assert padded["src"].shape == (2, 8) and padded["tgt_in"].shape == padded["tgt_out"].shape == (2, 16)
+    for key in plain:   # the same words, then padding only
+        assert torch.equal(padded[key][:, :plain[key].shape[1]], plain[key]), key
+    assert not padded["src_mask"][:, 4:].any() and (padded["tgt_out"][:, 10:] == 0).all()
+
+
+@pytest.mark.parametrize("model_cfg", [
+    ModelConfig(arch="rnnsearch", src_vocab=13, tgt_vocab=11, emb=8, hidden=8, align=8, maxout=8),
+    ModelConfig(arch="rnnsearch", src_vocab=13, tgt_vocab=11, emb=8, hidden=8, align=8, maxout=8, encoder="cudnn"),
+    ModelConfig(arch="rnnencdec", src_vocab=13, tgt_vocab=11, emb=8, hidden=8, align=8, maxout=8),
+    ModelConfig(arch="luong", src_vocab=13, tgt_vocab=11, emb=8, hidden=8, align=8, layers=2, attention="local-p",
+                input_feed=True, reverse_source=True, dropout=0.0),
+    ModelConfig(arch="luong", src_vocab=13, tgt_vocab=11, emb=8, hidden=8, align=8, layers=1, attention="global",
+                score="location", dropout=0.0),
+], ids=["rnnsearch", "rnnsearch-cudnn", "rnnencdec", "luong-local-p", "luong-location"])
+def test_padding_to_a_multiple_changes_neither_the_loss_nor_the_gradients(model_cfg):
+    """Tolerance: 1e-6 relative on the loss, 1e-6 absolute on gradients (float32: only the
+    order of sums may differ)."""
+    torch.manual_seed(0)
+    model = build_model(model_cfg)
+    g = np.random.default_rng(3)
+    src = [g.integers(3, 13, n) for n in (5, 3, 7)]
+    tgt = [g.integers(3, 11, n) for n in (4, 6, 2)]
+    results = []
+    for multiple in (1, 8):
+        batch = collate(src, tgt, np.arange(3), multiple=multiple)
+        model.zero_grad()
+        loss = model(batch["src"], batch["src_mask"], batch["tgt_in"], batch["tgt_out"])
+        loss.backward()
+        results.append((loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}))
+    (loss_1, grads_1), (loss_8, grads_8) = results
+    assert torch.allclose(loss_1, loss_8, rtol=1e-6)
+    assert grads_1.keys() == grads_8.keys()
+    for name in grads_1:
+        assert torch.allclose(grads_1[name], grads_8[name], atol=1e-6), name
+
+
+@pytest.mark.slow
+def test_training_with_cuda_graph_settings_runs_on_a_cpu_and_says_so(corpus, tmp_path, capsys):
+    """On a CPU, torch.compile's reduce-overhead mode compiles without CUDA graphs: this checks
+    the plumbing (mode, padding, the step marks), not the graphs."""
+    pytest.importorskip("torch._inductor")
+    settings = cfg(max_updates=3, compile=True, compile_mode="reduce-overhead", pad_to_multiple=8)
+    state = train(corpus, tmp_path / "r", TINY, settings)
+    assert state.step == 3
+    assert "(compiled steps, mode reduce-overhead)" in capsys.readouterr().err
+    assert compiled_note(settings) == " (compiled steps, mode reduce-overhead)"
+    assert describe_batches(settings, 1) == "minibatches of 2 sentences; lengths padded to multiples of 8"
+    windows = [json.loads(line) for line in (tmp_path / "r" / "metrics.jsonl").read_text().splitlines()]
+    losses = [w["train_nll"] for w in windows if "train_nll" in w]
+    assert len(losses) == 3 and all(np.isfinite(losses))
 
 
 def test_compile_is_refused_for_a_model_without_a_step_to_compile():

@@ -93,9 +93,10 @@ class Batches:
         self.epoch, self.index, self.seed = int(state["epoch"]), int(state["index"]), int(state["seed"])
 
 
-def pad(seqs: list[np.ndarray], bos: bool = False, eos: bool = True) -> torch.Tensor:
-    """Right-padded (B, T) int64 ids, optionally with <s> before and </s> after each sentence."""
-    longest = max(len(s) for s in seqs) + bos + eos
+def pad(seqs: list[np.ndarray], bos: bool = False, eos: bool = True, multiple: int = 1) -> torch.Tensor:
+    """Right-padded (B, T) int64 ids, optionally with <s> before and </s> after each sentence;
+    T rounded up to a multiple of ``multiple``."""
+    longest = -(-(max(len(s) for s in seqs) + bos + eos) // multiple) * multiple
     out = torch.full((len(seqs), longest), PAD, dtype=torch.long)
     for i, s in enumerate(seqs):
         row = torch.from_numpy(np.asarray(s, dtype=np.int64))
@@ -107,12 +108,14 @@ def pad(seqs: list[np.ndarray], bos: bool = False, eos: bool = True) -> torch.Te
     return out
 
 
-def collate(src_arr: Any, tgt_arr: Any, idx: np.ndarray) -> dict[str, torch.Tensor]:
-    """src (with </s>), its mask, tgt_in (<s> y) and tgt_out (y </s>) for sentences ``idx``."""
-    src = pad([src_arr[i] for i in idx])
+def collate(src_arr: Any, tgt_arr: Any, idx: np.ndarray, multiple: int = 1) -> dict[str, torch.Tensor]:
+    """src (with </s>), its mask, tgt_in (<s> y) and tgt_out (y </s>) for sentences ``idx``.
+    ``multiple`` > 1 pads both lengths up to a multiple of it: fewer distinct shapes, so that
+    CUDA graphs, recorded once per shape, are replayed rather than recorded again."""
+    src = pad([src_arr[i] for i in idx], multiple=multiple)
     tgt = [tgt_arr[i] for i in idx]
-    return {"src": src, "src_mask": src != PAD, "tgt_in": pad(tgt, bos=True, eos=False),
-            "tgt_out": pad(tgt)}
+    return {"src": src, "src_mask": src != PAD, "tgt_in": pad(tgt, bos=True, eos=False, multiple=multiple),
+            "tgt_out": pad(tgt, multiple=multiple)}
 
 
 def to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:

@@ -75,15 +75,17 @@ class Seq2Seq(nn.Module):
         :meth:`compile_steps` compiles. None by default."""
         return []
 
-    def compile_steps(self) -> None:
+    def compile_steps(self, mode: str = "default") -> None:
         """Run each of :meth:`step_functions` through ``torch.compile`` (dynamic shapes, so one
         compilation serves every batch size and sentence length): each step's elementwise work
-        becomes a few fused kernels instead of dozens of launches, forward and backward."""
+        becomes a few fused kernels instead of dozens of launches, forward and backward.
+        ``mode`` is torch.compile's: "reduce-overhead" replays each step as a CUDA graph on
+        GPUs (one graph per distinct shape; a CPU ignores it)."""
         found = self.step_functions()
         if not found:
             raise UserError(f"--compile: the {self.cfg.arch} model has no per-position step to compile")
         for module, name in found:
-            module.__dict__[name] = torch.compile(getattr(module, name), dynamic=True)
+            module.__dict__[name] = torch.compile(getattr(module, name), dynamic=True, mode=mode)
 
     def attention_follows_input(self) -> bool:
         """Whether the attention of step t aligns the word fed in at t (y_{t−1}) rather than the
