@@ -48,6 +48,7 @@ from .runlog import MACHINE, machine
 from .runtime import Runtime, RuntimeConfig, setup
 from .search import greedy
 from .text.bpe import merge_subwords
+from .window_watch import WindowWatch, stuck_message
 
 
 def text_sides(corpus: Corpus) -> TextSides:
@@ -67,17 +68,22 @@ def text_sides(corpus: Corpus) -> TextSides:
 @torch.no_grad()
 def validate(model: Seq2Seq, corpus: Corpus, cfg: TrainConfig, device: torch.device,
              tgt_tokens: list[str]) -> dict[str, float]:
-    """Dev NLL per sentence and per token; tokenized BLEU of greedy output (see :func:`dev_bleu`)."""
+    """Dev NLL per sentence and per token; tokenized BLEU of greedy output (see :func:`dev_bleu`);
+    where local-p's window looks (:mod:`window_watch`)."""
     model.eval()
     src, tgt = corpus.split("valid")
     total, tokens, n = 0.0, 0, 0
     outputs: dict[int, list[int]] = {}
-    for idx, enc, loss, count in scored_batches(model, src, tgt, device, cfg.batch_size, cfg.valid_max_sentences):
-        total, tokens, n = total + float(loss), tokens + count, n + len(idx)   # enc serves the search too
-        if cfg.valid_bleu:
-            outputs.update(zip(map(int, idx), greedy(model, enc).tokens))
+    with WindowWatch(model) as window:
+        for idx, enc, loss, count in scored_batches(model, src, tgt, device, cfg.batch_size,
+                                                    cfg.valid_max_sentences):
+            total, tokens, n = total + float(loss), tokens + count, n + len(idx)   # enc serves the search too
+            window.take(src.sizes[idx] + 1, tgt.sizes[idx] + 1)
+            if cfg.valid_bleu:
+                with window.paused():
+                    outputs.update(zip(map(int, idx), greedy(model, enc).tokens))
     model.train()
-    metrics = {"dev_nll": total / max(n, 1), "dev_nll_token": total / max(tokens, 1)}
+    metrics = {"dev_nll": total / max(n, 1), "dev_nll_token": total / max(tokens, 1), **window.metrics()}
     if outputs:
         metrics["dev_bleu_tok"] = dev_bleu(corpus, "valid", outputs, tgt_tokens)
     return metrics
@@ -521,6 +527,9 @@ def _train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainCon
                 record(metrics)
                 training_curves(read_metrics(metrics_path), save_dir / "curves.png")
                 bar.validated(state.step, metrics)
+                stuck = stuck_message(metrics)
+                if stuck:
+                    log(stuck)
                 if score > state.best:
                     state.best, state.bad_evals = score, 0
                     save("best.pt", rng, resumable=False)

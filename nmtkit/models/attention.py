@@ -93,6 +93,7 @@ class LuongAttention(nn.Module):
     def __init__(self, score: str, window: str, hidden: int, align: int, max_src: int, D: int):
         super().__init__()
         self.score, self.window, self.D = score, window, D
+        self.seen: list[torch.Tensor] | None = None   # p_t / S of each call, while watched (window_watch)
         if score == "general":
             self.W_a = nn.Linear(hidden, hidden, bias=False)
         elif score == "concat":
@@ -144,6 +145,8 @@ class LuongAttention(nn.Module):
         allowed = mask.unsqueeze(1)
         if self.window != "global":
             p = self.centre(q, t, mask).float()
+            if self.seen is not None:
+                self.seen.append((p / mask.sum(1, keepdim=True)).detach())
             distance = torch.arange(h.shape[1], device=h.device).float() - p.unsqueeze(-1)
             allowed = allowed & (distance.abs() <= self.D)
         a = torch.softmax(e.masked_fill(~allowed, float("-inf")), -1)
