@@ -118,6 +118,7 @@ class ModelConfig(_Settings):
     reverse_source: bool = True
     window: int = 10               # D
     max_src: int = 50
+    window_renorm: bool = False    # local-p: weights divided by their sum after the Gaussian (not the paper's)
 
 
 # Luong et al.'s attention: where it looks, and how it scores a source word.
@@ -208,7 +209,8 @@ LEXICON_PER_SOURCE = 20
 
 
 # Flags that belong to one family only: given to the other, they are refused rather than ignored.
-LUONG_ONLY = frozenset({"layers", "dropout", "attention", "score", "input_feed", "reverse_source", "window"})
+LUONG_ONLY = frozenset({"layers", "dropout", "attention", "score", "input_feed", "reverse_source", "window",
+                        "window_renorm"})
 RNNSEARCH_ONLY = frozenset({"maxout", "readout", "encoder"})
 SIZES = ("emb", "hidden", "align", "maxout", "layers")
 
@@ -224,6 +226,8 @@ def train_settings(arch: str, preset: str, schedule_name: str, values: dict[str,
         raise UserError(f"--{sorted(foreign)[0].replace('_', '-')} does not apply to --arch {arch}")
     if "compile_mode" in given and not values.get("compile"):
         raise UserError("--compile-mode applies to a compiled step: add --compile")
+    if values.get("window_renorm") and values.get("attention") != "local-p":
+        raise UserError("--window-renorm applies to --attention local-p")
     model_fields = {f.name for f in fields(ModelConfig)}
     sizes = preset_sizes(arch, preset) | {k: values[k] for k in SIZES if values.get(k) is not None}
     model = ModelConfig(arch=arch, **sizes, **{k: v for k, v in values.items()

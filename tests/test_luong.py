@@ -90,6 +90,18 @@ def test_local_p_is_a_window_around_its_predicted_position_scaled_by_a_gaussian(
     assert att.W_p.weight.grad.abs().sum() > 0 and att.v_p.weight.grad.abs().sum() > 0
 
 
+def test_local_p_renormalised_keeps_the_window_and_the_shape_and_sums_to_one():
+    q, h, t = inputs()
+    paper, renorm = attention("general", "local-p"), attention("general", "local-p")
+    renorm.renorm = True
+    (_, a), (c_r, a_r) = run(paper, q, h, t), run(renorm, q, h, t)
+    assert torch.allclose(a_r.sum(-1), torch.ones(B, TQ), atol=1e-6)
+    assert torch.allclose(a_r, a / a.sum(-1, keepdim=True), atol=1e-6)    # the paper's weights, rescaled
+    assert torch.equal(a_r > 0, a > 0) and torch.allclose(c_r, torch.bmm(a_r, h), atol=1e-6)
+    model = build_model(tiny(attention="local-p", window_renorm=True))
+    assert model.attention.renorm and not build_model(tiny(attention="local-p")).attention.renorm
+
+
 def test_location_attention_ignores_source_content_and_positions_past_its_length():
     att = attention("location", "global", max_src=4)
     q, h, t = inputs()
@@ -121,7 +133,8 @@ def test_input_feeding_widens_the_decoder_input():
 
 
 VARIANTS = [dict(attention=w, score=s, input_feed=f, reverse_source=r) for (w, s), f, r in itertools.product(
-    [*itertools.product(WINDOWS, SCORES), ("none", "dot")], (True, False), (True, False))]
+    [*itertools.product(WINDOWS, SCORES), ("none", "dot")], (True, False), (True, False))] + [
+    dict(attention="local-p", score="general", input_feed=True, reverse_source=True, window_renorm=True)]
 
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: "-".join(str(x) for x in v.values()))
@@ -297,6 +310,9 @@ def test_flags_of_the_other_family_or_without_their_switch_are_refused(tmp_path)
     assert r.exit_code == 2 and "--readout does not apply to --arch luong" in r.output
     r = invoke("train", tmp_path, "--save-dir", tmp_path / "x", "--compile-mode", "reduce-overhead")
     assert r.exit_code == 2 and "--compile-mode applies to a compiled step: add --compile" in r.output
+    r = invoke("train", tmp_path, "--save-dir", tmp_path / "x", "--arch", "luong", "--attention", "local-m",
+               "--window-renorm")
+    assert r.exit_code == 2 and "--window-renorm applies to --attention local-p" in r.output
     assert not (tmp_path / "x").exists()
 
 

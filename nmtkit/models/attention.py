@@ -78,7 +78,8 @@ class LuongAttention(nn.Module):
     Windows (section 3.2): ``global`` attends to every source word; ``local-m``
     to [p_t − D, p_t + D] with p_t = t; ``local-p`` to the window around
     p_t = S·sigmoid(v_pᵀtanh(W_p h_t)), its weights then multiplied by
-    exp(−(s − p_t)²/2σ²) with σ = D/2 (Eq. 10, not renormalised). Only local-p
+    exp(−(s − p_t)²/2σ²) with σ = D/2 (Eq. 10, not renormalised; ``renorm``
+    divides them by their sum, which the paper does not). Only local-p
     has the Gaussian: the paper's local-m is "the same as the global model
     except that a_t is fixed-length and shorter". Positions outside the
     sentence are ignored; local-m's p_t is clamped to the last source word so
@@ -90,9 +91,10 @@ class LuongAttention(nn.Module):
     first of them, a longer one gives its later words no weight (footnote 6).
     """
 
-    def __init__(self, score: str, window: str, hidden: int, align: int, max_src: int, D: int):
+    def __init__(self, score: str, window: str, hidden: int, align: int, max_src: int, D: int,
+                 renorm: bool = False):
         super().__init__()
-        self.score, self.window, self.D = score, window, D
+        self.score, self.window, self.D, self.renorm = score, window, D, renorm
         self.seen: list[torch.Tensor] | None = None   # p_t / S of each call, while watched (window_watch)
         if score == "general":
             self.W_a = nn.Linear(hidden, hidden, bias=False)
@@ -152,4 +154,6 @@ class LuongAttention(nn.Module):
         a = torch.softmax(e.masked_fill(~allowed, float("-inf")), -1)
         if self.window == "local-p":
             a = a * torch.exp(-distance.square() / (2 * (self.D / 2) ** 2))
+            if self.renorm:   # the window's softmax adds to 1 and its Gaussian is ≥ e^-2: no division by 0
+                a = a / a.sum(-1, keepdim=True)
         return torch.bmm(a.to(h.dtype), h), a

@@ -54,7 +54,8 @@ class Luong(Seq2Seq):
         self.decoder = StackedLSTM(m + (n if cfg.input_feed else 0), n, L, batch_first=True,
                                dropout=cfg.dropout if L > 1 else 0.0)
         self.attention = (None if cfg.attention == "none" else
-                          LuongAttention(cfg.score, cfg.attention, n, cfg.align, cfg.max_src, cfg.window))
+                          LuongAttention(cfg.score, cfg.attention, n, cfg.align, cfg.max_src, cfg.window,
+                                         renorm=cfg.window_renorm))
         self.W_c = nn.Linear(2 * n, n, bias=False) if self.attention is not None else None
         self.W_s = nn.Linear(n, cfg.tgt_vocab)
         for p in self.parameters():
