@@ -85,36 +85,64 @@ def test_a_lazy_load_maps_the_file_and_reads_the_same_tensors(corpus, tmp_path):
 
 # -- the compiled step --------------------------------------------------------------------------
 
+def compiled_against_eager(arch, device="cpu", mode="default", shapes=((3, 5, 4), (2, 7, 6))):
+    """The loss and gradients of the compiled step and of the eager one, on batches of these
+    (sentences, source length, target length), each with padding."""
+    torch.manual_seed(0)
+    model_cfg = ModelConfig(arch=arch, src_vocab=13, tgt_vocab=11, emb=8, hidden=8, align=8, maxout=8)
+    eager = build_model(model_cfg).to(device)
+    fast = build_model(model_cfg).to(device)
+    fast.load_state_dict(eager.state_dict())
+    fast.compile_steps(mode)
+    g = torch.Generator().manual_seed(1)
+    for B, Tx, Ty in shapes:
+        src = torch.randint(3, 13, (B, Tx), generator=g)
+        src[0, -2:] = 0                                  # padding in the first sentence
+        tgt = torch.randint(3, 11, (B, Ty + 1), generator=g)
+        tgt[1, -2:] = 0
+        src, tgt = src.to(device), tgt.to(device)
+        results = []
+        for model in (eager, fast):
+            if mode == "reduce-overhead":
+                torch.compiler.cudagraph_mark_step_begin()
+            model.zero_grad()
+            loss = model(src, src != 0, tgt[:, :-1], tgt[:, 1:])
+            loss.backward()
+            results.append((loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters()
+                                            if p.grad is not None}))
+        yield results
+
+
+def assert_same(runs):
+    for (l_e, g_e), (l_f, g_f) in runs:
+        assert torch.allclose(l_e, l_f, rtol=1e-5)
+        assert g_e.keys() == g_f.keys()
+        for name in g_e:
+            assert torch.allclose(g_e[name], g_f[name], atol=1e-4), name
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("arch", ["rnnsearch", "rnnencdec"])
 def test_the_compiled_step_gives_the_eager_loss_and_gradients(arch):
     """Tolerance: 1e-5 relative on the loss and 1e-4 absolute on every gradient (float32; the
     compiled kernels sum in another order and compute tanh directly, not as 2σ(2x) − 1)."""
     pytest.importorskip("torch._inductor")
-    torch.manual_seed(0)
-    model_cfg = ModelConfig(arch=arch, src_vocab=13, tgt_vocab=11, emb=8, hidden=8, align=8, maxout=8)
-    eager = build_model(model_cfg)
-    fast = build_model(model_cfg)
-    fast.load_state_dict(eager.state_dict())
-    fast.compile_steps()
-    g = torch.Generator().manual_seed(1)
-    for B, Tx, Ty in ((3, 5, 4), (2, 7, 6)):           # two shapes: one compilation serves both
-        src = torch.randint(3, 13, (B, Tx), generator=g)
-        src[0, -2:] = 0                                  # padding in the first sentence
-        tgt = torch.randint(3, 11, (B, Ty + 1), generator=g)
-        tgt[1, -2:] = 0
-        results = []
-        for model in (eager, fast):
-            model.zero_grad()
-            loss = model(src, src != 0, tgt[:, :-1], tgt[:, 1:])
-            loss.backward()
-            results.append((loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters()
-                                            if p.grad is not None}))
-        (l_e, g_e), (l_f, g_f) = results
-        assert torch.allclose(l_e, l_f, rtol=1e-5)
-        assert g_e.keys() == g_f.keys()
-        for name in g_e:
-            assert torch.allclose(g_e[name], g_f[name], atol=1e-4), name
+    assert_same(compiled_against_eager(arch))     # two shapes: one compilation serves both
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: CUDA graphs exist only there")
+@pytest.mark.parametrize("arch", ["rnnsearch", "rnnencdec"])
+def test_the_step_replayed_as_cuda_graphs_gives_the_eager_loss_and_gradients(arch):
+    """As above, on the GPU with torch.compile's reduce-overhead mode; each shape is run twice, so
+    the second run replays the graphs recorded by the first. TF32 is off so that both sides
+    compute in float32 (tolerances as above)."""
+    tf32 = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        assert_same(compiled_against_eager(arch, "cuda", "reduce-overhead", shapes=((3, 8, 8), (2, 16, 8)) * 2))
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = tf32
 
 
 # -- static shapes for CUDA graphs: lengths padded to a multiple ------------------------------
