@@ -533,8 +533,8 @@ Running the same command again resumes from SAVE_DIR/last.pt exactly (--reset st
               help="luong: local attention's half-width D.")
 @click.option("--window-renorm/--no-window-renorm", default=_M.window_renorm, show_default=True,
               help="luong, local-p: divide the Gaussian-scaled weights by their sum. Not in the paper, whose "
-                   "weights are left unnormalised; without it p_t pinned to a sentence end in every CPU run "
-                   "here (see the README).")
+                   "weights are left unnormalised; without it, p_t pinned to a sentence end in every Bible run "
+                   "of the README.")
 @click.option("--schedule", "schedule_name", type=click.Choice(SCHEDULES), default="appendix-b", show_default=True,
               help="Training recipe: Bahdanau et al.'s Appendix B, or Luong et al.'s SGD (lr 1, halved each epoch "
                    "after the 5th, or 8th with dropout; batch 128; clip 5; 10 or 12 epochs). Flags override it.")

@@ -4,8 +4,9 @@ Luong et al.'s local-p predicts its window's centre, p_t = S·sigmoid(·). When
 that sigmoid saturates, p_t pins to the sentence's first or last word for
 every target word: the window stops following the source, the gradient
 through the sigmoid vanishes so training cannot free it, and the loss curve
-shows nothing but a worse NLL (seen on the Bible: pinned to the start with Adam
-at 5e-3, to the end at 1e-3, within 300 updates).
+shows nothing but a worse NLL (seen on the Bible within 300 updates: pinned to
+the start with Adam at 5e-3 and 5e-4, to the end at 1e-3; not with the
+weights renormalised, ``--window-renorm``).
 Validation therefore reports the mean of p_t / S over the dev set's target
 words and the share of them whose p_t lies within one word of an end.
 """
@@ -83,4 +84,5 @@ def stuck_message(metrics: dict[str, float]) -> str | None:
     where = "start" if metrics["dev_pt_mean"] < 0.5 else "end"
     return (f"warning: local-p's predicted position p_t lies at the source sentence's {where} for "
             f"{100 * edge:.0f}% of dev target words: its window no longer follows the source, and a "
-            f"saturated p_t does not recover with training (local-m's window, p_t = t, cannot stick)")
+            f"saturated p_t does not recover with training (--window-renorm kept it free in the README's "
+            f"Bible runs; local-m's window, p_t = t, cannot stick)")

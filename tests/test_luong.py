@@ -168,13 +168,16 @@ def test_input_feeding_drops_h_tilde_out_once():
         assert torch.equal(fed[t][:, 0], h_tilde[:, t - 1])
 
 
-def test_content_scores_align_the_input_word_and_location_the_predicted_one():
-    # footnote 14: a_t weighs the source for y_{t-1} (content scores) or for y_t (location)
+def test_content_scores_align_the_input_word_and_location_and_local_p_the_predicted_one():
+    # footnote 14: a_t weighs the source for y_{t-1} (content scores) or for y_t (location); local-p
+    # places its window for y_t
     src = torch.tensor([[5, 6, 7, 3]])
     tgt_out = torch.tensor([[8, 9, 3]])
-    for score, follows in (("dot", True), ("general", True), ("concat", True), ("location", False)):
+    for window, score, follows in (("local-m", "dot", True), ("global", "general", True), ("local-m", "concat", True),
+                                   ("global", "location", False), ("local-p", "general", False),
+                                   ("local-p", "dot", False)):
         torch.manual_seed(0)
-        model = build_model(tiny(score=score, max_src=6)).eval()
+        model = build_model(tiny(attention=window, score=score, max_src=6)).eval()
         assert model.attention_follows_input() == follows
         enc = model.encode(src, src != 0)
         _, maps = force(model, enc, tgt_out)
