@@ -42,8 +42,9 @@ def format_info(info: dict[str, Any]) -> str:
     m, p = info["model"], info["progress"]
     sizes = ", ".join(f"{k} {m[k]}" for k in ("emb", "hidden", "align", "maxout") if k in m)
     if m["arch"] == "luong":
+        renorm = ", renormalised" if m.get("window_renorm") else ""
         sizes = (f"{m['layers']} layers, emb {m['emb']}, hidden {m['hidden']}; attention {m['attention']} "
-                 f"({m['score']}), input feeding {'on' if m['input_feed'] else 'off'}")
+                 f"({m['score']}{renorm}), input feeding {'on' if m['input_feed'] else 'off'}")
     langs, vocab = info["languages"], info["vocabulary"]
     best = ("none yet" if p["best"] is None else
             f"dev BLEU {p['best']:.2f}" if p["best_by"] == "bleu" else f"dev NLL {p['best']:.2f} per sentence")

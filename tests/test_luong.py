@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from nmtkit import checkpoint
 from nmtkit.cli import main
 from nmtkit.config import SCORES, WINDOWS, ModelConfig, TrainConfig, schedule
+from nmtkit.info import describe, format_info
 from nmtkit.models import build_model
 from nmtkit.models.attention import LuongAttention
 from nmtkit.models.luong import reverse_words
@@ -276,6 +277,13 @@ def test_a_luong_model_translates_and_ensembles_with_rnnsearch(luong, overfit, t
     agree = sum(x == y for x, y in zip(both.stdout.splitlines(), rnnsearch.stdout.splitlines()))
     assert agree >= 3, (both.stdout, rnnsearch.stdout, alone.stdout)
     assert (tmp_path / "a.txt").stat().st_size > 0
+
+
+def test_info_names_the_attention_and_a_renormalised_window(luong):
+    found = describe(luong)
+    assert "attention local-p (general), input feeding on" in format_info(found)
+    found["model"]["window_renorm"] = True
+    assert "attention local-p (general, renormalised)" in format_info(found)
 
 
 def test_score_align_plot_and_resume_work_with_a_luong_checkpoint(luong, overfit, tmp_path):
