@@ -460,10 +460,10 @@ def _train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainCon
         loss_total: torch.Tensor | None = None
         ntok = nsent = 0
         opt.zero_grad(set_to_none=True)
-        if graphs:
-            # a new iteration: the CUDA graphs' outputs of the last one may be overwritten
-            torch.compiler.cudagraph_mark_step_begin()  # type: ignore[no-untyped-call]
         for k, mine in enumerate(pieces):
+            if graphs:
+                # a new forward: the CUDA graphs' outputs of the last one (its backward done) may be reused
+                torch.compiler.cudagraph_mark_step_begin()  # type: ignore[no-untyped-call]
             batch = collate(src, tgt, mine, cfg.pad_to_multiple)
             ntok, nsent = ntok + int((batch["tgt_out"] != PAD).sum()), nsent + len(mine)
             words = (shortlist(batch["tgt_out"], model_cfg.tgt_vocab, cfg.shortlist, PAD).to(device)

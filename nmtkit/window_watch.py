@@ -25,7 +25,7 @@ STUCK = 0.9   # a share of target words at an edge above which the window is rep
 
 
 class WindowWatch:
-    """Collects p_t / S of the teacher-forced passes of a model's local-p attention."""
+    """Collects p_t of the teacher-forced passes of a model's local-p attention."""
 
     def __init__(self, model: torch.nn.Module):
         self.attention = [m for m in model.modules() if isinstance(m, LuongAttention) and m.window == "local-p"]
@@ -59,13 +59,12 @@ class WindowWatch:
             assert m.seen is not None
             if not m.seen:
                 continue
-            rel = torch.cat(m.seen, 1).cpu().numpy()        # (B, Ty): one call per position or one for all
+            p = torch.cat(m.seen, 1).cpu().numpy()          # (B, Ty): one call per position or one for all
             m.seen = []
-            real = np.arange(rel.shape[1])[None, :] < tgt_lengths[:, None]
-            words = src_lengths[:, None].astype(np.float64)
-            at_edge = (rel * words < 1) | (rel * words > words - 1)
-            self.relative.append(rel[real])
-            self.edge.append(at_edge[real])
+            real = np.arange(p.shape[1])[None, :] < tgt_lengths[:, None]
+            S = src_lengths[:, None]
+            self.relative.append((p / S)[real])
+            self.edge.append(((p < 1) | (p > S - 1))[real])
 
     def metrics(self) -> dict[str, float]:
         """dev_pt_mean (p_t / S) and dev_pt_edge (share within a word of an end); {} when the

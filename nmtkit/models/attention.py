@@ -95,7 +95,7 @@ class LuongAttention(nn.Module):
                  renorm: bool = False):
         super().__init__()
         self.score, self.window, self.D, self.renorm = score, window, D, renorm
-        self.seen: list[torch.Tensor] | None = None   # p_t / S of each call, while watched (window_watch)
+        self.seen: list[torch.Tensor] | None = None   # p_t of each call, while watched (window_watch)
         if score == "general":
             self.W_a = nn.Linear(hidden, hidden, bias=False)
         elif score == "concat":
@@ -148,7 +148,7 @@ class LuongAttention(nn.Module):
         if self.window != "global":
             p = self.centre(q, t, mask).float()
             if self.seen is not None:
-                self.seen.append((p / mask.sum(1, keepdim=True)).detach())
+                self.seen.append(p.detach())
             distance = torch.arange(h.shape[1], device=h.device).float() - p.unsqueeze(-1)
             allowed = allowed & (distance.abs() <= self.D)
         a = torch.softmax(e.masked_fill(~allowed, float("-inf")), -1)
