@@ -155,12 +155,13 @@ def load_weights(model: torch.nn.Module, ckpt: Checkpoint, where: str | Path, as
 
 
 def model_of(ckpt: Checkpoint, where: str | Path, device: torch.device | str = "cpu") -> "Seq2Seq":
-    """The checkpoint's model with its weights, on ``device``, in eval mode (for inference: its
-    parameters are the checkpoint's own tensors, not copies)."""
+    """The checkpoint's model with its weights, on ``device``, in eval mode and frozen (for
+    inference: its parameters are the checkpoint's own tensors, not copies, and need no
+    gradient, which lets search keep reordered copies of them)."""
     from .models import build_model
     model = build_model(ckpt.model)
     load_weights(model, ckpt, where, assign=True)
-    return model.to(device).eval()
+    return model.to(device).eval().requires_grad_(False)
 
 
 def _read(path: Path, lazy: bool = True) -> dict[str, Any]:

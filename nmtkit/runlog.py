@@ -10,37 +10,32 @@ what the demo's summary and the learning curves need.
 from __future__ import annotations
 
 import json
-import os
-import platform
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from .cpu import this_cpu
 
 
 MACHINE = "machine.json"
 
 
 def machine() -> dict[str, Any]:
-    """What the speed of a run depends on: the CPU, its vector units, the cores, torch."""
+    """What the speed of a run depends on: the CPU (name, family and model, the vector units
+    torch uses), the cores, torch and its threads."""
     import torch
-    info: dict[str, Any] = {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(), "flags": [],
-            "torch": torch.__version__, "threads": torch.get_num_threads()}
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return info
-    if name := re.search(r"^model name\s*:\s*(.+)$", text, re.M):
-        info["cpu"] = name.group(1).strip()
-    found = re.search(r"^flags\s*:(.*)$", text, re.M)
-    flags = set(found.group(1).split()) if found else set()
-    info["flags"] = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if f in flags]
-    return info
+    cpu = this_cpu()
+    return {"cpu": cpu.name, "vendor": cpu.vendor, "family": cpu.family, "model": cpu.model,
+            "cores": cpu.cores, "flags": list(cpu.flags), "torch": torch.__version__,
+            "threads": torch.get_num_threads()}
 
 
 def describe(m: dict[str, Any]) -> str:
+    """'AMD EPYC (family 25, model 1), 2 cores (avx2, fma), torch 2.13.0+cpu'; files written
+    before the family was recorded give the name alone."""
     flags = ", ".join(m.get("flags") or ["none of avx2/avx512"])
-    return f"{m['cpu']}, {m['cores']} cores ({flags}), torch {m['torch']}"
+    which = f" (family {m['family']}, model {m['model']})" if m.get("family") is not None else ""
+    return f"{m['cpu']}{which}, {m['cores']} cores ({flags}), torch {m['torch']}"
 
 
 @dataclass
@@ -97,6 +92,8 @@ def run_summary(save_dir: str | Path) -> str:
     log = RunLog.read(save_dir)
     line = (f"trained {log.updates:,} updates in {log.seconds / 60:.1f} minutes "
             f"({log.tokens_per_s:,.0f} target tokens/s)")
+    if log.machine:
+        line += f" on {describe(log.machine)}"
     best = Path(save_dir) / "best.pt"
     if best.exists():
         run = checkpoint.load(best).training

@@ -16,6 +16,7 @@ from typing import ContextManager
 
 import torch
 
+from .cpu import this_cpu
 from .errors import UserError
 
 DEVICES = "cpu, cuda, cuda:N"
@@ -83,6 +84,10 @@ def setup(cfg: RuntimeConfig, local_rank: int = 0, local_world: int = 1) -> Runt
         torch.backends.cudnn.allow_tf32 = cfg.tf32
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
+    if cfg.bf16 and device.type == "cpu" and not this_cpu().native_bf16:
+        # emulated bfloat16 runs slower than float32, and oneDNN's LSTM (Luong's models) refuses it
+        raise UserError("--bf16 needs a CPU with native bfloat16 (AVX512-BF16 or AMX), which this one "
+                        "lacks; leave --bf16 off")
     if cfg.bf16 and device.type == "cpu":
         # oneDNN caches a bf16 primitive per matrix shape (1,024 by default); varying sentence
         # lengths make hundreds of shapes, ~400 MB at the bench size. 64 is as fast.

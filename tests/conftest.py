@@ -9,6 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from nmtkit.cpu import this_cpu
+
+# bfloat16 on a CPU: nmtkit refuses --bf16 where the hardware would only emulate it
+needs_native_bf16 = pytest.mark.skipif(
+    not this_cpu().native_bf16,
+    reason="this CPU has no native bfloat16 (AVX512-BF16 or AMX), so nmtkit refuses --bf16 on it")
+
 # cuBLAS is deterministic only with a fixed workspace, set before CUDA starts (no effect on CPUs)
 os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 

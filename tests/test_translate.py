@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from nmtkit.cli import main
-from tests.conftest import EN, FR
+from tests.conftest import EN, FR, needs_native_bf16
 
 
 def invoke(*args):
@@ -303,6 +303,7 @@ def test_bad_stdin_is_one_line_and_exit_2(overfit, stdin, message):
     assert len(r.stderr.strip().splitlines()) == 1
 
 
+@needs_native_bf16
 def test_bf16_translates_the_memorized_sentences_alike(overfit, tmp_path):
     src = tmp_path / "src.en"
     src.write_text("\n".join(EN[:5]) + "\n", encoding="utf-8")

@@ -125,9 +125,15 @@ _ONEDNN_ROWS = 128   # larger products ran 2-4x slower per row (the output outgr
 def inference_linear(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
     """``layer(x)`` for search: on a CPU without autograd, through oneDNN's float32 kernel in
     blocks of rows. For the 256 × 23k output layer at 60-200 rows it measured 2.1-2.6x faster
-    than torch's default (MKL) on an AMD Zen 5; the weights are reordered once per version."""
+    than torch's default (MKL) on an AMD Zen 5.
+
+    The weights are reordered once, so only weights that nothing trains qualify (a model
+    loaded for inference, :func:`nmtkit.checkpoint.model_of`): an optimizer may write a
+    parameter without bumping its version counter (torch's fused Adam on CPUs does not), and a
+    copy keyed on the version then goes stale unseen, as it did under training's validation."""
     if (type(layer) is not nn.Linear       # an int8 layer (models.int8) has a kernel of its own
             or x.device.type != "cpu" or x.dtype != torch.float32 or x.dim() != 2 or torch.is_grad_enabled()
+            or layer.weight.requires_grad
             or not torch.backends.mkldnn.is_available()  # type: ignore[no-untyped-call]
             or layer.weight.dtype != torch.float32):
         return cast(torch.Tensor, layer(x))
