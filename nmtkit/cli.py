@@ -350,6 +350,10 @@ Examples:
               help="Batches of at most N source tokens (padding included; times --beam rows) instead of "
                    "--batch-size sentences; 0: sentence batches [default: 8,000 on GPUs, 0 on CPUs].")
 @click.option("--tokenized", is_flag=True, help="Input and output in Moses tokens (BPE still applied and undone).")
+@click.option("--max-length", type=click.IntRange(0), default=_O.max_length, show_default=True,
+              help="Source subword units read of each line: a longer line is cropped to its first N, with a "
+                   "warning, and still gives one output line (0: no limit). Search time grows with the square "
+                   "of the length.")
 @click.option("--shortlist", is_flag=True,
               help="Vocabulary selection: each batch scores only its candidate words (the 1,000 most "
                    "frequent target words and 20 translations of each of its source words, from the lexicon "
@@ -362,7 +366,8 @@ Examples:
 def translate(model_paths: tuple[str, ...], input: str, output: str | None, beam: int, length_penalty: str,
               alpha: float, max_ratio: float, min_len: int, nbest: int, no_unk: bool, replace_unk: bool, unk_dict: str | None,
               alignments: str | None, pharaoh_path: str | None, output_format: str, batch_size: int | None,
-              max_tokens: int | None, tokenized: bool, shortlist: bool, int8: bool, **runtime: Any) -> None:
+              max_tokens: int | None, tokenized: bool, max_length: int, shortlist: bool, int8: bool,
+              **runtime: Any) -> None:
     """Translate raw text, one sentence a line, from INPUT (default: stdin) to stdout.
 
     Output line i is the translation of input line i, always; an empty line
@@ -378,7 +383,7 @@ def translate(model_paths: tuple[str, ...], input: str, output: str | None, beam
     search = SearchConfig(beam=beam, length_penalty=length_penalty, alpha=alpha, max_ratio=max_ratio,
                           nbest=max(nbest, 1), no_unk=no_unk, min_len=min_len)
     options = TranslateOptions(search, batch_size, max_tokens, shortlist, tokenized, replace_unk=replace_unk,
-                               unk_dict=read_unk_dict(unk_dict) if unk_dict else None)
+                               unk_dict=read_unk_dict(unk_dict) if unk_dict else None, max_length=max_length)
     translate_file(list(model_paths), input, output, options, alignments, _runtime(runtime), nbest_format=nbest > 0,
                    pharaoh_path=pharaoh_path, jsonl=output_format == "jsonl", int8=int8)
 
@@ -531,10 +536,10 @@ Running the same command again resumes from SAVE_DIR/last.pt exactly (--reset st
               help="luong: read the source backwards.")
 @click.option("--window", type=click.IntRange(1), default=_M.window, show_default=True,
               help="luong: local attention's half-width D.")
-@click.option("--window-renorm/--no-window-renorm", default=_M.window_renorm, show_default=True,
-              help="luong, local-p: divide the Gaussian-scaled weights by their sum. Not in the paper, whose "
-                   "weights are left unnormalised; without it, p_t pinned to a sentence end in every Bible run "
-                   "of the README.")
+@click.option("--window-renorm/--no-window-renorm", default=None,
+              help="luong, local-p: divide the Gaussian-scaled weights by their sum [default: on for local-p]. "
+                   "--no-window-renorm is the paper's exact form, whose weights are left unnormalised: its "
+                   "predicted position p_t pinned to a sentence end in every Bible run of the docs.")
 @click.option("--schedule", "schedule_name", type=click.Choice(SCHEDULES), default="appendix-b", show_default=True,
               help="Training recipe: Bahdanau et al.'s Appendix B, or Luong et al.'s SGD (lr 1, halved each epoch "
                    "after the 5th, or 8th with dropout; batch 128; clip 5; 10 or 12 epochs). Flags override it.")
@@ -675,7 +680,8 @@ Examples:
 @click.option("--beam", type=click.IntRange(1), default=5, show_default=True, help="Beam when a request names none.")
 @click.option("--max-sentences", type=click.IntRange(1), default=64, show_default=True,
               help="Sentences per request (and per batch of requests).")
-@click.option("--max-words", type=click.IntRange(1), default=250, show_default=True, help="Words per sentence.")
+@click.option("--max-length", type=click.IntRange(1), default=_O.max_length, show_default=True,
+              help="Source subword units per sentence, as translate counts them: a longer one is refused (413).")
 @click.option("--max-body", type=click.IntRange(1), default=1 << 20, show_default=True, help="Bytes per request.")
 @click.option("--max-beam", type=click.IntRange(1), default=24, show_default=True, help="Largest beam a request may ask.")
 @click.option("--batch-wait", type=click.FloatRange(0), default=5.0, show_default=True,
@@ -684,7 +690,7 @@ Examples:
 @click.option("--int8", is_flag=True, help="int8 linear layers on CPUs, as translate --int8.")
 @_runtime_options
 @_verbosity
-def serve(model_paths: tuple[str, ...], host: str, port: int, beam: int, max_sentences: int, max_words: int,
+def serve(model_paths: tuple[str, ...], host: str, port: int, beam: int, max_sentences: int, max_length: int,
           max_body: int, max_beam: int, batch_wait: float, shortlist: bool, int8: bool, **runtime: Any) -> None:
     """Serve translation over HTTP: a JSON API (also OpenNMT-py's request shape) and a page that
     shows the attention. Needs the serve extra: pip install 'nmtkit[serve]'."""
@@ -695,7 +701,7 @@ def serve(model_paths: tuple[str, ...], host: str, port: int, beam: int, max_sen
                         f"pip install 'nmtkit[serve]'") from None
     if beam > max_beam:
         raise UserError(f"--beam {beam} is more than --max-beam {max_beam}")
-    run(list(model_paths), host, port, Limits(max_sentences, max_words, max_body, max_beam), beam,
+    run(list(model_paths), host, port, Limits(max_sentences, max_length, max_body, max_beam), beam,
         batch_wait / 1000, _runtime(runtime), int8, shortlist)
 
 

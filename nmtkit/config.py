@@ -118,7 +118,9 @@ class ModelConfig(_Settings):
     reverse_source: bool = True
     window: int = 10               # D
     max_src: int = 50
-    window_renorm: bool = False    # local-p: weights divided by their sum after the Gaussian (not the paper's)
+    # local-p: weights divided by their sum after the Gaussian (not the paper's). Off here, as in
+    # files written before it existed; ``nmtkit train`` turns it on for a new local-p model.
+    window_renorm: bool = False
 
 
 # Luong et al.'s attention: where it looks, and how it scores a source word.
@@ -228,6 +230,9 @@ def train_settings(arch: str, preset: str, schedule_name: str, values: dict[str,
         raise UserError("--compile-mode applies to a compiled step: add --compile")
     if values.get("window_renorm") and values.get("attention") != "local-p":
         raise UserError("--window-renorm applies to --attention local-p")
+    if values.get("window_renorm") is None:
+        # on for a new local-p model: the paper's unnormalised window does not learn where to look
+        values = {**values, "window_renorm": arch == "luong" and values.get("attention") == "local-p"}
     model_fields = {f.name for f in fields(ModelConfig)}
     sizes = preset_sizes(arch, preset) | {k: values[k] for k in SIZES if values.get(k) is not None}
     model = ModelConfig(arch=arch, **sizes, **{k: v for k, v in values.items()

@@ -43,6 +43,7 @@ from .models import build_model
 from .models.base import Seq2Seq
 from .models.loss import shortlist
 from .nll import scored_batches
+from .pace import TIMED_UPDATES, pace_report, stopping_rule
 from .plot import read_metrics, training_curves
 from .runlog import MACHINE, machine
 from .runtime import Runtime, RuntimeConfig, setup
@@ -143,15 +144,16 @@ def _resume(save_dir: Path, corpus: Corpus) -> Checkpoint | None:
 _DERIVED = ("src_vocab", "tgt_vocab", "max_src")
 
 
-def _same_model(found: ModelConfig, asked: ModelConfig, where: str) -> None:
-    """Refuse to continue (or start from) a model other than the one the flags describe."""
+def _same_model(found: ModelConfig, asked: ModelConfig, where: str, remedy: str) -> None:
+    """Refuse to continue (or start from) a model other than the one the flags describe, saying
+    what to do instead."""
     theirs, ours = found.to_dict(), asked.to_dict()
     diff = [k for k in ours if k not in _DERIVED and theirs.get(k) != ours[k]]
     if diff:
         k = diff[0]
         raise UserError(f"{where} holds a model with --{k.replace('_', '-')} {theirs[k]}, not {ours[k]}"
                         + (f" (and {len(diff) - 1} other difference(s): {', '.join(diff[1:])})" if diff[1:] else "")
-                        + ": give the flags it was trained with, --reset to start over, or another --save-dir")
+                        + f": {remedy}")
 
 
 def _init_from(path: str, corpus: Corpus) -> Checkpoint:
@@ -361,11 +363,16 @@ def _train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainCon
         if split not in corpus.splits:
             raise UserError(f"{data_dir}: has no '{split}' split")
     ckpt = _resume(save_dir, corpus) if resume else None
+    if ckpt is not None and cfg.init_from and where.rank == 0:
+        log(f"--init-from {cfg.init_from} is ignored: {save_dir / 'last.pt'} exists and that run resumes "
+            f"(--reset starts over from {cfg.init_from})")
     init = _init_from(cfg.init_from, corpus) if cfg.init_from and ckpt is None else None
     if ckpt is not None:
-        _same_model(ckpt.model, model_cfg, str(save_dir / "last.pt"))
+        _same_model(ckpt.model, model_cfg, str(save_dir / "last.pt"),
+                    "give the flags it was trained with, --reset to start over, or another --save-dir")
     if init is not None:
-        _same_model(init.model, model_cfg, str(cfg.init_from))
+        _same_model(init.model, model_cfg, str(cfg.init_from),
+                    f"give the model flags it was trained with ('nmtkit info {cfg.init_from}' lists them)")
     if ckpt is not None:
         model_cfg, old = ckpt.model, ckpt.training.config
         cfg = TrainConfig(**{**cfg.to_dict(), **{k: getattr(old, k) for k in
@@ -414,6 +421,7 @@ def _train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainCon
         debug(f"training {cfg.to_dict()}")
         log(f"training {model_cfg.arch} ({sum(p.numel() for p in model.parameters()):,} parameters) on "
             f"{device.type}{compiled_note(cfg)}; {describe_batches(cfg, world)}")
+        log(stopping_rule(cfg))
     metrics_path = save_dir / "metrics.jsonl"
     if rank == 0:
         save_dir.mkdir(parents=True, exist_ok=True)
@@ -492,7 +500,9 @@ def _train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainCon
 
     started = time.perf_counter() - state.seconds
     window = _Window(state.step + 1)
-    total, unit = _budget(cfg, len(batches.epoch_batches(batches.epoch)))
+    per_epoch = len(batches.epoch_batches(batches.epoch))
+    total, unit = _budget(cfg, per_epoch)
+    first_step, pace_started = state.step, 0.0
     model.train()
     with _StopFlag() as stop, TrainProgress(total, unit, disable=rank != 0) as bar:
         bar.update(state.step if unit == "updates" else state.seconds)
@@ -503,6 +513,14 @@ def _train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainCon
             loss, norm, ntok, nsent = one_update(idx)
             state.step += 1
             state.seconds = time.perf_counter() - started
+            if state.step - first_step in (1, 1 + TIMED_UPDATES) and rank == 0:
+                if device.type == "cuda":
+                    torch.cuda.synchronize(device)      # twice a run: the clock must see the GPU's work
+                if state.step - first_step == 1:
+                    pace_started = time.perf_counter()
+                else:
+                    log(pace_report(cfg, (time.perf_counter() - pace_started) / TIMED_UPDATES, per_epoch,
+                                    device.type == "cpu"))
             window.add(loss, norm, ntok, nsent, int(tgt.sizes[idx].sum()) + len(idx))
             reporting = state.step % cfg.log_every == 0
             finish = _done(cfg, state, batches.epoch) or stop.requested

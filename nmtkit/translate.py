@@ -22,6 +22,7 @@ import torch
 from . import checkpoint
 from .data.batching import pad
 from .data.vocab import PAD, UNK
+from .console import log
 from .errors import UserError
 from .lexicon import Lexicon
 from .models.base import EncoderOut, Seq2Seq
@@ -42,6 +43,10 @@ CPU_ROWS = 160
 # Token batches by default on a GPU: source tokens (padding included) per batch, times the beam in
 # rows; sentence batches of 32 leave an H100 mostly idle.
 GPU_MAX_TOKENS = 8000
+# Source subword units a line may have: longer ones are cropped (translate) or refused (serve).
+# Search time grows with the square of the length (the output limit grows with the source): one
+# 5,000-unit line held a beam of 12 for 8 minutes. 250 units is five times training's 50 words.
+MAX_LENGTH = 250
 
 
 @dataclass(frozen=True)
@@ -54,6 +59,7 @@ class TranslateOptions:
     attention: bool = False        # keep each output's attention matrix
     replace_unk: bool = False      # copy the most attended source word into each <unk>
     unk_dict: dict[str, str] | None = None   # ... translated through this dictionary when listed
+    max_length: int = MAX_LENGTH   # source subword units kept of each line, the rest cropped (0: all)
 
 
 @dataclass
@@ -132,13 +138,18 @@ class Translator:
                   block: int = 1000) -> Iterator[Translation]:
         """Translations of ``lines`` in order; ``block`` lines are read before any is translated."""
         pending: list[str] = []
+        done = 0
         for line in lines:
             pending.append(line)
             if len(pending) >= block:
-                yield from self.translate_block(pending, options)
-                pending = []
+                yield from self.translate_block(pending, options, done + 1)
+                done, pending = done + len(pending), []
         if pending:
-            yield from self.translate_block(pending, options)
+            yield from self.translate_block(pending, options, done + 1)
+
+    def source_length(self, line: str, tokenized: bool = False) -> int:
+        """How many subword units the model would read of ``line`` (``</s>`` not counted)."""
+        return len(self.sides.src.tokens(line, tokenized))
 
     def _batches(self, lengths: list[int], batch_size: int, max_tokens: int | None = 0) -> Iterator[list[int]]:
         """Indices of non-empty lines, shortest first, in batches: of at most ``max_tokens``
@@ -158,9 +169,11 @@ class Translator:
         if batch:
             yield batch
 
-    def translate_block(self, lines: list[str], options: TranslateOptions) -> list[Translation]:
+    def translate_block(self, lines: list[str], options: TranslateOptions, first_line: int = 1) -> list[Translation]:
+        """Translations of ``lines``, numbered from ``first_line`` in the warnings."""
         src_side, tgt_side = self.sides.src, self.sides.tgt
-        sources = [src_side.tokens(line, options.tokenized) for line in lines]
+        sources = [_crop(src_side.tokens(line, options.tokenized), options.max_length, first_line + k)
+                   for k, line in enumerate(lines)]
         out = [Translation("", [], tokens, 0.0, 0.0) for tokens in sources]  # empty in, empty out
         attention = options.attention or options.replace_unk
         if options.shortlist and self.lexicon is None:
@@ -214,6 +227,16 @@ class Translator:
                 alpha = maps[row, :len(tgt_tok[i]) + 1, :len(src_tok[i]) + 1].float().cpu().numpy()
                 out[i] = Forced(src_tok[i], tgt_tok[i], float(scores[row]), alpha)
         return [f for f in out if f is not None]
+
+
+def _crop(tokens: list[str], limit: int, lineno: int) -> list[str]:
+    """The first ``limit`` units of a line (all for 0), with a warning when that cuts it: one
+    output line per input line, as Marian's --max-length-crop, rather than a refusal that would
+    stop a file of good lines at one bad one."""
+    if not limit or len(tokens) <= limit:
+        return tokens
+    log(f"line {lineno}: {len(tokens):,} subword units; translating the first {limit:,} (--max-length)")
+    return tokens[:limit]
 
 
 def _replace_unk(tokens: list[str], ids: list[int], source: list[str], alpha: np.ndarray,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import torch
@@ -100,6 +101,41 @@ def test_init_from_takes_the_weights_and_starts_a_fresh_run(data_bin, tmp_path):
     r = invoke("train", data_bin, "--save-dir", tmp_path / "c", *TINY, "--max-updates", 2, "--hidden", 40,
                "--init-from", tmp_path / "a" / "last.pt")
     assert r.exit_code == 2 and "--hidden 32, not 40" in r.output
+    assert f"give the model flags it was trained with ('nmtkit info {tmp_path / 'a' / 'last.pt'}' lists them)" \
+        in r.output and "--reset" not in r.output and "--save-dir" not in r.output
+    # b has a last.pt: running its command again resumes b, and says that --init-from is not used
+    r = invoke("train", data_bin, "--save-dir", tmp_path / "b", *TINY, "--max-updates", 3, "--lr", 0,
+               "--init-from", tmp_path / "a" / "last.pt")
+    assert r.exit_code == 0, r.output
+    assert f"--init-from {tmp_path / 'a' / 'last.pt'} is ignored: {tmp_path / 'b' / 'last.pt'} exists" in r.output
+    assert checkpoint.load(tmp_path / "b" / "last.pt").training.progress.step == 3
+
+
+def test_a_run_says_what_stops_it_and_how_long_an_update_takes(data_bin, tmp_path):
+    r = invoke("train", data_bin, "--save-dir", tmp_path / "a", *TINY, "--max-updates", 8, "--patience", 0)
+    assert r.exit_code == 0, r.output
+    assert "stops at update 8; Ctrl-C saves last.pt and stops" in r.output
+    assert re.search(r"an update takes \d+\.\d\d s here: an epoch of [\d,]+ updates about [\d.]+ (s|min|h|days), "
+                     r"update 8 in about", r.output), r.output
+    assert "--preset small" not in r.output                       # a bounded run needs no advice
+    from nmtkit.config import TrainConfig
+    from nmtkit.pace import pace_report, stopping_rule
+    unbounded = TrainConfig(patience=0)
+    assert stopping_rule(unbounded).startswith("nothing stops this run but Ctrl-C")
+    assert stopping_rule(TrainConfig()) == ("stops after 10 validations (one every 1,000 updates) without a better "
+                                            "dev BLEU; Ctrl-C saves last.pt and stops")
+    paper = pace_report(TrainConfig(), 3.0, 80_000, on_cpu=True)
+    assert "an epoch of 80,000 updates about 2.8 days" in paper and "--preset small" in paper
+    assert "--preset small" not in pace_report(TrainConfig(), 0.05, 40_000, on_cpu=False)
+
+
+def test_the_cpu_advice_gives_the_demo_recipe_of_the_makefile():
+    from pathlib import Path
+    from nmtkit.config import TrainConfig
+    from nmtkit.pace import pace_report
+    recipe = re.search(r"^CPU_RECIPE \?= (.*)$", (Path(__file__).parents[1] / "Makefile").read_text(), re.M)
+    assert recipe and f"({'the demo' + chr(39) + 's recipe'}: {recipe.group(1)} --max-minutes 20)" in \
+        pace_report(TrainConfig(), 1.0, 100, on_cpu=True)
 
 
 def test_a_toml_config_gives_options_and_the_command_line_overrides_it(data_bin, tmp_path):

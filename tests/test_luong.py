@@ -327,6 +327,17 @@ def test_flags_of_the_other_family_or_without_their_switch_are_refused(tmp_path)
     assert not (tmp_path / "x").exists()
 
 
+def test_a_new_local_p_model_renormalises_its_window_unless_the_paper_form_is_asked_for():
+    from nmtkit.config import train_settings
+    base = {"attention": "local-p", "window_renorm": None}
+    assert train_settings("luong", "tiny", "appendix-b", base, set())[0].window_renorm
+    paper = train_settings("luong", "tiny", "appendix-b", {**base, "window_renorm": False}, {"window_renorm"})[0]
+    assert not paper.window_renorm
+    for attention in ("global", "local-m"):
+        assert not train_settings("luong", "tiny", "appendix-b", {**base, "attention": attention}, set())[0].window_renorm
+    assert not train_settings("rnnsearch", "tiny", "appendix-b", base, set())[0].window_renorm
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: the layer-by-layer path runs there only")
 def test_stacked_lstm_layer_by_layer_equals_the_fused_lstm_without_dropout_and_drops_with_torchs_generator():
     from nmtkit.models.stacked_lstm import StackedLSTM

@@ -40,7 +40,7 @@ def _post(url, body, content_type="application/json"):
 def server(overfit):
     port = _free_port()
     proc = subprocess.Popen([sys.executable, "-m", "nmtkit", "serve", "-m", str(overfit / "run" / "last.pt"),
-                             "--port", str(port), "--threads", "1", "--max-sentences", "8", "--max-words", "40",
+                             "--port", str(port), "--threads", "1", "--max-sentences", "8", "--max-length", "60",
                              "--max-body", "100000", "--shortlist"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
@@ -99,7 +99,8 @@ def test_concurrent_clients_get_their_own_translations(server):
     ({"sentences": ["a"], "beam": "5"}, 422, "'beam'"),
     ({"sentences": ["a"], "nbest": 4, "beam": 2}, 422, "more than 'beam'"),
     ({"sentences": ["a"], "colour": 1}, 422, "unknown field"),
-    ({"sentences": ["word " * 10000]}, 413, "words"),
+    ({"sentences": ["word " * 10000]}, 413, "50,000 characters; at most 960"),   # refused before tokenizing
+    ({"sentences": [EN[0], "a " * 61]}, 413, "sentence 1 has 61 subword units; at most 60"),
     ({"sentences": ["a"] * 9}, 413, "at most 8"),
     (b"[" + b'{"src": "a"},' * 10000 + b'{"src": "a"}]', 413, "bytes"),
     ([{"text": "a"}], 422, "'src'"),

@@ -322,3 +322,19 @@ def test_no_unk_subset_from_a_checkpoint_and_pdf_heatmap(overfit, tmp_path):
     r = invoke("align-plot", "-m", ckpt(overfit), "--source", tmp_path / "t.en", "--target", tmp_path / "t.fr",
                "-n", "1", "-o", tmp_path / "a.pdf")
     assert r.exit_code == 0 and (tmp_path / "a.pdf").read_bytes()[:4] == b"%PDF"
+
+
+def test_a_line_over_max_length_is_cropped_with_a_warning_and_still_gives_one_line(overfit, tmp_path):
+    src = tmp_path / "long.en"
+    src.write_text(f"{EN[0]}\n{'light ' * 5000}\n{EN[2]}\n", encoding="utf-8")     # 5,000 units in line 2
+    r = invoke("translate", "-m", ckpt(overfit), src, "--beam", 12)
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.splitlines()
+    assert len(lines) == 3
+    assert "line 2: 5,000 subword units; translating the first 250 (--max-length)" in r.stderr
+    # the search was bounded by the cropped source: at most 2 × 250 + 10 output words
+    assert len(lines[1].split()) <= 2 * 250 + 10
+    assert lines[0] == CliRunner().invoke(main, ["translate", "-m", str(ckpt(overfit)), "--beam", "12"],
+                                          input=EN[0] + "\n").stdout.strip()
+    short = invoke("translate", "-m", ckpt(overfit), src, "--max-length", 3)
+    assert short.exit_code == 0 and short.stderr.count("translating the first 3 (--max-length)") == 3

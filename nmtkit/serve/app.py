@@ -12,8 +12,8 @@ sentence, in order. OpenNMT-py's request shape, a list of ``{"src": ...,
 Every bad request gets a 4xx JSON ``{"error": "..."}`` and the server goes
 on: a body over ``max_body`` bytes (413), not UTF-8 or not JSON (400),
 wrong shapes or types (422), more than ``max_sentences`` sentences or a
-sentence of more than ``max_words`` words (413), a beam over ``max_beam``
-(422).
+sentence longer than ``max_length`` subword units, as the model reads it
+(413), a beam over ``max_beam`` (422).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 
 from ..search import SearchConfig
-from ..translate import TranslateOptions, Translation, Translator
+from ..translate import MAX_LENGTH, TranslateOptions, Translation, Translator
 from ..translate_io import json_record
 from .batching import Batcher
 
@@ -37,10 +37,23 @@ from .batching import Batcher
 @dataclass(frozen=True)
 class Limits:
     max_sentences: int = 64        # per request
-    max_words: int = 250           # per sentence, whitespace-separated
+    max_length: int = MAX_LENGTH   # source subword units per sentence, as translate counts them
     max_body: int = 1 << 20        # bytes
     max_beam: int = 24
     max_nbest: int = 10
+
+
+# Characters a sentence may have per subword unit of the limit, checked before tokenizing it.
+CHARS_PER_UNIT = 16
+
+
+def too_long(translator: Translator, sentences: list[str], limit: int) -> BadRequest | None:
+    """The refusal of the first sentence the model would read as more than ``limit`` units."""
+    for k, s in enumerate(sentences):
+        n = translator.source_length(s)
+        if n > limit:
+            return BadRequest(413, f"sentence {k} has {n:,} subword units; at most {limit:,}")
+    return None
 
 
 class BadRequest(Exception):
@@ -98,8 +111,10 @@ def parse(body: bytes, limits: Limits, default_beam: int) -> Parsed:
     if len(sentences) > limits.max_sentences:
         raise BadRequest(413, f"{len(sentences)} sentences; at most {limits.max_sentences} a request")
     for k, s in enumerate(sentences):
-        if len(s.split()) > limits.max_words:
-            raise BadRequest(413, f"sentence {k} has {len(s.split()):,} words; at most {limits.max_words}")
+        # a unit has a character or more: this bounds the tokenizer's work before it is asked
+        if len(s) > CHARS_PER_UNIT * limits.max_length:
+            raise BadRequest(413, f"sentence {k} has {len(s):,} characters; at most "
+                                  f"{CHARS_PER_UNIT * limits.max_length:,}")
     beam, nbest = options.get("beam", default_beam), options.get("nbest", 1)
     for name, value, top in (("beam", beam, limits.max_beam), ("nbest", nbest, limits.max_nbest)):
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= top:
@@ -132,7 +147,8 @@ def create_app(translator: Translator, limits: Limits = Limits(), default_beam: 
     base = TranslateOptions(shortlist=shortlist)
 
     def translate(lines: list[str], job: Any) -> list[Translation]:
-        options = replace(base, search=SearchConfig(beam=job.beam, nbest=job.nbest), attention=job.attention)
+        options = replace(base, search=SearchConfig(beam=job.beam, nbest=job.nbest), attention=job.attention,
+                          max_length=0)       # refused above
         return translator.translate_block(lines, options)
 
     batcher = Batcher(translate, limits.max_sentences, wait)
@@ -156,6 +172,9 @@ def create_app(translator: Translator, limits: Limits = Limits(), default_beam: 
             asked = parse(bytes(body), limits, default_beam)
         except BadRequest as bad:
             return JSONResponse({"error": bad.message}, bad.status)
+        refused = too_long(translator, asked.sentences, limits.max_length)
+        if refused is not None:
+            return JSONResponse({"error": refused.message}, refused.status)
         out = await batcher.submit(asked.sentences, asked.job)
         if asked.ids is not None:
             return JSONResponse([[opennmt(t, s, i, asked.job.nbest)

@@ -1,0 +1,57 @@
+"""What a training run tells its user at the start: what will stop it, and, once the first
+updates are timed, how long an update and an epoch take on this machine.
+
+The paper's recipe at the paper's sizes, which is ``nmtkit train``'s default, trains for days
+on a CPU with nothing but early stopping to end it; a user should learn that in the first
+minute, not the next morning.
+"""
+
+from __future__ import annotations
+
+from .config import TrainConfig
+
+# Updates timed for the estimate, after the first (which pays for allocation and warm-up).
+TIMED_UPDATES = 5
+
+
+def stopping_rule(cfg: TrainConfig) -> str:
+    """What ends the run, in the order the limits are checked."""
+    limits = []
+    if cfg.max_updates:
+        limits.append(f"at update {cfg.max_updates:,}")
+    if cfg.max_epochs:
+        limits.append(f"after {cfg.max_epochs:,} epoch(s)")
+    if cfg.max_minutes:
+        limits.append(f"after {cfg.max_minutes:g} minutes")
+    if cfg.patience:
+        score = "dev BLEU" if cfg.best_by == "bleu" and cfg.valid_bleu else "dev NLL"
+        limits.append(f"after {cfg.patience} validations (one every {cfg.valid_every:,} updates) "
+                      f"without a better {score}")
+    if not limits:
+        return "nothing stops this run but Ctrl-C (which saves last.pt): no --max-updates, --max-epochs, " \
+               "--max-minutes or --patience"
+    return "stops " + ", or ".join(limits) + "; Ctrl-C saves last.pt and stops"
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
+
+
+def pace_report(cfg: TrainConfig, seconds_per_update: float, updates_per_epoch: int, on_cpu: bool) -> str:
+    """How long an update and an epoch take here, and, for an unbounded run on a CPU, where the
+    CPU recipes are."""
+    line = (f"an update takes {seconds_per_update:.2f} s here: an epoch of {updates_per_epoch:,} updates "
+            f"about {_duration(seconds_per_update * updates_per_epoch)}")
+    if cfg.max_updates:
+        line += f", update {cfg.max_updates:,} in about {_duration(seconds_per_update * cfg.max_updates)}"
+    bounded = cfg.max_updates or cfg.max_epochs or cfg.max_minutes
+    if on_cpu and not bounded:
+        line += ("; for a CPU, --preset small with --max-minutes trains in minutes (the demo's recipe: "
+                 "--preset small --optimizer adam --lr 5e-3 --best-by nll --max-minutes 20)")
+    return line
