@@ -585,8 +585,8 @@ Running the same command again resumes from SAVE_DIR/last.pt exactly (--reset st
               help="Validate on the first N dev sentences only (0: all).")
 @click.option("--valid-bleu/--no-valid-bleu", default=_T.valid_bleu, show_default=True, help="Greedy dev BLEU at validation.")
 @click.option("--best-by", type=click.Choice(["bleu", "nll"]), default=_T.best_by, show_default=True,
-              help="The dev score that picks best.pt and counts for --patience: greedy BLEU, or NLL "
-                   "(steadier for young models, whose greedy output is mostly repetition).")
+              help="The dev score that picks best.pt and counts for --patience: greedy BLEU (the paper's), "
+                   "or NLL (no search needed: with --no-valid-bleu, validation is teacher forcing alone).")
 @click.option("--patience", type=click.IntRange(0), default=_T.patience, show_default=True, help="Validations without improvement before stopping (0: never).")
 @click.option("--keep-validations", is_flag=True,
               help="Also keep the model of every validation as SAVE_DIR/update-N.pt (weights only, no "
