@@ -8,12 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import needs_native_bf16
 from tests.test_corpus import make_corpus
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.slow
+@needs_native_bf16      # its matrix has bf16 cells, refused on such a CPU
 def test_bench_gpu_runs_every_cell_on_a_cpu(raw, tmp_path):
     make_corpus(raw, tmp_path)
     done = subprocess.run([sys.executable, ROOT / "bin" / "bench-gpu", tmp_path / "bin", "--device", "cpu",
