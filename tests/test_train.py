@@ -90,6 +90,8 @@ def test_kept_validations_are_weights_only_models_and_the_log_reads_back(corpus,
     best = checkpoint.load(tmp_path / "k" / "best.pt").training.progress.step
     assert nll[best] == min(nll.values())                                  # --best-by nll
     assert run_summary(tmp_path / "k").startswith("trained 5 updates in ")
+    from nmtkit.runlog import describe, machine
+    assert f" on {describe(machine())}; best.pt" in run_summary(tmp_path / "k")      # the machine it ran on
     assert f"best.pt is update {best} (chosen by dev NLL" in run_summary(tmp_path / "k")
 
 
