@@ -132,10 +132,10 @@ $(DEMO)/test.hyp.fr $(DEMO)/test.align &: $(DEMO)/best.pt
 # then BLEU by sentence length (the paper's Figure 2) and three alignments (its Figure 3).
 ALIGN_LINES ?= 86,88,116
 demo: $(DEMO)/test.hyp.fr $(DEMO)/test.align
-	@$(PY) -c "from nmtkit.summary import print_summary; print_summary('$(BIN)')"
-	@$(PY) -c "from nmtkit.runlog import run_summary; print(run_summary('$(DEMO)'))"
+	@$(NMTKIT) info $(BIN)
+	@$(NMTKIT) info $(DEMO)
 	@echo "five test verses, drawn with a fixed seed:"
-	@$(PY) -c "from nmtkit.summary import sample_lines as s; print(s('$(DATA)/raw/test.en', '$<', '$(DATA)/raw/test.fr'))"
+	@$(PY) -m nmtkit.recipes.demo samples $(DATA)/raw/test.en $< $(DATA)/raw/test.fr
 	@echo "test set, beam $(BEAM), reference Segond:"
 	@$(NMTKIT) score $< -r $(DATA)/raw/test.fr --clean verse-markers
 	@echo "test set, beam $(BEAM), references Segond + Ostervald + Darby:"

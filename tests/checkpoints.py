@@ -9,7 +9,9 @@ import torch
 
 from nmtkit import checkpoint
 from nmtkit.checkpoint import Checkpoint, Progress, TextSides, TrainingState
-from nmtkit.config import ModelConfig, TextConfig, TrainConfig
+from nmtkit.models.config import ModelConfig
+from nmtkit.text.settings import TextConfig
+from nmtkit.train.config import TrainConfig
 
 SPECIALS = ["<pad>", "<unk>", "<s>", "</s>"]
 

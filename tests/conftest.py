@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from nmtkit.cpu import this_cpu
+from nmtkit.core.machine import this_cpu
 
 # bfloat16 on a CPU: nmtkit refuses --bf16 where the hardware would only emulate it
 needs_native_bf16 = pytest.mark.skipif(
@@ -80,8 +80,9 @@ TINY_RNNSEARCH = dict(emb=24, hidden=24, align=24, maxout=24)
 @pytest.fixture(scope="session")
 def overfit(tmp_path_factory):
     """A model that has learned the six training pairs by heart; its corpus is then deleted."""
-    from nmtkit.config import ModelConfig, TrainConfig
-    from nmtkit.train import train
+    from nmtkit.models.config import ModelConfig
+    from nmtkit.train.config import TrainConfig
+    from nmtkit.train.loop import train
     from tests.test_corpus import make_corpus
     tmp = tmp_path_factory.mktemp("overfit")
     raw = tmp / "raw"

@@ -44,6 +44,20 @@ def test_info_shows_what_the_checkpoint_holds(overfit):
     assert found["vocabulary"]["tgt"] == len(checkpoint.load(overfit / "run" / "last.pt").text.vocab["tgt"])
 
 
+def test_info_reads_a_training_run_and_a_corpus_too(overfit, tmp_path):
+    r = invoke("info", overfit / "run")
+    assert r.exit_code == 0, r.output
+    assert r.output.startswith("trained 250 updates in ") and "target tokens/s" in r.output
+    run = json.loads(invoke("info", overfit / "run", "--json").stdout)
+    assert run["updates"] == 250 and run["best"]["step"] == 250 and run["machine"]["cores"] >= 1
+    r = invoke("info", overfit / "bin-kept")
+    assert r.exit_code == 0 and "corpus en→fr" in r.output and "train" in r.output
+    corpus = json.loads(invoke("info", overfit / "bin-kept", "--json").stdout)
+    assert corpus["format"] == "nmtkit-corpus" and corpus["splits"]["train"]["sentences"] == 6
+    r = invoke("info", tmp_path)
+    assert r.exit_code == 2 and "not a training run" in r.output and "Traceback" not in r.output
+
+
 def test_average_is_the_mean_of_the_weights(tmp_path):
     fake_checkpoint(tmp_path / "a.pt", step=1, weights={"w": torch.tensor([1.0, 2.0]), "b": torch.tensor([0.0])})
     fake_checkpoint(tmp_path / "b.pt", step=2, weights={"w": torch.tensor([3.0, 6.0]), "b": torch.tensor([1.0])})
@@ -118,8 +132,8 @@ def test_a_run_says_what_stops_it_and_how_long_an_update_takes(data_bin, tmp_pat
     assert re.search(r"an update takes \d+\.\d\d s here: an epoch of [\d,]+ updates about [\d.]+ (s|min|h|days), "
                      r"update 8 in about", r.output), r.output
     assert "--preset small" not in r.output                       # a bounded run needs no advice
-    from nmtkit.config import TrainConfig
-    from nmtkit.pace import pace_report, stopping_rule
+    from nmtkit.train.config import TrainConfig
+    from nmtkit.train.pace import pace_report, stopping_rule
     unbounded = TrainConfig(patience=0)
     assert stopping_rule(unbounded).startswith("nothing stops this run but Ctrl-C")
     assert stopping_rule(TrainConfig()) == ("stops after 10 validations (one every 1,000 updates) without a better "
@@ -131,8 +145,9 @@ def test_a_run_says_what_stops_it_and_how_long_an_update_takes(data_bin, tmp_pat
 
 def test_the_cpu_advice_gives_the_demo_recipe_of_the_makefile():
     from pathlib import Path
-    from nmtkit.config import TrainConfig
-    from nmtkit.pace import pace_report
+
+    from nmtkit.train.config import TrainConfig
+    from nmtkit.train.pace import pace_report
     recipe = re.search(r"^CPU_RECIPE \?= (.*)$", (Path(__file__).parents[1] / "Makefile").read_text(), re.M)
     assert recipe and f"({'the demo' + chr(39) + 's recipe'}: {recipe.group(1)} --max-minutes 20)" in \
         pace_report(TrainConfig(), 1.0, 100, on_cpu=True)

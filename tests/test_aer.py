@@ -6,7 +6,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from nmtkit.aer import alignment_error, read_gold
+from nmtkit.align.aer import alignment_error, read_gold
 from nmtkit.cli import main
 from tests.conftest import EN, FR
 
@@ -49,7 +49,7 @@ def test_align_links_every_target_word_of_the_given_translations_once(overfit, t
     assert done.exit_code == 0, done.output
     lines = out.read_text().splitlines()
     assert len(lines) == 4
-    from nmtkit.translate import Translator
+    from nmtkit.translate.translator import Translator
     side = Translator.from_checkpoints(overfit / "run" / "last.pt", "cpu").sides.tgt    # words: no BPE here
     for line, sentence in zip(lines, FR[:4]):
         links = [tuple(map(int, x.split("-"))) for x in line.split()]

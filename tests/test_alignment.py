@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from nmtkit.align.links import pharaoh, read_pharaoh, word_alignment, word_ids
 from nmtkit.cli import main
-from nmtkit.errors import UserError
-from nmtkit.text.alignment import pharaoh, read_pharaoh, word_alignment, word_ids
+from nmtkit.core.errors import UserError
 from tests.conftest import EN
 
 

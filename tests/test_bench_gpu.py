@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from nmtkit.cpu import this_cpu
+from nmtkit.core.machine import this_cpu
 from tests.test_corpus import make_corpus
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -2,8 +2,8 @@
 
 import pytest
 
+from nmtkit.core.errors import UserError
 from nmtkit.data.bible import HELD_OUT, TEST_BOOKS, VALID_BOOKS, parse_pairs, write_bible_corpus
-from nmtkit.errors import UserError
 
 
 def test_no_held_out_book_reaches_train(bible_db, tmp_path):

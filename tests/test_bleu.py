@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from nmtkit.score import SACREBLEU_LABEL, TOKENIZED_LABEL, Texts, evaluate, format_report
+from nmtkit.evaluate.score import SACREBLEU_LABEL, TOKENIZED_LABEL, Texts, evaluate, format_report
 
 HYPS = ["The <unk> sat on the mat.", "It is a good day."]
 REFS = ["The cat sat on the mat.", "It is a very good day."]
@@ -61,6 +61,7 @@ def test_subsets_and_buckets_get_both_bleus_counted_the_same_way(files):
 
 def test_score_command_labels_both_bleus(files):
     from click.testing import CliRunner
+
     from nmtkit.cli import main
     r = CliRunner().invoke(main, ["score", str(files / "hyp.en"), "-r", str(files / "ref.en")])
     assert r.exit_code == 0, r.output

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from nmtkit import checkpoint
 from nmtkit.cli import main
-from nmtkit.errors import FormatError, UserError
+from nmtkit.core.errors import FormatError, UserError
 from tests.checkpoints import as_version_1, fake_checkpoint
 
 

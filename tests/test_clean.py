@@ -52,6 +52,7 @@ NEWS = ["The vote (2:1) went to the [Senate] on page *3*, #metoo.\u00a0", "Le vo
 
 def test_preprocess_keeps_news_text_by_default_and_applies_the_bible_rules_when_asked(tmp_path):
     from click.testing import CliRunner
+
     from nmtkit.cli import main
     from tests.conftest import write_pair
     write_pair(tmp_path / "raw" / "train", [NEWS[0]], [NEWS[1]])
@@ -69,7 +70,7 @@ def test_preprocess_keeps_news_text_by_default_and_applies_the_bible_rules_when_
 
 
 def test_score_normalises_hypotheses_and_references_the_same_way(tmp_path):
-    from nmtkit.score import evaluate
+    from nmtkit.evaluate.score import evaluate
     (tmp_path / "hyp").write_text("The vote (2:1) went to the\u00a0Senate in May.\n", encoding="utf-8")
     (tmp_path / "ref").write_text("The vote went to the Senate in May.\n", encoding="utf-8")
     bleu = lambda clean: evaluate([str(tmp_path / "hyp")], [str(tmp_path / "ref")], clean=clean)["systems"][0]["bleu"]

@@ -8,7 +8,7 @@ from pathlib import Path
 import torch
 from click.testing import CliRunner
 
-from nmtkit.config import SCORES, WINDOWS
+from nmtkit.models.config import SCORES, WINDOWS
 from nmtkit.recipes import compare
 from tests.checkpoints import fake_checkpoint
 

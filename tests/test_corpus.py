@@ -5,14 +5,16 @@ import json
 import numpy as np
 import pytest
 
-from nmtkit.binarize import binarize_corpus
-from nmtkit.build_vocab import build_vocab
-from nmtkit.config import FilterConfig, TextConfig, VocabConfig
+from nmtkit.core.errors import FormatError, UserError
+from nmtkit.data.binarize import binarize_corpus
+from nmtkit.data.manifest import read_manifest, read_vocab_meta
 from nmtkit.data.binarized import Corpus, best_dtype
+from nmtkit.data.build_vocab import build_vocab
+from nmtkit.data.settings import VocabConfig
 from nmtkit.data.vocab import UNK
-from nmtkit.errors import FormatError, UserError
-from nmtkit.preprocess import PairFilter, preprocess_corpus
 from nmtkit.text.clean import PRESETS
+from nmtkit.text.preprocess import PairFilter, preprocess_corpus
+from nmtkit.text.settings import FilterConfig, TextConfig
 from tests.conftest import EN, FR
 
 TEXTS = (TextConfig("en", clean=PRESETS["bible"]), TextConfig("fr", clean=PRESETS["bible"]))
@@ -46,20 +48,20 @@ def test_round_trip_text_binary_text(raw, tmp_path):
         for lang, arr in (("en", src), ("fr", tgt)):
             vocab = corpus.vocab(lang)
             text = (tmp_path / "clean" / f"{split}.{lang}").read_text(encoding="utf-8").splitlines()
-            assert len(arr) == len(text) == manifest["splits"][split]["sentences"]
+            assert len(arr) == len(text) == manifest.splits[split].sentences
             assert [" ".join(vocab.decode(arr[i])) for i in range(len(arr))] == text
     assert isinstance(src.ids, np.memmap) and src.ids.dtype == np.uint8
     assert corpus.lines("train").tolist() == [1, 2, 3, 4, 5, 6]
-    assert manifest["splits"]["train"]["oov_rate"] == {"en": 0.0, "fr": 0.0}
+    assert manifest.splits["train"].oov_rate == {"en": 0.0, "fr": 0.0}
 
 
 def test_round_trip_with_bpe_and_oov_counted(raw, tmp_path):
     _, manifest, corpus = make_corpus(raw, tmp_path, VocabConfig(size=30, bpe_merges=30))
-    assert manifest["bpe_codes"] == {"en": "bpe.codes", "fr": "bpe.codes"}
+    assert manifest.bpe_codes == {"en": "bpe.codes", "fr": "bpe.codes"}
     assert (corpus.path / "bpe.codes").exists()
     src, _ = corpus.split("train")
-    assert manifest["splits"]["train"]["unk"]["en"] == int(sum((src[i] == 1).sum() for i in range(len(src))))
-    assert manifest["splits"]["train"]["unk"]["en"] > 0
+    assert manifest.splits["train"].unk["en"] == int(sum((src[i] == 1).sum() for i in range(len(src))))
+    assert manifest.splits["train"].unk["en"] > 0
 
 
 def test_best_dtype():
@@ -77,7 +79,7 @@ def test_truncated_index_is_refused(raw, tmp_path):
 
 def test_corpus_refuses_other_vocabulary(raw, tmp_path):
     _, _, corpus = make_corpus(raw, tmp_path)
-    corpus.check_vocab({"en": corpus.manifest["vocab"]["en"]["sha256"]}, "the model")
+    corpus.check_vocab({"en": corpus.manifest.vocab["en"].sha256}, "the model")
     with pytest.raises(UserError, match="the en vocabulary .* is not the one the model uses"):
         corpus.check_vocab({"en": "0" * 64}, "the model")
 
@@ -117,18 +119,19 @@ def test_pair_filter(src, tgt, reason):
 def test_manifest_is_self_describing(raw, tmp_path):
     _, manifest, _ = make_corpus(raw, tmp_path)
     on_disk = json.loads((tmp_path / "bin" / "manifest.json").read_text())
-    assert on_disk == manifest
-    assert set(manifest["settings"]["text"]) == {"en", "fr"}
-    assert manifest["splits"]["train"]["dropped"]["duplicate"] == 1
-    assert len(manifest["settings_sha256"]) == 64
+    assert on_disk == manifest.to_dict() and on_disk["format"] == "nmtkit-corpus" and on_disk["version"] == 1
+    assert read_manifest(tmp_path / "bin") == manifest
+    assert set(manifest.settings["text"]) == {"en", "fr"}
+    assert manifest.splits["train"].dropped["duplicate"] == 1
+    assert len(manifest.settings_sha256) == 64
 
 
 def test_joint_bpe_round_trip_from_raw_text_to_raw_text(raw, tmp_path):
     """What translate does to a line and its output: the subwords lose nothing and need no <unk>."""
     from nmtkit.text.pipeline import Preprocessor
     _, manifest, corpus = make_corpus(raw, tmp_path, VocabConfig(bpe_merges=40, joint_bpe=True))
-    codes = (corpus.path / manifest["bpe_codes"]["fr"]).read_text(encoding="utf-8")
-    assert manifest["bpe_codes"]["en"] == manifest["bpe_codes"]["fr"]                  # one joint model
+    codes = (corpus.path / manifest.bpe_codes["fr"]).read_text(encoding="utf-8")
+    assert manifest.bpe_codes["en"] == manifest.bpe_codes["fr"]                  # one joint model
     kept = [int(n) - 1 for n in (tmp_path / "clean" / "train.lines").read_text().split()]   # BPE saw these
     same = 0
     for lang, lines in (("en", [EN[i] for i in kept]), ("fr", [FR[i] for i in kept])):
@@ -143,3 +146,35 @@ def test_joint_bpe_round_trip_from_raw_text_to_raw_text(raw, tmp_path):
             same += back == line
     assert any(t.endswith("@@") for t in Preprocessor(TextConfig("fr"), bpe_codes=codes).encode(FR[1]))
     assert same >= 8                                                 # raw → raw, character for character
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda m: m.update(format="something-else"), "not an nmtkit corpus manifest"),
+    (lambda m: m.update(version=7), "format version 7 is not supported"),
+    (lambda m: m.pop("dtype"), "missing field 'dtype'"),
+    (lambda m: m["splits"]["train"].pop("sentences"), "missing field 'sentences'"),
+    (lambda m: m.update(vocab=[]), "entries are not an object"),
+])
+def test_a_bad_or_older_manifest_is_refused_in_one_line(raw, tmp_path, change, message):
+    make_corpus(raw, tmp_path)
+    path = tmp_path / "bin" / "manifest.json"
+    on_disk = json.loads(path.read_text())
+    change(on_disk)
+    path.write_text(json.dumps(on_disk))
+    with pytest.raises(FormatError, match=message):
+        Corpus(tmp_path / "bin")
+
+
+def test_vocab_meta_is_typed_and_versioned_and_reads_files_without_a_format(raw, tmp_path):
+    make_corpus(raw, tmp_path)
+    path = tmp_path / "vocab" / "vocab.json"
+    on_disk = json.loads(path.read_text())
+    assert on_disk["format"] == "nmtkit-vocab" and on_disk["version"] == 1
+    meta = read_vocab_meta(tmp_path / "vocab")
+    assert meta.langs == ["en", "fr"] and meta.text_config("fr").lang == "fr"
+    del on_disk["format"], on_disk["version"]                  # as build-vocab wrote it before
+    path.write_text(json.dumps(on_disk))
+    assert read_vocab_meta(tmp_path / "vocab") == meta
+    path.write_text(json.dumps({**on_disk, "format": "nmtkit-vocab", "version": 2}))
+    with pytest.raises(FormatError, match="format version 2"):
+        read_vocab_meta(tmp_path / "vocab")

@@ -1,7 +1,6 @@
 """The CPU description runs record and print: family and model tell apart parts of one name."""
 
-from nmtkit.cpu import this_cpu
-from nmtkit.runlog import describe, machine
+from nmtkit.core.machine import describe, machine, this_cpu
 
 ZEN4 = """processor\t: 0
 vendor_id\t: AuthenticAMD

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from nmtkit.core.machine import describe
 from nmtkit.recipes import cpu_trials
-from nmtkit.runlog import RunLog, describe
-from nmtkit.train import train
+from nmtkit.train.loop import train
+from nmtkit.train.runlog import RunLog
 from tests.test_corpus import make_corpus
 from tests.test_train import TINY, cfg
 
@@ -68,8 +69,8 @@ def test_the_trials_table_and_picture_come_from_the_runs(corpus, tmp_path, monke
 
 
 def test_sample_lines_put_source_translation_and_reference_side_by_side(tmp_path):
-    from nmtkit.errors import UserError
-    from nmtkit.summary import sample_lines
+    from nmtkit.core.errors import UserError
+    from nmtkit.recipes.demo import sample_lines
     paths = []
     for name in ("src", "hyp", "ref"):
         paths.append(tmp_path / name)

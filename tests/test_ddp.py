@@ -10,9 +10,7 @@ import pytest
 import torch
 
 from nmtkit import checkpoint
-
 from tests.test_corpus import make_corpus
-
 
 # a CPU test even on a GPU machine (two processes cannot share one GPU through NCCL)
 ENV = {"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin", "CUDA_VISIBLE_DEVICES": "",

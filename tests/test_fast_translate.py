@@ -8,13 +8,14 @@ from click.testing import CliRunner
 
 from nmtkit import checkpoint
 from nmtkit.cli import main
-from nmtkit.config import ModelConfig
+from nmtkit.data.lexicon import Lexicon, build_lexicon
 from nmtkit.data.vocab import BOS
-from nmtkit.lexicon import Lexicon, build_lexicon
-from nmtkit.models import build_model
+from nmtkit.models.build import build_model
+from nmtkit.models.config import ModelConfig
 from nmtkit.models.int8 import quantize_int8
-from nmtkit.search import SearchConfig, beam_search
-from nmtkit.translate import TranslateOptions, Translator
+from nmtkit.translate.search import beam_search
+from nmtkit.translate.settings import SearchConfig, TranslateOptions
+from nmtkit.translate.translator import Translator
 from tests.conftest import EN
 
 
@@ -150,7 +151,7 @@ def test_training_stores_a_lexicon_and_translate_shortlist_uses_it(overfit, tmp_
 @pytest.mark.parametrize("penalty", ["none", "average", "gnmt"])
 def test_looking_for_finished_sentences_every_fourth_step_changes_no_output(penalty):
     # the GPU's schedule (fewer waits for the device), run on the CPU
-    from nmtkit.search import _beam_search
+    from nmtkit.translate.search import _beam_search
     torch.manual_seed(3)
     model = build_model(ModelConfig(src_vocab=30, tgt_vocab=40, emb=16, hidden=16, align=16, maxout=16)).eval()
     for p in model.parameters():

@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from nmtkit.errors import UserError
-from nmtkit.files import Staging, atomic_write, check_parallel, count_lines, read_lines
+from nmtkit.core.errors import UserError
+from nmtkit.core.files import Staging, atomic_write, check_parallel, count_lines, read_lines
 
 
 def test_read_lines_names_bad_utf8_line(tmp_path):
@@ -79,7 +79,7 @@ def test_staging_commits_a_whole_directory_or_nothing(tmp_path):
 
 
 def test_staging_of_dead_processes_is_removed_and_a_torn_commit_repaired(tmp_path):
-    from nmtkit.files import _HOST
+    from nmtkit.core.files import _HOST
     dest, pid = tmp_path / "d", dead_pid()
     stale = tmp_path / f".d.staging-{_HOST}-{pid}-x1"
     stale.mkdir()

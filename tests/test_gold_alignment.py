@@ -11,10 +11,10 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from nmtkit.aer import alignment_error, read_gold
+from nmtkit.align.aer import alignment_error, read_gold
+from nmtkit.align.symmetrize import grow_diag_final_and
 from nmtkit.cli import main
 from nmtkit.data.bible import split_of
-from nmtkit.symmetrize import grow_diag_final_and
 
 GOLD = Path(__file__).resolve().parent.parent / "examples" / "bible_aer"
 

@@ -7,18 +7,24 @@ import socket
 import subprocess
 import sys
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
 
 from nmtkit import checkpoint
-from nmtkit.config import ModelConfig, TrainConfig
+from nmtkit.core.errors import UserError
+from nmtkit.core.runtime import resolve_device
 from nmtkit.data.batching import Batches, collate
-from nmtkit.errors import UserError
-from nmtkit.models import build_model
-from nmtkit.runtime import resolve_device
-from nmtkit.train import compiled_note, describe_batches, train
+from nmtkit.models.build import build_model
+from nmtkit.models.config import ModelConfig
+from nmtkit.train.config import TrainConfig
+from nmtkit.train.loop import describe_batches, train
+from nmtkit.train.parts import compiled_note
 from tests.test_corpus import make_corpus
+
+POISONED = Path(__file__).with_name("poisoned_train.py")     # train with one process's loss made NaN
 
 TINY = ModelConfig(emb=16, hidden=16, align=16, maxout=16)
 
@@ -237,9 +243,9 @@ def test_a_nan_on_one_rank_ends_every_rank_with_exit_2(corpus, tmp_path):
     for rank in (0, 1):
         env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": "",
                "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "RANK": str(rank), "WORLD_SIZE": "2",
-               "LOCAL_RANK": str(rank), "LOCAL_WORLD_SIZE": "2", "NMTKIT_TEST_NAN_AT": "1:2",
+               "LOCAL_RANK": str(rank), "LOCAL_WORLD_SIZE": "2",
                **{k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}}
-        cmd = [sys.executable, "-m", "nmtkit", "train", str(corpus), "--save-dir", str(tmp_path / "ddp"),
+        cmd = [sys.executable, str(POISONED), "1:2", "train", str(corpus), "--save-dir", str(tmp_path / "ddp"),
                "--preset", "tiny", "--optimizer", "adam", "--lr", "0.01", "--batch-size", "4", "--pool", "2",
                "--max-updates", "6", "--log-every", "3", "--valid-every", "100", "--threads", "1",
                "--device", "cpu"]

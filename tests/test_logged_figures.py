@@ -18,9 +18,11 @@ from click.testing import CliRunner
 
 from nmtkit import checkpoint
 from nmtkit.cli import main
-from nmtkit.config import ModelConfig, TrainConfig
 from nmtkit.data.binarized import Corpus
-from nmtkit.train import train, validate
+from nmtkit.models.config import ModelConfig
+from nmtkit.train.config import TrainConfig
+from nmtkit.train.loop import train
+from nmtkit.train.validate import validate
 from tests.conftest import EN, FR, TINY_RNNSEARCH, needs_native_bf16, write_pair
 from tests.test_corpus import make_corpus
 
@@ -99,8 +101,8 @@ def test_every_logged_dev_figure_is_that_of_the_saved_model(corpus, tmp_path, ar
 
 
 def test_bf16_on_a_cpu_that_would_emulate_it_is_refused_in_one_line(corpus, tmp_path, monkeypatch):
-    from nmtkit import runtime
-    from nmtkit.cpu import CPU
+    from nmtkit.core import runtime
+    from nmtkit.core.machine import CPU
     monkeypatch.setattr(runtime, "this_cpu", lambda: CPU("an AVX2 part", flags=("avx2", "fma"), cores=2))
     done = CliRunner().invoke(main, ["train", str(corpus / "bin"), "--save-dir", str(tmp_path / "r"), "--arch", "luong",
                                      "--max-updates", "1", "--device", "cpu", "--bf16"])

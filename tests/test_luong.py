@@ -9,14 +9,17 @@ import torch
 from click.testing import CliRunner
 
 from nmtkit import checkpoint
+from nmtkit.checkpoint.info import describe, format_info
 from nmtkit.cli import main
-from nmtkit.config import SCORES, WINDOWS, ModelConfig, TrainConfig, schedule
-from nmtkit.info import describe, format_info
-from nmtkit.models import build_model
 from nmtkit.models.attention import LuongAttention
+from nmtkit.models.build import build_model
+from nmtkit.models.config import SCORES, WINDOWS, ModelConfig
 from nmtkit.models.luong import reverse_words
-from nmtkit.search import SearchConfig, beam_search, force
-from nmtkit.train import learning_rate, train
+from nmtkit.train.config import TrainConfig, schedule
+from nmtkit.train.loop import train
+from nmtkit.train.optimizer import learning_rate
+from nmtkit.translate.search import beam_search, force
+from nmtkit.translate.settings import SearchConfig
 from tests.conftest import EN
 
 B, TQ, TX, N = 3, 4, 9, 6
@@ -193,7 +196,7 @@ def test_content_scores_align_the_input_word_and_location_and_local_p_the_predic
 
 
 def test_local_attention_with_no_window_is_refused(tmp_path):
-    from nmtkit.errors import UserError
+    from nmtkit.core.errors import UserError
     with pytest.raises(UserError, match="window half-width D ≥ 1"):
         build_model(tiny(attention="local-p", window=0))
     r = invoke("train", tmp_path, "--save-dir", tmp_path / "x", "--arch", "luong", "--attention", "local-p",
@@ -328,7 +331,7 @@ def test_flags_of_the_other_family_or_without_their_switch_are_refused(tmp_path)
 
 
 def test_a_new_local_p_model_renormalises_its_window_unless_the_paper_form_is_asked_for():
-    from nmtkit.config import train_settings
+    from nmtkit.train.config import train_settings
     base = {"attention": "local-p", "window_renorm": None}
     assert train_settings("luong", "tiny", "appendix-b", base, set())[0].window_renorm
     paper = train_settings("luong", "tiny", "appendix-b", {**base, "window_renorm": False}, {"window_renorm"})[0]

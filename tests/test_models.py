@@ -3,9 +3,9 @@
 import pytest
 import torch
 
-from nmtkit.config import ModelConfig
-from nmtkit.models import build_model
-from nmtkit.search import greedy
+from nmtkit.models.build import build_model
+from nmtkit.models.config import ModelConfig
+from nmtkit.translate.search import greedy
 
 TINY = dict(src_vocab=20, tgt_vocab=15, emb=12, hidden=10, align=8, maxout=6)
 

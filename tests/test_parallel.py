@@ -1,13 +1,13 @@
 """Spreading preprocessing over processes changes nothing in the output."""
 
-from nmtkit.config import FilterConfig, TextConfig
-from nmtkit.preprocess import preprocess_corpus
 from nmtkit.text.clean import PRESETS
+from nmtkit.text.preprocess import preprocess_corpus
+from nmtkit.text.settings import FilterConfig, TextConfig
 from tests.conftest import EN, FR, write_pair
 
 
 def test_two_workers_give_the_same_output_as_one(tmp_path, monkeypatch):
-    monkeypatch.setattr("nmtkit.preprocess.CHUNK", 3)   # several chunks in flight
+    monkeypatch.setattr("nmtkit.text.preprocess.CHUNK", 3)   # several chunks in flight
     write_pair(tmp_path / "raw" / "train", EN * 4, FR * 4)
     texts = (TextConfig("en", clean=PRESETS["bible"]), TextConfig("fr", clean=PRESETS["bible"]))
     outs = []

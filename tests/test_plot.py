@@ -1,6 +1,6 @@
 """Training curves: a picture from metrics.jsonl entries, written whole or not at all."""
 
-from nmtkit.plot import training_curves
+from nmtkit.core.plot import training_curves
 
 
 def test_curves_with_and_without_bleu(tmp_path):

@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 import torch
 
-from nmtkit.config import ModelConfig
-from nmtkit.models import build_model
+from nmtkit.models.build import build_model
+from nmtkit.models.config import ModelConfig
 from nmtkit.models.ensemble import Ensemble
-from nmtkit.search import SearchConfig, beam_search, force, greedy
+from nmtkit.translate.search import beam_search, force, greedy, ranking
+from nmtkit.translate.settings import SearchConfig
 
 EOS = 3
 
@@ -239,7 +240,7 @@ def test_a_beam_as_wide_as_all_prefixes_finds_the_exhaustive_optimum(penalty):
         out = beam_search(model, model.encode([0, 1]), cfg)
         for sentence in (0, 1):
             every = exhaustive(table, sentence, words, longest)
-            rank = [float(cfg.normalise(torch.tensor(s), torch.tensor(len(c) + 1))) for c, s in every]
+            rank = [float(ranking(cfg, torch.tensor(s), torch.tensor(len(c) + 1))) for c, s in every]
             best = sorted(range(len(every)), key=lambda j: -rank[j])[:5]
             got = slice(5 * sentence, 5 * sentence + 5)
             assert out.tokens[got] == [every[j][0] for j in best]

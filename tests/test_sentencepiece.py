@@ -7,10 +7,10 @@ import re
 import pytest
 from click.testing import CliRunner
 
+from nmtkit.align.links import word_ids
 from nmtkit.cli import main
-from nmtkit.text.alignment import word_ids
+from nmtkit.data.sides import Sides
 from nmtkit.text.bpe import merge_subwords
-from nmtkit.text.sides import Sides
 from tests.conftest import EN, FR
 
 pytest.importorskip("sentencepiece", reason="SentencePiece subwords need the sentencepiece package")
@@ -28,7 +28,7 @@ def test_raw_to_ids_to_raw_through_a_sentencepiece_vocabulary(raw, tmp_path, kin
                tmp_path / "vocab", "--spm", kind, "--spm-size", 60)
     assert r.exit_code == 0, r.output
     assert (tmp_path / "vocab" / "spm.codes").read_text().startswith("#nmtkit-sentencepiece " + kind)
-    sides = Sides.load(tmp_path / "vocab")
+    sides = Sides.from_vocab_dir(tmp_path / "vocab")
     for side, lines in ((sides.src, EN[:5]), (sides.tgt, FR[:5])):
         for line in lines:
             pieces = side.tokens(line)

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from nmtkit.recipes.structure import BEGIN, END, graph, layers, mermaid
+from nmtkit.recipes.structure import BEGIN, END, LAYERS, graph, mermaid, stage_of
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -13,12 +13,15 @@ def test_the_documented_graph_is_the_code_s():
     assert block == mermaid(graph(ROOT / "nmtkit")), "the code's imports changed: run make structure"
 
 
-def test_layers_put_every_module_above_what_it_imports():
-    edges = graph(ROOT / "nmtkit")
-    rows = layers(edges)
-    assert edges["checkpoint"].get("config") == "top" and "cli" not in {t for ts in edges.values() for t in ts}
-    for source, targets in edges.items():
-        for target, kind in targets.items():
-            if kind == "top" and source not in edges[target]:
-                assert rows[source] > rows[target], (source, target)
-    assert edges["score"].get("models") is None         # scoring text needs no model code
+def test_every_stage_and_layer_is_documented():
+    doc = (ROOT / "docs" / "structure.md").read_text(encoding="utf-8")
+    stages = {stage_of(m) for m in graph(ROOT / "nmtkit")}
+    for row in LAYERS:
+        for stage in row:
+            if stage in stages and stage not in ("nmtkit", "__main__"):
+                assert f"`{stage}`" in doc, f"docs/structure.md does not describe the {stage} stage"
+
+
+def test_settings_modules_form_their_own_layer():
+    assert stage_of("nmtkit.train.config") == stage_of("nmtkit.models.config") == "settings"
+    assert stage_of("nmtkit.core.settings") == "core" and stage_of("nmtkit.train.loop") == "train"

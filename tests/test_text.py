@@ -2,10 +2,10 @@
 
 from collections import Counter
 
-from nmtkit.config import TextConfig
 from nmtkit.text.bpe import Segmenter, learn_codes, merge_subwords
-from nmtkit.text.pipeline import Preprocessor
 from nmtkit.text.clean import PRESETS
+from nmtkit.text.pipeline import Preprocessor
+from nmtkit.text.settings import TextConfig
 
 
 def test_encode_cleans_normalises_and_tokenizes():

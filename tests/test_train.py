@@ -9,11 +9,13 @@ from click.testing import CliRunner
 
 from nmtkit import checkpoint
 from nmtkit.cli import main
-from nmtkit.config import ModelConfig, TrainConfig
+from nmtkit.core.errors import UserError
 from nmtkit.data.binarized import Corpus
-from nmtkit.errors import UserError
-from nmtkit.train import train
+from nmtkit.models.config import ModelConfig
+from nmtkit.train.config import TrainConfig
+from nmtkit.train.loop import train
 from tests.test_corpus import make_corpus
+
 
 class Evil:
     """Stands for any object a pickle would rebuild (and could run code while doing so)."""
@@ -74,7 +76,7 @@ def test_a_tiny_model_learns_with_a_shortlist_and_resumes_exactly(corpus, tmp_pa
 
 
 def test_kept_validations_are_weights_only_models_and_the_log_reads_back(corpus, tmp_path):
-    from nmtkit.runlog import RunLog, run_summary
+    from nmtkit.train.runlog import RunLog, run_summary
     train(corpus, tmp_path / "k", TINY, cfg(max_updates=5, valid_every=2, keep_validations=True, best_by="nll"))
     kept = sorted(p.name for p in (tmp_path / "k").glob("update-*.pt"))
     assert kept == ["update-2.pt", "update-4.pt", "update-5.pt"]          # every validation, and the last
@@ -90,7 +92,7 @@ def test_kept_validations_are_weights_only_models_and_the_log_reads_back(corpus,
     best = checkpoint.load(tmp_path / "k" / "best.pt").training.progress.step
     assert nll[best] == min(nll.values())                                  # --best-by nll
     assert run_summary(tmp_path / "k").startswith("trained 5 updates in ")
-    from nmtkit.runlog import describe, machine
+    from nmtkit.core.machine import describe, machine
     assert f" on {describe(machine())}; best.pt" in run_summary(tmp_path / "k")      # the machine it ran on
     assert f"best.pt is update {best} (chosen by dev NLL" in run_summary(tmp_path / "k")
 
@@ -121,9 +123,9 @@ def test_truncated_corrupt_and_pickled_checkpoints_are_refused(corpus, tmp_path)
 
 
 def test_resuming_with_another_vocabulary_is_refused(raw, tmp_path):
-    from nmtkit.binarize import binarize_corpus
-    from nmtkit.build_vocab import build_vocab
-    from nmtkit.config import VocabConfig
+    from nmtkit.data.binarize import binarize_corpus
+    from nmtkit.data.build_vocab import build_vocab
+    from nmtkit.data.settings import VocabConfig
     make_corpus(raw, tmp_path)
     train(tmp_path / "bin", tmp_path / "run", TINY, cfg(max_updates=1))
     build_vocab(tmp_path / "clean" / "train", ("en", "fr"), tmp_path / "v2", VocabConfig(size=9))
@@ -173,11 +175,11 @@ def test_nan_loss_stops_naming_the_update_and_keeps_the_last_good_checkpoint(cor
 def test_dev_bleu_counts_against_the_real_text_not_unk_references(raw, tmp_path, monkeypatch):
     # a vocabulary of 40 entries leaves some dev words <unk>; a "model" that writes exactly the
     # binarized reference ids (with their <unk>s) must not get BLEU 100 for it
-    import nmtkit.train as training
-    from nmtkit.config import VocabConfig
-    from nmtkit.train import validate
+    import nmtkit.train.validate as training
     from nmtkit.data.binarized import Corpus
-    from nmtkit.models import build_model
+    from nmtkit.data.settings import VocabConfig
+    from nmtkit.models.build import build_model
+    from nmtkit.train.validate import validate
     make_corpus(raw, tmp_path, VocabConfig(size=40))
     corpus = Corpus(tmp_path / "bin")
     _, tgt = corpus.split("valid")

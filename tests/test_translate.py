@@ -89,11 +89,12 @@ def test_translate_score_is_the_nll_that_score_computes(overfit, tmp_path):
 
 
 def test_beam_one_is_greedy(overfit, tmp_path):
-    from nmtkit.data.batching import pad
-    from nmtkit.search import greedy
-    from nmtkit.translate import Translator
     import numpy as np
     import torch
+
+    from nmtkit.data.batching import pad
+    from nmtkit.translate.search import greedy
+    from nmtkit.translate.translator import Translator
     src = tmp_path / "src.en"
     lines = EN[:5] + ["God saw the darkness and the light."]
     src.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -273,14 +274,14 @@ def test_score_by_length_no_unk_bootstrap_and_corpus_nll(overfit, tmp_path):
     assert res["bootstrap_tok"]["systems"][0]["bleu"] == pytest.approx(good["bleu_tok"])
     assert (tmp_path / "len.png").read_bytes()[:4] == b"\x89PNG"
     text = invoke("score", tmp_path / "a", "-r", ref, "--source", src, "--by-length")
-    from nmtkit.score import SACREBLEU_LABEL, TOKENIZED_LABEL
+    from nmtkit.evaluate.score import SACREBLEU_LABEL, TOKENIZED_LABEL
     assert f"{SACREBLEU_LABEL} by source length" in text.stdout
     assert f"{TOKENIZED_LABEL} by source length" in text.stdout
     unsure = unk_loving(overfit, tmp_path, boost=0.0, flatten=0.1)          # NLLs well above float32 rounding
     nll = invoke("score", "-m", unsure, "--data", overfit / "bin-kept", "--split", "valid", "--json")
     assert nll.exit_code == 0, nll.output
     corpus = json.loads(nll.stdout)["corpus_nll"]
-    from nmtkit.translate import Translator
+    from nmtkit.translate.translator import Translator
     forced = Translator.from_checkpoints(unsure, "cpu").force(EN, FR)     # valid = these pairs
     kept = [f for f in forced if f.source_tokens and f.target_tokens]           # "[]" cleans to nothing
     assert corpus["sentences"] == len(kept) == 7

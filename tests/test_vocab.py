@@ -4,8 +4,8 @@ from collections import Counter
 
 import pytest
 
+from nmtkit.core.errors import FormatError
 from nmtkit.data.vocab import BOS, EOS, PAD, SPECIALS, UNK, Vocab
-from nmtkit.errors import FormatError
 
 
 def test_specials_fixed_then_by_count_then_alphabetical():

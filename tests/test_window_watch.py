@@ -6,12 +6,13 @@ import numpy as np
 import pytest
 import torch
 
-from nmtkit.config import ModelConfig, TrainConfig
 from nmtkit.data.batching import collate
-from nmtkit.models import build_model
 from nmtkit.models.attention import LuongAttention
-from nmtkit.train import train
-from nmtkit.window_watch import WindowWatch, stuck_message
+from nmtkit.models.build import build_model
+from nmtkit.models.config import ModelConfig
+from nmtkit.train.config import TrainConfig
+from nmtkit.train.loop import train
+from nmtkit.train.window_watch import WindowWatch, stuck_message
 from tests.test_corpus import make_corpus
 
 SRC = [np.array([5, 6, 7, 8, 9]), np.array([5, 6]), np.array([7, 8, 9, 10, 11, 12, 13])]

@@ -19,8 +19,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from ..errors import UserError
-from ..files import Staging, write_json
+from ..core.errors import UserError
+from ..core.files import Staging, write_json
 
 ENGLISH = {"k": "King James Version", "4": "World English Bible", "3": "Bible in Basic English"}
 FRENCH = {"l": "Louis Segond", "o": "Ostervald", "5": "Darby"}

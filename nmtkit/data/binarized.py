@@ -18,16 +18,16 @@ Batching and padding belong to the trainer, not here.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 import numpy as np
 
-from ..errors import FormatError, UserError
-from ..files import read_json, read_lines
+from ..core.errors import FormatError, UserError
+from ..core.files import read_lines
+from .manifest import read_manifest
 from .vocab import Vocab
 
-FORMAT = "nmtkit-corpus"
-VERSION = 1
+VALID = "valid"           # the split that validates training and picks its model
 
 
 def best_dtype(vocab_size: int) -> np.dtype:
@@ -89,40 +89,34 @@ class Corpus:
         self.path = Path(path)
         if not self.path.is_dir():
             raise UserError(f"{self.path}: no such corpus directory")
-        self.manifest: dict[str, Any] = read_json(self.path / "manifest.json", "corpus manifest")
-        if self.manifest.get("format") != FORMAT:
-            raise FormatError(f"{self.path}/manifest.json: not an nmtkit corpus manifest")
-        if self.manifest.get("version") != VERSION:
-            raise FormatError(f"{self.path}: corpus format version {self.manifest.get('version')} "
-                              f"is not supported (this nmtkit reads {VERSION})")
-        self.src_lang: str = self.manifest["langs"]["src"]
-        self.tgt_lang: str = self.manifest["langs"]["tgt"]
-        self.dtype = np.dtype(self.manifest["dtype"])
+        self.manifest = read_manifest(self.path)
+        self.src_lang, self.tgt_lang = self.manifest.src_lang, self.manifest.tgt_lang
+        self.dtype = np.dtype(self.manifest.dtype)
 
     @property
     def splits(self) -> list[str]:
-        return list(self.manifest["splits"])
+        return list(self.manifest.splits)
 
     def vocab(self, lang: str) -> Vocab:
-        entry = self.manifest["vocab"][lang]
-        vocab = Vocab.load(self.path / entry["file"])
-        if vocab.fingerprint != entry["sha256"]:
-            raise FormatError(f"{self.path / entry['file']}: does not match the manifest's fingerprint")
+        entry = self.manifest.vocab[lang]
+        vocab = Vocab.load(self.path / entry.file)
+        if vocab.fingerprint != entry.sha256:
+            raise FormatError(f"{self.path / entry.file}: does not match the manifest's fingerprint")
         return vocab
 
     def check_vocab(self, expected: dict[str, str], what: str) -> None:
         """Refuse the corpus if its vocabularies are not the ones ``what`` was made with."""
         for lang, sha in expected.items():
-            have = self.manifest["vocab"].get(lang, {}).get("sha256")
+            have = self.manifest.vocab[lang].sha256 if lang in self.manifest.vocab else None
             if have != sha:
                 raise UserError(
                     f"{self.path}: the {lang} vocabulary (sha256 {str(have)[:12]}) is not the one "
                     f"{what} uses (sha256 {sha[:12]}); rebuild one of them with the same vocabulary")
 
     def split(self, name: str) -> tuple[TokenArray, TokenArray]:
-        if name not in self.manifest["splits"]:
+        if name not in self.manifest.splits:
             raise UserError(f"{self.path}: no split '{name}' (has: {', '.join(self.splits)})")
-        n = self.manifest["splits"][name]["sentences"]
+        n = self.manifest.splits[name].sentences
         src = TokenArray(self.path / f"{name}.{self.src_lang}", self.dtype, n)
         tgt = TokenArray(self.path / f"{name}.{self.tgt_lang}", self.dtype, n)
         return src, tgt
@@ -130,7 +124,7 @@ class Corpus:
     def references(self, name: str) -> list[str] | None:
         """The clean tokenized target text of a split (Moses tokens before BPE, one line per
         sentence), kept for every split but train; None for corpora binarized without it."""
-        entry = self.manifest["splits"].get(name, {}).get("reference")
+        entry = self.manifest.splits[name].reference if name in self.manifest.splits else None
         if not entry:
             return None
         return list(read_lines(self.path / entry, allow_empty=True))

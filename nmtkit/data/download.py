@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Iterator
 
-from ..console import log, progress
-from ..errors import UserError
+from ..core.console import log, progress
+from ..core.errors import UserError
 
 BLOCK = 1 << 20
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import UserError
-from ..files import atomic_write, read_lines
+from ..core.errors import UserError
+from ..core.files import atomic_write, read_lines
 
 TARGETS = (10, 20, 30, 40, 50, 60, 70, 80)
 

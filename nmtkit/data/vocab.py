@@ -13,8 +13,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Iterable
 
-from ..errors import FormatError, UserError
-from ..files import atomic_write, sha256_text
+from ..core.errors import FormatError, UserError
+from ..core.files import atomic_write, sha256_text
+from .manifest import VOCAB_META, read_vocab_meta
 
 SPECIALS = ("<pad>", "<unk>", "<s>", "</s>")
 PAD, UNK, BOS, EOS = range(4)
@@ -84,20 +85,14 @@ class VocabDir:
     differently.
     """
 
-    META = "vocab.json"
+    META = VOCAB_META
 
     def __init__(self, path: str | Path):
-        from ..files import read_json
         self.path = Path(path)
         if not self.path.is_dir():
             raise UserError(f"{self.path}: no such vocabulary directory (made by nmtkit build-vocab)")
-        self.meta = read_json(self.path / self.META, "vocabulary description")
-        try:
-            self.langs: list[str] = list(self.meta["langs"])
-            self.text_sha256: str = self.meta["text_sha256"]
-            self.codes_files: dict[str, str | None] = self.meta["bpe_codes"]
-        except (KeyError, TypeError) as err:
-            raise FormatError(f"{self.path / self.META}: missing field {err}") from None
+        self.meta = read_vocab_meta(self.path)
+        self.langs, self.text_sha256, self.codes_files = self.meta.langs, self.meta.text_sha256, self.meta.bpe_codes
         self.vocabs = {lang: Vocab.load(self.path / f"vocab.{lang}.txt") for lang in self.langs}
 
     def codes(self, lang: str) -> str | None:

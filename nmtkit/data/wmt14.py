@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from ..errors import UserError
-from ..files import atomic_write, count_lines
+from ..core.errors import UserError
+from ..core.files import atomic_write, count_lines
 from .download import Checksum
 
 STATMT = "http://www.statmt.org"

@@ -12,14 +12,14 @@ text or vocabulary files.
 
 from __future__ import annotations
 
-from typing import cast
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 from torch import nn
 
-from ..config import ModelConfig
-from ..errors import UserError
+from ..core.errors import UserError
+from .config import ModelConfig
 from .layers import inference_linear, output_weights
 from .loss import linear_cross_entropy, shortlisted_cross_entropy
 
@@ -109,7 +109,7 @@ class Seq2Seq(nn.Module):
 
     def restrict_output(self, rows: torch.Tensor | None) -> None:
         """Let :meth:`next_word_logp` score only the target words ``rows`` (sorted ids, e.g. a
-        :meth:`~nmtkit.lexicon.Lexicon.candidates` list), or every word again (None)."""
+        :meth:`~nmtkit.data.lexicon.Lexicon.candidates` list), or every word again (None)."""
         if rows is None:
             self.__dict__.pop("_restricted", None)
             return

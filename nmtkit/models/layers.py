@@ -9,6 +9,7 @@ matrix product before the loop, so each step does only the recurrent ones.
 from __future__ import annotations
 
 from typing import Any, cast
+
 import torch
 from torch import nn
 

@@ -27,9 +27,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..config import ModelConfig
 from .attention import LuongAttention
 from .base import EncoderOut, Seq2Seq
+from .config import ModelConfig
 from .stacked_lstm import StackedLSTM
 
 

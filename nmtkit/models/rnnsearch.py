@@ -18,12 +18,13 @@ readout sees s_{i-1} (``readout="prev"``, the equation for t̃_i) or s_i
 from __future__ import annotations
 
 from typing import cast
+
 import torch
 from torch import nn
 
-from ..config import ModelConfig
 from .attention import AdditiveAttention
 from .base import EncoderOut, Seq2Seq
+from .config import ModelConfig
 from .layers import BiEncoder, CudnnEncoder, PaperGRU, init_appendix_b1
 
 

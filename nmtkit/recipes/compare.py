@@ -17,9 +17,10 @@ from typing import Any
 
 import click
 
-from ..command import Command
-from ..errors import UserError
-from ..files import atomic_write
+from .. import checkpoint
+from ..core.command import Command
+from ..core.errors import UserError
+from ..core.files import atomic_write
 from .report import _f, _json
 
 BEGIN, END = "<!-- compare:begin -->", "<!-- compare:end -->"
@@ -36,7 +37,6 @@ def describe(name: str) -> tuple[str, str, str, str]:
 
 
 def row(run: Path) -> dict[str, Any]:
-    from .. import checkpoint
     bleu = _json(run / "dev-bleu.json", "dev BLEU")["systems"][0]
     nll = _json(run / "dev-nll.json", "dev NLL")["corpus_nll"]
     last = run / "last.pt"

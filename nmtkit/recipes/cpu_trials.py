@@ -29,10 +29,14 @@ from typing import Any
 
 import click
 
-from ..command import Command
-from ..errors import UserError
-from ..files import atomic_write
-from ..runlog import RunLog, describe
+from .. import checkpoint
+from ..core.command import Command
+from ..core.errors import UserError
+from ..core.files import atomic_write
+from ..core.machine import describe
+from ..core.plot import pyplot
+from ..evaluate.score import evaluate
+from ..train.runlog import RunLog
 
 BEGIN, END = "<!-- trials:begin -->", "<!-- trials:end -->"
 COMMON = ("--preset", "small", "--optimizer", "adam", "--valid-every", "200", "--patience", "0",
@@ -91,7 +95,6 @@ def models(run: Path) -> list[Path]:
 
 def test_bleu(model: Path, raw: Path, threads: int) -> dict[str, float]:
     """Beam-5 test BLEU of one model (cached next to it as ``test-<model>.json``)."""
-    from ..score import evaluate
     cache = model.with_name(f"test-{model.stem}.json")
     if cache.exists():
         cached: dict[str, float] = json.loads(cache.read_text())
@@ -108,7 +111,6 @@ def test_bleu(model: Path, raw: Path, threads: int) -> dict[str, float]:
 
 
 def summarize(trial: Trial, run: Path, raw: Path, threads: int) -> dict[str, Any]:
-    from .. import checkpoint
     log = RunLog.read(run)
     curve: list[dict[str, Any]] = []
     for model in models(run):
@@ -146,8 +148,7 @@ def table(rows: list[dict[str, Any]], minutes: float) -> str:
 
 
 def plot(rows: list[dict[str, Any]], out: Path) -> None:
-    from ..plot import _pyplot
-    plt = _pyplot()
+    plt = pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
     for r in rows:
         label = r["trial"].label.replace("*", "").replace("`", "")     # Markdown in the table only

@@ -15,9 +15,9 @@ import tarfile
 from html import escape
 from pathlib import Path
 
+from ..core.files import Staging
 from ..data.download import file_digest
 from ..data.wmt14 import DEV, TEST, TRAIN, member_name
-from ..files import Staging
 
 LANGS = ("en", "fr")
 

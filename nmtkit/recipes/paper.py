@@ -27,9 +27,14 @@ from typing import Any
 
 import click
 
-from ..command import Group
-from ..errors import UserError
-from ..files import atomic_write, read_lines
+from .. import checkpoint
+from ..align.heatmap import from_alignment_file, plot
+from ..core.command import Group
+from ..core.errors import UserError
+from ..core.files import atomic_write, read_lines
+from ..core.plot import pyplot
+from ..data.passages import write_passages
+from ..evaluate.score import Texts, moses_tokens, multi_bleu, no_unk_indices, paired_bootstrap, read_cleaned
 
 MODELS = ("rnnencdec-30", "rnnencdec-50", "rnnsearch-30", "rnnsearch-50")
 TITLES = {"rnnencdec-30": "RNNencdec-30", "rnnencdec-50": "RNNencdec-50",
@@ -41,7 +46,6 @@ CLEAN = ("verse-markers",)
 
 def _texts(raw: Path, runs: Path, name: str, models: tuple[str, ...]) -> dict[str, Any]:
     """Sources, Segond references and every model's output for one test set, cleaned as scored."""
-    from ..score import Texts, moses_tokens, read_cleaned
     refs = [read_cleaned(raw / f"{name}.fr", CLEAN)]
     sources = list(read_lines(raw / f"{name}.en"))
     hyps = {}
@@ -59,7 +63,6 @@ def _texts(raw: Path, runs: Path, name: str, models: tuple[str, ...]) -> dict[st
 
 def table1(data: dict[str, Any], keep: list[int], samples: int, order: list[str]) -> dict[str, Any]:
     """Both BLEUs with 95% intervals and p-values against the baseline, on All and No-UNK."""
-    from ..score import paired_bootstrap
     out: dict[str, Any] = {}
     for subset, idx in (("all", list(range(len(data["sources"])))), ("no_unk", keep)):
         if not idx:
@@ -80,7 +83,6 @@ def bucket_rows(lengths: list[int], texts: dict[str, Any], width: int, top: int,
                 seed: int = 12345) -> list[dict[str, Any]]:
     """Tokenized BLEU per bucket of source length (the last bucket is open: ``top``+), with
     the 2.5 and 97.5 percentiles of ``samples`` bootstrap resamples of the bucket's sentences."""
-    from ..score import multi_bleu
     groups: dict[int, list[int]] = {}
     for i, n in enumerate(lengths):
         if n:
@@ -115,8 +117,7 @@ def slope(rows: list[dict[str, Any]], model: str) -> float:
 
 
 def figure2(rows: list[dict[str, Any]], models: tuple[str, ...], out: Path) -> None:
-    from ..plot import _pyplot
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for k, m in enumerate(models):
         x = [r["mid"] + (k - 1.5) * 0.6 for r in rows]
@@ -152,7 +153,6 @@ def _p(r: dict[str, Any]) -> str:
 
 def budget(runs: Path, models: tuple[str, ...]) -> str:
     """How the runs were trained, read from their last checkpoints."""
-    from .. import checkpoint
     seen = {}
     for m in models:
         ckpt = checkpoint.load(runs / m / "last.pt")
@@ -166,8 +166,6 @@ def budget(runs: Path, models: tuple[str, ...]) -> str:
 
 def write_report(runs: Path, raw: Path, vocab_words: Path, models: tuple[str, ...], samples: int,
                  beam: int) -> Path:
-    from ..align_plot import from_alignment_file, plot
-    from ..score import no_unk_indices
     order = [BASELINE, *(m for m in models if m != BASELINE)] if BASELINE in models else list(models)
     trained = budget(runs, models)
     data = {name: _texts(raw, runs, name, models) for name in SETS}
@@ -209,34 +207,41 @@ def write_report(runs: Path, raw: Path, vocab_words: Path, models: tuple[str, ..
         span = f"{r['lo']}–{r['hi']}" if r["hi"] else f"{r['lo']}+"
         lines.append(f"| {span} | {r['sentences']} | " + " | ".join(_f(r["bleu_tok"][m]) for m in models) + " |")
     lines.append("| **slope per 10 words** | | " + " | ".join(_f(slope(rows, m)) for m in models) + " |")
-    attention = "rnnsearch-50" if "rnnsearch-50" in models else next((m for m in models if "search" in m), None)
-    if attention:
-        d = data["test"]
-        clean = set(no_unk_indices(vocab_words, d["sources"], d["refs"]))
-        fits = [i for i in range(len(d["sources"])) if 10 <= d["lengths"][i] <= 20]
-        short = [i + 1 for i in fits if i in clean][:3]
-        chosen = "the first with 10 to 20 words and no unknown word"
-        if not short:          # a corpus too small to have one: say so under the picture
-            short, chosen = [i + 1 for i in (fits or range(len(d["sources"])))][:3], "none has 10 to 20 words " \
-                "and no unknown word; the first of 10 to 20 words"
-        lengths = data["test-long"]["lengths"]
-        long = max((i for i, n in enumerate(lengths) if n <= 80), key=lambda i: lengths[i], default=None)
-        lines += ["", f"## Figure 3: alignments of {TITLES.get(attention, attention)}", ""]
-        pictures = plot(from_alignment_file(runs / attention / "test.align", short), runs / "fig3-align.png")
-        if long is not None:
-            pictures += plot(from_alignment_file(runs / attention / "test-long.align", [long + 1]),
-                             runs / "fig3-long.png")
-        lines += [f"![alignment]({p.name})" for p in pictures]
-        lines += ["", f"Test verses {', '.join(map(str, short))} ({chosen}) and passage {long + 1 if long is not None else '–'} ({lengths[long] if long is not None else 0} "
-                  "words). Rows are generated subwords, columns source subwords; white is weight 1.", ""]
+    lines += _figure3(runs, models, data, vocab_words)
     out = runs / "report.md"
     with atomic_write(out) as fh:
         fh.write("\n".join(lines) + "\n")
     return out
 
 
+def _figure3(runs: Path, models: tuple[str, ...], data: dict[str, Any], vocab_words: Path) -> list[str]:
+    """Figure 3's section: the attention of an RNNsearch on three short verses and a long passage."""
+    attention = "rnnsearch-50" if "rnnsearch-50" in models else next((m for m in models if "search" in m), None)
+    if not attention:
+        return []
+    lines: list[str] = []
+    d = data["test"]
+    clean = set(no_unk_indices(vocab_words, d["sources"], d["refs"]))
+    fits = [i for i in range(len(d["sources"])) if 10 <= d["lengths"][i] <= 20]
+    short = [i + 1 for i in fits if i in clean][:3]
+    chosen = "the first with 10 to 20 words and no unknown word"
+    if not short:          # a corpus too small to have one: say so under the picture
+        short, chosen = [i + 1 for i in (fits or range(len(d["sources"])))][:3], "none has 10 to 20 words " \
+            "and no unknown word; the first of 10 to 20 words"
+    lengths = data["test-long"]["lengths"]
+    long = max((i for i, n in enumerate(lengths) if n <= 80), key=lambda i: lengths[i], default=None)
+    lines += ["", f"## Figure 3: alignments of {TITLES.get(attention, attention)}", ""]
+    pictures = plot(from_alignment_file(runs / attention / "test.align", short), runs / "fig3-align.png")
+    if long is not None:
+        pictures += plot(from_alignment_file(runs / attention / "test-long.align", [long + 1]),
+                         runs / "fig3-long.png")
+    lines += [f"![alignment]({p.name})" for p in pictures]
+    lines += ["", f"Test verses {', '.join(map(str, short))} ({chosen}) and passage {long + 1 if long is not None else '–'} ({lengths[long] if long is not None else 0} "
+              "words). Rows are generated subwords, columns source subwords; white is weight 1.", ""]
+    return lines
+
+
 def _concat(a: Any, b: Any) -> Any:
-    from ..score import Texts
     return Texts(a.hyps + b.hyps, [a.refs[0] + b.refs[0]], a.hyps_tok + b.hyps_tok, [a.refs_tok[0] + b.refs_tok[0]])
 
 
@@ -249,7 +254,6 @@ def main() -> None:
 @click.argument("raw", type=click.Path(exists=True, file_okay=False, path_type=Path))
 def passages(raw: Path) -> None:
     """Write RAW/test-long.* (passages of consecutive test verses) and print their lengths."""
-    from ..data.passages import write_passages
     buckets = write_passages(raw)
     print("test-long: " + ", ".join(f"{k} words: {v}" for k, v in buckets.items()))
 

@@ -7,13 +7,18 @@ or a default. The paper's figures are quoted from Bahdanau et al. (2015).
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
 
-from ..errors import UserError
-from ..files import atomic_write, read_json
+import numpy as np
+
+from .. import checkpoint
+from ..align.heatmap import from_alignment_file, plot
+from ..core.errors import UserError
+from ..core.files import atomic_write, read_json
+from ..data.binarized import Corpus
+from ..train import runlog
 
 # Table 1 (BLEU, All / No UNK) and Table 2 (updates ×10⁵, epochs, hours, GPU, train NLL, dev NLL).
 PAPER_BLEU = {"rnnencdec-30": (13.93, 24.19), "rnnsearch-30": (21.50, 31.44),
@@ -44,12 +49,10 @@ def _last(entries: list[dict[str, Any]], key: str) -> dict[str, Any]:
 
 
 def train_stats(run: Path, data_bin: Path) -> dict[str, Any]:
-    import numpy as np
-    from .. import checkpoint
-    from ..data.binarized import Corpus
+
     trained = checkpoint.load(run / "last.pt").training
     cfg, progress = trained.config, trained.progress
-    metrics = [json.loads(line) for line in (run / "metrics.jsonl").read_text(encoding="utf-8").splitlines() if line]
+    metrics = runlog.entries(run)
     src, tgt = Corpus(data_bin).split("train")
     max_len = cfg.max_len or 10**9
     pairs = int(np.count_nonzero((src.sizes <= max_len) & (tgt.sizes <= max_len)))
@@ -65,7 +68,6 @@ def _f(x: float | None, digits: int = 2) -> str:
 
 def write_report(work: Path, runs: Path, models: list[str], data_bin: Path, figure3: list[int],
                  device: str, out: Path) -> None:
-    from ..align_plot import from_alignment_file, plot
     scores = {m: _json(runs / m / "score.json", "test BLEU")["systems"][0] for m in models}
     no_unk = {m: _json(runs / m / "score-nounk.json", "No-UNK BLEU")["systems"][0]["no_unk"] for m in models}
     dev = {m: _json(runs / m / "dev-nll.json", "dev NLL")["corpus_nll"] for m in models}

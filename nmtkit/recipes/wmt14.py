@@ -13,11 +13,14 @@ from pathlib import Path
 
 import click
 
-from ..console import log
-from ..command import Group
-from ..errors import UserError
+from ..align.heatmap import parse_sentences
+from ..core.command import Group
+from ..core.console import log
+from ..core.errors import UserError
 from ..data import wmt14
 from ..data.download import Checksum, fetch, read_checksums, source_url
+from .mirror import build_mirror
+from .report import write_report
 
 PARTS = {p.name: p for p in wmt14.TRAIN + wmt14.DEV + [wmt14.TEST]}
 
@@ -81,7 +84,6 @@ def unpack_cmd(part: str, downloads: str, out: str) -> None:
 @click.option("--test-lines", type=click.IntRange(1), default=150, show_default=True)
 def mirror_cmd(out: str, bible_raw: str, pairs: int, dev_lines: int, test_lines: int) -> None:
     """Build a small offline stand-in for statmt.org (WMT'14 file layout) from the Bible corpus."""
-    from .mirror import build_mirror
     sums = build_mirror(Path(bible_raw), Path(out), pairs, dev_lines, test_lines)
     log(f"mirror in {out}; its checksums: {sums}")
 
@@ -96,8 +98,6 @@ def mirror_cmd(out: str, bible_raw: str, pairs: int, dev_lines: int, test_lines:
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False))
 def report_cmd(work: str, runs: str, data_bin: str, models: str, figure3: str, device: str, output: str) -> None:
     """Write the Markdown report (Tables 1-2, Figures 2-3 beside the paper's)."""
-    from ..align_plot import parse_sentences
-    from .report import write_report
     write_report(Path(work), Path(runs), models.split(), Path(data_bin), parse_sentences(figure3), device, Path(output))
     log(f"report: {output}")
 

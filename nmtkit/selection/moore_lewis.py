@@ -29,10 +29,10 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from ..console import log, progress
-from ..errors import UserError
-from ..files import Staging, decode_line, open_binary
-from ..parallel import Workers
+from ..core.console import log, progress
+from ..core.errors import UserError
+from ..core.files import Staging, decode_line, open_binary
+from ..core.parallel import Workers
 from .ngram import NgramLM, SelectionVocab, words_of
 
 BINS = 1 << 16

@@ -25,23 +25,19 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, AsyncIterator
 
+import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 
-from ..search import SearchConfig
-from ..translate import MAX_LENGTH, TranslateOptions, Translation, Translator
-from ..translate_io import json_record
+from .. import checkpoint
+from ..core.console import log
+from ..core.errors import UserError
+from ..core.settings import RuntimeConfig
+from ..translate.io import json_record
+from ..translate.settings import SearchConfig, TranslateOptions
+from ..translate.translator import Translation, Translator
 from .batching import Batcher
-
-
-@dataclass(frozen=True)
-class Limits:
-    max_sentences: int = 64        # per request
-    max_length: int = MAX_LENGTH   # source subword units per sentence, as translate counts them
-    max_body: int = 1 << 20        # bytes
-    max_beam: int = 24
-    max_nbest: int = 10
-
+from .settings import Limits, ServerConfig
 
 # Characters a sentence may have per subword unit of the limit, checked before tokenizing it.
 CHARS_PER_UNIT = 16
@@ -119,8 +115,10 @@ def parse(body: bytes, limits: Limits, default_beam: int) -> Parsed:
     for name, value, top in (("beam", beam, limits.max_beam), ("nbest", nbest, limits.max_nbest)):
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= top:
             raise BadRequest(422, f"'{name}' must be a whole number from 1 to {top}")
-    if nbest > beam:
-        raise BadRequest(422, f"'nbest' {nbest} is more than 'beam' {beam} can give")
+    try:
+        SearchConfig(beam=beam, nbest=nbest).check(("'nbest'", "'beam'"))
+    except UserError as err:
+        raise BadRequest(422, str(err)) from None
     for name in ("alignment", "attention"):
         if not isinstance(options.get(name, False), bool):
             raise BadRequest(422, f"'{name}' must be true or false")
@@ -141,9 +139,10 @@ def opennmt(t: Translation, src: str, id_: Any, nbest: int) -> dict[str, Any]:
     return {"src": src, "tgt": t.text, "pred_score": t.score, "n_best": nbest, "id": id_}
 
 
-def create_app(translator: Translator, limits: Limits = Limits(), default_beam: int = 5,
-               wait: float = 0.005, shortlist: bool = False, info: dict[str, Any] | None = None) -> FastAPI:
+def create_app(translator: Translator, cfg: ServerConfig = ServerConfig(),
+               info: dict[str, Any] | None = None) -> FastAPI:
     """The application around one loaded translator."""
+    limits, default_beam, shortlist = cfg.limits, cfg.beam, cfg.shortlist
     base = TranslateOptions(shortlist=shortlist)
 
     def translate(lines: list[str], job: Any) -> list[Translation]:
@@ -151,7 +150,7 @@ def create_app(translator: Translator, limits: Limits = Limits(), default_beam: 
                           max_length=0)       # refused above
         return translator.translate_block(lines, options)
 
-    batcher = Batcher(translate, limits.max_sentences, wait)
+    batcher = Batcher(translate, limits.max_sentences, cfg.batch_wait_ms / 1000)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -200,20 +199,16 @@ def create_app(translator: Translator, limits: Limits = Limits(), default_beam: 
     return app
 
 
-def serve(model_paths: list[str], host: str, port: int, limits: Limits, beam: int, wait: float,
-          runtime: Any, int8: bool = False, shortlist: bool = False) -> None:
+def serve(model_paths: list[str], cfg: ServerConfig, runtime: RuntimeConfig) -> None:
     """Load the models once and serve them until SIGINT or SIGTERM (requests in flight finish)."""
-    import uvicorn
-    from .. import checkpoint
-    from ..console import log
-    translator = Translator.from_checkpoints(list[str | Path](model_paths), runtime, int8)
+    cfg.check()
+    translator = Translator.from_checkpoints(list[str | Path](model_paths), runtime, cfg.int8)
     first = checkpoint.load(model_paths[0])
     info = {"models": model_paths, "arch": first.model.arch, "model": first.model.to_dict(),
             "languages": first.text.langs, "vocabulary": {k: len(v) for k, v in first.text.vocab.items()},
-            "device": str(translator.device), "int8": int8}
-    if shortlist and translator.lexicon is None:
-        from ..errors import UserError
+            "device": str(translator.device), "int8": cfg.int8}
+    if cfg.shortlist and translator.lexicon is None:
         raise UserError(f"--shortlist: {model_paths[0]} holds no lexicon; add one with 'nmtkit lexicon'")
-    app = create_app(translator, limits, beam, wait, shortlist, info)
-    log(f"serving {', '.join(model_paths)} on http://{host}:{port}/ (POST /translate, GET /health, /info)")
-    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=30)
+    app = create_app(translator, cfg, info)
+    log(f"serving {', '.join(model_paths)} on http://{cfg.host}:{cfg.port}/ (POST /translate, GET /health, /info)")
+    uvicorn.run(app, host=cfg.host, port=cfg.port, log_level="warning", timeout_graceful_shutdown=30)

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Hashable, Sequence
 
-from ..translate import Translation
+from ..translate.translator import Translation
 
 Translate = Callable[[list[str], Hashable], list[Translation]]
 

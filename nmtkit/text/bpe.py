@@ -22,6 +22,8 @@ from typing import Any
 import subword_nmt.learn_bpe as _learn
 from subword_nmt.apply_bpe import BPE
 
+from ..core.console import progress
+
 SEPARATOR = "@@"
 _JOIN = re.compile(re.escape(SEPARATOR) + r"( |$)")
 SPM_MARK = "\u2581"                          # SentencePiece's word-start mark
@@ -40,7 +42,6 @@ def learn_codes(counts: Counter[str], merges: int, min_frequency: int = 2) -> st
 
 
 def _merges_bar(steps: Iterable[int], *_: Any, **__: Any) -> Iterator[int]:
-    from ..console import progress
     steps = list(steps)
     with progress("merges") as bar:
         task = bar.add_task("learning BPE", total=len(steps))

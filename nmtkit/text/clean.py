@@ -36,6 +36,9 @@ import re
 import unicodedata
 from typing import Callable
 
+from ..core.errors import UserError
+from .settings import DEFAULT_RULES
+
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028\u2029\u2060\ufeff]")
 _SPACES = re.compile(r"[\t\u00a0\u2000-\u200a\u202f\u205f\u3000]")
 _MOJIBAKE = re.compile(r"[\u00c2\u00c3][\u0080-\u00bf]")
@@ -114,7 +117,7 @@ RULES: dict[str, Callable[[str], str]] = {
 }
 
 PRESETS: dict[str, tuple[str, ...]] = {
-    "default": ("unicode", "whitespace"),
+    "default": DEFAULT_RULES,
     "bible": tuple(RULES),
     "all": tuple(RULES),
     "none": (),
@@ -140,7 +143,6 @@ def apply_rules(s: str, names: tuple[str, ...]) -> tuple[str, list[str]]:
 
 def rules_named(value: str) -> tuple[str, ...]:
     """The rules of a preset name, or of a comma-separated list of rule names."""
-    from ..errors import UserError
     if value in PRESETS:
         return PRESETS[value]
     names = tuple(v.strip() for v in value.split(",") if v.strip())

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..config import TextConfig
 from .bpe import Segmenter, merge_subwords
 from .clean import apply_rules
+from .settings import TextConfig
 from .tokenize import MosesText
 
 

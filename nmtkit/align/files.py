@@ -1,0 +1,49 @@
+"""The attention file of ``translate --alignments``: a header line, then one JSON record per
+translated line (source and target tokens, the attention weights, the score).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import UserError
+from ..core.files import read_lines
+
+ALIGNMENT_FORMAT = "nmtkit-alignments"
+EOS_LABEL = "</s>"
+
+
+def alignment_record(lineno: int, source: list[str], target: list[str], attention: Any, score: float) -> dict[str, Any]:
+    """One line of an alignment file: tokens with </s> on both axes and α (rows: target, one per
+    target token and </s>; None: no attention kept)."""
+    alignment = [] if attention is None else [[round(float(a), 4) for a in row] for row in attention]
+    return {"line": lineno, "source": source + [EOS_LABEL], "target": target + [EOS_LABEL],
+            "score": round(score, 4), "alignment": alignment if source else []}
+
+
+def header() -> str:
+    """The first line of an alignment file."""
+    return json.dumps({"format": ALIGNMENT_FORMAT, "version": 1})
+
+
+def read_alignments(path: str | Path) -> dict[int, dict[str, Any]]:
+    """An alignment file by line number; refuses anything else with one clear line."""
+    records: dict[int, dict[str, Any]] = {}
+    lines = read_lines(path)
+    try:
+        header = json.loads(next(lines))
+    except (json.JSONDecodeError, StopIteration):
+        header = None
+    if not isinstance(header, dict) or header.get("format") != ALIGNMENT_FORMAT:
+        raise UserError(f"{path}: not an alignment file (made by nmtkit translate --alignments)")
+    for k, line in enumerate(lines, 2):
+        try:
+            rec = json.loads(line)
+            records[int(rec["line"])] = rec
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+            raise UserError(f"{path}: line {k} is not an alignment record") from None
+    return records
+
+

@@ -1,0 +1,103 @@
+"""``nmtkit align-plot``: the paper's Figure 3, attention weights α_ij as grey-scale heatmaps.
+
+The weights come from a ``translate --alignments`` file (what the model
+attended to while it searched) or from walking a checkpoint along given
+source and reference lines (what it attends to when it must produce the
+reference). Sentences are chosen by line number, 1-based, as ``3,10-12``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..core.errors import UserError
+from ..core.files import read_lines
+from ..core.plot import alignment_heatmap, check_format
+from .files import read_alignments
+from .links import read_pharaoh
+
+
+@dataclass
+class Heatmap:
+    line: int
+    source: list[str]
+    target: list[str]
+    alignment: Any
+    title: str
+
+
+def parse_sentences(spec: str) -> list[int]:
+    """'3,10-12' → [3, 10, 11, 12]; line numbers start at 1."""
+    out: list[int] = []
+    try:
+        for part in filter(None, (p.strip() for p in spec.split(","))):
+            lo, _, hi = part.partition("-")
+            first, last = int(lo), int(hi or lo)
+            if first < 1 or last < first:
+                raise ValueError
+            out.extend(range(first, last + 1))
+    except ValueError:
+        raise UserError(f"--sentences '{spec}': expected line numbers from 1, like 3,10-12") from None
+    if not out:
+        raise UserError("--sentences: give at least one line number")
+    return out
+
+
+def from_pharaoh(path: str | Path, source: str, target: str, lines: Sequence[int]) -> list[Heatmap]:
+    """Hard alignments (``translate --print-alignment``, fast_align …) over Moses-token files:
+    a white cell per link."""
+
+    links, src, tgt = list(read_lines(path, allow_empty=True)), list(read_lines(source)), list(read_lines(target))
+    if not len(links) == len(src) == len(tgt):
+        raise UserError(f"{path}, {source} and {target} differ in length ({len(links)}, {len(src)}, {len(tgt)} lines)")
+    maps = []
+    for n in lines:
+        if n > len(links):
+            raise UserError(f"{path}: has no line {n} (it has {len(links)})")
+        s, t = src[n - 1].split(), tgt[n - 1].split()
+        pairs = read_pharaoh(links[n - 1], f"{path}: line {n}")
+        if not s or not t:
+            raise UserError(f"{path}: sentence {n} is empty, there is nothing to plot")
+        bad = next(((i, j) for i, j in pairs if i >= len(s) or j >= len(t)), None)
+        if bad:
+            raise UserError(f"{path}: line {n} links {bad[0]}-{bad[1]}, beyond its {len(s)} source and "
+                            f"{len(t)} target words")
+        grid = np.zeros((len(t), len(s)))
+        for i, j in pairs:
+            grid[j, i] = 1.0
+        maps.append(Heatmap(n, s, t, grid, f"line {n}, {len(pairs)} links"))
+    return maps
+
+
+def from_alignment_file(path: str | Path, lines: Sequence[int]) -> list[Heatmap]:
+    records = read_alignments(path)
+    missing = [n for n in lines if n not in records]
+    if missing:
+        raise UserError(f"{path}: has no sentence {missing[0]} (it holds lines 1-{max(records, default=0)})")
+    maps = []
+    for n in lines:
+        r = records[n]
+        if not r["alignment"]:
+            raise UserError(f"{path}: sentence {n} is empty, there is nothing to plot")
+        maps.append(Heatmap(n, r["source"], r["target"], r["alignment"], f"line {n}, log p = {r['score']:.2f}"))
+    return maps
+
+
+def output_paths(out: str | Path, lines: Sequence[int]) -> list[Path]:
+    """OUT itself for one sentence; OUT's stem with -LINE for several (fig.png → fig-3.png)."""
+    out = Path(out)
+    check_format(out)
+    if len(lines) == 1:
+        return [out]
+    return [out.with_name(f"{out.stem}-{n}{out.suffix}") for n in lines]
+
+
+def plot(maps: list[Heatmap], out: str | Path) -> list[Path]:
+    paths = output_paths(out, [m.line for m in maps])
+    for m, path in zip(maps, paths):
+        alignment_heatmap(m.source, m.target, m.alignment, path, m.title)
+    return paths

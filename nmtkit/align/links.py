@@ -1,0 +1,59 @@
+"""Hard word alignments from attention, in Pharaoh format (``i-j``: source word i, target word j).
+
+The attention is over subwords, with ``</s>`` on both axes; the words are the
+Moses tokens after BPE is undone. A source word's weight is the sum over its
+subwords, a target word's row the mean over its subwords, and each target
+word is aligned to the source word it attends to most (as fairseq's
+``--print-alignment`` and Marian's ``--alignment hard`` do), so every target
+word has exactly one link and ``</s>`` none.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..core.errors import UserError
+from ..text.bpe import SEPARATOR, SPM_MARK
+
+
+def word_ids(tokens: list[str]) -> np.ndarray:
+    """The word each subword belongs to: ``['Éter@@', 'nel', 'dit']`` (BPE) or
+    ``['▁Éter', 'nel', '▁dit']`` (SentencePiece) → ``[0, 0, 1]``."""
+    if any(t.startswith(SPM_MARK) for t in tokens):
+        starts = [i == 0 or t.startswith(SPM_MARK) for i, t in enumerate(tokens)]
+        return np.cumsum(starts).astype(np.int64) - 1
+    ids, word = [], 0
+    for tok in tokens:
+        ids.append(word)
+        if not tok.endswith(SEPARATOR):
+            word += 1
+    return np.asarray(ids, dtype=np.int64)
+
+
+def word_alignment(source: list[str], target: list[str], attention: np.ndarray) -> list[tuple[int, int]]:
+    """(source word, target word) pairs, 0-based, one per target word, in target order.
+    ``attention`` is (len(target) + 1, len(source) + 1): rows and columns end with </s>."""
+    if not source or not target:
+        return []
+    alpha = np.asarray(attention, dtype=np.float64)[:len(target), :len(source)]
+    src_w, tgt_w = word_ids(source), word_ids(target)
+    by_src = np.zeros((len(target), src_w[-1] + 1))
+    np.add.at(by_src.T, src_w, alpha.T)                       # sum over a source word's subwords
+    rows = np.zeros((tgt_w[-1] + 1, by_src.shape[1]))
+    np.add.at(rows, tgt_w, by_src)
+    rows /= np.bincount(tgt_w)[:, None]                       # mean over a target word's subwords
+    return [(int(i), j) for j, i in enumerate(rows.argmax(1))]
+
+
+def pharaoh(pairs: list[tuple[int, int]]) -> str:
+    return " ".join(f"{i}-{j}" for i, j in pairs)
+
+
+def read_pharaoh(line: str, where: str) -> list[tuple[int, int]]:
+    try:
+        pairs = [tuple(int(x) for x in item.split("-")) for item in line.split()]
+    except ValueError:
+        raise UserError(f"{where}: not Pharaoh alignment pairs ('i-j i-j …')") from None
+    if any(len(p) != 2 or min(p) < 0 for p in pairs):
+        raise UserError(f"{where}: not Pharaoh alignment pairs ('i-j i-j …')")
+    return [(p[0], p[1]) for p in pairs]

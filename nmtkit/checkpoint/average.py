@@ -1,0 +1,44 @@
+"""``nmtkit average``: the mean of several checkpoints' weights, as one checkpoint.
+
+Averaging the last few checkpoints of a run (Junczys-Dowmunt et al. 2016;
+fairseq's and Marian's checkpoint averaging) smooths the noise of the last
+updates. The checkpoints must describe the same model over the same
+vocabularies and text settings; the result keeps the last one's training
+settings and progress, without optimizer state (it translates, it does not
+resume).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .. import checkpoint
+from ..core.errors import UserError
+from . import Checkpoint, TrainingState
+
+
+def average(paths: list[str | Path]) -> Checkpoint:
+    if len(paths) < 2:
+        raise UserError("give at least two checkpoints to average")
+    first = checkpoint.load(paths[0])
+    total = {k: v.double() for k, v in first.weights.items()}
+    last = first
+    for path in paths[1:]:
+        ckpt = checkpoint.load(path)
+        if ckpt.model != first.model:
+            diff = sorted(k for k, v in ckpt.model.to_dict().items() if first.model.to_dict()[k] != v)
+            raise UserError(f"{path}: another model than {paths[0]} (differs in {', '.join(diff)})")
+        if ckpt.text != first.text:
+            raise UserError(f"{path}: other vocabularies or text settings than {paths[0]}")
+        for k, v in ckpt.weights.items():
+            total[k] += v.double()
+        last = ckpt
+    weights = {k: (v / len(paths)).to(first.weights[k].dtype) for k, v in total.items()}
+    run = TrainingState(last.training.config, last.training.progress)
+    return Checkpoint(first.model, weights, first.text, run, lexicon=first.lexicon)
+
+
+def write_average(paths: list[str | Path], out: str | Path) -> Checkpoint:
+    averaged = average(paths)
+    checkpoint.save(out, averaged)
+    return averaged

@@ -1,0 +1,272 @@
+"""The one-file checkpoint, and the only module that knows its layout.
+
+A checkpoint is everything ``translate`` needs and everything a resumed
+``train`` needs, in three typed sections:
+
+- ``model``: the :class:`~nmtkit.models.config.ModelConfig` and the weights;
+- ``text``: both sides' languages, vocabularies (token lists), text
+  settings and BPE codes, and the corpus fingerprints (:class:`TextSides`);
+- ``training``: the :class:`~nmtkit.train.config.TrainConfig`, the
+  :class:`Progress`, and, in a resumable file, the optimizer state, the batch
+  iterator's position and every process's RNG states (:class:`TrainingState`);
+- ``lexicon`` (optional): the candidate lists of vocabulary selection
+  (:class:`~nmtkit.data.lexicon.Lexicon`).
+
+On disk it is a torch zip of plain values and tensors only, so
+``torch.load(weights_only=True)`` reads it and a stranger's file cannot run
+code. :func:`save` writes a :class:`Checkpoint` (temporary file, fsync,
+rename, fsync of the directory: a crash never harms the previous file);
+:func:`load` reads the current version and the previous one, checks every
+section, and refuses anything else with one :class:`FormatError` line.
+"""
+
+from __future__ import annotations
+
+import math
+import pickle
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .. import __version__
+from ..core.errors import FormatError, UserError
+from ..core.files import atomic_write
+from ..data.binarized import Corpus
+from ..data.lexicon import Lexicon
+from ..data.sides import Sides
+from ..models.base import Seq2Seq
+from ..models.build import build_model
+from ..models.config import ModelConfig
+from ..text.settings import TextConfig
+from ..train.config import TrainConfig
+
+FORMAT = "nmtkit-checkpoint"
+VERSION = 2
+SIDES = ("src", "tgt")
+
+
+@dataclass
+class Progress:
+    """Where training stands: updates done, the best dev score so far (higher is better),
+    validations since it improved, and seconds spent training."""
+
+    step: int = 0
+    best: float = -math.inf
+    bad_evals: int = 0
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class TextSides:
+    """How raw text becomes model tokens on each side, and which tokens the model knows.
+    Every field but the fingerprints is keyed by side, ``src`` and ``tgt``."""
+
+    langs: dict[str, str]
+    vocab: dict[str, list[str]]
+    text: dict[str, TextConfig]
+    bpe_codes: dict[str, str | None]
+    vocab_sha256: dict[str, str]          # by language, as in the corpus manifest
+    settings_sha256: str | None = None
+
+    @classmethod
+    def of(cls, corpus: Corpus) -> "TextSides":
+        """What a checkpoint carries from the corpus it was trained on, so that translate needs
+        nothing else."""
+        m = corpus.manifest
+        langs = {"src": m.src_lang, "tgt": m.tgt_lang}
+        codes = {side: (corpus.path / name).read_text(encoding="utf-8") if (name := m.bpe_codes.get(lang)) else None
+                 for side, lang in langs.items()}
+        return cls(langs=langs, vocab={side: corpus.vocab(lang).tokens for side, lang in langs.items()},
+                   text={side: m.text(lang) for side, lang in langs.items()}, bpe_codes=codes,
+                   vocab_sha256={lang: m.vocab[lang].sha256 for lang in langs.values()},
+                   settings_sha256=m.settings_sha256)
+
+    def sides(self) -> Sides:
+        """The text pipelines and vocabularies these settings make."""
+        return Sides.of(self.text, self.bpe_codes, self.vocab)
+
+
+@dataclass
+class TrainingState:
+    """The training run: its settings and progress; the rest only in resumable files."""
+
+    config: TrainConfig
+    progress: Progress
+    optimizer: dict[str, Any] | None = None
+    batches: dict[str, int] | None = None
+    rng: list[dict[str, torch.Tensor]] = field(default_factory=list)   # one entry per process
+
+    @property
+    def resumable(self) -> bool:
+        return self.optimizer is not None and self.batches is not None
+
+
+@dataclass
+class Checkpoint:
+    model: ModelConfig
+    weights: dict[str, torch.Tensor]
+    text: TextSides
+    training: TrainingState
+    written_by: str = __version__
+    lexicon: Lexicon | None = None       # the candidate lists of translate --shortlist
+
+    @property
+    def parameters(self) -> int:
+        return sum(w.numel() for w in self.weights.values())
+
+
+def save(path: str | Path, ckpt: Checkpoint) -> None:
+    """Write ``ckpt`` to ``path`` atomically, with the permissions of any other output."""
+    run = ckpt.training
+    training: dict[str, Any] = {"config": run.config.to_dict(), "progress": vars(run.progress).copy()}
+    if run.resumable:
+        training |= {"optimizer": run.optimizer, "batches": run.batches, "rng": run.rng}
+    text = ckpt.text
+    payload = {
+        "format": FORMAT, "version": VERSION, "nmtkit": __version__,
+        "model": {"config": ckpt.model.to_dict(), "weights": ckpt.weights},
+        "text": {"langs": text.langs, "vocab": text.vocab,
+                 "text": {side: cfg.to_dict() for side, cfg in text.text.items()},
+                 "bpe_codes": text.bpe_codes, "vocab_sha256": text.vocab_sha256,
+                 "settings_sha256": text.settings_sha256},
+        "training": training,
+    }
+    if ckpt.lexicon is not None:
+        payload["lexicon"] = ckpt.lexicon.to_dict()
+    with atomic_write(path, "wb") as fh:
+        torch.save(payload, fh)
+
+
+def load(path: str | Path, lazy: bool = True) -> Checkpoint:
+    """The checkpoint at ``path``; :class:`UserError` (one line) for a missing file and
+    :class:`FormatError` for anything that is not a complete nmtkit checkpoint.
+
+    ``lazy``: the tensors are mapped from the file, not read, so what a reader never touches
+    (a translation, the optimizer state of last.pt) costs no memory. A resumed run reads all."""
+    path = Path(path)
+    raw = _read(path, lazy)
+    version = raw.get("version")
+    if version == 1:
+        raw = _from_version_1(raw)
+    elif version != VERSION:
+        raise FormatError(f"{path}: checkpoint format version {version!r} is not supported "
+                          f"(this nmtkit reads versions 1 and {VERSION})")
+    try:
+        return _parse(raw)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as err:
+        what = f"no {err.args[0]!r}" if isinstance(err, KeyError) else str(err).splitlines()[0][:120]
+        raise FormatError(f"{path}: not a complete nmtkit checkpoint ({what})") from None
+    except FormatError as err:
+        raise FormatError(f"{path}: not a complete nmtkit checkpoint ({err})") from None
+
+
+def load_weights(model: torch.nn.Module, ckpt: Checkpoint, where: str | Path, assign: bool = False) -> None:
+    """Put the checkpoint's weights into ``model``; one FormatError line naming ``where`` if
+    they do not fit it. ``assign``: the model's parameters become the checkpoint's tensors
+    (mapped from the file by a lazy load) instead of copies of them: one copy in memory."""
+    try:
+        model.load_state_dict(ckpt.weights, assign=assign)
+    except RuntimeError as err:
+        raise FormatError(f"{where}: the weights do not fit the model the checkpoint describes "
+                          f"({str(err).splitlines()[0][:160]})") from None
+
+
+def model_of(ckpt: Checkpoint, where: str | Path, device: torch.device | str = "cpu") -> Seq2Seq:
+    """The checkpoint's model with its weights, on ``device``, in eval mode and frozen (for
+    inference: its parameters are the checkpoint's own tensors, not copies, and need no
+    gradient, which lets search keep reordered copies of them)."""
+    model = build_model(ckpt.model)
+    load_weights(model, ckpt, where, assign=True)
+    return model.to(device).eval().requires_grad_(False)
+
+
+def _read(path: Path, lazy: bool = True) -> dict[str, Any]:
+    if not path.exists():
+        raise UserError(f"{path}: no such checkpoint")
+    if not path.is_file():
+        raise UserError(f"{path}: is not a file")
+    if not zipfile.is_zipfile(path):   # torch.save always writes a zip archive
+        raise FormatError(f"{path}: truncated or corrupt checkpoint (not a torch zip archive)")
+    try:
+        raw = torch.load(path, map_location="cpu", weights_only=True, mmap=lazy)
+    except pickle.UnpicklingError as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else "unsupported object"
+        raise FormatError(f"{path}: refused, the checkpoint holds objects other than tensors and "
+                          f"plain values ({first[:120]})") from None
+    except (RuntimeError, EOFError, zipfile.BadZipFile, OSError, ValueError, KeyError) as err:
+        reason = str(err).splitlines()[0][:120] if str(err) else type(err).__name__
+        raise FormatError(f"{path}: truncated or corrupt checkpoint ({reason})") from None
+    if not isinstance(raw, dict) or raw.get("format") != FORMAT:
+        raise FormatError(f"{path}: not an nmtkit checkpoint")
+    return raw
+
+
+def _from_version_1(raw: dict[str, Any]) -> dict[str, Any]:
+    """Version 1 (nmtkit 0.1 before the typed sections): model config and weights at the top,
+    ``corpus`` for the text, ``train`` for the run, the RNG states under ``{"ranks": [...]}``
+    (or, older still, one CPU state)."""
+    train = dict(raw.get("train") or {})
+    rng = train.get("rng")
+    if isinstance(rng, dict):
+        train["rng"] = rng["ranks"] if "ranks" in rng else [rng]
+    return {"format": FORMAT, "version": VERSION, "nmtkit": raw.get("nmtkit", "0.1.0"),
+            "model": {"config": raw.get("model"), "weights": raw.get("weights")},
+            "text": raw.get("corpus"), "training": train}
+
+
+def _parse(raw: dict[str, Any]) -> Checkpoint:
+    model, text, run = raw["model"], raw["text"], raw["training"]
+    weights = model["weights"]
+    if not isinstance(weights, dict) or not weights or not all(
+            isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in weights.items()):
+        raise FormatError("the weights are not a table of named tensors")
+    config = ModelConfig.from_dict(model["config"])
+    sides = TextSides(
+        langs={s: str(text["langs"][s]) for s in SIDES},
+        vocab={s: _tokens(text["vocab"][s]) for s in SIDES},
+        text={s: TextConfig.from_dict(text["text"][s]) for s in SIDES},
+        bpe_codes={s: _optional_str(text["bpe_codes"][s]) for s in SIDES},
+        vocab_sha256={str(k): str(v) for k, v in text["vocab_sha256"].items()},
+        settings_sha256=_optional_str(text.get("settings_sha256")))
+    for side, size in (("src", config.src_vocab), ("tgt", config.tgt_vocab)):
+        if len(sides.vocab[side]) != size:
+            raise FormatError(f"the {side} vocabulary has {len(sides.vocab[side]):,} entries but the "
+                              f"model {size:,}")
+    optimizer, batches = run.get("optimizer"), run.get("batches")
+    if (optimizer is None) != (batches is None):
+        raise FormatError("the training state is half there (optimizer or batch position missing)")
+    rng = list(run.get("rng") or [])
+    if not all(isinstance(r, dict) and isinstance(r.get("torch"), torch.Tensor) for r in rng):
+        raise FormatError("the RNG states are not tensors")
+    state = TrainingState(config=TrainConfig.from_dict(run["config"]), progress=Progress(**run["progress"]),
+                          optimizer=optimizer, batches=batches and {k: int(v) for k, v in batches.items()},
+                          rng=rng)
+    return Checkpoint(model=config, weights=weights, text=sides, training=state,
+                      written_by=str(raw.get("nmtkit", "?")), lexicon=_lexicon(raw.get("lexicon"), config))
+
+
+def _lexicon(value: Any, model: ModelConfig) -> Lexicon | None:
+    if value is None:
+        return None
+    table, frequent = value["table"], value["frequent"]
+    if not (isinstance(table, torch.Tensor) and table.dim() == 2 and table.shape[0] == model.src_vocab
+            and not table.is_floating_point() and isinstance(frequent, int) and 0 <= frequent <= model.tgt_vocab):
+        raise FormatError("the lexicon is not a table of target ids per source word")
+    if table.numel() and not 0 <= int(table.min()) <= int(table.max()) < model.tgt_vocab:
+        raise FormatError("the lexicon names target ids outside the vocabulary")
+    return Lexicon(frequent, table)
+
+
+def _tokens(value: Any) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
+        raise FormatError("a vocabulary is not a list of tokens")
+    return value
+
+
+def _optional_str(value: Any) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise FormatError(f"expected text, found {type(value).__name__}")
+    return value

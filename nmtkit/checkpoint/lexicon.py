@@ -1,0 +1,21 @@
+"""``nmtkit lexicon``: store the candidate lists of a corpus in a checkpoint file (training
+stores one already; this is for older checkpoints or other sizes)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..data.binarized import Corpus
+from ..data.lexicon import FREQUENT, PER_SOURCE, Lexicon, lexicon_of
+from .file import load, save
+
+
+def add_lexicon(model_path: str | Path, data_bin: str | Path, out: str | Path, frequent: int = FREQUENT,
+                per_source: int = PER_SOURCE) -> Lexicon:
+    """Store the lexicon of ``data_bin`` in the checkpoint ``model_path`` (written to ``out``)."""
+    ckpt = load(model_path, lazy=False)
+    corpus = Corpus(data_bin)
+    corpus.check_vocab(ckpt.text.vocab_sha256, f"the checkpoint {model_path}")
+    ckpt.lexicon = lexicon_of(corpus, frequent, per_source)
+    save(out, ckpt)
+    return ckpt.lexicon

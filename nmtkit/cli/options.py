@@ -1,0 +1,151 @@
+"""The option families several commands share, declared once: verbosity, workers, text
+settings, runtime (device, threads, bf16, TF32) and a TOML file of options.
+
+Defaults come from the typed configs the options fill, so a command line and the library
+agree without a second copy of a number.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from typing import Any, Callable
+
+import click
+
+from ..core.console import set_verbosity
+from ..core.errors import UserError
+from ..core.parallel import default_workers
+from ..core.settings import DEVICES, RuntimeConfig
+from ..text.clean import PRESETS, RULES, rules_named
+from ..text.settings import TextConfig
+from ..translate.settings import LENGTH_PENALTIES, SearchConfig
+
+Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+_TEXT = TextConfig("xx")
+_RUNTIME = RuntimeConfig()
+_SUFFIXES = {"k": 10**3, "m": 10**6, "g": 10**9}
+
+
+def setting(flag: str, config: Any, kind: Any = None, help: str = "", **extra: Any) -> Decorator:
+    """An option whose default is the field of ``config`` named like it (``--max-len`` → max_len;
+    the first name of ``--a/--no-a``), shown in --help."""
+    field = extra.pop("field", None) or flag.lstrip("-").split("/")[0].replace("-", "_")
+    return click.option(flag, type=kind, default=getattr(config, field), show_default=True, help=help, **extra)
+
+
+def options(*decorators: Decorator) -> Decorator:
+    """Several click options as one decorator."""
+    def apply(fn: Callable[..., Any]) -> Callable[..., Any]:
+        for d in reversed(decorators):
+            fn = d(fn)
+        return fn
+    return apply
+
+
+def _set_verbosity(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value:
+        set_verbosity(quiet=param.name == "quiet", verbose=param.name == "verbose")
+
+
+verbosity = options(
+    click.option("-q", "--quiet", is_flag=True, expose_value=False, callback=_set_verbosity,
+                 help="Nothing on stderr but errors: no logs, summaries or progress."),
+    click.option("-v", "--verbose", is_flag=True, expose_value=False, callback=_set_verbosity,
+                 help="Also log the details: resolved settings, device and threads."))
+
+workers = click.option("-j", "--workers", type=click.IntRange(1), default=default_workers(),
+                       show_default="number of cores", help="Processes to spread the work over.")
+
+text = options(
+    click.option("--clean", "clean", default="default", show_default=True,
+                 help=f"Cleaning: a preset ({', '.join(PRESETS)}; 'default' = unicode,whitespace suits any corpus, "
+                      f"'bible' = every rule, for the embedded Bible corpus) or rules, comma-separated: "
+                      f"{', '.join(RULES)}."),
+    setting("--normalize-punct/--no-normalize-punct", _TEXT, None, "Moses punctuation normalization."),
+    click.option("--aggressive-dash", is_flag=True, help="Split hyphens: arc @-@ en @-@ ciel."),
+    click.option("--lowercase", is_flag=True, help="Lowercase tokens (the paper does not)."))
+
+
+def text_config(lang: str, values: dict[str, Any]) -> TextConfig:
+    """The text settings of one language from the values of :data:`text`'s options."""
+    return TextConfig(lang, clean=rules_named(values["clean"]), normalize_punct=values["normalize_punct"],
+                      aggressive_dash=values["aggressive_dash"], lowercase=values["lowercase"])
+
+
+runtime = options(
+    click.option("--device", default=_RUNTIME.device, help=f"Where to compute: {DEVICES} [default: the GPU when "
+                                                f"there is one, else cpu]."),
+    setting("--threads", _RUNTIME, click.IntRange(0), "CPU threads (0: torch's default, one per core)."),
+    click.option("--bf16", is_flag=True, help="bfloat16 autocast: on GPUs, and on CPUs with AVX512-BF16 or AMX "
+                                              "(about 2x faster there)."),
+    click.option("--tf32/--no-tf32", default=_RUNTIME.tf32, show_default=True,
+                 help="On GPUs, float32 matrix products in TensorFloat-32 (tensor cores; 10-bit mantissa, "
+                      "float32 range and sums). No effect on CPUs."))
+
+
+def runtime_config(values: dict[str, Any]) -> RuntimeConfig:
+    """The runtime settings of :data:`runtime`'s options, taken out of ``values``."""
+    return RuntimeConfig(values.pop("device"), values.pop("threads"), values.pop("bf16"), values.pop("tf32"))
+
+
+def read_config(ctx: click.Context, path: str | None) -> None:
+    """Options from a TOML file become the command's defaults, so the command line overrides them."""
+    if not path:
+        return
+    try:
+        with open(path, "rb") as fh:
+            table = tomllib.load(fh)
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such config file") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+        raise UserError(f"{path}: not valid TOML ({err})") from None
+    names = {p.name for p in ctx.command.params}
+    values = {k.replace("-", "_"): v for k, v in table.items()}
+    unknown = sorted(k for k in values if k not in names or k == "config")
+    if unknown:
+        raise UserError(f"{path}: '{unknown[0]}' is not an option of 'nmtkit {ctx.info_name}'")
+    ctx.default_map = {**(ctx.default_map or {}), **values}
+
+
+def count(_ctx: click.Context, _param: click.Parameter, value: str | None) -> int | None:
+    """A click callback: '348M' → 348000000, '2.5k' → 2500 (None stays None)."""
+    if value is None:
+        return None
+    text = value.strip().lower().replace(",", "").replace("_", "")
+    scale = _SUFFIXES.get(text[-1:], 1)
+    try:
+        n = float(text[:-1] if scale > 1 else text) * scale
+    except ValueError:
+        raise click.BadParameter(f"'{value}' is not a count such as 348M, 2.5k or 1000000") from None
+    if n <= 0:
+        raise click.BadParameter(f"'{value}' must be positive")
+    return int(n)
+
+
+_SEARCH = SearchConfig()
+
+beam = setting("--beam", _SEARCH, click.IntRange(1), "Beam width (1: greedy).")
+
+search = options(
+    beam,
+    setting("--length-penalty", _SEARCH, click.Choice(LENGTH_PENALTIES),
+            "Rank finished hypotheses by raw log-probability (the paper), "
+                 "by log-probability per word, or by GNMT's ((5+|y|)/6)^alpha."),
+    setting("--alpha", _SEARCH, click.FloatRange(0), "GNMT length penalty exponent."),
+    setting("--max-ratio", _SEARCH, click.FloatRange(0), "Output limit: this times the source length, plus 10."),
+    setting("--min-len", _SEARCH, click.IntRange(0),
+            "Words before </s> at least (1, as GroundHog and fairseq: no empty translation)."),
+    click.option("--nbest", type=click.IntRange(0), default=0, show_default=True,
+                 help="Write the N best (1: the best alone) as Moses n-best lines: "
+                      "'i ||| text ||| log p ||| normalised log p', i from 0 (0: the best, as plain text)."),
+    click.option("--no-unk", is_flag=True, help="Never produce <unk> (the paper's Table 1, last column)."))
+
+
+def search_config(values: dict[str, Any]) -> SearchConfig:
+    """The search settings of :data:`search`'s options, taken out of ``values``; refused in one
+    line when they ask for more than the search can give."""
+    return SearchConfig(beam=values.pop("beam"), length_penalty=values.pop("length_penalty"),
+                        alpha=values.pop("alpha"), max_ratio=values.pop("max_ratio"),
+                        nbest=max(values.pop("nbest"), 1), no_unk=values.pop("no_unk"),
+                        min_len=values.pop("min_len")).check(("--nbest", "--beam"))

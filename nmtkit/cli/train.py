@@ -1,0 +1,47 @@
+"""``nmtkit train``: a model trained (or resumed) on a binarized corpus."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..core.command import Command
+from ..train.config import train_settings
+from . import options, train_options
+
+
+@click.command(cls=Command, epilog="""\b
+Examples:
+  nmtkit train data-bin --arch rnnsearch --save-dir runs/rnnsearch          # the paper's recipe
+  nmtkit train data-bin --preset small --optimizer adam --lr 5e-3 --max-minutes 20 --save-dir runs/demo
+  nmtkit train data-bin --arch luong --attention global --score dot --schedule luong --save-dir runs/luong
+  torchrun --nproc_per_node 4 -m nmtkit train data-bin --save-dir runs/x    # several GPUs (DDP)
+Running the same command again resumes from SAVE_DIR/last.pt exactly (--reset starts over).""")
+@click.argument("data_bin", type=click.Path(file_okay=False))
+@click.option("--config", type=click.Path(dir_okay=False), is_eager=True, expose_value=False,
+              callback=lambda ctx, _p, path: options.read_config(ctx, path),
+              help="A TOML file of options (names as the flags, without --: hidden = 512); flags on the "
+                   "command line override it.")
+@click.option("--save-dir", required=True, type=click.Path(file_okay=False),
+              help="Where last.pt, best.pt and metrics.jsonl go.")
+@train_options.model
+@train_options.optimization
+@train_options.speed
+@train_options.run
+@options.runtime
+@click.option("--reset", is_flag=True, help="Ignore SAVE_DIR/last.pt and start over.")
+@options.verbosity
+def train(data_bin: str, save_dir: str, arch: str, preset: str, schedule_name: str, reset: bool,
+          **values: Any) -> None:
+    """Train RNNsearch, RNNencdec or a Luong et al. model on a binarized corpus (Appendix B by default)."""
+    from ..train.loop import train as run  # here: torch loads for training, not for --help
+    ctx = click.get_current_context()
+    typed = (click.core.ParameterSource.COMMANDLINE, click.core.ParameterSource.DEFAULT_MAP)   # flags, --config
+    given = {k for k in ctx.params if ctx.get_parameter_source(k) in typed}
+    model_cfg, train_cfg = train_settings(arch, preset, schedule_name, values, given)
+    run(Path(data_bin), Path(save_dir), model_cfg, train_cfg, resume=not reset)
+
+
+COMMANDS = (train,)

@@ -1,0 +1,79 @@
+"""The one place where an error becomes a line on stderr and an exit status.
+
+Every nmtkit command line (``nmtkit`` and the recipes' helpers) is a click
+:class:`Group` or :class:`Command` from here, so they all answer alike:
+a :class:`~nmtkit.core.errors.UserError` or a usage error gives one line naming
+the command and exit status 2, Ctrl-C exits 130, a closed pipe 141, and
+anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, NoReturn
+
+import click
+
+from .console import set_verbosity
+from .errors import UserError
+
+USAGE = 2
+INTERRUPTED = 130
+BROKEN_PIPE = 141
+
+
+class _Where(UserError):
+    """A UserError tagged with the command it came from (``nmtkit train``)."""
+
+    def __init__(self, where: str, err: UserError):
+        super().__init__(str(err))
+        self.where = where
+
+
+class _OneLine:
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)   # type: ignore[misc]
+        except _Where:
+            raise
+        except UserError as err:
+            raise _Where(ctx.command_path, err) from None
+
+    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        prog_name = prog_name or self.name     # type: ignore[attr-defined]   # "nmtkit", not "python -m nmtkit"
+        set_verbosity()                        # -q and -v hold for this invocation only
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)   # type: ignore[misc]
+        try:
+            rv = super().main(args, prog_name, complete_var, False, **extra)   # type: ignore[misc]
+        except _Where as err:
+            _fail(f"{err.where}: error: {err}", USAGE)
+        except UserError as err:
+            _fail(f"{prog_name}: error: {err}", USAGE)
+        except click.UsageError as err:
+            where = err.ctx.command_path if err.ctx is not None else prog_name
+            _fail(f"{where}: error: {err.format_message()} (see --help)", USAGE)
+        except click.ClickException as err:
+            err.show()
+            sys.exit(err.exit_code)
+        except (click.Abort, KeyboardInterrupt):
+            _fail("interrupted", INTERRUPTED)
+        except BrokenPipeError:
+            sys.stderr.close()
+            sys.exit(BROKEN_PIPE)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+class Command(_OneLine, click.Command):
+    pass
+
+
+class Group(_OneLine, click.Group):
+    command_class = Command
+    group_class = type
+
+
+def _fail(line: str, status: int) -> NoReturn:
+    click.echo(line, err=True)
+    sys.exit(status)

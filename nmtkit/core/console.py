@@ -1,0 +1,96 @@
+"""All human-facing output of nmtkit goes through here, to stderr.
+
+Results go to stdout (written by the commands themselves), so every command
+can sit in a pipe; logs, tables and progress bars go to stderr through one
+rich Console.
+"""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
+
+console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+_verbose = False
+
+
+def set_verbosity(quiet: bool = False, verbose: bool = False) -> None:
+    """-q: nothing on stderr but errors; -v: also the details (:func:`debug`)."""
+    global _verbose
+    console.quiet, _verbose = quiet, verbose and not quiet
+
+
+def log(message: str) -> None:
+    console.print(message)
+
+
+def debug(message: str) -> None:
+    """A detail shown with -v only."""
+    if _verbose:
+        console.print(f"[dim]{message}[/dim]")
+
+
+class _Rate(ProgressColumn):
+    def __init__(self, unit: str):
+        super().__init__()
+        self.unit = unit
+
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text(f"{speed:,.0f} {self.unit}/s" if speed else "")
+
+
+def progress(unit: str = "lines") -> Progress:
+    """A bar with counts, rate, elapsed time and ETA on stderr; drawn only on a terminal,
+    so that logs and pipes get the result lines without bar snapshots."""
+    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    _Rate(unit), TimeElapsedColumn(), TimeRemainingColumn(), console=console,
+                    disable=not console.is_terminal)
+
+
+class TrainProgress:
+    """Training's live line on a terminal: a bar toward the budget (updates, seconds or none)
+    with update, epoch, loss, speed and ETA. Elsewhere (a log file, CI) each report is a
+    plain line instead. Validation results are always printed as lines."""
+
+    def __init__(self, total: float | None, unit: str, disable: bool = False):
+        self.unit, self.disable = unit, disable
+        self.live = not disable and console.is_terminal
+        self.bar = Progress(TextColumn("[bold]train"), BarColumn(), TextColumn("{task.fields[stats]}"),
+                            TimeElapsedColumn(), TimeRemainingColumn(), console=console, disable=not self.live)
+        self.task = self.bar.add_task("train", total=total, stats="")
+
+    def __enter__(self) -> "TrainProgress":
+        self.bar.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.bar.stop()
+
+    def update(self, completed: float) -> None:
+        self.bar.update(self.task, completed=completed)
+
+    def show(self, step: int, epoch: int, entry: dict[str, float]) -> None:
+        stats = (f"update {step:,}  epoch {epoch}  nll/tok {entry['train_nll_token']:.3f}  "
+                 f"{entry['tgt_tokens_per_s']:,.0f} tok/s  {entry['updates_per_s']:.2f} upd/s")
+        if self.live:
+            self.bar.update(self.task, stats=stats)
+        elif not self.disable:
+            log(stats.replace("nll/tok", f"nll/sent {entry['train_nll']:.2f}  nll/tok"))
+
+    def validated(self, step: int, metrics: dict[str, float]) -> None:
+        if not self.disable:
+            log(f"validation at update {step:,}  " + "  ".join(f"{k} {v:.3f}" for k, v in metrics.items()))
+

@@ -1,0 +1,109 @@
+"""Pictures from plain numbers: training curves, BLEU by sentence length, attention heatmaps.
+
+matplotlib with the Agg backend, so it works without a display; no torch
+here, so plotting never loads a model. Files are written atomically: the
+picture a user opens is never half drawn.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import UserError
+from .files import atomic_write
+
+FORMATS = ("png", "svg", "pdf")
+
+
+def pyplot() -> Any:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def check_format(out: str | Path) -> str:
+    suffix = Path(out).suffix.lstrip(".").lower()
+    if suffix not in FORMATS:
+        raise UserError(f"{out}: pictures are written as {', '.join(FORMATS)}; name the file with one of "
+                        f"those suffixes")
+    return suffix
+
+
+def save_figure(fig: Any, out: str | Path) -> None:
+    suffix = check_format(out)
+    with atomic_write(out, "wb") as fh:
+        fig.savefig(fh, format=suffix, dpi=120)
+    pyplot().close(fig)
+
+
+def training_curves(entries: list[dict[str, Any]], out: str | Path) -> None:
+    """Train and dev NLL per target token against updates, and dev BLEU when logged."""
+    plt = pyplot()
+    train = [(e["step"], e["train_nll_token"]) for e in entries if "train_nll_token" in e]
+    dev = [(e["step"], e["dev_nll_token"]) for e in entries if "dev_nll_token" in e]
+    bleu = [(e["step"], e["dev_bleu_tok"]) for e in entries if "dev_bleu_tok" in e]
+    fig, axes = plt.subplots(1, 2 if bleu else 1, figsize=(11 if bleu else 6, 4), squeeze=False)
+    ax = axes[0][0]
+    if train:
+        ax.plot(*zip(*train), label="train", lw=1)
+    if dev:
+        ax.plot(*zip(*dev), "o-", label="dev", ms=4)
+    ax.set_xlabel("update")
+    ax.set_ylabel("NLL per target token")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    if bleu:
+        ax = axes[0][1]
+        ax.plot(*zip(*bleu), "o-", color="tab:green", ms=4)
+        ax.set_xlabel("update")
+        ax.set_ylabel("dev BLEU (greedy, tokenized)")
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    save_figure(fig, out)
+
+
+def bleu_by_length_chart(rows: list[dict[str, Any]], out: str | Path, title: str = "") -> None:
+    """The paper's Figure 2: BLEU against source sentence length, one line per system; the
+    tokenized BLEU (as the paper's) where the rows have it, else sacreBLEU."""
+    plt = pyplot()
+    rows = [r for r in rows if r["hi"]]
+    kind = "bleu_tok" if rows and "bleu_tok" in rows[0] else "bleu"
+    names = list(rows[0][kind]) if rows else []
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    x = [r["hi"] for r in rows]
+    for name in names:
+        ax.plot(x, [r[kind][name] for r in rows], "o-", ms=4, label=Path(name).name)
+    ax.set_xticks(x, [f"{r['lo']}–{r['hi']}\n({r['sentences']})" for r in rows], fontsize=8)
+    ax.set_xlabel("source sentence length in words (sentences)")
+    ax.set_ylabel("tokenized BLEU (Moses tokens)" if kind == "bleu_tok" else "sacreBLEU (detokenized)")
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    if title:
+        ax.set_title(title)
+    if names:
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    save_figure(fig, out)
+
+
+def alignment_heatmap(source: list[str], target: list[str], alignment: Any, out: str | Path,
+                      title: str = "") -> None:
+    """The paper's Figure 3: α_ij with source words on the x-axis (top) and generated words on
+    the y-axis, grey from 0 (black) to 1 (white). Sized by the sentence so that 50 words stay legible."""
+    plt = pyplot()
+    a = np.asarray(alignment, dtype=float)
+    cell = 0.26
+    fig, ax = plt.subplots(figsize=(max(3.0, 1.6 + cell * len(source)), max(3.0, 1.6 + cell * len(target))))
+    ax.imshow(a, cmap="gray", vmin=0.0, vmax=1.0, interpolation="nearest", aspect="equal")
+    ax.xaxis.tick_top()
+    ax.set_xticks(range(len(source)), source, rotation=90, fontsize=9)
+    ax.set_yticks(range(len(target)), target, fontsize=9)
+    ax.tick_params(length=0)
+    if title:
+        ax.set_xlabel(title, fontsize=9)
+    fig.tight_layout()
+    save_figure(fig, out)

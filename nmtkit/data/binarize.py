@@ -1,0 +1,172 @@
+"""``nmtkit preprocess --vocab``: clean tokenized text + vocabulary → binarized corpus.
+
+Reads the splits written by text-mode preprocessing, applies the
+vocabulary's BPE codes, maps tokens to ids and streams them into the format
+of :mod:`nmtkit.data.binarized`, with the manifest that later commands check:
+vocabulary fingerprints, the fingerprint of the text settings (which must
+equal the ones the vocabulary was counted on), token and unknown-word counts
+per split. Adding splits to an existing corpus directory is allowed only
+with the same vocabularies.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..core.console import progress
+from ..core.errors import UserError
+from ..core.files import Staging, check_parallel, fingerprint, read_lines
+from ..core.parallel import Workers, chunked
+from ..text.bpe import Segmenter
+from ..text.preprocess import read_report, text_fingerprint
+from .binarized import Corpus, TokenArrayWriter, best_dtype
+from .manifest import MANIFEST, Manifest, SplitStats, VocabEntry, write_manifest
+from .vocab import UNK, Vocab, VocabDir
+
+CHUNK = 5000
+
+_sides: list[tuple[Vocab, Segmenter | None]] = []
+
+
+def _init(vocab_tokens: list[list[str]], codes: list[str | None]) -> None:
+    _sides[:] = [(Vocab(t), Segmenter(c) if c else None) for t, c in zip(vocab_tokens, codes)]
+
+
+def _ids_chunk(rows: list[tuple[Any, ...]]) -> list[tuple[np.ndarray, np.ndarray, int]]:
+    """Rows of ``(text, …)`` → per side: concatenated ids, lengths, number of ``<unk>``."""
+    out = []
+    for side, (vocab, seg) in enumerate(_sides):
+        ids: list[int] = []
+        lengths = []
+        for row in rows:
+            tokens = row[side].split()
+            if seg is not None:
+                tokens = seg.segment(tokens)
+            sent = vocab.encode(tokens)
+            ids.extend(sent)
+            lengths.append(len(sent))
+        arr = np.asarray(ids, dtype=np.int64)
+        out.append((arr, np.asarray(lengths, dtype=np.int64), int((arr == UNK).sum())))
+    return out
+
+
+def binarize_corpus(splits: dict[str, Path], langs: tuple[str, str], vocab_dir: Path,
+                    out_dir: Path, workers: int = 1) -> Manifest:
+    vdir = VocabDir(vocab_dir)
+    vdir.require(langs)
+    vocabs = [vdir.vocabs[lang] for lang in langs]
+    codes = [vdir.codes(lang) for lang in langs]
+    fingerprints = {lang: v.fingerprint for lang, v in zip(langs, vocabs)}
+    manifest = _start_manifest(out_dir, langs, vdir, fingerprints)
+    text_reports = {name: _check_text(prefix, vdir) for name, prefix in splits.items()}
+    counts = {name: check_parallel([Path(f"{p}.{lang}") for lang in langs]) for name, p in splits.items()}
+    dtype = np.dtype(manifest.dtype)
+    with Staging(out_dir) as stage, Workers(workers, _init, ([v.tokens for v in vocabs], codes)) as pool, \
+            progress() as bar:
+        for lang, vocab in zip(langs, vocabs):
+            vocab.save(stage.path(f"vocab.{lang}.txt"))
+            if codes_name := vdir.codes_files.get(lang):
+                shutil.copyfile(vocab_dir / codes_name, stage.path(codes_name))
+        for name, prefix in splits.items():
+            task = bar.add_task(f"binarize {name}", total=counts[name])
+            stats = _binarize_split(name, prefix, langs, stage, dtype, pool,
+                                    lambda n, t=task: bar.advance(t, n))
+            manifest.splits[name] = SplitStats(**stats, **_carry(text_reports[name]))
+        write_manifest(stage.path(MANIFEST), manifest)
+        stage.commit()
+    return manifest
+
+
+def _start_manifest(out_dir: Path, langs: tuple[str, str], vdir: VocabDir,
+                    fingerprints: dict[str, str]) -> Manifest:
+    """A new corpus's manifest; for a directory that holds a corpus already, its manifest with
+    its splits, once the vocabularies and settings are checked to be the same."""
+    vocab_entries = {lang: VocabEntry(f"vocab.{lang}.txt", len(vdir.vocabs[lang]), fingerprints[lang])
+                     for lang in langs}
+    dtype = best_dtype(max(len(vdir.vocabs[lang]) for lang in langs))
+    settings = {"text": vdir.meta.text, "vocab": vdir.meta.config,
+                "bpe_codes": {lang: fingerprint(vdir.codes(lang)) if vdir.codes(lang) else None
+                              for lang in langs}}
+    fresh = Manifest(langs={"src": langs[0], "tgt": langs[1]}, dtype=dtype.name, vocab=vocab_entries,
+                     settings=settings, settings_sha256=fingerprint(settings), bpe_codes=vdir.codes_files)
+    if not (out_dir / MANIFEST).exists():
+        return fresh
+    old = Corpus(out_dir)
+    if (old.src_lang, old.tgt_lang) != langs:
+        raise UserError(f"{out_dir} is a {old.src_lang}→{old.tgt_lang} corpus, not {langs[0]}→{langs[1]}")
+    old.check_vocab(fingerprints, f"the vocabulary in {vdir.path}")
+    if old.manifest.settings_sha256 != fresh.settings_sha256:
+        raise UserError(f"{out_dir} was binarized with other text or BPE settings than {vdir.path}")
+    fresh.splits = old.manifest.splits
+    return fresh
+
+
+def _check_text(prefix: Path, vdir: VocabDir) -> dict[str, Any]:
+    """The preprocess report of a split, after checking it was made as the vocabulary's text was."""
+    settings = read_report(prefix.parent, "binarize text written by 'nmtkit preprocess'")
+    if text_fingerprint(settings["text"]) != vdir.text_sha256:
+        diff = _differences(settings["text"], vdir.meta.text)
+        raise UserError(f"{prefix}: preprocessed with other settings than the vocabulary in "
+                        f"{vdir.path} was built from ({diff})")
+    split: dict[str, Any] = settings["splits"].get(prefix.name, {})
+    return split
+
+
+def _differences(a: dict[str, Any], b: dict[str, Any]) -> str:
+    out = []
+    for lang in sorted(set(a) | set(b)):
+        for key in sorted(set(a.get(lang, {})) | set(b.get(lang, {}))):
+            va, vb = a.get(lang, {}).get(key), b.get(lang, {}).get(key)
+            if va != vb:
+                out.append(f"{lang} {key}: {va} vs {vb}")
+    return "; ".join(out) or "languages differ"
+
+
+def _carry(report: dict[str, Any]) -> dict[str, Any]:
+    return {k: report[k] for k in ("source", "lines", "rules", "dropped", "kept_empty") if k in report}
+
+
+def _binarize_split(name: str, prefix: Path, langs: tuple[str, str], stage: Staging,
+                    dtype: np.dtype, pool: Workers, advance: Any) -> dict[str, Any]:
+    inputs = [read_lines(f"{prefix}.{lang}") for lang in langs]
+    tokens, unks = Counter[str](), Counter[str]()
+    files = [(open(stage.path(f"{name}.{lang}.bin"), "wb"), open(stage.path(f"{name}.{lang}.idx"), "wb"))
+             for lang in langs]
+    try:
+        writers = [TokenArrayWriter(b, i, dtype) for b, i in files]
+        for sides in pool.map(_ids_chunk, chunked(zip(*inputs), CHUNK)):
+            for lang, writer, (ids, lengths, n_unk) in zip(langs, writers, sides):
+                writer.add(ids, lengths)
+                tokens[lang] += len(ids)
+                unks[lang] += n_unk
+            advance(len(sides[0][1]))
+    finally:
+        for b, i in files:
+            b.close()
+            i.close()
+    n = writers[0].sentences
+    _write_lines(prefix, stage.path(f"{name}.lines"), n)
+    stats = {"sentences": n, "tokens": dict(tokens), "unk": dict(unks),
+             "oov_rate": {lang: unks[lang] / tokens[lang] if tokens[lang] else 0.0 for lang in langs}}
+    if name != "train":
+        # the clean target text, rare words and all: what dev BLEU must be counted against
+        # (references rebuilt from ids would hold <unk> where the text has a rare word)
+        shutil.copyfile(f"{prefix}.{langs[1]}", stage.path(f"{name}.{langs[1]}.ref"))
+        stats["reference"] = f"{name}.{langs[1]}.ref"
+    return stats
+
+
+def _write_lines(prefix: Path, dest: Path, n: int) -> None:
+    """Raw line numbers: those preprocess recorded, or 1..n for text it did not filter."""
+    src = Path(f"{prefix}.lines")
+    if src.exists():
+        shutil.copyfile(src, dest)
+        if (have := sum(1 for _ in open(dest))) != n:
+            raise UserError(f"{src}: has {have} lines for {n} sentences; re-run preprocess")
+    else:
+        np.savetxt(dest, np.arange(1, n + 1), fmt="%d")

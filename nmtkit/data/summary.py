@@ -1,0 +1,45 @@
+"""The one-screen summary of a binarized corpus, rendered from its manifest.
+
+Pairs and tokens per split, vocabulary sizes, the OOV rate of every split,
+what each filter dropped and what each cleaning rule changed, so a user
+sees at a glance what the data half of the pipeline made.
+"""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.table import Table
+
+from .manifest import Manifest
+
+
+def corpus_summary(manifest: Manifest) -> Group:
+    src, tgt = manifest.src_lang, manifest.tgt_lang
+    splits = manifest.splits
+    main = Table(title=f"corpus {src}→{tgt}", title_justify="left")
+    for col in ("split", "raw lines", "pairs", f"{src} tokens", f"{tgt} tokens", f"OOV {src}", f"OOV {tgt}"):
+        main.add_column(col, justify="left" if col == "split" else "right", no_wrap=True)
+    for name, s in splits.items():
+        main.add_row(name, f"{s.lines if s.lines is not None else s.sentences:,}", f"{s.sentences:,}",
+                     f"{s.tokens.get(src, 0):,}", f"{s.tokens.get(tgt, 0):,}",
+                     f"{100 * s.oov_rate[src]:.2f}%", f"{100 * s.oov_rate[tgt]:.2f}%")
+    vocab = ", ".join(f"{lang} {v.size:,}" for lang, v in manifest.vocab.items())
+    bpe = {k: v for k, v in manifest.bpe_codes.items() if v}
+    info = f"vocabulary: {vocab} (dtype {manifest.dtype}); BPE: {', '.join(bpe.values()) or 'none'}"
+
+    drops = Table(title="dropped pairs (train)", title_justify="left")
+    rules = Table(title="lines changed by cleaning rules", title_justify="left")
+    drops.add_column("filter", no_wrap=True)
+    drops.add_column("pairs", justify="right")
+    rules.add_column("rule", no_wrap=True)
+    for name in splits:
+        for lang in (src, tgt):
+            rules.add_column(f"{name}.{lang}", justify="right", no_wrap=True)
+    for name, s in splits.items():
+        for reason, n in s.dropped.items():
+            drops.add_row(reason, f"{n:,}")
+    names = sorted({r for s in splits.values() for lang in s.rules.values() for r in lang})
+    for rule in names:
+        rules.add_row(rule, *(f"{s.rules.get(lang, {}).get(rule, 0):,}"
+                              for s in splits.values() for lang in (src, tgt)))
+    return Group(main, info, drops, rules)

@@ -1,0 +1,93 @@
+"""A model's architecture and sizes, as the checkpoint records them, and the size presets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..core.settings import Settings
+
+
+@dataclass(frozen=True)
+class ModelConfig(Settings):
+    """Architecture and sizes; the defaults are the paper's (Appendix A.2.3).
+
+    ``readout`` picks the state the deep output sees: ``prev`` follows the
+    equation t̃_i = U_o s_{i-1} + V_o E y_{i-1} + C_o c_i (default); ``next``
+    uses s_i, as the appendix's ``p(y_i | s_i, y_{i-1}, c_i)`` could be read.
+    ``encoder`` is ``paper`` (the appendix's GRU) or ``cudnn`` (torch's fused
+    GRU, whose reset gate acts after the recurrent product: faster on GPUs).
+
+    The fields after ``encoder`` are the ``luong`` architecture's (Luong et
+    al. 2015; the defaults are their best single model, Table 1: 4 layers,
+    dropout 0.2, reversed source, local-p attention with the general score,
+    input feeding, D = 10). ``max_src`` is how many positions the location
+    score knows; training sets it to its --max-len + 1 (for ``</s>``).
+    """
+
+    arch: str = "rnnsearch"
+    src_vocab: int = 0
+    tgt_vocab: int = 0
+    emb: int = 620            # m
+    hidden: int = 1000        # n
+    align: int = 1000         # n'
+    maxout: int = 500         # l
+    readout: str = "prev"
+    encoder: str = "paper"
+    layers: int = 4
+    dropout: float = 0.2
+    attention: str = "local-p"     # global | local-m | local-p | none
+    score: str = "general"         # dot | general | concat | location
+    input_feed: bool = True
+    reverse_source: bool = True
+    window: int = 10               # D
+    max_src: int = 50
+    # local-p: weights divided by their sum after the Gaussian (not the paper's). Off here, as in
+    # files written before it existed; ``nmtkit train`` turns it on for a new local-p model.
+    window_renorm: bool = False
+
+
+# The architectures, by name (models.MODELS builds them; a test keeps the two alike): Bahdanau et
+# al.'s RNNsearch and Cho et al.'s RNNencdec share the GRU family's flags, Luong et al.'s model has
+# the stacked-LSTM family's (LUONG_ONLY).
+ARCHS = ("rnnsearch", "rnnencdec", "luong")
+READOUTS = ("prev", "next")
+ENCODERS = ("paper", "cudnn")
+
+
+def is_luong(arch: str) -> bool:
+    """Whether an architecture takes the stacked-LSTM family's flags (LUONG_ONLY)."""
+    return arch == "luong"
+
+
+# Luong et al.'s attention: where it looks, and how it scores a source word.
+WINDOWS = ("global", "local-m", "local-p")
+SCORES = ("dot", "general", "concat", "location")
+
+
+# Sizes for a CPU run; "bench" is the size of the peer comparison of make bench.
+DEFAULT_PRESET = "paper"
+MODEL_PRESETS: dict[str, dict[str, int]] = {
+    "paper": {"emb": 620, "hidden": 1000, "align": 1000, "maxout": 500, "layers": 4},
+    "small": {"emb": 256, "hidden": 256, "align": 256, "maxout": 256, "layers": 2},
+    "bench": {"emb": 256, "hidden": 256, "align": 256, "maxout": 256, "layers": 2},
+    "tiny": {"emb": 32, "hidden": 32, "align": 32, "maxout": 32, "layers": 2},
+}
+
+
+def preset_sizes(arch: str, preset: str) -> dict[str, int]:
+    """A preset's sizes for this architecture: Luong et al.'s paper size is 4 × 1000 with
+    1000-dimensional embeddings (section 4.1)."""
+    sizes = dict(MODEL_PRESETS[preset])
+    if is_luong(arch) and preset == "paper":
+        sizes["emb"] = 1000
+    return sizes
+
+
+# Flags that belong to one family only: given to the other, they are refused rather than ignored.
+LUONG_ONLY = frozenset({"layers", "dropout", "attention", "score", "input_feed", "reverse_source", "window",
+                        "window_renorm"})
+RNNSEARCH_ONLY = frozenset({"maxout", "readout", "encoder"})
+SIZES = ("emb", "hidden", "align", "maxout", "layers")
+
+

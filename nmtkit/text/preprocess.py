@@ -1,0 +1,203 @@
+"""``nmtkit preprocess`` in text mode: raw parallel text → clean Moses tokens.
+
+For each split ``PREFIX.{src,tgt}`` it writes ``OUT/<split>.{src,tgt}``
+(space-separated tokens), ``OUT/<split>.lines`` (the raw line number of
+every kept pair) and ``OUT/preprocess.json`` (the settings and, per split,
+what each cleaning rule changed and each filter dropped). Filters (empty,
+length, ratio, duplicates) apply to the training split only: evaluation
+splits keep every line so that they stay aligned with their references.
+
+Work is spread over processes in chunks, in order, with bounded look-ahead
+(:mod:`nmtkit.core.parallel`); everything is written to a staging directory and
+moved into place only when every split has succeeded.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import Counter
+from pathlib import Path
+from typing import IO, Any, Callable
+
+from .. import __version__
+from ..core.console import progress
+from ..core.errors import FormatError, UserError
+from ..core.files import Staging, check_parallel, fingerprint, read_json, read_lines, write_json
+from ..core.parallel import Workers, chunked
+from .pipeline import Preprocessor
+from .settings import FilterConfig, TextConfig
+
+SETTINGS_FILE = "preprocess.json"
+CHUNK = 2000
+TRAIN = "train"
+
+_sides: list[Preprocessor] = []
+
+
+def _init(cfg_dicts: list[dict[str, Any]], codes: str | None) -> None:
+    _sides[:] = [Preprocessor(TextConfig.from_dict(d), codes) for d in cfg_dicts]
+
+
+def _encode_chunk(chunk: list[tuple[Any, ...]]) -> tuple[list[tuple[Any, ...]], list[dict[str, int]]]:
+    """Rows ``(lineno, text, …)`` → ``(lineno, tokens, …)``, one text per side; plus rule counts."""
+    out = [(row[0], *(" ".join(p.encode(t)) for p, t in zip(_sides, row[1:]))) for row in chunk]
+    fired = [dict(p.fired) for p in _sides]
+    for p in _sides:
+        p.fired.clear()
+    return out, fired
+
+
+def _ntokens(line: str) -> int:
+    return line.count(" ") + 1 if line else 0
+
+
+class PairFilter:
+    """Moses clean-corpus-n style filters plus exact-duplicate removal; counts what each drops."""
+
+    def __init__(self, cfg: FilterConfig):
+        self.cfg = cfg
+        self.seen: set[int] = set()
+        self.dropped: Counter[str] = Counter()
+
+    def reason(self, src: str, tgt: str) -> str | None:
+        ls, lt = _ntokens(src), _ntokens(tgt)
+        cfg = self.cfg
+        if ls == 0 or lt == 0:
+            return "empty"
+        if cfg.max_len and max(ls, lt) > cfg.max_len:
+            return "too-long"
+        if min(ls, lt) < cfg.min_len:
+            return "too-short"
+        if cfg.max_ratio and max(ls, lt) > cfg.max_ratio * min(ls, lt):
+            return "ratio"
+        if cfg.dedup:
+            key = hash((src, tgt))
+            if key in self.seen:
+                return "duplicate"
+            self.seen.add(key)
+        return None
+
+    def keep(self, src: str, tgt: str) -> bool:
+        why = self.reason(src, tgt)
+        if why:
+            self.dropped[why] += 1
+        return why is None
+
+
+def settings_dict(texts: tuple[TextConfig, TextConfig], filters: FilterConfig) -> dict[str, Any]:
+    return {"text": {t.lang: t.to_dict() for t in texts}, "filters": filters.to_dict()}
+
+
+def text_fingerprint(text_settings: dict[str, Any]) -> str:
+    """Fingerprint of how raw text becomes tokens (what translate must repeat)."""
+    return fingerprint(text_settings)
+
+
+def preprocess_corpus(splits: dict[str, Path], out_dir: Path, texts: tuple[TextConfig, TextConfig],
+                      filters: FilterConfig, workers: int = 1) -> dict[str, Any]:
+    """Clean and tokenize each split's pair of files; returns the written ``preprocess.json``.
+
+    No BPE here: a corpus's codes belong to its vocabulary directory and are
+    applied when binarizing, so that they travel with the vocabulary.
+    """
+    src_lang, tgt_lang = texts[0].lang, texts[1].lang
+    if src_lang == tgt_lang:
+        raise UserError(f"source and target language are both '{src_lang}'")
+    counts = {name: check_parallel([Path(f"{p}.{src_lang}"), Path(f"{p}.{tgt_lang}")])
+              for name, p in splits.items()}
+    settings = settings_dict(texts, filters)
+    report: dict[str, Any] = {"nmtkit": __version__, **settings, "splits": {}}
+    if (out_dir / SETTINGS_FILE).exists():
+        previous = read_report(out_dir, "")
+        if settings_dict_of(previous) == settings:
+            report["splits"] = {k: v for k, v in previous.get("splits", {}).items() if k not in splits}
+        elif set(previous.get("splits", {})) - set(splits):
+            raise UserError(f"{out_dir} holds text preprocessed with other settings "
+                            f"({', '.join(previous['splits'])}); write to another directory")
+    init_args = ([t.to_dict() for t in texts], None)
+    with Staging(out_dir) as stage, Workers(workers, _init, init_args) as pool, progress() as bar:
+        for name, prefix in splits.items():
+            task = bar.add_task(f"preprocess {name}", total=counts[name])
+            report["splits"][name] = _preprocess_split(
+                name, prefix, stage, langs=(src_lang, tgt_lang), pool=pool,
+                pair_filter=PairFilter(filters) if name == TRAIN else None,
+                advance=functools.partial(bar.advance, task))
+        write_json(stage.path(SETTINGS_FILE), report)
+        stage.commit()
+    return report
+
+
+def read_report(directory: Path, missing: str) -> dict[str, Any]:
+    """The ``preprocess.json`` of a directory of clean text: the only reader of the file.
+    ``missing``: what to tell a user whose directory has none."""
+    path = directory / SETTINGS_FILE
+    if not path.exists():
+        raise UserError(f"{path}: missing; {missing}")
+    report = read_json(path, "preprocess settings")
+    if not (isinstance(report, dict) and isinstance(report.get("text"), dict)
+            and isinstance(report.get("splits"), dict)):
+        raise FormatError(f"{path}: not a preprocessing report (written by nmtkit preprocess)")
+    return report
+
+
+def settings_dict_of(report: dict[str, Any]) -> dict[str, Any]:
+    return {k: report.get(k) for k in ("text", "filters")}
+
+
+def _preprocess_split(name: str, prefix: Path, stage: Staging, langs: tuple[str, str],
+                      pool: Workers, pair_filter: PairFilter | None,
+                      advance: Callable[[int], None]) -> dict[str, Any]:
+    inputs = [read_lines(f"{prefix}.{lang}") for lang in langs]
+    numbered = ((i, *row) for i, row in enumerate(zip(*inputs), 1))
+    fired: list[Counter[str]] = [Counter(), Counter()]
+    tokens = [0, 0]
+    lines_in = kept = empty = 0
+    outs = [open(stage.path(f"{name}.{lang}"), "w", encoding="utf-8") for lang in langs]
+    with outs[0], outs[1], open(stage.path(f"{name}.lines"), "w") as lines_out:
+        for rows, chunk_fired in pool.map(_encode_chunk, chunked(numbered, CHUNK)):
+            for counter, add in zip(fired, chunk_fired):
+                counter.update(add)
+            for lineno, src, tgt in rows:
+                if pair_filter is not None and not pair_filter.keep(src, tgt):
+                    continue
+                empty += not src or not tgt
+                outs[0].write(src + "\n")
+                outs[1].write(tgt + "\n")
+                lines_out.write(f"{lineno}\n")
+                tokens[0] += _ntokens(src)
+                tokens[1] += _ntokens(tgt)
+                kept += 1
+            lines_in += len(rows)
+            advance(len(rows))
+    report: dict[str, Any] = {
+        "source": str(prefix), "lines": lines_in, "pairs": kept,
+        "tokens": dict(zip(langs, tokens)),
+        "rules": {lang: dict(sorted(c.items())) for lang, c in zip(langs, fired)},
+    }
+    if pair_filter is not None:
+        report["dropped"] = {k: pair_filter.dropped.get(k, 0)
+                             for k in ("empty", "too-long", "too-short", "ratio", "duplicate")}
+    else:
+        report["kept_empty"] = empty
+    return report
+
+
+def preprocess_stream(cfg: TextConfig, source: str | Path, out: IO[str],
+                      bpe_codes: str | None = None, workers: int = 1) -> Counter[str]:
+    """One side, line for line: every input line gives exactly one output line.
+
+    A terminal or pipe on stdin is processed line by line and flushed, so an
+    interactive user sees each result at once; a file goes through the
+    workers in chunks.
+    """
+    lines = read_lines(source)
+    fired: Counter[str] = Counter()
+    interactive = str(source) == "-"
+    with Workers(1 if interactive else workers, _init, ([cfg.to_dict()], bpe_codes)) as pool:
+        for rows, chunk_fired in pool.map(_encode_chunk, chunked(((0, line) for line in lines),
+                                                                 1 if interactive else CHUNK)):
+            fired.update(chunk_fired[0])
+            out.write("".join(row[1] + "\n" for row in rows))
+            if interactive:
+                out.flush()
+    return fired

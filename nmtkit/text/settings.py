@@ -1,0 +1,53 @@
+"""Settings of the text stage: how a language's raw text becomes tokens, and which training pairs
+preprocessing drops. Written into ``preprocess.json``, the corpus manifest and the checkpoint, so that
+``translate`` processes raw text exactly as the training data was.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ..core.settings import Settings, known_fields
+
+# The cleaning rules of the 'default' preset (text.clean.PRESETS): they suit any corpus.
+DEFAULT_RULES = ("unicode", "whitespace")
+
+
+@dataclass(frozen=True)
+class TextConfig(Settings):
+    """How one language's raw text becomes tokens (the order is the pipeline's).
+
+    clean rules → Moses punctuation normalisation → Moses tokenisation
+    (optionally aggressive hyphen splitting) → optional lowercasing →
+    optional BPE (the codes travel separately, as a string).
+    """
+
+    lang: str
+    clean: tuple[str, ...] = DEFAULT_RULES   # the Bible's rules are the "bible" preset
+    normalize_punct: bool = True
+    aggressive_dash: bool = False
+    lowercase: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self) | {"clean": list(self.clean)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "TextConfig":
+        return cls(**known_fields(cls, d, "TextConfig field") | {"clean": tuple(d.get("clean", ()))})
+
+
+@dataclass(frozen=True)
+class FilterConfig(Settings):
+    """Which training pairs preprocessing drops (Moses clean-corpus-n style).
+
+    Lengths are counted in output tokens. ``max_ratio`` bounds
+    longer/shorter; 0 disables a limit. Evaluation splits are never filtered.
+    """
+
+    max_len: int = 50
+    min_len: int = 1
+    max_ratio: float = 2.5
+    dedup: bool = True
+
+

@@ -1,0 +1,1 @@
+"""Training: the settings, the loop, validation, what a run reports and its log."""

@@ -1,0 +1,100 @@
+"""Settings of a training run, the named recipes (Appendix B, Luong et al.'s), and how
+``nmtkit train``'s flags resolve into a model and a training config.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+from ..core.errors import UserError
+from ..core.settings import Settings
+from ..models.config import LUONG_ONLY, RNNSEARCH_ONLY, SIZES, ModelConfig, is_luong, preset_sizes
+
+
+def schedule(name: str, dropout: float) -> dict[str, Any]:
+    """TrainConfig fields of a named training recipe. ``luong`` is section 4.1: plain SGD at 1.0,
+    10 epochs, halving every epoch after the 5th (with dropout: 12 epochs, after the 8th),
+    batches of 128, gradient norm rescaled above 5, pairs over 50 words dropped. ``appendix-b``
+    is Bahdanau et al.'s, the TrainConfig defaults."""
+    if name == "appendix-b":
+        return {}
+    if name == "luong":
+        return {"optimizer": "sgd", "lr": 1.0, "clip": 5.0, "batch_size": 128, "max_len": 50,
+                "max_epochs": 12 if dropout else 10, "decay_after": 8 if dropout else 5, "decay": 0.5}
+    raise ValueError(f"unknown schedule '{name}'")
+
+
+SCHEDULES = ("appendix-b", "luong")
+DEFAULT_SCHEDULE = "appendix-b"      # the paper's
+OPTIMIZERS = ("adadelta", "adam", "sgd")
+BEST_BY = ("bleu", "nll")
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
+
+
+@dataclass(frozen=True)
+class TrainConfig(Settings):
+    """Appendix B by default: Adadelta (ρ=0.95, ε=1e-6), clip 1, 80 sentences, pools of 20."""
+
+    optimizer: str = "adadelta"    # adadelta | adam | sgd
+    lr: float = 1.0
+    decay_after: int = 0           # >0: multiply lr by ``decay`` every epoch after this many
+    decay: float = 0.5
+    rho: float = 0.95
+    eps: float = 1e-6
+    clip: float = 1.0
+    batch_size: int = 80
+    max_tokens: int = 0            # >0: batches by target tokens instead of sentences
+    update_freq: int = 1           # minibatch pieces whose gradients are accumulated per update
+    shortlist: int = 0             # >0: Jean et al.'s sampled softmax over this many target words
+    pool: int = 20
+    max_len: int = 50
+    max_updates: int = 0           # 0: no limit
+    max_epochs: int = 0
+    max_minutes: float = 0.0
+    valid_every: int = 1000
+    valid_bleu: bool = True
+    best_by: str = "bleu"          # bleu | nll: which dev score picks best.pt and early stopping
+    valid_max_sentences: int = 0   # 0: the whole valid split
+    patience: int = 10
+    keep_validations: bool = False  # also keep each validated model as update-N.pt (learning curves)
+    keep_last: int = 0             # >0: keep the models of the last N validations (update-N.pt)
+    keep_best: int = 0             # >0: keep the N best validated models (best-N.pt)
+    log_every: int = 50
+    seed: int = 1234
+    init_from: str | None = None   # start from this checkpoint's weights (fresh optimizer)
+    device: str | None = None      # None: the process's GPU when there is one (see runtime)
+    threads: int = 0               # 0: torch's default
+    bf16: bool = False
+    tf32: bool = True              # on GPUs: fp32 matrix products on tensor cores
+    compile: bool = False          # the recurrences' steps through torch.compile
+    compile_mode: str = "default"  # torch.compile's mode: default | reduce-overhead | max-autotune
+    pad_to_multiple: int = 1       # training batches' lengths rounded up to a multiple of this
+
+
+def train_settings(arch: str, preset: str, schedule_name: str, values: dict[str, Any],
+                   given: set[str]) -> tuple[ModelConfig, TrainConfig]:
+    """The model and training configs of ``nmtkit train``: the preset's sizes, the named
+    schedule, then ``values`` (every option, by field name; None: not set). Of the schedule's
+    fields, only those not in ``given`` (the flags typed) are taken; a flag of the other
+    family is refused, and Adam's rate defaults to 5e-4, the others' to 1."""
+    foreign = given & (RNNSEARCH_ONLY if is_luong(arch) else LUONG_ONLY)
+    if foreign:
+        raise UserError(f"--{sorted(foreign)[0].replace('_', '-')} does not apply to --arch {arch}")
+    if "compile_mode" in given and not values.get("compile"):
+        raise UserError("--compile-mode applies to a compiled step: add --compile")
+    if values.get("window_renorm") and values.get("attention") != "local-p":
+        raise UserError("--window-renorm applies to --attention local-p")
+    if values.get("window_renorm") is None:
+        # on for a new local-p model: the paper's unnormalised window does not learn where to look
+        values = {**values, "window_renorm": is_luong(arch) and values.get("attention") == "local-p"}
+    model_fields = {f.name for f in fields(ModelConfig)}
+    sizes = preset_sizes(arch, preset) | {k: values[k] for k in SIZES if values.get(k) is not None}
+    model = ModelConfig(arch=arch, **sizes, **{k: v for k, v in values.items()
+                                               if k in model_fields and k not in SIZES})
+    train = {k: v for k, v in values.items() if k not in model_fields}
+    train |= {k: v for k, v in schedule(schedule_name, model.dropout if is_luong(arch) else 0.0).items()
+              if k not in given}
+    if train.get("lr") is None:
+        train["lr"] = 5e-4 if train.get("optimizer", TrainConfig.optimizer) == "adam" else 1.0
+    return model, TrainConfig(**train)

@@ -1,0 +1,272 @@
+"""``nmtkit train``: Appendix B's recipe, read top to bottom.
+
+:func:`train` sets up where the run computes and its state (:mod:`.state`: new,
+from ``--init-from``, or resumed exactly), then :func:`run` loops over the
+minibatches of :mod:`nmtkit.data.batching`, calling its steps in order:
+
+- :func:`update`: forward and backward over each piece of the minibatch
+  (``update_freq`` pieces accumulate), the gradient L2 norm clipped, one
+  optimizer step (Adadelta ρ=0.95 ε=1e-6, Adam, or SGD with Luong et al.'s
+  halving per epoch). The cost is the summed target NLL per sentence,
+  averaged over the minibatch.
+- :func:`report`: every ``log_every`` updates and before a checkpoint, the
+  losses of the window read at once (a GPU waits only then), a line of
+  ``metrics.jsonl``, the progress bar.
+- :func:`validate_and_save`: every ``valid_every`` updates, dev NLL and greedy
+  dev BLEU (:mod:`.validate`), ``best.pt`` when the dev score improves,
+  ``last.pt`` always (:mod:`.saving`), and the patience count.
+
+It stops when a budget (updates, epochs, minutes) is spent, after ``patience``
+validations without improvement, or at Ctrl-C (after the current update,
+``last.pt`` saved). Several processes (torchrun) train with
+DistributedDataParallel, each on its share of every minibatch: the loop asks
+:class:`~.parts.Parallel`, never branches on the launch itself.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..checkpoint import Progress
+from ..core import distributed
+from ..core.console import TrainProgress, debug, log
+from ..core.errors import UserError
+from ..core.plot import training_curves
+from ..core.runtime import setup
+from ..core.settings import RuntimeConfig
+from ..data.batching import collate, to_device
+from ..data.vocab import PAD
+from ..models.config import ModelConfig
+from ..models.loss import shortlist
+from . import runlog
+from .config import TrainConfig
+from .optimizer import learning_rate
+from .pace import TIMED_UPDATES, pace_report, stopping_rule
+from .parts import CompiledSteps, Parallel, compiled_note
+from .saving import save_validated
+from .state import TrainState, open_save_dir, start
+from .validate import dev_score, validate
+from .window import Diverged, LossWindow
+from .window_watch import stuck_message
+
+
+def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConfig,
+          resume: bool = True) -> Progress:
+    """Train (or resume) a model; with torchrun, as one of its processes."""
+    where = distributed.place()
+    runtime = setup(RuntimeConfig(cfg.device, cfg.threads, cfg.bf16, cfg.tf32), where.local_rank, where.local_world)
+    distributed.start(where, runtime.device)
+    try:
+        state = start(data_dir, save_dir, model_cfg, cfg, resume, Parallel(where, runtime))
+        if state.finished():           # running the same command again changes nothing
+            log(f"{save_dir / 'last.pt'} has finished its budget (update {state.progress.step}); nothing to do")
+            return state.progress
+        if state.progress.step:
+            log(f"resuming from {save_dir / 'last.pt'} at update {state.progress.step}, "
+                f"epoch {state.batches.epoch + 1}")
+        return run(state)
+    finally:
+        distributed.stop()
+
+
+def run(state: TrainState) -> Progress:
+    """The loop: an update per minibatch, reports, validations, until something stops it."""
+    steps, net = CompiledSteps(state.model, state.cfg), state.parallel.wrap(state.model)
+    announce(state)
+    open_save_dir(state)
+    state.clock = time.perf_counter() - state.progress.seconds
+    state.window = LossWindow(state.progress.step + 1)
+    pace = _Pace(state)
+    total, unit = _budget(state.cfg, pace.per_epoch)
+    state.model.train()
+    with _StopFlag() as stop, TrainProgress(total, unit, disable=state.parallel.rank != 0) as bar:
+        bar.update(state.progress.step if unit == "updates" else state.progress.seconds)
+        for idx in state.batches:
+            update(state, net, steps, idx)
+            state.tick()
+            pace.tick()
+            reporting = state.progress.step % state.cfg.log_every == 0
+            finish = _should_stop(state, stop.requested, reporting)
+            checkpointing = state.progress.step % state.cfg.valid_every == 0 or finish
+            rng = state.parallel.rng_states() if checkpointing else []    # every rank, at the same updates
+            if reporting or checkpointing:                                # every rank: a collective
+                report(state, bar)
+            bar.update(state.progress.step if unit == "updates" else state.progress.seconds)
+            if checkpointing:
+                finish = state.parallel.agree(validate_and_save(state, bar, rng) or finish)
+            if finish:
+                if stop.requested:
+                    log(f"interrupted: saved {state.save_dir / 'last.pt'} at update {state.progress.step}")
+                break
+    return state.progress
+
+
+def announce(state: TrainState) -> None:
+    """What trains, on what, on which batches, and what will stop it."""
+    if state.parallel.rank != 0:
+        return
+    debug(f"model {state.model_cfg.to_dict()}")
+    debug(f"training {state.cfg.to_dict()}")
+    log(f"training {state.model_cfg.arch} ({sum(p.numel() for p in state.model.parameters()):,} parameters) on "
+        f"{state.device.type}{compiled_note(state.cfg)}; {describe_batches(state.cfg, state.parallel.world)}")
+    log(stopping_rule(state.cfg))
+
+
+def update(state: TrainState, net: torch.nn.Module, steps: CompiledSteps, idx: np.ndarray) -> None:
+    """Forward and backward over this process's share of each piece of minibatch ``idx``, then
+    the optimizer step; the summed loss and gradient norm go to the window."""
+    cfg, device, world = state.cfg, state.device, state.parallel.world
+    if cfg.decay_after:
+        for group in state.opt.param_groups:
+            group["lr"] = learning_rate(cfg, state.batches.drawn_epoch)
+    src, tgt = state.train_src, state.train_tgt
+    pieces = state.batches.share(idx)
+    loss_total: torch.Tensor | None = None
+    ntok = nsent = 0
+    state.opt.zero_grad(set_to_none=True)
+    for k, mine in enumerate(pieces):
+        steps.new_forward()
+        batch = collate(src, tgt, mine, cfg.pad_to_multiple)
+        ntok, nsent = ntok + int((batch["tgt_out"] != PAD).sum()), nsent + len(mine)
+        words = (shortlist(batch["tgt_out"], state.model_cfg.tgt_vocab, cfg.shortlist, PAD).to(device)
+                 if cfg.shortlist else None)
+        batch = to_device(batch, device)
+        try:
+            with state.parallel.quiet(k, len(pieces)):
+                with state.parallel.runtime.autocast():
+                    loss_sum = net(batch["src"], batch["src_mask"], batch["tgt_in"], batch["tgt_out"], words)
+                # scaled so that the gradients are those of the whole minibatch's summed NLL per
+                # sentence (DDP divides by the world)
+                (loss_sum * world / len(idx)).backward()
+        except torch.cuda.OutOfMemoryError:
+            raise UserError(f"out of GPU memory on a batch of {len(mine)} sentences × "
+                            f"{batch['tgt_in'].shape[1]} tokens; lower --batch-size (or --max-tokens), "
+                            f"raise --update-freq, or lower --max-len") from None
+        loss_total = loss_sum.detach() if loss_total is None else loss_total + loss_sum.detach()
+    assert loss_total is not None       # share() gives at least one piece
+    norm = torch.nn.utils.clip_grad_norm_(state.model.parameters(), cfg.clip) if cfg.clip else None
+    state.opt.step()
+    state.window.add(loss_total, norm, ntok, nsent, int(tgt.sizes[idx].sum()) + len(idx))
+
+
+def report(state: TrainState, bar: TrainProgress) -> None:
+    """The window's averages over every process, as a line of metrics.jsonl and on the bar; a
+    loss that is not finite stops the run in one line, naming its update."""
+    try:
+        entry: dict[str, Any] = state.window.close(state.parallel.world)
+    except Diverged as bad:
+        raise UserError(f"{bad.what} became {bad.value} at update {bad.step}; {state.save_dir / 'last.pt'} holds "
+                        f"the last good state (try a smaller --lr or --clip)") from None
+    entry |= {"seconds": state.progress.seconds, "lr": state.opt.param_groups[0]["lr"]}
+    if state.device.type == "cuda":     # the allocator's own count: no wait for the GPU
+        entry["gpu_peak_mb"] = torch.cuda.max_memory_allocated(state.device) / 2 ** 20
+    state.window = LossWindow(state.progress.step + 1)
+    _record(state, entry)
+    bar.show(state.progress.step, state.batches.drawn_epoch + 1, entry)
+
+
+def validate_and_save(state: TrainState, bar: TrainProgress, rng: list[dict[str, torch.Tensor]]) -> bool:
+    """Validate, save, and say whether patience has run out (rank 0 decides; the others wait)."""
+    if state.parallel.rank != 0:
+        return False
+    progress = state.progress
+    metrics = validate(state.model, state.corpus, state.cfg, state.device, state.sides.vocab["tgt"])
+    _record(state, metrics)
+    training_curves(runlog.entries(state.save_dir), state.save_dir / "curves.png")
+    bar.validated(progress.step, metrics)
+    if stuck := stuck_message(metrics):
+        log(stuck)
+    score = dev_score(metrics, state.cfg.best_by)
+    improved = score > progress.best
+    progress.best, progress.bad_evals = (score, 0) if improved else (progress.best, progress.bad_evals + 1)
+    save_validated(state, improved, rng)
+    if state.cfg.patience and progress.bad_evals >= state.cfg.patience:
+        log(f"no improvement in {state.cfg.patience} validations: stopping")
+        return True
+    return False
+
+
+def describe_batches(cfg: TrainConfig, world: int) -> str:
+    """What one update computes on, in total and per process: the first line a run logs."""
+    unit = (f"{cfg.max_tokens:,} target tokens" if cfg.max_tokens else f"{cfg.batch_size} sentences")
+    total = (f"{cfg.max_tokens * cfg.update_freq:,} target tokens" if cfg.max_tokens
+             else f"{cfg.batch_size * cfg.update_freq} sentences")
+    padded = f"; lengths padded to multiples of {cfg.pad_to_multiple}" if cfg.pad_to_multiple > 1 else ""
+    if world == 1 and cfg.update_freq == 1:
+        return f"minibatches of {total}{padded}"
+    parts = ([f"{world} processes taking 1/{world} each"] if world > 1 else []) + (
+        [f"{cfg.update_freq} accumulated passes of {unit}"] if cfg.update_freq > 1 else [])
+    each = ("" if cfg.max_tokens or world == 1 else
+            f"; about {cfg.batch_size / world:g} sentences per process and pass")
+    return f"minibatches of {total} in total per update ({', '.join(parts)}{each}){padded}"
+
+
+def _record(state: TrainState, entry: dict[str, Any]) -> None:
+    if state.parallel.rank == 0:
+        runlog.append(state.save_dir, {"step": state.progress.step, "epoch": state.batches.drawn_epoch, **entry})
+
+
+def _should_stop(state: TrainState, interrupted: bool, reporting: bool) -> bool:
+    """Whether this update is the last: a budget spent or Ctrl-C. The clock and Ctrl-C may differ
+    between processes: rank 0 decides for them, at reports only (agreeing waits for the GPU);
+    counted budgets agree by themselves."""
+    finish = state.finished() or interrupted
+    if not state.parallel.many:
+        return finish
+    return state.counted_out() or (reporting and state.parallel.agree(finish))
+
+
+def _budget(cfg: TrainConfig, batches_per_epoch: int) -> tuple[float | None, str]:
+    """What the progress bar counts toward: updates, minutes or epochs (None: no limit)."""
+    if cfg.max_updates:
+        return cfg.max_updates, "updates"
+    if cfg.max_minutes:
+        return cfg.max_minutes * 60, "seconds"
+    if cfg.max_epochs:
+        return cfg.max_epochs * batches_per_epoch, "updates"
+    return None, "updates"
+
+
+class _Pace:
+    """The first update and the next TIMED_UPDATES timed once, to tell the user how long an
+    update and an epoch take here."""
+
+    def __init__(self, state: TrainState):
+        self.state, self.first, self.started = state, state.progress.step, 0.0
+        self.per_epoch = len(state.batches.epoch_batches(state.batches.epoch))
+
+    def tick(self) -> None:
+        done = self.state.progress.step - self.first
+        if done not in (1, 1 + TIMED_UPDATES) or self.state.parallel.rank != 0:
+            return
+        self.state.parallel.synchronize()
+        if done == 1:
+            self.started = time.perf_counter()
+        else:
+            log(pace_report(self.state.cfg, (time.perf_counter() - self.started) / TIMED_UPDATES, self.per_epoch,
+                            self.state.device.type == "cpu"))
+
+
+class _StopFlag:
+    """First Ctrl-C asks the loop to stop after the current update; a second one aborts."""
+
+    def __init__(self) -> None:
+        self.requested = False
+
+    def __enter__(self) -> "_StopFlag":
+        self.previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def _handle(self, *_: Any) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+
+    def __exit__(self, *_: Any) -> None:
+        signal.signal(signal.SIGINT, self.previous)

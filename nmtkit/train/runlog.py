@@ -1,0 +1,133 @@
+"""A training run's log, ``metrics.jsonl``: the only module that writes or reads it.
+
+``train`` appends one line per log window (with the wall seconds since the
+start, validation time included) and one per validation (dev NLL and BLEU);
+a resumed run first forgets the lines after its checkpoint (:func:`open_log`).
+:class:`RunLog` joins them, so a validation knows the minute it was made at,
+with the machine it ran on (``machine.json``, written when the run starts):
+what the demo's summary, ``nmtkit info SAVE_DIR`` and the learning curves need.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import checkpoint
+from ..core.errors import UserError
+from ..core.files import atomic_write
+from ..core.machine import MACHINE, describe, machine
+
+METRICS = "metrics.jsonl"
+
+
+def entries(save_dir: str | Path) -> list[dict[str, Any]]:
+    """Every line of a run's log, in order."""
+    return [json.loads(line) for line in (Path(save_dir) / METRICS).read_text().splitlines() if line.strip()]
+
+
+def append(save_dir: str | Path, entry: dict[str, Any]) -> None:
+    with open(Path(save_dir) / METRICS, "a") as fh:
+        fh.write(json.dumps(entry) + "\n")
+
+
+def open_log(save_dir: str | Path, step: int) -> None:
+    """A run's log ready at update ``step``: the machine the speed will be measured on recorded
+    once, at the run's start; on resume, the lines logged after the checkpoint's update forgotten
+    (they will be redone), and a last line torn by a kill."""
+    if not (Path(save_dir) / MACHINE).exists():
+        with atomic_write(Path(save_dir) / MACHINE) as fh:
+            fh.write(json.dumps(machine()) + "\n")
+    path = Path(save_dir) / METRICS
+    if not path.exists():
+        return
+    keep = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            break
+        if entry["step"] <= step:
+            keep.append(line)
+    with atomic_write(path) as fh:
+        fh.write("".join(line + "\n" for line in keep))
+
+
+@dataclass
+class RunLog:
+    windows: list[dict[str, Any]] = field(default_factory=list)
+    validations: list[dict[str, Any]] = field(default_factory=list)
+    machine: dict[str, Any] | None = None
+
+    @classmethod
+    def read(cls, save_dir: str | Path) -> "RunLog":
+        if not (Path(save_dir) / METRICS).exists():
+            raise UserError(f"{save_dir}: not a training run (no {METRICS}), a binarized corpus (no manifest.json) "
+                            f"or a checkpoint")
+        log = cls()
+        seconds: dict[int, float] = {}
+        for entry in entries(save_dir):
+            if "seconds" in entry:
+                log.windows.append(entry)
+                seconds[entry["step"]] = entry["seconds"]
+            elif "dev_nll" in entry:
+                log.validations.append(entry)
+        for v in log.validations:    # a validation follows the log line of its own update
+            v["seconds"] = seconds.get(v["step"], float("nan"))
+        if (Path(save_dir) / MACHINE).exists():
+            log.machine = json.loads((Path(save_dir) / MACHINE).read_text())
+        return log
+
+    @property
+    def updates(self) -> int:
+        return self.windows[-1]["step"] if self.windows else 0
+
+    @property
+    def seconds(self) -> float:
+        return self.windows[-1]["seconds"] if self.windows else 0.0
+
+    @property
+    def tokens_per_s(self) -> float:
+        """Target tokens per second of training, validation excluded: the mean over log windows,
+        weighted by their updates."""
+        total = weights = 0.0
+        previous = 0
+        for w in self.windows:
+            total += w["tgt_tokens_per_s"] * (w["step"] - previous)
+            weights, previous = weights + w["step"] - previous, w["step"]
+        return total / weights if weights else 0.0
+
+    def last_before(self, minutes: float) -> dict[str, Any] | None:
+        """The last validation made within ``minutes`` of the start (a few seconds' grace)."""
+        made = [v for v in self.validations if v["seconds"] <= 60 * minutes + 5]
+        return made[-1] if made else None
+
+
+def run_facts(save_dir: str | Path) -> dict[str, Any]:
+    """How far training got, how fast, on what, and which update best.pt holds, chosen how."""
+    log = RunLog.read(save_dir)
+    facts: dict[str, Any] = {"updates": log.updates, "minutes": log.seconds / 60,
+                             "tgt_tokens_per_s": log.tokens_per_s, "machine": log.machine}
+    best = Path(save_dir) / "best.pt"
+    if best.exists():
+        run = checkpoint.load(best).training
+        step = run.progress.step
+        dev = next((v for v in log.validations if v["step"] == step), None)
+        facts["best"] = {"step": step, "by": run.config.best_by, "dev_nll": dev["dev_nll"] if dev else None}
+    return facts
+
+
+def run_summary(save_dir: str | Path) -> str:
+    """One line: how far training got, how fast, and which update best.pt holds."""
+    facts = run_facts(save_dir)
+    line = (f"trained {facts['updates']:,} updates in {facts['minutes']:.1f} minutes "
+            f"({facts['tgt_tokens_per_s']:,.0f} target tokens/s)")
+    if facts["machine"]:
+        line += f" on {describe(facts['machine'])}"
+    if "best" in facts:
+        best = facts["best"]
+        score = f", dev NLL {best['dev_nll']:.1f} per sentence" if best["dev_nll"] is not None else ""
+        line += f"; best.pt is update {best['step']:,} (chosen by dev {best['by'].upper()}{score})"
+    return line

@@ -1,0 +1,166 @@
+"""A training run's state, and how it starts: from scratch, from a checkpoint's weights
+(``--init-from``), or resumed exactly from ``SAVE_DIR/last.pt``."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from .. import checkpoint
+from ..checkpoint import Checkpoint, Progress, TextSides
+from ..core.console import log
+from ..core.errors import FormatError, UserError
+from ..core.files import remove_stale_temporaries
+from ..data.batching import Batches
+from ..data.binarized import Corpus, TokenArray
+from ..data.lexicon import Lexicon
+from ..models.base import Seq2Seq
+from ..models.build import build_model
+from ..models.config import ModelConfig
+from . import runlog
+from .config import TrainConfig
+from .optimizer import optimizer
+from .parts import Parallel
+from .window import LossWindow
+
+# Fields a training command derives from its corpus and --max-len, rather than from model flags.
+_DERIVED = ("src_vocab", "tgt_vocab", "max_src")
+# Settings a resumed run keeps from its checkpoint, whatever the flags say: they fix the batches.
+_KEPT_ON_RESUME = ("seed", "batch_size", "pool", "max_len", "max_tokens", "update_freq")
+
+
+@dataclass
+class TrainState:
+    """Everything the loop reads and advances."""
+
+    cfg: TrainConfig
+    model_cfg: ModelConfig
+    model: Seq2Seq
+    opt: torch.optim.Optimizer
+    batches: Batches
+    corpus: Corpus
+    sides: TextSides
+    save_dir: Path
+    parallel: Parallel
+    train_src: TokenArray
+    train_tgt: TokenArray
+    progress: Progress = field(default_factory=Progress)
+    lexicon: Lexicon | None = None              # for translate --shortlist: built at the first save
+    window: LossWindow = field(default_factory=lambda: LossWindow(1))
+    clock: float = 0.0                          # perf_counter() at the run's update 0, resumed time included
+
+    @property
+    def device(self) -> torch.device:
+        return self.parallel.device
+
+    def finished(self) -> bool:
+        """Whether a budget is spent: updates, epochs or minutes."""
+        return self.counted_out() or bool(self.cfg.max_minutes and self.progress.seconds >= 60 * self.cfg.max_minutes)
+
+    def counted_out(self) -> bool:
+        """Whether the budget in updates or epochs is spent: the same on every process."""
+        cfg, step = self.cfg, self.progress.step
+        return bool((cfg.max_updates and step >= cfg.max_updates)
+                    or (cfg.max_epochs and self.batches.epoch >= cfg.max_epochs))
+
+    def tick(self) -> None:
+        """One update done."""
+        self.progress.step += 1
+        self.progress.seconds = time.perf_counter() - self.clock
+
+
+def start(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConfig, resume: bool,
+          parallel: Parallel) -> TrainState:
+    """The state of a new run, of one started from --init-from's weights, or of the run in
+    SAVE_DIR/last.pt (resumed exactly: weights, optimizer, batch position, RNGs)."""
+    corpus = Corpus(data_dir)
+    for split in ("train", "valid"):
+        if split not in corpus.splits:
+            raise UserError(f"{data_dir}: has no '{split}' split")
+    last = save_dir / "last.pt"
+    ckpt = _resumable(last, corpus) if resume and last.exists() else None
+    if ckpt is not None and cfg.init_from and parallel.rank == 0:
+        log(f"--init-from {cfg.init_from} is ignored: {last} exists and that run resumes "
+            f"(--reset starts over from {cfg.init_from})")
+    init = _init_from(cfg.init_from, corpus) if cfg.init_from and ckpt is None else None
+    if ckpt is not None:
+        _same_model(ckpt.model, model_cfg, str(last),
+                    "give the flags it was trained with, --reset to start over, or another --save-dir")
+        model_cfg, old = ckpt.model, ckpt.training.config
+        cfg = TrainConfig(**{**cfg.to_dict(), **{k: getattr(old, k) for k in _KEPT_ON_RESUME}})
+    elif init is not None:
+        _same_model(init.model, model_cfg, str(cfg.init_from),
+                    f"give the model flags it was trained with ('nmtkit info {cfg.init_from}' lists them)")
+        model_cfg = init.model
+    else:
+        model_cfg = ModelConfig(**{**model_cfg.to_dict(), "src_vocab": len(corpus.vocab(corpus.src_lang)),
+                                   "tgt_vocab": len(corpus.vocab(corpus.tgt_lang)),
+                                   "max_src": cfg.max_len + 1 if cfg.max_len else model_cfg.max_src})   # + </s>
+    torch.manual_seed(cfg.seed)
+    model = build_model(model_cfg).to(parallel.device)
+    src, tgt = corpus.split("train")
+    batches = Batches(src.sizes, tgt.sizes, cfg.batch_size, cfg.pool, cfg.max_len, cfg.seed,
+                      cfg.max_tokens, parallel.rank, parallel.world, cfg.update_freq)
+    state = TrainState(cfg, model_cfg, model, optimizer(model, cfg), batches, corpus, TextSides.of(corpus),
+                       save_dir, parallel, src, tgt)
+    if init is not None:
+        checkpoint.load_weights(model, init, str(cfg.init_from))
+        log(f"starting from the weights of {cfg.init_from} (update {init.training.progress.step:,} of its run), "
+            f"with a fresh optimizer")
+    if ckpt is not None:
+        _restore(state, ckpt)
+    return state
+
+
+def open_save_dir(state: TrainState) -> None:
+    """The save directory, ready for this run: created, rid of a killed writer's temporaries,
+    and its log opened at the checkpoint's update."""
+    if state.parallel.rank != 0:
+        return
+    state.save_dir.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(state.save_dir)
+    runlog.open_log(state.save_dir, state.progress.step)
+
+
+def _resumable(last: Path, corpus: Corpus) -> Checkpoint:
+    ckpt = checkpoint.load(last, lazy=False)
+    if not ckpt.training.resumable:
+        raise FormatError(f"{last}: holds no training state to resume from (use --reset to start over)")
+    corpus.check_vocab(ckpt.text.vocab_sha256, f"the checkpoint {last}")
+    return ckpt
+
+
+def _init_from(path: str, corpus: Corpus) -> Checkpoint:
+    ckpt = checkpoint.load(path)
+    corpus.check_vocab(ckpt.text.vocab_sha256, f"the checkpoint {path}")
+    return ckpt
+
+
+def _same_model(found: ModelConfig, asked: ModelConfig, where: str, remedy: str) -> None:
+    """Refuse to continue (or start from) a model other than the one the flags describe, saying
+    what to do instead."""
+    theirs, ours = found.to_dict(), asked.to_dict()
+    diff = [k for k in ours if k not in _DERIVED and theirs.get(k) != ours[k]]
+    if diff:
+        k = diff[0]
+        raise UserError(f"{where} holds a model with --{k.replace('_', '-')} {theirs[k]}, not {ours[k]}"
+                        + (f" (and {len(diff) - 1} other difference(s): {', '.join(diff[1:])})" if diff[1:] else "")
+                        + f": {remedy}")
+
+
+def _restore(state: TrainState, ckpt: Checkpoint) -> None:
+    """Weights, optimizer, batch position, progress and RNGs of ``last.pt``."""
+    run, last = ckpt.training, state.save_dir / "last.pt"
+    assert run.optimizer is not None and run.batches is not None     # _resumable checked
+    checkpoint.load_weights(state.model, ckpt, last)
+    try:
+        state.opt.load_state_dict(run.optimizer)
+    except (ValueError, KeyError) as err:
+        raise FormatError(f"{last}: its optimizer state does not fit its model "
+                          f"({str(err).splitlines()[0][:120]})") from None
+    state.batches.load_state_dict(run.batches)
+    state.progress = Progress(**vars(run.progress))
+    state.parallel.restore_rng(run.rng)

@@ -1,0 +1,66 @@
+"""Validation: dev NLL (teacher forcing), greedy dev BLEU (the search translate runs), and
+where local-p's window looks; the score that picks best.pt."""
+
+from __future__ import annotations
+
+import torch
+
+from ..core.console import log
+from ..data.binarized import Corpus
+from ..evaluate.nll import scored_batches
+from ..evaluate.score import multi_bleu
+from ..models.base import Seq2Seq
+from ..text.bpe import merge_subwords
+from ..translate.search import greedy
+from .config import TrainConfig
+from .window_watch import WindowWatch
+
+
+@torch.no_grad()
+def validate(model: Seq2Seq, corpus: Corpus, cfg: TrainConfig, device: torch.device,
+             tgt_tokens: list[str]) -> dict[str, float]:
+    """Dev NLL per sentence and per token; tokenized BLEU of greedy output (see :func:`dev_bleu`);
+    where local-p's window looks (:mod:`window_watch`)."""
+    model.eval()
+    src, tgt = corpus.split("valid")
+    total, tokens, n = 0.0, 0, 0
+    outputs: dict[int, list[int]] = {}
+    with WindowWatch(model) as window:
+        for idx, enc, loss, count in scored_batches(model, src, tgt, device, cfg.batch_size,
+                                                    cfg.valid_max_sentences):
+            total, tokens, n = total + float(loss), tokens + count, n + len(idx)   # enc serves the search too
+            window.take(src.sizes[idx] + 1, tgt.sizes[idx] + 1)
+            if cfg.valid_bleu:
+                with window.paused():
+                    outputs.update(zip(map(int, idx), greedy(model, enc).tokens))
+    model.train()
+    metrics = {"dev_nll": total / max(n, 1), "dev_nll_token": total / max(tokens, 1), **window.metrics()}
+    if outputs:
+        metrics["dev_bleu_tok"] = dev_bleu(corpus, "valid", outputs, tgt_tokens)
+    return metrics
+
+
+def dev_bleu(corpus: Corpus, split: str, outputs: dict[int, list[int]], tgt_tokens: list[str]) -> float:
+    """Tokenized BLEU (the paper's, unsmoothed) of output ids per sentence of ``split`` against
+    the split's clean tokenized text, so a rare word the vocabulary maps to <unk> counts as
+    missed when the model writes <unk>. Corpora binarized without that text fall back to
+    references rebuilt from ids, with a warning."""
+    keys = sorted(outputs)
+    found = corpus.references(split)
+    refs: dict[int, str]
+    if found is None:
+        log(f"{corpus.path}: no reference text for '{split}' (binarized by an older nmtkit): dev BLEU "
+            f"is counted against ids, where rare words are <unk>; re-run preprocess --vocab to fix")
+        _, tgt = corpus.split(split)
+        refs = {k: " ".join(merge_subwords([tgt_tokens[t] for t in tgt[k]])) for k in keys}
+    else:
+        refs = dict(enumerate(found))
+    hyps = [" ".join(merge_subwords([tgt_tokens[t] for t in outputs[k]])) for k in keys]
+    return float(multi_bleu().corpus_score(hyps, [[refs[k] for k in keys]]).score)
+
+
+def dev_score(metrics: dict[str, float], best_by: str) -> float:
+    """The validation's score, higher is better: dev BLEU, or minus dev NLL."""
+    if best_by == "bleu" and "dev_bleu_tok" in metrics:
+        return metrics["dev_bleu_tok"]
+    return -metrics["dev_nll"]

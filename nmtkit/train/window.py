@@ -1,0 +1,59 @@
+"""The training losses of the updates since the last report, kept on the device."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import torch
+
+from ..core import distributed
+
+
+class LossWindow:
+    """Training losses (and gradient norms) of the updates since the last report, kept on the device.
+
+    Reading a loss (``float(loss)``) waits for the GPU; so the losses of a
+    window are read together, every ``log_every`` updates and before any
+    checkpoint, summed over the processes (every rank closes the same
+    windows), and a non-finite one is then traced to its update: on every
+    rank at once, so that all of them stop together.
+    """
+
+    def __init__(self, first_step: int):
+        self.first, self.tokens, self.sents, self.all_tokens = first_step, 0, 0, 0
+        self.losses: list[torch.Tensor] = []
+        self.norms: list[torch.Tensor] = []
+        self.started = time.perf_counter()
+
+    def add(self, loss: torch.Tensor, norm: torch.Tensor | None, tokens: int, sents: int, all_tokens: int) -> None:
+        """This process's summed loss over its ``tokens`` and ``sents``, the update's gradient
+        norm (if clipped); ``all_tokens``: the whole minibatch's, over every process."""
+        self.losses.append(loss.detach().float())
+        if norm is not None:
+            self.norms.append(norm.detach().float())
+        self.tokens, self.sents = self.tokens + tokens, self.sents + sents
+        self.all_tokens += all_tokens
+
+    def close(self, world: int) -> dict[str, float]:
+        """Averages of the window over every process; Diverged naming the first update whose loss
+        (or gradient norm) is not finite."""
+        n = len(self.losses)
+        if not n:
+            return {}
+        device = self.losses[0].device
+        norms = torch.stack(self.norms) if len(self.norms) == n else torch.zeros(n, device=device)
+        counts = torch.tensor([self.tokens, self.sents], dtype=torch.float32, device=device)
+        everything = distributed.summed(torch.cat([torch.stack(self.losses), norms, counts]), world).tolist()
+        values, grads, (tokens, sents) = everything[:n], everything[n:2 * n], everything[2 * n:]
+        for k, (v, g) in enumerate(zip(values, grads)):
+            if not (math.isfinite(v) and math.isfinite(g)):
+                raise Diverged(self.first + k, *((v, "loss") if not math.isfinite(v) else (g, "gradient norm")))
+        seconds = max(time.perf_counter() - self.started, 1e-9)
+        return {"train_nll": sum(values) / max(sents, 1), "train_nll_token": sum(values) / max(tokens, 1),
+                "tgt_tokens_per_s": self.all_tokens / seconds, "updates_per_s": n / seconds}
+
+
+class Diverged(Exception):
+    def __init__(self, step: int, value: float, what: str = "loss"):
+        self.step, self.value, self.what = step, value, what

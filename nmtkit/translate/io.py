@@ -1,0 +1,130 @@
+"""``nmtkit translate``'s inputs and outputs: files, live streams, n-best lists, alignment files.
+
+A file is read in blocks of 1,000 lines under a progress bar. Standard
+input is read as it arrives: whatever complete lines one read returns (a
+line typed at a terminal, or up to 64 KiB of a pipe) are translated at once
+and flushed, so a line typed gets its translation without waiting for the
+end of input while a piped file still goes in large batches. Whatever the
+input, output line i belongs to input line i (n-best lists: the lines
+numbered i − 1, as Moses numbers them).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import sys
+from typing import IO, Any, Iterator
+
+from ..align.files import alignment_record, header
+from ..align.links import pharaoh, word_alignment
+from ..core.console import progress
+from ..core.errors import UserError
+from ..core.files import STDIO, atomic_write, count_lines, decode_line, read_lines
+from ..core.settings import RuntimeConfig
+from .settings import TranslateOptions
+from .translator import Translation, Translator
+
+
+def stdin_chunks(stream: IO[bytes], size: int = 1 << 16) -> Iterator[list[str]]:
+    """Complete lines as soon as they are readable: one list per read that ends a line.
+    ``read1`` makes at most one system call, so it returns what a pipe or terminal has now."""
+    pending, lineno = b"", 0
+    read = getattr(stream, "read1", stream.read)
+    while block := read(size):
+        pending += block
+        *complete, pending = pending.split(b"\n")
+        if complete:
+            lines = [decode_line(raw, STDIO, lineno + k).rstrip("\r") for k, raw in enumerate(complete, 1)]
+            lineno += len(lines)
+            yield lines
+    if pending:
+        lineno += 1
+        yield [decode_line(pending, STDIO, lineno).rstrip("\r")]
+    if lineno == 0:
+        raise UserError("<stdin>: is empty")
+
+
+def hard_alignment(t: Translation) -> str:
+    """Pharaoh pairs of one translation (empty for an empty line or a model without attention)."""
+    if t.attention is None or not t.tokens:
+        return ""
+    return pharaoh(word_alignment(t.source_tokens, t.tokens, t.attention))
+
+
+def json_record(lineno: int, t: Translation) -> dict[str, Any]:
+    """One line of ``--output-format jsonl``: the text, its scores, Pharaoh pairs, the n-best list."""
+    record: dict[str, Any] = {"line": lineno, "text": t.text, "score": round(t.score, 4),
+                              "ranking": round(t.ranking, 4), "alignment": hard_alignment(t)}
+    if t.nbest:
+        record["nbest"] = [{"text": h.text, "score": round(h.score, 4), "ranking": round(h.ranking, 4),
+                            "alignment": hard_alignment(h)} for h in t.nbest]
+    return record
+
+
+class _Sinks:
+    """stdout (or -o FILE, written atomically), the optional attention and Pharaoh files."""
+
+    def __init__(self, stack: contextlib.ExitStack, output: str | None, alignments: str | None, nbest: bool,
+                 pharaoh_path: str | None = None, jsonl: bool = False):
+        self.out: IO[str] = stack.enter_context(atomic_write(output)) if output and output != STDIO else sys.stdout
+        self.align: IO[str] | None = (None if not alignments else sys.stdout if alignments == STDIO
+                                      else stack.enter_context(atomic_write(alignments)))
+        self.pharaoh: IO[str] | None = stack.enter_context(atomic_write(pharaoh_path)) if pharaoh_path else None
+        self.nbest, self.jsonl, self.n = nbest, jsonl, 0
+        if self.align is not None:
+            self.align.write(header() + "\n")
+
+    def write(self, t: Translation) -> None:
+        self.n += 1
+        if self.jsonl:
+            self.out.write(json.dumps(json_record(self.n, t), ensure_ascii=False) + "\n")
+        elif self.nbest:
+            for h in t.nbest or [t]:
+                self.out.write(f"{self.n - 1} ||| {h.text} ||| {h.score:.4f} ||| {h.ranking:.4f}\n")
+        else:
+            self.out.write(t.text + "\n")
+        if self.align is not None:
+            self.align.write(json.dumps(alignment_record(self.n, t.source_tokens, t.tokens, t.attention, t.score), ensure_ascii=False) + "\n")
+        if self.pharaoh is not None:
+            self.pharaoh.write(hard_alignment(t) + "\n")
+
+    def flush(self) -> None:
+        self.out.flush()
+
+
+def translate_file(model_paths: list[str], source: str, output: str | None, options: TranslateOptions,
+                   alignments: str | None = None, runtime: RuntimeConfig | None = None,
+                   nbest_format: bool = False, pharaoh_path: str | None = None, jsonl: bool = False,
+                   int8: bool = False) -> int:
+    """``nmtkit translate``: lines of ``source`` ('-': stdin) to ``output`` (None or '-': stdout).
+
+    Returns the number of lines translated. Files given by name are checked
+    before the models load, so a typo costs no waiting.
+    """
+    if alignments == STDIO and output in (None, STDIO):
+        raise UserError("the translations and the alignments cannot both go to stdout: give -o FILE "
+                        "or --alignments FILE")
+    total = None if source == STDIO else count_lines(source)
+    if total == 0:
+        raise UserError(f"{source}: is empty")
+    if alignments or pharaoh_path or jsonl:
+        options = dataclasses.replace(options, attention=True)
+    translator = Translator.from_checkpoints(list(model_paths), runtime, int8)
+    with contextlib.ExitStack() as stack:
+        sinks = _Sinks(stack, output, alignments, nbest_format or options.search.nbest > 1, pharaoh_path, jsonl)
+        if source == STDIO:
+            for chunk in stdin_chunks(sys.stdin.buffer):
+                for t in translator.translate_block(chunk, options):
+                    sinks.write(t)
+                sinks.flush()
+            return sinks.n
+        bar = stack.enter_context(progress("sentences"))
+        task = bar.add_task("translate", total=total)
+        for t in translator.translate(read_lines(source), options):
+            sinks.write(t)
+            bar.advance(task)
+    return sinks.n
+
+

@@ -1,0 +1,256 @@
+"""Beam search over ``Seq2Seq.step``, batched across sentences and beams.
+
+All B·k open hypotheses advance together as rows of one tensor: each step is
+one model call, a top-k per row and a top-k over the k × k survivors per
+sentence, then one gather that reorders the states; words and parent
+pointers are kept per step and followed back once at the end. No Python
+loop runs over hypotheses.
+
+Finished hypotheses are kept aside, as GroundHog's shrinking beam and
+fairseq's finalized list do, never in a beam slot where open ones could
+push them out later. As there, a ``</s>`` extension is finished when it is
+among the k best extensions of its sentence at that step, and goes to a
+pool of the ``nbest`` best finished hypotheses per sentence; the k best
+other extensions stay open. A sentence stops exactly when no open
+hypothesis can still beat the last of its pool under the chosen ranking,
+and then leaves the batch:
+
+- raw score (the paper): extending a hypothesis only lowers its score, so
+  an open one can still win only while its score is above the pool's;
+- ``average`` (score / length, GroundHog's normalisation) and ``gnmt``
+  (score / ((5 + length) / 6)^α, Wu et al. 2016): an open score s ≤ 0 can
+  still end as high as s / penalty(L) for the longest length L the output
+  limit allows, since its score cannot rise and the penalty grows with the
+  length. That bound is exact, so a normalised search returns what an
+  exhaustive one would among the hypotheses the beam kept; the price is
+  that it runs longer than a heuristic stop would (a long open hypothesis
+  stays a candidate until its score falls far enough).
+
+Outputs have at least ``min_len`` words (GroundHog's and fairseq's default
+of 1: no empty translation of a sentence) and at most ``max_ratio`` × the
+source length + ``max_extra`` tokens, ``</s>`` included. Scores are sums of
+log-probabilities of the emitted tokens, ``</s>`` included: the quantity
+``score`` recomputes as NLL. Greedy search is the case k = 1. Works on ids
+only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import cast
+
+import numpy as np
+import torch
+
+from ..data.vocab import BOS, EOS, PAD, UNK
+from ..models.base import EncoderOut, Seq2Seq
+from ..models.ensemble import Ensemble, EnsembleEncoderOut
+from .settings import SearchConfig
+
+_NEG = float("-inf")
+
+
+def ranking(cfg: SearchConfig, scores: torch.Tensor, lengths: torch.Tensor | int) -> torch.Tensor:
+    """The ranking of hypotheses of these scores and lengths (tokens, </s> included) under
+    ``cfg``'s length penalty."""
+    if cfg.length_penalty == "none":
+        return scores
+    n = torch.as_tensor(lengths, device=scores.device).clamp(min=1).float()
+    if cfg.length_penalty == "average":
+        return scores / n
+    return scores / ((5 + n) / 6) ** cfg.alpha
+
+
+@dataclass
+class Hypotheses:
+    """``nbest`` hypotheses per sentence, best first: row i·nbest + j is sentence i's j-th.
+    A row that no hypothesis filled (a tiny vocabulary or output limit) has score -inf."""
+
+    tokens: list[list[int]]                     # without </s>
+    scores: list[float]                         # summed log-probability, </s> included
+    ranking: list[float]                        # the score after length normalisation
+    nbest: int = 1
+
+
+@dataclass
+class _Step:
+    y: torch.Tensor                  # the words chosen, one per row of this step's output
+    parent: torch.Tensor             # the row of this step's input that each extends
+    keep: torch.Tensor | None        # input row → row of the previous step's output (None: the same)
+
+
+class _Pool:
+    """The ``n`` best finished hypotheses of each sentence still searched: their ranking,
+    score, and where they ended (the step, and the input row of that step that chose </s>)."""
+
+    def __init__(self, b: int, n: int, device: torch.device):
+        self.ranking = torch.full((b, n), _NEG, device=device)
+        self.scores = torch.full((b, n), _NEG, device=device)
+        self.step = torch.zeros((b, n), dtype=torch.long, device=device)
+        self.row = torch.zeros((b, n), dtype=torch.long, device=device)
+
+    def offer(self, scores: torch.Tensor, ranking: torch.Tensor, step: int) -> None:
+        """</s> extensions of the open rows (b, k; -inf where not admitted) compete for the pool."""
+        b, k = scores.shape
+        rows = torch.arange(b * k, device=scores.device).view(b, k)
+        ranking = torch.cat([self.ranking, ranking], 1)
+        self.ranking, best = ranking.topk(self.ranking.shape[1], dim=1)
+        self.scores = torch.cat([self.scores, scores], 1).gather(1, best)
+        self.step = torch.cat([self.step, torch.full_like(rows, step)], 1).gather(1, best)
+        self.row = torch.cat([self.row, rows], 1).gather(1, best)
+
+    def select(self, sentences: torch.Tensor) -> "_Pool":
+        out = object.__new__(_Pool)
+        for name in ("ranking", "scores", "step", "row"):
+            setattr(out, name, getattr(self, name).index_select(0, sentences))
+        return out
+
+
+@torch.no_grad()
+def beam_search(model: Seq2Seq, enc: EncoderOut, cfg: SearchConfig = SearchConfig(),
+                vocab: torch.Tensor | None = None) -> Hypotheses:
+    """The ``cfg.nbest`` best outputs of each sentence; over the target words ``vocab`` only
+    (sorted ids that hold the specials, :mod:`nmtkit.data.lexicon`) when given."""
+    if vocab is None:
+        return _beam_search(model, enc, cfg, None)
+    model.restrict_output(vocab)
+    try:
+        return _beam_search(model, enc, cfg, vocab)
+    finally:
+        model.restrict_output(None)
+
+
+def _beam_search(model: Seq2Seq, enc: EncoderOut, cfg: SearchConfig, vocab: torch.Tensor | None,
+                 check_every: int = 0) -> Hypotheses:
+    """``check_every``: steps between looks for finished sentences (0: 1 on a CPU, 4 on a GPU,
+    where each look waits for the device). A sentence found late has not changed meanwhile: no
+    hypothesis it could still extend can enter its pool, by the bound that stopped it."""
+    B, k = enc.mask.shape[0], cfg.beam
+    check_every = check_every or (1 if enc.mask.device.type == "cpu" else 4)
+    n_best = min(cfg.nbest, k)
+    device = enc.mask.device
+    # the longest output, </s> included; at that length only </s> may follow
+    limit = ((enc.mask.sum(1).float() * cfg.max_ratio).long() + cfg.max_extra).clamp(min=1)
+    enc = enc.repeat(k)
+    state = model.init_state(enc)
+    y = torch.full((B * k,), BOS, dtype=torch.long, device=device)
+    scores = torch.full((B, k), _NEG, device=device)
+    scores[:, 0] = 0.0                      # all beams start equal: expand only the first
+    banned = torch.tensor([PAD, EOS, UNK] if cfg.no_unk else [PAD, EOS], device=device)
+    alive = torch.arange(B, device=device)  # batch index of each sentence still searched
+    pool = _Pool(B, n_best, device)
+    steps: list[_Step] = []
+    finished: list[tuple[torch.Tensor, _Pool]] = []
+    keep: torch.Tensor | None = None
+    t = 0
+    while len(alive):
+        b = len(alive)
+        logp, state, _ = model.step(y, state, enc)
+        ended = scores + (logp[:, EOS] if t >= cfg.min_len else torch.full_like(logp[:, EOS], _NEG)).view(b, k)
+        logp.index_fill_(1, banned, _NEG)
+        at_limit = t + 1 >= limit   # out of room: nothing stays open. On a GPU, asking whether any
+        if device.type != "cpu" or bool(at_limit.any()):   # row is would wait for it: fill always
+            logp.masked_fill_(at_limit.repeat_interleave(k).unsqueeze(1), _NEG)
+        w = min(k, logp.shape[1])
+        word_logp, words = logp.topk(w, dim=1)
+        scores, pick = (scores.view(-1, 1) + word_logp).view(b, k * w).topk(k, dim=1)
+        # a </s> extension finishes if it is among the k best extensions of all, </s> included
+        kth = torch.cat([scores, ended], 1).topk(k, dim=1).values[:, -1:]
+        ended = ended.masked_fill(ended < kth, _NEG)
+        pool.offer(ended, ranking(cfg, ended, t + 1), t)
+        parent = ((torch.arange(b, device=device) * k).unsqueeze(1) + torch.div(pick, w, rounding_mode="floor")).view(-1)
+        y = words.view(b, k * w).gather(1, pick).view(-1)
+        if vocab is not None:                # a column of the restricted output → its word
+            y = vocab[y]
+        state = state.index_select(0, parent)
+        steps.append(_Step(y, parent, keep))
+        t += 1
+        best_open = ranking(cfg, scores.max(1).values, limit)
+        stop = best_open <= pool.ranking[:, -1]          # (an open score of -inf: nothing is open)
+        keep = None
+        if t % check_every == 0 and bool(stop.any()):
+            done = stop.nonzero().squeeze(1)
+            finished.append((alive[done], pool.select(done)))
+            left = (~stop).nonzero().squeeze(1)
+            if not len(left):
+                break
+            keep = (left.unsqueeze(1) * k + torch.arange(k, device=device)).view(-1)
+            alive, scores, limit, pool = alive[left], scores[left], limit[left], pool.select(left)
+            y, state = y.index_select(0, keep), state.index_select(0, keep)
+            enc = enc.select(keep)
+    return _backtrack(steps, finished, B, n_best)
+
+
+def _backtrack(steps: list[_Step], finished: list[tuple[torch.Tensor, _Pool]], B: int,
+               n_best: int) -> Hypotheses:
+    """Follow parent pointers from each hypothesis' last word back to the first step (one
+    loop over time for the whole batch, whatever step each hypothesis ended at)."""
+    T, H = len(steps), B * n_best
+    ending, end_row = np.full(H, -1, dtype=np.int64), np.zeros(H, dtype=np.int64)
+    scores, ranking = np.full(H, _NEG), np.full(H, _NEG)
+    for sentences, pool in finished:
+        hyp = (sentences.unsqueeze(1) * n_best + torch.arange(n_best, device=sentences.device)).view(-1).cpu().numpy()
+        ending[hyp], end_row[hyp] = pool.step.view(-1).cpu().numpy(), pool.row.view(-1).cpu().numpy()
+        scores[hyp], ranking[hyp] = pool.scores.view(-1).cpu().numpy(), pool.ranking.view(-1).cpu().numpy()
+    out = np.full((T, H), PAD, dtype=np.int64)
+    cur = np.full(H, -1, dtype=np.int64)       # each hypothesis' row in step t's output
+    for t in range(T - 1, -1, -1):
+        step = steps[t]
+        on = np.nonzero(cur >= 0)[0]
+        prev = np.full(H, -1, dtype=np.int64)  # ... and in step t's input
+        out[t, on] = step.y.cpu().numpy()[cur[on]]
+        prev[on] = step.parent.cpu().numpy()[cur[on]]
+        now = ending == t
+        prev[now] = end_row[now]
+        live = prev >= 0
+        cur[:] = -1
+        cur[live] = prev[live] if step.keep is None else step.keep.cpu().numpy()[prev[live]]
+    found = np.isfinite(scores)
+    tokens = [out[:int(ending[h]), h].tolist() if found[h] else [] for h in range(H)]
+    return Hypotheses(tokens, scores.tolist(), ranking.tolist(), n_best)
+
+
+def greedy(model: Seq2Seq, enc: EncoderOut, max_ratio: float = 2.0, max_extra: int = 10) -> Hypotheses:
+    """Beam search with k = 1: the path of the most probable non-final word at each step,
+    ended (</s>) where that scores best."""
+    return beam_search(model, enc, SearchConfig(beam=1, max_ratio=max_ratio, max_extra=max_extra))
+
+
+@torch.no_grad()
+def force(model: Seq2Seq, enc: EncoderOut, tgt_out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Walk the decoder along given targets (B, Ty; </s>-terminated, <pad> after) with the
+    same ``step`` the search uses: per-sentence log-probabilities (B,) and the alignment of each
+    target token (B, Ty, Tx), read as each model reads its attention
+    (:meth:`~nmtkit.models.base.Seq2Seq.attention_follows_input`)."""
+    if isinstance(model, Ensemble) and len({m.attention_follows_input() for m in model.models}) > 1:
+        # an ensemble whose members read their attention differently: align with each, average
+        parts = cast(EnsembleEncoderOut, enc).parts
+        total, _ = _walk(model, enc, tgt_out, False)
+        each = [_walk(m, e, tgt_out, m.attention_follows_input())[1] for m, e in zip(model.models, parts)]
+        found = [a for a in each if a is not None]
+        return total, torch.stack(found).mean(0) if found else _no_attention(enc, tgt_out)
+    total, maps = _walk(model, enc, tgt_out, model.attention_follows_input())
+    return total, _no_attention(enc, tgt_out) if maps is None else maps
+
+
+def _walk(model: Seq2Seq, enc: EncoderOut, tgt_out: torch.Tensor,
+          follows_input: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Scores along ``tgt_out`` and α aligned to its tokens: α of step t, or with
+    ``follows_input`` of step t + 1 (whose input is the token; one more step for </s>)."""
+    B, T = tgt_out.shape
+    state = model.init_state(enc)
+    y = torch.full((B,), BOS, dtype=torch.long, device=tgt_out.device)
+    total = torch.zeros(B, device=tgt_out.device)
+    maps = []
+    for t in range(T + follows_input):
+        logp, state, alpha = model.step(y, state, enc)
+        if t < T:
+            y = tgt_out[:, t]
+            total += logp.gather(1, y.unsqueeze(1)).squeeze(1).masked_fill(y == PAD, 0.0)
+        if alpha is not None:
+            maps.append(alpha.float())
+    return total, torch.stack(maps[follows_input:], 1) if maps else None
+
+
+def _no_attention(enc: EncoderOut, tgt_out: torch.Tensor) -> torch.Tensor:
+    return torch.zeros(*tgt_out.shape, enc.mask.shape[1], device=tgt_out.device)

@@ -1,0 +1,56 @@
+"""What a translation asks for: the search (beam, length penalty, output limits) and the handling
+of the text around it. Plain values, without torch, so that the command line reads its defaults
+here and ``translate`` and ``serve`` share them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..core.errors import UserError
+
+LENGTH_PENALTIES = ("none", "average", "gnmt")
+OUTPUT_FORMATS = ("text", "jsonl")          # translate's: plain lines, or a JSON object per line
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """Beam search's settings; :func:`check` refuses an impossible combination in one line."""
+
+    beam: int = 12                 # the paper's width (arXiv v1)
+    length_penalty: str = "none"   # none | average | gnmt
+    alpha: float = 0.6             # GNMT's exponent
+    max_ratio: float = 2.0         # output limit: max_ratio × source length + max_extra
+    max_extra: int = 10
+    nbest: int = 1
+    no_unk: bool = False           # never emit <unk> (Table 1's RNNsearch-50* rows)
+    min_len: int = 1               # words before </s>
+
+    def check(self, names: tuple[str, str] = ("nbest", "beam")) -> "SearchConfig":
+        """This config, or :class:`UserError` when it asks for more than the search can give;
+        ``names``: what the asker calls nbest and beam (``--nbest``, ``'nbest'``)."""
+        if self.nbest > self.beam:
+            raise UserError(f"{names[0]} {self.nbest} is more than {names[1]} {self.beam} can give")
+        return self
+
+
+# Source subword units a line may have: longer ones are cropped (translate) or refused (serve).
+# Search time grows with the square of the length (the output limit grows with the source): one
+# 5,000-unit line held a beam of 12 for 8 minutes. 250 units is five times training's 50 words.
+MAX_LENGTH = 250
+
+
+@dataclass(frozen=True)
+class TranslateOptions:
+    """How ``translate`` reads, batches and writes, around the search."""
+
+    search: SearchConfig = SearchConfig()
+    batch_size: int | None = None  # sentences per batch; None: 32, at most CPU_ROWS // beam
+    max_tokens: int | None = None  # >0: batches by source tokens; 0: by sentences; None: tokens on GPUs
+    shortlist: bool = False        # search over the lexicon's candidates for each batch (nmtkit.lexicon)
+    tokenized: bool = False        # input and output in Moses tokens
+    attention: bool = False        # keep each output's attention matrix
+    replace_unk: bool = False      # copy the most attended source word into each <unk>
+    unk_dict: dict[str, str] | None = None   # ... translated through this dictionary when listed
+    max_length: int = MAX_LENGTH   # source subword units kept of each line, the rest cropped (0: all)
+
+

@@ -1,0 +1,234 @@
+"""Raw text in, raw text out, with nothing but a checkpoint (or several, as an ensemble).
+
+``Translator.from_checkpoints(paths)`` rebuilds the models and both text
+pipelines from the checkpoints alone (vocabularies, text settings, BPE
+codes), so a line goes exactly the way the training data went: clean →
+Moses → BPE → ids → beam search → ids → words → de-BPE → detokenise.
+Lines come in blocks; each block is sorted by length and cut into batches
+under a token budget (little padding, and one 1,000-word line gets a batch
+of its own), and results come out in input order, one per input line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Iterator
+
+import numpy as np
+import torch
+
+from .. import checkpoint
+from ..core.console import log
+from ..core.errors import UserError
+from ..core.files import read_lines
+from ..core.runtime import Runtime, setup
+from ..core.settings import RuntimeConfig
+from ..data.batching import pad
+from ..data.lexicon import Lexicon
+from ..data.sides import Sides
+from ..data.vocab import PAD, UNK
+from ..models.base import EncoderOut, Seq2Seq
+from ..models.ensemble import Ensemble
+from ..models.int8 import quantize_int8
+from .search import beam_search, force
+from .settings import TranslateOptions
+
+# Python's str.splitlines() breaks at these; an output line must never contain one.
+_LINE_BREAKS = re.compile("[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+# Sentence batches hold at most batch_size sentences and batch_size × this many source tokens.
+_TOKENS_PER_SENTENCE = 50
+# The default batch on a CPU: 32 sentences, or fewer for wide beams, at most this many search rows
+# (sentences × beam). Wider batches were no faster on 2 cores and cost memory: beam 12 at 32
+# sentences peaked at 697 MB, at 12 sentences at 558 MB (the benchmark's 17.7M-parameter model).
+CPU_ROWS = 160
+# Token batches by default on a GPU: source tokens (padding included) per batch, times the beam in
+# rows; sentence batches of 32 leave an H100 mostly idle.
+GPU_MAX_TOKENS = 8000
+@dataclass
+class Translation:
+    text: str                      # detokenised output (or Moses tokens with tokenized=True)
+    tokens: list[str]              # output tokens as the model wrote them (BPE included, <unk> replaced)
+    source_tokens: list[str]
+    score: float                   # log-probability, </s> included
+    ranking: float                 # the score after length normalisation
+    attention: np.ndarray | None = None          # (len(tokens) + 1, len(source_tokens) + 1)
+    nbest: list["Translation"] = field(default_factory=list)   # best first, when more than one is asked
+
+
+@dataclass
+class Forced:
+    """A given target walked through the model: its log-probability and attention."""
+
+    source_tokens: list[str]
+    target_tokens: list[str]
+    score: float
+    attention: np.ndarray          # (len(target_tokens) + 1, len(source_tokens) + 1)
+
+
+def read_unk_dict(path: str | Path) -> dict[str, str]:
+    """'source target' per line (whitespace-separated; the first translation listed wins)."""
+    table: dict[str, str] = {}
+    for lineno, line in enumerate(read_lines(path), 1):
+        parts = line.split()
+        if not parts:
+            continue
+        if len(parts) < 2:
+            raise UserError(f"{path}: line {lineno} is not 'source-word target-word'")
+        table.setdefault(parts[0], parts[1])
+    return table
+
+
+def load_models(paths: list[str | Path], device: torch.device,
+                int8: bool = False) -> tuple[Seq2Seq, Sides, Lexicon | None]:
+    """The models of ``paths`` (an ensemble for several), their text sides and the first one's
+    lexicon; ``int8``: with int8 linear layers (CPUs only)."""
+    if int8 and device.type != "cpu":
+        raise UserError(f"--int8 is for CPUs (torch's int8 kernels); on {device.type} use --bf16")
+    models, sides, lexicon = [], None, None
+    for path in paths:
+        ckpt = checkpoint.load(path)
+        lexicon = lexicon or ckpt.lexicon
+        these = ckpt.text.sides()
+        if sides is not None and these.signature() != sides.signature():
+            raise UserError(f"{path}: cannot ensemble with {paths[0]}: their vocabularies, text settings "
+                            f"or BPE codes differ")
+        sides = sides or these
+        model = checkpoint.model_of(ckpt, path, device)
+        models.append(quantize_int8(model) if int8 else model)
+    assert sides is not None
+    return (models[0] if len(models) == 1 else Ensemble(models).eval()), sides, lexicon
+
+
+class Translator:
+    def __init__(self, model: Seq2Seq, sides: Sides, runtime: Runtime, lexicon: Lexicon | None = None):
+        self.model, self.sides, self.runtime = model.eval(), sides, runtime
+        self.device = runtime.device
+        self.lexicon = None if lexicon is None else lexicon.to(self.device)
+
+    @classmethod
+    def from_checkpoints(cls, paths: list[str | Path] | str | Path,
+                         runtime: RuntimeConfig | str | None = None, int8: bool = False) -> "Translator":
+        """The models of ``paths`` (several: an ensemble) set up by ``runtime`` (or just a device
+        name); ``int8``: their linear layers in int8 (:mod:`nmtkit.models.int8`)."""
+        paths = [paths] if isinstance(paths, (str, Path)) else paths
+        run = setup(runtime if isinstance(runtime, RuntimeConfig) else RuntimeConfig(device=runtime))
+        model, sides, lexicon = load_models(paths, run.device, int8)
+        return cls(model, sides, run, lexicon)
+
+    def translate(self, lines: Iterable[str], options: TranslateOptions = TranslateOptions(),
+                  block: int = 1000) -> Iterator[Translation]:
+        """Translations of ``lines`` in order; ``block`` lines are read before any is translated."""
+        pending: list[str] = []
+        done = 0
+        for line in lines:
+            pending.append(line)
+            if len(pending) >= block:
+                yield from self.translate_block(pending, options, done + 1)
+                done, pending = done + len(pending), []
+        if pending:
+            yield from self.translate_block(pending, options, done + 1)
+
+    def source_length(self, line: str, tokenized: bool = False) -> int:
+        """How many subword units the model would read of ``line`` (``</s>`` not counted)."""
+        return len(self.sides.src.tokens(line, tokenized))
+
+    def _batches(self, lengths: list[int], batch_size: int, max_tokens: int | None = 0) -> Iterator[list[int]]:
+        """Indices of non-empty lines, shortest first, in batches: of at most ``max_tokens``
+        source tokens (</s> and padding counted) when it is > 0, else under the sentence and token
+        budgets of ``batch_size``; ``None``: token batches on a GPU, sentence batches elsewhere."""
+        if max_tokens is None:
+            max_tokens = GPU_MAX_TOKENS if self.device.type == "cuda" else 0
+        budget = max_tokens or batch_size * _TOKENS_PER_SENTENCE
+        order = sorted((i for i, n in enumerate(lengths) if n), key=lambda i: lengths[i])
+        batch: list[int] = []
+        for i in order:
+            if batch and ((not max_tokens and len(batch) == batch_size) or
+                          (len(batch) + 1) * (lengths[i] + 1) > budget):
+                yield batch
+                batch = []
+            batch.append(i)
+        if batch:
+            yield batch
+
+    def translate_block(self, lines: list[str], options: TranslateOptions, first_line: int = 1) -> list[Translation]:
+        """Translations of ``lines``, numbered from ``first_line`` in the warnings."""
+        src_side, tgt_side = self.sides.src, self.sides.tgt
+        sources = [_crop(src_side.tokens(line, options.tokenized), options.max_length, first_line + k)
+                   for k, line in enumerate(lines)]
+        out = [Translation("", [], tokens, 0.0, 0.0) for tokens in sources]  # empty in, empty out
+        attention = options.attention or options.replace_unk
+        if options.shortlist and self.lexicon is None:
+            raise UserError("--shortlist: the checkpoint holds no lexicon (it was trained by an older "
+                            "nmtkit); add one with 'nmtkit lexicon'")
+        batch_size = options.batch_size or max(1, min(32, CPU_ROWS // options.search.beam))
+        for idx in self._batches([len(s) for s in sources], batch_size, options.max_tokens):
+            src = pad([np.asarray(src_side.ids(sources[i]), dtype=np.int64) for i in idx]).to(self.device)
+            with torch.inference_mode(), self.runtime.autocast():
+                enc = self.model.encode(src, src != PAD)
+                vocab = self.lexicon.candidates(src) if options.shortlist and self.lexicon is not None else None
+                hyps = beam_search(self.model, enc, options.search, vocab)
+                n = hyps.nbest
+                maps = self._align(enc.repeat(n), hyps.tokens) if attention else None
+            for row in range(len(hyps.tokens)):
+                i = idx[row // n]
+                if row % n and not np.isfinite(hyps.scores[row]):
+                    continue                   # fewer than n hypotheses exist
+                ids = hyps.tokens[row]
+                alpha = None if maps is None else maps[row, :len(ids) + 1, :len(sources[i]) + 1].float().cpu().numpy()
+                tokens = tgt_side.vocab.decode(ids)
+                if options.replace_unk and alpha is not None:
+                    tokens = _replace_unk(tokens, ids, sources[i], alpha, options.unk_dict)
+                text = _LINE_BREAKS.sub(" ", tgt_side.text.decode(tokens, detokenize=not options.tokenized))
+                t = Translation(text, tokens, sources[i], hyps.scores[row], hyps.ranking[row],
+                                alpha if options.attention else None)
+                if row % n == 0:
+                    out[i] = t
+                if n > 1:
+                    out[i].nbest.append(t)
+        return out
+
+    def _align(self, enc: EncoderOut, outputs: list[list[int]]) -> torch.Tensor:
+        """Each output's alignment (rows, Ty, Tx), by walking it through the models again: how a
+        model's attention aligns words depends on the model (``search.force``)."""
+        return force(self.model, enc, pad([np.asarray(ids, dtype=np.int64) for ids in outputs]).to(self.device))[1]
+
+    def force(self, sources: list[str], targets: list[str], tokenized: bool = False,
+              batch_size: int = 32) -> list[Forced]:
+        """Score given translations (and get their attention) with the search's own decoder step."""
+        src_tok = [self.sides.src.tokens(s, tokenized) for s in sources]
+        tgt_tok = [self.sides.tgt.tokens(t, tokenized) for t in targets]
+        out: list[Forced | None] = [None] * len(sources)
+        lengths = [max(len(s), 1) for s in src_tok]
+        for idx in self._batches(lengths, batch_size):
+            src = pad([np.asarray(self.sides.src.ids(src_tok[i]), dtype=np.int64) for i in idx]).to(self.device)
+            tgt = pad([np.asarray(self.sides.tgt.ids(tgt_tok[i]), dtype=np.int64) for i in idx]).to(self.device)
+            with torch.inference_mode(), self.runtime.autocast():
+                scores, maps = force(self.model, self.model.encode(src, src != PAD), tgt)
+            for row, i in enumerate(idx):
+                alpha = maps[row, :len(tgt_tok[i]) + 1, :len(src_tok[i]) + 1].float().cpu().numpy()
+                out[i] = Forced(src_tok[i], tgt_tok[i], float(scores[row]), alpha)
+        return [f for f in out if f is not None]
+
+
+def _crop(tokens: list[str], limit: int, lineno: int) -> list[str]:
+    """The first ``limit`` units of a line (all for 0), with a warning when that cuts it: one
+    output line per input line, as Marian's --max-length-crop, rather than a refusal that would
+    stop a file of good lines at one bad one."""
+    if not limit or len(tokens) <= limit:
+        return tokens
+    log(f"line {lineno}: {len(tokens):,} subword units; translating the first {limit:,} (--max-length)")
+    return tokens[:limit]
+
+
+def _replace_unk(tokens: list[str], ids: list[int], source: list[str], alpha: np.ndarray,
+                 table: dict[str, str] | None) -> list[str]:
+    """Each <unk> becomes the source word it attends to most (</s> excluded), or that word's
+    dictionary translation (Luong et al. 2015; Jean et al. 2015)."""
+    if UNK not in ids or not source:
+        return tokens
+    aligned = alpha[:len(ids), :len(source)].argmax(1)
+    return [(table.get(source[j], source[j]) if table else source[j]) if i == UNK else tok
+            for tok, i, j in zip(tokens, ids, aligned)]
+
