@@ -244,7 +244,7 @@ def luong(overfit):
     """A Luong model (local-p, general, input feeding, reversed, 2 layers) that learned the pairs
     the session's RNNsearch learned, on the same vocabulary."""
     r = invoke("train", overfit / "bin-kept", "--save-dir", overfit / "luong", "--arch", "luong", "--preset", "tiny",
-               "--hidden", 48, "--emb", 24, "--dropout", 0, "--optimizer", "adam", "--lr", 0.01, "--batch-size", 6,
+               "--attention", "local-p", "--hidden", 48, "--emb", 24, "--dropout", 0, "--optimizer", "adam", "--lr", 0.01, "--batch-size", 6,
                "--pool", 1, "--max-updates", 150, "--valid-every", 1000, "--log-every", 50, "--patience", 0,
                "--threads", 1)
     assert r.exit_code == 0, r.output
@@ -261,6 +261,8 @@ def test_the_cli_trains_the_asked_variant_with_the_schedule_under_the_given_flag
     assert r.exit_code == 0, r.output
     cfg = checkpoint.load(tmp_path / "s" / "last.pt").training.config
     assert (cfg.optimizer, cfg.lr, cfg.clip, cfg.decay_after, cfg.max_epochs) == ("sgd", 1.0, 5.0, 8, 12)
+    model = checkpoint.load(tmp_path / "s" / "last.pt").model        # --arch luong's default attention
+    assert (model.attention, model.score, model.window_renorm) == ("local-m", "general", False)
     assert cfg.batch_size == 4                     # a flag given wins over the schedule
     lr = [json.loads(x).get("lr") for x in (tmp_path / "s" / "metrics.jsonl").read_text().splitlines()]
     assert 1.0 in lr
