@@ -33,6 +33,31 @@ def test_dash_is_stdout_and_two_streams_cannot_share_it(overfit, tmp_path):
     assert r.exit_code == 0 and len(r.stdout.splitlines()) == 1 and not (tmp_path / "-").exists()
     r = invoke("translate", "-m", model, src, "--alignments", "-")
     assert r.exit_code == 2 and "cannot both go to stdout" in r.output
+    r = invoke("translate", "-m", model, src, "-o", tmp_path / "out.fr", "--print-alignment", "-")
+    assert r.exit_code == 0, r.output
+    assert re.fullmatch(r"(\d+-\d+ ?)+", r.stdout.strip()) and not (tmp_path / "-").exists()
+    assert len((tmp_path / "out.fr").read_text(encoding="utf-8").splitlines()) == 1
+    r = invoke("translate", "-m", model, src, "--print-alignment", "-")
+    assert r.exit_code == 2 and "the translations and the Pharaoh links cannot both go to stdout" in r.output
+
+
+def test_a_checkpoint_is_never_written_to_stdout(overfit, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    model = overfit / "run" / "last.pt"
+    for args in (("average", model, model, "-o", "-"), ("lexicon", model, "--data", overfit / "bin-kept", "-o", "-")):
+        r = invoke(*args)
+        assert r.exit_code == 2 and "a checkpoint is a binary file, not a stream" in r.output, r.output
+        assert not (tmp_path / "-").exists() and r.stdout.count("\n") <= 1
+
+
+def test_every_help_example_parses_in_a_shell():
+    import shlex
+    from nmtkit.cli import main as group
+    for name, command in group.commands.items():
+        for line in (command.epilog or "").splitlines():
+            if line.strip().startswith(("nmtkit", "echo", "curl", "torchrun")):
+                shlex.split(line.replace("\\", ""), comments=True)    # raises on an unclosed quote
+        assert "`" not in (command.epilog or ""), name
 
 
 def test_info_shows_what_the_checkpoint_holds(overfit):
@@ -165,6 +190,9 @@ def test_a_toml_config_gives_options_and_the_command_line_overrides_it(data_bin,
     (tmp_path / "bad.toml").write_text("hiden = 40\n", encoding="utf-8")
     r = invoke("train", data_bin, "--save-dir", tmp_path / "x", "--config", tmp_path / "bad.toml")
     assert r.exit_code == 2 and "'hiden' is not an option of 'nmtkit train'" in r.output
+    (tmp_path / "c.yaml").write_text("hidden: 40\n", encoding="utf-8")
+    r = invoke("train", data_bin, "--save-dir", tmp_path / "x", "--config", tmp_path / "c.yaml")
+    assert r.exit_code == 2 and r.output.startswith("nmtkit train: error: ") and "not valid TOML" in r.output
 
 
 def test_keep_last_and_keep_best_keep_that_many(data_bin, tmp_path):

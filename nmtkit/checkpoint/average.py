@@ -39,6 +39,7 @@ def average(paths: list[str | Path]) -> Checkpoint:
 
 
 def write_average(paths: list[str | Path], out: str | Path) -> Checkpoint:
+    checkpoint.check_destination(out)
     averaged = average(paths)
     checkpoint.save(out, averaged)
     return averaged

@@ -33,7 +33,7 @@ import torch
 
 from .. import __version__
 from ..core.errors import FormatError, UserError
-from ..core.files import atomic_write
+from ..core.files import STDIO, atomic_write
 from ..data.binarized import Corpus
 from ..data.lexicon import Lexicon
 from ..data.sides import Sides
@@ -118,8 +118,16 @@ class Checkpoint:
         return sum(w.numel() for w in self.weights.values())
 
 
+def check_destination(path: str | Path) -> None:
+    """Refuse '-' as a checkpoint's path before any work: a checkpoint is a binary file, never
+    a stream on stdout."""
+    if str(path) == STDIO:
+        raise UserError("a checkpoint is a binary file, not a stream: give -o FILE, not '-'")
+
+
 def save(path: str | Path, ckpt: Checkpoint) -> None:
     """Write ``ckpt`` to ``path`` atomically, with the permissions of any other output."""
+    check_destination(path)
     run = ckpt.training
     training: dict[str, Any] = {"config": run.config.to_dict(), "progress": vars(run.progress).copy()}
     if run.resumable:

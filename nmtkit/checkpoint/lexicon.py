@@ -7,12 +7,13 @@ from pathlib import Path
 
 from ..data.binarized import Corpus
 from ..data.lexicon import FREQUENT, PER_SOURCE, Lexicon, lexicon_of
-from .file import load, save
+from .file import check_destination, load, save
 
 
 def add_lexicon(model_path: str | Path, data_bin: str | Path, out: str | Path, frequent: int = FREQUENT,
                 per_source: int = PER_SOURCE) -> Lexicon:
     """Store the lexicon of ``data_bin`` in the checkpoint ``model_path`` (written to ``out``)."""
+    check_destination(out)
     ckpt = load(model_path, lazy=False)
     corpus = Corpus(data_bin)
     corpus.check_vocab(ckpt.text.vocab_sha256, f"the checkpoint {model_path}")

@@ -13,7 +13,6 @@ from typing import Any, Callable
 import click
 
 from ..core.console import set_verbosity
-from ..core.errors import UserError
 from ..core.parallel import default_workers
 from ..core.settings import DEVICES, RuntimeConfig
 from ..text.clean import PRESETS, RULES, rules_named
@@ -97,14 +96,14 @@ def read_config(ctx: click.Context, path: str | None) -> None:
         with open(path, "rb") as fh:
             table = tomllib.load(fh)
     except FileNotFoundError:
-        raise UserError(f"{path}: no such config file") from None
+        raise click.UsageError(f"{path}: no such config file", ctx) from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
-        raise UserError(f"{path}: not valid TOML ({err})") from None
+        raise click.UsageError(f"{path}: not valid TOML ({err})", ctx) from None
     names = {p.name for p in ctx.command.params}
     values = {k.replace("-", "_"): v for k, v in table.items()}
     unknown = sorted(k for k in values if k not in names or k == "config")
     if unknown:
-        raise UserError(f"{path}: '{unknown[0]}' is not an option of 'nmtkit {ctx.info_name}'")
+        raise click.UsageError(f"{path}: '{unknown[0]}' is not an option of 'nmtkit {ctx.info_name}'", ctx)
     ctx.default_map = {**(ctx.default_map or {}), **values}
 
 

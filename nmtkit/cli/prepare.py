@@ -79,7 +79,7 @@ def preprocess(source_lang: str, target_lang: str, train: str | None, valid: str
 
 @click.command(cls=Command, epilog="""\b
 Examples:
-  echo "Don`t panic." | nmtkit tokenize -l en
+  echo "Don't panic." | nmtkit tokenize -l en
   nmtkit tokenize -l fr news.fr --bpe-codes vocab/bpe.codes > news.tok.fr""")
 @click.option("-l", "--lang", required=True, help="Language code of the text.")
 @click.argument("input", default="-")

@@ -8,16 +8,8 @@ rich Console.
 from __future__ import annotations
 
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    ProgressColumn,
-    Task,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn, Task,
+                           TextColumn, TimeElapsedColumn, TimeRemainingColumn)
 from rich.text import Text
 
 console = Console(stderr=True, highlight=False, soft_wrap=True)

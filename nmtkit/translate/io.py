@@ -71,7 +71,8 @@ class _Sinks:
         self.out: IO[str] = stack.enter_context(atomic_write(output)) if output and output != STDIO else sys.stdout
         self.align: IO[str] | None = (None if not alignments else sys.stdout if alignments == STDIO
                                       else stack.enter_context(atomic_write(alignments)))
-        self.pharaoh: IO[str] | None = stack.enter_context(atomic_write(pharaoh_path)) if pharaoh_path else None
+        self.pharaoh: IO[str] | None = (None if not pharaoh_path else sys.stdout if pharaoh_path == STDIO
+                                        else stack.enter_context(atomic_write(pharaoh_path)))
         self.nbest, self.jsonl, self.n = nbest, jsonl, 0
         if self.align is not None:
             self.align.write(header() + "\n")
@@ -103,9 +104,11 @@ def translate_file(model_paths: list[str], source: str, output: str | None, opti
     Returns the number of lines translated. Files given by name are checked
     before the models load, so a typo costs no waiting.
     """
-    if alignments == STDIO and output in (None, STDIO):
-        raise UserError("the translations and the alignments cannot both go to stdout: give -o FILE "
-                        "or --alignments FILE")
+    on_stdout = [what for what, path in (("translations", output or STDIO), ("alignments", alignments),
+                                         ("Pharaoh links", pharaoh_path)) if path == STDIO]
+    if len(on_stdout) > 1:
+        raise UserError(f"the {' and the '.join(on_stdout)} cannot both go to stdout ('-'): give all but one "
+                        f"a FILE (-o, --alignments, --print-alignment)")
     total = None if source == STDIO else count_lines(source)
     if total == 0:
         raise UserError(f"{source}: is empty")
