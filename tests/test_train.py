@@ -146,7 +146,7 @@ def test_train_cli(corpus, tmp_path, encoder):
 
 def test_train_cli_passes_the_cpu_recipe_flags(corpus, tmp_path):
     r = CliRunner().invoke(main, ["train", str(corpus), "--save-dir", str(tmp_path / "r"), "--preset", "tiny",
-                                  "--max-updates", "2", "--batch-size", "2", "--threads", "1", "--shortlist", "10",
+                                  "--max-updates", "2", "--batch-size", "2", "--threads", "1", "--sampled-softmax", "10",
                                   "--best-by", "nll", "--keep-validations"])
     assert r.exit_code == 0, r.output
     config = checkpoint.load(tmp_path / "r" / "last.pt").training.config

@@ -28,7 +28,7 @@ Examples:
 @click.argument("hypotheses", nargs=-1)
 @click.option("-r", "--ref", "refs", multiple=True, help="Reference file; repeat for several references.")
 @click.option("--name", "names", multiple=True, help="A name per hypothesis file, for tables and plots.")
-@click.option("-s", "--source", type=click.Path(dir_okay=False),
+@click.option("--source", type=click.Path(dir_okay=False),
               help="The source text (for --by-length, --no-unk and -m).")
 @click.option("--tokenized", is_flag=True, help="Files are Moses tokens: score them as they are (tok:none).")
 @click.option("-l", "--lang", help="Target language for tokenized BLEU [default: the reference's suffix].")

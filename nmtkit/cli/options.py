@@ -28,9 +28,12 @@ _SUFFIXES = {"k": 10**3, "m": 10**6, "g": 10**9}
 
 def setting(flag: str, config: Any, kind: Any = None, help: str = "", **extra: Any) -> Decorator:
     """An option whose default is the field of ``config`` named like it (``--max-len`` → max_len;
-    the first name of ``--a/--no-a``), shown in --help."""
-    field = extra.pop("field", None) or flag.lstrip("-").split("/")[0].replace("-", "_")
-    return click.option(flag, type=kind, default=getattr(config, field), show_default=True, help=help, **extra)
+    the first name of ``--a/--no-a``; or ``field=``, or ``dest=``, which also names the parameter),
+    shown in --help."""
+    dest = extra.pop("dest", None)              # the parameter's name, when not the flag's
+    field = extra.pop("field", None) or dest or flag.lstrip("-").split("/")[0].replace("-", "_")
+    return click.option(flag, *([dest] if dest else []), type=kind, default=getattr(config, field), show_default=True,
+                        help=help, **extra)
 
 
 def options(*decorators: Decorator) -> Decorator:

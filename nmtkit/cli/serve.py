@@ -48,7 +48,7 @@ def serve(model_paths: tuple[str, ...], host: str, port: int, beam: int, max_sen
         from ..serve.app import serve as run  # an optional extra, and torch: not for --help
     except ImportError as err:
         raise UserError(f"nmtkit serve needs FastAPI and uvicorn ({err.name} is missing): "
-                        f"pip install fastapi uvicorn") from None
+                        f"pip install -e '.[serve]' in nmtkit's checkout") from None
     run(list(model_paths), cfg, options.runtime_config(runtime))
 
 

@@ -58,9 +58,9 @@ optimization = options(
     setting("--update-freq", _T, click.IntRange(1),
             "Accumulate the gradients of N passes per update: an update is N times --batch-size "
                       "(or --max-tokens), computed a piece at a time, in 1/N of the memory."),
-    setting("--shortlist", _T, click.IntRange(0),
+    setting("--sampled-softmax", _T, click.IntRange(0),
             "Jean et al. (2015)'s sampled softmax in training: over the minibatch's target words and "
-                      "others drawn at random, this many in all (0: the full softmax, as the paper)."),
+            "others drawn at random, this many in all (0: the full softmax, as the paper).", dest="shortlist"),
     setting("--pool", _T, click.IntRange(1), "Minibatches per length-sorted pool."),
     setting("--max-len", _T, click.IntRange(0), "Drop longer pairs (30 or 50 in the paper)."))
 

@@ -62,8 +62,8 @@ TRIALS = (
     Trial("bpe-adam5e-3", "joint BPE 8k, Adam 5e-3", "all", "bpe8000", ("--lr", "5e-3")),
     Trial("kl-bpe-adam3e-3", "King James → Segond only, joint BPE 8k, Adam 3e-3", "k-l", "bpe8000",
           ("--lr", "3e-3", "--best-by", "nll")),
-    Trial("bpe-adam5e-3-shortlist", "joint BPE 8k, Adam 5e-3, `--shortlist 2000`", "all", "bpe8000",
-          ("--lr", "5e-3", "--shortlist", "2000", "--best-by", "nll")),
+    Trial("bpe-adam5e-3-shortlist", "joint BPE 8k, Adam 5e-3, `--sampled-softmax 2000`", "all", "bpe8000",
+          ("--lr", "5e-3", "--sampled-softmax", "2000", "--best-by", "nll")),
 )
 
 

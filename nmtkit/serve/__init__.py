@@ -1,1 +1,1 @@
-"""``nmtkit serve``: translation over HTTP (an optional extra: ``pip install nmtkit[serve]``)."""
+"""``nmtkit serve``: translation over HTTP (an optional extra: FastAPI and uvicorn, ``pip install -e '.[serve]'`` from a checkout)."""
