@@ -207,15 +207,17 @@ def draw(edges: Graph, out: Path) -> None:
     rows = [[s for s in members if s in stages] for members in LAYERS]
     rows = [r for r in rows if r]
     pos = {s: ((i + 1) / (len(r) + 1), y) for y, r in enumerate(rows) for i, s in enumerate(r)}
-    fig, ax = plt.subplots(figsize=(8, 0.7 * len(rows) + 1))
+    fig, ax = plt.subplots(figsize=(10, 0.7 * len(rows) + 1))
     for source, targets in stages.items():
         for target, kind in targets.items():
             (x0, y0), (x1, y1) = pos[source], pos[target]
+            # arcs bow out by how many rows they cross, to the left from even rows, right from odd
+            bow = (0.12 if y0 % 2 else -0.12) * min(abs(y0 - y1), 6) / 2
             ax.annotate("", xy=(x1, y1), xytext=(x0, y0),
                         arrowprops={"arrowstyle": "->", "alpha": 0.35 if kind == "top" else 0.25,
                                     "linestyle": "-" if kind == "top" else "--", "shrinkA": 12, "shrinkB": 12,
                                     "color": "tab:blue" if kind == "top" else "tab:gray",
-                                    "connectionstyle": "arc3,rad=0.15"})
+                                    "connectionstyle": f"arc3,rad={bow:.2f}"})
     for s, (x, y) in pos.items():
         ax.text(x, y, _box(s), ha="center", va="center", fontsize=9,
                 bbox={"boxstyle": "round", "facecolor": "white", "edgecolor": "black"})
