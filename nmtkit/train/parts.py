@@ -42,9 +42,6 @@ class Parallel:
         """Rank 0's flag on every process (a collective call)."""
         return distributed.agree(flag, self.device) if self.many else flag
 
-    def summed(self, values: torch.Tensor) -> torch.Tensor:
-        return distributed.summed(values, self.world)
-
     def rng_states(self) -> list[dict[str, torch.Tensor]]:
         """Every process's RNG states, CPU and CUDA (dropout draws from them), for the checkpoint;
         a collective call when several processes train."""
