@@ -108,15 +108,15 @@ $(DATA)/raw/bible.json: | install
 
 $(DATA)/clean/preprocess.json: $(DATA)/raw/bible.json
 	$(NMTKIT) preprocess -s en -t fr --train $(DATA)/raw/train --valid $(DATA)/raw/valid \
-	    --test $(DATA)/raw/test -o $(DATA)/clean -j $(JOBS) --max-len $(MAX_LEN) --max-ratio $(MAX_RATIO) \
+	    --test $(DATA)/raw/test -d $(DATA)/clean -j $(JOBS) --max-len $(MAX_LEN) --max-ratio $(MAX_RATIO) \
 	    --clean bible
 
 $(VOCAB)/vocab.json: $(DATA)/clean/preprocess.json
-	$(NMTKIT) build-vocab -s en -t fr --train $(DATA)/clean/train -o $(VOCAB) $(VOCAB_FLAGS)
+	$(NMTKIT) build-vocab -s en -t fr --train $(DATA)/clean/train -d $(VOCAB) $(VOCAB_FLAGS)
 
 $(BIN)/manifest.json: $(VOCAB)/vocab.json
 	$(NMTKIT) preprocess -s en -t fr --train $(DATA)/clean/train --valid $(DATA)/clean/valid \
-	    --test $(DATA)/clean/test --vocab $(VOCAB) -o $(BIN) -j $(JOBS) --quiet
+	    --test $(DATA)/clean/test --vocab $(VOCAB) -d $(BIN) -j $(JOBS) --quiet
 
 data: $(BIN)/manifest.json
 
@@ -143,7 +143,7 @@ demo: $(DEMO)/test.hyp.fr $(DEMO)/test.align
 	    -r $(DATA)/raw/test.ref-darby.fr --clean verse-markers
 	@echo "test set by source length (Segond), with the No-UNK subset of the model's vocabulary:"
 	@$(NMTKIT) score $< -r $(DATA)/raw/test.fr --clean verse-markers --source $(DATA)/raw/test.en \
-	    --by-length --plot $(DEMO)/bleu-by-length.png --no-unk $(DEMO)/best.pt
+	    --by-length --plot $(DEMO)/bleu-by-length.png --no-unk-vocab $(DEMO)/best.pt
 	@$(NMTKIT) align-plot $(DEMO)/test.align -n $(ALIGN_LINES) -o $(DEMO)/align.png
 	@echo "pictures: $(DEMO)/curves.png $(DEMO)/bleu-by-length.png $(DEMO)/align-*.png"
 
@@ -235,16 +235,16 @@ paper_bin = $(if $(filter %-30,$1),$(BIN)-30,$(BIN))
 
 $(DATA)/clean-30/preprocess.json: $(DATA)/raw/bible.json
 	$(NMTKIT) preprocess -s en -t fr --train $(DATA)/raw/train --valid $(DATA)/raw/valid \
-	    --test $(DATA)/raw/test -o $(DATA)/clean-30 -j $(JOBS) --max-len 30 --max-ratio $(MAX_RATIO) \
+	    --test $(DATA)/raw/test -d $(DATA)/clean-30 -j $(JOBS) --max-len 30 --max-ratio $(MAX_RATIO) \
 	    --clean bible
 
 $(BIN)-30/manifest.json: $(VOCAB)/vocab.json $(DATA)/clean-30/preprocess.json
 	$(NMTKIT) preprocess -s en -t fr --train $(DATA)/clean-30/train --valid $(DATA)/clean/valid \
-	    --test $(DATA)/clean/test --vocab $(VOCAB) -o $(BIN)-30 -j $(JOBS) --quiet
+	    --test $(DATA)/clean/test --vocab $(VOCAB) -d $(BIN)-30 -j $(JOBS) --quiet
 
 ifneq ($(WORDS_VOCAB),$(VOCAB))
 $(WORDS_VOCAB)/vocab.json: $(DATA)/clean/preprocess.json
-	$(NMTKIT) build-vocab -s en -t fr --train $(DATA)/clean/train -o $(WORDS_VOCAB) --size $(VOCAB_SIZE)
+	$(NMTKIT) build-vocab -s en -t fr --train $(DATA)/clean/train -d $(WORDS_VOCAB) --size $(VOCAB_SIZE)
 endif
 
 $(DATA)/raw/test-long.en: $(DATA)/raw/bible.json

@@ -190,8 +190,8 @@ def test_a_toml_config_gives_options_and_the_command_line_overrides_it(data_bin,
     (tmp_path / "bad.toml").write_text("hiden = 40\n", encoding="utf-8")
     r = invoke("train", data_bin, "--save-dir", tmp_path / "x", "--config", tmp_path / "bad.toml")
     assert r.exit_code == 2 and "'hiden' is not an option of 'nmtkit train'" in r.output
-    (tmp_path / "c.yaml").write_text("hidden: 40\n", encoding="utf-8")
-    r = invoke("train", data_bin, "--save-dir", tmp_path / "x", "--config", tmp_path / "c.yaml")
+    (tmp_path / "c.toml").write_text("hidden: 40\n", encoding="utf-8")
+    r = invoke("train", data_bin, "--save-dir", tmp_path / "x", "--config", tmp_path / "c.toml")
     assert r.exit_code == 2 and r.output.startswith("nmtkit train: error: ") and "not valid TOML" in r.output
 
 
@@ -219,3 +219,25 @@ def test_quiet_and_verbose_on_every_command(data_bin, tmp_path):
     assert quiet.exit_code == 0 and quiet.output == ""
     plain = invoke("train", data_bin, "--save-dir", tmp_path / "c", *TINY, "--max-updates", 1)
     assert "training rnnsearch" in plain.output and "device cpu" not in plain.output     # -q did not stick
+
+
+def test_every_option_has_help_and_one_meaning_across_commands():
+    """A flag means the same in every command that has it: a flag, or a value of one kind."""
+    import click
+
+    from nmtkit.cli import main as group
+    meaning: dict[str, set[tuple[str, str]]] = {}
+    for name, command in group.commands.items():
+        for p in command.params:
+            if isinstance(p, click.Option) and not p.hidden:
+                assert p.help, f"nmtkit {name} {p.opts[0]} has no help"
+                kind = "flag" if p.is_flag else type(p.type).__name__
+                for flag in p.opts + p.secondary_opts:
+                    meaning.setdefault(flag, set()).add((kind, name))
+    mixed = {flag: sorted(uses) for flag, uses in meaning.items() if len({k for k, _ in uses}) > 1}
+    assert not mixed, mixed
+    # a file named by -o is a file everywhere; a directory is -d/--dest-dir
+    for flag in ("-o", "-d"):
+        kinds = {type(p.type).__name__ + str(getattr(p.type, "file_okay", "")) + str(getattr(p.type, "dir_okay", ""))
+                 for c in group.commands.values() for p in c.params if flag in getattr(p, "opts", ()) and not p.hidden}
+        assert len(kinds) == 1, (flag, kinds)

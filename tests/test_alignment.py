@@ -7,6 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from nmtkit.align.links import pharaoh, read_pharaoh, word_alignment, word_ids
+from nmtkit.align.words import word_attention
 from nmtkit.cli import main
 from nmtkit.core.errors import UserError
 from tests.conftest import EN
@@ -68,3 +69,52 @@ def test_align_plot_draws_pharaoh_links_over_token_files(tmp_path):
     (tmp_path / "a").write_text("0-0 3-1\n", encoding="utf-8")
     r = CliRunner().invoke(main, base + [str(tmp_path / "m.png")])
     assert r.exit_code == 2 and "beyond its 3 source and 2 target words" in r.output
+
+
+def test_word_attention_sums_source_pieces_and_averages_target_pieces():
+    source = ["the", "P@@", "lé@@", "iades", "</s>"]          # words: the | Pléiades | </s>
+    target = ["les", "Pl@@", "éiades", "</s>"]                 # words: les | Pléiades | </s>
+    alpha = np.array([[0.7, 0.1, 0.1, 0.0, 0.1],
+                      [0.1, 0.5, 0.2, 0.1, 0.1],
+                      [0.0, 0.3, 0.3, 0.2, 0.2],
+                      [0.0, 0.0, 0.0, 0.1, 0.9]])
+    w = word_attention(source, target, alpha)
+    assert w.source == ["the", "Pléiades", "</s>"] and w.target == ["les", "Pléiades", "</s>"]
+    np.testing.assert_allclose(w.attention, [[0.7, 0.2, 0.1],
+                                             [0.05, 0.8, 0.15],      # mean of (0.1, 0.8, 0.1), (0, 0.8, 0.2)
+                                             [0.0, 0.1, 0.9]])       # </s> stays as it is
+    np.testing.assert_allclose(w.attention.sum(1), 1.0)
+
+
+def test_word_attention_leaves_words_alone_and_merges_sentencepiece():
+    alpha = np.random.default_rng(0).dirichlet(np.ones(4), size=3)
+    w = word_attention(["the", "light", "day", "</s>"], ["le", "jour", "</s>"], alpha)
+    assert w.source == ["the", "light", "day", "</s>"] and w.target == ["le", "jour", "</s>"]
+    np.testing.assert_array_equal(w.attention, alpha)
+    w = word_attention(["\u2581Éter", "nel", "\u2581dit", "</s>"], ["\u2581a", "b", "</s>"], alpha)
+    assert w.source == ["Éternel", "dit", "</s>"] and w.target == ["ab", "</s>"]
+    np.testing.assert_allclose(w.attention[0], [(alpha[0, 0] + alpha[0, 1] + alpha[1, 0] + alpha[1, 1]) / 2,
+                                                (alpha[0, 2] + alpha[1, 2]) / 2, (alpha[0, 3] + alpha[1, 3]) / 2])
+    np.testing.assert_allclose(w.attention.sum(1), 1.0)
+    w = word_attention(["ab@@", "</s>"], ["x", "</s>"], np.full((2, 2), 0.5))   # a dangling separator
+    assert w.source == ["ab", "</s>"]
+    with pytest.raises(ValueError, match="shape"):
+        word_attention(["a", "</s>"], ["b", "</s>"], np.ones((3, 2)))
+
+
+def test_align_plot_draws_words_and_pieces_on_request(tmp_path, monkeypatch):
+    record = {"line": 1, "source": ["the", "P@@", "lé@@", "iades", "</s>"], "target": ["les", "Pl@@", "éiades", "</s>"],
+              "score": -1.5, "alignment": np.full((4, 5), 0.2).tolist()}
+    (tmp_path / "a.jsonl").write_text('{"format": "nmtkit-alignments", "version": 1}\n' + json.dumps(record) + "\n",
+                                      encoding="utf-8")
+    drawn = []
+    monkeypatch.setattr("nmtkit.align.heatmap.alignment_heatmap",
+                        lambda s, t, a, out, title: drawn.append((s, t, np.asarray(a))))
+    for extra in ([], ["--pieces"]):
+        r = CliRunner().invoke(main, ["align-plot", str(tmp_path / "a.jsonl"), "-n", "1", "-o",
+                                      str(tmp_path / "a.png"), *extra])
+        assert r.exit_code == 0, r.output
+    (words_src, words_tgt, words), (piece_src, piece_tgt, piece) = drawn
+    assert words_src == ["the", "Pléiades", "</s>"] and words_tgt == ["les", "Pléiades", "</s>"]
+    np.testing.assert_allclose(words, [[0.2, 0.6, 0.2]] * 3)
+    assert piece_src == record["source"] and piece_tgt == record["target"] and piece.shape == (4, 5)

@@ -119,7 +119,7 @@ def test_every_command_refuses_a_bad_last_pt_in_one_line(data_bin, raw, tmp_path
         one_line(runner.invoke(main, ["translate", "-m", last, str(raw / "test.en")]), "nmtkit translate", last)
         one_line(runner.invoke(main, ["score", "-m", last, "--data", str(data_bin)]), "nmtkit score", last)
         one_line(runner.invoke(main, ["score", str(raw / "test.fr"), "-r", str(raw / "test.fr"), "--source",
-                                      str(raw / "test.en"), "--no-unk", last]), "nmtkit score", last)
+                                      str(raw / "test.en"), "--no-unk-vocab", last]), "nmtkit score", last)
         (run / "dev-bleu.json").write_text(json.dumps({"systems": [{"bleu": 1.0}]}))
         (run / "dev-nll.json").write_text(json.dumps({"corpus_nll": {"nll": 1.0, "perplexity": 2.0}}))
         one_line(runner.invoke(compare.main, [str(tmp_path / name), "rnnsearch-50"]), last)

@@ -57,7 +57,7 @@ def test_preprocess_keeps_news_text_by_default_and_applies_the_bible_rules_when_
     from tests.conftest import write_pair
     write_pair(tmp_path / "raw" / "train", [NEWS[0]], [NEWS[1]])
     run = lambda out, *extra: CliRunner().invoke(main, ["preprocess", "-s", "en", "-t", "fr", "--train",
-                                                        str(tmp_path / "raw" / "train"), "-o", str(tmp_path / out),
+                                                        str(tmp_path / "raw" / "train"), "-d", str(tmp_path / out),
                                                         "-j", "1", *extra])
     assert run("plain").exit_code == 0
     kept = (tmp_path / "plain" / "train.en").read_text(encoding="utf-8")

@@ -22,7 +22,7 @@ def one_error_line(result, match):
 
 def text_mode(raw, out, *extra):
     return run("preprocess", *SPLITS, "--train", raw / "train", "--valid", raw / "valid",
-               "--test", raw / "test", "-o", out, "-j", 1, *extra)
+               "--test", raw / "test", "-d", out, "-j", 1, *extra)
 
 
 @pytest.mark.parametrize("cmd", ["preprocess", "build-vocab", "train", "translate", "score", "align-plot"])
@@ -48,13 +48,22 @@ def test_stream_mode_one_line_out_per_line_in():
 
 def test_full_data_pipeline_and_summary(raw, tmp_path):
     assert text_mode(raw, tmp_path / "clean").exit_code == 0
-    r = run("build-vocab", *SPLITS, "--train", tmp_path / "clean" / "train", "-o", tmp_path / "vocab")
+    r = run("build-vocab", *SPLITS, "--train", tmp_path / "clean" / "train", "-d", tmp_path / "vocab")
     assert r.exit_code == 0 and "covering 100.00%" in r.stderr
     r = run("preprocess", *SPLITS, "--train", tmp_path / "clean" / "train", "--test",
-            tmp_path / "clean" / "test", "--vocab", tmp_path / "vocab", "-o", tmp_path / "bin", "-j", 1)
+            tmp_path / "clean" / "test", "--vocab", tmp_path / "vocab", "-d", tmp_path / "bin", "-j", 1)
     assert r.exit_code == 0, r.output
     assert "OOV en" in r.stderr and "duplicate" in r.stderr and r.stdout == ""
     assert (tmp_path / "bin" / "manifest.json").exists()
+
+
+def test_the_old_dash_o_for_a_directory_still_works_and_says_to_use_dash_d(raw, tmp_path):
+    """-o is a file everywhere (translate, align, average...); a directory is -d/--dest-dir."""
+    r = run("preprocess", *SPLITS, "--test", raw / "test", "-o", tmp_path / "clean", "-j", 1)
+    assert r.exit_code == 0, r.output
+    assert "nmtkit preprocess: warning: -o/--out is deprecated, use -d/--dest-dir" in r.stderr
+    assert (tmp_path / "clean" / "test.en").exists()
+    one_error_line(run("build-vocab", *SPLITS, "--train", tmp_path / "clean" / "test"), "Missing option '-d'")
 
 
 def test_mismatched_line_counts(raw, tmp_path):
@@ -73,7 +82,7 @@ def test_invalid_utf8_names_file_and_line(raw, tmp_path):
 
 
 def test_empty_and_missing_files(raw, tmp_path):
-    one_error_line(run("preprocess", *SPLITS, "--train", raw / "nope", "-o", tmp_path / "o"), "no such file")
+    one_error_line(run("preprocess", *SPLITS, "--train", raw / "nope", "-d", tmp_path / "o"), "no such file")
     (raw / "test.en").write_text("")
     (raw / "test.fr").write_text("")
     one_error_line(text_mode(raw, tmp_path / "out"), "test.en: is empty")
@@ -87,9 +96,9 @@ def test_bad_utf8_on_stdin():
 def test_vocabulary_that_does_not_match_the_corpus(raw, tmp_path):
     assert text_mode(raw, tmp_path / "clean").exit_code == 0
     for name, size in (("v1", 30000), ("v2", 8)):
-        assert run("build-vocab", *SPLITS, "--train", tmp_path / "clean" / "train", "-o",
+        assert run("build-vocab", *SPLITS, "--train", tmp_path / "clean" / "train", "-d",
                    tmp_path / name, "--size", size).exit_code == 0
-    binarize = ["preprocess", *SPLITS, "--test", tmp_path / "clean" / "test", "-o", tmp_path / "bin", "-j", 1]
+    binarize = ["preprocess", *SPLITS, "--test", tmp_path / "clean" / "test", "-d", tmp_path / "bin", "-j", 1]
     assert run(*binarize, "--vocab", tmp_path / "v1").exit_code == 0
     before = sorted(p.name for p in (tmp_path / "bin").iterdir())
     one_error_line(run(*binarize, "--vocab", tmp_path / "v2"), "is not the one the vocabulary")
@@ -98,13 +107,13 @@ def test_vocabulary_that_does_not_match_the_corpus(raw, tmp_path):
 
 def test_missing_vocabulary_directory_and_unknown_rule(raw, tmp_path):
     one_error_line(run("preprocess", *SPLITS, "--test", raw / "test", "--vocab", tmp_path / "none",
-                       "-o", tmp_path / "b"), "no such vocabulary directory")
+                       "-d", tmp_path / "b"), "no such vocabulary directory")
     one_error_line(run("tokenize", "-l", "en", "--clean", "quotes,typo", input="x\n"),
                    "unknown cleaning rule(s): typo")
 
 
 def test_build_vocab_needs_preprocessed_text(raw, tmp_path):
-    one_error_line(run("build-vocab", *SPLITS, "--train", raw / "train", "-o", tmp_path / "v"),
+    one_error_line(run("build-vocab", *SPLITS, "--train", raw / "train", "-d", tmp_path / "v"),
                    "preprocess.json: missing")
     assert not (tmp_path / "v" / "vocab.json").exists()
 
@@ -119,3 +128,13 @@ def test_stream_mode_applies_bpe_codes(tmp_path):
     assert r.exit_code == 0 and "@@" in r.stdout and len(r.stdout.splitlines()) == 1
     one_error_line(run("tokenize", "-l", "fr", "--bpe-codes", tmp_path / "none", input="x\n"),
                    "no such BPE codes file")
+
+
+def test_the_old_spellings_of_renamed_options_still_work_and_say_the_new_one(tmp_path):
+    hyp = tmp_path / "h.fr"
+    hyp.write_text("a b c d\n", encoding="utf-8")
+    r = run("score", hyp, "-r", hyp, "-s", hyp, "--by-length")
+    assert r.exit_code == 0 and "warning: -s is deprecated, use --source" in r.stderr
+    r = run("train", "bin", "--save-dir", "r", "--shortlist", 500, "--dump-config", "-")
+    assert "warning: --shortlist is deprecated, use --sampled-softmax" in r.stderr
+    assert r.exit_code == 0 and "\nsampled-softmax: 500\n" in r.stdout

@@ -86,3 +86,12 @@ def test_module_does_not_import_torch(module):
     code = f"import sys, {module}; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_the_command_line_loads_no_heavy_library_before_a_command_runs():
+    """--help and shell completion answer in a fraction of a second (timed in make bench): the
+    numerical and text libraries load inside the commands that use them."""
+    heavy = ("torch", "numpy", "sacremoses", "subword_nmt", "matplotlib", "sacrebleu", "sentencepiece", "yaml")
+    code = f"import sys, nmtkit.cli; print(sorted(m for m in {heavy!r} if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

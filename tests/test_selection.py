@@ -138,7 +138,7 @@ def test_memory_stays_bounded_as_the_input_grows(tmp_path):
 def test_select_refusals(tmp_path):
     ind, gen = _corpora(tmp_path, 40)
     runner = CliRunner()
-    base = ["select", "-s", "en", "-t", "fr", "-o", str(tmp_path / "out"), "-j", "1"]
+    base = ["select", "-s", "en", "-t", "fr", "-d", str(tmp_path / "out"), "-j", "1"]
     result = runner.invoke(main, base + ["--in-domain", str(ind), "--general", str(gen)])
     assert result.exit_code == 2 and "--keep-words" in result.output
     result = runner.invoke(main, base + ["--in-domain", str(ind), "--general", str(gen), "--keep-words", "lots"])
@@ -156,6 +156,6 @@ def test_select_refusals(tmp_path):
 def test_keep_words_counts(tmp_path):
     ind, gen = _corpora(tmp_path, 40)
     result = CliRunner().invoke(main, ["select", "-s", "en", "-t", "fr", "--in-domain", str(ind),
-                                       "--general", str(gen), "--keep-words", "0.1k", "-o", str(tmp_path / "o"), "-j", "1"])
+                                       "--general", str(gen), "--keep-words", "0.1k", "-d", str(tmp_path / "o"), "-j", "1"])
     assert result.exit_code == 0, result.output
     assert json.loads((tmp_path / "o" / "select.json").read_text())["config"]["keep_words"] == 100

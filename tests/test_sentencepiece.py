@@ -22,9 +22,9 @@ def invoke(*args):
 
 @pytest.mark.parametrize("kind", ["unigram", "bpe"])
 def test_raw_to_ids_to_raw_through_a_sentencepiece_vocabulary(raw, tmp_path, kind):
-    assert invoke("preprocess", "-s", "en", "-t", "fr", "--train", raw / "train", "-o", tmp_path / "clean",
+    assert invoke("preprocess", "-s", "en", "-t", "fr", "--train", raw / "train", "-d", tmp_path / "clean",
                   "-j", 1).exit_code == 0
-    r = invoke("build-vocab", "-s", "en", "-t", "fr", "--train", tmp_path / "clean" / "train", "-o",
+    r = invoke("build-vocab", "-s", "en", "-t", "fr", "--train", tmp_path / "clean" / "train", "-d",
                tmp_path / "vocab", "--spm", kind, "--spm-size", 60)
     assert r.exit_code == 0, r.output
     assert (tmp_path / "vocab" / "spm.codes").read_text().startswith("#nmtkit-sentencepiece " + kind)
@@ -43,11 +43,11 @@ def test_raw_to_ids_to_raw_through_a_sentencepiece_vocabulary(raw, tmp_path, kin
 
 def test_a_model_trained_on_sentencepiece_translates_raw_text(raw, tmp_path):
     for cmd in (["preprocess", "-s", "en", "-t", "fr", "--train", raw / "train", "--valid", raw / "valid",
-                 "-o", tmp_path / "clean", "-j", 1],
-                ["build-vocab", "-s", "en", "-t", "fr", "--train", tmp_path / "clean" / "train", "-o",
+                 "-d", tmp_path / "clean", "-j", 1],
+                ["build-vocab", "-s", "en", "-t", "fr", "--train", tmp_path / "clean" / "train", "-d",
                  tmp_path / "vocab", "--spm", "unigram", "--spm-size", 60],
                 ["preprocess", "-s", "en", "-t", "fr", "--train", tmp_path / "clean" / "train", "--valid",
-                 tmp_path / "clean" / "valid", "--vocab", tmp_path / "vocab", "-o", tmp_path / "bin", "-j", 1, "-q"],
+                 tmp_path / "clean" / "valid", "--vocab", tmp_path / "vocab", "-d", tmp_path / "bin", "-j", 1, "-q"],
                 ["train", tmp_path / "bin", "--save-dir", tmp_path / "run", "--preset", "tiny", "--max-updates", 2,
                  "--batch-size", 2, "--threads", 1]):
         r = invoke(*cmd)

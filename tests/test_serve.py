@@ -70,6 +70,11 @@ def test_translates_in_both_request_shapes_with_alignments_and_attention(server)
     assert len(first["attention"]) == len(first["target_tokens"])
     assert len(first["attention"][0]) == len(first["source_tokens"])
     assert all(abs(sum(row) - 1) < 1e-3 for row in first["attention"])
+    words = first["word_attention"]                 # the same merged into words, beside the pieces
+    assert len(words) == len(first["target_words"]) and len(words[0]) == len(first["source_words"])
+    assert all(abs(sum(row) - 1) < 1e-3 for row in words)
+    assert first["source_words"][-1] == first["target_words"][-1] == "</s>"
+    assert not any(w.endswith("@@") for w in first["source_words"] + first["target_words"])
     assert all("-" in link for link in first["alignment"].split())
     status, onmt = _post(url + "/translator/translate", [{"src": EN[0], "id": 7}, {"src": EN[1], "id": 7}])
     assert status == 200 and onmt[0][0]["id"] == 7 and onmt[0][0]["tgt"] == out[0]["text"]
@@ -119,6 +124,22 @@ def test_the_page_is_served(server):
     with urllib.request.urlopen(url + "/", timeout=10) as res:
         page = res.read().decode()
     assert 'fetch("translate"' in page and 'createElement("canvas")' in page and "heatmap" in page
+    assert 'id="pieces" type="checkbox"' in page and "t.word_attention" in page     # words, pieces on request
+
+
+def test_the_answer_has_the_attention_over_pieces_and_over_words():
+    import numpy as np
+
+    from nmtkit.serve.app import native
+    from nmtkit.translate.translator import Translation
+    alpha = np.array([[0.6, 0.2, 0.1, 0.1], [0.1, 0.3, 0.5, 0.1], [0.0, 0.0, 0.1, 0.9]])
+    t = Translation("Pléiades .", ["Plé@@", "iades"], ["the", "Plei@@", "ades"], -1.0, -0.5, alpha)
+    record = native(t, attention=True)
+    assert record["source_tokens"] == ["the", "Plei@@", "ades", "</s>"]
+    assert record["target_tokens"] == ["Plé@@", "iades", "</s>"] and len(record["attention"]) == 3
+    assert record["source_words"] == ["the", "Pleiades", "</s>"] and record["target_words"] == ["Pléiades", "</s>"]
+    assert record["word_attention"] == [[0.35, 0.55, 0.1], [0.0, 0.1, 0.9]]
+    assert "word_attention" not in native(t, attention=False)
 
 
 def test_sigterm_finishes_the_request_in_flight_then_stops(server):

@@ -256,7 +256,7 @@ def test_score_by_length_no_unk_bootstrap_and_corpus_nll(overfit, tmp_path):
     (tmp_path / "b").write_text("".join(x + "\n" for x in FR[1:5] + ["Amen.", "Dieu."]), encoding="utf-8")
     r = invoke("score", tmp_path / "a", tmp_path / "b", "--name", "good", "--name", "bad", "-r", ref,
                "--source", src, "--by-length", "--bucket-width", 5, "--plot", tmp_path / "len.png",
-               "--no-unk", overfit / "vocab-kept", "--bootstrap", 200, "--json")
+               "--no-unk-vocab", overfit / "vocab-kept", "--bootstrap", 200, "--json")
     assert r.exit_code == 0, r.output
     res = json.loads(r.stdout)
     rows = res["by_length"]["rows"]
@@ -318,7 +318,7 @@ def test_no_unk_subset_from_a_checkpoint_and_pdf_heatmap(overfit, tmp_path):
     from tests.conftest import write_pair
     write_pair(tmp_path / "t", EN[:3] + ["God saw the xylophone."], FR[:3] + ["Dieu vit le xylophone."])
     r = invoke("score", tmp_path / "t.fr", "-r", tmp_path / "t.fr", "--source", tmp_path / "t.en",
-               "--no-unk", ckpt(overfit), "--json")
+               "--no-unk-vocab", ckpt(overfit), "--json")
     assert json.loads(r.stdout)["systems"][0]["no_unk"]["sentences"] == 3
     r = invoke("align-plot", "-m", ckpt(overfit), "--source", tmp_path / "t.en", "--target", tmp_path / "t.fr",
                "-n", "1", "-o", tmp_path / "a.pdf")

@@ -4,11 +4,12 @@ The weights come from a ``translate --alignments`` file (what the model
 attended to while it searched) or from walking a checkpoint along given
 source and reference lines (what it attends to when it must produce the
 reference). Sentences are chosen by line number, 1-based, as ``3,10-12``.
+Subword pieces are drawn merged into words (:mod:`.words`), or as they are.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -19,6 +20,7 @@ from ..core.files import read_lines
 from ..core.plot import alignment_heatmap, check_format
 from .files import read_alignments
 from .links import read_pharaoh
+from .words import word_attention
 
 
 @dataclass
@@ -28,6 +30,7 @@ class Heatmap:
     target: list[str]
     alignment: Any
     title: str
+    subwords: bool = True          # tokens may be subword pieces (False: Moses tokens, as given)
 
 
 def parse_sentences(spec: str) -> list[int]:
@@ -69,7 +72,7 @@ def from_pharaoh(path: str | Path, source: str, target: str, lines: Sequence[int
         grid = np.zeros((len(t), len(s)))
         for i, j in pairs:
             grid[j, i] = 1.0
-        maps.append(Heatmap(n, s, t, grid, f"line {n}, {len(pairs)} links"))
+        maps.append(Heatmap(n, s, t, grid, f"line {n}, {len(pairs)} links", subwords=False))
     return maps
 
 
@@ -96,8 +99,21 @@ def output_paths(out: str | Path, lines: Sequence[int]) -> list[Path]:
     return [out.with_name(f"{out.stem}-{n}{out.suffix}") for n in lines]
 
 
-def plot(maps: list[Heatmap], out: str | Path) -> list[Path]:
+def in_words(m: Heatmap) -> Heatmap:
+    """The heatmap over words: subword pieces merged (columns summed, rows averaged)."""
+    if not m.subwords:
+        return m
+    try:
+        words = word_attention(m.source, m.target, m.alignment)
+    except ValueError as err:
+        raise UserError(f"line {m.line}: {err}") from None
+    return replace(m, source=words.source, target=words.target, alignment=words.attention)
+
+
+def plot(maps: list[Heatmap], out: str | Path, pieces: bool = False) -> list[Path]:
+    """One picture per heatmap, over words unless ``pieces`` (the subword pieces as the model saw them)."""
     paths = output_paths(out, [m.line for m in maps])
     for m, path in zip(maps, paths):
-        alignment_heatmap(m.source, m.target, m.alignment, path, m.title)
+        shown = m if pieces else in_words(m)
+        alignment_heatmap(shown.source, shown.target, shown.alignment, path, shown.title)
     return paths

@@ -106,6 +106,28 @@ class TrainingState:
 
 @dataclass
 class Checkpoint:
+    """One checkpoint file, as :func:`load` reads it and :func:`save` writes it.
+
+    Everything ``translate`` needs (the model, both text pipelines, the lexicon of
+    ``--shortlist``) and, in a resumable ``last.pt``, everything a resumed ``train`` needs.
+
+    Attributes:
+        model: The architecture and sizes (:class:`~nmtkit.models.config.ModelConfig`).
+        weights: The model's parameters by name; a lazy :func:`load` maps them from the file.
+        text: Both sides' languages, vocabularies, text settings and BPE codes (:class:`TextSides`).
+        training: The training settings and progress, plus the optimizer state, batch position
+            and RNG states in a resumable file (:class:`TrainingState`).
+        written_by: The nmtkit version that wrote the file.
+        lexicon: The candidate lists of ``translate --shortlist``, or None.
+
+    Example:
+        ```python
+        from nmtkit import checkpoint
+        ckpt = checkpoint.load("runs/demo/best.pt")
+        print(ckpt.model.arch, ckpt.parameters, ckpt.text.langs, ckpt.training.progress.step)
+        ```
+    """
+
     model: ModelConfig
     weights: dict[str, torch.Tensor]
     text: TextSides
@@ -115,6 +137,7 @@ class Checkpoint:
 
     @property
     def parameters(self) -> int:
+        """How many numbers the weights hold."""
         return sum(w.numel() for w in self.weights.values())
 
 

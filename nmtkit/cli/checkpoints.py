@@ -14,7 +14,6 @@ from ..core.command import Command
 from ..core.console import log
 from ..data.manifest import MANIFEST, read_manifest
 from ..data.settings import LexiconConfig
-from ..data.summary import corpus_summary
 from . import options
 
 _L = LexiconConfig()
@@ -35,6 +34,7 @@ def info(path: str, as_json: bool) -> None:
     SAVE_DIR says (updates, minutes, speed, machine, best.pt); or a binarized corpus's summary."""
     found: dict[str, Any]
     if Path(path).is_dir() and (Path(path) / MANIFEST).exists():
+        from ..data.summary import corpus_summary  # here: numpy loads to summarise a corpus only
         manifest = read_manifest(path)
         if not as_json:
             Console().print(corpus_summary(manifest))

@@ -1,5 +1,5 @@
 """The option families several commands share, declared once: verbosity, workers, text
-settings, runtime (device, threads, bf16, TF32) and a TOML file of options.
+settings, runtime (device, threads, bf16, TF32) and search.
 
 Defaults come from the typed configs the options fill, so a command line and the library
 agree without a second copy of a number.
@@ -7,7 +7,6 @@ agree without a second copy of a number.
 
 from __future__ import annotations
 
-import tomllib
 from typing import Any, Callable
 
 import click
@@ -43,6 +42,25 @@ def options(*decorators: Decorator) -> Decorator:
             fn = d(fn)
         return fn
     return apply
+
+
+def renamed(old: str, new: str, dest: str, **extra: Any) -> Decorator:
+    """A hidden option under an old spelling (``-o/--out``) that still works but says, on stderr,
+    to use the new one (``--dest-dir``), whose parameter ``dest`` takes its value."""
+    def forward(ctx: click.Context, _param: click.Parameter, value: Any) -> None:
+        if value is None or value == () or value is False:
+            return
+        click.echo(f"{ctx.command_path}: warning: {old} is deprecated, use {new}", err=True)
+        # the new option, absent from the command line, is processed after this one and reads it here
+        ctx.default_map = {**(ctx.default_map or {}), dest: value}
+    # a name of its own, so that the new option's value in --config never reaches it
+    return click.option(*old.split("/"), f"old_{dest}", hidden=True, expose_value=False, callback=forward, **extra)
+
+
+dest_dir = options(
+    click.option("-d", "--dest-dir", "out_dir", required=True, type=click.Path(file_okay=False),
+                 help="Directory to write into (created if missing)."),
+    renamed("-o/--out", "-d/--dest-dir", "out_dir", type=click.Path(file_okay=False)))
 
 
 def _set_verbosity(ctx: click.Context, param: click.Parameter, value: bool) -> None:
@@ -89,25 +107,6 @@ runtime = options(
 def runtime_config(values: dict[str, Any]) -> RuntimeConfig:
     """The runtime settings of :data:`runtime`'s options, taken out of ``values``."""
     return RuntimeConfig(values.pop("device"), values.pop("threads"), values.pop("bf16"), values.pop("tf32"))
-
-
-def read_config(ctx: click.Context, path: str | None) -> None:
-    """Options from a TOML file become the command's defaults, so the command line overrides them."""
-    if not path:
-        return
-    try:
-        with open(path, "rb") as fh:
-            table = tomllib.load(fh)
-    except FileNotFoundError:
-        raise click.UsageError(f"{path}: no such config file", ctx) from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
-        raise click.UsageError(f"{path}: not valid TOML ({err})", ctx) from None
-    names = {p.name for p in ctx.command.params}
-    values = {k.replace("-", "_"): v for k, v in table.items()}
-    unknown = sorted(k for k in values if k not in names or k == "config")
-    if unknown:
-        raise click.UsageError(f"{path}: '{unknown[0]}' is not an option of 'nmtkit {ctx.info_name}'", ctx)
-    ctx.default_map = {**(ctx.default_map or {}), **values}
 
 
 def count(_ctx: click.Context, _param: click.Parameter, value: str | None) -> int | None:

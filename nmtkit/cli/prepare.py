@@ -12,13 +12,8 @@ import click
 from ..core.command import Command
 from ..core.console import console, log
 from ..core.errors import UserError
-from ..data.binarize import binarize_corpus
-from ..data.build_vocab import build_vocab as build
 from ..data.settings import VocabConfig
-from ..data.summary import corpus_summary
-from ..text.bpe import SPM_KINDS
-from ..text.preprocess import preprocess_corpus, preprocess_stream
-from ..text.settings import FilterConfig
+from ..text.settings import SPM_KINDS, FilterConfig
 from . import options
 
 _F = FilterConfig()
@@ -28,16 +23,16 @@ _V = VocabConfig()
 @click.command(cls=Command, epilog="""\b
 Examples:
   # raw parallel text -> clean Moses tokens (train is filtered, valid/test keep every line)
-  nmtkit preprocess -s en -t fr --train raw/train --valid raw/valid --test raw/test -o clean/
+  nmtkit preprocess -s en -t fr --train raw/train --valid raw/valid --test raw/test -d clean/
   # clean tokens + vocabulary -> binarized corpus
   nmtkit preprocess -s en -t fr --train clean/train --valid clean/valid --test clean/test \\
-      --vocab vocab/ -o data-bin/""")
+      --vocab vocab/ -d data-bin/""")
 @click.option("-s", "--source-lang", required=True, help="Source language code (files are PREFIX.LANG).")
 @click.option("-t", "--target-lang", required=True, help="Target language code.")
 @click.option("--train", "train", help="Training split prefix (filtered).")
 @click.option("--valid", "valid", help="Validation split prefix (every line kept).")
 @click.option("--test", "test", help="Test split prefix (every line kept).")
-@click.option("-o", "--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Output directory.")
+@options.dest_dir
 @click.option("--vocab", "vocab_dir", type=click.Path(file_okay=False),
               help="Binarize: map clean text to ids with this build-vocab directory (applies its BPE).")
 @options.text
@@ -54,7 +49,7 @@ def preprocess(source_lang: str, target_lang: str, train: str | None, valid: str
     """Clean and tokenize parallel text, or binarize it with a vocabulary.
 
     \b
-    Text mode (split prefixes, -o DIR): raw PREFIX.LANG files → DIR/<split>.LANG
+    Text mode (split prefixes, -d DIR): raw PREFIX.LANG files → DIR/<split>.LANG
       clean Moses tokens, DIR/<split>.lines (raw line numbers) and DIR/preprocess.json
       (settings, rule counts, dropped pairs).
     Binarize mode (the same plus --vocab VOCAB_DIR): clean text → DIR/manifest.json,
@@ -65,11 +60,14 @@ def preprocess(source_lang: str, target_lang: str, train: str | None, valid: str
     if not splits:
         raise UserError("no split given: use --train/--valid/--test PREFIX")
     if vocab_dir:
+        from ..data.binarize import binarize_corpus  # here: numpy and the subword code load to
+        from ..data.summary import corpus_summary    # binarize, not for --help
         manifest = binarize_corpus(splits, (source_lang, target_lang), Path(vocab_dir), Path(out_dir), workers)
         console.print(corpus_summary(manifest))
         return
     texts = (options.text_config(source_lang, values), options.text_config(target_lang, values))
     filters = FilterConfig(**{k: values[k] for k in ("max_len", "min_len", "max_ratio", "dedup")})
+    from ..text.preprocess import preprocess_corpus  # here: Moses's tokenizer loads to preprocess only
     report = preprocess_corpus(splits, Path(out_dir), texts, filters, workers)
     for name, s in report["splits"].items():
         if name in splits:
@@ -90,6 +88,7 @@ Examples:
 def tokenize(lang: str, input: str, bpe_codes: str | None, workers: int, **values: Any) -> None:
     """Clean and tokenize one language's text, INPUT (default: stdin) to stdout, one line out
     per line in: what preprocess does to each side, as a filter."""
+    from ..text.preprocess import preprocess_stream  # here: as in preprocess
     codes = None
     if bpe_codes:
         if not Path(bpe_codes).is_file():
@@ -102,13 +101,13 @@ def tokenize(lang: str, input: str, bpe_codes: str | None, workers: int, **value
 
 @click.command("build-vocab", cls=Command, epilog="""\b
 Examples:
-  nmtkit build-vocab -s en -t fr --train clean/train -o vocab/            # 30,000 words each
-  nmtkit build-vocab -s en -t fr --train clean/train -o vocab/ --bpe 16000 --joint
-  nmtkit build-vocab -s en -t fr --train clean/train -o vocab/ --spm unigram --spm-size 16000""")
+  nmtkit build-vocab -s en -t fr --train clean/train -d vocab/            # 30,000 words each
+  nmtkit build-vocab -s en -t fr --train clean/train -d vocab/ --bpe 16000 --joint
+  nmtkit build-vocab -s en -t fr --train clean/train -d vocab/ --spm unigram --spm-size 16000""")
 @click.option("-s", "--source-lang", required=True, help="Source language code.")
 @click.option("-t", "--target-lang", required=True, help="Target language code.")
 @click.option("--train", "train", required=True, help="Prefix of clean tokenized text from 'preprocess'.")
-@click.option("-o", "--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Output directory.")
+@options.dest_dir
 @options.setting("--size", _V, click.IntRange(0),
                  "Shortlist size per language, special symbols included (0: every token).")
 @options.setting("--min-count", _V, click.IntRange(1), "Leave out tokens seen fewer times.")
@@ -124,9 +123,10 @@ def build_vocab(source_lang: str, target_lang: str, train: str, out_dir: str, si
                 min_count: int, bpe_merges: int, spm: str | None, spm_size: int, joint_bpe: bool) -> None:
     """Count the training text and write the shortlist vocabularies (and BPE codes).
 
-    Writes OUT/vocab.SRC.txt and OUT/vocab.TGT.txt ('token count' lines, <pad> <unk> <s> </s>
-    first), OUT/bpe.codes with --bpe, and OUT/vocab.json.
+    Writes DIR/vocab.SRC.txt and DIR/vocab.TGT.txt ('token count' lines, <pad> <unk> <s> </s>
+    first), DIR/bpe.codes with --bpe, and DIR/vocab.json.
     """
+    from ..data.build_vocab import build_vocab as build  # here: as in preprocess
     meta = build(Path(train), (source_lang, target_lang), Path(out_dir),
                  VocabConfig(size=size, min_count=min_count, bpe_merges=bpe_merges, joint_bpe=joint_bpe,
                              spm=spm or "", spm_size=spm_size))

@@ -7,8 +7,7 @@ from pathlib import Path
 import click
 
 from ..core.command import Command
-from ..selection.moore_lewis import Corpus, SelectConfig
-from ..selection.moore_lewis import select as run
+from ..selection.settings import SelectConfig
 from . import options
 
 _SEL = SelectConfig(keep_words=1)
@@ -17,7 +16,7 @@ _SEL = SelectConfig(keep_words=1)
 @click.command(cls=Command, epilog="""\b
 Example (the paper's: keep the 348M most news-like target words of five corpora):
   nmtkit select -s en -t fr --in-domain nc/news-commentary \\
-      --general corpora/europarl --general corpora/un --keep-words 348M -o selected/""")
+      --general corpora/europarl --general corpora/un --keep-words 348M -d selected/""")
 @click.option("-s", "--source-lang", required=True, help="Source language code (files are PREFIX.LANG).")
 @click.option("-t", "--target-lang", required=True, help="Target language code.")
 @click.option("--in-domain", multiple=True, required=True, help="In-domain parallel text prefix (repeat).")
@@ -25,7 +24,7 @@ Example (the paper's: keep the 348M most news-like target words of five corpora)
 @click.option("--keep-words", required=True, callback=options.count,
               help="Target-side words to keep (348M, 2.5k, 1000000).")
 @options.setting("--lm-order", _SEL, click.IntRange(1, 4), "N-gram order of the language models.", field="order")
-@click.option("-o", "--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Output directory.")
+@options.dest_dir
 @options.workers
 @options.verbosity
 def select(source_lang: str, target_lang: str, in_domain: tuple[str, ...], general: tuple[str, ...],
@@ -38,6 +37,8 @@ def select(source_lang: str, target_lang: str, in_domain: tuple[str, ...], gener
     Writes DIR/train.LANG (the kept raw lines, in input order), DIR/select.json and DIR/lm/;
     'nmtkit preprocess' then cleans DIR/train like any corpus.
     """
+    from ..selection.moore_lewis import Corpus  # here: numpy loads to select, not for --help
+    from ..selection.moore_lewis import select as run   # the same
     langs = (source_lang, target_lang)
     run([Corpus.of(p, langs) for p in in_domain], [Corpus.of(p, langs) for p in general], Path(out_dir), langs,
         SelectConfig(keep_words=keep_words, order=lm_order), workers)

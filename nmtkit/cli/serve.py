@@ -10,6 +10,7 @@ from ..core.command import Command
 from ..core.errors import UserError
 from ..serve.settings import Limits, ServerConfig
 from . import options
+from .config_file import config_options
 
 _C = ServerConfig()
 _L = Limits()
@@ -23,6 +24,7 @@ Examples:
   nmtkit serve -m a.pt -m b.pt --host 0.0.0.0 --port 5000 --int8 --shortlist""")
 @click.option("-m", "--model", "model_paths", required=True, multiple=True, type=click.Path(dir_okay=False),
               help="Checkpoint to serve; repeat for an ensemble.")
+@config_options
 @options.setting("--host", _C, None, "Address to listen on.")
 @options.setting("--port", _C, click.IntRange(0, 65535), "Port to listen on.")
 @options.setting("--beam", _C, click.IntRange(1), "Beam when a request names none (translate's default).")

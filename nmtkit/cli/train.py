@@ -10,6 +10,7 @@ import click
 from ..core.command import Command
 from ..train.config import train_settings
 from . import options, train_options
+from .config_file import config_options
 
 
 @click.command(cls=Command, epilog="""\b
@@ -20,10 +21,7 @@ Examples:
   torchrun --nproc_per_node 4 -m nmtkit train data-bin --save-dir runs/x    # several GPUs (DDP)
 Running the same command again resumes from SAVE_DIR/last.pt exactly (--reset starts over).""")
 @click.argument("data_bin", type=click.Path(file_okay=False))
-@click.option("--config", type=click.Path(dir_okay=False), is_eager=True, expose_value=False,
-              callback=lambda ctx, _p, path: options.read_config(ctx, path),
-              help="A TOML file of options (names as the flags, without --: hidden = 512); flags on the "
-                   "command line override it.")
+@config_options
 @click.option("--save-dir", required=True, type=click.Path(file_okay=False),
               help="Where last.pt, best.pt and metrics.jsonl go.")
 @train_options.model

@@ -7,7 +7,7 @@ import click
 
 from ..models.config import ARCHS, DEFAULT_PRESET, ENCODERS, MODEL_PRESETS, READOUTS, SCORES, WINDOWS, ModelConfig
 from ..train.config import BEST_BY, COMPILE_MODES, DEFAULT_SCHEDULE, OPTIMIZERS, SCHEDULES, TrainConfig
-from .options import options, setting
+from .options import options, renamed, setting
 
 _M = ModelConfig()
 _T = TrainConfig()
@@ -61,6 +61,7 @@ optimization = options(
     setting("--sampled-softmax", _T, click.IntRange(0),
             "Jean et al. (2015)'s sampled softmax in training: over the minibatch's target words and "
             "others drawn at random, this many in all (0: the full softmax, as the paper).", dest="shortlist"),
+    renamed("--shortlist", "--sampled-softmax", "shortlist", type=click.IntRange(0)),
     setting("--pool", _T, click.IntRange(1), "Minibatches per length-sorted pool."),
     setting("--max-len", _T, click.IntRange(0), "Drop longer pairs (30 or 50 in the paper)."))
 

@@ -10,6 +10,7 @@ from ..core.command import Command
 from ..core.errors import UserError
 from ..translate.settings import OUTPUT_FORMATS, TranslateOptions
 from . import options
+from .config_file import config_options
 
 _O = TranslateOptions()
 
@@ -35,6 +36,7 @@ Examples:
 @click.option("-m", "--model", "model_paths", required=True, multiple=True, type=click.Path(dir_okay=False),
               help="A checkpoint from 'nmtkit train' (nothing else is needed); repeat to ensemble.")
 @click.argument("input", default="-")
+@config_options
 @click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True),
               help="Write here (atomically) instead of stdout ('-': stdout).")
 @options.search

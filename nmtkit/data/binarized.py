@@ -25,9 +25,9 @@ import numpy as np
 from ..core.errors import FormatError, UserError
 from ..core.files import read_lines
 from .manifest import read_manifest
+from .settings import VALID
 from .vocab import Vocab
 
-VALID = "valid"           # the split that validates training and picks its model
 
 
 def best_dtype(vocab_size: int) -> np.dtype:
@@ -83,7 +83,30 @@ class TokenArray:
 
 
 class Corpus:
-    """A binarized corpus directory, checked against its manifest on opening."""
+    """A binarized corpus directory, checked against its manifest on opening.
+
+    ``nmtkit preprocess --vocab`` writes it; ``nmtkit train`` reads it. The token ids are
+    memory-mapped, so opening a corpus of any size costs next to no memory.
+
+    Args:
+        path: The directory (``data-bin/``); a one-line :class:`UserError` if it is missing
+            or its manifest cannot be read.
+
+    Attributes:
+        path: The directory.
+        manifest: Its ``manifest.json``: languages, dtype, per split the sentence and token
+            counts, the vocabulary and settings fingerprints.
+        src_lang: The source language code.
+        tgt_lang: The target language code.
+        dtype: The numpy dtype of the token ids.
+
+    Example:
+        ```python
+        from nmtkit.data.binarized import Corpus
+        corpus = Corpus("data-bin")
+        src, tgt = corpus.split("train")     # token ids of sentence i: src[i], tgt[i]
+        ```
+    """
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -95,9 +118,11 @@ class Corpus:
 
     @property
     def splits(self) -> list[str]:
+        """The split names the manifest lists (train, valid, test, ...)."""
         return list(self.manifest.splits)
 
     def vocab(self, lang: str) -> Vocab:
+        """The vocabulary of language ``lang``, checked against the manifest's fingerprint."""
         entry = self.manifest.vocab[lang]
         vocab = Vocab.load(self.path / entry.file)
         if vocab.fingerprint != entry.sha256:
@@ -114,6 +139,8 @@ class Corpus:
                     f"{what} uses (sha256 {sha[:12]}); rebuild one of them with the same vocabulary")
 
     def split(self, name: str) -> tuple[TokenArray, TokenArray]:
+        """The source and target token arrays of split ``name`` (memory-mapped; sentence i is
+        ``array[i]``, its ids without ``</s>``); :class:`UserError` for a split it lacks."""
         if name not in self.manifest.splits:
             raise UserError(f"{self.path}: no split '{name}' (has: {', '.join(self.splits)})")
         n = self.manifest.splits[name].sentences

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 from ..core.settings import Settings
 
+VALID = "valid"           # the split that validates training and picks its model
+
 
 @dataclass(frozen=True)
 class VocabConfig(Settings):

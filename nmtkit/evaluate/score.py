@@ -33,10 +33,10 @@ from ..core.settings import RuntimeConfig
 from ..data.sides import Sides
 from ..text.clean import apply_rules
 from ..text.tokenize import MosesText
+from .settings import BUCKET_WIDTH
 
 # what each figure is, wherever one is printed
 SACREBLEU_LABEL = "sacreBLEU (detokenized, 13a)"
-BUCKET_WIDTH = 10          # words per source-length bucket of BLEU by length (Figure 2's)
 TOKENIZED_LABEL = "tokenized BLEU (Moses tokens, multi-bleu.perl style, as the paper)"
 # words the models write that a tokenizer must not split (<unk> would become '< unk >')
 _PROTECTED = [r"<unk>"]

@@ -34,17 +34,9 @@ from ..core.errors import UserError
 from ..core.files import Staging, decode_line, open_binary
 from ..core.parallel import Workers
 from .ngram import NgramLM, SelectionVocab, words_of
+from .settings import SelectConfig
 
 BINS = 1 << 16
-
-
-@dataclass(frozen=True)
-class SelectConfig:
-    keep_words: int                 # target-side words to keep (the selection's own tokens)
-    order: int = 4
-    min_count: int = 2              # in-domain words seen fewer times are <unk> to the LMs
-    chunk_lines: int = 20_000
-    seed: int = 1
 
 
 @dataclass(frozen=True)

@@ -3,11 +3,14 @@
 ``POST /translate`` takes ``{"sentences": [...], "beam": 5, "nbest": 1,
 "alignment": true, "attention": false}`` (all but ``sentences`` optional)
 and answers ``{"translations": [{"text", "score", "ranking", "alignment",
-"nbest"?, "source_tokens"?, "target_tokens"?, "attention"?}]}``, one per
-sentence, in order. OpenNMT-py's request shape, a list of ``{"src": ...,
-"id": N}``, is answered in its shape (``[[{"src", "tgt", "pred_score",
-"n_best", "id"}]]``), at ``/translate`` and at OpenNMT-py's own
-``/translator/translate``, so its clients work unchanged.
+"nbest"?, "source_tokens"?, "target_tokens"?, "attention"?, "source_words"?,
+"target_words"?, "word_attention"?}]}``, one per sentence, in order; with
+``"attention": true``, the subword tokens and their attention, and the same
+merged into words (:func:`~nmtkit.align.words.word_attention`). OpenNMT-py's
+request shape, a list of ``{"src": ..., "id": N}``, is answered in its
+shape (``[[{"src", "tgt", "pred_score", "n_best", "id"}]]``), at
+``/translate`` and at OpenNMT-py's own ``/translator/translate``, so its
+clients work unchanged.
 
 Every bad request gets a 4xx JSON ``{"error": "..."}`` and the server goes
 on: a body over ``max_body`` bytes (413), not UTF-8 or not JSON (400),
@@ -30,6 +33,8 @@ from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 
 from .. import checkpoint
+from ..align.files import EOS_LABEL
+from ..align.words import word_attention
 from ..core.console import log
 from ..core.errors import UserError
 from ..core.settings import RuntimeConfig
@@ -130,9 +135,16 @@ def native(t: Translation, attention: bool) -> dict[str, Any]:
     record = json_record(0, t)
     del record["line"]
     if attention and t.attention is not None:
-        record |= {"source_tokens": t.source_tokens + ["</s>"], "target_tokens": t.tokens + ["</s>"],
-                   "attention": [[round(float(a), 4) for a in row] for row in t.attention]}
+        source, target = t.source_tokens + [EOS_LABEL], t.tokens + [EOS_LABEL]
+        words = word_attention(source, target, t.attention)
+        record |= {"source_tokens": source, "target_tokens": target, "attention": _rounded(t.attention),
+                   "source_words": words.source, "target_words": words.target,
+                   "word_attention": _rounded(words.attention)}
     return record
+
+
+def _rounded(matrix: Any) -> list[list[float]]:
+    return [[round(float(a), 4) for a in row] for row in matrix]
 
 
 def opennmt(t: Translation, src: str, id_: Any, nbest: int) -> dict[str, Any]:

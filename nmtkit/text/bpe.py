@@ -23,12 +23,12 @@ import subword_nmt.learn_bpe as _learn
 from subword_nmt.apply_bpe import BPE
 
 from ..core.console import progress
+from .settings import SPM_KINDS
 
 SEPARATOR = "@@"
 _JOIN = re.compile(re.escape(SEPARATOR) + r"( |$)")
 SPM_MARK = "\u2581"                          # SentencePiece's word-start mark
 SPM_HEADER = "#nmtkit-sentencepiece"
-SPM_KINDS = ("unigram", "bpe")
 
 
 def learn_codes(counts: Counter[str], merges: int, min_frequency: int = 2) -> str:

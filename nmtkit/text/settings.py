@@ -12,6 +12,7 @@ from ..core.settings import Settings, known_fields
 
 # The cleaning rules of the 'default' preset (text.clean.PRESETS): they suit any corpus.
 DEFAULT_RULES = ("unicode", "whitespace")
+SPM_KINDS = ("unigram", "bpe")           # the SentencePiece models build-vocab --spm trains
 
 
 @dataclass(frozen=True)

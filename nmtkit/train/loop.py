@@ -58,7 +58,23 @@ from .window_watch import stuck_message
 
 def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConfig,
           resume: bool = True) -> Progress:
-    """Train (or resume) a model; with torchrun, as one of its processes."""
+    """Train (or resume) a model; with torchrun, as one of its processes.
+
+    What ``nmtkit train DATA_BIN --save-dir SAVE_DIR`` runs once its flags are resolved into
+    the two configs (:func:`nmtkit.train.config.train_settings`).
+
+    Args:
+        data_dir: A binarized corpus (:class:`~nmtkit.data.binarized.Corpus`) with train and
+            valid splits.
+        save_dir: Where ``last.pt``, ``best.pt``, ``metrics.jsonl`` and ``curves.png`` go.
+        model_cfg: Architecture and sizes; the vocabulary sizes are taken from the corpus.
+        cfg: Optimizer, batches, budgets (``max_updates``, ``max_epochs``, ``max_minutes``),
+            validation and where to compute.
+        resume: Go on from ``save_dir/last.pt`` when there is one (False: ``--reset``).
+
+    Returns:
+        Where training stopped: updates done, the best dev score, seconds spent.
+    """
     where = distributed.place()
     runtime = setup(RuntimeConfig(cfg.device, cfg.threads, cfg.bf16, cfg.tf32), where.local_rank, where.local_world)
     distributed.start(where, runtime.device)

@@ -14,7 +14,21 @@ OUTPUT_FORMATS = ("text", "jsonl")          # translate's: plain lines, or a JSO
 
 @dataclass(frozen=True)
 class SearchConfig:
-    """Beam search's settings; :func:`check` refuses an impossible combination in one line."""
+    """Beam search's settings; :func:`check` refuses an impossible combination in one line.
+
+    The defaults are ``nmtkit translate``'s, which are the paper's.
+
+    Attributes:
+        beam: Beam width (the paper's 12); 1 is greedy search.
+        length_penalty: How finished hypotheses are ranked: ``none`` (raw log-probability, the
+            paper), ``average`` (per word) or ``gnmt`` (GNMT's ((5+|y|)/6)^alpha).
+        alpha: GNMT's exponent.
+        max_ratio: Output limit: ``max_ratio`` × the source length + ``max_extra`` units.
+        max_extra: See ``max_ratio``.
+        nbest: Hypotheses kept per sentence, best first (at most ``beam``).
+        no_unk: Never emit ``<unk>`` (the paper's Table 1, RNNsearch-50* rows).
+        min_len: Words before ``</s>`` at least (1: no empty translation of a non-empty line).
+    """
 
     beam: int = 12                 # the paper's width (arXiv v1)
     length_penalty: str = "none"   # none | average | gnmt

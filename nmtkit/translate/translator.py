@@ -102,6 +102,25 @@ def load_models(paths: list[str | Path], device: torch.device,
 
 
 class Translator:
+    """Raw text in, raw text out: one model or an ensemble, with both text pipelines.
+
+    Build one with :meth:`from_checkpoints`; :meth:`translate` then cleans, tokenizes and
+    applies BPE to each line exactly as the training data was, runs batched beam search, and
+    undoes BPE and tokenization. Results come in input order, one per input line (an empty
+    line gives an empty translation).
+
+    Example:
+        ```python
+        from nmtkit.translate.settings import SearchConfig, TranslateOptions
+        from nmtkit.translate.translator import Translator
+
+        translator = Translator.from_checkpoints("runs/demo/best.pt", "cpu")
+        options = TranslateOptions(search=SearchConfig(beam=5))
+        for t in translator.translate(["And God said, Let there be light."], options):
+            print(t.text, t.score)
+        ```
+    """
+
     def __init__(self, model: Seq2Seq, sides: Sides, runtime: Runtime, lexicon: Lexicon | None = None):
         self.model, self.sides, self.runtime = model.eval(), sides, runtime
         self.device = runtime.device

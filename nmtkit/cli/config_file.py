@@ -1,0 +1,161 @@
+"""``--config FILE`` and ``--dump-config FILE``: a command's options in a YAML or TOML file.
+
+A file's values become the command's defaults (click's default map), so a flag on the command
+line always wins, and ``train`` still tells a value the user chose (flag or file) from one it
+did not. Keys are the long option names without ``--`` (``max-updates`` or ``max_updates``);
+a flag pair such as ``--tf32/--no-tf32`` is one key with a boolean. ``--dump-config`` writes the
+effective options of a command line in the same form and stops, so that a run's settings can be
+kept, edited and given back with ``--config``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any, Callable
+
+import click
+
+from ..core.files import atomic_write
+
+_YAML = (".yaml", ".yml")
+
+
+def _key(param: click.Parameter) -> str:
+    """The name a file uses for ``param``: its long flag without dashes, else its own name."""
+    longs = [o for o in param.opts if o.startswith("--")]
+    return (longs[0][2:] if longs else param.name or "").replace("_", "-")
+
+
+def _keys(command: click.Command) -> dict[str, str]:
+    """Every spelling a file may use for an option → the parameter's name."""
+    names: dict[str, str] = {}
+    for p in command.params:
+        if p.name is None or not p.expose_value:
+            continue
+        for spelling in (p.name, _key(p), *(o[2:] for o in p.opts if o.startswith("--"))):
+            names[spelling.replace("-", "_")] = p.name
+    return names
+
+
+def _load(path: str) -> Any:
+    """A file's mapping: TOML for a .toml file, YAML otherwise (YAML also reads JSON)."""
+    toml = Path(path).suffix.lower() == ".toml"
+    try:
+        with open(path, "rb") as fh:
+            if toml:
+                return tomllib.load(fh)
+            import yaml  # here: a YAML reader is needed only when a command gets a YAML file
+            return yaml.safe_load(fh)
+    except FileNotFoundError:
+        raise click.BadParameter(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise click.BadParameter(f"{path}: a directory, not a file") from None
+    except UnicodeDecodeError:
+        raise click.BadParameter(f"{path}: not UTF-8 text") from None
+    except Exception as err:   # tomllib's and yaml's own parse errors: one line with where it broke
+        what = "TOML" if toml else "YAML"
+        raise click.BadParameter(f"{path}: not valid {what} ({' '.join(str(err).split())})") from None
+
+
+def read_config(ctx: click.Context, _param: click.Parameter, path: str | None) -> None:
+    """A click callback (eager): the file's options become the command's defaults."""
+    if not path:
+        return
+    table = _load(path)
+    if table is None:
+        table = {}
+    if not isinstance(table, dict):
+        raise click.BadParameter(f"{path}: expected option names and their values (a mapping), "
+                                 f"not a {type(table).__name__}")
+    names = _keys(ctx.command)
+    values: dict[str, Any] = {}
+    for key, value in table.items():
+        name = names.get(str(key).replace("-", "_"))
+        if name is None or name in ("config", "dump_config"):
+            raise click.BadParameter(f"{path}: '{key}' is not an option of '{ctx.command_path}'")
+        param = next(p for p in ctx.command.params if p.name == name)
+        if getattr(param, "multiple", False) and not isinstance(value, list):
+            value = [value]                  # a single checkpoint for a repeatable -m
+        values[name] = value
+    ctx.default_map = {**(ctx.default_map or {}), **values}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+_CHOSEN = (click.core.ParameterSource.COMMANDLINE, click.core.ParameterSource.DEFAULT_MAP,
+           click.core.ParameterSource.ENVIRONMENT)
+
+
+def effective(ctx: click.Context) -> list[tuple[str, Any, bool]]:
+    """The command's options as a file writes them, in the order of --help: (key, value, chosen),
+    chosen when the value came from the command line or --config rather than the default. A None
+    is left out: it is the default, and TOML has no null."""
+    out = []
+    for p in ctx.command.params:
+        if p.name in ctx.params and p.name != "dump_config" and ctx.params[p.name] is not None:
+            out.append((_key(p), _plain(ctx.params[p.name]), ctx.get_parameter_source(p.name) in _CHOSEN))
+    return out
+
+
+def _toml(key: str, v: Any) -> str:
+    # One line of a flat table (a string, number, boolean or list of them): JSON's spelling of a
+    # value is TOML's too (strings with the same escapes, arrays), but for the non-finite floats.
+    def value(x: Any) -> str:
+        if isinstance(x, float) and not math.isfinite(x):
+            return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
+        if isinstance(x, list):
+            return "[" + ", ".join(value(y) for y in x) + "]"
+        return json.dumps(x, ensure_ascii=False)
+    return f"{key} = {value(v)}"
+
+
+def write_config(ctx: click.Context, path: str) -> None:
+    """Write the effective options to ``path`` (TOML for .toml, else YAML; '-': YAML on stdout):
+    those chosen (command line, --config) as settings and the defaults as comments, so that the file
+    given back runs as this command line would (a preset or schedule still fills what is unset)."""
+    toml = Path(path).suffix.lower() == ".toml"
+    import yaml  # here: a YAML writer is needed only by --dump-config
+
+    def line(key: str, value: Any) -> str:
+        if toml:
+            return _toml(key, value)
+        return str(yaml.safe_dump({key: value}, default_flow_style=False, allow_unicode=True, width=10**6)).rstrip()
+    lines = [f"# nmtkit {ctx.command_path.split(maxsplit=1)[-1]}: options for --config (commented: defaults)"]
+    for k, v, chosen in effective(ctx):
+        lines += [text if chosen else f"# {text}" for text in line(k, v).splitlines()]
+    text = "\n".join(lines) + "\n"
+    if path == "-":
+        sys.stdout.write(text)
+        return
+    with atomic_write(path) as fh:
+        fh.write(text)
+
+
+def config_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``--config`` and ``--dump-config`` on a command: with ``--dump-config`` the command writes
+    its options and stops before any work."""
+    @functools.wraps(fn)
+    def run(*args: Any, dump_config: str | None = None, **kwargs: Any) -> Any:
+        if dump_config is not None:
+            return write_config(click.get_current_context(), dump_config)
+        return fn(*args, **kwargs)
+
+    run = click.option(
+        "--dump-config", type=click.Path(dir_okay=False, allow_dash=True), default=None,
+        help="Write the effective options (this command line over --config) to FILE and stop: YAML, "
+             "or TOML for a .toml name; '-': YAML on stdout.")(run)
+    return click.option(
+        "--config", type=click.Path(dir_okay=False), is_eager=True, expose_value=False, callback=read_config,
+        help="Options from a YAML or TOML (.toml) file, keys as the long flags without -- "
+             "(hidden: 512); flags on the command line win.")(run)

@@ -1,0 +1,93 @@
+"""--config FILE (YAML or TOML) and --dump-config on train, translate and serve."""
+
+from __future__ import annotations
+
+import tomllib
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from nmtkit import checkpoint
+from nmtkit.cli import main
+from tests.conftest import EN
+from tests.test_adopt import TINY, data_bin  # noqa: F401  (a fixture)
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def test_a_yaml_config_gives_options_and_the_command_line_wins(data_bin, tmp_path):  # noqa: F811
+    (tmp_path / "run.yaml").write_text("preset: tiny\nhidden: 40\nmax_updates: 5\noptimizer: adam\n"
+                                       "batch-size: 2\nvalid-bleu: false\nthreads: 1\n", encoding="utf-8")
+    r = invoke("train", data_bin, "--save-dir", tmp_path / "r", "--config", tmp_path / "run.yaml", "--max-updates", 2)
+    assert r.exit_code == 0, r.output
+    ckpt = checkpoint.load(tmp_path / "r" / "last.pt")
+    assert ckpt.model.hidden == 40 and ckpt.training.progress.step == 2
+    assert (ckpt.training.config.optimizer, ckpt.training.config.batch_size) == ("adam", 2)
+
+
+def test_a_dumped_train_config_given_back_trains_the_same_model(data_bin, tmp_path):  # noqa: F811
+    flags = [*TINY, "--hidden", 40, "--max-updates", 2]
+    r = invoke("train", data_bin, "--save-dir", tmp_path / "a", *flags, "--dump-config", tmp_path / "a.yaml")
+    assert r.exit_code == 0, r.output
+    assert not (tmp_path / "a").exists(), "--dump-config stops before any work"
+    text = (tmp_path / "a.yaml").read_text(encoding="utf-8")
+    assert "\nhidden: 40\n" in text and "\n# arch: rnnsearch\n" in text   # chosen set, defaults commented
+    dumped = yaml.safe_load(text)
+    assert dumped["optimizer"] == "adam" and "arch" not in dumped and "schedule" not in dumped
+    assert invoke("train", data_bin, "--save-dir", tmp_path / "a", *flags).exit_code == 0
+    r = invoke("train", "--config", tmp_path / "a.yaml", "--save-dir", tmp_path / "b")
+    assert r.exit_code == 0, r.output
+    a, b = (checkpoint.load(tmp_path / d / "last.pt") for d in "ab")
+    assert a.model == b.model and a.training.config == b.training.config
+
+
+def test_a_luong_schedule_is_not_overridden_by_the_dumped_defaults(tmp_path):
+    """The schedule sets optimizer and rate; a dump must leave them unset, or they would win."""
+    r = invoke("train", "bin", "--save-dir", "r", "--arch", "luong", "--schedule", "luong",
+               "--dump-config", tmp_path / "l.toml")
+    assert r.exit_code == 0, r.output
+    table = tomllib.loads((tmp_path / "l.toml").read_text(encoding="utf-8"))
+    assert table == {"data-bin": "bin", "save-dir": "r", "arch": "luong", "schedule": "luong"}
+    r = invoke("train", "--config", tmp_path / "l.toml", "--dump-config", "-")
+    assert r.exit_code == 0 and "\nschedule: luong\n" in r.stdout and "\n# optimizer: " in r.stdout
+
+
+def test_translate_takes_a_config_of_models_and_search(overfit, tmp_path):
+    model = overfit / "run" / "last.pt"
+    (tmp_path / "in.en").write_text(EN[0] + "\n", encoding="utf-8")
+    (tmp_path / "t.toml").write_text(f'model = "{model}"\nbeam = 3\nnbest = 2\n', encoding="utf-8")
+    r = invoke("translate", "--config", tmp_path / "t.toml", tmp_path / "in.en")
+    assert r.exit_code == 0, r.output
+    assert len(r.stdout.splitlines()) == 2 and r.stdout.startswith("0 ||| ")   # two Moses n-best lines
+    r = invoke("translate", "--config", tmp_path / "t.toml", "--nbest", 0, tmp_path / "in.en")
+    assert r.exit_code == 0 and len(r.stdout.splitlines()) == 1                 # the flag wins
+
+
+def test_serve_dumps_its_options_without_starting(tmp_path):
+    r = invoke("serve", "-m", "a.pt", "-m", "b.pt", "--port", 5000, "--dump-config", tmp_path / "s.toml")
+    assert r.exit_code == 0, r.output
+    table = tomllib.loads((tmp_path / "s.toml").read_text(encoding="utf-8"))
+    assert table == {"model": ["a.pt", "b.pt"], "port": 5000}
+    r = invoke("serve", "--config", tmp_path / "s.toml", "--dump-config", "-")
+    assert r.exit_code == 0 and yaml.safe_load(r.stdout) == {"model": ["a.pt", "b.pt"], "port": 5000}
+
+
+@pytest.mark.parametrize("text, message", [
+    ("beam: [\n", "not valid YAML"),
+    ("bem: 3\n", "'bem' is not an option of 'nmtkit translate'"),
+    ("- 3\n", "expected option names and their values (a mapping), not a list"),
+    ("dump-config: x.yaml\n", "'dump-config' is not an option"),
+])
+def test_a_bad_config_is_one_line_naming_the_command(tmp_path, text, message):
+    (tmp_path / "c.yaml").write_text(text, encoding="utf-8")
+    r = invoke("translate", "-m", "x.pt", "--config", tmp_path / "c.yaml")
+    assert r.exit_code == 2 and r.output.startswith("nmtkit translate: error: ") and message in r.output
+    assert len(r.output.strip().splitlines()) == 1
+
+
+def test_a_missing_config_is_one_line(tmp_path):
+    r = invoke("serve", "-m", "x.pt", "--config", tmp_path / "none.yaml")
+    assert r.exit_code == 2 and "none.yaml: no such file" in r.output
