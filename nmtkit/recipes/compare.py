@@ -1,12 +1,12 @@
 """The table of ``make compare``: every architecture at one budget, on the dev set.
 
-``python -m nmtkit.recipes.compare RUNS NAME… [--readme README.md]`` reads,
+``python -m nmtkit.recipes.compare RUNS NAME… [--doc docs/luong.md]`` reads,
 for each run ``RUNS/NAME``, what the Makefile's steps wrote: ``dev-bleu.json``
 (``nmtkit score --json`` of its beam-search output), ``dev-nll.json``
 (``nmtkit score -m --data --json``) and ``last.pt`` (updates, time,
-parameters). It writes ``RUNS/table.md`` and, with ``--readme``, puts the
-table between the README's ``<!-- compare:begin -->`` and
-``<!-- compare:end -->`` lines. A missing file is an error, never a blank cell.
+parameters). It writes ``RUNS/table.md`` and, with ``--doc``, puts the
+table between that page's ``<!-- compare:begin -->`` and
+``<!-- compare:end -->`` lines (``make compare``: docs/luong.md). A missing file is an error, never a blank cell.
 """
 
 from __future__ import annotations
@@ -64,26 +64,28 @@ def table(runs: Path, names: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def into_readme(readme: Path, text: str) -> None:
-    old = readme.read_text(encoding="utf-8")
+def into_doc(doc: Path, text: str) -> None:
+    """Put ``text`` between the BEGIN and END lines of the Markdown page ``doc``."""
+    old = doc.read_text(encoding="utf-8")
     pattern = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END), re.S)
     if not pattern.search(old):
-        raise UserError(f"{readme}: has no '{BEGIN}' … '{END}' block for the table")
-    with atomic_write(readme) as fh:
+        raise UserError(f"{doc}: has no '{BEGIN}' … '{END}' block for the table")
+    with atomic_write(doc) as fh:
         fh.write(pattern.sub(lambda _: f"{BEGIN}\n{text}{END}", old))
 
 
 @click.command("compare", cls=Command)
 @click.argument("runs", type=click.Path(file_okay=False, exists=True))
 @click.argument("names", nargs=-1, required=True)
-@click.option("--readme", type=click.Path(dir_okay=False, exists=True), help="Put the table into this file too.")
-def main(runs: str, names: tuple[str, ...], readme: str | None) -> None:
-    """Write RUNS/table.md (and the README's block) from the runs NAMES."""
+@click.option("--doc", "--readme", "doc", type=click.Path(dir_okay=False, exists=True),
+              help="Put the table into this Markdown page too, between its compare markers.")
+def main(runs: str, names: tuple[str, ...], doc: str | None) -> None:
+    """Write RUNS/table.md (and the block of the page --doc) from the runs NAMES."""
     text = table(Path(runs), list(names))
     with atomic_write(Path(runs) / "table.md") as fh:
         fh.write(text)
-    if readme:
-        into_readme(Path(readme), text)
+    if doc:
+        into_doc(Path(doc), text)
     click.echo(text, nl=False)
 
 

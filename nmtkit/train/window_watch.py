@@ -83,5 +83,5 @@ def stuck_message(metrics: dict[str, float]) -> str | None:
     where = "start" if metrics["dev_pt_mean"] < 0.5 else "end"
     return (f"warning: local-p's predicted position p_t lies at the source sentence's {where} for "
             f"{100 * edge:.0f}% of dev target words: its window no longer follows the source, and a "
-            f"saturated p_t does not recover with training (--window-renorm kept it free in the README's "
-            f"Bible runs; local-m's window, p_t = t, cannot stick)")
+            f"saturated p_t does not recover with training (--window-renorm kept it free in the Bible "
+            f"runs of docs/alignment.md; local-m's window, p_t = t, cannot stick)")
