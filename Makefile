@@ -56,7 +56,7 @@ help:
 	@echo "make demo-curve  the CPU trials behind the demo's recipe (hours): docs/cpu-training.md, its picture"
 	@echo "make test     run the test suite: unit tests, slow end-to-end tests, mypy, the docs (test-fast, test-slow, typecheck, docs)"
 	@echo "make docs     build the documentation site with mkdocs --strict into build/site (installs the docs extra on first use)"
-	@echo "make bench    training and translation speed beside Joey NMT and fairseq; preprocessing and selection speed"
+	@echo "make bench    command-line start-up (--help, completion), training and translation speed beside Joey NMT and fairseq; preprocessing and selection speed"
 	@echo "make bench-gpu  training speed on a GPU at the paper's sizes: every model, batch, precision, eager/compiled"
 	@echo "make aer      alignment error rate of the demo model's attention beside eflomal on the gold verses"
 	@echo "make reproduce  the paper's WMT'14 En-Fr recipe on GPUs (examples/wmt14_en_fr; MIRROR=DIR offline)"
@@ -177,6 +177,7 @@ readme-figures: demo
 # Training speed and memory beside Joey NMT and fairseq (bin/bench-train installs them on first
 # use by bench/peers' scripts, from PyPI), then preprocessing speed. Run it on an idle machine.
 bench: bench-data
+	$(PY) bin/bench-cli
 	$(PY) bin/bench-train --threads 2
 	$(PY) bin/bench-translate --threads 2
 

@@ -2,6 +2,7 @@
 
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,3 +31,12 @@ def test_the_readme_never_points_outside_the_repository():
     for link in re.findall(r"\]\(([^)#]+)\)", text):
         if not link.startswith("http"):
             assert (ROOT / link).exists(), link
+
+
+def test_the_command_line_bench_times_every_command_and_completion():
+    out = subprocess.run([sys.executable, str(ROOT / "bin" / "bench-cli"), "--runs", "1"], capture_output=True,
+                         text=True, check=True).stdout
+    from nmtkit.cli import main
+    for name in main.commands:
+        assert f"| `nmtkit {name} --help` |" in out
+    assert "completion of 'nmtkit translate --be<TAB>'" in out and "target under 0.5 s" in out
