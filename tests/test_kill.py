@@ -23,7 +23,9 @@ KILLS = 10
 def command(data_bin: Path, save_dir: Path) -> list[str]:
     return [sys.executable, "-m", "nmtkit", "train", str(data_bin), "--save-dir", str(save_dir), "--preset", "tiny",
             "--optimizer", "adam", "--lr", "0.01", "--batch-size", "2", "--pool", "2", "--max-updates", "150",
-            "--valid-every", "10", "--log-every", "1", "--no-valid-bleu", "--patience", "0", "--threads", "1"]
+            "--valid-every", "10", "--log-every", "1", "--no-valid-bleu", "--patience", "0", "--threads", "1",
+            # the budgeted schedule and label smoothing resume exactly too
+            "--lr-decay", "cosine", "--warmup", "10", "--label-smoothing", "0.1"]
 
 
 def env() -> dict[str, str]:

@@ -158,8 +158,8 @@ def test_nan_loss_stops_naming_the_update_and_keeps_the_last_good_checkpoint(cor
     from nmtkit.models.rnnsearch import RNNSearch
     real, updates = RNNSearch.output_nll, []
 
-    def poisoned(model, t, tgt_out, words=None):
-        loss = real(model, t, tgt_out, words)
+    def poisoned(model, t, tgt_out, words=None, smoothing=0.0):
+        loss = real(model, t, tgt_out, words, smoothing)
         if model.training:
             updates.append(1)
             if len(updates) == 3:

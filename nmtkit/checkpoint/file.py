@@ -51,12 +51,14 @@ SIDES = ("src", "tgt")
 @dataclass
 class Progress:
     """Where training stands: updates done, the best dev score so far (higher is better),
-    validations since it improved, and seconds spent training."""
+    validations since it improved, seconds spent training, and the updates the learning rate
+    decays over (``--lr-decay``; 0: not known yet)."""
 
     step: int = 0
     best: float = -math.inf
     bad_evals: int = 0
     seconds: float = 0.0
+    budget: int = 0
 
 
 @dataclass(frozen=True)
@@ -200,6 +202,8 @@ def load_weights(model: torch.nn.Module, ckpt: Checkpoint, where: str | Path, as
     (mapped from the file by a lazy load) instead of copies of them: one copy in memory."""
     try:
         model.load_state_dict(ckpt.weights, assign=assign)
+        if isinstance(model, Seq2Seq):
+            model.tie_weights()           # assigned, tied parameters came back as two tensors
     except RuntimeError as err:
         raise FormatError(f"{where}: the weights do not fit the model the checkpoint describes "
                           f"({str(err).splitlines()[0][:160]})") from None

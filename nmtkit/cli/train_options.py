@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from ..models.config import ARCHS, DEFAULT_PRESET, ENCODERS, MODEL_PRESETS, READOUTS, SCORES, WINDOWS, ModelConfig
-from ..train.config import BEST_BY, COMPILE_MODES, DEFAULT_SCHEDULE, OPTIMIZERS, SCHEDULES, TrainConfig
+from ..train.config import BEST_BY, COMPILE_MODES, DEFAULT_SCHEDULE, LR_DECAYS, OPTIMIZERS, SCHEDULES, TrainConfig
 from .options import options, renamed, setting
 
 _M = ModelConfig()
@@ -36,7 +36,13 @@ model = options(
                       "predicted position p_t pinned to a sentence end in every Bible run of the docs."),
     setting("--readout", _M, click.Choice(READOUTS), "Deep output from s_{i-1} (the paper's equation) or s_i."),
     setting("--encoder", _M, click.Choice(ENCODERS),
-            "The appendix's GRU, or torch's fused GRU (cuDNN; reset gate after U s): faster on GPUs."))
+            "The appendix's GRU, or torch's fused GRU (cuDNN; reset gate after U s): faster on GPUs."),
+    click.option("--tie-embeddings", is_flag=True,
+                 help="Score the output with the target embedding matrix (Press & Wolf 2017): one matrix "
+                      "fewer; the maxout units then number --emb. Not the paper's."),
+    click.option("--layer-norm", is_flag=True,
+                 help="Layer-normalised GRUs (Ba et al. 2016), each product normalised as in Nematus. A "
+                      "change of model, saved in the checkpoint; not the paper's."))
 
 
 optimization = options(
@@ -48,6 +54,14 @@ optimization = options(
     click.option("--lr", type=float, default=None, help="Learning rate [adadelta, sgd: 1.0; adam: 5e-4]."),
     setting("--decay-after", _T, click.IntRange(0),
             "Multiply the learning rate by --decay every epoch after this many (0: never)."),
+    setting("--lr-decay", _T, click.Choice(LR_DECAYS),
+            "Lower the learning rate to 0 at the end of the budget, linearly or by a cosine (budgeted "
+            "training, Li et al. 2020). With --max-minutes alone, the updates that fit are estimated from "
+            "the pace so far at every log line."),
+    setting("--warmup", _T, click.IntRange(0), "Raise the learning rate linearly from 0 over the first N updates."),
+    setting("--label-smoothing", _T, click.FloatRange(0, 1, max_open=True),
+            "Train toward 1-e on the reference word and e spread over the vocabulary (fairseq and Marian "
+            "use 0.1); the logged NLL stays the plain one."),
     setting("--decay", _T, click.FloatRange(0, 1), "The factor of --decay-after."),
     setting("--clip", _T, click.FloatRange(0), "Gradient L2 norm limit (0: off)."),
     setting("--batch-size", _T, click.IntRange(1),

@@ -61,9 +61,14 @@ def stop() -> None:
 
 def agree(flag: bool, device: torch.device) -> bool:
     """Rank 0's value of ``flag`` on every rank."""
-    value = torch.tensor([int(flag)], device=device)
+    return bool(shared(int(flag), device))
+
+
+def shared(number: int, device: torch.device) -> int:
+    """Rank 0's ``number`` on every rank."""
+    value = torch.tensor([number], device=device)
     dist.broadcast(value, 0)
-    return bool(value.item())
+    return int(value.item())
 
 
 def gather(mine: Any, world: int) -> list[Any]:

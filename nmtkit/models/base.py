@@ -107,6 +107,9 @@ class Seq2Seq(nn.Module):
             logits = inference_linear(self.output_layer(), t)
         return torch.log_softmax(logits.float(), -1)
 
+    def tie_weights(self) -> None:
+        """Make parameters that the model shares one tensor again (after weights are assigned)."""
+
     def restrict_output(self, rows: torch.Tensor | None) -> None:
         """Let :meth:`next_word_logp` score only the target words ``rows`` (sorted ids, e.g. a
         :meth:`~nmtkit.data.lexicon.Lexicon.candidates` list), or every word again (None)."""
@@ -120,20 +123,22 @@ class Seq2Seq(nn.Module):
     def logits(self, t: torch.Tensor) -> torch.Tensor:
         return cast(torch.Tensor, self.output_layer()(t))
 
-    def output_nll(self, t: torch.Tensor, tgt_out: torch.Tensor,
-                   words: torch.Tensor | None = None) -> torch.Tensor:
-        """Summed NLL of ``tgt_out``; over the shortlist ``words`` only, if given (training)."""
+    def output_nll(self, t: torch.Tensor, tgt_out: torch.Tensor, words: torch.Tensor | None = None,
+                   smoothing: float = 0.0) -> torch.Tensor:
+        """Summed NLL of ``tgt_out``; over the shortlist ``words`` only, if given (training). With
+        label ``smoothing``: [smoothed loss, NLL] (:func:`~.loss.linear_cross_entropy`)."""
         out = self.output_layer()
         if words is not None:
             return shortlisted_cross_entropy(t.flatten(0, 1), out.weight, out.bias, tgt_out.flatten(),
-                                             words, ignore_index=0)
+                                             words, ignore_index=0, smoothing=smoothing)
         return linear_cross_entropy(t.flatten(0, 1), out.weight, out.bias, tgt_out.flatten(),
-                                    ignore_index=0)   # <pad>
+                                    ignore_index=0, smoothing=smoothing)   # <pad>
 
     def forward(self, src: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor,
-                tgt_out: torch.Tensor | None = None, words: torch.Tensor | None = None) -> torch.Tensor:
+                tgt_out: torch.Tensor | None = None, words: torch.Tensor | None = None,
+                smoothing: float = 0.0) -> torch.Tensor:
         """Logits (B, Ty, K) for the target prefix ``tgt_in`` (B, Ty); or, given the
         targets ``tgt_out`` (B, Ty), their summed NLL (float32) without any B×Ty×K tensor,
         with the softmax over the target words ``words`` if given (Jean et al.'s shortlist)."""
         t = self.teacher_forced(self.encode(src, src_mask), tgt_in)
-        return self.logits(t) if tgt_out is None else self.output_nll(t, tgt_out, words)
+        return self.logits(t) if tgt_out is None else self.output_nll(t, tgt_out, words, smoothing)

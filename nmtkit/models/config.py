@@ -48,6 +48,11 @@ class ModelConfig(Settings):
     # local-p: weights divided by their sum after the Gaussian (not the paper's). Off here, as in
     # files written before it existed; ``nmtkit train`` turns it on for a new local-p model.
     window_renorm: bool = False
+    # rnnsearch, rnnencdec: W_o shares the target embedding matrix (Press & Wolf 2017; the readout
+    # then has as many maxout units as the embedding has dimensions), and layer-normalised GRUs
+    # (Ba et al. 2016: each product W x, U s, C c normalised, as Nematus's). Not the paper's.
+    tie_embeddings: bool = False
+    layer_norm: bool = False
 
 
 # The architectures, by name (models.MODELS builds them; a test keeps the two alike): Bahdanau et
@@ -90,7 +95,7 @@ def preset_sizes(arch: str, preset: str) -> dict[str, int]:
 # Flags that belong to one family only: given to the other, they are refused rather than ignored.
 LUONG_ONLY = frozenset({"layers", "dropout", "attention", "score", "input_feed", "reverse_source", "window",
                         "window_renorm"})
-RNNSEARCH_ONLY = frozenset({"maxout", "readout", "encoder"})
+RNNSEARCH_ONLY = frozenset({"maxout", "readout", "encoder", "tie_embeddings", "layer_norm"})
 SIZES = ("emb", "hidden", "align", "maxout", "layers")
 
 

@@ -14,25 +14,53 @@ import torch
 from torch import nn
 
 
+class BlockNorm(nn.Module):
+    """Layer normalisation (Ba et al. 2016) of each of ``blocks`` blocks of ``n`` units (a gate's
+    pre-activation each), with a gain and a shift per unit."""
+
+    def __init__(self, blocks: int, n: int):
+        super().__init__()
+        self.blocks, self.n = blocks, n
+        self.gain = nn.Parameter(torch.ones(blocks * n))
+        self.shift = nn.Parameter(torch.zeros(blocks * n))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        shape = x.shape
+        y = nn.functional.layer_norm(x.reshape(*shape[:-1], self.blocks, self.n), (self.n,))
+        return y.reshape(shape) * self.gain + self.shift
+
+
 class PaperGRU(nn.Module):
     """s_i = (1−z)∘s + z∘tanh(W x + U[r∘s] + b); z, r = σ(W_{z,r} x + U_{z,r} s + b).
 
-    ``x`` is whatever enters the gates: an embedding, or [embedding; context].
+    ``x`` is whatever enters the gates: an embedding, or [embedding; context]. With
+    ``layer_norm``, each product (W x per gate, U_{z,r} s, U[r∘s]) is layer-normalised
+    before it is summed, as Nematus's layer-normalised GRU does.
     """
 
-    def __init__(self, input_size: int, hidden: int):
+    def __init__(self, input_size: int, hidden: int, layer_norm: bool = False):
         super().__init__()
         self.hidden = hidden
         self.W = nn.Linear(input_size, 3 * hidden)            # [W_z; W_r; W] with biases
         self.U_zr = nn.Linear(hidden, 2 * hidden, bias=False)  # recurrent: orthogonal
         self.U = nn.Linear(hidden, hidden, bias=False)
+        self.ln_x = BlockNorm(3, hidden) if layer_norm else None
+        self.ln_zr = BlockNorm(2, hidden) if layer_norm else None
+        self.ln_u = BlockNorm(1, hidden) if layer_norm else None
+
+    def inputs(self, x: torch.Tensor) -> torch.Tensor:
+        """The input projection of every gate, W x (…, 3n): for all time steps at once."""
+        wx = cast(torch.Tensor, self.W(x))
+        return wx if self.ln_x is None else cast(torch.Tensor, self.ln_x(wx))
 
     def cell(self, wx: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
         """One step from the precomputed input projection ``wx`` (B, 3n) and state ``s`` (B, n)."""
         n = self.hidden
-        zr = torch.sigmoid(wx[:, :2 * n] + self.U_zr(s))
+        u_zr = self.U_zr(s) if self.ln_zr is None else self.ln_zr(self.U_zr(s))
+        zr = torch.sigmoid(wx[:, :2 * n] + u_zr)
         z, r = zr[:, :n], zr[:, n:]
-        candidate = torch.tanh(wx[:, 2 * n:] + self.U(r * s))
+        u = self.U(r * s) if self.ln_u is None else self.ln_u(self.U(r * s))
+        candidate = torch.tanh(wx[:, 2 * n:] + u)
         return s + z * (candidate - s)
 
     def masked_cell(self, wx: torch.Tensor, s: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
@@ -48,11 +76,11 @@ class BiEncoder(nn.Module):
     sentence's annotations do not depend on how much padding follows it.
     """
 
-    def __init__(self, vocab: int, emb: int, hidden: int, bidirectional: bool = True):
+    def __init__(self, vocab: int, emb: int, hidden: int, bidirectional: bool = True, layer_norm: bool = False):
         super().__init__()
         self.embed = nn.Embedding(vocab, emb, padding_idx=0)
-        self.fwd = PaperGRU(emb, hidden)
-        self.bwd = PaperGRU(emb, hidden) if bidirectional else None
+        self.fwd = PaperGRU(emb, hidden, layer_norm)
+        self.bwd = PaperGRU(emb, hidden, layer_norm) if bidirectional else None
 
     @staticmethod
     def _run(rnn: PaperGRU, wx: torch.Tensor, mask: torch.Tensor, reverse: bool) -> torch.Tensor:
@@ -69,10 +97,10 @@ class BiEncoder(nn.Module):
     def forward(self, src: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Returns annotations (B, T, 2n or n) and ←h_1 (B, n) (None when unidirectional)."""
         x = self.embed(src)
-        fwd = self._run(self.fwd, self.fwd.W(x), mask, reverse=False)
+        fwd = self._run(self.fwd, self.fwd.inputs(x), mask, reverse=False)
         if self.bwd is None:
             return fwd, None
-        bwd = self._run(self.bwd, self.bwd.W(x), mask, reverse=True)
+        bwd = self._run(self.bwd, self.bwd.inputs(x), mask, reverse=True)
         return torch.cat([fwd, bwd], -1), bwd[:, 0]
 
 
@@ -106,7 +134,9 @@ def init_appendix_b1(model: nn.Module) -> None:
     and biases; N(0, 0.01²) for every other weight."""
     for name, p in model.named_parameters():
         leaf = name.rsplit(".", 2)
-        if name.endswith("bias") or ".v_a" in name or name.startswith("v_a") or ".bias_" in name:
+        if ".ln_" in name:              # layer normalisation starts as the identity
+            nn.init.ones_(p) if name.endswith("gain") else nn.init.zeros_(p)
+        elif name.endswith("bias") or ".v_a" in name or name.startswith("v_a") or ".bias_" in name:
             nn.init.zeros_(p)
         elif "U_zr" in name or leaf[-2:] == ["U", "weight"] or ".weight_hh" in name:
             for block in torch.split(p.data, p.shape[1], 0):     # [U_z; U_r] (and nn.GRU's [U_r; U_z; U]): each orthogonal

@@ -23,11 +23,23 @@ from typing import Any, cast
 import torch
 
 
+def _minus_targets(p: torch.Tensor, y: torch.Tensor, kept: torch.Tensor | None, eps: float) -> torch.Tensor:
+    """∂L/∂z = softmax − q, in place over the softmax ``p``: q is 1−ε on each row's target ``y``
+    and ε/K on every word; rows whose ``kept`` weight is 0 (padding) get no gradient."""
+    on = torch.ones_like(y, dtype=p.dtype) if kept is None else kept.unsqueeze(1)
+    if kept is not None:
+        p.mul_(on)
+    p.scatter_add_(1, y, -(1 - eps) * on)
+    if eps:
+        p.sub_(on * (eps / p.shape[1]))
+    return p
+
+
 class _LinearCrossEntropy(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, t: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
                 target: torch.Tensor, keep: torch.Tensor | None, chunk: int, grads: bool,
-                mm_dtype: torch.dtype) -> torch.Tensor:
+                mm_dtype: torch.dtype, smoothing: float = 0.0) -> torch.Tensor:
         needs = ctx.needs_input_grad
         want_t, want_w, want_b = grads and needs[0], grads and needs[1], grads and bias is not None and needs[2]
         w = weight.to(mm_dtype)
@@ -36,6 +48,8 @@ class _LinearCrossEntropy(torch.autograd.Function):
         grad_w = torch.zeros_like(weight, dtype=acc) if want_w else None
         grad_b = torch.zeros_like(bias, dtype=acc) if want_b and bias is not None else None
         total = t.new_zeros((), dtype=acc)
+        smoothed = t.new_zeros((), dtype=acc)
+        eps = smoothing
         # One logits buffer for all chunks, kept under glibc's 32 MB mmap ceiling: a fresh
         # 100 MB tensor per chunk costs more in page faults than its softmax.
         chunk = max(1, min(chunk, t.shape[0]))
@@ -51,18 +65,20 @@ class _LinearCrossEntropy(torch.autograd.Function):
                 if bias is not None:
                     z += bias
                 z_y = z.gather(1, y).squeeze(1)
+                # label smoothing: −Σ_k q_k log p_k with q = (1−ε)·onehot(y) + ε/K is nll + ε(z_y − mean z)
+                z_mean = z.mean(-1) if eps else None
                 # one exp pass, in place: z becomes exp(z − max), then the softmax
                 peak = z.amax(-1, keepdim=True)
                 denom = z.sub_(peak).exp_().sum(-1, keepdim=True)
                 nll = peak.squeeze(1) + denom.squeeze(1).log() - z_y
                 kept = None if keep is None else keep[start:start + chunk].to(acc)
                 total += (nll if kept is None else nll * kept).sum()
+                if z_mean is not None:
+                    row = nll + eps * (z_y - z_mean)
+                    smoothed += (row if kept is None else row * kept).sum()
                 if not (want_t or want_w or want_b):
                     continue
-                g = z.div_(denom)
-                if kept is not None:
-                    g.mul_(kept.unsqueeze(1))      # padding rows: no gradient
-                g.scatter_add_(1, y, -torch.ones_like(y, dtype=g.dtype) if kept is None else -kept.unsqueeze(1))
+                g = _minus_targets(z.div_(denom), y, kept, eps)
                 if grad_b is not None:
                     grad_b += g.sum(0)
                 if mm_dtype == acc:
@@ -76,22 +92,28 @@ class _LinearCrossEntropy(torch.autograd.Function):
                     grad_t[start:start + chunk] = g @ w
         ctx.save_for_backward(grad_t, grad_w, grad_b)
         ctx.weight_dtype = weight.dtype
-        return total
+        return torch.stack([smoothed, total]) if eps else total
 
     @staticmethod
     def backward(ctx: Any, grad_out: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         grad_t, grad_w, grad_b = ctx.saved_tensors
+        if grad_out.dim():               # [smoothed loss, NLL]: the gradient is the first's
+            grad_out = grad_out[0]
         scale = grad_out.to(grad_w.dtype if grad_w is not None else grad_out.dtype)
         return (None if grad_t is None else grad_t * scale.to(grad_t.dtype),
                 None if grad_w is None else (grad_w * scale).to(ctx.weight_dtype),
                 None if grad_b is None else (grad_b * scale).to(ctx.weight_dtype),
-                None, None, None, None, None)
+                None, None, None, None, None, None)
 
 
 def linear_cross_entropy(t: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
                          target: torch.Tensor, ignore_index: int = 0, chunk_elements: int = 0,
-                         drop_padding: bool | None = None) -> torch.Tensor:
+                         drop_padding: bool | None = None, smoothing: float = 0.0) -> torch.Tensor:
     """Σ over rows of −log softmax(t Wᵀ + b)[target], skipping ``ignore_index`` rows.
+
+    With ``smoothing`` ε > 0 (label smoothing, Szegedy et al. 2016): the pair [Σ −Σ_k q_k log
+    p_k, Σ NLL] with q = (1−ε) on the target and ε/K on each of the K words; the gradient is the
+    first's, the second is the plain NLL, for the logs.
 
     ``t`` (N, l), ``weight`` (K, l), ``target`` (N,). Equal to
     ``F.cross_entropy(F.linear(t, weight, bias), target, reduction="sum")``
@@ -118,7 +140,8 @@ def linear_cross_entropy(t: torch.Tensor, weight: torch.Tensor, bias: torch.Tens
     else:
         keep = target != ignore_index
     return cast(torch.Tensor, _LinearCrossEntropy.apply(  # type: ignore[no-untyped-call]
-        t, weight, bias, target, keep, max(1, chunk_elements // weight.shape[0]), torch.is_grad_enabled(), mm_dtype))
+        t, weight, bias, target, keep, max(1, chunk_elements // weight.shape[0]), torch.is_grad_enabled(), mm_dtype,
+        smoothing))
 
 
 def shortlist(targets: torch.Tensor, vocab_size: int, size: int, ignore_index: int = 0) -> torch.Tensor:
@@ -136,7 +159,8 @@ def shortlist(targets: torch.Tensor, vocab_size: int, size: int, ignore_index: i
 
 
 def shortlisted_cross_entropy(t: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
-                              target: torch.Tensor, words: torch.Tensor, ignore_index: int = 0) -> torch.Tensor:
+                              target: torch.Tensor, words: torch.Tensor, ignore_index: int = 0,
+                              smoothing: float = 0.0) -> torch.Tensor:
     """:func:`linear_cross_entropy` over the rows ``words`` of the output layer (a
     :func:`shortlist` of ``target``): gradients reach only those rows."""
     lookup = torch.full((weight.shape[0],), -1, dtype=torch.long, device=target.device)
@@ -144,4 +168,4 @@ def shortlisted_cross_entropy(t: torch.Tensor, weight: torch.Tensor, bias: torch
     local = lookup[target]    # −1 would be a target missing from ``words``: index_select refuses it
     return linear_cross_entropy(t, weight.index_select(0, words),
                                 None if bias is None else bias.index_select(0, words),
-                                local, ignore_index=int(lookup[ignore_index]))
+                                local, ignore_index=int(lookup[ignore_index]), smoothing=smoothing)

@@ -25,7 +25,7 @@ from torch import nn
 from .attention import AdditiveAttention
 from .base import EncoderOut, Seq2Seq
 from .config import ModelConfig
-from .layers import BiEncoder, CudnnEncoder, PaperGRU, init_appendix_b1
+from .layers import BiEncoder, BlockNorm, CudnnEncoder, PaperGRU, init_appendix_b1
 
 
 class RNNSearch(Seq2Seq):
@@ -35,18 +35,29 @@ class RNNSearch(Seq2Seq):
         super().__init__()
         self.cfg = cfg
         n, m, ctx = cfg.hidden, cfg.emb, (2 if self.attentive else 1) * cfg.hidden
-        encoder = {"paper": BiEncoder, "cudnn": CudnnEncoder}[cfg.encoder]
-        self.encoder = encoder(cfg.src_vocab, m, n, bidirectional=self.attentive)
+        if cfg.layer_norm:
+            self.encoder: nn.Module = BiEncoder(cfg.src_vocab, m, n, bidirectional=self.attentive, layer_norm=True)
+        else:
+            encoder = {"paper": BiEncoder, "cudnn": CudnnEncoder}[cfg.encoder]
+            self.encoder = encoder(cfg.src_vocab, m, n, bidirectional=self.attentive)
         self.attention = AdditiveAttention(n, ctx, cfg.align) if self.attentive else None
         self.W_s = nn.Linear(n if self.attentive else ctx, n)
         self.embed = nn.Embedding(cfg.tgt_vocab, m, padding_idx=0)
-        self.gru = PaperGRU(m, n)                           # W, U on E y_{i-1} and s_{i-1}
+        self.gru = PaperGRU(m, n, cfg.layer_norm)           # W, U on E y_{i-1} and s_{i-1}
         self.C = nn.Linear(ctx, 3 * n, bias=False)          # [C_z; C_r; C] on c_i
+        self.ln_c = BlockNorm(3, n) if cfg.layer_norm else None
         self.U_o = nn.Linear(n, 2 * cfg.maxout)
         self.V_o = nn.Linear(m, 2 * cfg.maxout, bias=False)
         self.C_o = nn.Linear(ctx, 2 * cfg.maxout, bias=False)
         self.W_o = nn.Linear(cfg.maxout, cfg.tgt_vocab)
         init_appendix_b1(self)
+        if cfg.tie_embeddings and cfg.maxout != m:
+            raise ValueError(f"tied embeddings need maxout = emb (got {cfg.maxout} and {m})")
+        self.tie_weights()
+
+    def tie_weights(self) -> None:
+        if self.cfg.tie_embeddings:     # one K × m matrix reads the target words in and scores them out
+            self.W_o.weight = self.embed.weight
 
     # -- encoder -------------------------------------------------------------
     def encode(self, src: torch.Tensor, mask: torch.Tensor) -> EncoderOut:
@@ -55,7 +66,7 @@ class RNNSearch(Seq2Seq):
             return EncoderOut(h, mask, keys=self.attention.precompute(h), summary=back_first)
         last = (mask.sum(1) - 1).clamp(min=0)
         c = h[torch.arange(h.shape[0], device=h.device), last]
-        return EncoderOut(h, mask, keys=self.C(c), summary=c)     # c is fixed: C c once per sentence
+        return EncoderOut(h, mask, keys=self._gates(c), summary=c)   # c is fixed: C c once per sentence
 
     def init_state(self, enc: EncoderOut) -> torch.Tensor:
         assert enc.summary is not None
@@ -73,9 +84,14 @@ class RNNSearch(Seq2Seq):
                enc: EncoderOut) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         """c_i from s_{i-1}, then s_i. ``w_y`` is W E y_{i-1} for all three gates (B, 3n)."""
         c, alpha = self._context(s_prev, enc)
-        gates = self.C(c) if self.attention is not None else enc.keys   # RNNencdec: C c, precomputed
+        gates = self._gates(c) if self.attention is not None else enc.keys   # RNNencdec: C c, precomputed
         assert gates is not None
         return self.gru.cell(w_y + gates, s_prev), c, alpha
+
+    def _gates(self, c: torch.Tensor) -> torch.Tensor:
+        """C c_i for the three gates (layer-normalised with the GRU)."""
+        gates = cast(torch.Tensor, self.C(c))
+        return gates if self.ln_c is None else cast(torch.Tensor, self.ln_c(gates))
 
     def deep_output(self, s: torch.Tensor, e_y: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
         """t = maxout over pairs of U_o s + V_o E y + C_o c; works on (..., ·)."""
@@ -86,7 +102,7 @@ class RNNSearch(Seq2Seq):
              enc: EncoderOut) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         """One target position: log-probabilities (B, K), s_i (B, n), α_i (B, Tx) or None."""
         e_y = self.embed(y_prev)
-        s, c, alpha = self._recur(self.gru.W(e_y), state, enc)
+        s, c, alpha = self._recur(self.gru.inputs(e_y), state, enc)
         t = self.deep_output(state if self.cfg.readout == "prev" else s, e_y, c)
         return self.next_word_logp(t), s, alpha
 
@@ -95,7 +111,7 @@ class RNNSearch(Seq2Seq):
         s = self.init_state(enc)
         e_y = self.embed(tgt_in)
         states, contexts = [], []
-        for w_y in self.gru.W(e_y).unbind(1):    # unbind: one backward op, not one per slice
+        for w_y in self.gru.inputs(e_y).unbind(1):    # unbind: one backward op, not one per slice
             s_prev = s
             s, c, _ = self._recur(w_y, s_prev, enc)
             states.append(s_prev if self.cfg.readout == "prev" else s)

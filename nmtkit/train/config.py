@@ -28,6 +28,7 @@ def schedule(name: str, dropout: float) -> dict[str, Any]:
 SCHEDULES = ("appendix-b", "luong")
 DEFAULT_SCHEDULE = "appendix-b"      # the paper's
 OPTIMIZERS = ("adadelta", "adam", "sgd")
+LR_DECAYS = ("none", "linear", "cosine")
 BEST_BY = ("bleu", "nll")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
 
@@ -40,6 +41,9 @@ class TrainConfig(Settings):
     lr: float = 1.0
     decay_after: int = 0           # >0: multiply lr by ``decay`` every epoch after this many
     decay: float = 0.5
+    lr_decay: str = "none"         # linear | cosine: the rate falls to 0 at the end of the budget
+    warmup: int = 0                # updates over which the rate rises linearly from 0 to lr
+    label_smoothing: float = 0.0   # ε: the target distribution is 1−ε on the word, ε over all words
     rho: float = 0.95
     eps: float = 1e-6
     clip: float = 1.0
@@ -90,6 +94,13 @@ def train_settings(arch: str, preset: str, schedule_name: str, values: dict[str,
         values = {**values, "window_renorm": is_luong(arch) and values.get("attention") == "local-p"}
     model_fields = {f.name for f in fields(ModelConfig)}
     sizes = preset_sizes(arch, preset) | {k: values[k] for k in SIZES if values.get(k) is not None}
+    if values.get("tie_embeddings"):    # the readout's output is scored by the embeddings: l = m
+        if values.get("maxout") is not None and values["maxout"] != sizes["emb"]:
+            raise UserError(f"--tie-embeddings scores the readout with the embeddings: --maxout must equal --emb "
+                            f"({sizes['emb']}), or be left out")
+        sizes["maxout"] = sizes["emb"]
+    if values.get("layer_norm") and values.get("encoder") == "cudnn":
+        raise UserError("--layer-norm normalises the appendix's GRU: use --encoder paper")
     model = ModelConfig(arch=arch, **sizes, **{k: v for k, v in values.items()
                                                if k in model_fields and k not in SIZES})
     train = {k: v for k, v in values.items() if k not in model_fields}
@@ -97,4 +108,10 @@ def train_settings(arch: str, preset: str, schedule_name: str, values: dict[str,
               if k not in given}
     if train.get("lr") is None:
         train["lr"] = 5e-4 if train.get("optimizer", TrainConfig.optimizer) == "adam" else 1.0
-    return model, TrainConfig(**train)
+    cfg = TrainConfig(**train)
+    if cfg.lr_decay != "none" and cfg.decay_after:
+        raise UserError("--lr-decay and --decay-after are two schedules: give one")
+    if cfg.lr_decay != "none" and not (cfg.max_updates or cfg.max_minutes or cfg.max_epochs):
+        raise UserError(f"--lr-decay {cfg.lr_decay} falls to 0 at the end of a budget: give --max-updates, "
+                        f"--max-minutes or --max-epochs")
+    return model, cfg

@@ -46,7 +46,7 @@ from ..models.config import ModelConfig
 from ..models.loss import shortlist
 from . import runlog
 from .config import TrainConfig
-from .optimizer import learning_rate
+from .optimizer import learning_rate, scheduled
 from .pace import TIMED_UPDATES, pace_report, stopping_rule
 from .parts import CompiledSteps, Parallel, compiled_note
 from .saving import save_validated
@@ -100,6 +100,8 @@ def run(state: TrainState) -> Progress:
     state.window = LossWindow(state.progress.step + 1)
     pace = _Pace(state)
     total, unit = _budget(state.cfg, pace.per_epoch)
+    if state.cfg.max_updates or state.cfg.max_epochs:     # counted: the schedule's budget is known
+        state.progress.budget = int(total or 0)
     state.model.train()
     with _StopFlag() as stop, TrainProgress(total, unit, disable=state.parallel.rank != 0) as bar:
         bar.update(state.progress.step if unit == "updates" else state.progress.seconds)
@@ -138,9 +140,9 @@ def update(state: TrainState, net: torch.nn.Module, steps: CompiledSteps, idx: n
     """Forward and backward over this process's share of each piece of minibatch ``idx``, then
     the optimizer step; the summed loss and gradient norm go to the window."""
     cfg, device, world = state.cfg, state.device, state.parallel.world
-    if cfg.decay_after:
+    if scheduled(cfg):
         for group in state.opt.param_groups:
-            group["lr"] = learning_rate(cfg, state.batches.drawn_epoch)
+            group["lr"] = learning_rate(cfg, state.batches.drawn_epoch, state.progress.step + 1, state.progress.budget)
     src, tgt = state.train_src, state.train_tgt
     pieces = state.batches.share(idx)
     loss_total: torch.Tensor | None = None
@@ -156,7 +158,9 @@ def update(state: TrainState, net: torch.nn.Module, steps: CompiledSteps, idx: n
         try:
             with state.parallel.quiet(k, len(pieces)):
                 with state.parallel.runtime.autocast():
-                    loss_sum = net(batch["src"], batch["src_mask"], batch["tgt_in"], batch["tgt_out"], words)
+                    out = net(batch["src"], batch["src_mask"], batch["tgt_in"], batch["tgt_out"], words,
+                              cfg.label_smoothing)
+                loss_sum, nll_sum = (out[0], out[1]) if cfg.label_smoothing else (out, out)
                 # scaled so that the gradients are those of the whole minibatch's summed NLL per
                 # sentence (DDP divides by the world)
                 (loss_sum * world / len(idx)).backward()
@@ -164,7 +168,7 @@ def update(state: TrainState, net: torch.nn.Module, steps: CompiledSteps, idx: n
             raise UserError(f"out of GPU memory on a batch of {len(mine)} sentences × "
                             f"{batch['tgt_in'].shape[1]} tokens; lower --batch-size (or --max-tokens), "
                             f"raise --update-freq, or lower --max-len") from None
-        loss_total = loss_sum.detach() if loss_total is None else loss_total + loss_sum.detach()
+        loss_total = nll_sum.detach() if loss_total is None else loss_total + nll_sum.detach()   # logged: plain NLL
     assert loss_total is not None       # share() gives at least one piece
     norm = torch.nn.utils.clip_grad_norm_(state.model.parameters(), cfg.clip) if cfg.clip else None
     state.opt.step()
@@ -180,6 +184,7 @@ def report(state: TrainState, bar: TrainProgress) -> None:
         raise UserError(f"{bad.what} became {bad.value} at update {bad.step}; {state.save_dir / 'last.pt'} holds "
                         f"the last good state (try a smaller --lr or --clip)") from None
     entry |= {"seconds": state.progress.seconds, "lr": state.opt.param_groups[0]["lr"]}
+    _estimate_budget(state)
     if state.device.type == "cuda":     # the allocator's own count: no wait for the GPU
         entry["gpu_peak_mb"] = torch.cuda.max_memory_allocated(state.device) / 2 ** 20
     state.window = LossWindow(state.progress.step + 1)
@@ -236,6 +241,17 @@ def _should_stop(state: TrainState, interrupted: bool, reporting: bool) -> bool:
     if not state.parallel.many:
         return finish
     return state.counted_out() or (reporting and state.parallel.agree(finish))
+
+
+def _estimate_budget(state: TrainState) -> None:
+    """Under --max-minutes alone, the updates that fit in it at the pace so far (validations
+    included), re-estimated at each report and saved with the run: the schedule then reads a
+    count, and a resumed run goes on with the estimate it saved. Rank 0's clock decides."""
+    cfg, progress = state.cfg, state.progress
+    if cfg.lr_decay == "none" or not cfg.max_minutes or cfg.max_updates or cfg.max_epochs:
+        return
+    if progress.step >= max(cfg.warmup, 1) and progress.seconds > 0:
+        progress.budget = state.parallel.shared(int(progress.step * 60 * cfg.max_minutes / progress.seconds))
 
 
 def _budget(cfg: TrainConfig, batches_per_epoch: int) -> tuple[float | None, str]:

@@ -42,6 +42,10 @@ class Parallel:
         """Rank 0's flag on every process (a collective call)."""
         return distributed.agree(flag, self.device) if self.many else flag
 
+    def shared(self, number: int) -> int:
+        """Rank 0's number on every process (a collective call): what the clock decided there."""
+        return distributed.shared(number, self.device) if self.many else number
+
     def rng_states(self) -> list[dict[str, torch.Tensor]]:
         """Every process's RNG states, CPU and CUDA (dropout draws from them), for the checkpoint;
         a collective call when several processes train."""

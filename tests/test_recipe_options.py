@@ -1,0 +1,173 @@
+"""The recipe options for more BLEU per update (budgeted schedule, label smoothing, tied
+embeddings, layer-normalised GRUs): each changes what it says and nothing else, and the paper's
+recipe trains as it did before them."""
+
+import json
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from click.testing import CliRunner
+
+from nmtkit import checkpoint
+from nmtkit.cli import main
+from nmtkit.core.errors import UserError
+from nmtkit.models.build import build_model
+from nmtkit.models.config import ModelConfig
+from nmtkit.models.loss import linear_cross_entropy
+from nmtkit.train.config import TrainConfig, train_settings
+from nmtkit.train.optimizer import learning_rate
+from tests.test_corpus import make_corpus
+
+
+@pytest.fixture(scope="module")
+def data_bin(tmp_path_factory):
+    from tests.conftest import EN, FR, write_pair
+    tmp = tmp_path_factory.mktemp("recipe")
+    raw = tmp / "raw"
+    for split, n in (("train", len(EN)), ("valid", 3), ("test", 3)):
+        write_pair(raw / split, EN[:n], FR[:n])
+    make_corpus(raw, tmp)
+    return tmp / "bin"
+
+
+def run(data_bin, save_dir, *flags, updates=3):
+    r = CliRunner().invoke(main, ["train", str(data_bin), "--save-dir", str(save_dir), "--max-updates", str(updates),
+                                  "--log-every", "1", "--valid-every", str(updates), "--no-valid-bleu",
+                                  "--threads", "1", "--batch-size", "4", *map(str, flags)])
+    assert r.exit_code == 0, r.output
+    return [json.loads(line) for line in (save_dir / "metrics.jsonl").read_text().splitlines() if "train_nll" in line]
+
+
+# Measured with the code before these options (commit 23fb343): the paper's model and recipe
+# (Adadelta), 3 updates of 4 sentences on the conftest corpus, one thread.
+PAPER_LOSSES = {"rnnsearch": [66.1614761352539, 44.739234924316406, 65.96923828125],
+                "rnnencdec": [66.16210174560547, 44.746307373046875, 65.99891662597656]}
+
+
+@pytest.mark.parametrize("arch", PAPER_LOSSES)
+def test_the_paper_recipe_trains_as_before(data_bin, tmp_path, arch):
+    logged = run(data_bin, tmp_path / arch, "--preset", "paper", "--arch", arch)
+    assert [e["train_nll"] for e in logged] == pytest.approx(PAPER_LOSSES[arch], rel=1e-5)
+    assert {e["lr"] for e in logged} == {1.0}
+
+
+def test_the_rate_warms_up_then_falls_to_zero_at_the_budget():
+    cfg = TrainConfig(lr=1.0, warmup=4, lr_decay="linear")
+    rates = [learning_rate(cfg, 0, step, budget=10) for step in range(1, 11)]
+    assert rates[:4] == [0.25, 0.5, 0.75, 1.0]
+    assert rates[4:] == pytest.approx([1 - k / 7 for k in range(1, 7)])          # to 0 at update 11
+    cosine = TrainConfig(lr=2.0, lr_decay="cosine")
+    assert learning_rate(cosine, 0, 1, 100) == pytest.approx(2.0 * 0.5 * (1 + math.cos(math.pi / 101)))
+    assert learning_rate(cosine, 0, 100, 100) == pytest.approx(2.0 * 0.5 * (1 + math.cos(math.pi * 100 / 101)))
+    assert learning_rate(cosine, 0, 50, 0) == 2.0                   # no budget known yet: the peak
+    assert learning_rate(TrainConfig(), 7, 500, 1000) == 1.0        # Appendix B: constant
+
+
+def test_the_schedule_changes_the_rate_and_nothing_else(data_bin, tmp_path):
+    plain = run(data_bin, tmp_path / "plain", "--preset", "tiny", "--optimizer", "adam", "--lr", "0.01", updates=4)
+    sched = run(data_bin, tmp_path / "sched", "--preset", "tiny", "--optimizer", "adam", "--lr", "0.01",
+                "--warmup", 2, "--lr-decay", "linear", updates=4)
+    assert [e["lr"] for e in sched] == pytest.approx([0.005, 0.01, 0.01 * (1 - 1 / 3), 0.01 * (1 - 2 / 3)])
+    assert sched[0]["train_nll"] == plain[0]["train_nll"]           # the same model, batches and first loss
+    assert sched[1]["train_nll"] != plain[1]["train_nll"]
+    assert checkpoint.load(tmp_path / "sched" / "last.pt").training.progress.budget == 4
+
+
+def test_a_time_budget_is_turned_into_the_updates_that_fit_at_the_pace_so_far():
+    from types import SimpleNamespace
+
+    from nmtkit.checkpoint import Progress
+    from nmtkit.train.loop import _estimate_budget
+    state = SimpleNamespace(cfg=TrainConfig(lr_decay="linear", max_minutes=10, warmup=20),
+                            progress=Progress(step=50, seconds=30.0), parallel=SimpleNamespace(shared=lambda n: n))
+    _estimate_budget(state)
+    assert state.progress.budget == 1000                # 50 updates in 30 s: 1,000 in 10 minutes
+    state.progress.step = 10                            # still warming up: no estimate yet
+    state.progress.budget = 0
+    _estimate_budget(state)
+    assert state.progress.budget == 0
+    counted = SimpleNamespace(cfg=TrainConfig(lr_decay="linear", max_minutes=10, max_updates=300),
+                              progress=Progress(step=50, seconds=30.0, budget=300), parallel=state.parallel)
+    _estimate_budget(counted)
+    assert counted.progress.budget == 300               # a count budget is known: the clock is not read
+
+
+def test_a_schedule_without_a_budget_or_with_the_epoch_halving_is_refused():
+    with pytest.raises(UserError, match="falls to 0 at the end of a budget"):
+        train_settings("rnnsearch", "tiny", "appendix-b", {"lr_decay": "cosine"}, set())
+    with pytest.raises(UserError, match="two schedules"):
+        train_settings("rnnsearch", "tiny", "appendix-b", {"lr_decay": "cosine", "decay_after": 2,
+                                                           "max_updates": 9}, {"decay_after"})
+
+
+def test_label_smoothing_is_torch_s_and_the_logged_nll_stays_plain():
+    torch.manual_seed(0)
+    t, w, b = torch.randn(7, 5, requires_grad=True), torch.randn(11, 5, requires_grad=True), torch.randn(11)
+    y = torch.tensor([1, 0, 3, 10, 0, 2, 5])            # two padding rows (0)
+    for drop in (True, False):
+        pair = linear_cross_entropy(t, w, b, y, ignore_index=0, smoothing=0.1, drop_padding=drop)
+        want = F.cross_entropy(F.linear(t, w, b), y, ignore_index=0, reduction="sum", label_smoothing=0.1)
+        plain = F.cross_entropy(F.linear(t, w, b), y, ignore_index=0, reduction="sum")
+        assert pair[0].item() == pytest.approx(want.item(), rel=1e-5)
+        assert pair[1].item() == pytest.approx(plain.item(), rel=1e-5)
+        got = torch.autograd.grad(pair[0] * 3, (t, w))   # the gradient is the smoothed loss's, scaled
+        ref = torch.autograd.grad(want * 3, (t, w))
+        for g, r in zip(got, ref):
+            torch.testing.assert_close(g, r, rtol=1e-4, atol=1e-5)
+
+
+def test_label_smoothing_changes_the_gradient_not_the_logged_loss(data_bin, tmp_path):
+    flags = ["--preset", "tiny", "--optimizer", "adam", "--lr", "0.01"]
+    plain = run(data_bin, tmp_path / "plain", *flags)
+    smooth = run(data_bin, tmp_path / "smooth", *flags, "--label-smoothing", 0.1)
+    assert smooth[0]["train_nll"] == pytest.approx(plain[0]["train_nll"], rel=1e-6)   # same model, plain NLL
+    # Adam's first step is lr·sign(g), and at a uniform start p_k > ε/K keeps every sign: the
+    # second step is the first that the smoothed targets move differently
+    assert smooth[2]["train_nll"] != pytest.approx(plain[2]["train_nll"], rel=1e-6)
+
+
+def test_tied_embeddings_share_one_matrix_and_set_the_readout_to_the_embedding(data_bin, tmp_path):
+    model_cfg, _ = train_settings("rnnsearch", "tiny", "appendix-b", {"tie_embeddings": True, "emb": 24}, set())
+    assert model_cfg.maxout == 24 and model_cfg.tie_embeddings
+    model = build_model(ModelConfig(**{**model_cfg.to_dict(), "src_vocab": 30, "tgt_vocab": 40}))
+    untied = build_model(ModelConfig(**{**model_cfg.to_dict(), "src_vocab": 30, "tgt_vocab": 40,
+                                        "tie_embeddings": False}))
+    assert model.W_o.weight is model.embed.weight
+    count = lambda m: sum(p.numel() for p in m.parameters())          # noqa: E731
+    assert count(untied) - count(model) == 40 * 24                     # one K × m matrix fewer
+    with pytest.raises(UserError, match="--maxout must equal --emb"):
+        train_settings("rnnsearch", "tiny", "appendix-b", {"tie_embeddings": True, "maxout": 16}, set())
+    with pytest.raises(UserError, match="does not apply to --arch luong"):
+        train_settings("luong", "tiny", "appendix-b", {"tie_embeddings": True}, {"tie_embeddings"})
+    run(data_bin, tmp_path / "tied", "--preset", "tiny", "--optimizer", "adam", "--lr", "0.01", "--tie-embeddings")
+    ckpt = checkpoint.load(tmp_path / "tied" / "last.pt")
+    loaded = checkpoint.model_of(ckpt, tmp_path / "tied" / "last.pt")
+    assert ckpt.model.tie_embeddings and loaded.W_o.weight is loaded.embed.weight
+    assert torch.equal(ckpt.weights["W_o.weight"], ckpt.weights["embed.weight"])
+
+
+def test_layer_norm_normalises_each_product_and_is_saved_with_the_model(data_bin, tmp_path):
+    from nmtkit.models.layers import PaperGRU
+    torch.manual_seed(0)
+    gru = PaperGRU(6, 4, layer_norm=True)
+    with torch.no_grad():
+        for p in (gru.ln_x.gain, gru.ln_zr.gain, gru.ln_u.gain, gru.ln_x.shift):
+            p.normal_()
+    x, s = torch.randn(3, 6), torch.randn(3, 4)
+
+    def ln(v, gain, shift):
+        return torch.cat([F.layer_norm(part, (4,)) for part in v.split(4, -1)], -1) * gain + shift
+    wx = ln(gru.W(x), gru.ln_x.gain, gru.ln_x.shift)
+    torch.testing.assert_close(gru.inputs(x), wx)
+    zr = torch.sigmoid(wx[:, :8] + ln(gru.U_zr(s), gru.ln_zr.gain, gru.ln_zr.shift))
+    cand = torch.tanh(wx[:, 8:] + ln(gru.U(zr[:, 4:] * s), gru.ln_u.gain, gru.ln_u.shift))
+    torch.testing.assert_close(gru.cell(wx, s), s + zr[:, :4] * (cand - s))
+    with pytest.raises(UserError, match="--encoder paper"):
+        train_settings("rnnsearch", "tiny", "appendix-b", {"layer_norm": True, "encoder": "cudnn"}, set())
+    run(data_bin, tmp_path / "ln", "--preset", "tiny", "--optimizer", "adam", "--lr", "0.01", "--layer-norm")
+    ckpt = checkpoint.load(tmp_path / "ln" / "last.pt")
+    assert ckpt.model.layer_norm and "gru.ln_zr.gain" in ckpt.weights and "ln_c.gain" in ckpt.weights
+    plain = build_model(ModelConfig(**{**ckpt.model.to_dict(), "layer_norm": False}))
+    assert not any(".ln_" in name or name.startswith("ln_") for name, _ in plain.named_parameters())
