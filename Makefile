@@ -160,13 +160,22 @@ demo: $(DEMO)/test.hyp.fr $(DEMO)/test.align
 # The trials behind the demo's recipe (docs/cpu-training.md): 20 minutes of training each, one at a
 # time, then test BLEU of every validated model; the table and docs/img/demo-curve.png, with the
 # demo's own run last. Hours on 2 cores; an interrupted run goes on where it stopped.
+# TRIAL_SET=levers: the levers for more learning per update (schedule, label smoothing, tied
+# embeddings, layer norm), each alone and together, to the demo's count of updates, into their own table.
 TRIALS_DIR ?= $(RUNS)/trials
+TRIAL_SET ?= recipe
+ifeq ($(TRIAL_SET),levers)
+demo-curve: data
+	$(PY) -m nmtkit.recipes.cpu_trials --set levers --runs $(TRIALS_DIR) --data all=$(DATA) \
+	    --doc docs/cpu-training.md --plot docs/img/levers-curve.png --threads $(JOBS)
+else
 demo-curve: $(DEMO)/best.pt
 	$(MAKE) data BPE=0
 	$(MAKE) data DATA=$(DATA)-kl PAIRS=k-l
 	$(PY) -m nmtkit.recipes.cpu_trials --runs $(TRIALS_DIR) --data all=$(DATA) --data k-l=$(DATA)-kl \
 	    --demo-run $(DEMO) --doc docs/cpu-training.md --plot docs/img/demo-curve.png \
 	    --minutes $(DEMO_MINUTES) --threads $(JOBS)
+endif
 
 # The pictures of docs/demo.md are the demo's own: copy them after a demo run.
 readme-figures: demo

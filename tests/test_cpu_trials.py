@@ -55,7 +55,7 @@ def test_the_trials_table_and_picture_come_from_the_runs(corpus, tmp_path, monke
         return {"segond": step, "three": 2 * step, "segond_tok": step + 1, "three_tok": 2 * step + 1}
     monkeypatch.setattr(cpu_trials, "test_bleu", fake_bleu)
     doc = tmp_path / "doc.md"
-    doc.write_text(f"# Trials\n\n{cpu_trials.BEGIN}\nold\n{cpu_trials.END}\n\nafter\n")
+    doc.write_text("# Trials\n\n<!-- trials:begin -->\nold\n<!-- trials:end -->\n\nafter\n")
     cpu_trials.main.main(["--runs", str(tmp_path / "trials"), "--data", f"all={data}", "--doc", str(doc),
                           "--plot", str(tmp_path / "curve.png"), "--demo-run", str(demo)], standalone_mode=False)
     text = doc.read_text()
@@ -66,6 +66,33 @@ def test_the_trials_table_and_picture_come_from_the_runs(corpus, tmp_path, monke
     assert f"| {log.updates:,} |" in row and "(nll)" in row and "| 0.01 |" in row
     assert scored == ["best.pt", "update-2.pt", "update-4.pt"]
     assert (tmp_path / "curve.png").stat().st_size > 10_000
+
+
+def test_the_levers_run_to_a_count_of_updates_into_their_own_table(corpus, tmp_path, monkeypatch):
+    lever = cpu_trials.Trial("lever-x", "+ `--label-smoothing 0.1`", "all", "bpe8000", ("--label-smoothing", "0.1"))
+    monkeypatch.setattr(cpu_trials, "LEVERS", (lever,))
+    commands = []
+
+    def fake_nmtkit(*args):             # the command the trial would run, then a tiny stand-in run
+        commands.append([str(a) for a in args])
+        train(corpus, Path(args[3]), TINY, cfg(max_updates=4, valid_every=2, keep_validations=True, best_by="nll",
+                                                valid_bleu=True, label_smoothing=0.1))
+    monkeypatch.setattr(cpu_trials, "_nmtkit", fake_nmtkit)
+    monkeypatch.setattr(cpu_trials, "test_bleu", lambda model, raw, threads: dict.fromkeys(
+        ("segond", "three", "segond_tok", "three_tok"), 1.5))
+    data = tmp_path / "data"
+    (data / "raw").mkdir(parents=True)
+    doc = tmp_path / "doc.md"
+    doc.write_text("<!-- trials:begin -->\nkept\n<!-- trials:end -->\n<!-- levers:begin -->\n<!-- levers:end -->\n")
+    cpu_trials.main.main(["--set", "levers", "--runs", str(tmp_path / "trials"), "--data", f"all={data}", "--doc",
+                          str(doc), "--plot", str(tmp_path / "levers.png")], standalone_mode=False)
+    (command,) = commands
+    assert command[0] == "train" and "--max-updates" in command and "--max-minutes" not in command
+    assert command[command.index("--max-updates") + 1] == str(cpu_trials.LEVER_UPDATES)
+    text = doc.read_text()
+    assert "kept" in text                                                # the recipe's table untouched
+    row = next(line for line in text.splitlines() if "label-smoothing" in line)
+    assert "| 1.50 (1.50) |" in row and "| 4 |" in row                  # best.pt: update 4
 
 
 def test_sample_lines_put_source_translation_and_reference_side_by_side(tmp_path):

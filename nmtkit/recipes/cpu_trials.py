@@ -38,7 +38,6 @@ from ..core.plot import pyplot
 from ..evaluate.score import evaluate
 from ..train.runlog import RunLog
 
-BEGIN, END = "<!-- trials:begin -->", "<!-- trials:end -->"
 COMMON = ("--preset", "small", "--optimizer", "adam", "--valid-every", "200", "--patience", "0",
           "--keep-validations")
 SEGOND = ("test.fr",)
@@ -67,6 +66,26 @@ TRIALS = (
 )
 
 
+# The levers of issue 33, each alone on top of the demo's recipe, then together. They run to a
+# count of updates (about what the demo makes in 20 minutes on a 2-core AVX2 EPYC) rather than to
+# the clock, so that a lever that learns more per update is seen as such on a shared machine and
+# the budgeted schedule is exact; speed is measured on its own (bin/profile-train, make bench).
+LEVER_UPDATES = 1140
+DEMO = ("--lr", "5e-3", "--best-by", "nll")
+LEVERS = (
+    Trial("lever-base", "the demo's recipe (joint BPE 8k, Adam 5e-3, dev NLL)", "all", "bpe8000", DEMO),
+    Trial("lever-cosine", "+ `--lr-decay cosine --warmup 50`", "all", "bpe8000",
+          (*DEMO, "--lr-decay", "cosine", "--warmup", "50")),
+    Trial("lever-smooth", "+ `--label-smoothing 0.1`", "all", "bpe8000", (*DEMO, "--label-smoothing", "0.1")),
+    Trial("lever-tied", "+ `--tie-embeddings`", "all", "bpe8000", (*DEMO, "--tie-embeddings")),
+    Trial("lever-layernorm", "+ `--layer-norm`", "all", "bpe8000", (*DEMO, "--layer-norm")),
+    Trial("lever-all", "all four", "all", "bpe8000",
+          (*DEMO, "--lr-decay", "cosine", "--warmup", "50", "--label-smoothing", "0.1", "--tie-embeddings",
+           "--layer-norm")),
+)
+SETS = ("recipe", "levers")      # the trials of each, and the markers of its table
+
+
 def _write(path: Path, text: str) -> None:
     with atomic_write(path) as fh:
         fh.write(text)
@@ -82,8 +101,9 @@ def train(trial: Trial, run: Path, data: dict[str, Path], minutes: float, thread
     if (run / "done").exists():
         return
     run.mkdir(parents=True, exist_ok=True)
+    budget = ("--max-updates", LEVER_UPDATES) if trial in LEVERS else ("--max-minutes", minutes)
     _nmtkit("train", data[trial.pairs] / f"data-bin-{trial.vocab}", "--save-dir", run, *COMMON, *trial.flags,
-            "--max-minutes", minutes, "--threads", threads)
+            *budget, "--threads", threads)
     (run / "done").touch()
 
 
@@ -172,12 +192,36 @@ def plot(rows: list[dict[str, Any]], out: Path) -> None:
     plt.close(fig)
 
 
-def write_block(doc: Path, block: str) -> None:
-    text = doc.read_text(encoding="utf-8") if doc.exists() else f"{BEGIN}\n{END}\n"
-    if BEGIN not in text or END not in text:
-        raise UserError(f"{doc}: no {BEGIN} … {END} lines to write the table between")
-    head, rest = text.split(BEGIN, 1)
-    _write(doc, f"{head}{BEGIN}\n{block}\n{END}{rest.split(END, 1)[1]}")
+def lever_table(rows: list[dict[str, Any]]) -> str:
+    """The levers' table: each row to the same count of updates, dev BLEU at three of them."""
+    machines = sorted({describe(r["machine"]) for r in rows if r["machine"]})
+
+    def dev_at(log: RunLog, step: int | None) -> str:
+        v = next((v for v in log.validations if v["step"] == step), log.validations[-1] if step is None else None)
+        return "–" if v is None or "dev_bleu_tok" not in v else f"{v['dev_bleu_tok']:.2f}"
+    lines = [f"Made by `make demo-curve TRIAL_SET=levers` on: {'; '.join(machines) or 'unrecorded'}. Every "
+             f"trial: `nmtkit train {' '.join(COMMON)} --max-updates {LEVER_UPDATES}` and its flags "
+             "(`nmtkit.recipes.cpu_trials.LEVERS`). Minutes are wall time with validations, on a machine that "
+             "may have been shared: compare the updates' learning here, speed in bin/profile-train. Dev BLEU: "
+             "greedy, tokenized. Test: `best.pt` (by dev NLL), beam 5, sacreBLEU against Segond (and the three "
+             "versions), then tokenized BLEU.", "",
+             "| trial | minutes | target tok/s | dev BLEU at 400 / 800 / last | best.pt | test sacreBLEU (3 refs) "
+             "| test tokenized BLEU (3 refs) |", "|---|---:|---:|---|---:|---:|---:|"]
+    for r in rows:
+        log, best = r["log"], r["best"]
+        lines.append(f"| {r['trial'].label} | {log.seconds / 60:.1f} | {log.tokens_per_s:,.0f} | "
+                     f"{dev_at(log, 400)} / {dev_at(log, 800)} / {dev_at(log, None)} | {best['step']:,} | "
+                     f"{best['segond']:.2f} ({best['three']:.2f}) | {best['segond_tok']:.2f} ({best['three_tok']:.2f}) |")
+    return "\n".join(lines)
+
+
+def write_block(doc: Path, block: str, marker: str = "trials") -> None:
+    begin, end = f"<!-- {marker}:begin -->", f"<!-- {marker}:end -->"
+    text = doc.read_text(encoding="utf-8") if doc.exists() else f"{begin}\n{end}\n"
+    if begin not in text or end not in text:
+        raise UserError(f"{doc}: no {begin} … {end} lines to write the table between")
+    head, rest = text.split(begin, 1)
+    _write(doc, f"{head}{begin}\n{block}\n{end}{rest.split(end, 1)[1]}")
 
 
 @click.command("cpu-trials", cls=Command)
@@ -191,10 +235,14 @@ def write_block(doc: Path, block: str) -> None:
 @click.option("--demo-run", type=click.Path(path_type=Path), help="The demo's own run (`make demo`): its row "
               "comes last, and its kept models give the learning curve.")
 @click.option("--only", multiple=True, help="Run these trials only (names); the table still lists all trained.")
+@click.option("--set", "trial_set", type=click.Choice(SETS), default="recipe", show_default=True,
+              help="recipe: the trials behind the demo's recipe, to the clock; levers: issue 33's levers, to "
+                   "a count of updates (their own table, between the levers markers).")
 def main(runs: Path, data_dirs: tuple[str, ...], doc: Path, plot_path: Path, minutes: float, threads: int,
-         demo_run: Path | None, only: tuple[str, ...]) -> None:
+         demo_run: Path | None, only: tuple[str, ...], trial_set: str) -> None:
     data = {k: Path(v) for k, _, v in (d.partition("=") for d in data_dirs)}
-    trials = [(t, runs / t.name) for t in TRIALS]
+    chosen, marker = (TRIALS, "trials") if trial_set == "recipe" else (LEVERS, "levers")
+    trials = [(t, runs / t.name) for t in chosen]
     if demo_run is not None:
         trials.append((Trial("demo", "**the demo** (`make demo`: joint BPE 8k, Adam 5e-3)",
                              "all", "bpe8000", ()), demo_run))
@@ -212,8 +260,8 @@ def main(runs: Path, data_dirs: tuple[str, ...], doc: Path, plot_path: Path, min
             train(trial, run, data, minutes, threads)
         if (run / "done").exists():
             rows.append(summarize(trial, run, raw, threads))
-    block = table(rows, minutes)
-    write_block(doc, block)
+    block = table(rows, minutes) if trial_set == "recipe" else lever_table(rows)
+    write_block(doc, block, marker)
     plot(rows, plot_path)
     print(block)
 
