@@ -79,6 +79,8 @@ LEVERS = (
     Trial("lever-smooth", "+ `--label-smoothing 0.1`", "all", "bpe8000", (*DEMO, "--label-smoothing", "0.1")),
     Trial("lever-tied", "+ `--tie-embeddings`", "all", "bpe8000", (*DEMO, "--tie-embeddings")),
     Trial("lever-layernorm", "+ `--layer-norm`", "all", "bpe8000", (*DEMO, "--layer-norm")),
+    Trial("lever-three", "the schedule, smoothing and tied embeddings", "all", "bpe8000",
+          (*DEMO, "--lr-decay", "cosine", "--warmup", "50", "--label-smoothing", "0.1", "--tie-embeddings")),
     Trial("lever-all", "all four", "all", "bpe8000",
           (*DEMO, "--lr-decay", "cosine", "--warmup", "50", "--label-smoothing", "0.1", "--tie-embeddings",
            "--layer-norm")),
