@@ -171,3 +171,13 @@ def test_layer_norm_normalises_each_product_and_is_saved_with_the_model(data_bin
     assert ckpt.model.layer_norm and "gru.ln_zr.gain" in ckpt.weights and "ln_c.gain" in ckpt.weights
     plain = build_model(ModelConfig(**{**ckpt.model.to_dict(), "layer_norm": False}))
     assert not any(".ln_" in name or name.startswith("ln_") for name, _ in plain.named_parameters())
+
+
+def test_the_hand_written_recurrences_leave_a_layer_normalised_model_to_the_reference():
+    from nmtkit.models.fused import use_fused, wanted
+    for layer_norm in (False, True):
+        model = build_model(ModelConfig(emb=8, hidden=8, align=8, maxout=8, src_vocab=12, tgt_vocab=12,
+                                        layer_norm=layer_norm))
+        use_fused(model)
+        x = torch.zeros(2, 3, 8)
+        assert wanted(model, x) is not layer_norm and wanted(model.encoder, x) is not layer_norm

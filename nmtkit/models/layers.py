@@ -13,6 +13,8 @@ from typing import Any, cast
 import torch
 from torch import nn
 
+from . import fused
+
 
 class BlockNorm(nn.Module):
     """Layer normalisation (Ba et al. 2016) of each of ``blocks`` blocks of ``n`` units (a gate's
@@ -97,10 +99,11 @@ class BiEncoder(nn.Module):
     def forward(self, src: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Returns annotations (B, T, 2n or n) and ←h_1 (B, n) (None when unidirectional)."""
         x = self.embed(src)
-        fwd = self._run(self.fwd, self.fwd.inputs(x), mask, reverse=False)
+        run = fused.masked_gru if fused.wanted(self, x) else self._run     # models.fused.use_fused
+        fwd = run(self.fwd, self.fwd.inputs(x), mask, reverse=False)
         if self.bwd is None:
             return fwd, None
-        bwd = self._run(self.bwd, self.bwd.inputs(x), mask, reverse=True)
+        bwd = run(self.bwd, self.bwd.inputs(x), mask, reverse=True)
         return torch.cat([fwd, bwd], -1), bwd[:, 0]
 
 

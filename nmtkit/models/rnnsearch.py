@@ -22,6 +22,7 @@ from typing import cast
 import torch
 from torch import nn
 
+from . import fused
 from .attention import AdditiveAttention
 from .base import EncoderOut, Seq2Seq
 from .config import ModelConfig
@@ -110,6 +111,9 @@ class RNNSearch(Seq2Seq):
         """Readout features t (B, Ty, l) for the target prefix ``tgt_in`` (B, Ty)."""
         s = self.init_state(enc)
         e_y = self.embed(tgt_in)
+        if fused.wanted(self, e_y):              # models.fused.use_fused: the whole recurrence by hand
+            seen, c_all = fused.decode(self, s, self.gru.inputs(e_y), enc)
+            return self.deep_output(seen, e_y, c_all)
         states, contexts = [], []
         for w_y in self.gru.inputs(e_y).unbind(1):    # unbind: one backward op, not one per slice
             s_prev = s

@@ -1,0 +1,282 @@
+"""The paper-GRU recurrences over whole sequences, forward and backward written by hand.
+
+Teacher forcing through :class:`~nmtkit.models.layers.BiEncoder` and RNNsearch's decoder
+loops over time steps of small products; autograd then records a dozen nodes a step, and its
+backward does the weight gradients step by step (products over the 80 rows of a batch) and
+adds them up. Here each recurrence is one ``torch.autograd.Function``: forward saves, per
+step, what backward needs (gates, candidates, attention weights: memory for time), backward
+walks the steps in reverse doing only what the recurrence needs (the products with the
+recurrent matrices that carry the state's gradient back), and every weight gradient is one
+large product over all steps after the loop.
+
+The arithmetic is the reference's up to rounding: tanh(x) is 2σ(2x) − 1, as in
+:mod:`~nmtkit.models.attention`; the attention energies are computed without the constant
+−Σv_a, which the softmax ignores, so σ(2(U_a h + W_a s)) is all an energy needs, and its
+derivative 1 − tanh² is 4σ(1 − σ).
+
+:func:`use_fused` switches a model to these passes; :func:`wanted` says when they apply.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import TYPE_CHECKING, Any, cast
+
+import torch
+from torch import Tensor, nn
+
+if TYPE_CHECKING:
+    from .base import EncoderOut
+    from .layers import PaperGRU
+    from .rnnsearch import RNNSearch
+
+KEEP_ENERGIES_BYTES = 512 << 20    # what the decoder may keep of its attention for backward
+
+_sigmoid_grad = torch.ops.aten.sigmoid_backward.grad_input
+_tanh_grad = torch.ops.aten.tanh_backward.grad_input
+
+
+class _Reused:
+    """One block of memory handed on from a call whose graph is gone to the next call. The
+    decoder keeps B × Tx × n' floats a target position for backward, 100-200 MB a batch of the
+    demo: allocated afresh, glibc maps it anew each time and the first writes page-fault, which
+    cost as much as recomputing it (measured on a 2-core EPYC VM)."""
+
+    def __init__(self) -> None:
+        self.free: Tensor | None = None
+
+    def take(self, ctx: Any, numel: int, like: Tensor, most: int) -> Tensor:
+        """``numel`` elements like ``like``'s, held until ``ctx`` (the graph's node) is freed. A new
+        block has room for ``most``: pages untouched cost nothing, and a block that grew with each
+        longer batch would be page-faulted in again each time."""
+        block, self.free = self.free, None
+        if block is None or block.numel() < numel or block.dtype != like.dtype or block.device != like.device:
+            block = like.new_empty(max(numel, most))
+        weakref.finalize(ctx, self._give, block)
+        return block[:numel]
+
+    def _give(self, block: Tensor) -> None:
+        self.free = block
+
+
+_ENERGIES = _Reused()
+
+
+def _tanh_(x: Tensor) -> Tensor:
+    """tanh in place as 2σ(2x) − 1 (torch's CPU tanh is several times slower than its sigmoid)."""
+    return x.mul_(2).sigmoid_().mul_(2).sub_(1)
+
+
+def _cell_forward(zr: Tensor, s: Tensor, wc: Tensor, U_t: Tensor, rs: Tensor, cand: Tensor,
+                  diff: Tensor) -> Tensor:
+    """The GRU update once ``zr`` holds σ of the gates' pre-activations, with ``wc`` the
+    candidate's input part: fills ``rs`` = r∘s, ``cand`` = tanh(wc + U rs) and ``diff`` =
+    cand − s; returns z."""
+    n = s.shape[1]
+    torch.mul(zr[:, n:], s, out=rs)
+    _tanh_(torch.addmm(wc, rs, U_t, out=cand))
+    torch.sub(cand, s, out=diff)
+    return zr[:, :n]
+
+
+def _cell_backward(g: Tensor, gn: Tensor, zr: Tensor, cand: Tensor, diff: Tensor, s: Tensor, U: Tensor,
+                   dz: Tensor, dr: Tensor, dc: Tensor) -> Tensor:
+    """Given ∂s' (``g``; ``gn`` is g where the step was kept, 0 where padding carried s), fill
+    the gates' pre-activation gradients ``dz``, ``dr``, ``dc`` and return ∂s from every path
+    except the product with U_zr."""
+    n = s.shape[1]
+    z, r = zr[:, :n], zr[:, n:]
+    gz = gn * z
+    _sigmoid_grad(gn * diff, z, grad_input=dz)
+    _tanh_grad(gz, cand, grad_input=dc)
+    d_rs = torch.mm(dc, U)
+    ds = torch.addcmul(g.sub(gz), d_rs, r)
+    _sigmoid_grad(d_rs.mul_(s), r, grad_input=dr)
+    return ds
+
+
+class MaskedGRU(torch.autograd.Function):
+    """All states (B, T, n) of the paper-GRU over ``wx`` = W x + b (B, T, 3n) from ``h0``
+    (B, n), left to right or (``reverse``) right to left. Where ``keep`` (B, T) is 0 the state
+    is carried unchanged (padding); ``keep`` None keeps every step."""
+
+    @staticmethod
+    def forward(ctx: Any, wx: Tensor, h0: Tensor, keep: Tensor | None, U_zr: Tensor, U: Tensor,
+                reverse: bool) -> Tensor:
+        B, T, _ = wx.shape
+        n = h0.shape[1]
+        S, ZR = wx.new_empty(T + 1, B, n), wx.new_empty(T, B, 2 * n)
+        CAND, DIFF, RS = wx.new_empty(T, B, n), wx.new_empty(T, B, n), wx.new_empty(T, B, n)
+        S[T if reverse else 0] = h0
+        Uzr_t, U_t = U_zr.t(), U.t()
+        for t in range(T - 1, -1, -1) if reverse else range(T):
+            prev, new = (t + 1, t) if reverse else (t, t + 1)
+            s = S[prev]
+            torch.addmm(wx[:, t, :2 * n], s, Uzr_t, out=ZR[t]).sigmoid_()
+            z = _cell_forward(ZR[t], s, wx[:, t, 2 * n:], U_t, RS[t], CAND[t], DIFF[t])
+            torch.addcmul(s, z if keep is None else z * keep[:, t, None], DIFF[t], out=S[new])
+        ctx.save_for_backward(S, ZR, CAND, DIFF, RS, keep, U_zr, U)
+        ctx.reverse = reverse
+        return (S[:-1] if reverse else S[1:]).transpose(0, 1)
+
+    @staticmethod
+    def backward(ctx: Any, g_out: Tensor) -> tuple[Tensor | None, ...]:
+        S, ZR, CAND, DIFF, RS, keep, U_zr, U = ctx.saved_tensors
+        reverse: bool = ctx.reverse
+        T, B, n = CAND.shape
+        DG = g_out.new_empty(T, B, 3 * n)           # ∂ of the gates' pre-activations: ∂(W x)
+        carry = g_out.new_zeros(B, n)
+        for t in range(T) if reverse else range(T - 1, -1, -1):
+            s = S[t + 1] if reverse else S[t]
+            g = g_out[:, t] + carry
+            gn = g if keep is None else g * keep[:, t, None]
+            ds = _cell_backward(g, gn, ZR[t], CAND[t], DIFF[t], s, U, DG[t, :, :n], DG[t, :, n:2 * n],
+                                DG[t, :, 2 * n:])
+            carry = ds.addmm_(DG[t, :, :2 * n], U_zr)
+        s_prev = (S[1:] if reverse else S[:-1]).reshape(T * B, n)
+        flat = DG.view(T * B, 3 * n)
+        grad_Uzr = flat[:, :2 * n].t().mm(s_prev) if ctx.needs_input_grad[3] else None
+        grad_U = flat[:, 2 * n:].t().mm(RS.view(T * B, n)) if ctx.needs_input_grad[4] else None
+        return DG.transpose(0, 1), carry, None, grad_Uzr, grad_U, None
+
+
+def _attend(q2: Tensor, keys2: Tensor, v2: Tensor, neg: Tensor, h: Tensor, sig: Tensor, alpha: Tensor,
+            c: Tensor) -> None:
+    """Attention of one step from ``q2`` = 2 W_a s (B, n'): fills ``sig`` = σ(2(U_a h + W_a s))
+    (B, Tx, n'), ``alpha`` (B, Tx) and the context ``c`` (B, m)."""
+    B, Tx, na = sig.shape
+    torch.add(keys2, q2.unsqueeze(1), out=sig).sigmoid_()
+    e = torch.mv(sig.view(-1, na), v2).view(B, Tx).add_(neg)   # v·tanh(·) + Σv: the softmax's
+    torch.softmax(e, -1, out=alpha)
+    torch.bmm(alpha.unsqueeze(1), h, out=c.unsqueeze(1))
+
+
+def _attend_backward(dc: Tensor, h: Tensor, alpha: Tensor, sig: Tensor, v4: Tensor, w: Tensor,
+                     grad_v: Tensor, grad_keys: Tensor, dq: Tensor) -> None:
+    """Backward of :func:`_attend` for ∂c ``dc``, with ``sig`` as :func:`_attend` left it and
+    ``v4`` = 4 v_a: fills ∂(W_a s) ``dq`` (B, n'), adds 2 ∂e·σ to ``grad_v`` (1, n') and
+    ∂e ∘ σ(1 − σ) to ``grad_keys`` (∂keys but for the factor 4 v_a)."""
+    B, Tx, na = sig.shape
+    d_alpha = torch.bmm(dc.unsqueeze(1), h.transpose(1, 2)).view(B, Tx)   # 10x faster than h @ dc
+    de = torch._softmax_backward_data(d_alpha, alpha, -1, alpha.dtype)
+    grad_v.addmm_(de.view(1, -1), sig.view(-1, na), alpha=2)    # Σ_j ∂e_j = 0: no −1 term
+    torch.addcmul(sig, sig, sig, value=-1, out=w)                # σ(1 − σ): tanh' = 4σ(1 − σ)
+    torch.mul(torch.bmm(de.unsqueeze(1), w).view(B, na), v4, out=dq)
+    grad_keys.addcmul_(de.unsqueeze(2), w)
+
+
+class AttentiveGRU(torch.autograd.Function):
+    """RNNsearch's decoder over all target positions: for i = 1..Ty, c_i by additive attention
+    on s_{i-1}, then s_i = GRU(w_y[i] + C c_i, s_{i-1}). Inputs s_0 (B, n), w_y = W E y + b
+    (B, Ty, 3n), keys = U_a h (B, Tx, n'), h (B, Tx, m), mask (B, Tx), W_a (n', n), v_a (n',),
+    C (3n, m), U_zr (2n, n), U (n, n). Returns s_0..s_Ty (B, Ty+1, n) and c (B, Ty, m)."""
+
+    @staticmethod
+    def forward(ctx: Any, s0: Tensor, wy: Tensor, keys: Tensor, h: Tensor, mask: Tensor, W_a: Tensor,
+                v: Tensor, C: Tensor, U_zr: Tensor, U: Tensor) -> tuple[Tensor, Tensor]:
+        B, Ty, _ = wy.shape
+        Tx, m, n, na = h.shape[1], h.shape[2], s0.shape[1], W_a.shape[0]
+        S, ZR, CTX = wy.new_empty(Ty + 1, B, n), wy.new_empty(Ty, B, 2 * n), wy.new_empty(Ty, B, m)
+        CAND, DIFF, RS = wy.new_empty(Ty, B, n), wy.new_empty(Ty, B, n), wy.new_empty(Ty, B, n)
+        P, AL = wy.new_empty(Ty, B, 2 * n + na), wy.new_empty(Ty, B, Tx)
+        # σ of each step's energies, kept for backward if small enough, else recomputed there
+        kept = Ty * B * Tx * na * keys.element_size() <= KEEP_ENERGIES_BYTES
+        block = (_ENERGIES.take(ctx, Ty * B * Tx * na, keys, KEEP_ENERGIES_BYTES // keys.element_size()) if kept
+                 else keys.new_empty(B * Tx * na))
+        SIG = block.view(-1, B, Tx, na)
+        S[0] = s0
+        W_s = torch.cat([U_zr, 2 * W_a]).t()          # s → [U_zr s; 2 W_a s]: one product a step
+        keys2, v2, C_t, U_t = 2 * keys, 2 * v, C.t(), U.t()
+        neg = torch.zeros_like(AL[0]).masked_fill_(~mask, float("-inf"))
+        for i in range(Ty):
+            s = S[i]
+            torch.mm(s, W_s, out=P[i])
+            _attend(P[i, :, 2 * n:], keys2, v2, neg, h, SIG[i if kept else 0], AL[i], CTX[i])
+            G = torch.addmm(wy[:, i], CTX[i], C_t)
+            torch.add(G[:, :2 * n], P[i, :, :2 * n], out=ZR[i]).sigmoid_()
+            z = _cell_forward(ZR[i], s, G[:, 2 * n:], U_t, RS[i], CAND[i], DIFF[i])
+            torch.addcmul(s, z, DIFF[i], out=S[i + 1])
+        ctx.save_for_backward(S, ZR, CAND, DIFF, RS, P, AL, CTX, keys2, h, W_a, v, C, U_zr, U,
+                              SIG if kept else None)
+        return S.transpose(0, 1), CTX.transpose(0, 1)
+
+    @staticmethod
+    def backward(ctx: Any, g_S: Tensor, g_ctx: Tensor) -> tuple[Tensor | None, ...]:
+        S, ZR, CAND, DIFF, RS, P, AL, CTX, keys2, h, W_a, v, C, U_zr, U, SIG = ctx.saved_tensors
+        (Ty, B, Tx), na = AL.shape, keys2.shape[2]
+        n, m = S.shape[2], h.shape[2]
+        # a step's gradients, [∂ candidate | ∂z | ∂r | ∂(W_a s)]: the first three ∂(C c) reordered,
+        # the last three what multiplies [U_zr; W_a] back to ∂s
+        X, DC = g_S.new_empty(Ty, B, 3 * n + na), g_S.new_empty(Ty, B, m)
+        W_s, C_perm = torch.cat([U_zr, W_a]), torch.cat([C[2 * n:], C[:2 * n]])
+        grad_v, grad_keys = g_S.new_zeros(1, na), torch.zeros_like(keys2)
+        w, sig = torch.empty_like(keys2), torch.empty_like(keys2) if SIG is None else keys2
+        v4 = 4 * v
+        carry = g_S[:, Ty]
+        for i in range(Ty - 1, -1, -1):
+            x = X[i]
+            ds = _cell_backward(carry, carry, ZR[i], CAND[i], DIFF[i], S[i], U, x[:, n:2 * n],
+                                x[:, 2 * n:3 * n], x[:, :n])
+            torch.addmm(g_ctx[:, i], x[:, :3 * n], C_perm, out=DC[i])
+            if SIG is not None:
+                sig = SIG[i]
+            else:
+                torch.add(keys2, P[i, :, None, 2 * n:], out=sig).sigmoid_()
+            _attend_backward(DC[i], h, AL[i], sig, v4, w, grad_v, grad_keys, x[:, 3 * n:])
+            carry = ds.addmm_(x[:, n:], W_s).add_(g_S[:, i])
+        flat = X.view(Ty * B, -1)
+        grad_W = flat[:, n:].t().mm(S[:-1].reshape(Ty * B, n))                  # [∂U_zr; ∂W_a]
+        grad_C = flat[:, :3 * n].t().mm(CTX.view(Ty * B, m))
+        grad_U = flat[:, :n].t().mm(RS.view(Ty * B, n))
+        grad_h = torch.bmm(AL.permute(1, 2, 0), DC.transpose(0, 1))
+        grad_wy = torch.cat([X[..., n:3 * n], X[..., :n]], -1).transpose(0, 1)
+        return (carry, grad_wy, grad_keys.mul_(v4), grad_h, None, grad_W[2 * n:], grad_v.view(na),
+                torch.cat([grad_C[n:], grad_C[:n]]), grad_W[:2 * n], grad_U)
+
+
+def wanted(module: nn.Module, x: Tensor) -> bool:
+    """Whether ``module`` (a :class:`~nmtkit.models.layers.BiEncoder` or an RNNsearch) should run
+    the passes here for input ``x``: switched on (:func:`use_fused`), float32 on a CPU, outside
+    autocast and torch.compile, with gradients recorded. Anything else keeps the reference loop."""
+    return (bool(module.__dict__.get("fused_steps", False)) and x.device.type == "cpu"
+            and x.dtype == torch.float32 and torch.is_grad_enabled() and not torch.is_autocast_enabled("cpu")
+            and not torch.compiler.is_compiling() and any(p.requires_grad for p in module.parameters())
+            # layer-normalised GRUs (--layer-norm) have products these passes do not normalise
+            and not any(getattr(m, "ln_zr", None) is not None for m in module.modules()))
+
+
+def use_fused(model: nn.Module, on: bool = True) -> None:
+    """Run teacher forcing's recurrences (the paper-GRU encoder, RNNsearch's and RNNencdec's
+    decoder) through the hand-written passes of this module, or (``on`` False) through the
+    reference loops again. A plain attribute, ``fused_steps``, on the model and its submodules
+    that have those recurrences: parameters and checkpoints are untouched."""
+    for module in model.modules():
+        if hasattr(module, "teacher_forced") or hasattr(module, "_run"):
+            module.__dict__["fused_steps"] = on
+
+
+def masked_gru(rnn: PaperGRU, wx: Tensor, mask: Tensor, reverse: bool) -> Tensor:
+    """:meth:`~nmtkit.models.layers.BiEncoder._run` through :class:`MaskedGRU`."""
+    h0 = wx.new_zeros(wx.shape[0], rnn.hidden)
+    out = MaskedGRU.apply(  # type: ignore[no-untyped-call]
+        wx, h0, mask.to(wx.dtype), rnn.U_zr.weight, rnn.U.weight, reverse)
+    return cast(Tensor, out)
+
+
+def decode(model: RNNSearch, s0: Tensor, wy: Tensor, enc: EncoderOut) -> tuple[Tensor, Tensor]:
+    """The states the readout sees (B, Ty, n) and the contexts (B, Ty, ctx) of teacher forcing
+    from s_0 and w_y = W E y + b (B, Ty, 3n): :class:`AttentiveGRU` for RNNsearch; for
+    RNNencdec, whose context is fixed, :class:`MaskedGRU` over w_y + C c."""
+    gru, att = model.gru, model.attention
+    assert enc.keys is not None
+    if att is None:
+        assert enc.summary is not None
+        out = MaskedGRU.apply(  # type: ignore[no-untyped-call]
+            wy + enc.keys.unsqueeze(1), s0, None, gru.U_zr.weight, gru.U.weight, False)
+        states = torch.cat([s0.unsqueeze(1), out], 1)
+        contexts = enc.summary.unsqueeze(1).expand(-1, wy.shape[1], -1)
+    else:
+        states, contexts = AttentiveGRU.apply(  # type: ignore[no-untyped-call]
+            s0, wy, enc.keys, enc.h, enc.mask, att.W_a.weight, att.v_a.weight[0], model.C.weight,
+            gru.U_zr.weight, gru.U.weight)
+    return (states[:, :-1] if model.cfg.readout == "prev" else states[:, 1:]), contexts

@@ -1,0 +1,149 @@
+"""models.fused: the hand-written recurrences give the reference loops' loss and gradients, their
+backward passes agree with finite differences, and everything they do not cover falls back."""
+
+import pytest
+import torch
+
+from nmtkit.models import fused
+from nmtkit.models.build import build_model
+from nmtkit.models.config import ModelConfig
+
+TINY = dict(src_vocab=20, tgt_vocab=15, emb=12, hidden=10, align=8, maxout=6)
+
+
+def batch(seed=0):
+    """Sources of lengths 9, 6, 3 and 1 (padding after), targets with padding too."""
+    g = torch.Generator().manual_seed(seed)
+    src = torch.randint(4, 20, (4, 9), generator=g)
+    for row, length in enumerate((9, 6, 3, 1)):
+        src[row, length:] = 0
+    tgt = torch.randint(4, 15, (4, 7), generator=g)
+    tgt[1, 5:] = 0
+    tgt[3, 2:] = 0
+    return src, src != 0, tgt
+
+
+def tiny_model(arch, readout="prev", encoder="paper"):
+    torch.manual_seed(0)
+    model = build_model(ModelConfig(arch=arch, readout=readout, encoder=encoder, **TINY))
+    for p in model.parameters():           # B.1's tiny weights would make every check trivially close
+        torch.nn.init.normal_(p, 0, 0.3)
+    return model
+
+
+def loss_and_grads(model, on):
+    fused.use_fused(model, on)
+    src, mask, tgt = batch()
+    model.zero_grad(set_to_none=True)
+    loss = model(src, mask, tgt[:, :-1], tgt[:, 1:])
+    loss.backward()
+    return loss.detach(), {k: p.grad.clone() for k, p in model.named_parameters() if p.grad is not None}
+
+
+def assert_fused_equals_reference(model):
+    ref_loss, ref = loss_and_grads(model, False)
+    loss, got = loss_and_grads(model, True)
+    assert torch.allclose(loss, ref_loss, rtol=1e-5, atol=0)
+    assert got.keys() == ref.keys() and len(got) == len(list(model.parameters()))
+    for name, g in ref.items():
+        assert torch.allclose(got[name], g, rtol=1e-4, atol=1e-4 * g.abs().max().item()), name
+
+
+@pytest.mark.parametrize("arch", ["rnnsearch", "rnnencdec"])
+@pytest.mark.parametrize("readout", ["prev", "next"])
+def test_fused_gives_the_reference_loss_and_gradients(arch, readout):
+    assert_fused_equals_reference(tiny_model(arch, readout))
+
+
+def test_recomputing_the_energies_gives_the_same(monkeypatch):
+    monkeypatch.setattr(fused, "KEEP_ENERGIES_BYTES", 0)     # backward recomputes σ instead of keeping it
+    assert_fused_equals_reference(tiny_model("rnnsearch"))
+
+
+def test_the_cudnn_encoder_keeps_its_own_and_the_decoder_is_fused():
+    assert_fused_equals_reference(tiny_model("rnnsearch", encoder="cudnn"))
+
+
+def test_fused_runs_the_hand_written_functions(monkeypatch):
+    model, calls = tiny_model("rnnsearch"), []
+    for f in (fused.MaskedGRU, fused.AttentiveGRU):
+        monkeypatch.setattr(f, "backward", staticmethod(lambda ctx, *g, _f=f.backward: calls.append(1) or _f(ctx, *g)))
+    loss_and_grads(model, True)
+    assert len(calls) == 3                 # the encoder's two directions, the decoder
+    calls.clear()
+    loss_and_grads(model, False)
+    assert calls == []
+
+
+def test_the_switch_leaves_parameters_and_checkpoint_alone():
+    model = tiny_model("rnnsearch")
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    fused.use_fused(model, True)
+    assert model.state_dict().keys() == before.keys()
+    assert all(torch.equal(model.state_dict()[k], v) for k, v in before.items())
+    assert model.fused_steps and model.encoder.fused_steps
+
+
+@pytest.mark.parametrize("case", ["no_grad", "float64", "autocast", "frozen", "off"])
+def test_fallback_gives_the_reference_path(case, monkeypatch):
+    model = tiny_model("rnnsearch")
+    fused.use_fused(model, case != "off")
+    if case == "float64":
+        model.double()
+    if case == "frozen":
+        model.requires_grad_(False)
+
+    def refuse(*args):
+        raise AssertionError("the fused path ran")
+    monkeypatch.setattr(fused.MaskedGRU, "forward", staticmethod(refuse))
+    monkeypatch.setattr(fused.AttentiveGRU, "forward", staticmethod(refuse))
+    src, mask, tgt = batch()
+    with torch.set_grad_enabled(case != "no_grad"), torch.autocast("cpu", torch.bfloat16, enabled=case == "autocast"):
+        out = model(src, mask, tgt)
+    assert torch.isfinite(out).all()
+
+
+def test_luong_ignores_the_switch():
+    model = tiny_model("luong").eval()            # no dropout: two passes are comparable
+    ref_loss, ref = loss_and_grads(model, False)
+    loss, got = loss_and_grads(model, True)
+    assert torch.equal(loss, ref_loss) and all(torch.equal(got[k], g) for k, g in ref.items())
+
+
+def gru_inputs(reverse, masked):
+    g = torch.Generator().manual_seed(1)
+    B, T, n = 3, 4, 3
+    t = lambda *shape: torch.randn(*shape, generator=g, dtype=torch.float64).requires_grad_()  # noqa: E731
+    keep = torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0], [1, 0, 0, 0]], dtype=torch.float64) if masked else None
+    return t(B, T, 3 * n), t(B, n), keep, t(2 * n, n), t(n, n), reverse
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("masked", [False, True])
+def test_masked_gru_gradcheck(reverse, masked):
+    assert torch.autograd.gradcheck(fused.MaskedGRU.apply, gru_inputs(reverse, masked))
+
+
+@pytest.mark.parametrize("kept", [True, False])
+def test_attentive_gru_gradcheck(kept, monkeypatch):
+    monkeypatch.setattr(fused, "KEEP_ENERGIES_BYTES", fused.KEEP_ENERGIES_BYTES if kept else 0)
+    g = torch.Generator().manual_seed(2)
+    B, Ty, Tx, n, na, m = 3, 4, 5, 3, 2, 4
+    t = lambda *shape: torch.randn(*shape, generator=g, dtype=torch.float64).requires_grad_()  # noqa: E731
+    mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0], [1, 0, 0, 0, 0]], dtype=torch.bool)
+    inputs = (t(B, n), t(B, Ty, 3 * n), t(B, Tx, na), t(B, Tx, m), mask, t(na, n), t(na), t(3 * n, m),
+              t(2 * n, n), t(n, n))
+    assert torch.autograd.gradcheck(fused.AttentiveGRU.apply, inputs)
+
+
+def test_attentive_gru_forward_is_the_reference_step():
+    model = tiny_model("rnnsearch", readout="next")
+    src, mask, tgt = batch()
+    with torch.no_grad():
+        enc = model.encode(src, mask)
+        s = model.init_state(enc)
+        wy = model.gru.W(model.embed(tgt))
+        states, contexts = fused.decode(model, s, wy, enc)
+        for i in range(tgt.shape[1]):
+            s, c, _ = model._recur(wy[:, i], s, enc)
+            assert torch.allclose(states[:, i], s, atol=1e-6) and torch.allclose(contexts[:, i], c, atol=1e-6)
