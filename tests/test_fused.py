@@ -147,3 +147,21 @@ def test_attentive_gru_forward_is_the_reference_step():
         for i in range(tgt.shape[1]):
             s, c, _ = model._recur(wy[:, i], s, enc)
             assert torch.allclose(states[:, i], s, atol=1e-6) and torch.allclose(contexts[:, i], c, atol=1e-6)
+
+
+def test_graphs_alive_together_keep_their_own_energies():
+    """The decoder's kept energies share one reused block only once a graph is gone: two graphs
+    alive at once (accumulated gradients, or retain_graph) each keep their own."""
+    model = tiny_model("rnnsearch")
+    src, mask, tgt = batch()
+    fused.use_fused(model, False)
+    ref = [torch.autograd.grad(model(src[i:], mask[i:], tgt[i:, :-1], tgt[i:, 1:]), list(model.parameters()))
+           for i in (0, 1)]
+    fused.use_fused(model, True)
+    losses = [model(src[i:], mask[i:], tgt[i:, :-1], tgt[i:, 1:]) for i in (0, 1)]
+    for loss, want in zip(reversed(losses), reversed(ref)):
+        for _ in range(2):                        # and the same again from a retained graph
+            got = torch.autograd.grad(loss, list(model.parameters()), retain_graph=True)
+            assert all(torch.allclose(a, b, rtol=1e-4, atol=1e-6) for a, b in zip(got, want))
+    del losses, loss
+    assert fused._ENERGIES.free is not None       # handed on once no graph holds it

@@ -181,3 +181,13 @@ def test_the_hand_written_recurrences_leave_a_layer_normalised_model_to_the_refe
         use_fused(model)
         x = torch.zeros(2, 3, 8)
         assert wanted(model, x) is not layer_norm and wanted(model.encoder, x) is not layer_norm
+
+
+def test_fused_steps_train_as_the_reference_does(data_bin, tmp_path):
+    flags = ["--preset", "tiny", "--optimizer", "adam", "--lr", "0.01"]
+    plain = run(data_bin, tmp_path / "plain", *flags, updates=4)
+    fused = run(data_bin, tmp_path / "fused", *flags, "--fused-steps", updates=4)
+    assert [e["train_nll"] for e in fused] == pytest.approx([e["train_nll"] for e in plain], rel=1e-4)
+    assert checkpoint.load(tmp_path / "fused" / "last.pt").training.config.fused_steps
+    with pytest.raises(UserError, match="two ways to speed the same loops"):
+        train_settings("rnnsearch", "tiny", "appendix-b", {"fused_steps": True, "compile": True}, set())

@@ -89,6 +89,10 @@ speed = options(
                  default=_T.compile_mode, show_default=True,
                  help="torch.compile's mode, with --compile: reduce-overhead replays each step as a CUDA graph "
                       "(recorded once per shape: combine with --pad-to-multiple); max-autotune also tunes the kernels."),
+    click.option("--fused-steps", is_flag=True,
+                 help="CPU training: the recurrences (the encoder's GRU, RNNsearch's attentive decoder) as "
+                      "whole sequences whose backward is written by hand: fewer, larger products, equal to the "
+                      "reference to rounding. About 1.2x the updates per second of the demo's model on 2 cores."),
     setting("--pad-to-multiple", _T, click.IntRange(1),
             "Pad each training batch's source and target lengths up to a multiple of N: fewer shapes "
                       "for CUDA graphs and compiled kernels, at the cost of computing the padding."))

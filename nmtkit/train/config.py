@@ -74,6 +74,7 @@ class TrainConfig(Settings):
     compile: bool = False          # the recurrences' steps through torch.compile
     compile_mode: str = "default"  # torch.compile's mode: default | reduce-overhead | max-autotune
     pad_to_multiple: int = 1       # training batches' lengths rounded up to a multiple of this
+    fused_steps: bool = False      # CPU: the recurrences' forward and backward by hand (models.fused)
 
 
 def train_settings(arch: str, preset: str, schedule_name: str, values: dict[str, Any],
@@ -85,6 +86,8 @@ def train_settings(arch: str, preset: str, schedule_name: str, values: dict[str,
     foreign = given & (RNNSEARCH_ONLY if is_luong(arch) else LUONG_ONLY)
     if foreign:
         raise UserError(f"--{sorted(foreign)[0].replace('_', '-')} does not apply to --arch {arch}")
+    if values.get("fused_steps") and values.get("compile"):
+        raise UserError("--fused-steps and --compile are two ways to speed the same loops: give one")
     if "compile_mode" in given and not values.get("compile"):
         raise UserError("--compile-mode applies to a compiled step: add --compile")
     if values.get("window_renorm") and values.get("attention") != "local-p":

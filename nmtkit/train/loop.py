@@ -43,6 +43,7 @@ from ..core.settings import RuntimeConfig
 from ..data.batching import collate, to_device
 from ..data.vocab import PAD
 from ..models.config import ModelConfig
+from ..models.fused import use_fused
 from ..models.loss import shortlist
 from . import runlog
 from .config import TrainConfig
@@ -94,6 +95,7 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
 def run(state: TrainState) -> Progress:
     """The loop: an update per minibatch, reports, validations, until something stops it."""
     steps, net = CompiledSteps(state.model, state.cfg), state.parallel.wrap(state.model)
+    use_fused(state.model, state.cfg.fused_steps)
     announce(state)
     open_save_dir(state)
     state.clock = time.perf_counter() - state.progress.seconds
