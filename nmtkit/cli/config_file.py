@@ -37,7 +37,7 @@ def _keys(command: click.Command) -> dict[str, str]:
     for p in command.params:
         if p.name is None or not p.expose_value:
             continue
-        for spelling in (p.name, _key(p), *(o[2:] for o in p.opts if o.startswith("--"))):
+        for spelling in (p.name, *(o[2:] for o in p.opts if o.startswith("--"))):   # _key(p) is one of them
             names[spelling.replace("-", "_")] = p.name
     return names
 
