@@ -53,9 +53,16 @@ def start(where: Place, device: torch.device) -> None:
         dist.init_process_group("gloo")
 
 
-def stop() -> None:
-    """Leave the process group (at the end of a run, or on its error)."""
+def stop(together: bool = False) -> None:
+    """Leave the process group (at the end of a run, or on its error).
+
+    ``together`` (a run that ended well): first wait until every rank is done, since
+    gloo aborts a process whose peer closed its sockets while it still worked
+    (rank 0 validating and saving while the others had left).
+    """
     if dist.is_initialized():
+        if together:
+            dist.barrier()
         dist.destroy_process_group()
 
 

@@ -79,17 +79,21 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
     where = distributed.place()
     runtime = setup(RuntimeConfig(cfg.device, cfg.threads, cfg.bf16, cfg.tf32), where.local_rank, where.local_world)
     distributed.start(where, runtime.device)
+    ended_well = False
     try:
         state = start(data_dir, save_dir, model_cfg, cfg, resume, Parallel(where, runtime))
         if state.finished():           # running the same command again changes nothing
             log(f"{save_dir / 'last.pt'} has finished its budget (update {state.progress.step}); nothing to do")
-            return state.progress
-        if state.progress.step:
-            log(f"resuming from {save_dir / 'last.pt'} at update {state.progress.step}, "
-                f"epoch {state.batches.epoch + 1}")
-        return run(state)
+            progress = state.progress
+        else:
+            if state.progress.step:
+                log(f"resuming from {save_dir / 'last.pt'} at update {state.progress.step}, "
+                    f"epoch {state.batches.epoch + 1}")
+            progress = run(state)
+        ended_well = True
+        return progress
     finally:
-        distributed.stop()
+        distributed.stop(together=ended_well)
 
 
 def run(state: TrainState) -> Progress:
