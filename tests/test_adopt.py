@@ -156,7 +156,7 @@ def test_a_run_says_what_stops_it_and_how_long_an_update_takes(data_bin, tmp_pat
     assert "stops at update 8; Ctrl-C saves last.pt and stops" in r.output
     assert re.search(r"an update takes \d+\.\d\d s here: an epoch of [\d,]+ updates about [\d.]+ (s|min|h|days), "
                      r"update 8 in about", r.output), r.output
-    assert "--preset small" not in r.output                       # a bounded run needs no advice
+    assert "--schedule cpu" not in r.output                       # a bounded run needs no advice
     from nmtkit.train.config import TrainConfig
     from nmtkit.train.pace import pace_report, stopping_rule
     unbounded = TrainConfig(patience=0)
@@ -164,8 +164,8 @@ def test_a_run_says_what_stops_it_and_how_long_an_update_takes(data_bin, tmp_pat
     assert stopping_rule(TrainConfig()) == ("stops after 10 validations (one every 1,000 updates) without a better "
                                             "dev BLEU; Ctrl-C saves last.pt and stops")
     paper = pace_report(TrainConfig(), 3.0, 80_000, on_cpu=True)
-    assert "an epoch of 80,000 updates about 2.8 days" in paper and "--preset small" in paper
-    assert "--preset small" not in pace_report(TrainConfig(), 0.05, 40_000, on_cpu=False)
+    assert "an epoch of 80,000 updates about 2.8 days" in paper and "--schedule cpu" in paper
+    assert "--schedule cpu" not in pace_report(TrainConfig(), 0.05, 40_000, on_cpu=False)
 
 
 def test_the_cpu_advice_gives_the_demo_recipe_of_the_makefile():

@@ -191,3 +191,37 @@ def test_fused_steps_train_as_the_reference_does(data_bin, tmp_path):
     assert checkpoint.load(tmp_path / "fused" / "last.pt").training.config.fused_steps
     with pytest.raises(UserError, match="two ways to speed the same loops"):
         train_settings("rnnsearch", "tiny", "appendix-b", {"fused_steps": True, "compile": True}, set())
+
+
+# -- --schedule cpu: the demo's recipe by name -------------------------------------------------------
+
+def _settings(arch="rnnsearch", preset="paper", **typed):
+    values = {"dropout": None, "tie_embeddings": False, "fused_steps": False, "compile": False, "lr": None,
+              "max_minutes": 20.0, **typed}
+    return train_settings(arch, preset, "cpu", values, set(typed) | ({"preset"} if preset != "paper" else set()))
+
+
+def test_the_cpu_schedule_names_the_demo_recipe_and_typed_flags_win():
+    model, cfg = _settings()
+    assert (model.emb, model.hidden, model.maxout, model.tie_embeddings) == (256, 256, 256, True)
+    assert (cfg.optimizer, cfg.lr, cfg.lr_decay, cfg.warmup, cfg.label_smoothing, cfg.best_by, cfg.fused_steps) \
+        == ("adam", 5e-3, "cosine", 50, 0.1, "nll", True)
+    assert cfg.max_minutes == 20.0 and cfg.batch_size == TrainConfig.batch_size      # untouched by the recipe
+    model, cfg = _settings(preset="tiny", tie_embeddings=False, lr=1e-3, label_smoothing=0.0)
+    assert (model.hidden, model.tie_embeddings, cfg.lr, cfg.label_smoothing, cfg.lr_decay) == (32, False, 1e-3, 0.0,
+                                                                                               "cosine")
+    assert not _settings(compile=True)[1].fused_steps                # --compile typed: the recipe's loops yield
+    luong, _ = _settings(arch="luong")
+    assert not luong.tie_embeddings and luong.hidden == 256          # tying is RNNsearch's; the sizes still apply
+    with pytest.raises(UserError, match="falls to 0 at the end of a budget"):
+        _settings(max_minutes=0.0)
+
+
+def test_the_cpu_schedule_on_the_command_line_and_in_a_dumped_config(data_bin, tmp_path):
+    run(data_bin, tmp_path / "cpu", "--schedule", "cpu", "--preset", "tiny", updates=2)
+    ckpt = checkpoint.load(tmp_path / "cpu" / "last.pt")
+    assert ckpt.model.tie_embeddings and ckpt.model.hidden == 32
+    assert (ckpt.training.config.lr_decay, ckpt.training.config.label_smoothing) == ("cosine", 0.1)
+    r = CliRunner().invoke(main, ["train", str(data_bin), "--save-dir", "x", "--schedule", "cpu", "--no-tie-embeddings",
+                                  "--no-fused-steps", "--dump-config", "-"])
+    assert r.exit_code == 0 and "schedule: cpu" in r.output and "tie-embeddings: false" in r.output

@@ -16,7 +16,7 @@ from .config_file import config_options
 @click.command(cls=Command, epilog="""\b
 Examples:
   nmtkit train data-bin --arch rnnsearch --save-dir runs/rnnsearch          # the paper's recipe
-  nmtkit train data-bin --preset small --optimizer adam --lr 5e-3 --max-minutes 20 --save-dir runs/demo
+  nmtkit train data-bin --schedule cpu --max-minutes 20 --save-dir runs/demo            # the demo's, for a CPU
   nmtkit train data-bin --arch luong --attention global --score dot --schedule luong --save-dir runs/luong
   torchrun --nproc_per_node 4 -m nmtkit train data-bin --save-dir runs/x    # several GPUs (DDP)
 Running the same command again resumes from SAVE_DIR/last.pt exactly (--reset starts over).""")

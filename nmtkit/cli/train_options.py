@@ -37,9 +37,9 @@ model = options(
     setting("--readout", _M, click.Choice(READOUTS), "Deep output from s_{i-1} (the paper's equation) or s_i."),
     setting("--encoder", _M, click.Choice(ENCODERS),
             "The appendix's GRU, or torch's fused GRU (cuDNN; reset gate after U s): faster on GPUs."),
-    click.option("--tie-embeddings", is_flag=True,
+    click.option("--tie-embeddings/--no-tie-embeddings", default=False,
                  help="Score the output with the target embedding matrix (Press & Wolf 2017): one matrix "
-                      "fewer; the maxout units then number --emb. Not the paper's."),
+                      "fewer; the maxout units then number --emb. Not the paper's [default: off; --schedule cpu: on]."),
     click.option("--layer-norm", is_flag=True,
                  help="Layer-normalised GRUs (Ba et al. 2016), each product normalised as in Nematus. A "
                       "change of model, saved in the checkpoint; not the paper's."))
@@ -47,8 +47,11 @@ model = options(
 
 optimization = options(
     click.option("--schedule", "schedule_name", type=click.Choice(SCHEDULES), default=DEFAULT_SCHEDULE, show_default=True,
-                 help="Training recipe: Bahdanau et al.'s Appendix B, or Luong et al.'s SGD (lr 1, halved each epoch "
-                      "after the 5th, or 8th with dropout; batch 128; clip 5; 10 or 12 epochs). Flags override it."),
+                 help="Training recipe: Bahdanau et al.'s Appendix B; Luong et al.'s SGD (lr 1, halved each epoch "
+                      "after the 5th, or 8th with dropout; batch 128; clip 5; 10 or 12 epochs); or cpu, the demo's "
+                      "for a few CPU cores and a budget (--preset small --tie-embeddings --optimizer adam --lr 5e-3 "
+                      "--lr-decay cosine --warmup 50 --label-smoothing 0.1 --best-by nll --fused-steps). "
+                      "Flags override it."),
     setting("--optimizer", _T, click.Choice(OPTIMIZERS),
             "Adadelta (rho 0.95, eps 1e-6: the paper's), Adam (fused), or plain SGD."),
     click.option("--lr", type=float, default=None, help="Learning rate [adadelta, sgd: 1.0; adam: 5e-4]."),
@@ -89,10 +92,11 @@ speed = options(
                  default=_T.compile_mode, show_default=True,
                  help="torch.compile's mode, with --compile: reduce-overhead replays each step as a CUDA graph "
                       "(recorded once per shape: combine with --pad-to-multiple); max-autotune also tunes the kernels."),
-    click.option("--fused-steps", is_flag=True,
+    click.option("--fused-steps/--no-fused-steps", default=False,
                  help="CPU training: the recurrences (the encoder's GRU, RNNsearch's attentive decoder) as "
                       "whole sequences whose backward is written by hand: fewer, larger products, equal to the "
-                      "reference to rounding. About 1.2x the updates per second of the demo's model on 2 cores."),
+                      "reference to rounding. About 1.3x the updates per second of the demo's model on 2 cores "
+                      "[default: off; --schedule cpu: on]."),
     setting("--pad-to-multiple", _T, click.IntRange(1),
             "Pad each training batch's source and target lengths up to a multiple of N: fewer shapes "
                       "for CUDA graphs and compiled kernels, at the cost of computing the padding."))

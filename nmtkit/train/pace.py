@@ -52,6 +52,6 @@ def pace_report(cfg: TrainConfig, seconds_per_update: float, updates_per_epoch: 
         line += f", update {cfg.max_updates:,} in about {_duration(seconds_per_update * cfg.max_updates)}"
     bounded = cfg.max_updates or cfg.max_epochs or cfg.max_minutes
     if on_cpu and not bounded:
-        line += ("; for a CPU, --preset small with --max-minutes trains in minutes (the demo's recipe: "
-                 "--preset small --optimizer adam --lr 5e-3 --best-by nll --max-minutes 20)")
+        line += ("; for a CPU, a small model with --max-minutes trains in minutes (the demo's recipe: "
+                 "--schedule cpu --max-minutes 20)")
     return line
