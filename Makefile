@@ -191,7 +191,7 @@ readme-figures: demo
 # use by bench/peers' scripts, from PyPI), then preprocessing speed. Run it on an idle machine.
 bench: bench-data
 	$(PY) bin/bench-cli
-	$(PY) bin/bench-train --threads 2
+	$(PY) bin/bench-train --threads 2 --demo-bin $(BIN)
 	$(PY) bin/bench-translate --threads 2
 
 bench-data: data

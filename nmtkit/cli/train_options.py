@@ -95,7 +95,7 @@ speed = options(
     click.option("--fused-steps/--no-fused-steps", default=False,
                  help="CPU training: the recurrences (the encoder's GRU, RNNsearch's attentive decoder) as "
                       "whole sequences whose backward is written by hand: fewer, larger products, equal to the "
-                      "reference to rounding. About 1.3x the updates per second of the demo's model on 2 cores "
+                      "reference to rounding. About 1.2x the updates per second of the demo's model on 2 cores "
                       "[default: off; --schedule cpu: on]."),
     setting("--pad-to-multiple", _T, click.IntRange(1),
             "Pad each training batch's source and target lengths up to a multiple of N: fewer shapes "
