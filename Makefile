@@ -52,7 +52,7 @@ DEMO_RECIPE ?= $(CPU_RECIPE) --valid-every 200 --keep-validations
 DEMO_TRAIN ?= $(DEMO_RECIPE) $(DEMO_BUDGET) $(DEMO_BF16)
 BEAM    ?= 5
 
-.PHONY: help install test test-fast test-slow typecheck test-browser structure wheel-check docs demo demo-curve paper readme-figures data bench bench-data bench-gpu aer reproduce compare clean-data
+.PHONY: gpu-check help install test test-fast test-slow typecheck test-browser structure wheel-check docs demo demo-curve paper readme-figures data bench bench-data bench-gpu aer reproduce compare clean-data
 comma := ,
 help:
 	@echo "make demo     fetch the Bible corpus, preprocess, build the vocabulary, train RNNsearch (20 min on CPU),"
@@ -61,6 +61,7 @@ help:
 	@echo "make test     run the test suite: unit tests, slow end-to-end tests, mypy, the docs (test-fast, test-slow, typecheck, docs)"
 	@echo "make docs     build the documentation site with mkdocs --strict into build/site (installs the docs extra on first use)"
 	@echo "make bench    command-line start-up (--help, completion), training and translation speed beside Joey NMT and fairseq; preprocessing and selection speed"
+	@echo "make gpu-check  on a GPU machine without network: one report proving the GPU path in 10 minutes (tiny mode on a CPU)"
 	@echo "make bench-gpu  training speed on a GPU at the paper's sizes: every model, batch, precision, eager/compiled"
 	@echo "make aer      alignment error rate of the demo model's attention beside eflomal on the gold verses"
 	@echo "make reproduce  the paper's WMT'14 En-Fr recipe on GPUs (examples/wmt14_en_fr; MIRROR=DIR offline)"
@@ -207,6 +208,20 @@ aer: $(DEMO)/best.pt
 bench-gpu: install
 	$(MAKE) data BPE=0
 	$(PY) bin/bench-gpu $(DATA)/data-bin-words$(VOCAB_SIZE)
+
+# One unattended command on a machine with one CUDA GPU and no network (bin/gpu-check): the machine,
+# bin/bench-gpu's matrix, kernels per update and the GPU's busy share, a 3-minute paper-size run killed
+# and resumed then translated and scored, the hours of a WMT'14 RNNsearch-50 run, the test suite; in
+# GPU_MINUTES (10) minutes, into $(GPU_CHECK)/report.md and report.json. It runs from the checkout
+# (PYTHONPATH=., the machine's torch) with the data-bins carried beside it: make data, make data BPE=0.
+# Without a GPU it runs its CPU-runnable parts in a tiny mode, and builds the demo's data first.
+# PARTS=bench,train runs some parts alone.
+GPU_CHECK ?= $(RUNS)/gpu-check
+GPU_MINUTES ?= 10
+GPU_PY ?= $(if $(wildcard /dev/nvidia0),PYTHONPATH=. python3,$(PY))
+gpu-check: $(if $(wildcard /dev/nvidia0),,data)
+	$(GPU_PY) bin/gpu-check --words $(DATA)/data-bin-words$(VOCAB_SIZE) --bpe $(BIN) --out $(GPU_CHECK) \
+	    --minutes $(GPU_MINUTES) $(if $(PARTS),--parts $(PARTS))
 
 # The paper's WMT'14 En→Fr experiment on GPUs (examples/wmt14_en_fr/; its variables pass through:
 # make reproduce MIRROR=/data/statmt CHECKSUMS=/data/statmt/checksums.txt WORK=/scratch/wmt14).

@@ -24,6 +24,8 @@ from nmtkit.train.loop import describe_batches, train
 from nmtkit.train.parts import compiled_note
 from tests.test_corpus import make_corpus
 
+pytestmark = pytest.mark.gpu      # the GPU path, and the CPU tests that stand in for its CUDA ones
+
 POISONED = Path(__file__).with_name("poisoned_train.py")     # train with one process's loss made NaN
 
 TINY = ModelConfig(emb=16, hidden=16, align=16, maxout=16)
@@ -137,7 +139,8 @@ def test_the_compiled_step_gives_the_eager_loss_and_gradients(arch):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: CUDA graphs exist only there")
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: would prove that the step replayed as "
+                    "CUDA graphs (reduce-overhead) gives the eager step's loss and gradients")
 @pytest.mark.parametrize("arch", ["rnnsearch", "rnnencdec"])
 def test_the_step_replayed_as_cuda_graphs_gives_the_eager_loss_and_gradients(arch):
     """As above, on the GPU with torch.compile's reduce-overhead mode; each shape is run twice, so

@@ -343,7 +343,9 @@ def test_a_new_local_p_model_renormalises_its_window_unless_the_paper_form_is_as
     assert not train_settings("rnnsearch", "tiny", "appendix-b", base, set())[0].window_renorm
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: the layer-by-layer path runs there only")
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: would prove that the layer-by-layer LSTM "
+                    "(exact resume with dropout) equals cuDNN's fused LSTM and draws its dropout from torch's generator")
 def test_stacked_lstm_layer_by_layer_equals_the_fused_lstm_without_dropout_and_drops_with_torchs_generator():
     from nmtkit.models.stacked_lstm import StackedLSTM
     torch.manual_seed(0)

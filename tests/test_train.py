@@ -97,6 +97,12 @@ def test_kept_validations_are_weights_only_models_and_the_log_reads_back(corpus,
     assert f"best.pt is update {best} (chosen by dev NLL" in run_summary(tmp_path / "k")
 
 
+def test_the_summary_names_dev_nll_when_no_dev_bleu_was_computed(corpus, tmp_path):
+    from nmtkit.train.runlog import run_summary
+    train(corpus, tmp_path / "n", TINY, cfg(max_updates=2, valid_every=2, valid_bleu=False))   # best_by: bleu
+    assert "(chosen by dev NLL" in run_summary(tmp_path / "n")
+
+
 def test_checkpoint_is_self_contained_and_weights_only(corpus, tmp_path):
     train(corpus, tmp_path / "c", TINY, cfg(max_updates=2))
     raw = torch.load(tmp_path / "c" / "best.pt", weights_only=True)
@@ -220,7 +226,9 @@ def test_max_epochs_stops_after_exactly_that_many_epochs(corpus, tmp_path):
     assert (checkpoint.load(tmp_path / "e" / "last.pt").training.batches or {})["epoch"] == 2
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: the CUDA RNG state exists only there")
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: would prove that a resumed GPU run "
+                    "restores the CUDA RNG state that dropout draws from")
 def test_exact_resume_on_a_gpu_restores_the_cuda_rng(corpus, tmp_path, deterministic):
     # dropout on a GPU draws from the CUDA generator: a resumed run must go on from its state
     model = ModelConfig(arch="luong", emb=12, hidden=12, align=12, layers=2, dropout=0.3)

@@ -1,0 +1,64 @@
+"""bin/gpu-check, the unattended GPU proof: on a CPU its tiny mode runs every part that can,
+says which need a GPU, keeps its report whatever a part does, and exits 0."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.test_corpus import make_corpus
+
+ROOT = Path(__file__).resolve().parent.parent
+# the CPU's tiny mode even on a GPU machine: these tests check the script, not a GPU
+ENV = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+
+
+def gpu_check(raw, out, *args, timeout=600):
+    return subprocess.run([sys.executable, str(ROOT / "bin" / "gpu-check"), "--words", str(raw.parent / "bin"),
+                           "--test-src", str(raw / "test.en"), "--test-ref", str(raw / "test.fr"),
+                           "--out", str(out), *args], capture_output=True, text=True, env=ENV, timeout=timeout)
+
+
+def test_without_a_gpu_it_reports_the_machine_and_what_needs_a_gpu(raw, tmp_path):
+    make_corpus(raw, tmp_path)
+    done = gpu_check(raw, tmp_path / "check", "--parts", "machine,wmt14")
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "check" / "report.json").read_text())
+    assert report["gpu"] is False
+    assert report["parts"]["machine"]["machine"]["gpu"] is None
+    assert report["parts"]["machine"]["machine"]["torch"]
+    assert report["parts"]["wmt14"]["status"] == "needs a GPU"        # no GPU figure from a CPU
+    md = (tmp_path / "check" / "report.md").read_text()
+    assert "tiny mode on a CPU" in md and "| wmt14 | needs a GPU |" in md
+    assert not list((tmp_path / "check").glob("*.tmp"))
+
+
+def test_an_unknown_part_or_a_missing_data_bin_is_one_line(raw, tmp_path):
+    done = subprocess.run([sys.executable, str(ROOT / "bin" / "gpu-check"), "--parts", "bench,warp"],
+                          capture_output=True, text=True, env=ENV)
+    assert done.returncode != 0 and done.stderr.strip() == "gpu-check: no part 'warp' (of machine, bench, " \
+                                                            "profile, train, wmt14, tests)"
+    done = subprocess.run([sys.executable, str(ROOT / "bin" / "gpu-check"), "--words", str(tmp_path / "none"),
+                           "--bpe", str(tmp_path / "none"), "--parts", "bench"], capture_output=True, text=True, env=ENV)
+    assert done.returncode != 0 and "no data-bin at" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.slow
+def test_the_tiny_mode_benches_profiles_trains_kills_resumes_translates_and_tests(raw, tmp_path):
+    make_corpus(raw, tmp_path)
+    done = gpu_check(raw, tmp_path / "check", "--minutes", "8", "--train-minutes", "0.3")
+    assert done.returncode == 0, done.stderr[-3000:]
+    parts = json.loads((tmp_path / "check" / "report.json").read_text())["parts"]
+    assert [p for p in parts] == ["machine", "bench", "profile", "train", "wmt14", "tests"]
+    bench = parts["bench"]["rows"]
+    assert len(bench) == 1 and bench[0]["tok_per_s"] > 0 and bench[0]["arch"] == "rnnsearch"
+    assert parts["profile"]["runs"][0]["kernels_per_update"] > 0
+    train = parts["train"]
+    assert train["status"] == "ok" and 0 < train["resumed_at"] <= train["killed_at"] <= train["updates"]
+    assert "bleu" in train and (tmp_path / "check" / "test.hyp").read_text().count("\n") == 4
+    assert parts["tests"]["counts"]["PASSED"] > 0 and parts["tests"]["counts"]["FAILED"] == 0
+    md = (tmp_path / "check" / "report.md").read_text()
+    assert "killed (SIGKILL) at update" in md and "skipped, and what each would prove:" in md
