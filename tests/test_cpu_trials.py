@@ -33,7 +33,7 @@ def train_line(out):
 def test_the_demo_trains_for_minutes_or_for_a_fixed_number_of_updates(tmp_path):
     minutes = train_line(make_n("demo", f"DEMO={tmp_path}/d", f"DATA={tmp_path}/data"))
     assert "--max-minutes 20" in minutes and "--max-updates" not in minutes
-    assert re.search(r"data-bin-bpe8000 ", minutes) and "--best-by nll" in minutes
+    assert re.search(r"data-bin-bpe8000 ", minutes) and "--schedule cpu" in minutes
     fixed = train_line(make_n("demo", f"DEMO={tmp_path}/d", f"DATA={tmp_path}/data", "DEMO_UPDATES=1000"))
     assert "--max-updates 1000" in fixed and "--max-minutes" not in fixed
     words = make_n("data", f"DATA={tmp_path}/data", "BPE=0")

@@ -62,3 +62,13 @@ def test_the_tiny_mode_benches_profiles_trains_kills_resumes_translates_and_test
     assert parts["tests"]["counts"]["PASSED"] > 0 and parts["tests"]["counts"]["FAILED"] == 0
     md = (tmp_path / "check" / "report.md").read_text()
     assert "killed (SIGKILL) at update" in md and "skipped, and what each would prove:" in md
+
+
+def test_a_second_job_in_the_same_place_keeps_the_first_jobs_parts(raw, tmp_path):
+    make_corpus(raw, tmp_path)
+    assert gpu_check(raw, tmp_path / "check", "--parts", "machine").returncode == 0
+    assert gpu_check(raw, tmp_path / "check", "--parts", "wmt14").returncode == 0
+    parts = json.loads((tmp_path / "check" / "report.json").read_text())["parts"]
+    assert list(parts) == ["machine", "wmt14"] and parts["machine"]["machine"]["gpu"] is None
+    md = (tmp_path / "check" / "report.md").read_text()
+    assert "| machine | ok (earlier job) |" in md and "| wmt14 | needs a GPU |" in md

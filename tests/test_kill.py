@@ -86,3 +86,24 @@ def test_sigkill_at_ten_random_moments_changes_nothing(raw, tmp_path):
     assert all(torch.equal(a.weights[k], b.weights[k]) for k in a.weights)
     assert step_losses(tmp_path / "whole") == step_losses(tmp_path / "killed")
     assert not list((tmp_path / "killed").glob(".*.tmp"))           # no temporary file outlives its write
+
+
+def test_sigterm_saves_last_pt_at_the_update_reached_and_the_same_command_goes_on(raw, tmp_path):
+    """A job's time limit sends SIGTERM: training stops after the update, saves, exits 0."""
+    from tests.test_corpus import make_corpus
+    make_corpus(raw, tmp_path)
+    cmd = command(tmp_path / "bin", tmp_path / "run")[:-6]    # no schedule: the resumed run gets a new budget
+    cmd[cmd.index("--max-updates") + 1] = "100000"
+    cmd[cmd.index("--valid-every") + 1] = "100000"             # no save but the one SIGTERM asks for
+    proc = subprocess.Popen(cmd, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while logged_step(tmp_path / "run") < 3 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err[-1500:]
+    saved = checkpoint.load(tmp_path / "run" / "last.pt").training.progress.step
+    assert saved >= 3 and f"interrupted: saved {tmp_path / 'run' / 'last.pt'} at update {saved}" in err
+    cmd[cmd.index("--max-updates") + 1] = str(saved + 2)
+    again = subprocess.run(cmd, env=env(), capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0 and f"resuming from {tmp_path / 'run' / 'last.pt'} at update {saved}" in again.stderr

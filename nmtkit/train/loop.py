@@ -292,13 +292,15 @@ class _Pace:
 
 
 class _StopFlag:
-    """First Ctrl-C asks the loop to stop after the current update; a second one aborts."""
+    """First Ctrl-C (or SIGTERM: a job's time limit, ``timeout``) asks the loop to stop after the
+    current update and save last.pt; a second one aborts."""
 
     def __init__(self) -> None:
         self.requested = False
 
     def __enter__(self) -> "_StopFlag":
         self.previous = signal.signal(signal.SIGINT, self._handle)
+        self.previous_term = signal.signal(signal.SIGTERM, self._handle)
         return self
 
     def _handle(self, *_: Any) -> None:
@@ -308,3 +310,4 @@ class _StopFlag:
 
     def __exit__(self, *_: Any) -> None:
         signal.signal(signal.SIGINT, self.previous)
+        signal.signal(signal.SIGTERM, self.previous_term)
