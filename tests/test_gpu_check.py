@@ -49,7 +49,7 @@ def test_an_unknown_part_or_a_missing_data_bin_is_one_line(raw, tmp_path):
 @pytest.mark.slow
 def test_the_tiny_mode_benches_profiles_trains_kills_resumes_translates_and_tests(raw, tmp_path):
     make_corpus(raw, tmp_path)
-    done = gpu_check(raw, tmp_path / "check", "--minutes", "8", "--train-minutes", "0.3")
+    done = gpu_check(raw, tmp_path / "check", "--minutes", "8", "--train-minutes", "0.5")
     assert done.returncode == 0, done.stderr[-3000:]
     parts = json.loads((tmp_path / "check" / "report.json").read_text())["parts"]
     assert [p for p in parts] == ["machine", "bench", "profile", "train", "wmt14", "tests"]
