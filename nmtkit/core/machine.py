@@ -63,12 +63,15 @@ MACHINE = "machine.json"
 
 def machine() -> dict[str, Any]:
     """What the speed of a run depends on: the CPU (name, family and model, the vector units
-    torch uses), the cores, torch and its threads."""
+    torch uses), the cores, torch and its threads, and the GPU where there is one."""
     import torch
     cpu = this_cpu()
-    return {"cpu": cpu.name, "vendor": cpu.vendor, "family": cpu.family, "model": cpu.model,
-            "cores": cpu.cores, "flags": list(cpu.flags), "torch": torch.__version__,
-            "threads": torch.get_num_threads()}
+    found = {"cpu": cpu.name, "vendor": cpu.vendor, "family": cpu.family, "model": cpu.model,
+             "cores": cpu.cores, "flags": list(cpu.flags), "torch": torch.__version__,
+             "threads": torch.get_num_threads()}
+    if torch.cuda.is_available():
+        found["gpu"] = torch.cuda.get_device_name(0)
+    return found
 
 
 def describe(m: dict[str, Any]) -> str:
@@ -76,4 +79,5 @@ def describe(m: dict[str, Any]) -> str:
     before the family was recorded give the name alone."""
     flags = ", ".join(m.get("flags") or ["none of avx2/avx512"])
     which = f" (family {m['family']}, model {m['model']})" if m.get("family") is not None else ""
-    return f"{m['cpu']}{which}, {m['cores']} cores ({flags}), torch {m['torch']}"
+    gpu = f"{m['gpu']}, " if m.get("gpu") else ""
+    return f"{gpu}{m['cpu']}{which}, {m['cores']} cores ({flags}), torch {m['torch']}"

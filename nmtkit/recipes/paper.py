@@ -19,6 +19,7 @@ sentences), and ``report`` writes ``report.md`` with its pictures:
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import time
@@ -32,9 +33,11 @@ from ..align.heatmap import from_alignment_file, plot
 from ..core.command import Group
 from ..core.errors import UserError
 from ..core.files import atomic_write, read_lines
+from ..core.machine import MACHINE, describe
 from ..core.plot import pyplot
 from ..data.passages import write_passages
 from ..evaluate.score import Texts, moses_tokens, multi_bleu, no_unk_indices, paired_bootstrap, read_cleaned
+from .gpu_cells import fastest_flags, measured
 
 MODELS = ("rnnencdec-30", "rnnencdec-50", "rnnsearch-30", "rnnsearch-50")
 TITLES = {"rnnencdec-30": "RNNencdec-30", "rnnencdec-50": "RNNencdec-50",
@@ -151,28 +154,42 @@ def _p(r: dict[str, Any]) -> str:
     return "baseline" if r["p_value"] is None else f"{r['p_value']:.4f}"
 
 
+def trained(ckpt: checkpoint.Checkpoint) -> str:
+    """How one run was trained, as its last checkpoint says: updates, batch, optimizer, size,
+    and where the budget was minutes, the minutes and the path (precision, compiled step)."""
+    cfg, progress = ckpt.training.config, ckpt.training.progress
+    batch = f"{cfg.max_tokens:,} target tokens" if cfg.max_tokens else f"{cfg.batch_size} pairs"
+    text = f"{progress.step:,} updates of {batch}, {cfg.optimizer} {cfg.lr:g}, {ckpt.model.hidden} hidden units"
+    if cfg.max_minutes:
+        step = ("compiled as CUDA graphs" if cfg.compile and cfg.compile_mode == "reduce-overhead"
+                else "compiled" if cfg.compile else "eager")
+        text += f", {progress.seconds / 60:.1f} minutes, {'bf16' if cfg.bf16 else 'fp32'}, {step}"
+    return text
+
+
 def budget(runs: Path, models: tuple[str, ...]) -> str:
     """How the runs were trained, read from their last checkpoints."""
-    seen = {}
-    for m in models:
-        ckpt = checkpoint.load(runs / m / "last.pt")
-        cfg = ckpt.training.config
-        seen[m] = (f"{ckpt.training.progress.step:,} updates of {cfg.batch_size} pairs, "
-                   f"{cfg.optimizer} {cfg.lr:g}, {ckpt.model.hidden} hidden units")
+    seen = {m: trained(checkpoint.load(runs / m / "last.pt")) for m in models}
     kinds = set(seen.values())
     return (f"{kinds.pop()} each" if len(kinds) == 1
             else "; ".join(f"{TITLES.get(m, m)}: {v}" for m, v in seen.items()))
 
 
+def _machine(runs: Path, models: tuple[str, ...]) -> str:
+    """Where the runs trained, as the first one recorded it (``machine.json``)."""
+    found = runs / models[0] / MACHINE
+    return f" Trained on: {describe(json.loads(found.read_text()))}." if found.exists() else ""
+
+
 def write_report(runs: Path, raw: Path, vocab_words: Path, models: tuple[str, ...], samples: int,
-                 beam: int) -> Path:
+                 beam: int, made_by: str = "make paper") -> Path:
     order = [BASELINE, *(m for m in models if m != BASELINE)] if BASELINE in models else list(models)
     trained = budget(runs, models)
     data = {name: _texts(raw, runs, name, models) for name in SETS}
     lines = ["# RNNsearch against RNNencdec on the Bible corpus", "",
-             f"Written {time.strftime('%Y-%m-%d %H:%M')} by `make paper`: {len(models)} systems, "
-             f"{trained}. Every figure below is computed from this run's translations (beam {beam}) "
-             "against Segond.", ""]
+             f"Written {time.strftime('%Y-%m-%d %H:%M')} by `{made_by}`: {len(models)} systems, "
+             f"{trained}.{_machine(runs, models)} Every figure below is computed from this run's translations "
+             f"(beam {beam}) against Segond.", ""]
     tables = {}
     for name, label in SETS.items():
         d = data[name]
@@ -261,14 +278,31 @@ def passages(raw: Path) -> None:
 @main.command()
 @click.option("--runs", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True)
 @click.option("--raw", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True)
-@click.option("--no-unk-vocab", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True,
-              help="A 30,000-word build-vocab directory: its lists define the No-UNK subset.")
+@click.option("--no-unk-vocab", type=click.Path(exists=True, path_type=Path), required=True,
+              help="A 30,000-word build-vocab directory, or a checkpoint trained on one: its lists "
+                   "define the No-UNK subset.")
 @click.option("--models", default=" ".join(MODELS), show_default=True)
 @click.option("--samples", type=click.IntRange(10), default=1000, show_default=True)
 @click.option("--beam", type=int, default=5, show_default=True, help="The beam the translations used.")
-def report(runs: Path, raw: Path, no_unk_vocab: Path, models: str, samples: int, beam: int) -> None:
+@click.option("--made-by", default="make paper", show_default=True, help="The command the report names.")
+def report(runs: Path, raw: Path, no_unk_vocab: Path, models: str, samples: int, beam: int, made_by: str) -> None:
     """Write RUNS/report.md, Figure 2 and Figure 3 from the runs' translations."""
-    print(write_report(runs, raw, no_unk_vocab, tuple(models.split()), samples, beam))
+    print(write_report(runs, raw, no_unk_vocab, tuple(models.split()), samples, beam, made_by))
+
+
+@main.command()
+@click.argument("arch")
+@click.option("--bench", type=click.Path(dir_okay=False, path_type=Path),
+              help="A gpu-check report.json or bin/bench-gpu's JSON (absent: nothing measured).")
+def path(arch: str, bench: Path | None) -> None:
+    """Print ARCH's fastest training flags on this GPU (one batch for the whole study)."""
+    import torch                 # here only: the report never needs it
+    if torch.cuda.is_available():
+        chosen, why = fastest_flags(measured(bench), arch)
+    else:
+        chosen, why = [], "no CUDA GPU: eager float32 on the CPU"
+    click.echo(f"paper: {arch}: {why}", err=True)
+    click.echo(" ".join(chosen))
 
 
 if __name__ == "__main__":

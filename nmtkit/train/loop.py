@@ -36,7 +36,7 @@ import torch
 from ..checkpoint import Progress
 from ..core import distributed
 from ..core.console import TrainProgress, debug, log
-from ..core.errors import UserError
+from ..core.errors import Interrupted, UserError
 from ..core.plot import training_curves
 from ..core.runtime import setup
 from ..core.settings import RuntimeConfig
@@ -79,7 +79,7 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
     where = distributed.place()
     runtime = setup(RuntimeConfig(cfg.device, cfg.threads, cfg.bf16, cfg.tf32), where.local_rank, where.local_world)
     distributed.start(where, runtime.device)
-    ended_well = False
+    ended_well, stopped_by = False, 0
     try:
         state = start(data_dir, save_dir, model_cfg, cfg, resume, Parallel(where, runtime))
         if state.finished():           # running the same command again changes nothing
@@ -89,15 +89,18 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
             if state.progress.step:
                 log(f"resuming from {save_dir / 'last.pt'} at update {state.progress.step}, "
                     f"epoch {state.batches.epoch + 1}")
-            progress = run(state)
+            progress, stopped_by = run(state)
         ended_well = True
-        return progress
     finally:
         distributed.stop(together=ended_well)
+    if stopped_by:     # saved, but not done: what follows in a script or a Makefile must not run
+        raise Interrupted(stopped_by)
+    return progress
 
 
-def run(state: TrainState) -> Progress:
-    """The loop: an update per minibatch, reports, validations, until something stops it."""
+def run(state: TrainState) -> tuple[Progress, int]:
+    """The loop: an update per minibatch, reports, validations, until something stops it.
+    Returns where it stopped, and the signal that stopped it (0: a budget or the patience)."""
     steps, net = CompiledSteps(state.model, state.cfg), state.parallel.wrap(state.model)
     use_fused(state.model, state.cfg.fused_steps)
     announce(state)
@@ -126,9 +129,10 @@ def run(state: TrainState) -> Progress:
                 finish = state.parallel.agree(validate_and_save(state, bar, rng) or finish)
             if finish:
                 if stop.requested:
-                    log(f"interrupted: saved {state.save_dir / 'last.pt'} at update {state.progress.step}")
+                    log(f"interrupted: saved {state.save_dir / 'last.pt'} at update {state.progress.step}; "
+                        "the same command goes on from there")
                 break
-    return state.progress
+    return state.progress, stop.signum
 
 
 def announce(state: TrainState) -> None:
@@ -296,17 +300,17 @@ class _StopFlag:
     current update and save last.pt; a second one aborts."""
 
     def __init__(self) -> None:
-        self.requested = False
+        self.requested, self.signum = False, 0
 
     def __enter__(self) -> "_StopFlag":
         self.previous = signal.signal(signal.SIGINT, self._handle)
         self.previous_term = signal.signal(signal.SIGTERM, self._handle)
         return self
 
-    def _handle(self, *_: Any) -> None:
+    def _handle(self, signum: int, *_: Any) -> None:
         if self.requested:
             raise KeyboardInterrupt
-        self.requested = True
+        self.requested, self.signum = True, signum
 
     def __exit__(self, *_: Any) -> None:
         signal.signal(signal.SIGINT, self.previous)
