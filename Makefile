@@ -291,10 +291,14 @@ PAPER_RECIPE ?= --preset $(PAPER_SIZE) --optimizer adam --lr 1e-3 --best-by nll 
 PAPER_TRAIN ?= $(PAPER_RECIPE) --max-minutes $(PAPER_MINUTES) --valid-every 200 --no-valid-bleu
 PAPER_BEAM ?= 12
 PAPER_PY = $(GPU_PY)
-PAPER_INPUTS = $(WORDS_BIN)/manifest.json
+# order-only: inputs copied again to this machine (newer files, the same data) redo nothing
+PAPER_INPUTS = | $(WORDS_BIN)/manifest.json
+PAPER_LONG = | $(DATA)/raw/test-long.en
 paper_bin = $(WORDS_BIN)
-paper_flags = --max-len $(if $(filter %-30,$1),30,$(MAX_LEN)) \
-    $$($(PAPER_PY) -m nmtkit.recipes.paper path $(firstword $(subst -, ,$1)) --bench $(GPU_CHECK)/report.json)
+# the fastest path first, so that a failure to read the bench stops the job rather than hides
+paper_path = flags=$$($(PAPER_PY) -m nmtkit.recipes.paper path $(firstword $(subst -, ,$1)) \
+    --bench $(GPU_CHECK)/report.json) && 
+paper_flags = --max-len $(if $(filter %-30,$1),30,$(MAX_LEN)) $$flags
 # the No-UNK subset by the models' own lists: the 30,000 words of the data-bin
 PAPER_NO_UNK = $(PAPER)/$(lastword $(PAPER_MODELS))/best.pt
 else
@@ -305,7 +309,9 @@ PAPER_TRAIN ?= $(PAPER_RECIPE) --max-len 0 --max-updates $(PAPER_UPDATES) --vali
 PAPER_BEAM ?= $(BEAM)
 PAPER_PY = $(PY)
 PAPER_INPUTS = $(BIN)/manifest.json $(BIN)-30/manifest.json
+PAPER_LONG = $(DATA)/raw/test-long.en
 paper_bin = $(if $(filter %-30,$1),$(BIN)-30,$(BIN))
+paper_path =
 paper_flags =
 PAPER_NO_UNK = $(WORDS_VOCAB)
 endif
@@ -342,7 +348,7 @@ endif
 endif
 
 $(PAPER)/%/done: $(PAPER_INPUTS)
-	$(PAPER_NMTKIT) train $(call paper_bin,$*) --save-dir $(PAPER)/$* --arch $(firstword $(subst -, ,$*)) \
+	$(call paper_path,$*)$(PAPER_NMTKIT) train $(call paper_bin,$*) --save-dir $(PAPER)/$* --arch $(firstword $(subst -, ,$*)) \
 	    $(PAPER_TRAIN) $(call paper_flags,$*) --threads $(JOBS)
 	touch $@
 
@@ -350,7 +356,7 @@ $(PAPER)/%/test.hyp.fr: $(PAPER)/%/done
 	$(PAPER_NMTKIT) translate -m $(PAPER)/$*/best.pt $(DATA)/raw/test.en -o $@ --beam $(PAPER_BEAM) \
 	    --threads $(JOBS) $(if $(findstring search,$*),--alignments $(PAPER)/$*/test.align)
 
-$(PAPER)/%/test-long.hyp.fr: $(PAPER)/%/done $(DATA)/raw/test-long.en
+$(PAPER)/%/test-long.hyp.fr: $(PAPER)/%/done $(PAPER_LONG)
 	$(PAPER_NMTKIT) translate -m $(PAPER)/$*/best.pt $(DATA)/raw/test-long.en -o $@ --beam $(PAPER_BEAM) \
 	    --threads $(JOBS) $(if $(findstring search,$*),--alignments $(PAPER)/$*/test-long.align)
 

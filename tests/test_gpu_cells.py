@@ -29,11 +29,13 @@ def test_every_arch_of_a_study_takes_its_fastest_path_in_the_batch_of_rnnsearchs
     assert encdec == ["--max-tokens", "6000", "--tf32", "--compile"]           # not its 80-sentence cell
 
 
-def test_an_arch_measured_in_another_batch_alone_takes_its_fastest_and_one_not_measured_says_so():
+def test_an_arch_not_measured_in_the_studys_batch_keeps_that_batch_and_says_so():
     only80 = [_row("rnnencdec", "80 sentences", "bf16", "eager", 1.0)]
-    assert fastest_flags(ROWS[:3] + only80, "rnnencdec")[0] == ["--batch-size", "80", "--bf16"]
+    chosen, why = fastest_flags(ROWS[:3] + only80, "rnnencdec")     # RNNsearch chose 6,000 tokens
+    assert chosen == ["--max-tokens", "6000", *UNMEASURED] and "no cell of rnnencdec in this batch" in why
     chosen, why = fastest_flags([], "rnnsearch")
-    assert chosen == UNMEASURED and "no cell of this GPU measured" in why
+    assert chosen == ["--batch-size", "80", *UNMEASURED] and "no cell of rnnsearch" in why
+    assert fastest_flags(only80, "rnnencdec")[0] == ["--batch-size", "80", "--bf16"]   # no RNNsearch: 80
 
 
 def test_measured_reads_a_gpu_check_report_or_bench_gpu_json_and_never_a_cpu_check(tmp_path):

@@ -110,3 +110,24 @@ def test_a_signal_saves_last_pt_at_the_update_reached_and_the_same_command_goes_
     cmd[cmd.index("--max-updates") + 1] = str(saved + 2)
     again = subprocess.run(cmd, env=env(), capture_output=True, text=True, timeout=120)
     assert again.returncode == 0 and f"resuming from {tmp_path / 'run' / 'last.pt'} at update {saved}" in again.stderr
+
+
+def test_a_run_waits_for_the_process_still_writing_its_save_dir(tmp_path, capsys):
+    """The next job's run does not read last.pt while a stopped one still writes it."""
+    import threading
+
+    from nmtkit.train.saving import SaveDirLock
+    writer = SaveDirLock(tmp_path / "run", writes=True)
+    writer.hold()                                       # a stopped run, still saving
+    nxt = SaveDirLock(tmp_path / "run", writes=False)
+    waited = threading.Thread(target=nxt.wait)
+    waited.start()
+    waited.join(timeout=1.0)
+    assert waited.is_alive()                            # it waits ...
+    writer.release()
+    waited.join(timeout=10.0)
+    assert not waited.is_alive()                        # ... until the writer is done
+    assert f"waiting for the process still writing {tmp_path / 'run'}" in capsys.readouterr().err
+    fresh = SaveDirLock(tmp_path / "new", writes=False)
+    fresh.wait()                                        # nothing to wait for: nothing created either
+    assert not (tmp_path / "new").exists()

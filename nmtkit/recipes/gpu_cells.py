@@ -20,9 +20,10 @@ PATHS = {"eager": [], "compiled": ["--compile"],
          "graphs": ["--compile", "--compile-mode", "reduce-overhead", "--pad-to-multiple", "8"]}
 BATCHES = ("80 sentences", "6,000 tokens")
 WMT14_TARGET_TOKENS = 580e6     # 288,000 updates × 80 pairs × ~25 target tokens (</s> included)
-# Where no cell was measured on this GPU: bf16 and the compiled step at the paper's batch, the
-# path built to be fastest, said to be unmeasured wherever it is used.
-UNMEASURED = ["--batch-size", "80", "--bf16", "--compile"]
+# Where a cell was not measured on this GPU: bf16 and the compiled step, the path built to be
+# fastest, said to be unmeasured wherever it is used; the paper's batch when none chose one.
+UNMEASURED = ["--bf16", "--compile"]
+DEFAULT_BATCH = BATCHES[0]
 
 
 def cells(archs: list[str], paths: list[str],
@@ -37,10 +38,14 @@ def cells(archs: list[str], paths: list[str],
     return out
 
 
+def batch_flags(batch: str) -> list[str]:
+    return ["--batch-size", "80"] if batch == BATCHES[0] else ["--max-tokens", "6000"]
+
+
 def flags(cell: dict[str, Any], arch: bool = True) -> list[str]:
     """``nmtkit train``'s flags for a cell (``arch=False``: without ``--arch``)."""
     out = ["--arch", cell["arch"]] if arch else []
-    out += ["--batch-size", "80"] if cell["batch"] == BATCHES[0] else ["--max-tokens", "6000"]
+    out += batch_flags(cell["batch"])
     out += ["--bf16"] if cell["precision"] == "bf16" else ["--tf32"]
     out += PATHS[cell["path"]]
     return out
@@ -67,14 +72,14 @@ def measured(bench: Path | None) -> list[dict[str, Any]]:
 
 
 def fastest_flags(rows: list[dict[str, Any]], arch: str) -> tuple[list[str], str]:
-    """The flags of ``arch``'s fastest cell in the batch of RNNsearch's fastest (one batch for a
-    whole study), and a line saying what chose them."""
+    """The flags of ``arch``'s fastest cell in the batch of RNNsearch's fastest (the paper's batch
+    when RNNsearch was not measured): one batch for a whole study, so that its systems differ in
+    their architecture alone; and a line saying what chose them."""
     search = [r for r in rows if r["arch"] == "rnnsearch"]
-    batch = max(search, key=lambda r: r["tok_per_s"])["batch"] if search else None
-    mine = [r for r in rows if r["arch"] == arch]
-    same = [r for r in mine if r["batch"] == batch] or mine
-    if not same:
-        return list(UNMEASURED), "bf16, compiled, 80 sentences: no cell of this GPU measured to choose by"
-    best = max(same, key=lambda r: r["tok_per_s"])
+    batch = max(search, key=lambda r: r["tok_per_s"])["batch"] if search else DEFAULT_BATCH
+    mine = [r for r in rows if r["arch"] == arch and r["batch"] == batch]
+    if not mine:
+        return batch_flags(batch) + UNMEASURED, f"bf16, compiled, {batch}: no cell of {arch} in this batch measured"
+    best = max(mine, key=lambda r: r["tok_per_s"])
     return flags(best, arch=False), (f"{best['path']}, {best['batch']}, {best['precision']}: the fastest "
                                      f"measured ({best['tok_per_s']:,.0f} target tok/s)")

@@ -50,7 +50,7 @@ from .config import TrainConfig
 from .optimizer import learning_rate, scheduled
 from .pace import TIMED_UPDATES, pace_report, stopping_rule
 from .parts import CompiledSteps, Parallel, compiled_note
-from .saving import save_validated
+from .saving import SaveDirLock, save_validated
 from .state import TrainState, open_save_dir, start
 from .validate import dev_score, validate
 from .window import Diverged, LossWindow
@@ -80,18 +80,22 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
     runtime = setup(RuntimeConfig(cfg.device, cfg.threads, cfg.bf16, cfg.tf32), where.local_rank, where.local_world)
     distributed.start(where, runtime.device)
     ended_well, stopped_by = False, 0
+    lock = SaveDirLock(save_dir, writes=where.rank == 0)
     try:
+        lock.wait()
         state = start(data_dir, save_dir, model_cfg, cfg, resume, Parallel(where, runtime))
         if state.finished():           # running the same command again changes nothing
             log(f"{save_dir / 'last.pt'} has finished its budget (update {state.progress.step}); nothing to do")
             progress = state.progress
         else:
+            lock.hold()
             if state.progress.step:
                 log(f"resuming from {save_dir / 'last.pt'} at update {state.progress.step}, "
                     f"epoch {state.batches.epoch + 1}")
             progress, stopped_by = run(state)
         ended_well = True
     finally:
+        lock.release()
         distributed.stop(together=ended_well)
     if stopped_by:     # saved, but not done: what follows in a script or a Makefile must not run
         raise Interrupted(stopped_by)
@@ -132,7 +136,7 @@ def run(state: TrainState) -> tuple[Progress, int]:
                     log(f"interrupted: saved {state.save_dir / 'last.pt'} at update {state.progress.step}; "
                         "the same command goes on from there")
                 break
-    return state.progress, stop.signum
+    return state.progress, state.parallel.shared(stop.signum)     # rank 0 stopped them all: its signal
 
 
 def announce(state: TrainState) -> None:

@@ -4,13 +4,16 @@
 
 from __future__ import annotations
 
+import fcntl
 import math
 from pathlib import Path
+from typing import IO
 
 import torch
 
 from .. import checkpoint
 from ..checkpoint import Checkpoint, Progress, TrainingState
+from ..core.console import log
 from ..data.lexicon import lexicon_of
 from . import runlog
 from .state import TrainState
@@ -59,3 +62,44 @@ def _prune(state: TrainState) -> None:
         ranked = sorted(save_dir.glob("best-*.pt"), key=lambda p: scores.get(_step_of(p), -math.inf), reverse=True)
         for worse in ranked[cfg.keep_best:]:
             worse.unlink()
+
+
+class SaveDirLock:
+    """One process writes a save directory at a time. A job stopped by SIGTERM may still be
+    writing its last.pt when the next job starts (make and ``timeout`` do not wait for it): the
+    next run waits for it before reading last.pt. The kernel's lock (flock) goes with its holder,
+    so a killed process never leaves the directory locked."""
+
+    NAME = ".writer.lock"
+
+    def __init__(self, save_dir: Path, writes: bool):
+        self.path, self.writes = save_dir / self.NAME, writes
+        self.held: IO[str] | None = None
+
+    def wait(self) -> None:
+        """Before reading last.pt: until no other process writes here (the writer keeps the lock)."""
+        if self.path.exists():
+            self._take()
+
+    def hold(self) -> None:
+        """Before the first write (the writing process alone): keep the others out until the end."""
+        if self.writes and self.held is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._take()
+
+    def release(self) -> None:
+        if self.held is not None:
+            self.held.close()
+            self.held = None
+
+    def _take(self) -> None:
+        fh = open(self.path, "a", encoding="utf-8")
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log(f"waiting for the process still writing {self.path.parent} (a stopped run saving its last.pt)")
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        if self.writes:
+            self.held = fh
+        else:
+            fh.close()
