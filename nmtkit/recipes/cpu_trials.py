@@ -169,19 +169,23 @@ def table(rows: list[dict[str, Any]], minutes: float) -> str:
     return "\n".join(lines)
 
 
-def plot(rows: list[dict[str, Any]], out: Path) -> None:
+def plot(rows: list[dict[str, Any]], out: Path, by_updates: bool = False) -> None:
+    """Test BLEU and dev NLL against minutes (the recipe trials, run to the clock) or against
+    updates (the levers, run to a count, whose minutes a shared machine stretches)."""
     plt = pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
     for r in rows:
         label = r["trial"].label.replace("*", "").replace("`", "")     # Markdown in the table only
         if r["curve"]:
-            left.plot([c["minutes"] for c in r["curve"]], [c["segond"] for c in r["curve"]], "o-", label=label)
+            left.plot([c["step"] if by_updates else c["minutes"] for c in r["curve"]],
+                      [c["segond"] for c in r["curve"]], "o-", label=label)
         valid = [v for v in r["log"].validations if not math.isnan(v["seconds"])]
         if r["trial"].vocab.startswith("bpe"):     # NLL per sentence: comparable across BPE runs
-            right.plot([v["seconds"] / 60 for v in valid], [v["dev_nll"] for v in valid], ".-", label=label)
-    left.set(xlabel="minutes of training", ylabel="test sacreBLEU (Segond, beam 5)",
-             title="Test BLEU of the model at each validation")
-    right.set(xlabel="minutes of training", ylabel="dev NLL per sentence", title="Dev NLL (joint BPE runs)")
+            right.plot([v["step"] if by_updates else v["seconds"] / 60 for v in valid],
+                       [v["dev_nll"] for v in valid], ".-", label=label)
+    x = "updates" if by_updates else "minutes of training"
+    left.set(xlabel=x, ylabel="test sacreBLEU (Segond, beam 5)", title="Test BLEU of the model at each validation")
+    right.set(xlabel=x, ylabel="dev NLL per sentence", title="Dev NLL (joint BPE runs)")
     for ax in (left, right):
         ax.grid(alpha=0.3)
     left.legend(fontsize=7)
@@ -264,7 +268,7 @@ def main(runs: Path, data_dirs: tuple[str, ...], doc: Path, plot_path: Path, min
             rows.append(summarize(trial, run, raw, threads))
     block = table(rows, minutes) if trial_set == "recipe" else lever_table(rows)
     write_block(doc, block, marker)
-    plot(rows, plot_path)
+    plot(rows, plot_path, by_updates=trial_set == "levers")
     print(block)
 
 
