@@ -95,7 +95,13 @@ def test_the_gpu_scale_runs_at_tiny_sizes_on_a_cpu_resumes_after_a_kill_and_repo
     assert "minutes, fp32, eager" in report and "(beam 2)" in report and "32 hidden units" in report
     assert "by `make paper PAPER_SCALE=gpu`" in report and "Trained on: " in report
     assert (paper / "fig2-bleu-by-length.png").stat().st_size > 1000
-    for model in ("rnnencdec-30", "rnnencdec-50", "rnnsearch-30", "rnnsearch-50"):
-        trained = checkpoint.load(paper / model / "last.pt").training.progress.seconds
-        assert 0.1 * 60 <= trained < 0.1 * 60 + 30             # the budget is minutes of training
+    from nmtkit.core.machine import describe, machine
+    assert f"Trained on: {describe(machine())}." in report                 # this machine, as it is now
+    for model, title in (("rnnencdec-30", "RNNencdec-30"), ("rnnencdec-50", "RNNencdec-50"),
+                         ("rnnsearch-30", "RNNsearch-30"), ("rnnsearch-50", "RNNsearch-50")):
+        progress = checkpoint.load(paper / model / "last.pt").training.progress
+        assert 0.1 * 60 <= progress.seconds < 0.1 * 60 + 30                 # the budget is minutes of training
+        # what the report says each system did is what its checkpoint holds
+        assert (f"{title}: {progress.step:,} updates of 80 pairs, adam 0.001, 32 hidden units, "
+                f"{progress.seconds / 60:.1f} minutes, fp32, eager") in report
     assert (tmp_path / "data" / "raw" / "test-long.en").exists()
