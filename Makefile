@@ -52,7 +52,7 @@ DEMO_RECIPE ?= $(CPU_RECIPE) --valid-every 200 --keep-validations
 DEMO_TRAIN ?= $(DEMO_RECIPE) $(DEMO_BUDGET) $(DEMO_BF16)
 BEAM    ?= 5
 
-.PHONY: gpu-check gpu-data help install test test-fast test-slow typecheck test-browser structure wheel-check docs demo demo-curve paper readme-figures data bench bench-data bench-gpu aer reproduce compare clean-data
+.PHONY: gpu-check gpu-data help install test test-fast test-slow typecheck test-browser structure wheel-check docs demo demo-curve paper readme-figures data bench bench-data bench-marian bench-gpu aer reproduce compare clean-data
 comma := ,
 help:
 	@echo "make demo     fetch the Bible corpus, preprocess, build the vocabulary, train RNNsearch (20 min on CPU),"
@@ -191,11 +191,17 @@ readme-figures: demo
 	cp $(DEMO)/align-$(firstword $(subst $(comma), ,$(ALIGN_LINES))).png docs/img/align.png
 
 # Training speed and memory beside Joey NMT and fairseq (bin/bench-train installs them on first
-# use by bench/peers' scripts, from PyPI), then preprocessing speed. Run it on an idle machine.
+# use by bench/peers' scripts, from PyPI), then preprocessing speed; then nmtkit beside Marian on the
+# demo's data (bin/bench-marian: 20 minutes of training each, then decoding), where Marian's venv is
+# there (bench/peers/install.sh marian). Run it on an idle machine.
 bench: bench-data
 	$(PY) bin/bench-cli
 	$(PY) bin/bench-train --threads 2 --demo-bin $(BIN)
 	$(PY) bin/bench-translate --threads 2
+	$(PY) bin/bench-marian --threads 2 --data $(DATA)
+
+bench-marian: data
+	$(PY) bin/bench-marian --threads 2 --data $(DATA)
 
 bench-data: data
 	$(PY) bin/bench-data $(DATA) $(VOCAB)

@@ -1,6 +1,7 @@
 #!/bin/bash
-# Usage: bench/peers/install.sh <joeynmt|opennmt|fairseq> [DIR=$BENCH_DIR/<name>]
-# Creates $BENCH_DIR/<name>/venv, installs the local CPU torch 2.13.0 wheel first, then the toolkit.
+# Usage: bench/peers/install.sh <joeynmt|opennmt|fairseq|marian> [DIR=$BENCH_DIR/<name>]
+# Creates $BENCH_DIR/<name>/venv, installs the local CPU torch 2.13.0 wheel first (not for Marian, which
+# is C++), then the toolkit.
 # Log: $BENCH_DIR/<name>/install.log ; timing+size: $BENCH_DIR/<name>/install_time.txt
 set -u
 BENCH_DIR=${BENCH_DIR:-$HOME/.cache/nmtkit-bench}
@@ -13,7 +14,7 @@ start=$(date +%s.%N)
 {
 set -x
 python3 -m venv $V
-$V/bin/pip install $TORCH_WHL
+[ "$NAME" = marian ] || $V/bin/pip install $TORCH_WHL
 case $NAME in
   joeynmt)
     # joeynmt 2.3.0 requires torch>=1.12 -> plain install keeps torch 2.13
@@ -39,6 +40,11 @@ case $NAME in
     $V/bin/pip install --no-deps fairseq==0.12.2
     # Python 3.11 dataclass incompatibility (fairseq + hydra-core 1.0.7): see patch_fairseq_py311.sh
     "$(dirname "$0")/patch_fairseq_py311.sh" $V
+    ;;
+  marian)
+    # Marian 1.12 as PyPI ships it: one ~600 MB wheel whose `python -m pymarian train|decode|convert` is
+    # Marian's own command line (CPU: MKL, fbgemm and intgemm, chosen at run time).
+    $V/bin/pip install pymarian==1.12.42
     ;;
 esac
 $V/bin/pip freeze > $D/freeze.txt

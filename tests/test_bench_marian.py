@@ -1,0 +1,89 @@
+"""bin/bench-marian's own parts: Marian sees nmtkit's units, its logs are read right, its shortlist
+table is extract-lex's, and without Marian it says in one line how to get it."""
+
+import json
+import os
+import subprocess
+import sys
+import importlib.util
+from importlib.machinery import SourceFileLoader
+from pathlib import Path
+
+import pytest
+
+from tests.test_corpus import make_corpus
+
+ROOT = Path(__file__).resolve().parent.parent
+_loader = SourceFileLoader("bench_marian", str(ROOT / "bin" / "bench-marian"))
+bench = importlib.util.module_from_spec(importlib.util.spec_from_loader("bench_marian", _loader))
+_loader.exec_module(bench)
+
+
+def test_without_marian_it_says_how_to_get_it_and_exits_0(tmp_path):
+    done = subprocess.run([sys.executable, str(ROOT / "bin" / "bench-marian")], capture_output=True, text=True,
+                          env={**os.environ, "BENCH_DIR": str(tmp_path)})
+    assert done.returncode == 0 and done.stdout == ""
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "bench/peers/install.sh marian" in lines[0]
+
+
+def test_marian_reads_the_units_nmtkit_trains_on(raw, tmp_path):
+    _, _, corpus = make_corpus(raw, tmp_path)
+    out = tmp_path / "marian"
+    info = bench.prepare(tmp_path / "bin", raw / "test.en", out)
+    for lang in ("en", "fr"):
+        vocab = corpus.vocab(lang)
+        yml = (out / f"vocab.{lang}.yml").read_text(encoding="utf-8").splitlines()
+        assert yml[:2] == ['"</s>": 0', '"<unk>": 1']
+        entries = dict(line.rsplit(": ", 1) for line in yml)
+        assert len(entries) == len(vocab) - 2          # <pad> and <s> are nmtkit's alone
+        assert sorted(int(i) for i in entries.values()) == list(range(len(vocab) - 2))
+        for split, index in (("train", 0 if lang == "en" else 1), ("valid", 0 if lang == "en" else 1)):
+            ids = corpus.split(split)[index]
+            text = (out / f"{split}.{lang}").read_text(encoding="utf-8").splitlines()
+            assert len(text) == len(ids) == info["pairs"][split]
+            for i, line in enumerate(text):
+                assert line.split() == vocab.decode(ids[i])
+                assert all(json.dumps(t, ensure_ascii=False) in entries for t in line.split())
+    # the test source as `nmtkit translate` would read it: the same units from the same pipeline
+    src = bench.preprocessor(tmp_path / "bin", "en")
+    raw_lines = (raw / "test.en").read_text(encoding="utf-8").splitlines()
+    assert (out / "test.bpe.en").read_text(encoding="utf-8").splitlines() == \
+        [" ".join(src.encode(line)) for line in raw_lines]
+    assert bench.prepare(tmp_path / "bin", raw / "test.en", out) == info     # kept: read back, not redone
+
+
+def test_marian_vocabulary_keys_survive_yaml_quoting():
+    lines = bench.marian_vocab(["<pad>", "<unk>", "<s>", "</s>", "l'", '"', "\\", "a@@", "été"])
+    assert lines == ['"</s>": 0', '"<unk>": 1', '"l\'": 2', '"\\"": 3', '"\\\\": 4', '"a@@": 5', '"été": 6']
+
+
+def test_marian_speed_counts_labels_over_the_logged_training_time(tmp_path):
+    (tmp_path / "model.npz.progress.yml").write_text("epochs: 1\nbatches: 470\nlabels-total: 1200000\n")
+    (tmp_path / "train.log").write_text(
+        "[2026-11-24 10:00:00] Training started\n"
+        "[2026-11-24 10:01:00] Ep. 1 : Up. 50 : Sen. 4,000 : Cost 5.1 : Time 60.00s : 2000.00 words/s\n"
+        "[2026-11-24 10:05:00] Training interrupted (via signal).\n"
+        "[2026-11-24 10:06:00] Training started\n"
+        "[2026-11-24 10:07:00] Ep. 1 : Up. 100 : Sen. 8,000 : Cost 4.1 : Time 60.00s : 1000.00 words/s\n"
+        "[2026-11-24 10:11:00] Training interrupted (via signal).\n")
+    speed = bench.marian_speed(tmp_path)
+    assert speed["updates"] == 470
+    assert speed["train_s"] == 600                       # two spans of 5 minutes; the gap not counted
+    assert speed["tgt_tok_per_s"] == pytest.approx(1500)         # the logged windows' mean, as nmtkit's
+    assert speed["tgt_tok_per_s_wall"] == pytest.approx(2000)
+
+
+def test_lexical_table_is_extract_lex_p_target_given_source():
+    table = bench.lexical_table(["a b", "a c"], ["x y", "x"], ["0-0 1-1", "0-0"])
+    # a: aligned to x twice (c(a) = 2); b to y; c unaligned → NULL; nothing on the target side unaligned
+    assert table == ["x a 1.000000", "y b 1.000000", "NULL c 1.000000"]
+    table = bench.lexical_table(["a a"], ["x y z"], ["0-0 1-1"])
+    assert table == ["z NULL 1.000000", "x a 0.500000", "y a 0.500000"]    # z unaligned: NULL → z
+
+
+def test_every_path_the_table_names_is_decoded_with_its_flags():
+    assert bench.NMTKIT_PATHS["fp32"] == [] and set(bench.NMTKIT_PATHS["int8 + shortlist"]) == {"int8", "shortlist"}
+    assert {model for model, _ in bench.MARIAN_PATHS.values()} == {"fp32", "intgemm8"}
+    assert {shortlist for _, shortlist in bench.MARIAN_PATHS.values()} == {True, False}
+
