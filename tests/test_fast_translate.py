@@ -164,3 +164,75 @@ def test_looking_for_finished_sentences_every_fourth_step_changes_no_output(pena
         every, fourth = (_beam_search(model, enc, cfg, None, n) for n in (1, 4))
     assert every.tokens == fourth.tokens
     assert every.scores == fourth.scores and every.ranking == fourth.ranking
+
+
+@pytest.mark.parametrize("dtype,tol", [(torch.float32, 1e-6), (torch.bfloat16, 2e-2)])
+def test_the_search_energies_give_the_training_attention_within_a_stated_tolerance(dtype, tol):
+    """Search reads the attention as 2 v·σ(2x) without the constant Σv (three passes); training's
+    _Energy as v·tanh(x). Tolerance: weights α and contexts c within 1e-6 in float32 (rounding
+    alone), 2e-2 in bfloat16 (its 8-bit mantissa), on random keys with a masked tail."""
+    from nmtkit.models.attention import AdditiveAttention
+    torch.manual_seed(0)
+    att = AdditiveAttention(16, 24, 20)
+    h = torch.randn(6, 9, 24)
+    mask = torch.ones(6, 9, dtype=torch.bool)
+    mask[2, 5:] = mask[4, 1:] = False
+    s = torch.randn(6, 16)
+    keys = att.precompute(h)
+    with torch.no_grad():
+        c_ref, a_ref = att(s, keys, h, mask)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == torch.bfloat16):
+            keys_s = att.precompute(h)
+            c_search, a_search = att(s, keys_s, h, mask)
+    with torch.enable_grad():     # the training path, for bfloat16 too
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == torch.bfloat16):
+            c_train, a_train = att(s, att.precompute(h), h, mask)
+    assert torch.allclose(a_search.float(), a_train.float().detach(), atol=tol)
+    assert torch.allclose(c_search.float(), c_train.float().detach(), atol=tol)
+    assert torch.allclose(a_ref, a_train.float().detach(), atol=tol if dtype != torch.float32 else 1e-6)
+    assert a_search[4, 1:].eq(0).all() and a_search[2, 5:].eq(0).all()
+
+
+@pytest.mark.parametrize("int8", [False, True])
+def test_the_shortlisted_output_layer_scores_its_words_as_the_whole_layer_does(int8):
+    """The restricted layer runs the whole layer's kernel (oneDNN for float32, the same int8 rows
+    and scales for --int8). Tolerance: logits within 1e-4 of the whole layer's columns (float32
+    rounding of a different blocking; int8: the same integer products)."""
+    from nmtkit.models.layers import inference_linear, restricted_output
+    torch.manual_seed(0)
+    model = build_model(ModelConfig(arch="rnnsearch", src_vocab=20, tgt_vocab=40, emb=8, hidden=8, align=8,
+                                    maxout=8)).eval().requires_grad_(False)
+    if int8:
+        model = quantize_int8(model)
+    layer = model.output_layer()
+    rows = torch.tensor([0, 1, 2, 3, 7, 19, 38])
+    t = torch.randn(10, 8)
+    with torch.inference_mode():
+        whole = inference_linear(layer, t)
+        cut = inference_linear(restricted_output(layer, rows), t)
+    assert type(restricted_output(layer, rows)) is type(layer)
+    assert cut.shape == (10, len(rows))
+    assert torch.allclose(cut, whole[:, rows], atol=1e-4)
+
+
+def test_bf16_translation_casts_the_weights_once_and_translates_as_autocast_alone(overfit, monkeypatch):
+    """--bf16 on a CPU: the model's weights become bfloat16 once (autocast rounds them the same
+    way at every call). Same outputs as autocast over float32 weights, scores within 1e-3; runs
+    on any CPU (bfloat16 arithmetic is emulated where it is not native)."""
+    from nmtkit.core.runtime import Runtime
+    from nmtkit.translate import translator as module
+    ckpt = overfit / "run" / "last.pt"
+    runtime = Runtime(torch.device("cpu"), True)
+    model, sides, lexicon = module.load_models([ckpt], runtime.device)
+    once = Translator(model, sides, runtime, lexicon)
+    assert all(p.dtype == torch.bfloat16 for p in once.model.parameters())
+    monkeypatch.setattr(module, "bf16_weights", lambda m, r: m)
+    model, sides, lexicon = module.load_models([ckpt], runtime.device)
+    per_call = Translator(model, sides, runtime, lexicon)
+    assert all(p.dtype == torch.float32 for p in per_call.model.parameters())
+    a = list(once.translate(EN[:5], TranslateOptions(SearchConfig(beam=3))))
+    b = list(per_call.translate(EN[:5], TranslateOptions(SearchConfig(beam=3))))
+    assert [t.text for t in a] == [t.text for t in b] and all(t.text for t in a)
+    assert [t.score for t in a] == pytest.approx([t.score for t in b], abs=1e-3)
+    int8 = Translator(quantize_int8(module.load_models([ckpt], runtime.device)[0]), sides, runtime, lexicon)
+    assert next(p for p in int8.model.parameters()).dtype == torch.float32   # int8 keeps float32 parts

@@ -20,7 +20,7 @@ from torch import nn
 
 from ..core.errors import UserError
 from .config import ModelConfig
-from .layers import inference_linear, output_weights
+from .layers import inference_linear, restricted_output
 from .loss import linear_cross_entropy, shortlisted_cross_entropy
 
 
@@ -101,10 +101,7 @@ class Seq2Seq(nn.Module):
         """log p(y) from one step's readout features t (B, ·): over every target word, or over
         the rows chosen by :meth:`restrict_output` (column j is then the j-th of them)."""
         restricted = self.__dict__.get("_restricted")
-        if restricted is not None:
-            logits = torch.nn.functional.linear(t.to(restricted[0].dtype), *restricted)
-        else:
-            logits = inference_linear(self.output_layer(), t)
+        logits = inference_linear(self.output_layer() if restricted is None else restricted, t)
         return torch.log_softmax(logits.float(), -1)
 
     def tie_weights(self) -> None:
@@ -116,9 +113,7 @@ class Seq2Seq(nn.Module):
         if rows is None:
             self.__dict__.pop("_restricted", None)
             return
-        weight, bias = output_weights(self.output_layer())
-        self.__dict__["_restricted"] = (weight.index_select(0, rows),
-                                        None if bias is None else bias.index_select(0, rows))
+        self.__dict__["_restricted"] = restricted_output(self.output_layer(), rows)
 
     def logits(self, t: torch.Tensor) -> torch.Tensor:
         return cast(torch.Tensor, self.output_layer()(t))
