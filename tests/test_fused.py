@@ -84,7 +84,7 @@ def test_the_switch_leaves_parameters_and_checkpoint_alone():
     assert model.fused_steps and model.encoder.fused_steps
 
 
-@pytest.mark.parametrize("case", ["no_grad", "float64", "autocast", "frozen", "off"])
+@pytest.mark.parametrize("case", ["no_grad", "float64", "autocast-float16", "frozen", "off"])
 def test_fallback_gives_the_reference_path(case, monkeypatch):
     model = tiny_model("rnnsearch")
     fused.use_fused(model, case != "off")
@@ -98,9 +98,37 @@ def test_fallback_gives_the_reference_path(case, monkeypatch):
     monkeypatch.setattr(fused.MaskedGRU, "forward", staticmethod(refuse))
     monkeypatch.setattr(fused.AttentiveGRU, "forward", staticmethod(refuse))
     src, mask, tgt = batch()
-    with torch.set_grad_enabled(case != "no_grad"), torch.autocast("cpu", torch.bfloat16, enabled=case == "autocast"):
+    with torch.set_grad_enabled(case != "no_grad"), torch.autocast("cpu", torch.float16,
+                                                                   enabled=case == "autocast-float16"):
         out = model(src, mask, tgt)
     assert torch.isfinite(out).all()
+
+
+def _bf16_loss_and_grads(model, on):
+    with torch.autocast("cpu", torch.bfloat16):
+        return loss_and_grads(model, on)
+
+
+@pytest.mark.parametrize("arch", ["rnnsearch", "rnnencdec"])
+def test_under_bf16_autocast_the_fused_passes_are_as_close_to_float32_as_the_reference_loop(arch, monkeypatch):
+    """--bf16 runs the hand-written passes in bfloat16. Tolerance: the loss within 1% of float32's,
+    and each parameter's gradient no further from float32's (largest difference, relative to the
+    gradient's largest entry) than 2x the bfloat16 reference loop's distance plus 1%."""
+    model = tiny_model(arch)
+    calls = []
+    monkeypatch.setattr(fused.MaskedGRU, "backward",
+                        staticmethod(lambda ctx, *g, _f=fused.MaskedGRU.backward: calls.append(1) or _f(ctx, *g)))
+    exact_loss, exact = loss_and_grads(model, False)
+    ref_loss, ref = _bf16_loss_and_grads(model, False)
+    assert calls == []
+    loss, got = _bf16_loss_and_grads(model, True)
+    assert calls, "the fused passes did not run under bf16 autocast"
+    assert got.keys() == exact.keys()
+    assert abs(loss - exact_loss) <= 0.01 * exact_loss
+    for name, g in exact.items():
+        scale = g.abs().max().item() or 1.0
+        ours, theirs = (got[name] - g).abs().max().item() / scale, (ref[name] - g).abs().max().item() / scale
+        assert ours <= 2 * theirs + 0.01, (name, ours, theirs)
 
 
 def test_luong_ignores_the_switch():

@@ -15,6 +15,12 @@ The arithmetic is the reference's up to rounding: tanh(x) is 2σ(2x) − 1, as i
 derivative 1 − tanh² is 4σ(1 − σ).
 
 :func:`use_fused` switches a model to these passes; :func:`wanted` says when they apply.
+
+Under CPU autocast to bfloat16 (``--bf16``) the passes run in bfloat16: autocast's
+``custom_fwd`` casts their floating inputs once and runs them with autocast off, so every
+product is a bfloat16 product (oneDNN, AMX where the CPU has it) and the saved tensors take
+half the memory. The reference loop under autocast keeps its states in bfloat16 too, since its
+products hand it bfloat16; ``tests/test_fused.py`` bounds the difference.
 """
 
 from __future__ import annotations
@@ -101,6 +107,7 @@ class MaskedGRU(torch.autograd.Function):
     is carried unchanged (padding); ``keep`` None keeps every step."""
 
     @staticmethod
+    @torch.amp.custom_fwd(device_type="cpu", cast_inputs=torch.bfloat16)
     def forward(ctx: Any, wx: Tensor, h0: Tensor, keep: Tensor | None, U_zr: Tensor, U: Tensor,
                 reverse: bool) -> Tensor:
         B, T, _ = wx.shape
@@ -120,8 +127,10 @@ class MaskedGRU(torch.autograd.Function):
         return (S[:-1] if reverse else S[1:]).transpose(0, 1)
 
     @staticmethod
+    @torch.amp.custom_bwd(device_type="cpu")
     def backward(ctx: Any, g_out: Tensor) -> tuple[Tensor | None, ...]:
         S, ZR, CAND, DIFF, RS, keep, U_zr, U = ctx.saved_tensors
+        g_out = g_out.to(S.dtype)
         reverse: bool = ctx.reverse
         T, B, n = CAND.shape
         DG = g_out.new_empty(T, B, 3 * n)           # ∂ of the gates' pre-activations: ∂(W x)
@@ -172,6 +181,7 @@ class AttentiveGRU(torch.autograd.Function):
     C (3n, m), U_zr (2n, n), U (n, n). Returns s_0..s_Ty (B, Ty+1, n) and c (B, Ty, m)."""
 
     @staticmethod
+    @torch.amp.custom_fwd(device_type="cpu", cast_inputs=torch.bfloat16)
     def forward(ctx: Any, s0: Tensor, wy: Tensor, keys: Tensor, h: Tensor, mask: Tensor, W_a: Tensor,
                 v: Tensor, C: Tensor, U_zr: Tensor, U: Tensor) -> tuple[Tensor, Tensor]:
         B, Ty, _ = wy.shape
@@ -201,8 +211,10 @@ class AttentiveGRU(torch.autograd.Function):
         return S.transpose(0, 1), CTX.transpose(0, 1)
 
     @staticmethod
+    @torch.amp.custom_bwd(device_type="cpu")
     def backward(ctx: Any, g_S: Tensor, g_ctx: Tensor) -> tuple[Tensor | None, ...]:
         S, ZR, CAND, DIFF, RS, P, AL, CTX, keys2, h, W_a, v, C, U_zr, U, SIG = ctx.saved_tensors
+        g_S, g_ctx = g_S.to(S.dtype), g_ctx.to(S.dtype)
         (Ty, B, Tx), na = AL.shape, keys2.shape[2]
         n, m = S.shape[2], h.shape[2]
         # a step's gradients, [∂ candidate | ∂z | ∂r | ∂(W_a s)]: the first three ∂(C c) reordered,
@@ -236,10 +248,13 @@ class AttentiveGRU(torch.autograd.Function):
 
 def wanted(module: nn.Module, x: Tensor) -> bool:
     """Whether ``module`` (a :class:`~nmtkit.models.layers.BiEncoder` or an RNNsearch) should run
-    the passes here for input ``x``: switched on (:func:`use_fused`), float32 on a CPU, outside
-    autocast and torch.compile, with gradients recorded. Anything else keeps the reference loop."""
+    the passes here for input ``x``: switched on (:func:`use_fused`), on a CPU in float32 or under
+    autocast to bfloat16 (``--bf16``), outside torch.compile, with gradients recorded. Anything else
+    keeps the reference loop."""
+    autocast = torch.is_autocast_enabled("cpu")
     return (bool(module.__dict__.get("fused_steps", False)) and x.device.type == "cpu"
-            and x.dtype == torch.float32 and torch.is_grad_enabled() and not torch.is_autocast_enabled("cpu")
+            and x.dtype in ((torch.float32, torch.bfloat16) if autocast else (torch.float32,))
+            and (not autocast or torch.get_autocast_dtype("cpu") == torch.bfloat16) and torch.is_grad_enabled()
             and not torch.compiler.is_compiling() and any(p.requires_grad for p in module.parameters())
             # layer-normalised GRUs (--layer-norm) have products these passes do not normalise
             and not any(getattr(m, "ln_zr", None) is not None for m in module.modules()))
