@@ -195,9 +195,9 @@ def test_the_search_energies_give_the_training_attention_within_a_stated_toleran
 
 @pytest.mark.parametrize("int8", [False, True])
 def test_the_shortlisted_output_layer_scores_its_words_as_the_whole_layer_does(int8):
-    """The restricted layer runs the whole layer's kernel (oneDNN for float32, the same int8 rows
-    and scales for --int8). Tolerance: logits within 1e-4 of the whole layer's columns (float32
-    rounding of a different blocking; int8: the same integer products)."""
+    """The restricted layer is of the whole layer's kind (for --int8: the same int8 rows and
+    scales). Tolerance: logits within 1e-4 of the whole layer's columns (float32 rounding of
+    another kernel; int8: the same integer products)."""
     from nmtkit.models.layers import inference_linear, restricted_output
     torch.manual_seed(0)
     model = build_model(ModelConfig(arch="rnnsearch", src_vocab=20, tgt_vocab=40, emb=8, hidden=8, align=8,
@@ -209,7 +209,7 @@ def test_the_shortlisted_output_layer_scores_its_words_as_the_whole_layer_does(i
     t = torch.randn(10, 8)
     with torch.inference_mode():
         whole = inference_linear(layer, t)
-        cut = inference_linear(restricted_output(layer, rows), t)
+        cut = restricted_output(layer, rows)(t)
     assert type(restricted_output(layer, rows)) is type(layer)
     assert cut.shape == (10, len(rows))
     assert torch.allclose(cut, whole[:, rows], atol=1e-4)

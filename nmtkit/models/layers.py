@@ -185,13 +185,12 @@ def inference_linear(layer: nn.Module, x: torch.Tensor) -> torch.Tensor:
 
 
 def restricted_output(layer: nn.Module, rows: torch.Tensor) -> nn.Module:
-    """The output layer cut to the target words ``rows`` (a shortlist), for search, on the same
-    kind of kernel as the whole layer: a frozen float ``nn.Linear`` (which
-    :func:`inference_linear` runs through oneDNN, like the whole layer), or for an int8 layer
-    (:mod:`nmtkit.models.int8`) the whole layer's own int8 rows and scales, so a shortlisted
-    word scores exactly as it does in the full product. A plain product over a few thousand
-    rows ran slower per word than oneDNN's over all 5,600 of the demo's (measured on an Intel
-    AVX512 CPU), which is why the shortlist once saved nothing there."""
+    """The output layer cut to the target words ``rows`` (a shortlist), for search: a frozen
+    float ``nn.Linear`` of its rows, or for an int8 layer (:mod:`nmtkit.models.int8`) an int8
+    layer of the whole layer's own int8 rows and scales, so that a shortlisted word scores exactly
+    as in the full product. Dequantizing the int8 rows instead left --int8 --shortlist a float
+    product, no faster than without the shortlist on the demo's 5,600 words (measured on an Intel
+    AVX512 CPU)."""
     if isinstance(layer, nn.Linear):
         weight, bias = output_weights(layer)
         cut = nn.Linear(weight.shape[1], len(rows), bias=bias is not None, device=weight.device, dtype=weight.dtype)
