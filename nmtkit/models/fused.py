@@ -107,7 +107,7 @@ class MaskedGRU(torch.autograd.Function):
     is carried unchanged (padding); ``keep`` None keeps every step."""
 
     @staticmethod
-    @torch.amp.custom_fwd(device_type="cpu", cast_inputs=torch.bfloat16)
+    @torch.amp.custom_fwd(device_type="cpu", cast_inputs=torch.bfloat16)  # type: ignore[untyped-decorator]
     def forward(ctx: Any, wx: Tensor, h0: Tensor, keep: Tensor | None, U_zr: Tensor, U: Tensor,
                 reverse: bool) -> Tensor:
         B, T, _ = wx.shape
@@ -127,7 +127,7 @@ class MaskedGRU(torch.autograd.Function):
         return (S[:-1] if reverse else S[1:]).transpose(0, 1)
 
     @staticmethod
-    @torch.amp.custom_bwd(device_type="cpu")
+    @torch.amp.custom_bwd(device_type="cpu")  # type: ignore[untyped-decorator]
     def backward(ctx: Any, g_out: Tensor) -> tuple[Tensor | None, ...]:
         S, ZR, CAND, DIFF, RS, keep, U_zr, U = ctx.saved_tensors
         g_out = g_out.to(S.dtype)
@@ -181,7 +181,7 @@ class AttentiveGRU(torch.autograd.Function):
     C (3n, m), U_zr (2n, n), U (n, n). Returns s_0..s_Ty (B, Ty+1, n) and c (B, Ty, m)."""
 
     @staticmethod
-    @torch.amp.custom_fwd(device_type="cpu", cast_inputs=torch.bfloat16)
+    @torch.amp.custom_fwd(device_type="cpu", cast_inputs=torch.bfloat16)  # type: ignore[untyped-decorator]
     def forward(ctx: Any, s0: Tensor, wy: Tensor, keys: Tensor, h: Tensor, mask: Tensor, W_a: Tensor,
                 v: Tensor, C: Tensor, U_zr: Tensor, U: Tensor) -> tuple[Tensor, Tensor]:
         B, Ty, _ = wy.shape
@@ -211,7 +211,7 @@ class AttentiveGRU(torch.autograd.Function):
         return S.transpose(0, 1), CTX.transpose(0, 1)
 
     @staticmethod
-    @torch.amp.custom_bwd(device_type="cpu")
+    @torch.amp.custom_bwd(device_type="cpu")  # type: ignore[untyped-decorator]
     def backward(ctx: Any, g_S: Tensor, g_ctx: Tensor) -> tuple[Tensor | None, ...]:
         S, ZR, CAND, DIFF, RS, P, AL, CTX, keys2, h, W_a, v, C, U_zr, U, SIG = ctx.saved_tensors
         g_S, g_ctx = g_S.to(S.dtype), g_ctx.to(S.dtype)

@@ -206,9 +206,9 @@ def restricted_output(layer: nn.Module, rows: torch.Tensor) -> nn.Module:
         q.int_repr().index_select(0, rows_cpu), q.q_per_channel_scales().index_select(0, rows_cpu),
         q.q_per_channel_zero_points().index_select(0, rows_cpu), 0)
     bias = quantized.bias()
-    cut = DynamicLinear(q.shape[1], len(rows), dtype=torch.qint8)
-    cut.set_weight_bias(weight, None if bias is None else bias.index_select(0, rows_cpu))
-    return cast(nn.Module, cut)
+    int8_cut: Any = DynamicLinear(q.shape[1], len(rows), dtype=torch.qint8)  # type: ignore[no-untyped-call]
+    int8_cut.set_weight_bias(weight, None if bias is None else bias.index_select(0, rows_cpu))
+    return cast(nn.Module, int8_cut)
 
 
 def output_weights(layer: nn.Module) -> tuple[torch.Tensor, torch.Tensor | None]:

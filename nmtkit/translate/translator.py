@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, cast
+from typing import Iterable, Iterator
 
 import numpy as np
 import torch
@@ -111,7 +111,7 @@ def bf16_weights(model: Seq2Seq, runtime: Runtime) -> Seq2Seq:
     if not runtime.bf16 or runtime.device.type != "cpu" or any(
             "quantized" in type(m).__module__ for m in model.modules()):
         return model
-    return cast(Seq2Seq, model.to(torch.bfloat16))
+    return model.to(torch.bfloat16)
 
 
 class Translator:
