@@ -87,3 +87,10 @@ def test_every_path_the_table_names_is_decoded_with_its_flags():
     assert {model for model, _ in bench.MARIAN_PATHS.values()} == {"fp32", "intgemm8"}
     assert {shortlist for _, shortlist in bench.MARIAN_PATHS.values()} == {True, False}
 
+
+
+def test_the_fastest_path_is_one_that_keeps_the_translations():
+    rows = [{"path": "fp32", "bleu": 14.7, "tok_per_s": 400}, {"path": "int8", "bleu": 0.03, "tok_per_s": 900},
+            {"path": "fp32 + shortlist", "bleu": 14.6, "tok_per_s": 450}, {"path": "slow", "bleu": 14.9, "tok_per_s": 300}]
+    assert bench.fastest_path(rows) == "fp32 + shortlist"
+    assert bench.fastest_path(rows[:2]) == "fp32"          # nothing else keeps the BLEU
