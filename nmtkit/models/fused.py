@@ -168,7 +168,7 @@ def _attend_backward(dc: Tensor, h: Tensor, alpha: Tensor, sig: Tensor, v4: Tens
     B, Tx, na = sig.shape
     d_alpha = torch.bmm(dc.unsqueeze(1), h.transpose(1, 2)).view(B, Tx)   # 10x faster than h @ dc
     de = torch._softmax_backward_data(d_alpha, alpha, -1, alpha.dtype)
-    grad_v.addmm_(de.view(1, -1), sig.view(-1, na), alpha=2)    # Σ_j ∂e_j = 0: no −1 term
+    grad_v.add_(de.view(1, -1).mm(sig.view(-1, na)), alpha=2)   # Σ_j ∂e_j = 0: no −1 term
     torch.addcmul(sig, sig, sig, value=-1, out=w)                # σ(1 − σ): tanh' = 4σ(1 − σ)
     torch.mul(torch.bmm(de.unsqueeze(1), w).view(B, na), v4, out=dq)
     grad_keys.addcmul_(de.unsqueeze(2), w)
@@ -221,7 +221,8 @@ class AttentiveGRU(torch.autograd.Function):
         # the last three what multiplies [U_zr; W_a] back to ∂s
         X, DC = g_S.new_empty(Ty, B, 3 * n + na), g_S.new_empty(Ty, B, m)
         W_s, C_perm = torch.cat([U_zr, W_a]), torch.cat([C[2 * n:], C[:2 * n]])
-        grad_v, grad_keys = g_S.new_zeros(1, na), torch.zeros_like(keys2)
+        # ∂v_a sums Ty steps: in float32 under bfloat16 too, as autograd sums the reference's
+        grad_v, grad_keys = g_S.new_zeros(1, na, dtype=torch.float32), torch.zeros_like(keys2)
         w, sig = torch.empty_like(keys2), torch.empty_like(keys2) if SIG is None else keys2
         v4 = 4 * v
         carry = g_S[:, Ty]

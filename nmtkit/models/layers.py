@@ -171,10 +171,7 @@ def inference_linear(layer: nn.Module, x: torch.Tensor) -> torch.Tensor:
             or not torch.backends.mkldnn.is_available()  # type: ignore[no-untyped-call]
             or layer.weight.dtype != torch.float32):
         return cast(torch.Tensor, layer(x))
-    # a weight made under inference_mode (a shortlist's cut, restricted_output) has no version
-    # counter, and nothing can write it in place: its address alone keys it
-    weight = layer.weight
-    key = (0 if weight.is_inference() else weight._version, weight.data_ptr())
+    key = (layer.weight._version, layer.weight.data_ptr())
     cache = layer.__dict__.get("_onednn")
     if cache is None or cache[0] != key:
         cache = (key, layer.weight.detach().to_mkldnn(), None if layer.bias is None else layer.bias.detach())
@@ -193,7 +190,9 @@ def restricted_output(layer: nn.Module, rows: torch.Tensor) -> nn.Module:
     AVX512 CPU)."""
     if isinstance(layer, nn.Linear):
         weight, bias = output_weights(layer)
-        cut = nn.Linear(weight.shape[1], len(rows), bias=bias is not None, device=weight.device, dtype=weight.dtype)
+        # skip_init: no random initial weights made only to be replaced
+        cut = cast(nn.Linear, torch.nn.utils.skip_init(  # type: ignore[no-untyped-call]
+            nn.Linear, weight.shape[1], len(rows), bias=bias is not None, device=weight.device, dtype=weight.dtype))
         cut.weight = nn.Parameter(weight.index_select(0, rows), requires_grad=False)
         if bias is not None:
             cut.bias = nn.Parameter(bias.index_select(0, rows), requires_grad=False)

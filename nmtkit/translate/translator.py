@@ -135,7 +135,7 @@ class Translator:
     """
 
     def __init__(self, model: Seq2Seq, sides: Sides, runtime: Runtime, lexicon: Lexicon | None = None):
-        self.model, self.sides, self.runtime = bf16_weights(model.eval(), runtime), sides, runtime
+        self.model, self.sides, self.runtime = model.eval(), sides, runtime
         self.device = runtime.device
         self.lexicon = None if lexicon is None else lexicon.to(self.device)
 
@@ -147,7 +147,7 @@ class Translator:
         paths = [paths] if isinstance(paths, (str, Path)) else paths
         run = setup(runtime if isinstance(runtime, RuntimeConfig) else RuntimeConfig(device=runtime))
         model, sides, lexicon = load_models(paths, run.device, int8)
-        return cls(model, sides, run, lexicon)
+        return cls(bf16_weights(model, run), sides, run, lexicon)     # its own models: cast in place
 
     def translate(self, lines: Iterable[str], options: TranslateOptions = TranslateOptions(),
                   block: int = 1000) -> Iterator[Translation]:
