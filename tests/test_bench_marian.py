@@ -94,3 +94,19 @@ def test_the_fastest_path_is_one_that_keeps_the_translations():
             {"path": "fp32 + shortlist", "bleu": 14.6, "tok_per_s": 450}, {"path": "slow", "bleu": 14.9, "tok_per_s": 300}]
     assert bench.fastest_path(rows) == "fp32 + shortlist"
     assert bench.fastest_path(rows[:2]) == "fp32"          # nothing else keeps the BLEU
+
+
+def test_marian_total_trains_only_what_is_left(tmp_path, monkeypatch):
+    monkeypatch.setattr(bench, "WORK", tmp_path)
+    chunks = []
+    def fake_more(minutes, threads):
+        chunks.append(minutes)
+        (tmp_path / "marian-more").mkdir(exist_ok=True)
+        (tmp_path / "marian-more" / "chunks.json").write_text(json.dumps([{"minutes": m} for m in chunks]))
+    monkeypatch.setattr(bench, "train_more", fake_more)
+    assert bench.trained_more() == 0.0
+    bench.train_to_total(50, 20, 2)
+    assert chunks == [20, 10] and bench.trained_more() == 30
+    bench.train_to_total(50, 20, 2)             # a rerun finds it done
+    bench.train_to_total(60, 20, 2)             # a larger total: only what is left
+    assert chunks == [20, 10, 10]
