@@ -52,11 +52,12 @@ DEMO_RECIPE ?= $(CPU_RECIPE) --valid-every 200 --keep-validations
 DEMO_TRAIN ?= $(DEMO_RECIPE) $(DEMO_BUDGET) $(DEMO_BF16)
 BEAM    ?= 5
 
-.PHONY: gpu-check gpu-data help install test test-fast test-slow typecheck test-browser structure wheel-check docs demo demo-curve paper readme-figures data bench bench-data bench-marian bench-gpu aer reproduce compare clean-data
+.PHONY: gpu-check gpu-data help install test test-fast test-slow typecheck test-browser structure wheel-check docs demo demo-guided demo-curve paper readme-figures data bench bench-data bench-marian bench-gpu aer reproduce compare clean-data
 comma := ,
 help:
 	@echo "make demo     fetch the Bible corpus, preprocess, build the vocabulary, train RNNsearch (20 min on CPU),"
 	@echo "              translate the test set, score it; plot training curves, BLEU by length, alignments"
+	@echo "make demo-guided  the demo's recipe with guided alignment (eflomal's links; docs/alignment.md): AER and BLEU"
 	@echo "make demo-curve  the CPU trials behind the demo's recipe (hours): docs/cpu-training.md, its picture"
 	@echo "make test     run the test suite: unit tests, slow end-to-end tests, mypy, the docs (test-fast, test-slow, typecheck, docs)"
 	@echo "make docs     build the documentation site with mkdocs --strict into build/site (installs the docs extra on first use)"
@@ -139,6 +140,31 @@ data: $(BIN)/manifest.json
 
 $(DEMO)/best.pt: $(BIN)/manifest.json
 	$(NMTKIT) train $(BIN) --save-dir $(DEMO) --threads $(JOBS) $(DEMO_TRAIN)
+
+# Guided alignment (docs/alignment.md): eflomal's links of the training pairs (the align extra, built
+# with the C compiler on first use), the demo's corpus binarized with them, and the demo's recipe
+# trained with the attention pulled towards them; then its AER on the gold verses and its test BLEU.
+GUIDED  ?= $(RUNS)/demo-guided
+GUIDED_WEIGHT ?= 0.5
+$(VENV)/.align: $(VENV)/.installed
+	$(PY) -m pip install -q --disable-pip-version-check $(TORCH_CONSTRAINT) -e '.[align]'
+	touch $@
+
+$(DATA)/clean/train.links: $(DATA)/clean/preprocess.json | $(VENV)/.align
+	$(NMTKIT) word-align -s en -t fr --train $(DATA)/clean/train
+
+$(BIN)-links/manifest.json: $(VOCAB)/vocab.json $(DATA)/clean/train.links
+	$(NMTKIT) preprocess -s en -t fr --train $(DATA)/clean/train --valid $(DATA)/clean/valid \
+	    --test $(DATA)/clean/test --vocab $(VOCAB) -d $(BIN)-links -j $(JOBS) --align-suffix links --quiet
+
+$(GUIDED)/best.pt: $(BIN)-links/manifest.json
+	$(NMTKIT) train $(BIN)-links --save-dir $(GUIDED) --threads $(JOBS) $(DEMO_TRAIN) \
+	    --guided-alignment-weight $(GUIDED_WEIGHT)
+
+demo-guided: $(GUIDED)/best.pt
+	$(PY) bin/bench-aer --model $< --data $(DATA) --threads $(JOBS) --no-eflomal
+	$(NMTKIT) translate -m $< $(DATA)/raw/test.en -o $(GUIDED)/test.hyp.fr --beam $(BEAM) --threads $(JOBS)
+	$(NMTKIT) score $(GUIDED)/test.hyp.fr -r $(DATA)/raw/test.fr --clean verse-markers
 
 # One pass of beam search gives the hypotheses and their attention (for the alignment plots).
 $(DEMO)/test.hyp.fr $(DEMO)/test.align &: $(DEMO)/best.pt

@@ -178,6 +178,7 @@ ROLES = {
     **{(c, p): "parallel" for c, p in [("preprocess", "train"), ("preprocess", "valid"), ("preprocess", "test"),
                                        ("select", "in_domain"), ("select", "general")]},
     ("build-vocab", "train"): "clean",                 # parallel text and the preprocess.json beside it
+    ("word-align", "prefix"): "clean",
     **{(c, p): "text" for c, p in [("tokenize", "input"), ("translate", "input"), ("score", "hypotheses"),
                                    ("score", "refs"), ("score", "source"), ("align", "source"), ("align", "target"),
                                    ("align-plot", "source"), ("align-plot", "target")]},
@@ -536,9 +537,11 @@ SHOWN = readme_examples(README.read_text(encoding="utf-8")) if README.exists() e
 
 
 @pytest.mark.parametrize("example", params(HELP))
-def test_help_example_runs(example, request, tmp_path):
+def test_help_example_runs(example, request, tmp_path, monkeypatch):
     if reason := skip_reason(example.line):
         pytest.skip(reason)
+    from tests.test_guided_alignment import fake_eflomal     # word-align's aligner, where eflomal is not installed
+    monkeypatch.setenv("PATH", f"{fake_eflomal(tmp_path / 'stub-bin')}{os.pathsep}{os.environ.get('PATH', '')}")
     run_example(example, request.getfixturevalue("world"), tmp_path)
 
 

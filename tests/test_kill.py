@@ -1,4 +1,5 @@
-"""Training killed with SIGKILL at random moments and resumed ends where an uninterrupted run ends."""
+"""Training killed with SIGKILL at random moments and resumed ends where an uninterrupted run ends
+(with guided alignment, label smoothing and a budgeted schedule)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,11 @@ def command(data_bin: Path, save_dir: Path) -> list[str]:
             "--lr-decay", "cosine", "--warmup", "10", "--label-smoothing", "0.1"]
 
 
+def guided(data_bin: Path, save_dir: Path) -> list[str]:
+    """The same with guided alignment, on a corpus with word links."""
+    return command(data_bin, save_dir) + ["--guided-alignment-weight", "0.5"]
+
+
 def env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
 
@@ -45,25 +51,30 @@ def logged_step(save_dir: Path) -> int:
     return 0
 
 
-def step_losses(save_dir: Path) -> dict[int, float]:
+def step_losses(save_dir: Path, key: str = "train_nll") -> dict[int, float]:
     entries = [json.loads(line) for line in (save_dir / "metrics.jsonl").read_text().splitlines()]
-    losses = {e["step"]: e["train_nll"] for e in entries if "train_nll" in e}
-    assert len(losses) == sum("train_nll" in e for e in entries)      # no update logged twice
+    losses = {e["step"]: e[key] for e in entries if key in e}
+    assert len(losses) == sum(key in e for e in entries) > 0           # no update logged twice
     return losses
 
 
 @pytest.mark.slow
 def test_sigkill_at_ten_random_moments_changes_nothing(raw, tmp_path):
+    from nmtkit.data.binarize import binarize_corpus
     from tests.test_corpus import make_corpus
+    from tests.test_guided_alignment import diagonal_links
     make_corpus(raw, tmp_path)
-    data_bin = tmp_path / "bin"
-    subprocess.run(command(data_bin, tmp_path / "whole"), env=env(), check=True, capture_output=True, timeout=300)
+    diagonal_links(tmp_path / "clean")          # and guided alignment resumes exactly too
+    data_bin = tmp_path / "linked"
+    binarize_corpus({s: tmp_path / "clean" / s for s in ("train", "valid")}, ("en", "fr"), tmp_path / "vocab",
+                    data_bin, align_suffix="links")
+    subprocess.run(guided(data_bin, tmp_path / "whole"), env=env(), check=True, capture_output=True, timeout=300)
     rng = random.Random(20261123)
     killed, seen = 0, []
     # each run is killed once its log passes a random update (at a random moment of the polling),
     # so the kills land all along the run: in updates, validations and checkpoint writes alike
     for target in sorted(rng.sample(range(2, 148), KILLS)):
-        proc = subprocess.Popen(command(data_bin, tmp_path / "killed"), env=env(), stdout=subprocess.DEVNULL,
+        proc = subprocess.Popen(guided(data_bin, tmp_path / "killed"), env=env(), stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
         while proc.poll() is None and logged_step(tmp_path / "killed") < target:
             time.sleep(rng.uniform(0.005, 0.05))
@@ -74,7 +85,7 @@ def test_sigkill_at_ten_random_moments_changes_nothing(raw, tmp_path):
         last = tmp_path / "killed" / "last.pt"
         if last.exists():
             seen.append(checkpoint.load(last).training.progress.step)   # never unreadable
-    finish = subprocess.run(command(data_bin, tmp_path / "killed"), env=env(), capture_output=True, text=True,
+    finish = subprocess.run(guided(data_bin, tmp_path / "killed"), env=env(), capture_output=True, text=True,
                             timeout=300)
     assert finish.returncode == 0, finish.stderr[-2000:]
     print(f"killed {killed} times; last.pt after each kill at updates {seen}")
@@ -85,6 +96,7 @@ def test_sigkill_at_ten_random_moments_changes_nothing(raw, tmp_path):
     assert a.training.progress.step == b.training.progress.step == 150
     assert all(torch.equal(a.weights[k], b.weights[k]) for k in a.weights)
     assert step_losses(tmp_path / "whole") == step_losses(tmp_path / "killed")
+    assert step_losses(tmp_path / "whole", "train_align_ce") == step_losses(tmp_path / "killed", "train_align_ce")
     assert not list((tmp_path / "killed").glob(".*.tmp"))           # no temporary file outlives its write
 
 

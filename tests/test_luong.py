@@ -15,7 +15,8 @@ from nmtkit.models.attention import LuongAttention
 from nmtkit.models.build import build_model
 from nmtkit.models.config import SCORES, WINDOWS, ModelConfig
 from nmtkit.models.luong import reverse_words
-from nmtkit.train.config import TrainConfig, schedule
+from nmtkit.cli.train_settings import schedule
+from nmtkit.train.config import TrainConfig
 from nmtkit.train.loop import train
 from nmtkit.train.optimizer import learning_rate
 from nmtkit.translate.search import beam_search, force
@@ -149,7 +150,7 @@ def test_teacher_forcing_and_the_search_step_compute_the_same_model(variant):
     tgt_in, tgt_out = torch.tensor([[2, 5, 6, 7, 8], [2, 8, 9, 0, 0]]), torch.tensor([[5, 6, 7, 8, 3], [8, 9, 3, 0, 0]])
     with torch.no_grad():
         enc = model.encode(src, src != 0)
-        nll = model.output_nll(model.teacher_forced(enc, tgt_in), tgt_out)
+        nll = model.output_nll(model.teacher_forced(enc, tgt_in)[0], tgt_out)
         logp, maps = force(model, enc, tgt_out)
         hyps = beam_search(model, enc, SearchConfig(beam=3, max_extra=3))
     assert torch.allclose(-logp.sum(), nll, rtol=1e-5)
@@ -167,7 +168,7 @@ def test_input_feeding_drops_h_tilde_out_once():
     fed = []
     model.decoder.register_forward_hook(lambda mod, args, out: fed.append(args[0][..., 8:].detach()))
     enc = model.encode(src, src != 0)
-    h_tilde = model.teacher_forced(enc, torch.tensor([[2, 5, 6, 7]]))
+    h_tilde = model.teacher_forced(enc, torch.tensor([[2, 5, 6, 7]]))[0]
     for t in range(1, 4):
         assert torch.equal(fed[t][:, 0], h_tilde[:, t - 1])
 
@@ -333,7 +334,7 @@ def test_flags_of_the_other_family_or_without_their_switch_are_refused(tmp_path)
 
 
 def test_a_new_local_p_model_renormalises_its_window_unless_the_paper_form_is_asked_for():
-    from nmtkit.train.config import train_settings
+    from nmtkit.cli.train_settings import train_settings
     base = {"attention": "local-p", "window_renorm": None}
     assert train_settings("luong", "tiny", "appendix-b", base, set())[0].window_renorm
     paper = train_settings("luong", "tiny", "appendix-b", {**base, "window_renorm": False}, {"window_renorm"})[0]

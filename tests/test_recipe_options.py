@@ -16,7 +16,8 @@ from nmtkit.core.errors import UserError
 from nmtkit.models.build import build_model
 from nmtkit.models.config import ModelConfig
 from nmtkit.models.loss import linear_cross_entropy
-from nmtkit.train.config import TrainConfig, train_settings
+from nmtkit.cli.train_settings import train_settings
+from nmtkit.train.config import TrainConfig
 from nmtkit.train.optimizer import learning_rate
 from tests.test_corpus import make_corpus
 

@@ -260,3 +260,63 @@ def test_batched_search_equals_searching_each_sentence_alone_and_nbest_lists_are
         ranks = alone.ranking
         assert ranks == sorted(ranks, reverse=True)
         assert len({tuple(t) for t in alone.tokens}) == 3
+
+
+def test_the_coverage_penalty_is_wu_et_al_s_formula_on_a_small_table():
+    from nmtkit.translate.search import coverage_penalty
+    coverage = torch.tensor([[0.5, 1.7, 0.25, 0.0], [1.0, 1.0, 2.0, 0.9]])
+    mask = torch.tensor([[True, True, True, False], [True, True, True, True]])
+    got = coverage_penalty(coverage, mask, 0.2)
+    assert got.tolist() == pytest.approx([0.2 * (math.log(0.5) + 0 + math.log(0.25)), 0.2 * math.log(0.9)])
+    # a source unit never attended counts as 1e-6, not -inf
+    assert float(coverage_penalty(torch.tensor([[0.0, 1.0]]), torch.tensor([[True, True]]), 1.0)) == \
+        pytest.approx(math.log(1e-6))
+
+
+@pytest.mark.parametrize("penalty", ["none", "gnmt"])
+def test_wide_beam_finds_the_exact_n_best_with_a_coverage_penalty(penalty):
+    """The stop stays a bound with the penalty: every prefix fits the beam, so the search returns
+    the n best of all outputs ranked by score (normalised) + β Σ log min(coverage, 1), coverage
+    read off the model's own attention along each output."""
+    model, src, mask = model_and_batch(1, tgt_vocab=6)
+    limit, beta = 3, 0.7
+    cfg = SearchConfig(beam=30, max_ratio=0.0, max_extra=limit, length_penalty=penalty, alpha=1.5, nbest=4,
+                       min_len=0, coverage_penalty=beta)
+    out = beam_search(model, model.encode(src, mask), cfg)
+    for i in range(src.shape[0]):
+        n = int(mask[i].sum())
+        s, m = src[i:i + 1, :n], mask[i:i + 1, :n]
+        candidates = [list(c) for L in range(limit) for c in itertools.product([1, 2, 4, 5], repeat=L)]
+        ranks, scores = [], []
+        for c in candidates:
+            with torch.no_grad():
+                score, maps = force(model, model.encode(s, m), torch.tensor([c + [EOS]]))
+            cover = beta * float(maps[0].sum(0).clamp(min=1e-6, max=1.0).log().sum())
+            scores.append(float(score[0]))
+            ranks.append(float(ranking(cfg, score, len(c) + 1)[0]) + cover)
+        best = sorted(range(len(candidates)), key=lambda j: -ranks[j])[:4]
+        assert out.tokens[4 * i:4 * i + 4] == [candidates[j] for j in best]
+        assert out.ranking[4 * i:4 * i + 4] == pytest.approx([ranks[j] for j in best], abs=1e-4)
+    plain = beam_search(model, model.encode(src, mask), SearchConfig(beam=30, max_ratio=0.0, max_extra=limit,
+                                                                    length_penalty=penalty, alpha=1.5, nbest=4,
+                                                                    min_len=0))
+    assert plain.tokens != out.tokens          # the penalty changed some n-best list
+
+
+@pytest.mark.parametrize("beam", [1, 4])
+def test_the_search_returns_the_attention_that_forcing_its_outputs_gives(beam):
+    """The α kept by the search, followed back along each output, is the α of walking that
+    output through the model again (what translate --alignments used to do), </s>'s row too."""
+    model, src, mask = model_and_batch(2)
+    enc = model.encode(src, mask)
+    out = beam_search(model, enc, SearchConfig(beam=beam, nbest=min(beam, 2)), attention=True)
+    n = out.nbest
+    tgt = torch.full((len(out.tokens), max(len(t) for t in out.tokens) + 1), 0)
+    for row, tokens in enumerate(out.tokens):
+        tgt[row, :len(tokens) + 1] = torch.tensor(tokens + [EOS])
+    _, maps = force(model, enc.repeat(n), tgt)
+    assert out.attention is not None
+    for row, tokens in enumerate(out.tokens):
+        L = len(tokens) + 1
+        assert torch.allclose(out.attention[row, :L, :maps.shape[2]], maps[row, :L], atol=1e-5)
+        assert out.attention[row, L:].abs().sum() == 0

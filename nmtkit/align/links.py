@@ -57,3 +57,21 @@ def read_pharaoh(line: str, where: str) -> list[tuple[int, int]]:
     if any(len(p) != 2 or min(p) < 0 for p in pairs):
         raise UserError(f"{where}: not Pharaoh alignment pairs ('i-j i-j …')")
     return [(p[0], p[1]) for p in pairs]
+
+
+def unit_links(links: list[tuple[int, int]], src_words: np.ndarray, tgt_words: np.ndarray,
+               where: str) -> np.ndarray:
+    """Word links (source word i, target word j) as links between their subword units: every unit
+    of word i with every unit of word j (a word split in three and linked once gives three links),
+    flattened ``[i0, j0, i1, j1, …]`` over unit positions. ``src_words``/``tgt_words``: the word of
+    each unit (:func:`word_ids`); a link past either sentence's words is a one-line UserError."""
+    n_src, n_tgt = (int(w[-1]) + 1 if len(w) else 0 for w in (src_words, tgt_words))
+    out: list[int] = []
+    for i, j in links:
+        if i >= n_src or j >= n_tgt:
+            raise UserError(f"{where}: link {i}-{j} is out of range: the pair has {n_src} source and "
+                            f"{n_tgt} target words")
+        src_units = range(*np.searchsorted(src_words, (i, i + 1)))
+        tgt_units = range(*np.searchsorted(tgt_words, (j, j + 1)))
+        out.extend(x for s in src_units for t in tgt_units for x in (s, t))
+    return np.asarray(out, dtype=np.int64)

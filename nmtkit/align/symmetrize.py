@@ -9,6 +9,7 @@ fast_align write them (``-r`` links are not transposed).
 from __future__ import annotations
 
 Link = tuple[int, int]
+SYMMETRIZATIONS = ("grow-diag-final-and", "intersection", "forward", "reverse")    # word-align's choices
 _NEIGHBOURS = ((-1, 0), (0, -1), (1, 0), (0, 1), (-1, -1), (-1, 1), (1, -1), (1, 1))
 
 

@@ -1,11 +1,14 @@
-"""``nmtkit align`` and ``nmtkit align-plot``: the attention as word alignments and as pictures."""
+"""``nmtkit align`` and ``nmtkit align-plot``: the attention as word alignments and as pictures;
+``nmtkit word-align``: a statistical aligner's links of a training corpus (guided alignment)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
 
+from ..align.symmetrize import SYMMETRIZATIONS
 from ..core.command import Command
 from ..core.console import log
 from ..core.errors import UserError
@@ -84,4 +87,27 @@ def align_plot(alignments: str | None, sentences: str, output: str, model_paths:
         log(f"wrote {path}")
 
 
-COMMANDS = (align, align_plot)
+@click.command("word-align", cls=Command, epilog="""\b
+Example (the links that guided alignment training learns from):
+  nmtkit word-align -s en -t fr --train clean/train     # writes clean/train.links
+then binarize with 'preprocess --vocab VOCAB --align-suffix links' and train with
+'--guided-alignment-weight 0.5' (make demo-guided runs the three).""")
+@click.option("-s", "--source-lang", required=True, help="Source language code (files are PREFIX.LANG).")
+@click.option("-t", "--target-lang", required=True, help="Target language code.")
+@click.option("--train", "prefix", required=True, help="Prefix of clean tokenized text from 'preprocess'.")
+@click.option("--suffix", default="links", show_default=True, help="The links go to PREFIX.SUFFIX.")
+@click.option("--symmetrize", type=click.Choice(SYMMETRIZATIONS),
+              default="grow-diag-final-and", show_default=True,
+              help="How the two directions' links become one set.")
+@options.verbosity
+def word_align(source_lang: str, target_lang: str, prefix: str, suffix: str, symmetrize: str) -> None:
+    """Word-align a tokenized parallel corpus with eflomal (pip install 'nmtkit[align]'): Pharaoh
+    i-j pairs over its Moses tokens, one line per sentence pair, for 'preprocess --align-suffix'
+    and 'train --guided-alignment-weight'."""
+    from ..align.statistical import word_align as run     # here: the aligner's code loads to align only
+    out = Path(f"{prefix}.{suffix}")
+    done = run(Path(f"{prefix}.{source_lang}"), Path(f"{prefix}.{target_lang}"), out, symmetrize)
+    log(f"{out}: {done['links']:,} links over {done['pairs']:,} pairs ({symmetrize}) in {done['seconds']:.0f} s")
+
+
+COMMANDS = (align, align_plot, word_align)

@@ -134,6 +134,10 @@ search = options(
             "Rank finished hypotheses by raw log-probability (the paper), "
                  "by log-probability per word, or by GNMT's ((5+|y|)/6)^alpha."),
     setting("--alpha", _SEARCH, click.FloatRange(0), "GNMT length penalty exponent."),
+    setting("--coverage-penalty", _SEARCH, click.FloatRange(0),
+            "Wu et al. (2016)'s coverage penalty beta: finished hypotheses are ranked up by beta times "
+            "the sum over source words of log min(attention received, 1), against translations that "
+            "leave source words out (0: off; GNMT used 0.2 with --length-penalty gnmt)."),
     setting("--max-ratio", _SEARCH, click.FloatRange(0), "Output limit: this times the source length, plus 10."),
     setting("--min-len", _SEARCH, click.IntRange(0),
             "Words before </s> at least (1, as GroundHog and fairseq: no empty translation)."),
@@ -147,6 +151,7 @@ def search_config(values: dict[str, Any]) -> SearchConfig:
     """The search settings of :data:`search`'s options, taken out of ``values``; refused in one
     line when they ask for more than the search can give."""
     return SearchConfig(beam=values.pop("beam"), length_penalty=values.pop("length_penalty"),
-                        alpha=values.pop("alpha"), max_ratio=values.pop("max_ratio"),
+                        alpha=values.pop("alpha"), coverage_penalty=values.pop("coverage_penalty"),
+                        max_ratio=values.pop("max_ratio"),
                         nbest=max(values.pop("nbest"), 1), no_unk=values.pop("no_unk"),
                         min_len=values.pop("min_len")).check(("--nbest", "--beam"))

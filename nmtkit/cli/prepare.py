@@ -35,6 +35,9 @@ Examples:
 @options.dest_dir
 @click.option("--vocab", "vocab_dir", type=click.Path(file_okay=False),
               help="Binarize: map clean text to ids with this build-vocab directory (applies its BPE).")
+@click.option("--align-suffix", metavar="SUFFIX",
+              help="Binarize: carry each split's word links PREFIX.SUFFIX (Pharaoh over its clean tokens, from "
+                   "'nmtkit word-align'; train's required) into the corpus, for 'train --guided-alignment-weight'.")
 @options.text
 @options.setting("--max-len", _F, click.IntRange(0),
                  "Drop training pairs with a side longer than this many tokens (0: no limit).")
@@ -45,7 +48,7 @@ Examples:
 @options.workers
 @options.verbosity
 def preprocess(source_lang: str, target_lang: str, train: str | None, valid: str | None, test: str | None,
-               out_dir: str, vocab_dir: str | None, workers: int, **values: Any) -> None:
+               out_dir: str, vocab_dir: str | None, align_suffix: str | None, workers: int, **values: Any) -> None:
     """Clean and tokenize parallel text, or binarize it with a vocabulary.
 
     \b
@@ -62,9 +65,12 @@ def preprocess(source_lang: str, target_lang: str, train: str | None, valid: str
     if vocab_dir:
         from ..data.binarize import binarize_corpus  # here: numpy and the subword code load to
         from ..data.summary import corpus_summary    # binarize, not for --help
-        manifest = binarize_corpus(splits, (source_lang, target_lang), Path(vocab_dir), Path(out_dir), workers)
+        manifest = binarize_corpus(splits, (source_lang, target_lang), Path(vocab_dir), Path(out_dir), workers,
+                                   align_suffix)
         console.print(corpus_summary(manifest))
         return
+    if align_suffix:
+        raise UserError("--align-suffix goes with --vocab (binarizing); make the links with 'nmtkit word-align'")
     texts = (options.text_config(source_lang, values), options.text_config(target_lang, values))
     filters = FilterConfig(**{k: values[k] for k in ("max_len", "min_len", "max_ratio", "dedup")})
     from ..text.preprocess import preprocess_corpus  # here: Moses's tokenizer loads to preprocess only

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from ..core.command import Command
-from ..train.config import train_settings
+from .train_settings import train_settings
 from . import options, train_options
 from .config_file import config_options
 

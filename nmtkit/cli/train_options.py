@@ -65,6 +65,11 @@ optimization = options(
     setting("--label-smoothing", _T, click.FloatRange(0, 1, max_open=True),
             "Train toward 1-e on the reference word and e spread over the vocabulary (fairseq and Marian "
             "use 0.1); the logged NLL stays the plain one."),
+    setting("--guided-alignment-weight", _T, click.FloatRange(0),
+            "Guided alignment (Chen et al. 2016, Marian's --guided-alignment): add this times the "
+            "attention's cross-entropy with the corpus's word links (preprocess --align-suffix) to each "
+            "linked target word's loss, so that the attention aligns as the statistical aligner does "
+            "(0: off)."),
     setting("--decay", _T, click.FloatRange(0, 1), "The factor of --decay-after."),
     setting("--clip", _T, click.FloatRange(0), "Gradient L2 norm limit (0: off)."),
     setting("--batch-size", _T, click.IntRange(1),

@@ -76,7 +76,8 @@ class TrainProgress:
 
     def show(self, step: int, epoch: int, entry: dict[str, float]) -> None:
         stats = (f"update {step:,}  epoch {epoch}  nll/tok {entry['train_nll_token']:.3f}  "
-                 f"{entry['tgt_tokens_per_s']:,.0f} tok/s  {entry['updates_per_s']:.2f} upd/s")
+                 f"{entry['tgt_tokens_per_s']:,.0f} tok/s  {entry['updates_per_s']:.2f} upd/s"
+                 + (f"  align ce {entry['train_align_ce']:.3f}" if "train_align_ce" in entry else ""))
         if self.live:
             self.bar.update(self.task, stats=stats)
         elif not self.disable:

@@ -108,14 +108,34 @@ def pad(seqs: list[np.ndarray], bos: bool = False, eos: bool = True, multiple: i
     return out
 
 
-def collate(src_arr: Any, tgt_arr: Any, idx: np.ndarray, multiple: int = 1) -> dict[str, torch.Tensor]:
-    """src (with </s>), its mask, tgt_in (<s> y) and tgt_out (y </s>) for sentences ``idx``.
-    ``multiple`` > 1 pads both lengths up to a multiple of it: fewer distinct shapes, so that
-    CUDA graphs, recorded once per shape, are replayed rather than recorded again."""
+def collate(src_arr: Any, tgt_arr: Any, idx: np.ndarray, multiple: int = 1,
+            links: Any = None) -> dict[str, torch.Tensor]:
+    """src (with </s>), its mask, tgt_in (<s> y) and tgt_out (y </s>) for sentences ``idx``;
+    with ``links`` (a corpus's :meth:`~nmtkit.data.binarized.Corpus.links`), ``guide`` too
+    (:func:`guide`). ``multiple`` > 1 pads both lengths up to a multiple of it: fewer distinct
+    shapes, so that CUDA graphs, recorded once per shape, are replayed rather than recorded again."""
     src = pad([src_arr[i] for i in idx], multiple=multiple)
     tgt = [tgt_arr[i] for i in idx]
-    return {"src": src, "src_mask": src != PAD, "tgt_in": pad(tgt, bos=True, eos=False, multiple=multiple),
-            "tgt_out": pad(tgt, multiple=multiple)}
+    batch = {"src": src, "src_mask": src != PAD, "tgt_in": pad(tgt, bos=True, eos=False, multiple=multiple),
+             "tgt_out": pad(tgt, multiple=multiple)}
+    if links is not None:
+        batch["guide"] = guide([links[i] for i in idx], [len(src_arr[i]) for i in idx], [len(t) for t in tgt],
+                               (batch["tgt_out"].shape[1], src.shape[1]))
+    return batch
+
+
+def guide(links: list[np.ndarray], src_lens: list[int], tgt_lens: list[int],
+          shape: tuple[int, int]) -> torch.Tensor:
+    """The alignment that guided training pulls the attention towards: (B, Ty, Tx), row i the
+    distribution over source positions that target position i (y_i, then </s>) should attend
+    to, spread evenly over its links; </s> is linked with </s>. A word the aligner left
+    unlinked has a row of zeros, which the loss skips."""
+    out = torch.zeros(len(links), *shape)
+    for b, (pairs, m, n) in enumerate(zip(links, src_lens, tgt_lens)):
+        st = torch.from_numpy(np.asarray(pairs, dtype=np.int64)).view(-1, 2)
+        out[b, st[:, 1], st[:, 0]] = 1.0
+        out[b, n, m] = 1.0
+    return out / out.sum(-1, keepdim=True).clamp(min=1.0)
 
 
 def to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:

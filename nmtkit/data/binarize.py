@@ -11,6 +11,7 @@ with the same vocabularies.
 
 from __future__ import annotations
 
+import itertools
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -18,9 +19,10 @@ from typing import Any
 
 import numpy as np
 
+from ..align.links import read_pharaoh, unit_links, word_ids
 from ..core.console import progress
 from ..core.errors import UserError
-from ..core.files import Staging, check_parallel, fingerprint, read_lines
+from ..core.files import Staging, check_parallel, count_lines, fingerprint, read_lines
 from ..core.parallel import Workers, chunked
 from ..text.bpe import Segmenter
 from ..text.preprocess import read_report, text_fingerprint
@@ -29,6 +31,7 @@ from .manifest import MANIFEST, Manifest, SplitStats, VocabEntry, write_manifest
 from .vocab import UNK, Vocab, VocabDir
 
 CHUNK = 5000
+LINK_DTYPE = np.dtype(np.uint16)      # unit positions of the word links (SPLIT.links.bin)
 
 _sides: list[tuple[Vocab, Segmenter | None]] = []
 
@@ -38,25 +41,49 @@ def _init(vocab_tokens: list[list[str]], codes: list[str | None]) -> None:
 
 
 def _ids_chunk(rows: list[tuple[Any, ...]]) -> list[tuple[np.ndarray, np.ndarray, int]]:
-    """Rows of ``(text, …)`` → per side: concatenated ids, lengths, number of ``<unk>``."""
-    out = []
+    """Rows of ``(source, target)`` or ``(source, target, links, where)`` → per side (and for the
+    links, as one more side: unit links flattened, 2 × their number): concatenated ids, lengths,
+    number of ``<unk>``."""
+    out, units = [], []
     for side, (vocab, seg) in enumerate(_sides):
         ids: list[int] = []
         lengths = []
+        pieces = []
         for row in rows:
             tokens = row[side].split()
-            if seg is not None:
-                tokens = seg.segment(tokens)
-            sent = vocab.encode(tokens)
-            ids.extend(sent)
+            sent = seg.segment(tokens) if seg is not None else tokens
+            pieces.append((tokens, sent))
+            ids.extend(vocab.encode(sent))
             lengths.append(len(sent))
         arr = np.asarray(ids, dtype=np.int64)
         out.append((arr, np.asarray(lengths, dtype=np.int64), int((arr == UNK).sum())))
+        units.append(pieces)
+    if rows and len(rows[0]) > 2:
+        flat = [_unit_links(row[2], row[3], src, tgt) for row, src, tgt in zip(rows, *units)]
+        out.append((np.concatenate(flat) if flat else np.zeros(0, np.int64),
+                    np.asarray([len(f) for f in flat], dtype=np.int64), 0))
     return out
 
 
+def _unit_links(line: str, where: str, src: tuple[list[str], list[str]], tgt: tuple[list[str], list[str]]
+                ) -> np.ndarray:
+    """One pair's word links (Pharaoh over its tokens) over its subword units."""
+    words = []
+    for side, (tokens, pieces) in enumerate((src, tgt)):
+        ids = word_ids(pieces)
+        if len(ids) and int(ids[-1]) + 1 != len(tokens):     # a token that ends like a BPE piece
+            seg = _sides[side][1]
+            assert seg is not None
+            ids = np.repeat(np.arange(len(tokens)), [len(seg.segment([t])) for t in tokens])
+        words.append(ids)
+    return unit_links(read_pharaoh(line, where), words[0], words[1], where)
+
+
 def binarize_corpus(splits: dict[str, Path], langs: tuple[str, str], vocab_dir: Path,
-                    out_dir: Path, workers: int = 1) -> Manifest:
+                    out_dir: Path, workers: int = 1, align_suffix: str | None = None) -> Manifest:
+    """The corpus of ``splits`` (prefixes of clean text) with the vocabularies of ``vocab_dir``;
+    with ``align_suffix``, each split's word links PREFIX.SUFFIX (train's required, the others'
+    where they exist) mapped onto subword units."""
     vdir = VocabDir(vocab_dir)
     vdir.require(langs)
     vocabs = [vdir.vocabs[lang] for lang in langs]
@@ -65,6 +92,7 @@ def binarize_corpus(splits: dict[str, Path], langs: tuple[str, str], vocab_dir: 
     manifest = _start_manifest(out_dir, langs, vdir, fingerprints)
     text_reports = {name: _check_text(prefix, vdir) for name, prefix in splits.items()}
     counts = {name: check_parallel([Path(f"{p}.{lang}") for lang in langs]) for name, p in splits.items()}
+    links = _link_files(splits, align_suffix, counts)
     dtype = np.dtype(manifest.dtype)
     with Staging(out_dir) as stage, Workers(workers, _init, ([v.tokens for v in vocabs], codes)) as pool, \
             progress() as bar:
@@ -75,7 +103,7 @@ def binarize_corpus(splits: dict[str, Path], langs: tuple[str, str], vocab_dir: 
         for name, prefix in splits.items():
             task = bar.add_task(f"binarize {name}", total=counts[name])
             stats = _binarize_split(name, prefix, langs, stage, dtype, pool,
-                                    lambda n, t=task: bar.advance(t, n))
+                                    lambda n, t=task: bar.advance(t, n), links.get(name))
             manifest.splits[name] = SplitStats(**stats, **_carry(text_reports[name]))
         write_manifest(stage.path(MANIFEST), manifest)
         stage.commit()
@@ -131,19 +159,40 @@ def _carry(report: dict[str, Any]) -> dict[str, Any]:
     return {k: report[k] for k in ("source", "lines", "rules", "dropped", "kept_empty") if k in report}
 
 
+def _link_files(splits: dict[str, Path], suffix: str | None, counts: dict[str, int]) -> dict[str, Path]:
+    """Each split's links file (PREFIX.SUFFIX), checked to have a line per pair."""
+    if not suffix:
+        return {}
+    found = {name: Path(f"{prefix}.{suffix}") for name, prefix in splits.items()}
+    found = {name: path for name, path in found.items() if path.exists() or name == "train"}
+    for name, path in found.items():
+        if not path.exists():
+            raise UserError(f"{path}: no such file (--align-suffix {suffix}: make it with 'nmtkit word-align')")
+        if (have := count_lines(path)) != counts[name]:
+            raise UserError(f"{path}: has {have:,} lines but the {name} split {counts[name]:,} pairs")
+    return found
+
+
 def _binarize_split(name: str, prefix: Path, langs: tuple[str, str], stage: Staging,
-                    dtype: np.dtype, pool: Workers, advance: Any) -> dict[str, Any]:
-    inputs = [read_lines(f"{prefix}.{lang}") for lang in langs]
+                    dtype: np.dtype, pool: Workers, advance: Any, links: Path | None = None) -> dict[str, Any]:
+    inputs: list[Any] = [read_lines(f"{prefix}.{lang}") for lang in langs]
     tokens, unks = Counter[str](), Counter[str]()
-    files = [(open(stage.path(f"{name}.{lang}.bin"), "wb"), open(stage.path(f"{name}.{lang}.idx"), "wb"))
-             for lang in langs]
+    names = [f"{name}.{lang}" for lang in langs]
+    if links is not None:
+        inputs += [read_lines(links, allow_empty=True), (f"{links}, line {k}" for k in itertools.count(1))]
+        names.append(f"{name}.links")
+    files = [(open(stage.path(f"{n}.bin"), "wb"), open(stage.path(f"{n}.idx"), "wb")) for n in names]
     try:
-        writers = [TokenArrayWriter(b, i, dtype) for b, i in files]
+        writers = [TokenArrayWriter(b, i, dtype if k < 2 else LINK_DTYPE) for k, (b, i) in enumerate(files)]
         for sides in pool.map(_ids_chunk, chunked(zip(*inputs), CHUNK)):
             for lang, writer, (ids, lengths, n_unk) in zip(langs, writers, sides):
                 writer.add(ids, lengths)
                 tokens[lang] += len(ids)
                 unks[lang] += n_unk
+            if links is not None:
+                if len(sides[2][0]) and sides[2][0].max() > np.iinfo(LINK_DTYPE).max:
+                    raise UserError(f"{links}: a sentence of over {np.iinfo(LINK_DTYPE).max:,} units")
+                writers[2].add(*sides[2][:2])
             advance(len(sides[0][1]))
     finally:
         for b, i in files:
@@ -153,6 +202,8 @@ def _binarize_split(name: str, prefix: Path, langs: tuple[str, str], stage: Stag
     _write_lines(prefix, stage.path(f"{name}.lines"), n)
     stats = {"sentences": n, "tokens": dict(tokens), "unk": dict(unks),
              "oov_rate": {lang: unks[lang] / tokens[lang] if tokens[lang] else 0.0 for lang in langs}}
+    if links is not None:
+        stats |= {"links": f"{name}.links", "link_count": writers[2].offset // 2}
     if name != "train":
         # the clean target text, rare words and all: what dev BLEU must be counted against
         # (references rebuilt from ids would hold <unk> where the text has a rare word)

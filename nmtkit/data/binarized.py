@@ -9,6 +9,8 @@ Layout of a corpus directory (see docs/design.md):
 - ``<split>.<lang>.idx``: int64 offsets, n+1 of them, so sentence i is
   ``bin[idx[i]:idx[i+1]]``.
 - ``<split>.lines``: the original (raw text) line number of each sentence.
+- ``<split>.links.bin``/``.idx`` (optional, ``preprocess --align-suffix``): word links over
+  subword units, each sentence's as uint16 pairs ``s t s t …`` (:meth:`Corpus.links`).
 
 Writing streams (memory does not grow with the corpus); reading maps the
 files with ``numpy.memmap``, so a trainer touches only the pages it needs.
@@ -147,6 +149,15 @@ class Corpus:
         src = TokenArray(self.path / f"{name}.{self.src_lang}", self.dtype, n)
         tgt = TokenArray(self.path / f"{name}.{self.tgt_lang}", self.dtype, n)
         return src, tgt
+
+    def links(self, name: str) -> TokenArray | None:
+        """The word links of a split over its subword units (``preprocess --align-suffix``):
+        sentence i's is ``[s0, t0, s1, t1, …]``, source unit s_k linked with target unit t_k
+        (positions from 0, without ``</s>``); None for a split binarized without links."""
+        stats = self.manifest.splits.get(name)
+        if stats is None or not stats.links:
+            return None
+        return TokenArray(self.path / stats.links, np.dtype(np.uint16), stats.sentences)
 
     def references(self, name: str) -> list[str] | None:
         """The clean tokenized target text of a split (Moses tokens before BPE, one line per

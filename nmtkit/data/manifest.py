@@ -52,6 +52,8 @@ class SplitStats:
     rules: dict[str, dict[str, int]] = field(default_factory=dict)    # cleaning rules fired, by language
     dropped: dict[str, int] = field(default_factory=dict)             # pairs dropped, by reason
     kept_empty: int | None = None
+    links: str | None = None                       # SPLIT.links(.bin/.idx): word links over units
+    link_count: int | None = None                  # unit links in all
 
 
 @dataclass

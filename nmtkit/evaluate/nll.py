@@ -40,7 +40,7 @@ def scored_batches(model: Seq2Seq, src: TokenArray, tgt: TokenArray, device: tor
             continue
         batch = to_device(collate(src, tgt, idx), device)
         enc = model.encode(batch["src"], batch["src_mask"])
-        loss = model.output_nll(model.teacher_forced(enc, batch["tgt_in"]), batch["tgt_out"])
+        loss = model.output_nll(model.teacher_forced(enc, batch["tgt_in"])[0], batch["tgt_out"])
         yield idx, enc, loss, int((batch["tgt_out"] != PAD).sum())
 
 

@@ -2,8 +2,9 @@
 
 ``encode(src, mask) -> EncoderOut``, ``init_state(enc) -> state``,
 ``step(y_prev, state, enc) -> (logp, state, attn)`` for one target position,
-and ``teacher_forced(enc, tgt_in) -> t``, the readout features of every
-target position, built from the same recurrence and readout as ``step``.
+and ``teacher_forced(enc, tgt_in) -> (t, attn)``, the readout features of every
+target position and the attention weights, built from the same recurrence and readout as
+``step``.
 ``logits(t)``, ``output_nll(t, tgt_out)`` and, in ``step``, ``next_word_logp`` apply the
 output softmax of ``output_layer()``;
 ``forward`` chains them for training. Models see ids and sizes only, never
@@ -13,7 +14,7 @@ text or vocabulary files.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -21,7 +22,7 @@ from torch import nn
 from ..core.errors import UserError
 from .config import ModelConfig
 from .layers import inference_linear, restricted_output
-from .loss import linear_cross_entropy, shortlisted_cross_entropy
+from .loss import alignment_cross_entropy, linear_cross_entropy, shortlisted_cross_entropy
 
 
 @dataclass
@@ -67,7 +68,8 @@ class Seq2Seq(nn.Module):
         """Log-probabilities of the next word, the new state and α."""
         raise NotImplementedError
 
-    def teacher_forced(self, enc: EncoderOut, tgt_in: torch.Tensor) -> torch.Tensor:
+    def teacher_forced(self, enc: EncoderOut, tgt_in: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Readout features (B, Ty, ·) of every position of ``tgt_in`` and α (B, Ty, Tx) or None."""
         raise NotImplementedError
 
     def step_functions(self) -> list[tuple[nn.Module, str]]:
@@ -132,9 +134,20 @@ class Seq2Seq(nn.Module):
 
     def forward(self, src: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor,
                 tgt_out: torch.Tensor | None = None, words: torch.Tensor | None = None,
-                smoothing: float = 0.0) -> torch.Tensor:
+                smoothing: float = 0.0, guide: torch.Tensor | None = None) -> Any:
         """Logits (B, Ty, K) for the target prefix ``tgt_in`` (B, Ty); or, given the
         targets ``tgt_out`` (B, Ty), their summed NLL (float32) without any B×Ty×K tensor,
-        with the softmax over the target words ``words`` if given (Jean et al.'s shortlist)."""
-        t = self.teacher_forced(self.encode(src, src_mask), tgt_in)
-        return self.logits(t) if tgt_out is None else self.output_nll(t, tgt_out, words, smoothing)
+        with the softmax over the target words ``words`` if given (Jean et al.'s shortlist).
+        Given a ``guide`` (B, Ty, Tx; guided alignment), also the attention's cross-entropy
+        against it and the number of guided positions (:func:`~.loss.alignment_cross_entropy`):
+        then [loss, NLL, alignment loss, positions]."""
+        t, alpha = self.teacher_forced(self.encode(src, src_mask), tgt_in)
+        if tgt_out is None:
+            return self.logits(t)
+        out = self.output_nll(t, tgt_out, words, smoothing)
+        if guide is None:
+            return out
+        if alpha is None:
+            raise UserError(f"guided alignment needs attention; the {self.cfg.arch} model has none")
+        loss, nll = (out[0], out[1]) if smoothing else (out, out)
+        return [loss, nll, *alignment_cross_entropy(alpha, guide, self.attention_follows_input())]

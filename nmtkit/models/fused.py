@@ -26,15 +26,10 @@ products hand it bfloat16; ``tests/test_fused.py`` bounds the difference.
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, NamedTuple, cast
 
 import torch
 from torch import Tensor, nn
-
-if TYPE_CHECKING:
-    from .base import EncoderOut
-    from .layers import PaperGRU
-    from .rnnsearch import RNNSearch
 
 KEEP_ENERGIES_BYTES = 512 << 20    # what the decoder may keep of its attention for backward
 
@@ -161,12 +156,15 @@ def _attend(q2: Tensor, keys2: Tensor, v2: Tensor, neg: Tensor, h: Tensor, sig: 
 
 
 def _attend_backward(dc: Tensor, h: Tensor, alpha: Tensor, sig: Tensor, v4: Tensor, w: Tensor,
-                     grad_v: Tensor, grad_keys: Tensor, dq: Tensor) -> None:
-    """Backward of :func:`_attend` for ∂c ``dc``, with ``sig`` as :func:`_attend` left it and
-    ``v4`` = 4 v_a: fills ∂(W_a s) ``dq`` (B, n'), adds 2 ∂e·σ to ``grad_v`` (1, n') and
-    ∂e ∘ σ(1 − σ) to ``grad_keys`` (∂keys but for the factor 4 v_a)."""
+                     grad_v: Tensor, grad_keys: Tensor, dq: Tensor, g_alpha: Tensor | None) -> None:
+    """Backward of :func:`_attend` for ∂c ``dc`` and, when a loss reads the weights themselves
+    (guided alignment), ∂α ``g_alpha``, with ``sig`` as :func:`_attend` left it and ``v4`` =
+    4 v_a: fills ∂(W_a s) ``dq`` (B, n'), adds 2 ∂e·σ to ``grad_v`` (1, n') and ∂e ∘ σ(1 − σ)
+    to ``grad_keys`` (∂keys but for the factor 4 v_a)."""
     B, Tx, na = sig.shape
     d_alpha = torch.bmm(dc.unsqueeze(1), h.transpose(1, 2)).view(B, Tx)   # 10x faster than h @ dc
+    if g_alpha is not None:
+        d_alpha.add_(g_alpha)
     de = torch._softmax_backward_data(d_alpha, alpha, -1, alpha.dtype)
     grad_v.add_(de.view(1, -1).mm(sig.view(-1, na)), alpha=2)   # Σ_j ∂e_j = 0: no −1 term
     torch.addcmul(sig, sig, sig, value=-1, out=w)                # σ(1 − σ): tanh' = 4σ(1 − σ)
@@ -178,12 +176,13 @@ class AttentiveGRU(torch.autograd.Function):
     """RNNsearch's decoder over all target positions: for i = 1..Ty, c_i by additive attention
     on s_{i-1}, then s_i = GRU(w_y[i] + C c_i, s_{i-1}). Inputs s_0 (B, n), w_y = W E y + b
     (B, Ty, 3n), keys = U_a h (B, Tx, n'), h (B, Tx, m), mask (B, Tx), W_a (n', n), v_a (n',),
-    C (3n, m), U_zr (2n, n), U (n, n). Returns s_0..s_Ty (B, Ty+1, n) and c (B, Ty, m)."""
+    C (3n, m), U_zr (2n, n), U (n, n). Returns s_0..s_Ty (B, Ty+1, n), c (B, Ty, m) and the
+    attention weights α (B, Ty, Tx), through which a loss may take a gradient too."""
 
     @staticmethod
     @torch.amp.custom_fwd(device_type="cpu", cast_inputs=torch.bfloat16)  # type: ignore[untyped-decorator]
     def forward(ctx: Any, s0: Tensor, wy: Tensor, keys: Tensor, h: Tensor, mask: Tensor, W_a: Tensor,
-                v: Tensor, C: Tensor, U_zr: Tensor, U: Tensor) -> tuple[Tensor, Tensor]:
+                v: Tensor, C: Tensor, U_zr: Tensor, U: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         B, Ty, _ = wy.shape
         Tx, m, n, na = h.shape[1], h.shape[2], s0.shape[1], W_a.shape[0]
         S, ZR, CTX = wy.new_empty(Ty + 1, B, n), wy.new_empty(Ty, B, 2 * n), wy.new_empty(Ty, B, m)
@@ -208,13 +207,17 @@ class AttentiveGRU(torch.autograd.Function):
             torch.addcmul(s, z, DIFF[i], out=S[i + 1])
         ctx.save_for_backward(S, ZR, CAND, DIFF, RS, P, AL, CTX, keys2, h, W_a, v, C, U_zr, U,
                               SIG if kept else None)
-        return S.transpose(0, 1), CTX.transpose(0, 1)
+        ctx.set_materialize_grads(False)      # α's gradient is None unless a loss reads α
+        return S.transpose(0, 1), CTX.transpose(0, 1), AL.transpose(0, 1)
 
     @staticmethod
     @torch.amp.custom_bwd(device_type="cpu")  # type: ignore[untyped-decorator]
-    def backward(ctx: Any, g_S: Tensor, g_ctx: Tensor) -> tuple[Tensor | None, ...]:
+    def backward(ctx: Any, g_S: Tensor | None, g_ctx: Tensor | None,
+                 g_al: Tensor | None) -> tuple[Tensor | None, ...]:
         S, ZR, CAND, DIFF, RS, P, AL, CTX, keys2, h, W_a, v, C, U_zr, U, SIG = ctx.saved_tensors
-        g_S, g_ctx = g_S.to(S.dtype), g_ctx.to(S.dtype)
+        g_S = S.new_zeros(S.shape).transpose(0, 1) if g_S is None else g_S.to(S.dtype)
+        g_ctx = CTX.new_zeros(CTX.shape).transpose(0, 1) if g_ctx is None else g_ctx.to(S.dtype)
+        g_AL = None if g_al is None else g_al.to(S.dtype).transpose(0, 1)
         (Ty, B, Tx), na = AL.shape, keys2.shape[2]
         n, m = S.shape[2], h.shape[2]
         # a step's gradients, [∂ candidate | ∂z | ∂r | ∂(W_a s)]: the first three ∂(C c) reordered,
@@ -235,7 +238,8 @@ class AttentiveGRU(torch.autograd.Function):
                 sig = SIG[i]
             else:
                 torch.add(keys2, P[i, :, None, 2 * n:], out=sig).sigmoid_()
-            _attend_backward(DC[i], h, AL[i], sig, v4, w, grad_v, grad_keys, x[:, 3 * n:])
+            _attend_backward(DC[i], h, AL[i], sig, v4, w, grad_v, grad_keys, x[:, 3 * n:],
+                             None if g_AL is None else g_AL[i])
             carry = ds.addmm_(x[:, n:], W_s).add_(g_S[:, i])
         flat = X.view(Ty * B, -1)
         grad_W = flat[:, n:].t().mm(S[:-1].reshape(Ty * B, n))                  # [∂U_zr; ∂W_a]
@@ -271,28 +275,40 @@ def use_fused(model: nn.Module, on: bool = True) -> None:
             module.__dict__["fused_steps"] = on
 
 
-def masked_gru(rnn: PaperGRU, wx: Tensor, mask: Tensor, reverse: bool) -> Tensor:
-    """:meth:`~nmtkit.models.layers.BiEncoder._run` through :class:`MaskedGRU`."""
-    h0 = wx.new_zeros(wx.shape[0], rnn.hidden)
-    out = MaskedGRU.apply(  # type: ignore[no-untyped-call]
-        wx, h0, mask.to(wx.dtype), rnn.U_zr.weight, rnn.U.weight, reverse)
-    return cast(Tensor, out)
+class Recurrence(NamedTuple):
+    """A paper-GRU's recurrent matrices: U_zr (2n, n) for the gates, U (n, n) for the candidate."""
+
+    U_zr: Tensor
+    U: Tensor
 
 
-def decode(model: RNNSearch, s0: Tensor, wy: Tensor, enc: EncoderOut) -> tuple[Tensor, Tensor]:
-    """The states the readout sees (B, Ty, n) and the contexts (B, Ty, ctx) of teacher forcing
-    from s_0 and w_y = W E y + b (B, Ty, 3n): :class:`AttentiveGRU` for RNNsearch; for
-    RNNencdec, whose context is fixed, :class:`MaskedGRU` over w_y + C c."""
-    gru, att = model.gru, model.attention
-    assert enc.keys is not None
-    if att is None:
-        assert enc.summary is not None
-        out = MaskedGRU.apply(  # type: ignore[no-untyped-call]
-            wy + enc.keys.unsqueeze(1), s0, None, gru.U_zr.weight, gru.U.weight, False)
-        states = torch.cat([s0.unsqueeze(1), out], 1)
-        contexts = enc.summary.unsqueeze(1).expand(-1, wy.shape[1], -1)
-    else:
-        states, contexts = AttentiveGRU.apply(  # type: ignore[no-untyped-call]
-            s0, wy, enc.keys, enc.h, enc.mask, att.W_a.weight, att.v_a.weight[0], model.C.weight,
-            gru.U_zr.weight, gru.U.weight)
-    return (states[:, :-1] if model.cfg.readout == "prev" else states[:, 1:]), contexts
+class Attention(NamedTuple):
+    """Additive attention's weights (W_a (n', n), v_a (n',)) and the decoder's C (3n, m) on c_i."""
+
+    W_a: Tensor
+    v_a: Tensor
+    C: Tensor
+
+
+def masked_gru(gru: Recurrence, wx: Tensor, mask: Tensor, reverse: bool) -> Tensor:
+    """An encoder direction's states (B, T, n) through :class:`MaskedGRU`, from 0, over the
+    inputs ``wx`` = W x + b (B, T, 3n), carrying the state over padding (``mask`` 0)."""
+    h0 = wx.new_zeros(wx.shape[0], gru.U.shape[1])
+    return cast(Tensor, MaskedGRU.apply(wx, h0, mask.to(wx.dtype), gru.U_zr, gru.U, reverse))  # type: ignore[no-untyped-call]
+
+
+def fixed_decode(gru: Recurrence, s0: Tensor, wy: Tensor, gates: Tensor) -> Tensor:
+    """RNNencdec's states s_0..s_Ty (B, Ty+1, n), whose context is fixed: :class:`MaskedGRU`
+    over w_y + C c (``gates``: C c, (B, 3n))."""
+    out = MaskedGRU.apply(wy + gates.unsqueeze(1), s0, None, gru.U_zr, gru.U, False)  # type: ignore[no-untyped-call]
+    return torch.cat([s0.unsqueeze(1), out], 1)
+
+
+def attentive_decode(gru: Recurrence, attention: Attention, s0: Tensor, wy: Tensor, keys: Tensor, h: Tensor,
+                     mask: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """RNNsearch's states s_0..s_Ty (B, Ty+1, n), contexts (B, Ty, m) and attention weights
+    (B, Ty, Tx) through :class:`AttentiveGRU`, from s_0, w_y = W E y + b (B, Ty, 3n), the keys
+    U_a h (B, Tx, n'), the annotations h (B, Tx, m) and the source mask (B, Tx)."""
+    out = AttentiveGRU.apply(  # type: ignore[no-untyped-call]
+        s0, wy, keys, h, mask, attention.W_a, attention.v_a, attention.C, gru.U_zr, gru.U)
+    return cast(tuple[Tensor, Tensor, Tensor], out)

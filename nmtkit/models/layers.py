@@ -96,14 +96,20 @@ class BiEncoder(nn.Module):
             out[t] = s
         return torch.stack(out, 1)
 
+    def _direction(self, rnn: PaperGRU, x: torch.Tensor, mask: torch.Tensor, reverse: bool,
+                   fast: bool) -> torch.Tensor:
+        if fast:
+            return fused.masked_gru(fused.Recurrence(rnn.U_zr.weight, rnn.U.weight), rnn.inputs(x), mask, reverse)
+        return self._run(rnn, rnn.inputs(x), mask, reverse)
+
     def forward(self, src: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Returns annotations (B, T, 2n or n) and ←h_1 (B, n) (None when unidirectional)."""
         x = self.embed(src)
-        run = fused.masked_gru if fused.wanted(self, x) else self._run     # models.fused.use_fused
-        fwd = run(self.fwd, self.fwd.inputs(x), mask, reverse=False)
+        fast = fused.wanted(self, x)                                        # models.fused.use_fused
+        fwd = self._direction(self.fwd, x, mask, False, fast)
         if self.bwd is None:
             return fwd, None
-        bwd = run(self.bwd, self.bwd.inputs(x), mask, reverse=True)
+        bwd = self._direction(self.bwd, x, mask, True, fast)
         return torch.cat([fwd, bwd], -1), bwd[:, 0]
 
 

@@ -123,21 +123,24 @@ class Luong(Seq2Seq):
         new = [self._flat(h, c)] + ([h_tilde.float()] if self.cfg.input_feed else []) + [t + 1]
         return self.next_word_logp(h_tilde), torch.cat(new, 1), None if a is None else a.squeeze(1)
 
-    def teacher_forced(self, enc: EncoderOut, tgt_in: torch.Tensor) -> torch.Tensor:
-        """h̃ (B, Ty, n) for the target prefix ``tgt_in`` (B, Ty)."""
+    def teacher_forced(self, enc: EncoderOut, tgt_in: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """h̃ (B, Ty, n) for the target prefix ``tgt_in`` (B, Ty), and the attention weights
+        a (B, Ty, Tx) of every position (None without attention)."""
         assert enc.summary is not None
         hc = self._unflat(enc.summary)
         e_y = self.embed(tgt_in)
         B, T = tgt_in.shape
         t = torch.arange(T, device=tgt_in.device).expand(B, T)
         if not self.cfg.input_feed:
-            return self._decode(e_y, hc, None, t, enc)[0]
+            h_tilde, _, a = self._decode(e_y, hc, None, t, enc)
+            return h_tilde, a
         fed = e_y.new_zeros(B, 1, self.cfg.hidden)
-        outputs = []
+        outputs, weights = [], []
         for i, e in enumerate(e_y.unbind(1)):
-            fed, hc, _ = self._decode(e.unsqueeze(1), hc, fed, t[:, i:i + 1], enc)
+            fed, hc, a = self._decode(e.unsqueeze(1), hc, fed, t[:, i:i + 1], enc)
             outputs.append(fed)
-        return torch.cat(outputs, 1)
+            weights.append(a)
+        return torch.cat(outputs, 1), None if self.attention is None else torch.cat(weights, 1)  # type: ignore[arg-type]
 
     def attention_follows_input(self) -> bool:
         """Footnote 14: a_t aligns y_t for location scores (which never see h̄) and the input

@@ -107,20 +107,39 @@ class RNNSearch(Seq2Seq):
         t = self.deep_output(state if self.cfg.readout == "prev" else s, e_y, c)
         return self.next_word_logp(t), s, alpha
 
-    def teacher_forced(self, enc: EncoderOut, tgt_in: torch.Tensor) -> torch.Tensor:
-        """Readout features t (B, Ty, l) for the target prefix ``tgt_in`` (B, Ty)."""
+    def teacher_forced(self, enc: EncoderOut, tgt_in: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Readout features t (B, Ty, l) for the target prefix ``tgt_in`` (B, Ty), and the
+        attention weights α (B, Ty, Tx) of every position (None for RNNencdec), through which
+        a loss can take a gradient (guided alignment) on either path."""
         s = self.init_state(enc)
         e_y = self.embed(tgt_in)
         if fused.wanted(self, e_y):              # models.fused.use_fused: the whole recurrence by hand
-            seen, c_all = fused.decode(self, s, self.gru.inputs(e_y), enc)
-            return self.deep_output(seen, e_y, c_all)
-        states, contexts = [], []
+            seen, c_all, alpha = self._fused(s, self.gru.inputs(e_y), enc)
+            return self.deep_output(seen, e_y, c_all), alpha
+        states, contexts, alphas = [], [], []
         for w_y in self.gru.inputs(e_y).unbind(1):    # unbind: one backward op, not one per slice
             s_prev = s
-            s, c, _ = self._recur(w_y, s_prev, enc)
+            s, c, alpha = self._recur(w_y, s_prev, enc)
             states.append(s_prev if self.cfg.readout == "prev" else s)
             contexts.append(c)
-        return self.deep_output(torch.stack(states, 1), e_y, torch.stack(contexts, 1))
+            alphas.append(alpha)
+        t = self.deep_output(torch.stack(states, 1), e_y, torch.stack(contexts, 1))
+        return t, None if self.attention is None else torch.stack(cast(list[torch.Tensor], alphas), 1)
+
+    def _fused(self, s0: torch.Tensor, wy: torch.Tensor,
+               enc: EncoderOut) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """Teacher forcing's recurrence through models.fused: the states the readout sees, the
+        contexts and α."""
+        gru = fused.Recurrence(self.gru.U_zr.weight, self.gru.U.weight)
+        assert enc.keys is not None
+        if self.attention is None:
+            assert enc.summary is not None
+            states = fused.fixed_decode(gru, s0, wy, enc.keys)
+            contexts, alpha = enc.summary.unsqueeze(1).expand(-1, wy.shape[1], -1), None
+        else:
+            att = fused.Attention(self.attention.W_a.weight, self.attention.v_a.weight[0], self.C.weight)
+            states, contexts, alpha = fused.attentive_decode(gru, att, s0, wy, enc.keys, enc.h, enc.mask)
+        return (states[:, :-1] if self.cfg.readout == "prev" else states[:, 1:]), contexts, alpha
 
     def output_layer(self) -> nn.Linear:
         return self.W_o

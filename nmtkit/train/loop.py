@@ -62,7 +62,7 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
     """Train (or resume) a model; with torchrun, as one of its processes.
 
     What ``nmtkit train DATA_BIN --save-dir SAVE_DIR`` runs once its flags are resolved into
-    the two configs (:func:`nmtkit.train.config.train_settings`).
+    the two configs (:func:`nmtkit.cli.train_settings.train_settings`).
 
     Args:
         data_dir: A binarized corpus (:class:`~nmtkit.data.binarized.Corpus`) with train and
@@ -164,7 +164,7 @@ def update(state: TrainState, net: torch.nn.Module, steps: CompiledSteps, idx: n
     state.opt.zero_grad(set_to_none=True)
     for k, mine in enumerate(pieces):
         steps.new_forward()
-        batch = collate(src, tgt, mine, cfg.pad_to_multiple)
+        batch = collate(src, tgt, mine, cfg.pad_to_multiple, state.train_links)
         ntok, nsent = ntok + int((batch["tgt_out"] != PAD).sum()), nsent + len(mine)
         words = (shortlist(batch["tgt_out"], state.model_cfg.tgt_vocab, cfg.shortlist, PAD).to(device)
                  if cfg.shortlist else None)
@@ -173,8 +173,11 @@ def update(state: TrainState, net: torch.nn.Module, steps: CompiledSteps, idx: n
             with state.parallel.quiet(k, len(pieces)):
                 with state.parallel.runtime.autocast():
                     out = net(batch["src"], batch["src_mask"], batch["tgt_in"], batch["tgt_out"], words,
-                              cfg.label_smoothing)
-                loss_sum, nll_sum = (out[0], out[1]) if cfg.label_smoothing else (out, out)
+                              cfg.label_smoothing, batch.get("guide"))
+                loss_sum, nll_sum = (out[0], out[1]) if cfg.label_smoothing or "guide" in batch else (out, out)
+                if "guide" in batch:       # each linked target word: its NLL and weight × its alignment loss
+                    loss_sum = loss_sum + cfg.guided_alignment_weight * out[2]
+                    state.window.add_alignment(out[2].detach(), out[3])
                 # scaled so that the gradients are those of the whole minibatch's summed NLL per
                 # sentence (DDP divides by the world)
                 (loss_sum * world / len(idx)).backward()

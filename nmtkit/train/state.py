@@ -47,6 +47,7 @@ class TrainState:
     parallel: Parallel
     train_src: TokenArray
     train_tgt: TokenArray
+    train_links: TokenArray | None = None       # with --guided-alignment-weight
     progress: Progress = field(default_factory=Progress)
     lexicon: Lexicon | None = None              # for translate --shortlist: built at the first save
     window: LossWindow = field(default_factory=lambda: LossWindow(1))
@@ -105,7 +106,7 @@ def start(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
     batches = Batches(src.sizes, tgt.sizes, cfg.batch_size, cfg.pool, cfg.max_len, cfg.seed,
                       cfg.max_tokens, parallel.rank, parallel.world, cfg.update_freq)
     state = TrainState(cfg, model_cfg, model, optimizer(model, cfg), batches, corpus, TextSides.of(corpus),
-                       save_dir, parallel, src, tgt)
+                       save_dir, parallel, src, tgt, _links(corpus, cfg, data_dir))
     if init is not None:
         checkpoint.load_weights(model, init, str(cfg.init_from))
         log(f"starting from the weights of {cfg.init_from} (update {init.training.progress.step:,} of its run), "
@@ -113,6 +114,17 @@ def start(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
     if ckpt is not None:
         _restore(state, ckpt)
     return state
+
+
+def _links(corpus: Corpus, cfg: TrainConfig, data_dir: Path) -> TokenArray | None:
+    """The training pairs' word links, which guided alignment needs."""
+    if not cfg.guided_alignment_weight:
+        return None
+    links = corpus.links("train")
+    if links is None:
+        raise UserError(f"--guided-alignment-weight: {data_dir} has no word links; binarize it with "
+                        f"'preprocess --align-suffix links' after 'nmtkit word-align'")
+    return links
 
 
 def open_save_dir(state: TrainState) -> None:

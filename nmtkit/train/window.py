@@ -24,6 +24,7 @@ class LossWindow:
         self.first, self.tokens, self.sents, self.all_tokens = first_step, 0, 0, 0
         self.losses: list[torch.Tensor] = []
         self.norms: list[torch.Tensor] = []
+        self.aligned: list[torch.Tensor] = []     # guided alignment's loss and its guided words, summed
         self.started = time.perf_counter()
 
     def add(self, loss: torch.Tensor, norm: torch.Tensor | None, tokens: int, sents: int, all_tokens: int) -> None:
@@ -34,6 +35,11 @@ class LossWindow:
             self.norms.append(norm.detach().float())
         self.tokens, self.sents = self.tokens + tokens, self.sents + sents
         self.all_tokens += all_tokens
+
+    def add_alignment(self, loss: torch.Tensor, words: torch.Tensor) -> None:
+        """Guided alignment's summed loss over this process's ``words`` guided target words
+        (tensors on the device: read with the window)."""
+        self.aligned.append(torch.stack([loss.float(), words.float()]))
 
     def close(self, world: int) -> dict[str, float]:
         """Averages of the window over every process; Diverged naming the first update whose loss
@@ -50,7 +56,11 @@ class LossWindow:
             if not (math.isfinite(v) and math.isfinite(g)):
                 raise Diverged(self.first + k, *((v, "loss") if not math.isfinite(v) else (g, "gradient norm")))
         seconds = max(time.perf_counter() - self.started, 1e-9)
-        return {"train_nll": sum(values) / max(sents, 1), "train_nll_token": sum(values) / max(tokens, 1),
+        guided = {}
+        if self.aligned:       # logged on its own: the attention's cross-entropy per guided word
+            total, words = distributed.summed(torch.stack(self.aligned).sum(0), world).tolist()
+            guided = {"train_align_ce": total / max(words, 1)}
+        return guided | {"train_nll": sum(values) / max(sents, 1), "train_nll_token": sum(values) / max(tokens, 1),
                 "tgt_tokens_per_s": self.all_tokens / seconds, "updates_per_s": n / seconds}
 
 

@@ -26,6 +26,14 @@ and then leaves the batch:
   that it runs longer than a heuristic stop would (a long open hypothesis
   stays a candidate until its score falls far enough).
 
+A coverage penalty (Wu et al. 2016, ``coverage_penalty`` β > 0) adds
+β Σ_i log min(c_i, 1) to a finished hypothesis' ranking, c_i the attention
+source unit i received over its steps. The term is never positive, and
+extending a hypothesis can only raise it towards 0, so the stop above uses
+an open hypothesis' best case, a penalty of 0: the rule stays a bound (a
+finished hypothesis is never passed over), no longer exact in the other
+direction (a sentence may be searched longer than it needed to be).
+
 Outputs have at least ``min_len`` words (GroundHog's and fairseq's default
 of 1: no empty translation of a sentence) and at most ``max_ratio`` × the
 source length + ``max_extra`` tokens, ``</s>`` included. Scores are sums of
@@ -42,12 +50,45 @@ from typing import cast
 import numpy as np
 import torch
 
+from ..core.errors import UserError
 from ..data.vocab import BOS, EOS, PAD, UNK
 from ..models.base import EncoderOut, Seq2Seq
 from ..models.ensemble import Ensemble, EnsembleEncoderOut
 from .settings import SearchConfig
 
 _NEG = float("-inf")
+
+
+def coverage_penalty(coverage: torch.Tensor, mask: torch.Tensor, beta: float, eps: float = 1e-6) -> torch.Tensor:
+    """Wu et al. (2016)'s cp = β Σ_i log min(c_i, 1) of each row of ``coverage`` (rows, Tx), the
+    attention each source position received summed over the output, over the real positions of
+    ``mask``; a position never attended counts as ``eps`` rather than −inf."""
+    covered = coverage.clamp(min=eps, max=1.0).log().masked_fill(~mask, 0.0)
+    return beta * covered.sum(-1)
+
+
+class _Coverage:
+    """The attention each source position has received along each open hypothesis, for the
+    coverage penalty (nothing when β is 0)."""
+
+    def __init__(self, mask: torch.Tensor, beta: float):
+        self.beta = beta
+        self.received = mask.new_zeros(mask.shape, dtype=torch.float) if beta else None
+
+    def penalty(self, alpha: torch.Tensor | None, mask: torch.Tensor, shape: tuple[int, int]) -> torch.Tensor | float:
+        """The penalty (b, k) of ending each row here: this step's attention counts for the word
+        it chooses, </s> too."""
+        if self.received is None:
+            return 0.0
+        if alpha is None:
+            raise UserError("--coverage-penalty reads the attention: this model has none")
+        self.received = self.received + alpha.float()
+        return coverage_penalty(self.received, mask, self.beta).view(shape)
+
+    def follow(self, rows: torch.Tensor) -> None:
+        """The rows that go on (each extension's parent, or the sentences still searched)."""
+        if self.received is not None:
+            self.received = self.received.index_select(0, rows)
 
 
 def ranking(cfg: SearchConfig, scores: torch.Tensor, lengths: torch.Tensor | int) -> torch.Tensor:
@@ -70,6 +111,7 @@ class Hypotheses:
     scores: list[float]                         # summed log-probability, </s> included
     ranking: list[float]                        # the score after length normalisation
     nbest: int = 1
+    attention: torch.Tensor | None = None       # (rows, T, Tx): each step's α, </s>'s included
 
 
 @dataclass
@@ -77,6 +119,7 @@ class _Step:
     y: torch.Tensor                  # the words chosen, one per row of this step's output
     parent: torch.Tensor             # the row of this step's input that each extends
     keep: torch.Tensor | None        # input row → row of the previous step's output (None: the same)
+    alpha: torch.Tensor | None = None   # the attention of each row of this step's input
 
 
 class _Pool:
@@ -108,27 +151,29 @@ class _Pool:
 
 @torch.no_grad()
 def beam_search(model: Seq2Seq, enc: EncoderOut, cfg: SearchConfig = SearchConfig(),
-                vocab: torch.Tensor | None = None) -> Hypotheses:
+                vocab: torch.Tensor | None = None, attention: bool = False) -> Hypotheses:
     """The ``cfg.nbest`` best outputs of each sentence; over the target words ``vocab`` only
-    (sorted ids that hold the specials, :mod:`nmtkit.data.lexicon`) when given."""
+    (sorted ids that hold the specials, :mod:`nmtkit.data.lexicon`) when given. ``attention``:
+    keep each step's attention weights and return each output's (``Hypotheses.attention``):
+    the α the search itself computed, which aligns each output word for models whose attention
+    at a step aligns the word it predicts (not Luong et al.'s content scores, see
+    :func:`force`)."""
     if vocab is None:
-        return _beam_search(model, enc, cfg, None)
+        return _beam_search(model, enc, cfg, None, attention=attention)
     model.restrict_output(vocab)
     try:
-        return _beam_search(model, enc, cfg, vocab)
+        return _beam_search(model, enc, cfg, vocab, attention=attention)
     finally:
         model.restrict_output(None)
 
 
 def _beam_search(model: Seq2Seq, enc: EncoderOut, cfg: SearchConfig, vocab: torch.Tensor | None,
-                 check_every: int = 0) -> Hypotheses:
+                 check_every: int = 0, attention: bool = False) -> Hypotheses:
     """``check_every``: steps between looks for finished sentences (0: 1 on a CPU, 4 on a GPU,
     where each look waits for the device). A sentence found late has not changed meanwhile: no
     hypothesis it could still extend can enter its pool, by the bound that stopped it."""
-    B, k = enc.mask.shape[0], cfg.beam
-    check_every = check_every or (1 if enc.mask.device.type == "cpu" else 4)
-    n_best = min(cfg.nbest, k)
-    device = enc.mask.device
+    (B, k), n_best, device = (enc.mask.shape[0], cfg.beam), min(cfg.nbest, cfg.beam), enc.mask.device
+    check_every = check_every or (1 if device.type == "cpu" else 4)
     # the longest output, </s> included; at that length only </s> may follow
     limit = ((enc.mask.sum(1).float() * cfg.max_ratio).long() + cfg.max_extra).clamp(min=1)
     enc = enc.repeat(k)
@@ -142,11 +187,12 @@ def _beam_search(model: Seq2Seq, enc: EncoderOut, cfg: SearchConfig, vocab: torc
     steps: list[_Step] = []
     finished: list[tuple[torch.Tensor, _Pool]] = []
     keep: torch.Tensor | None = None
-    t = 0
+    coverage, t = _Coverage(enc.mask, cfg.coverage_penalty), 0
     while len(alive):
         b = len(alive)
-        logp, state, _ = model.step(y, state, enc)
+        logp, state, alpha = model.step(y, state, enc)
         ended = scores + (logp[:, EOS] if t >= cfg.min_len else torch.full_like(logp[:, EOS], _NEG)).view(b, k)
+        cp = coverage.penalty(alpha, enc.mask, (b, k))
         logp.index_fill_(1, banned, _NEG)
         at_limit = t + 1 >= limit   # out of room: nothing stays open. On a GPU, asking whether any
         if device.type != "cpu" or bool(at_limit.any()):   # row is would wait for it: fill always
@@ -157,13 +203,14 @@ def _beam_search(model: Seq2Seq, enc: EncoderOut, cfg: SearchConfig, vocab: torc
         # a </s> extension finishes if it is among the k best extensions of all, </s> included
         kth = torch.cat([scores, ended], 1).topk(k, dim=1).values[:, -1:]
         ended = ended.masked_fill(ended < kth, _NEG)
-        pool.offer(ended, ranking(cfg, ended, t + 1), t)
+        pool.offer(ended, ranking(cfg, ended, t + 1) + cp, t)
         parent = ((torch.arange(b, device=device) * k).unsqueeze(1) + torch.div(pick, w, rounding_mode="floor")).view(-1)
         y = words.view(b, k * w).gather(1, pick).view(-1)
         if vocab is not None:                # a column of the restricted output → its word
             y = vocab[y]
         state = state.index_select(0, parent)
-        steps.append(_Step(y, parent, keep))
+        coverage.follow(parent)
+        steps.append(_Step(y, parent, keep, alpha if attention else None))
         t += 1
         best_open = ranking(cfg, scores.max(1).values, limit)
         stop = best_open <= pool.ranking[:, -1]          # (an open score of -inf: nothing is open)
@@ -178,6 +225,7 @@ def _beam_search(model: Seq2Seq, enc: EncoderOut, cfg: SearchConfig, vocab: torc
             alive, scores, limit, pool = alive[left], scores[left], limit[left], pool.select(left)
             y, state = y.index_select(0, keep), state.index_select(0, keep)
             enc = enc.select(keep)
+            coverage.follow(keep)
     return _backtrack(steps, finished, B, n_best)
 
 
@@ -194,6 +242,8 @@ def _backtrack(steps: list[_Step], finished: list[tuple[torch.Tensor, _Pool]], B
         scores[hyp], ranking[hyp] = pool.scores.view(-1).cpu().numpy(), pool.ranking.view(-1).cpu().numpy()
     out = np.full((T, H), PAD, dtype=np.int64)
     cur = np.full(H, -1, dtype=np.int64)       # each hypothesis' row in step t's output
+    first = steps[0].alpha if steps else None
+    maps = None if first is None else first.new_zeros(H, T, first.shape[1], dtype=torch.float)
     for t in range(T - 1, -1, -1):
         step = steps[t]
         on = np.nonzero(cur >= 0)[0]
@@ -203,17 +253,28 @@ def _backtrack(steps: list[_Step], finished: list[tuple[torch.Tensor, _Pool]], B
         now = ending == t
         prev[now] = end_row[now]
         live = prev >= 0
+        if maps is not None and step.alpha is not None and live.any():
+            rows = torch.from_numpy(np.nonzero(live)[0]).to(maps.device)
+            maps[rows, t] = step.alpha.float().index_select(0, torch.from_numpy(prev[live]).to(maps.device))
         cur[:] = -1
         cur[live] = prev[live] if step.keep is None else step.keep.cpu().numpy()[prev[live]]
     found = np.isfinite(scores)
     tokens = [out[:int(ending[h]), h].tolist() if found[h] else [] for h in range(H)]
-    return Hypotheses(tokens, scores.tolist(), ranking.tolist(), n_best)
+    return Hypotheses(tokens, scores.tolist(), ranking.tolist(), n_best, maps)
 
 
 def greedy(model: Seq2Seq, enc: EncoderOut, max_ratio: float = 2.0, max_extra: int = 10) -> Hypotheses:
     """Beam search with k = 1: the path of the most probable non-final word at each step,
     ended (</s>) where that scores best."""
     return beam_search(model, enc, SearchConfig(beam=1, max_ratio=max_ratio, max_extra=max_extra))
+
+
+def aligns_as_it_searches(model: Seq2Seq) -> bool:
+    """Whether the attention of each search step aligns the word chosen there, for every member
+    of an ensemble: then the search's own α is each output's alignment, and nothing needs to
+    walk the outputs again (:func:`force`)."""
+    members = model.models if isinstance(model, Ensemble) else [model]
+    return not any(m.attention_follows_input() for m in members)
 
 
 @torch.no_grad()

@@ -23,6 +23,9 @@ class SearchConfig:
         length_penalty: How finished hypotheses are ranked: ``none`` (raw log-probability, the
             paper), ``average`` (per word) or ``gnmt`` (GNMT's ((5+|y|)/6)^alpha).
         alpha: GNMT's exponent.
+        coverage_penalty: β of Wu et al. (2016)'s coverage penalty, added to the ranking of a
+            finished hypothesis: β Σ_i log min(Σ_j α_ij, 1) over the source units i (</s>
+            included), Σ_j the attention it received over the output; 0: off.
         max_ratio: Output limit: ``max_ratio`` × the source length + ``max_extra`` units.
         max_extra: See ``max_ratio``.
         nbest: Hypotheses kept per sentence, best first (at most ``beam``).
@@ -33,6 +36,7 @@ class SearchConfig:
     beam: int = 12                 # the paper's width (arXiv v1)
     length_penalty: str = "none"   # none | average | gnmt
     alpha: float = 0.6             # GNMT's exponent
+    coverage_penalty: float = 0.0  # β of Wu et al.'s coverage penalty (0: off)
     max_ratio: float = 2.0         # output limit: max_ratio × source length + max_extra
     max_extra: int = 10
     nbest: int = 1

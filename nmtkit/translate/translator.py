@@ -32,7 +32,7 @@ from ..data.vocab import PAD, UNK
 from ..models.base import EncoderOut, Seq2Seq
 from ..models.ensemble import Ensemble
 from ..models.int8 import quantize_int8
-from .search import beam_search, force
+from .search import aligns_as_it_searches, beam_search, force
 from .settings import TranslateOptions
 
 # Python's str.splitlines() breaks at these; an output line must never contain one.
@@ -200,9 +200,12 @@ class Translator:
             with torch.inference_mode(), self.runtime.autocast():
                 enc = self.model.encode(src, src != PAD)
                 vocab = self.lexicon.candidates(src) if options.shortlist and self.lexicon is not None else None
-                hyps = beam_search(self.model, enc, options.search, vocab)
+                own = attention and aligns_as_it_searches(self.model)    # else walked again, by force
+                hyps = beam_search(self.model, enc, options.search, vocab, attention=own)
                 n = hyps.nbest
-                maps = self._align(enc.repeat(n), hyps.tokens) if attention else None
+                maps = hyps.attention if own else None
+                if attention and maps is None:
+                    maps = self._align(enc.repeat(n), hyps.tokens)
             for row in range(len(hyps.tokens)):
                 i = idx[row // n]
                 if row % n and not np.isfinite(hyps.scores[row]):

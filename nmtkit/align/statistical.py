@@ -1,0 +1,80 @@
+"""Word links of a training corpus from a statistical aligner, the teacher of guided alignment.
+
+eflomal (Östling & Tiedemann 2016; ``pip install 'nmtkit[align]'``, built from source with the
+system's C compiler) aligns the Moses-tokenized text in both directions, lowercased as its
+authors advise for small corpora; the two directions are symmetrised with grow-diag-final-and,
+which scored best of the readings measured on the gold verses (docs/alignment.md). The output
+is one Pharaoh line per sentence pair (``i-j``: source word i, target word j), which
+``preprocess --vocab --align-suffix links`` maps onto subword units.
+
+eflomal runs as its own program (``eflomal-align``), not imported: it is GPL-licensed, and a
+process of its own keeps it out of nmtkit's.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from ..core.console import log, progress
+from ..core.errors import UserError
+from ..core.files import atomic_write, check_parallel, read_lines
+from .links import pharaoh, read_pharaoh
+from .symmetrize import grow_diag_final_and
+
+
+def aligner() -> Path:
+    """The eflomal-align program beside this Python (a virtual environment's bin/) or on PATH."""
+    here = Path(sys.executable).parent / "eflomal-align"
+    found = here if here.exists() else shutil.which("eflomal-align")
+    if not found:
+        raise UserError("eflomal is not installed: pip install 'nmtkit[align]' (it builds with a C compiler)")
+    return Path(found)
+
+
+def symmetrized(forward: str, reverse: str, how: str, where: str) -> str:
+    """One Pharaoh line from the two directions' lines (both source-target pairs)."""
+    fw, rv = set(read_pharaoh(forward, f"{where} (forward)")), set(read_pharaoh(reverse, f"{where} (reverse)"))
+    if how == "grow-diag-final-and":
+        links = grow_diag_final_and(fw, rv)
+    else:
+        links = {"intersection": fw & rv, "forward": fw, "reverse": rv}[how]
+    return pharaoh(sorted(links))
+
+
+def word_align(source: Path, target: Path, out: Path, how: str = "grow-diag-final-and",
+               lowercase: bool = True) -> dict[str, Any]:
+    """Links of every pair of the parallel files ``source`` and ``target`` (Moses tokens, one
+    sentence a line) written to ``out``; what it did: pairs, links, seconds."""
+    pairs = check_parallel([source, target])
+    program = aligner()
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="nmtkit-align-") as tmp:
+        work = Path(tmp)
+        for name, path in (("source", source), ("target", target)):
+            with open(work / name, "w", encoding="utf-8") as fh:
+                for line in read_lines(path, allow_empty=True):
+                    fh.write((line.lower() if lowercase else line) + "\n")
+        log(f"aligning {pairs:,} pairs with eflomal, both directions (a few minutes for 250,000 pairs)")
+        done = subprocess.run([str(program), "--overwrite", "-s", str(work / "source"), "-t", str(work / "target"),
+                               "-f", str(work / "forward"), "-r", str(work / "reverse")],
+                              capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+        if done.returncode != 0:
+            last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+            raise UserError(f"eflomal-align failed (exit {done.returncode}): {last}")
+        links = 0
+        with atomic_write(out) as fh, progress("pairs") as bar, \
+                open(work / "forward", encoding="utf-8") as fw, open(work / "reverse", encoding="utf-8") as rv:
+            task = bar.add_task(f"symmetrize ({how})", total=pairs)
+            for k, (f_line, r_line) in enumerate(zip(fw, rv), 1):
+                line = symmetrized(f_line, r_line, how, f"eflomal's line {k}")
+                links += line.count("-")
+                fh.write(line + "\n")
+                bar.advance(task)
+    return {"pairs": pairs, "links": links, "seconds": time.perf_counter() - start, "symmetrization": how}

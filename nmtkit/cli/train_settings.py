@@ -1,0 +1,81 @@
+"""How ``nmtkit train``'s flags resolve into a model and a training config: the named recipes
+(Bahdanau et al.'s Appendix B, Luong et al.'s, the demo's ``cpu``), the preset's sizes, and the
+flags typed, with the combinations that make no sense refused in one line. Here, where the flags
+are read, so that the settings modules hold plain values only."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any
+
+from ..core.errors import UserError
+from ..models.config import LUONG_ONLY, RNNSEARCH_ONLY, SIZES, ModelConfig, is_luong, preset_sizes
+from ..train.config import TrainConfig
+
+
+def schedule(name: str, dropout: float) -> dict[str, Any]:
+    """Settings of a named training recipe: TrainConfig fields, and for ``cpu`` the model's
+    ``preset`` and ``tie_embeddings`` too. ``luong`` is section 4.1: plain SGD at 1.0, 10 epochs,
+    halving every epoch after the 5th (with dropout: 12 epochs, after the 8th), batches of 128,
+    gradient norm rescaled above 5, pairs over 50 words dropped. ``appendix-b`` is Bahdanau et
+    al.'s, the TrainConfig defaults. ``cpu`` is the demo's, the most BLEU in 20 minutes on two
+    cores that docs/cpu-training.md measured: the small model with tied embeddings, Adam at 5e-3
+    falling by a cosine to 0 at the budget after 50 warm-up updates, label smoothing 0.1,
+    best.pt by dev NLL, and the hand-written recurrences."""
+    if name == "appendix-b":
+        return {}
+    if name == "luong":
+        return {"optimizer": "sgd", "lr": 1.0, "clip": 5.0, "batch_size": 128, "max_len": 50,
+                "max_epochs": 12 if dropout else 10, "decay_after": 8 if dropout else 5, "decay": 0.5}
+    if name == "cpu":
+        return {"preset": "small", "tie_embeddings": True, "optimizer": "adam", "lr": 5e-3, "lr_decay": "cosine",
+                "warmup": 50, "label_smoothing": 0.1, "best_by": "nll", "fused_steps": True}
+    raise ValueError(f"unknown schedule '{name}'")
+
+
+def train_settings(arch: str, preset: str, schedule_name: str, values: dict[str, Any],
+                   given: set[str]) -> tuple[ModelConfig, TrainConfig]:
+    """The model and training configs of ``nmtkit train``: the preset's sizes, the named
+    schedule, then ``values`` (every option, by field name; None: not set). Of the schedule's
+    fields, only those not in ``given`` (the flags typed) are taken; a flag of the other
+    family is refused, and Adam's rate defaults to 5e-4, the others' to 1."""
+    dropout = (ModelConfig.dropout if values.get("dropout") is None else values["dropout"]) if is_luong(arch) else 0.0
+    recipe = {k: v for k, v in schedule(schedule_name, dropout).items()
+              if k not in given and not (k == "fused_steps" and "compile" in given)
+              and not (k in RNNSEARCH_ONLY and is_luong(arch))}
+    preset = recipe.pop("preset", preset)
+    if "tie_embeddings" in recipe:
+        values = {**values, "tie_embeddings": recipe.pop("tie_embeddings")}
+    foreign = given & (RNNSEARCH_ONLY if is_luong(arch) else LUONG_ONLY)
+    if foreign:
+        raise UserError(f"--{sorted(foreign)[0].replace('_', '-')} does not apply to --arch {arch}")
+    if (values.get("fused_steps") or recipe.get("fused_steps")) and values.get("compile"):
+        raise UserError("--fused-steps and --compile are two ways to speed the same loops: give one")
+    if "compile_mode" in given and not values.get("compile"):
+        raise UserError("--compile-mode applies to a compiled step: add --compile")
+    if values.get("window_renorm") and values.get("attention") != "local-p":
+        raise UserError("--window-renorm applies to --attention local-p")
+    if values.get("window_renorm") is None:
+        # on for a new local-p model: the paper's unnormalised window does not learn where to look
+        values = {**values, "window_renorm": is_luong(arch) and values.get("attention") == "local-p"}
+    model_fields = {f.name for f in fields(ModelConfig)}
+    sizes = preset_sizes(arch, preset) | {k: values[k] for k in SIZES if values.get(k) is not None}
+    if values.get("tie_embeddings"):    # the readout's output is scored by the embeddings: l = m
+        if values.get("maxout") is not None and values["maxout"] != sizes["emb"]:
+            raise UserError(f"--tie-embeddings scores the readout with the embeddings: --maxout must equal --emb "
+                            f"({sizes['emb']}), or be left out")
+        sizes["maxout"] = sizes["emb"]
+    if values.get("layer_norm") and values.get("encoder") == "cudnn":
+        raise UserError("--layer-norm normalises the appendix's GRU: use --encoder paper")
+    model = ModelConfig(arch=arch, **sizes, **{k: v for k, v in values.items()
+                                               if k in model_fields and k not in SIZES})
+    train = {k: v for k, v in values.items() if k not in model_fields} | recipe
+    if train.get("lr") is None:
+        train["lr"] = 5e-4 if train.get("optimizer", TrainConfig.optimizer) == "adam" else 1.0
+    cfg = TrainConfig(**train)
+    if cfg.lr_decay != "none" and cfg.decay_after:
+        raise UserError("--lr-decay and --decay-after are two schedules: give one")
+    if cfg.lr_decay != "none" and not (cfg.max_updates or cfg.max_minutes or cfg.max_epochs):
+        raise UserError(f"--lr-decay {cfg.lr_decay} falls to 0 at the end of a budget: give --max-updates, "
+                        f"--max-minutes or --max-epochs")
+    return model, cfg

@@ -1,0 +1,210 @@
+"""Guided alignment: word links into the corpus, onto subword units, and into a loss on the
+attention whose gradient the fused recurrence gives as the reference loop does."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from nmtkit.align.links import unit_links, word_ids
+from nmtkit.core.errors import UserError
+from nmtkit.data.batching import collate, guide
+from nmtkit.data.binarize import binarize_corpus
+from nmtkit.data.binarized import Corpus
+from nmtkit.models import fused
+from nmtkit.models.build import build_model
+from nmtkit.models.loss import alignment_cross_entropy
+from tests.test_cli import one_error_line, run
+from tests.test_corpus import make_corpus
+from tests.test_fused import batch, tiny_model
+from tests.test_luong import tiny as tiny_luong
+
+
+FAKE_EFLOMAL = """\
+import sys
+args = dict(zip(sys.argv[1::2], sys.argv[2::2])) if "--overwrite" not in sys.argv else \
+    dict(zip(sys.argv[2::2], sys.argv[3::2]))
+src = open(args["-s"], encoding="utf-8").read().splitlines()
+tgt = open(args["-t"], encoding="utf-8").read().splitlines()
+with open(args["-f"], "w") as f, open(args["-r"], "w") as r:
+    for s, t in zip(src, tgt):
+        n = min(len(s.split()), len(t.split()))
+        f.write(" ".join(f"{i}-{i}" for i in range(n)) + "\\n")              # the diagonal
+        r.write(" ".join(f"{i}-{i}" for i in range(0, n, 2)) + " 0-1\\n" if n > 1 else "\\n")
+"""
+
+
+def fake_eflomal(directory):
+    """A stand-in for eflomal's eflomal-align program (not installed by the dev extras): forward
+    links i-i, reverse links every other i-i plus 0-1; the directory it is in."""
+    import sys
+    directory.mkdir(parents=True, exist_ok=True)
+    program = directory / "eflomal-align"
+    program.write_text(f"#!{sys.executable}\n" + FAKE_EFLOMAL, encoding="utf-8")
+    program.chmod(0o755)
+    return directory
+
+
+def test_word_align_symmetrises_the_aligner_s_two_directions(tmp_path, monkeypatch):
+    from nmtkit.align.statistical import word_align
+    monkeypatch.setenv("PATH", str(fake_eflomal(tmp_path / "bin")))
+    monkeypatch.setattr("sys.executable", str(tmp_path / "no-venv" / "python"))   # not the venv's eflomal
+    (tmp_path / "c.en").write_text("A B C\nX\n\n", encoding="utf-8")
+    (tmp_path / "c.fr").write_text("a b c d\nx y\nz\n", encoding="utf-8")
+    done = word_align(tmp_path / "c.en", tmp_path / "c.fr", tmp_path / "c.links")
+    # forward 0-0 1-1 2-2, reverse 0-0 2-2 0-1: grow-diag-final-and starts from the intersection
+    # (0-0 2-2) and grows into the union's neighbours that align a word still unaligned (0-1: target
+    # word 1; 1-1: source word 1); a pair with one link in one direction keeps it (final-and)
+    assert (tmp_path / "c.links").read_text().splitlines() == ["0-0 0-1 1-1 2-2", "0-0", ""]
+    assert done["pairs"] == 3 and done["links"] == 5
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(UserError, match="eflomal is not installed: pip install 'nmtkit\\[align\\]'"):
+        word_align(tmp_path / "c.en", tmp_path / "c.fr", tmp_path / "d.links")
+    assert not (tmp_path / "d.links").exists()
+
+
+def diagonal_links(clean, split="train", suffix="links"):
+    """Links i-i over each pair's shorter side, but none for its first target word."""
+    src = (clean / f"{split}.en").read_text(encoding="utf-8").splitlines()
+    tgt = (clean / f"{split}.fr").read_text(encoding="utf-8").splitlines()
+    lines = [" ".join(f"{i}-{i}" for i in range(1, min(len(s.split()), len(t.split()))))
+             for s, t in zip(src, tgt)]
+    (clean / f"{split}.{suffix}").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return lines
+
+
+def test_a_word_split_in_three_links_each_of_its_pieces_and_an_unlinked_word_none():
+    source = ["the", "Ever@@", "last@@", "ing", "said"]       # words: the Everlasting said
+    target = ["l'", "Éter@@", "nel", "dit"]                     # words: l' Éternel dit
+    flat = unit_links([(1, 1), (2, 2)], word_ids(source), word_ids(target), "here")
+    pairs = sorted(map(tuple, flat.reshape(-1, 2).tolist()))
+    assert pairs == [(1, 1), (1, 2), (2, 1), (2, 2), (3, 1), (3, 2), (4, 3)]
+    assert not any(s == 0 for s, _ in pairs) and not any(t == 0 for _, t in pairs)    # "the", "l'"
+    with pytest.raises(UserError, match="here: link 3-1 is out of range: the pair has 3 source and 3 target"):
+        unit_links([(3, 1)], word_ids(source), word_ids(target), "here")
+
+
+def test_the_guide_spreads_each_target_word_over_its_links_and_links_eos_with_eos():
+    g = guide([np.array([0, 0, 1, 0, 2, 1])], [3], [2], (4, 5))     # links 0-0 1-0 2-1, padded
+    assert g.shape == (1, 4, 5)
+    assert torch.allclose(g[0, 0], torch.tensor([0.5, 0.5, 0, 0, 0]))
+    assert torch.allclose(g[0, 1], torch.tensor([0, 0, 1.0, 0, 0]))
+    assert torch.allclose(g[0, 2], torch.tensor([0, 0, 0, 1.0, 0]))          # </s> (target 2) → </s> (source 3)
+    assert g[0, 3].sum() == 0                                                 # padding
+
+
+def test_the_alignment_loss_is_the_cross_entropy_of_guided_rows_only():
+    alpha = torch.tensor([[[0.7, 0.2, 0.1], [0.1, 0.8, 0.1], [0.2, 0.2, 0.6]]])
+    g = torch.tensor([[[0.5, 0.5, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 1.0]]])
+    total, rows = alignment_cross_entropy(alpha, g, eps=0.0)
+    assert rows == 2
+    assert math.isclose(float(total), -(0.5 * math.log(0.7) + 0.5 * math.log(0.2) + math.log(0.6)), rel_tol=1e-6)
+    # attention that aligns the word fed in: step i is held to row i − 1
+    shifted, rows = alignment_cross_entropy(alpha, g, follows_input=True, eps=0.0)
+    assert rows == 1 and math.isclose(float(shifted), -(0.5 * math.log(0.1) + 0.5 * math.log(0.8)), rel_tol=1e-6)
+
+
+def guided_grads(model, on, guide_, weight=0.7):
+    fused.use_fused(model, on)
+    src, mask, tgt = batch()
+    model.zero_grad(set_to_none=True)
+    loss, _, align, _ = model(src, mask, tgt[:, :-1], tgt[:, 1:], guide=guide_)
+    (loss + weight * align).backward()
+    return float(align.detach()), {k: p.grad.clone() for k, p in model.named_parameters() if p.grad is not None}
+
+
+def test_the_alignment_gradient_through_the_fused_recurrence_equals_the_reference_loop():
+    model = tiny_model("rnnsearch")
+    src, mask, tgt = batch()
+    g = torch.zeros(src.shape[0], tgt.shape[1] - 1, src.shape[1])
+    rng = torch.Generator().manual_seed(3)
+    for b, (m, n) in enumerate(zip(mask.sum(1).tolist(), (tgt[:, 1:] != 0).sum(1).tolist())):
+        g[b, torch.arange(n), torch.randint(0, m, (n,), generator=rng)] = 1.0
+    ref_loss, ref = guided_grads(model, False, g)
+    got_loss, got = guided_grads(model, True, g)
+    assert math.isclose(ref_loss, got_loss, rel_tol=1e-5)
+    assert ref.keys() == got.keys()
+    for k in ref:
+        assert torch.allclose(ref[k], got[k], rtol=1e-4, atol=1e-6), k
+    # and the guide moves the attention's gradient: without it the gradients differ
+    fused.use_fused(model, True)
+    model.zero_grad(set_to_none=True)
+    model(src, mask, tgt[:, :-1], tgt[:, 1:]).backward()
+    assert not torch.allclose(model.attention.v_a.weight.grad, got["attention.v_a.weight"])
+
+
+@pytest.mark.parametrize("score", ["general", "location"])
+def test_luong_attention_takes_the_alignment_gradient(score):
+    torch.manual_seed(0)
+    model = build_model(tiny_luong(score=score))
+    src, mask, tgt = batch()
+    g = torch.zeros(src.shape[0], tgt.shape[1] - 1, src.shape[1])
+    g[:, :, 0] = 1.0
+    out = model(src, mask, tgt[:, :-1], tgt[:, 1:], guide=g)
+    out[2].backward()
+    assert int(out[3]) == g.shape[0] * (g.shape[1] - model.attention_follows_input())
+    assert model.attention.W_a.weight.grad.abs().sum() > 0 and model.W_s.weight.grad is None   # no path to the output
+
+
+def test_links_reach_the_corpus_on_subword_units(raw, tmp_path):
+    make_corpus(raw, tmp_path)
+    clean = tmp_path / "clean"
+    lines = diagonal_links(clean)
+    manifest = binarize_corpus({s: clean / s for s in ("train", "valid")}, ("en", "fr"), tmp_path / "vocab",
+                               tmp_path / "linked", align_suffix="links")
+    corpus = Corpus(tmp_path / "linked")
+    links, (src, tgt) = corpus.links("train"), corpus.split("train")
+    assert corpus.links("valid") is None and Corpus(tmp_path / "bin").links("train") is None
+    assert manifest.splits["train"].link_count == sum(len(a) for a in links) // 2
+    for i, line in enumerate(lines):
+        pairs = links[i].reshape(-1, 2)
+        assert len(pairs) >= len(line.split())                  # a word's pieces each get its link
+        assert (pairs[:, 0] < len(src[i])).all() and (pairs[:, 1] < len(tgt[i])).all()
+    batch_ = collate(src, tgt, np.arange(len(src)), links=links)
+    assert batch_["guide"].shape == (*batch_["tgt_out"].shape, batch_["src"].shape[1])
+
+
+@pytest.mark.parametrize("bad, match", [
+    ("0-99", "link 0-99 is out of range"),
+    ("0-1 x", "not Pharaoh alignment pairs"),
+    ("0-1-2", "not Pharaoh alignment pairs"),
+    (None, "has 5 lines but the train split 6 pairs"),
+])
+def test_bad_link_files_are_one_line_and_exit_2(raw, tmp_path, bad, match):
+    make_corpus(raw, tmp_path)
+    clean = tmp_path / "clean"
+    lines = diagonal_links(clean)
+    lines = lines[:-1] if bad is None else [bad] + lines[1:]
+    (clean / "train.links").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    r = run("preprocess", "-s", "en", "-t", "fr", "--train", clean / "train", "--vocab", tmp_path / "vocab",
+            "-d", tmp_path / "linked", "--align-suffix", "links", "-j", 1)
+    one_error_line(r, match)
+    assert not (tmp_path / "linked" / "manifest.json").exists()
+
+
+def train_args(data_bin, save_dir, *extra):
+    return ("train", data_bin, "--save-dir", save_dir, "--preset", "tiny", "--optimizer", "adam", "--lr", "0.01",
+            "--batch-size", "2", "--max-updates", "4", "--valid-every", "4", "--log-every", "2", "--no-valid-bleu",
+            "--threads", "1", *extra)
+
+
+def test_guided_training_logs_its_term_and_a_corpus_without_links_is_refused(raw, tmp_path):
+    make_corpus(raw, tmp_path)
+    clean = tmp_path / "clean"
+    diagonal_links(clean)
+    binarize_corpus({s: clean / s for s in ("train", "valid")}, ("en", "fr"), tmp_path / "vocab",
+                    tmp_path / "linked", align_suffix="links")
+    r = run(*train_args(tmp_path / "linked", tmp_path / "run", "--guided-alignment-weight", "0.5",
+                        "--fused-steps"))
+    assert r.exit_code == 0, r.output
+    logged = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    ce = [e["train_align_ce"] for e in logged if "train_align_ce" in e]
+    assert len(ce) == 2 and all(0 < x < 20 for x in ce)
+    # a corpus with links trains without the loss, and one without links refuses it
+    assert run(*train_args(tmp_path / "linked", tmp_path / "plain")).exit_code == 0
+    one_error_line(run(*train_args(tmp_path / "bin", tmp_path / "refused", "--guided-alignment-weight", "0.5")),
+                   "has no word links")
