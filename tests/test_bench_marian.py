@@ -110,3 +110,32 @@ def test_marian_total_trains_only_what_is_left(tmp_path, monkeypatch):
     bench.train_to_total(50, 20, 2)             # a rerun finds it done
     bench.train_to_total(60, 20, 2)             # a larger total: only what is left
     assert chunks == [20, 10, 10]
+
+
+def test_fairseq_speed_is_the_mean_of_its_logged_windows(tmp_path):
+    log = tmp_path / "train.log"
+    log.write_text(
+        "2026-11-25 | INFO | train_inner | epoch 001:     50 / 2781 loss=10.5, wps=4000.0, ups=1.9, num_updates=50\n"
+        "2026-11-25 | INFO | valid | epoch 001 | valid on 'valid' subset | loss 9.3 | wps 10672.1 | num_updates 100\n"
+        "2026-11-25 | INFO | train_inner | epoch 001:    100 / 2781 loss=10.1, wps=3000.0, ups=1.6, num_updates=100\n"
+        "2026-11-25 | INFO | fairseq_cli.train | done training in 61.5 seconds\n")
+    assert bench.fairseq_speed(log) == {"updates": 100, "tgt_tok_per_s": 3500.0, "train_s": 61.5}
+
+
+def test_fairseq_is_paired_with_nmtkit_at_its_own_bleu_when_it_falls_short(tmp_path, monkeypatch):
+    """Its checkpoints are tried from the last back, and an nmtkit checkpoint of its BLEU joins it."""
+    monkeypatch.setattr(bench, "WORK", tmp_path)
+    for name in ("fairseq/checkpoint_1_200.pt", "fairseq/checkpoint_1_400.pt", "fairseq-more/checkpoint_1_600.pt",
+                 "nmtkit/update-200.pt", "nmtkit/update-400.pt", "nmtkit/update-600.pt"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).touch()
+    bleu = {"fairseq/checkpoint_1_200.pt": 1.0, "fairseq/checkpoint_1_400.pt": 3.0,
+            "fairseq-more/checkpoint_1_600.pt": 5.0, "nmtkit/update-200.pt": 2.0, "nmtkit/update-400.pt": 4.8,
+            "nmtkit/update-600.pt": 9.0}
+    tried = []
+    monkeypatch.setattr(bench, "decode_row", lambda toolkit, path, beam, threads, data, model:
+                        tried.append(model) or {"bleu": bleu[model]})
+    assert bench.fairseq_pair(14.7, 2, tmp_path) == {"fairseq": "fairseq-more/checkpoint_1_600.pt",
+                                                     "nmtkit": "nmtkit/update-400.pt"}
+    assert tried[0] == "fairseq-more/checkpoint_1_600.pt" and "fairseq/checkpoint_1_200.pt" not in tried
+    assert bench.fairseq_pair(4.5, 2, tmp_path) == {"fairseq": "fairseq-more/checkpoint_1_600.pt"}

@@ -19,11 +19,18 @@ ENV = {"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin", "CUDA_VISIBLE_DEVICES": 
 
 @pytest.mark.slow
 def test_ddp_gloo_two_processes(raw, tmp_path):
+    """... with guided alignment too: its loss, summed over both processes, is a single one's."""
+    from nmtkit.data.binarize import binarize_corpus
+    from tests.test_guided_alignment import diagonal_links
     make_corpus(raw, tmp_path)
+    diagonal_links(tmp_path / "clean")
+    binarize_corpus({s: tmp_path / "clean" / s for s in ("train", "valid")}, ("en", "fr"), tmp_path / "vocab",
+                    tmp_path / "linked", align_suffix="links")
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--standalone",
-           "-m", "nmtkit", "train", str(tmp_path / "bin"), "--save-dir", str(tmp_path / "ddp"),
+           "-m", "nmtkit", "train", str(tmp_path / "linked"), "--save-dir", str(tmp_path / "ddp"),
            "--preset", "tiny", "--optimizer", "adam", "--lr", "0.01", "--batch-size", "4", "--pool", "2",
-           "--max-updates", "3", "--log-every", "1", "--threads", "1", "--device", "cpu"]
+           "--max-updates", "3", "--log-every", "1", "--threads", "1", "--device", "cpu",
+           "--guided-alignment-weight", "0.5"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=240,
                           env=ENV)
     assert done.returncode == 0, done.stderr[-6000:]       # torchrun's own report takes 2,000
@@ -42,3 +49,7 @@ def test_ddp_gloo_two_processes(raw, tmp_path):
     assert two.training.batches == one.training.batches                  # the same minibatches
     assert all(torch.allclose(two.weights[k], one.weights[k], atol=1e-5) for k in one.weights)
     assert len(two.training.rng) == 2                        # every process's RNG state
+    logs = [[json.loads(line) for line in (tmp_path / run / "metrics.jsonl").read_text().splitlines()]
+            for run in ("ddp", "one")]
+    ce = [[e["train_align_ce"] for e in log if "train_align_ce" in e] for log in logs]
+    assert len(ce[0]) == 3 and ce[0] == pytest.approx(ce[1], rel=1e-4)
