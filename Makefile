@@ -224,13 +224,16 @@ bench: bench-data
 	$(PY) bin/bench-cli
 	$(PY) bin/bench-train --threads 2 --demo-bin $(BIN)
 	$(PY) bin/bench-translate --threads 2
-	$(PY) bin/bench-marian --threads 2 --data $(DATA) --marian-total $(MARIAN_MINUTES)
+	$(PY) bin/bench-marian --threads 2 --data $(DATA) --marian-total $(MARIAN_MINUTES) --fairseq-total $(FAIRSEQ_MINUTES)
 
 # Marian's minutes of training in all: 20 are the budget's row; the rest trains it on to a BLEU
-# comparable with nmtkit's for the decoding rows (60: 14.72 on the Intel Xeon of docs/benchmarks.md)
+# comparable with nmtkit's for the decoding rows (60: 14.72 on the Intel Xeon of docs/benchmarks.md).
+# fairseq's the same where its venv is (bench/peers/install.sh fairseq); it learns more slowly, and
+# is decoded beside nmtkit's checkpoint of its own BLEU when it falls short of Marian's.
 MARIAN_MINUTES ?= 60
+FAIRSEQ_MINUTES ?= 60
 bench-marian: data
-	$(PY) bin/bench-marian --threads 2 --data $(DATA) --marian-total $(MARIAN_MINUTES)
+	$(PY) bin/bench-marian --threads 2 --data $(DATA) --marian-total $(MARIAN_MINUTES) --fairseq-total $(FAIRSEQ_MINUTES)
 
 bench-data: data
 	$(PY) bin/bench-data $(DATA) $(VOCAB)

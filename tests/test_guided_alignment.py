@@ -103,9 +103,12 @@ def test_the_alignment_loss_is_the_cross_entropy_of_guided_rows_only():
     total, rows = alignment_cross_entropy(alpha, g, eps=0.0)
     assert rows == 2
     assert math.isclose(float(total), -(0.5 * math.log(0.7) + 0.5 * math.log(0.2) + math.log(0.6)), rel_tol=1e-6)
-    # attention that aligns the word fed in: step i is held to row i − 1
-    shifted, rows = alignment_cross_entropy(alpha, g, follows_input=True, eps=0.0)
+    # attention that aligns the word fed in: step i is held to row i − 1, a step fed <pad> to nothing
+    shifted, rows = alignment_cross_entropy(alpha, g, fed=torch.tensor([[True, True, True]]), eps=0.0)
     assert rows == 1 and math.isclose(float(shifted), -(0.5 * math.log(0.1) + 0.5 * math.log(0.8)), rel_tol=1e-6)
+    g[0, 1, 1] = 1.0
+    padded, rows = alignment_cross_entropy(alpha, g, fed=torch.tensor([[True, True, False]]), eps=0.0)
+    assert rows == 1 and math.isclose(float(padded), float(shifted), rel_tol=1e-6)
 
 
 def guided_grads(model, on, guide_, weight=0.7):
@@ -146,7 +149,8 @@ def test_luong_attention_takes_the_alignment_gradient(score):
     g[:, :, 0] = 1.0
     out = model(src, mask, tgt[:, :-1], tgt[:, 1:], guide=g)
     out[2].backward()
-    assert int(out[3]) == g.shape[0] * (g.shape[1] - model.attention_follows_input())
+    fed = (tgt[:, :-1] != 0)[:, 1:].sum() if model.attention_follows_input() else g.shape[0] * g.shape[1]
+    assert int(out[3]) == int(fed)                     # with a word fed in, padded steps take no loss
     assert model.attention.W_a.weight.grad.abs().sum() > 0 and model.W_s.weight.grad is None   # no path to the output
 
 
@@ -208,3 +212,10 @@ def test_guided_training_logs_its_term_and_a_corpus_without_links_is_refused(raw
     assert run(*train_args(tmp_path / "linked", tmp_path / "plain")).exit_code == 0
     one_error_line(run(*train_args(tmp_path / "bin", tmp_path / "refused", "--guided-alignment-weight", "0.5")),
                    "has no word links")
+
+
+@pytest.mark.parametrize("arch, values", [("rnnencdec", {}), ("luong", {"attention": "none"})])
+def test_a_model_without_attention_refuses_guided_alignment_before_training(arch, values):
+    from nmtkit.cli.train_settings import train_settings
+    with pytest.raises(UserError, match=f"--guided-alignment-weight trains the attention: --arch {arch}"):
+        train_settings(arch, "tiny", "appendix-b", {"guided_alignment_weight": 0.5, **values}, set())

@@ -315,7 +315,7 @@ def test_the_search_returns_the_attention_that_forcing_its_outputs_gives(beam):
     for row, tokens in enumerate(out.tokens):
         tgt[row, :len(tokens) + 1] = torch.tensor(tokens + [EOS])
     _, maps = force(model, enc.repeat(n), tgt)
-    assert out.attention is not None
+    assert out.attention is not None and all(math.isfinite(s) for s in out.scores)   # every row found
     for row, tokens in enumerate(out.tokens):
         L = len(tokens) + 1
         assert torch.allclose(out.attention[row, :L, :maps.shape[2]], maps[row, :L], atol=1e-5)

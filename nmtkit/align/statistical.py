@@ -68,7 +68,7 @@ def word_align(source: Path, target: Path, out: Path, how: str = "grow-diag-fina
         if done.returncode != 0:
             last = (done.stderr.strip().splitlines() or ["no message"])[-1]
             raise UserError(f"eflomal-align failed (exit {done.returncode}): {last}")
-        links = 0
+        links = k = 0
         with atomic_write(out) as fh, progress("pairs") as bar, \
                 open(work / "forward", encoding="utf-8") as fw, open(work / "reverse", encoding="utf-8") as rv:
             task = bar.add_task(f"symmetrize ({how})", total=pairs)
@@ -77,4 +77,6 @@ def word_align(source: Path, target: Path, out: Path, how: str = "grow-diag-fina
                 links += line.count("-")
                 fh.write(line + "\n")
                 bar.advance(task)
+            if k != pairs:
+                raise UserError(f"eflomal-align wrote links for {k:,} of the {pairs:,} pairs")
     return {"pairs": pairs, "links": links, "seconds": time.perf_counter() - start, "symmetrization": how}

@@ -135,9 +135,10 @@ search = options(
                  "by log-probability per word, or by GNMT's ((5+|y|)/6)^alpha."),
     setting("--alpha", _SEARCH, click.FloatRange(0), "GNMT length penalty exponent."),
     setting("--coverage-penalty", _SEARCH, click.FloatRange(0),
-            "Wu et al. (2016)'s coverage penalty beta: finished hypotheses are ranked up by beta times "
-            "the sum over source words of log min(attention received, 1), against translations that "
-            "leave source words out (0: off; GNMT used 0.2 with --length-penalty gnmt)."),
+            "Wu et al. (2016)'s coverage penalty beta: add beta times the sum over source units (</s> "
+            "included) of log min(attention received, 1) to each finished hypothesis' rank, a penalty "
+            "(never positive) on translations that leave source words out (0: off; GNMT used 0.2 with "
+            "--length-penalty gnmt)."),
     setting("--max-ratio", _SEARCH, click.FloatRange(0), "Output limit: this times the source length, plus 10."),
     setting("--min-len", _SEARCH, click.IntRange(0),
             "Words before </s> at least (1, as GroundHog and fairseq: no empty translation)."),

@@ -73,6 +73,9 @@ def train_settings(arch: str, preset: str, schedule_name: str, values: dict[str,
     if train.get("lr") is None:
         train["lr"] = 5e-4 if train.get("optimizer", TrainConfig.optimizer) == "adam" else 1.0
     cfg = TrainConfig(**train)
+    if cfg.guided_alignment_weight and (arch == "rnnencdec" or (is_luong(arch) and model.attention == "none")):
+        raise UserError(f"--guided-alignment-weight trains the attention: --arch {arch} "
+                        f"{'--attention none ' if is_luong(arch) else ''}has none")
     if cfg.lr_decay != "none" and cfg.decay_after:
         raise UserError("--lr-decay and --decay-after are two schedules: give one")
     if cfg.lr_decay != "none" and not (cfg.max_updates or cfg.max_minutes or cfg.max_epochs):

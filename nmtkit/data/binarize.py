@@ -70,10 +70,9 @@ def _unit_links(line: str, where: str, src: tuple[list[str], list[str]], tgt: tu
     """One pair's word links (Pharaoh over its tokens) over its subword units."""
     words = []
     for side, (tokens, pieces) in enumerate((src, tgt)):
-        ids = word_ids(pieces)
-        if len(ids) and int(ids[-1]) + 1 != len(tokens):     # a token that ends like a BPE piece
-            seg = _sides[side][1]
-            assert seg is not None
+        seg = _sides[side][1]
+        ids = word_ids(pieces) if seg is not None else np.arange(len(tokens))
+        if seg is not None and len(ids) and int(ids[-1]) + 1 != len(tokens):   # a token ending like a piece
             ids = np.repeat(np.arange(len(tokens)), [len(seg.segment([t])) for t in tokens])
         words.append(ids)
     return unit_links(read_pharaoh(line, where), words[0], words[1], where)

@@ -150,4 +150,5 @@ class Seq2Seq(nn.Module):
         if alpha is None:
             raise UserError(f"guided alignment needs attention; the {self.cfg.arch} model has none")
         loss, nll = (out[0], out[1]) if smoothing else (out, out)
-        return [loss, nll, *alignment_cross_entropy(alpha, guide, self.attention_follows_input())]
+        fed = tgt_in != 0 if self.attention_follows_input() else None     # <pad> is 0
+        return [loss, nll, *alignment_cross_entropy(alpha, guide, fed)]

@@ -171,16 +171,17 @@ def shortlisted_cross_entropy(t: torch.Tensor, weight: torch.Tensor, bias: torch
                                 local, ignore_index=int(lookup[ignore_index]), smoothing=smoothing)
 
 
-def alignment_cross_entropy(alpha: torch.Tensor, guide: torch.Tensor, follows_input: bool = False,
+def alignment_cross_entropy(alpha: torch.Tensor, guide: torch.Tensor, fed: torch.Tensor | None = None,
                             eps: float = 1e-6) -> tuple[torch.Tensor, torch.Tensor]:
     """Guided alignment's loss (Chen et al. 2016; Marian's ``--guided-alignment-cost ce``): the
     cross-entropy −Σ_j g_ij log(α_ij + ε) of each target position's attention α_i (B, Ty, Tx)
     against its row of the guide (:func:`~nmtkit.data.batching.guide`), summed over the
-    positions that have links (float32), and how many they are. ``follows_input``: the model's
-    attention at step i aligns the word fed in, y_{i−1} (Luong et al.'s content scores), so
-    step i is held to guide row i − 1."""
-    if follows_input:
-        alpha, guide = alpha[:, 1:], guide[:, :alpha.shape[1] - 1]
+    positions that have links (float32), and how many they are. ``fed`` (B, Ty), for models whose
+    attention at step i aligns the word fed in, y_{i−1} (Luong et al.'s content scores): whether
+    step i's input is a word; step i is then held to guide row i − 1, and a step fed padding
+    to nothing."""
+    if fed is not None:
+        alpha, guide = alpha[:, 1:], guide[:, :alpha.shape[1] - 1] * fed[:, 1:, None].to(guide.device)
     guide = guide[:, :alpha.shape[1], :alpha.shape[2]].to(alpha.device)
     total = -(guide * torch.log(alpha.float() + eps)).sum()
     return total, (guide.sum(-1) > 0).sum()
