@@ -77,6 +77,8 @@ $(VENV)/.installed: pyproject.toml constraints/torch-cpu.txt
 	touch $@
 
 install: $(VENV)/.installed
+	@echo "nmtkit is installed in $(VENV): '. $(VENV)/bin/activate' puts 'nmtkit' on PATH in this shell,"
+	@echo "or run $(VENV)/bin/nmtkit as it is"
 
 # The pyramid: unit tests (pytest's default, seconds to a minute), the slow end-to-end runs
 # (marked slow: make paper on a tiny slice, DDP, the SIGKILL test, the mirror recipe), mypy --strict

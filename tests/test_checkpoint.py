@@ -144,3 +144,18 @@ def test_an_unknown_or_absent_device_is_one_line_everywhere(data_bin, raw, tmp_p
                   str(raw / "test.fr"), "-n", "1", "-o", str(tmp_path / "a.png")]):
         one_line(runner.invoke(main, args + ["--device", device]), f"nmtkit {args[0]}: error:", words)
     assert not (tmp_path / "r").exists() and not (tmp_path / "a.png").exists()
+
+
+@pytest.mark.parametrize("lazy", [True, False])
+def test_tied_weights_are_counted_once_as_train_counts_them(tmp_path, lazy):
+    """One K × m matrix is both the target embeddings and the output layer: info says the
+    parameters train said (nn.Module.parameters() yields a shared tensor once)."""
+    from nmtkit.models.build import build_model
+    from nmtkit.models.config import ModelConfig
+    from tests.checkpoints import fake_checkpoint
+    model = build_model(ModelConfig(src_vocab=6, tgt_vocab=6, emb=8, hidden=8, align=8, maxout=8, tie_embeddings=True))
+    assert model.W_o.weight is model.embed.weight
+    fake_checkpoint(tmp_path / "tied.pt", weights=model.state_dict())
+    loaded = checkpoint.load(tmp_path / "tied.pt", lazy=lazy)
+    assert loaded.parameters == sum(p.numel() for p in model.parameters()) < sum(
+        w.numel() for w in model.state_dict().values())

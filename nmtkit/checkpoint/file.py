@@ -139,8 +139,11 @@ class Checkpoint:
 
     @property
     def parameters(self) -> int:
-        """How many numbers the weights hold."""
-        return sum(w.numel() for w in self.weights.values())
+        """How many numbers the weights hold, a tensor that two names share (tied embeddings:
+        the output layer is the target embedding matrix) counted once, as train counts them."""
+        seen = {(w.untyped_storage().data_ptr(), w.storage_offset(), tuple(w.shape)): w.numel()
+                for w in self.weights.values()}
+        return sum(seen.values())
 
 
 def check_destination(path: str | Path) -> None:

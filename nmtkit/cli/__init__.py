@@ -16,18 +16,23 @@ from . import align, checkpoints, evaluate, prepare, select, serve, train, trans
 
 
 def _version(ctx: click.Context, _param: click.Parameter, asked: bool) -> None:
+    """nmtkit's version and torch's as installed, read from the package metadata: importing
+    torch would take a second and more (the device a run uses: any command's -v)."""
     if not asked or ctx.resilient_parsing:
         return
-    import torch  # here only: --version says which torch runs
-
-    from ..core.runtime import describe_device    # loads torch: only for --version
-    click.echo(f"nmtkit {__version__} (torch {torch.__version__}; {describe_device()})")
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        torch = version("torch")
+    except PackageNotFoundError:
+        torch = "not installed"
+    click.echo(f"nmtkit {__version__} (torch {torch}; Python {platform.python_version()})")
     ctx.exit()
 
 
 @click.group("nmtkit", cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_version,
-              help="Show nmtkit's version, torch's, and the device it would compute on, and exit.")
+              help="Show nmtkit's version, torch's and Python's, and exit.")
 def main() -> None:
     """Attention-based neural machine translation (Bahdanau et al. 2015) from the shell.
 

@@ -158,4 +158,4 @@ def config_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--config", type=click.Path(dir_okay=False), is_eager=True, expose_value=False, callback=read_config,
         help="Options from a YAML or TOML (.toml) file, keys as the long flags without -- "
-             "(hidden: 512); flags on the command line win.")(run)
+             "(e.g. 'hidden: 512' for --hidden 512); flags on the command line win.")(run)

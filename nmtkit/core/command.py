@@ -9,6 +9,7 @@ anything else is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any, NoReturn
 
@@ -30,10 +31,17 @@ class _Where(UserError):
         self.where = where
 
 
+class _ClosedPipe(Exception):
+    """The reader of stdout went away (``| head -1``): not an OSError, which click would turn
+    into exit status 1 before :meth:`_OneLine.main` saw it."""
+
+
 class _OneLine:
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)   # type: ignore[misc]
+        except BrokenPipeError:
+            raise _ClosedPipe() from None
         except _Where:
             raise
         except UserError as err:
@@ -61,9 +69,12 @@ class _OneLine:
             sys.exit(128 + err.signum)
         except (click.Abort, KeyboardInterrupt):
             _fail("interrupted", INTERRUPTED)
+        except (BrokenPipeError, _ClosedPipe):
+            _quiet_exit_on_closed_pipe()
+        try:
+            sys.stdout.flush()               # what is still buffered: the reader may be gone by now
         except BrokenPipeError:
-            sys.stderr.close()
-            sys.exit(BROKEN_PIPE)
+            _quiet_exit_on_closed_pipe()
         sys.exit(rv if isinstance(rv, int) else 0)
 
 
@@ -74,6 +85,16 @@ class Command(_OneLine, click.Command):
 class Group(_OneLine, click.Group):
     command_class = Command
     group_class = type
+
+
+def _quiet_exit_on_closed_pipe() -> NoReturn:
+    """Exit 141 (128 + SIGPIPE) without a word, as a filter killed by SIGPIPE does: what stdout
+    still buffers goes to /dev/null, so that flushing it at exit cannot fail again (Python would
+    then print an 'Exception ignored' line and exit 120)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    sys.exit(BROKEN_PIPE)
 
 
 def _fail(line: str, status: int) -> NoReturn:
