@@ -114,11 +114,16 @@ def test_a_signal_saves_last_pt_at_the_update_reached_and_the_same_command_goes_
     deadline = time.monotonic() + 120
     while logged_step(tmp_path / "run") < 3 and time.monotonic() < deadline:
         time.sleep(0.1)
+    signalled = time.monotonic()
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 128 + sig, err[-1500:]
+    assert time.monotonic() - signalled < 30          # a queue's grace period (SLURM's default: 30 s)
     saved = checkpoint.load(tmp_path / "run" / "last.pt").training.progress.step
     assert saved >= 3 and f"interrupted: saved {tmp_path / 'run' / 'last.pt'} at update {saved}" in err
+    logged = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert not any("dev_nll" in e for e in logged)    # no validation: the resumed run does it
+    assert not (tmp_path / "run" / "best.pt").exists()
     cmd[cmd.index("--max-updates") + 1] = str(saved + 2)
     again = subprocess.run(cmd, env=env(), capture_output=True, text=True, timeout=120)
     assert again.returncode == 0 and f"resuming from {tmp_path / 'run' / 'last.pt'} at update {saved}" in again.stderr

@@ -50,7 +50,7 @@ from .config import TrainConfig
 from .optimizer import learning_rate, scheduled
 from .pace import TIMED_UPDATES, pace_report, stopping_rule
 from .parts import CompiledSteps, Parallel, compiled_note
-from .saving import SaveDirLock, save_validated
+from .saving import SaveDirLock, save, save_validated
 from .state import TrainState, open_save_dir, start
 from .validate import dev_score, validate
 from .window import Diverged, LossWindow
@@ -129,12 +129,17 @@ def run(state: TrainState) -> tuple[Progress, int]:
             if reporting or checkpointing:                                # every rank: a collective
                 report(state, bar)
             bar.update(state.progress.step if unit == "updates" else state.progress.seconds)
-            if checkpointing:
+            # a signal (a job's time limit, Ctrl-C): last.pt at once, the validation left to the
+            # resumed run, which a queue's grace period (SLURM: 30 s) would not wait for
+            signalled = finish and state.parallel.agree(stop.requested)    # every rank: rank 0's
+            if signalled and state.parallel.rank == 0:
+                save(state, "last.pt", rng)
+            elif checkpointing and not signalled:
                 finish = state.parallel.agree(validate_and_save(state, bar, rng) or finish)
             if finish:
-                if stop.requested:
-                    log(f"interrupted: saved {state.save_dir / 'last.pt'} at update {state.progress.step}; "
-                        "the same command goes on from there")
+                if signalled:
+                    log(f"interrupted: saved {state.save_dir / 'last.pt'} at update {state.progress.step} "
+                        "without validating it; the same command goes on from there")
                 break
     return state.progress, state.parallel.shared(stop.signum)     # rank 0 stopped them all: its signal
 
