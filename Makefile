@@ -86,13 +86,13 @@ install: $(VENV)/.installed
 # what CI runs.
 test: test-fast test-slow typecheck docs
 
-test-fast: install
+test-fast: $(VENV)/.installed
 	$(PY) -m pytest -q
 
-test-slow: install
+test-slow: $(VENV)/.installed
 	$(PY) -m pytest -q -m slow
 
-typecheck: install
+typecheck: $(VENV)/.installed
 	$(PY) -m mypy
 
 # The documentation site (mkdocs.yml, docs/): the CLI reference is generated from the click commands and
@@ -106,24 +106,24 @@ docs: $(VENV)/.docs-installed
 
 # The page of nmtkit serve in a real headless browser: installs Debian's chromium and its driver
 # (root, apt) and selenium, then runs tests/test_browser.py (skipped elsewhere, saying why).
-test-browser: install
+test-browser: $(VENV)/.installed
 	command -v chromedriver >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium chromium-driver)
 	$(PY) -m pip install -q --disable-pip-version-check selenium
 	$(PY) -m pytest -q tests/test_browser.py
 
 # The package as a user gets it: the wheel, installed into a fresh environment, runs the pipeline
 # end to end outside the checkout (bin/wheel-check), serve's page and /health included.
-wheel-check: install
+wheel-check: $(VENV)/.installed
 	rm -rf build/wheel build/wheel-venv
 	$(PY) -m pip wheel -q --disable-pip-version-check --no-deps -w build/wheel .
 	bin/wheel-check build/wheel/nmtkit-*.whl build/wheel-venv $(TORCH_CONSTRAINT)
 
 # The package's import graph, docs/structure.md and its picture (a test checks they match the code).
-structure: install
+structure: $(VENV)/.installed
 	$(PY) -m nmtkit.recipes.structure --doc docs/structure.md --plot docs/img/structure.png
 
 # ---- the demo: data, then training, translation, scores and pictures -----------
-$(DATA)/raw/bible.json: | install
+$(DATA)/raw/bible.json: | $(VENV)/.installed
 	$(PY) bin/fetch-bible $(DATA)/raw --pairs $(PAIRS)
 
 $(DATA)/clean/preprocess.json: $(DATA)/raw/bible.json
@@ -247,7 +247,7 @@ aer: $(DEMO)/best.pt
 
 # Training speed on a GPU at the paper's sizes (bin/bench-gpu): every architecture, token and
 # sentence batches, fp32/TF32 and bf16, eager, compiled and CUDA graphs; on the Bible with 30,000-word lists.
-bench-gpu: install
+bench-gpu: $(VENV)/.installed
 	$(MAKE) data BPE=0
 	$(PY) bin/bench-gpu $(DATA)/data-bin-words$(VOCAB_SIZE)
 
@@ -269,7 +269,7 @@ gpu-check: $(if $(ON_GPU),,data)
 
 # The paper's WMT'14 En→Fr experiment on GPUs (examples/wmt14_en_fr/; its variables pass through:
 # make reproduce MIRROR=/data/statmt CHECKSUMS=/data/statmt/checksums.txt WORK=/scratch/wmt14).
-reproduce: install
+reproduce: $(VENV)/.installed
 	$(MAKE) -C examples/wmt14_en_fr reproduce ROOT=$(CURDIR) PY=$(CURDIR)/$(PY) NMTKIT=$(CURDIR)/$(NMTKIT)
 
 # ---- RNNencdec, RNNsearch and Luong et al.'s variants at one budget (updates), on the Bible dev set ----
@@ -413,7 +413,7 @@ paper: $(PAPER)/report.md
 # two pure-Python wheels its torch lacks, at the versions installed here. Copy GPU_CARRY there,
 # then: python3 -m pip install --no-index --no-deps wheels/*.whl
 GPU_CARRY = wheels $(WORDS_BIN) $(foreach s,test test-long,$(DATA)/raw/$(s).en $(DATA)/raw/$(s).fr)
-gpu-data: install
+gpu-data: $(VENV)/.installed
 	$(MAKE) data BPE=0
 	$(MAKE) $(DATA)/raw/test-long.en
 	$(PY) -m pip download -q --disable-pip-version-check --no-deps -d wheels \
