@@ -219,3 +219,36 @@ def test_a_model_without_attention_refuses_guided_alignment_before_training(arch
     from nmtkit.cli.train_settings import train_settings
     with pytest.raises(UserError, match=f"--guided-alignment-weight trains the attention: --arch {arch}"):
         train_settings(arch, "tiny", "appendix-b", {"guided_alignment_weight": 0.5, **values}, set())
+
+
+def test_the_logged_alignment_loss_is_the_models_on_the_batches_it_trained_on(raw, tmp_path):
+    """train_align_ce in metrics.jsonl, recomputed from scratch: the saved model (its rate 0, so
+    the weights the updates saw) on the minibatches the run drew, through the corpus's links."""
+    from nmtkit import checkpoint
+    from nmtkit.data.batching import Batches
+    make_corpus(raw, tmp_path)
+    diagonal_links(tmp_path / "clean")
+    binarize_corpus({s: tmp_path / "clean" / s for s in ("train", "valid")}, ("en", "fr"), tmp_path / "vocab",
+                    tmp_path / "linked", align_suffix="links")
+    args = list(train_args(tmp_path / "linked", tmp_path / "run", "--guided-alignment-weight", "0.5"))
+    args[args.index("--lr") + 1] = "0"
+    assert run(*args).exit_code == 0
+    logged = [json.loads(line)["train_align_ce"] for line in (tmp_path / "run" / "metrics.jsonl").read_text()
+              .splitlines() if "train_align_ce" in line]
+    ckpt = checkpoint.load(tmp_path / "run" / "last.pt")
+    model = checkpoint.model_of(ckpt, "last.pt").eval()
+    corpus = Corpus(tmp_path / "linked")
+    (src, tgt), links = corpus.split("train"), corpus.links("train")
+    cfg = ckpt.training.config
+    batches = iter(Batches(src.sizes, tgt.sizes, cfg.batch_size, cfg.pool, cfg.max_len, cfg.seed))
+    drawn = [next(batches) for _ in range(4)]    # 4 updates, over epochs as the run drew them, logged every 2
+    fresh = []
+    with torch.no_grad():
+        for pair in (drawn[:2], drawn[2:]):
+            total = words = 0.0
+            for idx in pair:
+                b = collate(src, tgt, idx, links=links)
+                out = model(b["src"], b["src_mask"], b["tgt_in"], b["tgt_out"], guide=b["guide"])
+                total, words = total + float(out[2]), words + float(out[3])
+            fresh.append(total / words)
+    assert logged == pytest.approx(fresh, rel=1e-4)

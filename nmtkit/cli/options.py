@@ -135,7 +135,7 @@ search = options(
                  "by log-probability per word, or by GNMT's ((5+|y|)/6)^alpha."),
     setting("--alpha", _SEARCH, click.FloatRange(0), "GNMT length penalty exponent."),
     setting("--coverage-penalty", _SEARCH, click.FloatRange(0),
-            "Wu et al. (2016)'s coverage penalty beta: add beta times the sum over source units (</s> "
+            "Wu et al. (2016)'s coverage penalty beta: add beta times the sum over source units (end of sentence "
             "included) of log min(attention received, 1) to each finished hypothesis' rank, a penalty "
             "(never positive) on translations that leave source words out (0: off; GNMT used 0.2 with "
             "--length-penalty gnmt)."),
