@@ -10,6 +10,7 @@ from nmtkit.text.clean import RULES, apply_rules
     ("unicode", "e\u0301te\u0301", "été"),                                    # NFC
     ("mojibake", "To the tune of Â»Death of the Son.Â«", "To the tune of »Death of the Son.«"),
     ("mojibake", "Ânesse sauvage", "Ânesse sauvage"),                         # a real Â stays
+    ("mojibake", "Ã©tÃ© Ã\u00a0 naÃ¯ve", "été à naïve"),
     ("superscription", "(3:1) Psaume de David. Lors de sa fuite. (3:2) O Éternel, que mes ennemis",
      "(3:2) O Éternel, que mes ennemis"),
     ("superscription", "Psaume de David, lorsqu'il fuyait. (3:2) Éternel, que", "(3:2) Éternel, que"),

@@ -75,6 +75,15 @@ def test_serve_dumps_its_options_without_starting(tmp_path):
     assert r.exit_code == 0 and yaml.safe_load(r.stdout) == {"model": ["a.pt", "b.pt"], "port": 5000}
 
 
+def test_a_toml_dump_reads_back_equal_whatever_the_strings_hold(tmp_path):
+    """Quotes, backslashes, a tab, U+007F (JSON's spelling, written before tomli-w, left it raw:
+    a file tomllib refused) and non-ASCII text, in a list and alone."""
+    odd = ['a "b" \\c\td.pt', "e\x7ff.pt", "Éternel « x ».pt"]
+    r = invoke("serve", *(a for m in odd for a in ("-m", m)), "--host", "h\x7f", "--dump-config", tmp_path / "o.toml")
+    assert r.exit_code == 0, r.output
+    assert tomllib.loads((tmp_path / "o.toml").read_text(encoding="utf-8")) == {"model": odd, "host": "h\x7f"}
+
+
 @pytest.mark.parametrize("text, message", [
     ("beam: [\n", "not valid YAML"),
     ("bem: 3\n", "'bem' is not an option of 'nmtkit translate'"),

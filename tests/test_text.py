@@ -57,5 +57,15 @@ def test_bpe_learn_apply_and_undo():
     assert p.decode(p.encode("La lumineuse terre.")) == "La lumineuse terre."
 
 
+def test_bpe_learning_draws_no_tqdm_bar(capfd):
+    """learn_codes replaces the private name subword-nmt's learn_bpe draws its tqdm bar with: if
+    subword-nmt renames it, tqdm's bar is back in pipes and logs, and this fails."""
+    import subword_nmt.learn_bpe as subword_learn
+    assert "tqdm" in subword_learn.learn_bpe.__code__.co_names, "subword-nmt's learn_bpe no longer calls tqdm"
+    learn_codes(Counter({"lumière": 10, "lumineux": 8, "lune": 6}), 5)
+    err = capfd.readouterr().err
+    assert "it/s" not in err and "%|" not in err, err
+
+
 def test_merge_subwords_drops_a_dangling_separator():
     assert merge_subwords(["ab@@", "c", "d@@"]) == ["abc", "d"]

@@ -11,8 +11,6 @@ kept, edited and given back with ``--config``.
 from __future__ import annotations
 
 import functools
-import json
-import math
 import sys
 import tomllib
 from pathlib import Path
@@ -108,28 +106,17 @@ def effective(ctx: click.Context) -> list[tuple[str, Any, bool]]:
     return out
 
 
-def _toml(key: str, v: Any) -> str:
-    # One line of a flat table (a string, number, boolean or list of them): JSON's spelling of a
-    # value is TOML's too (strings with the same escapes, arrays), but for the non-finite floats.
-    def value(x: Any) -> str:
-        if isinstance(x, float) and not math.isfinite(x):
-            return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
-        if isinstance(x, list):
-            return "[" + ", ".join(value(y) for y in x) + "]"
-        return json.dumps(x, ensure_ascii=False)
-    return f"{key} = {value(v)}"
-
-
 def write_config(ctx: click.Context, path: str) -> None:
     """Write the effective options to ``path`` (TOML for .toml, else YAML; '-': YAML on stdout):
     those chosen (command line, --config) as settings and the defaults as comments, so that the file
     given back runs as this command line would (a preset or schedule still fills what is unset)."""
     toml = Path(path).suffix.lower() == ".toml"
+    import tomli_w  # here, as yaml: only --dump-config writes, so the CLI starts without either
     import yaml  # here: a YAML writer is needed only by --dump-config
 
     def line(key: str, value: Any) -> str:
-        if toml:
-            return _toml(key, value)
+        if toml:   # tomli-w: JSON's spelling, written here before, let a raw U+007F through (TOML forbids it)
+            return tomli_w.dumps({key: value}).rstrip()
         return str(yaml.safe_dump({key: value}, default_flow_style=False, allow_unicode=True, width=10**6)).rstrip()
     lines = [f"# nmtkit {ctx.command_path.split(maxsplit=1)[-1]}: options for --config (commented: defaults)"]
     for k, v, chosen in effective(ctx):

@@ -96,7 +96,10 @@ def extract(archive: Path, wanted: dict[str, Path]) -> None:
         raise UserError(f"{archive}: has no member " + ", ".join(sorted(left)))
 
 
+# Not sacrebleu's reader: its one SGML reader is private (FakeSGMLDataset._convert_format), takes
+# only a line that starts with "<seg ", keeps entities ("&amp;" stays) and works in its own cache.
 _SEG = re.compile(r"<seg\b[^>]*>(.*?)</seg>", re.S | re.I)
+_OPEN = re.compile(r"<seg\b", re.I)
 
 
 def unwrap_sgml(data: bytes, where: str = "SGML") -> list[str]:
@@ -108,6 +111,9 @@ def unwrap_sgml(data: bytes, where: str = "SGML") -> list[str]:
     segs = [" ".join(html.unescape(m).split()) for m in _SEG.findall(text)]
     if not segs:
         raise UserError(f"{where}: no <seg> elements")
+    opened = len(_OPEN.findall(text))
+    if opened != len(segs):   # an unclosed <seg> would swallow the next one's text and tag
+        raise UserError(f"{where}: {opened:,} <seg> tags but {len(segs):,} closed by </seg>")
     return segs
 
 

@@ -35,7 +35,8 @@ def learn_codes(counts: Counter[str], merges: int, min_frequency: int = 2) -> st
     """Learn ``merges`` BPE operations from token counts; return the codes file's text."""
     vocab = io.StringIO("".join(f"{w} {c}\n" for w, c in counts.most_common()))
     out = io.StringIO()
-    # subword-nmt's own bar is tqdm's, drawn even into pipes and logs: ours replaces it
+    # subword-nmt's own bar is tqdm's, drawn even into pipes and logs, and its API has no switch or
+    # callback for it (verbose only adds a line a merge): ours takes the module's name (tests/test_text.py)
     _learn.tqdm = _merges_bar
     _learn.learn_bpe(vocab, out, merges, min_frequency=min_frequency, is_dict=True)
     return out.getvalue()
