@@ -40,7 +40,7 @@ def test_score_align_cli_and_its_refusals(tmp_path):
     assert done.exit_code == 2 and "'1*1' is not a gold link" in done.output
 
 
-def test_align_links_every_target_word_of_the_given_translations_once(overfit, tmp_path):
+def test_align_links_each_target_word_of_the_given_translations_at_most_once(overfit, tmp_path):
     src, tgt, out = tmp_path / "s.en", tmp_path / "t.fr", tmp_path / "links"
     src.write_text("\n".join(EN[:4]) + "\n", encoding="utf-8")
     tgt.write_text("\n".join(FR[:4]) + "\n", encoding="utf-8")
@@ -53,7 +53,9 @@ def test_align_links_every_target_word_of_the_given_translations_once(overfit, t
     side = Translator.from_checkpoints(overfit / "run" / "last.pt", "cpu").sides.tgt    # words: no BPE here
     for line, sentence in zip(lines, FR[:4]):
         links = [tuple(map(int, x.split("-"))) for x in line.split()]
-        assert sorted(j for _, j in links) == list(range(len(side.tokens(sentence))))   # each word once
+        linked, n = [j for _, j in links], len(side.tokens(sentence))
+        assert linked == sorted(set(linked)) and set(linked) <= set(range(n))   # each word at most once
+        assert len(linked) >= n / 2                          # unlinked: only where </s> takes the most weight
     tgt.write_text("\n".join(FR[:3]) + "\n", encoding="utf-8")
     done = CliRunner().invoke(main, ["align", "-m", str(overfit / "run" / "last.pt"), "--source", str(src),
                                      "--target", str(tgt)])

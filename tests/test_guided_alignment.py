@@ -252,3 +252,58 @@ def test_the_logged_alignment_loss_is_the_models_on_the_batches_it_trained_on(ra
                 total, words = total + float(out[2]), words + float(out[3])
             fresh.append(total / words)
     assert logged == pytest.approx(fresh, rel=1e-4)
+
+
+def head_model():
+    from nmtkit.models.config import ModelConfig
+    from tests.test_fused import TINY
+    torch.manual_seed(0)
+    return build_model(ModelConfig(arch="rnnsearch", alignment_head=True, **TINY))
+
+
+def test_the_alignment_head_starts_as_the_attention_and_learns_alone():
+    """At first A = α (β = 1, the products ≈ 0); its loss trains the head only, the translation
+    model not at all; and a guided word the aligner left unlinked is trained toward </s>."""
+    from nmtkit.models.loss import unlinked_to_end
+    model = head_model()
+    src, mask, tgt = batch()
+    enc = model.encode(src, mask)
+    t, alpha = model.teacher_forced(enc, tgt[:, :-1])
+    a = model.head_alignment_logp(enc, t, tgt[:, 1:], alpha).exp()
+    real = mask.unsqueeze(1).expand_as(a)
+    assert torch.allclose(a[real], alpha[real], atol=1e-3)
+    g = torch.zeros(src.shape[0], tgt.shape[1] - 1, src.shape[1])
+    g[0, 0, 2] = 1.0
+    out = model(src, mask, tgt[:, :-1], tgt[:, 1:], guide=g)
+    out[2].backward()
+    grads = {k for k, p in model.named_parameters() if p.grad is not None and p.grad.abs().sum() > 0}
+    assert grads == {"align_head.W_q.weight", "align_head.W_k.weight", "align_head.W_k.bias", "align_head.beta"}
+    n_real = int((tgt[:, 1:] != 0).sum())
+    assert int(out[3]) == n_real            # every real target word is guided: to a link or to </s>
+    full = unlinked_to_end(g, mask, tgt[:, 1:])
+    assert full[0, 0, 2] == 1 and full[0, 0].sum() == 1
+    assert full[1, 0, 5] == 1 and full[3, 0, 0] == 1 and full[1, 5].sum() == 0    # </s> of lengths 6, 1; padding
+
+
+def test_forced_alignment_reads_the_head_and_search_leaves_it_to_force():
+    from nmtkit.translate.search import aligns_as_it_searches, force
+    model = head_model().eval()
+    with torch.no_grad():
+        for p in model.parameters():         # a head that differs from the attention
+            p.normal_(0, 0.3)
+    src, mask, tgt = batch()
+    tgt[:, 0] = 2                            # <s>, as force feeds it
+    tgt_out = tgt[:, 1:]
+    enc = model.encode(src, mask)
+    _, maps = force(model, enc, tgt_out)
+    t, alpha = model.teacher_forced(enc, tgt[:, :-1])
+    head = model.head_alignment_logp(enc, t, tgt_out, alpha).exp()
+    assert torch.allclose(maps, head, atol=1e-5) and not torch.allclose(maps, alpha, atol=1e-2)
+    assert not aligns_as_it_searches(model) and aligns_as_it_searches(tiny_model("rnnsearch"))
+
+
+@pytest.mark.parametrize("arch, extra", [("rnnsearch", {}), ("luong", {"guided_alignment_weight": 0.5})])
+def test_the_alignment_head_needs_links_and_rnnsearch(arch, extra):
+    from nmtkit.cli.train_settings import train_settings
+    with pytest.raises(UserError, match="--alignment-head"):
+        train_settings(arch, "tiny", "appendix-b", {"alignment_head": True, **extra}, {"alignment_head"})

@@ -42,7 +42,12 @@ model = options(
                       "fewer; the maxout units then number --emb. Not the paper's [default: off; --schedule cpu: on]."),
     click.option("--layer-norm", is_flag=True,
                  help="Layer-normalised GRUs (Ba et al. 2016), each product normalised as in Nematus. A "
-                      "change of model, saved in the checkpoint; not the paper's."))
+                      "change of model, saved in the checkpoint; not the paper's."),
+    click.option("--alignment-head", is_flag=True,
+                 help="rnnsearch, with --guided-alignment-weight: train a head beside the attention on the "
+                      "word links instead of the attention itself; it reads each target word once known "
+                      "(target foresight, Peter et al. 2017), and align, --alignments and --replace-unk read "
+                      "it. The translation model gets no gradient from it. Not the paper's."))
 
 
 optimization = options(

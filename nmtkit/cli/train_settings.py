@@ -76,6 +76,9 @@ def train_settings(arch: str, preset: str, schedule_name: str, values: dict[str,
     if cfg.guided_alignment_weight and (arch == "rnnencdec" or (is_luong(arch) and model.attention == "none")):
         raise UserError(f"--guided-alignment-weight trains the attention: --arch {arch} "
                         f"{'--attention none ' if is_luong(arch) else ''}has none")
+    if model.alignment_head and (arch != "rnnsearch" or not cfg.guided_alignment_weight):
+        raise UserError("--alignment-head learns from word links: it needs --arch rnnsearch and "
+                        "--guided-alignment-weight")
     if cfg.lr_decay != "none" and cfg.decay_after:
         raise UserError("--lr-decay and --decay-after are two schedules: give one")
     if cfg.lr_decay != "none" and not (cfg.max_updates or cfg.max_minutes or cfg.max_epochs):

@@ -22,7 +22,7 @@ from torch import nn
 from ..core.errors import UserError
 from .config import ModelConfig
 from .layers import inference_linear, restricted_output
-from .loss import alignment_cross_entropy, linear_cross_entropy, shortlisted_cross_entropy
+from .loss import alignment_cross_entropy, linear_cross_entropy, shortlisted_cross_entropy, unlinked_to_end
 
 
 @dataclass
@@ -141,7 +141,8 @@ class Seq2Seq(nn.Module):
         Given a ``guide`` (B, Ty, Tx; guided alignment), also the attention's cross-entropy
         against it and the number of guided positions (:func:`~.loss.alignment_cross_entropy`):
         then [loss, NLL, alignment loss, positions]."""
-        t, alpha = self.teacher_forced(self.encode(src, src_mask), tgt_in)
+        enc = self.encode(src, src_mask)
+        t, alpha = self.teacher_forced(enc, tgt_in)
         if tgt_out is None:
             return self.logits(t)
         out = self.output_nll(t, tgt_out, words, smoothing)
@@ -150,5 +151,27 @@ class Seq2Seq(nn.Module):
         if alpha is None:
             raise UserError(f"guided alignment needs attention; the {self.cfg.arch} model has none")
         loss, nll = (out[0], out[1]) if smoothing else (out, out)
+        head = self.head_alignment_logp(enc, t, tgt_out, alpha)
+        if head is not None:      # the links train the head; the attention stays translation's
+            return [loss, nll, *alignment_cross_entropy(head, unlinked_to_end(guide, src_mask, tgt_out), logp=True)]
         fed = tgt_in != 0 if self.attention_follows_input() else None     # <pad> is 0
         return [loss, nll, *alignment_cross_entropy(alpha, guide, fed)]
+
+    def head_alignment_logp(self, enc: EncoderOut, t: torch.Tensor, tgt_out: torch.Tensor,
+                            alpha: torch.Tensor | None) -> torch.Tensor | None:
+        """log A (B, Ty, Tx) of the alignment head (:mod:`.alignment_head`) for the words
+        ``tgt_out`` predicted from the readouts ``t``, or None for a model without one."""
+        return None
+
+    def has_alignment_head(self) -> bool:
+        return getattr(self, "align_head", None) is not None
+
+    @torch.no_grad()
+    def head_alignment(self, enc: EncoderOut, tgt_in: torch.Tensor, tgt_out: torch.Tensor) -> torch.Tensor | None:
+        """The alignment head's A (B, Ty, Tx) along given targets, by teacher forcing (forced
+        decoding knows every word in advance), or None for a model without a head."""
+        if not self.has_alignment_head():
+            return None
+        t, alpha = self.teacher_forced(enc, tgt_in)
+        logp = self.head_alignment_logp(enc, t, tgt_out, alpha)
+        return None if logp is None else logp.exp()

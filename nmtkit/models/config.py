@@ -53,6 +53,9 @@ class ModelConfig(Settings):
     # (Ba et al. 2016: each product W x, U s, C c normalised, as Nematus's). Not the paper's.
     tie_embeddings: bool = False
     layer_norm: bool = False
+    # rnnsearch: an alignment head beside the attention, trained on the corpus's word links
+    # (models.alignment_head); what align, --alignments and --replace-unk then read. Not the paper's.
+    alignment_head: bool = False
 
 
 # The architectures, by name (models.MODELS builds them; a test keeps the two alike): Bahdanau et
@@ -95,7 +98,7 @@ def preset_sizes(arch: str, preset: str) -> dict[str, int]:
 # Flags that belong to one family only: given to the other, they are refused rather than ignored.
 LUONG_ONLY = frozenset({"layers", "dropout", "attention", "score", "input_feed", "reverse_source", "window",
                         "window_renorm"})
-RNNSEARCH_ONLY = frozenset({"maxout", "readout", "encoder", "tie_embeddings", "layer_norm"})
+RNNSEARCH_ONLY = frozenset({"maxout", "readout", "encoder", "tie_embeddings", "layer_norm", "alignment_head"})
 SIZES = ("emb", "hidden", "align", "maxout", "layers")
 
 

@@ -172,16 +172,29 @@ def shortlisted_cross_entropy(t: torch.Tensor, weight: torch.Tensor, bias: torch
 
 
 def alignment_cross_entropy(alpha: torch.Tensor, guide: torch.Tensor, fed: torch.Tensor | None = None,
-                            eps: float = 1e-6) -> tuple[torch.Tensor, torch.Tensor]:
+                            eps: float = 1e-6, logp: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """Guided alignment's loss (Chen et al. 2016; Marian's ``--guided-alignment-cost ce``): the
     cross-entropy −Σ_j g_ij log(α_ij + ε) of each target position's attention α_i (B, Ty, Tx)
     against its row of the guide (:func:`~nmtkit.data.batching.guide`), summed over the
-    positions that have links (float32), and how many they are. ``fed`` (B, Ty), for models whose
+    positions that have links (float32), and how many they are; with ``logp``, ``alpha`` holds
+    log α already (an alignment head's log-softmax). ``fed`` (B, Ty), for models whose
     attention at step i aligns the word fed in, y_{i−1} (Luong et al.'s content scores): whether
     step i's input is a word; step i is then held to guide row i − 1, and a step fed padding
     to nothing."""
     if fed is not None:
         alpha, guide = alpha[:, 1:], guide[:, :alpha.shape[1] - 1] * fed[:, 1:, None].to(guide.device)
     guide = guide[:, :alpha.shape[1], :alpha.shape[2]].to(alpha.device)
-    total = -(guide * torch.log(alpha.float() + eps)).sum()
+    total = -(guide * (alpha.float() if logp else torch.log(alpha.float() + eps))).sum()
     return total, (guide.sum(-1) > 0).sum()
+
+
+def unlinked_to_end(guide: torch.Tensor, src_mask: torch.Tensor, tgt_out: torch.Tensor) -> torch.Tensor:
+    """The guide (B, Ty, Tx) with each real target word the aligner left unlinked (a row of
+    zeros) linked to its source's </s> instead, the alignment head's "no link" (the last real
+    position of ``src_mask``); padding rows stay empty."""
+    guide = guide[:, :tgt_out.shape[1], :src_mask.shape[1]].to(src_mask.device)
+    empty = (guide.sum(-1) == 0) & (tgt_out != 0)                 # <pad> is 0
+    end = (src_mask.sum(1).long() - 1).clamp(min=0)
+    null = torch.zeros_like(guide)
+    null[torch.arange(guide.shape[0], device=guide.device), :, end] = 1.0
+    return guide + null * empty.unsqueeze(-1).to(guide.dtype)

@@ -23,6 +23,7 @@ import torch
 from torch import nn
 
 from . import fused
+from .alignment_head import AlignmentHead
 from .attention import AdditiveAttention
 from .base import EncoderOut, Seq2Seq
 from .config import ModelConfig
@@ -51,7 +52,12 @@ class RNNSearch(Seq2Seq):
         self.V_o = nn.Linear(m, 2 * cfg.maxout, bias=False)
         self.C_o = nn.Linear(ctx, 2 * cfg.maxout, bias=False)
         self.W_o = nn.Linear(cfg.maxout, cfg.tgt_vocab)
+        if cfg.alignment_head and not self.attentive:
+            raise ValueError("an alignment head reads the attention: RNNencdec has none")
+        self.align_head = AlignmentHead(cfg.maxout, m, ctx, cfg.align) if cfg.alignment_head else None
         init_appendix_b1(self)
+        if self.align_head is not None:
+            self.align_head.reset_parameters()
         if cfg.tie_embeddings and cfg.maxout != m:
             raise ValueError(f"tied embeddings need maxout = emb (got {cfg.maxout} and {m})")
         self.tie_weights()
@@ -143,6 +149,13 @@ class RNNSearch(Seq2Seq):
 
     def output_layer(self) -> nn.Linear:
         return self.W_o
+
+    def head_alignment_logp(self, enc: EncoderOut, t: torch.Tensor, tgt_out: torch.Tensor,
+                            alpha: torch.Tensor | None) -> torch.Tensor | None:
+        if self.align_head is None:
+            return None
+        assert alpha is not None
+        return cast(torch.Tensor, self.align_head(t, self.embed(tgt_out), enc.h, enc.mask, alpha))
 
     def step_functions(self) -> list[tuple[nn.Module, str]]:
         found: list[tuple[nn.Module, str]] = [(self, "_recur")]

@@ -272,26 +272,38 @@ def greedy(model: Seq2Seq, enc: EncoderOut, max_ratio: float = 2.0, max_extra: i
 def aligns_as_it_searches(model: Seq2Seq) -> bool:
     """Whether the attention of each search step aligns the word chosen there, for every member
     of an ensemble: then the search's own α is each output's alignment, and nothing needs to
-    walk the outputs again (:func:`force`)."""
-    members = model.models if isinstance(model, Ensemble) else [model]
-    return not any(m.attention_follows_input() for m in members)
+    walk the outputs again (:func:`force`). Not so where the attention aligns the word fed in,
+    nor for a model with an alignment head, which reads each word once it is chosen."""
+    return not any(m.attention_follows_input() or m.has_alignment_head() for m in _members(model))
+
+
+def _members(model: Seq2Seq) -> list[Seq2Seq]:
+    return model.models if isinstance(model, Ensemble) else [model]
 
 
 @torch.no_grad()
 def force(model: Seq2Seq, enc: EncoderOut, tgt_out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Walk the decoder along given targets (B, Ty; </s>-terminated, <pad> after) with the
     same ``step`` the search uses: per-sentence log-probabilities (B,) and the alignment of each
-    target token (B, Ty, Tx), read as each model reads its attention
-    (:meth:`~nmtkit.models.base.Seq2Seq.attention_follows_input`)."""
-    if isinstance(model, Ensemble) and len({m.attention_follows_input() for m in model.models}) > 1:
-        # an ensemble whose members read their attention differently: align with each, average
-        parts = cast(EnsembleEncoderOut, enc).parts
-        total, _ = _walk(model, enc, tgt_out, False)
-        each = [_walk(m, e, tgt_out, m.attention_follows_input())[1] for m, e in zip(model.models, parts)]
-        found = [a for a in each if a is not None]
-        return total, torch.stack(found).mean(0) if found else _no_attention(enc, tgt_out)
-    total, maps = _walk(model, enc, tgt_out, model.attention_follows_input())
-    return total, _no_attention(enc, tgt_out) if maps is None else maps
+    target token (B, Ty, Tx): an alignment head's where a model has one, else its attention, read
+    as each model reads it (:meth:`~nmtkit.models.base.Seq2Seq.attention_follows_input`)."""
+    members = _members(model)
+    if len({m.attention_follows_input() for m in members}) == 1 and not any(m.has_alignment_head() for m in members):
+        total, maps = _walk(model, enc, tgt_out, model.attention_follows_input())
+        return total, _no_attention(enc, tgt_out) if maps is None else maps
+    # members that read their alignments differently: align with each, average
+    parts = cast(EnsembleEncoderOut, enc).parts if isinstance(model, Ensemble) else [enc]
+    total, _ = _walk(model, enc, tgt_out, False)
+    each = [_alignment(m, e, tgt_out) for m, e in zip(members, parts)]
+    found = [a for a in each if a is not None]
+    return total, torch.stack(found).mean(0) if found else _no_attention(enc, tgt_out)
+
+
+def _alignment(model: Seq2Seq, enc: EncoderOut, tgt_out: torch.Tensor) -> torch.Tensor | None:
+    """One model's alignment of ``tgt_out``: its head's, else its attention's along a walk."""
+    tgt_in = torch.cat([torch.full_like(tgt_out[:, :1], BOS), tgt_out[:, :-1]], 1)
+    head = model.head_alignment(enc, tgt_in, tgt_out)
+    return head if head is not None else _walk(model, enc, tgt_out, model.attention_follows_input())[1]
 
 
 def _walk(model: Seq2Seq, enc: EncoderOut, tgt_out: torch.Tensor,
