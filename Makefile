@@ -145,9 +145,11 @@ $(DEMO)/best.pt: $(BIN)/manifest.json
 
 # Guided alignment (docs/alignment.md): eflomal's links of the training pairs (the align extra, built
 # with the C compiler on first use), the demo's corpus binarized with them, and the demo's recipe
-# trained with the attention pulled towards them; then its AER on the gold verses and its test BLEU.
+# trained with an alignment head learning them (GUIDED_HEAD= : the attention pulled towards them
+# instead); then its AER on the gold verses and its test BLEU.
 GUIDED  ?= $(RUNS)/demo-guided
 GUIDED_WEIGHT ?= 0.5
+GUIDED_HEAD ?= --alignment-head
 $(VENV)/.align: $(VENV)/.installed
 	$(PY) -m pip install -q --disable-pip-version-check $(TORCH_CONSTRAINT) -e '.[align]'
 	touch $@
@@ -161,7 +163,7 @@ $(BIN)-links/manifest.json: $(VOCAB)/vocab.json $(DATA)/clean/train.links
 
 $(GUIDED)/best.pt: $(BIN)-links/manifest.json
 	$(NMTKIT) train $(BIN)-links --save-dir $(GUIDED) --threads $(JOBS) $(DEMO_TRAIN) \
-	    --guided-alignment-weight $(GUIDED_WEIGHT)
+	    --guided-alignment-weight $(GUIDED_WEIGHT) $(GUIDED_HEAD)
 
 demo-guided: $(GUIDED)/best.pt
 	$(PY) bin/bench-aer --model $< --data $(DATA) --threads $(JOBS) --no-eflomal

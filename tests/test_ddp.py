@@ -18,9 +18,10 @@ ENV = {"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin", "CUDA_VISIBLE_DEVICES": 
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("guided", [False, True])
+@pytest.mark.parametrize("guided", [None, "attention", "head"])
 def test_ddp_gloo_two_processes(raw, tmp_path, guided):
-    """With guided alignment too: its loss, summed over both processes, is a single one's."""
+    """With guided alignment too, on the attention or on an alignment head: its loss, summed over
+    both processes, is a single one's."""
     from nmtkit.data.binarize import binarize_corpus
     from tests.test_guided_alignment import diagonal_links
     make_corpus(raw, tmp_path)
@@ -36,7 +37,7 @@ def test_ddp_gloo_two_processes(raw, tmp_path, guided):
         # terms (the softmax ignores what every position shares), and Adam's first updates, divided
         # by their own root, would turn their rounding into steps of 2e-4
         cmd[cmd.index("adam")], cmd[cmd.index("0.01")] = "sgd", "0.5"
-        cmd += ["--guided-alignment-weight", "0.5"]
+        cmd += ["--guided-alignment-weight", "0.5"] + (["--alignment-head"] if guided == "head" else [])
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=240,
                           env=ENV)
     assert done.returncode == 0, done.stderr[-6000:]       # torchrun's own report takes 2,000

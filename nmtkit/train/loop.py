@@ -192,9 +192,21 @@ def update(state: TrainState, net: torch.nn.Module, steps: CompiledSteps, idx: n
                             f"raise --update-freq, or lower --max-len") from None
         loss_total = nll_sum.detach() if loss_total is None else loss_total + nll_sum.detach()   # logged: plain NLL
     assert loss_total is not None       # share() gives at least one piece
-    norm = torch.nn.utils.clip_grad_norm_(state.model.parameters(), cfg.clip) if cfg.clip else None
+    norm = _clip(state.model, cfg.clip) if cfg.clip else None
     state.opt.step()
     state.window.add(loss_total, norm, ntok, nsent, int(tgt.sizes[idx].sum()) + len(idx))
+
+
+def _clip(model: torch.nn.Module, limit: float) -> torch.Tensor:
+    """Clip the gradient's L2 norm to ``limit`` and return the norm before. An alignment head is
+    clipped on its own, so that its gradient never scales down the translation model's (whose
+    norm is the one returned and logged)."""
+    head = getattr(model, "align_head", None)
+    if head is None:
+        return torch.nn.utils.clip_grad_norm_(model.parameters(), limit)
+    torch.nn.utils.clip_grad_norm_(head.parameters(), limit)
+    apart = {id(p) for p in head.parameters()}
+    return torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if id(p) not in apart], limit)
 
 
 def report(state: TrainState, bar: TrainProgress) -> None:
