@@ -51,14 +51,16 @@ SIDES = ("src", "tgt")
 @dataclass
 class Progress:
     """Where training stands: updates done, the best dev score so far (higher is better),
-    validations since it improved, seconds spent training, and the updates the learning rate
-    decays over (``--lr-decay``; 0: not known yet)."""
+    validations since it improved, seconds spent training, the updates the learning rate
+    decays over (``--lr-decay``; 0: not known yet), and how long a validation takes (the last
+    one's seconds, or an estimate; --max-minutes keeps them for the final one)."""
 
     step: int = 0
     best: float = -math.inf
     bad_evals: int = 0
     seconds: float = 0.0
     budget: int = 0
+    validation_seconds: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import signal
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +116,8 @@ def run(state: TrainState) -> tuple[Progress, int]:
     total, unit = _budget(state.cfg, pace.per_epoch)
     if state.cfg.max_updates or state.cfg.max_epochs:     # counted: the schedule's budget is known
         state.progress.budget = int(total or 0)
+    if state.cfg.max_minutes and not state.progress.validation_seconds:
+        state.progress.validation_seconds = _validation_estimate(state)    # rank 0's clock decides
     state.model.train()
     with _StopFlag() as stop, TrainProgress(total, unit, disable=state.parallel.rank != 0) as bar:
         bar.update(state.progress.step if unit == "updates" else state.progress.seconds)
@@ -230,10 +233,11 @@ def validate_and_save(state: TrainState, bar: TrainProgress, rng: list[dict[str,
     """Validate, save, and say whether patience has run out (rank 0 decides; the others wait)."""
     if state.parallel.rank != 0:
         return False
-    progress = state.progress
+    progress, started = state.progress, time.perf_counter()
     metrics = validate(state.model, state.corpus, state.cfg, state.device, state.sides.vocab["tgt"])
     _record(state, metrics)
     training_curves(runlog.entries(state.save_dir), state.save_dir / "curves.png")
+    progress.validation_seconds = time.perf_counter() - started   # what the final one will take, about
     bar.validated(progress.step, metrics)
     if stuck := stuck_message(metrics):
         log(stuck)
@@ -245,6 +249,24 @@ def validate_and_save(state: TrainState, bar: TrainProgress, rng: list[dict[str,
         log(f"no improvement in {state.cfg.patience} validations: stopping")
         return True
     return False
+
+
+PROBE_SENTENCES = 16
+
+
+def _validation_estimate(state: TrainState) -> float:
+    """Seconds a validation will take, before any has run (rank 0; 0 elsewhere): one on the
+    first PROBE_SENTENCES dev pairs, timed and scaled to the split. The model is untrained, so its
+    greedy outputs run to the length limit: an estimate on the long side, corrected by the first
+    real validation. Its own time counts toward --max-minutes, as every validation's does."""
+    if state.parallel.rank != 0:
+        return 0.0
+    dev = len(state.corpus.split("valid")[0].sizes)
+    wanted = min(dev, state.cfg.valid_max_sentences or dev)
+    probe = replace(state.cfg, valid_max_sentences=min(PROBE_SENTENCES, wanted))
+    started = time.perf_counter()
+    validate(state.model, state.corpus, probe, state.device, state.sides.vocab["tgt"])
+    return (time.perf_counter() - started) * wanted / max(probe.valid_max_sentences, 1)
 
 
 def describe_batches(cfg: TrainConfig, world: int) -> str:

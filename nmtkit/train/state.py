@@ -58,8 +58,11 @@ class TrainState:
         return self.parallel.device
 
     def finished(self) -> bool:
-        """Whether a budget is spent: updates, epochs or minutes."""
-        return self.counted_out() or bool(self.cfg.max_minutes and self.progress.seconds >= 60 * self.cfg.max_minutes)
+        """Whether a budget is spent: updates, epochs or minutes, the minutes with the time of the
+        final validation kept back (``progress.validation_seconds``), so the run ends within them."""
+        progress = self.progress
+        return self.counted_out() or bool(
+            self.cfg.max_minutes and progress.seconds + progress.validation_seconds >= 60 * self.cfg.max_minutes)
 
     def counted_out(self) -> bool:
         """Whether the budget in updates or epochs is spent: the same on every process."""
