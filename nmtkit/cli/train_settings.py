@@ -76,6 +76,8 @@ def train_settings(arch: str, preset: str, schedule_name: str, values: dict[str,
     if cfg.guided_alignment_weight and (arch == "rnnencdec" or (is_luong(arch) and model.attention == "none")):
         raise UserError(f"--guided-alignment-weight trains the attention: --arch {arch} "
                         f"{'--attention none ' if is_luong(arch) else ''}has none")
+    if model.coverage != "none" and arch != "rnnsearch":
+        raise UserError(f"--coverage is read by RNNsearch's attention: --arch {arch} has none")
     if model.alignment_head and (arch != "rnnsearch" or not cfg.guided_alignment_weight):
         raise UserError("--alignment-head learns from word links: it needs --arch rnnsearch and "
                         "--guided-alignment-weight")

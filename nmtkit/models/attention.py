@@ -51,20 +51,28 @@ def _search_energies(keys: torch.Tensor, q: torch.Tensor, v: torch.Tensor) -> to
 
 
 class AdditiveAttention(nn.Module):
-    def __init__(self, query: int, annotation: int, align: int):
+    """With ``coverage`` (Tu et al. 2016), the energies read each source word's coverage
+    C_{i−1,j} too: e_ij = v_aᵀ tanh(W_a s_{i−1} + U_a h_j + V_a C_{i−1,j})."""
+
+    def __init__(self, query: int, annotation: int, align: int, coverage: bool = False):
         super().__init__()
         self.W_a = nn.Linear(query, align, bias=False)
         self.U_a = nn.Linear(annotation, align)
         self.v_a = nn.Linear(align, 1, bias=False)
+        self.V_a = nn.Linear(1, align, bias=False) if coverage else None
 
     def precompute(self, h: torch.Tensor) -> torch.Tensor:
         """U_a h: (B, Tx, 2n) → (B, Tx, n')."""
         return cast(torch.Tensor, self.U_a(h))
 
     def forward(self, s_prev: torch.Tensor, keys: torch.Tensor, h: torch.Tensor,
-                mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Context (B, 2n) and weights α (B, Tx) for decoder states ``s_prev`` (B, n)."""
+                mask: torch.Tensor, coverage: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Context (B, 2n) and weights α (B, Tx) for decoder states ``s_prev`` (B, n), and the
+        coverage (B, Tx) of a coverage model."""
         q = self.W_a(s_prev)
+        if self.V_a is not None:
+            assert coverage is not None
+            keys = keys + coverage.unsqueeze(-1).to(keys.dtype) * self.V_a.weight[:, 0].to(keys.dtype)
         if torch.compiler.is_compiling():
             # inductor fuses this and recomputes the tanh in backward by itself (_Energy's trick)
             e = torch.tanh(keys + q.to(keys.dtype).unsqueeze(1)) @ self.v_a.weight[0].to(keys.dtype)

@@ -13,8 +13,8 @@ text or vocabulary files.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, cast
+from dataclasses import dataclass, fields
+from typing import Any, Callable, cast
 
 import torch
 from torch import nn
@@ -29,29 +29,25 @@ from .loss import alignment_cross_entropy, linear_cross_entropy, shortlisted_cro
 class EncoderOut:
     """Annotations ``h`` (B, Tx, 2n), the mask (B, Tx), what the decoder's context needs
     precomputed once per sentence (``keys``: U_a h (B, Tx, n') for attention, C c (B, 3n) for
-    RNNencdec's fixed context), and a summary of the sentence for the initial state."""
+    RNNencdec's fixed context), a summary of the sentence for the initial state, and with a
+    coverage model each source word's fertility Φ (B, Tx)."""
 
     h: torch.Tensor
     mask: torch.Tensor
     keys: torch.Tensor | None = None
     summary: torch.Tensor | None = None
+    fertility: torch.Tensor | None = None
+
+    def _rows(self, take: Callable[[torch.Tensor], torch.Tensor]) -> "EncoderOut":
+        return EncoderOut(*(None if v is None else take(v) for v in (getattr(self, f.name) for f in fields(self))))
 
     def repeat(self, k: int) -> "EncoderOut":
         """Each sentence k times in a row (for k beams): row i·k + j is sentence i."""
-        if k == 1:
-            return self
-        keys, summary = self.keys, self.summary
-        return EncoderOut(self.h.repeat_interleave(k, 0), self.mask.repeat_interleave(k, 0),
-                          None if keys is None else keys.repeat_interleave(k, 0),
-                          None if summary is None else summary.repeat_interleave(k, 0))
-
+        return self if k == 1 else self._rows(lambda v: v.repeat_interleave(k, 0))
 
     def select(self, rows: torch.Tensor) -> "EncoderOut":
         """These rows only (search drops the sentences it has finished)."""
-        keys, summary = self.keys, self.summary
-        return EncoderOut(self.h.index_select(0, rows), self.mask.index_select(0, rows),
-                          None if keys is None else keys.index_select(0, rows),
-                          None if summary is None else summary.index_select(0, rows))
+        return self._rows(lambda v: v.index_select(0, rows))
 
 
 class Seq2Seq(nn.Module):

@@ -56,6 +56,9 @@ class ModelConfig(Settings):
     # rnnsearch: an alignment head beside the attention, trained on the corpus's word links
     # (models.alignment_head); what align, --alignments and --replace-unk then read. Not the paper's.
     alignment_head: bool = False
+    # rnnsearch: Tu et al. (2016)'s linguistic coverage, which the attention reads ("none": off).
+    # Not the paper's.
+    coverage: str = "none"
 
 
 # The architectures, by name (models.MODELS builds them; a test keeps the two alike): Bahdanau et
@@ -64,6 +67,8 @@ class ModelConfig(Settings):
 ARCHS = ("rnnsearch", "rnnencdec", "luong")
 READOUTS = ("prev", "next")
 ENCODERS = ("paper", "cudnn")
+COVERAGES = ("none", "linguistic")
+MAX_FERTILITY = 2.0     # Tu et al.'s N: a source word covers at most two target words' worth
 
 
 def is_luong(arch: str) -> bool:
@@ -98,7 +103,8 @@ def preset_sizes(arch: str, preset: str) -> dict[str, int]:
 # Flags that belong to one family only: given to the other, they are refused rather than ignored.
 LUONG_ONLY = frozenset({"layers", "dropout", "attention", "score", "input_feed", "reverse_source", "window",
                         "window_renorm"})
-RNNSEARCH_ONLY = frozenset({"maxout", "readout", "encoder", "tie_embeddings", "layer_norm", "alignment_head"})
+RNNSEARCH_ONLY = frozenset({"maxout", "readout", "encoder", "tie_embeddings", "layer_norm", "alignment_head",
+                            "coverage"})
 SIZES = ("emb", "hidden", "align", "maxout", "layers")
 
 

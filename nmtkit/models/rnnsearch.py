@@ -26,7 +26,7 @@ from . import fused
 from .alignment_head import AlignmentHead
 from .attention import AdditiveAttention
 from .base import EncoderOut, Seq2Seq
-from .config import ModelConfig
+from .config import MAX_FERTILITY, ModelConfig
 from .layers import BiEncoder, BlockNorm, CudnnEncoder, PaperGRU, init_appendix_b1
 
 
@@ -42,7 +42,11 @@ class RNNSearch(Seq2Seq):
         else:
             encoder = {"paper": BiEncoder, "cudnn": CudnnEncoder}[cfg.encoder]
             self.encoder = encoder(cfg.src_vocab, m, n, bidirectional=self.attentive)
-        self.attention = AdditiveAttention(n, ctx, cfg.align) if self.attentive else None
+        covered = cfg.coverage != "none"
+        if covered and not self.attentive:
+            raise ValueError("a coverage model is read by the attention: RNNencdec has none")
+        self.attention = AdditiveAttention(n, ctx, cfg.align, covered) if self.attentive else None
+        self.U_f = nn.Linear(ctx, 1) if covered else None     # Tu et al.'s fertility Φ_j = N σ(U_f h_j)
         self.W_s = nn.Linear(n if self.attentive else ctx, n)
         self.embed = nn.Embedding(cfg.tgt_vocab, m, padding_idx=0)
         self.gru = PaperGRU(m, n, cfg.layer_norm)           # W, U on E y_{i-1} and s_{i-1}
@@ -70,27 +74,46 @@ class RNNSearch(Seq2Seq):
     def encode(self, src: torch.Tensor, mask: torch.Tensor) -> EncoderOut:
         h, back_first = self.encoder(src, mask)
         if self.attention is not None:
-            return EncoderOut(h, mask, keys=self.attention.precompute(h), summary=back_first)
+            fertility = None if self.U_f is None else MAX_FERTILITY * torch.sigmoid(self.U_f(h).squeeze(-1).float())
+            return EncoderOut(h, mask, keys=self.attention.precompute(h), summary=back_first, fertility=fertility)
         last = (mask.sum(1) - 1).clamp(min=0)
         c = h[torch.arange(h.shape[0], device=h.device), last]
         return EncoderOut(h, mask, keys=self._gates(c), summary=c)   # c is fixed: C c once per sentence
 
     def init_state(self, enc: EncoderOut) -> torch.Tensor:
+        """s_0; with a coverage model [s_0; C_0], C_0 = 0 (B, Tx): one tensor, so that search
+        reorders and drops the coverage of each hypothesis with its state."""
         assert enc.summary is not None
-        return torch.tanh(self.W_s(enc.summary))
+        s = torch.tanh(self.W_s(enc.summary))
+        return s if self.U_f is None else torch.cat([s, s.new_zeros(s.shape[0], enc.mask.shape[1])], 1)
+
+    def _split(self, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """s and the coverage C (None without a coverage model) of a state."""
+        if self.U_f is None:
+            return state, None
+        return state[:, :self.cfg.hidden], state[:, self.cfg.hidden:]
+
+    def _join(self, s: torch.Tensor, coverage: torch.Tensor | None, alpha: torch.Tensor | None,
+              enc: EncoderOut) -> torch.Tensor:
+        """The next state: s_i, and C_i = C_{i−1} + α_i / Φ (Tu et al.'s linguistic coverage)."""
+        if coverage is None:
+            return s
+        assert alpha is not None and enc.fertility is not None
+        return torch.cat([s, (coverage.float() + alpha.float() / enc.fertility).to(s.dtype)], 1)
 
     # -- the decoder step ------------------------------------------------------
-    def _context(self, s_prev: torch.Tensor, enc: EncoderOut) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def _context(self, s_prev: torch.Tensor, enc: EncoderOut,
+                 coverage: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor | None]:
         if self.attention is None:
             assert enc.summary is not None
             return enc.summary, None
         assert enc.keys is not None
-        return cast(tuple[torch.Tensor, torch.Tensor], self.attention(s_prev, enc.keys, enc.h, enc.mask))
+        return cast(tuple[torch.Tensor, torch.Tensor], self.attention(s_prev, enc.keys, enc.h, enc.mask, coverage))
 
-    def _recur(self, w_y: torch.Tensor, s_prev: torch.Tensor,
-               enc: EncoderOut) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-        """c_i from s_{i-1}, then s_i. ``w_y`` is W E y_{i-1} for all three gates (B, 3n)."""
-        c, alpha = self._context(s_prev, enc)
+    def _recur(self, w_y: torch.Tensor, s_prev: torch.Tensor, enc: EncoderOut,
+               coverage: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """c_i from s_{i-1} (and C_{i-1}), then s_i. ``w_y`` is W E y_{i-1} for all three gates (B, 3n)."""
+        c, alpha = self._context(s_prev, enc, coverage)
         gates = self._gates(c) if self.attention is not None else enc.keys   # RNNencdec: C c, precomputed
         assert gates is not None
         return self.gru.cell(w_y + gates, s_prev), c, alpha
@@ -107,25 +130,29 @@ class RNNSearch(Seq2Seq):
 
     def step(self, y_prev: torch.Tensor, state: torch.Tensor,
              enc: EncoderOut) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-        """One target position: log-probabilities (B, K), s_i (B, n), α_i (B, Tx) or None."""
+        """One target position: log-probabilities (B, K), the next state (s_i (B, n), with C_i
+        for a coverage model), α_i (B, Tx) or None."""
         e_y = self.embed(y_prev)
-        s, c, alpha = self._recur(self.gru.inputs(e_y), state, enc)
-        t = self.deep_output(state if self.cfg.readout == "prev" else s, e_y, c)
-        return self.next_word_logp(t), s, alpha
+        s_prev, coverage = self._split(state)
+        s, c, alpha = self._recur(self.gru.inputs(e_y), s_prev, enc, coverage)
+        t = self.deep_output(s_prev if self.cfg.readout == "prev" else s, e_y, c)
+        return self.next_word_logp(t), self._join(s, coverage, alpha, enc), alpha
 
     def teacher_forced(self, enc: EncoderOut, tgt_in: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Readout features t (B, Ty, l) for the target prefix ``tgt_in`` (B, Ty), and the
         attention weights α (B, Ty, Tx) of every position (None for RNNencdec), through which
         a loss can take a gradient (guided alignment) on either path."""
-        s = self.init_state(enc)
+        state = self.init_state(enc)
         e_y = self.embed(tgt_in)
-        if fused.wanted(self, e_y):              # models.fused.use_fused: the whole recurrence by hand
-            seen, c_all, alpha = self._fused(s, self.gru.inputs(e_y), enc)
+        # models.fused.use_fused: the whole recurrence by hand (not the coverage model's)
+        if self.U_f is None and fused.wanted(self, e_y):
+            seen, c_all, alpha = self._fused(state, self.gru.inputs(e_y), enc)
             return self.deep_output(seen, e_y, c_all), alpha
         states, contexts, alphas = [], [], []
         for w_y in self.gru.inputs(e_y).unbind(1):    # unbind: one backward op, not one per slice
-            s_prev = s
-            s, c, alpha = self._recur(w_y, s_prev, enc)
+            s_prev, coverage = self._split(state)
+            s, c, alpha = self._recur(w_y, s_prev, enc, coverage)
+            state = self._join(s, coverage, alpha, enc)
             states.append(s_prev if self.cfg.readout == "prev" else s)
             contexts.append(c)
             alphas.append(alpha)

@@ -290,6 +290,42 @@ def report(runs: Path, raw: Path, no_unk_vocab: Path, models: str, samples: int,
     print(write_report(runs, raw, no_unk_vocab, tuple(models.split()), samples, beam, made_by))
 
 
+LONG = 60       # words: where under-translation shows (issue: passages over 60 words)
+
+
+def length_ratio(texts: Any, idx: list[int]) -> float:
+    """Words out over words in the reference (Moses tokens), summed over sentences ``idx``."""
+    out = sum(len(texts.hyps_tok[i].split()) for i in idx)
+    return out / max(sum(len(texts.refs_tok[0][i].split()) for i in idx), 1)
+
+
+def long_rows(runs: Path, raw: Path, models: tuple[str, ...], width: int = 20) -> list[str]:
+    """One table row per model: test sacreBLEU, passages' tokenized BLEU by source length, and the
+    output/reference length ratio of the passages up to LONG words and over."""
+    test, long = _texts(raw, runs, "test", models), _texts(raw, runs, "test-long", models)
+    buckets = bucket_rows(long["lengths"], long["texts"], width, 4 * width, 10)
+    short_idx = [i for i, n in enumerate(long["lengths"]) if n <= LONG]
+    long_idx = [i for i, n in enumerate(long["lengths"]) if n > LONG]
+    head = " | ".join(f"{r['lo']}–{r['hi'] or ''} ({r['sentences']})" for r in buckets)
+    lines = [f"| run | test BLEU (tok.) | passages BLEU by source words: {head} | ratio ≤{LONG} ({len(short_idx)}) | "
+             f"ratio >{LONG} ({len(long_idx)}) |", "|---|---:|" + "---:|" * len(buckets) + "---:|---:|"]
+    for m in models:
+        bleu = multi_bleu().corpus_score(test["texts"][m].hyps_tok, test["texts"][m].refs_tok).score
+        cells = " | ".join(f"{r['bleu_tok'][m]:.2f}" for r in buckets)
+        lines.append(f"| {m} | {bleu:.2f} | {cells} | {length_ratio(long['texts'][m], short_idx):.2f} | "
+                     f"{length_ratio(long['texts'][m], long_idx):.2f} |")
+    return lines
+
+
+@main.command("long")
+@click.option("--runs", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True)
+@click.option("--raw", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True)
+@click.option("--models", required=True, help="Run names under --runs, space-separated.")
+def long_table(runs: Path, raw: Path, models: str) -> None:
+    """Print the under-translation table: passages by length, and how long the outputs are."""
+    print("\n".join(long_rows(runs, raw, tuple(models.split()))))
+
+
 @main.command()
 @click.argument("arch")
 @click.option("--bench", type=click.Path(dir_okay=False, path_type=Path),
