@@ -1,5 +1,7 @@
 """nmtkit serve on a free loopback port: it translates, batches concurrent requests, answers
-every bad request with a 4xx JSON error and keeps serving, and stops cleanly on SIGTERM."""
+every bad request with a 4xx JSON error (FastAPI's 422 naming the field for an invalid one) and
+keeps serving, describes its API at /docs, passes a request's search settings to the search, and
+stops cleanly on SIGTERM."""
 
 import json
 import os
@@ -7,13 +9,18 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 import pytest
+from click.testing import CliRunner
 
+from nmtkit.core.errors import UserError
+from nmtkit.translate.settings import SearchConfig
 from tests.conftest import EN
 
 pytest.importorskip("fastapi", reason="nmtkit serve needs the serve extra (make install has it)")
@@ -24,6 +31,11 @@ def _free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _get(url):
+    with urllib.request.urlopen(url, timeout=10) as res:
+        return res.status, res.read().decode()
 
 
 def _post(url, body, content_type="application/json"):
@@ -94,29 +106,85 @@ def test_concurrent_clients_get_their_own_translations(server):
 
 
 @pytest.mark.parametrize("body, status, says", [
-    (b"", 400, "empty"),
-    (b"{not json", 400, "not JSON"),
-    (b'{"sentences": ["caf\xe9"]}', 400, "UTF-8"),
-    ({"sentences": "one"}, 422, "list of strings"),
-    ({"sentences": [1, 2]}, 422, "list of strings"),
-    ({"sentences": []}, 422, "no sentences"),
-    ({"sentences": ["a"], "beam": 0}, 422, "'beam'"),
-    ({"sentences": ["a"], "beam": "5"}, 422, "'beam'"),
-    ({"sentences": ["a"], "nbest": 4, "beam": 2}, 422, "more than 'beam'"),
-    ({"sentences": ["a"], "colour": 1}, 422, "unknown field"),
+    (b'{"sentences": ["caf\xe9"]}', 400, "parsing the body"),                    # not UTF-8: FastAPI's 400
     ({"sentences": ["word " * 10000]}, 413, "50,000 characters; at most 960"),   # refused before tokenizing
     ({"sentences": [EN[0], "a " * 61]}, 413, "sentence 1 has 61 subword units; at most 60"),
     ({"sentences": ["a"] * 9}, 413, "at most 8"),
+    ([{"src": "a"}] * 9, 413, "at most 8"),
     (b"[" + b'{"src": "a"},' * 10000 + b'{"src": "a"}]', 413, "bytes"),
-    ([{"text": "a"}], 422, "'src'"),
-    (7, 422, "object"),
 ])
 def test_every_bad_request_is_a_json_error_and_the_server_goes_on(server, body, status, says):
     url, proc = server
     got, answer = _post(url + "/translate", body)
-    assert got == status and says in answer["error"]
+    assert got == status and says in answer["error"] and answer["detail"] == answer["error"]
     assert _post(url + "/translate", {"sentences": [EN[0]]})[0] == 200
     assert proc.poll() is None
+
+
+@pytest.mark.parametrize("body, field", [
+    ({"sentences": ["a"], "beam": "five"}, "beam"),
+    ({"sentences": ["a"], "beam": "5"}, "beam"),          # strict, as before: a string is no number
+    ({"sentences": ["a"], "beam": True}, "beam"),
+    ({"sentences": ["a"], "beam": 0}, "beam"),
+    ({"sentences": ["a"], "beam": 25}, "beam"),           # over --max-beam (24)
+    ({"sentences": ["a"], "nbest": 4, "beam": 2}, "nbest"),
+    ({"sentences": ["a"], "nbest": 11}, "nbest"),         # over the limit (10)
+    ({"beam": 3}, "sentences"),                           # missing
+    ({"sentences": "one"}, "sentences"),
+    ({"sentences": [1, 2]}, "sentences"),
+    ({"sentences": []}, "sentences"),
+    ({"sentences": ["a"], "colour": 1}, "colour"),        # unknown: a misspelt setting is no default
+    ({"sentences": ["a"], "coverage_penalty": -0.1}, "coverage_penalty"),
+    ({"sentences": ["a"], "coverage_penalty": "0.2"}, "coverage_penalty"),
+    (b'{"sentences": ["a"], "alpha": NaN}', "alpha"),     # Python's JSON reads NaN; the search must not
+    ({"sentences": ["a"], "length_penalty": "words"}, "length_penalty"),
+    ({"sentences": ["a"], "max_ratio": 2.5}, "max_ratio"),   # a request may not raise the output limit
+    ({"sentences": ["a"], "min_len": -1}, "min_len"),
+    ({"sentences": ["a"], "attention": 1}, "attention"),
+    ([{"text": "a"}], "src"),
+    ([], "body"),                                         # the whole body: FastAPI's name for it
+    (7, "body"),
+    (b"", "body"),
+    (b"{not json", "body"),
+])
+def test_an_invalid_request_is_fastapis_422_naming_the_field(server, body, field):
+    url, proc = server
+    got, answer = _post(url + "/translate", body)
+    assert got == 422 and any(field in error["loc"] for error in answer["detail"]), answer
+    assert field in answer["error"]                       # the line the page shows
+    assert _post(url + "/translate", {"sentences": [EN[0]]})[0] == 200
+    assert proc.poll() is None
+
+
+def test_the_api_is_described_at_docs_and_openapi_json(server):
+    url, _ = server
+    status, page = _get(url + "/docs")
+    assert status == 200 and "swagger-ui" in page and "/openapi.json" in page
+    status, text = _get(url + "/openapi.json")
+    api = json.loads(text)
+    assert status == 200 and {"/translate", "/translator/translate", "/health", "/info"} <= set(api["paths"])
+    assert all("requestBody" in api["paths"][p]["post"] for p in ("/translate", "/translator/translate"))
+    request = api["components"]["schemas"]["TranslateRequest"]
+    assert set(request["properties"]) == {"sentences", "beam", "nbest", "length_penalty", "alpha",
+                                          "coverage_penalty", "max_ratio", "min_len", "no_unk", "alignment",
+                                          "attention"}
+    assert request["required"] == ["sentences"]
+    fields = request["properties"]
+    assert (fields["beam"]["default"], fields["beam"]["maximum"]) == (12, 24)    # --beam, --max-beam
+    assert (fields["coverage_penalty"]["default"], fields["coverage_penalty"]["minimum"]) == (0, 0)
+    assert fields["length_penalty"]["enum"] == ["none", "average", "gnmt"]
+    assert "src" in api["components"]["schemas"]["OpenNMTSentence"]["properties"]
+
+
+def test_a_coverage_penalty_reaches_the_search(server):
+    url, _ = server
+    ask = {"sentences": [EN[1]], "beam": 3}
+    plain = _post(url + "/translate", ask)[1]["translations"][0]
+    covered = _post(url + "/translate", {**ask, "coverage_penalty": 1.0})[1]["translations"][0]
+    # the penalty (never positive, and negative while some source unit has received less than
+    # all of its attention) joins the ranking, not the choice of open hypotheses: no translation
+    # ranks as high as the plain best did, and none scores higher
+    assert covered["ranking"] < plain["ranking"] and covered["score"] <= plain["score"]
 
 
 def test_the_page_is_served(server):
@@ -155,3 +223,86 @@ def test_sigterm_finishes_the_request_in_flight_then_stops(server):
     # uvicorn shuts down gracefully, then ends by the signal it caught, as a daemon should
     assert proc.returncode in (0, -signal.SIGTERM), proc.stderr.read()[-2000:]
     assert "Traceback" not in proc.stderr.read()
+
+
+class _FakeTranslator:
+    """What the app asks of a translator, recording the options each block is translated with."""
+
+    def __init__(self):
+        self.options = []
+
+    def source_length(self, line):
+        return len(line.split())
+
+    def translate_block(self, lines, options):
+        from nmtkit.translate.translator import Translation
+        if options.search.coverage_penalty and "no attention" in lines:
+            raise UserError("a coverage penalty reads the attention: this model has none")   # as the search does
+        self.options.append(options)
+        return [Translation(line, line.split(), line.split(), -1.0, -1.0) for line in lines]
+
+
+@pytest.fixture(scope="module")
+def fake_server():
+    """The app in this process, on a translator that records what it is asked, serving the
+    search settings of ``cfg.search`` to requests that name none."""
+    import uvicorn
+
+    from nmtkit.serve.app import create_app
+    from nmtkit.serve.settings import ServerConfig
+    cfg = ServerConfig(search=SearchConfig(beam=4, length_penalty="gnmt", coverage_penalty=0.2))
+    translator = _FakeTranslator()
+    server = uvicorn.Server(uvicorn.Config(create_app(translator, cfg), host="127.0.0.1", port=_free_port(),
+                                           log_level="warning"))
+    thread = threading.Thread(target=server.run)
+    thread.start()
+    for _ in range(300):
+        if server.started:
+            break
+        time.sleep(0.02)
+    yield f"http://127.0.0.1:{server.config.port}", translator, cfg
+    server.should_exit = True
+    thread.join(timeout=30)
+
+
+@pytest.mark.parametrize("asked, search", [
+    ({}, {}),                                             # the server's: coverage 0.2, gnmt, beam 4
+    ({"coverage_penalty": 0.5}, {"coverage_penalty": 0.5}),
+    ({"coverage_penalty": 0}, {"coverage_penalty": 0.0}),
+    ({"beam": 3, "nbest": 2, "length_penalty": "average", "alpha": 1, "max_ratio": 1.5, "min_len": 0,
+      "no_unk": True}, {"beam": 3, "nbest": 2, "length_penalty": "average", "alpha": 1.0, "max_ratio": 1.5,
+                        "min_len": 0, "no_unk": True}),
+])
+def test_a_requests_search_settings_are_what_the_translator_searches_with(fake_server, asked, search):
+    url, translator, cfg = fake_server
+    status, body = _post(url + "/translate", {"sentences": ["a b", "c"], **asked})
+    assert status == 200 and [t["text"] for t in body["translations"]] == ["a b", "c"]
+    assert translator.options[-1].search == replace(cfg.search, **search)
+
+
+def test_opennmt_requests_get_the_servers_search(fake_server):
+    url, translator, cfg = fake_server
+    status, body = _post(url + "/translator/translate", [{"src": "a b", "id": 1, "ref": "OpenNMT-py's own"}])
+    assert status == 200 and body == [[{"src": "a b", "tgt": "a b", "pred_score": -1.0, "n_best": 1, "id": 1}]]
+    assert translator.options[-1].search == cfg.search
+
+
+def test_a_setting_the_model_cannot_search_with_is_422(fake_server):
+    url, _, _ = fake_server
+    got, answer = _post(url + "/translate", {"sentences": ["no attention"], "coverage_penalty": 0.5})
+    assert got == 422 and "reads the attention" in answer["error"]
+    assert _post(url + "/translate", {"sentences": ["no attention"], "coverage_penalty": 0})[0] == 200
+
+
+def test_the_search_settings_come_from_options_or_a_config_file(tmp_path, monkeypatch):
+    import nmtkit.serve.app
+    from nmtkit.cli import main
+    started = []
+    monkeypatch.setattr(nmtkit.serve.app, "serve", lambda models, cfg, runtime: started.append(cfg))
+    (tmp_path / "serve.yaml").write_text("coverage-penalty: 0.2\nlength_penalty: gnmt\nno-unk: true\n",
+                                         encoding="utf-8")
+    r = CliRunner().invoke(main, ["serve", "-m", "x.pt", "--config", str(tmp_path / "serve.yaml"), "--beam", "5"])
+    assert r.exit_code == 0, r.output
+    assert started[0].search == SearchConfig(beam=5, coverage_penalty=0.2, length_penalty="gnmt", no_unk=True)
+    r = CliRunner().invoke(main, ["serve", "-m", "x.pt", "--coverage-penalty", "-1"])
+    assert r.exit_code == 2 and "--coverage-penalty" in r.output and len(started) == 1     # translate's bound

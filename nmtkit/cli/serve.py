@@ -9,16 +9,30 @@ import click
 from ..core.command import Command
 from ..core.errors import UserError
 from ..serve.settings import Limits, ServerConfig
+from ..translate.settings import SearchConfig
 from . import options
 from .config_file import config_options
+from .translate import translate
 
 _C = ServerConfig()
 _L = Limits()
 
+# The search settings a request may choose beside beam and nbest, each with translate's option as
+# the server's default: the same names, defaults, bounds and help, declared once (in translate).
+_SEARCH = ("length_penalty", "alpha", "coverage_penalty", "max_ratio", "min_len", "no_unk")
 
+
+def _search_options_after_beam(command: click.Command) -> click.Command:
+    """``command`` with translate's options of :data:`_SEARCH`, in translate's order, after its --beam."""
+    at = next(k for k, p in enumerate(command.params) if p.name == "beam") + 1
+    command.params[at:at] = [p for p in translate.params if p.name in _SEARCH]
+    return command
+
+
+@_search_options_after_beam
 @click.command(cls=Command, epilog="""\b
 Examples:
-  nmtkit serve -m runs/demo/best.pt                       # http://127.0.0.1:8080/ : the page
+  nmtkit serve -m runs/demo/best.pt            # http://127.0.0.1:8080/: the page; /docs: the API
   curl -s localhost:8080/translate -H 'Content-Type: application/json' \\
        -d '{"sentences": ["And God said, Let there be light."], "beam": 5}'
   nmtkit serve -m a.pt -m b.pt --host 0.0.0.0 --port 5000 --int8 --shortlist""")
@@ -27,7 +41,7 @@ Examples:
 @config_options
 @options.setting("--host", _C, None, "Address to listen on.")
 @options.setting("--port", _C, click.IntRange(0, 65535), "Port to listen on.")
-@options.setting("--beam", _C, click.IntRange(1), "Beam when a request names none (translate's default).")
+@options.setting("--beam", _C.search, click.IntRange(1), "Beam when a request names none (translate's default).")
 @options.setting("--max-sentences", _L, click.IntRange(1), "Sentences per request (and per batch of requests).")
 @options.setting("--max-length", _L, click.IntRange(1),
                  "Source subword units per sentence, as translate counts them: a longer one is refused (413).")
@@ -39,19 +53,22 @@ Examples:
 @click.option("--int8", is_flag=True, help="int8 linear layers on CPUs, as translate --int8.")
 @options.runtime
 @options.verbosity
-def serve(model_paths: tuple[str, ...], host: str, port: int, beam: int, max_sentences: int, max_length: int,
-          max_body: int, max_beam: int, batch_wait: float, shortlist: bool, int8: bool, **runtime: Any) -> None:
-    """Serve translation over HTTP: a JSON API (also OpenNMT-py's request shape) and a page that
-    shows the attention; a request that names no beam gets --beam. Needs FastAPI and uvicorn
-    (make install has them)."""
+def serve(model_paths: tuple[str, ...], host: str, port: int, max_sentences: int, max_length: int,
+          max_body: int, max_beam: int, batch_wait: float, shortlist: bool, int8: bool, **values: Any) -> None:
+    """Serve translation over HTTP: a JSON API (also OpenNMT-py's request shape, and described
+    at /docs) and a page that shows the attention. A request may choose the beam, nbest and the
+    search options below; one it names none of is the option's value here (translate's default),
+    and a request may lower --max-ratio, not raise it. Needs FastAPI and uvicorn (make install
+    has them)."""
+    search = SearchConfig(**{name: values.pop(name) for name in ("beam", *_SEARCH)})
     limits = Limits(max_sentences, max_length, max_body, max_beam)
-    cfg = ServerConfig(host, port, beam, batch_wait, int8, shortlist, limits).check()
+    cfg = ServerConfig(host, port, search, batch_wait, int8, shortlist, limits).check()
     try:
         from ..serve.app import serve as run  # an optional extra, and torch: not for --help
     except ImportError as err:
         raise UserError(f"nmtkit serve needs FastAPI and uvicorn ({err.name} is missing): "
                         f"pip install -e '.[serve]' in nmtkit's checkout") from None
-    run(list(model_paths), cfg, options.runtime_config(runtime))
+    run(list(model_paths), cfg, options.runtime_config(values))
 
 
 COMMANDS = (serve,)

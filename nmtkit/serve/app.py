@@ -1,134 +1,141 @@
-"""The HTTP API: ``POST /translate``, ``GET /health``, ``GET /info`` and the page at ``/``.
+"""The HTTP API: ``POST /translate``, ``GET /health``, ``GET /info``, the page at ``/``, and
+FastAPI's own ``/docs`` (Swagger UI) and ``/openapi.json``, which describe the API.
 
-``POST /translate`` takes ``{"sentences": [...], "beam": 5, "nbest": 1,
-"alignment": true, "attention": false}`` (all but ``sentences`` optional)
-and answers ``{"translations": [{"text", "score", "ranking", "alignment",
-"nbest"?, "source_tokens"?, "target_tokens"?, "attention"?, "source_words"?,
-"target_words"?, "word_attention"?}]}``, one per sentence, in order; with
-``"attention": true``, the subword tokens and their attention, and the same
-merged into words (:func:`~nmtkit.align.words.word_attention`). OpenNMT-py's
-request shape, a list of ``{"src": ..., "id": N}``, is answered in its
-shape (``[[{"src", "tgt", "pred_score", "n_best", "id"}]]``), at
-``/translate`` and at OpenNMT-py's own ``/translator/translate``, so its
-clients work unchanged.
+``POST /translate`` takes ``{"sentences": [...], "beam": 5, "nbest": 1, "coverage_penalty": 0.2,
+"alignment": true, "attention": false, ...}`` (all but ``sentences`` optional; :mod:`.schema`
+declares every field, its default and its bounds) and answers ``{"translations": [{"text",
+"score", "ranking", "alignment", "nbest"?, "source_tokens"?, "target_tokens"?, "attention"?,
+"source_words"?, "target_words"?, "word_attention"?}]}``, one per sentence, in order; with
+``"attention": true``, the subword tokens and their attention, and the same merged into words
+(:func:`~nmtkit.align.words.word_attention`). OpenNMT-py's request shape, a list of ``{"src":
+..., "id": N}``, is answered in its shape (``[[{"src", "tgt", "pred_score", "n_best", "id"}]]``),
+at ``/translate`` and at OpenNMT-py's own ``/translator/translate``, so its clients work unchanged.
 
-Every bad request gets a 4xx JSON ``{"error": "..."}`` and the server goes
-on: a body over ``max_body`` bytes (413), not UTF-8 or not JSON (400),
-wrong shapes or types (422), more than ``max_sentences`` sentences or a
-sentence longer than ``max_length`` subword units, as the model reads it
-(413), a beam over ``max_beam`` (422).
+Every bad request gets a 4xx JSON answer and the server goes on: a body that is not JSON or
+does not fit the schema, FastAPI's 422 (``detail``: pydantic's errors, each ``loc`` naming the
+field); not UTF-8, FastAPI's 400; a body over ``max_body`` bytes, more than ``max_sentences``
+sentences or a sentence longer than ``max_length`` subword units, as the model reads it, 413.
+Each answer also has a one-line ``error``, which the page shows.
 """
 
-from __future__ import annotations
+# No ``from __future__ import annotations`` here: FastAPI reads the endpoint's annotation, a type
+# made at run time from the server's limits, as an object.
 
-import json
+import math
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 from typing import Any, AsyncIterator
 
 import uvicorn
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .. import checkpoint
+from .. import __version__, checkpoint
 from ..align.files import EOS_LABEL
 from ..align.words import word_attention
 from ..core.console import log
 from ..core.errors import UserError
 from ..core.settings import RuntimeConfig
 from ..translate.io import json_record
-from ..translate.settings import SearchConfig, TranslateOptions
+from ..translate.settings import TranslateOptions
 from ..translate.translator import Translation, Translator
 from .batching import Batcher
+from .schema import NATIVE, OPENNMT, parsed, request_body
 from .settings import Limits, ServerConfig
 
 # Characters a sentence may have per subword unit of the limit, checked before tokenizing it.
 CHARS_PER_UNIT = 16
 
 
-def too_long(translator: Translator, sentences: list[str], limit: int) -> BadRequest | None:
-    """The refusal of the first sentence the model would read as more than ``limit`` units."""
-    for k, s in enumerate(sentences):
-        n = translator.source_length(s)
-        if n > limit:
-            return BadRequest(413, f"sentence {k} has {n:,} subword units; at most {limit:,}")
-    return None
-
-
-class BadRequest(Exception):
-    def __init__(self, status: int, message: str):
-        super().__init__(message)
-        self.status, self.message = status, message
-
-
-@dataclass(frozen=True)
-class Job:
-    """What a request asks beside its sentences; requests with equal jobs share batches."""
-
-    beam: int
-    nbest: int
-    attention: bool
-
-
-@dataclass(frozen=True)
-class Parsed:
-    sentences: list[str]
-    job: Job
-    ids: list[Any] | None          # OpenNMT-py's ids; None for the native shape
-    matrix: bool                   # the attention matrices asked for
-
-
-def parse(body: bytes, limits: Limits, default_beam: int) -> Parsed:
-    """What a request body (already within ``limits.max_body``) asks for; :class:`BadRequest`
-    naming the first thing wrong with it."""
-    if not body.strip():
-        raise BadRequest(400, "the body is empty: send JSON, {\"sentences\": [\"...\"]}")
-    try:
-        data = json.loads(body.decode("utf-8"))
-    except UnicodeDecodeError as err:
-        raise BadRequest(400, f"the body is not valid UTF-8 (byte {err.start})") from None
-    except json.JSONDecodeError as err:
-        raise BadRequest(400, f"the body is not JSON ({err.msg} at line {err.lineno} column {err.colno})") from None
-    ids: list[Any] | None = None
-    sentences: Any
-    options: dict[str, Any]
-    if isinstance(data, list):             # OpenNMT-py: [{"src": "...", "id": N}, ...]
-        if not all(isinstance(x, dict) and isinstance(x.get("src"), str) for x in data):
-            raise BadRequest(422, "a list body must hold objects with a string 'src' (OpenNMT-py's shape)")
-        sentences, ids, options = [x["src"] for x in data], [x.get("id") for x in data], {}
-    elif isinstance(data, dict):
-        sentences, options = data.get("sentences"), data
-        unknown = sorted(set(data) - {"sentences", "beam", "nbest", "alignment", "attention"})
-        if unknown:
-            raise BadRequest(422, f"unknown field '{unknown[0]}' (sentences, beam, nbest, alignment, attention)")
-        if not isinstance(sentences, list) or not all(isinstance(s, str) for s in sentences):
-            raise BadRequest(422, "'sentences' must be a list of strings")
-    else:
-        raise BadRequest(422, "the body must be an object {\"sentences\": [...]} or a list of {\"src\": ...}")
-    if not sentences:
-        raise BadRequest(422, "no sentences to translate")
+def check_size(translator: Translator, sentences: list[str], limits: Limits) -> None:
+    """:class:`HTTPException` (413) for more sentences than the limit, or the first one the
+    model would read as more than ``limits.max_length`` units."""
     if len(sentences) > limits.max_sentences:
-        raise BadRequest(413, f"{len(sentences)} sentences; at most {limits.max_sentences} a request")
+        raise HTTPException(413, f"{len(sentences)} sentences; at most {limits.max_sentences} a request")
+    chars = CHARS_PER_UNIT * limits.max_length
     for k, s in enumerate(sentences):
         # a unit has a character or more: this bounds the tokenizer's work before it is asked
-        if len(s) > CHARS_PER_UNIT * limits.max_length:
-            raise BadRequest(413, f"sentence {k} has {len(s):,} characters; at most "
-                                  f"{CHARS_PER_UNIT * limits.max_length:,}")
-    beam, nbest = options.get("beam", default_beam), options.get("nbest", 1)
-    for name, value, top in (("beam", beam, limits.max_beam), ("nbest", nbest, limits.max_nbest)):
-        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= top:
-            raise BadRequest(422, f"'{name}' must be a whole number from 1 to {top}")
-    try:
-        SearchConfig(beam=beam, nbest=nbest).check(("'nbest'", "'beam'"))
-    except UserError as err:
-        raise BadRequest(422, str(err)) from None
-    for name in ("alignment", "attention"):
-        if not isinstance(options.get(name, False), bool):
-            raise BadRequest(422, f"'{name}' must be true or false")
-    matrix = bool(options.get("attention", False))
-    return Parsed(sentences, Job(beam, nbest, matrix or bool(options.get("alignment", True))), ids, matrix)
+        if len(s) > chars:
+            raise HTTPException(413, f"sentence {k} has {len(s):,} characters; at most {chars:,}")
+        n = translator.source_length(s)
+        if n > limits.max_length:
+            raise HTTPException(413, f"sentence {k} has {n:,} subword units; at most {limits.max_length:,}")
+
+
+def error(status: int, message: str) -> JSONResponse:
+    """An error answer: FastAPI's ``detail``, and the one line ``error`` that the page shows."""
+    return JSONResponse({"detail": message, "error": message}, status)
+
+
+def invalid(errors: list[dict[str, Any]]) -> JSONResponse:
+    """FastAPI's 422 (pydantic's errors, each naming its field in ``loc``), with one line beside it."""
+    line = "; ".join(f"{_where(e['loc'])}: {e['msg']}" + (f" ({e['ctx']['error']})" if _says(e) else "")
+                     for e in errors)
+    # an input echoed back may be NaN or Infinity, which Python's JSON reads and JSON cannot write
+    return JSONResponse({"detail": jsonable_encoder(errors, custom_encoder={float: _finite}), "error": line}, 422)
+
+
+def _where(loc: tuple[Any, ...]) -> str:
+    """``body.beam`` for ``("body", "native", "beam")``: the shape's tag tells a reader nothing
+    that the body they sent does not."""
+    return ".".join(str(p) for p in loc if p not in (NATIVE, OPENNMT))
+
+
+def _says(e: dict[str, Any]) -> bool:
+    """Whether the error's context has a message of its own (a JSON parser's)."""
+    return isinstance(e.get("ctx", {}).get("error"), str)
+
+
+def _finite(x: float) -> float | str:
+    return x if math.isfinite(x) else str(x)
+
+
+class BodyLimit:
+    """ASGI middleware: a body over ``limit`` bytes, declared or chunked, is refused (413) once
+    it passes the limit, before FastAPI reads it whole; one within it goes on as it came."""
+
+    def __init__(self, app: ASGIApp, limit: int):
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        body, more = bytearray(), True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":          # the client went away
+                return
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+            if len(body) > self.limit:
+                return await error(413, f"the body has over {self.limit:,} bytes; at most {self.limit:,}")(
+                    scope, receive, send)
+        first: Message | None = {"type": "http.request", "body": bytes(body), "more_body": False}
+
+        async def replay() -> Message:
+            nonlocal first
+            message, first = first, None
+            return message if message is not None else await receive()   # then, a disconnect
+        await self.app(scope, replay, send)
+
+
+def _errors_as_json(app: FastAPI) -> None:
+    async def http_error(_: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, StarletteHTTPException)
+        return error(exc.status_code, str(exc.detail))
+
+    async def validation_error(_: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestValidationError)
+        return invalid(list(exc.errors()))
+
+    app.add_exception_handler(StarletteHTTPException, http_error)
+    app.add_exception_handler(RequestValidationError, validation_error)
 
 
 def native(t: Translation, attention: bool) -> dict[str, Any]:
@@ -154,12 +161,11 @@ def opennmt(t: Translation, src: str, id_: Any, nbest: int) -> dict[str, Any]:
 def create_app(translator: Translator, cfg: ServerConfig = ServerConfig(),
                info: dict[str, Any] | None = None) -> FastAPI:
     """The application around one loaded translator."""
-    limits, default_beam, shortlist = cfg.limits, cfg.beam, cfg.shortlist
+    limits, shortlist = cfg.limits, cfg.shortlist
     base = TranslateOptions(shortlist=shortlist)
 
     def translate(lines: list[str], job: Any) -> list[Translation]:
-        options = replace(base, search=SearchConfig(beam=job.beam, nbest=job.nbest), attention=job.attention,
-                          max_length=0)       # refused above
+        options = replace(base, search=job.search, attention=job.attention, max_length=0)   # refused above
         return translator.translate_block(lines, options)
 
     batcher = Batcher(translate, limits.max_sentences, cfg.batch_wait_ms / 1000)
@@ -170,30 +176,27 @@ def create_app(translator: Translator, cfg: ServerConfig = ServerConfig(),
         yield
         await batcher.stop()
 
-    app = FastAPI(title="nmtkit", lifespan=lifespan, docs_url=None, redoc_url=None)
+    app = FastAPI(title="nmtkit", version=__version__, lifespan=lifespan)
+    app.add_middleware(BodyLimit, limit=limits.max_body)
+    _errors_as_json(app)
+    Body = request_body(cfg)
 
-    async def answer(request: Request) -> JSONResponse:
-        body = bytearray()
-        async for chunk in request.stream():       # declared or chunked: cut off at the limit
-            body += chunk
-            if len(body) > limits.max_body:
-                return JSONResponse({"error": f"the body has over {limits.max_body:,} bytes; at most "
-                                              f"{limits.max_body:,}"}, 413)
+    async def answer(body: Body) -> JSONResponse:  # type: ignore[valid-type]
+        """Translate sentences: nmtkit's request, answered {"translations": [...]}, or OpenNMT-py's
+        list of {"src", "id"}, answered in its own shape."""
+        asked = parsed(body, cfg.search)
+        check_size(translator, asked.sentences, limits)
         try:
-            asked = parse(bytes(body), limits, default_beam)
-        except BadRequest as bad:
-            return JSONResponse({"error": bad.message}, bad.status)
-        refused = too_long(translator, asked.sentences, limits.max_length)
-        if refused is not None:
-            return JSONResponse({"error": refused.message}, refused.status)
-        out = await batcher.submit(asked.sentences, asked.job)
+            out = await batcher.submit(asked.sentences, asked.job)
+        except UserError as err:           # a setting this model cannot search with (coverage: no attention)
+            raise HTTPException(422, str(err)) from None
         if asked.ids is not None:
-            return JSONResponse([[opennmt(t, s, i, asked.job.nbest)
+            return JSONResponse([[opennmt(t, s, i, asked.job.search.nbest)
                                   for t, s, i in zip(out, asked.sentences, asked.ids)]])
         return JSONResponse({"translations": [native(t, asked.matrix) for t in out]})
 
-    app.add_api_route("/translate", answer, methods=["POST"])
-    app.add_api_route("/translator/translate", answer, methods=["POST"])
+    for path in ("/translate", "/translator/translate"):
+        app.add_api_route(path, answer, methods=["POST"], summary="Translate")
 
     @app.get("/health")
     async def health() -> dict[str, str]:
@@ -201,9 +204,10 @@ def create_app(translator: Translator, cfg: ServerConfig = ServerConfig(),
 
     @app.get("/info")
     async def describe() -> dict[str, Any]:
-        return {**(info or {}), "limits": vars(limits), "default_beam": default_beam,
+        return {**(info or {}), "limits": vars(limits), "default_beam": cfg.search.beam,
                 "shortlist": shortlist, "served": {"batches": batcher.batches, "sentences": batcher.sentences}}
 
+    # the page the server was written for stays at /; FastAPI's /docs describes the API beside it
     @app.get("/", response_class=HTMLResponse)
     async def page() -> str:
         return resources.files("nmtkit.serve").joinpath("page.html").read_text(encoding="utf-8")
@@ -222,5 +226,6 @@ def serve(model_paths: list[str], cfg: ServerConfig, runtime: RuntimeConfig) -> 
     if cfg.shortlist and translator.lexicon is None:
         raise UserError(f"--shortlist: {model_paths[0]} holds no lexicon; add one with 'nmtkit lexicon'")
     app = create_app(translator, cfg, info)
-    log(f"serving {', '.join(model_paths)} on http://{cfg.host}:{cfg.port}/ (POST /translate, GET /health, /info)")
+    log(f"serving {', '.join(model_paths)} on http://{cfg.host}:{cfg.port}/ "
+        f"(POST /translate, GET /health, /info, /docs)")
     uvicorn.run(app, host=cfg.host, port=cfg.port, log_level="warning", timeout_graceful_shutdown=30)

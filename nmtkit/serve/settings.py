@@ -1,5 +1,6 @@
 """What a server listens on and what it accepts: plain values, so that ``nmtkit serve``'s
-options read their defaults here (and its beam from :class:`SearchConfig`, as translate does)."""
+options read their defaults here (and its search settings from :class:`SearchConfig`, as
+translate does)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ class Limits:
 class ServerConfig:
     host: str = "127.0.0.1"
     port: int = 8080
-    beam: int = SearchConfig.beam  # when a request names none
+    search: SearchConfig = SearchConfig()   # what a request gets for each setting it names none of
     batch_wait_ms: float = 5.0     # how long a batch waits for other requests to join it
     int8: bool = False             # int8 linear layers on CPUs, as translate --int8
     shortlist: bool = False        # vocabulary selection, as translate --shortlist
@@ -30,6 +31,6 @@ class ServerConfig:
 
     def check(self) -> "ServerConfig":
         """This config, or :class:`UserError` for a default beam the limits would refuse."""
-        if self.beam > self.limits.max_beam:
-            raise UserError(f"--beam {self.beam} is more than --max-beam {self.limits.max_beam}")
+        if self.search.beam > self.limits.max_beam:
+            raise UserError(f"--beam {self.search.beam} is more than --max-beam {self.limits.max_beam}")
         return self

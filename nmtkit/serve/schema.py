@@ -1,0 +1,116 @@
+"""What ``POST /translate`` accepts, as pydantic models: FastAPI validates each body against
+them (a 422 whose ``detail`` names the field) and ``/docs`` and ``/openapi.json`` show them,
+with this server's defaults and limits.
+
+Two shapes: nmtkit's object ``{"sentences": [...], "beam": 5, ...}`` and OpenNMT-py's list of
+``{"src": "...", "id": N}``. The body's JSON type picks the shape before any field is read, so
+an error names the fields of the shape sent, after the shape's tag: ``["body", "native",
+"beam"]``, ``["body", "opennmt", 0, "src"]``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationInfo, field_validator
+
+from ..core.errors import UserError
+from ..translate.settings import LENGTH_PENALTIES, SearchConfig
+from .settings import ServerConfig
+
+NATIVE, OPENNMT = "native", "opennmt"      # the shapes, as an error's loc names them
+_SEARCH_FIELDS = frozenset(f.name for f in fields(SearchConfig))
+
+
+@dataclass(frozen=True)
+class Job:
+    """What a request asks beside its sentences; requests with equal jobs share batches."""
+
+    search: SearchConfig
+    attention: bool                # the attention computed (for the alignment or the matrices)
+
+
+@dataclass(frozen=True)
+class Parsed:
+    sentences: list[str]
+    job: Job
+    ids: list[Any] | None          # OpenNMT-py's ids; None for the native shape
+    matrix: bool                   # the attention matrices asked for
+
+
+class OpenNMTSentence(BaseModel):
+    """One sentence of OpenNMT-py's request. Its other keys are OpenNMT-py's own options, which
+    its clients may send: ignored, not refused."""
+
+    model_config = ConfigDict(strict=True)
+
+    src: str
+    id: Any = None
+
+
+def native_request(cfg: ServerConfig) -> type[BaseModel]:
+    """nmtkit's request shape, its defaults the server's options and its bounds the server's limits."""
+    s, limits = cfg.search, cfg.limits
+
+    class TranslateRequest(BaseModel):
+        """Sentences to translate and the search settings of ``nmtkit translate`` a request may
+        choose; one it names none of is the server's (its ``nmtkit serve`` options)."""
+
+        # strict: "5" is no beam and 1 no boolean; an unknown key is refused, so that a misspelt
+        # setting is never silently the default
+        model_config = ConfigDict(strict=True, extra="forbid")
+
+        sentences: list[str] = Field(
+            min_length=1, description=f"At most {limits.max_sentences}, each read as at most {limits.max_length} "
+                                      f"subword units (413 beyond).")
+        beam: int = Field(s.beam, ge=1, le=limits.max_beam, description="Beam width (1: greedy).")
+        nbest: int = Field(1, ge=1, le=limits.max_nbest, description="Hypotheses per sentence, best first "
+                                                                     "(at most beam).")
+        # one list of the penalties, translate's: Literal reads a tuple as its values
+        length_penalty: Literal[LENGTH_PENALTIES] = Field(  # type: ignore[valid-type]
+            s.length_penalty, description="Ranking of finished hypotheses: raw log-probability, per word, or GNMT's.")
+        alpha: float = Field(s.alpha, ge=0, allow_inf_nan=False, description="GNMT length penalty exponent.")
+        coverage_penalty: float = Field(
+            s.coverage_penalty, ge=0, allow_inf_nan=False,
+            description="Wu et al. (2016)'s coverage penalty beta, as translate --coverage-penalty (0: off).")
+        # the output limit bounds a request's work: a request may lower the server's, not raise it
+        max_ratio: float = Field(s.max_ratio, ge=0, le=s.max_ratio, allow_inf_nan=False,
+                                 description=f"Output limit: this times the source length, plus {s.max_extra}.")
+        min_len: int = Field(s.min_len, ge=0, description="Words before </s> at least.")
+        no_unk: bool = Field(s.no_unk, description="Never produce <unk>.")
+        alignment: bool = Field(True, description="Pharaoh word pairs from the attention.")
+        attention: bool = Field(False, description="The attention matrices, over subword units and words.")
+
+        @field_validator("nbest")
+        @classmethod
+        def _within_beam(cls, nbest: int, info: ValidationInfo) -> int:
+            if "beam" in info.data:          # else the beam's own error is the one to read
+                try:
+                    SearchConfig(beam=info.data["beam"], nbest=nbest).check()
+                except UserError as err:
+                    raise ValueError(str(err)) from None
+            return nbest
+
+    return TranslateRequest
+
+
+def request_body(cfg: ServerConfig) -> Any:
+    """The type of ``/translate``'s body: either shape, picked by its JSON type."""
+    opennmt = Annotated[list[OpenNMTSentence], Field(min_length=1), Tag(OPENNMT)]
+    return Annotated[Union[Annotated[native_request(cfg), Tag(NATIVE)], opennmt], Discriminator(_shape)]
+
+
+def _shape(body: Any) -> str:
+    return OPENNMT if isinstance(body, list) else NATIVE
+
+
+def parsed(body: BaseModel | list[OpenNMTSentence], defaults: SearchConfig) -> Parsed:
+    """The sentences and job of a validated body; OpenNMT-py's shape gets the server's search."""
+    if isinstance(body, list):
+        # the attention a native request computes by default (its alignment): the two shapes share batches
+        return Parsed([x.src for x in body], Job(defaults, attention=True), [x.id for x in body], False)
+    asked = body.model_dump()
+    search = replace(defaults, **{k: v for k, v in asked.items() if k in _SEARCH_FIELDS})
+    return Parsed(asked["sentences"], Job(search, asked["attention"] or asked["alignment"]), None,
+                  asked["attention"])
