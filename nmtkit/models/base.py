@@ -39,7 +39,8 @@ class EncoderOut:
     fertility: torch.Tensor | None = None
 
     def _rows(self, take: Callable[[torch.Tensor], torch.Tensor]) -> "EncoderOut":
-        return EncoderOut(*(None if v is None else take(v) for v in (getattr(self, f.name) for f in fields(self))))
+        optional = {f.name: getattr(self, f.name) for f in fields(self)[2:]}
+        return EncoderOut(take(self.h), take(self.mask), **{k: None if v is None else take(v) for k, v in optional.items()})
 
     def repeat(self, k: int) -> "EncoderOut":
         """Each sentence k times in a row (for k beams): row i·k + j is sentence i."""
