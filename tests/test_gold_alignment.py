@@ -84,17 +84,21 @@ def test_grow_diag_final_and_grows_from_the_intersection_then_adds_unaligned_pai
     assert grow_diag_final_and({(0, 0), (1, 1), (0, 1)}, {(0, 0), (1, 1)}) == {(0, 0), (1, 1)}
 
 
-def test_the_attention_of_any_model_gives_one_link_per_gold_french_word(overfit, tmp_path):
+def test_the_attention_of_any_model_gives_at_most_one_link_per_gold_french_word(overfit, tmp_path):
     out = tmp_path / "links"
     done = CliRunner().invoke(main, ["align", "-m", str(overfit / "run" / "last.pt"), "--tokenized",
                                      "--source", str(GOLD / "test.tok.en"), "--target", str(GOLD / "test.tok.fr"),
                                      "-o", str(out)])
     assert done.exit_code == 0, done.output
     fr = lines("test.tok.fr")
-    for line, verse in zip(out.read_text().splitlines(), fr):
-        assert sorted(int(x.split("-")[1]) for x in line.split()) == list(range(len(verse.split())))
+    found = out.read_text().splitlines()
+    for line, verse in zip(found, fr):    # a word whose weight goes mostly to </s> is left unlinked
+        linked = [int(x.split("-")[1]) for x in line.split()]
+        assert linked == sorted(set(linked)) and set(linked) <= set(range(len(verse.split())))
+    links = sum(len(line.split()) for line in found)
+    assert len(found) == 100 and 0 < links <= 3194              # 3,194 French words
     done = CliRunner().invoke(main, ["score-align", str(out), "-g", str(GOLD / "gold.links")])
-    assert done.exit_code == 0 and "100 sentences; 3,194 links" in done.output
+    assert done.exit_code == 0 and f"100 sentences; {links:,} links" in done.output
 
 
 def test_bench_aer_scores_each_model_and_refuses_a_missing_one_in_a_line(overfit, tmp_path):
@@ -104,7 +108,7 @@ def test_bench_aer_scores_each_model_and_refuses_a_missing_one_in_a_line(overfit
     done = subprocess.run([sys.executable, script, "--model", model, "--no-eflomal", "--threads", "1"],
                           env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert "| nmtkit attention (run/last.pt) | 3,194 |" in done.stdout       # a link per French word
+    assert re.search(r"\| nmtkit attention \(run/last.pt\) \| [\d,]+ \|", done.stdout)       # at most a link per French word
     results = json.loads((tmp_path / "aer.json").read_text())["results"]
     assert [r["sure"] for r in results.values()] == [2637]
     done = subprocess.run([sys.executable, script, "--model", tmp_path / "none.pt", "--no-eflomal"],
