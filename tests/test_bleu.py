@@ -67,5 +67,6 @@ def test_score_command_labels_both_bleus(files):
     assert r.exit_code == 0, r.output
     assert f"{TOKENIZED_LABEL}: 52.90" in r.stdout
     assert f"{SACREBLEU_LABEL}: " in r.stdout and "nrefs:1|case:mixed|eff:no|tok:13a" in r.stdout
-    j = CliRunner().invoke(main, ["score", str(files / "hyp.en"), "-r", str(files / "ref.en"), "--json"])
+    j = CliRunner().invoke(main, ["score", str(files / "hyp.en"), "-r", str(files / "ref.en"),
+                                  "--output-format", "json"])
     assert json.loads(j.stdout)["systems"][0]["bleu_tok"] == pytest.approx(52.90, abs=0.005)

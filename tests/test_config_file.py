@@ -1,4 +1,4 @@
-"""--config FILE (YAML or TOML) and --dump-config on train, translate and serve."""
+"""--config FILE (YAML or TOML) and --dump-config on train, translate and serve (score: tests/test_option_names.py)."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def test_a_luong_schedule_is_not_overridden_by_the_dumped_defaults(tmp_path):
                "--dump-config", tmp_path / "l.toml")
     assert r.exit_code == 0, r.output
     table = tomllib.loads((tmp_path / "l.toml").read_text(encoding="utf-8"))
-    assert table == {"data-bin": "bin", "save-dir": "r", "arch": "luong", "schedule": "luong"}
+    assert table == {"data": "bin", "save-dir": "r", "arch": "luong", "schedule": "luong"}
     r = invoke("train", "--config", tmp_path / "l.toml", "--dump-config", "-")
     assert r.exit_code == 0 and "\nschedule: luong\n" in r.stdout and "\n# optimizer: " in r.stdout
 

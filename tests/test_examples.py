@@ -178,18 +178,18 @@ ROLES = {
     **{(c, p): "parallel" for c, p in [("preprocess", "train"), ("preprocess", "valid"), ("preprocess", "test"),
                                        ("select", "in_domain"), ("select", "general")]},
     ("build-vocab", "train"): "clean",                 # parallel text and the preprocess.json beside it
-    ("word-align", "prefix"): "clean",
+    ("word-align", "train"): "clean",
     **{(c, p): "text" for c, p in [("tokenize", "input"), ("translate", "input"), ("score", "hypotheses"),
                                    ("score", "refs"), ("score", "source"), ("align", "source"), ("align", "target"),
                                    ("align-plot", "source"), ("align-plot", "target")]},
     **{(c, "model_paths"): "checkpoint" for c in ("translate", "score", "align", "align-plot", "serve", "average")},
     ("lexicon", "model_path"): "checkpoint", ("train", "init_from"): "checkpoint",
-    ("train", "data_bin"): "data-bin", ("score", "data_bin"): "data-bin", ("lexicon", "data_bin"): "data-bin",
+    **{(c, "data_bin"): "data-bin" for c in ("train", "score", "lexicon")}, ("train", "data_bin_arg"): "data-bin",
     ("preprocess", "vocab_dir"): "vocab", ("tokenize", "bpe_codes"): "bpe-codes",
     ("score", "no_unk"): "checkpoint",                 # or a vocabulary directory: see provide()
     ("translate", "unk_dict"): "unk-dict",
     ("score-align", "hypothesis"): "links", ("score-align", "gold"): "gold",   # gold: sure and possible links
-    **{(c, "config"): "earlier" for c in ("train", "translate", "serve")},    # written by a line shown before
+    **{(c, "config"): "earlier" for c in main.commands},    # written by a line shown before
     ("align-plot", "alignments"): "alignments",        # *.links: Pharaoh links; else translate --alignments
     ("info", "path"): "info",                          # *.pt, runs/..., else a binarized corpus
 }

@@ -1,17 +1,23 @@
 """bin/gpu-check, the unattended GPU proof: on a CPU its tiny mode runs every part that can,
 says which need a GPU, keeps its report whatever a part does, and exits 0."""
 
+import importlib.util
 import json
 import os
 import subprocess
 import sys
+from importlib.machinery import SourceFileLoader
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from tests.test_corpus import make_corpus
 
 ROOT = Path(__file__).resolve().parent.parent
+_loader = SourceFileLoader("gpu_check", str(ROOT / "bin" / "gpu-check"))
+script = importlib.util.module_from_spec(importlib.util.spec_from_loader("gpu_check", _loader))
+_loader.exec_module(script)
 # the CPU's tiny mode even on a GPU machine: these tests check the script, not a GPU
 ENV = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
 
@@ -49,7 +55,7 @@ def test_an_unknown_part_or_a_missing_data_bin_is_one_line(raw, tmp_path):
 @pytest.mark.slow
 def test_the_tiny_mode_benches_profiles_trains_kills_resumes_translates_and_tests(raw, tmp_path):
     make_corpus(raw, tmp_path)
-    done = gpu_check(raw, tmp_path / "check", "--minutes", "8", "--train-minutes", "0.5")
+    done = gpu_check(raw, tmp_path / "check", "--minutes", "8")
     assert done.returncode == 0, done.stderr[-3000:]
     parts = json.loads((tmp_path / "check" / "report.json").read_text())["parts"]
     assert [p for p in parts] == ["machine", "bench", "profile", "train", "wmt14", "tests"]
@@ -62,6 +68,38 @@ def test_the_tiny_mode_benches_profiles_trains_kills_resumes_translates_and_test
     assert parts["tests"]["counts"]["PASSED"] > 0 and parts["tests"]["counts"]["FAILED"] == 0
     md = (tmp_path / "check" / "report.md").read_text()
     assert "killed (SIGKILL) at update" in md and "skipped, and what each would prove:" in md
+
+
+def test_the_tiny_runs_budget_and_kill_are_updates_whatever_the_clock_says(tmp_path):
+    flags, planned = script._kill_plan(SimpleNamespace(gpu=False, args=SimpleNamespace(train_minutes=0.5)))
+    assert flags[:2] == ["--max-updates", script.TINY_UPDATES] and "--max-minutes" not in flags
+    log = tmp_path / "metrics.jsonl"
+    log.write_text(json.dumps({"step": script.TINY_VALID, "seconds": 600.0}) + "\n")     # a slow machine's
+    assert not planned(tmp_path)
+    log.write_text(json.dumps({"step": script.TINY_VALID + 1, "seconds": 0.5}) + "\n")   # a fast one's
+    assert planned(tmp_path)
+    flags, _ = script._kill_plan(SimpleNamespace(gpu=True, args=SimpleNamespace(train_minutes=0.0)))
+    assert flags[:2] == ["--max-minutes", script.TRAIN_MINUTES]          # a GPU's run is timed: its speed is the point
+
+
+@pytest.mark.slow
+def test_the_tiny_run_is_counted_in_updates_so_a_busy_cpu_only_slows_it(raw, tmp_path):
+    """Other jobs keeping every core busy: the tiny mode's run is still killed at its planned
+    update and resumed with updates left to go (a budget of a minute once went to 4 updates
+    before the kill, leaving the resumed run nothing to do)."""
+    make_corpus(raw, tmp_path)
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 2)]
+    try:
+        done = gpu_check(raw, tmp_path / "check", "--parts", "train")
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    assert done.returncode == 0, done.stderr[-3000:]
+    train = json.loads((tmp_path / "check" / "report.json").read_text())["parts"]["train"]
+    every, updates = script.TINY_VALID, script.TINY_UPDATES       # killed after the first save, resumed from one
+    assert train["status"] == "ok" and train["updates"] == updates
+    assert every < train["killed_at"] < updates and train["resumed_at"] % every == 0
 
 
 def test_a_second_job_in_the_same_place_keeps_the_first_jobs_parts(raw, tmp_path):

@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 import torch
+from click.testing import CliRunner
 
 from nmtkit import checkpoint
+from nmtkit.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 KILLS = 10
@@ -148,3 +150,52 @@ def test_a_run_waits_for_the_process_still_writing_its_save_dir(tmp_path, capsys
     fresh = SaveDirLock(tmp_path / "new", writes=False)
     fresh.wait()                                        # nothing to wait for: nothing created either
     assert not (tmp_path / "new").exists()
+
+
+def _slow_saving(raw: Path, tmp_path: Path, valid_every: int) -> tuple[list[str], subprocess.Popen]:
+    """A run whose save at a signal waits 2 s in the middle of writing last.pt, signalled once it
+    has logged 3 updates, and left writing; and its command without the slow save."""
+    from tests.test_corpus import make_corpus
+    make_corpus(raw, tmp_path)
+    cmd = command(tmp_path / "bin", tmp_path / "run")[:-6]
+    cmd[cmd.index("--max-updates") + 1] = "100000"
+    cmd[cmd.index("--valid-every") + 1] = str(valid_every)
+    cue = tmp_path / "writing"
+    slow = [sys.executable, str(ROOT / "tests" / "slow_save_train.py"), "2", str(cue), *cmd[3:]]
+    proc = subprocess.Popen(slow, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while logged_step(tmp_path / "run") < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    while not cue.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return cmd, proc
+
+
+def test_a_second_signal_while_last_pt_is_written_waits_for_it(raw, tmp_path):
+    """The second signal aborts once the save the first asked for is whole, not in its middle
+    (which would lose it: here, the run's only checkpoint)."""
+    cmd, proc = _slow_saving(raw, tmp_path, valid_every=100000)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err[-1500:]
+    reached = logged_step(tmp_path / "run")
+    torch.load(tmp_path / "run" / "last.pt", weights_only=True)           # a stranger's reader, too
+    assert checkpoint.load(tmp_path / "run" / "last.pt").training.progress.step == reached >= 3
+    assert not list((tmp_path / "run").glob(".*.tmp"))
+    assert "stopping once the checkpoints being written are whole" in err
+    cmd[cmd.index("--max-updates") + 1] = str(reached + 2)
+    again = CliRunner().invoke(main, cmd[3:])                 # in this process: no second start-up of torch
+    assert again.exit_code == 0 and f"resuming from {tmp_path / 'run' / 'last.pt'} at update {reached}" in again.output
+
+
+def test_a_third_signal_aborts_the_write_and_keeps_the_previous_last_pt(raw, tmp_path):
+    _, proc = _slow_saving(raw, tmp_path, valid_every=2)
+    for _ in range(2):
+        proc.send_signal(signal.SIGTERM)
+        time.sleep(0.5)                  # apart: two pending signals of one kind are delivered once
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err[-1500:]
+    saved = checkpoint.load(tmp_path / "run" / "last.pt").training.progress.step
+    assert saved % 2 == 0 and saved < logged_step(tmp_path / "run")       # a validation's, not the aborted one
+    assert not list((tmp_path / "run").glob(".*.tmp"))

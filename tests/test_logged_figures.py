@@ -63,14 +63,14 @@ def _user_bleu(model: Path, corpus: Path, out: Path) -> float:
                                 "--beam", "1", "-o", str(hyp), "--threads", "1", "-q"])
     assert done.exit_code == 0, done.output
     scored = runner.invoke(main, ["score", str(hyp), "-r", str(corpus / "bin" / "valid.fr.ref"), "--tokenized",
-                                  "--json"])
+                                  "--output-format", "json"])
     assert scored.exit_code == 0, scored.output
     return float(json.loads(scored.stdout)["systems"][0]["bleu_tok"])
 
 
 def _user_nll(model: Path, corpus: Path) -> float:
     scored = CliRunner().invoke(main, ["score", "-m", str(model), "--data", str(corpus / "bin"), "--split", "valid",
-                                       "--json", "--threads", "1"])
+                                       "--output-format", "json", "--threads", "1"])
     assert scored.exit_code == 0, scored.output
     return float(json.loads(scored.stdout)["corpus_nll"]["nll"])
 

@@ -293,7 +293,7 @@ def test_info_names_the_attention_and_a_renormalised_window(luong):
 
 
 def test_score_align_plot_and_resume_work_with_a_luong_checkpoint(luong, overfit, tmp_path):
-    r = invoke("score", "-m", luong, "--data", overfit / "bin-kept", "--json")
+    r = invoke("score", "-m", luong, "--data", overfit / "bin-kept", "--output-format", "json")
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["corpus_nll"]["nll_token"] < 0.5     # it learned the pairs
     src, ref = tmp_path / "s.en", tmp_path / "r.fr"

@@ -52,7 +52,7 @@ def _post(url, body, content_type="application/json"):
 def server(overfit):
     port = _free_port()
     proc = subprocess.Popen([sys.executable, "-m", "nmtkit", "serve", "-m", str(overfit / "run" / "last.pt"),
-                             "--port", str(port), "--threads", "1", "--max-sentences", "8", "--max-length", "60",
+                             "--port", str(port), "--threads", "1", "--max-sentences", "8", "--max-source-len", "60",
                              "--max-body", "100000", "--shortlist"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})

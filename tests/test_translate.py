@@ -24,7 +24,7 @@ def test_learned_sentences_come_back_detokenized(overfit):
     out = [re.sub(r" ([:;!?])", r"\1", line) for line in out]
     assert out[:5] == FR[:5]
     assert out[5] == "" and out[6] == FR[0]     # empty line stays empty; order is kept
-    r = invoke("score", overfit / "out.fr", "-r", overfit / "out.fr", "--json")
+    r = invoke("score", overfit / "out.fr", "-r", overfit / "out.fr", "--output-format", "json")
     assert r.exit_code == 0 and '"bleu": 100.0' in r.output
 
 
@@ -57,9 +57,10 @@ def test_score_several_references_and_mismatched_lengths(tmp_path):
     (tmp_path / "hyp").write_text(f"{a}\n{b}\n")
     (tmp_path / "r1").write_text(f"(1:1) {a}\nEt Dieu vit que la lumière fut\n")
     (tmp_path / "r2").write_text(f"Au commencement Dieu créa\n{b}\n")
-    one = invoke("score", tmp_path / "hyp", "-r", tmp_path / "r1", "--json")
-    cleaned = invoke("score", tmp_path / "hyp", "-r", tmp_path / "r1", "--clean", "verse-markers", "--json")
-    both = invoke("score", tmp_path / "hyp", "-r", tmp_path / "r1", "-r", tmp_path / "r2", "--json",
+    one = invoke("score", tmp_path / "hyp", "-r", tmp_path / "r1", "--output-format", "json")
+    cleaned = invoke("score", tmp_path / "hyp", "-r", tmp_path / "r1", "--clean", "verse-markers",
+                     "--output-format", "json")
+    both = invoke("score", tmp_path / "hyp", "-r", tmp_path / "r1", "-r", tmp_path / "r2", "--output-format", "json",
                   "--clean", "verse-markers")
     import json
     b1, bc, b2 = (json.loads(r.output)["systems"][0]["bleu"] for r in (one, cleaned, both))
@@ -82,7 +83,7 @@ def test_translate_score_is_the_nll_that_score_computes(overfit, tmp_path):
     assert [int(f[0]) for f in fields] == list(range(6))
     (tmp_path / "hyp").write_text("".join(f[1] + "\n" for f in fields), encoding="utf-8")
     r = invoke("score", tmp_path / "hyp", "-r", tmp_path / "hyp", "--tokenized", "--source", src,
-               "-m", ckpt(overfit), "--json")
+               "-m", ckpt(overfit), "--output-format", "json")
     assert r.exit_code == 0, r.output
     nll = json.loads(r.stdout)["systems"][0]["nll"]["sentences"]
     assert nll == pytest.approx([-float(f[2]) for f in fields], abs=2e-3)   # 4 decimals printed
@@ -142,17 +143,18 @@ def test_no_unk_and_replace_unk(overfit, tmp_path):
     model = unk_loving(overfit, tmp_path)
     src = tmp_path / "src.en"
     src.write_text("God saw the light.\n", encoding="utf-8")
-    plain = invoke("translate", "-m", model, src, "--tokenized", "--beam", 3, "--max-ratio", 0.5)
+    plain = invoke("translate", "-m", model, src, "--tokenized", "--beam", 3, "--max-output-ratio", 0.5)
     assert set(plain.stdout.split()) == {"<unk>"}
     # every other word now costs ~1000 nats, so the best output without <unk> is the empty one
     free = invoke("translate", "-m", model, src, "--tokenized", "--beam", 3, "--no-unk", "--nbest", 3)
     texts = [line.split(" ||| ")[1] for line in free.stdout.splitlines()]
     assert free.exit_code == 0 and len(texts) == 3 and any(texts) and "<unk>" not in free.stdout
-    copied = invoke("translate", "-m", model, src, "--tokenized", "--beam", 3, "--max-ratio", 0.5, "--replace-unk")
+    copied = invoke("translate", "-m", model, src, "--tokenized", "--beam", 3, "--max-output-ratio", 0.5,
+                    "--replace-unk")
     words = copied.stdout.split()
     assert words and set(words) <= {"God", "saw", "the", "light", "."}
     (tmp_path / "dict").write_text("God Dieu\nsaw vit\nthe la\nlight lumière\n. .\n", encoding="utf-8")
-    translated = invoke("translate", "-m", model, src, "--tokenized", "--beam", 3, "--max-ratio", 0.5,
+    translated = invoke("translate", "-m", model, src, "--tokenized", "--beam", 3, "--max-output-ratio", 0.5,
                         "--replace-unk", "--unk-dict", tmp_path / "dict")
     mapping = {"God": "Dieu", "saw": "vit", "the": "la", "light": "lumière", ".": "."}
     assert translated.stdout.split() == [mapping[w] for w in words]
@@ -256,7 +258,7 @@ def test_score_by_length_no_unk_bootstrap_and_corpus_nll(overfit, tmp_path):
     (tmp_path / "b").write_text("".join(x + "\n" for x in FR[1:5] + ["Amen.", "Dieu."]), encoding="utf-8")
     r = invoke("score", tmp_path / "a", tmp_path / "b", "--name", "good", "--name", "bad", "-r", ref,
                "--source", src, "--by-length", "--bucket-width", 5, "--plot", tmp_path / "len.png",
-               "--no-unk-vocab", overfit / "vocab-kept", "--bootstrap", 200, "--json")
+               "--no-unk-vocab", overfit / "vocab-kept", "--bootstrap", 200, "--output-format", "json")
     assert r.exit_code == 0, r.output
     res = json.loads(r.stdout)
     rows = res["by_length"]["rows"]
@@ -278,7 +280,7 @@ def test_score_by_length_no_unk_bootstrap_and_corpus_nll(overfit, tmp_path):
     assert f"{SACREBLEU_LABEL} by source length" in text.stdout
     assert f"{TOKENIZED_LABEL} by source length" in text.stdout
     unsure = unk_loving(overfit, tmp_path, boost=0.0, flatten=0.1)          # NLLs well above float32 rounding
-    nll = invoke("score", "-m", unsure, "--data", overfit / "bin-kept", "--split", "valid", "--json")
+    nll = invoke("score", "-m", unsure, "--data", overfit / "bin-kept", "--split", "valid", "--output-format", "json")
     assert nll.exit_code == 0, nll.output
     corpus = json.loads(nll.stdout)["corpus_nll"]
     from nmtkit.translate.translator import Translator
@@ -318,7 +320,7 @@ def test_no_unk_subset_from_a_checkpoint_and_pdf_heatmap(overfit, tmp_path):
     from tests.conftest import write_pair
     write_pair(tmp_path / "t", EN[:3] + ["God saw the xylophone."], FR[:3] + ["Dieu vit le xylophone."])
     r = invoke("score", tmp_path / "t.fr", "-r", tmp_path / "t.fr", "--source", tmp_path / "t.en",
-               "--no-unk-vocab", ckpt(overfit), "--json")
+               "--no-unk-vocab", ckpt(overfit), "--output-format", "json")
     assert json.loads(r.stdout)["systems"][0]["no_unk"]["sentences"] == 3
     r = invoke("align-plot", "-m", ckpt(overfit), "--source", tmp_path / "t.en", "--target", tmp_path / "t.fr",
                "-n", "1", "-o", tmp_path / "a.pdf")
@@ -332,10 +334,10 @@ def test_a_line_over_max_length_is_cropped_with_a_warning_and_still_gives_one_li
     assert r.exit_code == 0, r.output
     lines = r.stdout.splitlines()
     assert len(lines) == 3
-    assert "line 2: 5,000 subword units; translating the first 250 (--max-length)" in r.stderr
+    assert "line 2: 5,000 subword units; translating the first 250 (--crop-len)" in r.stderr
     # the search was bounded by the cropped source: at most 2 × 250 + 10 output words
     assert len(lines[1].split()) <= 2 * 250 + 10
     assert lines[0] == CliRunner().invoke(main, ["translate", "-m", str(ckpt(overfit)), "--beam", "12"],
                                           input=EN[0] + "\n").stdout.strip()
-    short = invoke("translate", "-m", ckpt(overfit), src, "--max-length", 3)
-    assert short.exit_code == 0 and short.stderr.count("translating the first 3 (--max-length)") == 3
+    short = invoke("translate", "-m", ckpt(overfit), src, "--crop-len", 3)
+    assert short.exit_code == 0 and short.stderr.count("translating the first 3 (--crop-len)") == 3

@@ -13,6 +13,7 @@ from ..core.command import Command
 from ..core.console import log
 from ..core.errors import UserError
 from . import options
+from .config_file import config_options
 
 
 @click.command(cls=Command, epilog="""\b
@@ -20,6 +21,7 @@ Example (the attention's alignment of reference translations, for score-align):
   nmtkit align -m runs/demo/best.pt --source test.en --target test.fr -o test.links""")
 @click.option("-m", "--model", "model_paths", required=True, multiple=True, type=click.Path(dir_okay=False),
               help="Checkpoint; repeat for an ensemble (attention averaged).")
+@config_options
 @click.option("--source", required=True, type=click.Path(dir_okay=False), help="Source sentences, one a line.")
 @click.option("--target", required=True, type=click.Path(dir_okay=False), help="Their translations, one a line.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), help="Pharaoh file [default: stdout].")
@@ -43,6 +45,7 @@ Examples:
   # hard links (translate --print-alignment, fast_align) over Moses-token files
   nmtkit align-plot test.links --source test.tok.en --target test.tok.fr -n 7 -o links7.png""")
 @click.argument("alignments", required=False)
+@config_options
 @click.option("-n", "--sentences", required=True, help="Line numbers to plot, from 1: '3,10-12'.")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="Picture (.png/.svg/.pdf); several sentences get -LINE before the suffix.")
@@ -94,19 +97,21 @@ then binarize with 'preprocess --vocab VOCAB --align-suffix links' and train wit
 '--guided-alignment-weight 0.5' (make demo-guided runs the three).""")
 @click.option("-s", "--source-lang", required=True, help="Source language code (files are PREFIX.LANG).")
 @click.option("-t", "--target-lang", required=True, help="Target language code.")
-@click.option("--train", "prefix", required=True, help="Prefix of clean tokenized text from 'preprocess'.")
-@click.option("--suffix", default="links", show_default=True, help="The links go to PREFIX.SUFFIX.")
+@click.option("--train", "train", required=True, help="Prefix of clean tokenized text from 'preprocess'.")
+@click.option("--align-suffix", default="links", show_default=True, metavar="SUFFIX",
+              help="The links go to PREFIX.SUFFIX (preprocess --align-suffix then reads them).")
+@options.renamed("--suffix", "--align-suffix", "align_suffix")
 @click.option("--symmetrize", type=click.Choice(SYMMETRIZATIONS),
               default="grow-diag-final-and", show_default=True,
               help="How the two directions' links become one set.")
 @options.verbosity
-def word_align(source_lang: str, target_lang: str, prefix: str, suffix: str, symmetrize: str) -> None:
+def word_align(source_lang: str, target_lang: str, train: str, align_suffix: str, symmetrize: str) -> None:
     """Word-align a tokenized parallel corpus with eflomal (pip install 'nmtkit[align]'): Pharaoh
     i-j pairs over its Moses tokens, one line per sentence pair, for 'preprocess --align-suffix'
     and 'train --guided-alignment-weight'."""
     from ..align.statistical import word_align as run     # here: the aligner's code loads to align only
-    out = Path(f"{prefix}.{suffix}")
-    done = run(Path(f"{prefix}.{source_lang}"), Path(f"{prefix}.{target_lang}"), out, symmetrize)
+    out = Path(f"{train}.{align_suffix}")
+    done = run(Path(f"{train}.{source_lang}"), Path(f"{train}.{target_lang}"), out, symmetrize)
     log(f"{out}: {done['links']:,} links over {done['pairs']:,} pairs ({symmetrize}) in {done['seconds']:.0f} s")
 
 

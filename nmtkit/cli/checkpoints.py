@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 
 from ..core.command import Command
-from ..core.console import log
+from ..core.console import Results, log
 from ..data.manifest import MANIFEST, read_manifest
 from ..data.settings import LexiconConfig
 from . import options
@@ -24,20 +23,21 @@ Examples:
   nmtkit info runs/demo/best.pt                  # a checkpoint
   nmtkit info runs/demo                          # a training run: how far, how fast, which best.pt
   nmtkit info data-bin                           # a binarized corpus: splits, vocabularies, drops
-  nmtkit info runs/demo/best.pt --json | python -m json.tool""")
+  nmtkit info runs/demo/best.pt --output-format json | python -m json.tool""")
 @click.argument("path", metavar="PATH", type=click.Path())
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
+@options.json_output
 @options.verbosity
-def info(path: str, as_json: bool) -> None:
+def info(path: str, output_format: str) -> None:
     """What a checkpoint holds (architecture and sizes, languages and vocabularies, training
     progress and best dev score, the resolved training settings); what a training run's
     SAVE_DIR says (updates, minutes, speed, machine, best.pt); or a binarized corpus's summary."""
     found: dict[str, Any]
+    as_json = output_format == "json"
     if Path(path).is_dir() and (Path(path) / MANIFEST).exists():
         from ..data.summary import corpus_summary  # here: numpy loads to summarise a corpus only
         manifest = read_manifest(path)
         if not as_json:
-            Console().print(corpus_summary(manifest))
+            Results().print(corpus_summary(manifest))
             return
         found = manifest.to_dict()
     elif Path(path).is_dir():
@@ -73,8 +73,7 @@ Examples:
   nmtkit lexicon runs/old/best.pt --data data-bin                 # add one to a checkpoint, in place
   nmtkit lexicon best.pt --data data-bin --frequent 2000 --per-source 100 -o best-wide.pt""")
 @click.argument("model_path", metavar="CKPT", type=click.Path(dir_okay=False))
-@click.option("--data", "data_bin", required=True, type=click.Path(file_okay=False),
-              help="The binarized corpus the model was trained on (same vocabularies).")
+@options.data("The binarized corpus the model was trained on (same vocabularies).", required=True)
 @options.setting("--frequent", _L, click.IntRange(0), "Target words always in the list: the N most frequent.")
 @options.setting("--per-source", _L, click.IntRange(1),
                  "Translations listed per source word (by Dice's coefficient over the training pairs).")

@@ -144,5 +144,6 @@ def config_options(fn: Callable[..., Any]) -> Callable[..., Any]:
              "or TOML for a .toml name; '-': YAML on stdout.")(run)
     return click.option(
         "--config", type=click.Path(dir_okay=False), is_eager=True, expose_value=False, callback=read_config,
+        # the help is shared by every command: an example key would name an option most lack
         help="Options from a YAML or TOML (.toml) file, keys as the long flags without -- "
-             "(e.g. 'hidden: 512' for --hidden 512); flags on the command line win.")(run)
+             "('NAME: VALUE' for --NAME VALUE); flags on the command line win.")(run)

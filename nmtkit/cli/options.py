@@ -44,17 +44,47 @@ def options(*decorators: Decorator) -> Decorator:
     return apply
 
 
-def renamed(old: str, new: str, dest: str, **extra: Any) -> Decorator:
-    """A hidden option under an old spelling (``-o/--out``) that still works but says, on stderr,
-    to use the new one (``--dest-dir``), whose parameter ``dest`` takes its value."""
+def _hand_to(dest: str, warning: str = "") -> Callable[[click.Context, click.Parameter, Any], None]:
+    """A callback giving a parameter's value, when given, to the parameter ``dest`` (after
+    ``warning`` on stderr, if any)."""
     def forward(ctx: click.Context, _param: click.Parameter, value: Any) -> None:
         if value is None or value == () or value is False:
             return
-        click.echo(f"{ctx.command_path}: warning: {old} is deprecated, use {new}", err=True)
+        if warning:
+            click.echo(f"{ctx.command_path}: warning: {warning}", err=True)
         # the new option, absent from the command line, is processed after this one and reads it here
         ctx.default_map = {**(ctx.default_map or {}), dest: value}
+    return forward
+
+
+def renamed(old: str, new: str, dest: str, **extra: Any) -> Decorator:
+    """A hidden option under an old spelling (``-o/--out``) that still works but says, on stderr,
+    to use the new one (``--dest-dir``), whose parameter ``dest`` takes its value."""
     # a name of its own, so that the new option's value in --config never reaches it
-    return click.option(*old.split("/"), f"old_{dest}", hidden=True, expose_value=False, callback=forward, **extra)
+    return click.option(*old.split("/"), f"old_{dest}", hidden=True, expose_value=False,
+                        callback=_hand_to(dest, f"{old} is deprecated, use {new}"), **extra)
+
+
+def positional(dest: str, metavar: str, **extra: Any) -> Decorator:
+    """An optional argument that is another spelling of the option whose parameter is ``dest``
+    (``train DATA_BIN``, fairseq's, for ``--data``): one parameter, so --config and --dump-config
+    know one key."""
+    return click.argument(f"{dest}_arg", metavar=metavar, required=False, expose_value=False,
+                          callback=_hand_to(dest), **extra)
+
+
+def data(help: str, **extra: Any) -> Decorator:
+    """``--data DATA_BIN``: a binarized corpus (``preprocess --vocab``'s directory), on every command
+    that reads one."""
+    return click.option("--data", "data_bin", type=click.Path(file_okay=False), metavar="DATA_BIN", help=help,
+                        **extra)
+
+
+# What info, score and score-align print; translate's --output-format has its own (jsonl: a line each).
+json_output = options(
+    click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True,
+                 help="json: one JSON object instead of text."),
+    renamed("--json", "--output-format json", "output_format", is_flag=True, flag_value="json"))
 
 
 dest_dir = options(
@@ -139,20 +169,40 @@ search = options(
             "included) of log min(attention received, 1) to each finished hypothesis' rank, a penalty "
             "(never positive) on translations that leave source words out (0: off; GNMT used 0.2 with "
             "--length-penalty gnmt)."),
-    setting("--max-ratio", _SEARCH, click.FloatRange(0), "Output limit: this times the source length, plus 10."),
-    setting("--min-len", _SEARCH, click.IntRange(0),
-            "Words before </s> at least (1, as GroundHog and fairseq: no empty translation)."),
+    setting("--max-output-ratio", _SEARCH, click.FloatRange(0),
+            "Output limit: this times the source length, plus 10 (fairseq's --max-len-a, Marian's "
+            "--max-length-factor).", dest="max_ratio"),
+    renamed("--max-ratio", "--max-output-ratio", "max_ratio", type=click.FloatRange(0)),
+    setting("--min-output-len", _SEARCH, click.IntRange(0),
+            "Words before </s> at least (1, as GroundHog and fairseq's --min-len: no empty translation).",
+            dest="min_len"),
+    renamed("--min-len", "--min-output-len", "min_len", type=click.IntRange(0)),
     click.option("--nbest", type=click.IntRange(0), default=0, show_default=True,
                  help="Write the N best (1: the best alone) as Moses n-best lines: "
                       "'i ||| text ||| log p ||| normalised log p', i from 0 (0: the best, as plain text)."),
     click.option("--no-unk", is_flag=True, help="Never produce <unk> (the paper's Table 1, last column)."))
 
 
+sampling = options(
+    click.option("--sampling", is_flag=True,
+                 help="Draw each output word by word from the model's distribution instead of searching, "
+                      "for back-translation (fairseq's --sampling, Marian's --output-sampling); --nbest N draws "
+                      "N independent samples per line, written best first; --beam is unused."),
+    setting("--temperature", _SEARCH, click.FloatRange(0, min_open=True),
+            "With --sampling: draw from softmax(log p / T), sharper below 1, flatter above."),
+    setting("--top-k", _SEARCH, click.IntRange(0),
+            "With --sampling: draw among the K most probable words only (0: the whole vocabulary)."),
+    setting("--seed", _SEARCH, click.IntRange(0, 2**63 - 1),
+            "With --sampling: the seed; a line's samples depend on it and the line's number alone."))
+
+
 def search_config(values: dict[str, Any]) -> SearchConfig:
-    """The search settings of :data:`search`'s options, taken out of ``values``; refused in one
-    line when they ask for more than the search can give."""
+    """The search settings of :data:`search`'s and :data:`sampling`'s options, taken out of
+    ``values``; refused in one line when they ask for more than the search can give."""
     return SearchConfig(beam=values.pop("beam"), length_penalty=values.pop("length_penalty"),
                         alpha=values.pop("alpha"), coverage_penalty=values.pop("coverage_penalty"),
                         max_ratio=values.pop("max_ratio"),
                         nbest=max(values.pop("nbest"), 1), no_unk=values.pop("no_unk"),
-                        min_len=values.pop("min_len")).check(("--nbest", "--beam"))
+                        min_len=values.pop("min_len"), sampling=values.pop("sampling"),
+                        temperature=values.pop("temperature"), top_k=values.pop("top_k"),
+                        seed=values.pop("seed")).check(("--nbest", "--beam"))

@@ -15,6 +15,7 @@ from ..core.errors import UserError
 from ..data.settings import VocabConfig
 from ..text.settings import SPM_KINDS, FilterConfig
 from . import options
+from .config_file import config_options
 
 _F = FilterConfig()
 _V = VocabConfig()
@@ -29,6 +30,7 @@ Examples:
       --vocab vocab/ -d data-bin/""")
 @click.option("-s", "--source-lang", required=True, help="Source language code (files are PREFIX.LANG).")
 @click.option("-t", "--target-lang", required=True, help="Target language code.")
+@config_options
 @click.option("--train", "train", help="Training split prefix (filtered).")
 @click.option("--valid", "valid", help="Validation split prefix (every line kept).")
 @click.option("--test", "test", help="Test split prefix (every line kept).")
@@ -87,6 +89,7 @@ Examples:
   nmtkit tokenize -l fr news.fr --bpe-codes vocab/bpe.codes > news.tok.fr""")
 @click.option("-l", "--lang", required=True, help="Language code of the text.")
 @click.argument("input", default="-")
+@config_options
 @click.option("--bpe-codes", type=click.Path(dir_okay=False), help="Apply these BPE codes too.")
 @options.text
 @options.workers
@@ -112,6 +115,7 @@ Examples:
   nmtkit build-vocab -s en -t fr --train clean/train -d vocab/ --spm unigram --spm-size 16000""")
 @click.option("-s", "--source-lang", required=True, help="Source language code.")
 @click.option("-t", "--target-lang", required=True, help="Target language code.")
+@config_options
 @click.option("--train", "train", required=True, help="Prefix of clean tokenized text from 'preprocess'.")
 @options.dest_dir
 @options.setting("--size", _V, click.IntRange(0),

@@ -9,6 +9,7 @@ import click
 from ..core.command import Command
 from ..selection.settings import SelectConfig
 from . import options
+from .config_file import config_options
 
 _SEL = SelectConfig(keep_words=1)
 
@@ -19,6 +20,7 @@ Example (the paper's: keep the 348M most news-like target words of five corpora)
       --general corpora/europarl --general corpora/un --keep-words 348M -d selected/""")
 @click.option("-s", "--source-lang", required=True, help="Source language code (files are PREFIX.LANG).")
 @click.option("-t", "--target-lang", required=True, help="Target language code.")
+@config_options
 @click.option("--in-domain", multiple=True, required=True, help="In-domain parallel text prefix (repeat).")
 @click.option("--general", multiple=True, required=True, help="General-domain corpus prefix to select from (repeat).")
 @click.option("--keep-words", required=True, callback=options.count,

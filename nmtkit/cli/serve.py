@@ -25,7 +25,8 @@ _SEARCH = ("length_penalty", "alpha", "coverage_penalty", "max_ratio", "min_len"
 def _search_options_after_beam(command: click.Command) -> click.Command:
     """``command`` with translate's options of :data:`_SEARCH`, in translate's order, after its --beam."""
     at = next(k for k, p in enumerate(command.params) if p.name == "beam") + 1
-    command.params[at:at] = [p for p in translate.params if p.name in _SEARCH]
+    # with their old spellings (hidden, warning), as translate keeps them
+    command.params[at:at] = [p for p in translate.params if (p.name or "").removeprefix("old_") in _SEARCH]
     return command
 
 
@@ -43,8 +44,10 @@ Examples:
 @options.setting("--port", _C, click.IntRange(0, 65535), "Port to listen on.")
 @options.setting("--beam", _C.search, click.IntRange(1), "Beam when a request names none (translate's default).")
 @options.setting("--max-sentences", _L, click.IntRange(1), "Sentences per request (and per batch of requests).")
-@options.setting("--max-length", _L, click.IntRange(1),
-                 "Source subword units per sentence, as translate counts them: a longer one is refused (413).")
+@options.setting("--max-source-len", _L, click.IntRange(1),
+                 "Source subword units per sentence, as translate counts them: a longer one is refused (413).",
+                 field="max_length", dest="max_length")
+@options.renamed("--max-length", "--max-source-len", "max_length", type=click.IntRange(1))
 @options.setting("--max-body", _L, click.IntRange(1), "Bytes per request.")
 @options.setting("--max-beam", _L, click.IntRange(1), "Largest beam a request may ask.")
 @options.setting("--batch-wait", _C, click.FloatRange(0),
@@ -58,7 +61,7 @@ def serve(model_paths: tuple[str, ...], host: str, port: int, max_sentences: int
     """Serve translation over HTTP: a JSON API (also OpenNMT-py's request shape, and described
     at /docs) and a page that shows the attention. A request may choose the beam, nbest and the
     search options below; one it names none of is the option's value here (translate's default),
-    and a request may lower --max-ratio, not raise it. Needs FastAPI and uvicorn (make install
+    and a request may lower --max-output-ratio, not raise it. Needs FastAPI and uvicorn (make install
     has them)."""
     search = SearchConfig(**{name: values.pop(name) for name in ("beam", *_SEARCH)})
     limits = Limits(max_sentences, max_length, max_body, max_beam)

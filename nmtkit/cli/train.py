@@ -20,8 +20,10 @@ Examples:
   nmtkit train data-bin --arch luong --attention global --score dot --schedule luong --save-dir runs/luong
   torchrun --nproc_per_node 4 -m nmtkit train data-bin --save-dir runs/x    # several GPUs (DDP)
 Running the same command again resumes from SAVE_DIR/last.pt exactly (--reset starts over).""")
-@click.argument("data_bin", type=click.Path(file_okay=False))
+@options.positional("data_bin", "[DATA_BIN]", type=click.Path(file_okay=False))
 @config_options
+@options.data("The binarized corpus to train on, as score and lexicon take it (or DATA_BIN, fairseq's "
+              "spelling).", required=True)
 @click.option("--save-dir", required=True, type=click.Path(file_okay=False),
               help="Where last.pt, best.pt and metrics.jsonl go.")
 @train_options.model
@@ -32,14 +34,16 @@ Running the same command again resumes from SAVE_DIR/last.pt exactly (--reset st
 @click.option("--reset", is_flag=True, help="Ignore SAVE_DIR/last.pt and start over.")
 @options.verbosity
 def train(data_bin: str, save_dir: str, arch: str, preset: str, schedule_name: str, reset: bool,
-          **values: Any) -> None:
-    """Train RNNsearch, RNNencdec or a Luong et al. model on a binarized corpus (Appendix B by default)."""
+          tensorboard: str | None, **values: Any) -> None:
+    """Train RNNsearch, RNNencdec or a Luong et al. model on a binarized corpus, DATA_BIN or --data
+    (Appendix B by default)."""
     from ..train.loop import train as run  # here: torch loads for training, not for --help
     ctx = click.get_current_context()
     typed = (click.core.ParameterSource.COMMANDLINE, click.core.ParameterSource.DEFAULT_MAP)   # flags, --config
     given = {k for k in ctx.params if ctx.get_parameter_source(k) in typed}
     model_cfg, train_cfg = train_settings(arch, preset, schedule_name, values, given)
-    run(Path(data_bin), Path(save_dir), model_cfg, train_cfg, resume=not reset)
+    run(Path(data_bin), Path(save_dir), model_cfg, train_cfg, resume=not reset,
+        tensorboard=Path(tensorboard) if tensorboard else None)
 
 
 COMMANDS = (train,)

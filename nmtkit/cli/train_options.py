@@ -140,6 +140,10 @@ run = options(
     setting("--keep-best", _T, click.IntRange(0),
             "Keep the N best validated models (by --best-by) as best-STEP.pt, weights only."),
     setting("--log-every", _T, click.IntRange(1), "Log the training loss and speed every N updates."),
+    # a run setting, as --save-dir: never in the checkpoint's TrainConfig, so a resumed run may log elsewhere
+    click.option("--tensorboard", type=click.Path(file_okay=False), metavar="DIR",
+                 help="Also write every entry of metrics.jsonl as TensorBoard scalars into DIR, at its update "
+                      "(pip install 'nmtkit[tensorboard]')."),
     setting("--seed", _T, int, "Seed of the initial weights, the batch order and dropout."),
     click.option("--init-from", type=click.Path(dir_okay=False),
                  help="Start from this checkpoint's weights with a fresh optimizer (fine-tuning): same model "

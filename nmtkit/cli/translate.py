@@ -25,6 +25,14 @@ _outputs = options.options(
     click.option("--output-format", type=click.Choice(OUTPUT_FORMATS), default=OUTPUT_FORMATS[0], show_default=True,
                  help="jsonl: one JSON object per input line with the text, score, alignment and n-best list."))
 
+# How outputs are made besides the search's settings: drawn rather than searched, or forced to start so.
+_decoding = options.options(
+    options.sampling,
+    click.option("--prefix", type=click.Path(dir_okay=False),
+                 help="Force the first target words: FILE has a line per input line, raw target text (Moses "
+                      "tokens with --tokenized) that each output starts with, the search going on after it; an "
+                      "empty line forces nothing."))
+
 
 @click.command(cls=Command, epilog="""\b
 Examples:
@@ -40,6 +48,7 @@ Examples:
 @click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True),
               help="Write here (atomically) instead of stdout ('-': stdout).")
 @options.search
+@_decoding
 @click.option("--replace-unk", is_flag=True, help="Replace each <unk> by the source word it attends to most.")
 @click.option("--unk-dict", type=click.Path(dir_okay=False),
               help="With --replace-unk: 'source target' lines to translate the copied word.")
@@ -51,10 +60,11 @@ Examples:
               help="Batches of at most N source tokens (padding included; times --beam rows) instead of "
                    "--batch-size sentences; 0: sentence batches [default: 8,000 on GPUs, 0 on CPUs].")
 @click.option("--tokenized", is_flag=True, help="Input and output in Moses tokens (BPE still applied and undone).")
-@click.option("--max-length", type=click.IntRange(0), default=_O.max_length, show_default=True,
+@click.option("--crop-len", "max_length", type=click.IntRange(0), default=_O.max_length, show_default=True,
               help="Source subword units read of each line: a longer line is cropped to its first N, with a "
-                   "warning, and still gives one output line (0: no limit). Search time grows with the square "
-                   "of the length.")
+                   "warning, and still gives one output line (0: no limit; Marian's --max-length-crop). Search "
+                   "time grows with the square of the length.")
+@options.renamed("--max-length", "--crop-len", "max_length", type=click.IntRange(0))
 @click.option("--shortlist", is_flag=True,
               help="Vocabulary selection: each batch scores only its candidate words (the 1,000 most "
                    "frequent target words and 20 translations of each of its source words, from the lexicon "
@@ -79,11 +89,11 @@ def translate(model_paths: tuple[str, ...], input: str, output: str | None, repl
     if unk_dict and not replace_unk:
         raise UserError("--unk-dict is used by --replace-unk; add that flag")
     nbest_lines = values["nbest"] > 0
-    search = options.search_config(values)
+    search, prefix = options.search_config(values), values.pop("prefix")
     settings = TranslateOptions(search, batch_size, max_tokens, shortlist, tokenized, replace_unk=replace_unk,
                                 unk_dict=read_unk_dict(unk_dict) if unk_dict else None, max_length=max_length)
     translate_file(list(model_paths), input, output, settings, alignments, options.runtime_config(values),
-                   nbest_format=nbest_lines, pharaoh_path=pharaoh_path, jsonl=output_format == "jsonl", int8=int8)
+                   nbest_format=nbest_lines, pharaoh_path=pharaoh_path, jsonl=output_format == "jsonl", int8=int8, prefix=prefix)
 
 
 COMMANDS = (translate,)

@@ -9,6 +9,7 @@ anything else is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 from typing import Any, NoReturn
@@ -37,6 +38,13 @@ class _ClosedPipe(Exception):
 
 
 class _OneLine:
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)   # type: ignore[misc,no-any-return]
+        except BrokenPipeError:          # --help and --version write while the arguments are read
+            raise _ClosedPipe() from None
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)   # type: ignore[misc]
@@ -53,6 +61,7 @@ class _OneLine:
         set_verbosity()                        # -q and -v hold for this invocation only
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)   # type: ignore[misc]
+        _buffer_stdout()
         try:
             rv = super().main(args, prog_name, complete_var, False, **extra)   # type: ignore[misc]
         except _Where as err:
@@ -85,6 +94,17 @@ class Command(_OneLine, click.Command):
 class Group(_OneLine, click.Group):
     command_class = Command
     group_class = type
+
+
+def _buffer_stdout() -> None:
+    """Under PYTHONUNBUFFERED (``python -u``, many containers) stdout writes straight to its file,
+    and a write cut short (the reader of a pipe leaving in its middle) loses the rest without an
+    error: the command ended 0 as if it had written everything. A buffered writer writes the rest,
+    and meets the closed pipe; flushed at every line, output still appears as it is written."""
+    stdout = sys.stdout
+    raw, encoding, errors = getattr(stdout, "buffer", None), stdout.encoding, stdout.errors
+    if stdout is sys.__stdout__ and isinstance(raw, io.RawIOBase):    # kept alive there: raw stays open
+        sys.stdout = io.TextIOWrapper(io.BufferedWriter(raw), encoding, errors, line_buffering=True)
 
 
 def _quiet_exit_on_closed_pipe() -> NoReturn:

@@ -18,6 +18,15 @@ console = Console(stderr=True, highlight=False, soft_wrap=True)
 _verbose = False
 
 
+class Results(Console):
+    """A rich Console onto stdout, for results (``nmtkit info``'s tables): a closed pipe raises
+    BrokenPipeError, which ends the command quietly with 141 as any other output does, where rich's
+    own answer is exit status 1, as if the command had failed."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError
+
+
 def set_verbosity(quiet: bool = False, verbose: bool = False) -> None:
     """-q: nothing on stderr but errors; -v: also the details (:func:`debug`)."""
     global _verbose

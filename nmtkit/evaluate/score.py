@@ -1,17 +1,19 @@
-"""Corpus BLEU and chrF through sacreBLEU, with its reproducibility signatures.
+"""Corpus BLEU, chrF and TER through sacreBLEU, with its reproducibility signatures.
 
 Two BLEUs, always labelled, never mixed up:
 
-- ``bleu``: sacreBLEU on detokenised text (13a tokeniser, its signature),
-  what users compare today;
+- ``bleu``: sacreBLEU on detokenised text (13a tokeniser unless ``--tokenize``
+  says another, its signature), what users compare today;
 - ``bleu_tok``: tokenized BLEU as the paper counts it (multi-bleu.perl):
   hypotheses and references in Moses tokens (sacremoses), scored on those
   tokens as they are, with no smoothing. ``<unk>`` stays one token, as it
   was in the tokenized output the paper scored.
 
-``tokenized=True`` takes files already in Moses tokens: then only the
-tokenized BLEU exists. Several reference files score against several
-references at once (the Bible test set has three French versions).
+The metrics reported, and sacreBLEU's options for them, are a
+:class:`~.metrics.Metrics`: by default both BLEUs and chrF, as before
+``--metrics``. ``tokenized=True`` takes files already in Moses tokens: then
+the tokenized BLEU is the default one. Several reference files score against
+several references at once (the Bible test set has three French versions).
 ``clean`` applies nmtkit's cleaning rules to hypotheses and references
 alike, so that scoring does not count, say, verse numbers that the model
 was trained never to produce.
@@ -23,23 +25,22 @@ resampling compares systems (Koehn 2004, sacreBLEU's implementation).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
 
 from ..core.errors import UserError
 from ..core.files import read_lines
 from ..core.settings import RuntimeConfig
-from ..data.sides import Sides
 from ..text.clean import apply_rules
-from ..text.tokenize import MosesText
-from .settings import BUCKET_WIDTH
+from .metrics import SACREBLEU_TEMPLATE, TOK_BLEU, TOKENIZED_TEMPLATE, Metrics, SentenceScores
 
-# what each figure is, wherever one is printed
-SACREBLEU_LABEL = "sacreBLEU (detokenized, 13a)"
-TOKENIZED_LABEL = "tokenized BLEU (Moses tokens, multi-bleu.perl style, as the paper)"
+# what each BLEU is under sacreBLEU's defaults (Metrics.label says it under other options)
+SACREBLEU_LABEL = SACREBLEU_TEMPLATE.format(tok="13a", case="")
+TOKENIZED_LABEL = TOKENIZED_TEMPLATE.format(case="")
 # words the models write that a tokenizer must not split (<unk> would become '< unk >')
 _PROTECTED = [r"<unk>"]
+Streams = tuple[list[str], list[list[str]]]       # hypotheses and reference streams
 
 
 def read_cleaned(path: str | Path, clean: tuple[str, ...] = ()) -> list[str]:
@@ -61,80 +62,118 @@ def read_references(refs: Sequence[str | Path], n: int, against: str,
     return streams
 
 
+def read_systems(hyp_paths: Sequence[str], ref_paths: Sequence[str], names: Sequence[str] = (),
+                 clean: tuple[str, ...] = ()) -> tuple[dict[str, list[str]], list[list[str]]]:
+    """Each hypothesis file's lines under its name, and the reference streams, all as long."""
+    names = list(names) or [str(p) for p in hyp_paths]
+    if len(names) != len(hyp_paths):
+        raise UserError(f"{len(names)} names for {len(hyp_paths)} hypothesis files")
+    systems = {name: read_cleaned(p, clean) for name, p in zip(names, hyp_paths)}
+    n = len(next(iter(systems.values())))
+    for name, p in zip(names, hyp_paths):
+        if len(systems[name]) != n:
+            raise UserError(f"{p} has {len(systems[name])} lines but {hyp_paths[0]} has {n}")
+    return systems, read_references(ref_paths, n, str(hyp_paths[0]), clean)
+
+
 def language_of(path: str | Path, default: str = "en") -> str:
     """The language code a file name ends with (test.fr → fr), else ``default``."""
     suffix = Path(path).suffix.lstrip(".")
     return suffix if 2 <= len(suffix) <= 3 and suffix.isalpha() else default
 
 
+def target_language(ref_paths: Sequence[str], tokenized: bool, lang: str | None) -> str | None:
+    """The language whose Moses tokens the tokenized BLEU counts (None: the files are tokens)."""
+    return None if tokenized else (lang or language_of(ref_paths[0]))
+
+
 def moses_tokens(lines: list[str], lang: str) -> list[str]:
+    from ..text.tokenize import MosesText  # here: sacremoses takes 0.15 s to load, for the tokenized BLEU only
     moses = MosesText(lang, normalize_punct=False)
     return [" ".join(moses.tokenize(line, _PROTECTED)) for line in lines]
 
 
 def sacre_bleu() -> Any:
-    from sacrebleu.metrics.bleu import BLEU
-    return BLEU(tokenize="13a")
+    return Metrics().bleu()
 
 
 def multi_bleu() -> Any:
     """BLEU on the tokens as given, unsmoothed: what multi-bleu.perl computes."""
-    from sacrebleu.metrics.bleu import BLEU
-    return BLEU(tokenize="none", smooth_method="none", force=True)
+    return Metrics().bleu_tok()
 
 
 @dataclass
 class Texts:
-    """Hypotheses and reference streams, detokenized (None when given as tokens) and in Moses tokens."""
+    """Hypotheses and reference streams, detokenized (None when given as tokens) and in Moses tokens,
+    with the options their BLEUs take (None: sacreBLEU's defaults)."""
 
     hyps: list[str] | None
     refs: list[list[str]] | None
     hyps_tok: list[str]
     refs_tok: list[list[str]]
+    metrics: Metrics | None = None
 
     @classmethod
-    def of(cls, hyps: list[str], refs: list[list[str]], tokenized: bool, lang: str | None) -> "Texts":
+    def of(cls, hyps: list[str], refs: list[list[str]], tokenized: bool, lang: str | None,
+           metrics: Metrics | None = None) -> "Texts":
         if tokenized:
-            return cls(None, None, hyps, refs)
-        return cls(hyps, refs, moses_tokens(hyps, lang or "en"), [moses_tokens(r, lang or "en") for r in refs])
+            return cls(None, None, hyps, refs, metrics)
+        return cls(hyps, refs, moses_tokens(hyps, lang or "en"), [moses_tokens(r, lang or "en") for r in refs],
+                   metrics)
 
     def subset(self, keep: Sequence[int]) -> "Texts":
         def pick(lines: list[str]) -> list[str]:
             return [lines[i] for i in keep]
         return Texts(None if self.hyps is None else pick(self.hyps),
                      None if self.refs is None else [pick(r) for r in self.refs],
-                     pick(self.hyps_tok), [pick(r) for r in self.refs_tok])
+                     pick(self.hyps_tok), [pick(r) for r in self.refs_tok], self.metrics)
 
     def bleus(self) -> dict[str, float]:
         """Both BLEUs (only the tokenized one for tokenized input); NaN for no sentence."""
         if not self.hyps_tok:
             return {"bleu_tok": float("nan")} | ({} if self.hyps is None else {"bleu": float("nan")})
-        out = {"bleu_tok": multi_bleu().corpus_score(self.hyps_tok, self.refs_tok).score}
+        metrics = self.metrics or Metrics()
+        out = {"bleu_tok": metrics.bleu_tok().corpus_score(self.hyps_tok, self.refs_tok).score}
         if self.hyps is not None and self.refs is not None:
-            out["bleu"] = sacre_bleu().corpus_score(self.hyps, self.refs).score
+            out["bleu"] = metrics.bleu().corpus_score(self.hyps, self.refs).score
         return out
 
 
+def metric_texts(chosen: Sequence[str], hyps: list[str], refs: list[list[str]], tokenized: bool = False,
+                 lang: str | None = None, texts: Texts | None = None) -> dict[str, Streams]:
+    """What each metric scores: Moses tokens for the tokenized BLEU, tokenized only when it is
+    asked for (sacremoses alone takes longer to load than sacreBLEU scores a test set), and for
+    sacreBLEU's own metrics the lines as given, which they tokenize themselves."""
+    if TOK_BLEU in chosen and texts is None:
+        texts = Texts.of(hyps, refs, tokenized, lang)
+    return {m: (texts.hyps_tok, texts.refs_tok) if m == TOK_BLEU and texts else (hyps, refs) for m in chosen}
+
+
 def corpus_scores(hyps: list[str], refs: list[list[str]], tokenized: bool = False,
-                  lang: str | None = None, texts: Texts | None = None) -> dict[str, Any]:
-    """Both BLEUs and chrF of ``hyps`` against the reference streams ``refs`` (each as long as
-    ``hyps``); ``lang`` is the language whose Moses tokens the tokenized BLEU counts."""
-    from sacrebleu.metrics.chrf import CHRF
-    texts = texts or Texts.of(hyps, refs, tokenized, lang)
-    tok = multi_bleu()
-    t = tok.corpus_score(texts.hyps_tok, texts.refs_tok)
-    chrf = CHRF()
-    c = chrf.corpus_score(hyps, refs)
-    result = {"tokenized": tokenized, "bleu_tok": t.score, "bleu_tok_detail": str(t),
-              "bleu_tok_signature": str(tok.get_signature()), "bleu_tok_label": TOKENIZED_LABEL,
-              "chrf": c.score, "chrf_signature": str(chrf.get_signature()), "sentences": len(hyps),
-              "references": len(refs)}
-    if texts.hyps is not None and texts.refs is not None:
-        sacre = sacre_bleu()
-        b = sacre.corpus_score(texts.hyps, texts.refs)
-        result |= {"bleu": b.score, "bleu_detail": str(b), "bleu_signature": str(sacre.get_signature()),
-                   "bleu_label": SACREBLEU_LABEL}
+                  lang: str | None = None, texts: Texts | None = None,
+                  metrics: Metrics | None = None) -> dict[str, Any]:
+    """Each metric's figure, sacreBLEU's line, signature and label, for ``hyps`` against the
+    reference streams ``refs`` (each as long as ``hyps``); ``lang`` is the language whose Moses
+    tokens the tokenized BLEU counts."""
+    metrics = metrics or Metrics()
+    result: dict[str, Any] = {"tokenized": tokenized, "sentences": len(hyps), "references": len(refs)}
+    for name, (h, r) in metric_texts(metrics.chosen(tokenized), hyps, refs, tokenized, lang, texts).items():
+        result |= metrics.corpus_fields(name, h, r)
     return result
+
+
+def sentence_scores(hyp_paths: Sequence[str], ref_paths: Sequence[str], names: Sequence[str] = (),
+                    clean: tuple[str, ...] = (), tokenized: bool = False, lang: str | None = None,
+                    metrics: Metrics | None = None) -> SentenceScores:
+    """Each sentence of one hypothesis file by each metric, as sacrebleu --sentence-level scores it."""
+    if len(hyp_paths) != 1:
+        raise UserError("--sentence-level scores one hypothesis file: give one")
+    metrics = replace(metrics or Metrics(), sentence_level=True)
+    systems, refs = read_systems(hyp_paths, ref_paths, names, clean)
+    (name, hyps), = systems.items()
+    texts = metric_texts(metrics.chosen(tokenized), hyps, refs, tokenized,
+                         target_language(ref_paths, tokenized, lang))
+    return SentenceScores.of(name, str(hyp_paths[0]), texts, metrics)
 
 
 def length_buckets(lengths: list[int], width: int) -> list[tuple[int, int, list[int]]]:
@@ -163,6 +202,7 @@ def no_unk_indices(sides_path: str | Path, sources: list[str], refs: list[list[s
                    tokenized: bool = False) -> list[int]:
     """Sentences with no word outside the vocabularies of a checkpoint or build-vocab
     directory, neither in the source nor in any reference (Table 1's "No UNK")."""
+    from ..data.sides import Sides  # here: it loads sacremoses and subword-nmt, which plain scores never need
     if Path(sides_path).is_dir():
         sides = Sides.from_vocab_dir(sides_path)
     else:
@@ -174,19 +214,20 @@ def no_unk_indices(sides_path: str | Path, sources: list[str], refs: list[list[s
 
 
 def paired_bootstrap(systems: dict[str, list[str]], refs: list[list[str]], samples: int = 1000,
-                     tokenized: bool = False) -> dict[str, Any]:
+                     tokenized: bool = False, metrics: Metrics | None = None) -> dict[str, Any]:
     """Paired bootstrap resampling of every system against the first (the baseline), on
     sacreBLEU (on the multi-bleu-style BLEU for tokenized input): each system's p-value
     against the baseline, and its bootstrap mean with the half-width of its 95% interval."""
     from sacrebleu.significance import PairedTest
-    test = PairedTest(list(systems.items()), {"BLEU": multi_bleu() if tokenized else sacre_bleu()}, refs,
-                      test_type="bs", n_samples=samples)
+    metrics = metrics or Metrics()
+    bleu = TOK_BLEU if tokenized else "bleu"
+    test = PairedTest(list(systems.items()), {"BLEU": metrics.build(bleu)}, refs, test_type="bs", n_samples=samples)
     signatures, results = test()
     scored: list[Any] = list(results["BLEU"])        # sacrebleu's Result objects
     rows = [{"system": name, "bleu": r.score, "p_value": r.p_value, "mean": r.mean, "ci95": r.ci}
             for name, r in zip(results["System"], scored)]
     return {"baseline": rows[0]["system"], "samples": samples, "signature": str(signatures["BLEU"]),
-            "label": TOKENIZED_LABEL if tokenized else SACREBLEU_LABEL, "systems": rows}
+            "label": metrics.label(bleu), "systems": rows}
 
 
 def hypothesis_nll(model_paths: Sequence[str | Path], sources: list[str], hyps: list[str],
@@ -197,34 +238,37 @@ def hypothesis_nll(model_paths: Sequence[str | Path], sources: list[str], hyps: 
     return [-f.score for f in translator.force(sources, hyps, tokenized)]
 
 
+def read_sources(source: str | None, n: int, against: str, needs: dict[str, Any]) -> list[str] | None:
+    """The source lines, as many as the hypotheses, where an option in ``needs`` is on."""
+    sources = list(read_lines(source)) if source else None
+    if sources is not None and len(sources) != n:
+        raise UserError(f"{source} has {len(sources)} lines but {against} has {n}")
+    needing = [flag for flag, on in needs.items() if on]
+    if needing and sources is None:
+        raise UserError(f"{needing[0]} needs the source text: give --source FILE")
+    return sources
+
+
 def evaluate(hyp_paths: Sequence[str], ref_paths: Sequence[str], names: Sequence[str] = (),
              source: str | None = None, clean: tuple[str, ...] = (), tokenized: bool = False,
              lang: str | None = None, bucket_width: int = 0, no_unk: str | None = None,
              bootstrap: int = 0, model_paths: Sequence[str] = (),
-             runtime: RuntimeConfig | None = None) -> dict[str, Any]:
+             runtime: RuntimeConfig | None = None, metrics: Metrics | None = None) -> dict[str, Any]:
     """Everything ``nmtkit score`` reports on hypothesis files, as one JSON-ready dict."""
-    names = list(names) or [str(p) for p in hyp_paths]
-    if len(names) != len(hyp_paths):
-        raise UserError(f"{len(names)} names for {len(hyp_paths)} hypothesis files")
-    systems = {name: read_cleaned(p, clean) for name, p in zip(names, hyp_paths)}
+    metrics = metrics or Metrics()
+    systems, refs = read_systems(hyp_paths, ref_paths, names, clean)
     n = len(next(iter(systems.values())))
-    for name, p in zip(names, hyp_paths):
-        if len(systems[name]) != n:
-            raise UserError(f"{p} has {len(systems[name])} lines but {hyp_paths[0]} has {n}")
-    refs = read_references(ref_paths, n, str(hyp_paths[0]), clean)
-    sources = list(read_lines(source)) if source else None
-    if sources is not None and len(sources) != n:
-        raise UserError(f"{source} has {len(sources)} lines but {hyp_paths[0]} has {n}")
-    needs_source = [flag for flag, on in (("--by-length", bucket_width), ("--no-unk", no_unk),
-                                          ("-m/--model", model_paths)) if on]
-    if needs_source and sources is None:
-        raise UserError(f"{needs_source[0]} needs the source text: give --source FILE")
-    lang = None if tokenized else (lang or language_of(ref_paths[0]))
+    sources = read_sources(source, n, str(hyp_paths[0]),
+                           {"--by-length": bucket_width, "--no-unk": no_unk, "-m/--model": model_paths})
+    lang = target_language(ref_paths, tokenized, lang)
     result: dict[str, Any] = {"systems": []}
     keep = no_unk_indices(no_unk, sources, refs, tokenized) if no_unk and sources is not None else None
-    texts = {name: Texts.of(hyps, refs, tokenized, lang) for name, hyps in systems.items()}
+    # Moses tokens, for the analyses that give both BLEUs; without them only the tokenized BLEU needs them
+    texts = ({name: Texts.of(hyps, refs, tokenized, lang, metrics) for name, hyps in systems.items()}
+             if bucket_width or keep is not None or bootstrap else {})
     for (name, hyps), path in zip(systems.items(), hyp_paths):
-        entry = {"name": name, "file": str(path), **corpus_scores(hyps, refs, tokenized, lang, texts[name])}
+        entry = {"name": name, "file": str(path),
+                 **corpus_scores(hyps, refs, tokenized, lang, texts.get(name), metrics)}
         if keep is not None:
             entry["no_unk"] = {**texts[name].subset(keep).bleus(), "sentences": len(keep)}
         if model_paths and sources is not None:
@@ -237,28 +281,45 @@ def evaluate(hyp_paths: Sequence[str], ref_paths: Sequence[str], names: Sequence
         lengths = [len(s.split()) for s in (sources if tokenized else moses_tokens(sources, src_lang))]
         result["by_length"] = {"width": bucket_width, "rows": bleu_by_length(texts, lengths, bucket_width)}
     if bootstrap:
-        if len(systems) < 2:
-            raise UserError("--bootstrap compares systems: give two or more hypothesis files")
-        result["bootstrap"] = paired_bootstrap(systems, refs, bootstrap, tokenized)
-        if not tokenized:     # the paper's BLEU too, on the same Moses tokens as bleu_tok
-            first = next(iter(texts.values()))
-            result["bootstrap_tok"] = paired_bootstrap({n: t.hyps_tok for n, t in texts.items()},
-                                                       first.refs_tok, bootstrap, tokenized=True)
+        result |= bootstraps(systems, refs, texts, bootstrap, tokenized, metrics)
     return result
 
 
-def format_report(result: dict[str, Any]) -> str:
-    """The human-readable form of ``evaluate``'s result: every BLEU says which it is."""
+def bootstraps(systems: dict[str, list[str]], refs: list[list[str]], texts: dict[str, Texts], samples: int,
+               tokenized: bool, metrics: Metrics) -> dict[str, Any]:
+    """Paired bootstrap on sacreBLEU and, for detokenized input, on the paper's BLEU too."""
+    if len(systems) < 2:
+        raise UserError("--bootstrap compares systems: give two or more hypothesis files")
+    out = {"bootstrap": paired_bootstrap(systems, refs, samples, tokenized, metrics)}
+    if not tokenized:     # the paper's BLEU too, on the same Moses tokens as bleu_tok
+        first = next(iter(texts.values()))
+        out["bootstrap_tok"] = paired_bootstrap({n: t.hyps_tok for n, t in texts.items()}, first.refs_tok,
+                                                samples, True, metrics)
+    return out
+
+
+def metric_lines(entry: dict[str, Any]) -> list[str]:
+    """Each metric's figure, in the order scored: label, score, sacreBLEU's line for the BLEUs
+    (their n-gram precisions and brevity penalty), and the signature as sacrebleu prints it."""
+    lines = []
+    for k in (k.removesuffix("_signature") for k in entry if k.endswith("_signature")):
+        lines.append(f"  {entry[k + '_label']}: {entry[k]:.2f}")
+        lines += [f"    {entry[k + '_detail']}"] if k.startswith("bleu") else []
+        lines.append(f"    {entry[k + '_signature']}")
+    return lines
+
+
+def format_report(result: dict[str, Any], metrics: Metrics | None = None) -> str:
+    """The human-readable form of ``evaluate``'s result (``metrics``: its options, for the
+    labels): every BLEU says which it is."""
+    labels = metrics or Metrics()
     lines = []
     for s in result["systems"]:
         lines.append(f"{s['name']}: {s['sentences']} sentences, {s['references']} reference(s)")
-        if "bleu" in s:
-            lines.append(f"  {SACREBLEU_LABEL}: {s['bleu']:.2f}\n    {s['bleu_detail']}\n    {s['bleu_signature']}")
-        lines.append(f"  {TOKENIZED_LABEL}: {s['bleu_tok']:.2f}\n    {s['bleu_tok_detail']}")
-        lines.append(f"  chrF: {s['chrf']:.2f}\n    {s['chrf_signature']}")
+        lines += metric_lines(s)
         if "no_unk" in s:
             u = s["no_unk"]
-            lines.append(f"  No-UNK subset ({u['sentences']} sentences): " + _both(u))
+            lines.append(f"  No-UNK subset ({u['sentences']} sentences): " + _both(u, labels))
         if "nll" in s:
             lines.append(f"  NLL under the model: {s['nll']['per_sentence']:.3f} per sentence, "
                          f"{s['nll']['per_word']:.3f} per output word (</s> counted)")
@@ -266,7 +327,7 @@ def format_report(result: dict[str, Any]) -> str:
         names = [s["name"] for s in result["systems"]]
         kinds = [k for k in ("bleu", "bleu_tok") if any(k in row for row in result["by_length"]["rows"])]
         for kind in kinds:
-            label = SACREBLEU_LABEL if kind == "bleu" else TOKENIZED_LABEL
+            label = labels.label("bleu" if kind == "bleu" else TOK_BLEU)
             lines.append(f"{label} by source length (Moses tokens, buckets of {result['by_length']['width']}):")
             lines.append(f"  {'length':>9} {'sentences':>9}  " + "  ".join(f"{Path(n).name[-14:]:>14}" for n in names))
             for row in result["by_length"]["rows"]:
@@ -290,6 +351,6 @@ def format_report(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _both(scores: dict[str, float]) -> str:
-    parts = [f"{SACREBLEU_LABEL} {scores['bleu']:.2f}"] if "bleu" in scores else []
-    return "  ".join(parts + [f"{TOKENIZED_LABEL} {scores['bleu_tok']:.2f}"])
+def _both(scores: dict[str, float], labels: Metrics) -> str:
+    parts = [f"{labels.label('bleu')} {scores['bleu']:.2f}"] if "bleu" in scores else []
+    return "  ".join(parts + [f"{labels.label(TOK_BLEU)} {scores['bleu_tok']:.2f}"])

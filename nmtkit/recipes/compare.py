@@ -2,8 +2,8 @@
 
 ``python -m nmtkit.recipes.compare RUNS NAME… [--doc docs/luong.md]`` reads,
 for each run ``RUNS/NAME``, what the Makefile's steps wrote: ``dev-bleu.json``
-(``nmtkit score --json`` of its beam-search output), ``dev-nll.json``
-(``nmtkit score -m --data --json``) and ``last.pt`` (updates, time,
+(``nmtkit score --output-format json`` of its beam-search output), ``dev-nll.json``
+(``nmtkit score -m --data --output-format json``) and ``last.pt`` (updates, time,
 parameters). It writes ``RUNS/table.md`` and, with ``--doc``, puts the
 table between that page's ``<!-- compare:begin -->`` and
 ``<!-- compare:end -->`` lines (``make compare``: docs/luong.md). A missing file is an error, never a blank cell.

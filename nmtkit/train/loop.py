@@ -25,11 +25,12 @@ DistributedDataParallel, each on its share of every minibatch: the loop asks
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 import torch
@@ -46,7 +47,7 @@ from ..data.vocab import PAD
 from ..models.config import ModelConfig
 from ..models.fused import use_fused
 from ..models.loss import shortlist
-from . import runlog
+from . import board, runlog
 from .config import TrainConfig
 from .optimizer import learning_rate, scheduled
 from .pace import TIMED_UPDATES, pace_report, stopping_rule
@@ -59,7 +60,7 @@ from .window_watch import stuck_message
 
 
 def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConfig,
-          resume: bool = True) -> Progress:
+          resume: bool = True, tensorboard: Path | None = None) -> Progress:
     """Train (or resume) a model; with torchrun, as one of its processes.
 
     What ``nmtkit train DATA_BIN --save-dir SAVE_DIR`` runs once its flags are resolved into
@@ -73,10 +74,14 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
         cfg: Optimizer, batches, budgets (``max_updates``, ``max_epochs``, ``max_minutes``),
             validation and where to compute.
         resume: Go on from ``save_dir/last.pt`` when there is one (False: ``--reset``).
+        tensorboard: Also write metrics.jsonl's entries there as TensorBoard scalars
+            (:mod:`.board`; the ``tensorboard`` extra).
 
     Returns:
         Where training stopped: updates done, the best dev score, seconds spent.
     """
+    if tensorboard is not None:
+        board.require()
     where = distributed.place()
     runtime = setup(RuntimeConfig(cfg.device, cfg.threads, cfg.bf16, cfg.tf32), where.local_rank, where.local_world)
     distributed.start(where, runtime.device)
@@ -93,7 +98,7 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
             if state.progress.step:
                 log(f"resuming from {save_dir / 'last.pt'} at update {state.progress.step}, "
                     f"epoch {state.batches.epoch + 1}")
-            progress, stopped_by = run(state)
+            progress, stopped_by = run(state, tensorboard)
         ended_well = True
     finally:
         lock.release()
@@ -103,7 +108,7 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
     return progress
 
 
-def run(state: TrainState) -> tuple[Progress, int]:
+def run(state: TrainState, tensorboard: Path | None = None) -> tuple[Progress, int]:
     """The loop: an update per minibatch, reports, validations, until something stops it.
     Returns where it stopped, and the signal that stopped it (0: a budget or the patience)."""
     steps, net = CompiledSteps(state.model, state.cfg), state.parallel.wrap(state.model)
@@ -119,7 +124,9 @@ def run(state: TrainState) -> tuple[Progress, int]:
     if state.cfg.max_minutes and not state.progress.validation_seconds:
         state.progress.validation_seconds = _validation_estimate(state)    # rank 0's clock decides
     state.model.train()
-    with _StopFlag() as stop, TrainProgress(total, unit, disable=state.parallel.rank != 0) as bar:
+    writes = tensorboard if state.parallel.rank == 0 else None
+    with (_StopFlag() as stop, TrainProgress(total, unit, disable=state.parallel.rank != 0) as bar,
+          board.Board(writes, state.progress.step) as state.board):
         bar.update(state.progress.step if unit == "updates" else state.progress.seconds)
         for idx in state.batches:
             update(state, net, steps, idx)
@@ -136,9 +143,10 @@ def run(state: TrainState) -> tuple[Progress, int]:
             # resumed run, which a queue's grace period (SLURM: 30 s) would not wait for
             signalled = finish and state.parallel.agree(stop.requested)    # every rank: rank 0's
             if signalled and state.parallel.rank == 0:
-                save(state, "last.pt", rng)
+                with stop.writing():
+                    save(state, "last.pt", rng)
             elif checkpointing and not signalled:
-                finish = state.parallel.agree(validate_and_save(state, bar, rng) or finish)
+                finish = state.parallel.agree(validate_and_save(state, bar, rng, stop) or finish)
             if finish:
                 if signalled:
                     log(f"interrupted: saved {state.save_dir / 'last.pt'} at update {state.progress.step} "
@@ -229,7 +237,8 @@ def report(state: TrainState, bar: TrainProgress) -> None:
     bar.show(state.progress.step, state.batches.drawn_epoch + 1, entry)
 
 
-def validate_and_save(state: TrainState, bar: TrainProgress, rng: list[dict[str, torch.Tensor]]) -> bool:
+def validate_and_save(state: TrainState, bar: TrainProgress, rng: list[dict[str, torch.Tensor]],
+                      stop: _StopFlag) -> bool:
     """Validate, save, and say whether patience has run out (rank 0 decides; the others wait)."""
     if state.parallel.rank != 0:
         return False
@@ -244,7 +253,8 @@ def validate_and_save(state: TrainState, bar: TrainProgress, rng: list[dict[str,
     score = dev_score(metrics, state.cfg.best_by)
     improved = score > progress.best
     progress.best, progress.bad_evals = (score, 0) if improved else (progress.best, progress.bad_evals + 1)
-    save_validated(state, improved, rng)
+    with stop.writing():
+        save_validated(state, improved, rng)
     if state.cfg.patience and progress.bad_evals >= state.cfg.patience:
         log(f"no improvement in {state.cfg.patience} validations: stopping")
         return True
@@ -286,7 +296,9 @@ def describe_batches(cfg: TrainConfig, world: int) -> str:
 
 def _record(state: TrainState, entry: dict[str, Any]) -> None:
     if state.parallel.rank == 0:
-        runlog.append(state.save_dir, {"step": state.progress.step, "epoch": state.batches.drawn_epoch, **entry})
+        entry = {"step": state.progress.step, "epoch": state.batches.drawn_epoch, **entry}
+        runlog.append(state.save_dir, entry)
+        state.board.add(entry)
 
 
 def _should_stop(state: TrainState, interrupted: bool, reporting: bool) -> bool:
@@ -343,10 +355,15 @@ class _Pace:
 
 class _StopFlag:
     """First Ctrl-C (or SIGTERM: a job's time limit, ``timeout``) asks the loop to stop after the
-    current update and save last.pt; a second one aborts."""
+    current update and save last.pt; a second one aborts, but not while checkpoints are being
+    written (:meth:`writing`): it then aborts once they are. The atomic write alone would keep
+    the previous last.pt whole, but would throw away the save the first signal asked for, and
+    the resumed run would redo every update since the last validation, or start over; the save
+    takes seconds. A third signal aborts at once, the previous files kept whole."""
 
     def __init__(self) -> None:
         self.requested, self.signum = False, 0
+        self.busy = self.deferred = False
 
     def __enter__(self) -> "_StopFlag":
         self.previous = signal.signal(signal.SIGINT, self._handle)
@@ -354,9 +371,25 @@ class _StopFlag:
         return self
 
     def _handle(self, signum: int, *_: Any) -> None:
-        if self.requested:
+        if not self.requested:
+            self.requested, self.signum = True, signum
+        elif self.busy and not self.deferred:
+            self.deferred = True
+            log("stopping once the checkpoints being written are whole (a third signal stops at once, "
+                "keeping the previous ones)")
+        else:
             raise KeyboardInterrupt
-        self.requested, self.signum = True, signum
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """Checkpoints are written in this block: a second signal waits for its end."""
+        self.busy = True
+        try:
+            yield
+        finally:
+            self.busy = False
+        if self.deferred:
+            raise KeyboardInterrupt
 
     def __exit__(self, *_: Any) -> None:
         signal.signal(signal.SIGINT, self.previous)

@@ -21,6 +21,7 @@ from ..models.base import Seq2Seq
 from ..models.build import build_model
 from ..models.config import ModelConfig
 from . import runlog
+from .board import Board
 from .config import TrainConfig
 from .optimizer import optimizer
 from .parts import Parallel
@@ -52,6 +53,7 @@ class TrainState:
     lexicon: Lexicon | None = None              # for translate --shortlist: built at the first save
     window: LossWindow = field(default_factory=lambda: LossWindow(1))
     clock: float = 0.0                          # perf_counter() at the run's update 0, resumed time included
+    board: Board = field(default_factory=Board)  # --tensorboard's copy of metrics.jsonl (rank 0)
 
     @property
     def device(self) -> torch.device:

@@ -24,7 +24,7 @@ from ..core.errors import UserError
 from ..core.files import STDIO, atomic_write, count_lines, decode_line, read_lines
 from ..core.settings import RuntimeConfig
 from .settings import TranslateOptions
-from .translator import Translation, Translator
+from .translator import PrefixLines, Translation, Translator
 
 
 def stdin_chunks(stream: IO[bytes], size: int = 1 << 16) -> Iterator[list[str]]:
@@ -98,8 +98,9 @@ class _Sinks:
 def translate_file(model_paths: list[str], source: str, output: str | None, options: TranslateOptions,
                    alignments: str | None = None, runtime: RuntimeConfig | None = None,
                    nbest_format: bool = False, pharaoh_path: str | None = None, jsonl: bool = False,
-                   int8: bool = False) -> int:
-    """``nmtkit translate``: lines of ``source`` ('-': stdin) to ``output`` (None or '-': stdout).
+                   int8: bool = False, prefix: str | None = None) -> int:
+    """``nmtkit translate``: lines of ``source`` ('-': stdin) to ``output`` (None or '-': stdout),
+    each output starting with its line of ``prefix`` when given.
 
     Returns the number of lines translated. Files given by name are checked
     before the models load, so a typo costs no waiting.
@@ -112,20 +113,26 @@ def translate_file(model_paths: list[str], source: str, output: str | None, opti
     total = None if source == STDIO else count_lines(source)
     if total == 0:
         raise UserError(f"{source}: is empty")
+    forced = None if prefix is None else count_lines(prefix)      # stdin's count: as it ends
+    if forced is not None and total is not None and forced != total:
+        raise UserError(f"--prefix {prefix} has {forced:,} lines but {source} {total:,}")
     if alignments or pharaoh_path or jsonl:
         options = dataclasses.replace(options, attention=True)
     translator = Translator.from_checkpoints(list(model_paths), runtime, int8)
     with contextlib.ExitStack() as stack:
         sinks = _Sinks(stack, output, alignments, nbest_format or options.search.nbest > 1, pharaoh_path, jsonl)
+        prefixes = None if prefix is None else read_lines(prefix, allow_empty=True)
         if source == STDIO:
+            given = PrefixLines(prefixes)
             for chunk in stdin_chunks(sys.stdin.buffer):
-                for t in translator.translate_block(chunk, options):
+                for t in translator.translate_block(chunk, options, sinks.n + 1, given.take(len(chunk))):
                     sinks.write(t)
                 sinks.flush()
+            given.finish()
             return sinks.n
         bar = stack.enter_context(progress("sentences"))
         task = bar.add_task("translate", total=total)
-        for t in translator.translate(read_lines(source), options):
+        for t in translator.translate(read_lines(source), options, prefixes=prefixes):
             sinks.write(t)
             bar.advance(task)
     return sinks.n

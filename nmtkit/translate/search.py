@@ -40,12 +40,19 @@ source length + ``max_extra`` tokens, ``</s>`` included. Scores are sums of
 log-probabilities of the emitted tokens, ``</s>`` included: the quantity
 ``score`` recomputes as NLL. Greedy search is the case k = 1. Works on ids
 only.
+
+A prefix (:class:`ForcedPrefix`, ``translate --prefix``) forces each sentence's first target
+units: at step t < its length, every word but the forced one is masked to −inf in that
+sentence's rows, so the beam holds the prefix alone until it ends and then searches on from its
+states. Its log-probabilities count in the scores, and the output limit leaves room for it and
+</s>. Sampling (:mod:`.sampling`) forces prefixes the same way.
 """
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
-from typing import cast
+from typing import Iterator, cast
 
 import numpy as np
 import torch
@@ -81,7 +88,7 @@ class _Coverage:
         if self.received is None:
             return 0.0
         if alpha is None:
-            raise UserError("--coverage-penalty reads the attention: this model has none")
+            raise UserError("a coverage penalty reads the attention: this model has none")
         self.received = self.received + alpha.float()
         return coverage_penalty(self.received, mask, self.beta).view(shape)
 
@@ -100,6 +107,58 @@ def ranking(cfg: SearchConfig, scores: torch.Tensor, lengths: torch.Tensor | int
     if cfg.length_penalty == "average":
         return scores / n
     return scores / ((5 + n) / 6) ** cfg.alpha
+
+
+def output_limit(mask: torch.Tensor, cfg: SearchConfig, prefix: ForcedPrefix) -> torch.Tensor:
+    """The longest output of each sentence (B,), </s> included (at that length only </s> may
+    follow): ``max_ratio`` × its source length + ``max_extra``, and room for its prefix and </s>
+    whatever those say."""
+    limit = ((mask.sum(1).float() * cfg.max_ratio).long() + cfg.max_extra).clamp(min=1)
+    return limit if prefix.lengths is None else torch.maximum(limit, prefix.lengths + 1)
+
+
+class ForcedPrefix:
+    """Each row's forced first target words: (rows, P) columns of the output layer, −1 past a
+    row's prefix. Built from (B, P) target ids, <pad> after each sentence's prefix (None: none),
+    mapped to the columns of a restricted output ``vocab`` (which must hold them), each sentence
+    repeated for its ``k`` rows."""
+
+    def __init__(self, ids: torch.Tensor | None, vocab: torch.Tensor | None = None, k: int = 1):
+        self.lengths = None if ids is None else (ids != PAD).sum(1)     # per sentence
+        self.cols: torch.Tensor | None = None
+        if ids is not None and ids.shape[1]:
+            cols = ids if vocab is None else torch.searchsorted(vocab, ids)
+            self.cols = cols.masked_fill(ids == PAD, -1).repeat_interleave(k, 0)
+
+    def force(self, logp: torch.Tensor, t: int) -> torch.Tensor:
+        """``logp`` (rows, V) with every word but the forced one at −inf in the rows forced at
+        step ``t``; the forced word keeps its log-probability, for the score."""
+        if self.cols is None or t >= self.cols.shape[1]:
+            return logp
+        col = self.cols[:, t].unsqueeze(1)
+        only = torch.full_like(logp, _NEG).scatter_(1, col.clamp(min=0), logp.gather(1, col.clamp(min=0)))
+        return torch.where(col >= 0, only, logp)
+
+    def select(self, rows: torch.Tensor) -> None:
+        """The rows that go on (the search drops finished sentences or samples)."""
+        if self.cols is not None:
+            self.cols = self.cols.index_select(0, rows)
+
+
+NO_PREFIX = ForcedPrefix(None)      # forces nothing, and holds nothing that a search could change
+
+
+@contextlib.contextmanager
+def restricted(model: Seq2Seq, vocab: torch.Tensor | None) -> Iterator[None]:
+    """``model`` scoring only the target words ``vocab`` (sorted ids) meanwhile, when given."""
+    if vocab is None:
+        yield
+        return
+    model.restrict_output(vocab)
+    try:
+        yield
+    finally:
+        model.restrict_output(None)
 
 
 @dataclass
@@ -151,31 +210,28 @@ class _Pool:
 
 @torch.no_grad()
 def beam_search(model: Seq2Seq, enc: EncoderOut, cfg: SearchConfig = SearchConfig(),
-                vocab: torch.Tensor | None = None, attention: bool = False) -> Hypotheses:
+                vocab: torch.Tensor | None = None, attention: bool = False,
+                prefix: torch.Tensor | None = None) -> Hypotheses:
     """The ``cfg.nbest`` best outputs of each sentence; over the target words ``vocab`` only
     (sorted ids that hold the specials, :mod:`nmtkit.data.lexicon`) when given. ``attention``:
     keep each step's attention weights and return each output's (``Hypotheses.attention``):
     the α the search itself computed, which aligns each output word for models whose attention
     at a step aligns the word it predicts (not Luong et al.'s content scores, see
-    :func:`force`)."""
-    if vocab is None:
-        return _beam_search(model, enc, cfg, None, attention=attention)
-    model.restrict_output(vocab)
-    try:
-        return _beam_search(model, enc, cfg, vocab, attention=attention)
-    finally:
-        model.restrict_output(None)
+    :func:`force`). ``prefix``: (B, P) target ids each output must start with, <pad> after
+    each sentence's (:class:`ForcedPrefix`; ``vocab`` must hold them, and a banned word such
+    as <unk> under ``no_unk`` can never be forced)."""
+    with restricted(model, vocab):
+        return _beam_search(model, enc, cfg, vocab, attention=attention, prefix=ForcedPrefix(prefix, vocab, cfg.beam))
 
 
 def _beam_search(model: Seq2Seq, enc: EncoderOut, cfg: SearchConfig, vocab: torch.Tensor | None,
-                 check_every: int = 0, attention: bool = False) -> Hypotheses:
+                 check_every: int = 0, attention: bool = False, prefix: ForcedPrefix = NO_PREFIX) -> Hypotheses:
     """``check_every``: steps between looks for finished sentences (0: 1 on a CPU, 4 on a GPU,
     where each look waits for the device). A sentence found late has not changed meanwhile: no
     hypothesis it could still extend can enter its pool, by the bound that stopped it."""
     (B, k), n_best, device = (enc.mask.shape[0], cfg.beam), min(cfg.nbest, cfg.beam), enc.mask.device
     check_every = check_every or (1 if device.type == "cpu" else 4)
-    # the longest output, </s> included; at that length only </s> may follow
-    limit = ((enc.mask.sum(1).float() * cfg.max_ratio).long() + cfg.max_extra).clamp(min=1)
+    limit = output_limit(enc.mask, cfg, prefix)
     enc = enc.repeat(k)
     state = model.init_state(enc)
     y = torch.full((B * k,), BOS, dtype=torch.long, device=device)
@@ -191,6 +247,7 @@ def _beam_search(model: Seq2Seq, enc: EncoderOut, cfg: SearchConfig, vocab: torc
     while len(alive):
         b = len(alive)
         logp, state, alpha = model.step(y, state, enc)
+        logp = prefix.force(logp, t)           # before </s> is read: a forced row cannot end
         ended = scores + (logp[:, EOS] if t >= cfg.min_len else torch.full_like(logp[:, EOS], _NEG)).view(b, k)
         cp = coverage.penalty(alpha, enc.mask, (b, k))
         logp.index_fill_(1, banned, _NEG)
@@ -223,9 +280,9 @@ def _beam_search(model: Seq2Seq, enc: EncoderOut, cfg: SearchConfig, vocab: torc
                 break
             keep = (left.unsqueeze(1) * k + torch.arange(k, device=device)).view(-1)
             alive, scores, limit, pool = alive[left], scores[left], limit[left], pool.select(left)
-            y, state = y.index_select(0, keep), state.index_select(0, keep)
-            enc = enc.select(keep)
+            y, state, enc = y.index_select(0, keep), state.index_select(0, keep), enc.select(keep)
             coverage.follow(keep)
+            prefix.select(keep)
     return _backtrack(steps, finished, B, n_best)
 
 

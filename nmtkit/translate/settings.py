@@ -31,6 +31,12 @@ class SearchConfig:
         nbest: Hypotheses kept per sentence, best first (at most ``beam``).
         no_unk: Never emit ``<unk>`` (the paper's Table 1, RNNsearch-50* rows).
         min_len: Words before ``</s>`` at least (1: no empty translation of a non-empty line).
+        sampling: Draw each output word by word from the model's distribution instead of
+            searching (:mod:`nmtkit.translate.sampling`); ``nbest`` samples per sentence, and
+            ``beam`` unused.
+        temperature: Sampling from softmax(log p / T): below 1 sharper, above 1 flatter.
+        top_k: Sampling from the K most probable words only (0: all).
+        seed: Sampling's seed; a sentence's samples depend on it and the sentence's line alone.
     """
 
     beam: int = 12                 # the paper's width (arXiv v1)
@@ -42,13 +48,28 @@ class SearchConfig:
     nbest: int = 1
     no_unk: bool = False           # never emit <unk> (Table 1's RNNsearch-50* rows)
     min_len: int = 1               # words before </s>
+    sampling: bool = False         # draw instead of searching (back-translation)
+    temperature: float = 1.0       # sampling from softmax(log p / T)
+    top_k: int = 0                 # sampling from the K most probable words (0: all)
+    seed: int = 0                  # sampling's seed
 
     def check(self, names: tuple[str, str] = ("nbest", "beam")) -> "SearchConfig":
         """This config, or :class:`UserError` when it asks for more than the search can give;
         ``names``: what the asker calls nbest and beam (``--nbest``, ``'nbest'``)."""
-        if self.nbest > self.beam:
+        if not self.sampling and self.nbest > self.beam:
             raise UserError(f"{names[0]} {self.nbest} is more than {names[1]} {self.beam} can give")
+        if not self.sampling and (self.temperature != 1.0 or self.top_k):
+            raise UserError("--temperature and --top-k shape sampling's draws: add --sampling")
+        if self.sampling and self.coverage_penalty:
+            raise UserError("--coverage-penalty ranks beam search's hypotheses: --sampling draws them")
+        if self.temperature <= 0:
+            raise UserError(f"--temperature {self.temperature}: must be above 0 (1: the model's distribution)")
         return self
+
+    @property
+    def width(self) -> int:
+        """Rows per sentence: the beam's, or the samples drawn."""
+        return self.nbest if self.sampling else self.beam
 
 
 # Source subword units a line may have: longer ones are cropped (translate) or refused (serve).

@@ -11,6 +11,7 @@ of its own), and results come out in input order, one per input line.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,7 @@ from ..data.vocab import PAD, UNK
 from ..models.base import EncoderOut, Seq2Seq
 from ..models.ensemble import Ensemble
 from ..models.int8 import quantize_int8
+from .sampling import sample
 from .search import aligns_as_it_searches, beam_search, force
 from .settings import TranslateOptions
 
@@ -78,6 +80,26 @@ def read_unk_dict(path: str | Path) -> dict[str, str]:
             raise UserError(f"{path}: line {lineno} is not 'source-word target-word'")
         table.setdefault(parts[0], parts[1])
     return table
+
+
+class PrefixLines:
+    """``--prefix``'s lines (None: no prefixes), handed out block by block beside the input's:
+    one per input line, and exactly as many (a shortfall or an excess refused in one line)."""
+
+    def __init__(self, lines: Iterable[str] | None):
+        self.lines = None if lines is None else iter(lines)
+
+    def take(self, n: int) -> list[str] | None:
+        if self.lines is None:
+            return None
+        got = list(itertools.islice(self.lines, n))
+        if len(got) < n:
+            raise UserError("--prefix has fewer lines than the input")
+        return got
+
+    def finish(self) -> None:
+        if self.lines is not None and next(self.lines, None) is not None:
+            raise UserError("--prefix has more lines than the input")
 
 
 def load_models(paths: list[str | Path], device: torch.device,
@@ -150,17 +172,20 @@ class Translator:
         return cls(bf16_weights(model, run), sides, run, lexicon)     # its own models: cast in place
 
     def translate(self, lines: Iterable[str], options: TranslateOptions = TranslateOptions(),
-                  block: int = 1000) -> Iterator[Translation]:
-        """Translations of ``lines`` in order; ``block`` lines are read before any is translated."""
+                  block: int = 1000, prefixes: Iterable[str] | None = None) -> Iterator[Translation]:
+        """Translations of ``lines`` in order; ``block`` lines are read before any is translated.
+        ``prefixes``: a line per line of ``lines``, the start each output is forced to have."""
+        forced = PrefixLines(prefixes)
         pending: list[str] = []
         done = 0
         for line in lines:
             pending.append(line)
             if len(pending) >= block:
-                yield from self.translate_block(pending, options, done + 1)
+                yield from self.translate_block(pending, options, done + 1, forced.take(len(pending)))
                 done, pending = done + len(pending), []
         if pending:
-            yield from self.translate_block(pending, options, done + 1)
+            yield from self.translate_block(pending, options, done + 1, forced.take(len(pending)))
+        forced.finish()
 
     def source_length(self, line: str, tokenized: bool = False) -> int:
         """How many subword units the model would read of ``line`` (``</s>`` not counted)."""
@@ -184,24 +209,34 @@ class Translator:
         if batch:
             yield batch
 
-    def translate_block(self, lines: list[str], options: TranslateOptions, first_line: int = 1) -> list[Translation]:
-        """Translations of ``lines``, numbered from ``first_line`` in the warnings."""
+    def translate_block(self, lines: list[str], options: TranslateOptions, first_line: int = 1,
+                        prefixes: list[str] | None = None) -> list[Translation]:
+        """Translations of ``lines``, numbered from ``first_line`` (in the warnings, and as the
+        sampling's keys); each starts with its line of ``prefixes`` when given."""
         src_side, tgt_side = self.sides.src, self.sides.tgt
         sources = [_crop(src_side.tokens(line, options.tokenized), options.max_length, first_line + k)
                    for k, line in enumerate(lines)]
+        starts = None if prefixes is None else self._prefix_ids(prefixes, options, first_line)
         out = [Translation("", [], tokens, 0.0, 0.0) for tokens in sources]  # empty in, empty out
         attention = options.attention or options.replace_unk
         if options.shortlist and self.lexicon is None:
             raise UserError("--shortlist: the checkpoint holds no lexicon (it was trained by an older "
                             "nmtkit); add one with 'nmtkit lexicon'")
-        batch_size = options.batch_size or max(1, min(32, CPU_ROWS // options.search.beam))
+        batch_size = options.batch_size or max(1, min(32, CPU_ROWS // options.search.width))
         for idx in self._batches([len(s) for s in sources], batch_size, options.max_tokens):
             src = pad([np.asarray(src_side.ids(sources[i]), dtype=np.int64) for i in idx]).to(self.device)
+            prefix = self._prefix_batch(starts, idx)
             with torch.inference_mode(), self.runtime.autocast():
                 enc = self.model.encode(src, src != PAD)
                 vocab = self.lexicon.candidates(src) if options.shortlist and self.lexicon is not None else None
+                if vocab is not None and prefix is not None:     # a forced word must be scored
+                    vocab = torch.unique(torch.cat([vocab, prefix.flatten()]))
                 own = attention and aligns_as_it_searches(self.model)    # else walked again, by force
-                hyps = beam_search(self.model, enc, options.search, vocab, attention=own)
+                if options.search.sampling:     # the line numbers key the draws: batching changes nothing
+                    keys = torch.tensor([first_line + i for i in idx])
+                    hyps = sample(self.model, enc, options.search, vocab, prefix, keys)
+                else:
+                    hyps = beam_search(self.model, enc, options.search, vocab, attention=own, prefix=prefix)
                 n = hyps.nbest
                 maps = hyps.attention if own else None
                 if attention and maps is None:
@@ -223,6 +258,24 @@ class Translator:
                 if n > 1:
                     out[i].nbest.append(t)
         return out
+
+    def _prefix_ids(self, prefixes: list[str], options: TranslateOptions, first_line: int) -> list[list[int]]:
+        """Each prefix's target ids, through the target pipeline as references go; under
+        ``no_unk`` cut before its first <unk>, which the search could never emit."""
+        tgt = self.sides.tgt
+        out = [tgt.ids(tgt.tokens(line, options.tokenized)) for line in prefixes]
+        for k, ids in enumerate(out):
+            if options.search.no_unk and UNK in ids:
+                log(f"line {first_line + k}: --prefix has a word out of the vocabulary, which --no-unk bans; "
+                    f"forcing the {ids.index(UNK):,} units before it")
+                del ids[ids.index(UNK):]
+        return out
+
+    def _prefix_batch(self, starts: list[list[int]] | None, idx: list[int]) -> torch.Tensor | None:
+        """The prefixes of the lines ``idx`` (B, P), <pad> after each; None when none forces a word."""
+        if starts is None or not any(starts[i] for i in idx):
+            return None
+        return pad([np.asarray(starts[i], dtype=np.int64) for i in idx], eos=False).to(self.device)
 
     def _align(self, enc: EncoderOut, outputs: list[list[int]]) -> torch.Tensor:
         """Each output's alignment (rows, Ty, Tx), by walking it through the models again: how a
@@ -253,7 +306,7 @@ def _crop(tokens: list[str], limit: int, lineno: int) -> list[str]:
     stop a file of good lines at one bad one."""
     if not limit or len(tokens) <= limit:
         return tokens
-    log(f"line {lineno}: {len(tokens):,} subword units; translating the first {limit:,} (--max-length)")
+    log(f"line {lineno}: {len(tokens):,} subword units; translating the first {limit:,} (--crop-len)")
     return tokens[:limit]
 
 
