@@ -121,11 +121,15 @@ def score(hypotheses: tuple[str, ...], refs: tuple[str, ...], names: tuple[str, 
         from ..core.plot import bleu_by_length_chart  # here: numpy and matplotlib load for --plot only
         bleu_by_length_chart(result["by_length"]["rows"], plot_path, "BLEU by source sentence length")
     if data_bin:
-        if len(model_paths) != 1:
-            raise UserError("--data scores one checkpoint: give -m MODEL once")
-        from ..evaluate.nll import corpus_nll  # here: torch loads for a model only
-        result["corpus_nll"] = corpus_nll(model_paths[0], data_bin, split, runtime=run)
+        result["corpus_nll"] = _corpus_nll(model_paths, data_bin, split, run)
     click.echo(json.dumps(result) if as_json else format_report({"systems": [], **result}, metrics))
+
+
+def _corpus_nll(model_paths: tuple[str, ...], data_bin: str, split: str, run: Any) -> Any:
+    if len(model_paths) != 1:
+        raise UserError("--data scores one checkpoint: give -m MODEL once")
+    from ..evaluate.nll import corpus_nll  # here: torch loads for a model only
+    return corpus_nll(model_paths[0], data_bin, split, runtime=run)
 
 
 def _check_inputs(hypotheses: tuple[str, ...], refs: tuple[str, ...], data_bin: str | None,
