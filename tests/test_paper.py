@@ -100,7 +100,8 @@ def test_the_gpu_scale_runs_at_tiny_sizes_on_a_cpu_resumes_after_a_kill_and_repo
     for model, title in (("rnnencdec-30", "RNNencdec-30"), ("rnnencdec-50", "RNNencdec-50"),
                          ("rnnsearch-30", "RNNsearch-30"), ("rnnsearch-50", "RNNsearch-50")):
         progress = checkpoint.load(paper / model / "last.pt").training.progress
-        assert 0.1 * 60 <= progress.seconds < 0.1 * 60 + 30                 # the budget is minutes of training
+        # the budget is minutes, the final validation kept back from them
+        assert progress.seconds <= 0.1 * 60 < progress.seconds + 30
         # what the report says each system did is what its checkpoint holds
         assert (f"{title}: {progress.step:,} updates of 80 pairs, adam 0.001, 32 hidden units, "
                 f"{progress.seconds / 60:.1f} minutes, fp32, eager") in report
