@@ -221,22 +221,25 @@ def test_a_model_without_attention_refuses_guided_alignment_before_training(arch
         train_settings(arch, "tiny", "appendix-b", {"guided_alignment_weight": 0.5, **values}, set())
 
 
-def test_the_logged_alignment_loss_is_the_models_on_the_batches_it_trained_on(raw, tmp_path):
+@pytest.mark.parametrize("reader", [(), ("--alignment-head",)], ids=["attention", "head"])
+def test_the_logged_alignment_loss_is_the_models_on_the_batches_it_trained_on(raw, tmp_path, reader):
     """train_align_ce in metrics.jsonl, recomputed from scratch: the saved model (its rate 0, so
-    the weights the updates saw) on the minibatches the run drew, through the corpus's links."""
+    the weights the updates saw) on the minibatches the run drew, through the corpus's links;
+    the attention's, or the alignment head's."""
     from nmtkit import checkpoint
     from nmtkit.data.batching import Batches
     make_corpus(raw, tmp_path)
     diagonal_links(tmp_path / "clean")
     binarize_corpus({s: tmp_path / "clean" / s for s in ("train", "valid")}, ("en", "fr"), tmp_path / "vocab",
                     tmp_path / "linked", align_suffix="links")
-    args = list(train_args(tmp_path / "linked", tmp_path / "run", "--guided-alignment-weight", "0.5"))
+    args = list(train_args(tmp_path / "linked", tmp_path / "run", "--guided-alignment-weight", "0.5", *reader))
     args[args.index("--lr") + 1] = "0"
     assert run(*args).exit_code == 0
     logged = [json.loads(line)["train_align_ce"] for line in (tmp_path / "run" / "metrics.jsonl").read_text()
               .splitlines() if "train_align_ce" in line]
     ckpt = checkpoint.load(tmp_path / "run" / "last.pt")
     model = checkpoint.model_of(ckpt, "last.pt").eval()
+    assert model.has_alignment_head() == bool(reader)
     corpus = Corpus(tmp_path / "linked")
     (src, tgt), links = corpus.split("train"), corpus.links("train")
     cfg = ckpt.training.config

@@ -25,14 +25,17 @@ _RUNTIME = RuntimeConfig()
 _SUFFIXES = {"k": 10**3, "m": 10**6, "g": 10**9}
 
 
-def setting(flag: str, config: Any, kind: Any = None, help: str = "", **extra: Any) -> Decorator:
+def setting(flag: str, config: Any, kind: Any = None, help: str = "", old: str | None = None,
+            **extra: Any) -> Decorator:
     """An option whose default is the field of ``config`` named like it (``--max-len`` → max_len;
     the first name of ``--a/--no-a``; or ``field=``, or ``dest=``, which also names the parameter),
-    shown in --help."""
+    shown in --help; with ``old``, also its former spelling (:func:`renamed`)."""
     dest = extra.pop("dest", None)              # the parameter's name, when not the flag's
-    field = extra.pop("field", None) or dest or flag.lstrip("-").split("/")[0].replace("-", "_")
-    return click.option(flag, *([dest] if dest else []), type=kind, default=getattr(config, field), show_default=True,
-                        help=help, **extra)
+    name = dest or flag.lstrip("-").split("/")[0].replace("-", "_")
+    field = extra.pop("field", None) or name
+    option = click.option(flag, *([dest] if dest else []), type=kind, default=getattr(config, field),
+                          show_default=True, help=help, **extra)
+    return option if old is None else options(option, renamed(old, flag, name, type=kind))
 
 
 def options(*decorators: Decorator) -> Decorator:
@@ -171,12 +174,10 @@ search = options(
             "--length-penalty gnmt)."),
     setting("--max-output-ratio", _SEARCH, click.FloatRange(0),
             "Output limit: this times the source length, plus 10 (fairseq's --max-len-a, Marian's "
-            "--max-length-factor).", dest="max_ratio"),
-    renamed("--max-ratio", "--max-output-ratio", "max_ratio", type=click.FloatRange(0)),
+            "--max-length-factor).", dest="max_ratio", old="--max-ratio"),
     setting("--min-output-len", _SEARCH, click.IntRange(0),
             "Words before </s> at least (1, as GroundHog and fairseq's --min-len: no empty translation).",
-            dest="min_len"),
-    renamed("--min-len", "--min-output-len", "min_len", type=click.IntRange(0)),
+            dest="min_len", old="--min-len"),
     click.option("--nbest", type=click.IntRange(0), default=0, show_default=True,
                  help="Write the N best (1: the best alone) as Moses n-best lines: "
                       "'i ||| text ||| log p ||| normalised log p', i from 0 (0: the best, as plain text)."),

@@ -46,8 +46,7 @@ Examples:
 @options.setting("--max-sentences", _L, click.IntRange(1), "Sentences per request (and per batch of requests).")
 @options.setting("--max-source-len", _L, click.IntRange(1),
                  "Source subword units per sentence, as translate counts them: a longer one is refused (413).",
-                 field="max_length", dest="max_length")
-@options.renamed("--max-length", "--max-source-len", "max_length", type=click.IntRange(1))
+                 dest="max_length", old="--max-length")
 @options.setting("--max-body", _L, click.IntRange(1), "Bytes per request.")
 @options.setting("--max-beam", _L, click.IntRange(1), "Largest beam a request may ask.")
 @options.setting("--batch-wait", _C, click.FloatRange(0),

@@ -8,7 +8,7 @@ import click
 from ..models.config import (ARCHS, COVERAGES, DEFAULT_PRESET, ENCODERS, MODEL_PRESETS, READOUTS, SCORES, WINDOWS,
                              ModelConfig)
 from ..train.config import BEST_BY, COMPILE_MODES, DEFAULT_SCHEDULE, LR_DECAYS, OPTIMIZERS, SCHEDULES, TrainConfig
-from .options import options, renamed, setting
+from .options import options, setting
 
 _M = ModelConfig()
 _T = TrainConfig()
@@ -92,8 +92,8 @@ optimization = options(
                       "(or --max-tokens), computed a piece at a time, in 1/N of the memory."),
     setting("--sampled-softmax", _T, click.IntRange(0),
             "Jean et al. (2015)'s sampled softmax in training: over the minibatch's target words and "
-            "others drawn at random, this many in all (0: the full softmax, as the paper).", dest="shortlist"),
-    renamed("--shortlist", "--sampled-softmax", "shortlist", type=click.IntRange(0)),
+            "others drawn at random, this many in all (0: the full softmax, as the paper).", dest="shortlist",
+            old="--shortlist"),
     setting("--pool", _T, click.IntRange(1), "Minibatches per length-sorted pool."),
     setting("--max-len", _T, click.IntRange(0), "Drop longer pairs (30 or 50 in the paper)."))
 
