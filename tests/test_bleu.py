@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from nmtkit.evaluate.metrics import PAPER, Metrics
 from nmtkit.evaluate.score import SACREBLEU_LABEL, TOKENIZED_LABEL, Texts, evaluate, format_report
 
 HYPS = ["The <unk> sat on the mat.", "It is a good day."]
@@ -30,7 +31,7 @@ def files(tmp_path):
 
 def test_unk_is_one_token_and_tokenized_bleu_is_multi_bleu(files):
     assert by_hand() == pytest.approx(52.90, abs=0.005)
-    s = evaluate([str(files / "hyp.en")], [str(files / "ref.en")])["systems"][0]
+    s = evaluate([str(files / "hyp.en")], [str(files / "ref.en")], metrics=Metrics(PAPER))["systems"][0]
     assert s["bleu_tok"] == pytest.approx(by_hand(), abs=1e-6)
     assert "hyp_len = 13" in s["bleu_tok_detail"] and "ref_len = 14" in s["bleu_tok_detail"]
     assert s["bleu_tok_label"] == TOKENIZED_LABEL and s["bleu_label"] == SACREBLEU_LABEL
@@ -63,10 +64,10 @@ def test_score_command_labels_both_bleus(files):
     from click.testing import CliRunner
 
     from nmtkit.cli import main
-    r = CliRunner().invoke(main, ["score", str(files / "hyp.en"), "-r", str(files / "ref.en")])
+    r = CliRunner().invoke(main, ["score", str(files / "hyp.en"), "-r", str(files / "ref.en"), "--metrics", "bleu,bleu-tok"])
     assert r.exit_code == 0, r.output
     assert f"{TOKENIZED_LABEL}: 52.90" in r.stdout
     assert f"{SACREBLEU_LABEL}: " in r.stdout and "nrefs:1|case:mixed|eff:no|tok:13a" in r.stdout
     j = CliRunner().invoke(main, ["score", str(files / "hyp.en"), "-r", str(files / "ref.en"),
-                                  "--output-format", "json"])
+                                  "--metrics", "bleu-tok", "--output-format", "json"])
     assert json.loads(j.stdout)["systems"][0]["bleu_tok"] == pytest.approx(52.90, abs=0.005)

@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from nmtkit.cli import main
+from nmtkit.evaluate.metrics import PAPER
 
 # case, accents, guillemets and a Chinese line: lowercasing and each tokenizer change the counts
 HYPS = ["Le Chat est assis sur le tapis ; il DORT.",
@@ -95,9 +96,22 @@ def test_sentence_level_json_holds_each_score_and_signature(files):
     assert len(s["sentence_scores"]) == len(HYPS) and set(s["sentence_scores"][0]) == {"chrf"}
 
 
-def test_the_default_report_is_both_bleus_and_chrf(files):
+def test_the_default_report_is_sacrebleus_bleu_and_chrf_and_paper_adds_the_tokenized_bleu(files):
     s = json.loads(nmtkit(files, 1, "--output-format", "json"))["systems"][0]
+    assert {k for k in s if k.endswith("_signature")} == {"bleu_signature", "chrf_signature"}
+    s = json.loads(nmtkit(files, 1, "--metrics", ",".join(PAPER), "--output-format", "json"))["systems"][0]
     assert {k for k in s if k.endswith("_signature")} == {"bleu_signature", "bleu_tok_signature", "chrf_signature"}
+
+
+@pytest.mark.parametrize("metrics", [[], ["--metrics", "bleu,chrf,ter"]])
+def test_sacrebleus_metrics_alone_load_no_tokenizer_or_numpy(files, metrics):
+    """What keeps a plain score near sacrebleu's own time: sacremoses (for the tokenized BLEU) and
+    numpy (for --plot) load only when asked for, and not for the default report."""
+    args = ["score", str(files / "hyp.fr"), "-r", str(files / "ref0.fr"), *metrics]
+    code = (f"import sys\nfrom nmtkit.cli import main\nmain({args!r}, standalone_mode=False)\n"
+            "print(sorted(m for m in ('sacremoses', 'numpy', 'torch', 'subword_nmt') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines()[-1] == "[]"
 
 
 @pytest.mark.parametrize("args,match", [(["--metrics", "bleu,meteor"], "unknown metric 'meteor'"),
@@ -109,13 +123,3 @@ def test_user_errors_are_one_line_and_status_2(files, args, match):
     args = [str(files / a) if a.endswith(".fr") else a for a in args]
     r = CliRunner().invoke(main, ["score", str(files / "hyp.fr"), "-r", str(files / "ref0.fr"), *args])
     assert r.exit_code == 2 and r.stderr.count("\n") == 1 and match in r.stderr, r.output
-
-
-def test_sacrebleus_metrics_alone_load_no_tokenizer_or_numpy(files):
-    """What keeps a plain score near sacrebleu's own time: sacremoses (for the tokenized BLEU) and
-    numpy (for --plot) load only when asked for."""
-    args = ["score", str(files / "hyp.fr"), "-r", str(files / "ref0.fr"), "--metrics", "bleu,chrf,ter"]
-    code = (f"import sys\nfrom nmtkit.cli import main\nmain({args!r}, standalone_mode=False)\n"
-            "print(sorted(m for m in ('sacremoses', 'numpy', 'torch', 'subword_nmt') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.splitlines()[-1] == "[]"

@@ -11,7 +11,7 @@ import click
 from ..core.command import Command
 from ..core.errors import UserError
 from ..data.settings import VALID
-from ..evaluate.metrics import DEFAULT, Metrics, metric_names, split_names, tokenizers
+from ..evaluate.metrics import DEFAULT, DEFAULT_TOKENIZED, PAPER, Metrics, metric_names, split_names, tokenizers
 from ..evaluate.settings import BUCKET_WIDTH
 from ..text.clean import PRESETS, RULES, rules_named
 from . import options
@@ -36,7 +36,8 @@ class _Listed(click.ParamType):  # type: ignore[type-arg]  # generic from click 
 _sacrebleu = options.options(
     click.option("--metrics", "metric_values", multiple=True, type=_Listed(metric_names, several=True),
                  help=f"Metrics to report, repeated or comma-separated; bleu-tok is the paper's tokenized BLEU "
-                      f"[default: {','.join(DEFAULT)}; without bleu with --tokenized]."),
+                      f"({','.join(PAPER)}: 1.0's report) [default: {','.join(DEFAULT)}; "
+                      f"{','.join(DEFAULT_TOKENIZED)} with --tokenized]."),
     click.option("--tokenize", type=_Listed(tokenizers),
                  help="BLEU's tokenizer, as sacrebleu --tokenize [default: 13a]."),
     click.option("--lowercase", is_flag=True, help="BLEU on lowercased text (the tokenized BLEU's too), as sacrebleu "

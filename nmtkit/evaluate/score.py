@@ -10,8 +10,8 @@ Two BLEUs, always labelled, never mixed up:
   was in the tokenized output the paper scored.
 
 The metrics reported, and sacreBLEU's options for them, are a
-:class:`~.metrics.Metrics`: by default both BLEUs and chrF, as before
-``--metrics``. ``tokenized=True`` takes files already in Moses tokens: then
+:class:`~.metrics.Metrics`: by default sacreBLEU's BLEU and chrF (``PAPER``
+adds the tokenized BLEU, 1.0's default). ``tokenized=True`` takes files already in Moses tokens: then
 the tokenized BLEU is the default one. Several reference files score against
 several references at once (the Bible test set has three French versions).
 ``clean`` applies nmtkit's cleaning rules to hypotheses and references

@@ -35,6 +35,7 @@ from ..core.errors import UserError
 from ..core.files import atomic_write
 from ..core.machine import describe
 from ..core.plot import pyplot
+from ..evaluate.metrics import PAPER, Metrics
 from ..evaluate.score import evaluate
 from ..train.runlog import RunLog
 
@@ -126,7 +127,8 @@ def test_bleu(model: Path, raw: Path, threads: int) -> dict[str, float]:
         _nmtkit("translate", "-m", model, raw / "test.en", "-o", hyp, "--beam", 5, "--threads", threads)
     scores: dict[str, float] = {}
     for key, refs in (("segond", SEGOND), ("three", ALL_REFS)):
-        system = evaluate([str(hyp)], [str(raw / r) for r in refs], clean=("verse-markers",))["systems"][0]
+        system = evaluate([str(hyp)], [str(raw / r) for r in refs], clean=("verse-markers",),
+                          metrics=Metrics(PAPER))["systems"][0]
         scores |= {key: system["bleu"], f"{key}_tok": system["bleu_tok"]}
     _write(cache, json.dumps(scores) + "\n")
     return scores
