@@ -17,13 +17,14 @@ SPECIALS = ["<pad>", "<unk>", "<s>", "</s>"]
 
 
 def fake_checkpoint(path: Path, step: int = 500, seconds: float = 120.0,
-                    weights: dict[str, torch.Tensor] | None = None) -> Checkpoint:
-    """A well-formed checkpoint of a model that was never trained (its weights need not fit)."""
+                    weights: dict[str, torch.Tensor] | None = None, model: ModelConfig | None = None) -> Checkpoint:
+    """A well-formed checkpoint of a model that was never trained (its weights need not fit);
+    ``model``'s vocabularies must have the 6 entries of the checkpoint's."""
     vocab = SPECIALS + ["a", "b"]
     text = TextSides(langs={"src": "en", "tgt": "fr"}, vocab={"src": vocab, "tgt": vocab},
                      text={"src": TextConfig("en"), "tgt": TextConfig("fr")}, bpe_codes={"src": None, "tgt": None},
                      vocab_sha256={"en": "0" * 64, "fr": "1" * 64})
-    ckpt = Checkpoint(ModelConfig(src_vocab=len(vocab), tgt_vocab=len(vocab)),
+    ckpt = Checkpoint(model or ModelConfig(src_vocab=len(vocab), tgt_vocab=len(vocab)),
                       weights if weights is not None else {"w": torch.zeros(3, 3)}, text,
                       TrainingState(TrainConfig(), Progress(step=step, seconds=seconds)))
     checkpoint.save(path, ckpt)

@@ -1,28 +1,33 @@
-"""Tu et al. (2016)'s linguistic coverage in RNNsearch: C_i = C_{i−1} + α_i / Φ, read by the
-attention; one recurrence for training and search."""
+"""Tu et al. (2016)'s coverage in RNNsearch, read by the attention: linguistic, C_i = C_{i−1} + α_i / Φ,
+and neural, a GRU per source word; one recurrence for training and search."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
+from nmtkit import checkpoint
 from nmtkit.core.errors import UserError
 from nmtkit.models.build import build_model
-from nmtkit.models.config import MAX_FERTILITY, ModelConfig
+from nmtkit.models.config import MAX_FERTILITY, NEURAL_COVERAGE_DIM, ModelConfig
+from nmtkit.models.ensemble import Ensemble
 from nmtkit.translate.search import SearchConfig, beam_search, force
+from tests.checkpoints import fake_checkpoint
 from tests.test_fused import TINY, batch
 
+KINDS = ("linguistic", "neural")
 
-def covered():
+
+def covered(kind="linguistic"):
     torch.manual_seed(0)
-    model = build_model(ModelConfig(arch="rnnsearch", coverage="linguistic", **TINY))
+    model = build_model(ModelConfig(arch="rnnsearch", coverage=kind, **TINY))
     for p in model.parameters():           # B.1's tiny weights would make every check trivially close
         torch.nn.init.normal_(p, 0, 0.3)
     return model.eval()
 
 
 def test_coverage_sums_the_attention_over_fertility_and_the_attention_reads_it():
-    model = covered()
+    model = covered("linguistic")
     src, mask, tgt = batch()
     enc = model.encode(src, mask)
     assert enc.fertility is not None and bool(((enc.fertility > 0) & (enc.fertility < MAX_FERTILITY)).all())
@@ -39,8 +44,63 @@ def test_coverage_sums_the_attention_over_fertility_and_the_attention_reads_it()
     assert not torch.allclose(alpha, moved, atol=1e-3)
 
 
-def test_teacher_forcing_and_search_steps_agree_and_the_gradient_reaches_coverage():
-    model = covered()
+def hand_gru(model, c, alpha, h, s_prev):
+    """Tu et al.'s gated update written out: z, r = σ(W_{z,r} x + U_{z,r} C), C̃ = tanh(W x + U (r ∘ C)),
+    C' = (1 − z) ∘ C + z ∘ C̃, with x = [α_j; h_j; s_{i−1}] for each source word j."""
+    gru, d = model.coverage_rnn.gru, NEURAL_COVERAGE_DIM
+    x = torch.cat([alpha.unsqueeze(-1), h, s_prev.unsqueeze(1).expand(-1, h.shape[1], -1)], -1)
+    wx = x @ gru.W.weight.T + gru.W.bias
+    U_z, U_r = gru.U_zr.weight[:d], gru.U_zr.weight[d:]
+    z = torch.sigmoid(wx[..., :d] + c @ U_z.T)
+    r = torch.sigmoid(wx[..., d:2 * d] + c @ U_r.T)
+    candidate = torch.tanh(wx[..., 2 * d:] + (r * c) @ gru.U.weight.T)
+    return (1 - z) * c + z * candidate
+
+
+def hand_attention(model, enc, s_prev, c):
+    """e_ij = v_aᵀ tanh(W_a s_{i−1} + U_a h_j + V_a C_{i−1,j}), softmax over the real words."""
+    att = model.attention
+    e = torch.tanh(att.W_a(s_prev).unsqueeze(1) + att.U_a(enc.h) + c @ att.V_a.weight.T) @ att.v_a.weight[0]
+    return torch.softmax(e.masked_fill(~enc.mask, float("-inf")), -1)
+
+
+def test_neural_coverage_is_a_gru_per_source_word_in_the_state_and_the_attention_reads_it():
+    model = covered("neural")
+    n, d = model.cfg.hidden, NEURAL_COVERAGE_DIM
+    src, mask, tgt = batch()
+    enc = model.encode(src, mask)
+    assert enc.fertility is None and enc.coverage_keys.shape == (4, 9, 3 * d)
+    state = model.init_state(enc)
+    assert state.shape == (4, n + 9 * d) and not state[:, n:].any()           # C_0 = 0
+    c = state[:, n:].view(4, 9, d)
+    with torch.no_grad():
+        for y in tgt[:, :3].unbind(1):              # past the first step, where U's terms vanish with C_0
+            s_prev = state[:, :n]
+            _, state, alpha = model.step(y, state, enc)
+            assert state.shape == (4, n + 9 * d)
+            assert torch.allclose(alpha, hand_attention(model, enc, s_prev, c), atol=1e-5)
+            c = hand_gru(model, c, alpha, enc.h, s_prev)
+            assert torch.allclose(state[:, n:].view(4, 9, d), c, atol=1e-5)
+        _, _, moved = model.step(tgt[:, 3], torch.cat([state[:, :n], state[:, n:] + 1.0], 1), enc)
+        _, _, alpha = model.step(tgt[:, 3], state, enc)
+    assert not torch.allclose(alpha, moved, atol=1e-3)
+
+
+def coverage_gradients(model):
+    """The gradients of what only the coverage model has: V_a, and Φ's U_f or the coverage GRU's W
+    (its α, h and s columns apart) and U."""
+    grads = {"V_a": model.attention.V_a.weight.grad}
+    if model.coverage_rnn is None:
+        return grads | {"U_f": model.U_f.weight.grad}
+    gru, h = model.coverage_rnn.gru, model.coverage_rnn.annotation
+    W = gru.W.weight.grad
+    return grads | {"W_alpha": W[:, :1], "W_h": W[:, 1:1 + h], "W_s": W[:, 1 + h:], "U_zr": gru.U_zr.weight.grad,
+                    "U": gru.U.weight.grad}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_teacher_forcing_and_search_steps_agree_and_the_gradient_reaches_coverage(kind):
+    model = covered(kind)
     src, mask, tgt = batch()
     tgt[:, 0] = 2                                        # <s>, as force feeds it
     enc = model.encode(src, mask)
@@ -51,30 +111,86 @@ def test_teacher_forcing_and_search_steps_agree_and_the_gradient_reaches_coverag
     model.train()
     model.zero_grad()
     model(src, mask, tgt[:, :-1], tgt[:, 1:]).backward()
-    assert model.attention.V_a.weight.grad.abs().sum() > 0 and model.U_f.weight.grad.abs().sum() > 0
+    assert [name for name, g in coverage_gradients(model).items() if g is None or not g.abs().sum() > 0] == []
 
 
-def test_beam_search_carries_each_hypothesis_coverage():
+def best_outputs_scored_by_force(model, enc, hyps):
+    """Each sentence's best output, </s>-terminated, and its forced log-probability."""
+    best = [hyps.tokens[i * hyps.nbest] for i in range(len(enc.mask))]
+    out = torch.zeros(len(best), max(len(t) for t in best) + 1, dtype=torch.long)
+    for i, t in enumerate(best):
+        out[i, :len(t) + 1] = torch.tensor(t + [3])          # </s>
+    scores, _ = force(model, enc, out)
+    return best, scores.tolist()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_beam_search_carries_each_hypothesis_coverage(kind):
     """Beam search reorders [s; C] with its hypotheses: its best output scores, by force, what
     the search said (a coverage left behind by a reordered beam would change the score)."""
-    model = covered()
+    model = covered(kind)
     src, mask, _ = batch()
     enc = model.encode(src, mask)
     with torch.no_grad():
         hyps = beam_search(model, enc, SearchConfig(beam=4, max_ratio=1.5, max_extra=3))
-        best = [hyps.tokens[i * hyps.nbest] for i in range(4)]
-        out = torch.zeros(4, max(len(t) for t in best) + 1, dtype=torch.long)
-        for i, t in enumerate(best):
-            out[i, :len(t) + 1] = torch.tensor(t + [3])          # </s>
-        scores, _ = force(model, enc, out)
-    assert all(best) and scores.tolist() == pytest.approx([hyps.scores[i * hyps.nbest] for i in range(4)], abs=1e-4)
+        best, scores = best_outputs_scored_by_force(model, enc, hyps)
+    assert all(best) and scores == pytest.approx([hyps.scores[i * hyps.nbest] for i in range(4)], abs=1e-4)
 
 
+def test_an_ensemble_splits_its_members_coverages_by_width():
+    """A linguistic and a neural member: states of n + Tx and n + Tx·d numbers side by side."""
+    members = [covered(kind) for kind in KINDS]
+    torch.manual_seed(1)
+    for p in members[1].parameters():
+        torch.nn.init.normal_(p, 0, 0.3)
+    both = Ensemble(members).eval()
+    src, mask, _ = batch()
+    enc = both.encode(src, mask)
+    with torch.no_grad():
+        hyps = beam_search(both, enc, SearchConfig(beam=3, max_ratio=1.5, max_extra=3))
+        best, scores = best_outputs_scored_by_force(both, enc, hyps)
+    n, d = TINY["hidden"], NEURAL_COVERAGE_DIM
+    assert both.widths == [n + 9, n + 9 * d]
+    assert all(best) and scores == pytest.approx([hyps.scores[i * hyps.nbest] for i in range(4)], abs=1e-4)
+
+
+def test_the_checkpoint_keeps_the_coverage_kind_and_an_older_one_has_none(tmp_path):
+    cfg = ModelConfig(arch="rnnsearch", coverage="neural", **{**TINY, "src_vocab": 6, "tgt_vocab": 6})
+    model = build_model(cfg)
+    fake_checkpoint(tmp_path / "c.pt", weights=model.state_dict(), model=cfg)
+    back = checkpoint.load(tmp_path / "c.pt")
+    assert back.model.coverage == "neural"
+    loaded = checkpoint.model_of(back, tmp_path / "c.pt").state_dict()
+    assert loaded.keys() == model.state_dict().keys()
+    assert all(torch.equal(loaded[k], v) for k, v in model.state_dict().items())
+    older = cfg.to_dict()
+    del older["coverage"]
+    assert ModelConfig.from_dict(older).coverage == "none"
+
+
+def test_train_coverage_neural_trains_saves_and_translates(raw, tmp_path):
+    from click.testing import CliRunner
+
+    from nmtkit.cli import main
+    from tests.test_corpus import make_corpus
+    make_corpus(raw, tmp_path)
+    run = tmp_path / "run"
+    r = CliRunner().invoke(main, ["train", str(tmp_path / "bin"), "--save-dir", str(run), "--preset", "tiny",
+                                  "--max-updates", "2", "--batch-size", "2", "--threads", "1", "--no-valid-bleu",
+                                  "--coverage", "neural"])
+    assert r.exit_code == 0, r.output
+    assert checkpoint.load(run / "last.pt").model.coverage == "neural"
+    r = CliRunner().invoke(main, ["translate", "-m", str(run / "last.pt"), "--beam", "3", "--threads", "1"],
+                           input="the cat\n")
+    assert r.exit_code == 0 and len(r.output.splitlines()) == 1, r.output
+
+
+@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("arch", ["rnnencdec", "luong"])
-def test_coverage_needs_rnnsearch(arch):
+def test_coverage_needs_rnnsearch(arch, kind):
     from nmtkit.cli.train_settings import train_settings
     with pytest.raises(UserError, match="--coverage"):
-        train_settings(arch, "tiny", "appendix-b", {"coverage": "linguistic"}, {"coverage"})
+        train_settings(arch, "tiny", "appendix-b", {"coverage": kind}, {"coverage"})
 
 
 def test_the_long_passage_table_counts_output_length_against_the_reference(tmp_path):

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import click
 
-from ..models.config import (ARCHS, COVERAGES, DEFAULT_PRESET, ENCODERS, MODEL_PRESETS, READOUTS, SCORES, WINDOWS,
-                             ModelConfig)
+from ..models.config import (ARCHS, COVERAGES, DEFAULT_PRESET, ENCODERS, MODEL_PRESETS, NEURAL_COVERAGE_DIM, READOUTS,
+                             SCORES, WINDOWS, ModelConfig)
 from ..train.config import BEST_BY, COMPILE_MODES, DEFAULT_SCHEDULE, LR_DECAYS, OPTIMIZERS, SCHEDULES, TrainConfig
 from .options import options, setting
 
@@ -45,9 +45,10 @@ model = options(
                  help="Layer-normalised GRUs (Ba et al. 2016), each product normalised as in Nematus. A "
                       "change of model, saved in the checkpoint; not the paper's."),
     setting("--coverage", _M, click.Choice(COVERAGES),
-            "rnnsearch: a coverage vector the attention reads, Tu et al. (2016)'s linguistic one (each "
-            "source word's attention so far over its learnt fertility), against under- and over-translation. "
-            "Trains through the reference loop, not --fused-steps. Not the paper's."),
+            "rnnsearch: a coverage vector the attention reads, against under- and over-translation: Tu et al. "
+            "(2016)'s linguistic one (each source word's attention so far over its learnt fertility) or neural "
+            f"one (a {NEURAL_COVERAGE_DIM}-unit GRU per source word, fed its attention, its annotation and the "
+            "decoder state). Trains through the reference loop, not --fused-steps. Not the paper's."),
     click.option("--alignment-head", is_flag=True,
                  help="rnnsearch, with --guided-alignment-weight: train a head beside the attention on the "
                       "word links instead of the attention itself; it reads each target word once known "

@@ -16,6 +16,7 @@ from typing import Any, cast
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 
 def _tanh_(x: torch.Tensor) -> torch.Tensor:
@@ -51,15 +52,16 @@ def _search_energies(keys: torch.Tensor, q: torch.Tensor, v: torch.Tensor) -> to
 
 
 class AdditiveAttention(nn.Module):
-    """With ``coverage`` (Tu et al. 2016), the energies read each source word's coverage
-    C_{i−1,j} too: e_ij = v_aᵀ tanh(W_a s_{i−1} + U_a h_j + V_a C_{i−1,j})."""
+    """With a ``coverage`` of d numbers per source word (Tu et al. 2016: 1 for the linguistic
+    coverage, d for the neural one; 0: none), the energies read each word's C_{i−1,j} too:
+    e_ij = v_aᵀ tanh(W_a s_{i−1} + U_a h_j + V_a C_{i−1,j})."""
 
-    def __init__(self, query: int, annotation: int, align: int, coverage: bool = False):
+    def __init__(self, query: int, annotation: int, align: int, coverage: int = 0):
         super().__init__()
         self.W_a = nn.Linear(query, align, bias=False)
         self.U_a = nn.Linear(annotation, align)
         self.v_a = nn.Linear(align, 1, bias=False)
-        self.V_a = nn.Linear(1, align, bias=False) if coverage else None
+        self.V_a = nn.Linear(coverage, align, bias=False) if coverage else None
 
     def precompute(self, h: torch.Tensor) -> torch.Tensor:
         """U_a h: (B, Tx, 2n) → (B, Tx, n')."""
@@ -68,11 +70,11 @@ class AdditiveAttention(nn.Module):
     def forward(self, s_prev: torch.Tensor, keys: torch.Tensor, h: torch.Tensor,
                 mask: torch.Tensor, coverage: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Context (B, 2n) and weights α (B, Tx) for decoder states ``s_prev`` (B, n), and the
-        coverage (B, Tx) of a coverage model."""
+        coverage (B, Tx, d) of a coverage model."""
         q = self.W_a(s_prev)
         if self.V_a is not None:
             assert coverage is not None
-            keys = keys + coverage.unsqueeze(-1).to(keys.dtype) * self.V_a.weight[:, 0].to(keys.dtype)
+            keys = keys + F.linear(coverage.to(keys.dtype), self.V_a.weight.to(keys.dtype))
         if torch.compiler.is_compiling():
             # inductor fuses this and recomputes the tanh in backward by itself (_Energy's trick)
             e = torch.tanh(keys + q.to(keys.dtype).unsqueeze(1)) @ self.v_a.weight[0].to(keys.dtype)

@@ -30,13 +30,15 @@ class EncoderOut:
     """Annotations ``h`` (B, Tx, 2n), the mask (B, Tx), what the decoder's context needs
     precomputed once per sentence (``keys``: U_a h (B, Tx, n') for attention, C c (B, 3n) for
     RNNencdec's fixed context), a summary of the sentence for the initial state, and with a
-    coverage model each source word's fertility Φ (B, Tx)."""
+    coverage model each source word's fertility Φ (B, Tx) (linguistic) or the part of the
+    coverage GRU's input projection that reads h, W_h h + b (B, Tx, 3d) (neural)."""
 
     h: torch.Tensor
     mask: torch.Tensor
     keys: torch.Tensor | None = None
     summary: torch.Tensor | None = None
     fertility: torch.Tensor | None = None
+    coverage_keys: torch.Tensor | None = None
 
     def _rows(self, take: Callable[[torch.Tensor], torch.Tensor]) -> "EncoderOut":
         optional = {f.name: getattr(self, f.name) for f in fields(self)[2:]}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..core.errors import UserError
 from .base import Seq2Seq
-from .config import ENCODERS, READOUTS, SCORES, WINDOWS, ModelConfig, is_luong
+from .config import COVERAGES, ENCODERS, READOUTS, SCORES, WINDOWS, ModelConfig, is_luong
 from .luong import Luong
 from .rnnsearch import RNNEncDec, RNNSearch
 
@@ -18,6 +18,8 @@ def build_model(cfg: ModelConfig) -> Seq2Seq:
         raise UserError(f"readout must be 'prev' or 'next', not '{cfg.readout}'")
     if cfg.encoder not in ENCODERS:
         raise UserError(f"encoder must be 'paper' or 'cudnn', not '{cfg.encoder}'")
+    if cfg.coverage not in COVERAGES:
+        raise UserError(f"coverage must be one of {', '.join(COVERAGES)}; not '{cfg.coverage}'")
     if is_luong(cfg.arch):
         if cfg.attention not in (*WINDOWS, "none"):
             raise UserError(f"attention must be one of {', '.join(WINDOWS)}, none; not '{cfg.attention}'")

@@ -56,8 +56,8 @@ class ModelConfig(Settings):
     # rnnsearch: an alignment head beside the attention, trained on the corpus's word links
     # (models.alignment_head); what align, --alignments and --replace-unk then read. Not the paper's.
     alignment_head: bool = False
-    # rnnsearch: Tu et al. (2016)'s linguistic coverage, which the attention reads ("none": off).
-    # Not the paper's.
+    # rnnsearch: Tu et al. (2016)'s coverage, which the attention reads: "linguistic" (attention so
+    # far over a learnt fertility) or "neural" (a GRU per source word); "none": off. Not the paper's.
     coverage: str = "none"
 
 
@@ -67,8 +67,14 @@ class ModelConfig(Settings):
 ARCHS = ("rnnsearch", "rnnencdec", "luong")
 READOUTS = ("prev", "next")
 ENCODERS = ("paper", "cudnn")
-COVERAGES = ("none", "linguistic")
+COVERAGES = ("none", "linguistic", "neural")
 MAX_FERTILITY = 2.0     # Tu et al.'s N: a source word covers at most two target words' worth
+NEURAL_COVERAGE_DIM = 10   # Tu et al.'s d: the units of each source word's neural coverage
+
+
+def coverage_dim(coverage: str) -> int:
+    """How many numbers the coverage of one source word takes in the decoder state (0: none)."""
+    return {"none": 0, "linguistic": 1, "neural": NEURAL_COVERAGE_DIM}[coverage]
 
 
 def is_luong(arch: str) -> bool:

@@ -8,7 +8,7 @@ matrix product before the loop, so each step does only the recurrent ones.
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any, Callable, cast
 
 import torch
 from torch import nn
@@ -30,6 +30,19 @@ class BlockNorm(nn.Module):
         shape = x.shape
         y = nn.functional.layer_norm(x.reshape(*shape[:-1], self.blocks, self.n), (self.n,))
         return y.reshape(shape) * self.gain + self.shift
+
+
+def gru_update(wx: torch.Tensor, s: torch.Tensor, u_zr: Callable[[torch.Tensor], torch.Tensor],
+               u: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
+    """The paper-GRU's step on (…, 3n) input projections ``wx`` and (…, n) states ``s``, given
+    its recurrent products ``u_zr(s)`` (…, 2n) and ``u(r∘s)`` (…, n): apart from
+    :class:`PaperGRU`, so that a cell whose weights are cast (the neural coverage's, in float32)
+    steps alike."""
+    n = s.shape[-1]
+    zr = torch.sigmoid(wx[..., :2 * n] + u_zr(s))
+    z, r = zr[..., :n], zr[..., n:]
+    candidate = torch.tanh(wx[..., 2 * n:] + u(r * s))
+    return s + z * (candidate - s)
 
 
 class PaperGRU(nn.Module):
@@ -57,13 +70,15 @@ class PaperGRU(nn.Module):
 
     def cell(self, wx: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
         """One step from the precomputed input projection ``wx`` (B, 3n) and state ``s`` (B, n)."""
-        n = self.hidden
-        u_zr = self.U_zr(s) if self.ln_zr is None else self.ln_zr(self.U_zr(s))
-        zr = torch.sigmoid(wx[:, :2 * n] + u_zr)
-        z, r = zr[:, :n], zr[:, n:]
-        u = self.U(r * s) if self.ln_u is None else self.ln_u(self.U(r * s))
-        candidate = torch.tanh(wx[:, 2 * n:] + u)
-        return s + z * (candidate - s)
+        return gru_update(wx, s, self._recurrent_zr, self._recurrent)
+
+    def _recurrent_zr(self, s: torch.Tensor) -> torch.Tensor:
+        u_zr = self.U_zr(s)
+        return cast(torch.Tensor, u_zr if self.ln_zr is None else self.ln_zr(u_zr))
+
+    def _recurrent(self, rs: torch.Tensor) -> torch.Tensor:
+        u = self.U(rs)
+        return cast(torch.Tensor, u if self.ln_u is None else self.ln_u(u))
 
     def masked_cell(self, wx: torch.Tensor, s: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
         """:meth:`cell` where ``keep`` (B, 1) is 1, the state unchanged where it is 0 (padding)."""

@@ -26,7 +26,8 @@ from . import fused
 from .alignment_head import AlignmentHead
 from .attention import AdditiveAttention
 from .base import EncoderOut, Seq2Seq
-from .config import MAX_FERTILITY, ModelConfig
+from .config import MAX_FERTILITY, ModelConfig, coverage_dim
+from .coverage import NeuralCoverage
 from .layers import BiEncoder, BlockNorm, CudnnEncoder, PaperGRU, init_appendix_b1
 
 
@@ -42,11 +43,13 @@ class RNNSearch(Seq2Seq):
         else:
             encoder = {"paper": BiEncoder, "cudnn": CudnnEncoder}[cfg.encoder]
             self.encoder = encoder(cfg.src_vocab, m, n, bidirectional=self.attentive)
-        covered = cfg.coverage != "none"
-        if covered and not self.attentive:
+        self.coverage_dim = coverage_dim(cfg.coverage)
+        if self.coverage_dim and not self.attentive:
             raise ValueError("a coverage model is read by the attention: RNNencdec has none")
-        self.attention = AdditiveAttention(n, ctx, cfg.align, covered) if self.attentive else None
-        self.U_f = nn.Linear(ctx, 1) if covered else None     # Tu et al.'s fertility Φ_j = N σ(U_f h_j)
+        self.attention = AdditiveAttention(n, ctx, cfg.align, self.coverage_dim) if self.attentive else None
+        # Tu et al.'s fertility Φ_j = N σ(U_f h_j) of the linguistic coverage; the neural one's GRU
+        self.U_f = nn.Linear(ctx, 1) if cfg.coverage == "linguistic" else None
+        self.coverage_rnn = NeuralCoverage(ctx, n, self.coverage_dim) if cfg.coverage == "neural" else None
         self.W_s = nn.Linear(n if self.attentive else ctx, n)
         self.embed = nn.Embedding(cfg.tgt_vocab, m, padding_idx=0)
         self.gru = PaperGRU(m, n, cfg.layer_norm)           # W, U on E y_{i-1} and s_{i-1}
@@ -75,31 +78,43 @@ class RNNSearch(Seq2Seq):
         h, back_first = self.encoder(src, mask)
         if self.attention is not None:
             fertility = None if self.U_f is None else MAX_FERTILITY * torch.sigmoid(self.U_f(h).squeeze(-1).float())
-            return EncoderOut(h, mask, keys=self.attention.precompute(h), summary=back_first, fertility=fertility)
+            coverage_keys = None if self.coverage_rnn is None else self.coverage_rnn.precompute(h)
+            return EncoderOut(h, mask, keys=self.attention.precompute(h), summary=back_first, fertility=fertility,
+                              coverage_keys=coverage_keys)
         last = (mask.sum(1) - 1).clamp(min=0)
         c = h[torch.arange(h.shape[0], device=h.device), last]
         return EncoderOut(h, mask, keys=self._gates(c), summary=c)   # c is fixed: C c once per sentence
 
     def init_state(self, enc: EncoderOut) -> torch.Tensor:
-        """s_0; with a coverage model [s_0; C_0], C_0 = 0 (B, Tx): one tensor, so that search
-        reorders and drops the coverage of each hypothesis with its state."""
+        """s_0; with a coverage model [s_0; C_0], C_0 = 0 (B, Tx·d): one tensor, so that search
+        reorders and drops the coverage of each hypothesis with its state (and an ensemble splits
+        its members' states by width)."""
         assert enc.summary is not None
         s = torch.tanh(self.W_s(enc.summary))
-        return s if self.U_f is None else torch.cat([s, s.new_zeros(s.shape[0], enc.mask.shape[1])], 1)
+        if not self.coverage_dim:
+            return s
+        return torch.cat([s, s.new_zeros(s.shape[0], enc.mask.shape[1] * self.coverage_dim)], 1)
 
     def _split(self, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """s and the coverage C (None without a coverage model) of a state."""
-        if self.U_f is None:
+        """s (B, n) and the coverage C (B, Tx, d) (None without a coverage model) of a state."""
+        if not self.coverage_dim:
             return state, None
-        return state[:, :self.cfg.hidden], state[:, self.cfg.hidden:]
+        return state[:, :self.cfg.hidden], state[:, self.cfg.hidden:].reshape(len(state), -1, self.coverage_dim)
 
-    def _join(self, s: torch.Tensor, coverage: torch.Tensor | None, alpha: torch.Tensor | None,
-              enc: EncoderOut) -> torch.Tensor:
-        """The next state: s_i, and C_i = C_{i−1} + α_i / Φ (Tu et al.'s linguistic coverage)."""
+    def _join(self, s: torch.Tensor, s_prev: torch.Tensor, coverage: torch.Tensor | None,
+              alpha: torch.Tensor | None, enc: EncoderOut) -> torch.Tensor:
+        """The next state: s_i, and Tu et al.'s C_i: C_{i−1} + α_i / Φ (linguistic), or the
+        coverage GRU's step from C_{i−1} on [α_i; h; s_{i−1}] (neural)."""
         if coverage is None:
             return s
-        assert alpha is not None and enc.fertility is not None
-        return torch.cat([s, (coverage.float() + alpha.float() / enc.fertility).to(s.dtype)], 1)
+        assert alpha is not None
+        if self.coverage_rnn is not None:
+            assert enc.coverage_keys is not None
+            new = self.coverage_rnn(coverage, alpha, s_prev, enc.coverage_keys)
+        else:
+            assert enc.fertility is not None
+            new = coverage.float() + (alpha.float() / enc.fertility).unsqueeze(-1)
+        return torch.cat([s, new.flatten(1).to(s.dtype)], 1)
 
     # -- the decoder step ------------------------------------------------------
     def _context(self, s_prev: torch.Tensor, enc: EncoderOut,
@@ -136,7 +151,7 @@ class RNNSearch(Seq2Seq):
         s_prev, coverage = self._split(state)
         s, c, alpha = self._recur(self.gru.inputs(e_y), s_prev, enc, coverage)
         t = self.deep_output(s_prev if self.cfg.readout == "prev" else s, e_y, c)
-        return self.next_word_logp(t), self._join(s, coverage, alpha, enc), alpha
+        return self.next_word_logp(t), self._join(s, s_prev, coverage, alpha, enc), alpha
 
     def teacher_forced(self, enc: EncoderOut, tgt_in: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Readout features t (B, Ty, l) for the target prefix ``tgt_in`` (B, Ty), and the
@@ -145,14 +160,14 @@ class RNNSearch(Seq2Seq):
         state = self.init_state(enc)
         e_y = self.embed(tgt_in)
         # models.fused.use_fused: the whole recurrence by hand (not the coverage model's)
-        if self.U_f is None and fused.wanted(self, e_y):
+        if not self.coverage_dim and fused.wanted(self, e_y):
             seen, c_all, alpha = self._fused(state, self.gru.inputs(e_y), enc)
             return self.deep_output(seen, e_y, c_all), alpha
         states, contexts, alphas = [], [], []
         for w_y in self.gru.inputs(e_y).unbind(1):    # unbind: one backward op, not one per slice
             s_prev, coverage = self._split(state)
             s, c, alpha = self._recur(w_y, s_prev, enc, coverage)
-            state = self._join(s, coverage, alpha, enc)
+            state = self._join(s, s_prev, coverage, alpha, enc)
             states.append(s_prev if self.cfg.readout == "prev" else s)
             contexts.append(c)
             alphas.append(alpha)
