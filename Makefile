@@ -68,7 +68,7 @@ help:
 	@echo "make reproduce  the paper's WMT'14 En-Fr recipe on GPUs (examples/wmt14_en_fr; MIRROR=DIR offline)"
 	@echo "make paper    RNNencdec-30/50 and RNNsearch-30/50 at one budget: Table 1, Figures 2 and 3 (runs/paper)"
 	@echo "make paper PAPER_SCALE=gpu  the same at the paper's sizes on one GPU, 7 minutes a system (runs/paper-gpu)"
-	@echo "make paper-coverage  RNNsearch-50 beside the same with Tu et al.'s coverage: passages by length, output lengths"
+	@echo "make paper-coverage  RNNsearch-50 beside the same with Tu et al.'s coverages: passages by length, output lengths"
 	@echo "make gpu-data  what a GPU machine without a network needs beside the checkout (the list it prints)"
 	@echo "make compare  RNNencdec, RNNsearch and Luong et al.'s attention variants at one budget; dev table in docs/luong.md"
 
@@ -392,9 +392,12 @@ $(WORDS_BIN)/manifest.json:
 endif
 endif
 
+# a run named …-coverage trains Tu et al.'s linguistic coverage, …-neural its neural one
+coverage_of = $(if $(findstring -coverage,$1),--coverage linguistic)$(if $(findstring -neural,$1),--coverage neural)
+
 $(PAPER)/%/done: $(PAPER_INPUTS)
 	$(call paper_path,$*)$(PAPER_NMTKIT) train $(call paper_bin,$*) --save-dir $(PAPER)/$* --arch $(firstword $(subst -, ,$*)) \
-	    $(PAPER_TRAIN) $(call paper_flags,$*) $(if $(findstring -coverage,$*),--coverage linguistic) --threads $(JOBS)
+	    $(PAPER_TRAIN) $(call paper_flags,$*) $(call coverage_of,$*) --threads $(JOBS)
 	touch $@
 
 $(PAPER)/%/test.hyp.fr: $(PAPER)/%/done
@@ -414,9 +417,10 @@ $(PAPER)/report.md: $(foreach m,$(PAPER_MODELS),$(PAPER)/$(m)/test.hyp.fr $(PAPE
 paper: $(PAPER)/report.md
 
 # Under-translation (docs/paper.md): RNNsearch-50 beside the same recipe with Tu et al.'s coverage
-# model, by passage length and by how long the outputs are against the references.
-paper-coverage: $(foreach m,rnnsearch-50 rnnsearch-50-coverage,$(PAPER)/$(m)/test.hyp.fr $(PAPER)/$(m)/test-long.hyp.fr)
-	$(PAPER_PY) -m nmtkit.recipes.paper long --runs $(PAPER) --raw $(DATA)/raw --models "rnnsearch-50 rnnsearch-50-coverage"
+# models, by passage length and by how long the outputs are against the references.
+COVERAGE_MODELS ?= rnnsearch-50 rnnsearch-50-coverage rnnsearch-50-neural
+paper-coverage: $(foreach m,$(COVERAGE_MODELS),$(PAPER)/$(m)/test.hyp.fr $(PAPER)/$(m)/test-long.hyp.fr)
+	$(PAPER_PY) -m nmtkit.recipes.paper long --runs $(PAPER) --raw $(DATA)/raw --models "$(COVERAGE_MODELS)"
 
 # What a GPU machine without a network needs beside the checkout (make gpu-check, make paper
 # PAPER_SCALE=gpu), built here: the 30,000-word data-bin, the test verses and passages, and the
