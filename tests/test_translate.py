@@ -258,7 +258,8 @@ def test_score_by_length_no_unk_bootstrap_and_corpus_nll(overfit, tmp_path):
     (tmp_path / "b").write_text("".join(x + "\n" for x in FR[1:5] + ["Amen.", "Dieu."]), encoding="utf-8")
     r = invoke("score", tmp_path / "a", tmp_path / "b", "--name", "good", "--name", "bad", "-r", ref,
                "--source", src, "--by-length", "--bucket-width", 5, "--plot", tmp_path / "len.png",
-               "--no-unk-vocab", overfit / "vocab-kept", "--bootstrap", 200, "--output-format", "json")
+               "--no-unk-vocab", overfit / "vocab-kept", "--bootstrap", 200, "--output-format", "json",
+               "--metrics", "bleu,bleu-tok")
     assert r.exit_code == 0, r.output
     res = json.loads(r.stdout)
     rows = res["by_length"]["rows"]
