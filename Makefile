@@ -231,7 +231,8 @@ bench: bench-data
 	$(PY) bin/bench-cli
 	$(PY) bin/bench-train --threads 2 --demo-bin $(BIN)
 	$(PY) bin/bench-translate --threads 2
-	$(PY) bin/bench-marian --threads 2 --data $(DATA) --marian-total $(MARIAN_MINUTES) --fairseq-total $(FAIRSEQ_MINUTES)
+	$(PY) bin/bench-marian --threads 2 --data $(DATA) --marian-total $(MARIAN_MINUTES) --fairseq-total $(FAIRSEQ_MINUTES) \
+	    --fairseq-updates $(FAIRSEQ_UPDATES)
 
 # Marian's minutes of training in all: 20 are the budget's row; the rest trains it on to a BLEU
 # comparable with nmtkit's for the decoding rows (60: 14.72 on the Intel Xeon of docs/benchmarks.md).
@@ -239,8 +240,10 @@ bench: bench-data
 # is decoded beside nmtkit's checkpoint of its own BLEU when it falls short of Marian's.
 MARIAN_MINUTES ?= 60
 FAIRSEQ_MINUTES ?= 60
+FAIRSEQ_UPDATES ?= 3000
 bench-marian: data
-	$(PY) bin/bench-marian --threads 2 --data $(DATA) --marian-total $(MARIAN_MINUTES) --fairseq-total $(FAIRSEQ_MINUTES)
+	$(PY) bin/bench-marian --threads 2 --data $(DATA) --marian-total $(MARIAN_MINUTES) --fairseq-total $(FAIRSEQ_MINUTES) \
+	    --fairseq-updates $(FAIRSEQ_UPDATES)
 
 bench-data: data
 	$(PY) bin/bench-data $(DATA) $(VOCAB)

@@ -139,3 +139,31 @@ def test_fairseq_is_paired_with_nmtkit_at_its_own_bleu_when_it_falls_short(tmp_p
                                                      "nmtkit": "nmtkit/update-400.pt"}
     assert tried[0] == "fairseq-more/checkpoint_1_600.pt" and "fairseq/checkpoint_1_200.pt" not in tried
     assert bench.fairseq_pair(4.5, 2, tmp_path) == {"fairseq": "fairseq-more/checkpoint_1_600.pt"}
+
+
+def test_the_constant_rate_run_is_searched_for_the_comparable_model_where_there_is_one(tmp_path, monkeypatch):
+    """From its last checkpoint back until one falls short of Marian's BLEU, the nearest kept; the
+    budgeted run's checkpoints, of more updates but a lower BLEU, are not tried."""
+    monkeypatch.setattr(bench, "WORK", tmp_path)
+    bleu = {"fairseq-more/checkpoint_2_4400.pt": 4.5, "fairseq-constant/checkpoint_1_2400.pt": 13.2,
+            "fairseq-constant/checkpoint_1_2600.pt": 14.6, "fairseq-constant/checkpoint_1_2800.pt": 15.5,
+            "fairseq-constant/checkpoint_1_3000.pt": 16.2}
+    for name in bleu:
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).touch()
+    tried = []
+    monkeypatch.setattr(bench, "decode_row", lambda toolkit, path, beam, threads, data, model:
+                        tried.append(model) or {"bleu": bleu[model]})
+    assert bench.comparable_fairseq(14.7, 2, tmp_path) == "fairseq-constant/checkpoint_1_2600.pt"
+    assert tried == [f"fairseq-constant/checkpoint_1_{u}.pt" for u in (3000, 2800, 2600)]
+    assert bench.last_interval("fairseq-constant") == "fairseq-constant/checkpoint_1_3000.pt"
+
+
+def test_a_fairseq_calls_time_is_its_total_or_for_a_stopped_one_its_wall_meters_largest(tmp_path):
+    done, stopped = tmp_path / "done.log", tmp_path / "stopped.log"
+    done.write_text("| train_inner | epoch 002: num_updates=2950, wall=0\n"
+                    "| fairseq_cli.train | done training in 252.0 seconds\n")
+    stopped.write_text("| train_inner | epoch 001: num_updates=2700, wall=3900\n"
+                       "| valid | epoch 001 | valid on 'valid' subset | wall 3910\n"
+                       "| train_inner | epoch 002: num_updates=2800, wall=22\n")
+    assert bench.call_seconds(done) == 252.0 and bench.call_seconds(stopped) == 3900.0
