@@ -167,3 +167,8 @@ def test_a_fairseq_calls_time_is_its_total_or_for_a_stopped_one_its_wall_meters_
                        "| valid | epoch 001 | valid on 'valid' subset | wall 3910\n"
                        "| train_inner | epoch 002: num_updates=2800, wall=22\n")
     assert bench.call_seconds(done) == 252.0 and bench.call_seconds(stopped) == 3900.0
+
+
+def test_marians_constant_rate_run_changes_the_decay_alone():
+    changed = [(a, b) for a, b in zip(bench.MARIAN_TRAIN, bench.MARIAN_CONSTANT) if a != b]
+    assert changed == [("50", "0")] and bench.MARIAN_CONSTANT[bench.MARIAN_CONSTANT.index("--lr-decay-inv-sqrt") + 1] == "0"
