@@ -49,10 +49,12 @@ CPU_RECIPE ?= --schedule cpu
 # recipe until 1.0 was STUDY_RECIPE alone; make paper adds the budgeted schedule and label smoothing.
 STUDY_RECIPE ?= --preset small --optimizer adam --lr 5e-3 --best-by nll
 DEMO_RECIPE ?= $(CPU_RECIPE) --valid-every 200 --keep-validations
-DEMO_TRAIN ?= $(DEMO_RECIPE) $(DEMO_BUDGET) $(DEMO_BF16)
+# COVERAGE=linguistic (or neural) adds Tu et al.'s coverage model to the demo and demo-guided runs
+COVERAGE ?=
+DEMO_TRAIN ?= $(DEMO_RECIPE) $(DEMO_BUDGET) $(DEMO_BF16)$(if $(COVERAGE), --coverage $(COVERAGE))
 BEAM    ?= 5
 
-.PHONY: gpu-check gpu-data help install test test-fast test-slow typecheck test-browser structure wheel-check docs demo demo-guided demo-curve paper paper-coverage readme-figures data bench bench-data bench-marian bench-gpu aer reproduce compare clean-data
+.PHONY: gpu-check gpu-data help install test test-fast test-slow typecheck test-browser structure wheel-check docs demo demo-guided demo-curve paper paper-coverage paper-unk readme-figures data bench bench-data bench-marian bench-gpu aer reproduce compare clean-data
 comma := ,
 help:
 	@echo "make demo     fetch the Bible corpus, preprocess, build the vocabulary, train RNNsearch (20 min on CPU),"
@@ -69,6 +71,7 @@ help:
 	@echo "make paper    RNNencdec-30/50 and RNNsearch-30/50 at one budget: Table 1, Figures 2 and 3 (runs/paper)"
 	@echo "make paper PAPER_SCALE=gpu  the same at the paper's sizes on one GPU, 7 minutes a system (runs/paper-gpu)"
 	@echo "make paper-coverage  RNNsearch-50 beside the same with Tu et al.'s coverages: passages by length, output lengths"
+	@echo "make paper-unk  --replace-unk on 30,000-word lists, without and with guided alignment: copies the reference confirms"
 	@echo "make gpu-data  what a GPU machine without a network needs beside the checkout (the list it prints)"
 	@echo "make compare  RNNencdec, RNNsearch and Luong et al.'s attention variants at one budget; dev table in docs/luong.md"
 
@@ -158,9 +161,11 @@ $(VENV)/.align: $(VENV)/.installed
 $(DATA)/clean/train.links: $(DATA)/clean/preprocess.json | $(VENV)/.align
 	$(NMTKIT) word-align -s en -t fr --train $(DATA)/clean/train
 
+# the corpus binarized with its links on the vocabulary $1
+links_bin = $(NMTKIT) preprocess -s en -t fr --train $(DATA)/clean/train --valid $(DATA)/clean/valid \
+	    --test $(DATA)/clean/test --vocab $1 -d $(@D) -j $(JOBS) --align-suffix links --quiet
 $(BIN)-links/manifest.json: $(VOCAB)/vocab.json $(DATA)/clean/train.links
-	$(NMTKIT) preprocess -s en -t fr --train $(DATA)/clean/train --valid $(DATA)/clean/valid \
-	    --test $(DATA)/clean/test --vocab $(VOCAB) -d $(BIN)-links -j $(JOBS) --align-suffix links --quiet
+	$(call links_bin,$(VOCAB))
 
 $(GUIDED)/best.pt: $(BIN)-links/manifest.json
 	$(NMTKIT) train $(BIN)-links --save-dir $(GUIDED) --threads $(JOBS) $(DEMO_TRAIN) \
@@ -423,9 +428,58 @@ paper: $(PAPER)/report.md
 
 # Under-translation (docs/paper.md): RNNsearch-50 beside the same recipe with Tu et al.'s coverage
 # models, by passage length and by how long the outputs are against the references.
+# Each model is searched twice: as the paper ranks (raw log-probability) and, in run/average/, by
+# log-probability per word (translate --length-penalty average; COVERAGE_SEARCH= leaves it out).
 COVERAGE_MODELS ?= rnnsearch-50 rnnsearch-50-coverage rnnsearch-50-neural
-paper-coverage: $(foreach m,$(COVERAGE_MODELS),$(PAPER)/$(m)/test.hyp.fr $(PAPER)/$(m)/test-long.hyp.fr)
-	$(PAPER_PY) -m nmtkit.recipes.paper long --runs $(PAPER) --raw $(DATA)/raw --models "$(COVERAGE_MODELS)"
+COVERAGE_SEARCH ?= average
+COVERAGE_ROWS = $(strip $(COVERAGE_MODELS) $(if $(COVERAGE_SEARCH),$(addsuffix /$(COVERAGE_SEARCH),$(COVERAGE_MODELS))))
+paper-coverage: $(foreach m,$(COVERAGE_ROWS),$(PAPER)/$(m)/test.hyp.fr $(PAPER)/$(m)/test-long.hyp.fr)
+	$(PAPER_PY) -m nmtkit.recipes.paper long --runs $(PAPER) --raw $(DATA)/raw --models "$(COVERAGE_ROWS)"
+
+$(PAPER)/%/$(COVERAGE_SEARCH)/test.hyp.fr $(PAPER)/%/$(COVERAGE_SEARCH)/test-long.hyp.fr: $(PAPER)/%/done $(PAPER_LONG)
+	mkdir -p $(@D)
+	for s in test test-long; do $(PAPER_NMTKIT) translate -m $(PAPER)/$*/best.pt $(DATA)/raw/$$s.en \
+	    -o $(@D)/$$s.hyp.fr --beam $(PAPER_BEAM) --threads $(JOBS) --length-penalty $(COVERAGE_SEARCH) || exit; done
+
+# --replace-unk on the 30,000-word lists (docs/alignment.md): make paper's RNNsearch-50 recipe on the
+# words with eflomal's links, without and with guided alignment (the demo-guided flags); each <unk> of
+# their test translations, and their forced alignments of the references' out-of-list words, checked
+# against eflomal's alignment of the test verses with their references.
+UNK_RUNS ?= $(PAPER)/unk
+UNK_MODELS = rnnsearch-50 rnnsearch-50-guided
+.PRECIOUS: $(UNK_RUNS)/%/done
+ifneq ($(WORDS_BIN),$(BIN))
+$(WORDS_BIN)-links/manifest.json: $(WORDS_VOCAB)/vocab.json $(DATA)/clean/train.links
+	$(call links_bin,$(WORDS_VOCAB))
+endif
+
+# the test pairs are aligned together with the training pairs, as eflomal needs data
+$(DATA)/clean/test.links: $(DATA)/clean/preprocess.json | $(VENV)/.align
+	mkdir -p $(DATA)/align-test
+	for l in en fr; do cat $(DATA)/clean/train.$$l $(DATA)/clean/test.$$l > $(DATA)/align-test/all.$$l || exit; done
+	$(NMTKIT) word-align -s en -t fr --train $(DATA)/align-test/all
+	tail -n $$(wc -l < $(DATA)/clean/test.en) $(DATA)/align-test/all.links > $@.tmp && mv $@.tmp $@
+
+$(UNK_RUNS)/%/done: $(WORDS_BIN)-links/manifest.json
+	$(NMTKIT) train $(WORDS_BIN)-links --save-dir $(@D) --arch rnnsearch $(PAPER_TRAIN) --threads $(JOBS) \
+	    $(if $(findstring -guided,$*),--guided-alignment-weight $(GUIDED_WEIGHT) $(GUIDED_HEAD))
+	touch $@
+
+unk_translate = $(NMTKIT) translate -m $(@D)/best.pt $(DATA)/clean/test.en --tokenized --beam $(PAPER_BEAM) --threads $(JOBS)
+$(UNK_RUNS)/%/test.replaced.fr: $(UNK_RUNS)/%/done
+	$(unk_translate) -o $(@D)/test.plain.fr
+	$(unk_translate) -o $@ --replace-unk
+
+# the references forced through each model: where it links each word, <unk>s included
+$(UNK_RUNS)/%/test.ref.links: $(UNK_RUNS)/%/done
+	$(NMTKIT) align -m $(@D)/best.pt --source $(DATA)/clean/test.en --target $(DATA)/clean/test.fr --tokenized \
+	    -o $@ --threads $(JOBS)
+
+paper-unk: $(foreach m,$(UNK_MODELS),$(UNK_RUNS)/$(m)/test.replaced.fr $(UNK_RUNS)/$(m)/test.ref.links) \
+    $(DATA)/clean/test.links
+	$(PY) -m nmtkit.recipes.unk --source $(DATA)/clean/test.en --reference $(DATA)/clean/test.fr \
+	    --links $(DATA)/clean/test.links --runs $(UNK_RUNS) --models "$(UNK_MODELS)" \
+	    --target-vocab $(WORDS_BIN)-links/vocab.fr.txt
 
 # What a GPU machine without a network needs beside the checkout (make gpu-check, make paper
 # PAPER_SCALE=gpu), built here: the 30,000-word data-bin, the test verses and passages, and the

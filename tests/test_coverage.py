@@ -195,7 +195,8 @@ def test_coverage_needs_rnnsearch(arch, kind):
 
 def test_the_long_passage_table_counts_output_length_against_the_reference(tmp_path):
     """A run that drops the second half of every long passage shows a ratio of about 0.5 over
-    60 words and 1 below; BLEU per bucket is the recipe's."""
+    60 words and 1 below, one that writes that half twice a ratio of 1 and its repeats; BLEU per
+    bucket is the recipe's."""
     from nmtkit.recipes.paper import long_rows
     raw, runs = tmp_path / "raw", tmp_path / "runs"
     raw.mkdir()
@@ -205,12 +206,36 @@ def test_the_long_passage_table_counts_output_length_against_the_reference(tmp_p
     for name, lines in (("test", short), ("test-long", short + long)):
         for lang in ("en", "fr"):
             (raw / f"{name}.{lang}").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    for run, cut in (("whole", 1.0), ("half", 0.5)):
+    for run, cut in (("whole", 1.0), ("half", 0.5), ("twice", 0.5)):
         (runs / run).mkdir(parents=True)
         (runs / run / "test.hyp.fr").write_text("\n".join(short) + "\n", encoding="utf-8")
-        cropped = [" ".join(s.split()[:int(len(s.split()) * cut)]) if len(s.split()) > 60 else s for s in short + long]
+        cropped = [" ".join(s.split()[:int(len(s.split()) * cut)] * (2 if run == "twice" else 1))
+                   if len(s.split()) > 60 else s for s in short + long]
         (runs / run / "test-long.hyp.fr").write_text("\n".join(cropped) + "\n", encoding="utf-8")
-    rows = long_rows(runs, raw, ("whole", "half"))
-    whole, half = (r.strip("| ").split(" | ") for r in rows[2:])
-    assert whole[-2:] == ["1.00", "1.00"] and half[-2:] == ["1.00", "0.50"]
+    rows = long_rows(runs, raw, ("whole", "half", "twice"))
+    whole, half, twice = (r.strip("| ").split(" | ") for r in rows[2:])
+    assert whole[-3:] == ["1.00", "1.00", "0.0%"] and half[-3:] == ["1.00", "0.50", "0.0%"]
+    # the half written twice is as long as the reference, and its second half repeats the first:
+    # 29 of 61 4-grams (64 words) and 37 of 77 (80 words)
+    assert twice[-3:] == ["1.00", "1.00", f"{100 * (29 + 37) / (61 + 77):.1f}%"]
     assert whole[1] == half[1] == "100.00"
+
+
+def test_make_paper_coverage_searches_each_model_as_the_paper_and_per_word(tmp_path):
+    """The under-translation table has a row per model and search: the paper's raw log-probability,
+    and log-probability per word in run/average/, which the long table reads as a run of its own."""
+    import re
+    import subprocess
+    from pathlib import Path
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run(["make", "-n", "paper-coverage", f"PAPER={tmp_path}", "COVERAGE_MODELS=a-50 b-50-coverage"],
+                         cwd=root, capture_output=True, text=True, check=True).stdout
+    trains = re.findall(r"--save-dir \S+/(\S+) .*", out)
+    assert trains == ["a-50", "b-50-coverage"] and "--coverage linguistic" in out.split("--save-dir")[2]
+    per_word = re.findall(rf"-m {tmp_path}/(\S+)/best.pt \S+ \\\n\s+-o {tmp_path}/(\S+)/\$s.hyp.fr .*--length-penalty average",
+                          out)
+    assert per_word == [("a-50", "a-50/average"), ("b-50-coverage", "b-50-coverage/average")]
+    assert '--models "a-50 b-50-coverage a-50/average b-50-coverage/average"' in out
+    plain = subprocess.run(["make", "-n", "paper-coverage", f"PAPER={tmp_path}", "COVERAGE_MODELS=a-50",
+                            "COVERAGE_SEARCH="], cwd=root, capture_output=True, text=True, check=True).stdout
+    assert "--length-penalty" not in plain and '--models "a-50"' in plain

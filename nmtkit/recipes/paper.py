@@ -299,21 +299,29 @@ def length_ratio(texts: Any, idx: list[int]) -> float:
     return out / max(sum(len(texts.refs_tok[0][i].split()) for i in idx), 1)
 
 
+def repeated(texts: Any, idx: list[int], n: int = 4) -> float:
+    """The share of the outputs' n-grams (Moses tokens) that repeat an earlier one of the same
+    sentence, over sentences ``idx``: a long output can reach the reference's length by looping."""
+    grams = [[tuple(t[k:k + n]) for k in range(len(t) - n + 1)] for t in (texts.hyps_tok[i].split() for i in idx)]
+    return sum(len(g) - len(set(g)) for g in grams) / max(sum(len(g) for g in grams), 1)
+
+
 def long_rows(runs: Path, raw: Path, models: tuple[str, ...], width: int = 20) -> list[str]:
-    """One table row per model: test sacreBLEU, passages' tokenized BLEU by source length, and the
-    output/reference length ratio of the passages up to LONG words and over."""
+    """One table row per model: test sacreBLEU, passages' tokenized BLEU by source length, the
+    output/reference length ratio of the passages up to LONG words and over, and how much of the
+    output over LONG words repeats itself (:func:`repeated`)."""
     test, long = _texts(raw, runs, "test", models), _texts(raw, runs, "test-long", models)
     buckets = bucket_rows(long["lengths"], long["texts"], width, 4 * width, 10)
     short_idx = [i for i, n in enumerate(long["lengths"]) if n <= LONG]
     long_idx = [i for i, n in enumerate(long["lengths"]) if n > LONG]
     head = " | ".join(f"{r['lo']}–{r['hi'] or ''} ({r['sentences']})" for r in buckets)
     lines = [f"| run | test BLEU (tok.) | passages BLEU by source words: {head} | ratio ≤{LONG} ({len(short_idx)}) | "
-             f"ratio >{LONG} ({len(long_idx)}) |", "|---|---:|" + "---:|" * len(buckets) + "---:|---:|"]
+             f"ratio >{LONG} ({len(long_idx)}) | repeated 4-grams >{LONG} |", "|---|---:|" + "---:|" * len(buckets) + "---:|---:|---:|"]
     for m in models:
         bleu = multi_bleu().corpus_score(test["texts"][m].hyps_tok, test["texts"][m].refs_tok).score
         cells = " | ".join(f"{r['bleu_tok'][m]:.2f}" for r in buckets)
         lines.append(f"| {m} | {bleu:.2f} | {cells} | {length_ratio(long['texts'][m], short_idx):.2f} | "
-                     f"{length_ratio(long['texts'][m], long_idx):.2f} |")
+                     f"{length_ratio(long['texts'][m], long_idx):.2f} | {100 * repeated(long['texts'][m], long_idx):.1f}% |")
     return lines
 
 
