@@ -24,7 +24,7 @@ as is the word a copy would give.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import click
@@ -37,15 +37,40 @@ from ..core.files import read_lines
 UNK = "<unk>"
 
 
+class _Tally:
+    """Counts that add up over sentences, field by field."""
+
+    def add(self, other: _Tally) -> None:
+        for f in fields(self):  # type: ignore[arg-type]
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+
+
 @dataclass
-class UnkCount:
+class UnkCount(_Tally):
     unks: int = 0          # <unk>s in the plain translation
     right: int = 0         # filled with a word the reference has, linked to a source position holding it
     in_reference: int = 0  # filled with a word found anywhere in the sentence's reference
 
     def row(self, name: str) -> str:
-        share = f"{100 * self.right / self.unks:.1f}%" if self.unks else "–"
-        return f"| {name} | {self.unks:,} | {self.right:,} ({share}) | {self.in_reference:,} |"
+        return f"| {name} | {self.unks:,} | {_share(self.right, self.unks)} | {self.in_reference:,} |"
+
+
+@dataclass
+class ForcedCount(_Tally):
+    outside: int = 0   # reference words outside the model's list: <unk>s under forced decoding
+    linked: int = 0    # of them, linked by the reference alignment
+    agreed: int = 0    # the model links them to a source word the reference alignment links them to
+    copied: int = 0    # the source word the model links them to is the reference word itself
+
+    def row(self, name: str) -> str:
+        return (f"| {name} | {self.outside:,} | {self.linked:,} | {_share(self.agreed, self.linked)} | "
+                f"{_share(self.copied, self.outside)} |")
+
+
+def _check(links: list[tuple[int, int]], source: list[str], reference: list[str], where: str) -> None:
+    for i, j in links:
+        if i >= len(source) or j >= len(reference):
+            raise UserError(f"{where}: link {i}-{j} is outside the sentence pair ({len(source)}, {len(reference)} words)")
 
 
 def count_line(source: list[str], reference: list[str], links: list[tuple[int, int]], plain: list[str],
@@ -54,10 +79,9 @@ def count_line(source: list[str], reference: list[str], links: list[tuple[int, i
     if len(plain) != len(replaced):
         raise UserError(f"{where}: the two translations differ in length; translate both with one search, "
                         "--replace-unk the only difference")
+    _check(links, source, reference, where)
     linked: dict[int, set[str]] = {}
     for i, j in links:
-        if i >= len(source) or j >= len(reference):
-            raise UserError(f"{where}: link {i}-{j} is outside the sentence pair ({len(source)}, {len(reference)} words)")
         linked.setdefault(i, set()).add(reference[j])
     out = UnkCount()
     for tok, word in zip(plain, replaced):
@@ -67,18 +91,6 @@ def count_line(source: list[str], reference: list[str], links: list[tuple[int, i
         out.in_reference += word in reference
         out.right += any(source[i] == word and word in refs for i, refs in linked.items())
     return out
-
-
-@dataclass
-class ForcedCount:
-    outside: int = 0   # reference words outside the model's list: <unk>s under forced decoding
-    linked: int = 0    # of them, linked by the reference alignment
-    agreed: int = 0    # the model links them to a source word the reference alignment links them to
-    copied: int = 0    # the source word the model links them to is the reference word itself
-
-    def add(self, other: ForcedCount) -> None:
-        for k in ("outside", "linked", "agreed", "copied"):
-            setattr(self, k, getattr(self, k) + getattr(other, k))
 
 
 def forced_line(source: list[str], reference: list[str], gold: list[tuple[int, int]],
@@ -98,36 +110,35 @@ def forced_line(source: list[str], reference: list[str], gold: list[tuple[int, i
     return out
 
 
+def _parallel(*paths: Path) -> list[tuple[str, ...]]:
+    """The lines of line-aligned files, one tuple a line; one clear error when their counts differ."""
+    files = [list(read_lines(p)) for p in paths]
+    if len({len(f) for f in files}) != 1:
+        raise UserError("line counts differ: " + ", ".join(f"{p} {len(f):,}" for p, f in zip(paths, files)))
+    return list(zip(*files))
+
+
 def count_files(source: Path, reference: Path, links: Path, plain: Path, replaced: Path) -> UnkCount:
     """:func:`count_line` over line-aligned files of Moses tokens and the reference's Pharaoh links."""
-    files = [list(read_lines(p)) for p in (source, reference, links, plain, replaced)]
-    if len({len(f) for f in files}) != 1:
-        raise UserError("line counts differ: " + ", ".join(f"{p} {len(f):,}" for p, f in
-                                                             zip((source, reference, links, plain, replaced), files)))
     total = UnkCount()
-    for n, (src, ref, link, hyp, rep) in enumerate(zip(*files), 1):
-        one = count_line(src.split(), ref.split(), read_pharaoh(link, f"{links}:{n}"), hyp.split(), rep.split(),
-                         f"{plain}:{n}")
-        total.unks, total.right, total.in_reference = (total.unks + one.unks, total.right + one.right,
-                                                       total.in_reference + one.in_reference)
+    for n, (src, ref, link, hyp, rep) in enumerate(_parallel(source, reference, links, plain, replaced), 1):
+        total.add(count_line(src.split(), ref.split(), read_pharaoh(link, f"{links}:{n}"), hyp.split(), rep.split(),
+                             f"{plain}:{n}"))
     return total
 
 
 def forced_files(source: Path, reference: Path, gold: Path, model: Path, vocab: set[str]) -> ForcedCount:
     """:func:`forced_line` over line-aligned files: Moses tokens and two Pharaoh files."""
-    files = [list(read_lines(p)) for p in (source, reference, gold, model)]
-    if len({len(f) for f in files}) != 1:
-        raise UserError("line counts differ: " + ", ".join(f"{p} {len(f):,}" for p, f in
-                                                             zip((source, reference, gold, model), files)))
     total = ForcedCount()
-    for n, (src, ref, g, m) in enumerate(zip(*files), 1):
-        total.add(forced_line(src.split(), ref.split(), read_pharaoh(g, f"{gold}:{n}"),
-                              read_pharaoh(m, f"{model}:{n}"), vocab))
+    for n, (src, ref, g, m) in enumerate(_parallel(source, reference, gold, model), 1):
+        src_w, ref_w, gold_links = src.split(), ref.split(), read_pharaoh(g, f"{gold}:{n}")
+        _check(gold_links, src_w, ref_w, f"{gold}:{n}")
+        total.add(forced_line(src_w, ref_w, gold_links, read_pharaoh(m, f"{model}:{n}"), vocab))
     return total
 
 
 def _share(part: int, whole: int) -> str:
-    return f"{part:,} ({100 * part / whole:.1f}%)" if whole else f"{part:,}"
+    return f"{part:,} ({100 * part / whole:.1f}%)" if whole else f"{part:,} (–)"
 
 
 @click.command("unk", cls=Command)
@@ -152,8 +163,7 @@ def main(source: Path, reference: Path, links: Path, runs: Path, models: str, ta
     print("\n| run | reference words outside the list | linked by the reference alignment | "
           "the model links them there | its source word is the reference word |\n|---|---:|---:|---:|---:|")
     for m in models.split():
-        c = forced_files(source, reference, links, runs / m / "test.ref.links", vocab)
-        print(f"| {m} | {c.outside:,} | {c.linked:,} | {_share(c.agreed, c.linked)} | {_share(c.copied, c.outside)} |")
+        print(forced_files(source, reference, links, runs / m / "test.ref.links", vocab).row(m))
 
 
 if __name__ == "__main__":
