@@ -54,14 +54,14 @@ COVERAGE ?=
 DEMO_TRAIN ?= $(DEMO_RECIPE) $(DEMO_BUDGET) $(DEMO_BF16)$(if $(COVERAGE), --coverage $(COVERAGE))
 BEAM    ?= 5
 
-.PHONY: gpu-check gpu-data help install test test-fast test-slow typecheck test-browser structure wheel-check docs demo demo-guided demo-curve paper paper-coverage paper-unk readme-figures data bench bench-data bench-marian bench-gpu aer reproduce compare clean-data
+.PHONY: gpu-check gpu-data help install lint test test-fast test-slow typecheck test-browser structure wheel-check docs demo demo-guided demo-curve paper paper-coverage paper-unk readme-figures data bench bench-data bench-marian bench-gpu aer reproduce compare clean-data
 comma := ,
 help:
 	@echo "make demo     fetch the Bible corpus, preprocess, build the vocabulary, train RNNsearch (20 min on CPU),"
 	@echo "              translate the test set, score it; plot training curves, BLEU by length, alignments"
 	@echo "make demo-guided  the demo's recipe with guided alignment (eflomal's links; docs/alignment.md): AER and BLEU"
 	@echo "make demo-curve  the CPU trials behind the demo's recipe (hours): docs/cpu-training.md, its picture"
-	@echo "make test     run the test suite: unit tests, slow end-to-end tests, mypy, the docs (test-fast, test-slow, typecheck, docs)"
+	@echo "make test     run the test suite: ruff, unit tests, slow end-to-end tests, mypy, the docs (lint, test-fast, test-slow, typecheck, docs)"
 	@echo "make docs     build the documentation site with mkdocs --strict into build/site (installs the docs extra on first use)"
 	@echo "make bench    command-line start-up (--help, completion), training and translation speed beside Joey NMT and fairseq; preprocessing and selection speed"
 	@echo "make gpu-check  on a GPU machine without network: one report proving the GPU path in 10 minutes (tiny mode on a CPU)"
@@ -86,9 +86,15 @@ install: $(VENV)/.installed
 
 # The pyramid: unit tests (pytest's default, seconds to a minute), the slow end-to-end runs
 # (marked slow: make paper on a tiny slice, DDP, the SIGKILL test, the mirror recipe), mypy --strict
-# on the package, and the documentation site built with --strict. make test runs all four, and is
+# on the package, and the documentation site built with --strict. make test runs all four after ruff, and is
 # what CI runs.
-test: test-fast test-slow typecheck docs
+test: lint test-fast test-slow typecheck docs
+
+# The style is ruff's (pyproject.toml [tool.ruff]): the formatter decides every line break, the
+# linter holds functions to its complexity, branch, statement and argument limits.
+lint: $(VENV)/.installed
+	$(PY) -m ruff format --check .
+	$(PY) -m ruff check .
 
 test-fast: $(VENV)/.installed
 	$(PY) -m pytest -q

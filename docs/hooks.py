@@ -78,8 +78,10 @@ def _reference(block: str) -> Iterator[str]:
         options[match.group("key").strip()] = match.group("value") or ""
     unknown = set(options) - _KEYS
     if unknown or not {"module", "command"} <= set(options):
-        raise PluginError(f"mkdocs-click block: docs/hooks.py renders it and takes {sorted(_KEYS)}, "
-                          f"module and command required; got {sorted(options)}")
+        raise PluginError(
+            f"mkdocs-click block: docs/hooks.py renders it and takes {sorted(_KEYS)}, "
+            f"module and command required; got {sorted(options)}"
+        )
     if options.get("style", "table") != "table":
         raise PluginError("mkdocs-click block: docs/hooks.py renders style: table only")
     # an error inside the import keeps its traceback
@@ -87,15 +89,26 @@ def _reference(block: str) -> Iterator[str]:
     if not isinstance(command, click.Command):
         raise PluginError(f"mkdocs-click block: {options['module']}:{options['command']} is no click command")
     yes = {"true", "yes", "1"}
-    yield from _command(command, options.get("prog_name") or command.name or options["command"], None,
-                        depth=int(options.get("depth", 0)),
-                        list_subcommands=options.get("list_subcommands", "").lower() in yes,
-                        show_hidden=options.get("show_hidden", "").lower() in yes)
+    yield from _command(
+        command,
+        options.get("prog_name") or command.name or options["command"],
+        None,
+        depth=int(options.get("depth", 0)),
+        list_subcommands=options.get("list_subcommands", "").lower() in yes,
+        show_hidden=options.get("show_hidden", "").lower() in yes,
+    )
     yield ""
 
 
-def _command(command: click.Command, name: str, parent: click.Context | None, *, depth: int,
-             list_subcommands: bool, show_hidden: bool) -> Iterator[str]:
+def _command(
+    command: click.Command,
+    name: str,
+    parent: click.Context | None,
+    *,
+    depth: int,
+    list_subcommands: bool,
+    show_hidden: bool,
+) -> Iterator[str]:
     if command.hidden and not show_hidden:
         return
     ctx = command.context_class(command, info_name=name, parent=parent, **command.context_settings)
@@ -110,8 +123,7 @@ def _command(command: click.Command, name: str, parent: click.Context | None, *,
     yield ""
     yield from _fence(formatter.getvalue().strip().splitlines(), "text")
 
-    options = [p for p in command.get_params(ctx)
-               if isinstance(p, click.Option) and (show_hidden or not p.hidden)]
+    options = [p for p in command.get_params(ctx) if isinstance(p, click.Option) and (show_hidden or not p.hidden)]
     if options:
         yield "**Options:**"
         yield ""
@@ -123,8 +135,11 @@ def _command(command: click.Command, name: str, parent: click.Context | None, *,
     yield from _paragraphs(command.epilog or "", examples=True)
 
     if isinstance(command, click.Group):
-        children = [(n, c) for n in command.list_commands(ctx)
-                    if (c := command.get_command(ctx, n)) is not None and (show_hidden or not c.hidden)]
+        children = [
+            (n, c)
+            for n in command.list_commands(ctx)
+            if (c := command.get_command(ctx, n)) is not None and (show_hidden or not c.hidden)
+        ]
         if list_subcommands and children:
             yield "**Subcommands:**"
             yield ""
@@ -132,8 +147,9 @@ def _command(command: click.Command, name: str, parent: click.Context | None, *,
                 yield f"- [{child_name}](#{child_name}): {_text(_summary(child))}"
             yield ""
         for child_name, child in children:
-            yield from _command(child, child_name, ctx, depth=depth + 1, list_subcommands=list_subcommands,
-                                show_hidden=show_hidden)
+            yield from _command(
+                child, child_name, ctx, depth=depth + 1, list_subcommands=list_subcommands, show_hidden=show_hidden
+            )
 
 
 def _row(option: click.Option, ctx: click.Context) -> str:
@@ -169,9 +185,9 @@ def _help_extra(option: click.Option, ctx: click.Context) -> dict[str, Any]:
         if part == "required":
             extra["required"] = "required"
         elif part.startswith("default: "):
-            extra["default"] = part[len("default: "):]
+            extra["default"] = part[len("default: ") :]
         elif part.startswith("env var: "):
-            extra["envvars"] = part[len("env var: "):].split(", ")
+            extra["envvars"] = part[len("env var: ") :].split(", ")
         else:
             extra["range"] = part
     return extra

@@ -14,7 +14,8 @@ from nmtkit.core.machine import this_cpu
 # bfloat16 on a CPU: nmtkit refuses --bf16 where the hardware would only emulate it
 needs_native_bf16 = pytest.mark.skipif(
     not this_cpu().native_bf16,
-    reason="this CPU has no native bfloat16 (AVX512-BF16 or AMX), so nmtkit refuses --bf16 on it")
+    reason="this CPU has no native bfloat16 (AVX512-BF16 or AMX), so nmtkit refuses --bf16 on it",
+)
 
 # cuBLAS is deterministic only with a fixed workspace, set before CUDA starts (no effect on CPUs)
 os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
@@ -63,9 +64,10 @@ def bible_db(tmp_path: Path) -> Path:
     """A bible.db with the real schema: 3 verses in each of a few books, every version."""
     db = tmp_path / "bible.db"
     con = sqlite3.connect(db)
-    con.execute("CREATE TABLE bible (id INTEGER PRIMARY KEY, bbName TEXT, bNumber INT, "
-                "cNumber INT, vNumber INT, vText TEXT)")
-    books = [1, 8, 17, 19, 21, 40, 50, 51]   # train, test, valid, train, test, train, test, valid
+    con.execute(
+        "CREATE TABLE bible (id INTEGER PRIMARY KEY, bbName TEXT, bNumber INT, cNumber INT, vNumber INT, vText TEXT)"
+    )
+    books = [1, 8, 17, 19, 21, 40, 50, 51]  # train, test, valid, train, test, train, test, valid
     rows = [(v, b, 1, n, f"{v} book{b} verse{n}") for v in "k43lo52" for b in books for n in (1, 2, 3)]
     con.executemany("INSERT INTO bible (bbName, bNumber, cNumber, vNumber, vText) VALUES (?,?,?,?,?)", rows)
     con.commit()
@@ -84,15 +86,29 @@ def overfit(tmp_path_factory):
     from nmtkit.train.config import TrainConfig
     from nmtkit.train.loop import train
     from tests.test_corpus import make_corpus
+
     tmp = tmp_path_factory.mktemp("overfit")
     raw = tmp / "raw"
     for split in ("train", "valid", "test"):
         write_pair(raw / split, EN, FR)
     make_corpus(raw, tmp)
-    train(tmp / "bin", tmp / "run", ModelConfig(**TINY_RNNSEARCH),
-          TrainConfig(optimizer="adam", lr=0.02, batch_size=6, pool=1, max_updates=250, valid_every=1000,
-                      threads=1, patience=0, log_every=50))
-    shutil.copytree(tmp / "vocab", tmp / "vocab-kept")     # for score --no-unk and --data
+    train(
+        tmp / "bin",
+        tmp / "run",
+        ModelConfig(**TINY_RNNSEARCH),
+        TrainConfig(
+            optimizer="adam",
+            lr=0.02,
+            batch_size=6,
+            pool=1,
+            max_updates=250,
+            valid_every=1000,
+            threads=1,
+            patience=0,
+            log_every=50,
+        ),
+    )
+    shutil.copytree(tmp / "vocab", tmp / "vocab-kept")  # for score --no-unk and --data
     shutil.copytree(tmp / "bin", tmp / "bin-kept")
     shutil.rmtree(tmp / "bin")
     shutil.rmtree(tmp / "vocab")
@@ -104,6 +120,7 @@ def deterministic():
     """Deterministic kernels for a test that compares runs bit for bit (atomics in CUDA's
     backward passes otherwise add in varying order; CPUs are deterministic anyway)."""
     import torch
+
     before = torch.are_deterministic_algorithms_enabled(), torch.backends.cudnn.deterministic
     torch.use_deterministic_algorithms(True, warn_only=True)
     torch.backends.cudnn.deterministic = True

@@ -23,7 +23,7 @@ def slow_signalled_save(seconds: float, cue: Path) -> None:
             cue.touch()
             time.sleep(seconds)
 
-    def save(*args, **kwargs):          # the loop's save at a signal, not the validations' saves
+    def save(*args, **kwargs):  # the loop's save at a signal, not the validations' saves
         nonlocal slow
         slow = True
         try:

@@ -5,8 +5,16 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-NOUNS = [("cat", "chat"), ("dog", "chien"), ("bird", "oiseau"), ("horse", "cheval"), ("fox", "renard"),
-         ("wolf", "loup"), ("goat", "bouc"), ("lion", "lion")]
+NOUNS = [
+    ("cat", "chat"),
+    ("dog", "chien"),
+    ("bird", "oiseau"),
+    ("horse", "cheval"),
+    ("fox", "renard"),
+    ("wolf", "loup"),
+    ("goat", "bouc"),
+    ("lion", "lion"),
+]
 ADJS = [("black", "noir"), ("small", "petit"), ("old", "vieux"), ("white", "blanc"), ("grey", "gris")]
 VERBS = [("sees", "voit"), ("follows", "suit"), ("likes", "aime"), ("bites", "mord"), ("hears", "entend")]
 BANKS = [("bank", "banque"), ("fund", "caisse"), ("broker", "courtière")]
@@ -26,7 +34,10 @@ def finance_pair(rng: random.Random) -> tuple[str, str]:
     fe, ff = rng.choice(FIRMS)
     me, mf = rng.choice(MONEY)
     n = rng.randint(2, 990)
-    return f"The {be} {me} {n} million euros to the {fe} in 2014.", f"La {bf} {mf} {n} millions d'euros à l'{ff} en 2014."
+    return (
+        f"The {be} {me} {n} million euros to the {fe} in 2014.",
+        f"La {bf} {mf} {n} millions d'euros à l'{ff} en 2014.",
+    )
 
 
 def pairs(n: int, domain: str = "animals", seed: int = 0) -> list[tuple[str, str]]:

@@ -24,8 +24,10 @@ def invoke(*args):
 def test_version_names_torch_without_loading_it():
     r = invoke("--version")
     assert r.exit_code == 0 and r.output.startswith("nmtkit ") and f"torch {torch.__version__}" in r.output
-    code = ("import sys\nfrom nmtkit.cli import main\ntry:\n    main(['--version'])\n"
-            "except SystemExit:\n    print('torch' in sys.modules)")
+    code = (
+        "import sys\nfrom nmtkit.cli import main\ntry:\n    main(['--version'])\n"
+        "except SystemExit:\n    print('torch' in sys.modules)"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.stdout.startswith("nmtkit ") and done.stdout.splitlines()[-1] == "False"
 
@@ -57,11 +59,13 @@ def test_a_checkpoint_is_never_written_to_stdout(overfit, tmp_path, monkeypatch)
 
 def test_every_help_example_parses_in_a_shell():
     import shlex
+
     from nmtkit.cli import main as group
+
     for name, command in group.commands.items():
         for line in (command.epilog or "").splitlines():
             if line.strip().startswith(("nmtkit", "echo", "curl", "torchrun")):
-                shlex.split(line.replace("\\", ""), comments=True)    # raises on an unclosed quote
+                shlex.split(line.replace("\\", ""), comments=True)  # raises on an unclosed quote
         assert "`" not in (command.epilog or ""), name
 
 
@@ -94,7 +98,9 @@ def test_average_is_the_mean_of_the_weights(tmp_path):
     r = invoke("average", tmp_path / "a.pt", tmp_path / "b.pt", "-o", tmp_path / "avg.pt")
     assert r.exit_code == 0, r.output
     avg = checkpoint.load(tmp_path / "avg.pt")
-    assert torch.equal(avg.weights["w"], torch.tensor([2.0, 4.0])) and torch.equal(avg.weights["b"], torch.tensor([0.5]))
+    assert torch.equal(avg.weights["w"], torch.tensor([2.0, 4.0])) and torch.equal(
+        avg.weights["b"], torch.tensor([0.5])
+    )
     assert avg.training.progress.step == 2 and not avg.training.resumable
     other = fake_checkpoint(tmp_path / "c.pt", weights={"w": torch.zeros(2), "b": torch.zeros(1)})
     other.model = type(other.model)(**{**other.model.to_dict(), "hidden": 7})
@@ -114,6 +120,7 @@ def test_an_averaged_checkpoint_translates(overfit, tmp_path):
 @pytest.fixture
 def data_bin(raw, tmp_path):
     from tests.test_corpus import make_corpus
+
     make_corpus(raw, tmp_path)
     return tmp_path / "bin"
 
@@ -136,20 +143,56 @@ def test_resuming_another_model_is_refused_naming_the_difference(data_bin, tmp_p
 
 def test_init_from_takes_the_weights_and_starts_a_fresh_run(data_bin, tmp_path):
     assert invoke("train", data_bin, "--save-dir", tmp_path / "a", *TINY, "--max-updates", 3).exit_code == 0
-    r = invoke("train", data_bin, "--save-dir", tmp_path / "b", *TINY, "--max-updates", 2, "--lr", 0,
-               "--init-from", tmp_path / "a" / "last.pt")
+    r = invoke(
+        "train",
+        data_bin,
+        "--save-dir",
+        tmp_path / "b",
+        *TINY,
+        "--max-updates",
+        2,
+        "--lr",
+        0,
+        "--init-from",
+        tmp_path / "a" / "last.pt",
+    )
     assert r.exit_code == 0, r.output
     a, b = checkpoint.load(tmp_path / "a" / "last.pt"), checkpoint.load(tmp_path / "b" / "last.pt")
     assert b.training.progress.step == 2 and b.training.config.init_from == str(tmp_path / "a" / "last.pt")
-    assert all(torch.equal(a.weights[k], b.weights[k]) for k in a.weights)          # lr 0: unchanged
-    r = invoke("train", data_bin, "--save-dir", tmp_path / "c", *TINY, "--max-updates", 2, "--hidden", 40,
-               "--init-from", tmp_path / "a" / "last.pt")
+    assert all(torch.equal(a.weights[k], b.weights[k]) for k in a.weights)  # lr 0: unchanged
+    r = invoke(
+        "train",
+        data_bin,
+        "--save-dir",
+        tmp_path / "c",
+        *TINY,
+        "--max-updates",
+        2,
+        "--hidden",
+        40,
+        "--init-from",
+        tmp_path / "a" / "last.pt",
+    )
     assert r.exit_code == 2 and "--hidden 32, not 40" in r.output
-    assert f"give the model flags it was trained with ('nmtkit info {tmp_path / 'a' / 'last.pt'}' lists them)" \
-        in r.output and "--reset" not in r.output and "--save-dir" not in r.output
+    assert (
+        f"give the model flags it was trained with ('nmtkit info {tmp_path / 'a' / 'last.pt'}' lists them)" in r.output
+        and "--reset" not in r.output
+        and "--save-dir" not in r.output
+    )
     # b has a last.pt: running its command again resumes b, and says that --init-from is not used
-    r = invoke("train", data_bin, "--save-dir", tmp_path / "b", *TINY, "--max-updates", 3, "--lr", 0,
-               "--init-from", tmp_path / "a" / "last.pt")
+    r = invoke(
+        "train",
+        data_bin,
+        "--save-dir",
+        tmp_path / "b",
+        *TINY,
+        "--max-updates",
+        3,
+        "--lr",
+        0,
+        "--init-from",
+        tmp_path / "a" / "last.pt",
+    )
     assert r.exit_code == 0, r.output
     assert f"--init-from {tmp_path / 'a' / 'last.pt'} is ignored: {tmp_path / 'b' / 'last.pt'} exists" in r.output
     assert checkpoint.load(tmp_path / "b" / "last.pt").training.progress.step == 3
@@ -159,15 +202,20 @@ def test_a_run_says_what_stops_it_and_how_long_an_update_takes(data_bin, tmp_pat
     r = invoke("train", data_bin, "--save-dir", tmp_path / "a", *TINY, "--max-updates", 8, "--patience", 0)
     assert r.exit_code == 0, r.output
     assert "stops at update 8; Ctrl-C saves last.pt and stops" in r.output
-    assert re.search(r"an update takes \d+\.\d\d s here: an epoch of [\d,]+ updates about [\d.]+ (s|min|h|days), "
-                     r"update 8 in about", r.output), r.output
-    assert "--schedule cpu" not in r.output                       # a bounded run needs no advice
+    assert re.search(
+        r"an update takes \d+\.\d\d s here: an epoch of [\d,]+ updates about [\d.]+ (s|min|h|days), "
+        r"update 8 in about",
+        r.output,
+    ), r.output
+    assert "--schedule cpu" not in r.output  # a bounded run needs no advice
     from nmtkit.train.config import TrainConfig
     from nmtkit.train.pace import pace_report, stopping_rule
+
     unbounded = TrainConfig(patience=0)
     assert stopping_rule(unbounded).startswith("nothing stops this run but Ctrl-C")
-    assert stopping_rule(TrainConfig()) == ("stops after 10 validations (one every 1,000 updates) without a better "
-                                            "dev BLEU; Ctrl-C saves last.pt and stops")
+    assert stopping_rule(TrainConfig()) == (
+        "stops after 10 validations (one every 1,000 updates) without a better dev BLEU; Ctrl-C saves last.pt and stops"
+    )
     paper = pace_report(TrainConfig(), 3.0, 80_000, on_cpu=True)
     assert "an epoch of 80,000 updates about 2.8 days" in paper and "--schedule cpu" in paper
     assert "--schedule cpu" not in pace_report(TrainConfig(), 0.05, 40_000, on_cpu=False)
@@ -178,14 +226,19 @@ def test_the_cpu_advice_gives_the_demo_recipe_of_the_makefile():
 
     from nmtkit.train.config import TrainConfig
     from nmtkit.train.pace import pace_report
+
     recipe = re.search(r"^CPU_RECIPE \?= (.*)$", (Path(__file__).parents[1] / "Makefile").read_text(), re.M)
-    assert recipe and f"({'the demo' + chr(39) + 's recipe'}: {recipe.group(1)} --max-minutes 20)" in \
-        pace_report(TrainConfig(), 1.0, 100, on_cpu=True)
+    assert recipe and f"({'the demo' + chr(39) + 's recipe'}: {recipe.group(1)} --max-minutes 20)" in pace_report(
+        TrainConfig(), 1.0, 100, on_cpu=True
+    )
 
 
 def test_a_toml_config_gives_options_and_the_command_line_overrides_it(data_bin, tmp_path):
-    (tmp_path / "run.toml").write_text('preset = "tiny"\nhidden = 40\nmax-updates = 5\noptimizer = "adam"\n'
-                                       'batch_size = 2\nvalid-bleu = false\nthreads = 1\n', encoding="utf-8")
+    (tmp_path / "run.toml").write_text(
+        'preset = "tiny"\nhidden = 40\nmax-updates = 5\noptimizer = "adam"\n'
+        "batch_size = 2\nvalid-bleu = false\nthreads = 1\n",
+        encoding="utf-8",
+    )
     r = invoke("train", data_bin, "--save-dir", tmp_path / "r", "--config", tmp_path / "run.toml", "--max-updates", 2)
     assert r.exit_code == 0, r.output
     ckpt = checkpoint.load(tmp_path / "r" / "last.pt")
@@ -201,13 +254,31 @@ def test_a_toml_config_gives_options_and_the_command_line_overrides_it(data_bin,
 
 
 def test_keep_last_and_keep_best_keep_that_many(data_bin, tmp_path):
-    r = invoke("train", data_bin, "--save-dir", tmp_path / "k", *TINY, "--max-updates", 10, "--valid-every", 2,
-               "--keep-last", 2, "--keep-best", 2, "--best-by", "nll")
+    r = invoke(
+        "train",
+        data_bin,
+        "--save-dir",
+        tmp_path / "k",
+        *TINY,
+        "--max-updates",
+        10,
+        "--valid-every",
+        2,
+        "--keep-last",
+        2,
+        "--keep-best",
+        2,
+        "--best-by",
+        "nll",
+    )
     assert r.exit_code == 0, r.output
     run = tmp_path / "k"
     assert sorted(p.name for p in run.glob("update-*.pt")) == ["update-10.pt", "update-8.pt"]
-    nll = {json.loads(x)["step"]: json.loads(x)["dev_nll"] for x in (run / "metrics.jsonl").read_text().splitlines()
-           if "dev_nll" in x}
+    nll = {
+        json.loads(x)["step"]: json.loads(x)["dev_nll"]
+        for x in (run / "metrics.jsonl").read_text().splitlines()
+        if "dev_nll" in x
+    }
     best_two = sorted(nll, key=nll.get)[:2]
     assert sorted(p.name for p in run.glob("best-*.pt")) == sorted(f"best-{s}.pt" for s in best_two)
     assert invoke("average", *sorted(run.glob("update-*.pt")), "-o", run / "avg.pt").exit_code == 0
@@ -215,6 +286,7 @@ def test_keep_last_and_keep_best_keep_that_many(data_bin, tmp_path):
 
 def test_quiet_and_verbose_on_every_command(data_bin, tmp_path):
     from nmtkit.cli import main as group
+
     for name, command in group.commands.items():
         flags = {opt for p in command.params for opt in p.opts}
         assert {"-q", "--quiet", "-v", "--verbose"} <= flags, name
@@ -223,4 +295,4 @@ def test_quiet_and_verbose_on_every_command(data_bin, tmp_path):
     quiet = invoke("train", data_bin, "--save-dir", tmp_path / "b", *TINY, "--max-updates", 1, "-q")
     assert quiet.exit_code == 0 and quiet.output == ""
     plain = invoke("train", data_bin, "--save-dir", tmp_path / "c", *TINY, "--max-updates", 1)
-    assert "training rnnsearch" in plain.output and "device cpu" not in plain.output     # -q did not stick
+    assert "training rnnsearch" in plain.output and "device cpu" not in plain.output  # -q did not stick

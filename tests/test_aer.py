@@ -16,8 +16,8 @@ def test_och_and_neys_definition_on_a_worked_example():
     r = alignment_error(["0-0 1-1 2-1"], ["0-0 1?1 2-2"])
     assert (r["links"], r["sure"], r["possible"]) == (3, 2, 3)
     assert r["precision"] == pytest.approx(200 / 3) and r["recall"] == pytest.approx(50.0)
-    assert r["aer"] == pytest.approx(40.0)                   # 1 − (1 + 2) / (3 + 2)
-    assert alignment_error(["0-0 2-2"], ["0-0 1?1 2-2"])["aer"] == 0.0      # sure links, no error
+    assert r["aer"] == pytest.approx(40.0)  # 1 − (1 + 2) / (3 + 2)
+    assert alignment_error(["0-0 2-2"], ["0-0 1?1 2-2"])["aer"] == 0.0  # sure links, no error
     assert read_gold("0-1 2?3", "g") == ({(0, 1)}, {(0, 1), (2, 3)})
 
 
@@ -44,19 +44,23 @@ def test_align_links_each_target_word_of_the_given_translations_at_most_once(ove
     src, tgt, out = tmp_path / "s.en", tmp_path / "t.fr", tmp_path / "links"
     src.write_text("\n".join(EN[:4]) + "\n", encoding="utf-8")
     tgt.write_text("\n".join(FR[:4]) + "\n", encoding="utf-8")
-    done = CliRunner().invoke(main, ["align", "-m", str(overfit / "run" / "last.pt"), "--source", str(src),
-                                     "--target", str(tgt), "-o", str(out)])
+    done = CliRunner().invoke(
+        main,
+        ["align", "-m", str(overfit / "run" / "last.pt"), "--source", str(src), "--target", str(tgt), "-o", str(out)],
+    )
     assert done.exit_code == 0, done.output
     lines = out.read_text().splitlines()
     assert len(lines) == 4
     from nmtkit.translate.translator import Translator
-    side = Translator.from_checkpoints(overfit / "run" / "last.pt", "cpu").sides.tgt    # words: no BPE here
+
+    side = Translator.from_checkpoints(overfit / "run" / "last.pt", "cpu").sides.tgt  # words: no BPE here
     for line, sentence in zip(lines, FR[:4]):
         links = [tuple(map(int, x.split("-"))) for x in line.split()]
         linked, n = [j for _, j in links], len(side.tokens(sentence))
-        assert linked == sorted(set(linked)) and set(linked) <= set(range(n))   # each word at most once
-        assert len(linked) >= n / 2                          # unlinked: only where </s> takes the most weight
+        assert linked == sorted(set(linked)) and set(linked) <= set(range(n))  # each word at most once
+        assert len(linked) >= n / 2  # unlinked: only where </s> takes the most weight
     tgt.write_text("\n".join(FR[:3]) + "\n", encoding="utf-8")
-    done = CliRunner().invoke(main, ["align", "-m", str(overfit / "run" / "last.pt"), "--source", str(src),
-                                     "--target", str(tgt)])
+    done = CliRunner().invoke(
+        main, ["align", "-m", str(overfit / "run" / "last.pt"), "--source", str(src), "--target", str(tgt)]
+    )
     assert done.exit_code == 2 and "has 4 lines but" in done.output

@@ -18,22 +18,28 @@ def test_subwords_are_grouped_into_words():
 
 
 def test_a_known_attention_gives_the_expected_links():
-    source = ["the", "lu@@", "mi@@", "nous", "day"]          # words: the | lumi+nous | day
-    target = ["le", "jour", "lu@@", "mineux"]                 # words: le | jour | lumineux
+    source = ["the", "lu@@", "mi@@", "nous", "day"]  # words: the | lumi+nous | day
+    target = ["le", "jour", "lu@@", "mineux"]  # words: le | jour | lumineux
     alpha = np.zeros((len(target) + 1, len(source) + 1))
-    alpha[0, 0] = 1                                           # le → the
-    alpha[1, 4] = 0.6; alpha[1, 1] = 0.4                      # jour → day
-    alpha[2, 1] = 0.3; alpha[2, 2] = 0.3; alpha[2, 4] = 0.4   # lu@@: lumi+nous 0.6 beats day 0.4
-    alpha[3, 3] = 0.5; alpha[3, 0] = 0.5                      # mineux: half to "nous", half to "the"
-    alpha[4, 5] = 1                                           # </s> → </s>: no link
+    alpha[0, 0] = 1  # le → the
+    alpha[1, 4] = 0.6
+    alpha[1, 1] = 0.4  # jour → day
+    alpha[2, 1] = 0.3
+    alpha[2, 2] = 0.3
+    alpha[2, 4] = 0.4  # lu@@: lumi+nous 0.6 beats day 0.4
+    alpha[3, 3] = 0.5
+    alpha[3, 0] = 0.5  # mineux: half to "nous", half to "the"
+    alpha[4, 5] = 1  # </s> → </s>: no link
     pairs = word_alignment(source, target, alpha)
-    assert pairs == [(0, 0), (2, 1), (1, 2)]                  # lumineux: mean (0.6, 0.5) to lumi+nous
+    assert pairs == [(0, 0), (2, 1), (1, 2)]  # lumineux: mean (0.6, 0.5) to lumi+nous
     assert pharaoh(pairs) == "0-0 2-1 1-2"
     assert read_pharaoh("0-0 2-1 1-2", "x") == pairs
     with pytest.raises(UserError):
         read_pharaoh("0-0 a-b", "x")
     # a target word whose weight goes mostly to the source's </s> is left unlinked
-    alpha[1, 5] = 0.7; alpha[1, 4] = 0.3; alpha[1, 1] = 0.0
+    alpha[1, 5] = 0.7
+    alpha[1, 4] = 0.3
+    alpha[1, 1] = 0.0
     assert word_alignment(source, target, alpha) == [(0, 0), (1, 2)]
 
 
@@ -41,19 +47,21 @@ def test_translate_prints_one_alignment_line_and_jsonl_per_input(overfit, tmp_pa
     src = tmp_path / "in.en"
     src.write_text(EN[0] + "\n\n" + EN[2] + "\n", encoding="utf-8")
     model = overfit / "run" / "last.pt"
-    r = CliRunner().invoke(main, ["translate", "-m", str(model), str(src), "--tokenized",
-                                  "--print-alignment", str(tmp_path / "a.txt")])
+    r = CliRunner().invoke(
+        main, ["translate", "-m", str(model), str(src), "--tokenized", "--print-alignment", str(tmp_path / "a.txt")]
+    )
     assert r.exit_code == 0, r.output
     hyps = r.stdout.splitlines()
     links = (tmp_path / "a.txt").read_text(encoding="utf-8").split("\n")[:-1]
     assert len(links) == len(hyps) == 3 and links[1] == ""
     for hyp, line, source in zip(hyps, links, [EN[0], "", EN[2]]):
         pairs = read_pharaoh(line, "a.txt")
-        linked = [j for _, j in pairs]                                          # each target word at most once
+        linked = [j for _, j in pairs]  # each target word at most once
         assert linked == sorted(set(linked)) and set(linked) <= set(range(len(hyp.split())))
         assert all(i < len(source.split()) + 5 for i, _ in pairs)
-    r = CliRunner().invoke(main, ["translate", "-m", str(model), str(src), "--output-format", "jsonl",
-                                  "--beam", 3, "--nbest", 2])
+    r = CliRunner().invoke(
+        main, ["translate", "-m", str(model), str(src), "--output-format", "jsonl", "--beam", 3, "--nbest", 2]
+    )
     assert r.exit_code == 0, r.output
     rows = [json.loads(line) for line in r.stdout.splitlines()]
     assert [row["line"] for row in rows] == [1, 2, 3] and rows[1]["text"] == ""
@@ -65,8 +73,17 @@ def test_align_plot_draws_pharaoh_links_over_token_files(tmp_path):
     (tmp_path / "s").write_text("the light day\n", encoding="utf-8")
     (tmp_path / "t").write_text("le jour\n", encoding="utf-8")
     (tmp_path / "a").write_text("0-0 2-1\n", encoding="utf-8")
-    base = ["align-plot", str(tmp_path / "a"), "--source", str(tmp_path / "s"), "--target", str(tmp_path / "t"),
-            "-n", "1", "-o"]
+    base = [
+        "align-plot",
+        str(tmp_path / "a"),
+        "--source",
+        str(tmp_path / "s"),
+        "--target",
+        str(tmp_path / "t"),
+        "-n",
+        "1",
+        "-o",
+    ]
     r = CliRunner().invoke(main, base + [str(tmp_path / "l.png")])
     assert r.exit_code == 0, r.output
     assert (tmp_path / "l.png").stat().st_size > 1000
@@ -76,17 +93,21 @@ def test_align_plot_draws_pharaoh_links_over_token_files(tmp_path):
 
 
 def test_word_attention_sums_source_pieces_and_averages_target_pieces():
-    source = ["the", "P@@", "lé@@", "iades", "</s>"]          # words: the | Pléiades | </s>
-    target = ["les", "Pl@@", "éiades", "</s>"]                 # words: les | Pléiades | </s>
-    alpha = np.array([[0.7, 0.1, 0.1, 0.0, 0.1],
-                      [0.1, 0.5, 0.2, 0.1, 0.1],
-                      [0.0, 0.3, 0.3, 0.2, 0.2],
-                      [0.0, 0.0, 0.0, 0.1, 0.9]])
+    source = ["the", "P@@", "lé@@", "iades", "</s>"]  # words: the | Pléiades | </s>
+    target = ["les", "Pl@@", "éiades", "</s>"]  # words: les | Pléiades | </s>
+    alpha = np.array(
+        [[0.7, 0.1, 0.1, 0.0, 0.1], [0.1, 0.5, 0.2, 0.1, 0.1], [0.0, 0.3, 0.3, 0.2, 0.2], [0.0, 0.0, 0.0, 0.1, 0.9]]
+    )
     w = word_attention(source, target, alpha)
     assert w.source == ["the", "Pléiades", "</s>"] and w.target == ["les", "Pléiades", "</s>"]
-    np.testing.assert_allclose(w.attention, [[0.7, 0.2, 0.1],
-                                             [0.05, 0.8, 0.15],      # mean of (0.1, 0.8, 0.1), (0, 0.8, 0.2)
-                                             [0.0, 0.1, 0.9]])       # </s> stays as it is
+    np.testing.assert_allclose(
+        w.attention,
+        [
+            [0.7, 0.2, 0.1],
+            [0.05, 0.8, 0.15],  # mean of (0.1, 0.8, 0.1), (0, 0.8, 0.2)
+            [0.0, 0.1, 0.9],
+        ],
+    )  # </s> stays as it is
     np.testing.assert_allclose(w.attention.sum(1), 1.0)
 
 
@@ -97,26 +118,40 @@ def test_word_attention_leaves_words_alone_and_merges_sentencepiece():
     np.testing.assert_array_equal(w.attention, alpha)
     w = word_attention(["\u2581Éter", "nel", "\u2581dit", "</s>"], ["\u2581a", "b", "</s>"], alpha)
     assert w.source == ["Éternel", "dit", "</s>"] and w.target == ["ab", "</s>"]
-    np.testing.assert_allclose(w.attention[0], [(alpha[0, 0] + alpha[0, 1] + alpha[1, 0] + alpha[1, 1]) / 2,
-                                                (alpha[0, 2] + alpha[1, 2]) / 2, (alpha[0, 3] + alpha[1, 3]) / 2])
+    np.testing.assert_allclose(
+        w.attention[0],
+        [
+            (alpha[0, 0] + alpha[0, 1] + alpha[1, 0] + alpha[1, 1]) / 2,
+            (alpha[0, 2] + alpha[1, 2]) / 2,
+            (alpha[0, 3] + alpha[1, 3]) / 2,
+        ],
+    )
     np.testing.assert_allclose(w.attention.sum(1), 1.0)
-    w = word_attention(["ab@@", "</s>"], ["x", "</s>"], np.full((2, 2), 0.5))   # a dangling separator
+    w = word_attention(["ab@@", "</s>"], ["x", "</s>"], np.full((2, 2), 0.5))  # a dangling separator
     assert w.source == ["ab", "</s>"]
     with pytest.raises(ValueError, match="shape"):
         word_attention(["a", "</s>"], ["b", "</s>"], np.ones((3, 2)))
 
 
 def test_align_plot_draws_words_and_pieces_on_request(tmp_path, monkeypatch):
-    record = {"line": 1, "source": ["the", "P@@", "lé@@", "iades", "</s>"], "target": ["les", "Pl@@", "éiades", "</s>"],
-              "score": -1.5, "alignment": np.full((4, 5), 0.2).tolist()}
-    (tmp_path / "a.jsonl").write_text('{"format": "nmtkit-alignments", "version": 1}\n' + json.dumps(record) + "\n",
-                                      encoding="utf-8")
+    record = {
+        "line": 1,
+        "source": ["the", "P@@", "lé@@", "iades", "</s>"],
+        "target": ["les", "Pl@@", "éiades", "</s>"],
+        "score": -1.5,
+        "alignment": np.full((4, 5), 0.2).tolist(),
+    }
+    (tmp_path / "a.jsonl").write_text(
+        '{"format": "nmtkit-alignments", "version": 1}\n' + json.dumps(record) + "\n", encoding="utf-8"
+    )
     drawn = []
-    monkeypatch.setattr("nmtkit.align.heatmap.alignment_heatmap",
-                        lambda s, t, a, out, title: drawn.append((s, t, np.asarray(a))))
+    monkeypatch.setattr(
+        "nmtkit.align.heatmap.alignment_heatmap", lambda s, t, a, out, title: drawn.append((s, t, np.asarray(a)))
+    )
     for extra in ([], ["--pieces"]):
-        r = CliRunner().invoke(main, ["align-plot", str(tmp_path / "a.jsonl"), "-n", "1", "-o",
-                                      str(tmp_path / "a.png"), *extra])
+        r = CliRunner().invoke(
+            main, ["align-plot", str(tmp_path / "a.jsonl"), "-n", "1", "-o", str(tmp_path / "a.png"), *extra]
+        )
         assert r.exit_code == 0, r.output
     (words_src, words_tgt, words), (piece_src, piece_tgt, piece) = drawn
     assert words_src == ["the", "Pléiades", "</s>"] and words_tgt == ["les", "Pléiades", "</s>"]

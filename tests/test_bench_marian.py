@@ -1,11 +1,11 @@
 """bin/bench-marian's own parts: Marian sees nmtkit's units, its logs are read right, its shortlist
 table is extract-lex's, and without Marian it says in one line how to get it."""
 
+import importlib.util
 import json
 import os
 import subprocess
 import sys
-import importlib.util
 from importlib.machinery import SourceFileLoader
 from pathlib import Path
 
@@ -20,8 +20,12 @@ _loader.exec_module(bench)
 
 
 def test_without_marian_it_says_how_to_get_it_and_exits_0(tmp_path):
-    done = subprocess.run([sys.executable, str(ROOT / "bin" / "bench-marian")], capture_output=True, text=True,
-                          env={**os.environ, "BENCH_DIR": str(tmp_path)})
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bin" / "bench-marian")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "BENCH_DIR": str(tmp_path)},
+    )
     assert done.returncode == 0 and done.stdout == ""
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "bench/peers/install.sh marian" in lines[0]
@@ -36,7 +40,7 @@ def test_marian_reads_the_units_nmtkit_trains_on(raw, tmp_path):
         yml = (out / f"vocab.{lang}.yml").read_text(encoding="utf-8").splitlines()
         assert yml[:2] == ['"</s>": 0', '"<unk>": 1']
         entries = dict(line.rsplit(": ", 1) for line in yml)
-        assert len(entries) == len(vocab) - 2          # <pad> and <s> are nmtkit's alone
+        assert len(entries) == len(vocab) - 2  # <pad> and <s> are nmtkit's alone
         assert sorted(int(i) for i in entries.values()) == list(range(len(vocab) - 2))
         for split, index in (("train", 0 if lang == "en" else 1), ("valid", 0 if lang == "en" else 1)):
             ids = corpus.split(split)[index]
@@ -48,9 +52,10 @@ def test_marian_reads_the_units_nmtkit_trains_on(raw, tmp_path):
     # the test source as `nmtkit translate` would read it: the same units from the same pipeline
     src = bench.preprocessor(tmp_path / "bin", "en")
     raw_lines = (raw / "test.en").read_text(encoding="utf-8").splitlines()
-    assert (out / "test.bpe.en").read_text(encoding="utf-8").splitlines() == \
-        [" ".join(src.encode(line)) for line in raw_lines]
-    assert bench.prepare(tmp_path / "bin", raw / "test.en", out) == info     # kept: read back, not redone
+    assert (out / "test.bpe.en").read_text(encoding="utf-8").splitlines() == [
+        " ".join(src.encode(line)) for line in raw_lines
+    ]
+    assert bench.prepare(tmp_path / "bin", raw / "test.en", out) == info  # kept: read back, not redone
 
 
 def test_marian_vocabulary_keys_survive_yaml_quoting():
@@ -66,11 +71,12 @@ def test_marian_speed_counts_labels_over_the_logged_training_time(tmp_path):
         "[2026-11-24 10:05:00] Training interrupted (via signal).\n"
         "[2026-11-24 10:06:00] Training started\n"
         "[2026-11-24 10:07:00] Ep. 1 : Up. 100 : Sen. 8,000 : Cost 4.1 : Time 60.00s : 1000.00 words/s\n"
-        "[2026-11-24 10:11:00] Training interrupted (via signal).\n")
+        "[2026-11-24 10:11:00] Training interrupted (via signal).\n"
+    )
     speed = bench.marian_speed(tmp_path)
     assert speed["updates"] == 470
-    assert speed["train_s"] == 600                       # two spans of 5 minutes; the gap not counted
-    assert speed["tgt_tok_per_s"] == pytest.approx(1500)         # the logged windows' mean, as nmtkit's
+    assert speed["train_s"] == 600  # two spans of 5 minutes; the gap not counted
+    assert speed["tgt_tok_per_s"] == pytest.approx(1500)  # the logged windows' mean, as nmtkit's
     assert speed["tgt_tok_per_s_wall"] == pytest.approx(2000)
 
 
@@ -79,7 +85,7 @@ def test_lexical_table_is_extract_lex_p_target_given_source():
     # a: aligned to x twice (c(a) = 2); b to y; c unaligned → NULL; nothing on the target side unaligned
     assert table == ["x a 1.000000", "y b 1.000000", "NULL c 1.000000"]
     table = bench.lexical_table(["a a"], ["x y z"], ["0-0 1-1"])
-    assert table == ["z NULL 1.000000", "x a 0.500000", "y a 0.500000"]    # z unaligned: NULL → z
+    assert table == ["z NULL 1.000000", "x a 0.500000", "y a 0.500000"]  # z unaligned: NULL → z
 
 
 def test_every_path_the_table_names_is_decoded_with_its_flags():
@@ -88,27 +94,32 @@ def test_every_path_the_table_names_is_decoded_with_its_flags():
     assert {shortlist for _, shortlist in bench.MARIAN_PATHS.values()} == {True, False}
 
 
-
 def test_the_fastest_path_is_one_that_keeps_the_translations():
-    rows = [{"path": "fp32", "bleu": 14.7, "tok_per_s": 400}, {"path": "int8", "bleu": 0.03, "tok_per_s": 900},
-            {"path": "fp32 + shortlist", "bleu": 14.6, "tok_per_s": 450}, {"path": "slow", "bleu": 14.9, "tok_per_s": 300}]
+    rows = [
+        {"path": "fp32", "bleu": 14.7, "tok_per_s": 400},
+        {"path": "int8", "bleu": 0.03, "tok_per_s": 900},
+        {"path": "fp32 + shortlist", "bleu": 14.6, "tok_per_s": 450},
+        {"path": "slow", "bleu": 14.9, "tok_per_s": 300},
+    ]
     assert bench.fastest_path(rows) == "fp32 + shortlist"
-    assert bench.fastest_path(rows[:2]) == "fp32"          # nothing else keeps the BLEU
+    assert bench.fastest_path(rows[:2]) == "fp32"  # nothing else keeps the BLEU
 
 
 def test_marian_total_trains_only_what_is_left(tmp_path, monkeypatch):
     monkeypatch.setattr(bench, "WORK", tmp_path)
     chunks = []
+
     def fake_more(minutes, threads):
         chunks.append(minutes)
         (tmp_path / "marian-more").mkdir(exist_ok=True)
         (tmp_path / "marian-more" / "chunks.json").write_text(json.dumps([{"minutes": m} for m in chunks]))
+
     monkeypatch.setattr(bench, "train_more", fake_more)
     assert bench.trained_more() == 0.0
     bench.train_to_total(50, 20, 2)
     assert chunks == [20, 10] and bench.trained_more() == 30
-    bench.train_to_total(50, 20, 2)             # a rerun finds it done
-    bench.train_to_total(60, 20, 2)             # a larger total: only what is left
+    bench.train_to_total(50, 20, 2)  # a rerun finds it done
+    bench.train_to_total(60, 20, 2)  # a larger total: only what is left
     assert chunks == [20, 10, 10]
 
 
@@ -118,25 +129,42 @@ def test_fairseq_speed_is_the_mean_of_its_logged_windows(tmp_path):
         "2026-11-25 | INFO | train_inner | epoch 001:     50 / 2781 loss=10.5, wps=4000.0, ups=1.9, num_updates=50\n"
         "2026-11-25 | INFO | valid | epoch 001 | valid on 'valid' subset | loss 9.3 | wps 10672.1 | num_updates 100\n"
         "2026-11-25 | INFO | train_inner | epoch 001:    100 / 2781 loss=10.1, wps=3000.0, ups=1.6, num_updates=100\n"
-        "2026-11-25 | INFO | fairseq_cli.train | done training in 61.5 seconds\n")
+        "2026-11-25 | INFO | fairseq_cli.train | done training in 61.5 seconds\n"
+    )
     assert bench.fairseq_speed(log) == {"updates": 100, "tgt_tok_per_s": 3500.0, "train_s": 61.5}
 
 
 def test_fairseq_is_paired_with_nmtkit_at_its_own_bleu_when_it_falls_short(tmp_path, monkeypatch):
     """Its checkpoints are tried from the last back, and an nmtkit checkpoint of its BLEU joins it."""
     monkeypatch.setattr(bench, "WORK", tmp_path)
-    for name in ("fairseq/checkpoint_1_200.pt", "fairseq/checkpoint_1_400.pt", "fairseq-more/checkpoint_1_600.pt",
-                 "nmtkit/update-200.pt", "nmtkit/update-400.pt", "nmtkit/update-600.pt"):
+    for name in (
+        "fairseq/checkpoint_1_200.pt",
+        "fairseq/checkpoint_1_400.pt",
+        "fairseq-more/checkpoint_1_600.pt",
+        "nmtkit/update-200.pt",
+        "nmtkit/update-400.pt",
+        "nmtkit/update-600.pt",
+    ):
         (tmp_path / name).parent.mkdir(exist_ok=True)
         (tmp_path / name).touch()
-    bleu = {"fairseq/checkpoint_1_200.pt": 1.0, "fairseq/checkpoint_1_400.pt": 3.0,
-            "fairseq-more/checkpoint_1_600.pt": 5.0, "nmtkit/update-200.pt": 2.0, "nmtkit/update-400.pt": 4.8,
-            "nmtkit/update-600.pt": 9.0}
+    bleu = {
+        "fairseq/checkpoint_1_200.pt": 1.0,
+        "fairseq/checkpoint_1_400.pt": 3.0,
+        "fairseq-more/checkpoint_1_600.pt": 5.0,
+        "nmtkit/update-200.pt": 2.0,
+        "nmtkit/update-400.pt": 4.8,
+        "nmtkit/update-600.pt": 9.0,
+    }
     tried = []
-    monkeypatch.setattr(bench, "decode_row", lambda toolkit, path, beam, threads, data, model:
-                        tried.append(model) or {"bleu": bleu[model]})
-    assert bench.fairseq_pair(14.7, 2, tmp_path) == {"fairseq": "fairseq-more/checkpoint_1_600.pt",
-                                                     "nmtkit": "nmtkit/update-400.pt"}
+    monkeypatch.setattr(
+        bench,
+        "decode_row",
+        lambda toolkit, path, beam, threads, data, model: tried.append(model) or {"bleu": bleu[model]},
+    )
+    assert bench.fairseq_pair(14.7, 2, tmp_path) == {
+        "fairseq": "fairseq-more/checkpoint_1_600.pt",
+        "nmtkit": "nmtkit/update-400.pt",
+    }
     assert tried[0] == "fairseq-more/checkpoint_1_600.pt" and "fairseq/checkpoint_1_200.pt" not in tried
     assert bench.fairseq_pair(4.5, 2, tmp_path) == {"fairseq": "fairseq-more/checkpoint_1_600.pt"}
 
@@ -145,15 +173,22 @@ def test_the_constant_rate_run_is_searched_for_the_comparable_model_where_there_
     """From its last checkpoint back until one falls short of Marian's BLEU, the nearest kept; the
     budgeted run's checkpoints, of more updates but a lower BLEU, are not tried."""
     monkeypatch.setattr(bench, "WORK", tmp_path)
-    bleu = {"fairseq-more/checkpoint_2_4400.pt": 4.5, "fairseq-constant/checkpoint_1_2400.pt": 13.2,
-            "fairseq-constant/checkpoint_1_2600.pt": 14.6, "fairseq-constant/checkpoint_1_2800.pt": 15.5,
-            "fairseq-constant/checkpoint_1_3000.pt": 16.2}
+    bleu = {
+        "fairseq-more/checkpoint_2_4400.pt": 4.5,
+        "fairseq-constant/checkpoint_1_2400.pt": 13.2,
+        "fairseq-constant/checkpoint_1_2600.pt": 14.6,
+        "fairseq-constant/checkpoint_1_2800.pt": 15.5,
+        "fairseq-constant/checkpoint_1_3000.pt": 16.2,
+    }
     for name in bleu:
         (tmp_path / name).parent.mkdir(exist_ok=True)
         (tmp_path / name).touch()
     tried = []
-    monkeypatch.setattr(bench, "decode_row", lambda toolkit, path, beam, threads, data, model:
-                        tried.append(model) or {"bleu": bleu[model]})
+    monkeypatch.setattr(
+        bench,
+        "decode_row",
+        lambda toolkit, path, beam, threads, data, model: tried.append(model) or {"bleu": bleu[model]},
+    )
     assert bench.comparable_fairseq(14.7, 2, tmp_path) == "fairseq-constant/checkpoint_1_2600.pt"
     assert tried == [f"fairseq-constant/checkpoint_1_{u}.pt" for u in (3000, 2800, 2600)]
     assert bench.last_interval("fairseq-constant") == "fairseq-constant/checkpoint_1_3000.pt"
@@ -161,14 +196,20 @@ def test_the_constant_rate_run_is_searched_for_the_comparable_model_where_there_
 
 def test_a_fairseq_calls_time_is_its_total_or_for_a_stopped_one_its_wall_meters_largest(tmp_path):
     done, stopped = tmp_path / "done.log", tmp_path / "stopped.log"
-    done.write_text("| train_inner | epoch 002: num_updates=2950, wall=0\n"
-                    "| fairseq_cli.train | done training in 252.0 seconds\n")
-    stopped.write_text("| train_inner | epoch 001: num_updates=2700, wall=3900\n"
-                       "| valid | epoch 001 | valid on 'valid' subset | wall 3910\n"
-                       "| train_inner | epoch 002: num_updates=2800, wall=22\n")
+    done.write_text(
+        "| train_inner | epoch 002: num_updates=2950, wall=0\n| fairseq_cli.train | done training in 252.0 seconds\n"
+    )
+    stopped.write_text(
+        "| train_inner | epoch 001: num_updates=2700, wall=3900\n"
+        "| valid | epoch 001 | valid on 'valid' subset | wall 3910\n"
+        "| train_inner | epoch 002: num_updates=2800, wall=22\n"
+    )
     assert bench.call_seconds(done) == 252.0 and bench.call_seconds(stopped) == 3900.0
 
 
 def test_marians_constant_rate_run_changes_the_decay_alone():
     changed = [(a, b) for a, b in zip(bench.MARIAN_TRAIN, bench.MARIAN_CONSTANT) if a != b]
-    assert changed == [("50", "0")] and bench.MARIAN_CONSTANT[bench.MARIAN_CONSTANT.index("--lr-decay-inv-sqrt") + 1] == "0"
+    assert (
+        changed == [("50", "0")]
+        and bench.MARIAN_CONSTANT[bench.MARIAN_CONSTANT.index("--lr-decay-inv-sqrt") + 1] == "0"
+    )

@@ -19,7 +19,7 @@ def test_every_peer_script_the_benchmarks_call_is_here_and_runs_through_bash():
         found = list(peers.rglob(name))
         assert found, f"bench/peers has no {name}"
     for sh in peers.glob("*.sh"):
-        assert subprocess.run(["bash", "-n", str(sh)]).returncode == 0, sh       # parses
+        assert subprocess.run(["bash", "-n", str(sh)]).returncode == 0, sh  # parses
     for path in [*peers.rglob("*"), ROOT / "bin" / "bench-train", ROOT / "bin" / "bench-translate"]:
         if path.is_file():
             assert "shared/" not in path.read_text(encoding="utf-8"), path
@@ -34,9 +34,11 @@ def test_the_readme_never_points_outside_the_repository():
 
 
 def test_the_command_line_bench_times_every_command_and_completion():
-    out = subprocess.run([sys.executable, str(ROOT / "bin" / "bench-cli"), "--runs", "1"], capture_output=True,
-                         text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "bin" / "bench-cli"), "--runs", "1"], capture_output=True, text=True, check=True
+    ).stdout
     from nmtkit.cli import main
+
     for name in main.commands:
         assert f"| `nmtkit {name} --help` |" in out
     assert "completion of 'nmtkit translate --be<TAB>'" in out and "target under 0.5 s" in out

@@ -46,8 +46,7 @@ def test_tokenized_bleu_is_not_smoothed():
 
 def test_subsets_and_buckets_get_both_bleus_counted_the_same_way(files):
     # both sources have 6-10 Moses tokens: one bucket, holding the whole set
-    res = evaluate([str(files / "hyp.en")], [str(files / "ref.en")], source=str(files / "src.de"),
-                   bucket_width=5)
+    res = evaluate([str(files / "hyp.en")], [str(files / "ref.en")], source=str(files / "src.de"), bucket_width=5)
     rows = res["by_length"]["rows"]
     assert [(r["lo"], r["hi"], r["sentences"]) for r in rows] == [(6, 10, 2)]
     assert rows[0]["bleu_tok"][str(files / "hyp.en")] == pytest.approx(by_hand(), abs=1e-6)
@@ -64,10 +63,24 @@ def test_score_command_labels_both_bleus(files):
     from click.testing import CliRunner
 
     from nmtkit.cli import main
-    r = CliRunner().invoke(main, ["score", str(files / "hyp.en"), "-r", str(files / "ref.en"), "--metrics", "bleu,bleu-tok"])
+
+    r = CliRunner().invoke(
+        main, ["score", str(files / "hyp.en"), "-r", str(files / "ref.en"), "--metrics", "bleu,bleu-tok"]
+    )
     assert r.exit_code == 0, r.output
     assert f"{TOKENIZED_LABEL}: 52.90" in r.stdout
     assert f"{SACREBLEU_LABEL}: " in r.stdout and "nrefs:1|case:mixed|eff:no|tok:13a" in r.stdout
-    j = CliRunner().invoke(main, ["score", str(files / "hyp.en"), "-r", str(files / "ref.en"),
-                                  "--metrics", "bleu-tok", "--output-format", "json"])
+    j = CliRunner().invoke(
+        main,
+        [
+            "score",
+            str(files / "hyp.en"),
+            "-r",
+            str(files / "ref.en"),
+            "--metrics",
+            "bleu-tok",
+            "--output-format",
+            "json",
+        ],
+    )
     assert json.loads(j.stdout)["systems"][0]["bleu_tok"] == pytest.approx(52.90, abs=0.005)

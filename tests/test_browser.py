@@ -11,14 +11,17 @@ from tests.test_serve import server  # noqa: F401  (the fixture: a server on a f
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (make test-browser)")
 DRIVER = shutil.which("chromedriver")
-pytestmark = pytest.mark.skipif(DRIVER is None or not (shutil.which("chromium") or shutil.which("chromium-browser")),
-                                reason="no chromium and chromedriver here (make test-browser installs them)")
+pytestmark = pytest.mark.skipif(
+    DRIVER is None or not (shutil.which("chromium") or shutil.which("chromium-browser")),
+    reason="no chromium and chromedriver here (make test-browser installs them)",
+)
 
 
 @pytest.fixture
 def browser():
     from selenium.webdriver.chrome.options import Options
     from selenium.webdriver.chrome.service import Service
+
     options = Options()
     for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
         options.add_argument(arg)
@@ -31,6 +34,7 @@ def test_the_page_translates_what_is_typed_and_draws_the_attention(server, brows
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ready
     from selenium.webdriver.support.ui import WebDriverWait
+
     url, _ = server
     browser.get(url + "/")
     assert browser.title == "nmtkit"
@@ -45,15 +49,20 @@ def test_the_page_translates_what_is_typed_and_draws_the_attention(server, brows
     size = browser.execute_script("return [arguments[0].width, arguments[0].height]", heatmap)
     assert size[0] > 50 and size[1] > 50
     # something was painted: some pixel of the grid is not blank
-    painted = browser.execute_script("""
+    painted = browser.execute_script(
+        """
         const c = arguments[0], d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
         let dark = 0; for (let i = 0; i < d.length; i += 4) if (d[i + 3] > 0 && d[i] < 128) dark++;
-        return dark;""", heatmap)
+        return dark;""",
+        heatmap,
+    )
     assert painted > 100
     # hovering a target word colours the source words by its attention
     from selenium.webdriver import ActionChains
+
     word = browser.find_element(By.CSS_SELECTOR, ".words.tgt span")
     ActionChains(browser).move_to_element(word).perform()
-    shades = [s.value_of_css_property("background-color")
-              for s in browser.find_elements(By.CSS_SELECTOR, ".words.src span")]
+    shades = [
+        s.value_of_css_property("background-color") for s in browser.find_elements(By.CSS_SELECTOR, ".words.src span")
+    ]
     assert any(s not in ("rgba(0, 0, 0, 0)", "transparent") for s in shades)

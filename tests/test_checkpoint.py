@@ -23,12 +23,12 @@ def bad_files(tmp: Path) -> dict[str, Path]:
     files = {name: tmp / f"{name}.pt" for name in ("corrupt", "hollow", "foreign", "zip", "half")}
     files["corrupt"].write_bytes(b"PK\x03\x04" + os.urandom(200))
     torch.save({"format": checkpoint.FORMAT, "version": checkpoint.VERSION}, files["hollow"])
-    torch.save({"state_dict": {"w": torch.zeros(2)}}, files["foreign"])      # somebody's PyTorch model
+    torch.save({"state_dict": {"w": torch.zeros(2)}}, files["foreign"])  # somebody's PyTorch model
     with zipfile.ZipFile(files["zip"], "w") as z:
         z.writestr("readme.txt", "not a model")
     good = fake_checkpoint(tmp / "good.pt")
     raw = torch.load(tmp / "good.pt", weights_only=True)
-    raw["text"]["vocab"]["tgt"] = raw["text"]["vocab"]["tgt"][:3]         # no longer the model's size
+    raw["text"]["vocab"]["tgt"] = raw["text"]["vocab"]["tgt"][:3]  # no longer the model's size
     torch.save(raw, files["half"])
     assert good.parameters == 9
     return files
@@ -51,7 +51,10 @@ def test_round_trip_keeps_every_section(tmp_path):
 
 def test_version_1_files_still_load(tmp_path):
     ckpt = fake_checkpoint(tmp_path / "c.pt", step=3)
-    ckpt.training.optimizer, ckpt.training.batches = {"state": {}, "param_groups": []}, {"epoch": 1, "index": 2, "seed": 3}
+    ckpt.training.optimizer, ckpt.training.batches = (
+        {"state": {}, "param_groups": []},
+        {"epoch": 1, "index": 2, "seed": 3},
+    )
     ckpt.training.rng = [{"torch": torch.get_rng_state()}]
     torch.save(as_version_1(ckpt), tmp_path / "v1.pt")
     old = checkpoint.load(tmp_path / "v1.pt")
@@ -59,16 +62,20 @@ def test_version_1_files_still_load(tmp_path):
     assert old.training.resumable and old.training.batches == {"epoch": 1, "index": 2, "seed": 3}
     assert torch.equal(old.training.rng[0]["torch"], ckpt.training.rng[0]["torch"])
     older = as_version_1(ckpt)
-    older["train"]["rng"] = {"torch": torch.get_rng_state()}       # before every process's state was kept
+    older["train"]["rng"] = {"torch": torch.get_rng_state()}  # before every process's state was kept
     torch.save(older, tmp_path / "v0.pt")
     assert len(checkpoint.load(tmp_path / "v0.pt").training.rng) == 1
 
 
 def test_every_malformed_file_is_one_format_error(tmp_path):
     files = bad_files(tmp_path)
-    expected = {"corrupt": "truncated or corrupt", "hollow": "not a complete nmtkit checkpoint (no 'model')",
-                "foreign": "not an nmtkit checkpoint", "zip": "truncated or corrupt",
-                "half": "the tgt vocabulary has 3 entries but the model 6"}
+    expected = {
+        "corrupt": "truncated or corrupt",
+        "hollow": "not a complete nmtkit checkpoint (no 'model')",
+        "foreign": "not an nmtkit checkpoint",
+        "zip": "truncated or corrupt",
+        "half": "the tgt vocabulary has 3 entries but the model 6",
+    }
     for name, path in files.items():
         with pytest.raises(FormatError, match=None) as err:
             checkpoint.load(path)
@@ -100,6 +107,7 @@ def test_checkpoints_follow_the_umask_like_any_output(tmp_path):
 @pytest.fixture
 def data_bin(raw, tmp_path):
     from tests.test_corpus import make_corpus
+
     make_corpus(raw, tmp_path)
     return tmp_path / "bin"
 
@@ -108,28 +116,65 @@ def test_every_command_refuses_a_bad_last_pt_in_one_line(data_bin, raw, tmp_path
     """train, translate, score, compare and the paper's report, each on a corrupt, a hollow and a
     foreign last.pt."""
     from nmtkit.recipes import compare, paper
+
     runner = CliRunner()
     for name, bad in bad_files(tmp_path / "bad").items():
         run = tmp_path / name / "rnnsearch-50"
         run.mkdir(parents=True)
         (run / "last.pt").write_bytes(bad.read_bytes())
         last = str(run / "last.pt")
-        one_line(runner.invoke(main, ["train", str(data_bin), "--save-dir", str(run), "--preset", "tiny",
-                                      "--max-updates", "1"]), "nmtkit train: error:", last)
+        one_line(
+            runner.invoke(
+                main, ["train", str(data_bin), "--save-dir", str(run), "--preset", "tiny", "--max-updates", "1"]
+            ),
+            "nmtkit train: error:",
+            last,
+        )
         one_line(runner.invoke(main, ["translate", "-m", last, str(raw / "test.en")]), "nmtkit translate", last)
         one_line(runner.invoke(main, ["score", "-m", last, "--data", str(data_bin)]), "nmtkit score", last)
-        one_line(runner.invoke(main, ["score", str(raw / "test.fr"), "-r", str(raw / "test.fr"), "--source",
-                                      str(raw / "test.en"), "--no-unk-vocab", last]), "nmtkit score", last)
+        one_line(
+            runner.invoke(
+                main,
+                [
+                    "score",
+                    str(raw / "test.fr"),
+                    "-r",
+                    str(raw / "test.fr"),
+                    "--source",
+                    str(raw / "test.en"),
+                    "--no-unk-vocab",
+                    last,
+                ],
+            ),
+            "nmtkit score",
+            last,
+        )
         (run / "dev-bleu.json").write_text(json.dumps({"systems": [{"bleu": 1.0}]}))
         (run / "dev-nll.json").write_text(json.dumps({"corpus_nll": {"nll": 1.0, "perplexity": 2.0}}))
         one_line(runner.invoke(compare.main, [str(tmp_path / name), "rnnsearch-50"]), last)
-        one_line(runner.invoke(paper.main, ["report", "--runs", str(tmp_path / name), "--raw", str(raw),
-                                            "--no-unk-vocab", str(tmp_path / "vocab"), "--models", "rnnsearch-50"]),
-                 "report: error:", last)
+        one_line(
+            runner.invoke(
+                paper.main,
+                [
+                    "report",
+                    "--runs",
+                    str(tmp_path / name),
+                    "--raw",
+                    str(raw),
+                    "--no-unk-vocab",
+                    str(tmp_path / "vocab"),
+                    "--models",
+                    "rnnsearch-50",
+                ],
+            ),
+            "report: error:",
+            last,
+        )
 
 
-@pytest.mark.parametrize("device, words", [("tpu", "unknown device 'tpu'"), ("cuda:7", "device 'cuda:7'"),
-                                           ("cuda", "device 'cuda'")])
+@pytest.mark.parametrize(
+    "device, words", [("tpu", "unknown device 'tpu'"), ("cuda:7", "device 'cuda:7'"), ("cuda", "device 'cuda'")]
+)
 def test_an_unknown_or_absent_device_is_one_line_everywhere(data_bin, raw, tmp_path, device, words):
     if device == "cuda" and torch.cuda.is_available():
         pytest.skip("this machine has a GPU, so --device cuda is present")
@@ -137,11 +182,24 @@ def test_an_unknown_or_absent_device_is_one_line_everywhere(data_bin, raw, tmp_p
         pytest.skip("this machine has eight GPUs")
     fake_checkpoint(tmp_path / "m.pt")
     runner = CliRunner()
-    for args in (["train", str(data_bin), "--save-dir", str(tmp_path / "r"), "--preset", "tiny"],
-                 ["translate", "-m", str(tmp_path / "m.pt"), str(raw / "test.en")],
-                 ["score", "-m", str(tmp_path / "m.pt"), "--data", str(data_bin)],
-                 ["align-plot", "-m", str(tmp_path / "m.pt"), "--source", str(raw / "test.en"), "--target",
-                  str(raw / "test.fr"), "-n", "1", "-o", str(tmp_path / "a.png")]):
+    for args in (
+        ["train", str(data_bin), "--save-dir", str(tmp_path / "r"), "--preset", "tiny"],
+        ["translate", "-m", str(tmp_path / "m.pt"), str(raw / "test.en")],
+        ["score", "-m", str(tmp_path / "m.pt"), "--data", str(data_bin)],
+        [
+            "align-plot",
+            "-m",
+            str(tmp_path / "m.pt"),
+            "--source",
+            str(raw / "test.en"),
+            "--target",
+            str(raw / "test.fr"),
+            "-n",
+            "1",
+            "-o",
+            str(tmp_path / "a.png"),
+        ],
+    ):
         one_line(runner.invoke(main, args + ["--device", device]), f"nmtkit {args[0]}: error:", words)
     assert not (tmp_path / "r").exists() and not (tmp_path / "a.png").exists()
 
@@ -153,9 +211,13 @@ def test_tied_weights_are_counted_once_as_train_counts_them(tmp_path, lazy):
     from nmtkit.models.build import build_model
     from nmtkit.models.config import ModelConfig
     from tests.checkpoints import fake_checkpoint
+
     model = build_model(ModelConfig(src_vocab=6, tgt_vocab=6, emb=8, hidden=8, align=8, maxout=8, tie_embeddings=True))
     assert model.W_o.weight is model.embed.weight
     fake_checkpoint(tmp_path / "tied.pt", weights=model.state_dict())
     loaded = checkpoint.load(tmp_path / "tied.pt", lazy=lazy)
-    assert loaded.parameters == sum(p.numel() for p in model.parameters()) < sum(
-        w.numel() for w in model.state_dict().values())
+    assert (
+        loaded.parameters
+        == sum(p.numel() for p in model.parameters())
+        < sum(w.numel() for w in model.state_dict().values())
+    )

@@ -5,29 +5,38 @@ import pytest
 from nmtkit.text.clean import RULES, apply_rules
 
 
-@pytest.mark.parametrize("rule, text, expected", [
-    ("unicode", "a\u00a0b\u200bc\x07d", "a bcd"),
-    ("unicode", "e\u0301te\u0301", "été"),                                    # NFC
-    ("mojibake", "To the tune of Â»Death of the Son.Â«", "To the tune of »Death of the Son.«"),
-    ("mojibake", "Ânesse sauvage", "Ânesse sauvage"),                         # a real Â stays
-    ("mojibake", "Ã©tÃ© Ã\u00a0 naÃ¯ve", "été à naïve"),
-    ("superscription", "(3:1) Psaume de David. Lors de sa fuite. (3:2) O Éternel, que mes ennemis",
-     "(3:2) O Éternel, que mes ennemis"),
-    ("superscription", "Psaume de David, lorsqu'il fuyait. (3:2) Éternel, que", "(3:2) Éternel, que"),
-    ("superscription", "(51:1) Au chef. (51:2) Lorsque Nathan vint. (51:3) O Dieu! aie pitié",
-     "(51:3) O Dieu! aie pitié"),
-    ("superscription", "(34:6) Quand on tourne vers lui", "(34:6) Quand on tourne vers lui"),
-    ("superscription", "(12:18) Et je me tins; (13:1) Et je vis", "(12:18) Et je me tins; (13:1) Et je vis"),
-    ("superscription", "Et Jésus lui dit: Va. (10:53) Aussitôt", "Et Jésus lui dit: Va. (10:53) Aussitôt"),
-    ("verse-markers", "(34:6) Quand on tourne", "  Quand on tourne"),
-    ("verse-markers", "Ben-Ammi (fils de mon peuple)", "Ben-Ammi (fils de mon peuple)"),
-    ("brackets", "[which is] ten baths", " which is  ten baths"),
-    ("brackets", "[]", "  "),
-    ("asterisks", "*** and the Lord has made it", "  and the Lord has made it"),
-    ("hash", "le #Dieu qui l’a fait, # 3", "le Dieu qui l’a fait, # 3"),
-    ("quotes", "Don`t `What?` l’Éternel « Va » “yes”", "Don't 'What?' l'Éternel \" Va \" \"yes\""),
-    ("whitespace", "  Amen.   so  ", "Amen. so"),
-])
+@pytest.mark.parametrize(
+    "rule, text, expected",
+    [
+        ("unicode", "a\u00a0b\u200bc\x07d", "a bcd"),
+        ("unicode", "e\u0301te\u0301", "été"),  # NFC
+        ("mojibake", "To the tune of Â»Death of the Son.Â«", "To the tune of »Death of the Son.«"),
+        ("mojibake", "Ânesse sauvage", "Ânesse sauvage"),  # a real Â stays
+        ("mojibake", "Ã©tÃ© Ã\u00a0 naÃ¯ve", "été à naïve"),
+        (
+            "superscription",
+            "(3:1) Psaume de David. Lors de sa fuite. (3:2) O Éternel, que mes ennemis",
+            "(3:2) O Éternel, que mes ennemis",
+        ),
+        ("superscription", "Psaume de David, lorsqu'il fuyait. (3:2) Éternel, que", "(3:2) Éternel, que"),
+        (
+            "superscription",
+            "(51:1) Au chef. (51:2) Lorsque Nathan vint. (51:3) O Dieu! aie pitié",
+            "(51:3) O Dieu! aie pitié",
+        ),
+        ("superscription", "(34:6) Quand on tourne vers lui", "(34:6) Quand on tourne vers lui"),
+        ("superscription", "(12:18) Et je me tins; (13:1) Et je vis", "(12:18) Et je me tins; (13:1) Et je vis"),
+        ("superscription", "Et Jésus lui dit: Va. (10:53) Aussitôt", "Et Jésus lui dit: Va. (10:53) Aussitôt"),
+        ("verse-markers", "(34:6) Quand on tourne", "  Quand on tourne"),
+        ("verse-markers", "Ben-Ammi (fils de mon peuple)", "Ben-Ammi (fils de mon peuple)"),
+        ("brackets", "[which is] ten baths", " which is  ten baths"),
+        ("brackets", "[]", "  "),
+        ("asterisks", "*** and the Lord has made it", "  and the Lord has made it"),
+        ("hash", "le #Dieu qui l’a fait, # 3", "le Dieu qui l’a fait, # 3"),
+        ("quotes", "Don`t `What?` l’Éternel « Va » “yes”", "Don't 'What?' l'Éternel \" Va \" \"yes\""),
+        ("whitespace", "  Amen.   so  ", "Amen. so"),
+    ],
+)
 def test_rule(rule, text, expected):
     assert RULES[rule](text) == expected
 
@@ -48,7 +57,10 @@ def test_whitespace_only_changes_are_not_counted():
     assert fired == []
 
 
-NEWS = ["The vote (2:1) went to the [Senate] on page *3*, #metoo.\u00a0", "Le vote (2:1) passa au [Sénat] page *3*, #metoo."]
+NEWS = [
+    "The vote (2:1) went to the [Senate] on page *3*, #metoo.\u00a0",
+    "Le vote (2:1) passa au [Sénat] page *3*, #metoo.",
+]
 
 
 def test_preprocess_keeps_news_text_by_default_and_applies_the_bible_rules_when_asked(tmp_path):
@@ -56,10 +68,25 @@ def test_preprocess_keeps_news_text_by_default_and_applies_the_bible_rules_when_
 
     from nmtkit.cli import main
     from tests.conftest import write_pair
+
     write_pair(tmp_path / "raw" / "train", [NEWS[0]], [NEWS[1]])
-    run = lambda out, *extra: CliRunner().invoke(main, ["preprocess", "-s", "en", "-t", "fr", "--train",
-                                                        str(tmp_path / "raw" / "train"), "-d", str(tmp_path / out),
-                                                        "-j", "1", *extra])
+    run = lambda out, *extra: CliRunner().invoke(
+        main,
+        [
+            "preprocess",
+            "-s",
+            "en",
+            "-t",
+            "fr",
+            "--train",
+            str(tmp_path / "raw" / "train"),
+            "-d",
+            str(tmp_path / out),
+            "-j",
+            "1",
+            *extra,
+        ],
+    )
     assert run("plain").exit_code == 0
     kept = (tmp_path / "plain" / "train.en").read_text(encoding="utf-8")
     assert "( 2 : 1 )" in kept and "[ Senate ]" in kept and "* 3 *" in kept and "# metoo" in kept
@@ -72,6 +99,7 @@ def test_preprocess_keeps_news_text_by_default_and_applies_the_bible_rules_when_
 
 def test_score_normalises_hypotheses_and_references_the_same_way(tmp_path):
     from nmtkit.evaluate.score import evaluate
+
     (tmp_path / "hyp").write_text("The vote (2:1) went to the\u00a0Senate in May.\n", encoding="utf-8")
     (tmp_path / "ref").write_text("The vote went to the Senate in May.\n", encoding="utf-8")
     bleu = lambda clean: evaluate([str(tmp_path / "hyp")], [str(tmp_path / "ref")], clean=clean)["systems"][0]["bleu"]

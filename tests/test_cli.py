@@ -1,6 +1,5 @@
 """The command line in-process: modes, help, and every bad input → one line, exit 2, nothing left."""
 
-
 import pytest
 from click.testing import CliRunner
 
@@ -21,8 +20,21 @@ def one_error_line(result, match):
 
 
 def text_mode(raw, out, *extra):
-    return run("preprocess", *SPLITS, "--train", raw / "train", "--valid", raw / "valid",
-               "--test", raw / "test", "-d", out, "-j", 1, *extra)
+    return run(
+        "preprocess",
+        *SPLITS,
+        "--train",
+        raw / "train",
+        "--valid",
+        raw / "valid",
+        "--test",
+        raw / "test",
+        "-d",
+        out,
+        "-j",
+        1,
+        *extra,
+    )
 
 
 @pytest.mark.parametrize("cmd", ["preprocess", "build-vocab", "train", "translate", "score", "align-plot"])
@@ -31,10 +43,15 @@ def test_help(cmd):
     assert r.exit_code == 0 and "Usage:" in r.output
 
 
-@pytest.mark.parametrize("args,match", [(["align-plot", "x"], "Missing option '-n'"),
-                                        (["translate", "--beam", "0"], "Invalid value for '--beam'"),
-                                        (["score", "--bogus"], "No such option '--bogus'"),
-                                        (["frobnicate"], "No such command 'frobnicate'")])
+@pytest.mark.parametrize(
+    "args,match",
+    [
+        (["align-plot", "x"], "Missing option '-n'"),
+        (["translate", "--beam", "0"], "Invalid value for '--beam'"),
+        (["score", "--bogus"], "No such option '--bogus'"),
+        (["frobnicate"], "No such command 'frobnicate'"),
+    ],
+)
 def test_usage_errors_are_one_line(args, match):
     one_error_line(run(*args), match)
 
@@ -50,8 +67,20 @@ def test_full_data_pipeline_and_summary(raw, tmp_path):
     assert text_mode(raw, tmp_path / "clean").exit_code == 0
     r = run("build-vocab", *SPLITS, "--train", tmp_path / "clean" / "train", "-d", tmp_path / "vocab")
     assert r.exit_code == 0 and "covering 100.00%" in r.stderr
-    r = run("preprocess", *SPLITS, "--train", tmp_path / "clean" / "train", "--test",
-            tmp_path / "clean" / "test", "--vocab", tmp_path / "vocab", "-d", tmp_path / "bin", "-j", 1)
+    r = run(
+        "preprocess",
+        *SPLITS,
+        "--train",
+        tmp_path / "clean" / "train",
+        "--test",
+        tmp_path / "clean" / "test",
+        "--vocab",
+        tmp_path / "vocab",
+        "-d",
+        tmp_path / "bin",
+        "-j",
+        1,
+    )
     assert r.exit_code == 0, r.output
     assert "OOV en" in r.stderr and "duplicate" in r.stderr and r.stdout == ""
     assert (tmp_path / "bin" / "manifest.json").exists()
@@ -78,7 +107,7 @@ def test_invalid_utf8_names_file_and_line(raw, tmp_path):
     (raw / "valid.en").write_bytes(b"\n".join(data))
     r = text_mode(raw, tmp_path / "out")
     one_error_line(r, "valid.en: line 2 is not valid UTF-8")
-    assert not (tmp_path / "out").exists()                # train was done, but nothing is kept
+    assert not (tmp_path / "out").exists()  # train was done, but nothing is kept
 
 
 def test_empty_and_missing_files(raw, tmp_path):
@@ -96,8 +125,12 @@ def test_bad_utf8_on_stdin():
 def test_vocabulary_that_does_not_match_the_corpus(raw, tmp_path):
     assert text_mode(raw, tmp_path / "clean").exit_code == 0
     for name, size in (("v1", 30000), ("v2", 8)):
-        assert run("build-vocab", *SPLITS, "--train", tmp_path / "clean" / "train", "-d",
-                   tmp_path / name, "--size", size).exit_code == 0
+        assert (
+            run(
+                "build-vocab", *SPLITS, "--train", tmp_path / "clean" / "train", "-d", tmp_path / name, "--size", size
+            ).exit_code
+            == 0
+        )
     binarize = ["preprocess", *SPLITS, "--test", tmp_path / "clean" / "test", "-d", tmp_path / "bin", "-j", 1]
     assert run(*binarize, "--vocab", tmp_path / "v1").exit_code == 0
     before = sorted(p.name for p in (tmp_path / "bin").iterdir())
@@ -106,15 +139,17 @@ def test_vocabulary_that_does_not_match_the_corpus(raw, tmp_path):
 
 
 def test_missing_vocabulary_directory_and_unknown_rule(raw, tmp_path):
-    one_error_line(run("preprocess", *SPLITS, "--test", raw / "test", "--vocab", tmp_path / "none",
-                       "-d", tmp_path / "b"), "no such vocabulary directory")
-    one_error_line(run("tokenize", "-l", "en", "--clean", "quotes,typo", input="x\n"),
-                   "unknown cleaning rule(s): typo")
+    one_error_line(
+        run("preprocess", *SPLITS, "--test", raw / "test", "--vocab", tmp_path / "none", "-d", tmp_path / "b"),
+        "no such vocabulary directory",
+    )
+    one_error_line(run("tokenize", "-l", "en", "--clean", "quotes,typo", input="x\n"), "unknown cleaning rule(s): typo")
 
 
 def test_build_vocab_needs_preprocessed_text(raw, tmp_path):
-    one_error_line(run("build-vocab", *SPLITS, "--train", raw / "train", "-d", tmp_path / "v"),
-                   "preprocess.json: missing")
+    one_error_line(
+        run("build-vocab", *SPLITS, "--train", raw / "train", "-d", tmp_path / "v"), "preprocess.json: missing"
+    )
     assert not (tmp_path / "v" / "vocab.json").exists()
 
 
@@ -122,12 +157,12 @@ def test_stream_mode_applies_bpe_codes(tmp_path):
     from collections import Counter
 
     from nmtkit.text.bpe import learn_codes
+
     codes = tmp_path / "codes"
     codes.write_text(learn_codes(Counter({"lumière": 9, "lumineux": 9}), 10))
     r = run("tokenize", "-l", "fr", "--bpe-codes", codes, input="lumineuse\n")
     assert r.exit_code == 0 and "@@" in r.stdout and len(r.stdout.splitlines()) == 1
-    one_error_line(run("tokenize", "-l", "fr", "--bpe-codes", tmp_path / "none", input="x\n"),
-                   "no such BPE codes file")
+    one_error_line(run("tokenize", "-l", "fr", "--bpe-codes", tmp_path / "none", input="x\n"), "no such BPE codes file")
 
 
 def test_the_old_spellings_of_renamed_options_still_work_and_say_the_new_one(tmp_path):

@@ -23,15 +23,21 @@ ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.skipif(
     not all(importlib.util.find_spec(m) for m in ("mkdocs", "material", "mkdocstrings")),
-    reason="the docs extra is not installed: pip install -e '.[docs]' (make docs installs it)")
+    reason="the docs extra is not installed: pip install -e '.[docs]' (make docs installs it)",
+)
 
 
 @pytest.fixture(scope="module")
 def page(tmp_path_factory: pytest.TempPathFactory) -> str:
     site = tmp_path_factory.mktemp("site")
-    built = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
-                           cwd=ROOT, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
-                           capture_output=True, text=True, timeout=600)
+    built = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
+        cwd=ROOT,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
     return (site / "cli" / "index.html").read_text(encoding="utf-8")
 
@@ -39,6 +45,7 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> str:
 def commands() -> Iterator[tuple[click.Command, click.Context]]:
     """nmtkit's group and its visible commands, each with the context its --help is made in."""
     from nmtkit.cli import main
+
     root = main.context_class(main, info_name="nmtkit", **main.context_settings)
     yield main, root
     for name in main.list_commands(root):
@@ -53,7 +60,7 @@ def section(page: str, name: str) -> str:
     start = re.search(rf'<h[1-6] id="{re.escape(name)}"', page)
     assert start is not None, f"no heading for {name} on the page"
     end = re.compile(r"<h[1-6][ >]").search(page, start.end())
-    return page[start.start():end.start() if end else len(page)]
+    return page[start.start() : end.start() if end else len(page)]
 
 
 def text(fragment: str) -> str:
@@ -67,8 +74,10 @@ def fold(s: str) -> str:
 
 
 def rows(fragment: str) -> list[list[str]]:
-    return [[text(cell) for cell in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", row, re.S)]
-            for row in re.findall(r"<tr>(.*?)</tr>", fragment, re.S)]
+    return [
+        [text(cell) for cell in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", row, re.S)]
+        for row in re.findall(r"<tr>(.*?)</tr>", fragment, re.S)
+    ]
 
 
 def shown(option: click.Option, ctx: click.Context) -> tuple[str, str, str] | None:
@@ -79,12 +88,12 @@ def shown(option: click.Option, ctx: click.Context) -> tuple[str, str, str] | No
         return None
     extra = re.search(r"(?:^|  )\[([^\[\]]*)\]$", record[1])
     parts = extra.group(1).split("; ") if extra else []
-    default = next((p[len("default: "):] for p in parts if p.startswith("default: ")), "")
+    default = next((p[len("default: ") :] for p in parts if p.startswith("default: ")), "")
     return record[0], default, "required" if "required" in parts else ""
 
 
 def test_the_page_shows_no_sentinel_and_no_help_text_as_html(page: str) -> None:
-    body = page[page.index('<h2 id="commands"'):]
+    body = page[page.index('<h2 id="commands"') :]
     assert "Sentinel" not in page, "a default shown as click's UNSET sentinel"
     for tag in ("</s>", "<unk>", "<pad>", "<split>"):
         assert tag not in body, f"{tag} went out as HTML (the browser hides it)"
@@ -116,11 +125,14 @@ def test_every_option_of_every_command_is_on_the_page_with_its_whole_help_and_it
                 problems.append(f"{where} {param.opts[-1]}: {len(row)} cells: {row}")
                 continue
             if fold(param.help or "") not in row[2]:
-                problems.append(f"{where} {param.opts[-1]}: help\n    --help: {fold(param.help or '')}\n"
-                                f"    page:   {row[2]}")
+                problems.append(
+                    f"{where} {param.opts[-1]}: help\n    --help: {fold(param.help or '')}\n    page:   {row[2]}"
+                )
             if row[3] != (default or required):
-                problems.append(f"{where} {param.opts[-1]}: default {row[3]!r}, --help shows {default!r}"
-                                f"{' (required)' if required else ''}")
+                problems.append(
+                    f"{where} {param.opts[-1]}: default {row[3]!r}, --help shows {default!r}"
+                    f"{' (required)' if required else ''}"
+                )
     assert not problems, f"{len(problems)} options:\n" + "\n".join(problems)
 
 
@@ -130,8 +142,9 @@ def test_every_command_has_its_description_and_its_examples_in_a_code_block(page
         where = ctx.command_path
         part = section(page, ctx.info_name or "")
         shown_text = text(part)
-        code = "\n".join(html.unescape(re.sub(r"<[^>]*>", "", block))
-                         for block in re.findall(r"<pre[^>]*>(.*?)</pre>", part, re.S))
+        code = "\n".join(
+            html.unescape(re.sub(r"<[^>]*>", "", block)) for block in re.findall(r"<pre[^>]*>(.*?)</pre>", part, re.S)
+        )
         description = inspect.cleandoc(command.help or "").partition("\f")[0]
         for line in description.splitlines():
             if line.strip() not in ("", "\b") and fold(line) not in shown_text:
@@ -152,6 +165,7 @@ def test_every_command_has_its_description_and_its_examples_in_a_code_block(page
 def test_the_hook_shows_what_markdown_and_html_would_take_as_written(monkeypatch: pytest.MonkeyPatch) -> None:
     """Characters no nmtkit help text has today, through docs/hooks.py and Markdown as the site has it."""
     import markdown
+
     spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "docs" / "hooks.py")
     assert spec is not None and spec.loader is not None
     hooks = importlib.util.module_from_spec(spec)
@@ -171,15 +185,27 @@ def test_the_hook_shows_what_markdown_and_html_would_take_as_written(monkeypatch
     module.toy = toy  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, module.__name__, module)
     source = hooks.on_page_markdown(f"::: mkdocs-click\n    :module: {module.__name__}\n    :command: toy\n")
-    out = markdown.markdown(source, extensions=["admonition", "tables", "attr_list", "md_in_html", "toc",
-                                                "pymdownx.highlight", "pymdownx.superfences"])   # mkdocs.yml's
+    out = markdown.markdown(
+        source,
+        extensions=[
+            "admonition",
+            "tables",
+            "attr_list",
+            "md_in_html",
+            "toc",
+            "pymdownx.highlight",
+            "pymdownx.superfences",
+        ],
+    )  # mkdocs.yml's
 
     table = rows(out)
     assert [len(row) for row in table] == [4, 4, 4, 4], table
     assert table[1] == ["--x", "TEXT", fold(written), "a|*b*"]
     assert table[2] == ["--y", "[p|q|<r>]", "- not a list", "required"]
     cells = re.findall(r"<td>(.*?)</td>", out, re.S)
-    assert not [c for c in cells if re.search(r"<(em|strong|a|del|h[1-6]|ol|ul|unk|/s|r)\b", c) and c != "<em>required</em>"]
+    assert not [
+        c for c in cells if re.search(r"<(em|strong|a|del|h[1-6]|ol|ul|unk|/s|r)\b", c) and c != "<em>required</em>"
+    ]
     assert text(out.split("<table>")[0]).startswith("toy 1. not a list <cmd> # not a heading, a|b Usage:")
     examples = re.findall(r"<pre[^>]*>(.*?)</pre>", out, re.S)[-1]
     assert "toy --x '*a*|b' <in >out   # `x`" in html.unescape(re.sub(r"<[^>]*>", "", examples))

@@ -16,17 +16,31 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_make_compare_trains_every_variant_with_the_same_budget(tmp_path):
-    out = subprocess.run(["make", "-n", "compare", f"CMP={tmp_path}", "COMPARE_UPDATES=77"], cwd=ROOT,
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["make", "-n", "compare", f"CMP={tmp_path}", "COMPARE_UPDATES=77"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     trains = [line for line in out.splitlines() if " train " in line and "--save-dir" in line]
     names = [re.search(r"--save-dir \S+/(\S+)", line).group(1) for line in trains]
     assert len(names) == len(set(names)) == 14
     assert {"rnnencdec", "rnnsearch"} <= set(names)
     luong = [line for line in trains if "--arch luong" in line]
-    variants = {(re.search(r"--attention (\S+)", x).group(1), re.search(r"--score (\S+)", x).group(1),
-                 "--no-input-feed" not in x) for x in luong}
-    assert variants == {(w, s, f) for w, s in [*(("global", s) for s in SCORES), ("local-m", "general"),
-                                                ("local-p", "general")] for f in (True, False)}
+    variants = {
+        (
+            re.search(r"--attention (\S+)", x).group(1),
+            re.search(r"--score (\S+)", x).group(1),
+            "--no-input-feed" not in x,
+        )
+        for x in luong
+    }
+    assert variants == {
+        (w, s, f)
+        for w, s in [*(("global", s) for s in SCORES), ("local-m", "general"), ("local-p", "general")]
+        for f in (True, False)
+    }
     assert all(w in WINDOWS for w, _, _ in variants)
     assert all("--max-updates 77" in line and "--optimizer adam" in line for line in trains)
     assert "nmtkit.recipes.compare" in out and "--doc docs/luong.md" in out
@@ -48,8 +62,9 @@ def test_the_table_goes_into_the_docs_block_and_a_missing_result_is_an_error(tmp
     fake_run(tmp_path / "luong_local-p_general_nofeed", 11.0, 82.5)
     doc = tmp_path / "luong.md"
     doc.write_text(f"intro\n{compare.BEGIN}\nold\n{compare.END}\nrest\n", encoding="utf-8")
-    r = CliRunner().invoke(compare.main, [str(tmp_path), "rnnsearch", "luong_local-p_general_nofeed",
-                                          "--doc", str(doc)])
+    r = CliRunner().invoke(
+        compare.main, [str(tmp_path), "rnnsearch", "luong_local-p_general_nofeed", "--doc", str(doc)]
+    )
     assert r.exit_code == 0, r.output
     text = doc.read_text(encoding="utf-8")
     assert text.startswith("intro\n") and text.endswith(f"{compare.END}\nrest\n") and "old" not in text

@@ -19,8 +19,10 @@ def invoke(*args):
 
 
 def test_a_yaml_config_gives_options_and_the_command_line_wins(data_bin, tmp_path):  # noqa: F811
-    (tmp_path / "run.yaml").write_text("preset: tiny\nhidden: 40\nmax_updates: 5\noptimizer: adam\n"
-                                       "batch-size: 2\nvalid-bleu: false\nthreads: 1\n", encoding="utf-8")
+    (tmp_path / "run.yaml").write_text(
+        "preset: tiny\nhidden: 40\nmax_updates: 5\noptimizer: adam\nbatch-size: 2\nvalid-bleu: false\nthreads: 1\n",
+        encoding="utf-8",
+    )
     r = invoke("train", data_bin, "--save-dir", tmp_path / "r", "--config", tmp_path / "run.yaml", "--max-updates", 2)
     assert r.exit_code == 0, r.output
     ckpt = checkpoint.load(tmp_path / "r" / "last.pt")
@@ -34,7 +36,7 @@ def test_a_dumped_train_config_given_back_trains_the_same_model(data_bin, tmp_pa
     assert r.exit_code == 0, r.output
     assert not (tmp_path / "a").exists(), "--dump-config stops before any work"
     text = (tmp_path / "a.yaml").read_text(encoding="utf-8")
-    assert "\nhidden: 40\n" in text and "\n# arch: rnnsearch\n" in text   # chosen set, defaults commented
+    assert "\nhidden: 40\n" in text and "\n# arch: rnnsearch\n" in text  # chosen set, defaults commented
     dumped = yaml.safe_load(text)
     assert dumped["optimizer"] == "adam" and "arch" not in dumped and "schedule" not in dumped
     assert invoke("train", data_bin, "--save-dir", tmp_path / "a", *flags).exit_code == 0
@@ -46,8 +48,18 @@ def test_a_dumped_train_config_given_back_trains_the_same_model(data_bin, tmp_pa
 
 def test_a_luong_schedule_is_not_overridden_by_the_dumped_defaults(tmp_path):
     """The schedule sets optimizer and rate; a dump must leave them unset, or they would win."""
-    r = invoke("train", "bin", "--save-dir", "r", "--arch", "luong", "--schedule", "luong",
-               "--dump-config", tmp_path / "l.toml")
+    r = invoke(
+        "train",
+        "bin",
+        "--save-dir",
+        "r",
+        "--arch",
+        "luong",
+        "--schedule",
+        "luong",
+        "--dump-config",
+        tmp_path / "l.toml",
+    )
     assert r.exit_code == 0, r.output
     table = tomllib.loads((tmp_path / "l.toml").read_text(encoding="utf-8"))
     assert table == {"data": "bin", "save-dir": "r", "arch": "luong", "schedule": "luong"}
@@ -61,9 +73,9 @@ def test_translate_takes_a_config_of_models_and_search(overfit, tmp_path):
     (tmp_path / "t.toml").write_text(f'model = "{model}"\nbeam = 3\nnbest = 2\n', encoding="utf-8")
     r = invoke("translate", "--config", tmp_path / "t.toml", tmp_path / "in.en")
     assert r.exit_code == 0, r.output
-    assert len(r.stdout.splitlines()) == 2 and r.stdout.startswith("0 ||| ")   # two Moses n-best lines
+    assert len(r.stdout.splitlines()) == 2 and r.stdout.startswith("0 ||| ")  # two Moses n-best lines
     r = invoke("translate", "--config", tmp_path / "t.toml", "--nbest", 0, tmp_path / "in.en")
-    assert r.exit_code == 0 and len(r.stdout.splitlines()) == 1                 # the flag wins
+    assert r.exit_code == 0 and len(r.stdout.splitlines()) == 1  # the flag wins
 
 
 def test_serve_dumps_its_options_without_starting(tmp_path):
@@ -84,12 +96,15 @@ def test_a_toml_dump_reads_back_equal_whatever_the_strings_hold(tmp_path):
     assert tomllib.loads((tmp_path / "o.toml").read_text(encoding="utf-8")) == {"model": odd, "host": "h\x7f"}
 
 
-@pytest.mark.parametrize("text, message", [
-    ("beam: [\n", "not valid YAML"),
-    ("bem: 3\n", "'bem' is not an option of 'nmtkit translate'"),
-    ("- 3\n", "expected option names and their values (a mapping), not a list"),
-    ("dump-config: x.yaml\n", "'dump-config' is not an option"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("beam: [\n", "not valid YAML"),
+        ("bem: 3\n", "'bem' is not an option of 'nmtkit translate'"),
+        ("- 3\n", "expected option names and their values (a mapping), not a list"),
+        ("dump-config: x.yaml\n", "'dump-config' is not an option"),
+    ],
+)
 def test_a_bad_config_is_one_line_naming_the_command(tmp_path, text, message):
     (tmp_path / "c.yaml").write_text(text, encoding="utf-8")
     r = invoke("translate", "-m", "x.pt", "--config", tmp_path / "c.yaml")

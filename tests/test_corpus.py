@@ -7,9 +7,9 @@ import pytest
 
 from nmtkit.core.errors import FormatError, UserError
 from nmtkit.data.binarize import binarize_corpus
-from nmtkit.data.manifest import read_manifest, read_vocab_meta
 from nmtkit.data.binarized import Corpus, best_dtype
 from nmtkit.data.build_vocab import build_vocab
+from nmtkit.data.manifest import read_manifest, read_vocab_meta
 from nmtkit.data.settings import VocabConfig
 from nmtkit.data.vocab import UNK
 from nmtkit.text.clean import PRESETS
@@ -20,7 +20,7 @@ from tests.conftest import EN, FR
 TEXTS = (TextConfig("en", clean=PRESETS["bible"]), TextConfig("fr", clean=PRESETS["bible"]))
 
 
-def make_corpus(raw, tmp_path, vocab_cfg=VocabConfig(), filters=FilterConfig()):
+def make_corpus(raw, tmp_path, vocab_cfg=VocabConfig(), filters=FilterConfig()):  # noqa: B008 (frozen)
     clean, vocab, bin_ = tmp_path / "clean", tmp_path / "vocab", tmp_path / "bin"
     splits = {s: raw / s for s in ("train", "valid", "test")}
     report = preprocess_corpus(splits, clean, TEXTS, filters)
@@ -33,8 +33,8 @@ def test_preprocess_report_filters_train_only(raw, tmp_path):
     report, _, _ = make_corpus(raw, tmp_path)
     train = report["splits"]["train"]
     assert train["lines"] == 8
-    assert train["dropped"]["empty"] == 1       # "Amen." vs "[]"
-    assert train["dropped"]["duplicate"] == 1   # the repeated light verse
+    assert train["dropped"]["empty"] == 1  # "Amen." vs "[]"
+    assert train["dropped"]["duplicate"] == 1  # the repeated light verse
     assert train["pairs"] == 6
     assert train["rules"]["fr"] == {"brackets": 1, "hash": 1, "quotes": 1, "verse-markers": 1}
     assert report["splits"]["test"]["pairs"] == 4 and report["splits"]["test"]["kept_empty"] == 1
@@ -96,21 +96,26 @@ def test_binarizing_into_a_corpus_of_another_vocabulary_is_refused(raw, tmp_path
 
 def test_text_made_with_other_settings_is_refused(raw, tmp_path):
     make_corpus(raw, tmp_path)
-    preprocess_corpus({"test": raw / "test"}, tmp_path / "lower", (TextConfig("en", lowercase=True),
-                                                                   TextConfig("fr", lowercase=True)),
-                      FilterConfig())
+    preprocess_corpus(
+        {"test": raw / "test"},
+        tmp_path / "lower",
+        (TextConfig("en", lowercase=True), TextConfig("fr", lowercase=True)),
+        FilterConfig(),
+    )
     with pytest.raises(UserError, match="other settings .*lowercase: True vs False"):
-        binarize_corpus({"test": tmp_path / "lower" / "test"}, ("en", "fr"), tmp_path / "vocab",
-                        tmp_path / "bin2")
+        binarize_corpus({"test": tmp_path / "lower" / "test"}, ("en", "fr"), tmp_path / "vocab", tmp_path / "bin2")
     assert not (tmp_path / "bin2" / "manifest.json").exists()
 
 
-@pytest.mark.parametrize("src, tgt, reason", [
-    ("a b c", "", "empty"),
-    ("a " * 6, "b", "too-long"),
-    ("a b c", "x", "ratio"),
-    ("a b", "x y", None),
-])
+@pytest.mark.parametrize(
+    "src, tgt, reason",
+    [
+        ("a b c", "", "empty"),
+        ("a " * 6, "b", "too-long"),
+        ("a b c", "x", "ratio"),
+        ("a b", "x y", None),
+    ],
+)
 def test_pair_filter(src, tgt, reason):
     f = PairFilter(FilterConfig(max_len=5, max_ratio=2.0))
     assert f.reason(src.strip(), tgt) == reason
@@ -129,10 +134,11 @@ def test_manifest_is_self_describing(raw, tmp_path):
 def test_joint_bpe_round_trip_from_raw_text_to_raw_text(raw, tmp_path):
     """What translate does to a line and its output: the subwords lose nothing and need no <unk>."""
     from nmtkit.text.pipeline import Preprocessor
+
     _, manifest, corpus = make_corpus(raw, tmp_path, VocabConfig(bpe_merges=40, joint_bpe=True))
     codes = (corpus.path / manifest.bpe_codes["fr"]).read_text(encoding="utf-8")
-    assert manifest.bpe_codes["en"] == manifest.bpe_codes["fr"]                  # one joint model
-    kept = [int(n) - 1 for n in (tmp_path / "clean" / "train.lines").read_text().split()]   # BPE saw these
+    assert manifest.bpe_codes["en"] == manifest.bpe_codes["fr"]  # one joint model
+    kept = [int(n) - 1 for n in (tmp_path / "clean" / "train.lines").read_text().split()]  # BPE saw these
     same = 0
     for lang, lines in (("en", [EN[i] for i in kept]), ("fr", [FR[i] for i in kept])):
         cfg = TextConfig(lang, clean=PRESETS["bible"])
@@ -145,16 +151,19 @@ def test_joint_bpe_round_trip_from_raw_text_to_raw_text(raw, tmp_path):
             assert back == words.decode(words.encode(line))
             same += back == line
     assert any(t.endswith("@@") for t in Preprocessor(TextConfig("fr"), bpe_codes=codes).encode(FR[1]))
-    assert same >= 8                                                 # raw → raw, character for character
+    assert same >= 8  # raw → raw, character for character
 
 
-@pytest.mark.parametrize("change, message", [
-    (lambda m: m.update(format="something-else"), "not an nmtkit corpus manifest"),
-    (lambda m: m.update(version=7), "format version 7 is not supported"),
-    (lambda m: m.pop("dtype"), "missing field 'dtype'"),
-    (lambda m: m["splits"]["train"].pop("sentences"), "missing field 'sentences'"),
-    (lambda m: m.update(vocab=[]), "entries are not an object"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda m: m.update(format="something-else"), "not an nmtkit corpus manifest"),
+        (lambda m: m.update(version=7), "format version 7 is not supported"),
+        (lambda m: m.pop("dtype"), "missing field 'dtype'"),
+        (lambda m: m["splits"]["train"].pop("sentences"), "missing field 'sentences'"),
+        (lambda m: m.update(vocab=[]), "entries are not an object"),
+    ],
+)
 def test_a_bad_or_older_manifest_is_refused_in_one_line(raw, tmp_path, change, message):
     make_corpus(raw, tmp_path)
     path = tmp_path / "bin" / "manifest.json"
@@ -172,7 +181,7 @@ def test_vocab_meta_is_typed_and_versioned_and_reads_files_without_a_format(raw,
     assert on_disk["format"] == "nmtkit-vocab" and on_disk["version"] == 1
     meta = read_vocab_meta(tmp_path / "vocab")
     assert meta.langs == ["en", "fr"] and meta.text_config("fr").lang == "fr"
-    del on_disk["format"], on_disk["version"]                  # as build-vocab wrote it before
+    del on_disk["format"], on_disk["version"]  # as build-vocab wrote it before
     path.write_text(json.dumps(on_disk))
     assert read_vocab_meta(tmp_path / "vocab") == meta
     path.write_text(json.dumps({**on_disk, "format": "nmtkit-vocab", "version": 2}))

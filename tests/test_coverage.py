@@ -21,7 +21,7 @@ KINDS = ("linguistic", "neural")
 def covered(kind="linguistic"):
     torch.manual_seed(0)
     model = build_model(ModelConfig(arch="rnnsearch", coverage=kind, **TINY))
-    for p in model.parameters():           # B.1's tiny weights would make every check trivially close
+    for p in model.parameters():  # B.1's tiny weights would make every check trivially close
         torch.nn.init.normal_(p, 0, 0.3)
     return model.eval()
 
@@ -35,10 +35,10 @@ def test_coverage_sums_the_attention_over_fertility_and_the_attention_reads_it()
     for y in tgt[:, :4].unbind(1):
         _, state, alpha = model.step(y, state, enc)
         alphas.append(alpha)
-    coverage = state[:, model.cfg.hidden:]
+    coverage = state[:, model.cfg.hidden :]
     assert torch.allclose(coverage, torch.stack(alphas).sum(0) / enc.fertility, atol=1e-5)
     # the attention reads it: the same step with another coverage attends elsewhere
-    s = state[:, :model.cfg.hidden]
+    s = state[:, : model.cfg.hidden]
     _, _, moved = model.step(tgt[:, 4], torch.cat([s, coverage + 1.0], 1), enc)
     _, _, alpha = model.step(tgt[:, 4], state, enc)
     assert not torch.allclose(alpha, moved, atol=1e-3)
@@ -52,8 +52,8 @@ def hand_gru(model, c, alpha, h, s_prev):
     wx = x @ gru.W.weight.T + gru.W.bias
     U_z, U_r = gru.U_zr.weight[:d], gru.U_zr.weight[d:]
     z = torch.sigmoid(wx[..., :d] + c @ U_z.T)
-    r = torch.sigmoid(wx[..., d:2 * d] + c @ U_r.T)
-    candidate = torch.tanh(wx[..., 2 * d:] + (r * c) @ gru.U.weight.T)
+    r = torch.sigmoid(wx[..., d : 2 * d] + c @ U_r.T)
+    candidate = torch.tanh(wx[..., 2 * d :] + (r * c) @ gru.U.weight.T)
     return (1 - z) * c + z * candidate
 
 
@@ -71,10 +71,10 @@ def test_neural_coverage_is_a_gru_per_source_word_in_the_state_and_the_attention
     enc = model.encode(src, mask)
     assert enc.fertility is None and enc.coverage_keys.shape == (4, 9, 3 * d)
     state = model.init_state(enc)
-    assert state.shape == (4, n + 9 * d) and not state[:, n:].any()           # C_0 = 0
+    assert state.shape == (4, n + 9 * d) and not state[:, n:].any()  # C_0 = 0
     c = state[:, n:].view(4, 9, d)
     with torch.no_grad():
-        for y in tgt[:, :3].unbind(1):              # past the first step, where U's terms vanish with C_0
+        for y in tgt[:, :3].unbind(1):  # past the first step, where U's terms vanish with C_0
             s_prev = state[:, :n]
             _, state, alpha = model.step(y, state, enc)
             assert state.shape == (4, n + 9 * d)
@@ -94,15 +94,20 @@ def coverage_gradients(model):
         return grads | {"U_f": model.U_f.weight.grad}
     gru, h = model.coverage_rnn.gru, model.coverage_rnn.annotation
     W = gru.W.weight.grad
-    return grads | {"W_alpha": W[:, :1], "W_h": W[:, 1:1 + h], "W_s": W[:, 1 + h:], "U_zr": gru.U_zr.weight.grad,
-                    "U": gru.U.weight.grad}
+    return grads | {
+        "W_alpha": W[:, :1],
+        "W_h": W[:, 1 : 1 + h],
+        "W_s": W[:, 1 + h :],
+        "U_zr": gru.U_zr.weight.grad,
+        "U": gru.U.weight.grad,
+    }
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_teacher_forcing_and_search_steps_agree_and_the_gradient_reaches_coverage(kind):
     model = covered(kind)
     src, mask, tgt = batch()
-    tgt[:, 0] = 2                                        # <s>, as force feeds it
+    tgt[:, 0] = 2  # <s>, as force feeds it
     enc = model.encode(src, mask)
     with torch.no_grad():
         _, walked = force(model, enc, tgt[:, 1:])
@@ -119,7 +124,7 @@ def best_outputs_scored_by_force(model, enc, hyps):
     best = [hyps.tokens[i * hyps.nbest] for i in range(len(enc.mask))]
     out = torch.zeros(len(best), max(len(t) for t in best) + 1, dtype=torch.long)
     for i, t in enumerate(best):
-        out[i, :len(t) + 1] = torch.tensor(t + [3])          # </s>
+        out[i, : len(t) + 1] = torch.tensor(t + [3])  # </s>
     scores, _ = force(model, enc, out)
     return best, scores.tolist()
 
@@ -173,15 +178,34 @@ def test_train_coverage_neural_trains_saves_and_translates(raw, tmp_path):
 
     from nmtkit.cli import main
     from tests.test_corpus import make_corpus
+
     make_corpus(raw, tmp_path)
     run = tmp_path / "run"
-    r = CliRunner().invoke(main, ["train", str(tmp_path / "bin"), "--save-dir", str(run), "--preset", "tiny",
-                                  "--max-updates", "2", "--batch-size", "2", "--threads", "1", "--no-valid-bleu",
-                                  "--coverage", "neural"])
+    r = CliRunner().invoke(
+        main,
+        [
+            "train",
+            str(tmp_path / "bin"),
+            "--save-dir",
+            str(run),
+            "--preset",
+            "tiny",
+            "--max-updates",
+            "2",
+            "--batch-size",
+            "2",
+            "--threads",
+            "1",
+            "--no-valid-bleu",
+            "--coverage",
+            "neural",
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert checkpoint.load(run / "last.pt").model.coverage == "neural"
-    r = CliRunner().invoke(main, ["translate", "-m", str(run / "last.pt"), "--beam", "3", "--threads", "1"],
-                           input="the cat\n")
+    r = CliRunner().invoke(
+        main, ["translate", "-m", str(run / "last.pt"), "--beam", "3", "--threads", "1"], input="the cat\n"
+    )
     assert r.exit_code == 0 and len(r.output.splitlines()) == 1, r.output
 
 
@@ -189,6 +213,7 @@ def test_train_coverage_neural_trains_saves_and_translates(raw, tmp_path):
 @pytest.mark.parametrize("arch", ["rnnencdec", "luong"])
 def test_coverage_needs_rnnsearch(arch, kind):
     from nmtkit.cli.train_settings import train_settings
+
     with pytest.raises(UserError, match="--coverage"):
         train_settings(arch, "tiny", "appendix-b", {"coverage": kind}, {"coverage"})
 
@@ -198,6 +223,7 @@ def test_the_long_passage_table_counts_output_length_against_the_reference(tmp_p
     60 words and 1 below, one that writes that half twice a ratio of 1 and its repeats; BLEU per
     bucket is the recipe's."""
     from nmtkit.recipes.paper import long_rows
+
     raw, runs = tmp_path / "raw", tmp_path / "runs"
     raw.mkdir()
     words = [f"w{i}" for i in range(100)]
@@ -209,8 +235,12 @@ def test_the_long_passage_table_counts_output_length_against_the_reference(tmp_p
     for run, cut in (("whole", 1.0), ("half", 0.5), ("twice", 0.5)):
         (runs / run).mkdir(parents=True)
         (runs / run / "test.hyp.fr").write_text("\n".join(short) + "\n", encoding="utf-8")
-        cropped = [" ".join(s.split()[:int(len(s.split()) * cut)] * (2 if run == "twice" else 1))
-                   if len(s.split()) > 60 else s for s in short + long]
+        cropped = [
+            " ".join(s.split()[: int(len(s.split()) * cut)] * (2 if run == "twice" else 1))
+            if len(s.split()) > 60
+            else s
+            for s in short + long
+        ]
         (runs / run / "test-long.hyp.fr").write_text("\n".join(cropped) + "\n", encoding="utf-8")
     rows = long_rows(runs, raw, ("whole", "half", "twice"))
     whole, half, twice = (r.strip("| ").split(" | ") for r in rows[2:])
@@ -227,15 +257,27 @@ def test_make_paper_coverage_searches_each_model_as_the_paper_and_per_word(tmp_p
     import re
     import subprocess
     from pathlib import Path
+
     root = Path(__file__).resolve().parent.parent
-    out = subprocess.run(["make", "-n", "paper-coverage", f"PAPER={tmp_path}", "COVERAGE_MODELS=a-50 b-50-coverage"],
-                         cwd=root, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["make", "-n", "paper-coverage", f"PAPER={tmp_path}", "COVERAGE_MODELS=a-50 b-50-coverage"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     trains = re.findall(r"--save-dir \S+/(\S+) .*", out)
     assert trains == ["a-50", "b-50-coverage"] and "--coverage linguistic" in out.split("--save-dir")[2]
-    per_word = re.findall(rf"-m {tmp_path}/(\S+)/best.pt \S+ \\\n\s+-o {tmp_path}/(\S+)/\$s.hyp.fr .*--length-penalty average",
-                          out)
+    per_word = re.findall(
+        rf"-m {tmp_path}/(\S+)/best.pt \S+ \\\n\s+-o {tmp_path}/(\S+)/\$s.hyp.fr .*--length-penalty average", out
+    )
     assert per_word == [("a-50", "a-50/average"), ("b-50-coverage", "b-50-coverage/average")]
     assert '--models "a-50 b-50-coverage a-50/average b-50-coverage/average"' in out
-    plain = subprocess.run(["make", "-n", "paper-coverage", f"PAPER={tmp_path}", "COVERAGE_MODELS=a-50",
-                            "COVERAGE_SEARCH="], cwd=root, capture_output=True, text=True, check=True).stdout
+    plain = subprocess.run(
+        ["make", "-n", "paper-coverage", f"PAPER={tmp_path}", "COVERAGE_MODELS=a-50", "COVERAGE_SEARCH="],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert "--length-penalty" not in plain and '--models "a-50"' in plain

@@ -17,7 +17,7 @@ def test_family_model_and_the_speed_flags_are_read():
     assert cpu.flags == ("avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16") and cpu.native_bf16
     avx2 = this_cpu(ZEN4.replace(" avx512f avx512_vnni avx512_bf16", ""))
     assert avx2.flags == ("avx2", "fma") and not avx2.native_bf16
-    assert this_cpu("").family is None          # no /proc/cpuinfo fields: the platform's name alone
+    assert this_cpu("").family is None  # no /proc/cpuinfo fields: the platform's name alone
 
 
 def test_machine_json_describes_this_cpu():
@@ -27,4 +27,4 @@ def test_machine_json_describes_this_cpu():
     assert text.startswith(cpu.name) and f"{cpu.cores} cores" in text
     if cpu.family is not None:
         assert f"(family {cpu.family}, model {cpu.model})" in text
-    assert "family" not in describe({k: v for k, v in m.items() if k not in ("family", "model")})   # older files
+    assert "family" not in describe({k: v for k, v in m.items() if k not in ("family", "model")})  # older files

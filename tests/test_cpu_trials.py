@@ -49,19 +49,33 @@ def test_the_trials_table_and_picture_come_from_the_runs(corpus, tmp_path, monke
     train(corpus, demo, TINY, cfg(max_updates=4, valid_every=2, keep_validations=True, best_by="nll"))
     scored = []
 
-    def fake_bleu(model, raw, threads):           # BLEU itself is score's, tested there
+    def fake_bleu(model, raw, threads):  # BLEU itself is score's, tested there
         scored.append(model.name)
         step = int(model.stem.split("-")[1]) if model.stem.startswith("update-") else 0
         return {"segond": step, "three": 2 * step, "segond_tok": step + 1, "three_tok": 2 * step + 1}
+
     monkeypatch.setattr(cpu_trials, "test_bleu", fake_bleu)
     doc = tmp_path / "doc.md"
     doc.write_text("# Trials\n\n<!-- trials:begin -->\nold\n<!-- trials:end -->\n\nafter\n")
-    cpu_trials.main.main(["--runs", str(tmp_path / "trials"), "--data", f"all={data}", "--doc", str(doc),
-                          "--plot", str(tmp_path / "curve.png"), "--demo-run", str(demo)], standalone_mode=False)
+    cpu_trials.main.main(
+        [
+            "--runs",
+            str(tmp_path / "trials"),
+            "--data",
+            f"all={data}",
+            "--doc",
+            str(doc),
+            "--plot",
+            str(tmp_path / "curve.png"),
+            "--demo-run",
+            str(demo),
+        ],
+        standalone_mode=False,
+    )
     text = doc.read_text()
     assert "old" not in text and text.endswith("after\n") and text.startswith("# Trials")
     log = RunLog.read(demo)
-    assert log.machine is not None and describe(log.machine) in text           # train recorded it
+    assert log.machine is not None and describe(log.machine) in text  # train recorded it
     row = next(line for line in text.splitlines() if "the demo" in line)
     assert f"| {log.updates:,} |" in row and "(nll)" in row and "| 0.01 |" in row
     assert scored == ["best.pt", "update-2.pt", "update-4.pt"]
@@ -73,38 +87,62 @@ def test_the_levers_run_to_a_count_of_updates_into_their_own_table(corpus, tmp_p
     monkeypatch.setattr(cpu_trials, "LEVERS", (lever,))
     commands = []
 
-    def fake_nmtkit(*args):             # the command the trial would run, then a tiny stand-in run
+    def fake_nmtkit(*args):  # the command the trial would run, then a tiny stand-in run
         commands.append([str(a) for a in args])
-        train(corpus, Path(args[3]), TINY, cfg(max_updates=4, valid_every=2, keep_validations=True, best_by="nll",
-                                                valid_bleu=True, label_smoothing=0.1))
+        train(
+            corpus,
+            Path(args[3]),
+            TINY,
+            cfg(
+                max_updates=4, valid_every=2, keep_validations=True, best_by="nll", valid_bleu=True, label_smoothing=0.1
+            ),
+        )
+
     monkeypatch.setattr(cpu_trials, "_nmtkit", fake_nmtkit)
-    monkeypatch.setattr(cpu_trials, "test_bleu", lambda model, raw, threads: dict.fromkeys(
-        ("segond", "three", "segond_tok", "three_tok"), 1.5))
+    monkeypatch.setattr(
+        cpu_trials,
+        "test_bleu",
+        lambda model, raw, threads: dict.fromkeys(("segond", "three", "segond_tok", "three_tok"), 1.5),
+    )
     data = tmp_path / "data"
     (data / "raw").mkdir(parents=True)
     doc = tmp_path / "doc.md"
     doc.write_text("<!-- trials:begin -->\nkept\n<!-- trials:end -->\n<!-- levers:begin -->\n<!-- levers:end -->\n")
-    cpu_trials.main.main(["--set", "levers", "--runs", str(tmp_path / "trials"), "--data", f"all={data}", "--doc",
-                          str(doc), "--plot", str(tmp_path / "levers.png")], standalone_mode=False)
+    cpu_trials.main.main(
+        [
+            "--set",
+            "levers",
+            "--runs",
+            str(tmp_path / "trials"),
+            "--data",
+            f"all={data}",
+            "--doc",
+            str(doc),
+            "--plot",
+            str(tmp_path / "levers.png"),
+        ],
+        standalone_mode=False,
+    )
     (command,) = commands
     assert command[0] == "train" and "--max-updates" in command and "--max-minutes" not in command
     assert command[command.index("--max-updates") + 1] == str(cpu_trials.LEVER_UPDATES)
     text = doc.read_text()
-    assert "kept" in text                                                # the recipe's table untouched
+    assert "kept" in text  # the recipe's table untouched
     row = next(line for line in text.splitlines() if "label-smoothing" in line)
-    assert "| 1.50 (1.50) |" in row and "| 4 |" in row                  # best.pt: update 4
+    assert "| 1.50 (1.50) |" in row and "| 4 |" in row  # best.pt: update 4
 
 
 def test_sample_lines_put_source_translation_and_reference_side_by_side(tmp_path):
     from nmtkit.core.errors import UserError
     from nmtkit.recipes.demo import sample_lines
+
     paths = []
     for name in ("src", "hyp", "ref"):
         paths.append(tmp_path / name)
         paths[-1].write_text("".join(f"{name} {i}|x\n" for i in range(1, 21)))
     table = sample_lines(*map(str, paths), n=5)
     rows = table.splitlines()[2:]
-    assert len(rows) == 5 and table == sample_lines(*map(str, paths), n=5)        # fixed seed
+    assert len(rows) == 5 and table == sample_lines(*map(str, paths), n=5)  # fixed seed
     for row in rows:
         i = row.split("|")[1].strip()
         assert f"src {i}\\|x | hyp {i}\\|x | ref {i}\\|x |" in row

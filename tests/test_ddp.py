@@ -13,8 +13,12 @@ from nmtkit import checkpoint
 from tests.test_corpus import make_corpus
 
 # a CPU test even on a GPU machine (two processes cannot share one GPU through NCCL)
-ENV = {"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin", "CUDA_VISIBLE_DEVICES": "",
-       **{k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}}
+ENV = {
+    "OMP_NUM_THREADS": "1",
+    "PATH": "/usr/bin:/bin",
+    "CUDA_VISIBLE_DEVICES": "",
+    **{k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ},
+}
 
 
 @pytest.mark.slow
@@ -24,40 +28,74 @@ def test_ddp_gloo_two_processes(raw, tmp_path, guided):
     both processes, is a single one's."""
     from nmtkit.data.binarize import binarize_corpus
     from tests.test_guided_alignment import diagonal_links
+
     make_corpus(raw, tmp_path)
     diagonal_links(tmp_path / "clean")
-    binarize_corpus({s: tmp_path / "clean" / s for s in ("train", "valid")}, ("en", "fr"), tmp_path / "vocab",
-                    tmp_path / "linked", align_suffix="links")
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--standalone",
-           "-m", "nmtkit", "train", str(tmp_path / ("linked" if guided else "bin")), "--save-dir", str(tmp_path / "ddp"),
-           "--preset", "tiny", "--optimizer", "adam", "--lr", "0.01", "--batch-size", "4", "--pool", "2",
-           "--max-updates", "3", "--log-every", "1", "--threads", "1", "--device", "cpu"]
+    binarize_corpus(
+        {s: tmp_path / "clean" / s for s in ("train", "valid")},
+        ("en", "fr"),
+        tmp_path / "vocab",
+        tmp_path / "linked",
+        align_suffix="links",
+    )
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        "2",
+        "--standalone",
+        "-m",
+        "nmtkit",
+        "train",
+        str(tmp_path / ("linked" if guided else "bin")),
+        "--save-dir",
+        str(tmp_path / "ddp"),
+        "--preset",
+        "tiny",
+        "--optimizer",
+        "adam",
+        "--lr",
+        "0.01",
+        "--batch-size",
+        "4",
+        "--pool",
+        "2",
+        "--max-updates",
+        "3",
+        "--log-every",
+        "1",
+        "--threads",
+        "1",
+        "--device",
+        "cpu",
+    ]
     if guided:
         # plain SGD: the additive attention's biases get gradients that are sums of nearly cancelling
         # terms (the softmax ignores what every position shares), and Adam's first updates, divided
         # by their own root, would turn their rounding into steps of 2e-4
         cmd[cmd.index("adam")], cmd[cmd.index("0.01")] = "sgd", "0.5"
         cmd += ["--guided-alignment-weight", "0.5"] + (["--alignment-head"] if guided == "head" else [])
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=240,
-                          env=ENV)
-    assert done.returncode == 0, done.stderr[-6000:]       # torchrun's own report takes 2,000
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=ENV)
+    assert done.returncode == 0, done.stderr[-6000:]  # torchrun's own report takes 2,000
     logged = [json.loads(line) for line in (tmp_path / "ddp" / "metrics.jsonl").read_text().splitlines()]
-    assert [e["step"] for e in logged if "train_nll" in e] == [1, 2, 3]      # rank 0 alone writes
+    assert [e["step"] for e in logged if "train_nll" in e] == [1, 2, 3]  # rank 0 alone writes
     assert (tmp_path / "ddp" / "last.pt").exists()
 
     assert "minibatches of 4 sentences in total per update (2 processes taking 1/2 each" in done.stderr
-    single = [sys.executable, "-m", "nmtkit", *cmd[cmd.index("train"):]]
+    single = [sys.executable, "-m", "nmtkit", *cmd[cmd.index("train") :]]
     single[single.index("--save-dir") + 1] = str(tmp_path / "one")
-    alone = subprocess.run(single, capture_output=True, text=True, timeout=240,
-                           env=ENV)
+    alone = subprocess.run(single, capture_output=True, text=True, timeout=240, env=ENV)
     assert alone.returncode == 0, alone.stderr[-2000:]
     two = checkpoint.load(tmp_path / "ddp" / "last.pt")
     one = checkpoint.load(tmp_path / "one" / "last.pt")
-    assert two.training.batches == one.training.batches                  # the same minibatches
+    assert two.training.batches == one.training.batches  # the same minibatches
     assert all(torch.allclose(two.weights[k], one.weights[k], atol=1e-5) for k in one.weights)
-    assert len(two.training.rng) == 2                        # every process's RNG state
-    logs = [[json.loads(line) for line in (tmp_path / run / "metrics.jsonl").read_text().splitlines()]
-            for run in ("ddp", "one")]
+    assert len(two.training.rng) == 2  # every process's RNG state
+    logs = [
+        [json.loads(line) for line in (tmp_path / run / "metrics.jsonl").read_text().splitlines()]
+        for run in ("ddp", "one")
+    ]
     for key in ("train_nll", "train_align_ce") if guided else ("train_nll",):
         got = [[e[key] for e in log if key in e] for log in logs]
         assert len(got[0]) == 3 and got[0] == pytest.approx(got[1], rel=1e-5)

@@ -37,6 +37,7 @@ def test_docs_pages_link_only_to_each_other_and_to_what_exists():
 def test_every_page_is_in_the_site_navigation():
     class Loader(yaml.SafeLoader):
         pass
+
     Loader.add_multi_constructor("tag:yaml.org,2002:python/", lambda loader, suffix, node: None)
     config = yaml.load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"), Loader=Loader)
 
@@ -44,12 +45,20 @@ def test_every_page_is_in_the_site_navigation():
         for entry in nav:
             value = next(iter(entry.values())) if isinstance(entry, dict) else entry
             yield from (files(value) if isinstance(value, list) else [value])
+
     assert sorted(files(config["nav"])) == [p.name for p in pages()]
 
 
 def test_no_page_speaks_of_who_measured():
-    phrases = ("on this machine", "this machine's", "my reading", "we measured", "it was developed on",
-               "on this cpu", "this amd cpu")
+    phrases = (
+        "on this machine",
+        "this machine's",
+        "my reading",
+        "we measured",
+        "it was developed on",
+        "on this cpu",
+        "this amd cpu",
+    )
     for path in [ROOT / "README.md", *pages()]:
         text = path.read_text(encoding="utf-8").lower()
         for phrase in phrases:

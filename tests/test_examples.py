@@ -34,9 +34,9 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 from unittest import mock
 
 import click
@@ -47,21 +47,22 @@ from nmtkit.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
-BIBLE = ROOT / "examples" / "bible_aer"          # 100 verses, their Moses tokens, gold links
+BIBLE = ROOT / "examples" / "bible_aer"  # 100 verses, their Moses tokens, gold links
 SHELL_FENCES = {"", "sh", "bash", "console", "shell"}
 OPERATORS = {"|", "<", ">", ">>", "&&", "||", ";", "&", "2>", "&>"}
-OLD_SPELLING = re.compile(r"warning: \S+ is deprecated, use ")   # what nmtkit says of an old option
+OLD_SPELLING = re.compile(r"warning: \S+ is deprecated, use ")  # what nmtkit says of an old option
 
 
 # ---------------------------------------------------------------------------------------------
 # Finding the examples
 
+
 @dataclass(frozen=True)
 class Example:
-    where: str                      # "translate --help" or "README.md:77"
-    line: str                       # the command line, continued lines joined
-    before: tuple[str, ...] = ()    # the example lines shown before it in its block
-    clients: tuple[str, ...] = ()   # curl lines shown after an nmtkit serve
+    where: str  # "translate --help" or "README.md:77"
+    line: str  # the command line, continued lines joined
+    before: tuple[str, ...] = ()  # the example lines shown before it in its block
+    clients: tuple[str, ...] = ()  # curl lines shown after an nmtkit serve
 
     def __str__(self) -> str:
         return f"{self.where}: {self.line}"
@@ -102,7 +103,7 @@ def block_examples(lines: list[tuple[int, str]], where: str, prompt: bool = Fals
             continue
         try:
             shown = words(line)
-        except ValueError:          # an unclosed quote: an example still, and it will fail
+        except ValueError:  # an unclosed quote: an example still, and it will fail
             shown = line.split()
         if shown[:1] == ["curl"]:
             if found and re.match(r"nmtkit serve\b", found[-1].line):
@@ -110,7 +111,7 @@ def block_examples(lines: list[tuple[int, str]], where: str, prompt: bool = Fals
                 found.append(Example(last.where, last.line, last.before, last.clients + (line,)))
             continue
         if not any(re.search(r"\bnmtkit\b", w) for w in shown):
-            continue                # nmtkit in a comment only
+            continue  # nmtkit in a comment only
         found.append(Example(where.format(n), line, tuple(e.line for e in found)))
     return found
 
@@ -135,8 +136,9 @@ def readme_examples(text: str, name: str = "README.md") -> list[Example]:
                 fence, lang, start, block = m.group(1), m.group(2).lower(), i + 1, []
         elif line.strip().startswith(fence):
             if lang in SHELL_FENCES:
-                found += block_examples([(start + n, x) for n, x in logical_lines(block)], name + ":{}",
-                                        prompt=lang == "console")
+                found += block_examples(
+                    [(start + n, x) for n, x in logical_lines(block)], name + ":{}", prompt=lang == "console"
+                )
             fence = ""
         else:
             block.append(line)
@@ -146,13 +148,14 @@ def readme_examples(text: str, name: str = "README.md") -> list[Example]:
 # ---------------------------------------------------------------------------------------------
 # What an example reads and writes
 
+
 def nmtkit_args(stage: list[str]) -> list[str] | None:
     """The arguments nmtkit gets in one stage: nmtkit ..., python -m nmtkit ..., torchrun ... -m nmtkit ..."""
     if stage[:1] == ["nmtkit"]:
         return stage[1:]
     for i, w in enumerate(stage[:-1]):
         if w == "-m" and stage[i + 1] == "nmtkit":
-            return stage[i + 2:]
+            return stage[i + 2 :]
     return None
 
 
@@ -175,30 +178,53 @@ def stages(ws: list[str]) -> list[tuple[list[str], str | None, str | None]]:
 
 # The fixture an input gets, by (command, parameter): the file's name does not matter.
 ROLES = {
-    **{(c, p): "parallel" for c, p in [("preprocess", "train"), ("preprocess", "valid"), ("preprocess", "test"),
-                                       ("select", "in_domain"), ("select", "general")]},
-    ("build-vocab", "train"): "clean",                 # parallel text and the preprocess.json beside it
+    **{
+        (c, p): "parallel"
+        for c, p in [
+            ("preprocess", "train"),
+            ("preprocess", "valid"),
+            ("preprocess", "test"),
+            ("select", "in_domain"),
+            ("select", "general"),
+        ]
+    },
+    ("build-vocab", "train"): "clean",  # parallel text and the preprocess.json beside it
     ("word-align", "train"): "clean",
-    **{(c, p): "text" for c, p in [("tokenize", "input"), ("translate", "input"), ("score", "hypotheses"),
-                                   ("score", "refs"), ("score", "source"), ("align", "source"), ("align", "target"),
-                                   ("align-plot", "source"), ("align-plot", "target")]},
+    **{
+        (c, p): "text"
+        for c, p in [
+            ("tokenize", "input"),
+            ("translate", "input"),
+            ("score", "hypotheses"),
+            ("score", "refs"),
+            ("score", "source"),
+            ("align", "source"),
+            ("align", "target"),
+            ("align-plot", "source"),
+            ("align-plot", "target"),
+        ]
+    },
     **{(c, "model_paths"): "checkpoint" for c in ("translate", "score", "align", "align-plot", "serve", "average")},
-    ("lexicon", "model_path"): "checkpoint", ("train", "init_from"): "checkpoint",
-    **{(c, "data_bin"): "data-bin" for c in ("train", "score", "lexicon")}, ("train", "data_bin_arg"): "data-bin",
-    ("preprocess", "vocab_dir"): "vocab", ("tokenize", "bpe_codes"): "bpe-codes",
-    ("score", "no_unk"): "checkpoint",                 # or a vocabulary directory: see provide()
+    ("lexicon", "model_path"): "checkpoint",
+    ("train", "init_from"): "checkpoint",
+    **{(c, "data_bin"): "data-bin" for c in ("train", "score", "lexicon")},
+    ("train", "data_bin_arg"): "data-bin",
+    ("preprocess", "vocab_dir"): "vocab",
+    ("tokenize", "bpe_codes"): "bpe-codes",
+    ("score", "no_unk"): "checkpoint",  # or a vocabulary directory: see provide()
     ("translate", "unk_dict"): "unk-dict",
-    ("score-align", "hypothesis"): "links", ("score-align", "gold"): "gold",   # gold: sure and possible links
-    **{(c, "config"): "earlier" for c in main.commands},    # written by a line shown before
-    ("align-plot", "alignments"): "alignments",        # *.links: Pharaoh links; else translate --alignments
-    ("info", "path"): "info",                          # *.pt, runs/..., else a binarized corpus
+    ("score-align", "hypothesis"): "links",
+    ("score-align", "gold"): "gold",  # gold: sure and possible links
+    **{(c, "config"): "earlier" for c in main.commands},  # written by a line shown before
+    ("align-plot", "alignments"): "alignments",  # *.links: Pharaoh links; else translate --alignments
+    ("info", "path"): "info",  # *.pt, runs/..., else a binarized corpus
 }
 
 
 @dataclass
 class Reads:
-    paths: list[tuple[str, str, tuple[str, str]]]     # (path, role, (source, target language))
-    words: set[str]                                   # every word of the line: what it may write
+    paths: list[tuple[str, str, tuple[str, str]]]  # (path, role, (source, target language))
+    words: set[str]  # every word of the line: what it may write
 
 
 def reads(line: str) -> Reads:
@@ -215,7 +241,7 @@ def reads(line: str) -> Reads:
         opts, _, _ = parser.parse_args(args=list(args[1:]))
         langs = (opts.get("source_lang") or "en", opts.get("target_lang") or "fr")
         for param, value in opts.items():
-            role = ROLES.get((args[0], param.removeprefix("old_")))     # old_X: X's old spelling (renamed)
+            role = ROLES.get((args[0], param.removeprefix("old_")))  # old_X: X's old spelling (renamed)
             for v in value if isinstance(value, (list, tuple)) else [value]:
                 if role and isinstance(v, str) and v != "-":
                     out.append((v, role, langs))
@@ -245,12 +271,14 @@ def plan(example: Example) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 # The world: the fixtures of every role, built once
 
+
 def nmtkit(cwd: Path, *args: str | Path) -> bytes:
     with contextlib.chdir(cwd):
         r = CliRunner().invoke(main, [str(a) for a in args])
     if r.exit_code != 0:
-        raise AssertionError(f"nmtkit {' '.join(map(str, args))} exited {r.exit_code}:\n{r.output[-3000:]}"
-                             + _traceback(r))
+        raise AssertionError(
+            f"nmtkit {' '.join(map(str, args))} exited {r.exit_code}:\n{r.output[-3000:]}" + _traceback(r)
+        )
     return r.stdout_bytes
 
 
@@ -258,6 +286,7 @@ def _traceback(r) -> str:
     if r.exc_info is None or isinstance(r.exception, SystemExit):
         return ""
     import traceback
+
     return "\n" + "".join(traceback.format_exception(*r.exc_info))[-4000:]
 
 
@@ -268,6 +297,7 @@ def world(tmp_path_factory) -> Path:
     its sentences (30 updates, 1 s), and what it makes of examples/bible_aer's 100 verses (the text
     every example reads: their Moses tokens and gold links agree with them)."""
     from tests.synthetic import pairs, write
+
     w = tmp_path_factory.mktemp("world")
     generated = pairs(56, seed=1)
     for split, part in (("train", generated[:48]), ("valid", generated[48:52]), ("test", generated[52:])):
@@ -277,27 +307,56 @@ def world(tmp_path_factory) -> Path:
     nmtkit(w, "preprocess", *pair, "-j", "1", *[f"--{s}=corpus/{s}" for s in splits], "-d", "clean")
     nmtkit(w, "build-vocab", *pair, "--train", "clean/train", "-d", "vocab")
     nmtkit(w, "build-vocab", *pair, "--train", "clean/train", "-d", "vocab-bpe", "--bpe", "100", "--joint")
-    nmtkit(w, "preprocess", *pair, "-j", "1", *[f"--{s}=clean/{s}" for s in splits], "--vocab", "vocab",
-           "-d", "data-bin")
-    nmtkit(w, "train", "data-bin", "--preset", "tiny", "--optimizer", "adam", "--lr", "0.02", "--batch-size", "16",
-           "--max-updates", "30", "--valid-every", "1000", "--save-dir", "run")
+    nmtkit(
+        w, "preprocess", *pair, "-j", "1", *[f"--{s}=clean/{s}" for s in splits], "--vocab", "vocab", "-d", "data-bin"
+    )
+    nmtkit(
+        w,
+        "train",
+        "data-bin",
+        "--preset",
+        "tiny",
+        "--optimizer",
+        "adam",
+        "--lr",
+        "0.02",
+        "--batch-size",
+        "16",
+        "--max-updates",
+        "30",
+        "--valid-every",
+        "1000",
+        "--save-dir",
+        "run",
+    )
     nmtkit(w, "translate", "-m", "run/best.pt", BIBLE / "test.en", "--alignments", "test.align", "-o", "test.hyp")
-    nmtkit(w, "align", "-m", "run/best.pt", "--tokenized", "--source", BIBLE / "test.tok.en", "--target",
-           BIBLE / "test.tok.fr", "-o", "test.links")
+    nmtkit(
+        w,
+        "align",
+        "-m",
+        "run/best.pt",
+        "--tokenized",
+        "--source",
+        BIBLE / "test.tok.en",
+        "--target",
+        BIBLE / "test.tok.fr",
+        "-o",
+        "test.links",
+    )
     (w / "lex.txt").write_text("God Dieu\nlight lumière\nearth terre\n", encoding="utf-8")
     return w
 
 
-def provide(world: Path, cwd: Path, path: str, role: str, langs: tuple[str, str]) -> None:
+def provide(world: Path, cwd: Path, path: str, role: str, langs: tuple[str, str]) -> None:  # noqa: C901, PLR0912 (one branch per fixture role)
     """Put at ``path`` (under ``cwd``) the fixture of ``role``, unless something is there."""
     dest = cwd / path
     if Path(path).is_absolute():
         pytest.fail(f"{path}: an example that reads an absolute path cannot run here")
-    if path.startswith("examples/"):             # the checkout's sample data, as the README says
+    if path.startswith("examples/"):  # the checkout's sample data, as the README says
         if not (ROOT / path).exists():
             pytest.fail(f"{path} is not in the checkout")
         source = ROOT / path
-    elif role in ("parallel", "clean"):          # PREFIX.SRC and PREFIX.TGT
+    elif role in ("parallel", "clean"):  # PREFIX.SRC and PREFIX.TGT
         if not all(Path(f"{dest}.{lang}").exists() for lang in langs):
             dest.parent.mkdir(parents=True, exist_ok=True)
             for lang, side in zip(langs, ("en", "fr")):
@@ -311,18 +370,26 @@ def provide(world: Path, cwd: Path, path: str, role: str, langs: tuple[str, str]
             pytest.fail(f"{path}: no fixture for a text file whose language is not .en or .fr (add one to provide())")
         source = BIBLE / f"test.{'tok.' if '.tok.' in dest.name else ''}{lang}"
     elif role == "info":
-        source = world / "run" / "best.pt" if dest.suffix == ".pt" else world / (
-            "run" if Path(path).parts[0] == "runs" else "data-bin")
+        source = (
+            world / "run" / "best.pt"
+            if dest.suffix == ".pt"
+            else world / ("run" if Path(path).parts[0] == "runs" else "data-bin")
+        )
     elif role == "checkpoint":
-        source = world / "run" / "best.pt" if dest.suffix == ".pt" else world / "vocab"   # score --no-unk-vocab DIR
+        source = world / "run" / "best.pt" if dest.suffix == ".pt" else world / "vocab"  # score --no-unk-vocab DIR
     elif role == "alignments":
         source = world / ("test.links" if dest.suffix == ".links" else "test.align")
     elif role == "earlier":
         pytest.fail(f"{path}: no line shown before this one writes it")
     else:
-        source = {"data-bin": world / "data-bin", "vocab": world / "vocab",
-                  "bpe-codes": world / "vocab-bpe" / "bpe.codes", "unk-dict": world / "lex.txt",
-                  "links": world / "test.links", "gold": BIBLE / "gold.links"}[role]
+        source = {
+            "data-bin": world / "data-bin",
+            "vocab": world / "vocab",
+            "bpe-codes": world / "vocab-bpe" / "bpe.codes",
+            "unk-dict": world / "lex.txt",
+            "links": world / "test.links",
+            "gold": BIBLE / "gold.links",
+        }[role]
     if source.is_dir():
         shutil.copytree(source, dest, dirs_exist_ok=True)
     elif not dest.exists():
@@ -332,6 +399,7 @@ def provide(world: Path, cwd: Path, path: str, role: str, langs: tuple[str, str]
 
 # ---------------------------------------------------------------------------------------------
 # Budgets cut: what would take minutes, as few changes as make it take seconds
+
 
 def cut(args: list[str]) -> list[str]:
     """nmtkit's arguments with the budgets cut; everything else as written."""
@@ -343,7 +411,7 @@ def cut(args: list[str]) -> list[str]:
         # --max-minutes 20 would be 20 minutes
         args = drop(args, "--preset", "--max-updates") + ["--preset", "tiny", "--max-updates", "2"]
     if any(p.name == "workers" for p in command.params) and not {"-j", "--workers"} & set(args):
-        args = args + ["-j", "1"]       # no worker processes spawned (a second each) for a few lines
+        args = args + ["-j", "1"]  # no worker processes spawned (a second each) for a few lines
     return args
 
 
@@ -367,7 +435,7 @@ def shell(line: str) -> str:
         if w in OPERATORS:
             args = nmtkit_args(cur)
             if args is not None and cut(args) != args:
-                cur, changed = cur[:len(cur) - len(args)] + cut(args), True
+                cur, changed = cur[: len(cur) - len(args)] + cut(args), True
             out += [shlex.quote(x) for x in cur] + [w]
             cur = []
         else:
@@ -378,16 +446,19 @@ def shell(line: str) -> str:
 # ---------------------------------------------------------------------------------------------
 # Running
 
+
 def skip_reason(line: str) -> str | None:
     """Why this machine cannot run a line, where it cannot."""
     import torch
 
     from nmtkit.core.machine import this_cpu
+
     ws = words(line)
     if ws[:1] == ["torchrun"]:
         nodes = next((int(ws[i + 1]) for i, w in enumerate(ws[:-1]) if w in ("--nnodes",)), 1)
-        procs = next((int(ws[i + 1]) for i, w in enumerate(ws[:-1])
-                      if w in ("--nproc_per_node", "--nproc-per-node")), 1)
+        procs = next(
+            (int(ws[i + 1]) for i, w in enumerate(ws[:-1]) if w in ("--nproc_per_node", "--nproc-per-node")), 1
+        )
         if nodes > 1:
             return f"torchrun on {nodes} machines"
         if "--device" not in ws and torch.cuda.device_count() < procs:
@@ -407,7 +478,7 @@ def run_example(example: Example, world: Path, cwd: Path) -> None:
                 if not under(path, written):
                     provide(world, cwd, path, role, langs)
             written |= r.words - {os.path.normpath(p) for p, _, _ in r.paths}
-    except ValueError as err:           # the line does not parse as a shell line
+    except ValueError as err:  # the line does not parse as a shell line
         pytest.fail(f"{example}\n  does not parse in a shell: {err}")
     for line in lines:
         what = f"{example}" if line == example.line else f"{example}\n  (first, as shown before it: {line})"
@@ -437,17 +508,22 @@ def check(what: str, status: int, output: str, ran: str) -> None:
     if status != 0:
         pytest.fail(f"{what}\n  exited {status} (ran: {ran}):\n{output[-4000:]}", pytrace=False)
     if said := OLD_SPELLING.search(output):
-        line = output[output.rfind("\n", 0, said.start()) + 1:].partition("\n")[0]
+        line = output[output.rfind("\n", 0, said.start()) + 1 :].partition("\n")[0]
         pytest.fail(f"{what}\n  uses a spelling nmtkit warns about: {line}", pytrace=False)
 
 
 def run_shell(line: str, cwd: Path, what: str) -> None:
     bin_dir = Path(sys.executable).parent
-    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", "OMP_NUM_THREADS": "1",
-           "PET_MASTER_PORT": str(free_port())}          # torchrun's rendezvous on a free port
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+        "OMP_NUM_THREADS": "1",
+        "PET_MASTER_PORT": str(free_port()),
+    }  # torchrun's rendezvous on a free port
     script = shell(line)
-    done = subprocess.run(["bash", "-o", "pipefail", "-c", script], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", script], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+    )
     check(what, done.returncode, done.stdout[-2000:] + done.stderr, script)
 
 
@@ -514,6 +590,7 @@ def curl(line: str, here: str, port: int) -> None:
 # ---------------------------------------------------------------------------------------------
 # The tests
 
+
 def params(examples: list[Example]) -> list:
     """A test case per example, named where it is shown: translate-2 (its --help's second
     example), L77 (README.md's line 77), and the command it runs where that is another."""
@@ -527,7 +604,7 @@ def params(examples: list[Example]) -> list:
             key = f"{name}-{index[name]}" + (f"-{command}" if command != name else "")
         else:
             key = f"L{e.where.rsplit(':', 1)[1]}-{command}"
-        slow = e.line.startswith("torchrun") or "--compile" in ws    # processes, or a minute of compiling
+        slow = e.line.startswith("torchrun") or "--compile" in ws  # processes, or a minute of compiling
         out.append(pytest.param(e, id=key, marks=[pytest.mark.slow] if slow else []))
     return out
 
@@ -540,7 +617,8 @@ SHOWN = readme_examples(README.read_text(encoding="utf-8")) if README.exists() e
 def test_help_example_runs(example, request, tmp_path, monkeypatch):
     if reason := skip_reason(example.line):
         pytest.skip(reason)
-    from tests.test_guided_alignment import fake_eflomal     # word-align's aligner, where eflomal is not installed
+    from tests.test_guided_alignment import fake_eflomal  # word-align's aligner, where eflomal is not installed
+
     monkeypatch.setenv("PATH", f"{fake_eflomal(tmp_path / 'stub-bin')}{os.pathsep}{os.environ.get('PATH', '')}")
     run_example(example, request.getfixturevalue("world"), tmp_path)
 
@@ -558,32 +636,59 @@ def test_every_command_shows_an_example():
 
 
 def test_the_examples_are_read_as_a_shell_reads_them():
-    text = "\n".join([
-        "```sh", "make demo    # not nmtkit", "nmtkit train data-bin \\", "    --save-dir runs/a   # a comment",
-        "$ nmtkit info runs/a", "nmtkit serve -m best.pt", "curl -s localhost:8080/health", "```",
-        "```python", "nmtkit = 1", "```", "```", "echo hi | nmtkit tokenize -l en", "```"])
+    text = "\n".join(
+        [
+            "```sh",
+            "make demo    # not nmtkit",
+            "nmtkit train data-bin \\",
+            "    --save-dir runs/a   # a comment",
+            "$ nmtkit info runs/a",
+            "nmtkit serve -m best.pt",
+            "curl -s localhost:8080/health",
+            "```",
+            "```python",
+            "nmtkit = 1",
+            "```",
+            "```",
+            "echo hi | nmtkit tokenize -l en",
+            "```",
+        ]
+    )
     found = readme_examples(text, "R")
     assert [(e.where, e.line) for e in found] == [
-        ("R:3", "nmtkit train data-bin      --save-dir runs/a   # a comment"), ("R:5", "nmtkit info runs/a"),
-        ("R:6", "nmtkit serve -m best.pt"), ("R:13", "echo hi | nmtkit tokenize -l en")]
+        ("R:3", "nmtkit train data-bin      --save-dir runs/a   # a comment"),
+        ("R:5", "nmtkit info runs/a"),
+        ("R:6", "nmtkit serve -m best.pt"),
+        ("R:13", "echo hi | nmtkit tokenize -l en"),
+    ]
     assert found[2].clients == ("curl -s localhost:8080/health",) and found[1].before == (found[0].line,)
-    assert plan(found[1]) == [found[0].line, found[1].line]          # info reads what train writes
+    assert plan(found[1]) == [found[0].line, found[1].line]  # info reads what train writes
     assert cut(["train", "d", "--preset", "small", "--max-updates=9"]) == [
-        "train", "d", "--preset", "tiny", "--max-updates", "2"]
+        "train",
+        "d",
+        "--preset",
+        "tiny",
+        "--max-updates",
+        "2",
+    ]
     assert shell("echo 'a b' | nmtkit tokenize -l en > out") == "echo 'a b' | nmtkit tokenize -l en -j 1 > out"
-    assert shell('eval "$(nmtkit info x)"') == 'eval "$(nmtkit info x)"'          # as written: nothing to cut
+    assert shell('eval "$(nmtkit info x)"') == 'eval "$(nmtkit info x)"'  # as written: nothing to cut
 
 
 BODY = """-H 'Content-Type: application/json' -d '{"sentences": ["In the beginning"]}'"""
 
 
-@pytest.mark.parametrize("line, clients", [
-    ("nmtkit translate --no-such-flag -m best.pt test.en", ()),                     # in this process
-    ("echo 'In the beginning' | nmtkit translate --no-such-flag -m best.pt", ()),  # in bash, a pipeline
-    ("nmtkit build-vocab -s en -t fr --train clean/train -o vocab", ()),           # an old spelling: it warns
-    ("nmtkit serve -m best.pt", ("curl -s localhost:8081/translate " + BODY,)),     # another port than served
-    ("nmtkit serve -m best.pt", ("curl -s localhost:8080/translate -d '{\"sentences\": 3}'",)),   # answered 4xx
-], ids=["unknown-option", "unknown-option-in-a-pipeline", "old-spelling", "curl-elsewhere", "curl-refused"])
+@pytest.mark.parametrize(
+    "line, clients",
+    [
+        ("nmtkit translate --no-such-flag -m best.pt test.en", ()),  # in this process
+        ("echo 'In the beginning' | nmtkit translate --no-such-flag -m best.pt", ()),  # in bash, a pipeline
+        ("nmtkit build-vocab -s en -t fr --train clean/train -o vocab", ()),  # an old spelling: it warns
+        ("nmtkit serve -m best.pt", ("curl -s localhost:8081/translate " + BODY,)),  # another port than served
+        ("nmtkit serve -m best.pt", ("curl -s localhost:8080/translate -d '{\"sentences\": 3}'",)),  # answered 4xx
+    ],
+    ids=["unknown-option", "unknown-option-in-a-pipeline", "old-spelling", "curl-elsewhere", "curl-refused"],
+)
 def test_a_broken_example_fails(line, clients, world, tmp_path):
     with pytest.raises(pytest.fail.Exception, match=re.escape(line)):
         run_example(Example("broken --help", line, clients=clients), world, tmp_path)

@@ -39,13 +39,13 @@ def test_int8_log_probabilities_stay_within_a_stated_tolerance_of_float32():
     quantized per call)."""
     torch.manual_seed(0)
     model = build_model(ModelConfig(src_vocab=40, tgt_vocab=50, emb=32, hidden=32, align=32, maxout=32)).eval()
-    for p in model.parameters():      # B.1's tiny weights make every output uniform: spread them
+    for p in model.parameters():  # B.1's tiny weights make every output uniform: spread them
         p.data.normal_(0, 0.3)
     src = torch.randint(4, 40, (3, 7))
     full = _step_logp(model, src)
     low = _step_logp(quantize_int8(model), src)
     assert torch.nn.Linear not in {type(m) for n, m in quantize_int8(model).named_modules() if not n.endswith("v_a")}
-    assert 0 < (full.exp() - low.exp()).abs().max().item() < 0.03     # changed (int8 ran), but little
+    assert 0 < (full.exp() - low.exp()).abs().max().item() < 0.03  # changed (int8 ran), but little
     assert (full - low).abs().mean().item() < 0.05
 
 
@@ -64,8 +64,9 @@ def test_int8_translates_the_learned_pairs_as_float32_does(overfit, tmp_path):
 
 def test_rnnencdec_projects_its_fixed_context_once_and_teacher_forcing_still_matches_the_step():
     torch.manual_seed(1)
-    model = build_model(ModelConfig(arch="rnnencdec", src_vocab=20, tgt_vocab=20, emb=8, hidden=8, align=8,
-                                    maxout=8)).eval()
+    model = build_model(
+        ModelConfig(arch="rnnencdec", src_vocab=20, tgt_vocab=20, emb=8, hidden=8, align=8, maxout=8)
+    ).eval()
     for p in model.parameters():
         p.data.normal_(0, 0.3)
     src = torch.randint(4, 20, (2, 5))
@@ -75,7 +76,7 @@ def test_rnnencdec_projects_its_fixed_context_once_and_teacher_forcing_still_mat
     model.C.register_forward_hook(lambda *_: calls.append(1))
     tgt = torch.randint(4, 20, (2, 6))
     forced = torch.log_softmax(model(src, src != 0, tgt), -1)
-    assert len(calls) == 1                          # once in encode, never per position
+    assert len(calls) == 1  # once in encode, never per position
     state, stepped = model.init_state(enc), []
     with torch.no_grad():
         for t in range(6):
@@ -89,7 +90,7 @@ def test_token_batches_give_the_translations_of_sentence_batches(overfit):
     lines = EN + ["", "And God saw the earth, and the light."]
     by_sentences = list(translator.translate(lines, TranslateOptions(batch_size=32, max_tokens=0)))
     batches = list(translator._batches([len(translator.sides.src.tokens(x)) for x in lines], 32, 24))
-    assert len(batches) > 2      # several batches of at most 24 tokens, padding included
+    assert len(batches) > 2  # several batches of at most 24 tokens, padding included
     by_tokens = list(translator.translate(lines, TranslateOptions(max_tokens=24)))
     assert [t.text for t in by_tokens] == [t.text for t in by_sentences]
     assert [t.score for t in by_tokens] == pytest.approx([t.score for t in by_sentences], abs=1e-4)
@@ -97,16 +98,17 @@ def test_token_batches_give_the_translations_of_sentence_batches(overfit):
 
 # -- vocabulary selection ---------------------------------------------------------------------
 
+
 def test_the_lexicon_lists_a_source_words_rare_translation_and_never_a_frequent_word():
     # target ids 4-5 are "frequent"; source 7 always comes with target 9, source 8 with 10 then 11
     src = [np.array([7, 5]), np.array([7, 6]), np.array([8, 6]), np.array([8, 5]), np.array([8])]
     tgt = [np.array([4, 9]), np.array([9, 5]), np.array([10, 4]), np.array([10, 11]), np.array([11])]
     lex = build_lexicon(src, tgt, src_vocab=12, tgt_vocab=12, frequent=6, per_source=2)
-    assert lex.table[7].tolist() == [9, 0]           # one translation known; 0 (<pad>) pads the row
-    assert lex.table[8].tolist() == [10, 11]         # Dice 2·2/(3+2) for both: ties by id
+    assert lex.table[7].tolist() == [9, 0]  # one translation known; 0 (<pad>) pads the row
+    assert lex.table[8].tolist() == [10, 11]  # Dice 2·2/(3+2) for both: ties by id
     assert not (lex.table[:, :] == 4).any() and not (lex.table == 5).any()
     cand = lex.candidates(torch.tensor([[7, 0]]))
-    assert cand.tolist() == [0, 1, 2, 3, 4, 5, 9]     # specials, the frequent, 7's list
+    assert cand.tolist() == [0, 1, 2, 3, 4, 5, 9]  # specials, the frequent, 7's list
 
 
 def _search(model, src, vocab=None, beam=3):
@@ -124,7 +126,7 @@ def test_the_shortlist_holds_what_the_full_search_picks_when_the_table_covers_it
     picked = sorted({w for hyp in full.tokens for w in hyp})
     assert any(w >= 8 for w in picked)
     table = torch.tensor([picked[i % len(picked)] for i in range(len(picked))], dtype=torch.int32)
-    lex = Lexicon(frequent=8, table=table.expand(30, -1).clone())     # every source word lists them
+    lex = Lexicon(frequent=8, table=table.expand(30, -1).clone())  # every source word lists them
     cand = lex.candidates(src)
     assert set(picked) <= set(cand.tolist())
     # the whole vocabulary as candidates: the restricted search is the full one, id for id
@@ -152,6 +154,7 @@ def test_training_stores_a_lexicon_and_translate_shortlist_uses_it(overfit, tmp_
 def test_looking_for_finished_sentences_every_fourth_step_changes_no_output(penalty):
     # the GPU's schedule (fewer waits for the device), run on the CPU
     from nmtkit.translate.search import _beam_search
+
     torch.manual_seed(3)
     model = build_model(ModelConfig(src_vocab=30, tgt_vocab=40, emb=16, hidden=16, align=16, maxout=16)).eval()
     for p in model.parameters():
@@ -172,6 +175,7 @@ def test_the_search_energies_give_the_training_attention_within_a_stated_toleran
     _Energy as v·tanh(x). Tolerance: weights α and contexts c within 1e-6 in float32 (rounding
     alone), 2e-2 in bfloat16 (its 8-bit mantissa), on random keys with a masked tail."""
     from nmtkit.models.attention import AdditiveAttention
+
     torch.manual_seed(0)
     att = AdditiveAttention(16, 24, 20)
     h = torch.randn(6, 9, 24)
@@ -182,7 +186,7 @@ def test_the_search_energies_give_the_training_attention_within_a_stated_toleran
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == torch.bfloat16):
             keys_s = att.precompute(h)
             c_search, a_search = att(s, keys_s, h, mask)
-    with torch.enable_grad():     # the training path, for bfloat16 too
+    with torch.enable_grad():  # the training path, for bfloat16 too
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == torch.bfloat16):
             c_train, a_train = att(s, att.precompute(h), h, mask)
     assert torch.allclose(a_search.float(), a_train.float().detach(), atol=tol)
@@ -196,9 +200,13 @@ def test_the_shortlisted_output_layer_scores_its_words_as_the_whole_layer_does(i
     scales). Tolerance: logits within 1e-4 of the whole layer's columns (float32 rounding of
     another kernel; int8: the same integer products)."""
     from nmtkit.models.layers import inference_linear, restricted_output
+
     torch.manual_seed(0)
-    model = build_model(ModelConfig(arch="rnnsearch", src_vocab=20, tgt_vocab=40, emb=8, hidden=8, align=8,
-                                    maxout=8)).eval().requires_grad_(False)
+    model = (
+        build_model(ModelConfig(arch="rnnsearch", src_vocab=20, tgt_vocab=40, emb=8, hidden=8, align=8, maxout=8))
+        .eval()
+        .requires_grad_(False)
+    )
     if int8:
         model = quantize_int8(model)
     layer = model.output_layer()
@@ -218,10 +226,11 @@ def test_bf16_translation_casts_the_weights_once_and_translates_as_autocast_alon
     on any CPU (bfloat16 arithmetic is emulated where it is not native)."""
     from nmtkit.core.runtime import Runtime
     from nmtkit.translate import translator as module
+
     ckpt = overfit / "run" / "last.pt"
     runtime = Runtime(torch.device("cpu"), True)
     model, sides, lexicon = module.load_models([ckpt], runtime.device)
-    once = Translator(module.bf16_weights(model, runtime), sides, runtime, lexicon)   # as from_checkpoints
+    once = Translator(module.bf16_weights(model, runtime), sides, runtime, lexicon)  # as from_checkpoints
     assert all(p.dtype == torch.bfloat16 for p in once.model.parameters())
     model, sides, lexicon = module.load_models([ckpt], runtime.device)
     per_call = Translator(model, sides, runtime, lexicon)
@@ -231,4 +240,4 @@ def test_bf16_translation_casts_the_weights_once_and_translates_as_autocast_alon
     assert [t.text for t in a] == [t.text for t in b] and all(t.text for t in a)
     assert [t.score for t in a] == pytest.approx([t.score for t in b], abs=1e-3)
     int8 = module.bf16_weights(quantize_int8(module.load_models([ckpt], runtime.device)[0]), runtime)
-    assert next(p for p in int8.parameters()).dtype == torch.float32   # int8 keeps float32 parts
+    assert next(p for p in int8.parameters()).dtype == torch.float32  # int8 keeps float32 parts

@@ -65,11 +65,11 @@ def test_staging_commits_a_whole_directory_or_nothing(tmp_path):
     assert not dest.exists() and list(tmp_path.iterdir()) == []
     with Staging(dest) as st:
         st.path("a").write_text("x")
-        assert not dest.exists()                      # nothing shows before the commit
+        assert not dest.exists()  # nothing shows before the commit
         st.commit()
     assert sorted(p.name for p in dest.iterdir()) == ["a"]
     (dest / "mine.txt").write_text("the user's")
-    (dest / ".staging-abc").mkdir()                   # a leftover of the old in-place scheme
+    (dest / ".staging-abc").mkdir()  # a leftover of the old in-place scheme
     with Staging(dest) as st:
         st.path("a").write_text("y")
         st.path("b").write_text("z")
@@ -80,18 +80,19 @@ def test_staging_commits_a_whole_directory_or_nothing(tmp_path):
 
 def test_staging_of_dead_processes_is_removed_and_a_torn_commit_repaired(tmp_path):
     from nmtkit.core.files import _HOST
+
     dest, pid = tmp_path / "d", dead_pid()
     stale = tmp_path / f".d.staging-{_HOST}-{pid}-x1"
     stale.mkdir()
     (stale / "half").write_text("half written")
-    mine = tmp_path / f".d.staging-{_HOST}-{os.getpid()}-x2"     # a live process's: kept
+    mine = tmp_path / f".d.staging-{_HOST}-{os.getpid()}-x2"  # a live process's: kept
     mine.mkdir()
-    torn = tmp_path / f".d.old-{_HOST}-{pid}-x3"                  # killed between the two renames
+    torn = tmp_path / f".d.old-{_HOST}-{pid}-x3"  # killed between the two renames
     (torn / "dir").mkdir(parents=True)
     (torn / "dir" / "a").write_text("old")
     with Staging(dest) as st:
         assert not stale.exists() and mine.exists() and not torn.exists()
-        assert (dest / "a").read_text() == "old"                   # put back before anything else
+        assert (dest / "a").read_text() == "old"  # put back before anything else
         st.path("b").write_text("new")
         st.commit()
     assert sorted(p.name for p in dest.iterdir()) == ["a", "b"]

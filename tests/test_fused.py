@@ -26,7 +26,7 @@ def batch(seed=0):
 def tiny_model(arch, readout="prev", encoder="paper"):
     torch.manual_seed(0)
     model = build_model(ModelConfig(arch=arch, readout=readout, encoder=encoder, **TINY))
-    for p in model.parameters():           # B.1's tiny weights would make every check trivially close
+    for p in model.parameters():  # B.1's tiny weights would make every check trivially close
         torch.nn.init.normal_(p, 0, 0.3)
     return model
 
@@ -56,7 +56,7 @@ def test_fused_gives_the_reference_loss_and_gradients(arch, readout):
 
 
 def test_recomputing_the_energies_gives_the_same(monkeypatch):
-    monkeypatch.setattr(fused, "KEEP_ENERGIES_BYTES", 0)     # backward recomputes σ instead of keeping it
+    monkeypatch.setattr(fused, "KEEP_ENERGIES_BYTES", 0)  # backward recomputes σ instead of keeping it
     assert_fused_equals_reference(tiny_model("rnnsearch"))
 
 
@@ -69,7 +69,7 @@ def test_fused_runs_the_hand_written_functions(monkeypatch):
     for f in (fused.MaskedGRU, fused.AttentiveGRU):
         monkeypatch.setattr(f, "backward", staticmethod(lambda ctx, *g, _f=f.backward: calls.append(1) or _f(ctx, *g)))
     loss_and_grads(model, True)
-    assert len(calls) == 3                 # the encoder's two directions, the decoder
+    assert len(calls) == 3  # the encoder's two directions, the decoder
     calls.clear()
     loss_and_grads(model, False)
     assert calls == []
@@ -95,11 +95,14 @@ def test_fallback_gives_the_reference_path(case, monkeypatch):
 
     def refuse(*args):
         raise AssertionError("the fused path ran")
+
     monkeypatch.setattr(fused.MaskedGRU, "forward", staticmethod(refuse))
     monkeypatch.setattr(fused.AttentiveGRU, "forward", staticmethod(refuse))
     src, mask, tgt = batch()
-    with torch.set_grad_enabled(case != "no_grad"), torch.autocast("cpu", torch.float16,
-                                                                   enabled=case == "autocast-float16"):
+    with (
+        torch.set_grad_enabled(case != "no_grad"),
+        torch.autocast("cpu", torch.float16, enabled=case == "autocast-float16"),
+    ):
         out = model(src, mask, tgt)
     assert torch.isfinite(out).all()
 
@@ -116,8 +119,11 @@ def test_under_bf16_autocast_the_fused_passes_are_as_close_to_float32_as_the_ref
     gradient's largest entry) than 2x the bfloat16 reference loop's distance plus 1%."""
     model = tiny_model(arch)
     calls = []
-    monkeypatch.setattr(fused.MaskedGRU, "backward",
-                        staticmethod(lambda ctx, *g, _f=fused.MaskedGRU.backward: calls.append(1) or _f(ctx, *g)))
+    monkeypatch.setattr(
+        fused.MaskedGRU,
+        "backward",
+        staticmethod(lambda ctx, *g, _f=fused.MaskedGRU.backward: calls.append(1) or _f(ctx, *g)),
+    )
     exact_loss, exact = loss_and_grads(model, False)
     ref_loss, ref = _bf16_loss_and_grads(model, False)
     assert calls == []
@@ -132,7 +138,7 @@ def test_under_bf16_autocast_the_fused_passes_are_as_close_to_float32_as_the_ref
 
 
 def test_luong_ignores_the_switch():
-    model = tiny_model("luong").eval()            # no dropout: two passes are comparable
+    model = tiny_model("luong").eval()  # no dropout: two passes are comparable
     ref_loss, ref = loss_and_grads(model, False)
     loss, got = loss_and_grads(model, True)
     assert torch.equal(loss, ref_loss) and all(torch.equal(got[k], g) for k, g in ref.items())
@@ -141,7 +147,7 @@ def test_luong_ignores_the_switch():
 def gru_inputs(reverse, masked):
     g = torch.Generator().manual_seed(1)
     B, T, n = 3, 4, 3
-    t = lambda *shape: torch.randn(*shape, generator=g, dtype=torch.float64).requires_grad_()  # noqa: E731
+    t = lambda *shape: torch.randn(*shape, generator=g, dtype=torch.float64).requires_grad_()
     keep = torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0], [1, 0, 0, 0]], dtype=torch.float64) if masked else None
     return t(B, T, 3 * n), t(B, n), keep, t(2 * n, n), t(n, n), reverse
 
@@ -157,10 +163,20 @@ def test_attentive_gru_gradcheck(kept, monkeypatch):
     monkeypatch.setattr(fused, "KEEP_ENERGIES_BYTES", fused.KEEP_ENERGIES_BYTES if kept else 0)
     g = torch.Generator().manual_seed(2)
     B, Ty, Tx, n, na, m = 3, 4, 5, 3, 2, 4
-    t = lambda *shape: torch.randn(*shape, generator=g, dtype=torch.float64).requires_grad_()  # noqa: E731
+    t = lambda *shape: torch.randn(*shape, generator=g, dtype=torch.float64).requires_grad_()
     mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0], [1, 0, 0, 0, 0]], dtype=torch.bool)
-    inputs = (t(B, n), t(B, Ty, 3 * n), t(B, Tx, na), t(B, Tx, m), mask, t(na, n), t(na), t(3 * n, m),
-              t(2 * n, n), t(n, n))
+    inputs = (
+        t(B, n),
+        t(B, Ty, 3 * n),
+        t(B, Tx, na),
+        t(B, Tx, m),
+        mask,
+        t(na, n),
+        t(na),
+        t(3 * n, m),
+        t(2 * n, n),
+        t(n, n),
+    )
     assert torch.autograd.gradcheck(fused.AttentiveGRU.apply, inputs)
 
 
@@ -183,13 +199,15 @@ def test_graphs_alive_together_keep_their_own_energies():
     model = tiny_model("rnnsearch")
     src, mask, tgt = batch()
     fused.use_fused(model, False)
-    ref = [torch.autograd.grad(model(src[i:], mask[i:], tgt[i:, :-1], tgt[i:, 1:]), list(model.parameters()))
-           for i in (0, 1)]
+    ref = [
+        torch.autograd.grad(model(src[i:], mask[i:], tgt[i:, :-1], tgt[i:, 1:]), list(model.parameters()))
+        for i in (0, 1)
+    ]
     fused.use_fused(model, True)
     losses = [model(src[i:], mask[i:], tgt[i:, :-1], tgt[i:, 1:]) for i in (0, 1)]
     for loss, want in zip(reversed(losses), reversed(ref)):
-        for _ in range(2):                        # and the same again from a retained graph
+        for _ in range(2):  # and the same again from a retained graph
             got = torch.autograd.grad(loss, list(model.parameters()), retain_graph=True)
             assert all(torch.allclose(a, b, rtol=1e-4, atol=1e-6) for a, b in zip(got, want))
     del losses, loss
-    assert fused._ENERGIES.free is not None       # handed on once no graph holds it
+    assert fused._ENERGIES.free is not None  # handed on once no graph holds it

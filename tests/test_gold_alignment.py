@@ -37,15 +37,16 @@ def test_every_gold_link_joins_two_words_of_its_verse_and_is_listed_once():
 def test_the_gold_tokens_are_what_nmtkit_makes_of_the_raw_verses():
     # nmtkit align on the raw files (no --tokenized) must link the very words the gold set counts.
     for lang in ("en", "fr"):
-        done = CliRunner().invoke(main, ["tokenize", "-l", lang, "--clean", "bible", "-j", "1", "-q",
-                                         str(GOLD / f"test.{lang}")])
+        done = CliRunner().invoke(
+            main, ["tokenize", "-l", lang, "--clean", "bible", "-j", "1", "-q", str(GOLD / f"test.{lang}")]
+        )
         assert done.exit_code == 0, done.output
         assert done.stdout.splitlines() == lines(f"test.tok.{lang}")
 
 
 def test_the_verses_are_the_first_test_verses_of_the_embedded_corpus_split():
     ids = lines("verses.ids")
-    assert ids[0] == "k-l 8:1:1" and len(set(ids)) == 100         # Ruth 1:1, King James → Segond
+    assert ids[0] == "k-l 8:1:1" and len(set(ids)) == 100  # Ruth 1:1, King James → Segond
     for verse in ids:
         pair, ref = verse.split()
         assert pair == "k-l" and split_of(int(ref.split(":")[0])) == "test"
@@ -58,8 +59,9 @@ def test_the_readme_states_the_set_as_it_is():
         sure, possible = sure + len(s), possible + len(p)
         words_en, words_fr = words_en + len(e.split()), words_fr + len(f.split())
     readme = (GOLD / "README.md").read_text(encoding="utf-8")
-    stated = re.search(r"(\d[\d,]*) English and (\d[\d,]*) French\s+tokens.*?(\d[\d,]*) sure and (\d[\d,]*) possible",
-                       readme, re.S)
+    stated = re.search(
+        r"(\d[\d,]*) English and (\d[\d,]*) French\s+tokens.*?(\d[\d,]*) sure and (\d[\d,]*) possible", readme, re.S
+    )
     assert stated, "the README no longer states the set's size"
     assert [int(x.replace(",", "")) for x in stated.groups()] == [words_en, words_fr, sure, possible - sure]
 
@@ -68,15 +70,17 @@ def test_the_gold_set_scores_itself_perfectly_and_a_diagonal_badly():
     gold = lines("gold.links")
     sure_only = [" ".join(x for x in line.split() if "-" in x) for line in gold]
     assert alignment_error(sure_only, gold)["aer"] == 0.0
-    diagonal = [" ".join(f"{j}-{j}" for j in range(min(len(e.split()), len(f.split()))))
-                for e, f in zip(lines("test.tok.en"), lines("test.tok.fr"))]
+    diagonal = [
+        " ".join(f"{j}-{j}" for j in range(min(len(e.split()), len(f.split()))))
+        for e, f in zip(lines("test.tok.en"), lines("test.tok.fr"))
+    ]
     assert alignment_error(diagonal, gold)["aer"] > 50
 
 
 def test_grow_diag_final_and_grows_from_the_intersection_then_adds_unaligned_pairs():
     forward, reverse = {(0, 0), (1, 1), (2, 1)}, {(0, 0), (1, 1), (2, 2)}
     assert forward & reverse == {(0, 0), (1, 1)}
-    assert grow_diag_final_and(forward, reverse) == {(0, 0), (1, 1), (2, 1), (2, 2)}   # diagonal neighbours
+    assert grow_diag_final_and(forward, reverse) == {(0, 0), (1, 1), (2, 1), (2, 2)}  # diagonal neighbours
     # (3, 3) is no neighbour but both its words are unaligned: final-and takes it; (0, 2) joins an
     # aligned source word to an unaligned target two columns away: neither step takes it.
     assert grow_diag_final_and({(0, 0), (3, 3), (0, 2)}, {(0, 0)}) == {(0, 0), (3, 3)}
@@ -86,17 +90,29 @@ def test_grow_diag_final_and_grows_from_the_intersection_then_adds_unaligned_pai
 
 def test_the_attention_of_any_model_gives_at_most_one_link_per_gold_french_word(overfit, tmp_path):
     out = tmp_path / "links"
-    done = CliRunner().invoke(main, ["align", "-m", str(overfit / "run" / "last.pt"), "--tokenized",
-                                     "--source", str(GOLD / "test.tok.en"), "--target", str(GOLD / "test.tok.fr"),
-                                     "-o", str(out)])
+    done = CliRunner().invoke(
+        main,
+        [
+            "align",
+            "-m",
+            str(overfit / "run" / "last.pt"),
+            "--tokenized",
+            "--source",
+            str(GOLD / "test.tok.en"),
+            "--target",
+            str(GOLD / "test.tok.fr"),
+            "-o",
+            str(out),
+        ],
+    )
     assert done.exit_code == 0, done.output
     fr = lines("test.tok.fr")
     found = out.read_text().splitlines()
-    for line, verse in zip(found, fr):    # a word whose weight goes mostly to </s> is left unlinked
+    for line, verse in zip(found, fr):  # a word whose weight goes mostly to </s> is left unlinked
         linked = [int(x.split("-")[1]) for x in line.split()]
         assert linked == sorted(set(linked)) and set(linked) <= set(range(len(verse.split())))
     links = sum(len(line.split()) for line in found)
-    assert len(found) == 100 and 0 < links <= 3194              # 3,194 French words
+    assert len(found) == 100 and 0 < links <= 3194  # 3,194 French words
     done = CliRunner().invoke(main, ["score-align", str(out), "-g", str(GOLD / "gold.links")])
     assert done.exit_code == 0 and f"100 sentences; {links:,} links" in done.output
 
@@ -105,12 +121,20 @@ def test_bench_aer_scores_each_model_and_refuses_a_missing_one_in_a_line(overfit
     script = GOLD.parent.parent / "bin" / "bench-aer"
     env = {**os.environ, "BENCH_DIR": str(tmp_path)}
     model = overfit / "run" / "last.pt"
-    done = subprocess.run([sys.executable, script, "--model", model, "--no-eflomal", "--threads", "1"],
-                          env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, script, "--model", model, "--no-eflomal", "--threads", "1"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
-    assert re.search(r"\| nmtkit attention \(run/last.pt\) \| [\d,]+ \|", done.stdout)       # at most a link per French word
+    assert re.search(r"\| nmtkit attention \(run/last.pt\) \| [\d,]+ \|", done.stdout)  # at most a link per French word
     results = json.loads((tmp_path / "aer.json").read_text())["results"]
     assert [r["sure"] for r in results.values()] == [2637]
-    done = subprocess.run([sys.executable, script, "--model", tmp_path / "none.pt", "--no-eflomal"],
-                          env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, script, "--model", tmp_path / "none.pt", "--no-eflomal"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "none.pt" in done.stderr

@@ -12,30 +12,40 @@ def _row(arch, batch, precision, path, speed):
     return {"arch": arch, "batch": batch, "precision": precision, "path": path, "tok_per_s": speed}
 
 
-ROWS = [_row("rnnsearch", "80 sentences", "bf16", "compiled", 40_000),
-        _row("rnnsearch", "6,000 tokens", "bf16", "graphs", 55_000),
-        _row("rnnsearch", "6,000 tokens", "fp32/tf32", "eager", 20_000),
-        _row("rnnencdec", "80 sentences", "bf16", "graphs", 90_000),     # fastest of its own, other batch
-        _row("rnnencdec", "6,000 tokens", "fp32/tf32", "compiled", 70_000),
-        _row("rnnencdec", "6,000 tokens", "bf16", "eager", 60_000)]
+ROWS = [
+    _row("rnnsearch", "80 sentences", "bf16", "compiled", 40_000),
+    _row("rnnsearch", "6,000 tokens", "bf16", "graphs", 55_000),
+    _row("rnnsearch", "6,000 tokens", "fp32/tf32", "eager", 20_000),
+    _row("rnnencdec", "80 sentences", "bf16", "graphs", 90_000),  # fastest of its own, other batch
+    _row("rnnencdec", "6,000 tokens", "fp32/tf32", "compiled", 70_000),
+    _row("rnnencdec", "6,000 tokens", "bf16", "eager", 60_000),
+]
 
 
 def test_every_arch_of_a_study_takes_its_fastest_path_in_the_batch_of_rnnsearchs_fastest():
     search, why = fastest_flags(ROWS, "rnnsearch")
-    assert search == ["--max-tokens", "6000", "--bf16", "--compile", "--compile-mode", "reduce-overhead",
-                      "--pad-to-multiple", "8"]
+    assert search == [
+        "--max-tokens",
+        "6000",
+        "--bf16",
+        "--compile",
+        "--compile-mode",
+        "reduce-overhead",
+        "--pad-to-multiple",
+        "8",
+    ]
     assert "graphs, 6,000 tokens, bf16" in why and "55,000" in why
     encdec, _ = fastest_flags(ROWS, "rnnencdec")
-    assert encdec == ["--max-tokens", "6000", "--tf32", "--compile"]           # not its 80-sentence cell
+    assert encdec == ["--max-tokens", "6000", "--tf32", "--compile"]  # not its 80-sentence cell
 
 
 def test_an_arch_not_measured_in_the_studys_batch_keeps_that_batch_and_says_so():
     only80 = [_row("rnnencdec", "80 sentences", "bf16", "eager", 1.0)]
-    chosen, why = fastest_flags(ROWS[:3] + only80, "rnnencdec")     # RNNsearch chose 6,000 tokens
+    chosen, why = fastest_flags(ROWS[:3] + only80, "rnnencdec")  # RNNsearch chose 6,000 tokens
     assert chosen == ["--max-tokens", "6000", *UNMEASURED] and "no cell of rnnencdec in this batch" in why
     chosen, why = fastest_flags([], "rnnsearch")
     assert chosen == ["--batch-size", "80", *UNMEASURED] and "no cell of rnnsearch" in why
-    assert fastest_flags(only80, "rnnencdec")[0] == ["--batch-size", "80", "--bf16"]   # no RNNsearch: 80
+    assert fastest_flags(only80, "rnnencdec")[0] == ["--batch-size", "80", "--bf16"]  # no RNNsearch: 80
 
 
 def test_measured_reads_a_gpu_check_report_or_bench_gpu_json_and_never_a_cpu_check(tmp_path):
@@ -43,7 +53,7 @@ def test_measured_reads_a_gpu_check_report_or_bench_gpu_json_and_never_a_cpu_che
     report = tmp_path / "report.json"
     report.write_text(json.dumps({"gpu": True, "parts": {"bench": {"rows": ROWS[:2] + [failed]}}}))
     assert measured(report) == ROWS[:2]
-    report.write_text(json.dumps({"gpu": False, "parts": {"bench": {"rows": ROWS}}}))   # tiny mode on a CPU
+    report.write_text(json.dumps({"gpu": False, "parts": {"bench": {"rows": ROWS}}}))  # tiny mode on a CPU
     assert measured(report) == []
     bench = tmp_path / "bench-gpu.json"
     bench.write_text(json.dumps({"device": "NVIDIA H100", "rows": ROWS}))

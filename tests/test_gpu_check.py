@@ -23,9 +23,25 @@ ENV = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
 
 
 def gpu_check(raw, out, *args, timeout=600):
-    return subprocess.run([sys.executable, str(ROOT / "bin" / "gpu-check"), "--words", str(raw.parent / "bin"),
-                           "--test-src", str(raw / "test.en"), "--test-ref", str(raw / "test.fr"),
-                           "--out", str(out), *args], capture_output=True, text=True, env=ENV, timeout=timeout)
+    return subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bin" / "gpu-check"),
+            "--words",
+            str(raw.parent / "bin"),
+            "--test-src",
+            str(raw / "test.en"),
+            "--test-ref",
+            str(raw / "test.fr"),
+            "--out",
+            str(out),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=timeout,
+    )
 
 
 def test_without_a_gpu_it_reports_the_machine_and_what_needs_a_gpu(raw, tmp_path):
@@ -36,19 +52,38 @@ def test_without_a_gpu_it_reports_the_machine_and_what_needs_a_gpu(raw, tmp_path
     assert report["gpu"] is False
     assert report["parts"]["machine"]["machine"]["gpu"] is None
     assert report["parts"]["machine"]["machine"]["torch"]
-    assert report["parts"]["wmt14"]["status"] == "needs a GPU"        # no GPU figure from a CPU
+    assert report["parts"]["wmt14"]["status"] == "needs a GPU"  # no GPU figure from a CPU
     md = (tmp_path / "check" / "report.md").read_text()
     assert "tiny mode on a CPU" in md and "| wmt14 | needs a GPU |" in md
     assert not list((tmp_path / "check").glob("*.tmp"))
 
 
 def test_an_unknown_part_or_a_missing_data_bin_is_one_line(raw, tmp_path):
-    done = subprocess.run([sys.executable, str(ROOT / "bin" / "gpu-check"), "--parts", "bench,warp"],
-                          capture_output=True, text=True, env=ENV)
-    assert done.returncode != 0 and done.stderr.strip() == "gpu-check: no part 'warp' (of machine, bench, " \
-                                                            "profile, train, wmt14, tests)"
-    done = subprocess.run([sys.executable, str(ROOT / "bin" / "gpu-check"), "--words", str(tmp_path / "none"),
-                           "--bpe", str(tmp_path / "none"), "--parts", "bench"], capture_output=True, text=True, env=ENV)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bin" / "gpu-check"), "--parts", "bench,warp"],
+        capture_output=True,
+        text=True,
+        env=ENV,
+    )
+    assert (
+        done.returncode != 0
+        and done.stderr.strip() == "gpu-check: no part 'warp' (of machine, bench, profile, train, wmt14, tests)"
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bin" / "gpu-check"),
+            "--words",
+            str(tmp_path / "none"),
+            "--bpe",
+            str(tmp_path / "none"),
+            "--parts",
+            "bench",
+        ],
+        capture_output=True,
+        text=True,
+        env=ENV,
+    )
     assert done.returncode != 0 and "no data-bin at" in done.stderr and "Traceback" not in done.stderr
 
 
@@ -74,12 +109,12 @@ def test_the_tiny_runs_budget_and_kill_are_updates_whatever_the_clock_says(tmp_p
     flags, planned = script._kill_plan(SimpleNamespace(gpu=False, args=SimpleNamespace(train_minutes=0.5)))
     assert flags[:2] == ["--max-updates", script.TINY_UPDATES] and "--max-minutes" not in flags
     log = tmp_path / "metrics.jsonl"
-    log.write_text(json.dumps({"step": script.TINY_VALID, "seconds": 600.0}) + "\n")     # a slow machine's
+    log.write_text(json.dumps({"step": script.TINY_VALID, "seconds": 600.0}) + "\n")  # a slow machine's
     assert not planned(tmp_path)
-    log.write_text(json.dumps({"step": script.TINY_VALID + 1, "seconds": 0.5}) + "\n")   # a fast one's
+    log.write_text(json.dumps({"step": script.TINY_VALID + 1, "seconds": 0.5}) + "\n")  # a fast one's
     assert planned(tmp_path)
     flags, _ = script._kill_plan(SimpleNamespace(gpu=True, args=SimpleNamespace(train_minutes=0.0)))
-    assert flags[:2] == ["--max-minutes", script.TRAIN_MINUTES]          # a GPU's run is timed: its speed is the point
+    assert flags[:2] == ["--max-minutes", script.TRAIN_MINUTES]  # a GPU's run is timed: its speed is the point
 
 
 @pytest.mark.slow
@@ -97,7 +132,7 @@ def test_the_tiny_run_is_counted_in_updates_so_a_busy_cpu_only_slows_it(raw, tmp
             hog.wait()
     assert done.returncode == 0, done.stderr[-3000:]
     train = json.loads((tmp_path / "check" / "report.json").read_text())["parts"]["train"]
-    every, updates = script.TINY_VALID, script.TINY_UPDATES       # killed after the first save, resumed from one
+    every, updates = script.TINY_VALID, script.TINY_UPDATES  # killed after the first save, resumed from one
     assert train["status"] == "ok" and train["updates"] == updates
     assert every < train["killed_at"] < updates and train["resumed_at"] % every == 0
 

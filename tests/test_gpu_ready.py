@@ -6,7 +6,6 @@ import os
 import socket
 import subprocess
 import sys
-
 from pathlib import Path
 
 import numpy as np
@@ -24,16 +23,26 @@ from nmtkit.train.loop import describe_batches, train
 from nmtkit.train.parts import compiled_note
 from tests.test_corpus import make_corpus
 
-pytestmark = pytest.mark.gpu      # the GPU path, and the CPU tests that stand in for its CUDA ones
+pytestmark = pytest.mark.gpu  # the GPU path, and the CPU tests that stand in for its CUDA ones
 
-POISONED = Path(__file__).with_name("poisoned_train.py")     # train with one process's loss made NaN
+POISONED = Path(__file__).with_name("poisoned_train.py")  # train with one process's loss made NaN
 
 TINY = ModelConfig(emb=16, hidden=16, align=16, maxout=16)
 
 
 def cfg(**kw):
-    base = dict(optimizer="adam", lr=0.01, batch_size=2, pool=2, valid_every=1000, log_every=1,
-                valid_bleu=False, threads=1, patience=0, device="cpu")
+    base = dict(
+        optimizer="adam",
+        lr=0.01,
+        batch_size=2,
+        pool=2,
+        valid_every=1000,
+        log_every=1,
+        valid_bleu=False,
+        threads=1,
+        patience=0,
+        device="cpu",
+    )
     return TrainConfig(**{**base, **kw})
 
 
@@ -48,10 +57,10 @@ def test_update_freq_two_gives_the_update_of_a_batch_twice_as_large(corpus, tmp_
     train(corpus, tmp_path / "acc", TINY, cfg(batch_size=2, update_freq=2, max_updates=3))
     train(corpus, tmp_path / "big", TINY, cfg(batch_size=4, max_updates=3))
     acc, big = (checkpoint.load(tmp_path / r / "last.pt") for r in ("acc", "big"))
-    assert acc.training.batches == big.training.batches           # the same sentences, the same order
-    for k in big.weights:   # float32 sums in another order: equal to rounding (3 Adam steps at 0.01)
+    assert acc.training.batches == big.training.batches  # the same sentences, the same order
+    for k in big.weights:  # float32 sums in another order: equal to rounding (3 Adam steps at 0.01)
         assert torch.allclose(acc.weights[k], big.weights[k], atol=1e-6), k
-    train(corpus, tmp_path / "small", TINY, cfg(batch_size=2, max_updates=3))    # not the same updates
+    train(corpus, tmp_path / "small", TINY, cfg(batch_size=2, max_updates=3))  # not the same updates
     small = checkpoint.load(tmp_path / "small" / "last.pt")
     assert not all(torch.allclose(small.weights[k], big.weights[k], atol=1e-6) for k in big.weights)
 
@@ -71,9 +80,11 @@ def test_the_first_line_says_what_a_minibatch_is():
     assert describe_batches(TrainConfig(batch_size=80), 1) == "minibatches of 80 sentences"
     assert describe_batches(TrainConfig(batch_size=80, update_freq=2), 4) == (
         "minibatches of 160 sentences in total per update (4 processes taking 1/4 each, 2 accumulated "
-        "passes of 80 sentences; about 20 sentences per process and pass)")
+        "passes of 80 sentences; about 20 sentences per process and pass)"
+    )
     assert describe_batches(TrainConfig(max_tokens=6000, update_freq=4), 1) == (
-        "minibatches of 24,000 target tokens in total per update (4 accumulated passes of 6,000 target tokens)")
+        "minibatches of 24,000 target tokens in total per update (4 accumulated passes of 6,000 target tokens)"
+    )
 
 
 def test_best_pt_holds_what_translation_needs_and_last_pt_the_whole_training_state(corpus, tmp_path):
@@ -93,6 +104,7 @@ def test_a_lazy_load_maps_the_file_and_reads_the_same_tensors(corpus, tmp_path):
 
 # -- the compiled step --------------------------------------------------------------------------
 
+
 def compiled_against_eager(arch, device="cpu", mode="default", shapes=((3, 5, 4), (2, 7, 6))):
     """The loss and gradients of the compiled step and of the eager one, on batches of these
     (sentences, source length, target length), each with padding."""
@@ -105,7 +117,7 @@ def compiled_against_eager(arch, device="cpu", mode="default", shapes=((3, 5, 4)
     g = torch.Generator().manual_seed(1)
     for B, Tx, Ty in shapes:
         src = torch.randint(3, 13, (B, Tx), generator=g)
-        src[0, -2:] = 0                                  # padding in the first sentence
+        src[0, -2:] = 0  # padding in the first sentence
         tgt = torch.randint(3, 11, (B, Ty + 1), generator=g)
         tgt[1, -2:] = 0
         src, tgt = src.to(device), tgt.to(device)
@@ -116,8 +128,9 @@ def compiled_against_eager(arch, device="cpu", mode="default", shapes=((3, 5, 4)
             model.zero_grad()
             loss = model(src, src != 0, tgt[:, :-1], tgt[:, 1:])
             loss.backward()
-            results.append((loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters()
-                                            if p.grad is not None}))
+            results.append(
+                (loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None})
+            )
         yield results
 
 
@@ -135,12 +148,15 @@ def test_the_compiled_step_gives_the_eager_loss_and_gradients(arch):
     """Tolerance: 1e-5 relative on the loss and 1e-4 absolute on every gradient (float32; the
     compiled kernels sum in another order and compute tanh directly, not as 2σ(2x) − 1)."""
     pytest.importorskip("torch._inductor")
-    assert_same(compiled_against_eager(arch))     # two shapes: one compilation serves both
+    assert_same(compiled_against_eager(arch))  # two shapes: one compilation serves both
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: would prove that the step replayed as "
-                    "CUDA graphs (reduce-overhead) gives the eager step's loss and gradients")
+@pytest.mark.skipif(
+    not torch.cuda.is_available(),
+    reason="needs a CUDA GPU: would prove that the step replayed as "
+    "CUDA graphs (reduce-overhead) gives the eager step's loss and gradients",
+)
 @pytest.mark.parametrize("arch", ["rnnsearch", "rnnencdec"])
 def test_the_step_replayed_as_cuda_graphs_gives_the_eager_loss_and_gradients(arch):
     """As above, on the GPU with torch.compile's reduce-overhead mode; each shape is run twice, so
@@ -156,26 +172,52 @@ def test_the_step_replayed_as_cuda_graphs_gives_the_eager_loss_and_gradients(arc
 
 # -- static shapes for CUDA graphs: lengths padded to a multiple ------------------------------
 
+
 def test_collate_pads_both_sides_to_the_multiple_asked():
     src = [np.array([5, 6, 7]), np.array([5])]
     tgt = [np.array([8] * 9), np.array([8, 9])]
     plain, padded = collate(src, tgt, np.arange(2)), collate(src, tgt, np.arange(2), multiple=8)
     assert plain["src"].shape == (2, 4) and plain["tgt_in"].shape == (2, 10)
     assert padded["src"].shape == (2, 8) and padded["tgt_in"].shape == padded["tgt_out"].shape == (2, 16)
-    for key in plain:   # the same words, then padding only
-        assert torch.equal(padded[key][:, :plain[key].shape[1]], plain[key]), key
+    for key in plain:  # the same words, then padding only
+        assert torch.equal(padded[key][:, : plain[key].shape[1]], plain[key]), key
     assert not padded["src_mask"][:, 4:].any() and (padded["tgt_out"][:, 10:] == 0).all()
 
 
-@pytest.mark.parametrize("model_cfg", [
-    ModelConfig(arch="rnnsearch", src_vocab=13, tgt_vocab=11, emb=8, hidden=8, align=8, maxout=8),
-    ModelConfig(arch="rnnsearch", src_vocab=13, tgt_vocab=11, emb=8, hidden=8, align=8, maxout=8, encoder="cudnn"),
-    ModelConfig(arch="rnnencdec", src_vocab=13, tgt_vocab=11, emb=8, hidden=8, align=8, maxout=8),
-    ModelConfig(arch="luong", src_vocab=13, tgt_vocab=11, emb=8, hidden=8, align=8, layers=2, attention="local-p",
-                input_feed=True, reverse_source=True, dropout=0.0),
-    ModelConfig(arch="luong", src_vocab=13, tgt_vocab=11, emb=8, hidden=8, align=8, layers=1, attention="global",
-                score="location", dropout=0.0),
-], ids=["rnnsearch", "rnnsearch-cudnn", "rnnencdec", "luong-local-p", "luong-location"])
+@pytest.mark.parametrize(
+    "model_cfg",
+    [
+        ModelConfig(arch="rnnsearch", src_vocab=13, tgt_vocab=11, emb=8, hidden=8, align=8, maxout=8),
+        ModelConfig(arch="rnnsearch", src_vocab=13, tgt_vocab=11, emb=8, hidden=8, align=8, maxout=8, encoder="cudnn"),
+        ModelConfig(arch="rnnencdec", src_vocab=13, tgt_vocab=11, emb=8, hidden=8, align=8, maxout=8),
+        ModelConfig(
+            arch="luong",
+            src_vocab=13,
+            tgt_vocab=11,
+            emb=8,
+            hidden=8,
+            align=8,
+            layers=2,
+            attention="local-p",
+            input_feed=True,
+            reverse_source=True,
+            dropout=0.0,
+        ),
+        ModelConfig(
+            arch="luong",
+            src_vocab=13,
+            tgt_vocab=11,
+            emb=8,
+            hidden=8,
+            align=8,
+            layers=1,
+            attention="global",
+            score="location",
+            dropout=0.0,
+        ),
+    ],
+    ids=["rnnsearch", "rnnsearch-cudnn", "rnnencdec", "luong-local-p", "luong-location"],
+)
 def test_padding_to_a_multiple_changes_neither_the_loss_nor_the_gradients(model_cfg):
     """Tolerance: 1e-6 relative on the loss, 1e-6 absolute on gradients (float32: only the
     order of sums may differ)."""
@@ -222,13 +264,14 @@ def test_compile_is_refused_for_a_model_without_a_step_to_compile():
 
 # -- devices and processes --------------------------------------------------------------------
 
+
 def test_more_processes_than_gpus_is_refused_in_one_line(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     with pytest.raises(UserError, match=r"2 processes on this node but 1 CUDA GPU\(s\)"):
         resolve_device(None, local_rank=1, local_world=2)
     assert resolve_device(None, 0, 1) == torch.device("cuda:0")
-    assert resolve_device("cpu", 1, 2) == torch.device("cpu")      # CPU processes: any number
+    assert resolve_device("cpu", 1, 2) == torch.device("cpu")  # CPU processes: any number
 
 
 def _free_port():
@@ -244,21 +287,54 @@ def test_a_nan_on_one_rank_ends_every_rank_with_exit_2(corpus, tmp_path):
     port = _free_port()
     procs = []
     for rank in (0, 1):
-        env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": "",
-               "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "RANK": str(rank), "WORLD_SIZE": "2",
-               "LOCAL_RANK": str(rank), "LOCAL_WORLD_SIZE": "2",
-               **{k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}}
-        cmd = [sys.executable, str(POISONED), "1:2", "train", str(corpus), "--save-dir", str(tmp_path / "ddp"),
-               "--preset", "tiny", "--optimizer", "adam", "--lr", "0.01", "--batch-size", "4", "--pool", "2",
-               "--max-updates", "6", "--log-every", "3", "--valid-every", "100", "--threads", "1",
-               "--device", "cpu"]
+        env = {
+            "PATH": "/usr/bin:/bin",
+            "OMP_NUM_THREADS": "1",
+            "CUDA_VISIBLE_DEVICES": "",
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(port),
+            "RANK": str(rank),
+            "WORLD_SIZE": "2",
+            "LOCAL_RANK": str(rank),
+            "LOCAL_WORLD_SIZE": "2",
+            **{k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ},
+        }
+        cmd = [
+            sys.executable,
+            str(POISONED),
+            "1:2",
+            "train",
+            str(corpus),
+            "--save-dir",
+            str(tmp_path / "ddp"),
+            "--preset",
+            "tiny",
+            "--optimizer",
+            "adam",
+            "--lr",
+            "0.01",
+            "--batch-size",
+            "4",
+            "--pool",
+            "2",
+            "--max-updates",
+            "6",
+            "--log-every",
+            "3",
+            "--valid-every",
+            "100",
+            "--threads",
+            "1",
+            "--device",
+            "cpu",
+        ]
         procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     outs = [p.communicate(timeout=240) for p in procs]
     for p, (_, err) in zip(procs, outs):
         assert p.returncode == 2, err[-2000:]
         assert "loss became nan at update 2" in err
         assert "Traceback" not in err
-    assert json.loads((tmp_path / "ddp" / "machine.json").read_text())        # rank 0 had started the run
+    assert json.loads((tmp_path / "ddp" / "machine.json").read_text())  # rank 0 had started the run
 
 
 def test_resume_with_accumulation_is_exact(corpus, tmp_path, deterministic):

@@ -23,7 +23,6 @@ from tests.test_corpus import make_corpus
 from tests.test_fused import batch, tiny_model
 from tests.test_luong import tiny as tiny_luong
 
-
 FAKE_EFLOMAL = """\
 import sys
 args = dict(zip(sys.argv[1::2], sys.argv[2::2])) if "--overwrite" not in sys.argv else \
@@ -42,6 +41,7 @@ def fake_eflomal(directory):
     """A stand-in for eflomal's eflomal-align program (not installed by the dev extras): forward
     links i-i, reverse links every other i-i plus 0-1; the directory it is in."""
     import sys
+
     directory.mkdir(parents=True, exist_ok=True)
     program = directory / "eflomal-align"
     program.write_text(f"#!{sys.executable}\n" + FAKE_EFLOMAL, encoding="utf-8")
@@ -51,8 +51,9 @@ def fake_eflomal(directory):
 
 def test_word_align_symmetrises_the_aligner_s_two_directions(tmp_path, monkeypatch):
     from nmtkit.align.statistical import word_align
+
     monkeypatch.setenv("PATH", str(fake_eflomal(tmp_path / "bin")))
-    monkeypatch.setattr("sys.executable", str(tmp_path / "no-venv" / "python"))   # not the venv's eflomal
+    monkeypatch.setattr("sys.executable", str(tmp_path / "no-venv" / "python"))  # not the venv's eflomal
     (tmp_path / "c.en").write_text("A B C\nX\n\n", encoding="utf-8")
     (tmp_path / "c.fr").write_text("a b c d\nx y\nz\n", encoding="utf-8")
     done = word_align(tmp_path / "c.en", tmp_path / "c.fr", tmp_path / "c.links")
@@ -71,30 +72,29 @@ def diagonal_links(clean, split="train", suffix="links"):
     """Links i-i over each pair's shorter side, but none for its first target word."""
     src = (clean / f"{split}.en").read_text(encoding="utf-8").splitlines()
     tgt = (clean / f"{split}.fr").read_text(encoding="utf-8").splitlines()
-    lines = [" ".join(f"{i}-{i}" for i in range(1, min(len(s.split()), len(t.split()))))
-             for s, t in zip(src, tgt)]
+    lines = [" ".join(f"{i}-{i}" for i in range(1, min(len(s.split()), len(t.split())))) for s, t in zip(src, tgt)]
     (clean / f"{split}.{suffix}").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return lines
 
 
 def test_a_word_split_in_three_links_each_of_its_pieces_and_an_unlinked_word_none():
-    source = ["the", "Ever@@", "last@@", "ing", "said"]       # words: the Everlasting said
-    target = ["l'", "Éter@@", "nel", "dit"]                     # words: l' Éternel dit
+    source = ["the", "Ever@@", "last@@", "ing", "said"]  # words: the Everlasting said
+    target = ["l'", "Éter@@", "nel", "dit"]  # words: l' Éternel dit
     flat = unit_links([(1, 1), (2, 2)], word_ids(source), word_ids(target), "here")
     pairs = sorted(map(tuple, flat.reshape(-1, 2).tolist()))
     assert pairs == [(1, 1), (1, 2), (2, 1), (2, 2), (3, 1), (3, 2), (4, 3)]
-    assert not any(s == 0 for s, _ in pairs) and not any(t == 0 for _, t in pairs)    # "the", "l'"
+    assert not any(s == 0 for s, _ in pairs) and not any(t == 0 for _, t in pairs)  # "the", "l'"
     with pytest.raises(UserError, match="here: link 3-1 is out of range: the pair has 3 source and 3 target"):
         unit_links([(3, 1)], word_ids(source), word_ids(target), "here")
 
 
 def test_the_guide_spreads_each_target_word_over_its_links_and_links_eos_with_eos():
-    g = guide([np.array([0, 0, 1, 0, 2, 1])], [3], [2], (4, 5))     # links 0-0 1-0 2-1, padded
+    g = guide([np.array([0, 0, 1, 0, 2, 1])], [3], [2], (4, 5))  # links 0-0 1-0 2-1, padded
     assert g.shape == (1, 4, 5)
     assert torch.allclose(g[0, 0], torch.tensor([0.5, 0.5, 0, 0, 0]))
     assert torch.allclose(g[0, 1], torch.tensor([0, 0, 1.0, 0, 0]))
-    assert torch.allclose(g[0, 2], torch.tensor([0, 0, 0, 1.0, 0]))          # </s> (target 2) → </s> (source 3)
-    assert g[0, 3].sum() == 0                                                 # padding
+    assert torch.allclose(g[0, 2], torch.tensor([0, 0, 0, 1.0, 0]))  # </s> (target 2) → </s> (source 3)
+    assert g[0, 3].sum() == 0  # padding
 
 
 def test_the_alignment_loss_is_the_cross_entropy_of_guided_rows_only():
@@ -150,73 +150,124 @@ def test_luong_attention_takes_the_alignment_gradient(score):
     out = model(src, mask, tgt[:, :-1], tgt[:, 1:], guide=g)
     out[2].backward()
     fed = (tgt[:, :-1] != 0)[:, 1:].sum() if model.attention_follows_input() else g.shape[0] * g.shape[1]
-    assert int(out[3]) == int(fed)                     # with a word fed in, padded steps take no loss
-    assert model.attention.W_a.weight.grad.abs().sum() > 0 and model.W_s.weight.grad is None   # no path to the output
+    assert int(out[3]) == int(fed)  # with a word fed in, padded steps take no loss
+    assert model.attention.W_a.weight.grad.abs().sum() > 0 and model.W_s.weight.grad is None  # no path to the output
 
 
 def test_links_reach_the_corpus_on_subword_units(raw, tmp_path):
     make_corpus(raw, tmp_path)
     clean = tmp_path / "clean"
     lines = diagonal_links(clean)
-    manifest = binarize_corpus({s: clean / s for s in ("train", "valid")}, ("en", "fr"), tmp_path / "vocab",
-                               tmp_path / "linked", align_suffix="links")
+    manifest = binarize_corpus(
+        {s: clean / s for s in ("train", "valid")},
+        ("en", "fr"),
+        tmp_path / "vocab",
+        tmp_path / "linked",
+        align_suffix="links",
+    )
     corpus = Corpus(tmp_path / "linked")
     links, (src, tgt) = corpus.links("train"), corpus.split("train")
     assert corpus.links("valid") is None and Corpus(tmp_path / "bin").links("train") is None
     assert manifest.splits["train"].link_count == sum(len(a) for a in links) // 2
     for i, line in enumerate(lines):
         pairs = links[i].reshape(-1, 2)
-        assert len(pairs) >= len(line.split())                  # a word's pieces each get its link
+        assert len(pairs) >= len(line.split())  # a word's pieces each get its link
         assert (pairs[:, 0] < len(src[i])).all() and (pairs[:, 1] < len(tgt[i])).all()
     batch_ = collate(src, tgt, np.arange(len(src)), links=links)
     assert batch_["guide"].shape == (*batch_["tgt_out"].shape, batch_["src"].shape[1])
 
 
-@pytest.mark.parametrize("bad, match", [
-    ("0-99", "link 0-99 is out of range"),
-    ("0-1 x", "not Pharaoh alignment pairs"),
-    ("0-1-2", "not Pharaoh alignment pairs"),
-    (None, "has 5 lines but the train split 6 pairs"),
-])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        ("0-99", "link 0-99 is out of range"),
+        ("0-1 x", "not Pharaoh alignment pairs"),
+        ("0-1-2", "not Pharaoh alignment pairs"),
+        (None, "has 5 lines but the train split 6 pairs"),
+    ],
+)
 def test_bad_link_files_are_one_line_and_exit_2(raw, tmp_path, bad, match):
     make_corpus(raw, tmp_path)
     clean = tmp_path / "clean"
     lines = diagonal_links(clean)
     lines = lines[:-1] if bad is None else [bad] + lines[1:]
     (clean / "train.links").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    r = run("preprocess", "-s", "en", "-t", "fr", "--train", clean / "train", "--vocab", tmp_path / "vocab",
-            "-d", tmp_path / "linked", "--align-suffix", "links", "-j", 1)
+    r = run(
+        "preprocess",
+        "-s",
+        "en",
+        "-t",
+        "fr",
+        "--train",
+        clean / "train",
+        "--vocab",
+        tmp_path / "vocab",
+        "-d",
+        tmp_path / "linked",
+        "--align-suffix",
+        "links",
+        "-j",
+        1,
+    )
     one_error_line(r, match)
     assert not (tmp_path / "linked" / "manifest.json").exists()
 
 
 def train_args(data_bin, save_dir, *extra):
-    return ("train", data_bin, "--save-dir", save_dir, "--preset", "tiny", "--optimizer", "adam", "--lr", "0.01",
-            "--batch-size", "2", "--max-updates", "4", "--valid-every", "4", "--log-every", "2", "--no-valid-bleu",
-            "--threads", "1", *extra)
+    return (
+        "train",
+        data_bin,
+        "--save-dir",
+        save_dir,
+        "--preset",
+        "tiny",
+        "--optimizer",
+        "adam",
+        "--lr",
+        "0.01",
+        "--batch-size",
+        "2",
+        "--max-updates",
+        "4",
+        "--valid-every",
+        "4",
+        "--log-every",
+        "2",
+        "--no-valid-bleu",
+        "--threads",
+        "1",
+        *extra,
+    )
 
 
 def test_guided_training_logs_its_term_and_a_corpus_without_links_is_refused(raw, tmp_path):
     make_corpus(raw, tmp_path)
     clean = tmp_path / "clean"
     diagonal_links(clean)
-    binarize_corpus({s: clean / s for s in ("train", "valid")}, ("en", "fr"), tmp_path / "vocab",
-                    tmp_path / "linked", align_suffix="links")
-    r = run(*train_args(tmp_path / "linked", tmp_path / "run", "--guided-alignment-weight", "0.5",
-                        "--fused-steps"))
+    binarize_corpus(
+        {s: clean / s for s in ("train", "valid")},
+        ("en", "fr"),
+        tmp_path / "vocab",
+        tmp_path / "linked",
+        align_suffix="links",
+    )
+    r = run(*train_args(tmp_path / "linked", tmp_path / "run", "--guided-alignment-weight", "0.5", "--fused-steps"))
     assert r.exit_code == 0, r.output
     logged = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     ce = [e["train_align_ce"] for e in logged if "train_align_ce" in e]
     assert len(ce) == 2 and all(0 < x < 20 for x in ce)
     # a corpus with links trains without the loss, and one without links refuses it
     assert run(*train_args(tmp_path / "linked", tmp_path / "plain")).exit_code == 0
-    one_error_line(run(*train_args(tmp_path / "bin", tmp_path / "refused", "--guided-alignment-weight", "0.5")),
-                   "has no word links")
+    one_error_line(
+        run(*train_args(tmp_path / "bin", tmp_path / "refused", "--guided-alignment-weight", "0.5")),
+        "has no word links",
+    )
 
 
 @pytest.mark.parametrize("arch, values", [("rnnencdec", {}), ("luong", {"attention": "none"})])
 def test_a_model_without_attention_refuses_guided_alignment_before_training(arch, values):
     from nmtkit.cli.train_settings import train_settings
+
     with pytest.raises(UserError, match=f"--guided-alignment-weight trains the attention: --arch {arch}"):
         train_settings(arch, "tiny", "appendix-b", {"guided_alignment_weight": 0.5, **values}, set())
 
@@ -228,15 +279,24 @@ def test_the_logged_alignment_loss_is_the_models_on_the_batches_it_trained_on(ra
     the attention's, or the alignment head's."""
     from nmtkit import checkpoint
     from nmtkit.data.batching import Batches
+
     make_corpus(raw, tmp_path)
     diagonal_links(tmp_path / "clean")
-    binarize_corpus({s: tmp_path / "clean" / s for s in ("train", "valid")}, ("en", "fr"), tmp_path / "vocab",
-                    tmp_path / "linked", align_suffix="links")
+    binarize_corpus(
+        {s: tmp_path / "clean" / s for s in ("train", "valid")},
+        ("en", "fr"),
+        tmp_path / "vocab",
+        tmp_path / "linked",
+        align_suffix="links",
+    )
     args = list(train_args(tmp_path / "linked", tmp_path / "run", "--guided-alignment-weight", "0.5", *reader))
     args[args.index("--lr") + 1] = "0"
     assert run(*args).exit_code == 0
-    logged = [json.loads(line)["train_align_ce"] for line in (tmp_path / "run" / "metrics.jsonl").read_text()
-              .splitlines() if "train_align_ce" in line]
+    logged = [
+        json.loads(line)["train_align_ce"]
+        for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
+        if "train_align_ce" in line
+    ]
     ckpt = checkpoint.load(tmp_path / "run" / "last.pt")
     model = checkpoint.model_of(ckpt, "last.pt").eval()
     assert model.has_alignment_head() == bool(reader)
@@ -244,7 +304,7 @@ def test_the_logged_alignment_loss_is_the_models_on_the_batches_it_trained_on(ra
     (src, tgt), links = corpus.split("train"), corpus.links("train")
     cfg = ckpt.training.config
     batches = iter(Batches(src.sizes, tgt.sizes, cfg.batch_size, cfg.pool, cfg.max_len, cfg.seed))
-    drawn = [next(batches) for _ in range(4)]    # 4 updates, over epochs as the run drew them, logged every 2
+    drawn = [next(batches) for _ in range(4)]  # 4 updates, over epochs as the run drew them, logged every 2
     fresh = []
     with torch.no_grad():
         for pair in (drawn[:2], drawn[2:]):
@@ -260,6 +320,7 @@ def test_the_logged_alignment_loss_is_the_models_on_the_batches_it_trained_on(ra
 def head_model():
     from nmtkit.models.config import ModelConfig
     from tests.test_fused import TINY
+
     torch.manual_seed(0)
     return build_model(ModelConfig(arch="rnnsearch", alignment_head=True, **TINY))
 
@@ -268,6 +329,7 @@ def test_the_alignment_head_starts_as_the_attention_and_learns_alone():
     """At first A = α (β = 1, the products ≈ 0); its loss trains the head only, the translation
     model not at all; and a guided word the aligner left unlinked is trained toward </s>."""
     from nmtkit.models.loss import unlinked_to_end
+
     model = head_model()
     src, mask, tgt = batch()
     enc = model.encode(src, mask)
@@ -282,20 +344,21 @@ def test_the_alignment_head_starts_as_the_attention_and_learns_alone():
     grads = {k for k, p in model.named_parameters() if p.grad is not None and p.grad.abs().sum() > 0}
     assert grads == {"align_head.W_q.weight", "align_head.W_k.weight", "align_head.W_k.bias", "align_head.beta"}
     n_real = int((tgt[:, 1:] != 0).sum())
-    assert int(out[3]) == n_real            # every real target word is guided: to a link or to </s>
+    assert int(out[3]) == n_real  # every real target word is guided: to a link or to </s>
     full = unlinked_to_end(g, mask, tgt[:, 1:])
     assert full[0, 0, 2] == 1 and full[0, 0].sum() == 1
-    assert full[1, 0, 5] == 1 and full[3, 0, 0] == 1 and full[1, 5].sum() == 0    # </s> of lengths 6, 1; padding
+    assert full[1, 0, 5] == 1 and full[3, 0, 0] == 1 and full[1, 5].sum() == 0  # </s> of lengths 6, 1; padding
 
 
 def test_forced_alignment_reads_the_head_and_search_leaves_it_to_force():
     from nmtkit.translate.search import aligns_as_it_searches, force
+
     model = head_model().eval()
     with torch.no_grad():
-        for p in model.parameters():         # a head that differs from the attention
+        for p in model.parameters():  # a head that differs from the attention
             p.normal_(0, 0.3)
     src, mask, tgt = batch()
-    tgt[:, 0] = 2                            # <s>, as force feeds it
+    tgt[:, 0] = 2  # <s>, as force feeds it
     tgt_out = tgt[:, 1:]
     enc = model.encode(src, mask)
     _, maps = force(model, enc, tgt_out)
@@ -308,12 +371,14 @@ def test_forced_alignment_reads_the_head_and_search_leaves_it_to_force():
 @pytest.mark.parametrize("arch, extra", [("rnnsearch", {}), ("luong", {"guided_alignment_weight": 0.5})])
 def test_the_alignment_head_needs_links_and_rnnsearch(arch, extra):
     from nmtkit.cli.train_settings import train_settings
+
     with pytest.raises(UserError, match="--alignment-head"):
         train_settings(arch, "tiny", "appendix-b", {"alignment_head": True, **extra}, {"alignment_head"})
 
 
 def test_the_head_is_clipped_on_its_own_so_the_translation_model_s_update_is_unchanged():
     from nmtkit.train.loop import _clip
+
     model = head_model()
     for name, p in model.named_parameters():
         p.grad = torch.full_like(p, 100.0 if name.startswith("align_head.") else 1e-4)

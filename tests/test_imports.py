@@ -16,7 +16,9 @@ from nmtkit.recipes.structure import RANK, cycles, graph, sizes, stage_of, upwar
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "nmtkit"
-MAX_MODULE_LINES, MAX_FUNCTION_LINES = 400, 60
+# measured on ruff-formatted code; a function is held by ruff's rules instead (complexity, branches,
+# statements, arguments: pyproject.toml), which say more of it than a count of its lines
+MAX_MODULE_LINES = 500
 
 
 @pytest.fixture(scope="module")
@@ -42,11 +44,19 @@ def write_package(root: Path, files: dict[str, str]) -> Path:
 
 
 def test_the_checks_catch_a_circle_and_an_import_back_up(tmp_path):
-    package = write_package(tmp_path, {
-        "__init__.py": "", "core/__init__.py": "", "train/__init__.py": "",
-        "core/files.py": "def f():\n    from ..train import loop  # a lazy import still counts\n",
-        "train/loop.py": "from ..core import files\n",
-        "text/__init__.py": "", "text/a.py": "from . import b\n", "text/b.py": "from . import a\n"})
+    package = write_package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "core/__init__.py": "",
+            "train/__init__.py": "",
+            "core/files.py": "def f():\n    from ..train import loop  # a lazy import still counts\n",
+            "train/loop.py": "from ..core import files\n",
+            "text/__init__.py": "",
+            "text/a.py": "from . import b\n",
+            "text/b.py": "from . import a\n",
+        },
+    )
     edges = graph(package)
     assert upward(edges) == [("nmtkit.core.files", "nmtkit.train.loop")]
     assert sorted(cycles(edges)) == [["nmtkit.core.files", "nmtkit.train.loop"], ["nmtkit.text.a", "nmtkit.text.b"]]
@@ -58,28 +68,48 @@ def test_a_function_level_import_of_nmtkit_says_why():
         text = path.read_text(encoding="utf-8")
         tree, lines = ast.parse(text), text.splitlines()
         top = {id(n) for n in tree.body}
-        typing_only = {id(n) for s in tree.body if isinstance(s, ast.If) and "TYPE_CHECKING" in ast.unparse(s.test)
-                       for n in ast.walk(s)}
+        typing_only = {
+            id(n)
+            for s in tree.body
+            if isinstance(s, ast.If) and "TYPE_CHECKING" in ast.unparse(s.test)
+            for n in ast.walk(s)
+        }
         for n in ast.walk(tree):
-            if (isinstance(n, ast.ImportFrom) and n.level and id(n) not in top and id(n) not in typing_only
-                    and "#" not in lines[n.end_lineno - 1]):
+            if (
+                isinstance(n, ast.ImportFrom)
+                and n.level
+                and id(n) not in top
+                and id(n) not in typing_only
+                and "#" not in lines[n.end_lineno - 1]
+            ):
                 silent.append(f"{path.relative_to(ROOT)}:{n.lineno}")
     assert silent == [], "import at the top, or say on the line why not"
 
 
-def test_modules_and_functions_stay_within_their_limits():
-    modules, functions = sizes(PACKAGE)
+def test_modules_stay_within_their_limit():
+    modules, _ = sizes(PACKAGE)
     assert [m for m, n in modules.items() if n > MAX_MODULE_LINES] == []
-    assert [f for f, n in functions.items() if n > MAX_FUNCTION_LINES] == []
 
 
 def test_model_names_are_one_list():
     assert tuple(MODELS) == ARCHS
 
 
-@pytest.mark.parametrize("module", ["nmtkit.cli", "nmtkit.text.pipeline", "nmtkit.data.binarized", "nmtkit.data.bible",
-                                    "nmtkit.text.preprocess", "nmtkit.data.build_vocab", "nmtkit.data.binarize",
-                                    "nmtkit.core.plot", "nmtkit.evaluate.score", "nmtkit.data.manifest"])
+@pytest.mark.parametrize(
+    "module",
+    [
+        "nmtkit.cli",
+        "nmtkit.text.pipeline",
+        "nmtkit.data.binarized",
+        "nmtkit.data.bible",
+        "nmtkit.text.preprocess",
+        "nmtkit.data.build_vocab",
+        "nmtkit.data.binarize",
+        "nmtkit.core.plot",
+        "nmtkit.evaluate.score",
+        "nmtkit.data.manifest",
+    ],
+)
 def test_module_does_not_import_torch(module):
     """The command line (so that --help and completion answer at once), and the text and data
     code (so that preprocessing never pays for torch)."""

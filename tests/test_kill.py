@@ -24,11 +24,43 @@ KILLS = 10
 
 
 def command(data_bin: Path, save_dir: Path) -> list[str]:
-    return [sys.executable, "-m", "nmtkit", "train", str(data_bin), "--save-dir", str(save_dir), "--preset", "tiny",
-            "--optimizer", "adam", "--lr", "0.01", "--batch-size", "2", "--pool", "2", "--max-updates", "150",
-            "--valid-every", "10", "--log-every", "1", "--no-valid-bleu", "--patience", "0", "--threads", "1",
-            # the budgeted schedule and label smoothing resume exactly too
-            "--lr-decay", "cosine", "--warmup", "10", "--label-smoothing", "0.1"]
+    return [
+        sys.executable,
+        "-m",
+        "nmtkit",
+        "train",
+        str(data_bin),
+        "--save-dir",
+        str(save_dir),
+        "--preset",
+        "tiny",
+        "--optimizer",
+        "adam",
+        "--lr",
+        "0.01",
+        "--batch-size",
+        "2",
+        "--pool",
+        "2",
+        "--max-updates",
+        "150",
+        "--valid-every",
+        "10",
+        "--log-every",
+        "1",
+        "--no-valid-bleu",
+        "--patience",
+        "0",
+        "--threads",
+        "1",
+        # the budgeted schedule and label smoothing resume exactly too
+        "--lr-decay",
+        "cosine",
+        "--warmup",
+        "10",
+        "--label-smoothing",
+        "0.1",
+    ]
 
 
 def guided(data_bin: Path, save_dir: Path) -> list[str]:
@@ -49,14 +81,14 @@ def logged_step(save_dir: Path) -> int:
         try:
             return int(json.loads(line)["step"])
         except ValueError:
-            continue                        # a line being written
+            continue  # a line being written
     return 0
 
 
 def step_losses(save_dir: Path, key: str = "train_nll") -> dict[int, float]:
     entries = [json.loads(line) for line in (save_dir / "metrics.jsonl").read_text().splitlines()]
     losses = {e["step"]: e[key] for e in entries if key in e}
-    assert len(losses) == sum(key in e for e in entries) > 0           # no update logged twice
+    assert len(losses) == sum(key in e for e in entries) > 0  # no update logged twice
     return losses
 
 
@@ -65,19 +97,26 @@ def test_sigkill_at_ten_random_moments_changes_nothing(raw, tmp_path):
     from nmtkit.data.binarize import binarize_corpus
     from tests.test_corpus import make_corpus
     from tests.test_guided_alignment import diagonal_links
+
     make_corpus(raw, tmp_path)
-    diagonal_links(tmp_path / "clean")          # and guided alignment resumes exactly too
+    diagonal_links(tmp_path / "clean")  # and guided alignment resumes exactly too
     data_bin = tmp_path / "linked"
-    binarize_corpus({s: tmp_path / "clean" / s for s in ("train", "valid")}, ("en", "fr"), tmp_path / "vocab",
-                    data_bin, align_suffix="links")
+    binarize_corpus(
+        {s: tmp_path / "clean" / s for s in ("train", "valid")},
+        ("en", "fr"),
+        tmp_path / "vocab",
+        data_bin,
+        align_suffix="links",
+    )
     subprocess.run(guided(data_bin, tmp_path / "whole"), env=env(), check=True, capture_output=True, timeout=300)
     rng = random.Random(20261123)
     killed, seen = 0, []
     # each run is killed once its log passes a random update (at a random moment of the polling),
     # so the kills land all along the run: in updates, validations and checkpoint writes alike
     for target in sorted(rng.sample(range(2, 148), KILLS)):
-        proc = subprocess.Popen(guided(data_bin, tmp_path / "killed"), env=env(), stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            guided(data_bin, tmp_path / "killed"), env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         while proc.poll() is None and logged_step(tmp_path / "killed") < target:
             time.sleep(rng.uniform(0.005, 0.05))
         if proc.poll() is None:
@@ -86,20 +125,21 @@ def test_sigkill_at_ten_random_moments_changes_nothing(raw, tmp_path):
         proc.wait(timeout=60)
         last = tmp_path / "killed" / "last.pt"
         if last.exists():
-            seen.append(checkpoint.load(last).training.progress.step)   # never unreadable
-    finish = subprocess.run(guided(data_bin, tmp_path / "killed"), env=env(), capture_output=True, text=True,
-                            timeout=300)
+            seen.append(checkpoint.load(last).training.progress.step)  # never unreadable
+    finish = subprocess.run(
+        guided(data_bin, tmp_path / "killed"), env=env(), capture_output=True, text=True, timeout=300
+    )
     assert finish.returncode == 0, finish.stderr[-2000:]
     print(f"killed {killed} times; last.pt after each kill at updates {seen}")
     assert killed == KILLS, f"only {killed} of {KILLS} runs were still training when killed"
-    assert len(set(seen)) > 2, seen                                      # the kills fell at different places
+    assert len(set(seen)) > 2, seen  # the kills fell at different places
     a = checkpoint.load(tmp_path / "whole" / "last.pt")
     b = checkpoint.load(tmp_path / "killed" / "last.pt")
     assert a.training.progress.step == b.training.progress.step == 150
     assert all(torch.equal(a.weights[k], b.weights[k]) for k in a.weights)
     assert step_losses(tmp_path / "whole") == step_losses(tmp_path / "killed")
     assert step_losses(tmp_path / "whole", "train_align_ce") == step_losses(tmp_path / "killed", "train_align_ce")
-    assert not list((tmp_path / "killed").glob(".*.tmp"))           # no temporary file outlives its write
+    assert not list((tmp_path / "killed").glob(".*.tmp"))  # no temporary file outlives its write
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
@@ -108,10 +148,11 @@ def test_a_signal_saves_last_pt_at_the_update_reached_and_the_same_command_goes_
     and exits 128 + the signal (143, 130), as a shell reports it, so that a Makefile does not go
     on to translate a half-trained model."""
     from tests.test_corpus import make_corpus
+
     make_corpus(raw, tmp_path)
-    cmd = command(tmp_path / "bin", tmp_path / "run")[:-6]    # no schedule: the resumed run gets a new budget
+    cmd = command(tmp_path / "bin", tmp_path / "run")[:-6]  # no schedule: the resumed run gets a new budget
     cmd[cmd.index("--max-updates") + 1] = "100000"
-    cmd[cmd.index("--valid-every") + 1] = "100000"             # no save but the one SIGTERM asks for
+    cmd[cmd.index("--valid-every") + 1] = "100000"  # no save but the one SIGTERM asks for
     proc = subprocess.Popen(cmd, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while logged_step(tmp_path / "run") < 3 and time.monotonic() < deadline:
@@ -120,11 +161,11 @@ def test_a_signal_saves_last_pt_at_the_update_reached_and_the_same_command_goes_
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 128 + sig, err[-1500:]
-    assert time.monotonic() - signalled < 30          # a queue's grace period (SLURM's default: 30 s)
+    assert time.monotonic() - signalled < 30  # a queue's grace period (SLURM's default: 30 s)
     saved = checkpoint.load(tmp_path / "run" / "last.pt").training.progress.step
     assert saved >= 3 and f"interrupted: saved {tmp_path / 'run' / 'last.pt'} at update {saved}" in err
     logged = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
-    assert not any("dev_nll" in e for e in logged)    # no validation: the resumed run does it
+    assert not any("dev_nll" in e for e in logged)  # no validation: the resumed run does it
     assert not (tmp_path / "run" / "best.pt").exists()
     cmd[cmd.index("--max-updates") + 1] = str(saved + 2)
     again = subprocess.run(cmd, env=env(), capture_output=True, text=True, timeout=120)
@@ -136,19 +177,20 @@ def test_a_run_waits_for_the_process_still_writing_its_save_dir(tmp_path, capsys
     import threading
 
     from nmtkit.train.saving import SaveDirLock
+
     writer = SaveDirLock(tmp_path / "run", writes=True)
-    writer.hold()                                       # a stopped run, still saving
+    writer.hold()  # a stopped run, still saving
     nxt = SaveDirLock(tmp_path / "run", writes=False)
     waited = threading.Thread(target=nxt.wait)
     waited.start()
     waited.join(timeout=1.0)
-    assert waited.is_alive()                            # it waits ...
+    assert waited.is_alive()  # it waits ...
     writer.release()
     waited.join(timeout=10.0)
-    assert not waited.is_alive()                        # ... until the writer is done
+    assert not waited.is_alive()  # ... until the writer is done
     assert f"waiting for the process still writing {tmp_path / 'run'}" in capsys.readouterr().err
     fresh = SaveDirLock(tmp_path / "new", writes=False)
-    fresh.wait()                                        # nothing to wait for: nothing created either
+    fresh.wait()  # nothing to wait for: nothing created either
     assert not (tmp_path / "new").exists()
 
 
@@ -156,6 +198,7 @@ def _slow_saving(raw: Path, tmp_path: Path, valid_every: int) -> tuple[list[str]
     """A run whose save at a signal waits 2 s in the middle of writing last.pt, signalled once it
     has logged 3 updates, and left writing; and its command without the slow save."""
     from tests.test_corpus import make_corpus
+
     make_corpus(raw, tmp_path)
     cmd = command(tmp_path / "bin", tmp_path / "run")[:-6]
     cmd[cmd.index("--max-updates") + 1] = "100000"
@@ -180,12 +223,12 @@ def test_a_second_signal_while_last_pt_is_written_waits_for_it(raw, tmp_path):
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err[-1500:]
     reached = logged_step(tmp_path / "run")
-    torch.load(tmp_path / "run" / "last.pt", weights_only=True)           # a stranger's reader, too
+    torch.load(tmp_path / "run" / "last.pt", weights_only=True)  # a stranger's reader, too
     assert checkpoint.load(tmp_path / "run" / "last.pt").training.progress.step == reached >= 3
     assert not list((tmp_path / "run").glob(".*.tmp"))
     assert "stopping once the checkpoints being written are whole" in err
     cmd[cmd.index("--max-updates") + 1] = str(reached + 2)
-    again = CliRunner().invoke(main, cmd[3:])                 # in this process: no second start-up of torch
+    again = CliRunner().invoke(main, cmd[3:])  # in this process: no second start-up of torch
     assert again.exit_code == 0 and f"resuming from {tmp_path / 'run' / 'last.pt'} at update {reached}" in again.output
 
 
@@ -193,9 +236,9 @@ def test_a_third_signal_aborts_the_write_and_keeps_the_previous_last_pt(raw, tmp
     _, proc = _slow_saving(raw, tmp_path, valid_every=2)
     for _ in range(2):
         proc.send_signal(signal.SIGTERM)
-        time.sleep(0.5)                  # apart: two pending signals of one kind are delivered once
+        time.sleep(0.5)  # apart: two pending signals of one kind are delivered once
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err[-1500:]
     saved = checkpoint.load(tmp_path / "run" / "last.pt").training.progress.step
-    assert saved % 2 == 0 and saved < logged_step(tmp_path / "run")       # a validation's, not the aborted one
+    assert saved % 2 == 0 and saved < logged_step(tmp_path / "run")  # a validation's, not the aborted one
     assert not list((tmp_path / "run").glob(".*.tmp"))

@@ -32,8 +32,9 @@ MODELS = {
     "rnnsearch": ModelConfig(**TINY_RNNSEARCH),
     "rnnencdec": ModelConfig(arch="rnnencdec", **TINY_RNNSEARCH),
     # local-p with the paper's window (the watch reports where it sits) and input feeding
-    "luong": ModelConfig(arch="luong", attention="local-p", score="general", input_feed=True, window_renorm=False,
-                         **TINY_RNNSEARCH),
+    "luong": ModelConfig(
+        arch="luong", attention="local-p", score="general", input_feed=True, window_renorm=False, **TINY_RNNSEARCH
+    ),
 }
 
 
@@ -59,18 +60,48 @@ def _user_bleu(model: Path, corpus: Path, out: Path) -> float:
     the commands a user runs, in Moses tokens as validation counts them."""
     runner = CliRunner()
     hyp = out / f"{model.stem}.hyp"
-    done = runner.invoke(main, ["translate", "-m", str(model), str(corpus / "clean" / "valid.en"), "--tokenized",
-                                "--beam", "1", "-o", str(hyp), "--threads", "1", "-q"])
+    done = runner.invoke(
+        main,
+        [
+            "translate",
+            "-m",
+            str(model),
+            str(corpus / "clean" / "valid.en"),
+            "--tokenized",
+            "--beam",
+            "1",
+            "-o",
+            str(hyp),
+            "--threads",
+            "1",
+            "-q",
+        ],
+    )
     assert done.exit_code == 0, done.output
-    scored = runner.invoke(main, ["score", str(hyp), "-r", str(corpus / "bin" / "valid.fr.ref"), "--tokenized",
-                                  "--output-format", "json"])
+    scored = runner.invoke(
+        main, ["score", str(hyp), "-r", str(corpus / "bin" / "valid.fr.ref"), "--tokenized", "--output-format", "json"]
+    )
     assert scored.exit_code == 0, scored.output
     return float(json.loads(scored.stdout)["systems"][0]["bleu_tok"])
 
 
 def _user_nll(model: Path, corpus: Path) -> float:
-    scored = CliRunner().invoke(main, ["score", "-m", str(model), "--data", str(corpus / "bin"), "--split", "valid",
-                                       "--output-format", "json", "--threads", "1"])
+    scored = CliRunner().invoke(
+        main,
+        [
+            "score",
+            "-m",
+            str(model),
+            "--data",
+            str(corpus / "bin"),
+            "--split",
+            "valid",
+            "--output-format",
+            "json",
+            "--threads",
+            "1",
+        ],
+    )
     assert scored.exit_code == 0, scored.output
     return float(json.loads(scored.stdout)["corpus_nll"]["nll"])
 
@@ -79,35 +110,68 @@ def _user_nll(model: Path, corpus: Path) -> float:
 @pytest.mark.parametrize("arch", list(MODELS))
 def test_every_logged_dev_figure_is_that_of_the_saved_model(corpus, tmp_path, arch, bf16):
     run = tmp_path / "run"
-    cfg = TrainConfig(optimizer="adam", lr=0.02, batch_size=6, pool=1, max_updates=UPDATES, valid_every=EVERY,
-                      log_every=EVERY, threads=1, patience=0, best_by="bleu", keep_validations=True, bf16=bf16)
+    cfg = TrainConfig(
+        optimizer="adam",
+        lr=0.02,
+        batch_size=6,
+        pool=1,
+        max_updates=UPDATES,
+        valid_every=EVERY,
+        log_every=EVERY,
+        threads=1,
+        patience=0,
+        best_by="bleu",
+        keep_validations=True,
+        bf16=bf16,
+    )
     train(corpus / "bin", run, MODELS[arch], cfg)
     logged = _logged(run)
     assert sorted(logged) == list(range(EVERY, UPDATES + 1, EVERY))
     bleus = {step: _user_bleu(run / f"update-{step}.pt", corpus, tmp_path) for step in logged}
-    assert max(bleus.values()) - min(bleus.values()) > 10, bleus        # the models differ: a real check
+    assert max(bleus.values()) - min(bleus.values()) > 10, bleus  # the models differ: a real check
     for step, entry in logged.items():
         saved = run / f"update-{step}.pt"
         assert entry["dev_bleu_tok"] == pytest.approx(bleus[step], abs=0.01), (step, entry, bleus)
         assert entry["dev_nll"] == pytest.approx(_user_nll(saved, corpus), rel=1e-5, abs=1e-4), step
-        fresh = validate(checkpoint.model_of(checkpoint.load(saved), saved), Corpus(corpus / "bin"), cfg,
-                         torch.device("cpu"), checkpoint.load(saved).text.vocab["tgt"])
+        fresh = validate(
+            checkpoint.model_of(checkpoint.load(saved), saved),
+            Corpus(corpus / "bin"),
+            cfg,
+            torch.device("cpu"),
+            checkpoint.load(saved).text.vocab["tgt"],
+        )
         for key in ("dev_nll_token", "dev_pt_mean", "dev_pt_edge"):
             assert (key in entry) == (key in fresh), key
             if key in entry:
                 assert entry[key] == pytest.approx(fresh[key], rel=1e-5, abs=1e-5), (step, key)
     if arch == "luong":
-        assert "dev_pt_mean" in logged[EVERY]                               # the watch was checked
+        assert "dev_pt_mean" in logged[EVERY]  # the watch was checked
 
 
 def test_bf16_on_a_cpu_that_would_emulate_it_is_refused_in_one_line(corpus, tmp_path, monkeypatch):
     from nmtkit.core import runtime
     from nmtkit.core.machine import CPU
+
     monkeypatch.setattr(runtime, "this_cpu", lambda: CPU("an AVX2 part", flags=("avx2", "fma"), cores=2))
-    done = CliRunner().invoke(main, ["train", str(corpus / "bin"), "--save-dir", str(tmp_path / "r"), "--arch", "luong",
-                                     "--max-updates", "1", "--device", "cpu", "--bf16"])
+    done = CliRunner().invoke(
+        main,
+        [
+            "train",
+            str(corpus / "bin"),
+            "--save-dir",
+            str(tmp_path / "r"),
+            "--arch",
+            "luong",
+            "--max-updates",
+            "1",
+            "--device",
+            "cpu",
+            "--bf16",
+        ],
+    )
     assert done.exit_code == 2 and "Traceback" not in done.output
     assert done.stderr.strip().splitlines() == [
         "nmtkit train: error: --bf16 needs a CPU with native bfloat16 (AVX512-BF16 or AMX), which this one "
-        "lacks; leave --bf16 off"]
+        "lacks; leave --bf16 off"
+    ]
     assert not (tmp_path / "r").exists()

@@ -11,11 +11,11 @@ from click.testing import CliRunner
 from nmtkit import checkpoint
 from nmtkit.checkpoint.info import describe, format_info
 from nmtkit.cli import main
+from nmtkit.cli.train_settings import schedule
 from nmtkit.models.attention import LuongAttention
 from nmtkit.models.build import build_model
 from nmtkit.models.config import SCORES, WINDOWS, ModelConfig
 from nmtkit.models.luong import reverse_words
-from nmtkit.cli.train_settings import schedule
 from nmtkit.train.config import TrainConfig
 from nmtkit.train.loop import train
 from nmtkit.train.optimizer import learning_rate
@@ -54,7 +54,7 @@ def test_shapes_and_padding_get_no_weight(score, window):
     assert torch.all(a >= 0)
     assert torch.allclose(c, torch.bmm(a, h), atol=1e-6)
     sums = a.sum(-1)
-    if window == "local-p":                       # Gaussian-scaled, not renormalised (Eq. 10)
+    if window == "local-p":  # Gaussian-scaled, not renormalised (Eq. 10)
         assert torch.all(sums <= 1 + 1e-6) and torch.all(sums > 0)
     else:
         assert torch.allclose(sums, torch.ones_like(sums))
@@ -70,7 +70,7 @@ def test_local_m_weights_are_zero_outside_the_window(score):
     _, a = run(attention(score, "local-m", D), q, h, t)
     s = torch.arange(TX)
     for b, i in itertools.product(range(B), range(TQ)):
-        p = min(i, int(LENGTHS[b]) - 1)        # p_t = t, held at the last word of a short sentence
+        p = min(i, int(LENGTHS[b]) - 1)  # p_t = t, held at the last word of a short sentence
         inside = ((s - p).abs() <= D) & MASK[b]
         assert torch.all(a[b, i, ~inside] == 0) and torch.all(a[b, i, inside] > 0)
 
@@ -82,12 +82,12 @@ def test_local_p_is_a_window_around_its_predicted_position_scaled_by_a_gaussian(
     q, h, t = inputs()
     _, a = run(att, q, h, t)
     p = att.centre(q, t, MASK)
-    assert torch.all(p >= 0) and torch.all(p <= LENGTHS.unsqueeze(1))       # S·sigmoid(·)
+    assert torch.all(p >= 0) and torch.all(p <= LENGTHS.unsqueeze(1))  # S·sigmoid(·)
     distance = torch.arange(TX) - p.unsqueeze(-1)
     inside = (distance.abs() <= D) & MASK.unsqueeze(1)
     assert torch.all(a[~inside] == 0) and torch.all(a[inside] > 0)
     # a / Gaussian inside the window is a softmax over the window: it sums to 1
-    unscaled = torch.where(inside, a / torch.exp(-distance ** 2 / (2 * (D / 2) ** 2)), torch.zeros_like(a))
+    unscaled = torch.where(inside, a / torch.exp(-(distance**2) / (2 * (D / 2) ** 2)), torch.zeros_like(a))
     assert torch.allclose(unscaled.sum(-1), torch.ones(B, TQ), atol=1e-5)
     # p_t is learned: its parameters get gradients through the weights
     att.zero_grad()
@@ -101,7 +101,7 @@ def test_local_p_renormalised_keeps_the_window_and_the_shape_and_sums_to_one():
     renorm.renorm = True
     (_, a), (c_r, a_r) = run(paper, q, h, t), run(renorm, q, h, t)
     assert torch.allclose(a_r.sum(-1), torch.ones(B, TQ), atol=1e-6)
-    assert torch.allclose(a_r, a / a.sum(-1, keepdim=True), atol=1e-6)    # the paper's weights, rescaled
+    assert torch.allclose(a_r, a / a.sum(-1, keepdim=True), atol=1e-6)  # the paper's weights, rescaled
     assert torch.equal(a_r > 0, a > 0) and torch.allclose(c_r, torch.bmm(a_r, h), atol=1e-6)
     model = build_model(tiny(attention="local-p", window_renorm=True))
     assert model.attention.renorm and not build_model(tiny(attention="local-p")).attention.renorm
@@ -113,8 +113,8 @@ def test_location_attention_ignores_source_content_and_positions_past_its_length
     _, a = run(att, q, h, t)
     _, a_other = run(att, q, torch.randn(B, TX, N), t)
     assert torch.equal(a, a_other)
-    assert torch.all(a[..., 4:] == 0)               # longer sentences: words past max_src get nothing
-    assert torch.allclose(a[2].sum(-1), torch.ones(TQ))   # a 2-word sentence uses the first 2 logits
+    assert torch.all(a[..., 4:] == 0)  # longer sentences: words past max_src get nothing
+    assert torch.allclose(a[2].sum(-1), torch.ones(TQ))  # a 2-word sentence uses the first 2 logits
     content = attention("general", "global")
     assert not torch.equal(run(content, q, h, t)[1], run(content, q, torch.randn(B, TX, N), t)[1])
 
@@ -127,8 +127,12 @@ def test_reverse_words_keeps_eos_last_and_padding_in_place_and_is_its_own_invers
 
 
 def tiny(**kw):
-    return ModelConfig(**{**dict(arch="luong", src_vocab=20, tgt_vocab=20, emb=8, hidden=10, align=7, layers=2,
-                                 window=1, max_src=4), **kw})
+    return ModelConfig(
+        **{
+            **dict(arch="luong", src_vocab=20, tgt_vocab=20, emb=8, hidden=10, align=7, layers=2, window=1, max_src=4),
+            **kw,
+        }
+    )
 
 
 def test_input_feeding_widens_the_decoder_input():
@@ -137,9 +141,12 @@ def test_input_feeding_widens_the_decoder_input():
     assert build_model(tiny(layers=3)).decoder.num_layers == 3 == build_model(tiny(layers=3)).encoder.num_layers
 
 
-VARIANTS = [dict(attention=w, score=s, input_feed=f, reverse_source=r) for (w, s), f, r in itertools.product(
-    [*itertools.product(WINDOWS, SCORES), ("none", "dot")], (True, False), (True, False))] + [
-    dict(attention="local-p", score="general", input_feed=True, reverse_source=True, window_renorm=True)]
+VARIANTS = [
+    dict(attention=w, score=s, input_feed=f, reverse_source=r)
+    for (w, s), f, r in itertools.product(
+        [*itertools.product(WINDOWS, SCORES), ("none", "dot")], (True, False), (True, False)
+    )
+] + [dict(attention="local-p", score="general", input_feed=True, reverse_source=True, window_renorm=True)]
 
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: "-".join(str(x) for x in v.values()))
@@ -156,7 +163,7 @@ def test_teacher_forcing_and_the_search_step_compute_the_same_model(variant):
     assert torch.allclose(-logp.sum(), nll, rtol=1e-5)
     assert len(hyps.tokens) == 2
     if variant["attention"] != "none":
-        assert torch.allclose(maps[1, :3, 3:], torch.zeros(3, 3))    # padding gets no attention
+        assert torch.allclose(maps[1, :3, 3:], torch.zeros(3, 3))  # padding gets no attention
 
 
 def test_input_feeding_drops_h_tilde_out_once():
@@ -178,9 +185,14 @@ def test_content_scores_align_the_input_word_and_location_and_local_p_the_predic
     # places its window for y_t
     src = torch.tensor([[5, 6, 7, 3]])
     tgt_out = torch.tensor([[8, 9, 3]])
-    for window, score, follows in (("local-m", "dot", True), ("global", "general", True), ("local-m", "concat", True),
-                                   ("global", "location", False), ("local-p", "general", False),
-                                   ("local-p", "dot", False)):
+    for window, score, follows in (
+        ("local-m", "dot", True),
+        ("global", "general", True),
+        ("local-m", "concat", True),
+        ("global", "location", False),
+        ("local-p", "general", False),
+        ("local-p", "dot", False),
+    ):
         torch.manual_seed(0)
         model = build_model(tiny(attention=window, score=score, max_src=6)).eval()
         assert model.attention_follows_input() == follows
@@ -198,10 +210,12 @@ def test_content_scores_align_the_input_word_and_location_and_local_p_the_predic
 
 def test_local_attention_with_no_window_is_refused(tmp_path):
     from nmtkit.core.errors import UserError
+
     with pytest.raises(UserError, match="window half-width D ≥ 1"):
         build_model(tiny(attention="local-p", window=0))
-    r = invoke("train", tmp_path, "--save-dir", tmp_path / "x", "--arch", "luong", "--attention", "local-p",
-               "--window", 0)
+    r = invoke(
+        "train", tmp_path, "--save-dir", tmp_path / "x", "--arch", "luong", "--attention", "local-p", "--window", 0
+    )
     assert r.exit_code == 2 and "--window" in r.output and "Traceback" not in r.output
 
 
@@ -214,8 +228,8 @@ def test_reading_backwards_sees_the_words_in_the_other_order():
     flipped = torch.tensor([[7, 6, 5, 3]])
     with torch.no_grad():
         a, b = bwd.encode(src, src != 0), fwd.encode(flipped, flipped != 0)
-    assert torch.allclose(a.summary, b.summary)              # the same final state…
-    assert torch.allclose(a.h, b.h[:, [2, 1, 0, 3]])         # …and annotations in the sentence's order
+    assert torch.allclose(a.summary, b.summary)  # the same final state…
+    assert torch.allclose(a.h, b.h[:, [2, 1, 0, 3]])  # …and annotations in the sentence's order
 
 
 def test_parameters_start_uniform_in_a_tenth():
@@ -231,10 +245,11 @@ def test_luong_schedule_halves_the_rate_each_epoch_after_the_fifth():
     with_dropout = TrainConfig(**schedule("luong", dropout=0.2))
     assert [learning_rate(with_dropout, e) for e in (7, 8, 9)] == [1, 0.5, 0.25]
     assert with_dropout.max_epochs == 12
-    assert learning_rate(TrainConfig(), 30) == 1.0                # Appendix B: no decay
+    assert learning_rate(TrainConfig(), 30) == 1.0  # Appendix B: no decay
 
 
 # -- with the commands -----------------------------------------------------------------------------
+
 
 def invoke(*args):
     return CliRunner().invoke(main, [str(a) for a in args])
@@ -244,27 +259,83 @@ def invoke(*args):
 def luong(overfit):
     """A Luong model (local-p, general, input feeding, reversed, 2 layers) that learned the pairs
     the session's RNNsearch learned, on the same vocabulary."""
-    r = invoke("train", overfit / "bin-kept", "--save-dir", overfit / "luong", "--arch", "luong", "--preset", "tiny",
-               "--attention", "local-p", "--hidden", 48, "--emb", 24, "--dropout", 0, "--optimizer", "adam", "--lr", 0.01, "--batch-size", 6,
-               "--pool", 1, "--max-updates", 150, "--valid-every", 1000, "--log-every", 50, "--patience", 0,
-               "--threads", 1)
+    r = invoke(
+        "train",
+        overfit / "bin-kept",
+        "--save-dir",
+        overfit / "luong",
+        "--arch",
+        "luong",
+        "--preset",
+        "tiny",
+        "--attention",
+        "local-p",
+        "--hidden",
+        48,
+        "--emb",
+        24,
+        "--dropout",
+        0,
+        "--optimizer",
+        "adam",
+        "--lr",
+        0.01,
+        "--batch-size",
+        6,
+        "--pool",
+        1,
+        "--max-updates",
+        150,
+        "--valid-every",
+        1000,
+        "--log-every",
+        50,
+        "--patience",
+        0,
+        "--threads",
+        1,
+    )
     assert r.exit_code == 0, r.output
     return overfit / "luong" / "last.pt"
 
 
 def test_the_cli_trains_the_asked_variant_with_the_schedule_under_the_given_flags(luong, overfit, tmp_path):
     ckpt = checkpoint.load(luong)
-    assert {k: getattr(ckpt.model, k) for k in ("arch", "attention", "score", "input_feed", "reverse_source", "layers")} \
-        == {"arch": "luong", "attention": "local-p", "score": "general", "input_feed": True,
-            "reverse_source": True, "layers": 2}
-    r = invoke("train", overfit / "bin-kept", "--save-dir", tmp_path / "s", "--arch", "luong", "--preset", "tiny",
-               "--schedule", "luong", "--batch-size", 4, "--max-updates", 1, "--no-valid-bleu", "--threads", 1)
+    assert {
+        k: getattr(ckpt.model, k) for k in ("arch", "attention", "score", "input_feed", "reverse_source", "layers")
+    } == {
+        "arch": "luong",
+        "attention": "local-p",
+        "score": "general",
+        "input_feed": True,
+        "reverse_source": True,
+        "layers": 2,
+    }
+    r = invoke(
+        "train",
+        overfit / "bin-kept",
+        "--save-dir",
+        tmp_path / "s",
+        "--arch",
+        "luong",
+        "--preset",
+        "tiny",
+        "--schedule",
+        "luong",
+        "--batch-size",
+        4,
+        "--max-updates",
+        1,
+        "--no-valid-bleu",
+        "--threads",
+        1,
+    )
     assert r.exit_code == 0, r.output
     cfg = checkpoint.load(tmp_path / "s" / "last.pt").training.config
     assert (cfg.optimizer, cfg.lr, cfg.clip, cfg.decay_after, cfg.max_epochs) == ("sgd", 1.0, 5.0, 8, 12)
-    model = checkpoint.load(tmp_path / "s" / "last.pt").model        # --arch luong's default attention
+    model = checkpoint.load(tmp_path / "s" / "last.pt").model  # --arch luong's default attention
     assert (model.attention, model.score, model.window_renorm) == ("local-m", "general", False)
-    assert cfg.batch_size == 4                     # a flag given wins over the schedule
+    assert cfg.batch_size == 4  # a flag given wins over the schedule
     lr = [json.loads(x).get("lr") for x in (tmp_path / "s" / "metrics.jsonl").read_text().splitlines()]
     assert 1.0 in lr
 
@@ -275,8 +346,19 @@ def test_a_luong_model_translates_and_ensembles_with_rnnsearch(luong, overfit, t
     alone = invoke("translate", "-m", luong, src, "--beam", 3)
     rnnsearch = invoke("translate", "-m", overfit / "run" / "last.pt", src, "--beam", 3)
     assert alone.exit_code == 0 and rnnsearch.exit_code == 0, alone.output
-    both = invoke("translate", "-m", overfit / "run" / "last.pt", "-m", luong, src, "--beam", 3,
-                  "--alignments", tmp_path / "a.txt", "--replace-unk")
+    both = invoke(
+        "translate",
+        "-m",
+        overfit / "run" / "last.pt",
+        "-m",
+        luong,
+        src,
+        "--beam",
+        3,
+        "--alignments",
+        tmp_path / "a.txt",
+        "--replace-unk",
+    )
     assert both.exit_code == 0, both.output
     assert len(both.stdout.splitlines()) == 4
     # both members learned the pairs: their ensemble agrees with them on most lines
@@ -286,7 +368,7 @@ def test_a_luong_model_translates_and_ensembles_with_rnnsearch(luong, overfit, t
 
 
 def test_info_names_the_attention_and_a_renormalised_window(luong):
-    found = describe(luong)                    # trained with train's defaults: a renormalised window
+    found = describe(luong)  # trained with train's defaults: a renormalised window
     assert "attention local-p (general, renormalised), input feeding on" in format_info(found)
     found["model"]["window_renorm"] = False
     assert "attention local-p (general), input feeding on" in format_info(found)
@@ -295,7 +377,7 @@ def test_info_names_the_attention_and_a_renormalised_window(luong):
 def test_score_align_plot_and_resume_work_with_a_luong_checkpoint(luong, overfit, tmp_path):
     r = invoke("score", "-m", luong, "--data", overfit / "bin-kept", "--output-format", "json")
     assert r.exit_code == 0, r.output
-    assert json.loads(r.stdout)["corpus_nll"]["nll_token"] < 0.5     # it learned the pairs
+    assert json.loads(r.stdout)["corpus_nll"]["nll_token"] < 0.5  # it learned the pairs
     src, ref = tmp_path / "s.en", tmp_path / "r.fr"
     src.write_text(EN[0] + "\n", encoding="utf-8")
     ref.write_text("Au commencement, Dieu créa les cieux et la terre.\n", encoding="utf-8")
@@ -306,8 +388,18 @@ def test_score_align_plot_and_resume_work_with_a_luong_checkpoint(luong, overfit
 
 def test_exact_resume_with_dropout(overfit, tmp_path, deterministic):
     model = ModelConfig(arch="luong", emb=12, hidden=12, align=12, layers=2, dropout=0.3)
-    cfg = dict(optimizer="sgd", lr=0.5, decay_after=1, batch_size=2, pool=2, valid_every=1000, log_every=1,
-               valid_bleu=False, threads=1, patience=0)
+    cfg = dict(
+        optimizer="sgd",
+        lr=0.5,
+        decay_after=1,
+        batch_size=2,
+        pool=2,
+        valid_every=1000,
+        log_every=1,
+        valid_bleu=False,
+        threads=1,
+        patience=0,
+    )
     corpus = overfit / "bin-kept"
     train(corpus, tmp_path / "a", model, TrainConfig(**cfg, max_updates=8))
     train(corpus, tmp_path / "b", model, TrainConfig(**cfg, max_updates=3))
@@ -317,7 +409,7 @@ def test_exact_resume_with_dropout(overfit, tmp_path, deterministic):
     assert all(torch.equal(a.weights[k], b.weights[k]) for k in a.weights)
     assert a.training.optimizer is not None and a.training.batches is not None
     lrs = [g["lr"] for g in a.training.optimizer["param_groups"]]
-    assert lrs == [0.5 * 0.5 ** a.training.batches["epoch"]]     # the rate followed the epochs
+    assert lrs == [0.5 * 0.5 ** a.training.batches["epoch"]]  # the rate followed the epochs
 
 
 def test_flags_of_the_other_family_or_without_their_switch_are_refused(tmp_path):
@@ -327,36 +419,44 @@ def test_flags_of_the_other_family_or_without_their_switch_are_refused(tmp_path)
     assert r.exit_code == 2 and "--readout does not apply to --arch luong" in r.output
     r = invoke("train", tmp_path, "--save-dir", tmp_path / "x", "--compile-mode", "reduce-overhead")
     assert r.exit_code == 2 and "--compile-mode applies to a compiled step: add --compile" in r.output
-    r = invoke("train", tmp_path, "--save-dir", tmp_path / "x", "--arch", "luong", "--attention", "local-m",
-               "--window-renorm")
+    r = invoke(
+        "train", tmp_path, "--save-dir", tmp_path / "x", "--arch", "luong", "--attention", "local-m", "--window-renorm"
+    )
     assert r.exit_code == 2 and "--window-renorm applies to --attention local-p" in r.output
     assert not (tmp_path / "x").exists()
 
 
 def test_a_new_local_p_model_renormalises_its_window_unless_the_paper_form_is_asked_for():
     from nmtkit.cli.train_settings import train_settings
+
     base = {"attention": "local-p", "window_renorm": None}
     assert train_settings("luong", "tiny", "appendix-b", base, set())[0].window_renorm
     paper = train_settings("luong", "tiny", "appendix-b", {**base, "window_renorm": False}, {"window_renorm"})[0]
     assert not paper.window_renorm
     for attention in ("global", "local-m"):
-        assert not train_settings("luong", "tiny", "appendix-b", {**base, "attention": attention}, set())[0].window_renorm
+        assert not train_settings("luong", "tiny", "appendix-b", {**base, "attention": attention}, set())[
+            0
+        ].window_renorm
     assert not train_settings("rnnsearch", "tiny", "appendix-b", base, set())[0].window_renorm
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: would prove that the layer-by-layer LSTM "
-                    "(exact resume with dropout) equals cuDNN's fused LSTM and draws its dropout from torch's generator")
+@pytest.mark.skipif(
+    not torch.cuda.is_available(),
+    reason="needs a CUDA GPU: would prove that the layer-by-layer LSTM "
+    "(exact resume with dropout) equals cuDNN's fused LSTM and draws its dropout from torch's generator",
+)
 def test_stacked_lstm_layer_by_layer_equals_the_fused_lstm_without_dropout_and_drops_with_torchs_generator():
     from nmtkit.models.stacked_lstm import StackedLSTM
+
     torch.manual_seed(0)
     lstm = StackedLSTM(6, 5, 3, batch_first=True, dropout=0.5).cuda().train()
     x = torch.randn(4, 7, 6, device="cuda")
     lengths = torch.tensor([7, 3, 5, 1])
     packed = torch.nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
-    lstm.dropout = 1e-30                      # the layer-by-layer path, with no dropout in effect
+    lstm.dropout = 1e-30  # the layer-by-layer path, with no dropout in effect
     (out, (h, c)) = lstm(packed)
-    lstm.dropout = 0.0                        # the fused path
+    lstm.dropout = 0.0  # the fused path
     (ref, (h0, c0)) = lstm(packed)
     # (cuDNN may use TF32 in one path and not the other)
     assert torch.allclose(out.data, ref.data, atol=1e-3) and torch.allclose(h, h0, atol=1e-3)
@@ -365,4 +465,4 @@ def test_stacked_lstm_layer_by_layer_equals_the_fused_lstm_without_dropout_and_d
     state = torch.cuda.get_rng_state()
     first = lstm(x)[0]
     torch.cuda.set_rng_state(state)
-    assert torch.equal(lstm(x)[0], first)     # the same masks from the same generator state
+    assert torch.equal(lstm(x)[0], first)  # the same masks from the same generator state

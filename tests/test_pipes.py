@@ -14,16 +14,19 @@ import pytest
 from tests.conftest import EN, FR
 
 ROOT = Path(__file__).resolve().parent.parent
-LINES = 20000        # more than a pipe's 64 KiB: the writer meets the closed pipe while it runs
+LINES = 20000  # more than a pipe's 64 KiB: the writer meets the closed pipe while it runs
 
 
 def piped(command: str, cwd: Path, reader: str = "head -1") -> tuple[int, str, str]:
     """(the nmtkit side's exit status, what the reader printed, nmtkit's stderr) of COMMAND | READER."""
-    script = f"{command} 2>nmtkit.err | {reader}; echo \"status ${{PIPESTATUS[0]}}\""
+    script = f'{command} 2>nmtkit.err | {reader}; echo "status ${{PIPESTATUS[0]}}"'
     # unbuffered (python -u, many containers): the harder case, where a write cut short by the reader's
     # leaving lost the rest without an error, and the command ended 0
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-           "PYTHONUNBUFFERED": "1"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        "PYTHONUNBUFFERED": "1",
+    }
     done = subprocess.run(["bash", "-c", script], cwd=cwd, capture_output=True, text=True, env=env, timeout=300)
     out = done.stdout.splitlines()
     return int(out[-1].split()[1]), out[0] if len(out) > 1 else "", (cwd / "nmtkit.err").read_text()
@@ -39,8 +42,10 @@ def test_tokenize_into_head_exits_141_and_says_nothing(tmp_path, stdin):
 
 def test_translate_into_head_exits_141_and_says_nothing(overfit, tmp_path):
     (tmp_path / "in.en").write_text("".join(EN[i % 4] + "\n" for i in range(LINES // 4)), encoding="utf-8")
-    status, first, err = piped(f"{sys.executable} -m nmtkit translate -m {overfit / 'run' / 'best.pt'} "
-                               f"--beam 1 --threads 1 -q < in.en", tmp_path)
+    status, first, err = piped(
+        f"{sys.executable} -m nmtkit translate -m {overfit / 'run' / 'best.pt'} --beam 1 --threads 1 -q < in.en",
+        tmp_path,
+    )
     assert (status, err) == (141, "") and first
 
 
@@ -56,12 +61,16 @@ def test_a_short_output_that_head_did_not_need_still_ends_0(tmp_path):
 # training run, {bin}: a data-bin; many.*: 5,000 lines, few.*: 50.
 TO_STDOUT = {
     "tokenize": [("tokenize -l en -j 2 many.en", "head -1")],
-    "translate": [("translate -m {model} --beam 1 --threads 1 -q many.en", "head -1"),
-                  ("translate -m {model} --dump-config -", "true")],
+    "translate": [
+        ("translate -m {model} --beam 1 --threads 1 -q many.en", "head -1"),
+        ("translate -m {model} --dump-config -", "true"),
+    ],
     "align": [("align -m {model} --source many.en --target many.fr --threads 1 -q", "head -1")],
-    "score": [("score few.fr -r few.fr --sentence-level --metrics bleu,chrf", "true"),
-              ("score many.fr -r many.fr --sentence-level --metrics bleu", "head -1"),
-              ("score few.fr -r few.fr", "true")],
+    "score": [
+        ("score few.fr -r few.fr --sentence-level --metrics bleu,chrf", "true"),
+        ("score many.fr -r many.fr --sentence-level --metrics bleu", "head -1"),
+        ("score few.fr -r few.fr", "true"),
+    ],
     "score-align": [("score-align few.links -g gold.links", "true")],
     "info": [("info {model}", "true"), ("info {run}", "true"), ("info {bin}", "true")],
     "train": [("train {bin} --save-dir run --dump-config -", "true")],
@@ -84,6 +93,7 @@ def inputs(overfit, tmp_path_factory):
 
 def test_every_command_is_in_the_table():
     from nmtkit.cli import main
+
     assert set(TO_STDOUT) | HELP_ONLY == set(main.commands) and not set(TO_STDOUT) & HELP_ONLY
 
 
@@ -96,6 +106,7 @@ def test_every_command_into_a_closed_pipe_exits_141_and_says_nothing(inputs, com
 
 def test_every_help_and_the_version_into_a_closed_pipe_exit_141_and_say_nothing(tmp_path):
     from nmtkit.cli import main
+
     asked = ["--help", "--version"] + [f"{name} --help" for name in sorted(main.commands)]
     found = {args: piped(f"{sys.executable} -m nmtkit {args}", tmp_path, "true") for args in asked}
     assert {args: (status, err) for args, (status, _, err) in found.items()} == {args: (141, "") for args in asked}

@@ -9,5 +9,5 @@ def test_curves_with_and_without_bleu(tmp_path):
     training_curves(entries + [{"step": 30, "dev_nll_token": 4.9, "dev_bleu_tok": 1.5}], tmp_path / "b.png")
     for name in ("a.png", "b.png"):
         assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert (tmp_path / "b.png").stat().st_size > (tmp_path / "a.png").stat().st_size   # two panels
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.png", "b.png"]           # no temporaries left
+    assert (tmp_path / "b.png").stat().st_size > (tmp_path / "a.png").stat().st_size  # two panels
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.png", "b.png"]  # no temporaries left

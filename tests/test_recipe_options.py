@@ -12,11 +12,11 @@ from click.testing import CliRunner
 
 from nmtkit import checkpoint
 from nmtkit.cli import main
+from nmtkit.cli.train_settings import train_settings
 from nmtkit.core.errors import UserError
 from nmtkit.models.build import build_model
 from nmtkit.models.config import ModelConfig
 from nmtkit.models.loss import linear_cross_entropy
-from nmtkit.cli.train_settings import train_settings
 from nmtkit.train.config import TrainConfig
 from nmtkit.train.optimizer import learning_rate
 from tests.test_corpus import make_corpus
@@ -25,6 +25,7 @@ from tests.test_corpus import make_corpus
 @pytest.fixture(scope="module")
 def data_bin(tmp_path_factory):
     from tests.conftest import EN, FR, write_pair
+
     tmp = tmp_path_factory.mktemp("recipe")
     raw = tmp / "raw"
     for split, n in (("train", len(EN)), ("valid", 3), ("test", 3)):
@@ -34,17 +35,37 @@ def data_bin(tmp_path_factory):
 
 
 def run(data_bin, save_dir, *flags, updates=3):
-    r = CliRunner().invoke(main, ["train", str(data_bin), "--save-dir", str(save_dir), "--max-updates", str(updates),
-                                  "--log-every", "1", "--valid-every", str(updates), "--no-valid-bleu",
-                                  "--threads", "1", "--batch-size", "4", *map(str, flags)])
+    r = CliRunner().invoke(
+        main,
+        [
+            "train",
+            str(data_bin),
+            "--save-dir",
+            str(save_dir),
+            "--max-updates",
+            str(updates),
+            "--log-every",
+            "1",
+            "--valid-every",
+            str(updates),
+            "--no-valid-bleu",
+            "--threads",
+            "1",
+            "--batch-size",
+            "4",
+            *map(str, flags),
+        ],
+    )
     assert r.exit_code == 0, r.output
     return [json.loads(line) for line in (save_dir / "metrics.jsonl").read_text().splitlines() if "train_nll" in line]
 
 
 # Measured with the code before these options (commit 23fb343): the paper's model and recipe
 # (Adadelta), 3 updates of 4 sentences on the conftest corpus, one thread.
-PAPER_LOSSES = {"rnnsearch": [66.1614761352539, 44.739234924316406, 65.96923828125],
-                "rnnencdec": [66.16210174560547, 44.746307373046875, 65.99891662597656]}
+PAPER_LOSSES = {
+    "rnnsearch": [66.1614761352539, 44.739234924316406, 65.96923828125],
+    "rnnencdec": [66.16210174560547, 44.746307373046875, 65.99891662597656],
+}
 
 
 @pytest.mark.parametrize("arch", PAPER_LOSSES)
@@ -58,20 +79,33 @@ def test_the_rate_warms_up_then_falls_to_zero_at_the_budget():
     cfg = TrainConfig(lr=1.0, warmup=4, lr_decay="linear")
     rates = [learning_rate(cfg, 0, step, budget=10) for step in range(1, 11)]
     assert rates[:4] == [0.25, 0.5, 0.75, 1.0]
-    assert rates[4:] == pytest.approx([1 - k / 7 for k in range(1, 7)])          # to 0 at update 11
+    assert rates[4:] == pytest.approx([1 - k / 7 for k in range(1, 7)])  # to 0 at update 11
     cosine = TrainConfig(lr=2.0, lr_decay="cosine")
     assert learning_rate(cosine, 0, 1, 100) == pytest.approx(2.0 * 0.5 * (1 + math.cos(math.pi / 101)))
     assert learning_rate(cosine, 0, 100, 100) == pytest.approx(2.0 * 0.5 * (1 + math.cos(math.pi * 100 / 101)))
-    assert learning_rate(cosine, 0, 50, 0) == 2.0                   # no budget known yet: the peak
-    assert learning_rate(TrainConfig(), 7, 500, 1000) == 1.0        # Appendix B: constant
+    assert learning_rate(cosine, 0, 50, 0) == 2.0  # no budget known yet: the peak
+    assert learning_rate(TrainConfig(), 7, 500, 1000) == 1.0  # Appendix B: constant
 
 
 def test_the_schedule_changes_the_rate_and_nothing_else(data_bin, tmp_path):
     plain = run(data_bin, tmp_path / "plain", "--preset", "tiny", "--optimizer", "adam", "--lr", "0.01", updates=4)
-    sched = run(data_bin, tmp_path / "sched", "--preset", "tiny", "--optimizer", "adam", "--lr", "0.01",
-                "--warmup", 2, "--lr-decay", "linear", updates=4)
+    sched = run(
+        data_bin,
+        tmp_path / "sched",
+        "--preset",
+        "tiny",
+        "--optimizer",
+        "adam",
+        "--lr",
+        "0.01",
+        "--warmup",
+        2,
+        "--lr-decay",
+        "linear",
+        updates=4,
+    )
     assert [e["lr"] for e in sched] == pytest.approx([0.005, 0.01, 0.01 * (1 - 1 / 3), 0.01 * (1 - 2 / 3)])
-    assert sched[0]["train_nll"] == plain[0]["train_nll"]           # the same model, batches and first loss
+    assert sched[0]["train_nll"] == plain[0]["train_nll"]  # the same model, batches and first loss
     assert sched[1]["train_nll"] != plain[1]["train_nll"]
     assert checkpoint.load(tmp_path / "sched" / "last.pt").training.progress.budget == 4
 
@@ -81,39 +115,51 @@ def test_a_time_budget_is_turned_into_the_updates_that_fit_at_the_pace_so_far():
 
     from nmtkit.checkpoint import Progress
     from nmtkit.train.loop import _estimate_budget
-    state = SimpleNamespace(cfg=TrainConfig(lr_decay="linear", max_minutes=10, warmup=20),
-                            progress=Progress(step=50, seconds=30.0), parallel=SimpleNamespace(shared=lambda n: n))
+
+    state = SimpleNamespace(
+        cfg=TrainConfig(lr_decay="linear", max_minutes=10, warmup=20),
+        progress=Progress(step=50, seconds=30.0),
+        parallel=SimpleNamespace(shared=lambda n: n),
+    )
     _estimate_budget(state)
-    assert state.progress.budget == 1000                # 50 updates in 30 s: 1,000 in 10 minutes
-    state.progress.step = 10                            # still warming up: no estimate yet
+    assert state.progress.budget == 1000  # 50 updates in 30 s: 1,000 in 10 minutes
+    state.progress.step = 10  # still warming up: no estimate yet
     state.progress.budget = 0
     _estimate_budget(state)
     assert state.progress.budget == 0
-    counted = SimpleNamespace(cfg=TrainConfig(lr_decay="linear", max_minutes=10, max_updates=300),
-                              progress=Progress(step=50, seconds=30.0, budget=300), parallel=state.parallel)
+    counted = SimpleNamespace(
+        cfg=TrainConfig(lr_decay="linear", max_minutes=10, max_updates=300),
+        progress=Progress(step=50, seconds=30.0, budget=300),
+        parallel=state.parallel,
+    )
     _estimate_budget(counted)
-    assert counted.progress.budget == 300               # a count budget is known: the clock is not read
+    assert counted.progress.budget == 300  # a count budget is known: the clock is not read
 
 
 def test_a_schedule_without_a_budget_or_with_the_epoch_halving_is_refused():
     with pytest.raises(UserError, match="falls to 0 at the end of a budget"):
         train_settings("rnnsearch", "tiny", "appendix-b", {"lr_decay": "cosine"}, set())
     with pytest.raises(UserError, match="two schedules"):
-        train_settings("rnnsearch", "tiny", "appendix-b", {"lr_decay": "cosine", "decay_after": 2,
-                                                           "max_updates": 9}, {"decay_after"})
+        train_settings(
+            "rnnsearch",
+            "tiny",
+            "appendix-b",
+            {"lr_decay": "cosine", "decay_after": 2, "max_updates": 9},
+            {"decay_after"},
+        )
 
 
 def test_label_smoothing_is_torch_s_and_the_logged_nll_stays_plain():
     torch.manual_seed(0)
     t, w, b = torch.randn(7, 5, requires_grad=True), torch.randn(11, 5, requires_grad=True), torch.randn(11)
-    y = torch.tensor([1, 0, 3, 10, 0, 2, 5])            # two padding rows (0)
+    y = torch.tensor([1, 0, 3, 10, 0, 2, 5])  # two padding rows (0)
     for drop in (True, False):
         pair = linear_cross_entropy(t, w, b, y, ignore_index=0, smoothing=0.1, drop_padding=drop)
         want = F.cross_entropy(F.linear(t, w, b), y, ignore_index=0, reduction="sum", label_smoothing=0.1)
         plain = F.cross_entropy(F.linear(t, w, b), y, ignore_index=0, reduction="sum")
         assert pair[0].item() == pytest.approx(want.item(), rel=1e-5)
         assert pair[1].item() == pytest.approx(plain.item(), rel=1e-5)
-        got = torch.autograd.grad(pair[0] * 3, (t, w))   # the gradient is the smoothed loss's, scaled
+        got = torch.autograd.grad(pair[0] * 3, (t, w))  # the gradient is the smoothed loss's, scaled
         ref = torch.autograd.grad(want * 3, (t, w))
         for g, r in zip(got, ref):
             torch.testing.assert_close(g, r, rtol=1e-4, atol=1e-5)
@@ -123,7 +169,7 @@ def test_label_smoothing_changes_the_gradient_not_the_logged_loss(data_bin, tmp_
     flags = ["--preset", "tiny", "--optimizer", "adam", "--lr", "0.01"]
     plain = run(data_bin, tmp_path / "plain", *flags)
     smooth = run(data_bin, tmp_path / "smooth", *flags, "--label-smoothing", 0.1)
-    assert smooth[0]["train_nll"] == pytest.approx(plain[0]["train_nll"], rel=1e-6)   # same model, plain NLL
+    assert smooth[0]["train_nll"] == pytest.approx(plain[0]["train_nll"], rel=1e-6)  # same model, plain NLL
     # Adam's first step is lr·sign(g), and at a uniform start p_k > ε/K keeps every sign: the
     # second step is the first that the smoothed targets move differently
     assert smooth[2]["train_nll"] != pytest.approx(plain[2]["train_nll"], rel=1e-6)
@@ -133,11 +179,12 @@ def test_tied_embeddings_share_one_matrix_and_set_the_readout_to_the_embedding(d
     model_cfg, _ = train_settings("rnnsearch", "tiny", "appendix-b", {"tie_embeddings": True, "emb": 24}, set())
     assert model_cfg.maxout == 24 and model_cfg.tie_embeddings
     model = build_model(ModelConfig(**{**model_cfg.to_dict(), "src_vocab": 30, "tgt_vocab": 40}))
-    untied = build_model(ModelConfig(**{**model_cfg.to_dict(), "src_vocab": 30, "tgt_vocab": 40,
-                                        "tie_embeddings": False}))
+    untied = build_model(
+        ModelConfig(**{**model_cfg.to_dict(), "src_vocab": 30, "tgt_vocab": 40, "tie_embeddings": False})
+    )
     assert model.W_o.weight is model.embed.weight
-    count = lambda m: sum(p.numel() for p in m.parameters())          # noqa: E731
-    assert count(untied) - count(model) == 40 * 24                     # one K × m matrix fewer
+    count = lambda m: sum(p.numel() for p in m.parameters())
+    assert count(untied) - count(model) == 40 * 24  # one K × m matrix fewer
     with pytest.raises(UserError, match="--maxout must equal --emb"):
         train_settings("rnnsearch", "tiny", "appendix-b", {"tie_embeddings": True, "maxout": 16}, set())
     with pytest.raises(UserError, match="does not apply to --arch luong"):
@@ -151,6 +198,7 @@ def test_tied_embeddings_share_one_matrix_and_set_the_readout_to_the_embedding(d
 
 def test_layer_norm_normalises_each_product_and_is_saved_with_the_model(data_bin, tmp_path):
     from nmtkit.models.layers import PaperGRU
+
     torch.manual_seed(0)
     gru = PaperGRU(6, 4, layer_norm=True)
     with torch.no_grad():
@@ -160,6 +208,7 @@ def test_layer_norm_normalises_each_product_and_is_saved_with_the_model(data_bin
 
     def ln(v, gain, shift):
         return torch.cat([F.layer_norm(part, (4,)) for part in v.split(4, -1)], -1) * gain + shift
+
     wx = ln(gru.W(x), gru.ln_x.gain, gru.ln_x.shift)
     torch.testing.assert_close(gru.inputs(x), wx)
     zr = torch.sigmoid(wx[:, :8] + ln(gru.U_zr(s), gru.ln_zr.gain, gru.ln_zr.shift))
@@ -176,9 +225,11 @@ def test_layer_norm_normalises_each_product_and_is_saved_with_the_model(data_bin
 
 def test_the_hand_written_recurrences_leave_a_layer_normalised_model_to_the_reference():
     from nmtkit.models.fused import use_fused, wanted
+
     for layer_norm in (False, True):
-        model = build_model(ModelConfig(emb=8, hidden=8, align=8, maxout=8, src_vocab=12, tgt_vocab=12,
-                                        layer_norm=layer_norm))
+        model = build_model(
+            ModelConfig(emb=8, hidden=8, align=8, maxout=8, src_vocab=12, tgt_vocab=12, layer_norm=layer_norm)
+        )
         use_fused(model)
         x = torch.zeros(2, 3, 8)
         assert wanted(model, x) is not layer_norm and wanted(model.encoder, x) is not layer_norm
@@ -196,24 +247,44 @@ def test_fused_steps_train_as_the_reference_does(data_bin, tmp_path):
 
 # -- --schedule cpu: the demo's recipe by name -------------------------------------------------------
 
+
 def _settings(arch="rnnsearch", preset="paper", **typed):
-    values = {"dropout": None, "tie_embeddings": False, "fused_steps": False, "compile": False, "lr": None,
-              "max_minutes": 20.0, **typed}
+    values = {
+        "dropout": None,
+        "tie_embeddings": False,
+        "fused_steps": False,
+        "compile": False,
+        "lr": None,
+        "max_minutes": 20.0,
+        **typed,
+    }
     return train_settings(arch, preset, "cpu", values, set(typed) | ({"preset"} if preset != "paper" else set()))
 
 
 def test_the_cpu_schedule_names_the_demo_recipe_and_typed_flags_win():
     model, cfg = _settings()
     assert (model.emb, model.hidden, model.maxout, model.tie_embeddings) == (256, 256, 256, True)
-    assert (cfg.optimizer, cfg.lr, cfg.lr_decay, cfg.warmup, cfg.label_smoothing, cfg.best_by, cfg.fused_steps) \
-        == ("adam", 5e-3, "cosine", 50, 0.1, "nll", True)
-    assert cfg.max_minutes == 20.0 and cfg.batch_size == TrainConfig.batch_size      # untouched by the recipe
+    assert (cfg.optimizer, cfg.lr, cfg.lr_decay, cfg.warmup, cfg.label_smoothing, cfg.best_by, cfg.fused_steps) == (
+        "adam",
+        5e-3,
+        "cosine",
+        50,
+        0.1,
+        "nll",
+        True,
+    )
+    assert cfg.max_minutes == 20.0 and cfg.batch_size == TrainConfig.batch_size  # untouched by the recipe
     model, cfg = _settings(preset="tiny", tie_embeddings=False, lr=1e-3, label_smoothing=0.0)
-    assert (model.hidden, model.tie_embeddings, cfg.lr, cfg.label_smoothing, cfg.lr_decay) == (32, False, 1e-3, 0.0,
-                                                                                               "cosine")
-    assert not _settings(compile=True)[1].fused_steps                # --compile typed: the recipe's loops yield
+    assert (model.hidden, model.tie_embeddings, cfg.lr, cfg.label_smoothing, cfg.lr_decay) == (
+        32,
+        False,
+        1e-3,
+        0.0,
+        "cosine",
+    )
+    assert not _settings(compile=True)[1].fused_steps  # --compile typed: the recipe's loops yield
     luong, _ = _settings(arch="luong")
-    assert not luong.tie_embeddings and luong.hidden == 256          # tying is RNNsearch's; the sizes still apply
+    assert not luong.tie_embeddings and luong.hidden == 256  # tying is RNNsearch's; the sizes still apply
     with pytest.raises(UserError, match="falls to 0 at the end of a budget"):
         _settings(max_minutes=0.0)
 
@@ -223,6 +294,19 @@ def test_the_cpu_schedule_on_the_command_line_and_in_a_dumped_config(data_bin, t
     ckpt = checkpoint.load(tmp_path / "cpu" / "last.pt")
     assert ckpt.model.tie_embeddings and ckpt.model.hidden == 32
     assert (ckpt.training.config.lr_decay, ckpt.training.config.label_smoothing) == ("cosine", 0.1)
-    r = CliRunner().invoke(main, ["train", str(data_bin), "--save-dir", "x", "--schedule", "cpu", "--no-tie-embeddings",
-                                  "--no-fused-steps", "--dump-config", "-"])
+    r = CliRunner().invoke(
+        main,
+        [
+            "train",
+            str(data_bin),
+            "--save-dir",
+            "x",
+            "--schedule",
+            "cpu",
+            "--no-tie-embeddings",
+            "--no-fused-steps",
+            "--dump-config",
+            "-",
+        ],
+    )
     assert r.exit_code == 0 and "schedule: cpu" in r.output and "tie-embeddings: false" in r.output

@@ -40,9 +40,9 @@ def test_the_draws_hash_is_splitmix64_on_int64_tensors():
 def test_a_word_of_probability_zero_is_never_drawn_and_top_k_1_is_the_argmax():
     logp = torch.log_softmax(torch.tensor([[0.0, 1.0, 2.0, 0.5, -1.0]] * 4), 1)
     logp[:, 0] = logp[:, 4] = float("-inf")
-    u = torch.tensor([0.0, 1e-12, 0.5, 1 - 2 ** -53], dtype=torch.double)
+    u = torch.tensor([0.0, 1e-12, 0.5, 1 - 2**-53], dtype=torch.double)
     assert set(draw(logp, u).tolist()) <= {1, 2, 3}
-    assert draw(logp, u).tolist() == sorted(draw(logp, u).tolist(), reverse=True)   # the CDF inverted at 1 - u
+    assert draw(logp, u).tolist() == sorted(draw(logp, u).tolist(), reverse=True)  # the CDF inverted at 1 - u
     assert draw(logp, u, top_k=1).tolist() == [2] * 4
     assert draw(logp, u, temperature=1e-4).tolist() == [2] * 4
 
@@ -64,7 +64,7 @@ def test_a_seed_gives_the_same_samples_and_two_seeds_differ():
     one = sample(model, enc, sampling(nbest=4, seed=1))
     assert sample(model, enc, sampling(nbest=4, seed=1)).tokens == one.tokens
     assert sample(model, enc, sampling(nbest=4, seed=2)).tokens != one.tokens
-    assert len({tuple(t) for t in one.tokens}) > 4              # the samples of a sentence differ too
+    assert len({tuple(t) for t in one.tokens}) > 4  # the samples of a sentence differ too
 
 
 def test_samples_score_their_log_probability_best_first_within_the_limits():
@@ -74,10 +74,10 @@ def test_samples_score_their_log_probability_best_first_within_the_limits():
     for row, (tokens, score) in enumerate(zip(out.tokens, out.scores)):
         i = row // 5
         n = int(mask[i].sum())
-        assert 1 <= len(tokens) and len(tokens) + 1 <= n // 2 + 3             # min_len and the limit
-        assert score == pytest.approx(sequence_score(model, src[i:i + 1, :n], mask[i:i + 1, :n], tokens), abs=1e-4)
+        assert 1 <= len(tokens) and len(tokens) + 1 <= n // 2 + 3  # min_len and the limit
+        assert score == pytest.approx(sequence_score(model, src[i : i + 1, :n], mask[i : i + 1, :n], tokens), abs=1e-4)
     for first in range(0, len(out.ranking), 5):
-        assert out.ranking[first:first + 5] == sorted(out.ranking[first:first + 5], reverse=True)
+        assert out.ranking[first : first + 5] == sorted(out.ranking[first : first + 5], reverse=True)
 
 
 def test_a_sentence_draws_the_same_samples_alone_as_in_a_batch():
@@ -86,8 +86,8 @@ def test_a_sentence_draws_the_same_samples_alone_as_in_a_batch():
     together = sample(model, model.encode(src, mask), cfg, keys=torch.tensor([10, 11, 12, 13]))
     for i in range(src.shape[0]):
         n = int(mask[i].sum())
-        alone = sample(model, model.encode(src[i:i + 1, :n], mask[i:i + 1, :n]), cfg, keys=torch.tensor([10 + i]))
-        assert alone.tokens == together.tokens[3 * i:3 * i + 3]
+        alone = sample(model, model.encode(src[i : i + 1, :n], mask[i : i + 1, :n]), cfg, keys=torch.tensor([10 + i]))
+        assert alone.tokens == together.tokens[3 * i : 3 * i + 3]
     assert streams(7, torch.tensor([10, 11]), 3)[3:].tolist() == streams(7, torch.tensor([11]), 3).tolist()
 
 
@@ -102,17 +102,21 @@ def test_outputs_start_with_their_prefix_of_any_length_and_score_it(beam):
     model, src, mask = model_and_batch(5)
     enc = model.encode(src, mask)
     rows = [[7, 7, 9], [], [12], [4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]]
-    for out in (beam_search(model, enc, SearchConfig(beam=beam, nbest=beam), prefix=prefixes(rows)),
-                sample(model, enc, sampling(nbest=2, temperature=1.5), prefix=prefixes(rows))):
+    for out in (
+        beam_search(model, enc, SearchConfig(beam=beam, nbest=beam), prefix=prefixes(rows)),
+        sample(model, enc, sampling(nbest=2, temperature=1.5), prefix=prefixes(rows)),
+    ):
         n_best = out.nbest
         for row, (tokens, score) in enumerate(zip(out.tokens, out.scores)):
             i = row // n_best
             n = int(mask[i].sum())
-            if score == float("-inf"):                       # the longest prefix, past the output limit,
-                assert i == 3 and row % n_best                # leaves room for itself and </s> alone
+            if score == float("-inf"):  # the longest prefix, past the output limit,
+                assert i == 3 and row % n_best  # leaves room for itself and </s> alone
                 continue
-            assert tokens[:len(rows[i])] == rows[i]
-            assert score == pytest.approx(sequence_score(model, src[i:i + 1, :n], mask[i:i + 1, :n], tokens), abs=1e-4)
+            assert tokens[: len(rows[i])] == rows[i]
+            assert score == pytest.approx(
+                sequence_score(model, src[i : i + 1, :n], mask[i : i + 1, :n], tokens), abs=1e-4
+            )
     free = beam_search(model, enc, SearchConfig(beam=beam))
     assert beam_search(model, enc, SearchConfig(beam=beam), prefix=prefixes([[]] * 4)).tokens == free.tokens
 
@@ -131,29 +135,33 @@ def test_a_prefix_under_a_shortlist_is_forced_through_its_columns():
     enc = model.encode(src, mask)
     vocab = torch.tensor([0, 1, 2, 3, 5, 9, 11, 14])
     rows = [[9, 14], [5], [], [11, 11, 11]]
-    for out in (beam_search(model, enc, SearchConfig(beam=3), vocab=vocab, prefix=prefixes(rows)),
-                sample(model, enc, SAMPLING, vocab=vocab, prefix=prefixes(rows))):
+    for out in (
+        beam_search(model, enc, SearchConfig(beam=3), vocab=vocab, prefix=prefixes(rows)),
+        sample(model, enc, SAMPLING, vocab=vocab, prefix=prefixes(rows)),
+    ):
         for tokens, start in zip(out.tokens, rows):
-            assert tokens[:len(start)] == start and set(tokens) <= set(vocab.tolist())
+            assert tokens[: len(start)] == start and set(tokens) <= set(vocab.tolist())
 
 
 def test_sampling_settings_are_refused_where_they_mean_nothing():
     from nmtkit.core.errors import UserError
+
     with pytest.raises(UserError, match="add --sampling"):
         SearchConfig(top_k=5).check()
     with pytest.raises(UserError, match="--coverage-penalty"):
         SearchConfig(sampling=True, coverage_penalty=0.2).check()
-    assert SearchConfig(sampling=True, beam=2, nbest=8).check().width == 8     # samples, not a beam
+    assert SearchConfig(sampling=True, beam=2, nbest=8).check().width == 8  # samples, not a beam
 
 
 # From the shell, on the model that learned the six training pairs by heart.
+
 
 def invoke(*args, input=None):
     return CliRunner().invoke(main, [str(a) for a in args], input=input)
 
 
 def french(text):
-    return re.sub(r" ([:;!?])", r"\1", text)       # Moses' French typography, as test_translate reads it
+    return re.sub(r" ([:;!?])", r"\1", text)  # Moses' French typography, as test_translate reads it
 
 
 @pytest.fixture
@@ -177,7 +185,7 @@ def test_sampling_from_the_shell(overfit, src):
     assert a.exit_code == 0, a.output
     assert len(a.stdout.splitlines()) == 20 and a.stdout.startswith("0 ||| ")
     again = invoke("translate", "-m", ckpt(overfit), src, *warm, "--seed", 1, "--batch-size", 1)
-    assert again.stdout == a.stdout                              # batching changes no draw
+    assert again.stdout == a.stdout  # batching changes no draw
     piped = invoke("translate", "-m", ckpt(overfit), *warm, "--seed", 1, input=src.read_text(encoding="utf-8"))
     assert piped.stdout == a.stdout
     assert invoke("translate", "-m", ckpt(overfit), src, *warm, "--seed", 2).stdout != a.stdout
@@ -191,22 +199,24 @@ def test_a_prefix_from_the_shell_with_a_beam_and_a_batch(overfit, src, tmp_path)
     starts = ["Dieu", "", "La lumière", "Dieu vit que la terre", "Et la"]
     (tmp_path / "prefix.fr").write_text("\n".join(starts) + "\n", encoding="utf-8")
     for extra in ([], ["--sampling", "--temperature", 2], ["--shortlist"]):
-        r = invoke("translate", "-m", ckpt(overfit), src, "--beam", 3, "--nbest", 2, "--prefix",
-                   tmp_path / "prefix.fr", *extra)
+        r = invoke(
+            "translate", "-m", ckpt(overfit), src, "--beam", 3, "--nbest", 2, "--prefix", tmp_path / "prefix.fr", *extra
+        )
         assert r.exit_code == 0, r.output
         rows = [line.split(" ||| ") for line in r.stdout.splitlines()]
         assert len(rows) == 10
         for fields in rows:
             assert fields[1].startswith(starts[int(fields[0])])
-        if "--sampling" not in extra:                            # the empty prefix forces nothing
+        if "--sampling" not in extra:  # the empty prefix forces nothing
             free = invoke("translate", "-m", ckpt(overfit), src, "--beam", 3, *extra).stdout.splitlines()
             assert rows[2][1] == free[1]
 
 
 def test_the_free_outputs_first_words_as_prefix_give_the_free_output(overfit, src, tmp_path):
     free = invoke("translate", "-m", ckpt(overfit), src, "--beam", 4, "--tokenized").stdout.splitlines()
-    (tmp_path / "p").write_text("\n".join(" ".join(line.split()[:k]) for k, line in enumerate(free)) + "\n",
-                                encoding="utf-8")
+    (tmp_path / "p").write_text(
+        "\n".join(" ".join(line.split()[:k]) for k, line in enumerate(free)) + "\n", encoding="utf-8"
+    )
     forced = invoke("translate", "-m", ckpt(overfit), src, "--beam", 4, "--tokenized", "--prefix", tmp_path / "p")
     assert forced.exit_code == 0, forced.output
     assert forced.stdout.splitlines() == free
@@ -217,19 +227,39 @@ def test_a_prefix_file_of_another_length_is_one_line_and_exit_2(overfit, src, tm
     r = invoke("translate", "-m", ckpt(overfit), src, "--prefix", tmp_path / "short", "-o", tmp_path / "out")
     assert r.exit_code == 2 and "has 2 lines but" in r.output and "Traceback" not in r.output
     assert len(r.output.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
-    r = invoke("translate", "-m", ckpt(overfit), "--prefix", tmp_path / "short", "-o", tmp_path / "out",
-               input=src.read_text(encoding="utf-8"))
+    r = invoke(
+        "translate",
+        "-m",
+        ckpt(overfit),
+        "--prefix",
+        tmp_path / "short",
+        "-o",
+        tmp_path / "out",
+        input=src.read_text(encoding="utf-8"),
+    )
     assert r.exit_code == 2 and "--prefix has fewer lines than the input" in r.output
     assert len(r.output.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
 
 
 def test_sampling_and_prefix_from_a_config_file(overfit, src, tmp_path):
     (tmp_path / "prefix.fr").write_text("Dieu\n\nLa\n\n\n", encoding="utf-8")
-    (tmp_path / "bt.toml").write_text(f'sampling = true\ntop-k = 1\nseed = 3\nprefix = "{tmp_path / "prefix.fr"}"\n',
-                                      encoding="utf-8")
+    (tmp_path / "bt.toml").write_text(
+        f'sampling = true\ntop-k = 1\nseed = 3\nprefix = "{tmp_path / "prefix.fr"}"\n', encoding="utf-8"
+    )
     by_file = invoke("translate", "-m", ckpt(overfit), src, "--config", tmp_path / "bt.toml")
-    by_flags = invoke("translate", "-m", ckpt(overfit), src, "--sampling", "--top-k", 1, "--seed", 3,
-                      "--prefix", tmp_path / "prefix.fr")
+    by_flags = invoke(
+        "translate",
+        "-m",
+        ckpt(overfit),
+        src,
+        "--sampling",
+        "--top-k",
+        1,
+        "--seed",
+        3,
+        "--prefix",
+        tmp_path / "prefix.fr",
+    )
     assert by_file.exit_code == 0, by_file.output
     assert by_file.stdout == by_flags.stdout and french(by_file.stdout.splitlines()[0]).startswith("Dieu")
     dumped = invoke("translate", "-m", ckpt(overfit), src, "--config", tmp_path / "bt.toml", "--dump-config", "-")

@@ -13,25 +13,40 @@ from nmtkit.cli import main
 from nmtkit.evaluate.metrics import PAPER
 
 # case, accents, guillemets and a Chinese line: lowercasing and each tokenizer change the counts
-HYPS = ["Le Chat est assis sur le tapis ; il DORT.",
-        "Élimélec mourut, et elle resta avec ses deux fils.",
-        "« Où vas-tu ? » demanda-t-elle à Noémi.",
-        "L'ÉTÉ fut très chaud à Bethléhem !",
-        "他说：你好，世界。 Hello World"]
-REFS = [["Le chat était assis sur le tapis ; il dort.",
-         "Élimélec, mari de Naomi, mourut, et elle resta avec ses deux fils.",
-         "« Où vas-tu ? » lui demanda Naomi.",
-         "L'été fut très chaud à Bethléhem.",
-         "他说：你好世界。 hello world"],
-        ["Le chat s'assit sur le tapis, et il dormit.",
-         "Élimélec mourut ; elle resta seule avec ses deux fils.",
-         "« Où vas-tu ? » demanda-t-elle à Naomi.",
-         "L'Été à Bethléhem fut très chaud !",
-         "他说你好，世界！ Hello world"]]
+HYPS = [
+    "Le Chat est assis sur le tapis ; il DORT.",
+    "Élimélec mourut, et elle resta avec ses deux fils.",
+    "« Où vas-tu ? » demanda-t-elle à Noémi.",
+    "L'ÉTÉ fut très chaud à Bethléhem !",
+    "他说：你好，世界。 Hello World",
+]
+REFS = [
+    [
+        "Le chat était assis sur le tapis ; il dort.",
+        "Élimélec, mari de Naomi, mourut, et elle resta avec ses deux fils.",
+        "« Où vas-tu ? » lui demanda Naomi.",
+        "L'été fut très chaud à Bethléhem.",
+        "他说：你好世界。 hello world",
+    ],
+    [
+        "Le chat s'assit sur le tapis, et il dormit.",
+        "Élimélec mourut ; elle resta seule avec ses deux fils.",
+        "« Où vas-tu ? » demanda-t-elle à Naomi.",
+        "L'Été à Bethléhem fut très chaud !",
+        "他说你好，世界！ Hello world",
+    ],
+]
 METRICS = ("bleu", "chrf", "ter")
 # sacrebleu's options as nmtkit score spells them (sacrebleu's own names: the same)
-OPTIONS = [(), ("--lowercase",), ("--tokenize", "intl"), ("--tokenize", "char"), ("--tokenize", "zh"),
-           ("--tokenize", "none", "--lowercase"), ("--chrf-word-order", "2")]
+OPTIONS = [
+    (),
+    ("--lowercase",),
+    ("--tokenize", "intl"),
+    ("--tokenize", "char"),
+    ("--tokenize", "zh"),
+    ("--tokenize", "none", "--lowercase"),
+    ("--chrf-word-order", "2"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +61,13 @@ def files(tmp_path_factory):
 
 def sacrebleu(files, nrefs, *args):
     refs = [str(files / f"ref{i}.fr") for i in range(nrefs)]
-    out = subprocess.run([sys.executable, "-m", "sacrebleu", *refs, "-i", str(files / "hyp.fr"), *args],
-                         capture_output=True, text=True, check=True, env={**os.environ, "NO_COLOR": "1"})
+    out = subprocess.run(
+        [sys.executable, "-m", "sacrebleu", *refs, "-i", str(files / "hyp.fr"), *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
     return out.stdout
 
 
@@ -67,8 +87,9 @@ def key(sacrebleu_name):
 @pytest.mark.parametrize("nrefs", [1, 2])
 def test_corpus_figures_and_signatures_are_sacrebleus(files, nrefs, options):
     theirs = json.loads(sacrebleu(files, nrefs, "-m", *METRICS, "-f", "json", "-w", "6", *options))
-    ours = json.loads(nmtkit(files, nrefs, "--metrics", ",".join(METRICS), "--output-format", "json",
-                             *options))["systems"][0]
+    ours = json.loads(nmtkit(files, nrefs, "--metrics", ",".join(METRICS), "--output-format", "json", *options))[
+        "systems"
+    ][0]
     assert [key(s["name"]) for s in theirs] == list(METRICS) and "bleu_tok" not in ours
     for s in theirs:
         k = key(s["name"])
@@ -81,7 +102,7 @@ def test_corpus_figures_and_signatures_are_sacrebleus(files, nrefs, options):
 def test_sentence_level_lines_are_sacrebleus(files, options):
     theirs = {m: sacrebleu(files, 2, "-m", m, "--sentence-level", "-w", "2", *options).splitlines() for m in METRICS}
     assert all(len(lines) == len(HYPS) for lines in theirs.values())
-    for m in METRICS:                               # one metric: sacrebleu's very lines
+    for m in METRICS:  # one metric: sacrebleu's very lines
         assert nmtkit(files, 2, "--metrics", m, "--sentence-level", *options).splitlines() == theirs[m]
     ours = nmtkit(files, 2, "--metrics", ",".join(METRICS), "--sentence-level", *options).splitlines()
     assert [line.split("\t") for line in ours] == [list(row) for row in zip(*theirs.values())]
@@ -89,8 +110,9 @@ def test_sentence_level_lines_are_sacrebleus(files, options):
 
 def test_sentence_level_json_holds_each_score_and_signature(files):
     theirs = json.loads(sacrebleu(files, 1, "-m", "chrf", "--chrf-word-order", "2", "-f", "json"))
-    res = json.loads(nmtkit(files, 1, "--metrics", "chrf", "--chrf-word-order", "2", "--sentence-level",
-                            "--output-format", "json"))
+    res = json.loads(
+        nmtkit(files, 1, "--metrics", "chrf", "--chrf-word-order", "2", "--sentence-level", "--output-format", "json")
+    )
     s = res["systems"][0]
     assert s["chrf_signature"] == theirs["signature"] and s["chrf_label"] == "chrF++"
     assert len(s["sentence_scores"]) == len(HYPS) and set(s["sentence_scores"][0]) == {"chrf"}
@@ -108,17 +130,24 @@ def test_sacrebleus_metrics_alone_load_no_tokenizer_or_numpy(files, metrics):
     """What keeps a plain score near sacrebleu's own time: sacremoses (for the tokenized BLEU) and
     numpy (for --plot) load only when asked for, and not for the default report."""
     args = ["score", str(files / "hyp.fr"), "-r", str(files / "ref0.fr"), *metrics]
-    code = (f"import sys\nfrom nmtkit.cli import main\nmain({args!r}, standalone_mode=False)\n"
-            "print(sorted(m for m in ('sacremoses', 'numpy', 'torch', 'subword_nmt') if m in sys.modules))")
+    code = (
+        f"import sys\nfrom nmtkit.cli import main\nmain({args!r}, standalone_mode=False)\n"
+        "print(sorted(m for m in ('sacremoses', 'numpy', 'torch', 'subword_nmt') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.splitlines()[-1] == "[]"
 
 
-@pytest.mark.parametrize("args,match", [(["--metrics", "bleu,meteor"], "unknown metric 'meteor'"),
-                                        (["--tokenize", "moses"], "unknown tokenizer 'moses'"),
-                                        (["-r", "missing.fr"], "missing.fr: no such file"),
-                                        (["-r", "short.fr"], "short.fr has 1 lines but"),
-                                        (["--sentence-level", "--bootstrap", "10"], "--sentence-level")])
+@pytest.mark.parametrize(
+    "args,match",
+    [
+        (["--metrics", "bleu,meteor"], "unknown metric 'meteor'"),
+        (["--tokenize", "moses"], "unknown tokenizer 'moses'"),
+        (["-r", "missing.fr"], "missing.fr: no such file"),
+        (["-r", "short.fr"], "short.fr has 1 lines but"),
+        (["--sentence-level", "--bootstrap", "10"], "--sentence-level"),
+    ],
+)
 def test_user_errors_are_one_line_and_status_2(files, args, match):
     args = [str(files / a) if a.endswith(".fr") else a for a in args]
     r = CliRunner().invoke(main, ["score", str(files / "hyp.fr"), "-r", str(files / "ref0.fr"), *args])

@@ -19,7 +19,7 @@ EOS = 3
 def model_and_batch(seed, tgt_vocab=15):
     torch.manual_seed(seed)
     model = build_model(ModelConfig(src_vocab=20, tgt_vocab=tgt_vocab, emb=12, hidden=10, align=8, maxout=6))
-    for p in model.parameters():        # spread-out weights give distinct, peaked distributions
+    for p in model.parameters():  # spread-out weights give distinct, peaked distributions
         torch.nn.init.normal_(p, 0, 0.8)
     model.eval()
     g = torch.Generator().manual_seed(seed)
@@ -40,20 +40,19 @@ def sequence_score(model, src, mask, tokens):
 
 @pytest.mark.parametrize("penalty", ["none", "average", "gnmt"])
 def test_wide_beam_finds_the_exact_n_best_under_each_length_penalty(penalty):
-    model, src, mask = model_and_batch(0, tgt_vocab=6)            # words: <unk> <s> 4 5 (<pad> never)
-    limit = 3                                                      # at most 2 words, then </s>
-    cfg = SearchConfig(beam=30, max_ratio=0.0, max_extra=limit, length_penalty=penalty, alpha=1.5, nbest=4,
-                       min_len=0)
+    model, src, mask = model_and_batch(0, tgt_vocab=6)  # words: <unk> <s> 4 5 (<pad> never)
+    limit = 3  # at most 2 words, then </s>
+    cfg = SearchConfig(beam=30, max_ratio=0.0, max_extra=limit, length_penalty=penalty, alpha=1.5, nbest=4, min_len=0)
     out = beam_search(model, model.encode(src, mask), cfg)
     norm = {"none": lambda s, n: s, "average": lambda s, n: s / n, "gnmt": lambda s, n: s / ((5 + n) / 6) ** 1.5}
     for i in range(src.shape[0]):
         n = int(mask[i].sum())
-        s, m = src[i:i + 1, :n], mask[i:i + 1, :n]
+        s, m = src[i : i + 1, :n], mask[i : i + 1, :n]
         candidates = [list(c) for L in range(limit) for c in itertools.product([1, 2, 4, 5], repeat=L)]
         scores = [sequence_score(model, s, m, c) for c in candidates]
         ranked = sorted(range(len(candidates)), key=lambda j: -norm[penalty](scores[j], len(candidates[j]) + 1))
-        assert out.tokens[4 * i:4 * i + 4] == [candidates[j] for j in ranked[:4]]
-        assert out.scores[4 * i:4 * i + 4] == pytest.approx([scores[j] for j in ranked[:4]], abs=1e-4)
+        assert out.tokens[4 * i : 4 * i + 4] == [candidates[j] for j in ranked[:4]]
+        assert out.scores[4 * i : 4 * i + 4] == pytest.approx([scores[j] for j in ranked[:4]], abs=1e-4)
     if penalty == "none":
         assert out.ranking == out.scores
 
@@ -61,10 +60,10 @@ def test_wide_beam_finds_the_exact_n_best_under_each_length_penalty(penalty):
 def test_no_unk_never_emits_unk():
     model, src, mask = model_and_batch(5)
     with torch.no_grad():
-        model.W_o.bias[1] += 100.0                                # <unk> now wins every step
+        model.W_o.bias[1] += 100.0  # <unk> now wins every step
     enc = model.encode(src, mask)
     with_unk = beam_search(model, enc, SearchConfig(beam=3, nbest=3)).tokens
-    assert all(t and set(t) == {1} for t in with_unk[::3])          # the best: <unk>s only
+    assert all(t and set(t) == {1} for t in with_unk[::3])  # the best: <unk>s only
     free = beam_search(model, enc, SearchConfig(beam=3, nbest=3, no_unk=True))
     assert all(1 not in t for t in free.tokens) and any(free.tokens)
 
@@ -74,6 +73,7 @@ def test_forcing_the_search_output_gives_its_score():
     enc = model.encode(src, mask)
     out = beam_search(model, enc, SearchConfig(beam=4))
     from nmtkit.data.batching import pad
+
     scores, maps = force(model, enc, pad([np.array(t) for t in out.tokens]))
     assert scores.tolist() == pytest.approx(out.scores, abs=1e-4)
     assert maps.shape == (src.shape[0], max(len(t) for t in out.tokens) + 1, src.shape[1])
@@ -102,7 +102,7 @@ def test_a_sentence_gets_the_same_result_alone_as_in_a_batch(beam):
     together = beam_search(model, model.encode(src, mask), SearchConfig(beam=beam))
     for i in range(src.shape[0]):
         n = int(mask[i].sum())
-        alone = beam_search(model, model.encode(src[i:i + 1, :n], mask[i:i + 1, :n]), SearchConfig(beam=beam))
+        alone = beam_search(model, model.encode(src[i : i + 1, :n], mask[i : i + 1, :n]), SearchConfig(beam=beam))
         assert alone.tokens[0] == together.tokens[i]
         assert alone.scores[0] == pytest.approx(together.scores[i], abs=1e-4)
 
@@ -113,24 +113,26 @@ def test_scores_are_teacher_forced_log_probabilities_and_greedy_is_argmax():
     for out in (beam_search(model, enc, SearchConfig(beam=5)), greedy(model, enc)):
         for i, (tokens, score) in enumerate(zip(out.tokens, out.scores)):
             n = int(mask[i].sum())
-            assert score == pytest.approx(sequence_score(model, src[i:i + 1, :n], mask[i:i + 1, :n], tokens), abs=1e-4)
+            assert score == pytest.approx(
+                sequence_score(model, src[i : i + 1, :n], mask[i : i + 1, :n], tokens), abs=1e-4
+            )
     g = greedy(model, enc)
-    for i, tokens in enumerate(g.tokens):     # each word is the argmax given the ones before
+    for i, tokens in enumerate(g.tokens):  # each word is the argmax given the ones before
         n = int(mask[i].sum())
         with torch.no_grad():
-            logits = model(src[i:i + 1, :n], mask[i:i + 1, :n], torch.tensor([[2] + tokens]))[0]
+            logits = model(src[i : i + 1, :n], mask[i : i + 1, :n], torch.tensor([[2] + tokens]))[0]
         logits[:, 0] = float("-inf")
-        logits[0, EOS] = float("-inf")        # at least one word (min_len)
+        logits[0, EOS] = float("-inf")  # at least one word (min_len)
         best = logits.argmax(-1).tolist()
         assert best[:-1] == tokens
-        assert best[-1] == EOS or len(tokens) + 1 == 2 * n + 10      # or the output limit forced </s>
+        assert best[-1] == EOS or len(tokens) + 1 == 2 * n + 10  # or the output limit forced </s>
 
 
 def test_output_length_limit():
     for seed in range(3, 8):
         model, src, mask = model_and_batch(seed)
         out = beam_search(model, model.encode(src, mask), SearchConfig(beam=4, max_ratio=0.0, max_extra=9))
-        assert all(len(tokens) <= 8 for tokens in out.tokens)      # 9 positions at most, </s> included
+        assert all(len(tokens) <= 8 for tokens in out.tokens)  # 9 positions at most, </s> included
         half = beam_search(model, model.encode(src, mask), SearchConfig(beam=4, max_ratio=0.5, max_extra=0))
         for i, tokens in enumerate(half.tokens):
             assert len(tokens) + 1 <= max(1, int(mask[i].sum()) // 2)
@@ -142,8 +144,8 @@ def test_length_normalisation_ranks_by_score_per_token():
     raw = beam_search(model, enc, SearchConfig(beam=5))
     norm = beam_search(model, enc, SearchConfig(beam=5, length_penalty="average"))
     for r_t, r_s, n_t, n_s in zip(raw.tokens, raw.scores, norm.tokens, norm.scores):
-        assert r_s >= n_s - 1e-5                                      # raw picks the best total
-        assert n_s / (len(n_t) + 1) >= r_s / (len(r_t) + 1) - 1e-5    # normalised the best per token
+        assert r_s >= n_s - 1e-5  # raw picks the best total
+        assert n_s / (len(n_t) + 1) >= r_s / (len(r_t) + 1) - 1e-5  # normalised the best per token
 
 
 class Scripted(torch.nn.Module):
@@ -156,11 +158,12 @@ class Scripted(torch.nn.Module):
 
     def encode(self, sentences):
         from nmtkit.models.base import EncoderOut
+
         ids = torch.tensor(sentences, dtype=torch.float).view(-1, 1, 1)
         return EncoderOut(ids, torch.ones(len(sentences), 1, dtype=torch.bool))
 
     def init_state(self, enc):
-        return torch.cat([enc.h[:, 0], torch.zeros(len(enc.h), 1)], 1)     # [sentence, prefix id]
+        return torch.cat([enc.h[:, 0], torch.zeros(len(enc.h), 1)], 1)  # [sentence, prefix id]
 
     def step(self, y_prev, state, enc):
         logp, new = [], []
@@ -200,7 +203,7 @@ def test_a_finished_hypothesis_is_never_lost_to_open_ones():
             return probable(EOS=math.log(0.25), A=math.log(0.6), B=math.log(0.15))
         if prefix == (C, A):
             return probable(EOS=math.log(0.1), X=math.log(0.45), Y=math.log(0.45))
-        return probable(UNK=0.0, EOS=-8.0, A=-2.0, B=-2.0, C=-2.0, X=-2.0, Y=-2.0)   # </s> costly
+        return probable(UNK=0.0, EOS=-8.0, A=-2.0, B=-2.0, C=-2.0, X=-2.0, Y=-2.0)  # </s> costly
 
     out = beam_search(Scripted(table, V), Scripted(table, V).encode([0]), SearchConfig(beam=2, max_extra=12))
     assert out.tokens == [[C]]
@@ -211,8 +214,9 @@ def random_table(seed, vocab):
     def table(sentence, prefix):
         g = np.random.default_rng([seed, sentence, *prefix])
         logits = g.normal(0, 2, vocab)
-        logits[[0, 2]] = NO                                       # never <pad> or <s>
+        logits[[0, 2]] = NO  # never <pad> or <s>
         return logits.tolist()
+
     return table
 
 
@@ -230,10 +234,11 @@ def exhaustive(table, sentence, words, longest):
 
 @pytest.mark.parametrize("penalty", ["none", "average", "gnmt"])
 def test_a_beam_as_wide_as_all_prefixes_finds_the_exhaustive_optimum(penalty):
-    words, longest = [1, 4, 5], 4                                 # <unk> and two words, </s>; ≤ 4 words
+    words, longest = [1, 4, 5], 4  # <unk> and two words, </s>; ≤ 4 words
     prefixes = sum(len(words) ** n for n in range(longest + 1))
-    cfg = SearchConfig(beam=prefixes, max_ratio=0.0, max_extra=longest + 1, length_penalty=penalty,
-                       alpha=1.0, nbest=5, min_len=0)
+    cfg = SearchConfig(
+        beam=prefixes, max_ratio=0.0, max_extra=longest + 1, length_penalty=penalty, alpha=1.0, nbest=5, min_len=0
+    )
     for seed in range(3):
         table = random_table(seed, 6)
         model = Scripted(table, 6)
@@ -255,8 +260,8 @@ def test_batched_search_equals_searching_each_sentence_alone_and_nbest_lists_are
     together = beam_search(Scripted(table, 8), Scripted(table, 8).encode(list(range(6))), cfg)
     for i in range(6):
         alone = beam_search(Scripted(table, 8), Scripted(table, 8).encode([i]), cfg)
-        assert alone.tokens == together.tokens[3 * i:3 * i + 3]
-        assert alone.scores == pytest.approx(together.scores[3 * i:3 * i + 3], abs=1e-5)
+        assert alone.tokens == together.tokens[3 * i : 3 * i + 3]
+        assert alone.scores == pytest.approx(together.scores[3 * i : 3 * i + 3], abs=1e-5)
         ranks = alone.ranking
         assert ranks == sorted(ranks, reverse=True)
         assert len({tuple(t) for t in alone.tokens}) == 3
@@ -264,13 +269,15 @@ def test_batched_search_equals_searching_each_sentence_alone_and_nbest_lists_are
 
 def test_the_coverage_penalty_is_wu_et_al_s_formula_on_a_small_table():
     from nmtkit.translate.search import coverage_penalty
+
     coverage = torch.tensor([[0.5, 1.7, 0.25, 0.0], [1.0, 1.0, 2.0, 0.9]])
     mask = torch.tensor([[True, True, True, False], [True, True, True, True]])
     got = coverage_penalty(coverage, mask, 0.2)
     assert got.tolist() == pytest.approx([0.2 * (math.log(0.5) + 0 + math.log(0.25)), 0.2 * math.log(0.9)])
     # a source unit never attended counts as 1e-6, not -inf
-    assert float(coverage_penalty(torch.tensor([[0.0, 1.0]]), torch.tensor([[True, True]]), 1.0)) == \
-        pytest.approx(math.log(1e-6))
+    assert float(coverage_penalty(torch.tensor([[0.0, 1.0]]), torch.tensor([[True, True]]), 1.0)) == pytest.approx(
+        math.log(1e-6)
+    )
 
 
 @pytest.mark.parametrize("penalty", ["none", "gnmt"])
@@ -280,12 +287,20 @@ def test_wide_beam_finds_the_exact_n_best_with_a_coverage_penalty(penalty):
     read off the model's own attention along each output."""
     model, src, mask = model_and_batch(1, tgt_vocab=6)
     limit, beta = 3, 0.7
-    cfg = SearchConfig(beam=30, max_ratio=0.0, max_extra=limit, length_penalty=penalty, alpha=1.5, nbest=4,
-                       min_len=0, coverage_penalty=beta)
+    cfg = SearchConfig(
+        beam=30,
+        max_ratio=0.0,
+        max_extra=limit,
+        length_penalty=penalty,
+        alpha=1.5,
+        nbest=4,
+        min_len=0,
+        coverage_penalty=beta,
+    )
     out = beam_search(model, model.encode(src, mask), cfg)
     for i in range(src.shape[0]):
         n = int(mask[i].sum())
-        s, m = src[i:i + 1, :n], mask[i:i + 1, :n]
+        s, m = src[i : i + 1, :n], mask[i : i + 1, :n]
         candidates = [list(c) for L in range(limit) for c in itertools.product([1, 2, 4, 5], repeat=L)]
         ranks, scores = [], []
         for c in candidates:
@@ -295,12 +310,14 @@ def test_wide_beam_finds_the_exact_n_best_with_a_coverage_penalty(penalty):
             scores.append(float(score[0]))
             ranks.append(float(ranking(cfg, score, len(c) + 1)[0]) + cover)
         best = sorted(range(len(candidates)), key=lambda j: -ranks[j])[:4]
-        assert out.tokens[4 * i:4 * i + 4] == [candidates[j] for j in best]
-        assert out.ranking[4 * i:4 * i + 4] == pytest.approx([ranks[j] for j in best], abs=1e-4)
-    plain = beam_search(model, model.encode(src, mask), SearchConfig(beam=30, max_ratio=0.0, max_extra=limit,
-                                                                    length_penalty=penalty, alpha=1.5, nbest=4,
-                                                                    min_len=0))
-    assert plain.tokens != out.tokens          # the penalty changed some n-best list
+        assert out.tokens[4 * i : 4 * i + 4] == [candidates[j] for j in best]
+        assert out.ranking[4 * i : 4 * i + 4] == pytest.approx([ranks[j] for j in best], abs=1e-4)
+    plain = beam_search(
+        model,
+        model.encode(src, mask),
+        SearchConfig(beam=30, max_ratio=0.0, max_extra=limit, length_penalty=penalty, alpha=1.5, nbest=4, min_len=0),
+    )
+    assert plain.tokens != out.tokens  # the penalty changed some n-best list
 
 
 @pytest.mark.parametrize("beam", [1, 4])
@@ -313,10 +330,10 @@ def test_the_search_returns_the_attention_that_forcing_its_outputs_gives(beam):
     n = out.nbest
     tgt = torch.full((len(out.tokens), max(len(t) for t in out.tokens) + 1), 0)
     for row, tokens in enumerate(out.tokens):
-        tgt[row, :len(tokens) + 1] = torch.tensor(tokens + [EOS])
+        tgt[row, : len(tokens) + 1] = torch.tensor(tokens + [EOS])
     _, maps = force(model, enc.repeat(n), tgt)
-    assert out.attention is not None and all(math.isfinite(s) for s in out.scores)   # every row found
+    assert out.attention is not None and all(math.isfinite(s) for s in out.scores)  # every row found
     for row, tokens in enumerate(out.tokens):
         L = len(tokens) + 1
-        assert torch.allclose(out.attention[row, :L, :maps.shape[2]], maps[row, :L], atol=1e-5)
+        assert torch.allclose(out.attention[row, :L, : maps.shape[2]], maps[row, :L], atol=1e-5)
         assert out.attention[row, L:].abs().sum() == 0

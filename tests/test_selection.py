@@ -44,7 +44,7 @@ def test_kneser_ney_distributions_sum_to_one(order):
     vocab, lm = _lm(order)
     words = [w for w in range(len(vocab)) if w != BOS]
     for history in ["", "the", "the black", "the black cat", "la banque zebra"]:
-        ctx = vocab.encode(history)[0][:-1]          # <s> history (no </s>)
+        ctx = vocab.encode(history)[0][:-1]  # <s> history (no </s>)
         block = np.concatenate([np.concatenate([ctx, [w, EOS]]) for w in words]).astype(np.uint64)
         logp = lm.token_logprobs(block).reshape(len(words), ctx.size + 2)[:, ctx.size]
         assert np.exp(logp).sum() == pytest.approx(1.0, abs=1e-6), history
@@ -76,15 +76,25 @@ def _corpora(tmp_path: Path, general_pairs: int) -> tuple[Path, Path]:
 def test_in_domain_pairs_outrank_unrelated_ones_and_the_target_is_met(tmp_path):
     ind, gen = _corpora(tmp_path, 400)
     langs = ("en", "fr")
-    report = select([Corpus.of(ind, langs)], [Corpus.of(gen, langs)], tmp_path / "sel", langs,
-                    SelectConfig(keep_words=1000, chunk_lines=64), workers=1)
+    report = select(
+        [Corpus.of(ind, langs)],
+        [Corpus.of(gen, langs)],
+        tmp_path / "sel",
+        langs,
+        SelectConfig(keep_words=1000, chunk_lines=64),
+        workers=1,
+    )
     scores = np.fromfile(tmp_path / "sel" / "scores.f32", dtype=np.float32)
     animal, finance = scores[1::2], scores[0::2]
     assert animal.max() < finance.min()
     kept_en = (tmp_path / "sel" / "train.en").read_text(encoding="utf-8").splitlines()
     kept_fr = (tmp_path / "sel" / "train.fr").read_text(encoding="utf-8").splitlines()
-    general = list(zip(Path(f"{gen}.en").read_text(encoding="utf-8").splitlines(),
-                       Path(f"{gen}.fr").read_text(encoding="utf-8").splitlines()))
+    general = list(
+        zip(
+            Path(f"{gen}.en").read_text(encoding="utf-8").splitlines(),
+            Path(f"{gen}.fr").read_text(encoding="utf-8").splitlines(),
+        )
+    )
     assert len(kept_en) == len(kept_fr) == report["kept_pairs"]
     assert all("euros" not in line for line in kept_en)
     # Pairs stay pairs and keep their input order.
@@ -103,8 +113,14 @@ def test_workers_give_the_same_selection(tmp_path):
     langs = ("en", "fr")
     outs = []
     for workers in (1, 2):
-        select([Corpus.of(ind, langs)], [Corpus.of(gen, langs)], tmp_path / f"w{workers}", langs,
-               SelectConfig(keep_words=700, chunk_lines=50), workers)
+        select(
+            [Corpus.of(ind, langs)],
+            [Corpus.of(gen, langs)],
+            tmp_path / f"w{workers}",
+            langs,
+            SelectConfig(keep_words=700, chunk_lines=50),
+            workers,
+        )
         outs.append((tmp_path / f"w{workers}" / "train.fr").read_bytes())
     assert outs[0] == outs[1]
 
@@ -126,8 +142,12 @@ def test_memory_stays_bounded_as_the_input_grows(tmp_path):
     peaks = {}
     for n in (2_000, 64_000):
         gen = write(tmp_path / f"gen{n}" / "all", pairs(n, "animals", 2) + pairs(n, "finance", 5))
-        out = subprocess.run([sys.executable, "-c", _PEAK, str(ind), str(gen), str(tmp_path / f"sel{n}")],
-                             capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            [sys.executable, "-c", _PEAK, str(ind), str(gen), str(tmp_path / f"sel{n}")],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         peaks[n] = int(out.stdout.split()[-1]) // 1024
     text_mb = sum(Path(f"{tmp_path}/gen64000/all.{lang}").stat().st_size for lang in ("en", "fr")) >> 20
     # 32x the pairs (~{text_mb} MB of text) must not show in the peak: holding the text would add more.
@@ -155,7 +175,25 @@ def test_select_refusals(tmp_path):
 
 def test_keep_words_counts(tmp_path):
     ind, gen = _corpora(tmp_path, 40)
-    result = CliRunner().invoke(main, ["select", "-s", "en", "-t", "fr", "--in-domain", str(ind),
-                                       "--general", str(gen), "--keep-words", "0.1k", "-d", str(tmp_path / "o"), "-j", "1"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "select",
+            "-s",
+            "en",
+            "-t",
+            "fr",
+            "--in-domain",
+            str(ind),
+            "--general",
+            str(gen),
+            "--keep-words",
+            "0.1k",
+            "-d",
+            str(tmp_path / "o"),
+            "-j",
+            "1",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert json.loads((tmp_path / "o" / "select.json").read_text())["config"]["keep_words"] == 100

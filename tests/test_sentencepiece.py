@@ -22,10 +22,27 @@ def invoke(*args):
 
 @pytest.mark.parametrize("kind", ["unigram", "bpe"])
 def test_raw_to_ids_to_raw_through_a_sentencepiece_vocabulary(raw, tmp_path, kind):
-    assert invoke("preprocess", "-s", "en", "-t", "fr", "--train", raw / "train", "-d", tmp_path / "clean",
-                  "-j", 1).exit_code == 0
-    r = invoke("build-vocab", "-s", "en", "-t", "fr", "--train", tmp_path / "clean" / "train", "-d",
-               tmp_path / "vocab", "--spm", kind, "--spm-size", 60)
+    assert (
+        invoke(
+            "preprocess", "-s", "en", "-t", "fr", "--train", raw / "train", "-d", tmp_path / "clean", "-j", 1
+        ).exit_code
+        == 0
+    )
+    r = invoke(
+        "build-vocab",
+        "-s",
+        "en",
+        "-t",
+        "fr",
+        "--train",
+        tmp_path / "clean" / "train",
+        "-d",
+        tmp_path / "vocab",
+        "--spm",
+        kind,
+        "--spm-size",
+        60,
+    )
     assert r.exit_code == 0, r.output
     assert (tmp_path / "vocab" / "spm.codes").read_text().startswith("#nmtkit-sentencepiece " + kind)
     sides = Sides.from_vocab_dir(tmp_path / "vocab")
@@ -34,22 +51,78 @@ def test_raw_to_ids_to_raw_through_a_sentencepiece_vocabulary(raw, tmp_path, kin
             pieces = side.tokens(line)
             assert len(pieces) > len(line.split()) and any(p.startswith("\u2581") for p in pieces)
             ids = side.ids(pieces)
-            assert 1 not in ids                                       # no <unk>: the pieces cover the text
+            assert 1 not in ids  # no <unk>: the pieces cover the text
             back = side.text.decode(side.vocab.decode(ids))
-            assert re.sub(r" ([:;!?])", r"\1", back) == line          # French typography aside
+            assert re.sub(r" ([:;!?])", r"\1", back) == line  # French typography aside
     assert merge_subwords(["\u2581Éter", "nel", "\u2581dit"]) == ["Éternel", "dit"]
     assert word_ids(["\u2581Éter", "nel", "\u2581dit"]).tolist() == [0, 0, 1]
 
 
 def test_a_model_trained_on_sentencepiece_translates_raw_text(raw, tmp_path):
-    for cmd in (["preprocess", "-s", "en", "-t", "fr", "--train", raw / "train", "--valid", raw / "valid",
-                 "-d", tmp_path / "clean", "-j", 1],
-                ["build-vocab", "-s", "en", "-t", "fr", "--train", tmp_path / "clean" / "train", "-d",
-                 tmp_path / "vocab", "--spm", "unigram", "--spm-size", 60],
-                ["preprocess", "-s", "en", "-t", "fr", "--train", tmp_path / "clean" / "train", "--valid",
-                 tmp_path / "clean" / "valid", "--vocab", tmp_path / "vocab", "-d", tmp_path / "bin", "-j", 1, "-q"],
-                ["train", tmp_path / "bin", "--save-dir", tmp_path / "run", "--preset", "tiny", "--max-updates", 2,
-                 "--batch-size", 2, "--threads", 1]):
+    for cmd in (
+        [
+            "preprocess",
+            "-s",
+            "en",
+            "-t",
+            "fr",
+            "--train",
+            raw / "train",
+            "--valid",
+            raw / "valid",
+            "-d",
+            tmp_path / "clean",
+            "-j",
+            1,
+        ],
+        [
+            "build-vocab",
+            "-s",
+            "en",
+            "-t",
+            "fr",
+            "--train",
+            tmp_path / "clean" / "train",
+            "-d",
+            tmp_path / "vocab",
+            "--spm",
+            "unigram",
+            "--spm-size",
+            60,
+        ],
+        [
+            "preprocess",
+            "-s",
+            "en",
+            "-t",
+            "fr",
+            "--train",
+            tmp_path / "clean" / "train",
+            "--valid",
+            tmp_path / "clean" / "valid",
+            "--vocab",
+            tmp_path / "vocab",
+            "-d",
+            tmp_path / "bin",
+            "-j",
+            1,
+            "-q",
+        ],
+        [
+            "train",
+            tmp_path / "bin",
+            "--save-dir",
+            tmp_path / "run",
+            "--preset",
+            "tiny",
+            "--max-updates",
+            2,
+            "--batch-size",
+            2,
+            "--threads",
+            1,
+        ],
+    ):
         r = invoke(*cmd)
         assert r.exit_code == 0, (cmd[0], r.output)
     (tmp_path / "in.en").write_text(EN[0] + "\n", encoding="utf-8")

@@ -51,11 +51,31 @@ def _post(url, body, content_type="application/json"):
 @pytest.fixture(scope="module")
 def server(overfit):
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "nmtkit", "serve", "-m", str(overfit / "run" / "last.pt"),
-                             "--port", str(port), "--threads", "1", "--max-sentences", "8", "--max-source-len", "60",
-                             "--max-body", "100000", "--shortlist"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "nmtkit",
+            "serve",
+            "-m",
+            str(overfit / "run" / "last.pt"),
+            "--port",
+            str(port),
+            "--threads",
+            "1",
+            "--max-sentences",
+            "8",
+            "--max-source-len",
+            "60",
+            "--max-body",
+            "100000",
+            "--shortlist",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "CUDA_VISIBLE_DEVICES": ""},
+    )
     url = f"http://127.0.0.1:{port}"
     for _ in range(300):
         try:
@@ -82,7 +102,7 @@ def test_translates_in_both_request_shapes_with_alignments_and_attention(server)
     assert len(first["attention"]) == len(first["target_tokens"])
     assert len(first["attention"][0]) == len(first["source_tokens"])
     assert all(abs(sum(row) - 1) < 1e-3 for row in first["attention"])
-    words = first["word_attention"]                 # the same merged into words, beside the pieces
+    words = first["word_attention"]  # the same merged into words, beside the pieces
     assert len(words) == len(first["target_words"]) and len(words[0]) == len(first["source_words"])
     assert all(abs(sum(row) - 1) < 1e-3 for row in words)
     assert first["source_words"][-1] == first["target_words"][-1] == "</s>"
@@ -102,17 +122,20 @@ def test_concurrent_clients_get_their_own_translations(server):
     with urllib.request.urlopen(url + "/info", timeout=10) as res:
         info = json.loads(res.read())
     assert info["arch"] == "rnnsearch" and info["served"]["sentences"] >= 45
-    assert info["served"]["batches"] < info["served"]["sentences"]          # requests shared batches
+    assert info["served"]["batches"] < info["served"]["sentences"]  # requests shared batches
 
 
-@pytest.mark.parametrize("body, status, says", [
-    (b'{"sentences": ["caf\xe9"]}', 400, "parsing the body"),                    # not UTF-8: FastAPI's 400
-    ({"sentences": ["word " * 10000]}, 413, "50,000 characters; at most 960"),   # refused before tokenizing
-    ({"sentences": [EN[0], "a " * 61]}, 413, "sentence 1 has 61 subword units; at most 60"),
-    ({"sentences": ["a"] * 9}, 413, "at most 8"),
-    ([{"src": "a"}] * 9, 413, "at most 8"),
-    (b"[" + b'{"src": "a"},' * 10000 + b'{"src": "a"}]', 413, "bytes"),
-])
+@pytest.mark.parametrize(
+    "body, status, says",
+    [
+        (b'{"sentences": ["caf\xe9"]}', 400, "parsing the body"),  # not UTF-8: FastAPI's 400
+        ({"sentences": ["word " * 10000]}, 413, "50,000 characters; at most 960"),  # refused before tokenizing
+        ({"sentences": [EN[0], "a " * 61]}, 413, "sentence 1 has 61 subword units; at most 60"),
+        ({"sentences": ["a"] * 9}, 413, "at most 8"),
+        ([{"src": "a"}] * 9, 413, "at most 8"),
+        (b"[" + b'{"src": "a"},' * 10000 + b'{"src": "a"}]', 413, "bytes"),
+    ],
+)
 def test_every_bad_request_is_a_json_error_and_the_server_goes_on(server, body, status, says):
     url, proc = server
     got, answer = _post(url + "/translate", body)
@@ -121,37 +144,40 @@ def test_every_bad_request_is_a_json_error_and_the_server_goes_on(server, body, 
     assert proc.poll() is None
 
 
-@pytest.mark.parametrize("body, field", [
-    ({"sentences": ["a"], "beam": "five"}, "beam"),
-    ({"sentences": ["a"], "beam": "5"}, "beam"),          # strict, as before: a string is no number
-    ({"sentences": ["a"], "beam": True}, "beam"),
-    ({"sentences": ["a"], "beam": 0}, "beam"),
-    ({"sentences": ["a"], "beam": 25}, "beam"),           # over --max-beam (24)
-    ({"sentences": ["a"], "nbest": 4, "beam": 2}, "nbest"),
-    ({"sentences": ["a"], "nbest": 11}, "nbest"),         # over the limit (10)
-    ({"beam": 3}, "sentences"),                           # missing
-    ({"sentences": "one"}, "sentences"),
-    ({"sentences": [1, 2]}, "sentences"),
-    ({"sentences": []}, "sentences"),
-    ({"sentences": ["a"], "colour": 1}, "colour"),        # unknown: a misspelt setting is no default
-    ({"sentences": ["a"], "coverage_penalty": -0.1}, "coverage_penalty"),
-    ({"sentences": ["a"], "coverage_penalty": "0.2"}, "coverage_penalty"),
-    (b'{"sentences": ["a"], "alpha": NaN}', "alpha"),     # Python's JSON reads NaN; the search must not
-    ({"sentences": ["a"], "length_penalty": "words"}, "length_penalty"),
-    ({"sentences": ["a"], "max_ratio": 2.5}, "max_ratio"),   # a request may not raise the output limit
-    ({"sentences": ["a"], "min_len": -1}, "min_len"),
-    ({"sentences": ["a"], "attention": 1}, "attention"),
-    ([{"text": "a"}], "src"),
-    ([], "body"),                                         # the whole body: FastAPI's name for it
-    (7, "body"),
-    (b"", "body"),
-    (b"{not json", "body"),
-])
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"sentences": ["a"], "beam": "five"}, "beam"),
+        ({"sentences": ["a"], "beam": "5"}, "beam"),  # strict, as before: a string is no number
+        ({"sentences": ["a"], "beam": True}, "beam"),
+        ({"sentences": ["a"], "beam": 0}, "beam"),
+        ({"sentences": ["a"], "beam": 25}, "beam"),  # over --max-beam (24)
+        ({"sentences": ["a"], "nbest": 4, "beam": 2}, "nbest"),
+        ({"sentences": ["a"], "nbest": 11}, "nbest"),  # over the limit (10)
+        ({"beam": 3}, "sentences"),  # missing
+        ({"sentences": "one"}, "sentences"),
+        ({"sentences": [1, 2]}, "sentences"),
+        ({"sentences": []}, "sentences"),
+        ({"sentences": ["a"], "colour": 1}, "colour"),  # unknown: a misspelt setting is no default
+        ({"sentences": ["a"], "coverage_penalty": -0.1}, "coverage_penalty"),
+        ({"sentences": ["a"], "coverage_penalty": "0.2"}, "coverage_penalty"),
+        (b'{"sentences": ["a"], "alpha": NaN}', "alpha"),  # Python's JSON reads NaN; the search must not
+        ({"sentences": ["a"], "length_penalty": "words"}, "length_penalty"),
+        ({"sentences": ["a"], "max_ratio": 2.5}, "max_ratio"),  # a request may not raise the output limit
+        ({"sentences": ["a"], "min_len": -1}, "min_len"),
+        ({"sentences": ["a"], "attention": 1}, "attention"),
+        ([{"text": "a"}], "src"),
+        ([], "body"),  # the whole body: FastAPI's name for it
+        (7, "body"),
+        (b"", "body"),
+        (b"{not json", "body"),
+    ],
+)
 def test_an_invalid_request_is_fastapis_422_naming_the_field(server, body, field):
     url, proc = server
     got, answer = _post(url + "/translate", body)
     assert got == 422 and any(field in error["loc"] for error in answer["detail"]), answer
-    assert field in answer["error"]                       # the line the page shows
+    assert field in answer["error"]  # the line the page shows
     assert _post(url + "/translate", {"sentences": [EN[0]]})[0] == 200
     assert proc.poll() is None
 
@@ -165,12 +191,22 @@ def test_the_api_is_described_at_docs_and_openapi_json(server):
     assert status == 200 and {"/translate", "/translator/translate", "/health", "/info"} <= set(api["paths"])
     assert all("requestBody" in api["paths"][p]["post"] for p in ("/translate", "/translator/translate"))
     request = api["components"]["schemas"]["TranslateRequest"]
-    assert set(request["properties"]) == {"sentences", "beam", "nbest", "length_penalty", "alpha",
-                                          "coverage_penalty", "max_ratio", "min_len", "no_unk", "alignment",
-                                          "attention"}
+    assert set(request["properties"]) == {
+        "sentences",
+        "beam",
+        "nbest",
+        "length_penalty",
+        "alpha",
+        "coverage_penalty",
+        "max_ratio",
+        "min_len",
+        "no_unk",
+        "alignment",
+        "attention",
+    }
     assert request["required"] == ["sentences"]
     fields = request["properties"]
-    assert (fields["beam"]["default"], fields["beam"]["maximum"]) == (12, 24)    # --beam, --max-beam
+    assert (fields["beam"]["default"], fields["beam"]["maximum"]) == (12, 24)  # --beam, --max-beam
     assert (fields["coverage_penalty"]["default"], fields["coverage_penalty"]["minimum"]) == (0, 0)
     assert fields["length_penalty"]["enum"] == ["none", "average", "gnmt"]
     assert "src" in api["components"]["schemas"]["OpenNMTSentence"]["properties"]
@@ -192,7 +228,7 @@ def test_the_page_is_served(server):
     with urllib.request.urlopen(url + "/", timeout=10) as res:
         page = res.read().decode()
     assert 'fetch("translate"' in page and 'createElement("canvas")' in page and "heatmap" in page
-    assert 'id="pieces" type="checkbox"' in page and "t.word_attention" in page     # words, pieces on request
+    assert 'id="pieces" type="checkbox"' in page and "t.word_attention" in page  # words, pieces on request
 
 
 def test_the_answer_has_the_attention_over_pieces_and_over_words():
@@ -200,6 +236,7 @@ def test_the_answer_has_the_attention_over_pieces_and_over_words():
 
     from nmtkit.serve.app import native
     from nmtkit.translate.translator import Translation
+
     alpha = np.array([[0.6, 0.2, 0.1, 0.1], [0.1, 0.3, 0.5, 0.1], [0.0, 0.0, 0.1, 0.9]])
     t = Translation("Pléiades .", ["Plé@@", "iades"], ["the", "Plei@@", "ades"], -1.0, -0.5, alpha)
     record = native(t, attention=True)
@@ -212,7 +249,7 @@ def test_the_answer_has_the_attention_over_pieces_and_over_words():
 
 def test_sigterm_finishes_the_request_in_flight_then_stops(server):
     url, proc = server
-    long = [" ".join(EN)[:180]] * 8                           # 8 sentences of ~35 words, beam 24
+    long = [" ".join(EN)[:180]] * 8  # 8 sentences of ~35 words, beam 24
     with ThreadPoolExecutor(1) as pool:
         pending = pool.submit(_post, url + "/translate", {"sentences": long, "beam": 24})
         time.sleep(0.05)
@@ -236,8 +273,9 @@ class _FakeTranslator:
 
     def translate_block(self, lines, options):
         from nmtkit.translate.translator import Translation
+
         if options.search.coverage_penalty and "no attention" in lines:
-            raise UserError("a coverage penalty reads the attention: this model has none")   # as the search does
+            raise UserError("a coverage penalty reads the attention: this model has none")  # as the search does
         self.options.append(options)
         return [Translation(line, line.split(), line.split(), -1.0, -1.0) for line in lines]
 
@@ -250,10 +288,12 @@ def fake_server():
 
     from nmtkit.serve.app import create_app
     from nmtkit.serve.settings import ServerConfig
+
     cfg = ServerConfig(search=SearchConfig(beam=4, length_penalty="gnmt", coverage_penalty=0.2))
     translator = _FakeTranslator()
-    server = uvicorn.Server(uvicorn.Config(create_app(translator, cfg), host="127.0.0.1", port=_free_port(),
-                                           log_level="warning"))
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(translator, cfg), host="127.0.0.1", port=_free_port(), log_level="warning")
+    )
     thread = threading.Thread(target=server.run)
     thread.start()
     for _ in range(300):
@@ -265,14 +305,34 @@ def fake_server():
     thread.join(timeout=30)
 
 
-@pytest.mark.parametrize("asked, search", [
-    ({}, {}),                                             # the server's: coverage 0.2, gnmt, beam 4
-    ({"coverage_penalty": 0.5}, {"coverage_penalty": 0.5}),
-    ({"coverage_penalty": 0}, {"coverage_penalty": 0.0}),
-    ({"beam": 3, "nbest": 2, "length_penalty": "average", "alpha": 1, "max_ratio": 1.5, "min_len": 0,
-      "no_unk": True}, {"beam": 3, "nbest": 2, "length_penalty": "average", "alpha": 1.0, "max_ratio": 1.5,
-                        "min_len": 0, "no_unk": True}),
-])
+@pytest.mark.parametrize(
+    "asked, search",
+    [
+        ({}, {}),  # the server's: coverage 0.2, gnmt, beam 4
+        ({"coverage_penalty": 0.5}, {"coverage_penalty": 0.5}),
+        ({"coverage_penalty": 0}, {"coverage_penalty": 0.0}),
+        (
+            {
+                "beam": 3,
+                "nbest": 2,
+                "length_penalty": "average",
+                "alpha": 1,
+                "max_ratio": 1.5,
+                "min_len": 0,
+                "no_unk": True,
+            },
+            {
+                "beam": 3,
+                "nbest": 2,
+                "length_penalty": "average",
+                "alpha": 1.0,
+                "max_ratio": 1.5,
+                "min_len": 0,
+                "no_unk": True,
+            },
+        ),
+    ],
+)
 def test_a_requests_search_settings_are_what_the_translator_searches_with(fake_server, asked, search):
     url, translator, cfg = fake_server
     status, body = _post(url + "/translate", {"sentences": ["a b", "c"], **asked})
@@ -297,12 +357,14 @@ def test_a_setting_the_model_cannot_search_with_is_422(fake_server):
 def test_the_search_settings_come_from_options_or_a_config_file(tmp_path, monkeypatch):
     import nmtkit.serve.app
     from nmtkit.cli import main
+
     started = []
     monkeypatch.setattr(nmtkit.serve.app, "serve", lambda models, cfg, runtime: started.append(cfg))
-    (tmp_path / "serve.yaml").write_text("coverage-penalty: 0.2\nlength_penalty: gnmt\nno-unk: true\n",
-                                         encoding="utf-8")
+    (tmp_path / "serve.yaml").write_text(
+        "coverage-penalty: 0.2\nlength_penalty: gnmt\nno-unk: true\n", encoding="utf-8"
+    )
     r = CliRunner().invoke(main, ["serve", "-m", "x.pt", "--config", str(tmp_path / "serve.yaml"), "--beam", "5"])
     assert r.exit_code == 0, r.output
     assert started[0].search == SearchConfig(beam=5, coverage_penalty=0.2, length_penalty="gnmt", no_unk=True)
     r = CliRunner().invoke(main, ["serve", "-m", "x.pt", "--coverage-penalty", "-1"])
-    assert r.exit_code == 2 and "--coverage-penalty" in r.output and len(started) == 1     # translate's bound
+    assert r.exit_code == 2 and "--coverage-penalty" in r.output and len(started) == 1  # translate's bound

@@ -18,7 +18,8 @@ except ImportError:
     EventAccumulator = None
 
 needs_tensorboard = pytest.mark.skipif(
-    EventAccumulator is None, reason="the tensorboard package is not installed (pip install 'nmtkit[tensorboard]')")
+    EventAccumulator is None, reason="the tensorboard package is not installed (pip install 'nmtkit[tensorboard]')"
+)
 
 
 def scalars(log_dir):
@@ -37,24 +38,63 @@ def logged(save_dir):
 def same(a, b):
     """Equal to float32's precision (TensorBoard stores scalars in 32 bits)."""
     return a.keys() == b.keys() and all(
-        (math.isnan(a[k]) and math.isnan(b[k])) or a[k] == pytest.approx(b[k], rel=1e-6, abs=1e-30) for k in a)
+        (math.isnan(a[k]) and math.isnan(b[k])) or a[k] == pytest.approx(b[k], rel=1e-6, abs=1e-30) for k in a
+    )
 
 
 @needs_tensorboard
 def test_every_entry_of_metrics_jsonl_is_a_scalar_at_its_update(raw, tmp_path):
     make_corpus(raw, tmp_path)
-    r = CliRunner().invoke(main, ["train", str(tmp_path / "bin"), "--save-dir", str(tmp_path / "run"), "--preset",
-                                  "tiny", "--max-updates", "4", "--batch-size", "2", "--threads", "1",
-                                  "--valid-every", "2", "--log-every", "1", "--tensorboard", str(tmp_path / "tb")])
+    r = CliRunner().invoke(
+        main,
+        [
+            "train",
+            str(tmp_path / "bin"),
+            "--save-dir",
+            str(tmp_path / "run"),
+            "--preset",
+            "tiny",
+            "--max-updates",
+            "4",
+            "--batch-size",
+            "2",
+            "--threads",
+            "1",
+            "--valid-every",
+            "2",
+            "--log-every",
+            "1",
+            "--tensorboard",
+            str(tmp_path / "tb"),
+        ],
+    )
     assert r.exit_code == 0, r.output
     found, expected = scalars(tmp_path / "tb"), logged(tmp_path / "run")
     assert {k for k, _ in expected} >= {"train_nll", "lr", "seconds", "dev_nll"}
     assert same(found, expected)
     # a run setting: the checkpoint keeps none, and the run resumes without it
     assert "tensorboard" not in checkpoint.load(tmp_path / "run" / "last.pt").training.config.to_dict()
-    r = CliRunner().invoke(main, ["train", str(tmp_path / "bin"), "--save-dir", str(tmp_path / "run"), "--preset",
-                                  "tiny", "--max-updates", "6", "--batch-size", "2", "--threads", "1",
-                                  "--valid-every", "2", "--log-every", "1"])
+    r = CliRunner().invoke(
+        main,
+        [
+            "train",
+            str(tmp_path / "bin"),
+            "--save-dir",
+            str(tmp_path / "run"),
+            "--preset",
+            "tiny",
+            "--max-updates",
+            "6",
+            "--batch-size",
+            "2",
+            "--threads",
+            "1",
+            "--valid-every",
+            "2",
+            "--log-every",
+            "1",
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert checkpoint.load(tmp_path / "run" / "last.pt").training.progress.step == 6
 
@@ -62,22 +102,39 @@ def test_every_entry_of_metrics_jsonl_is_a_scalar_at_its_update(raw, tmp_path):
 @needs_tensorboard
 def test_a_resumed_run_hides_the_scalars_logged_after_its_checkpoint(tmp_path):
     from nmtkit.train.board import Board
-    with Board(tmp_path / "tb") as board:            # a run killed at update 4, its last.pt of update 2
+
+    with Board(tmp_path / "tb") as board:  # a run killed at update 4, its last.pt of update 2
         for step in range(1, 5):
             board.add({"step": step, "train_nll": 10.0 + step})
-    with Board(tmp_path / "tb", step=2) as board:    # resumed from update 2: 3 and 4 again
+    with Board(tmp_path / "tb", step=2) as board:  # resumed from update 2: 3 and 4 again
         for step in range(3, 5):
             board.add({"step": step, "train_nll": 20.0 + step})
-    assert scalars(tmp_path / "tb") == {("train_nll", 1): 11.0, ("train_nll", 2): 12.0,
-                                        ("train_nll", 3): 23.0, ("train_nll", 4): 24.0}
+    assert scalars(tmp_path / "tb") == {
+        ("train_nll", 1): 11.0,
+        ("train_nll", 2): 12.0,
+        ("train_nll", 3): 23.0,
+        ("train_nll", 4): 24.0,
+    }
 
 
 def test_without_the_package_it_says_which_extra_before_any_work(raw, tmp_path, monkeypatch):
-    monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", None)     # as if not installed
+    monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", None)  # as if not installed
     make_corpus(raw, tmp_path)
-    r = CliRunner().invoke(main, ["train", str(tmp_path / "bin"), "--save-dir", str(tmp_path / "run"),
-                                  "--preset", "tiny", "--tensorboard", str(tmp_path / "tb")])
+    r = CliRunner().invoke(
+        main,
+        [
+            "train",
+            str(tmp_path / "bin"),
+            "--save-dir",
+            str(tmp_path / "run"),
+            "--preset",
+            "tiny",
+            "--tensorboard",
+            str(tmp_path / "tb"),
+        ],
+    )
     assert r.exit_code == 2
-    assert r.output.strip() == ("nmtkit train: error: --tensorboard needs the tensorboard package: "
-                                "pip install 'nmtkit[tensorboard]'")
+    assert r.output.strip() == (
+        "nmtkit train: error: --tensorboard needs the tensorboard package: pip install 'nmtkit[tensorboard]'"
+    )
     assert not (tmp_path / "run").exists() and not (tmp_path / "tb").exists()

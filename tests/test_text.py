@@ -10,8 +10,17 @@ from nmtkit.text.settings import TextConfig
 
 def test_encode_cleans_normalises_and_tokenizes():
     p = Preprocessor(TextConfig("fr", clean=PRESETS["bible"]))
-    assert p.encode("(1:3) L’Esprit de #Dieu, « dit-il »!") == \
-        ["L'", "Esprit", "de", "Dieu", ",", '"', "dit-il", '"', "!"]
+    assert p.encode("(1:3) L’Esprit de #Dieu, « dit-il »!") == [
+        "L'",
+        "Esprit",
+        "de",
+        "Dieu",
+        ",",
+        '"',
+        "dit-il",
+        '"',
+        "!",
+    ]
     assert p.fired == Counter({"verse-markers": 1, "hash": 1, "quotes": 1})
 
 
@@ -61,6 +70,7 @@ def test_bpe_learning_draws_no_tqdm_bar(capfd):
     """learn_codes replaces the private name subword-nmt's learn_bpe draws its tqdm bar with: if
     subword-nmt renames it, tqdm's bar is back in pipes and logs, and this fails."""
     import subword_nmt.learn_bpe as subword_learn
+
     assert "tqdm" in subword_learn.learn_bpe.__code__.co_names, "subword-nmt's learn_bpe no longer calls tqdm"
     learn_codes(Counter({"lumière": 10, "lumineux": 8, "lune": 6}), 5)
     err = capfd.readouterr().err

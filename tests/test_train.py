@@ -25,8 +25,17 @@ TINY = ModelConfig(emb=16, hidden=16, align=16, maxout=16)
 
 
 def cfg(**kw):
-    base = dict(optimizer="adam", lr=0.01, batch_size=2, pool=2, valid_every=1000, log_every=1,
-                valid_bleu=True, threads=1, patience=0)
+    base = dict(
+        optimizer="adam",
+        lr=0.01,
+        batch_size=2,
+        pool=2,
+        valid_every=1000,
+        log_every=1,
+        valid_bleu=True,
+        threads=1,
+        patience=0,
+    )
     return TrainConfig(**{**base, **kw})
 
 
@@ -37,8 +46,11 @@ def corpus(raw, tmp_path):
 
 
 def losses(save_dir):
-    return [json.loads(line)["train_nll"] for line in (save_dir / "metrics.jsonl").read_text().splitlines()
-            if "train_nll" in line]
+    return [
+        json.loads(line)["train_nll"]
+        for line in (save_dir / "metrics.jsonl").read_text().splitlines()
+        if "train_nll" in line
+    ]
 
 
 def test_exact_resume(corpus, tmp_path, deterministic):
@@ -46,7 +58,7 @@ def test_exact_resume(corpus, tmp_path, deterministic):
     train(corpus, tmp_path / "b", TINY, cfg(max_updates=4))
     train(corpus, tmp_path / "b", TINY, cfg(max_updates=8))
     assert len(losses(tmp_path / "a")) == 8
-    assert losses(tmp_path / "a") == losses(tmp_path / "b")          # exactly, not approximately
+    assert losses(tmp_path / "a") == losses(tmp_path / "b")  # exactly, not approximately
     a = checkpoint.load(tmp_path / "a" / "last.pt").weights
     b = checkpoint.load(tmp_path / "b" / "last.pt").weights
     assert all(torch.equal(a[k], b[k]) for k in a)
@@ -62,13 +74,20 @@ def test_overfits_a_small_corpus(corpus, tmp_path):
 @pytest.mark.slow
 def test_a_tiny_model_learns_with_a_shortlist_and_resumes_exactly(corpus, tmp_path, deterministic):
     vocab = len(Corpus(corpus).vocab("fr"))
-    state = train(corpus, tmp_path / "s", TINY, cfg(max_updates=300, lr=0.02, log_every=50, valid_every=150,
-                                                     valid_bleu=False, shortlist=12))
+    state = train(
+        corpus,
+        tmp_path / "s",
+        TINY,
+        cfg(max_updates=300, lr=0.02, log_every=50, valid_every=150, valid_bleu=False, shortlist=12),
+    )
     assert state.step == 300
     assert losses(tmp_path / "s")[-1] < 0.1 * losses(tmp_path / "s")[0]
-    dev = [json.loads(line)["dev_nll_token"] for line in (tmp_path / "s" / "metrics.jsonl").read_text().splitlines()
-           if "dev_nll" in line]
-    assert vocab > 2 * 12 and dev[-1] < 0.1 * math.log(vocab)       # the full softmax learned too
+    dev = [
+        json.loads(line)["dev_nll_token"]
+        for line in (tmp_path / "s" / "metrics.jsonl").read_text().splitlines()
+        if "dev_nll" in line
+    ]
+    assert vocab > 2 * 12 and dev[-1] < 0.1 * math.log(vocab)  # the full softmax learned too
     train(corpus, tmp_path / "a", TINY, cfg(max_updates=6, shortlist=12))
     train(corpus, tmp_path / "b", TINY, cfg(max_updates=3, shortlist=12))
     train(corpus, tmp_path / "b", TINY, cfg(max_updates=6, shortlist=12))
@@ -77,9 +96,10 @@ def test_a_tiny_model_learns_with_a_shortlist_and_resumes_exactly(corpus, tmp_pa
 
 def test_kept_validations_are_weights_only_models_and_the_log_reads_back(corpus, tmp_path):
     from nmtkit.train.runlog import RunLog, run_summary
+
     train(corpus, tmp_path / "k", TINY, cfg(max_updates=5, valid_every=2, keep_validations=True, best_by="nll"))
     kept = sorted(p.name for p in (tmp_path / "k").glob("update-*.pt"))
-    assert kept == ["update-2.pt", "update-4.pt", "update-5.pt"]          # every validation, and the last
+    assert kept == ["update-2.pt", "update-4.pt", "update-5.pt"]  # every validation, and the last
     snap = checkpoint.load(tmp_path / "k" / "update-5.pt")
     last = checkpoint.load(tmp_path / "k" / "last.pt")
     assert not snap.training.resumable and last.training.resumable
@@ -90,16 +110,18 @@ def test_kept_validations_are_weights_only_models_and_the_log_reads_back(corpus,
     assert all(0 < v["seconds"] <= log.seconds for v in log.validations)
     nll = {v["step"]: v["dev_nll"] for v in log.validations}
     best = checkpoint.load(tmp_path / "k" / "best.pt").training.progress.step
-    assert nll[best] == min(nll.values())                                  # --best-by nll
+    assert nll[best] == min(nll.values())  # --best-by nll
     assert run_summary(tmp_path / "k").startswith("trained 5 updates in ")
     from nmtkit.core.machine import describe, machine
-    assert f" on {describe(machine())}; best.pt" in run_summary(tmp_path / "k")      # the machine it ran on
+
+    assert f" on {describe(machine())}; best.pt" in run_summary(tmp_path / "k")  # the machine it ran on
     assert f"best.pt is update {best} (chosen by dev NLL" in run_summary(tmp_path / "k")
 
 
 def test_the_summary_names_dev_nll_when_no_dev_bleu_was_computed(corpus, tmp_path):
     from nmtkit.train.runlog import run_summary
-    train(corpus, tmp_path / "n", TINY, cfg(max_updates=2, valid_every=2, valid_bleu=False))   # best_by: bleu
+
+    train(corpus, tmp_path / "n", TINY, cfg(max_updates=2, valid_every=2, valid_bleu=False))  # best_by: bleu
     assert "(chosen by dev NLL" in run_summary(tmp_path / "n")
 
 
@@ -132,28 +154,66 @@ def test_resuming_with_another_vocabulary_is_refused(raw, tmp_path):
     from nmtkit.data.binarize import binarize_corpus
     from nmtkit.data.build_vocab import build_vocab
     from nmtkit.data.settings import VocabConfig
+
     make_corpus(raw, tmp_path)
     train(tmp_path / "bin", tmp_path / "run", TINY, cfg(max_updates=1))
     build_vocab(tmp_path / "clean" / "train", ("en", "fr"), tmp_path / "v2", VocabConfig(size=9))
-    binarize_corpus({s: tmp_path / "clean" / s for s in ("train", "valid")}, ("en", "fr"),
-                    tmp_path / "v2", tmp_path / "bin2")
+    binarize_corpus(
+        {s: tmp_path / "clean" / s for s in ("train", "valid")}, ("en", "fr"), tmp_path / "v2", tmp_path / "bin2"
+    )
     with pytest.raises(UserError, match="is not the one the checkpoint .* uses"):
         train(tmp_path / "bin2", tmp_path / "run", TINY, cfg(max_updates=2))
 
 
 @pytest.mark.parametrize("encoder", ["paper", "cudnn"])
 def test_train_cli(corpus, tmp_path, encoder):
-    r = CliRunner().invoke(main, ["train", str(corpus), "--save-dir", str(tmp_path / "r"), "--preset", "tiny",
-                                  "--max-updates", "2", "--batch-size", "2", "--threads", "1", "--encoder", encoder])
+    r = CliRunner().invoke(
+        main,
+        [
+            "train",
+            str(corpus),
+            "--save-dir",
+            str(tmp_path / "r"),
+            "--preset",
+            "tiny",
+            "--max-updates",
+            "2",
+            "--batch-size",
+            "2",
+            "--threads",
+            "1",
+            "--encoder",
+            encoder,
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert checkpoint.load(tmp_path / "r" / "last.pt").model.encoder == encoder
     assert (tmp_path / "r" / "last.pt").exists() and (tmp_path / "r" / "best.pt").exists()
 
 
 def test_train_cli_passes_the_cpu_recipe_flags(corpus, tmp_path):
-    r = CliRunner().invoke(main, ["train", str(corpus), "--save-dir", str(tmp_path / "r"), "--preset", "tiny",
-                                  "--max-updates", "2", "--batch-size", "2", "--threads", "1", "--sampled-softmax", "10",
-                                  "--best-by", "nll", "--keep-validations"])
+    r = CliRunner().invoke(
+        main,
+        [
+            "train",
+            str(corpus),
+            "--save-dir",
+            str(tmp_path / "r"),
+            "--preset",
+            "tiny",
+            "--max-updates",
+            "2",
+            "--batch-size",
+            "2",
+            "--threads",
+            "1",
+            "--sampled-softmax",
+            "10",
+            "--best-by",
+            "nll",
+            "--keep-validations",
+        ],
+    )
     assert r.exit_code == 0, r.output
     config = checkpoint.load(tmp_path / "r" / "last.pt").training.config
     assert (config.shortlist, config.best_by, config.keep_validations) == (10, "nll", True)
@@ -162,6 +222,7 @@ def test_train_cli_passes_the_cpu_recipe_flags(corpus, tmp_path):
 
 def test_nan_loss_stops_naming_the_update_and_keeps_the_last_good_checkpoint(corpus, tmp_path, monkeypatch):
     from nmtkit.models.rnnsearch import RNNSearch
+
     real, updates = RNNSearch.output_nll, []
 
     def poisoned(model, t, tgt_out, words=None, smoothing=0.0):
@@ -186,6 +247,7 @@ def test_dev_bleu_counts_against_the_real_text_not_unk_references(raw, tmp_path,
     from nmtkit.data.settings import VocabConfig
     from nmtkit.models.build import build_model
     from nmtkit.train.validate import validate
+
     make_corpus(raw, tmp_path, VocabConfig(size=40))
     corpus = Corpus(tmp_path / "bin")
     _, tgt = corpus.split("valid")
@@ -197,28 +259,30 @@ def test_dev_bleu_counts_against_the_real_text_not_unk_references(raw, tmp_path,
             batches.append(item[0])
             yield item
 
-    class Echo:                                   # greedy's result: the references' own ids
+    class Echo:  # greedy's result: the references' own ids
         def __init__(self, model, enc):
             self.tokens = [list(map(int, tgt[int(i)])) for i in batches[-1]]
 
     monkeypatch.setattr(training, "scored_batches", watched)
     monkeypatch.setattr(training, "greedy", Echo)
-    model = build_model(ModelConfig(**{**TINY.to_dict(), "src_vocab": len(corpus.vocab("en")),
-                                       "tgt_vocab": len(corpus.vocab("fr"))}))
+    model = build_model(
+        ModelConfig(**{**TINY.to_dict(), "src_vocab": len(corpus.vocab("en")), "tgt_vocab": len(corpus.vocab("fr"))})
+    )
     metrics = validate(model, corpus, cfg(), torch.device("cpu"), corpus.vocab("fr").tokens)
     refs = corpus.references("valid")
     assert refs is not None and "<unk>" not in " ".join(refs)
     assert 30 < metrics["dev_bleu_tok"] < 95
     manifest = json.loads((tmp_path / "bin" / "manifest.json").read_text())
-    del manifest["splits"]["valid"]["reference"]             # a corpus binarized before the fix
+    del manifest["splits"]["valid"]["reference"]  # a corpus binarized before the fix
     (tmp_path / "bin" / "manifest.json").write_text(json.dumps(manifest))
     old = validate(model, Corpus(tmp_path / "bin"), cfg(), torch.device("cpu"), corpus.vocab("fr").tokens)
-    assert old["dev_bleu_tok"] == pytest.approx(100)          # what ids-as-references reward
+    assert old["dev_bleu_tok"] == pytest.approx(100)  # what ids-as-references reward
 
 
 def test_max_epochs_stops_after_exactly_that_many_epochs(corpus, tmp_path):
     from nmtkit.data.batching import Batches
     from nmtkit.data.binarized import Corpus
+
     src, tgt = Corpus(corpus).split("train")
     per_epoch = len(Batches(src.sizes, tgt.sizes, 2, 2, 50, 1234).epoch_batches(0))
     state = train(corpus, tmp_path / "e", TINY, cfg(max_epochs=2))
@@ -227,8 +291,10 @@ def test_max_epochs_stops_after_exactly_that_many_epochs(corpus, tmp_path):
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: would prove that a resumed GPU run "
-                    "restores the CUDA RNG state that dropout draws from")
+@pytest.mark.skipif(
+    not torch.cuda.is_available(),
+    reason="needs a CUDA GPU: would prove that a resumed GPU run restores the CUDA RNG state that dropout draws from",
+)
 def test_exact_resume_on_a_gpu_restores_the_cuda_rng(corpus, tmp_path, deterministic):
     # dropout on a GPU draws from the CUDA generator: a resumed run must go on from its state
     model = ModelConfig(arch="luong", emb=12, hidden=12, align=12, layers=2, dropout=0.3)

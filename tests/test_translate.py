@@ -23,16 +23,17 @@ def test_learned_sentences_come_back_detokenized(overfit):
     # Moses' French detokenizer writes French typography ("vide : il"); Segond writes "vide: il"
     out = [re.sub(r" ([:;!?])", r"\1", line) for line in out]
     assert out[:5] == FR[:5]
-    assert out[5] == "" and out[6] == FR[0]     # empty line stays empty; order is kept
+    assert out[5] == "" and out[6] == FR[0]  # empty line stays empty; order is kept
     r = invoke("score", overfit / "out.fr", "-r", overfit / "out.fr", "--output-format", "json")
     assert r.exit_code == 0 and '"bleu": 100.0' in r.output
 
 
 def test_stdin_to_stdout_and_greedy(overfit):
-    r = CliRunner().invoke(main, ["translate", "-m", str(overfit / "run" / "last.pt"), "--beam", "1"],
-                           input=EN[2] + "\n")
+    r = CliRunner().invoke(
+        main, ["translate", "-m", str(overfit / "run" / "last.pt"), "--beam", "1"], input=EN[2] + "\n"
+    )
     assert r.exit_code == 0, r.output
-    assert r.stdout == "Dieu dit : Que la lumière soit ! Et la lumière fut.\n"   # French typography
+    assert r.stdout == "Dieu dit : Que la lumière soit ! Et la lumière fut.\n"  # French typography
 
 
 @pytest.mark.parametrize("content,message", [(b"", "is empty"), (b"ok\n\xff\xfe bad\n", "line 2 is not valid UTF-8")])
@@ -58,13 +59,25 @@ def test_score_several_references_and_mismatched_lengths(tmp_path):
     (tmp_path / "r1").write_text(f"(1:1) {a}\nEt Dieu vit que la lumière fut\n")
     (tmp_path / "r2").write_text(f"Au commencement Dieu créa\n{b}\n")
     one = invoke("score", tmp_path / "hyp", "-r", tmp_path / "r1", "--output-format", "json")
-    cleaned = invoke("score", tmp_path / "hyp", "-r", tmp_path / "r1", "--clean", "verse-markers",
-                     "--output-format", "json")
-    both = invoke("score", tmp_path / "hyp", "-r", tmp_path / "r1", "-r", tmp_path / "r2", "--output-format", "json",
-                  "--clean", "verse-markers")
+    cleaned = invoke(
+        "score", tmp_path / "hyp", "-r", tmp_path / "r1", "--clean", "verse-markers", "--output-format", "json"
+    )
+    both = invoke(
+        "score",
+        tmp_path / "hyp",
+        "-r",
+        tmp_path / "r1",
+        "-r",
+        tmp_path / "r2",
+        "--output-format",
+        "json",
+        "--clean",
+        "verse-markers",
+    )
     import json
+
     b1, bc, b2 = (json.loads(r.output)["systems"][0]["bleu"] for r in (one, cleaned, both))
-    assert 0 < b1 < bc < b2 == pytest.approx(100)   # each line now has an exact reference
+    assert 0 < b1 < bc < b2 == pytest.approx(100)  # each line now has an exact reference
     (tmp_path / "short").write_text("la lumière fut\n")
     r = invoke("score", tmp_path / "hyp", "-r", tmp_path / "short")
     assert r.exit_code == 2 and "has 1 lines but" in r.output
@@ -82,11 +95,22 @@ def test_translate_score_is_the_nll_that_score_computes(overfit, tmp_path):
     fields = [line.split(" ||| ") for line in nbest.stdout.splitlines()]
     assert [int(f[0]) for f in fields] == list(range(6))
     (tmp_path / "hyp").write_text("".join(f[1] + "\n" for f in fields), encoding="utf-8")
-    r = invoke("score", tmp_path / "hyp", "-r", tmp_path / "hyp", "--tokenized", "--source", src,
-               "-m", ckpt(overfit), "--output-format", "json")
+    r = invoke(
+        "score",
+        tmp_path / "hyp",
+        "-r",
+        tmp_path / "hyp",
+        "--tokenized",
+        "--source",
+        src,
+        "-m",
+        ckpt(overfit),
+        "--output-format",
+        "json",
+    )
     assert r.exit_code == 0, r.output
     nll = json.loads(r.stdout)["systems"][0]["nll"]["sentences"]
-    assert nll == pytest.approx([-float(f[2]) for f in fields], abs=2e-3)   # 4 decimals printed
+    assert nll == pytest.approx([-float(f[2]) for f in fields], abs=2e-3)  # 4 decimals printed
 
 
 def test_beam_one_is_greedy(overfit, tmp_path):
@@ -96,6 +120,7 @@ def test_beam_one_is_greedy(overfit, tmp_path):
     from nmtkit.data.batching import pad
     from nmtkit.translate.search import greedy
     from nmtkit.translate.translator import Translator
+
     src = tmp_path / "src.en"
     lines = EN[:5] + ["God saw the darkness and the light."]
     src.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -116,13 +141,13 @@ def test_nbest_lists_are_ordered_and_start_with_the_best(overfit, tmp_path):
         r = invoke("translate", "-m", ckpt(overfit), src, "--beam", 5, "--nbest", 3, "--length-penalty", penalty)
         assert r.exit_code == 0, r.output
         rows = [line.split(" ||| ") for line in r.stdout.splitlines()]
-        assert [int(f[0]) for f in rows] == [0, 0, 0, 1, 2, 2, 2]        # an empty line gets one empty entry
+        assert [int(f[0]) for f in rows] == [0, 0, 0, 1, 2, 2, 2]  # an empty line gets one empty entry
         assert rows[3][1] == ""
         for first in (0, 4):
-            ranking = [float(f[3]) for f in rows[first:first + 3]]
+            ranking = [float(f[3]) for f in rows[first : first + 3]]
             assert ranking == sorted(ranking, reverse=True)
             if penalty == "none":
-                assert [float(f[2]) for f in rows[first:first + 3]] == ranking
+                assert [float(f[2]) for f in rows[first : first + 3]] == ranking
                 assert rows[first][1] == best[first // 2]
     r = invoke("translate", "-m", ckpt(overfit), src, "--beam", 2, "--nbest", 3)
     assert r.exit_code == 2 and "more than --beam" in r.output
@@ -132,6 +157,7 @@ def unk_loving(overfit, tmp_path, boost=1000.0, flatten=1.0):
     """The overfit checkpoint with <unk> made more likely (by ``boost`` in its logit) and its
     output distributions flattened (weights times ``flatten``)."""
     from nmtkit import checkpoint
+
     c = checkpoint.load(ckpt(overfit))
     c.weights["W_o.bias"][1] += boost
     c.weights["W_o.weight"] *= flatten
@@ -149,13 +175,26 @@ def test_no_unk_and_replace_unk(overfit, tmp_path):
     free = invoke("translate", "-m", model, src, "--tokenized", "--beam", 3, "--no-unk", "--nbest", 3)
     texts = [line.split(" ||| ")[1] for line in free.stdout.splitlines()]
     assert free.exit_code == 0 and len(texts) == 3 and any(texts) and "<unk>" not in free.stdout
-    copied = invoke("translate", "-m", model, src, "--tokenized", "--beam", 3, "--max-output-ratio", 0.5,
-                    "--replace-unk")
+    copied = invoke(
+        "translate", "-m", model, src, "--tokenized", "--beam", 3, "--max-output-ratio", 0.5, "--replace-unk"
+    )
     words = copied.stdout.split()
     assert words and set(words) <= {"God", "saw", "the", "light", "."}
     (tmp_path / "dict").write_text("God Dieu\nsaw vit\nthe la\nlight lumière\n. .\n", encoding="utf-8")
-    translated = invoke("translate", "-m", model, src, "--tokenized", "--beam", 3, "--max-output-ratio", 0.5,
-                        "--replace-unk", "--unk-dict", tmp_path / "dict")
+    translated = invoke(
+        "translate",
+        "-m",
+        model,
+        src,
+        "--tokenized",
+        "--beam",
+        3,
+        "--max-output-ratio",
+        0.5,
+        "--replace-unk",
+        "--unk-dict",
+        tmp_path / "dict",
+    )
     mapping = {"God": "Dieu", "saw": "vit", "the": "la", "light": "lumière", ".": "."}
     assert translated.stdout.split() == [mapping[w] for w in words]
 
@@ -169,6 +208,7 @@ def test_ensemble_of_a_model_with_itself_and_refusal_of_a_stranger(overfit, tmp_
     texts = lambda r: [line.split(" ||| ")[1] for line in r.stdout.splitlines()]
     assert texts(one) == texts(two)
     from nmtkit import checkpoint
+
     c = checkpoint.load(ckpt(overfit))
     c.text.vocab["tgt"] = c.text.vocab["tgt"][:-1] + ["zzz"]
     checkpoint.save(tmp_path / "other.pt", c)
@@ -194,9 +234,13 @@ def test_alignment_file_and_align_plot(overfit, tmp_path):
     r = invoke("align-plot", tmp_path / "a.jsonl", "-n", "1,3", "-o", tmp_path / "fig.svg")
     assert r.exit_code == 0, r.output
     svg = (tmp_path / "fig-3.svg").read_text(encoding="utf-8")
-    assert (tmp_path / "fig-1.svg").exists() and "lumière" in svg    # accented words kept as text
-    for args, message in [(["-n", "7"], "has no sentence 7"), (["-n", "2"], "is empty"),
-                          (["-n", "1", "-o", tmp_path / "fig.jpg"], "png, svg, pdf"), (["-n", "x"], "line numbers")]:
+    assert (tmp_path / "fig-1.svg").exists() and "lumière" in svg  # accented words kept as text
+    for args, message in [
+        (["-n", "7"], "has no sentence 7"),
+        (["-n", "2"], "is empty"),
+        (["-n", "1", "-o", tmp_path / "fig.jpg"], "png, svg, pdf"),
+        (["-n", "x"], "line numbers"),
+    ]:
         argv = ["align-plot", tmp_path / "a.jsonl", *args] + ([] if "-o" in args else ["-o", tmp_path / "f.png"])
         bad = invoke(*argv)
         assert bad.exit_code == 2 and message in bad.output, bad.output
@@ -208,21 +252,48 @@ def test_alignment_file_and_align_plot(overfit, tmp_path):
 
 def test_align_plot_forcing_a_reference(overfit, tmp_path):
     from tests.conftest import write_pair
+
     write_pair(tmp_path / "p", EN[:3], FR[:3])
-    r = invoke("align-plot", "-m", ckpt(overfit), "--source", tmp_path / "p.en", "--target", tmp_path / "p.fr",
-               "-n", 3, "-o", tmp_path / "forced.png")
+    r = invoke(
+        "align-plot",
+        "-m",
+        ckpt(overfit),
+        "--source",
+        tmp_path / "p.en",
+        "--target",
+        tmp_path / "p.fr",
+        "-n",
+        3,
+        "-o",
+        tmp_path / "forced.png",
+    )
     assert r.exit_code == 0, r.output
     assert (tmp_path / "forced.png").read_bytes()[:4] == b"\x89PNG"
-    r = invoke("align-plot", "-m", ckpt(overfit), "--source", tmp_path / "p.en", "--target", tmp_path / "p.fr",
-               "-n", 4, "-o", tmp_path / "x.png")
+    r = invoke(
+        "align-plot",
+        "-m",
+        ckpt(overfit),
+        "--source",
+        tmp_path / "p.en",
+        "--target",
+        tmp_path / "p.fr",
+        "-n",
+        4,
+        "-o",
+        tmp_path / "x.png",
+    )
     assert r.exit_code == 2 and "has no line 4" in r.output
 
 
 def test_control_characters_never_shift_lines_and_a_long_line_translates(overfit):
-    weird = ["God\x0bsaw\x0cthe\x1clight\x85.", "\x00\x1b[31mAmen\r.", "a\u2028b\u2029c", "",
-             " ".join(["light"] * 1000)]
-    r = CliRunner().invoke(main, ["translate", "-m", str(ckpt(overfit)), "--beam", 2],
-                           input="\n".join(weird) + "\n")
+    weird = [
+        "God\x0bsaw\x0cthe\x1clight\x85.",
+        "\x00\x1b[31mAmen\r.",
+        "a\u2028b\u2029c",
+        "",
+        " ".join(["light"] * 1000),
+    ]
+    r = CliRunner().invoke(main, ["translate", "-m", str(ckpt(overfit)), "--beam", 2], input="\n".join(weird) + "\n")
     assert r.exit_code == 0, r.output
     assert r.stdout.count("\n") == len(weird) and r.stdout.split("\n")[3] == ""
 
@@ -233,9 +304,14 @@ def test_stdin_lines_are_translated_as_they_arrive(overfit):
     import select
     import subprocess
     import sys
-    proc = subprocess.Popen([sys.executable, "-m", "nmtkit", "translate", "-m", str(ckpt(overfit)), "--beam", "2"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env={**os.environ, "PYTHONPATH": os.getcwd()})
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nmtkit", "translate", "-m", str(ckpt(overfit)), "--beam", "2"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": os.getcwd()},
+    )
     try:
         proc.stdin.write((EN[3] + "\n").encode())
         proc.stdin.flush()
@@ -253,23 +329,46 @@ def test_stdin_lines_are_translated_as_they_arrive(overfit):
 def test_score_by_length_no_unk_bootstrap_and_corpus_nll(overfit, tmp_path):
     src, ref = tmp_path / "t.en", tmp_path / "t.fr"
     from tests.conftest import write_pair
+
     write_pair(tmp_path / "t", EN[:5] + ["God saw the xylophone."], FR[:5] + ["Dieu vit le xylophone."])
     (tmp_path / "a").write_text("".join(x + "\n" for x in FR[:5] + ["Dieu vit la lumière."]), encoding="utf-8")
     (tmp_path / "b").write_text("".join(x + "\n" for x in FR[1:5] + ["Amen.", "Dieu."]), encoding="utf-8")
-    r = invoke("score", tmp_path / "a", tmp_path / "b", "--name", "good", "--name", "bad", "-r", ref,
-               "--source", src, "--by-length", "--bucket-width", 5, "--plot", tmp_path / "len.png",
-               "--no-unk-vocab", overfit / "vocab-kept", "--bootstrap", 200, "--output-format", "json",
-               "--metrics", "bleu,bleu-tok")
+    r = invoke(
+        "score",
+        tmp_path / "a",
+        tmp_path / "b",
+        "--name",
+        "good",
+        "--name",
+        "bad",
+        "-r",
+        ref,
+        "--source",
+        src,
+        "--by-length",
+        "--bucket-width",
+        5,
+        "--plot",
+        tmp_path / "len.png",
+        "--no-unk-vocab",
+        overfit / "vocab-kept",
+        "--bootstrap",
+        200,
+        "--output-format",
+        "json",
+        "--metrics",
+        "bleu,bleu-tok",
+    )
     assert r.exit_code == 0, r.output
     res = json.loads(r.stdout)
     rows = res["by_length"]["rows"]
     assert sum(row["sentences"] for row in rows) == 6
     assert [(row["lo"], row["hi"]) for row in rows] == sorted({(row["lo"], row["hi"]) for row in rows})
     good, bad = res["systems"]
-    assert good["no_unk"]["sentences"] == 5 and good["no_unk"]["bleu"] == pytest.approx(100)   # xylophone left out
+    assert good["no_unk"]["sentences"] == 5 and good["no_unk"]["bleu"] == pytest.approx(100)  # xylophone left out
     assert good["bleu"] > bad["bleu"] and "bleu_tok" in good
     assert res["bootstrap"]["systems"][1]["p_value"] < 0.05
-    for key in ("bootstrap", "bootstrap_tok"):                      # sacreBLEU, then the paper's BLEU
+    for key in ("bootstrap", "bootstrap_tok"):  # sacreBLEU, then the paper's BLEU
         base, other = res[key]["systems"]
         assert base["p_value"] is None and other["p_value"] < 0.05
         assert other["mean"] - other["ci95"] <= other["bleu"] <= other["mean"] + other["ci95"] + 1e-9
@@ -278,29 +377,35 @@ def test_score_by_length_no_unk_bootstrap_and_corpus_nll(overfit, tmp_path):
     assert (tmp_path / "len.png").read_bytes()[:4] == b"\x89PNG"
     text = invoke("score", tmp_path / "a", "-r", ref, "--source", src, "--by-length")
     from nmtkit.evaluate.score import SACREBLEU_LABEL, TOKENIZED_LABEL
+
     assert f"{SACREBLEU_LABEL} by source length" in text.stdout
     assert f"{TOKENIZED_LABEL} by source length" in text.stdout
-    unsure = unk_loving(overfit, tmp_path, boost=0.0, flatten=0.1)          # NLLs well above float32 rounding
+    unsure = unk_loving(overfit, tmp_path, boost=0.0, flatten=0.1)  # NLLs well above float32 rounding
     nll = invoke("score", "-m", unsure, "--data", overfit / "bin-kept", "--split", "valid", "--output-format", "json")
     assert nll.exit_code == 0, nll.output
     corpus = json.loads(nll.stdout)["corpus_nll"]
     from nmtkit.translate.translator import Translator
-    forced = Translator.from_checkpoints(unsure, "cpu").force(EN, FR)     # valid = these pairs
-    kept = [f for f in forced if f.source_tokens and f.target_tokens]           # "[]" cleans to nothing
+
+    forced = Translator.from_checkpoints(unsure, "cpu").force(EN, FR)  # valid = these pairs
+    kept = [f for f in forced if f.source_tokens and f.target_tokens]  # "[]" cleans to nothing
     assert corpus["sentences"] == len(kept) == 7
     assert corpus["nll"] * corpus["sentences"] == pytest.approx(-sum(f.score for f in kept), rel=1e-4)
     assert corpus["nll"] > 1
     assert corpus["perplexity"] == pytest.approx(math.exp(corpus["nll_token"]))
-    for args, message in [(["score", tmp_path / "a", "-r", ref, "--by-length"], "needs the source"),
-                          (["score", tmp_path / "a", "-r", ref, "--plot", tmp_path / "x.png"], "add --by-length"),
-                          (["score", tmp_path / "a", "-r", ref, "--bootstrap", 10], "two or more"),
-                          (["score", "-m", ckpt(overfit), "--data", overfit / "bin-kept", "--split", "dev"], "no split 'dev'")]:
+    for args, message in [
+        (["score", tmp_path / "a", "-r", ref, "--by-length"], "needs the source"),
+        (["score", tmp_path / "a", "-r", ref, "--plot", tmp_path / "x.png"], "add --by-length"),
+        (["score", tmp_path / "a", "-r", ref, "--bootstrap", 10], "two or more"),
+        (["score", "-m", ckpt(overfit), "--data", overfit / "bin-kept", "--split", "dev"], "no split 'dev'"),
+    ]:
         bad = invoke(*args)
         assert bad.exit_code == 2 and message in bad.output, bad.output
 
 
-@pytest.mark.parametrize("stdin,message", [(b"", "<stdin>: is empty"),
-                                           (b"Amen.\n\x89PNG\r\n\x1a\n\x00\xff\xd8 garbage\n", "line 2 is not valid UTF-8")])
+@pytest.mark.parametrize(
+    "stdin,message",
+    [(b"", "<stdin>: is empty"), (b"Amen.\n\x89PNG\r\n\x1a\n\x00\xff\xd8 garbage\n", "line 2 is not valid UTF-8")],
+)
 def test_bad_stdin_is_one_line_and_exit_2(overfit, stdin, message):
     r = CliRunner().invoke(main, ["translate", "-m", str(ckpt(overfit))], input=stdin)
     assert r.exit_code == 2 and message in r.stderr and "Traceback" not in r.output
@@ -319,18 +424,40 @@ def test_bf16_translates_the_memorized_sentences_alike(overfit, tmp_path):
 
 def test_no_unk_subset_from_a_checkpoint_and_pdf_heatmap(overfit, tmp_path):
     from tests.conftest import write_pair
+
     write_pair(tmp_path / "t", EN[:3] + ["God saw the xylophone."], FR[:3] + ["Dieu vit le xylophone."])
-    r = invoke("score", tmp_path / "t.fr", "-r", tmp_path / "t.fr", "--source", tmp_path / "t.en",
-               "--no-unk-vocab", ckpt(overfit), "--output-format", "json")
+    r = invoke(
+        "score",
+        tmp_path / "t.fr",
+        "-r",
+        tmp_path / "t.fr",
+        "--source",
+        tmp_path / "t.en",
+        "--no-unk-vocab",
+        ckpt(overfit),
+        "--output-format",
+        "json",
+    )
     assert json.loads(r.stdout)["systems"][0]["no_unk"]["sentences"] == 3
-    r = invoke("align-plot", "-m", ckpt(overfit), "--source", tmp_path / "t.en", "--target", tmp_path / "t.fr",
-               "-n", "1", "-o", tmp_path / "a.pdf")
+    r = invoke(
+        "align-plot",
+        "-m",
+        ckpt(overfit),
+        "--source",
+        tmp_path / "t.en",
+        "--target",
+        tmp_path / "t.fr",
+        "-n",
+        "1",
+        "-o",
+        tmp_path / "a.pdf",
+    )
     assert r.exit_code == 0 and (tmp_path / "a.pdf").read_bytes()[:4] == b"%PDF"
 
 
 def test_a_line_over_max_length_is_cropped_with_a_warning_and_still_gives_one_line(overfit, tmp_path):
     src = tmp_path / "long.en"
-    src.write_text(f"{EN[0]}\n{'light ' * 5000}\n{EN[2]}\n", encoding="utf-8")     # 5,000 units in line 2
+    src.write_text(f"{EN[0]}\n{'light ' * 5000}\n{EN[2]}\n", encoding="utf-8")  # 5,000 units in line 2
     r = invoke("translate", "-m", ckpt(overfit), src, "--beam", 12)
     assert r.exit_code == 0, r.output
     lines = r.stdout.splitlines()
@@ -338,7 +465,11 @@ def test_a_line_over_max_length_is_cropped_with_a_warning_and_still_gives_one_li
     assert "line 2: 5,000 subword units; translating the first 250 (--crop-len)" in r.stderr
     # the search was bounded by the cropped source: at most 2 × 250 + 10 output words
     assert len(lines[1].split()) <= 2 * 250 + 10
-    assert lines[0] == CliRunner().invoke(main, ["translate", "-m", str(ckpt(overfit)), "--beam", "12"],
-                                          input=EN[0] + "\n").stdout.strip()
+    assert (
+        lines[0]
+        == CliRunner()
+        .invoke(main, ["translate", "-m", str(ckpt(overfit)), "--beam", "12"], input=EN[0] + "\n")
+        .stdout.strip()
+    )
     short = invoke("translate", "-m", ckpt(overfit), src, "--crop-len", 3)
     assert short.exit_code == 0 and short.stderr.count("translating the first 3 (--crop-len)") == 3

@@ -16,13 +16,43 @@ FIXTURES = Path(__file__).parent / "fixtures" / "v1.1.0"
 def test_a_1_1_checkpoint_translates_as_1_1_did(model, tmp_path):
     test_en = (FIXTURES / "test.en").read_text(encoding="utf-8")
     runner = CliRunner()
-    best = runner.invoke(main, ["translate", "-m", str(FIXTURES / f"{model}.pt"), "--beam", "3", "--threads", "1",
-                                "--output-format", "jsonl", "-q"], input=test_en)
+    best = runner.invoke(
+        main,
+        [
+            "translate",
+            "-m",
+            str(FIXTURES / f"{model}.pt"),
+            "--beam",
+            "3",
+            "--threads",
+            "1",
+            "--output-format",
+            "jsonl",
+            "-q",
+        ],
+        input=test_en,
+    )
     assert best.exit_code == 0, best.output
     assert best.stdout == (FIXTURES / f"{model}.jsonl").read_text(encoding="utf-8")
     links = tmp_path / "links"
-    nbest = runner.invoke(main, ["translate", "-m", str(FIXTURES / f"{model}.pt"), "--beam", "3", "--nbest", "2",
-                                 "--threads", "1", "--print-alignment", str(links), "-q"], input=test_en)
+    nbest = runner.invoke(
+        main,
+        [
+            "translate",
+            "-m",
+            str(FIXTURES / f"{model}.pt"),
+            "--beam",
+            "3",
+            "--nbest",
+            "2",
+            "--threads",
+            "1",
+            "--print-alignment",
+            str(links),
+            "-q",
+        ],
+        input=test_en,
+    )
     assert nbest.exit_code == 0, nbest.output
     assert nbest.stdout == (FIXTURES / f"{model}.nbest").read_text(encoding="utf-8")
     assert links.read_text(encoding="utf-8") == (FIXTURES / f"{model}.align").read_text(encoding="utf-8")

@@ -24,18 +24,26 @@ def test_min_count_and_unlimited_size():
 def test_save_load_round_trip_and_fingerprint(tmp_path):
     v = Vocab.from_counts(Counter({"été": 2, "l'": 4}), size=0)
     v.save(tmp_path / "v.txt")
-    assert (tmp_path / "v.txt").read_text(encoding="utf-8").splitlines()[:5] == \
-        ["<pad> 0", "<unk> 0", "<s> 0", "</s> 0", "l' 4"]
+    assert (tmp_path / "v.txt").read_text(encoding="utf-8").splitlines()[:5] == [
+        "<pad> 0",
+        "<unk> 0",
+        "<s> 0",
+        "</s> 0",
+        "l' 4",
+    ]
     w = Vocab.load(tmp_path / "v.txt")
     assert w.tokens == v.tokens and w.counts == v.counts and w.fingerprint == v.fingerprint
     assert Vocab.from_counts(Counter({"été": 2, "x": 4}), size=0).fingerprint != v.fingerprint
 
 
-@pytest.mark.parametrize("content, match", [
-    ("a 1\n", "must start with"),
-    ("<pad> 0\n<unk> 0\n<s> 0\n</s> 0\nx y z\n", "line 5 is not 'token count'"),
-    ("<pad> 0\n<unk> 0\n<s> 0\n</s> 0\nx 1\nx 1\n", "twice"),
-])
+@pytest.mark.parametrize(
+    "content, match",
+    [
+        ("a 1\n", "must start with"),
+        ("<pad> 0\n<unk> 0\n<s> 0\n</s> 0\nx y z\n", "line 5 is not 'token count'"),
+        ("<pad> 0\n<unk> 0\n<s> 0\n</s> 0\nx 1\nx 1\n", "twice"),
+    ],
+)
 def test_bad_vocabulary_files(tmp_path, content, match):
     (tmp_path / "v.txt").write_text(content)
     with pytest.raises(FormatError, match=match):

@@ -27,10 +27,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_sgml_unwraps_segments_across_documents_with_entities():
-    data = (b'<srcset setid="newstest2014" srclang="any">\n<doc docid="a" origlang="en">\n<p>\n'
-            b'<seg id="1">  Tom &amp; Jerry  &lt;3 </seg>\n<seg id="2">L&apos;arc &quot;x&quot; caf\xc3\xa9</seg>\n'
-            b'</p>\n</doc>\n<doc docid="b">\n<seg id="1">third\n line</seg>\n</doc>\n</srcset>\n')
-    assert unwrap_sgml(data) == ["Tom & Jerry <3", "L'arc \"x\" café", "third line"]
+    data = (
+        b'<srcset setid="newstest2014" srclang="any">\n<doc docid="a" origlang="en">\n<p>\n'
+        b'<seg id="1">  Tom &amp; Jerry  &lt;3 </seg>\n<seg id="2">L&apos;arc &quot;x&quot; caf\xc3\xa9</seg>\n'
+        b'</p>\n</doc>\n<doc docid="b">\n<seg id="1">third\n line</seg>\n</doc>\n</srcset>\n'
+    )
+    assert unwrap_sgml(data) == ["Tom & Jerry <3", 'L\'arc "x" café', "third line"]
     with pytest.raises(UserError, match="no <seg>"):
         unwrap_sgml(b"<srcset></srcset>")
 
@@ -59,13 +61,21 @@ def test_sgml_file_with_entities_attributes_and_documents_reads_as_before(tmp_pa
     path = tmp_path / "newstest2014-fren-ref.fr.sgm"
     path.write_text(WMT_SGML, encoding="utf-8")
     assert unwrap_sgml(path.read_bytes(), str(path)) == [
-        "Titre & sous-titre", '« Il a dit "non" » <b>', "Numeric é ’ and named", "Same line twice", "in one line"]
+        "Titre & sous-titre",
+        '« Il a dit "non" » <b>',
+        "Numeric é ’ and named",
+        "Same line twice",
+        "in one line",
+    ]
 
 
-@pytest.mark.parametrize("data, message", [
-    (b'<doc><seg id="1">one\n<seg id="2">two</seg></doc>', r"t.sgm: 2 <seg> tags but 1 closed by </seg>$"),
-    (b'<seg id="1">caf\xe9</seg>', r"t.sgm: not valid UTF-8 at byte 15$"),
-])
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (b'<doc><seg id="1">one\n<seg id="2">two</seg></doc>', r"t.sgm: 2 <seg> tags but 1 closed by </seg>$"),
+        (b'<seg id="1">caf\xe9</seg>', r"t.sgm: not valid UTF-8 at byte 15$"),
+    ],
+)
 def test_malformed_sgml_is_one_line(data, message):
     with pytest.raises(UserError, match=message):
         unwrap_sgml(data, "t.sgm")
@@ -78,6 +88,7 @@ def test_sgml_round_trip_of_the_mirror_writer():
 
 def _serve(directory: Path):
     """A local HTTP server that honours Range requests, as statmt.org's does."""
+
     class Handler(http.server.SimpleHTTPRequestHandler):
         def __init__(self, *a, **k):
             super().__init__(*a, directory=str(directory), **k)
@@ -166,28 +177,51 @@ def _raw(tmp_path: Path) -> Path:
 def test_mirror_has_wmt_layout_and_the_test_set_unwraps(tmp_path):
     sums = build_mirror(_raw(tmp_path), tmp_path / "mirror", pairs=100, dev_lines=20, test_lines=30)
     listed = read_checksums(sums)
-    assert set(listed) == {"wmt13/training-parallel-europarl-v7.tgz", "wmt13/training-parallel-commoncrawl.tgz",
-                           "wmt13/training-parallel-un.tgz", "wmt14/training-parallel-nc-v9.tgz",
-                           "wmt10/training-giga-fren.tar", "wmt14/dev.tgz", "wmt14/test-full.tgz"}
+    assert set(listed) == {
+        "wmt13/training-parallel-europarl-v7.tgz",
+        "wmt13/training-parallel-commoncrawl.tgz",
+        "wmt13/training-parallel-un.tgz",
+        "wmt14/training-parallel-nc-v9.tgz",
+        "wmt10/training-giga-fren.tar",
+        "wmt14/dev.tgz",
+        "wmt14/test-full.tgz",
+    }
     assert all(c.matches(tmp_path / "mirror" / rel) for rel, c in listed.items())
     n = write_part(tmp_path / "mirror" / TEST.archive, TEST, ("en", "fr"), tmp_path / "out" / "newstest2014")
     assert n == 30
-    assert (tmp_path / "out" / "newstest2014.en").read_text(encoding="utf-8").splitlines()[0] == \
-        (tmp_path / "raw" / "test.en").read_text(encoding="utf-8").splitlines()[0]
+    assert (tmp_path / "out" / "newstest2014.en").read_text(encoding="utf-8").splitlines()[0] == (
+        tmp_path / "raw" / "test.en"
+    ).read_text(encoding="utf-8").splitlines()[0]
 
 
 def _make(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     tools = [f"PY={sys.executable}", f"NMTKIT={sys.executable} -m nmtkit"]
-    return subprocess.run(["make", "--no-print-directory", "-C", str(ROOT / "examples" / "wmt14_en_fr"), *tools, *args],
-                          capture_output=True, text=True, cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return subprocess.run(
+        ["make", "--no-print-directory", "-C", str(ROOT / "examples" / "wmt14_en_fr"), *tools, *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
 
 
 def test_dry_run_shows_the_full_size_commands():
     out = _make("-n", "reproduce", "WORK=/nonexistent/work", "NGPU=4")
     assert out.returncode == 0, out.stderr
-    for expected in ("http://www.statmt.org", "wmt10/training-giga-fren.tar", "--keep-words 348M", "--size 30000",
-                     "--arch rnnsearch", "--max-len 50", "--max-len 30", "--beam 12", "--nproc_per_node 4",
-                     "--no-unk", "--by-length", "report"):
+    for expected in (
+        "http://www.statmt.org",
+        "wmt10/training-giga-fren.tar",
+        "--keep-words 348M",
+        "--size 30000",
+        "--arch rnnsearch",
+        "--max-len 50",
+        "--max-len 30",
+        "--beam 12",
+        "--nproc_per_node 4",
+        "--no-unk",
+        "--by-length",
+        "report",
+    ):
         assert expected in out.stdout, expected
 
 
@@ -197,9 +231,19 @@ def test_reproduce_runs_offline_on_a_mirror(tmp_path):
     mirror = tmp_path / "mirror"
     build_mirror(_raw(tmp_path), mirror, pairs=400, dev_lines=40, test_lines=30)
     work = tmp_path / "work"
-    args = ["reproduce", f"WORK={work}", f"MIRROR={mirror}", f"CHECKSUMS={mirror}/checksums.txt", "KEEP_WORDS=6k",
-            "VOCAB_SIZE=500", "JOBS=1", "BEAM=2", "NGPU=0", "FIGURE3=1-2",
-            "TRAIN_ARGS=--preset tiny --max-updates 8 --valid-every 8 --batch-size 32 --no-valid-bleu --threads 1"]
+    args = [
+        "reproduce",
+        f"WORK={work}",
+        f"MIRROR={mirror}",
+        f"CHECKSUMS={mirror}/checksums.txt",
+        "KEEP_WORDS=6k",
+        "VOCAB_SIZE=500",
+        "JOBS=1",
+        "BEAM=2",
+        "NGPU=0",
+        "FIGURE3=1-2",
+        "TRAIN_ARGS=--preset tiny --max-updates 8 --valid-every 8 --batch-size 32 --no-valid-bleu --threads 1",
+    ]
     out = _make(*args)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     report = (work / "report.md").read_text(encoding="utf-8")
@@ -222,9 +266,14 @@ def test_reproduce_runs_offline_on_a_mirror(tmp_path):
 
 def test_schwenk_release_is_concatenated_pairwise(tmp_path):
     from nmtkit.data.wmt14 import extract_schwenk
+
     archive = tmp_path / "bitexts.tgz"
-    members = {"bitexts.selected/b.en.gz": b"b1\n", "bitexts.selected/b.fr.gz": b"B1\n",
-               "bitexts.selected/a.en.gz": b"a1\na2\n", "bitexts.selected/a.fr.gz": b"A1\nA2\n"}
+    members = {
+        "bitexts.selected/b.en.gz": b"b1\n",
+        "bitexts.selected/b.fr.gz": b"B1\n",
+        "bitexts.selected/a.en.gz": b"a1\na2\n",
+        "bitexts.selected/a.fr.gz": b"A1\nA2\n",
+    }
     with tarfile.open(archive, "w:gz") as tar:
         for name, data in members.items():
             packed = gzip.compress(data)

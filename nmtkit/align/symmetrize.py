@@ -9,7 +9,7 @@ fast_align write them (``-r`` links are not transposed).
 from __future__ import annotations
 
 Link = tuple[int, int]
-SYMMETRIZATIONS = ("grow-diag-final-and", "intersection", "forward", "reverse")    # word-align's choices
+SYMMETRIZATIONS = ("grow-diag-final-and", "intersection", "forward", "reverse")  # word-align's choices
 _NEIGHBOURS = ((-1, 0), (0, -1), (1, 0), (0, 1), (-1, -1), (-1, 1), (1, -1), (1, 1))
 
 
@@ -23,7 +23,7 @@ def grow_diag_final_and(forward: set[Link], reverse: set[Link]) -> set[Link]:
         targets.add(link[1])
 
     grown = True
-    while grown:                       # grow-diag: until no neighbour of a link can join
+    while grown:  # grow-diag: until no neighbour of a link can join
         grown = False
         for i, j in sorted(links):
             for di, dj in _NEIGHBOURS:
@@ -31,7 +31,7 @@ def grow_diag_final_and(forward: set[Link], reverse: set[Link]) -> set[Link]:
                 if link in union and link not in links and (link[0] not in sources or link[1] not in targets):
                     add(link)
                     grown = True
-    for direction in (forward, reverse):   # final-and: a link whose two words are both unaligned
+    for direction in (forward, reverse):  # final-and: a link whose two words are both unaligned
         for link in sorted(direction - links):
             if link[0] not in sources and link[1] not in targets:
                 add(link)

@@ -23,9 +23,9 @@ from .links import word_ids
 
 @dataclass(frozen=True)
 class WordAttention:
-    source: list[str]                      # word labels, </s> last where the tokens had it
+    source: list[str]  # word labels, </s> last where the tokens had it
     target: list[str]
-    attention: npt.NDArray[np.float64]     # (len(target), len(source))
+    attention: npt.NDArray[np.float64]  # (len(target), len(source))
 
 
 def word_attention(source: list[str], target: list[str], attention: Any) -> WordAttention:
@@ -33,15 +33,14 @@ def word_attention(source: list[str], target: list[str], attention: Any) -> Word
     columns summed over a source word's pieces, rows averaged over a target word's pieces."""
     alpha = np.asarray(attention, dtype=np.float64)
     if alpha.shape != (len(target), len(source)):
-        raise ValueError(f"attention of shape {alpha.shape} for {len(target)} target and {len(source)} "
-                         f"source tokens")
+        raise ValueError(f"attention of shape {alpha.shape} for {len(target)} target and {len(source)} source tokens")
     src_ids, src_words = _words(source)
     tgt_ids, tgt_words = _words(target)
     columns = np.zeros((len(target), len(src_words)))
-    np.add.at(columns.T, src_ids, alpha.T)                    # sum over a source word's pieces
+    np.add.at(columns.T, src_ids, alpha.T)  # sum over a source word's pieces
     rows = np.zeros((len(tgt_words), len(src_words)))
     np.add.at(rows, tgt_ids, columns)
-    rows /= np.maximum(np.bincount(tgt_ids, minlength=len(tgt_words)), 1)[:, None]   # mean over its pieces
+    rows /= np.maximum(np.bincount(tgt_ids, minlength=len(tgt_words)), 1)[:, None]  # mean over its pieces
     return WordAttention(src_words, tgt_words, rows)
 
 
@@ -65,5 +64,5 @@ def _label(pieces: list[str], spm: bool) -> str:
     if spm:
         word = "".join(pieces).replace(SPM_MARK, "")
     else:
-        word = "".join(p[:-len(SEPARATOR)] if p.endswith(SEPARATOR) else p for p in pieces)
+        word = "".join(p[: -len(SEPARATOR)] if p.endswith(SEPARATOR) else p for p in pieces)
     return word or "".join(pieces)

@@ -1,8 +1,32 @@
 """The checkpoint: one file from raw text to raw text (:mod:`.file` owns its layout), and the
 commands that read or rewrite checkpoint files (info, average, lexicon)."""
 
-from .file import (FORMAT, SIDES, VERSION, Checkpoint, Progress, TextSides, TrainingState, check_destination, load,
-                   load_weights, model_of, save)
+from .file import (
+    FORMAT,
+    SIDES,
+    VERSION,
+    Checkpoint,
+    Progress,
+    TextSides,
+    TrainingState,
+    check_destination,
+    load,
+    load_weights,
+    model_of,
+    save,
+)
 
-__all__ = ["FORMAT", "SIDES", "VERSION", "Checkpoint", "Progress", "TextSides", "TrainingState", "check_destination",
-           "load", "load_weights", "model_of", "save"]
+__all__ = [
+    "FORMAT",
+    "SIDES",
+    "VERSION",
+    "Checkpoint",
+    "Progress",
+    "TextSides",
+    "TrainingState",
+    "check_destination",
+    "load",
+    "load_weights",
+    "model_of",
+    "save",
+]

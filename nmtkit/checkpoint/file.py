@@ -72,21 +72,27 @@ class TextSides:
     vocab: dict[str, list[str]]
     text: dict[str, TextConfig]
     bpe_codes: dict[str, str | None]
-    vocab_sha256: dict[str, str]          # by language, as in the corpus manifest
+    vocab_sha256: dict[str, str]  # by language, as in the corpus manifest
     settings_sha256: str | None = None
 
     @classmethod
-    def of(cls, corpus: Corpus) -> "TextSides":
+    def of(cls, corpus: Corpus) -> TextSides:
         """What a checkpoint carries from the corpus it was trained on, so that translate needs
         nothing else."""
         m = corpus.manifest
         langs = {"src": m.src_lang, "tgt": m.tgt_lang}
-        codes = {side: (corpus.path / name).read_text(encoding="utf-8") if (name := m.bpe_codes.get(lang)) else None
-                 for side, lang in langs.items()}
-        return cls(langs=langs, vocab={side: corpus.vocab(lang).tokens for side, lang in langs.items()},
-                   text={side: m.text(lang) for side, lang in langs.items()}, bpe_codes=codes,
-                   vocab_sha256={lang: m.vocab[lang].sha256 for lang in langs.values()},
-                   settings_sha256=m.settings_sha256)
+        codes = {
+            side: (corpus.path / name).read_text(encoding="utf-8") if (name := m.bpe_codes.get(lang)) else None
+            for side, lang in langs.items()
+        }
+        return cls(
+            langs=langs,
+            vocab={side: corpus.vocab(lang).tokens for side, lang in langs.items()},
+            text={side: m.text(lang) for side, lang in langs.items()},
+            bpe_codes=codes,
+            vocab_sha256={lang: m.vocab[lang].sha256 for lang in langs.values()},
+            settings_sha256=m.settings_sha256,
+        )
 
     def sides(self) -> Sides:
         """The text pipelines and vocabularies these settings make."""
@@ -101,7 +107,7 @@ class TrainingState:
     progress: Progress
     optimizer: dict[str, Any] | None = None
     batches: dict[str, int] | None = None
-    rng: list[dict[str, torch.Tensor]] = field(default_factory=list)   # one entry per process
+    rng: list[dict[str, torch.Tensor]] = field(default_factory=list)  # one entry per process
 
     @property
     def resumable(self) -> bool:
@@ -137,14 +143,16 @@ class Checkpoint:
     text: TextSides
     training: TrainingState
     written_by: str = __version__
-    lexicon: Lexicon | None = None       # the candidate lists of translate --shortlist
+    lexicon: Lexicon | None = None  # the candidate lists of translate --shortlist
 
     @property
     def parameters(self) -> int:
         """How many numbers the weights hold, a tensor that two names share (tied embeddings:
         the output layer is the target embedding matrix) counted once, as train counts them."""
-        seen = {(w.untyped_storage().data_ptr(), w.storage_offset(), tuple(w.shape)): w.numel()
-                for w in self.weights.values()}
+        seen = {
+            (w.untyped_storage().data_ptr(), w.storage_offset(), tuple(w.shape)): w.numel()
+            for w in self.weights.values()
+        }
         return sum(seen.values())
 
 
@@ -164,12 +172,18 @@ def save(path: str | Path, ckpt: Checkpoint) -> None:
         training |= {"optimizer": run.optimizer, "batches": run.batches, "rng": run.rng}
     text = ckpt.text
     payload = {
-        "format": FORMAT, "version": VERSION, "nmtkit": __version__,
+        "format": FORMAT,
+        "version": VERSION,
+        "nmtkit": __version__,
         "model": {"config": ckpt.model.to_dict(), "weights": ckpt.weights},
-        "text": {"langs": text.langs, "vocab": text.vocab,
-                 "text": {side: cfg.to_dict() for side, cfg in text.text.items()},
-                 "bpe_codes": text.bpe_codes, "vocab_sha256": text.vocab_sha256,
-                 "settings_sha256": text.settings_sha256},
+        "text": {
+            "langs": text.langs,
+            "vocab": text.vocab,
+            "text": {side: cfg.to_dict() for side, cfg in text.text.items()},
+            "bpe_codes": text.bpe_codes,
+            "vocab_sha256": text.vocab_sha256,
+            "settings_sha256": text.settings_sha256,
+        },
         "training": training,
     }
     if ckpt.lexicon is not None:
@@ -190,8 +204,10 @@ def load(path: str | Path, lazy: bool = True) -> Checkpoint:
     if version == 1:
         raw = _from_version_1(raw)
     elif version != VERSION:
-        raise FormatError(f"{path}: checkpoint format version {version!r} is not supported "
-                          f"(this nmtkit reads versions 1 and {VERSION})")
+        raise FormatError(
+            f"{path}: checkpoint format version {version!r} is not supported "
+            f"(this nmtkit reads versions 1 and {VERSION})"
+        )
     try:
         return _parse(raw)
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as err:
@@ -208,10 +224,11 @@ def load_weights(model: torch.nn.Module, ckpt: Checkpoint, where: str | Path, as
     try:
         model.load_state_dict(ckpt.weights, assign=assign)
         if isinstance(model, Seq2Seq):
-            model.tie_weights()           # assigned, tied parameters came back as two tensors
+            model.tie_weights()  # assigned, tied parameters came back as two tensors
     except RuntimeError as err:
-        raise FormatError(f"{where}: the weights do not fit the model the checkpoint describes "
-                          f"({str(err).splitlines()[0][:160]})") from None
+        raise FormatError(
+            f"{where}: the weights do not fit the model the checkpoint describes ({str(err).splitlines()[0][:160]})"
+        ) from None
 
 
 def model_of(ckpt: Checkpoint, where: str | Path, device: torch.device | str = "cpu") -> Seq2Seq:
@@ -228,14 +245,15 @@ def _read(path: Path, lazy: bool = True) -> dict[str, Any]:
         raise UserError(f"{path}: no such checkpoint")
     if not path.is_file():
         raise UserError(f"{path}: is not a file")
-    if not zipfile.is_zipfile(path):   # torch.save always writes a zip archive
+    if not zipfile.is_zipfile(path):  # torch.save always writes a zip archive
         raise FormatError(f"{path}: truncated or corrupt checkpoint (not a torch zip archive)")
     try:
         raw = torch.load(path, map_location="cpu", weights_only=True, mmap=lazy)
     except pickle.UnpicklingError as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else "unsupported object"
-        raise FormatError(f"{path}: refused, the checkpoint holds objects other than tensors and "
-                          f"plain values ({first[:120]})") from None
+        raise FormatError(
+            f"{path}: refused, the checkpoint holds objects other than tensors and plain values ({first[:120]})"
+        ) from None
     except (RuntimeError, EOFError, zipfile.BadZipFile, OSError, ValueError, KeyError) as err:
         reason = str(err).splitlines()[0][:120] if str(err) else type(err).__name__
         raise FormatError(f"{path}: truncated or corrupt checkpoint ({reason})") from None
@@ -252,16 +270,24 @@ def _from_version_1(raw: dict[str, Any]) -> dict[str, Any]:
     rng = train.get("rng")
     if isinstance(rng, dict):
         train["rng"] = rng["ranks"] if "ranks" in rng else [rng]
-    return {"format": FORMAT, "version": VERSION, "nmtkit": raw.get("nmtkit", "0.1.0"),
-            "model": {"config": raw.get("model"), "weights": raw.get("weights")},
-            "text": raw.get("corpus"), "training": train}
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "nmtkit": raw.get("nmtkit", "0.1.0"),
+        "model": {"config": raw.get("model"), "weights": raw.get("weights")},
+        "text": raw.get("corpus"),
+        "training": train,
+    }
 
 
 def _parse(raw: dict[str, Any]) -> Checkpoint:
     model, text, run = raw["model"], raw["text"], raw["training"]
     weights = model["weights"]
-    if not isinstance(weights, dict) or not weights or not all(
-            isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in weights.items()):
+    if (
+        not isinstance(weights, dict)
+        or not weights
+        or not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in weights.items())
+    ):
         raise FormatError("the weights are not a table of named tensors")
     config = ModelConfig.from_dict(model["config"])
     sides = TextSides(
@@ -270,30 +296,46 @@ def _parse(raw: dict[str, Any]) -> Checkpoint:
         text={s: TextConfig.from_dict(text["text"][s]) for s in SIDES},
         bpe_codes={s: _optional_str(text["bpe_codes"][s]) for s in SIDES},
         vocab_sha256={str(k): str(v) for k, v in text["vocab_sha256"].items()},
-        settings_sha256=_optional_str(text.get("settings_sha256")))
+        settings_sha256=_optional_str(text.get("settings_sha256")),
+    )
     for side, size in (("src", config.src_vocab), ("tgt", config.tgt_vocab)):
         if len(sides.vocab[side]) != size:
-            raise FormatError(f"the {side} vocabulary has {len(sides.vocab[side]):,} entries but the "
-                              f"model {size:,}")
+            raise FormatError(f"the {side} vocabulary has {len(sides.vocab[side]):,} entries but the model {size:,}")
     optimizer, batches = run.get("optimizer"), run.get("batches")
     if (optimizer is None) != (batches is None):
         raise FormatError("the training state is half there (optimizer or batch position missing)")
     rng = list(run.get("rng") or [])
     if not all(isinstance(r, dict) and isinstance(r.get("torch"), torch.Tensor) for r in rng):
         raise FormatError("the RNG states are not tensors")
-    state = TrainingState(config=TrainConfig.from_dict(run["config"]), progress=Progress(**run["progress"]),
-                          optimizer=optimizer, batches=batches and {k: int(v) for k, v in batches.items()},
-                          rng=rng)
-    return Checkpoint(model=config, weights=weights, text=sides, training=state,
-                      written_by=str(raw.get("nmtkit", "?")), lexicon=_lexicon(raw.get("lexicon"), config))
+    state = TrainingState(
+        config=TrainConfig.from_dict(run["config"]),
+        progress=Progress(**run["progress"]),
+        optimizer=optimizer,
+        batches=batches and {k: int(v) for k, v in batches.items()},
+        rng=rng,
+    )
+    return Checkpoint(
+        model=config,
+        weights=weights,
+        text=sides,
+        training=state,
+        written_by=str(raw.get("nmtkit", "?")),
+        lexicon=_lexicon(raw.get("lexicon"), config),
+    )
 
 
 def _lexicon(value: Any, model: ModelConfig) -> Lexicon | None:
     if value is None:
         return None
     table, frequent = value["table"], value["frequent"]
-    if not (isinstance(table, torch.Tensor) and table.dim() == 2 and table.shape[0] == model.src_vocab
-            and not table.is_floating_point() and isinstance(frequent, int) and 0 <= frequent <= model.tgt_vocab):
+    if not (
+        isinstance(table, torch.Tensor)
+        and table.dim() == 2
+        and table.shape[0] == model.src_vocab
+        and not table.is_floating_point()
+        and isinstance(frequent, int)
+        and 0 <= frequent <= model.tgt_vocab
+    ):
         raise FormatError("the lexicon is not a table of target ids per source word")
     if table.numel() and not 0 <= int(table.min()) <= int(table.max()) < model.tgt_vocab:
         raise FormatError("the lexicon names target ids outside the vocabulary")

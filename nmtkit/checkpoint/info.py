@@ -23,18 +23,25 @@ def describe(path: str | Path) -> dict[str, Any]:
     best = run.progress.best
     by = run.config.best_by
     return {
-        "path": str(path), "written_by": ckpt.written_by, "format_version": checkpoint.VERSION,
-        "model": model.to_dict(), "parameters": ckpt.parameters,
+        "path": str(path),
+        "written_by": ckpt.written_by,
+        "format_version": checkpoint.VERSION,
+        "model": model.to_dict(),
+        "parameters": ckpt.parameters,
         "languages": ckpt.text.langs,
         "vocabulary": {side: len(tokens) for side, tokens in ckpt.text.vocab.items()},
         "bpe": {side: codes is not None for side, codes in ckpt.text.bpe_codes.items()},
         "text": {side: cfg.to_dict() for side, cfg in ckpt.text.text.items()},
-        "progress": {"updates": run.progress.step, "minutes": run.progress.seconds / 60,
-                     "best_by": by, "best": None if not math.isfinite(best) else
-                     (best if by == "bleu" else -best)},
+        "progress": {
+            "updates": run.progress.step,
+            "minutes": run.progress.seconds / 60,
+            "best_by": by,
+            "best": None if not math.isfinite(best) else (best if by == "bleu" else -best),
+        },
         "resumable": run.resumable,
-        "lexicon": None if ckpt.lexicon is None else {"frequent": ckpt.lexicon.frequent,
-                                                      "per_source": int(ckpt.lexicon.table.shape[1])},
+        "lexicon": None
+        if ckpt.lexicon is None
+        else {"frequent": ckpt.lexicon.frequent, "per_source": int(ckpt.lexicon.table.shape[1])},
         "training": run.config.to_dict(),
     }
 
@@ -44,11 +51,18 @@ def format_info(info: dict[str, Any]) -> str:
     sizes = ", ".join(f"{k} {m[k]}" for k in ("emb", "hidden", "align", "maxout") if k in m)
     if is_luong(m["arch"]):
         renorm = ", renormalised" if m.get("window_renorm") else ""
-        sizes = (f"{m['layers']} layers, emb {m['emb']}, hidden {m['hidden']}; attention {m['attention']} "
-                 f"({m['score']}{renorm}), input feeding {'on' if m['input_feed'] else 'off'}")
+        sizes = (
+            f"{m['layers']} layers, emb {m['emb']}, hidden {m['hidden']}; attention {m['attention']} "
+            f"({m['score']}{renorm}), input feeding {'on' if m['input_feed'] else 'off'}"
+        )
     langs, vocab = info["languages"], info["vocabulary"]
-    best = ("none yet" if p["best"] is None else
-            f"dev BLEU {p['best']:.2f}" if p["best_by"] == "bleu" else f"dev NLL {p['best']:.2f} per sentence")
+    best = (
+        "none yet"
+        if p["best"] is None
+        else f"dev BLEU {p['best']:.2f}"
+        if p["best_by"] == "bleu"
+        else f"dev NLL {p['best']:.2f} per sentence"
+    )
     t = info["training"]
     lines = [
         f"{info['path']}: nmtkit checkpoint (format {info['format_version']}, written by nmtkit {info['written_by']})",
@@ -59,11 +73,16 @@ def format_info(info: dict[str, Any]) -> str:
         + ("; lowercased" if info["text"]["src"]["lowercase"] else ""),
         f"progress   {p['updates']:,} updates in {p['minutes']:.1f} minutes; best {best}"
         + ("" if info["resumable"] else "; weights only (cannot resume)"),
-        "shortlist  " + (f"{info['lexicon']['frequent']:,} frequent target words + {info['lexicon']['per_source']} "
-                          f"per source word (translate --shortlist)" if info.get("lexicon") else
-                          "none (nmtkit lexicon adds one)"),
+        "shortlist  "
+        + (
+            f"{info['lexicon']['frequent']:,} frequent target words + {info['lexicon']['per_source']} "
+            f"per source word (translate --shortlist)"
+            if info.get("lexicon")
+            else "none (nmtkit lexicon adds one)"
+        ),
         f"training   {t['optimizer']} lr {t['lr']:g}, batch {t['batch_size']}"
         + (f" (or {t['max_tokens']:,} target tokens)" if t["max_tokens"] else "")
-        + f", clip {t['clip']:g}, max length {t['max_len']}, seed {t['seed']}" + (", bf16" if t["bf16"] else ""),
+        + f", clip {t['clip']:g}, max length {t['max_len']}, seed {t['seed']}"
+        + (", bf16" if t["bf16"] else ""),
     ]
     return "\n".join(lines)

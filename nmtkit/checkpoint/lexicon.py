@@ -10,8 +10,13 @@ from ..data.lexicon import FREQUENT, PER_SOURCE, Lexicon, lexicon_of
 from .file import check_destination, load, save
 
 
-def add_lexicon(model_path: str | Path, data_bin: str | Path, out: str | Path, frequent: int = FREQUENT,
-                per_source: int = PER_SOURCE) -> Lexicon:
+def add_lexicon(
+    model_path: str | Path,
+    data_bin: str | Path,
+    out: str | Path,
+    frequent: int = FREQUENT,
+    per_source: int = PER_SOURCE,
+) -> Lexicon:
     """Store the lexicon of ``data_bin`` in the checkpoint ``model_path`` (written to ``out``)."""
     check_destination(out)
     ckpt = load(model_path, lazy=False)

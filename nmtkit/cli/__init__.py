@@ -22,6 +22,7 @@ def _version(ctx: click.Context, _param: click.Parameter, asked: bool) -> None:
         return
     import platform
     from importlib.metadata import PackageNotFoundError, version
+
     try:
         torch = version("torch")
     except PackageNotFoundError:
@@ -31,8 +32,14 @@ def _version(ctx: click.Context, _param: click.Parameter, asked: bool) -> None:
 
 
 @click.group("nmtkit", cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_version,
-              help="Show nmtkit's version, torch's and Python's, and exit.")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_version,
+    help="Show nmtkit's version, torch's and Python's, and exit.",
+)
 def main() -> None:
     """Attention-based neural machine translation (Bahdanau et al. 2015) from the shell.
 

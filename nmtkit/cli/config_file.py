@@ -13,8 +13,9 @@ from __future__ import annotations
 import functools
 import sys
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import click
 
@@ -35,7 +36,7 @@ def _keys(command: click.Command) -> dict[str, str]:
     for p in command.params:
         if p.name is None or not p.expose_value:
             continue
-        for spelling in (p.name, *(o[2:] for o in p.opts if o.startswith("--"))):   # _key(p) is one of them
+        for spelling in (p.name, *(o[2:] for o in p.opts if o.startswith("--"))):  # _key(p) is one of them
             names[spelling.replace("-", "_")] = p.name
     return names
 
@@ -48,6 +49,7 @@ def _load(path: str) -> Any:
             if toml:
                 return tomllib.load(fh)
             import yaml  # here: a YAML reader is needed only when a command gets a YAML file
+
             return yaml.safe_load(fh)
     except FileNotFoundError:
         raise click.BadParameter(f"{path}: no such file") from None
@@ -55,7 +57,7 @@ def _load(path: str) -> Any:
         raise click.BadParameter(f"{path}: a directory, not a file") from None
     except UnicodeDecodeError:
         raise click.BadParameter(f"{path}: not UTF-8 text") from None
-    except Exception as err:   # tomllib's and yaml's own parse errors: one line with where it broke
+    except Exception as err:  # tomllib's and yaml's own parse errors: one line with where it broke
         what = "TOML" if toml else "YAML"
         raise click.BadParameter(f"{path}: not valid {what} ({' '.join(str(err).split())})") from None
 
@@ -68,8 +70,9 @@ def read_config(ctx: click.Context, _param: click.Parameter, path: str | None) -
     if table is None:
         table = {}
     if not isinstance(table, dict):
-        raise click.BadParameter(f"{path}: expected option names and their values (a mapping), "
-                                 f"not a {type(table).__name__}")
+        raise click.BadParameter(
+            f"{path}: expected option names and their values (a mapping), not a {type(table).__name__}"
+        )
     names = _keys(ctx.command)
     values: dict[str, Any] = {}
     for key, value in table.items():
@@ -78,7 +81,7 @@ def read_config(ctx: click.Context, _param: click.Parameter, path: str | None) -
             raise click.BadParameter(f"{path}: '{key}' is not an option of '{ctx.command_path}'")
         param = next(p for p in ctx.command.params if p.name == name)
         if getattr(param, "multiple", False) and not isinstance(value, list):
-            value = [value]                  # a single checkpoint for a repeatable -m
+            value = [value]  # a single checkpoint for a repeatable -m
         values[name] = value
     ctx.default_map = {**(ctx.default_map or {}), **values}
 
@@ -91,8 +94,11 @@ def _plain(value: Any) -> Any:
     return value
 
 
-_CHOSEN = (click.core.ParameterSource.COMMANDLINE, click.core.ParameterSource.DEFAULT_MAP,
-           click.core.ParameterSource.ENVIRONMENT)
+_CHOSEN = (
+    click.core.ParameterSource.COMMANDLINE,
+    click.core.ParameterSource.DEFAULT_MAP,
+    click.core.ParameterSource.ENVIRONMENT,
+)
 
 
 def effective(ctx: click.Context) -> list[tuple[str, Any, bool]]:
@@ -115,9 +121,10 @@ def write_config(ctx: click.Context, path: str) -> None:
     import yaml  # here: a YAML writer is needed only by --dump-config
 
     def line(key: str, value: Any) -> str:
-        if toml:   # tomli-w: JSON's spelling, written here before, let a raw U+007F through (TOML forbids it)
+        if toml:  # tomli-w: JSON's spelling, written here before, let a raw U+007F through (TOML forbids it)
             return tomli_w.dumps({key: value}).rstrip()
         return str(yaml.safe_dump({key: value}, default_flow_style=False, allow_unicode=True, width=10**6)).rstrip()
+
     lines = [f"# nmtkit {ctx.command_path.split(maxsplit=1)[-1]}: options for --config (commented: defaults)"]
     for k, v, chosen in effective(ctx):
         lines += [text if chosen else f"# {text}" for text in line(k, v).splitlines()]
@@ -132,6 +139,7 @@ def write_config(ctx: click.Context, path: str) -> None:
 def config_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``--config`` and ``--dump-config`` on a command: with ``--dump-config`` the command writes
     its options and stops before any work."""
+
     @functools.wraps(fn)
     def run(*args: Any, dump_config: str | None = None, **kwargs: Any) -> Any:
         if dump_config is not None:
@@ -139,11 +147,19 @@ def config_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         return fn(*args, **kwargs)
 
     run = click.option(
-        "--dump-config", type=click.Path(dir_okay=False, allow_dash=True), default=None,
+        "--dump-config",
+        type=click.Path(dir_okay=False, allow_dash=True),
+        default=None,
         help="Write the effective options (this command line over --config) to FILE and stop: YAML, "
-             "or TOML for a .toml name; '-': YAML on stdout.")(run)
+        "or TOML for a .toml name; '-': YAML on stdout.",
+    )(run)
     return click.option(
-        "--config", type=click.Path(dir_okay=False), is_eager=True, expose_value=False, callback=read_config,
+        "--config",
+        type=click.Path(dir_okay=False),
+        is_eager=True,
+        expose_value=False,
+        callback=read_config,
         # the help is shared by every command: an example key would name an option most lack
         help="Options from a YAML or TOML (.toml) file, keys as the long flags without -- "
-             "('NAME: VALUE' for --NAME VALUE); flags on the command line win.")(run)
+        "('NAME: VALUE' for --NAME VALUE); flags on the command line win.",
+    )(run)

@@ -4,7 +4,8 @@ against gold links."""
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import click
 
@@ -34,38 +35,73 @@ class _Listed(click.ParamType):  # type: ignore[type-arg]  # generic from click 
 
 # sacreBLEU's own options, passed through under its names; its -m is --model here
 _sacrebleu = options.options(
-    click.option("--metrics", "metric_values", multiple=True, type=_Listed(metric_names, several=True),
-                 help=f"Metrics to report, repeated or comma-separated; bleu-tok is the paper's tokenized BLEU "
-                      f"({','.join(PAPER)}: 1.0's report) [default: {','.join(DEFAULT)}; "
-                      f"{','.join(DEFAULT_TOKENIZED)} with --tokenized]."),
-    click.option("--tokenize", type=_Listed(tokenizers),
-                 help="BLEU's tokenizer, as sacrebleu --tokenize [default: 13a]."),
-    click.option("--lowercase", is_flag=True, help="BLEU on lowercased text (the tokenized BLEU's too), as sacrebleu "
-                                                   "--lowercase: chrF stays case-sensitive and TER case-insensitive."),
-    click.option("--chrf-word-order", type=click.IntRange(0), default=0, show_default=True,
-                 help="chrF's word n-gram order, as sacrebleu's: 2 gives chrF++."),
-    click.option("--sentence-level", is_flag=True,
-                 help="A line per sentence with each metric's score and signature, as sacrebleu --sentence-level "
-                      "(tab between metrics); one hypothesis file."))
+    click.option(
+        "--metrics",
+        "metric_values",
+        multiple=True,
+        type=_Listed(metric_names, several=True),
+        help=f"Metrics to report, repeated or comma-separated; bleu-tok is the paper's tokenized BLEU "
+        f"({','.join(PAPER)}: 1.0's report) [default: {','.join(DEFAULT)}; "
+        f"{','.join(DEFAULT_TOKENIZED)} with --tokenized].",
+    ),
+    click.option(
+        "--tokenize", type=_Listed(tokenizers), help="BLEU's tokenizer, as sacrebleu --tokenize [default: 13a]."
+    ),
+    click.option(
+        "--lowercase",
+        is_flag=True,
+        help="BLEU on lowercased text (the tokenized BLEU's too), as sacrebleu "
+        "--lowercase: chrF stays case-sensitive and TER case-insensitive.",
+    ),
+    click.option(
+        "--chrf-word-order",
+        type=click.IntRange(0),
+        default=0,
+        show_default=True,
+        help="chrF's word n-gram order, as sacrebleu's: 2 gives chrF++.",
+    ),
+    click.option(
+        "--sentence-level",
+        is_flag=True,
+        help="A line per sentence with each metric's score and signature, as sacrebleu --sentence-level "
+        "(tab between metrics); one hypothesis file.",
+    ),
+)
 
 
 # BLEU by source length: the paper's Figure 2.
 _by_length = options.options(
     click.option("--by-length", is_flag=True, help="BLEU per source-length bucket (the paper's Figure 2)."),
-    click.option("--bucket-width", type=click.IntRange(1), default=BUCKET_WIDTH, show_default=True,
-                 help="Words per length bucket."),
-    click.option("--plot", "plot_path", type=click.Path(dir_okay=False),
-                 help="With --by-length: draw it here (.png/.svg/.pdf)."))
+    click.option(
+        "--bucket-width",
+        type=click.IntRange(1),
+        default=BUCKET_WIDTH,
+        show_default=True,
+        help="Words per length bucket.",
+    ),
+    click.option(
+        "--plot", "plot_path", type=click.Path(dir_okay=False), help="With --by-length: draw it here (.png/.svg/.pdf)."
+    ),
+)
 
 # The model's own score: NLL of the hypotheses, or of a binarized split.
 _model_nll = options.options(
-    click.option("-m", "--model", "model_paths", multiple=True, type=click.Path(dir_okay=False),
-                 help="Checkpoint: NLL of each hypothesis given --source, or of --data's split."),
+    click.option(
+        "-m",
+        "--model",
+        "model_paths",
+        multiple=True,
+        type=click.Path(dir_okay=False),
+        help="Checkpoint: NLL of each hypothesis given --source, or of --data's split.",
+    ),
     options.data("With -m: a binarized corpus."),
-    click.option("--split", default=VALID, show_default=True, help="With --data: the split to score."))
+    click.option("--split", default=VALID, show_default=True, help="With --data: the split to score."),
+)
 
 
-@click.command(cls=Command, epilog="""\b
+@click.command(
+    cls=Command,
+    epilog="""\b
 Examples:
   nmtkit score test.hyp.fr -r test.fr
   nmtkit score test.hyp.fr -r test.fr --metrics bleu,chrf,ter --chrf-word-order 2 --tokenize intl
@@ -73,53 +109,112 @@ Examples:
   nmtkit score test.hyp.fr -r test.fr -r test.ostervald.fr -r test.darby.fr --clean verse-markers
   nmtkit score a.fr b.fr -r test.fr --source test.en --by-length --plot length.png --bootstrap 1000
   nmtkit score test.hyp.fr -r test.fr --source test.en --no-unk-vocab best.pt
-  nmtkit score -m best.pt --data data-bin --split valid              # NLL and perplexity""")
+  nmtkit score -m best.pt --data data-bin --split valid              # NLL and perplexity""",
+)
 @click.argument("hypotheses", nargs=-1)
 @config_options
-@click.option("-r", "--ref", "refs", multiple=True, type=click.Path(dir_okay=False, allow_dash=True),
-              help="Reference file; repeat for several references.")
+@click.option(
+    "-r",
+    "--ref",
+    "refs",
+    multiple=True,
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="Reference file; repeat for several references.",
+)
 @click.option("--name", "names", multiple=True, help="A name per hypothesis file, for tables and plots.")
-@click.option("--source", type=click.Path(dir_okay=False),
-              help="The source text (for --by-length, --no-unk-vocab and -m).")
+@click.option(
+    "--source", type=click.Path(dir_okay=False), help="The source text (for --by-length, --no-unk-vocab and -m)."
+)
 @options.renamed("-s", "--source", "source", type=click.Path(dir_okay=False))
 @click.option("--tokenized", is_flag=True, help="Files are Moses tokens: bleu-tok scores them as they are (tok:none).")
 @click.option("-l", "--lang", help="Target language for tokenized BLEU [default: the reference's suffix].")
-@click.option("--clean", "clean", default="none", show_default=True,
-              help=f"Cleaning applied to hypotheses and references alike before scoring: a preset "
-                   f"({', '.join(PRESETS)}) or rules, comma-separated ({', '.join(RULES)}).")
+@click.option(
+    "--clean",
+    "clean",
+    default="none",
+    show_default=True,
+    help=f"Cleaning applied to hypotheses and references alike before scoring: a preset "
+    f"({', '.join(PRESETS)}) or rules, comma-separated ({', '.join(RULES)}).",
+)
 @_sacrebleu
 @_by_length
-@click.option("--no-unk-vocab", "no_unk", type=click.Path(),
-              help="Also score the No-UNK subset: the sentences with no word unknown to this checkpoint or "
-                   "build-vocab directory (the paper's Table 1).")
+@click.option(
+    "--no-unk-vocab",
+    "no_unk",
+    type=click.Path(),
+    help="Also score the No-UNK subset: the sentences with no word unknown to this checkpoint or "
+    "build-vocab directory (the paper's Table 1).",
+)
 @options.renamed("--no-unk", "--no-unk-vocab", "no_unk", type=click.Path())
-@click.option("--bootstrap", type=click.IntRange(0), default=0, show_default=True,
-              help="Paired bootstrap resampling with this many samples, each system against the first.")
+@click.option(
+    "--bootstrap",
+    type=click.IntRange(0),
+    default=0,
+    show_default=True,
+    help="Paired bootstrap resampling with this many samples, each system against the first.",
+)
 @_model_nll
 @options.json_output
 @options.runtime
 @options.verbosity
-def score(hypotheses: tuple[str, ...], refs: tuple[str, ...], names: tuple[str, ...], source: str | None,
-          tokenized: bool, lang: str | None, clean: str, metric_values: tuple[str, ...], tokenize: str | None,
-          lowercase: bool, chrf_word_order: int, sentence_level: bool, by_length: bool, bucket_width: int,
-          plot_path: str | None, no_unk: str | None, bootstrap: int, model_paths: tuple[str, ...],
-          data_bin: str | None, split: str, output_format: str, **runtime: Any) -> None:
+def score(
+    hypotheses: tuple[str, ...],
+    refs: tuple[str, ...],
+    names: tuple[str, ...],
+    source: str | None,
+    tokenized: bool,
+    lang: str | None,
+    clean: str,
+    metric_values: tuple[str, ...],
+    tokenize: str | None,
+    lowercase: bool,
+    chrf_word_order: int,
+    sentence_level: bool,
+    by_length: bool,
+    bucket_width: int,
+    plot_path: str | None,
+    no_unk: str | None,
+    bootstrap: int,
+    model_paths: tuple[str, ...],
+    data_bin: str | None,
+    split: str,
+    output_format: str,
+    **runtime: Any,
+) -> None:
     """BLEU (sacreBLEU, with signatures), chrF and TER of HYPOTHESES against one or more references;
     NLL and perplexity of a checkpoint."""
     as_json = output_format == "json"
     _check_inputs(hypotheses, refs, data_bin, plot_path, by_length)
     from ..evaluate.score import evaluate, format_report  # here: sacreBLEU loads to score, not for --help
+
     metrics = Metrics(split_names(metric_values) or None, tokenize, lowercase, chrf_word_order)
     if sentence_level:
         _no_analysis(by_length=by_length, no_unk_vocab=no_unk, bootstrap=bootstrap, model=model_paths, data=data_bin)
         click.echo(_sentence_level(hypotheses, refs, names, rules_named(clean), tokenized, lang, metrics, as_json))
         return
     run = options.runtime_config(runtime)
-    result: dict[str, Any] = {} if not hypotheses else evaluate(
-        hypotheses, refs, names, source, rules_named(clean), tokenized, lang, bucket_width if by_length else 0,
-        no_unk, bootstrap, model_paths if source or not data_bin else (), run, metrics)
+    result: dict[str, Any] = (
+        {}
+        if not hypotheses
+        else evaluate(
+            hypotheses,
+            refs,
+            names,
+            source,
+            rules_named(clean),
+            tokenized,
+            lang,
+            bucket_width if by_length else 0,
+            no_unk,
+            bootstrap,
+            model_paths if source or not data_bin else (),
+            run,
+            metrics,
+        )
+    )
     if plot_path and hypotheses:
         from ..core.plot import bleu_by_length_chart  # here: numpy and matplotlib load for --plot only
+
         bleu_by_length_chart(result["by_length"]["rows"], plot_path, "BLEU by source sentence length")
     if data_bin:
         result["corpus_nll"] = _corpus_nll(model_paths, data_bin, split, run)
@@ -130,11 +225,13 @@ def _corpus_nll(model_paths: tuple[str, ...], data_bin: str, split: str, run: An
     if len(model_paths) != 1:
         raise UserError("--data scores one checkpoint: give -m MODEL once")
     from ..evaluate.nll import corpus_nll  # here: torch loads for a model only
+
     return corpus_nll(model_paths[0], data_bin, split, runtime=run)
 
 
-def _check_inputs(hypotheses: tuple[str, ...], refs: tuple[str, ...], data_bin: str | None,
-                  plot_path: str | None, by_length: bool) -> None:
+def _check_inputs(
+    hypotheses: tuple[str, ...], refs: tuple[str, ...], data_bin: str | None, plot_path: str | None, by_length: bool
+) -> None:
     """The usage errors, before anything is read or computed."""
     if not hypotheses and not data_bin:
         raise UserError("give hypothesis files and -r REF, or -m MODEL --data DATA_BIN")
@@ -144,6 +241,7 @@ def _check_inputs(hypotheses: tuple[str, ...], refs: tuple[str, ...], data_bin: 
         raise UserError("give the reference translation with -r REF")
     if plot_path:
         from ..core.plot import check_format  # here: numpy loads for --plot only (0.04 s of a plain score)
+
         check_format(plot_path)
 
 
@@ -154,31 +252,52 @@ def _no_analysis(**given: Any) -> None:
         raise UserError(f"--sentence-level scores sentences; --{on[0]} needs the corpus: drop one")
 
 
-def _sentence_level(hypotheses: tuple[str, ...], refs: tuple[str, ...], names: tuple[str, ...],
-                    clean: tuple[str, ...], tokenized: bool, lang: str | None, metrics: Metrics,
-                    as_json: bool) -> str:
+def _sentence_level(
+    hypotheses: tuple[str, ...],
+    refs: tuple[str, ...],
+    names: tuple[str, ...],
+    clean: tuple[str, ...],
+    tokenized: bool,
+    lang: str | None,
+    metrics: Metrics,
+    as_json: bool,
+) -> str:
     from ..evaluate.score import sentence_scores  # here: as in score
+
     scores = sentence_scores(hypotheses, refs, names, clean, tokenized, lang, metrics)
     return json.dumps({"systems": [scores.to_json()]}) if as_json else "\n".join(scores.lines())
 
 
-@click.command("score-align", cls=Command, epilog="""\b
+@click.command(
+    "score-align",
+    cls=Command,
+    epilog="""\b
 Example:
   nmtkit align -m best.pt --source test.en --target test.fr -o test.links
-  nmtkit score-align test.links -g gold.links""")
+  nmtkit score-align test.links -g gold.links""",
+)
 @click.argument("hypothesis", type=click.Path(dir_okay=False, allow_dash=True))
-@click.option("-g", "--gold", required=True, type=click.Path(dir_okay=False),
-              help="Gold alignments: per line, sure links i-j and possible links i?j (from 0).")
+@click.option(
+    "-g",
+    "--gold",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="Gold alignments: per line, sure links i-j and possible links i?j (from 0).",
+)
 @options.json_output
 @options.verbosity
 def score_align(hypothesis: str, gold: str, output_format: str) -> None:
     """Precision, recall and alignment error rate (Och & Ney) of Pharaoh alignments against gold links."""
     from ..align.aer import score_files  # here: as in score
+
     r = score_files(hypothesis, gold)
-    click.echo(json.dumps(r) if output_format == "json" else
-               f"AER {r['aer']:.2f}  precision {r['precision']:.2f}  recall {r['recall']:.2f}  "
-               f"({r['sentences']:,} sentences; {r['links']:,} links against {r['sure']:,} sure and "
-               f"{r['possible']:,} possible)")
+    click.echo(
+        json.dumps(r)
+        if output_format == "json"
+        else f"AER {r['aer']:.2f}  precision {r['precision']:.2f}  recall {r['recall']:.2f}  "
+        f"({r['sentences']:,} sentences; {r['links']:,} links against {r['sure']:,} sure and "
+        f"{r['possible']:,} possible)"
+    )
 
 
 COMMANDS = (score, score_align)

@@ -14,23 +14,35 @@ from .config_file import config_options
 _SEL = SelectConfig(keep_words=1)
 
 
-@click.command(cls=Command, epilog="""\b
+@click.command(
+    cls=Command,
+    epilog="""\b
 Example (the paper's: keep the 348M most news-like target words of five corpora):
   nmtkit select -s en -t fr --in-domain nc/news-commentary \\
-      --general corpora/europarl --general corpora/un --keep-words 348M -d selected/""")
+      --general corpora/europarl --general corpora/un --keep-words 348M -d selected/""",
+)
 @click.option("-s", "--source-lang", required=True, help="Source language code (files are PREFIX.LANG).")
 @click.option("-t", "--target-lang", required=True, help="Target language code.")
 @config_options
 @click.option("--in-domain", multiple=True, required=True, help="In-domain parallel text prefix (repeat).")
 @click.option("--general", multiple=True, required=True, help="General-domain corpus prefix to select from (repeat).")
-@click.option("--keep-words", required=True, callback=options.count,
-              help="Target-side words to keep (348M, 2.5k, 1000000).")
+@click.option(
+    "--keep-words", required=True, callback=options.count, help="Target-side words to keep (348M, 2.5k, 1000000)."
+)
 @options.setting("--lm-order", _SEL, click.IntRange(1, 4), "N-gram order of the language models.", field="order")
 @options.dest_dir
 @options.workers
 @options.verbosity
-def select(source_lang: str, target_lang: str, in_domain: tuple[str, ...], general: tuple[str, ...],
-           keep_words: int, lm_order: int, out_dir: str, workers: int) -> None:
+def select(
+    source_lang: str,
+    target_lang: str,
+    in_domain: tuple[str, ...],
+    general: tuple[str, ...],
+    keep_words: int,
+    lm_order: int,
+    out_dir: str,
+    workers: int,
+) -> None:
     """Data selection: keep the general-domain pairs most like the in-domain text.
 
     Bilingual Moore-Lewis (Axelrod, He and Gao 2011): pairs ranked by the difference of
@@ -40,10 +52,17 @@ def select(source_lang: str, target_lang: str, in_domain: tuple[str, ...], gener
     'nmtkit preprocess' then cleans DIR/train like any corpus.
     """
     from ..selection.moore_lewis import Corpus  # here: numpy loads to select, not for --help
-    from ..selection.moore_lewis import select as run   # the same
+    from ..selection.moore_lewis import select as run  # the same
+
     langs = (source_lang, target_lang)
-    run([Corpus.of(p, langs) for p in in_domain], [Corpus.of(p, langs) for p in general], Path(out_dir), langs,
-        SelectConfig(keep_words=keep_words, order=lm_order), workers)
+    run(
+        [Corpus.of(p, langs) for p in in_domain],
+        [Corpus.of(p, langs) for p in general],
+        Path(out_dir),
+        langs,
+        SelectConfig(keep_words=keep_words, order=lm_order),
+        workers,
+    )
 
 
 COMMANDS = (select,)

@@ -8,24 +8,29 @@ from typing import Any
 import click
 
 from ..core.command import Command
-from .train_settings import train_settings
 from . import options, train_options
 from .config_file import config_options
+from .train_settings import train_settings
 
 
-@click.command(cls=Command, epilog="""\b
+@click.command(
+    cls=Command,
+    epilog="""\b
 Examples:
   nmtkit train data-bin --arch rnnsearch --save-dir runs/rnnsearch          # the paper's recipe
   nmtkit train data-bin --schedule cpu --max-minutes 20 --save-dir runs/demo            # the demo's, for a CPU
   nmtkit train data-bin --arch luong --attention global --score dot --schedule luong --save-dir runs/luong
   torchrun --nproc_per_node 4 -m nmtkit train data-bin --save-dir runs/x    # several GPUs (DDP)
-Running the same command again resumes from SAVE_DIR/last.pt exactly (--reset starts over).""")
+Running the same command again resumes from SAVE_DIR/last.pt exactly (--reset starts over).""",
+)
 @options.positional("data_bin", "[DATA_BIN]", type=click.Path(file_okay=False))
 @config_options
-@options.data("The binarized corpus to train on, as score and lexicon take it (or DATA_BIN, fairseq's "
-              "spelling).", required=True)
-@click.option("--save-dir", required=True, type=click.Path(file_okay=False),
-              help="Where last.pt, best.pt and metrics.jsonl go.")
+@options.data(
+    "The binarized corpus to train on, as score and lexicon take it (or DATA_BIN, fairseq's spelling).", required=True
+)
+@click.option(
+    "--save-dir", required=True, type=click.Path(file_okay=False), help="Where last.pt, best.pt and metrics.jsonl go."
+)
 @train_options.model
 @train_options.optimization
 @train_options.speed
@@ -33,17 +38,32 @@ Running the same command again resumes from SAVE_DIR/last.pt exactly (--reset st
 @options.runtime
 @click.option("--reset", is_flag=True, help="Ignore SAVE_DIR/last.pt and start over.")
 @options.verbosity
-def train(data_bin: str, save_dir: str, arch: str, preset: str, schedule_name: str, reset: bool,
-          tensorboard: str | None, **values: Any) -> None:
+def train(
+    data_bin: str,
+    save_dir: str,
+    arch: str,
+    preset: str,
+    schedule_name: str,
+    reset: bool,
+    tensorboard: str | None,
+    **values: Any,
+) -> None:
     """Train RNNsearch, RNNencdec or a Luong et al. model on a binarized corpus, DATA_BIN or --data
     (Appendix B by default)."""
     from ..train.loop import train as run  # here: torch loads for training, not for --help
+
     ctx = click.get_current_context()
-    typed = (click.core.ParameterSource.COMMANDLINE, click.core.ParameterSource.DEFAULT_MAP)   # flags, --config
+    typed = (click.core.ParameterSource.COMMANDLINE, click.core.ParameterSource.DEFAULT_MAP)  # flags, --config
     given = {k for k in ctx.params if ctx.get_parameter_source(k) in typed}
     model_cfg, train_cfg = train_settings(arch, preset, schedule_name, values, given)
-    run(Path(data_bin), Path(save_dir), model_cfg, train_cfg, resume=not reset,
-        tensorboard=Path(tensorboard) if tensorboard else None)
+    run(
+        Path(data_bin),
+        Path(save_dir),
+        model_cfg,
+        train_cfg,
+        resume=not reset,
+        tensorboard=Path(tensorboard) if tensorboard else None,
+    )
 
 
 COMMANDS = (train,)

@@ -25,24 +25,46 @@ def schedule(name: str, dropout: float) -> dict[str, Any]:
     if name == "appendix-b":
         return {}
     if name == "luong":
-        return {"optimizer": "sgd", "lr": 1.0, "clip": 5.0, "batch_size": 128, "max_len": 50,
-                "max_epochs": 12 if dropout else 10, "decay_after": 8 if dropout else 5, "decay": 0.5}
+        return {
+            "optimizer": "sgd",
+            "lr": 1.0,
+            "clip": 5.0,
+            "batch_size": 128,
+            "max_len": 50,
+            "max_epochs": 12 if dropout else 10,
+            "decay_after": 8 if dropout else 5,
+            "decay": 0.5,
+        }
     if name == "cpu":
-        return {"preset": "small", "tie_embeddings": True, "optimizer": "adam", "lr": 5e-3, "lr_decay": "cosine",
-                "warmup": 50, "label_smoothing": 0.1, "best_by": "nll", "fused_steps": True}
+        return {
+            "preset": "small",
+            "tie_embeddings": True,
+            "optimizer": "adam",
+            "lr": 5e-3,
+            "lr_decay": "cosine",
+            "warmup": 50,
+            "label_smoothing": 0.1,
+            "best_by": "nll",
+            "fused_steps": True,
+        }
     raise ValueError(f"unknown schedule '{name}'")
 
 
-def train_settings(arch: str, preset: str, schedule_name: str, values: dict[str, Any],
-                   given: set[str]) -> tuple[ModelConfig, TrainConfig]:
+def train_settings(  # noqa: C901, PLR0912 (every cross-field check in one place)
+    arch: str, preset: str, schedule_name: str, values: dict[str, Any], given: set[str]
+) -> tuple[ModelConfig, TrainConfig]:
     """The model and training configs of ``nmtkit train``: the preset's sizes, the named
     schedule, then ``values`` (every option, by field name; None: not set). Of the schedule's
     fields, only those not in ``given`` (the flags typed) are taken; a flag of the other
     family is refused, and Adam's rate defaults to 5e-4, the others' to 1."""
     dropout = (ModelConfig.dropout if values.get("dropout") is None else values["dropout"]) if is_luong(arch) else 0.0
-    recipe = {k: v for k, v in schedule(schedule_name, dropout).items()
-              if k not in given and not (k == "fused_steps" and "compile" in given)
-              and not (k in RNNSEARCH_ONLY and is_luong(arch))}
+    recipe = {
+        k: v
+        for k, v in schedule(schedule_name, dropout).items()
+        if k not in given
+        and not (k == "fused_steps" and "compile" in given)
+        and not (k in RNNSEARCH_ONLY and is_luong(arch))
+    }
     preset = recipe.pop("preset", preset)
     if "tie_embeddings" in recipe:
         values = {**values, "tie_embeddings": recipe.pop("tie_embeddings")}
@@ -60,30 +82,36 @@ def train_settings(arch: str, preset: str, schedule_name: str, values: dict[str,
         values = {**values, "window_renorm": is_luong(arch) and values.get("attention") == "local-p"}
     model_fields = {f.name for f in fields(ModelConfig)}
     sizes = preset_sizes(arch, preset) | {k: values[k] for k in SIZES if values.get(k) is not None}
-    if values.get("tie_embeddings"):    # the readout's output is scored by the embeddings: l = m
+    if values.get("tie_embeddings"):  # the readout's output is scored by the embeddings: l = m
         if values.get("maxout") is not None and values["maxout"] != sizes["emb"]:
-            raise UserError(f"--tie-embeddings scores the readout with the embeddings: --maxout must equal --emb "
-                            f"({sizes['emb']}), or be left out")
+            raise UserError(
+                f"--tie-embeddings scores the readout with the embeddings: --maxout must equal --emb "
+                f"({sizes['emb']}), or be left out"
+            )
         sizes["maxout"] = sizes["emb"]
     if values.get("layer_norm") and values.get("encoder") == "cudnn":
         raise UserError("--layer-norm normalises the appendix's GRU: use --encoder paper")
-    model = ModelConfig(arch=arch, **sizes, **{k: v for k, v in values.items()
-                                               if k in model_fields and k not in SIZES})
+    model = ModelConfig(arch=arch, **sizes, **{k: v for k, v in values.items() if k in model_fields and k not in SIZES})
     train = {k: v for k, v in values.items() if k not in model_fields} | recipe
     if train.get("lr") is None:
         train["lr"] = 5e-4 if train.get("optimizer", TrainConfig.optimizer) == "adam" else 1.0
     cfg = TrainConfig(**train)
     if cfg.guided_alignment_weight and (arch == "rnnencdec" or (is_luong(arch) and model.attention == "none")):
-        raise UserError(f"--guided-alignment-weight trains the attention: --arch {arch} "
-                        f"{'--attention none ' if is_luong(arch) else ''}has none")
+        raise UserError(
+            f"--guided-alignment-weight trains the attention: --arch {arch} "
+            f"{'--attention none ' if is_luong(arch) else ''}has none"
+        )
     if model.coverage != "none" and arch != "rnnsearch":
         raise UserError(f"--coverage is read by RNNsearch's attention: --arch {arch} has none")
     if model.alignment_head and (arch != "rnnsearch" or not cfg.guided_alignment_weight):
-        raise UserError("--alignment-head learns from word links: it needs --arch rnnsearch and "
-                        "--guided-alignment-weight")
+        raise UserError(
+            "--alignment-head learns from word links: it needs --arch rnnsearch and --guided-alignment-weight"
+        )
     if cfg.lr_decay != "none" and cfg.decay_after:
         raise UserError("--lr-decay and --decay-after are two schedules: give one")
     if cfg.lr_decay != "none" and not (cfg.max_updates or cfg.max_minutes or cfg.max_epochs):
-        raise UserError(f"--lr-decay {cfg.lr_decay} falls to 0 at the end of a budget: give --max-updates, "
-                        f"--max-minutes or --max-epochs")
+        raise UserError(
+            f"--lr-decay {cfg.lr_decay} falls to 0 at the end of a budget: give --max-updates, "
+            f"--max-minutes or --max-epochs"
+        )
     return model, cfg

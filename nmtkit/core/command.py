@@ -38,16 +38,17 @@ class _ClosedPipe(Exception):
 
 
 class _OneLine:
-    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
-                     **extra: Any) -> click.Context:
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
+    ) -> click.Context:
         try:
-            return super().make_context(info_name, args, parent, **extra)   # type: ignore[misc,no-any-return]
-        except BrokenPipeError:          # --help and --version write while the arguments are read
+            return super().make_context(info_name, args, parent, **extra)  # type: ignore[misc,no-any-return]
+        except BrokenPipeError:  # --help and --version write while the arguments are read
             raise _ClosedPipe() from None
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)   # type: ignore[misc]
+            return super().invoke(ctx)  # type: ignore[misc]
         except BrokenPipeError:
             raise _ClosedPipe() from None
         except _Where:
@@ -55,15 +56,21 @@ class _OneLine:
         except UserError as err:
             raise _Where(ctx.command_path, err) from None
 
-    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
-             standalone_mode: bool = True, **extra: Any) -> Any:
-        prog_name = prog_name or self.name     # type: ignore[attr-defined]   # "nmtkit", not "python -m nmtkit"
-        set_verbosity()                        # -q and -v hold for this invocation only
+    def main(
+        self,
+        args: Any = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        prog_name = prog_name or self.name  # type: ignore[attr-defined]   # "nmtkit", not "python -m nmtkit"
+        set_verbosity()  # -q and -v hold for this invocation only
         if not standalone_mode:
-            return super().main(args, prog_name, complete_var, standalone_mode, **extra)   # type: ignore[misc]
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)  # type: ignore[misc]
         _buffer_stdout()
         try:
-            rv = super().main(args, prog_name, complete_var, False, **extra)   # type: ignore[misc]
+            rv = super().main(args, prog_name, complete_var, False, **extra)  # type: ignore[misc]
         except _Where as err:
             _fail(f"{err.where}: error: {err}", USAGE)
         except UserError as err:
@@ -74,14 +81,14 @@ class _OneLine:
         except click.ClickException as err:
             err.show()
             sys.exit(err.exit_code)
-        except Interrupted as err:           # the command has said what it saved
+        except Interrupted as err:  # the command has said what it saved
             sys.exit(128 + err.signum)
         except (click.Abort, KeyboardInterrupt):
             _fail("interrupted", INTERRUPTED)
         except (BrokenPipeError, _ClosedPipe):
             _quiet_exit_on_closed_pipe()
         try:
-            sys.stdout.flush()               # what is still buffered: the reader may be gone by now
+            sys.stdout.flush()  # what is still buffered: the reader may be gone by now
         except BrokenPipeError:
             _quiet_exit_on_closed_pipe()
         sys.exit(rv if isinstance(rv, int) else 0)
@@ -103,7 +110,7 @@ def _buffer_stdout() -> None:
     and meets the closed pipe; flushed at every line, output still appears as it is written."""
     stdout = sys.stdout
     raw, encoding, errors = getattr(stdout, "buffer", None), stdout.encoding, stdout.errors
-    if stdout is sys.__stdout__ and isinstance(raw, io.RawIOBase):    # kept alive there: raw stays open
+    if stdout is sys.__stdout__ and isinstance(raw, io.RawIOBase):  # kept alive there: raw stays open
         sys.stdout = io.TextIOWrapper(io.BufferedWriter(raw), encoding, errors, line_buffering=True)
 
 

@@ -8,8 +8,16 @@ rich Console.
 from __future__ import annotations
 
 from rich.console import Console
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn, Task,
-                           TextColumn, TimeElapsedColumn, TimeRemainingColumn)
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.text import Text
 
 console = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -56,9 +64,16 @@ class _Rate(ProgressColumn):
 def progress(unit: str = "lines") -> Progress:
     """A bar with counts, rate, elapsed time and ETA on stderr; drawn only on a terminal,
     so that logs and pipes get the result lines without bar snapshots."""
-    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    _Rate(unit), TimeElapsedColumn(), TimeRemainingColumn(), console=console,
-                    disable=not console.is_terminal)
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        _Rate(unit),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        disable=not console.is_terminal,
+    )
 
 
 class TrainProgress:
@@ -69,11 +84,18 @@ class TrainProgress:
     def __init__(self, total: float | None, unit: str, disable: bool = False):
         self.unit, self.disable = unit, disable
         self.live = not disable and console.is_terminal
-        self.bar = Progress(TextColumn("[bold]train"), BarColumn(), TextColumn("{task.fields[stats]}"),
-                            TimeElapsedColumn(), TimeRemainingColumn(), console=console, disable=not self.live)
+        self.bar = Progress(
+            TextColumn("[bold]train"),
+            BarColumn(),
+            TextColumn("{task.fields[stats]}"),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            disable=not self.live,
+        )
         self.task = self.bar.add_task("train", total=total, stats="")
 
-    def __enter__(self) -> "TrainProgress":
+    def __enter__(self) -> TrainProgress:
         self.bar.start()
         return self
 
@@ -84,9 +106,11 @@ class TrainProgress:
         self.bar.update(self.task, completed=completed)
 
     def show(self, step: int, epoch: int, entry: dict[str, float]) -> None:
-        stats = (f"update {step:,}  epoch {epoch}  nll/tok {entry['train_nll_token']:.3f}  "
-                 f"{entry['tgt_tokens_per_s']:,.0f} tok/s  {entry['updates_per_s']:.2f} upd/s"
-                 + (f"  align ce {entry['train_align_ce']:.3f}" if "train_align_ce" in entry else ""))
+        stats = (
+            f"update {step:,}  epoch {epoch}  nll/tok {entry['train_nll_token']:.3f}  "
+            f"{entry['tgt_tokens_per_s']:,.0f} tok/s  {entry['updates_per_s']:.2f} upd/s"
+            + (f"  align ce {entry['train_align_ce']:.3f}" if "train_align_ce" in entry else "")
+        )
         if self.live:
             self.bar.update(self.task, stats=stats)
         elif not self.disable:
@@ -95,4 +119,3 @@ class TrainProgress:
     def validated(self, step: int, metrics: dict[str, float]) -> None:
         if not self.disable:
             log(f"validation at update {step:,}  " + "  ".join(f"{k} {v:.3f}" for k, v in metrics.items()))
-

@@ -38,8 +38,9 @@ def place() -> Place:
     """This process's place, from torchrun's variables (one process when they are absent)."""
     env = os.environ
     world = int(env.get("WORLD_SIZE", "1"))
-    return Place(int(env.get("RANK", "0")), world, int(env.get("LOCAL_RANK", "0")),
-                 int(env.get("LOCAL_WORLD_SIZE", str(world))))
+    return Place(
+        int(env.get("RANK", "0")), world, int(env.get("LOCAL_RANK", "0")), int(env.get("LOCAL_WORLD_SIZE", str(world)))
+    )
 
 
 def start(where: Place, device: torch.device) -> None:

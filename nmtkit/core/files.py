@@ -20,8 +20,9 @@ import shutil
 import socket
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any
 
 from .errors import UserError
 
@@ -50,10 +51,9 @@ def decode_line(raw: bytes, path: str | Path, lineno: int) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as err:
-        bad = raw[err.start:err.start + 1].hex()
+        bad = raw[err.start : err.start + 1].hex()
         raise UserError(
-            f"{display_name(path)}: line {lineno} is not valid UTF-8 "
-            f"(byte 0x{bad} at byte offset {err.start})"
+            f"{display_name(path)}: line {lineno} is not valid UTF-8 (byte 0x{bad} at byte offset {err.start})"
         ) from None
 
 
@@ -96,8 +96,7 @@ def check_parallel(paths: list[Path]) -> int:
         detail = ", ".join(f"{p} has {n}" for p, n in zip(paths, counts))
         short = min(counts)
         raise UserError(
-            f"parallel files differ in length ({detail} lines): "
-            f"lines {short + 1}-{max(counts)} have no partner"
+            f"parallel files differ in length ({detail} lines): lines {short + 1}-{max(counts)} have no partner"
         )
     return counts[0]
 
@@ -111,7 +110,7 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{_HOST}-{os.getpid()}-", suffix=".tmp", dir=path.parent)
     os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; outputs should look like any other file
     try:
-        with (os.fdopen(fd, mode) if "b" in mode else os.fdopen(fd, mode, encoding="utf-8")) as fh:
+        with os.fdopen(fd, mode) if "b" in mode else os.fdopen(fd, mode, encoding="utf-8") as fh:
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
@@ -161,12 +160,14 @@ class Staging:
             raise UserError(f"{self.dest}: exists and is not a directory")
         here = Path.cwd().resolve()
         if self.dest.exists() and (self.dest.resolve() == here or self.dest.resolve() in here.parents):
-            raise UserError(f"{self.dest}: give the outputs a directory of their own, not the current "
-                            f"directory or one above it")
+            raise UserError(
+                f"{self.dest}: give the outputs a directory of their own, not the current directory or one above it"
+            )
         self.dest.parent.mkdir(parents=True, exist_ok=True)
         remove_stale(self.dest)
-        self.dir = Path(tempfile.mkdtemp(prefix=f".{self.dest.name}.staging-{_HOST}-{os.getpid()}-",
-                                         dir=self.dest.parent))
+        self.dir = Path(
+            tempfile.mkdtemp(prefix=f".{self.dest.name}.staging-{_HOST}-{os.getpid()}-", dir=self.dest.parent)
+        )
         os.chmod(self.dir, 0o777 & ~_umask())
 
     def path(self, name: str) -> Path:
@@ -184,15 +185,14 @@ class Staging:
                 if not (self.dir / entry.name).exists() and not entry.name.startswith(".staging-"):
                     _carry(entry, self.dir / entry.name)
             fsync_dir(self.dir)
-            old = Path(tempfile.mkdtemp(prefix=f".{self.dest.name}.old-{_HOST}-{os.getpid()}-",
-                                        dir=self.dest.parent))
+            old = Path(tempfile.mkdtemp(prefix=f".{self.dest.name}.old-{_HOST}-{os.getpid()}-", dir=self.dest.parent))
             os.rename(self.dest, old / "dir")
             os.rename(self.dir, self.dest)
             fsync_dir(self.dest.parent)
             shutil.rmtree(old, ignore_errors=True)
         fsync_dir(self.dest.parent)
 
-    def __enter__(self) -> "Staging":
+    def __enter__(self) -> Staging:
         return self
 
     def __exit__(self, *_: Any) -> None:
@@ -237,11 +237,13 @@ def _alive(pid: int) -> bool:
 
 def _carry(src: Path, dst: Path) -> None:
     """Hard links of a file or a tree (copies where the filesystem has no hard links)."""
+
     def link(a: str, b: str) -> None:
         try:
             os.link(a, b)
         except OSError:
             shutil.copy2(a, b)
+
     if src.is_dir() and not src.is_symlink():
         shutil.copytree(src, dst, symlinks=True, copy_function=link)
     elif src.is_symlink():

@@ -22,11 +22,11 @@ BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 
 @dataclass(frozen=True)
 class CPU:
-    name: str                      # the model name /proc/cpuinfo gives ("AMD EPYC 9B14")
-    vendor: str = ""               # AuthenticAMD, GenuineIntel, ...
+    name: str  # the model name /proc/cpuinfo gives ("AMD EPYC 9B14")
+    vendor: str = ""  # AuthenticAMD, GenuineIntel, ...
     family: int | None = None
     model: int | None = None
-    flags: tuple[str, ...] = field(default_factory=tuple)   # those of SPEED_FLAGS it has
+    flags: tuple[str, ...] = field(default_factory=tuple)  # those of SPEED_FLAGS it has
     cores: int = 0
 
     @property
@@ -51,11 +51,14 @@ def this_cpu(cpuinfo: str | None = None) -> CPU:
             return CPU(platform.processor() or platform.machine(), cores=cores)
     family, model = _field(cpuinfo, "cpu family"), _field(cpuinfo, "model")
     flags = set((_field(cpuinfo, "flags") or "").split())
-    return CPU(_field(cpuinfo, "model name") or platform.processor() or platform.machine(),
-               _field(cpuinfo, "vendor_id") or "",
-               int(family) if family and family.isdigit() else None,
-               int(model) if model and model.isdigit() else None,
-               tuple(f for f in SPEED_FLAGS if f in flags), cores)
+    return CPU(
+        _field(cpuinfo, "model name") or platform.processor() or platform.machine(),
+        _field(cpuinfo, "vendor_id") or "",
+        int(family) if family and family.isdigit() else None,
+        int(model) if model and model.isdigit() else None,
+        tuple(f for f in SPEED_FLAGS if f in flags),
+        cores,
+    )
 
 
 MACHINE = "machine.json"
@@ -65,10 +68,18 @@ def machine() -> dict[str, Any]:
     """What the speed of a run depends on: the CPU (name, family and model, the vector units
     torch uses), the cores, torch and its threads, and the GPU where there is one."""
     import torch
+
     cpu = this_cpu()
-    found = {"cpu": cpu.name, "vendor": cpu.vendor, "family": cpu.family, "model": cpu.model,
-             "cores": cpu.cores, "flags": list(cpu.flags), "torch": torch.__version__,
-             "threads": torch.get_num_threads()}
+    found = {
+        "cpu": cpu.name,
+        "vendor": cpu.vendor,
+        "family": cpu.family,
+        "model": cpu.model,
+        "cores": cpu.cores,
+        "flags": list(cpu.flags),
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+    }
     if torch.cuda.is_available():
         found["gpu"] = torch.cuda.get_device_name(0)
     return found

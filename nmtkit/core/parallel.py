@@ -12,8 +12,9 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
-from typing import Any, Callable, Iterable, Iterator, TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -52,7 +53,7 @@ class Workers:
         while pending:
             yield pending.popleft().get()
 
-    def __enter__(self) -> "Workers":
+    def __enter__(self) -> Workers:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -20,16 +20,19 @@ FORMATS = ("png", "svg", "pdf")
 
 def pyplot() -> Any:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     return plt
 
 
 def check_format(out: str | Path) -> str:
     suffix = Path(out).suffix.lstrip(".").lower()
     if suffix not in FORMATS:
-        raise UserError(f"{out}: pictures are written as {', '.join(FORMATS)}; name the file with one of "
-                        f"those suffixes")
+        raise UserError(
+            f"{out}: pictures are written as {', '.join(FORMATS)}; name the file with one of those suffixes"
+        )
     return suffix
 
 
@@ -90,8 +93,7 @@ def bleu_by_length_chart(rows: list[dict[str, Any]], out: str | Path, title: str
     save_figure(fig, out)
 
 
-def alignment_heatmap(source: list[str], target: list[str], alignment: Any, out: str | Path,
-                      title: str = "") -> None:
+def alignment_heatmap(source: list[str], target: list[str], alignment: Any, out: str | Path, title: str = "") -> None:
     """The paper's Figure 3: α_ij with source words on the x-axis (top) and generated words on
     the y-axis, grey from 0 (black) to 1 (white). Sized by the sentence so that 50 words stay legible."""
     plt = pyplot()

@@ -11,8 +11,8 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import ContextManager
 
 import torch
 
@@ -27,7 +27,7 @@ class Runtime:
     device: torch.device
     bf16: bool
 
-    def autocast(self) -> ContextManager[object]:
+    def autocast(self) -> AbstractContextManager[object]:
         """bfloat16 autocast when asked for; nothing otherwise."""
         if not self.bf16:
             return contextlib.nullcontext()
@@ -50,8 +50,10 @@ def resolve_device(name: str | None, local_rank: int = 0, local_world: int = 1) 
     count = torch.cuda.device_count()
     if match.group(1) is None and local_world > count:
         # two processes on one GPU would fight over its memory, and NCCL refuses them
-        raise UserError(f"{local_world} processes on this node but {count} CUDA GPU(s): start at most "
-                        f"{count} (torchrun --nproc-per-node {count}), or use --device cpu")
+        raise UserError(
+            f"{local_world} processes on this node but {count} CUDA GPU(s): start at most "
+            f"{count} (torchrun --nproc-per-node {count}), or use --device cpu"
+        )
     index = int(match.group(1)) if match.group(1) is not None else local_rank
     if index >= count:
         raise UserError(f"device '{name}': this machine has {count} CUDA GPU(s), numbered from 0")
@@ -78,12 +80,15 @@ def setup(cfg: RuntimeConfig, local_rank: int = 0, local_world: int = 1) -> Runt
         torch.set_num_threads(cfg.threads)
     if cfg.bf16 and device.type == "cpu" and not this_cpu().native_bf16:
         # emulated bfloat16 runs slower than float32, and oneDNN's LSTM (Luong's models) refuses it
-        raise UserError("--bf16 needs a CPU with native bfloat16 (AVX512-BF16 or AMX), which this one "
-                        "lacks; leave --bf16 off")
+        raise UserError(
+            "--bf16 needs a CPU with native bfloat16 (AVX512-BF16 or AMX), which this one lacks; leave --bf16 off"
+        )
     if cfg.bf16 and device.type == "cpu":
         # oneDNN caches a bf16 primitive per matrix shape (1,024 by default); varying sentence
         # lengths make hundreds of shapes, ~400 MB at the bench size. 64 is as fast.
         os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "64")
-    debug(f"device {device}, {torch.get_num_threads()} CPU threads, bf16 {'on' if cfg.bf16 else 'off'}"
-          + (f", tf32 {'on' if cfg.tf32 else 'off'}" if device.type == "cuda" else ""))
+    debug(
+        f"device {device}, {torch.get_num_threads()} CPU threads, bf16 {'on' if cfg.bf16 else 'off'}"
+        + (f", tf32 {'on' if cfg.tf32 else 'off'}" if device.type == "cuda" else "")
+    )
     return Runtime(device, cfg.bf16)

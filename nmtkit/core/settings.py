@@ -1,5 +1,4 @@
-"""The base of every typed settings class: to/from plain dicts, unknown keys refused.
-"""
+"""The base of every typed settings class: to/from plain dicts, unknown keys refused."""
 
 from __future__ import annotations
 
@@ -34,7 +33,7 @@ DEVICES = "cpu, cuda, cuda:N"
 
 @dataclass(frozen=True)
 class RuntimeConfig:
-    device: str | None = None      # None: the GPU of this process when there is one, else the CPU
-    threads: int = 0               # CPU threads; 0: torch's default (one per core)
-    bf16: bool = False             # bfloat16 autocast
-    tf32: bool = True              # on GPUs: float32 matrix products in TensorFloat-32
+    device: str | None = None  # None: the GPU of this process when there is one, else the CPU
+    threads: int = 0  # CPU threads; 0: torch's default (one per core)
+    bf16: bool = False  # bfloat16 autocast
+    tf32: bool = True  # on GPUs: float32 matrix products in TensorFloat-32

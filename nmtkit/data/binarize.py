@@ -31,7 +31,7 @@ from .manifest import MANIFEST, Manifest, SplitStats, VocabEntry, write_manifest
 from .vocab import UNK, Vocab, VocabDir
 
 CHUNK = 5000
-LINK_DTYPE = np.dtype(np.uint16)      # unit positions of the word links (SPLIT.links.bin)
+LINK_DTYPE = np.dtype(np.uint16)  # unit positions of the word links (SPLIT.links.bin)
 
 _sides: list[tuple[Vocab, Segmenter | None]] = []
 
@@ -60,26 +60,38 @@ def _ids_chunk(rows: list[tuple[Any, ...]]) -> list[tuple[np.ndarray, np.ndarray
         units.append(pieces)
     if rows and len(rows[0]) > 2:
         flat = [_unit_links(row[2], row[3], src, tgt) for row, src, tgt in zip(rows, *units)]
-        out.append((np.concatenate(flat) if flat else np.zeros(0, np.int64),
-                    np.asarray([len(f) for f in flat], dtype=np.int64), 0))
+        out.append(
+            (
+                np.concatenate(flat) if flat else np.zeros(0, np.int64),
+                np.asarray([len(f) for f in flat], dtype=np.int64),
+                0,
+            )
+        )
     return out
 
 
-def _unit_links(line: str, where: str, src: tuple[list[str], list[str]], tgt: tuple[list[str], list[str]]
-                ) -> np.ndarray:
+def _unit_links(
+    line: str, where: str, src: tuple[list[str], list[str]], tgt: tuple[list[str], list[str]]
+) -> np.ndarray:
     """One pair's word links (Pharaoh over its tokens) over its subword units."""
     words = []
     for side, (tokens, pieces) in enumerate((src, tgt)):
         seg = _sides[side][1]
         ids = word_ids(pieces) if seg is not None else np.arange(len(tokens))
-        if seg is not None and len(ids) and int(ids[-1]) + 1 != len(tokens):   # a token ending like a piece
+        if seg is not None and len(ids) and int(ids[-1]) + 1 != len(tokens):  # a token ending like a piece
             ids = np.repeat(np.arange(len(tokens)), [len(seg.segment([t])) for t in tokens])
         words.append(ids)
     return unit_links(read_pharaoh(line, where), words[0], words[1], where)
 
 
-def binarize_corpus(splits: dict[str, Path], langs: tuple[str, str], vocab_dir: Path,
-                    out_dir: Path, workers: int = 1, align_suffix: str | None = None) -> Manifest:
+def binarize_corpus(
+    splits: dict[str, Path],
+    langs: tuple[str, str],
+    vocab_dir: Path,
+    out_dir: Path,
+    workers: int = 1,
+    align_suffix: str | None = None,
+) -> Manifest:
     """The corpus of ``splits`` (prefixes of clean text) with the vocabularies of ``vocab_dir``;
     with ``align_suffix``, each split's word links PREFIX.SUFFIX (train's required, the others'
     where they exist) mapped onto subword units."""
@@ -93,34 +105,46 @@ def binarize_corpus(splits: dict[str, Path], langs: tuple[str, str], vocab_dir: 
     counts = {name: check_parallel([Path(f"{p}.{lang}") for lang in langs]) for name, p in splits.items()}
     links = _link_files(splits, align_suffix, counts)
     dtype = np.dtype(manifest.dtype)
-    with Staging(out_dir) as stage, Workers(workers, _init, ([v.tokens for v in vocabs], codes)) as pool, \
-            progress() as bar:
+    with (
+        Staging(out_dir) as stage,
+        Workers(workers, _init, ([v.tokens for v in vocabs], codes)) as pool,
+        progress() as bar,
+    ):
         for lang, vocab in zip(langs, vocabs):
             vocab.save(stage.path(f"vocab.{lang}.txt"))
             if codes_name := vdir.codes_files.get(lang):
                 shutil.copyfile(vocab_dir / codes_name, stage.path(codes_name))
         for name, prefix in splits.items():
             task = bar.add_task(f"binarize {name}", total=counts[name])
-            stats = _binarize_split(name, prefix, langs, stage, dtype, pool,
-                                    lambda n, t=task: bar.advance(t, n), links.get(name))
+            stats = _binarize_split(
+                name, prefix, langs, stage, dtype, pool, lambda n, t=task: bar.advance(t, n), links.get(name)
+            )
             manifest.splits[name] = SplitStats(**stats, **_carry(text_reports[name]))
         write_manifest(stage.path(MANIFEST), manifest)
         stage.commit()
     return manifest
 
 
-def _start_manifest(out_dir: Path, langs: tuple[str, str], vdir: VocabDir,
-                    fingerprints: dict[str, str]) -> Manifest:
+def _start_manifest(out_dir: Path, langs: tuple[str, str], vdir: VocabDir, fingerprints: dict[str, str]) -> Manifest:
     """A new corpus's manifest; for a directory that holds a corpus already, its manifest with
     its splits, once the vocabularies and settings are checked to be the same."""
-    vocab_entries = {lang: VocabEntry(f"vocab.{lang}.txt", len(vdir.vocabs[lang]), fingerprints[lang])
-                     for lang in langs}
+    vocab_entries = {
+        lang: VocabEntry(f"vocab.{lang}.txt", len(vdir.vocabs[lang]), fingerprints[lang]) for lang in langs
+    }
     dtype = best_dtype(max(len(vdir.vocabs[lang]) for lang in langs))
-    settings = {"text": vdir.meta.text, "vocab": vdir.meta.config,
-                "bpe_codes": {lang: fingerprint(vdir.codes(lang)) if vdir.codes(lang) else None
-                              for lang in langs}}
-    fresh = Manifest(langs={"src": langs[0], "tgt": langs[1]}, dtype=dtype.name, vocab=vocab_entries,
-                     settings=settings, settings_sha256=fingerprint(settings), bpe_codes=vdir.codes_files)
+    settings = {
+        "text": vdir.meta.text,
+        "vocab": vdir.meta.config,
+        "bpe_codes": {lang: fingerprint(vdir.codes(lang)) if vdir.codes(lang) else None for lang in langs},
+    }
+    fresh = Manifest(
+        langs={"src": langs[0], "tgt": langs[1]},
+        dtype=dtype.name,
+        vocab=vocab_entries,
+        settings=settings,
+        settings_sha256=fingerprint(settings),
+        bpe_codes=vdir.codes_files,
+    )
     if not (out_dir / MANIFEST).exists():
         return fresh
     old = Corpus(out_dir)
@@ -138,8 +162,9 @@ def _check_text(prefix: Path, vdir: VocabDir) -> dict[str, Any]:
     settings = read_report(prefix.parent, "binarize text written by 'nmtkit preprocess'")
     if text_fingerprint(settings["text"]) != vdir.text_sha256:
         diff = _differences(settings["text"], vdir.meta.text)
-        raise UserError(f"{prefix}: preprocessed with other settings than the vocabulary in "
-                        f"{vdir.path} was built from ({diff})")
+        raise UserError(
+            f"{prefix}: preprocessed with other settings than the vocabulary in {vdir.path} was built from ({diff})"
+        )
     split: dict[str, Any] = settings["splits"].get(prefix.name, {})
     return split
 
@@ -172,8 +197,16 @@ def _link_files(splits: dict[str, Path], suffix: str | None, counts: dict[str, i
     return found
 
 
-def _binarize_split(name: str, prefix: Path, langs: tuple[str, str], stage: Staging,
-                    dtype: np.dtype, pool: Workers, advance: Any, links: Path | None = None) -> dict[str, Any]:
+def _binarize_split(
+    name: str,
+    prefix: Path,
+    langs: tuple[str, str],
+    stage: Staging,
+    dtype: np.dtype,
+    pool: Workers,
+    advance: Any,
+    links: Path | None = None,
+) -> dict[str, Any]:
     inputs: list[Any] = [read_lines(f"{prefix}.{lang}") for lang in langs]
     tokens, unks = Counter[str](), Counter[str]()
     names = [f"{name}.{lang}" for lang in langs]
@@ -199,8 +232,12 @@ def _binarize_split(name: str, prefix: Path, langs: tuple[str, str], stage: Stag
             i.close()
     n = writers[0].sentences
     _write_lines(prefix, stage.path(f"{name}.lines"), n)
-    stats = {"sentences": n, "tokens": dict(tokens), "unk": dict(unks),
-             "oov_rate": {lang: unks[lang] / tokens[lang] if tokens[lang] else 0.0 for lang in langs}}
+    stats = {
+        "sentences": n,
+        "tokens": dict(tokens),
+        "unk": dict(unks),
+        "oov_rate": {lang: unks[lang] / tokens[lang] if tokens[lang] else 0.0 for lang in langs},
+    }
     if links is not None:
         stats |= {"links": f"{name}.links", "link_count": writers[2].offset // 2}
     if name != "train":

@@ -27,9 +27,7 @@ import numpy as np
 from ..core.errors import FormatError, UserError
 from ..core.files import read_lines
 from .manifest import read_manifest
-from .settings import VALID
 from .vocab import Vocab
-
 
 
 def best_dtype(vocab_size: int) -> np.dtype:
@@ -67,8 +65,10 @@ class TokenArray:
             if not p.exists():
                 raise FormatError(f"{p}: missing from the corpus directory")
         if idx_path.stat().st_size != 8 * (sentences + 1):
-            raise FormatError(f"{idx_path}: expected {sentences + 1} offsets, "
-                              f"found {idx_path.stat().st_size / 8:g} (truncated or not from this manifest)")
+            raise FormatError(
+                f"{idx_path}: expected {sentences + 1} offsets, "
+                f"found {idx_path.stat().st_size / 8:g} (truncated or not from this manifest)"
+            )
         self.offsets = np.memmap(idx_path, dtype=np.int64, mode="r")
         n_ids = int(self.offsets[-1])
         if bin_path.stat().st_size != n_ids * dtype.itemsize:
@@ -81,7 +81,7 @@ class TokenArray:
         return len(self.sizes)
 
     def __getitem__(self, i: int) -> np.ndarray:
-        return np.asarray(self.ids[self.offsets[i]:self.offsets[i + 1]])
+        return np.asarray(self.ids[self.offsets[i] : self.offsets[i + 1]])
 
 
 class Corpus:
@@ -138,7 +138,8 @@ class Corpus:
             if have != sha:
                 raise UserError(
                     f"{self.path}: the {lang} vocabulary (sha256 {str(have)[:12]}) is not the one "
-                    f"{what} uses (sha256 {sha[:12]}); rebuild one of them with the same vocabulary")
+                    f"{what} uses (sha256 {sha[:12]}); rebuild one of them with the same vocabulary"
+                )
 
     def split(self, name: str) -> tuple[TokenArray, TokenArray]:
         """The source and target token arrays of split ``name`` (memory-mapped; sentence i is

@@ -46,8 +46,9 @@ def segment_counts(counts: Counter[str], codes: str) -> Counter[str]:
 
 def build_vocab(prefix: Path, langs: tuple[str, str], out_dir: Path, cfg: VocabConfig) -> VocabMeta:
     """Count ``prefix.<lang>`` (clean tokenized text from ``preprocess``) and write a vocabulary directory."""
-    settings = read_report(prefix.parent, "build-vocab reads text written by 'nmtkit preprocess', which "
-                                          "records how it was tokenized")
+    settings = read_report(
+        prefix.parent, "build-vocab reads text written by 'nmtkit preprocess', which records how it was tokenized"
+    )
     if cfg.size and cfg.size <= 4:
         raise UserError(f"vocabulary size {cfg.size} leaves no room beside the 4 special symbols")
     paths = [Path(f"{prefix}.{lang}") for lang in langs]
@@ -73,19 +74,31 @@ def build_vocab(prefix: Path, langs: tuple[str, str], out_dir: Path, cfg: VocabC
             codes = {lang: joint for lang in langs}
         else:
             codes = {lang: learn_codes(word_counts[lang], cfg.bpe_merges) for lang in langs}
-    unit_counts = {lang: segment_counts(c, codes[lang]) if codes[lang] else c  # type: ignore[arg-type]
-                   for lang, c in word_counts.items()}
-    meta = VocabMeta(langs=list(langs), config=cfg.to_dict(), text=settings["text"],
-                     text_sha256=text_fingerprint(settings["text"]), bpe_codes={}, source=str(prefix))
+    unit_counts = {
+        lang: segment_counts(c, codes[lang]) if codes[lang] else c  # type: ignore[arg-type]
+        for lang, c in word_counts.items()
+    }
+    meta = VocabMeta(
+        langs=list(langs),
+        config=cfg.to_dict(),
+        text=settings["text"],
+        text_sha256=text_fingerprint(settings["text"]),
+        bpe_codes={},
+        source=str(prefix),
+    )
     with Staging(out_dir) as stage:
         for lang in langs:
             vocab = Vocab.from_counts(unit_counts[lang], cfg.size, cfg.min_count)
             vocab.save(stage.path(f"vocab.{lang}.txt"))
             total = sum(unit_counts[lang].values())
             covered = sum(vocab.counts)
-            meta.stats[lang] = {"size": len(vocab), "types": len(unit_counts[lang]),
-                                   "tokens": total, "coverage": covered / total if total else 0.0,
-                                   "sha256": vocab.fingerprint}
+            meta.stats[lang] = {
+                "size": len(vocab),
+                "types": len(unit_counts[lang]),
+                "tokens": total,
+                "coverage": covered / total if total else 0.0,
+                "sha256": vocab.fingerprint,
+            }
             if codes[lang]:
                 kind = "spm" if cfg.spm else "bpe"
                 name = f"{kind}.codes" if cfg.joint_bpe else f"{kind}.{lang}.codes"

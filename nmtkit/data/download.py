@@ -14,9 +14,10 @@ import os
 import shutil
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO
 
 from ..core.console import log, progress
 from ..core.errors import UserError
@@ -26,7 +27,7 @@ BLOCK = 1 << 20
 
 @dataclass(frozen=True)
 class Checksum:
-    algo: str          # md5, sha1 or sha256
+    algo: str  # md5, sha1 or sha256
     digest: str
     size: int | None = None
 
@@ -107,8 +108,9 @@ def _blocks(stream: IO[bytes]) -> Iterator[bytes]:
         yield block
 
 
-def fetch(url: str, dest: Path, expected: Checksum | None, sums_file: Path | None = None,
-          rel: str | None = None) -> Path:
+def fetch(
+    url: str, dest: Path, expected: Checksum | None, sums_file: Path | None = None, rel: str | None = None
+) -> Path:
     """Download ``url`` to ``dest`` (resuming ``dest.part``) and verify it; a no-op when done."""
     recorded = read_checksums(sums_file).get(rel or dest.name) if sums_file else None
     check = expected or recorded
@@ -121,7 +123,11 @@ def fetch(url: str, dest: Path, expected: Checksum | None, sums_file: Path | Non
     have = part.stat().st_size if part.exists() else 0
     stream, start, total = _open_source(url, have)
     if have:
-        log(f"{dest.name}: resuming at {start:,} bytes" if start else f"{dest.name}: the source ignores ranges, restarting")
+        log(
+            f"{dest.name}: resuming at {start:,} bytes"
+            if start
+            else f"{dest.name}: the source ignores ranges, restarting"
+        )
     with stream, open(part, "r+b" if part.exists() else "wb") as out, progress("B") as bar:
         out.seek(start)
         out.truncate()
@@ -130,13 +136,13 @@ def fetch(url: str, dest: Path, expected: Checksum | None, sums_file: Path | Non
             out.write(block)
             bar.advance(task, len(block))
     if total is not None and part.stat().st_size != total:
-        raise UserError(f"{url}: download stopped at {part.stat().st_size:,} of {total:,} bytes; "
-                        "run again to resume")
+        raise UserError(f"{url}: download stopped at {part.stat().st_size:,} of {total:,} bytes; run again to resume")
     if check and not check.matches(part):
         bad = part.with_name(dest.name + ".bad")
         shutil.move(part, bad)
-        raise UserError(f"{url}: {check.algo} checksum mismatch (kept as {bad}); the source or mirror "
-                        "serves another file")
+        raise UserError(
+            f"{url}: {check.algo} checksum mismatch (kept as {bad}); the source or mirror serves another file"
+        )
     os.replace(part, dest)
     if check is None and sums_file is not None:
         record_checksum(sums_file, rel or dest.name, dest)

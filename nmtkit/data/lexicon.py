@@ -20,8 +20,9 @@ never needs a table entry. Training stores the table in every checkpoint
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -35,17 +36,17 @@ MAX_PAIRS = 300_000
 
 @dataclass(frozen=True)
 class Lexicon:
-    frequent: int                 # target ids below this are always candidates
-    table: torch.Tensor           # (src_vocab, per_source) int32 target ids; 0 (<pad>) where none
+    frequent: int  # target ids below this are always candidates
+    table: torch.Tensor  # (src_vocab, per_source) int32 target ids; 0 (<pad>) where none
 
     def candidates(self, src: torch.Tensor) -> torch.Tensor:
         """The sorted target ids a batch of source ids (B, Tx) may produce (on src's device)."""
         words = self.table[src.flatten().to(self.table.device)].flatten().long().to(src.device)
         always = torch.arange(max(self.frequent, len(SPECIALS)), device=src.device)
-        found: torch.Tensor = torch.unique(torch.cat([always, words]))     # sorted: specials keep their ids
+        found: torch.Tensor = torch.unique(torch.cat([always, words]))  # sorted: specials keep their ids
         return found
 
-    def to(self, device: torch.device) -> "Lexicon":
+    def to(self, device: torch.device) -> Lexicon:
         """The same lists with the table on ``device`` (once, not per batch)."""
         return Lexicon(self.frequent, self.table.to(device))
 
@@ -53,14 +54,20 @@ class Lexicon:
         return {"frequent": self.frequent, "table": self.table}
 
 
-def build_lexicon(src: Sequence[np.ndarray], tgt: Sequence[np.ndarray], src_vocab: int, tgt_vocab: int,
-                  frequent: int = FREQUENT, per_source: int = PER_SOURCE, max_pairs: int = MAX_PAIRS,
-                  seed: int = 1) -> Lexicon:
+def build_lexicon(
+    src: Sequence[np.ndarray],
+    tgt: Sequence[np.ndarray],
+    src_vocab: int,
+    tgt_vocab: int,
+    frequent: int = FREQUENT,
+    per_source: int = PER_SOURCE,
+    max_pairs: int = MAX_PAIRS,
+    seed: int = 1,
+) -> Lexicon:
     """The table of ``src``/``tgt`` id sequences (a binarized corpus's train split)."""
     frequent = min(frequent, tgt_vocab)
     n = len(src)
-    pairs = (np.arange(n) if n <= max_pairs else
-             np.sort(np.random.default_rng(seed).choice(n, max_pairs, replace=False)))
+    pairs = np.arange(n) if n <= max_pairs else np.sort(np.random.default_rng(seed).choice(n, max_pairs, replace=False))
     in_src, in_tgt = np.zeros(src_vocab), np.zeros(tgt_vocab)
     keys = []
     for i in pairs:
@@ -75,9 +82,9 @@ def build_lexicon(src: Sequence[np.ndarray], tgt: Sequence[np.ndarray], src_voca
         found, together = np.unique(np.concatenate(keys), return_counts=True)
         s_id, t_id = found // tgt_vocab, found % tgt_vocab
         dice = 2 * together / (in_src[s_id] + in_tgt[t_id])
-        order = np.lexsort((t_id, -dice, s_id))        # by source word, best first, ties by id
+        order = np.lexsort((t_id, -dice, s_id))  # by source word, best first, ties by id
         s_id, t_id = s_id[order], t_id[order]
-        first = np.searchsorted(s_id, s_id)            # where each source word's run starts
+        first = np.searchsorted(s_id, s_id)  # where each source word's run starts
         rank = np.arange(len(s_id)) - first
         keep = rank < per_source
         table[s_id[keep], rank[keep]] = t_id[keep]
@@ -87,7 +94,6 @@ def build_lexicon(src: Sequence[np.ndarray], tgt: Sequence[np.ndarray], src_voca
 def lexicon_of(corpus: Any, frequent: int = FREQUENT, per_source: int = PER_SOURCE) -> Lexicon:
     """The table of a binarized corpus's training split (:class:`~nmtkit.data.binarized.Corpus`)."""
     src, tgt = corpus.split("train")
-    return build_lexicon(src, tgt, len(corpus.vocab(corpus.src_lang)), len(corpus.vocab(corpus.tgt_lang)),
-                         frequent, per_source)
-
-
+    return build_lexicon(
+        src, tgt, len(corpus.vocab(corpus.src_lang)), len(corpus.vocab(corpus.tgt_lang)), frequent, per_source
+    )

@@ -33,9 +33,9 @@ T = TypeVar("T")
 
 @dataclass
 class VocabEntry:
-    file: str                      # vocab.LANG.txt, in the corpus directory
+    file: str  # vocab.LANG.txt, in the corpus directory
     size: int
-    sha256: str                    # the vocabulary's fingerprint, which checkpoints record
+    sha256: str  # the vocabulary's fingerprint, which checkpoints record
 
 
 @dataclass
@@ -43,29 +43,29 @@ class SplitStats:
     """What binarizing a split found, and what preprocessing reported of its text."""
 
     sentences: int
-    tokens: dict[str, int]                         # by language
+    tokens: dict[str, int]  # by language
     unk: dict[str, int]
     oov_rate: dict[str, float]
-    reference: str | None = None                   # SPLIT.TGT.ref: the clean target text (not train)
-    source: str | None = None                      # the raw text's prefix
-    lines: int | None = None                       # raw lines read
-    rules: dict[str, dict[str, int]] = field(default_factory=dict)    # cleaning rules fired, by language
-    dropped: dict[str, int] = field(default_factory=dict)             # pairs dropped, by reason
+    reference: str | None = None  # SPLIT.TGT.ref: the clean target text (not train)
+    source: str | None = None  # the raw text's prefix
+    lines: int | None = None  # raw lines read
+    rules: dict[str, dict[str, int]] = field(default_factory=dict)  # cleaning rules fired, by language
+    dropped: dict[str, int] = field(default_factory=dict)  # pairs dropped, by reason
     kept_empty: int | None = None
-    links: str | None = None                       # SPLIT.links(.bin/.idx): word links over units
-    link_count: int | None = None                  # unit links in all
+    links: str | None = None  # SPLIT.links(.bin/.idx): word links over units
+    link_count: int | None = None  # unit links in all
 
 
 @dataclass
 class Manifest:
-    langs: dict[str, str]                          # {"src": "en", "tgt": "fr"}
-    dtype: str                                     # of the ids in the .bin files
-    vocab: dict[str, VocabEntry]                   # by language
-    settings: dict[str, Any]                       # text (by language), vocab, bpe_codes (fingerprints)
+    langs: dict[str, str]  # {"src": "en", "tgt": "fr"}
+    dtype: str  # of the ids in the .bin files
+    vocab: dict[str, VocabEntry]  # by language
+    settings: dict[str, Any]  # text (by language), vocab, bpe_codes (fingerprints)
     settings_sha256: str
-    bpe_codes: dict[str, str | None]               # codes file by language
+    bpe_codes: dict[str, str | None]  # codes file by language
     splits: dict[str, SplitStats] = field(default_factory=dict)
-    nmtkit: str = __version__                      # the version that wrote it
+    nmtkit: str = __version__  # the version that wrote it
 
     @property
     def src_lang(self) -> str:
@@ -83,10 +83,11 @@ class Manifest:
         return {"format": FORMAT, "version": VERSION, **asdict(self)}
 
     @classmethod
-    def from_dict(cls, raw: Any, where: str) -> "Manifest":
+    def from_dict(cls, raw: Any, where: str) -> Manifest:
         body = _checked(raw, where, FORMAT, VERSION, "an nmtkit corpus manifest", required=True)
-        return _build(cls, body, where, vocab=lambda v: _each(VocabEntry, v, where),
-                      splits=lambda v: _each(SplitStats, v, where))
+        return _build(
+            cls, body, where, vocab=lambda v: _each(VocabEntry, v, where), splits=lambda v: _each(SplitStats, v, where)
+        )
 
 
 def read_manifest(corpus_dir: str | Path) -> Manifest:
@@ -103,12 +104,12 @@ class VocabMeta:
     """What ``build-vocab`` wrote into a vocabulary directory."""
 
     langs: list[str]
-    config: dict[str, Any]                         # VocabConfig's fields
-    text: dict[str, dict[str, Any]]                # TextConfig's fields, by language
+    config: dict[str, Any]  # VocabConfig's fields
+    text: dict[str, dict[str, Any]]  # TextConfig's fields, by language
     text_sha256: str
-    bpe_codes: dict[str, str | None]               # codes file by language
-    source: str = ""                               # the clean text's prefix it counted
-    stats: dict[str, dict[str, Any]] = field(default_factory=dict)    # size, types, tokens, coverage
+    bpe_codes: dict[str, str | None]  # codes file by language
+    source: str = ""  # the clean text's prefix it counted
+    stats: dict[str, dict[str, Any]] = field(default_factory=dict)  # size, types, tokens, coverage
     nmtkit: str = __version__
 
     def text_config(self, lang: str) -> TextConfig:
@@ -118,9 +119,10 @@ class VocabMeta:
         return {"format": VOCAB_FORMAT, "version": VOCAB_VERSION, **asdict(self)}
 
     @classmethod
-    def from_dict(cls, raw: Any, where: str) -> "VocabMeta":
-        return _build(cls, _checked(raw, where, VOCAB_FORMAT, VOCAB_VERSION, "a vocabulary description",
-                                    required=False), where)
+    def from_dict(cls, raw: Any, where: str) -> VocabMeta:
+        return _build(
+            cls, _checked(raw, where, VOCAB_FORMAT, VOCAB_VERSION, "a vocabulary description", required=False), where
+        )
 
 
 def read_vocab_meta(vocab_dir: str | Path) -> VocabMeta:
@@ -144,8 +146,10 @@ def _checked(raw: Any, where: str, name: str, version: int, what: str, required:
     if found != name:
         raise FormatError(f"{where}: not {what}")
     if number != version:
-        raise FormatError(f"{where}: format version {number} is not supported (this nmtkit reads {version}); "
-                          f"make it again with this nmtkit")
+        raise FormatError(
+            f"{where}: format version {number} is not supported (this nmtkit reads {version}); "
+            f"make it again with this nmtkit"
+        )
     return body
 
 
@@ -160,8 +164,9 @@ def _build(cls: type[T], raw: Any, where: str, **convert: Any) -> T:
     try:
         return cls(**values)
     except TypeError:
-        missing = [f.name for f in declared if f.name not in values
-                   and f.default is MISSING and f.default_factory is MISSING]
+        missing = [
+            f.name for f in declared if f.name not in values and f.default is MISSING and f.default_factory is MISSING
+        ]
         raise FormatError(f"{where}: missing field '{missing[0] if missing else '?'}'") from None
 
 

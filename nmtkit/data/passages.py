@@ -43,8 +43,9 @@ def group(ids: list[str], lengths: list[int], targets: tuple[int, ...] = TARGETS
     return groups
 
 
-def write_passages(raw: Path, split: str = "test", out: str = "test-long",
-                   targets: tuple[int, ...] = TARGETS) -> dict[str, int]:
+def write_passages(
+    raw: Path, split: str = "test", out: str = "test-long", targets: tuple[int, ...] = TARGETS
+) -> dict[str, int]:
     """Write ``raw/<out>.*`` from every ``raw/<split>.*`` file (source, references, ids), each
     passage on one line; return the number of passages per source-length bucket of 10 words."""
     ids = list(read_lines(raw / f"{split}.ids"))
@@ -59,8 +60,10 @@ def write_passages(raw: Path, split: str = "test", out: str = "test-long",
     groups = group(ids, [len(line.split()) for line in texts[source]], targets)
     for p, lines in texts.items():
         name = raw / p.name.replace(f"{split}.", f"{out}.", 1)
-        joined = [f"{ids[g[0]]}-{ids[g[-1]].split()[-1]}" if p.suffix == ".ids"
-                  else " ".join(lines[i] for i in g if lines[i]) for g in groups]
+        joined = [
+            f"{ids[g[0]]}-{ids[g[-1]].split()[-1]}" if p.suffix == ".ids" else " ".join(lines[i] for i in g if lines[i])
+            for g in groups
+        ]
         with atomic_write(name) as fh:
             fh.writelines(line + "\n" for line in joined)
     buckets: dict[str, int] = {}

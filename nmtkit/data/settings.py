@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ..core.settings import Settings
 
-VALID = "valid"           # the split that validates training and picks its model
+VALID = "valid"  # the split that validates training and picks its model
 
 
 @dataclass(frozen=True)
@@ -17,9 +17,9 @@ class VocabConfig(Settings):
     size: int = 30000
     min_count: int = 1
     bpe_merges: int = 0
-    joint_bpe: bool = True         # one set of subword codes for both languages
-    spm: str = ""                  # "unigram" | "bpe": SentencePiece instead of subword-nmt
-    spm_size: int = 8000           # SentencePiece pieces per model
+    joint_bpe: bool = True  # one set of subword codes for both languages
+    spm: str = ""  # "unigram" | "bpe": SentencePiece instead of subword-nmt
+    spm_size: int = 8000  # SentencePiece pieces per model
 
 
 @dataclass(frozen=True)

@@ -40,23 +40,25 @@ class Sides:
     tgt: Side
 
     @classmethod
-    def of(cls, text: dict[str, TextConfig], bpe_codes: dict[str, str | None],
-           vocab: dict[str, list[str]]) -> "Sides":
+    def of(cls, text: dict[str, TextConfig], bpe_codes: dict[str, str | None], vocab: dict[str, list[str]]) -> Sides:
         """From text settings, BPE codes and vocabularies by side ("src", "tgt"): what a
         checkpoint's text section holds."""
         return cls(*(Side(Preprocessor(text[side], bpe_codes[side]), Vocab(vocab[side])) for side in ("src", "tgt")))
 
     @classmethod
-    def from_vocab_dir(cls, path: str | Path) -> "Sides":
+    def from_vocab_dir(cls, path: str | Path) -> Sides:
         """From a build-vocab directory (source language first in its vocab.json)."""
         path = Path(path)
         vdir = VocabDir(path)
         if len(vdir.langs) != 2:
             raise UserError(f"{path}: expected two languages in vocab.json, found {vdir.langs}")
-        return cls(*(Side(Preprocessor(vdir.meta.text_config(lang), vdir.codes(lang)),
-                          vdir.vocabs[lang]) for lang in vdir.langs))
+        return cls(
+            *(
+                Side(Preprocessor(vdir.meta.text_config(lang), vdir.codes(lang)), vdir.vocabs[lang])
+                for lang in vdir.langs
+            )
+        )
 
     def signature(self) -> tuple[Any, ...]:
         """What must agree between ensemble members: vocabularies, text settings, BPE codes."""
-        return tuple((s.vocab.fingerprint, s.text.cfg.to_dict(), s.text.codes)
-                     for s in (self.src, self.tgt))
+        return tuple((s.vocab.fingerprint, s.text.cfg.to_dict(), s.text.codes) for s in (self.src, self.tgt))

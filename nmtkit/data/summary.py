@@ -20,9 +20,15 @@ def corpus_summary(manifest: Manifest) -> Group:
     for col in ("split", "raw lines", "pairs", f"{src} tokens", f"{tgt} tokens", f"OOV {src}", f"OOV {tgt}"):
         main.add_column(col, justify="left" if col == "split" else "right", no_wrap=True)
     for name, s in splits.items():
-        main.add_row(name, f"{s.lines if s.lines is not None else s.sentences:,}", f"{s.sentences:,}",
-                     f"{s.tokens.get(src, 0):,}", f"{s.tokens.get(tgt, 0):,}",
-                     f"{100 * s.oov_rate[src]:.2f}%", f"{100 * s.oov_rate[tgt]:.2f}%")
+        main.add_row(
+            name,
+            f"{s.lines if s.lines is not None else s.sentences:,}",
+            f"{s.sentences:,}",
+            f"{s.tokens.get(src, 0):,}",
+            f"{s.tokens.get(tgt, 0):,}",
+            f"{100 * s.oov_rate[src]:.2f}%",
+            f"{100 * s.oov_rate[tgt]:.2f}%",
+        )
     vocab = ", ".join(f"{lang} {v.size:,}" for lang, v in manifest.vocab.items())
     bpe = {k: v for k, v in manifest.bpe_codes.items() if v}
     info = f"vocabulary: {vocab} (dtype {manifest.dtype}); BPE: {', '.join(bpe.values()) or 'none'}"
@@ -35,11 +41,12 @@ def corpus_summary(manifest: Manifest) -> Group:
     for name in splits:
         for lang in (src, tgt):
             rules.add_column(f"{name}.{lang}", justify="right", no_wrap=True)
-    for name, s in splits.items():
+    for s in splits.values():
         for reason, n in s.dropped.items():
             drops.add_row(reason, f"{n:,}")
     names = sorted({r for s in splits.values() for lang in s.rules.values() for r in lang})
     for rule in names:
-        rules.add_row(rule, *(f"{s.rules.get(lang, {}).get(rule, 0):,}"
-                              for s in splits.values() for lang in (src, tgt)))
+        rules.add_row(
+            rule, *(f"{s.rules.get(lang, {}).get(rule, 0):,}" for s in splits.values() for lang in (src, tgt))
+        )
     return Group(main, info, drops, rules)

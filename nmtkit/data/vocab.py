@@ -10,8 +10,8 @@ tokens are interchangeable whatever their counts.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from ..core.errors import FormatError, UserError
 from ..core.files import atomic_write, sha256_text
@@ -36,12 +36,13 @@ class Vocab:
         return len(self.tokens)
 
     @classmethod
-    def from_counts(cls, counts: Counter[str], size: int, min_count: int = 1) -> "Vocab":
+    def from_counts(cls, counts: Counter[str], size: int, min_count: int = 1) -> Vocab:
         """The ``size`` most frequent tokens (specials included in ``size``; 0 = all); ties by token."""
-        ranked = sorted(((c, t) for t, c in counts.items() if c >= min_count and t not in SPECIALS),
-                        key=lambda ct: (-ct[0], ct[1]))
+        ranked = sorted(
+            ((c, t) for t, c in counts.items() if c >= min_count and t not in SPECIALS), key=lambda ct: (-ct[0], ct[1])
+        )
         if size > 0:
-            ranked = ranked[:max(size - len(SPECIALS), 0)]
+            ranked = ranked[: max(size - len(SPECIALS), 0)]
         return cls(list(SPECIALS) + [t for _, t in ranked], [0] * 4 + [c for c, _ in ranked])
 
     def encode(self, tokens: Iterable[str]) -> list[int]:
@@ -57,7 +58,7 @@ class Vocab:
                 fh.write(f"{t} {c}\n")
 
     @classmethod
-    def load(cls, path: str | Path) -> "Vocab":
+    def load(cls, path: str | Path) -> Vocab:
         tokens, counts = [], []
         try:
             with open(path, encoding="utf-8") as fh:
@@ -107,5 +108,4 @@ class VocabDir:
     def require(self, langs: tuple[str, ...]) -> None:
         missing = [lang for lang in langs if lang not in self.vocabs]
         if missing:
-            raise UserError(f"{self.path}: has no vocabulary for {', '.join(missing)} "
-                            f"(has {', '.join(self.langs)})")
+            raise UserError(f"{self.path}: has no vocabulary for {', '.join(missing)} (has {', '.join(self.langs)})")

@@ -29,9 +29,10 @@ SCHWENK = "http://www-lium.univ-lemans.fr/~schwenk/cslm_joint_paper"
 @dataclass(frozen=True)
 class Part:
     """One text file (``name.LANG``) taken from a member of an archive."""
+
     name: str
-    archive: str      # path under the source's base URL
-    member: str       # member path with {lang}
+    archive: str  # path under the source's base URL
+    member: str  # member path with {lang}
     sgml: bool = False
 
 
@@ -67,6 +68,7 @@ def member_name(part: Part, lang: str, src_lang: str = "en") -> str:
 
 
 # ---- unpacking ------------------------------------------------------------------------
+
 
 def _copy_member(stream: IO[bytes], name: str, out: Path) -> None:
     with atomic_write(out, "wb") as fh:
@@ -112,16 +114,19 @@ def unwrap_sgml(data: bytes, where: str = "SGML") -> list[str]:
     if not segs:
         raise UserError(f"{where}: no <seg> elements")
     opened = len(_OPEN.findall(text))
-    if opened != len(segs):   # an unclosed <seg> would swallow the next one's text and tag
+    if opened != len(segs):  # an unclosed <seg> would swallow the next one's text and tag
         raise UserError(f"{where}: {opened:,} <seg> tags but {len(segs):,} closed by </seg>")
     return segs
 
 
 def write_part(archive: Path, part: Part, langs: tuple[str, str], out_prefix: Path) -> int:
     """``out_prefix.LANG`` for both languages from ``archive``; returns the line count."""
-    members = {member_name(part, lang, langs[0]): out_prefix.with_name(f"{out_prefix.name}.{lang}.raw" if part.sgml
-                                                                         else f"{out_prefix.name}.{lang}")
-               for lang in langs}
+    members = {
+        member_name(part, lang, langs[0]): out_prefix.with_name(
+            f"{out_prefix.name}.{lang}.raw" if part.sgml else f"{out_prefix.name}.{lang}"
+        )
+        for lang in langs
+    }
     extract(archive, members)
     counts = []
     for lang, tmp in zip(langs, members.values()):

@@ -10,8 +10,9 @@ with this module: the command line reads the settings here before any command ru
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from ..core.errors import UserError
 
@@ -20,16 +21,17 @@ TOK_BLEU = "bleu-tok"
 # sacrebleu does (the paper's bleu-tok needs sacremoses, 0.4 s to load); tokenized input has no
 # detokenized BLEU
 DEFAULT = ("bleu", "chrf")
-PAPER = ("bleu", TOK_BLEU, "chrf")    # both BLEUs, as the recipes and 1.0's default report them
+PAPER = ("bleu", TOK_BLEU, "chrf")  # both BLEUs, as the recipes and 1.0's default report them
 DEFAULT_TOKENIZED = (TOK_BLEU, "chrf")
 SACREBLEU_TEMPLATE = "sacreBLEU (detokenized, {tok}{case})"
 TOKENIZED_TEMPLATE = "tokenized BLEU (Moses tokens, multi-bleu.perl style, as the paper{case})"
-SENTENCE_WIDTH = 2           # decimals on a --sentence-level line (sacrebleu -w)
+SENTENCE_WIDTH = 2  # decimals on a --sentence-level line (sacrebleu -w)
 
 
 def sacrebleu_metrics() -> tuple[str, ...]:
     """sacreBLEU's metric names as its ``--metrics`` spells them."""
     from sacrebleu.metrics import METRICS
+
     return tuple(name.lower() for name in METRICS)
 
 
@@ -40,6 +42,7 @@ def metric_names() -> tuple[str, ...]:
 def tokenizers() -> tuple[str, ...]:
     """sacreBLEU's BLEU tokenizers, as its ``--tokenize`` offers them."""
     from sacrebleu.metrics.bleu import BLEU
+
     return tuple(BLEU.TOKENIZERS)
 
 
@@ -60,10 +63,10 @@ class Metrics:
     """Which metrics, and sacreBLEU's options for them; ``names=None`` is the default set."""
 
     names: tuple[str, ...] | None = None
-    tokenize: str | None = None      # BLEU's tokenizer; None: sacreBLEU's default (13a)
-    lowercase: bool = False          # BLEU's, as sacrebleu --lowercase (and bleu-tok's, as multi-bleu -lc)
-    chrf_word_order: int = 0         # 2: chrF++
-    sentence_level: bool = False     # BLEU with effective order, as sacrebleu --sentence-level sets it
+    tokenize: str | None = None  # BLEU's tokenizer; None: sacreBLEU's default (13a)
+    lowercase: bool = False  # BLEU's, as sacrebleu --lowercase (and bleu-tok's, as multi-bleu -lc)
+    chrf_word_order: int = 0  # 2: chrF++
+    sentence_level: bool = False  # BLEU with effective order, as sacrebleu --sentence-level sets it
 
     def __post_init__(self) -> None:
         unknown = [n for n in self.names or () if n not in metric_names()]
@@ -81,6 +84,7 @@ class Metrics:
         """sacreBLEU's metric object for ``name``, set as these options say."""
         from sacrebleu.metrics.chrf import CHRF
         from sacrebleu.metrics.ter import TER
+
         if name == "chrf":
             return CHRF(word_order=self.chrf_word_order)
         if name == "ter":
@@ -89,21 +93,29 @@ class Metrics:
 
     def bleu(self) -> Any:
         from sacrebleu.metrics.bleu import BLEU
+
         try:
             return BLEU(tokenize=self.tokenize, lowercase=self.lowercase, effective_order=self.sentence_level)
-        except (ImportError, RuntimeError, OSError) as err:   # a tokenizer's missing extra or model
+        except (ImportError, RuntimeError, OSError) as err:  # a tokenizer's missing extra or model
             reason = next((line for line in str(err).splitlines() if line.strip()), type(err).__name__)
             raise UserError(f"--tokenize {self.tokenize}: {reason.strip()}") from None
 
     def bleu_tok(self) -> Any:
         """BLEU on the tokens as given, unsmoothed: what multi-bleu.perl computes."""
         from sacrebleu.metrics.bleu import BLEU
-        return BLEU(tokenize="none", smooth_method="none", force=True, lowercase=self.lowercase,
-                    effective_order=self.sentence_level)
+
+        return BLEU(
+            tokenize="none",
+            smooth_method="none",
+            force=True,
+            lowercase=self.lowercase,
+            effective_order=self.sentence_level,
+        )
 
     def label(self, name: str) -> str:
         """What a figure is, wherever it is printed."""
         from sacrebleu.metrics.bleu import BLEU
+
         case = ", lowercased" if self.lowercase else ""
         if name == "bleu":
             return SACREBLEU_TEMPLATE.format(tok=self.tokenize or BLEU.TOKENIZER_DEFAULT, case=case)
@@ -116,8 +128,12 @@ class Metrics:
         metric = self.build(name)
         score = metric.corpus_score(hyps, refs)
         k = key(name)
-        return {k: score.score, f"{k}_detail": str(score), f"{k}_signature": str(metric.get_signature()),
-                f"{k}_label": self.label(name)}
+        return {
+            k: score.score,
+            f"{k}_detail": str(score),
+            f"{k}_signature": str(metric.get_signature()),
+            f"{k}_label": self.label(name),
+        }
 
 
 @dataclass
@@ -129,27 +145,41 @@ class SentenceScores:
     references: int
     labels: dict[str, str]
     signatures: dict[str, str]
-    rows: list[dict[str, Any]]        # per sentence: metric name → sacreBLEU's Score
+    rows: list[dict[str, Any]]  # per sentence: metric name → sacreBLEU's Score
 
     @classmethod
-    def of(cls, name: str, file: str, texts: Mapping[str, tuple[Sequence[str], Sequence[Sequence[str]]]],
-           metrics: Metrics) -> "SentenceScores":
+    def of(
+        cls, name: str, file: str, texts: Mapping[str, tuple[Sequence[str], Sequence[Sequence[str]]]], metrics: Metrics
+    ) -> SentenceScores:
         """``texts``: for each metric, the hypotheses and reference streams it scores."""
         built = {m: metrics.build(m) for m in texts}
         first_hyps, first_refs = next(iter(texts.values()))
-        rows = [{m: built[m].sentence_score(hyps[i], [r[i] for r in refs]) for m, (hyps, refs) in texts.items()}
-                for i in range(len(first_hyps))]
-        return cls(name, file, len(first_refs), {m: metrics.label(m) for m in texts},
-                   {m: str(b.get_signature()) for m, b in built.items()}, rows)
+        rows = [
+            {m: built[m].sentence_score(hyps[i], [r[i] for r in refs]) for m, (hyps, refs) in texts.items()}
+            for i in range(len(first_hyps))
+        ]
+        return cls(
+            name,
+            file,
+            len(first_refs),
+            {m: metrics.label(m) for m in texts},
+            {m: str(b.get_signature()) for m, b in built.items()},
+            rows,
+        )
 
     def lines(self) -> list[str]:
         """sacrebleu --sentence-level's lines, the metrics of one sentence side by side (tab)."""
-        return ["\t".join(s.format(SENTENCE_WIDTH, False, self.signatures[m]) for m, s in row.items())
-                for row in self.rows]
+        return [
+            "\t".join(s.format(SENTENCE_WIDTH, False, self.signatures[m]) for m, s in row.items()) for row in self.rows
+        ]
 
     def to_json(self) -> dict[str, Any]:
-        head: dict[str, Any] = {"name": self.name, "file": self.file, "sentences": len(self.rows),
-                                "references": self.references}
+        head: dict[str, Any] = {
+            "name": self.name,
+            "file": self.file,
+            "sentences": len(self.rows),
+            "references": self.references,
+        }
         for m in self.labels:
             head |= {f"{key(m)}_signature": self.signatures[m], f"{key(m)}_label": self.labels[m]}
         return {**head, "sentence_scores": [{key(m): s.score for m, s in row.items()} for row in self.rows]}

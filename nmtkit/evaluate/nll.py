@@ -9,8 +9,9 @@ that training uses, so no B×T×K tensor is made).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import torch
@@ -27,11 +28,12 @@ from ..models.base import EncoderOut, Seq2Seq
 def eval_batches(sizes: np.ndarray, limit: int, batch_size: int) -> Iterator[np.ndarray]:
     idx = np.argsort(sizes[:limit] if limit else sizes, kind="stable")
     for i in range(0, len(idx), batch_size):
-        yield idx[i:i + batch_size]
+        yield idx[i : i + batch_size]
 
 
-def scored_batches(model: Seq2Seq, src: TokenArray, tgt: TokenArray, device: torch.device, batch_size: int,
-                   limit: int = 0) -> Iterator[tuple[np.ndarray, EncoderOut, torch.Tensor, int]]:
+def scored_batches(
+    model: Seq2Seq, src: TokenArray, tgt: TokenArray, device: torch.device, batch_size: int, limit: int = 0
+) -> Iterator[tuple[np.ndarray, EncoderOut, torch.Tensor, int]]:
     """(sentence ids, their encoding, summed NLL, target tokens with </s>) per batch; pairs with
     an empty side are skipped, as training never sees them."""
     for idx in eval_batches(src.sizes, limit, batch_size):
@@ -44,8 +46,9 @@ def scored_batches(model: Seq2Seq, src: TokenArray, tgt: TokenArray, device: tor
         yield idx, enc, loss, int((batch["tgt_out"] != PAD).sum())
 
 
-def corpus_nll(model_path: str | Path, data_bin: str | Path, split: str, batch_size: int = 64,
-               runtime: RuntimeConfig | None = None) -> dict[str, Any]:
+def corpus_nll(
+    model_path: str | Path, data_bin: str | Path, split: str, batch_size: int = 64, runtime: RuntimeConfig | None = None
+) -> dict[str, Any]:
     """NLL per sentence and per token and perplexity of a checkpoint on a binarized split."""
     run = setup(runtime or RuntimeConfig())
     dev = run.device
@@ -58,5 +61,11 @@ def corpus_nll(model_path: str | Path, data_bin: str | Path, split: str, batch_s
     with torch.inference_mode(), run.autocast():
         for idx, _, loss, count in scored_batches(model, src, tgt, dev, batch_size):
             total, tokens, n = total + float(loss), tokens + count, n + len(idx)
-    return {"split": split, "sentences": n, "tokens": tokens, "nll": total / max(n, 1),
-            "nll_token": total / max(tokens, 1), "perplexity": math.exp(total / max(tokens, 1))}
+    return {
+        "split": split,
+        "sentences": n,
+        "tokens": tokens,
+        "nll": total / max(n, 1),
+        "nll_token": total / max(tokens, 1),
+        "perplexity": math.exp(total / max(tokens, 1)),
+    }

@@ -25,9 +25,10 @@ resampling compares systems (Koehn 2004, sacreBLEU's implementation).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from ..core.errors import UserError
 from ..core.files import read_lines
@@ -40,19 +41,18 @@ SACREBLEU_LABEL = SACREBLEU_TEMPLATE.format(tok="13a", case="")
 TOKENIZED_LABEL = TOKENIZED_TEMPLATE.format(case="")
 # words the models write that a tokenizer must not split (<unk> would become '< unk >')
 _PROTECTED = [r"<unk>"]
-Streams = tuple[list[str], list[list[str]]]       # hypotheses and reference streams
+Streams = tuple[list[str], list[list[str]]]  # hypotheses and reference streams
 
 
 def read_cleaned(path: str | Path, clean: tuple[str, ...] = ()) -> list[str]:
     """The lines of a file after the cleaning rules ``clean``; hypotheses and references
     alike go through this, so both sides of a score are normalised the same way."""
     if clean and "whitespace" not in clean:
-        clean = (*clean, "whitespace")       # rules leave spaces where they cut; tidy them
+        clean = (*clean, "whitespace")  # rules leave spaces where they cut; tidy them
     return [apply_rules(line, clean)[0] if clean else line for line in read_lines(path)]
 
 
-def read_references(refs: Sequence[str | Path], n: int, against: str,
-                    clean: tuple[str, ...] = ()) -> list[list[str]]:
+def read_references(refs: Sequence[str | Path], n: int, against: str, clean: tuple[str, ...] = ()) -> list[list[str]]:
     streams = []
     for ref in refs:
         lines = read_cleaned(ref, clean)
@@ -62,8 +62,9 @@ def read_references(refs: Sequence[str | Path], n: int, against: str,
     return streams
 
 
-def read_systems(hyp_paths: Sequence[str], ref_paths: Sequence[str], names: Sequence[str] = (),
-                 clean: tuple[str, ...] = ()) -> tuple[dict[str, list[str]], list[list[str]]]:
+def read_systems(
+    hyp_paths: Sequence[str], ref_paths: Sequence[str], names: Sequence[str] = (), clean: tuple[str, ...] = ()
+) -> tuple[dict[str, list[str]], list[list[str]]]:
     """Each hypothesis file's lines under its name, and the reference streams, all as long."""
     names = list(names) or [str(p) for p in hyp_paths]
     if len(names) != len(hyp_paths):
@@ -89,6 +90,7 @@ def target_language(ref_paths: Sequence[str], tokenized: bool, lang: str | None)
 
 def moses_tokens(lines: list[str], lang: str) -> list[str]:
     from ..text.tokenize import MosesText  # here: sacremoses takes 0.15 s to load, for the tokenized BLEU only
+
     moses = MosesText(lang, normalize_punct=False)
     return [" ".join(moses.tokenize(line, _PROTECTED)) for line in lines]
 
@@ -114,19 +116,24 @@ class Texts:
     metrics: Metrics | None = None
 
     @classmethod
-    def of(cls, hyps: list[str], refs: list[list[str]], tokenized: bool, lang: str | None,
-           metrics: Metrics | None = None) -> "Texts":
+    def of(
+        cls, hyps: list[str], refs: list[list[str]], tokenized: bool, lang: str | None, metrics: Metrics | None = None
+    ) -> Texts:
         if tokenized:
             return cls(None, None, hyps, refs, metrics)
-        return cls(hyps, refs, moses_tokens(hyps, lang or "en"), [moses_tokens(r, lang or "en") for r in refs],
-                   metrics)
+        return cls(hyps, refs, moses_tokens(hyps, lang or "en"), [moses_tokens(r, lang or "en") for r in refs], metrics)
 
-    def subset(self, keep: Sequence[int]) -> "Texts":
+    def subset(self, keep: Sequence[int]) -> Texts:
         def pick(lines: list[str]) -> list[str]:
             return [lines[i] for i in keep]
-        return Texts(None if self.hyps is None else pick(self.hyps),
-                     None if self.refs is None else [pick(r) for r in self.refs],
-                     pick(self.hyps_tok), [pick(r) for r in self.refs_tok], self.metrics)
+
+        return Texts(
+            None if self.hyps is None else pick(self.hyps),
+            None if self.refs is None else [pick(r) for r in self.refs],
+            pick(self.hyps_tok),
+            [pick(r) for r in self.refs_tok],
+            self.metrics,
+        )
 
     def bleus(self) -> dict[str, float]:
         """Both BLEUs (only the tokenized one for tokenized input); NaN for no sentence."""
@@ -139,8 +146,14 @@ class Texts:
         return out
 
 
-def metric_texts(chosen: Sequence[str], hyps: list[str], refs: list[list[str]], tokenized: bool = False,
-                 lang: str | None = None, texts: Texts | None = None) -> dict[str, Streams]:
+def metric_texts(
+    chosen: Sequence[str],
+    hyps: list[str],
+    refs: list[list[str]],
+    tokenized: bool = False,
+    lang: str | None = None,
+    texts: Texts | None = None,
+) -> dict[str, Streams]:
     """What each metric scores: Moses tokens for the tokenized BLEU, tokenized only when it is
     asked for (sacremoses alone takes longer to load than sacreBLEU scores a test set), and for
     sacreBLEU's own metrics the lines as given, which they tokenize themselves."""
@@ -149,9 +162,14 @@ def metric_texts(chosen: Sequence[str], hyps: list[str], refs: list[list[str]], 
     return {m: (texts.hyps_tok, texts.refs_tok) if m == TOK_BLEU and texts else (hyps, refs) for m in chosen}
 
 
-def corpus_scores(hyps: list[str], refs: list[list[str]], tokenized: bool = False,
-                  lang: str | None = None, texts: Texts | None = None,
-                  metrics: Metrics | None = None) -> dict[str, Any]:
+def corpus_scores(
+    hyps: list[str],
+    refs: list[list[str]],
+    tokenized: bool = False,
+    lang: str | None = None,
+    texts: Texts | None = None,
+    metrics: Metrics | None = None,
+) -> dict[str, Any]:
     """Each metric's figure, sacreBLEU's line, signature and label, for ``hyps`` against the
     reference streams ``refs`` (each as long as ``hyps``); ``lang`` is the language whose Moses
     tokens the tokenized BLEU counts."""
@@ -162,17 +180,22 @@ def corpus_scores(hyps: list[str], refs: list[list[str]], tokenized: bool = Fals
     return result
 
 
-def sentence_scores(hyp_paths: Sequence[str], ref_paths: Sequence[str], names: Sequence[str] = (),
-                    clean: tuple[str, ...] = (), tokenized: bool = False, lang: str | None = None,
-                    metrics: Metrics | None = None) -> SentenceScores:
+def sentence_scores(
+    hyp_paths: Sequence[str],
+    ref_paths: Sequence[str],
+    names: Sequence[str] = (),
+    clean: tuple[str, ...] = (),
+    tokenized: bool = False,
+    lang: str | None = None,
+    metrics: Metrics | None = None,
+) -> SentenceScores:
     """Each sentence of one hypothesis file by each metric, as sacrebleu --sentence-level scores it."""
     if len(hyp_paths) != 1:
         raise UserError("--sentence-level scores one hypothesis file: give one")
     metrics = replace(metrics or Metrics(), sentence_level=True)
     systems, refs = read_systems(hyp_paths, ref_paths, names, clean)
-    (name, hyps), = systems.items()
-    texts = metric_texts(metrics.chosen(tokenized), hyps, refs, tokenized,
-                         target_language(ref_paths, tokenized, lang))
+    ((name, hyps),) = systems.items()
+    texts = metric_texts(metrics.chosen(tokenized), hyps, refs, tokenized, target_language(ref_paths, tokenized, lang))
     return SentenceScores.of(name, str(hyp_paths[0]), texts, metrics)
 
 
@@ -198,42 +221,66 @@ def bleu_by_length(systems: dict[str, Texts], lengths: list[int], width: int) ->
     return rows
 
 
-def no_unk_indices(sides_path: str | Path, sources: list[str], refs: list[list[str]],
-                   tokenized: bool = False) -> list[int]:
+def no_unk_indices(
+    sides_path: str | Path, sources: list[str], refs: list[list[str]], tokenized: bool = False
+) -> list[int]:
     """Sentences with no word outside the vocabularies of a checkpoint or build-vocab
     directory, neither in the source nor in any reference (Table 1's "No UNK")."""
     from ..data.sides import Sides  # here: it loads sacremoses and subword-nmt, which plain scores never need
+
     if Path(sides_path).is_dir():
         sides = Sides.from_vocab_dir(sides_path)
     else:
         from .. import checkpoint  # here only: scoring text alone never loads torch
+
         sides = checkpoint.load(sides_path).text.sides()
-    return [i for i, src in enumerate(sources)
-            if not sides.src.has_unknown(src, tokenized)
-            and not any(sides.tgt.has_unknown(r[i], tokenized) for r in refs)]
+    return [
+        i
+        for i, src in enumerate(sources)
+        if not sides.src.has_unknown(src, tokenized) and not any(sides.tgt.has_unknown(r[i], tokenized) for r in refs)
+    ]
 
 
-def paired_bootstrap(systems: dict[str, list[str]], refs: list[list[str]], samples: int = 1000,
-                     tokenized: bool = False, metrics: Metrics | None = None) -> dict[str, Any]:
+def paired_bootstrap(
+    systems: dict[str, list[str]],
+    refs: list[list[str]],
+    samples: int = 1000,
+    tokenized: bool = False,
+    metrics: Metrics | None = None,
+) -> dict[str, Any]:
     """Paired bootstrap resampling of every system against the first (the baseline), on
     sacreBLEU (on the multi-bleu-style BLEU for tokenized input): each system's p-value
     against the baseline, and its bootstrap mean with the half-width of its 95% interval."""
     from sacrebleu.significance import PairedTest
+
     metrics = metrics or Metrics()
     bleu = TOK_BLEU if tokenized else "bleu"
     test = PairedTest(list(systems.items()), {"BLEU": metrics.build(bleu)}, refs, test_type="bs", n_samples=samples)
     signatures, results = test()
-    scored: list[Any] = list(results["BLEU"])        # sacrebleu's Result objects
-    rows = [{"system": name, "bleu": r.score, "p_value": r.p_value, "mean": r.mean, "ci95": r.ci}
-            for name, r in zip(results["System"], scored)]
-    return {"baseline": rows[0]["system"], "samples": samples, "signature": str(signatures["BLEU"]),
-            "label": metrics.label(bleu), "systems": rows}
+    scored: list[Any] = list(results["BLEU"])  # sacrebleu's Result objects
+    rows = [
+        {"system": name, "bleu": r.score, "p_value": r.p_value, "mean": r.mean, "ci95": r.ci}
+        for name, r in zip(results["System"], scored)
+    ]
+    return {
+        "baseline": rows[0]["system"],
+        "samples": samples,
+        "signature": str(signatures["BLEU"]),
+        "label": metrics.label(bleu),
+        "systems": rows,
+    }
 
 
-def hypothesis_nll(model_paths: Sequence[str | Path], sources: list[str], hyps: list[str],
-                   tokenized: bool = False, runtime: RuntimeConfig | None = None) -> list[float]:
+def hypothesis_nll(
+    model_paths: Sequence[str | Path],
+    sources: list[str],
+    hyps: list[str],
+    tokenized: bool = False,
+    runtime: RuntimeConfig | None = None,
+) -> list[float]:
     """Each hypothesis' NLL under the model(s), </s> included: minus translate's score for it."""
     from ..translate.translator import Translator  # here only: scoring text alone never loads torch
+
     translator = Translator.from_checkpoints(list(model_paths), runtime)
     return [-f.score for f in translator.force(sources, hyps, tokenized)]
 
@@ -249,26 +296,43 @@ def read_sources(source: str | None, n: int, against: str, needs: dict[str, Any]
     return sources
 
 
-def evaluate(hyp_paths: Sequence[str], ref_paths: Sequence[str], names: Sequence[str] = (),
-             source: str | None = None, clean: tuple[str, ...] = (), tokenized: bool = False,
-             lang: str | None = None, bucket_width: int = 0, no_unk: str | None = None,
-             bootstrap: int = 0, model_paths: Sequence[str] = (),
-             runtime: RuntimeConfig | None = None, metrics: Metrics | None = None) -> dict[str, Any]:
+def evaluate(  # noqa: PLR0913 (score's options, one per flag)
+    hyp_paths: Sequence[str],
+    ref_paths: Sequence[str],
+    names: Sequence[str] = (),
+    source: str | None = None,
+    clean: tuple[str, ...] = (),
+    tokenized: bool = False,
+    lang: str | None = None,
+    bucket_width: int = 0,
+    no_unk: str | None = None,
+    bootstrap: int = 0,
+    model_paths: Sequence[str] = (),
+    runtime: RuntimeConfig | None = None,
+    metrics: Metrics | None = None,
+) -> dict[str, Any]:
     """Everything ``nmtkit score`` reports on hypothesis files, as one JSON-ready dict."""
     metrics = metrics or Metrics()
     systems, refs = read_systems(hyp_paths, ref_paths, names, clean)
     n = len(next(iter(systems.values())))
-    sources = read_sources(source, n, str(hyp_paths[0]),
-                           {"--by-length": bucket_width, "--no-unk": no_unk, "-m/--model": model_paths})
+    sources = read_sources(
+        source, n, str(hyp_paths[0]), {"--by-length": bucket_width, "--no-unk": no_unk, "-m/--model": model_paths}
+    )
     lang = target_language(ref_paths, tokenized, lang)
     result: dict[str, Any] = {"systems": []}
     keep = no_unk_indices(no_unk, sources, refs, tokenized) if no_unk and sources is not None else None
     # Moses tokens, for the analyses that give both BLEUs; without them only the tokenized BLEU needs them
-    texts = ({name: Texts.of(hyps, refs, tokenized, lang, metrics) for name, hyps in systems.items()}
-             if bucket_width or keep is not None or bootstrap else {})
+    texts = (
+        {name: Texts.of(hyps, refs, tokenized, lang, metrics) for name, hyps in systems.items()}
+        if bucket_width or keep is not None or bootstrap
+        else {}
+    )
     for (name, hyps), path in zip(systems.items(), hyp_paths):
-        entry = {"name": name, "file": str(path),
-                 **corpus_scores(hyps, refs, tokenized, lang, texts.get(name), metrics)}
+        entry = {
+            "name": name,
+            "file": str(path),
+            **corpus_scores(hyps, refs, tokenized, lang, texts.get(name), metrics),
+        }
         if keep is not None:
             entry["no_unk"] = {**texts[name].subset(keep).bleus(), "sentences": len(keep)}
         if model_paths and sources is not None:
@@ -285,16 +349,23 @@ def evaluate(hyp_paths: Sequence[str], ref_paths: Sequence[str], names: Sequence
     return result
 
 
-def bootstraps(systems: dict[str, list[str]], refs: list[list[str]], texts: dict[str, Texts], samples: int,
-               tokenized: bool, metrics: Metrics) -> dict[str, Any]:
+def bootstraps(
+    systems: dict[str, list[str]],
+    refs: list[list[str]],
+    texts: dict[str, Texts],
+    samples: int,
+    tokenized: bool,
+    metrics: Metrics,
+) -> dict[str, Any]:
     """Paired bootstrap on sacreBLEU and, for detokenized input, on the paper's BLEU too."""
     if len(systems) < 2:
         raise UserError("--bootstrap compares systems: give two or more hypothesis files")
     out = {"bootstrap": paired_bootstrap(systems, refs, samples, tokenized, metrics)}
-    if not tokenized:     # the paper's BLEU too, on the same Moses tokens as bleu_tok
+    if not tokenized:  # the paper's BLEU too, on the same Moses tokens as bleu_tok
         first = next(iter(texts.values()))
-        out["bootstrap_tok"] = paired_bootstrap({n: t.hyps_tok for n, t in texts.items()}, first.refs_tok,
-                                                samples, True, metrics)
+        out["bootstrap_tok"] = paired_bootstrap(
+            {n: t.hyps_tok for n, t in texts.items()}, first.refs_tok, samples, True, metrics
+        )
     return out
 
 
@@ -321,8 +392,10 @@ def format_report(result: dict[str, Any], metrics: Metrics | None = None) -> str
             u = s["no_unk"]
             lines.append(f"  No-UNK subset ({u['sentences']} sentences): " + _both(u, labels))
         if "nll" in s:
-            lines.append(f"  NLL under the model: {s['nll']['per_sentence']:.3f} per sentence, "
-                         f"{s['nll']['per_word']:.3f} per output word (</s> counted)")
+            lines.append(
+                f"  NLL under the model: {s['nll']['per_sentence']:.3f} per sentence, "
+                f"{s['nll']['per_word']:.3f} per output word (</s> counted)"
+            )
     if "by_length" in result:
         names = [s["name"] for s in result["systems"]]
         kinds = [k for k in ("bleu", "bleu_tok") if any(k in row for row in result["by_length"]["rows"])]
@@ -332,22 +405,31 @@ def format_report(result: dict[str, Any], metrics: Metrics | None = None) -> str
             lines.append(f"  {'length':>9} {'sentences':>9}  " + "  ".join(f"{Path(n).name[-14:]:>14}" for n in names))
             for row in result["by_length"]["rows"]:
                 span = f"{row['lo']}-{row['hi']}" if row["hi"] else "empty"
-                lines.append(f"  {span:>9} {row['sentences']:>9}  " + "  ".join(f"{row[kind][n]:>14.2f}" for n in names))
+                lines.append(
+                    f"  {span:>9} {row['sentences']:>9}  " + "  ".join(f"{row[kind][n]:>14.2f}" for n in names)
+                )
     for key in ("bootstrap", "bootstrap_tok"):
         if key not in result:
             continue
         b = result[key]
         lines.append(f"paired bootstrap against {b['baseline']} ({b['samples']} samples, {b['label']}):")
         for row in b["systems"]:
-            verdict = ("baseline" if row["p_value"] is None else
-                       f"p = {row['p_value']:.4f}, {'significant at p < 0.05' if row['p_value'] < 0.05 else 'not significant'}")
-            lines.append(f"  {row['system']}: BLEU {row['bleu']:.2f}, 95% CI {row['mean']:.2f} ± {row['ci95']:.2f} "
-                         f"({verdict})")
+            verdict = (
+                "baseline"
+                if row["p_value"] is None
+                else f"p = {row['p_value']:.4f}, "
+                + ("significant at p < 0.05" if row["p_value"] < 0.05 else "not significant")
+            )
+            lines.append(
+                f"  {row['system']}: BLEU {row['bleu']:.2f}, 95% CI {row['mean']:.2f} ± {row['ci95']:.2f} ({verdict})"
+            )
     if "corpus_nll" in result:
         c = result["corpus_nll"]
-        lines.append(f"{c['split']}: NLL {c['nll']:.3f} per sentence, {c['nll_token']:.4f} per token, "
-                     f"perplexity {c['perplexity']:.2f} ({c['sentences']} sentences, {c['tokens']} tokens "
-                     f"with </s>)")
+        lines.append(
+            f"{c['split']}: NLL {c['nll']:.3f} per sentence, {c['nll_token']:.4f} per token, "
+            f"perplexity {c['perplexity']:.2f} ({c['sentences']} sentences, {c['tokens']} tokens "
+            f"with </s>)"
+        )
     return "\n".join(lines)
 
 

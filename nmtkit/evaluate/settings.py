@@ -2,4 +2,4 @@
 
 from __future__ import annotations
 
-BUCKET_WIDTH = 10          # words per source-length bucket of BLEU by length (Figure 2's)
+BUCKET_WIDTH = 10  # words per source-length bucket of BLEU by length (Figure 2's)

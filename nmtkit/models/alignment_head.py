@@ -39,8 +39,9 @@ class AlignmentHead(nn.Module):
         nn.init.zeros_(self.W_k.bias)
         nn.init.ones_(self.beta)
 
-    def forward(self, t: torch.Tensor, e_y: torch.Tensor, h: torch.Tensor, mask: torch.Tensor,
-                alpha: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, t: torch.Tensor, e_y: torch.Tensor, h: torch.Tensor, mask: torch.Tensor, alpha: torch.Tensor
+    ) -> torch.Tensor:
         """log A (B, Ty, Tx), float32: ``t`` (B, Ty, l) the readouts, ``e_y`` (B, Ty, m) the
         embeddings of the words aligned, ``h`` (B, Tx, 2n), ``mask`` (B, Tx), α (B, Ty, Tx)."""
         q = self.W_q(torch.cat([t.detach(), e_y.detach()], -1))

@@ -38,7 +38,7 @@ class _Energy(torch.autograd.Function):
         keys, q, v = ctx.saved_tensors
         a = _tanh_(keys + q.unsqueeze(1))
         grad_v = grad_e.reshape(1, -1).mm(a.flatten(0, 1)).squeeze(0)
-        grad_pre = torch.ops.aten.tanh_backward(grad_e.unsqueeze(-1) * v, a)   # ∂e ∘ v ∘ (1 − a²)
+        grad_pre = torch.ops.aten.tanh_backward(grad_e.unsqueeze(-1) * v, a)  # ∂e ∘ v ∘ (1 − a²)
         return grad_pre, grad_pre.sum(1), grad_v
 
 
@@ -67,8 +67,14 @@ class AdditiveAttention(nn.Module):
         """U_a h: (B, Tx, 2n) → (B, Tx, n')."""
         return cast(torch.Tensor, self.U_a(h))
 
-    def forward(self, s_prev: torch.Tensor, keys: torch.Tensor, h: torch.Tensor,
-                mask: torch.Tensor, coverage: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self,
+        s_prev: torch.Tensor,
+        keys: torch.Tensor,
+        h: torch.Tensor,
+        mask: torch.Tensor,
+        coverage: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Context (B, 2n) and weights α (B, Tx) for decoder states ``s_prev`` (B, n), and the
         coverage (B, Tx, d) of a coverage model."""
         q = self.W_a(s_prev)
@@ -87,6 +93,7 @@ class AdditiveAttention(nn.Module):
 
 
 # -- Luong, Pham & Manning (2015), section 3 ----------------------------------------------------
+
 
 class LuongAttention(nn.Module):
     """Attention on the current decoder state h_t (not s_{i-1}): a_t, then c_t = Σ_s a_t(s) h̄_s.
@@ -112,11 +119,10 @@ class LuongAttention(nn.Module):
     first of them, a longer one gives its later words no weight (footnote 6).
     """
 
-    def __init__(self, score: str, window: str, hidden: int, align: int, max_src: int, D: int,
-                 renorm: bool = False):
+    def __init__(self, score: str, window: str, hidden: int, align: int, max_src: int, D: int, renorm: bool = False):
         super().__init__()
         self.score, self.window, self.D, self.renorm = score, window, D, renorm
-        self.seen: list[torch.Tensor] | None = None   # p_t of each call, while watched (window_watch)
+        self.seen: list[torch.Tensor] | None = None  # p_t of each call, while watched (window_watch)
         if score == "general":
             self.W_a = nn.Linear(hidden, hidden, bias=False)
         elif score == "concat":
@@ -145,11 +151,11 @@ class LuongAttention(nn.Module):
             assert keys is not None
             return torch.bmm(q, keys.to(q.dtype).transpose(1, 2))
         if self.score == "concat":
-            assert keys is not None   # one query position at a time: no B×Tq×Tx×n' tensor
+            assert keys is not None  # one query position at a time: no B×Tq×Tx×n' tensor
             wq, v = self.W_q(q).to(keys.dtype), self.v_a.weight[0].to(keys.dtype)
             return torch.stack([_Energy.apply(keys, w, v) for w in wq.unbind(1)], 1)  # type: ignore[no-untyped-call]
         Tx, L = h.shape[1], self.W_a.out_features
-        z = self.W_a(q)   # words past the L-th: a score that exp turns into exactly 0 (−inf would
+        z = self.W_a(q)  # words past the L-th: a score that exp turns into exactly 0 (−inf would
         # make a local window lying wholly past L all −inf, and its softmax NaN)
         return z[..., :Tx] if Tx <= L else torch.cat([z, z.new_full((*z.shape[:2], Tx - L), -1e9)], -1)
 
@@ -160,8 +166,9 @@ class LuongAttention(nn.Module):
             return torch.minimum(t.to(q.dtype), S - 1)
         return S * torch.sigmoid(self.v_p(torch.tanh(self.W_p(q))).squeeze(-1))
 
-    def forward(self, q: torch.Tensor, keys: torch.Tensor | None, h: torch.Tensor, mask: torch.Tensor,
-                t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self, q: torch.Tensor, keys: torch.Tensor | None, h: torch.Tensor, mask: torch.Tensor, t: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Contexts c (B, Tq, n) and weights a (B, Tq, Tx) for decoder states q (B, Tq, n)
         at target positions t (B, Tq) (0 for the first target word)."""
         e = self._scores(q, keys, h).float()
@@ -175,6 +182,6 @@ class LuongAttention(nn.Module):
         a = torch.softmax(e.masked_fill(~allowed, float("-inf")), -1)
         if self.window == "local-p":
             a = a * torch.exp(-distance.square() / (2 * (self.D / 2) ** 2))
-            if self.renorm:   # the window's softmax adds to 1 and its Gaussian is ≥ e^-2: no division by 0
+            if self.renorm:  # the window's softmax adds to 1 and its Gaussian is ≥ e^-2: no division by 0
                 a = a / a.sum(-1, keepdim=True)
         return torch.bmm(a.to(h.dtype), h), a

@@ -13,8 +13,9 @@ text or vocabulary files.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, fields
-from typing import Any, Callable, cast
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -40,15 +41,17 @@ class EncoderOut:
     fertility: torch.Tensor | None = None
     coverage_keys: torch.Tensor | None = None
 
-    def _rows(self, take: Callable[[torch.Tensor], torch.Tensor]) -> "EncoderOut":
+    def _rows(self, take: Callable[[torch.Tensor], torch.Tensor]) -> EncoderOut:
         optional = {f.name: getattr(self, f.name) for f in fields(self)[2:]}
-        return EncoderOut(take(self.h), take(self.mask), **{k: None if v is None else take(v) for k, v in optional.items()})
+        return EncoderOut(
+            take(self.h), take(self.mask), **{k: None if v is None else take(v) for k, v in optional.items()}
+        )
 
-    def repeat(self, k: int) -> "EncoderOut":
+    def repeat(self, k: int) -> EncoderOut:
         """Each sentence k times in a row (for k beams): row i·k + j is sentence i."""
         return self if k == 1 else self._rows(lambda v: v.repeat_interleave(k, 0))
 
-    def select(self, rows: torch.Tensor) -> "EncoderOut":
+    def select(self, rows: torch.Tensor) -> EncoderOut:
         """These rows only (search drops the sentences it has finished)."""
         return self._rows(lambda v: v.index_select(0, rows))
 
@@ -62,8 +65,9 @@ class Seq2Seq(nn.Module):
     def init_state(self, enc: EncoderOut) -> torch.Tensor:
         raise NotImplementedError
 
-    def step(self, y_prev: torch.Tensor, state: torch.Tensor,
-             enc: EncoderOut) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    def step(
+        self, y_prev: torch.Tensor, state: torch.Tensor, enc: EncoderOut
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         """Log-probabilities of the next word, the new state and α."""
         raise NotImplementedError
 
@@ -120,20 +124,30 @@ class Seq2Seq(nn.Module):
     def logits(self, t: torch.Tensor) -> torch.Tensor:
         return cast(torch.Tensor, self.output_layer()(t))
 
-    def output_nll(self, t: torch.Tensor, tgt_out: torch.Tensor, words: torch.Tensor | None = None,
-                   smoothing: float = 0.0) -> torch.Tensor:
+    def output_nll(
+        self, t: torch.Tensor, tgt_out: torch.Tensor, words: torch.Tensor | None = None, smoothing: float = 0.0
+    ) -> torch.Tensor:
         """Summed NLL of ``tgt_out``; over the shortlist ``words`` only, if given (training). With
         label ``smoothing``: [smoothed loss, NLL] (:func:`~.loss.linear_cross_entropy`)."""
         out = self.output_layer()
         if words is not None:
-            return shortlisted_cross_entropy(t.flatten(0, 1), out.weight, out.bias, tgt_out.flatten(),
-                                             words, ignore_index=0, smoothing=smoothing)
-        return linear_cross_entropy(t.flatten(0, 1), out.weight, out.bias, tgt_out.flatten(),
-                                    ignore_index=0, smoothing=smoothing)   # <pad>
+            return shortlisted_cross_entropy(
+                t.flatten(0, 1), out.weight, out.bias, tgt_out.flatten(), words, ignore_index=0, smoothing=smoothing
+            )
+        return linear_cross_entropy(
+            t.flatten(0, 1), out.weight, out.bias, tgt_out.flatten(), ignore_index=0, smoothing=smoothing
+        )  # <pad>
 
-    def forward(self, src: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor,
-                tgt_out: torch.Tensor | None = None, words: torch.Tensor | None = None,
-                smoothing: float = 0.0, guide: torch.Tensor | None = None) -> Any:
+    def forward(
+        self,
+        src: torch.Tensor,
+        src_mask: torch.Tensor,
+        tgt_in: torch.Tensor,
+        tgt_out: torch.Tensor | None = None,
+        words: torch.Tensor | None = None,
+        smoothing: float = 0.0,
+        guide: torch.Tensor | None = None,
+    ) -> Any:
         """Logits (B, Ty, K) for the target prefix ``tgt_in`` (B, Ty); or, given the
         targets ``tgt_out`` (B, Ty), their summed NLL (float32) without any B×Ty×K tensor,
         with the softmax over the target words ``words`` if given (Jean et al.'s shortlist).
@@ -151,13 +165,14 @@ class Seq2Seq(nn.Module):
             raise UserError(f"guided alignment needs attention; the {self.cfg.arch} model has none")
         loss, nll = (out[0], out[1]) if smoothing else (out, out)
         head = self.head_alignment_logp(enc, t, tgt_out, alpha)
-        if head is not None:      # the links train the head; the attention stays translation's
+        if head is not None:  # the links train the head; the attention stays translation's
             return [loss, nll, *alignment_cross_entropy(head, unlinked_to_end(guide, src_mask, tgt_out), logp=True)]
-        fed = tgt_in != 0 if self.attention_follows_input() else None     # <pad> is 0
+        fed = tgt_in != 0 if self.attention_follows_input() else None  # <pad> is 0
         return [loss, nll, *alignment_cross_entropy(alpha, guide, fed)]
 
-    def head_alignment_logp(self, enc: EncoderOut, t: torch.Tensor, tgt_out: torch.Tensor,
-                            alpha: torch.Tensor | None) -> torch.Tensor | None:
+    def head_alignment_logp(
+        self, enc: EncoderOut, t: torch.Tensor, tgt_out: torch.Tensor, alpha: torch.Tensor | None
+    ) -> torch.Tensor | None:
         """log A (B, Ty, Tx) of the alignment head (:mod:`.alignment_head`) for the words
         ``tgt_out`` predicted from the readouts ``t``, or None for a model without one."""
         return None

@@ -26,8 +26,10 @@ def build_model(cfg: ModelConfig) -> Seq2Seq:
         if cfg.score not in SCORES:
             raise UserError(f"score must be one of {', '.join(SCORES)}; not '{cfg.score}'")
         if cfg.attention.startswith("local") and cfg.window < 1:
-            raise UserError(f"local attention needs a window half-width D ≥ 1 (got --window {cfg.window}): "
-                            f"with D = 0, local-p's Gaussian has σ = D/2 = 0")
+            raise UserError(
+                f"local attention needs a window half-width D ≥ 1 (got --window {cfg.window}): "
+                f"with D = 0, local-p's Gaussian has σ = D/2 = 0"
+            )
         if cfg.layers < 1 or not 0 <= cfg.dropout < 1:
             raise UserError(f"need layers ≥ 1 and 0 ≤ dropout < 1 (got {cfg.layers}, {cfg.dropout})")
     return MODELS[cfg.arch](cfg)

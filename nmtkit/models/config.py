@@ -1,5 +1,4 @@
-"""A model's architecture and sizes, as the checkpoint records them, and the size presets.
-"""
+"""A model's architecture and sizes, as the checkpoint records them, and the size presets."""
 
 from __future__ import annotations
 
@@ -31,19 +30,19 @@ class ModelConfig(Settings):
     arch: str = "rnnsearch"
     src_vocab: int = 0
     tgt_vocab: int = 0
-    emb: int = 620            # m
-    hidden: int = 1000        # n
-    align: int = 1000         # n'
-    maxout: int = 500         # l
+    emb: int = 620  # m
+    hidden: int = 1000  # n
+    align: int = 1000  # n'
+    maxout: int = 500  # l
     readout: str = "prev"
     encoder: str = "paper"
     layers: int = 4
     dropout: float = 0.2
-    attention: str = "local-m"     # global | local-m | local-p | none
-    score: str = "general"         # dot | general | concat | location
+    attention: str = "local-m"  # global | local-m | local-p | none
+    score: str = "general"  # dot | general | concat | location
     input_feed: bool = True
     reverse_source: bool = True
-    window: int = 10               # D
+    window: int = 10  # D
     max_src: int = 50
     # local-p: weights divided by their sum after the Gaussian (not the paper's). Off here, as in
     # files written before it existed; ``nmtkit train`` turns it on for a new local-p model.
@@ -68,8 +67,8 @@ ARCHS = ("rnnsearch", "rnnencdec", "luong")
 READOUTS = ("prev", "next")
 ENCODERS = ("paper", "cudnn")
 COVERAGES = ("none", "linguistic", "neural")
-MAX_FERTILITY = 2.0     # Tu et al.'s N: a source word covers at most two target words' worth
-NEURAL_COVERAGE_DIM = 10   # Tu et al.'s d: the units of each source word's neural coverage
+MAX_FERTILITY = 2.0  # Tu et al.'s N: a source word covers at most two target words' worth
+NEURAL_COVERAGE_DIM = 10  # Tu et al.'s d: the units of each source word's neural coverage
 
 
 def coverage_dim(coverage: str) -> int:
@@ -107,10 +106,10 @@ def preset_sizes(arch: str, preset: str) -> dict[str, int]:
 
 
 # Flags that belong to one family only: given to the other, they are refused rather than ignored.
-LUONG_ONLY = frozenset({"layers", "dropout", "attention", "score", "input_feed", "reverse_source", "window",
-                        "window_renorm"})
-RNNSEARCH_ONLY = frozenset({"maxout", "readout", "encoder", "tie_embeddings", "layer_norm", "alignment_head",
-                            "coverage"})
+LUONG_ONLY = frozenset(
+    {"layers", "dropout", "attention", "score", "input_feed", "reverse_source", "window", "window_renorm"}
+)
+RNNSEARCH_ONLY = frozenset(
+    {"maxout", "readout", "encoder", "tie_embeddings", "layer_norm", "alignment_head", "coverage"}
+)
 SIZES = ("emb", "hidden", "align", "maxout", "layers")
-
-

@@ -24,21 +24,22 @@ class NeuralCoverage(nn.Module):
     def __init__(self, annotation: int, query: int, dim: int):
         super().__init__()
         self.annotation, self.dim = annotation, dim
-        self.gru = PaperGRU(1 + annotation + query, dim)     # W's columns: [α | h | s]
+        self.gru = PaperGRU(1 + annotation + query, dim)  # W's columns: [α | h | s]
 
     def precompute(self, h: torch.Tensor) -> torch.Tensor:
         """W_h h_j + b: (B, Tx, 2n) → (B, Tx, 3d), float32."""
         W = self.gru.W
         with torch.autocast(h.device.type, enabled=False):
-            return F.linear(h.float(), W.weight[:, 1:1 + self.annotation].float(), W.bias.float())
+            return F.linear(h.float(), W.weight[:, 1 : 1 + self.annotation].float(), W.bias.float())
 
-    def forward(self, coverage: torch.Tensor, alpha: torch.Tensor, s_prev: torch.Tensor,
-                keys: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, coverage: torch.Tensor, alpha: torch.Tensor, s_prev: torch.Tensor, keys: torch.Tensor
+    ) -> torch.Tensor:
         """C_i (B, Tx, d), float32, from C_{i−1} (B, Tx, d), α_i (B, Tx), s_{i−1} (B, n) and the
         sentence's :meth:`precompute` (B, Tx, 3d)."""
         W = self.gru.W.weight.float()
         U_zr, U = self.gru.U_zr.weight.float(), self.gru.U.weight.float()
         with torch.autocast(s_prev.device.type, enabled=False):
-            w_s = F.linear(s_prev.float(), W[:, 1 + self.annotation:])
+            w_s = F.linear(s_prev.float(), W[:, 1 + self.annotation :])
             wx = keys.float() + w_s.unsqueeze(1) + alpha.float().unsqueeze(-1) * W[:, 0]
             return gru_update(wx, coverage.float(), lambda c: F.linear(c, U_zr), lambda rc: F.linear(rc, U))

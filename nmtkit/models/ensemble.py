@@ -28,10 +28,10 @@ class EnsembleEncoderOut:
     def mask(self) -> torch.Tensor:
         return self.parts[0].mask
 
-    def repeat(self, k: int) -> "EnsembleEncoderOut":
+    def repeat(self, k: int) -> EnsembleEncoderOut:
         return EnsembleEncoderOut([p.repeat(k) for p in self.parts])
 
-    def select(self, rows: torch.Tensor) -> "EnsembleEncoderOut":
+    def select(self, rows: torch.Tensor) -> EnsembleEncoderOut:
         return EnsembleEncoderOut([p.select(rows) for p in self.parts])
 
 
@@ -63,8 +63,12 @@ class Ensemble(Seq2Seq):
         """The members' reading (``search.force`` aligns with each when they differ)."""
         return self.models[0].attention_follows_input()
 
-    def step(self, y_prev: torch.Tensor, state: torch.Tensor,  # type: ignore[override]
-             enc: EnsembleEncoderOut) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    def step(
+        self,
+        y_prev: torch.Tensor,
+        state: torch.Tensor,
+        enc: EnsembleEncoderOut,  # type: ignore[override]
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         logps, states, maps = [], [], []
         for m, s, e in zip(self.models, torch.split(state, self.widths, 1), enc.parts):
             logp, s, alpha = m.step(y_prev, s, e)

@@ -31,7 +31,7 @@ from typing import Any, NamedTuple, cast
 import torch
 from torch import Tensor, nn
 
-KEEP_ENERGIES_BYTES = 512 << 20    # what the decoder may keep of its attention for backward
+KEEP_ENERGIES_BYTES = 512 << 20  # what the decoder may keep of its attention for backward
 
 _sigmoid_grad = torch.ops.aten.sigmoid_backward.grad_input
 _tanh_grad = torch.ops.aten.tanh_backward.grad_input
@@ -68,8 +68,7 @@ def _tanh_(x: Tensor) -> Tensor:
     return x.mul_(2).sigmoid_().mul_(2).sub_(1)
 
 
-def _cell_forward(zr: Tensor, s: Tensor, wc: Tensor, U_t: Tensor, rs: Tensor, cand: Tensor,
-                  diff: Tensor) -> Tensor:
+def _cell_forward(zr: Tensor, s: Tensor, wc: Tensor, U_t: Tensor, rs: Tensor, cand: Tensor, diff: Tensor) -> Tensor:
     """The GRU update once ``zr`` holds σ of the gates' pre-activations, with ``wc`` the
     candidate's input part: fills ``rs`` = r∘s, ``cand`` = tanh(wc + U rs) and ``diff`` =
     cand − s; returns z."""
@@ -80,8 +79,18 @@ def _cell_forward(zr: Tensor, s: Tensor, wc: Tensor, U_t: Tensor, rs: Tensor, ca
     return zr[:, :n]
 
 
-def _cell_backward(g: Tensor, gn: Tensor, zr: Tensor, cand: Tensor, diff: Tensor, s: Tensor, U: Tensor,
-                   dz: Tensor, dr: Tensor, dc: Tensor) -> Tensor:
+def _cell_backward(
+    g: Tensor,
+    gn: Tensor,
+    zr: Tensor,
+    cand: Tensor,
+    diff: Tensor,
+    s: Tensor,
+    U: Tensor,
+    dz: Tensor,
+    dr: Tensor,
+    dc: Tensor,
+) -> Tensor:
     """Given ∂s' (``g``; ``gn`` is g where the step was kept, 0 where padding carried s), fill
     the gates' pre-activation gradients ``dz``, ``dr``, ``dc`` and return ∂s from every path
     except the product with U_zr."""
@@ -103,8 +112,9 @@ class MaskedGRU(torch.autograd.Function):
 
     @staticmethod
     @torch.amp.custom_fwd(device_type="cpu", cast_inputs=torch.bfloat16)  # type: ignore[untyped-decorator]
-    def forward(ctx: Any, wx: Tensor, h0: Tensor, keep: Tensor | None, U_zr: Tensor, U: Tensor,
-                reverse: bool) -> Tensor:
+    def forward(
+        ctx: Any, wx: Tensor, h0: Tensor, keep: Tensor | None, U_zr: Tensor, U: Tensor, reverse: bool
+    ) -> Tensor:
         B, T, _ = wx.shape
         n = h0.shape[1]
         S, ZR = wx.new_empty(T + 1, B, n), wx.new_empty(T, B, 2 * n)
@@ -114,8 +124,8 @@ class MaskedGRU(torch.autograd.Function):
         for t in range(T - 1, -1, -1) if reverse else range(T):
             prev, new = (t + 1, t) if reverse else (t, t + 1)
             s = S[prev]
-            torch.addmm(wx[:, t, :2 * n], s, Uzr_t, out=ZR[t]).sigmoid_()
-            z = _cell_forward(ZR[t], s, wx[:, t, 2 * n:], U_t, RS[t], CAND[t], DIFF[t])
+            torch.addmm(wx[:, t, : 2 * n], s, Uzr_t, out=ZR[t]).sigmoid_()
+            z = _cell_forward(ZR[t], s, wx[:, t, 2 * n :], U_t, RS[t], CAND[t], DIFF[t])
             torch.addcmul(s, z if keep is None else z * keep[:, t, None], DIFF[t], out=S[new])
         ctx.save_for_backward(S, ZR, CAND, DIFF, RS, keep, U_zr, U)
         ctx.reverse = reverse
@@ -128,46 +138,58 @@ class MaskedGRU(torch.autograd.Function):
         g_out = g_out.to(S.dtype)
         reverse: bool = ctx.reverse
         T, B, n = CAND.shape
-        DG = g_out.new_empty(T, B, 3 * n)           # ∂ of the gates' pre-activations: ∂(W x)
+        DG = g_out.new_empty(T, B, 3 * n)  # ∂ of the gates' pre-activations: ∂(W x)
         carry = g_out.new_zeros(B, n)
         for t in range(T) if reverse else range(T - 1, -1, -1):
             s = S[t + 1] if reverse else S[t]
             g = g_out[:, t] + carry
             gn = g if keep is None else g * keep[:, t, None]
-            ds = _cell_backward(g, gn, ZR[t], CAND[t], DIFF[t], s, U, DG[t, :, :n], DG[t, :, n:2 * n],
-                                DG[t, :, 2 * n:])
-            carry = ds.addmm_(DG[t, :, :2 * n], U_zr)
+            ds = _cell_backward(
+                g, gn, ZR[t], CAND[t], DIFF[t], s, U, DG[t, :, :n], DG[t, :, n : 2 * n], DG[t, :, 2 * n :]
+            )
+            carry = ds.addmm_(DG[t, :, : 2 * n], U_zr)
         s_prev = (S[1:] if reverse else S[:-1]).reshape(T * B, n)
         flat = DG.view(T * B, 3 * n)
-        grad_Uzr = flat[:, :2 * n].t().mm(s_prev) if ctx.needs_input_grad[3] else None
-        grad_U = flat[:, 2 * n:].t().mm(RS.view(T * B, n)) if ctx.needs_input_grad[4] else None
+        grad_Uzr = flat[:, : 2 * n].t().mm(s_prev) if ctx.needs_input_grad[3] else None
+        grad_U = flat[:, 2 * n :].t().mm(RS.view(T * B, n)) if ctx.needs_input_grad[4] else None
         return DG.transpose(0, 1), carry, None, grad_Uzr, grad_U, None
 
 
-def _attend(q2: Tensor, keys2: Tensor, v2: Tensor, neg: Tensor, h: Tensor, sig: Tensor, alpha: Tensor,
-            c: Tensor) -> None:
+def _attend(
+    q2: Tensor, keys2: Tensor, v2: Tensor, neg: Tensor, h: Tensor, sig: Tensor, alpha: Tensor, c: Tensor
+) -> None:
     """Attention of one step from ``q2`` = 2 W_a s (B, n'): fills ``sig`` = σ(2(U_a h + W_a s))
     (B, Tx, n'), ``alpha`` (B, Tx) and the context ``c`` (B, m)."""
     B, Tx, na = sig.shape
     torch.add(keys2, q2.unsqueeze(1), out=sig).sigmoid_()
-    e = torch.mv(sig.view(-1, na), v2).view(B, Tx).add_(neg)   # v·tanh(·) + Σv: the softmax's
+    e = torch.mv(sig.view(-1, na), v2).view(B, Tx).add_(neg)  # v·tanh(·) + Σv: the softmax's
     torch.softmax(e, -1, out=alpha)
     torch.bmm(alpha.unsqueeze(1), h, out=c.unsqueeze(1))
 
 
-def _attend_backward(dc: Tensor, h: Tensor, alpha: Tensor, sig: Tensor, v4: Tensor, w: Tensor,
-                     grad_v: Tensor, grad_keys: Tensor, dq: Tensor, g_alpha: Tensor | None) -> None:
+def _attend_backward(
+    dc: Tensor,
+    h: Tensor,
+    alpha: Tensor,
+    sig: Tensor,
+    v4: Tensor,
+    w: Tensor,
+    grad_v: Tensor,
+    grad_keys: Tensor,
+    dq: Tensor,
+    g_alpha: Tensor | None,
+) -> None:
     """Backward of :func:`_attend` for ∂c ``dc`` and, when a loss reads the weights themselves
     (guided alignment), ∂α ``g_alpha``, with ``sig`` as :func:`_attend` left it and ``v4`` =
     4 v_a: fills ∂(W_a s) ``dq`` (B, n'), adds 2 ∂e·σ to ``grad_v`` (1, n') and ∂e ∘ σ(1 − σ)
     to ``grad_keys`` (∂keys but for the factor 4 v_a)."""
     B, Tx, na = sig.shape
-    d_alpha = torch.bmm(dc.unsqueeze(1), h.transpose(1, 2)).view(B, Tx)   # 10x faster than h @ dc
+    d_alpha = torch.bmm(dc.unsqueeze(1), h.transpose(1, 2)).view(B, Tx)  # 10x faster than h @ dc
     if g_alpha is not None:
         d_alpha.add_(g_alpha)
     de = torch._softmax_backward_data(d_alpha, alpha, -1, alpha.dtype)
-    grad_v.add_(de.view(1, -1).mm(sig.view(-1, na)), alpha=2)   # Σ_j ∂e_j = 0: no −1 term
-    torch.addcmul(sig, sig, sig, value=-1, out=w)                # σ(1 − σ): tanh' = 4σ(1 − σ)
+    grad_v.add_(de.view(1, -1).mm(sig.view(-1, na)), alpha=2)  # Σ_j ∂e_j = 0: no −1 term
+    torch.addcmul(sig, sig, sig, value=-1, out=w)  # σ(1 − σ): tanh' = 4σ(1 − σ)
     torch.mul(torch.bmm(de.unsqueeze(1), w).view(B, na), v4, out=dq)
     grad_keys.addcmul_(de.unsqueeze(2), w)
 
@@ -181,8 +203,19 @@ class AttentiveGRU(torch.autograd.Function):
 
     @staticmethod
     @torch.amp.custom_fwd(device_type="cpu", cast_inputs=torch.bfloat16)  # type: ignore[untyped-decorator]
-    def forward(ctx: Any, s0: Tensor, wy: Tensor, keys: Tensor, h: Tensor, mask: Tensor, W_a: Tensor,
-                v: Tensor, C: Tensor, U_zr: Tensor, U: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    def forward(  # noqa: PLR0913 (an autograd Function takes its tensors one by one)
+        ctx: Any,
+        s0: Tensor,
+        wy: Tensor,
+        keys: Tensor,
+        h: Tensor,
+        mask: Tensor,
+        W_a: Tensor,
+        v: Tensor,
+        C: Tensor,
+        U_zr: Tensor,
+        U: Tensor,
+    ) -> tuple[Tensor, Tensor, Tensor]:
         B, Ty, _ = wy.shape
         Tx, m, n, na = h.shape[1], h.shape[2], s0.shape[1], W_a.shape[0]
         S, ZR, CTX = wy.new_empty(Ty + 1, B, n), wy.new_empty(Ty, B, 2 * n), wy.new_empty(Ty, B, m)
@@ -190,40 +223,41 @@ class AttentiveGRU(torch.autograd.Function):
         P, AL = wy.new_empty(Ty, B, 2 * n + na), wy.new_empty(Ty, B, Tx)
         # σ of each step's energies, kept for backward if small enough, else recomputed there
         kept = Ty * B * Tx * na * keys.element_size() <= KEEP_ENERGIES_BYTES
-        block = (_ENERGIES.take(ctx, Ty * B * Tx * na, keys, KEEP_ENERGIES_BYTES // keys.element_size()) if kept
-                 else keys.new_empty(B * Tx * na))
+        block = (
+            _ENERGIES.take(ctx, Ty * B * Tx * na, keys, KEEP_ENERGIES_BYTES // keys.element_size())
+            if kept
+            else keys.new_empty(B * Tx * na)
+        )
         SIG = block.view(-1, B, Tx, na)
         S[0] = s0
-        W_s = torch.cat([U_zr, 2 * W_a]).t()          # s → [U_zr s; 2 W_a s]: one product a step
+        W_s = torch.cat([U_zr, 2 * W_a]).t()  # s → [U_zr s; 2 W_a s]: one product a step
         keys2, v2, C_t, U_t = 2 * keys, 2 * v, C.t(), U.t()
         neg = torch.zeros_like(AL[0]).masked_fill_(~mask, float("-inf"))
         for i in range(Ty):
             s = S[i]
             torch.mm(s, W_s, out=P[i])
-            _attend(P[i, :, 2 * n:], keys2, v2, neg, h, SIG[i if kept else 0], AL[i], CTX[i])
+            _attend(P[i, :, 2 * n :], keys2, v2, neg, h, SIG[i if kept else 0], AL[i], CTX[i])
             G = torch.addmm(wy[:, i], CTX[i], C_t)
-            torch.add(G[:, :2 * n], P[i, :, :2 * n], out=ZR[i]).sigmoid_()
-            z = _cell_forward(ZR[i], s, G[:, 2 * n:], U_t, RS[i], CAND[i], DIFF[i])
+            torch.add(G[:, : 2 * n], P[i, :, : 2 * n], out=ZR[i]).sigmoid_()
+            z = _cell_forward(ZR[i], s, G[:, 2 * n :], U_t, RS[i], CAND[i], DIFF[i])
             torch.addcmul(s, z, DIFF[i], out=S[i + 1])
-        ctx.save_for_backward(S, ZR, CAND, DIFF, RS, P, AL, CTX, keys2, h, W_a, v, C, U_zr, U,
-                              SIG if kept else None)
-        ctx.set_materialize_grads(False)      # α's gradient is None unless a loss reads α
+        ctx.save_for_backward(S, ZR, CAND, DIFF, RS, P, AL, CTX, keys2, h, W_a, v, C, U_zr, U, SIG if kept else None)
+        ctx.set_materialize_grads(False)  # α's gradient is None unless a loss reads α
         return S.transpose(0, 1), CTX.transpose(0, 1), AL.transpose(0, 1)
 
     @staticmethod
     @torch.amp.custom_bwd(device_type="cpu")  # type: ignore[untyped-decorator]
-    def backward(ctx: Any, g_S: Tensor | None, g_ctx: Tensor | None,
-                 g_al: Tensor | None) -> tuple[Tensor | None, ...]:
+    def backward(ctx: Any, g_S: Tensor | None, g_ctx: Tensor | None, g_al: Tensor | None) -> tuple[Tensor | None, ...]:
         S, ZR, CAND, DIFF, RS, P, AL, CTX, keys2, h, W_a, v, C, U_zr, U, SIG = ctx.saved_tensors
         g_S = S.new_zeros(S.shape).transpose(0, 1) if g_S is None else g_S.to(S.dtype)
         g_ctx = CTX.new_zeros(CTX.shape).transpose(0, 1) if g_ctx is None else g_ctx.to(S.dtype)
         g_AL = None if g_al is None else g_al.to(S.dtype).transpose(0, 1)
-        (Ty, B, Tx), na = AL.shape, keys2.shape[2]
+        (Ty, B, _), na = AL.shape, keys2.shape[2]
         n, m = S.shape[2], h.shape[2]
         # a step's gradients, [∂ candidate | ∂z | ∂r | ∂(W_a s)]: the first three ∂(C c) reordered,
         # the last three what multiplies [U_zr; W_a] back to ∂s
         X, DC = g_S.new_empty(Ty, B, 3 * n + na), g_S.new_empty(Ty, B, m)
-        W_s, C_perm = torch.cat([U_zr, W_a]), torch.cat([C[2 * n:], C[:2 * n]])
+        W_s, C_perm = torch.cat([U_zr, W_a]), torch.cat([C[2 * n :], C[: 2 * n]])
         # ∂v_a sums Ty steps: in float32 under bfloat16 too, as autograd sums the reference's
         grad_v, grad_keys = g_S.new_zeros(1, na, dtype=torch.float32), torch.zeros_like(keys2)
         w, sig = torch.empty_like(keys2), torch.empty_like(keys2) if SIG is None else keys2
@@ -231,24 +265,36 @@ class AttentiveGRU(torch.autograd.Function):
         carry = g_S[:, Ty]
         for i in range(Ty - 1, -1, -1):
             x = X[i]
-            ds = _cell_backward(carry, carry, ZR[i], CAND[i], DIFF[i], S[i], U, x[:, n:2 * n],
-                                x[:, 2 * n:3 * n], x[:, :n])
-            torch.addmm(g_ctx[:, i], x[:, :3 * n], C_perm, out=DC[i])
+            ds = _cell_backward(
+                carry, carry, ZR[i], CAND[i], DIFF[i], S[i], U, x[:, n : 2 * n], x[:, 2 * n : 3 * n], x[:, :n]
+            )
+            torch.addmm(g_ctx[:, i], x[:, : 3 * n], C_perm, out=DC[i])
             if SIG is not None:
                 sig = SIG[i]
             else:
-                torch.add(keys2, P[i, :, None, 2 * n:], out=sig).sigmoid_()
-            _attend_backward(DC[i], h, AL[i], sig, v4, w, grad_v, grad_keys, x[:, 3 * n:],
-                             None if g_AL is None else g_AL[i])
+                torch.add(keys2, P[i, :, None, 2 * n :], out=sig).sigmoid_()
+            _attend_backward(
+                DC[i], h, AL[i], sig, v4, w, grad_v, grad_keys, x[:, 3 * n :], None if g_AL is None else g_AL[i]
+            )
             carry = ds.addmm_(x[:, n:], W_s).add_(g_S[:, i])
         flat = X.view(Ty * B, -1)
-        grad_W = flat[:, n:].t().mm(S[:-1].reshape(Ty * B, n))                  # [∂U_zr; ∂W_a]
-        grad_C = flat[:, :3 * n].t().mm(CTX.view(Ty * B, m))
+        grad_W = flat[:, n:].t().mm(S[:-1].reshape(Ty * B, n))  # [∂U_zr; ∂W_a]
+        grad_C = flat[:, : 3 * n].t().mm(CTX.view(Ty * B, m))
         grad_U = flat[:, :n].t().mm(RS.view(Ty * B, n))
         grad_h = torch.bmm(AL.permute(1, 2, 0), DC.transpose(0, 1))
-        grad_wy = torch.cat([X[..., n:3 * n], X[..., :n]], -1).transpose(0, 1)
-        return (carry, grad_wy, grad_keys.mul_(v4), grad_h, None, grad_W[2 * n:], grad_v.view(na),
-                torch.cat([grad_C[n:], grad_C[:n]]), grad_W[:2 * n], grad_U)
+        grad_wy = torch.cat([X[..., n : 3 * n], X[..., :n]], -1).transpose(0, 1)
+        return (
+            carry,
+            grad_wy,
+            grad_keys.mul_(v4),
+            grad_h,
+            None,
+            grad_W[2 * n :],
+            grad_v.view(na),
+            torch.cat([grad_C[n:], grad_C[:n]]),
+            grad_W[: 2 * n],
+            grad_U,
+        )
 
 
 def wanted(module: nn.Module, x: Tensor) -> bool:
@@ -257,12 +303,17 @@ def wanted(module: nn.Module, x: Tensor) -> bool:
     autocast to bfloat16 (``--bf16``), outside torch.compile, with gradients recorded. Anything else
     keeps the reference loop."""
     autocast = torch.is_autocast_enabled("cpu")
-    return (bool(module.__dict__.get("fused_steps", False)) and x.device.type == "cpu"
-            and x.dtype in ((torch.float32, torch.bfloat16) if autocast else (torch.float32,))
-            and (not autocast or torch.get_autocast_dtype("cpu") == torch.bfloat16) and torch.is_grad_enabled()
-            and not torch.compiler.is_compiling() and any(p.requires_grad for p in module.parameters())
-            # layer-normalised GRUs (--layer-norm) have products these passes do not normalise
-            and not any(getattr(m, "ln_zr", None) is not None for m in module.modules()))
+    return (
+        bool(module.__dict__.get("fused_steps", False))
+        and x.device.type == "cpu"
+        and x.dtype in ((torch.float32, torch.bfloat16) if autocast else (torch.float32,))
+        and (not autocast or torch.get_autocast_dtype("cpu") == torch.bfloat16)
+        and torch.is_grad_enabled()
+        and not torch.compiler.is_compiling()
+        and any(p.requires_grad for p in module.parameters())
+        # layer-normalised GRUs (--layer-norm) have products these passes do not normalise
+        and not any(getattr(m, "ln_zr", None) is not None for m in module.modules())
+    )
 
 
 def use_fused(model: nn.Module, on: bool = True) -> None:
@@ -304,11 +355,13 @@ def fixed_decode(gru: Recurrence, s0: Tensor, wy: Tensor, gates: Tensor) -> Tens
     return torch.cat([s0.unsqueeze(1), out], 1)
 
 
-def attentive_decode(gru: Recurrence, attention: Attention, s0: Tensor, wy: Tensor, keys: Tensor, h: Tensor,
-                     mask: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+def attentive_decode(
+    gru: Recurrence, attention: Attention, s0: Tensor, wy: Tensor, keys: Tensor, h: Tensor, mask: Tensor
+) -> tuple[Tensor, Tensor, Tensor]:
     """RNNsearch's states s_0..s_Ty (B, Ty+1, n), contexts (B, Ty, m) and attention weights
     (B, Ty, Tx) through :class:`AttentiveGRU`, from s_0, w_y = W E y + b (B, Ty, 3n), the keys
     U_a h (B, Tx, n'), the annotations h (B, Tx, m) and the source mask (B, Tx)."""
     out = AttentiveGRU.apply(  # type: ignore[no-untyped-call]
-        s0, wy, keys, h, mask, attention.W_a, attention.v_a, attention.C, gru.U_zr, gru.U)
+        s0, wy, keys, h, mask, attention.W_a, attention.v_a, attention.C, gru.U_zr, gru.U
+    )
     return cast(tuple[Tensor, Tensor, Tensor], out)

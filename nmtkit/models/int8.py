@@ -22,10 +22,14 @@ from .base import Seq2Seq
 def quantize_int8(model: Seq2Seq) -> Seq2Seq:
     """``model`` (eval mode, on the CPU) with its linear layers in int8."""
     from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
-    for module in model.modules():     # layers.inference_linear's oneDNN copies: not copyable
+
+    for module in model.modules():  # layers.inference_linear's oneDNN copies: not copyable
         module.__dict__.pop("_onednn", None)
-    spec = {name: per_channel_dynamic_qconfig for name, m in model.named_modules()
-            if type(m) is nn.Linear and not name.endswith("v_a")}
+    spec = {
+        name: per_channel_dynamic_qconfig
+        for name, m in model.named_modules()
+        if type(m) is nn.Linear and not name.endswith("v_a")
+    }
     with warnings.catch_warnings():
         # torch 2.10+ marks this API for a move to torchao; it is what this torch provides
         warnings.simplefilter("ignore")

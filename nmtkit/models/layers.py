@@ -8,7 +8,8 @@ matrix product before the loop, so each step does only the recurrent ones.
 
 from __future__ import annotations
 
-from typing import Any, Callable, cast
+from collections.abc import Callable
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -32,16 +33,20 @@ class BlockNorm(nn.Module):
         return y.reshape(shape) * self.gain + self.shift
 
 
-def gru_update(wx: torch.Tensor, s: torch.Tensor, u_zr: Callable[[torch.Tensor], torch.Tensor],
-               u: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
+def gru_update(
+    wx: torch.Tensor,
+    s: torch.Tensor,
+    u_zr: Callable[[torch.Tensor], torch.Tensor],
+    u: Callable[[torch.Tensor], torch.Tensor],
+) -> torch.Tensor:
     """The paper-GRU's step on (…, 3n) input projections ``wx`` and (…, n) states ``s``, given
     its recurrent products ``u_zr(s)`` (…, 2n) and ``u(r∘s)`` (…, n): apart from
     :class:`PaperGRU`, so that a cell whose weights are cast (the neural coverage's, in float32)
     steps alike."""
     n = s.shape[-1]
-    zr = torch.sigmoid(wx[..., :2 * n] + u_zr(s))
+    zr = torch.sigmoid(wx[..., : 2 * n] + u_zr(s))
     z, r = zr[..., :n], zr[..., n:]
-    candidate = torch.tanh(wx[..., 2 * n:] + u(r * s))
+    candidate = torch.tanh(wx[..., 2 * n :] + u(r * s))
     return s + z * (candidate - s)
 
 
@@ -56,7 +61,7 @@ class PaperGRU(nn.Module):
     def __init__(self, input_size: int, hidden: int, layer_norm: bool = False):
         super().__init__()
         self.hidden = hidden
-        self.W = nn.Linear(input_size, 3 * hidden)            # [W_z; W_r; W] with biases
+        self.W = nn.Linear(input_size, 3 * hidden)  # [W_z; W_r; W] with biases
         self.U_zr = nn.Linear(hidden, 2 * hidden, bias=False)  # recurrent: orthogonal
         self.U = nn.Linear(hidden, hidden, bias=False)
         self.ln_x = BlockNorm(3, hidden) if layer_norm else None
@@ -106,13 +111,12 @@ class BiEncoder(nn.Module):
         out = [s] * T
         # unbind once: indexing wx[:, t] in the loop costs a full-size gradient buffer per step
         steps, keep = wx.unbind(1), mask.unsqueeze(-1).to(wx.dtype).unbind(1)
-        for t in (range(T - 1, -1, -1) if reverse else range(T)):
+        for t in range(T - 1, -1, -1) if reverse else range(T):
             s = rnn.masked_cell(steps[t], s, keep[t])
             out[t] = s
         return torch.stack(out, 1)
 
-    def _direction(self, rnn: PaperGRU, x: torch.Tensor, mask: torch.Tensor, reverse: bool,
-                   fast: bool) -> torch.Tensor:
+    def _direction(self, rnn: PaperGRU, x: torch.Tensor, mask: torch.Tensor, reverse: bool, fast: bool) -> torch.Tensor:
         if fast:
             return fused.masked_gru(fused.Recurrence(rnn.U_zr.weight, rnn.U.weight), rnn.inputs(x), mask, reverse)
         return self._run(rnn, rnn.inputs(x), mask, reverse)
@@ -120,7 +124,7 @@ class BiEncoder(nn.Module):
     def forward(self, src: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Returns annotations (B, T, 2n or n) and ←h_1 (B, n) (None when unidirectional)."""
         x = self.embed(src)
-        fast = fused.wanted(self, x)                                        # models.fused.use_fused
+        fast = fused.wanted(self, x)  # models.fused.use_fused
         fwd = self._direction(self.fwd, x, mask, False, fast)
         if self.bwd is None:
             return fwd, None
@@ -146,11 +150,10 @@ class CudnnEncoder(nn.Module):
 
     def forward(self, src: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         lengths = mask.sum(1).cpu()
-        packed = nn.utils.rnn.pack_padded_sequence(self.embed(src), lengths, batch_first=True,
-                                                   enforce_sorted=False)
+        packed = nn.utils.rnn.pack_padded_sequence(self.embed(src), lengths, batch_first=True, enforce_sorted=False)
         out, _ = self.rnn(packed)
         h, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=src.shape[1])
-        return h, (h[:, 0, self.hidden:] if self.bidirectional else None)
+        return h, (h[:, 0, self.hidden :] if self.bidirectional else None)
 
 
 def init_appendix_b1(model: nn.Module) -> None:
@@ -158,12 +161,12 @@ def init_appendix_b1(model: nn.Module) -> None:
     and biases; N(0, 0.01²) for every other weight."""
     for name, p in model.named_parameters():
         leaf = name.rsplit(".", 2)
-        if ".ln_" in name:              # layer normalisation starts as the identity
+        if ".ln_" in name:  # layer normalisation starts as the identity
             nn.init.ones_(p) if name.endswith("gain") else nn.init.zeros_(p)
         elif name.endswith("bias") or ".v_a" in name or name.startswith("v_a") or ".bias_" in name:
             nn.init.zeros_(p)
         elif "U_zr" in name or leaf[-2:] == ["U", "weight"] or ".weight_hh" in name:
-            for block in torch.split(p.data, p.shape[1], 0):     # [U_z; U_r] (and nn.GRU's [U_r; U_z; U]): each orthogonal
+            for block in torch.split(p.data, p.shape[1], 0):  # [U_z; U_r] (and nn.GRU's [U_r; U_z; U]): each orthogonal
                 nn.init.orthogonal_(block)
         elif "W_a" in name or "U_a" in name:
             nn.init.normal_(p, 0.0, 0.001)
@@ -174,7 +177,7 @@ def init_appendix_b1(model: nn.Module) -> None:
             module.weight.data[module.padding_idx].zero_()
 
 
-_ONEDNN_ROWS = 128   # larger products ran 2-4x slower per row (the output outgrows the cache)
+_ONEDNN_ROWS = 128  # larger products ran 2-4x slower per row (the output outgrows the cache)
 
 
 def inference_linear(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
@@ -186,11 +189,16 @@ def inference_linear(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
     loaded for inference, :func:`nmtkit.checkpoint.model_of`): an optimizer may write a
     parameter without bumping its version counter (torch's fused Adam on CPUs does not), and a
     copy keyed on the version then goes stale unseen, as it did under training's validation."""
-    if (type(layer) is not nn.Linear       # an int8 layer (models.int8) has a kernel of its own
-            or x.device.type != "cpu" or x.dtype != torch.float32 or x.dim() != 2 or torch.is_grad_enabled()
-            or layer.weight.requires_grad
-            or not torch.backends.mkldnn.is_available()  # type: ignore[no-untyped-call]
-            or layer.weight.dtype != torch.float32):
+    if (
+        type(layer) is not nn.Linear  # an int8 layer (models.int8) has a kernel of its own
+        or x.device.type != "cpu"
+        or x.dtype != torch.float32
+        or x.dim() != 2
+        or torch.is_grad_enabled()
+        or layer.weight.requires_grad
+        or not torch.backends.mkldnn.is_available()  # type: ignore[no-untyped-call]
+        or layer.weight.dtype != torch.float32
+    ):
         return cast(torch.Tensor, layer(x))
     key = (layer.weight._version, layer.weight.data_ptr())
     cache = layer.__dict__.get("_onednn")
@@ -198,8 +206,12 @@ def inference_linear(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
         cache = (key, layer.weight.detach().to_mkldnn(), None if layer.bias is None else layer.bias.detach())
         layer.__dict__["_onednn"] = cache
     _, weight, bias = cache
-    return torch.cat([torch._C._nn.mkldnn_linear(x[i:i + _ONEDNN_ROWS].to_mkldnn(), weight, bias).to_dense()
-                      for i in range(0, x.shape[0], _ONEDNN_ROWS)])
+    return torch.cat(
+        [
+            torch._C._nn.mkldnn_linear(x[i : i + _ONEDNN_ROWS].to_mkldnn(), weight, bias).to_dense()
+            for i in range(0, x.shape[0], _ONEDNN_ROWS)
+        ]
+    )
 
 
 def restricted_output(layer: nn.Module, rows: torch.Tensor) -> nn.Module:
@@ -212,19 +224,27 @@ def restricted_output(layer: nn.Module, rows: torch.Tensor) -> nn.Module:
     if isinstance(layer, nn.Linear):
         weight, bias = output_weights(layer)
         # skip_init: no random initial weights made only to be replaced
-        cut = cast(nn.Linear, torch.nn.utils.skip_init(  # type: ignore[no-untyped-call]
-            nn.Linear, weight.shape[1], len(rows), bias=bias is not None, device=weight.device, dtype=weight.dtype))
+        cut = cast(
+            nn.Linear,
+            torch.nn.utils.skip_init(  # type: ignore[no-untyped-call]
+                nn.Linear, weight.shape[1], len(rows), bias=bias is not None, device=weight.device, dtype=weight.dtype
+            ),
+        )
         cut.weight = nn.Parameter(weight.index_select(0, rows), requires_grad=False)
         if bias is not None:
             cut.bias = nn.Parameter(bias.index_select(0, rows), requires_grad=False)
         return cut
-    quantized: Any = layer                          # torch's dynamically quantized Linear
+    quantized: Any = layer  # torch's dynamically quantized Linear
     from torch.ao.nn.quantized.dynamic import Linear as DynamicLinear
+
     q = quantized.weight()
     rows_cpu = rows.to(q.device)
     weight = torch._make_per_channel_quantized_tensor(
-        q.int_repr().index_select(0, rows_cpu), q.q_per_channel_scales().index_select(0, rows_cpu),
-        q.q_per_channel_zero_points().index_select(0, rows_cpu), 0)
+        q.int_repr().index_select(0, rows_cpu),
+        q.q_per_channel_scales().index_select(0, rows_cpu),
+        q.q_per_channel_zero_points().index_select(0, rows_cpu),
+        0,
+    )
     bias = quantized.bias()
     int8_cut: Any = DynamicLinear(q.shape[1], len(rows), dtype=torch.qint8)  # type: ignore[no-untyped-call]
     int8_cut.set_weight_bias(weight, None if bias is None else bias.index_select(0, rows_cpu))
@@ -236,9 +256,9 @@ def output_weights(layer: nn.Module) -> tuple[torch.Tensor, torch.Tensor | None]
     (:mod:`nmtkit.models.int8`) dequantized."""
     if isinstance(layer, nn.Linear):
         return layer.weight.detach(), None if layer.bias is None else layer.bias.detach()
-    cached = layer.__dict__.get("_float_weights")   # dequantized once: the weights never change
+    cached = layer.__dict__.get("_float_weights")  # dequantized once: the weights never change
     if cached is None:
-        quantized: Any = layer                      # torch's dynamically quantized Linear
+        quantized: Any = layer  # torch's dynamically quantized Linear
         bias = quantized.bias()
         cached = (quantized.weight().dequantize(), None if bias is None else bias.detach())
         layer.__dict__["_float_weights"] = cached

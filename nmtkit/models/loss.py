@@ -37,13 +37,22 @@ def _minus_targets(p: torch.Tensor, y: torch.Tensor, kept: torch.Tensor | None, 
 
 class _LinearCrossEntropy(torch.autograd.Function):
     @staticmethod
-    def forward(ctx: Any, t: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
-                target: torch.Tensor, keep: torch.Tensor | None, chunk: int, grads: bool,
-                mm_dtype: torch.dtype, smoothing: float = 0.0) -> torch.Tensor:
+    def forward(
+        ctx: Any,
+        t: torch.Tensor,
+        weight: torch.Tensor,
+        bias: torch.Tensor | None,
+        target: torch.Tensor,
+        keep: torch.Tensor | None,
+        chunk: int,
+        grads: bool,
+        mm_dtype: torch.dtype,
+        smoothing: float = 0.0,
+    ) -> torch.Tensor:
         needs = ctx.needs_input_grad
         want_t, want_w, want_b = grads and needs[0], grads and needs[1], grads and bias is not None and needs[2]
         w = weight.to(mm_dtype)
-        acc = torch.promote_types(mm_dtype, torch.float32)      # softmax and sums: float32 at least
+        acc = torch.promote_types(mm_dtype, torch.float32)  # softmax and sums: float32 at least
         grad_t = torch.empty_like(t) if want_t else None
         grad_w = torch.zeros_like(weight, dtype=acc) if want_w else None
         grad_b = torch.zeros_like(bias, dtype=acc) if want_b and bias is not None else None
@@ -55,9 +64,9 @@ class _LinearCrossEntropy(torch.autograd.Function):
         chunk = max(1, min(chunk, t.shape[0]))
         z_buf = t.new_empty((chunk, weight.shape[0]), dtype=acc)
         mm_buf = z_buf if mm_dtype == acc else torch.empty_like(z_buf, dtype=mm_dtype)
-        with torch.autocast(t.device.type, enabled=False):    # the dtypes here are explicit
+        with torch.autocast(t.device.type, enabled=False):  # the dtypes here are explicit
             for start in range(0, t.shape[0], chunk):
-                rows, y = t[start:start + chunk].to(mm_dtype), target[start:start + chunk].unsqueeze(1)
+                rows, y = t[start : start + chunk].to(mm_dtype), target[start : start + chunk].unsqueeze(1)
                 n = rows.shape[0]
                 z = torch.mm(rows, w.t(), out=mm_buf[:n])
                 if mm_buf is not z_buf:
@@ -71,7 +80,7 @@ class _LinearCrossEntropy(torch.autograd.Function):
                 peak = z.amax(-1, keepdim=True)
                 denom = z.sub_(peak).exp_().sum(-1, keepdim=True)
                 nll = peak.squeeze(1) + denom.squeeze(1).log() - z_y
-                kept = None if keep is None else keep[start:start + chunk].to(acc)
+                kept = None if keep is None else keep[start : start + chunk].to(acc)
                 total += (nll if kept is None else nll * kept).sum()
                 if z_mean is not None:
                     row = nll + eps * (z_y - z_mean)
@@ -89,7 +98,7 @@ class _LinearCrossEntropy(torch.autograd.Function):
                     if grad_w is not None:
                         grad_w += g.t() @ rows
                 if grad_t is not None:
-                    grad_t[start:start + chunk] = g @ w
+                    grad_t[start : start + chunk] = g @ w
         ctx.save_for_backward(grad_t, grad_w, grad_b)
         ctx.weight_dtype = weight.dtype
         return torch.stack([smoothed, total]) if eps else total
@@ -97,18 +106,32 @@ class _LinearCrossEntropy(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, grad_out: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         grad_t, grad_w, grad_b = ctx.saved_tensors
-        if grad_out.dim():               # [smoothed loss, NLL]: the gradient is the first's
+        if grad_out.dim():  # [smoothed loss, NLL]: the gradient is the first's
             grad_out = grad_out[0]
         scale = grad_out.to(grad_w.dtype if grad_w is not None else grad_out.dtype)
-        return (None if grad_t is None else grad_t * scale.to(grad_t.dtype),
-                None if grad_w is None else (grad_w * scale).to(ctx.weight_dtype),
-                None if grad_b is None else (grad_b * scale).to(ctx.weight_dtype),
-                None, None, None, None, None, None)
+        return (
+            None if grad_t is None else grad_t * scale.to(grad_t.dtype),
+            None if grad_w is None else (grad_w * scale).to(ctx.weight_dtype),
+            None if grad_b is None else (grad_b * scale).to(ctx.weight_dtype),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
 
 
-def linear_cross_entropy(t: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
-                         target: torch.Tensor, ignore_index: int = 0, chunk_elements: int = 0,
-                         drop_padding: bool | None = None, smoothing: float = 0.0) -> torch.Tensor:
+def linear_cross_entropy(
+    t: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    target: torch.Tensor,
+    ignore_index: int = 0,
+    chunk_elements: int = 0,
+    drop_padding: bool | None = None,
+    smoothing: float = 0.0,
+) -> torch.Tensor:
     """Σ over rows of −log softmax(t Wᵀ + b)[target], skipping ``ignore_index`` rows.
 
     With ``smoothing`` ε > 0 (label smoothing, Szegedy et al. 2016): the pair [Σ −Σ_k q_k log
@@ -135,19 +158,31 @@ def linear_cross_entropy(t: torch.Tensor, weight: torch.Tensor, bias: torch.Tens
     chunk_elements = chunk_elements or (1 << 22 if device == "cpu" else 1 << 26)
     keep: torch.Tensor | None = None
     if drop_padding if drop_padding is not None else device == "cpu":
-        real = (target != ignore_index).nonzero().squeeze(1)    # padding rows cost nothing
+        real = (target != ignore_index).nonzero().squeeze(1)  # padding rows cost nothing
         t, target = t.index_select(0, real), target.index_select(0, real)
     else:
         keep = target != ignore_index
-    return cast(torch.Tensor, _LinearCrossEntropy.apply(  # type: ignore[no-untyped-call]
-        t, weight, bias, target, keep, max(1, chunk_elements // weight.shape[0]), torch.is_grad_enabled(), mm_dtype,
-        smoothing))
+    return cast(
+        torch.Tensor,
+        _LinearCrossEntropy.apply(  # type: ignore[no-untyped-call]
+            t,
+            weight,
+            bias,
+            target,
+            keep,
+            max(1, chunk_elements // weight.shape[0]),
+            torch.is_grad_enabled(),
+            mm_dtype,
+            smoothing,
+        ),
+    )
 
 
 def shortlist(targets: torch.Tensor, vocab_size: int, size: int, ignore_index: int = 0) -> torch.Tensor:
-    """Jean et al.'s V' for one minibatch (CPU tensors, before the batch goes to the device), sorted: the distinct words of ``targets``, always
-    ``ignore_index`` (so that it keeps its id), topped up to ``size`` with other words drawn
-    uniformly from torch's global generator (so a resumed run draws the same ones)."""
+    """Jean et al.'s V' for one minibatch (CPU tensors, before the batch goes to the device),
+    sorted: the distinct words of ``targets``, always ``ignore_index`` (so that it keeps its id),
+    topped up to ``size`` with other words drawn uniformly from torch's global generator (so a
+    resumed run draws the same ones)."""
     present = torch.zeros(vocab_size, dtype=torch.bool)
     present[targets.flatten()] = True
     present[ignore_index] = True
@@ -158,21 +193,33 @@ def shortlist(targets: torch.Tensor, vocab_size: int, size: int, ignore_index: i
     return present.nonzero().squeeze(1)
 
 
-def shortlisted_cross_entropy(t: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
-                              target: torch.Tensor, words: torch.Tensor, ignore_index: int = 0,
-                              smoothing: float = 0.0) -> torch.Tensor:
+def shortlisted_cross_entropy(
+    t: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    target: torch.Tensor,
+    words: torch.Tensor,
+    ignore_index: int = 0,
+    smoothing: float = 0.0,
+) -> torch.Tensor:
     """:func:`linear_cross_entropy` over the rows ``words`` of the output layer (a
     :func:`shortlist` of ``target``): gradients reach only those rows."""
     lookup = torch.full((weight.shape[0],), -1, dtype=torch.long, device=target.device)
     lookup[words] = torch.arange(len(words), device=target.device)
-    local = lookup[target]    # −1 would be a target missing from ``words``: index_select refuses it
-    return linear_cross_entropy(t, weight.index_select(0, words),
-                                None if bias is None else bias.index_select(0, words),
-                                local, ignore_index=int(lookup[ignore_index]), smoothing=smoothing)
+    local = lookup[target]  # −1 would be a target missing from ``words``: index_select refuses it
+    return linear_cross_entropy(
+        t,
+        weight.index_select(0, words),
+        None if bias is None else bias.index_select(0, words),
+        local,
+        ignore_index=int(lookup[ignore_index]),
+        smoothing=smoothing,
+    )
 
 
-def alignment_cross_entropy(alpha: torch.Tensor, guide: torch.Tensor, fed: torch.Tensor | None = None,
-                            eps: float = 1e-6, logp: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+def alignment_cross_entropy(
+    alpha: torch.Tensor, guide: torch.Tensor, fed: torch.Tensor | None = None, eps: float = 1e-6, logp: bool = False
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Guided alignment's loss (Chen et al. 2016; Marian's ``--guided-alignment-cost ce``): the
     cross-entropy −Σ_j g_ij log(α_ij + ε) of each target position's attention α_i (B, Ty, Tx)
     against its row of the guide (:func:`~nmtkit.data.batching.guide`), summed over the
@@ -182,8 +229,8 @@ def alignment_cross_entropy(alpha: torch.Tensor, guide: torch.Tensor, fed: torch
     step i's input is a word; step i is then held to guide row i − 1, and a step fed padding
     to nothing."""
     if fed is not None:
-        alpha, guide = alpha[:, 1:], guide[:, :alpha.shape[1] - 1] * fed[:, 1:, None].to(guide.device)
-    guide = guide[:, :alpha.shape[1], :alpha.shape[2]].to(alpha.device)
+        alpha, guide = alpha[:, 1:], guide[:, : alpha.shape[1] - 1] * fed[:, 1:, None].to(guide.device)
+    guide = guide[:, : alpha.shape[1], : alpha.shape[2]].to(alpha.device)
     total = -(guide * (alpha.float() if logp else torch.log(alpha.float() + eps))).sum()
     return total, (guide.sum(-1) > 0).sum()
 
@@ -192,8 +239,8 @@ def unlinked_to_end(guide: torch.Tensor, src_mask: torch.Tensor, tgt_out: torch.
     """The guide (B, Ty, Tx) with each real target word the aligner left unlinked (a row of
     zeros) linked to its source's </s> instead, the alignment head's "no link" (the last real
     position of ``src_mask``); padding rows stay empty."""
-    guide = guide[:, :tgt_out.shape[1], :src_mask.shape[1]].to(src_mask.device)
-    empty = (guide.sum(-1) == 0) & (tgt_out != 0)                 # <pad> is 0
+    guide = guide[:, : tgt_out.shape[1], : src_mask.shape[1]].to(src_mask.device)
+    empty = (guide.sum(-1) == 0) & (tgt_out != 0)  # <pad> is 0
     end = (src_mask.sum(1).long() - 1).clamp(min=0)
     null = torch.zeros_like(guide)
     null[torch.arange(guide.shape[0], device=guide.device), :, end] = 1.0

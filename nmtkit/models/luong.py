@@ -51,11 +51,16 @@ class Luong(Seq2Seq):
         self.src_embed = nn.Embedding(cfg.src_vocab, m, padding_idx=0)
         self.encoder = StackedLSTM(m, n, L, batch_first=True, dropout=cfg.dropout if L > 1 else 0.0)
         self.embed = nn.Embedding(cfg.tgt_vocab, m, padding_idx=0)
-        self.decoder = StackedLSTM(m + (n if cfg.input_feed else 0), n, L, batch_first=True,
-                               dropout=cfg.dropout if L > 1 else 0.0)
-        self.attention = (None if cfg.attention == "none" else
-                          LuongAttention(cfg.score, cfg.attention, n, cfg.align, cfg.max_src, cfg.window,
-                                         renorm=cfg.window_renorm))
+        self.decoder = StackedLSTM(
+            m + (n if cfg.input_feed else 0), n, L, batch_first=True, dropout=cfg.dropout if L > 1 else 0.0
+        )
+        self.attention = (
+            None
+            if cfg.attention == "none"
+            else LuongAttention(
+                cfg.score, cfg.attention, n, cfg.align, cfg.max_src, cfg.window, renorm=cfg.window_renorm
+            )
+        )
         self.W_c = nn.Linear(2 * n, n, bias=False) if self.attention is not None else None
         self.W_s = nn.Linear(n, cfg.tgt_vocab)
         for p in self.parameters():
@@ -71,8 +76,9 @@ class Luong(Seq2Seq):
         if order is not None:
             src = src.gather(1, order)
         lengths = mask.sum(1).cpu()
-        packed = nn.utils.rnn.pack_padded_sequence(self.drop(self.src_embed(src)), lengths.clamp(min=1),
-                                                   batch_first=True, enforce_sorted=False)
+        packed = nn.utils.rnn.pack_padded_sequence(
+            self.drop(self.src_embed(src)), lengths.clamp(min=1), batch_first=True, enforce_sorted=False
+        )
         out, (h_n, c_n) = self.encoder(packed)
         h, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=src.shape[1])
         if order is not None:
@@ -98,9 +104,14 @@ class Luong(Seq2Seq):
         return torch.cat([enc.summary, extra], 1)
 
     # -- the decoder step ----------------------------------------------------------
-    def _decode(self, e_y: torch.Tensor, hc: tuple[torch.Tensor, torch.Tensor], fed: torch.Tensor | None,
-                t: torch.Tensor, enc: EncoderOut) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor],
-                                                           torch.Tensor | None]:
+    def _decode(
+        self,
+        e_y: torch.Tensor,
+        hc: tuple[torch.Tensor, torch.Tensor],
+        fed: torch.Tensor | None,
+        t: torch.Tensor,
+        enc: EncoderOut,
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor], torch.Tensor | None]:
         """Target embeddings e_y (B, T, m) at positions t (B, T) from the LSTM state ``hc``, and
         h̃_{t−1} (B, 1, n) when input feeding (then T = 1): h̃ (B, T, n), the new state, a (B, T, Tx)."""
         # h̃_{t−1} was dropped out once already, when it was made (h̃ is a non-recurrent output)
@@ -112,8 +123,9 @@ class Luong(Seq2Seq):
         assert self.W_c is not None
         return self.drop(torch.tanh(self.W_c(torch.cat([c.to(out.dtype), out], -1)))), hc, a
 
-    def step(self, y_prev: torch.Tensor, state: torch.Tensor,
-             enc: EncoderOut) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    def step(
+        self, y_prev: torch.Tensor, state: torch.Tensor, enc: EncoderOut
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         width = 2 * self.cfg.layers * self.cfg.hidden
         hc = self._unflat(state[:, :width])
         fed = state[:, width:-1].unsqueeze(1) if self.cfg.input_feed else None
@@ -137,7 +149,7 @@ class Luong(Seq2Seq):
         fed = e_y.new_zeros(B, 1, self.cfg.hidden)
         outputs, weights = [], []
         for i, e in enumerate(e_y.unbind(1)):
-            fed, hc, a = self._decode(e.unsqueeze(1), hc, fed, t[:, i:i + 1], enc)
+            fed, hc, a = self._decode(e.unsqueeze(1), hc, fed, t[:, i : i + 1], enc)
             outputs.append(fed)
             weights.append(a)
         return torch.cat(outputs, 1), None if self.attention is None else torch.cat(weights, 1)  # type: ignore[arg-type]

@@ -52,8 +52,8 @@ class RNNSearch(Seq2Seq):
         self.coverage_rnn = NeuralCoverage(ctx, n, self.coverage_dim) if cfg.coverage == "neural" else None
         self.W_s = nn.Linear(n if self.attentive else ctx, n)
         self.embed = nn.Embedding(cfg.tgt_vocab, m, padding_idx=0)
-        self.gru = PaperGRU(m, n, cfg.layer_norm)           # W, U on E y_{i-1} and s_{i-1}
-        self.C = nn.Linear(ctx, 3 * n, bias=False)          # [C_z; C_r; C] on c_i
+        self.gru = PaperGRU(m, n, cfg.layer_norm)  # W, U on E y_{i-1} and s_{i-1}
+        self.C = nn.Linear(ctx, 3 * n, bias=False)  # [C_z; C_r; C] on c_i
         self.ln_c = BlockNorm(3, n) if cfg.layer_norm else None
         self.U_o = nn.Linear(n, 2 * cfg.maxout)
         self.V_o = nn.Linear(m, 2 * cfg.maxout, bias=False)
@@ -70,7 +70,7 @@ class RNNSearch(Seq2Seq):
         self.tie_weights()
 
     def tie_weights(self) -> None:
-        if self.cfg.tie_embeddings:     # one K × m matrix reads the target words in and scores them out
+        if self.cfg.tie_embeddings:  # one K × m matrix reads the target words in and scores them out
             self.W_o.weight = self.embed.weight
 
     # -- encoder -------------------------------------------------------------
@@ -79,11 +79,17 @@ class RNNSearch(Seq2Seq):
         if self.attention is not None:
             fertility = None if self.U_f is None else MAX_FERTILITY * torch.sigmoid(self.U_f(h).squeeze(-1).float())
             coverage_keys = None if self.coverage_rnn is None else self.coverage_rnn.precompute(h)
-            return EncoderOut(h, mask, keys=self.attention.precompute(h), summary=back_first, fertility=fertility,
-                              coverage_keys=coverage_keys)
+            return EncoderOut(
+                h,
+                mask,
+                keys=self.attention.precompute(h),
+                summary=back_first,
+                fertility=fertility,
+                coverage_keys=coverage_keys,
+            )
         last = (mask.sum(1) - 1).clamp(min=0)
         c = h[torch.arange(h.shape[0], device=h.device), last]
-        return EncoderOut(h, mask, keys=self._gates(c), summary=c)   # c is fixed: C c once per sentence
+        return EncoderOut(h, mask, keys=self._gates(c), summary=c)  # c is fixed: C c once per sentence
 
     def init_state(self, enc: EncoderOut) -> torch.Tensor:
         """s_0; with a coverage model [s_0; C_0], C_0 = 0 (B, Tx·d): one tensor, so that search
@@ -99,10 +105,16 @@ class RNNSearch(Seq2Seq):
         """s (B, n) and the coverage C (B, Tx, d) (None without a coverage model) of a state."""
         if not self.coverage_dim:
             return state, None
-        return state[:, :self.cfg.hidden], state[:, self.cfg.hidden:].reshape(len(state), -1, self.coverage_dim)
+        return state[:, : self.cfg.hidden], state[:, self.cfg.hidden :].reshape(len(state), -1, self.coverage_dim)
 
-    def _join(self, s: torch.Tensor, s_prev: torch.Tensor, coverage: torch.Tensor | None,
-              alpha: torch.Tensor | None, enc: EncoderOut) -> torch.Tensor:
+    def _join(
+        self,
+        s: torch.Tensor,
+        s_prev: torch.Tensor,
+        coverage: torch.Tensor | None,
+        alpha: torch.Tensor | None,
+        enc: EncoderOut,
+    ) -> torch.Tensor:
         """The next state: s_i, and Tu et al.'s C_i: C_{i−1} + α_i / Φ (linguistic), or the
         coverage GRU's step from C_{i−1} on [α_i; h; s_{i−1}] (neural)."""
         if coverage is None:
@@ -117,19 +129,21 @@ class RNNSearch(Seq2Seq):
         return torch.cat([s, new.flatten(1).to(s.dtype)], 1)
 
     # -- the decoder step ------------------------------------------------------
-    def _context(self, s_prev: torch.Tensor, enc: EncoderOut,
-                 coverage: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def _context(
+        self, s_prev: torch.Tensor, enc: EncoderOut, coverage: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         if self.attention is None:
             assert enc.summary is not None
             return enc.summary, None
         assert enc.keys is not None
         return cast(tuple[torch.Tensor, torch.Tensor], self.attention(s_prev, enc.keys, enc.h, enc.mask, coverage))
 
-    def _recur(self, w_y: torch.Tensor, s_prev: torch.Tensor, enc: EncoderOut,
-               coverage: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    def _recur(
+        self, w_y: torch.Tensor, s_prev: torch.Tensor, enc: EncoderOut, coverage: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         """c_i from s_{i-1} (and C_{i-1}), then s_i. ``w_y`` is W E y_{i-1} for all three gates (B, 3n)."""
         c, alpha = self._context(s_prev, enc, coverage)
-        gates = self._gates(c) if self.attention is not None else enc.keys   # RNNencdec: C c, precomputed
+        gates = self._gates(c) if self.attention is not None else enc.keys  # RNNencdec: C c, precomputed
         assert gates is not None
         return self.gru.cell(w_y + gates, s_prev), c, alpha
 
@@ -143,8 +157,9 @@ class RNNSearch(Seq2Seq):
         t = cast(torch.Tensor, self.U_o(s) + self.V_o(e_y) + self.C_o(c))
         return t.reshape(*t.shape[:-1], -1, 2).amax(-1)
 
-    def step(self, y_prev: torch.Tensor, state: torch.Tensor,
-             enc: EncoderOut) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    def step(
+        self, y_prev: torch.Tensor, state: torch.Tensor, enc: EncoderOut
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         """One target position: log-probabilities (B, K), the next state (s_i (B, n), with C_i
         for a coverage model), α_i (B, Tx) or None."""
         e_y = self.embed(y_prev)
@@ -164,7 +179,7 @@ class RNNSearch(Seq2Seq):
             seen, c_all, alpha = self._fused(state, self.gru.inputs(e_y), enc)
             return self.deep_output(seen, e_y, c_all), alpha
         states, contexts, alphas = [], [], []
-        for w_y in self.gru.inputs(e_y).unbind(1):    # unbind: one backward op, not one per slice
+        for w_y in self.gru.inputs(e_y).unbind(1):  # unbind: one backward op, not one per slice
             s_prev, coverage = self._split(state)
             s, c, alpha = self._recur(w_y, s_prev, enc, coverage)
             state = self._join(s, s_prev, coverage, alpha, enc)
@@ -174,8 +189,9 @@ class RNNSearch(Seq2Seq):
         t = self.deep_output(torch.stack(states, 1), e_y, torch.stack(contexts, 1))
         return t, None if self.attention is None else torch.stack(cast(list[torch.Tensor], alphas), 1)
 
-    def _fused(self, s0: torch.Tensor, wy: torch.Tensor,
-               enc: EncoderOut) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    def _fused(
+        self, s0: torch.Tensor, wy: torch.Tensor, enc: EncoderOut
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         """Teacher forcing's recurrence through models.fused: the states the readout sees, the
         contexts and α."""
         gru = fused.Recurrence(self.gru.U_zr.weight, self.gru.U.weight)
@@ -192,8 +208,9 @@ class RNNSearch(Seq2Seq):
     def output_layer(self) -> nn.Linear:
         return self.W_o
 
-    def head_alignment_logp(self, enc: EncoderOut, t: torch.Tensor, tgt_out: torch.Tensor,
-                            alpha: torch.Tensor | None) -> torch.Tensor | None:
+    def head_alignment_logp(
+        self, enc: EncoderOut, t: torch.Tensor, tgt_out: torch.Tensor, alpha: torch.Tensor | None
+    ) -> torch.Tensor | None:
         if self.align_head is None:
             return None
         assert alpha is not None

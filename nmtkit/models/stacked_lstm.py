@@ -21,8 +21,7 @@ from torch.nn.utils.rnn import PackedSequence
 
 
 class StackedLSTM(nn.LSTM):
-    def forward(self, input: torch.Tensor | PackedSequence,
-                hx: tuple[torch.Tensor, torch.Tensor] | None = None) -> Any:
+    def forward(self, input: torch.Tensor | PackedSequence, hx: tuple[torch.Tensor, torch.Tensor] | None = None) -> Any:
         data = input.data if isinstance(input, PackedSequence) else input
         if not (self.training and self.dropout > 0 and self.num_layers > 1 and data.is_cuda):
             return super().forward(input, hx)
@@ -37,9 +36,9 @@ class StackedLSTM(nn.LSTM):
         for k in range(self.num_layers):
             if k:
                 out = nn.functional.dropout(out, self.dropout, True)
-            weights = cast(list[torch.Tensor], self._flat_weights[4 * k:4 * k + 4])
-            state = (hx[0][k:k + 1].contiguous(), hx[1][k:k + 1].contiguous())
-            with warnings.catch_warnings():     # cuDNN copies one layer's weights: expected here
+            weights = cast(list[torch.Tensor], self._flat_weights[4 * k : 4 * k + 4])
+            state = (hx[0][k : k + 1].contiguous(), hx[1][k : k + 1].contiguous())
+            with warnings.catch_warnings():  # cuDNN copies one layer's weights: expected here
                 warnings.filterwarnings("ignore", "RNN module weights are not part")
                 if packed is not None:
                     out, h, c = _VF.lstm(out, packed.batch_sizes, state, weights, True, 1, 0.0, True, False)

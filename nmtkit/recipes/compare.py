@@ -44,23 +44,35 @@ def row(run: Path) -> dict[str, Any]:
         raise UserError(f"{last}: missing (the training run)")
     ckpt = checkpoint.load(last)
     progress = ckpt.training.progress
-    return {"bleu": bleu["bleu"], "bleu_tok": bleu.get("bleu_tok"), "nll": nll["nll"], "ppl": nll["perplexity"],
-            "updates": progress.step, "minutes": progress.seconds / 60, "params": ckpt.parameters / 1e6}
+    return {
+        "bleu": bleu["bleu"],
+        "bleu_tok": bleu.get("bleu_tok"),
+        "nll": nll["nll"],
+        "ppl": nll["perplexity"],
+        "updates": progress.step,
+        "minutes": progress.seconds / 60,
+        "params": ckpt.parameters / 1e6,
+    }
 
 
 def table(runs: Path, names: list[str]) -> str:
     rows = {name: row(runs / name) for name in names}
     budgets = {r["updates"] for r in rows.values()}
-    lines = [f"Dev set (Bible, {len(names)} runs of {', '.join(map(str, sorted(budgets)))} updates each); "
-             "BLEU is sacreBLEU on detokenized beam-search output, tokenized BLEU on Moses tokens; "
-             "NLL per sentence under teacher forcing.", "",
-             "| Model | Attention | Score | Input feeding | Params (M) | Train min | Dev NLL | Dev ppl "
-             "| Dev BLEU | Dev BLEU (tok) |",
-             "|---|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        f"Dev set (Bible, {len(names)} runs of {', '.join(map(str, sorted(budgets)))} updates each); "
+        "BLEU is sacreBLEU on detokenized beam-search output, tokenized BLEU on Moses tokens; "
+        "NLL per sentence under teacher forcing.",
+        "",
+        "| Model | Attention | Score | Input feeding | Params (M) | Train min | Dev NLL | Dev ppl "
+        "| Dev BLEU | Dev BLEU (tok) |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for name, r in rows.items():
         model, window, score, feed = describe(name)
-        lines.append(f"| {model} | {window} | {score} | {feed} | {r['params']:.1f} | {r['minutes']:.1f} "
-                     f"| {_f(r['nll'])} | {_f(r['ppl'])} | {_f(r['bleu'])} | {_f(r['bleu_tok'])} |")
+        lines.append(
+            f"| {model} | {window} | {score} | {feed} | {r['params']:.1f} | {r['minutes']:.1f} "
+            f"| {_f(r['nll'])} | {_f(r['ppl'])} | {_f(r['bleu'])} | {_f(r['bleu_tok'])} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -77,8 +89,13 @@ def into_doc(doc: Path, text: str) -> None:
 @click.command("compare", cls=Command)
 @click.argument("runs", type=click.Path(file_okay=False, exists=True))
 @click.argument("names", nargs=-1, required=True)
-@click.option("--doc", "--readme", "doc", type=click.Path(dir_okay=False, exists=True),
-              help="Put the table into this Markdown page too, between its compare markers.")
+@click.option(
+    "--doc",
+    "--readme",
+    "doc",
+    type=click.Path(dir_okay=False, exists=True),
+    help="Put the table into this Markdown page too, between its compare markers.",
+)
 def main(runs: str, names: tuple[str, ...], doc: str | None) -> None:
     """Write RUNS/table.md (and the block of the page --doc) from the runs NAMES."""
     text = table(Path(runs), list(names))

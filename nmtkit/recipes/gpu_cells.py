@@ -16,24 +16,28 @@ from typing import Any
 
 from ..core.errors import UserError
 
-PATHS = {"eager": [], "compiled": ["--compile"],
-         "graphs": ["--compile", "--compile-mode", "reduce-overhead", "--pad-to-multiple", "8"]}
+PATHS = {
+    "eager": [],
+    "compiled": ["--compile"],
+    "graphs": ["--compile", "--compile-mode", "reduce-overhead", "--pad-to-multiple", "8"],
+}
 BATCHES = ("80 sentences", "6,000 tokens")
-WMT14_TARGET_TOKENS = 580e6     # 288,000 updates × 80 pairs × ~25 target tokens (</s> included)
+WMT14_TARGET_TOKENS = 580e6  # 288,000 updates × 80 pairs × ~25 target tokens (</s> included)
 # Where a cell was not measured on this GPU: bf16 and the compiled step, the path built to be
 # fastest, said to be unmeasured wherever it is used; the paper's batch when none chose one.
 UNMEASURED = ["--bf16", "--compile"]
 DEFAULT_BATCH = BATCHES[0]
 
 
-def cells(archs: list[str], paths: list[str],
-          precisions: tuple[str, ...] = ("fp32/tf32", "bf16")) -> list[dict[str, str]]:
+def cells(
+    archs: list[str], paths: list[str], precisions: tuple[str, ...] = ("fp32/tf32", "bf16")
+) -> list[dict[str, str]]:
     """The bench's matrix, in the order it runs (Luong's stacked LSTM is cuDNN's: eager alone)."""
     out = []
     for arch in archs:
         for batch in BATCHES:
             for precision in precisions:
-                for path in (paths if arch != "luong" else [p for p in paths if p == "eager"]):
+                for path in paths if arch != "luong" else [p for p in paths if p == "eager"]:
                     out.append({"arch": arch, "batch": batch, "precision": precision, "path": path})
     return out
 
@@ -60,11 +64,11 @@ def measured(bench: Path | None) -> list[dict[str, Any]]:
         found = json.loads(bench.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
         raise UserError(f"{bench}: not a gpu-check report or bench-gpu JSON ({err})") from None
-    if "parts" in found:                                     # bin/gpu-check's report.json
+    if "parts" in found:  # bin/gpu-check's report.json
         if not found.get("gpu"):
             return []
         rows = found["parts"].get("bench", {}).get("rows", [])
-    else:                                                    # bin/bench-gpu's JSON
+    else:  # bin/bench-gpu's JSON
         if found.get("device") == "cpu":
             return []
         rows = found.get("rows", [])
@@ -81,5 +85,7 @@ def fastest_flags(rows: list[dict[str, Any]], arch: str) -> tuple[list[str], str
     if not mine:
         return batch_flags(batch) + UNMEASURED, f"bf16, compiled, {batch}: no cell of {arch} in this batch measured"
     best = max(mine, key=lambda r: r["tok_per_s"])
-    return flags(best, arch=False), (f"{best['path']}, {best['batch']}, {best['precision']}: the fastest "
-                                     f"measured ({best['tok_per_s']:,.0f} target tok/s)")
+    return flags(best, arch=False), (
+        f"{best['path']}, {best['batch']}, {best['precision']}: the fastest "
+        f"measured ({best['tok_per_s']:,.0f} target tok/s)"
+    )

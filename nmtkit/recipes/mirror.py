@@ -33,7 +33,7 @@ def sgml(lines: list[bytes], setid: str, lang: str, role: str, doc_size: int = 4
     for d in range(0, len(lines), doc_size):
         out.append(f'<doc sysid="{role}" docid="bible.{d // doc_size + 1}" genre="news" origlang="en">')
         out.append("<p>")
-        for i, line in enumerate(lines[d:d + doc_size], start=d + 1):
+        for i, line in enumerate(lines[d : d + doc_size], start=d + 1):
             out.append(f'<seg id="{i - d}">{escape(line.decode("utf-8").strip(), quote=False)}</seg>')
         out.append("</p>")
         out.append("</doc>")
@@ -57,7 +57,7 @@ def build_mirror(bible_raw: Path, out: Path, pairs: int = 500, dev_lines: int = 
     # Consecutive slices, so that each corpus is its own part of the Bible ("domain").
     for i, part in enumerate(TRAIN):
         for lang in LANGS:
-            data = b"".join(train[lang][i * pairs:(i + 1) * pairs])
+            data = b"".join(train[lang][i * pairs : (i + 1) * pairs])
             name = member_name(part, lang)
             if name.endswith(".gz"):
                 data = gzip.compress(data, mtime=0)
@@ -74,7 +74,9 @@ def build_mirror(bible_raw: Path, out: Path, pairs: int = 500, dev_lines: int = 
         contents.setdefault(TEST.archive, {})[member_name(TEST, lang)] = sgml(test[lang], "newstest2014", lang, role)
         # The other direction's files are in the same archive.
         other = "ref" if lang == "en" else "src"
-        contents[TEST.archive][f"test-full/newstest2014-fren-{other}.{lang}.sgm"] = sgml(test[lang], "newstest2014", lang, other)
+        contents[TEST.archive][f"test-full/newstest2014-fren-{other}.{lang}.sgm"] = sgml(
+            test[lang], "newstest2014", lang, other
+        )
     sums = []
     with Staging(out) as stage:
         for archive, members in sorted(contents.items()):
@@ -84,7 +86,8 @@ def build_mirror(bible_raw: Path, out: Path, pairs: int = 500, dev_lines: int = 
                 for name, data in members.items():
                     _add(tar, name, data)
             sums.append(f"{archive} sha256:{file_digest(path)} {path.stat().st_size}")
-        stage.path("checksums.txt").write_text("# the mirror's own files (built by nmtkit.recipes.mirror)\n"
-                                               + "\n".join(sums) + "\n", encoding="utf-8")
+        stage.path("checksums.txt").write_text(
+            "# the mirror's own files (built by nmtkit.recipes.mirror)\n" + "\n".join(sums) + "\n", encoding="utf-8"
+        )
         stage.commit()
     return out / "checksums.txt"

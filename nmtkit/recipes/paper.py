@@ -40,8 +40,12 @@ from ..evaluate.score import Texts, moses_tokens, multi_bleu, no_unk_indices, pa
 from .gpu_cells import fastest_flags, measured
 
 MODELS = ("rnnencdec-30", "rnnencdec-50", "rnnsearch-30", "rnnsearch-50")
-TITLES = {"rnnencdec-30": "RNNencdec-30", "rnnencdec-50": "RNNencdec-50",
-          "rnnsearch-30": "RNNsearch-30", "rnnsearch-50": "RNNsearch-50"}
+TITLES = {
+    "rnnencdec-30": "RNNencdec-30",
+    "rnnencdec-50": "RNNencdec-50",
+    "rnnsearch-30": "RNNsearch-30",
+    "rnnsearch-50": "RNNsearch-50",
+}
 BASELINE = "rnnencdec-50"
 SETS = {"test": "test verses", "test-long": "test passages"}
 CLEAN = ("verse-markers",)
@@ -59,9 +63,13 @@ def _texts(raw: Path, runs: Path, name: str, models: tuple[str, ...]) -> dict[st
         hyps[m] = read_cleaned(path, CLEAN)
         if len(hyps[m]) != len(sources):
             raise UserError(f"{path} has {len(hyps[m])} lines but {raw / f'{name}.en'} has {len(sources)}")
-    return {"sources": sources, "refs": refs, "hyps": hyps,
-            "texts": {m: Texts.of(h, refs, False, "fr") for m, h in hyps.items()},
-            "lengths": [len(t.split()) for t in moses_tokens(sources, "en")]}
+    return {
+        "sources": sources,
+        "refs": refs,
+        "hyps": hyps,
+        "texts": {m: Texts.of(h, refs, False, "fr") for m, h in hyps.items()},
+        "lengths": [len(t.split()) for t in moses_tokens(sources, "en")],
+    }
 
 
 def table1(data: dict[str, Any], keep: list[int], samples: int, order: list[str]) -> dict[str, Any]:
@@ -76,14 +84,19 @@ def table1(data: dict[str, Any], keep: list[int], samples: int, order: list[str]
         first = texts[order[0]]
         sacre = paired_bootstrap({m: t.hyps for m, t in texts.items()}, first.refs, samples)
         tok = paired_bootstrap({m: t.hyps_tok for m, t in texts.items()}, first.refs_tok, samples, tokenized=True)
-        out[subset] = {"sentences": len(idx), "bleu": {r["system"]: r for r in sacre["systems"]},
-                       "bleu_tok": {r["system"]: r for r in tok["systems"]},
-                       "signature": sacre["signature"], "signature_tok": tok["signature"]}
+        out[subset] = {
+            "sentences": len(idx),
+            "bleu": {r["system"]: r for r in sacre["systems"]},
+            "bleu_tok": {r["system"]: r for r in tok["systems"]},
+            "signature": sacre["signature"],
+            "signature_tok": tok["signature"],
+        }
     return out
 
 
-def bucket_rows(lengths: list[int], texts: dict[str, Any], width: int, top: int, samples: int,
-                seed: int = 12345) -> list[dict[str, Any]]:
+def bucket_rows(
+    lengths: list[int], texts: dict[str, Any], width: int, top: int, samples: int, seed: int = 12345
+) -> list[dict[str, Any]]:
     """Tokenized BLEU per bucket of source length (the last bucket is open: ``top``+), with
     the 2.5 and 97.5 percentiles of ``samples`` bootstrap resamples of the bucket's sentences."""
     groups: dict[int, list[int]] = {}
@@ -96,12 +109,21 @@ def bucket_rows(lengths: list[int], texts: dict[str, Any], width: int, top: int,
     for b in sorted(groups):
         idx = groups[b]
         lo, hi = b * width + 1, (b + 1) * width if b < top // width else None
-        row: dict[str, Any] = {"lo": lo, "hi": hi, "sentences": len(idx), "mid": lo + (width - 1) / 2,
-                               "bleu_tok": {}, "low": {}, "high": {}}
+        row: dict[str, Any] = {
+            "lo": lo,
+            "hi": hi,
+            "sentences": len(idx),
+            "mid": lo + (width - 1) / 2,
+            "bleu_tok": {},
+            "low": {},
+            "high": {},
+        }
         draws = [[rng.choice(idx) for _ in idx] for _ in range(samples)]
         for m, t in texts.items():
-            def score(sel: list[int]) -> float:
+
+            def score(sel: list[int], t: Any = t) -> float:
                 return float(bleu.corpus_score([t.hyps_tok[i] for i in sel], [[t.refs_tok[0][i] for i in sel]]).score)
+
             row["bleu_tok"][m] = score(idx)
             boot = sorted(score(d) for d in draws)
             row["low"][m], row["high"][m] = boot[int(0.025 * (samples - 1))], boot[int(0.975 * (samples - 1))]
@@ -126,13 +148,25 @@ def figure2(rows: list[dict[str, Any]], models: tuple[str, ...], out: Path) -> N
         x = [r["mid"] + (k - 1.5) * 0.6 for r in rows]
         y = [r["bleu_tok"][m] for r in rows]
         err = [[v - r["low"][m] for r, v in zip(rows, y)], [r["high"][m] - v for r, v in zip(rows, y)]]
-        ax.errorbar(x, y, yerr=err, marker="o" if "search" in m else "s", capsize=2,
-                    linestyle="-" if m.endswith("50") else "--", label=TITLES.get(m, m))
-    ax.set_xticks([r["mid"] for r in rows],
-                  [f"{r['lo']}–{r['hi']}\n({r['sentences']})" if r["hi"] else f"{r['lo']}+\n({r['sentences']})"
-                   for r in rows], fontsize=7)
-    ax.set(xlabel="source length in words (sentences)", ylabel="BLEU (tokenized)",
-           title="BLEU by source length, test verses and passages")
+        ax.errorbar(
+            x,
+            y,
+            yerr=err,
+            marker="o" if "search" in m else "s",
+            capsize=2,
+            linestyle="-" if m.endswith("50") else "--",
+            label=TITLES.get(m, m),
+        )
+    ax.set_xticks(
+        [r["mid"] for r in rows],
+        [f"{r['lo']}–{r['hi']}\n({r['sentences']})" if r["hi"] else f"{r['lo']}+\n({r['sentences']})" for r in rows],
+        fontsize=7,
+    )
+    ax.set(
+        xlabel="source length in words (sentences)",
+        ylabel="BLEU (tokenized)",
+        title="BLEU by source length, test verses and passages",
+    )
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
@@ -161,8 +195,13 @@ def trained(ckpt: checkpoint.Checkpoint) -> str:
     batch = f"{cfg.max_tokens:,} target tokens" if cfg.max_tokens else f"{cfg.batch_size} pairs"
     text = f"{progress.step:,} updates of {batch}, {cfg.optimizer} {cfg.lr:g}, {ckpt.model.hidden} hidden units"
     if cfg.max_minutes:
-        step = ("compiled as CUDA graphs" if cfg.compile and cfg.compile_mode == "reduce-overhead"
-                else "compiled" if cfg.compile else "eager")
+        step = (
+            "compiled as CUDA graphs"
+            if cfg.compile and cfg.compile_mode == "reduce-overhead"
+            else "compiled"
+            if cfg.compile
+            else "eager"
+        )
         text += f", {progress.seconds / 60:.1f} minutes, {'bf16' if cfg.bf16 else 'fp32'}, {step}"
     return text
 
@@ -171,8 +210,7 @@ def budget(runs: Path, models: tuple[str, ...]) -> str:
     """How the runs were trained, read from their last checkpoints."""
     seen = {m: trained(checkpoint.load(runs / m / "last.pt")) for m in models}
     kinds = set(seen.values())
-    return (f"{kinds.pop()} each" if len(kinds) == 1
-            else "; ".join(f"{TITLES.get(m, m)}: {v}" for m, v in seen.items()))
+    return f"{kinds.pop()} each" if len(kinds) == 1 else "; ".join(f"{TITLES.get(m, m)}: {v}" for m, v in seen.items())
 
 
 def _machine(runs: Path, models: tuple[str, ...]) -> str:
@@ -181,45 +219,71 @@ def _machine(runs: Path, models: tuple[str, ...]) -> str:
     return f" Trained on: {describe(json.loads(found.read_text()))}." if found.exists() else ""
 
 
-def write_report(runs: Path, raw: Path, vocab_words: Path, models: tuple[str, ...], samples: int,
-                 beam: int, made_by: str = "make paper") -> Path:
+def write_report(
+    runs: Path,
+    raw: Path,
+    vocab_words: Path,
+    models: tuple[str, ...],
+    samples: int,
+    beam: int,
+    made_by: str = "make paper",
+) -> Path:
     order = [BASELINE, *(m for m in models if m != BASELINE)] if BASELINE in models else list(models)
     trained = budget(runs, models)
     data = {name: _texts(raw, runs, name, models) for name in SETS}
-    lines = ["# RNNsearch against RNNencdec on the Bible corpus", "",
-             f"Written {time.strftime('%Y-%m-%d %H:%M')} by `{made_by}`: {len(models)} systems, "
-             f"{trained}.{_machine(runs, models)} Every figure below is computed from this run's translations "
-             f"(beam {beam}) against Segond.", ""]
+    lines = [
+        "# RNNsearch against RNNencdec on the Bible corpus",
+        "",
+        f"Written {time.strftime('%Y-%m-%d %H:%M')} by `{made_by}`: {len(models)} systems, "
+        f"{trained}.{_machine(runs, models)} Every figure below is computed from this run's translations "
+        f"(beam {beam}) against Segond.",
+        "",
+    ]
     tables = {}
-    for name, label in SETS.items():
+    for name in SETS:
         d = data[name]
         keep = no_unk_indices(vocab_words, d["sources"], d["refs"])
         tables[name] = table1(d, keep, samples, order)
-    lines += ["## Table 1: BLEU", "",
-              f"BLEU ± the half-width of its 95% bootstrap interval ({samples} resamples); p: paired bootstrap "
-              f"against {TITLES.get(order[0], order[0])}. No UNK: sentences with no word outside the 30,000 most "
-              "frequent words of either side (the paper's subset).", ""]
+    lines += [
+        "## Table 1: BLEU",
+        "",
+        f"BLEU ± the half-width of its 95% bootstrap interval ({samples} resamples); p: paired bootstrap "
+        f"against {TITLES.get(order[0], order[0])}. No UNK: sentences with no word outside the 30,000 most "
+        "frequent words of either side (the paper's subset).",
+        "",
+    ]
     for name, label in SETS.items():
         t = tables[name]
-        lines += [f"**{label}** ({len(data[name]['sources'])} sentences; No UNK: {t['no_unk']['sentences']})", "",
-                  "| Model | All, tokenized | p | All, sacreBLEU | p | No UNK, tokenized | p | No UNK, sacreBLEU | p |",
-                  "|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            f"**{label}** ({len(data[name]['sources'])} sentences; No UNK: {t['no_unk']['sentences']})",
+            "",
+            "| Model | All, tokenized | p | All, sacreBLEU | p | No UNK, tokenized | p | No UNK, sacreBLEU | p |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
         for m in order:
             a, n = t["all"], t["no_unk"]
-            lines.append(f"| {TITLES.get(m, m)} | {_cell(a['bleu_tok'][m])} | {_p(a['bleu_tok'][m])} | "
-                         f"{_cell(a['bleu'][m])} | {_p(a['bleu'][m])} | {_cell(n['bleu_tok'][m])} | "
-                         f"{_p(n['bleu_tok'][m])} | {_cell(n['bleu'][m])} | {_p(n['bleu'][m])} |")
+            lines.append(
+                f"| {TITLES.get(m, m)} | {_cell(a['bleu_tok'][m])} | {_p(a['bleu_tok'][m])} | "
+                f"{_cell(a['bleu'][m])} | {_p(a['bleu'][m])} | {_cell(n['bleu_tok'][m])} | "
+                f"{_p(n['bleu_tok'][m])} | {_cell(n['bleu'][m])} | {_p(n['bleu'][m])} |"
+            )
         lines += ["", f"sacreBLEU: `{t['all']['signature']}`; tokenized: `{t['all']['signature_tok']}`", ""]
     pooled_lengths = data["test"]["lengths"] + data["test-long"]["lengths"]
     pooled = {m: _concat(data["test"]["texts"][m], data["test-long"]["texts"][m]) for m in models}
     rows = bucket_rows(pooled_lengths, pooled, 10, 80, max(samples // 5, 100))
     figure2(rows, models, runs / "fig2-bleu-by-length.png")
-    lines += ["## Figure 2: BLEU by source length", "", "![BLEU by length](fig2-bleu-by-length.png)", "",
-              "Tokenized BLEU per bucket of source length (Moses tokens), the test verses and passages "
-              "together; error bars: 2.5–97.5 percentiles of bootstrap resamples within the bucket. Slope: "
-              "least-squares change of BLEU per 10 more words, buckets weighted by their sentences.", "",
-              "| words | sentences | " + " | ".join(TITLES.get(m, m) for m in models) + " |",
-              "|---|---|" + "---|" * len(models)]
+    lines += [
+        "## Figure 2: BLEU by source length",
+        "",
+        "![BLEU by length](fig2-bleu-by-length.png)",
+        "",
+        "Tokenized BLEU per bucket of source length (Moses tokens), the test verses and passages "
+        "together; error bars: 2.5–97.5 percentiles of bootstrap resamples within the bucket. Slope: "
+        "least-squares change of BLEU per 10 more words, buckets weighted by their sentences.",
+        "",
+        "| words | sentences | " + " | ".join(TITLES.get(m, m) for m in models) + " |",
+        "|---|---|" + "---|" * len(models),
+    ]
     for r in rows:
         span = f"{r['lo']}–{r['hi']}" if r["hi"] else f"{r['lo']}+"
         lines.append(f"| {span} | {r['sentences']} | " + " | ".join(_f(r["bleu_tok"][m]) for m in models) + " |")
@@ -242,19 +306,25 @@ def _figure3(runs: Path, models: tuple[str, ...], data: dict[str, Any], vocab_wo
     fits = [i for i in range(len(d["sources"])) if 10 <= d["lengths"][i] <= 20]
     short = [i + 1 for i in fits if i in clean][:3]
     chosen = "the first with 10 to 20 words and no unknown word"
-    if not short:          # a corpus too small to have one: say so under the picture
-        short, chosen = [i + 1 for i in (fits or range(len(d["sources"])))][:3], "none has 10 to 20 words " \
-            "and no unknown word; the first of 10 to 20 words"
+    if not short:  # a corpus too small to have one: say so under the picture
+        short, chosen = (
+            [i + 1 for i in (fits or range(len(d["sources"])))][:3],
+            "none has 10 to 20 words and no unknown word; the first of 10 to 20 words",
+        )
     lengths = data["test-long"]["lengths"]
     long = max((i for i, n in enumerate(lengths) if n <= 80), key=lambda i: lengths[i], default=None)
     lines += ["", f"## Figure 3: alignments of {TITLES.get(attention, attention)}", ""]
     pictures = plot(from_alignment_file(runs / attention / "test.align", short), runs / "fig3-align.png")
     if long is not None:
-        pictures += plot(from_alignment_file(runs / attention / "test-long.align", [long + 1]),
-                         runs / "fig3-long.png")
+        pictures += plot(from_alignment_file(runs / attention / "test-long.align", [long + 1]), runs / "fig3-long.png")
     lines += [f"![alignment]({p.name})" for p in pictures]
-    lines += ["", f"Test verses {', '.join(map(str, short))} ({chosen}) and passage {long + 1 if long is not None else '–'} ({lengths[long] if long is not None else 0} "
-              "words). Rows are generated subwords, columns source subwords; white is weight 1.", ""]
+    lines += [
+        "",
+        f"Test verses {', '.join(map(str, short))} ({chosen}) and passage "
+        f"{long + 1 if long is not None else '–'} ({lengths[long] if long is not None else 0} "
+        "words). Rows are generated subwords, columns source subwords; white is weight 1.",
+        "",
+    ]
     return lines
 
 
@@ -278,9 +348,12 @@ def passages(raw: Path) -> None:
 @main.command()
 @click.option("--runs", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True)
 @click.option("--raw", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True)
-@click.option("--no-unk-vocab", type=click.Path(exists=True, path_type=Path), required=True,
-              help="A 30,000-word build-vocab directory, or a checkpoint trained on one: its lists "
-                   "define the No-UNK subset.")
+@click.option(
+    "--no-unk-vocab",
+    type=click.Path(exists=True, path_type=Path),
+    required=True,
+    help="A 30,000-word build-vocab directory, or a checkpoint trained on one: its lists define the No-UNK subset.",
+)
 @click.option("--models", default=" ".join(MODELS), show_default=True)
 @click.option("--samples", type=click.IntRange(10), default=1000, show_default=True)
 @click.option("--beam", type=int, default=5, show_default=True, help="The beam the translations used.")
@@ -290,7 +363,7 @@ def report(runs: Path, raw: Path, no_unk_vocab: Path, models: str, samples: int,
     print(write_report(runs, raw, no_unk_vocab, tuple(models.split()), samples, beam, made_by))
 
 
-LONG = 60       # words: where under-translation shows (issue: passages over 60 words)
+LONG = 60  # words: where under-translation shows (issue: passages over 60 words)
 
 
 def length_ratio(texts: Any, idx: list[int]) -> float:
@@ -302,7 +375,7 @@ def length_ratio(texts: Any, idx: list[int]) -> float:
 def repeated(texts: Any, idx: list[int], n: int = 4) -> float:
     """The share of the outputs' n-grams (Moses tokens) that repeat an earlier one of the same
     sentence, over sentences ``idx``: a long output can reach the reference's length by looping."""
-    grams = [[tuple(t[k:k + n]) for k in range(len(t) - n + 1)] for t in (texts.hyps_tok[i].split() for i in idx)]
+    grams = [[tuple(t[k : k + n]) for k in range(len(t) - n + 1)] for t in (texts.hyps_tok[i].split() for i in idx)]
     return sum(len(g) - len(set(g)) for g in grams) / max(sum(len(g) for g in grams), 1)
 
 
@@ -315,13 +388,18 @@ def long_rows(runs: Path, raw: Path, models: tuple[str, ...], width: int = 20) -
     short_idx = [i for i, n in enumerate(long["lengths"]) if n <= LONG]
     long_idx = [i for i, n in enumerate(long["lengths"]) if n > LONG]
     head = " | ".join(f"{r['lo']}–{r['hi'] or ''} ({r['sentences']})" for r in buckets)
-    lines = [f"| run | test BLEU (tok.) | passages BLEU by source words: {head} | ratio ≤{LONG} ({len(short_idx)}) | "
-             f"ratio >{LONG} ({len(long_idx)}) | repeated 4-grams >{LONG} |", "|---|---:|" + "---:|" * len(buckets) + "---:|---:|---:|"]
+    lines = [
+        f"| run | test BLEU (tok.) | passages BLEU by source words: {head} | ratio ≤{LONG} ({len(short_idx)}) | "
+        f"ratio >{LONG} ({len(long_idx)}) | repeated 4-grams >{LONG} |",
+        "|---|---:|" + "---:|" * len(buckets) + "---:|---:|---:|",
+    ]
     for m in models:
         bleu = multi_bleu().corpus_score(test["texts"][m].hyps_tok, test["texts"][m].refs_tok).score
         cells = " | ".join(f"{r['bleu_tok'][m]:.2f}" for r in buckets)
-        lines.append(f"| {m} | {bleu:.2f} | {cells} | {length_ratio(long['texts'][m], short_idx):.2f} | "
-                     f"{length_ratio(long['texts'][m], long_idx):.2f} | {100 * repeated(long['texts'][m], long_idx):.1f}% |")
+        lines.append(
+            f"| {m} | {bleu:.2f} | {cells} | {length_ratio(long['texts'][m], short_idx):.2f} | "
+            f"{length_ratio(long['texts'][m], long_idx):.2f} | {100 * repeated(long['texts'][m], long_idx):.1f}% |"
+        )
     return lines
 
 
@@ -336,11 +414,15 @@ def long_table(runs: Path, raw: Path, models: str) -> None:
 
 @main.command()
 @click.argument("arch")
-@click.option("--bench", type=click.Path(dir_okay=False, path_type=Path),
-              help="A gpu-check report.json or bin/bench-gpu's JSON (absent: nothing measured).")
+@click.option(
+    "--bench",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="A gpu-check report.json or bin/bench-gpu's JSON (absent: nothing measured).",
+)
 def path(arch: str, bench: Path | None) -> None:
     """Print ARCH's fastest training flags on this GPU (one batch for the whole study)."""
-    import torch                 # here only: the report never needs it
+    import torch  # here only: the report never needs it
+
     if torch.cuda.is_available():
         chosen, why = fastest_flags(measured(bench), arch)
     else:

@@ -25,12 +25,26 @@ from ..core.plot import pyplot, save_figure
 PACKAGE = "nmtkit"
 # Bottom up; stages on one row do not import each other.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("nmtkit",), ("core",), ("settings",), ("text",), ("align", "selection"), ("data",), ("models",),
-    ("checkpoint",), ("translate",), ("evaluate",), ("train",), ("serve",), ("recipes",), ("cli",), ("__main__",))
+    ("nmtkit",),
+    ("core",),
+    ("settings",),
+    ("text",),
+    ("align", "selection"),
+    ("data",),
+    ("models",),
+    ("checkpoint",),
+    ("translate",),
+    ("evaluate",),
+    ("train",),
+    ("serve",),
+    ("recipes",),
+    ("cli",),
+    ("__main__",),
+)
 SETTINGS = ("settings", "config")
 RANK = {stage: row for row, stages in enumerate(LAYERS) for stage in stages}
 BEGIN, END = "<!-- structure:begin -->", "<!-- structure:end -->"
-Graph = dict[str, dict[str, str]]          # module -> {imported module: "top" | "lazy"}
+Graph = dict[str, dict[str, str]]  # module -> {imported module: "top" | "lazy"}
 
 
 def stage_of(module: str) -> str:
@@ -55,7 +69,7 @@ def _targets(module: str, is_package: bool, node: ast.AST, modules: set[str]) ->
     elif isinstance(node, ast.ImportFrom):
         base = module.split(".")
         if node.level:
-            base = base[:len(base) - node.level + (1 if is_package else 0)]
+            base = base[: len(base) - node.level + (1 if is_package else 0)]
             target = ".".join(base + ([node.module] if node.module else []))
         else:
             target = node.module or ""
@@ -74,8 +88,12 @@ def graph(root: Path) -> Graph:
     for path in files:
         module = _module_name(path, root)
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-        typing_only = {id(n) for stmt in tree.body if isinstance(stmt, ast.If) and "TYPE_CHECKING" in ast.unparse(stmt.test)
-                       for n in ast.walk(stmt)}
+        typing_only = {
+            id(n)
+            for stmt in tree.body
+            if isinstance(stmt, ast.If) and "TYPE_CHECKING" in ast.unparse(stmt.test)
+            for n in ast.walk(stmt)
+        }
         top_level = {id(n) for n in tree.body}
         for n in ast.walk(tree):
             if id(n) in typing_only:
@@ -89,8 +107,12 @@ def graph(root: Path) -> Graph:
 
 def upward(edges: Graph) -> list[tuple[str, str]]:
     """Imports of a stage higher than the importer's."""
-    return sorted((a, b) for a, targets in edges.items() for b in targets
-                  if RANK.get(stage_of(b), -1) > RANK.get(stage_of(a), len(LAYERS)))
+    return sorted(
+        (a, b)
+        for a, targets in edges.items()
+        for b in targets
+        if RANK.get(stage_of(b), -1) > RANK.get(stage_of(a), len(LAYERS))
+    )
 
 
 def cycles(edges: Graph) -> list[list[str]]:
@@ -167,9 +189,16 @@ def sizes(root: Path) -> tuple[dict[str, int], dict[str, int]]:
 def measure(root: Path) -> Measures:
     edges = graph(root)
     modules, functions = sizes(root)
-    return Measures(len(modules), len({stage_of(m) for m in edges}), levels(edges), len(upward(edges)),
-                    len(cycles(edges)), sum(kind == "lazy" for ts in edges.values() for kind in ts.values()),
-                    max(modules.items(), key=lambda kv: kv[1]), max(functions.items(), key=lambda kv: kv[1]))
+    return Measures(
+        len(modules),
+        len({stage_of(m) for m in edges}),
+        levels(edges),
+        len(upward(edges)),
+        len(cycles(edges)),
+        sum(kind == "lazy" for ts in edges.values() for kind in ts.values()),
+        max(modules.items(), key=lambda kv: kv[1]),
+        max(functions.items(), key=lambda kv: kv[1]),
+    )
 
 
 def stage_graph(edges: Graph) -> Graph:
@@ -213,19 +242,34 @@ def draw(edges: Graph, out: Path) -> None:
             (x0, y0), (x1, y1) = pos[source], pos[target]
             # arcs bow out by how many rows they cross, to the left from even rows, right from odd
             bow = (0.12 if y0 % 2 else -0.12) * min(abs(y0 - y1), 6) / 2
-            ax.annotate("", xy=(x1, y1), xytext=(x0, y0),
-                        arrowprops={"arrowstyle": "->", "alpha": 0.35 if kind == "top" else 0.25,
-                                    "linestyle": "-" if kind == "top" else "--", "shrinkA": 12, "shrinkB": 12,
-                                    "color": "tab:blue" if kind == "top" else "tab:gray",
-                                    "connectionstyle": f"arc3,rad={bow:.2f}"})
+            ax.annotate(
+                "",
+                xy=(x1, y1),
+                xytext=(x0, y0),
+                arrowprops={
+                    "arrowstyle": "->",
+                    "alpha": 0.35 if kind == "top" else 0.25,
+                    "linestyle": "-" if kind == "top" else "--",
+                    "shrinkA": 12,
+                    "shrinkB": 12,
+                    "color": "tab:blue" if kind == "top" else "tab:gray",
+                    "connectionstyle": f"arc3,rad={bow:.2f}",
+                },
+            )
     for s, (x, y) in pos.items():
-        ax.text(x, y, _box(s), ha="center", va="center", fontsize=9,
-                bbox={"boxstyle": "round", "facecolor": "white", "edgecolor": "black"})
+        ax.text(
+            x,
+            y,
+            _box(s),
+            ha="center",
+            va="center",
+            fontsize=9,
+            bbox={"boxstyle": "round", "facecolor": "white", "edgecolor": "black"},
+        )
     ax.set_xlim(0, 1)
     ax.set_ylim(-0.6, len(rows) - 0.4)
     ax.axis("off")
-    ax.set_title("nmtkit's stages, bottom up (solid: imported at import time; dashed: inside a function)",
-                 fontsize=9)
+    ax.set_title("nmtkit's stages, bottom up (solid: imported at import time; dashed: inside a function)", fontsize=9)
     save_figure(fig, out)
 
 
@@ -240,11 +284,16 @@ def into_doc(doc: Path, block: str) -> None:
 
 
 @click.command("structure", cls=Command)
-@click.option("--doc", type=click.Path(dir_okay=False, path_type=Path),
-              help="Markdown file with the structure markers.")
+@click.option(
+    "--doc", type=click.Path(dir_okay=False, path_type=Path), help="Markdown file with the structure markers."
+)
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), help="The picture.")
-@click.option("--measure", "measure_root", type=click.Path(file_okay=False, path_type=Path),
-              help="Print the measures of the package at this directory instead (any nmtkit tree).")
+@click.option(
+    "--measure",
+    "measure_root",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Print the measures of the package at this directory instead (any nmtkit tree).",
+)
 def main(doc: Path | None, plot_path: Path | None, measure_root: Path | None) -> None:
     """Write the import graph of the installed package into DOC and draw it in PLOT."""
     if measure_root is not None:

@@ -47,8 +47,8 @@ class _Tally:
 
 @dataclass
 class UnkCount(_Tally):
-    unks: int = 0          # <unk>s in the plain translation
-    right: int = 0         # filled with a word the reference has, linked to a source position holding it
+    unks: int = 0  # <unk>s in the plain translation
+    right: int = 0  # filled with a word the reference has, linked to a source position holding it
     in_reference: int = 0  # filled with a word found anywhere in the sentence's reference
 
     def row(self, name: str) -> str:
@@ -57,28 +57,40 @@ class UnkCount(_Tally):
 
 @dataclass
 class ForcedCount(_Tally):
-    outside: int = 0   # reference words outside the model's list: <unk>s under forced decoding
-    linked: int = 0    # of them, linked by the reference alignment
-    agreed: int = 0    # the model links them to a source word the reference alignment links them to
-    copied: int = 0    # the source word the model links them to is the reference word itself
+    outside: int = 0  # reference words outside the model's list: <unk>s under forced decoding
+    linked: int = 0  # of them, linked by the reference alignment
+    agreed: int = 0  # the model links them to a source word the reference alignment links them to
+    copied: int = 0  # the source word the model links them to is the reference word itself
 
     def row(self, name: str) -> str:
-        return (f"| {name} | {self.outside:,} | {self.linked:,} | {_share(self.agreed, self.linked)} | "
-                f"{_share(self.copied, self.outside)} |")
+        return (
+            f"| {name} | {self.outside:,} | {self.linked:,} | {_share(self.agreed, self.linked)} | "
+            f"{_share(self.copied, self.outside)} |"
+        )
 
 
 def _check(links: list[tuple[int, int]], source: list[str], reference: list[str], where: str) -> None:
     for i, j in links:
         if i >= len(source) or j >= len(reference):
-            raise UserError(f"{where}: link {i}-{j} is outside the sentence pair ({len(source)}, {len(reference)} words)")
+            raise UserError(
+                f"{where}: link {i}-{j} is outside the sentence pair ({len(source)}, {len(reference)} words)"
+            )
 
 
-def count_line(source: list[str], reference: list[str], links: list[tuple[int, int]], plain: list[str],
-               replaced: list[str], where: str) -> UnkCount:
+def count_line(
+    source: list[str],
+    reference: list[str],
+    links: list[tuple[int, int]],
+    plain: list[str],
+    replaced: list[str],
+    where: str,
+) -> UnkCount:
     """One sentence's ``<unk>`` s and how many copies the reference alignment confirms."""
     if len(plain) != len(replaced):
-        raise UserError(f"{where}: the two translations differ in length; translate both with one search, "
-                        "--replace-unk the only difference")
+        raise UserError(
+            f"{where}: the two translations differ in length; translate both with one search, "
+            "--replace-unk the only difference"
+        )
     _check(links, source, reference, where)
     linked: dict[int, set[str]] = {}
     for i, j in links:
@@ -93,8 +105,9 @@ def count_line(source: list[str], reference: list[str], links: list[tuple[int, i
     return out
 
 
-def forced_line(source: list[str], reference: list[str], gold: list[tuple[int, int]],
-                model: list[tuple[int, int]], vocab: set[str]) -> ForcedCount:
+def forced_line(
+    source: list[str], reference: list[str], gold: list[tuple[int, int]], model: list[tuple[int, int]], vocab: set[str]
+) -> ForcedCount:
     """For each reference word outside ``vocab``: does the model's link (forced decoding) agree with
     the reference alignment ``gold``, and would a copy of its source word give the reference word?"""
     chosen = {k: i for i, k in model}
@@ -122,8 +135,11 @@ def count_files(source: Path, reference: Path, links: Path, plain: Path, replace
     """:func:`count_line` over line-aligned files of Moses tokens and the reference's Pharaoh links."""
     total = UnkCount()
     for n, (src, ref, link, hyp, rep) in enumerate(_parallel(source, reference, links, plain, replaced), 1):
-        total.add(count_line(src.split(), ref.split(), read_pharaoh(link, f"{links}:{n}"), hyp.split(), rep.split(),
-                             f"{plain}:{n}"))
+        total.add(
+            count_line(
+                src.split(), ref.split(), read_pharaoh(link, f"{links}:{n}"), hyp.split(), rep.split(), f"{plain}:{n}"
+            )
+        )
     return total
 
 
@@ -142,17 +158,37 @@ def _share(part: int, whole: int) -> str:
 
 
 @click.command("unk", cls=Command)
-@click.option("--source", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True,
-              help="Source sentences, Moses tokens.")
-@click.option("--reference", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True,
-              help="Their references, Moses tokens.")
-@click.option("--links", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True,
-              help="Pharaoh links of source with reference (word-align).")
+@click.option(
+    "--source",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    required=True,
+    help="Source sentences, Moses tokens.",
+)
+@click.option(
+    "--reference",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    required=True,
+    help="Their references, Moses tokens.",
+)
+@click.option(
+    "--links",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    required=True,
+    help="Pharaoh links of source with reference (word-align).",
+)
 @click.option("--runs", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True)
-@click.option("--models", required=True, help="Run names under --runs, space-separated; each holds "
-              "test.plain.fr, test.replaced.fr and test.ref.links (nmtkit align of the references).")
-@click.option("--target-vocab", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True,
-              help="The models' target list (a data-bin's vocab.fr.txt).")
+@click.option(
+    "--models",
+    required=True,
+    help="Run names under --runs, space-separated; each holds "
+    "test.plain.fr, test.replaced.fr and test.ref.links (nmtkit align of the references).",
+)
+@click.option(
+    "--target-vocab",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    required=True,
+    help="The models' target list (a data-bin's vocab.fr.txt).",
+)
 def main(source: Path, reference: Path, links: Path, runs: Path, models: str, target_vocab: Path) -> None:
     """Print the --replace-unk tables: the <unk>s of each model's translation and of the references,
     checked against the reference's alignment."""
@@ -160,8 +196,10 @@ def main(source: Path, reference: Path, links: Path, runs: Path, models: str, ta
     for m in models.split():
         print(count_files(source, reference, links, runs / m / "test.plain.fr", runs / m / "test.replaced.fr").row(m))
     vocab = {line.split()[0] for line in read_lines(target_vocab) if line.strip()}
-    print("\n| run | reference words outside the list | linked by the reference alignment | "
-          "the model links them there | its source word is the reference word |\n|---|---:|---:|---:|---:|")
+    print(
+        "\n| run | reference words outside the list | linked by the reference alignment | "
+        "the model links them there | its source word is the reference word |\n|---|---:|---:|---:|---:|"
+    )
     for m in models.split():
         print(forced_files(source, reference, links, runs / m / "test.ref.links", vocab).row(m))
 

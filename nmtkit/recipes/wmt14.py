@@ -33,7 +33,9 @@ def main() -> None:
 @main.command("fetch")
 @click.argument("archives", nargs=-1, required=True)
 @click.option("--dest", required=True, type=click.Path(file_okay=False), help="Downloads directory (same layout).")
-@click.option("--mirror", default=wmt14.STATMT, show_default=True, help="Base URL or directory with statmt.org's layout.")
+@click.option(
+    "--mirror", default=wmt14.STATMT, show_default=True, help="Base URL or directory with statmt.org's layout."
+)
 @click.option("--checksums", type=click.Path(dir_okay=False), help="A mirror's own checksums (PATH ALGO:DIGEST SIZE).")
 def fetch_cmd(archives: tuple[str, ...], dest: str, mirror: str, checksums: str | None) -> None:
     """Download ARCHIVES (paths under the base), resuming and verifying each."""
@@ -77,8 +79,14 @@ def unpack_cmd(part: str, downloads: str, out: str) -> None:
 
 @main.command("mirror")
 @click.argument("out", type=click.Path(file_okay=False))
-@click.option("--bible", "bible_raw", default="data/bible/raw", show_default=True, type=click.Path(file_okay=False),
-              help="The embedded corpus' raw splits (make data).")
+@click.option(
+    "--bible",
+    "bible_raw",
+    default="data/bible/raw",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="The embedded corpus' raw splits (make data).",
+)
 @click.option("--pairs", type=click.IntRange(10), default=500, show_default=True, help="Pairs per training corpus.")
 @click.option("--dev-lines", type=click.IntRange(2), default=100, show_default=True)
 @click.option("--test-lines", type=click.IntRange(1), default=150, show_default=True)

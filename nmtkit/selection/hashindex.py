@@ -31,7 +31,7 @@ class HashIndex:
         self.mask = table.size - 1
 
     @classmethod
-    def build(cls, keys: np.ndarray) -> "HashIndex":
+    def build(cls, keys: np.ndarray) -> HashIndex:
         keys = np.asarray(keys, dtype=np.uint64)
         if keys.size and (keys == EMPTY).any():
             raise ValueError("the all-ones key is reserved")

@@ -22,10 +22,11 @@ import json
 import random
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from itertools import islice
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -42,11 +43,12 @@ BINS = 1 << 16
 @dataclass(frozen=True)
 class Corpus:
     """One parallel corpus: ``prefix.src`` and ``prefix.tgt`` (plain text)."""
+
     src: Path
     tgt: Path
 
     @classmethod
-    def of(cls, prefix: str | Path, langs: tuple[str, str]) -> "Corpus":
+    def of(cls, prefix: str | Path, langs: tuple[str, str]) -> Corpus:
         return cls(Path(f"{prefix}.{langs[0]}"), Path(f"{prefix}.{langs[1]}"))
 
 
@@ -59,13 +61,15 @@ def read_pairs(corpus: Corpus, chunk_lines: int) -> Iterator[tuple[list[bytes], 
             tgt = [ft.readline() for _ in src]
             if tgt and not tgt[-1]:
                 missing = tgt.index(b"")
-                raise UserError(f"parallel files differ in length: {corpus.tgt} ends at line "
-                                f"{n + missing}, {corpus.src} goes on")
+                raise UserError(
+                    f"parallel files differ in length: {corpus.tgt} ends at line {n + missing}, {corpus.src} goes on"
+                )
             n += len(src)
             if not src:
                 if ft.readline():
-                    raise UserError(f"parallel files differ in length: {corpus.src} ends at line {n}, "
-                                    f"{corpus.tgt} goes on")
+                    raise UserError(
+                        f"parallel files differ in length: {corpus.src} ends at line {n}, {corpus.tgt} goes on"
+                    )
                 return
             yield src, tgt
 
@@ -81,6 +85,7 @@ def _text(lines: list[bytes], path: Path, first: int) -> str:
 
 
 # ---- the models -----------------------------------------------------------------------
+
 
 def _reservoir(corpora: list[Corpus], k: int, seed: int, chunk_lines: int) -> tuple[list[bytes], list[bytes], int]:
     """A uniform sample of k pairs from all corpora in one pass (Algorithm R), and the pair count."""
@@ -117,7 +122,11 @@ def build_models(in_domain: list[Corpus], general: list[Corpus], lm_dir: Path, c
     sample = _reservoir(general, len(sides[0]), cfg.seed, cfg.chunk_lines)
     if not sample[2]:
         raise UserError("the general-domain corpus is empty")
-    info: dict[str, Any] = {"in_domain_pairs": len(sides[0]), "general_pairs": sample[2], "sample_pairs": len(sample[0])}
+    info: dict[str, Any] = {
+        "in_domain_pairs": len(sides[0]),
+        "general_pairs": sample[2],
+        "sample_pairs": len(sample[0]),
+    }
     for side, name, paths in ((0, "src", [c.src for c in in_domain]), (1, "tgt", [c.tgt for c in in_domain])):
         in_text = _text(sides[side], paths[0], 1)
         vocab = SelectionVocab.from_counts(Counter(w for line in words_of(in_text) for w in line))
@@ -182,8 +191,12 @@ class Scores:
 def score_corpora(general: list[Corpus], lm_dir: Path, out: Scores, cfg: SelectConfig, workers: int) -> Scores:
     """Score every pair; scores (float32) and target words (int32) go to disk in input order."""
     start = time.perf_counter()
-    with open(out.score_path, "wb") as fs, open(out.words_path, "wb") as fw, \
-            Workers(workers, _load_models, (str(lm_dir),)) as pool, progress("pairs") as bar:
+    with (
+        open(out.score_path, "wb") as fs,
+        open(out.words_path, "wb") as fw,
+        Workers(workers, _load_models, (str(lm_dir),)) as pool,
+        progress("pairs") as bar,
+    ):
         task = bar.add_task("score", total=None)
         for scores, words, src_words in pool.map(_score_chunk, _jobs(general, cfg.chunk_lines)):
             fs.write(scores.tobytes())
@@ -200,10 +213,11 @@ def score_corpora(general: list[Corpus], lm_dir: Path, out: Scores, cfg: SelectC
 
 # ---- the cut --------------------------------------------------------------------------
 
+
 def _blocks(path: Path, dtype: Any, block: int = 1 << 22) -> Iterator[np.ndarray]:
     data = np.memmap(path, dtype=dtype, mode="r") if path.stat().st_size else np.empty(0, dtype)
     for i in range(0, data.size, block):
-        yield np.asarray(data[i:i + block])
+        yield np.asarray(data[i : i + block])
 
 
 def find_cut(scores: Scores, keep_words: int) -> tuple[float, float, int]:
@@ -222,8 +236,15 @@ def find_cut(scores: Scores, keep_words: int) -> tuple[float, float, int]:
     return float(edges[cut]) if cut else float("-inf"), hi, int(below[cut])
 
 
-def write_selection(general: list[Corpus], scores: Scores, cut: tuple[float, float, int], keep_words: int,
-                    stage: Staging, langs: tuple[str, str], chunk_lines: int) -> tuple[int, int]:
+def write_selection(
+    general: list[Corpus],
+    scores: Scores,
+    cut: tuple[float, float, int],
+    keep_words: int,
+    stage: Staging,
+    langs: tuple[str, str],
+    chunk_lines: int,
+) -> tuple[int, int]:
     lo, hi, room = cut[0], cut[1], keep_words - cut[2]
     kept = words_kept = 0
     s_iter = _blocks(scores.score_path, np.float32, chunk_lines)
@@ -235,8 +256,8 @@ def write_selection(general: list[Corpus], scores: Scores, cut: tuple[float, flo
                 while buf_s.size < len(src):
                     buf_s = np.concatenate([buf_s, next(s_iter)])
                     buf_w = np.concatenate([buf_w, next(w_iter)])
-                sc, wc = buf_s[:len(src)].astype(np.float64), buf_w[:len(src)]
-                buf_s, buf_w = buf_s[len(src):], buf_w[len(src):]
+                sc, wc = buf_s[: len(src)].astype(np.float64), buf_w[: len(src)]
+                buf_s, buf_w = buf_s[len(src) :], buf_w[len(src) :]
                 keep = sc < lo
                 edge = np.flatnonzero((sc >= lo) & (sc < hi))
                 if edge.size and room > 0:
@@ -251,35 +272,54 @@ def write_selection(general: list[Corpus], scores: Scores, cut: tuple[float, flo
     return kept, words_kept
 
 
-def select(in_domain: list[Corpus], general: list[Corpus], out_dir: Path, langs: tuple[str, str],
-           cfg: SelectConfig, workers: int) -> dict[str, Any]:
+def select(
+    in_domain: list[Corpus],
+    general: list[Corpus],
+    out_dir: Path,
+    langs: tuple[str, str],
+    cfg: SelectConfig,
+    workers: int,
+) -> dict[str, Any]:
     """Write ``out_dir/train.{src,tgt}`` (the kept pairs in input order) and ``select.json``."""
     with Staging(out_dir) as stage:
         lm_dir = stage.path("lm")
         t0 = time.perf_counter()
         info = build_models(in_domain, general, lm_dir, cfg)
         t1 = time.perf_counter()
-        log(f"select: LMs from {info['in_domain_pairs']:,} in-domain pairs and a sample of "
-            f"{info['sample_pairs']:,} of {info['general_pairs']:,} general pairs in {t1 - t0:.1f} s")
-        scores = score_corpora(general, lm_dir, Scores(stage.path("scores.f32"), stage.path("words.i32")),
-                               cfg, workers)
+        log(
+            f"select: LMs from {info['in_domain_pairs']:,} in-domain pairs and a sample of "
+            f"{info['sample_pairs']:,} of {info['general_pairs']:,} general pairs in {t1 - t0:.1f} s"
+        )
+        scores = score_corpora(general, lm_dir, Scores(stage.path("scores.f32"), stage.path("words.i32")), cfg, workers)
         words = scores.src_words + scores.tgt_words
-        log(f"select: scored {scores.pairs:,} pairs, {words:,} words in {scores.seconds:.1f} s "
-            f"({words / max(scores.seconds, 1e-9):,.0f} words/s)")
+        log(
+            f"select: scored {scores.pairs:,} pairs, {words:,} words in {scores.seconds:.1f} s "
+            f"({words / max(scores.seconds, 1e-9):,.0f} words/s)"
+        )
         cut = find_cut(scores, cfg.keep_words)
         kept, kept_words = write_selection(general, scores, cut, cfg.keep_words, stage, langs, cfg.chunk_lines)
-        report = {"config": asdict(cfg), "langs": list(langs), **info,
-                  "in_domain": [str(c.src.with_suffix("")) for c in in_domain],
-                  "general": [str(c.src.with_suffix("")) for c in general],
-                  "pairs": scores.pairs, "src_words": scores.src_words, "tgt_words": scores.tgt_words,
-                  "kept_pairs": kept, "kept_tgt_words": kept_words,
-                  "threshold": cut[0] if np.isfinite(cut[0]) else None,
-                  "lm_seconds": round(t1 - t0, 2), "score_seconds": round(scores.seconds, 2),
-                  "score_words_per_s": round(words / max(scores.seconds, 1e-9)), "workers": workers,
-                  "seconds": round(time.perf_counter() - t0, 2)}
+        report = {
+            "config": asdict(cfg),
+            "langs": list(langs),
+            **info,
+            "in_domain": [str(c.src.with_suffix("")) for c in in_domain],
+            "general": [str(c.src.with_suffix("")) for c in general],
+            "pairs": scores.pairs,
+            "src_words": scores.src_words,
+            "tgt_words": scores.tgt_words,
+            "kept_pairs": kept,
+            "kept_tgt_words": kept_words,
+            "threshold": cut[0] if np.isfinite(cut[0]) else None,
+            "lm_seconds": round(t1 - t0, 2),
+            "score_seconds": round(scores.seconds, 2),
+            "score_words_per_s": round(words / max(scores.seconds, 1e-9)),
+            "workers": workers,
+            "seconds": round(time.perf_counter() - t0, 2),
+        }
         stage.path("select.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
         stage.commit()
-    log(f"select: kept {kept:,} of {scores.pairs:,} pairs, {kept_words:,} of {scores.tgt_words:,} "
-        f"target words → {out_dir}")
+    log(
+        f"select: kept {kept:,} of {scores.pairs:,} pairs, {kept_words:,} of {scores.tgt_words:,} "
+        f"target words → {out_dir}"
+    )
     return report
-

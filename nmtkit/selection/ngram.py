@@ -21,10 +21,10 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import repeat
 from pathlib import Path
-from typing import Iterable
 
 import numpy as np
 
@@ -55,7 +55,7 @@ class SelectionVocab:
         self.ids = {w: i for i, w in enumerate(self.words)}
 
     @classmethod
-    def from_counts(cls, counts: Counter[str], min_count: int = 2, max_words: int = MAX_WORDS) -> "SelectionVocab":
+    def from_counts(cls, counts: Counter[str], min_count: int = 2, max_words: int = MAX_WORDS) -> SelectionVocab:
         kept = [w for w, c in counts.most_common(max_words) if c >= min_count and w not in SPECIALS]
         return cls(sorted(kept, key=lambda w: (-counts[w], w)))
 
@@ -71,10 +71,10 @@ class SelectionVocab:
         return frame(ids, lengths), lengths
 
     def save(self, path: Path) -> None:
-        path.write_text("\n".join(self.words[len(SPECIALS):]) + "\n", encoding="utf-8")
+        path.write_text("\n".join(self.words[len(SPECIALS) :]) + "\n", encoding="utf-8")
 
     @classmethod
-    def load(cls, path: Path) -> "SelectionVocab":
+    def load(cls, path: Path) -> SelectionVocab:
         return cls(path.read_text(encoding="utf-8").split("\n")[:-1])
 
 
@@ -125,21 +125,27 @@ def _discounts(adjusted: np.ndarray) -> np.ndarray:
 
 @dataclass
 class _Order:
-    keys: np.ndarray      # sorted unique k-grams
+    keys: np.ndarray  # sorted unique k-grams
     adjusted: np.ndarray  # KN adjusted counts
 
 
 class NgramLM:
     """A queryable model: dense unigram arrays and one hash table per higher order."""
 
-    def __init__(self, order: int, vocab_size: int, uni_logp: np.ndarray, uni_bow: np.ndarray,
-                 tables: list[tuple[HashIndex, np.ndarray, np.ndarray]]):
+    def __init__(
+        self,
+        order: int,
+        vocab_size: int,
+        uni_logp: np.ndarray,
+        uni_bow: np.ndarray,
+        tables: list[tuple[HashIndex, np.ndarray, np.ndarray]],
+    ):
         self.order, self.vocab_size = order, vocab_size
         self.uni_logp, self.uni_bow, self.tables = uni_logp, uni_bow, tables
 
     # -- estimation -------------------------------------------------------------------
     @classmethod
-    def estimate(cls, sequences: Iterable[np.ndarray], vocab_size: int, order: int = 4) -> "NgramLM":
+    def estimate(cls, sequences: Iterable[np.ndarray], vocab_size: int, order: int = 4) -> NgramLM:
         if not 1 <= order <= MAX_ORDER:
             raise ValueError(f"order must be 1..{MAX_ORDER}")
         raw: list[list[np.ndarray]] = [[] for _ in range(order)]
@@ -164,7 +170,7 @@ class NgramLM:
         return cls._from_levels(levels, vocab_size, order)
 
     @classmethod
-    def _from_levels(cls, levels: list[_Order], vocab_size: int, order: int) -> "NgramLM":
+    def _from_levels(cls, levels: list[_Order], vocab_size: int, order: int) -> NgramLM:
         # Unigrams interpolate with the uniform distribution over the vocabulary (not <s>).
         uni = levels[0]
         d = _discounts(uni.adjusted)
@@ -200,8 +206,7 @@ class NgramLM:
             else:
                 tables[-1] = (tables[-1][0], tables[-1][1], tables[-1][0].slot_values(prev_bow.astype(np.float32)))
             index = HashIndex.build(lv.keys)
-            tables.append((index, index.slot_values(logp.astype(np.float32)),
-                           np.zeros(index.table.size, np.float32)))
+            tables.append((index, index.slot_values(logp.astype(np.float32)), np.zeros(index.table.size, np.float32)))
             prev_keys, prev_logp, prev_bow = lv.keys, logp, np.zeros(lv.keys.size)
         return cls(order, vocab_size, uni_logp, uni_bow, tables)
 
@@ -242,18 +247,24 @@ class NgramLM:
             np.save(directory / f"table{k}.npy", index.table)
             np.save(directory / f"logp{k}.npy", logp)
             np.save(directory / f"bow{k}.npy", bow)
-        meta = {"order": self.order, "vocab_size": self.vocab_size,
-                "max_probe": [index.max_probe for index, _, _ in self.tables],
-                "ngrams": [int((index.table != EMPTY).sum()) for index, _, _ in self.tables]}
+        meta = {
+            "order": self.order,
+            "vocab_size": self.vocab_size,
+            "max_probe": [index.max_probe for index, _, _ in self.tables],
+            "ngrams": [int((index.table != EMPTY).sum()) for index, _, _ in self.tables],
+        }
         (directory / "lm.json").write_text(json.dumps(meta) + "\n", encoding="utf-8")
 
     @classmethod
-    def load(cls, directory: Path) -> "NgramLM":
+    def load(cls, directory: Path) -> NgramLM:
         meta = json.loads((directory / "lm.json").read_text(encoding="utf-8"))
 
         def arr(name: str) -> np.ndarray:
             mapped: np.ndarray = np.load(directory / f"{name}.npy", mmap_mode="r")
             return mapped
-        tables = [(HashIndex(arr(f"table{k}"), None, probe), arr(f"logp{k}"), arr(f"bow{k}"))
-                  for k, probe in zip(range(2, meta["order"] + 1), meta["max_probe"])]
+
+        tables = [
+            (HashIndex(arr(f"table{k}"), None, probe), arr(f"logp{k}"), arr(f"bow{k}"))
+            for k, probe in zip(range(2, meta["order"] + 1), meta["max_probe"])
+        ]
         return cls(meta["order"], meta["vocab_size"], np.asarray(arr("uni_logp")), np.asarray(arr("uni_bow")), tables)

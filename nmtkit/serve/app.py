@@ -22,11 +22,12 @@ Each answer also has a one-line ``error``, which the page shows.
 # made at run time from the server's limits, as an object.
 
 import math
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from importlib import resources
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 import uvicorn
 from fastapi import FastAPI, HTTPException, Request
@@ -75,8 +76,9 @@ def error(status: int, message: str) -> JSONResponse:
 
 def invalid(errors: list[dict[str, Any]]) -> JSONResponse:
     """FastAPI's 422 (pydantic's errors, each naming its field in ``loc``), with one line beside it."""
-    line = "; ".join(f"{_where(e['loc'])}: {e['msg']}" + (f" ({e['ctx']['error']})" if _says(e) else "")
-                     for e in errors)
+    line = "; ".join(
+        f"{_where(e['loc'])}: {e['msg']}" + (f" ({e['ctx']['error']})" if _says(e) else "") for e in errors
+    )
     # an input echoed back may be NaN or Infinity, which Python's JSON reads and JSON cannot write
     return JSONResponse({"detail": jsonable_encoder(errors, custom_encoder={float: _finite}), "error": line}, 422)
 
@@ -109,19 +111,21 @@ class BodyLimit:
         body, more = bytearray(), True
         while more:
             message = await receive()
-            if message["type"] != "http.request":          # the client went away
+            if message["type"] != "http.request":  # the client went away
                 return
             body += message.get("body", b"")
             more = message.get("more_body", False)
             if len(body) > self.limit:
                 return await error(413, f"the body has over {self.limit:,} bytes; at most {self.limit:,}")(
-                    scope, receive, send)
+                    scope, receive, send
+                )
         first: Message | None = {"type": "http.request", "body": bytes(body), "more_body": False}
 
         async def replay() -> Message:
             nonlocal first
             message, first = first, None
-            return message if message is not None else await receive()   # then, a disconnect
+            return message if message is not None else await receive()  # then, a disconnect
+
         await self.app(scope, replay, send)
 
 
@@ -144,9 +148,14 @@ def native(t: Translation, attention: bool) -> dict[str, Any]:
     if attention and t.attention is not None:
         source, target = t.source_tokens + [EOS_LABEL], t.tokens + [EOS_LABEL]
         words = word_attention(source, target, t.attention)
-        record |= {"source_tokens": source, "target_tokens": target, "attention": _rounded(t.attention),
-                   "source_words": words.source, "target_words": words.target,
-                   "word_attention": _rounded(words.attention)}
+        record |= {
+            "source_tokens": source,
+            "target_tokens": target,
+            "attention": _rounded(t.attention),
+            "source_words": words.source,
+            "target_words": words.target,
+            "word_attention": _rounded(words.attention),
+        }
     return record
 
 
@@ -158,14 +167,15 @@ def opennmt(t: Translation, src: str, id_: Any, nbest: int) -> dict[str, Any]:
     return {"src": src, "tgt": t.text, "pred_score": t.score, "n_best": nbest, "id": id_}
 
 
-def create_app(translator: Translator, cfg: ServerConfig = ServerConfig(),
-               info: dict[str, Any] | None = None) -> FastAPI:
+def create_app(
+    translator: Translator, cfg: ServerConfig = ServerConfig(), info: dict[str, Any] | None = None
+) -> FastAPI:
     """The application around one loaded translator."""
     limits, shortlist = cfg.limits, cfg.shortlist
     base = TranslateOptions(shortlist=shortlist)
 
     def translate(lines: list[str], job: Any) -> list[Translation]:
-        options = replace(base, search=job.search, attention=job.attention, max_length=0)   # refused above
+        options = replace(base, search=job.search, attention=job.attention, max_length=0)  # refused above
         return translator.translate_block(lines, options)
 
     batcher = Batcher(translate, limits.max_sentences, cfg.batch_wait_ms / 1000)
@@ -188,11 +198,12 @@ def create_app(translator: Translator, cfg: ServerConfig = ServerConfig(),
         check_size(translator, asked.sentences, limits)
         try:
             out = await batcher.submit(asked.sentences, asked.job)
-        except UserError as err:           # a setting this model cannot search with (coverage: no attention)
+        except UserError as err:  # a setting this model cannot search with (coverage: no attention)
             raise HTTPException(422, str(err)) from None
         if asked.ids is not None:
-            return JSONResponse([[opennmt(t, s, i, asked.job.search.nbest)
-                                  for t, s, i in zip(out, asked.sentences, asked.ids)]])
+            return JSONResponse(
+                [[opennmt(t, s, i, asked.job.search.nbest) for t, s, i in zip(out, asked.sentences, asked.ids)]]
+            )
         return JSONResponse({"translations": [native(t, asked.matrix) for t in out]})
 
     for path in ("/translate", "/translator/translate"):
@@ -204,8 +215,13 @@ def create_app(translator: Translator, cfg: ServerConfig = ServerConfig(),
 
     @app.get("/info")
     async def describe() -> dict[str, Any]:
-        return {**(info or {}), "limits": vars(limits), "default_beam": cfg.search.beam,
-                "shortlist": shortlist, "served": {"batches": batcher.batches, "sentences": batcher.sentences}}
+        return {
+            **(info or {}),
+            "limits": vars(limits),
+            "default_beam": cfg.search.beam,
+            "shortlist": shortlist,
+            "served": {"batches": batcher.batches, "sentences": batcher.sentences},
+        }
 
     # the page the server was written for stays at /; FastAPI's /docs describes the API beside it
     @app.get("/", response_class=HTMLResponse)
@@ -220,12 +236,20 @@ def serve(model_paths: list[str], cfg: ServerConfig, runtime: RuntimeConfig) -> 
     cfg.check()
     translator = Translator.from_checkpoints(list[str | Path](model_paths), runtime, cfg.int8)
     first = checkpoint.load(model_paths[0])
-    info = {"models": model_paths, "arch": first.model.arch, "model": first.model.to_dict(),
-            "languages": first.text.langs, "vocabulary": {k: len(v) for k, v in first.text.vocab.items()},
-            "device": str(translator.device), "int8": cfg.int8}
+    info = {
+        "models": model_paths,
+        "arch": first.model.arch,
+        "model": first.model.to_dict(),
+        "languages": first.text.langs,
+        "vocabulary": {k: len(v) for k, v in first.text.vocab.items()},
+        "device": str(translator.device),
+        "int8": cfg.int8,
+    }
     if cfg.shortlist and translator.lexicon is None:
         raise UserError(f"--shortlist: {model_paths[0]} holds no lexicon; add one with 'nmtkit lexicon'")
     app = create_app(translator, cfg, info)
-    log(f"serving {', '.join(model_paths)} on http://{cfg.host}:{cfg.port}/ "
-        f"(POST /translate, GET /health, /info, /docs)")
+    log(
+        f"serving {', '.join(model_paths)} on http://{cfg.host}:{cfg.port}/ "
+        f"(POST /translate, GET /health, /info, /docs)"
+    )
     uvicorn.run(app, host=cfg.host, port=cfg.port, log_level="warning", timeout_graceful_shutdown=30)

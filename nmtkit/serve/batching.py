@@ -12,9 +12,9 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
+from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable, Hashable, Sequence
 
 from ..translate.translator import Translation
 
@@ -24,7 +24,7 @@ Translate = Callable[[list[str], Hashable], list[Translation]]
 @dataclass
 class _Request:
     lines: list[str]
-    key: Hashable                                      # requests with equal keys share a batch
+    key: Hashable  # requests with equal keys share a batch
     done: asyncio.Future[list[Translation]] = field(repr=False)
 
 
@@ -33,7 +33,7 @@ class Batcher:
         self.translate, self.max_sentences, self.wait = translate, max_sentences, wait
         self.queue: asyncio.Queue[_Request] = asyncio.Queue()
         self.executor = ThreadPoolExecutor(1, thread_name_prefix="nmtkit-model")
-        self.batches = self.sentences = 0              # served so far (GET /info)
+        self.batches = self.sentences = 0  # served so far (GET /info)
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -51,7 +51,7 @@ class Batcher:
         return await request.done
 
     async def _serve(self) -> None:
-        later: deque[_Request] = deque()           # other options than the batch being gathered
+        later: deque[_Request] = deque()  # other options than the batch being gathered
         loop = asyncio.get_running_loop()
         while True:
             first = later.popleft() if later else await self.queue.get()
@@ -61,7 +61,7 @@ class Batcher:
                 left = deadline - time.monotonic()
                 try:
                     nxt = self.queue.get_nowait() if left <= 0 else await asyncio.wait_for(self.queue.get(), left)
-                except (asyncio.TimeoutError, asyncio.QueueEmpty):
+                except (TimeoutError, asyncio.QueueEmpty):
                     break
                 if nxt.key == first.key and size + len(nxt.lines) <= self.max_sentences:
                     batch.append(nxt)
@@ -71,7 +71,7 @@ class Batcher:
             lines = [line for r in batch for line in r.lines]
             try:
                 out = await loop.run_in_executor(self.executor, self.translate, lines, first.key)
-            except Exception as err:               # one bad batch must not stop the server
+            except Exception as err:  # one bad batch must not stop the server
                 for r in batch:
                     if not r.done.done():
                         r.done.set_exception(err)
@@ -79,6 +79,6 @@ class Batcher:
             self.batches, self.sentences = self.batches + 1, self.sentences + len(lines)
             start = 0
             for r in batch:
-                if not r.done.done():              # a client that went away
-                    r.done.set_result(out[start:start + len(r.lines)])
+                if not r.done.done():  # a client that went away
+                    r.done.set_result(out[start : start + len(r.lines)])
                 start += len(r.lines)

@@ -11,7 +11,7 @@ an error names the fields of the shape sent, after the shape's tag: ``["body", "
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationInfo, field_validator
 
@@ -19,7 +19,7 @@ from ..core.errors import UserError
 from ..translate.settings import LENGTH_PENALTIES, SearchConfig
 from .settings import ServerConfig
 
-NATIVE, OPENNMT = "native", "opennmt"      # the shapes, as an error's loc names them
+NATIVE, OPENNMT = "native", "opennmt"  # the shapes, as an error's loc names them
 _SEARCH_FIELDS = frozenset(f.name for f in fields(SearchConfig))
 
 
@@ -28,15 +28,15 @@ class Job:
     """What a request asks beside its sentences; requests with equal jobs share batches."""
 
     search: SearchConfig
-    attention: bool                # the attention computed (for the alignment or the matrices)
+    attention: bool  # the attention computed (for the alignment or the matrices)
 
 
 @dataclass(frozen=True)
 class Parsed:
     sentences: list[str]
     job: Job
-    ids: list[Any] | None          # OpenNMT-py's ids; None for the native shape
-    matrix: bool                   # the attention matrices asked for
+    ids: list[Any] | None  # OpenNMT-py's ids; None for the native shape
+    matrix: bool  # the attention matrices asked for
 
 
 class OpenNMTSentence(BaseModel):
@@ -62,21 +62,33 @@ def native_request(cfg: ServerConfig) -> type[BaseModel]:
         model_config = ConfigDict(strict=True, extra="forbid")
 
         sentences: list[str] = Field(
-            min_length=1, description=f"At most {limits.max_sentences}, each read as at most {limits.max_length} "
-                                      f"subword units (413 beyond).")
+            min_length=1,
+            description=f"At most {limits.max_sentences}, each read as at most {limits.max_length} "
+            f"subword units (413 beyond).",
+        )
         beam: int = Field(s.beam, ge=1, le=limits.max_beam, description="Beam width (1: greedy).")
-        nbest: int = Field(1, ge=1, le=limits.max_nbest, description="Hypotheses per sentence, best first "
-                                                                     "(at most beam).")
+        nbest: int = Field(
+            1, ge=1, le=limits.max_nbest, description="Hypotheses per sentence, best first (at most beam)."
+        )
         # one list of the penalties, translate's: Literal reads a tuple as its values
         length_penalty: Literal[LENGTH_PENALTIES] = Field(  # type: ignore[valid-type]
-            s.length_penalty, description="Ranking of finished hypotheses: raw log-probability, per word, or GNMT's.")
+            s.length_penalty, description="Ranking of finished hypotheses: raw log-probability, per word, or GNMT's."
+        )
         alpha: float = Field(s.alpha, ge=0, allow_inf_nan=False, description="GNMT length penalty exponent.")
         coverage_penalty: float = Field(
-            s.coverage_penalty, ge=0, allow_inf_nan=False,
-            description="Wu et al. (2016)'s coverage penalty beta, as translate --coverage-penalty (0: off).")
+            s.coverage_penalty,
+            ge=0,
+            allow_inf_nan=False,
+            description="Wu et al. (2016)'s coverage penalty beta, as translate --coverage-penalty (0: off).",
+        )
         # the output limit bounds a request's work: a request may lower the server's, not raise it
-        max_ratio: float = Field(s.max_ratio, ge=0, le=s.max_ratio, allow_inf_nan=False,
-                                 description=f"Output limit: this times the source length, plus {s.max_extra}.")
+        max_ratio: float = Field(
+            s.max_ratio,
+            ge=0,
+            le=s.max_ratio,
+            allow_inf_nan=False,
+            description=f"Output limit: this times the source length, plus {s.max_extra}.",
+        )
         min_len: int = Field(s.min_len, ge=0, description="Words before </s> at least.")
         no_unk: bool = Field(s.no_unk, description="Never produce <unk>.")
         alignment: bool = Field(True, description="Pharaoh word pairs from the attention.")
@@ -85,7 +97,7 @@ def native_request(cfg: ServerConfig) -> type[BaseModel]:
         @field_validator("nbest")
         @classmethod
         def _within_beam(cls, nbest: int, info: ValidationInfo) -> int:
-            if "beam" in info.data:          # else the beam's own error is the one to read
+            if "beam" in info.data:  # else the beam's own error is the one to read
                 try:
                     SearchConfig(beam=info.data["beam"], nbest=nbest).check()
                 except UserError as err:
@@ -98,7 +110,7 @@ def native_request(cfg: ServerConfig) -> type[BaseModel]:
 def request_body(cfg: ServerConfig) -> Any:
     """The type of ``/translate``'s body: either shape, picked by its JSON type."""
     opennmt = Annotated[list[OpenNMTSentence], Field(min_length=1), Tag(OPENNMT)]
-    return Annotated[Union[Annotated[native_request(cfg), Tag(NATIVE)], opennmt], Discriminator(_shape)]
+    return Annotated[Annotated[native_request(cfg), Tag(NATIVE)] | opennmt, Discriminator(_shape)]
 
 
 def _shape(body: Any) -> str:
@@ -112,5 +124,4 @@ def parsed(body: BaseModel | list[OpenNMTSentence], defaults: SearchConfig) -> P
         return Parsed([x.src for x in body], Job(defaults, attention=True), [x.id for x in body], False)
     asked = body.model_dump()
     search = replace(defaults, **{k: v for k, v in asked.items() if k in _SEARCH_FIELDS})
-    return Parsed(asked["sentences"], Job(search, asked["attention"] or asked["alignment"]), None,
-                  asked["attention"])
+    return Parsed(asked["sentences"], Job(search, asked["attention"] or asked["alignment"]), None, asked["attention"])

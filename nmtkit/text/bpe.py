@@ -27,7 +27,7 @@ from .settings import SPM_KINDS
 
 SEPARATOR = "@@"
 _JOIN = re.compile(re.escape(SEPARATOR) + r"( |$)")
-SPM_MARK = "\u2581"                          # SentencePiece's word-start mark
+SPM_MARK = "\u2581"  # SentencePiece's word-start mark
 SPM_HEADER = "#nmtkit-sentencepiece"
 
 
@@ -55,12 +55,20 @@ def learn_sentencepiece(lines: Iterable[str], size: int, kind: str) -> str:
     """A SentencePiece model of ``size`` pieces (fewer if the text has fewer) over Moses-token
     lines, as a codes string."""
     import sentencepiece as spm
+
     if kind not in SPM_KINDS:
         raise ValueError(f"unknown SentencePiece model type '{kind}'")
     model = io.BytesIO()
-    spm.SentencePieceTrainer.train(sentence_iterator=iter(lines), model_writer=model, vocab_size=size,
-                                   model_type=kind, character_coverage=1.0, hard_vocab_limit=False,
-                                   minloglevel=2, num_threads=1)
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(lines),
+        model_writer=model,
+        vocab_size=size,
+        model_type=kind,
+        character_coverage=1.0,
+        hard_vocab_limit=False,
+        minloglevel=2,
+        num_threads=1,
+    )
     return f"{SPM_HEADER} {kind}\n" + base64.b64encode(model.getvalue()).decode("ascii") + "\n"
 
 
@@ -76,6 +84,7 @@ class Segmenter:
         self._spm: Any = None
         if is_sentencepiece(codes):
             import sentencepiece as spm
+
             proto = base64.b64decode(codes.split("\n", 1)[1])
             self._spm = spm.SentencePieceProcessor(model_proto=proto)
         else:

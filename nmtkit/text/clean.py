@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Callable
+from collections.abc import Callable
 
 from ..core.errors import UserError
 from .settings import DEFAULT_RULES
@@ -43,8 +43,20 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028\u2029\u2
 _SPACES = re.compile(r"[\t\u00a0\u2000-\u200a\u202f\u205f\u3000]")
 _MOJIBAKE = re.compile(r"[\u00c2\u00c3][\u0080-\u00bf]")
 _MARKER = re.compile(r"\((\d+):(\d+)\)")
-_QUOTES = str.maketrans({"`": "'", "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u2032": "'",
-                         "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u00ab": '"', "\u00bb": '"'})
+_QUOTES = str.maketrans(
+    {
+        "`": "'",
+        "\u2018": "'",
+        "\u2019": "'",
+        "\u201a": "'",
+        "\u2032": "'",
+        "\u201c": '"',
+        "\u201d": '"',
+        "\u201e": '"',
+        "\u00ab": '"',
+        "\u00bb": '"',
+    }
+)
 
 
 def unicode_rule(s: str) -> str:
@@ -60,6 +72,7 @@ def mojibake(s: str) -> str:
             return m.group(0).encode("latin-1").decode("utf-8")
         except UnicodeDecodeError:
             return m.group(0)
+
     return _MOJIBAKE.sub(repair, s)
 
 
@@ -68,7 +81,7 @@ def superscription(s: str) -> str:
     if len(markers) < 1:
         return s
     first = markers[0]
-    at_start = not s[:first.start()].strip()
+    at_start = not s[: first.start()].strip()
     # A title is text before verse 2 of a chapter: either "(c:1) title (c:2)"
     # or "title (c:2)". Psalm 51 spans two title verses: "(51:1) … (51:2) … (51:3)".
     expected = 1 if at_start else 2
@@ -79,7 +92,7 @@ def superscription(s: str) -> str:
         if m.group(1) != chapter or int(m.group(2)) != int(last.group(2)) + 1:
             break
         last = m
-    return s[last.start():]
+    return s[last.start() :]
 
 
 def verse_markers(s: str) -> str:
@@ -150,6 +163,7 @@ def rules_named(value: str) -> tuple[str, ...]:
     names = tuple(v.strip() for v in value.split(",") if v.strip())
     unknown = [n for n in names if n not in RULES]
     if unknown:
-        raise UserError(f"unknown cleaning rule(s): {', '.join(unknown)} "
-                        f"(presets: {', '.join(PRESETS)}; rules: {', '.join(RULES)})")
+        raise UserError(
+            f"unknown cleaning rule(s): {', '.join(unknown)} (presets: {', '.join(PRESETS)}; rules: {', '.join(RULES)})"
+        )
     return names

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any, Callable
+from typing import IO, Any
 
 from .. import __version__
 from ..core.console import progress
@@ -93,8 +94,13 @@ def text_fingerprint(text_settings: dict[str, Any]) -> str:
     return fingerprint(text_settings)
 
 
-def preprocess_corpus(splits: dict[str, Path], out_dir: Path, texts: tuple[TextConfig, TextConfig],
-                      filters: FilterConfig, workers: int = 1) -> dict[str, Any]:
+def preprocess_corpus(
+    splits: dict[str, Path],
+    out_dir: Path,
+    texts: tuple[TextConfig, TextConfig],
+    filters: FilterConfig,
+    workers: int = 1,
+) -> dict[str, Any]:
     """Clean and tokenize each split's pair of files; returns the written ``preprocess.json``.
 
     No BPE here: a corpus's codes belong to its vocabulary directory and are
@@ -103,8 +109,7 @@ def preprocess_corpus(splits: dict[str, Path], out_dir: Path, texts: tuple[TextC
     src_lang, tgt_lang = texts[0].lang, texts[1].lang
     if src_lang == tgt_lang:
         raise UserError(f"source and target language are both '{src_lang}'")
-    counts = {name: check_parallel([Path(f"{p}.{src_lang}"), Path(f"{p}.{tgt_lang}")])
-              for name, p in splits.items()}
+    counts = {name: check_parallel([Path(f"{p}.{src_lang}"), Path(f"{p}.{tgt_lang}")]) for name, p in splits.items()}
     settings = settings_dict(texts, filters)
     report: dict[str, Any] = {"nmtkit": __version__, **settings, "splits": {}}
     if (out_dir / SETTINGS_FILE).exists():
@@ -112,16 +117,23 @@ def preprocess_corpus(splits: dict[str, Path], out_dir: Path, texts: tuple[TextC
         if settings_dict_of(previous) == settings:
             report["splits"] = {k: v for k, v in previous.get("splits", {}).items() if k not in splits}
         elif set(previous.get("splits", {})) - set(splits):
-            raise UserError(f"{out_dir} holds text preprocessed with other settings "
-                            f"({', '.join(previous['splits'])}); write to another directory")
+            raise UserError(
+                f"{out_dir} holds text preprocessed with other settings "
+                f"({', '.join(previous['splits'])}); write to another directory"
+            )
     init_args = ([t.to_dict() for t in texts], None)
     with Staging(out_dir) as stage, Workers(workers, _init, init_args) as pool, progress() as bar:
         for name, prefix in splits.items():
             task = bar.add_task(f"preprocess {name}", total=counts[name])
             report["splits"][name] = _preprocess_split(
-                name, prefix, stage, langs=(src_lang, tgt_lang), pool=pool,
+                name,
+                prefix,
+                stage,
+                langs=(src_lang, tgt_lang),
+                pool=pool,
                 pair_filter=PairFilter(filters) if name == TRAIN else None,
-                advance=functools.partial(bar.advance, task))
+                advance=functools.partial(bar.advance, task),
+            )
         write_json(stage.path(SETTINGS_FILE), report)
         stage.commit()
     return report
@@ -134,8 +146,9 @@ def read_report(directory: Path, missing: str) -> dict[str, Any]:
     if not path.exists():
         raise UserError(f"{path}: missing; {missing}")
     report = read_json(path, "preprocess settings")
-    if not (isinstance(report, dict) and isinstance(report.get("text"), dict)
-            and isinstance(report.get("splits"), dict)):
+    if not (
+        isinstance(report, dict) and isinstance(report.get("text"), dict) and isinstance(report.get("splits"), dict)
+    ):
         raise FormatError(f"{path}: not a preprocessing report (written by nmtkit preprocess)")
     return report
 
@@ -144,9 +157,15 @@ def settings_dict_of(report: dict[str, Any]) -> dict[str, Any]:
     return {k: report.get(k) for k in ("text", "filters")}
 
 
-def _preprocess_split(name: str, prefix: Path, stage: Staging, langs: tuple[str, str],
-                      pool: Workers, pair_filter: PairFilter | None,
-                      advance: Callable[[int], None]) -> dict[str, Any]:
+def _preprocess_split(
+    name: str,
+    prefix: Path,
+    stage: Staging,
+    langs: tuple[str, str],
+    pool: Workers,
+    pair_filter: PairFilter | None,
+    advance: Callable[[int], None],
+) -> dict[str, Any]:
     inputs = [read_lines(f"{prefix}.{lang}") for lang in langs]
     numbered = ((i, *row) for i, row in enumerate(zip(*inputs), 1))
     fired: list[Counter[str]] = [Counter(), Counter()]
@@ -170,20 +189,24 @@ def _preprocess_split(name: str, prefix: Path, stage: Staging, langs: tuple[str,
             lines_in += len(rows)
             advance(len(rows))
     report: dict[str, Any] = {
-        "source": str(prefix), "lines": lines_in, "pairs": kept,
+        "source": str(prefix),
+        "lines": lines_in,
+        "pairs": kept,
         "tokens": dict(zip(langs, tokens)),
         "rules": {lang: dict(sorted(c.items())) for lang, c in zip(langs, fired)},
     }
     if pair_filter is not None:
-        report["dropped"] = {k: pair_filter.dropped.get(k, 0)
-                             for k in ("empty", "too-long", "too-short", "ratio", "duplicate")}
+        report["dropped"] = {
+            k: pair_filter.dropped.get(k, 0) for k in ("empty", "too-long", "too-short", "ratio", "duplicate")
+        }
     else:
         report["kept_empty"] = empty
     return report
 
 
-def preprocess_stream(cfg: TextConfig, source: str | Path, out: IO[str],
-                      bpe_codes: str | None = None, workers: int = 1) -> Counter[str]:
+def preprocess_stream(
+    cfg: TextConfig, source: str | Path, out: IO[str], bpe_codes: str | None = None, workers: int = 1
+) -> Counter[str]:
     """One side, line for line: every input line gives exactly one output line.
 
     A terminal or pipe on stdin is processed line by line and flushed, so an
@@ -194,8 +217,9 @@ def preprocess_stream(cfg: TextConfig, source: str | Path, out: IO[str],
     fired: Counter[str] = Counter()
     interactive = str(source) == "-"
     with Workers(1 if interactive else workers, _init, ([cfg.to_dict()], bpe_codes)) as pool:
-        for rows, chunk_fired in pool.map(_encode_chunk, chunked(((0, line) for line in lines),
-                                                                 1 if interactive else CHUNK)):
+        for rows, chunk_fired in pool.map(
+            _encode_chunk, chunked(((0, line) for line in lines), 1 if interactive else CHUNK)
+        ):
             fired.update(chunk_fired[0])
             out.write("".join(row[1] + "\n" for row in rows))
             if interactive:

@@ -12,7 +12,7 @@ from ..core.settings import Settings, known_fields
 
 # The cleaning rules of the 'default' preset (text.clean.PRESETS): they suit any corpus.
 DEFAULT_RULES = ("unicode", "whitespace")
-SPM_KINDS = ("unigram", "bpe")           # the SentencePiece models build-vocab --spm trains
+SPM_KINDS = ("unigram", "bpe")  # the SentencePiece models build-vocab --spm trains
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ class TextConfig(Settings):
     """
 
     lang: str
-    clean: tuple[str, ...] = DEFAULT_RULES   # the Bible's rules are the "bible" preset
+    clean: tuple[str, ...] = DEFAULT_RULES  # the Bible's rules are the "bible" preset
     normalize_punct: bool = True
     aggressive_dash: bool = False
     lowercase: bool = False
@@ -34,7 +34,7 @@ class TextConfig(Settings):
         return asdict(self) | {"clean": list(self.clean)}
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "TextConfig":
+    def from_dict(cls, d: dict[str, Any]) -> TextConfig:
         return cls(**known_fields(cls, d, "TextConfig field") | {"clean": tuple(d.get("clean", ()))})
 
 
@@ -50,5 +50,3 @@ class FilterConfig(Settings):
     min_len: int = 1
     max_ratio: float = 2.5
     dedup: bool = True
-
-

@@ -24,8 +24,11 @@ class MosesText:
         """Moses tokens; a match of a ``protected`` regular expression stays one token."""
         if self._norm is not None:
             text = self._norm.normalize(text)
-        return list(self._tok.tokenize(text, escape=False, aggressive_dash_splits=self.aggressive_dash,
-                                  protected_patterns=protected))
+        return list(
+            self._tok.tokenize(
+                text, escape=False, aggressive_dash_splits=self.aggressive_dash, protected_patterns=protected
+            )
+        )
 
     def detokenize(self, tokens: list[str]) -> str:
         text = str(self._detok.detokenize(tokens, unescape=False))

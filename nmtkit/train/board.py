@@ -36,7 +36,8 @@ class Board:
     def __init__(self, log_dir: Path | None = None, step: int = 0):
         self.writer: Any = None
         if log_dir is not None:
-            from torch.utils.tensorboard import SummaryWriter   # here: only a run that writes loads it
+            from torch.utils.tensorboard import SummaryWriter  # here: only a run that writes loads it
+
             self.writer = SummaryWriter(str(log_dir), purge_step=step + 1 if step else None)
 
     def add(self, entry: dict[str, Any]) -> None:
@@ -47,7 +48,7 @@ class Board:
             if key != "step" and isinstance(value, (int, float)) and not isinstance(value, bool):
                 self.writer.add_scalar(key, value, entry["step"])
 
-    def __enter__(self) -> "Board":
+    def __enter__(self) -> Board:
         return self
 
     def __exit__(self, *_: Any) -> None:

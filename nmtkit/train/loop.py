@@ -28,9 +28,10 @@ from __future__ import annotations
 import contextlib
 import signal
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import torch
@@ -59,8 +60,14 @@ from .window import Diverged, LossWindow
 from .window_watch import stuck_message
 
 
-def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConfig,
-          resume: bool = True, tensorboard: Path | None = None) -> Progress:
+def train(
+    data_dir: Path,
+    save_dir: Path,
+    model_cfg: ModelConfig,
+    cfg: TrainConfig,
+    resume: bool = True,
+    tensorboard: Path | None = None,
+) -> Progress:
     """Train (or resume) a model; with torchrun, as one of its processes.
 
     What ``nmtkit train DATA_BIN --save-dir SAVE_DIR`` runs once its flags are resolved into
@@ -90,20 +97,22 @@ def train(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
     try:
         lock.wait()
         state = start(data_dir, save_dir, model_cfg, cfg, resume, Parallel(where, runtime))
-        if state.finished():           # running the same command again changes nothing
+        if state.finished():  # running the same command again changes nothing
             log(f"{save_dir / 'last.pt'} has finished its budget (update {state.progress.step}); nothing to do")
             progress = state.progress
         else:
             lock.hold()
             if state.progress.step:
-                log(f"resuming from {save_dir / 'last.pt'} at update {state.progress.step}, "
-                    f"epoch {state.batches.epoch + 1}")
+                log(
+                    f"resuming from {save_dir / 'last.pt'} at update {state.progress.step}, "
+                    f"epoch {state.batches.epoch + 1}"
+                )
             progress, stopped_by = run(state, tensorboard)
         ended_well = True
     finally:
         lock.release()
         distributed.stop(together=ended_well)
-    if stopped_by:     # saved, but not done: what follows in a script or a Makefile must not run
+    if stopped_by:  # saved, but not done: what follows in a script or a Makefile must not run
         raise Interrupted(stopped_by)
     return progress
 
@@ -119,14 +128,17 @@ def run(state: TrainState, tensorboard: Path | None = None) -> tuple[Progress, i
     state.window = LossWindow(state.progress.step + 1)
     pace = _Pace(state)
     total, unit = _budget(state.cfg, pace.per_epoch)
-    if state.cfg.max_updates or state.cfg.max_epochs:     # counted: the schedule's budget is known
+    if state.cfg.max_updates or state.cfg.max_epochs:  # counted: the schedule's budget is known
         state.progress.budget = int(total or 0)
     if state.cfg.max_minutes and not state.progress.validation_seconds:
-        state.progress.validation_seconds = _validation_estimate(state)    # rank 0's clock decides
+        state.progress.validation_seconds = _validation_estimate(state)  # rank 0's clock decides
     state.model.train()
     writes = tensorboard if state.parallel.rank == 0 else None
-    with (_StopFlag() as stop, TrainProgress(total, unit, disable=state.parallel.rank != 0) as bar,
-          board.Board(writes, state.progress.step) as state.board):
+    with (
+        _StopFlag() as stop,
+        TrainProgress(total, unit, disable=state.parallel.rank != 0) as bar,
+        board.Board(writes, state.progress.step) as state.board,
+    ):
         bar.update(state.progress.step if unit == "updates" else state.progress.seconds)
         for idx in state.batches:
             update(state, net, steps, idx)
@@ -135,13 +147,13 @@ def run(state: TrainState, tensorboard: Path | None = None) -> tuple[Progress, i
             reporting = state.progress.step % state.cfg.log_every == 0
             finish = _should_stop(state, stop.requested, reporting)
             checkpointing = state.progress.step % state.cfg.valid_every == 0 or finish
-            rng = state.parallel.rng_states() if checkpointing else []    # every rank, at the same updates
-            if reporting or checkpointing:                                # every rank: a collective
+            rng = state.parallel.rng_states() if checkpointing else []  # every rank, at the same updates
+            if reporting or checkpointing:  # every rank: a collective
                 report(state, bar)
             bar.update(state.progress.step if unit == "updates" else state.progress.seconds)
             # a signal (a job's time limit, Ctrl-C): last.pt at once, the validation left to the
             # resumed run, which a queue's grace period (SLURM: 30 s) would not wait for
-            signalled = finish and state.parallel.agree(stop.requested)    # every rank: rank 0's
+            signalled = finish and state.parallel.agree(stop.requested)  # every rank: rank 0's
             if signalled and state.parallel.rank == 0:
                 with stop.writing():
                     save(state, "last.pt", rng)
@@ -149,10 +161,12 @@ def run(state: TrainState, tensorboard: Path | None = None) -> tuple[Progress, i
                 finish = state.parallel.agree(validate_and_save(state, bar, rng, stop) or finish)
             if finish:
                 if signalled:
-                    log(f"interrupted: saved {state.save_dir / 'last.pt'} at update {state.progress.step} "
-                        "without validating it; the same command goes on from there")
+                    log(
+                        f"interrupted: saved {state.save_dir / 'last.pt'} at update {state.progress.step} "
+                        "without validating it; the same command goes on from there"
+                    )
                 break
-    return state.progress, state.parallel.shared(stop.signum)     # rank 0 stopped them all: its signal
+    return state.progress, state.parallel.shared(stop.signum)  # rank 0 stopped them all: its signal
 
 
 def announce(state: TrainState) -> None:
@@ -161,8 +175,10 @@ def announce(state: TrainState) -> None:
         return
     debug(f"model {state.model_cfg.to_dict()}")
     debug(f"training {state.cfg.to_dict()}")
-    log(f"training {state.model_cfg.arch} ({sum(p.numel() for p in state.model.parameters()):,} parameters) on "
-        f"{state.device.type}{compiled_note(state.cfg)}; {describe_batches(state.cfg, state.parallel.world)}")
+    log(
+        f"training {state.model_cfg.arch} ({sum(p.numel() for p in state.model.parameters()):,} parameters) on "
+        f"{state.device.type}{compiled_note(state.cfg)}; {describe_batches(state.cfg, state.parallel.world)}"
+    )
     log(stopping_rule(state.cfg))
 
 
@@ -182,27 +198,39 @@ def update(state: TrainState, net: torch.nn.Module, steps: CompiledSteps, idx: n
         steps.new_forward()
         batch = collate(src, tgt, mine, cfg.pad_to_multiple, state.train_links)
         ntok, nsent = ntok + int((batch["tgt_out"] != PAD).sum()), nsent + len(mine)
-        words = (shortlist(batch["tgt_out"], state.model_cfg.tgt_vocab, cfg.shortlist, PAD).to(device)
-                 if cfg.shortlist else None)
+        words = (
+            shortlist(batch["tgt_out"], state.model_cfg.tgt_vocab, cfg.shortlist, PAD).to(device)
+            if cfg.shortlist
+            else None
+        )
         batch = to_device(batch, device)
         try:
             with state.parallel.quiet(k, len(pieces)):
                 with state.parallel.runtime.autocast():
-                    out = net(batch["src"], batch["src_mask"], batch["tgt_in"], batch["tgt_out"], words,
-                              cfg.label_smoothing, batch.get("guide"))
+                    out = net(
+                        batch["src"],
+                        batch["src_mask"],
+                        batch["tgt_in"],
+                        batch["tgt_out"],
+                        words,
+                        cfg.label_smoothing,
+                        batch.get("guide"),
+                    )
                 loss_sum, nll_sum = (out[0], out[1]) if cfg.label_smoothing or "guide" in batch else (out, out)
-                if "guide" in batch:       # each linked target word: its NLL and weight × its alignment loss
+                if "guide" in batch:  # each linked target word: its NLL and weight × its alignment loss
                     loss_sum = loss_sum + cfg.guided_alignment_weight * out[2]
                     state.window.add_alignment(out[2].detach(), out[3])
                 # scaled so that the gradients are those of the whole minibatch's summed NLL per
                 # sentence (DDP divides by the world)
                 (loss_sum * world / len(idx)).backward()
         except torch.cuda.OutOfMemoryError:
-            raise UserError(f"out of GPU memory on a batch of {len(mine)} sentences × "
-                            f"{batch['tgt_in'].shape[1]} tokens; lower --batch-size (or --max-tokens), "
-                            f"raise --update-freq, or lower --max-len") from None
-        loss_total = nll_sum.detach() if loss_total is None else loss_total + nll_sum.detach()   # logged: plain NLL
-    assert loss_total is not None       # share() gives at least one piece
+            raise UserError(
+                f"out of GPU memory on a batch of {len(mine)} sentences × "
+                f"{batch['tgt_in'].shape[1]} tokens; lower --batch-size (or --max-tokens), "
+                f"raise --update-freq, or lower --max-len"
+            ) from None
+        loss_total = nll_sum.detach() if loss_total is None else loss_total + nll_sum.detach()  # logged: plain NLL
+    assert loss_total is not None  # share() gives at least one piece
     norm = _clip(state.model, cfg.clip) if cfg.clip else None
     state.opt.step()
     state.window.add(loss_total, norm, ntok, nsent, int(tgt.sizes[idx].sum()) + len(idx))
@@ -226,19 +254,22 @@ def report(state: TrainState, bar: TrainProgress) -> None:
     try:
         entry: dict[str, Any] = state.window.close(state.parallel.world)
     except Diverged as bad:
-        raise UserError(f"{bad.what} became {bad.value} at update {bad.step}; {state.save_dir / 'last.pt'} holds "
-                        f"the last good state (try a smaller --lr or --clip)") from None
+        raise UserError(
+            f"{bad.what} became {bad.value} at update {bad.step}; {state.save_dir / 'last.pt'} holds "
+            f"the last good state (try a smaller --lr or --clip)"
+        ) from None
     entry |= {"seconds": state.progress.seconds, "lr": state.opt.param_groups[0]["lr"]}
     _estimate_budget(state)
-    if state.device.type == "cuda":     # the allocator's own count: no wait for the GPU
-        entry["gpu_peak_mb"] = torch.cuda.max_memory_allocated(state.device) / 2 ** 20
+    if state.device.type == "cuda":  # the allocator's own count: no wait for the GPU
+        entry["gpu_peak_mb"] = torch.cuda.max_memory_allocated(state.device) / 2**20
     state.window = LossWindow(state.progress.step + 1)
     _record(state, entry)
     bar.show(state.progress.step, state.batches.drawn_epoch + 1, entry)
 
 
-def validate_and_save(state: TrainState, bar: TrainProgress, rng: list[dict[str, torch.Tensor]],
-                      stop: _StopFlag) -> bool:
+def validate_and_save(
+    state: TrainState, bar: TrainProgress, rng: list[dict[str, torch.Tensor]], stop: _StopFlag
+) -> bool:
     """Validate, save, and say whether patience has run out (rank 0 decides; the others wait)."""
     if state.parallel.rank != 0:
         return False
@@ -246,7 +277,7 @@ def validate_and_save(state: TrainState, bar: TrainProgress, rng: list[dict[str,
     metrics = validate(state.model, state.corpus, state.cfg, state.device, state.sides.vocab["tgt"])
     _record(state, metrics)
     training_curves(runlog.entries(state.save_dir), state.save_dir / "curves.png")
-    progress.validation_seconds = time.perf_counter() - started   # what the final one will take, about
+    progress.validation_seconds = time.perf_counter() - started  # what the final one will take, about
     bar.validated(progress.step, metrics)
     if stuck := stuck_message(metrics):
         log(stuck)
@@ -281,16 +312,19 @@ def _validation_estimate(state: TrainState) -> float:
 
 def describe_batches(cfg: TrainConfig, world: int) -> str:
     """What one update computes on, in total and per process: the first line a run logs."""
-    unit = (f"{cfg.max_tokens:,} target tokens" if cfg.max_tokens else f"{cfg.batch_size} sentences")
-    total = (f"{cfg.max_tokens * cfg.update_freq:,} target tokens" if cfg.max_tokens
-             else f"{cfg.batch_size * cfg.update_freq} sentences")
+    unit = f"{cfg.max_tokens:,} target tokens" if cfg.max_tokens else f"{cfg.batch_size} sentences"
+    total = (
+        f"{cfg.max_tokens * cfg.update_freq:,} target tokens"
+        if cfg.max_tokens
+        else f"{cfg.batch_size * cfg.update_freq} sentences"
+    )
     padded = f"; lengths padded to multiples of {cfg.pad_to_multiple}" if cfg.pad_to_multiple > 1 else ""
     if world == 1 and cfg.update_freq == 1:
         return f"minibatches of {total}{padded}"
     parts = ([f"{world} processes taking 1/{world} each"] if world > 1 else []) + (
-        [f"{cfg.update_freq} accumulated passes of {unit}"] if cfg.update_freq > 1 else [])
-    each = ("" if cfg.max_tokens or world == 1 else
-            f"; about {cfg.batch_size / world:g} sentences per process and pass")
+        [f"{cfg.update_freq} accumulated passes of {unit}"] if cfg.update_freq > 1 else []
+    )
+    each = "" if cfg.max_tokens or world == 1 else f"; about {cfg.batch_size / world:g} sentences per process and pass"
     return f"minibatches of {total} in total per update ({', '.join(parts)}{each}){padded}"
 
 
@@ -349,8 +383,14 @@ class _Pace:
         if done == 1:
             self.started = time.perf_counter()
         else:
-            log(pace_report(self.state.cfg, (time.perf_counter() - self.started) / TIMED_UPDATES, self.per_epoch,
-                            self.state.device.type == "cpu"))
+            log(
+                pace_report(
+                    self.state.cfg,
+                    (time.perf_counter() - self.started) / TIMED_UPDATES,
+                    self.per_epoch,
+                    self.state.device.type == "cpu",
+                )
+            )
 
 
 class _StopFlag:
@@ -365,7 +405,7 @@ class _StopFlag:
         self.requested, self.signum = False, 0
         self.busy = self.deferred = False
 
-    def __enter__(self) -> "_StopFlag":
+    def __enter__(self) -> _StopFlag:
         self.previous = signal.signal(signal.SIGINT, self._handle)
         self.previous_term = signal.signal(signal.SIGTERM, self._handle)
         return self
@@ -375,8 +415,10 @@ class _StopFlag:
             self.requested, self.signum = True, signum
         elif self.busy and not self.deferred:
             self.deferred = True
-            log("stopping once the checkpoints being written are whole (a third signal stops at once, "
-                "keeping the previous ones)")
+            log(
+                "stopping once the checkpoints being written are whole (a third signal stops at once, "
+                "keeping the previous ones)"
+            )
         else:
             raise KeyboardInterrupt
 

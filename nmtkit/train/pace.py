@@ -25,11 +25,14 @@ def stopping_rule(cfg: TrainConfig) -> str:
         limits.append(f"after {cfg.max_minutes:g} minutes")
     if cfg.patience:
         score = "dev BLEU" if cfg.best_by == "bleu" and cfg.valid_bleu else "dev NLL"
-        limits.append(f"after {cfg.patience} validations (one every {cfg.valid_every:,} updates) "
-                      f"without a better {score}")
+        limits.append(
+            f"after {cfg.patience} validations (one every {cfg.valid_every:,} updates) without a better {score}"
+        )
     if not limits:
-        return "nothing stops this run but Ctrl-C (which saves last.pt): no --max-updates, --max-epochs, " \
-               "--max-minutes or --patience"
+        return (
+            "nothing stops this run but Ctrl-C (which saves last.pt): no --max-updates, --max-epochs, "
+            "--max-minutes or --patience"
+        )
     return "stops " + ", or ".join(limits) + "; Ctrl-C saves last.pt and stops"
 
 
@@ -46,12 +49,16 @@ def _duration(seconds: float) -> str:
 def pace_report(cfg: TrainConfig, seconds_per_update: float, updates_per_epoch: int, on_cpu: bool) -> str:
     """How long an update and an epoch take here, and, for an unbounded run on a CPU, where the
     CPU recipes are."""
-    line = (f"an update takes {seconds_per_update:.2f} s here: an epoch of {updates_per_epoch:,} updates "
-            f"about {_duration(seconds_per_update * updates_per_epoch)}")
+    line = (
+        f"an update takes {seconds_per_update:.2f} s here: an epoch of {updates_per_epoch:,} updates "
+        f"about {_duration(seconds_per_update * updates_per_epoch)}"
+    )
     if cfg.max_updates:
         line += f", update {cfg.max_updates:,} in about {_duration(seconds_per_update * cfg.max_updates)}"
     bounded = cfg.max_updates or cfg.max_epochs or cfg.max_minutes
     if on_cpu and not bounded:
-        line += ("; for a CPU, a small model with --max-minutes trains in minutes (the demo's recipe: "
-                 "--schedule cpu --max-minutes 20)")
+        line += (
+            "; for a CPU, a small model with --max-minutes trains in minutes (the demo's recipe: "
+            "--schedule cpu --max-minutes 20)"
+        )
     return line

@@ -5,7 +5,7 @@ the compiled steps (CUDA graphs need to be told when a new forward begins)."""
 from __future__ import annotations
 
 import contextlib
-from typing import ContextManager
+from contextlib import AbstractContextManager
 
 import torch
 
@@ -31,7 +31,7 @@ class Parallel:
             return self.ddp
         return model
 
-    def quiet(self, piece: int, pieces: int) -> ContextManager[object]:
+    def quiet(self, piece: int, pieces: int) -> AbstractContextManager[object]:
         """Around the backward of one piece of a minibatch: DDP averages the gradients once,
         after the last piece."""
         if self.ddp is not None and piece < pieces - 1:
@@ -56,8 +56,10 @@ class Parallel:
 
     def restore_rng(self, ranks: list[dict[str, torch.Tensor]]) -> None:
         if len(ranks) != self.world:
-            log(f"the checkpoint holds the RNG states of {len(ranks)} process(es), not {self.world}: dropout "
-                f"draws will differ from an uninterrupted run")
+            log(
+                f"the checkpoint holds the RNG states of {len(ranks)} process(es), not {self.world}: dropout "
+                f"draws will differ from an uninterrupted run"
+            )
         mine = ranks[self.rank % len(ranks)]
         torch.set_rng_state(mine["torch"])
         if self.device.type == "cuda" and "cuda" in mine:

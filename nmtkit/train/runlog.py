@@ -62,10 +62,11 @@ class RunLog:
     machine: dict[str, Any] | None = None
 
     @classmethod
-    def read(cls, save_dir: str | Path) -> "RunLog":
+    def read(cls, save_dir: str | Path) -> RunLog:
         if not (Path(save_dir) / METRICS).exists():
-            raise UserError(f"{save_dir}: not a training run (no {METRICS}), a binarized corpus (no manifest.json) "
-                            f"or a checkpoint")
+            raise UserError(
+                f"{save_dir}: not a training run (no {METRICS}), a binarized corpus (no manifest.json) or a checkpoint"
+            )
         log = cls()
         seconds: dict[int, float] = {}
         for entry in entries(save_dir):
@@ -74,7 +75,7 @@ class RunLog:
                 seconds[entry["step"]] = entry["seconds"]
             elif "dev_nll" in entry:
                 log.validations.append(entry)
-        for v in log.validations:    # a validation follows the log line of its own update
+        for v in log.validations:  # a validation follows the log line of its own update
             v["seconds"] = seconds.get(v["step"], float("nan"))
         if (Path(save_dir) / MACHINE).exists():
             log.machine = json.loads((Path(save_dir) / MACHINE).read_text())
@@ -108,14 +109,18 @@ class RunLog:
 def run_facts(save_dir: str | Path) -> dict[str, Any]:
     """How far training got, how fast, on what, and which update best.pt holds, chosen how."""
     log = RunLog.read(save_dir)
-    facts: dict[str, Any] = {"updates": log.updates, "minutes": log.seconds / 60,
-                             "tgt_tokens_per_s": log.tokens_per_s, "machine": log.machine}
+    facts: dict[str, Any] = {
+        "updates": log.updates,
+        "minutes": log.seconds / 60,
+        "tgt_tokens_per_s": log.tokens_per_s,
+        "machine": log.machine,
+    }
     best = Path(save_dir) / "best.pt"
     if best.exists():
         run = checkpoint.load(best).training
         step = run.progress.step
         dev = next((v for v in log.validations if v["step"] == step), None)
-        by = run.config.best_by if run.config.valid_bleu else "nll"     # no dev BLEU: dev NLL chose
+        by = run.config.best_by if run.config.valid_bleu else "nll"  # no dev BLEU: dev NLL chose
         facts["best"] = {"step": step, "by": by, "dev_nll": dev["dev_nll"] if dev else None}
     return facts
 
@@ -123,8 +128,10 @@ def run_facts(save_dir: str | Path) -> dict[str, Any]:
 def run_summary(save_dir: str | Path) -> str:
     """One line: how far training got, how fast, and which update best.pt holds."""
     facts = run_facts(save_dir)
-    line = (f"trained {facts['updates']:,} updates in {facts['minutes']:.1f} minutes "
-            f"({facts['tgt_tokens_per_s']:,.0f} target tokens/s)")
+    line = (
+        f"trained {facts['updates']:,} updates in {facts['minutes']:.1f} minutes "
+        f"({facts['tgt_tokens_per_s']:,.0f} target tokens/s)"
+    )
     if facts["machine"]:
         line += f" on {describe(facts['machine'])}"
     if "best" in facts:

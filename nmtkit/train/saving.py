@@ -26,12 +26,14 @@ def save(state: TrainState, name: str, rng: list[dict[str, torch.Tensor]], resum
     if state.parallel.rank != 0:
         return
     if state.lexicon is None:
-        state.lexicon = lexicon_of(state.corpus)        # seconds, once a run
+        state.lexicon = lexicon_of(state.corpus)  # seconds, once a run
     run = TrainingState(state.cfg, Progress(**vars(state.progress)))
     if resumable:
         run.optimizer, run.batches, run.rng = state.opt.state_dict(), state.batches.state_dict(), rng
-    checkpoint.save(state.save_dir / name, Checkpoint(state.model_cfg, state.model.state_dict(), state.sides, run,
-                                                      lexicon=state.lexicon))
+    checkpoint.save(
+        state.save_dir / name,
+        Checkpoint(state.model_cfg, state.model.state_dict(), state.sides, run, lexicon=state.lexicon),
+    )
 
 
 def save_validated(state: TrainState, improved: bool, rng: list[dict[str, torch.Tensor]]) -> None:
@@ -55,12 +57,12 @@ def _prune(state: TrainState) -> None:
     """Keep the ``keep_last`` latest update-N.pt and the ``keep_best`` best best-N.pt."""
     cfg, save_dir = state.cfg, state.save_dir
     if cfg.keep_last:
-        for old in sorted(save_dir.glob("update-*.pt"), key=_step_of)[:-cfg.keep_last]:
+        for old in sorted(save_dir.glob("update-*.pt"), key=_step_of)[: -cfg.keep_last]:
             old.unlink()
     if cfg.keep_best:
         scores = {e["step"]: dev_score(e, cfg.best_by) for e in runlog.entries(save_dir) if "dev_nll" in e}
         ranked = sorted(save_dir.glob("best-*.pt"), key=lambda p: scores.get(_step_of(p), -math.inf), reverse=True)
-        for worse in ranked[cfg.keep_best:]:
+        for worse in ranked[cfg.keep_best :]:
             worse.unlink()
 
 

@@ -48,11 +48,11 @@ class TrainState:
     parallel: Parallel
     train_src: TokenArray
     train_tgt: TokenArray
-    train_links: TokenArray | None = None       # with --guided-alignment-weight
+    train_links: TokenArray | None = None  # with --guided-alignment-weight
     progress: Progress = field(default_factory=Progress)
-    lexicon: Lexicon | None = None              # for translate --shortlist: built at the first save
+    lexicon: Lexicon | None = None  # for translate --shortlist: built at the first save
     window: LossWindow = field(default_factory=lambda: LossWindow(1))
-    clock: float = 0.0                          # perf_counter() at the run's update 0, resumed time included
+    clock: float = 0.0  # perf_counter() at the run's update 0, resumed time included
     board: Board = field(default_factory=Board)  # --tensorboard's copy of metrics.jsonl (rank 0)
 
     @property
@@ -64,13 +64,15 @@ class TrainState:
         final validation kept back (``progress.validation_seconds``), so the run ends within them."""
         progress = self.progress
         return self.counted_out() or bool(
-            self.cfg.max_minutes and progress.seconds + progress.validation_seconds >= 60 * self.cfg.max_minutes)
+            self.cfg.max_minutes and progress.seconds + progress.validation_seconds >= 60 * self.cfg.max_minutes
+        )
 
     def counted_out(self) -> bool:
         """Whether the budget in updates or epochs is spent: the same on every process."""
         cfg, step = self.cfg, self.progress.step
-        return bool((cfg.max_updates and step >= cfg.max_updates)
-                    or (cfg.max_epochs and self.batches.epoch >= cfg.max_epochs))
+        return bool(
+            (cfg.max_updates and step >= cfg.max_updates) or (cfg.max_epochs and self.batches.epoch >= cfg.max_epochs)
+        )
 
     def tick(self) -> None:
         """One update done."""
@@ -78,8 +80,9 @@ class TrainState:
         self.progress.seconds = time.perf_counter() - self.clock
 
 
-def start(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConfig, resume: bool,
-          parallel: Parallel) -> TrainState:
+def start(
+    data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConfig, resume: bool, parallel: Parallel
+) -> TrainState:
     """The state of a new run, of one started from --init-from's weights, or of the run in
     SAVE_DIR/last.pt (resumed exactly: weights, optimizer, batch position, RNGs)."""
     corpus = Corpus(data_dir)
@@ -89,33 +92,72 @@ def start(data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConf
     last = save_dir / "last.pt"
     ckpt = _resumable(last, corpus) if resume and last.exists() else None
     if ckpt is not None and cfg.init_from and parallel.rank == 0:
-        log(f"--init-from {cfg.init_from} is ignored: {last} exists and that run resumes "
-            f"(--reset starts over from {cfg.init_from})")
+        log(
+            f"--init-from {cfg.init_from} is ignored: {last} exists and that run resumes "
+            f"(--reset starts over from {cfg.init_from})"
+        )
     init = _init_from(cfg.init_from, corpus) if cfg.init_from and ckpt is None else None
     if ckpt is not None:
-        _same_model(ckpt.model, model_cfg, str(last),
-                    "give the flags it was trained with, --reset to start over, or another --save-dir")
+        _same_model(
+            ckpt.model,
+            model_cfg,
+            str(last),
+            "give the flags it was trained with, --reset to start over, or another --save-dir",
+        )
         model_cfg, old = ckpt.model, ckpt.training.config
         cfg = TrainConfig(**{**cfg.to_dict(), **{k: getattr(old, k) for k in _KEPT_ON_RESUME}})
     elif init is not None:
-        _same_model(init.model, model_cfg, str(cfg.init_from),
-                    f"give the model flags it was trained with ('nmtkit info {cfg.init_from}' lists them)")
+        _same_model(
+            init.model,
+            model_cfg,
+            str(cfg.init_from),
+            f"give the model flags it was trained with ('nmtkit info {cfg.init_from}' lists them)",
+        )
         model_cfg = init.model
     else:
-        model_cfg = ModelConfig(**{**model_cfg.to_dict(), "src_vocab": len(corpus.vocab(corpus.src_lang)),
-                                   "tgt_vocab": len(corpus.vocab(corpus.tgt_lang)),
-                                   "max_src": cfg.max_len + 1 if cfg.max_len else model_cfg.max_src})   # + </s>
+        model_cfg = ModelConfig(
+            **{
+                **model_cfg.to_dict(),
+                "src_vocab": len(corpus.vocab(corpus.src_lang)),
+                "tgt_vocab": len(corpus.vocab(corpus.tgt_lang)),
+                "max_src": cfg.max_len + 1 if cfg.max_len else model_cfg.max_src,
+            }
+        )  # + </s>
     torch.manual_seed(cfg.seed)
     model = build_model(model_cfg).to(parallel.device)
     src, tgt = corpus.split("train")
-    batches = Batches(src.sizes, tgt.sizes, cfg.batch_size, cfg.pool, cfg.max_len, cfg.seed,
-                      cfg.max_tokens, parallel.rank, parallel.world, cfg.update_freq)
-    state = TrainState(cfg, model_cfg, model, optimizer(model, cfg), batches, corpus, TextSides.of(corpus),
-                       save_dir, parallel, src, tgt, _links(corpus, cfg, data_dir))
+    batches = Batches(
+        src.sizes,
+        tgt.sizes,
+        cfg.batch_size,
+        cfg.pool,
+        cfg.max_len,
+        cfg.seed,
+        cfg.max_tokens,
+        parallel.rank,
+        parallel.world,
+        cfg.update_freq,
+    )
+    state = TrainState(
+        cfg,
+        model_cfg,
+        model,
+        optimizer(model, cfg),
+        batches,
+        corpus,
+        TextSides.of(corpus),
+        save_dir,
+        parallel,
+        src,
+        tgt,
+        _links(corpus, cfg, data_dir),
+    )
     if init is not None:
         checkpoint.load_weights(model, init, str(cfg.init_from))
-        log(f"starting from the weights of {cfg.init_from} (update {init.training.progress.step:,} of its run), "
-            f"with a fresh optimizer")
+        log(
+            f"starting from the weights of {cfg.init_from} (update {init.training.progress.step:,} of its run), "
+            f"with a fresh optimizer"
+        )
     if ckpt is not None:
         _restore(state, ckpt)
     return state
@@ -127,8 +169,10 @@ def _links(corpus: Corpus, cfg: TrainConfig, data_dir: Path) -> TokenArray | Non
         return None
     links = corpus.links("train")
     if links is None:
-        raise UserError(f"--guided-alignment-weight: {data_dir} has no word links; binarize it with "
-                        f"'preprocess --align-suffix links' after 'nmtkit word-align'")
+        raise UserError(
+            f"--guided-alignment-weight: {data_dir} has no word links; binarize it with "
+            f"'preprocess --align-suffix links' after 'nmtkit word-align'"
+        )
     return links
 
 
@@ -163,21 +207,24 @@ def _same_model(found: ModelConfig, asked: ModelConfig, where: str, remedy: str)
     diff = [k for k in ours if k not in _DERIVED and theirs.get(k) != ours[k]]
     if diff:
         k = diff[0]
-        raise UserError(f"{where} holds a model with --{k.replace('_', '-')} {theirs[k]}, not {ours[k]}"
-                        + (f" (and {len(diff) - 1} other difference(s): {', '.join(diff[1:])})" if diff[1:] else "")
-                        + f": {remedy}")
+        raise UserError(
+            f"{where} holds a model with --{k.replace('_', '-')} {theirs[k]}, not {ours[k]}"
+            + (f" (and {len(diff) - 1} other difference(s): {', '.join(diff[1:])})" if diff[1:] else "")
+            + f": {remedy}"
+        )
 
 
 def _restore(state: TrainState, ckpt: Checkpoint) -> None:
     """Weights, optimizer, batch position, progress and RNGs of ``last.pt``."""
     run, last = ckpt.training, state.save_dir / "last.pt"
-    assert run.optimizer is not None and run.batches is not None     # _resumable checked
+    assert run.optimizer is not None and run.batches is not None  # _resumable checked
     checkpoint.load_weights(state.model, ckpt, last)
     try:
         state.opt.load_state_dict(run.optimizer)
     except (ValueError, KeyError) as err:
-        raise FormatError(f"{last}: its optimizer state does not fit its model "
-                          f"({str(err).splitlines()[0][:120]})") from None
+        raise FormatError(
+            f"{last}: its optimizer state does not fit its model ({str(err).splitlines()[0][:120]})"
+        ) from None
     state.batches.load_state_dict(run.batches)
     state.progress = Progress(**vars(run.progress))
     state.parallel.restore_rng(run.rng)

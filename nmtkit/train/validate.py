@@ -17,8 +17,9 @@ from .window_watch import WindowWatch
 
 
 @torch.no_grad()
-def validate(model: Seq2Seq, corpus: Corpus, cfg: TrainConfig, device: torch.device,
-             tgt_tokens: list[str]) -> dict[str, float]:
+def validate(
+    model: Seq2Seq, corpus: Corpus, cfg: TrainConfig, device: torch.device, tgt_tokens: list[str]
+) -> dict[str, float]:
     """Dev NLL per sentence and per token; tokenized BLEU of greedy output (see :func:`dev_bleu`);
     where local-p's window looks (:mod:`window_watch`)."""
     model.eval()
@@ -26,9 +27,8 @@ def validate(model: Seq2Seq, corpus: Corpus, cfg: TrainConfig, device: torch.dev
     total, tokens, n = 0.0, 0, 0
     outputs: dict[int, list[int]] = {}
     with WindowWatch(model) as window:
-        for idx, enc, loss, count in scored_batches(model, src, tgt, device, cfg.batch_size,
-                                                    cfg.valid_max_sentences):
-            total, tokens, n = total + float(loss), tokens + count, n + len(idx)   # enc serves the search too
+        for idx, enc, loss, count in scored_batches(model, src, tgt, device, cfg.batch_size, cfg.valid_max_sentences):
+            total, tokens, n = total + float(loss), tokens + count, n + len(idx)  # enc serves the search too
             window.take(src.sizes[idx] + 1, tgt.sizes[idx] + 1)
             if cfg.valid_bleu:
                 with window.paused():
@@ -49,8 +49,10 @@ def dev_bleu(corpus: Corpus, split: str, outputs: dict[int, list[int]], tgt_toke
     found = corpus.references(split)
     refs: dict[int, str]
     if found is None:
-        log(f"{corpus.path}: no reference text for '{split}' (binarized by an older nmtkit): dev BLEU "
-            f"is counted against ids, where rare words are <unk>; re-run preprocess --vocab to fix")
+        log(
+            f"{corpus.path}: no reference text for '{split}' (binarized by an older nmtkit): dev BLEU "
+            f"is counted against ids, where rare words are <unk>; re-run preprocess --vocab to fix"
+        )
         _, tgt = corpus.split(split)
         refs = {k: " ".join(merge_subwords([tgt_tokens[t] for t in tgt[k]])) for k in keys}
     else:

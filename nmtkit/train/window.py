@@ -24,7 +24,7 @@ class LossWindow:
         self.first, self.tokens, self.sents, self.all_tokens = first_step, 0, 0, 0
         self.losses: list[torch.Tensor] = []
         self.norms: list[torch.Tensor] = []
-        self.aligned: list[torch.Tensor] = []     # guided alignment's loss and its guided words, summed
+        self.aligned: list[torch.Tensor] = []  # guided alignment's loss and its guided words, summed
         self.started = time.perf_counter()
 
     def add(self, loss: torch.Tensor, norm: torch.Tensor | None, tokens: int, sents: int, all_tokens: int) -> None:
@@ -51,17 +51,21 @@ class LossWindow:
         norms = torch.stack(self.norms) if len(self.norms) == n else torch.zeros(n, device=device)
         counts = torch.tensor([self.tokens, self.sents], dtype=torch.float32, device=device)
         everything = distributed.summed(torch.cat([torch.stack(self.losses), norms, counts]), world).tolist()
-        values, grads, (tokens, sents) = everything[:n], everything[n:2 * n], everything[2 * n:]
+        values, grads, (tokens, sents) = everything[:n], everything[n : 2 * n], everything[2 * n :]
         for k, (v, g) in enumerate(zip(values, grads)):
             if not (math.isfinite(v) and math.isfinite(g)):
                 raise Diverged(self.first + k, *((v, "loss") if not math.isfinite(v) else (g, "gradient norm")))
         seconds = max(time.perf_counter() - self.started, 1e-9)
         guided = {}
-        if self.aligned:       # logged on its own: the attention's cross-entropy per guided word
+        if self.aligned:  # logged on its own: the attention's cross-entropy per guided word
             total, words = distributed.summed(torch.stack(self.aligned).sum(0), world).tolist()
             guided = {"train_align_ce": total / max(words, 1)}
-        return guided | {"train_nll": sum(values) / max(sents, 1), "train_nll_token": sum(values) / max(tokens, 1),
-                "tgt_tokens_per_s": self.all_tokens / seconds, "updates_per_s": n / seconds}
+        return guided | {
+            "train_nll": sum(values) / max(sents, 1),
+            "train_nll_token": sum(values) / max(tokens, 1),
+            "tgt_tokens_per_s": self.all_tokens / seconds,
+            "updates_per_s": n / seconds,
+        }
 
 
 class Diverged(Exception):

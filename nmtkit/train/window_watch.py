@@ -14,14 +14,14 @@ words and the share of them whose p_t lies within one word of an end.
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 import torch
 
 from ..models.attention import LuongAttention
 
-STUCK = 0.9   # a share of target words at an edge above which the window is reported stuck
+STUCK = 0.9  # a share of target words at an edge above which the window is reported stuck
 
 
 class WindowWatch:
@@ -32,7 +32,7 @@ class WindowWatch:
         self.relative: list[np.ndarray] = []
         self.edge: list[np.ndarray] = []
 
-    def __enter__(self) -> "WindowWatch":
+    def __enter__(self) -> WindowWatch:
         for m in self.attention:
             m.seen = []
         return self
@@ -59,7 +59,7 @@ class WindowWatch:
             assert m.seen is not None
             if not m.seen:
                 continue
-            p = torch.cat(m.seen, 1).cpu().numpy()          # (B, Ty): one call per position or one for all
+            p = torch.cat(m.seen, 1).cpu().numpy()  # (B, Ty): one call per position or one for all
             m.seen = []
             real = np.arange(p.shape[1])[None, :] < tgt_lengths[:, None]
             S = src_lengths[:, None]
@@ -71,8 +71,10 @@ class WindowWatch:
         model has no local-p attention."""
         if not self.relative:
             return {}
-        return {"dev_pt_mean": float(np.concatenate(self.relative).mean()),
-                "dev_pt_edge": float(np.concatenate(self.edge).mean())}
+        return {
+            "dev_pt_mean": float(np.concatenate(self.relative).mean()),
+            "dev_pt_edge": float(np.concatenate(self.edge).mean()),
+        }
 
 
 def stuck_message(metrics: dict[str, float]) -> str | None:
@@ -81,7 +83,9 @@ def stuck_message(metrics: dict[str, float]) -> str | None:
     if edge is None or edge <= STUCK:
         return None
     where = "start" if metrics["dev_pt_mean"] < 0.5 else "end"
-    return (f"warning: local-p's predicted position p_t lies at the source sentence's {where} for "
-            f"{100 * edge:.0f}% of dev target words: its window no longer follows the source, and a "
-            f"saturated p_t does not recover with training (--window-renorm kept it free in the Bible "
-            f"runs of docs/alignment.md; local-m's window, p_t = t, cannot stick)")
+    return (
+        f"warning: local-p's predicted position p_t lies at the source sentence's {where} for "
+        f"{100 * edge:.0f}% of dev target words: its window no longer follows the source, and a "
+        f"saturated p_t does not recover with training (--window-renorm kept it free in the Bible "
+        f"runs of docs/alignment.md; local-m's window, p_t = t, cannot stick)"
+    )

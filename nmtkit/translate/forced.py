@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from typing import IO, Sequence
+from collections.abc import Sequence
+from typing import IO
 
 from ..align.files import EOS_LABEL
 from ..align.heatmap import Heatmap
@@ -17,8 +18,14 @@ from ..core.settings import RuntimeConfig
 from .translator import Translator
 
 
-def align_file(model_paths: list[str], source: str, target: str, output: str | None, tokenized: bool,
-               runtime: RuntimeConfig | None = None) -> int:
+def align_file(
+    model_paths: list[str],
+    source: str,
+    target: str,
+    output: str | None,
+    tokenized: bool,
+    runtime: RuntimeConfig | None = None,
+) -> int:
     """``nmtkit align``: Pharaoh links of each (source, target) line pair by forced decoding."""
     sources, targets = list(read_lines(source)), list(read_lines(target))
     if len(sources) != len(targets):
@@ -33,8 +40,14 @@ def align_file(model_paths: list[str], source: str, target: str, output: str | N
     return len(lines)
 
 
-def from_model(model_paths: Sequence[str], source: str, target: str, lines: Sequence[int],
-               tokenized: bool = False, runtime: RuntimeConfig | None = None) -> list[Heatmap]:
+def from_model(
+    model_paths: Sequence[str],
+    source: str,
+    target: str,
+    lines: Sequence[int],
+    tokenized: bool = False,
+    runtime: RuntimeConfig | None = None,
+) -> list[Heatmap]:
     src, tgt = list(read_lines(source)), list(read_lines(target))
     if len(src) != len(tgt):
         raise UserError(f"{source} has {len(src)} lines but {target} has {len(tgt)}")
@@ -45,5 +58,13 @@ def from_model(model_paths: Sequence[str], source: str, target: str, lines: Sequ
         raise UserError(f"{source}: line {next(n for n in lines if not src[n - 1].strip())} is empty")
     translator = Translator.from_checkpoints(list(model_paths), runtime)
     forced = translator.force([src[n - 1] for n in lines], [tgt[n - 1] for n in lines], tokenized)
-    return [Heatmap(n, f.source_tokens + [EOS_LABEL], f.target_tokens + [EOS_LABEL], f.attention,
-                    f"line {n}, reference forced, log p = {f.score:.2f}") for n, f in zip(lines, forced)]
+    return [
+        Heatmap(
+            n,
+            f.source_tokens + [EOS_LABEL],
+            f.target_tokens + [EOS_LABEL],
+            f.attention,
+            f"line {n}, reference forced, log p = {f.score:.2f}",
+        )
+        for n, f in zip(lines, forced)
+    ]

@@ -15,7 +15,8 @@ import contextlib
 import dataclasses
 import json
 import sys
-from typing import IO, Any, Iterator
+from collections.abc import Iterator
+from typing import IO, Any
 
 from ..align.files import alignment_record, header
 from ..align.links import pharaoh, word_alignment
@@ -55,24 +56,48 @@ def hard_alignment(t: Translation) -> str:
 
 def json_record(lineno: int, t: Translation) -> dict[str, Any]:
     """One line of ``--output-format jsonl``: the text, its scores, Pharaoh pairs, the n-best list."""
-    record: dict[str, Any] = {"line": lineno, "text": t.text, "score": round(t.score, 4),
-                              "ranking": round(t.ranking, 4), "alignment": hard_alignment(t)}
+    record: dict[str, Any] = {
+        "line": lineno,
+        "text": t.text,
+        "score": round(t.score, 4),
+        "ranking": round(t.ranking, 4),
+        "alignment": hard_alignment(t),
+    }
     if t.nbest:
-        record["nbest"] = [{"text": h.text, "score": round(h.score, 4), "ranking": round(h.ranking, 4),
-                            "alignment": hard_alignment(h)} for h in t.nbest]
+        record["nbest"] = [
+            {"text": h.text, "score": round(h.score, 4), "ranking": round(h.ranking, 4), "alignment": hard_alignment(h)}
+            for h in t.nbest
+        ]
     return record
 
 
 class _Sinks:
     """stdout (or -o FILE, written atomically), the optional attention and Pharaoh files."""
 
-    def __init__(self, stack: contextlib.ExitStack, output: str | None, alignments: str | None, nbest: bool,
-                 pharaoh_path: str | None = None, jsonl: bool = False):
+    def __init__(
+        self,
+        stack: contextlib.ExitStack,
+        output: str | None,
+        alignments: str | None,
+        nbest: bool,
+        pharaoh_path: str | None = None,
+        jsonl: bool = False,
+    ):
         self.out: IO[str] = stack.enter_context(atomic_write(output)) if output and output != STDIO else sys.stdout
-        self.align: IO[str] | None = (None if not alignments else sys.stdout if alignments == STDIO
-                                      else stack.enter_context(atomic_write(alignments)))
-        self.pharaoh: IO[str] | None = (None if not pharaoh_path else sys.stdout if pharaoh_path == STDIO
-                                        else stack.enter_context(atomic_write(pharaoh_path)))
+        self.align: IO[str] | None = (
+            None
+            if not alignments
+            else sys.stdout
+            if alignments == STDIO
+            else stack.enter_context(atomic_write(alignments))
+        )
+        self.pharaoh: IO[str] | None = (
+            None
+            if not pharaoh_path
+            else sys.stdout
+            if pharaoh_path == STDIO
+            else stack.enter_context(atomic_write(pharaoh_path))
+        )
         self.nbest, self.jsonl, self.n = nbest, jsonl, 0
         if self.align is not None:
             self.align.write(header() + "\n")
@@ -87,7 +112,12 @@ class _Sinks:
         else:
             self.out.write(t.text + "\n")
         if self.align is not None:
-            self.align.write(json.dumps(alignment_record(self.n, t.source_tokens, t.tokens, t.attention, t.score), ensure_ascii=False) + "\n")
+            self.align.write(
+                json.dumps(
+                    alignment_record(self.n, t.source_tokens, t.tokens, t.attention, t.score), ensure_ascii=False
+                )
+                + "\n"
+            )
         if self.pharaoh is not None:
             self.pharaoh.write(hard_alignment(t) + "\n")
 
@@ -95,25 +125,43 @@ class _Sinks:
         self.out.flush()
 
 
-def translate_file(model_paths: list[str], source: str, output: str | None, options: TranslateOptions,
-                   alignments: str | None = None, runtime: RuntimeConfig | None = None,
-                   nbest_format: bool = False, pharaoh_path: str | None = None, jsonl: bool = False,
-                   int8: bool = False, prefix: str | None = None) -> int:
+def translate_file(  # noqa: PLR0913 (translate's options, one per flag)
+    model_paths: list[str],
+    source: str,
+    output: str | None,
+    options: TranslateOptions,
+    alignments: str | None = None,
+    runtime: RuntimeConfig | None = None,
+    nbest_format: bool = False,
+    pharaoh_path: str | None = None,
+    jsonl: bool = False,
+    int8: bool = False,
+    prefix: str | None = None,
+) -> int:
     """``nmtkit translate``: lines of ``source`` ('-': stdin) to ``output`` (None or '-': stdout),
     each output starting with its line of ``prefix`` when given.
 
     Returns the number of lines translated. Files given by name are checked
     before the models load, so a typo costs no waiting.
     """
-    on_stdout = [what for what, path in (("translations", output or STDIO), ("alignments", alignments),
-                                         ("Pharaoh links", pharaoh_path)) if path == STDIO]
+    on_stdout = [
+        what
+        for what, path in (
+            ("translations", output or STDIO),
+            ("alignments", alignments),
+            ("Pharaoh links", pharaoh_path),
+        )
+        if path == STDIO
+    ]
     if len(on_stdout) > 1:
-        raise UserError(f"the {' and the '.join(on_stdout)} cannot both go to stdout ('-'): give all but one "
-                        f"a FILE (-o, --alignments, --print-alignment)")
+        raise UserError(
+            f"the {' and the '.join(on_stdout)} cannot both go to stdout ('-'): give all but one "
+            f"a FILE (-o, --alignments, --print-alignment)"
+        )
     total = None if source == STDIO else count_lines(source)
     if total == 0:
         raise UserError(f"{source}: is empty")
-    forced = None if prefix is None else count_lines(prefix)      # stdin's count: as it ends
+    forced = None if prefix is None else count_lines(prefix)  # stdin's count: as it ends
     if forced is not None and total is not None and forced != total:
         raise UserError(f"--prefix {prefix} has {forced:,} lines but {source} {total:,}")
     if alignments or pharaoh_path or jsonl:
@@ -136,5 +184,3 @@ def translate_file(model_paths: list[str], source: str, output: str | None, opti
             sinks.write(t)
             bar.advance(task)
     return sinks.n
-
-

@@ -57,7 +57,7 @@ def streams(seed: int, keys: torch.Tensor, n: int) -> torch.Tensor:
 
 def uniforms(stream: torch.Tensor, t: int) -> torch.Tensor:
     """Each stream's number of step ``t``, uniform in [0, 1) with 53 bits (float64)."""
-    return _shift(mix(stream + _int64((t + 1) * _GOLDEN)), 11).double() * 2.0 ** -53
+    return _shift(mix(stream + _int64((t + 1) * _GOLDEN)), 11).double() * 2.0**-53
 
 
 def draw(logp: torch.Tensor, u: torch.Tensor, temperature: float = 1.0, top_k: int = 0) -> torch.Tensor:
@@ -65,7 +65,7 @@ def draw(logp: torch.Tensor, u: torch.Tensor, temperature: float = 1.0, top_k: i
     ``top_k`` best words (0: all); a column at −inf is never drawn."""
     scaled = logp / temperature
     if 0 < top_k < scaled.shape[1]:
-        best, cols = scaled.topk(top_k, dim=1)      # exactly K, ties or not: K = 1 is greedy
+        best, cols = scaled.topk(top_k, dim=1)  # exactly K, ties or not: K = 1 is greedy
         scaled = torch.full_like(scaled, _NEG).scatter_(1, cols, best)
     cdf = torch.softmax(scaled.double(), 1).cumsum(1)
     # the first column whose cumulative mass reaches a target in (0, total]: never one of mass 0
@@ -74,8 +74,14 @@ def draw(logp: torch.Tensor, u: torch.Tensor, temperature: float = 1.0, top_k: i
 
 
 @torch.no_grad()
-def sample(model: Seq2Seq, enc: EncoderOut, cfg: SearchConfig, vocab: torch.Tensor | None = None,
-           prefix: torch.Tensor | None = None, keys: torch.Tensor | None = None) -> Hypotheses:
+def sample(
+    model: Seq2Seq,
+    enc: EncoderOut,
+    cfg: SearchConfig,
+    vocab: torch.Tensor | None = None,
+    prefix: torch.Tensor | None = None,
+    keys: torch.Tensor | None = None,
+) -> Hypotheses:
     """``cfg.nbest`` samples of each sentence of ``enc``, best first (``cfg``: ``temperature``,
     ``top_k``, ``seed``, the output limit, ``min_len``, ``no_unk``, the ranking); over the
     target words ``vocab`` only when given, starting with ``prefix`` (as :func:`.search.beam_search`
@@ -85,8 +91,14 @@ def sample(model: Seq2Seq, enc: EncoderOut, cfg: SearchConfig, vocab: torch.Tens
         return _sample(model, enc, cfg, vocab, ForcedPrefix(prefix, vocab, cfg.nbest), keys.to(enc.mask.device).long())
 
 
-def _sample(model: Seq2Seq, enc: EncoderOut, cfg: SearchConfig, vocab: torch.Tensor | None,
-            prefix: ForcedPrefix, keys: torch.Tensor) -> Hypotheses:
+def _sample(
+    model: Seq2Seq,
+    enc: EncoderOut,
+    cfg: SearchConfig,
+    vocab: torch.Tensor | None,
+    prefix: ForcedPrefix,
+    keys: torch.Tensor,
+) -> Hypotheses:
     """:func:`sample`'s loop: each step draws a word for every row still open, and the rows that
     drew </s> leave (one look at the device a step, where beam search looks every fourth on a
     GPU: a row left open past its </s> would draw again)."""
@@ -94,7 +106,7 @@ def _sample(model: Seq2Seq, enc: EncoderOut, cfg: SearchConfig, vocab: torch.Ten
     limit = output_limit(enc.mask, cfg, prefix).repeat_interleave(n)
     out = torch.full((B * n, int(limit.max())), PAD, dtype=torch.long, device=device)
     scores, lengths = torch.zeros(B * n, device=device), torch.zeros(B * n, dtype=torch.long, device=device)
-    rows = torch.arange(B * n, device=device)          # the output row of each row still drawing
+    rows = torch.arange(B * n, device=device)  # the output row of each row still drawing
     stream = streams(cfg.seed, keys, n)
     enc = enc.repeat(n)
     state = model.init_state(enc)
@@ -133,12 +145,14 @@ def _admissible(logp: torch.Tensor, banned: torch.Tensor, early: bool, at_limit:
     return logp
 
 
-def _best_first(cfg: SearchConfig, out: torch.Tensor, scores: torch.Tensor, lengths: torch.Tensor,
-                n: int) -> Hypotheses:
+def _best_first(
+    cfg: SearchConfig, out: torch.Tensor, scores: torch.Tensor, lengths: torch.Tensor, n: int
+) -> Hypotheses:
     """The samples (rows i·n + j of sentence i) ordered best first within each sentence."""
     rank = ranking(cfg, scores, lengths)
     order = rank.view(-1, n).argsort(dim=1, descending=True, stable=True)
     order = (order + torch.arange(0, len(rank), n, device=rank.device).unsqueeze(1)).view(-1)
     ends, tokens = lengths[order].tolist(), out[order].tolist()
-    return Hypotheses([row[:end - 1] for row, end in zip(tokens, ends)], scores[order].tolist(),
-                      rank[order].tolist(), n)
+    return Hypotheses(
+        [row[: end - 1] for row, end in zip(tokens, ends)], scores[order].tolist(), rank[order].tolist(), n
+    )

@@ -51,8 +51,9 @@ states. Its log-probabilities count in the scores, and the output limit leaves r
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator, cast
+from typing import cast
 
 import numpy as np
 import torch
@@ -124,7 +125,7 @@ class ForcedPrefix:
     repeated for its ``k`` rows."""
 
     def __init__(self, ids: torch.Tensor | None, vocab: torch.Tensor | None = None, k: int = 1):
-        self.lengths = None if ids is None else (ids != PAD).sum(1)     # per sentence
+        self.lengths = None if ids is None else (ids != PAD).sum(1)  # per sentence
         self.cols: torch.Tensor | None = None
         if ids is not None and ids.shape[1]:
             cols = ids if vocab is None else torch.searchsorted(vocab, ids)
@@ -145,7 +146,7 @@ class ForcedPrefix:
             self.cols = self.cols.index_select(0, rows)
 
 
-NO_PREFIX = ForcedPrefix(None)      # forces nothing, and holds nothing that a search could change
+NO_PREFIX = ForcedPrefix(None)  # forces nothing, and holds nothing that a search could change
 
 
 @contextlib.contextmanager
@@ -166,19 +167,19 @@ class Hypotheses:
     """``nbest`` hypotheses per sentence, best first: row i·nbest + j is sentence i's j-th.
     A row that no hypothesis filled (a tiny vocabulary or output limit) has score -inf."""
 
-    tokens: list[list[int]]                     # without </s>
-    scores: list[float]                         # summed log-probability, </s> included
-    ranking: list[float]                        # the score after length normalisation
+    tokens: list[list[int]]  # without </s>
+    scores: list[float]  # summed log-probability, </s> included
+    ranking: list[float]  # the score after length normalisation
     nbest: int = 1
-    attention: torch.Tensor | None = None       # (rows, T, Tx): each step's α, </s>'s included
+    attention: torch.Tensor | None = None  # (rows, T, Tx): each step's α, </s>'s included
 
 
 @dataclass
 class _Step:
-    y: torch.Tensor                  # the words chosen, one per row of this step's output
-    parent: torch.Tensor             # the row of this step's input that each extends
-    keep: torch.Tensor | None        # input row → row of the previous step's output (None: the same)
-    alpha: torch.Tensor | None = None   # the attention of each row of this step's input
+    y: torch.Tensor  # the words chosen, one per row of this step's output
+    parent: torch.Tensor  # the row of this step's input that each extends
+    keep: torch.Tensor | None  # input row → row of the previous step's output (None: the same)
+    alpha: torch.Tensor | None = None  # the attention of each row of this step's input
 
 
 class _Pool:
@@ -201,7 +202,7 @@ class _Pool:
         self.step = torch.cat([self.step, torch.full_like(rows, step)], 1).gather(1, best)
         self.row = torch.cat([self.row, rows], 1).gather(1, best)
 
-    def select(self, sentences: torch.Tensor) -> "_Pool":
+    def select(self, sentences: torch.Tensor) -> _Pool:
         out = object.__new__(_Pool)
         for name in ("ranking", "scores", "step", "row"):
             setattr(out, name, getattr(self, name).index_select(0, sentences))
@@ -209,9 +210,14 @@ class _Pool:
 
 
 @torch.no_grad()
-def beam_search(model: Seq2Seq, enc: EncoderOut, cfg: SearchConfig = SearchConfig(),
-                vocab: torch.Tensor | None = None, attention: bool = False,
-                prefix: torch.Tensor | None = None) -> Hypotheses:
+def beam_search(
+    model: Seq2Seq,
+    enc: EncoderOut,
+    cfg: SearchConfig = SearchConfig(),
+    vocab: torch.Tensor | None = None,
+    attention: bool = False,
+    prefix: torch.Tensor | None = None,
+) -> Hypotheses:
     """The ``cfg.nbest`` best outputs of each sentence; over the target words ``vocab`` only
     (sorted ids that hold the specials, :mod:`nmtkit.data.lexicon`) when given. ``attention``:
     keep each step's attention weights and return each output's (``Hypotheses.attention``):
@@ -224,8 +230,15 @@ def beam_search(model: Seq2Seq, enc: EncoderOut, cfg: SearchConfig = SearchConfi
         return _beam_search(model, enc, cfg, vocab, attention=attention, prefix=ForcedPrefix(prefix, vocab, cfg.beam))
 
 
-def _beam_search(model: Seq2Seq, enc: EncoderOut, cfg: SearchConfig, vocab: torch.Tensor | None,
-                 check_every: int = 0, attention: bool = False, prefix: ForcedPrefix = NO_PREFIX) -> Hypotheses:
+def _beam_search(  # noqa: PLR0915 (the beam's loop in one place)
+    model: Seq2Seq,
+    enc: EncoderOut,
+    cfg: SearchConfig,
+    vocab: torch.Tensor | None,
+    check_every: int = 0,
+    attention: bool = False,
+    prefix: ForcedPrefix = NO_PREFIX,
+) -> Hypotheses:
     """``check_every``: steps between looks for finished sentences (0: 1 on a CPU, 4 on a GPU,
     where each look waits for the device). A sentence found late has not changed meanwhile: no
     hypothesis it could still extend can enter its pool, by the bound that stopped it."""
@@ -236,7 +249,7 @@ def _beam_search(model: Seq2Seq, enc: EncoderOut, cfg: SearchConfig, vocab: torc
     state = model.init_state(enc)
     y = torch.full((B * k,), BOS, dtype=torch.long, device=device)
     scores = torch.full((B, k), _NEG, device=device)
-    scores[:, 0] = 0.0                      # all beams start equal: expand only the first
+    scores[:, 0] = 0.0  # all beams start equal: expand only the first
     banned = torch.tensor([PAD, EOS, UNK] if cfg.no_unk else [PAD, EOS], device=device)
     alive = torch.arange(B, device=device)  # batch index of each sentence still searched
     pool = _Pool(B, n_best, device)
@@ -247,12 +260,12 @@ def _beam_search(model: Seq2Seq, enc: EncoderOut, cfg: SearchConfig, vocab: torc
     while len(alive):
         b = len(alive)
         logp, state, alpha = model.step(y, state, enc)
-        logp = prefix.force(logp, t)           # before </s> is read: a forced row cannot end
+        logp = prefix.force(logp, t)  # before </s> is read: a forced row cannot end
         ended = scores + (logp[:, EOS] if t >= cfg.min_len else torch.full_like(logp[:, EOS], _NEG)).view(b, k)
         cp = coverage.penalty(alpha, enc.mask, (b, k))
         logp.index_fill_(1, banned, _NEG)
-        at_limit = t + 1 >= limit   # out of room: nothing stays open. On a GPU, asking whether any
-        if device.type != "cpu" or bool(at_limit.any()):   # row is would wait for it: fill always
+        at_limit = t + 1 >= limit  # out of room: nothing stays open. On a GPU, asking whether any
+        if device.type != "cpu" or bool(at_limit.any()):  # row is would wait for it: fill always
             logp.masked_fill_(at_limit.repeat_interleave(k).unsqueeze(1), _NEG)
         w = min(k, logp.shape[1])
         word_logp, words = logp.topk(w, dim=1)
@@ -261,16 +274,18 @@ def _beam_search(model: Seq2Seq, enc: EncoderOut, cfg: SearchConfig, vocab: torc
         kth = torch.cat([scores, ended], 1).topk(k, dim=1).values[:, -1:]
         ended = ended.masked_fill(ended < kth, _NEG)
         pool.offer(ended, ranking(cfg, ended, t + 1) + cp, t)
-        parent = ((torch.arange(b, device=device) * k).unsqueeze(1) + torch.div(pick, w, rounding_mode="floor")).view(-1)
+        parent = ((torch.arange(b, device=device) * k).unsqueeze(1) + torch.div(pick, w, rounding_mode="floor")).view(
+            -1
+        )
         y = words.view(b, k * w).gather(1, pick).view(-1)
-        if vocab is not None:                # a column of the restricted output → its word
+        if vocab is not None:  # a column of the restricted output → its word
             y = vocab[y]
         state = state.index_select(0, parent)
         coverage.follow(parent)
         steps.append(_Step(y, parent, keep, alpha if attention else None))
         t += 1
         best_open = ranking(cfg, scores.max(1).values, limit)
-        stop = best_open <= pool.ranking[:, -1]          # (an open score of -inf: nothing is open)
+        stop = best_open <= pool.ranking[:, -1]  # (an open score of -inf: nothing is open)
         keep = None
         if t % check_every == 0 and bool(stop.any()):
             done = stop.nonzero().squeeze(1)
@@ -286,8 +301,7 @@ def _beam_search(model: Seq2Seq, enc: EncoderOut, cfg: SearchConfig, vocab: torc
     return _backtrack(steps, finished, B, n_best)
 
 
-def _backtrack(steps: list[_Step], finished: list[tuple[torch.Tensor, _Pool]], B: int,
-               n_best: int) -> Hypotheses:
+def _backtrack(steps: list[_Step], finished: list[tuple[torch.Tensor, _Pool]], B: int, n_best: int) -> Hypotheses:
     """Follow parent pointers from each hypothesis' last word back to the first step (one
     loop over time for the whole batch, whatever step each hypothesis ended at)."""
     T, H = len(steps), B * n_best
@@ -298,7 +312,7 @@ def _backtrack(steps: list[_Step], finished: list[tuple[torch.Tensor, _Pool]], B
         ending[hyp], end_row[hyp] = pool.step.view(-1).cpu().numpy(), pool.row.view(-1).cpu().numpy()
         scores[hyp], ranking[hyp] = pool.scores.view(-1).cpu().numpy(), pool.ranking.view(-1).cpu().numpy()
     out = np.full((T, H), PAD, dtype=np.int64)
-    cur = np.full(H, -1, dtype=np.int64)       # each hypothesis' row in step t's output
+    cur = np.full(H, -1, dtype=np.int64)  # each hypothesis' row in step t's output
     first = steps[0].alpha if steps else None
     maps = None if first is None else first.new_zeros(H, T, first.shape[1], dtype=torch.float)
     for t in range(T - 1, -1, -1):
@@ -316,7 +330,7 @@ def _backtrack(steps: list[_Step], finished: list[tuple[torch.Tensor, _Pool]], B
         cur[:] = -1
         cur[live] = prev[live] if step.keep is None else step.keep.cpu().numpy()[prev[live]]
     found = np.isfinite(scores)
-    tokens = [out[:int(ending[h]), h].tolist() if found[h] else [] for h in range(H)]
+    tokens = [out[: int(ending[h]), h].tolist() if found[h] else [] for h in range(H)]
     return Hypotheses(tokens, scores.tolist(), ranking.tolist(), n_best, maps)
 
 
@@ -363,8 +377,9 @@ def _alignment(model: Seq2Seq, enc: EncoderOut, tgt_out: torch.Tensor) -> torch.
     return head if head is not None else _walk(model, enc, tgt_out, model.attention_follows_input())[1]
 
 
-def _walk(model: Seq2Seq, enc: EncoderOut, tgt_out: torch.Tensor,
-          follows_input: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+def _walk(
+    model: Seq2Seq, enc: EncoderOut, tgt_out: torch.Tensor, follows_input: bool
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Scores along ``tgt_out`` and α aligned to its tokens: α of step t, or with
     ``follows_input`` of step t + 1 (whose input is the token; one more step for </s>)."""
     B, T = tgt_out.shape

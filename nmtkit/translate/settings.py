@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from ..core.errors import UserError
 
 LENGTH_PENALTIES = ("none", "average", "gnmt")
-OUTPUT_FORMATS = ("text", "jsonl")          # translate's: plain lines, or a JSON object per line
+OUTPUT_FORMATS = ("text", "jsonl")  # translate's: plain lines, or a JSON object per line
 
 
 @dataclass(frozen=True)
@@ -39,21 +39,21 @@ class SearchConfig:
         seed: Sampling's seed; a sentence's samples depend on it and the sentence's line alone.
     """
 
-    beam: int = 12                 # the paper's width (arXiv v1)
-    length_penalty: str = "none"   # none | average | gnmt
-    alpha: float = 0.6             # GNMT's exponent
+    beam: int = 12  # the paper's width (arXiv v1)
+    length_penalty: str = "none"  # none | average | gnmt
+    alpha: float = 0.6  # GNMT's exponent
     coverage_penalty: float = 0.0  # β of Wu et al.'s coverage penalty (0: off)
-    max_ratio: float = 2.0         # output limit: max_ratio × source length + max_extra
+    max_ratio: float = 2.0  # output limit: max_ratio × source length + max_extra
     max_extra: int = 10
     nbest: int = 1
-    no_unk: bool = False           # never emit <unk> (Table 1's RNNsearch-50* rows)
-    min_len: int = 1               # words before </s>
-    sampling: bool = False         # draw instead of searching (back-translation)
-    temperature: float = 1.0       # sampling from softmax(log p / T)
-    top_k: int = 0                 # sampling from the K most probable words (0: all)
-    seed: int = 0                  # sampling's seed
+    no_unk: bool = False  # never emit <unk> (Table 1's RNNsearch-50* rows)
+    min_len: int = 1  # words before </s>
+    sampling: bool = False  # draw instead of searching (back-translation)
+    temperature: float = 1.0  # sampling from softmax(log p / T)
+    top_k: int = 0  # sampling from the K most probable words (0: all)
+    seed: int = 0  # sampling's seed
 
-    def check(self, names: tuple[str, str] = ("nbest", "beam")) -> "SearchConfig":
+    def check(self, names: tuple[str, str] = ("nbest", "beam")) -> SearchConfig:
         """This config, or :class:`UserError` when it asks for more than the search can give;
         ``names``: what the asker calls nbest and beam (``--nbest``, ``'nbest'``)."""
         if not self.sampling and self.nbest > self.beam:
@@ -85,11 +85,9 @@ class TranslateOptions:
     search: SearchConfig = SearchConfig()
     batch_size: int | None = None  # sentences per batch; None: 32, at most CPU_ROWS // beam
     max_tokens: int | None = None  # >0: batches by source tokens; 0: by sentences; None: tokens on GPUs
-    shortlist: bool = False        # search over the lexicon's candidates for each batch (nmtkit.lexicon)
-    tokenized: bool = False        # input and output in Moses tokens
-    attention: bool = False        # keep each output's attention matrix
-    replace_unk: bool = False      # copy the most attended source word into each <unk>
-    unk_dict: dict[str, str] | None = None   # ... translated through this dictionary when listed
-    max_length: int = MAX_LENGTH   # source subword units kept of each line, the rest cropped (0: all)
-
-
+    shortlist: bool = False  # search over the lexicon's candidates for each batch (nmtkit.lexicon)
+    tokenized: bool = False  # input and output in Moses tokens
+    attention: bool = False  # keep each output's attention matrix
+    replace_unk: bool = False  # copy the most attended source word into each <unk>
+    unk_dict: dict[str, str] | None = None  # ... translated through this dictionary when listed
+    max_length: int = MAX_LENGTH  # source subword units kept of each line, the rest cropped (0: all)

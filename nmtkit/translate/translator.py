@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator
 
 import numpy as np
 import torch
@@ -48,15 +48,17 @@ CPU_ROWS = 160
 # Token batches by default on a GPU: source tokens (padding included) per batch, times the beam in
 # rows; sentence batches of 32 leave an H100 mostly idle.
 GPU_MAX_TOKENS = 8000
+
+
 @dataclass
 class Translation:
-    text: str                      # detokenised output (or Moses tokens with tokenized=True)
-    tokens: list[str]              # output tokens as the model wrote them (BPE included, <unk> replaced)
+    text: str  # detokenised output (or Moses tokens with tokenized=True)
+    tokens: list[str]  # output tokens as the model wrote them (BPE included, <unk> replaced)
     source_tokens: list[str]
-    score: float                   # log-probability, </s> included
-    ranking: float                 # the score after length normalisation
-    attention: np.ndarray | None = None          # (len(tokens) + 1, len(source_tokens) + 1)
-    nbest: list["Translation"] = field(default_factory=list)   # best first, when more than one is asked
+    score: float  # log-probability, </s> included
+    ranking: float  # the score after length normalisation
+    attention: np.ndarray | None = None  # (len(tokens) + 1, len(source_tokens) + 1)
+    nbest: list[Translation] = field(default_factory=list)  # best first, when more than one is asked
 
 
 @dataclass
@@ -66,7 +68,7 @@ class Forced:
     source_tokens: list[str]
     target_tokens: list[str]
     score: float
-    attention: np.ndarray          # (len(target_tokens) + 1, len(source_tokens) + 1)
+    attention: np.ndarray  # (len(target_tokens) + 1, len(source_tokens) + 1)
 
 
 def read_unk_dict(path: str | Path) -> dict[str, str]:
@@ -102,8 +104,9 @@ class PrefixLines:
             raise UserError("--prefix has more lines than the input")
 
 
-def load_models(paths: list[str | Path], device: torch.device,
-                int8: bool = False) -> tuple[Seq2Seq, Sides, Lexicon | None]:
+def load_models(
+    paths: list[str | Path], device: torch.device, int8: bool = False
+) -> tuple[Seq2Seq, Sides, Lexicon | None]:
     """The models of ``paths`` (an ensemble for several), their text sides and the first one's
     lexicon; ``int8``: with int8 linear layers (CPUs only)."""
     if int8 and device.type != "cpu":
@@ -114,8 +117,9 @@ def load_models(paths: list[str | Path], device: torch.device,
         lexicon = lexicon or ckpt.lexicon
         these = ckpt.text.sides()
         if sides is not None and these.signature() != sides.signature():
-            raise UserError(f"{path}: cannot ensemble with {paths[0]}: their vocabularies, text settings "
-                            f"or BPE codes differ")
+            raise UserError(
+                f"{path}: cannot ensemble with {paths[0]}: their vocabularies, text settings or BPE codes differ"
+            )
         sides = sides or these
         model = checkpoint.model_of(ckpt, path, device)
         models.append(quantize_int8(model) if int8 else model)
@@ -130,8 +134,11 @@ def bf16_weights(model: Seq2Seq, runtime: Runtime) -> Seq2Seq:
     saved (measured on an Intel AVX512-BF16 CPU: --bf16 translated slower than float32). Autocast
     stays on around search, so the operators it keeps in float32 (softmax, log_softmax) still
     are. An int8 model (--int8 --bf16) keeps its float32 parts: torch's int8 layers take float32."""
-    if not runtime.bf16 or runtime.device.type != "cpu" or any(
-            "quantized" in type(m).__module__ for m in model.modules()):
+    if (
+        not runtime.bf16
+        or runtime.device.type != "cpu"
+        or any("quantized" in type(m).__module__ for m in model.modules())
+    ):
         return model
     return model.to(torch.bfloat16)
 
@@ -162,17 +169,23 @@ class Translator:
         self.lexicon = None if lexicon is None else lexicon.to(self.device)
 
     @classmethod
-    def from_checkpoints(cls, paths: list[str | Path] | str | Path,
-                         runtime: RuntimeConfig | str | None = None, int8: bool = False) -> "Translator":
+    def from_checkpoints(
+        cls, paths: list[str | Path] | str | Path, runtime: RuntimeConfig | str | None = None, int8: bool = False
+    ) -> Translator:
         """The models of ``paths`` (several: an ensemble) set up by ``runtime`` (or just a device
         name); ``int8``: their linear layers in int8 (:mod:`nmtkit.models.int8`)."""
         paths = [paths] if isinstance(paths, (str, Path)) else paths
         run = setup(runtime if isinstance(runtime, RuntimeConfig) else RuntimeConfig(device=runtime))
         model, sides, lexicon = load_models(paths, run.device, int8)
-        return cls(bf16_weights(model, run), sides, run, lexicon)     # its own models: cast in place
+        return cls(bf16_weights(model, run), sides, run, lexicon)  # its own models: cast in place
 
-    def translate(self, lines: Iterable[str], options: TranslateOptions = TranslateOptions(),
-                  block: int = 1000, prefixes: Iterable[str] | None = None) -> Iterator[Translation]:
+    def translate(
+        self,
+        lines: Iterable[str],
+        options: TranslateOptions = TranslateOptions(),
+        block: int = 1000,
+        prefixes: Iterable[str] | None = None,
+    ) -> Iterator[Translation]:
         """Translations of ``lines`` in order; ``block`` lines are read before any is translated.
         ``prefixes``: a line per line of ``lines``, the start each output is forced to have."""
         forced = PrefixLines(prefixes)
@@ -201,27 +214,33 @@ class Translator:
         order = sorted((i for i, n in enumerate(lengths) if n), key=lambda i: lengths[i])
         batch: list[int] = []
         for i in order:
-            if batch and ((not max_tokens and len(batch) == batch_size) or
-                          (len(batch) + 1) * (lengths[i] + 1) > budget):
+            if batch and (
+                (not max_tokens and len(batch) == batch_size) or (len(batch) + 1) * (lengths[i] + 1) > budget
+            ):
                 yield batch
                 batch = []
             batch.append(i)
         if batch:
             yield batch
 
-    def translate_block(self, lines: list[str], options: TranslateOptions, first_line: int = 1,
-                        prefixes: list[str] | None = None) -> list[Translation]:
+    def translate_block(
+        self, lines: list[str], options: TranslateOptions, first_line: int = 1, prefixes: list[str] | None = None
+    ) -> list[Translation]:
         """Translations of ``lines``, numbered from ``first_line`` (in the warnings, and as the
         sampling's keys); each starts with its line of ``prefixes`` when given."""
         src_side, tgt_side = self.sides.src, self.sides.tgt
-        sources = [_crop(src_side.tokens(line, options.tokenized), options.max_length, first_line + k)
-                   for k, line in enumerate(lines)]
+        sources = [
+            _crop(src_side.tokens(line, options.tokenized), options.max_length, first_line + k)
+            for k, line in enumerate(lines)
+        ]
         starts = None if prefixes is None else self._prefix_ids(prefixes, options, first_line)
         out = [Translation("", [], tokens, 0.0, 0.0) for tokens in sources]  # empty in, empty out
         attention = options.attention or options.replace_unk
         if options.shortlist and self.lexicon is None:
-            raise UserError("--shortlist: the checkpoint holds no lexicon (it was trained by an older "
-                            "nmtkit); add one with 'nmtkit lexicon'")
+            raise UserError(
+                "--shortlist: the checkpoint holds no lexicon (it was trained by an older "
+                "nmtkit); add one with 'nmtkit lexicon'"
+            )
         batch_size = options.batch_size or max(1, min(32, CPU_ROWS // options.search.width))
         for idx in self._batches([len(s) for s in sources], batch_size, options.max_tokens):
             src = pad([np.asarray(src_side.ids(sources[i]), dtype=np.int64) for i in idx]).to(self.device)
@@ -229,10 +248,10 @@ class Translator:
             with torch.inference_mode(), self.runtime.autocast():
                 enc = self.model.encode(src, src != PAD)
                 vocab = self.lexicon.candidates(src) if options.shortlist and self.lexicon is not None else None
-                if vocab is not None and prefix is not None:     # a forced word must be scored
+                if vocab is not None and prefix is not None:  # a forced word must be scored
                     vocab = torch.unique(torch.cat([vocab, prefix.flatten()]))
-                own = attention and aligns_as_it_searches(self.model)    # else walked again, by force
-                if options.search.sampling:     # the line numbers key the draws: batching changes nothing
+                own = attention and aligns_as_it_searches(self.model)  # else walked again, by force
+                if options.search.sampling:  # the line numbers key the draws: batching changes nothing
                     keys = torch.tensor([first_line + i for i in idx])
                     hyps = sample(self.model, enc, options.search, vocab, prefix, keys)
                 else:
@@ -244,15 +263,16 @@ class Translator:
             for row in range(len(hyps.tokens)):
                 i = idx[row // n]
                 if row % n and not np.isfinite(hyps.scores[row]):
-                    continue                   # fewer than n hypotheses exist
+                    continue  # fewer than n hypotheses exist
                 ids = hyps.tokens[row]
-                alpha = None if maps is None else maps[row, :len(ids) + 1, :len(sources[i]) + 1].float().cpu().numpy()
+                alpha = None if maps is None else maps[row, : len(ids) + 1, : len(sources[i]) + 1].float().cpu().numpy()
                 tokens = tgt_side.vocab.decode(ids)
                 if options.replace_unk and alpha is not None:
                     tokens = _replace_unk(tokens, ids, sources[i], alpha, options.unk_dict)
                 text = _LINE_BREAKS.sub(" ", tgt_side.text.decode(tokens, detokenize=not options.tokenized))
-                t = Translation(text, tokens, sources[i], hyps.scores[row], hyps.ranking[row],
-                                alpha if options.attention else None)
+                t = Translation(
+                    text, tokens, sources[i], hyps.scores[row], hyps.ranking[row], alpha if options.attention else None
+                )
                 if row % n == 0:
                     out[i] = t
                 if n > 1:
@@ -266,9 +286,11 @@ class Translator:
         out = [tgt.ids(tgt.tokens(line, options.tokenized)) for line in prefixes]
         for k, ids in enumerate(out):
             if options.search.no_unk and UNK in ids:
-                log(f"line {first_line + k}: --prefix has a word out of the vocabulary, which --no-unk bans; "
-                    f"forcing the {ids.index(UNK):,} units before it")
-                del ids[ids.index(UNK):]
+                log(
+                    f"line {first_line + k}: --prefix has a word out of the vocabulary, which --no-unk bans; "
+                    f"forcing the {ids.index(UNK):,} units before it"
+                )
+                del ids[ids.index(UNK) :]
         return out
 
     def _prefix_batch(self, starts: list[list[int]] | None, idx: list[int]) -> torch.Tensor | None:
@@ -282,8 +304,9 @@ class Translator:
         model's attention aligns words depends on the model (``search.force``)."""
         return force(self.model, enc, pad([np.asarray(ids, dtype=np.int64) for ids in outputs]).to(self.device))[1]
 
-    def force(self, sources: list[str], targets: list[str], tokenized: bool = False,
-              batch_size: int = 32) -> list[Forced]:
+    def force(
+        self, sources: list[str], targets: list[str], tokenized: bool = False, batch_size: int = 32
+    ) -> list[Forced]:
         """Score given translations (and get their attention) with the search's own decoder step."""
         src_tok = [self.sides.src.tokens(s, tokenized) for s in sources]
         tgt_tok = [self.sides.tgt.tokens(t, tokenized) for t in targets]
@@ -295,7 +318,7 @@ class Translator:
             with torch.inference_mode(), self.runtime.autocast():
                 scores, maps = force(self.model, self.model.encode(src, src != PAD), tgt)
             for row, i in enumerate(idx):
-                alpha = maps[row, :len(tgt_tok[i]) + 1, :len(src_tok[i]) + 1].float().cpu().numpy()
+                alpha = maps[row, : len(tgt_tok[i]) + 1, : len(src_tok[i]) + 1].float().cpu().numpy()
                 out[i] = Forced(src_tok[i], tgt_tok[i], float(scores[row]), alpha)
         return [f for f in out if f is not None]
 
@@ -310,13 +333,15 @@ def _crop(tokens: list[str], limit: int, lineno: int) -> list[str]:
     return tokens[:limit]
 
 
-def _replace_unk(tokens: list[str], ids: list[int], source: list[str], alpha: np.ndarray,
-                 table: dict[str, str] | None) -> list[str]:
+def _replace_unk(
+    tokens: list[str], ids: list[int], source: list[str], alpha: np.ndarray, table: dict[str, str] | None
+) -> list[str]:
     """Each <unk> becomes the source word it attends to most (</s> excluded), or that word's
     dictionary translation (Luong et al. 2015; Jean et al. 2015)."""
     if UNK not in ids or not source:
         return tokens
-    aligned = alpha[:len(ids), :len(source)].argmax(1)
-    return [(table.get(source[j], source[j]) if table else source[j]) if i == UNK else tok
-            for tok, i, j in zip(tokens, ids, aligned)]
-
+    aligned = alpha[: len(ids), : len(source)].argmax(1)
+    return [
+        (table.get(source[j], source[j]) if table else source[j]) if i == UNK else tok
+        for tok, i, j in zip(tokens, ids, aligned)
+    ]
