@@ -1,22 +1,29 @@
-"""bin/bench-marian's own parts: Marian sees nmtkit's units, its logs are read right, its shortlist
-table is extract-lex's, and without Marian it says in one line how to get it."""
+"""bin/bench-marian's own parts (nmtkit.recipes.bench_marian, peer_marian, peer_fairseq): Marian sees
+nmtkit's units, its logs are read right, its shortlist table is extract-lex's, nmtkit trains with
+the demo's own flags, and without Marian it says in one line how to get it."""
 
-import importlib.util
 import json
 import os
 import subprocess
 import sys
-from importlib.machinery import SourceFileLoader
 from pathlib import Path
 
 import pytest
 
+from nmtkit.recipes import bench_marian as bench
+from nmtkit.recipes import peer_fairseq as fairseq
+from nmtkit.recipes import peer_marian as marian
+from nmtkit.recipes.bench_common import Site
 from tests.test_corpus import make_corpus
 
 ROOT = Path(__file__).resolve().parent.parent
-_loader = SourceFileLoader("bench_marian", str(ROOT / "bin" / "bench-marian"))
-bench = importlib.util.module_from_spec(importlib.util.spec_from_loader("bench_marian", _loader))
-_loader.exec_module(bench)
+
+
+def site_at(tmp_path):
+    """A work directory of the benchmark's own under ``tmp_path`` ($BENCH_DIR/marian-demo)."""
+    site = Site(tmp_path, tmp_path / "data")
+    site.work.mkdir(parents=True)
+    return site
 
 
 def test_without_marian_it_says_how_to_get_it_and_exits_0(tmp_path):
@@ -34,7 +41,7 @@ def test_without_marian_it_says_how_to_get_it_and_exits_0(tmp_path):
 def test_marian_reads_the_units_nmtkit_trains_on(raw, tmp_path):
     _, _, corpus = make_corpus(raw, tmp_path)
     out = tmp_path / "marian"
-    info = bench.prepare(tmp_path / "bin", raw / "test.en", out)
+    info = marian.prepare(tmp_path / "bin", raw / "test.en", out)
     for lang in ("en", "fr"):
         vocab = corpus.vocab(lang)
         yml = (out / f"vocab.{lang}.yml").read_text(encoding="utf-8").splitlines()
@@ -50,16 +57,16 @@ def test_marian_reads_the_units_nmtkit_trains_on(raw, tmp_path):
                 assert line.split() == vocab.decode(ids[i])
                 assert all(json.dumps(t, ensure_ascii=False) in entries for t in line.split())
     # the test source as `nmtkit translate` would read it: the same units from the same pipeline
-    src = bench.preprocessor(tmp_path / "bin", "en")
+    src = marian.preprocessor(tmp_path / "bin", "en")
     raw_lines = (raw / "test.en").read_text(encoding="utf-8").splitlines()
     assert (out / "test.bpe.en").read_text(encoding="utf-8").splitlines() == [
         " ".join(src.encode(line)) for line in raw_lines
     ]
-    assert bench.prepare(tmp_path / "bin", raw / "test.en", out) == info  # kept: read back, not redone
+    assert marian.prepare(tmp_path / "bin", raw / "test.en", out) == info  # kept: read back, not redone
 
 
 def test_marian_vocabulary_keys_survive_yaml_quoting():
-    lines = bench.marian_vocab(["<pad>", "<unk>", "<s>", "</s>", "l'", '"', "\\", "a@@", "été"])
+    lines = marian.marian_vocab(["<pad>", "<unk>", "<s>", "</s>", "l'", '"', "\\", "a@@", "été"])
     assert lines == ['"</s>": 0', '"<unk>": 1', '"l\'": 2', '"\\"": 3', '"\\\\": 4', '"a@@": 5', '"été": 6']
 
 
@@ -73,7 +80,7 @@ def test_marian_speed_counts_labels_over_the_logged_training_time(tmp_path):
         "[2026-11-24 10:07:00] Ep. 1 : Up. 100 : Sen. 8,000 : Cost 4.1 : Time 60.00s : 1000.00 words/s\n"
         "[2026-11-24 10:11:00] Training interrupted (via signal).\n"
     )
-    speed = bench.marian_speed(tmp_path)
+    speed = marian.marian_speed(tmp_path)
     assert speed["updates"] == 470
     assert speed["train_s"] == 600  # two spans of 5 minutes; the gap not counted
     assert speed["tgt_tok_per_s"] == pytest.approx(1500)  # the logged windows' mean, as nmtkit's
@@ -81,17 +88,17 @@ def test_marian_speed_counts_labels_over_the_logged_training_time(tmp_path):
 
 
 def test_lexical_table_is_extract_lex_p_target_given_source():
-    table = bench.lexical_table(["a b", "a c"], ["x y", "x"], ["0-0 1-1", "0-0"])
+    table = marian.lexical_table(["a b", "a c"], ["x y", "x"], ["0-0 1-1", "0-0"])
     # a: aligned to x twice (c(a) = 2); b to y; c unaligned → NULL; nothing on the target side unaligned
     assert table == ["x a 1.000000", "y b 1.000000", "NULL c 1.000000"]
-    table = bench.lexical_table(["a a"], ["x y z"], ["0-0 1-1"])
+    table = marian.lexical_table(["a a"], ["x y z"], ["0-0 1-1"])
     assert table == ["z NULL 1.000000", "x a 0.500000", "y a 0.500000"]  # z unaligned: NULL → z
 
 
 def test_every_path_the_table_names_is_decoded_with_its_flags():
     assert bench.NMTKIT_PATHS["fp32"] == [] and set(bench.NMTKIT_PATHS["int8 + shortlist"]) == {"int8", "shortlist"}
-    assert {model for model, _ in bench.MARIAN_PATHS.values()} == {"fp32", "intgemm8"}
-    assert {shortlist for _, shortlist in bench.MARIAN_PATHS.values()} == {True, False}
+    assert {model for model, _ in marian.MARIAN_PATHS.values()} == {"fp32", "intgemm8"}
+    assert {shortlist for _, shortlist in marian.MARIAN_PATHS.values()} == {True, False}
 
 
 def test_the_fastest_path_is_one_that_keeps_the_translations():
@@ -106,20 +113,20 @@ def test_the_fastest_path_is_one_that_keeps_the_translations():
 
 
 def test_marian_total_trains_only_what_is_left(tmp_path, monkeypatch):
-    monkeypatch.setattr(bench, "WORK", tmp_path)
+    site = site_at(tmp_path)
     chunks = []
 
-    def fake_more(minutes, threads):
+    def fake_more(at, minutes, threads):
         chunks.append(minutes)
-        (tmp_path / "marian-more").mkdir(exist_ok=True)
-        (tmp_path / "marian-more" / "chunks.json").write_text(json.dumps([{"minutes": m} for m in chunks]))
+        (at.work / "marian-more").mkdir(exist_ok=True)
+        (at.work / "marian-more" / "chunks.json").write_text(json.dumps([{"minutes": m} for m in chunks]))
 
-    monkeypatch.setattr(bench, "train_more", fake_more)
-    assert bench.trained_more() == 0.0
-    bench.train_to_total(50, 20, 2)
-    assert chunks == [20, 10] and bench.trained_more() == 30
-    bench.train_to_total(50, 20, 2)  # a rerun finds it done
-    bench.train_to_total(60, 20, 2)  # a larger total: only what is left
+    monkeypatch.setattr(marian, "train_more", fake_more)
+    assert marian.trained_more(site) == 0.0
+    marian.train_to_total(site, 50, 20, 2)
+    assert chunks == [20, 10] and marian.trained_more(site) == 30
+    marian.train_to_total(site, 50, 20, 2)  # a rerun finds it done
+    marian.train_to_total(site, 60, 20, 2)  # a larger total: only what is left
     assert chunks == [20, 10, 10]
 
 
@@ -131,12 +138,12 @@ def test_fairseq_speed_is_the_mean_of_its_logged_windows(tmp_path):
         "2026-11-25 | INFO | train_inner | epoch 001:    100 / 2781 loss=10.1, wps=3000.0, ups=1.6, num_updates=100\n"
         "2026-11-25 | INFO | fairseq_cli.train | done training in 61.5 seconds\n"
     )
-    assert bench.fairseq_speed(log) == {"updates": 100, "tgt_tok_per_s": 3500.0, "train_s": 61.5}
+    assert fairseq.fairseq_speed(log) == {"updates": 100, "tgt_tok_per_s": 3500.0, "train_s": 61.5}
 
 
 def test_fairseq_is_paired_with_nmtkit_at_its_own_bleu_when_it_falls_short(tmp_path, monkeypatch):
     """Its checkpoints are tried from the last back, and an nmtkit checkpoint of its BLEU joins it."""
-    monkeypatch.setattr(bench, "WORK", tmp_path)
+    site = site_at(tmp_path)
     for name in (
         "fairseq/checkpoint_1_200.pt",
         "fairseq/checkpoint_1_400.pt",
@@ -145,8 +152,8 @@ def test_fairseq_is_paired_with_nmtkit_at_its_own_bleu_when_it_falls_short(tmp_p
         "nmtkit/update-400.pt",
         "nmtkit/update-600.pt",
     ):
-        (tmp_path / name).parent.mkdir(exist_ok=True)
-        (tmp_path / name).touch()
+        (site.work / name).parent.mkdir(exist_ok=True)
+        (site.work / name).touch()
     bleu = {
         "fairseq/checkpoint_1_200.pt": 1.0,
         "fairseq/checkpoint_1_400.pt": 3.0,
@@ -159,20 +166,20 @@ def test_fairseq_is_paired_with_nmtkit_at_its_own_bleu_when_it_falls_short(tmp_p
     monkeypatch.setattr(
         bench,
         "decode_row",
-        lambda toolkit, path, beam, threads, data, model: tried.append(model) or {"bleu": bleu[model]},
+        lambda at, toolkit, path, beam, threads, model: tried.append(model) or {"bleu": bleu[model]},
     )
-    assert bench.fairseq_pair(14.7, 2, tmp_path) == {
+    assert bench.fairseq_pair(site, 14.7, 2) == {
         "fairseq": "fairseq-more/checkpoint_1_600.pt",
         "nmtkit": "nmtkit/update-400.pt",
     }
     assert tried[0] == "fairseq-more/checkpoint_1_600.pt" and "fairseq/checkpoint_1_200.pt" not in tried
-    assert bench.fairseq_pair(4.5, 2, tmp_path) == {"fairseq": "fairseq-more/checkpoint_1_600.pt"}
+    assert bench.fairseq_pair(site, 4.5, 2) == {"fairseq": "fairseq-more/checkpoint_1_600.pt"}
 
 
 def test_the_constant_rate_run_is_searched_for_the_comparable_model_where_there_is_one(tmp_path, monkeypatch):
     """From its last checkpoint back until one falls short of Marian's BLEU, the nearest kept; the
     budgeted run's checkpoints, of more updates but a lower BLEU, are not tried."""
-    monkeypatch.setattr(bench, "WORK", tmp_path)
+    site = site_at(tmp_path)
     bleu = {
         "fairseq-more/checkpoint_2_4400.pt": 4.5,
         "fairseq-constant/checkpoint_1_2400.pt": 13.2,
@@ -181,17 +188,17 @@ def test_the_constant_rate_run_is_searched_for_the_comparable_model_where_there_
         "fairseq-constant/checkpoint_1_3000.pt": 16.2,
     }
     for name in bleu:
-        (tmp_path / name).parent.mkdir(exist_ok=True)
-        (tmp_path / name).touch()
+        (site.work / name).parent.mkdir(exist_ok=True)
+        (site.work / name).touch()
     tried = []
     monkeypatch.setattr(
         bench,
         "decode_row",
-        lambda toolkit, path, beam, threads, data, model: tried.append(model) or {"bleu": bleu[model]},
+        lambda at, toolkit, path, beam, threads, model: tried.append(model) or {"bleu": bleu[model]},
     )
-    assert bench.comparable_fairseq(14.7, 2, tmp_path) == "fairseq-constant/checkpoint_1_2600.pt"
+    assert bench.comparable_fairseq(site, 14.7, 2) == "fairseq-constant/checkpoint_1_2600.pt"
     assert tried == [f"fairseq-constant/checkpoint_1_{u}.pt" for u in (3000, 2800, 2600)]
-    assert bench.last_interval("fairseq-constant") == "fairseq-constant/checkpoint_1_3000.pt"
+    assert fairseq.last_interval(site, "fairseq-constant") == "fairseq-constant/checkpoint_1_3000.pt"
 
 
 def test_a_fairseq_calls_time_is_its_total_or_for_a_stopped_one_its_wall_meters_largest(tmp_path):
@@ -204,12 +211,48 @@ def test_a_fairseq_calls_time_is_its_total_or_for_a_stopped_one_its_wall_meters_
         "| valid | epoch 001 | valid on 'valid' subset | wall 3910\n"
         "| train_inner | epoch 002: num_updates=2800, wall=22\n"
     )
-    assert bench.call_seconds(done) == 252.0 and bench.call_seconds(stopped) == 3900.0
+    assert fairseq.call_seconds(done) == 252.0 and fairseq.call_seconds(stopped) == 3900.0
 
 
 def test_marians_constant_rate_run_changes_the_decay_alone():
-    changed = [(a, b) for a, b in zip(bench.MARIAN_TRAIN, bench.MARIAN_CONSTANT) if a != b]
+    changed = [(a, b) for a, b in zip(marian.MARIAN_TRAIN, marian.MARIAN_CONSTANT) if a != b]
     assert (
         changed == [("50", "0")]
-        and bench.MARIAN_CONSTANT[bench.MARIAN_CONSTANT.index("--lr-decay-inv-sqrt") + 1] == "0"
+        and marian.MARIAN_CONSTANT[marian.MARIAN_CONSTANT.index("--lr-decay-inv-sqrt") + 1] == "0"
     )
+
+
+def test_nmtkit_trains_with_the_demos_own_flags_which_are_the_makefiles(tmp_path, monkeypatch):
+    """One recipe for make demo and the benchmark: nmtkit.recipes.demo's flags are the Makefile's."""
+    from nmtkit.core.machine import this_cpu
+    from nmtkit.recipes.demo import DEMO_RECIPE, STUDY_RECIPE
+
+    make = subprocess.run(
+        ["make", "-s", "--no-print-directory", "-f", "Makefile", "-f", "-", "flags"],
+        input='flags:\n\t@echo "$(DEMO_RECIPE)|$(STUDY_RECIPE)"\n',
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert make.stdout.strip() == f"{' '.join(DEMO_RECIPE)}|{' '.join(STUDY_RECIPE)}"
+    site = site_at(tmp_path)
+    ran = []
+
+    def fake_run(cmd, log, timeout_s=None, env=None):
+        ran.append([str(a) for a in cmd])
+        return {"rc": 0, "wall_s": 1.0, "peak_rss_mb": 10.0}
+
+    monkeypatch.setattr(bench, "timed", fake_run)
+    monkeypatch.setattr(bench, "nmtkit_speed", lambda save: {"updates": 3})
+    run = bench.train_nmtkit(site, 20.0, 2)
+    bf16 = ["--bf16"] if this_cpu().native_bf16 else []
+    assert ran == [
+        [sys.executable, "-m", "nmtkit", "train", str(site.data_bin), "--save-dir", str(site.work / "nmtkit")]
+        + ["--threads", "2", *DEMO_RECIPE, "--max-minutes", "20.0", *bf16]
+    ]
+    assert run["settings"] == " ".join(ran[0][3:]) and (run["minutes"], run["threads"], run["updates"]) == (20.0, 2, 3)
+    assert json.loads((site.work / "train-nmtkit.json").read_text()) == run
+    assert bench.train_nmtkit(site, 20.0, 2) == run and len(ran) == 1  # kept: read back, not run again
+    with pytest.raises(SystemExit):  # another budget: refused, not reused
+        bench.train_nmtkit(site, 30.0, 2)

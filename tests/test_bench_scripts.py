@@ -1,18 +1,26 @@
-"""make bench runs from a clone: the peer scripts it calls are in the repository."""
+"""make bench runs from a clone: the peer scripts it calls are in the repository; bin/ holds thin
+entries into nmtkit.recipes, and the benchmarks without peers run here."""
 
+import ast
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+from tests.conftest import EN
+
 ROOT = Path(__file__).resolve().parent.parent
+
+
+RECIPES = ROOT / "nmtkit" / "recipes"
+BENCHES = [RECIPES / "bench_train.py", RECIPES / "bench_translate.py"]  # bin/bench-train's, bin/bench-translate's
 
 
 def test_every_peer_script_the_benchmarks_call_is_here_and_runs_through_bash():
     peers = ROOT / "bench" / "peers"
     called = set()
-    for script in ("bench-train", "bench-translate"):
-        text = (ROOT / "bin" / script).read_text(encoding="utf-8")
+    for script in BENCHES:
+        text = script.read_text(encoding="utf-8")
         called |= set(re.findall(r'"([a-z_]+\.(?:sh|py|yaml))"', text))
     assert {"install.sh", "prep_data.py", "run_fairseq.sh", "run_joeynmt.sh"} <= called
     for name in called:
@@ -20,7 +28,7 @@ def test_every_peer_script_the_benchmarks_call_is_here_and_runs_through_bash():
         assert found, f"bench/peers has no {name}"
     for sh in peers.glob("*.sh"):
         assert subprocess.run(["bash", "-n", str(sh)]).returncode == 0, sh  # parses
-    for path in [*peers.rglob("*"), ROOT / "bin" / "bench-train", ROOT / "bin" / "bench-translate"]:
+    for path in [*peers.rglob("*"), *BENCHES, ROOT / "bin" / "bench-train", ROOT / "bin" / "bench-translate"]:
         if path.is_file():
             assert "shared/" not in path.read_text(encoding="utf-8"), path
 
@@ -42,3 +50,47 @@ def test_the_command_line_bench_times_every_command_and_completion():
     for name in main.commands:
         assert f"| `nmtkit {name} --help` |" in out
     assert "completion of 'nmtkit translate --be<TAB>'" in out and "target under 0.5 s" in out
+
+
+def test_every_script_of_bin_is_a_thin_entry_into_the_package():
+    """bin/ holds entries alone: each Python script imports its recipe's main and calls it; the
+    work (and its lint, types and limits) is the package's."""
+    for script in sorted((ROOT / "bin").iterdir()):
+        text = script.read_text(encoding="utf-8")
+        if not text.startswith("#!/usr/bin/env python3"):
+            continue
+        assert len(text.splitlines()) <= 40, script
+        tree = ast.parse(text)
+        imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        assert imported & {f"nmtkit.recipes.{p.stem}" for p in RECIPES.glob("*.py")} or script.name == "fetch-bible"
+        assert not [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)], script
+
+
+def test_the_serve_bench_loads_the_server_and_reports_latency_memory_and_its_exit(overfit, tmp_path):
+    source = tmp_path / "source.en"
+    source.write_text("\n".join(EN[:4]) + "\n\n", encoding="utf-8")  # a blank line is not sent
+    done = subprocess.run(
+        [sys.executable, ROOT / "bin" / "bench-serve", overfit / "run" / "last.pt", source]
+        + ["--clients", "2", "--requests", "12", "--seconds", "120", "--beam", "2"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    first, latency, memory = done.stdout.splitlines()
+    assert first.startswith("12 requests of one sentence from 2 clients in ") and "beam 2" in first
+    assert re.fullmatch(r"latency ms: p50 \d+, p90 \d+, p99 \d+; errors 0", latency)
+    assert re.fullmatch(
+        r"server RSS: \d+ MB after warm-up; \d+, \d+, \d+ MB at a quarter, .* SIGTERM: exit -?\d+", memory
+    )
+
+
+def test_the_data_bench_tiles_pairs_to_a_word_count_and_measures_a_commands_peak(tmp_path):
+    from nmtkit.recipes.bench_data import run, tiled
+
+    (tmp_path / "a.en").write_text("one two\nthree\n")
+    (tmp_path / "a.fr").write_text("un deux\ntrois\n")
+    assert tiled(tmp_path / "a", tmp_path / "b", 10) == 3  # 4 + 2 + 4 words, both sides
+    assert (tmp_path / "b.en").read_text() == "one two\nthree\none two\n"
+    wall, peak_mb = run([sys.executable, "-c", "x = bytearray(64 << 20)"])
+    assert wall > 0 and peak_mb >= 64

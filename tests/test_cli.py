@@ -1,9 +1,15 @@
 """The command line in-process: modes, help, and every bad input → one line, exit 2, nothing left."""
 
+import inspect
+from pathlib import Path
+
+import click
 import pytest
 from click.testing import CliRunner
 
-from nmtkit.cli import main
+from nmtkit.cli import COMMANDS, main
+
+MODULES = Path(__file__).resolve().parent.parent / "nmtkit" / "cli" / "commands"
 
 SPLITS = ["-s", "en", "-t", "fr"]
 
@@ -37,10 +43,45 @@ def text_mode(raw, out, *extra):
     )
 
 
-@pytest.mark.parametrize("cmd", ["preprocess", "build-vocab", "train", "translate", "score", "align-plot"])
-def test_help(cmd):
-    r = run(cmd, "--help")
-    assert r.exit_code == 0 and "Usage:" in r.output
+@pytest.mark.parametrize("cmd", COMMANDS)
+def test_help_shows_the_command_s_usage_its_text_and_every_option(cmd):
+    r = CliRunner().invoke(main, [cmd, "--help"], terminal_width=10**4)
+    command = main.commands[cmd]
+    assert r.exit_code == 0 and r.output.startswith(f"Usage: nmtkit {cmd} ")
+    assert command.get_short_help_str(limit=10**6) in " ".join(r.output.split())
+    shown = [p for p in command.params if isinstance(p, click.Option) and not p.hidden]
+    assert shown and all(any(f in r.output for f in p.opts) for p in shown)
+
+
+def test_every_command_is_a_module_of_its_own_named_in_the_list():
+    modules = {p.stem for p in MODULES.glob("*.py")} - {"__init__"}
+    assert {name.replace("-", "_") for name in COMMANDS} == modules
+    assert set(main.commands) == set(COMMANDS)
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_the_group_reads_each_command_s_help_from_its_docstring(name):
+    """One source: the group lists a command by the docstring of its function, read from the
+    source without importing it, which is the help click gives the command itself."""
+    command = main.commands[name]
+    assert command.name == name and not command.hidden
+    assert main.summaries[name] == inspect.cleandoc(command.help)
+
+
+@pytest.mark.parametrize("width", [60, 80, 100, 200])
+def test_the_group_s_help_is_what_click_makes_of_the_commands_themselves(width):
+    eager = click.Group(main.name, commands=[main.commands[n] for n in COMMANDS], params=main.params, help=main.help)
+    settings = {**main.context_settings, "terminal_width": width}
+    made = [g.get_help(click.Context(g, info_name="nmtkit", **settings)) for g in (main, eager)]
+    assert made[0] == made[1]
+
+
+def test_completing_a_command_s_name_gives_its_short_help():
+    ctx = click.Context(main, info_name="nmtkit")
+    items = main.shell_complete(ctx, "score")
+    assert [(i.value, i.help) for i in items] == [
+        (n, main.commands[n].get_short_help_str()) for n in ("score", "score-align")
+    ]
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ from nmtkit import checkpoint
 from nmtkit.core.errors import UserError
 from nmtkit.models.build import build_model
 from nmtkit.models.config import MAX_FERTILITY, NEURAL_COVERAGE_DIM, ModelConfig
+from nmtkit.models.coverage import LinguisticCoverage, NeuralCoverage
 from nmtkit.models.ensemble import Ensemble
 from nmtkit.translate.search import SearchConfig, beam_search, force
 from tests.checkpoints import fake_checkpoint
@@ -30,13 +31,13 @@ def test_coverage_sums_the_attention_over_fertility_and_the_attention_reads_it()
     model = covered("linguistic")
     src, mask, tgt = batch()
     enc = model.encode(src, mask)
-    assert enc.fertility is not None and bool(((enc.fertility > 0) & (enc.fertility < MAX_FERTILITY)).all())
+    assert enc.coverage is not None and bool(((enc.coverage > 0) & (enc.coverage < MAX_FERTILITY)).all())
     state, alphas = model.init_state(enc), []
     for y in tgt[:, :4].unbind(1):
         _, state, alpha = model.step(y, state, enc)
         alphas.append(alpha)
     coverage = state[:, model.cfg.hidden :]
-    assert torch.allclose(coverage, torch.stack(alphas).sum(0) / enc.fertility, atol=1e-5)
+    assert torch.allclose(coverage, torch.stack(alphas).sum(0) / enc.coverage, atol=1e-5)
     # the attention reads it: the same step with another coverage attends elsewhere
     s = state[:, : model.cfg.hidden]
     _, _, moved = model.step(tgt[:, 4], torch.cat([s, coverage + 1.0], 1), enc)
@@ -47,7 +48,7 @@ def test_coverage_sums_the_attention_over_fertility_and_the_attention_reads_it()
 def hand_gru(model, c, alpha, h, s_prev):
     """Tu et al.'s gated update written out: z, r = σ(W_{z,r} x + U_{z,r} C), C̃ = tanh(W x + U (r ∘ C)),
     C' = (1 − z) ∘ C + z ∘ C̃, with x = [α_j; h_j; s_{i−1}] for each source word j."""
-    gru, d = model.coverage_rnn.gru, NEURAL_COVERAGE_DIM
+    gru, d = model.coverage.gru, NEURAL_COVERAGE_DIM
     x = torch.cat([alpha.unsqueeze(-1), h, s_prev.unsqueeze(1).expand(-1, h.shape[1], -1)], -1)
     wx = x @ gru.W.weight.T + gru.W.bias
     U_z, U_r = gru.U_zr.weight[:d], gru.U_zr.weight[d:]
@@ -69,7 +70,7 @@ def test_neural_coverage_is_a_gru_per_source_word_in_the_state_and_the_attention
     n, d = model.cfg.hidden, NEURAL_COVERAGE_DIM
     src, mask, tgt = batch()
     enc = model.encode(src, mask)
-    assert enc.fertility is None and enc.coverage_keys.shape == (4, 9, 3 * d)
+    assert isinstance(model.coverage, NeuralCoverage) and enc.coverage.shape == (4, 9, 3 * d)
     state = model.init_state(enc)
     assert state.shape == (4, n + 9 * d) and not state[:, n:].any()  # C_0 = 0
     c = state[:, n:].view(4, 9, d)
@@ -90,9 +91,9 @@ def coverage_gradients(model):
     """The gradients of what only the coverage model has: V_a, and Φ's U_f or the coverage GRU's W
     (its α, h and s columns apart) and U."""
     grads = {"V_a": model.attention.V_a.weight.grad}
-    if model.coverage_rnn is None:
-        return grads | {"U_f": model.U_f.weight.grad}
-    gru, h = model.coverage_rnn.gru, model.coverage_rnn.annotation
+    if isinstance(model.coverage, LinguisticCoverage):
+        return grads | {"U_f": model.coverage.U_f.weight.grad}
+    gru, h = model.coverage.gru, model.coverage.annotation
     W = gru.W.weight.grad
     return grads | {
         "W_alpha": W[:, :1],
@@ -115,7 +116,7 @@ def test_teacher_forcing_and_search_steps_agree_and_the_gradient_reaches_coverag
     assert torch.allclose(walked, forced_alpha, atol=1e-5)
     model.train()
     model.zero_grad()
-    model(src, mask, tgt[:, :-1], tgt[:, 1:]).backward()
+    model(src, mask, tgt[:, :-1], tgt[:, 1:]).loss.backward()
     assert [name for name, g in coverage_gradients(model).items() if g is None or not g.abs().sum() > 0] == []
 
 
@@ -281,3 +282,39 @@ def test_make_paper_coverage_searches_each_model_as_the_paper_and_per_word(tmp_p
         check=True,
     ).stdout
     assert "--length-penalty" not in plain and '--models "a-50"' in plain
+
+
+def test_the_fertility_bound_n_scales_each_source_words_fertility():
+    """--max-fertility N (Tu et al.'s N, 2 before it was a setting): Φ_j = N σ(U_f h_j), so the same
+    weights give fertilities in the ratio of the bounds; a model without linguistic coverage refuses it."""
+    import torch
+
+    from nmtkit.core.errors import UserError
+    from nmtkit.models.build import build_model
+    from nmtkit.models.config import ModelConfig
+
+    sizes = dict(src_vocab=9, tgt_vocab=9, emb=8, hidden=8, align=8, maxout=8, coverage="linguistic")
+    torch.manual_seed(0)
+    two = build_model(ModelConfig(**sizes))
+    three = build_model(ModelConfig(**sizes, max_fertility=3.0))
+    three.load_state_dict(two.state_dict())
+    src = torch.tensor([[4, 5, 6, 3]])
+    mask = torch.ones_like(src, dtype=torch.bool)
+    with torch.no_grad():
+        f2, f3 = two.encode(src, mask).coverage, three.encode(src, mask).coverage
+    assert torch.allclose(f3, f2 * 1.5) and bool((f3 < 3).all()) and bool((f2 < 2).all())
+    with pytest.raises(UserError, match="--max-fertility bounds the linguistic coverage"):
+        ModelConfig(max_fertility=3.0)
+
+
+def test_a_coverage_model_written_by_1_1_reads_its_weights_under_their_old_names():
+    """1.1 kept U_f and the neural GRU on RNNsearch itself (``U_f.*``, ``coverage_rnn.*``): the
+    model loads such weights into :mod:`nmtkit.models.coverage`'s modules, and saves today's names."""
+    for kind, new, old in (("linguistic", "coverage.U_f.", "U_f."), ("neural", "coverage.", "coverage_rnn.")):
+        model = build_model(ModelConfig(**TINY, coverage=kind))
+        names = {(old + k[len(new) :] if k.startswith(new) else k): v for k, v in model.state_dict().items()}
+        assert any(k.startswith(old) for k in names)
+        fresh = build_model(ModelConfig(**TINY, coverage=kind))
+        fresh.load_state_dict(names)
+        assert all(torch.equal(a, b) for a, b in zip(fresh.state_dict().values(), model.state_dict().values()))
+        assert not any(k.startswith(("U_f.", "coverage_rnn.")) for k in fresh.state_dict())

@@ -75,7 +75,7 @@ def test_rnnencdec_projects_its_fixed_context_once_and_teacher_forcing_still_mat
     calls = []
     model.C.register_forward_hook(lambda *_: calls.append(1))
     tgt = torch.randint(4, 20, (2, 6))
-    forced = torch.log_softmax(model(src, src != 0, tgt), -1)
+    forced = torch.log_softmax(model(src, src != 0, tgt).logits, -1)
     assert len(calls) == 1  # once in encode, never per position
     state, stepped = model.init_state(enc), []
     with torch.no_grad():

@@ -35,7 +35,7 @@ def loss_and_grads(model, on):
     fused.use_fused(model, on)
     src, mask, tgt = batch()
     model.zero_grad(set_to_none=True)
-    loss = model(src, mask, tgt[:, :-1], tgt[:, 1:])
+    loss = model(src, mask, tgt[:, :-1], tgt[:, 1:]).loss
     loss.backward()
     return loss.detach(), {k: p.grad.clone() for k, p in model.named_parameters() if p.grad is not None}
 
@@ -103,7 +103,7 @@ def test_fallback_gives_the_reference_path(case, monkeypatch):
         torch.set_grad_enabled(case != "no_grad"),
         torch.autocast("cpu", torch.float16, enabled=case == "autocast-float16"),
     ):
-        out = model(src, mask, tgt)
+        out = model(src, mask, tgt).logits
     assert torch.isfinite(out).all()
 
 
@@ -200,14 +200,32 @@ def test_graphs_alive_together_keep_their_own_energies():
     src, mask, tgt = batch()
     fused.use_fused(model, False)
     ref = [
-        torch.autograd.grad(model(src[i:], mask[i:], tgt[i:, :-1], tgt[i:, 1:]), list(model.parameters()))
+        torch.autograd.grad(model(src[i:], mask[i:], tgt[i:, :-1], tgt[i:, 1:]).loss, list(model.parameters()))
         for i in (0, 1)
     ]
     fused.use_fused(model, True)
-    losses = [model(src[i:], mask[i:], tgt[i:, :-1], tgt[i:, 1:]) for i in (0, 1)]
+    losses = [model(src[i:], mask[i:], tgt[i:, :-1], tgt[i:, 1:]).loss for i in (0, 1)]
     for loss, want in zip(reversed(losses), reversed(ref)):
         for _ in range(2):  # and the same again from a retained graph
             got = torch.autograd.grad(loss, list(model.parameters()), retain_graph=True)
             assert all(torch.allclose(a, b, rtol=1e-4, atol=1e-6) for a, b in zip(got, want))
     del losses, loss
     assert fused._ENERGIES.free is not None  # handed on once no graph holds it
+
+
+def test_what_the_passes_cannot_run_is_said_once_where_it_is_decided():
+    """use_fused leaves a module that cannot take the passes on its reference loop and returns
+    why, once (what ``train`` prints): a coverage model's decoder, a layer-normalised GRU."""
+    from nmtkit.models.config import ModelConfig
+
+    coverage = build_model(ModelConfig(**TINY, coverage="linguistic"))
+    assert fused.use_fused(coverage, True) == [
+        "the coverage model's decoder has no hand-written pass: it trains through the reference loop"
+    ]
+    assert coverage.encoder.fused_steps and not coverage.fused_steps  # the encoder still runs them
+    normed = build_model(ModelConfig(**TINY, layer_norm=True))
+    (why,) = fused.use_fused(normed, True)
+    assert "--layer-norm" in why and not normed.fused_steps and not normed.encoder.fused_steps
+    plain = build_model(ModelConfig(**TINY))
+    assert fused.use_fused(plain, True) == [] and plain.fused_steps and plain.encoder.fused_steps
+    assert fused.use_fused(coverage, False) == [] and not coverage.encoder.fused_steps

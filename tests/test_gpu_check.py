@@ -1,23 +1,19 @@
 """bin/gpu-check, the unattended GPU proof: on a CPU its tiny mode runs every part that can,
 says which need a GPU, keeps its report whatever a part does, and exits 0."""
 
-import importlib.util
 import json
 import os
 import subprocess
 import sys
-from importlib.machinery import SourceFileLoader
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
+from nmtkit.recipes import gpu_check_train as script
 from tests.test_corpus import make_corpus
 
 ROOT = Path(__file__).resolve().parent.parent
-_loader = SourceFileLoader("gpu_check", str(ROOT / "bin" / "gpu-check"))
-script = importlib.util.module_from_spec(importlib.util.spec_from_loader("gpu_check", _loader))
-_loader.exec_module(script)
 # the CPU's tiny mode even on a GPU machine: these tests check the script, not a GPU
 ENV = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
 
@@ -106,14 +102,14 @@ def test_the_tiny_mode_benches_profiles_trains_kills_resumes_translates_and_test
 
 
 def test_the_tiny_runs_budget_and_kill_are_updates_whatever_the_clock_says(tmp_path):
-    flags, planned = script._kill_plan(SimpleNamespace(gpu=False, args=SimpleNamespace(train_minutes=0.5)))
+    flags, planned = script.kill_plan(SimpleNamespace(gpu=False, args=SimpleNamespace(train_minutes=0.5)))
     assert flags[:2] == ["--max-updates", script.TINY_UPDATES] and "--max-minutes" not in flags
     log = tmp_path / "metrics.jsonl"
     log.write_text(json.dumps({"step": script.TINY_VALID, "seconds": 600.0}) + "\n")  # a slow machine's
     assert not planned(tmp_path)
     log.write_text(json.dumps({"step": script.TINY_VALID + 1, "seconds": 0.5}) + "\n")  # a fast one's
     assert planned(tmp_path)
-    flags, _ = script._kill_plan(SimpleNamespace(gpu=True, args=SimpleNamespace(train_minutes=0.0)))
+    flags, _ = script.kill_plan(SimpleNamespace(gpu=True, args=SimpleNamespace(train_minutes=0.0)))
     assert flags[:2] == ["--max-minutes", script.TRAIN_MINUTES]  # a GPU's run is timed: its speed is the point
 
 
@@ -145,3 +141,57 @@ def test_a_second_job_in_the_same_place_keeps_the_first_jobs_parts(raw, tmp_path
     assert list(parts) == ["machine", "wmt14"] and parts["machine"]["machine"]["gpu"] is None
     md = (tmp_path / "check" / "report.md").read_text()
     assert "| machine | ok (earlier job) |" in md and "| wmt14 | needs a GPU |" in md
+
+
+PYTEST_OUT = """\
+tests/test_a.py::test_one PASSED
+tests/test_a.py::test_two FAILED
+tests/test_b.py::test_three SKIPPED (needs a CUDA GPU)
+
+=================================== FAILURES ===================================
+___________________________________ test_two ___________________________________
+tests/test_a.py:9: in test_two
+    assert 1 == 2
+E   assert 1 == 2
+=========================== short test summary info ============================
+SKIPPED [1] tests/test_b.py:4: needs a CUDA GPU: the exact resume on a GPU
+FAILED tests/test_a.py::test_two - assert 1 == 2
+"""
+
+
+def test_the_tests_part_counts_names_each_failure_and_says_what_each_skip_would_prove():
+    from nmtkit.recipes import gpu_check
+
+    ran = []
+
+    def run(cmd, timeout):
+        ran.append(cmd)
+        return subprocess.CompletedProcess(cmd, 1, stdout=PYTEST_OUT, stderr="")
+
+    found = gpu_check.tests(SimpleNamespace(gpu=False, run=run), 60.0)
+    assert ran[0][1:5] == ["-m", "pytest", "tests", "-m"] and ran[0][5] == "gpu"  # tiny: the GPU path's tests
+    assert found["status"] == "failed" and found["counts"] == {"PASSED": 1, "FAILED": 1, "SKIPPED": 1, "ERROR": 0}
+    assert list(found["failures"]) == ["test_two"] and "assert 1 == 2" in found["failures"]["test_two"]
+    assert "1 passed, 1 failed, 1 skipped, 0 error" in found["lines"]
+    assert "- tests/test_b.py:4: needs a CUDA GPU: the exact resume on a GPU" in found["lines"]
+
+    def stopped(cmd, timeout):
+        raise subprocess.TimeoutExpired(cmd, timeout, output=PYTEST_OUT.split("\n\n")[0].replace("FAILED", "PASSED"))
+
+    found = gpu_check.tests(SimpleNamespace(gpu=True, run=stopped), 60.0)
+    assert found["status"] == "out of time" and found["counts"]["PASSED"] == 2
+    assert "stopped after 1.0 minutes, the rest not reached (run --parts tests alone)" in found["lines"][0]
+
+
+def test_the_live_log_is_read_by_the_run_logs_reader_again_where_a_line_is_half_written(tmp_path, monkeypatch):
+    assert script.updates(tmp_path) == 0  # no log yet
+    log = tmp_path / "metrics.jsonl"
+    log.write_text(json.dumps({"step": 3, "seconds": 1.5}) + '\n{"step": 4, "sec')
+    sleeps = []
+
+    def finish(seconds):  # the writer ends its line while the reader waits
+        sleeps.append(seconds)
+        log.write_text(json.dumps({"step": 3, "seconds": 1.5}) + "\n" + json.dumps({"step": 4, "seconds": 2.0}) + "\n")
+
+    monkeypatch.setattr(script.time, "sleep", finish)
+    assert script.updates(tmp_path) == 4 and script.trained_seconds(tmp_path) == 2.0 and len(sleeps) == 1

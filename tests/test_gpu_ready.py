@@ -126,7 +126,7 @@ def compiled_against_eager(arch, device="cpu", mode="default", shapes=((3, 5, 4)
             if mode == "reduce-overhead":
                 torch.compiler.cudagraph_mark_step_begin()
             model.zero_grad()
-            loss = model(src, src != 0, tgt[:, :-1], tgt[:, 1:])
+            loss = model(src, src != 0, tgt[:, :-1], tgt[:, 1:]).loss
             loss.backward()
             results.append(
                 (loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None})
@@ -230,7 +230,7 @@ def test_padding_to_a_multiple_changes_neither_the_loss_nor_the_gradients(model_
     for multiple in (1, 8):
         batch = collate(src, tgt, np.arange(3), multiple=multiple)
         model.zero_grad()
-        loss = model(batch["src"], batch["src_mask"], batch["tgt_in"], batch["tgt_out"])
+        loss = model(batch["src"], batch["src_mask"], batch["tgt_in"], batch["tgt_out"]).loss
         loss.backward()
         results.append((loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}))
     (loss_1, grads_1), (loss_8, grads_8) = results

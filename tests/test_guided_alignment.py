@@ -115,7 +115,8 @@ def guided_grads(model, on, guide_, weight=0.7):
     fused.use_fused(model, on)
     src, mask, tgt = batch()
     model.zero_grad(set_to_none=True)
-    loss, _, align, _ = model(src, mask, tgt[:, :-1], tgt[:, 1:], guide=guide_)
+    out = model(src, mask, tgt[:, :-1], tgt[:, 1:], guide=guide_)
+    loss, align = out.loss, out.align_loss
     (loss + weight * align).backward()
     return float(align.detach()), {k: p.grad.clone() for k, p in model.named_parameters() if p.grad is not None}
 
@@ -136,7 +137,7 @@ def test_the_alignment_gradient_through_the_fused_recurrence_equals_the_referenc
     # and the guide moves the attention's gradient: without it the gradients differ
     fused.use_fused(model, True)
     model.zero_grad(set_to_none=True)
-    model(src, mask, tgt[:, :-1], tgt[:, 1:]).backward()
+    model(src, mask, tgt[:, :-1], tgt[:, 1:]).loss.backward()
     assert not torch.allclose(model.attention.v_a.weight.grad, got["attention.v_a.weight"])
 
 
@@ -148,9 +149,9 @@ def test_luong_attention_takes_the_alignment_gradient(score):
     g = torch.zeros(src.shape[0], tgt.shape[1] - 1, src.shape[1])
     g[:, :, 0] = 1.0
     out = model(src, mask, tgt[:, :-1], tgt[:, 1:], guide=g)
-    out[2].backward()
+    out.align_loss.backward()
     fed = (tgt[:, :-1] != 0)[:, 1:].sum() if model.attention_follows_input() else g.shape[0] * g.shape[1]
-    assert int(out[3]) == int(fed)  # with a word fed in, padded steps take no loss
+    assert int(out.align_positions) == int(fed)  # with a word fed in, padded steps take no loss
     assert model.attention.W_a.weight.grad.abs().sum() > 0 and model.W_s.weight.grad is None  # no path to the output
 
 
@@ -312,7 +313,7 @@ def test_the_logged_alignment_loss_is_the_models_on_the_batches_it_trained_on(ra
             for idx in pair:
                 b = collate(src, tgt, idx, links=links)
                 out = model(b["src"], b["src_mask"], b["tgt_in"], b["tgt_out"], guide=b["guide"])
-                total, words = total + float(out[2]), words + float(out[3])
+                total, words = total + float(out.align_loss), words + float(out.align_positions)
             fresh.append(total / words)
     assert logged == pytest.approx(fresh, rel=1e-4)
 
@@ -340,11 +341,11 @@ def test_the_alignment_head_starts_as_the_attention_and_learns_alone():
     g = torch.zeros(src.shape[0], tgt.shape[1] - 1, src.shape[1])
     g[0, 0, 2] = 1.0
     out = model(src, mask, tgt[:, :-1], tgt[:, 1:], guide=g)
-    out[2].backward()
+    out.align_loss.backward()
     grads = {k for k, p in model.named_parameters() if p.grad is not None and p.grad.abs().sum() > 0}
     assert grads == {"align_head.W_q.weight", "align_head.W_k.weight", "align_head.W_k.bias", "align_head.beta"}
     n_real = int((tgt[:, 1:] != 0).sum())
-    assert int(out[3]) == n_real  # every real target word is guided: to a link or to </s>
+    assert int(out.align_positions) == n_real  # every real target word is guided: to a link or to </s>
     full = unlinked_to_end(g, mask, tgt[:, 1:])
     assert full[0, 0, 2] == 1 and full[0, 0].sum() == 1
     assert full[1, 0, 5] == 1 and full[3, 0, 0] == 1 and full[1, 5].sum() == 0  # </s> of lengths 6, 1; padding

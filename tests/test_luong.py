@@ -211,7 +211,7 @@ def test_content_scores_align_the_input_word_and_location_and_local_p_the_predic
 def test_local_attention_with_no_window_is_refused(tmp_path):
     from nmtkit.core.errors import UserError
 
-    with pytest.raises(UserError, match="window half-width D ≥ 1"):
+    with pytest.raises(UserError, match="--window: 0 is not >= 1"):  # ModelConfig's declared bound
         build_model(tiny(attention="local-p", window=0))
     r = invoke(
         "train", tmp_path, "--save-dir", tmp_path / "x", "--arch", "luong", "--attention", "local-p", "--window", 0

@@ -2,9 +2,12 @@
 
 import pytest
 import torch
+import torch.nn.functional as F
 
+from nmtkit.models.base import ModelOutput
 from nmtkit.models.build import build_model
 from nmtkit.models.config import ModelConfig
+from nmtkit.models.loss import alignment_cross_entropy
 from nmtkit.translate.search import greedy
 
 TINY = dict(src_vocab=20, tgt_vocab=15, emb=12, hidden=10, align=8, maxout=6)
@@ -27,7 +30,7 @@ def test_teacher_forced_equals_stepwise(arch, readout, encoder):
     for p in model.parameters():  # B.1's tiny weights would make every check trivially close
         torch.nn.init.normal_(p, 0, 0.3)
     src, mask, tgt = batch()
-    forced = torch.log_softmax(model(src, mask, tgt), -1)
+    forced = torch.log_softmax(model(src, mask, tgt).logits, -1)
     enc = model.encode(src, mask)
     s = model.init_state(enc)
     steps = []
@@ -50,10 +53,10 @@ def test_padding_never_changes_a_sentence(arch, encoder):
     for p in model.parameters():
         torch.nn.init.normal_(p, 0, 0.3)
     src, mask, tgt = batch()
-    together = model(src, mask, tgt)
+    together = model(src, mask, tgt).logits
     for i in range(3):
         n = int(mask[i].sum())
-        alone = model(src[i : i + 1, :n], mask[i : i + 1, :n], tgt[i : i + 1])
+        alone = model(src[i : i + 1, :n], mask[i : i + 1, :n], tgt[i : i + 1]).logits
         assert torch.allclose(together[i : i + 1], alone, atol=1e-5)
 
 
@@ -89,7 +92,7 @@ def test_greedy_scores_are_the_sum_of_step_log_probs():
         tgt_in = torch.tensor([[2] + toks])
         tgt_out = torch.tensor(toks + [3])
         n = int(mask[i].sum())
-        logp = torch.log_softmax(model(src[i : i + 1, :n], mask[i : i + 1, :n], tgt_in), -1)[0]
+        logp = torch.log_softmax(model(src[i : i + 1, :n], mask[i : i + 1, :n], tgt_in).logits, -1)[0]
         assert abs(float(logp[torch.arange(len(tgt_out)), tgt_out].sum().detach()) - score) < 1e-4
 
 
@@ -120,3 +123,36 @@ def test_inference_linear_matches_the_layer_in_blocks_and_follows_weight_updates
         assert torch.allclose(inference_linear(layer, x), layer(x), atol=1e-5)
     y = inference_linear(layer, x)  # with autograd: the plain layer
     assert y.requires_grad
+
+
+@pytest.mark.parametrize("arch", ["rnnsearch", "luong"])
+def test_forward_returns_one_model_output_whatever_it_is_given(arch):
+    """Logits, the plain NLL, the smoothed loss and guided alignment: one type, each field what its
+    name says and the others None."""
+    torch.manual_seed(0)
+    model = build_model(ModelConfig(arch=arch, layers=1, **TINY)).eval()
+    src, mask, tgt = batch()
+    tgt[2, 3:] = 0  # padding: no loss there
+    tgt_in, tgt_out = tgt[:, :-1], tgt[:, 1:]
+    guide = torch.zeros(3, 4, 7)
+    guide[:, :2, 0] = 1.0
+    with torch.no_grad():
+        logits = model(src, mask, tgt_in)
+        plain = model(src, mask, tgt_in, tgt_out)
+        smoothed = model(src, mask, tgt_in, tgt_out, smoothing=0.1)
+        guided = model(src, mask, tgt_in, tgt_out, smoothing=0.1, guide=guide)
+        _, alpha = model.teacher_forced(model.encode(src, mask), tgt_in)
+    assert {type(out) for out in (logits, plain, smoothed, guided)} == {ModelOutput}
+    assert logits.logits.shape == (3, 4, TINY["tgt_vocab"])
+    assert logits.loss is logits.nll is logits.align_loss is logits.align_positions is None
+    flat = logits.logits.flatten(0, 1), tgt_out.flatten()
+    nll = F.cross_entropy(*flat, ignore_index=0, reduction="sum")
+    assert plain.logits is None and plain.loss is plain.nll and torch.allclose(plain.nll, nll)
+    assert plain.align_loss is None and plain.align_positions is None
+    assert torch.allclose(smoothed.nll, nll)  # logged: the plain NLL
+    assert torch.allclose(smoothed.loss, F.cross_entropy(*flat, ignore_index=0, reduction="sum", label_smoothing=0.1))
+    assert smoothed.align_loss is None and smoothed.align_positions is None
+    assert torch.equal(guided.loss, smoothed.loss) and torch.equal(guided.nll, smoothed.nll)
+    fed = tgt_in != 0 if model.attention_follows_input() else None
+    align, positions = alignment_cross_entropy(alpha, guide, fed)
+    assert torch.allclose(guided.align_loss, align) and int(guided.align_positions) == int(positions) > 0

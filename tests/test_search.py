@@ -34,7 +34,7 @@ def sequence_score(model, src, mask, tokens):
     tgt_in = torch.tensor([[2] + tokens])
     tgt_out = torch.tensor(tokens + [EOS])
     with torch.no_grad():
-        logp = torch.log_softmax(model(src, mask, tgt_in), -1)[0]
+        logp = torch.log_softmax(model(src, mask, tgt_in).logits, -1)[0]
     return float(logp[torch.arange(len(tgt_out)), tgt_out].sum())
 
 
@@ -120,7 +120,7 @@ def test_scores_are_teacher_forced_log_probabilities_and_greedy_is_argmax():
     for i, tokens in enumerate(g.tokens):  # each word is the argmax given the ones before
         n = int(mask[i].sum())
         with torch.no_grad():
-            logits = model(src[i : i + 1, :n], mask[i : i + 1, :n], torch.tensor([[2] + tokens]))[0]
+            logits = model(src[i : i + 1, :n], mask[i : i + 1, :n], torch.tensor([[2] + tokens])).logits[0]
         logits[:, 0] = float("-inf")
         logits[0, EOS] = float("-inf")  # at least one word (min_len)
         best = logits.argmax(-1).tolist()

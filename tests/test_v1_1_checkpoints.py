@@ -12,47 +12,19 @@ from nmtkit.cli import main
 FIXTURES = Path(__file__).parent / "fixtures" / "v1.1.0"
 
 
+def _translate(model: str, *extra: str) -> str:
+    # no -q: the console's verbosity is process-wide, and later tests read its warnings
+    args = ["translate", "-m", str(FIXTURES / f"{model}.pt"), "--beam", "3", "--threads", "1", *extra]
+    result = CliRunner().invoke(main, args, input=(FIXTURES / "test.en").read_text(encoding="utf-8"))
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
 @pytest.mark.parametrize("model", ["rnnsearch", "luong"])
 def test_a_1_1_checkpoint_translates_as_1_1_did(model, tmp_path):
-    test_en = (FIXTURES / "test.en").read_text(encoding="utf-8")
-    runner = CliRunner()
-    best = runner.invoke(
-        main,
-        [
-            "translate",
-            "-m",
-            str(FIXTURES / f"{model}.pt"),
-            "--beam",
-            "3",
-            "--threads",
-            "1",
-            "--output-format",
-            "jsonl",
-            "-q",
-        ],
-        input=test_en,
-    )
-    assert best.exit_code == 0, best.output
-    assert best.stdout == (FIXTURES / f"{model}.jsonl").read_text(encoding="utf-8")
+    assert _translate(model, "--output-format", "jsonl") == (FIXTURES / f"{model}.jsonl").read_text(encoding="utf-8")
     links = tmp_path / "links"
-    nbest = runner.invoke(
-        main,
-        [
-            "translate",
-            "-m",
-            str(FIXTURES / f"{model}.pt"),
-            "--beam",
-            "3",
-            "--nbest",
-            "2",
-            "--threads",
-            "1",
-            "--print-alignment",
-            str(links),
-            "-q",
-        ],
-        input=test_en,
-    )
-    assert nbest.exit_code == 0, nbest.output
-    assert nbest.stdout == (FIXTURES / f"{model}.nbest").read_text(encoding="utf-8")
+    assert _translate(model, "--nbest", "2", "--print-alignment", str(links)) == (
+        FIXTURES / f"{model}.nbest"
+    ).read_text(encoding="utf-8")
     assert links.read_text(encoding="utf-8") == (FIXTURES / f"{model}.align").read_text(encoding="utf-8")

@@ -1,50 +1,31 @@
-"""The option families several commands share, declared once: verbosity, workers, text
-settings, runtime (device, threads, bf16, TF32) and search.
-
-Defaults come from the typed configs the options fill, so a command line and the library
-agree without a second copy of a number.
+"""The command line's options, made from the settings' one declaration
+(:func:`nmtkit.core.settings.setting`): :func:`option` turns a declared field into a click option
+(flag, type, bounds, default, help, former spelling), :func:`config_of` turns the values back into
+the config. Also the option families several commands share: verbosity, workers, text settings,
+runtime (device, threads, bf16, TF32) and search.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
 from ..core.console import set_verbosity
 from ..core.parallel import default_workers
-from ..core.settings import DEVICES, RuntimeConfig
+from ..core.settings import DEVICES, Declared, RuntimeConfig, declared, declared_names, default_of
 from ..text.clean import PRESETS, RULES, rules_named
 from ..text.settings import TextConfig
-from ..translate.settings import LENGTH_PENALTIES, SearchConfig
+from ..translate.settings import SAMPLING_OPTIONS, SEARCH_OPTIONS, SearchConfig
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+T = TypeVar("T")
 
 _TEXT = TextConfig("xx")
 _RUNTIME = RuntimeConfig()
 _SUFFIXES = {"k": 10**3, "m": 10**6, "g": 10**9}
-
-
-def setting(
-    flag: str, config: Any, kind: Any = None, help: str = "", old: str | None = None, **extra: Any
-) -> Decorator:
-    """An option whose default is the field of ``config`` named like it (``--max-len`` → max_len;
-    the first name of ``--a/--no-a``; or ``field=``, or ``dest=``, which also names the parameter),
-    shown in --help; with ``old``, also its former spelling (:func:`renamed`)."""
-    dest = extra.pop("dest", None)  # the parameter's name, when not the flag's
-    name = dest or flag.lstrip("-").split("/")[0].replace("-", "_")
-    field = extra.pop("field", None) or name
-    option = click.option(
-        flag,
-        *([dest] if dest else []),
-        type=kind,
-        default=getattr(config, field),
-        show_default=True,
-        help=help,
-        **extra,
-    )
-    return option if old is None else options(option, renamed(old, flag, name, type=kind))
 
 
 def options(*decorators: Decorator) -> Decorator:
@@ -94,6 +75,64 @@ def positional(dest: str, metavar: str, **extra: Any) -> Decorator:
     return click.argument(
         f"{dest}_arg", metavar=metavar, required=False, expose_value=False, callback=_hand_to(dest), **extra
     )
+
+
+def _click_type(f: dataclasses.Field[Any], d: Declared) -> Any:
+    """The click type of a declared field: its choices, or its numeric range."""
+    if d.choices is not None:
+        return click.Choice(d.choices)
+    base = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "")
+    low = d.ge if d.ge is not None else d.gt
+    high = d.le if d.le is not None else d.lt
+    opened = {"min_open": d.gt is not None, "max_open": d.lt is not None}
+    if base.startswith("int"):
+        return click.IntRange(None if low is None else int(low), None if high is None else int(high), **opened)
+    if base.startswith("float"):
+        return click.FloatRange(low, high, **opened)
+    return None
+
+
+def option(
+    cls: type, name: str, *, note: str = "", default: Any = dataclasses.MISSING, dest: str | None = None
+) -> Decorator:
+    """The command-line option of the setting ``name`` of ``cls``, made from its declaration
+    (:func:`nmtkit.core.settings.setting`): flag, type, bounds, default and help; a boolean is
+    ``--x/--no-x`` when its default is on, a flag otherwise; ``note`` is added to the help (what
+    the value means to this command); ``default`` replaces the declared one (serve: a config's);
+    ``dest`` names the command's parameter when not the field's name."""
+    f, d = declared(cls, name)
+    param = dest or name
+    value = default_of(f) if default is dataclasses.MISSING else default
+    spelled = d.flag or "--" + name.replace("_", "-")
+    flag = spelled.split("/")[0]
+    help_ = f"{d.help} {note}".strip()
+    if d.default_help is not None:
+        help_ += f" [default: {d.default_help}]"
+    extra: dict[str, Any] = {"help": help_, "default": value, "show_default": d.default_help is None}
+    base = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "")
+    if base == "bool":
+        spelling = spelled if "/" in spelled else f"{flag}/--no-{flag[2:]}" if value else flag
+        made = click.option(spelling, param, is_flag=not value or None, **extra)
+    else:
+        made = click.option(flag, param, type=_click_type(f, d), **extra)
+    return made if d.old is None else options(made, renamed(d.old, flag, param, type=_click_type(f, d)))
+
+
+def options_of(cls: type, *names: str, note: str = "", config: Any = None) -> Decorator:
+    """The options of several declared settings of ``cls``, in this order (defaults from
+    ``config`` when given)."""
+    return options(*(option(cls, n, note=note, default=_default(config, n)) for n in names))
+
+
+def _default(config: Any, name: str) -> Any:
+    return dataclasses.MISSING if config is None else getattr(config, name)
+
+
+def config_of(cls: type[T], values: dict[str, Any], **fixed: Any) -> T:
+    """A config of ``cls`` from the values of its declared options, taken out of ``values``
+    (what is not there keeps its default), and ``fixed`` values."""
+    mine = {n: values.pop(n) for n in declared_names(cls) if n in values}
+    return cls(**mine, **fixed)
 
 
 def data(help: str, **extra: Any) -> Decorator:
@@ -171,7 +210,7 @@ text = options(
         f"'bible' = every rule, for the embedded Bible corpus) or rules, comma-separated: "
         f"{', '.join(RULES)}.",
     ),
-    setting("--normalize-punct/--no-normalize-punct", _TEXT, None, "Moses punctuation normalization."),
+    option(TextConfig, "normalize_punct"),
     click.option("--aggressive-dash", is_flag=True, help="Split hyphens: arc @-@ en @-@ ciel."),
     click.option("--lowercase", is_flag=True, help="Lowercase tokens (the paper does not)."),
 )
@@ -194,7 +233,7 @@ runtime = options(
         default=_RUNTIME.device,
         help=f"Where to compute: {DEVICES} [default: the GPU when there is one, else cpu].",
     ),
-    setting("--threads", _RUNTIME, click.IntRange(0), "CPU threads (0: torch's default, one per core)."),
+    option(RuntimeConfig, "threads"),
     click.option(
         "--bf16",
         is_flag=True,
@@ -230,45 +269,10 @@ def count(_ctx: click.Context, _param: click.Parameter, value: str | None) -> in
     return int(n)
 
 
-_SEARCH = SearchConfig()
-
-beam = setting("--beam", _SEARCH, click.IntRange(1), "Beam width (1: greedy).")
+beam = option(SearchConfig, "beam")
 
 search = options(
-    beam,
-    setting(
-        "--length-penalty",
-        _SEARCH,
-        click.Choice(LENGTH_PENALTIES),
-        "Rank finished hypotheses by raw log-probability (the paper), "
-        "by log-probability per word, or by GNMT's ((5+|y|)/6)^alpha.",
-    ),
-    setting("--alpha", _SEARCH, click.FloatRange(0), "GNMT length penalty exponent."),
-    setting(
-        "--coverage-penalty",
-        _SEARCH,
-        click.FloatRange(0),
-        "Wu et al. (2016)'s coverage penalty beta: add beta times the sum over source units (end of sentence "
-        "included) of log min(attention received, 1) to each finished hypothesis' rank, a penalty "
-        "(never positive) on translations that leave source words out (0: off; GNMT used 0.2 with "
-        "--length-penalty gnmt).",
-    ),
-    setting(
-        "--max-output-ratio",
-        _SEARCH,
-        click.FloatRange(0),
-        "Output limit: this times the source length, plus 10 (fairseq's --max-len-a, Marian's --max-length-factor).",
-        dest="max_ratio",
-        old="--max-ratio",
-    ),
-    setting(
-        "--min-output-len",
-        _SEARCH,
-        click.IntRange(0),
-        "Words before </s> at least (1, as GroundHog and fairseq's --min-len: no empty translation).",
-        dest="min_len",
-        old="--min-len",
-    ),
+    options_of(SearchConfig, *SEARCH_OPTIONS),
     click.option(
         "--nbest",
         type=click.IntRange(0),
@@ -277,53 +281,13 @@ search = options(
         help="Write the N best (1: the best alone) as Moses n-best lines: "
         "'i ||| text ||| log p ||| normalised log p', i from 0 (0: the best, as plain text).",
     ),
-    click.option("--no-unk", is_flag=True, help="Never produce <unk> (the paper's Table 1, last column)."),
 )
 
-
-sampling = options(
-    click.option(
-        "--sampling",
-        is_flag=True,
-        help="Draw each output word by word from the model's distribution instead of searching, "
-        "for back-translation (fairseq's --sampling, Marian's --output-sampling); --nbest N draws "
-        "N independent samples per line, written best first; --beam is unused.",
-    ),
-    setting(
-        "--temperature",
-        _SEARCH,
-        click.FloatRange(0, min_open=True),
-        "With --sampling: draw from softmax(log p / T), sharper below 1, flatter above.",
-    ),
-    setting(
-        "--top-k",
-        _SEARCH,
-        click.IntRange(0),
-        "With --sampling: draw among the K most probable words only (0: the whole vocabulary).",
-    ),
-    setting(
-        "--seed",
-        _SEARCH,
-        click.IntRange(0, 2**63 - 1),
-        "With --sampling: the seed; a line's samples depend on it and the line's number alone.",
-    ),
-)
+sampling = options_of(SearchConfig, *SAMPLING_OPTIONS)
 
 
 def search_config(values: dict[str, Any]) -> SearchConfig:
     """The search settings of :data:`search`'s and :data:`sampling`'s options, taken out of
     ``values``; refused in one line when they ask for more than the search can give."""
-    return SearchConfig(
-        beam=values.pop("beam"),
-        length_penalty=values.pop("length_penalty"),
-        alpha=values.pop("alpha"),
-        coverage_penalty=values.pop("coverage_penalty"),
-        max_ratio=values.pop("max_ratio"),
-        nbest=max(values.pop("nbest"), 1),
-        no_unk=values.pop("no_unk"),
-        min_len=values.pop("min_len"),
-        sampling=values.pop("sampling"),
-        temperature=values.pop("temperature"),
-        top_k=values.pop("top_k"),
-        seed=values.pop("seed"),
-    ).check(("--nbest", "--beam"))
+    nbest = max(values.pop("nbest"), 1)
+    return config_of(SearchConfig, values, nbest=nbest).check(("--nbest", "--beam"))

@@ -10,44 +10,13 @@ from typing import Any
 
 from ..core.errors import UserError
 from ..models.config import LUONG_ONLY, RNNSEARCH_ONLY, SIZES, ModelConfig, is_luong, preset_sizes
-from ..train.config import TrainConfig
+from ..train.config import SCHEDULES, TrainConfig
 
 
 def schedule(name: str, dropout: float) -> dict[str, Any]:
-    """Settings of a named training recipe: TrainConfig fields, and for ``cpu`` the model's
-    ``preset`` and ``tie_embeddings`` too. ``luong`` is section 4.1: plain SGD at 1.0, 10 epochs,
-    halving every epoch after the 5th (with dropout: 12 epochs, after the 8th), batches of 128,
-    gradient norm rescaled above 5, pairs over 50 words dropped. ``appendix-b`` is Bahdanau et
-    al.'s, the TrainConfig defaults. ``cpu`` is the demo's, the most BLEU in 20 minutes on two
-    cores that docs/cpu-training.md measured: the small model with tied embeddings, Adam at 5e-3
-    falling by a cosine to 0 at the budget after 50 warm-up updates, label smoothing 0.1,
-    best.pt by dev NLL, and the hand-written recurrences."""
-    if name == "appendix-b":
-        return {}
-    if name == "luong":
-        return {
-            "optimizer": "sgd",
-            "lr": 1.0,
-            "clip": 5.0,
-            "batch_size": 128,
-            "max_len": 50,
-            "max_epochs": 12 if dropout else 10,
-            "decay_after": 8 if dropout else 5,
-            "decay": 0.5,
-        }
-    if name == "cpu":
-        return {
-            "preset": "small",
-            "tie_embeddings": True,
-            "optimizer": "adam",
-            "lr": 5e-3,
-            "lr_decay": "cosine",
-            "warmup": 50,
-            "label_smoothing": 0.1,
-            "best_by": "nll",
-            "fused_steps": True,
-        }
-    raise ValueError(f"unknown schedule '{name}'")
+    """Settings of a named training recipe (:data:`~nmtkit.train.config.SCHEDULES`): TrainConfig
+    fields, and for ``cpu`` the model's ``preset`` and ``tie_embeddings`` too."""
+    return SCHEDULES[name].settings(dropout)
 
 
 def train_settings(  # noqa: C901, PLR0912 (every cross-field check in one place)
@@ -93,8 +62,6 @@ def train_settings(  # noqa: C901, PLR0912 (every cross-field check in one place
         raise UserError("--layer-norm normalises the appendix's GRU: use --encoder paper")
     model = ModelConfig(arch=arch, **sizes, **{k: v for k, v in values.items() if k in model_fields and k not in SIZES})
     train = {k: v for k, v in values.items() if k not in model_fields} | recipe
-    if train.get("lr") is None:
-        train["lr"] = 5e-4 if train.get("optimizer", TrainConfig.optimizer) == "adam" else 1.0
     cfg = TrainConfig(**train)
     if cfg.guided_alignment_weight and (arch == "rnnencdec" or (is_luong(arch) and model.attention == "none")):
         raise UserError(

@@ -5,16 +5,27 @@ Every nmtkit command line (``nmtkit`` and the recipes' helpers) is a click
 a :class:`~nmtkit.core.errors.UserError` or a usage error gives one line naming
 the command and exit status 2, Ctrl-C exits 130 (SIGTERM 143), a closed pipe 141, and
 anything else is a bug and keeps its traceback.
+
+A :class:`LazyGroup` imports each of its commands from a module of its own, only when that command
+runs or shows its help: the group's --help and the completion of a command's name read a table of
+names and summaries instead, and load no command's libraries.
 """
 
 from __future__ import annotations
 
+import ast
+import importlib
+import importlib.util
 import io
 import os
 import sys
+from collections.abc import Iterable, Iterator, MutableMapping, Sequence
+from gettext import gettext as _
+from pathlib import Path
 from typing import Any, NoReturn
 
 import click
+from click.shell_completion import CompletionItem
 
 from .console import set_verbosity
 from .errors import Interrupted, UserError
@@ -103,6 +114,84 @@ class Group(_OneLine, click.Group):
     group_class = type
 
 
+class LazyCommands(MutableMapping[str, click.Command]):
+    """A group's commands by name, each imported the first time it is asked for: from the module
+    ``package.NAME`` (``-`` in the name as ``_``), whose attribute of that name it is. Listing the
+    names, or asking whether one is there, imports nothing."""
+
+    def __init__(self, package: str, names: Iterable[str]):
+        self.package = package
+        self._commands: dict[str, click.Command | None] = dict.fromkeys(names)
+
+    def __getitem__(self, name: str) -> click.Command:
+        command = self._commands[name]
+        if command is None:
+            command = self._commands[name] = self.load(name)
+        return command
+
+    def load(self, name: str) -> click.Command:
+        attribute = name.replace("-", "_")
+        module = importlib.import_module(f"{self.package}.{attribute}")
+        command = getattr(module, attribute, None)
+        if not isinstance(command, click.Command):
+            raise TypeError(f"{module.__name__} has no click command {attribute}")
+        return command
+
+    def __setitem__(self, name: str, command: click.Command) -> None:
+        self._commands[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        del self._commands[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._commands
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._commands)
+
+    def __len__(self) -> int:
+        return len(self._commands)
+
+
+class LazyGroup(Group):
+    """A :class:`Group` of :class:`LazyCommands` from ``package``, in the order of ``names``. Its
+    --help and the completion of command names show each command's short help read from the
+    docstring of the command's function in its source file, without importing it: the docstring
+    stays the one text of the command's help. Commands added later (:meth:`add_command`) show
+    their own."""
+
+    def __init__(self, name: str | None = None, *, package: str, names: Sequence[str], **attrs: Any):
+        super().__init__(name, commands=LazyCommands(package, names), **attrs)
+        self.package = package
+        self.summaries = {n: _docstring(package, n) for n in names}
+
+    def summary_of(self, name: str, limit: int = 45) -> str:
+        """What the command's own ``get_short_help_str(limit)`` says, read from its summary."""
+        if name in self.summaries:
+            return click.Command(name, help=self.summaries[name]).get_short_help_str(limit)
+        return self.commands[name].get_short_help_str(limit)
+
+    def _shown(self, ctx: click.Context, start: str = "") -> list[str]:
+        return [
+            n
+            for n in self.list_commands(ctx)
+            if n.startswith(start) and (n in self.summaries or not self.commands[n].hidden)
+        ]
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """click's list of commands, from the summaries."""
+        names = self._shown(ctx)
+        if names:
+            limit = formatter.width - 6 - max(len(n) for n in names)
+            with formatter.section(_("Commands")):
+                formatter.write_dl([(n, self.summary_of(n, limit)) for n in names])
+
+    def shell_complete(self, ctx: click.Context, incomplete: str) -> list[CompletionItem]:
+        """click's completions of a command's name (with its summary) or of the group's options."""
+        names = [CompletionItem(n, help=self.summary_of(n)) for n in self._shown(ctx, incomplete)]
+        return names + click.Command.shell_complete(self, ctx, incomplete)
+
+
 def _buffer_stdout() -> None:
     """Under PYTHONUNBUFFERED (``python -u``, many containers) stdout writes straight to its file,
     and a write cut short (the reader of a pipe leaving in its middle) loses the rest without an
@@ -127,3 +216,17 @@ def _quiet_exit_on_closed_pipe() -> NoReturn:
 def _fail(line: str, status: int) -> NoReturn:
     click.echo(line, err=True)
     sys.exit(status)
+
+
+def _docstring(package: str, name: str) -> str:
+    """The docstring of the function ``name`` (``-`` as ``_``) in the module ``package.name``,
+    read from its source (a few milliseconds: the module's imports are not run)."""
+    attribute = name.replace("-", "_")
+    spec = importlib.util.find_spec(f"{package}.{attribute}")
+    if spec is None or spec.origin is None:
+        raise LookupError(f"no module {package}.{attribute}")
+    tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == attribute:
+            return ast.get_docstring(node) or ""
+    raise LookupError(f"{spec.origin} has no function {attribute}")

@@ -1,15 +1,120 @@
-"""The base of every typed settings class: to/from plain dicts, unknown keys refused."""
+"""The base of every typed settings class, and the one declaration of each setting.
+
+A setting is a dataclass field made by :func:`setting`: its default, bounds, choices, help text
+and former spelling live there and nowhere else. The command line's options
+(:mod:`nmtkit.cli.options`), serve's request model and its OpenAPI page
+(:mod:`nmtkit.serve.schema`), ``--config``/``--dump-config`` and the CLI reference are derived
+from these declarations, as fairseq derives its parser from its dataclasses' metadata.
+:class:`Settings` checks a declared field's bounds and choices whenever a config is made, so a
+config built in Python is held to the same limits as one built from flags.
+"""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+import math
+from dataclasses import MISSING, Field, asdict, dataclass, field, fields
 from typing import Any
 
-from .errors import FormatError
+from .errors import FormatError, UserError
+
+
+@dataclass(frozen=True)
+class Declared:
+    """What a setting declares beside its default (see :func:`setting`)."""
+
+    help: str
+    choices: tuple[str, ...] | None = None
+    ge: float | None = None
+    gt: float | None = None
+    le: float | None = None
+    lt: float | None = None
+    flag: str | None = None
+    old: str | None = None
+    default_help: str | None = None
+
+    def refusal(self, value: Any) -> str | None:
+        """Why ``value`` is outside this setting's choices or bounds, or None when it is inside."""
+        if value is None or isinstance(value, bool):
+            return None
+        if self.choices is not None:
+            return None if value in self.choices else f"'{value}' is not one of {', '.join(self.choices)}"
+        if not isinstance(value, (int, float)):
+            return None
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"{value} is not a finite number"
+        for bound, inside, says in (
+            (self.ge, value >= (self.ge or 0), ">="),
+            (self.gt, value > (self.gt or 0), ">"),
+            (self.le, value <= (self.le or 0), "<="),
+            (self.lt, value < (self.lt or 0), "<"),
+        ):
+            if bound is not None and not inside:
+                return f"{value:g} is not {says} {bound:g}"
+        return None
+
+
+def setting(
+    default: Any,
+    help: str,
+    *,
+    choices: tuple[str, ...] | None = None,
+    ge: float | None = None,
+    gt: float | None = None,
+    le: float | None = None,
+    lt: float | None = None,
+    flag: str | None = None,
+    old: str | None = None,
+    default_help: str | None = None,
+) -> Any:
+    """A settings field with everything a user sees of it: its ``default``, ``help`` text,
+    ``choices`` or numeric bounds (``ge``, ``gt``, ``le``, ``lt``), the command line's spelling
+    when not the field's name (``flag``, e.g. ``--max-output-ratio`` for ``max_ratio``), a former
+    spelling still read with a warning (``old``), and what --help says of a default that another
+    setting decides (``default_help``, for a None default)."""
+    declared_ = Declared(help, choices, ge, gt, le, lt, flag, old, default_help)
+    return field(default=default, metadata={"nmtkit": declared_})
+
+
+def declared(cls: type, name: str) -> tuple[Field[Any], Declared]:
+    """The field ``name`` of the settings class ``cls`` and its declaration."""
+    for f in fields(cls):
+        if f.name == name:
+            if "nmtkit" not in f.metadata:
+                raise KeyError(f"{cls.__name__}.{name} is not declared with setting()")
+            return f, f.metadata["nmtkit"]
+    raise KeyError(f"{cls.__name__} has no field {name}")
+
+
+def declared_names(cls: type) -> list[str]:
+    """The fields of ``cls`` made by :func:`setting`, in their order."""
+    return [f.name for f in fields(cls) if "nmtkit" in f.metadata]
+
+
+def default_of(f: Field[Any]) -> Any:
+    """A field's default value (its factory's product for a mutable default)."""
+    if f.default is not MISSING:
+        return f.default
+    if f.default_factory is not MISSING:
+        return f.default_factory()
+    raise ValueError(f"{f.name} has no default")
+
+
+def check_declared(config: Any) -> None:
+    """Refuse, in one line, a value of ``config`` outside its declared choices or bounds."""
+    for f in fields(config):
+        declared_ = f.metadata.get("nmtkit")
+        why = declared_.refusal(getattr(config, f.name)) if declared_ else None
+        if declared_ and why:
+            spelling = declared_.flag or "--" + f.name.replace("_", "-")
+            raise UserError(f"{spelling}: {why}")
 
 
 class Settings:
-    """to_dict/from_dict for the frozen dataclasses below; unknown keys are a format error."""
+    """to_dict/from_dict for the frozen dataclasses below; unknown keys are a format error. A
+    declared field's value is checked against its bounds and choices when the config is made."""
+
+    def __post_init__(self) -> None:
+        check_declared(self)
 
     def to_dict(self) -> dict[str, Any]:
         fields_: dict[str, Any] = asdict(self)  # type: ignore[call-overload]
@@ -34,6 +139,6 @@ DEVICES = "cpu, cuda, cuda:N"
 @dataclass(frozen=True)
 class RuntimeConfig:
     device: str | None = None  # None: the GPU of this process when there is one, else the CPU
-    threads: int = 0  # CPU threads; 0: torch's default (one per core)
+    threads: int = setting(0, "CPU threads (0: torch's default, one per core).", ge=0)
     bf16: bool = False  # bfloat16 autocast
     tf32: bool = True  # on GPUs: float32 matrix products in TensorFloat-32

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core.settings import Settings
+from ..core.settings import Settings, setting
 
 VALID = "valid"  # the split that validates training and picks its model
 
@@ -14,12 +14,12 @@ VALID = "valid"  # the split that validates training and picks its model
 class VocabConfig(Settings):
     """The paper's shortlist: the ``size`` most frequent tokens per language."""
 
-    size: int = 30000
-    min_count: int = 1
+    size: int = setting(30000, "Shortlist size per language, special symbols included (0: every token).", ge=0)
+    min_count: int = setting(1, "Leave out tokens seen fewer times.", ge=1)
     bpe_merges: int = 0
     joint_bpe: bool = True  # one set of subword codes for both languages
     spm: str = ""  # "unigram" | "bpe": SentencePiece instead of subword-nmt
-    spm_size: int = 8000  # SentencePiece pieces per model
+    spm_size: int = setting(8000, "With --spm: pieces per SentencePiece model.", ge=8)
 
 
 @dataclass(frozen=True)
@@ -27,5 +27,7 @@ class LexiconConfig:
     """Vocabulary selection's lists: the ``frequent`` most frequent target words always, and
     ``per_source`` translations of each source word (Marian's default is 100 and 100 over 50k words)."""
 
-    frequent: int = 1000
-    per_source: int = 20
+    frequent: int = setting(1000, "Target words always in the list: the N most frequent.", ge=0)
+    per_source: int = setting(
+        20, "Translations listed per source word (by Dice's coefficient over the training pairs).", ge=1
+    )

@@ -7,21 +7,22 @@ target position and the attention weights, built from the same recurrence and re
 ``step``.
 ``logits(t)``, ``output_nll(t, tgt_out)`` and, in ``step``, ``next_word_logp`` apply the
 output softmax of ``output_layer()``;
-``forward`` chains them for training. Models see ids and sizes only, never
-text or vocabulary files.
+``forward`` chains them for training and returns a :class:`ModelOutput`. Models see ids
+and sizes only, never text or vocabulary files.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, fields
-from typing import Any, cast
+from typing import cast
 
 import torch
 from torch import nn
 
 from ..core.errors import UserError
 from .config import ModelConfig
+from .fused import Fusable
 from .layers import inference_linear, restricted_output
 from .loss import alignment_cross_entropy, linear_cross_entropy, shortlisted_cross_entropy, unlinked_to_end
 
@@ -31,15 +32,14 @@ class EncoderOut:
     """Annotations ``h`` (B, Tx, 2n), the mask (B, Tx), what the decoder's context needs
     precomputed once per sentence (``keys``: U_a h (B, Tx, n') for attention, C c (B, 3n) for
     RNNencdec's fixed context), a summary of the sentence for the initial state, and with a
-    coverage model each source word's fertility Φ (B, Tx) (linguistic) or the part of the
-    coverage GRU's input projection that reads h, W_h h + b (B, Tx, 3d) (neural)."""
+    coverage model what it precomputes of ``h`` (:meth:`.coverage.Coverage.precompute`: each
+    source word's fertility Φ (B, Tx), linguistic, or W_h h + b (B, Tx, 3d), neural)."""
 
     h: torch.Tensor
     mask: torch.Tensor
     keys: torch.Tensor | None = None
     summary: torch.Tensor | None = None
-    fertility: torch.Tensor | None = None
-    coverage_keys: torch.Tensor | None = None
+    coverage: torch.Tensor | None = None
 
     def _rows(self, take: Callable[[torch.Tensor], torch.Tensor]) -> EncoderOut:
         optional = {f.name: getattr(self, f.name) for f in fields(self)[2:]}
@@ -56,8 +56,30 @@ class EncoderOut:
         return self._rows(lambda v: v.index_select(0, rows))
 
 
-class Seq2Seq(nn.Module):
+@dataclass(frozen=True)
+class ModelOutput:
+    """What :meth:`Seq2Seq.forward` returns, whichever arguments it was given.
+
+    Without targets, ``logits`` (B, Ty, K) and nothing else. With targets ``tgt_out``, no
+    logits (no B×Ty×K tensor is ever made) but float32 sums over the target words: ``loss``,
+    what training takes the gradient of (label-smoothed when asked), and ``nll``, the plain
+    NLL that is logged (the same tensor as ``loss`` without smoothing). With a guide too,
+    ``align_loss``, the alignment's cross-entropy (:func:`~.loss.alignment_cross_entropy`), and
+    ``align_positions``, how many target positions it covers; both None without a guide."""
+
+    logits: torch.Tensor | None = None
+    loss: torch.Tensor | None = None
+    nll: torch.Tensor | None = None
+    align_loss: torch.Tensor | None = None
+    align_positions: torch.Tensor | None = None
+
+
+class Seq2Seq(Fusable):
     cfg: ModelConfig
+    # restrict_output's cut of the output layer, as a function of the readout features: held as a
+    # callable rather than as the cut nn.Module, which assigning would make a submodule (into the
+    # model's state_dict and parameters, though it is search's and never trained)
+    restricted: Callable[[torch.Tensor], torch.Tensor] | None = None
 
     def encode(self, src: torch.Tensor, mask: torch.Tensor) -> EncoderOut:
         raise NotImplementedError
@@ -77,7 +99,8 @@ class Seq2Seq(nn.Module):
 
     def step_functions(self) -> list[tuple[nn.Module, str]]:
         """The methods run once per position in teacher forcing, as (module, name): what
-        :meth:`compile_steps` compiles. None by default."""
+        :meth:`compile_steps` compiles, each replaced on its instance by the compiled one. None
+        by default."""
         return []
 
     def compile_steps(self, mode: str = "default") -> None:
@@ -90,7 +113,9 @@ class Seq2Seq(nn.Module):
         if not found:
             raise UserError(f"--compile: the {self.cfg.arch} model has no per-position step to compile")
         for module, name in found:
-            module.__dict__[name] = torch.compile(getattr(module, name), dynamic=True, mode=mode)
+            # an instance attribute of the method's own name, so the loops that call the method call
+            # the compiled one; a function, not a Module, so nothing is registered
+            setattr(module, name, torch.compile(getattr(module, name), dynamic=True, mode=mode))
 
     def attention_follows_input(self) -> bool:
         """Whether the attention of step t aligns the word fed in at t (y_{t−1}) rather than the
@@ -105,7 +130,7 @@ class Seq2Seq(nn.Module):
     def next_word_logp(self, t: torch.Tensor) -> torch.Tensor:
         """log p(y) from one step's readout features t (B, ·): over every target word, or over
         the rows chosen by :meth:`restrict_output` (column j is then the j-th of them)."""
-        restricted = self.__dict__.get("_restricted")
+        restricted = self.restricted
         # a cut of a few thousand rows: MKL's plain product, which beat oneDNN's blocked one there
         logits = inference_linear(self.output_layer(), t) if restricted is None else restricted(t)
         return torch.log_softmax(logits.float(), -1)
@@ -116,10 +141,7 @@ class Seq2Seq(nn.Module):
     def restrict_output(self, rows: torch.Tensor | None) -> None:
         """Let :meth:`next_word_logp` score only the target words ``rows`` (sorted ids, e.g. a
         :meth:`~nmtkit.data.lexicon.Lexicon.candidates` list), or every word again (None)."""
-        if rows is None:
-            self.__dict__.pop("_restricted", None)
-            return
-        self.__dict__["_restricted"] = restricted_output(self.output_layer(), rows)
+        self.restricted = None if rows is None else restricted_output(self.output_layer(), rows).__call__
 
     def logits(self, t: torch.Tensor) -> torch.Tensor:
         return cast(torch.Tensor, self.output_layer()(t))
@@ -147,28 +169,29 @@ class Seq2Seq(nn.Module):
         words: torch.Tensor | None = None,
         smoothing: float = 0.0,
         guide: torch.Tensor | None = None,
-    ) -> Any:
-        """Logits (B, Ty, K) for the target prefix ``tgt_in`` (B, Ty); or, given the
-        targets ``tgt_out`` (B, Ty), their summed NLL (float32) without any B×Ty×K tensor,
-        with the softmax over the target words ``words`` if given (Jean et al.'s shortlist).
-        Given a ``guide`` (B, Ty, Tx; guided alignment), also the attention's cross-entropy
-        against it and the number of guided positions (:func:`~.loss.alignment_cross_entropy`):
-        then [loss, NLL, alignment loss, positions]."""
+    ) -> ModelOutput:
+        """The logits for the target prefix ``tgt_in`` (B, Ty); or, given the targets ``tgt_out``
+        (B, Ty), the loss and the NLL, with the softmax over the target words ``words`` if given
+        (Jean et al.'s shortlist) and label ``smoothing`` ε; and given a ``guide`` (B, Ty, Tx;
+        guided alignment) the alignment loss too. :class:`ModelOutput` says which field holds
+        what."""
         enc = self.encode(src, src_mask)
         t, alpha = self.teacher_forced(enc, tgt_in)
         if tgt_out is None:
-            return self.logits(t)
+            return ModelOutput(logits=self.logits(t))
         out = self.output_nll(t, tgt_out, words, smoothing)
+        loss, nll = (out[0], out[1]) if smoothing else (out, out)
         if guide is None:
-            return out
+            return ModelOutput(loss=loss, nll=nll)
         if alpha is None:
             raise UserError(f"guided alignment needs attention; the {self.cfg.arch} model has none")
-        loss, nll = (out[0], out[1]) if smoothing else (out, out)
         head = self.head_alignment_logp(enc, t, tgt_out, alpha)
         if head is not None:  # the links train the head; the attention stays translation's
-            return [loss, nll, *alignment_cross_entropy(head, unlinked_to_end(guide, src_mask, tgt_out), logp=True)]
-        fed = tgt_in != 0 if self.attention_follows_input() else None  # <pad> is 0
-        return [loss, nll, *alignment_cross_entropy(alpha, guide, fed)]
+            align, positions = alignment_cross_entropy(head, unlinked_to_end(guide, src_mask, tgt_out), logp=True)
+        else:
+            fed = tgt_in != 0 if self.attention_follows_input() else None  # <pad> is 0
+            align, positions = alignment_cross_entropy(alpha, guide, fed)
+        return ModelOutput(loss=loss, nll=nll, align_loss=align, align_positions=positions)
 
     def head_alignment_logp(
         self, enc: EncoderOut, t: torch.Tensor, tgt_out: torch.Tensor, alpha: torch.Tensor | None

@@ -4,7 +4,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core.settings import Settings
+from ..core.errors import UserError
+from ..core.settings import Settings, setting
+
+# The architectures, by name (models.MODELS builds them; a test keeps the two alike): Bahdanau et
+# al.'s RNNsearch and Cho et al.'s RNNencdec share the GRU family's flags, Luong et al.'s model has
+# the stacked-LSTM family's (LUONG_ONLY).
+ARCHS = ("rnnsearch", "rnnencdec", "luong")
+READOUTS = ("prev", "next")
+ENCODERS = ("paper", "cudnn")
+COVERAGES = ("none", "linguistic", "neural")
+MAX_FERTILITY = 2.0  # Tu et al.'s N, as they trained it
+NEURAL_COVERAGE_DIM = 10  # Tu et al.'s d: the units of each source word's neural coverage
+
+
+# Luong et al.'s attention: where it looks, and how it scores a source word.
+WINDOWS = ("global", "local-m", "local-p")
+SCORES = ("dot", "general", "concat", "location")
 
 
 @dataclass(frozen=True)
@@ -27,48 +43,77 @@ class ModelConfig(Settings):
     the location score knows; training sets it to its --max-len + 1 (for ``</s>``).
     """
 
-    arch: str = "rnnsearch"
+    arch: str = setting(
+        "rnnsearch",
+        "Bahdanau et al.'s RNNsearch, Cho et al.'s RNNencdec, or Luong et al.'s stacked LSTM.",
+        choices=ARCHS,
+    )
     src_vocab: int = 0
     tgt_vocab: int = 0
     emb: int = 620  # m
     hidden: int = 1000  # n
     align: int = 1000  # n'
     maxout: int = 500  # l
-    readout: str = "prev"
-    encoder: str = "paper"
+    readout: str = setting("prev", "Deep output from s_{i-1} (the paper's equation) or s_i.", choices=READOUTS)
+    encoder: str = setting(
+        "paper",
+        "The appendix's GRU, or torch's fused GRU (cuDNN; reset gate after U s): faster on GPUs.",
+        choices=ENCODERS,
+    )
     layers: int = 4
-    dropout: float = 0.2
-    attention: str = "local-m"  # global | local-m | local-p | none
-    score: str = "general"  # dot | general | concat | location
-    input_feed: bool = True
-    reverse_source: bool = True
-    window: int = 10  # D
+    dropout: float = setting(0.2, "luong: dropout on the non-recurrent connections.", ge=0, lt=1)
+    attention: str = setting(
+        "local-m",
+        "luong: where to attend (local-p: the paper's best single model; local-m aligned best in a "
+        "20-minute CPU run; none: the paper's non-attentional base).",
+        choices=(*WINDOWS, "none"),
+    )
+    score: str = setting("general", "luong: the alignment score function.", choices=SCORES)
+    input_feed: bool = setting(True, "luong: feed h̃_{t-1} with the next input word.")
+    reverse_source: bool = setting(True, "luong: read the source backwards.")
+    window: int = setting(10, "luong: local attention's half-width D.", ge=1)
     max_src: int = 50
     # local-p: weights divided by their sum after the Gaussian (not the paper's). Off here, as in
     # files written before it existed; ``nmtkit train`` turns it on for a new local-p model.
     window_renorm: bool = False
-    # rnnsearch, rnnencdec: W_o shares the target embedding matrix (Press & Wolf 2017; the readout
-    # then has as many maxout units as the embedding has dimensions), and layer-normalised GRUs
-    # (Ba et al. 2016: each product W x, U s, C c normalised, as Nematus's). Not the paper's.
-    tie_embeddings: bool = False
-    layer_norm: bool = False
-    # rnnsearch: an alignment head beside the attention, trained on the corpus's word links
-    # (models.alignment_head); what align, --alignments and --replace-unk then read. Not the paper's.
-    alignment_head: bool = False
-    # rnnsearch: Tu et al. (2016)'s coverage, which the attention reads: "linguistic" (attention so
-    # far over a learnt fertility) or "neural" (a GRU per source word); "none": off. Not the paper's.
-    coverage: str = "none"
+    tie_embeddings: bool = setting(
+        False,
+        "Score the output with the target embedding matrix (Press & Wolf 2017): one matrix fewer; the "
+        "maxout units then number --emb. Not the paper's [--schedule cpu: on].",
+        flag="--tie-embeddings/--no-tie-embeddings",
+    )
+    layer_norm: bool = setting(
+        False,
+        "Layer-normalised GRUs (Ba et al. 2016), each product normalised as in Nematus. A change of "
+        "model, saved in the checkpoint; not the paper's.",
+    )
+    alignment_head: bool = setting(
+        False,
+        "rnnsearch, with --guided-alignment-weight: train a head beside the attention on the word "
+        "links instead of the attention itself; it reads each target word once known (target "
+        "foresight, Peter et al. 2017), and align, --alignments and --replace-unk read it. The "
+        "translation model gets no gradient from it. Not the paper's.",
+    )
+    coverage: str = setting(
+        "none",
+        f"rnnsearch: a coverage vector the attention reads, against under- and over-translation: Tu "
+        f"et al. (2016)'s linguistic one (each source word's attention so far over its learnt "
+        f"fertility) or neural one (a {NEURAL_COVERAGE_DIM}-unit GRU per source word, fed its "
+        f"attention, its annotation and the decoder state). Trains through the reference loop, not "
+        f"--fused-steps. Not the paper's.",
+        choices=COVERAGES,
+    )
+    max_fertility: float = setting(
+        MAX_FERTILITY,
+        "rnnsearch, --coverage linguistic: Tu et al.'s N, the most target words a source word may "
+        "cover (its fertility is N times a sigmoid).",
+        gt=0,
+    )
 
-
-# The architectures, by name (models.MODELS builds them; a test keeps the two alike): Bahdanau et
-# al.'s RNNsearch and Cho et al.'s RNNencdec share the GRU family's flags, Luong et al.'s model has
-# the stacked-LSTM family's (LUONG_ONLY).
-ARCHS = ("rnnsearch", "rnnencdec", "luong")
-READOUTS = ("prev", "next")
-ENCODERS = ("paper", "cudnn")
-COVERAGES = ("none", "linguistic", "neural")
-MAX_FERTILITY = 2.0  # Tu et al.'s N: a source word covers at most two target words' worth
-NEURAL_COVERAGE_DIM = 10  # Tu et al.'s d: the units of each source word's neural coverage
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.max_fertility != MAX_FERTILITY and self.coverage != "linguistic":
+            raise UserError("--max-fertility bounds the linguistic coverage: add --coverage linguistic")
 
 
 def coverage_dim(coverage: str) -> int:
@@ -79,11 +124,6 @@ def coverage_dim(coverage: str) -> int:
 def is_luong(arch: str) -> bool:
     """Whether an architecture takes the stacked-LSTM family's flags (LUONG_ONLY)."""
     return arch == "luong"
-
-
-# Luong et al.'s attention: where it looks, and how it scores a source word.
-WINDOWS = ("global", "local-m", "local-p")
-SCORES = ("dot", "general", "concat", "location")
 
 
 # Sizes for a CPU run; "bench" is the size of the peer comparison of make bench.
@@ -110,6 +150,6 @@ LUONG_ONLY = frozenset(
     {"layers", "dropout", "attention", "score", "input_feed", "reverse_source", "window", "window_renorm"}
 )
 RNNSEARCH_ONLY = frozenset(
-    {"maxout", "readout", "encoder", "tie_embeddings", "layer_norm", "alignment_head", "coverage"}
+    {"maxout", "readout", "encoder", "tie_embeddings", "layer_norm", "alignment_head", "coverage", "max_fertility"}
 )
 SIZES = ("emb", "hidden", "align", "maxout", "layers")

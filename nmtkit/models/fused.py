@@ -14,7 +14,8 @@ The arithmetic is the reference's up to rounding: tanh(x) is 2σ(2x) − 1, as i
 −Σv_a, which the softmax ignores, so σ(2(U_a h + W_a s)) is all an energy needs, and its
 derivative 1 − tanh² is 4σ(1 − σ).
 
-:func:`use_fused` switches a model to these passes; :func:`wanted` says when they apply.
+:func:`use_fused` switches a model to these passes (the ``fused_steps`` of its
+:class:`Fusable` modules); :func:`wanted` says when they apply.
 
 Under CPU autocast to bfloat16 (``--bf16``) the passes run in bfloat16: autocast's
 ``custom_fwd`` casts their floating inputs once and runs them with autocast off, so every
@@ -297,33 +298,51 @@ class AttentiveGRU(torch.autograd.Function):
         )
 
 
-def wanted(module: nn.Module, x: Tensor) -> bool:
-    """Whether ``module`` (a :class:`~nmtkit.models.layers.BiEncoder` or an RNNsearch) should run
-    the passes here for input ``x``: switched on (:func:`use_fused`), on a CPU in float32 or under
-    autocast to bfloat16 (``--bf16``), outside torch.compile, with gradients recorded. Anything else
-    keeps the reference loop."""
+class Fusable(nn.Module):
+    """A module whose teacher forcing these passes can run: a
+    :class:`~nmtkit.models.layers.BiEncoder`, a :class:`~nmtkit.models.base.Seq2Seq` (RNNsearch
+    and RNNencdec use them; the others ignore the switch)."""
+
+    # set by use_fused; a plain bool, no parameter or buffer, so checkpoints never see it
+    fused_steps: bool = False
+
+    def unfused_because(self) -> str | None:
+        """Why this module keeps its reference loop when the passes are asked for (None: it
+        need not). The one place each such case is decided; ``train`` prints it."""
+        if any(getattr(m, "ln_zr", None) is not None for m in self.modules()):
+            return "layer-normalised GRUs (--layer-norm) have products the hand-written passes do not normalise"
+        return None
+
+
+def wanted(module: Fusable, x: Tensor) -> bool:
+    """Whether ``module`` should run the passes here for input ``x``: switched on
+    (:func:`use_fused`), on a CPU in float32 or under autocast to bfloat16 (``--bf16``), outside
+    torch.compile, with gradients recorded. Anything else keeps the reference loop."""
     autocast = torch.is_autocast_enabled("cpu")
     return (
-        bool(module.__dict__.get("fused_steps", False))
+        module.fused_steps
         and x.device.type == "cpu"
         and x.dtype in ((torch.float32, torch.bfloat16) if autocast else (torch.float32,))
         and (not autocast or torch.get_autocast_dtype("cpu") == torch.bfloat16)
         and torch.is_grad_enabled()
         and not torch.compiler.is_compiling()
         and any(p.requires_grad for p in module.parameters())
-        # layer-normalised GRUs (--layer-norm) have products these passes do not normalise
-        and not any(getattr(m, "ln_zr", None) is not None for m in module.modules())
     )
 
 
-def use_fused(model: nn.Module, on: bool = True) -> None:
+def use_fused(model: nn.Module, on: bool = True) -> list[str]:
     """Run teacher forcing's recurrences (the paper-GRU encoder, RNNsearch's and RNNencdec's
     decoder) through the hand-written passes of this module, or (``on`` False) through the
-    reference loops again. A plain attribute, ``fused_steps``, on the model and its submodules
-    that have those recurrences: parameters and checkpoints are untouched."""
+    reference loops again: ``fused_steps`` on every :class:`Fusable` module of ``model`` that
+    can (:meth:`Fusable.unfused_because`). Returns why the others keep their loops, each once."""
+    reasons: list[str] = []
     for module in model.modules():
-        if hasattr(module, "teacher_forced") or hasattr(module, "_run"):
-            module.__dict__["fused_steps"] = on
+        if isinstance(module, Fusable):
+            why = module.unfused_because() if on else None
+            module.fused_steps = on and why is None
+            if why is not None and why not in reasons:
+                reasons.append(why)
+    return reasons
 
 
 class Recurrence(NamedTuple):

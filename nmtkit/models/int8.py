@@ -23,8 +23,6 @@ def quantize_int8(model: Seq2Seq) -> Seq2Seq:
     """``model`` (eval mode, on the CPU) with its linear layers in int8."""
     from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
 
-    for module in model.modules():  # layers.inference_linear's oneDNN copies: not copyable
-        module.__dict__.pop("_onednn", None)
     spec = {
         name: per_channel_dynamic_qconfig
         for name, m in model.named_modules()

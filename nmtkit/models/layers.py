@@ -8,6 +8,7 @@ matrix product before the loop, so each step does only the recurrent ones.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -90,7 +91,7 @@ class PaperGRU(nn.Module):
         return s + keep * (self.cell(wx, s) - s)
 
 
-class BiEncoder(nn.Module):
+class BiEncoder(fused.Fusable):
     """Forward and backward paper-GRUs over one shared source embedding (Appendix A.2.1).
 
     Padding is handled by masks: a padded position keeps the previous state,
@@ -179,6 +180,15 @@ def init_appendix_b1(model: nn.Module) -> None:
 
 _ONEDNN_ROWS = 128  # larger products ran 2-4x slower per row (the output outgrows the cache)
 
+# Copies made once per layer, kept beside the layers rather than on them: a model copied or
+# quantized (models.int8 deep-copies it) never meets them (oneDNN tensors cannot be copied),
+# and an entry goes with its layer.
+_OneDNN = tuple[tuple[int, int], torch.Tensor, torch.Tensor | None]  # (version, address), weight, bias
+_ONEDNN: weakref.WeakKeyDictionary[nn.Module, _OneDNN] = weakref.WeakKeyDictionary()
+_FLOAT_WEIGHTS: weakref.WeakKeyDictionary[nn.Module, tuple[torch.Tensor, torch.Tensor | None]] = (
+    weakref.WeakKeyDictionary()
+)
+
 
 def inference_linear(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
     """``layer(x)`` for search: on a CPU without autograd, through oneDNN's float32 kernel in
@@ -201,10 +211,10 @@ def inference_linear(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
     ):
         return cast(torch.Tensor, layer(x))
     key = (layer.weight._version, layer.weight.data_ptr())
-    cache = layer.__dict__.get("_onednn")
+    cache = _ONEDNN.get(layer)
     if cache is None or cache[0] != key:
         cache = (key, layer.weight.detach().to_mkldnn(), None if layer.bias is None else layer.bias.detach())
-        layer.__dict__["_onednn"] = cache
+        _ONEDNN[layer] = cache
     _, weight, bias = cache
     return torch.cat(
         [
@@ -256,10 +266,10 @@ def output_weights(layer: nn.Module) -> tuple[torch.Tensor, torch.Tensor | None]
     (:mod:`nmtkit.models.int8`) dequantized."""
     if isinstance(layer, nn.Linear):
         return layer.weight.detach(), None if layer.bias is None else layer.bias.detach()
-    cached = layer.__dict__.get("_float_weights")  # dequantized once: the weights never change
+    cached = _FLOAT_WEIGHTS.get(layer)  # dequantized once: the weights never change
     if cached is None:
         quantized: Any = layer  # torch's dynamically quantized Linear
         bias = quantized.bias()
         cached = (quantized.weight().dequantize(), None if bias is None else bias.detach())
-        layer.__dict__["_float_weights"] = cached
-    return cast(tuple[torch.Tensor, torch.Tensor | None], cached)
+        _FLOAT_WEIGHTS[layer] = cached
+    return cached

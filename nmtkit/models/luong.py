@@ -43,6 +43,9 @@ def reverse_words(src: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 
 class Luong(Seq2Seq):
+    def unfused_because(self) -> str | None:
+        return "Luong et al.'s stacked LSTMs have no hand-written passes"
+
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.cfg = cfg

@@ -26,8 +26,8 @@ from . import fused
 from .alignment_head import AlignmentHead
 from .attention import AdditiveAttention
 from .base import EncoderOut, Seq2Seq
-from .config import MAX_FERTILITY, ModelConfig, coverage_dim
-from .coverage import NeuralCoverage
+from .config import ModelConfig, coverage_dim
+from .coverage import RENAMED_1_1, coverage_model
 from .layers import BiEncoder, BlockNorm, CudnnEncoder, PaperGRU, init_appendix_b1
 
 
@@ -47,9 +47,8 @@ class RNNSearch(Seq2Seq):
         if self.coverage_dim and not self.attentive:
             raise ValueError("a coverage model is read by the attention: RNNencdec has none")
         self.attention = AdditiveAttention(n, ctx, cfg.align, self.coverage_dim) if self.attentive else None
-        # Tu et al.'s fertility Φ_j = N σ(U_f h_j) of the linguistic coverage; the neural one's GRU
-        self.U_f = nn.Linear(ctx, 1) if cfg.coverage == "linguistic" else None
-        self.coverage_rnn = NeuralCoverage(ctx, n, self.coverage_dim) if cfg.coverage == "neural" else None
+        self.coverage = coverage_model(cfg.coverage, ctx, n, cfg.max_fertility)
+        self._register_load_state_dict_pre_hook(_read_1_1_names)  # type: ignore[no-untyped-call]
         self.W_s = nn.Linear(n if self.attentive else ctx, n)
         self.embed = nn.Embedding(cfg.tgt_vocab, m, padding_idx=0)
         self.gru = PaperGRU(m, n, cfg.layer_norm)  # W, U on E y_{i-1} and s_{i-1}
@@ -77,15 +76,12 @@ class RNNSearch(Seq2Seq):
     def encode(self, src: torch.Tensor, mask: torch.Tensor) -> EncoderOut:
         h, back_first = self.encoder(src, mask)
         if self.attention is not None:
-            fertility = None if self.U_f is None else MAX_FERTILITY * torch.sigmoid(self.U_f(h).squeeze(-1).float())
-            coverage_keys = None if self.coverage_rnn is None else self.coverage_rnn.precompute(h)
             return EncoderOut(
                 h,
                 mask,
                 keys=self.attention.precompute(h),
                 summary=back_first,
-                fertility=fertility,
-                coverage_keys=coverage_keys,
+                coverage=None if self.coverage is None else self.coverage.precompute(h),
             )
         last = (mask.sum(1) - 1).clamp(min=0)
         c = h[torch.arange(h.shape[0], device=h.device), last]
@@ -115,17 +111,11 @@ class RNNSearch(Seq2Seq):
         alpha: torch.Tensor | None,
         enc: EncoderOut,
     ) -> torch.Tensor:
-        """The next state: s_i, and Tu et al.'s C_i: C_{i−1} + α_i / Φ (linguistic), or the
-        coverage GRU's step from C_{i−1} on [α_i; h; s_{i−1}] (neural)."""
+        """The next state: s_i, and with a coverage model C_i (:mod:`.coverage`)."""
         if coverage is None:
             return s
-        assert alpha is not None
-        if self.coverage_rnn is not None:
-            assert enc.coverage_keys is not None
-            new = self.coverage_rnn(coverage, alpha, s_prev, enc.coverage_keys)
-        else:
-            assert enc.fertility is not None
-            new = coverage.float() + (alpha.float() / enc.fertility).unsqueeze(-1)
+        assert alpha is not None and self.coverage is not None and enc.coverage is not None
+        new = self.coverage(coverage, alpha, s_prev, enc.coverage)
         return torch.cat([s, new.flatten(1).to(s.dtype)], 1)
 
     # -- the decoder step ------------------------------------------------------
@@ -174,8 +164,7 @@ class RNNSearch(Seq2Seq):
         a loss can take a gradient (guided alignment) on either path."""
         state = self.init_state(enc)
         e_y = self.embed(tgt_in)
-        # models.fused.use_fused: the whole recurrence by hand (not the coverage model's)
-        if not self.coverage_dim and fused.wanted(self, e_y):
+        if fused.wanted(self, e_y):  # the whole recurrence by hand (models.fused.use_fused)
             seen, c_all, alpha = self._fused(state, self.gru.inputs(e_y), enc)
             return self.deep_output(seen, e_y, c_all), alpha
         states, contexts, alphas = [], [], []
@@ -208,6 +197,11 @@ class RNNSearch(Seq2Seq):
     def output_layer(self) -> nn.Linear:
         return self.W_o
 
+    def unfused_because(self) -> str | None:
+        if self.coverage is not None:
+            return "the coverage model's decoder has no hand-written pass: it trains through the reference loop"
+        return super().unfused_because()
+
     def head_alignment_logp(
         self, enc: EncoderOut, t: torch.Tensor, tgt_out: torch.Tensor, alpha: torch.Tensor | None
     ) -> torch.Tensor | None:
@@ -225,3 +219,12 @@ class RNNSearch(Seq2Seq):
 
 class RNNEncDec(RNNSearch):
     attentive = False
+
+
+def _read_1_1_names(state: dict[str, torch.Tensor], prefix: str, *_: object) -> None:
+    """A load_state_dict pre-hook: the coverages' weights under the names nmtkit 1.1 saved them
+    (on RNNsearch itself, before :mod:`.coverage` held both variants) take today's names."""
+    for key in [k for k in state if k.startswith(prefix)]:
+        for old, new in RENAMED_1_1.items():
+            if key[len(prefix) :].startswith(old):
+                state[prefix + new + key[len(prefix) + len(old) :]] = state.pop(key)

@@ -1,8 +1,12 @@
-"""``make demo``'s steps that are not nmtkit commands: a few translations to read.
+"""``make demo``'s steps that are not nmtkit commands, and the demo's training recipe.
 
 ``python -m nmtkit.recipes.demo samples SOURCE HYPOTHESES REFERENCE [-n 5]`` prints ``n``
 lines drawn with a fixed seed, each source beside its translation and reference, as a
 Markdown table: what a reader looks at before any BLEU.
+
+The demo's ``nmtkit train`` flags are written here once (:data:`DEMO_RECIPE`,
+:func:`train_flags`): the benchmarks that train the demo's model take them from here, and
+``python -m nmtkit.recipes.demo flags [--recipe cpu|study|demo]`` prints them for make.
 """
 
 from __future__ import annotations
@@ -14,6 +18,20 @@ import click
 from ..core.command import Command, Group
 from ..core.errors import UserError
 from ..core.files import read_lines
+from ..core.machine import this_cpu
+
+# The demo's recipe (docs/cpu-training.md): --schedule cpu; before 1.0, the studies' recipe alone
+CPU_RECIPE = ("--schedule", "cpu")
+STUDY_RECIPE = ("--preset", "small", "--optimizer", "adam", "--lr", "5e-3", "--best-by", "nll")
+# and the demo's validations: every 200 updates, each one's model kept (for the curves and benchmarks)
+DEMO_RECIPE = (*CPU_RECIPE, "--valid-every", "200", "--keep-validations")
+RECIPES = {"cpu": CPU_RECIPE, "study": STUDY_RECIPE, "demo": DEMO_RECIPE}
+
+
+def train_flags(minutes: float) -> list[str]:
+    """The demo's ``nmtkit train`` flags for a budget of ``minutes``: its recipe, and bf16 where the
+    CPU has native bfloat16 (make demo's DEMO_TRAIN)."""
+    return [*DEMO_RECIPE, "--max-minutes", str(minutes)] + (["--bf16"] if this_cpu().native_bf16 else [])
 
 
 def sample_lines(source: str, hypotheses: str, reference: str, n: int = 5, seed: int = 1) -> str:
@@ -40,12 +58,22 @@ def samples(source: str, hypotheses: str, reference: str, count: int, seed: int)
     click.echo(sample_lines(source, hypotheses, reference, count, seed))
 
 
+@click.command("flags", cls=Command)
+@click.option(
+    "--recipe", type=click.Choice(list(RECIPES)), default="demo", show_default=True, help="Which recipe's flags."
+)
+def flags(recipe: str) -> None:
+    """Print the flags of one of the demo's recipes, for nmtkit train."""
+    click.echo(" ".join(RECIPES[recipe]))
+
+
 @click.group("demo", cls=Group)
 def main() -> None:
     """Steps of make demo that are not nmtkit commands."""
 
 
 main.add_command(samples)
+main.add_command(flags)
 
 if __name__ == "__main__":
     main()

@@ -81,7 +81,8 @@ def _targets(module: str, is_package: bool, node: ast.AST, modules: set[str]) ->
 
 def graph(root: Path) -> Graph:
     """Who imports whom inside the package at ``root`` (its directory), module by module, at run
-    time: imports under ``if TYPE_CHECKING:`` are for the type checker only and are left out."""
+    time: "top" at import time (under a ``try`` or an ``if`` at the module's level too), "lazy" inside
+    a function only; imports under ``if TYPE_CHECKING:`` are for the type checker only and are left out."""
     files = sorted(root.rglob("*.py"))
     modules = {_module_name(p, root) for p in files}
     edges: Graph = {m: {} for m in modules}
@@ -94,11 +95,17 @@ def graph(root: Path) -> Graph:
             if isinstance(stmt, ast.If) and "TYPE_CHECKING" in ast.unparse(stmt.test)
             for n in ast.walk(stmt)
         }
-        top_level = {id(n) for n in tree.body}
+        # inside a function: run when it is called; anywhere else (a try or an if included), at import
+        in_functions = {
+            id(n)
+            for fn in ast.walk(tree)
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            for n in ast.walk(fn)
+        }
         for n in ast.walk(tree):
             if id(n) in typing_only:
                 continue
-            kind = "top" if id(n) in top_level else "lazy"
+            kind = "lazy" if id(n) in in_functions else "top"
             for target in _targets(module, path.name == "__init__.py", n, modules):
                 if edges[module].get(target) != "top":
                     edges[module][target] = kind

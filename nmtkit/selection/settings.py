@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..core.settings import setting
+
 
 @dataclass(frozen=True)
 class SelectConfig:
     keep_words: int  # target-side words to keep (the selection's own tokens)
-    order: int = 4
+    order: int = setting(4, "N-gram order of the language models.", ge=1, le=4, flag="--lm-order")
     min_count: int = 2  # in-domain words seen fewer times are <unk> to the LMs
     chunk_lines: int = 20_000
     seed: int = 1

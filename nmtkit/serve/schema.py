@@ -13,10 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationInfo, create_model, field_validator
 
 from ..core.errors import UserError
-from ..translate.settings import LENGTH_PENALTIES, SearchConfig
+from ..core.settings import declared
+from ..translate.settings import SEARCH_OPTIONS, SearchConfig
 from .settings import ServerConfig
 
 NATIVE, OPENNMT = "native", "opennmt"  # the shapes, as an error's loc names them
@@ -49,62 +50,60 @@ class OpenNMTSentence(BaseModel):
     id: Any = None
 
 
+_TYPES: dict[str, Any] = {"int": int, "float": float, "bool": bool, "str": str}
+
+
+def _declared(name: str, default: Any, **tighter: float) -> tuple[Any, Any]:
+    """The request field of the search setting ``name``, from its one declaration
+    (:class:`SearchConfig`): type or choices, bounds (``tighter`` ones from the server's limits),
+    help as its description, and the server's value as its default."""
+    f, d = declared(SearchConfig, name)
+    kind = Literal[d.choices] if d.choices else _TYPES[str(f.type)]
+    bounds: dict[str, Any] = {k: getattr(d, k) for k in ("ge", "gt", "le", "lt") if getattr(d, k) is not None}
+    extra: dict[str, Any] = bounds | tighter | ({"allow_inf_nan": False} if kind is float else {})
+    return kind, Field(default, description=d.help, **extra)
+
+
+class _Request(BaseModel):
+    """Sentences to translate and the search settings of ``nmtkit translate`` a request may
+    choose; one it names none of is the server's (its ``nmtkit serve`` options)."""
+
+    # strict: "5" is no beam and 1 no boolean; an unknown key is refused, so that a misspelt
+    # setting is never silently the default
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    @field_validator("nbest", check_fields=False)
+    @classmethod
+    def _within_beam(cls, nbest: int, info: ValidationInfo) -> int:
+        if "beam" in info.data:  # else the beam's own error is the one to read
+            try:
+                SearchConfig(beam=info.data["beam"], nbest=nbest).check()
+            except UserError as err:
+                raise ValueError(str(err)) from None
+        return nbest
+
+
 def native_request(cfg: ServerConfig) -> type[BaseModel]:
     """nmtkit's request shape, its defaults the server's options and its bounds the server's limits."""
     s, limits = cfg.search, cfg.limits
-
-    class TranslateRequest(BaseModel):
-        """Sentences to translate and the search settings of ``nmtkit translate`` a request may
-        choose; one it names none of is the server's (its ``nmtkit serve`` options)."""
-
-        # strict: "5" is no beam and 1 no boolean; an unknown key is refused, so that a misspelt
-        # setting is never silently the default
-        model_config = ConfigDict(strict=True, extra="forbid")
-
-        sentences: list[str] = Field(
-            min_length=1,
-            description=f"At most {limits.max_sentences}, each read as at most {limits.max_length} "
-            f"subword units (413 beyond).",
-        )
-        beam: int = Field(s.beam, ge=1, le=limits.max_beam, description="Beam width (1: greedy).")
-        nbest: int = Field(
-            1, ge=1, le=limits.max_nbest, description="Hypotheses per sentence, best first (at most beam)."
-        )
-        # one list of the penalties, translate's: Literal reads a tuple as its values
-        length_penalty: Literal[LENGTH_PENALTIES] = Field(  # type: ignore[valid-type]
-            s.length_penalty, description="Ranking of finished hypotheses: raw log-probability, per word, or GNMT's."
-        )
-        alpha: float = Field(s.alpha, ge=0, allow_inf_nan=False, description="GNMT length penalty exponent.")
-        coverage_penalty: float = Field(
-            s.coverage_penalty,
-            ge=0,
-            allow_inf_nan=False,
-            description="Wu et al. (2016)'s coverage penalty beta, as translate --coverage-penalty (0: off).",
-        )
+    sentences = Field(
+        min_length=1,
+        description=f"At most {limits.max_sentences}, each read as at most {limits.max_length} "
+        f"subword units (413 beyond).",
+    )
+    fields_: dict[str, Any] = {
+        "sentences": (list[str], sentences),
+        "beam": _declared("beam", s.beam, le=limits.max_beam),
+        "nbest": (int, Field(1, ge=1, le=limits.max_nbest, description="Hypotheses per sentence, best first.")),
+    }
+    for name in SEARCH_OPTIONS[1:]:
         # the output limit bounds a request's work: a request may lower the server's, not raise it
-        max_ratio: float = Field(
-            s.max_ratio,
-            ge=0,
-            le=s.max_ratio,
-            allow_inf_nan=False,
-            description=f"Output limit: this times the source length, plus {s.max_extra}.",
-        )
-        min_len: int = Field(s.min_len, ge=0, description="Words before </s> at least.")
-        no_unk: bool = Field(s.no_unk, description="Never produce <unk>.")
-        alignment: bool = Field(True, description="Pharaoh word pairs from the attention.")
-        attention: bool = Field(False, description="The attention matrices, over subword units and words.")
-
-        @field_validator("nbest")
-        @classmethod
-        def _within_beam(cls, nbest: int, info: ValidationInfo) -> int:
-            if "beam" in info.data:  # else the beam's own error is the one to read
-                try:
-                    SearchConfig(beam=info.data["beam"], nbest=nbest).check()
-                except UserError as err:
-                    raise ValueError(str(err)) from None
-            return nbest
-
-    return TranslateRequest
+        tighter = {"le": s.max_ratio} if name == "max_ratio" else {}
+        fields_[name] = _declared(name, getattr(s, name), **tighter)
+    fields_["alignment"] = (bool, Field(True, description="Pharaoh word pairs from the attention."))
+    fields_["attention"] = (bool, Field(False, description="The attention matrices, over subword units and words."))
+    model: type[BaseModel] = create_model("TranslateRequest", __base__=_Request, **fields_)
+    return model
 
 
 def request_body(cfg: ServerConfig) -> Any:

@@ -7,24 +7,33 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..core.errors import UserError
+from ..core.settings import setting
 from ..translate.settings import MAX_LENGTH, SearchConfig
 
 
 @dataclass(frozen=True)
 class Limits:
-    max_sentences: int = 64  # per request (and per batch of requests)
-    max_length: int = MAX_LENGTH  # source subword units per sentence, as translate counts them
-    max_body: int = 1 << 20  # bytes
-    max_beam: int = 24
+    max_sentences: int = setting(64, "Sentences per request (and per batch of requests).", ge=1)
+    max_length: int = setting(
+        MAX_LENGTH,
+        "Source subword units per sentence, as translate counts them: a longer one is refused (413).",
+        ge=1,
+        flag="--max-source-len",
+        old="--max-length",
+    )
+    max_body: int = setting(1 << 20, "Bytes per request.", ge=1)
+    max_beam: int = setting(24, "Largest beam a request may ask.", ge=1)
     max_nbest: int = 10
 
 
 @dataclass(frozen=True)
 class ServerConfig:
-    host: str = "127.0.0.1"
-    port: int = 8080
+    host: str = setting("127.0.0.1", "Address to listen on.")
+    port: int = setting(8080, "Port to listen on.", ge=0, le=65535)
     search: SearchConfig = SearchConfig()  # what a request gets for each setting it names none of
-    batch_wait_ms: float = 5.0  # how long a batch waits for other requests to join it
+    batch_wait_ms: float = setting(
+        5.0, "Milliseconds a batch waits for other requests to join it.", ge=0, flag="--batch-wait"
+    )
     int8: bool = False  # int8 linear layers on CPUs, as translate --int8
     shortlist: bool = False  # vocabulary selection, as translate --shortlist
     limits: Limits = field(default_factory=Limits)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..core.settings import Settings, known_fields
+from ..core.settings import Settings, known_fields, setting
 
 # The cleaning rules of the 'default' preset (text.clean.PRESETS): they suit any corpus.
 DEFAULT_RULES = ("unicode", "whitespace")
@@ -26,7 +26,7 @@ class TextConfig(Settings):
 
     lang: str
     clean: tuple[str, ...] = DEFAULT_RULES  # the Bible's rules are the "bible" preset
-    normalize_punct: bool = True
+    normalize_punct: bool = setting(True, "Moses punctuation normalization.")
     aggressive_dash: bool = False
     lowercase: bool = False
 
@@ -46,7 +46,9 @@ class FilterConfig(Settings):
     longer/shorter; 0 disables a limit. Evaluation splits are never filtered.
     """
 
-    max_len: int = 50
-    min_len: int = 1
-    max_ratio: float = 2.5
-    dedup: bool = True
+    max_len: int = setting(50, "Drop training pairs with a side longer than this many tokens (0: no limit).", ge=0)
+    min_len: int = setting(1, "Drop training pairs with a side shorter than this.", ge=0)
+    max_ratio: float = setting(
+        2.5, "Drop training pairs whose longer side exceeds this times the shorter (0: off).", ge=0
+    )
+    dedup: bool = setting(True, "Drop repeated training pairs.")

@@ -5,13 +5,17 @@ stores. How ``nmtkit train``'s flags and named recipes resolve into them is
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
-from ..core.settings import Settings
+from ..core.settings import Settings, setting
 
-SCHEDULES = ("appendix-b", "luong", "cpu")
-DEFAULT_SCHEDULE = "appendix-b"  # the paper's
-OPTIMIZERS = ("adadelta", "adam", "sgd")
+# Each optimizer's learning rate when none is given: Adadelta's 1 is the paper's (Appendix B: the
+# rate scales a step Adadelta already adapts), Adam's 5e-4 (Kingma & Ba's 1e-3 halved: RNNsearch
+# diverged at 1e-3 in the CPU trials), plain SGD's 1 (Luong et al.'s).
+DEFAULT_LR = {"adadelta": 1.0, "adam": 5e-4, "sgd": 1.0}
+OPTIMIZERS = tuple(DEFAULT_LR)
 LR_DECAYS = ("none", "linear", "cosine")
 BEST_BY = ("bleu", "nll")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
@@ -21,36 +25,96 @@ COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
 class TrainConfig(Settings):
     """Appendix B by default: Adadelta (ρ=0.95, ε=1e-6), clip 1, 80 sentences, pools of 20."""
 
-    optimizer: str = "adadelta"  # adadelta | adam | sgd
-    lr: float = 1.0
-    decay_after: int = 0  # >0: multiply lr by ``decay`` every epoch after this many
-    decay: float = 0.5
-    lr_decay: str = "none"  # linear | cosine: the rate falls to 0 at the end of the budget
-    warmup: int = 0  # updates over which the rate rises linearly from 0 to lr
-    label_smoothing: float = 0.0  # ε: the target distribution is 1−ε on the word, ε over all words
-    guided_alignment_weight: float = 0.0  # >0: the attention's cross-entropy with the corpus's word links
+    def __post_init__(self) -> None:
+        if self.lr is None:  # the optimizer's own rate (DEFAULT_LR), decided here and nowhere else
+            object.__setattr__(self, "lr", DEFAULT_LR.get(self.optimizer))
+        super().__post_init__()
+
+    optimizer: str = setting(
+        "adadelta", "Adadelta (rho 0.95, eps 1e-6: the paper's), Adam (fused), or plain SGD.", choices=OPTIMIZERS
+    )
+    lr: float = setting(
+        None,
+        "Learning rate (0 trains nothing: the loss and its logs alone).",
+        ge=0,
+        default_help="by --optimizer: " + ", ".join(f"{k} {v:g}" for k, v in DEFAULT_LR.items()),
+    )
+    decay_after: int = setting(0, "Multiply the learning rate by --decay every epoch after this many (0: never).", ge=0)
+    decay: float = setting(0.5, "The factor of --decay-after.", ge=0, le=1)
+    lr_decay: str = setting(
+        "none",
+        "Lower the learning rate to 0 at the end of the budget, linearly or by a cosine (budgeted "
+        "training, Li et al. 2020). With --max-minutes alone, the updates that fit are estimated "
+        "from the pace so far at every log line.",
+        choices=LR_DECAYS,
+    )
+    warmup: int = setting(0, "Raise the learning rate linearly from 0 over the first N updates.", ge=0)
+    label_smoothing: float = setting(
+        0.0,
+        "Train toward 1-e on the reference word and e spread over the vocabulary (fairseq and "
+        "Marian use 0.1); the logged NLL stays the plain one.",
+        ge=0,
+        lt=1,
+    )
+    guided_alignment_weight: float = setting(
+        0.0,
+        "Guided alignment (Chen et al. 2016, Marian's --guided-alignment): add this times the "
+        "attention's cross-entropy with the corpus's word links (preprocess --align-suffix) to each"
+        " linked target word's loss, so that the attention aligns as the statistical aligner does "
+        "(0: off).",
+        ge=0,
+    )
     rho: float = 0.95
     eps: float = 1e-6
-    clip: float = 1.0
-    batch_size: int = 80
-    max_tokens: int = 0  # >0: batches by target tokens instead of sentences
-    update_freq: int = 1  # minibatch pieces whose gradients are accumulated per update
-    shortlist: int = 0  # >0: Jean et al.'s sampled softmax over this many target words
-    pool: int = 20
-    max_len: int = 50
-    max_updates: int = 0  # 0: no limit
-    max_epochs: int = 0
-    max_minutes: float = 0.0
-    valid_every: int = 1000
-    valid_bleu: bool = True
-    best_by: str = "bleu"  # bleu | nll: which dev score picks best.pt and early stopping
-    valid_max_sentences: int = 0  # 0: the whole valid split
-    patience: int = 10
+    clip: float = setting(1.0, "Gradient L2 norm limit (0: off).", ge=0)
+    batch_size: int = setting(
+        80,
+        "Sentences per minibatch, in total over all GPUs (the paper's 80): with torchrun each of N "
+        "processes takes 1/N of every minibatch, so N changes nothing but the speed.",
+        ge=1,
+    )
+    max_tokens: int = setting(0, "Minibatches by target tokens instead, in total over all GPUs (0: off).", ge=0)
+    update_freq: int = setting(
+        1,
+        "Accumulate the gradients of N passes per update: an update is N times --batch-size (or "
+        "--max-tokens), computed a piece at a time, in 1/N of the memory.",
+        ge=1,
+    )
+    shortlist: int = setting(
+        0,
+        "Jean et al. (2015)'s sampled softmax in training: over the minibatch's target words and "
+        "others drawn at random, this many in all (0: the full softmax, as the paper).",
+        ge=0,
+        flag="--sampled-softmax",
+        old="--shortlist",
+    )
+    pool: int = setting(20, "Minibatches per length-sorted pool.", ge=1)
+    max_len: int = setting(50, "Drop longer pairs (30 or 50 in the paper).", ge=0)
+    max_updates: int = setting(0, "Stop after this many updates (0: no limit).", ge=0)
+    max_epochs: int = setting(0, "Stop after this many passes over the training pairs (0: no limit).", ge=0)
+    max_minutes: float = setting(
+        0.0, "Stop after this many minutes of training, validations included (0: no limit).", ge=0
+    )
+    valid_every: int = setting(1000, "Validate, and save last.pt (and best.pt when better), every N updates.", ge=1)
+    valid_bleu: bool = setting(True, "Greedy dev BLEU at validation.")
+    best_by: str = setting(
+        "bleu",
+        "The dev score that picks best.pt and counts for --patience: greedy BLEU (the paper's), or "
+        "NLL (no search needed: with --no-valid-bleu, validation is teacher forcing alone).",
+        choices=BEST_BY,
+    )
+    valid_max_sentences: int = setting(0, "Validate on the first N dev sentences only (0: all).", ge=0)
+    patience: int = setting(10, "Validations without improvement before stopping (0: never).", ge=0)
     keep_validations: bool = False  # also keep each validated model as update-N.pt (learning curves)
-    keep_last: int = 0  # >0: keep the models of the last N validations (update-N.pt)
-    keep_best: int = 0  # >0: keep the N best validated models (best-N.pt)
-    log_every: int = 50
-    seed: int = 1234
+    keep_last: int = setting(
+        0,
+        "Keep the models of the last N validations as update-N.pt (weights only; 0: none, or every "
+        "one with --keep-validations), e.g. to average them.",
+        ge=0,
+    )
+    keep_best: int = setting(0, "Keep the N best validated models (by --best-by) as best-STEP.pt, weights only.", ge=0)
+    log_every: int = setting(50, "Log the training loss and speed every N updates.", ge=1)
+    seed: int = setting(1234, "Seed of the initial weights, the batch order and dropout.")
     init_from: str | None = None  # start from this checkpoint's weights (fresh optimizer)
     device: str | None = None  # None: the process's GPU when there is one (see runtime)
     threads: int = 0  # 0: torch's default
@@ -58,5 +122,69 @@ class TrainConfig(Settings):
     tf32: bool = True  # on GPUs: fp32 matrix products on tensor cores
     compile: bool = False  # the recurrences' steps through torch.compile
     compile_mode: str = "default"  # torch.compile's mode: default | reduce-overhead | max-autotune
-    pad_to_multiple: int = 1  # training batches' lengths rounded up to a multiple of this
+    pad_to_multiple: int = setting(
+        1,
+        "Pad each training batch's source and target lengths up to a multiple of N: fewer shapes "
+        "for CUDA graphs and compiled kernels, at the cost of computing the padding.",
+        ge=1,
+    )
     fused_steps: bool = False  # CPU: the recurrences' forward and backward by hand (models.fused)
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A named training recipe: the settings it gives, each unless a flag names it."""
+
+    summary: str
+    train: Mapping[str, Any] = field(default_factory=dict)
+    # the model's: a size preset and model settings (ModelConfig fields)
+    model: Mapping[str, Any] = field(default_factory=dict)
+    # what changes for a model with dropout (Luong et al. train it longer)
+    with_dropout: Mapping[str, Any] = field(default_factory=dict)
+
+    def settings(self, dropout: float) -> dict[str, Any]:
+        """Everything this recipe sets, model and training, for a model with this ``dropout``."""
+        return {**self.model, **self.train, **(self.with_dropout if dropout else {})}
+
+    def flags(self) -> str:
+        """This recipe as the flags it stands for (``--optimizer adam --lr 0.005 ...``)."""
+        out = []
+        for k, v in {**self.model, **self.train}.items():
+            flag = "--" + k.replace("_", "-")
+            out.append(flag if v is True else f"{flag} {v:g}" if isinstance(v, float) else f"{flag} {v}")
+        return " ".join(out)
+
+
+# The named recipes of ``nmtkit train --schedule``. ``cpu`` is the demo's, the most BLEU in 20
+# minutes on two cores that docs/cpu-training.md measured.
+SCHEDULES: dict[str, Schedule] = {
+    "appendix-b": Schedule("Bahdanau et al.'s Appendix B, the defaults"),
+    "luong": Schedule(
+        "Luong et al.'s section 4.1 (10 epochs, halved after the 5th; with dropout 12, after the 8th)",
+        train={
+            "optimizer": "sgd",
+            "lr": 1.0,
+            "clip": 5.0,
+            "batch_size": 128,
+            "max_len": 50,
+            "max_epochs": 10,
+            "decay_after": 5,
+            "decay": 0.5,
+        },
+        with_dropout={"max_epochs": 12, "decay_after": 8},
+    ),
+    "cpu": Schedule(
+        "the demo's, for a few CPU cores and a budget",
+        model={"preset": "small", "tie_embeddings": True},
+        train={
+            "optimizer": "adam",
+            "lr": 5e-3,
+            "lr_decay": "cosine",
+            "warmup": 50,
+            "label_smoothing": 0.1,
+            "best_by": "nll",
+            "fused_steps": True,
+        },
+    ),
+}
+DEFAULT_SCHEDULE = "appendix-b"  # the paper's

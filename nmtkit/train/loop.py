@@ -45,6 +45,7 @@ from ..core.runtime import setup
 from ..core.settings import RuntimeConfig
 from ..data.batching import collate, to_device
 from ..data.vocab import PAD
+from ..models.base import ModelOutput
 from ..models.config import ModelConfig
 from ..models.fused import use_fused
 from ..models.loss import shortlist
@@ -121,7 +122,8 @@ def run(state: TrainState, tensorboard: Path | None = None) -> tuple[Progress, i
     """The loop: an update per minibatch, reports, validations, until something stops it.
     Returns where it stopped, and the signal that stopped it (0: a budget or the patience)."""
     steps, net = CompiledSteps(state.model, state.cfg), state.parallel.wrap(state.model)
-    use_fused(state.model, state.cfg.fused_steps)
+    for why in use_fused(state.model, state.cfg.fused_steps):
+        log(f"warning: --fused-steps does not apply to every recurrence: {why}")
     announce(state)
     open_save_dir(state)
     state.clock = time.perf_counter() - state.progress.seconds
@@ -207,7 +209,7 @@ def update(state: TrainState, net: torch.nn.Module, steps: CompiledSteps, idx: n
         try:
             with state.parallel.quiet(k, len(pieces)):
                 with state.parallel.runtime.autocast():
-                    out = net(
+                    out: ModelOutput = net(
                         batch["src"],
                         batch["src_mask"],
                         batch["tgt_in"],
@@ -216,13 +218,15 @@ def update(state: TrainState, net: torch.nn.Module, steps: CompiledSteps, idx: n
                         cfg.label_smoothing,
                         batch.get("guide"),
                     )
-                loss_sum, nll_sum = (out[0], out[1]) if cfg.label_smoothing or "guide" in batch else (out, out)
-                if "guide" in batch:  # each linked target word: its NLL and weight × its alignment loss
-                    loss_sum = loss_sum + cfg.guided_alignment_weight * out[2]
-                    state.window.add_alignment(out[2].detach(), out[3])
+                loss_sum, nll_sum = out.loss, out.nll
+                assert loss_sum is not None and nll_sum is not None  # given targets, forward gives both
+                if out.align_loss is not None and out.align_positions is not None:
+                    # a guided batch: each linked target word, its NLL and weight × its alignment loss
+                    loss_sum = loss_sum + cfg.guided_alignment_weight * out.align_loss
+                    state.window.add_alignment(out.align_loss.detach(), out.align_positions)
                 # scaled so that the gradients are those of the whole minibatch's summed NLL per
                 # sentence (DDP divides by the world)
-                (loss_sum * world / len(idx)).backward()
+                (loss_sum * world / len(idx)).backward()  # type: ignore[no-untyped-call]
         except torch.cuda.OutOfMemoryError:
             raise UserError(
                 f"out of GPU memory on a batch of {len(mine)} sentences × "

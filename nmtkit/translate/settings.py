@@ -7,51 +7,65 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core.errors import UserError
+from ..core.settings import Settings, setting
 
 LENGTH_PENALTIES = ("none", "average", "gnmt")
 OUTPUT_FORMATS = ("text", "jsonl")  # translate's: plain lines, or a JSON object per line
 
 
 @dataclass(frozen=True)
-class SearchConfig:
-    """Beam search's settings; :func:`check` refuses an impossible combination in one line.
+class SearchConfig(Settings):
+    """Beam search's settings, each declared once: the command line's options, serve's request
+    fields and their --help, OpenAPI and --dump-config texts all come from these declarations.
+    :meth:`check` refuses an impossible combination in one line. The defaults are the paper's."""
 
-    The defaults are ``nmtkit translate``'s, which are the paper's.
-
-    Attributes:
-        beam: Beam width (the paper's 12); 1 is greedy search.
-        length_penalty: How finished hypotheses are ranked: ``none`` (raw log-probability, the
-            paper), ``average`` (per word) or ``gnmt`` (GNMT's ((5+|y|)/6)^alpha).
-        alpha: GNMT's exponent.
-        coverage_penalty: β of Wu et al. (2016)'s coverage penalty, added to the ranking of a
-            finished hypothesis: β Σ_i log min(Σ_j α_ij, 1) over the source units i (</s>
-            included), Σ_j the attention it received over the output; 0: off.
-        max_ratio: Output limit: ``max_ratio`` × the source length + ``max_extra`` units.
-        max_extra: See ``max_ratio``.
-        nbest: Hypotheses kept per sentence, best first (at most ``beam``).
-        no_unk: Never emit ``<unk>`` (the paper's Table 1, RNNsearch-50* rows).
-        min_len: Words before ``</s>`` at least (1: no empty translation of a non-empty line).
-        sampling: Draw each output word by word from the model's distribution instead of
-            searching (:mod:`nmtkit.translate.sampling`); ``nbest`` samples per sentence, and
-            ``beam`` unused.
-        temperature: Sampling from softmax(log p / T): below 1 sharper, above 1 flatter.
-        top_k: Sampling from the K most probable words only (0: all).
-        seed: Sampling's seed; a sentence's samples depend on it and the sentence's line alone.
-    """
-
-    beam: int = 12  # the paper's width (arXiv v1)
-    length_penalty: str = "none"  # none | average | gnmt
-    alpha: float = 0.6  # GNMT's exponent
-    coverage_penalty: float = 0.0  # β of Wu et al.'s coverage penalty (0: off)
-    max_ratio: float = 2.0  # output limit: max_ratio × source length + max_extra
-    max_extra: int = 10
+    beam: int = setting(12, "Beam width (1: greedy).", ge=1)
+    length_penalty: str = setting(
+        "none",
+        "Rank finished hypotheses by raw log-probability (the paper), by log-probability per word, or by "
+        "GNMT's ((5+|y|)/6)^alpha.",
+        choices=LENGTH_PENALTIES,
+    )
+    alpha: float = setting(0.6, "GNMT length penalty exponent.", ge=0)
+    coverage_penalty: float = setting(
+        0.0,
+        "Wu et al. (2016)'s coverage penalty beta: add beta times the sum over source units (end of sentence "
+        "included) of log min(attention received, 1) to each finished hypothesis' rank, a penalty (never "
+        "positive) on translations that leave source words out (0: off; GNMT used 0.2 with --length-penalty gnmt).",
+        ge=0,
+    )
+    max_ratio: float = setting(
+        2.0,
+        "Output limit: this times the source length, plus 10 (fairseq's --max-len-a, Marian's --max-length-factor).",
+        ge=0,
+        flag="--max-output-ratio",
+        old="--max-ratio",
+    )
+    max_extra: int = 10  # the constant of the output limit (not an option)
     nbest: int = 1
-    no_unk: bool = False  # never emit <unk> (Table 1's RNNsearch-50* rows)
-    min_len: int = 1  # words before </s>
-    sampling: bool = False  # draw instead of searching (back-translation)
-    temperature: float = 1.0  # sampling from softmax(log p / T)
-    top_k: int = 0  # sampling from the K most probable words (0: all)
-    seed: int = 0  # sampling's seed
+    no_unk: bool = setting(False, "Never produce <unk> (the paper's Table 1, last column).")
+    min_len: int = setting(
+        1,
+        "Words before </s> at least (1, as GroundHog and fairseq's --min-len: no empty translation).",
+        ge=0,
+        flag="--min-output-len",
+        old="--min-len",
+    )
+    sampling: bool = setting(
+        False,
+        "Draw each output word by word from the model's distribution instead of searching, for "
+        "back-translation (fairseq's --sampling, Marian's --output-sampling); --nbest N draws N independent "
+        "samples per line, written best first; --beam is unused.",
+    )
+    temperature: float = setting(
+        1.0, "With --sampling: draw from softmax(log p / T), sharper below 1, flatter above.", gt=0
+    )
+    top_k: int = setting(
+        0, "With --sampling: draw among the K most probable words only (0: the whole vocabulary).", ge=0
+    )
+    seed: int = setting(
+        0, "With --sampling: the seed; a line's samples depend on it and the line's number alone.", ge=0, le=2**63 - 1
+    )
 
     def check(self, names: tuple[str, str] = ("nbest", "beam")) -> SearchConfig:
         """This config, or :class:`UserError` when it asks for more than the search can give;
@@ -62,14 +76,18 @@ class SearchConfig:
             raise UserError("--temperature and --top-k shape sampling's draws: add --sampling")
         if self.sampling and self.coverage_penalty:
             raise UserError("--coverage-penalty ranks beam search's hypotheses: --sampling draws them")
-        if self.temperature <= 0:
-            raise UserError(f"--temperature {self.temperature}: must be above 0 (1: the model's distribution)")
         return self
 
     @property
     def width(self) -> int:
         """Rows per sentence: the beam's, or the samples drawn."""
         return self.nbest if self.sampling else self.beam
+
+
+# The search's settings as translate and serve offer them, in this order (nbest is each command's
+# own: translate writes n-best lines, serve's requests ask for it; serve offers no sampling).
+SEARCH_OPTIONS = ("beam", "length_penalty", "alpha", "coverage_penalty", "max_ratio", "min_len", "no_unk")
+SAMPLING_OPTIONS = ("sampling", "temperature", "top_k", "seed")
 
 
 # Source subword units a line may have: longer ones are cropped (translate) or refused (serve).

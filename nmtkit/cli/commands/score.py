@@ -1,5 +1,4 @@
-"""``nmtkit score`` and ``nmtkit score-align``: translations against references, alignments
-against gold links."""
+"""``nmtkit score``: translations against references, and a model's NLL."""
 
 from __future__ import annotations
 
@@ -9,14 +8,15 @@ from typing import Any
 
 import click
 
-from ..core.command import Command
-from ..core.errors import UserError
-from ..data.settings import VALID
-from ..evaluate.metrics import DEFAULT, DEFAULT_TOKENIZED, PAPER, Metrics, metric_names, split_names, tokenizers
-from ..evaluate.settings import BUCKET_WIDTH
-from ..text.clean import PRESETS, RULES, rules_named
-from . import options
-from .config_file import config_options
+from ...core.command import Command
+from ...core.errors import UserError
+from ...data.settings import VALID
+from ...evaluate.metrics import DEFAULT, DEFAULT_TOKENIZED, PAPER, Metrics, metric_names, split_names, tokenizers
+from ...evaluate.score import evaluate, format_report, sentence_scores
+from ...evaluate.settings import BUCKET_WIDTH
+from ...text.clean import PRESETS, RULES, rules_named
+from .. import options
+from ..config_file import config_options
 
 
 class _Listed(click.ParamType):  # type: ignore[type-arg]  # generic from click 8.5 on, not before
@@ -185,8 +185,6 @@ def score(
     NLL and perplexity of a checkpoint."""
     as_json = output_format == "json"
     _check_inputs(hypotheses, refs, data_bin, plot_path, by_length)
-    from ..evaluate.score import evaluate, format_report  # here: sacreBLEU loads to score, not for --help
-
     metrics = Metrics(split_names(metric_values) or None, tokenize, lowercase, chrf_word_order)
     if sentence_level:
         _no_analysis(by_length=by_length, no_unk_vocab=no_unk, bootstrap=bootstrap, model=model_paths, data=data_bin)
@@ -213,7 +211,7 @@ def score(
         )
     )
     if plot_path and hypotheses:
-        from ..core.plot import bleu_by_length_chart  # here: numpy and matplotlib load for --plot only
+        from ...core.plot import bleu_by_length_chart  # numpy and matplotlib, for --plot only
 
         bleu_by_length_chart(result["by_length"]["rows"], plot_path, "BLEU by source sentence length")
     if data_bin:
@@ -224,7 +222,7 @@ def score(
 def _corpus_nll(model_paths: tuple[str, ...], data_bin: str, split: str, run: Any) -> Any:
     if len(model_paths) != 1:
         raise UserError("--data scores one checkpoint: give -m MODEL once")
-    from ..evaluate.nll import corpus_nll  # here: torch loads for a model only
+    from ...evaluate.nll import corpus_nll  # torch, for -m --data only: a plain score never loads it
 
     return corpus_nll(model_paths[0], data_bin, split, runtime=run)
 
@@ -240,7 +238,7 @@ def _check_inputs(
     if hypotheses and not refs:
         raise UserError("give the reference translation with -r REF")
     if plot_path:
-        from ..core.plot import check_format  # here: numpy loads for --plot only (0.04 s of a plain score)
+        from ...core.plot import check_format  # numpy, for --plot only
 
         check_format(plot_path)
 
@@ -262,42 +260,5 @@ def _sentence_level(
     metrics: Metrics,
     as_json: bool,
 ) -> str:
-    from ..evaluate.score import sentence_scores  # here: as in score
-
     scores = sentence_scores(hypotheses, refs, names, clean, tokenized, lang, metrics)
     return json.dumps({"systems": [scores.to_json()]}) if as_json else "\n".join(scores.lines())
-
-
-@click.command(
-    "score-align",
-    cls=Command,
-    epilog="""\b
-Example:
-  nmtkit align -m best.pt --source test.en --target test.fr -o test.links
-  nmtkit score-align test.links -g gold.links""",
-)
-@click.argument("hypothesis", type=click.Path(dir_okay=False, allow_dash=True))
-@click.option(
-    "-g",
-    "--gold",
-    required=True,
-    type=click.Path(dir_okay=False),
-    help="Gold alignments: per line, sure links i-j and possible links i?j (from 0).",
-)
-@options.json_output
-@options.verbosity
-def score_align(hypothesis: str, gold: str, output_format: str) -> None:
-    """Precision, recall and alignment error rate (Och & Ney) of Pharaoh alignments against gold links."""
-    from ..align.aer import score_files  # here: as in score
-
-    r = score_files(hypothesis, gold)
-    click.echo(
-        json.dumps(r)
-        if output_format == "json"
-        else f"AER {r['aer']:.2f}  precision {r['precision']:.2f}  recall {r['recall']:.2f}  "
-        f"({r['sentences']:,} sentences; {r['links']:,} links against {r['sure']:,} sure and "
-        f"{r['possible']:,} possible)"
-    )
-
-
-COMMANDS = (score, score_align)

@@ -7,10 +7,10 @@ from typing import Any
 
 import click
 
-from ..core.command import Command
-from . import options, train_options
-from .config_file import config_options
-from .train_settings import train_settings
+from ...core.command import Command
+from .. import options, train_options
+from ..config_file import config_options
+from ..train_settings import train_settings
 
 
 @click.command(
@@ -50,7 +50,7 @@ def train(
 ) -> None:
     """Train RNNsearch, RNNencdec or a Luong et al. model on a binarized corpus, DATA_BIN or --data
     (Appendix B by default)."""
-    from ..train.loop import train as run  # here: torch loads for training, not for --help
+    from ...train.loop import train as run
 
     ctx = click.get_current_context()
     typed = (click.core.ParameterSource.COMMANDLINE, click.core.ParameterSource.DEFAULT_MAP)  # flags, --config
@@ -64,6 +64,3 @@ def train(
         resume=not reset,
         tensorboard=Path(tensorboard) if tensorboard else None,
     )
-
-
-COMMANDS = (train,)

@@ -6,11 +6,11 @@ from typing import Any
 
 import click
 
-from ..core.command import Command
-from ..core.errors import UserError
-from ..translate.settings import OUTPUT_FORMATS, TranslateOptions
-from . import options
-from .config_file import config_options
+from ...core.command import Command
+from ...core.errors import UserError
+from ...translate.settings import OUTPUT_FORMATS, TranslateOptions
+from .. import options
+from ..config_file import config_options
 
 _O = TranslateOptions()
 
@@ -151,8 +151,8 @@ def translate(
     gives an empty line. From a pipe or a terminal each line is translated as
     soon as it arrives; a file is translated in batches under a progress bar.
     """
-    from ..translate.io import translate_file  # here: torch loads to translate, not for --help
-    from ..translate.translator import read_unk_dict  # the same
+    from ...translate.io import translate_file
+    from ...translate.translator import read_unk_dict
 
     if unk_dict and not replace_unk:
         raise UserError("--unk-dict is used by --replace-unk; add that flag")
@@ -181,6 +181,3 @@ def translate(
         int8=int8,
         prefix=prefix,
     )
-
-
-COMMANDS = (translate,)

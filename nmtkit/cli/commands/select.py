@@ -6,10 +6,12 @@ from pathlib import Path
 
 import click
 
-from ..core.command import Command
-from ..selection.settings import SelectConfig
-from . import options
-from .config_file import config_options
+from ...core.command import Command
+from ...selection.moore_lewis import Corpus
+from ...selection.moore_lewis import select as run
+from ...selection.settings import SelectConfig
+from .. import options
+from ..config_file import config_options
 
 _SEL = SelectConfig(keep_words=1)
 
@@ -29,7 +31,7 @@ Example (the paper's: keep the 348M most news-like target words of five corpora)
 @click.option(
     "--keep-words", required=True, callback=options.count, help="Target-side words to keep (348M, 2.5k, 1000000)."
 )
-@options.setting("--lm-order", _SEL, click.IntRange(1, 4), "N-gram order of the language models.", field="order")
+@options.option(SelectConfig, "order", dest="lm_order")
 @options.dest_dir
 @options.workers
 @options.verbosity
@@ -51,9 +53,6 @@ def select(
     Writes DIR/train.LANG (the kept raw lines, in input order), DIR/select.json and DIR/lm/;
     'nmtkit preprocess' then cleans DIR/train like any corpus.
     """
-    from ..selection.moore_lewis import Corpus  # here: numpy loads to select, not for --help
-    from ..selection.moore_lewis import select as run  # the same
-
     langs = (source_lang, target_lang)
     run(
         [Corpus.of(p, langs) for p in in_domain],
@@ -63,6 +62,3 @@ def select(
         SelectConfig(keep_words=keep_words, order=lm_order),
         workers,
     )
-
-
-COMMANDS = (select,)

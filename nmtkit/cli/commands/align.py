@@ -1,0 +1,45 @@
+"""``nmtkit align``: the attention's word alignments of given translations (forced decoding)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from ...core.command import Command
+from .. import options
+from ..config_file import config_options
+
+
+@click.command(
+    cls=Command,
+    epilog="""\b
+Example (the attention's alignment of reference translations, for score-align):
+  nmtkit align -m runs/demo/best.pt --source test.en --target test.fr -o test.links""",
+)
+@click.option(
+    "-m",
+    "--model",
+    "model_paths",
+    required=True,
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help="Checkpoint; repeat for an ensemble (attention averaged).",
+)
+@config_options
+@click.option("--source", required=True, type=click.Path(dir_okay=False), help="Source sentences, one a line.")
+@click.option("--target", required=True, type=click.Path(dir_okay=False), help="Their translations, one a line.")
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), help="Pharaoh file [default: stdout]."
+)
+@click.option("--tokenized", is_flag=True, help="The files are Moses tokens (the links count them as they are).")
+@options.runtime
+@options.verbosity
+def align(
+    model_paths: tuple[str, ...], source: str, target: str, output: str | None, tokenized: bool, **runtime: Any
+) -> None:
+    """Word alignments of given translations from the model's attention (forced decoding): each target
+    word linked to the source word it attends to most, as Pharaoh i-j pairs over Moses tokens."""
+    from ...translate.forced import align_file
+
+    align_file(list(model_paths), source, target, output, tokenized, options.runtime_config(runtime))

@@ -1,0 +1,81 @@
+"""``nmtkit serve``: translation over HTTP, and a page that shows the attention."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from ...core.command import Command
+from ...core.errors import UserError
+from ...serve.settings import Limits, ServerConfig
+from ...translate.settings import SEARCH_OPTIONS, SearchConfig
+from .. import options
+from ..config_file import config_options
+
+_C = ServerConfig()
+_L = Limits()
+
+
+@click.command(
+    cls=Command,
+    epilog="""\b
+Examples:
+  nmtkit serve -m runs/demo/best.pt            # http://127.0.0.1:8080/: the page; /docs: the API
+  curl -s localhost:8080/translate -H 'Content-Type: application/json' \\
+       -d '{"sentences": ["And God said, Let there be light."], "beam": 5}'
+  nmtkit serve -m a.pt -m b.pt --host 0.0.0.0 --port 5000 --int8 --shortlist""",
+)
+@click.option(
+    "-m",
+    "--model",
+    "model_paths",
+    required=True,
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help="Checkpoint to serve; repeat for an ensemble.",
+)
+@config_options
+@options.option(ServerConfig, "host")
+@options.option(ServerConfig, "port")
+# the search settings a request may choose beside nbest, from their one declaration; the server's
+# value is what a request that names none of them gets
+@options.options_of(SearchConfig, *SEARCH_OPTIONS, note="The server's, for a request that names none.")
+@options.option(Limits, "max_sentences")
+@options.option(Limits, "max_length")
+@options.option(Limits, "max_body")
+@options.option(Limits, "max_beam")
+@options.option(ServerConfig, "batch_wait_ms", dest="batch_wait")
+@click.option("--shortlist", is_flag=True, help="Vocabulary selection, as translate --shortlist.")
+@click.option("--int8", is_flag=True, help="int8 linear layers on CPUs, as translate --int8.")
+@options.runtime
+@options.verbosity
+def serve(
+    model_paths: tuple[str, ...],
+    host: str,
+    port: int,
+    max_sentences: int,
+    max_length: int,
+    max_body: int,
+    max_beam: int,
+    batch_wait: float,
+    shortlist: bool,
+    int8: bool,
+    **values: Any,
+) -> None:
+    """Serve translation over HTTP: a JSON API (also OpenNMT-py's request shape, and described
+    at /docs) and a page that shows the attention. A request may choose the beam, nbest and the
+    search options below; one it names none of is the option's value here (translate's default),
+    and a request may lower --max-output-ratio, not raise it. Needs FastAPI and uvicorn (make install
+    has them)."""
+    try:
+        from ...serve.app import serve as run
+    except ImportError as err:  # FastAPI and uvicorn are an extra
+        raise UserError(
+            f"nmtkit serve needs FastAPI and uvicorn ({err.name} is missing): "
+            f"pip install -e '.[serve]' in nmtkit's checkout"
+        ) from None
+    search = options.config_of(SearchConfig, values)
+    limits = Limits(max_sentences, max_length, max_body, max_beam)
+    cfg = ServerConfig(host, port, search, batch_wait, int8, shortlist, limits).check()
+    run(list(model_paths), cfg, options.runtime_config(values))

@@ -1,0 +1,188 @@
+"""fairseq's side of ``bin/bench-marian`` (:mod:`nmtkit.recipes.bench_marian`), the peer of
+docs/benchmarks.md's earlier rows on the same units: its binarized copy of the demo's pairs, its
+training runs (the budgeted one, trained on, and at a constant rate), their speed read from its
+logs, and its decoding. fairseq 0.12.2 is in $BENCH_DIR/fairseq/venv (bench/peers/install.sh).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from ..core.files import atomic_write
+from ..data.binarized import Corpus
+from ..data.vocab import SPECIALS
+from .bench_common import Site, fail, json_of, timed, write_lines, write_text
+from .peer_marian import preprocessor
+
+# fairseq 0.12.2's RNN with attention is an LSTM (`--arch lstm`: bidirectional LSTM encoder, LSTM
+# decoder with Luong-style attention), the nearest it has to the demo's GRUs. Differences from
+# `--schedule cpu`, each forced by fairseq: LSTM cells; no cosine decay to a time budget (its cosine
+# needs --max-update): warm-up 50 updates, then the inverse square root, as Marian's; best checkpoint
+# by dev loss. Checkpoints of fairseq 0.12 pickle their settings: torch >= 2.6 loads them only with
+# TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1 (the benchmark's own files).
+FAIRSEQ_TRAIN = (
+    "--task translation --source-lang en --target-lang fr --arch lstm --encoder-bidirectional "
+    "--encoder-layers 1 --decoder-layers 1 --encoder-embed-dim 256 --encoder-hidden-size 256 "
+    "--decoder-embed-dim 256 --decoder-hidden-size 256 --decoder-out-embed-dim 256 --decoder-attention 1 "
+    "--share-decoder-input-output-embed --dropout 0 --encoder-dropout-in 0 --encoder-dropout-out 0 "
+    "--decoder-dropout-in 0 --decoder-dropout-out 0 --optimizer adam --adam-betas (0.9,0.999) --lr 5e-3 "
+    "--lr-scheduler inverse_sqrt --warmup-updates 50 --criterion label_smoothed_cross_entropy "
+    "--label-smoothing 0.1 --clip-norm 1 --batch-size 80 --max-source-positions 50 --max-target-positions 50 "
+    "--skip-invalid-size-inputs-valid-test --validate-interval-updates 200 --save-interval-updates 200 "
+    "--no-epoch-checkpoints --best-checkpoint-metric loss --num-workers 0 --seed 42 --cpu --log-format simple "
+    "--log-interval 50"
+).split()
+FAIRSEQ_ENV = {"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1", "PYTHONWARNINGS": "ignore"}
+# fairseq's LSTM under the inverse square root learns slowly on these units (dev perplexity 62 after
+# 1,869 updates, where nmtkit's is 75 after 400): its rate is a sixth of 5e-3 by then. A constant
+# 5e-3 after the same warm-up learns faster per update (perplexity 179 at update 289 against 207 at
+# 400), so the model trained on to a BLEU comparable with Marian's keeps the rate constant.
+FAIRSEQ_CONSTANT = ["--lr-scheduler", "fixed", "--keep-interval-updates", "10"]
+# fairseq-generate at beam BEAM with the output limit and ranking of nmtkit's defaults (2 × source
+# + 10, raw log-probability)
+FAIRSEQ_GENERATE = (
+    "--gen-subset test --source-lang en --target-lang fr --beam BEAM --batch-size 32 --lenpen 0 --max-len-a 2 "
+    "--max-len-b 10 --num-workers 0 --cpu --model-overrides {'max_source_positions':1024,'max_target_positions':1024}"
+).split()
+
+
+def fairseq_env(threads: int) -> dict[str, str]:
+    return {**os.environ, **FAIRSEQ_ENV, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+
+
+def fairseq_data(site: Site) -> Path:
+    """fairseq's binarized copy of the same pairs, with nmtkit's vocabularies as its dictionaries;
+    the test pairs in units too (fairseq-generate reads both sides)."""
+    out = site.work / "fairseq-data"
+    if (out / "done").exists():
+        return out
+    out.mkdir(parents=True, exist_ok=True)
+    d, corpus = site.units, Corpus(site.data_bin)
+    for lang in ("en", "fr"):  # fairseq puts its own <s> <pad> </s> <unk> first
+        write_lines(out / f"dict.{lang}.txt", [f"{t} 1" for t in corpus.vocab(lang).tokens if t not in SPECIALS])
+    tgt = preprocessor(site.data_bin, "fr")
+    refs = (site.data / "raw" / "test.fr").read_text(encoding="utf-8").splitlines()
+    write_lines(out / "test.fr", [" ".join(tgt.segment(tgt.tokenize(tgt.clean(r)))) for r in refs])
+    write_text(out / "test.en", (d / "test.bpe.en").read_text(encoding="utf-8"))
+    cmd = [site.fairseq_bin / "fairseq-preprocess", "--source-lang", "en", "--target-lang", "fr"]
+    cmd += ["--trainpref", d / "train", "--validpref", d / "valid", "--testpref", out / "test"]
+    cmd += ["--srcdict", out / "dict.en.txt", "--tgtdict", out / "dict.fr.txt", "--destdir", out, "--workers", "2"]
+    run = timed(cmd, site.work / "fairseq-preprocess.log", env=fairseq_env(2))
+    if run["rc"] != 0:
+        fail("bench-marian", f"fairseq-preprocess failed: see {site.work / 'fairseq-preprocess.log'}")
+    (out / "done").touch()  # a preprocessing killed midway is done again
+    return out
+
+
+def train_fairseq(
+    site: Site, minutes: float, threads: int, name: str = "fairseq", total: float | None = None
+) -> dict[str, Any]:
+    """fairseq trained for ``minutes`` (its --stop-time-hours; it validates, saves and stops), or
+    ``name`` trained on from the 20-minute model until ``total`` minutes in all (a rerun goes on
+    from its last checkpoint)."""
+    result = site.work / f"train-{name}.json"
+    if (done := site.kept(result, total or minutes, threads)) is not None:
+        return done
+    save = site.work / name
+    save.mkdir(parents=True, exist_ok=True)
+    if total and not (save / "checkpoint_last.pt").exists():
+        with atomic_write(save / "checkpoint_last.pt", "wb") as fh:
+            fh.write((site.work / "fairseq" / "checkpoint_last.pt").read_bytes())
+    hours = f"{(total or minutes) / 60:.6f}"
+    cmd = [site.fairseq_bin / "fairseq-train", fairseq_data(site), "--save-dir", save, "--stop-time-hours", hours]
+    log = site.work / f"train-{name}.log"
+    run = timed([*cmd, *FAIRSEQ_TRAIN], log, timeout_s=(total or minutes) * 60 + 600, env=fairseq_env(threads))
+    if run["rc"] != 0:
+        fail("bench-marian", f"fairseq-train failed (rc {run['rc']}): see {log}")
+    run.update(fairseq_speed(log), settings=" ".join(FAIRSEQ_TRAIN), minutes=total or minutes, threads=threads)
+    write_lines(result, [json.dumps(run, indent=1)])
+    return run
+
+
+def _by_updates(checkpoint: Path) -> int:
+    return int(checkpoint.stem.split("_")[-1])
+
+
+def last_interval(site: Site, name: str) -> str:
+    """The checkpoint of the most updates in a fairseq save directory (its ``checkpoint_last.pt``
+    changes as a run goes on; a decoding is kept under its model's name)."""
+    saved = sorted((site.work / name).glob("checkpoint_*_*.pt"), key=_by_updates)
+    return f"{name}/{saved[-1].name}" if saved else f"{name}/checkpoint_last.pt"
+
+
+def call_seconds(log: Path) -> float:
+    """The wall time of one fairseq-train call: its own total, or for a call stopped by hand the
+    last reading of its wall meter (which restarts with each epoch: its largest)."""
+    text = log.read_text(errors="replace")
+    if done := re.findall(r"done training in ([\d.]+) seconds", text):
+        return float(done[-1])
+    return max((float(w) for w in re.findall(r"train_inner.*\bwall=([\d.]+)", text)), default=0.0)
+
+
+def train_fairseq_constant(site: Site, updates: int, threads: int) -> dict[str, Any]:
+    """fairseq trained from scratch at a constant rate for ``updates`` updates ("fairseq-constant";
+    a rerun goes on from its last checkpoint). It may share the machine: its point is the BLEU."""
+    name, result = "fairseq-constant", site.work / "train-fairseq-constant.json"
+    if result.exists() and json_of(result)["target_updates"] == updates:
+        found: dict[str, Any] = json_of(result)
+        return found
+    settings = list(FAIRSEQ_TRAIN)
+    at = settings.index("--lr-scheduler")
+    settings[at : at + 2] = [*FAIRSEQ_CONSTANT, "--max-update", str(updates)]
+    logs = sorted(site.work.glob(f"train-{name}-*.log"), key=lambda p: int(p.stem.split("-")[-1]))
+    log = site.work / f"train-{name}-{len(logs)}.log"  # a log per call: a rerun goes on from the last
+    cmd = [site.fairseq_bin / "fairseq-train", fairseq_data(site), "--save-dir", site.work / name, *settings]
+    run = timed(cmd, log, env=fairseq_env(threads))
+    if run["rc"] != 0:
+        fail("bench-marian", f"fairseq-train failed (rc {run['rc']}): see {log}")
+    run.update(
+        fairseq_speed(log),
+        settings=" ".join(settings),
+        target_updates=updates,
+        threads=threads,
+        minutes=round(sum(call_seconds(p) for p in (*logs, log)) / 60, 1),
+    )
+    run["updates"] = max(fairseq_speed(p)["updates"] for p in (*logs, log))
+    write_lines(result, [json.dumps(run, indent=1)])
+    return run
+
+
+def fairseq_speed(log: Path) -> dict[str, Any]:
+    """Updates and target tokens/s (</s> included) as nmtkit counts its own: the mean of fairseq's
+    logged ``wps`` windows (every 50 updates; validation is logged apart)."""
+    text = log.read_text(errors="replace")
+    rates = [float(x) for x in re.findall(r"\bwps=([\d.]+)", text)]
+    updates = re.findall(r"\bnum_updates[= ](\d+)", text)  # its windows' and its validations
+    wall = re.findall(r"done training in ([\d.]+) seconds", text)
+    return {
+        "updates": int(updates[-1]) if updates else 0,
+        "tgt_tok_per_s": sum(rates) / len(rates) if rates else None,
+        "train_s": float(wall[-1]) if wall else None,
+    }
+
+
+def fairseq_decode(site: Site, model: Path, beam: int, threads: int) -> dict[str, Any]:
+    """fairseq-generate on the binarized test pairs: its own search time (model and data loading
+    apart), sentences, generated tokens, peak RSS and its outputs in units."""
+    settings = [str(beam) if a == "BEAM" else a for a in FAIRSEQ_GENERATE]
+    log = site.work / "decode" / "fairseq-generate.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [site.fairseq_bin / "fairseq-generate", fairseq_data(site), "--path", model, *settings]
+    run = timed(cmd, log, env=fairseq_env(threads))
+    text = log.read_text(errors="replace")
+    done = re.search(r"Translated ([\d,]+) sentences \(([\d,]+) tokens\) in [\d.]+s \(([\d.]+) sentences/s", text)
+    if run["rc"] != 0 or not done:
+        fail("bench-marian", f"fairseq-generate failed (rc {run['rc']}): see {log}")
+    hyps = sorted((int(m.group(1)), m.group(2)) for m in re.finditer(r"^H-(\d+)\t[^\t]*\t(.*)$", text, re.M))
+    sentences = int(done.group(1).replace(",", ""))
+    return {
+        "seconds": sentences / float(done.group(3)),
+        "sentences": sentences,
+        "tokens": int(done.group(2).replace(",", "")),
+        "hyps": [h for _, h in hyps],
+        "peak_rss_mb": run["peak_rss_mb"],
+    }

@@ -1,0 +1,234 @@
+"""Where the time of one training update goes, at a given model size, on a CPU or a GPU.
+
+    bin/profile-train DATA_BIN [--preset small] [--updates 20] [--threads 2] [--bf16] [--top 15]
+                      [--encoder paper|cudnn] [--sampled-softmax K] [--compile [--compile-mode M]]
+                      [--device cpu|cuda] [--json FILE]
+
+Builds the model as ``nmtkit train`` does, draws minibatches the way training
+does (Appendix B batches of 80 from length-sorted pools), and times each part
+of an update separately, synchronously, after 5 warm-up updates: batching,
+the encoder, the decoder recurrence (attention + GRU), the output layer and
+its loss, the backward pass, gradient clipping and the optimizer step. Then
+torch's profiler lists the operators that take the most time over the same
+updates, and counts the operator calls per update that run a kernel of their
+own (the innermost computing operators, views and allocations aside; with
+--compile, a compiled region's fused kernels count one each): on a GPU each
+is a launch, so this is what a compiled step saves.
+Target tokens per second count </s>, as training's log does. On a GPU
+(--device cuda) each part is timed after a synchronisation, the kernels are
+those the GPU ran (CUDA kernel events), and the GPU's busy share is their
+summed duration over the wall time of the profiled updates: what is left is
+the GPU waiting for Python. --json writes the figures for bin/gpu-check.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..data.batching import Batches, collate
+from ..data.binarized import Corpus
+from ..data.vocab import PAD
+from ..models.base import Seq2Seq
+from ..models.build import build_model
+from ..models.config import ModelConfig, preset_sizes
+from ..models.loss import shortlist
+from .bench_common import write_text
+
+# Operators that only make views or allocate: no kernel of their own.
+NO_KERNEL = {
+    f"aten::{name}"
+    for name in (
+        "as_strided as_strided_ resolve_conj resolve_neg view _unsafe_view reshape empty empty_strided empty_like "
+        "lift_fresh detach detach_ alias t transpose expand unsqueeze squeeze slice select unbind permute split "
+        "narrow promote_types result_type contiguous to _to_copy set_ unflatten flatten chunk numpy_T "
+        "_reshape_alias split_with_sizes"
+    ).split()
+}
+
+
+def kernels(prof: torch.profiler.profile) -> int:
+    """Profiled calls that run a kernel: the innermost computing aten operators (views and
+    allocations aside), and the compiled regions' fused kernels (named after what they fuse)."""
+
+    def computes(e: Any) -> bool:
+        return bool(e.name.startswith("aten::") and e.name not in NO_KERNEL)
+
+    def innermost(e: Any) -> bool:
+        below = list(e.cpu_children)
+        while below:
+            child = below.pop()
+            if computes(child):
+                return False
+            below.extend(child.cpu_children)
+        return True
+
+    events = prof.events()  # type: ignore[no-untyped-call]
+    leaf = sum(1 for e in events if computes(e) and innermost(e))
+    fused = sum(1 for e in events if e.name.startswith(("cpp_fused", "triton_")))
+    return leaf + fused
+
+
+class Updates:
+    """Training updates of ``model`` on the corpus's batches, each part timed (after a
+    synchronisation on a GPU) into :attr:`spent` when asked, and target tokens counted."""
+
+    def __init__(self, args: argparse.Namespace, corpus: Corpus, model: Seq2Seq, cfg: ModelConfig):
+        self.args, self.model, self.cfg = args, model, cfg
+        self.device = torch.device(args.device)
+        self.src, self.tgt = corpus.split("train")
+        self.opt = torch.optim.Adam(model.parameters(), lr=1e-3, fused=True)  # as nmtkit train
+        self.batches: Iterator[Any] = iter(Batches(self.src.sizes, self.tgt.sizes, args.batch_size, 20, 50, 1234))
+        self.autocast = torch.autocast(self.device.type, torch.bfloat16, enabled=args.bf16)
+        self.spent: dict[str, float] = defaultdict(float)
+        self.tokens = 0
+        self.timed = False
+        self.clock = 0.0
+
+    def mark(self, name: str) -> None:
+        if self.device.type == "cuda" and self.timed:
+            torch.cuda.synchronize()  # a part's time is its kernels', not their launches'
+        now = time.perf_counter()
+        if self.timed:
+            self.spent[name] += now - self.clock
+        self.clock = now
+
+    def __call__(self, timed: bool) -> None:
+        self.timed, self.clock = timed, time.perf_counter()
+        model, device = self.model, self.device
+        batch = {k: v.to(device, non_blocking=True) for k, v in collate(self.src, self.tgt, next(self.batches)).items()}
+        k = self.args.shortlist
+        words = shortlist(batch["tgt_out"], self.cfg.tgt_vocab, k) if k else None
+        self.mark("batching (memmap → padded tensors)")
+        with self.autocast:
+            enc = model.encode(batch["src"], batch["src_mask"])
+            self.mark("encoder forward")
+            t = model.teacher_forced(enc, batch["tgt_in"])[0]
+            self.mark("decoder recurrence forward (attention, GRU, readout)")
+            loss = model.output_nll(t, batch["tgt_out"], words)
+            self.mark("output layer + softmax + NLL forward")
+        self.opt.zero_grad(set_to_none=True)
+        (loss / batch["src"].shape[0]).backward()  # type: ignore[no-untyped-call]
+        self.mark("backward (all)")
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        self.mark("gradient clipping")
+        self.opt.step()
+        self.mark("optimizer step (Adam)")
+        if timed:
+            self.tokens += int((batch["tgt_out"] != PAD).sum())
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("data_bin")
+    ap.add_argument("--arch", default="rnnsearch")
+    ap.add_argument("--preset", default="small")
+    ap.add_argument("--updates", type=int, default=20)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--batch-size", type=int, default=80)
+    ap.add_argument("--bf16", action="store_true")
+    ap.add_argument("--encoder", default="paper", choices=["paper", "cudnn"])
+    ap.add_argument(
+        "--sampled-softmax", dest="shortlist", type=int, default=0, help="Jean et al.'s sampled softmax over K words"
+    )
+    ap.add_argument("--top", type=int, default=15)
+    ap.add_argument("--compile", action="store_true", help="the recurrences' steps through torch.compile")
+    ap.add_argument("--compile-mode", default="default")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--json", dest="json_out", default=None, help="also write the figures to this file")
+    return ap
+
+
+def built(args: argparse.Namespace, corpus: Corpus) -> tuple[Seq2Seq, ModelConfig]:
+    """The model as ``nmtkit train`` builds it, on the device, its steps compiled if asked."""
+    sizes: dict[str, Any] = preset_sizes(args.arch, args.preset)
+    cfg = ModelConfig(
+        arch=args.arch,
+        **sizes,
+        encoder=args.encoder,
+        src_vocab=len(corpus.vocab(corpus.src_lang)),
+        tgt_vocab=len(corpus.vocab(corpus.tgt_lang)),
+    )
+    model = build_model(cfg).to(torch.device(args.device)).train()
+    if args.compile:
+        import torch._inductor.config as inductor  # torch's compiler: loaded only to compile
+
+        inductor.cpp.enable_kernel_profile = True  # each fused C++ kernel a profiled call
+        model.compile_steps(args.compile_mode)
+    return model, cfg
+
+
+def figures_of(args: argparse.Namespace, update: Updates, prof: torch.profiler.profile, total: float) -> dict[str, Any]:
+    """What --json writes: speed, each part's milliseconds, kernels per update (and on a GPU its
+    busy share); the kernels' line printed."""
+    figures: dict[str, Any] = {
+        "arch": args.arch,
+        "preset": args.preset,
+        "device": args.device,
+        "bf16": args.bf16,
+        "compile": args.compile and args.compile_mode,
+        "updates_per_s": args.updates / total,
+        "tok_per_s": update.tokens / total,
+        "parts_ms": {k: 1000 * v / args.updates for k, v in update.spent.items()},
+    }
+    if update.device.type == "cuda":
+        ran = [e for e in prof.events() if e.device_type == torch.profiler.DeviceType.CUDA]  # type: ignore[no-untyped-call]
+        busy = sum(e.device_time for e in ran) / 1e6  # µs → s
+        figures |= {"kernels_per_update": len(ran) / args.updates, "gpu_busy_share": busy / total}
+        print(
+            f"GPU kernels per update: {figures['kernels_per_update']:,.0f}; the GPU busy "
+            f"{100 * figures['gpu_busy_share']:.0f}% of the wall time (kernels' summed duration)"
+        )
+    else:
+        figures["kernels_per_update"] = kernels(prof) / args.updates
+        print(
+            f"kernels per update: {figures['kernels_per_update']:,.0f} "
+            f"(computing operators and compiled kernels; on a GPU, one launch each)"
+        )
+    return figures
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parser().parse_args(argv)
+    on_gpu = torch.device(args.device).type == "cuda"
+    if on_gpu and not torch.cuda.is_available():
+        raise SystemExit("profile-train: no CUDA GPU here")
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(1)
+    corpus = Corpus(args.data_bin)
+    model, cfg = built(args, corpus)
+    update = Updates(args, corpus, model, cfg)
+    for _ in range(5):  # the same batches with and without --compile, which compiles here
+        update(False)
+    activities = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if on_gpu else [])
+    with torch.profiler.profile(activities=activities) as prof:
+        started = time.perf_counter()
+        for _ in range(args.updates):
+            update(True)
+        if on_gpu:
+            torch.cuda.synchronize()
+        total = time.perf_counter() - started
+    params = sum(p.numel() for p in model.parameters())
+    print(
+        f"{args.arch} --preset {args.preset} ({params:,} parameters, target vocabulary {cfg.tgt_vocab:,}), "
+        f"batch {args.batch_size}, {args.threads} threads{', bf16' if args.bf16 else ''}, "
+        f"encoder {args.encoder}{f', shortlist {args.shortlist}' if args.shortlist else ''}"
+        f"{f', compiled ({args.compile_mode})' if args.compile else ''}: "
+        f"{args.updates / total:.2f} updates/s, {update.tokens / total:,.0f} target tok/s (profiler on)"
+    )
+    figures = figures_of(args, update, prof, total)
+    if args.json_out:
+        write_text(Path(args.json_out), json.dumps(figures, indent=1))
+    print("\n| part of an update | ms | share |\n|---|---|---|")
+    for name, seconds in update.spent.items():
+        print(f"| {name} | {1000 * seconds / args.updates:.1f} | {100 * seconds / total:.1f}% |")
+    print(f"\nTop operators by self CPU time over {args.updates} updates:\n")
+    order = "self_device_time_total" if on_gpu else "self_cpu_time_total"
+    print(prof.key_averages().table(sort_by=order, row_limit=args.top, max_name_column_width=40))

@@ -1,0 +1,110 @@
+"""Each setting is declared once (nmtkit.core.settings.setting): the command line's --help,
+serve's OpenAPI schema and --dump-config take its default, bounds and help from that declaration,
+and a config made in Python is held to the same bounds."""
+
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from nmtkit.cli import main
+from nmtkit.core.errors import UserError
+from nmtkit.core.settings import declared, default_of
+from nmtkit.models.config import ModelConfig
+from nmtkit.train.config import DEFAULT_LR, SCHEDULES, TrainConfig
+from nmtkit.translate.settings import SearchConfig
+
+PACKAGE = Path(__file__).resolve().parent.parent / "nmtkit"
+
+CASES = [
+    ("translate", SearchConfig, "beam", "--beam"),
+    ("translate", SearchConfig, "max_ratio", "--max-output-ratio"),
+    ("train", TrainConfig, "lr", "--lr"),
+    ("train", TrainConfig, "label_smoothing", "--label-smoothing"),
+    ("train", ModelConfig, "coverage", "--coverage"),
+]
+
+
+def _param(command: str, flag: str) -> click.Parameter:
+    cmd = main.get_command(click.Context(main), command)
+    assert cmd is not None
+    return next(p for p in cmd.params if flag in p.opts)
+
+
+@pytest.mark.parametrize("command, cls, name, flag", CASES)
+def test_the_cli_option_is_the_declaration(command, cls, name, flag):
+    f, d = declared(cls, name)
+    p = _param(command, flag)
+    assert p.default == default_of(f)
+    assert p.help.startswith(d.help)
+    if d.choices:
+        assert tuple(p.type.choices) == d.choices
+    else:
+        assert (p.type.min, p.type.max) == (d.ge if d.ge is not None else d.gt, d.le if d.le is not None else d.lt)
+        assert p.type.min_open == (d.gt is not None)
+    out = CliRunner().invoke(main, [command, "--help"], terminal_width=1000)
+    assert out.exit_code == 0
+    helps = " ".join(out.output.split())
+    assert " ".join(d.help.split()) in helps  # the help page shows the declared text
+
+
+@pytest.mark.parametrize("command, cls, name, flag", CASES)
+def test_the_help_text_is_written_once_in_the_source(command, cls, name, flag):
+    _, d = declared(cls, name)
+    head = d.help.split(" (")[0][:40] if len(d.help) > 20 else d.help
+    found = [p for p in PACKAGE.rglob("*.py") if head in p.read_text(encoding="utf-8")]
+    assert len(found) == 1, (head, found)
+
+
+@pytest.mark.parametrize("name", ["beam", "max_ratio"])
+def test_serves_openapi_schema_is_the_declaration(name):
+    pytest.importorskip("fastapi")
+    from nmtkit.serve.schema import native_request
+    from nmtkit.serve.settings import ServerConfig
+
+    f, d = declared(SearchConfig, name)
+    prop = native_request(ServerConfig()).model_json_schema()["properties"][name]
+    assert prop["description"] == d.help
+    assert prop["default"] == default_of(f)
+    assert prop["minimum"] == d.ge
+
+
+@pytest.mark.parametrize("command, cls, name, flag", [c for c in CASES if c[2] != "lr"])
+def test_dump_config_writes_the_declared_default(command, cls, name, flag):
+    f, _ = declared(cls, name)
+    required = {"translate": ["-m", "model.pt"], "train": ["data-bin", "--save-dir", "runs/x"]}[command]
+    out = CliRunner().invoke(main, [command, *required, "--dump-config", "-"])
+    assert out.exit_code == 0, out.output
+    assert f"# {flag[2:]}: {default_of(f)}" in out.stdout.splitlines()
+
+
+def test_the_learning_rate_defaults_by_optimizer_in_one_table():
+    assert TrainConfig().lr == DEFAULT_LR["adadelta"] == 1.0
+    assert TrainConfig(optimizer="adam").lr == DEFAULT_LR["adam"] == 5e-4
+    assert TrainConfig(optimizer="adam", lr=3e-4).lr == 3e-4
+    help_ = _param("train", "--lr").help
+    assert all(f"{k} {v:g}" in help_ for k, v in DEFAULT_LR.items())
+
+
+def test_a_schedule_is_a_value_and_its_help_names_its_flags():
+    help_ = _param("train", "--schedule").help
+    assert "--optimizer adam --lr 0.005" in help_ and "--fused-steps" in help_
+    assert SCHEDULES["luong"].settings(0.2)["max_epochs"] == 12 and SCHEDULES["luong"].settings(0.0)["max_epochs"] == 10
+    assert TrainConfig(**SCHEDULES["cpu"].train).label_smoothing == 0.1
+
+
+@pytest.mark.parametrize(
+    "make, says",
+    [
+        (lambda: SearchConfig(beam=0), "--beam: 0 is not >= 1"),
+        (lambda: SearchConfig(max_ratio=-1.0), "--max-output-ratio: -1 is not >= 0"),
+        (lambda: TrainConfig(label_smoothing=1.0), "--label-smoothing: 1 is not < 1"),
+        (lambda: TrainConfig(lr=-1.0), "--lr: -1 is not >= 0"),
+        (lambda: ModelConfig(coverage="lingustic"), "--coverage: 'lingustic' is not one of none, linguistic, neural"),
+    ],
+)
+def test_a_config_made_in_python_is_held_to_the_declared_bounds(make, says):
+    with pytest.raises(UserError) as err:
+        make()
+    assert str(err.value) == says
