@@ -65,7 +65,7 @@ def test_the_group_reads_each_command_s_help_from_its_docstring(name):
     source without importing it, which is the help click gives the command itself."""
     command = main.commands[name]
     assert command.name == name and not command.hidden
-    assert main.summaries[name] == inspect.cleandoc(command.help)
+    assert main.summary(name) == inspect.cleandoc(command.help)
 
 
 @pytest.mark.parametrize("width", [60, 80, 100, 200])

@@ -307,14 +307,17 @@ def test_the_fertility_bound_n_scales_each_source_words_fertility():
         ModelConfig(max_fertility=3.0)
 
 
-def test_a_coverage_model_written_by_1_1_reads_its_weights_under_their_old_names():
-    """1.1 kept U_f and the neural GRU on RNNsearch itself (``U_f.*``, ``coverage_rnn.*``): the
-    model loads such weights into :mod:`nmtkit.models.coverage`'s modules, and saves today's names."""
+def test_a_coverage_model_written_by_1_1_reads_its_weights_under_their_old_names(tmp_path):
+    """1.1 kept U_f and the neural GRU on RNNsearch itself (``U_f.*``, ``coverage_rnn.*``): a
+    checkpoint is read with today's names (:mod:`nmtkit.models.coverage`'s modules), so that the
+    model, a resumed run and ``average`` all see one set, and the model takes the weights as saved."""
     for kind, new, old in (("linguistic", "coverage.U_f.", "U_f."), ("neural", "coverage.", "coverage_rnn.")):
-        model = build_model(ModelConfig(**TINY, coverage=kind))
-        names = {(old + k[len(new) :] if k.startswith(new) else k): v for k, v in model.state_dict().items()}
-        assert any(k.startswith(old) for k in names)
-        fresh = build_model(ModelConfig(**TINY, coverage=kind))
-        fresh.load_state_dict(names)
+        cfg = ModelConfig(**{**TINY, "src_vocab": 6, "tgt_vocab": 6}, coverage=kind)
+        model = build_model(cfg)
+        as_1_1 = {(old + k[len(new) :] if k.startswith(new) else k): v for k, v in model.state_dict().items()}
+        assert any(k.startswith(old) for k in as_1_1) and not any(k.startswith(new) for k in as_1_1)
+        fake_checkpoint(tmp_path / f"{kind}.pt", weights=as_1_1, model=cfg)
+        read = checkpoint.load(tmp_path / f"{kind}.pt")
+        assert set(read.weights) == set(model.state_dict())
+        fresh = checkpoint.model_of(read, "test")
         assert all(torch.equal(a, b) for a, b in zip(fresh.state_dict().values(), model.state_dict().values()))
-        assert not any(k.startswith(("U_f.", "coverage_rnn.")) for k in fresh.state_dict())

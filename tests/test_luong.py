@@ -11,12 +11,11 @@ from click.testing import CliRunner
 from nmtkit import checkpoint
 from nmtkit.checkpoint.info import describe, format_info
 from nmtkit.cli import main
-from nmtkit.cli.train_settings import schedule
 from nmtkit.models.attention import LuongAttention
 from nmtkit.models.build import build_model
 from nmtkit.models.config import SCORES, WINDOWS, ModelConfig
 from nmtkit.models.luong import reverse_words
-from nmtkit.train.config import TrainConfig
+from nmtkit.train.config import SCHEDULES, TrainConfig
 from nmtkit.train.loop import train
 from nmtkit.train.optimizer import learning_rate
 from nmtkit.translate.search import beam_search, force
@@ -239,10 +238,10 @@ def test_parameters_start_uniform_in_a_tenth():
 
 
 def test_luong_schedule_halves_the_rate_each_epoch_after_the_fifth():
-    cfg = TrainConfig(**schedule("luong", dropout=0.0))
+    cfg = TrainConfig(**SCHEDULES["luong"].settings(0.0))
     assert [learning_rate(cfg, e) for e in range(8)] == [1, 1, 1, 1, 1, 0.5, 0.25, 0.125]
     assert (cfg.optimizer, cfg.batch_size, cfg.clip, cfg.max_len, cfg.max_epochs) == ("sgd", 128, 5.0, 50, 10)
-    with_dropout = TrainConfig(**schedule("luong", dropout=0.2))
+    with_dropout = TrainConfig(**SCHEDULES["luong"].settings(0.2))
     assert [learning_rate(with_dropout, e) for e in (7, 8, 9)] == [1, 0.5, 0.25]
     assert with_dropout.max_epochs == 12
     assert learning_rate(TrainConfig(), 30) == 1.0  # Appendix B: no decay
@@ -466,3 +465,13 @@ def test_stacked_lstm_layer_by_layer_equals_the_fused_lstm_without_dropout_and_d
     first = lstm(x)[0]
     torch.cuda.set_rng_state(state)
     assert torch.equal(lstm(x)[0], first)  # the same masks from the same generator state
+
+
+def test_the_cpu_recipe_leaves_the_hand_written_passes_out_for_luong_s_lstms():
+    """--schedule cpu turns --fused-steps on; Luong et al.'s LSTMs have no such passes, so the
+    recipe leaves it out for them rather than have train warn about a flag nobody typed."""
+    from nmtkit.cli.train_settings import train_settings
+
+    budget = {"max_updates": 100, "window_renorm": None}
+    assert not train_settings("luong", "tiny", "cpu", {**budget, "attention": "local-m"}, set())[1].fused_steps
+    assert train_settings("rnnsearch", "tiny", "cpu", budget, set())[1].fused_steps

@@ -40,6 +40,7 @@ from ..data.sides import Sides
 from ..models.base import Seq2Seq
 from ..models.build import build_model
 from ..models.config import ModelConfig
+from ..models.coverage import RENAMED_1_1
 from ..text.settings import TextConfig
 from ..train.config import TrainConfig
 
@@ -316,12 +317,23 @@ def _parse(raw: dict[str, Any]) -> Checkpoint:
     )
     return Checkpoint(
         model=config,
-        weights=weights,
+        weights=_today_s_names(weights),
         text=sides,
         training=state,
         written_by=str(raw.get("nmtkit", "?")),
         lexicon=_lexicon(raw.get("lexicon"), config),
     )
+
+
+def _today_s_names(weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The weights under today's names: 1.1 kept the coverages' on RNNsearch itself (``U_f.*``,
+    ``coverage_rnn.*``), which :mod:`nmtkit.models.coverage` holds now. Renamed here, where a file
+    is read, so that every reader (translate, a resumed run, average) sees one set of names."""
+    renamed = {}
+    for key, tensor in weights.items():
+        old = next((o for o in RENAMED_1_1 if key.startswith(o)), None)
+        renamed[key if old is None else RENAMED_1_1[old] + key[len(old) :]] = tensor
+    return renamed
 
 
 def _lexicon(value: Any, model: ModelConfig) -> Lexicon | None:

@@ -5,8 +5,8 @@ configs they fill), makes one library call and reports. Errors become one line a
 in :mod:`nmtkit.core.command`. The group imports a command's module only when that command runs or
 shows its help: ``nmtkit --help`` and the completion of a command's name read each command's
 docstring from its source, and never load torch or the text libraries. A command's module imports
-what its options need at its top (click, the typed configs); the library call it makes, which
-loads torch or the text libraries, is imported at the start of the command's body, so that
+what its options need at its top (click, the typed configs); the library calls it makes, which
+load torch or the text libraries, are imported in the command's function where they are made, so that
 ``nmtkit COMMAND --help`` and the completion of its options answer in a fraction of a second too.
 """
 

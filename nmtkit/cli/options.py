@@ -15,7 +15,7 @@ import click
 
 from ..core.console import set_verbosity
 from ..core.parallel import default_workers
-from ..core.settings import DEVICES, Declared, RuntimeConfig, declared, declared_names, default_of
+from ..core.settings import Declared, RuntimeConfig, declared, declared_names, default_of
 from ..text.clean import PRESETS, RULES, rules_named
 from ..text.settings import TextConfig
 from ..translate.settings import SAMPLING_OPTIONS, SEARCH_OPTIONS, SearchConfig
@@ -23,8 +23,6 @@ from ..translate.settings import SAMPLING_OPTIONS, SEARCH_OPTIONS, SearchConfig
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 T = TypeVar("T")
 
-_TEXT = TextConfig("xx")
-_RUNTIME = RuntimeConfig()
 _SUFFIXES = {"k": 10**3, "m": 10**6, "g": 10**9}
 
 
@@ -85,6 +83,8 @@ def _click_type(f: dataclasses.Field[Any], d: Declared) -> Any:
     low = d.ge if d.ge is not None else d.gt
     high = d.le if d.le is not None else d.lt
     opened = {"min_open": d.gt is not None, "max_open": d.lt is not None}
+    if low is None and high is None:
+        return {"int": int, "float": float}.get(base)
     if base.startswith("int"):
         return click.IntRange(None if low is None else int(low), None if high is None else int(high), **opened)
     if base.startswith("float"):
@@ -227,26 +227,7 @@ def text_config(lang: str, values: dict[str, Any]) -> TextConfig:
     )
 
 
-runtime = options(
-    click.option(
-        "--device",
-        default=_RUNTIME.device,
-        help=f"Where to compute: {DEVICES} [default: the GPU when there is one, else cpu].",
-    ),
-    option(RuntimeConfig, "threads"),
-    click.option(
-        "--bf16",
-        is_flag=True,
-        help="bfloat16 autocast: on GPUs, and on CPUs with AVX512-BF16 or AMX (about 2x faster there).",
-    ),
-    click.option(
-        "--tf32/--no-tf32",
-        default=_RUNTIME.tf32,
-        show_default=True,
-        help="On GPUs, float32 matrix products in TensorFloat-32 (tensor cores; 10-bit mantissa, "
-        "float32 range and sums). No effect on CPUs.",
-    ),
-)
+runtime = options_of(RuntimeConfig, "device", "threads", "bf16", "tf32")
 
 
 def runtime_config(values: dict[str, Any]) -> RuntimeConfig:
@@ -268,8 +249,6 @@ def count(_ctx: click.Context, _param: click.Parameter, value: str | None) -> in
         raise click.BadParameter(f"'{value}' must be positive")
     return int(n)
 
-
-beam = option(SearchConfig, "beam")
 
 search = options(
     options_of(SearchConfig, *SEARCH_OPTIONS),

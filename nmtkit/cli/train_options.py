@@ -11,11 +11,8 @@ from ..models.config import (
     MODEL_PRESETS,
     ModelConfig,
 )
-from ..train.config import COMPILE_MODES, DEFAULT_SCHEDULE, SCHEDULES, TrainConfig
+from ..train.config import DEFAULT_SCHEDULE, SCHEDULES, TrainConfig
 from .options import option, options, options_of
-
-_M = ModelConfig()
-_T = TrainConfig()
 
 model = options(
     option(ModelConfig, "arch"),
@@ -75,30 +72,9 @@ optimization = options(
 
 
 speed = options(
-    click.option(
-        "--compile",
-        "compile",
-        is_flag=True,
-        help="Compile the recurrences' per-word steps with torch.compile (rnnsearch, rnnencdec): "
-        "fused kernels, for GPUs, where the eager step is bound by kernel launches. The first "
-        "updates wait for the compiler.",
-    ),
-    click.option(
-        "--compile-mode",
-        type=click.Choice(COMPILE_MODES),
-        default=_T.compile_mode,
-        show_default=True,
-        help="torch.compile's mode, with --compile: reduce-overhead replays each step as a CUDA graph "
-        "(recorded once per shape: combine with --pad-to-multiple); max-autotune also tunes the kernels.",
-    ),
-    click.option(
-        "--fused-steps/--no-fused-steps",
-        default=False,
-        help="CPU training: the recurrences (the encoder's GRU, RNNsearch's attentive decoder) as "
-        "whole sequences whose backward is written by hand: fewer, larger products, equal to the "
-        "reference to rounding. About 1.2x the updates per second of the demo's model on 2 cores "
-        "[default: off; --schedule cpu: on].",
-    ),
+    option(TrainConfig, "compile"),
+    option(TrainConfig, "compile_mode"),
+    option(TrainConfig, "fused_steps"),
     option(TrainConfig, "pad_to_multiple"),
 )
 
@@ -112,12 +88,7 @@ run = options(
     option(TrainConfig, "valid_bleu"),
     option(TrainConfig, "best_by"),
     option(TrainConfig, "patience"),
-    click.option(
-        "--keep-validations",
-        is_flag=True,
-        help="Also keep the model of every validation as SAVE_DIR/update-N.pt (weights only, no "
-        "optimizer state): for learning curves, e.g. test BLEU against minutes.",
-    ),
+    option(TrainConfig, "keep_validations"),
     option(TrainConfig, "keep_last"),
     option(TrainConfig, "keep_best"),
     option(TrainConfig, "log_every"),

@@ -13,26 +13,21 @@ from ..models.config import LUONG_ONLY, RNNSEARCH_ONLY, SIZES, ModelConfig, is_l
 from ..train.config import SCHEDULES, TrainConfig
 
 
-def schedule(name: str, dropout: float) -> dict[str, Any]:
-    """Settings of a named training recipe (:data:`~nmtkit.train.config.SCHEDULES`): TrainConfig
-    fields, and for ``cpu`` the model's ``preset`` and ``tie_embeddings`` too."""
-    return SCHEDULES[name].settings(dropout)
-
-
 def train_settings(  # noqa: C901, PLR0912 (every cross-field check in one place)
     arch: str, preset: str, schedule_name: str, values: dict[str, Any], given: set[str]
 ) -> tuple[ModelConfig, TrainConfig]:
     """The model and training configs of ``nmtkit train``: the preset's sizes, the named
     schedule, then ``values`` (every option, by field name; None: not set). Of the schedule's
-    fields, only those not in ``given`` (the flags typed) are taken; a flag of the other
-    family is refused, and Adam's rate defaults to 5e-4, the others' to 1."""
+    fields, only those not in ``given`` (the flags typed) are taken, and those of the model's own
+    family (a recipe's --fused-steps is left out for Luong et al.'s LSTMs, which have no such
+    passes); a flag of the other family is refused."""
     dropout = (ModelConfig.dropout if values.get("dropout") is None else values["dropout"]) if is_luong(arch) else 0.0
     recipe = {
         k: v
-        for k, v in schedule(schedule_name, dropout).items()
+        for k, v in SCHEDULES[schedule_name].settings(dropout).items()
         if k not in given
         and not (k == "fused_steps" and "compile" in given)
-        and not (k in RNNSEARCH_ONLY and is_luong(arch))
+        and not ((k in RNNSEARCH_ONLY or k == "fused_steps") and is_luong(arch))
     }
     preset = recipe.pop("preset", preset)
     if "tie_embeddings" in recipe:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import importlib
 import importlib.util
+import inspect
 import io
 import os
 import sys
@@ -157,25 +158,31 @@ class LazyGroup(Group):
     """A :class:`Group` of :class:`LazyCommands` from ``package``, in the order of ``names``. Its
     --help and the completion of command names show each command's short help read from the
     docstring of the command's function in its source file, without importing it: the docstring
-    stays the one text of the command's help. Commands added later (:meth:`add_command`) show
-    their own."""
+    stays the one text of the command's help. Read when the list is shown, not on every run;
+    where the source is not on disk (a zipped install), the command is imported instead. Commands
+    added later (:meth:`add_command`) show their own."""
 
     def __init__(self, name: str | None = None, *, package: str, names: Sequence[str], **attrs: Any):
         super().__init__(name, commands=LazyCommands(package, names), **attrs)
         self.package = package
-        self.summaries = {n: _docstring(package, n) for n in names}
+        self.listed = tuple(names)
+
+    def summary(self, name: str) -> str:
+        """The help of the command ``name``: its function's docstring, from its source."""
+        doc = _docstring(self.package, name)
+        return doc if doc is not None else inspect.cleandoc(self.commands[name].help or "")
 
     def summary_of(self, name: str, limit: int = 45) -> str:
         """What the command's own ``get_short_help_str(limit)`` says, read from its summary."""
-        if name in self.summaries:
-            return click.Command(name, help=self.summaries[name]).get_short_help_str(limit)
+        if name in self.listed:
+            return click.Command(name, help=self.summary(name)).get_short_help_str(limit)
         return self.commands[name].get_short_help_str(limit)
 
     def _shown(self, ctx: click.Context, start: str = "") -> list[str]:
         return [
             n
             for n in self.list_commands(ctx)
-            if n.startswith(start) and (n in self.summaries or not self.commands[n].hidden)
+            if n.startswith(start) and (n in self.listed or not self.commands[n].hidden)
         ]
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
@@ -218,15 +225,17 @@ def _fail(line: str, status: int) -> NoReturn:
     sys.exit(status)
 
 
-def _docstring(package: str, name: str) -> str:
+def _docstring(package: str, name: str) -> str | None:
     """The docstring of the function ``name`` (``-`` as ``_``) in the module ``package.name``,
-    read from its source (a few milliseconds: the module's imports are not run)."""
+    read from its source (a millisecond or two: the module's imports are not run); None where
+    the source cannot be read."""
     attribute = name.replace("-", "_")
     spec = importlib.util.find_spec(f"{package}.{attribute}")
-    if spec is None or spec.origin is None:
-        raise LookupError(f"no module {package}.{attribute}")
-    tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name == attribute:
-            return ast.get_docstring(node) or ""
-    raise LookupError(f"{spec.origin} has no function {attribute}")
+    if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
+        return None
+    try:
+        tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    except OSError:
+        return None
+    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == attribute), None)
+    return None if fn is None else ast.get_docstring(fn) or ""

@@ -23,7 +23,7 @@ class VocabConfig(Settings):
 
 
 @dataclass(frozen=True)
-class LexiconConfig:
+class LexiconConfig(Settings):
     """Vocabulary selection's lists: the ``frequent`` most frequent target words always, and
     ``per_source`` translations of each source word (Marian's default is 100 and 100 over 50k words)."""
 

@@ -79,8 +79,9 @@ class ModelConfig(Settings):
     tie_embeddings: bool = setting(
         False,
         "Score the output with the target embedding matrix (Press & Wolf 2017): one matrix fewer; the "
-        "maxout units then number --emb. Not the paper's [--schedule cpu: on].",
+        "maxout units then number --emb. Not the paper's.",
         flag="--tie-embeddings/--no-tie-embeddings",
+        default_help="off; --schedule cpu: on",
     )
     layer_norm: bool = setting(
         False,

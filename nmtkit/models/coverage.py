@@ -97,5 +97,5 @@ def coverage_model(kind: str, annotation: int, query: int, max_fertility: float)
     return None
 
 
-# Where 1.1 kept the coverages' weights, on RNNsearch itself: read by checkpoints it wrote.
+# Where 1.1 kept the coverages' weights, on RNNsearch itself: checkpoint.file renames them on reading.
 RENAMED_1_1 = {"U_f.": "coverage.U_f.", "coverage_rnn.": "coverage."}

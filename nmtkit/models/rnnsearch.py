@@ -27,7 +27,7 @@ from .alignment_head import AlignmentHead
 from .attention import AdditiveAttention
 from .base import EncoderOut, Seq2Seq
 from .config import ModelConfig, coverage_dim
-from .coverage import RENAMED_1_1, coverage_model
+from .coverage import coverage_model
 from .layers import BiEncoder, BlockNorm, CudnnEncoder, PaperGRU, init_appendix_b1
 
 
@@ -48,7 +48,6 @@ class RNNSearch(Seq2Seq):
             raise ValueError("a coverage model is read by the attention: RNNencdec has none")
         self.attention = AdditiveAttention(n, ctx, cfg.align, self.coverage_dim) if self.attentive else None
         self.coverage = coverage_model(cfg.coverage, ctx, n, cfg.max_fertility)
-        self._register_load_state_dict_pre_hook(_read_1_1_names)  # type: ignore[no-untyped-call]
         self.W_s = nn.Linear(n if self.attentive else ctx, n)
         self.embed = nn.Embedding(cfg.tgt_vocab, m, padding_idx=0)
         self.gru = PaperGRU(m, n, cfg.layer_norm)  # W, U on E y_{i-1} and s_{i-1}
@@ -219,12 +218,3 @@ class RNNSearch(Seq2Seq):
 
 class RNNEncDec(RNNSearch):
     attentive = False
-
-
-def _read_1_1_names(state: dict[str, torch.Tensor], prefix: str, *_: object) -> None:
-    """A load_state_dict pre-hook: the coverages' weights under the names nmtkit 1.1 saved them
-    (on RNNsearch itself, before :mod:`.coverage` held both variants) take today's names."""
-    for key in [k for k in state if k.startswith(prefix)]:
-        for old, new in RENAMED_1_1.items():
-            if key[len(prefix) :].startswith(old):
-                state[prefix + new + key[len(prefix) + len(old) :]] = state.pop(key)

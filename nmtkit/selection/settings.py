@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core.settings import setting
+from ..core.settings import Settings, setting
 
 
 @dataclass(frozen=True)
-class SelectConfig:
+class SelectConfig(Settings):
     keep_words: int  # target-side words to keep (the selection's own tokens)
     order: int = setting(4, "N-gram order of the language models.", ge=1, le=4, flag="--lm-order")
     min_count: int = 2  # in-domain words seen fewer times are <unk> to the LMs

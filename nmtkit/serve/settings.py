@@ -7,12 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..core.errors import UserError
-from ..core.settings import setting
+from ..core.settings import Settings, setting
 from ..translate.settings import MAX_LENGTH, SearchConfig
 
 
 @dataclass(frozen=True)
-class Limits:
+class Limits(Settings):
     max_sentences: int = setting(64, "Sentences per request (and per batch of requests).", ge=1)
     max_length: int = setting(
         MAX_LENGTH,
@@ -27,7 +27,7 @@ class Limits:
 
 
 @dataclass(frozen=True)
-class ServerConfig:
+class ServerConfig(Settings):
     host: str = setting("127.0.0.1", "Address to listen on.")
     port: int = setting(8080, "Port to listen on.", ge=0, le=65535)
     search: SearchConfig = SearchConfig()  # what a request gets for each setting it names none of

@@ -13,6 +13,9 @@ LENGTH_PENALTIES = ("none", "average", "gnmt")
 OUTPUT_FORMATS = ("text", "jsonl")  # translate's: plain lines, or a JSON object per line
 
 
+MAX_EXTRA = 10  # words an output may have beyond --max-output-ratio times its source's
+
+
 @dataclass(frozen=True)
 class SearchConfig(Settings):
     """Beam search's settings, each declared once: the command line's options, serve's request
@@ -36,12 +39,13 @@ class SearchConfig(Settings):
     )
     max_ratio: float = setting(
         2.0,
-        "Output limit: this times the source length, plus 10 (fairseq's --max-len-a, Marian's --max-length-factor).",
+        f"Output limit: this times the source length, plus {MAX_EXTRA} (fairseq's --max-len-a, Marian's "
+        "--max-length-factor).",
         ge=0,
         flag="--max-output-ratio",
         old="--max-ratio",
     )
-    max_extra: int = 10  # the constant of the output limit (not an option)
+    max_extra: int = MAX_EXTRA  # the constant of the output limit (not an option)
     nbest: int = 1
     no_unk: bool = setting(False, "Never produce <unk> (the paper's Table 1, last column).")
     min_len: int = setting(

@@ -77,7 +77,6 @@ def align_plot(
     black for 0 and white for 1. Subword pieces are merged into words: a source word's column is
     the sum of its pieces' columns, a target word's row the mean of its pieces' rows."""
     from ...align.heatmap import from_alignment_file, from_pharaoh, output_paths, parse_sentences, plot
-    from ...translate.forced import from_model
 
     lines = parse_sentences(sentences)
     output_paths(output, lines)  # a bad suffix fails before any work
@@ -88,6 +87,8 @@ def align_plot(
     if model_paths:
         if not (source and target):
             raise UserError("-m needs --source and --target files")
+        from ...translate.forced import from_model  # torch, for a model alone
+
         maps = from_model(model_paths, source, target, lines, tokenized, options.runtime_config(runtime))
     elif source or target:
         assert alignments is not None

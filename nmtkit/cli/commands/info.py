@@ -31,9 +31,6 @@ def info(path: str, output_format: str) -> None:
     """What a checkpoint holds (architecture and sizes, languages and vocabularies, training
     progress and best dev score, the resolved training settings); what a training run's
     SAVE_DIR says (updates, minutes, speed, machine, best.pt); or a binarized corpus's summary."""
-    from ...checkpoint.info import describe, format_info
-    from ...train.runlog import run_facts, run_summary
-
     found: dict[str, Any]
     as_json = output_format == "json"
     if Path(path).is_dir() and (Path(path) / MANIFEST).exists():
@@ -43,11 +40,15 @@ def info(path: str, output_format: str) -> None:
             return
         found = manifest.to_dict()
     elif Path(path).is_dir():
+        from ...train.runlog import run_facts, run_summary
+
         if not as_json:
             click.echo(run_summary(path))
             return
         found = run_facts(path)
     else:
+        from ...checkpoint.info import describe, format_info  # torch: a checkpoint's tensors
+
         found = describe(path)
         if not as_json:
             click.echo(format_info(found))

@@ -9,8 +9,6 @@ from ...core.console import log
 from ...data.settings import LexiconConfig
 from .. import options
 
-_L = LexiconConfig()
-
 
 @click.command(
     cls=Command,

@@ -15,8 +15,6 @@ from ...text.settings import FilterConfig
 from .. import options
 from ..config_file import config_options
 
-_F = FilterConfig()
-
 
 @click.command(
     cls=Command,

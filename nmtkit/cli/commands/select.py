@@ -7,13 +7,9 @@ from pathlib import Path
 import click
 
 from ...core.command import Command
-from ...selection.moore_lewis import Corpus
-from ...selection.moore_lewis import select as run
 from ...selection.settings import SelectConfig
 from .. import options
 from ..config_file import config_options
-
-_SEL = SelectConfig(keep_words=1)
 
 
 @click.command(
@@ -53,6 +49,9 @@ def select(
     Writes DIR/train.LANG (the kept raw lines, in input order), DIR/select.json and DIR/lm/;
     'nmtkit preprocess' then cleans DIR/train like any corpus.
     """
+    from ...selection.moore_lewis import Corpus
+    from ...selection.moore_lewis import select as run
+
     langs = (source_lang, target_lang)
     run(
         [Corpus.of(p, langs) for p in in_domain],

@@ -13,9 +13,6 @@ from ...translate.settings import SEARCH_OPTIONS, SearchConfig
 from .. import options
 from ..config_file import config_options
 
-_C = ServerConfig()
-_L = Limits()
-
 
 @click.command(
     cls=Command,
