@@ -347,7 +347,9 @@ def world(tmp_path_factory) -> Path:
     return w
 
 
-def provide(world: Path, cwd: Path, path: str, role: str, langs: tuple[str, str]) -> None:  # noqa: C901, PLR0912 (one branch per fixture role)
+def provide(  # noqa: C901, PLR0912 (one branch per fixture role)
+    world: Path, cwd: Path, path: str, role: str, langs: tuple[str, str]
+) -> None:
     """Put at ``path`` (under ``cwd``) the fixture of ``role``, unless something is there."""
     dest = cwd / path
     if Path(path).is_absolute():

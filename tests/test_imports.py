@@ -210,3 +210,19 @@ def test_a_command_imports_its_own_module_alone_when_asked():
     heavy, commands = loaded("score", "--help")
     assert commands == ["score"] and "torch" not in heavy
     assert loaded("translate", "--help") == ([], ["translate"])
+
+
+def test_no_line_is_longer_than_the_configured_length():
+    """ruff's E501 lets a line that ends in a pragma (noqa, type: ignore) run long: this does not."""
+    import tomllib
+
+    limit = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["ruff"]["line-length"]
+    files = [*PACKAGE.rglob("*.py"), *(ROOT / "tests").rglob("*.py"), *(ROOT / "bin").iterdir()]
+    long = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for path in files
+        if path.is_file()
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if len(line) > limit
+    ]
+    assert long == []

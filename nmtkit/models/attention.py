@@ -85,7 +85,8 @@ class AdditiveAttention(nn.Module):
             # inductor fuses this and recomputes the tanh in backward by itself (_Energy's trick)
             e = torch.tanh(keys + q.to(keys.dtype).unsqueeze(1)) @ self.v_a.weight[0].to(keys.dtype)
         elif torch.is_grad_enabled():
-            e = _Energy.apply(keys, q.to(keys.dtype), self.v_a.weight[0].to(keys.dtype))  # type: ignore[no-untyped-call]
+            v = self.v_a.weight[0].to(keys.dtype)
+            e = _Energy.apply(keys, q.to(keys.dtype), v)  # type: ignore[no-untyped-call]
         else:
             e = _search_energies(keys, q.to(keys.dtype), self.v_a.weight[0].to(keys.dtype))
         alpha = torch.softmax(e.masked_fill(~mask, float("-inf")), dim=-1)

@@ -364,7 +364,8 @@ def masked_gru(gru: Recurrence, wx: Tensor, mask: Tensor, reverse: bool) -> Tens
     """An encoder direction's states (B, T, n) through :class:`MaskedGRU`, from 0, over the
     inputs ``wx`` = W x + b (B, T, 3n), carrying the state over padding (``mask`` 0)."""
     h0 = wx.new_zeros(wx.shape[0], gru.U.shape[1])
-    return cast(Tensor, MaskedGRU.apply(wx, h0, mask.to(wx.dtype), gru.U_zr, gru.U, reverse))  # type: ignore[no-untyped-call]
+    states = MaskedGRU.apply(wx, h0, mask.to(wx.dtype), gru.U_zr, gru.U, reverse)  # type: ignore[no-untyped-call]
+    return cast(Tensor, states)
 
 
 def fixed_decode(gru: Recurrence, s0: Tensor, wy: Tensor, gates: Tensor) -> Tensor:

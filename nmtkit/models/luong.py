@@ -155,7 +155,8 @@ class Luong(Seq2Seq):
             fed, hc, a = self._decode(e.unsqueeze(1), hc, fed, t[:, i : i + 1], enc)
             outputs.append(fed)
             weights.append(a)
-        return torch.cat(outputs, 1), None if self.attention is None else torch.cat(weights, 1)  # type: ignore[arg-type]
+        attention = None if self.attention is None else torch.cat(weights, 1)  # type: ignore[arg-type]
+        return torch.cat(outputs, 1), attention
 
     def attention_follows_input(self) -> bool:
         """Footnote 14: a_t aligns y_t for location scores (which never see h̄) and the input

@@ -179,7 +179,8 @@ def figures_of(args: argparse.Namespace, update: Updates, prof: torch.profiler.p
         "parts_ms": {k: 1000 * v / args.updates for k, v in update.spent.items()},
     }
     if update.device.type == "cuda":
-        ran = [e for e in prof.events() if e.device_type == torch.profiler.DeviceType.CUDA]  # type: ignore[no-untyped-call]
+        events = prof.events()  # type: ignore[no-untyped-call]
+        ran = [e for e in events if e.device_type == torch.profiler.DeviceType.CUDA]
         busy = sum(e.device_time for e in ran) / 1e6  # µs → s
         figures |= {"kernels_per_update": len(ran) / args.updates, "gpu_busy_share": busy / total}
         print(
