@@ -135,6 +135,13 @@ def config_of(cls: type[T], values: dict[str, Any], **fixed: Any) -> T:
     return cls(**mine, **fixed)
 
 
+def models(help: str) -> Decorator:
+    """``-m/--model CKPT``, required and repeatable (an ensemble), on every command that runs a model."""
+    return click.option(
+        "-m", "--model", "model_paths", required=True, multiple=True, type=click.Path(dir_okay=False), help=help
+    )
+
+
 def data(help: str, **extra: Any) -> Decorator:
     """``--data DATA_BIN``: a binarized corpus (``preprocess --vocab``'s directory), on every command
     that reads one."""

@@ -17,15 +17,7 @@ from ..config_file import config_options
 Example (the attention's alignment of reference translations, for score-align):
   nmtkit align -m runs/demo/best.pt --source test.en --target test.fr -o test.links""",
 )
-@click.option(
-    "-m",
-    "--model",
-    "model_paths",
-    required=True,
-    multiple=True,
-    type=click.Path(dir_okay=False),
-    help="Checkpoint; repeat for an ensemble (attention averaged).",
-)
+@options.models("Checkpoint; repeat for an ensemble (attention averaged).")
 @config_options
 @click.option("--source", required=True, type=click.Path(dir_okay=False), help="Source sentences, one a line.")
 @click.option("--target", required=True, type=click.Path(dir_okay=False), help="Their translations, one a line.")

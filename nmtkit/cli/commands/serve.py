@@ -23,15 +23,7 @@ Examples:
        -d '{"sentences": ["And God said, Let there be light."], "beam": 5}'
   nmtkit serve -m a.pt -m b.pt --host 0.0.0.0 --port 5000 --int8 --shortlist""",
 )
-@click.option(
-    "-m",
-    "--model",
-    "model_paths",
-    required=True,
-    multiple=True,
-    type=click.Path(dir_okay=False),
-    help="Checkpoint to serve; repeat for an ensemble.",
-)
+@options.models("Checkpoint to serve; repeat for an ensemble.")
 @config_options
 @options.option(ServerConfig, "host")
 @options.option(ServerConfig, "port")

@@ -61,15 +61,7 @@ Examples:
   nmtkit translate -m a.pt -m b.pt test.en --nbest 5            # ensemble; Moses n-best lines
   nmtkit translate -m best.pt test.en --alignments test.align   # then: nmtkit align-plot test.align""",
 )
-@click.option(
-    "-m",
-    "--model",
-    "model_paths",
-    required=True,
-    multiple=True,
-    type=click.Path(dir_okay=False),
-    help="A checkpoint from 'nmtkit train' (nothing else is needed); repeat to ensemble.",
-)
+@options.models("A checkpoint from 'nmtkit train' (nothing else is needed); repeat to ensemble.")
 @click.argument("input", default="-")
 @config_options
 @click.option(
