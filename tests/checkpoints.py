@@ -9,7 +9,7 @@ import torch
 
 from nmtkit import checkpoint
 from nmtkit.checkpoint import Checkpoint, Progress, TextSides, TrainingState
-from nmtkit.models.config import ModelConfig
+from nmtkit.models.config import ModelConfig, model_config
 from nmtkit.text.settings import TextConfig
 from nmtkit.train.config import TrainConfig
 
@@ -34,7 +34,7 @@ def fake_checkpoint(
         vocab_sha256={"en": "0" * 64, "fr": "1" * 64},
     )
     ckpt = Checkpoint(
-        model or ModelConfig(src_vocab=len(vocab), tgt_vocab=len(vocab)),
+        model or model_config(src_vocab=len(vocab), tgt_vocab=len(vocab)),
         weights if weights is not None else {"w": torch.zeros(3, 3)},
         text,
         TrainingState(TrainConfig(), Progress(step=step, seconds=seconds)),
@@ -54,7 +54,7 @@ def as_version_1(ckpt: Checkpoint) -> dict[str, Any]:
         "format": "nmtkit-checkpoint",
         "version": 1,
         "nmtkit": "0.1.0",
-        "model": ckpt.model.to_dict(),
+        "model": ckpt.model.flat(),  # 1.0 kept one flat record
         "weights": ckpt.weights,
         "train": train,
         "corpus": {

@@ -6,6 +6,7 @@ import os
 import shutil
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -79,10 +80,19 @@ def bible_db(tmp_path: Path) -> Path:
 TINY_RNNSEARCH = dict(emb=24, hidden=24, align=24, maxout=24)
 
 
+def sized(arch: str, sizes: dict[str, int], **values: Any) -> Any:
+    """The config of ``arch`` at the test's ``sizes``, those its family lacks (maxout for luong,
+    layers for the GRU family) left out, with ``values``."""
+    from nmtkit.models.config import FAMILIES, model_config
+
+    own = FAMILIES[arch].flags()
+    return model_config(arch, **{k: v for k, v in sizes.items() if k in own}, **values)
+
+
 @pytest.fixture(scope="session")
 def overfit(tmp_path_factory):
     """A model that has learned the six training pairs by heart; its corpus is then deleted."""
-    from nmtkit.models.config import ModelConfig
+    from nmtkit.models.config import model_config
     from nmtkit.train.config import TrainConfig
     from nmtkit.train.loop import train
     from tests.test_corpus import make_corpus
@@ -95,7 +105,7 @@ def overfit(tmp_path_factory):
     train(
         tmp / "bin",
         tmp / "run",
-        ModelConfig(**TINY_RNNSEARCH),
+        model_config(**TINY_RNNSEARCH),
         TrainConfig(
             optimizer="adam",
             lr=0.02,

@@ -6,6 +6,7 @@ import json
 import re
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 import torch
@@ -103,7 +104,7 @@ def test_average_is_the_mean_of_the_weights(tmp_path):
     )
     assert avg.training.progress.step == 2 and not avg.training.resumable
     other = fake_checkpoint(tmp_path / "c.pt", weights={"w": torch.zeros(2), "b": torch.zeros(1)})
-    other.model = type(other.model)(**{**other.model.to_dict(), "hidden": 7})
+    other.model = replace(other.model, hidden=7)
     checkpoint.save(tmp_path / "c.pt", other)
     r = invoke("average", tmp_path / "a.pt", tmp_path / "c.pt", "-o", tmp_path / "bad.pt")
     assert r.exit_code == 2 and "differs in hidden" in r.output and not (tmp_path / "bad.pt").exists()

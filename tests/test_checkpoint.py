@@ -209,10 +209,10 @@ def test_tied_weights_are_counted_once_as_train_counts_them(tmp_path, lazy):
     """One K × m matrix is both the target embeddings and the output layer: info says the
     parameters train said (nn.Module.parameters() yields a shared tensor once)."""
     from nmtkit.models.build import build_model
-    from nmtkit.models.config import ModelConfig
+    from nmtkit.models.config import model_config
     from tests.checkpoints import fake_checkpoint
 
-    model = build_model(ModelConfig(src_vocab=6, tgt_vocab=6, emb=8, hidden=8, align=8, maxout=8, tie_embeddings=True))
+    model = build_model(model_config(src_vocab=6, tgt_vocab=6, emb=8, hidden=8, align=8, maxout=8, tie_embeddings=True))
     assert model.W_o.weight is model.embed.weight
     fake_checkpoint(tmp_path / "tied.pt", weights=model.state_dict())
     loaded = checkpoint.load(tmp_path / "tied.pt", lazy=lazy)

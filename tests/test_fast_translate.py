@@ -11,7 +11,7 @@ from nmtkit.cli import main
 from nmtkit.data.lexicon import Lexicon, build_lexicon
 from nmtkit.data.vocab import BOS
 from nmtkit.models.build import build_model
-from nmtkit.models.config import ModelConfig
+from nmtkit.models.config import model_config
 from nmtkit.models.int8 import quantize_int8
 from nmtkit.translate.search import beam_search
 from nmtkit.translate.settings import SearchConfig, TranslateOptions
@@ -38,7 +38,7 @@ def test_int8_log_probabilities_stay_within_a_stated_tolerance_of_float32():
     N(0, 0.3²), spread wider than trained ones (int8 weights, a scale per output row; inputs
     quantized per call)."""
     torch.manual_seed(0)
-    model = build_model(ModelConfig(src_vocab=40, tgt_vocab=50, emb=32, hidden=32, align=32, maxout=32)).eval()
+    model = build_model(model_config(src_vocab=40, tgt_vocab=50, emb=32, hidden=32, align=32, maxout=32)).eval()
     for p in model.parameters():  # B.1's tiny weights make every output uniform: spread them
         p.data.normal_(0, 0.3)
     src = torch.randint(4, 40, (3, 7))
@@ -65,7 +65,7 @@ def test_int8_translates_the_learned_pairs_as_float32_does(overfit, tmp_path):
 def test_rnnencdec_projects_its_fixed_context_once_and_teacher_forcing_still_matches_the_step():
     torch.manual_seed(1)
     model = build_model(
-        ModelConfig(arch="rnnencdec", src_vocab=20, tgt_vocab=20, emb=8, hidden=8, align=8, maxout=8)
+        model_config(arch="rnnencdec", src_vocab=20, tgt_vocab=20, emb=8, hidden=8, align=8, maxout=8)
     ).eval()
     for p in model.parameters():
         p.data.normal_(0, 0.3)
@@ -118,7 +118,7 @@ def _search(model, src, vocab=None, beam=3):
 
 def test_the_shortlist_holds_what_the_full_search_picks_when_the_table_covers_it():
     torch.manual_seed(2)
-    model = build_model(ModelConfig(src_vocab=30, tgt_vocab=60, emb=16, hidden=16, align=16, maxout=16)).eval()
+    model = build_model(model_config(src_vocab=30, tgt_vocab=60, emb=16, hidden=16, align=16, maxout=16)).eval()
     for p in model.parameters():
         p.data.normal_(0, 0.3)
     src = torch.randint(4, 30, (4, 6))
@@ -156,7 +156,7 @@ def test_looking_for_finished_sentences_every_fourth_step_changes_no_output(pena
     from nmtkit.translate.search import _beam_search
 
     torch.manual_seed(3)
-    model = build_model(ModelConfig(src_vocab=30, tgt_vocab=40, emb=16, hidden=16, align=16, maxout=16)).eval()
+    model = build_model(model_config(src_vocab=30, tgt_vocab=40, emb=16, hidden=16, align=16, maxout=16)).eval()
     for p in model.parameters():
         p.data.normal_(0, 0.3)
     src = torch.randint(4, 30, (6, 5))
@@ -203,7 +203,7 @@ def test_the_shortlisted_output_layer_scores_its_words_as_the_whole_layer_does(i
 
     torch.manual_seed(0)
     model = (
-        build_model(ModelConfig(arch="rnnsearch", src_vocab=20, tgt_vocab=40, emb=8, hidden=8, align=8, maxout=8))
+        build_model(model_config(arch="rnnsearch", src_vocab=20, tgt_vocab=40, emb=8, hidden=8, align=8, maxout=8))
         .eval()
         .requires_grad_(False)
     )

@@ -6,7 +6,8 @@ import torch
 
 from nmtkit.models import fused
 from nmtkit.models.build import build_model
-from nmtkit.models.config import ModelConfig
+from nmtkit.models.config import model_config
+from tests.conftest import sized
 
 TINY = dict(src_vocab=20, tgt_vocab=15, emb=12, hidden=10, align=8, maxout=6)
 
@@ -25,7 +26,8 @@ def batch(seed=0):
 
 def tiny_model(arch, readout="prev", encoder="paper"):
     torch.manual_seed(0)
-    model = build_model(ModelConfig(arch=arch, readout=readout, encoder=encoder, **TINY))
+    gru = {} if arch == "luong" else {"readout": readout, "encoder": encoder}  # the GRU family's
+    model = build_model(sized(arch, TINY, **gru))
     for p in model.parameters():  # B.1's tiny weights would make every check trivially close
         torch.nn.init.normal_(p, 0, 0.3)
     return model
@@ -216,16 +218,15 @@ def test_graphs_alive_together_keep_their_own_energies():
 def test_what_the_passes_cannot_run_is_said_once_where_it_is_decided():
     """use_fused leaves a module that cannot take the passes on its reference loop and returns
     why, once (what ``train`` prints): a coverage model's decoder, a layer-normalised GRU."""
-    from nmtkit.models.config import ModelConfig
 
-    coverage = build_model(ModelConfig(**TINY, coverage="linguistic"))
+    coverage = build_model(model_config(**TINY, coverage="linguistic"))
     assert fused.use_fused(coverage, True) == [
         "the coverage model's decoder has no hand-written pass: it trains through the reference loop"
     ]
     assert coverage.encoder.fused_steps and not coverage.fused_steps  # the encoder still runs them
-    normed = build_model(ModelConfig(**TINY, layer_norm=True))
+    normed = build_model(model_config(**TINY, layer_norm=True))
     (why,) = fused.use_fused(normed, True)
     assert "--layer-norm" in why and not normed.fused_steps and not normed.encoder.fused_steps
-    plain = build_model(ModelConfig(**TINY))
+    plain = build_model(model_config(**TINY))
     assert fused.use_fused(plain, True) == [] and plain.fused_steps and plain.encoder.fused_steps
     assert fused.use_fused(coverage, False) == [] and not coverage.encoder.fused_steps

@@ -17,17 +17,18 @@ from nmtkit.core.errors import UserError
 from nmtkit.core.runtime import resolve_device
 from nmtkit.data.batching import Batches, collate
 from nmtkit.models.build import build_model
-from nmtkit.models.config import ModelConfig
+from nmtkit.models.config import model_config
 from nmtkit.train.config import TrainConfig
 from nmtkit.train.loop import describe_batches, train
 from nmtkit.train.parts import compiled_note
+from tests.conftest import sized
 from tests.test_corpus import make_corpus
 
 pytestmark = pytest.mark.gpu  # the GPU path, and the CPU tests that stand in for its CUDA ones
 
 POISONED = Path(__file__).with_name("poisoned_train.py")  # train with one process's loss made NaN
 
-TINY = ModelConfig(emb=16, hidden=16, align=16, maxout=16)
+TINY = model_config(emb=16, hidden=16, align=16, maxout=16)
 
 
 def cfg(**kw):
@@ -109,7 +110,7 @@ def compiled_against_eager(arch, device="cpu", mode="default", shapes=((3, 5, 4)
     """The loss and gradients of the compiled step and of the eager one, on batches of these
     (sentences, source length, target length), each with padding."""
     torch.manual_seed(0)
-    model_cfg = ModelConfig(arch=arch, src_vocab=13, tgt_vocab=11, emb=8, hidden=8, align=8, maxout=8)
+    model_cfg = sized(arch, dict(src_vocab=13, tgt_vocab=11, emb=8, hidden=8, align=8, maxout=8))
     eager = build_model(model_cfg).to(device)
     fast = build_model(model_cfg).to(device)
     fast.load_state_dict(eager.state_dict())
@@ -187,10 +188,10 @@ def test_collate_pads_both_sides_to_the_multiple_asked():
 @pytest.mark.parametrize(
     "model_cfg",
     [
-        ModelConfig(arch="rnnsearch", src_vocab=13, tgt_vocab=11, emb=8, hidden=8, align=8, maxout=8),
-        ModelConfig(arch="rnnsearch", src_vocab=13, tgt_vocab=11, emb=8, hidden=8, align=8, maxout=8, encoder="cudnn"),
-        ModelConfig(arch="rnnencdec", src_vocab=13, tgt_vocab=11, emb=8, hidden=8, align=8, maxout=8),
-        ModelConfig(
+        model_config(arch="rnnsearch", src_vocab=13, tgt_vocab=11, emb=8, hidden=8, align=8, maxout=8),
+        model_config(arch="rnnsearch", src_vocab=13, tgt_vocab=11, emb=8, hidden=8, align=8, maxout=8, encoder="cudnn"),
+        model_config(arch="rnnencdec", src_vocab=13, tgt_vocab=11, emb=8, hidden=8, align=8, maxout=8),
+        model_config(
             arch="luong",
             src_vocab=13,
             tgt_vocab=11,
@@ -203,7 +204,7 @@ def test_collate_pads_both_sides_to_the_multiple_asked():
             reverse_source=True,
             dropout=0.0,
         ),
-        ModelConfig(
+        model_config(
             arch="luong",
             src_vocab=13,
             tgt_vocab=11,
@@ -257,7 +258,7 @@ def test_training_with_cuda_graph_settings_runs_on_a_cpu_and_says_so(corpus, tmp
 
 
 def test_compile_is_refused_for_a_model_without_a_step_to_compile():
-    model = build_model(ModelConfig(arch="luong", src_vocab=9, tgt_vocab=9, emb=4, hidden=4, align=4, layers=1))
+    model = build_model(model_config(arch="luong", src_vocab=9, tgt_vocab=9, emb=4, hidden=4, align=4, layers=1))
     with pytest.raises(UserError, match="--compile: the luong model has no per-position step"):
         model.compile_steps()
 

@@ -319,11 +319,11 @@ def test_the_logged_alignment_loss_is_the_models_on_the_batches_it_trained_on(ra
 
 
 def head_model():
-    from nmtkit.models.config import ModelConfig
+    from nmtkit.models.config import model_config
     from tests.test_fused import TINY
 
     torch.manual_seed(0)
-    return build_model(ModelConfig(arch="rnnsearch", alignment_head=True, **TINY))
+    return build_model(model_config(arch="rnnsearch", alignment_head=True, **TINY))
 
 
 def test_the_alignment_head_starts_as_the_attention_and_learns_alone():

@@ -19,22 +19,20 @@ from click.testing import CliRunner
 from nmtkit import checkpoint
 from nmtkit.cli import main
 from nmtkit.data.binarized import Corpus
-from nmtkit.models.config import ModelConfig
+from nmtkit.models.config import model_config
 from nmtkit.train.config import TrainConfig
 from nmtkit.train.loop import train
 from nmtkit.train.validate import validate
-from tests.conftest import EN, FR, TINY_RNNSEARCH, needs_native_bf16, write_pair
+from tests.conftest import EN, FR, TINY_RNNSEARCH, needs_native_bf16, sized, write_pair
 from tests.test_corpus import make_corpus
 
 UPDATES, EVERY = 120, 20
 
 MODELS = {
-    "rnnsearch": ModelConfig(**TINY_RNNSEARCH),
-    "rnnencdec": ModelConfig(arch="rnnencdec", **TINY_RNNSEARCH),
+    "rnnsearch": model_config(**TINY_RNNSEARCH),
+    "rnnencdec": model_config(arch="rnnencdec", **TINY_RNNSEARCH),
     # local-p with the paper's window (the watch reports where it sits) and input feeding
-    "luong": ModelConfig(
-        arch="luong", attention="local-p", score="general", input_feed=True, window_renorm=False, **TINY_RNNSEARCH
-    ),
+    "luong": sized("luong", TINY_RNNSEARCH, attention="local-p", score="general", input_feed=True, window_renorm=False),
 }
 
 

@@ -6,9 +6,10 @@ import torch.nn.functional as F
 
 from nmtkit.models.base import ModelOutput
 from nmtkit.models.build import build_model
-from nmtkit.models.config import ModelConfig
+from nmtkit.models.config import model_config
 from nmtkit.models.loss import alignment_cross_entropy
 from nmtkit.translate.search import greedy
+from tests.conftest import sized
 
 TINY = dict(src_vocab=20, tgt_vocab=15, emb=12, hidden=10, align=8, maxout=6)
 
@@ -26,7 +27,7 @@ def batch(seed=0):
 @pytest.mark.parametrize("encoder", ["paper", "cudnn"])
 def test_teacher_forced_equals_stepwise(arch, readout, encoder):
     torch.manual_seed(0)
-    model = build_model(ModelConfig(arch=arch, readout=readout, encoder=encoder, **TINY))
+    model = build_model(model_config(arch=arch, readout=readout, encoder=encoder, **TINY))
     for p in model.parameters():  # B.1's tiny weights would make every check trivially close
         torch.nn.init.normal_(p, 0, 0.3)
     src, mask, tgt = batch()
@@ -49,7 +50,7 @@ def test_teacher_forced_equals_stepwise(arch, readout, encoder):
 @pytest.mark.parametrize("encoder", ["paper", "cudnn"])
 def test_padding_never_changes_a_sentence(arch, encoder):
     torch.manual_seed(1)
-    model = build_model(ModelConfig(arch=arch, encoder=encoder, **TINY))
+    model = build_model(model_config(arch=arch, encoder=encoder, **TINY))
     for p in model.parameters():
         torch.nn.init.normal_(p, 0, 0.3)
     src, mask, tgt = batch()
@@ -62,7 +63,7 @@ def test_padding_never_changes_a_sentence(arch, encoder):
 
 def test_s0_uses_the_backward_state_at_the_first_word():
     torch.manual_seed(2)
-    model = build_model(ModelConfig(**TINY))
+    model = build_model(model_config(**TINY))
     src, mask, _ = batch()
     enc = model.encode(src, mask)
     h_back_first = enc.h[:, 0, TINY["hidden"] :]
@@ -71,7 +72,7 @@ def test_s0_uses_the_backward_state_at_the_first_word():
 
 
 def test_appendix_b1_initialisation():
-    model = build_model(ModelConfig(src_vocab=50, tgt_vocab=60, emb=40, hidden=30, align=20, maxout=10))
+    model = build_model(model_config(src_vocab=50, tgt_vocab=60, emb=40, hidden=30, align=20, maxout=10))
     U = model.gru.U.weight
     assert torch.allclose(U @ U.T, torch.eye(30), atol=1e-5)
     Uz, Ur = model.encoder.fwd.U_zr.weight.split(30)
@@ -83,7 +84,7 @@ def test_appendix_b1_initialisation():
 
 def test_greedy_scores_are_the_sum_of_step_log_probs():
     torch.manual_seed(3)
-    model = build_model(ModelConfig(**TINY))
+    model = build_model(model_config(**TINY))
     for p in model.parameters():
         torch.nn.init.normal_(p, 0, 0.5)
     src, mask, _ = batch()
@@ -98,7 +99,7 @@ def test_greedy_scores_are_the_sum_of_step_log_probs():
 
 def test_cudnn_encoder_initialisation_and_first_backward_state():
     model = build_model(
-        ModelConfig(encoder="cudnn", src_vocab=50, tgt_vocab=60, emb=40, hidden=30, align=20, maxout=10)
+        model_config(encoder="cudnn", src_vocab=50, tgt_vocab=60, emb=40, hidden=30, align=20, maxout=10)
     )
     for name in ("weight_hh_l0", "weight_hh_l0_reverse"):
         for block in getattr(model.encoder.rnn, name).split(30):
@@ -130,7 +131,7 @@ def test_forward_returns_one_model_output_whatever_it_is_given(arch):
     """Logits, the plain NLL, the smoothed loss and guided alignment: one type, each field what its
     name says and the others None."""
     torch.manual_seed(0)
-    model = build_model(ModelConfig(arch=arch, layers=1, **TINY)).eval()
+    model = build_model(sized(arch, {**TINY, "layers": 1})).eval()
     src, mask, tgt = batch()
     tgt[2, 3:] = 0  # padding: no loss there
     tgt_in, tgt_out = tgt[:, :-1], tgt[:, 1:]

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from nmtkit.models.build import build_model
-from nmtkit.models.config import ModelConfig
+from nmtkit.models.config import model_config
 from nmtkit.models.ensemble import Ensemble
 from nmtkit.translate.search import beam_search, force, greedy, ranking
 from nmtkit.translate.settings import SearchConfig
@@ -18,7 +18,7 @@ EOS = 3
 
 def model_and_batch(seed, tgt_vocab=15):
     torch.manual_seed(seed)
-    model = build_model(ModelConfig(src_vocab=20, tgt_vocab=tgt_vocab, emb=12, hidden=10, align=8, maxout=6))
+    model = build_model(model_config(src_vocab=20, tgt_vocab=tgt_vocab, emb=12, hidden=10, align=8, maxout=6))
     for p in model.parameters():  # spread-out weights give distinct, peaked distributions
         torch.nn.init.normal_(p, 0, 0.8)
     model.eval()

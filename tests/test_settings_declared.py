@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from nmtkit.cli import main
 from nmtkit.core.errors import UserError
 from nmtkit.core.settings import declared, default_of
-from nmtkit.models.config import ModelConfig
+from nmtkit.models.config import CoverageConfig
 from nmtkit.train.config import DEFAULT_LR, SCHEDULES, TrainConfig
 from nmtkit.translate.settings import SearchConfig
 
@@ -22,7 +22,7 @@ CASES = [
     ("translate", SearchConfig, "max_ratio", "--max-output-ratio"),
     ("train", TrainConfig, "lr", "--lr"),
     ("train", TrainConfig, "label_smoothing", "--label-smoothing"),
-    ("train", ModelConfig, "coverage", "--coverage"),
+    ("train", CoverageConfig, "kind", "--coverage"),
 ]
 
 
@@ -101,7 +101,7 @@ def test_a_schedule_is_a_value_and_its_help_names_its_flags():
         (lambda: SearchConfig(max_ratio=-1.0), "--max-output-ratio: -1 is not >= 0"),
         (lambda: TrainConfig(label_smoothing=1.0), "--label-smoothing: 1 is not < 1"),
         (lambda: TrainConfig(lr=-1.0), "--lr: -1 is not >= 0"),
-        (lambda: ModelConfig(coverage="lingustic"), "--coverage: 'lingustic' is not one of none, linguistic, neural"),
+        (lambda: CoverageConfig("lingustic"), "--coverage: 'lingustic' is not one of none, linguistic, neural"),
     ],
 )
 def test_a_config_made_in_python_is_held_to_the_declared_bounds(make, says):

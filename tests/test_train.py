@@ -2,6 +2,7 @@
 
 import json
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -11,7 +12,7 @@ from nmtkit import checkpoint
 from nmtkit.cli import main
 from nmtkit.core.errors import UserError
 from nmtkit.data.binarized import Corpus
-from nmtkit.models.config import ModelConfig
+from nmtkit.models.config import model_config
 from nmtkit.train.config import TrainConfig
 from nmtkit.train.loop import train
 from tests.test_corpus import make_corpus
@@ -21,7 +22,7 @@ class Evil:
     """Stands for any object a pickle would rebuild (and could run code while doing so)."""
 
 
-TINY = ModelConfig(emb=16, hidden=16, align=16, maxout=16)
+TINY = model_config(emb=16, hidden=16, align=16, maxout=16)
 
 
 def cfg(**kw):
@@ -265,9 +266,7 @@ def test_dev_bleu_counts_against_the_real_text_not_unk_references(raw, tmp_path,
 
     monkeypatch.setattr(training, "scored_batches", watched)
     monkeypatch.setattr(training, "greedy", Echo)
-    model = build_model(
-        ModelConfig(**{**TINY.to_dict(), "src_vocab": len(corpus.vocab("en")), "tgt_vocab": len(corpus.vocab("fr"))})
-    )
+    model = build_model(replace(TINY, **{"src_vocab": len(corpus.vocab("en")), "tgt_vocab": len(corpus.vocab("fr"))}))
     metrics = validate(model, corpus, cfg(), torch.device("cpu"), corpus.vocab("fr").tokens)
     refs = corpus.references("valid")
     assert refs is not None and "<unk>" not in " ".join(refs)
@@ -297,7 +296,7 @@ def test_max_epochs_stops_after_exactly_that_many_epochs(corpus, tmp_path):
 )
 def test_exact_resume_on_a_gpu_restores_the_cuda_rng(corpus, tmp_path, deterministic):
     # dropout on a GPU draws from the CUDA generator: a resumed run must go on from its state
-    model = ModelConfig(arch="luong", emb=12, hidden=12, align=12, layers=2, dropout=0.3)
+    model = model_config(arch="luong", emb=12, hidden=12, align=12, layers=2, dropout=0.3)
     train(corpus, tmp_path / "a", model, cfg(max_updates=8, valid_every=4, valid_bleu=False))
     train(corpus, tmp_path / "b", model, cfg(max_updates=4, valid_every=4, valid_bleu=False))
     train(corpus, tmp_path / "b", model, cfg(max_updates=8, valid_every=4, valid_bleu=False))

@@ -9,7 +9,7 @@ import torch
 from nmtkit.data.batching import collate
 from nmtkit.models.attention import LuongAttention
 from nmtkit.models.build import build_model
-from nmtkit.models.config import ModelConfig
+from nmtkit.models.config import model_config
 from nmtkit.train.config import TrainConfig
 from nmtkit.train.loop import train
 from nmtkit.train.window_watch import WindowWatch, stuck_message
@@ -21,7 +21,7 @@ TGT = [np.array([4, 5, 6]), np.array([7, 8, 9, 10, 11]), np.array([4])]
 
 def local_p(**kw):
     return build_model(
-        ModelConfig(
+        model_config(
             **{
                 **dict(
                     arch="luong",
@@ -97,7 +97,7 @@ def test_validation_records_the_window_and_warns_when_it_is_stuck(raw, tmp_path,
         patience=0,
         device="cpu",
     )
-    model_cfg = ModelConfig(
+    model_cfg = model_config(
         arch="luong", emb=8, hidden=8, align=8, layers=1, window=2, attention="local-p", dropout=0.0
     )
     train(tmp_path / "bin", tmp_path / "healthy", model_cfg, cfg)

@@ -26,7 +26,8 @@ def average(paths: list[str | Path]) -> Checkpoint:
     for path in paths[1:]:
         ckpt = checkpoint.load(path)
         if ckpt.model != first.model:
-            diff = sorted(k for k, v in ckpt.model.to_dict().items() if first.model.to_dict()[k] != v)
+            theirs, ours = ckpt.model.flat(), first.model.flat()
+            diff = sorted(k for k in theirs.keys() | ours.keys() if theirs.get(k) != ours.get(k))
             raise UserError(f"{path}: another model than {paths[0]} (differs in {', '.join(diff)})")
         if ckpt.text != first.text:
             raise UserError(f"{path}: other vocabularies or text settings than {paths[0]}")

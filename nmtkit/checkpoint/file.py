@@ -3,7 +3,8 @@
 A checkpoint is everything ``translate`` needs and everything a resumed
 ``train`` needs, in three typed sections:
 
-- ``model``: the :class:`~nmtkit.models.config.ModelConfig` and the weights;
+- ``model``: the family's config (:class:`~nmtkit.models.config.ModelConfig`, its ``arch``
+  first) and the weights;
 - ``text``: both sides' languages, vocabularies (token lists), text
   settings and BPE codes, and the corpus fingerprints (:class:`TextSides`);
 - ``training``: the :class:`~nmtkit.train.config.TrainConfig`, the
@@ -16,7 +17,7 @@ On disk it is a torch zip of plain values and tensors only, so
 ``torch.load(weights_only=True)`` reads it and a stranger's file cannot run
 code. :func:`save` writes a :class:`Checkpoint` (temporary file, fsync,
 rename, fsync of the directory: a crash never harms the previous file);
-:func:`load` reads the current version and the previous one, checks every
+:func:`load` reads the current version and the two before it, checks every
 section, and refuses anything else with one :class:`FormatError` line.
 """
 
@@ -39,13 +40,14 @@ from ..data.lexicon import Lexicon
 from ..data.sides import Sides
 from ..models.base import Seq2Seq
 from ..models.build import build_model
-from ..models.config import ModelConfig
+from ..models.config import ModelConfig, from_flat_record
 from ..models.coverage import RENAMED_1_1
 from ..text.settings import TextConfig
 from ..train.config import TrainConfig
 
 FORMAT = "nmtkit-checkpoint"
-VERSION = 2
+# 3: the model's config by family, its sub-configs nested (2, nmtkit 1.0 and 1.1: one flat record)
+VERSION = 3
 SIDES = ("src", "tgt")
 
 
@@ -130,6 +132,7 @@ class Checkpoint:
             and RNG states in a resumable file (:class:`TrainingState`).
         written_by: The nmtkit version that wrote the file.
         lexicon: The candidate lists of ``translate --shortlist``, or None.
+        format_version: The layout the file was read from (a file is always written in :data:`VERSION`).
 
     Example:
         ```python
@@ -145,6 +148,7 @@ class Checkpoint:
     training: TrainingState
     written_by: str = __version__
     lexicon: Lexicon | None = None  # the candidate lists of translate --shortlist
+    format_version: int = VERSION
 
     @property
     def parameters(self) -> int:
@@ -204,13 +208,13 @@ def load(path: str | Path, lazy: bool = True) -> Checkpoint:
     version = raw.get("version")
     if version == 1:
         raw = _from_version_1(raw)
-    elif version != VERSION:
+    elif version not in (2, VERSION):
         raise FormatError(
             f"{path}: checkpoint format version {version!r} is not supported "
-            f"(this nmtkit reads versions 1 and {VERSION})"
+            f"(this nmtkit reads versions 1 to {VERSION})"
         )
     try:
-        return _parse(raw)
+        return _parse(raw, version)
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as err:
         what = f"no {err.args[0]!r}" if isinstance(err, KeyError) else str(err).splitlines()[0][:120]
         raise FormatError(f"{path}: not a complete nmtkit checkpoint ({what})") from None
@@ -281,7 +285,9 @@ def _from_version_1(raw: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _parse(raw: dict[str, Any]) -> Checkpoint:
+def _parse(raw: dict[str, Any], version: int) -> Checkpoint:
+    """The checkpoint in ``raw``, read from format ``version``: before 3, its model config is
+    1.0's or 1.1's one record of every family's fields."""
     model, text, run = raw["model"], raw["text"], raw["training"]
     weights = model["weights"]
     if (
@@ -290,7 +296,7 @@ def _parse(raw: dict[str, Any]) -> Checkpoint:
         or not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in weights.items())
     ):
         raise FormatError("the weights are not a table of named tensors")
-    config = ModelConfig.from_dict(model["config"])
+    config = (from_flat_record if version < VERSION else ModelConfig.from_dict)(model["config"])
     sides = TextSides(
         langs={s: str(text["langs"][s]) for s in SIDES},
         vocab={s: _tokens(text["vocab"][s]) for s in SIDES},
@@ -322,6 +328,7 @@ def _parse(raw: dict[str, Any]) -> Checkpoint:
         training=state,
         written_by=str(raw.get("nmtkit", "?")),
         lexicon=_lexicon(raw.get("lexicon"), config),
+        format_version=version,
     )
 
 

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from .. import checkpoint
-from ..models.config import is_luong
 
 
 def describe(path: str | Path) -> dict[str, Any]:
@@ -25,7 +24,7 @@ def describe(path: str | Path) -> dict[str, Any]:
     return {
         "path": str(path),
         "written_by": ckpt.written_by,
-        "format_version": checkpoint.VERSION,
+        "format_version": ckpt.format_version,
         "model": model.to_dict(),
         "parameters": ckpt.parameters,
         "languages": ckpt.text.langs,
@@ -49,7 +48,7 @@ def describe(path: str | Path) -> dict[str, Any]:
 def format_info(info: dict[str, Any]) -> str:
     m, p = info["model"], info["progress"]
     sizes = ", ".join(f"{k} {m[k]}" for k in ("emb", "hidden", "align", "maxout") if k in m)
-    if is_luong(m["arch"]):
+    if m["arch"] == "luong":
         renorm = ", renormalised" if m.get("window_renorm") else ""
         sizes = (
             f"{m['layers']} layers, emb {m['emb']}, hidden {m['hidden']}; attention {m['attention']} "

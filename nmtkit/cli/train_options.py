@@ -6,16 +6,12 @@ from __future__ import annotations
 import click
 
 from ..core.settings import declared_names
-from ..models.config import (
-    DEFAULT_PRESET,
-    MODEL_PRESETS,
-    ModelConfig,
-)
+from ..models.config import ARCH_HELP, ARCHS, DEFAULT_ARCH, DEFAULT_PRESET, MODEL_PRESETS, every_model_flag
 from ..train.config import DEFAULT_SCHEDULE, SCHEDULES, TrainConfig
-from .options import option, options, options_of
+from .options import option, options
 
 model = options(
-    option(ModelConfig, "arch"),
+    click.option("--arch", type=click.Choice(ARCHS), default=DEFAULT_ARCH, show_default=True, help=ARCH_HELP),
     click.option(
         "--preset",
         type=click.Choice(list(MODEL_PRESETS)),
@@ -37,8 +33,8 @@ model = options(
         "--no-window-renorm is the paper's exact form, whose weights are left unnormalised: its "
         "predicted position p_t pinned to a sentence end in every Bible run of the docs.",
     ),
-    # every other declared model setting, in its declaration's order: a new one is an option at once
-    options_of(ModelConfig, *(n for n in declared_names(ModelConfig) if n != "arch")),
+    # every other declared setting of every family, in declaration order: a new one is an option at once
+    *(option(cls, name, dest=flag) for flag, (cls, name) in every_model_flag().items() if name in declared_names(cls)),
 )
 
 

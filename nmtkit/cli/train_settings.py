@@ -5,11 +5,11 @@ are read, so that the settings modules hold plain values only."""
 
 from __future__ import annotations
 
-from dataclasses import fields
 from typing import Any
 
 from ..core.errors import UserError
-from ..models.config import LUONG_ONLY, RNNSEARCH_ONLY, SIZES, ModelConfig, is_luong, preset_sizes
+from ..core.settings import declared, default_of
+from ..models.config import FAMILIES, SIZES, ModelConfig, RNNSearchConfig, every_model_flag, model_config
 from ..train.config import SCHEDULES, TrainConfig
 
 
@@ -18,34 +18,37 @@ def train_settings(  # noqa: C901, PLR0912 (every cross-field check in one place
 ) -> tuple[ModelConfig, TrainConfig]:
     """The model and training configs of ``nmtkit train``: the preset's sizes, the named
     schedule, then ``values`` (every option, by field name; None: not set). Of the schedule's
-    fields, only those not in ``given`` (the flags typed) are taken, and those of the model's own
-    family (a recipe's --fused-steps is left out for Luong et al.'s LSTMs, which have no such
-    passes); a flag of the other family is refused."""
-    dropout = (ModelConfig.dropout if values.get("dropout") is None else values["dropout"]) if is_luong(arch) else 0.0
+    fields, only those not in ``given`` (the flags typed) are taken, and of the model's, those of
+    the model's own family (a recipe's --tie-embeddings or --fused-steps is left out for Luong et
+    al.'s LSTMs); a flag of another family is refused."""
+    family = FAMILIES[arch]
+    own, every = family.flags(), every_model_flag()
+    dropout = values.get("dropout") if "dropout" in own else 0.0
+    if dropout is None:
+        dropout = default_of(declared(family, "dropout")[0])
     recipe = {
         k: v
         for k, v in SCHEDULES[schedule_name].settings(dropout).items()
         if k not in given
-        and not (k == "fused_steps" and "compile" in given)
-        and not ((k in RNNSEARCH_ONLY or k == "fused_steps") and is_luong(arch))
+        and not (k == "fused_steps" and ("compile" in given or not family.fusable))
+        and not (k in every and k not in own)
     }
     preset = recipe.pop("preset", preset)
     if "tie_embeddings" in recipe:
         values = {**values, "tie_embeddings": recipe.pop("tie_embeddings")}
-    foreign = given & (RNNSEARCH_ONLY if is_luong(arch) else LUONG_ONLY)
+    foreign = sorted(k for k in given if k in every and k not in own)
     if foreign:
-        raise UserError(f"--{sorted(foreign)[0].replace('_', '-')} does not apply to --arch {arch}")
+        raise UserError(f"--{foreign[0].replace('_', '-')} does not apply to --arch {arch}")
     if (values.get("fused_steps") or recipe.get("fused_steps")) and values.get("compile"):
         raise UserError("--fused-steps and --compile are two ways to speed the same loops: give one")
     if "compile_mode" in given and not values.get("compile"):
         raise UserError("--compile-mode applies to a compiled step: add --compile")
     if values.get("window_renorm") and values.get("attention") != "local-p":
         raise UserError("--window-renorm applies to --attention local-p")
-    if values.get("window_renorm") is None:
+    if values.get("window_renorm") is None and "window_renorm" in own:
         # on for a new local-p model: the paper's unnormalised window does not learn where to look
-        values = {**values, "window_renorm": is_luong(arch) and values.get("attention") == "local-p"}
-    model_fields = {f.name for f in fields(ModelConfig)}
-    sizes = preset_sizes(arch, preset) | {k: values[k] for k in SIZES if values.get(k) is not None}
+        values = {**values, "window_renorm": values.get("attention") == "local-p"}
+    sizes = family.preset_sizes(preset) | {k: values[k] for k in SIZES if values.get(k) is not None}
     if values.get("tie_embeddings"):  # the readout's output is scored by the embeddings: l = m
         if values.get("maxout") is not None and values["maxout"] != sizes["emb"]:
             raise UserError(
@@ -55,17 +58,15 @@ def train_settings(  # noqa: C901, PLR0912 (every cross-field check in one place
         sizes["maxout"] = sizes["emb"]
     if values.get("layer_norm") and values.get("encoder") == "cudnn":
         raise UserError("--layer-norm normalises the appendix's GRU: use --encoder paper")
-    model = ModelConfig(arch=arch, **sizes, **{k: v for k, v in values.items() if k in model_fields and k not in SIZES})
-    train = {k: v for k, v in values.items() if k not in model_fields} | recipe
-    cfg = TrainConfig(**train)
-    if cfg.guided_alignment_weight and (arch == "rnnencdec" or (is_luong(arch) and model.attention == "none")):
+    mine = {k: v for k, v in values.items() if k in own and k not in SIZES and v is not None}
+    model = model_config(arch, **sizes, **mine)
+    cfg = TrainConfig(**{k: v for k, v in values.items() if k not in every} | recipe)
+    if cfg.guided_alignment_weight and not model.attends():
         raise UserError(
             f"--guided-alignment-weight trains the attention: --arch {arch} "
-            f"{'--attention none ' if is_luong(arch) else ''}has none"
+            f"{'--attention none ' if 'attention' in own else ''}has none"
         )
-    if model.coverage != "none" and arch != "rnnsearch":
-        raise UserError(f"--coverage is read by RNNsearch's attention: --arch {arch} has none")
-    if model.alignment_head and (arch != "rnnsearch" or not cfg.guided_alignment_weight):
+    if isinstance(model, RNNSearchConfig) and model.alignment_head and not cfg.guided_alignment_weight:
         raise UserError(
             "--alignment-head learns from word links: it needs --arch rnnsearch and --guided-alignment-weight"
         )

@@ -11,8 +11,10 @@ config built in Python is held to the same limits as one built from flags.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import math
+from collections.abc import Iterator
 from dataclasses import MISSING, Field, asdict, dataclass, field, fields
 from typing import Any
 
@@ -131,11 +133,29 @@ class Settings:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]):  # type: ignore[no-untyped-def]
-        token = _CHECKING.set(False)
-        try:
-            return cls(**known_fields(cls, d, f"{cls.__name__} field"))
-        finally:
-            _CHECKING.reset(token)
+        with as_written():
+            kw = known_fields(cls, d, f"{cls.__name__} field")
+            for f in fields(cls):  # type: ignore[arg-type]
+                sub = sub_config(f)
+                if sub is not None and isinstance(kw.get(f.name), dict):
+                    kw[f.name] = sub.from_dict(kw[f.name])
+            return cls(**kw)
+
+
+@contextlib.contextmanager
+def as_written() -> Iterator[None]:
+    """Within: configs are made without checking their declared bounds (a stored one, read back)."""
+    token = _CHECKING.set(False)
+    try:
+        yield
+    finally:
+        _CHECKING.reset(token)
+
+
+def sub_config(f: Field[Any]) -> type[Any] | None:
+    """The settings class of a field that holds one (its default is made by that class), else None."""
+    factory = f.default_factory
+    return factory if isinstance(factory, type) and issubclass(factory, Settings) else None
 
 
 def known_fields(cls: type, d: dict[str, Any], what: str) -> dict[str, Any]:

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 from ..core.errors import UserError
 from .base import Seq2Seq
-from .config import ModelConfig
+from .config import ARCHS, LuongConfig, ModelConfig
 from .luong import Luong
 from .rnnsearch import RNNEncDec, RNNSearch
 
 MODELS: dict[str, type[Seq2Seq]] = {"rnnsearch": RNNSearch, "rnnencdec": RNNEncDec, "luong": Luong}
+assert tuple(MODELS) == ARCHS, "a family's config without its model, or the reverse"
 
 
 def build_model(cfg: ModelConfig) -> Seq2Seq:
     """The model ``cfg`` describes. Its choices and bounds (architecture, readout, encoder,
     coverage, attention, score, window, dropout) were checked when ``cfg`` was made, by the
-    declarations of :class:`ModelConfig`: not again here."""
-    if cfg.layers < 1:
+    declarations of its family's config: not again here."""
+    if isinstance(cfg, LuongConfig) and cfg.layers < 1:
         raise UserError(f"need layers ≥ 1 (got {cfg.layers})")
     return MODELS[cfg.arch](cfg)

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import Field, dataclass, field, fields
+from typing import Any, ClassVar
 
-from ..core.errors import UserError
-from ..core.settings import Settings, setting
+from ..core.errors import FormatError, UserError
+from ..core.settings import Settings, as_written, setting, sub_config
 
-# The architectures, by name (models.MODELS builds them; a test keeps the two alike): Bahdanau et
-# al.'s RNNsearch and Cho et al.'s RNNencdec share the GRU family's flags, Luong et al.'s model has
-# the stacked-LSTM family's (LUONG_ONLY).
-ARCHS = ("rnnsearch", "rnnencdec", "luong")
 READOUTS = ("prev", "next")
 ENCODERS = ("paper", "cudnn")
 COVERAGES = ("none", "linguistic", "neural")
@@ -24,35 +21,112 @@ SCORES = ("dot", "general", "concat", "location")
 
 
 @dataclass(frozen=True)
-class ModelConfig(Settings):
-    """Architecture and sizes; the defaults are the paper's (Appendix A.2.3).
+class CoverageConfig(Settings):
+    """Tu et al. (2016)'s coverage, which RNNsearch's attention reads (:mod:`.coverage`)."""
 
-    ``readout`` picks the state the deep output sees: ``prev`` follows the
-    equation t̃_i = U_o s_{i-1} + V_o E y_{i-1} + C_o c_i (default); ``next``
-    uses s_i, as the appendix's ``p(y_i | s_i, y_{i-1}, c_i)`` could be read.
-    ``encoder`` is ``paper`` (the appendix's GRU) or ``cudnn`` (torch's fused
-    GRU, whose reset gate acts after the recurrent product: faster on GPUs).
-
-    The fields after ``encoder`` are the ``luong`` architecture's (Luong et
-    al. 2015): 4 layers, dropout 0.2, reversed source, input feeding, D = 10
-    and the general score, as their best single model (Table 1), with local-m
-    attention, their best aligner (Table 6), where that model has local-p:
-    in the demo's 20 minutes on a 2-core CPU local-m learnt and aligned best
-    of the three windows (AER 49.0, against 61.3 for global and 64.6 for
-    local-p with its window renormalised). ``max_src`` is how many positions
-    the location score knows; training sets it to its --max-len + 1 (for ``</s>``).
-    """
-
-    arch: str = setting(
-        "rnnsearch",
-        "Bahdanau et al.'s RNNsearch, Cho et al.'s RNNencdec, or Luong et al.'s stacked LSTM.",
-        choices=ARCHS,
+    kind: str = setting(
+        "none",
+        f"rnnsearch: a coverage vector the attention reads, against under- and over-translation: Tu "
+        f"et al. (2016)'s linguistic one (each source word's attention so far over its learnt "
+        f"fertility) or neural one (a {NEURAL_COVERAGE_DIM}-unit GRU per source word, fed its "
+        f"attention, its annotation and the decoder state). Trains through the reference loop, not "
+        f"--fused-steps. Not the paper's.",
+        choices=COVERAGES,
+        flag="--coverage",
     )
+    max_fertility: float = setting(
+        MAX_FERTILITY,
+        "rnnsearch, --coverage linguistic: Tu et al.'s N, the most target words a source word may "
+        "cover (its fertility is N times a sigmoid).",
+        gt=0,
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.max_fertility != MAX_FERTILITY and self.kind != "linguistic":
+            raise UserError("--max-fertility bounds the linguistic coverage: add --coverage linguistic")
+
+
+@dataclass(frozen=True)
+class ModelConfig(Settings):
+    """What every architecture has: its name (``arch``, a class constant stored with the fields),
+    the vocabularies, and the sizes of the embeddings (m), the states (n) and the alignment model
+    (n'). A family is a subclass (:data:`FAMILIES`); its fields are its flags, and a flag of
+    another family is refused (:func:`model_config`). A field whose default is a settings class is
+    a sub-config: its fields are flags of their own, its ``kind`` takes the field's name."""
+
+    arch: ClassVar[str]
+    # whether train's hand-written fused passes (--fused-steps) exist for this family
+    fusable: ClassVar[bool] = True
     src_vocab: int = 0
     tgt_vocab: int = 0
     emb: int = 620  # m
     hidden: int = 1000  # n
     align: int = 1000  # n'
+
+    def __post_init__(self) -> None:
+        if type(self) is ModelConfig:
+            raise TypeError("ModelConfig is the families' base: make RNNSearchConfig, RNNEncDecConfig or LuongConfig")
+        super().__post_init__()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields, sub-configs as dicts, with the family's name first (the checkpoint's record)."""
+        return {"arch": self.arch, **super().to_dict()}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ModelConfig:
+        """The family ``d["arch"]`` names, from what :meth:`to_dict` wrote."""
+        rest = dict(d)
+        family = _family(rest.pop("arch", None), FormatError)
+        made: ModelConfig = Settings.from_dict.__func__(family, rest)  # type: ignore[attr-defined]
+        return made
+
+    @classmethod
+    def flags(cls) -> dict[str, tuple[type, str]]:
+        """Every setting of this family by its flag's name (``coverage``, ``max_fertility``):
+        the settings class that declares it and the field's name there."""
+        out: dict[str, tuple[type, str]] = {}
+        for f in fields(cls):
+            sub = sub_config(f)
+            if sub is None:
+                out[f.name] = (cls, f.name)
+            else:
+                out |= {_flag(f, g): (sub, g.name) for g in fields(sub)}
+        return out
+
+    def flat(self) -> dict[str, Any]:
+        """The values by flag name, ``arch`` first: what :func:`model_config` takes back."""
+        out: dict[str, Any] = {"arch": self.arch}
+        for f in fields(self):
+            value, sub = getattr(self, f.name), sub_config(f)
+            if sub is None:
+                out[f.name] = value
+            else:
+                out |= {_flag(f, g): getattr(value, g.name) for g in fields(sub)}
+        return out
+
+    @classmethod
+    def preset_sizes(cls, preset: str) -> dict[str, int]:
+        """A size preset's sizes that this family has."""
+        return {k: v for k, v in MODEL_PRESETS[preset].items() if k in cls.flags()}
+
+    def attends(self) -> bool:
+        """Whether the model has an attention (the guided alignment trains it)."""
+        return True
+
+
+@dataclass(frozen=True)
+class RNNEncDecConfig(ModelConfig):
+    """Cho et al. (2014a)'s RNN encoder-decoder, as Bahdanau et al.'s baseline: the GRU family.
+
+    ``readout`` picks the state the deep output sees: ``prev`` follows the equation
+    t̃_i = U_o s_{i-1} + V_o E y_{i-1} + C_o c_i (default); ``next`` uses s_i, as the appendix's
+    ``p(y_i | s_i, y_{i-1}, c_i)`` could be read. ``encoder`` is ``paper`` (the appendix's GRU) or
+    ``cudnn`` (torch's fused GRU, whose reset gate acts after the recurrent product: faster on
+    GPUs). The defaults are the paper's (Appendix A.2.3).
+    """
+
+    arch: ClassVar[str] = "rnnencdec"
     maxout: int = 500  # l
     readout: str = setting("prev", "Deep output from s_{i-1} (the paper's equation) or s_i.", choices=READOUTS)
     encoder: str = setting(
@@ -60,6 +134,57 @@ class ModelConfig(Settings):
         "The appendix's GRU, or torch's fused GRU (cuDNN; reset gate after U s): faster on GPUs.",
         choices=ENCODERS,
     )
+    tie_embeddings: bool = setting(
+        False,
+        "Score the output with the target embedding matrix (Press & Wolf 2017): one matrix fewer; the "
+        "maxout units then number --emb. Not the paper's.",
+        flag="--tie-embeddings/--no-tie-embeddings",
+        default_help="off; --schedule cpu: on",
+    )
+    layer_norm: bool = setting(
+        False,
+        "Layer-normalised GRUs (Ba et al. 2016), each product normalised as in Nematus. A change of "
+        "model, saved in the checkpoint; not the paper's.",
+    )
+
+    def attends(self) -> bool:
+        return False
+
+
+@dataclass(frozen=True)
+class RNNSearchConfig(RNNEncDecConfig):
+    """Bahdanau et al. (2015)'s RNNsearch: RNNencdec's GRUs with a bidirectional encoder and the
+    additive attention, and what reads or trains that attention: a coverage (a sub-config) and an
+    alignment head (on or off: one setting, so a field rather than a sub-config)."""
+
+    arch: ClassVar[str] = "rnnsearch"
+    alignment_head: bool = setting(
+        False,
+        "rnnsearch, with --guided-alignment-weight: train a head beside the attention on the word "
+        "links instead of the attention itself; it reads each target word once known (target "
+        "foresight, Peter et al. 2017), and align, --alignments and --replace-unk read it. The "
+        "translation model gets no gradient from it. Not the paper's.",
+    )
+    coverage: CoverageConfig = field(default_factory=CoverageConfig)
+
+    def attends(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
+class LuongConfig(ModelConfig):
+    """Luong et al. (2015)'s stacked LSTMs with global or local attention.
+
+    The defaults: 4 layers, dropout 0.2, reversed source, input feeding, D = 10 and the general
+    score, as their best single model (Table 1), with local-m attention, their best aligner
+    (Table 6), where that model has local-p: in the demo's 20 minutes on a 2-core CPU local-m
+    learnt and aligned best of the three windows (AER 49.0, against 61.3 for global and 64.6 for
+    local-p with its window renormalised). ``max_src`` is how many positions the location score
+    knows; training sets it to its --max-len + 1 (for ``</s>``).
+    """
+
+    arch: ClassVar[str] = "luong"
+    fusable: ClassVar[bool] = False
     layers: int = 4
     dropout: float = setting(0.2, "luong: dropout on the non-recurrent connections.", ge=0, lt=1)
     attention: str = setting(
@@ -76,58 +201,82 @@ class ModelConfig(Settings):
     # local-p: weights divided by their sum after the Gaussian (not the paper's). Off here, as in
     # files written before it existed; ``nmtkit train`` turns it on for a new local-p model.
     window_renorm: bool = False
-    tie_embeddings: bool = setting(
-        False,
-        "Score the output with the target embedding matrix (Press & Wolf 2017): one matrix fewer; the "
-        "maxout units then number --emb. Not the paper's.",
-        flag="--tie-embeddings/--no-tie-embeddings",
-        default_help="off; --schedule cpu: on",
-    )
-    layer_norm: bool = setting(
-        False,
-        "Layer-normalised GRUs (Ba et al. 2016), each product normalised as in Nematus. A change of "
-        "model, saved in the checkpoint; not the paper's.",
-    )
-    alignment_head: bool = setting(
-        False,
-        "rnnsearch, with --guided-alignment-weight: train a head beside the attention on the word "
-        "links instead of the attention itself; it reads each target word once known (target "
-        "foresight, Peter et al. 2017), and align, --alignments and --replace-unk read it. The "
-        "translation model gets no gradient from it. Not the paper's.",
-    )
-    coverage: str = setting(
-        "none",
-        f"rnnsearch: a coverage vector the attention reads, against under- and over-translation: Tu "
-        f"et al. (2016)'s linguistic one (each source word's attention so far over its learnt "
-        f"fertility) or neural one (a {NEURAL_COVERAGE_DIM}-unit GRU per source word, fed its "
-        f"attention, its annotation and the decoder state). Trains through the reference loop, not "
-        f"--fused-steps. Not the paper's.",
-        choices=COVERAGES,
-    )
-    max_fertility: float = setting(
-        MAX_FERTILITY,
-        "rnnsearch, --coverage linguistic: Tu et al.'s N, the most target words a source word may "
-        "cover (its fertility is N times a sigmoid).",
-        gt=0,
-    )
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.max_fertility != MAX_FERTILITY and self.coverage != "linguistic":
-            raise UserError("--max-fertility bounds the linguistic coverage: add --coverage linguistic")
+    @classmethod
+    def preset_sizes(cls, preset: str) -> dict[str, int]:
+        """Luong et al.'s paper size is 4 × 1000 with 1000-dimensional embeddings (section 4.1)."""
+        sizes = super().preset_sizes(preset)
+        return sizes | {"emb": 1000} if preset == "paper" else sizes
+
+    def attends(self) -> bool:
+        return self.attention != "none"
 
 
-def coverage_dim(coverage: str) -> int:
-    """How many numbers the coverage of one source word takes in the decoder state (0: none)."""
-    return {"none": 0, "linguistic": 1, "neural": NEURAL_COVERAGE_DIM}[coverage]
+# The architectures, by name; models.build.MODELS builds them (a test keeps the two alike).
+FAMILIES: dict[str, type[ModelConfig]] = {c.arch: c for c in (RNNSearchConfig, RNNEncDecConfig, LuongConfig)}
+ARCHS = tuple(FAMILIES)
+DEFAULT_ARCH = "rnnsearch"
+ARCH_HELP = "Bahdanau et al.'s RNNsearch, Cho et al.'s RNNencdec, or Luong et al.'s stacked LSTM."
 
 
-def is_luong(arch: str) -> bool:
-    """Whether an architecture takes the stacked-LSTM family's flags (LUONG_ONLY)."""
-    return arch == "luong"
+def model_config(arch: str = DEFAULT_ARCH, **values: Any) -> ModelConfig:
+    """The config of the family ``arch`` from values by flag name, as ``nmtkit train`` gives them
+    (``coverage="linguistic", max_fertility=3``); what is not given keeps its default. A setting
+    of another family is refused in one line, never ignored."""
+    family = _family(arch, UserError)
+    own = family.flags()
+    for name in values:
+        if name not in own:
+            if any(name in other.flags() for other in FAMILIES.values()):
+                raise UserError(f"--{name.replace('_', '-')} does not apply to --arch {arch}")
+            raise TypeError(f"no model setting {name}")
+    kw: dict[str, Any] = {}
+    for f in fields(family):
+        sub = sub_config(f)
+        if sub is None:
+            if f.name in values:
+                kw[f.name] = values[f.name]
+        else:
+            kw[f.name] = sub(**{g.name: values[_flag(f, g)] for g in fields(sub) if _flag(f, g) in values})
+    return family(**kw)
 
 
-# Sizes for a CPU run; "bench" is the size of the peer comparison of make bench.
+def from_flat_record(record: dict[str, Any]) -> ModelConfig:
+    """The config of a checkpoint nmtkit 1.0 or 1.1 wrote (format versions 1 and 2): one record of
+    every family's fields. A field of another family held its default there, since train refused
+    a flag of another family, so it is dropped; the values are read as written (no bounds)."""
+    every = every_model_flag()
+    unknown = set(record) - set(every) - {"arch"}
+    if unknown:
+        raise FormatError(f"unknown ModelConfig field: {', '.join(sorted(unknown))}")
+    arch = record.get("arch", DEFAULT_ARCH)
+    own = _family(arch, FormatError).flags()
+    with as_written():
+        return model_config(arch, **{k: v for k, v in record.items() if k in own})
+
+
+def every_model_flag() -> dict[str, tuple[type, str]]:
+    """The flags of every family, each once, in the families' order: train's model options."""
+    out: dict[str, tuple[type, str]] = {}
+    for family in FAMILIES.values():
+        out |= {k: v for k, v in family.flags().items() if k not in out}
+    return out
+
+
+def _flag(f: Field[Any], g: Field[Any]) -> str:
+    """The flag name of the field ``g`` of the sub-config in the field ``f``."""
+    return f.name if g.name == "kind" else g.name
+
+
+def _family(arch: Any, error: type[Exception]) -> type[ModelConfig]:
+    if arch not in FAMILIES:
+        what = "--arch" if error is UserError else "the model's architecture"
+        raise error(f"{what}: {arch!r} is not one of {', '.join(FAMILIES)}")
+    return FAMILIES[arch]
+
+
+# Sizes for a CPU run; "bench" is the size of the peer comparison of make bench. A family takes
+# the sizes it has (ModelConfig.preset_sizes).
 DEFAULT_PRESET = "paper"
 MODEL_PRESETS: dict[str, dict[str, int]] = {
     "paper": {"emb": 620, "hidden": 1000, "align": 1000, "maxout": 500, "layers": 4},
@@ -135,22 +284,4 @@ MODEL_PRESETS: dict[str, dict[str, int]] = {
     "bench": {"emb": 256, "hidden": 256, "align": 256, "maxout": 256, "layers": 2},
     "tiny": {"emb": 32, "hidden": 32, "align": 32, "maxout": 32, "layers": 2},
 }
-
-
-def preset_sizes(arch: str, preset: str) -> dict[str, int]:
-    """A preset's sizes for this architecture: Luong et al.'s paper size is 4 × 1000 with
-    1000-dimensional embeddings (section 4.1)."""
-    sizes = dict(MODEL_PRESETS[preset])
-    if is_luong(arch) and preset == "paper":
-        sizes["emb"] = 1000
-    return sizes
-
-
-# Flags that belong to one family only: given to the other, they are refused rather than ignored.
-LUONG_ONLY = frozenset(
-    {"layers", "dropout", "attention", "score", "input_feed", "reverse_source", "window", "window_renorm"}
-)
-RNNSEARCH_ONLY = frozenset(
-    {"maxout", "readout", "encoder", "tie_embeddings", "layer_norm", "alignment_head", "coverage", "max_fertility"}
-)
 SIZES = ("emb", "hidden", "align", "maxout", "layers")

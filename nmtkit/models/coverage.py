@@ -25,7 +25,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .config import NEURAL_COVERAGE_DIM
+from .config import NEURAL_COVERAGE_DIM, CoverageConfig
 from .layers import PaperGRU, gru_update
 
 
@@ -87,12 +87,12 @@ class NeuralCoverage(Coverage):
             return gru_update(wx, coverage.float(), lambda c: F.linear(c, U_zr), lambda rc: F.linear(rc, U))
 
 
-def coverage_model(kind: str, annotation: int, query: int, max_fertility: float) -> Coverage | None:
-    """The coverage ``kind`` (``--coverage``) for annotations of ``annotation`` units and decoder
-    states of ``query``, or None for ``none``."""
-    if kind == "linguistic":
-        return LinguisticCoverage(annotation, max_fertility)
-    if kind == "neural":
+def coverage_model(cfg: CoverageConfig, annotation: int, query: int) -> Coverage | None:
+    """The coverage ``cfg`` describes for annotations of ``annotation`` units and decoder states of
+    ``query``, or None for ``none``."""
+    if cfg.kind == "linguistic":
+        return LinguisticCoverage(annotation, cfg.max_fertility)
+    if cfg.kind == "neural":
         return NeuralCoverage(annotation, query)
     return None
 

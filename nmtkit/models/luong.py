@@ -29,7 +29,7 @@ from torch import nn
 
 from .attention import LuongAttention
 from .base import EncoderOut, Seq2Seq
-from .config import ModelConfig
+from .config import LuongConfig
 from .stacked_lstm import StackedLSTM
 
 
@@ -43,10 +43,9 @@ def reverse_words(src: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 
 class Luong(Seq2Seq):
-    def unfused_because(self) -> str | None:
-        return "Luong et al.'s stacked LSTMs have no hand-written passes"
+    cfg: LuongConfig
 
-    def __init__(self, cfg: ModelConfig):
+    def __init__(self, cfg: LuongConfig):
         super().__init__()
         self.cfg = cfg
         n, m, L = cfg.hidden, cfg.emb, cfg.layers
@@ -93,6 +92,9 @@ class Luong(Seq2Seq):
     def _flat(h: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
         """(L, B, n) × 2 → (B, 2·L·n), float32 whatever autocast did."""
         return torch.cat([h.transpose(0, 1).flatten(1), c.transpose(0, 1).flatten(1)], 1).float()
+
+    def unfused_because(self) -> str | None:
+        return "Luong et al.'s stacked LSTMs have no hand-written passes"
 
     def _unflat(self, hc: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         L, n = self.cfg.layers, self.cfg.hidden

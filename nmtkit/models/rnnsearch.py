@@ -26,28 +26,30 @@ from . import fused
 from .alignment_head import AlignmentHead
 from .attention import AdditiveAttention
 from .base import EncoderOut, Seq2Seq
-from .config import ModelConfig, coverage_dim
+from .config import CoverageConfig, RNNEncDecConfig, RNNSearchConfig
 from .coverage import coverage_model
 from .layers import BiEncoder, BlockNorm, CudnnEncoder, PaperGRU, init_appendix_b1
 
 
 class RNNSearch(Seq2Seq):
     attentive = True
+    cfg: RNNEncDecConfig
 
-    def __init__(self, cfg: ModelConfig):
+    def __init__(self, cfg: RNNEncDecConfig):
         super().__init__()
         self.cfg = cfg
         n, m, ctx = cfg.hidden, cfg.emb, (2 if self.attentive else 1) * cfg.hidden
+        # what reads or trains the attention: RNNsearch's config has it, RNNencdec's has no attention
+        searching = cfg if isinstance(cfg, RNNSearchConfig) else None
+        coverage = coverage_model(CoverageConfig() if searching is None else searching.coverage, ctx, n)
         if cfg.layer_norm:
             self.encoder: nn.Module = BiEncoder(cfg.src_vocab, m, n, bidirectional=self.attentive, layer_norm=True)
         else:
             encoder = {"paper": BiEncoder, "cudnn": CudnnEncoder}[cfg.encoder]
             self.encoder = encoder(cfg.src_vocab, m, n, bidirectional=self.attentive)
-        self.coverage_dim = coverage_dim(cfg.coverage)
-        if self.coverage_dim and not self.attentive:
-            raise ValueError("a coverage model is read by the attention: RNNencdec has none")
+        self.coverage_dim = 0 if coverage is None else coverage.dim
         self.attention = AdditiveAttention(n, ctx, cfg.align, self.coverage_dim) if self.attentive else None
-        self.coverage = coverage_model(cfg.coverage, ctx, n, cfg.max_fertility)
+        self.coverage = coverage  # registered after the attention, as 1.1 did: the same initial weights
         self.W_s = nn.Linear(n if self.attentive else ctx, n)
         self.embed = nn.Embedding(cfg.tgt_vocab, m, padding_idx=0)
         self.gru = PaperGRU(m, n, cfg.layer_norm)  # W, U on E y_{i-1} and s_{i-1}
@@ -57,9 +59,8 @@ class RNNSearch(Seq2Seq):
         self.V_o = nn.Linear(m, 2 * cfg.maxout, bias=False)
         self.C_o = nn.Linear(ctx, 2 * cfg.maxout, bias=False)
         self.W_o = nn.Linear(cfg.maxout, cfg.tgt_vocab)
-        if cfg.alignment_head and not self.attentive:
-            raise ValueError("an alignment head reads the attention: RNNencdec has none")
-        self.align_head = AlignmentHead(cfg.maxout, m, ctx, cfg.align) if cfg.alignment_head else None
+        head = searching is not None and searching.alignment_head
+        self.align_head = AlignmentHead(cfg.maxout, m, ctx, cfg.align) if head else None
         init_appendix_b1(self)
         if self.align_head is not None:
             self.align_head.reset_parameters()

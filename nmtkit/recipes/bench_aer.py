@@ -28,6 +28,7 @@ from ..align.aer import alignment_error
 from ..align.links import pharaoh, read_pharaoh
 from ..align.symmetrize import grow_diag_final_and
 from ..core.files import read_lines
+from ..models.config import RNNSearchConfig
 from .bench_common import CHECKOUT, NMTKIT, bench_dir, call, fail, write_text
 
 GOLD = CHECKOUT / "examples" / "bible_aer"
@@ -96,7 +97,8 @@ def attention_links(model: Path, work: Path, threads: int) -> list[str]:
 
 def reader(model: Path) -> str:
     """What nmtkit align reads the links from: the model's alignment head, or its attention."""
-    return "alignment head" if checkpoint.load(model).model.alignment_head else "attention"
+    config = checkpoint.load(model).model
+    return "alignment head" if isinstance(config, RNNSearchConfig) and config.alignment_head else "attention"
 
 
 def table(results: dict[str, dict[str, Any]]) -> str:

@@ -38,7 +38,7 @@ from ..data.binarized import Corpus
 from ..data.vocab import PAD
 from ..models.base import Seq2Seq
 from ..models.build import build_model
-from ..models.config import ModelConfig, preset_sizes
+from ..models.config import FAMILIES, ModelConfig, model_config
 from ..models.loss import shortlist
 from .bench_common import write_text
 
@@ -148,11 +148,11 @@ def parser() -> argparse.ArgumentParser:
 
 def built(args: argparse.Namespace, corpus: Corpus) -> tuple[Seq2Seq, ModelConfig]:
     """The model as ``nmtkit train`` builds it, on the device, its steps compiled if asked."""
-    sizes: dict[str, Any] = preset_sizes(args.arch, args.preset)
-    cfg = ModelConfig(
-        arch=args.arch,
-        **sizes,
-        encoder=args.encoder,
+    family = FAMILIES[args.arch]
+    cfg = model_config(
+        args.arch,
+        **family.preset_sizes(args.preset),
+        **({"encoder": args.encoder} if "encoder" in family.flags() else {}),
         src_vocab=len(corpus.vocab(corpus.src_lang)),
         tgt_vocab=len(corpus.vocab(corpus.tgt_lang)),
     )

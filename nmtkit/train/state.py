@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -19,7 +19,7 @@ from ..data.binarized import Corpus, TokenArray
 from ..data.lexicon import Lexicon
 from ..models.base import Seq2Seq
 from ..models.build import build_model
-from ..models.config import ModelConfig
+from ..models.config import LuongConfig, ModelConfig
 from . import runlog
 from .board import Board
 from .config import TrainConfig
@@ -115,14 +115,13 @@ def start(
         )
         model_cfg = init.model
     else:
-        model_cfg = ModelConfig(
-            **{
-                **model_cfg.to_dict(),
-                "src_vocab": len(corpus.vocab(corpus.src_lang)),
-                "tgt_vocab": len(corpus.vocab(corpus.tgt_lang)),
-                "max_src": cfg.max_len + 1 if cfg.max_len else model_cfg.max_src,
-            }
-        )  # + </s>
+        derived = {
+            "src_vocab": len(corpus.vocab(corpus.src_lang)),
+            "tgt_vocab": len(corpus.vocab(corpus.tgt_lang)),
+        }
+        if isinstance(model_cfg, LuongConfig) and cfg.max_len:
+            derived["max_src"] = cfg.max_len + 1  # + </s>
+        model_cfg = replace(model_cfg, **derived)
     torch.manual_seed(cfg.seed)
     model = build_model(model_cfg).to(parallel.device)
     src, tgt = corpus.split("train")
@@ -203,7 +202,7 @@ def _init_from(path: str, corpus: Corpus) -> Checkpoint:
 def _same_model(found: ModelConfig, asked: ModelConfig, where: str, remedy: str) -> None:
     """Refuse to continue (or start from) a model other than the one the flags describe, saying
     what to do instead."""
-    theirs, ours = found.to_dict(), asked.to_dict()
+    theirs, ours = found.flat(), asked.flat()
     diff = [k for k in ours if k not in _DERIVED and theirs.get(k) != ours[k]]
     if diff:
         k = diff[0]
