@@ -8,6 +8,7 @@ from click.testing import CliRunner
 
 from nmtkit import checkpoint
 from nmtkit.cli import main
+from nmtkit.core.settings import RuntimeConfig
 from nmtkit.data.lexicon import Lexicon, build_lexicon
 from nmtkit.data.vocab import BOS
 from nmtkit.models.build import build_model
@@ -53,7 +54,10 @@ def test_int8_translates_the_learned_pairs_as_float32_does(overfit, tmp_path):
     ckpt = overfit / "run" / "last.pt"
     lines = EN[:5]
     fp32 = [t.text for t in Translator.from_checkpoints(ckpt, "cpu").translate(lines, TranslateOptions())]
-    int8 = [t.text for t in Translator.from_checkpoints(ckpt, "cpu", int8=True).translate(lines, TranslateOptions())]
+    int8 = [
+        t.text
+        for t in Translator.from_checkpoints(ckpt, RuntimeConfig("cpu", int8=True)).translate(lines, TranslateOptions())
+    ]
     assert int8 == fp32 and all(fp32)
     src = tmp_path / "in.en"
     src.write_text("\n".join(lines) + "\n", encoding="utf-8")

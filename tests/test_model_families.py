@@ -1,6 +1,6 @@
 """Each model family owns its config (nmtkit.models.config): a family holds only its own fields,
 a flag of another family is refused in one line, the checkpoint stores the family with its fields,
-and the flat record of nmtkit 1.0 and 1.1 is read as the family it names."""
+and the flat record of the older formats (nmtkit 0.1 to 1.1) is read as the family it names."""
 
 from dataclasses import fields
 
@@ -11,10 +11,12 @@ from click.testing import CliRunner
 from nmtkit import checkpoint
 from nmtkit.cli import main
 from nmtkit.core.errors import FormatError, UserError
+from nmtkit.core.settings import sub_config
 from nmtkit.models.build import MODELS, build_model
 from nmtkit.models.config import (
     FAMILIES,
     CoverageConfig,
+    GRUConfig,
     LuongConfig,
     ModelConfig,
     RNNEncDecConfig,
@@ -23,6 +25,7 @@ from nmtkit.models.config import (
     from_flat_record,
     model_config,
 )
+from nmtkit.models.rnnsearch import RNNEncDec
 from tests.checkpoints import fake_checkpoint
 
 SIZES = dict(src_vocab=7, tgt_vocab=9, emb=8, hidden=8, align=8)
@@ -61,8 +64,28 @@ def test_each_family_holds_only_its_own_fields():
     assert not {"coverage", "alignment_head", "layers", "dropout"} & names["rnnencdec"]
     assert not {"maxout", "readout", "coverage", "tie_embeddings"} & names["luong"]
     assert tuple(MODELS) == tuple(FAMILIES)
-    with pytest.raises(TypeError, match="families' base"):
-        ModelConfig()
+    for base in (ModelConfig, GRUConfig):
+        with pytest.raises(TypeError, match="is a base: make one of RNNSearchConfig, RNNEncDecConfig, LuongConfig"):
+            base()
+    with pytest.raises(ValueError, match="RNNEncDec is made from its own family's config, not a RNNSearchConfig"):
+        RNNEncDec(RNNSearchConfig(**SIZES))
+
+
+def test_a_flag_names_one_setting():
+    """Within a family no two settings share a flag, and a flag two families have is one declaration."""
+
+    def field_of(cls, name):
+        return next(f for f in fields(cls) if f.name == name)
+
+    for family in FAMILIES.values():
+        leaves = sum(len(fields(sub_config(f))) if sub_config(f) else 1 for f in fields(family))
+        assert len(family.flags()) == leaves
+    every = every_model_flag()
+    for family in FAMILIES.values():
+        for flag, (cls, name) in family.flags().items():
+            mine, first = field_of(cls, name), field_of(*every[flag])
+            assert (mine.name, mine.default, mine.metadata) == (first.name, first.default, first.metadata), flag
+    assert every["coverage"] == (CoverageConfig, "kind") and every["max_fertility"] == (CoverageConfig, "max_fertility")
 
 
 @pytest.mark.parametrize(
@@ -99,6 +122,8 @@ def test_flags_and_stored_record_round_trip(arch):
         assert cfg.coverage == CoverageConfig("linguistic", 3.0)
     with pytest.raises(FormatError, match="RNNEncDecConfig field: coverage"):
         RNNEncDecConfig.from_dict({**RNNEncDecConfig().to_dict(), "coverage": {"kind": "none"}})
+    with pytest.raises(FormatError, match="a rnnsearch model, not a LuongConfig"):
+        LuongConfig.from_dict(RNNSearchConfig().to_dict())
 
 
 def test_train_offers_every_declared_flag_of_every_family():

@@ -46,7 +46,7 @@ from ..text.settings import TextConfig
 from ..train.config import TrainConfig
 
 FORMAT = "nmtkit-checkpoint"
-# 3: the model's config by family, its sub-configs nested (2, nmtkit 1.0 and 1.1: one flat record)
+# 3: the model's config by family, its sub-configs nested (1 and 2, nmtkit 0.1 to 1.1: one flat record)
 VERSION = 3
 SIDES = ("src", "tgt")
 
@@ -277,7 +277,7 @@ def _from_version_1(raw: dict[str, Any]) -> dict[str, Any]:
         train["rng"] = rng["ranks"] if "ranks" in rng else [rng]
     return {
         "format": FORMAT,
-        "version": VERSION,
+        "version": 1,
         "nmtkit": raw.get("nmtkit", "0.1.0"),
         "model": {"config": raw.get("model"), "weights": raw.get("weights")},
         "text": raw.get("corpus"),

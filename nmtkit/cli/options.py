@@ -217,9 +217,7 @@ text = options(
         f"'bible' = every rule, for the embedded Bible corpus) or rules, comma-separated: "
         f"{', '.join(RULES)}.",
     ),
-    option(TextConfig, "normalize_punct"),
-    click.option("--aggressive-dash", is_flag=True, help="Split hyphens: arc @-@ en @-@ ciel."),
-    click.option("--lowercase", is_flag=True, help="Lowercase tokens (the paper does not)."),
+    options_of(TextConfig, "normalize_punct", "aggressive_dash", "lowercase"),
 )
 
 
@@ -235,11 +233,14 @@ def text_config(lang: str, values: dict[str, Any]) -> TextConfig:
 
 
 runtime = options_of(RuntimeConfig, "device", "threads", "bf16", "tf32")
+# the same, with int8 layers: for the commands that only run a trained model forward
+inference_runtime = options(runtime, option(RuntimeConfig, "int8"))
 
 
 def runtime_config(values: dict[str, Any]) -> RuntimeConfig:
-    """The runtime settings of :data:`runtime`'s options, taken out of ``values``."""
-    return RuntimeConfig(values.pop("device"), values.pop("threads"), values.pop("bf16"), values.pop("tf32"))
+    """The runtime settings of :data:`runtime`'s (or :data:`inference_runtime`'s) options, taken out
+    of ``values``."""
+    return config_of(RuntimeConfig, values)
 
 
 def count(_ctx: click.Context, _param: click.Parameter, value: str | None) -> int | None:

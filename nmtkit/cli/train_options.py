@@ -1,5 +1,6 @@
 """``nmtkit train``'s options, in families: the model, its optimisation, speed, and the run
-(budget, validation, what is kept). Defaults come from :class:`ModelConfig` and :class:`TrainConfig`."""
+(budget, validation, what is kept). Defaults come from the model families' configs
+(:mod:`nmtkit.models.config`) and :class:`TrainConfig`."""
 
 from __future__ import annotations
 

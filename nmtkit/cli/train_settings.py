@@ -9,7 +9,15 @@ from typing import Any
 
 from ..core.errors import UserError
 from ..core.settings import declared, default_of
-from ..models.config import FAMILIES, SIZES, ModelConfig, RNNSearchConfig, every_model_flag, model_config
+from ..models.config import (
+    FAMILIES,
+    SIZES,
+    ModelConfig,
+    RNNSearchConfig,
+    every_model_flag,
+    model_config,
+    refuse_foreign,
+)
 from ..train.config import SCHEDULES, TrainConfig
 
 
@@ -36,9 +44,7 @@ def train_settings(  # noqa: C901, PLR0912 (every cross-field check in one place
     preset = recipe.pop("preset", preset)
     if "tie_embeddings" in recipe:
         values = {**values, "tie_embeddings": recipe.pop("tie_embeddings")}
-    foreign = sorted(k for k in given if k in every and k not in own)
-    if foreign:
-        raise UserError(f"--{foreign[0].replace('_', '-')} does not apply to --arch {arch}")
+    refuse_foreign(arch, given & every.keys())
     if (values.get("fused_steps") or recipe.get("fused_steps")) and values.get("compile"):
         raise UserError("--fused-steps and --compile are two ways to speed the same loops: give one")
     if "compile_mode" in given and not values.get("compile"):

@@ -183,3 +183,8 @@ class RuntimeConfig(Settings):
         "On GPUs, float32 matrix products in TensorFloat-32 (tensor cores; 10-bit mantissa, float32 range "
         "and sums). No effect on CPUs.",
     )
+    int8: bool = setting(
+        False,
+        "CPUs: the linear layers in int8 (torch's dynamic quantization, a scale per output row): faster "
+        "products, a quarter of their memory; BLEU within a few tenths (docs/benchmarks.md). Translation only.",
+    )

@@ -1,7 +1,9 @@
-"""A model's architecture and sizes, as the checkpoint records them, and the size presets."""
+"""Each model family's config (its architecture and sizes, as the checkpoint records them), how one is
+made from flags, and the size presets."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import Field, dataclass, field, fields
 from typing import Any, ClassVar
 
@@ -51,12 +53,15 @@ class CoverageConfig(Settings):
 class ModelConfig(Settings):
     """What every architecture has: its name (``arch``, a class constant stored with the fields),
     the vocabularies, and the sizes of the embeddings (m), the states (n) and the alignment model
-    (n'). A family is a subclass (:data:`FAMILIES`); its fields are its flags, and a flag of
-    another family is refused (:func:`model_config`). A field whose default is a settings class is
-    a sub-config: its fields are flags of their own, its ``kind`` takes the field's name."""
+    (n'). A family is a subclass (:data:`FAMILIES`) that holds only its own settings, so that a
+    model's module reads its fields without asking which family it is; :func:`model_config` makes
+    one from flags and refuses a flag of another family. A field whose default is made by a
+    settings class is a sub-config (RNNsearch's ``coverage``): its fields are flags of their own,
+    named by their declaration (``--coverage`` for ``CoverageConfig.kind``)."""
 
     arch: ClassVar[str]
-    # whether train's hand-written fused passes (--fused-steps) exist for this family
+    # whether train's hand-written fused passes (--fused-steps) exist for the family: decided here,
+    # without torch, so that a recipe leaves the flag out for a family without them
     fusable: ClassVar[bool] = True
     src_vocab: int = 0
     tgt_vocab: int = 0
@@ -65,8 +70,8 @@ class ModelConfig(Settings):
     align: int = 1000  # n'
 
     def __post_init__(self) -> None:
-        if type(self) is ModelConfig:
-            raise TypeError("ModelConfig is the families' base: make RNNSearchConfig, RNNEncDecConfig or LuongConfig")
+        if type(self) not in FAMILIES.values():
+            raise TypeError(f"{type(self).__name__} is a base: make one of {', '.join(FAMILY_NAMES)}")
         super().__post_init__()
 
     def to_dict(self) -> dict[str, Any]:
@@ -77,47 +82,40 @@ class ModelConfig(Settings):
     def from_dict(cls, d: dict[str, Any]) -> ModelConfig:
         """The family ``d["arch"]`` names, from what :meth:`to_dict` wrote."""
         rest = dict(d)
-        family = _family(rest.pop("arch", None), FormatError)
-        made: ModelConfig = Settings.from_dict.__func__(family, rest)  # type: ignore[attr-defined]
+        family = _family(rest.pop("arch", None), "the model's architecture", FormatError)
+        if not issubclass(family, cls):
+            raise FormatError(f"a {family.arch} model, not a {cls.__name__}")
+        made: ModelConfig = super(ModelConfig, family).from_dict(rest)
         return made
 
     @classmethod
-    def flags(cls) -> dict[str, tuple[type, str]]:
+    def flags(cls) -> dict[str, tuple[type[Settings], str]]:
         """Every setting of this family by its flag's name (``coverage``, ``max_fertility``):
         the settings class that declares it and the field's name there."""
-        out: dict[str, tuple[type, str]] = {}
-        for f in fields(cls):
-            sub = sub_config(f)
-            if sub is None:
-                out[f.name] = (cls, f.name)
-            else:
-                out |= {_flag(f, g): (sub, g.name) for g in fields(sub)}
-        return out
+        return {flag: (sub_config(f) or cls, (g or f).name) for flag, f, g in _settings(cls)}
 
     def flat(self) -> dict[str, Any]:
         """The values by flag name, ``arch`` first: what :func:`model_config` takes back."""
         out: dict[str, Any] = {"arch": self.arch}
-        for f in fields(self):
-            value, sub = getattr(self, f.name), sub_config(f)
-            if sub is None:
-                out[f.name] = value
-            else:
-                out |= {_flag(f, g): getattr(value, g.name) for g in fields(sub)}
+        for flag, f, g in _settings(type(self)):
+            value = getattr(self, f.name)
+            out[flag] = value if g is None else getattr(value, g.name)
         return out
 
     @classmethod
     def preset_sizes(cls, preset: str) -> dict[str, int]:
         """A size preset's sizes that this family has."""
-        return {k: v for k, v in MODEL_PRESETS[preset].items() if k in cls.flags()}
+        own = cls.flags()
+        return {k: v for k, v in MODEL_PRESETS[preset].items() if k in own}
 
     def attends(self) -> bool:
-        """Whether the model has an attention (the guided alignment trains it)."""
-        return True
+        """Whether the model has an attention (what the guided alignment trains)."""
+        raise NotImplementedError
 
 
 @dataclass(frozen=True)
-class RNNEncDecConfig(ModelConfig):
-    """Cho et al. (2014a)'s RNN encoder-decoder, as Bahdanau et al.'s baseline: the GRU family.
+class GRUConfig(ModelConfig):
+    """The GRU family's settings, shared by RNNencdec and RNNsearch (the appendix's decoder).
 
     ``readout`` picks the state the deep output sees: ``prev`` follows the equation
     t̃_i = U_o s_{i-1} + V_o E y_{i-1} + C_o c_i (default); ``next`` uses s_i, as the appendix's
@@ -126,7 +124,6 @@ class RNNEncDecConfig(ModelConfig):
     GPUs). The defaults are the paper's (Appendix A.2.3).
     """
 
-    arch: ClassVar[str] = "rnnencdec"
     maxout: int = 500  # l
     readout: str = setting("prev", "Deep output from s_{i-1} (the paper's equation) or s_i.", choices=READOUTS)
     encoder: str = setting(
@@ -147,15 +144,23 @@ class RNNEncDecConfig(ModelConfig):
         "model, saved in the checkpoint; not the paper's.",
     )
 
+
+@dataclass(frozen=True)
+class RNNEncDecConfig(GRUConfig):
+    """Cho et al. (2014a)'s RNN encoder-decoder, Bahdanau et al.'s baseline: c_i fixed to the
+    encoder's last state, no attention."""
+
+    arch: ClassVar[str] = "rnnencdec"
+
     def attends(self) -> bool:
         return False
 
 
 @dataclass(frozen=True)
-class RNNSearchConfig(RNNEncDecConfig):
-    """Bahdanau et al. (2015)'s RNNsearch: RNNencdec's GRUs with a bidirectional encoder and the
-    additive attention, and what reads or trains that attention: a coverage (a sub-config) and an
-    alignment head (on or off: one setting, so a field rather than a sub-config)."""
+class RNNSearchConfig(GRUConfig):
+    """Bahdanau et al. (2015)'s RNNsearch: the GRU family with a bidirectional encoder and the
+    additive attention, and what reads or trains that attention: a coverage (a sub-config: kind
+    and fertility bound) and an alignment head (on or off: one setting, so a field)."""
 
     arch: ClassVar[str] = "rnnsearch"
     alignment_head: bool = setting(
@@ -184,7 +189,7 @@ class LuongConfig(ModelConfig):
     """
 
     arch: ClassVar[str] = "luong"
-    fusable: ClassVar[bool] = False
+    fusable: ClassVar[bool] = False  # stacked LSTMs: no hand-written passes
     layers: int = 4
     dropout: float = setting(0.2, "luong: dropout on the non-recurrent connections.", ge=0, lt=1)
     attention: str = setting(
@@ -206,7 +211,9 @@ class LuongConfig(ModelConfig):
     def preset_sizes(cls, preset: str) -> dict[str, int]:
         """Luong et al.'s paper size is 4 × 1000 with 1000-dimensional embeddings (section 4.1)."""
         sizes = super().preset_sizes(preset)
-        return sizes | {"emb": 1000} if preset == "paper" else sizes
+        if preset == "paper":
+            sizes["emb"] = 1000
+        return sizes
 
     def attends(self) -> bool:
         return self.attention != "none"
@@ -214,6 +221,7 @@ class LuongConfig(ModelConfig):
 
 # The architectures, by name; models.build.MODELS builds them (a test keeps the two alike).
 FAMILIES: dict[str, type[ModelConfig]] = {c.arch: c for c in (RNNSearchConfig, RNNEncDecConfig, LuongConfig)}
+FAMILY_NAMES = tuple(c.__name__ for c in FAMILIES.values())
 ARCHS = tuple(FAMILIES)
 DEFAULT_ARCH = "rnnsearch"
 ARCH_HELP = "Bahdanau et al.'s RNNsearch, Cho et al.'s RNNencdec, or Luong et al.'s stacked LSTM."
@@ -223,54 +231,75 @@ def model_config(arch: str = DEFAULT_ARCH, **values: Any) -> ModelConfig:
     """The config of the family ``arch`` from values by flag name, as ``nmtkit train`` gives them
     (``coverage="linguistic", max_fertility=3``); what is not given keeps its default. A setting
     of another family is refused in one line, never ignored."""
-    family = _family(arch, UserError)
-    own = family.flags()
-    for name in values:
-        if name not in own:
-            if any(name in other.flags() for other in FAMILIES.values()):
-                raise UserError(f"--{name.replace('_', '-')} does not apply to --arch {arch}")
-            raise TypeError(f"no model setting {name}")
+    family = _family(arch, "--arch", UserError)
+    refuse_foreign(arch, values)
     kw: dict[str, Any] = {}
-    for f in fields(family):
-        sub = sub_config(f)
-        if sub is None:
-            if f.name in values:
-                kw[f.name] = values[f.name]
-        else:
-            kw[f.name] = sub(**{g.name: values[_flag(f, g)] for g in fields(sub) if _flag(f, g) in values})
-    return family(**kw)
+    subs: dict[str, dict[str, Any]] = {f.name: {} for f in fields(family) if sub_config(f)}
+    for flag, f, g in _settings(family):
+        if flag in values:
+            if g is None:
+                kw[f.name] = values[flag]
+            else:
+                subs[f.name][g.name] = values[flag]
+    return family(**kw, **{name: sub_config_of(family, name)(**given) for name, given in subs.items()})
+
+
+def refuse_foreign(arch: str, names: Iterable[str]) -> None:
+    """Refuse, in one line, a setting in ``names`` that the family ``arch`` lacks and another has
+    (``--dropout`` for RNNsearch); a name no family has is a TypeError (a caller's mistake)."""
+    own, every = _family(arch, "--arch", UserError).flags(), every_model_flag()
+    for name in sorted(set(names) - set(own)):
+        if name in every:
+            raise UserError(f"--{name.replace('_', '-')} does not apply to --arch {arch}")
+        raise TypeError(f"no model setting {name}")
 
 
 def from_flat_record(record: dict[str, Any]) -> ModelConfig:
-    """The config of a checkpoint nmtkit 1.0 or 1.1 wrote (format versions 1 and 2): one record of
-    every family's fields. A field of another family held its default there, since train refused
-    a flag of another family, so it is dropped; the values are read as written (no bounds)."""
+    """The config of a checkpoint of format 1 or 2 (nmtkit 0.1, and 0.2 to 1.1): one record of
+    every family's fields. A field of another family was never read (train refused its flag,
+    though the record held a value for it, such as ``max_src`` or a dropout of 0 for RNNsearch), so
+    it is dropped; the values are read as written (no bounds)."""
     every = every_model_flag()
     unknown = set(record) - set(every) - {"arch"}
     if unknown:
         raise FormatError(f"unknown ModelConfig field: {', '.join(sorted(unknown))}")
     arch = record.get("arch", DEFAULT_ARCH)
-    own = _family(arch, FormatError).flags()
+    own = _family(arch, "the model's architecture", FormatError).flags()
     with as_written():
         return model_config(arch, **{k: v for k, v in record.items() if k in own})
 
 
-def every_model_flag() -> dict[str, tuple[type, str]]:
-    """The flags of every family, each once, in the families' order: train's model options."""
-    out: dict[str, tuple[type, str]] = {}
+def every_model_flag() -> dict[str, tuple[type[Settings], str]]:
+    """The flags of every family, each once, in the families' order: train's model options. A flag
+    two families share is one declaration (a test holds it)."""
+    out: dict[str, tuple[type[Settings], str]] = {}
     for family in FAMILIES.values():
         out |= {k: v for k, v in family.flags().items() if k not in out}
     return out
 
 
-def _flag(f: Field[Any], g: Field[Any]) -> str:
-    """The flag name of the field ``g`` of the sub-config in the field ``f``."""
-    return f.name if g.name == "kind" else g.name
+def sub_config_of(cls: type[ModelConfig], name: str) -> type[Any]:
+    """The settings class of the sub-config field ``name`` of ``cls``."""
+    made = next(sub_config(f) for f in fields(cls) if f.name == name)
+    assert made is not None
+    return made
 
 
-def _family(arch: Any, error: type[Exception]) -> type[ModelConfig]:
+def _settings(cls: type[ModelConfig]) -> Iterator[tuple[str, Field[Any], Field[Any] | None]]:
+    """(flag name, field of ``cls``, field of its sub-config or None) for every setting of ``cls``:
+    a sub-config's field is named by its declared flag (``--coverage``), else by its own name."""
+    for f in fields(cls):
+        sub = sub_config(f)
+        if sub is None:
+            yield f.name, f, None
+            continue
+        for g in fields(sub):
+            spelled = g.metadata["nmtkit"].flag if "nmtkit" in g.metadata else None
+            yield (spelled.split("/")[0][2:].replace("-", "_") if spelled else g.name), f, g
+
+
+def _family(arch: Any, what: str, error: type[Exception]) -> type[ModelConfig]:
     if arch not in FAMILIES:
-        what = "--arch" if error is UserError else "the model's architecture"
         raise error(f"{what}: {arch!r} is not one of {', '.join(FAMILIES)}")
     return FAMILIES[arch]
 

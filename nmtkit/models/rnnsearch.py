@@ -26,20 +26,22 @@ from . import fused
 from .alignment_head import AlignmentHead
 from .attention import AdditiveAttention
 from .base import EncoderOut, Seq2Seq
-from .config import CoverageConfig, RNNEncDecConfig, RNNSearchConfig
+from .config import CoverageConfig, GRUConfig, RNNSearchConfig
 from .coverage import coverage_model
 from .layers import BiEncoder, BlockNorm, CudnnEncoder, PaperGRU, init_appendix_b1
 
 
 class RNNSearch(Seq2Seq):
     attentive = True
-    cfg: RNNEncDecConfig
+    cfg: GRUConfig
 
-    def __init__(self, cfg: RNNEncDecConfig):
+    def __init__(self, cfg: GRUConfig):
         super().__init__()
+        if isinstance(cfg, RNNSearchConfig) != self.attentive:
+            raise ValueError(f"{type(self).__name__} is made from its own family's config, not a {type(cfg).__name__}")
         self.cfg = cfg
         n, m, ctx = cfg.hidden, cfg.emb, (2 if self.attentive else 1) * cfg.hidden
-        # what reads or trains the attention: RNNsearch's config has it, RNNencdec's has no attention
+        # what reads or trains the attention: RNNsearch's config has it, RNNencdec has no attention
         searching = cfg if isinstance(cfg, RNNSearchConfig) else None
         coverage = coverage_model(CoverageConfig() if searching is None else searching.coverage, ctx, n)
         if cfg.layer_norm:

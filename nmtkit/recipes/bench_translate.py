@@ -93,7 +93,7 @@ def translate_once(spec: dict[str, Any]) -> dict[str, Any]:
     flags = spec["flags"]
     t0 = time.perf_counter()
     translator = Translator.from_checkpoints(
-        spec["model"], RuntimeConfig("cpu", spec["threads"], "bf16" in flags), int8="int8" in flags
+        spec["model"], RuntimeConfig("cpu", spec["threads"], "bf16" in flags, int8="int8" in flags)
     )
     loaded = time.perf_counter() - t0
     lines = Path(spec["source"]).read_text(encoding="utf-8").splitlines()

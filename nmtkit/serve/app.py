@@ -234,7 +234,7 @@ def create_app(
 def serve(model_paths: list[str], cfg: ServerConfig, runtime: RuntimeConfig) -> None:
     """Load the models once and serve them until SIGINT or SIGTERM (requests in flight finish)."""
     cfg.check()
-    translator = Translator.from_checkpoints(list[str | Path](model_paths), runtime, cfg.int8)
+    translator = Translator.from_checkpoints(list[str | Path](model_paths), runtime)
     first = checkpoint.load(model_paths[0])
     info = {
         "models": model_paths,
@@ -243,7 +243,7 @@ def serve(model_paths: list[str], cfg: ServerConfig, runtime: RuntimeConfig) -> 
         "languages": first.text.langs,
         "vocabulary": {k: len(v) for k, v in first.text.vocab.items()},
         "device": str(translator.device),
-        "int8": cfg.int8,
+        "int8": runtime.int8,
     }
     if cfg.shortlist and translator.lexicon is None:
         raise UserError(f"--shortlist: {model_paths[0]} holds no lexicon; add one with 'nmtkit lexicon'")

@@ -34,8 +34,7 @@ class ServerConfig(Settings):
     batch_wait_ms: float = setting(
         5.0, "Milliseconds a batch waits for other requests to join it.", ge=0, flag="--batch-wait"
     )
-    int8: bool = False  # int8 linear layers on CPUs, as translate --int8
-    shortlist: bool = False  # vocabulary selection, as translate --shortlist
+    shortlist: bool = False  # vocabulary selection, as translate --shortlist (declared there)
     limits: Limits = field(default_factory=Limits)
 
     def check(self) -> ServerConfig:

@@ -27,8 +27,8 @@ class TextConfig(Settings):
     lang: str
     clean: tuple[str, ...] = DEFAULT_RULES  # the Bible's rules are the "bible" preset
     normalize_punct: bool = setting(True, "Moses punctuation normalization.")
-    aggressive_dash: bool = False
-    lowercase: bool = False
+    aggressive_dash: bool = setting(False, "Split hyphens: arc @-@ en @-@ ciel.")
+    lowercase: bool = setting(False, "Lowercase tokens (the paper does not).")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self) | {"clean": list(self.clean)}

@@ -159,7 +159,7 @@ class Schedule:
 
     summary: str
     train: Mapping[str, Any] = field(default_factory=dict)
-    # the model's: a size preset and model settings (ModelConfig fields)
+    # the model's: a size preset and model settings by flag name (models.config.model_config)
     model: Mapping[str, Any] = field(default_factory=dict)
     # what changes for a model with dropout (Luong et al. train it longer)
     with_dropout: Mapping[str, Any] = field(default_factory=dict)

@@ -125,7 +125,7 @@ class _Sinks:
         self.out.flush()
 
 
-def translate_file(  # noqa: PLR0913 (translate's options, one per flag)
+def translate_file(
     model_paths: list[str],
     source: str,
     output: str | None,
@@ -135,7 +135,6 @@ def translate_file(  # noqa: PLR0913 (translate's options, one per flag)
     nbest_format: bool = False,
     pharaoh_path: str | None = None,
     jsonl: bool = False,
-    int8: bool = False,
     prefix: str | None = None,
 ) -> int:
     """``nmtkit translate``: lines of ``source`` ('-': stdin) to ``output`` (None or '-': stdout),
@@ -166,7 +165,7 @@ def translate_file(  # noqa: PLR0913 (translate's options, one per flag)
         raise UserError(f"--prefix {prefix} has {forced:,} lines but {source} {total:,}")
     if alignments or pharaoh_path or jsonl:
         options = dataclasses.replace(options, attention=True)
-    translator = Translator.from_checkpoints(list(model_paths), runtime, int8)
+    translator = Translator.from_checkpoints(list(model_paths), runtime)
     with contextlib.ExitStack() as stack:
         sinks = _Sinks(stack, output, alignments, nbest_format or options.search.nbest > 1, pharaoh_path, jsonl)
         prefixes = None if prefix is None else read_lines(prefix, allow_empty=True)

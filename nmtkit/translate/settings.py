@@ -101,15 +101,44 @@ MAX_LENGTH = 250
 
 
 @dataclass(frozen=True)
-class TranslateOptions:
-    """How ``translate`` reads, batches and writes, around the search."""
+class TranslateOptions(Settings):
+    """How ``translate`` reads, batches and writes, around the search; its options are made from
+    these declarations (:data:`BATCHING_OPTIONS`)."""
 
     search: SearchConfig = SearchConfig()
-    batch_size: int | None = None  # sentences per batch; None: 32, at most CPU_ROWS // beam
-    max_tokens: int | None = None  # >0: batches by source tokens; 0: by sentences; None: tokens on GPUs
-    shortlist: bool = False  # search over the lexicon's candidates for each batch (nmtkit.lexicon)
-    tokenized: bool = False  # input and output in Moses tokens
-    attention: bool = False  # keep each output's attention matrix
-    replace_unk: bool = False  # copy the most attended source word into each <unk>
-    unk_dict: dict[str, str] | None = None  # ... translated through this dictionary when listed
-    max_length: int = MAX_LENGTH  # source subword units kept of each line, the rest cropped (0: all)
+    batch_size: int | None = setting(
+        None,
+        "Sentences per batch (times --beam rows; long sentences get smaller batches).",
+        ge=1,
+        default_help="32, fewer for beams over 5: at most 160 rows",
+    )
+    max_tokens: int | None = setting(
+        None,
+        "Batches of at most N source tokens (padding included; times --beam rows) instead of --batch-size "
+        "sentences; 0: sentence batches.",
+        ge=0,
+        default_help="8,000 on GPUs, 0 on CPUs",
+    )
+    shortlist: bool = setting(
+        False,
+        "Vocabulary selection: each batch scores only its candidate words (the 1,000 most frequent target "
+        "words and 20 translations of each of its source words, from the lexicon training stores in the "
+        "checkpoint): a smaller output layer.",
+    )
+    tokenized: bool = setting(False, "Input and output in Moses tokens (BPE still applied and undone).")
+    attention: bool = False  # keep each output's attention matrix (asked for by what is written)
+    replace_unk: bool = setting(False, "Replace each <unk> by the source word it attends to most.")
+    unk_dict: dict[str, str] | None = None  # ... translated through this dictionary (--unk-dict FILE)
+    max_length: int = setting(
+        MAX_LENGTH,
+        "Source subword units read of each line: a longer line is cropped to its first N, with a warning, "
+        "and still gives one output line (0: no limit; Marian's --max-length-crop). Search time grows with "
+        "the square of the length.",
+        ge=0,
+        flag="--crop-len",
+        old="--max-length",
+    )
+
+
+# The options translate makes from TranslateOptions' declarations, in this order.
+BATCHING_OPTIONS = ("batch_size", "max_tokens", "tokenized", "max_length", "shortlist")

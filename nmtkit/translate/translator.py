@@ -170,13 +170,14 @@ class Translator:
 
     @classmethod
     def from_checkpoints(
-        cls, paths: list[str | Path] | str | Path, runtime: RuntimeConfig | str | None = None, int8: bool = False
+        cls, paths: list[str | Path] | str | Path, runtime: RuntimeConfig | str | None = None
     ) -> Translator:
         """The models of ``paths`` (several: an ensemble) set up by ``runtime`` (or just a device
-        name); ``int8``: their linear layers in int8 (:mod:`nmtkit.models.int8`)."""
+        name); with ``runtime.int8``, their linear layers in int8 (:mod:`nmtkit.models.int8`)."""
         paths = [paths] if isinstance(paths, (str, Path)) else paths
-        run = setup(runtime if isinstance(runtime, RuntimeConfig) else RuntimeConfig(device=runtime))
-        model, sides, lexicon = load_models(paths, run.device, int8)
+        cfg = runtime if isinstance(runtime, RuntimeConfig) else RuntimeConfig(device=runtime)
+        run = setup(cfg)
+        model, sides, lexicon = load_models(paths, run.device, cfg.int8)
         return cls(bf16_weights(model, run), sides, run, lexicon)  # its own models: cast in place
 
     def translate(

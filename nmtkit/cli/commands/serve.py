@@ -9,7 +9,7 @@ import click
 from ...core.command import Command
 from ...core.errors import UserError
 from ...serve.settings import Limits, ServerConfig
-from ...translate.settings import SEARCH_OPTIONS, SearchConfig
+from ...translate.settings import SEARCH_OPTIONS, SearchConfig, TranslateOptions
 from .. import options
 from ..config_file import config_options
 
@@ -35,9 +35,8 @@ Examples:
 @options.option(Limits, "max_body")
 @options.option(Limits, "max_beam")
 @options.option(ServerConfig, "batch_wait_ms", dest="batch_wait")
-@click.option("--shortlist", is_flag=True, help="Vocabulary selection, as translate --shortlist.")
-@click.option("--int8", is_flag=True, help="int8 linear layers on CPUs, as translate --int8.")
-@options.runtime
+@options.option(TranslateOptions, "shortlist")
+@options.inference_runtime
 @options.verbosity
 def serve(
     model_paths: tuple[str, ...],
@@ -49,7 +48,6 @@ def serve(
     max_beam: int,
     batch_wait: float,
     shortlist: bool,
-    int8: bool,
     **values: Any,
 ) -> None:
     """Serve translation over HTTP: a JSON API (also OpenNMT-py's request shape, and described
@@ -66,5 +64,5 @@ def serve(
         ) from None
     search = options.config_of(SearchConfig, values)
     limits = Limits(max_sentences, max_length, max_body, max_beam)
-    cfg = ServerConfig(host, port, search, batch_wait, int8, shortlist, limits).check()
+    cfg = ServerConfig(host, port, search, batch_wait, shortlist, limits).check()
     run(list(model_paths), cfg, options.runtime_config(values))

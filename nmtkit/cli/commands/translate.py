@@ -8,12 +8,9 @@ import click
 
 from ...core.command import Command
 from ...core.errors import UserError
-from ...translate.settings import OUTPUT_FORMATS, TranslateOptions
+from ...translate.settings import BATCHING_OPTIONS, OUTPUT_FORMATS, TranslateOptions
 from .. import options
 from ..config_file import config_options
-
-_O = TranslateOptions()
-
 
 # What translate writes besides the translations.
 _outputs = options.options(
@@ -72,69 +69,24 @@ Examples:
 )
 @options.search
 @_decoding
-@click.option("--replace-unk", is_flag=True, help="Replace each <unk> by the source word it attends to most.")
+@options.option(TranslateOptions, "replace_unk")
 @click.option(
     "--unk-dict",
     type=click.Path(dir_okay=False),
     help="With --replace-unk: 'source target' lines to translate the copied word.",
 )
 @_outputs
-@click.option(
-    "--batch-size",
-    type=click.IntRange(1),
-    default=None,
-    help="Sentences per batch (times --beam rows; long sentences get smaller batches) "
-    "[default: 32, fewer for beams over 5: at most 160 rows].",
-)
-@click.option(
-    "--max-tokens",
-    type=click.IntRange(0),
-    default=None,
-    help="Batches of at most N source tokens (padding included; times --beam rows) instead of "
-    "--batch-size sentences; 0: sentence batches [default: 8,000 on GPUs, 0 on CPUs].",
-)
-@click.option("--tokenized", is_flag=True, help="Input and output in Moses tokens (BPE still applied and undone).")
-@click.option(
-    "--crop-len",
-    "max_length",
-    type=click.IntRange(0),
-    default=_O.max_length,
-    show_default=True,
-    help="Source subword units read of each line: a longer line is cropped to its first N, with a "
-    "warning, and still gives one output line (0: no limit; Marian's --max-length-crop). Search "
-    "time grows with the square of the length.",
-)
-@options.renamed("--max-length", "--crop-len", "max_length", type=click.IntRange(0))
-@click.option(
-    "--shortlist",
-    is_flag=True,
-    help="Vocabulary selection: each batch scores only its candidate words (the 1,000 most "
-    "frequent target words and 20 translations of each of its source words, from the lexicon "
-    "training stores in the checkpoint): a smaller output layer.",
-)
-@click.option(
-    "--int8",
-    is_flag=True,
-    help="CPUs: the linear layers in int8 (torch's dynamic quantization, a scale per output row): "
-    "faster products, a quarter of their memory; BLEU within a few tenths (docs/benchmarks.md).",
-)
-@options.runtime
+@options.options_of(TranslateOptions, *BATCHING_OPTIONS)
+@options.inference_runtime
 @options.verbosity
 def translate(
     model_paths: tuple[str, ...],
     input: str,
     output: str | None,
-    replace_unk: bool,
     unk_dict: str | None,
     alignments: str | None,
     pharaoh_path: str | None,
     output_format: str,
-    batch_size: int | None,
-    max_tokens: int | None,
-    tokenized: bool,
-    max_length: int,
-    shortlist: bool,
-    int8: bool,
     **values: Any,
 ) -> None:
     """Translate raw text, one sentence a line, from INPUT (default: stdin) to stdout.
@@ -146,20 +98,12 @@ def translate(
     from ...translate.io import translate_file
     from ...translate.translator import read_unk_dict
 
-    if unk_dict and not replace_unk:
+    if unk_dict and not values["replace_unk"]:
         raise UserError("--unk-dict is used by --replace-unk; add that flag")
     nbest_lines = values["nbest"] > 0
     search, prefix = options.search_config(values), values.pop("prefix")
-    settings = TranslateOptions(
-        search,
-        batch_size,
-        max_tokens,
-        shortlist,
-        tokenized,
-        replace_unk=replace_unk,
-        unk_dict=read_unk_dict(unk_dict) if unk_dict else None,
-        max_length=max_length,
-    )
+    words = read_unk_dict(unk_dict) if unk_dict else None
+    settings = options.config_of(TranslateOptions, values, search=search, unk_dict=words)
     translate_file(
         list(model_paths),
         input,
@@ -170,6 +114,5 @@ def translate(
         nbest_format=nbest_lines,
         pharaoh_path=pharaoh_path,
         jsonl=output_format == "jsonl",
-        int8=int8,
         prefix=prefix,
     )
