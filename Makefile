@@ -54,7 +54,7 @@ COVERAGE ?=
 DEMO_TRAIN ?= $(DEMO_RECIPE) $(DEMO_BUDGET) $(DEMO_BF16)$(if $(COVERAGE), --coverage $(COVERAGE))
 BEAM    ?= 5
 
-.PHONY: gpu-check gpu-data help install lint test test-fast test-slow typecheck test-browser structure wheel-check docs demo demo-guided demo-curve paper paper-coverage paper-unk readme-figures data bench bench-data bench-marian bench-gpu aer reproduce compare clean-data
+.PHONY: gpu-check gpu-data help install lint test test-fast test-slow typecheck test-browser structure wheel-check docs demo demo-guided demo-curve paper paper-coverage paper-unk readme-figures data bench bench-data bench-blas bench-marian bench-gpu aer reproduce compare clean-data
 comma := ,
 help:
 	@echo "make demo     fetch the Bible corpus, preprocess, build the vocabulary, train RNNsearch (20 min on CPU),"
@@ -65,6 +65,7 @@ help:
 	@echo "make docs     build the documentation site with mkdocs --strict into build/site (installs the docs extra on first use)"
 	@echo "make bench    command-line start-up (--help, completion), training and translation speed beside Joey NMT and fairseq; preprocessing and selection speed"
 	@echo "make gpu-check  on a GPU machine without network: one report proving the GPU path in 10 minutes (tiny mode on a CPU)"
+	@echo "make bench-blas GFLOPS of the demo's matrix products: torch's BLAS (MKL) beside numpy's, oneDNN and MKL in row blocks"
 	@echo "make bench-gpu  training speed on a GPU at the paper's sizes: every model, batch, precision, eager/compiled"
 	@echo "make aer      alignment error rate of the demo model's attention beside eflomal on the gold verses"
 	@echo "make reproduce  the paper's WMT'14 En-Fr recipe on GPUs (examples/wmt14_en_fr; MIRROR=DIR offline)"
@@ -260,6 +261,11 @@ bench-marian: data
 
 bench-data: data
 	$(PY) bin/bench-data $(DATA) $(VOCAB)
+
+# GFLOPS of the demo's float32 matrix products through torch's BLAS (MKL) and the alternatives
+# (numpy's BLAS, oneDNN, MKL in row blocks), beside the CPU's model: a minute, on an idle machine.
+bench-blas: $(VENV)/.installed
+	$(PY) bin/bench-blas --threads 2
 
 # Alignment error rate of the demo model's attention beside eflomal's (installed from PyPI into
 # the benchmarks' cache on first use), on the gold verses of examples/bible_aer.

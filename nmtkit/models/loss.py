@@ -122,6 +122,10 @@ class _LinearCrossEntropy(torch.autograd.Function):
         )
 
 
+# Logits computed at a time by the output layer's loss: cache-sized on a CPU, few kernel launches on a GPU.
+CPU_CHUNK_ELEMENTS, GPU_CHUNK_ELEMENTS = 1 << 22, 1 << 26
+
+
 def linear_cross_entropy(
     t: torch.Tensor,
     weight: torch.Tensor,
@@ -155,7 +159,7 @@ def linear_cross_entropy(
     """
     device = t.device.type
     mm_dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else weight.dtype
-    chunk_elements = chunk_elements or (1 << 22 if device == "cpu" else 1 << 26)
+    chunk_elements = chunk_elements or (CPU_CHUNK_ELEMENTS if device == "cpu" else GPU_CHUNK_ELEMENTS)
     keep: torch.Tensor | None = None
     if drop_padding if drop_padding is not None else device == "cpu":
         real = (target != ignore_index).nonzero().squeeze(1)  # padding rows cost nothing
