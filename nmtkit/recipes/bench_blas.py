@@ -146,7 +146,7 @@ def blas_names() -> str:
         (p.split("=", 1)[1] for p in torch.__config__.show().replace(",", "\n").split() if p.startswith("BLAS_INFO")),
         "?",
     )
-    config: Any = np.show_config(mode="dicts")  # type: ignore[func-returns-value]
+    config: Any = np.show_config(mode="dicts")
     try:
         numpy_blas = config["Build Dependencies"]["blas"]["name"]
     except (TypeError, KeyError):
