@@ -54,7 +54,7 @@ COVERAGE ?=
 DEMO_TRAIN ?= $(DEMO_RECIPE) $(DEMO_BUDGET) $(DEMO_BF16)$(if $(COVERAGE), --coverage $(COVERAGE))
 BEAM    ?= 5
 
-.PHONY: gpu-check gpu-data help install lint test test-fast test-slow typecheck test-browser structure wheel-check docs demo demo-guided demo-curve paper paper-coverage paper-unk readme-figures data bench bench-data bench-blas bench-marian bench-gpu aer reproduce compare clean-data
+.PHONY: gpu-check gpu-data help install lint test test-fast test-slow typecheck test-browser structure wheel-check docs demo demo-guided demo-curve paper paper-coverage paper-unk readme-figures data bench bench-data bench-blas bench-marian bench-sweep bench-gpu aer reproduce compare clean-data
 comma := ,
 help:
 	@echo "make demo     fetch the Bible corpus, preprocess, build the vocabulary, train RNNsearch (20 min on CPU),"
@@ -65,6 +65,7 @@ help:
 	@echo "make docs     build the documentation site with mkdocs --strict into build/site (installs the docs extra on first use)"
 	@echo "make bench    command-line start-up (--help, completion), training and translation speed beside Joey NMT and fairseq; preprocessing and selection speed"
 	@echo "make gpu-check  on a GPU machine without network: one report proving the GPU path in 10 minutes (tiny mode on a CPU)"
+	@echo "make bench-sweep each toolkit's own recipe swept over learning rates, its best run 20 minutes: updates, BLEU"
 	@echo "make bench-blas GFLOPS of the demo's matrix products: torch's BLAS (MKL) beside numpy's, oneDNN and MKL in row blocks"
 	@echo "make bench-gpu  training speed on a GPU at the paper's sizes: every model, batch, precision, eager/compiled"
 	@echo "make aer      alignment error rate of the demo model's attention beside eflomal on the gold verses"
@@ -258,6 +259,14 @@ MARIAN_CONSTANT ?= --marian-constant
 bench-marian: data
 	$(PY) bin/bench-marian --threads 2 --data $(DATA) --marian-total $(MARIAN_MINUTES) --fairseq-total $(FAIRSEQ_MINUTES) \
 	    --fairseq-updates $(FAIRSEQ_UPDATES) $(MARIAN_CONSTANT)
+
+# Each toolkit at its best (bin/bench-sweep): its own recipe swept over learning rates, SWEEP_UPDATES
+# updates a point, then the best point trained for 20 minutes alone on the cores and its test BLEU.
+# The peers run where bench/peers/install.sh made their venvs. Run it on an idle machine.
+SWEEP_UPDATES ?= 200
+SWEEP_TOOLKITS ?= nmtkit,fairseq,joeynmt,marian
+bench-sweep: data
+	$(PY) bin/bench-sweep --threads 2 --data $(DATA) --updates $(SWEEP_UPDATES) --toolkits $(SWEEP_TOOLKITS)
 
 bench-data: data
 	$(PY) bin/bench-data $(DATA) $(VOCAB)

@@ -21,6 +21,9 @@ case $NAME in
     $V/bin/pip install joeynmt==2.3.0 sacremoses sacrebleu
     # joeynmt 2.3.0 imports importlib_metadata (helpers.py) but does not declare it
     $V/bin/pip install importlib_metadata
+    # its "plateau" schedule passes verbose= to ReduceLROnPlateau, which torch 2.7 removed: drop that
+    # argument (it only silenced a message)
+    sed -i '/"verbose": False,/d' $V/lib/python3*/site-packages/joeynmt/builders.py
     ;;
   opennmt)
     # opennmt-py 3.5.1 pins torch>=2.1,<2.3 -> a plain install would replace torch 2.13

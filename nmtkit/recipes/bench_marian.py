@@ -40,6 +40,7 @@ import argparse
 import json
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,7 @@ from .bench_common import (
 )
 from .demo import train_flags
 from .peer_fairseq import fairseq_decode, last_interval, train_fairseq, train_fairseq_constant
+from .peer_joeynmt import joey_decode
 from .peer_marian import (
     MARIAN_CONSTANT,
     MARIAN_PATHS,
@@ -94,19 +96,22 @@ def sacrebleu(hyps: list[str], data: Path) -> float:
 # -- nmtkit's side ----------------------------------------------------------------------------------
 
 
-def train_nmtkit(site: Site, minutes: float, threads: int) -> dict[str, Any]:
-    """The demo's own `nmtkit train` for ``minutes``: its run, speed and best update (kept)."""
-    save, result = site.work / "nmtkit", site.work / "train-nmtkit.json"
+def train_nmtkit(
+    site: Site, minutes: float, threads: int, name: str = "nmtkit", extra: Sequence[str] = ()
+) -> dict[str, Any]:
+    """The demo's own `nmtkit train` for ``minutes`` (with ``extra`` flags over its own) into
+    ``name``: its run, speed and best update (kept)."""
+    save, result = site.work / name, site.work / f"train-{name}.json"
     if (done := site.kept(result, minutes, threads)) is not None:
         return done
     save.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "nmtkit", "train", site.data_bin, "--save-dir", save, "--threads", threads]
-    cmd += train_flags(minutes)
-    ran = site.work / "train-nmtkit.run.json"  # the run itself, kept apart from what is read of it
+    cmd += [*train_flags(minutes), *extra]
+    ran = site.work / f"train-{name}.run.json"  # the run itself, kept apart from what is read of it
     if not ran.exists():
-        first = timed(cmd, site.work / "train-nmtkit.log")
+        first = timed(cmd, log := site.work / f"train-{name}.log")
         if first["rc"] != 0:
-            fail("bench-marian", f"nmtkit train failed (rc {first['rc']}): see {site.work / 'train-nmtkit.log'}")
+            fail("bench-marian", f"nmtkit train failed (rc {first['rc']}): see {log}")
         write_text(ran, json.dumps(first))
     run: dict[str, Any] = json_of(ran)
     run.update(nmtkit_speed(save), settings=" ".join(map(str, cmd[3:])), minutes=minutes, threads=threads)
@@ -158,6 +163,9 @@ def decode_row(site: Site, toolkit: str, path: str, beam: int, threads: int, mod
     elif toolkit == "fairseq":
         found = fairseq_decode(site, site.work / model, beam, threads)
         hyps = detokenized(found.pop("hyps"), site.data_bin)
+    elif toolkit == "joeynmt":  # its BLEU alone (bin/bench-sweep's picks): no speed
+        found = joey_decode(site, site.work / model, beam, threads)
+        hyps = detokenized(found.pop("hyps"), site.data_bin)
     else:
         kind, shortlist = MARIAN_PATHS[path]
         models = marian_models(site, model)
@@ -165,7 +173,8 @@ def decode_row(site: Site, toolkit: str, path: str, beam: int, threads: int, mod
         hyps = detokenized(found.pop("hyps"), site.data_bin)
     row: dict[str, Any] = {"toolkit": toolkit, "model": model, "path": path, "beam": beam, "threads": threads}
     row |= {"bleu": sacrebleu(hyps, site.data), **found}
-    row["sent_per_s"], row["tok_per_s"] = row["sentences"] / row["seconds"], row["tokens"] / row["seconds"]
+    if "seconds" in row:
+        row["sent_per_s"], row["tok_per_s"] = row["sentences"] / row["seconds"], row["tokens"] / row["seconds"]
     out.parent.mkdir(parents=True, exist_ok=True)
     write_text(out, json.dumps(row, indent=1))
     write_lines(out.with_suffix(".hyp"), hyps)
@@ -177,18 +186,18 @@ def bleu5(site: Site, toolkit: str, model: str, threads: int) -> float:
     return float(decode_row(site, toolkit, "fp32", 5, threads, model)["bleu"])
 
 
-def comparable_nmtkit(site: Site, bleu: float, threads: int) -> str:
-    """nmtkit's kept validation checkpoint (--keep-validations) whose test BLEU (beam 5, fp32) is
-    nearest ``bleu``: nmtkit's side of decoding at Marian's quality, with no training of its own.
-    The checkpoints are tried in order of updates until one passes ``bleu``."""
-    kept = sorted((site.work / "nmtkit").glob("update-*.pt"), key=lambda p: int(p.stem.split("-")[1]))
+def comparable_nmtkit(site: Site, bleu: float, threads: int, run: str = "nmtkit") -> str:
+    """nmtkit's kept validation checkpoint (--keep-validations) of ``run`` whose test BLEU (beam 5,
+    fp32) is nearest ``bleu``: nmtkit's side of decoding at a peer's quality, with no training of
+    its own. The checkpoints are tried in order of updates until one passes ``bleu``."""
+    kept = sorted((site.work / run).glob("update-*.pt"), key=lambda p: int(p.stem.split("-")[1]))
     scored: list[tuple[float, str]] = []
     for ckpt in kept:
-        name = f"nmtkit/{ckpt.name}"
+        name = f"{run}/{ckpt.name}"
         scored.append((bleu5(site, "nmtkit", name, threads), name))
         if scored[-1][0] >= bleu:
             break
-    return min(scored, key=lambda s: abs(s[0] - bleu))[1] if scored else "nmtkit/best.pt"
+    return min(scored, key=lambda s: abs(s[0] - bleu))[1] if scored else f"{run}/best.pt"
 
 
 def comparable_fairseq(site: Site, bleu: float, threads: int) -> str:
@@ -266,12 +275,15 @@ def table(results: dict[str, Any]) -> str:
             + (f"{speed:,.0f} | {speed / marian_speed_:.2f}x | " if speed else "– | – | ")
             + f"{run['peak_rss_mb']:,.0f} MB | {run['bleu']:.2f} |"
         )
-    out += [
-        "",
+    return "\n".join([*out, "", decode_table(results["decode"])])
+
+
+def decode_table(rows: list[dict[str, Any]]) -> str:
+    out = [
         "| toolkit | model | path | beam | threads | sent/s | gen tok/s | peak RSS | BLEU |",
         "|---|---|---|---:|---:|---:|---:|---:|---:|",
     ]
-    for r in results["decode"]:
+    for r in rows:
         out.append(
             f"| {r['toolkit']} | {r['model']} | {r['path']} | {r['beam']} | {r['threads']} | "
             f"{r['sent_per_s']:.1f} | {r['tok_per_s']:,.0f} | {r['peak_rss_mb']:,.0f} MB | {r['bleu']:.2f} |"

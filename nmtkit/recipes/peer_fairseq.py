@@ -7,8 +7,10 @@ logs, and its decoding. fairseq 0.12.2 is in $BENCH_DIR/fairseq/venv (bench/peer
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +18,8 @@ from ..core.files import atomic_write
 from ..data.binarized import Corpus
 from ..data.vocab import SPECIALS
 from .bench_common import Site, fail, json_of, timed, write_lines, write_text
-from .peer_marian import preprocessor
+from .peer_marian import finite, preprocessor
+from .peer_recipes import Point, over
 
 # fairseq 0.12.2's RNN with attention is an LSTM (`--arch lstm`: bidirectional LSTM encoder, LSTM
 # decoder with Luong-style attention), the nearest it has to the demo's GRUs. Differences from
@@ -79,7 +82,12 @@ def fairseq_data(site: Site) -> Path:
 
 
 def train_fairseq(
-    site: Site, minutes: float, threads: int, name: str = "fairseq", total: float | None = None
+    site: Site,
+    minutes: float,
+    threads: int,
+    name: str = "fairseq",
+    total: float | None = None,
+    settings: Sequence[str] = FAIRSEQ_TRAIN,
 ) -> dict[str, Any]:
     """fairseq trained for ``minutes`` (its --stop-time-hours; it validates, saves and stops), or
     ``name`` trained on from the 20-minute model until ``total`` minutes in all (a rerun goes on
@@ -95,12 +103,40 @@ def train_fairseq(
     hours = f"{(total or minutes) / 60:.6f}"
     cmd = [site.fairseq_bin / "fairseq-train", fairseq_data(site), "--save-dir", save, "--stop-time-hours", hours]
     log = site.work / f"train-{name}.log"
-    run = timed([*cmd, *FAIRSEQ_TRAIN], log, timeout_s=(total or minutes) * 60 + 600, env=fairseq_env(threads))
+    run = timed([*cmd, *settings], log, timeout_s=(total or minutes) * 60 + 600, env=fairseq_env(threads))
     if run["rc"] != 0:
         fail("bench-marian", f"fairseq-train failed (rc {run['rc']}): see {log}")
-    run.update(fairseq_speed(log), settings=" ".join(FAIRSEQ_TRAIN), minutes=total or minutes, threads=threads)
+    run.update(fairseq_speed(log), settings=" ".join(settings), minutes=total or minutes, threads=threads)
     write_lines(result, [json.dumps(run, indent=1)])
     return run
+
+
+def fairseq_sweep_point(site: Site, point: Point, run_dir: Path, updates: int, threads: int) -> dict[str, Any]:
+    """fairseq trained ``updates`` updates with ``point``'s settings, validated at the last: its dev
+    NLL per target unit (its ``nll_loss``, in bits, turned into nats)."""
+    stop = ["--max-update", str(updates), "--validate-interval-updates", str(updates)]
+    stop += ["--save-interval-updates", str(updates), "--no-last-checkpoints"]
+    log = run_dir.with_suffix(".log")
+    cmd = [site.fairseq_bin / "fairseq-train", fairseq_data(site), "--save-dir", run_dir]
+    run = timed([*cmd, *over(point.flags, stop)], log, env=fairseq_env(threads))
+    if run["rc"] != 0:
+        fail("bench-sweep", f"fairseq-train failed (rc {run['rc']}): see {log}")
+    return {
+        "updates": fairseq_speed(log)["updates"],
+        "dev_ce": fairseq_dev_ce(log.read_text(errors="replace")),
+        "wall_s": run["wall_s"],
+        "peak_rss_mb": run["peak_rss_mb"],
+    }
+
+
+def fairseq_dev_ce(log: str) -> float | None:
+    """The last dev NLL per target unit in nats in a fairseq-train log (its losses are in bits):
+    its plain cross-entropy logs the loss alone, a label-smoothed one the NLL beside it."""
+    found = re.findall(r"valid on 'valid' subset \| loss ([-\w.+]+)(?: \| nll_loss ([-\w.+]+))?", log)
+    if not found:
+        return None
+    bits = finite(found[-1][1] or found[-1][0])
+    return bits * math.log(2) if bits is not None else None
 
 
 def _by_updates(checkpoint: Path) -> int:

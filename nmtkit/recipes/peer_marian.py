@@ -7,13 +7,14 @@ and its decoding. Marian 1.12 is PyPI's pymarian, in $BENCH_DIR/marian/venv.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import subprocess
 import sys
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from ..data.vocab import SPECIALS
 from ..text.pipeline import Preprocessor
 from .bench_aer import eflomal_venv
 from .bench_common import Site, fail, json_of, timed, write_lines, write_text
+from .peer_recipes import Point, over
 
 # Marian's side of the demo's recipe. Differences from `--schedule cpu`, each forced by Marian:
 # conditional GRU decoder (Nematus) instead of the paper's GRU with maxout readout; no cosine decay
@@ -124,20 +126,14 @@ def train_marian(
     result = site.work / f"train-{name}.json"
     if (done := site.kept(result, minutes, threads)) is not None:
         return done
-    d, model = site.units, site.work / name
+    model = site.work / name
     model.mkdir(parents=True, exist_ok=True)
     if resume_from and not (model / "model.npz").exists():
         for f in (site.work / resume_from).iterdir():
             if f.name.startswith("model.npz"):
                 with atomic_write(model / f.name, "wb") as fh:
                     fh.write(f.read_bytes())
-    cmd = marian(
-        site,
-        *("train", "--model", model / "model.npz", "--train-sets", d / "train.en", d / "train.fr"),
-        *("--vocabs", d / "vocab.en.yml", d / "vocab.fr.yml", "--valid-sets", d / "valid.en", d / "valid.fr"),
-        *("--cpu-threads", threads, "--workspace", "2048", "--log", model / "train.log"),
-        *("--valid-log", model / "valid.log", *settings),
-    )
+    cmd = marian_train(site, model, threads, settings)
     log = site.work / f"train-{name}.stdout"
     run = timed(cmd, log, timeout_s=minutes * 60)
     if run["rc"] not in (0, 124):  # 124: stopped by the budget (Marian saved on SIGTERM)
@@ -145,6 +141,47 @@ def train_marian(
     run.update(marian_speed(model), settings=" ".join(settings), minutes=minutes, threads=threads)
     write_text(result, json.dumps(run, indent=1))
     return run
+
+
+def marian_train(site: Site, model: Path, threads: int, settings: Sequence[str]) -> list[object]:
+    """Marian's training command on the demo's units into ``model`` (a directory)."""
+    d = site.units
+    return marian(
+        site,
+        *("train", "--model", model / "model.npz", "--train-sets", d / "train.en", d / "train.fr"),
+        *("--vocabs", d / "vocab.en.yml", d / "vocab.fr.yml", "--valid-sets", d / "valid.en", d / "valid.fr"),
+        *("--cpu-threads", threads, "--workspace", "2048", "--log", model / "train.log"),
+        *("--valid-log", model / "valid.log", *settings),
+    )
+
+
+def marian_sweep_point(site: Site, point: Point, run_dir: Path, updates: int, threads: int) -> dict[str, Any]:
+    """Marian trained ``updates`` updates with ``point``'s settings, validated at the last: its dev
+    cross-entropy per target unit (``ce-mean-words``) from its validation log."""
+    stop = ["--after", f"{updates}u", "--valid-freq", f"{updates}u", "--save-freq", f"{updates}u"]
+    log = run_dir.with_suffix(".log")
+    run = timed(marian_train(site, run_dir, threads, over(point.flags, stop)), log)
+    if run["rc"] != 0:
+        fail("bench-sweep", f"marian train failed (rc {run['rc']}): see {log}")
+    valid = (run_dir / "valid.log").read_text(errors="replace") if (run_dir / "valid.log").exists() else ""
+    return {
+        "updates": marian_speed(run_dir)["updates"],
+        "dev_ce": marian_dev_ce(valid),
+        "wall_s": run["wall_s"],
+        "peak_rss_mb": run["peak_rss_mb"],
+    }
+
+
+def marian_dev_ce(valid_log: str) -> float | None:
+    """The last dev cross-entropy per target unit in Marian's validation log (None: none, or not
+    finite)."""
+    found = re.findall(r"ce-mean-words : ([-\w.+]+)", valid_log)
+    return finite(found[-1]) if found else None
+
+
+def finite(text: str) -> float | None:
+    value = float(text)
+    return value if math.isfinite(value) else None
 
 
 def marian_speed(model: Path) -> dict[str, Any]:

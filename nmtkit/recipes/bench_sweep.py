@@ -1,0 +1,225 @@
+"""Each toolkit at its best in the same budget: ``bin/bench-sweep`` (``make bench-sweep``).
+
+    bin/bench-sweep [--toolkits nmtkit,marian,fairseq,joeynmt] [--updates 200] [--minutes 20]
+
+For nmtkit and its peers, on the demo's units and data (bin/bench-marian's work directory, whose
+text and vocabularies every toolkit reads):
+
+1. sweep: each toolkit's own documented recipe for an RNN with attention (:mod:`.peer_recipes`),
+   at the demo's model size and trained synchronously, run at several learning rates (and
+   schedules, where the toolkit has them; and a rate further, up to twice, while the best rate is
+   the grid's highest or lowest) for ``--updates`` updates each, the same for all: the
+   same verses, whatever the toolkit's speed, so that a point's figure does not depend on what
+   else ran on the machine. Each point's figure is its dev cross-entropy at its last update, in
+   nats per target unit (</s> included), read from the toolkit's own validation;
+2. picks: the point of each toolkit with the lowest dev cross-entropy, trained for ``--minutes``
+   of wall time alone on the cores (its updates, target tokens/s, peak RSS), and its test BLEU
+   at beam 5, scored as bin/bench-marian scores;
+3. decoding at comparable BLEU, as bin/bench-marian decodes: Marian's and fairseq's picks each
+   beside nmtkit's kept checkpoint (of its pick's run) nearest its BLEU, then nmtkit's pick, at
+   ``--beams`` on ``--threads`` threads and on one;
+4. a table on stdout and in $BENCH_DIR/marian-demo/sweep.json.
+
+Every point, pick and decoding is kept: a rerun goes on where the last call stopped;
+``--stage sweep`` stops after the sweep, ``--stage picks`` after the picks. A toolkit whose venv
+is missing is left out with one line on stderr (bench/peers/install.sh installs each).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..core.machine import describe, machine
+from .bench_common import CHECKOUT, Site, bench_dir, fail, json_of, write_text
+from .bench_marian import bleu5, comparable_nmtkit, decode_table, decoding, train_nmtkit
+from .peer_fairseq import fairseq_sweep_point, train_fairseq
+from .peer_joeynmt import joey_venv, joeynmt_sweep_point, train_joeynmt
+from .peer_marian import marian_sweep_point, prepare, train_marian
+from .peer_recipes import RECIPES, Point, Recipe, nmtkit_sweep_point
+
+PROG = "bench-sweep"
+EXTEND = 2  # rates added past the grid's end, at most, while the best is at that end
+
+
+def installed(site: Site, toolkit: str) -> bool:
+    """Whether ``toolkit`` can run here (nmtkit always can)."""
+    return {
+        "nmtkit": True,
+        "marian": site.marian_py.exists(),
+        "fairseq": (site.fairseq_bin / "fairseq-train").exists(),
+        "joeynmt": (joey_venv(site) / "bin" / "python").exists(),
+    }[toolkit]
+
+
+SWEEP = {
+    "nmtkit": nmtkit_sweep_point,
+    "marian": marian_sweep_point,
+    "fairseq": fairseq_sweep_point,
+    "joeynmt": joeynmt_sweep_point,
+}
+
+
+def sweep_point(site: Site, point: Point, updates: int, threads: int) -> dict[str, Any]:
+    """One point of the sweep (kept: a rerun reads it back; one cut short is run again whole)."""
+    out = site.work / "sweep" / f"{point.toolkit}-{point.name}.json"
+    if out.exists():
+        kept: dict[str, Any] = json_of(out)
+        if kept["updates_asked"] == updates:
+            return kept
+        fail(PROG, f"{out}: made with --updates {kept['updates_asked']}, not {updates}; remove it to start over")
+    run_dir = site.work / "sweep" / f"{point.toolkit}-{point.name}"
+    shutil.rmtree(run_dir, ignore_errors=True)
+    run_dir.mkdir(parents=True)
+    print(f"{PROG}: {point.toolkit} {point.name}: {updates} updates", file=sys.stderr, flush=True)
+    found = SWEEP[point.toolkit](site, point, run_dir, updates, threads)
+    row = {"toolkit": point.toolkit, "point": point.name, "settings": " ".join(point.flags), **found}
+    row["updates_asked"] = updates
+    write_text(out, json.dumps(row, indent=1))
+    return row
+
+
+def sweep_toolkit(site: Site, recipe: Recipe, updates: int, threads: int) -> list[dict[str, Any]]:
+    """A toolkit's sweep: its points, then a rate further while the best is at the grid's end."""
+    rows = [sweep_point(site, p, updates, threads) for p in recipe.points]
+    for _ in range(EXTEND):
+        further = recipe.beyond(best_point(rows)["point"], [r["point"] for r in rows])
+        if further is None:
+            break
+        rows.append(sweep_point(site, further, updates, threads))
+    return rows
+
+
+def best_point(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The row of the lowest dev cross-entropy (a run that diverged has none and is never picked)."""
+    scored = [r for r in rows if r.get("dev_ce") is not None]
+    if not scored:
+        fail(PROG, f"no point of {rows[0]['toolkit']} reached a dev cross-entropy")
+    return min(scored, key=lambda r: r["dev_ce"])
+
+
+# each pick's model kept by dev loss, relative to the work directory
+PICK_MODEL = {
+    "nmtkit": "pick-nmtkit/best.pt",
+    "marian": "pick-marian",
+    "fairseq": "pick-fairseq/checkpoint_best.pt",
+    "joeynmt": "pick-joeynmt/model/best.ckpt",
+}
+
+
+def pick_run(site: Site, point: Point, minutes: float, threads: int) -> dict[str, Any]:
+    """The picked point trained for ``minutes`` alone on the cores, and its test BLEU at beam 5."""
+    name = f"pick-{point.toolkit}"
+    if point.toolkit == "nmtkit":
+        run = train_nmtkit(site, minutes, threads, name=name, extra=list(point.flags))
+    elif point.toolkit == "marian":
+        run = train_marian(site, minutes, threads, name, settings=list(point.flags))
+    elif point.toolkit == "fairseq":
+        run = train_fairseq(site, minutes, threads, name, settings=list(point.flags))
+    else:
+        run = train_joeynmt(site, minutes, threads, name, point)
+    return {**run, "point": point.name, "bleu": bleu5(site, point.toolkit, PICK_MODEL[point.toolkit], threads)}
+
+
+def decode_picks(site: Site, beams: list[int], threads: int, picks: dict[str, Any]) -> list[dict[str, Any]]:
+    """The picks decoded at comparable BLEU, as bin/bench-marian decodes: each timed peer's pick
+    (Marian's, fairseq's) beside nmtkit's kept checkpoint of its own pick's run nearest that peer's
+    BLEU, then nmtkit's pick itself. Joey NMT has no row: its translate times loading with search."""
+    rows: dict[tuple[Any, ...], dict[str, Any]] = {}
+    pairs = [
+        {"nmtkit": comparable_nmtkit(site, picks[peer]["bleu"], threads, "pick-nmtkit"), peer: PICK_MODEL[peer]}
+        for peer in ("marian", "fairseq")
+        if peer in picks and "nmtkit" in picks
+    ]
+    for models in [*pairs, {"nmtkit": PICK_MODEL["nmtkit"]}] if "nmtkit" in picks else pairs:
+        for r in decoding(site, beams, threads, models):
+            rows[r["toolkit"], r["model"], r["path"], r["beam"], r["threads"]] = r  # each once
+    return list(rows.values())
+
+
+def table(results: dict[str, Any]) -> str:
+    out = [
+        f"Machine: {results['machine']}",
+        "",
+        f"Sweep: {results['updates']} updates a point; dev cross-entropy in nats per target unit",
+        "",
+        "| toolkit | point | updates | dev CE | minutes |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for r in results["sweep"]:
+        ce = f"{r['dev_ce']:.3f}" if r.get("dev_ce") is not None else "diverged"
+        mark = " **(pick)**" if r["point"] == results["picked"].get(r["toolkit"]) else ""
+        out.append(f"| {r['toolkit']} | {r['point']}{mark} | {r['updates']:,} | {ce} | {r['wall_s'] / 60:.1f} |")
+    if results["picks"]:
+        out += [
+            "",
+            f"Picks: {results['minutes']:g} minutes each, alone on the cores",
+            "",
+            "| toolkit | point | updates | target tok/s | peak RSS | test BLEU (Segond), beam 5 |",
+            "|---|---|---:|---:|---:|---:|",
+        ]
+        for toolkit, r in results["picks"].items():
+            speed = f"{r['tgt_tok_per_s']:,.0f}" if r.get("tgt_tok_per_s") else "–"
+            out.append(
+                f"| {toolkit} | {r['point']} | {r['updates']:,} | {speed} | {r['peak_rss_mb']:,.0f} MB | "
+                f"{r['bleu']:.2f} |"
+            )
+    if results.get("decode"):
+        out += ["", "Decoding the test verses at comparable BLEU (search time, model loading apart)", ""]
+        out.append(decode_table(results["decode"]))
+    return "\n".join(out)
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", type=Path, default=CHECKOUT / "data" / "bible")
+    ap.add_argument("--toolkits", default=",".join(RECIPES), help="which toolkits, in this order")
+    ap.add_argument("--updates", type=int, default=200, help="updates of each point of the sweep")
+    ap.add_argument("--minutes", type=float, default=20.0, help="wall minutes of each pick's run")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--beams", default="5,12", help="the beams of the decoding rows")
+    ap.add_argument(
+        "--stage", choices=("sweep", "picks", "all"), default="all", help="stop after the sweep, or after the picks"
+    )
+    return ap
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parser().parse_args(argv)
+    site = Site(bench_dir(), args.data)
+    toolkits = [t for t in args.toolkits.split(",") if t]
+    if unknown := [t for t in toolkits if t not in RECIPES]:
+        fail(PROG, f"unknown toolkit {unknown[0]!r}; choose from {', '.join(RECIPES)}")
+    if not (site.data_bin / "manifest.json").exists():
+        fail(PROG, f"{args.data}/data-bin-bpe8000: no demo data-bin; run `make data` first")
+    prepare(site.data_bin, args.data / "raw" / "test.en", site.units)
+    here = []
+    for toolkit in toolkits:
+        if installed(site, toolkit):
+            here.append(toolkit)
+        else:
+            print(f"{PROG}: {toolkit} is not installed; left out (bench/peers/install.sh {toolkit})", file=sys.stderr)
+    results: dict[str, Any] = {
+        "machine": describe(machine()),
+        "updates": args.updates,
+        "minutes": args.minutes,
+        "sweep": [],
+        "picked": {},
+        "picks": {},
+    }
+    for toolkit in here:  # the whole sweep first: the picks need the cores alone
+        rows = sweep_toolkit(site, RECIPES[toolkit], args.updates, args.threads)
+        results["sweep"] += rows
+        results["picked"][toolkit] = best_point(rows)["point"]
+    if args.stage != "sweep":
+        for toolkit in here:
+            point = RECIPES[toolkit].point(results["picked"][toolkit])
+            results["picks"][toolkit] = pick_run(site, point, args.minutes, args.threads)
+    if args.stage == "all":
+        results["decode"] = decode_picks(site, [int(b) for b in args.beams.split(",")], args.threads, results["picks"])
+    write_text(site.work / "sweep.json", json.dumps(results, indent=1))
+    print(table(results))

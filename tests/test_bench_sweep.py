@@ -1,0 +1,198 @@
+"""bin/bench-sweep's own parts (nmtkit.recipes.bench_sweep, peer_recipes and the peers' readers): a
+point's flags are its recipe's with the swept ones replaced, every toolkit sweeps at least three
+rates, each toolkit's dev cross-entropy is read right from its own log, Joey NMT's configuration
+reads back as written, the pick is the lowest, and bad calls get one line and exit 2."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from nmtkit.recipes import bench_sweep as sweep
+from nmtkit.recipes.bench_common import Site
+from nmtkit.recipes.peer_fairseq import fairseq_dev_ce
+from nmtkit.recipes.peer_joeynmt import as_yaml, joey_dev_ce, settle
+from nmtkit.recipes.peer_marian import marian_dev_ce
+from nmtkit.recipes.peer_recipes import RECIPES, Point, over
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_a_swept_option_replaces_the_recipes_with_all_its_values():
+    base = ("--type", "s2s", "--optimizer-params", "0.9", "0.98", "1e-09", "--learn-rate", "3e-4", "--sync-sgd")
+    assert over(base, ("--learn-rate", "1e-3", "--optimizer-params", "0.9", "0.999")) == (
+        "--type",
+        "s2s",
+        "--optimizer-params",
+        "0.9",
+        "0.999",
+        "--learn-rate",
+        "1e-3",
+        "--sync-sgd",
+    )
+    assert over(base, ("--after", "200u")) == (*base, "--after", "200u")
+    assert over(("a.b=1", "a.c=2"), ("a.c=3", "d=4")) == ("a.b=1", "a.c=3", "d=4")
+
+
+@pytest.mark.parametrize("toolkit", list(RECIPES))
+def test_every_toolkit_sweeps_at_least_three_rates_over_its_own_recipe(toolkit):
+    recipe = RECIPES[toolkit]
+    points = recipe.points
+
+    def options(flags):
+        return {f.split("=")[0] for f in flags if f.startswith("--") or "=" in f}
+
+    assert len({p.flags for p in points}) == len(points)  # no two points alike
+    assert len({p.name.split(",")[0] for p in points if p.name.startswith("lr ")}) >= 3
+    for p in points:
+        assert p.toolkit == toolkit and options(p.flags) >= options(recipe.base)
+        rate = p.name.split(",")[0].removeprefix("lr ")
+        assert rate in p.flags or any(f.endswith("=" + rate) for f in p.flags)
+    assert recipe.point(points[1].name) == points[1]
+
+
+def test_each_peers_dev_cross_entropy_is_read_from_its_own_log(tmp_path):
+    marian_log = (
+        "[2026-11-26 21:59:30] [valid] Ep. 1 : Up. 100 : ce-mean-words : 6.5 : new best\n"
+        "[2026-11-26 22:09:30] [valid] Ep. 1 : Up. 200 : ce-mean-words : 5.25 : new best\n"
+    )
+    assert marian_dev_ce(marian_log) == 5.25
+    assert marian_dev_ce("[valid] Ep. 1 : Up. 200 : ce-mean-words : nan : stalled 1 times") is None
+    assert marian_dev_ce("") is None
+    # fairseq logs bits: its plain cross-entropy the loss alone, a smoothed one the NLL beside it
+    plain = "valid | epoch 001 | valid on 'valid' subset | loss 7 | ppl 128 | wps 4743.5 | num_updates 200"
+    smoothed = "valid | epoch 001 | valid on 'valid' subset | loss 9 | nll_loss 6 | ppl 64 | num_updates 200"
+    assert fairseq_dev_ce(plain) == pytest.approx(7 * math.log(2))
+    assert fairseq_dev_ce(plain + "\n" + smoothed) == pytest.approx(6 * math.log(2))
+    assert fairseq_dev_ce("train_inner | epoch 001 | loss 9 | num_updates 50") is None
+    # Joey NMT: the log of its dev perplexity, the last validation's
+    (tmp_path / "validations.txt").write_text(
+        "Steps: 100\tloss: 80.1\tacc: 0.2\tppl: 300.0\tbleu: 0.5\tLR: 0.005\t*\n"
+        "Steps: 200\tloss: 60.2\tacc: 0.3\tppl: 150.0\tbleu: 1.5\tLR: 0.005\t*\n"
+    )
+    assert joey_dev_ce(tmp_path) == pytest.approx(math.log(150.0))
+    assert joey_dev_ce(tmp_path / "none") is None
+
+
+def test_joey_reads_its_configuration_back_as_written():
+    config = {"training": {"learning_rate": 2e-4, "learning_rate_min": 1e-8, "adam_betas": [0.9, 0.999]}}
+    config = settle(config, ["training.learning_rate=5e-3", "training.scheduling=plateau", "model.tied_softmax=true"])
+    config["name"] = "lr 1e-8"  # a string that looks like a number stays a string
+    back = yaml.safe_load(as_yaml(config))
+    assert back == config
+    assert back["training"]["learning_rate"] == 5e-3 and back["training"]["learning_rate_min"] == 1e-8
+    assert back["model"] == {"tied_softmax": True} and back["training"]["scheduling"] == "plateau"
+
+
+def test_the_pick_is_the_lowest_dev_cross_entropy_and_a_diverged_point_is_never_picked():
+    rows = [
+        {"toolkit": "marian", "point": "lr 3e-4", "dev_ce": 6.1},
+        {"toolkit": "marian", "point": "lr 3e-3", "dev_ce": None},
+        {"toolkit": "marian", "point": "lr 1e-3", "dev_ce": 5.9},
+    ]
+    assert sweep.best_point(rows)["point"] == "lr 1e-3"
+    with pytest.raises(SystemExit) as stopped:
+        sweep.best_point([{**r, "dev_ce": None} for r in rows])
+    assert stopped.value.code == 2
+
+
+def test_a_point_kept_from_another_length_is_refused(tmp_path, capsys):
+    site = Site(tmp_path, tmp_path / "data")
+    (site.work / "sweep").mkdir(parents=True)
+    point = Point("nmtkit", "lr 5e-3", ("--lr", "5e-3"))
+    kept = {"toolkit": "nmtkit", "point": point.name, "updates_asked": 300, "dev_ce": 5.0}
+    (site.work / "sweep" / "nmtkit-lr 5e-3.json").write_text(json.dumps(kept))
+    assert sweep.sweep_point(site, point, 300, 2) == kept  # the same length: read back, not rerun
+    with pytest.raises(SystemExit) as stopped:
+        sweep.sweep_point(site, point, 200, 2)
+    assert stopped.value.code == 2
+    assert "--updates 300, not 200" in capsys.readouterr().err
+
+
+def test_the_table_marks_each_toolkits_pick():
+    results = {
+        "machine": "a CPU",
+        "updates": 200,
+        "minutes": 20,
+        "sweep": [
+            {"toolkit": "nmtkit", "point": "lr 5e-3", "updates": 200, "dev_ce": 4.5, "wall_s": 120},
+            {"toolkit": "nmtkit", "point": "lr 1e-2", "updates": 200, "dev_ce": None, "wall_s": 118},
+        ],
+        "picked": {"nmtkit": "lr 5e-3"},
+        "picks": {},
+    }
+    lines = sweep.table(results).splitlines()
+    assert "| nmtkit | lr 5e-3 **(pick)** | 200 | 4.500 | 2.0 |" in lines
+    assert "| nmtkit | lr 1e-2 | 200 | diverged | 2.0 |" in lines
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [(["--toolkits", "nmtkit,opennmt"], "unknown toolkit 'opennmt'"), (["--data", "/nonexistent"], "make data")],
+)
+def test_a_bad_call_gets_one_line_and_exit_2(tmp_path, args, says):
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bin" / "bench-sweep"), *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "BENCH_DIR": str(tmp_path)},
+    )
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and says in lines[0] and done.stdout == ""
+
+
+def test_the_picks_are_decoded_beside_nmtkits_checkpoint_of_their_bleu_each_row_once(monkeypatch):
+    asked = []
+
+    def comparable(site, bleu, threads, run):
+        assert run == "pick-nmtkit"
+        return {9.0: "pick-nmtkit/update-400.pt", 3.0: "pick-nmtkit/update-200.pt"}[bleu]
+
+    def decoding(site, beams, threads, models):
+        asked.append(models)
+        return [{"toolkit": t, "model": m, "path": "fp32", "beam": 5, "threads": threads} for t, m in models.items()]
+
+    monkeypatch.setattr(sweep, "comparable_nmtkit", comparable)
+    monkeypatch.setattr(sweep, "decoding", decoding)
+    picks = {"nmtkit": {"bleu": 17.0}, "marian": {"bleu": 9.0}, "fairseq": {"bleu": 3.0}, "joeynmt": {"bleu": 8.0}}
+    rows = sweep.decode_picks(None, [5], 2, picks)
+    assert asked == [
+        {"nmtkit": "pick-nmtkit/update-400.pt", "marian": "pick-marian"},
+        {"nmtkit": "pick-nmtkit/update-200.pt", "fairseq": "pick-fairseq/checkpoint_best.pt"},
+        {"nmtkit": "pick-nmtkit/best.pt"},
+    ]
+    assert len(rows) == 5 and "joeynmt" not in {r["toolkit"] for r in rows}
+    asked.clear()
+    picks["fairseq"]["bleu"] = 9.0  # the same checkpoint as Marian's: its rows once
+    comparable_once = {9.0: "pick-nmtkit/update-400.pt"}
+    monkeypatch.setattr(sweep, "comparable_nmtkit", lambda site, bleu, threads, run: comparable_once[bleu])
+    assert len(sweep.decode_picks(None, [5], 2, picks)) == 4
+
+
+def test_a_best_rate_at_the_grids_end_is_swept_further_until_it_lies_inside(monkeypatch):
+    recipe = RECIPES["nmtkit"]  # 2e-3, 5e-3, 1e-2: a step of 2 at the top
+    assert recipe.beyond("lr 1e-2", ["lr 2e-3", "lr 5e-3", "lr 1e-2"]).name == "lr 2e-2"
+    assert recipe.beyond("lr 2e-3", ["lr 2e-3", "lr 5e-3", "lr 1e-2"]).name == "lr 8e-4"
+    assert recipe.beyond("lr 5e-3", ["lr 2e-3", "lr 5e-3", "lr 1e-2"]) is None
+    assert recipe.beyond("lr 5e-3, no decay", ["lr 2e-3", "lr 5e-3", "lr 1e-2", "lr 5e-3, no decay"]) is None
+    further = recipe.point("lr 2e-2")  # a point past the grid is found by name, for its pick
+    assert further.flags == ("--schedule", "cpu", "--lr", "2e-2")
+    joey = RECIPES["joeynmt"].beyond("lr 5e-3", ["lr 2e-4", "lr 1e-3", "lr 5e-3"])
+    assert "training.learning_rate=3e-2" in joey.flags and "training.learning_rate=5e-3" not in joey.flags
+
+    dev = {"lr 2e-3": 6.0, "lr 5e-3": 5.5, "lr 1e-2": 4.9, "lr 5e-3, no decay": 5.4, "lr 2e-2": 4.7, "lr 4e-2": 5.2}
+    run = []
+
+    def point(site, p, updates, threads):
+        run.append(p.name)
+        return {"toolkit": p.toolkit, "point": p.name, "dev_ce": dev[p.name]}
+
+    monkeypatch.setattr(sweep, "sweep_point", point)
+    rows = sweep.sweep_toolkit(None, recipe, 200, 2)
+    assert run == ["lr 2e-3", "lr 5e-3", "lr 1e-2", "lr 5e-3, no decay", "lr 2e-2", "lr 4e-2"]
+    assert sweep.best_point(rows)["point"] == "lr 2e-2"  # inside now: no further
