@@ -1,0 +1,56 @@
+"""A binarized corpus with its sides swapped: the data of the model of the other direction.
+
+The token files are a language's each (``<split>.<lang>.bin``), so they serve both directions as
+they are (hard-linked where the file system allows, else copied); the manifest's source and
+target are swapped; word links (``<split>.links``) are transposed, each ``s t`` pair becoming
+``t s``, with the same offsets. A split's target references (``<split>.<tgt>.ref``, the clean
+text of the old target side) do not serve the new target side and are left out.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from ..core.errors import UserError
+from .binarized import Corpus
+from .manifest import MANIFEST, write_manifest
+
+
+def _place(source: Path, target: Path) -> None:
+    try:
+        os.link(source, target)
+    except OSError:  # another file system, or one without hard links
+        shutil.copyfile(source, target)
+
+
+def reverse_corpus(corpus_dir: str | Path, out_dir: str | Path) -> Corpus:
+    """``corpus_dir``'s corpus with source and target swapped, written to ``out_dir``."""
+    corpus, out = Corpus(corpus_dir), Path(out_dir)
+    if out.exists() and any(out.iterdir()):
+        raise UserError(f"{out}: not empty; the reversed corpus needs a directory of its own")
+    out.mkdir(parents=True, exist_ok=True)
+    manifest = corpus.manifest
+    for entry in manifest.vocab.values():
+        _place(corpus.path / entry.file, out / entry.file)
+    for codes in {c for c in manifest.bpe_codes.values() if c}:
+        _place(corpus.path / codes, out / codes)
+    splits = {}
+    for name, stats in manifest.splits.items():
+        for lang in manifest.langs.values():
+            for suffix in ("bin", "idx"):
+                _place(corpus.path / f"{name}.{lang}.{suffix}", out / f"{name}.{lang}.{suffix}")
+        if (corpus.path / f"{name}.lines").exists():
+            _place(corpus.path / f"{name}.lines", out / f"{name}.lines")
+        if stats.links:
+            pairs = np.fromfile(corpus.path / f"{stats.links}.bin", dtype=np.uint16).reshape(-1, 2)
+            pairs[:, ::-1].tofile(out / f"{stats.links}.bin")  # each s t as t s, offsets alike
+            _place(corpus.path / f"{stats.links}.idx", out / f"{stats.links}.idx")
+        splits[name] = dataclasses.replace(stats, reference=None)
+    langs = {"src": manifest.tgt_lang, "tgt": manifest.src_lang}
+    write_manifest(out / MANIFEST, dataclasses.replace(manifest, langs=langs, splits=splits))
+    return Corpus(out)

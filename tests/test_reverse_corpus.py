@@ -1,0 +1,52 @@
+"""A corpus with its sides swapped (nmtkit.data.reverse): the other direction's source is this
+one's target, token for token, and its word links are the forward links transposed."""
+
+import numpy as np
+import pytest
+
+from nmtkit.core.errors import UserError
+from nmtkit.data.binarize import binarize_corpus
+from nmtkit.data.binarized import Corpus
+from nmtkit.data.reverse import reverse_corpus
+from tests.test_corpus import make_corpus
+
+
+def skewed_links(clean, split="train"):
+    """Links i-(i+1) where both words exist, and 0-0: no pair of them is its own transpose."""
+    src = (clean / f"{split}.en").read_text(encoding="utf-8").splitlines()
+    tgt = (clean / f"{split}.fr").read_text(encoding="utf-8").splitlines()
+    lines = []
+    for s, t in zip(src, tgt):
+        n, m = len(s.split()), len(t.split())
+        lines.append(" ".join(["0-0"] + [f"{i}-{i + 1}" for i in range(1, min(n, m - 1))]))
+    (clean / f"{split}.links").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+
+
+def test_a_reversed_corpus_swaps_the_sides_and_transposes_the_links(raw, tmp_path):
+    make_corpus(raw, tmp_path)
+    clean = tmp_path / "clean"
+    skewed_links(clean)
+    splits = {s: clean / s for s in ("train", "valid")}
+    binarize_corpus(splits, ("en", "fr"), tmp_path / "vocab", tmp_path / "fwd", align_suffix="links")
+    forward = Corpus(tmp_path / "fwd")
+    backward = reverse_corpus(tmp_path / "fwd", tmp_path / "bwd")
+    assert (backward.src_lang, backward.tgt_lang) == ("fr", "en")
+    assert backward.vocab("fr").tokens == forward.vocab("fr").tokens
+    for split in ("train", "valid"):
+        (f_src, f_tgt), (b_src, b_tgt) = forward.split(split), backward.split(split)
+        assert len(b_src) == len(f_tgt) and all((b_src[i] == f_tgt[i]).all() for i in range(len(f_tgt)))
+        assert all((b_tgt[i] == f_src[i]).all() for i in range(len(f_src)))
+        assert backward.manifest.splits[split].reference is None
+    ahead, back = forward.links("train"), backward.links("train")
+    assert len(ahead) == len(back) > 0
+    skew = 0
+    for i in range(len(ahead)):
+        pairs, reversed_pairs = ahead[i].reshape(-1, 2), back[i].reshape(-1, 2)
+        np.testing.assert_array_equal(reversed_pairs, pairs[:, ::-1])
+        skew += int((pairs[:, 0] != pairs[:, 1]).sum())
+        src, tgt = backward.split("train")
+        assert (reversed_pairs[:, 0] < len(src[i])).all() and (reversed_pairs[:, 1] < len(tgt[i])).all()
+    assert skew > 0  # the links are not their own transpose, so the test could fail
+    assert backward.links("valid") is None
+    with pytest.raises(UserError, match="not empty"):
+        reverse_corpus(tmp_path / "fwd", tmp_path / "bwd")
