@@ -26,7 +26,8 @@ BACKWARD = np.array(
 def test_each_row_links_its_likeliest_word_unless_null_reaches_the_threshold():
     assert hard_links(FORWARD, 2) == {(0, 0), (1, 1)}
     table = np.array([[0.2, 0.1, 0.7], [0.1, 0.6, 0.3]])  # the first row: mostly NULL
-    assert hard_links(table, 2) == {(0, 0), (1, 1)}  # no threshold: every row links
+    assert hard_links(table, 2) == {(1, 1)}  # no threshold: a row links unless NULL is likeliest
+    assert hard_links(np.array([[0.4, 0.1, 0.5], [0.1, 0.6, 0.3]]), 2) == {(1, 1)}
     assert hard_links(table, 2, null_threshold=0.5) == {(1, 1)}
     assert hard_links(table, 2, null_threshold=0.8) == {(0, 0), (1, 1)}
     assert hard_links(table[:, :2], 2, null_threshold=0.5) == {(0, 0), (1, 1)}  # no NULL column

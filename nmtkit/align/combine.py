@@ -18,12 +18,39 @@ target (French) × source (English); the backward model's is English × French. 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import numpy.typing as npt
 
+from ..core.settings import Settings, setting
 from .symmetrize import Link, grow_diag_final_and
 
 Table = npt.NDArray[np.floating]
+COMBINATIONS = ("grow-diag-final-and", "soft")
+
+
+@dataclass(frozen=True)
+class LinkConfig(Settings):
+    """How ``nmtkit align`` makes links of two models, one each way (its options are these)."""
+
+    combine: str = setting(
+        "grow-diag-final-and",
+        "With a model each way: grow-diag-final-and over each model's links, or 'soft': a link wherever "
+        "the harmonic mean of the two models' probabilities of it reaches --link-threshold.",
+        choices=COMBINATIONS,
+    )
+    threshold: float = setting(
+        0.5, "--combine soft: the harmonic mean a link needs.", gt=0, le=1, flag="--link-threshold"
+    )
+    null_threshold: float | None = setting(
+        None,
+        "With a model each way: a word whose probability of no counterpart (its row's weight on the "
+        "source's </s>) reaches this links to nothing.",
+        gt=0,
+        le=1,
+        default_help="none: a word links to nothing when </s> is its likeliest",
+    )
 
 
 def words_only(table: Table, sources: int) -> Table:
@@ -35,13 +62,14 @@ def words_only(table: Table, sources: int) -> Table:
 
 def hard_links(table: Table, sources: int, null_threshold: float | None = None) -> set[Link]:
     """(source, target) links of one direction: each target word (row) to its likeliest source
-    word; none for a row whose NULL probability reaches ``null_threshold`` (a table without a NULL
-    column links every row)."""
+    word; none for a row whose NULL probability reaches ``null_threshold``, or without one, whose
+    NULL is likelier than any word (a table without a NULL column links every row)."""
     words = words_only(table, sources)
     best = words.argmax(axis=1)
     linked = np.ones(len(table), dtype=bool)
-    if null_threshold is not None and table.shape[1] == sources + 1:
-        linked = table[:, sources] < null_threshold
+    if table.shape[1] == sources + 1:
+        null = table[:, sources]
+        linked = null < null_threshold if null_threshold is not None else null <= words.max(axis=1)
     return {(int(i), int(j)) for j, i in enumerate(best) if linked[j]}
 
 
@@ -66,3 +94,14 @@ def soft_links(forward: Table, backward: Table, threshold: float) -> set[Link]:
         mean = np.where(ahead + back > 0, 2 * ahead * back / (ahead + back), 0.0)
     js, is_ = np.nonzero(mean >= threshold)
     return {(int(i), int(j)) for j, i in zip(js, is_)}
+
+
+def combined_links(forward: Table, backward: Table, cfg: LinkConfig) -> list[Link]:
+    """The links of two models' tables as ``cfg`` combines them, in target then source order."""
+    if not len(forward) or not len(backward):  # an empty line: nothing to link
+        return []
+    if cfg.combine == "soft":
+        links = soft_links(forward, backward, cfg.threshold)
+    else:
+        links = bidirectional_links(forward, backward, cfg.null_threshold)
+    return sorted(links, key=lambda link: (link[1], link[0]))

@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from ...align.combine import LinkConfig
 from ...core.command import Command
 from .. import options
 from ..config_file import config_options
@@ -15,9 +16,14 @@ from ..config_file import config_options
     cls=Command,
     epilog="""\b
 Example (the attention's alignment of reference translations, for score-align):
-  nmtkit align -m runs/demo/best.pt --source test.en --target test.fr -o test.links""",
+  nmtkit align -m runs/demo/best.pt --source test.en --target test.fr -o test.links
+Both directions' models, their links combined:
+  nmtkit align -m en-fr/best.pt -m fr-en/best.pt --source test.en --target test.fr""",
 )
-@options.models("Checkpoint; repeat for an ensemble (attention averaged).")
+@options.models(
+    "Checkpoint; repeat for an ensemble (attention averaged), or give the models of both directions "
+    "(their links combined by --combine)."
+)
 @config_options
 @click.option("--source", required=True, type=click.Path(dir_okay=False), help="Source sentences, one a line.")
 @click.option("--target", required=True, type=click.Path(dir_okay=False), help="Their translations, one a line.")
@@ -25,13 +31,16 @@ Example (the attention's alignment of reference translations, for score-align):
     "-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), help="Pharaoh file [default: stdout]."
 )
 @click.option("--tokenized", is_flag=True, help="The files are Moses tokens (the links count them as they are).")
+@options.options_of(LinkConfig, "combine", "threshold", "null_threshold")
 @options.runtime
 @options.verbosity
 def align(
-    model_paths: tuple[str, ...], source: str, target: str, output: str | None, tokenized: bool, **runtime: Any
+    model_paths: tuple[str, ...], source: str, target: str, output: str | None, tokenized: bool, **values: Any
 ) -> None:
     """Word alignments of given translations from the model's attention (forced decoding): each target
-    word linked to the source word it attends to most, as Pharaoh i-j pairs over Moses tokens."""
+    word linked to the source word it attends to most, as Pharaoh i-j pairs over Moses tokens. Given
+    models of both directions (-m en-fr.pt -m fr-en.pt), the two directions' links combined."""
     from ...translate.forced import align_file
 
-    align_file(list(model_paths), source, target, output, tokenized, options.runtime_config(runtime))
+    links = options.config_of(LinkConfig, values)
+    align_file(list(model_paths), source, target, output, tokenized, options.runtime_config(values), links)
