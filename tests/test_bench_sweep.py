@@ -196,3 +196,13 @@ def test_a_best_rate_at_the_grids_end_is_swept_further_until_it_lies_inside(monk
     rows = sweep.sweep_toolkit(None, recipe, 200, 2)
     assert run == ["lr 2e-3", "lr 5e-3", "lr 1e-2", "lr 5e-3, no decay", "lr 2e-2", "lr 4e-2"]
     assert sweep.best_point(rows)["point"] == "lr 2e-2"  # inside now: no further
+
+
+@pytest.mark.parametrize("every", [6, 75, 200, 400])
+def test_joey_logs_below_its_validation_interval_and_dividing_it(every):
+    from nmtkit.recipes.peer_joeynmt import validating
+
+    settings = dict(s.split("=") for s in validating(every))
+    valid, log = int(settings["training.validation_freq"]), int(settings["training.logging_freq"])
+    assert valid == every and log < every and every % log == 0
+    assert log == (50 if every in (200, 400) else 1)  # not every update where 50 fits

@@ -148,6 +148,13 @@ def as_yaml(config: dict[str, Any]) -> str:
     return re.sub(r'"@float ([^@]+)@"', r"\1", json.dumps(marked(config), indent=1))
 
 
+def validating(every: int) -> list[str]:
+    """Validation every ``every`` updates, and the logging Joey NMT then requires (below the
+    validation's interval and dividing it): every 50 updates where that fits, else every one."""
+    log = 50 if every > 50 and every % 50 == 0 else 1
+    return [f"training.validation_freq={every}", f"training.logging_freq={log}"]
+
+
 def joey(site: Site, *args: object) -> list[object]:
     return [joey_venv(site) / "bin" / "python", "-m", "joeynmt", *args]
 
@@ -176,8 +183,7 @@ def joey_speed(model_dir: Path) -> dict[str, Any]:
 def joeynmt_sweep_point(site: Site, point: Point, run_dir: Path, updates: int, threads: int) -> dict[str, Any]:
     """Joey NMT trained ``updates`` updates with ``point``'s settings, validated at the last: its dev
     cross-entropy per target unit (the log of its dev perplexity)."""
-    every = 50 if updates > 50 and updates % 50 == 0 else 1  # Joey: below validation_freq, dividing it
-    stop = [f"training.updates={updates}", f"training.validation_freq={updates}", f"training.logging_freq={every}"]
+    stop = [f"training.updates={updates}", *validating(updates)]
     log = run_dir.with_suffix(".log")
     run = timed(joey(site, "train", joey_config(site, run_dir, point, stop), "--skip-test"), log, env=joey_env(threads))
     if run["rc"] != 0:
@@ -200,7 +206,7 @@ def train_joeynmt(
         return done
     run_dir = site.work / name
     run_dir.mkdir(parents=True, exist_ok=True)
-    config = joey_config(site, run_dir, point, [f"training.validation_freq={valid_every}", "training.logging_freq=1"])
+    config = joey_config(site, run_dir, point, validating(valid_every))
     log = site.work / f"train-{name}.stdout"
     run = timed(joey(site, "train", config, "--skip-test"), log, timeout_s=minutes * 60, env=joey_env(threads))
     if run["rc"] not in (0, 124):
