@@ -54,12 +54,13 @@ COVERAGE ?=
 DEMO_TRAIN ?= $(DEMO_RECIPE) $(DEMO_BUDGET) $(DEMO_BF16)$(if $(COVERAGE), --coverage $(COVERAGE))
 BEAM    ?= 5
 
-.PHONY: gpu-check gpu-data help install lint test test-fast test-slow typecheck test-browser structure wheel-check docs demo demo-guided demo-curve paper paper-coverage paper-unk readme-figures data bench bench-data bench-blas bench-marian bench-sweep bench-gpu aer reproduce compare clean-data
+.PHONY: gpu-check gpu-data help install lint test test-fast test-slow typecheck test-browser structure wheel-check docs demo demo-guided demo-aligners demo-curve paper paper-coverage paper-unk readme-figures data bench bench-data bench-blas bench-marian bench-sweep bench-gpu aer reproduce compare clean-data
 comma := ,
 help:
 	@echo "make demo     fetch the Bible corpus, preprocess, build the vocabulary, train RNNsearch (20 min on CPU),"
 	@echo "              translate the test set, score it; plot training curves, BLEU by length, alignments"
 	@echo "make demo-guided  the demo's recipe with guided alignment (eflomal's links; docs/alignment.md): AER and BLEU"
+	@echo "make demo-aligners  demo-guided's model and its French→English twin, their links combined: AER beside eflomal's"
 	@echo "make demo-curve  the CPU trials behind the demo's recipe (hours): docs/cpu-training.md, its picture"
 	@echo "make test     run the test suite: ruff, unit tests, slow end-to-end tests, mypy, the docs (lint, test-fast, test-slow, typecheck, docs)"
 	@echo "make docs     build the documentation site with mkdocs --strict into build/site (installs the docs extra on first use)"
@@ -183,6 +184,26 @@ demo-guided: $(GUIDED)/best.pt
 	$(PY) bin/bench-aer --model $< --data $(DATA) --threads $(JOBS) --no-eflomal
 	$(NMTKIT) translate -m $< $(DATA)/raw/test.en -o $(GUIDED)/test.hyp.fr --beam $(BEAM) --threads $(JOBS)
 	$(NMTKIT) score $(GUIDED)/test.hyp.fr -r $(DATA)/raw/test.fr --clean verse-markers $(SCORE_METRICS)
+
+# The French→English model of demo-guided's data (the sides swapped, the links transposed),
+# trained with the same recipe; then the AER of each direction and of both combined (align -m
+# FORWARD -m BACKWARD: grow-diag-final-and, and soft links at each of LINK_THRESHOLDS) beside
+# eflomal's, and the new model's test BLEU.
+GUIDED_BACK ?= $(RUNS)/demo-guided-fr-en
+LINK_THRESHOLDS ?= 0.3,0.5
+$(BIN)-links-fr-en/manifest.json: $(BIN)-links/manifest.json
+	rm -rf $(@D) && $(NMTKIT) reverse $(BIN)-links $(@D)
+
+$(GUIDED_BACK)/best.pt: $(BIN)-links-fr-en/manifest.json
+	$(NMTKIT) train $(BIN)-links-fr-en --save-dir $(GUIDED_BACK) --threads $(JOBS) $(DEMO_TRAIN) \
+	    --guided-alignment-weight $(GUIDED_WEIGHT) $(GUIDED_HEAD)
+
+demo-aligners: $(GUIDED)/best.pt $(GUIDED_BACK)/best.pt
+	$(PY) bin/bench-aer --model $(GUIDED)/best.pt --pair $(GUIDED)/best.pt $(GUIDED_BACK)/best.pt \
+	    --link-thresholds $(LINK_THRESHOLDS) --data $(DATA) --threads $(JOBS)
+	$(NMTKIT) translate -m $(GUIDED_BACK)/best.pt $(DATA)/raw/test.fr -o $(GUIDED_BACK)/test.hyp.en \
+	    --beam $(BEAM) --threads $(JOBS)
+	$(NMTKIT) score $(GUIDED_BACK)/test.hyp.en -r $(DATA)/raw/test.en --clean verse-markers $(SCORE_METRICS)
 
 # One pass of beam search gives the hypotheses and their attention (for the alignment plots).
 $(DEMO)/test.hyp.fr $(DEMO)/test.align &: $(DEMO)/best.pt

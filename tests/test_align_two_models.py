@@ -2,17 +2,26 @@
 line pair, empty lines included, each link inside its pair's words, combined as --combine says;
 models of another language pair are refused in one line, exit 2."""
 
+import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
+from click.testing import CliRunner
 
 from nmtkit.align.combine import LinkConfig
 from nmtkit.align.links import read_pharaoh
+from nmtkit.cli import main
 from nmtkit.data.reverse import reverse_corpus
 from nmtkit.text.tokenize import MosesText
+from nmtkit.translate.both_ways import BothWays
 from nmtkit.translate.forced import align_file
+from nmtkit.translate.io import translate_file
+from nmtkit.translate.settings import TranslateOptions
+from nmtkit.translate.translator import Translator
 from tests.conftest import EN, FR, TINY_RNNSEARCH
 
 
@@ -75,3 +84,59 @@ def test_models_of_another_language_pair_get_one_line_and_exit_2(overfit, backwa
         assert done.returncode == 2 and len(lines) == 1, done.stderr
         assert "en-de.pt translates en→de" in lines[0] and "one language pair" in lines[0]
         assert not (tmp_path / "out").exists()
+
+
+def test_bench_aer_scores_a_pair_of_models_by_each_combination(overfit, backward, tmp_path):
+    script = Path(__file__).parent.parent / "bin" / "bench-aer"
+    env = {**os.environ, "BENCH_DIR": str(tmp_path)}
+    forward = overfit / "run" / "last.pt"
+
+    def bench(*args):
+        cmd = [sys.executable, script, "--no-eflomal", "--threads", "1", *args]
+        return subprocess.run(cmd, env=env, capture_output=True, text=True)
+
+    done = bench("--pair", forward, backward, "--link-thresholds", "0.2,0.6")
+    assert done.returncode == 0, done.stderr
+    results = json.loads((tmp_path / "aer.json").read_text())["results"]
+    assert [name.split(" (")[0] for name in results] == [
+        "nmtkit, both directions, grow-diag-final-and",
+        "nmtkit, both directions, soft, harmonic mean ≥ 0.2",
+        "nmtkit, both directions, soft, harmonic mean ≥ 0.6",
+    ]
+    assert results[next(iter(results))]["sure"] == 2637  # the 100 gold verses
+    soft = [r["links"] for name, r in results.items() if "soft" in name]
+    assert soft[0] >= soft[1]  # a higher threshold keeps no more links
+    assert bench("--pair", forward, backward, "--link-thresholds", "0.5", "--verses", "dev").returncode == 0
+    held_out = json.loads((tmp_path / "aer.json").read_text())["results"]
+    assert len(held_out) == 2 and {r["sure"] for r in held_out.values()} == {736}  # the 30 held-out verses
+    bad = bench("--pair", forward, backward, "--link-thresholds", "half")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1, bad.stderr
+
+
+def test_translate_and_serve_link_each_translation_with_both_directions(overfit, backward, tmp_path):
+    forward = overfit / "run" / "last.pt"
+    (tmp_path / "s.en").write_text(f"{EN[0]}\n\n{EN[2]}\n", encoding="utf-8")
+    links = LinkConfig(combine="soft", threshold=0.05)
+    hyp, printed = tmp_path / "hyp.fr", tmp_path / "hyp.links"
+    models = [str(forward), str(backward)]
+    translate_file(models, str(tmp_path / "s.en"), str(hyp), TranslateOptions(), pharaoh_path=str(printed), links=links)
+    lines = printed.read_text(encoding="utf-8").splitlines()
+    assert len(hyp.read_text(encoding="utf-8").splitlines()) == len(lines) == 3 and lines[1] == ""
+    # the links of the pair (source, translation) as align makes them from the same two models
+    aligned = tmp_path / "aligned.links"
+    align_file(models, str(tmp_path / "s.en"), str(hyp), str(aligned), False, links=links)
+    assert lines == aligned.read_text(encoding="utf-8").splitlines() and lines[0] and lines[2]
+    # serve's answers carry the same links
+    serve_app = pytest.importorskip("nmtkit.serve.app", reason="nmtkit serve needs the serve extra")
+    translator = Translator.from_checkpoints([forward])
+    both = BothWays.load([backward], links, None)
+    out = translator.translate_block([EN[0]], TranslateOptions(attention=True))
+    assert serve_app.native(both.linked(out[0]), False)["alignment"] == lines[0]
+
+
+def test_translate_refuses_models_of_the_other_direction_without_links_to_make(overfit, backward, tmp_path):
+    (tmp_path / "s.en").write_text(f"{EN[0]}\n", encoding="utf-8")
+    r = CliRunner().invoke(
+        main, ["translate", "-m", str(overfit / "run" / "last.pt"), "-m", str(backward), str(tmp_path / "s.en")]
+    )
+    assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1 and "other direction" in r.output

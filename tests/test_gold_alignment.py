@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from nmtkit.align.aer import alignment_error, read_gold
@@ -23,47 +24,59 @@ def lines(name: str) -> list[str]:
     return (GOLD / name).read_text(encoding="utf-8").splitlines()
 
 
-def test_every_gold_link_joins_two_words_of_its_verse_and_is_listed_once():
-    en, fr, links = lines("test.tok.en"), lines("test.tok.fr"), lines("gold.links")
-    assert len(en) == len(fr) == len(links) == len(lines("test.en")) == len(lines("test.fr")) == 100
+# the two linked sets: the test verses, and the held-out verses that thresholds are chosen on
+SETS = {"test": ("gold.links", "verses.ids", 100), "dev": ("dev.links", "dev.ids", 30)}
+
+
+@pytest.mark.parametrize("name", SETS)
+def test_every_gold_link_joins_two_words_of_its_verse_and_is_listed_once(name):
+    gold, _, size = SETS[name]
+    en, fr, links = lines(f"{name}.tok.en"), lines(f"{name}.tok.fr"), lines(gold)
+    assert len(en) == len(fr) == len(links) == len(lines(f"{name}.en")) == len(lines(f"{name}.fr")) == size
     for k, (e, f, line) in enumerate(zip(en, fr, links), 1):
-        sure, possible = read_gold(line, f"gold line {k}")
+        sure, possible = read_gold(line, f"{gold} line {k}")
         items = line.split()
         assert len(items) == len(possible), f"line {k}: a link listed twice, or both sure and possible"
         assert sure, f"line {k} has no sure link"
         assert all(i < len(e.split()) and j < len(f.split()) for i, j in possible), f"line {k}: index past the verse"
 
 
-def test_the_gold_tokens_are_what_nmtkit_makes_of_the_raw_verses():
+@pytest.mark.parametrize("name", SETS)
+def test_the_gold_tokens_are_what_nmtkit_makes_of_the_raw_verses(name):
     # nmtkit align on the raw files (no --tokenized) must link the very words the gold set counts.
     for lang in ("en", "fr"):
         done = CliRunner().invoke(
-            main, ["tokenize", "-l", lang, "--clean", "bible", "-j", "1", "-q", str(GOLD / f"test.{lang}")]
+            main, ["tokenize", "-l", lang, "--clean", "bible", "-j", "1", "-q", str(GOLD / f"{name}.{lang}")]
         )
         assert done.exit_code == 0, done.output
-        assert done.stdout.splitlines() == lines(f"test.tok.{lang}")
+        assert done.stdout.splitlines() == lines(f"{name}.tok.{lang}")
 
 
-def test_the_verses_are_the_first_test_verses_of_the_embedded_corpus_split():
-    ids = lines("verses.ids")
+def test_the_verses_are_test_verses_of_the_embedded_corpus_split_and_the_sets_apart():
+    ids, held_out = lines("verses.ids"), lines("dev.ids")
     assert ids[0] == "k-l 8:1:1" and len(set(ids)) == 100  # Ruth 1:1, King James → Segond
-    for verse in ids:
+    assert held_out[0] == "k-l 21:1:16" and len(set(held_out)) == 30  # Ecclesiastes 1:16, next in the split
+    assert not set(ids) & set(held_out)
+    for verse in ids + held_out:
         pair, ref = verse.split()
         assert pair == "k-l" and split_of(int(ref.split(":")[0])) == "test"
 
 
-def test_the_readme_states_the_set_as_it_is():
+@pytest.mark.parametrize("name", SETS)
+def test_the_readme_states_the_set_as_it_is(name):
+    gold, _, _ = SETS[name]
     sure = possible = words_en = words_fr = 0
-    for e, f, line in zip(lines("test.tok.en"), lines("test.tok.fr"), lines("gold.links")):
+    for e, f, line in zip(lines(f"{name}.tok.en"), lines(f"{name}.tok.fr"), lines(gold)):
         s, p = read_gold(line, "gold")
         sure, possible = sure + len(s), possible + len(p)
         words_en, words_fr = words_en + len(e.split()), words_fr + len(f.split())
     readme = (GOLD / "README.md").read_text(encoding="utf-8")
-    stated = re.search(
+    stated = re.findall(
         r"(\d[\d,]*) English and (\d[\d,]*) French\s+tokens.*?(\d[\d,]*) sure and (\d[\d,]*) possible", readme, re.S
     )
-    assert stated, "the README no longer states the set's size"
-    assert [int(x.replace(",", "")) for x in stated.groups()] == [words_en, words_fr, sure, possible - sure]
+    assert len(stated) == 2, "the README no longer states each set's size"
+    found = stated[list(SETS).index(name)]
+    assert [int(x.replace(",", "")) for x in found] == [words_en, words_fr, sure, possible - sure]
 
 
 def test_the_gold_set_scores_itself_perfectly_and_a_diagonal_badly():

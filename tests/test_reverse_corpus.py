@@ -3,7 +3,9 @@ one's target, token for token, and its word links are the forward links transpos
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
+from nmtkit.cli import main
 from nmtkit.core.errors import UserError
 from nmtkit.data.binarize import binarize_corpus
 from nmtkit.data.binarized import Corpus
@@ -50,3 +52,20 @@ def test_a_reversed_corpus_swaps_the_sides_and_transposes_the_links(raw, tmp_pat
     assert backward.links("valid") is None
     with pytest.raises(UserError, match="not empty"):
         reverse_corpus(tmp_path / "fwd", tmp_path / "bwd")
+
+
+def test_the_reverse_command_writes_the_corpus_whole_or_not_at_all(raw, tmp_path):
+    make_corpus(raw, tmp_path)
+    splits = {s: tmp_path / "clean" / s for s in ("train", "valid")}
+    binarize_corpus(splits, ("en", "fr"), tmp_path / "vocab", tmp_path / "fwd")
+
+    def reverse(data_bin, out):
+        return CliRunner().invoke(main, ["reverse", str(data_bin), str(out)])
+
+    r = reverse(tmp_path / "fwd", tmp_path / "bwd")
+    assert r.exit_code == 0, r.output
+    assert Corpus(tmp_path / "bwd").src_lang == "fr"
+    for r in (reverse(tmp_path / "fwd", tmp_path / "bwd"), reverse(tmp_path / "none", tmp_path / "out")):
+        assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1, r.output  # not empty; no corpus
+    assert not (tmp_path / "out").exists()
+    assert [p.name for p in tmp_path.iterdir() if ".staging-" in p.name] == []

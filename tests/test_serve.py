@@ -359,7 +359,7 @@ def test_the_search_settings_come_from_options_or_a_config_file(tmp_path, monkey
     from nmtkit.cli import main
 
     started = []
-    monkeypatch.setattr(nmtkit.serve.app, "serve", lambda models, cfg, runtime: started.append(cfg))
+    monkeypatch.setattr(nmtkit.serve.app, "serve", lambda models, cfg, runtime, links=None: started.append(cfg))
     (tmp_path / "serve.yaml").write_text(
         "coverage-penalty: 0.2\nlength_penalty: gnmt\nno-unk: true\n", encoding="utf-8"
     )

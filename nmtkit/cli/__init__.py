@@ -24,6 +24,7 @@ COMMANDS = (
     "tokenize",
     "build-vocab",
     "select",
+    "reverse",
     "word-align",
     "train",
     "translate",

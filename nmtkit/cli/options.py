@@ -235,6 +235,8 @@ def text_config(lang: str, values: dict[str, Any]) -> TextConfig:
 runtime = options_of(RuntimeConfig, "device", "threads", "bf16", "tf32")
 # the same, with int8 layers: for the commands that only run a trained model forward
 inference_runtime = options(runtime, option(RuntimeConfig, "int8"))
+# the same, with the BLAS of the loss's widest product: for train, the one command that runs the loss
+train_runtime = options(runtime, option(RuntimeConfig, "logits_blas"))
 
 
 def runtime_config(values: dict[str, Any]) -> RuntimeConfig:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
+from . import blas
 from .console import debug
 from .errors import UserError
 from .machine import this_cpu
@@ -78,6 +79,7 @@ def setup(cfg: RuntimeConfig, local_rank: int = 0, local_world: int = 1) -> Runt
         torch.backends.cudnn.allow_tf32 = cfg.tf32
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
+    numpy_logits = device.type == "cpu" and blas.choose(cfg.logits_blas, cfg.threads)
     if cfg.bf16 and device.type == "cpu" and not this_cpu().native_bf16:
         # emulated bfloat16 runs slower than float32, and oneDNN's LSTM (Luong's models) refuses it
         raise UserError(
@@ -89,6 +91,7 @@ def setup(cfg: RuntimeConfig, local_rank: int = 0, local_world: int = 1) -> Runt
         os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "64")
     debug(
         f"device {device}, {torch.get_num_threads()} CPU threads, bf16 {'on' if cfg.bf16 else 'off'}"
+        + (", the logits through numpy's BLAS" if numpy_logits else "")
         + (f", tf32 {'on' if cfg.tf32 else 'off'}" if device.type == "cuda" else "")
     )
     return Runtime(device, cfg.bf16)

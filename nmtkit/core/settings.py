@@ -167,6 +167,7 @@ def known_fields(cls: type, d: dict[str, Any], what: str) -> dict[str, Any]:
 
 
 DEVICES = "cpu, cuda, cuda:N"
+LOGITS_BLAS = ("auto", "torch", "numpy")  # see nmtkit.core.blas
 
 
 @dataclass(frozen=True)
@@ -182,6 +183,13 @@ class RuntimeConfig(Settings):
         True,
         "On GPUs, float32 matrix products in TensorFloat-32 (tensor cores; 10-bit mantissa, float32 range "
         "and sums). No effect on CPUs.",
+    )
+    logits_blas: str = setting(
+        "auto",
+        "CPUs, float32 training: the library of the output layer's logits product, the widest of an update: "
+        "torch's (oneMKL in its x86 builds) or numpy's (OpenBLAS), about twice as fast for it on AMD CPUs "
+        "(make bench-blas). auto: numpy's on AMD CPUs without AVX-512 (Zen 3 and before), torch's elsewhere.",
+        choices=LOGITS_BLAS,
     )
     int8: bool = setting(
         False,

@@ -4,7 +4,8 @@ The token files are a language's each (``<split>.<lang>.bin``), so they serve bo
 they are (hard-linked where the file system allows, else copied); the manifest's source and
 target are swapped; word links (``<split>.links``) are transposed, each ``s t`` pair becoming
 ``t s``, with the same offsets. A split's target references (``<split>.<tgt>.ref``, the clean
-text of the old target side) do not serve the new target side and are left out.
+text of the old target side) do not serve the new target side and are left out. The new
+directory appears whole or not at all (:class:`~nmtkit.core.files.Staging`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.errors import UserError
+from ..core.files import Staging
 from .binarized import Corpus
 from .manifest import MANIFEST, write_manifest
 
@@ -33,7 +35,13 @@ def reverse_corpus(corpus_dir: str | Path, out_dir: str | Path) -> Corpus:
     corpus, out = Corpus(corpus_dir), Path(out_dir)
     if out.exists() and any(out.iterdir()):
         raise UserError(f"{out}: not empty; the reversed corpus needs a directory of its own")
-    out.mkdir(parents=True, exist_ok=True)
+    with Staging(out) as stage:
+        _write_reversed(corpus, stage.dir)
+        stage.commit()
+    return Corpus(out)
+
+
+def _write_reversed(corpus: Corpus, out: Path) -> None:
     manifest = corpus.manifest
     for entry in manifest.vocab.values():
         _place(corpus.path / entry.file, out / entry.file)
@@ -53,4 +61,3 @@ def reverse_corpus(corpus_dir: str | Path, out_dir: str | Path) -> Corpus:
         splits[name] = dataclasses.replace(stats, reference=None)
     langs = {"src": manifest.tgt_lang, "tgt": manifest.src_lang}
     write_manifest(out / MANIFEST, dataclasses.replace(manifest, langs=langs, splits=splits))
-    return Corpus(out)

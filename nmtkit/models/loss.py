@@ -22,6 +22,8 @@ from typing import Any, cast
 
 import torch
 
+from ..core import blas
+
 
 def _minus_targets(p: torch.Tensor, y: torch.Tensor, kept: torch.Tensor | None, eps: float) -> torch.Tensor:
     """∂L/∂z = softmax − q, in place over the softmax ``p``: q is 1−ε on each row's target ``y``
@@ -68,7 +70,7 @@ class _LinearCrossEntropy(torch.autograd.Function):
             for start in range(0, t.shape[0], chunk):
                 rows, y = t[start : start + chunk].to(mm_dtype), target[start : start + chunk].unsqueeze(1)
                 n = rows.shape[0]
-                z = torch.mm(rows, w.t(), out=mm_buf[:n])
+                z = blas.logits(rows, w, mm_buf[:n])
                 if mm_buf is not z_buf:
                     z = z_buf[:n].copy_(z)
                 if bias is not None:

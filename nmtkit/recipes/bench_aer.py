@@ -1,10 +1,14 @@
 """Alignment error rate of a model's attention beside eflomal's, on the gold set in examples/bible_aer.
 
     bin/bench-aer --model runs/demo/best.pt [--model runs/x/best.pt ...] [--data data/bible] [--threads 2]
+    bin/bench-aer --pair runs/en-fr/best.pt runs/fr-en/best.pt [--link-thresholds 0.3,0.5]
 
 The attention's links come from `nmtkit align` (forced decoding of the gold
 set's reference translations; each French word linked to the English word
 it attends to most, BPE pieces merged to words, as Luong et al. 2015 did).
+A ``--pair`` of models of both directions gives their links combined (``nmtkit align -m FWD -m
+BWD``): by grow-diag-final-and, and by the harmonic mean of their probabilities at each of
+``--link-thresholds``.
 eflomal (Östling & Tiedemann 2016; from PyPI into $BENCH_DIR/eflomal/venv on
 first use) is trained on the same training pairs as the model ($DATA/clean/
 train.*, lowercased) with the gold verses appended, as is usual for an
@@ -20,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +37,8 @@ from ..models.config import RNNSearchConfig
 from .bench_common import CHECKOUT, NMTKIT, bench_dir, call, fail, write_text
 
 GOLD = CHECKOUT / "examples" / "bible_aer"
+# the linked verses: the test set (reported), and the held-out set that thresholds are chosen on
+VERSES = {"test": "gold.links", "dev": "dev.links"}
 EFLOMAL = "eflomal==2.0.0"
 
 
@@ -62,9 +69,9 @@ def lowercased_corpus(train: Path, gold: list[str], out: Path) -> int:
     return count
 
 
-def run_eflomal(data: Path, work: Path) -> tuple[list[str], list[str], float, int]:
+def run_eflomal(data: Path, work: Path, verses: str = "test") -> tuple[list[str], list[str], float, int]:
     """Forward and reverse links of the gold verses, the aligner's wall time, the pairs it aligned."""
-    gold_en, gold_fr = lines(GOLD / "test.tok.en"), lines(GOLD / "test.tok.fr")
+    gold_en, gold_fr = lines(GOLD / f"{verses}.tok.en"), lines(GOLD / f"{verses}.tok.fr")
     corpus, pairs = {}, 0
     for lang, gold in (("en", gold_en), ("fr", gold_fr)):
         corpus[lang] = work / f"corpus.{lang}"
@@ -87,12 +94,23 @@ def symmetrized(forward: list[str], reverse: list[str]) -> dict[str, list[str]]:
     return out
 
 
-def attention_links(model: Path, work: Path, threads: int) -> list[str]:
+def attention_links(
+    models: list[Path], work: Path, threads: int, combine: Sequence[str] = (), verses: str = "test"
+) -> list[str]:
     out = work / "attention"
-    pair = ["--source", GOLD / "test.tok.en", "--target", GOLD / "test.tok.fr"]
-    cmd = [*NMTKIT, "align", "-m", model, "--tokenized", *pair, "-o", out, "--threads", str(threads)]
+    pair = ["--source", GOLD / f"{verses}.tok.en", "--target", GOLD / f"{verses}.tok.fr"]
+    chosen = [a for m in models for a in ("-m", m)]
+    cmd = [*NMTKIT, "align", *chosen, "--tokenized", *pair, "-o", out, "--threads", str(threads), *combine]
     call(cmd, check=True, cwd=CHECKOUT)
     return lines(out)
+
+
+def combinations(thresholds: list[float]) -> dict[str, list[str]]:
+    """The ways of combining a pair's links that bench-aer scores: name, then align's options."""
+    out = {"grow-diag-final-and": ["--combine", "grow-diag-final-and"]}
+    for t in thresholds:
+        out[f"soft, harmonic mean ≥ {t:g}"] = ["--combine", "soft", "--link-threshold", f"{t:g}"]
+    return out
 
 
 def reader(model: Path) -> str:
@@ -114,14 +132,34 @@ def parser() -> argparse.ArgumentParser:
         "--model",
         type=Path,
         action="append",
-        required=True,
+        default=[],
         help="nmtkit checkpoint with attention (RNNsearch or Luong); repeat to compare",
+    )
+    ap.add_argument(
+        "--pair",
+        type=Path,
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("FORWARD", "BACKWARD"),
+        help="checkpoints of both directions (English→French, French→English), their links combined",
+    )
+    ap.add_argument(
+        "--link-thresholds",
+        default="0.3,0.5",
+        help="the harmonic means a soft link of a --pair needs, comma-separated: a row each",
     )
     ap.add_argument(
         "--data",
         type=Path,
         default=CHECKOUT / "data" / "bible",
         help="the corpus the model was trained on ('clean/train.{en,fr}' inside)",
+    )
+    ap.add_argument(
+        "--verses",
+        choices=VERSES,
+        default="test",
+        help="the 100 linked test verses (the figures to report), or the 30 held-out ones (to choose thresholds on)",
     )
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--no-eflomal", action="store_true", help="score the models' attention only")
@@ -131,24 +169,36 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> None:
     args = parser().parse_args(argv)
-    missing = [str(m) for m in args.model if not m.is_file()]
+    if not args.model and not args.pair:
+        fail("bench-aer", "error: give a --model or a --pair of models to score")
+    try:
+        thresholds = [float(t) for t in args.link_thresholds.split(",") if t]
+    except ValueError:
+        fail("bench-aer", f"error: --link-thresholds {args.link_thresholds!r}: numbers separated by commas")
+    missing = [str(m) for m in [*args.model, *(m for p in args.pair for m in p)] if not m.is_file()]
     if not args.no_eflomal:
         train = (args.data / "clean" / "train.en", args.data / "clean" / "train.fr")
         missing += [str(f) for f in train if not f.is_file()]
     if missing:
         fail("bench-aer", f"error: no {', '.join(missing)} (make demo trains the model and makes the data)")
-    gold = lines(GOLD / "gold.links")
+    gold = lines(GOLD / VERSES[args.verses])
     work = bench_dir() / "aer"
     work.mkdir(parents=True, exist_ok=True)
     results = {
         f"nmtkit {reader(model)} ({model.parent.name}/{model.name})": alignment_error(
-            attention_links(model, work, args.threads), gold
+            attention_links([model], work, args.threads, verses=args.verses), gold
         )
         for model in args.model
     }
+    for forward, backward in args.pair:
+        for name, combine in combinations(thresholds).items():
+            links = attention_links([forward, backward], work, args.threads, combine, args.verses)
+            results[f"nmtkit, both directions, {name} ({forward.parent.name}, {backward.parent.name})"] = (
+                alignment_error(links, gold)
+            )
     seconds, pairs = None, 0
     if not args.no_eflomal:
-        forward, reverse, seconds, pairs = run_eflomal(args.data, work)
+        forward, reverse, seconds, pairs = run_eflomal(args.data, work, args.verses)
         results["eflomal, English→French"] = alignment_error(forward, gold)
         results["eflomal, French→English"] = alignment_error(reverse, gold)
         for name, links in symmetrized(forward, reverse).items():

@@ -38,11 +38,13 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import __version__, checkpoint
+from ..align.combine import LinkConfig
 from ..align.files import EOS_LABEL
 from ..align.words import word_attention
 from ..core.console import log
 from ..core.errors import UserError
 from ..core.settings import RuntimeConfig
+from ..translate.both_ways import BothWays, directions
 from ..translate.io import json_record
 from ..translate.settings import TranslateOptions
 from ..translate.translator import Translation, Translator
@@ -168,15 +170,20 @@ def opennmt(t: Translation, src: str, id_: Any, nbest: int) -> dict[str, Any]:
 
 
 def create_app(
-    translator: Translator, cfg: ServerConfig = ServerConfig(), info: dict[str, Any] | None = None
+    translator: Translator,
+    cfg: ServerConfig = ServerConfig(),
+    info: dict[str, Any] | None = None,
+    both: BothWays | None = None,
 ) -> FastAPI:
-    """The application around one loaded translator."""
+    """The application around one loaded translator (and the other direction's models, ``both``,
+    that make its answers' links with it)."""
     limits, shortlist = cfg.limits, cfg.shortlist
     base = TranslateOptions(shortlist=shortlist)
 
     def translate(lines: list[str], job: Any) -> list[Translation]:
         options = replace(base, search=job.search, attention=job.attention, max_length=0)  # refused above
-        return translator.translate_block(lines, options)
+        out = translator.translate_block(lines, options)
+        return [both.linked(t) for t in out] if both else out  # on the model's thread, as the search
 
     batcher = Batcher(translate, limits.max_sentences, cfg.batch_wait_ms / 1000)
 
@@ -231,13 +238,16 @@ def create_app(
     return app
 
 
-def serve(model_paths: list[str], cfg: ServerConfig, runtime: RuntimeConfig) -> None:
-    """Load the models once and serve them until SIGINT or SIGTERM (requests in flight finish)."""
+def serve(model_paths: list[str], cfg: ServerConfig, runtime: RuntimeConfig, links: LinkConfig = LinkConfig()) -> None:
+    """Load the models once and serve them until SIGINT or SIGTERM (requests in flight finish).
+    Models of the other direction than the first's make the answers' links with it (:class:`BothWays`)."""
     cfg.check()
-    translator = Translator.from_checkpoints(list[str | Path](model_paths), runtime)
+    forward, backward = directions(model_paths) if len(model_paths) > 1 else (list[str | Path](model_paths), [])
+    translator = Translator.from_checkpoints(forward, runtime)
     first = checkpoint.load(model_paths[0])
     info = {
-        "models": model_paths,
+        "models": [p for p in model_paths if p not in backward],
+        "links_from": [str(p) for p in backward],  # the other direction's models
         "arch": first.model.arch,
         "model": first.model.to_dict(),
         "languages": first.text.langs,
@@ -247,7 +257,7 @@ def serve(model_paths: list[str], cfg: ServerConfig, runtime: RuntimeConfig) -> 
     }
     if cfg.shortlist and translator.lexicon is None:
         raise UserError(f"--shortlist: {model_paths[0]} holds no lexicon; add one with 'nmtkit lexicon'")
-    app = create_app(translator, cfg, info)
+    app = create_app(translator, cfg, info, BothWays.load(backward, links, runtime))
     log(
         f"serving {', '.join(model_paths)} on http://{cfg.host}:{cfg.port}/ "
         f"(POST /translate, GET /health, /info, /docs)"

@@ -126,6 +126,7 @@ class TrainConfig(Settings):
     threads: int = 0  # 0: torch's default
     bf16: bool = False
     tf32: bool = True  # on GPUs: fp32 matrix products on tensor cores
+    logits_blas: str = "auto"  # CPUs: the BLAS of the output layer's logits (nmtkit.core.blas)
     compile: bool = setting(
         False,
         "Compile the recurrences' per-word steps with torch.compile (rnnsearch, rnnencdec): fused kernels, "

@@ -91,7 +91,11 @@ def train(
     if tensorboard is not None:
         board.require()
     where = distributed.place()
-    runtime = setup(RuntimeConfig(cfg.device, cfg.threads, cfg.bf16, cfg.tf32), where.local_rank, where.local_world)
+    runtime = setup(
+        RuntimeConfig(cfg.device, cfg.threads, cfg.bf16, cfg.tf32, logits_blas=cfg.logits_blas),
+        where.local_rank,
+        where.local_world,
+    )
     distributed.start(where, runtime.device)
     ended_well, stopped_by = False, 0
     lock = SaveDirLock(save_dir, writes=where.rank == 0)

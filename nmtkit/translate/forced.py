@@ -7,21 +7,18 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import IO
 
-import numpy as np
-
-from .. import checkpoint
 from ..align.combine import LinkConfig, combined_links
 from ..align.files import EOS_LABEL
 from ..align.heatmap import Heatmap
 from ..align.links import pharaoh, word_alignment
-from ..align.words import word_attention
+from ..core.console import progress
 from ..core.errors import UserError
 from ..core.files import STDIO, atomic_write, read_lines
 from ..core.settings import RuntimeConfig
-from .translator import Forced, Translator
+from .both_ways import directions, word_table
+from .translator import Translator
 
 
 def align_file(
@@ -40,9 +37,14 @@ def align_file(
         raise UserError(f"{source} has {len(sources):,} lines but {target} {len(targets):,}")
     forward, backward = directions(model_paths)
     translator = Translator.from_checkpoints(forward, runtime)
-    ahead = translator.force(sources, targets, tokenized)
+    with progress("pairs") as bar:
+        task = bar.add_task("align", total=len(sources) * (2 if backward else 1))
+        ahead = translator.force(sources, targets, tokenized, done=lambda n: bar.advance(task, n))
+        if backward:
+            back = Translator.from_checkpoints(backward, runtime).force(
+                targets, sources, tokenized, done=lambda n: bar.advance(task, n)
+            )
     if backward:
-        back = Translator.from_checkpoints(backward, runtime).force(targets, sources, tokenized)
         pairs = [combined_links(word_table(f), word_table(b), links) for f, b in zip(ahead, back)]
     else:
         pairs = [word_alignment(f.source_tokens, f.target_tokens, f.attention) for f in ahead]
@@ -51,29 +53,6 @@ def align_file(
         out: IO[str] = stack.enter_context(atomic_write(output)) if output and output != STDIO else sys.stdout
         out.write("".join(line + "\n" for line in lines))
     return len(lines)
-
-
-def directions(model_paths: Sequence[str]) -> tuple[list[str | Path], list[str | Path]]:
-    """The checkpoints of the first one's direction, and those of the opposite direction (none
-    when all translate one way); a checkpoint of a third direction is a one-line UserError."""
-    langs = [checkpoint.load(path).text.langs for path in model_paths]
-    way = (langs[0]["src"], langs[0]["tgt"])
-    forward: list[str | Path] = [p for p, lang in zip(model_paths, langs) if (lang["src"], lang["tgt"]) == way]
-    backward: list[str | Path] = [p for p, lang in zip(model_paths, langs) if (lang["src"], lang["tgt"]) == way[::-1]]
-    for path, lang in zip(model_paths, langs):
-        if path not in forward + backward:
-            raise UserError(
-                f"{path} translates {lang['src']}→{lang['tgt']} but {model_paths[0]} {way[0]}→{way[1]}: "
-                "align takes the models of one direction, or of both directions of one language pair"
-            )
-    return forward, backward
-
-
-def word_table(forced: Forced) -> np.ndarray:
-    """A forced decoding's probabilities over words: a row per target word, a column per source
-    word, then the source's </s>, which a word with no counterpart attends to (its NULL)."""
-    words = word_attention([*forced.source_tokens, EOS_LABEL], [*forced.target_tokens, EOS_LABEL], forced.attention)
-    return words.attention[:-1]
 
 
 def from_model(

@@ -18,12 +18,14 @@ import sys
 from collections.abc import Iterator
 from typing import IO, Any
 
+from ..align.combine import LinkConfig
 from ..align.files import alignment_record, header
 from ..align.links import pharaoh, word_alignment
 from ..core.console import progress
 from ..core.errors import UserError
 from ..core.files import STDIO, atomic_write, count_lines, decode_line, read_lines
 from ..core.settings import RuntimeConfig
+from .both_ways import BothWays, directions
 from .settings import TranslateOptions
 from .translator import PrefixLines, Translation, Translator
 
@@ -48,7 +50,10 @@ def stdin_chunks(stream: IO[bytes], size: int = 1 << 16) -> Iterator[list[str]]:
 
 
 def hard_alignment(t: Translation) -> str:
-    """Pharaoh pairs of one translation (empty for an empty line or a model without attention)."""
+    """Pharaoh pairs of one translation (empty for an empty line or a model without attention):
+    its own links where they were made (both directions' models), else its attention's."""
+    if t.links is not None:
+        return t.links
     if t.attention is None or not t.tokens:
         return ""
     return pharaoh(word_alignment(t.source_tokens, t.tokens, t.attention))
@@ -125,7 +130,7 @@ class _Sinks:
         self.out.flush()
 
 
-def translate_file(
+def translate_file(  # noqa: PLR0913 (each of translate's inputs and outputs, by name)
     model_paths: list[str],
     source: str,
     output: str | None,
@@ -136,9 +141,12 @@ def translate_file(
     pharaoh_path: str | None = None,
     jsonl: bool = False,
     prefix: str | None = None,
+    links: LinkConfig = LinkConfig(),
 ) -> int:
     """``nmtkit translate``: lines of ``source`` ('-': stdin) to ``output`` (None or '-': stdout),
-    each output starting with its line of ``prefix`` when given.
+    each output starting with its line of ``prefix`` when given. Given models of both directions,
+    the first one's translate and the others are forced back along each translation for its
+    links (``pharaoh_path``, ``jsonl``), combined as ``links`` says.
 
     Returns the number of lines translated. Files given by name are checked
     before the models load, so a typo costs no waiting.
@@ -165,7 +173,14 @@ def translate_file(
         raise UserError(f"--prefix {prefix} has {forced:,} lines but {source} {total:,}")
     if alignments or pharaoh_path or jsonl:
         options = dataclasses.replace(options, attention=True)
-    translator = Translator.from_checkpoints(list(model_paths), runtime)
+    forward, backward = directions(model_paths) if len(model_paths) > 1 else (list(model_paths), [])
+    if backward and not (pharaoh_path or jsonl):
+        raise UserError(
+            f"{backward[0]} translates the other way: models of the other direction serve only the links "
+            "of --print-alignment or --output-format jsonl"
+        )
+    translator = Translator.from_checkpoints(forward, runtime)
+    both = BothWays.load(backward, links, runtime)
     with contextlib.ExitStack() as stack:
         sinks = _Sinks(stack, output, alignments, nbest_format or options.search.nbest > 1, pharaoh_path, jsonl)
         prefixes = None if prefix is None else read_lines(prefix, allow_empty=True)
@@ -173,13 +188,13 @@ def translate_file(
             given = PrefixLines(prefixes)
             for chunk in stdin_chunks(sys.stdin.buffer):
                 for t in translator.translate_block(chunk, options, sinks.n + 1, given.take(len(chunk))):
-                    sinks.write(t)
+                    sinks.write(both.linked(t) if both else t)
                 sinks.flush()
             given.finish()
             return sinks.n
         bar = stack.enter_context(progress("sentences"))
         task = bar.add_task("translate", total=total)
         for t in translator.translate(read_lines(source), options, prefixes=prefixes):
-            sinks.write(t)
+            sinks.write(both.linked(t) if both else t)
             bar.advance(task)
     return sinks.n

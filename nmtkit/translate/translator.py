@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -59,6 +59,7 @@ class Translation:
     ranking: float  # the score after length normalisation
     attention: np.ndarray | None = None  # (len(tokens) + 1, len(source_tokens) + 1)
     nbest: list[Translation] = field(default_factory=list)  # best first, when more than one is asked
+    links: str | None = None  # Pharaoh links made otherwise than from ``attention`` (both_ways.BothWays)
 
 
 @dataclass
@@ -306,9 +307,15 @@ class Translator:
         return force(self.model, enc, pad([np.asarray(ids, dtype=np.int64) for ids in outputs]).to(self.device))[1]
 
     def force(
-        self, sources: list[str], targets: list[str], tokenized: bool = False, batch_size: int = 32
+        self,
+        sources: list[str],
+        targets: list[str],
+        tokenized: bool = False,
+        batch_size: int = 32,
+        done: Callable[[int], object] | None = None,
     ) -> list[Forced]:
-        """Score given translations (and get their attention) with the search's own decoder step."""
+        """Score given translations (and get their attention) with the search's own decoder step;
+        ``done`` is told how many pairs each batch scored (a progress bar's advance)."""
         src_tok = [self.sides.src.tokens(s, tokenized) for s in sources]
         tgt_tok = [self.sides.tgt.tokens(t, tokenized) for t in targets]
         out: list[Forced | None] = [None] * len(sources)
@@ -321,6 +328,8 @@ class Translator:
             for row, i in enumerate(idx):
                 alpha = maps[row, : len(tgt_tok[i]) + 1, : len(src_tok[i]) + 1].float().cpu().numpy()
                 out[i] = Forced(src_tok[i], tgt_tok[i], float(scores[row]), alpha)
+            if done is not None:
+                done(len(idx))
         return [f for f in out if f is not None]
 
 

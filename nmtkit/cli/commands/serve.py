@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from ...align.combine import LinkConfig
 from ...core.command import Command
 from ...core.errors import UserError
 from ...serve.settings import Limits, ServerConfig
@@ -21,9 +22,13 @@ Examples:
   nmtkit serve -m runs/demo/best.pt            # http://127.0.0.1:8080/: the page; /docs: the API
   curl -s localhost:8080/translate -H 'Content-Type: application/json' \\
        -d '{"sentences": ["And God said, Let there be light."], "beam": 5}'
-  nmtkit serve -m a.pt -m b.pt --host 0.0.0.0 --port 5000 --int8 --shortlist""",
+  nmtkit serve -m a.pt -m b.pt --host 0.0.0.0 --port 5000 --int8 --shortlist
+  nmtkit serve -m en-fr.pt -m fr-en.pt         # the answers' "alignment": both directions' links""",
 )
-@options.models("Checkpoint to serve; repeat for an ensemble.")
+@options.models(
+    "Checkpoint to serve; repeat for an ensemble. Checkpoints of the other direction serve the answers' "
+    '"alignment" (both directions\' links, combined by --combine).'
+)
 @config_options
 @options.option(ServerConfig, "host")
 @options.option(ServerConfig, "port")
@@ -36,6 +41,7 @@ Examples:
 @options.option(Limits, "max_beam")
 @options.option(ServerConfig, "batch_wait_ms", dest="batch_wait")
 @options.option(TranslateOptions, "shortlist")
+@options.options_of(LinkConfig, "combine", "threshold", "null_threshold")
 @options.inference_runtime
 @options.verbosity
 def serve(
@@ -65,4 +71,5 @@ def serve(
     search = options.config_of(SearchConfig, values)
     limits = Limits(max_sentences, max_length, max_body, max_beam)
     cfg = ServerConfig(host, port, search, batch_wait, shortlist, limits).check()
-    run(list(model_paths), cfg, options.runtime_config(values))
+    links = options.config_of(LinkConfig, values)
+    run(list(model_paths), cfg, options.runtime_config(values), links)

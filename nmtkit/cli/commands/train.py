@@ -35,7 +35,7 @@ Running the same command again resumes from SAVE_DIR/last.pt exactly (--reset st
 @train_options.optimization
 @train_options.speed
 @train_options.run
-@options.runtime
+@options.train_runtime
 @click.option("--reset", is_flag=True, help="Ignore SAVE_DIR/last.pt and start over.")
 @options.verbosity
 def train(

@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from ...align.combine import LinkConfig
 from ...core.command import Command
 from ...core.errors import UserError
 from ...translate.settings import BATCHING_OPTIONS, OUTPUT_FORMATS, TranslateOptions
@@ -24,7 +25,8 @@ _outputs = options.options(
         "pharaoh_path",
         type=click.Path(dir_okay=False),
         help="Also write hard word alignments, one line per input line, as Pharaoh 'i-j' pairs (source "
-        "word i, target word j, from 0; Moses tokens after BPE is undone), from the attention.",
+        "word i, target word j, from 0; Moses tokens after BPE is undone), from the attention; with "
+        "models of the other direction too, both directions' links combined (--combine).",
     ),
     click.option(
         "--output-format",
@@ -56,9 +58,13 @@ Examples:
   echo "In the beginning God created the heaven and the earth." | nmtkit translate -m best.pt
   nmtkit translate -m best.pt test.en -o test.hyp.fr --beam 5 --length-penalty gnmt --alpha 0.6
   nmtkit translate -m a.pt -m b.pt test.en --nbest 5            # ensemble; Moses n-best lines
-  nmtkit translate -m best.pt test.en --alignments test.align   # then: nmtkit align-plot test.align""",
+  nmtkit translate -m best.pt test.en --alignments test.align   # then: nmtkit align-plot test.align
+  nmtkit translate -m en-fr.pt -m fr-en.pt test.en --print-alignment test.links  # links both ways""",
 )
-@options.models("A checkpoint from 'nmtkit train' (nothing else is needed); repeat to ensemble.")
+@options.models(
+    "A checkpoint from 'nmtkit train' (nothing else is needed); repeat to ensemble. Checkpoints of the "
+    "other direction serve the links of --print-alignment and jsonl."
+)
 @click.argument("input", default="-")
 @config_options
 @click.option(
@@ -76,6 +82,7 @@ Examples:
     help="With --replace-unk: 'source target' lines to translate the copied word.",
 )
 @_outputs
+@options.options_of(LinkConfig, "combine", "threshold", "null_threshold")
 @options.options_of(TranslateOptions, *BATCHING_OPTIONS)
 @options.inference_runtime
 @options.verbosity
@@ -103,6 +110,7 @@ def translate(
     nbest_lines = values["nbest"] > 0
     search, prefix = options.search_config(values), values.pop("prefix")
     words = read_unk_dict(unk_dict) if unk_dict else None
+    links = options.config_of(LinkConfig, values)
     settings = options.config_of(TranslateOptions, values, search=search, unk_dict=words)
     translate_file(
         list(model_paths),
@@ -115,4 +123,5 @@ def translate(
         pharaoh_path=pharaoh_path,
         jsonl=output_format == "jsonl",
         prefix=prefix,
+        links=links,
     )

@@ -1,0 +1,73 @@
+"""The links of a translation with a model of each direction: the models that translated it give
+its table (their attention, or alignment head, over words), the models of the other direction are
+forced from the translation back to its source for theirs, and the two are combined as
+``nmtkit align -m en-fr.pt -m fr-en.pt`` combines them (:mod:`nmtkit.align.combine`).
+``translate --print-alignment`` (and ``--output-format jsonl``) and ``serve`` use it when given
+models of both directions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from .. import checkpoint
+from ..align.combine import LinkConfig, combined_links
+from ..align.files import EOS_LABEL
+from ..align.links import pharaoh
+from ..align.words import word_attention
+from ..core.errors import UserError
+from ..core.settings import RuntimeConfig
+from .translator import Forced, Translation, Translator
+
+
+def directions(model_paths: Sequence[str]) -> tuple[list[str | Path], list[str | Path]]:
+    """The checkpoints of the first one's direction, and those of the opposite direction (none
+    when all translate one way); a checkpoint of a third direction is a one-line UserError."""
+    langs = [checkpoint.load(path).text.langs for path in model_paths]
+    way = (langs[0]["src"], langs[0]["tgt"])
+    forward: list[str | Path] = [p for p, lang in zip(model_paths, langs) if (lang["src"], lang["tgt"]) == way]
+    backward: list[str | Path] = [p for p, lang in zip(model_paths, langs) if (lang["src"], lang["tgt"]) == way[::-1]]
+    for path, lang in zip(model_paths, langs):
+        if path not in forward + backward:
+            raise UserError(
+                f"{path} translates {lang['src']}→{lang['tgt']} but {model_paths[0]} {way[0]}→{way[1]}: "
+                "give the models of one direction, or of both directions of one language pair"
+            )
+    return forward, backward
+
+
+def word_table(forced: Forced) -> np.ndarray:
+    """A forced decoding's probabilities over words: a row per target word, a column per source
+    word, then the source's </s>, which a word with no counterpart attends to (its NULL)."""
+    words = word_attention([*forced.source_tokens, EOS_LABEL], [*forced.target_tokens, EOS_LABEL], forced.attention)
+    return words.attention[:-1]
+
+
+class BothWays:
+    """Pharaoh links of the forward models' translations, the ``backward`` models forced back."""
+
+    def __init__(self, backward: Translator, links: LinkConfig):
+        self.backward, self.links_cfg = backward, links
+
+    @classmethod
+    def load(cls, paths: list[str | Path], links: LinkConfig, runtime: RuntimeConfig | None) -> BothWays | None:
+        """The linker of the backward models ``paths``; None where there are none."""
+        return cls(Translator.from_checkpoints(paths, runtime), links) if paths else None
+
+    def links(self, t: Translation) -> str:
+        """Pharaoh links of ``t``: its table and the backward models' forced along it, combined."""
+        if t.attention is None or not t.tokens:
+            return ""
+        ahead = Forced(t.source_tokens, t.tokens, t.score, t.attention)
+        words = word_attention([*t.source_tokens, EOS_LABEL], [*t.tokens, EOS_LABEL], t.attention)
+        # the translation's words back to its source's, as the search wrote and read them
+        back = self.backward.force([" ".join(words.target[:-1])], [" ".join(words.source[:-1])], tokenized=True)
+        return pharaoh(combined_links(word_table(ahead), word_table(back[0]), self.links_cfg))
+
+    def linked(self, t: Translation) -> Translation:
+        """``t`` and its n-best list with their links (:attr:`Translation.links`)."""
+        return replace(t, links=self.links(t), nbest=[replace(h, links=self.links(h)) for h in t.nbest])
