@@ -34,3 +34,18 @@ def test_gflops_are_twice_mkn_over_the_best_time(monkeypatch):
     assert first["torch (MKL)"] == pytest.approx(2 * first["m"] * first["k"] * first["n"] / 0.5 / 1e9)
     table = bench_blas.table(rows)
     assert table.count("\n") == len(rows) + 1 and "| output layer: logits (one chunk) |" in table
+
+
+def test_nmtkits_own_path_computes_the_product_in_every_layout():
+    pytest.importorskip("threadpoolctl", reason="nmtkit's numpy path sizes OpenBLAS through threadpoolctl")
+    from nmtkit.core import blas
+
+    assert blas.choose("numpy", 2)
+    try:
+        g = torch.Generator().manual_seed(0)
+        for where in ("output layer: logits", "output layer: input gradient", "output layer: weight gradient"):
+            a, b = bench_blas.operands(where, 300, 40, 70, g)  # each laid out as training has it
+            got = bench_blas._nmtkit(a, b)()
+            assert got.shape == (300, 70) and torch.allclose(got, a @ b, atol=1e-4)
+    finally:
+        blas.choose("torch", 2)

@@ -5,7 +5,9 @@ alternatives on this CPU, in GFLOPS (2·M·K·N over the best time).
 
 torch's CPU build does its float32 products through oneMKL; on AMD CPUs MKL may not take its best
 code path. Beside it: numpy's BLAS (OpenBLAS in numpy's wheels), oneDNN (torch's own, as
-``inference_linear`` uses it), and MKL given the same product in blocks of rows. Each product is
+``inference_linear`` uses it), MKL given the same product in blocks of rows, and nmtkit's own path
+on AMD CPUs (``--logits-blas numpy``: OpenBLAS at one thread, the rows split over as many workers
+as ``--threads``; :mod:`nmtkit.core.blas`). Each product is
 one the demo's update runs (``--schedule cpu``: 256 units, 80 sentences, ~2,400 target tokens, the
 output layer in chunks of 4M logits), named by where it runs, forward and backward.
 """
@@ -22,6 +24,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..core import blas
 from ..core.machine import describe, machine
 from ..models.loss import CPU_CHUNK_ELEMENTS
 from .bench_common import write_text
@@ -114,12 +117,21 @@ def operands(where: str, m: int, k: int, n: int, g: torch.Generator) -> tuple[to
     return torch.randn(m, k, generator=g), torch.randn(n, k, generator=g).t()
 
 
-def measure(vocab: int, repeat: int, chunk_rows: tuple[int, ...] = ()) -> list[dict[str, Any]]:
-    """GFLOPS of each product through each backend (None where a backend is missing)."""
-    g = torch.Generator().manual_seed(0)
+def _nmtkit(a: torch.Tensor, b: torch.Tensor) -> Callable[[], Any]:
+    out, weight = torch.empty(a.shape[0], b.shape[1]), b.t()
+    return lambda: blas.logits(a, weight, out)
+
+
+# nmtkit's own path (``--logits-blas numpy``): OpenBLAS at one thread, the rows split over workers
+SHIPPED = "numpy, a thread a worker (nmtkit's)"
+
+
+def measure(vocab: int, repeat: int, chunk_rows: tuple[int, ...] = (), threads: int = 2) -> list[dict[str, Any]]:
+    """GFLOPS of each product through each backend (None where a backend is missing), then
+    through nmtkit's numpy path, which holds OpenBLAS to one thread for the rest of the process."""
     rows = []
     for where, m, k, n in shapes(vocab, chunk_rows):
-        a, b = operands(where, m, k, n, g)
+        a, b = operands(where, m, k, n, torch.Generator().manual_seed(0))
         row: dict[str, Any] = {"product": where, "m": m, "k": k, "n": n}
         for name, make in BACKENDS.items():
             if name == "oneDNN" and not torch.backends.mkldnn.is_available():  # type: ignore[no-untyped-call]
@@ -127,11 +139,17 @@ def measure(vocab: int, repeat: int, chunk_rows: tuple[int, ...] = ()) -> list[d
                 continue
             row[name] = 2 * m * k * n / best_seconds(make(a, b), repeat) / 1e9
         rows.append(row)
+    shipped = blas.choose("numpy", threads)
+    for row in rows:
+        a, b = operands(row["product"], row["m"], row["k"], row["n"], torch.Generator().manual_seed(0))
+        flops = 2 * row["m"] * row["k"] * row["n"]
+        row[SHIPPED] = flops / best_seconds(_nmtkit(a, b), repeat) / 1e9 if shipped else None
+    blas.choose("torch", threads)
     return rows
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    names = list(BACKENDS)
+    names = [*BACKENDS, SHIPPED]
     out = ["| product | M×K×N | " + " | ".join(names) + " |", "|---|---|" + "---:|" * len(names)]
     for r in rows:
         best = max(v for k, v in r.items() if k in names and v is not None)
@@ -168,7 +186,7 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     chunks = tuple(int(r) for r in args.chunk_rows.split(",") if r)
-    rows = measure(args.vocab, args.repeat, chunks)
+    rows = measure(args.vocab, args.repeat, chunks, args.threads)
     m = machine()
     print(f"{describe(m)}; {args.threads} threads. {blas_names()}. GFLOPS, float32, best of {args.repeat}:")
     print(table(rows))
