@@ -12,8 +12,8 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from nmtkit.align.combine import LinkConfig
 from nmtkit.align.links import read_pharaoh
+from nmtkit.align.settings import LinkConfig
 from nmtkit.cli import main
 from nmtkit.data.reverse import reverse_corpus
 from nmtkit.text.tokenize import MosesText

@@ -207,7 +207,7 @@ ROLES = {
     **{(c, "model_paths"): "checkpoint" for c in ("translate", "score", "align", "align-plot", "serve", "average")},
     ("lexicon", "model_path"): "checkpoint",
     ("train", "init_from"): "checkpoint",
-    **{(c, "data_bin"): "data-bin" for c in ("train", "score", "lexicon")},
+    **{(c, "data_bin"): "data-bin" for c in ("train", "score", "lexicon", "reverse")},
     ("train", "data_bin_arg"): "data-bin",
     ("preprocess", "vocab_dir"): "vocab",
     ("tokenize", "bpe_codes"): "bpe-codes",

@@ -56,6 +56,9 @@ SHARED = {
     "--threads": "CPU threads",
     "--bf16": "bfloat16 autocast",
     "--tf32/--no-tf32": "TensorFloat-32 products on GPUs",
+    "--combine": "how the links of a model each way are combined",
+    "--link-threshold": "--combine soft: the harmonic mean a link needs",
+    "--null-threshold": "a word with this much weight on no counterpart links to nothing",
     "--seed": "seed of the random draws (train: weights, batches, dropout; translate: sampling)",
 }
 

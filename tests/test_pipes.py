@@ -76,7 +76,17 @@ TO_STDOUT = {
     "train": [("train {bin} --save-dir run --dump-config -", "true")],
 }
 # The commands whose results go to files or over HTTP: stdout has only their --help.
-HELP_ONLY = {"preprocess", "build-vocab", "select", "word-align", "align-plot", "average", "lexicon", "serve"}
+HELP_ONLY = {
+    "preprocess",
+    "build-vocab",
+    "select",
+    "reverse",
+    "word-align",
+    "align-plot",
+    "average",
+    "lexicon",
+    "serve",
+}
 
 
 @pytest.fixture(scope="module")

@@ -18,39 +18,13 @@ target (French) × source (English); the backward model's is English × French. 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import numpy.typing as npt
 
-from ..core.settings import Settings, setting
+from .settings import LinkConfig
 from .symmetrize import Link, grow_diag_final_and
 
 Table = npt.NDArray[np.floating]
-COMBINATIONS = ("grow-diag-final-and", "soft")
-
-
-@dataclass(frozen=True)
-class LinkConfig(Settings):
-    """How ``nmtkit align`` makes links of two models, one each way (its options are these)."""
-
-    combine: str = setting(
-        "grow-diag-final-and",
-        "With a model each way: grow-diag-final-and over each model's links, or 'soft': a link wherever "
-        "the harmonic mean of the two models' probabilities of it reaches --link-threshold.",
-        choices=COMBINATIONS,
-    )
-    threshold: float = setting(
-        0.5, "--combine soft: the harmonic mean a link needs.", gt=0, le=1, flag="--link-threshold"
-    )
-    null_threshold: float | None = setting(
-        None,
-        "With a model each way: a word whose probability of no counterpart (its row's weight on the "
-        "source's </s>) reaches this links to nothing.",
-        gt=0,
-        le=1,
-        default_help="none: a word links to nothing when </s> is its likeliest",
-    )
 
 
 def words_only(table: Table, sources: int) -> Table:

@@ -38,8 +38,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import __version__, checkpoint
-from ..align.combine import LinkConfig
 from ..align.files import EOS_LABEL
+from ..align.settings import LinkConfig
 from ..align.words import word_attention
 from ..core.console import log
 from ..core.errors import UserError

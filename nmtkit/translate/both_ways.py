@@ -15,9 +15,10 @@ from pathlib import Path
 import numpy as np
 
 from .. import checkpoint
-from ..align.combine import LinkConfig, combined_links
+from ..align.combine import combined_links
 from ..align.files import EOS_LABEL
 from ..align.links import pharaoh
+from ..align.settings import LinkConfig
 from ..align.words import word_attention
 from ..core.errors import UserError
 from ..core.settings import RuntimeConfig

@@ -9,10 +9,11 @@ import sys
 from collections.abc import Sequence
 from typing import IO
 
-from ..align.combine import LinkConfig, combined_links
+from ..align.combine import combined_links
 from ..align.files import EOS_LABEL
 from ..align.heatmap import Heatmap
 from ..align.links import pharaoh, word_alignment
+from ..align.settings import LinkConfig
 from ..core.console import progress
 from ..core.errors import UserError
 from ..core.files import STDIO, atomic_write, read_lines

@@ -18,9 +18,9 @@ import sys
 from collections.abc import Iterator
 from typing import IO, Any
 
-from ..align.combine import LinkConfig
 from ..align.files import alignment_record, header
 from ..align.links import pharaoh, word_alignment
+from ..align.settings import LinkConfig
 from ..core.console import progress
 from ..core.errors import UserError
 from ..core.files import STDIO, atomic_write, count_lines, decode_line, read_lines

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from ...align.combine import LinkConfig
+from ...align.settings import LinkConfig
 from ...core.command import Command
 from .. import options
 from ..config_file import config_options

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from ...align.combine import LinkConfig
+from ...align.settings import LinkConfig
 from ...core.command import Command
 from ...core.errors import UserError
 from ...serve.settings import Limits, ServerConfig
