@@ -195,3 +195,38 @@ def test_the_live_log_is_read_by_the_run_logs_reader_again_where_a_line_is_half_
 
     monkeypatch.setattr(script.time, "sleep", finish)
     assert script.updates(tmp_path) == 4 and script.trained_seconds(tmp_path) == 2.0 and len(sleeps) == 1
+
+
+def test_the_train_parts_steps_are_bounded_by_its_budget_not_the_jobs_nearer_deadline(tmp_path, monkeypatch):
+    """part_budget gives the train part its run's minutes even where the job's deadline is nearer:
+    its resumed run and translation get that budget (a 6-minute job on an H100 once left the
+    resumed run 60 s, less than its training and compilation)."""
+    given = {}
+    monkeypatch.setattr(script, "kill_part_way", lambda check, cmd, save, budget: 7)
+
+    def resume(check, cmd, save, killed_at, left, found, lines):
+        given["resume"] = left
+
+    def translate(check, save, left, found, lines):
+        given["translate"] = left
+
+    monkeypatch.setattr(script, "resume", resume)
+    monkeypatch.setattr(script, "translate_and_score", translate)
+    args = SimpleNamespace(words=tmp_path, train_minutes=1.5, test_src=tmp_path, test_ref=tmp_path)
+    check = SimpleNamespace(gpu=True, out=tmp_path, args=args, found={}, left=lambda: 20.0)
+    monkeypatch.setattr(script, "fastest", lambda check: (["--arch", "rnnsearch"], "chosen"))
+    assert script.train(check, 330.0)["status"] == "ok"
+    assert 320 < given["resume"] <= 330 and 320 < given["translate"] <= 330
+    given.clear()
+    check.left = lambda: 900.0  # a later deadline than the part's budget: the job's
+    script.train(check, 330.0)
+    assert given["resume"] == given["translate"] == 900.0
+
+
+def test_the_resumed_run_says_how_long_it_was_given_when_it_runs_out(tmp_path):
+    def too_long(cmd, timeout):
+        raise subprocess.TimeoutExpired(cmd, timeout)
+
+    with pytest.raises(script.PartFailed) as failed:
+        script.resume(SimpleNamespace(run=too_long), ["train"], tmp_path, 3, 250.0, {}, [])
+    assert failed.value.lines == ["the resumed run did not end in the 160 s it was given"]

@@ -166,12 +166,16 @@ def kill_part_way(check: Check, cmd: list[Any], save: Path, budget: float) -> in
     return killed_at
 
 
-def resume(check: Check, cmd: list[Any], save: Path, killed_at: int, found: dict[str, Any], lines: list[str]) -> None:
-    """The same command again, which resumes from last.pt; into ``found`` and ``lines``: where."""
+def resume(
+    check: Check, cmd: list[Any], save: Path, killed_at: int, left: float, found: dict[str, Any], lines: list[str]
+) -> None:
+    """The same command again, which resumes from last.pt, given ``left`` seconds less 90 for
+    translating and scoring; into ``found`` and ``lines``: where it resumed."""
+    given = max(60.0, left - 90)
     try:
-        again = check.run(cmd, max(60.0, check.left() - 90))  # 90 s kept for translating and scoring
+        again = check.run(cmd, given)
     except subprocess.TimeoutExpired:
-        raise PartFailed(["the resumed run did not end in its time"]) from None
+        raise PartFailed([f"the resumed run did not end in the {given:.0f} s it was given"]) from None
     resumed = re.search(r"resuming from \S+ at update ([\d,]*\d)", again.stderr)
     if again.returncode != 0 or not resumed:
         raise PartFailed(["the resumed run:", "```", again.stderr[-1500:], "```"])
@@ -188,7 +192,7 @@ def resume(check: Check, cmd: list[Any], save: Path, killed_at: int, found: dict
     }
 
 
-def translate_and_score(check: Check, save: Path, found: dict[str, Any], lines: list[str]) -> None:
+def translate_and_score(check: Check, save: Path, left: float, found: dict[str, Any], lines: list[str]) -> None:
     """The test verses translated by best.pt (beam 12, token batches) and scored by sacreBLEU."""
     hyp = check.out / "test.hyp"
     translate = [*NMTKIT, "translate", "-m", save / "best.pt", check.args.test_src, "-o", hyp, "--beam", 12]
@@ -196,7 +200,7 @@ def translate_and_score(check: Check, save: Path, found: dict[str, Any], lines: 
         translate += ["--device", "cpu", "--threads", 2, "--max-tokens", 2000]
     t0 = time.monotonic()
     try:
-        tr = check.run(translate, max(30.0, check.left()))
+        tr = check.run(translate, max(30.0, left))
     except subprocess.TimeoutExpired:
         raise PartFailed(["- translation: out of time"]) from None
     if tr.returncode != 0:
@@ -227,10 +231,18 @@ def train(check: Check, budget: float) -> dict[str, Any]:
     lines = [f"`{' '.join(map(str, cmd[2:]))}` (fastest path: {why})", ""]
     found: dict[str, Any] = {}
     shutil.rmtree(save, ignore_errors=True)  # a fresh run: the kill and resume are this one's
+    # The part's budget, not the job's deadline, bounds its steps: part_budget gives the train part
+    # its run's minutes and the start-up of two runs even where the job's deadline is nearer (a
+    # 6-minute job on an H100 once left the resumed run 60 s for 54 s of training and its compilation).
+    end = time.monotonic() + budget
+
+    def left() -> float:
+        return max(check.left(), end - time.monotonic())
+
     try:
         killed_at = kill_part_way(check, cmd, save, budget)
-        resume(check, cmd, save, killed_at, found, lines)
-        translate_and_score(check, save, found, lines)
+        resume(check, cmd, save, killed_at, left(), found, lines)
+        translate_and_score(check, save, left(), found, lines)
     except PartFailed as failed:
         return {"status": "failed", **found, "lines": lines + failed.lines}
     return {"status": "ok", **found, "lines": lines}
