@@ -54,13 +54,14 @@ COVERAGE ?=
 DEMO_TRAIN ?= $(DEMO_RECIPE) $(DEMO_BUDGET) $(DEMO_BF16)$(if $(COVERAGE), --coverage $(COVERAGE))
 BEAM    ?= 5
 
-.PHONY: gpu-check gpu-data help install lint test test-fast test-slow typecheck test-browser structure wheel-check docs demo demo-guided demo-aligners demo-curve paper paper-coverage paper-unk readme-figures data bench bench-data bench-blas bench-marian bench-sweep bench-gpu aer reproduce compare clean-data
+.PHONY: gpu-check gpu-data help install lint test test-fast test-slow typecheck test-browser structure wheel-check docs demo demo-guided demo-aligners demo-self-training demo-curve paper paper-coverage paper-unk readme-figures data bench bench-data bench-blas bench-marian bench-sweep bench-gpu aer reproduce compare clean-data
 comma := ,
 help:
 	@echo "make demo     fetch the Bible corpus, preprocess, build the vocabulary, train RNNsearch (20 min on CPU),"
 	@echo "              translate the test set, score it; plot training curves, BLEU by length, alignments"
 	@echo "make demo-guided  the demo's recipe with guided alignment (eflomal's links; docs/alignment.md): AER and BLEU"
 	@echo "make demo-aligners  demo-guided's model and its French→English twin, their links combined: AER beside eflomal's"
+	@echo "make demo-self-training  demo-aligners' pair retrained on its own combined links, round after round: AER"
 	@echo "make demo-curve  the CPU trials behind the demo's recipe (hours): docs/cpu-training.md, its picture"
 	@echo "make test     run the test suite: ruff, unit tests, slow end-to-end tests, mypy, the docs (lint, test-fast, test-slow, typecheck, docs)"
 	@echo "make docs     build the documentation site with mkdocs --strict into build/site (installs the docs extra on first use)"
@@ -170,9 +171,9 @@ $(VENV)/.align: $(VENV)/.installed
 $(DATA)/clean/train.links: $(DATA)/clean/preprocess.json | $(VENV)/.align
 	$(NMTKIT) word-align -s en -t fr --train $(DATA)/clean/train
 
-# the corpus binarized with its links on the vocabulary $1
+# the corpus binarized with its links (clean/train.$2, or .links) on the vocabulary $1
 links_bin = $(NMTKIT) preprocess -s en -t fr --train $(DATA)/clean/train --valid $(DATA)/clean/valid \
-	    --test $(DATA)/clean/test --vocab $1 -d $(@D) -j $(JOBS) --align-suffix links --quiet
+	    --test $(DATA)/clean/test --vocab $1 -d $(@D) -j $(JOBS) --align-suffix $(or $2,links) --quiet
 $(BIN)-links/manifest.json: $(VOCAB)/vocab.json $(DATA)/clean/train.links
 	$(call links_bin,$(VOCAB))
 
@@ -191,6 +192,8 @@ demo-guided: $(GUIDED)/best.pt
 # eflomal's, and the new model's test BLEU.
 GUIDED_BACK ?= $(RUNS)/demo-guided-fr-en
 LINK_THRESHOLDS ?= 0.3,0.5
+NULL_THRESHOLDS ?= 0.3,0.5
+PAIR_AER = --link-thresholds $(LINK_THRESHOLDS) --null-thresholds $(NULL_THRESHOLDS) --data $(DATA) --threads $(JOBS)
 $(BIN)-links-fr-en/manifest.json: $(BIN)-links/manifest.json
 	rm -rf $(@D) && $(NMTKIT) reverse $(BIN)-links $(@D)
 
@@ -199,11 +202,42 @@ $(GUIDED_BACK)/best.pt: $(BIN)-links-fr-en/manifest.json
 	    --guided-alignment-weight $(GUIDED_WEIGHT) $(GUIDED_HEAD)
 
 demo-aligners: $(GUIDED)/best.pt $(GUIDED_BACK)/best.pt
-	$(PY) bin/bench-aer --model $(GUIDED)/best.pt --pair $(GUIDED)/best.pt $(GUIDED_BACK)/best.pt \
-	    --link-thresholds $(LINK_THRESHOLDS) --data $(DATA) --threads $(JOBS)
+	$(PY) bin/bench-aer --model $(GUIDED)/best.pt --pair $(GUIDED)/best.pt $(GUIDED_BACK)/best.pt $(PAIR_AER)
 	$(NMTKIT) translate -m $(GUIDED_BACK)/best.pt $(DATA)/raw/test.fr -o $(GUIDED_BACK)/test.hyp.en \
 	    --beam $(BEAM) --threads $(JOBS)
 	$(NMTKIT) score $(GUIDED_BACK)/test.hyp.en -r $(DATA)/raw/test.en --clean verse-markers $(SCORE_METRICS)
+
+# Self-training (Chen et al. 2020): the pair's links of every training pair, combined as ROUND_LINKS
+# says, then each direction's head trained alone on them (--head-only: HEAD_UPDATES updates from the
+# round before's model, whose translations it leaves as they were); demo-aligners' pair is round 0.
+# make demo-self-training: SELF_ROUNDS rounds, then the AER of every round's pair.
+ALIGNERS ?= $(RUNS)/aligners
+ROUND_LINKS ?= --combine soft --link-threshold 0.3
+HEAD_UPDATES ?= 1400
+SELF_ROUNDS ?= 1 2
+HEAD_TRAIN = --schedule cpu --max-updates $(HEAD_UPDATES) --valid-every $(HEAD_UPDATES) --no-valid-bleu \
+	--guided-alignment-weight $(GUIDED_WEIGHT) --alignment-head --head-only --threads $(JOBS)
+pair_of = $(if $(filter 0,$1),$(GUIDED)/best.pt $(GUIDED_BACK)/best.pt,$(ALIGNERS)/round$1-en-fr/best.pt $(ALIGNERS)/round$1-fr-en/best.pt)
+
+define self_training  # round $1, from round $2's pair
+$(DATA)/clean/train.round$1: $(call pair_of,$2)
+	$(NMTKIT) align -m $$(word 1,$$^) -m $$(word 2,$$^) --source $(DATA)/clean/train.en \
+	    --target $(DATA)/clean/train.fr --tokenized $(ROUND_LINKS) --threads $(JOBS) -o $$@
+$(BIN)-round$1/manifest.json: $(VOCAB)/vocab.json $(DATA)/clean/train.round$1
+	$$(call links_bin,$(VOCAB),round$1)
+$(BIN)-round$1-fr-en/manifest.json: $(BIN)-round$1/manifest.json
+	rm -rf $$(@D) && $(NMTKIT) reverse $(BIN)-round$1 $$(@D)
+$(ALIGNERS)/round$1-en-fr/best.pt: $(BIN)-round$1/manifest.json $(word 1,$(call pair_of,$2))
+	$(NMTKIT) train $(BIN)-round$1 --save-dir $$(@D) --init-from $$(word 2,$$^) $(HEAD_TRAIN)
+$(ALIGNERS)/round$1-fr-en/best.pt: $(BIN)-round$1-fr-en/manifest.json $(word 2,$(call pair_of,$2))
+	$(NMTKIT) train $(BIN)-round$1-fr-en --save-dir $$(@D) --init-from $$(word 2,$$^) $(HEAD_TRAIN)
+endef
+$(eval $(call self_training,1,0))
+$(eval $(call self_training,2,1))
+$(eval $(call self_training,3,2))
+
+demo-self-training: $(foreach r,$(SELF_ROUNDS),$(call pair_of,$r))
+	$(PY) bin/bench-aer --no-eflomal $(foreach r,0 $(SELF_ROUNDS),--pair $(call pair_of,$r)) $(PAIR_AER)
 
 # One pass of beam search gives the hypotheses and their attention (for the alignment plots).
 $(DEMO)/test.hyp.fr $(DEMO)/test.align &: $(DEMO)/best.pt

@@ -95,11 +95,12 @@ def test_bench_aer_scores_a_pair_of_models_by_each_combination(overfit, backward
         cmd = [sys.executable, script, "--no-eflomal", "--threads", "1", *args]
         return subprocess.run(cmd, env=env, capture_output=True, text=True)
 
-    done = bench("--pair", forward, backward, "--link-thresholds", "0.2,0.6")
+    done = bench("--pair", forward, backward, "--link-thresholds", "0.2,0.6", "--null-thresholds", "0.9")
     assert done.returncode == 0, done.stderr
     results = json.loads((tmp_path / "aer.json").read_text())["results"]
     assert [name.split(" (")[0] for name in results] == [
         "nmtkit, both directions, grow-diag-final-and",
+        "nmtkit, both directions, grow-diag-final-and, NULL ≥ 0.9 unlinked",
         "nmtkit, both directions, soft, harmonic mean ≥ 0.2",
         "nmtkit, both directions, soft, harmonic mean ≥ 0.6",
     ]
@@ -109,8 +110,9 @@ def test_bench_aer_scores_a_pair_of_models_by_each_combination(overfit, backward
     assert bench("--pair", forward, backward, "--link-thresholds", "0.5", "--verses", "dev").returncode == 0
     held_out = json.loads((tmp_path / "aer.json").read_text())["results"]
     assert len(held_out) == 2 and {r["sure"] for r in held_out.values()} == {736}  # the 30 held-out verses
-    bad = bench("--pair", forward, backward, "--link-thresholds", "half")
-    assert bad.returncode == 2 and bad.stderr.count("\n") == 1, bad.stderr
+    for flag, value in (("--link-thresholds", "half"), ("--null-thresholds", "1.5")):
+        bad = bench("--pair", forward, backward, flag, value)
+        assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and flag in bad.stderr, bad.stderr
 
 
 def test_translate_and_serve_link_each_translation_with_both_directions(overfit, backward, tmp_path):
@@ -140,3 +142,14 @@ def test_translate_refuses_models_of_the_other_direction_without_links_to_make(o
         main, ["translate", "-m", str(overfit / "run" / "last.pt"), "-m", str(backward), str(tmp_path / "s.en")]
     )
     assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1 and "other direction" in r.output
+
+
+def test_bench_aer_aligns_a_french_english_model_from_french_and_turns_its_links_back(backward, tmp_path):
+    from nmtkit.recipes.bench_aer import GOLD, attention_links
+
+    got = attention_links([backward], tmp_path, 1, verses="dev")
+    own = tmp_path / "own.links"
+    align_file([str(backward)], str(GOLD / "dev.tok.fr"), str(GOLD / "dev.tok.en"), str(own), True)
+    mine = [read_pharaoh(line, "own") for line in own.read_text(encoding="utf-8").splitlines()]
+    assert len(got) == len(mine) == 30
+    assert [set(read_pharaoh(line, "got")) for line in got] == [{(i, j) for j, i in m} for m in mine]

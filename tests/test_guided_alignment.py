@@ -352,7 +352,7 @@ def test_the_alignment_head_starts_as_the_attention_and_learns_alone():
 
 
 def test_forced_alignment_reads_the_head_and_search_leaves_it_to_force():
-    from nmtkit.translate.search import aligns_as_it_searches, force
+    from nmtkit.translate.search import alignment, aligns_as_it_searches, force
 
     model = head_model().eval()
     with torch.no_grad():
@@ -366,6 +366,10 @@ def test_forced_alignment_reads_the_head_and_search_leaves_it_to_force():
     t, alpha = model.teacher_forced(enc, tgt[:, :-1])
     head = model.head_alignment_logp(enc, t, tgt_out, alpha).exp()
     assert torch.allclose(maps, head, atol=1e-5) and not torch.allclose(maps, alpha, atol=1e-2)
+    assert torch.allclose(alignment(model, enc, tgt_out), maps, atol=1e-6)  # unscored: no walk, the same
+    plain = tiny_model("rnnsearch").eval()  # no head: the walk's attention
+    enc = plain.encode(src, mask)
+    assert torch.equal(alignment(plain, enc, tgt_out), force(plain, enc, tgt_out)[1])
     assert not aligns_as_it_searches(model) and aligns_as_it_searches(tiny_model("rnnsearch"))
 
 
@@ -389,3 +393,60 @@ def test_the_head_is_clipped_on_its_own_so_the_translation_model_s_update_is_unc
     assert all(torch.equal(p.grad, before[k]) for k, p in model.named_parameters() if k in before)
     head = torch.cat([p.grad.flatten() for p in model.align_head.parameters()])
     assert math.isclose(float(head.norm()), 1.0, rel_tol=1e-4)
+
+
+def linked_corpus(raw, tmp_path):
+    make_corpus(raw, tmp_path)
+    diagonal_links(tmp_path / "clean")
+    binarize_corpus(
+        {s: tmp_path / "clean" / s for s in ("train", "valid")},
+        ("en", "fr"),
+        tmp_path / "vocab",
+        tmp_path / "linked",
+        align_suffix="links",
+    )
+    return tmp_path / "linked"
+
+
+@pytest.mark.parametrize("had_head", [True, False], ids=["its-head", "a-new-head"])
+def test_head_only_trains_the_head_and_leaves_the_translation_model_as_it_was(raw, tmp_path, had_head):
+    """--head-only from a trained model: every weight but the head's is the model's own after the
+    updates, the head's have moved; a model trained without a head gets a new one."""
+    from nmtkit import checkpoint
+
+    data = linked_corpus(raw, tmp_path)
+    first = ["--guided-alignment-weight", "0.5", "--alignment-head"] if had_head else []
+    assert run(*train_args(data, tmp_path / "base", *first)).exit_code == 0
+    base = checkpoint.load(tmp_path / "base" / "last.pt").weights
+    r = run(
+        *train_args(data, tmp_path / "head", "--guided-alignment-weight", "0.5", "--alignment-head"),
+        "--head-only",
+        "--init-from",
+        tmp_path / "base" / "last.pt",
+    )
+    assert r.exit_code == 0, r.output
+    ckpt = checkpoint.load(tmp_path / "head" / "best.pt")
+    assert ckpt.model.alignment_head and ckpt.training.config.head_only
+    head = {k for k in ckpt.weights if k.startswith("align_head.")}
+    assert head and all(torch.equal(ckpt.weights[k], base[k]) for k in ckpt.weights if k not in head)
+    if had_head:
+        assert not all(torch.equal(ckpt.weights[k], base[k]) for k in head)
+    else:  # a new head, trained from its start (β = 1)
+        assert not head & base.keys() and float(ckpt.weights["align_head.beta"]) != 1.0
+    logged = [json.loads(line) for line in (tmp_path / "head" / "metrics.jsonl").read_text().splitlines()]
+    assert [e["train_align_ce"] for e in logged if "train_align_ce" in e]
+
+
+@pytest.mark.parametrize(
+    "values, given",
+    [
+        ({"head_only": True, "guided_alignment_weight": 0.5, "alignment_head": True}, set()),
+        ({"head_only": True, "guided_alignment_weight": 0.5, "init_from": "m.pt"}, set()),
+    ],
+    ids=["no-init", "no-head"],
+)
+def test_head_only_needs_a_model_to_start_from_and_a_head(values, given):
+    from nmtkit.cli.train_settings import train_settings
+
+    with pytest.raises(UserError, match="--head-only trains the alignment head of a trained model"):
+        train_settings("rnnsearch", "tiny", "appendix-b", values, given | values.keys())

@@ -222,12 +222,19 @@ def load(path: str | Path, lazy: bool = True) -> Checkpoint:
         raise FormatError(f"{path}: not a complete nmtkit checkpoint ({err})") from None
 
 
-def load_weights(model: torch.nn.Module, ckpt: Checkpoint, where: str | Path, assign: bool = False) -> None:
+def load_weights(
+    model: torch.nn.Module, ckpt: Checkpoint, where: str | Path, assign: bool = False, new: str | None = None
+) -> None:
     """Put the checkpoint's weights into ``model``; one FormatError line naming ``where`` if
     they do not fit it. ``assign``: the model's parameters become the checkpoint's tensors
-    (mapped from the file by a lazy load) instead of copies of them: one copy in memory."""
+    (mapped from the file by a lazy load) instead of copies of them: one copy in memory.
+    ``new``: the prefix of parameters the checkpoint does not hold, which keep their values."""
     try:
-        model.load_state_dict(ckpt.weights, assign=assign)
+        found = model.load_state_dict(ckpt.weights, assign=assign, strict=new is None)
+        if new is not None and (other := [k for k in found.missing_keys if not k.startswith(new)]):
+            raise RuntimeError(f"missing {', '.join(other[:3])}")
+        if found.unexpected_keys:
+            raise RuntimeError(f"unexpected {', '.join(found.unexpected_keys[:3])}")
         if isinstance(model, Seq2Seq):
             model.tie_weights()  # assigned, tied parameters came back as two tensors
     except RuntimeError as err:

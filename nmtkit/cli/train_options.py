@@ -57,6 +57,7 @@ optimization = options(
     option(TrainConfig, "warmup"),
     option(TrainConfig, "label_smoothing"),
     option(TrainConfig, "guided_alignment_weight"),
+    option(TrainConfig, "head_only"),
     option(TrainConfig, "decay"),
     option(TrainConfig, "clip"),
     option(TrainConfig, "batch_size"),

@@ -76,6 +76,11 @@ def train_settings(  # noqa: C901, PLR0912 (every cross-field check in one place
         raise UserError(
             "--alignment-head learns from word links: it needs --arch rnnsearch and --guided-alignment-weight"
         )
+    if cfg.head_only and not (isinstance(model, RNNSearchConfig) and model.alignment_head and cfg.init_from):
+        raise UserError(
+            "--head-only trains the alignment head of a trained model: give --init-from MODEL.pt, "
+            "--alignment-head and --guided-alignment-weight"
+        )
     if cfg.lr_decay != "none" and cfg.decay_after:
         raise UserError("--lr-decay and --decay-after are two schedules: give one")
     if cfg.lr_decay != "none" and not (cfg.max_updates or cfg.max_minutes or cfg.max_epochs):

@@ -98,16 +98,30 @@ def attention_links(
     models: list[Path], work: Path, threads: int, combine: Sequence[str] = (), verses: str = "test"
 ) -> list[str]:
     out = work / "attention"
-    pair = ["--source", GOLD / f"{verses}.tok.en", "--target", GOLD / f"{verses}.tok.fr"]
+    # a French→English model alone aligns the verses from French; its links are turned back
+    backward = checkpoint.load(models[0]).text.langs["src"] == "fr"
+    sides = [GOLD / f"{verses}.tok.{lang}" for lang in (("fr", "en") if backward else ("en", "fr"))]
     chosen = [a for m in models for a in ("-m", m)]
-    cmd = [*NMTKIT, "align", *chosen, "--tokenized", *pair, "-o", out, "--threads", str(threads), *combine]
-    call(cmd, check=True, cwd=CHECKOUT)
-    return lines(out)
+    cmd = [*NMTKIT, "align", *chosen, "--tokenized", "--source", sides[0], "--target", sides[1], "-o", out]
+    call([*cmd, "--threads", str(threads), *combine], check=True, cwd=CHECKOUT)
+    if not backward:
+        return lines(out)
+    return [
+        pharaoh(sorted((i, j) for j, i in read_pharaoh(line, f"{out}, line {k}")))
+        for k, line in enumerate(lines(out), 1)
+    ]
 
 
-def combinations(thresholds: list[float]) -> dict[str, list[str]]:
+def combinations(thresholds: list[float], nulls: Sequence[float] = ()) -> dict[str, list[str]]:
     """The ways of combining a pair's links that bench-aer scores: name, then align's options."""
     out = {"grow-diag-final-and": ["--combine", "grow-diag-final-and"]}
+    for t in nulls:
+        out[f"grow-diag-final-and, NULL ≥ {t:g} unlinked"] = [
+            "--combine",
+            "grow-diag-final-and",
+            "--null-threshold",
+            f"{t:g}",
+        ]
     for t in thresholds:
         out[f"soft, harmonic mean ≥ {t:g}"] = ["--combine", "soft", "--link-threshold", f"{t:g}"]
     return out
@@ -150,6 +164,12 @@ def parser() -> argparse.ArgumentParser:
         help="the harmonic means a soft link of a --pair needs, comma-separated: a row each",
     )
     ap.add_argument(
+        "--null-thresholds",
+        default="",
+        help="the NULL probabilities at which a --pair's grow-diag-final-and leaves a word unlinked, "
+        "comma-separated: a row each (none: a word is unlinked when NULL is its likeliest)",
+    )
+    ap.add_argument(
         "--data",
         type=Path,
         default=CHECKOUT / "data" / "bible",
@@ -167,14 +187,25 @@ def parser() -> argparse.ArgumentParser:
     return ap
 
 
+def numbers(text: str, flag: str) -> list[float]:
+    """``0.3,0.5`` → [0.3, 0.5], each in (0, 1]; else one line and exit 2."""
+    try:
+        found = [float(t) for t in text.split(",") if t]
+    except ValueError:
+        found = [-1.0]
+    if any(not 0 < t <= 1 for t in found):
+        fail("bench-aer", f"error: {flag} {text!r}: numbers in (0, 1] separated by commas")
+    return found
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parser().parse_args(argv)
     if not args.model and not args.pair:
         fail("bench-aer", "error: give a --model or a --pair of models to score")
-    try:
-        thresholds = [float(t) for t in args.link_thresholds.split(",") if t]
-    except ValueError:
-        fail("bench-aer", f"error: --link-thresholds {args.link_thresholds!r}: numbers separated by commas")
+    thresholds, nulls = (
+        numbers(args.link_thresholds, "--link-thresholds"),
+        numbers(args.null_thresholds, "--null-thresholds"),
+    )
     missing = [str(m) for m in [*args.model, *(m for p in args.pair for m in p)] if not m.is_file()]
     if not args.no_eflomal:
         train = (args.data / "clean" / "train.en", args.data / "clean" / "train.fr")
@@ -191,7 +222,7 @@ def main(argv: list[str] | None = None) -> None:
         for model in args.model
     }
     for forward, backward in args.pair:
-        for name, combine in combinations(thresholds).items():
+        for name, combine in combinations(thresholds, nulls).items():
             links = attention_links([forward, backward], work, args.threads, combine, args.verses)
             results[f"nmtkit, both directions, {name} ({forward.parent.name}, {backward.parent.name})"] = (
                 alignment_error(links, gold)

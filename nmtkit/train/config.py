@@ -66,6 +66,13 @@ class TrainConfig(Settings):
         "(0: off).",
         ge=0,
     )
+    head_only: bool = setting(
+        False,
+        "Train the alignment head alone, the translation model frozen (with --init-from a model, "
+        "--alignment-head and --guided-alignment-weight): its links learned longer, or from other "
+        "links (self-training), at about the cost of a forward pass; the translations stay the "
+        "model's. A model trained without a head gets a new one. Each validation's head is best.pt.",
+    )
     rho: float = 0.95
     eps: float = 1e-6
     clip: float = setting(1.0, "Gradient L2 norm limit (0: off).", ge=0)

@@ -229,8 +229,9 @@ def update(state: TrainState, net: torch.nn.Module, steps: CompiledSteps, idx: n
                     loss_sum = loss_sum + cfg.guided_alignment_weight * out.align_loss
                     state.window.add_alignment(out.align_loss.detach(), out.align_positions)
                 # scaled so that the gradients are those of the whole minibatch's summed NLL per
-                # sentence (DDP divides by the world)
-                (loss_sum * world / len(idx)).backward()  # type: ignore[no-untyped-call]
+                # sentence (DDP divides by the world); --head-only, a batch without links: none
+                if loss_sum.requires_grad:
+                    (loss_sum * world / len(idx)).backward()  # type: ignore[no-untyped-call]
         except torch.cuda.OutOfMemoryError:
             raise UserError(
                 f"out of GPU memory on a batch of {len(mine)} sentences × "
@@ -290,7 +291,8 @@ def validate_and_save(
     if stuck := stuck_message(metrics):
         log(stuck)
     score = dev_score(metrics, state.cfg.best_by)
-    improved = score > progress.best
+    # --head-only: the translation model, all the dev score sees, is frozen; the head learns on
+    improved = score > progress.best or state.cfg.head_only
     progress.best, progress.bad_evals = (score, 0) if improved else (progress.best, progress.bad_evals + 1)
     with stop.writing():
         save_validated(state, improved, rng)

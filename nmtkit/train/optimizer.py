@@ -12,14 +12,16 @@ from .config import TrainConfig
 
 
 def optimizer(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.Optimizer:
+    """The optimizer of ``model``'s parameters that learn (all but those frozen)."""
+    params = [p for p in model.parameters() if p.requires_grad]
     if cfg.optimizer == "adadelta":
-        return torch.optim.Adadelta(model.parameters(), lr=cfg.lr, rho=cfg.rho, eps=cfg.eps)
+        return torch.optim.Adadelta(params, lr=cfg.lr, rho=cfg.rho, eps=cfg.eps)
     if cfg.optimizer == "adam":
         # the fused kernel does the same arithmetic in one pass: 7x faster than the default on a
         # 2-core CPU for 22M parameters (18 vs 125 ms a step), 10% of a small-preset update
-        return torch.optim.Adam(model.parameters(), lr=cfg.lr, fused=True)
+        return torch.optim.Adam(params, lr=cfg.lr, fused=True)
     if cfg.optimizer == "sgd":
-        return torch.optim.SGD(model.parameters(), lr=cfg.lr)
+        return torch.optim.SGD(params, lr=cfg.lr)
     raise UserError(f"unknown optimizer '{cfg.optimizer}' (adadelta, adam, sgd)")
 
 

@@ -19,7 +19,7 @@ from ..data.binarized import Corpus, TokenArray
 from ..data.lexicon import Lexicon
 from ..models.base import Seq2Seq
 from ..models.build import build_model
-from ..models.config import LuongConfig, ModelConfig
+from ..models.config import LuongConfig, ModelConfig, RNNSearchConfig
 from . import runlog
 from .board import Board
 from .config import TrainConfig
@@ -28,6 +28,7 @@ from .parts import Parallel
 from .window import LossWindow
 
 # Fields a training command derives from its corpus and --max-len, rather than from model flags.
+HEAD = "align_head."  # the alignment head's parameters (--head-only trains them alone)
 _DERIVED = ("src_vocab", "tgt_vocab", "max_src")
 # Settings a resumed run keeps from its checkpoint, whatever the flags say: they fix the batches.
 _KEPT_ON_RESUME = ("seed", "batch_size", "pool", "max_len", "max_tokens", "update_freq")
@@ -108,12 +109,12 @@ def start(
         cfg = TrainConfig(**{**cfg.to_dict(), **{k: getattr(old, k) for k in _KEPT_ON_RESUME}})
     elif init is not None:
         _same_model(
-            init.model,
+            _with_head(init.model) if cfg.head_only else init.model,
             model_cfg,
             str(cfg.init_from),
             f"give the model flags it was trained with ('nmtkit info {cfg.init_from}' lists them)",
         )
-        model_cfg = init.model
+        model_cfg = _with_head(init.model) if cfg.head_only else init.model
     else:
         derived = {
             "src_vocab": len(corpus.vocab(corpus.src_lang)),
@@ -124,6 +125,9 @@ def start(
         model_cfg = replace(model_cfg, **derived)
     torch.manual_seed(cfg.seed)
     model = build_model(model_cfg).to(parallel.device)
+    if cfg.head_only:  # the optimizer gets the head's parameters alone
+        for name, param in model.named_parameters():
+            param.requires_grad_(name.startswith(HEAD))
     src, tgt = corpus.split("train")
     batches = Batches(
         src.sizes,
@@ -152,7 +156,8 @@ def start(
         _links(corpus, cfg, data_dir),
     )
     if init is not None:
-        checkpoint.load_weights(model, init, str(cfg.init_from))
+        new_head = cfg.head_only and _with_head(init.model) != init.model
+        checkpoint.load_weights(model, init, str(cfg.init_from), new=HEAD if new_head else None)
         log(
             f"starting from the weights of {cfg.init_from} (update {init.training.progress.step:,} of its run), "
             f"with a fresh optimizer"
@@ -160,6 +165,11 @@ def start(
     if ckpt is not None:
         _restore(state, ckpt)
     return state
+
+
+def _with_head(model: ModelConfig) -> ModelConfig:
+    """``model`` with an alignment head (--head-only may give one to a model trained without)."""
+    return replace(model, alignment_head=True) if isinstance(model, RNNSearchConfig) else model
 
 
 def _links(corpus: Corpus, cfg: TrainConfig, data_dir: Path) -> TokenArray | None:

@@ -19,7 +19,7 @@ from ..align.combine import combined_links
 from ..align.files import EOS_LABEL
 from ..align.links import pharaoh
 from ..align.settings import LinkConfig
-from ..align.words import word_attention
+from ..align.words import WordAttention, word_attention
 from ..core.errors import UserError
 from ..core.settings import RuntimeConfig
 from .translator import Forced, Translation, Translator
@@ -44,8 +44,11 @@ def directions(model_paths: Sequence[str]) -> tuple[list[str | Path], list[str |
 def word_table(forced: Forced) -> np.ndarray:
     """A forced decoding's probabilities over words: a row per target word, a column per source
     word, then the source's </s>, which a word with no counterpart attends to (its NULL)."""
-    words = word_attention([*forced.source_tokens, EOS_LABEL], [*forced.target_tokens, EOS_LABEL], forced.attention)
-    return words.attention[:-1]
+    return _words(forced).attention[:-1]
+
+
+def _words(forced: Forced) -> WordAttention:
+    return word_attention([*forced.source_tokens, EOS_LABEL], [*forced.target_tokens, EOS_LABEL], forced.attention)
 
 
 class BothWays:
@@ -63,12 +66,16 @@ class BothWays:
         """Pharaoh links of ``t``: its table and the backward models' forced along it, combined."""
         if t.attention is None or not t.tokens:
             return ""
-        ahead = Forced(t.source_tokens, t.tokens, t.score, t.attention)
-        words = word_attention([*t.source_tokens, EOS_LABEL], [*t.tokens, EOS_LABEL], t.attention)
+        words = _words(Forced(t.source_tokens, t.tokens, t.score, t.attention))
         # the translation's words back to its source's, as the search wrote and read them
-        back = self.backward.force([" ".join(words.target[:-1])], [" ".join(words.source[:-1])], tokenized=True)
-        return pharaoh(combined_links(word_table(ahead), word_table(back[0]), self.links_cfg))
+        back = self.backward.force(
+            [" ".join(words.target[:-1])], [" ".join(words.source[:-1])], tokenized=True, scored=False
+        )
+        return pharaoh(combined_links(words.attention[:-1], word_table(back[0]), self.links_cfg))
 
     def linked(self, t: Translation) -> Translation:
-        """``t`` and its n-best list with their links (:attr:`Translation.links`)."""
-        return replace(t, links=self.links(t), nbest=[replace(h, links=self.links(h)) for h in t.nbest])
+        """``t`` and its n-best list with their links (:attr:`Translation.links`); the best of
+        the list, which is ``t``, linked once."""
+        links = self.links(t)
+        nbest = [replace(h, links=links if h.tokens == t.tokens else self.links(h)) for h in t.nbest]
+        return replace(t, links=links, nbest=nbest)

@@ -40,10 +40,10 @@ def align_file(
     translator = Translator.from_checkpoints(forward, runtime)
     with progress("pairs") as bar:
         task = bar.add_task("align", total=len(sources) * (2 if backward else 1))
-        ahead = translator.force(sources, targets, tokenized, done=lambda n: bar.advance(task, n))
+        ahead = translator.force(sources, targets, tokenized, done=lambda n: bar.advance(task, n), scored=False)
         if backward:
             back = Translator.from_checkpoints(backward, runtime).force(
-                targets, sources, tokenized, done=lambda n: bar.advance(task, n)
+                targets, sources, tokenized, done=lambda n: bar.advance(task, n), scored=False
             )
     if backward:
         pairs = [combined_links(word_table(f), word_table(b), links) for f, b in zip(ahead, back)]

@@ -370,6 +370,17 @@ def force(model: Seq2Seq, enc: EncoderOut, tgt_out: torch.Tensor) -> tuple[torch
     return total, torch.stack(found).mean(0) if found else _no_attention(enc, tgt_out)
 
 
+def alignment(model: Seq2Seq, enc: EncoderOut, tgt_out: torch.Tensor) -> torch.Tensor:
+    """:func:`force`'s alignments without its scores: models with an alignment head read it in one
+    teacher-forced pass, with no walk of the decoder over the vocabulary (several times faster)."""
+    members = _members(model)
+    if not all(m.has_alignment_head() for m in members):
+        return force(model, enc, tgt_out)[1]
+    parts = cast(EnsembleEncoderOut, enc).parts if isinstance(model, Ensemble) else [enc]
+    heads = [cast(torch.Tensor, _alignment(m, e, tgt_out)) for m, e in zip(members, parts)]
+    return torch.stack(heads).mean(0)
+
+
 def _alignment(model: Seq2Seq, enc: EncoderOut, tgt_out: torch.Tensor) -> torch.Tensor | None:
     """One model's alignment of ``tgt_out``: its head's, else its attention's along a walk."""
     tgt_in = torch.cat([torch.full_like(tgt_out[:, :1], BOS), tgt_out[:, :-1]], 1)

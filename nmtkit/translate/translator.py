@@ -12,6 +12,7 @@ of its own), and results come out in input order, one per input line.
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -34,7 +35,7 @@ from ..models.base import EncoderOut, Seq2Seq
 from ..models.ensemble import Ensemble
 from ..models.int8 import quantize_int8
 from .sampling import sample
-from .search import aligns_as_it_searches, beam_search, force
+from .search import alignment, aligns_as_it_searches, beam_search, force
 from .settings import TranslateOptions
 
 # Python's str.splitlines() breaks at these; an output line must never contain one.
@@ -304,7 +305,7 @@ class Translator:
     def _align(self, enc: EncoderOut, outputs: list[list[int]]) -> torch.Tensor:
         """Each output's alignment (rows, Ty, Tx), by walking it through the models again: how a
         model's attention aligns words depends on the model (``search.force``)."""
-        return force(self.model, enc, pad([np.asarray(ids, dtype=np.int64) for ids in outputs]).to(self.device))[1]
+        return alignment(self.model, enc, pad([np.asarray(ids, dtype=np.int64) for ids in outputs]).to(self.device))
 
     def force(
         self,
@@ -313,9 +314,11 @@ class Translator:
         tokenized: bool = False,
         batch_size: int = 32,
         done: Callable[[int], object] | None = None,
+        scored: bool = True,
     ) -> list[Forced]:
         """Score given translations (and get their attention) with the search's own decoder step;
-        ``done`` is told how many pairs each batch scored (a progress bar's advance)."""
+        ``done`` is told how many pairs each batch scored (a progress bar's advance). Not
+        ``scored``: their alignments alone (:func:`~.search.alignment`), each score NaN."""
         src_tok = [self.sides.src.tokens(s, tokenized) for s in sources]
         tgt_tok = [self.sides.tgt.tokens(t, tokenized) for t in targets]
         out: list[Forced | None] = [None] * len(sources)
@@ -324,7 +327,11 @@ class Translator:
             src = pad([np.asarray(self.sides.src.ids(src_tok[i]), dtype=np.int64) for i in idx]).to(self.device)
             tgt = pad([np.asarray(self.sides.tgt.ids(tgt_tok[i]), dtype=np.int64) for i in idx]).to(self.device)
             with torch.inference_mode(), self.runtime.autocast():
-                scores, maps = force(self.model, self.model.encode(src, src != PAD), tgt)
+                enc = self.model.encode(src, src != PAD)
+                if scored:
+                    scores, maps = force(self.model, enc, tgt)
+                else:
+                    scores, maps = torch.full((len(idx),), math.nan), alignment(self.model, enc, tgt)
             for row, i in enumerate(idx):
                 alpha = maps[row, : len(tgt_tok[i]) + 1, : len(src_tok[i]) + 1].float().cpu().numpy()
                 out[i] = Forced(src_tok[i], tgt_tok[i], float(scores[row]), alpha)
