@@ -212,7 +212,7 @@ demo-aligners: $(GUIDED)/best.pt $(GUIDED_BACK)/best.pt
 # round before's model, whose translations it leaves as they were); demo-aligners' pair is round 0.
 # make demo-self-training: SELF_ROUNDS rounds, then the AER of every round's pair.
 ALIGNERS ?= $(RUNS)/aligners
-ROUND_LINKS ?= --combine soft --link-threshold 0.3
+ROUND_LINKS ?= --combine soft --link-threshold 0.25
 HEAD_UPDATES ?= 1400
 SELF_ROUNDS ?= 1 2
 HEAD_TRAIN = --schedule cpu --max-updates $(HEAD_UPDATES) --valid-every $(HEAD_UPDATES) --no-valid-bleu \
