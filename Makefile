@@ -191,8 +191,8 @@ demo-guided: $(GUIDED)/best.pt
 # FORWARD -m BACKWARD: grow-diag-final-and, and soft links at each of LINK_THRESHOLDS) beside
 # eflomal's, and the new model's test BLEU.
 GUIDED_BACK ?= $(RUNS)/demo-guided-fr-en
-LINK_THRESHOLDS ?= 0.3,0.5
-NULL_THRESHOLDS ?= 0.3,0.5
+LINK_THRESHOLDS ?= 0.2,0.25,0.3
+NULL_THRESHOLDS ?= 0.2
 PAIR_AER = --link-thresholds $(LINK_THRESHOLDS) --null-thresholds $(NULL_THRESHOLDS) --data $(DATA) --threads $(JOBS)
 $(BIN)-links-fr-en/manifest.json: $(BIN)-links/manifest.json
 	rm -rf $(@D) && $(NMTKIT) reverse $(BIN)-links $(@D)
