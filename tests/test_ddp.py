@@ -10,7 +10,6 @@ import pytest
 import torch
 
 from nmtkit import checkpoint
-from tests.test_corpus import make_corpus
 
 # a CPU test even on a GPU machine (two processes cannot share one GPU through NCCL)
 ENV = {
@@ -26,18 +25,9 @@ ENV = {
 def test_ddp_gloo_two_processes(raw, tmp_path, guided):
     """With guided alignment too, on the attention or on an alignment head: its loss, summed over
     both processes, is a single one's."""
-    from nmtkit.data.binarize import binarize_corpus
-    from tests.test_guided_alignment import diagonal_links
+    from tests.test_guided_alignment import linked_corpus
 
-    make_corpus(raw, tmp_path)
-    diagonal_links(tmp_path / "clean")
-    binarize_corpus(
-        {s: tmp_path / "clean" / s for s in ("train", "valid")},
-        ("en", "fr"),
-        tmp_path / "vocab",
-        tmp_path / "linked",
-        align_suffix="links",
-    )
+    linked_corpus(raw, tmp_path)
     cmd = [
         sys.executable,
         "-m",

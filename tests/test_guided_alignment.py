@@ -77,6 +77,20 @@ def diagonal_links(clean, split="train", suffix="links"):
     return lines
 
 
+def linked_corpus(raw, tmp_path):
+    """The test corpus binarized with diagonal_links: its data-bin."""
+    make_corpus(raw, tmp_path)
+    diagonal_links(tmp_path / "clean")
+    binarize_corpus(
+        {s: tmp_path / "clean" / s for s in ("train", "valid")},
+        ("en", "fr"),
+        tmp_path / "vocab",
+        tmp_path / "linked",
+        align_suffix="links",
+    )
+    return tmp_path / "linked"
+
+
 def test_a_word_split_in_three_links_each_of_its_pieces_and_an_unlinked_word_none():
     source = ["the", "Ever@@", "last@@", "ing", "said"]  # words: the Everlasting said
     target = ["l'", "Éter@@", "nel", "dit"]  # words: l' Éternel dit
@@ -281,15 +295,7 @@ def test_the_logged_alignment_loss_is_the_models_on_the_batches_it_trained_on(ra
     from nmtkit import checkpoint
     from nmtkit.data.batching import Batches
 
-    make_corpus(raw, tmp_path)
-    diagonal_links(tmp_path / "clean")
-    binarize_corpus(
-        {s: tmp_path / "clean" / s for s in ("train", "valid")},
-        ("en", "fr"),
-        tmp_path / "vocab",
-        tmp_path / "linked",
-        align_suffix="links",
-    )
+    linked_corpus(raw, tmp_path)
     args = list(train_args(tmp_path / "linked", tmp_path / "run", "--guided-alignment-weight", "0.5", *reader))
     args[args.index("--lr") + 1] = "0"
     assert run(*args).exit_code == 0
@@ -393,19 +399,6 @@ def test_the_head_is_clipped_on_its_own_so_the_translation_model_s_update_is_unc
     assert all(torch.equal(p.grad, before[k]) for k, p in model.named_parameters() if k in before)
     head = torch.cat([p.grad.flatten() for p in model.align_head.parameters()])
     assert math.isclose(float(head.norm()), 1.0, rel_tol=1e-4)
-
-
-def linked_corpus(raw, tmp_path):
-    make_corpus(raw, tmp_path)
-    diagonal_links(tmp_path / "clean")
-    binarize_corpus(
-        {s: tmp_path / "clean" / s for s in ("train", "valid")},
-        ("en", "fr"),
-        tmp_path / "vocab",
-        tmp_path / "linked",
-        align_suffix="links",
-    )
-    return tmp_path / "linked"
 
 
 @pytest.mark.parametrize("had_head", [True, False], ids=["its-head", "a-new-head"])
