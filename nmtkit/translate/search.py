@@ -363,22 +363,23 @@ def force(model: Seq2Seq, enc: EncoderOut, tgt_out: torch.Tensor) -> tuple[torch
         total, maps = _walk(model, enc, tgt_out, model.attention_follows_input())
         return total, _no_attention(enc, tgt_out) if maps is None else maps
     # members that read their alignments differently: align with each, average
-    parts = cast(EnsembleEncoderOut, enc).parts if isinstance(model, Ensemble) else [enc]
-    total, _ = _walk(model, enc, tgt_out, False)
-    each = [_alignment(m, e, tgt_out) for m, e in zip(members, parts)]
-    found = [a for a in each if a is not None]
-    return total, torch.stack(found).mean(0) if found else _no_attention(enc, tgt_out)
+    return _walk(model, enc, tgt_out, False)[0], _each_aligned(model, enc, tgt_out)
 
 
 def alignment(model: Seq2Seq, enc: EncoderOut, tgt_out: torch.Tensor) -> torch.Tensor:
     """:func:`force`'s alignments without its scores: models with an alignment head read it in one
-    teacher-forced pass, with no walk of the decoder over the vocabulary (several times faster)."""
-    members = _members(model)
-    if not all(m.has_alignment_head() for m in members):
+    teacher-forced pass, with no walk of the decoder over the vocabulary."""
+    if not all(m.has_alignment_head() for m in _members(model)):
         return force(model, enc, tgt_out)[1]
+    return _each_aligned(model, enc, tgt_out)
+
+
+def _each_aligned(model: Seq2Seq, enc: EncoderOut, tgt_out: torch.Tensor) -> torch.Tensor:
+    """The mean of each member's own alignment of ``tgt_out`` (none: all zeros)."""
     parts = cast(EnsembleEncoderOut, enc).parts if isinstance(model, Ensemble) else [enc]
-    heads = [cast(torch.Tensor, _alignment(m, e, tgt_out)) for m, e in zip(members, parts)]
-    return torch.stack(heads).mean(0)
+    each = [_alignment(m, e, tgt_out) for m, e in zip(_members(model), parts)]
+    found = [a for a in each if a is not None]
+    return torch.stack(found).mean(0) if found else _no_attention(enc, tgt_out)
 
 
 def _alignment(model: Seq2Seq, enc: EncoderOut, tgt_out: torch.Tensor) -> torch.Tensor | None:
