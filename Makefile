@@ -61,7 +61,7 @@ help:
 	@echo "              translate the test set, score it; plot training curves, BLEU by length, alignments"
 	@echo "make demo-guided  the demo's recipe with guided alignment (eflomal's links; docs/alignment.md): AER and BLEU"
 	@echo "make demo-aligners  demo-guided's model and its French→English twin, their links combined: AER beside eflomal's"
-	@echo "make demo-self-training  demo-aligners' pair retrained on its own combined links, round after round: AER"
+	@echo "make demo-self-training  demo-aligners' heads trained on, eflomal's links then their own, round after round: AER"
 	@echo "make demo-curve  the CPU trials behind the demo's recipe (hours): docs/cpu-training.md, its picture"
 	@echo "make test     run the test suite: ruff, unit tests, slow end-to-end tests, mypy, the docs (lint, test-fast, test-slow, typecheck, docs)"
 	@echo "make docs     build the documentation site with mkdocs --strict into build/site (installs the docs extra on first use)"
@@ -172,7 +172,7 @@ $(DATA)/clean/train.links: $(DATA)/clean/preprocess.json | $(VENV)/.align
 	$(NMTKIT) word-align -s en -t fr --train $(DATA)/clean/train
 
 # the corpus binarized with its links (clean/train.$2, or .links) on the vocabulary $1
-links_bin = $(NMTKIT) preprocess -s en -t fr --train $(DATA)/clean/train --valid $(DATA)/clean/valid \
+links_bin = $(NMTKIT) preprocess -s en -t fr --train $(or $3,$(DATA)/clean/train) --valid $(DATA)/clean/valid \
 	    --test $(DATA)/clean/test --vocab $1 -d $(@D) -j $(JOBS) --align-suffix $(or $2,links) --quiet
 $(BIN)-links/manifest.json: $(VOCAB)/vocab.json $(DATA)/clean/train.links
 	$(call links_bin,$(VOCAB))
@@ -207,37 +207,54 @@ demo-aligners: $(GUIDED)/best.pt $(GUIDED_BACK)/best.pt
 	    --beam $(BEAM) --threads $(JOBS)
 	$(NMTKIT) score $(GUIDED_BACK)/test.hyp.en -r $(DATA)/raw/test.en --clean verse-markers $(SCORE_METRICS)
 
-# Self-training (Chen et al. 2020): the pair's links of every training pair, combined as ROUND_LINKS
-# says, then each direction's head trained alone on them (--head-only: HEAD_UPDATES updates from the
-# round before's model, whose translations it leaves as they were); demo-aligners' pair is round 0.
-# make demo-self-training: SELF_ROUNDS rounds, then the AER of every round's pair.
+# Self-training (Chen et al. 2020), a round at a time, each the same step: both heads trained alone
+# (--head-only: HEAD_UPDATES updates, the translation models left as they were) from the round
+# before's pair, on links. Round 0 starts from demo-aligners' pair and reads eflomal's links; round
+# r reads round r-1's pair's own links (ROUND_LINKS) of every ROUND_EVERY-th training pair (1,400
+# updates of 80 pairs read 112,000: every other pair is what a round reads, aligned in half the time).
+# make demo-self-training: the rounds of SELF_ROUNDS, then the AER of each round's heads and pair.
 ALIGNERS ?= $(RUNS)/aligners
-ROUND_LINKS ?= --combine soft --link-threshold 0.25
+ROUND_LINKS ?= --combine soft --link-threshold 0.3
+ROUND_EVERY ?= 2
 HEAD_UPDATES ?= 1400
-SELF_ROUNDS ?= 1 2
+SELF_ROUNDS ?= 0 1 2
 HEAD_TRAIN = --schedule cpu --max-updates $(HEAD_UPDATES) --valid-every $(HEAD_UPDATES) --no-valid-bleu \
 	--guided-alignment-weight $(GUIDED_WEIGHT) --alignment-head --head-only --threads $(JOBS)
-pair_of = $(if $(filter 0,$1),$(GUIDED)/best.pt $(GUIDED_BACK)/best.pt,$(ALIGNERS)/round$1-en-fr/best.pt $(ALIGNERS)/round$1-fr-en/best.pt)
+pair_of = $(ALIGNERS)/round$1-en-fr/best.pt $(ALIGNERS)/round$1-fr-en/best.pt
+SAMPLE = $(ALIGNERS)/pairs-every$(ROUND_EVERY)
 
-define self_training  # round $1, from round $2's pair
-$(DATA)/clean/train.round$1: $(call pair_of,$2)
-	$(NMTKIT) align -m $$(word 1,$$^) -m $$(word 2,$$^) --source $(DATA)/clean/train.en \
-	    --target $(DATA)/clean/train.fr --tokenized $(ROUND_LINKS) --threads $(JOBS) -o $$@
-$(BIN)-round$1/manifest.json: $(VOCAB)/vocab.json $(DATA)/clean/train.round$1
-	$$(call links_bin,$(VOCAB),round$1)
+$(SAMPLE)/train.en $(SAMPLE)/train.fr &: $(DATA)/clean/preprocess.json
+	mkdir -p $(SAMPLE)
+	for l in en fr; do sed -n '1~$(ROUND_EVERY)p' $(DATA)/clean/train.$$l > $(SAMPLE)/train.$$l.tmp \
+	    && mv $(SAMPLE)/train.$$l.tmp $(SAMPLE)/train.$$l; done
+
+define head_round  # round $1: the heads of pair $2 trained on data-bins $3 (English→French) and $3-fr-en
+$(ALIGNERS)/round$1-en-fr/best.pt: $3/manifest.json $(word 1,$2)
+	$(NMTKIT) train $3 --save-dir $$(@D) --init-from $$(word 2,$$^) $(HEAD_TRAIN)
+$(ALIGNERS)/round$1-fr-en/best.pt: $3-fr-en/manifest.json $(word 2,$2)
+	$(NMTKIT) train $3-fr-en --save-dir $$(@D) --init-from $$(word 2,$$^) $(HEAD_TRAIN)
+endef
+
+define self_training  # round $1 on round $2's links
+$(ALIGNERS)/round$1-links/train.links: $(call pair_of,$2) $(SAMPLE)/train.en
+	mkdir -p $$(@D) && for l in en fr; do ln -sf ../$(notdir $(SAMPLE))/train.$$$$l $$(@D)/train.$$$$l; done
+	ln -sf $(abspath $(DATA)/clean/preprocess.json) $$(@D)/preprocess.json  # what cleaned the text
+	$(NMTKIT) align -m $$(word 1,$$^) -m $$(word 2,$$^) --source $(SAMPLE)/train.en \
+	    --target $(SAMPLE)/train.fr --tokenized $(ROUND_LINKS) -j $(JOBS) -o $$@
+$(BIN)-round$1/manifest.json: $(VOCAB)/vocab.json $(ALIGNERS)/round$1-links/train.links
+	$$(call links_bin,$(VOCAB),links,$(ALIGNERS)/round$1-links/train)
 $(BIN)-round$1-fr-en/manifest.json: $(BIN)-round$1/manifest.json
 	rm -rf $$(@D) && $(NMTKIT) reverse $(BIN)-round$1 $$(@D)
-$(ALIGNERS)/round$1-en-fr/best.pt: $(BIN)-round$1/manifest.json $(word 1,$(call pair_of,$2))
-	$(NMTKIT) train $(BIN)-round$1 --save-dir $$(@D) --init-from $$(word 2,$$^) $(HEAD_TRAIN)
-$(ALIGNERS)/round$1-fr-en/best.pt: $(BIN)-round$1-fr-en/manifest.json $(word 2,$(call pair_of,$2))
-	$(NMTKIT) train $(BIN)-round$1-fr-en --save-dir $$(@D) --init-from $$(word 2,$$^) $(HEAD_TRAIN)
+$(call head_round,$1,$(call pair_of,$2),$(BIN)-round$1)
 endef
+$(eval $(call head_round,0,$(GUIDED)/best.pt $(GUIDED_BACK)/best.pt,$(BIN)-links))
 $(eval $(call self_training,1,0))
 $(eval $(call self_training,2,1))
 $(eval $(call self_training,3,2))
 
 demo-self-training: $(foreach r,$(SELF_ROUNDS),$(call pair_of,$r))
-	$(PY) bin/bench-aer --no-eflomal $(foreach r,0 $(SELF_ROUNDS),--pair $(call pair_of,$r)) $(PAIR_AER)
+	$(PY) bin/bench-aer --no-eflomal $(foreach r,$(SELF_ROUNDS),--model $(word 1,$(call pair_of,$r)) \
+	    --model $(word 2,$(call pair_of,$r)) --pair $(call pair_of,$r)) $(PAIR_AER)
 
 # One pass of beam search gives the hypotheses and their attention (for the alignment plots).
 $(DEMO)/test.hyp.fr $(DEMO)/test.align &: $(DEMO)/best.pt

@@ -15,8 +15,10 @@ from click.testing import CliRunner
 from nmtkit.align.links import read_pharaoh
 from nmtkit.align.settings import LinkConfig
 from nmtkit.cli import main
+from nmtkit.core.settings import RuntimeConfig
 from nmtkit.data.reverse import reverse_corpus
 from nmtkit.text.tokenize import MosesText
+from nmtkit.translate import forced
 from nmtkit.translate.both_ways import BothWays
 from nmtkit.translate.forced import align_file
 from nmtkit.translate.io import translate_file
@@ -64,6 +66,26 @@ def test_both_directions_write_one_line_of_links_per_pair(overfit, backward, tmp
     single = tmp_path / "one.links"
     align_file([str(forward)], str(tmp_path / "s.en"), str(tmp_path / "s.fr"), str(single), False)
     assert len(single.read_text(encoding="utf-8").splitlines()) == 3
+
+
+def test_pairs_spread_over_processes_get_the_links_of_one_process_in_order(overfit, backward, tmp_path, monkeypatch):
+    forward = overfit / "run" / "last.pt"
+    (tmp_path / "s.en").write_text("".join(f"{line}\n" for line in EN), encoding="utf-8")
+    (tmp_path / "s.fr").write_text("".join(f"{line}\n" for line in FR), encoding="utf-8")
+    monkeypatch.setattr(forced, "CHUNK", 3)  # 8 pairs: chunks of 3, 3 and 2 over two processes
+    cpu = RuntimeConfig(device="cpu")
+    assert forced.processes(2, len(EN), cpu) == 2 and forced.processes(8, len(EN), cpu) == 3
+    assert forced.processes(2, 3, cpu) == 1  # one chunk: no process is started for it
+    out = {}
+    for workers in (1, 2):
+        out[workers] = tmp_path / f"{workers}.links"
+        models = [str(forward), str(backward)]
+        n = align_file(
+            models, str(tmp_path / "s.en"), str(tmp_path / "s.fr"), str(out[workers]), False, cpu, workers=workers
+        )
+        assert n == len(EN)
+    assert out[2].read_text(encoding="utf-8") == out[1].read_text(encoding="utf-8")
+    assert len(set(out[1].read_text(encoding="utf-8").splitlines())) > 1  # the pairs' own links, not one repeated
 
 
 def test_models_of_another_language_pair_get_one_line_and_exit_2(overfit, backward, tmp_path):

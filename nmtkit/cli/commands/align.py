@@ -32,10 +32,17 @@ Both directions' models, their links combined:
 )
 @click.option("--tokenized", is_flag=True, help="The files are Moses tokens (the links count them as they are).")
 @options.options_of(LinkConfig, "combine", "threshold", "null_threshold")
+@options.workers
 @options.runtime
 @options.verbosity
 def align(
-    model_paths: tuple[str, ...], source: str, target: str, output: str | None, tokenized: bool, **values: Any
+    model_paths: tuple[str, ...],
+    source: str,
+    target: str,
+    output: str | None,
+    tokenized: bool,
+    workers: int,
+    **values: Any,
 ) -> None:
     """Word alignments of given translations from the model's attention (forced decoding): each target
     word linked to the source word it attends to most, as Pharaoh i-j pairs over Moses tokens. Given
@@ -43,4 +50,5 @@ def align(
     from ...translate.forced import align_file
 
     links = options.config_of(LinkConfig, values)
-    align_file(list(model_paths), source, target, output, tokenized, options.runtime_config(values), links)
+    runtime = options.runtime_config(values)
+    align_file(list(model_paths), source, target, output, tokenized, runtime, links, workers)
