@@ -210,11 +210,13 @@ demo-aligners: $(GUIDED)/best.pt $(GUIDED_BACK)/best.pt
 # Self-training (Chen et al. 2020), a round at a time, each the same step: both heads trained alone
 # (--head-only: HEAD_UPDATES updates, the translation models left as they were) from the round
 # before's pair, on links. Round 0 starts from demo-aligners' pair and reads eflomal's links; round
-# r reads round r-1's pair's own links (ROUND_LINKS) of every ROUND_EVERY-th training pair (1,400
-# updates of 80 pairs read 112,000: every other pair is what a round reads, aligned in half the time).
+# r reads round r-1's pair's own links of every ROUND_EVERY-th training pair (1,400 updates of 80
+# pairs read 112,000: every other pair is what a round reads, aligned in half the time), combined
+# as ROUNDr_LINKS says (else ROUND_LINKS): as the held-out verses chose for the pair before (docs/alignment.md).
 # make demo-self-training: the rounds of SELF_ROUNDS, then the AER of each round's heads and pair.
 ALIGNERS ?= $(RUNS)/aligners
 ROUND_LINKS ?= --combine soft --link-threshold 0.3
+ROUND2_LINKS ?= --combine grow-diag-final-and
 ROUND_EVERY ?= 2
 HEAD_UPDATES ?= 1400
 SELF_ROUNDS ?= 0 1 2
@@ -240,7 +242,7 @@ $(ALIGNERS)/round$1-links/train.links: $(call pair_of,$2) $(SAMPLE)/train.en
 	mkdir -p $$(@D) && for l in en fr; do ln -sf ../$(notdir $(SAMPLE))/train.$$$$l $$(@D)/train.$$$$l; done
 	ln -sf $(abspath $(DATA)/clean/preprocess.json) $$(@D)/preprocess.json  # what cleaned the text
 	$(NMTKIT) align -m $$(word 1,$$^) -m $$(word 2,$$^) --source $(SAMPLE)/train.en \
-	    --target $(SAMPLE)/train.fr --tokenized $(ROUND_LINKS) -j $(JOBS) -o $$@
+	    --target $(SAMPLE)/train.fr --tokenized $(or $(ROUND$1_LINKS),$(ROUND_LINKS)) -j $(JOBS) -o $$@
 $(BIN)-round$1/manifest.json: $(VOCAB)/vocab.json $(ALIGNERS)/round$1-links/train.links
 	$$(call links_bin,$(VOCAB),links,$(ALIGNERS)/round$1-links/train)
 $(BIN)-round$1-fr-en/manifest.json: $(BIN)-round$1/manifest.json

@@ -51,5 +51,7 @@ def test_each_round_trains_both_heads_from_the_round_before_on_its_links(tmp_pat
         assert models == [f"{runs}/aligners/round{r - 1}-{d}/best.pt" for d in ("en-fr", "fr-en")]
         assert value(w, "--source") == [f"{runs}/aligners/pairs-every3/train.en"] and "-j" in w
     assert any("1~3p" in w for w in lines)  # every third pair is aligned
+    # each round's links combined as the held-out verses chose for the pair before it
+    assert [value(w, "--combine") for w in aligns] == [["soft"], ["grow-diag-final-and"]]
     bench = next(w for w in lines if "bin/bench-aer" in w)
     assert value(bench, "--pair") == [f"{runs}/aligners/round{r}-en-fr/best.pt" for r in range(3)]
