@@ -61,7 +61,7 @@ help:
 	@echo "              translate the test set, score it; plot training curves, BLEU by length, alignments"
 	@echo "make demo-guided  the demo's recipe with guided alignment (eflomal's links; docs/alignment.md): AER and BLEU"
 	@echo "make demo-aligners  demo-guided's model and its French→English twin, their links combined: AER beside eflomal's"
-	@echo "make demo-self-training  demo-aligners' heads trained on, eflomal's links then their own, round after round: AER"
+	@echo "make demo-self-training  demo-aligners' heads trained alone, on eflomal's links then on their own, round by round: AER"
 	@echo "make demo-curve  the CPU trials behind the demo's recipe (hours): docs/cpu-training.md, its picture"
 	@echo "make test     run the test suite: ruff, unit tests, slow end-to-end tests, mypy, the docs (lint, test-fast, test-slow, typecheck, docs)"
 	@echo "make docs     build the documentation site with mkdocs --strict into build/site (installs the docs extra on first use)"
