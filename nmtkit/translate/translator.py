@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -313,12 +313,10 @@ class Translator:
         targets: list[str],
         tokenized: bool = False,
         batch_size: int = 32,
-        done: Callable[[int], object] | None = None,
         scored: bool = True,
     ) -> list[Forced]:
-        """Score given translations (and get their attention) with the search's own decoder step;
-        ``done`` is told how many pairs each batch scored (a progress bar's advance). Not
-        ``scored``: their alignments alone (:func:`~.search.alignment`), each score NaN."""
+        """Score given translations (and get their attention) with the search's own decoder step.
+        Not ``scored``: their alignments alone (:func:`~.search.alignment`), each score NaN."""
         src_tok = [self.sides.src.tokens(s, tokenized) for s in sources]
         tgt_tok = [self.sides.tgt.tokens(t, tokenized) for t in targets]
         out: list[Forced | None] = [None] * len(sources)
@@ -335,8 +333,6 @@ class Translator:
             for row, i in enumerate(idx):
                 alpha = maps[row, : len(tgt_tok[i]) + 1, : len(src_tok[i]) + 1].float().cpu().numpy()
                 out[i] = Forced(src_tok[i], tgt_tok[i], float(scores[row]), alpha)
-            if done is not None:
-                done(len(idx))
         return [f for f in out if f is not None]
 
 
