@@ -38,7 +38,11 @@ def test_a_reversed_corpus_swaps_the_sides_and_transposes_the_links(raw, tmp_pat
         (f_src, f_tgt), (b_src, b_tgt) = forward.split(split), backward.split(split)
         assert len(b_src) == len(f_tgt) and all((b_src[i] == f_tgt[i]).all() for i in range(len(f_tgt)))
         assert all((b_tgt[i] == f_src[i]).all() for i in range(len(f_src)))
-        assert backward.manifest.splits[split].reference is None
+    # the old source's clean text is the new reference (dev BLEU of the reversed model), and back
+    assert backward.references("valid") == forward.source_references("valid")
+    assert backward.references("valid") == (clean / "valid.en").read_text(encoding="utf-8").splitlines()
+    assert backward.source_references("valid") == forward.references("valid") != backward.references("valid")
+    assert backward.references("train") is None
     ahead, back = forward.links("train"), backward.links("train")
     assert len(ahead) == len(back) > 0
     skew = 0
@@ -69,3 +73,23 @@ def test_the_reverse_command_writes_the_corpus_whole_or_not_at_all(raw, tmp_path
         assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1, r.output  # not empty; no corpus
     assert not (tmp_path / "out").exists()
     assert [p.name for p in tmp_path.iterdir() if ".staging-" in p.name] == []
+
+
+def test_a_corpus_reversed_from_one_without_source_text_counts_dev_bleu_on_ids_and_says_so_once(raw, tmp_path, capsys):
+    from nmtkit.data.manifest import read_manifest, write_manifest
+    from nmtkit.train.validate import dev_bleu
+
+    make_corpus(raw, tmp_path)
+    splits = {s: tmp_path / "clean" / s for s in ("train", "valid")}
+    binarize_corpus(splits, ("en", "fr"), tmp_path / "vocab", tmp_path / "old")
+    old = read_manifest(tmp_path / "old")  # as preprocess wrote it before it kept the source's text
+    old.splits["valid"].source_reference = None
+    write_manifest(tmp_path / "old" / "manifest.json", old)
+    backward = reverse_corpus(tmp_path / "old", tmp_path / "bwd")
+    assert backward.references("valid") is None
+    capsys.readouterr()
+    _, tgt = backward.split("valid")
+    outputs = {k: [int(t) for t in tgt[k]] for k in range(len(tgt))}  # the references' own ids
+    tokens = backward.vocab("en").tokens
+    assert [dev_bleu(backward, "valid", outputs, tokens) for _ in range(2)] == [pytest.approx(100)] * 2
+    assert capsys.readouterr().err.count("no reference text for 'valid'") == 1

@@ -242,9 +242,11 @@ def _binarize_split(
         stats |= {"links": f"{name}.links", "link_count": writers[2].offset // 2}
     if name != "train":
         # the clean target text, rare words and all: what dev BLEU must be counted against
-        # (references rebuilt from ids would hold <unk> where the text has a rare word)
-        shutil.copyfile(f"{prefix}.{langs[1]}", stage.path(f"{name}.{langs[1]}.ref"))
-        stats["reference"] = f"{name}.{langs[1]}.ref"
+        # (references rebuilt from ids would hold <unk> where the text has a rare word); the
+        # source's too, which becomes the reference of the corpus reversed (nmtkit reverse)
+        for lang, field in zip(langs, ("source_reference", "reference"), strict=True):
+            shutil.copyfile(f"{prefix}.{lang}", stage.path(f"{name}.{lang}.ref"))
+            stats[field] = f"{name}.{lang}.ref"
     return stats
 
 

@@ -163,7 +163,13 @@ class Corpus:
     def references(self, name: str) -> list[str] | None:
         """The clean tokenized target text of a split (Moses tokens before BPE, one line per
         sentence), kept for every split but train; None for corpora binarized without it."""
-        entry = self.manifest.splits[name].reference if name in self.manifest.splits else None
+        return self._clean_text(self.manifest.splits[name].reference if name in self.manifest.splits else None)
+
+    def source_references(self, name: str) -> list[str] | None:
+        """The same of the source side: the references of the corpus reversed."""
+        return self._clean_text(self.manifest.splits[name].source_reference if name in self.manifest.splits else None)
+
+    def _clean_text(self, entry: str | None) -> list[str] | None:
         if not entry:
             return None
         return list(read_lines(self.path / entry, allow_empty=True))

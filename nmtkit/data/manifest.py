@@ -47,6 +47,7 @@ class SplitStats:
     unk: dict[str, int]
     oov_rate: dict[str, float]
     reference: str | None = None  # SPLIT.TGT.ref: the clean target text (not train)
+    source_reference: str | None = None  # SPLIT.SRC.ref: the clean source text, reversed corpora's reference
     source: str | None = None  # the raw text's prefix
     lines: int | None = None  # raw lines read
     rules: dict[str, dict[str, int]] = field(default_factory=dict)  # cleaning rules fired, by language

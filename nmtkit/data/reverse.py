@@ -3,9 +3,10 @@
 The token files are a language's each (``<split>.<lang>.bin``), so they serve both directions as
 they are (hard-linked where the file system allows, else copied); the manifest's source and
 target are swapped; word links (``<split>.links``) are transposed, each ``s t`` pair becoming
-``t s``, with the same offsets. A split's target references (``<split>.<tgt>.ref``, the clean
-text of the old target side) do not serve the new target side and are left out. The new
-directory appears whole or not at all (:class:`~nmtkit.core.files.Staging`).
+``t s``, with the same offsets. A split's clean texts of both sides (``<split>.<lang>.ref``) swap
+roles: the old source's becomes the reference dev BLEU is counted against (corpora binarized
+before nmtkit kept the source's have none, and dev BLEU falls back to ids). The new directory
+appears whole or not at all (:class:`~nmtkit.core.files.Staging`).
 """
 
 from __future__ import annotations
@@ -58,6 +59,9 @@ def _write_reversed(corpus: Corpus, out: Path) -> None:
             pairs = np.fromfile(corpus.path / f"{stats.links}.bin", dtype=np.uint16).reshape(-1, 2)
             pairs[:, ::-1].tofile(out / f"{stats.links}.bin")  # each s t as t s, offsets alike
             _place(corpus.path / f"{stats.links}.idx", out / f"{stats.links}.idx")
-        splits[name] = dataclasses.replace(stats, reference=None)
+        for ref in (stats.reference, stats.source_reference):
+            if ref:
+                _place(corpus.path / ref, out / ref)
+        splits[name] = dataclasses.replace(stats, reference=stats.source_reference, source_reference=stats.reference)
     langs = {"src": manifest.tgt_lang, "tgt": manifest.src_lang}
     write_manifest(out / MANIFEST, dataclasses.replace(manifest, langs=langs, splits=splits))

@@ -3,6 +3,8 @@ where local-p's window looks; the score that picks best.pt."""
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from ..core.console import log
@@ -40,6 +42,15 @@ def validate(
     return metrics
 
 
+@functools.cache  # once a run, not at every validation
+def _say_no_reference(corpus: str, split: str) -> None:
+    log(
+        f"{corpus}: no reference text for '{split}' (binarized, or reversed from a corpus binarized, by "
+        f"an older nmtkit): dev BLEU is counted against ids, where rare words are <unk>; re-run "
+        f"preprocess --vocab to fix"
+    )
+
+
 def dev_bleu(corpus: Corpus, split: str, outputs: dict[int, list[int]], tgt_tokens: list[str]) -> float:
     """Tokenized BLEU (the paper's, unsmoothed) of output ids per sentence of ``split`` against
     the split's clean tokenized text, so a rare word the vocabulary maps to <unk> counts as
@@ -49,10 +60,7 @@ def dev_bleu(corpus: Corpus, split: str, outputs: dict[int, list[int]], tgt_toke
     found = corpus.references(split)
     refs: dict[int, str]
     if found is None:
-        log(
-            f"{corpus.path}: no reference text for '{split}' (binarized by an older nmtkit): dev BLEU "
-            f"is counted against ids, where rare words are <unk>; re-run preprocess --vocab to fix"
-        )
+        _say_no_reference(str(corpus.path), split)
         _, tgt = corpus.split(split)
         refs = {k: " ".join(merge_subwords([tgt_tokens[t] for t in tgt[k]])) for k in keys}
     else:

@@ -22,7 +22,7 @@ Example (the French→English model beside the English→French one, e.g. for al
 def reverse(data_bin: str, out_dir: str) -> None:
     """Write DATA_BIN's corpus with its sides swapped to OUT_DIR: the same token files (hard-linked
     where the file system allows) and vocabularies, source and target exchanged, word links
-    transposed (s-t becomes t-s). The old target side's clean references are left out."""
+    transposed (s-t becomes t-s), the clean source text of valid and test the new references."""
     from ...data.reverse import reverse_corpus
 
     corpus = reverse_corpus(data_bin, out_dir)
