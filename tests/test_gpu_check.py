@@ -230,3 +230,19 @@ def test_the_resumed_run_says_how_long_it_was_given_when_it_runs_out(tmp_path):
     with pytest.raises(script.PartFailed) as failed:
         script.resume(SimpleNamespace(run=too_long), ["train"], tmp_path, 3, 250.0, {}, [])
     assert failed.value.lines == ["the resumed run did not end in the 160 s it was given"]
+
+
+def test_wmt14_without_a_bench_is_not_measured_rather_than_failed_and_runs_even_with_no_time_left():
+    """On an H100 (2026-11-27) a job of --parts machine,profile,train,wmt14 reported wmt14 as failed
+    (exit 1), and a bench that used the whole job left it 'out of time': it is arithmetic alone."""
+    from nmtkit.recipes import gpu_check
+
+    waiting = gpu_check.wmt14(SimpleNamespace(gpu=True, found={}), 0.0)
+    assert waiting["status"] == "not measured" and "--parts bench,wmt14" in waiting["lines"][0]
+    row = {"arch": "rnnsearch", "batch": "80 sentences", "precision": "fp32/tf32", "path": "compiled"}
+    bench = {"rows": [row | {"tok_per_s": 23_265.0}, row | {"path": "eager", "tok_per_s": 16_300.0}]}
+    late = SimpleNamespace(gpu=True, found={"bench": bench}, left=lambda: 0.0)
+    found = gpu_check.run_part(late, "wmt14", 0.0)
+    assert found["status"] == "ok" and found["cell"]["path"] == "compiled"
+    assert round(found["hours"], 1) == round(580e6 / 23_265 / 3600, 1) == 6.9
+    assert gpu_check.run_part(late, "profile", 0.0)["status"] == "out of time"
