@@ -21,7 +21,7 @@ class LinkConfig(Settings):
         "the harmonic mean of the two models' probabilities of it reaches --link-threshold.",
         choices=COMBINATIONS,
     )
-    # 0.3: the middle of what 30 held-out verses chose for five pairs of Bible models (0.25-0.35)
+    # 0.3: the middle of what the first 30 held-out verses chose for five pairs of Bible models (0.25-0.35)
     threshold: float = setting(
         0.3, "--combine soft: the harmonic mean a link needs.", gt=0, le=1, flag="--link-threshold"
     )

@@ -179,7 +179,7 @@ def parser() -> argparse.ArgumentParser:
         "--verses",
         choices=VERSES,
         default="test",
-        help="the 100 linked test verses (the figures to report), or the 30 held-out ones (to choose thresholds on)",
+        help="the 100 linked test verses (the figures to report), or the 90 held-out ones (to choose thresholds on)",
     )
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--no-eflomal", action="store_true", help="score the models' attention only")
