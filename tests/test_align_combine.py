@@ -5,7 +5,8 @@ directions, and the harmonic mean's threshold."""
 import numpy as np
 import pytest
 
-from nmtkit.align.combine import bidirectional_links, hard_links, soft_links
+from nmtkit.align.combine import bidirectional_links, combined_links, hard_links, soft_links
+from nmtkit.align.settings import LinkConfig
 
 # "the house" -> "la maison": forward rows are French words over English words (+ NULL)
 FORWARD = np.array(
@@ -58,3 +59,16 @@ def test_the_harmonic_mean_links_what_both_directions_find_likely():
     forward_null = np.array([[0.8, 0.1, 0.1], [0.0, 0.05, 0.95]])
     assert soft_links(FORWARD, BACKWARD, 0.2) == {(0, 0), (1, 1)}
     assert soft_links(forward_null, BACKWARD, 0.2) == {(0, 0)}
+
+
+def test_the_geometric_mean_forgives_a_direction_that_spreads_a_word_more_than_the_harmonic():
+    # (house, la): forward 0.1, backward 0.3: harmonic 0.15, geometric sqrt(0.03) = 0.173;
+    # (the, maison): 0.1 and 0.05: geometric 0.071
+    assert soft_links(FORWARD, BACKWARD, 0.16, "geometric") == {(0, 0), (1, 1), (1, 0)}
+    assert soft_links(FORWARD, BACKWARD, 0.16) == {(0, 0), (1, 1)}
+    assert soft_links(FORWARD, BACKWARD, 0.07, "geometric") == {(0, 0), (1, 1), (1, 0), (0, 1)}
+    # NULL still takes a word's links away
+    forward_null = np.array([[0.8, 0.1, 0.1], [0.0, 0.05, 0.95]])
+    assert soft_links(forward_null, BACKWARD, 0.2, "geometric") == {(0, 0)}
+    cfg = LinkConfig(combine="geometric", threshold=0.16)
+    assert combined_links(FORWARD, BACKWARD, cfg) == [(0, 0), (1, 0), (1, 1)]

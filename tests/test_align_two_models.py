@@ -125,13 +125,15 @@ def test_bench_aer_scores_a_pair_of_models_by_each_combination(overfit, backward
         "nmtkit, both directions, grow-diag-final-and, NULL ≥ 0.9 unlinked",
         "nmtkit, both directions, soft, harmonic mean ≥ 0.2",
         "nmtkit, both directions, soft, harmonic mean ≥ 0.6",
+        "nmtkit, both directions, soft, geometric mean ≥ 0.2",
+        "nmtkit, both directions, soft, geometric mean ≥ 0.6",
     ]
     assert results[next(iter(results))]["sure"] == 2637  # the 100 gold verses
     soft = [r["links"] for name, r in results.items() if "soft" in name]
     assert soft[0] >= soft[1]  # a higher threshold keeps no more links
     assert bench("--pair", forward, backward, "--link-thresholds", "0.5", "--verses", "dev").returncode == 0
     held_out = json.loads((tmp_path / "aer.json").read_text())["results"]
-    assert len(held_out) == 2 and {r["sure"] for r in held_out.values()} == {2124}  # the 90 held-out verses
+    assert len(held_out) == 3 and {r["sure"] for r in held_out.values()} == {2124}  # the 90 held-out verses
     for flag, value in (("--link-thresholds", "half"), ("--null-thresholds", "1.5")):
         bad = bench("--pair", forward, backward, flag, value)
         assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and flag in bad.stderr, bad.stderr

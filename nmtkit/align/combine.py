@@ -56,17 +56,22 @@ def bidirectional_links(forward: Table, backward: Table, null_threshold: float |
     return grow_diag_final_and(ahead, back)
 
 
-def soft_links(forward: Table, backward: Table, threshold: float) -> set[Link]:
-    """A (source, target) link wherever the harmonic mean of the forward model's probability of
-    it and the backward model's reaches ``threshold``. A model whose NULL column took a word's
-    probability gives that word's links none, so a word with no counterpart in either direction
-    stays unlinked."""
+def soft_links(forward: Table, backward: Table, threshold: float, mean: str = "harmonic") -> set[Link]:
+    """A (source, target) link wherever the ``mean`` (harmonic or geometric) of the forward
+    model's probability of it and the backward model's reaches ``threshold``. A model whose NULL
+    column took a word's probability gives that word's links none, so a word with no counterpart
+    in either direction stays unlinked. The geometric mean forgives a direction that spreads a
+    word over the several words it stands for (one English word for three French ones) more than
+    the harmonic mean does: on 90 held-out Bible verses it chose better links (docs/alignment.md)."""
     targets, sources = len(forward), len(backward)
     ahead = words_only(forward, sources)  # target × source
     back = words_only(backward, targets).T  # target × source, as ahead
-    with np.errstate(divide="ignore", invalid="ignore"):
-        mean = np.where(ahead + back > 0, 2 * ahead * back / (ahead + back), 0.0)
-    js, is_ = np.nonzero(mean >= threshold)
+    if mean == "geometric":
+        both = np.sqrt(ahead * back)
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            both = np.where(ahead + back > 0, 2 * ahead * back / (ahead + back), 0.0)
+    js, is_ = np.nonzero(both >= threshold)
     return {(int(i), int(j)) for j, i in zip(js, is_)}
 
 
@@ -74,8 +79,8 @@ def combined_links(forward: Table, backward: Table, cfg: LinkConfig) -> list[Lin
     """The links of two models' tables as ``cfg`` combines them, in target then source order."""
     if not len(forward) or not len(backward):  # an empty line: nothing to link
         return []
-    if cfg.combine == "soft":
-        links = soft_links(forward, backward, cfg.threshold)
+    if cfg.combine in ("soft", "geometric"):
+        links = soft_links(forward, backward, cfg.threshold, "geometric" if cfg.combine == "geometric" else "harmonic")
     else:
         links = bidirectional_links(forward, backward, cfg.null_threshold)
     return sorted(links, key=lambda link: (link[1], link[0]))

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from ..core.settings import Settings, setting
 
-COMBINATIONS = ("grow-diag-final-and", "soft")
+COMBINATIONS = ("grow-diag-final-and", "soft", "geometric")
 
 
 @dataclass(frozen=True)
@@ -18,12 +18,13 @@ class LinkConfig(Settings):
     combine: str = setting(
         "grow-diag-final-and",
         "With a model each way: grow-diag-final-and over each model's links, or 'soft': a link wherever "
-        "the harmonic mean of the two models' probabilities of it reaches --link-threshold.",
+        "the harmonic mean of the two models' probabilities of it reaches --link-threshold, or 'geometric': "
+        "the same with their geometric mean.",
         choices=COMBINATIONS,
     )
     # 0.3: the middle of what the first 30 held-out verses chose for five pairs of Bible models (0.25-0.35)
     threshold: float = setting(
-        0.3, "--combine soft: the harmonic mean a link needs.", gt=0, le=1, flag="--link-threshold"
+        0.3, "--combine soft or geometric: the mean a link needs.", gt=0, le=1, flag="--link-threshold"
     )
     null_threshold: float | None = setting(
         None,

@@ -124,6 +124,8 @@ def combinations(thresholds: list[float], nulls: Sequence[float] = ()) -> dict[s
         ]
     for t in thresholds:
         out[f"soft, harmonic mean ≥ {t:g}"] = ["--combine", "soft", "--link-threshold", f"{t:g}"]
+    for t in thresholds:
+        out[f"soft, geometric mean ≥ {t:g}"] = ["--combine", "geometric", "--link-threshold", f"{t:g}"]
     return out
 
 
