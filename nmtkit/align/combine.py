@@ -25,6 +25,8 @@ from .settings import LinkConfig
 from .symmetrize import Link, grow_diag_final_and
 
 Table = npt.NDArray[np.floating]
+# the combinations of LinkConfig that threshold a mean of the two models' probabilities, and which mean
+SOFT_MEANS = {"soft": "harmonic", "geometric": "geometric"}
 
 
 def words_only(table: Table, sources: int) -> Table:
@@ -79,8 +81,8 @@ def combined_links(forward: Table, backward: Table, cfg: LinkConfig) -> list[Lin
     """The links of two models' tables as ``cfg`` combines them, in target then source order."""
     if not len(forward) or not len(backward):  # an empty line: nothing to link
         return []
-    if cfg.combine in ("soft", "geometric"):
-        links = soft_links(forward, backward, cfg.threshold, "geometric" if cfg.combine == "geometric" else "harmonic")
+    if cfg.combine in SOFT_MEANS:
+        links = soft_links(forward, backward, cfg.threshold, SOFT_MEANS[cfg.combine])
     else:
         links = bidirectional_links(forward, backward, cfg.null_threshold)
     return sorted(links, key=lambda link: (link[1], link[0]))
