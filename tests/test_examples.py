@@ -22,6 +22,7 @@ torchrun examples are slow tests, skipped without the GPUs they name.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
@@ -30,6 +31,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.error
@@ -514,11 +516,27 @@ def check(what: str, status: int, output: str, ran: str) -> None:
         pytest.fail(f"{what}\n  uses a spelling nmtkit warns about: {line}", pytrace=False)
 
 
+@functools.cache
+def nmtkit_bin() -> Path:
+    """Where a shell line finds ``nmtkit``: the venv's bin, or, for a checkout run unbuilt
+    (``PYTHONPATH=.``, as on a GPU machine with its own torch), a script running ``python -m nmtkit``."""
+    venv = Path(sys.executable).parent
+    if (venv / "nmtkit").exists():
+        return venv
+    shim = Path(tempfile.mkdtemp(prefix="nmtkit-bin-"))
+    (shim / "nmtkit").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m nmtkit "$@"\n', encoding="utf-8")
+    (shim / "nmtkit").chmod(0o755)
+    for tool in ("python", "python3"):  # the same interpreter as the tests, not the system's
+        (shim / tool).symlink_to(sys.executable)
+    return shim
+
+
 def run_shell(line: str, cwd: Path, what: str) -> None:
-    bin_dir = Path(sys.executable).parent
+    checkout = str(Path(__file__).resolve().parents[1])
     env = {
         **os.environ,
-        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PATH": f"{nmtkit_bin()}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PYTHONPATH": os.pathsep.join(filter(None, [checkout, os.environ.get("PYTHONPATH", "")])),
         "OMP_NUM_THREADS": "1",
         "PET_MASTER_PORT": str(free_port()),
     }  # torchrun's rendezvous on a free port

@@ -13,11 +13,11 @@ import json
 from pathlib import Path
 
 import pytest
-import torch
 from click.testing import CliRunner
 
 from nmtkit import checkpoint
 from nmtkit.cli import main
+from nmtkit.core.runtime import resolve_device
 from nmtkit.data.binarized import Corpus
 from nmtkit.models.config import model_config
 from nmtkit.train.config import TrainConfig
@@ -135,7 +135,7 @@ def test_every_logged_dev_figure_is_that_of_the_saved_model(corpus, tmp_path, ar
             checkpoint.model_of(checkpoint.load(saved), saved),
             Corpus(corpus / "bin"),
             cfg,
-            torch.device("cpu"),
+            resolve_device(cfg.device),  # where training validated: a GPU's TF32 is not a CPU's float32
             checkpoint.load(saved).text.vocab["tgt"],
         )
         for key in ("dev_nll_token", "dev_pt_mean", "dev_pt_edge"):

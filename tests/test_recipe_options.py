@@ -62,7 +62,9 @@ def run(data_bin, save_dir, *flags, updates=3):
 
 
 # Measured with the code before these options (commit 23fb343): the paper's model and recipe
-# (Adadelta), 3 updates of 4 sentences on the conftest corpus, one thread.
+# (Adadelta), 3 updates of 4 sentences on the conftest corpus, one thread, on a CPU. Held on the CPU
+# whatever the machine has, to 1e-4: another CPU's kernels (AVX2, AVX-512, AMX) sum in another order,
+# where a changed recipe (rate, initialisation, batches) moves these losses by far more.
 PAPER_LOSSES = {
     "rnnsearch": [66.1614761352539, 44.739234924316406, 65.96923828125],
     "rnnencdec": [66.16210174560547, 44.746307373046875, 65.99891662597656],
@@ -71,8 +73,8 @@ PAPER_LOSSES = {
 
 @pytest.mark.parametrize("arch", PAPER_LOSSES)
 def test_the_paper_recipe_trains_as_before(data_bin, tmp_path, arch):
-    logged = run(data_bin, tmp_path / arch, "--preset", "paper", "--arch", arch)
-    assert [e["train_nll"] for e in logged] == pytest.approx(PAPER_LOSSES[arch], rel=1e-5)
+    logged = run(data_bin, tmp_path / arch, "--preset", "paper", "--arch", arch, "--device", "cpu")
+    assert [e["train_nll"] for e in logged] == pytest.approx(PAPER_LOSSES[arch], rel=1e-4)
     assert {e["lr"] for e in logged} == {1.0}
 
 
