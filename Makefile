@@ -577,15 +577,23 @@ paper-unk: $(foreach m,$(UNK_MODELS),$(UNK_RUNS)/$(m)/test.replaced.fr $(UNK_RUN
 	    --target-vocab $(WORDS_BIN)-links/vocab.fr.txt
 
 # What a GPU machine without a network needs beside the checkout (make gpu-check, make paper
-# PAPER_SCALE=gpu), built here: the 30,000-word data-bin, the test verses and passages, and the
-# two pure-Python wheels its torch lacks, at the versions installed here. Copy GPU_CARRY there,
-# then: python3 -m pip install --no-index --no-deps wheels/*.whl
+# PAPER_SCALE=gpu, the test suite), built here: the 30,000-word data-bin, the test verses and
+# passages, and the wheels of what nmtkit needs beyond a CUDA PyTorch image's packages (torch, numpy,
+# click, rich, sacrebleu, matplotlib, pytest), at the versions installed here, for the image's Python
+# (GPU_PYTHON). Copy GPU_CARRY there, then: python3 -m pip install --no-index --no-deps wheels/*.whl
+space := $(subst ,, )
+GPU_PYTHON ?= 3.12
+GPU_PLATFORMS ?= manylinux_2_17_x86_64 manylinux2014_x86_64 manylinux_2_28_x86_64 any
+GPU_WHEELS ?= sacremoses subword-nmt mock tomli[-_]w fastapi starlette uvicorn pydantic pydantic[-_]core \
+    annotated-types typing-inspection opentelemetry-api
 GPU_CARRY = wheels $(WORDS_BIN) $(foreach s,test test-long,$(DATA)/raw/$(s).en $(DATA)/raw/$(s).fr)
 gpu-data: $(VENV)/.installed
 	$(MAKE) data BPE=0
 	$(MAKE) $(DATA)/raw/test-long.en
-	$(PY) -m pip download -q --disable-pip-version-check --no-deps -d wheels \
-	    $$($(PY) -m pip freeze | grep -iE '^(sacremoses|subword-nmt)==')
+	rm -rf wheels
+	$(PY) -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: -d wheels \
+	    --python-version $(GPU_PYTHON) --implementation cp $(foreach p,$(GPU_PLATFORMS),--platform $(p)) \
+	    $$($(PY) -m pip freeze | grep -iE '^($(subst $(space),|,$(GPU_WHEELS)))==')
 	@echo "carry beside the checkout ($$(du -csh $(GPU_CARRY) | tail -1 | cut -f1)): $(GPU_CARRY)"
 
 clean-data:

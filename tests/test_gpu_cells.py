@@ -66,8 +66,9 @@ def test_measured_reads_a_gpu_check_report_or_bench_gpu_json_and_never_a_cpu_che
         measured(bench)
 
 
-def test_the_matrix_gives_luong_the_eager_step_alone_and_each_cell_its_flags():
-    matrix = cells(["rnnsearch", "luong"], ["eager", "compiled", "graphs"])
-    assert len([c for c in matrix if c["arch"] == "rnnsearch"]) == 2 * 2 * 3
-    assert {c["path"] for c in matrix if c["arch"] == "luong"} == {"eager"}
+def test_the_matrix_gives_luong_no_compiled_step_and_each_cell_its_flags():
+    matrix = cells(["rnnsearch", "luong"], ["eager", "compiled", "graphs", "update-graph"])
+    assert len([c for c in matrix if c["arch"] == "rnnsearch"]) == 2 * 2 * 4
+    assert {c["path"] for c in matrix if c["arch"] == "luong"} == {"eager", "update-graph"}
+    assert flags(matrix[3]) == ["--arch", "rnnsearch", "--batch-size", "80", "--tf32", "--cuda-graphs"]
     assert flags(matrix[0]) == ["--arch", "rnnsearch", "--batch-size", "80", "--tf32"]

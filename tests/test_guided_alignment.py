@@ -388,13 +388,13 @@ def test_the_alignment_head_needs_links_and_rnnsearch(arch, extra):
 
 
 def test_the_head_is_clipped_on_its_own_so_the_translation_model_s_update_is_unchanged():
-    from nmtkit.train.loop import _clip
+    from nmtkit.train.step import clip
 
     model = head_model()
     for name, p in model.named_parameters():
         p.grad = torch.full_like(p, 100.0 if name.startswith("align_head.") else 1e-4)
     before = {k: p.grad.clone() for k, p in model.named_parameters() if not k.startswith("align_head.")}
-    norm = _clip(model, 1.0)
+    norm = clip(model, 1.0)
     assert math.isclose(float(norm), math.sqrt(sum(float(g.pow(2).sum()) for g in before.values())), rel_tol=1e-4)
     assert all(torch.equal(p.grad, before[k]) for k, p in model.named_parameters() if k in before)
     head = torch.cat([p.grad.flatten() for p in model.align_head.parameters()])

@@ -72,6 +72,7 @@ optimization = options(
 speed = options(
     option(TrainConfig, "compile"),
     option(TrainConfig, "compile_mode"),
+    option(TrainConfig, "cuda_graphs"),
     option(TrainConfig, "fused_steps"),
     option(TrainConfig, "pad_to_multiple"),
 )

@@ -47,6 +47,8 @@ def train_settings(  # noqa: C901, PLR0912 (every cross-field check in one place
     refuse_foreign(arch, given & every.keys())
     if (values.get("fused_steps") or recipe.get("fused_steps")) and values.get("compile"):
         raise UserError("--fused-steps and --compile are two ways to speed the same loops: give one")
+    if values.get("cuda_graphs") and values.get("compile"):
+        raise UserError("--cuda-graphs and --compile are two ways to keep the GPU busy: give one")
     if "compile_mode" in given and not values.get("compile"):
         raise UserError("--compile-mode applies to a compiled step: add --compile")
     if values.get("window_renorm") and values.get("attention") != "local-p":

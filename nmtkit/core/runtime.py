@@ -28,11 +28,12 @@ class Runtime:
     device: torch.device
     bf16: bool
 
-    def autocast(self) -> AbstractContextManager[object]:
-        """bfloat16 autocast when asked for; nothing otherwise."""
+    def autocast(self, cached: bool = True) -> AbstractContextManager[object]:
+        """bfloat16 autocast when asked for; nothing otherwise. ``cached`` False while a CUDA graph
+        is captured: a weight cast once and cached would be read from outside the graph."""
         if not self.bf16:
             return contextlib.nullcontext()
-        return torch.autocast(self.device.type, dtype=torch.bfloat16)
+        return torch.autocast(self.device.type, dtype=torch.bfloat16, cache_enabled=cached)
 
 
 def resolve_device(name: str | None, local_rank: int = 0, local_world: int = 1) -> torch.device:

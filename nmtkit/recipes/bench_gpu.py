@@ -1,7 +1,7 @@
 """Training speed on a GPU at the paper's sizes, in one run: every architecture, batch, precision and path.
 
     bin/bench-gpu DATA_BIN [--updates 60] [--archs rnnsearch,rnnencdec,luong]
-                  [--paths eager,compiled,graphs] [--device cuda]
+                  [--paths eager,compiled,graphs,update-graph] [--device cuda]
 
 For each of RNNsearch, RNNencdec (emb 620, hidden 1000, maxout 500) and
 Luong et al.'s stacked LSTM (4 × 1000): batches of 80 sentences (the

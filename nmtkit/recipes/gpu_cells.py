@@ -1,11 +1,11 @@
 """The cells of the GPU bench (``bin/bench-gpu``, ``make gpu-check``) and the fastest path they found.
 
 A cell is an architecture, a batch (80 sentences, the paper's, or 6,000 target tokens), a
-precision (float32 with TF32 products, or bf16 autocast) and a step (eager, compiled, or
-compiled and replayed as CUDA graphs). :func:`flags` turns a cell into ``nmtkit train``'s
-flags; :func:`fastest_flags` reads the measured cells and gives each architecture of a study
-its fastest path under one batch, so that ``make paper PAPER_SCALE=gpu`` trains with what this
-GPU ran fastest rather than with a guess.
+precision (float32 with TF32 products, or bf16 autocast) and a step (eager, compiled, compiled
+and replayed as CUDA graphs word by word, or the whole update replayed as one graph).
+:func:`flags` turns a cell into ``nmtkit train``'s flags; :func:`fastest_flags` reads the
+measured cells and gives each architecture of a study its fastest path under one batch, so that
+``make paper PAPER_SCALE=gpu`` trains with what this GPU ran fastest rather than with a guess.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ PATHS = {
     "eager": [],
     "compiled": ["--compile"],
     "graphs": ["--compile", "--compile-mode", "reduce-overhead", "--pad-to-multiple", "8"],
+    "update-graph": ["--cuda-graphs"],  # the whole update, one graph per padded shape
 }
 BATCHES = ("80 sentences", "6,000 tokens")
 WMT14_TARGET_TOKENS = 580e6  # 288,000 updates × 80 pairs × ~25 target tokens (</s> included)
@@ -32,12 +33,12 @@ DEFAULT_BATCH = BATCHES[0]
 def cells(
     archs: list[str], paths: list[str], precisions: tuple[str, ...] = ("fp32/tf32", "bf16")
 ) -> list[dict[str, str]]:
-    """The bench's matrix, in the order it runs (Luong's stacked LSTM is cuDNN's: eager alone)."""
+    """The bench's matrix, in the order it runs (Luong's stacked LSTM is cuDNN's: not compiled)."""
     out = []
     for arch in archs:
         for batch in BATCHES:
             for precision in precisions:
-                for path in paths if arch != "luong" else [p for p in paths if p == "eager"]:
+                for path in paths if arch != "luong" else [p for p in paths if p in ("eager", "update-graph")]:
                     out.append({"arch": arch, "batch": batch, "precision": precision, "path": path})
     return out
 

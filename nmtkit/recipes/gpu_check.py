@@ -34,6 +34,7 @@ shares of the time, and the report.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import platform
@@ -222,6 +223,8 @@ def tests(check: Check, budget: float) -> dict[str, Any]:
     tiny = not check.gpu
     which = "gpu" if tiny else "slow or not slow"  # tiny: the GPU path's tests and their CPU stand-ins
     cmd = [*PY, "-m", "pytest", "tests", "-m", which, "-v", "-rfEs", "--tb=short", "-p", "no:cacheprovider"]
+    if not tiny and importlib.util.find_spec("xdist") is not None:  # the whole suite, on the machine's cores
+        cmd += ["-n", str(max(1, (os.cpu_count() or 2) - 2))]
     status: int | None = None  # None: stopped by the budget
     try:
         done = check.run(cmd, budget)

@@ -145,6 +145,13 @@ class TrainConfig(Settings):
         "once per shape: combine with --pad-to-multiple); max-autotune also tunes the kernels.",
         choices=COMPILE_MODES,
     )
+    cuda_graphs: bool = setting(
+        False,
+        "GPUs: capture the whole update (forward, backward, clipping, optimizer step) as one CUDA graph "
+        "per batch shape and replay it, batches padded to a short ladder of lengths and to a fixed "
+        "number of sentences; a shape past the ladder runs eagerly. On a CPU the padded update runs "
+        "eagerly.",
+    )
     pad_to_multiple: int = setting(
         1,
         "Pad each training batch's source and target lengths up to a multiple of N: fewer shapes "

@@ -4,11 +4,11 @@
 from ``--init-from``, or resumed exactly), then :func:`run` loops over the
 minibatches of :mod:`nmtkit.data.batching`, calling its steps in order:
 
-- :func:`update`: forward and backward over each piece of the minibatch
-  (``update_freq`` pieces accumulate), the gradient L2 norm clipped, one
-  optimizer step (Adadelta ρ=0.95 ε=1e-6, Adam, or SGD with Luong et al.'s
-  halving per epoch). The cost is the summed target NLL per sentence,
-  averaged over the minibatch.
+- the update (:func:`.step.update`): forward and backward over each piece of
+  the minibatch (``update_freq`` pieces accumulate), the gradient L2 norm
+  clipped, one optimizer step (Adadelta ρ=0.95 ε=1e-6, Adam, or SGD with
+  Luong et al.'s halving per epoch); with ``--cuda-graphs``, the same update
+  captured once per batch shape and replayed (:mod:`.graphs`).
 - :func:`report`: every ``log_every`` updates and before a checkpoint, the
   losses of the window read at once (a GPU waits only then), a line of
   ``metrics.jsonl``, the progress bar.
@@ -33,7 +33,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from ..checkpoint import Progress
@@ -43,15 +42,12 @@ from ..core.errors import Interrupted, UserError
 from ..core.plot import training_curves
 from ..core.runtime import setup
 from ..core.settings import RuntimeConfig
-from ..data.batching import collate, to_device
-from ..data.vocab import PAD
-from ..models.base import ModelOutput
 from ..models.config import ModelConfig
 from ..models.fused import use_fused
-from ..models.loss import shortlist
 from . import board, runlog
 from .config import TrainConfig
-from .optimizer import learning_rate, scheduled
+from .graphs import updater
+from .optimizer import rate_of
 from .pace import TIMED_UPDATES, pace_report, stopping_rule
 from .parts import CompiledSteps, Parallel, compiled_note
 from .saving import SaveDirLock, save, save_validated
@@ -126,6 +122,7 @@ def run(state: TrainState, tensorboard: Path | None = None) -> tuple[Progress, i
     """The loop: an update per minibatch, reports, validations, until something stops it.
     Returns where it stopped, and the signal that stopped it (0: a budget or the patience)."""
     steps, net = CompiledSteps(state.model, state.cfg), state.parallel.wrap(state.model)
+    update = updater(state, net, steps)
     for why in use_fused(state.model, state.cfg.fused_steps):
         log(f"warning: --fused-steps does not apply to every recurrence: {why}")
     announce(state)
@@ -147,7 +144,7 @@ def run(state: TrainState, tensorboard: Path | None = None) -> tuple[Progress, i
     ):
         bar.update(state.progress.step if unit == "updates" else state.progress.seconds)
         for idx in state.batches:
-            update(state, net, steps, idx)
+            update(idx)
             state.tick()
             pace.tick()
             reporting = state.progress.step % state.cfg.log_every == 0
@@ -188,75 +185,6 @@ def announce(state: TrainState) -> None:
     log(stopping_rule(state.cfg))
 
 
-def update(state: TrainState, net: torch.nn.Module, steps: CompiledSteps, idx: np.ndarray) -> None:
-    """Forward and backward over this process's share of each piece of minibatch ``idx``, then
-    the optimizer step; the summed loss and gradient norm go to the window."""
-    cfg, device, world = state.cfg, state.device, state.parallel.world
-    if scheduled(cfg):
-        for group in state.opt.param_groups:
-            group["lr"] = learning_rate(cfg, state.batches.drawn_epoch, state.progress.step + 1, state.progress.budget)
-    src, tgt = state.train_src, state.train_tgt
-    pieces = state.batches.share(idx)
-    loss_total: torch.Tensor | None = None
-    ntok = nsent = 0
-    state.opt.zero_grad(set_to_none=True)
-    for k, mine in enumerate(pieces):
-        steps.new_forward()
-        batch = collate(src, tgt, mine, cfg.pad_to_multiple, state.train_links)
-        ntok, nsent = ntok + int((batch["tgt_out"] != PAD).sum()), nsent + len(mine)
-        words = (
-            shortlist(batch["tgt_out"], state.model_cfg.tgt_vocab, cfg.shortlist, PAD).to(device)
-            if cfg.shortlist
-            else None
-        )
-        batch = to_device(batch, device)
-        try:
-            with state.parallel.quiet(k, len(pieces)):
-                with state.parallel.runtime.autocast():
-                    out: ModelOutput = net(
-                        batch["src"],
-                        batch["src_mask"],
-                        batch["tgt_in"],
-                        batch["tgt_out"],
-                        words,
-                        cfg.label_smoothing,
-                        batch.get("guide"),
-                    )
-                loss_sum, nll_sum = out.loss, out.nll
-                assert loss_sum is not None and nll_sum is not None  # given targets, forward gives both
-                if out.align_loss is not None and out.align_positions is not None:
-                    # a guided batch: each linked target word, its NLL and weight × its alignment loss
-                    loss_sum = loss_sum + cfg.guided_alignment_weight * out.align_loss
-                    state.window.add_alignment(out.align_loss.detach(), out.align_positions)
-                # scaled so that the gradients are those of the whole minibatch's summed NLL per
-                # sentence (DDP divides by the world); --head-only, a batch without links: none
-                if loss_sum.requires_grad:
-                    (loss_sum * world / len(idx)).backward()  # type: ignore[no-untyped-call]
-        except torch.cuda.OutOfMemoryError:
-            raise UserError(
-                f"out of GPU memory on a batch of {len(mine)} sentences × "
-                f"{batch['tgt_in'].shape[1]} tokens; lower --batch-size (or --max-tokens), "
-                f"raise --update-freq, or lower --max-len"
-            ) from None
-        loss_total = nll_sum.detach() if loss_total is None else loss_total + nll_sum.detach()  # logged: plain NLL
-    assert loss_total is not None  # share() gives at least one piece
-    norm = _clip(state.model, cfg.clip) if cfg.clip else None
-    state.opt.step()
-    state.window.add(loss_total, norm, ntok, nsent, int(tgt.sizes[idx].sum()) + len(idx))
-
-
-def _clip(model: torch.nn.Module, limit: float) -> torch.Tensor:
-    """Clip the gradient's L2 norm to ``limit`` and return the norm before. An alignment head is
-    clipped on its own, so that its gradient never scales down the translation model's (whose
-    norm is the one returned and logged)."""
-    head = getattr(model, "align_head", None)
-    if head is None:
-        return torch.nn.utils.clip_grad_norm_(model.parameters(), limit)
-    torch.nn.utils.clip_grad_norm_(head.parameters(), limit)
-    apart = {id(p) for p in head.parameters()}
-    return torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if id(p) not in apart], limit)
-
-
 def report(state: TrainState, bar: TrainProgress) -> None:
     """The window's averages over every process, as a line of metrics.jsonl and on the bar; a
     loss that is not finite stops the run in one line, naming its update."""
@@ -267,7 +195,7 @@ def report(state: TrainState, bar: TrainProgress) -> None:
             f"{bad.what} became {bad.value} at update {bad.step}; {state.save_dir / 'last.pt'} holds "
             f"the last good state (try a smaller --lr or --clip)"
         ) from None
-    entry |= {"seconds": state.progress.seconds, "lr": state.opt.param_groups[0]["lr"]}
+    entry |= {"seconds": state.progress.seconds, "lr": rate_of(state.opt)}
     _estimate_budget(state)
     if state.device.type == "cuda":  # the allocator's own count: no wait for the GPU
         entry["gpu_peak_mb"] = torch.cuda.max_memory_allocated(state.device) / 2**20

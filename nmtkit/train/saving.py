@@ -16,6 +16,7 @@ from ..checkpoint import Checkpoint, Progress, TrainingState
 from ..core.console import log
 from ..data.lexicon import lexicon_of
 from . import runlog
+from .optimizer import saved_optimizer
 from .state import TrainState
 from .validate import dev_score
 
@@ -29,7 +30,7 @@ def save(state: TrainState, name: str, rng: list[dict[str, torch.Tensor]], resum
         state.lexicon = lexicon_of(state.corpus)  # seconds, once a run
     run = TrainingState(state.cfg, Progress(**vars(state.progress)))
     if resumable:
-        run.optimizer, run.batches, run.rng = state.opt.state_dict(), state.batches.state_dict(), rng
+        run.optimizer, run.batches, run.rng = saved_optimizer(state.opt), state.batches.state_dict(), rng
     checkpoint.save(
         state.save_dir / name,
         Checkpoint(state.model_cfg, state.model.state_dict(), state.sides, run, lexicon=state.lexicon),

@@ -23,7 +23,7 @@ from ..models.config import LuongConfig, ModelConfig, RNNSearchConfig
 from . import runlog
 from .board import Board
 from .config import TrainConfig
-from .optimizer import optimizer
+from .optimizer import keep_rate_kind, optimizer
 from .parts import Parallel
 from .window import LossWindow
 
@@ -145,7 +145,7 @@ def start(
         cfg,
         model_cfg,
         model,
-        optimizer(model, cfg),
+        optimizer(model, cfg, capturable=graphed(cfg, parallel)),
         batches,
         corpus,
         TextSides.of(corpus),
@@ -165,6 +165,11 @@ def start(
     if ckpt is not None:
         _restore(state, ckpt)
     return state
+
+
+def graphed(cfg: TrainConfig, parallel: Parallel) -> bool:
+    """Whether the optimizer must be capturable: its update may be captured as a CUDA graph."""
+    return cfg.cuda_graphs and parallel.device.type == "cuda"
 
 
 def _with_head(model: ModelConfig) -> ModelConfig:
@@ -230,6 +235,7 @@ def _restore(state: TrainState, ckpt: Checkpoint) -> None:
     checkpoint.load_weights(state.model, ckpt, last)
     try:
         state.opt.load_state_dict(run.optimizer)
+        keep_rate_kind(state.opt, graphed(state.cfg, state.parallel))
     except (ValueError, KeyError) as err:
         raise FormatError(
             f"{last}: its optimizer state does not fit its model ({str(err).splitlines()[0][:120]})"

@@ -1,0 +1,229 @@
+"""The whole update as one CUDA graph per batch shape (``train --cuda-graphs``).
+
+An RNN's update is thousands of small kernels, one target word after another; launched from Python
+one at a time, they leave a GPU idle most of the time. Captured once with ``torch.cuda.graph`` and
+replayed, the forward, the backward, the clipping and the optimizer step run without the host.
+
+A graph holds fixed shapes, so each batch is padded: its source and target lengths up to a rung of
+a short ladder (:func:`ladder`), its sentences up to the run's batch size with empty sentences (a
+lone ``</s>`` to read, nothing to predict), which the loss and the counts ignore. The first
+``WARMUP`` batches of a shape run eagerly (cuBLAS's workspaces, the optimizer's state), the next
+is captured, and every later one replays its graph; the graphs share one memory pool. Past
+``MAX_SHAPES`` shapes, a new one runs eagerly, said once. The loss, the gradient norm and the
+counts stay on the device until the loop's report reads them; the learning rate is a tensor
+there, written in place (:func:`.optimizer.set_rate`).
+
+Without a GPU the padded update runs eagerly: the same arithmetic, which the CPU tests hold
+against the unpadded update.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from ..core.console import log
+from ..data.batching import collate, to_device
+from ..data.vocab import BOS, EOS, PAD
+from .parts import CompiledSteps
+from .state import TrainState
+from .step import clip, out_of_memory, piece_loss, set_scheduled_rate, update
+
+LADDER_RUNGS = 5  # rungs a side: 25 length shapes at most
+MAX_SHAPES = 25
+WARMUP = 2
+
+
+def ladder(limit: int, rungs: int = LADDER_RUNGS) -> tuple[int, ...]:
+    """Lengths a batch is padded up to: ``rungs`` even steps up to ``limit`` or just past it."""
+    step = -(-limit // rungs)
+    return tuple(step * k for k in range(1, -(-limit // step) + 1))
+
+
+def rows_of(sentences: int, cfg_batch: int, by_tokens: bool) -> int:
+    """The sentences of the padded batch: the run's batch size, or under ``--max-tokens``, whose
+    batches hold as many sentences as fit, the next power of two."""
+    return 1 << max(sentences - 1, 0).bit_length() if by_tokens else max(cfg_batch, sentences)
+
+
+def padded(batch: dict[str, torch.Tensor], rows: int, src_len: int, tgt_len: int) -> dict[str, torch.Tensor]:
+    """``batch`` (:func:`~nmtkit.data.batching.collate`'s) padded to ``rows`` sentences of
+    ``src_len`` source and ``tgt_len`` target positions. An added sentence reads ``</s>`` and is
+    fed ``<s>``; its targets are all padding, so that it adds nothing to the loss, the gradients
+    or the counts, and its attention has a position to fall on."""
+    n, s = batch["src"].shape
+    t = batch["tgt_in"].shape[1]
+    src = torch.full((rows, src_len), PAD, dtype=torch.long)
+    src[:n, :s], src[n:, 0] = batch["src"], EOS
+    tgt_in = torch.full((rows, tgt_len), PAD, dtype=torch.long)
+    tgt_in[:n, :t], tgt_in[n:, 0] = batch["tgt_in"], BOS
+    tgt_out = torch.full((rows, tgt_len), PAD, dtype=torch.long)
+    tgt_out[:n, :t] = batch["tgt_out"]
+    out = {"src": src, "src_mask": src != PAD, "tgt_in": tgt_in, "tgt_out": tgt_out}
+    if "guide" in batch:
+        guide = torch.zeros(rows, tgt_len, src_len)
+        guide[:n, :t, :s] = batch["guide"]
+        out["guide"] = guide
+    return out
+
+
+def updater(state: TrainState, net: torch.nn.Module, steps: CompiledSteps) -> Callable[[np.ndarray], None]:
+    """What the loop calls for each minibatch: the whole update as CUDA graphs when asked for and
+    possible, else the eager update (:func:`.step.update`)."""
+    if state.cfg.cuda_graphs:
+        why = eager_reason(state)
+        if why is None:
+            return WholeUpdate(state, net)
+        log(f"warning: --cuda-graphs: {why}; the update runs eagerly")
+    return functools.partial(update, state, net, steps)
+
+
+def eager_reason(state: TrainState) -> str | None:
+    """Why a run's update cannot be one graph per shape (None: it can)."""
+    cfg = state.cfg
+    if state.parallel.many:
+        return "several processes (DDP) keep the eager update"
+    if cfg.update_freq > 1:
+        return "--update-freq computes an update in several passes"
+    if cfg.shortlist:
+        return "--sampled-softmax draws other words for each batch"
+    return None
+
+
+@dataclass
+class UpdateOutputs:
+    """What an update leaves on the device for the window: the summed NLL, the gradient norm
+    (None unclipped), guided alignment's summed loss and guided words (None without links)."""
+
+    nll: torch.Tensor
+    norm: torch.Tensor | None
+    align: tuple[torch.Tensor, torch.Tensor] | None
+
+    def copied(self) -> UpdateOutputs:
+        """Copies, on the device: the graph's own outputs are overwritten by its next replay."""
+        return UpdateOutputs(
+            self.nll.clone(),
+            None if self.norm is None else self.norm.clone(),
+            None if self.align is None else (self.align[0].clone(), self.align[1].clone()),
+        )
+
+
+@dataclass
+class Shape:
+    """One padded batch shape: its inputs on the device, read by its graph once captured."""
+
+    inputs: dict[str, torch.Tensor]
+    seen: int = 0
+    graph: torch.cuda.CUDAGraph | None = None
+    outputs: UpdateOutputs | None = None
+
+
+@dataclass
+class WholeUpdate:
+    """The update the loop calls for each minibatch with ``--cuda-graphs``."""
+
+    state: TrainState
+    net: torch.nn.Module
+    rungs: tuple[int, ...] = ()
+    shapes: dict[tuple[int, int, int], Shape] = field(default_factory=dict)
+    captured: int = 0
+    said_eager: bool = False
+
+    def __post_init__(self) -> None:
+        cfg, state = self.state.cfg, self.state
+        longest = cfg.max_len or int(max(state.train_src.sizes.max(), state.train_tgt.sizes.max()))
+        self.rungs = ladder(longest + 1)  # + </s> (source, targets) or <s> (decoder's input)
+        self.capture = state.device.type == "cuda"
+        self.pool = torch.cuda.graph_pool_handle() if self.capture else None
+        self.scale = torch.zeros((), device=state.device)
+
+    def __call__(self, idx: np.ndarray) -> None:
+        state = self.state
+        set_scheduled_rate(state)
+        batch = collate(state.train_src, state.train_tgt, idx, 1, state.train_links)
+        tokens = int((batch["tgt_out"] != PAD).sum())
+        key = self.key(batch, len(idx))
+        self.scale.fill_(state.parallel.world / len(idx))
+        try:
+            out = self.run(key, batch) if key is not None else self.eager(to_device(batch, state.device))
+        except torch.cuda.OutOfMemoryError:
+            raise out_of_memory(len(idx), batch["tgt_in"].shape[1]) from None
+        if out.align is not None:
+            state.window.add_alignment(*out.align)
+        state.window.add(out.nll, out.norm, tokens, len(idx), tokens)
+
+    def key(self, batch: dict[str, torch.Tensor], sentences: int) -> tuple[int, int, int] | None:
+        """The padded shape (sentences, source, target) of a batch; None past the ladder."""
+        cfg = self.state.cfg
+        s, t = batch["src"].shape[1], batch["tgt_in"].shape[1]
+        src_len = next((r for r in self.rungs if r >= s), None)
+        tgt_len = next((r for r in self.rungs if r >= t), None)
+        key = (rows_of(sentences, cfg.batch_size, bool(cfg.max_tokens)), src_len or 0, tgt_len or 0)
+        if src_len is None or tgt_len is None or (key not in self.shapes and len(self.shapes) >= MAX_SHAPES):
+            if not self.said_eager:
+                log(
+                    f"--cuda-graphs: a batch of shape {sentences}×{s}×{t} is past the ladder {self.rungs} "
+                    f"or its {MAX_SHAPES} shapes: such batches run eagerly"
+                )
+                self.said_eager = True
+            return None
+        return key
+
+    def run(self, key: tuple[int, int, int], batch: dict[str, torch.Tensor]) -> UpdateOutputs:
+        device = self.state.device
+        host = padded(batch, *key)
+        shape = self.shapes.get(key)
+        if shape is None:
+            shape = self.shapes[key] = Shape(to_device(host, device))
+        else:
+            for name, value in to_device(host, device).items():
+                shape.inputs[name].copy_(value, non_blocking=True)
+        if shape.graph is None and self.capture and shape.seen >= WARMUP:
+            self.record(key, shape)
+        if shape.graph is not None and shape.outputs is not None:
+            shape.graph.replay()
+            return shape.outputs.copied()
+        shape.seen += 1
+        return self.eager(shape.inputs)
+
+    def eager(self, inputs: dict[str, torch.Tensor]) -> UpdateOutputs:
+        """The update without a graph; on a GPU on a side stream, as a capture's warm-up must be."""
+        if not self.capture:
+            return self.body(inputs)
+        side = torch.cuda.Stream()  # type: ignore[no-untyped-call]
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            out = self.body(inputs)
+        torch.cuda.current_stream().wait_stream(side)
+        return out
+
+    def body(self, inputs: dict[str, torch.Tensor], capturing: bool = False) -> UpdateOutputs:
+        """Forward, backward, clipping and the optimizer step: nothing here reads a tensor on the host."""
+        state = self.state
+        state.opt.zero_grad(set_to_none=True)  # the backward writes fresh gradients, in the graph's pool
+        got = piece_loss(state, self.net, inputs, capturing=capturing)
+        if got.loss.requires_grad:  # --head-only, a batch without links: nothing to learn from
+            (got.loss * self.scale).backward()  # type: ignore[no-untyped-call]
+        norm = clip(state.model, state.cfg.clip) if state.cfg.clip else None
+        state.opt.step()
+        return UpdateOutputs(got.nll.detach(), None if norm is None else norm.detach(), got.align)
+
+    def record(self, key: tuple[int, int, int], shape: Shape) -> None:
+        """Capture the update of this shape once (said once, with its time and memory)."""
+        torch.cuda.synchronize()
+        before, started = torch.cuda.memory_reserved(), time.perf_counter()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, pool=self.pool):
+            shape.outputs = self.body(shape.inputs, capturing=True)
+        shape.graph = graph
+        self.captured += 1
+        grown = (torch.cuda.memory_reserved() - before) / 2**30
+        log(
+            f"--cuda-graphs: captured the update of {key[0]}×{key[1]}×{key[2]} (shape {self.captured}) in "
+            f"{time.perf_counter() - started:.2f} s, {grown:+.2f} GiB reserved"
+        )

@@ -1,0 +1,163 @@
+"""The whole update as a CUDA graph (``train --cuda-graphs``, nmtkit.train.graphs): what can be held
+on any machine (the shape ladder, a padded batch's loss and gradients equal to the unpadded
+batch's, an update body that never reads a tensor on the host, the padded run equal to the eager
+one), and on a GPU, replayed updates equal to eager ones."""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+import pytest
+import torch
+
+from nmtkit import checkpoint
+from nmtkit.data.batching import collate
+from nmtkit.models.build import build_model
+from nmtkit.train.graphs import LADDER_RUNGS, MAX_SHAPES, ladder, padded, rows_of
+from nmtkit.train.loop import train
+from tests.conftest import TINY_RNNSEARCH, sized
+from tests.test_train import cfg, corpus, losses  # noqa: F401  (corpus: a fixture)
+
+VOCAB = 40
+FAMILIES = {
+    "rnnsearch": sized("rnnsearch", TINY_RNNSEARCH, src_vocab=VOCAB, tgt_vocab=VOCAB),
+    "rnnencdec": sized("rnnencdec", TINY_RNNSEARCH, src_vocab=VOCAB, tgt_vocab=VOCAB),
+    "rnnsearch-head": sized("rnnsearch", TINY_RNNSEARCH, src_vocab=VOCAB, tgt_vocab=VOCAB, alignment_head=True),
+    "rnnsearch-coverage": sized("rnnsearch", TINY_RNNSEARCH, src_vocab=VOCAB, tgt_vocab=VOCAB, coverage="neural"),
+    # without dropout: its masks are drawn by shape, so a padded batch draws other ones
+    "luong": sized(
+        "luong", TINY_RNNSEARCH, src_vocab=VOCAB, tgt_vocab=VOCAB, attention="local-p", max_src=40, dropout=0.0
+    ),
+}
+
+
+# Adam divides each gradient by its running scale: where a gradient is rounding noise (the
+# attention's, while v_a is still near its zero start) a rounding difference becomes a difference
+# in the step itself, a fraction of the rate (0.01)
+ADAM_NOISE = 1e-4
+
+
+def test_the_ladder_covers_the_length_limit_in_few_shapes():
+    for limit in (1, 6, 31, 51, 81):
+        rungs = ladder(limit)
+        assert len(rungs) <= LADDER_RUNGS and rungs[-1] >= limit and (len(rungs) == 1 or rungs[-2] < limit)
+        assert len(rungs) ** 2 <= MAX_SHAPES
+    assert ladder(51) == (11, 22, 33, 44, 55)
+    assert rows_of(80, 80, False) == 80 and rows_of(17, 80, False) == 80  # an epoch's last, smaller batch
+    assert [rows_of(n, 80, True) for n in (1, 2, 3, 64, 65)] == [1, 2, 4, 64, 128]
+
+
+def _batch(seed: int, sentences: int, links: bool = False) -> dict[str, torch.Tensor]:
+    rng = np.random.default_rng(seed)
+    src = [rng.integers(4, VOCAB, rng.integers(1, 9)) for _ in range(sentences)]
+    tgt = [rng.integers(4, VOCAB, rng.integers(1, 9)) for _ in range(sentences)]
+    pairs = [
+        np.stack([np.arange(min(len(s), len(t))), np.arange(min(len(s), len(t)))], 1).ravel() for s, t in zip(src, tgt)
+    ]
+    return collate(src, tgt, np.arange(sentences), 1, pairs if links else None)
+
+
+def _loss_and_grads(model, batch, guided: bool):
+    model.zero_grad(set_to_none=True)
+    out = model(batch["src"], batch["src_mask"], batch["tgt_in"], batch["tgt_out"], None, 0.1, batch.get("guide"))
+    loss = out.loss + (out.align_loss if guided else 0)
+    loss.backward()
+    return (
+        loss.detach(),
+        out.nll.detach(),
+        {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None},
+    )
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_a_batch_padded_to_its_shape_gives_the_unpadded_loss_and_gradients(family):
+    """Longer lengths and empty sentences added: the same loss, NLL and gradients to rounding."""
+    torch.manual_seed(0)
+    model = build_model(FAMILIES[family])
+    model.train()
+    guided = family != "rnnencdec"
+    batch = _batch(1, 5, links=guided)
+    loss, nll, grads = _loss_and_grads(model, batch, guided)
+    bigger = padded(batch, 8, batch["src"].shape[1] + 7, batch["tgt_in"].shape[1] + 5)
+    assert bigger["src"].shape[0] == 8 and (bigger["tgt_out"][5:] == 0).all() and bigger["src_mask"][5:, 0].all()
+    loss2, nll2, grads2 = _loss_and_grads(model, bigger, guided)
+    torch.testing.assert_close(loss2, loss, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(nll2, nll, rtol=1e-5, atol=1e-5)
+    assert grads.keys() == grads2.keys()
+    for name in grads:
+        torch.testing.assert_close(grads2[name], grads[name], rtol=1e-4, atol=1e-6, msg=name)
+
+
+@contextlib.contextmanager
+def _host_reads_refused():
+    """Every Python-level read of a tensor's value (what waits for a GPU) raises."""
+
+    def refuse(*_args, **_kwargs):
+        raise AssertionError("the update read a tensor on the host")
+
+    names = ("item", "tolist", "__bool__", "__float__", "__int__")
+    saved = {n: getattr(torch.Tensor, n) for n in names}
+    try:
+        for n in names:
+            setattr(torch.Tensor, n, refuse)
+        yield
+    finally:
+        for n, f in saved.items():
+            setattr(torch.Tensor, n, f)
+
+
+@pytest.mark.parametrize("optimizer", ["adam", "adadelta", "sgd"])
+@pytest.mark.parametrize("family", ["rnnsearch-head", "rnnencdec", "luong"])
+def test_the_update_body_never_reads_a_tensor_on_the_host(corpus, tmp_path, family, optimizer):  # noqa: F811
+    """What a graph captures (forward, backward, clipping, the optimizer's step) reads no value
+    on the host: a capture would fail there, and an eager GPU update would wait at each read."""
+    from nmtkit.train import graphs
+
+    bodies = []
+    real = graphs.WholeUpdate.body
+
+    def watched(self, inputs, capturing=False):
+        if not bodies:  # the first update: the optimizer's state is made, as in a warm-up
+            bodies.append(real(self, inputs, capturing))
+            return bodies[-1]
+        with _host_reads_refused():
+            bodies.append(real(self, inputs, capturing))
+        return bodies[-1]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(graphs.WholeUpdate, "body", watched)
+        asked = cfg(max_updates=4, cuda_graphs=True, optimizer=optimizer, valid_bleu=False)
+        train(corpus, tmp_path / "g", FAMILIES[family], asked)  # the vocabulary sizes: the corpus's
+    assert len(bodies) == 4
+
+
+@pytest.mark.parametrize("family", ["rnnsearch", "luong"])
+def test_the_padded_whole_update_trains_as_the_eager_update_does(corpus, tmp_path, family):  # noqa: F811
+    """On a CPU, --cuda-graphs runs the padded update eagerly: after the same updates, the same
+    losses and weights as the unpadded eager path, to rounding."""
+    model = FAMILIES[family]  # the vocabulary sizes: the corpus's
+    train(corpus, tmp_path / "eager", model, cfg(max_updates=6, valid_bleu=False))
+    train(corpus, tmp_path / "graphs", model, cfg(max_updates=6, valid_bleu=False, cuda_graphs=True))
+    assert losses(tmp_path / "graphs") == pytest.approx(losses(tmp_path / "eager"), rel=1e-4)
+    a, b = (checkpoint.load(tmp_path / r / "last.pt").weights for r in ("eager", "graphs"))
+    for k in a:
+        torch.testing.assert_close(b[k], a[k], rtol=1e-4, atol=ADAM_NOISE, msg=k)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: replays captured CUDA graphs")
+@pytest.mark.parametrize("family", ["rnnsearch-head", "rnnencdec", "luong"])
+def test_replayed_updates_give_the_eager_updates_parameters(corpus, tmp_path, family, monkeypatch):  # noqa: F811
+    from nmtkit.train import graphs
+
+    captured, real = [], graphs.WholeUpdate.record
+    monkeypatch.setattr(graphs.WholeUpdate, "record", lambda self, *a: captured.append(a) or real(self, *a))
+    model, common = FAMILIES[family], dict(max_updates=16, valid_bleu=False, device="cuda", tf32=False)
+    train(corpus, tmp_path / "eager", model, cfg(**common))
+    train(corpus, tmp_path / "graphs", model, cfg(**common, cuda_graphs=True))
+    assert captured  # shapes met more than WARMUP times were captured, and replayed from then on
+    assert losses(tmp_path / "graphs") == pytest.approx(losses(tmp_path / "eager"), rel=1e-4)
+    a, b = (checkpoint.load(tmp_path / r / "last.pt").weights for r in ("eager", "graphs"))
+    for k in a:
+        torch.testing.assert_close(b[k], a[k], rtol=1e-4, atol=ADAM_NOISE, msg=k)
