@@ -116,6 +116,7 @@ def overfit(tmp_path_factory):
             threads=1,
             patience=0,
             log_every=50,
+            device="cpu",  # the tests hold its translations against the CPU's search
         ),
     )
     shutil.copytree(tmp / "vocab", tmp / "vocab-kept")  # for score --no-unk and --data

@@ -55,9 +55,11 @@ def test_max_minutes_keeps_the_final_validation_within_the_budget(raw, tmp_path,
         "10",
         "--threads",
         "1",
+        "--device",  # a GPU's first call would warm up outside the probe's time
+        "cpu",
     )
     assert done.exit_code == 0, done.output
     logged = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert logged[-1]["step"] > 10 and "dev_nll" in logged[-1]  # it trained, then validated once
-    # 5 %, and 1 s for what the probe does not time: saving the checkpoints, drawing the first curves
-    assert len(spans) == 1 and spans[0] <= 9 * 1.05 + 1.0, spans
+    # 5 %, and 2 s for what the probe does not time: saving the checkpoints, drawing the first curves
+    assert len(spans) == 1 and spans[0] <= 9 * 1.05 + 2.0, spans

@@ -127,7 +127,7 @@ def test_the_update_body_never_reads_a_tensor_on_the_host(corpus, tmp_path, fami
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(graphs.WholeUpdate, "body", watched)
-        asked = cfg(max_updates=4, cuda_graphs=True, optimizer=optimizer, valid_bleu=False)
+        asked = cfg(max_updates=4, cuda_graphs=True, optimizer=optimizer, valid_bleu=False, device="cpu")
         train(corpus, tmp_path / "g", FAMILIES[family], asked)  # the vocabulary sizes: the corpus's
     assert len(bodies) == 4
 
@@ -137,8 +137,8 @@ def test_the_padded_whole_update_trains_as_the_eager_update_does(corpus, tmp_pat
     """On a CPU, --cuda-graphs runs the padded update eagerly: after the same updates, the same
     losses and weights as the unpadded eager path, to rounding."""
     model = FAMILIES[family]  # the vocabulary sizes: the corpus's
-    train(corpus, tmp_path / "eager", model, cfg(max_updates=6, valid_bleu=False))
-    train(corpus, tmp_path / "graphs", model, cfg(max_updates=6, valid_bleu=False, cuda_graphs=True))
+    train(corpus, tmp_path / "eager", model, cfg(max_updates=6, valid_bleu=False, device="cpu"))
+    train(corpus, tmp_path / "graphs", model, cfg(max_updates=6, valid_bleu=False, cuda_graphs=True, device="cpu"))
     assert losses(tmp_path / "graphs") == pytest.approx(losses(tmp_path / "eager"), rel=1e-4)
     a, b = (checkpoint.load(tmp_path / r / "last.pt").weights for r in ("eager", "graphs"))
     for k in a:
@@ -161,3 +161,17 @@ def test_replayed_updates_give_the_eager_updates_parameters(corpus, tmp_path, fa
     a, b = (checkpoint.load(tmp_path / r / "last.pt").weights for r in ("eager", "graphs"))
     for k in a:
         torch.testing.assert_close(b[k], a[k], rtol=1e-4, atol=ADAM_NOISE, msg=k)
+
+
+def test_a_padded_run_resumes_exactly(corpus, tmp_path, deterministic):  # noqa: F811
+    """Stopped and resumed (its shapes met again from nothing), a --cuda-graphs run goes on as if
+    uninterrupted; the scheduled rate, saved as a number, is read back as the run keeps it."""
+    common = dict(valid_bleu=False, cuda_graphs=True, warmup=6, valid_every=4, device="cpu")  # the rate scheduled
+    train(corpus, tmp_path / "a", FAMILIES["rnnsearch"], cfg(max_updates=8, **common))
+    train(corpus, tmp_path / "b", FAMILIES["rnnsearch"], cfg(max_updates=4, **common))
+    saved = checkpoint.load(tmp_path / "b" / "last.pt").training.optimizer
+    assert all(isinstance(g["lr"], float) for g in saved["param_groups"])
+    train(corpus, tmp_path / "b", FAMILIES["rnnsearch"], cfg(max_updates=8, **common))
+    assert losses(tmp_path / "a") == losses(tmp_path / "b")
+    a, b = (checkpoint.load(tmp_path / r / "last.pt").weights for r in "ab")
+    assert all(torch.equal(a[k], b[k]) for k in a)

@@ -469,6 +469,8 @@ def skip_reason(line: str) -> str | None:
             return f"torchrun with {procs} processes on GPUs: this machine has {torch.cuda.device_count()} GPU(s)"
     if "--bf16" in ws and not torch.cuda.is_available() and not this_cpu().native_bf16:
         return "--bf16 on a CPU without native bfloat16: nmtkit refuses it there"
+    if "--int8" in ws and "--device" not in ws and torch.cuda.is_available():
+        return "--int8 is for CPUs, and this machine's default device is its GPU"
     return None
 
 

@@ -61,7 +61,7 @@ def test_int8_translates_the_learned_pairs_as_float32_does(overfit, tmp_path):
     assert int8 == fp32 and all(fp32)
     src = tmp_path / "in.en"
     src.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    done = CliRunner().invoke(main, ["translate", "-m", str(ckpt), str(src), "--int8"])
+    done = CliRunner().invoke(main, ["translate", "-m", str(ckpt), str(src), "--int8", "--device", "cpu"])
     assert done.exit_code == 0, done.output
     assert done.stdout.splitlines() == fp32
 
@@ -148,8 +148,10 @@ def test_training_stores_a_lexicon_and_translate_shortlist_uses_it(overfit, tmp_
     assert lex is not None and lex.table.shape[0] == checkpoint.load(ckpt).model.src_vocab
     src = tmp_path / "in.en"
     src.write_text("\n".join(EN[:5]) + "\n", encoding="utf-8")
-    full = CliRunner().invoke(main, ["translate", "-m", str(ckpt), str(src)])
-    short = CliRunner().invoke(main, ["translate", "-m", str(ckpt), str(src), "--shortlist", "--int8"])
+    full = CliRunner().invoke(main, ["translate", "-m", str(ckpt), str(src), "--device", "cpu"])
+    short = CliRunner().invoke(
+        main, ["translate", "-m", str(ckpt), str(src), "--shortlist", "--int8", "--device", "cpu"]
+    )
     assert short.exit_code == 0, short.output
     assert short.stdout == full.stdout
 

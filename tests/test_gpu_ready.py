@@ -59,8 +59,10 @@ def test_update_freq_two_gives_the_update_of_a_batch_twice_as_large(corpus, tmp_
     train(corpus, tmp_path / "big", TINY, cfg(batch_size=4, max_updates=3))
     acc, big = (checkpoint.load(tmp_path / r / "last.pt") for r in ("acc", "big"))
     assert acc.training.batches == big.training.batches  # the same sentences, the same order
-    for k in big.weights:  # float32 sums in another order: equal to rounding (3 Adam steps at 0.01)
-        assert torch.allclose(acc.weights[k], big.weights[k], atol=1e-6), k
+    # float32 sums in another order: equal to rounding, which Adam divides by the root of tiny gradients
+    # (3 steps at 0.01; the 'small' run below differs by about 5e-2)
+    for k in big.weights:
+        assert torch.allclose(acc.weights[k], big.weights[k], atol=1e-5), k
     train(corpus, tmp_path / "small", TINY, cfg(batch_size=2, max_updates=3))  # not the same updates
     small = checkpoint.load(tmp_path / "small" / "last.pt")
     assert not all(torch.allclose(small.weights[k], big.weights[k], atol=1e-6) for k in big.weights)

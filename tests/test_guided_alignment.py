@@ -234,6 +234,8 @@ def train_args(data_bin, save_dir, *extra):
         data_bin,
         "--save-dir",
         save_dir,
+        "--device",  # compared with fresh computations on the CPU
+        "cpu",
         "--preset",
         "tiny",
         "--optimizer",

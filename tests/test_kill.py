@@ -32,6 +32,8 @@ def command(data_bin: Path, save_dir: Path) -> list[str]:
         str(data_bin),
         "--save-dir",
         str(save_dir),
+        "--device",  # bit for bit: the CPU's deterministic kernels, whatever the machine has
+        "cpu",
         "--preset",
         "tiny",
         "--optimizer",

@@ -132,7 +132,7 @@ def test_every_logged_dev_figure_is_that_of_the_saved_model(corpus, tmp_path, ar
         assert entry["dev_bleu_tok"] == pytest.approx(bleus[step], abs=0.01), (step, entry, bleus)
         assert entry["dev_nll"] == pytest.approx(_user_nll(saved, corpus), rel=1e-5, abs=1e-4), step
         fresh = validate(
-            checkpoint.model_of(checkpoint.load(saved), saved),
+            checkpoint.model_of(checkpoint.load(saved), saved, resolve_device(cfg.device)),
             Corpus(corpus / "bin"),
             cfg,
             resolve_device(cfg.device),  # where training validated: a GPU's TF32 is not a CPU's float32

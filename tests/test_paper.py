@@ -14,7 +14,16 @@ ROOT = Path(__file__).resolve().parent.parent
 def _make(tmp_path, *args, env=None):
     env = env or {**os.environ, "NMTKIT_CACHE": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
     return subprocess.run(
-        ["make", "-C", str(ROOT), f"PY={sys.executable}", f"NMTKIT={sys.executable} -m nmtkit", *args],
+        [
+            "make",
+            "-C",
+            str(ROOT),
+            "-o",
+            ".venv/.installed",
+            f"PY={sys.executable}",
+            f"NMTKIT={sys.executable} -m nmtkit",
+            *args,
+        ],
         capture_output=True,
         text=True,
         env=env,
@@ -99,7 +108,16 @@ def test_the_gpu_scale_runs_at_tiny_sizes_on_a_cpu_resumes_after_a_kill_and_repo
     # a CPU machine's run even where a GPU is (make gpu-check's tests part): ON_GPU= and no CUDA device
     env = {**os.environ, "NMTKIT_CACHE": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT), "CUDA_VISIBLE_DEVICES": ""}
     first = subprocess.Popen(
-        ["make", "-C", str(ROOT), f"PY={sys.executable}", f"NMTKIT={sys.executable} -m nmtkit", *args],
+        [
+            "make",
+            "-C",
+            str(ROOT),
+            "-o",
+            ".venv/.installed",
+            f"PY={sys.executable}",
+            f"NMTKIT={sys.executable} -m nmtkit",
+            *args,
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -129,7 +147,8 @@ def test_the_gpu_scale_runs_at_tiny_sizes_on_a_cpu_resumes_after_a_kill_and_repo
     assert (paper / "fig2-bleu-by-length.png").stat().st_size > 1000
     from nmtkit.core.machine import describe, machine
 
-    assert f"Trained on: {describe(machine())}." in report  # this machine, as it is now
+    # this machine as the runs saw it: they were kept off any GPU (CUDA_VISIBLE_DEVICES="")
+    assert f"Trained on: {describe({**machine(), 'gpu': None})}." in report
     for model, title in (
         ("rnnencdec-30", "RNNencdec-30"),
         ("rnnencdec-50", "RNNencdec-50"),

@@ -237,7 +237,7 @@ def test_the_hand_written_recurrences_leave_a_layer_normalised_model_to_the_refe
 
 
 def test_fused_steps_train_as_the_reference_does(data_bin, tmp_path):
-    flags = ["--preset", "tiny", "--optimizer", "adam", "--lr", "0.01"]
+    flags = ["--preset", "tiny", "--optimizer", "adam", "--lr", "0.01", "--device", "cpu"]  # fused: CPUs only
     plain = run(data_bin, tmp_path / "plain", *flags, updates=4)
     fused = run(data_bin, tmp_path / "fused", *flags, "--fused-steps", updates=4)
     assert [e["train_nll"] for e in fused] == pytest.approx([e["train_nll"] for e in plain], rel=1e-4)

@@ -180,7 +180,7 @@ def test_sampling_from_the_shell(overfit, src):
     top1 = invoke("translate", "-m", ckpt(overfit), src, "--sampling", "--top-k", 1)
     assert top1.exit_code == 0, top1.output
     assert top1.stdout == greedy.stdout
-    warm = ["--sampling", "--temperature", 3, "--nbest", 4]
+    warm = ["--sampling", "--temperature", 3, "--nbest", 4, "--device", "cpu"]  # scores to the printed digit
     a = invoke("translate", "-m", ckpt(overfit), src, *warm, "--seed", 1)
     assert a.exit_code == 0, a.output
     assert len(a.stdout.splitlines()) == 20 and a.stdout.startswith("0 ||| ")

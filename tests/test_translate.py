@@ -124,7 +124,7 @@ def test_beam_one_is_greedy(overfit, tmp_path):
     src = tmp_path / "src.en"
     lines = EN[:5] + ["God saw the darkness and the light."]
     src.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    r = invoke("translate", "-m", ckpt(overfit), src, "--tokenized", "--beam", 1)
+    r = invoke("translate", "-m", ckpt(overfit), src, "--tokenized", "--beam", 1, "--device", "cpu")
     t = Translator.from_checkpoints(ckpt(overfit), "cpu")
     ids = [np.array(t.sides.src.ids(t.sides.src.tokens(line))) for line in lines]
     batch = pad(ids)
@@ -381,7 +381,19 @@ def test_score_by_length_no_unk_bootstrap_and_corpus_nll(overfit, tmp_path):
     assert f"{SACREBLEU_LABEL} by source length" in text.stdout
     assert f"{TOKENIZED_LABEL} by source length" in text.stdout
     unsure = unk_loving(overfit, tmp_path, boost=0.0, flatten=0.1)  # NLLs well above float32 rounding
-    nll = invoke("score", "-m", unsure, "--data", overfit / "bin-kept", "--split", "valid", "--output-format", "json")
+    nll = invoke(
+        "score",
+        "-m",
+        unsure,
+        "--data",
+        overfit / "bin-kept",
+        "--split",
+        "valid",
+        "--output-format",
+        "json",
+        "--device",
+        "cpu",
+    )
     assert nll.exit_code == 0, nll.output
     corpus = json.loads(nll.stdout)["corpus_nll"]
     from nmtkit.translate.translator import Translator
