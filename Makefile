@@ -54,7 +54,7 @@ COVERAGE ?=
 DEMO_TRAIN ?= $(DEMO_RECIPE) $(DEMO_BUDGET) $(DEMO_BF16)$(if $(COVERAGE), --coverage $(COVERAGE))
 BEAM    ?= 5
 
-.PHONY: gpu-check gpu-data help install lint test test-fast test-slow typecheck test-browser structure wheel-check docs demo demo-guided demo-aligners demo-self-training demo-curve paper paper-coverage paper-unk readme-figures data bench bench-data bench-blas bench-marian bench-sweep bench-gpu aer reproduce compare clean-data
+.PHONY: gpu-check gpu-data help install lint test test-fast test-slow typecheck test-browser structure results wheel-check docs demo demo-guided demo-aligners demo-self-training demo-curve paper paper-coverage paper-unk readme-figures data bench bench-data bench-blas bench-marian bench-sweep bench-gpu aer reproduce compare clean-data
 comma := ,
 help:
 	@echo "make demo     fetch the Bible corpus, preprocess, build the vocabulary, train RNNsearch (20 min on CPU),"
@@ -132,9 +132,15 @@ wheel-check: $(VENV)/.installed
 	$(PY) -m pip wheel -q --disable-pip-version-check --no-deps -w build/wheel .
 	bin/wheel-check build/wheel/nmtkit-*.whl build/wheel-venv $(TORCH_CONSTRAINT)
 
+# The results tables of README.md and docs/ rewritten from results/*.json, which the commands that
+# measure write (bench/results.py; a test checks that every table is its files').
+RESULTS_DIR ?= results
+results: $(VENV)/.installed
+	$(PY) -m bench.results render README.md docs/*.md
+
 # The package's import graph, docs/structure.md and its picture (a test checks they match the code).
 structure: $(VENV)/.installed
-	$(PY) -m nmtkit.recipes.structure --doc docs/structure.md --plot docs/img/structure.png
+	$(PY) -m bench.structure --doc docs/structure.md --plot docs/img/structure.png
 
 # ---- the demo: data, then training, translation, scores and pictures -----------
 $(DATA)/raw/bible.json: | $(VENV)/.installed
@@ -272,12 +278,17 @@ demo: $(DEMO)/test.hyp.fr $(DEMO)/test.align
 	@$(NMTKIT) info $(BIN)
 	@$(NMTKIT) info $(DEMO)
 	@echo "five test verses, drawn with a fixed seed:"
-	@$(PY) -m nmtkit.recipes.demo samples $(DATA)/raw/test.en $< $(DATA)/raw/test.fr
+	@$(PY) -m bench.demo samples $(DATA)/raw/test.en $< $(DATA)/raw/test.fr
 	@echo "test set, beam $(BEAM), reference Segond:"
 	@$(NMTKIT) score $< -r $(DATA)/raw/test.fr --clean verse-markers $(SCORE_METRICS)
 	@echo "test set, beam $(BEAM), references Segond + Ostervald + Darby:"
 	@$(NMTKIT) score $< -r $(DATA)/raw/test.fr -r $(DATA)/raw/test.ref-ostervald.fr \
 	    -r $(DATA)/raw/test.ref-darby.fr --clean verse-markers $(SCORE_METRICS)
+	@$(NMTKIT) score $< -r $(DATA)/raw/test.fr --clean verse-markers --output-format json > $(DEMO)/test-score.json
+	@$(NMTKIT) info $(DEMO) --output-format json > $(DEMO)/run.json
+	@$(PY) -m bench.results record demo --into $(RESULTS_DIR) --title "The demo" --command "make demo" --machine-of $(DEMO) \
+	    --json-figure "updates=$(DEMO)/run.json:updates" --json-figure "target tokens/s=$(DEMO)/run.json:tgt_tokens_per_s" \
+	    --json-figure "test BLEU (Segond)=$(DEMO)/test-score.json:systems.0.bleu"
 	@echo "test set by source length (Segond), with the No-UNK subset of the model's vocabulary:"
 	@$(NMTKIT) score $< -r $(DATA)/raw/test.fr --clean verse-markers --source $(DATA)/raw/test.en \
 	    --by-length --plot $(DEMO)/bleu-by-length.png --no-unk-vocab $(DEMO)/best.pt
@@ -293,13 +304,13 @@ TRIALS_DIR ?= $(RUNS)/trials
 TRIAL_SET ?= recipe
 ifeq ($(TRIAL_SET),levers)
 demo-curve: data
-	$(PY) -m nmtkit.recipes.cpu_trials --set levers --runs $(TRIALS_DIR) --data all=$(DATA) \
+	$(PY) -m bench.cpu_trials --set levers --runs $(TRIALS_DIR) --data all=$(DATA) \
 	    --doc docs/cpu-training.md --plot docs/img/levers-curve.png --threads $(JOBS)
 else
 demo-curve: $(DEMO)/best.pt
 	$(MAKE) data BPE=0
 	$(MAKE) data DATA=$(DATA)-kl PAIRS=k-l
-	$(PY) -m nmtkit.recipes.cpu_trials --runs $(TRIALS_DIR) --data all=$(DATA) --data k-l=$(DATA)-kl \
+	$(PY) -m bench.cpu_trials --runs $(TRIALS_DIR) --data all=$(DATA) --data k-l=$(DATA)-kl \
 	    --demo-run $(DEMO) --doc docs/cpu-training.md --plot docs/img/demo-curve.png \
 	    --minutes $(DEMO_MINUTES) --threads $(JOBS)
 endif
@@ -409,7 +420,7 @@ $(CMP)/%/dev-nll.json: $(CMP)/%/done
 	$(NMTKIT) score -m $(CMP)/$*/best.pt --data $(BIN) --split valid --output-format json > $@.tmp && mv $@.tmp $@
 
 compare: $(foreach m,$(COMPARE_MODELS),$(CMP)/$(m)/dev-bleu.json $(CMP)/$(m)/dev-nll.json)
-	$(PY) -m nmtkit.recipes.compare $(CMP) $(COMPARE_MODELS) --doc docs/luong.md
+	$(PY) -m bench.compare $(CMP) $(COMPARE_MODELS) --doc docs/luong.md
 
 # ---- make paper: RNNencdec-30/-50 and RNNsearch-30/-50, one recipe, one budget in updates ----
 # The -30 systems train on pairs of up to 30 words (a second binarized corpus, same vocabulary);
@@ -446,7 +457,7 @@ PAPER_INPUTS = | $(WORDS_BIN)/manifest.json
 PAPER_LONG = | $(DATA)/raw/test-long.en
 paper_bin = $(WORDS_BIN)
 # the fastest path first, so that a failure to read the bench stops the job rather than hides
-paper_path = flags=$$($(PAPER_PY) -m nmtkit.recipes.paper path $(firstword $(subst -, ,$1)) \
+paper_path = flags=$$($(PAPER_PY) -m bench.paper path $(firstword $(subst -, ,$1)) \
     --bench $(GPU_CHECK)/report.json) && 
 paper_flags = --max-len $(if $(filter %-30,$1),30,$(MAX_LEN)) $$flags
 # the No-UNK subset by the models' own lists: the 30,000 words of the data-bin
@@ -489,7 +500,7 @@ $(DATA)/raw/test-long.en $(filter-out $(BIN)/manifest.json,$(WORDS_BIN)/manifest
 	@echo "make: $@ is missing: make gpu-data builds it where the Bible corpus is; carry it here" >&2; exit 2
 else
 $(DATA)/raw/test-long.en: $(DATA)/raw/bible.json
-	$(PY) -m nmtkit.recipes.paper passages $(DATA)/raw
+	$(PY) -m bench.paper passages $(DATA)/raw
 
 ifneq ($(WORDS_BIN),$(BIN))
 $(WORDS_BIN)/manifest.json:
@@ -515,11 +526,17 @@ $(PAPER)/%/test-long.hyp.fr: $(PAPER)/%/done $(PAPER_LONG)
 
 $(PAPER)/report.md: $(foreach m,$(PAPER_MODELS),$(PAPER)/$(m)/test.hyp.fr $(PAPER)/$(m)/test-long.hyp.fr) \
     $(if $(filter gpu,$(PAPER_SCALE)),,$(WORDS_VOCAB)/vocab.json)
-	$(PAPER_PY) -m nmtkit.recipes.paper report --runs $(PAPER) --raw $(DATA)/raw --no-unk-vocab $(PAPER_NO_UNK) \
+	$(PAPER_PY) -m bench.paper report --runs $(PAPER) --raw $(DATA)/raw --no-unk-vocab $(PAPER_NO_UNK) \
 	    --models "$(PAPER_MODELS)" --samples $(PAPER_SAMPLES) --beam $(PAPER_BEAM) \
 	    --made-by "make paper$(if $(filter gpu,$(PAPER_SCALE)), PAPER_SCALE=gpu)"
 
 paper: $(PAPER)/report.md
+	$(PAPER_PY) -m bench.results record paper$(if $(filter gpu,$(PAPER_SCALE)),-gpu) --into $(RESULTS_DIR) \
+	    --machine-of $(PAPER)/$(lastword $(PAPER_MODELS)) \
+	    --title "The paper's finding: RNNsearch-50 against RNNencdec-50 (test verses, tokenized BLEU)" \
+	    --command "make paper$(if $(filter gpu,$(PAPER_SCALE)), PAPER_SCALE=gpu)" \
+	    $(foreach m,$(filter rnnsearch-50 rnnencdec-50,$(PAPER_MODELS)),--json-figure \
+	        "$(m)=$(PAPER)/table1.json:test.all.bleu_tok.$(m).bleu")
 
 # Under-translation (docs/paper.md): RNNsearch-50 beside the same recipe with Tu et al.'s coverage
 # models, by passage length and by how long the outputs are against the references.
@@ -529,7 +546,7 @@ COVERAGE_MODELS ?= rnnsearch-50 rnnsearch-50-coverage rnnsearch-50-neural
 COVERAGE_SEARCH ?= average
 COVERAGE_ROWS = $(strip $(COVERAGE_MODELS) $(if $(COVERAGE_SEARCH),$(addsuffix /$(COVERAGE_SEARCH),$(COVERAGE_MODELS))))
 paper-coverage: $(foreach m,$(COVERAGE_ROWS),$(PAPER)/$(m)/test.hyp.fr $(PAPER)/$(m)/test-long.hyp.fr)
-	$(PAPER_PY) -m nmtkit.recipes.paper long --runs $(PAPER) --raw $(DATA)/raw --models "$(COVERAGE_ROWS)"
+	$(PAPER_PY) -m bench.paper long --runs $(PAPER) --raw $(DATA)/raw --models "$(COVERAGE_ROWS)"
 
 $(PAPER)/%/$(COVERAGE_SEARCH)/test.hyp.fr $(PAPER)/%/$(COVERAGE_SEARCH)/test-long.hyp.fr: $(PAPER)/%/done $(PAPER_LONG)
 	mkdir -p $(@D)
@@ -572,7 +589,7 @@ $(UNK_RUNS)/%/test.ref.links: $(UNK_RUNS)/%/done
 
 paper-unk: $(foreach m,$(UNK_MODELS),$(UNK_RUNS)/$(m)/test.replaced.fr $(UNK_RUNS)/$(m)/test.ref.links) \
     $(DATA)/clean/test.links
-	$(PY) -m nmtkit.recipes.unk --source $(DATA)/clean/test.en --reference $(DATA)/clean/test.fr \
+	$(PY) -m bench.unk --source $(DATA)/clean/test.en --reference $(DATA)/clean/test.fr \
 	    --links $(DATA)/clean/test.links --runs $(UNK_RUNS) --models "$(UNK_MODELS)" \
 	    --target-vocab $(WORDS_BIN)-links/vocab.fr.txt
 

@@ -169,7 +169,7 @@ def test_translate_refuses_models_of_the_other_direction_without_links_to_make(o
 
 
 def test_bench_aer_aligns_a_french_english_model_from_french_and_turns_its_links_back(backward, tmp_path):
-    from nmtkit.recipes.bench_aer import GOLD, attention_links
+    from bench.bench_aer import GOLD, attention_links
 
     got = attention_links([backward], tmp_path, 1, verses="dev")
     own = tmp_path / "own.links"

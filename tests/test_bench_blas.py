@@ -4,8 +4,8 @@ and its figures are 2·M·K·N over the best time (no speed is asserted here).""
 import pytest
 import torch
 
+from bench import bench_blas
 from nmtkit.models.loss import CPU_CHUNK_ELEMENTS
-from nmtkit.recipes import bench_blas
 
 
 def test_the_products_are_the_demo_updates():

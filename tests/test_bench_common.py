@@ -1,4 +1,4 @@
-"""What the scripts of bin/ share (nmtkit.recipes.bench_common): a run's speed read by the run
+"""What the scripts of bin/ share (bench.bench_common): a run's speed read by the run
 log's own reader, /usr/bin/time's peak, outputs written whole, and a stage kept only for the
 budget it was run with."""
 
@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from nmtkit.recipes import bench_common
-from nmtkit.recipes.bench_common import Site, peak_rss_mb, windows_after, write_lines
+from bench import bench_common
+from bench.bench_common import Site, peak_rss_mb, windows_after, write_lines
 
 
 def test_the_speed_after_the_warm_up_is_read_by_the_run_logs_reader(tmp_path):

@@ -1,4 +1,4 @@
-"""bin/bench-marian's own parts (nmtkit.recipes.bench_marian, peer_marian, peer_fairseq): Marian sees
+"""bin/bench-marian's own parts (bench.bench_marian, peer_marian, peer_fairseq): Marian sees
 nmtkit's units, its logs are read right, its shortlist table is extract-lex's, nmtkit trains with
 the demo's own flags, and without Marian it says in one line how to get it."""
 
@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from nmtkit.recipes import bench_marian as bench
-from nmtkit.recipes import peer_fairseq as fairseq
-from nmtkit.recipes import peer_marian as marian
-from nmtkit.recipes.bench_common import Site
+from bench import bench_marian as bench
+from bench import peer_fairseq as fairseq
+from bench import peer_marian as marian
+from bench.bench_common import Site
 from tests.test_corpus import make_corpus
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -223,9 +223,9 @@ def test_marians_constant_rate_run_changes_the_decay_alone():
 
 
 def test_nmtkit_trains_with_the_demos_own_flags_which_are_the_makefiles(tmp_path, monkeypatch):
-    """One recipe for make demo and the benchmark: nmtkit.recipes.demo's flags are the Makefile's."""
+    """One recipe for make demo and the benchmark: bench.demo's flags are the Makefile's."""
+    from bench.demo import DEMO_RECIPE, STUDY_RECIPE
     from nmtkit.core.machine import this_cpu
-    from nmtkit.recipes.demo import DEMO_RECIPE, STUDY_RECIPE
 
     make = subprocess.run(
         ["make", "-s", "--no-print-directory", "-f", "Makefile", "-f", "-", "flags"],

@@ -1,5 +1,5 @@
 """make bench runs from a clone: the peer scripts it calls are in the repository; bin/ holds thin
-entries into nmtkit.recipes, and the benchmarks without peers run here."""
+entries into bench, and the benchmarks without peers run here."""
 
 import ast
 import re
@@ -13,7 +13,7 @@ from tests.test_examples import nmtkit_bin
 ROOT = Path(__file__).resolve().parent.parent
 
 
-RECIPES = ROOT / "nmtkit" / "recipes"
+RECIPES = ROOT / "bench"
 BENCHES = [RECIPES / "bench_train.py", RECIPES / "bench_translate.py"]  # bin/bench-train's, bin/bench-translate's
 
 
@@ -66,7 +66,7 @@ def test_every_script_of_bin_is_a_thin_entry_into_the_package():
         assert len(text.splitlines()) <= 40, script
         tree = ast.parse(text)
         imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
-        assert imported & {f"nmtkit.recipes.{p.stem}" for p in RECIPES.glob("*.py")} or script.name == "fetch-bible"
+        assert imported & {f"bench.{p.stem}" for p in RECIPES.glob("*.py")} or script.name == "fetch-bible"
         assert not [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)], script
 
 
@@ -90,7 +90,7 @@ def test_the_serve_bench_loads_the_server_and_reports_latency_memory_and_its_exi
 
 
 def test_the_data_bench_tiles_pairs_to_a_word_count_and_measures_a_commands_peak(tmp_path):
-    from nmtkit.recipes.bench_data import run, tiled
+    from bench.bench_data import run, tiled
 
     (tmp_path / "a.en").write_text("one two\nthree\n")
     (tmp_path / "a.fr").write_text("un deux\ntrois\n")

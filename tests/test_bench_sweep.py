@@ -1,4 +1,4 @@
-"""bin/bench-sweep's own parts (nmtkit.recipes.bench_sweep, peer_recipes and the peers' readers): a
+"""bin/bench-sweep's own parts (bench.bench_sweep, peer_recipes and the peers' readers): a
 point's flags are its recipe's with the swept ones replaced, every toolkit sweeps at least three
 rates, each toolkit's dev cross-entropy is read right from its own log, Joey NMT's configuration
 reads back as written, the pick is the lowest, and bad calls get one line and exit 2."""
@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from nmtkit.recipes import bench_sweep as sweep
-from nmtkit.recipes.bench_common import Site
-from nmtkit.recipes.peer_fairseq import fairseq_dev_ce
-from nmtkit.recipes.peer_joeynmt import as_yaml, joey_dev_ce, settle
-from nmtkit.recipes.peer_marian import marian_dev_ce
-from nmtkit.recipes.peer_recipes import RECIPES, Point, over
+from bench import bench_sweep as sweep
+from bench.bench_common import Site
+from bench.peer_fairseq import fairseq_dev_ce
+from bench.peer_joeynmt import as_yaml, joey_dev_ce, settle
+from bench.peer_marian import marian_dev_ce
+from bench.peer_recipes import RECIPES, Point, over
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -200,7 +200,7 @@ def test_a_best_rate_at_the_grids_end_is_swept_further_until_it_lies_inside(monk
 
 @pytest.mark.parametrize("every", [6, 75, 200, 400])
 def test_joey_logs_below_its_validation_interval_and_dividing_it(every):
-    from nmtkit.recipes.peer_joeynmt import validating
+    from bench.peer_joeynmt import validating
 
     settings = dict(s.split("=") for s in validating(every))
     valid, log = int(settings["training.validation_freq"]), int(settings["training.logging_freq"])

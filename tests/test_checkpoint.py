@@ -115,7 +115,7 @@ def data_bin(raw, tmp_path):
 def test_every_command_refuses_a_bad_last_pt_in_one_line(data_bin, raw, tmp_path):
     """train, translate, score, compare and the paper's report, each on a corrupt, a hollow and a
     foreign last.pt."""
-    from nmtkit.recipes import compare, paper
+    from bench import compare, paper
 
     runner = CliRunner()
     for name, bad in bad_files(tmp_path / "bad").items():

@@ -8,8 +8,8 @@ from pathlib import Path
 import torch
 from click.testing import CliRunner
 
+from bench import compare
 from nmtkit.models.config import SCORES, WINDOWS
-from nmtkit.recipes import compare
 from tests.checkpoints import fake_checkpoint
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,7 +43,7 @@ def test_make_compare_trains_every_variant_with_the_same_budget(tmp_path):
     }
     assert all(w in WINDOWS for w, _, _ in variants)
     assert all("--max-updates 77" in line and "--optimizer adam" in line for line in trains)
-    assert "nmtkit.recipes.compare" in out and "--doc docs/luong.md" in out
+    assert "bench.compare" in out and "--doc docs/luong.md" in out
     page = (ROOT / "docs" / "luong.md").read_text(encoding="utf-8")
     assert page.count(compare.BEGIN) == page.count(compare.END) == 1
     for name in names:

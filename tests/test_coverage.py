@@ -222,7 +222,7 @@ def test_the_long_passage_table_counts_output_length_against_the_reference(tmp_p
     """A run that drops the second half of every long passage shows a ratio of about 0.5 over
     60 words and 1 below, one that writes that half twice a ratio of 1 and its repeats; BLEU per
     bucket is the recipe's."""
-    from nmtkit.recipes.paper import long_rows
+    from bench.paper import long_rows
 
     raw, runs = tmp_path / "raw", tmp_path / "runs"
     raw.mkdir()

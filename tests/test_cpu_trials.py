@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from bench import cpu_trials
 from nmtkit.core.machine import describe
-from nmtkit.recipes import cpu_trials
 from nmtkit.train.loop import train
 from nmtkit.train.runlog import RunLog
 from tests.test_corpus import make_corpus
@@ -133,8 +133,8 @@ def test_the_levers_run_to_a_count_of_updates_into_their_own_table(corpus, tmp_p
 
 
 def test_sample_lines_put_source_translation_and_reference_side_by_side(tmp_path):
+    from bench.demo import sample_lines
     from nmtkit.core.errors import UserError
-    from nmtkit.recipes.demo import sample_lines
 
     paths = []
     for name in ("src", "hyp", "ref"):

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
+from bench.gpu_cells import UNMEASURED, cells, fastest_flags, flags, measured
 from nmtkit.core.errors import UserError
-from nmtkit.recipes.gpu_cells import UNMEASURED, cells, fastest_flags, flags, measured
 
 
 def _row(arch, batch, precision, path, speed):

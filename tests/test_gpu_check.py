@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from nmtkit.recipes import gpu_check_train as script
+from bench import gpu_check_train as script
 from tests.test_corpus import make_corpus
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -160,7 +160,7 @@ FAILED tests/test_a.py::test_two - assert 1 == 2
 
 
 def test_the_tests_part_counts_names_each_failure_and_says_what_each_skip_would_prove():
-    from nmtkit.recipes import gpu_check
+    from bench import gpu_check
 
     ran = []
 
@@ -235,7 +235,7 @@ def test_the_resumed_run_says_how_long_it_was_given_when_it_runs_out(tmp_path):
 def test_wmt14_without_a_bench_is_not_measured_rather_than_failed_and_runs_even_with_no_time_left():
     """On an H100 (2026-11-27) a job of --parts machine,profile,train,wmt14 reported wmt14 as failed
     (exit 1), and a bench that used the whole job left it 'out of time': it is arithmetic alone."""
-    from nmtkit.recipes import gpu_check
+    from bench import gpu_check
 
     waiting = gpu_check.wmt14(SimpleNamespace(gpu=True, found={}), 0.0)
     assert waiting["status"] == "not measured" and "--parts bench,wmt14" in waiting["lines"][0]

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from bench.structure import RANK, cycles, graph, sizes, stage_of, upward
 from nmtkit.cli import COMMANDS as CLI_COMMANDS
 from nmtkit.models.build import MODELS
 from nmtkit.models.config import ARCHS
-from nmtkit.recipes.structure import RANK, cycles, graph, sizes, stage_of, upward
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "nmtkit"
@@ -35,6 +35,43 @@ def test_no_module_imports_itself_back(edges):
 def test_no_import_runs_back_up(edges):
     assert upward(edges) == []
     assert {stage_of(m) for m in edges} <= set(RANK), "a stage without a layer: add it to LAYERS"
+
+
+def reaches_out(path: Path) -> list[str]:
+    """What a module of the toolkit does that would not work from an installed wheel: import the
+    laboratory (bench/) or the tests, run a script of bin/, or look for its own checkout."""
+    text = path.read_text(encoding="utf-8")
+    found = []
+    for node in ast.walk(ast.parse(text)):
+        names = (
+            [a.name for a in node.names]
+            if isinstance(node, ast.Import)
+            else [node.module or ""]
+            if isinstance(node, ast.ImportFrom) and not node.level
+            else []
+        )
+        found += [
+            f"imports {n}" for n in names if n.split(".")[0] in ("bench", "tests") or n.startswith("nmtkit.recipes")
+        ]
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("bin/"):
+            found.append(f"names {node.value}")
+    found += [f"looks for its checkout ({k})" for k in (".parents[", "parent.parent") if k in text]
+    return found
+
+
+def test_the_toolkit_never_reaches_into_the_laboratory_or_its_checkout(tmp_path):
+    assert {str(p.relative_to(ROOT)): reaches_out(p) for p in PACKAGE.rglob("*.py") if reaches_out(p)} == {}
+    planted = tmp_path / "planted.py"  # the check can fail
+    planted.write_text(
+        "from pathlib import Path\nfrom bench.gpu_cells import PATHS\n"
+        "ROOT = Path(__file__).parents[2]\nSCRIPT = 'bin/gpu-check'\n",
+        encoding="utf-8",
+    )
+    assert reaches_out(planted) == [
+        "imports bench.gpu_cells",
+        "names bin/gpu-check",
+        "looks for its checkout (.parents[)",
+    ]
 
 
 def write_package(root: Path, files: dict[str, str]) -> Path:

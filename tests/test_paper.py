@@ -1,5 +1,6 @@
 """make paper on a tiny slice: four systems, two test sets, the report's tables and figures."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -37,6 +38,7 @@ def test_the_study_runs_end_to_end_and_resumes(tmp_path, bible_db):
     args = [
         f"DATA={tmp_path}/data",
         f"PAPER={tmp_path}/paper",
+        f"RESULTS_DIR={tmp_path}/results",
         "JOBS=1",
         "BEAM=2",
         "BPE=60",
@@ -48,6 +50,10 @@ def test_the_study_runs_end_to_end_and_resumes(tmp_path, bible_db):
     ]
     out = _make(tmp_path, *args)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    # the study's figures as a results file, for the pages (bench/results.py)
+    result = json.loads((tmp_path / "results" / "paper.json").read_text(encoding="utf-8"))
+    assert set(result["figures"]) == {"rnnsearch-50", "rnnencdec-50"} and result["command"] == "make paper"
+    assert result["date"] and result["commit"] and "cores" in result["machine"]
     report = (tmp_path / "paper" / "report.md").read_text(encoding="utf-8")
     for heading in ("Table 1", "Figure 2", "Figure 3"):
         assert f"## {heading}" in report
@@ -95,6 +101,7 @@ def test_the_gpu_scale_runs_at_tiny_sizes_on_a_cpu_resumes_after_a_kill_and_repo
     args = [
         f"DATA={tmp_path}/data",
         f"PAPER={paper}",
+        f"RESULTS_DIR={tmp_path}/results",
         "PAPER_SCALE=gpu",
         "ON_GPU=",
         "JOBS=1",

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from nmtkit.recipes.structure import BEGIN, END, LAYERS, graph, mermaid, stage_of
+from bench.structure import BEGIN, END, LAYERS, graph, mermaid, stage_of
 
 ROOT = Path(__file__).resolve().parent.parent
 

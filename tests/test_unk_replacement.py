@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
+from bench.unk import count_line, forced_line, main
 from nmtkit.core.errors import UserError
-from nmtkit.recipes.unk import count_line, forced_line, main
 
 
 def test_a_copy_is_right_when_the_reference_links_that_word_to_where_it_stands_in_the_source():
@@ -115,4 +115,4 @@ def test_make_paper_unk_trains_the_study_recipe_on_words_with_and_without_guidan
     assert all("--max-updates 7" in flags for _, _, flags in trains)
     assert ["--guided-alignment-weight" in flags for _, _, flags in trains] == [False, True]
     assert out.count("--replace-unk") == 2 and out.count("--tokenized") == 6 and out.count(" align -m ") == 2
-    assert "word-align" in out and "nmtkit.recipes.unk" in out
+    assert "word-align" in out and "bench.unk" in out

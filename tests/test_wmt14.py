@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from bench.mirror import build_mirror, sgml
 from nmtkit.core.errors import UserError
 from nmtkit.data.download import Checksum, fetch, file_digest, read_checksums
 from nmtkit.data.wmt14 import TEST, extract, unwrap_sgml, write_part
-from nmtkit.recipes.mirror import build_mirror, sgml
 
 from .synthetic import pairs, write
 

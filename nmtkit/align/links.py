@@ -35,7 +35,7 @@ def word_alignment(source: list[str], target: list[str], attention: np.ndarray) 
     ``attention`` is (len(target) + 1, len(source) + 1): rows and columns end with </s>. A
     target word whose weight goes mostly to the source's </s> is left unlinked: an alignment
     head (:mod:`~nmtkit.models.alignment_head`) learns to say "no link" so; attention rarely
-    does (AER 50.01 → 49.99 on the gold verses with the demo model)."""
+    does."""
     if not source or not target:
         return []
     alpha = np.asarray(attention, dtype=np.float64)[: len(target), : len(source) + 1]

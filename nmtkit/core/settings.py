@@ -177,7 +177,7 @@ class RuntimeConfig(Settings):
     )
     threads: int = setting(0, "CPU threads (0: torch's default, one per core).", ge=0)
     bf16: bool = setting(
-        False, "bfloat16 autocast: on GPUs, and on CPUs with AVX512-BF16 or AMX (about 2x faster there)."
+        False, "bfloat16 autocast: on GPUs, and on CPUs with native bfloat16 (AVX512-BF16 or AMX; refused elsewhere)."
     )
     tf32: bool = setting(
         True,

@@ -182,9 +182,8 @@ class LuongConfig(ModelConfig):
 
     The defaults: 4 layers, dropout 0.2, reversed source, input feeding, D = 10 and the general
     score, as their best single model (Table 1), with local-m attention, their best aligner
-    (Table 6), where that model has local-p: in the demo's 20 minutes on a 2-core CPU local-m
-    learnt and aligned best of the three windows (AER 49.0, against 61.3 for global and 64.6 for
-    local-p with its window renormalised). ``max_src`` is how many positions the location score
+    (Table 6), where that model has local-p: in the demo's budget local-m learnt and aligned best
+    of the three windows (docs/luong.md). ``max_src`` is how many positions the location score
     knows; training sets it to its --max-len + 1 (for ``</s>``).
     """
 

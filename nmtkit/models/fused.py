@@ -42,7 +42,7 @@ class _Reused:
     """One block of memory handed on from a call whose graph is gone to the next call. The
     decoder keeps B × Tx × n' floats a target position for backward, 100-200 MB a batch of the
     demo: allocated afresh, glibc maps it anew each time and the first writes page-fault, which
-    cost as much as recomputing it (measured on a 2-core EPYC VM)."""
+    cost as much as recomputing it."""
 
     def __init__(self) -> None:
         self.free: Tensor | None = None
@@ -185,7 +185,7 @@ def _attend_backward(
     4 v_a: fills ∂(W_a s) ``dq`` (B, n'), adds 2 ∂e·σ to ``grad_v`` (1, n') and ∂e ∘ σ(1 − σ)
     to ``grad_keys`` (∂keys but for the factor 4 v_a)."""
     B, Tx, na = sig.shape
-    d_alpha = torch.bmm(dc.unsqueeze(1), h.transpose(1, 2)).view(B, Tx)  # 10x faster than h @ dc
+    d_alpha = torch.bmm(dc.unsqueeze(1), h.transpose(1, 2)).view(B, Tx)  # a batched product: far faster than h @ dc
     if g_alpha is not None:
         d_alpha.add_(g_alpha)
     de = torch._softmax_backward_data(d_alpha, alpha, -1, alpha.dtype)

@@ -192,8 +192,8 @@ _FLOAT_WEIGHTS: weakref.WeakKeyDictionary[nn.Module, tuple[torch.Tensor, torch.T
 
 def inference_linear(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
     """``layer(x)`` for search: on a CPU without autograd, through oneDNN's float32 kernel in
-    blocks of rows. For the 256 × 23k output layer at 60-200 rows it measured 2.1-2.6x faster
-    than torch's default (MKL) on an AMD Zen 5.
+    blocks of rows, which ran the demo's output layer at search's row counts faster than torch's
+    default (MKL) on the CPUs ``make bench-blas`` measured.
 
     The weights are reordered once, so only weights that nothing trains qualify (a model
     loaded for inference, :func:`nmtkit.checkpoint.model_of`): an optimizer may write a
@@ -229,8 +229,7 @@ def restricted_output(layer: nn.Module, rows: torch.Tensor) -> nn.Module:
     float ``nn.Linear`` of its rows, or for an int8 layer (:mod:`nmtkit.models.int8`) an int8
     layer of the whole layer's own int8 rows and scales, so that a shortlisted word scores exactly
     as in the full product. Dequantizing the int8 rows instead left --int8 --shortlist a float
-    product, no faster than without the shortlist on the demo's 5,600 words (measured on an Intel
-    AVX512 CPU)."""
+    product, no faster than without the shortlist on the demo's vocabulary."""
     if isinstance(layer, nn.Linear):
         weight, bias = output_weights(layer)
         # skip_init: no random initial weights made only to be replaced

@@ -8,7 +8,7 @@ estimate, ``lmplz`` needs a C++ build against Boost, and ``nltk.lm`` scores
 about 12 n-grams a second. Estimation here is a few ``np.unique`` calls per
 order; scoring keys every n-gram of a chunk as one uint64 (16 bits a word,
 so up to 4-grams over 65,533 words) and probes one hash table per order for
-all positions at once: over 1M words/s on two cores (``bin/bench-select``).
+all positions at once (``make bench-data`` times it).
 Nothing compiled is needed.
 
 The model is stored in backoff form (as in ARPA files): every seen n-gram

@@ -161,8 +161,7 @@ class TrainConfig(Settings):
     fused_steps: bool = setting(
         False,
         "CPU training: the recurrences (the encoder's GRU, RNNsearch's attentive decoder) as whole sequences "
-        "whose backward is written by hand: fewer, larger products, equal to the reference to rounding. "
-        "About 1.2x the updates per second of the demo's model on 2 cores.",
+        "whose backward is written by hand: fewer, larger products, equal to the reference to rounding.",
         flag="--fused-steps/--no-fused-steps",
         default_help="off; --schedule cpu: on",
     )
@@ -192,8 +191,8 @@ class Schedule:
         return " ".join(out)
 
 
-# The named recipes of ``nmtkit train --schedule``. ``cpu`` is the demo's, the most BLEU in 20
-# minutes on two cores that docs/cpu-training.md measured.
+# The named recipes of ``nmtkit train --schedule``. ``cpu`` is the demo's, chosen by the CPU trials
+# of docs/cpu-training.md for the most BLEU in a fixed time on few cores.
 SCHEDULES: dict[str, Schedule] = {
     "appendix-b": Schedule("Bahdanau et al.'s Appendix B, the defaults"),
     "luong": Schedule(

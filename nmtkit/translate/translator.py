@@ -43,11 +43,10 @@ _LINE_BREAKS = re.compile("[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 # Sentence batches hold at most batch_size sentences and batch_size × this many source tokens.
 _TOKENS_PER_SENTENCE = 50
 # The default batch on a CPU: 32 sentences, or fewer for wide beams, at most this many search rows
-# (sentences × beam). Wider batches were no faster on 2 cores and cost memory: beam 12 at 32
-# sentences peaked at 697 MB, at 12 sentences at 558 MB (the benchmark's 17.7M-parameter model).
+# (sentences × beam). Wider batches were no faster on a CPU and cost memory (bin/bench-translate).
 CPU_ROWS = 160
 # Token batches by default on a GPU: source tokens (padding included) per batch, times the beam in
-# rows; sentence batches of 32 leave an H100 mostly idle.
+# rows; sentence batches of 32 leave a large GPU mostly idle.
 GPU_MAX_TOKENS = 8000
 
 
@@ -132,8 +131,8 @@ def load_models(
 def bf16_weights(model: Seq2Seq, runtime: Runtime) -> Seq2Seq:
     """With --bf16 on a CPU, the model's float weights in bfloat16, cast once. Autocast would cast
     the same weights to the same bfloat16 values (round to nearest) at every call: it caches casts
-    only of weights that train, and a search step's ~20 casts cost more than its bfloat16 products
-    saved (measured on an Intel AVX512-BF16 CPU: --bf16 translated slower than float32). Autocast
+    only of weights that train, and a search step's casts cost more than its bfloat16 products
+    save (--bf16 then translated slower than float32). Autocast
     stays on around search, so the operators it keeps in float32 (softmax, log_softmax) still
     are. An int8 model (--int8 --bf16) keeps its float32 parts: torch's int8 layers take float32."""
     if (

@@ -18,7 +18,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ..data.manifest import read_manifest
+from nmtkit.data.manifest import read_manifest
+
 from .bench_common import NMTKIT
 
 PAIR = ["-s", "en", "-t", "fr"]

@@ -1,4 +1,4 @@
-"""Marian's side of ``bin/bench-marian`` (:mod:`nmtkit.recipes.bench_marian`): the demo's data-bin
+"""Marian's side of ``bin/bench-marian`` (:mod:`bench.bench_marian`): the demo's data-bin
 as Marian's text and vocabularies, Marian's training on it (its settings beside the demo's recipe,
 its speed read from its own logs, trained on in chunks), its int8 models, its lexical shortlist
 and its decoding. Marian 1.12 is PyPI's pymarian, in $BENCH_DIR/marian/venv.
@@ -20,10 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from ..core.files import atomic_write
-from ..data.binarized import Corpus
-from ..data.vocab import SPECIALS
-from ..text.pipeline import Preprocessor
+from nmtkit.core.files import atomic_write
+from nmtkit.data.binarized import Corpus
+from nmtkit.data.vocab import SPECIALS
+from nmtkit.text.pipeline import Preprocessor
+
 from .bench_aer import eflomal_venv
 from .bench_common import Site, fail, json_of, timed, write_lines, write_text
 from .peer_recipes import Point, over

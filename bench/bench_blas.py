@@ -24,9 +24,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..core import blas
-from ..core.machine import describe, machine
-from ..models.loss import CPU_CHUNK_ELEMENTS
+from nmtkit.core import blas
+from nmtkit.core.machine import describe, machine
+from nmtkit.models.loss import CPU_CHUNK_ELEMENTS
+
 from .bench_common import write_text
 
 UNITS = 256  # the small preset's emb = hidden = align = maxout (tied embeddings)

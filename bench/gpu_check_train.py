@@ -2,7 +2,7 @@
 each part found, an earlier job's report kept), and its train part: a paper-size RNNsearch on the
 fastest path the bench found, killed (SIGKILL) part-way as a preempted job would be, resumed by the
 same command, then the test verses translated and scored. The other parts and the report are
-:mod:`nmtkit.recipes.gpu_check`'s.
+:mod:`bench.gpu_check`'s.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..train import runlog
+from nmtkit.train import runlog
+
 from .bench_common import CHECKOUT, NMTKIT
 from .gpu_cells import fastest_flags
 

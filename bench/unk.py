@@ -29,10 +29,10 @@ from pathlib import Path
 
 import click
 
-from ..align.links import read_pharaoh
-from ..core.command import Command
-from ..core.errors import UserError
-from ..core.files import read_lines
+from nmtkit.align.links import read_pharaoh
+from nmtkit.core.command import Command
+from nmtkit.core.errors import UserError
+from nmtkit.core.files import read_lines
 
 UNK = "<unk>"
 

@@ -29,9 +29,9 @@ Stages, each kept under $BENCH_DIR/marian-demo; a rerun goes on where it stopped
 Without Marian's venv it says in one line how to get it and exits 0.
 
 This module holds the stages' order, nmtkit's side (its training with the demo's own flags,
-:func:`nmtkit.recipes.demo.train_flags`, and its decoding), the choice of the models decoded
-beside each other, and the table; Marian's side is :mod:`nmtkit.recipes.peer_marian`, fairseq's
-:mod:`nmtkit.recipes.peer_fairseq`.
+:func:`bench.demo.train_flags`, and its decoding), the choice of the models decoded
+beside each other, and the table; Marian's side is :mod:`bench.peer_marian`, fairseq's
+:mod:`bench.peer_fairseq`.
 """
 
 from __future__ import annotations
@@ -44,11 +44,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core.machine import describe, machine
-from ..evaluate.score import read_cleaned, sacre_bleu
-from ..text.clean import apply_rules
-from ..text.tokenize import MosesText
-from ..train.runlog import run_facts
+from nmtkit.core.machine import describe, machine
+from nmtkit.evaluate.score import read_cleaned, sacre_bleu
+from nmtkit.text.clean import apply_rules
+from nmtkit.text.tokenize import MosesText
+from nmtkit.train.runlog import run_facts
+
 from .bench_common import (
     CHECKOUT,
     Site,

@@ -1,8 +1,8 @@
 """The WMT'14 En→Fr recipe's steps that are not nmtkit commands: fetch, unpack, mirror, report.
 
-    python -m nmtkit.recipes.wmt14 fetch --dest DL wmt14/dev.tgz ...
-    python -m nmtkit.recipes.wmt14 unpack --downloads DL --out WORK/corpora/un un
-    python -m nmtkit.recipes.wmt14 report --work WORK ...
+    python -m bench.wmt14 fetch --dest DL wmt14/dev.tgz ...
+    python -m bench.wmt14 unpack --downloads DL --out WORK/corpora/un un
+    python -m bench.wmt14 report --work WORK ...
 
 examples/wmt14_en_fr/Makefile strings them together with the nmtkit commands.
 """
@@ -13,12 +13,13 @@ from pathlib import Path
 
 import click
 
-from ..align.heatmap import parse_sentences
-from ..core.command import Group
-from ..core.console import log
-from ..core.errors import UserError
-from ..data import wmt14
-from ..data.download import Checksum, fetch, read_checksums, source_url
+from nmtkit.align.heatmap import parse_sentences
+from nmtkit.core.command import Group
+from nmtkit.core.console import log
+from nmtkit.core.errors import UserError
+from nmtkit.data import wmt14
+from nmtkit.data.download import Checksum, fetch, read_checksums, source_url
+
 from .mirror import build_mirror
 from .report import write_report
 

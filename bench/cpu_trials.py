@@ -13,7 +13,7 @@ demo's own run (``--demo-run``) comes last, with its own flags.
 Every step is skipped when its output exists, so an interrupted run goes on
 where it stopped; a trial half trained resumes (``nmtkit train`` does).
 
-    python -m nmtkit.recipes.cpu_trials --runs runs/trials --data all=data/bible \\
+    python -m bench.cpu_trials --runs runs/trials --data all=data/bible \\
         --data k-l=data/bible-kl --demo-run runs/demo --doc docs/cpu-training.md --plot docs/img/demo-curve.png
 """
 
@@ -29,15 +29,15 @@ from typing import Any
 
 import click
 
-from .. import checkpoint
-from ..core.command import Command
-from ..core.errors import UserError
-from ..core.files import atomic_write
-from ..core.machine import describe
-from ..core.plot import pyplot
-from ..evaluate.metrics import PAPER, Metrics
-from ..evaluate.score import evaluate
-from ..train.runlog import RunLog
+from nmtkit import checkpoint
+from nmtkit.core.command import Command
+from nmtkit.core.errors import UserError
+from nmtkit.core.files import atomic_write
+from nmtkit.core.machine import describe
+from nmtkit.core.plot import pyplot
+from nmtkit.evaluate.metrics import PAPER, Metrics
+from nmtkit.evaluate.score import evaluate
+from nmtkit.train.runlog import RunLog
 
 COMMON = ("--preset", "small", "--optimizer", "adam", "--valid-every", "200", "--patience", "0", "--keep-validations")
 SEGOND = ("test.fr",)
@@ -203,7 +203,7 @@ def table(rows: list[dict[str, Any]], minutes: float) -> str:
     machines = sorted({describe(r["machine"]) for r in rows if r["machine"]})
     lines = [
         f"Made by `make demo-curve` on: {'; '.join(machines) or 'unrecorded'}. Every trial: "
-        f"`nmtkit train {' '.join(COMMON)} --max-minutes {minutes:g}` and its flags (`nmtkit.recipes."
+        f"`nmtkit train {' '.join(COMMON)} --max-minutes {minutes:g}` and its flags (`bench."
         "cpu_trials.TRIALS`); the columns are read from each run's checkpoint and log. Validation time counts. "
         "Dev BLEU: greedy, tokenized, at the last validation before 5, 10 "
         "and 20 minutes. Test: `best.pt`, beam 5, sacreBLEU on detokenized text against Segond "
@@ -272,7 +272,7 @@ def lever_table(rows: list[dict[str, Any]]) -> str:
     lines = [
         f"Made by `make demo-curve TRIAL_SET=levers` on: {'; '.join(machines) or 'unrecorded'}. Every "
         f"trial: `nmtkit train {' '.join(COMMON)} --max-updates {LEVER_UPDATES}` and its flags "
-        "(`nmtkit.recipes.cpu_trials.LEVERS`). Minutes are wall time with validations, on a machine that "
+        "(`bench.cpu_trials.LEVERS`). Minutes are wall time with validations, on a machine that "
         "may have been shared: compare the updates' learning here, speed in bin/profile-train. Dev BLEU: "
         "greedy, tokenized. Test: `best.pt` (by dev NLL), beam 5, sacreBLEU against Segond (and the three "
         "versions), then tokenized BLEU.",

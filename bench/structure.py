@@ -17,10 +17,10 @@ from pathlib import Path
 
 import click
 
-from ..core.command import Command
-from ..core.errors import UserError
-from ..core.files import atomic_write
-from ..core.plot import pyplot, save_figure
+from nmtkit.core.command import Command
+from nmtkit.core.errors import UserError
+from nmtkit.core.files import atomic_write
+from nmtkit.core.plot import pyplot, save_figure
 
 PACKAGE = "nmtkit"
 # Bottom up; stages on one row do not import each other.
@@ -37,7 +37,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("evaluate",),
     ("train",),
     ("serve",),
-    ("recipes",),
     ("cli",),
     ("__main__",),
 )
@@ -308,7 +307,7 @@ def main(doc: Path | None, plot_path: Path | None, measure_root: Path | None) ->
         return
     if doc is None or plot_path is None:
         raise UserError("give --doc and --plot (or --measure DIR)")
-    edges = graph(Path(__file__).resolve().parent.parent)
+    edges = graph(Path(__file__).resolve().parents[1] / PACKAGE)
     into_doc(doc, mermaid(edges))
     draw(edges, plot_path)
 

@@ -1,4 +1,4 @@
-"""fairseq's side of ``bin/bench-marian`` (:mod:`nmtkit.recipes.bench_marian`), the peer of
+"""fairseq's side of ``bin/bench-marian`` (:mod:`bench.bench_marian`), the peer of
 docs/benchmarks.md's earlier rows on the same units: its binarized copy of the demo's pairs, its
 training runs (the budgeted one, trained on, and at a constant rate), their speed read from its
 logs, and its decoding. fairseq 0.12.2 is in $BENCH_DIR/fairseq/venv (bench/peers/install.sh).
@@ -14,9 +14,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core.files import atomic_write
-from ..data.binarized import Corpus
-from ..data.vocab import SPECIALS
+from nmtkit.core.files import atomic_write
+from nmtkit.data.binarized import Corpus
+from nmtkit.data.vocab import SPECIALS
+
 from .bench_common import Site, fail, json_of, timed, write_lines, write_text
 from .peer_marian import finite, preprocessor
 from .peer_recipes import Point, over

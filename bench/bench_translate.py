@@ -38,11 +38,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .. import checkpoint
-from ..core.settings import RuntimeConfig
-from ..evaluate.score import multi_bleu
-from ..translate.settings import SearchConfig, TranslateOptions
-from ..translate.translator import Translator
+from nmtkit import checkpoint
+from nmtkit.core.settings import RuntimeConfig
+from nmtkit.evaluate.score import multi_bleu
+from nmtkit.translate.settings import SearchConfig, TranslateOptions
+from nmtkit.translate.translator import Translator
+
 from .bench_common import CHECKOUT, NMTKIT, bench_dir, call, load_before, native_bf16, threads_env, write_text
 from .bench_train import PEER_RECIPE
 

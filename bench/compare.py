@@ -1,6 +1,6 @@
 """The table of ``make compare``: every architecture at one budget, on the dev set.
 
-``python -m nmtkit.recipes.compare RUNS NAME… [--doc docs/luong.md]`` reads,
+``python -m bench.compare RUNS NAME… [--doc docs/luong.md]`` reads,
 for each run ``RUNS/NAME``, what the Makefile's steps wrote: ``dev-bleu.json``
 (``nmtkit score --output-format json`` of its beam-search output), ``dev-nll.json``
 (``nmtkit score -m --data --output-format json``) and ``last.pt`` (updates, time,
@@ -17,10 +17,11 @@ from typing import Any
 
 import click
 
-from .. import checkpoint
-from ..core.command import Command
-from ..core.errors import UserError
-from ..core.files import atomic_write
+from nmtkit import checkpoint
+from nmtkit.core.command import Command
+from nmtkit.core.errors import UserError
+from nmtkit.core.files import atomic_write
+
 from .report import _f, _json
 
 BEGIN, END = "<!-- compare:begin -->", "<!-- compare:end -->"

@@ -27,7 +27,7 @@ preset, a few updates, the GPU-ready tests alone) and the report says which part
 the exit status is then 0 unless a part failed. That is a check of this script, not a
 measurement: no GPU figure is ever estimated.
 
-This module holds the parts but train (:mod:`nmtkit.recipes.gpu_check_train`), their order and
+This module holds the parts but train (:mod:`bench.gpu_check_train`), their order and
 shares of the time, and the report.
 """
 
@@ -48,8 +48,9 @@ from typing import Any
 
 import torch
 
-from ..core.machine import describe
-from ..core.machine import machine as this_machine
+from nmtkit.core.machine import describe
+from nmtkit.core.machine import machine as this_machine
+
 from .bench_common import CHECKOUT, write_text
 from .bench_gpu import CellRun, measure
 from .gpu_cells import PATHS, WMT14_TARGET_TOKENS, cells

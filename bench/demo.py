@@ -1,12 +1,12 @@
 """``make demo``'s steps that are not nmtkit commands, and the demo's training recipe.
 
-``python -m nmtkit.recipes.demo samples SOURCE HYPOTHESES REFERENCE [-n 5]`` prints ``n``
+``python -m bench.demo samples SOURCE HYPOTHESES REFERENCE [-n 5]`` prints ``n``
 lines drawn with a fixed seed, each source beside its translation and reference, as a
 Markdown table: what a reader looks at before any BLEU.
 
 The demo's ``nmtkit train`` flags are written here once (:data:`DEMO_RECIPE`,
 :func:`train_flags`): the benchmarks that train the demo's model take them from here, and
-``python -m nmtkit.recipes.demo flags [--recipe cpu|study|demo]`` prints them for make.
+``python -m bench.demo flags [--recipe cpu|study|demo]`` prints them for make.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import random
 
 import click
 
-from ..core.command import Command, Group
-from ..core.errors import UserError
-from ..core.files import read_lines
-from ..core.machine import this_cpu
+from nmtkit.core.command import Command, Group
+from nmtkit.core.errors import UserError
+from nmtkit.core.files import read_lines
+from nmtkit.core.machine import this_cpu
 
 # The demo's recipe (docs/cpu-training.md): --schedule cpu; before 1.0, the studies' recipe alone
 CPU_RECIPE = ("--schedule", "cpu")

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import UserError
+from nmtkit.core.errors import UserError
 
 PATHS = {
     "eager": [],

@@ -33,13 +33,14 @@ from typing import Any
 
 import torch
 
-from ..data.batching import Batches, collate
-from ..data.binarized import Corpus
-from ..data.vocab import PAD
-from ..models.base import Seq2Seq
-from ..models.build import build_model
-from ..models.config import FAMILIES, ModelConfig, model_config
-from ..models.loss import shortlist
+from nmtkit.data.batching import Batches, collate
+from nmtkit.data.binarized import Corpus
+from nmtkit.data.vocab import PAD
+from nmtkit.models.base import Seq2Seq
+from nmtkit.models.build import build_model
+from nmtkit.models.config import FAMILIES, ModelConfig, model_config
+from nmtkit.models.loss import shortlist
+
 from .bench_common import write_text
 
 # Operators that only make views or allocate: no kernel of their own.

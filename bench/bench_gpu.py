@@ -24,7 +24,7 @@ DATA_BIN/../bench-gpu.json. `--device cpu --preset tiny` runs the same
 matrix on a CPU in seconds (a check of the script, not a measurement).
 
 One cell's run (:func:`measure`) is ``bin/gpu-check``'s bench part too; the cells themselves
-are :mod:`nmtkit.recipes.gpu_cells`.
+are :mod:`bench.gpu_cells`.
 """
 
 from __future__ import annotations
@@ -40,8 +40,9 @@ from typing import Any
 
 import torch
 
-from ..core.machine import this_cpu
-from ..train.runlog import RunLog
+from nmtkit.core.machine import this_cpu
+from nmtkit.train.runlog import RunLog
+
 from .bench_common import NMTKIT, mean, windows_after, write_text
 from .gpu_cells import PATHS, WMT14_TARGET_TOKENS, cells, flags
 

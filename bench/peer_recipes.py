@@ -183,7 +183,7 @@ RECIPES = {r.toolkit: r for r in (NMTKIT, MARIAN, FAIRSEQ, JOEYNMT)}
 def nmtkit_sweep_point(site: Site, point: Point, run_dir: Path, updates: int, threads: int) -> dict[str, Any]:
     """nmtkit trained ``updates`` updates with ``point``'s flags (bf16 where the demo takes it),
     validated at the last: its dev NLL per target unit."""
-    from ..train.runlog import RunLog
+    from nmtkit.train.runlog import RunLog
 
     bf16 = ["--bf16"] if "--bf16" in demo_flags(1) else []
     cmd = [sys.executable, "-m", "nmtkit", "train", site.data_bin, "--save-dir", run_dir, "--threads", threads]

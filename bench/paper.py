@@ -28,15 +28,16 @@ from typing import Any
 
 import click
 
-from .. import checkpoint
-from ..align.heatmap import from_alignment_file, plot
-from ..core.command import Group
-from ..core.errors import UserError
-from ..core.files import atomic_write, read_lines
-from ..core.machine import MACHINE, describe
-from ..core.plot import pyplot
-from ..data.passages import write_passages
-from ..evaluate.score import Texts, moses_tokens, multi_bleu, no_unk_indices, paired_bootstrap, read_cleaned
+from nmtkit import checkpoint
+from nmtkit.align.heatmap import from_alignment_file, plot
+from nmtkit.core.command import Group
+from nmtkit.core.errors import UserError
+from nmtkit.core.files import atomic_write, read_lines
+from nmtkit.core.machine import MACHINE, describe
+from nmtkit.core.plot import pyplot
+from nmtkit.data.passages import write_passages
+from nmtkit.evaluate.score import Texts, moses_tokens, multi_bleu, no_unk_indices, paired_bootstrap, read_cleaned
+
 from .gpu_cells import fastest_flags, measured
 
 MODELS = ("rnnencdec-30", "rnnencdec-50", "rnnsearch-30", "rnnsearch-50")
@@ -289,6 +290,8 @@ def write_report(
         lines.append(f"| {span} | {r['sentences']} | " + " | ".join(_f(r["bleu_tok"][m]) for m in models) + " |")
     lines.append("| **slope per 10 words** | | " + " | ".join(_f(slope(rows, m)) for m in models) + " |")
     lines += _figure3(runs, models, data, vocab_words)
+    with atomic_write(runs / "table1.json") as fh:  # Table 1's figures, for results/ (make paper)
+        fh.write(json.dumps(tables) + "\n")
     out = runs / "report.md"
     with atomic_write(out) as fh:
         fh.write("\n".join(lines) + "\n")

@@ -34,7 +34,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..core.machine import describe, machine
+from nmtkit.core.machine import describe, machine
+
 from .bench_common import CHECKOUT, Site, bench_dir, fail, json_of, write_text
 from .bench_marian import bleu5, comparable_nmtkit, decode_table, decoding, train_nmtkit
 from .peer_fairseq import fairseq_sweep_point, train_fairseq

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ..core.files import atomic_write
-from ..core.machine import this_cpu
+from nmtkit.core.files import atomic_write
+from nmtkit.core.machine import this_cpu
 
 # The scripts run from a checkout: its bin/, bench/peers, tests and examples are theirs to call.
-CHECKOUT = Path(__file__).resolve().parents[2]
+CHECKOUT = Path(__file__).resolve().parents[1]
 NMTKIT = [sys.executable, "-m", "nmtkit"]
 RSS = re.compile(r"Maximum resident set size \(kbytes\): (\d+)")
 
@@ -97,7 +97,7 @@ def write_lines(path: Path, lines: Iterable[str]) -> None:
 
 def windows_after(save: Path, warmup: int) -> list[dict[str, Any]]:
     """A run's log windows after its first ``warmup`` updates, each with its target tokens/s."""
-    from ..train.runlog import RunLog  # torch: loaded by the scripts that read a run, not by every one
+    from nmtkit.train.runlog import RunLog  # torch: loaded by the scripts that read a run, not by every one
 
     return [w for w in RunLog.read(save).windows if "tgt_tokens_per_s" in w and w["step"] > warmup]
 

@@ -15,9 +15,9 @@ import tarfile
 from html import escape
 from pathlib import Path
 
-from ..core.files import Staging
-from ..data.download import file_digest
-from ..data.wmt14 import DEV, TEST, TRAIN, member_name
+from nmtkit.core.files import Staging
+from nmtkit.data.download import file_digest
+from nmtkit.data.wmt14 import DEV, TEST, TRAIN, member_name
 
 LANGS = ("en", "fr")
 
@@ -87,7 +87,7 @@ def build_mirror(bible_raw: Path, out: Path, pairs: int = 500, dev_lines: int = 
                     _add(tar, name, data)
             sums.append(f"{archive} sha256:{file_digest(path)} {path.stat().st_size}")
         stage.path("checksums.txt").write_text(
-            "# the mirror's own files (built by nmtkit.recipes.mirror)\n" + "\n".join(sums) + "\n", encoding="utf-8"
+            "# the mirror's own files (built by bench.mirror)\n" + "\n".join(sums) + "\n", encoding="utf-8"
         )
         stage.commit()
     return out / "checksums.txt"

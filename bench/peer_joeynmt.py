@@ -15,8 +15,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from ..data.binarized import Corpus
-from ..data.vocab import SPECIALS
+from nmtkit.data.binarized import Corpus
+from nmtkit.data.vocab import SPECIALS
+
 from .bench_common import Site, fail, json_of, timed, write_lines, write_text
 from .peer_marian import finite
 from .peer_recipes import Point

@@ -13,12 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from .. import checkpoint
-from ..align.heatmap import from_alignment_file, plot
-from ..core.errors import UserError
-from ..core.files import atomic_write, read_json
-from ..data.binarized import Corpus
-from ..train import runlog
+from nmtkit import checkpoint
+from nmtkit.align.heatmap import from_alignment_file, plot
+from nmtkit.core.errors import UserError
+from nmtkit.core.files import atomic_write, read_json
+from nmtkit.data.binarized import Corpus
+from nmtkit.train import runlog
 
 # Table 1 (BLEU, All / No UNK) and Table 2 (updates ×10⁵, epochs, hours, GPU, train NLL, dev NLL).
 PAPER_BLEU = {

@@ -28,12 +28,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import checkpoint
-from ..align.aer import alignment_error
-from ..align.links import pharaoh, read_pharaoh
-from ..align.symmetrize import grow_diag_final_and
-from ..core.files import read_lines
-from ..models.config import RNNSearchConfig
+from nmtkit import checkpoint
+from nmtkit.align.aer import alignment_error
+from nmtkit.align.links import pharaoh, read_pharaoh
+from nmtkit.align.symmetrize import grow_diag_final_and
+from nmtkit.core.files import read_lines
+from nmtkit.models.config import RNNSearchConfig
+
 from .bench_common import CHECKOUT, NMTKIT, bench_dir, call, fail, write_text
 
 GOLD = CHECKOUT / "examples" / "bible_aer"
