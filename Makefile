@@ -286,9 +286,11 @@ demo: $(DEMO)/test.hyp.fr $(DEMO)/test.align
 	    -r $(DATA)/raw/test.ref-darby.fr --clean verse-markers $(SCORE_METRICS)
 	@$(NMTKIT) score $< -r $(DATA)/raw/test.fr --clean verse-markers --output-format json > $(DEMO)/test-score.json
 	@$(NMTKIT) info $(DEMO) --output-format json > $(DEMO)/run.json
-	@$(PY) -m bench.results record demo --into $(RESULTS_DIR) --title "The demo" --command "make demo" --machine-of $(DEMO) \
+	@$(PY) -m bench.results record demo-$(if $(DEMO_BF16),bf16,fp32) --into $(RESULTS_DIR) --machine-of $(DEMO) \
+	    --title "The demo$(if $(DEMO_BF16),'s training in bfloat16,$(comma) float32): sacreBLEU$(comma) test verses against Segond" \
+	    --command "make demo" \
 	    --json-figure "updates=$(DEMO)/run.json:updates" --json-figure "target tokens/s=$(DEMO)/run.json:tgt_tokens_per_s" \
-	    --json-figure "test BLEU (Segond)=$(DEMO)/test-score.json:systems.0.bleu"
+	    --json-figure "test BLEU=$(DEMO)/test-score.json:systems.0.bleu"
 	@echo "test set by source length (Segond), with the No-UNK subset of the model's vocabulary:"
 	@$(NMTKIT) score $< -r $(DATA)/raw/test.fr --clean verse-markers --source $(DATA)/raw/test.en \
 	    --by-length --plot $(DEMO)/bleu-by-length.png --no-unk-vocab $(DEMO)/best.pt

@@ -43,7 +43,7 @@ def number(value: float) -> str:
     """A figure as the pages print it: thousands separated, a float's own digits."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise UserError(f"a figure must be a number, not {value!r}")
-    return f"{value:,}" if isinstance(value, int) else f"{value:,}".rstrip("0").rstrip(".")
+    return f"{value:,}"
 
 
 def load(name: str, where: Path = RESULTS) -> dict[str, Any]:
@@ -59,7 +59,7 @@ def load(name: str, where: Path = RESULTS) -> dict[str, Any]:
 
 def row(result: dict[str, Any]) -> str:
     """One table row: the figures in their recorded order."""
-    figures = "; ".join(f"{label} {number(value)}" for label, value in result["figures"].items())
+    figures = "; ".join(f"{label}: {number(value)}" for label, value in result["figures"].items())
     cells = [
         result["title"],
         figures,

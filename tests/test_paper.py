@@ -69,7 +69,6 @@ def test_the_study_runs_end_to_end_and_resumes(tmp_path, bible_db):
     assert (tmp_path / "paper" / "fig3-long.png").stat().st_size > 1000
     assert (tmp_path / "data" / "raw" / "test-long.en").exists()
     # the -30 systems trained on pairs of up to 30 words, the -50 on the rest too
-    import json
 
     kept = {
         n: json.loads((tmp_path / "data" / d / "manifest.json").read_text())["splits"]["train"]["sentences"]

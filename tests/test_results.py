@@ -42,7 +42,7 @@ def test_a_page_with_a_number_its_file_does_not_hold_fails(tmp_path):
     results.record("a", "A run", "make a", {"test BLEU": 17.13, "updates": 1499}, "a machine", into=tmp_path)
     page = "intro\n<!-- results: a -->\nold table\n<!-- /results -->\nend\n"
     good = results.rendered(page, tmp_path)
-    assert "| A run | test BLEU 17.13; updates 1,499 | `make a` | a machine |" in good
+    assert "| A run | test BLEU: 17.13; updates: 1,499 | `make a` | a machine |" in good
     assert results.stale_blocks(good, tmp_path) == [] and results.stale_blocks(page, tmp_path) == ["a"]
     assert results.stale_blocks(good.replace("17.13", "17.31"), tmp_path) == ["a"]  # a planted wrong number
     results.record("a", "A run", "make a", {"test BLEU": 18.0, "updates": 1600}, "a machine", into=tmp_path)
@@ -77,3 +77,22 @@ def test_the_command_records_figures_from_json_with_the_machine_date_and_commit(
     assert made["commit"] and "cores" in made["machine"] and made["command"] == "make demo"
     bad = CliRunner().invoke(results.main, ["record", "x", "--title", "t", "--command", "c", "--figure", "BLEU=high"])
     assert bad.exit_code == 2 and "LABEL=NUMBER" in bad.output
+
+
+# what reads as a measured figure: a BLEU, an AER, a speed, a ratio, a share
+MEASURED = re.compile(
+    r"\b(?:BLEU|AER|chrF)\s+(?:of\s+)?\d|\d[\d,.]*\s*(?:BLEU|tokens/s|updates/s|×|%)|\d(?:\.\d+)?x\b", re.I
+)
+
+
+def quoted_figures(text: str) -> list[str]:
+    """The measured-looking figures of a page outside its results blocks and code."""
+    text = results.BLOCK.sub("", text)
+    text = re.sub(r"```.*?```|`[^`\n]*`", "", text, flags=re.S)
+    return [m.group(0) for m in MEASURED.finditer(text)]
+
+
+def test_the_readme_quotes_no_measured_figure_outside_its_results_table():
+    assert quoted_figures((ROOT / "README.md").read_text(encoding="utf-8")) == []
+    planted = "The demo reaches test BLEU 19.1 in 20 minutes, 4-5x Marian's speed, 9% busy.\n"
+    assert quoted_figures(planted) == ["BLEU 1", "5x", "9%"]  # each caught (its match kept short)

@@ -18,7 +18,8 @@ except ImportError:
     EventAccumulator = None
 
 needs_tensorboard = pytest.mark.skipif(
-    EventAccumulator is None, reason="the tensorboard package is not installed (pip install 'nmtkit[tensorboard]')"
+    EventAccumulator is None,
+    reason="the tensorboard package is not installed (pip install '.[tensorboard]' in nmtkit's checkout)",
 )
 
 
@@ -135,6 +136,7 @@ def test_without_the_package_it_says_which_extra_before_any_work(raw, tmp_path, 
     )
     assert r.exit_code == 2
     assert r.output.strip() == (
-        "nmtkit train: error: --tensorboard needs the tensorboard package: pip install 'nmtkit[tensorboard]'"
+        "nmtkit train: error: --tensorboard needs the tensorboard package: "
+        "pip install '.[tensorboard]' in nmtkit's checkout"
     )
     assert not (tmp_path / "run").exists() and not (tmp_path / "tb").exists()

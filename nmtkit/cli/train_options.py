@@ -97,7 +97,7 @@ run = options(
         type=click.Path(file_okay=False),
         metavar="DIR",
         help="Also write every entry of metrics.jsonl as TensorBoard scalars into DIR, at its update "
-        "(pip install 'nmtkit[tensorboard]').",
+        "(pip install '.[tensorboard]' in nmtkit's checkout).",
     ),
     option(TrainConfig, "seed"),
     click.option(

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..core.errors import UserError
 
-EXTRA = "pip install 'nmtkit[tensorboard]'"
+EXTRA = "pip install '.[tensorboard]' in nmtkit's checkout"
 
 
 def require() -> None:

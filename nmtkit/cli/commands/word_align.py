@@ -41,9 +41,9 @@ then binarize with 'preprocess --vocab VOCAB --align-suffix links' and train wit
 )
 @options.verbosity
 def word_align(source_lang: str, target_lang: str, train: str, align_suffix: str, symmetrize: str) -> None:
-    """Word-align a tokenized parallel corpus with eflomal (pip install 'nmtkit[align]'): Pharaoh
-    i-j pairs over its Moses tokens, one line per sentence pair, for 'preprocess --align-suffix'
-    and 'train --guided-alignment-weight'."""
+    """Word-align a tokenized parallel corpus with eflomal (the align extra): Pharaoh i-j pairs over
+    its Moses tokens, one line per sentence pair, for 'preprocess --align-suffix' and
+    'train --guided-alignment-weight'. eflomal: pip install '.[align]' in nmtkit's checkout."""
     from ...align.statistical import word_align as run
 
     out = Path(f"{train}.{align_suffix}")
