@@ -81,7 +81,7 @@ def test_the_command_records_figures_from_json_with_the_machine_date_and_commit(
 
 # what reads as a measured figure: a BLEU, an AER, a speed, a ratio, a share
 MEASURED = re.compile(
-    r"\b(?:BLEU|AER|chrF)\s+(?:of\s+)?\d|\d[\d,.]*\s*(?:BLEU|tokens/s|updates/s|×|%)|\d(?:\.\d+)?x\b", re.I
+    r"\b(?:BLEU|AER|chrF)\s+(?:of\s+)?\d|\b\d[\d,.]*\s*(?:BLEU|tokens/s|updates/s|×|%)|\b\d(?:\.\d+)?x\b", re.I
 )
 
 
@@ -96,3 +96,27 @@ def test_the_readme_quotes_no_measured_figure_outside_its_results_table():
     assert quoted_figures((ROOT / "README.md").read_text(encoding="utf-8")) == []
     planted = "The demo reaches test BLEU 19.1 in 20 minutes, 4-5x Marian's speed, 9% busy.\n"
     assert quoted_figures(planted) == ["BLEU 1", "5x", "9%"]  # each caught (its match kept short)
+
+
+DATED = re.compile(r"\b20\d\d-\d\d-\d\d\b")
+
+
+def undated_figures(text: str) -> list[tuple[str, list[str]]]:
+    """(heading, figures) of each section quoting measured figures with no date of measurement in
+    it: a page's figures are its results blocks' or a dated history's."""
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    out = []
+    for section in re.split(r"(?m)^(?=#{1,4} )", text):
+        if (figures := quoted_figures(section)) and not DATED.search(section):
+            out.append((section.splitlines()[0], figures))
+    return out
+
+
+@pytest.mark.parametrize("page", sorted((ROOT / "docs").glob("*.md")), ids=lambda p: p.name)
+def test_every_measured_figure_of_a_page_is_a_results_file_s_or_dated(page):
+    assert undated_figures(page.read_text(encoding="utf-8")) == []
+
+
+def test_an_undated_figure_is_found():
+    page = "# A\nWe measured BLEU 17.1 on 2026-11-27.\n## B\nIt runs at 4,000 tokens/s.\n"
+    assert undated_figures(page) == [("## B", ["4,000 tokens/s"])]
