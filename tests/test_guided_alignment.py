@@ -63,7 +63,7 @@ def test_word_align_symmetrises_the_aligner_s_two_directions(tmp_path, monkeypat
     assert (tmp_path / "c.links").read_text().splitlines() == ["0-0 0-1 1-1 2-2", "0-0", ""]
     assert done["pairs"] == 3 and done["links"] == 5
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    with pytest.raises(UserError, match="eflomal is not installed: pip install 'nmtkit\\[align\\]'"):
+    with pytest.raises(UserError, match="eflomal is not installed: pip install '\\.\\[align\\]'"):
         word_align(tmp_path / "c.en", tmp_path / "c.fr", tmp_path / "d.links")
     assert not (tmp_path / "d.links").exists()
 

@@ -254,7 +254,8 @@ def test_no_line_is_longer_than_the_configured_length():
     import tomllib
 
     limit = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["ruff"]["line-length"]
-    files = [*PACKAGE.rglob("*.py"), *(ROOT / "tests").rglob("*.py"), *(ROOT / "bin").iterdir()]
+    files = [*PACKAGE.rglob("*.py"), *(ROOT / "bench").rglob("*.py"), *(ROOT / "tests").rglob("*.py")]
+    files += (ROOT / "bin").iterdir()
     long = [
         f"{path.relative_to(ROOT)}:{n}"
         for path in files
