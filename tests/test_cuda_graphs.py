@@ -147,7 +147,7 @@ def test_the_padded_whole_update_trains_as_the_eager_update_does(corpus, tmp_pat
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: replays captured CUDA graphs")
-@pytest.mark.parametrize("family", ["rnnsearch-head", "rnnencdec", "luong"])
+@pytest.mark.parametrize("family", ["rnnsearch-head", "rnnencdec"])
 def test_replayed_updates_give_the_eager_updates_parameters(corpus, tmp_path, family, monkeypatch):  # noqa: F811
     from nmtkit.train import graphs
 
@@ -161,6 +161,22 @@ def test_replayed_updates_give_the_eager_updates_parameters(corpus, tmp_path, fa
     a, b = (checkpoint.load(tmp_path / r / "last.pt").weights for r in ("eager", "graphs"))
     for k in a:
         torch.testing.assert_close(b[k], a[k], rtol=1e-4, atol=ADAM_NOISE, msg=k)
+
+
+def test_an_encoder_that_packs_by_host_lengths_keeps_the_eager_update_on_a_gpu():
+    from types import SimpleNamespace
+
+    from nmtkit.train.graphs import eager_reason
+
+    def state(model, device):
+        cfg = SimpleNamespace(update_freq=1, shortlist=0)
+        return SimpleNamespace(cfg=cfg, model_cfg=model, parallel=SimpleNamespace(many=False), device=device)
+
+    cudnn = sized("rnnsearch", TINY_RNNSEARCH, encoder="cudnn")
+    for model in (cudnn, FAMILIES["luong"]):
+        assert "packs its sentences" in eager_reason(state(model, torch.device("cuda")))
+        assert eager_reason(state(model, torch.device("cpu"))) is None  # uncaptured: the padded update runs
+    assert eager_reason(state(FAMILIES["rnnsearch"], torch.device("cuda"))) is None
 
 
 def test_a_padded_run_resumes_exactly(corpus, tmp_path, deterministic):  # noqa: F811

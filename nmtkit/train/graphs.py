@@ -92,6 +92,9 @@ def eager_reason(state: TrainState) -> str | None:
         return "--update-freq computes an update in several passes"
     if cfg.shortlist:
         return "--sampled-softmax draws other words for each batch"
+    packs = state.model_cfg.arch == "luong" or getattr(state.model_cfg, "encoder", "paper") == "cudnn"
+    if packs and state.device.type == "cuda":  # a CPU runs the padded update uncaptured: no matter
+        return "this encoder packs its sentences by lengths read on the host (--encoder cudnn, luong)"
     return None
 
 
