@@ -25,10 +25,14 @@ from .peer_recipes import Point
 # Joey NMT 2.3.0's RNN configuration on the demo's units, at the demo's size: a bidirectional GRU
 # encoder, a GRU decoder with Bahdanau attention and input feeding (Joey NMT's RNN), tied target
 # embeddings, no dropout; batches of 80 verses of at most 50 units. The training section is the
-# point's: JOEY_TRAINING below, then the point's settings over it.
+# point's: JOEY_TRAINING below, then the point's settings over it. Embeddings drawn from N(0, 0.1²)
+# rather than Joey NMT's default N(0, 0.01²): at 0.01 the GRUs' inputs (and, tied, the output
+# layer's rows) are too small for the model to leave the unigram level in the bench's budget, as
+# one batch trained alone shows (bench/peers/joey_probe.py one-batch; docs/benchmarks.md).
 JOEY_MODEL = {
     "initializer": "xavier_uniform",
     "embed_initializer": "normal",
+    "embed_init_weight": 0.1,
     "tied_softmax": True,
     "encoder": {
         "type": "recurrent",
