@@ -191,3 +191,22 @@ def test_a_padded_run_resumes_exactly(corpus, tmp_path, deterministic):  # noqa:
     assert losses(tmp_path / "a") == losses(tmp_path / "b")
     a, b = (checkpoint.load(tmp_path / r / "last.pt").weights for r in "ab")
     assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_a_state_saved_by_a_capturable_optimizer_steps_on_a_cpu():
+    """A GPU run's --cuda-graphs optimizer saves capturable=True and a number for its rate; a run
+    that resumes it eagerly on a CPU gets its own kind back (Adadelta refuses capturable there)."""
+    from nmtkit.train.optimizer import keep_rate_kind
+
+    param = torch.nn.Parameter(torch.ones(3))
+    saved = torch.optim.Adadelta([param], lr=1.0).state_dict()
+    saved["param_groups"][0]["capturable"] = True
+    opt = torch.optim.Adadelta([param], lr=1.0)
+    opt.load_state_dict(saved)
+    param.grad = torch.ones(3)
+    with pytest.raises((AssertionError, RuntimeError), match="capturable"):  # torch asserts it
+        opt.step()
+    keep_rate_kind(opt, capturable=False)
+    opt.step()
+    assert opt.param_groups[0]["capturable"] is False and isinstance(opt.param_groups[0]["lr"], float)
+    assert not torch.equal(param.detach(), torch.ones(3))

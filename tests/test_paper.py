@@ -12,19 +12,24 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _make_command(*args: str) -> list[str]:
+    """make in the checkout with this Python, never installing (a checkout run unbuilt too)."""
+    return [
+        "make",
+        "-C",
+        str(ROOT),
+        "-o",
+        ".venv/.installed",
+        f"PY={sys.executable}",
+        f"NMTKIT={sys.executable} -m nmtkit",
+        *args,
+    ]
+
+
 def _make(tmp_path, *args, env=None):
     env = env or {**os.environ, "NMTKIT_CACHE": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
     return subprocess.run(
-        [
-            "make",
-            "-C",
-            str(ROOT),
-            "-o",
-            ".venv/.installed",
-            f"PY={sys.executable}",
-            f"NMTKIT={sys.executable} -m nmtkit",
-            *args,
-        ],
+        _make_command(*args),
         capture_output=True,
         text=True,
         env=env,
@@ -114,16 +119,7 @@ def test_the_gpu_scale_runs_at_tiny_sizes_on_a_cpu_resumes_after_a_kill_and_repo
     # a CPU machine's run even where a GPU is (make gpu-check's tests part): ON_GPU= and no CUDA device
     env = {**os.environ, "NMTKIT_CACHE": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT), "CUDA_VISIBLE_DEVICES": ""}
     first = subprocess.Popen(
-        [
-            "make",
-            "-C",
-            str(ROOT),
-            "-o",
-            ".venv/.installed",
-            f"PY={sys.executable}",
-            f"NMTKIT={sys.executable} -m nmtkit",
-            *args,
-        ],
+        _make_command(*args),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

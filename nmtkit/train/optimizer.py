@@ -54,12 +54,15 @@ def saved_optimizer(opt: torch.optim.Optimizer) -> dict[str, Any]:
 
 
 def keep_rate_kind(opt: torch.optim.Optimizer, capturable: bool) -> None:
-    """After loading a saved optimizer state: each group's rate as this run's optimizer keeps it
-    (a tensor on the device, or a number), whichever kind the saving run kept."""
+    """After loading a saved optimizer state, which brings the saving run's settings: each group's
+    rate and ``capturable`` as this run's optimizer keeps them (a tensor rate on the device read by
+    a capturable step, or a number), whichever the saving run kept."""
     for group in opt.param_groups:
         rate = float(group["lr"])
         device = group["params"][0].device if group["params"] else torch.device("cpu")
         group["lr"] = torch.tensor(rate, device=device) if capturable else rate
+        if "capturable" in group:
+            group["capturable"] = capturable
 
 
 def scheduled(cfg: TrainConfig) -> bool:
