@@ -284,9 +284,12 @@ def _free_port():
 
 
 @pytest.mark.slow
-def test_a_nan_on_one_rank_ends_every_rank_with_exit_2(corpus, tmp_path):
+@pytest.mark.parametrize("poisoned", [2, 99], ids=["nan-at-update-2", "no-nan"])
+def test_a_nan_on_one_rank_ends_every_rank_with_exit_2(corpus, tmp_path, poisoned):
     """Two gloo processes started by hand (as torchrun would, without its restarts): rank 1's loss
-    turns NaN at update 2; both stop at the next report with the same one line, none hangs."""
+    turns NaN at update 2; both stop at the next report with the same one line, none hangs. Ended
+    by the error or by the budget, neither reaches the interpreter's teardown, where the group that
+    DDP keeps alive can abort it (SIGABRT, once in a CI run)."""
     port = _free_port()
     procs = []
     for rank in (0, 1):
@@ -305,7 +308,7 @@ def test_a_nan_on_one_rank_ends_every_rank_with_exit_2(corpus, tmp_path):
         cmd = [
             sys.executable,
             str(POISONED),
-            "1:2",
+            f"1:{poisoned}",
             "train",
             str(corpus),
             "--save-dir",
@@ -334,9 +337,10 @@ def test_a_nan_on_one_rank_ends_every_rank_with_exit_2(corpus, tmp_path):
         procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     outs = [p.communicate(timeout=240) for p in procs]
     for p, (_, err) in zip(procs, outs):
-        assert p.returncode == 2, err[-2000:]
-        assert "loss became nan at update 2" in err
+        assert p.returncode == (2 if poisoned == 2 else 0), err[-2000:]
+        assert ("loss became nan at update 2" in err) == (poisoned == 2)
         assert "Traceback" not in err
+        assert "the interpreter's teardown" not in err
     assert json.loads((tmp_path / "ddp" / "machine.json").read_text())  # rank 0 had started the run
 
 

@@ -92,9 +92,9 @@ class _OneLine:
             _fail(f"{where}: error: {err.format_message()} (see --help)", USAGE)
         except click.ClickException as err:
             err.show()
-            sys.exit(err.exit_code)
+            _exit(err.exit_code)
         except Interrupted as err:  # the command has said what it saved
-            sys.exit(128 + err.signum)
+            _exit(128 + err.signum)
         except (click.Abort, KeyboardInterrupt):
             _fail("interrupted", INTERRUPTED)
         except (BrokenPipeError, _ClosedPipe):
@@ -103,7 +103,7 @@ class _OneLine:
             sys.stdout.flush()  # what is still buffered: the reader may be gone by now
         except BrokenPipeError:
             _quiet_exit_on_closed_pipe()
-        sys.exit(rv if isinstance(rv, int) else 0)
+        _exit(rv if isinstance(rv, int) else 0)
 
 
 class Command(_OneLine, click.Command):
@@ -222,6 +222,20 @@ def _quiet_exit_on_closed_pipe() -> NoReturn:
 
 def _fail(line: str, status: int) -> NoReturn:
     click.echo(line, err=True)
+    _exit(status)
+
+
+def _exit(status: int) -> NoReturn:
+    """Exit with ``status``; a process that has joined a process group (one of torchrun's) leaves at
+    once, its streams flushed, before the interpreter's teardown. DDP keeps the gloo group alive past
+    ``destroy_process_group`` (torch 2.13: its worker threads and, on rank 0, the store's), and their
+    destruction while the interpreter ends can abort the process ("terminate called without an
+    active exception", SIGABRT) after it has said how it ended."""
+    distributed = sys.modules.get("nmtkit.core.distributed")
+    if distributed is not None and distributed.joined():
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
     sys.exit(status)
 
 

@@ -43,6 +43,9 @@ def place() -> Place:
     )
 
 
+_JOINED: list[Place] = []  # the place this process joined a group at, once it has
+
+
 def start(where: Place, device: torch.device) -> None:
     """Join the process group on ``device``'s backend (nothing for a single process)."""
     if not where.distributed or dist.is_initialized():
@@ -52,6 +55,12 @@ def start(where: Place, device: torch.device) -> None:
         dist.init_process_group("nccl", device_id=device)
     else:
         dist.init_process_group("gloo")
+    _JOINED.append(where)
+
+
+def joined() -> bool:
+    """Whether this process has joined a process group (and left it or not)."""
+    return bool(_JOINED)
 
 
 def stop(together: bool = False) -> None:
