@@ -351,7 +351,7 @@ bench-marian: data
 # updates a point, then the best point trained for 20 minutes alone on the cores and its test BLEU.
 # The peers run where bench/peers/install.sh made their venvs. Run it on an idle machine.
 SWEEP_UPDATES ?= 200
-SWEEP_TOOLKITS ?= nmtkit,fairseq,joeynmt,marian
+SWEEP_TOOLKITS ?= nmtkit,fairseq,joeynmt,marian,opennmt
 bench-sweep: data
 	$(PY) bin/bench-sweep --threads 2 --data $(DATA) --updates $(SWEEP_UPDATES) --toolkits $(SWEEP_TOOLKITS)
 

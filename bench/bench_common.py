@@ -71,11 +71,15 @@ def peak_rss_mb(time_output: str) -> float | None:
 
 
 def timed(
-    cmd: Sequence[object], log: Path, timeout_s: float | None = None, env: dict[str, str] | None = None
+    cmd: Sequence[object],
+    log: Path,
+    timeout_s: float | None = None,
+    env: dict[str, str] | None = None,
+    signal: str = "TERM",
 ) -> dict[str, Any]:
-    """Run ``cmd`` under /usr/bin/time -v (and `timeout -s TERM` when given), its output into
-    ``log``: its status, wall seconds and peak RSS in MB."""
-    pre = ["timeout", "-s", "TERM", f"{int(timeout_s)}"] if timeout_s else []
+    """Run ``cmd`` under /usr/bin/time -v (and `timeout -s SIGNAL` when given a time), its output
+    into ``log``: its status, wall seconds and peak RSS in MB."""
+    pre = ["timeout", "-s", signal, f"{int(timeout_s)}"] if timeout_s else []
     t0 = time.perf_counter()
     with open(log, "w") as fh:
         rc = subprocess.run(

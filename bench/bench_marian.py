@@ -79,6 +79,7 @@ from .peer_marian import (
     train_more,
     train_to_total,
 )
+from .peer_opennmt import onmt_decode
 
 CLEAN = ("verse-markers",)  # the demo's scoring: `nmtkit score --clean verse-markers`
 NMTKIT_PATHS = {
@@ -164,8 +165,9 @@ def decode_row(site: Site, toolkit: str, path: str, beam: int, threads: int, mod
     elif toolkit == "fairseq":
         found = fairseq_decode(site, site.work / model, beam, threads)
         hyps = detokenized(found.pop("hyps"), site.data_bin)
-    elif toolkit == "joeynmt":  # its BLEU alone (bin/bench-sweep's picks): no speed
-        found = joey_decode(site, site.work / model, beam, threads)
+    elif toolkit in ("joeynmt", "opennmt"):  # their BLEU alone (bin/bench-sweep's picks): no speed
+        decode = joey_decode if toolkit == "joeynmt" else onmt_decode
+        found = decode(site, site.work / model, beam, threads)
         hyps = detokenized(found.pop("hyps"), site.data_bin)
     else:
         kind, shortlist = MARIAN_PATHS[path]

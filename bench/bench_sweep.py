@@ -1,6 +1,6 @@
 """Each toolkit at its best in the same budget: ``bin/bench-sweep`` (``make bench-sweep``).
 
-    bin/bench-sweep [--toolkits nmtkit,marian,fairseq,joeynmt] [--updates 200] [--minutes 20]
+    bin/bench-sweep [--toolkits nmtkit,marian,fairseq,joeynmt,opennmt] [--updates 200] [--minutes 20]
 
 For nmtkit and its peers, on the demo's units and data (bin/bench-marian's work directory, whose
 text and vocabularies every toolkit reads):
@@ -13,8 +13,9 @@ text and vocabularies every toolkit reads):
    else ran on the machine. Each point's figure is its dev cross-entropy at its last update, in
    nats per target unit (</s> included), read from the toolkit's own validation;
 2. picks: the point of each toolkit with the lowest dev cross-entropy, trained for ``--minutes``
-   of wall time alone on the cores (its updates, target tokens/s, peak RSS), and its test BLEU
-   at beam 5, scored as bin/bench-marian scores;
+   of wall time alone on the cores (its updates, target tokens/s, peak RSS), and the test BLEU at
+   beam 5 of its model at the end of the budget and of its best validated one (by dev loss, as the
+   toolkit keeps it), scored as bin/bench-marian scores;
 3. decoding at comparable BLEU, as bin/bench-marian decodes: Marian's and fairseq's picks each
    beside nmtkit's kept checkpoint (of its pick's run) nearest its BLEU, then nmtkit's pick, at
    ``--beams`` on ``--threads`` threads and on one;
@@ -41,6 +42,7 @@ from .bench_marian import bleu5, comparable_nmtkit, decode_table, decoding, trai
 from .peer_fairseq import fairseq_sweep_point, train_fairseq
 from .peer_joeynmt import joey_venv, joeynmt_sweep_point, train_joeynmt
 from .peer_marian import marian_sweep_point, prepare, train_marian
+from .peer_opennmt import onmt_bin, opennmt_sweep_point, train_opennmt
 from .peer_recipes import RECIPES, Point, Recipe, nmtkit_sweep_point
 
 PROG = "bench-sweep"
@@ -54,6 +56,7 @@ def installed(site: Site, toolkit: str) -> bool:
         "marian": site.marian_py.exists(),
         "fairseq": (site.fairseq_bin / "fairseq-train").exists(),
         "joeynmt": (joey_venv(site) / "bin" / "python").exists(),
+        "opennmt": (onmt_bin(site) / "onmt_train").exists(),
     }[toolkit]
 
 
@@ -62,6 +65,7 @@ SWEEP = {
     "marian": marian_sweep_point,
     "fairseq": fairseq_sweep_point,
     "joeynmt": joeynmt_sweep_point,
+    "opennmt": opennmt_sweep_point,
 }
 
 
@@ -103,27 +107,55 @@ def best_point(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return min(scored, key=lambda r: r["dev_ce"])
 
 
-# each pick's model kept by dev loss, relative to the work directory
+# each pick's best validated model (by dev loss), relative to the work directory
 PICK_MODEL = {
     "nmtkit": "pick-nmtkit/best.pt",
     "marian": "pick-marian",
     "fairseq": "pick-fairseq/checkpoint_best.pt",
     "joeynmt": "pick-joeynmt/model/best.ckpt",
 }
+# and its model at the end of the budget: each toolkit saves one as it stops (OpenNMT-py, which
+# does not, names both in its run)
+LAST_MODEL = {
+    "nmtkit": "pick-nmtkit/last.pt",
+    "marian": "pick-marian/model.npz",
+    "fairseq": "pick-fairseq/checkpoint_last.pt",
+    "joeynmt": "pick-joeynmt/model/latest.ckpt",
+}
 
 
-def pick_run(site: Site, point: Point, minutes: float, threads: int) -> dict[str, Any]:
-    """The picked point trained for ``minutes`` alone on the cores, and its test BLEU at beam 5."""
-    name = f"pick-{point.toolkit}"
+def pick_models(toolkit: str, run: dict[str, Any]) -> dict[str, str]:
+    """A pick's last model and its best validated one."""
+    if toolkit == "opennmt":
+        return {"last": run["last_model"], "best": run["best_model"]}
+    return {"last": LAST_MODEL[toolkit], "best": PICK_MODEL[toolkit]}
+
+
+def budget_updates(row: dict[str, Any], minutes: float) -> int:
+    """The updates a sweep point's pace gives in ``minutes`` (a twentieth more: its wall time held
+    the start and a validation), for a schedule that must know where it ends."""
+    return int(row["updates"] / row["wall_s"] * minutes * 60 * 1.05)
+
+
+def pick_run(site: Site, point: Point, minutes: float, threads: int, swept: dict[str, Any]) -> dict[str, Any]:
+    """The picked point (``swept``: its sweep row) trained for ``minutes`` alone on the cores, and
+    the test BLEU at beam 5 of its last model and of its best validated one."""
+    name, flags = f"pick-{point.toolkit}", list(point.flags)
     if point.toolkit == "nmtkit":
-        run = train_nmtkit(site, minutes, threads, name=name, extra=list(point.flags))
+        run = train_nmtkit(site, minutes, threads, name=name, extra=flags)
     elif point.toolkit == "marian":
-        run = train_marian(site, minutes, threads, name, settings=list(point.flags))
+        run = train_marian(site, minutes, threads, name, settings=flags)
     elif point.toolkit == "fairseq":
-        run = train_fairseq(site, minutes, threads, name, settings=list(point.flags))
+        if "cosine" in flags:  # its cosine ends at --max-update
+            flags += ["--max-update", str(budget_updates(swept, minutes))]
+        run = train_fairseq(site, minutes, threads, name, settings=flags)
+    elif point.toolkit == "opennmt":
+        run = train_opennmt(site, minutes, threads, name, point)
     else:
         run = train_joeynmt(site, minutes, threads, name, point)
-    return {**run, "point": point.name, "bleu": bleu5(site, point.toolkit, PICK_MODEL[point.toolkit], threads)}
+    models = pick_models(point.toolkit, run)
+    bleu = {kind: bleu5(site, point.toolkit, model, threads) for kind, model in models.items()}
+    return {**run, "point": point.name, "bleu": bleu["best"], "bleu_last": bleu["last"]}
 
 
 def decode_picks(site: Site, beams: list[int], threads: int, picks: dict[str, Any]) -> list[dict[str, Any]]:
@@ -160,14 +192,14 @@ def table(results: dict[str, Any]) -> str:
             "",
             f"Picks: {results['minutes']:g} minutes each, alone on the cores",
             "",
-            "| toolkit | point | updates | target tok/s | peak RSS | test BLEU (Segond), beam 5 |",
-            "|---|---|---:|---:|---:|---:|",
+            "| toolkit | point | updates | target tok/s | peak RSS | test BLEU, last model | best validated |",
+            "|---|---|---:|---:|---:|---:|---:|",
         ]
         for toolkit, r in results["picks"].items():
             speed = f"{r['tgt_tok_per_s']:,.0f}" if r.get("tgt_tok_per_s") else "–"
             out.append(
                 f"| {toolkit} | {r['point']} | {r['updates']:,} | {speed} | {r['peak_rss_mb']:,.0f} MB | "
-                f"{r['bleu']:.2f} |"
+                f"{r['bleu_last']:.2f} | {r['bleu']:.2f} |"
             )
     if results.get("decode"):
         out += ["", "Decoding the test verses at comparable BLEU (search time, model loading apart)", ""]
@@ -212,14 +244,16 @@ def main(argv: list[str] | None = None) -> None:
         "picked": {},
         "picks": {},
     }
+    best = {}
     for toolkit in here:  # the whole sweep first: the picks need the cores alone
         rows = sweep_toolkit(site, RECIPES[toolkit], args.updates, args.threads)
         results["sweep"] += rows
-        results["picked"][toolkit] = best_point(rows)["point"]
+        best[toolkit] = best_point(rows)
+        results["picked"][toolkit] = best[toolkit]["point"]
     if args.stage != "sweep":
         for toolkit in here:
             point = RECIPES[toolkit].point(results["picked"][toolkit])
-            results["picks"][toolkit] = pick_run(site, point, args.minutes, args.threads)
+            results["picks"][toolkit] = pick_run(site, point, args.minutes, args.threads, best[toolkit])
     if args.stage == "all":
         results["decode"] = decode_picks(site, [int(b) for b in args.beams.split(",")], args.threads, results["picks"])
     write_text(site.work / "sweep.json", json.dumps(results, indent=1))

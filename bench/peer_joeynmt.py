@@ -204,8 +204,9 @@ def joeynmt_sweep_point(site: Site, point: Point, run_dir: Path, updates: int, t
 def train_joeynmt(
     site: Site, minutes: float, threads: int, name: str, point: Point, valid_every: int = 200
 ) -> dict[str, Any]:
-    """Joey NMT trained for ``minutes`` of wall time (`timeout -s TERM`; it keeps the checkpoint of
-    its best validation, every ``valid_every`` updates), its run and speed (kept)."""
+    """Joey NMT trained for ``minutes`` of wall time (`timeout -s INT`: it saves latest.ckpt as it
+    stops; best.ckpt is its best validation's, every ``valid_every`` updates), its run and speed
+    (kept)."""
     result = site.work / f"train-{name}.json"
     if (done := site.kept(result, minutes, threads)) is not None:
         return done
@@ -213,7 +214,9 @@ def train_joeynmt(
     run_dir.mkdir(parents=True, exist_ok=True)
     config = joey_config(site, run_dir, point, validating(valid_every))
     log = site.work / f"train-{name}.stdout"
-    run = timed(joey(site, "train", config, "--skip-test"), log, timeout_s=minutes * 60, env=joey_env(threads))
+    run = timed(
+        joey(site, "train", config, "--skip-test"), log, timeout_s=minutes * 60, env=joey_env(threads), signal="INT"
+    )
     if run["rc"] not in (0, 124):
         fail("bench-sweep", f"joeynmt train failed (rc {run['rc']}): see {log}")
     run.update(joey_speed(run_dir / "model"), settings=" ".join(point.flags), minutes=minutes, threads=threads)

@@ -286,13 +286,17 @@ def marian_decode(site: Site, model: Path, beam: int, threads: int, shortlist: P
 
 
 def marian_models(site: Site, name: str) -> dict[str, Path]:
-    """The fp32 model (best by dev cross-entropy) and its int8 conversions."""
-    base = site.work / name
-    best = base / "model.npz.best-ce-mean-words.npz"
-    best = best if best.exists() else base / "model.npz"
+    """The fp32 model (``name``: a training directory's best by dev cross-entropy, or a model file
+    of one) and its int8 conversions."""
+    given = site.work / name
+    if given.is_file():
+        best, base, stem = given, given.parent, given.name
+    else:
+        best, base, stem = given / "model.npz.best-ce-mean-words.npz", given, "model"
+        best = best if best.exists() else base / "model.npz"
     out = {"fp32": best}
     for gemm in ("intgemm8",):
-        target = base / f"model.{gemm}.bin"
+        target = base / f"{stem}.{gemm}.bin"
         if not target.exists():
             cmd = marian(site, "convert", "-f", best, "-t", target, "--gemm-type", gemm)
             if subprocess.run(list(map(str, cmd)), capture_output=True, text=True).returncode != 0:

@@ -32,7 +32,8 @@ class Point:
 @dataclass(frozen=True)
 class Recipe:
     """A toolkit's recipe (``base``, from ``source``), the learning rates swept over it (``rate``:
-    the option, or for Joey NMT the setting, that gives the rate) and other variations of it."""
+    the option, or for Joey NMT and OpenNMT-py the setting, that gives the rate), under each of
+    its ``schedules`` where it has several, and other variations of it."""
 
     toolkit: str
     source: str
@@ -40,34 +41,47 @@ class Recipe:
     rate: str
     rates: tuple[str, ...]
     more: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (point name, flags added to or over base)
+    schedules: tuple[tuple[str, tuple[str, ...]], ...] = (("", ()),)  # (name, flags over base)
 
-    def at_rate(self, rate: str) -> Point:
-        given = (f"{self.rate}={rate}",) if "." in self.rate else (self.rate, rate)
-        return Point(self.toolkit, f"lr {rate}", over(self.base, given))
+    def at_rate(self, rate: str, schedule: str = "") -> Point:
+        given = (f"{self.rate}={rate}",) if "=" in self.base[0] else (self.rate, rate)  # settings, or options
+        flags = dict(self.schedules)[schedule]
+        return Point(self.toolkit, f"lr {rate}" + (f", {schedule}" if schedule else ""), over(self.base, flags + given))
 
     @property
     def points(self) -> list[Point]:
         more = [Point(self.toolkit, name, over(self.base, flags)) for name, flags in self.more]
-        return [*(self.at_rate(r) for r in self.rates), *more]
+        return [*(self.at_rate(r, s) for s, _ in self.schedules for r in self.rates), *more]
 
     def point(self, name: str) -> Point:
         """A point of the sweep by name, the rates past the grid's (:meth:`beyond`) included."""
         found = next((p for p in self.points if p.name == name), None)
-        return found or self.at_rate(name.removeprefix("lr "))
+        return found or self.at_rate(*parts(name))
 
     def beyond(self, picked: str, swept: Sequence[str]) -> Point | None:
-        """The next rate past the end of the rates ``swept`` (points' names) when the ``picked``
-        point's rate is the highest or the lowest of them, a step of the grid further (its last
-        ratio, to one significant digit); None when the pick lies inside."""
-        rates = sorted({float(n.removeprefix("lr ")) for n in swept if re.fullmatch(r"lr [\d.e+-]+", n)})
-        if not picked.startswith("lr ") or "," in picked or len(rates) < 2:
+        """The next rate past the end of the rates ``swept`` (points' names) under the ``picked``
+        point's schedule when its rate is the highest or the lowest of them, a step of the grid
+        further (its last ratio, to one significant digit); None when the pick lies inside."""
+        if not re.fullmatch(r"lr [\d.e+-]+(, .+)?", picked) or picked in dict(self.more):
             return None
-        rate = float(picked.removeprefix("lr "))
-        if rate == rates[-1]:
-            return self.at_rate(short(rates[-1] * rates[-1] / rates[-2]))
-        if rate == rates[0]:
-            return self.at_rate(short(rates[0] * rates[0] / rates[1]))
+        rate, schedule = parts(picked)
+        if schedule not in dict(self.schedules):
+            return None
+        named = [parts(n) for n in swept if re.fullmatch(r"lr [\d.e+-]+(, .+)?", n)]
+        rates = sorted({float(r) for r, s in named if s == schedule})
+        if len(rates) < 2:
+            return None
+        if float(rate) == rates[-1]:
+            return self.at_rate(short(rates[-1] * rates[-1] / rates[-2]), schedule)
+        if float(rate) == rates[0]:
+            return self.at_rate(short(rates[0] * rates[0] / rates[1]), schedule)
         return None
+
+
+def parts(name: str) -> tuple[str, str]:
+    """A rate point's rate and schedule (``"lr 5e-3, cosine"``: ``("5e-3", "cosine")``)."""
+    rate, _, schedule = name.removeprefix("lr ").partition(", ")
+    return rate, schedule
 
 
 def short(rate: float) -> str:
@@ -134,9 +148,12 @@ MARIAN = Recipe(
 
 # fairseq 0.12.2: its LSTM with attention (`--arch lstm`, the nearest it has to a GRU), held to the
 # demo's size, trained as its documentation's LSTM tutorial trains one (docs/tutorial_simple_lstm.rst:
-# Adam 5e-3, halved when the dev loss stalls at an epoch's end: within a budget shorter than an epoch,
-# a constant rate; cross-entropy without smoothing, no clipping), without its dropout 0.2; batches
-# of 80 verses of at most 50 units
+# Adam 5e-3, halved when the dev loss stalls at an epoch's end; cross-entropy without smoothing, no
+# clipping), without its dropout 0.2; batches of 80 verses of at most 50 units. Its rate swept under
+# the schedules fairseq offers for it: the tutorial's plateau (a constant rate within a budget shorter
+# than an epoch, as every budget here is: "fixed" would be the same run), the inverse square root
+# after 50 warm-up updates, and a cosine from the same warm-up to 0 at the run's last update (a
+# sweep point's; for a pick, the updates its point's speed gives in the budget).
 FAIRSEQ = Recipe(
     "fairseq",
     "fairseq's documentation, `docs/tutorial_simple_lstm.rst` (its LSTM tutorial)",
@@ -146,7 +163,8 @@ FAIRSEQ = Recipe(
         *"--decoder-embed-dim 256 --decoder-hidden-size 256 --decoder-out-embed-dim 256 --decoder-attention 1".split(),
         *"--share-decoder-input-output-embed --dropout 0 --encoder-dropout-in 0 --encoder-dropout-out 0".split(),
         *"--decoder-dropout-in 0 --decoder-dropout-out 0 --optimizer adam --lr 5e-3".split(),
-        *"--lr-scheduler reduce_lr_on_plateau --lr-shrink 0.5 --criterion cross_entropy".split(),
+        "--criterion",
+        "cross_entropy",
         *"--batch-size 80 --max-source-positions 50 --max-target-positions 50".split(),
         "--skip-invalid-size-inputs-valid-test",
         *"--validate-interval-updates 200 --save-interval-updates 200 --no-epoch-checkpoints".split(),
@@ -154,6 +172,11 @@ FAIRSEQ = Recipe(
     ),
     "--lr",
     ("2e-3", "5e-3", "1e-2"),
+    schedules=(  # each schedule's options only: fairseq knows a scheduler's options when it is chosen
+        ("plateau", ("--lr-scheduler", "reduce_lr_on_plateau", "--lr-shrink", "0.5")),
+        ("inverse sqrt", ("--lr-scheduler", "inverse_sqrt", "--warmup-updates", "50")),
+        ("cosine", ("--lr-scheduler", "cosine", "--warmup-updates", "50")),
+    ),
 )
 
 # Joey NMT 2.3.0 ships no RNN configuration of a real size (configs/rnn_small.yaml and rnn_reverse.yaml
@@ -177,7 +200,31 @@ JOEYNMT = Recipe(
     ("2e-4", "1e-3", "5e-3"),
 )
 
-RECIPES = {r.toolkit: r for r in (NMTKIT, MARIAN, FAIRSEQ, JOEYNMT)}
+# OpenNMT-py 3.5.1: its RNN encoder-decoder with global attention and its documented defaults (opts.py,
+# the ones its RNN quickstart trains with): SGD at 1.0, gradients clipped at norm 5, parameters drawn
+# from U(-0.1, 0.1), attention "general", input feeding; the rate halved every 10,000 updates from
+# update 50,000 (past any budget here). The model (:data:`.peer_opennmt.ONMT_MODEL`) at the demo's
+# size, without its dropout 0.3; batches of 80 verses, loss per verse (its default). Beside its SGD
+# rates, Adam at 1e-3, the rate of its documentation's other recipes.
+OPENNMT = Recipe(
+    "opennmt",
+    "OpenNMT-py's RNN defaults (`onmt/opts.py`, its quickstart's model)",
+    (
+        "optim=sgd",
+        "learning_rate=1.0",
+        "max_grad_norm=5",
+        "param_init=0.1",
+        "global_attention=general",
+        "learning_rate_decay=0.5",
+        "start_decay_steps=50000",
+        "decay_steps=10000",
+    ),
+    "learning_rate",
+    ("0.5", "1.0", "2.0"),
+    (("lr 1e-3, adam", ("optim=adam", "learning_rate=1e-3", "adam_beta2=0.999")),),
+)
+
+RECIPES = {r.toolkit: r for r in (NMTKIT, MARIAN, FAIRSEQ, JOEYNMT, OPENNMT)}
 
 
 def nmtkit_sweep_point(site: Site, point: Point, run_dir: Path, updates: int, threads: int) -> dict[str, Any]:

@@ -133,7 +133,7 @@ def test_the_table_marks_each_toolkits_pick():
 
 @pytest.mark.parametrize(
     ("args", "says"),
-    [(["--toolkits", "nmtkit,opennmt"], "unknown toolkit 'opennmt'"), (["--data", "/nonexistent"], "make data")],
+    [(["--toolkits", "nmtkit,moses"], "unknown toolkit 'moses'"), (["--data", "/nonexistent"], "make data")],
 )
 def test_a_bad_call_gets_one_line_and_exit_2(tmp_path, args, says):
     done = subprocess.run(
@@ -206,3 +206,100 @@ def test_joey_logs_below_its_validation_interval_and_dividing_it(every):
     valid, log = int(settings["training.validation_freq"]), int(settings["training.logging_freq"])
     assert valid == every and log < every and every % log == 0
     assert log == (50 if every in (200, 400) else 1)  # not every update where 50 fits
+
+
+def test_fairseq_sweeps_each_rate_under_each_of_its_schedules_with_that_schedules_options_alone():
+    recipe = RECIPES["fairseq"]
+    points = {p.name: p.flags for p in recipe.points}
+    assert len(points) == 9  # 3 rates x 3 schedules
+    for name, flags in points.items():
+        rate, schedule = name.removeprefix("lr ").split(", ")
+        scheduler = flags[flags.index("--lr-scheduler") + 1]
+        assert flags.count("--lr-scheduler") == 1 and flags.count("--lr") == 1
+        assert flags[flags.index("--lr") + 1] == rate
+        assert (
+            scheduler
+            == {"plateau": "reduce_lr_on_plateau", "inverse sqrt": "inverse_sqrt", "cosine": "cosine"}[schedule]
+        )
+        assert ("--lr-shrink" in flags) == (schedule == "plateau")  # fairseq knows it for that scheduler alone
+        assert ("--warmup-updates" in flags) == (schedule != "plateau")
+    swept = list(points)
+    further = recipe.beyond("lr 1e-2, cosine", swept)  # further under the pick's own schedule
+    assert further.name == "lr 2e-2, cosine" and further.flags[further.flags.index("--lr-scheduler") + 1] == "cosine"
+    assert recipe.beyond("lr 5e-3, inverse sqrt", swept) is None
+    assert recipe.point("lr 2e-2, cosine") == further
+
+
+def test_opennmt_reads_its_validations_and_names_its_last_and_best_checkpoints(tmp_path):
+    from bench.peer_opennmt import onmt_models, onmt_speed, onmt_validations
+
+    (tmp_path / "train.log").write_text(
+        "[2026-11-28 15:00:01,000 INFO] Step 100/10000000; acc: 10.0; ppl: 900.0; xent: 6.8; lr: 1.00000; "
+        "sents:    8000; bsz:   30/  32/80; 1200/1300 tok/s;     60 sec;\n"
+        "[2026-11-28 15:00:31,000 INFO] Step 200/10000000; acc: 12.0; ppl: 700.0; xent: 6.5; lr: 1.00000; "
+        "sents:    8000; bsz:   30/  32/80; 1500/1700 tok/s;    120 sec;\n"
+        "[2026-11-28 15:00:40,000 INFO] Validation perplexity: 400.5\n"
+        "[2026-11-28 15:00:40,000 INFO] Validation accuracy: 20.0\n"
+        "[2026-11-28 15:01:31,000 INFO] Step 300/10000000; acc: 14.0; ppl: 500.0; xent: 6.2; lr: 1.00000; "
+        "sents:    8000; bsz:   30/  32/80; 1400/1900 tok/s;    180 sec;\n"
+        "[2026-11-28 15:02:31,000 INFO] Step 400/10000000; acc: 15.0; ppl: 450.0; xent: 6.1; lr: 1.00000; "
+        "sents:    8000; bsz:   30/  32/80; 1400/2100 tok/s;    240 sec;\n"
+        "[2026-11-28 15:02:40,000 INFO] Validation perplexity: 410.0\n"
+    )
+    assert onmt_validations(tmp_path, 200) == pytest.approx({200: math.log(400.5), 400: math.log(410.0)})
+    assert onmt_speed(tmp_path) == {"updates": 400, "tgt_tok_per_s": pytest.approx((1700 + 1900 + 2100) / 3)}
+    for step in (150, 200, 400, 450):
+        (tmp_path / f"model_step_{step}.pt").write_bytes(b"")
+    models = onmt_models(tmp_path, 200)  # the budget's model is the last saved; the best, a validated one
+    assert models == {"last": tmp_path / "model_step_450.pt", "best": tmp_path / "model_step_200.pt"}
+
+
+def test_each_pick_is_scored_on_its_last_model_and_its_best_validated_one(monkeypatch):
+    scored = []
+
+    def bleu5(site, toolkit, model, threads):
+        scored.append((toolkit, model))
+        return 10.0 if model.endswith(("best.pt", "_best.pt", "best.ckpt", "pick-marian", "step_400.pt")) else 7.0
+
+    monkeypatch.setattr(sweep, "bleu5", bleu5)
+    runs = {
+        "nmtkit": "train_nmtkit",
+        "marian": "train_marian",
+        "fairseq": "train_fairseq",
+        "joeynmt": "train_joeynmt",
+        "opennmt": "train_opennmt",
+    }
+    given = {}
+    for toolkit, trainer in runs.items():
+
+        def train(*args, _toolkit=toolkit, **kw):
+            given[_toolkit] = (args, kw)
+            return {"updates": 900, "last_model": "pick-opennmt/model_step_950.pt"} | (
+                {"best_model": "pick-opennmt/model_step_400.pt"} if _toolkit == "opennmt" else {}
+            )
+
+        monkeypatch.setattr(sweep, trainer, train)
+    swept = {"updates": 200, "wall_s": 240.0}
+    for toolkit in runs:
+        point = RECIPES[toolkit].points[0]
+        row = sweep.pick_run(None, point, 20.0, 2, swept)
+        assert (row["bleu"], row["bleu_last"]) == (10.0, 7.0), toolkit
+    assert [m for _, m in scored] == [
+        "pick-nmtkit/last.pt",
+        "pick-nmtkit/best.pt",
+        "pick-marian/model.npz",
+        "pick-marian",
+        "pick-fairseq/checkpoint_last.pt",
+        "pick-fairseq/checkpoint_best.pt",
+        "pick-joeynmt/model/latest.ckpt",
+        "pick-joeynmt/model/best.ckpt",
+        "pick-opennmt/model_step_950.pt",
+        "pick-opennmt/model_step_400.pt",
+    ]
+    # fairseq's cosine is told where the budget ends: 200 updates in 240 s, 20 minutes, 5% more
+    cosine = RECIPES["fairseq"].point("lr 5e-3, cosine")
+    sweep.pick_run(None, cosine, 20.0, 2, swept)
+    settings = given["fairseq"][1]["settings"]
+    assert settings[settings.index("--max-update") + 1] == "1050"
+    sweep.pick_run(None, RECIPES["fairseq"].point("lr 5e-3, plateau"), 20.0, 2, swept)
+    assert "--max-update" not in given["fairseq"][1]["settings"]
