@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -43,7 +44,7 @@ from .peer_fairseq import fairseq_sweep_point, train_fairseq
 from .peer_joeynmt import joey_venv, joeynmt_sweep_point, train_joeynmt
 from .peer_marian import marian_sweep_point, prepare, train_marian
 from .peer_opennmt import onmt_bin, opennmt_sweep_point, train_opennmt
-from .peer_recipes import RECIPES, Point, Recipe, nmtkit_sweep_point
+from .peer_recipes import RECIPES, Point, Recipe, nmtkit_sweep_point, parts
 
 PROG = "bench-sweep"
 EXTEND = 2  # rates added past the grid's end, at most, while the best is at that end
@@ -137,16 +138,19 @@ def budget_updates(row: dict[str, Any], minutes: float) -> int:
     return int(row["updates"] / row["wall_s"] * minutes * 60 * 1.05)
 
 
-def pick_run(site: Site, point: Point, minutes: float, threads: int, swept: dict[str, Any]) -> dict[str, Any]:
-    """The picked point (``swept``: its sweep row) trained for ``minutes`` alone on the cores, and
-    the test BLEU at beam 5 of its last model and of its best validated one."""
+def pick_run(site: Site, point: Point, minutes: float, threads: int, swept: dict[str, Any] | None) -> dict[str, Any]:
+    """The picked point (``swept``: its sweep row; None for one given by --pick) trained for
+    ``minutes`` alone on the cores, and the test BLEU at beam 5 of its last model and of its best
+    validated one."""
     name, flags = f"pick-{point.toolkit}", list(point.flags)
     if point.toolkit == "nmtkit":
         run = train_nmtkit(site, minutes, threads, name=name, extra=flags)
     elif point.toolkit == "marian":
         run = train_marian(site, minutes, threads, name, settings=flags)
     elif point.toolkit == "fairseq":
-        if "cosine" in flags:  # its cosine ends at --max-update
+        if "cosine" in flags:  # its cosine ends at --max-update, which its sweep's pace gives
+            if swept is None:
+                fail(PROG, f"fairseq's {point.name}: its cosine needs the pace of its sweep; sweep fairseq")
             flags += ["--max-update", str(budget_updates(swept, minutes))]
         run = train_fairseq(site, minutes, threads, name, settings=flags)
     elif point.toolkit == "opennmt":
@@ -218,7 +222,33 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument(
         "--stage", choices=("sweep", "picks", "all"), default="all", help="stop after the sweep, or after the picks"
     )
+    ap.add_argument(
+        "--pick",
+        action="append",
+        default=[],
+        metavar="TOOLKIT=POINT",
+        help="train POINT (a point's name as the sweep's table writes it) for TOOLKIT, whose sweep is not run "
+        "(one made before, on any machine: its figures count updates, not time)",
+    )
     return ap
+
+
+def given_picks(picks: list[str]) -> dict[str, Point]:
+    """The points given by --pick, each a point of its toolkit's sweep or a rate past its grid."""
+    out = {}
+    for given in picks:
+        toolkit, _, name = given.partition("=")
+        if toolkit not in RECIPES:
+            fail(PROG, f"--pick {given}: unknown toolkit {toolkit!r}; choose from {', '.join(RECIPES)}")
+        recipe = RECIPES[toolkit]
+        rate, schedule = parts(name)
+        known = any(p.name == name for p in recipe.points)
+        if not known and not (
+            re.fullmatch(r"lr [\d.]+(e[+-]?\d+)?(, .+)?", name) and schedule in dict(recipe.schedules)
+        ):
+            fail(PROG, f"--pick {given}: {toolkit} has no point {name!r} (e.g. {recipe.points[0].name!r})")
+        out[toolkit] = recipe.point(name)
+    return out
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -227,6 +257,7 @@ def main(argv: list[str] | None = None) -> None:
     toolkits = [t for t in args.toolkits.split(",") if t]
     if unknown := [t for t in toolkits if t not in RECIPES]:
         fail(PROG, f"unknown toolkit {unknown[0]!r}; choose from {', '.join(RECIPES)}")
+    given = given_picks(args.pick)
     if not (site.data_bin / "manifest.json").exists():
         fail(PROG, f"{args.data}/data-bin-bpe8000: no demo data-bin; run `make data` first")
     prepare(site.data_bin, args.data / "raw" / "test.en", site.units)
@@ -244,8 +275,11 @@ def main(argv: list[str] | None = None) -> None:
         "picked": {},
         "picks": {},
     }
-    best = {}
+    best: dict[str, dict[str, Any] | None] = {}
     for toolkit in here:  # the whole sweep first: the picks need the cores alone
+        if toolkit in given:
+            best[toolkit], results["picked"][toolkit] = None, given[toolkit].name
+            continue
         rows = sweep_toolkit(site, RECIPES[toolkit], args.updates, args.threads)
         results["sweep"] += rows
         best[toolkit] = best_point(rows)

@@ -303,3 +303,19 @@ def test_each_pick_is_scored_on_its_last_model_and_its_best_validated_one(monkey
     assert settings[settings.index("--max-update") + 1] == "1050"
     sweep.pick_run(None, RECIPES["fairseq"].point("lr 5e-3, plateau"), 20.0, 2, swept)
     assert "--max-update" not in given["fairseq"][1]["settings"]
+
+
+def test_a_pick_given_by_name_skips_that_toolkits_sweep_and_a_wrong_one_is_refused(capsys):
+    given = sweep.given_picks(["marian=lr 9e-3", "fairseq=lr 2e-2, cosine", "opennmt=lr 1e-3, adam"])
+    assert given["marian"] == RECIPES["marian"].point("lr 9e-3")  # past its grid: a rate further
+    assert "9e-3" in given["marian"].flags
+    assert "cosine" in given["fairseq"].flags and "2e-2" in given["fairseq"].flags
+    assert "optim=adam" in given["opennmt"].flags
+    for wrong, says in [
+        ("moses=lr 1e-3", "unknown toolkit 'moses'"),
+        ("nmtkit=lr fast", "has no point 'lr fast'"),
+        ("fairseq=lr 5e-3, warm", "has no point 'lr 5e-3, warm'"),
+    ]:
+        with pytest.raises(SystemExit) as stop:
+            sweep.given_picks([wrong])
+        assert stop.value.code == 2 and says in capsys.readouterr().err
