@@ -19,7 +19,8 @@ text and vocabularies every toolkit reads):
 3. decoding at comparable BLEU, as bin/bench-marian decodes: Marian's and fairseq's picks each
    beside nmtkit's kept checkpoint (of its pick's run) nearest its BLEU, then nmtkit's pick, at
    ``--beams`` on ``--threads`` threads and on one;
-4. a table on stdout and in $BENCH_DIR/marian-demo/sweep.json.
+4. a table on stdout and in $BENCH_DIR/marian-demo/sweep.json; after the decoding, the picks'
+   figures in results/bench-sweep.json (:mod:`.results`), which README.md's results table quotes.
 
 Every point, pick and decoding is kept: a rerun goes on where the last call stopped;
 ``--stage sweep`` stops after the sweep, ``--stage picks`` after the picks. A toolkit whose venv
@@ -45,6 +46,7 @@ from .peer_joeynmt import joey_venv, joeynmt_sweep_point, train_joeynmt
 from .peer_marian import marian_sweep_point, prepare, train_marian
 from .peer_opennmt import onmt_bin, opennmt_sweep_point, train_opennmt
 from .peer_recipes import RECIPES, Point, Recipe, nmtkit_sweep_point, parts
+from .results import record
 
 PROG = "bench-sweep"
 EXTEND = 2  # rates added past the grid's end, at most, while the best is at that end
@@ -211,6 +213,20 @@ def table(results: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+NAMES = {"nmtkit": "nmtkit", "marian": "Marian", "fairseq": "fairseq", "joeynmt": "Joey NMT", "opennmt": "OpenNMT-py"}
+
+
+def figures(results: dict[str, Any]) -> dict[str, float]:
+    """The picks' figures as results/bench-sweep.json holds them: each toolkit's test BLEU of its
+    last model and of its best validated one, and its updates in the budget."""
+    out: dict[str, float] = {}
+    for toolkit, r in results["picks"].items():
+        name = NAMES[toolkit]
+        out |= {f"{name} BLEU (last)": r["bleu_last"], f"{name} BLEU (best)": r["bleu"]}
+        out[f"{name} updates"] = r["updates"]
+    return out
+
+
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=CHECKOUT / "data" / "bible")
@@ -291,4 +307,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.stage == "all":
         results["decode"] = decode_picks(site, [int(b) for b in args.beams.split(",")], args.threads, results["picks"])
     write_text(site.work / "sweep.json", json.dumps(results, indent=1))
+    if args.stage == "all" and results["picks"]:
+        title = f"Each toolkit's RNN recipe at its best point, {args.minutes:g} minutes alone: test BLEU at beam 5"
+        record("bench-sweep", title, "make bench-sweep", figures(results), results["machine"])
     print(table(results))

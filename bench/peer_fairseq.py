@@ -117,7 +117,7 @@ def fairseq_sweep_point(site: Site, point: Point, run_dir: Path, updates: int, t
     NLL per target unit (its ``nll_loss``, in bits, turned into nats)."""
     stop = ["--max-update", str(updates), "--validate-interval-updates", str(updates)]
     stop += ["--save-interval-updates", str(updates), "--no-last-checkpoints"]
-    log = run_dir.with_suffix(".log")
+    log = run_dir.parent / f"{run_dir.name}.log"  # a name may hold a dot (lr 1.0)
     cmd = [site.fairseq_bin / "fairseq-train", fairseq_data(site), "--save-dir", run_dir]
     run = timed([*cmd, *over(point.flags, stop)], log, env=fairseq_env(threads))
     if run["rc"] != 0:

@@ -189,7 +189,7 @@ def joeynmt_sweep_point(site: Site, point: Point, run_dir: Path, updates: int, t
     """Joey NMT trained ``updates`` updates with ``point``'s settings, validated at the last: its dev
     cross-entropy per target unit (the log of its dev perplexity)."""
     stop = [f"training.updates={updates}", *validating(updates)]
-    log = run_dir.with_suffix(".log")
+    log = run_dir.parent / f"{run_dir.name}.log"  # a name may hold a dot (lr 1.0)
     run = timed(joey(site, "train", joey_config(site, run_dir, point, stop), "--skip-test"), log, env=joey_env(threads))
     if run["rc"] != 0:
         fail("bench-sweep", f"joeynmt train failed (rc {run['rc']}): see {log}")

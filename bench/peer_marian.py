@@ -160,7 +160,7 @@ def marian_sweep_point(site: Site, point: Point, run_dir: Path, updates: int, th
     """Marian trained ``updates`` updates with ``point``'s settings, validated at the last: its dev
     cross-entropy per target unit (``ce-mean-words``) from its validation log."""
     stop = ["--after", f"{updates}u", "--valid-freq", f"{updates}u", "--save-freq", f"{updates}u"]
-    log = run_dir.with_suffix(".log")
+    log = run_dir.parent / f"{run_dir.name}.log"  # a name may hold a dot (lr 1.0)
     run = timed(marian_train(site, run_dir, threads, over(point.flags, stop)), log)
     if run["rc"] != 0:
         fail("bench-sweep", f"marian train failed (rc {run['rc']}): see {log}")

@@ -50,6 +50,7 @@ ONMT_MODEL = {
     "src_seq_length": 50,
     "tgt_seq_length": 50,
     "seed": 42,
+    "bucket_size": 32768,  # its default, 262,144 examples, is nine passes over this corpus a bucket
     "num_workers": 0,  # its data loading in the training process: one process on the cores
     "report_every": 10,
 }
@@ -94,7 +95,6 @@ def onmt_config(site: Site, run_dir: Path, point: Point, more: list[str]) -> Pat
         "transforms": ["filtertoolong"],
         "save_model": str(run_dir / "model"),
         "keep_checkpoint": -1,
-        "log_file": str(run_dir / "train.log"),
         **copy.deepcopy(ONMT_MODEL),
     }
     path = run_dir / "config.yaml"
@@ -142,7 +142,7 @@ def opennmt_sweep_point(site: Site, point: Point, run_dir: Path, updates: int, t
     """OpenNMT-py trained ``updates`` updates with ``point``'s settings, validated at the last: its
     dev cross-entropy per target unit."""
     config = onmt_config(site, run_dir, point, stopping(updates, updates, updates))
-    log = run_dir.with_suffix(".log")
+    log = run_dir / "train.log"  # its log_file takes only its start: its training logs to stderr
     run = timed([onmt_bin(site) / "onmt_train", "-config", config], log, env=onmt_env(threads))
     if run["rc"] != 0:
         fail("bench-sweep", f"onmt_train failed (rc {run['rc']}): see {log}")
@@ -167,7 +167,7 @@ def train_opennmt(
     run_dir = site.work / name
     run_dir.mkdir(parents=True, exist_ok=True)
     config = onmt_config(site, run_dir, point, stopping(10**7, valid_every, save_every))
-    log = site.work / f"train-{name}.stdout"
+    log = run_dir / "train.log"
     run = timed([onmt_bin(site) / "onmt_train", "-config", config], log, timeout_s=minutes * 60, env=onmt_env(threads))
     if run["rc"] not in (0, 124):
         fail("bench-sweep", f"onmt_train failed (rc {run['rc']}): see {log}")

@@ -235,7 +235,7 @@ def nmtkit_sweep_point(site: Site, point: Point, run_dir: Path, updates: int, th
     bf16 = ["--bf16"] if "--bf16" in demo_flags(1) else []
     cmd = [sys.executable, "-m", "nmtkit", "train", site.data_bin, "--save-dir", run_dir, "--threads", threads]
     cmd += [*point.flags, *bf16, "--max-updates", updates, "--valid-every", updates]
-    log = run_dir.with_suffix(".log")
+    log = run_dir.parent / f"{run_dir.name}.log"  # a name may hold a dot (lr 1.0)
     run = timed(cmd, log)
     if run["rc"] != 0:
         fail("bench-sweep", f"nmtkit train failed (rc {run['rc']}): see {log}")

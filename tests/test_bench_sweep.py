@@ -319,3 +319,43 @@ def test_a_pick_given_by_name_skips_that_toolkits_sweep_and_a_wrong_one_is_refus
         with pytest.raises(SystemExit) as stop:
             sweep.given_picks([wrong])
         assert stop.value.code == 2 and says in capsys.readouterr().err
+
+
+def test_the_picks_figures_name_each_toolkit_with_its_last_and_best_models_bleu():
+    picks = {
+        "nmtkit": {"bleu_last": 16.1, "bleu": 15.9, "updates": 1300},
+        "opennmt": {"bleu_last": 6.2, "bleu": 4.0, "updates": 700},
+    }
+    assert sweep.figures({"picks": picks}) == {
+        "nmtkit BLEU (last)": 16.1,
+        "nmtkit BLEU (best)": 15.9,
+        "nmtkit updates": 1300,
+        "OpenNMT-py BLEU (last)": 6.2,
+        "OpenNMT-py BLEU (best)": 4.0,
+        "OpenNMT-py updates": 700,
+    }
+    assert set(sweep.NAMES) == set(RECIPES)
+
+
+@pytest.mark.parametrize("toolkit", ["nmtkit", "marian", "fairseq", "joeynmt"])
+def test_a_points_log_keeps_its_whole_name_when_the_name_holds_a_dot(monkeypatch, tmp_path, toolkit):
+    import bench.peer_fairseq
+    import bench.peer_joeynmt
+    import bench.peer_marian
+    import bench.peer_recipes
+
+    logs = []
+
+    def timed(cmd, log, **kw):
+        logs.append(log)
+        raise SystemExit(0)
+
+    for module in (bench.peer_fairseq, bench.peer_joeynmt, bench.peer_marian, bench.peer_recipes):
+        monkeypatch.setattr(module, "timed", timed)
+    monkeypatch.setattr(bench.peer_joeynmt, "joey_config", lambda *a, **kw: tmp_path / "config.yaml")
+    monkeypatch.setattr(bench.peer_fairseq, "fairseq_data", lambda site: tmp_path)
+    site = Site(tmp_path, tmp_path / "data")
+    run_dir = tmp_path / f"{toolkit}-lr 1.0"
+    with pytest.raises(SystemExit):
+        sweep.SWEEP[toolkit](site, Point(toolkit, "lr 1.0", ()), run_dir, 10, 2)
+    assert logs == [tmp_path / f"{toolkit}-lr 1.0.log"]
