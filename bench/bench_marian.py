@@ -165,7 +165,7 @@ def decode_row(site: Site, toolkit: str, path: str, beam: int, threads: int, mod
     elif toolkit == "fairseq":
         found = fairseq_decode(site, site.work / model, beam, threads)
         hyps = detokenized(found.pop("hyps"), site.data_bin)
-    elif toolkit in ("joeynmt", "opennmt"):  # their BLEU alone (bin/bench-sweep's picks): no speed
+    elif toolkit in ("joeynmt", "opennmt"):  # bin/bench-sweep's picks (Joey NMT's: BLEU alone, no speed)
         decode = joey_decode if toolkit == "joeynmt" else onmt_decode
         found = decode(site, site.work / model, beam, threads)
         hyps = detokenized(found.pop("hyps"), site.data_bin)

@@ -161,20 +161,28 @@ def pick_run(site: Site, point: Point, minutes: float, threads: int, swept: dict
         run = train_joeynmt(site, minutes, threads, name, point)
     models = pick_models(point.toolkit, run)
     bleu = {kind: bleu5(site, point.toolkit, model, threads) for kind, model in models.items()}
-    return {**run, "point": point.name, "bleu": bleu["best"], "bleu_last": bleu["last"]}
+    return {**run, "point": point.name, "bleu": bleu["best"], "bleu_last": bleu["last"], "models": models}
+
+
+def better(pick: dict[str, Any]) -> tuple[str, float]:
+    """A pick's model of the higher test BLEU, its last or its best validated, and that BLEU."""
+    kind = "last" if pick["bleu_last"] > pick["bleu"] else "best"
+    return pick["models"][kind], max(pick["bleu_last"], pick["bleu"])
 
 
 def decode_picks(site: Site, beams: list[int], threads: int, picks: dict[str, Any]) -> list[dict[str, Any]]:
     """The picks decoded at comparable BLEU, as bin/bench-marian decodes: each timed peer's pick
-    (Marian's, fairseq's) beside nmtkit's kept checkpoint of its own pick's run nearest that peer's
-    BLEU, then nmtkit's pick itself. Joey NMT has no row: its translate times loading with search."""
+    (Marian's, fairseq's, OpenNMT-py's; of its two models the better) beside nmtkit's kept
+    checkpoint of its own pick's run nearest that BLEU, then nmtkit's pick itself. Joey NMT has no
+    row: its translate times loading with search."""
     rows: dict[tuple[Any, ...], dict[str, Any]] = {}
+    timed_peers = [p for p in ("marian", "fairseq", "opennmt") if p in picks]
     pairs = [
-        {"nmtkit": comparable_nmtkit(site, picks[peer]["bleu"], threads, "pick-nmtkit"), peer: PICK_MODEL[peer]}
-        for peer in ("marian", "fairseq")
-        if peer in picks and "nmtkit" in picks
+        {"nmtkit": comparable_nmtkit(site, better(picks[p])[1], threads, "pick-nmtkit"), p: better(picks[p])[0]}
+        for p in (timed_peers if "nmtkit" in picks else [])
     ]
-    for models in [*pairs, {"nmtkit": PICK_MODEL["nmtkit"]}] if "nmtkit" in picks else pairs:
+    mine = [{"nmtkit": better(picks["nmtkit"])[0]}] if "nmtkit" in picks else []
+    for models in [*pairs, *mine]:
         for r in decoding(site, beams, threads, models):
             rows[r["toolkit"], r["model"], r["path"], r["beam"], r["threads"]] = r  # each once
     return list(rows.values())

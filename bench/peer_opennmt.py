@@ -180,14 +180,26 @@ def train_opennmt(
 
 def onmt_decode(site: Site, model: Path, beam: int, threads: int) -> dict[str, Any]:
     """The test verses in units through `onmt_translate` at ``beam`` (output limit 110 units, as
-    nmtkit's at the longest source; no length penalty): its outputs and peak RSS (no speed: its
-    time includes loading)."""
+    nmtkit's at the longest source; no length penalty): its own search time (`-report_time`, model
+    loading apart), sentences, generated tokens (</s> included, as the others count), its outputs
+    and peak RSS."""
     out = model.with_suffix(f".test-b{beam}.txt")
     cmd = [onmt_bin(site) / "onmt_translate", "-model", model, "-src", site.units / "test.bpe.en", "-output", out]
-    cmd += ["-beam_size", beam, "-batch_size", 32, "-batch_type", "sents", "-max_length", 110]
+    cmd += ["-beam_size", beam, "-batch_size", 32, "-batch_type", "sents", "-max_length", 110, "-report_time"]
     log = out.with_suffix(".log")
     run = timed(cmd, log, env=onmt_env(threads))
     hyps = out.read_text(encoding="utf-8").splitlines() if out.exists() else []
-    if run["rc"] != 0 or not hyps:
+    text = log.read_text(errors="replace") if log.exists() else ""
+    total, rate = (
+        re.search(rf"{what}: ([\d.]+)", text) for what in (r"Total translation time \(s\)", "Tokens per second")
+    )
+    if run["rc"] != 0 or not hyps or not total or not rate:
         fail("bench-sweep", f"onmt_translate failed (rc {run['rc']}): see {log}")
-    return {"hyps": hyps, "peak_rss_mb": run["peak_rss_mb"]}
+    words = sum(len(h.split()) for h in hyps)  # its rate's count: the units, </s> left out
+    return {  # its time to a tenth of a second; from its rate, where it has one, to its digits
+        "seconds": words / float(rate.group(1)) if words and float(rate.group(1)) else float(total.group(1)),
+        "sentences": len(hyps),
+        "tokens": words + len(hyps),
+        "hyps": hyps,
+        "peak_rss_mb": run["peak_rss_mb"],
+    }

@@ -159,19 +159,33 @@ def test_the_picks_are_decoded_beside_nmtkits_checkpoint_of_their_bleu_each_row_
 
     monkeypatch.setattr(sweep, "comparable_nmtkit", comparable)
     monkeypatch.setattr(sweep, "decoding", decoding)
-    picks = {"nmtkit": {"bleu": 17.0}, "marian": {"bleu": 9.0}, "fairseq": {"bleu": 3.0}, "joeynmt": {"bleu": 8.0}}
+
+    def pick(toolkit, best, last):
+        return {"bleu": best, "bleu_last": last} | {"models": sweep.pick_models(toolkit, {})}
+
+    monkeypatch.setattr(sweep, "LAST_MODEL", sweep.LAST_MODEL | {"opennmt": "pick-opennmt/model_step_950.pt"})
+    monkeypatch.setattr(sweep, "PICK_MODEL", sweep.PICK_MODEL | {"opennmt": "pick-opennmt/model_step_800.pt"})
+    monkeypatch.setattr(sweep, "pick_models", lambda t, run: {"last": sweep.LAST_MODEL[t], "best": sweep.PICK_MODEL[t]})
+    picks = {
+        "nmtkit": pick("nmtkit", 17.0, 16.5),
+        "marian": pick("marian", 8.0, 9.0),  # its last model the better: decoded at 9.0
+        "fairseq": pick("fairseq", 3.0, 2.0),
+        "joeynmt": pick("joeynmt", 8.0, 8.0),
+        "opennmt": pick("opennmt", 3.0, 3.0),
+    }
     rows = sweep.decode_picks(None, [5], 2, picks)
     assert asked == [
-        {"nmtkit": "pick-nmtkit/update-400.pt", "marian": "pick-marian"},
+        {"nmtkit": "pick-nmtkit/update-400.pt", "marian": "pick-marian/model.npz"},
         {"nmtkit": "pick-nmtkit/update-200.pt", "fairseq": "pick-fairseq/checkpoint_best.pt"},
+        {"nmtkit": "pick-nmtkit/update-200.pt", "opennmt": "pick-opennmt/model_step_800.pt"},
         {"nmtkit": "pick-nmtkit/best.pt"},
     ]
-    assert len(rows) == 5 and "joeynmt" not in {r["toolkit"] for r in rows}
+    assert len(rows) == 6 and "joeynmt" not in {r["toolkit"] for r in rows}
     asked.clear()
-    picks["fairseq"]["bleu"] = 9.0  # the same checkpoint as Marian's: its rows once
+    picks["fairseq"]["bleu"] = picks["opennmt"]["bleu"] = 9.0  # the same checkpoint as Marian's: its rows once
     comparable_once = {9.0: "pick-nmtkit/update-400.pt"}
     monkeypatch.setattr(sweep, "comparable_nmtkit", lambda site, bleu, threads, run: comparable_once[bleu])
-    assert len(sweep.decode_picks(None, [5], 2, picks)) == 4
+    assert len(sweep.decode_picks(None, [5], 2, picks)) == 5
 
 
 def test_a_best_rate_at_the_grids_end_is_swept_further_until_it_lies_inside(monkeypatch):
@@ -359,3 +373,25 @@ def test_a_points_log_keeps_its_whole_name_when_the_name_holds_a_dot(monkeypatch
     with pytest.raises(SystemExit):
         sweep.SWEEP[toolkit](site, Point(toolkit, "lr 1.0", ()), run_dir, 10, 2)
     assert logs == [tmp_path / f"{toolkit}-lr 1.0.log"]
+
+
+def test_opennmt_decoding_is_timed_by_its_own_report_and_counts_end_of_sentence(monkeypatch, tmp_path):
+    import bench.peer_opennmt as onmt
+
+    def timed(cmd, log, **kw):
+        assert "-report_time" in cmd
+        out = Path(cmd[cmd.index("-output") + 1])
+        out.write_text("le roi .\nil dit\n", encoding="utf-8")
+        log.write_text("[x INFO] Total translation time (s): 0.1\n[x INFO] Tokens per second: 40.0\n")
+        return {"rc": 0, "peak_rss_mb": 900.0}
+
+    monkeypatch.setattr(onmt, "timed", timed)
+    found = onmt.onmt_decode(Site(tmp_path, tmp_path / "data"), tmp_path / "model_step_10.pt", 5, 2)
+    # its rate counts the 5 units; the others count </s> too: 7 tokens in 5/40 s
+    assert found == {
+        "seconds": 0.125,
+        "sentences": 2,
+        "tokens": 7,
+        "hyps": ["le roi .", "il dit"],
+        "peak_rss_mb": 900.0,
+    }
