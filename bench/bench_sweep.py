@@ -40,7 +40,7 @@ from typing import Any
 from nmtkit.core.machine import describe, machine
 
 from .bench_common import CHECKOUT, Site, bench_dir, fail, json_of, write_text
-from .bench_marian import bleu5, comparable_nmtkit, decode_table, decoding, train_nmtkit
+from .bench_marian import bleu5, comparable_nmtkit, decode_table, decoding, fastest_path, train_nmtkit
 from .peer_fairseq import fairseq_sweep_point, train_fairseq
 from .peer_joeynmt import joey_venv, joeynmt_sweep_point, train_joeynmt
 from .peer_marian import marian_sweep_point, prepare, train_marian
@@ -170,22 +170,61 @@ def better(pick: dict[str, Any]) -> tuple[str, float]:
     return pick["models"][kind], max(pick["bleu_last"], pick["bleu"])
 
 
+TIMED_PEERS = ("marian", "fairseq", "opennmt")  # Joey NMT's translate times its loading with its search
+
+
+def beside(site: Site, threads: int, picks: dict[str, Any]) -> dict[str, str]:
+    """Each timed peer's pick → nmtkit's kept checkpoint of its own pick's run nearest the BLEU of
+    the peer's better model."""
+    if "nmtkit" not in picks:
+        return {}
+    peers = [p for p in TIMED_PEERS if p in picks]
+    return {p: comparable_nmtkit(site, better(picks[p])[1], threads, "pick-nmtkit") for p in peers}
+
+
 def decode_picks(site: Site, beams: list[int], threads: int, picks: dict[str, Any]) -> list[dict[str, Any]]:
     """The picks decoded at comparable BLEU, as bin/bench-marian decodes: each timed peer's pick
     (Marian's, fairseq's, OpenNMT-py's; of its two models the better) beside nmtkit's kept
-    checkpoint of its own pick's run nearest that BLEU, then nmtkit's pick itself. Joey NMT has no
-    row: its translate times loading with search."""
+    checkpoint of its own pick's run nearest that BLEU (:func:`beside`), then nmtkit's pick itself.
+    Joey NMT has no row: its translate times loading with search."""
     rows: dict[tuple[Any, ...], dict[str, Any]] = {}
-    timed_peers = [p for p in ("marian", "fairseq", "opennmt") if p in picks]
-    pairs = [
-        {"nmtkit": comparable_nmtkit(site, better(picks[p])[1], threads, "pick-nmtkit"), p: better(picks[p])[0]}
-        for p in (timed_peers if "nmtkit" in picks else [])
-    ]
-    mine = [{"nmtkit": better(picks["nmtkit"])[0]}] if "nmtkit" in picks else []
-    for models in [*pairs, *mine]:
+    pairs = [{"nmtkit": mine, peer: better(picks[peer])[0]} for peer, mine in beside(site, threads, picks).items()]
+    own = [{"nmtkit": better(picks["nmtkit"])[0]}] if "nmtkit" in picks else []
+    for models in [*pairs, *own]:
         for r in decoding(site, beams, threads, models):
             rows[r["toolkit"], r["model"], r["path"], r["beam"], r["threads"]] = r  # each once
     return list(rows.values())
+
+
+def fastest(rows: list[dict[str, Any]], toolkit: str, model: str, beam: int, threads: int) -> dict[str, Any] | None:
+    """The decoding row of ``model``'s fastest path at ``beam`` on ``threads`` threads among those
+    within a BLEU point of its fp32 path's (:func:`.bench_marian.fastest_path`)."""
+    mine = [r for r in rows if (r["toolkit"], r["model"], r["beam"], r["threads"]) == (toolkit, model, beam, threads)]
+    mine.sort(key=lambda r: r["path"] != "fp32")
+    return next(r for r in mine if r["path"] == fastest_path(mine)) if mine else None
+
+
+def lead(results: dict[str, Any], threads: int, beam: int = 5) -> list[str]:
+    """The one table docs/benchmarks.md leads with: each toolkit's recipe and pick, its run, its
+    two models' test BLEU, and its fastest decoding at beam ``beam`` of its better model, a peer's
+    beside nmtkit's at the peer's BLEU."""
+    out = [
+        "| toolkit | recipe | pick | updates | target tok/s | peak RSS | test BLEU, last model | best validated "
+        f"| decoding tok/s, beam {beam} | nmtkit at that BLEU |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    rows, mates = results.get("decode", []), results.get("beside", {})
+    for toolkit, r in results["picks"].items():
+        speed = f"{r['tgt_tok_per_s']:,.0f}" if r.get("tgt_tok_per_s") else "–"
+        timed = fastest(rows, toolkit, better(r)[0], beam, threads)
+        decoding = f"{timed['tok_per_s']:,.0f} ({timed['path']})" if timed else "–"
+        mate = fastest(rows, "nmtkit", mates[toolkit], beam, threads) if toolkit in mates else None
+        near = f"{mate['tok_per_s']:,.0f} ({mate['path']}) at {mate['bleu']:.2f}" if mate else "–"
+        out.append(
+            f"| {NAMES[toolkit]} | {RECIPES[toolkit].source} | {r['point']} | {r['updates']:,} | {speed} | "
+            f"{r['peak_rss_mb']:,.0f} MB | {r['bleu_last']:.2f} | {r['bleu']:.2f} | {decoding} | {near} |"
+        )
+    return out
 
 
 def table(results: dict[str, Any]) -> str:
@@ -202,19 +241,8 @@ def table(results: dict[str, Any]) -> str:
         mark = " **(pick)**" if r["point"] == results["picked"].get(r["toolkit"]) else ""
         out.append(f"| {r['toolkit']} | {r['point']}{mark} | {r['updates']:,} | {ce} | {r['wall_s'] / 60:.1f} |")
     if results["picks"]:
-        out += [
-            "",
-            f"Picks: {results['minutes']:g} minutes each, alone on the cores",
-            "",
-            "| toolkit | point | updates | target tok/s | peak RSS | test BLEU, last model | best validated |",
-            "|---|---|---:|---:|---:|---:|---:|",
-        ]
-        for toolkit, r in results["picks"].items():
-            speed = f"{r['tgt_tok_per_s']:,.0f}" if r.get("tgt_tok_per_s") else "–"
-            out.append(
-                f"| {toolkit} | {r['point']} | {r['updates']:,} | {speed} | {r['peak_rss_mb']:,.0f} MB | "
-                f"{r['bleu_last']:.2f} | {r['bleu']:.2f} |"
-            )
+        out += ["", f"Picks: {results['minutes']:g} minutes each, alone on the cores", ""]
+        out += lead(results, results["threads"])
     if results.get("decode"):
         out += ["", "Decoding the test verses at comparable BLEU (search time, model loading apart)", ""]
         out.append(decode_table(results["decode"]))
@@ -295,6 +323,7 @@ def main(argv: list[str] | None = None) -> None:
         "machine": describe(machine()),
         "updates": args.updates,
         "minutes": args.minutes,
+        "threads": args.threads,
         "sweep": [],
         "picked": {},
         "picks": {},
@@ -314,6 +343,7 @@ def main(argv: list[str] | None = None) -> None:
             results["picks"][toolkit] = pick_run(site, point, args.minutes, args.threads, best[toolkit])
     if args.stage == "all":
         results["decode"] = decode_picks(site, [int(b) for b in args.beams.split(",")], args.threads, results["picks"])
+        results["beside"] = beside(site, args.threads, results["picks"])
     write_text(site.work / "sweep.json", json.dumps(results, indent=1))
     if args.stage == "all" and results["picks"]:
         title = f"Each toolkit's RNN recipe at its best point, {args.minutes:g} minutes alone: test BLEU at beam 5"

@@ -395,3 +395,40 @@ def test_opennmt_decoding_is_timed_by_its_own_report_and_counts_end_of_sentence(
         "hyps": ["le roi .", "il dit"],
         "peak_rss_mb": 900.0,
     }
+
+
+def test_the_leading_table_gives_each_pick_its_run_both_bleus_and_its_fastest_sound_decoding():
+    def row(toolkit, model, path, bleu, tok, threads=2, beam=5):
+        return {"toolkit": toolkit, "model": model, "path": path, "bleu": bleu, "tok_per_s": tok} | {
+            "beam": beam,
+            "threads": threads,
+        }
+
+    pick = {"tgt_tok_per_s": 2500.0, "peak_rss_mb": 1600.0, "updates": 1300}
+    results = {
+        "picks": {
+            "nmtkit": pick
+            | {"point": "lr 1e-2", "bleu": 15.5, "bleu_last": 15.8, "models": {"last": "L", "best": "B"}},
+            "marian": pick | {"point": "lr 9e-3", "bleu": 9.0, "bleu_last": 10.0, "models": {"last": "m", "best": "M"}},
+            "joeynmt": pick | {"point": "lr 1e-3", "bleu": 6.0, "bleu_last": 5.0, "models": {"last": "j", "best": "J"}},
+        },
+        "beside": {"marian": "u600"},
+        "decode": [
+            row("marian", "m", "fp32", 10.0, 245.0),
+            row("marian", "m", "intgemm8", 0.1, 400.0),  # fastest, but its translations broken: not the row's
+            row("marian", "m", "fp32", 10.0, 120.0, threads=1),
+            row("marian", "M", "fp32", 9.0, 300.0),  # the worse model: not the row's
+            row("nmtkit", "u600", "fp32", 10.2, 1200.0),
+            row("nmtkit", "u600", "int8 + shortlist", 9.8, 1700.0),
+            row("nmtkit", "L", "fp32", 15.8, 1300.0),
+            row("nmtkit", "L", "fp32", 15.5, 500.0, beam=12),
+        ],
+    }
+    lines = sweep.lead(results, threads=2)
+    marian = next(line for line in lines if line.startswith("| Marian |"))
+    assert marian.endswith("| 10.00 | 9.00 | 245 (fp32) | 1,700 (int8 + shortlist) at 9.80 |")
+    assert next(line for line in lines if line.startswith("| nmtkit |")).endswith(
+        "| 15.80 | 15.50 | 1,300 (fp32) | – |"
+    )
+    joey = next(line for line in lines if line.startswith("| Joey NMT |"))
+    assert "| lr 1e-3 | 1,300 | 2,500 | 1,600 MB | 5.00 | 6.00 | – | – |" in joey
