@@ -335,8 +335,8 @@ def main(argv: list[str] | None = None) -> None:
             continue
         rows = sweep_toolkit(site, RECIPES[toolkit], args.updates, args.threads)
         results["sweep"] += rows
-        best[toolkit] = best_point(rows)
-        results["picked"][toolkit] = best[toolkit]["point"]
+        best[toolkit] = found = best_point(rows)
+        results["picked"][toolkit] = found["point"]
     if args.stage != "sweep":
         for toolkit in here:
             point = RECIPES[toolkit].point(results["picked"][toolkit])
