@@ -254,12 +254,19 @@ NAMES = {"nmtkit": "nmtkit", "marian": "Marian", "fairseq": "fairseq", "joeynmt"
 
 def figures(results: dict[str, Any]) -> dict[str, float]:
     """The picks' figures as results/bench-sweep.json holds them: each toolkit's test BLEU of its
-    last model and of its best validated one, and its updates in the budget."""
+    last model and of its best validated one, and its updates in the budget; and for each timed
+    peer, nmtkit's fastest decoding at its BLEU over the peer's (beam 5)."""
     out: dict[str, float] = {}
     for toolkit, r in results["picks"].items():
         name = NAMES[toolkit]
         out |= {f"{name} BLEU (last)": r["bleu_last"], f"{name} BLEU (best)": r["bleu"]}
         out[f"{name} updates"] = r["updates"]
+    rows, threads = results.get("decode", []), int(results.get("threads", 0))
+    for peer, mine in results.get("beside", {}).items():
+        theirs = fastest(rows, peer, better(results["picks"][peer])[0], 5, threads)
+        ours = fastest(rows, "nmtkit", mine, 5, threads)
+        if theirs and ours:
+            out[f"nmtkit's decoding tokens/s over {NAMES[peer]}'s (beam 5)"] = ours["tok_per_s"] / theirs["tok_per_s"]
     return out
 
 

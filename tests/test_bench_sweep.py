@@ -425,6 +425,8 @@ def test_the_leading_table_gives_each_pick_its_run_both_bleus_and_its_fastest_so
         ],
     }
     lines = sweep.lead(results, threads=2)
+    ratio = sweep.figures(results | {"threads": 2})["nmtkit's decoding tokens/s over Marian's (beam 5)"]
+    assert ratio == pytest.approx(1700 / 245)
     marian = next(line for line in lines if line.startswith("| Marian |"))
     assert marian.endswith("| 10.00 | 9.00 | 245 (fp32) | 1,700 (int8 + shortlist) at 9.80 |")
     assert next(line for line in lines if line.startswith("| nmtkit |")).endswith(
