@@ -158,8 +158,9 @@ def test_the_gpu_scale_runs_at_tiny_sizes_on_a_cpu_resumes_after_a_kill_and_repo
         ("rnnsearch-50", "RNNsearch-50"),
     ):
         progress = checkpoint.load(paper / model / "last.pt").training.progress
-        # the budget is minutes, the final validation kept back from them
-        assert progress.seconds <= 0.1 * 60 < progress.seconds + 30
+        # the budget is minutes, the final validation kept back from them; an update begun within
+        # them may end past them on a loaded machine (one took 2.7 s of a 6-second budget in CI)
+        assert progress.seconds <= 0.1 * 60 + 5 and 0.1 * 60 < progress.seconds + 30
         # what the report says each system did is what its checkpoint holds
         assert (
             f"{title}: {progress.step:,} updates of 80 pairs, adam 0.001, 32 hidden units, "
