@@ -434,3 +434,29 @@ def test_the_leading_table_gives_each_pick_its_run_both_bleus_and_its_fastest_so
     )
     joey = next(line for line in lines if line.startswith("| Joey NMT |"))
     assert "| lr 1e-3 | 1,300 | 2,500 | 1,600 MB | 5.00 | 6.00 | – | – |" in joey
+
+
+def test_marians_models_are_its_directorys_best_or_a_model_file_each_with_its_int8_conversion(monkeypatch, tmp_path):
+    import bench.peer_marian as peer
+
+    converted = []
+
+    def run(cmd, **kw):
+        converted.append(Path(cmd[cmd.index("-t") + 1]))
+        return subprocess.CompletedProcess(cmd, 0)
+
+    monkeypatch.setattr(peer.subprocess, "run", run)
+    site = Site(tmp_path, tmp_path / "data")
+    pick = site.work / "pick-marian"
+    pick.mkdir(parents=True)
+    (pick / "model.npz").write_bytes(b"last")
+    (pick / "model.npz.best-ce-mean-words.npz").write_bytes(b"best")
+    assert peer.marian_models(site, "pick-marian") == {
+        "fp32": pick / "model.npz.best-ce-mean-words.npz",
+        "intgemm8": pick / "model.intgemm8.bin",
+    }
+    assert peer.marian_models(site, "pick-marian/model.npz") == {
+        "fp32": pick / "model.npz",
+        "intgemm8": pick / "model.npz.intgemm8.bin",  # its own conversion, not the best model's
+    }
+    assert converted == [pick / "model.intgemm8.bin", pick / "model.npz.intgemm8.bin"]
