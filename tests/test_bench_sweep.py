@@ -268,7 +268,7 @@ def test_opennmt_reads_its_validations_and_names_its_last_and_best_checkpoints(t
     assert models == {"last": tmp_path / "model_step_450.pt", "best": tmp_path / "model_step_200.pt"}
 
 
-def test_each_pick_is_scored_on_its_last_model_and_its_best_validated_one(monkeypatch):
+def test_each_pick_is_scored_on_its_last_model_and_its_best_validated_one(monkeypatch, tmp_path):
     scored = []
 
     def bleu5(site, toolkit, model, threads):
@@ -294,9 +294,13 @@ def test_each_pick_is_scored_on_its_last_model_and_its_best_validated_one(monkey
 
         monkeypatch.setattr(sweep, trainer, train)
     swept = {"updates": 200, "wall_s": 240.0}
+    site = Site(tmp_path, tmp_path / "data")
+    for best in [*sweep.PICK_MODEL.values(), "pick-opennmt/model_step_400.pt"]:
+        (site.work / best).parent.mkdir(parents=True, exist_ok=True)
+        (site.work / best).touch()
     for toolkit in runs:
         point = RECIPES[toolkit].points[0]
-        row = sweep.pick_run(None, point, 20.0, 2, swept)
+        row = sweep.pick_run(site, point, 20.0, 2, swept)
         assert (row["bleu"], row["bleu_last"]) == (10.0, 7.0), toolkit
     assert [m for _, m in scored] == [
         "pick-nmtkit/last.pt",
@@ -312,11 +316,16 @@ def test_each_pick_is_scored_on_its_last_model_and_its_best_validated_one(monkey
     ]
     # fairseq's cosine is told where the budget ends: 200 updates in 240 s, 20 minutes, 5% more
     cosine = RECIPES["fairseq"].point("lr 5e-3, cosine")
-    sweep.pick_run(None, cosine, 20.0, 2, swept)
+    sweep.pick_run(site, cosine, 20.0, 2, swept)
     settings = given["fairseq"][1]["settings"]
     assert settings[settings.index("--max-update") + 1] == "1050"
-    sweep.pick_run(None, RECIPES["fairseq"].point("lr 5e-3, plateau"), 20.0, 2, swept)
+    sweep.pick_run(site, RECIPES["fairseq"].point("lr 5e-3, plateau"), 20.0, 2, swept)
     assert "--max-update" not in given["fairseq"][1]["settings"]
+    # a run that never validated has no best model: its last one stands for both
+    (site.work / sweep.PICK_MODEL["joeynmt"]).unlink()
+    scored.clear()
+    row = sweep.pick_run(site, RECIPES["joeynmt"].points[0], 20.0, 2, swept)
+    assert scored == [("joeynmt", "pick-joeynmt/model/latest.ckpt")] * 2 and row["bleu"] == row["bleu_last"]
 
 
 def test_a_pick_given_by_name_skips_that_toolkits_sweep_and_a_wrong_one_is_refused(capsys):
