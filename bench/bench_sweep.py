@@ -41,7 +41,7 @@ from nmtkit.core.machine import describe, machine
 
 from .bench_common import CHECKOUT, Site, bench_dir, fail, json_of, write_text
 from .bench_marian import bleu5, comparable_nmtkit, decode_table, decoding, fastest_path, train_nmtkit
-from .peer_fairseq import fairseq_sweep_point, train_fairseq
+from .peer_fairseq import fairseq_pace, fairseq_sweep_point, train_fairseq
 from .peer_joeynmt import joey_venv, joeynmt_sweep_point, train_joeynmt
 from .peer_marian import marian_sweep_point, prepare, train_marian
 from .peer_opennmt import onmt_bin, opennmt_sweep_point, train_opennmt
@@ -134,26 +134,17 @@ def pick_models(toolkit: str, run: dict[str, Any]) -> dict[str, str]:
     return {"last": LAST_MODEL[toolkit], "best": PICK_MODEL[toolkit]}
 
 
-def budget_updates(row: dict[str, Any], minutes: float) -> int:
-    """The updates a sweep point's pace gives in ``minutes`` (a twentieth more: its wall time held
-    the start and a validation), for a schedule that must know where it ends."""
-    return int(row["updates"] / row["wall_s"] * minutes * 60 * 1.05)
-
-
-def pick_run(site: Site, point: Point, minutes: float, threads: int, swept: dict[str, Any] | None) -> dict[str, Any]:
-    """The picked point (``swept``: its sweep row; None for one given by --pick) trained for
-    ``minutes`` alone on the cores, and the test BLEU at beam 5 of its last model and of its best
-    validated one."""
+def pick_run(site: Site, point: Point, minutes: float, threads: int) -> dict[str, Any]:
+    """The picked point trained for ``minutes`` alone on the cores, and the test BLEU at beam 5 of
+    its last model and of its best validated one."""
     name, flags = f"pick-{point.toolkit}", list(point.flags)
     if point.toolkit == "nmtkit":
         run = train_nmtkit(site, minutes, threads, name=name, extra=flags)
     elif point.toolkit == "marian":
         run = train_marian(site, minutes, threads, name, settings=flags)
     elif point.toolkit == "fairseq":
-        if "cosine" in flags:  # its cosine ends at --max-update, which its sweep's pace gives
-            if swept is None:
-                fail(PROG, f"fairseq's {point.name}: its cosine needs the pace of its sweep; sweep fairseq")
-            flags += ["--max-update", str(budget_updates(swept, minutes))]
+        if "cosine" in flags:  # its cosine ends at --max-update: the updates its pace here gives in the budget
+            flags += ["--max-update", str(int(fairseq_pace(site, point, threads) * minutes * 60))]
         run = train_fairseq(site, minutes, threads, name, settings=flags)
     elif point.toolkit == "opennmt":
         run = train_opennmt(site, minutes, threads, name, point)
@@ -337,19 +328,17 @@ def main(argv: list[str] | None = None) -> None:
         "picked": {},
         "picks": {},
     }
-    best: dict[str, dict[str, Any] | None] = {}
     for toolkit in here:  # the whole sweep first: the picks need the cores alone
         if toolkit in given:
-            best[toolkit], results["picked"][toolkit] = None, given[toolkit].name
+            results["picked"][toolkit] = given[toolkit].name
             continue
         rows = sweep_toolkit(site, RECIPES[toolkit], args.updates, args.threads)
         results["sweep"] += rows
-        best[toolkit] = found = best_point(rows)
-        results["picked"][toolkit] = found["point"]
+        results["picked"][toolkit] = best_point(rows)["point"]
     if args.stage != "sweep":
         for toolkit in here:
             point = RECIPES[toolkit].point(results["picked"][toolkit])
-            results["picks"][toolkit] = pick_run(site, point, args.minutes, args.threads, best[toolkit])
+            results["picks"][toolkit] = pick_run(site, point, args.minutes, args.threads)
     if args.stage == "all":
         results["decode"] = decode_picks(site, [int(b) for b in args.beams.split(",")], args.threads, results["picks"])
         results["beside"] = beside(site, args.threads, results["picks"])

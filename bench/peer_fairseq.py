@@ -10,6 +10,7 @@ import json
 import math
 import os
 import re
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -128,6 +129,31 @@ def fairseq_sweep_point(site: Site, point: Point, run_dir: Path, updates: int, t
         "wall_s": run["wall_s"],
         "peak_rss_mb": run["peak_rss_mb"],
     }
+
+
+def fairseq_pace(site: Site, point: Point, threads: int, updates: int = 60, every: int = 10) -> float:
+    """Updates a second of ``point``'s run, measured by a short run just before its pick, alone on
+    the cores (kept: a rerun reads it back): the pace between its first and last logged windows,
+    its start-up and first window left out. A schedule that must know where the budget ends (its
+    cosine) gets that pace times the budget: a few updates too many (the start and the
+    validations are not counted), never too few."""
+    out = site.work / "pace-fairseq.json"
+    if out.exists():
+        return float(json_of(out)["updates_per_s"])
+    run_dir = site.work / "pace-fairseq"
+    shutil.rmtree(run_dir, ignore_errors=True)
+    run_dir.mkdir(parents=True)
+    stop = ["--max-update", str(updates), "--log-interval", str(every), "--disable-validation", "--no-save"]
+    log = run_dir.parent / f"{run_dir.name}.log"
+    cmd = [site.fairseq_bin / "fairseq-train", fairseq_data(site), "--save-dir", run_dir]
+    run = timed([*cmd, *over(point.flags, stop)], log, env=fairseq_env(threads))
+    windows = [(int(n), int(w)) for n, w in re.findall(r"num_updates=(\d+).*?\bwall=(\d+)", log.read_text())]
+    if run["rc"] != 0 or len(windows) < 2 or windows[-1][1] <= windows[0][1]:
+        fail("bench-sweep", f"fairseq-train's pace run failed (rc {run['rc']}): see {log}")
+    (n0, w0), (n1, w1) = windows[0], windows[-1]
+    pace = (n1 - n0) / (w1 - w0)
+    write_text(out, json.dumps({"point": point.name, "updates_per_s": pace, "windows": windows}, indent=1))
+    return pace
 
 
 def fairseq_dev_ce(log: str) -> float | None:

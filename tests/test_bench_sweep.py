@@ -293,14 +293,14 @@ def test_each_pick_is_scored_on_its_last_model_and_its_best_validated_one(monkey
             )
 
         monkeypatch.setattr(sweep, trainer, train)
-    swept = {"updates": 200, "wall_s": 240.0}
+    monkeypatch.setattr(sweep, "fairseq_pace", lambda site, point, threads: 0.875)  # updates a second
     site = Site(tmp_path, tmp_path / "data")
     for best in [*sweep.PICK_MODEL.values(), "pick-opennmt/model_step_400.pt"]:
         (site.work / best).parent.mkdir(parents=True, exist_ok=True)
         (site.work / best).touch()
     for toolkit in runs:
         point = RECIPES[toolkit].points[0]
-        row = sweep.pick_run(site, point, 20.0, 2, swept)
+        row = sweep.pick_run(site, point, 20.0, 2)
         assert (row["bleu"], row["bleu_last"]) == (10.0, 7.0), toolkit
     assert [m for _, m in scored] == [
         "pick-nmtkit/last.pt",
@@ -314,17 +314,17 @@ def test_each_pick_is_scored_on_its_last_model_and_its_best_validated_one(monkey
         "pick-opennmt/model_step_950.pt",
         "pick-opennmt/model_step_400.pt",
     ]
-    # fairseq's cosine is told where the budget ends: 200 updates in 240 s, 20 minutes, 5% more
+    # fairseq's cosine is told where the budget ends: its pace here, 0.875 updates a second, for 20 minutes
     cosine = RECIPES["fairseq"].point("lr 5e-3, cosine")
-    sweep.pick_run(site, cosine, 20.0, 2, swept)
+    sweep.pick_run(site, cosine, 20.0, 2)
     settings = given["fairseq"][1]["settings"]
     assert settings[settings.index("--max-update") + 1] == "1050"
-    sweep.pick_run(site, RECIPES["fairseq"].point("lr 5e-3, plateau"), 20.0, 2, swept)
+    sweep.pick_run(site, RECIPES["fairseq"].point("lr 5e-3, plateau"), 20.0, 2)
     assert "--max-update" not in given["fairseq"][1]["settings"]
     # a run that never validated has no best model: its last one stands for both
     (site.work / sweep.PICK_MODEL["joeynmt"]).unlink()
     scored.clear()
-    row = sweep.pick_run(site, RECIPES["joeynmt"].points[0], 20.0, 2, swept)
+    row = sweep.pick_run(site, RECIPES["joeynmt"].points[0], 20.0, 2)
     assert scored == [("joeynmt", "pick-joeynmt/model/latest.ckpt")] * 2 and row["bleu"] == row["bleu_last"]
 
 
@@ -469,3 +469,26 @@ def test_marians_models_are_its_directorys_best_or_a_model_file_each_with_its_in
         "intgemm8": pick / "model.npz.intgemm8.bin",  # its own conversion, not the best model's
     }
     assert converted == [pick / "model.intgemm8.bin", pick / "model.npz.intgemm8.bin"]
+
+
+def test_fairseqs_pace_is_read_between_its_first_and_last_windows_and_kept(monkeypatch, tmp_path):
+    import bench.peer_fairseq as peer
+
+    runs = []
+
+    def timed(cmd, log, **kw):
+        runs.append(cmd)
+        assert "--disable-validation" in cmd and cmd[cmd.index("--max-update") + 1] == "60"
+        log.write_text(
+            "epoch 001:     10 / 377 loss=9.1, ups=0.4, num_updates=10, lr=0.001, train_wall=20, wall=30\n"
+            "epoch 001:     20 / 377 loss=8.1, ups=0.8, num_updates=20, lr=0.002, train_wall=32, wall=42\n"
+            "epoch 001:     60 / 377 loss=7.1, ups=0.8, num_updates=60, lr=0.005, train_wall=80, wall=90\n"
+        )
+        return {"rc": 0}
+
+    monkeypatch.setattr(peer, "timed", timed)
+    monkeypatch.setattr(peer, "fairseq_data", lambda site: tmp_path)
+    site = Site(tmp_path, tmp_path / "data")
+    point = RECIPES["fairseq"].point("lr 5e-3, cosine")
+    assert peer.fairseq_pace(site, point, 2) == pytest.approx(50 / 60)  # updates 10 → 60 in 30 → 90 s
+    assert peer.fairseq_pace(site, point, 2) == pytest.approx(50 / 60) and len(runs) == 1  # read back
