@@ -77,10 +77,10 @@ def joey_venv(site: Site) -> Path:
     return site.bench / "joeynmt" / "venv"
 
 
-def joey_vocab(site: Site) -> dict[str, Path]:
-    """nmtkit's two vocabularies as Joey NMT's files (one unit a line; Joey puts its own <unk>,
-    <pad>, <s> and </s> first)."""
-    out, corpus = site.work / "joeynmt-data", Corpus(site.data_bin)
+def vocab_files(site: Site, folder: str) -> dict[str, Path]:
+    """nmtkit's two vocabularies as a peer's files under ``folder`` of the work directory: one
+    unit a line, nmtkit's specials left out (Joey NMT and OpenNMT-py put their own first)."""
+    out, corpus = site.work / folder, Corpus(site.data_bin)
     files = {lang: out / f"vocab.{lang}" for lang in ("en", "fr")}
     if all(f.exists() for f in files.values()):
         return files
@@ -107,7 +107,7 @@ def settle(config: dict[str, Any], settings: list[str]) -> dict[str, Any]:
 
 def joey_config(site: Site, run_dir: Path, point: Point, more: list[str]) -> Path:
     """The configuration of one run into ``run_dir``/config.yaml."""
-    vocab, d = joey_vocab(site), site.units
+    vocab, d = vocab_files(site, "joeynmt-data"), site.units
     side = {"level": "word", "lowercase": False, "max_length": 50}
     config: dict[str, Any] = {
         "name": run_dir.name,

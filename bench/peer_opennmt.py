@@ -15,11 +15,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from nmtkit.data.binarized import Corpus
-from nmtkit.data.vocab import SPECIALS
-
-from .bench_common import Site, fail, timed, write_lines, write_text
-from .peer_joeynmt import as_yaml, settle
+from .bench_common import Site, fail, timed, write_text
+from .peer_joeynmt import as_yaml, settle, vocab_files
 from .peer_marian import finite
 from .peer_recipes import Point
 
@@ -65,22 +62,10 @@ def onmt_env(threads: int) -> dict[str, str]:
     return {**os.environ, **ONMT_ENV, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
 
 
-def onmt_vocab(site: Site) -> dict[str, Path]:
-    """nmtkit's two vocabularies as OpenNMT-py's files (a unit a line; it adds its own specials)."""
-    out, corpus = site.work / "opennmt-data", Corpus(site.data_bin)
-    files = {lang: out / f"vocab.{lang}" for lang in ("en", "fr")}
-    if all(f.exists() for f in files.values()):
-        return files
-    out.mkdir(parents=True, exist_ok=True)
-    for lang, path in files.items():
-        write_lines(path, [t for t in corpus.vocab(lang).tokens if t not in SPECIALS])
-    return files
-
-
 def onmt_config(site: Site, run_dir: Path, point: Point, more: list[str]) -> Path:
     """The configuration of one run into ``run_dir``/config.yaml: the model above, the point's
     settings over it, then ``more`` (steps, validation, saving)."""
-    vocab, d = onmt_vocab(site), site.units
+    vocab, d = vocab_files(site, "opennmt-data"), site.units
     config: dict[str, Any] = {
         "save_data": str(run_dir / "data"),
         "src_vocab": str(vocab["en"]),
