@@ -47,7 +47,7 @@ ONMT_MODEL = {
     "src_seq_length": 50,
     "tgt_seq_length": 50,
     "seed": 42,
-    "bucket_size": 32768,  # its default, 262,144 examples, is nine passes over this corpus a bucket
+    "bucket_size": 32768,  # its default, 262,144, holds the whole corpus in memory before a first batch
     "num_workers": 0,  # its data loading in the training process: one process on the cores
     "report_every": 10,
 }
