@@ -175,13 +175,15 @@ def beside(site: Site, threads: int, picks: dict[str, Any]) -> dict[str, str]:
     return {p: comparable_nmtkit(site, better(picks[p])[1], threads, "pick-nmtkit") for p in peers}
 
 
-def decode_picks(site: Site, beams: list[int], threads: int, picks: dict[str, Any]) -> list[dict[str, Any]]:
+def decode_picks(
+    site: Site, beams: list[int], threads: int, picks: dict[str, Any], mates: dict[str, str]
+) -> list[dict[str, Any]]:
     """The picks decoded at comparable BLEU, as bin/bench-marian decodes: each timed peer's pick
     (Marian's, fairseq's, OpenNMT-py's; of its two models the better) beside nmtkit's kept
-    checkpoint of its own pick's run nearest that BLEU (:func:`beside`), then nmtkit's pick itself.
+    checkpoint of its own pick's run nearest that BLEU (``mates``, :func:`beside`), then nmtkit's pick itself.
     Joey NMT has no row: its translate times loading with search."""
     rows: dict[tuple[Any, ...], dict[str, Any]] = {}
-    pairs = [{"nmtkit": mine, peer: better(picks[peer])[0]} for peer, mine in beside(site, threads, picks).items()]
+    pairs = [{"nmtkit": mine, peer: better(picks[peer])[0]} for peer, mine in mates.items()]
     own = [{"nmtkit": better(picks["nmtkit"])[0]}] if "nmtkit" in picks else []
     for models in [*pairs, *own]:
         for r in decoding(site, beams, threads, models):
@@ -340,8 +342,10 @@ def main(argv: list[str] | None = None) -> None:
             point = RECIPES[toolkit].point(results["picked"][toolkit])
             results["picks"][toolkit] = pick_run(site, point, args.minutes, args.threads)
     if args.stage == "all":
-        results["decode"] = decode_picks(site, [int(b) for b in args.beams.split(",")], args.threads, results["picks"])
-        results["beside"] = beside(site, args.threads, results["picks"])
+        results["beside"] = mates = beside(site, args.threads, results["picks"])
+        results["decode"] = decode_picks(
+            site, [int(b) for b in args.beams.split(",")], args.threads, results["picks"], mates
+        )
     write_text(site.work / "sweep.json", json.dumps(results, indent=1))
     if args.stage == "all" and results["picks"]:
         title = f"Each toolkit's RNN recipe at its best point, {args.minutes:g} minutes alone: test BLEU at beam 5"

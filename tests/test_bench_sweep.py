@@ -173,7 +173,7 @@ def test_the_picks_are_decoded_beside_nmtkits_checkpoint_of_their_bleu_each_row_
         "joeynmt": pick("joeynmt", 8.0, 8.0),
         "opennmt": pick("opennmt", 3.0, 3.0),
     }
-    rows = sweep.decode_picks(None, [5], 2, picks)
+    rows = sweep.decode_picks(None, [5], 2, picks, sweep.beside(None, 2, picks))
     assert asked == [
         {"nmtkit": "pick-nmtkit/update-400.pt", "marian": "pick-marian/model.npz"},
         {"nmtkit": "pick-nmtkit/update-200.pt", "fairseq": "pick-fairseq/checkpoint_best.pt"},
@@ -185,7 +185,7 @@ def test_the_picks_are_decoded_beside_nmtkits_checkpoint_of_their_bleu_each_row_
     picks["fairseq"]["bleu"] = picks["opennmt"]["bleu"] = 9.0  # the same checkpoint as Marian's: its rows once
     comparable_once = {9.0: "pick-nmtkit/update-400.pt"}
     monkeypatch.setattr(sweep, "comparable_nmtkit", lambda site, bleu, threads, run: comparable_once[bleu])
-    assert len(sweep.decode_picks(None, [5], 2, picks)) == 5
+    assert len(sweep.decode_picks(None, [5], 2, picks, sweep.beside(None, 2, picks))) == 5
 
 
 def test_a_best_rate_at_the_grids_end_is_swept_further_until_it_lies_inside(monkeypatch):
