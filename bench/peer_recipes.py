@@ -205,7 +205,7 @@ JOEYNMT = Recipe(
 # from U(-0.1, 0.1), attention "general", input feeding; the rate halved every 10,000 updates from
 # update 50,000 (past any budget here). The model (:data:`.peer_opennmt.ONMT_MODEL`) at the demo's
 # size, without its dropout 0.3; batches of 80 verses, loss per verse (its default). Beside its SGD
-# rates, Adam at 1e-3, the rate of its documentation's other recipes.
+# rates, Adam from 1e-3, the rate of its documentation's other recipes.
 OPENNMT = Recipe(
     "opennmt",
     "OpenNMT-py's RNN defaults (`onmt/opts.py`, its quickstart's model)",
@@ -221,7 +221,9 @@ OPENNMT = Recipe(
     ),
     "learning_rate",
     ("0.5", "1.0", "2.0"),
-    (("lr 1e-3, adam", ("optim=adam", "learning_rate=1e-3", "adam_beta2=0.999")),),
+    tuple(
+        (f"lr {r}, adam", ("optim=adam", f"learning_rate={r}", "adam_beta2=0.999")) for r in ("1e-3", "3e-3", "1e-2")
+    ),
 )
 
 RECIPES = {r.toolkit: r for r in (NMTKIT, MARIAN, FAIRSEQ, JOEYNMT, OPENNMT)}
