@@ -348,12 +348,14 @@ bench-marian: data
 	    --fairseq-updates $(FAIRSEQ_UPDATES) $(MARIAN_CONSTANT)
 
 # Each toolkit at its best (bin/bench-sweep): its own recipe swept over learning rates, SWEEP_UPDATES
-# updates a point, then the best point trained for 20 minutes alone on the cores and its test BLEU.
+# updates a point, then the best point trained for SWEEP_MINUTES alone on the cores and its test BLEU.
 # The peers run where bench/peers/install.sh made their venvs. Run it on an idle machine.
+# SWEEP_UPDATES=20 SWEEP_MINUTES=1 with a fresh BENCH_DIR walks every stage in minutes.
 SWEEP_UPDATES ?= 200
+SWEEP_MINUTES ?= 20
 SWEEP_TOOLKITS ?= nmtkit,fairseq,joeynmt,marian,opennmt
 bench-sweep: data
-	$(PY) bin/bench-sweep --threads 2 --data $(DATA) --updates $(SWEEP_UPDATES) --toolkits $(SWEEP_TOOLKITS)
+	$(PY) bin/bench-sweep --threads 2 --data $(DATA) --updates $(SWEEP_UPDATES) --minutes $(SWEEP_MINUTES) --toolkits $(SWEEP_TOOLKITS)
 
 bench-data: data
 	$(PY) bin/bench-data $(DATA) $(VOCAB)
