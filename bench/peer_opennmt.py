@@ -140,15 +140,23 @@ def opennmt_sweep_point(site: Site, point: Point, run_dir: Path, updates: int, t
     }
 
 
+def save_interval(minutes: float) -> int:
+    """Updates between OpenNMT-py's saves in a budget of ``minutes``: 50 in the bench's 20 minutes,
+    proportionally fewer in a shorter budget, so that a budget of a minute, whose start-up leaves it
+    a few dozen updates, still saves."""
+    return max(1, min(50, int(minutes * 2.5)))
+
+
 def train_opennmt(
-    site: Site, minutes: float, threads: int, name: str, point: Point, valid_every: int = 200, save_every: int = 50
+    site: Site, minutes: float, threads: int, name: str, point: Point, valid_every: int = 200
 ) -> dict[str, Any]:
     """OpenNMT-py trained for ``minutes`` of wall time (`timeout -s TERM`: it saves nothing on a
-    signal, so it saves every ``save_every`` updates and the last of those is the budget's model;
-    it validates every ``valid_every``), its run and speed (kept)."""
+    signal, so it saves every :func:`save_interval` updates and the last of those is the budget's
+    model; it validates every ``valid_every``), its run and speed (kept)."""
     result = site.work / f"train-{name}.json"
     if (done := site.kept(result, minutes, threads)) is not None:
         return done
+    save_every = save_interval(minutes)
     run_dir = site.work / name
     run_dir.mkdir(parents=True, exist_ok=True)
     config = onmt_config(site, run_dir, point, stopping(10**7, valid_every, save_every))

@@ -384,6 +384,13 @@ def test_a_points_log_keeps_its_whole_name_when_the_name_holds_a_dot(monkeypatch
     assert logs == [tmp_path / f"{toolkit}-lr 1.0.log"]
 
 
+def test_opennmt_saves_often_enough_for_a_short_budget_to_leave_a_model():
+    from bench.peer_opennmt import save_interval
+
+    # it saves nothing when its budget's signal stops it: a minute's few dozen updates must save
+    assert [save_interval(m) for m in (0.2, 1, 4, 20, 60)] == [1, 2, 10, 50, 50]
+
+
 def test_opennmt_decoding_is_timed_by_its_own_report_and_counts_end_of_sentence(monkeypatch, tmp_path):
     import bench.peer_opennmt as onmt
 
