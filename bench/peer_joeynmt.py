@@ -178,10 +178,13 @@ def joey_dev_ce(model_dir: Path) -> float | None:
 
 
 def joey_speed(model_dir: Path) -> dict[str, Any]:
-    """Updates and target tokens/s: the mean of its logged windows (``Tokens per Sec``)."""
+    """Updates and target tokens/s: the mean of its logged windows (``Tokens per Sec``). Its log
+    names an update every 50 only; the checkpoint it saves as it stops (``<update>.ckpt``) names
+    the last."""
     log = (model_dir / "train.log").read_text(errors="replace") if (model_dir / "train.log").exists() else ""
     rates = [float(r) for r in re.findall(r"Tokens per Sec:\s*([\d.]+)", log)]
     steps = [int(s) for s in re.findall(r"Step:\s*(\d+)", log)]
+    steps += [int(p.stem) for p in model_dir.glob("*.ckpt") if p.stem.isdigit()]
     return {"updates": max(steps, default=0), "tgt_tok_per_s": sum(rates) / len(rates) if rates else None}
 
 

@@ -384,6 +384,17 @@ def test_a_points_log_keeps_its_whole_name_when_the_name_holds_a_dot(monkeypatch
     assert logs == [tmp_path / f"{toolkit}-lr 1.0.log"]
 
 
+def test_joey_nmt_counts_the_updates_its_last_checkpoint_names(tmp_path):
+    from bench.peer_joeynmt import joey_speed
+
+    (tmp_path / "train.log").write_text("Epoch 1, Step: 50, Batch Loss: 5.1, Tokens per Sec: 1500\n")
+    (tmp_path / "73.ckpt").touch()  # saved as the budget's signal stopped it, past its last logged step
+    (tmp_path / "latest.ckpt").touch()
+    assert joey_speed(tmp_path) == {"updates": 73, "tgt_tok_per_s": 1500.0}
+    (tmp_path / "73.ckpt").unlink()
+    assert joey_speed(tmp_path)["updates"] == 50
+
+
 def test_opennmt_saves_often_enough_for_a_short_budget_to_leave_a_model():
     from bench.peer_opennmt import save_interval
 
