@@ -350,7 +350,7 @@ bench-marian: data
 # Each toolkit at its best (bin/bench-sweep): its own recipe swept over learning rates, SWEEP_UPDATES
 # updates a point, then the best point trained for SWEEP_MINUTES alone on the cores and its test BLEU.
 # The peers run where bench/peers/install.sh made their venvs. Run it on an idle machine.
-# SWEEP_UPDATES=20 SWEEP_MINUTES=1 with a fresh BENCH_DIR walks every stage in minutes.
+# SWEEP_UPDATES=20 SWEEP_MINUTES=1 walks every stage in about an hour (docs/benchmarks.md).
 SWEEP_UPDATES ?= 200
 SWEEP_MINUTES ?= 20
 SWEEP_TOOLKITS ?= nmtkit,fairseq,joeynmt,marian,opennmt

@@ -179,7 +179,7 @@ def joey_dev_ce(model_dir: Path) -> float | None:
 
 def joey_speed(model_dir: Path) -> dict[str, Any]:
     """Updates and target tokens/s: the mean of its logged windows (``Tokens per Sec``). Its log
-    names an update every 50 only; the checkpoint it saves as it stops (``<update>.ckpt``) names
+    names an update every ``logging_freq`` only; the checkpoint it saves as it stops (``<update>.ckpt``) names
     the last."""
     log = (model_dir / "train.log").read_text(errors="replace") if (model_dir / "train.log").exists() else ""
     rates = [float(r) for r in re.findall(r"Tokens per Sec:\s*([\d.]+)", log)]

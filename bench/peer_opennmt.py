@@ -140,11 +140,12 @@ def opennmt_sweep_point(site: Site, point: Point, run_dir: Path, updates: int, t
     }
 
 
-def save_interval(minutes: float) -> int:
+def save_interval(minutes: float, valid_every: int) -> int:
     """Updates between OpenNMT-py's saves in a budget of ``minutes``: 50 in the bench's 20 minutes,
-    proportionally fewer in a shorter budget, so that a budget of a minute, whose start-up leaves it
-    a few dozen updates, still saves."""
-    return max(1, min(50, int(minutes * 2.5)))
+    proportionally fewer in a shorter budget, so that a short budget still saves; always a divisor
+    of ``valid_every``, so that every validated update is saved and can be the best model."""
+    most = max(1, min(50, int(50 * minutes / 20)))
+    return max(d for d in range(1, most + 1) if valid_every % d == 0)
 
 
 def train_opennmt(
@@ -156,7 +157,7 @@ def train_opennmt(
     result = site.work / f"train-{name}.json"
     if (done := site.kept(result, minutes, threads)) is not None:
         return done
-    save_every = save_interval(minutes)
+    save_every = save_interval(minutes, valid_every)
     run_dir = site.work / name
     run_dir.mkdir(parents=True, exist_ok=True)
     config = onmt_config(site, run_dir, point, stopping(10**7, valid_every, save_every))

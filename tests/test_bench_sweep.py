@@ -399,7 +399,10 @@ def test_opennmt_saves_often_enough_for_a_short_budget_to_leave_a_model():
     from bench.peer_opennmt import save_interval
 
     # it saves nothing when its budget's signal stops it: a minute's few dozen updates must save
-    assert [save_interval(m) for m in (0.2, 1, 4, 20, 60)] == [1, 2, 10, 50, 50]
+    assert [save_interval(m, 200) for m in (0.2, 1, 3, 4, 6, 12, 20, 60)] == [1, 2, 5, 10, 10, 25, 50, 50]
+    # each validated update is saved, or the best validated model would be none of them
+    assert all(200 % save_interval(m / 10, 200) == 0 for m in range(1, 400))
+    assert save_interval(20, 150) == 50 and save_interval(20, 120) == 40
 
 
 def test_opennmt_decoding_is_timed_by_its_own_report_and_counts_end_of_sentence(monkeypatch, tmp_path):
