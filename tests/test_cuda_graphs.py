@@ -10,10 +10,12 @@ import contextlib
 import numpy as np
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from nmtkit import checkpoint
 from nmtkit.data.batching import collate
 from nmtkit.models.build import build_model
+from nmtkit.models.host_free import host_free
 from nmtkit.train.graphs import LADDER_RUNGS, MAX_SHAPES, ladder, padded, rows_of
 from nmtkit.train.loop import train
 from tests.conftest import TINY_RNNSEARCH, sized
@@ -25,9 +27,19 @@ FAMILIES = {
     "rnnencdec": sized("rnnencdec", TINY_RNNSEARCH, src_vocab=VOCAB, tgt_vocab=VOCAB),
     "rnnsearch-head": sized("rnnsearch", TINY_RNNSEARCH, src_vocab=VOCAB, tgt_vocab=VOCAB, alignment_head=True),
     "rnnsearch-coverage": sized("rnnsearch", TINY_RNNSEARCH, src_vocab=VOCAB, tgt_vocab=VOCAB, coverage="neural"),
+    # torch's GRU, which packs the batch by lengths read on the host, except in the graph's update
+    "rnnsearch-cudnn": sized("rnnsearch", TINY_RNNSEARCH, src_vocab=VOCAB, tgt_vocab=VOCAB, encoder="cudnn"),
+    "rnnencdec-cudnn": sized("rnnencdec", TINY_RNNSEARCH, src_vocab=VOCAB, tgt_vocab=VOCAB, encoder="cudnn"),
     # without dropout: its masks are drawn by shape, so a padded batch draws other ones
     "luong": sized(
-        "luong", TINY_RNNSEARCH, src_vocab=VOCAB, tgt_vocab=VOCAB, attention="local-p", max_src=40, dropout=0.0
+        "luong",
+        TINY_RNNSEARCH,
+        src_vocab=VOCAB,
+        tgt_vocab=VOCAB,
+        attention="local-p",
+        max_src=40,
+        dropout=0.0,
+        layers=2,
     ),
 }
 
@@ -58,9 +70,10 @@ def _batch(seed: int, sentences: int, links: bool = False) -> dict[str, torch.Te
     return collate(src, tgt, np.arange(sentences), 1, pairs if links else None)
 
 
-def _loss_and_grads(model, batch, guided: bool):
+def _loss_and_grads(model, batch, guided: bool, hostless: bool = False):
     model.zero_grad(set_to_none=True)
-    out = model(batch["src"], batch["src_mask"], batch["tgt_in"], batch["tgt_out"], None, 0.1, batch.get("guide"))
+    with host_free() if hostless else contextlib.nullcontext():
+        out = model(batch["src"], batch["src_mask"], batch["tgt_in"], batch["tgt_out"], None, 0.1, batch.get("guide"))
     loss = out.loss + (out.align_loss if guided else 0)
     loss.backward()
     return (
@@ -72,16 +85,18 @@ def _loss_and_grads(model, batch, guided: bool):
 
 @pytest.mark.parametrize("family", list(FAMILIES))
 def test_a_batch_padded_to_its_shape_gives_the_unpadded_loss_and_gradients(family):
-    """Longer lengths and empty sentences added: the same loss, NLL and gradients to rounding."""
+    """Longer lengths and empty sentences added, computed as the graph's update computes it (with
+    no value read on the host: no rows dropped, no batch packed): the same loss, NLL and gradients
+    as the unpadded batch computed eagerly, to rounding."""
     torch.manual_seed(0)
     model = build_model(FAMILIES[family])
     model.train()
-    guided = family != "rnnencdec"
+    guided = not family.startswith("rnnencdec")
     batch = _batch(1, 5, links=guided)
     loss, nll, grads = _loss_and_grads(model, batch, guided)
     bigger = padded(batch, 8, batch["src"].shape[1] + 7, batch["tgt_in"].shape[1] + 5)
     assert bigger["src"].shape[0] == 8 and (bigger["tgt_out"][5:] == 0).all() and bigger["src_mask"][5:, 0].all()
-    loss2, nll2, grads2 = _loss_and_grads(model, bigger, guided)
+    loss2, nll2, grads2 = _loss_and_grads(model, bigger, guided, hostless=True)
     torch.testing.assert_close(loss2, loss, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(nll2, nll, rtol=1e-5, atol=1e-5)
     assert grads.keys() == grads2.keys()
@@ -89,9 +104,31 @@ def test_a_batch_padded_to_its_shape_gives_the_unpadded_loss_and_gradients(famil
         torch.testing.assert_close(grads2[name], grads[name], rtol=1e-4, atol=1e-6, msg=name)
 
 
+class _HostReadsRefused(TorchDispatchMode):
+    """Every operator that hands the host a value computed on the device raises: a scalar read,
+    a shape that depends on values (``nonzero``, a boolean index), a batch packed by lengths."""
+
+    ATEN = torch.ops.aten
+    REFUSED = frozenset(
+        (ATEN._local_scalar_dense, ATEN.nonzero, ATEN.masked_select, ATEN._pack_padded_sequence, ATEN.unique_dim)
+        + (ATEN._unique2, ATEN.repeat_interleave, ATEN.bincount)
+    )
+    INDEXED = frozenset((ATEN.index, ATEN.index_put, ATEN.index_put_, ATEN._index_put_impl_))
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        op = func.overloadpacket
+        by_mask = op in self.INDEXED and any(
+            isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in args[1] if i is not None
+        )
+        if op in self.REFUSED or by_mask:
+            raise AssertionError(f"the update read a tensor on the host: {func}")
+        return func(*args, **(kwargs or {}))
+
+
 @contextlib.contextmanager
 def _host_reads_refused():
-    """Every Python-level read of a tensor's value (what waits for a GPU) raises."""
+    """Every read of a tensor's value on the host (what waits for a GPU) raises: from Python, and
+    from the operators that do it (:class:`_HostReadsRefused`), in the backward pass too."""
 
     def refuse(*_args, **_kwargs):
         raise AssertionError("the update read a tensor on the host")
@@ -101,14 +138,32 @@ def _host_reads_refused():
     try:
         for n in names:
             setattr(torch.Tensor, n, refuse)
-        yield
+        with _HostReadsRefused():
+            yield
     finally:
         for n, f in saved.items():
             setattr(torch.Tensor, n, f)
 
 
+def test_the_guard_refuses_what_reads_the_device_on_the_host():
+    x, mask = torch.randn(2, 3, 4), torch.tensor([[True, True, False], [True, False, False]])
+    gru = torch.nn.GRU(4, 5, batch_first=True)
+    for read in (
+        lambda: x.sum().item(),
+        lambda: (x > 0).nonzero(),
+        lambda: x[mask],
+        lambda: torch.nn.utils.rnn.pack_padded_sequence(x, torch.tensor([2, 1]), batch_first=True),
+        lambda: gru(x)[0].sum().backward() if bool(x.sum() > -1e9) else None,
+    ):
+        with _host_reads_refused(), pytest.raises(AssertionError, match="host"):
+            read()
+    with _host_reads_refused():  # what a padded, masked update does is allowed
+        (gru(x)[0] * mask.unsqueeze(-1)).sum().backward()
+        torch.nn.utils.clip_grad_norm_(gru.parameters(), 1.0)
+
+
 @pytest.mark.parametrize("optimizer", ["adam", "adadelta", "sgd"])
-@pytest.mark.parametrize("family", ["rnnsearch-head", "rnnencdec", "luong"])
+@pytest.mark.parametrize("family", ["rnnsearch-head", "rnnencdec", "luong", "rnnsearch-cudnn"])
 def test_the_update_body_never_reads_a_tensor_on_the_host(corpus, tmp_path, family, optimizer):  # noqa: F811
     """What a graph captures (forward, backward, clipping, the optimizer's step) reads no value
     on the host: a capture would fail there, and an eager GPU update would wait at each read."""
@@ -132,7 +187,7 @@ def test_the_update_body_never_reads_a_tensor_on_the_host(corpus, tmp_path, fami
     assert len(bodies) == 4
 
 
-@pytest.mark.parametrize("family", ["rnnsearch", "luong"])
+@pytest.mark.parametrize("family", ["rnnsearch", "luong", "rnnsearch-cudnn"])
 def test_the_padded_whole_update_trains_as_the_eager_update_does(corpus, tmp_path, family):  # noqa: F811
     """On a CPU, --cuda-graphs runs the padded update eagerly: after the same updates, the same
     losses and weights as the unpadded eager path, to rounding."""
@@ -163,20 +218,22 @@ def test_replayed_updates_give_the_eager_updates_parameters(corpus, tmp_path, fa
         torch.testing.assert_close(b[k], a[k], rtol=1e-4, atol=ADAM_NOISE, msg=k)
 
 
-def test_an_encoder_that_packs_by_host_lengths_keeps_the_eager_update_on_a_gpu():
+def test_every_family_is_captured_on_a_gpu_and_what_is_not_says_why():
     from types import SimpleNamespace
 
     from nmtkit.train.graphs import eager_reason
 
-    def state(model, device):
-        cfg = SimpleNamespace(update_freq=1, shortlist=0)
-        return SimpleNamespace(cfg=cfg, model_cfg=model, parallel=SimpleNamespace(many=False), device=device)
+    def state(model, many=False, update_freq=1, shortlist=0):
+        cfg = SimpleNamespace(update_freq=update_freq, shortlist=shortlist)
+        return SimpleNamespace(
+            cfg=cfg, model_cfg=model, parallel=SimpleNamespace(many=many), device=torch.device("cuda")
+        )
 
-    cudnn = sized("rnnsearch", TINY_RNNSEARCH, encoder="cudnn")
-    for model in (cudnn, FAMILIES["luong"]):
-        assert "packs its sentences" in eager_reason(state(model, torch.device("cuda")))
-        assert eager_reason(state(model, torch.device("cpu"))) is None  # uncaptured: the padded update runs
-    assert eager_reason(state(FAMILIES["rnnsearch"], torch.device("cuda"))) is None
+    for family, model in FAMILIES.items():
+        assert eager_reason(state(model)) is None, family  # the packing encoders too: host-free in a graph
+    assert "DDP" in eager_reason(state(FAMILIES["rnnsearch"], many=True))
+    assert "--update-freq" in eager_reason(state(FAMILIES["rnnsearch"], update_freq=2))
+    assert "--sampled-softmax" in eager_reason(state(FAMILIES["rnnsearch"], shortlist=100))
 
 
 def test_a_padded_run_resumes_exactly(corpus, tmp_path, deterministic):  # noqa: F811

@@ -14,7 +14,7 @@ from nmtkit.cli import main
 from nmtkit.models.attention import LuongAttention
 from nmtkit.models.build import build_model
 from nmtkit.models.config import SCORES, WINDOWS, model_config
-from nmtkit.models.luong import reverse_words
+from nmtkit.models.layers import reversal
 from nmtkit.train.config import SCHEDULES, TrainConfig
 from nmtkit.train.loop import train
 from nmtkit.train.optimizer import learning_rate
@@ -118,11 +118,12 @@ def test_location_attention_ignores_source_content_and_positions_past_its_length
     assert not torch.equal(run(content, q, h, t)[1], run(content, q, torch.randn(B, TX, N), t)[1])
 
 
-def test_reverse_words_keeps_eos_last_and_padding_in_place_and_is_its_own_inverse():
+def test_reversing_the_words_keeps_eos_last_and_padding_in_place_and_is_its_own_inverse():
     src = torch.tensor([[5, 6, 7, 3], [8, 3, 0, 0], [3, 0, 0, 0]])
-    order = reverse_words(src, src != 0)
+    order = reversal(src != 0, kept=1)
     assert src.gather(1, order).tolist() == [[7, 6, 5, 3], [8, 3, 0, 0], [3, 0, 0, 0]]
     assert torch.equal(order.gather(1, order), torch.arange(4).expand(3, 4))
+    assert src.gather(1, reversal(src != 0)).tolist() == [[3, 7, 6, 5], [3, 8, 0, 0], [3, 0, 0, 0]]
 
 
 def tiny(**kw):

@@ -8,14 +8,15 @@ matrix product before the loop, so each step does only the recurrent ones.
 
 from __future__ import annotations
 
+import warnings
 import weakref
 from collections.abc import Callable
 from typing import Any, cast
 
 import torch
-from torch import nn
+from torch import _VF, nn
 
-from . import fused
+from . import fused, host_free
 
 
 class BlockNorm(nn.Module):
@@ -133,6 +134,19 @@ class BiEncoder(fused.Fusable):
         return torch.cat([fwd, bwd], -1), bwd[:, 0]
 
 
+def reversal(mask: torch.Tensor, kept: int = 0) -> torch.Tensor:
+    """Index (B, T) that reverses the order of each row's real positions but its last ``kept``,
+    and leaves those and padding in place; it is its own inverse."""
+    pos = torch.arange(mask.shape[1], device=mask.device).expand_as(mask)
+    n = (mask.sum(1, keepdim=True) - kept).clamp(min=0)
+    return torch.where(pos < n, n - 1 - pos, pos)
+
+
+def in_rows(x: torch.Tensor, order: torch.Tensor) -> torch.Tensor:
+    """``x`` (B, T, …) with each row's positions taken in ``order`` (B, T)."""
+    return x.gather(1, order.view(*order.shape, *[1] * (x.dim() - 2)).expand_as(x))
+
+
 class CudnnEncoder(nn.Module):
     """The same interface over torch's fused ``nn.GRU`` (cuDNN on GPUs).
 
@@ -140,7 +154,10 @@ class CudnnEncoder(nn.Module):
     recurrent product, r ∘ (U s + b), and has a second bias. It buys speed
     on GPUs, where the paper-GRU loop launches several kernels per word.
     Packed sequences keep padding out, so the backward RNN still starts at
-    each sentence's last word.
+    each sentence's last word. Packing reads the lengths on the host; where
+    that is not allowed (:mod:`.host_free`), each direction runs on its own
+    over the padded batch, the backward one over each sentence reversed in
+    place: padding then follows every sentence in both.
     """
 
     def __init__(self, vocab: int, emb: int, hidden: int, bidirectional: bool = True):
@@ -150,11 +167,30 @@ class CudnnEncoder(nn.Module):
         self.hidden, self.bidirectional = hidden, bidirectional
 
     def forward(self, src: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
-        lengths = mask.sum(1).cpu()
-        packed = nn.utils.rnn.pack_padded_sequence(self.embed(src), lengths, batch_first=True, enforce_sorted=False)
-        out, _ = self.rnn(packed)
-        h, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=src.shape[1])
+        if host_free.active():
+            h = self._unpacked(self.embed(src), mask)
+        else:
+            lengths = mask.sum(1).cpu()
+            packed = nn.utils.rnn.pack_padded_sequence(self.embed(src), lengths, batch_first=True, enforce_sorted=False)
+            out, _ = self.rnn(packed)
+            h, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=src.shape[1])
         return h, (h[:, 0, self.hidden :] if self.bidirectional else None)
+
+    def _unpacked(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        weights = cast(list[torch.Tensor], self.rnn._flat_weights)
+        state = x.new_zeros(1, x.shape[0], self.hidden)
+
+        def direction(x: torch.Tensor, k: int) -> torch.Tensor:
+            with warnings.catch_warnings():  # cuDNN copies one direction's weights: expected here
+                warnings.filterwarnings("ignore", "RNN module weights are not part")
+                out, _ = _VF.gru(x, state, weights[4 * k : 4 * k + 4], True, 1, 0.0, self.training, False, True)
+            return out
+
+        h = direction(x, 0)
+        if self.bidirectional:
+            order = reversal(mask)
+            h = torch.cat([h, in_rows(direction(in_rows(x, order), 1), order)], -1)
+        return h * mask.unsqueeze(-1).to(h.dtype)  # zero at padding, as unpacking gives
 
 
 def init_appendix_b1(model: nn.Module) -> None:

@@ -23,6 +23,7 @@ from typing import Any, cast
 import torch
 
 from ..core import blas
+from . import host_free
 
 
 def _minus_targets(p: torch.Tensor, y: torch.Tensor, kept: torch.Tensor | None, eps: float) -> torch.Tensor:
@@ -154,8 +155,9 @@ def linear_cross_entropy(
 
     On a CPU the ``ignore_index`` rows are dropped first, so padding costs
     nothing; on a GPU they are computed and weighted 0, since finding them
-    (``nonzero``) would make the host wait for the device in every update
-    (``drop_padding`` overrides the choice).
+    (``nonzero``) would make the host wait for the device in every update,
+    nor while the model may not read values on the host (:mod:`.host_free`);
+    ``drop_padding`` overrides the choice.
     Chunks default to 4M logits on a CPU (cache-sized) and 64M on a GPU
     (few chunks: few kernel launches).
     """
@@ -163,7 +165,7 @@ def linear_cross_entropy(
     mm_dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else weight.dtype
     chunk_elements = chunk_elements or (CPU_CHUNK_ELEMENTS if device == "cpu" else GPU_CHUNK_ELEMENTS)
     keep: torch.Tensor | None = None
-    if drop_padding if drop_padding is not None else device == "cpu":
+    if drop_padding if drop_padding is not None else device == "cpu" and not host_free.active():
         real = (target != ignore_index).nonzero().squeeze(1)  # padding rows cost nothing
         t, target = t.index_select(0, real), target.index_select(0, real)
     else:

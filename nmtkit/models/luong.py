@@ -27,19 +27,12 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from . import host_free
 from .attention import LuongAttention
 from .base import EncoderOut, Seq2Seq
 from .config import LuongConfig
+from .layers import in_rows, reversal
 from .stacked_lstm import StackedLSTM
-
-
-def reverse_words(src: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Index (B, T) that reverses each row's words but keeps its last real token (``</s>``) last
-    and padding in place; it is its own inverse."""
-    T = src.shape[1]
-    pos = torch.arange(T, device=src.device).expand_as(src)
-    words = (mask.sum(1, keepdim=True) - 1).clamp(min=0)
-    return torch.where(pos < words, words - 1 - pos, pos)
 
 
 class Luong(Seq2Seq):
@@ -74,17 +67,20 @@ class Luong(Seq2Seq):
     def encode(self, src: torch.Tensor, mask: torch.Tensor) -> EncoderOut:
         """Annotations h̄ (B, Tx, n), keys (the h̄ half of the score) and, as ``summary``,
         the final (h, c) of every layer (B, 2·L·n)."""
-        order = reverse_words(src, mask) if self.cfg.reverse_source else None
+        # the words reversed, ``</s>`` kept last
+        order = reversal(mask, kept=1) if self.cfg.reverse_source else None
         if order is not None:
-            src = src.gather(1, order)
-        lengths = mask.sum(1).cpu()
-        packed = nn.utils.rnn.pack_padded_sequence(
-            self.drop(self.src_embed(src)), lengths.clamp(min=1), batch_first=True, enforce_sorted=False
-        )
-        out, (h_n, c_n) = self.encoder(packed)
-        h, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=src.shape[1])
+            src = in_rows(src, order)
+        x = self.drop(self.src_embed(src))
+        if host_free.active():
+            h, (h_n, c_n) = self.encoder.masked(x, mask)
+        else:
+            lengths = mask.sum(1).cpu()
+            packed = nn.utils.rnn.pack_padded_sequence(x, lengths.clamp(min=1), batch_first=True, enforce_sorted=False)
+            out, (h_n, c_n) = self.encoder(packed)
+            h, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=src.shape[1])
         if order is not None:
-            h = h.gather(1, order.unsqueeze(-1).expand_as(h))
+            h = in_rows(h, order)
         keys = self.attention.precompute(h) if self.attention is not None else None
         return EncoderOut(h, mask, keys=keys, summary=self._flat(h_n, c_n))
 

@@ -8,6 +8,11 @@ keys) that, when training with that dropout on a GPU, runs one layer at a
 time with torch's dropout in between, whose generator the checkpoint saves.
 Elsewhere it is ``nn.LSTM`` unchanged (on CPUs torch's own loop already
 draws from that generator).
+
+:meth:`StackedLSTM.masked` is the same network over a padded batch without
+packing it (packing reads the lengths on the host, which an update captured
+as a CUDA graph may not do): one cell step at a time, each row's state
+kept as it was past its length.
 """
 
 from __future__ import annotations
@@ -52,3 +57,28 @@ class StackedLSTM(nn.LSTM):
         if packed.unsorted_indices is not None:
             h_n, c_n = h_n.index_select(1, packed.unsorted_indices), c_n.index_select(1, packed.unsorted_indices)
         return PackedSequence(out, packed.batch_sizes, packed.sorted_indices, packed.unsorted_indices), (h_n, c_n)
+
+    def masked(self, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+        """Outputs (B, T, n), zero at padding, and each layer's (h, c) (L, B, n) at each row's
+        last real position, from zero states, over the batch-first ``x`` (B, T, m) and its
+        ``mask`` (B, T): what the packed batch gives, in float32."""
+        keep = mask.unsqueeze(-1).float().unbind(1)
+        out, hs, cs = x, [], []
+        for k in range(self.num_layers):
+            if k and self.training and self.dropout > 0:
+                out = nn.functional.dropout(out, self.dropout, True)
+            w_ih, w_hh, b_ih, b_hh = cast(list[torch.Tensor], self._flat_weights[4 * k : 4 * k + 4])
+            # unbind once: indexing in the loop costs a full-size gradient buffer per step
+            steps = nn.functional.linear(out, w_ih, b_ih).unbind(1)
+            h = c = x.new_zeros(x.shape[0], self.hidden_size, dtype=torch.float32)
+            seq = []
+            for t, wx in enumerate(steps):
+                i, f, g, o = (wx + nn.functional.linear(h, w_hh, b_hh)).float().chunk(4, 1)  # torch's gate order
+                c_new = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+                h_new = torch.sigmoid(o) * torch.tanh(c_new)
+                c, h = c + keep[t] * (c_new - c), h + keep[t] * (h_new - h)
+                seq.append(h * keep[t])
+            out = torch.stack(seq, 1)
+            hs.append(h)
+            cs.append(c)
+        return out, (torch.stack(hs), torch.stack(cs))

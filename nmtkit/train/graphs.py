@@ -13,6 +13,10 @@ is captured, and every later one replays its graph; the graphs share one memory 
 counts stay on the device until the loop's report reads them; the learning rate is a tensor
 there, written in place (:func:`.optimizer.set_rate`).
 
+The model runs host-free (:mod:`~nmtkit.models.host_free`): the encoders that pack sentences by
+length for cuDNN take each direction over the padded batch instead, and the output layer computes
+padded rows and weighs them 0 rather than finding them.
+
 Without a GPU the padded update runs eagerly: the same arithmetic, which the CPU tests hold
 against the unpadded update.
 """
@@ -30,6 +34,7 @@ import torch
 from ..core.console import log
 from ..data.batching import collate, to_device
 from ..data.vocab import BOS, EOS, PAD
+from ..models.host_free import host_free
 from .parts import CompiledSteps
 from .state import TrainState
 from .step import clip, out_of_memory, piece_loss, set_scheduled_rate, update
@@ -92,9 +97,6 @@ def eager_reason(state: TrainState) -> str | None:
         return "--update-freq computes an update in several passes"
     if cfg.shortlist:
         return "--sampled-softmax draws other words for each batch"
-    packs = state.model_cfg.arch == "luong" or getattr(state.model_cfg, "encoder", "paper") == "cudnn"
-    if packs and state.device.type == "cuda":  # a CPU runs the padded update uncaptured: no matter
-        return "this encoder packs its sentences by lengths read on the host (--encoder cudnn, luong)"
     return None
 
 
@@ -209,7 +211,8 @@ class WholeUpdate:
         """Forward, backward, clipping and the optimizer step: nothing here reads a tensor on the host."""
         state = self.state
         state.opt.zero_grad(set_to_none=True)  # the backward writes fresh gradients, in the graph's pool
-        got = piece_loss(state, self.net, inputs, capturing=capturing)
+        with host_free():
+            got = piece_loss(state, self.net, inputs, capturing=capturing)
         if got.loss.requires_grad:  # --head-only, a batch without links: nothing to learn from
             (got.loss * self.scale).backward()  # type: ignore[no-untyped-call]
         norm = clip(state.model, state.cfg.clip) if state.cfg.clip else None
