@@ -267,3 +267,32 @@ def test_a_state_saved_by_a_capturable_optimizer_steps_on_a_cpu():
     opt.step()
     assert opt.param_groups[0]["capturable"] is False and isinstance(opt.param_groups[0]["lr"], float)
     assert not torch.equal(param.detach(), torch.ones(3))
+
+
+def test_a_state_saved_without_graphs_is_stepped_on_the_device_by_a_capturable_optimizer():
+    """An eager run's Adadelta keeps its step counts on the host; resumed with --cuda-graphs, they
+    go to the parameters' device (the meta device stands for a GPU here), where a capturable step
+    reads them."""
+    from nmtkit.train.optimizer import keep_rate_kind
+
+    param = torch.nn.Parameter(torch.ones(3))
+    eager = torch.optim.Adadelta([param], lr=1.0)
+    param.grad = torch.ones(3)
+    eager.step()
+    on_device = torch.nn.Parameter(torch.ones(3, device="meta"))
+    resumed = torch.optim.Adadelta([on_device], lr=1.0)
+    resumed.load_state_dict(eager.state_dict())
+    assert resumed.state[on_device]["step"].device.type == "cpu"  # torch's loading leaves it there
+    keep_rate_kind(resumed, capturable=True)
+    assert resumed.state[on_device]["step"].device.type == "meta"
+    assert resumed.state[on_device]["step"].dtype == torch.float32
+    assert resumed.param_groups[0]["capturable"] and resumed.param_groups[0]["lr"].device.type == "meta"
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: captures the update")
+def test_an_eager_runs_adadelta_resumes_with_graphs_on_a_gpu(corpus, tmp_path):  # noqa: F811
+    common = dict(valid_bleu=False, device="cuda", optimizer="adadelta", lr=1.0, valid_every=4)
+    train(corpus, tmp_path / "r", FAMILIES["rnnsearch"], cfg(max_updates=4, **common))
+    train(corpus, tmp_path / "r", FAMILIES["rnnsearch"], cfg(max_updates=12, cuda_graphs=True, **common))
+    assert len(losses(tmp_path / "r")) == 12
