@@ -6,6 +6,7 @@ one), and on a GPU, replayed updates equal to eager ones."""
 from __future__ import annotations
 
 import contextlib
+import json
 
 import numpy as np
 import pytest
@@ -212,6 +213,10 @@ def test_replayed_updates_give_the_eager_updates_parameters(corpus, tmp_path, fa
     train(corpus, tmp_path / "eager", model, cfg(**common))
     train(corpus, tmp_path / "graphs", model, cfg(**common, cuda_graphs=True))
     assert captured  # shapes met more than WARMUP times were captured, and replayed from then on
+    logged = [json.loads(line) for line in (tmp_path / "graphs" / "metrics.jsonl").read_text().splitlines()]
+    assert sum(e.get("graphs_captured", 0) for e in logged) == len(captured)
+    busy = [e["gpu_busy_share"] for e in logged if "gpu_busy_share" in e]  # the replayed updates' windows
+    assert busy and all(0 < b <= 1 for b in busy)
     assert losses(tmp_path / "graphs") == pytest.approx(losses(tmp_path / "eager"), rel=1e-4)
     a, b = (checkpoint.load(tmp_path / r / "last.pt").weights for r in ("eager", "graphs"))
     for k in a:
@@ -296,3 +301,30 @@ def test_an_eager_runs_adadelta_resumes_with_graphs_on_a_gpu(corpus, tmp_path): 
     train(corpus, tmp_path / "r", FAMILIES["rnnsearch"], cfg(max_updates=4, **common))
     train(corpus, tmp_path / "r", FAMILIES["rnnsearch"], cfg(max_updates=12, cuda_graphs=True, **common))
     assert len(losses(tmp_path / "r")) == 12
+
+
+def test_a_window_logs_its_captures_and_the_share_of_its_time_the_gpu_spent_replaying(monkeypatch):
+    from nmtkit.train import window as window_module
+
+    class Span:  # a CUDA event: what the window asks of one
+        def __init__(self, ms):
+            self.ms = ms
+
+        def elapsed_time(self, end):
+            return end.ms - self.ms
+
+    clock = iter([100.0, 102.0, 200.0, 201.0])  # two windows: opened, closed 2 s / 1 s later
+    monkeypatch.setattr(window_module.time, "perf_counter", lambda: next(clock))
+    replayed = window_module.LossWindow(1)
+    replayed.add_capture(0.25)
+    for _ in range(2):
+        replayed.add(torch.tensor(3.0), None, 10, 2, 10)
+        replayed.add_replay(Span(0.0), Span(400.0))  # 0.4 s on the GPU each
+    logged = replayed.close(1)
+    assert logged["gpu_busy_share"] == pytest.approx(0.8 / 2) and logged["tgt_tokens_per_s"] == pytest.approx(10)
+    assert logged["graphs_captured"] == 1 and logged["capture_s"] == 0.25
+    partly = window_module.LossWindow(3)  # an update ran eagerly: its time on the GPU is not known
+    partly.add(torch.tensor(3.0), None, 10, 2, 10)
+    partly.add(torch.tensor(3.0), None, 10, 2, 10)
+    partly.add_replay(Span(0.0), Span(400.0))
+    assert not {"gpu_busy_share", "graphs_captured"} & partly.close(1).keys()

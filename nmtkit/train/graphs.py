@@ -77,6 +77,10 @@ def padded(batch: dict[str, torch.Tensor], rows: int, src_len: int, tgt_len: int
     return out
 
 
+def timing_event() -> torch.cuda.Event:
+    return torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
+
+
 def updater(state: TrainState, net: torch.nn.Module, steps: CompiledSteps) -> Callable[[np.ndarray], None]:
     """What the loop calls for each minibatch: the whole update as CUDA graphs when asked for and
     possible, else the eager update (:func:`.step.update`)."""
@@ -126,6 +130,7 @@ class Shape:
     seen: int = 0
     graph: torch.cuda.CUDAGraph | None = None
     outputs: UpdateOutputs | None = None
+    refused: bool = False  # its capture failed: it runs eagerly
 
 
 @dataclass
@@ -188,10 +193,14 @@ class WholeUpdate:
         else:
             for name, value in to_device(host, device).items():
                 shape.inputs[name].copy_(value, non_blocking=True)
-        if shape.graph is None and self.capture and shape.seen >= WARMUP:
+        if shape.graph is None and self.capture and shape.seen >= WARMUP and not shape.refused:
             self.record(key, shape)
         if shape.graph is not None and shape.outputs is not None:
+            began, ended = timing_event(), timing_event()
+            began.record()
             shape.graph.replay()
+            ended.record()
+            self.state.window.add_replay(began, ended)
             return shape.outputs.copied()
         shape.seen += 1
         return self.eager(shape.inputs)
@@ -224,12 +233,22 @@ class WholeUpdate:
         torch.cuda.synchronize()
         before, started = torch.cuda.memory_reserved(), time.perf_counter()
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, pool=self.pool):
-            shape.outputs = self.body(shape.inputs, capturing=True)
-        shape.graph = graph
+        try:
+            with torch.cuda.graph(graph, pool=self.pool):
+                outputs = self.body(shape.inputs, capturing=True)
+        except RuntimeError as err:  # nothing ran while capturing: the batch is still to learn from
+            shape.refused = True
+            why = (str(err).strip().splitlines() or ["?"])[0][:200]
+            log(
+                f"warning: --cuda-graphs: capturing the update of {key[0]}×{key[1]}×{key[2]} failed ({why}); "
+                "such batches run eagerly"
+            )
+            return
+        shape.graph, shape.outputs = graph, outputs
         self.captured += 1
-        grown = (torch.cuda.memory_reserved() - before) / 2**30
+        grown, seconds = (torch.cuda.memory_reserved() - before) / 2**30, time.perf_counter() - started
+        self.state.window.add_capture(seconds)
         log(
             f"--cuda-graphs: captured the update of {key[0]}×{key[1]}×{key[2]} (shape {self.captured}) in "
-            f"{time.perf_counter() - started:.2f} s, {grown:+.2f} GiB reserved"
+            f"{seconds:.2f} s, {grown:+.2f} GiB reserved"
         )

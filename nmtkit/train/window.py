@@ -25,6 +25,8 @@ class LossWindow:
         self.losses: list[torch.Tensor] = []
         self.norms: list[torch.Tensor] = []
         self.aligned: list[torch.Tensor] = []  # guided alignment's loss and its guided words, summed
+        self.captures, self.capture_seconds = 0, 0.0  # --cuda-graphs: the shapes captured in the window
+        self.replays: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []  # and each replay's span
         self.started = time.perf_counter()
 
     def add(self, loss: torch.Tensor, norm: torch.Tensor | None, tokens: int, sents: int, all_tokens: int) -> None:
@@ -41,6 +43,16 @@ class LossWindow:
         (tensors on the device: read with the window)."""
         self.aligned.append(torch.stack([loss.float(), words.float()]))
 
+    def add_capture(self, seconds: float) -> None:
+        """A batch shape's update captured as a CUDA graph in this window, in ``seconds``: logged,
+        so that a speed can be read from the windows after the last capture."""
+        self.captures, self.capture_seconds = self.captures + 1, self.capture_seconds + seconds
+
+    def add_replay(self, began: torch.cuda.Event, ended: torch.cuda.Event) -> None:
+        """An update replayed as a CUDA graph between these two events: when every update of the
+        window replayed, the share of its wall time the GPU spent replaying is logged."""
+        self.replays.append((began, ended))
+
     def close(self, world: int) -> dict[str, float]:
         """Averages of the window over every process; Diverged naming the first update whose loss
         (or gradient norm) is not finite."""
@@ -56,11 +68,16 @@ class LossWindow:
             if not (math.isfinite(v) and math.isfinite(g)):
                 raise Diverged(self.first + k, *((v, "loss") if not math.isfinite(v) else (g, "gradient norm")))
         seconds = max(time.perf_counter() - self.started, 1e-9)
-        guided = {}
+        extra: dict[str, float] = {}
         if self.aligned:  # logged on its own: the attention's cross-entropy per guided word
             total, words = distributed.summed(torch.stack(self.aligned).sum(0), world).tolist()
-            guided = {"train_align_ce": total / max(words, 1)}
-        return guided | {
+            extra = {"train_align_ce": total / max(words, 1)}
+        if self.captures:
+            extra |= {"graphs_captured": self.captures, "capture_s": self.capture_seconds}
+        if self.replays and len(self.replays) == n:  # the events have passed: the losses were read
+            busy = sum(a.elapsed_time(b) for a, b in self.replays) / 1000
+            extra["gpu_busy_share"] = busy / seconds
+        return extra | {
             "train_nll": sum(values) / max(sents, 1),
             "train_nll_token": sum(values) / max(tokens, 1),
             "tgt_tokens_per_s": self.all_tokens / seconds,
