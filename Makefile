@@ -73,7 +73,7 @@ help:
 	@echo "make aer      alignment error rate of the demo model's attention beside eflomal on the gold verses"
 	@echo "make reproduce  the paper's WMT'14 En-Fr recipe on GPUs (examples/wmt14_en_fr; MIRROR=DIR offline)"
 	@echo "make paper    RNNencdec-30/50 and RNNsearch-30/50 at one budget: Table 1, Figures 2 and 3 (runs/paper)"
-	@echo "make paper PAPER_SCALE=gpu  the same at the paper's sizes on one GPU, 7 minutes a system (runs/paper-gpu)"
+	@echo "make paper PAPER_SCALE=gpu  the same at the paper's sizes on one GPU, 1.2 minutes a system (runs/paper-gpu)"
 	@echo "make paper-coverage  RNNsearch-50 beside the same with Tu et al.'s coverages: passages by length, output lengths"
 	@echo "make paper-unk  --replace-unk on 30,000-word lists, without and with guided alignment: copies the reference confirms"
 	@echo "make gpu-data  what a GPU machine without a network needs beside the checkout (the list it prints)"
@@ -435,9 +435,10 @@ compare: $(foreach m,$(COMPARE_MODELS),$(CMP)/$(m)/dev-bleu.json $(CMP)/$(m)/dev
 # PAPER_SCALE=gpu: the same study at the paper's sizes on one GPU (into runs/paper-gpu): 1000 hidden
 # units, 620-dimension embeddings, maxout 500, on the 30,000-word lists (the -30 systems keep the
 # data-bin's pairs of up to 30 words: a cut in words, as the lists count one token a word); each
-# system trained PAPER_MINUTES (7) minutes with the fastest path this GPU measured (make gpu-check's
-# bench; bf16 and compiled when it has none), translated at beam 12: about 35 minutes in all. Every
-# step resumes, so it runs as jobs of at most 10 minutes, each going on where the last stopped:
+# system trained PAPER_MINUTES (1.2) minutes with the fastest path this GPU measured (make gpu-check's
+# bench; the whole update as CUDA graphs in TF32 when it has none), translated at beam 12: sized for
+# one job of 9 minutes (not yet timed on a GPU). Every step resumes, so a job stopped part-way goes
+# on where it stopped:
 #   timeout -s TERM 9m make paper PAPER_SCALE=gpu        (again, until it writes the report)
 # Without a GPU it runs at tiny sizes, a minute a system: a check of the recipe, not a study.
 # It needs only what make gpu-data builds here and a GPU machine is given (not the corpus).
@@ -449,7 +450,7 @@ WORDS_VOCAB ?= $(DATA)/vocab-words$(VOCAB_SIZE)
 ifeq ($(PAPER_SCALE),gpu)
 PAPER   ?= $(RUNS)/paper-gpu
 PAPER_SIZE ?= $(if $(ON_GPU),paper,tiny)
-PAPER_MINUTES ?= $(if $(ON_GPU),7,1)
+PAPER_MINUTES ?= $(if $(ON_GPU),1.2,1)
 # Adam at 1e-3: the CPU study's 5e-3 for 256 units scaled by the 4x wider layers (not tuned on a GPU)
 PAPER_RECIPE ?= --preset $(PAPER_SIZE) --optimizer adam --lr 1e-3 --best-by nll --lr-decay cosine --warmup 100 \
     --label-smoothing 0.1
@@ -606,7 +607,8 @@ space := $(subst ,, )
 GPU_PYTHON ?= 3.12
 GPU_PLATFORMS ?= manylinux_2_17_x86_64 manylinux2014_x86_64 manylinux_2_28_x86_64 any
 GPU_WHEELS ?= sacremoses subword-nmt mock tomli[-_]w fastapi starlette uvicorn pydantic pydantic[-_]core \
-    annotated-types typing-inspection opentelemetry-api
+    annotated-types typing-inspection opentelemetry-api annotated[-_]doc anyio h11 idna joblib regex tqdm \
+    pyyaml cloudpickle
 GPU_CARRY = wheels $(WORDS_BIN) $(foreach s,test test-long,$(DATA)/raw/$(s).en $(DATA)/raw/$(s).fr)
 gpu-data: $(VENV)/.installed
 	$(MAKE) data BPE=0

@@ -1,7 +1,8 @@
 """Training speed on a GPU at the paper's sizes, in one run: every architecture, batch, precision and path.
 
-    bin/bench-gpu DATA_BIN [--updates 60] [--archs rnnsearch,rnnencdec,luong]
-                  [--paths eager,compiled,graphs,update-graph] [--device cuda]
+    bin/bench-gpu DATA_BIN [--updates 60] [--graph-updates 250] [--archs rnnsearch,rnnencdec,luong]
+                  [--paths eager,compiled,graphs,update-graph] [--precisions fp32/tf32,bf16]
+                  [--batches 80,6000] [--device cuda]
 
 For each of RNNsearch, RNNencdec (emb 620, hidden 1000, maxout 500) and
 Luong et al.'s stacked LSTM (4 × 1000): batches of 80 sentences (the
@@ -14,7 +15,12 @@ last two for RNNsearch and RNNencdec, whose recurrences are Python loops
 train` of --updates updates with the paper's Adadelta; speed is target
 tokens per second (</s> included), the mean of the logged windows after the
 first --warmup updates (compilation, graph recording and cuDNN's autotuning
-happen there); memory is the GPU's peak allocation.
+happen there); memory is the GPU's peak allocation. The whole update as one
+graph (update-graph) runs --graph-updates updates, since each padded shape is
+captured the third time it is met: its speed is the mean of the windows after
+the last capture, its capture seconds a column of their own, and its GPU busy
+share the time the GPU spent replaying over the wall time of those windows.
+An architecture written ``rnnsearch+cudnn`` trains with ``--encoder cudnn``.
 The last column is the hours the WMT'14 RNNsearch-50 run (288,000 updates of
 80 pairs, about 580M target tokens) would take at that speed.
 
@@ -43,8 +49,8 @@ import torch
 from nmtkit.core.machine import this_cpu
 from nmtkit.train.runlog import RunLog
 
-from .bench_common import NMTKIT, mean, windows_after, write_text
-from .gpu_cells import PATHS, WMT14_TARGET_TOKENS, cells, flags
+from .bench_common import NMTKIT, mean, write_text
+from .gpu_cells import BATCHES, PATHS, WMT14_TARGET_TOKENS, cells, flags
 
 
 @dataclass(frozen=True)
@@ -55,6 +61,7 @@ class CellRun:
     updates: int
     warmup: int
     device: str
+    graph_updates: int = 0  # the whole update as one graph: its shapes are captured as they come (0: updates)
 
 
 def measure(
@@ -63,8 +70,9 @@ def measure(
     """One cell: a fresh ``nmtkit train``; its speed and peak memory, or the error (also when
     ``timeout`` seconds pass first: bin/gpu-check keeps to its budget)."""
     save = work / "_".join(c.replace(" ", "").replace("/", "").replace(",", "") for c in cell.values())
+    updates = (run.graph_updates or run.updates) if cell["path"] == "update-graph" else run.updates
     cmd = [*NMTKIT, "train", str(data_bin), "--save-dir", str(save), "--reset", "--preset", run.preset]
-    cmd += ["--max-updates", str(run.updates), "--log-every", "10", "--valid-every", str(10**9), "--no-valid-bleu"]
+    cmd += ["--max-updates", str(updates), "--log-every", "10", "--valid-every", str(10**9), "--no-valid-bleu"]
     cmd += ["--valid-max-sentences", "8", "--seed", "1", "--device", run.device, "--quiet", *flags(cell)]
     print("+", " ".join(cmd), file=sys.stderr, flush=True)
     try:
@@ -74,14 +82,29 @@ def measure(
     if done.returncode != 0:
         return {**cell, "error": (done.stderr.strip().splitlines() or ["?"])[-1][:160]}
     windows = RunLog.read(save).windows
-    timed = windows_after(save, run.warmup) or [w for w in windows if "tgt_tokens_per_s" in w][-1:]
+    return {**cell, **speed_of(windows, run.warmup)}
+
+
+def speed_of(windows: list[dict[str, Any]], warmup: int) -> dict[str, Any]:
+    """A cell's figures from its run's log windows: the mean speed of those after ``warmup``
+    updates and after its last capture of a CUDA graph (the last window when none is), the
+    captures' count and seconds, the GPU's busy share while it replayed, the peak memory."""
+    captures = [w for w in windows if "graphs_captured" in w]
+    after = max([warmup, *(w["step"] for w in captures)])
+    timed = [w for w in windows if "tgt_tokens_per_s" in w and w["step"] > after]
+    steady = bool(timed)
+    timed = timed or [w for w in windows if "tgt_tokens_per_s" in w][-1:]
     speed = mean([w["tgt_tokens_per_s"] for w in timed])
+    busy = [w["gpu_busy_share"] for w in timed if "gpu_busy_share" in w]
     return {
-        **cell,
         "tok_per_s": speed,
         "gpu_peak_mb": max((w.get("gpu_peak_mb", 0.0) for w in windows), default=0.0),
         "windows": len(timed),
+        "timed_after": after if steady else None,  # None: no window after the warm-up and captures
         "wmt14_hours": WMT14_TARGET_TOKENS / speed / 3600,
+        **({"captures": sum(w["graphs_captured"] for w in captures)} if captures else {}),
+        **({"capture_s": sum(w["capture_s"] for w in captures)} if captures else {}),
+        **({"gpu_busy_share": mean(busy)} if len(busy) == len(timed) else {}),
     }
 
 
@@ -89,23 +112,31 @@ def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("data_bin", type=Path)
     ap.add_argument("--updates", type=int, default=60)
+    ap.add_argument("--graph-updates", dest="graph_updates", type=int, default=250, help="of an update-graph cell")
     ap.add_argument("--warmup", type=int, default=20)
-    ap.add_argument("--archs", default="rnnsearch,rnnencdec,luong")
+    ap.add_argument("--archs", default="rnnsearch,rnnencdec,luong", help="ARCH or ARCH+cudnn (--encoder cudnn)")
     ap.add_argument("--paths", default=",".join(PATHS), help="of " + ", ".join(PATHS))
+    ap.add_argument("--precisions", default="fp32/tf32,bf16", help="of fp32/tf32, bf16")
+    ap.add_argument("--batches", default="80,6000", help="80 (sentences), 6000 (tokens), or both")
     ap.add_argument("--preset", default="paper")
     ap.add_argument("--device", default="cuda")
     return ap
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:
-    print(f"{'arch':<11}{'batch':<14}{'precision':<11}{'step':<10}{'target tok/s':>13}{'GPU peak':>10}{'WMT14 h':>9}")
+    print(
+        f"{'arch':<16}{'batch':<14}{'precision':<11}{'step':<14}{'target tok/s':>13}{'GPU peak':>10}"
+        f"{'WMT14 h':>9}{'capture s':>10}{'GPU busy':>9}"
+    )
     for r in rows:
+        cell = f"{r['arch']:<16}{r['batch']:<14}{r['precision']:<11}{r['path']:<14}"
         if "error" in r:
-            print(f"{r['arch']:<11}{r['batch']:<14}{r['precision']:<11}{r['path']:<10}  failed: {r['error']}")
+            print(f"{cell}  failed: {r['error']}")
             continue
+        capture = f"{r['capture_s']:>10.1f}" if "capture_s" in r else f"{'':>10}"
+        busy = f"{100 * r['gpu_busy_share']:>8.0f}%" if "gpu_busy_share" in r else ""
         print(
-            f"{r['arch']:<11}{r['batch']:<14}{r['precision']:<11}{r['path']:<10}{r['tok_per_s']:>13,.0f}"
-            f"{r['gpu_peak_mb'] / 1024:>8.2f} GB{r['wmt14_hours']:>9.1f}"
+            f"{cell}{r['tok_per_s']:>13,.0f}{r['gpu_peak_mb'] / 1024:>8.2f} GB{r['wmt14_hours']:>9.1f}{capture}{busy}"
         )
 
 
@@ -114,18 +145,24 @@ def main(argv: list[str] | None = None) -> None:
     unknown = set(args.paths.split(",")) - set(PATHS)
     if unknown:
         sys.exit(f"bench-gpu: no path {sorted(unknown)[0]!r} (of {', '.join(PATHS)})")
+    named = {"80": BATCHES[0], "6000": BATCHES[1]}
+    if not set(args.batches.split(",")) <= set(named):
+        sys.exit(f"bench-gpu: --batches takes 80, 6000 or both, not {args.batches!r}")
+    batches = tuple(named[b] for b in args.batches.split(","))
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         sys.exit("bench-gpu: no CUDA GPU here (--device cpu --preset tiny checks the script on a CPU)")
     device = torch.cuda.get_device_name(0) if args.device.startswith("cuda") else "cpu"
-    precisions: tuple[str, ...] = ("fp32/tf32", "bf16")
-    if device == "cpu" and not this_cpu().native_bf16:
-        precisions = ("fp32/tf32",)  # nmtkit refuses --bf16 where the CPU would only emulate it
+    precisions = tuple(args.precisions.split(","))
+    if not set(precisions) <= {"fp32/tf32", "bf16"}:
+        sys.exit(f"bench-gpu: --precisions takes fp32/tf32, bf16 or both, not {args.precisions!r}")
+    if device == "cpu" and not this_cpu().native_bf16 and "bf16" in precisions:
+        precisions = tuple(p for p in precisions if p != "bf16")  # nmtkit refuses --bf16 where emulated
         print("bench-gpu: this CPU has no native bfloat16: the bf16 cells are left out", file=sys.stderr)
-    run = CellRun(args.preset, args.updates, args.warmup, args.device)
+    run = CellRun(args.preset, args.updates, args.warmup, args.device, args.graph_updates)
     with tempfile.TemporaryDirectory() as tmp:
         rows = [
             measure(args.data_bin, c, run, Path(tmp))
-            for c in cells(args.archs.split(","), args.paths.split(","), precisions)
+            for c in cells(args.archs.split(","), args.paths.split(","), precisions, batches)
         ]
     print(
         f"\ntraining at preset '{args.preset}', {args.updates} updates (mean after {args.warmup}), on {device}, "

@@ -1,6 +1,7 @@
 """The cells of the GPU bench (``bin/bench-gpu``, ``make gpu-check``) and the fastest path they found.
 
-A cell is an architecture, a batch (80 sentences, the paper's, or 6,000 target tokens), a
+A cell is an architecture (``rnnsearch+cudnn``: with ``--encoder cudnn``), a batch (80
+sentences, the paper's, or 6,000 target tokens), a
 precision (float32 with TF32 products, or bf16 autocast) and a step (eager, compiled, compiled
 and replayed as CUDA graphs word by word, or the whole update replayed as one graph).
 :func:`flags` turns a cell into ``nmtkit train``'s flags; :func:`fastest_flags` reads the
@@ -24,19 +25,23 @@ PATHS = {
 }
 BATCHES = ("80 sentences", "6,000 tokens")
 WMT14_TARGET_TOKENS = 580e6  # 288,000 updates × 80 pairs × ~25 target tokens (</s> included)
-# Where a cell was not measured on this GPU: bf16 and the compiled step, the path built to be
-# fastest, said to be unmeasured wherever it is used; the paper's batch when none chose one.
-UNMEASURED = ["--bf16", "--compile"]
+# Where a cell was not measured on this GPU: the whole update as one graph in TF32, the path built
+# to be fastest (a launch-free update ran 5x the eager one in a plain PyTorch probe), said to be
+# unmeasured wherever it is used; the paper's batch when none chose one.
+UNMEASURED = ["--tf32", "--cuda-graphs"]
 DEFAULT_BATCH = BATCHES[0]
 
 
 def cells(
-    archs: list[str], paths: list[str], precisions: tuple[str, ...] = ("fp32/tf32", "bf16")
+    archs: list[str],
+    paths: list[str],
+    precisions: tuple[str, ...] = ("fp32/tf32", "bf16"),
+    batches: tuple[str, ...] = BATCHES,
 ) -> list[dict[str, str]]:
     """The bench's matrix, in the order it runs (Luong's stacked LSTM is cuDNN's: not compiled)."""
     out = []
     for arch in archs:
-        for batch in BATCHES:
+        for batch in batches:
             for precision in precisions:
                 for path in paths if arch != "luong" else [p for p in paths if p in ("eager", "update-graph")]:
                     out.append({"arch": arch, "batch": batch, "precision": precision, "path": path})
@@ -48,8 +53,9 @@ def batch_flags(batch: str) -> list[str]:
 
 
 def flags(cell: dict[str, Any], arch: bool = True) -> list[str]:
-    """``nmtkit train``'s flags for a cell (``arch=False``: without ``--arch``)."""
-    out = ["--arch", cell["arch"]] if arch else []
+    """``nmtkit train``'s flags for a cell (``arch=False``: without ``--arch`` and its encoder)."""
+    family, _, encoder = cell["arch"].partition("+")
+    out = ["--arch", family, *(["--encoder", encoder] if encoder else [])] if arch else []
     out += batch_flags(cell["batch"])
     out += ["--bf16"] if cell["precision"] == "bf16" else ["--tf32"]
     out += PATHS[cell["path"]]
@@ -84,7 +90,9 @@ def fastest_flags(rows: list[dict[str, Any]], arch: str) -> tuple[list[str], str
     batch = max(search, key=lambda r: r["tok_per_s"])["batch"] if search else DEFAULT_BATCH
     mine = [r for r in rows if r["arch"] == arch and r["batch"] == batch]
     if not mine:
-        return batch_flags(batch) + UNMEASURED, f"bf16, compiled, {batch}: no cell of {arch} in this batch measured"
+        return batch_flags(batch) + UNMEASURED, (
+            f"the whole update as CUDA graphs, TF32, {batch}: no cell of {arch} in this batch measured"
+        )
     best = max(mine, key=lambda r: r["tok_per_s"])
     return flags(best, arch=False), (
         f"{best['path']}, {best['batch']}, {best['precision']}: the fastest "

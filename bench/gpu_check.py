@@ -96,22 +96,28 @@ def _cell_key(row: dict[str, Any]) -> tuple[str, ...]:
 
 def _bench_line(r: dict[str, Any], gpu: bool) -> str:
     if "error" in r:
-        return f"| {r['arch']} | {r['batch']} | {r['precision']} | {r['path']} | {r['error']} | | |"
+        return f"| {r['arch']} | {r['batch']} | {r['precision']} | {r['path']} | {r['error']} | | | | |"
     hours = f"{r['wmt14_hours']:.1f}" if gpu else "needs a GPU"
     mark = " (earlier job)" if r.get("earlier") else ""
+    capture = f"{r['capture_s']:.1f} ({r['captures']} shapes)" if "capture_s" in r else ""
+    busy = f"{100 * r['gpu_busy_share']:.0f}%" if "gpu_busy_share" in r else ""
     return (
         f"| {r['arch']} | {r['batch']} | {r['precision']} | {r['path']}{mark} | {r['tok_per_s']:,.0f} | "
-        f"{r['gpu_peak_mb'] / 1024:.2f} GB | {hours} |"
+        f"{r['gpu_peak_mb'] / 1024:.2f} GB | {hours} | {capture} | {busy} |"
     )
 
 
 def bench(check: Check, budget: float) -> dict[str, Any]:
     tiny = not check.gpu
-    run = CellRun("tiny" if tiny else "paper", 12 if tiny else 40, 4 if tiny else 15, "cuda" if check.gpu else "cpu")
+    device = "cuda" if check.gpu else "cpu"
+    run = CellRun("tiny" if tiny else "paper", 12 if tiny else 40, 4 if tiny else 15, device, 0 if tiny else 250)
     precisions = ("fp32/tf32", "bf16") if check.gpu else ("fp32/tf32",)
-    archs = ["rnnsearch"] if tiny else ["rnnsearch", "rnnencdec", "luong"]
-    # tiny: one cell (6,000-token batches of a tiny model take minutes on a CPU, and prove nothing more)
-    todo = cells(archs, ["eager"] if tiny else list(PATHS), precisions)[: 1 if tiny else None]
+    archs = ["rnnsearch"] if tiny else ["rnnsearch", "rnnsearch+cudnn", "rnnencdec", "luong"]
+    # the whole update as one graph first, in each architecture's batch and precision: the figure
+    # a short job must not miss; tiny: one cell (6,000-token batches of a tiny model take minutes on
+    # a CPU, and prove nothing more)
+    paths = ["update-graph", *(p for p in PATHS if p != "update-graph")]
+    todo = cells(archs, ["eager"] if tiny else paths, precisions)[: 1 if tiny else None]
     end = time.monotonic() + budget
     done_before = {_cell_key(r): r for r in check.found.get("bench", {}).get("rows", []) if "tok_per_s" in r}
     rows = []
@@ -125,12 +131,15 @@ def bench(check: Check, budget: float) -> dict[str, Any]:
         else:
             rows.append(measure(check.args.words, cell, run, work, timeout=max(10.0, end - time.monotonic())))
     lines = [
-        "| arch | batch | precision | step | target tok/s | GPU peak | WMT'14 hours |",
-        "|---|---|---|---|---:|---:|---:|",
+        "| arch | batch | precision | step | target tok/s | GPU peak | WMT'14 hours | capture s | GPU replaying |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|",
         *(_bench_line(r, check.gpu) for r in rows),
     ]
     failed = [r for r in rows if "error" in r and not r["error"].startswith("not measured")]
-    head = [f"preset {run.preset}, {run.updates} updates a cell (mean after {run.warmup}), on {run.device}"]
+    head = [
+        f"preset {run.preset}, {run.updates} updates a cell (mean after {run.warmup}), on {run.device}"
+        + (f"; the whole update as one graph: {run.graph_updates}, mean after its last capture" if not tiny else "")
+    ]
     if tiny:
         head.append(
             "tiny mode on a CPU: a check of the matrix, not a measurement; the bf16, compiled and "

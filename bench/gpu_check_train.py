@@ -91,7 +91,7 @@ class PartFailed(Exception):
 def fastest(check: Check) -> tuple[list[str], str]:
     """The bench's fastest RNNsearch cell as train flags, as make paper PAPER_SCALE=gpu chooses."""
     rows = [r for r in check.found.get("bench", {}).get("rows", []) if "tok_per_s" in r]
-    if not check.gpu and not rows:  # the GPU's unmeasured default (bf16, compiled) is no CPU's
+    if not check.gpu and not rows:  # the GPU's unmeasured default (the update as CUDA graphs) is no CPU's
         return ["--arch", "rnnsearch", "--batch-size", "80"], "eager, 80 sentences (no bench figure to choose by)"
     chosen, why = fastest_flags(rows, "rnnsearch")
     return ["--arch", "rnnsearch", *chosen], why

@@ -17,34 +17,41 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.mark.slow
 def test_bench_gpu_runs_every_cell_on_a_cpu(raw, tmp_path):
     make_corpus(raw, tmp_path)
-    done = subprocess.run(
-        [
-            sys.executable,
-            ROOT / "bin" / "bench-gpu",
-            tmp_path / "bin",
-            "--device",
-            "cpu",
-            "--preset",
-            "tiny",
-            "--updates",
-            "2",
-            "--warmup",
-            "0",
-            "--archs",
-            "rnnsearch",
-            "--paths",
-            "eager,graphs",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        cwd=ROOT,
-    )
+    cmd = [sys.executable, ROOT / "bin" / "bench-gpu", tmp_path / "bin", "--device", "cpu", "--preset", "tiny"]
+    cmd += ["--updates", "2", "--graph-updates", "4", "--warmup", "0", "--archs", "rnnsearch,rnnencdec+cudnn"]
+    cmd += ["--paths", "eager,update-graph", "--batches", "80,6000", "--precisions", "fp32/tf32,bf16"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads((tmp_path / "bench-gpu.json").read_text())
     bf16 = this_cpu().native_bf16  # elsewhere nmtkit refuses --bf16, and the bench leaves it out
-    assert len(report["rows"]) == (8 if bf16 else 4)  # 2 batches × 2 (or 1) precisions × 2 paths
+    assert len(report["rows"]) == (16 if bf16 else 8)  # 2 archs × 2 batches × 2 (or 1) precisions × 2 paths
     assert all(r["tok_per_s"] > 0 and r["wmt14_hours"] > 0 for r in report["rows"])
-    assert ("rnnsearch  6,000 tokens  bf16       graphs" in done.stdout) == bf16
-    assert "rnnsearch  6,000 tokens  fp32/tf32  graphs" in done.stdout
-    assert {r["path"] for r in report["rows"]} == {"eager", "graphs"}
+    rows = [line.split() for line in done.stdout.splitlines()]
+    assert ["rnnencdec+cudnn", "6,000", "tokens", "fp32/tf32", "update-graph"] in [r[:5] for r in rows]
+    assert (["rnnsearch", "6,000", "tokens", "bf16", "eager"] in [r[:5] for r in rows]) == bf16
+    assert {r["path"] for r in report["rows"]} == {"eager", "update-graph"}
+    commands = [line for line in done.stderr.splitlines() if line.startswith("+ ")]
+    assert sum("--encoder cudnn" in c for c in commands) == len(commands) // 2
+    assert all(("--max-updates 4" in c) == ("--cuda-graphs" in c) for c in commands)
+
+
+def test_a_graph_cells_speed_is_read_after_its_last_capture_and_its_captures_apart():
+    from bench.bench_gpu import speed_of
+
+    windows = [
+        {"step": 10, "tgt_tokens_per_s": 5_000, "graphs_captured": 3, "capture_s": 0.6, "gpu_peak_mb": 900},
+        {"step": 20, "tgt_tokens_per_s": 20_000, "graphs_captured": 1, "capture_s": 0.2},
+        {"step": 30, "tgt_tokens_per_s": 90_000, "gpu_busy_share": 0.8},
+        {"step": 40, "tgt_tokens_per_s": 110_000, "gpu_busy_share": 0.9, "gpu_peak_mb": 1_000},
+    ]
+    got = speed_of(windows, warmup=15)
+    assert got["tok_per_s"] == 100_000 and got["windows"] == 2 and got["timed_after"] == 20
+    assert got["captures"] == 4 and got["capture_s"] == pytest.approx(0.8) and got["gpu_peak_mb"] == 1_000
+    assert got["gpu_busy_share"] == pytest.approx(0.85)
+    eager = speed_of(
+        [{k: v for k, v in w.items() if k not in ("graphs_captured", "gpu_busy_share")} for w in windows], 15
+    )
+    assert eager["tok_per_s"] == pytest.approx(220_000 / 3) and eager["timed_after"] == 15  # steps 20, 30, 40
+    assert not {"captures", "capture_s", "gpu_busy_share"} & eager.keys()
+    late = speed_of(windows[:2], warmup=15)  # captured to the end: the last window, said unsteady
+    assert late["tok_per_s"] == 20_000 and late["timed_after"] is None

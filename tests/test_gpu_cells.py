@@ -72,3 +72,8 @@ def test_the_matrix_gives_luong_no_compiled_step_and_each_cell_its_flags():
     assert {c["path"] for c in matrix if c["arch"] == "luong"} == {"eager", "update-graph"}
     assert flags(matrix[3]) == ["--arch", "rnnsearch", "--batch-size", "80", "--tf32", "--cuda-graphs"]
     assert flags(matrix[0]) == ["--arch", "rnnsearch", "--batch-size", "80", "--tf32"]
+    cudnn = cells(["rnnsearch+cudnn"], ["update-graph"], ("fp32/tf32",), ("6,000 tokens",))
+    assert [flags(c) for c in cudnn] == [
+        ["--arch", "rnnsearch", "--encoder", "cudnn", "--max-tokens", "6000", "--tf32", "--cuda-graphs"]
+    ]
+    assert flags(cudnn[0], arch=False) == ["--max-tokens", "6000", "--tf32", "--cuda-graphs"]
