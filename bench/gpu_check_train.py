@@ -181,16 +181,25 @@ def resume(
     if again.returncode != 0 or not resumed:
         raise PartFailed(["the resumed run:", "```", again.stderr[-1500:], "```"])
     summary = runlog.run_summary(save)  # what `nmtkit info` says of the run
-    lines += [
-        f"- killed (SIGKILL) at update {killed_at:,} logged; resumed from last.pt at update {resumed.group(1)}",
-        f"- {summary}",
-    ]
-    found |= {
-        "killed_at": killed_at,
-        "resumed_at": int(resumed.group(1).replace(",", "")),
-        "summary": summary,
-        "updates": updates(save),
-    }
+    at = int(resumed.group(1).replace(",", ""))
+    lines += [f"- killed (SIGKILL) at update {killed_at:,} logged; resumed from last.pt at update {at:,}"]
+    if "--cuda-graphs" in map(str, cmd):
+        before, after = captures(logged(save), at)
+        lines.append(
+            f"- the whole update as CUDA graphs: {before} shapes captured before the resume, {after} "
+            "captured again after it"
+            + ("" if after or not check.gpu else " (none: the resumed run's update ran eagerly, see its log)")
+        )
+        found |= {"captured_before": before, "captured_after": after}
+    lines.append(f"- {summary}")
+    found |= {"killed_at": killed_at, "resumed_at": at, "summary": summary, "updates": updates(save)}
+
+
+def captures(entries: list[dict[str, Any]], resumed_at: int) -> tuple[int, int]:
+    """The shapes a --cuda-graphs run logged as captured up to update ``resumed_at`` and after it
+    (a resumed run captures its graphs again)."""
+    captured = [(e["step"], e["graphs_captured"]) for e in entries if "graphs_captured" in e]
+    return sum(n for s, n in captured if s <= resumed_at), sum(n for s, n in captured if s > resumed_at)
 
 
 def translate_and_score(check: Check, save: Path, left: float, found: dict[str, Any], lines: list[str]) -> None:

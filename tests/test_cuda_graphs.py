@@ -223,22 +223,23 @@ def test_replayed_updates_give_the_eager_updates_parameters(corpus, tmp_path, fa
         torch.testing.assert_close(b[k], a[k], rtol=1e-4, atol=ADAM_NOISE, msg=k)
 
 
-def test_every_family_is_captured_on_a_gpu_and_what_is_not_says_why():
+def test_every_family_is_captured_on_a_gpu_and_what_is_not_says_why_and_steps_eagerly():
     from types import SimpleNamespace
 
-    from nmtkit.train.graphs import eager_reason
+    from nmtkit.train.state import eager_reason, graphed
 
-    def state(model, many=False, update_freq=1, shortlist=0):
-        cfg = SimpleNamespace(update_freq=update_freq, shortlist=shortlist)
-        return SimpleNamespace(
-            cfg=cfg, model_cfg=model, parallel=SimpleNamespace(many=many), device=torch.device("cuda")
-        )
+    def asked(**kw):
+        return cfg(cuda_graphs=True, **kw)
 
-    for family, model in FAMILIES.items():
-        assert eager_reason(state(model)) is None, family  # the packing encoders too: host-free in a graph
-    assert "DDP" in eager_reason(state(FAMILIES["rnnsearch"], many=True))
-    assert "--update-freq" in eager_reason(state(FAMILIES["rnnsearch"], update_freq=2))
-    assert "--sampled-softmax" in eager_reason(state(FAMILIES["rnnsearch"], shortlist=100))
+    gpu = SimpleNamespace(device=torch.device("cuda"), many=False)
+    assert eager_reason(asked(), many=False) is None  # every family: the packing encoders are host-free
+    assert "DDP" in eager_reason(asked(), many=True)
+    assert "--update-freq" in eager_reason(asked(update_freq=2), many=False)
+    assert "--sampled-softmax" in eager_reason(asked(shortlist=100), many=False)
+    # the optimizer is built capturable only for an update that is captured
+    assert graphed(asked(), gpu) and not graphed(asked(update_freq=2), gpu)
+    assert not graphed(asked(), SimpleNamespace(device=torch.device("cuda"), many=True))
+    assert not graphed(asked(), SimpleNamespace(device=torch.device("cpu"), many=False))
 
 
 def test_a_padded_run_resumes_exactly(corpus, tmp_path, deterministic):  # noqa: F811

@@ -246,3 +246,14 @@ def test_wmt14_without_a_bench_is_not_measured_rather_than_failed_and_runs_even_
     assert found["status"] == "ok" and found["cell"]["path"] == "compiled"
     assert round(found["hours"], 1) == round(580e6 / 23_265 / 3600, 1) == 6.9
     assert gpu_check.run_part(late, "profile", 0.0)["status"] == "out of time"
+
+
+def test_the_train_part_counts_the_graphs_captured_before_the_resume_and_after_it():
+    logged = [
+        {"step": 10, "graphs_captured": 3, "capture_s": 0.5},
+        {"step": 20},
+        {"step": 30, "graphs_captured": 2, "capture_s": 0.3},  # the resume was at update 20
+        {"step": 40, "graphs_captured": 1, "capture_s": 0.1},
+    ]
+    assert script.captures(logged, 20) == (3, 3)
+    assert script.captures(logged, 40) == (6, 0) and script.captures([], 5) == (0, 0)

@@ -36,7 +36,7 @@ from ..data.batching import collate, to_device
 from ..data.vocab import BOS, EOS, PAD
 from ..models.host_free import host_free
 from .parts import CompiledSteps
-from .state import TrainState
+from .state import TrainState, eager_reason
 from .step import clip, out_of_memory, piece_loss, set_scheduled_rate, update
 
 LADDER_RUNGS = 5  # rungs a side: 25 length shapes at most
@@ -85,23 +85,11 @@ def updater(state: TrainState, net: torch.nn.Module, steps: CompiledSteps) -> Ca
     """What the loop calls for each minibatch: the whole update as CUDA graphs when asked for and
     possible, else the eager update (:func:`.step.update`)."""
     if state.cfg.cuda_graphs:
-        why = eager_reason(state)
+        why = eager_reason(state.cfg, state.parallel.many)
         if why is None:
             return WholeUpdate(state, net)
         log(f"warning: --cuda-graphs: {why}; the update runs eagerly")
     return functools.partial(update, state, net, steps)
-
-
-def eager_reason(state: TrainState) -> str | None:
-    """Why a run's update cannot be one graph per shape (None: it can)."""
-    cfg = state.cfg
-    if state.parallel.many:
-        return "several processes (DDP) keep the eager update"
-    if cfg.update_freq > 1:
-        return "--update-freq computes an update in several passes"
-    if cfg.shortlist:
-        return "--sampled-softmax draws other words for each batch"
-    return None
 
 
 @dataclass

@@ -168,8 +168,20 @@ def start(
 
 
 def graphed(cfg: TrainConfig, parallel: Parallel) -> bool:
-    """Whether the optimizer must be capturable: its update may be captured as a CUDA graph."""
-    return cfg.cuda_graphs and parallel.device.type == "cuda"
+    """Whether the optimizer must be capturable: its update is captured as a CUDA graph."""
+    return cfg.cuda_graphs and parallel.device.type == "cuda" and eager_reason(cfg, parallel.many) is None
+
+
+def eager_reason(cfg: TrainConfig, many: bool) -> str | None:
+    """Why a run's update cannot be one graph per shape (None: it can); ``many``: several
+    processes train."""
+    if many:
+        return "several processes (DDP) keep the eager update"
+    if cfg.update_freq > 1:
+        return "--update-freq computes an update in several passes"
+    if cfg.shortlist:
+        return "--sampled-softmax draws other words for each batch"
+    return None
 
 
 def _with_head(model: ModelConfig) -> ModelConfig:
