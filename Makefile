@@ -609,6 +609,9 @@ GPU_PLATFORMS ?= manylinux_2_17_x86_64 manylinux2014_x86_64 manylinux_2_28_x86_6
 GPU_WHEELS ?= sacremoses subword-nmt mock tomli[-_]w fastapi starlette uvicorn pydantic pydantic[-_]core \
     annotated-types typing-inspection opentelemetry-api annotated[-_]doc anyio h11 idna joblib regex tqdm \
     pyyaml cloudpickle
+# not dependencies of nmtkit: what lets make gpu-check's tests part run the suite on the GPU
+# machine's cores (pytest -n) within one lease
+GPU_TEST_WHEELS ?= pytest-xdist==3.8.0 execnet==2.1.2
 GPU_CARRY = wheels $(WORDS_BIN) $(foreach s,test test-long,$(DATA)/raw/$(s).en $(DATA)/raw/$(s).fr)
 gpu-data: $(VENV)/.installed
 	$(MAKE) data BPE=0
@@ -616,7 +619,7 @@ gpu-data: $(VENV)/.installed
 	rm -rf wheels
 	$(PY) -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: -d wheels \
 	    --python-version $(GPU_PYTHON) --implementation cp $(foreach p,$(GPU_PLATFORMS),--platform $(p)) \
-	    $$($(PY) -m pip freeze | grep -iE '^($(subst $(space),|,$(GPU_WHEELS)))==')
+	    $$($(PY) -m pip freeze | grep -iE '^($(subst $(space),|,$(GPU_WHEELS)))==') $(GPU_TEST_WHEELS)
 	@echo "carry beside the checkout ($$(du -csh $(GPU_CARRY) | tail -1 | cut -f1)): $(GPU_CARRY)"
 
 clean-data:
