@@ -81,15 +81,19 @@ def measure(
         return {**cell, "error": f"not measured: out of time ({timeout:.0f} s)"}
     if done.returncode != 0:
         return {**cell, "error": (done.stderr.strip().splitlines() or ["?"])[-1][:160]}
-    windows = RunLog.read(save).windows
-    return {**cell, **speed_of(windows, run.warmup)}
+    found = {**cell, **speed_of(RunLog.read(save).windows, run.warmup)}
+    if cell["path"] == "update-graph" and run.device.startswith("cuda") and "captures" not in found:
+        refused = f"{found['refused']} shapes refused as waiting for the host" if "refused" in found else "none met"
+        return {**cell, "error": f"the whole update was never captured ({refused}; the run's log says why)"}
+    return found
 
 
 def speed_of(windows: list[dict[str, Any]], warmup: int) -> dict[str, Any]:
     """A cell's figures from its run's log windows: the mean speed of those after ``warmup``
     updates and after its last capture of a CUDA graph (the last window when none is), the
-    captures' count and seconds, the GPU's busy share while it replayed, the peak memory."""
+    captures' count and seconds, the shapes refused, the GPU's busy share while it replayed, the peak memory."""
     captures = [w for w in windows if "graphs_captured" in w]
+    refused = [w for w in windows if "graphs_refused" in w]
     after = max([warmup, *(w["step"] for w in captures)])
     timed = [w for w in windows if "tgt_tokens_per_s" in w and w["step"] > after]
     steady = bool(timed)
@@ -103,6 +107,7 @@ def speed_of(windows: list[dict[str, Any]], warmup: int) -> dict[str, Any]:
         "timed_after": after if steady else None,  # None: no window after the warm-up and captures
         "wmt14_hours": WMT14_TARGET_TOKENS / speed / 3600,
         **({"captures": sum(w["graphs_captured"] for w in captures)} if captures else {}),
+        **({"refused": sum(w["graphs_refused"] for w in refused)} if refused else {}),
         **({"capture_s": sum(w["capture_s"] for w in captures)} if captures else {}),
         **({"gpu_busy_share": mean(busy)} if len(busy) == len(timed) else {}),
     }

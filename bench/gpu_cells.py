@@ -26,8 +26,8 @@ PATHS = {
 BATCHES = ("80 sentences", "6,000 tokens")
 WMT14_TARGET_TOKENS = 580e6  # 288,000 updates × 80 pairs × ~25 target tokens (</s> included)
 # Where a cell was not measured on this GPU: the whole update as one graph in TF32, the path built
-# to be fastest (a launch-free update ran 5x the eager one in a plain PyTorch probe), said to be
-# unmeasured wherever it is used; the paper's batch when none chose one.
+# to be fastest (docs/gpu.md says why), said to be unmeasured wherever it is used; the paper's batch
+# when none chose one.
 UNMEASURED = ["--tf32", "--cuda-graphs"]
 DEFAULT_BATCH = BATCHES[0]
 

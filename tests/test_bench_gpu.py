@@ -55,3 +55,28 @@ def test_a_graph_cells_speed_is_read_after_its_last_capture_and_its_captures_apa
     assert not {"captures", "capture_s", "gpu_busy_share"} & eager.keys()
     late = speed_of(windows[:2], warmup=15)  # captured to the end: the last window, said unsteady
     assert late["tok_per_s"] == 20_000 and late["timed_after"] is None
+    refused = speed_of([{"step": 10, "tgt_tokens_per_s": 5_000, "graphs_refused": 2}, *windows[2:]], 15)
+    assert refused["refused"] == 2 and "captures" not in refused
+
+
+def test_a_graph_cell_on_a_gpu_that_never_captured_is_an_error_not_an_eager_speed(tmp_path, monkeypatch):
+    from bench import bench_gpu
+
+    def trained(cmd, **kwargs):  # a run whose every shape was refused: its windows name no capture
+        save = Path(cmd[cmd.index("--save-dir") + 1])
+        save.mkdir(parents=True)
+        lines = [
+            {"step": 10, "seconds": 1.0, "tgt_tokens_per_s": 9_000, "graphs_refused": 3},
+            {"step": 20, "seconds": 2.0, "tgt_tokens_per_s": 9_500},
+        ]
+        (save / "metrics.jsonl").write_text("".join(json.dumps(e) + "\n" for e in lines))
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(bench_gpu.subprocess, "run", trained)
+    cell = {"arch": "rnnsearch", "batch": "80 sentences", "precision": "fp32/tf32", "path": "update-graph"}
+    row = bench_gpu.measure(tmp_path / "bin", cell, bench_gpu.CellRun("paper", 40, 5, "cuda", 20), tmp_path)
+    assert "never captured (3 shapes refused as waiting for the host" in row["error"] and "tok_per_s" not in row
+    eager = bench_gpu.measure(
+        tmp_path / "bin", {**cell, "path": "eager"}, bench_gpu.CellRun("paper", 40, 5, "cuda"), tmp_path
+    )
+    assert eager["tok_per_s"] == 9_250  # an eager cell: every window after the warm-up

@@ -149,12 +149,24 @@ def _host_reads_refused():
 def test_the_guard_refuses_what_reads_the_device_on_the_host():
     x, mask = torch.randn(2, 3, 4), torch.tensor([[True, True, False], [True, False, False]])
     gru = torch.nn.GRU(4, 5, batch_first=True)
+
+    class ReadsInBackward(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, y):
+            return y.clone()
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * (grad != 0).nonzero().shape[0]
+
+    outside = ReadsInBackward.apply(gru(x)[0]).sum()  # its forward reads nothing
+    with _host_reads_refused(), pytest.raises(AssertionError, match="host"):
+        outside.backward()  # the backward pass is watched too
     for read in (
         lambda: x.sum().item(),
         lambda: (x > 0).nonzero(),
         lambda: x[mask],
         lambda: torch.nn.utils.rnn.pack_padded_sequence(x, torch.tensor([2, 1]), batch_first=True),
-        lambda: gru(x)[0].sum().backward() if bool(x.sum() > -1e9) else None,
     ):
         with _host_reads_refused(), pytest.raises(AssertionError, match="host"):
             read()
@@ -173,12 +185,12 @@ def test_the_update_body_never_reads_a_tensor_on_the_host(corpus, tmp_path, fami
     bodies = []
     real = graphs.WholeUpdate.body
 
-    def watched(self, inputs, capturing=False):
+    def watched(self, inputs, *args, **kwargs):
         if not bodies:  # the first update: the optimizer's state is made, as in a warm-up
-            bodies.append(real(self, inputs, capturing))
+            bodies.append(real(self, inputs, *args, **kwargs))
             return bodies[-1]
         with _host_reads_refused():
-            bodies.append(real(self, inputs, capturing))
+            bodies.append(real(self, inputs, *args, **kwargs))
         return bodies[-1]
 
     with pytest.MonkeyPatch.context() as mp:
@@ -203,7 +215,7 @@ def test_the_padded_whole_update_trains_as_the_eager_update_does(corpus, tmp_pat
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: replays captured CUDA graphs")
-@pytest.mark.parametrize("family", ["rnnsearch-head", "rnnencdec"])
+@pytest.mark.parametrize("family", ["rnnsearch-head", "rnnencdec", "rnnsearch-cudnn", "luong"])
 def test_replayed_updates_give_the_eager_updates_parameters(corpus, tmp_path, family, monkeypatch):  # noqa: F811
     from nmtkit.train import graphs
 
@@ -223,7 +235,7 @@ def test_replayed_updates_give_the_eager_updates_parameters(corpus, tmp_path, fa
         torch.testing.assert_close(b[k], a[k], rtol=1e-4, atol=ADAM_NOISE, msg=k)
 
 
-def test_every_family_is_captured_on_a_gpu_and_what_is_not_says_why_and_steps_eagerly():
+def test_what_keeps_the_eager_update_says_why_and_gets_an_optimizer_that_is_not_capturable():
     from types import SimpleNamespace
 
     from nmtkit.train.state import eager_reason, graphed
@@ -232,7 +244,7 @@ def test_every_family_is_captured_on_a_gpu_and_what_is_not_says_why_and_steps_ea
         return cfg(cuda_graphs=True, **kw)
 
     gpu = SimpleNamespace(device=torch.device("cuda"), many=False)
-    assert eager_reason(asked(), many=False) is None  # every family: the packing encoders are host-free
+    assert eager_reason(asked(), many=False) is None
     assert "DDP" in eager_reason(asked(), many=True)
     assert "--update-freq" in eager_reason(asked(update_freq=2), many=False)
     assert "--sampled-softmax" in eager_reason(asked(shortlist=100), many=False)
@@ -293,6 +305,11 @@ def test_a_state_saved_without_graphs_is_stepped_on_the_device_by_a_capturable_o
     assert resumed.state[on_device]["step"].device.type == "meta"
     assert resumed.state[on_device]["step"].dtype == torch.float32
     assert resumed.param_groups[0]["capturable"] and resumed.param_groups[0]["lr"].device.type == "meta"
+    # a fused step reads them on the device, whatever the saving run's kind
+    fused = torch.optim.Adam([on_device], lr=1.0, fused=True)
+    fused.state[on_device]["step"] = torch.tensor(3.0, device="meta")
+    keep_rate_kind(fused, capturable=False)
+    assert fused.state[on_device]["step"].device.type == "meta"
 
 
 @pytest.mark.gpu
@@ -329,3 +346,45 @@ def test_a_window_logs_its_captures_and_the_share_of_its_time_the_gpu_spent_repl
     partly.add(torch.tensor(3.0), None, 10, 2, 10)
     partly.add_replay(Span(0.0), Span(400.0))
     assert not {"gpu_busy_share", "graphs_captured"} & partly.close(1).keys()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: step counts on the device")
+def test_a_graph_runs_adadelta_resumed_eagerly_reads_its_step_counts_on_the_host():
+    """Neither capturable nor fused, Adadelta would wait for the GPU to read each count."""
+    from nmtkit.train.optimizer import keep_rate_kind
+
+    param = torch.nn.Parameter(torch.ones(3, device="cuda"))
+    graphed = torch.optim.Adadelta([param], lr=torch.tensor(1.0, device="cuda"), capturable=True)
+    param.grad = torch.ones_like(param)
+    graphed.step()
+    saved = graphed.state_dict()
+    saved["param_groups"] = [{**g, "lr": 1.0} for g in saved["param_groups"]]
+    eager = torch.optim.Adadelta([param], lr=1.0)
+    eager.load_state_dict(saved)
+    assert eager.state[param]["step"].device.type == "cuda"  # as the capturable run kept it
+    keep_rate_kind(eager, capturable=False)
+    assert eager.state[param]["step"].device.type == "cpu"
+    eager.step()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: refuses a wait for it")
+def test_a_shape_whose_update_waits_for_the_host_runs_eagerly_and_says_so(corpus, tmp_path, monkeypatch, capfd):  # noqa: F811
+    from nmtkit.train import graphs
+
+    real = graphs.WholeUpdate.body
+
+    def waits(self, inputs, *args, **kwargs):
+        if kwargs.get("hostless", True):  # as a model that read a value on the host would
+            inputs["src"].sum().item()
+        return real(self, inputs, *args, **kwargs)
+
+    monkeypatch.setattr(graphs.WholeUpdate, "body", waits)
+    common = dict(max_updates=10, valid_bleu=False, device="cuda", tf32=False)
+    train(corpus, tmp_path / "eager", FAMILIES["rnnsearch"], cfg(**common))
+    train(corpus, tmp_path / "graphs", FAMILIES["rnnsearch"], cfg(**common, cuda_graphs=True))
+    assert "waits for the host" in capfd.readouterr().err
+    logged = (tmp_path / "graphs" / "metrics.jsonl").read_text()
+    assert "graphs_captured" not in logged  # no capture was tried, so none could fail
+    assert losses(tmp_path / "graphs") == pytest.approx(losses(tmp_path / "eager"), rel=1e-4)

@@ -165,7 +165,8 @@ def linear_cross_entropy(
     mm_dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else weight.dtype
     chunk_elements = chunk_elements or (CPU_CHUNK_ELEMENTS if device == "cpu" else GPU_CHUNK_ELEMENTS)
     keep: torch.Tensor | None = None
-    if drop_padding if drop_padding is not None else device == "cpu" and not host_free.active():
+    drop = (device == "cpu" and not host_free.active()) if drop_padding is None else drop_padding
+    if drop:
         real = (target != ignore_index).nonzero().squeeze(1)  # padding rows cost nothing
         t, target = t.index_select(0, real), target.index_select(0, real)
     else:

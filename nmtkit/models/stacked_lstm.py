@@ -73,7 +73,8 @@ class StackedLSTM(nn.LSTM):
             h = c = x.new_zeros(x.shape[0], self.hidden_size, dtype=torch.float32)
             seq = []
             for t, wx in enumerate(steps):
-                i, f, g, o = (wx + nn.functional.linear(h, w_hh, b_hh)).float().chunk(4, 1)  # torch's gate order
+                # summed in float32, as cuDNN does under autocast; torch's gate order
+                i, f, g, o = (wx.float() + nn.functional.linear(h, w_hh, b_hh).float()).chunk(4, 1)
                 c_new = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
                 h_new = torch.sigmoid(o) * torch.tanh(c_new)
                 c, h = c + keep[t] * (c_new - c), h + keep[t] * (h_new - h)

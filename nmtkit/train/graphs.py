@@ -7,8 +7,9 @@ replayed, the forward, the backward, the clipping and the optimizer step run wit
 A graph holds fixed shapes, so each batch is padded: its source and target lengths up to a rung of
 a short ladder (:func:`ladder`), its sentences up to the run's batch size with empty sentences (a
 lone ``</s>`` to read, nothing to predict), which the loss and the counts ignore. The first
-``WARMUP`` batches of a shape run eagerly (cuBLAS's workspaces, the optimizer's state), the next
-is captured, and every later one replays its graph; the graphs share one memory pool. Past
+``WARMUP`` batches of a shape run eagerly (cuBLAS's workspaces, the optimizer's state) with any
+wait for the host refused (a shape whose update waits runs eagerly from then on, said once), the
+next is captured, and every later one replays its graph; the graphs share one memory pool. Past
 ``MAX_SHAPES`` shapes, a new one runs eagerly, said once. The loss, the gradient norm and the
 counts stay on the device until the loop's report reads them; the learning rate is a tensor
 there, written in place (:func:`.optimizer.set_rate`).
@@ -23,6 +24,7 @@ against the unpadded update.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 from collections.abc import Callable
@@ -32,6 +34,7 @@ import numpy as np
 import torch
 
 from ..core.console import log
+from ..core.errors import UserError
 from ..data.batching import collate, to_device
 from ..data.vocab import BOS, EOS, PAD
 from ..models.host_free import host_free
@@ -78,6 +81,7 @@ def padded(batch: dict[str, torch.Tensor], rows: int, src_len: int, tgt_len: int
 
 
 def timing_event() -> torch.cuda.Event:
+    """A CUDA event that keeps its time: one before and one after a replay time it on the GPU."""
     return torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
 
 
@@ -118,7 +122,7 @@ class Shape:
     seen: int = 0
     graph: torch.cuda.CUDAGraph | None = None
     outputs: UpdateOutputs | None = None
-    refused: bool = False  # its capture failed: it runs eagerly
+    refused: bool = False  # its update waits for the host: it runs eagerly
 
 
 @dataclass
@@ -148,12 +152,17 @@ class WholeUpdate:
         key = self.key(batch, len(idx))
         self.scale.fill_(state.parallel.world / len(idx))
         try:
-            out = self.run(key, batch) if key is not None else self.eager(to_device(batch, state.device))
+            out = self.run(key, batch) if key is not None else self.past_ladder(batch)
         except torch.cuda.OutOfMemoryError:
             raise out_of_memory(len(idx), batch["tgt_in"].shape[1]) from None
         if out.align is not None:
             state.window.add_alignment(*out.align)
         state.window.add(out.nll, out.norm, tokens, len(idx), tokens)
+
+    def past_ladder(self, batch: dict[str, torch.Tensor]) -> UpdateOutputs:
+        """A batch no shape holds, as the eager path computes it."""
+        inputs = to_device(batch, self.state.device)
+        return self.eager(inputs, hostless=False) if self.capture else self.body(inputs, hostless=False)
 
     def key(self, batch: dict[str, torch.Tensor], sentences: int) -> tuple[int, int, int] | None:
         """The padded shape (sentences, source, target) of a batch; None past the ladder."""
@@ -181,7 +190,12 @@ class WholeUpdate:
         else:
             for name, value in to_device(host, device).items():
                 shape.inputs[name].copy_(value, non_blocking=True)
-        if shape.graph is None and self.capture and shape.seen >= WARMUP and not shape.refused:
+        if not self.capture:  # a CPU: the padded update, host-free as a GPU's would be
+            return self.body(shape.inputs)
+        if shape.graph is None and not shape.refused:
+            if shape.seen < WARMUP:
+                shape.seen += 1
+                return self.warm_up(key, shape)
             self.record(key, shape)
         if shape.graph is not None and shape.outputs is not None:
             began, ended = timing_event(), timing_event()
@@ -190,25 +204,48 @@ class WholeUpdate:
             ended.record()
             self.state.window.add_replay(began, ended)
             return shape.outputs.copied()
-        shape.seen += 1
-        return self.eager(shape.inputs)
+        return self.eager(shape.inputs, hostless=False)
 
-    def eager(self, inputs: dict[str, torch.Tensor]) -> UpdateOutputs:
-        """The update without a graph; on a GPU on a side stream, as a capture's warm-up must be."""
-        if not self.capture:
-            return self.body(inputs)
+    def warm_up(self, key: tuple[int, int, int], shape: Shape) -> UpdateOutputs:
+        """An eager update of a shape before its capture, in which any wait for the host raises:
+        such a shape is refused before a capture could fail on it (a failed capture leaves the
+        stream and the random generator in capture mode), and runs eagerly from then on."""
+        previous = torch.cuda.get_sync_debug_mode()
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            return self.eager(shape.inputs)
+        except RuntimeError as err:
+            if "synchroniz" not in str(err):
+                raise
+            torch.cuda.synchronize()  # what the refused update launched ends before the batch runs again
+            shape.refused = True
+            self.state.window.add_refusal()
+            why = (str(err).strip().splitlines() or ["?"])[0][:200]
+            log(
+                f"warning: --cuda-graphs: the update of {key[0]}×{key[1]}×{key[2]} waits for the host ({why}); "
+                "such batches run eagerly"
+            )
+        finally:
+            torch.cuda.set_sync_debug_mode(previous)
+        return self.eager(shape.inputs, hostless=False)  # the batch refused: nothing was stepped
+
+    def eager(self, inputs: dict[str, torch.Tensor], hostless: bool = True) -> UpdateOutputs:
+        """The update without a graph, on a side stream as a capture's warm-up must be;
+        ``hostless``: as its graph will compute it, else as the eager path does (a shape that
+        is never captured)."""
         side = torch.cuda.Stream()  # type: ignore[no-untyped-call]
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
-            out = self.body(inputs)
+            out = self.body(inputs, hostless=hostless)
         torch.cuda.current_stream().wait_stream(side)
         return out
 
-    def body(self, inputs: dict[str, torch.Tensor], capturing: bool = False) -> UpdateOutputs:
-        """Forward, backward, clipping and the optimizer step: nothing here reads a tensor on the host."""
+    def body(self, inputs: dict[str, torch.Tensor], capturing: bool = False, hostless: bool = True) -> UpdateOutputs:
+        """Forward, backward, clipping and the optimizer step: with ``hostless``, nothing here
+        reads a tensor on the host."""
         state = self.state
         state.opt.zero_grad(set_to_none=True)  # the backward writes fresh gradients, in the graph's pool
-        with host_free():
+        with host_free() if hostless else contextlib.nullcontext():
             got = piece_loss(state, self.net, inputs, capturing=capturing)
         if got.loss.requires_grad:  # --head-only, a batch without links: nothing to learn from
             (got.loss * self.scale).backward()  # type: ignore[no-untyped-call]
@@ -224,14 +261,14 @@ class WholeUpdate:
         try:
             with torch.cuda.graph(graph, pool=self.pool):
                 outputs = self.body(shape.inputs, capturing=True)
-        except RuntimeError as err:  # nothing ran while capturing: the batch is still to learn from
-            shape.refused = True
-            why = (str(err).strip().splitlines() or ["?"])[0][:200]
-            log(
-                f"warning: --cuda-graphs: capturing the update of {key[0]}×{key[1]}×{key[2]} failed ({why}); "
-                "such batches run eagerly"
-            )
-            return
+        except torch.cuda.OutOfMemoryError:
+            raise
+        except RuntimeError as err:  # what the warm-ups did not meet: the run cannot go on
+            cause = err.__context__ or err  # the capture's own end hides what broke it
+            raise UserError(
+                f"--cuda-graphs: capturing the update of {key[0]}×{key[1]}×{key[2]} failed "
+                f"({(str(cause).strip().splitlines() or ['?'])[0][:200]}); train without --cuda-graphs"
+            ) from err
         shape.graph, shape.outputs = graph, outputs
         self.captured += 1
         grown, seconds = (torch.cuda.memory_reserved() - before) / 2**30, time.perf_counter() - started

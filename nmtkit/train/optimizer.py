@@ -56,19 +56,22 @@ def saved_optimizer(opt: torch.optim.Optimizer) -> dict[str, Any]:
 def keep_rate_kind(opt: torch.optim.Optimizer, capturable: bool) -> None:
     """After loading a saved optimizer state, which brings the saving run's settings: each group's
     rate and ``capturable`` as this run's optimizer keeps them (a tensor rate on the device read by
-    a capturable step, or a number), whichever the saving run kept. A capturable step also
-    reads its step counts on the device, where torch's loading left them on the host if the
-    saving run's step was neither capturable nor fused (Adadelta's, without ``--cuda-graphs``)."""
+    a capturable step, or a number), whichever the saving run kept. Step counts go where this
+    run's step reads them, which torch's loading decides by the saving run's kind: on the device
+    for a capturable or fused step, else on the host (where a device's would be read, one wait
+    for the GPU each, at every step)."""
     for group in opt.param_groups:
         rate = float(group["lr"])
         device = group["params"][0].device if group["params"] else torch.device("cpu")
         group["lr"] = torch.tensor(rate, device=device) if capturable else rate
         if "capturable" in group:
             group["capturable"] = capturable
-        for param in group["params"] if capturable else []:
+        on_device = capturable or group.get("fused")
+        for param in group["params"]:
             state = opt.state.get(param, {})
             if isinstance(state.get("step"), torch.Tensor):
-                state["step"] = state["step"].to(dtype=torch.float32, device=param.device)
+                where = param.device if on_device else torch.device("cpu")
+                state["step"] = state["step"].to(dtype=torch.float32, device=where)
 
 
 def scheduled(cfg: TrainConfig) -> bool:

@@ -26,6 +26,7 @@ class LossWindow:
         self.norms: list[torch.Tensor] = []
         self.aligned: list[torch.Tensor] = []  # guided alignment's loss and its guided words, summed
         self.captures, self.capture_seconds = 0, 0.0  # --cuda-graphs: the shapes captured in the window
+        self.refusals = 0  # and those refused, their update waiting for the host
         self.replays: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []  # and each replay's span
         self.started = time.perf_counter()
 
@@ -47,6 +48,10 @@ class LossWindow:
         """A batch shape's update captured as a CUDA graph in this window, in ``seconds``: logged,
         so that a speed can be read from the windows after the last capture."""
         self.captures, self.capture_seconds = self.captures + 1, self.capture_seconds + seconds
+
+    def add_refusal(self) -> None:
+        """A batch shape refused a CUDA graph in this window (its update waits for the host)."""
+        self.refusals += 1
 
     def add_replay(self, began: torch.cuda.Event, ended: torch.cuda.Event) -> None:
         """An update replayed as a CUDA graph between these two events: when every update of the
@@ -74,6 +79,8 @@ class LossWindow:
             extra = {"train_align_ce": total / max(words, 1)}
         if self.captures:
             extra |= {"graphs_captured": self.captures, "capture_s": self.capture_seconds}
+        if self.refusals:
+            extra["graphs_refused"] = self.refusals
         if self.replays and len(self.replays) == n:  # the events have passed: the losses were read
             busy = sum(a.elapsed_time(b) for a, b in self.replays) / 1000
             extra["gpu_busy_share"] = busy / seconds
