@@ -370,7 +370,12 @@ def test_a_graph_runs_adadelta_resumed_eagerly_reads_its_step_counts_on_the_host
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: refuses a wait for it")
-def test_a_shape_whose_update_waits_for_the_host_runs_eagerly_and_says_so(corpus, tmp_path, monkeypatch, capfd):  # noqa: F811
+def test_a_shape_whose_update_waits_for_the_host_runs_eagerly_and_says_so(
+    corpus,  # noqa: F811
+    tmp_path,
+    monkeypatch,
+    capfd,
+):
     from nmtkit.train import graphs
 
     real = graphs.WholeUpdate.body
