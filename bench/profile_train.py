@@ -9,8 +9,10 @@ does (Appendix B batches of 80 from length-sorted pools), and times each part
 of an update separately, synchronously, after 5 warm-up updates: batching,
 the encoder, the decoder recurrence (attention + GRU), the output layer and
 its loss, the backward pass, gradient clipping and the optimizer step. Then
-torch's profiler lists the operators that take the most time over the same
-updates, and counts the operator calls per update that run a kernel of their
+torch's profiler lists the operators that take the most time over as many
+updates more, run as training runs them (no synchronisation between parts, so
+that the GPU's idle time is the host's and not the timing's), and counts the
+operator calls per update that run a kernel of their
 own (the innermost computing operators, views and allocations aside; with
 --compile, a compiled region's fused kernels count one each): on a GPU each
 is a launch, so this is what a compiled step saves.
@@ -18,7 +20,8 @@ Target tokens per second count </s>, as training's log does. On a GPU
 (--device cuda) each part is timed after a synchronisation, the kernels are
 those the GPU ran (CUDA kernel events), and the GPU's busy share is their
 summed duration over the wall time of the profiled updates: what is left is
-the GPU waiting for Python. --json writes the figures for bin/gpu-check.
+the GPU waiting for Python. The speed is the profiled updates'. --json writes
+the figures for bin/gpu-check.
 """
 
 from __future__ import annotations
@@ -89,7 +92,7 @@ class Updates:
         self.batches: Iterator[Any] = iter(Batches(self.src.sizes, self.tgt.sizes, args.batch_size, 20, 50, 1234))
         self.autocast = torch.autocast(self.device.type, torch.bfloat16, enabled=args.bf16)
         self.spent: dict[str, float] = defaultdict(float)
-        self.tokens = 0
+        self.tokens = 0  # of the updates since the count was last reset
         self.timed = False
         self.clock = 0.0
 
@@ -122,8 +125,7 @@ class Updates:
         self.mark("gradient clipping")
         self.opt.step()
         self.mark("optimizer step (Adam)")
-        if timed:
-            self.tokens += int((batch["tgt_out"] != PAD).sum())
+        self.tokens += int((batch["tgt_out"] != PAD).sum())  # of the batch on the host: no wait
 
 
 def parser() -> argparse.ArgumentParser:
@@ -209,11 +211,14 @@ def main(argv: list[str] | None = None) -> None:
     update = Updates(args, corpus, model, cfg)
     for _ in range(5):  # the same batches with and without --compile, which compiles here
         update(False)
+    for _ in range(args.updates):  # each part timed on its own, synchronised
+        update(True)
+    update.tokens = 0
     activities = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if on_gpu else [])
     with torch.profiler.profile(activities=activities) as prof:
         started = time.perf_counter()
         for _ in range(args.updates):
-            update(True)
+            update(False)
         if on_gpu:
             torch.cuda.synchronize()
         total = time.perf_counter() - started
@@ -229,8 +234,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.json_out:
         write_text(Path(args.json_out), json.dumps(figures, indent=1))
     print("\n| part of an update | ms | share |\n|---|---|---|")
+    timed = sum(update.spent.values())  # the synchronised updates': their parts add up to it
     for name, seconds in update.spent.items():
-        print(f"| {name} | {1000 * seconds / args.updates:.1f} | {100 * seconds / total:.1f}% |")
+        print(f"| {name} | {1000 * seconds / args.updates:.1f} | {100 * seconds / timed:.1f}% |")
     print(f"\nTop operators by self CPU time over {args.updates} updates:\n")
     order = "self_device_time_total" if on_gpu else "self_cpu_time_total"
     print(prof.key_averages().table(sort_by=order, row_limit=args.top, max_name_column_width=40))
