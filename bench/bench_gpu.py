@@ -117,7 +117,9 @@ def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("data_bin", type=Path)
     ap.add_argument("--updates", type=int, default=60)
-    ap.add_argument("--graph-updates", dest="graph_updates", type=int, default=250, help="of an update-graph cell")
+    ap.add_argument(
+        "--graph-updates", dest="graph_updates", type=int, default=250, help="updates of each update-graph cell"
+    )
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--archs", default="rnnsearch,rnnencdec,luong", help="ARCH or ARCH+cudnn (--encoder cudnn)")
     ap.add_argument("--paths", default=",".join(PATHS), help="of " + ", ".join(PATHS))

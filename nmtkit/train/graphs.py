@@ -187,8 +187,8 @@ class WholeUpdate:
         shape = self.shapes.get(key)
         if shape is None:
             shape = self.shapes[key] = Shape(to_device(host, device))
-        else:
-            for name, value in to_device(host, device).items():
+        else:  # straight from the host into the buffers the graph reads
+            for name, value in host.items():
                 shape.inputs[name].copy_(value, non_blocking=True)
         if not self.capture:  # a CPU: the padded update, host-free as a GPU's would be
             return self.body(shape.inputs)
