@@ -1,5 +1,5 @@
 """The whole update as a CUDA graph (``train --cuda-graphs``, nmtkit.train.graphs): what can be held
-on any machine (the shape ladder, a padded batch's loss and gradients equal to the unpadded
+on any machine (a padded batch's loss and gradients equal to the unpadded
 batch's, an update body that never reads a tensor on the host, the padded run equal to the eager
 one), and on a GPU, replayed updates equal to eager ones."""
 
@@ -17,7 +17,7 @@ from nmtkit import checkpoint
 from nmtkit.data.batching import collate
 from nmtkit.models.build import build_model
 from nmtkit.models.host_free import host_free
-from nmtkit.train.graphs import LADDER_RUNGS, MAX_SHAPES, ladder, padded, rows_of
+from nmtkit.train.graphs import padded
 from nmtkit.train.loop import train
 from tests.conftest import TINY_RNNSEARCH, sized
 from tests.test_train import cfg, corpus, losses  # noqa: F401  (corpus: a fixture)
@@ -49,16 +49,6 @@ FAMILIES = {
 # attention's, while v_a is still near its zero start) a rounding difference becomes a difference
 # in the step itself, a fraction of the rate (0.01)
 ADAM_NOISE = 1e-4
-
-
-def test_the_ladder_covers_the_length_limit_in_few_shapes():
-    for limit in (1, 6, 31, 51, 81):
-        rungs = ladder(limit)
-        assert len(rungs) <= LADDER_RUNGS and rungs[-1] >= limit and (len(rungs) == 1 or rungs[-2] < limit)
-        assert len(rungs) ** 2 <= MAX_SHAPES
-    assert ladder(51) == (11, 22, 33, 44, 55)
-    assert rows_of(80, 80, False) == 80 and rows_of(17, 80, False) == 80  # an epoch's last, smaller batch
-    assert [rows_of(n, 80, True) for n in (1, 2, 3, 64, 65)] == [1, 2, 4, 64, 128]
 
 
 def _batch(seed: int, sentences: int, links: bool = False) -> dict[str, torch.Tensor]:

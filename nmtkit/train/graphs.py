@@ -4,9 +4,10 @@ An RNN's update is thousands of small kernels, one target word after another; la
 one at a time, they leave a GPU idle most of the time. Captured once with ``torch.cuda.graph`` and
 replayed, the forward, the backward, the clipping and the optimizer step run without the host.
 
-A graph holds fixed shapes, so each batch is padded: its source and target lengths up to a rung of
-a short ladder (:func:`ladder`), its sentences up to the run's batch size with empty sentences (a
-lone ``</s>`` to read, nothing to predict), which the loss and the counts ignore. The first
+A graph holds fixed shapes, so each batch is padded: its source and target lengths up to the rungs
+of a ladder fitted to the run's batches (:mod:`.shapes`), its sentences up to the run's batch size
+(or under ``--max-tokens``, the most its shape can hold) with empty sentences (a lone ``</s>`` to
+read, nothing to predict), which the loss and the counts ignore. The first
 ``WARMUP`` batches of a shape run eagerly (cuBLAS's workspaces, the optimizer's state) with any
 wait for the host refused (a shape whose update waits runs eagerly from then on, said once), the
 next is captured, and every later one replays its graph; the graphs share one memory pool. Past
@@ -39,24 +40,12 @@ from ..data.batching import collate, to_device
 from ..data.vocab import BOS, EOS, PAD
 from ..models.host_free import host_free
 from .parts import CompiledSteps
+from .shapes import Ladder, fitted
 from .state import TrainState, eager_reason
 from .step import clip, out_of_memory, piece_loss, set_scheduled_rate, update
 
-LADDER_RUNGS = 5  # rungs a side: 25 length shapes at most
 MAX_SHAPES = 25
 WARMUP = 2
-
-
-def ladder(limit: int, rungs: int = LADDER_RUNGS) -> tuple[int, ...]:
-    """Lengths a batch is padded up to: ``rungs`` even steps up to ``limit`` or just past it."""
-    step = -(-limit // rungs)
-    return tuple(step * k for k in range(1, -(-limit // step) + 1))
-
-
-def rows_of(sentences: int, cfg_batch: int, by_tokens: bool) -> int:
-    """The sentences of the padded batch: the run's batch size, or under ``--max-tokens``, whose
-    batches hold as many sentences as fit, the next power of two."""
-    return 1 << max(sentences - 1, 0).bit_length() if by_tokens else max(cfg_batch, sentences)
 
 
 def padded(batch: dict[str, torch.Tensor], rows: int, src_len: int, tgt_len: int) -> dict[str, torch.Tensor]:
@@ -131,15 +120,20 @@ class WholeUpdate:
 
     state: TrainState
     net: torch.nn.Module
-    rungs: tuple[int, ...] = ()
+    ladder: Ladder = field(init=False)
     shapes: dict[tuple[int, int, int], Shape] = field(default_factory=dict)
     captured: int = 0
     said_eager: bool = False
 
     def __post_init__(self) -> None:
         cfg, state = self.state.cfg, self.state
-        longest = cfg.max_len or int(max(state.train_src.sizes.max(), state.train_tgt.sizes.max()))
-        self.rungs = ladder(longest + 1)  # + </s> (source, targets) or <s> (decoder's input)
+        sizes = state.train_src.sizes, state.train_tgt.sizes
+        limits = (1 + (cfg.max_len or int(sizes[0].max())), 1 + (cfg.max_len or int(sizes[1].max())))  # + </s>
+        self.ladder = fitted(state.batches.epoch_batches(0), *sizes, limits, cfg.batch_size, cfg.max_tokens)
+        log(
+            f"--cuda-graphs: lengths padded to {self.ladder.src} (source) and {self.ladder.tgt} (target); "
+            f"{100 * self.ladder.real_share:.1f}% of the target positions an epoch computes are tokens, not padding"
+        )
         self.capture = state.device.type == "cuda"
         self.pool = torch.cuda.graph_pool_handle() if self.capture else None
         self.scale = torch.zeros((), device=state.device)
@@ -166,16 +160,13 @@ class WholeUpdate:
 
     def key(self, batch: dict[str, torch.Tensor], sentences: int) -> tuple[int, int, int] | None:
         """The padded shape (sentences, source, target) of a batch; None past the ladder."""
-        cfg = self.state.cfg
         s, t = batch["src"].shape[1], batch["tgt_in"].shape[1]
-        src_len = next((r for r in self.rungs if r >= s), None)
-        tgt_len = next((r for r in self.rungs if r >= t), None)
-        key = (rows_of(sentences, cfg.batch_size, bool(cfg.max_tokens)), src_len or 0, tgt_len or 0)
-        if src_len is None or tgt_len is None or (key not in self.shapes and len(self.shapes) >= MAX_SHAPES):
+        key = self.ladder.shape(sentences, s, t)
+        if key is None or (key not in self.shapes and len(self.shapes) >= MAX_SHAPES):
             if not self.said_eager:
                 log(
-                    f"--cuda-graphs: a batch of shape {sentences}×{s}×{t} is past the ladder {self.rungs} "
-                    f"or its {MAX_SHAPES} shapes: such batches run eagerly"
+                    f"--cuda-graphs: a batch of shape {sentences}×{s}×{t} is past the ladder "
+                    f"{self.ladder.src} × {self.ladder.tgt} or its {MAX_SHAPES} shapes: such batches run eagerly"
                 )
                 self.said_eager = True
             return None
