@@ -17,9 +17,12 @@ tokens per second (</s> included), the mean of the logged windows after the
 first --warmup updates (compilation, graph recording and cuDNN's autotuning
 happen there); memory is the GPU's peak allocation. The whole update as one
 graph (update-graph) runs --graph-updates updates, since each padded shape is
-captured the third time it is met: its speed is the mean of the windows after
-the last capture, its capture seconds a column of their own, and its GPU busy
-share the time the GPU spent replaying over the wall time of those windows.
+captured the third time it is met: its speed is the mean of the windows (of
+10 updates) in which every update replayed a graph, beside the mean of all
+its windows after the warm-up (the whole run's, rare shapes still warming up
+and being captured), its capture seconds a column of their own, and its GPU
+busy share the time the GPU spent replaying over the wall time of the
+replayed windows.
 An architecture written ``rnnsearch+cudnn`` trains with ``--encoder cudnn``.
 The last column is the hours the WMT'14 RNNsearch-50 run (288,000 updates of
 80 pairs, about 580M target tokens) would take at that speed.
@@ -90,12 +93,14 @@ def measure(
 
 def speed_of(windows: list[dict[str, Any]], warmup: int) -> dict[str, Any]:
     """A cell's figures from its run's log windows: the mean speed of those after ``warmup``
-    updates and after its last capture of a CUDA graph (the last window when none is), the
-    captures' count and seconds, the shapes refused, the GPU's busy share while it replayed, the peak memory."""
+    updates (the last window when none is), and where the run captured CUDA graphs, of those in
+    which every update replayed one (the steady speed: a shape met late still warms up and is
+    captured inside the run) beside that of all of them (``run_tok_per_s``); the captures' count
+    and seconds, the shapes refused, the GPU's busy share while it replayed, the peak memory."""
     captures = [w for w in windows if "graphs_captured" in w]
     refused = [w for w in windows if "graphs_refused" in w]
-    after = max([warmup, *(w["step"] for w in captures)])
-    timed = [w for w in windows if "tgt_tokens_per_s" in w and w["step"] > after]
+    logged = [w for w in windows if "tgt_tokens_per_s" in w and w["step"] > warmup]
+    timed = [w for w in logged if "gpu_busy_share" in w] if captures else logged
     steady = bool(timed)
     timed = timed or [w for w in windows if "tgt_tokens_per_s" in w][-1:]
     speed = mean([w["tgt_tokens_per_s"] for w in timed])
@@ -104,12 +109,13 @@ def speed_of(windows: list[dict[str, Any]], warmup: int) -> dict[str, Any]:
         "tok_per_s": speed,
         "gpu_peak_mb": max((w.get("gpu_peak_mb", 0.0) for w in windows), default=0.0),
         "windows": len(timed),
-        "timed_after": after if steady else None,  # None: no window after the warm-up and captures
+        "steady": steady,  # False: no window after the warm-up (or, with graphs, none replayed whole)
         "wmt14_hours": WMT14_TARGET_TOKENS / speed / 3600,
+        **({"run_tok_per_s": mean([w["tgt_tokens_per_s"] for w in logged])} if captures and logged else {}),
         **({"captures": sum(w["graphs_captured"] for w in captures)} if captures else {}),
         **({"refused": sum(w["graphs_refused"] for w in refused)} if refused else {}),
         **({"capture_s": sum(w["capture_s"] for w in captures)} if captures else {}),
-        **({"gpu_busy_share": mean(busy)} if len(busy) == len(timed) else {}),
+        **({"gpu_busy_share": mean(busy)} if busy and len(busy) == len(timed) else {}),
     }
 
 
@@ -133,7 +139,7 @@ def parser() -> argparse.ArgumentParser:
 def print_table(rows: list[dict[str, Any]]) -> None:
     print(
         f"{'arch':<16}{'batch':<14}{'precision':<11}{'step':<14}{'target tok/s':>13}{'GPU peak':>10}"
-        f"{'WMT14 h':>9}{'capture s':>10}{'GPU busy':>9}"
+        f"{'WMT14 h':>9}{'capture s':>10}{'GPU busy':>9}{'whole run':>11}"
     )
     for r in rows:
         cell = f"{r['arch']:<16}{r['batch']:<14}{r['precision']:<11}{r['path']:<14}"
@@ -141,9 +147,11 @@ def print_table(rows: list[dict[str, Any]]) -> None:
             print(f"{cell}  failed: {r['error']}")
             continue
         capture = f"{r['capture_s']:>10.1f}" if "capture_s" in r else f"{'':>10}"
-        busy = f"{100 * r['gpu_busy_share']:>8.0f}%" if "gpu_busy_share" in r else ""
+        busy = f"{100 * r['gpu_busy_share']:>8.0f}%" if "gpu_busy_share" in r else f"{'':>9}"
+        run = f"{r['run_tok_per_s']:>11,.0f}" if "run_tok_per_s" in r else ""
         print(
-            f"{cell}{r['tok_per_s']:>13,.0f}{r['gpu_peak_mb'] / 1024:>8.2f} GB{r['wmt14_hours']:>9.1f}{capture}{busy}"
+            f"{cell}{r['tok_per_s']:>13,.0f}{r['gpu_peak_mb'] / 1024:>8.2f} GB{r['wmt14_hours']:>9.1f}"
+            f"{capture}{busy}{run}"
         )
 
 

@@ -96,14 +96,15 @@ def _cell_key(row: dict[str, Any]) -> tuple[str, ...]:
 
 def _bench_line(r: dict[str, Any], gpu: bool) -> str:
     if "error" in r:
-        return f"| {r['arch']} | {r['batch']} | {r['precision']} | {r['path']} | {r['error']} | | | | |"
+        return f"| {r['arch']} | {r['batch']} | {r['precision']} | {r['path']} | {r['error']} | | | | | |"
     hours = f"{r['wmt14_hours']:.1f}" if gpu else "needs a GPU"
     mark = " (earlier job)" if r.get("earlier") else ""
     capture = f"{r['capture_s']:.1f} ({r['captures']} shapes)" if "capture_s" in r else ""
     busy = f"{100 * r['gpu_busy_share']:.0f}%" if "gpu_busy_share" in r else ""
+    run = f"{r['run_tok_per_s']:,.0f}" if "run_tok_per_s" in r else ""
     return (
         f"| {r['arch']} | {r['batch']} | {r['precision']} | {r['path']}{mark} | {r['tok_per_s']:,.0f} | "
-        f"{r['gpu_peak_mb'] / 1024:.2f} GB | {hours} | {capture} | {busy} |"
+        f"{r['gpu_peak_mb'] / 1024:.2f} GB | {hours} | {capture} | {busy} | {run} |"
     )
 
 
@@ -131,14 +132,20 @@ def bench(check: Check, budget: float) -> dict[str, Any]:
         else:
             rows.append(measure(check.args.words, cell, run, work, timeout=max(10.0, end - time.monotonic())))
     lines = [
-        "| arch | batch | precision | step | target tok/s | GPU peak | WMT'14 hours | capture s | GPU replaying |",
-        "|---|---|---|---|---:|---:|---:|---:|---:|",
+        "| arch | batch | precision | step | target tok/s | GPU peak | WMT'14 hours | capture s | GPU replaying "
+        "| whole run tok/s |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|---:|",
         *(_bench_line(r, check.gpu) for r in rows),
     ]
     failed = [r for r in rows if "error" in r and not r["error"].startswith("not measured")]
     head = [
         f"preset {run.preset}, {run.updates} updates a cell (mean after {run.warmup}), on {run.device}"
-        + (f"; the whole update as one graph: {run.graph_updates}, mean after its last capture" if not tiny else "")
+        + (
+            f"; the whole update as one graph: {run.graph_updates}, the mean of the windows that replayed "
+            "whole, beside the whole run's"
+            if not tiny
+            else ""
+        )
     ]
     if tiny:
         head.append(

@@ -35,26 +35,28 @@ def test_bench_gpu_runs_every_cell_on_a_cpu(raw, tmp_path):
     assert all(("--max-updates 4" in c) == ("--cuda-graphs" in c) for c in commands)
 
 
-def test_a_graph_cells_speed_is_read_after_its_last_capture_and_its_captures_apart():
+def test_a_graph_cells_speed_is_read_from_its_replayed_windows_and_its_captures_apart():
     from bench.bench_gpu import speed_of
 
     windows = [
         {"step": 10, "tgt_tokens_per_s": 5_000, "graphs_captured": 3, "capture_s": 0.6, "gpu_peak_mb": 900},
         {"step": 20, "tgt_tokens_per_s": 20_000, "graphs_captured": 1, "capture_s": 0.2},
         {"step": 30, "tgt_tokens_per_s": 90_000, "gpu_busy_share": 0.8},
-        {"step": 40, "tgt_tokens_per_s": 110_000, "gpu_busy_share": 0.9, "gpu_peak_mb": 1_000},
+        {"step": 40, "tgt_tokens_per_s": 50_000},  # a shape met late, warming up: not every update replayed
+        {"step": 50, "tgt_tokens_per_s": 110_000, "gpu_busy_share": 0.9, "gpu_peak_mb": 1_000},
     ]
     got = speed_of(windows, warmup=15)
-    assert got["tok_per_s"] == 100_000 and got["windows"] == 2 and got["timed_after"] == 20
+    assert got["tok_per_s"] == 100_000 and got["windows"] == 2 and got["steady"]
+    assert got["run_tok_per_s"] == pytest.approx(270_000 / 4)  # steps 20 to 50: what the run got
     assert got["captures"] == 4 and got["capture_s"] == pytest.approx(0.8) and got["gpu_peak_mb"] == 1_000
     assert got["gpu_busy_share"] == pytest.approx(0.85)
     eager = speed_of(
         [{k: v for k, v in w.items() if k not in ("graphs_captured", "gpu_busy_share")} for w in windows], 15
     )
-    assert eager["tok_per_s"] == pytest.approx(220_000 / 3) and eager["timed_after"] == 15  # steps 20, 30, 40
-    assert not {"captures", "capture_s", "gpu_busy_share"} & eager.keys()
+    assert eager["tok_per_s"] == pytest.approx(270_000 / 4) and eager["steady"]  # steps 20 to 50
+    assert not {"captures", "capture_s", "gpu_busy_share", "run_tok_per_s"} & eager.keys()
     late = speed_of(windows[:2], warmup=15)  # captured to the end: the last window, said unsteady
-    assert late["tok_per_s"] == 20_000 and late["timed_after"] is None
+    assert late["tok_per_s"] == 20_000 and not late["steady"]
     refused = speed_of([{"step": 10, "tgt_tokens_per_s": 5_000, "graphs_refused": 2}, *windows[2:]], 15)
     assert refused["refused"] == 2 and "captures" not in refused
 

@@ -13,9 +13,10 @@ first epoch decides, so a resumed run fits the same ladder.
 Work is counted in positions, a source position weighing ``SOURCE_WEIGHT`` of a target one: at the
 paper's sizes the encoder's two GRU steps take about 0.4 of the FLOPs of the decoder's step, its
 attention, readout and output layer. Batches of a fixed number of sentences are padded to the
-run's batch size; batches cut by tokens to the most sentences any first-epoch batch of the shape
-held, rounded up to ``ROWS_MULTIPLE``, and a later batch with more sentences gets a shape of its
-own (rounded up the same way).
+run's batch size; batches cut by tokens to the most sentences a batch of their target rung can
+hold (the token budget over the shortest its longest target can be there), rounded up to
+``ROWS_MULTIPLE``. The first target rung has no such bound: its shapes take the most sentences a
+first-epoch batch of theirs held, and a later batch with more gets a shape of its own.
 """
 
 from __future__ import annotations
@@ -43,8 +44,8 @@ def rounded_rows(sentences: Rows) -> Rows:
 def most_rows(tgt: np.ndarray, j: np.ndarray, max_tokens: int) -> np.ndarray:
     """The most sentences a token batch of target rung ``j`` can hold (0 for the first rung, which
     has no shortest longest target): ``max_tokens`` over the shortest its longest target can be."""
-    above = np.maximum(j - 1, 0)
-    return np.where(j > 0, rounded_rows(max_tokens // (tgt[above] + 1)), 0)
+    below = np.maximum(j - 1, 0)
+    return np.where(j > 0, rounded_rows(max_tokens // (tgt[below] + 1)), 0)
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,7 @@ class LossWindow:
 
     def add_capture(self, seconds: float) -> None:
         """A batch shape's update captured as a CUDA graph in this window, in ``seconds``: logged,
-        so that a speed can be read from the windows after the last capture."""
+        so that the windows of captures can be told from those of replays."""
         self.captures, self.capture_seconds = self.captures + 1, self.capture_seconds + seconds
 
     def add_refusal(self) -> None:
