@@ -148,8 +148,8 @@ class TrainConfig(Settings):
     cuda_graphs: bool = setting(
         False,
         "GPUs: capture the whole update (forward, backward, clipping, optimizer step) as one CUDA graph "
-        "per batch shape and replay it, batches padded to a few shapes fitted to the run's batches; a "
-        "shape past them runs eagerly. On a CPU the padded update runs eagerly.",
+        "per batch shape and replay it, batches padded to a few shapes fitted to the run's batches (a "
+        "batch none holds runs eagerly). On a CPU the padded update runs eagerly.",
     )
     pad_to_multiple: int = setting(
         1,

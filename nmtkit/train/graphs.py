@@ -4,14 +4,14 @@ An RNN's update is thousands of small kernels, one target word after another; la
 one at a time, they leave a GPU idle most of the time. Captured once with ``torch.cuda.graph`` and
 replayed, the forward, the backward, the clipping and the optimizer step run without the host.
 
-A graph holds fixed shapes, so each batch is padded: its source and target lengths up to the rungs
-of a ladder fitted to the run's batches (:mod:`.shapes`), its sentences up to the run's batch size
-(or under ``--max-tokens``, the most its shape can hold) with empty sentences (a lone ``</s>`` to
-read, nothing to predict), which the loss and the counts ignore. The first
+A graph holds fixed shapes, so each batch is padded to one of a few fitted to the run's batches
+(:mod:`.shapes`): its source and target lengths, and its sentences with empty sentences (a lone
+``</s>`` to read, nothing to predict), which the loss and the counts ignore. The first
 ``WARMUP`` batches of a shape run eagerly (cuBLAS's workspaces, the optimizer's state) with any
 wait for the host refused (a shape whose update waits runs eagerly from then on, said once), the
-next is captured, and every later one replays its graph; the graphs share one memory pool. Past
-``MAX_SHAPES`` shapes, a new one runs eagerly, said once. The loss, the gradient norm and the
+next is captured, and every later one replays its graph; the graphs share one memory pool (they
+never run at once and read none of each other's outputs). A batch no shape holds runs eagerly,
+said once. The loss, the gradient norm and the
 counts stay on the device until the loop's report reads them; the learning rate is a tensor
 there, written in place (:func:`.optimizer.set_rate`).
 
@@ -40,11 +40,10 @@ from ..data.batching import collate, to_device
 from ..data.vocab import BOS, EOS, PAD
 from ..models.host_free import host_free
 from .parts import CompiledSteps
-from .shapes import Ladder, fitted
+from .shapes import Shapes, fitted
 from .state import TrainState, eager_reason
 from .step import clip, out_of_memory, piece_loss, set_scheduled_rate, update
 
-MAX_SHAPES = 25
 WARMUP = 2
 
 
@@ -120,7 +119,7 @@ class WholeUpdate:
 
     state: TrainState
     net: torch.nn.Module
-    ladder: Ladder = field(init=False)
+    fitted: Shapes = field(init=False)
     shapes: dict[tuple[int, int, int], Shape] = field(default_factory=dict)
     captured: int = 0
     said_eager: bool = False
@@ -129,10 +128,12 @@ class WholeUpdate:
         cfg, state = self.state.cfg, self.state
         sizes = state.train_src.sizes, state.train_tgt.sizes
         limits = (1 + (cfg.max_len or int(sizes[0].max())), 1 + (cfg.max_len or int(sizes[1].max())))  # + </s>
-        self.ladder = fitted(state.batches.epoch_batches(0), *sizes, limits, cfg.batch_size, cfg.max_tokens)
+        by_tokens = bool(cfg.max_tokens)
+        self.fitted = fitted(state.batches.epoch_batches(0), *sizes, limits, 0 if by_tokens else cfg.batch_size)
         log(
-            f"--cuda-graphs: lengths padded to {self.ladder.src} (source) and {self.ladder.tgt} (target); "
-            f"{100 * self.ladder.real_share:.1f}% of the target positions an epoch computes are tokens, not padding"
+            f"--cuda-graphs: batches padded to {len(self.fitted.fitted)} shapes (sentences×source×target: "
+            f"{', '.join('×'.join(map(str, f)) for f in self.fitted.fitted)}); "
+            f"{100 * self.fitted.real_share:.1f}% of the target positions an epoch computes are tokens, not padding"
         )
         self.capture = state.device.type == "cuda"
         self.pool = torch.cuda.graph_pool_handle() if self.capture else None
@@ -146,30 +147,28 @@ class WholeUpdate:
         key = self.key(batch, len(idx))
         self.scale.fill_(state.parallel.world / len(idx))
         try:
-            out = self.run(key, batch) if key is not None else self.past_ladder(batch)
+            out = self.run(key, batch) if key is not None else self.unshaped(batch)
         except torch.cuda.OutOfMemoryError:
             raise out_of_memory(len(idx), batch["tgt_in"].shape[1]) from None
         if out.align is not None:
             state.window.add_alignment(*out.align)
         state.window.add(out.nll, out.norm, tokens, len(idx), tokens)
 
-    def past_ladder(self, batch: dict[str, torch.Tensor]) -> UpdateOutputs:
+    def unshaped(self, batch: dict[str, torch.Tensor]) -> UpdateOutputs:
         """A batch no shape holds, as the eager path computes it."""
         inputs = to_device(batch, self.state.device)
         return self.eager(inputs, hostless=False) if self.capture else self.body(inputs, hostless=False)
 
     def key(self, batch: dict[str, torch.Tensor], sentences: int) -> tuple[int, int, int] | None:
-        """The padded shape (sentences, source, target) of a batch; None past the ladder."""
+        """The padded shape (sentences, source, target) of a batch; None if no shape holds it."""
         s, t = batch["src"].shape[1], batch["tgt_in"].shape[1]
-        key = self.ladder.shape(sentences, s, t)
-        if key is None or (key not in self.shapes and len(self.shapes) >= MAX_SHAPES):
-            if not self.said_eager:
-                log(
-                    f"--cuda-graphs: a batch of shape {sentences}×{s}×{t} is past the ladder "
-                    f"{self.ladder.src} × {self.ladder.tgt} or its {MAX_SHAPES} shapes: such batches run eagerly"
-                )
-                self.said_eager = True
-            return None
+        key = self.fitted.shape(sentences, s, t)
+        if key is None and not self.said_eager:
+            log(
+                f"--cuda-graphs: a batch of shape {sentences}×{s}×{t} is held by none of the fitted shapes: "
+                "such batches run eagerly"
+            )
+            self.said_eager = True
         return key
 
     def run(self, key: tuple[int, int, int], batch: dict[str, torch.Tensor]) -> UpdateOutputs:

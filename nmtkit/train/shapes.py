@@ -1,107 +1,102 @@
 """The padded batch shapes of ``train --cuda-graphs``, fitted to the run's own batches.
 
-A CUDA graph holds one shape, so every batch is padded up to one of a few: its source and target
-lengths up to rungs of a ladder, its sentences up to a fixed number. Even rungs waste the most where
-most batches are (the Bible's batches of 80 are sorted by target length, so their longest target
-sits a few words under the next even rung) and spend shapes on pairs of lengths that never meet
-(a batch of short targets has no long source). So the ladder is fitted (:func:`fitted`): the
-first epoch's batches, drawn as training will draw them, give each batch's longest source and
-target; every such length starts as a rung, and the rung whose removal adds the least padded work
-goes, one at a time, until the batches fall into ``FITTED_SHAPES`` (source, target) pairs. The
-first epoch decides, so a resumed run fits the same ladder.
+A CUDA graph holds one shape, so every batch is padded up to one of a few (sentences, source
+length, target length). Even steps of length waste the most where most batches are (the Bible's
+batches of 80 are sorted by target length, so their longest target sits a few words under the
+next step) and spend shapes on pairs of lengths that never meet (a batch of short targets has no
+long source). So the shapes are fitted (:func:`fitted`) to the first epoch's batches, drawn as
+training will draw them: each distinct (sentences, longest source, longest target) starts as a
+shape of its own, and the two shapes whose merging (the larger of each of the three) adds the
+least padded work merge, until ``FITTED_SHAPES`` are left. A rare kind of batch thus joins a
+frequent shape that holds it rather than keeping one of its own, so every shape is met, and
+captured, early in a run. A batch is padded to the cheapest shape that holds it. The first epoch
+decides, so a resumed run fits the same shapes.
 
 Work is counted in positions, a source position weighing ``SOURCE_WEIGHT`` of a target one: at the
 paper's sizes the encoder's two GRU steps take about 0.4 of the FLOPs of the decoder's step, its
 attention, readout and output layer. Batches of a fixed number of sentences are padded to the
-run's batch size; batches cut by tokens to the most sentences a batch of their target rung can
-hold (the token budget over the shortest its longest target can be there), rounded up to
-``ROWS_MULTIPLE``. The first target rung has no such bound: its shapes take the most sentences a
-first-epoch batch of theirs held, and a later batch with more gets a shape of its own.
+run's batch size, and a shape of the longest pair there can be is always among theirs, so that
+every batch has a shape. Batches cut by tokens vary in sentences (rounded up to
+``ROWS_MULTIPLE``): a later one that no fitted shape holds, which is rare, runs eagerly.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import TypeVar
+from dataclasses import dataclass
 
 import numpy as np
 
-FITTED_SHAPES = 20  # the first epoch's; MAX_SHAPES (graphs.py) leaves room for pairs met later
+FITTED_SHAPES = 16
 SOURCE_WEIGHT = 0.4
 ROWS_MULTIPLE = 8  # sentences of a token batch's shape: tensor cores' tiles
-START_RUNGS = 64  # a side: past this many distinct lengths the fit starts from quantiles
+START_KINDS = 400  # past this many kinds of batch, lengths are first rounded up to coarser steps
+
+Shape = tuple[int, int, int]  # sentences, source length, target length (</s> or <s> included)
 
 
-Rows = TypeVar("Rows", int, np.ndarray)
-
-
-def rounded_rows(sentences: Rows) -> Rows:
+def rounded_rows(sentences: int) -> int:
     return -(-sentences // ROWS_MULTIPLE) * ROWS_MULTIPLE
 
 
-def most_rows(tgt: np.ndarray, j: np.ndarray, max_tokens: int) -> np.ndarray:
-    """The most sentences a token batch of target rung ``j`` can hold (0 for the first rung, which
-    has no shortest longest target): ``max_tokens`` over the shortest its longest target can be."""
-    below = np.maximum(j - 1, 0)
-    return np.where(j > 0, rounded_rows(max_tokens // (tgt[below] + 1)), 0)
+def work(shapes: np.ndarray) -> np.ndarray:
+    """The positions a padded update of each (sentences, source, target) shape computes."""
+    return shapes[..., 0] * (shapes[..., 2] + SOURCE_WEIGHT * shapes[..., 1])
 
 
 @dataclass(frozen=True)
-class Ladder:
-    """The rungs of each side, and the sentences of a padded batch: ``batch_size``, or for batches
-    cut by tokens (``batch_size`` 0), the most a batch of the target rung can hold, or in the
-    first rung the most a first-epoch batch of the shape held (``first``)."""
+class Shapes:
+    """The fitted shapes, of ``batch_size`` sentences each or, for batches cut by tokens
+    (``batch_size`` 0), of as many as their batches had, rounded up."""
 
-    src: tuple[int, ...]
-    tgt: tuple[int, ...]
+    fitted: tuple[Shape, ...]
     batch_size: int
-    max_tokens: int = 0
-    first: dict[int, int] = field(default_factory=dict)  # source rung → sentences, first target rung
-    real_share: float = 1.0  # of the target positions the first epoch's padded batches compute
+    real_share: float = 1.0  # of the target positions the fitting epoch's padded batches compute
 
-    def shape(self, sentences: int, src_len: int, tgt_len: int) -> tuple[int, int, int] | None:
-        """The padded shape (sentences, source, target) of a batch; None past the top rungs."""
-        i, j = bisect_left(self.src, src_len), bisect_left(self.tgt, tgt_len)
-        if i == len(self.src) or j == len(self.tgt):
-            return None
-        s, t = self.src[i], self.tgt[j]
-        if self.batch_size:
-            return max(self.batch_size, sentences), s, t
-        held = int(most_rows(np.asarray(self.tgt), np.asarray(j), self.max_tokens)) or self.first.get(s, 0)
-        return max(held, rounded_rows(sentences)), s, t
+    def shape(self, sentences: int, src_len: int, tgt_len: int) -> Shape | None:
+        """The cheapest fitted shape that holds the batch; None if none does."""
+        rows = max(self.batch_size, sentences) if self.batch_size else rounded_rows(sentences)
+        chosen = cheapest(np.array(self.fitted).reshape(-1, 3), np.array([[rows, src_len, tgt_len]]))[0]
+        return self.fitted[chosen] if chosen >= 0 else None
 
 
-def _longest(batches: Sequence[np.ndarray], src_sizes: np.ndarray, tgt_sizes: np.ndarray) -> np.ndarray:
-    """Each batch's longest source and target with ``</s>`` (or ``<s>``), and its sentences."""
+def cheapest(shapes: np.ndarray, kinds: np.ndarray) -> np.ndarray:
+    """For each kind of batch (sentences, longest source, longest target), the index of the
+    cheapest of ``shapes`` that holds it, or -1."""
+    holds: np.ndarray = np.all(shapes[None, :, :] >= kinds[:, None, :], axis=2)
+    if not len(shapes):
+        return np.full(len(kinds), -1, dtype=np.int64)
+    chosen = np.where(holds, work(shapes)[None, :], np.inf).argmin(axis=1)
+    return np.where(holds.any(axis=1), chosen, -1).astype(np.int64)
+
+
+def _kinds(
+    batches: Sequence[np.ndarray], src_sizes: np.ndarray, tgt_sizes: np.ndarray, batch_size: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct (sentences, longest source, longest target) of the batches, and how many
+    batches are of each; sentences as padded (the batch size, or rounded up)."""
     ids = np.concatenate(batches)
     starts = np.cumsum([0] + [len(b) for b in batches[:-1]])
-    return np.column_stack(
-        [
-            np.maximum.reduceat(src_sizes[ids], starts) + 1,
-            np.maximum.reduceat(tgt_sizes[ids], starts) + 1,
-            [len(b) for b in batches],
-        ]
-    ).astype(np.int64)
+    sentences = np.array([len(b) for b in batches])
+    rows = np.full(len(batches), batch_size) if batch_size else -(-sentences // ROWS_MULTIPLE) * ROWS_MULTIPLE
+    longest = np.column_stack(
+        [rows, np.maximum.reduceat(src_sizes[ids], starts) + 1, np.maximum.reduceat(tgt_sizes[ids], starts) + 1]
+    )
+    kinds, counts = np.unique(longest, axis=0, return_counts=True)
+    return kinds.astype(np.int64), counts
 
 
-def _work(points: np.ndarray, src: np.ndarray, tgt: np.ndarray, max_tokens: int) -> tuple[float, int, np.ndarray]:
-    """The padded work of ``points`` (longest source, target, sentences, batches) on these rungs,
-    the shapes they use, and each point's padded sentences."""
-    i, j = np.searchsorted(src, points[:, 0]), np.searchsorted(tgt, points[:, 1])
-    used, which = np.unique(i * len(tgt) + j, return_inverse=True)
-    rows = most_rows(tgt, used % len(tgt), max_tokens) if max_tokens else np.zeros(len(used), dtype=np.int64)
-    np.maximum.at(rows, which, points[:, 2])
-    per_batch = rows[which] * (tgt[j] + SOURCE_WEIGHT * src[i])
-    return float((points[:, 3] * per_batch).sum()), len(used), rows[which]
-
-
-def _start(lengths: np.ndarray, limit: int) -> np.ndarray:
-    rungs = np.unique(lengths)
-    if len(rungs) > START_RUNGS:
-        rungs = np.unique(np.quantile(lengths, np.linspace(0, 1, START_RUNGS), method="higher"))
-    return np.union1d(rungs[rungs < limit], [limit])
+def _coarser(kinds: np.ndarray, counts: np.ndarray, limits: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Lengths rounded up to steps of 2, 3, … (not past the limits) until few kinds are left: the
+    merging below compares every pair of kinds."""
+    step, coarse = 1, kinds
+    while len(np.unique(coarse, axis=0)) > START_KINDS and step < max(limits):
+        step += 1
+        coarse = kinds.copy()
+        for side, limit in ((1, limits[0]), (2, limits[1])):
+            coarse[:, side] = np.minimum(-(-kinds[:, side] // step) * step, limit)
+    merged, which = np.unique(coarse, axis=0, return_inverse=True)
+    return merged, np.bincount(which.ravel(), weights=counts).astype(np.int64)
 
 
 def fitted(
@@ -110,43 +105,34 @@ def fitted(
     tgt_sizes: np.ndarray,
     limits: tuple[int, int],
     batch_size: int,
-    max_tokens: int = 0,
     shapes: int = FITTED_SHAPES,
-) -> Ladder:
-    """The ladder for these batches (one epoch's), whose top rungs are ``limits`` (the longest
-    source and target a batch can have, ``</s>`` included); with ``max_tokens``, batches cut by
-    tokens."""
-    if not len(batches):
-        return Ladder((limits[0],), (limits[1],), 0 if max_tokens else batch_size, max_tokens)
+) -> Shapes:
+    """The shapes for these batches (one epoch's), whose lengths are at most ``limits`` (the
+    longest source and target a batch can have, ``</s>`` included); ``batch_size`` 0: batches
+    cut by tokens."""
     src_sizes, tgt_sizes = np.asarray(src_sizes), np.asarray(tgt_sizes)
-    longest = _longest(batches, src_sizes, tgt_sizes)
-    rows = rounded_rows(longest[:, 2]) if max_tokens else np.full(len(longest), batch_size)
-    kinds, counts = np.unique(np.column_stack([longest[:, :2], rows]), axis=0, return_counts=True)
-    points = np.column_stack([kinds, counts])
-    sides = [_start(points[:, 0], limits[0]), _start(points[:, 1], limits[1])]
-    used = _work(points, sides[0], sides[1], max_tokens)[1]
-    while used > shapes:
-        options = []
-        for side in (0, 1):
-            for k in range(len(sides[side]) - 1):  # the top rung stays: it holds every batch
-                fewer = list(sides)
-                fewer[side] = np.delete(sides[side], k)
-                options.append((*_work(points, fewer[0], fewer[1], max_tokens)[:2], side, k))
-        _, used, side, k = min(options, key=lambda o: o[0])
-        sides[side] = np.delete(sides[side], k)
-    src, tgt = sides
-    rows = _work(points, src, tgt, max_tokens)[2]
-    s, j = src[np.searchsorted(src, points[:, 0])], np.searchsorted(tgt, points[:, 1])
-    first: dict[int, int] = {}
-    for a, n in zip(s[(j == 0) & bool(max_tokens)], rows[(j == 0) & bool(max_tokens)]):
-        first[int(a)] = max(first.get(int(a), 0), int(n))
+    if not len(batches):
+        return Shapes(((batch_size, *limits),) if batch_size else (), batch_size)
+    exact, exact_counts = _kinds(batches, src_sizes, tgt_sizes, batch_size)
+    kinds, counts = _coarser(exact, exact_counts, limits)
+    every = np.array([[batch_size, *limits]]) if batch_size else np.empty((0, 3), dtype=np.int64)
+    sizes = np.vstack([kinds, every]).astype(np.float64)
+    weight = np.append(counts, np.zeros(len(every))).astype(np.float64)
+    spent = work(sizes) * weight
+    while len(sizes) > max(shapes, 1):
+        both = np.maximum(sizes[:, None, :], sizes[None, :, :])
+        added = work(both) * (weight[:, None] + weight[None, :]) - spent[:, None] - spent[None, :]
+        np.fill_diagonal(added, np.inf)
+        i, j = np.unravel_index(int(np.argmin(added)), added.shape)
+        sizes[i], weight[i] = both[i, j], weight[i] + weight[j]
+        spent[i] = work(sizes[i]) * weight[i]
+        sizes, weight, spent = np.delete(sizes, j, 0), np.delete(weight, j), np.delete(spent, j)
+    final = np.unique(sizes.astype(np.int64), axis=0)
+    padded = final[cheapest(final, exact)]  # every kind is held: it merged into one of them
     ids = np.concatenate(batches)
     real = float(tgt_sizes[ids].sum() + len(ids))  # + </s>
-    return Ladder(
-        tuple(int(r) for r in src),
-        tuple(int(r) for r in tgt),
-        0 if max_tokens else batch_size,
-        max_tokens,
-        first,
-        real / float((points[:, 3] * rows * tgt[j]).sum()),
+    return Shapes(
+        tuple((int(r), int(s), int(t)) for r, s, t in final),
+        batch_size,
+        real / float((exact_counts * padded[:, 0] * padded[:, 2]).sum()),
     )
