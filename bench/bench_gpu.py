@@ -91,6 +91,12 @@ def measure(
     return found
 
 
+UNSTEADY = (
+    "? no window after the warm-up (with graphs, none in which every update replayed): the last "
+    "window's speed, not a steady one"
+)
+
+
 def speed_of(windows: list[dict[str, Any]], warmup: int) -> dict[str, Any]:
     """A cell's figures from its run's log windows: the mean speed of those after ``warmup``
     updates (the last window when none is), and where the run captured CUDA graphs, of those in
@@ -149,10 +155,10 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         capture = f"{r['capture_s']:>10.1f}" if "capture_s" in r else f"{'':>10}"
         busy = f"{100 * r['gpu_busy_share']:>8.0f}%" if "gpu_busy_share" in r else f"{'':>9}"
         run = f"{r['run_tok_per_s']:>11,.0f}" if "run_tok_per_s" in r else ""
-        print(
-            f"{cell}{r['tok_per_s']:>13,.0f}{r['gpu_peak_mb'] / 1024:>8.2f} GB{r['wmt14_hours']:>9.1f}"
-            f"{capture}{busy}{run}"
-        )
+        speed = f"{r['tok_per_s']:>12,.0f}{' ' if r.get('steady', True) else '?'}"
+        print(f"{cell}{speed}{r['gpu_peak_mb'] / 1024:>8.2f} GB{r['wmt14_hours']:>9.1f}{capture}{busy}{run}")
+    if not all(r.get("steady", True) for r in rows):
+        print(UNSTEADY)
 
 
 def main(argv: list[str] | None = None) -> None:

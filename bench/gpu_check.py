@@ -13,8 +13,9 @@ a job of its own. The parts, in the order they run:
 - bench: bin/bench-gpu's matrix at the paper's sizes on the words data-bin (RNNsearch first,
   then RNNencdec, then Luong's LSTM; batches of 80 sentences and of 6,000 tokens; fp32/TF32 and
   bf16; eager, compiled and CUDA graphs), target tokens/s and peak GPU memory of each cell.
-- profile: bin/profile-train --device cuda, eager and compiled: kernels per update and the share
-  of wall time the GPU was busy.
+- profile: bin/profile-train --device cuda, eager and compiled (bf16) and the whole update as CUDA
+  graphs (TF32): kernels per update and the share of wall time the GPU was busy (for the graphs,
+  by the profiler's kernels and by the replays' CUDA events, as training logs it).
 - train: a paper-size RNNsearch on the words data-bin with the fastest path the bench found,
   a 3-minute budget, killed (SIGKILL) at 40% of it and resumed by the same command; then the test
   verses translated (beam 12, token batches) and scored.
@@ -102,8 +103,9 @@ def _bench_line(r: dict[str, Any], gpu: bool) -> str:
     capture = f"{r['capture_s']:.1f} ({r['captures']} shapes)" if "capture_s" in r else ""
     busy = f"{100 * r['gpu_busy_share']:.0f}%" if "gpu_busy_share" in r else ""
     run = f"{r['run_tok_per_s']:,.0f}" if "run_tok_per_s" in r else ""
+    unsteady = "" if r.get("steady", True) else " (the last window: none steady)"
     return (
-        f"| {r['arch']} | {r['batch']} | {r['precision']} | {r['path']}{mark} | {r['tok_per_s']:,.0f} | "
+        f"| {r['arch']} | {r['batch']} | {r['precision']} | {r['path']}{mark} | {r['tok_per_s']:,.0f}{unsteady} | "
         f"{r['gpu_peak_mb'] / 1024:.2f} GB | {hours} | {capture} | {busy} | {run} |"
     )
 
@@ -161,7 +163,7 @@ def _profile_one(check: Check, name: str, extra: list[str], budget: float) -> tu
     out = check.out / f"profile-{name}.json"
     cmd = [*PY, CHECKOUT / "bin" / "profile-train", check.args.words, "--preset", "tiny" if tiny else "paper"]
     cmd += ["--updates", 3 if tiny else 10, "--device", "cuda" if check.gpu else "cpu", "--json", out]
-    cmd += [*([] if tiny else ["--bf16"]), *extra]
+    cmd += [flag for flag in extra if not (tiny and flag == "--bf16")]  # a CPU may emulate bf16
     try:
         done = check.run(cmd, max(90.0, budget / 2))
     except subprocess.TimeoutExpired:
@@ -173,6 +175,8 @@ def _profile_one(check: Check, name: str, extra: list[str], budget: float) -> tu
         }
     fig = json.loads(out.read_text())
     busy = f"{100 * fig['gpu_busy_share']:.0f}%" if "gpu_busy_share" in fig else "needs a GPU"
+    if "replay_busy_share" in fig:  # the training log's measure beside the profiler's
+        busy += f" (replays' events: {100 * fig['replay_busy_share']:.0f}%)"
     line = (
         f"| {name} | {fig['updates_per_s']:.2f} | {fig['tok_per_s']:,.0f} | {fig['kernels_per_update']:,.0f} | {busy} |"
     )
@@ -183,9 +187,10 @@ def profile(check: Check, budget: float) -> dict[str, Any]:
     tiny = not check.gpu
     lines = ["| step | updates/s | target tok/s | kernels per update | GPU busy |", "|---|---:|---:|---:|---:|"]
     found = []
-    for name, extra in (("eager", []), ("compiled", ["--compile"])):
+    steps = (("eager", ["--bf16"]), ("compiled", ["--compile", "--bf16"]), ("update-graph", ["--cuda-graphs"]))
+    for name, extra in steps:
         if tiny and name == "compiled":
-            lines.append("| compiled | needs a GPU (tiny mode runs the eager step alone) | | | |")
+            lines.append("| compiled | needs a GPU (tiny mode runs the eager steps alone) | | | |")
             continue
         line, figures = _profile_one(check, name, extra, budget)
         lines.append(line)
@@ -193,7 +198,11 @@ def profile(check: Check, budget: float) -> dict[str, Any]:
     failed = any("error" in f for f in found)
     head = [
         "RNNsearch, "
-        + ("tiny preset on a CPU (a check, not a measurement)" if tiny else "paper sizes, 80 sentences, bf16")
+        + (
+            "tiny preset on a CPU (a check, not a measurement)"
+            if tiny
+            else "paper sizes, 80 sentences; eager and compiled in bf16, the whole update as graphs in TF32"
+        )
     ]
     return {"status": "failed" if failed else "ok", "runs": found, "lines": head + [""] + lines}
 

@@ -2,7 +2,7 @@
 
     bin/profile-train DATA_BIN [--preset small] [--updates 20] [--threads 2] [--bf16] [--top 15]
                       [--encoder paper|cudnn] [--sampled-softmax K] [--compile [--compile-mode M]]
-                      [--device cpu|cuda] [--json FILE]
+                      [--cuda-graphs [--graph-warmup 400]] [--device cpu|cuda] [--json FILE]
 
 Builds the model as ``nmtkit train`` does, draws minibatches the way training
 does (Appendix B batches of 80 from length-sorted pools), and times each part
@@ -22,20 +22,31 @@ those the GPU ran (CUDA kernel events), and the GPU's busy share is their
 summed duration over the wall time of the profiled updates: what is left is
 the GPU waiting for Python. The speed is the profiled updates'. --json writes
 the figures for bin/gpu-check.
+
+With --cuda-graphs the updates are ``nmtkit train --cuda-graphs``'s own (its training state and
+its whole update, each batch padded to its shape and replayed as one CUDA graph), with Adam as
+above: no part is timed (a replay is one launch), updates run until every shape has been met and
+captured (at most --graph-warmup), then --updates more are profiled. Beside the profiler's busy
+share stands the one training logs (CUDA events around each replay over the wall time), measured
+over the same updates: two ways to the same figure.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from nmtkit.core.distributed import Place
+from nmtkit.core.runtime import setup
+from nmtkit.core.settings import RuntimeConfig
 from nmtkit.data.batching import Batches, collate
 from nmtkit.data.binarized import Corpus
 from nmtkit.data.vocab import PAD
@@ -43,6 +54,11 @@ from nmtkit.models.base import Seq2Seq
 from nmtkit.models.build import build_model
 from nmtkit.models.config import FAMILIES, ModelConfig, model_config
 from nmtkit.models.loss import shortlist
+from nmtkit.train.config import TrainConfig
+from nmtkit.train.graphs import WholeUpdate, updater
+from nmtkit.train.parts import CompiledSteps, Parallel
+from nmtkit.train.state import start
+from nmtkit.train.window import LossWindow
 
 from .bench_common import write_text
 
@@ -78,6 +94,12 @@ def kernels(prof: torch.profiler.profile) -> int:
     leaf = sum(1 for e in events if computes(e) and innermost(e))
     fused = sum(1 for e in events if e.name.startswith(("cpp_fused", "triton_")))
     return leaf + fused
+
+
+def cuda_kernels(prof: torch.profiler.profile) -> list[Any]:
+    """The kernels the GPU ran while ``prof`` profiled (a graph's replayed ones included)."""
+    events = prof.events()  # type: ignore[no-untyped-call]
+    return [e for e in events if e.device_type == torch.profiler.DeviceType.CUDA]
 
 
 class Updates:
@@ -144,21 +166,28 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--top", type=int, default=15)
     ap.add_argument("--compile", action="store_true", help="the recurrences' steps through torch.compile")
     ap.add_argument("--compile-mode", default="default")
+    ap.add_argument("--cuda-graphs", action="store_true", help="nmtkit train --cuda-graphs's whole update")
+    ap.add_argument("--graph-warmup", type=int, default=400, help="updates at most before every shape is captured")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--json", dest="json_out", default=None, help="also write the figures to this file")
     return ap
 
 
-def built(args: argparse.Namespace, corpus: Corpus) -> tuple[Seq2Seq, ModelConfig]:
-    """The model as ``nmtkit train`` builds it, on the device, its steps compiled if asked."""
+def sized(args: argparse.Namespace, corpus: Corpus) -> ModelConfig:
+    """The model's config at the preset's sizes and the corpus's vocabularies."""
     family = FAMILIES[args.arch]
-    cfg = model_config(
+    return model_config(
         args.arch,
         **family.preset_sizes(args.preset),
         **({"encoder": args.encoder} if "encoder" in family.flags() else {}),
         src_vocab=len(corpus.vocab(corpus.src_lang)),
         tgt_vocab=len(corpus.vocab(corpus.tgt_lang)),
     )
+
+
+def built(args: argparse.Namespace, corpus: Corpus) -> tuple[Seq2Seq, ModelConfig]:
+    """The model as ``nmtkit train`` builds it, on the device, its steps compiled if asked."""
+    cfg = sized(args, corpus)
     model = build_model(cfg).to(torch.device(args.device)).train()
     if args.compile:
         import torch._inductor.config as inductor  # torch's compiler: loaded only to compile
@@ -166,6 +195,104 @@ def built(args: argparse.Namespace, corpus: Corpus) -> tuple[Seq2Seq, ModelConfi
         inductor.cpp.enable_kernel_profile = True  # each fused C++ kernel a profiled call
         model.compile_steps(args.compile_mode)
     return model, cfg
+
+
+def graph_updates(args: argparse.Namespace, save_dir: Path) -> tuple[Callable[[], int], WholeUpdate | None]:
+    """Updates as ``nmtkit train --cuda-graphs`` runs them, on a training state of its own: each
+    call runs the next batch's and returns its target tokens (``</s>`` counted); and the whole
+    update (None where the run keeps the eager one)."""
+    cfg = TrainConfig(
+        optimizer="adam",
+        lr=1e-3,
+        batch_size=args.batch_size,
+        valid_bleu=False,
+        device=args.device,
+        threads=args.threads,
+        bf16=args.bf16,
+        cuda_graphs=True,
+    )
+    runtime = setup(RuntimeConfig(cfg.device, cfg.threads, cfg.bf16, cfg.tf32, logits_blas=cfg.logits_blas))
+    data = Path(args.data_bin)
+    state = start(data, save_dir, sized(args, Corpus(data)), cfg, False, Parallel(Place(), runtime))
+    update = updater(state, state.parallel.wrap(state.model), CompiledSteps(state.model, cfg))
+    state.model.train()
+    batches = iter(state.batches)
+
+    def step() -> int:
+        idx = next(batches)
+        update(idx)
+        return int(state.train_tgt.sizes[idx].sum()) + len(idx)
+
+    return step, update if isinstance(update, WholeUpdate) else None
+
+
+def settled(whole: WholeUpdate | None) -> bool:
+    """Whether every shape has been met and captured (or refused): each update now replays."""
+    if whole is None or not whole.capture:
+        return True
+    done = all(shape.graph is not None or shape.refused for shape in whole.shapes.values())
+    return done and len(whole.shapes) == len(whole.fitted.shapes)
+
+
+def profile_graphs(args: argparse.Namespace) -> None:
+    """--cuda-graphs: the whole update's kernels, speed and busy share, two ways."""
+    on_gpu = torch.device(args.device).type == "cuda"
+    with tempfile.TemporaryDirectory() as tmp:
+        step, whole = graph_updates(args, Path(tmp))
+        met = 0
+        while met < 5 or (met < args.graph_warmup and not settled(whole)):
+            step()
+            met += 1
+        if whole is not None:  # the training log's own measure, over the profiled updates alone
+            whole.state.window = LossWindow(1)
+        activities = [torch.profiler.ProfilerActivity.CPU]
+        activities += [torch.profiler.ProfilerActivity.CUDA] if on_gpu else []
+        with torch.profiler.profile(activities=activities) as prof:
+            started, tokens = time.perf_counter(), 0
+            for _ in range(args.updates):
+                tokens += step()
+            if on_gpu:
+                torch.cuda.synchronize()
+            total = time.perf_counter() - started
+    figures: dict[str, Any] = {
+        "arch": args.arch,
+        "preset": args.preset,
+        "device": args.device,
+        "bf16": args.bf16,
+        "cuda_graphs": True,
+        "warmup_updates": met,
+        "captured": 0 if whole is None else whole.captured,
+        "every_shape_captured": settled(whole) and on_gpu,
+        "updates_per_s": args.updates / total,
+        "tok_per_s": tokens / total,
+    }
+    if not on_gpu:
+        figures["kernels_per_update"] = kernels(prof) / args.updates
+    elif whole is not None:
+        ran = cuda_kernels(prof)
+        replays = whole.state.window.replays
+        figures |= {
+            "kernels_per_update": len(ran) / args.updates,
+            "gpu_busy_share": sum(e.device_time for e in ran) / 1e6 / total,
+            "replay_busy_share": sum(a.elapsed_time(b) for a, b in replays) / 1000 / total,
+            "replayed": len(replays),
+        }
+    print(
+        f"{args.arch} --preset {args.preset} --cuda-graphs, batch {args.batch_size}"
+        f"{', bf16' if args.bf16 else ''}: {figures['captured']} shapes captured in {met} updates, then "
+        f"{figures['updates_per_s']:.2f} updates/s, {figures['tok_per_s']:,.0f} target tok/s (profiler on)"
+    )
+    if "gpu_busy_share" in figures:
+        print(
+            f"GPU kernels per update: {figures['kernels_per_update']:,.0f}; the GPU busy "
+            f"{100 * figures['gpu_busy_share']:.0f}% of the wall time by the profiler's kernels, "
+            f"{100 * figures['replay_busy_share']:.0f}% by the replays' CUDA events "
+            f"({figures['replayed']} of {args.updates} updates replayed)"
+        )
+    if args.json_out:
+        write_text(Path(args.json_out), json.dumps(figures, indent=1))
+    order = "self_device_time_total" if on_gpu else "self_cpu_time_total"
+    print(prof.key_averages().table(sort_by=order, row_limit=args.top, max_name_column_width=40))
 
 
 def figures_of(args: argparse.Namespace, update: Updates, prof: torch.profiler.profile, total: float) -> dict[str, Any]:
@@ -182,8 +309,7 @@ def figures_of(args: argparse.Namespace, update: Updates, prof: torch.profiler.p
         "parts_ms": {k: 1000 * v / args.updates for k, v in update.spent.items()},
     }
     if update.device.type == "cuda":
-        events = prof.events()  # type: ignore[no-untyped-call]
-        ran = [e for e in events if e.device_type == torch.profiler.DeviceType.CUDA]
+        ran = cuda_kernels(prof)
         busy = sum(e.device_time for e in ran) / 1e6  # µs → s
         figures |= {"kernels_per_update": len(ran) / args.updates, "gpu_busy_share": busy / total}
         print(
@@ -204,6 +330,10 @@ def main(argv: list[str] | None = None) -> None:
     on_gpu = torch.device(args.device).type == "cuda"
     if on_gpu and not torch.cuda.is_available():
         raise SystemExit("profile-train: no CUDA GPU here")
+    if args.cuda_graphs and (args.compile or args.shortlist):
+        raise SystemExit("profile-train: --cuda-graphs captures the plain update (no --compile, no --sampled-softmax)")
+    if args.cuda_graphs:
+        return profile_graphs(args)
     torch.set_num_threads(args.threads)
     torch.manual_seed(1)
     corpus = Corpus(args.data_bin)

@@ -35,8 +35,8 @@ def test_bench_gpu_runs_every_cell_on_a_cpu(raw, tmp_path):
     assert all(("--max-updates 4" in c) == ("--cuda-graphs" in c) for c in commands)
 
 
-def test_a_graph_cells_speed_is_read_from_its_replayed_windows_and_its_captures_apart():
-    from bench.bench_gpu import speed_of
+def test_a_graph_cells_speed_is_read_from_its_replayed_windows_and_its_captures_apart(capsys):
+    from bench.bench_gpu import UNSTEADY, print_table, speed_of
 
     windows = [
         {"step": 10, "tgt_tokens_per_s": 5_000, "graphs_captured": 3, "capture_s": 0.6, "gpu_peak_mb": 900},
@@ -57,6 +57,11 @@ def test_a_graph_cells_speed_is_read_from_its_replayed_windows_and_its_captures_
     assert not {"captures", "capture_s", "gpu_busy_share", "run_tok_per_s"} & eager.keys()
     late = speed_of(windows[:2], warmup=15)  # captured to the end: the last window, said unsteady
     assert late["tok_per_s"] == 20_000 and not late["steady"]
+    cell = {"arch": "rnnsearch", "batch": "80 sentences", "precision": "fp32/tf32", "path": "update-graph"}
+    print_table([{**cell, **got}, {**cell, **late}])
+    rows = capsys.readouterr().out.splitlines()
+    assert "100,000 " in rows[1] and "67,500" in rows[1] and "85%" in rows[1]  # steady, whole run, busy
+    assert "20,000?" in rows[2] and rows[3] == UNSTEADY
     refused = speed_of([{"step": 10, "tgt_tokens_per_s": 5_000, "graphs_refused": 2}, *windows[2:]], 15)
     assert refused["refused"] == 2 and "captures" not in refused
 

@@ -2,12 +2,15 @@
 entries into bench, and the benchmarks without peers run here."""
 
 import ast
+import json
 import re
 import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import EN
+import pytest
+
+from tests.conftest import EN, FR, write_pair
 from tests.test_examples import nmtkit_bin
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -98,3 +101,25 @@ def test_the_data_bench_tiles_pairs_to_a_word_count_and_measures_a_commands_peak
     assert (tmp_path / "b.en").read_text() == "one two\nthree\none two\n"
     wall, peak_mb = run([sys.executable, "-c", "x = bytearray(64 << 20)"])
     assert wall > 0 and peak_mb >= 64
+
+
+def test_the_profiler_runs_the_training_runs_whole_update_and_says_how_many_shapes_it_captured(tmp_path):
+    """bin/profile-train --cuda-graphs on a CPU: nmtkit train's own state and padded update (no
+    graph to capture there), its speed and counts in the figures; the GPU's figures need a GPU."""
+    from bench import profile_train
+    from tests.test_corpus import make_corpus
+
+    write_pair(tmp_path / "raw" / "train", EN, FR)
+    write_pair(tmp_path / "raw" / "valid", EN[:3], FR[:3])
+    write_pair(tmp_path / "raw" / "test", EN[2:5], FR[2:5])
+    make_corpus(tmp_path / "raw", tmp_path)
+    out = tmp_path / "figures.json"
+    profile_train.main(
+        [str(tmp_path / "bin"), "--preset", "tiny", "--updates", "3", "--batch-size", "2", "--threads", "1"]
+        + ["--cuda-graphs", "--json", str(out)]
+    )
+    figures = json.loads(out.read_text())
+    assert figures["cuda_graphs"] and figures["warmup_updates"] == 5 and figures["captured"] == 0
+    assert figures["tok_per_s"] > 0 and not figures["every_shape_captured"] and "gpu_busy_share" not in figures
+    with pytest.raises(SystemExit, match="plain update"):
+        profile_train.main([str(tmp_path / "bin"), "--cuda-graphs", "--compile"])

@@ -203,6 +203,29 @@ def test_the_padded_whole_update_trains_as_the_eager_update_does(corpus, tmp_pat
         torch.testing.assert_close(b[k], a[k], rtol=1e-4, atol=ADAM_NOISE, msg=k)
 
 
+@pytest.mark.parametrize("by", ["sentences", "tokens"])
+def test_every_batch_of_a_run_without_a_length_limit_is_padded_to_a_shape_that_holds_it(corpus, tmp_path, by):  # noqa: F811
+    """No --max-len: the shapes reach the corpus's longest pair; every batch of three epochs, as
+    collate widens it, gets a shape at least as large, and its padded update runs."""
+    from nmtkit.train import graphs
+
+    seen, real = [], graphs.WholeUpdate.key
+
+    def key(self, batch, sentences):
+        got = real(self, batch, sentences)
+        seen.append((got, sentences, batch["src"].shape[1], batch["tgt_in"].shape[1]))
+        return got
+
+    batches = {"sentences": {"batch_size": 3}, "tokens": {"max_tokens": 30}}[by]
+    asked = cfg(max_epochs=3, max_len=0, cuda_graphs=True, valid_bleu=False, device="cpu", **batches)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(graphs.WholeUpdate, "key", key)
+        train(corpus, tmp_path / "g", FAMILIES["rnnsearch"], asked)
+    assert len(seen) > 3
+    assert all(shape is not None for shape, _, _, _ in seen)
+    assert all(rows >= n and src >= s and tgt >= t for (rows, src, tgt), n, s, t in seen)
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: replays captured CUDA graphs")
 @pytest.mark.parametrize("family", ["rnnsearch-head", "rnnencdec", "rnnsearch-cudnn", "luong"])

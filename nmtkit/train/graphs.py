@@ -40,7 +40,7 @@ from ..data.batching import collate, to_device
 from ..data.vocab import BOS, EOS, PAD
 from ..models.host_free import host_free
 from .parts import CompiledSteps
-from .shapes import Shapes, fitted
+from .shapes import FittedShapes, fit_shapes
 from .state import TrainState, eager_reason
 from .step import clip, out_of_memory, piece_loss, set_scheduled_rate, update
 
@@ -103,7 +103,7 @@ class UpdateOutputs:
 
 
 @dataclass
-class Shape:
+class ShapeGraph:
     """One padded batch shape: its inputs on the device, read by its graph once captured."""
 
     inputs: dict[str, torch.Tensor]
@@ -119,8 +119,8 @@ class WholeUpdate:
 
     state: TrainState
     net: torch.nn.Module
-    fitted: Shapes = field(init=False)
-    shapes: dict[tuple[int, int, int], Shape] = field(default_factory=dict)
+    fitted: FittedShapes = field(init=False)
+    shapes: dict[tuple[int, int, int], ShapeGraph] = field(default_factory=dict)
     captured: int = 0
     said_eager: bool = False
 
@@ -129,10 +129,10 @@ class WholeUpdate:
         sizes = state.train_src.sizes, state.train_tgt.sizes
         limits = (1 + (cfg.max_len or int(sizes[0].max())), 1 + (cfg.max_len or int(sizes[1].max())))  # + </s>
         by_tokens = bool(cfg.max_tokens)
-        self.fitted = fitted(state.batches.epoch_batches(0), *sizes, limits, 0 if by_tokens else cfg.batch_size)
+        self.fitted = fit_shapes(state.batches.epoch_batches(0), *sizes, limits, 0 if by_tokens else cfg.batch_size)
         log(
-            f"--cuda-graphs: batches padded to {len(self.fitted.fitted)} shapes (sentences×source×target: "
-            f"{', '.join('×'.join(map(str, f)) for f in self.fitted.fitted)}); "
+            f"--cuda-graphs: batches padded to {len(self.fitted.shapes)} shapes (sentences×source×target: "
+            f"{', '.join('×'.join(map(str, f)) for f in self.fitted.shapes)}); "
             f"{100 * self.fitted.real_share:.1f}% of the target positions an epoch computes are tokens, not padding"
         )
         self.capture = state.device.type == "cuda"
@@ -162,7 +162,7 @@ class WholeUpdate:
     def key(self, batch: dict[str, torch.Tensor], sentences: int) -> tuple[int, int, int] | None:
         """The padded shape (sentences, source, target) of a batch; None if no shape holds it."""
         s, t = batch["src"].shape[1], batch["tgt_in"].shape[1]
-        key = self.fitted.shape(sentences, s, t)
+        key = self.fitted.of(sentences, s, t)
         if key is None and not self.said_eager:
             log(
                 f"--cuda-graphs: a batch of shape {sentences}×{s}×{t} is held by none of the fitted shapes: "
@@ -176,7 +176,7 @@ class WholeUpdate:
         host = padded(batch, *key)
         shape = self.shapes.get(key)
         if shape is None:
-            shape = self.shapes[key] = Shape(to_device(host, device))
+            shape = self.shapes[key] = ShapeGraph(to_device(host, device))
         else:  # straight from the host into the buffers the graph reads
             for name, value in host.items():
                 shape.inputs[name].copy_(value, non_blocking=True)
@@ -196,7 +196,7 @@ class WholeUpdate:
             return shape.outputs.copied()
         return self.eager(shape.inputs, hostless=False)
 
-    def warm_up(self, key: tuple[int, int, int], shape: Shape) -> UpdateOutputs:
+    def warm_up(self, key: tuple[int, int, int], shape: ShapeGraph) -> UpdateOutputs:
         """An eager update of a shape before its capture, in which any wait for the host raises:
         such a shape is refused before a capture could fail on it (a failed capture leaves the
         stream and the random generator in capture mode), and runs eagerly from then on."""
@@ -243,7 +243,7 @@ class WholeUpdate:
         state.opt.step()
         return UpdateOutputs(got.nll.detach(), None if norm is None else norm.detach(), got.align)
 
-    def record(self, key: tuple[int, int, int], shape: Shape) -> None:
+    def record(self, key: tuple[int, int, int], shape: ShapeGraph) -> None:
         """Capture the update of this shape once (said once, with its time and memory)."""
         torch.cuda.synchronize()
         before, started = torch.cuda.memory_reserved(), time.perf_counter()

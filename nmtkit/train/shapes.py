@@ -8,7 +8,7 @@ long source). So the shapes are fitted (:func:`fitted`) to the first epoch's bat
 training will draw them: each distinct (sentences, longest source, longest target) starts as a
 shape of its own, and the two shapes whose merging (the larger of each of the three) adds the
 least padded work merge, until ``FITTED_SHAPES`` are left. A rare kind of batch thus joins a
-frequent shape that holds it rather than keeping one of its own, so every shape is met, and
+frequent shape that holds it rather than keeping one of its own, so that shapes are met, and
 captured, early in a run. A batch is padded to the cheapest shape that holds it. The first epoch
 decides, so a resumed run fits the same shapes.
 
@@ -24,18 +24,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
 FITTED_SHAPES = 16
 SOURCE_WEIGHT = 0.4
 ROWS_MULTIPLE = 8  # sentences of a token batch's shape: tensor cores' tiles
-START_KINDS = 400  # past this many kinds of batch, lengths are first rounded up to coarser steps
+MAX_MERGED_KINDS = 400  # the merging compares every pair: past this, lengths go to coarser steps first
 
 Shape = tuple[int, int, int]  # sentences, source length, target length (</s> or <s> included)
+Rows = TypeVar("Rows", int, np.ndarray)
 
 
-def rounded_rows(sentences: int) -> int:
+def rounded_rows(sentences: Rows) -> Rows:
     return -(-sentences // ROWS_MULTIPLE) * ROWS_MULTIPLE
 
 
@@ -45,27 +47,27 @@ def work(shapes: np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class Shapes:
-    """The fitted shapes, of ``batch_size`` sentences each or, for batches cut by tokens
-    (``batch_size`` 0), of as many as their batches had, rounded up."""
+class FittedShapes:
+    """The shapes, of ``batch_size`` sentences each or, for batches cut by tokens (``batch_size``
+    0), of as many as their batches had, rounded up."""
 
-    fitted: tuple[Shape, ...]
+    shapes: tuple[Shape, ...]
     batch_size: int
     real_share: float = 1.0  # of the target positions the fitting epoch's padded batches compute
 
-    def shape(self, sentences: int, src_len: int, tgt_len: int) -> Shape | None:
-        """The cheapest fitted shape that holds the batch; None if none does."""
+    def of(self, sentences: int, src_len: int, tgt_len: int) -> Shape | None:
+        """The cheapest shape that holds the batch; None if none does."""
         rows = max(self.batch_size, sentences) if self.batch_size else rounded_rows(sentences)
-        chosen = cheapest(np.array(self.fitted).reshape(-1, 3), np.array([[rows, src_len, tgt_len]]))[0]
-        return self.fitted[chosen] if chosen >= 0 else None
+        chosen = cheapest(np.array(self.shapes).reshape(-1, 3), np.array([[rows, src_len, tgt_len]]))[0]
+        return self.shapes[chosen] if chosen >= 0 else None
 
 
 def cheapest(shapes: np.ndarray, kinds: np.ndarray) -> np.ndarray:
     """For each kind of batch (sentences, longest source, longest target), the index of the
     cheapest of ``shapes`` that holds it, or -1."""
-    holds: np.ndarray = np.all(shapes[None, :, :] >= kinds[:, None, :], axis=2)
     if not len(shapes):
         return np.full(len(kinds), -1, dtype=np.int64)
+    holds: np.ndarray = np.all(shapes[None, :, :] >= kinds[:, None, :], axis=2)
     chosen = np.where(holds, work(shapes)[None, :], np.inf).argmin(axis=1)
     return np.where(holds.any(axis=1), chosen, -1).astype(np.int64)
 
@@ -78,7 +80,7 @@ def _kinds(
     ids = np.concatenate(batches)
     starts = np.cumsum([0] + [len(b) for b in batches[:-1]])
     sentences = np.array([len(b) for b in batches])
-    rows = np.full(len(batches), batch_size) if batch_size else -(-sentences // ROWS_MULTIPLE) * ROWS_MULTIPLE
+    rows = np.full(len(batches), batch_size) if batch_size else rounded_rows(sentences)
     longest = np.column_stack(
         [rows, np.maximum.reduceat(src_sizes[ids], starts) + 1, np.maximum.reduceat(tgt_sizes[ids], starts) + 1]
     )
@@ -87,10 +89,9 @@ def _kinds(
 
 
 def _coarser(kinds: np.ndarray, counts: np.ndarray, limits: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
-    """Lengths rounded up to steps of 2, 3, … (not past the limits) until few kinds are left: the
-    merging below compares every pair of kinds."""
+    """Lengths rounded up to steps of 2, 3, … (not past the limits) until few kinds are left."""
     step, coarse = 1, kinds
-    while len(np.unique(coarse, axis=0)) > START_KINDS and step < max(limits):
+    while len(np.unique(coarse, axis=0)) > MAX_MERGED_KINDS and step < max(limits):
         step += 1
         coarse = kinds.copy()
         for side, limit in ((1, limits[0]), (2, limits[1])):
@@ -99,40 +100,44 @@ def _coarser(kinds: np.ndarray, counts: np.ndarray, limits: tuple[int, int]) -> 
     return merged, np.bincount(which.ravel(), weights=counts).astype(np.int64)
 
 
-def fitted(
+def fit_shapes(
     batches: Sequence[np.ndarray],
     src_sizes: np.ndarray,
     tgt_sizes: np.ndarray,
     limits: tuple[int, int],
     batch_size: int,
-    shapes: int = FITTED_SHAPES,
-) -> Shapes:
-    """The shapes for these batches (one epoch's), whose lengths are at most ``limits`` (the
-    longest source and target a batch can have, ``</s>`` included); ``batch_size`` 0: batches
-    cut by tokens."""
+    most: int = FITTED_SHAPES,
+) -> FittedShapes:
+    """At most ``most`` shapes for these batches (one epoch's), whose lengths are at most
+    ``limits`` (the longest source and target a batch can have, ``</s>`` included);
+    ``batch_size`` 0: batches cut by tokens."""
     src_sizes, tgt_sizes = np.asarray(src_sizes), np.asarray(tgt_sizes)
-    if not len(batches):
-        return Shapes(((batch_size, *limits),) if batch_size else (), batch_size)
+    batches = [b for b in batches if len(b)]
+    if not batches:
+        return FittedShapes(((batch_size, *limits),) if batch_size else (), batch_size)
     exact, exact_counts = _kinds(batches, src_sizes, tgt_sizes, batch_size)
+    if (exact[:, 1:] > np.array(limits)).any():
+        raise ValueError(f"a batch is longer than the limits {limits}")
     kinds, counts = _coarser(exact, exact_counts, limits)
-    every = np.array([[batch_size, *limits]]) if batch_size else np.empty((0, 3), dtype=np.int64)
-    sizes = np.vstack([kinds, every]).astype(np.float64)
-    weight = np.append(counts, np.zeros(len(every))).astype(np.float64)
-    spent = work(sizes) * weight
-    while len(sizes) > max(shapes, 1):
-        both = np.maximum(sizes[:, None, :], sizes[None, :, :])
+    longest = np.array([[batch_size, *limits]]) if batch_size else np.empty((0, 3), dtype=np.int64)
+    candidates = np.vstack([kinds, longest]).astype(np.float64)
+    weight = np.append(counts, np.zeros(len(longest))).astype(np.float64)
+    spent = work(candidates) * weight
+    while len(candidates) > max(most, 1):
+        both = np.maximum(candidates[:, None, :], candidates[None, :, :])
         added = work(both) * (weight[:, None] + weight[None, :]) - spent[:, None] - spent[None, :]
         np.fill_diagonal(added, np.inf)
         i, j = np.unravel_index(int(np.argmin(added)), added.shape)
-        sizes[i], weight[i] = both[i, j], weight[i] + weight[j]
-        spent[i] = work(sizes[i]) * weight[i]
-        sizes, weight, spent = np.delete(sizes, j, 0), np.delete(weight, j), np.delete(spent, j)
-    final = np.unique(sizes.astype(np.int64), axis=0)
-    padded = final[cheapest(final, exact)]  # every kind is held: it merged into one of them
+        candidates[i], weight[i] = both[i, j], weight[i] + weight[j]
+        spent[i] = work(candidates[i]) * weight[i]
+        candidates, weight, spent = np.delete(candidates, j, 0), np.delete(weight, j), np.delete(spent, j)
+    final = np.unique(candidates.astype(np.int64), axis=0)
+    chosen = cheapest(final, exact)
+    assert (chosen >= 0).all()  # each kind merged into one of them, which holds it
     ids = np.concatenate(batches)
     real = float(tgt_sizes[ids].sum() + len(ids))  # + </s>
-    return Shapes(
+    return FittedShapes(
         tuple((int(r), int(s), int(t)) for r, s, t in final),
         batch_size,
-        real / float((exact_counts * padded[:, 0] * padded[:, 2]).sum()),
+        real / float((exact_counts * final[chosen, 0] * final[chosen, 2]).sum()),
     )
