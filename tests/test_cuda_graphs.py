@@ -204,7 +204,7 @@ def test_the_padded_whole_update_trains_as_the_eager_update_does(corpus, tmp_pat
 
 
 @pytest.mark.parametrize("by", ["sentences", "tokens"])
-def test_every_batch_of_a_run_without_a_length_limit_is_padded_to_a_shape_that_holds_it(corpus, tmp_path, by):  # noqa: F811
+def test_each_batch_of_a_run_without_a_length_limit_gets_a_shape_that_holds_it(corpus, tmp_path, by):  # noqa: F811
     """No --max-len: the shapes reach the corpus's longest pair; every batch of three epochs, as
     collate widens it, gets a shape at least as large, and its padded update runs."""
     from nmtkit.train import graphs
