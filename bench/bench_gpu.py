@@ -1,8 +1,8 @@
 """Training speed on a GPU at the paper's sizes, in one run: every architecture, batch, precision and path.
 
-    bin/bench-gpu DATA_BIN [--updates 60] [--graph-updates 250] [--archs rnnsearch,rnnencdec,luong]
-                  [--paths eager,compiled,graphs,update-graph] [--precisions fp32/tf32,bf16]
-                  [--batches 80,6000] [--device cuda]
+    bin/bench-gpu DATA_BIN [--updates 60] [--warmup 20] [--graph-updates 250]
+                  [--archs rnnsearch,rnnencdec,luong] [--paths eager,compiled,graphs,update-graph]
+                  [--precisions fp32/tf32,bf16] [--batches 80,6000] [--device cuda]
 
 For each of RNNsearch, RNNencdec (emb 620, hidden 1000, maxout 500) and
 Luong et al.'s stacked LSTM (4 × 1000): batches of 80 sentences (the
@@ -18,9 +18,9 @@ first --warmup updates (compilation, graph recording and cuDNN's autotuning
 happen there); memory is the GPU's peak allocation. The whole update as one
 graph (update-graph) runs --graph-updates updates, since each padded shape is
 captured the third time it is met: its speed is the mean of the windows (of
-10 updates) in which every update replayed a graph, beside the mean of all
-its windows after the warm-up (the whole run's, rare shapes still warming up
-and being captured), its capture seconds a column of their own, and its GPU
+10 updates) in which every update replayed a graph and none was captured, beside the mean of all
+its windows after the first --warmup updates (the whole run's, shapes met
+late still warming up and being captured), its capture seconds a column of their own, and its GPU
 busy share the time the GPU spent replaying over the wall time of the
 replayed windows.
 An architecture written ``rnnsearch+cudnn`` trains with ``--encoder cudnn``.
@@ -100,13 +100,14 @@ UNSTEADY = (
 def speed_of(windows: list[dict[str, Any]], warmup: int) -> dict[str, Any]:
     """A cell's figures from its run's log windows: the mean speed of those after ``warmup``
     updates (the last window when none is), and where the run captured CUDA graphs, of those in
-    which every update replayed one (the steady speed: a shape met late still warms up and is
-    captured inside the run) beside that of all of them (``run_tok_per_s``); the captures' count
+    which every update replayed one and none was captured (the steady speed: a shape met late
+    still warms up and is captured inside the run) beside that of all of them (``run_tok_per_s``); the captures' count
     and seconds, the shapes refused, the GPU's busy share while it replayed, the peak memory."""
     captures = [w for w in windows if "graphs_captured" in w]
     refused = [w for w in windows if "graphs_refused" in w]
     logged = [w for w in windows if "tgt_tokens_per_s" in w and w["step"] > warmup]
-    timed = [w for w in logged if "gpu_busy_share" in w] if captures else logged
+    # with graphs: the windows that replayed whole, a capture's seconds in none of them
+    timed = [w for w in logged if "gpu_busy_share" in w and "graphs_captured" not in w] if captures else logged
     steady = bool(timed)
     timed = timed or [w for w in windows if "tgt_tokens_per_s" in w][-1:]
     speed = mean([w["tgt_tokens_per_s"] for w in timed])
@@ -186,8 +187,8 @@ def main(argv: list[str] | None = None) -> None:
             for c in cells(args.archs.split(","), args.paths.split(","), precisions, batches)
         ]
     print(
-        f"\ntraining at preset '{args.preset}', {args.updates} updates (mean after {args.warmup}), on {device}, "
-        f"torch {torch.__version__}"
+        f"\ntraining at preset '{args.preset}', {args.updates} updates (mean after {args.warmup}; the whole "
+        f"update as graphs: {args.graph_updates}), on {device}, torch {torch.__version__}"
     )
     print_table(rows)
     found = {
@@ -195,6 +196,7 @@ def main(argv: list[str] | None = None) -> None:
         "torch": torch.__version__,
         "preset": args.preset,
         "updates": args.updates,
+        "graph_updates": args.graph_updates,
         "command": " ".join(sys.argv),
         "rows": rows,
     }

@@ -1,7 +1,8 @@
 """One unattended command that proves nmtkit's GPU path and leaves its evidence: a report.
 
     bin/gpu-check [--words DATA_BIN] [--bpe DATA_BIN] [--test-src F --test-ref F] [--out DIR]
-                  [--minutes 10] [--parts machine,bench,profile,train,wmt14,tests] [--tiny]
+                  [--minutes 10] [--parts machine,bench,profile,train,wmt14,tests] [--train-minutes M]
+                  [--tiny]
 
 Made for one machine with one CUDA GPU, no network and jobs of at most 10 minutes: it runs from a
 checkout with PYTHONPATH=. and the installed torch, and writes OUT/report.md and OUT/report.json

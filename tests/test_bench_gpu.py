@@ -40,7 +40,8 @@ def test_a_graph_cells_speed_is_read_from_its_replayed_windows_and_its_captures_
 
     windows = [
         {"step": 10, "tgt_tokens_per_s": 5_000, "graphs_captured": 3, "capture_s": 0.6, "gpu_peak_mb": 900},
-        {"step": 20, "tgt_tokens_per_s": 20_000, "graphs_captured": 1, "capture_s": 0.2},
+        # a shape captured, then replayed with the others: every update replayed, its capture's seconds in it
+        {"step": 20, "tgt_tokens_per_s": 20_000, "graphs_captured": 1, "capture_s": 0.2, "gpu_busy_share": 0.3},
         {"step": 30, "tgt_tokens_per_s": 90_000, "gpu_busy_share": 0.8},
         {"step": 40, "tgt_tokens_per_s": 50_000},  # a shape met late, warming up: not every update replayed
         {"step": 50, "tgt_tokens_per_s": 110_000, "gpu_busy_share": 0.9, "gpu_peak_mb": 1_000},
