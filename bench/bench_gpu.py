@@ -18,11 +18,11 @@ first --warmup updates (compilation, graph recording and cuDNN's autotuning
 happen there); memory is the GPU's peak allocation. The whole update as one
 graph (update-graph) runs --graph-updates updates, since each padded shape is
 captured the third time it is met: its speed is the mean of the windows (of
-10 updates) in which every update replayed a graph and none was captured, beside the mean of all
-its windows after the first --warmup updates (the whole run's, shapes met
-late still warming up and being captured), its capture seconds a column of their own, and its GPU
-busy share the time the GPU spent replaying over the wall time of the
-replayed windows.
+10 updates) in which every update replayed a graph and none was captured,
+beside the mean of all its windows after the first --warmup updates (the
+whole run's, shapes met late still warming up and being captured); its
+capture seconds are a column of their own, and its GPU busy share is the
+time the GPU spent replaying over the wall time of the replayed windows.
 An architecture written ``rnnsearch+cudnn`` trains with ``--encoder cudnn``.
 The last column is the hours the WMT'14 RNNsearch-50 run (288,000 updates of
 80 pairs, about 580M target tokens) would take at that speed.
@@ -101,8 +101,9 @@ def speed_of(windows: list[dict[str, Any]], warmup: int) -> dict[str, Any]:
     """A cell's figures from its run's log windows: the mean speed of those after ``warmup``
     updates (the last window when none is), and where the run captured CUDA graphs, of those in
     which every update replayed one and none was captured (the steady speed: a shape met late
-    still warms up and is captured inside the run) beside that of all of them (``run_tok_per_s``); the captures' count
-    and seconds, the shapes refused, the GPU's busy share while it replayed, the peak memory."""
+    still warms up and is captured inside the run) beside that of all of them
+    (``run_tok_per_s``); the captures' count and seconds, the shapes refused, the GPU's busy
+    share while it replayed, the peak memory."""
     captures = [w for w in windows if "graphs_captured" in w]
     refused = [w for w in windows if "graphs_refused" in w]
     logged = [w for w in windows if "tgt_tokens_per_s" in w and w["step"] > warmup]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from nmtkit import checkpoint
 from nmtkit.data.batching import collate
+from nmtkit.data.vocab import PAD
 from nmtkit.models.build import build_model
 from nmtkit.models.host_free import host_free
 from nmtkit.train.graphs import padded
@@ -204,16 +206,19 @@ def test_the_padded_whole_update_trains_as_the_eager_update_does(corpus, tmp_pat
 
 
 @pytest.mark.parametrize("by", ["sentences", "tokens"])
-def test_each_batch_of_a_run_without_a_length_limit_gets_a_shape_that_holds_it(corpus, tmp_path, by):  # noqa: F811
+def test_each_batch_without_a_length_limit_gets_a_shape_that_holds_it(corpus, tmp_path, by, capfd):  # noqa: F811
     """No --max-len: the shapes reach the corpus's longest pair; every batch of three epochs, as
-    collate widens it, gets a shape at least as large, and its padded update runs."""
+    collate widens it, gets a shape at least as large, and its padded update runs. The share of
+    real target positions the run logs is the first epoch's, counted afresh from its batches."""
     from nmtkit.train import graphs
 
-    seen, real = [], graphs.WholeUpdate.key
+    seen, real, tokens, first = [], graphs.WholeUpdate.key, [], []
 
     def key(self, batch, sentences):
         got = real(self, batch, sentences)
         seen.append((got, sentences, batch["src"].shape[1], batch["tgt_in"].shape[1]))
+        tokens.append(int((batch["tgt_out"] != PAD).sum()))
+        first[:] = [len(self.state.batches.epoch_batches(0))]
         return got
 
     batches = {"sentences": {"batch_size": 3}, "tokens": {"max_tokens": 30}}[by]
@@ -224,6 +229,10 @@ def test_each_batch_of_a_run_without_a_length_limit_gets_a_shape_that_holds_it(c
     assert len(seen) > 3
     assert all(shape is not None for shape, _, _, _ in seen)
     assert all(rows >= n and src >= s and tgt >= t for (rows, src, tgt), n, s, t in seen)
+    epoch = range(first[0])
+    share = sum(tokens[i] for i in epoch) / sum(seen[i][0][0] * seen[i][0][2] for i in epoch)
+    logged = re.search(r"([0-9.]+)% of the target positions an epoch computes", capfd.readouterr().err)
+    assert logged and float(logged.group(1)) == pytest.approx(100 * share, abs=0.05)
 
 
 @pytest.mark.gpu

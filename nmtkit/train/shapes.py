@@ -4,7 +4,7 @@ A CUDA graph holds one shape, so every batch is padded up to one of a few (sente
 length, target length). Even steps of length waste the most where most batches are (the Bible's
 batches of 80 are sorted by target length, so their longest target sits a few words under the
 next step) and spend shapes on pairs of lengths that never meet (a batch of short targets has no
-long source). So the shapes are fitted (:func:`fitted`) to the first epoch's batches, drawn as
+long source). So the shapes are fitted (:func:`fit_shapes`) to the first epoch's batches, drawn as
 training will draw them: each distinct (sentences, longest source, longest target) starts as a
 shape of its own, and the two shapes whose merging (the larger of each of the three) adds the
 least padded work merge, until ``FITTED_SHAPES`` are left. A rare kind of batch thus joins a
