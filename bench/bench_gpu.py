@@ -1,7 +1,8 @@
 """Training speed on a GPU at the paper's sizes, in one run: every architecture, batch, precision and path.
 
     bin/bench-gpu DATA_BIN [--updates 60] [--warmup 20] [--graph-updates 250]
-                  [--archs rnnsearch,rnnencdec,luong] [--paths eager,compiled,graphs,update-graph]
+                  [--archs rnnsearch,rnnencdec,luong]
+                  [--paths eager,compiled,graphs,update-graph,update-graph+fused]
                   [--precisions fp32/tf32,bf16] [--batches 80,6000] [--device cuda]
 
 For each of RNNsearch, RNNencdec (emb 620, hidden 1000, maxout 500) and
@@ -16,7 +17,8 @@ train` of --updates updates with the paper's Adadelta; speed is target
 tokens per second (</s> included), the mean of the logged windows after the
 first --warmup updates (compilation, graph recording and cuDNN's autotuning
 happen there); memory is the GPU's peak allocation. The whole update as one
-graph (update-graph) runs --graph-updates updates, since each padded shape is
+graph (update-graph; update-graph+fused with the recurrences' hand-written
+passes, --fused-steps) runs --graph-updates updates, since each padded shape is
 captured the third time it is met: its speed is the mean of the windows (of
 10 updates) in which every update replayed a graph and none was captured,
 beside the mean of all its windows after the first --warmup updates (the
@@ -53,7 +55,7 @@ from nmtkit.core.machine import this_cpu
 from nmtkit.train.runlog import RunLog
 
 from .bench_common import NMTKIT, mean, write_text
-from .gpu_cells import BATCHES, PATHS, WMT14_TARGET_TOKENS, cells, flags
+from .gpu_cells import BATCHES, PATHS, WHOLE_UPDATE, WMT14_TARGET_TOKENS, cells, flags
 
 
 @dataclass(frozen=True)
@@ -73,7 +75,7 @@ def measure(
     """One cell: a fresh ``nmtkit train``; its speed and peak memory, or the error (also when
     ``timeout`` seconds pass first: bin/gpu-check keeps to its budget)."""
     save = work / "_".join(c.replace(" ", "").replace("/", "").replace(",", "") for c in cell.values())
-    updates = (run.graph_updates or run.updates) if cell["path"] == "update-graph" else run.updates
+    updates = (run.graph_updates or run.updates) if cell["path"] in WHOLE_UPDATE else run.updates
     cmd = [*NMTKIT, "train", str(data_bin), "--save-dir", str(save), "--reset", "--preset", run.preset]
     cmd += ["--max-updates", str(updates), "--log-every", "10", "--valid-every", str(10**9), "--no-valid-bleu"]
     cmd += ["--valid-max-sentences", "8", "--seed", "1", "--device", run.device, "--quiet", *flags(cell)]
@@ -85,7 +87,7 @@ def measure(
     if done.returncode != 0:
         return {**cell, "error": (done.stderr.strip().splitlines() or ["?"])[-1][:160]}
     found = {**cell, **speed_of(RunLog.read(save).windows, run.warmup)}
-    if cell["path"] == "update-graph" and run.device.startswith("cuda") and "captures" not in found:
+    if cell["path"] in WHOLE_UPDATE and run.device.startswith("cuda") and "captures" not in found:
         refused = f"{found['refused']} shapes refused as waiting for the host" if "refused" in found else "none met"
         return {**cell, "error": f"the whole update was never captured ({refused}; the run's log says why)"}
     return found

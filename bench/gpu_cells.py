@@ -3,7 +3,8 @@
 A cell is an architecture (``rnnsearch+cudnn``: with ``--encoder cudnn``), a batch (80
 sentences, the paper's, or 6,000 target tokens), a
 precision (float32 with TF32 products, or bf16 autocast) and a step (eager, compiled, compiled
-and replayed as CUDA graphs word by word, or the whole update replayed as one graph).
+and replayed as CUDA graphs word by word, or the whole update replayed as one graph, with the
+recurrences through autograd or through their hand-written passes).
 :func:`flags` turns a cell into ``nmtkit train``'s flags; :func:`fastest_flags` reads the
 measured cells and gives each architecture of a study its fastest path under one batch, so that
 ``make paper PAPER_SCALE=gpu`` trains with what this GPU ran fastest rather than with a guess.
@@ -22,7 +23,10 @@ PATHS = {
     "compiled": ["--compile"],
     "graphs": ["--compile", "--compile-mode", "reduce-overhead", "--pad-to-multiple", "8"],
     "update-graph": ["--cuda-graphs"],  # the whole update, one graph per padded shape
+    "update-graph+fused": ["--cuda-graphs", "--fused-steps"],  # the same, fewer kernels to replay
 }
+WHOLE_UPDATE = ("update-graph", "update-graph+fused")  # each padded shape captured as it comes
+NOT_COMPILED = ("eager", "update-graph")  # Luong's stacked LSTM: cuDNN's, and no hand-written pass
 BATCHES = ("80 sentences", "6,000 tokens")
 WMT14_TARGET_TOKENS = 580e6  # 288,000 updates × 80 pairs × ~25 target tokens (</s> included)
 # Where a cell was not measured on this GPU: the whole update as one graph in TF32, the path built
@@ -38,12 +42,13 @@ def cells(
     precisions: tuple[str, ...] = ("fp32/tf32", "bf16"),
     batches: tuple[str, ...] = BATCHES,
 ) -> list[dict[str, str]]:
-    """The bench's matrix, in the order it runs (Luong's stacked LSTM is cuDNN's: not compiled)."""
+    """The bench's matrix, in the order it runs (Luong's stacked LSTM is cuDNN's: neither compiled
+    nor fused)."""
     out = []
     for arch in archs:
         for batch in batches:
             for precision in precisions:
-                for path in paths if arch != "luong" else [p for p in paths if p in ("eager", "update-graph")]:
+                for path in paths if arch != "luong" else [p for p in paths if p in NOT_COMPILED]:
                     out.append({"arch": arch, "batch": batch, "precision": precision, "path": path})
     return out
 

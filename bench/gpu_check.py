@@ -55,7 +55,7 @@ from nmtkit.core.machine import machine as this_machine
 
 from .bench_common import CHECKOUT, write_text
 from .bench_gpu import CellRun, measure
-from .gpu_cells import PATHS, WMT14_TARGET_TOKENS, cells
+from .gpu_cells import PATHS, WHOLE_UPDATE, WMT14_TARGET_TOKENS, cells
 from .gpu_check_train import PARTS, TINY_UPDATES, TRAIN_MINUTES, Check, first_lines, train
 
 SHARE = {"machine": 0.02, "bench": 0.30, "profile": 0.08, "train": 0.35, "wmt14": 0.0, "tests": 0.25}
@@ -120,7 +120,7 @@ def bench(check: Check, budget: float) -> dict[str, Any]:
     # the whole update as one graph first, in each architecture's batch and precision: the figure
     # a short job must not miss; tiny: one cell (6,000-token batches of a tiny model take minutes on
     # a CPU, and prove nothing more)
-    paths = ["update-graph", *(p for p in PATHS if p != "update-graph")]
+    paths = [*WHOLE_UPDATE, *(p for p in PATHS if p not in WHOLE_UPDATE)]
     todo = cells(archs, ["eager"] if tiny else paths, precisions)[: 1 if tiny else None]
     end = time.monotonic() + budget
     done_before = {_cell_key(r): r for r in check.found.get("bench", {}).get("rows", []) if "tok_per_s" in r}
@@ -188,7 +188,12 @@ def profile(check: Check, budget: float) -> dict[str, Any]:
     tiny = not check.gpu
     lines = ["| step | updates/s | target tok/s | kernels per update | GPU busy |", "|---|---:|---:|---:|---:|"]
     found = []
-    steps = (("eager", ["--bf16"]), ("compiled", ["--compile", "--bf16"]), ("update-graph", ["--cuda-graphs"]))
+    steps = (
+        ("eager", ["--bf16"]),
+        ("compiled", ["--compile", "--bf16"]),
+        ("update-graph", ["--cuda-graphs"]),
+        ("update-graph+fused", ["--cuda-graphs", "--fused-steps"]),
+    )
     for name, extra in steps:
         if tiny and name == "compiled":
             lines.append("| compiled | needs a GPU (tiny mode runs the eager steps alone) | | | |")

@@ -2,7 +2,7 @@
 
     bin/profile-train DATA_BIN [--preset small] [--updates 20] [--threads 2] [--bf16] [--top 15]
                       [--encoder paper|cudnn] [--sampled-softmax K] [--compile [--compile-mode M]]
-                      [--cuda-graphs [--graph-warmup 400]] [--device cpu|cuda] [--json FILE]
+                      [--cuda-graphs [--graph-warmup 400]] [--fused-steps] [--device cpu|cuda] [--json FILE]
 
 Builds the model as ``nmtkit train`` does, draws minibatches the way training
 does (Appendix B batches of 80 from length-sorted pools), and times each part
@@ -53,6 +53,7 @@ from nmtkit.data.vocab import PAD
 from nmtkit.models.base import Seq2Seq
 from nmtkit.models.build import build_model
 from nmtkit.models.config import FAMILIES, ModelConfig, model_config
+from nmtkit.models.fused import use_fused
 from nmtkit.models.loss import shortlist
 from nmtkit.train.config import TrainConfig
 from nmtkit.train.graphs import WholeUpdate, updater
@@ -167,6 +168,7 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--compile", action="store_true", help="the recurrences' steps through torch.compile")
     ap.add_argument("--compile-mode", default="default")
     ap.add_argument("--cuda-graphs", action="store_true", help="nmtkit train --cuda-graphs's whole update")
+    ap.add_argument("--fused-steps", action="store_true", help="the recurrences' hand-written passes (train's flag)")
     ap.add_argument("--graph-warmup", type=int, default=400, help="updates at most before every shape is captured")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--json", dest="json_out", default=None, help="also write the figures to this file")
@@ -189,6 +191,7 @@ def built(args: argparse.Namespace, corpus: Corpus) -> tuple[Seq2Seq, ModelConfi
     """The model as ``nmtkit train`` builds it, on the device, its steps compiled if asked."""
     cfg = sized(args, corpus)
     model = build_model(cfg).to(torch.device(args.device)).train()
+    use_fused(model, args.fused_steps)
     if args.compile:
         import torch._inductor.config as inductor  # torch's compiler: loaded only to compile
 
@@ -210,11 +213,13 @@ def graph_updates(args: argparse.Namespace, save_dir: Path) -> tuple[Callable[[]
         threads=args.threads,
         bf16=args.bf16,
         cuda_graphs=True,
+        fused_steps=args.fused_steps,
     )
     runtime = setup(RuntimeConfig(cfg.device, cfg.threads, cfg.bf16, cfg.tf32, logits_blas=cfg.logits_blas))
     data = Path(args.data_bin)
     state = start(data, save_dir, sized(args, Corpus(data)), cfg, False, Parallel(Place(), runtime))
     update = updater(state, state.parallel.wrap(state.model), CompiledSteps(state.model, cfg))
+    use_fused(state.model, cfg.fused_steps)  # as the training loop switches them
     state.model.train()
     batches = iter(state.batches)
 
@@ -260,6 +265,7 @@ def profile_graphs(args: argparse.Namespace) -> None:
         "device": args.device,
         "bf16": args.bf16,
         "cuda_graphs": True,
+        "fused_steps": args.fused_steps,
         "warmup_updates": met,
         "captured": 0 if whole is None else whole.captured,
         "every_shape_captured": settled(whole) and on_gpu,
@@ -279,7 +285,8 @@ def profile_graphs(args: argparse.Namespace) -> None:
         }
     print(
         f"{args.arch} --preset {args.preset} --cuda-graphs, batch {args.batch_size}"
-        f"{', bf16' if args.bf16 else ''}: {figures['captured']} shapes captured in {met} updates, then "
+        f"{', bf16' if args.bf16 else ''}{', fused steps' if args.fused_steps else ''}: "
+        f"{figures['captured']} shapes captured in {met} updates, then "
         f"{figures['updates_per_s']:.2f} updates/s, {figures['tok_per_s']:,.0f} target tok/s (profiler on)"
     )
     if "gpu_busy_share" in figures:
@@ -303,6 +310,7 @@ def figures_of(args: argparse.Namespace, update: Updates, prof: torch.profiler.p
         "preset": args.preset,
         "device": args.device,
         "bf16": args.bf16,
+        "fused_steps": args.fused_steps,
         "compile": args.compile and args.compile_mode,
         "updates_per_s": args.updates / total,
         "tok_per_s": update.tokens / total,
@@ -332,6 +340,8 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit("profile-train: no CUDA GPU here")
     if args.cuda_graphs and (args.compile or args.shortlist):
         raise SystemExit("profile-train: --cuda-graphs captures the plain update (no --compile, no --sampled-softmax)")
+    if args.fused_steps and args.compile:
+        raise SystemExit("profile-train: --fused-steps and --compile are two ways to speed the same loops: give one")
     if args.cuda_graphs:
         return profile_graphs(args)
     torch.set_num_threads(args.threads)
@@ -357,7 +367,7 @@ def main(argv: list[str] | None = None) -> None:
         f"{args.arch} --preset {args.preset} ({params:,} parameters, target vocabulary {cfg.tgt_vocab:,}), "
         f"batch {args.batch_size}, {args.threads} threads{', bf16' if args.bf16 else ''}, "
         f"encoder {args.encoder}{f', shortlist {args.shortlist}' if args.shortlist else ''}"
-        f"{f', compiled ({args.compile_mode})' if args.compile else ''}: "
+        f"{f', compiled ({args.compile_mode})' if args.compile else ''}{', fused steps' if args.fused_steps else ''}: "
         f"{args.updates / total:.2f} updates/s, {update.tokens / total:,.0f} target tok/s (profiler on)"
     )
     figures = figures_of(args, update, prof, total)

@@ -67,10 +67,14 @@ def test_a_graph_cells_speed_is_read_from_its_replayed_windows_and_its_captures_
     assert refused["refused"] == 2 and "captures" not in refused
 
 
-def test_a_graph_cell_on_a_gpu_that_never_captured_is_an_error_not_an_eager_speed(tmp_path, monkeypatch):
+@pytest.mark.parametrize("path", ["update-graph", "update-graph+fused"])
+def test_a_graph_cell_on_a_gpu_that_never_captured_is_an_error_not_an_eager_speed(tmp_path, monkeypatch, path):
     from bench import bench_gpu
 
+    ran = []
+
     def trained(cmd, **kwargs):  # a run whose every shape was refused: its windows name no capture
+        ran.append(cmd)
         save = Path(cmd[cmd.index("--save-dir") + 1])
         save.mkdir(parents=True)
         lines = [
@@ -81,9 +85,10 @@ def test_a_graph_cell_on_a_gpu_that_never_captured_is_an_error_not_an_eager_spee
         return subprocess.CompletedProcess(cmd, 0, "", "")
 
     monkeypatch.setattr(bench_gpu.subprocess, "run", trained)
-    cell = {"arch": "rnnsearch", "batch": "80 sentences", "precision": "fp32/tf32", "path": "update-graph"}
+    cell = {"arch": "rnnsearch", "batch": "80 sentences", "precision": "fp32/tf32", "path": path}
     row = bench_gpu.measure(tmp_path / "bin", cell, bench_gpu.CellRun("paper", 40, 5, "cuda", 20), tmp_path)
     assert "never captured (3 shapes refused as waiting for the host" in row["error"] and "tok_per_s" not in row
+    assert ran[0][ran[0].index("--max-updates") + 1] == "20"  # the graph cell's own count of updates
     eager = bench_gpu.measure(
         tmp_path / "bin", {**cell, "path": "eager"}, bench_gpu.CellRun("paper", 40, 5, "cuda"), tmp_path
     )

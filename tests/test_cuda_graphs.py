@@ -17,7 +17,9 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from nmtkit import checkpoint
 from nmtkit.data.batching import collate
 from nmtkit.data.vocab import PAD
+from nmtkit.models import fused
 from nmtkit.models.build import build_model
+from nmtkit.models.fused import use_fused
 from nmtkit.models.host_free import host_free
 from nmtkit.train.graphs import padded
 from nmtkit.train.loop import train
@@ -53,6 +55,15 @@ FAMILIES = {
 ADAM_NOISE = 1e-4
 
 
+def fused_sgd(fused_steps: str) -> dict[str, object]:
+    """A run's settings for ``+fused`` (none without it): the hand-written passes, with SGD. Their
+    ∂v_a is 2 Σ_j ∂e_j σ_j, whose part Σ_j ∂e_j is zero but leaves rounding as large as the gradient
+    itself while v_a is near its zero start; Adam scales such a gradient up to a full step, so two
+    orders of summation (a padded batch's and the unpadded one's) part by a fraction of the rate
+    within a few updates, as the passes and the reference loop do. SGD keeps rounding at its size."""
+    return {"fused_steps": True, "optimizer": "sgd"} if fused_steps else {}
+
+
 def _batch(seed: int, sentences: int, links: bool = False) -> dict[str, torch.Tensor]:
     rng = np.random.default_rng(seed)
     src = [rng.integers(4, VOCAB, rng.integers(1, 9)) for _ in range(sentences)]
@@ -76,14 +87,19 @@ def _loss_and_grads(model, batch, guided: bool, hostless: bool = False):
     )
 
 
-@pytest.mark.parametrize("family", list(FAMILIES))
+@pytest.mark.parametrize(
+    "family", [*FAMILIES, *(f"{f}+fused" for f in ("rnnsearch", "rnnencdec", "rnnsearch-head", "rnnsearch-cudnn"))]
+)
 def test_a_batch_padded_to_its_shape_gives_the_unpadded_loss_and_gradients(family):
     """Longer lengths and empty sentences added, computed as the graph's update computes it (with
     no value read on the host: no rows dropped, no batch packed): the same loss, NLL and gradients
-    as the unpadded batch computed eagerly, to rounding."""
+    as the unpadded batch computed eagerly, to rounding; ``+fused``: both through the recurrences'
+    hand-written passes (--fused-steps)."""
     torch.manual_seed(0)
+    family, _, fused_steps = family.partition("+")
     model = build_model(FAMILIES[family])
     model.train()
+    use_fused(model, bool(fused_steps))
     guided = not family.startswith("rnnencdec")
     batch = _batch(1, 5, links=guided)
     loss, nll, grads = _loss_and_grads(model, batch, guided)
@@ -192,13 +208,40 @@ def test_the_update_body_never_reads_a_tensor_on_the_host(corpus, tmp_path, fami
     assert len(bodies) == 4
 
 
-@pytest.mark.parametrize("family", ["rnnsearch", "luong", "rnnsearch-cudnn"])
+@pytest.mark.parametrize("family", ["rnnsearch-head", "rnnencdec", "rnnsearch-cudnn"])
+def test_the_fused_passes_in_the_update_body_never_read_a_tensor_on_the_host(corpus, tmp_path, family):  # noqa: F811
+    """--fused-steps in the graph's update: the hand-written passes run there (on a GPU too), and
+    read no value on the host, forward or backward."""
+    from nmtkit.train import graphs
+
+    ran, real, bodies = [], fused.AttentiveGRU.forward, []
+    real_body = graphs.WholeUpdate.body
+
+    def watched(self, inputs, *args, **kwargs):
+        with _host_reads_refused() if bodies else contextlib.nullcontext():  # the first makes Adam's state
+            bodies.append(real_body(self, inputs, *args, **kwargs))
+        return bodies[-1]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(graphs.WholeUpdate, "body", watched)
+        mp.setattr(fused.AttentiveGRU, "forward", staticmethod(lambda *a: ran.append(1) or real(*a)))
+        mp.setattr(
+            fused.MaskedGRU, "forward", staticmethod(lambda *a, _f=fused.MaskedGRU.forward: ran.append(2) or _f(*a))
+        )
+        asked = cfg(max_updates=3, cuda_graphs=True, fused_steps=True, valid_bleu=False, device="cpu")
+        train(corpus, tmp_path / "g", FAMILIES[family], asked)
+    assert len(bodies) == 3
+    assert set(ran) == ({2} if family == "rnnencdec" else {1} if family.endswith("cudnn") else {1, 2})
+
+
+@pytest.mark.parametrize("family", ["rnnsearch", "luong", "rnnsearch-cudnn", "rnnsearch+fused"])
 def test_the_padded_whole_update_trains_as_the_eager_update_does(corpus, tmp_path, family):  # noqa: F811
     """On a CPU, --cuda-graphs runs the padded update eagerly: after the same updates, the same
     losses and weights as the unpadded eager path, to rounding."""
-    model = FAMILIES[family]  # the vocabulary sizes: the corpus's
-    train(corpus, tmp_path / "eager", model, cfg(max_updates=6, valid_bleu=False, device="cpu"))
-    train(corpus, tmp_path / "graphs", model, cfg(max_updates=6, valid_bleu=False, cuda_graphs=True, device="cpu"))
+    family, _, fused_steps = family.partition("+")
+    model, common = FAMILIES[family], dict(max_updates=6, valid_bleu=False, device="cpu") | fused_sgd(fused_steps)
+    train(corpus, tmp_path / "eager", model, cfg(**common))  # the vocabulary sizes: the corpus's
+    train(corpus, tmp_path / "graphs", model, cfg(**common, cuda_graphs=True))
     assert losses(tmp_path / "graphs") == pytest.approx(losses(tmp_path / "eager"), rel=1e-4)
     a, b = (checkpoint.load(tmp_path / r / "last.pt").weights for r in ("eager", "graphs"))
     for k in a:
@@ -237,13 +280,18 @@ def test_each_batch_without_a_length_limit_gets_a_shape_that_holds_it(corpus, tm
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: replays captured CUDA graphs")
-@pytest.mark.parametrize("family", ["rnnsearch-head", "rnnencdec", "rnnsearch-cudnn", "luong"])
+@pytest.mark.parametrize(
+    "family", ["rnnsearch-head", "rnnencdec", "rnnsearch-cudnn", "luong", "rnnsearch-head+fused", "rnnencdec+fused"]
+)
 def test_replayed_updates_give_the_eager_updates_parameters(corpus, tmp_path, family, monkeypatch):  # noqa: F811
+    """``+fused``: both runs through the recurrences' hand-written passes (--fused-steps)."""
     from nmtkit.train import graphs
 
     captured, real = [], graphs.WholeUpdate.record
     monkeypatch.setattr(graphs.WholeUpdate, "record", lambda self, *a: captured.append(a) or real(self, *a))
-    model, common = FAMILIES[family], dict(max_updates=16, valid_bleu=False, device="cuda", tf32=False)
+    family, _, fused_steps = family.partition("+")
+    model = FAMILIES[family]
+    common = dict(max_updates=16, valid_bleu=False, device="cuda", tf32=False) | fused_sgd(fused_steps)
     train(corpus, tmp_path / "eager", model, cfg(**common))
     train(corpus, tmp_path / "graphs", model, cfg(**common, cuda_graphs=True))
     assert captured  # shapes met more than WARMUP times were captured, and replayed from then on

@@ -35,7 +35,7 @@ def tiny_model(arch, readout="prev", encoder="paper"):
 
 def loss_and_grads(model, on):
     fused.use_fused(model, on)
-    src, mask, tgt = batch()
+    src, mask, tgt = (t.to(next(model.parameters()).device) for t in batch())
     model.zero_grad(set_to_none=True)
     loss = model(src, mask, tgt[:, :-1], tgt[:, 1:]).loss
     loss.backward()
@@ -110,16 +110,51 @@ def test_fallback_gives_the_reference_path(case, monkeypatch):
 
 
 def _bf16_loss_and_grads(model, on):
-    with torch.autocast("cpu", torch.bfloat16):
+    with torch.autocast(next(model.parameters()).device.type, torch.bfloat16):
         return loss_and_grads(model, on)
 
 
+ON_A_GPU = pytest.param(
+    "cuda",
+    marks=[
+        pytest.mark.gpu,
+        pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: the passes on its kernels"),
+    ],
+)
+
+
+@pytest.fixture
+def exact_products():
+    """float32 products on a GPU (no TF32), so that the passes meet the reference loop to rounding."""
+    before = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    yield
+    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
+
+
+@pytest.mark.parametrize("device", ["cpu", ON_A_GPU])
 @pytest.mark.parametrize("arch", ["rnnsearch", "rnnencdec"])
-def test_under_bf16_autocast_the_fused_passes_are_as_close_to_float32_as_the_reference_loop(arch, monkeypatch):
-    """--bf16 runs the hand-written passes in bfloat16. Tolerance: the loss within 1% of float32's,
-    and each parameter's gradient no further from float32's (largest difference, relative to the
-    gradient's largest entry) than 2x the bfloat16 reference loop's distance plus 1%."""
-    model = tiny_model(arch)
+def test_on_each_device_the_passes_run_and_give_the_reference_loss_and_gradients(arch, device, exact_products):
+    """On a GPU as on a CPU (tanh there is torch's own kernel): the hand-written passes run, and
+    give the reference loop's loss and gradients."""
+    model, calls = tiny_model(arch).to(device), []
+    with pytest.MonkeyPatch.context() as mp:
+        real = fused.MaskedGRU.backward
+        mp.setattr(fused.MaskedGRU, "backward", staticmethod(lambda ctx, *g: calls.append(1) or real(ctx, *g)))
+        assert_fused_equals_reference(model)
+    assert calls
+
+
+@pytest.mark.parametrize("device", ["cpu", ON_A_GPU])
+@pytest.mark.parametrize("arch", ["rnnsearch", "rnnencdec"])
+def test_under_bf16_autocast_the_fused_passes_are_as_close_to_float32_as_the_reference_loop(
+    arch, device, monkeypatch, exact_products
+):
+    """--bf16 runs the hand-written passes in bfloat16 (a CPU's autocast or a GPU's). Tolerance: the
+    loss within 1% of float32's, and each parameter's gradient no further from float32's (largest
+    difference, relative to the gradient's largest entry) than 2x the bfloat16 reference loop's
+    distance plus 1%."""
+    model = tiny_model(arch).to(device)
     calls = []
     monkeypatch.setattr(
         fused.MaskedGRU,

@@ -66,14 +66,22 @@ def test_measured_reads_a_gpu_check_report_or_bench_gpu_json_and_never_a_cpu_che
         measured(bench)
 
 
-def test_the_matrix_gives_luong_no_compiled_step_and_each_cell_its_flags():
-    matrix = cells(["rnnsearch", "luong"], ["eager", "compiled", "graphs", "update-graph"])
-    assert len([c for c in matrix if c["arch"] == "rnnsearch"]) == 2 * 2 * 4
+def test_the_matrix_gives_luong_no_compiled_or_fused_step_and_each_cell_its_flags():
+    matrix = cells(["rnnsearch", "luong"], ["eager", "compiled", "graphs", "update-graph", "update-graph+fused"])
+    assert len([c for c in matrix if c["arch"] == "rnnsearch"]) == 2 * 2 * 5
     assert {c["path"] for c in matrix if c["arch"] == "luong"} == {"eager", "update-graph"}
     assert flags(matrix[3]) == ["--arch", "rnnsearch", "--batch-size", "80", "--tf32", "--cuda-graphs"]
+    assert flags(matrix[4])[-2:] == ["--cuda-graphs", "--fused-steps"]
     assert flags(matrix[0]) == ["--arch", "rnnsearch", "--batch-size", "80", "--tf32"]
     cudnn = cells(["rnnsearch+cudnn"], ["update-graph"], ("fp32/tf32",), ("6,000 tokens",))
     assert [flags(c) for c in cudnn] == [
         ["--arch", "rnnsearch", "--encoder", "cudnn", "--max-tokens", "6000", "--tf32", "--cuda-graphs"]
     ]
     assert flags(cudnn[0], arch=False) == ["--max-tokens", "6000", "--tf32", "--cuda-graphs"]
+
+
+def test_the_fused_whole_update_when_fastest_gives_the_study_its_flags():
+    rows = [*ROWS, _row("rnnsearch", "80 sentences", "fp32/tf32", "update-graph+fused", 120_000)]
+    search, why = fastest_flags(rows, "rnnsearch")
+    assert search == ["--batch-size", "80", "--tf32", "--cuda-graphs", "--fused-steps"]
+    assert "update-graph+fused, 80 sentences, fp32/tf32" in why

@@ -93,8 +93,11 @@ def test_the_tiny_mode_benches_profiles_trains_kills_resumes_translates_and_test
     bench = parts["bench"]["rows"]
     assert len(bench) == 1 and bench[0]["tok_per_s"] > 0 and bench[0]["arch"] == "rnnsearch"
     profiled = {r["step"]: r for r in parts["profile"]["runs"]}
-    assert list(profiled) == ["eager", "update-graph"] and profiled["eager"]["kernels_per_update"] > 0
+    assert list(profiled) == ["eager", "update-graph", "update-graph+fused"]
+    assert profiled["eager"]["kernels_per_update"] > 0
     assert profiled["update-graph"]["cuda_graphs"] and profiled["update-graph"]["tok_per_s"] > 0
+    fused = profiled["update-graph+fused"]
+    assert fused["fused_steps"] and fused["kernels_per_update"] < profiled["update-graph"]["kernels_per_update"]
     train = parts["train"]
     assert train["status"] == "ok" and 0 < train["resumed_at"] <= train["killed_at"] <= train["updates"]
     assert "bleu" in train and (tmp_path / "check" / "test.hyp").read_text().count("\n") == 4

@@ -17,11 +17,16 @@ derivative 1 − tanh² is 4σ(1 − σ).
 :func:`use_fused` switches a model to these passes (the ``fused_steps`` of its
 :class:`Fusable` modules); :func:`wanted` says when they apply.
 
-Under CPU autocast to bfloat16 (``--bf16``) the passes run in bfloat16: autocast's
-``custom_fwd`` casts their floating inputs once and runs them with autocast off, so every
-product is a bfloat16 product (oneDNN, AMX where the CPU has it) and the saved tensors take
+Under autocast to bfloat16 (``--bf16``, a CPU's or a GPU's) the passes run in bfloat16:
+autocast's ``custom_fwd`` casts their floating inputs once and runs them with autocast off, so
+every product is a bfloat16 product (oneDNN, AMX where the CPU has it) and the saved tensors take
 half the memory. The reference loop under autocast keeps its states in bfloat16 too, since its
 products hand it bfloat16; ``tests/test_fused.py`` bounds the difference.
+
+On a GPU the same passes cut the kernels of an update (a step's backward is the recurrence's
+products and a few element-wise kernels, the weight gradients one product each after the loop),
+which is what bounds a replayed CUDA graph (``train --cuda-graphs``): nothing in them reads a
+tensor on the host. There tanh is torch's own kernel, one launch rather than four.
 """
 
 from __future__ import annotations
@@ -50,7 +55,10 @@ class _Reused:
     def take(self, ctx: Any, numel: int, like: Tensor, most: int) -> Tensor:
         """``numel`` elements like ``like``'s, held until ``ctx`` (the graph's node) is freed. A new
         block has room for ``most``: pages untouched cost nothing, and a block that grew with each
-        longer batch would be page-faulted in again each time."""
+        longer batch would be page-faulted in again each time. A GPU's caching allocator reuses
+        its blocks itself (and a CUDA graph's come from its pool): there, a block of its own."""
+        if like.device.type != "cpu":
+            return like.new_empty(numel)
         block, self.free = self.free, None
         if block is None or block.numel() < numel or block.dtype != like.dtype or block.device != like.device:
             block = like.new_empty(max(numel, most))
@@ -65,7 +73,10 @@ _ENERGIES = _Reused()
 
 
 def _tanh_(x: Tensor) -> Tensor:
-    """tanh in place as 2σ(2x) − 1 (torch's CPU tanh is several times slower than its sigmoid)."""
+    """tanh in place: on a CPU as 2σ(2x) − 1 (torch's CPU tanh is several times slower than its
+    sigmoid), elsewhere torch's (one kernel, not four)."""
+    if x.device.type != "cpu":
+        return x.tanh_()
     return x.mul_(2).sigmoid_().mul_(2).sub_(1)
 
 
@@ -112,6 +123,7 @@ class MaskedGRU(torch.autograd.Function):
     is carried unchanged (padding); ``keep`` None keeps every step."""
 
     @staticmethod
+    @torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.bfloat16)  # type: ignore[untyped-decorator]
     @torch.amp.custom_fwd(device_type="cpu", cast_inputs=torch.bfloat16)  # type: ignore[untyped-decorator]
     def forward(
         ctx: Any, wx: Tensor, h0: Tensor, keep: Tensor | None, U_zr: Tensor, U: Tensor, reverse: bool
@@ -133,6 +145,7 @@ class MaskedGRU(torch.autograd.Function):
         return (S[:-1] if reverse else S[1:]).transpose(0, 1)
 
     @staticmethod
+    @torch.amp.custom_bwd(device_type="cuda")  # type: ignore[untyped-decorator]
     @torch.amp.custom_bwd(device_type="cpu")  # type: ignore[untyped-decorator]
     def backward(ctx: Any, g_out: Tensor) -> tuple[Tensor | None, ...]:
         S, ZR, CAND, DIFF, RS, keep, U_zr, U = ctx.saved_tensors
@@ -203,6 +216,7 @@ class AttentiveGRU(torch.autograd.Function):
     attention weights α (B, Ty, Tx), through which a loss may take a gradient too."""
 
     @staticmethod
+    @torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.bfloat16)  # type: ignore[untyped-decorator]
     @torch.amp.custom_fwd(device_type="cpu", cast_inputs=torch.bfloat16)  # type: ignore[untyped-decorator]
     def forward(  # noqa: PLR0913 (an autograd Function takes its tensors one by one)
         ctx: Any,
@@ -247,6 +261,7 @@ class AttentiveGRU(torch.autograd.Function):
         return S.transpose(0, 1), CTX.transpose(0, 1), AL.transpose(0, 1)
 
     @staticmethod
+    @torch.amp.custom_bwd(device_type="cuda")  # type: ignore[untyped-decorator]
     @torch.amp.custom_bwd(device_type="cpu")  # type: ignore[untyped-decorator]
     def backward(ctx: Any, g_S: Tensor | None, g_ctx: Tensor | None, g_al: Tensor | None) -> tuple[Tensor | None, ...]:
         S, ZR, CAND, DIFF, RS, P, AL, CTX, keys2, h, W_a, v, C, U_zr, U, SIG = ctx.saved_tensors
@@ -316,14 +331,16 @@ class Fusable(nn.Module):
 
 def wanted(module: Fusable, x: Tensor) -> bool:
     """Whether ``module`` should run the passes here for input ``x``: switched on
-    (:func:`use_fused`), on a CPU in float32 or under autocast to bfloat16 (``--bf16``), outside
-    torch.compile, with gradients recorded. Anything else keeps the reference loop."""
-    autocast = torch.is_autocast_enabled("cpu")
+    (:func:`use_fused`), on a CPU or a CUDA GPU in float32 or under that device's autocast to
+    bfloat16 (``--bf16``), outside torch.compile, with gradients recorded. Anything else keeps the
+    reference loop."""
+    device = x.device.type
+    autocast = device in ("cpu", "cuda") and torch.is_autocast_enabled(device)
     return (
         module.fused_steps
-        and x.device.type == "cpu"
+        and device in ("cpu", "cuda")
         and x.dtype in ((torch.float32, torch.bfloat16) if autocast else (torch.float32,))
-        and (not autocast or torch.get_autocast_dtype("cpu") == torch.bfloat16)
+        and (not autocast or torch.get_autocast_dtype(device) == torch.bfloat16)
         and torch.is_grad_enabled()
         and not torch.compiler.is_compiling()
         and any(p.requires_grad for p in module.parameters())

@@ -159,8 +159,9 @@ class TrainConfig(Settings):
     )
     fused_steps: bool = setting(
         False,
-        "CPU training: the recurrences (the encoder's GRU, RNNsearch's attentive decoder) as whole sequences "
-        "whose backward is written by hand: fewer, larger products, equal to the reference to rounding.",
+        "The recurrences (the encoder's GRU, RNNsearch's attentive decoder) as whole sequences whose backward "
+        "is written by hand: fewer, larger products (on a GPU, fewer kernels for --cuda-graphs to replay), "
+        "equal to the reference to rounding.",
         flag="--fused-steps/--no-fused-steps",
         default_help="off; --schedule cpu: on",
     )
