@@ -71,7 +71,7 @@ def test_fused_runs_the_hand_written_functions(monkeypatch):
     for f in (fused.MaskedGRU, fused.AttentiveGRU):
         monkeypatch.setattr(f, "backward", staticmethod(lambda ctx, *g, _f=f.backward: calls.append(1) or _f(ctx, *g)))
     loss_and_grads(model, True)
-    assert len(calls) == 3  # the encoder's two directions, the decoder
+    assert len(calls) == 2  # the encoder's two directions together, the decoder
     calls.clear()
     loss_and_grads(model, False)
     assert calls == []
@@ -181,18 +181,31 @@ def test_luong_ignores_the_switch():
     assert torch.equal(loss, ref_loss) and all(torch.equal(got[k], g) for k, g in ref.items())
 
 
-def gru_inputs(reverse, masked):
+def gru_inputs(directions, masked):
     g = torch.Generator().manual_seed(1)
-    B, T, n = 3, 4, 3
+    D, B, T, n = directions, 3, 4, 3
     t = lambda *shape: torch.randn(*shape, generator=g, dtype=torch.float64).requires_grad_()
     keep = torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0], [1, 0, 0, 0]], dtype=torch.float64) if masked else None
-    return t(B, T, 3 * n), t(B, n), keep, t(2 * n, n), t(n, n), reverse
+    keep = None if keep is None else torch.stack([keep.t(), keep.flip(1).t()][:D], 1)  # (T, D, B)
+    return t(T, D, B, 3 * n), t(D, B, n), keep, t(D, 2 * n, n), t(D, n, n)
 
 
-@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("directions", [1, 2])
 @pytest.mark.parametrize("masked", [False, True])
-def test_masked_gru_gradcheck(reverse, masked):
-    assert torch.autograd.gradcheck(fused.MaskedGRU.apply, gru_inputs(reverse, masked))
+def test_masked_gru_gradcheck(directions, masked):
+    assert torch.autograd.gradcheck(fused.MaskedGRU.apply, gru_inputs(directions, masked))
+
+
+def test_grus_stepped_together_are_each_grus_own_states():
+    """Two GRUs in one MaskedGRU (the encoder's directions): each one's states are those it has
+    stepped alone, so one batched product a step computes both."""
+    wx, h0, keep, U_zr, U = (x.detach() if x is not None else None for x in gru_inputs(2, True))
+    both = fused.MaskedGRU.apply(wx, h0, keep, U_zr, U)
+    for d in range(2):
+        alone = fused.MaskedGRU.apply(
+            wx[:, d : d + 1], h0[d : d + 1], keep[:, d : d + 1], U_zr[d : d + 1], U[d : d + 1]
+        )
+        assert torch.equal(both[:, d], alone[:, 0])
 
 
 @pytest.mark.parametrize("kept", [True, False])

@@ -7,7 +7,9 @@ adds them up. Here each recurrence is one ``torch.autograd.Function``: forward s
 step, what backward needs (gates, candidates, attention weights: memory for time), backward
 walks the steps in reverse doing only what the recurrence needs (the products with the
 recurrent matrices that carry the state's gradient back), and every weight gradient is one
-large product over all steps after the loop.
+large product over all steps after the loop. The encoder's two directions step together, each
+step one batched product for both (the second reads its inputs reversed), so a step of the
+encoder costs the kernels of one direction.
 
 The arithmetic is the reference's up to rounding: tanh(x) is 2σ(2x) − 1, as in
 :mod:`~nmtkit.models.attention`; the attention energies are computed without the constant
@@ -38,6 +40,8 @@ import torch
 from torch import Tensor, nn
 
 KEEP_ENERGIES_BYTES = 512 << 20  # what the decoder may keep of its attention for backward
+# a GPU's memory holds a paper-size batch's (about 0.8 GB), and recomputing costs two passes a step
+KEEP_ENERGIES_BYTES_GPU = 4 << 30
 
 _sigmoid_grad = torch.ops.aten.sigmoid_backward.grad_input
 _tanh_grad = torch.ops.aten.tanh_backward.grad_input
@@ -83,12 +87,12 @@ def _tanh_(x: Tensor) -> Tensor:
 def _cell_forward(zr: Tensor, s: Tensor, wc: Tensor, U_t: Tensor, rs: Tensor, cand: Tensor, diff: Tensor) -> Tensor:
     """The GRU update once ``zr`` holds σ of the gates' pre-activations, with ``wc`` the
     candidate's input part: fills ``rs`` = r∘s, ``cand`` = tanh(wc + U rs) and ``diff`` =
-    cand − s; returns z."""
-    n = s.shape[1]
-    torch.mul(zr[:, n:], s, out=rs)
-    _tanh_(torch.addmm(wc, rs, U_t, out=cand))
+    cand − s; returns z. (B, ·) with U_t (n, n), or (D, B, ·) with U_t (D, n, n): D GRUs at once."""
+    n = s.shape[-1]
+    torch.mul(zr[..., n:], s, out=rs)
+    _tanh_((torch.baddbmm if s.dim() == 3 else torch.addmm)(wc, rs, U_t, out=cand))
     torch.sub(cand, s, out=diff)
-    return zr[:, :n]
+    return zr[..., :n]
 
 
 def _cell_backward(
@@ -105,44 +109,42 @@ def _cell_backward(
 ) -> Tensor:
     """Given ∂s' (``g``; ``gn`` is g where the step was kept, 0 where padding carried s), fill
     the gates' pre-activation gradients ``dz``, ``dr``, ``dc`` and return ∂s from every path
-    except the product with U_zr."""
-    n = s.shape[1]
-    z, r = zr[:, :n], zr[:, n:]
+    except the product with U_zr (shapes as :func:`_cell_forward`'s)."""
+    n = s.shape[-1]
+    z, r = zr[..., :n], zr[..., n:]
     gz = gn * z
     _sigmoid_grad(gn * diff, z, grad_input=dz)
     _tanh_grad(gz, cand, grad_input=dc)
-    d_rs = torch.mm(dc, U)
+    d_rs = torch.matmul(dc, U)
     ds = torch.addcmul(g.sub(gz), d_rs, r)
     _sigmoid_grad(d_rs.mul_(s), r, grad_input=dr)
     return ds
 
 
 class MaskedGRU(torch.autograd.Function):
-    """All states (B, T, n) of the paper-GRU over ``wx`` = W x + b (B, T, 3n) from ``h0``
-    (B, n), left to right or (``reverse``) right to left. Where ``keep`` (B, T) is 0 the state
-    is carried unchanged (padding); ``keep`` None keeps every step."""
+    """The states (T, D, B, n) of D paper-GRUs stepped together, each over its inputs ``wx`` =
+    W x + b (T, D, B, 3n) in the order it reads them, from ``h0`` (D, B, n), with its own
+    recurrent matrices ``U_zr`` (D, 2n, n) and ``U`` (D, n, n): the encoder's two directions
+    take one batched product a step, not two. Where ``keep`` (T, D, B) is 0 the state is
+    carried unchanged (padding); ``keep`` None keeps every step."""
 
     @staticmethod
     @torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.bfloat16)  # type: ignore[untyped-decorator]
     @torch.amp.custom_fwd(device_type="cpu", cast_inputs=torch.bfloat16)  # type: ignore[untyped-decorator]
-    def forward(
-        ctx: Any, wx: Tensor, h0: Tensor, keep: Tensor | None, U_zr: Tensor, U: Tensor, reverse: bool
-    ) -> Tensor:
-        B, T, _ = wx.shape
-        n = h0.shape[1]
-        S, ZR = wx.new_empty(T + 1, B, n), wx.new_empty(T, B, 2 * n)
-        CAND, DIFF, RS = wx.new_empty(T, B, n), wx.new_empty(T, B, n), wx.new_empty(T, B, n)
-        S[T if reverse else 0] = h0
-        Uzr_t, U_t = U_zr.t(), U.t()
-        for t in range(T - 1, -1, -1) if reverse else range(T):
-            prev, new = (t + 1, t) if reverse else (t, t + 1)
-            s = S[prev]
-            torch.addmm(wx[:, t, : 2 * n], s, Uzr_t, out=ZR[t]).sigmoid_()
-            z = _cell_forward(ZR[t], s, wx[:, t, 2 * n :], U_t, RS[t], CAND[t], DIFF[t])
-            torch.addcmul(s, z if keep is None else z * keep[:, t, None], DIFF[t], out=S[new])
+    def forward(ctx: Any, wx: Tensor, h0: Tensor, keep: Tensor | None, U_zr: Tensor, U: Tensor) -> Tensor:
+        T, D, B, _ = wx.shape
+        n = h0.shape[-1]
+        S, ZR = wx.new_empty(T + 1, D, B, n), wx.new_empty(T, D, B, 2 * n)
+        CAND, DIFF, RS = wx.new_empty(T, D, B, n), wx.new_empty(T, D, B, n), wx.new_empty(T, D, B, n)
+        S[0] = h0
+        Uzr_t, U_t = U_zr.transpose(1, 2), U.transpose(1, 2)
+        for t in range(T):
+            s = S[t]
+            torch.baddbmm(wx[t, ..., : 2 * n], s, Uzr_t, out=ZR[t]).sigmoid_()
+            z = _cell_forward(ZR[t], s, wx[t, ..., 2 * n :], U_t, RS[t], CAND[t], DIFF[t])
+            torch.addcmul(s, z if keep is None else z * keep[t, ..., None], DIFF[t], out=S[t + 1])
         ctx.save_for_backward(S, ZR, CAND, DIFF, RS, keep, U_zr, U)
-        ctx.reverse = reverse
-        return (S[:-1] if reverse else S[1:]).transpose(0, 1)
+        return S[1:]
 
     @staticmethod
     @torch.amp.custom_bwd(device_type="cuda")  # type: ignore[untyped-decorator]
@@ -150,23 +152,23 @@ class MaskedGRU(torch.autograd.Function):
     def backward(ctx: Any, g_out: Tensor) -> tuple[Tensor | None, ...]:
         S, ZR, CAND, DIFF, RS, keep, U_zr, U = ctx.saved_tensors
         g_out = g_out.to(S.dtype)
-        reverse: bool = ctx.reverse
-        T, B, n = CAND.shape
-        DG = g_out.new_empty(T, B, 3 * n)  # ∂ of the gates' pre-activations: ∂(W x)
-        carry = g_out.new_zeros(B, n)
-        for t in range(T) if reverse else range(T - 1, -1, -1):
-            s = S[t + 1] if reverse else S[t]
-            g = g_out[:, t] + carry
-            gn = g if keep is None else g * keep[:, t, None]
+        T, D, B, n = CAND.shape
+        DG = g_out.new_empty(T, D, B, 3 * n)  # ∂ of the gates' pre-activations: ∂(W x)
+        carry = g_out.new_zeros(D, B, n)
+        for t in range(T - 1, -1, -1):
+            g = g_out[t] + carry
+            gn = g if keep is None else g * keep[t, ..., None]
+            dg = DG[t]
             ds = _cell_backward(
-                g, gn, ZR[t], CAND[t], DIFF[t], s, U, DG[t, :, :n], DG[t, :, n : 2 * n], DG[t, :, 2 * n :]
+                g, gn, ZR[t], CAND[t], DIFF[t], S[t], U, dg[..., :n], dg[..., n : 2 * n], dg[..., 2 * n :]
             )
-            carry = ds.addmm_(DG[t, :, : 2 * n], U_zr)
-        s_prev = (S[1:] if reverse else S[:-1]).reshape(T * B, n)
-        flat = DG.view(T * B, 3 * n)
-        grad_Uzr = flat[:, : 2 * n].t().mm(s_prev) if ctx.needs_input_grad[3] else None
-        grad_U = flat[:, 2 * n :].t().mm(RS.view(T * B, n)) if ctx.needs_input_grad[4] else None
-        return DG.transpose(0, 1), carry, None, grad_Uzr, grad_U, None
+            carry = ds.baddbmm_(dg[..., : 2 * n], U_zr)
+        # each weight's gradient: one product over all T·B steps of its direction
+        per_step = DG.transpose(0, 1).reshape(D, T * B, 3 * n).transpose(1, 2)
+        need = ctx.needs_input_grad
+        grad_Uzr = per_step[:, : 2 * n].bmm(S[:-1].transpose(0, 1).reshape(D, T * B, n)) if need[3] else None
+        grad_U = per_step[:, 2 * n :].bmm(RS.transpose(0, 1).reshape(D, T * B, n)) if need[4] else None
+        return DG, carry, None, grad_Uzr, grad_U
 
 
 def _attend(
@@ -176,7 +178,7 @@ def _attend(
     (B, Tx, n'), ``alpha`` (B, Tx) and the context ``c`` (B, m)."""
     B, Tx, na = sig.shape
     torch.add(keys2, q2.unsqueeze(1), out=sig).sigmoid_()
-    e = torch.mv(sig.view(-1, na), v2).view(B, Tx).add_(neg)  # v·tanh(·) + Σv: the softmax's
+    e = torch.addmv(neg.view(-1), sig.view(-1, na), v2).view(B, Tx)  # v·tanh(·) + Σv: the softmax's
     torch.softmax(e, -1, out=alpha)
     torch.bmm(alpha.unsqueeze(1), h, out=c.unsqueeze(1))
 
@@ -202,7 +204,10 @@ def _attend_backward(
     if g_alpha is not None:
         d_alpha.add_(g_alpha)
     de = torch._softmax_backward_data(d_alpha, alpha, -1, alpha.dtype)
-    grad_v.add_(de.view(1, -1).mm(sig.view(-1, na)), alpha=2)  # Σ_j ∂e_j = 0: no −1 term
+    if grad_v.dtype == sig.dtype:  # Σ_j ∂e_j = 0: no −1 term
+        grad_v.addmm_(de.view(1, -1), sig.view(-1, na), alpha=2)
+    else:  # bfloat16 products summed in float32
+        grad_v.add_(de.view(1, -1).mm(sig.view(-1, na)), alpha=2)
     torch.addcmul(sig, sig, sig, value=-1, out=w)  # σ(1 − σ): tanh' = 4σ(1 − σ)
     torch.mul(torch.bmm(de.unsqueeze(1), w).view(B, na), v4, out=dq)
     grad_keys.addcmul_(de.unsqueeze(2), w)
@@ -237,9 +242,10 @@ class AttentiveGRU(torch.autograd.Function):
         CAND, DIFF, RS = wy.new_empty(Ty, B, n), wy.new_empty(Ty, B, n), wy.new_empty(Ty, B, n)
         P, AL = wy.new_empty(Ty, B, 2 * n + na), wy.new_empty(Ty, B, Tx)
         # σ of each step's energies, kept for backward if small enough, else recomputed there
-        kept = Ty * B * Tx * na * keys.element_size() <= KEEP_ENERGIES_BYTES
+        most = KEEP_ENERGIES_BYTES if keys.device.type == "cpu" else KEEP_ENERGIES_BYTES_GPU
+        kept = Ty * B * Tx * na * keys.element_size() <= most
         block = (
-            _ENERGIES.take(ctx, Ty * B * Tx * na, keys, KEEP_ENERGIES_BYTES // keys.element_size())
+            _ENERGIES.take(ctx, Ty * B * Tx * na, keys, most // keys.element_size())
             if kept
             else keys.new_empty(B * Tx * na)
         )
@@ -377,19 +383,28 @@ class Attention(NamedTuple):
     C: Tensor
 
 
-def masked_gru(gru: Recurrence, wx: Tensor, mask: Tensor, reverse: bool) -> Tensor:
-    """An encoder direction's states (B, T, n) through :class:`MaskedGRU`, from 0, over the
-    inputs ``wx`` = W x + b (B, T, 3n), carrying the state over padding (``mask`` 0)."""
-    h0 = wx.new_zeros(wx.shape[0], gru.U.shape[1])
-    states = MaskedGRU.apply(wx, h0, mask.to(wx.dtype), gru.U_zr, gru.U, reverse)  # type: ignore[no-untyped-call]
-    return cast(Tensor, states)
+def masked_grus(grus: list[Recurrence], wx: list[Tensor], mask: Tensor) -> list[Tensor]:
+    """The encoder's directions (B, T, n) each, from 0, through one :class:`MaskedGRU`: the first
+    left to right, a second right to left, over their inputs ``wx`` = W x + b (B, T, 3n),
+    carrying the state over padding (``mask`` 0)."""
+    keep = mask.to(wx[0].dtype)
+    # time first, each direction in the order it reads: the second's reversed
+    order = [lambda x: x.transpose(0, 1), lambda x: x.flip(1).transpose(0, 1)][: len(grus)]
+    inputs = torch.stack([turn(x) for turn, x in zip(order, wx)], 1)
+    keeps = torch.stack([turn(keep) for turn in order], 1)
+    h0 = inputs.new_zeros(len(grus), wx[0].shape[0], grus[0].U.shape[1])
+    U_zr, U = torch.stack([g.U_zr for g in grus]), torch.stack([g.U for g in grus])
+    states = MaskedGRU.apply(inputs, h0, keeps, U_zr, U)  # type: ignore[no-untyped-call]
+    out = [states[:, 0].transpose(0, 1)]
+    return out + [states[:, 1].flip(0).transpose(0, 1)] if len(grus) > 1 else out
 
 
 def fixed_decode(gru: Recurrence, s0: Tensor, wy: Tensor, gates: Tensor) -> Tensor:
     """RNNencdec's states s_0..s_Ty (B, Ty+1, n), whose context is fixed: :class:`MaskedGRU`
     over w_y + C c (``gates``: C c, (B, 3n))."""
-    out = MaskedGRU.apply(wy + gates.unsqueeze(1), s0, None, gru.U_zr, gru.U, False)  # type: ignore[no-untyped-call]
-    return torch.cat([s0.unsqueeze(1), out], 1)
+    inputs = (wy + gates.unsqueeze(1)).transpose(0, 1).unsqueeze(1)
+    out = MaskedGRU.apply(inputs, s0.unsqueeze(0), None, gru.U_zr.unsqueeze(0), gru.U.unsqueeze(0))  # type: ignore[no-untyped-call]
+    return torch.cat([s0.unsqueeze(1), out[:, 0].transpose(0, 1)], 1)
 
 
 def attentive_decode(

@@ -118,20 +118,18 @@ class BiEncoder(fused.Fusable):
             out[t] = s
         return torch.stack(out, 1)
 
-    def _direction(self, rnn: PaperGRU, x: torch.Tensor, mask: torch.Tensor, reverse: bool, fast: bool) -> torch.Tensor:
-        if fast:
-            return fused.masked_gru(fused.Recurrence(rnn.U_zr.weight, rnn.U.weight), rnn.inputs(x), mask, reverse)
-        return self._run(rnn, rnn.inputs(x), mask, reverse)
-
     def forward(self, src: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Returns annotations (B, T, 2n or n) and ←h_1 (B, n) (None when unidirectional)."""
         x = self.embed(src)
-        fast = fused.wanted(self, x)  # models.fused.use_fused
-        fwd = self._direction(self.fwd, x, mask, False, fast)
+        rnns = [self.fwd] if self.bwd is None else [self.fwd, self.bwd]
+        if fused.wanted(self, x):  # models.fused.use_fused: both directions stepped together
+            grus = [fused.Recurrence(rnn.U_zr.weight, rnn.U.weight) for rnn in rnns]
+            states = fused.masked_grus(grus, [rnn.inputs(x) for rnn in rnns], mask)
+        else:
+            states = [self._run(rnn, rnn.inputs(x), mask, reverse) for rnn, reverse in zip(rnns, (False, True))]
         if self.bwd is None:
-            return fwd, None
-        bwd = self._direction(self.bwd, x, mask, True, fast)
-        return torch.cat([fwd, bwd], -1), bwd[:, 0]
+            return states[0], None
+        return torch.cat(states, -1), states[1][:, 0]
 
 
 def reversal(mask: torch.Tensor, kept: int = 0) -> torch.Tensor:
