@@ -402,8 +402,9 @@ def masked_grus(grus: list[Recurrence], wx: list[Tensor], mask: Tensor) -> list[
 def fixed_decode(gru: Recurrence, s0: Tensor, wy: Tensor, gates: Tensor) -> Tensor:
     """RNNencdec's states s_0..s_Ty (B, Ty+1, n), whose context is fixed: :class:`MaskedGRU`
     over w_y + C c (``gates``: C c, (B, 3n))."""
-    inputs = (wy + gates.unsqueeze(1)).transpose(0, 1).unsqueeze(1)
-    out = MaskedGRU.apply(inputs, s0.unsqueeze(0), None, gru.U_zr.unsqueeze(0), gru.U.unsqueeze(0))  # type: ignore[no-untyped-call]
+    inputs = (wy + gates.unsqueeze(1)).transpose(0, 1).unsqueeze(1)  # (Ty, 1, B, 3n): one GRU
+    h0, U_zr, U = s0.unsqueeze(0), gru.U_zr.unsqueeze(0), gru.U.unsqueeze(0)
+    out = MaskedGRU.apply(inputs, h0, None, U_zr, U)  # type: ignore[no-untyped-call]
     return torch.cat([s0.unsqueeze(1), out[:, 0].transpose(0, 1)], 1)
 
 
