@@ -26,7 +26,7 @@ PATHS = {
     "update-graph+fused": ["--cuda-graphs", "--fused-steps"],  # the same, fewer kernels to replay
 }
 WHOLE_UPDATE = ("update-graph", "update-graph+fused")  # each padded shape captured as it comes
-NOT_COMPILED = ("eager", "update-graph")  # Luong's stacked LSTM: cuDNN's, and no hand-written pass
+LUONG_PATHS = ("eager", "update-graph")  # its stacked LSTM is cuDNN's: not compiled, no hand-written pass
 BATCHES = ("80 sentences", "6,000 tokens")
 WMT14_TARGET_TOKENS = 580e6  # 288,000 updates × 80 pairs × ~25 target tokens (</s> included)
 # Where a cell was not measured on this GPU: the whole update as one graph in TF32, the path built
@@ -48,7 +48,7 @@ def cells(
     for arch in archs:
         for batch in batches:
             for precision in precisions:
-                for path in paths if arch != "luong" else [p for p in paths if p in NOT_COMPILED]:
+                for path in paths if arch != "luong" else [p for p in paths if p in LUONG_PATHS]:
                     out.append({"arch": arch, "batch": batch, "precision": precision, "path": path})
     return out
 

@@ -42,6 +42,24 @@ def loss_and_grads(model, on):
     return loss.detach(), {k: p.grad.clone() for k, p in model.named_parameters() if p.grad is not None}
 
 
+ON_A_GPU = pytest.param(
+    "cuda",
+    marks=[
+        pytest.mark.gpu,
+        pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: the passes on its kernels"),
+    ],
+)
+
+
+@pytest.fixture
+def exact_products():
+    """float32 products on a GPU (no TF32), so that the passes meet the reference loop to rounding."""
+    before = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    yield
+    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
+
+
 def assert_fused_equals_reference(model):
     ref_loss, ref = loss_and_grads(model, False)
     loss, got = loss_and_grads(model, True)
@@ -57,9 +75,11 @@ def test_fused_gives_the_reference_loss_and_gradients(arch, readout):
     assert_fused_equals_reference(tiny_model(arch, readout))
 
 
-def test_recomputing_the_energies_gives_the_same(monkeypatch):
-    monkeypatch.setattr(fused, "KEEP_ENERGIES_BYTES", 0)  # backward recomputes σ instead of keeping it
-    assert_fused_equals_reference(tiny_model("rnnsearch"))
+@pytest.mark.parametrize("device", ["cpu", ON_A_GPU])
+def test_recomputing_the_energies_gives_the_same(monkeypatch, device, exact_products):
+    for limit in ("KEEP_ENERGIES_BYTES", "KEEP_ENERGIES_BYTES_GPU"):  # backward recomputes σ instead
+        monkeypatch.setattr(fused, limit, 0)
+    assert_fused_equals_reference(tiny_model("rnnsearch").to(device))
 
 
 def test_the_cudnn_encoder_keeps_its_own_and_the_decoder_is_fused():
@@ -114,24 +134,6 @@ def _bf16_loss_and_grads(model, on):
         return loss_and_grads(model, on)
 
 
-ON_A_GPU = pytest.param(
-    "cuda",
-    marks=[
-        pytest.mark.gpu,
-        pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: the passes on its kernels"),
-    ],
-)
-
-
-@pytest.fixture
-def exact_products():
-    """float32 products on a GPU (no TF32), so that the passes meet the reference loop to rounding."""
-    before = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
-    yield
-    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
-
-
 @pytest.mark.parametrize("device", ["cpu", ON_A_GPU])
 @pytest.mark.parametrize("arch", ["rnnsearch", "rnnencdec"])
 def test_on_each_device_the_passes_run_and_give_the_reference_loss_and_gradients(arch, device, exact_products):
@@ -172,6 +174,27 @@ def test_under_bf16_autocast_the_fused_passes_are_as_close_to_float32_as_the_ref
         scale = g.abs().max().item() or 1.0
         ours, theirs = (got[name] - g).abs().max().item() / scale, (ref[name] - g).abs().max().item() / scale
         assert ours <= 2 * theirs + 0.01, (name, ours, theirs)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: TF32 products are a GPU's")
+@pytest.mark.parametrize("arch", ["rnnsearch", "rnnencdec"])
+def test_with_tf32_products_the_passes_are_as_close_to_float32_as_the_reference_loop(arch, exact_products):
+    """--tf32 (the GPU bench's float32 cells) rounds every product's inputs to 10 bits: the passes'
+    gradients no further from exact float32's than 2x the reference loop's distance with TF32, plus
+    0.1% of each gradient's largest entry (∂v_a is summed over tanh = 2(σ − ½), not σ, for this)."""
+    model = tiny_model(arch).to("cuda")
+    for p in model.parameters():  # small energies, as at B.1's start: where σ's common ½ would cost most
+        p.data.mul_(0.1)
+    exact_loss, exact = loss_and_grads(model, False)
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
+    ref_loss, ref = loss_and_grads(model, False)
+    loss, got = loss_and_grads(model, True)
+    assert abs(loss - exact_loss) <= 1e-3 * exact_loss
+    for name, g in exact.items():
+        scale = g.abs().max().item() or 1.0
+        ours, theirs = (got[name] - g).abs().max().item() / scale, (ref[name] - g).abs().max().item() / scale
+        assert ours <= 2 * theirs + 1e-3, (name, ours, theirs)
 
 
 def test_luong_ignores_the_switch():
