@@ -387,15 +387,18 @@ class Attention(NamedTuple):
     C: Tensor
 
 
+def _time_first(x: Tensor, reverse: bool) -> Tensor:
+    """(B, T, …) as (T, B, …), in the order a direction reads it (``reverse``: right to left)."""
+    return (x.flip(1) if reverse else x).transpose(0, 1)
+
+
 def masked_grus(grus: list[Recurrence], wx: list[Tensor], mask: Tensor) -> list[Tensor]:
     """The encoder's directions (B, T, n) each, from 0, through one :class:`MaskedGRU`: the first
     left to right, a second right to left, over their inputs ``wx`` = W x + b (B, T, 3n),
     carrying the state over padding (``mask`` 0)."""
     keep = mask.to(wx[0].dtype)
-    # time first, each direction in the order it reads: the second's reversed
-    order = [lambda x: x.transpose(0, 1), lambda x: x.flip(1).transpose(0, 1)][: len(grus)]
-    inputs = torch.stack([turn(x) for turn, x in zip(order, wx)], 1)
-    keeps = torch.stack([turn(keep) for turn in order], 1)
+    inputs = torch.stack([_time_first(x, reverse=d == 1) for d, x in enumerate(wx)], 1)
+    keeps = torch.stack([_time_first(keep, reverse=d == 1) for d in range(len(grus))], 1)
     h0 = inputs.new_zeros(len(grus), wx[0].shape[0], grus[0].U.shape[1])
     U_zr, U = torch.stack([g.U_zr for g in grus]), torch.stack([g.U for g in grus])
     states = MaskedGRU.apply(inputs, h0, keeps, U_zr, U)  # type: ignore[no-untyped-call]
