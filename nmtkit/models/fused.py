@@ -14,8 +14,8 @@ encoder costs the kernels of one direction.
 The arithmetic is the reference's up to rounding: tanh(x) is 2σ(2x) − 1, as in
 :mod:`~nmtkit.models.attention`; the attention energies are computed without the constant
 −Σv_a, which the softmax ignores, so σ(2(U_a h + W_a s)) is all an energy needs, and its
-derivative 1 − tanh² is 4σ(1 − σ). ∂v_a takes tanh itself, 2(σ − ½): summed with σ, the ½ that
-the softmax's gradient cancels would leave its rounding behind.
+derivative 1 − tanh² is 4σ(1 − σ). On a GPU in float32, ∂v_a takes tanh itself, 2(σ − ½): summed
+over σ in TF32 products, the ½ that the softmax's gradient cancels would leave its rounding behind.
 
 :func:`use_fused` switches a model to these passes (the ``fused_steps`` of its
 :class:`Fusable` modules); :func:`wanted` says when they apply.
@@ -198,16 +198,18 @@ def _attend_backward(
 ) -> None:
     """Backward of :func:`_attend` for ∂c ``dc`` and, when a loss reads the weights themselves
     (guided alignment), ∂α ``g_alpha``, with ``sig`` as :func:`_attend` left it and ``v4`` =
-    4 v_a: fills ∂(W_a s) ``dq`` (B, n'), adds ∂e·tanh = 2 ∂e·(σ − ½) to ``grad_v`` (1, n') and
-    ∂e ∘ σ(1 − σ) to ``grad_keys`` (∂keys but for the factor 4 v_a)."""
+    4 v_a: fills ∂(W_a s) ``dq`` (B, n'), adds ∂e·tanh = 2 ∂e·σ (as Σ_j ∂e_j = 0) to ``grad_v``
+    (1, n') and ∂e ∘ σ(1 − σ) to ``grad_keys`` (∂keys but for the factor 4 v_a)."""
     B, Tx, na = sig.shape
     d_alpha = torch.bmm(dc.unsqueeze(1), h.transpose(1, 2)).view(B, Tx)  # a batched product: far faster than h @ dc
     if g_alpha is not None:
         d_alpha.add_(g_alpha)
     de = torch._softmax_backward_data(d_alpha, alpha, -1, alpha.dtype)
-    # σ − ½ rather than σ: Σ_j ∂e_j = 0 makes σ's common ½ add nothing but rounding, as large as
-    # ∂v_a itself while the energies are small (TF32 and bfloat16 products most of all)
-    centred = torch.sub(sig, 0.5, out=w)
+    # Σ_j ∂e_j = 0, so σ's common ½ adds nothing to ∂v_a but rounding, as large as ∂v_a itself
+    # while the energies are small. A GPU's float32 products (TF32) round σ to 10 bits: there
+    # σ − ½, which they round relative to its own size. A CPU's keep float32 whole (and bfloat16's
+    # σ is already rounded where it is kept): there the pass this costs is not worth it.
+    centred = torch.sub(sig, 0.5, out=w) if sig.is_cuda and sig.dtype == torch.float32 else sig
     if grad_v.dtype == sig.dtype:
         grad_v.addmm_(de.view(1, -1), centred.view(-1, na), alpha=2)
     else:  # bfloat16 products summed in float32
