@@ -69,10 +69,18 @@ def assert_fused_equals_reference(model):
         assert torch.allclose(got[name], g, rtol=1e-4, atol=1e-4 * g.abs().max().item()), name
 
 
+@pytest.mark.parametrize("device", ["cpu", ON_A_GPU])
 @pytest.mark.parametrize("arch", ["rnnsearch", "rnnencdec"])
 @pytest.mark.parametrize("readout", ["prev", "next"])
-def test_fused_gives_the_reference_loss_and_gradients(arch, readout):
-    assert_fused_equals_reference(tiny_model(arch, readout))
+def test_fused_gives_the_reference_loss_and_gradients(arch, readout, device, exact_products):
+    """On a GPU as on a CPU (tanh there is torch's own kernel): the hand-written passes run, and
+    give the reference loop's loss and gradients."""
+    model, calls = tiny_model(arch, readout).to(device), []
+    with pytest.MonkeyPatch.context() as mp:
+        real = fused.MaskedGRU.backward
+        mp.setattr(fused.MaskedGRU, "backward", staticmethod(lambda ctx, *g: calls.append(1) or real(ctx, *g)))
+        assert_fused_equals_reference(model)
+    assert calls
 
 
 @pytest.mark.parametrize("device", ["cpu", ON_A_GPU])
@@ -132,19 +140,6 @@ def test_fallback_gives_the_reference_path(case, monkeypatch):
 def _bf16_loss_and_grads(model, on):
     with torch.autocast(next(model.parameters()).device.type, torch.bfloat16):
         return loss_and_grads(model, on)
-
-
-@pytest.mark.parametrize("device", ["cpu", ON_A_GPU])
-@pytest.mark.parametrize("arch", ["rnnsearch", "rnnencdec"])
-def test_on_each_device_the_passes_run_and_give_the_reference_loss_and_gradients(arch, device, exact_products):
-    """On a GPU as on a CPU (tanh there is torch's own kernel): the hand-written passes run, and
-    give the reference loop's loss and gradients."""
-    model, calls = tiny_model(arch).to(device), []
-    with pytest.MonkeyPatch.context() as mp:
-        real = fused.MaskedGRU.backward
-        mp.setattr(fused.MaskedGRU, "backward", staticmethod(lambda ctx, *g: calls.append(1) or real(ctx, *g)))
-        assert_fused_equals_reference(model)
-    assert calls
 
 
 @pytest.mark.parametrize("device", ["cpu", ON_A_GPU])
