@@ -58,7 +58,7 @@ ADAM_NOISE = 1e-4
 def fused_sgd(fused_steps: str, device: str = "cpu") -> dict[str, object]:
     """A run's settings for ``+fused`` (none without it): the hand-written passes, on a CPU with
     SGD. There their ∂v_a is 2 Σ_j ∂e_j σ_j, whose part Σ_j ∂e_j is zero but leaves rounding as
-    large as the gradient itself while v_a is near its zero start (a GPU sums over σ − ½); Adam
+    large as the gradient itself while v_a is near its zero start (a GPU's energies read tanh); Adam
     scales such a gradient up to a full step, so two orders of summation (a padded batch's and the
     unpadded one's) part by a fraction of the rate within a few updates, as the passes and the
     reference loop do. SGD keeps rounding at its size."""

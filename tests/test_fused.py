@@ -4,7 +4,7 @@ backward passes agree with finite differences, and everything they do not cover 
 import pytest
 import torch
 
-from nmtkit.models import fused
+from nmtkit.models import activation, fused
 from nmtkit.models.build import build_model
 from nmtkit.models.config import model_config
 from tests.conftest import sized
@@ -24,11 +24,13 @@ def batch(seed=0):
     return src, src != 0, tgt
 
 
-def tiny_model(arch, readout="prev", encoder="paper"):
+def tiny_model(arch, readout="prev", encoder="paper", b1=False):
+    """The model with Appendix B.1's initialisation (``b1``) or, by default, weights of N(0, 0.3):
+    B.1's tiny weights would make most checks trivially close."""
     torch.manual_seed(0)
     gru = {} if arch == "luong" else {"readout": readout, "encoder": encoder}  # the GRU family's
     model = build_model(sized(arch, TINY, **gru))
-    for p in model.parameters():  # B.1's tiny weights would make every check trivially close
+    for p in [] if b1 else model.parameters():
         torch.nn.init.normal_(p, 0, 0.3)
     return model
 
@@ -51,6 +53,26 @@ ON_A_GPU = pytest.param(
 )
 
 
+AS_A_GPU = "cpu, tanh as a GPU takes it"
+
+
+def placed(device, monkeypatch):
+    """The device a test runs on. AS_A_GPU is the CPU with tanh taken as a GPU and bfloat16 take
+    it (torch's own kernel, the attention's energies reading tanh, not σ): a CPU runs those passes too."""
+    if device != AS_A_GPU:
+        return device
+    monkeypatch.setattr(activation, "through_sigmoid", lambda x: False)
+    return "cpu"
+
+
+def energies_forms(monkeypatch):
+    """The forms the decoder's passes take (2: σ, 1: tanh), as they run."""
+    forms = set()
+    real = fused._squash
+    monkeypatch.setattr(fused, "_squash", lambda keys, q, k, out: forms.add(k) or real(keys, q, k, out))
+    return forms
+
+
 @pytest.fixture
 def exact_products():
     """float32 products on a GPU (no TF32), so that the passes meet the reference loop to rounding."""
@@ -69,25 +91,27 @@ def assert_fused_equals_reference(model):
         assert torch.allclose(got[name], g, rtol=1e-4, atol=1e-4 * g.abs().max().item()), name
 
 
-@pytest.mark.parametrize("device", ["cpu", ON_A_GPU])
+@pytest.mark.parametrize("device", ["cpu", AS_A_GPU, ON_A_GPU])
 @pytest.mark.parametrize("arch", ["rnnsearch", "rnnencdec"])
 @pytest.mark.parametrize("readout", ["prev", "next"])
-def test_fused_gives_the_reference_loss_and_gradients(arch, readout, device, exact_products):
-    """On a GPU as on a CPU (tanh there is torch's own kernel): the hand-written passes run, and
-    give the reference loop's loss and gradients."""
-    model, calls = tiny_model(arch, readout).to(device), []
+def test_fused_gives_the_reference_loss_and_gradients(arch, readout, device, monkeypatch, exact_products):
+    """On a GPU as on a CPU (tanh there is torch's own kernel, the energies read tanh, not σ): the
+    hand-written passes run, and give the reference loop's loss and gradients."""
+    model, calls = tiny_model(arch, readout).to(placed(device, monkeypatch)), []
+    forms = energies_forms(monkeypatch)
     with pytest.MonkeyPatch.context() as mp:
         real = fused.MaskedGRU.backward
         mp.setattr(fused.MaskedGRU, "backward", staticmethod(lambda ctx, *g: calls.append(1) or real(ctx, *g)))
         assert_fused_equals_reference(model)
     assert calls
+    assert forms == (set() if arch == "rnnencdec" else {2} if device == "cpu" else {1})
 
 
-@pytest.mark.parametrize("device", ["cpu", ON_A_GPU])
+@pytest.mark.parametrize("device", ["cpu", AS_A_GPU, ON_A_GPU])
 def test_recomputing_the_energies_gives_the_same(monkeypatch, device, exact_products):
-    for limit in ("KEEP_ENERGIES_BYTES", "KEEP_ENERGIES_BYTES_GPU"):  # backward recomputes σ instead
+    for limit in ("KEEP_ENERGIES_BYTES", "KEEP_ENERGIES_BYTES_GPU"):  # backward recomputes them instead
         monkeypatch.setattr(fused, limit, 0)
-    assert_fused_equals_reference(tiny_model("rnnsearch").to(device))
+    assert_fused_equals_reference(tiny_model("rnnsearch").to(placed(device, monkeypatch)))
 
 
 def test_the_cudnn_encoder_keeps_its_own_and_the_decoder_is_fused():
@@ -144,14 +168,18 @@ def _bf16_loss_and_grads(model, on):
 
 @pytest.mark.parametrize("device", ["cpu", ON_A_GPU])
 @pytest.mark.parametrize("arch", ["rnnsearch", "rnnencdec"])
+@pytest.mark.parametrize("init", ["B.1", "N(0, 0.3)"])
 def test_under_bf16_autocast_the_fused_passes_are_as_close_to_float32_as_the_reference_loop(
-    arch, device, monkeypatch, exact_products
+    arch, init, device, monkeypatch, exact_products
 ):
-    """--bf16 runs the hand-written passes in bfloat16 (a CPU's autocast or a GPU's). Tolerance: the
-    loss within 1% of float32's, and each parameter's gradient no further from float32's (largest
-    difference, relative to the gradient's largest entry) than 2x the bfloat16 reference loop's
-    distance plus 1%."""
-    model = tiny_model(arch).to(device)
+    """--bf16 runs the hand-written passes in bfloat16 (a CPU's autocast or a GPU's), from
+    Appendix B.1's initialisation (small weights, states near 0, where a tanh taken through a
+    bfloat16 σ is noise) and from larger weights. Tolerance: the loss within 1% of float32's;
+    each parameter's gradient (its largest difference from float32's, relative to its largest
+    entry) within 4x the bfloat16 reference loop's distance plus 2%, and the median over the
+    parameters of the two distances' ratio at most 1.5: bfloat16's rounding makes single ratios
+    noisy either way, a systematic loss of precision moves them all."""
+    model = tiny_model(arch, b1=init == "B.1").to(device)
     calls = []
     monkeypatch.setattr(
         fused.MaskedGRU,
@@ -165,10 +193,13 @@ def test_under_bf16_autocast_the_fused_passes_are_as_close_to_float32_as_the_ref
     assert calls, "the fused passes did not run under bf16 autocast"
     assert got.keys() == exact.keys()
     assert abs(loss - exact_loss) <= 0.01 * exact_loss
+    ratios = []
     for name, g in exact.items():
         scale = g.abs().max().item() or 1.0
         ours, theirs = (got[name] - g).abs().max().item() / scale, (ref[name] - g).abs().max().item() / scale
-        assert ours <= 2 * theirs + 0.01, (name, ours, theirs)
+        assert ours <= 4 * theirs + 0.02, (name, ours, theirs)
+        ratios.append(ours / max(theirs, 1e-6))
+    assert sorted(ratios)[len(ratios) // 2] <= 1.5, sorted(ratios)
 
 
 @pytest.mark.gpu
@@ -177,7 +208,7 @@ def test_under_bf16_autocast_the_fused_passes_are_as_close_to_float32_as_the_ref
 def test_with_tf32_products_the_passes_are_as_close_to_float32_as_the_reference_loop(arch, exact_products):
     """--tf32 (the GPU bench's float32 cells) rounds every product's inputs to 10 bits: the passes'
     gradients no further from exact float32's than 2x the reference loop's distance with TF32, plus
-    0.1% of each gradient's largest entry (∂v_a is summed over tanh = 2(σ − ½), not σ, for this)."""
+    0.1% of each gradient's largest entry (the energies read tanh on a GPU, not σ, for this)."""
     model = tiny_model(arch).to("cuda")
     for p in model.parameters():  # small energies, as at B.1's start: where σ's common ½ would cost most
         p.data.mul_(0.1)
@@ -227,7 +258,9 @@ def test_grus_stepped_together_are_each_grus_own_states():
 
 
 @pytest.mark.parametrize("kept", [True, False])
-def test_attentive_gru_gradcheck(kept, monkeypatch):
+@pytest.mark.parametrize("device", ["cpu", AS_A_GPU])
+def test_attentive_gru_gradcheck(kept, device, monkeypatch):
+    placed(device, monkeypatch)
     monkeypatch.setattr(fused, "KEEP_ENERGIES_BYTES", fused.KEEP_ENERGIES_BYTES if kept else 0)
     g = torch.Generator().manual_seed(2)
     B, Ty, Tx, n, na, m = 3, 4, 5, 3, 2, 4

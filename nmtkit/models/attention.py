@@ -18,11 +18,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-
-def _tanh_(x: torch.Tensor) -> torch.Tensor:
-    """tanh in place as 2σ(2x) − 1 (error < 2e-7): torch's CPU tanh is ~10× slower than its
-    sigmoid, and this B×Tx×n' tanh is the largest elementwise op of a decoder step."""
-    return x.mul_(2).sigmoid_().mul_(2).sub_(1)
+from nmtkit.models import activation
 
 
 class _Energy(torch.autograd.Function):
@@ -31,24 +27,27 @@ class _Energy(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, keys: torch.Tensor, q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         ctx.save_for_backward(keys, q, v)
-        return torch.nn.functional.linear(_tanh_(keys + q.unsqueeze(1)), v.unsqueeze(0)).squeeze(-1)
+        return torch.nn.functional.linear(activation.tanh_(keys + q.unsqueeze(1)), v.unsqueeze(0)).squeeze(-1)
 
     @staticmethod
     def backward(ctx: Any, grad_e: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         keys, q, v = ctx.saved_tensors
-        a = _tanh_(keys + q.unsqueeze(1))
+        a = activation.tanh_(keys + q.unsqueeze(1))
         grad_v = grad_e.reshape(1, -1).mm(a.flatten(0, 1)).squeeze(0)
         grad_pre = torch.ops.aten.tanh_backward(grad_e.unsqueeze(-1) * v, a)  # ∂e ∘ v ∘ (1 − a²)
         return grad_pre, grad_pre.sum(1), grad_v
 
 
 def _search_energies(keys: torch.Tensor, q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """The energies without autograd, up to a constant per row: v·tanh(x) = 2 v·σ(2x) − Σv, and
-    the softmax ignores −Σv. Three passes over the B×Tx×n' tensor (add, scale, σ) instead of
+    """The energies without autograd, up to a constant per row. Where tanh goes through σ
+    (:func:`~nmtkit.models.activation.through_sigmoid`), v·tanh(x) = 2 v·σ(2x) − Σv and the
+    softmax ignores −Σv: three passes over the B×Tx×n' tensor (add, scale, σ) instead of
     _Energy's six, on the tensor that makes a search step's attention cost as much as its
     products (the fused training pass, models.fused, reads the energies the same way)."""
-    x = torch.add(keys, q.unsqueeze(1)).mul_(2).sigmoid_()
-    return torch.mv(x.view(-1, x.shape[-1]), v * 2).view(x.shape[:2])
+    x = torch.add(keys, q.unsqueeze(1))
+    if not activation.through_sigmoid(x):
+        return torch.mv(x.tanh_().view(-1, x.shape[-1]), v).view(x.shape[:2])
+    return torch.mv(x.mul_(2).sigmoid_().view(-1, x.shape[-1]), v * 2).view(x.shape[:2])
 
 
 class AdditiveAttention(nn.Module):

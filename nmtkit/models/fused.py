@@ -11,11 +11,11 @@ large product over all steps after the loop. The encoder's two directions step t
 step one batched product for both (the second reads its inputs reversed), so a step of the
 encoder costs the kernels of one direction.
 
-The arithmetic is the reference's up to rounding: tanh(x) is 2σ(2x) − 1, as in
-:mod:`~nmtkit.models.attention`; the attention energies are computed without the constant
-−Σv_a, which the softmax ignores, so σ(2(U_a h + W_a s)) is all an energy needs, and its
-derivative 1 − tanh² is 4σ(1 − σ). On a GPU in float32, ∂v_a takes tanh itself, 2(σ − ½): summed
-over σ in TF32 products, the ½ that the softmax's gradient cancels would leave its rounding behind.
+The arithmetic is the reference's up to rounding, tanh included where it goes through σ
+(:mod:`~nmtkit.models.activation`: a CPU's float32). There the attention energies are computed
+without the constant −Σv_a, which the softmax ignores, so σ(2(U_a h + W_a s)) is all an energy
+needs, and its derivative 1 − tanh² is 4σ(1 − σ). Elsewhere (bfloat16, a GPU) the energies keep
+tanh(U_a h + W_a s) itself, whose small values σ would round away.
 
 :func:`use_fused` switches a model to these passes (the ``fused_steps`` of its
 :class:`Fusable` modules); :func:`wanted` says when they apply.
@@ -39,6 +39,8 @@ from typing import Any, NamedTuple, cast
 
 import torch
 from torch import Tensor, nn
+
+from nmtkit.models import activation
 
 KEEP_ENERGIES_BYTES = 512 << 20  # what the decoder may keep of its attention for backward
 # a GPU's memory holds a paper-size batch's (about 0.8 GB), and recomputing costs two passes a step
@@ -77,21 +79,13 @@ class _Reused:
 _ENERGIES = _Reused()
 
 
-def _tanh_(x: Tensor) -> Tensor:
-    """tanh in place: on a CPU as 2σ(2x) − 1 (torch's CPU tanh is several times slower than its
-    sigmoid), elsewhere torch's (one kernel, not four)."""
-    if x.device.type != "cpu":
-        return x.tanh_()
-    return x.mul_(2).sigmoid_().mul_(2).sub_(1)
-
-
 def _cell_forward(zr: Tensor, s: Tensor, wc: Tensor, U_t: Tensor, rs: Tensor, cand: Tensor, diff: Tensor) -> Tensor:
     """The GRU update once ``zr`` holds σ of the gates' pre-activations, with ``wc`` the
     candidate's input part: fills ``rs`` = r∘s, ``cand`` = tanh(wc + U rs) and ``diff`` =
     cand − s; returns z. (B, ·) with U_t (n, n), or (D, B, ·) with U_t (D, n, n): D GRUs at once."""
     n = s.shape[-1]
     torch.mul(zr[..., n:], s, out=rs)
-    _tanh_((torch.baddbmm if s.dim() == 3 else torch.addmm)(wc, rs, U_t, out=cand))
+    activation.tanh_((torch.baddbmm if s.dim() == 3 else torch.addmm)(wc, rs, U_t, out=cand))
     torch.sub(cand, s, out=diff)
     return zr[..., :n]
 
@@ -172,24 +166,33 @@ class MaskedGRU(torch.autograd.Function):
         return DG, carry, None, grad_Uzr, grad_U
 
 
+def _squash(keys_k: Tensor, q_k: Tensor, k: int, out: Tensor) -> Tensor:
+    """What the energies read, from k U_a h (B, Tx, n') and k W_a s (B, 1, n'): with k = 2,
+    σ(2(U_a h + W_a s)); with k = 1, tanh(U_a h + W_a s) (see :class:`AttentiveGRU`)."""
+    torch.add(keys_k, q_k, out=out)
+    return out.sigmoid_() if k == 2 else out.tanh_()
+
+
 def _attend(
-    q2: Tensor, keys2: Tensor, v2: Tensor, neg: Tensor, h: Tensor, sig: Tensor, alpha: Tensor, c: Tensor
+    q_k: Tensor, keys_k: Tensor, v_k: Tensor, k: int, neg: Tensor, h: Tensor, sig: Tensor, alpha: Tensor, c: Tensor
 ) -> None:
-    """Attention of one step from ``q2`` = 2 W_a s (B, n'): fills ``sig`` = σ(2(U_a h + W_a s))
-    (B, Tx, n'), ``alpha`` (B, Tx) and the context ``c`` (B, m)."""
+    """Attention of one step from ``q_k`` = k W_a s (B, n') and ``v_k`` = k v_a: fills ``sig`` as
+    :func:`_squash` (B, Tx, n'), ``alpha`` (B, Tx) and the context ``c`` (B, m)."""
     B, Tx, na = sig.shape
-    torch.add(keys2, q2.unsqueeze(1), out=sig).sigmoid_()
-    e = torch.addmv(neg.view(-1), sig.view(-1, na), v2).view(B, Tx)  # v·tanh(·) + Σv: the softmax's
+    _squash(keys_k, q_k.unsqueeze(1), k, sig)
+    e = torch.addmv(neg.view(-1), sig.view(-1, na), v_k).view(B, Tx)  # v·tanh(·), + Σv with k = 2
     torch.softmax(e, -1, out=alpha)
     torch.bmm(alpha.unsqueeze(1), h, out=c.unsqueeze(1))
 
 
-def _attend_backward(
+def _attend_backward(  # noqa: PLR0913 (a step's tensors, each filled in place)
     dc: Tensor,
     h: Tensor,
     alpha: Tensor,
     sig: Tensor,
-    v4: Tensor,
+    k: int,
+    v_slope: Tensor,
+    one: Tensor,
     w: Tensor,
     grad_v: Tensor,
     grad_keys: Tensor,
@@ -197,25 +200,22 @@ def _attend_backward(
     g_alpha: Tensor | None,
 ) -> None:
     """Backward of :func:`_attend` for ∂c ``dc`` and, when a loss reads the weights themselves
-    (guided alignment), ∂α ``g_alpha``, with ``sig`` as :func:`_attend` left it and ``v4`` =
-    4 v_a: fills ∂(W_a s) ``dq`` (B, n'), adds ∂e·tanh = 2 ∂e·σ (as Σ_j ∂e_j = 0) to ``grad_v``
-    (1, n') and ∂e ∘ σ(1 − σ) to ``grad_keys`` (∂keys but for the factor 4 v_a)."""
+    (guided alignment), ∂α ``g_alpha``, with ``sig`` as :func:`_attend` left it, ``v_slope`` =
+    k² v_a and ``one`` a 1 of its dtype (allocated once, not a kernel a step): fills ∂(W_a s)
+    ``dq`` (B, n'), adds ∂e·tanh (= 2 ∂e·σ with k = 2, as Σ_j ∂e_j = 0) to ``grad_v`` (1, n') and
+    ∂e ∘ tanh'/k² to ``grad_keys`` (∂keys but for the factor ``v_slope``)."""
     B, Tx, na = sig.shape
     d_alpha = torch.bmm(dc.unsqueeze(1), h.transpose(1, 2)).view(B, Tx)  # a batched product: far faster than h @ dc
     if g_alpha is not None:
         d_alpha.add_(g_alpha)
     de = torch._softmax_backward_data(d_alpha, alpha, -1, alpha.dtype)
-    # Σ_j ∂e_j = 0, so σ's common ½ adds nothing to ∂v_a but rounding, as large as ∂v_a itself
-    # while the energies are small. A GPU's float32 products (TF32) round σ to 10 bits: there
-    # σ − ½, which they round relative to its own size. A CPU's keep float32 whole (and bfloat16's
-    # σ is already rounded where it is kept): there the pass this costs is not worth it.
-    centred = torch.sub(sig, 0.5, out=w) if sig.is_cuda and sig.dtype == torch.float32 else sig
     if grad_v.dtype == sig.dtype:
-        grad_v.addmm_(de.view(1, -1), centred.view(-1, na), alpha=2)
+        grad_v.addmm_(de.view(1, -1), sig.view(-1, na), alpha=k)
     else:  # bfloat16 products summed in float32
-        grad_v.add_(de.view(1, -1).mm(centred.view(-1, na)), alpha=2)
-    torch.addcmul(sig, sig, sig, value=-1, out=w)  # σ(1 − σ): tanh' = 4σ(1 − σ)
-    torch.mul(torch.bmm(de.unsqueeze(1), w).view(B, na), v4, out=dq)
+        grad_v.add_(de.view(1, -1).mm(sig.view(-1, na)), alpha=k)
+    # tanh' = 4σ(1 − σ) = 1 − tanh²
+    torch.addcmul(sig if k == 2 else one, sig, sig, value=-1, out=w)
+    torch.mul(torch.bmm(de.unsqueeze(1), w).view(B, na), v_slope, out=dq)
     grad_keys.addcmul_(de.unsqueeze(2), w)
 
 
@@ -224,7 +224,11 @@ class AttentiveGRU(torch.autograd.Function):
     on s_{i-1}, then s_i = GRU(w_y[i] + C c_i, s_{i-1}). Inputs s_0 (B, n), w_y = W E y + b
     (B, Ty, 3n), keys = U_a h (B, Tx, n'), h (B, Tx, m), mask (B, Tx), W_a (n', n), v_a (n',),
     C (3n, m), U_zr (2n, n), U (n, n). Returns s_0..s_Ty (B, Ty+1, n), c (B, Ty, m) and the
-    attention weights α (B, Ty, Tx), through which a loss may take a gradient too."""
+    attention weights α (B, Ty, Tx), through which a loss may take a gradient too.
+
+    The energies read σ(2x) (k = 2, x = U_a h + W_a s) where tanh goes through σ, else tanh(x)
+    (k = 1): the keys, W_a s and v_a enter multiplied by k, and tanh' is k² times what backward
+    keeps of it."""
 
     @staticmethod
     @torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.bfloat16)  # type: ignore[untyped-decorator]
@@ -250,6 +254,7 @@ class AttentiveGRU(torch.autograd.Function):
         # σ of each step's energies, kept for backward if small enough, else recomputed there
         most = KEEP_ENERGIES_BYTES if keys.device.type == "cpu" else KEEP_ENERGIES_BYTES_GPU
         kept = Ty * B * Tx * na * keys.element_size() <= most
+        ctx.k = k = 2 if activation.through_sigmoid(keys) else 1
         block = (
             _ENERGIES.take(ctx, Ty * B * Tx * na, keys, most // keys.element_size())
             if kept
@@ -257,18 +262,19 @@ class AttentiveGRU(torch.autograd.Function):
         )
         SIG = block.view(-1, B, Tx, na)
         S[0] = s0
-        W_s = torch.cat([U_zr, 2 * W_a]).t()  # s → [U_zr s; 2 W_a s]: one product a step
-        keys2, v2, C_t, U_t = 2 * keys, 2 * v, C.t(), U.t()
+        W_s = torch.cat([U_zr, k * W_a]).t()  # s → [U_zr s; k W_a s]: one product a step
+        keys_k, v_k = (keys, v) if k == 1 else (k * keys, k * v)
+        C_t, U_t = C.t(), U.t()
         neg = torch.zeros_like(AL[0]).masked_fill_(~mask, float("-inf"))
         for i in range(Ty):
             s = S[i]
             torch.mm(s, W_s, out=P[i])
-            _attend(P[i, :, 2 * n :], keys2, v2, neg, h, SIG[i if kept else 0], AL[i], CTX[i])
+            _attend(P[i, :, 2 * n :], keys_k, v_k, k, neg, h, SIG[i if kept else 0], AL[i], CTX[i])
             G = torch.addmm(wy[:, i], CTX[i], C_t)
             torch.add(G[:, : 2 * n], P[i, :, : 2 * n], out=ZR[i]).sigmoid_()
             z = _cell_forward(ZR[i], s, G[:, 2 * n :], U_t, RS[i], CAND[i], DIFF[i])
             torch.addcmul(s, z, DIFF[i], out=S[i + 1])
-        ctx.save_for_backward(S, ZR, CAND, DIFF, RS, P, AL, CTX, keys2, h, W_a, v, C, U_zr, U, SIG if kept else None)
+        ctx.save_for_backward(S, ZR, CAND, DIFF, RS, P, AL, CTX, keys_k, h, W_a, v, C, U_zr, U, SIG if kept else None)
         ctx.set_materialize_grads(False)  # α's gradient is None unless a loss reads α
         return S.transpose(0, 1), CTX.transpose(0, 1), AL.transpose(0, 1)
 
@@ -276,20 +282,21 @@ class AttentiveGRU(torch.autograd.Function):
     @torch.amp.custom_bwd(device_type="cuda")  # type: ignore[untyped-decorator]
     @torch.amp.custom_bwd(device_type="cpu")  # type: ignore[untyped-decorator]
     def backward(ctx: Any, g_S: Tensor | None, g_ctx: Tensor | None, g_al: Tensor | None) -> tuple[Tensor | None, ...]:
-        S, ZR, CAND, DIFF, RS, P, AL, CTX, keys2, h, W_a, v, C, U_zr, U, SIG = ctx.saved_tensors
+        S, ZR, CAND, DIFF, RS, P, AL, CTX, keys_k, h, W_a, v, C, U_zr, U, SIG = ctx.saved_tensors
+        k = ctx.k
         g_S = S.new_zeros(S.shape).transpose(0, 1) if g_S is None else g_S.to(S.dtype)
         g_ctx = CTX.new_zeros(CTX.shape).transpose(0, 1) if g_ctx is None else g_ctx.to(S.dtype)
         g_AL = None if g_al is None else g_al.to(S.dtype).transpose(0, 1)
-        (Ty, B, _), na = AL.shape, keys2.shape[2]
+        (Ty, B, _), na = AL.shape, keys_k.shape[2]
         n, m = S.shape[2], h.shape[2]
         # a step's gradients, [∂ candidate | ∂z | ∂r | ∂(W_a s)]: the first three ∂(C c) reordered,
         # the last three what multiplies [U_zr; W_a] back to ∂s
         X, DC = g_S.new_empty(Ty, B, 3 * n + na), g_S.new_empty(Ty, B, m)
         W_s, C_perm = torch.cat([U_zr, W_a]), torch.cat([C[2 * n :], C[: 2 * n]])
         # ∂v_a sums Ty steps: in float32 under bfloat16 too, as autograd sums the reference's
-        grad_v, grad_keys = g_S.new_zeros(1, na, dtype=torch.float32), torch.zeros_like(keys2)
-        w, sig = torch.empty_like(keys2), torch.empty_like(keys2) if SIG is None else keys2
-        v4 = 4 * v
+        grad_v, grad_keys = g_S.new_zeros(1, na, dtype=torch.float32), torch.zeros_like(keys_k)
+        w, sig = torch.empty_like(keys_k), torch.empty_like(keys_k) if SIG is None else keys_k
+        v_slope, one = k * k * v, keys_k.new_ones(())
         carry = g_S[:, Ty]
         for i in range(Ty - 1, -1, -1):
             x = X[i]
@@ -300,10 +307,9 @@ class AttentiveGRU(torch.autograd.Function):
             if SIG is not None:
                 sig = SIG[i]
             else:
-                torch.add(keys2, P[i, :, None, 2 * n :], out=sig).sigmoid_()
-            _attend_backward(
-                DC[i], h, AL[i], sig, v4, w, grad_v, grad_keys, x[:, 3 * n :], None if g_AL is None else g_AL[i]
-            )
+                _squash(keys_k, P[i, :, None, 2 * n :], k, sig)
+            g_al = None if g_AL is None else g_AL[i]
+            _attend_backward(DC[i], h, AL[i], sig, k, v_slope, one, w, grad_v, grad_keys, x[:, 3 * n :], g_al)
             carry = ds.addmm_(x[:, n:], W_s).add_(g_S[:, i])
         flat = X.view(Ty * B, -1)
         grad_W = flat[:, n:].t().mm(S[:-1].reshape(Ty * B, n))  # [∂U_zr; ∂W_a]
@@ -314,7 +320,7 @@ class AttentiveGRU(torch.autograd.Function):
         return (
             carry,
             grad_wy,
-            grad_keys.mul_(v4),
+            grad_keys.mul_(v_slope),
             grad_h,
             None,
             grad_W[2 * n :],
