@@ -251,7 +251,8 @@ class AttentiveGRU(torch.autograd.Function):
         S, ZR, CTX = wy.new_empty(Ty + 1, B, n), wy.new_empty(Ty, B, 2 * n), wy.new_empty(Ty, B, m)
         CAND, DIFF, RS = wy.new_empty(Ty, B, n), wy.new_empty(Ty, B, n), wy.new_empty(Ty, B, n)
         P, AL = wy.new_empty(Ty, B, 2 * n + na), wy.new_empty(Ty, B, Tx)
-        # σ of each step's energies, kept for backward if small enough, else recomputed there
+        # what each step's energies read (σ or tanh: SIG), kept for backward if small enough, else
+        # recomputed there
         most = KEEP_ENERGIES_BYTES if keys.device.type == "cpu" else KEEP_ENERGIES_BYTES_GPU
         kept = Ty * B * Tx * na * keys.element_size() <= most
         ctx.k = k = 2 if activation.through_sigmoid(keys) else 1
