@@ -294,8 +294,9 @@ class AttentiveGRU(torch.autograd.Function):
         # the last three what multiplies [U_zr; W_a] back to ∂s
         X, DC = g_S.new_empty(Ty, B, 3 * n + na), g_S.new_empty(Ty, B, m)
         W_s, C_perm = torch.cat([U_zr, W_a]), torch.cat([C[2 * n :], C[: 2 * n]])
-        # ∂v_a sums Ty steps: in float32 under bfloat16 too, as autograd sums the reference's
-        grad_v, grad_keys = g_S.new_zeros(1, na, dtype=torch.float32), torch.zeros_like(keys_k)
+        # ∂v_a sums Ty steps: in float32 at least (under bfloat16 too, as autograd sums the reference's)
+        summed = torch.promote_types(g_S.dtype, torch.float32)
+        grad_v, grad_keys = g_S.new_zeros(1, na, dtype=summed), torch.zeros_like(keys_k)
         w, sig = torch.empty_like(keys_k), torch.empty_like(keys_k) if SIG is None else keys_k
         v_slope, one = k * k * v, keys_k.new_ones(())
         carry = g_S[:, Ty]
