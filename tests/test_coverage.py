@@ -65,6 +65,25 @@ def hand_attention(model, enc, s_prev, c):
     return torch.softmax(e.masked_fill(~enc.mask, float("-inf")), -1)
 
 
+def test_under_bf16_autocast_the_coverage_keeps_every_steps_share():
+    """C_i sums a step's α/Φ at a time: in float32 under bfloat16 too, whose 8 bits would drop
+    the shares below half its step. The state equals the float32 sum of the same shares, to
+    float32's rounding."""
+    model = covered("linguistic")
+    torch.manual_seed(1)
+    src = torch.randint(4, 20, (2, 40))
+    mask = torch.ones_like(src, dtype=torch.bool)
+    y = torch.randint(4, 15, (2,))
+    with torch.no_grad(), torch.autocast("cpu", torch.bfloat16):
+        enc = model.encode(src, mask)
+        state, shares = model.init_state(enc), torch.zeros(2, 40)
+        for _ in range(60):
+            _, state, alpha = model.step(y, state, enc)
+            shares += alpha.float() / enc.coverage.float()
+    assert state.dtype == torch.float32
+    torch.testing.assert_close(state[:, model.cfg.hidden :], shares, rtol=1e-5, atol=0)
+
+
 def test_neural_coverage_is_a_gru_per_source_word_in_the_state_and_the_attention_reads_it():
     model = covered("neural")
     n, d = model.cfg.hidden, NEURAL_COVERAGE_DIM

@@ -327,6 +327,30 @@ def test_bf16_with_the_passes_is_captured_and_trains_as_eager_bf16(corpus, tmp_p
     assert losses(tmp_path / "graphs") == pytest.approx(losses(tmp_path / "eager"), rel=0.02)
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: streams and pinned memory are a GPU's")
+def test_eager_updates_share_a_side_stream_and_replays_read_pinned_memory(corpus, tmp_path, monkeypatch):  # noqa: F811
+    """The warm-ups and every update of a shape never captured run on one side stream (the
+    caching allocator reuses a block only on its own stream), and the batches a replay reads come
+    through pinned memory (from pageable memory the copy would wait for the queued replay)."""
+    from nmtkit.train import graphs
+
+    streams, pinned, real_body, real_pin = set(), [], graphs.WholeUpdate.body, torch.Tensor.pin_memory
+
+    def body(self, inputs, capturing=False, **kwargs):
+        if not capturing:
+            streams.add(torch.cuda.current_stream().cuda_stream)
+        return real_body(self, inputs, capturing, **kwargs)
+
+    monkeypatch.setattr(graphs.WholeUpdate, "body", body)
+    monkeypatch.setattr(torch.Tensor, "pin_memory", lambda t, *a: pinned.append(1) or real_pin(t, *a))
+    train(
+        corpus, tmp_path, FAMILIES["rnnsearch"], cfg(max_updates=16, valid_bleu=False, device="cuda", cuda_graphs=True)
+    )
+    assert len(streams) == 1 and torch.cuda.default_stream().cuda_stream not in streams
+    assert pinned
+
+
 def test_what_keeps_the_eager_update_says_why_and_gets_an_optimizer_that_is_not_capturable():
     from types import SimpleNamespace
 

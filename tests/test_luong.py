@@ -74,6 +74,25 @@ def test_local_m_weights_are_zero_outside_the_window(score):
         assert torch.all(a[b, i, ~inside] == 0) and torch.all(a[b, i, inside] > 0)
 
 
+def test_under_bf16_autocast_the_window_centre_is_float32():
+    """p_t past 256 is whole (bfloat16 holds only even numbers there), and S·σ is not rounded to
+    bfloat16: local-p's centre from the same logits as float32's, to float32's rounding."""
+    mask = torch.ones(1, 400, dtype=torch.bool)
+    local_m = attention("general", "local-m", max_src=400)
+    q = torch.randn(1, 3, local_m.W_a.in_features)
+    with torch.autocast("cpu", torch.bfloat16):
+        p = local_m.centre(q.bfloat16(), torch.tensor([[257, 301, 333]]), mask)
+    assert p.dtype == torch.float32 and p.tolist() == [[257.0, 301.0, 333.0]]
+    local_p = attention("general", "local-p", max_src=400)
+    for w in (local_p.W_p.weight, local_p.v_p.weight):
+        torch.nn.init.normal_(w, 0, 1)
+    with torch.autocast("cpu", torch.bfloat16):
+        p = local_p.centre(q, None, mask)
+        logit = local_p.v_p(torch.tanh(local_p.W_p(q))).squeeze(-1).float()
+    assert p.dtype == torch.float32
+    torch.testing.assert_close(p, 400 * torch.sigmoid(logit))
+
+
 @pytest.mark.parametrize("score", SCORES)
 def test_local_p_is_a_window_around_its_predicted_position_scaled_by_a_gaussian(score):
     D = 2

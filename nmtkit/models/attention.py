@@ -160,11 +160,12 @@ class LuongAttention(nn.Module):
         return z[..., :Tx] if Tx <= L else torch.cat([z, z.new_full((*z.shape[:2], Tx - L), -1e9)], -1)
 
     def centre(self, q: torch.Tensor, t: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """p_t (B, Tq) for queries q (B, Tq, n) at target positions t (B, Tq)."""
-        S = mask.sum(1, keepdim=True).to(q.dtype)
+        """p_t (B, Tq) for queries q (B, Tq, n) at target positions t (B, Tq): in float32, since
+        bfloat16 holds positions past 256 only to even numbers and S·σ to a few tenths."""
+        S = mask.sum(1, keepdim=True).float()
         if self.window == "local-m":
-            return torch.minimum(t.to(q.dtype), S - 1)
-        return S * torch.sigmoid(self.v_p(torch.tanh(self.W_p(q))).squeeze(-1))
+            return torch.minimum(t.float(), S - 1)
+        return S * torch.sigmoid(self.v_p(torch.tanh(self.W_p(q))).squeeze(-1).float())
 
     def forward(
         self, q: torch.Tensor, keys: torch.Tensor | None, h: torch.Tensor, mask: torch.Tensor, t: torch.Tensor

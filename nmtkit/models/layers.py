@@ -16,7 +16,7 @@ from typing import Any, cast
 import torch
 from torch import _VF, nn
 
-from . import fused, host_free
+from . import cudnn_autocast, fused, host_free
 
 
 class BlockNorm(nn.Module):
@@ -165,13 +165,15 @@ class CudnnEncoder(nn.Module):
         self.hidden, self.bidirectional = hidden, bidirectional
 
     def forward(self, src: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
-        if host_free.active():
-            h = self._unpacked(self.embed(src), mask)
-        else:
-            lengths = mask.sum(1).cpu()
-            packed = nn.utils.rnn.pack_padded_sequence(self.embed(src), lengths, batch_first=True, enforce_sorted=False)
-            out, _ = self.rnn(packed)
-            h, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=src.shape[1])
+        x = self.embed(src)  # float32 under autocast too
+        with cudnn_autocast.float32(x):  # not the float16 autocast would give cuDNN
+            if host_free.active():
+                h = self._unpacked(x, mask)
+            else:
+                lengths = mask.sum(1).cpu()
+                packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+                out, _ = self.rnn(packed)
+                h, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=src.shape[1])
         return h, (h[:, 0, self.hidden :] if self.bidirectional else None)
 
     def _unpacked(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

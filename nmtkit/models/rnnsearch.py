@@ -92,18 +92,21 @@ class RNNSearch(Seq2Seq):
     def init_state(self, enc: EncoderOut) -> torch.Tensor:
         """s_0; with a coverage model [s_0; C_0], C_0 = 0 (B, Tx·d): one tensor, so that search
         reorders and drops the coverage of each hypothesis with its state (and an ensemble splits
-        its members' states by width)."""
+        its members' states by width). That tensor is float32 under bfloat16 too: C sums a
+        step's small share at a time, which bfloat16's 8 bits would round away."""
         assert enc.summary is not None
         s = torch.tanh(self.W_s(enc.summary))
         if not self.coverage_dim:
             return s
-        return torch.cat([s, s.new_zeros(s.shape[0], enc.mask.shape[1] * self.coverage_dim)], 1)
+        return torch.cat([s.float(), s.new_zeros(s.shape[0], enc.mask.shape[1] * self.coverage_dim).float()], 1)
 
     def _split(self, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """s (B, n) and the coverage C (B, Tx, d) (None without a coverage model) of a state."""
+        """s (B, n), in the weights' dtype, and the coverage C (B, Tx, d) (None without a
+        coverage model) of a state."""
         if not self.coverage_dim:
             return state, None
-        return state[:, : self.cfg.hidden], state[:, self.cfg.hidden :].reshape(len(state), -1, self.coverage_dim)
+        s = state[:, : self.cfg.hidden].to(self.W_s.weight.dtype)
+        return s, state[:, self.cfg.hidden :].reshape(len(state), -1, self.coverage_dim)
 
     def _join(
         self,
@@ -118,7 +121,7 @@ class RNNSearch(Seq2Seq):
             return s
         assert alpha is not None and self.coverage is not None and enc.coverage is not None
         new = self.coverage(coverage, alpha, s_prev, enc.coverage)
-        return torch.cat([s, new.flatten(1).to(s.dtype)], 1)
+        return torch.cat([s.float(), new.flatten(1).float()], 1)
 
     # -- the decoder step ------------------------------------------------------
     def _context(

@@ -24,10 +24,15 @@ import torch
 from torch import _VF, nn
 from torch.nn.utils.rnn import PackedSequence
 
+from . import cudnn_autocast
+
 
 class StackedLSTM(nn.LSTM):
     def forward(self, input: torch.Tensor | PackedSequence, hx: tuple[torch.Tensor, torch.Tensor] | None = None) -> Any:
         data = input.data if isinstance(input, PackedSequence) else input
+        if cudnn_autocast.halves(data):  # in float32, not the float16 autocast would give cuDNN
+            with cudnn_autocast.float32(data):
+                return self.forward(input.float(), None if hx is None else (hx[0].float(), hx[1].float()))
         if not (self.training and self.dropout > 0 and self.num_layers > 1 and data.is_cuda):
             return super().forward(input, hx)
         packed = input if isinstance(input, PackedSequence) else None
@@ -61,7 +66,11 @@ class StackedLSTM(nn.LSTM):
     def masked(self, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
         """Outputs (B, T, n), zero at padding, and each layer's (h, c) (L, B, n) at each row's
         last real position, from zero states, over the batch-first ``x`` (B, T, m) and its
-        ``mask`` (B, T): what the packed batch gives, in float32."""
+        ``mask`` (B, T): what the packed batch gives, in float32 (under CUDA autocast all in
+        float32, as :meth:`forward` runs cuDNN there)."""
+        if cudnn_autocast.halves(x):
+            with cudnn_autocast.float32(x):
+                return self.masked(x.float(), mask)
         keep = mask.unsqueeze(-1).float().unbind(1)
         out, hs, cs = x, [], []
         for k in range(self.num_layers):
@@ -73,7 +82,7 @@ class StackedLSTM(nn.LSTM):
             h = c = x.new_zeros(x.shape[0], self.hidden_size, dtype=torch.float32)
             seq = []
             for t, wx in enumerate(steps):
-                # summed in float32, as cuDNN does under autocast; torch's gate order
+                # summed in float32 (a CPU's bfloat16 products too); torch's gate order
                 i, f, g, o = (wx.float() + nn.functional.linear(h, w_hh, b_hh).float()).chunk(4, 1)
                 c_new = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
                 h_new = torch.sigmoid(o) * torch.tanh(c_new)

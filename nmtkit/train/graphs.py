@@ -137,6 +137,10 @@ class WholeUpdate:
         )
         self.capture = state.device.type == "cuda"
         self.pool = torch.cuda.graph_pool_handle() if self.capture else None
+        # one side stream for every eager update: the caching allocator reuses a freed block only
+        # on the stream it came from, and a new stream each time (torch's pool turns over 32)
+        # would leave each update's activations cached on another
+        self.side = torch.cuda.Stream() if self.capture else None  # type: ignore[no-untyped-call]
         self.scale = torch.zeros((), device=state.device)
 
     def __call__(self, idx: np.ndarray) -> None:
@@ -177,9 +181,10 @@ class WholeUpdate:
         shape = self.shapes.get(key)
         if shape is None:
             shape = self.shapes[key] = ShapeGraph(to_device(host, device))
-        else:  # straight from the host into the buffers the graph reads
+        else:  # straight from the host into the buffers the graph reads, through pinned memory:
+            # from pageable memory a copy would wait for the replay queued before it
             for name, value in host.items():
-                shape.inputs[name].copy_(value, non_blocking=True)
+                shape.inputs[name].copy_(value.pin_memory() if self.capture else value, non_blocking=True)
         if not self.capture:  # a CPU: the padded update, host-free as a GPU's would be
             return self.body(shape.inputs)
         if shape.graph is None and not shape.refused:
@@ -223,7 +228,8 @@ class WholeUpdate:
         """The update without a graph, on a side stream as a capture's warm-up must be;
         ``hostless``: as its graph will compute it, else as the eager path does (a shape that
         is never captured)."""
-        side = torch.cuda.Stream()  # type: ignore[no-untyped-call]
+        side = self.side
+        assert side is not None
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
             out = self.body(inputs, hostless=hostless)
