@@ -84,6 +84,21 @@ def test_under_bf16_autocast_the_coverage_keeps_every_steps_share():
     torch.testing.assert_close(state[:, model.cfg.hidden :], shares, rtol=1e-5, atol=0)
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_int8_translates_a_coverage_model(kind):
+    """--int8 leaves the layers whose weights are read as tensors (the coverage's, V_a) in float32."""
+    from nmtkit.models.int8 import quantize_int8
+
+    model = covered(kind)
+    src, mask, _ = batch()
+    quantized = quantize_int8(model)
+    assert type(quantized.attention.V_a) is torch.nn.Linear
+    assert all(type(m) is not torch.nn.Linear for m in quantized.gru.modules() if m is not quantized.gru)
+    with torch.inference_mode():
+        hyps = beam_search(quantized, quantized.encode(src, mask), SearchConfig(beam=3, max_ratio=1.5))
+    assert len(hyps.tokens) == len(src) and all(hyps.tokens)
+
+
 def test_neural_coverage_is_a_gru_per_source_word_in_the_state_and_the_attention_reads_it():
     model = covered("neural")
     n, d = model.cfg.hidden, NEURAL_COVERAGE_DIM

@@ -64,8 +64,8 @@ def test_where_autocast_would_halve_it_the_cudnn_encoder_runs_in_float32(as_unde
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: cuDNN's recurrences under its autocast")
 def test_under_bf16_autocast_on_a_gpu_the_recurrences_are_float32_and_their_gradients_float32s():
-    """Tolerance: gradients within 1e-2 of float32's largest entry (TF32 products, the bfloat16
-    products around the recurrence)."""
+    """Tolerance: gradients within 1e-2 of float32's largest entry (TF32 products; in float16 the
+    output would not be float32 in the first place)."""
     x, mask = (t.cuda() for t in _inputs())
     lstm = StackedLSTM(6, 4, 2, batch_first=True).cuda()
     grads = []

@@ -15,8 +15,9 @@ sentence, then ``forward(C_{i−1}, α_i, s_{i−1}, pre)`` once per step. Two v
   h_j part (with the bias) once per sentence, the s_{i−1} part once per step for every word, the
   α_ij part a column scaled per word.
 
-Both update in float32 whatever the autocast or the weights' dtype (--bf16): the state then
-rounds C once a step, not every product and gate of the update.
+Both update in float32 whatever the autocast or the weights' dtype (--bf16), and the decoder's
+state keeps C in float32 (:meth:`~nmtkit.models.rnnsearch.RNNSearch.init_state`): no step's
+share is rounded away.
 """
 
 from __future__ import annotations

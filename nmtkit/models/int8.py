@@ -26,7 +26,8 @@ def quantize_int8(model: Seq2Seq) -> Seq2Seq:
     spec = {
         name: per_channel_dynamic_qconfig
         for name, m in model.named_modules()
-        if type(m) is nn.Linear and not name.endswith("v_a")
+        # v_a, V_a and the coverage's own layers: their weights are read as tensors, not called
+        if type(m) is nn.Linear and not name.endswith(("v_a", "V_a")) and not name.startswith("coverage.")
     }
     with warnings.catch_warnings():
         # torch 2.10+ marks this API for a move to torchao; it is what this torch provides

@@ -98,14 +98,16 @@ class RNNSearch(Seq2Seq):
         s = torch.tanh(self.W_s(enc.summary))
         if not self.coverage_dim:
             return s
-        return torch.cat([s.float(), s.new_zeros(s.shape[0], enc.mask.shape[1] * self.coverage_dim).float()], 1)
+        return torch.cat(
+            [s.float(), s.new_zeros(s.shape[0], enc.mask.shape[1] * self.coverage_dim, dtype=torch.float32)], 1
+        )
 
     def _split(self, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """s (B, n), in the weights' dtype, and the coverage C (B, Tx, d) (None without a
         coverage model) of a state."""
         if not self.coverage_dim:
             return state, None
-        s = state[:, : self.cfg.hidden].to(self.W_s.weight.dtype)
+        s = state[:, : self.cfg.hidden].to(self.embed.weight.dtype)  # never int8's
         return s, state[:, self.cfg.hidden :].reshape(len(state), -1, self.coverage_dim)
 
     def _join(

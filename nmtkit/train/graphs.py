@@ -140,7 +140,7 @@ class WholeUpdate:
         # one side stream for every eager update: the caching allocator reuses a freed block only
         # on the stream it came from, and a new stream each time (torch's pool turns over 32)
         # would leave each update's activations cached on another
-        self.side = torch.cuda.Stream() if self.capture else None  # type: ignore[no-untyped-call]
+        self.side = torch.cuda.Stream(state.device) if self.capture else None  # type: ignore[no-untyped-call]
         self.scale = torch.zeros((), device=state.device)
 
     def __call__(self, idx: np.ndarray) -> None:
