@@ -175,7 +175,7 @@ class LuongAttention(nn.Module):
         e = self._scores(q, keys, h).float()
         allowed = mask.unsqueeze(1)
         if self.window != "global":
-            p = self.centre(q, t, mask).float()
+            p = self.centre(q, t, mask)
             if self.seen is not None:
                 self.seen.append(p.detach())
             distance = torch.arange(h.shape[1], device=h.device).float() - p.unsqueeze(-1)
