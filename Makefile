@@ -5,6 +5,9 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
 NMTKIT  = $(VENV)/bin/nmtkit
+# What a target that runs the package needs first. INSTALLED= runs the checkout as it is, with PY
+# and NMTKIT given (a machine without a network, the tests' own make runs), sub-makes included.
+INSTALLED ?= $(VENV)/.installed
 
 # Where a CPU build of torch 2.13.0 lies among pip's find-links (PIP_FIND_LINKS, pip's
 # global.find-links or /opt/wheels), pin to it through a constraints file, so that a CPU
@@ -96,22 +99,22 @@ test: lint test-fast test-slow typecheck docs
 
 # The style is ruff's (pyproject.toml [tool.ruff]): the formatter decides every line break, the
 # linter holds functions to its complexity, branch, statement and argument limits.
-lint: $(VENV)/.installed
+lint: $(INSTALLED)
 	$(PY) -m ruff format --check .
 	$(PY) -m ruff check .
 
-test-fast: $(VENV)/.installed
+test-fast: $(INSTALLED)
 	$(PY) -m pytest -q
 
-test-slow: $(VENV)/.installed
+test-slow: $(INSTALLED)
 	$(PY) -m pytest -q -m slow
 
-typecheck: $(VENV)/.installed
+typecheck: $(INSTALLED)
 	$(PY) -m mypy
 
 # The documentation site (mkdocs.yml, docs/): the CLI reference is generated from the click commands and
 # the API page from the docstrings, so --strict fails on a broken link or a page that no longer renders.
-$(VENV)/.docs-installed: pyproject.toml $(VENV)/.installed
+$(VENV)/.docs-installed: pyproject.toml $(INSTALLED)
 	$(PY) -m pip install -q --disable-pip-version-check $(TORCH_CONSTRAINT) -e '.[docs]'
 	touch $@
 
@@ -120,14 +123,14 @@ docs: $(VENV)/.docs-installed
 
 # The page of nmtkit serve in a real headless browser: installs Debian's chromium and its driver
 # (root, apt) and selenium, then runs tests/test_browser.py (skipped elsewhere, saying why).
-test-browser: $(VENV)/.installed
+test-browser: $(INSTALLED)
 	command -v chromedriver >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium chromium-driver)
 	$(PY) -m pip install -q --disable-pip-version-check selenium
 	$(PY) -m pytest -q tests/test_browser.py
 
 # The package as a user gets it: the wheel, installed into a fresh environment, runs the pipeline
 # end to end outside the checkout (bin/wheel-check), serve's page and /health included.
-wheel-check: $(VENV)/.installed
+wheel-check: $(INSTALLED)
 	rm -rf build/wheel build/wheel-venv
 	$(PY) -m pip wheel -q --disable-pip-version-check --no-deps -w build/wheel .
 	bin/wheel-check build/wheel/nmtkit-*.whl build/wheel-venv $(TORCH_CONSTRAINT)
@@ -135,15 +138,15 @@ wheel-check: $(VENV)/.installed
 # The results tables of README.md and docs/ rewritten from results/*.json, which the commands that
 # measure write (bench/results.py; a test checks that every table is its files').
 RESULTS_DIR ?= results
-results: $(VENV)/.installed
+results: $(INSTALLED)
 	$(PY) -m bench.results render README.md docs/*.md
 
 # The package's import graph, docs/structure.md and its picture (a test checks they match the code).
-structure: $(VENV)/.installed
+structure: $(INSTALLED)
 	$(PY) -m bench.structure --doc docs/structure.md --plot docs/img/structure.png
 
 # ---- the demo: data, then training, translation, scores and pictures -----------
-$(DATA)/raw/bible.json: | $(VENV)/.installed
+$(DATA)/raw/bible.json: | $(INSTALLED)
 	$(PY) bin/fetch-bible $(DATA)/raw --pairs $(PAIRS)
 
 $(DATA)/clean/preprocess.json: $(DATA)/raw/bible.json
@@ -170,7 +173,7 @@ $(DEMO)/best.pt: $(BIN)/manifest.json
 GUIDED  ?= $(RUNS)/demo-guided
 GUIDED_WEIGHT ?= 0.5
 GUIDED_HEAD ?= --alignment-head
-$(VENV)/.align: $(VENV)/.installed
+$(VENV)/.align: $(INSTALLED)
 	$(PY) -m pip install -q --disable-pip-version-check $(TORCH_CONSTRAINT) -e '.[align]'
 	touch $@
 
@@ -362,7 +365,7 @@ bench-data: data
 
 # GFLOPS of the demo's float32 matrix products through torch's BLAS (MKL) and the alternatives
 # (numpy's BLAS, oneDNN, MKL in row blocks), beside the CPU's model: a minute, on an idle machine.
-bench-blas: $(VENV)/.installed
+bench-blas: $(INSTALLED)
 	$(PY) bin/bench-blas --threads 2
 
 # Alignment error rate of the demo model's attention beside eflomal's (installed from PyPI into
@@ -372,7 +375,7 @@ aer: $(DEMO)/best.pt
 
 # Training speed on a GPU at the paper's sizes (bin/bench-gpu): every architecture, token and
 # sentence batches, fp32/TF32 and bf16, eager, compiled and CUDA graphs; on the Bible with 30,000-word lists.
-bench-gpu: $(VENV)/.installed
+bench-gpu: $(INSTALLED)
 	$(MAKE) data BPE=0
 	$(PY) bin/bench-gpu $(DATA)/data-bin-words$(VOCAB_SIZE)
 
@@ -394,7 +397,7 @@ gpu-check: $(if $(ON_GPU),,data)
 
 # The paper's WMT'14 En→Fr experiment on GPUs (examples/wmt14_en_fr/; its variables pass through:
 # make reproduce MIRROR=/data/statmt CHECKSUMS=/data/statmt/checksums.txt WORK=/scratch/wmt14).
-reproduce: $(VENV)/.installed
+reproduce: $(INSTALLED)
 	$(MAKE) -C examples/wmt14_en_fr reproduce ROOT=$(CURDIR) PY=$(CURDIR)/$(PY) NMTKIT=$(CURDIR)/$(NMTKIT)
 
 # ---- RNNencdec, RNNsearch and Luong et al.'s variants at one budget (updates), on the Bible dev set ----
@@ -613,7 +616,7 @@ GPU_WHEELS ?= sacremoses subword-nmt mock tomli[-_]w fastapi starlette uvicorn p
 # machine's cores (pytest -n) within one lease
 GPU_TEST_WHEELS ?= pytest-xdist==3.8.0 execnet==2.1.2
 GPU_CARRY = wheels $(WORDS_BIN) $(foreach s,test test-long,$(DATA)/raw/$(s).en $(DATA)/raw/$(s).fr)
-gpu-data: $(VENV)/.installed
+gpu-data: $(INSTALLED)
 	$(MAKE) data BPE=0
 	$(MAKE) $(DATA)/raw/test-long.en
 	rm -rf wheels

@@ -18,12 +18,14 @@ def _make_command(*args: str) -> list[str]:
         "make",
         "-C",
         str(ROOT),
-        "-o",
-        ".venv/.installed",
+        "INSTALLED=",
         f"PY={sys.executable}",
         f"NMTKIT={sys.executable} -m nmtkit",
         *args,
     ]
+
+
+TEXT = {"capture_output": True, "text": True, "check": True}
 
 
 def _make(tmp_path, *args, env=None):
@@ -34,6 +36,21 @@ def _make(tmp_path, *args, env=None):
         text=True,
         env=env,
     )
+
+
+def test_installed_blank_never_installs_not_even_in_a_sub_make(tmp_path):
+    """A checkout run unbuilt (a GPU machine without a network, gpu-check's whole suite there) has
+    no .venv: the word-level data-bin, built by a sub-make, must not install one either. make's
+    own -o is not passed on to a sub-make, which is why _make_command says INSTALLED=."""
+
+    def dry_run(*extra: str) -> str:
+        words_bin = tmp_path / "data" / "data-bin-words200" / "manifest.json"
+        cmd = ["make", "-n", "-C", str(ROOT), f"VENV={tmp_path}/no-venv", f"DATA={tmp_path}/data", "VOCAB_SIZE=200"]
+        return subprocess.run([*cmd, "PAPER_SCALE=gpu", "ON_GPU=", *extra, str(words_bin)], **TEXT).stdout
+
+    unbuilt, installing = dry_run("INSTALLED="), dry_run()
+    assert "--vocab" in unbuilt and "data-bin-words200" in unbuilt  # the sub-make's commands, printed
+    assert "pip install" not in unbuilt and "pip install" in installing
 
 
 @pytest.mark.slow
