@@ -428,7 +428,8 @@ def test_a_state_saved_without_graphs_is_stepped_on_the_device_by_a_capturable_o
     assert resumed.state[on_device]["step"].dtype == torch.float32
     assert resumed.param_groups[0]["capturable"] and resumed.param_groups[0]["lr"].device.type == "meta"
     # a fused step reads them on the device, whatever the saving run's kind
-    fused = torch.optim.Adam([on_device], lr=1.0, fused=True)
+    fused = torch.optim.Adam([torch.nn.Parameter(torch.ones(3))], lr=1.0, fused=True)
+    fused.param_groups[0]["params"] = [on_device]  # built on the CPU: torch 2.4 refuses a fused one on meta
     fused.state[on_device]["step"] = torch.tensor(3.0, device="meta")
     keep_rate_kind(fused, capturable=False)
     assert fused.state[on_device]["step"].device.type == "meta"

@@ -175,6 +175,20 @@ def ckpt(overfit):
     return overfit / "run" / "last.pt"
 
 
+def same_draws(ours: str, theirs: str) -> bool:
+    """The same n-best lines: the same words drawn, their scores to the last printed digit but one
+    (a batch of one and a batch of five sum in another order, which can move a rounding)."""
+    rows = [[line.split(" ||| ") for line in text.splitlines()] for text in (ours, theirs)]
+    if [len(row) for row in rows[0]] != [len(row) for row in rows[1]]:
+        return False
+    for mine, other in zip(*rows, strict=True):
+        if mine[:2] != other[:2] or [float(x) for x in mine[2:]] != pytest.approx(
+            [float(x) for x in other[2:]], abs=2e-4
+        ):
+            return False
+    return True
+
+
 def test_sampling_from_the_shell(overfit, src):
     greedy = invoke("translate", "-m", ckpt(overfit), src, "--beam", 1)
     top1 = invoke("translate", "-m", ckpt(overfit), src, "--sampling", "--top-k", 1)
@@ -185,7 +199,7 @@ def test_sampling_from_the_shell(overfit, src):
     assert a.exit_code == 0, a.output
     assert len(a.stdout.splitlines()) == 20 and a.stdout.startswith("0 ||| ")
     again = invoke("translate", "-m", ckpt(overfit), src, *warm, "--seed", 1, "--batch-size", 1)
-    assert again.stdout == a.stdout  # batching changes no draw
+    assert same_draws(again.stdout, a.stdout)  # batching changes no draw
     piped = invoke("translate", "-m", ckpt(overfit), *warm, "--seed", 1, input=src.read_text(encoding="utf-8"))
     assert piped.stdout == a.stdout
     assert invoke("translate", "-m", ckpt(overfit), src, *warm, "--seed", 2).stdout != a.stdout
