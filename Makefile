@@ -514,10 +514,12 @@ $(WORDS_VOCAB)/vocab.json: $(DATA)/clean/preprocess.json
 	$(NMTKIT) build-vocab -s en -t fr --train $(DATA)/clean/train -d $(WORDS_VOCAB) --size $(VOCAB_SIZE)
 endif
 
-# A GPU machine given what make gpu-data built, not the corpus, has its inputs or says what to carry.
+# A GPU machine given what make gpu-data built, not the corpus, has its inputs. One it lacks is built
+# as on a CPU machine, the corpus fetched, or the job says what to carry (no network, no corpus).
+NOT_BUILT_HERE = is missing and could not be built here: make gpu-data builds it where the Bible corpus is; carry it here
 ifneq ($(and $(ON_GPU),$(if $(wildcard $(DATA)/raw/bible.json),,no corpus)),)
 $(DATA)/raw/test-long.en $(filter-out $(BIN)/manifest.json,$(WORDS_BIN)/manifest.json):
-	@echo "make: $@ is missing: make gpu-data builds it where the Bible corpus is; carry it here" >&2; exit 2
+	$(MAKE) $@ ON_GPU= || { echo "make: $@ $(NOT_BUILT_HERE)" >&2; exit 2; }
 else
 $(DATA)/raw/test-long.en: $(DATA)/raw/bible.json
 	$(PY) -m bench.paper passages $(DATA)/raw

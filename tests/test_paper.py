@@ -53,6 +53,16 @@ def test_installed_blank_never_installs_not_even_in_a_sub_make(tmp_path):
     assert "pip install" not in unbuilt and "pip install" in installing
 
 
+def test_on_a_gpu_machine_an_input_it_was_not_given_is_built_as_on_a_cpu(tmp_path):
+    """On a GPU machine (ON_GPU, /dev/nvidia0 there) a study's long passages that the job did not
+    carry are built from the corpus, fetched if need be, as on a CPU machine: the study below,
+    run there by gpu-check's whole suite, starts with no corpus yet."""
+    data, runs = tmp_path / "data", tmp_path / "paper"
+    cmd = ["make", "-n", "-C", str(ROOT), "INSTALLED=", "ON_GPU=/dev/nvidia0", f"DATA={data}", f"PAPER={runs}"]
+    out = subprocess.run([*cmd, "BPE=60", "VOCAB_SIZE=200", "paper"], **TEXT).stdout
+    assert f"bench.paper passages {data}/raw" in out and f"bin/fetch-bible {data}/raw" in out
+
+
 @pytest.mark.slow
 def test_the_study_runs_end_to_end_and_resumes(tmp_path, bible_db):
     (tmp_path / "cache").mkdir()
