@@ -67,7 +67,7 @@ help:
 	@echo "make demo-self-training  demo-aligners' heads trained alone, on eflomal's links then on their own, round by round: AER"
 	@echo "make demo-curve  the CPU trials behind the demo's recipe (hours): docs/cpu-training.md, its picture"
 	@echo "make test     run the test suite: ruff, unit tests, slow end-to-end tests, mypy, the docs (lint, test-fast, test-slow, typecheck, docs)"
-	@echo "make test-torch TORCH=2.11.0  the unit and slow tests under another torch, in a venv of its own (PyPI's build, ~3 GB)"
+	@echo "make test-torch TORCH=2.11.0  the unit and slow tests under another torch, in a venv of its own (PyPI's CUDA build)"
 	@echo "make docs     build the documentation site with mkdocs --strict into build/site (installs the docs extra on first use)"
 	@echo "make bench    command-line start-up (--help, completion), training and translation speed beside Joey NMT and fairseq; preprocessing and selection speed"
 	@echo "make gpu-check  on a GPU machine without network: one report proving the GPU path in 10 minutes (tiny mode on a CPU)"
@@ -129,16 +129,12 @@ test-browser: $(INSTALLED)
 	$(PY) -m pip install -q --disable-pip-version-check selenium
 	$(PY) -m pytest -q tests/test_browser.py
 
-# The unit and slow tests under another torch, on this machine's CPU, in a venv of its own:
-# make test-torch TORCH=2.4.1 (pyproject's floor) or TORCH=2.11.0 (the GPU machines'). It takes
-# PyPI's torch of that version, for Linux a CUDA build with its CUDA packages (about 3 GB).
+# The unit and slow tests under another torch, on this machine's CPU, in a venv of its own made as
+# .venv is: make test-torch TORCH=2.4.1 (pyproject's floor) or TORCH=2.11.0 (the GPU machines').
+# It takes PyPI's torch of that version, for Linux a CUDA build with its CUDA packages.
 TORCH ?= 2.4.1
 test-torch:
-	test -x .venv-torch$(TORCH)/bin/python || $(PYTHON) -m venv .venv-torch$(TORCH)
-	.venv-torch$(TORCH)/bin/python -m pip install -q --disable-pip-version-check torch==$(TORCH) \
-	    -e '.[dev,serve,tensorboard]'
-	.venv-torch$(TORCH)/bin/python -m pytest -q
-	.venv-torch$(TORCH)/bin/python -m pytest -q -m slow
+	$(MAKE) test-fast test-slow VENV=.venv-torch$(TORCH) TORCH_CONSTRAINT=torch==$(TORCH)
 
 # The package as a user gets it: the wheel, installed into a fresh environment, runs the pipeline
 # end to end outside the checkout (bin/wheel-check), serve's page and /health included.
