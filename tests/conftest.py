@@ -61,6 +61,15 @@ def raw(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def corpus(raw: Path, tmp_path: Path) -> Path:
+    """``raw`` binarized in ``tmp_path/bin`` (its vocabularies in ``tmp_path/vocab``)."""
+    from tests.test_corpus import make_corpus
+
+    make_corpus(raw, tmp_path)
+    return tmp_path / "bin"
+
+
+@pytest.fixture
 def bible_db(tmp_path: Path) -> Path:
     """A bible.db with the real schema: 3 verses in each of a few books, every version."""
     db = tmp_path / "bible.db"

@@ -10,16 +10,9 @@ from bench import cpu_trials
 from nmtkit.core.machine import describe
 from nmtkit.train.loop import train
 from nmtkit.train.runlog import RunLog
-from tests.test_corpus import make_corpus
 from tests.test_train import TINY, cfg
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture
-def corpus(raw, tmp_path):
-    make_corpus(raw, tmp_path)
-    return tmp_path / "bin"
 
 
 def make_n(*args):

@@ -25,7 +25,7 @@ from nmtkit.models.host_free import host_free
 from nmtkit.train.graphs import padded
 from nmtkit.train.loop import train
 from tests.conftest import TINY_RNNSEARCH, sized
-from tests.test_train import cfg, corpus, losses  # noqa: F401  (corpus: a fixture)
+from tests.test_train import cfg, losses
 
 VOCAB = 40
 FAMILIES = {
@@ -189,7 +189,7 @@ def test_the_guard_refuses_what_reads_the_device_on_the_host():
 
 @pytest.mark.parametrize("optimizer", ["adam", "adadelta", "sgd"])
 @pytest.mark.parametrize("family", ["rnnsearch-head", "rnnencdec", "luong", "rnnsearch-cudnn"])
-def test_the_update_body_never_reads_a_tensor_on_the_host(corpus, tmp_path, family, optimizer):  # noqa: F811
+def test_the_update_body_never_reads_a_tensor_on_the_host(corpus, tmp_path, family, optimizer):
     """What a graph captures (forward, backward, clipping, the optimizer's step) reads no value
     on the host: a capture would fail there, and an eager GPU update would wait at each read."""
     from nmtkit.train import graphs
@@ -213,7 +213,7 @@ def test_the_update_body_never_reads_a_tensor_on_the_host(corpus, tmp_path, fami
 
 
 @pytest.mark.parametrize("family", ["rnnsearch-head", "rnnencdec", "rnnsearch-cudnn"])
-def test_the_fused_passes_in_the_update_body_never_read_a_tensor_on_the_host(corpus, tmp_path, family):  # noqa: F811
+def test_the_fused_passes_in_the_update_body_never_read_a_tensor_on_the_host(corpus, tmp_path, family):
     """--fused-steps in the graph's update: the hand-written passes run there and read no value on
     the host, forward or backward (their CPU branches here: a GPU's differ in tanh's kernel and
     in allocating the attention's energies afresh, neither of which reads the host)."""
@@ -240,7 +240,7 @@ def test_the_fused_passes_in_the_update_body_never_read_a_tensor_on_the_host(cor
 
 
 @pytest.mark.parametrize("family", ["rnnsearch", "luong", "rnnsearch-cudnn", "rnnsearch+fused"])
-def test_the_padded_whole_update_trains_as_the_eager_update_does(corpus, tmp_path, family):  # noqa: F811
+def test_the_padded_whole_update_trains_as_the_eager_update_does(corpus, tmp_path, family):
     """On a CPU, --cuda-graphs runs the padded update eagerly: after the same updates, the same
     losses and weights as the unpadded eager path, to rounding."""
     family, _, fused_steps = family.partition("+")
@@ -254,7 +254,7 @@ def test_the_padded_whole_update_trains_as_the_eager_update_does(corpus, tmp_pat
 
 
 @pytest.mark.parametrize("by", ["sentences", "tokens"])
-def test_each_batch_without_a_length_limit_gets_a_shape_that_holds_it(corpus, tmp_path, by, capfd):  # noqa: F811
+def test_each_batch_without_a_length_limit_gets_a_shape_that_holds_it(corpus, tmp_path, by, capfd):
     """No --max-len: the shapes reach the corpus's longest pair; every batch of three epochs, as
     collate widens it, gets a shape at least as large, and its padded update runs. The share of
     real target positions the run logs is the first epoch's, counted afresh from its batches."""
@@ -288,7 +288,7 @@ def test_each_batch_without_a_length_limit_gets_a_shape_that_holds_it(corpus, tm
 @pytest.mark.parametrize(
     "family", ["rnnsearch-head", "rnnencdec", "rnnsearch-cudnn", "luong", "rnnsearch-head+fused", "rnnencdec+fused"]
 )
-def test_replayed_updates_give_the_eager_updates_parameters(corpus, tmp_path, family, monkeypatch):  # noqa: F811
+def test_replayed_updates_give_the_eager_updates_parameters(corpus, tmp_path, family, monkeypatch):
     """``+fused``: both runs through the recurrences' hand-written passes (--fused-steps)."""
     from nmtkit.train import graphs
 
@@ -312,7 +312,7 @@ def test_replayed_updates_give_the_eager_updates_parameters(corpus, tmp_path, fa
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: captures bf16 updates under autocast")
-def test_bf16_with_the_passes_is_captured_and_trains_as_eager_bf16(corpus, tmp_path, monkeypatch):  # noqa: F811
+def test_bf16_with_the_passes_is_captured_and_trains_as_eager_bf16(corpus, tmp_path, monkeypatch):
     """The bench's bf16 cell of update-graph+fused: the passes under the GPU's autocast are
     captured and replayed, and the run's losses stay within bfloat16's rounding (2%) of the eager
     bf16 run's."""
@@ -330,7 +330,7 @@ def test_bf16_with_the_passes_is_captured_and_trains_as_eager_bf16(corpus, tmp_p
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: streams and pinned memory are a GPU's")
-def test_eager_updates_share_a_side_stream_and_replays_read_pinned_memory(corpus, tmp_path, monkeypatch):  # noqa: F811
+def test_eager_updates_share_a_side_stream_and_replays_read_pinned_memory(corpus, tmp_path, monkeypatch):
     """The warm-ups and every update of a shape never captured run on one side stream (the
     caching allocator reuses a block only on its own stream), and the batches a replay reads come
     through pinned memory (from pageable memory the copy would wait for the queued replay)."""
@@ -376,7 +376,7 @@ def test_what_keeps_the_eager_update_says_why_and_gets_an_optimizer_that_is_not_
     assert not graphed(asked(), SimpleNamespace(device=torch.device("cpu"), many=False))
 
 
-def test_a_padded_run_resumes_exactly(corpus, tmp_path, deterministic):  # noqa: F811
+def test_a_padded_run_resumes_exactly(corpus, tmp_path, deterministic):
     """Stopped and resumed (its shapes met again from nothing), a --cuda-graphs run goes on as if
     uninterrupted; the scheduled rate, saved as a number, is read back as the run keeps it."""
     common = dict(valid_bleu=False, cuda_graphs=True, warmup=6, valid_every=4, device="cpu")  # the rate scheduled
@@ -437,7 +437,7 @@ def test_a_state_saved_without_graphs_is_stepped_on_the_device_by_a_capturable_o
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: captures the update")
-def test_an_eager_runs_adadelta_resumes_with_graphs_on_a_gpu(corpus, tmp_path):  # noqa: F811
+def test_an_eager_runs_adadelta_resumes_with_graphs_on_a_gpu(corpus, tmp_path):
     common = dict(valid_bleu=False, device="cuda", optimizer="adadelta", lr=1.0, valid_every=4)
     train(corpus, tmp_path / "r", FAMILIES["rnnsearch"], cfg(max_updates=4, **common))
     train(corpus, tmp_path / "r", FAMILIES["rnnsearch"], cfg(max_updates=12, cuda_graphs=True, **common))
@@ -494,7 +494,7 @@ def test_a_graph_runs_adadelta_resumed_eagerly_reads_its_step_counts_on_the_host
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: refuses a wait for it")
 def test_a_shape_whose_update_waits_for_the_host_runs_eagerly_and_says_so(
-    corpus,  # noqa: F811
+    corpus,
     tmp_path,
     monkeypatch,
     capfd,

@@ -22,35 +22,17 @@ from nmtkit.train.config import TrainConfig
 from nmtkit.train.loop import describe_batches, train
 from nmtkit.train.parts import compiled_note
 from tests.conftest import sized
-from tests.test_corpus import make_corpus
+from tests.test_train import TINY
+from tests.test_train import cfg as train_cfg
 
 pytestmark = pytest.mark.gpu  # the GPU path, and the CPU tests that stand in for its CUDA ones
 
 POISONED = Path(__file__).with_name("poisoned_train.py")  # train with one process's loss made NaN
 
-TINY = model_config(emb=16, hidden=16, align=16, maxout=16)
-
 
 def cfg(**kw):
-    base = dict(
-        optimizer="adam",
-        lr=0.01,
-        batch_size=2,
-        pool=2,
-        valid_every=1000,
-        log_every=1,
-        valid_bleu=False,
-        threads=1,
-        patience=0,
-        device="cpu",
-    )
-    return TrainConfig(**{**base, **kw})
-
-
-@pytest.fixture
-def corpus(raw, tmp_path):
-    make_corpus(raw, tmp_path)
-    return tmp_path / "bin"
+    """test_train's settings, with the search's BLEU off and the CPU asked for by name."""
+    return train_cfg(**{"valid_bleu": False, "device": "cpu", **kw})
 
 
 def test_update_freq_two_gives_the_update_of_a_batch_twice_as_large(corpus, tmp_path):

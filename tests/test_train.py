@@ -40,12 +40,6 @@ def cfg(**kw):
     return TrainConfig(**{**base, **kw})
 
 
-@pytest.fixture
-def corpus(raw, tmp_path):
-    make_corpus(raw, tmp_path)
-    return tmp_path / "bin"
-
-
 def losses(save_dir):
     return [
         json.loads(line)["train_nll"]
