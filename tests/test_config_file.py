@@ -67,6 +67,35 @@ def test_a_luong_schedule_is_not_overridden_by_the_dumped_defaults(tmp_path):
     assert r.exit_code == 0 and "\nschedule: luong\n" in r.stdout and "\n# optimizer: " in r.stdout
 
 
+def test_a_dump_comments_what_the_schedule_and_preset_set_and_each_comment_runs_as_it(data_bin, tmp_path):  # noqa: F811
+    """--schedule cpu sets the optimizer, the rate and the preset: the dump's comments say what the
+    run takes (not the options' own defaults), and the file with every comment made a setting
+    trains the same model with the same settings."""
+    flags = ["--schedule", "cpu", "--max-updates", 1, "--batch-size", 2, "--no-valid-bleu", "--threads", 1]
+    r = invoke("train", data_bin, "--save-dir", tmp_path / "a", *flags, "--dump-config", "-")
+    assert r.exit_code == 0, r.output
+    for line in ("# preset: small", "# optimizer: adam", "# lr: 0.005", "# emb: 256", "# tie-embeddings: true"):
+        assert line in r.stdout.splitlines(), line
+    assert "# attention:" not in r.stdout, "a flag of Luong et al.'s model is not one of RNNsearch's"
+    every = "\n".join(x.removeprefix("# ") for x in r.stdout.splitlines()[1:])
+    (tmp_path / "every.yaml").write_text(every, encoding="utf-8")
+    assert yaml.safe_load(every)["optimizer"] == "adam"
+    assert invoke("train", data_bin, "--save-dir", tmp_path / "a", *flags).exit_code == 0
+    r = invoke("train", "--config", tmp_path / "every.yaml", "--save-dir", tmp_path / "b")
+    assert r.exit_code == 0, r.output
+    a, b = (checkpoint.load(tmp_path / d / "last.pt") for d in "ab")
+    assert a.model == b.model and a.training.config == b.training.config
+
+
+def test_an_incomplete_run_is_still_dumped_for_editing(tmp_path):
+    """--schedule cpu decays to 0 at the end of a budget, which this line lacks: train refuses it,
+    the dump writes it, to be finished in the file."""
+    line = ["train", "bin", "--save-dir", tmp_path / "r", "--schedule", "cpu"]
+    assert invoke(*line).exit_code == 2
+    r = invoke(*line, "--dump-config", "-")
+    assert r.exit_code == 0 and "# lr-decay: cosine" in r.stdout.splitlines()
+
+
 def test_translate_takes_a_config_of_models_and_search(overfit, tmp_path):
     model = overfit / "run" / "last.pt"
     (tmp_path / "in.en").write_text(EN[0] + "\n", encoding="utf-8")

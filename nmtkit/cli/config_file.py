@@ -101,21 +101,32 @@ _CHOSEN = (
 )
 
 
-def effective(ctx: click.Context) -> list[tuple[str, Any, bool]]:
+Fills = Callable[[click.Context], dict[str, Any]]
+"""What a command line runs with where no option was chosen: the value a recipe or a preset puts
+there by parameter name, None for an option the command line makes meaningless."""
+
+
+def effective(ctx: click.Context, fills: Fills | None = None) -> list[tuple[str, Any, bool]]:
     """The command's options as a file writes them, in the order of --help: (key, value, chosen),
-    chosen when the value came from the command line or --config rather than the default. A None
-    is left out: it is the default, and TOML has no null."""
+    chosen when the value came from the command line or --config rather than the default (or what
+    ``fills`` puts in its place). A None is left out: it is the default, and TOML has no null."""
+    filled = fills(ctx) if fills else {}
     out = []
     for p in ctx.command.params:
-        if p.name in ctx.params and p.name != "dump_config" and ctx.params[p.name] is not None:
-            out.append((_key(p), _plain(ctx.params[p.name]), ctx.get_parameter_source(p.name) in _CHOSEN))
+        if p.name not in ctx.params or p.name == "dump_config":
+            continue
+        chosen = ctx.get_parameter_source(p.name) in _CHOSEN
+        value = ctx.params[p.name] if chosen or p.name not in filled else filled[p.name]
+        if value is not None:
+            out.append((_key(p), _plain(value), chosen))
     return out
 
 
-def write_config(ctx: click.Context, path: str) -> None:
+def write_config(ctx: click.Context, path: str, fills: Fills | None = None) -> None:
     """Write the effective options to ``path`` (TOML for .toml, else YAML; '-': YAML on stdout):
-    those chosen (command line, --config) as settings and the defaults as comments, so that the file
-    given back runs as this command line would (a preset or schedule still fills what is unset)."""
+    those chosen (command line, --config) as settings and the rest as comments, each with the value
+    the run takes (``fills``': a preset's or a recipe's, else the default), so that the file given
+    back, with any of its comments made a setting, runs as this command line would."""
     toml = Path(path).suffix.lower() == ".toml"
     import tomli_w  # here, as yaml: only --dump-config writes, so the CLI starts without either
     import yaml  # here: a YAML writer is needed only by --dump-config
@@ -125,8 +136,8 @@ def write_config(ctx: click.Context, path: str) -> None:
             return tomli_w.dumps({key: value}).rstrip()
         return str(yaml.safe_dump({key: value}, default_flow_style=False, allow_unicode=True, width=10**6)).rstrip()
 
-    lines = [f"# nmtkit {ctx.command_path.split(maxsplit=1)[-1]}: options for --config (commented: defaults)"]
-    for k, v, chosen in effective(ctx):
+    lines = [f"# nmtkit {ctx.command_path.split(maxsplit=1)[-1]}: options for --config (commented: not chosen)"]
+    for k, v, chosen in effective(ctx, fills):
         lines += [text if chosen else f"# {text}" for text in line(k, v).splitlines()]
     text = "\n".join(lines) + "\n"
     if path == "-":
@@ -136,14 +147,18 @@ def write_config(ctx: click.Context, path: str) -> None:
         fh.write(text)
 
 
-def config_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+def config_options(fills: Fills | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """``--config`` and ``--dump-config`` on a command: with ``--dump-config`` the command writes
-    its options and stops before any work."""
+    its options (``fills``: what a recipe of the command puts where none was chosen) and stops
+    before any work."""
+    return functools.partial(_config_options, fills=fills)
 
+
+def _config_options(fn: Callable[..., Any], fills: Fills | None) -> Callable[..., Any]:
     @functools.wraps(fn)
     def run(*args: Any, dump_config: str | None = None, **kwargs: Any) -> Any:
         if dump_config is not None:
-            return write_config(click.get_current_context(), dump_config)
+            return write_config(click.get_current_context(), dump_config, fills)
         return fn(*args, **kwargs)
 
     run = click.option(

@@ -5,6 +5,7 @@ are read, so that the settings modules hold plain values only."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from ..core.errors import UserError
@@ -21,14 +22,25 @@ from ..models.config import (
 from ..train.config import SCHEDULES, TrainConfig
 
 
-def train_settings(  # noqa: C901, PLR0912 (every cross-field check in one place)
+def train_settings(
     arch: str, preset: str, schedule_name: str, values: dict[str, Any], given: set[str]
 ) -> tuple[ModelConfig, TrainConfig]:
-    """The model and training configs of ``nmtkit train``: the preset's sizes, the named
-    schedule, then ``values`` (every option, by field name; None: not set). Of the schedule's
-    fields, only those not in ``given`` (the flags typed) are taken, and of the model's, those of
-    the model's own family (a recipe's --tie-embeddings or --fused-steps is left out for Luong et
-    al.'s LSTMs); a flag of another family is refused."""
+    """The model and training configs of ``nmtkit train`` (:func:`resolved_settings`), refused in
+    one line where the run they make cannot be trained."""
+    model, cfg = resolved_settings(arch, preset, schedule_name, values, given)
+    _check_run(arch, model, cfg)
+    return model, cfg
+
+
+def resolved_settings(
+    arch: str, preset: str, schedule_name: str, values: dict[str, Any], given: set[str]
+) -> tuple[ModelConfig, TrainConfig]:
+    """The model and training configs of these flags: the preset's sizes, the named schedule,
+    then ``values`` (every option, by field name; None: not set). Of the schedule's fields, only
+    those not in ``given`` (the flags typed) are taken, and of the model's, those of the model's
+    own family (a recipe's --tie-embeddings or --fused-steps is left out for Luong et al.'s
+    LSTMs); a flag of another family and flags that contradict each other are refused, but not a
+    run that lacks something yet (a budget, a model to start from)."""
     family = FAMILIES[arch]
     own, every = family.flags(), every_model_flag()
     dropout = values.get("dropout") if "dropout" in own else 0.0
@@ -68,11 +80,15 @@ def train_settings(  # noqa: C901, PLR0912 (every cross-field check in one place
         raise UserError("--layer-norm normalises the appendix's GRU: use --encoder paper")
     mine = {k: v for k, v in values.items() if k in own and k not in SIZES and v is not None}
     model = model_config(arch, **sizes, **mine)
-    cfg = TrainConfig(**{k: v for k, v in values.items() if k not in every} | recipe)
+    return model, TrainConfig(**{k: v for k, v in values.items() if k not in every} | recipe)
+
+
+def _check_run(arch: str, model: ModelConfig, cfg: TrainConfig) -> None:
+    """Refuse a run these configs cannot train, in one line."""
     if cfg.guided_alignment_weight and not model.attends():
         raise UserError(
             f"--guided-alignment-weight trains the attention: --arch {arch} "
-            f"{'--attention none ' if 'attention' in own else ''}has none"
+            f"{'--attention none ' if 'attention' in FAMILIES[arch].flags() else ''}has none"
         )
     if isinstance(model, RNNSearchConfig) and model.alignment_head and not cfg.guided_alignment_weight:
         raise UserError(
@@ -90,4 +106,15 @@ def train_settings(  # noqa: C901, PLR0912 (every cross-field check in one place
             f"--lr-decay {cfg.lr_decay} falls to 0 at the end of a budget: give --max-updates, "
             f"--max-minutes or --max-epochs"
         )
-    return model, cfg
+
+
+def recipe_fills(arch: str, preset: str, schedule_name: str, model: ModelConfig, cfg: TrainConfig) -> dict[str, Any]:
+    """What a run of these configs takes for each option, by parameter name (``--dump-config``
+    writes it where no value was chosen): the model's and the run's values, the schedule's preset,
+    and None for the flags of another family and those of a step not taken (which a file that set
+    them would be refused for)."""
+    foreign = dict.fromkeys(every_model_flag().keys() - FAMILIES[arch].flags().keys())
+    run = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)}
+    if not cfg.compile:
+        run["compile_mode"] = None
+    return foreign | run | model.flat() | {"preset": SCHEDULES[schedule_name].settings(0.0).get("preset", preset)}

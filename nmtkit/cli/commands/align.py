@@ -24,7 +24,7 @@ Both directions' models, their links combined:
     "Checkpoint; repeat for an ensemble (attention averaged), or give the models of both directions "
     "(their links combined by --combine)."
 )
-@config_options
+@config_options()
 @click.option("--source", required=True, type=click.Path(dir_okay=False), help="Source sentences, one a line.")
 @click.option("--target", required=True, type=click.Path(dir_okay=False), help="Their translations, one a line.")
 @click.option(

@@ -26,7 +26,7 @@ Examples:
   nmtkit align-plot test.links --source test.tok.en --target test.tok.fr -n 7 -o links7.png""",
 )
 @click.argument("alignments", required=False)
-@config_options
+@config_options()
 @click.option("-n", "--sentences", required=True, help="Line numbers to plot, from 1: '3,10-12'.")
 @click.option(
     "-o",

@@ -27,7 +27,7 @@ Examples:
 )
 @click.option("-s", "--source-lang", required=True, help="Source language code.")
 @click.option("-t", "--target-lang", required=True, help="Target language code.")
-@config_options
+@config_options()
 @click.option("--train", "train", required=True, help="Prefix of clean tokenized text from 'preprocess'.")
 @options.dest_dir
 @options.option(VocabConfig, "size")

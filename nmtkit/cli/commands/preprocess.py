@@ -28,7 +28,7 @@ Examples:
 )
 @click.option("-s", "--source-lang", required=True, help="Source language code (files are PREFIX.LANG).")
 @click.option("-t", "--target-lang", required=True, help="Target language code.")
-@config_options
+@config_options()
 @click.option("--train", "train", help="Training split prefix (filtered).")
 @click.option("--valid", "valid", help="Validation split prefix (every line kept).")
 @click.option("--test", "test", help="Test split prefix (every line kept).")

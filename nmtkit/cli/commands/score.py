@@ -112,7 +112,7 @@ Examples:
   nmtkit score -m best.pt --data data-bin --split valid              # NLL and perplexity""",
 )
 @click.argument("hypotheses", nargs=-1)
-@config_options
+@config_options()
 @click.option(
     "-r",
     "--ref",

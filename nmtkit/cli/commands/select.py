@@ -21,7 +21,7 @@ Example (the paper's: keep the 348M most news-like target words of five corpora)
 )
 @click.option("-s", "--source-lang", required=True, help="Source language code (files are PREFIX.LANG).")
 @click.option("-t", "--target-lang", required=True, help="Target language code.")
-@config_options
+@config_options()
 @click.option("--in-domain", multiple=True, required=True, help="In-domain parallel text prefix (repeat).")
 @click.option("--general", multiple=True, required=True, help="General-domain corpus prefix to select from (repeat).")
 @click.option(

@@ -29,7 +29,7 @@ Examples:
     "Checkpoint to serve; repeat for an ensemble. Checkpoints of the other direction serve the answers' "
     '"alignment" (both directions\' links, combined by --combine).'
 )
-@config_options
+@config_options()
 @options.option(ServerConfig, "host")
 @options.option(ServerConfig, "port")
 # the search settings a request may choose beside nbest, from their one declaration; the server's

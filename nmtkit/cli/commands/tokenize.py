@@ -24,7 +24,7 @@ Examples:
 )
 @click.option("-l", "--lang", required=True, help="Language code of the text.")
 @click.argument("input", default="-")
-@config_options
+@config_options()
 @click.option("--bpe-codes", type=click.Path(dir_okay=False), help="Apply these BPE codes too.")
 @options.text
 @options.workers

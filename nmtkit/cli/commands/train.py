@@ -10,7 +10,26 @@ import click
 from ...core.command import Command
 from .. import options, train_options
 from ..config_file import config_options
-from ..train_settings import train_settings
+from ..train_settings import recipe_fills, resolved_settings, train_settings
+
+# train's parameters that are not settings of the model or the run
+_NOT_SETTINGS = ("data_bin", "save_dir", "arch", "preset", "schedule_name", "reset", "tensorboard", "dump_config")
+
+
+def _flags(ctx: click.Context) -> tuple[str, str, str, dict[str, Any], set[str]]:
+    """This command line as train_settings takes it: arch, preset, schedule, the settings' values
+    and the names of those typed (on the command line or in --config)."""
+    typed = (click.core.ParameterSource.COMMANDLINE, click.core.ParameterSource.DEFAULT_MAP)
+    given = {k for k in ctx.params if ctx.get_parameter_source(k) in typed}
+    values = {k: v for k, v in ctx.params.items() if k not in _NOT_SETTINGS}
+    return ctx.params["arch"], ctx.params["preset"], ctx.params["schedule_name"], values, given
+
+
+def _filled(ctx: click.Context) -> dict[str, Any]:
+    """--dump-config's commented values: what the run takes, the recipe's and the preset's included
+    (of a run that still lacks something, such as a budget, too)."""
+    arch, preset, schedule, values, given = _flags(ctx)
+    return recipe_fills(arch, preset, schedule, *resolved_settings(arch, preset, schedule, values, given))
 
 
 @click.command(
@@ -24,7 +43,7 @@ Examples:
 Running the same command again resumes from SAVE_DIR/last.pt exactly (--reset starts over).""",
 )
 @options.positional("data_bin", "[DATA_BIN]", type=click.Path(file_okay=False))
-@config_options
+@config_options(_filled)
 @options.data(
     "The binarized corpus to train on, as score and lexicon take it (or DATA_BIN, fairseq's spelling).", required=True
 )
@@ -38,24 +57,12 @@ Running the same command again resumes from SAVE_DIR/last.pt exactly (--reset st
 @options.train_runtime
 @click.option("--reset", is_flag=True, help="Ignore SAVE_DIR/last.pt and start over.")
 @options.verbosity
-def train(
-    data_bin: str,
-    save_dir: str,
-    arch: str,
-    preset: str,
-    schedule_name: str,
-    reset: bool,
-    tensorboard: str | None,
-    **values: Any,
-) -> None:
+def train(data_bin: str, save_dir: str, reset: bool, tensorboard: str | None, **settings: Any) -> None:
     """Train RNNsearch, RNNencdec or a Luong et al. model on a binarized corpus, DATA_BIN or --data
     (Appendix B by default)."""
     from ...train.loop import train as run
 
-    ctx = click.get_current_context()
-    typed = (click.core.ParameterSource.COMMANDLINE, click.core.ParameterSource.DEFAULT_MAP)  # flags, --config
-    given = {k for k in ctx.params if ctx.get_parameter_source(k) in typed}
-    model_cfg, train_cfg = train_settings(arch, preset, schedule_name, values, given)
+    model_cfg, train_cfg = train_settings(*_flags(click.get_current_context()))
     run(
         Path(data_bin),
         Path(save_dir),

@@ -66,7 +66,7 @@ Examples:
     "other direction serve the links of --print-alignment and jsonl."
 )
 @click.argument("input", default="-")
-@config_options
+@config_options()
 @click.option(
     "-o",
     "--output",
