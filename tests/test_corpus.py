@@ -1,9 +1,11 @@
 """Text → binary → text round trip through the library calls preprocess uses."""
 
+import io
 import json
 
 import numpy as np
 import pytest
+from rich.console import Console
 
 from nmtkit.core.errors import FormatError, UserError
 from nmtkit.data.binarize import binarize_corpus
@@ -11,6 +13,7 @@ from nmtkit.data.binarized import Corpus, best_dtype
 from nmtkit.data.build_vocab import build_vocab
 from nmtkit.data.manifest import read_manifest, read_vocab_meta
 from nmtkit.data.settings import VocabConfig
+from nmtkit.data.summary import corpus_summary
 from nmtkit.data.vocab import UNK
 from nmtkit.text.clean import PRESETS
 from nmtkit.text.preprocess import PairFilter, preprocess_corpus
@@ -62,6 +65,24 @@ def test_round_trip_with_bpe_and_oov_counted(raw, tmp_path):
     src, _ = corpus.split("train")
     assert manifest.splits["train"].unk["en"] == int(sum((src[i] == 1).sum() for i in range(len(src))))
     assert manifest.splits["train"].unk["en"] > 0
+    text = _rendered(corpus_summary(manifest))
+    assert "BPE: bpe.codes\n" in text, "joint codes: one file, named once"
+
+
+def _rendered(renderable):
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(renderable)
+    return console.export_text()
+
+
+def test_the_summary_shows_a_table_only_where_it_has_a_row(raw, tmp_path):
+    _, manifest, _ = make_corpus(raw, tmp_path)
+    text = _rendered(corpus_summary(manifest))
+    assert "cleaning rules" in text and "dropped pairs" in text
+    for split in manifest.splits.values():
+        split.dropped, split.rules = {}, {}
+    text = _rendered(corpus_summary(manifest))
+    assert "corpus en→fr" in text and "cleaning rules" not in text and "dropped pairs" not in text
 
 
 def test_best_dtype():

@@ -1,8 +1,9 @@
 """The one-screen summary of a binarized corpus, rendered from its manifest.
 
 Pairs and tokens per split, vocabulary sizes, the OOV rate of every split,
-what each filter dropped and what each cleaning rule changed, so a user
-sees at a glance what the data half of the pipeline made.
+what each filter dropped and what each cleaning rule changed (each table only
+where there is a row), so a user sees at a glance what the data half of the
+pipeline made.
 """
 
 from __future__ import annotations
@@ -30,23 +31,27 @@ def corpus_summary(manifest: Manifest) -> Group:
             f"{100 * s.oov_rate[tgt]:.2f}%",
         )
     vocab = ", ".join(f"{lang} {v.size:,}" for lang, v in manifest.vocab.items())
-    bpe = {k: v for k, v in manifest.bpe_codes.items() if v}
-    info = f"vocabulary: {vocab} (dtype {manifest.dtype}); BPE: {', '.join(bpe.values()) or 'none'}"
+    bpe = dict.fromkeys(v for v in manifest.bpe_codes.values() if v)  # joint codes: one file for both sides
+    parts: list[Table | str] = [main, f"vocabulary: {vocab} (dtype {manifest.dtype}); BPE: {', '.join(bpe) or 'none'}"]
 
-    drops = Table(title="dropped pairs (train)", title_justify="left")
-    rules = Table(title="lines changed by cleaning rules", title_justify="left")
-    drops.add_column("filter", no_wrap=True)
-    drops.add_column("pairs", justify="right")
-    rules.add_column("rule", no_wrap=True)
-    for name in splits:
-        for lang in (src, tgt):
-            rules.add_column(f"{name}.{lang}", justify="right", no_wrap=True)
-    for s in splits.values():
-        for reason, n in s.dropped.items():
+    dropped = [(reason, n) for s in splits.values() for reason, n in s.dropped.items()]
+    if dropped:
+        drops = Table(title="dropped pairs (train)", title_justify="left")
+        drops.add_column("filter", no_wrap=True)
+        drops.add_column("pairs", justify="right")
+        for reason, n in dropped:
             drops.add_row(reason, f"{n:,}")
+        parts.append(drops)
     names = sorted({r for s in splits.values() for lang in s.rules.values() for r in lang})
-    for rule in names:
-        rules.add_row(
-            rule, *(f"{s.rules.get(lang, {}).get(rule, 0):,}" for s in splits.values() for lang in (src, tgt))
-        )
-    return Group(main, info, drops, rules)
+    if names:
+        rules = Table(title="lines changed by cleaning rules", title_justify="left")
+        rules.add_column("rule", no_wrap=True)
+        for name in splits:
+            for lang in (src, tgt):
+                rules.add_column(f"{name}.{lang}", justify="right", no_wrap=True)
+        for rule in names:
+            rules.add_row(
+                rule, *(f"{s.rules.get(lang, {}).get(rule, 0):,}" for s in splits.values() for lang in (src, tgt))
+            )
+        parts.append(rules)
+    return Group(*parts)

@@ -25,7 +25,10 @@ Example (the paper's: keep the 348M most news-like target words of five corpora)
 @click.option("--in-domain", multiple=True, required=True, help="In-domain parallel text prefix (repeat).")
 @click.option("--general", multiple=True, required=True, help="General-domain corpus prefix to select from (repeat).")
 @click.option(
-    "--keep-words", required=True, callback=options.count, help="Target-side words to keep (348M, 2.5k, 1000000)."
+    "--keep-words",
+    required=True,
+    callback=options.count,
+    help="Target-side words to keep (348M, 2.5k, 1000000), the pair that reaches the count whole.",
 )
 @options.option(SelectConfig, "order", dest="lm_order")
 @options.dest_dir

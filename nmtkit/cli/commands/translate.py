@@ -58,7 +58,7 @@ Examples:
   echo "In the beginning God created the heaven and the earth." | nmtkit translate -m best.pt
   nmtkit translate -m best.pt test.en -o test.hyp.fr --beam 5 --length-penalty gnmt --alpha 0.6
   nmtkit translate -m a.pt -m b.pt test.en --nbest 5            # ensemble; Moses n-best lines
-  nmtkit translate -m best.pt test.en --alignments test.align   # then: nmtkit align-plot test.align
+  nmtkit translate -m best.pt test.en --alignments test.align   # then: nmtkit align-plot test.align -n 1 -o a.png
   nmtkit translate -m en-fr.pt -m fr-en.pt test.en --print-alignment test.links  # links both ways""",
 )
 @options.models(
