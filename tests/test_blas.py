@@ -91,3 +91,21 @@ def test_torchs_blas_is_used_when_asked(numpy_logits):
     assert not blas.choose("torch", 1) and blas.workers() == 0
     rows, weight = torch.randn(5, 8), torch.randn(9, 8)
     torch.testing.assert_close(blas.logits(rows, weight, torch.empty(5, 9)), rows @ weight.t())
+
+
+def test_an_overflowing_product_is_inf_without_a_warning_of_numpys(numpy_logits, recwarn):
+    """A diverging run's loss names its update in one line; numpy's own warnings would come first."""
+    rows, weight = torch.full((3, 4), 1e30), torch.full((5, 4), 1e30)
+    out = blas.logits(rows, weight, torch.empty(3, 5))
+    assert torch.isinf(out).all()
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
+def test_translation_leaves_numpys_blas_to_training(overfit):
+    """The search's output layer is its own product: a translator starts no BLAS workers, whatever
+    its runtime asks (translate -v named numpy's BLAS for its logits)."""
+    from nmtkit.translate.translator import Translator
+
+    blas.choose("numpy", 1)
+    Translator.from_checkpoints(overfit / "run" / "last.pt", RuntimeConfig(device="cpu", logits_blas="numpy"))
+    assert blas.workers() == 0

@@ -267,6 +267,7 @@ class _FakeTranslator:
 
     def __init__(self):
         self.options = []
+        self.attends = True
 
     def source_length(self, line):
         return len(line.split())
@@ -352,6 +353,18 @@ def test_a_setting_the_model_cannot_search_with_is_422(fake_server):
     got, answer = _post(url + "/translate", {"sentences": ["no attention"], "coverage_penalty": 0.5})
     assert got == 422 and "reads the attention" in answer["error"]
     assert _post(url + "/translate", {"sentences": ["no attention"], "coverage_penalty": 0})[0] == 200
+
+
+def test_the_attention_of_a_model_without_one_is_422_and_its_alignment_empty(fake_server):
+    url, translator, _ = fake_server
+    translator.attends = False
+    try:
+        got, answer = _post(url + "/translate", {"sentences": ["a b"], "attention": True})
+        assert got == 422 and answer["error"] == "attention: this model has none"
+        got, answer = _post(url + "/translate", {"sentences": ["a b"]})
+        assert got == 200 and answer["translations"][0]["alignment"] == ""
+    finally:
+        translator.attends = True
 
 
 def test_the_search_settings_come_from_options_or_a_config_file(tmp_path, monkeypatch):

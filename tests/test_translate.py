@@ -485,3 +485,62 @@ def test_a_line_over_max_length_is_cropped_with_a_warning_and_still_gives_one_li
     )
     short = invoke("translate", "-m", ckpt(overfit), src, "--crop-len", 3)
     assert short.exit_code == 0 and short.stderr.count("translating the first 3 (--crop-len)") == 3
+
+
+@pytest.fixture(scope="module")
+def encdec(tmp_path_factory):
+    """An RNNencdec checkpoint (no attention), two updates on the test corpus."""
+    from nmtkit.models.config import model_config
+    from nmtkit.train.config import TrainConfig
+    from nmtkit.train.loop import train
+    from tests.conftest import write_pair
+    from tests.test_corpus import make_corpus
+
+    tmp = tmp_path_factory.mktemp("encdec")
+    for split in ("train", "valid", "test"):
+        write_pair(tmp / "raw" / split, EN, FR)
+    make_corpus(tmp / "raw", tmp)
+    model = model_config("rnnencdec", emb=8, hidden=8, maxout=8)
+    cfg = TrainConfig(optimizer="adam", batch_size=4, max_updates=2, valid_every=1000, threads=1, device="cpu")
+    train(tmp / "bin", tmp / "run", model, cfg)
+    return tmp / "run" / "last.pt"
+
+
+@pytest.mark.parametrize(
+    "asked, message",
+    [
+        (["--alignments", "A"], "--alignments reads the attention"),
+        (["--print-alignment", "A"], "--print-alignment reads the attention"),
+        (["--replace-unk"], "--replace-unk puts the most attended source word in place: this model has no"),
+    ],
+)
+def test_what_reads_the_attention_is_refused_for_a_model_without_one(encdec, tmp_path, asked, message):
+    from tests.test_cli import one_error_line
+
+    (tmp_path / "in.en").write_text(EN[0] + "\n", encoding="utf-8")
+    asked = [str(tmp_path / a) if a == "A" else a for a in asked]
+    one_error_line(invoke("translate", "-m", encdec, tmp_path / "in.en", "-o", tmp_path / "out.fr", *asked), message)
+    assert not (tmp_path / "out.fr").exists() and not (tmp_path / "A").exists()
+
+
+def test_jsonl_of_a_model_without_attention_has_no_links(encdec, tmp_path):
+    (tmp_path / "in.en").write_text(EN[0] + "\n" + EN[1] + "\n", encoding="utf-8")
+    r = invoke("translate", "-m", encdec, tmp_path / "in.en", "--output-format", "jsonl")
+    assert r.exit_code == 0, r.output
+    assert [json.loads(line)["alignment"] for line in r.stdout.splitlines()] == ["", ""]
+
+
+def test_progress_is_told_batch_by_batch_before_a_block_comes_out(overfit):
+    """A file's bar advanced only as the lines of a 1,000-line block came out, all at once at its
+    end (a rate of 249,051 sentences/s for 50 lines)."""
+    from nmtkit.translate.settings import TranslateOptions
+    from nmtkit.translate.translator import Translator
+
+    translator = Translator.from_checkpoints(overfit / "run" / "last.pt", "cpu")
+    told, came = [], []
+    lines = [*EN[:5], "", EN[0]]
+    for t in translator.translate(lines, TranslateOptions(batch_size=2), done=told.append):
+        came.append((t.text, sum(told)))
+    *batches, empty = told
+    assert sum(told) == len(lines) and len(batches) >= 3 and max(batches) <= 2 and empty == 1
+    assert came[0][1] == len(lines), "every batch is told before the block's first line comes out"

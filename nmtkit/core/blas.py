@@ -69,7 +69,14 @@ def logits(rows: torch.Tensor, weight: torch.Tensor, out: torch.Tensor) -> torch
         return torch.mm(rows, weight.t(), out=out)
     r, w, o = rows.detach().numpy(), weight.detach().numpy().T, out.numpy()
     step = -(-len(r) // _count)
-    parts = [pool.submit(np.matmul, r[i : i + step], w, out=o[i : i + step]) for i in range(0, len(r), step)]
+    parts = [pool.submit(_product, r[i : i + step], w, o[i : i + step]) for i in range(0, len(r), step)]
     for part in parts:
         part.result()
     return out
+
+
+def _product(rows: np.ndarray, weight: np.ndarray, out: np.ndarray) -> None:
+    # a diverging run's overflow is the loss's NaN, which training names in one line: no warning
+    # of numpy's before it (errstate is this thread's own, hence set here and not by the caller)
+    with np.errstate(over="ignore", invalid="ignore"):
+        np.matmul(rows, weight, out=out)

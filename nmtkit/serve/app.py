@@ -202,6 +202,8 @@ def create_app(
         """Translate sentences: nmtkit's request, answered {"translations": [...]}, or OpenNMT-py's
         list of {"src", "id"}, answered in its own shape."""
         asked = parsed(body, cfg.search)
+        if asked.matrix and not translator.attends:
+            raise HTTPException(422, "attention: this model has none")
         check_size(translator, asked.sentences, limits)
         try:
             out = await batcher.submit(asked.sentences, asked.job)

@@ -191,9 +191,10 @@ def report(state: TrainState, bar: TrainProgress) -> None:
     try:
         entry: dict[str, Any] = state.window.close(state.parallel.world)
     except Diverged as bad:
+        last = state.save_dir / "last.pt"
+        kept = f"{last} holds the last good state" if last.exists() else "no checkpoint was saved before it"
         raise UserError(
-            f"{bad.what} became {bad.value} at update {bad.step}; {state.save_dir / 'last.pt'} holds "
-            f"the last good state (try a smaller --lr or --clip)"
+            f"{bad.what} became {bad.value} at update {bad.step}; {kept} (try a smaller --lr or --clip)"
         ) from None
     entry |= {"seconds": state.progress.seconds, "lr": rate_of(state.opt)}
     _estimate_budget(state)

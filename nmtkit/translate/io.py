@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import json
 import sys
 from collections.abc import Iterator
@@ -180,6 +181,9 @@ def translate_file(  # noqa: PLR0913 (each of translate's inputs and outputs, by
             "of --print-alignment or --output-format jsonl"
         )
     translator = Translator.from_checkpoints(forward, runtime)
+    asked = "--alignments" if alignments else "--print-alignment" if pharaoh_path and not backward else None
+    if asked and not translator.attends:
+        raise UserError(f"{asked} reads the attention: {forward[0]} has none")
     both = BothWays.load(backward, links, runtime)
     with contextlib.ExitStack() as stack:
         sinks = _Sinks(stack, output, alignments, nbest_format or options.search.nbest > 1, pharaoh_path, jsonl)
@@ -194,7 +198,7 @@ def translate_file(  # noqa: PLR0913 (each of translate's inputs and outputs, by
             return sinks.n
         bar = stack.enter_context(progress("sentences"))
         task = bar.add_task("translate", total=total)
-        for t in translator.translate(read_lines(source), options, prefixes=prefixes):
+        advance = functools.partial(bar.advance, task)  # by batch: a block's lines come out at its end
+        for t in translator.translate(read_lines(source), options, prefixes=prefixes, done=advance):
             sinks.write(both.linked(t) if both else t)
-            bar.advance(task)
     return sinks.n

@@ -14,8 +14,8 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -169,6 +169,12 @@ class Translator:
         self.device = runtime.device
         self.lexicon = None if lexicon is None else lexicon.to(self.device)
 
+    @property
+    def attends(self) -> bool:
+        """Whether a model here has an attention (alignments, attention maps, --replace-unk)."""
+        members = self.model.models if isinstance(self.model, Ensemble) else [self.model]
+        return any(m.cfg.attends() for m in members)
+
     @classmethod
     def from_checkpoints(
         cls, paths: list[str | Path] | str | Path, runtime: RuntimeConfig | str | None = None
@@ -177,7 +183,8 @@ class Translator:
         name); with ``runtime.int8``, their linear layers in int8 (:mod:`nmtkit.models.int8`)."""
         paths = [paths] if isinstance(paths, (str, Path)) else paths
         cfg = runtime if isinstance(runtime, RuntimeConfig) else RuntimeConfig(device=runtime)
-        run = setup(cfg)
+        # the search's output layer is its own (inference_linear): numpy's BLAS serves training's loss
+        run = setup(replace(cfg, logits_blas="torch"))
         model, sides, lexicon = load_models(paths, run.device, cfg.int8)
         return cls(bf16_weights(model, run), sides, run, lexicon)  # its own models: cast in place
 
@@ -187,19 +194,21 @@ class Translator:
         options: TranslateOptions = TranslateOptions(),
         block: int = 1000,
         prefixes: Iterable[str] | None = None,
+        done: Callable[[int], object] = lambda n: None,
     ) -> Iterator[Translation]:
         """Translations of ``lines`` in order; ``block`` lines are read before any is translated.
-        ``prefixes``: a line per line of ``lines``, the start each output is forced to have."""
+        ``prefixes``: a line per line of ``lines``, the start each output is forced to have;
+        ``done``: told the lines of each batch as it ends, before its block's lines come out."""
         forced = PrefixLines(prefixes)
         pending: list[str] = []
-        done = 0
+        read = 0
         for line in lines:
             pending.append(line)
             if len(pending) >= block:
-                yield from self.translate_block(pending, options, done + 1, forced.take(len(pending)))
-                done, pending = done + len(pending), []
+                yield from self.translate_block(pending, options, read + 1, forced.take(len(pending)), done)
+                read, pending = read + len(pending), []
         if pending:
-            yield from self.translate_block(pending, options, done + 1, forced.take(len(pending)))
+            yield from self.translate_block(pending, options, read + 1, forced.take(len(pending)), done)
         forced.finish()
 
     def source_length(self, line: str, tokenized: bool = False) -> int:
@@ -226,10 +235,16 @@ class Translator:
             yield batch
 
     def translate_block(
-        self, lines: list[str], options: TranslateOptions, first_line: int = 1, prefixes: list[str] | None = None
+        self,
+        lines: list[str],
+        options: TranslateOptions,
+        first_line: int = 1,
+        prefixes: list[str] | None = None,
+        done: Callable[[int], object] = lambda n: None,
     ) -> list[Translation]:
         """Translations of ``lines``, numbered from ``first_line`` (in the warnings, and as the
-        sampling's keys); each starts with its line of ``prefixes`` when given."""
+        sampling's keys); each starts with its line of ``prefixes`` when given. ``done`` is told
+        how many lines each batch translated, as it ends (a progress bar's advance)."""
         src_side, tgt_side = self.sides.src, self.sides.tgt
         sources = [
             _crop(src_side.tokens(line, options.tokenized), options.max_length, first_line + k)
@@ -237,7 +252,9 @@ class Translator:
         ]
         starts = None if prefixes is None else self._prefix_ids(prefixes, options, first_line)
         out = [Translation("", [], tokens, 0.0, 0.0) for tokens in sources]  # empty in, empty out
-        attention = options.attention or options.replace_unk
+        if options.replace_unk and not self.attends:
+            raise UserError("--replace-unk puts the most attended source word in place: this model has no attention")
+        attention = (options.attention or options.replace_unk) and self.attends  # else no links, no maps
         if options.shortlist and self.lexicon is None:
             raise UserError(
                 "--shortlist: the checkpoint holds no lexicon (it was trained by an older "
@@ -279,6 +296,8 @@ class Translator:
                     out[i] = t
                 if n > 1:
                     out[i].nbest.append(t)
+            done(len(idx))
+        done(sum(not s for s in sources))  # empty lines: in no batch
         return out
 
     def _prefix_ids(self, prefixes: list[str], options: TranslateOptions, first_line: int) -> list[list[int]]:
