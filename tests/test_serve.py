@@ -355,6 +355,22 @@ def test_a_setting_the_model_cannot_search_with_is_422(fake_server):
     assert _post(url + "/translate", {"sentences": ["no attention"], "coverage_penalty": 0})[0] == 200
 
 
+@pytest.mark.parametrize("kind", ["application/json; charset=utf-8", "application/vnd.api+json"])
+def test_a_json_body_sent_as_json_is_read(fake_server, kind):
+    url, _, _ = fake_server
+    assert _post(url + "/translate", {"sentences": ["a b"]}, kind)[0] == 200
+
+
+def test_a_body_sent_as_a_form_is_415_naming_the_content_type_to_send(fake_server):
+    """curl -d sends application/x-www-form-urlencoded: FastAPI reads the body as bytes, and its
+    422 said only 'Input should be a valid dictionary'."""
+    url, _, _ = fake_server
+    got, answer = _post(url + "/translate", {"sentences": ["a b"]}, "application/x-www-form-urlencoded")
+    assert got == 415 and "Content-Type: application/json" in answer["error"]
+    got, answer = _post(url + "/translate", {"sentences": "a b"})  # JSON, of the wrong shape: still 422
+    assert got == 422
+
+
 def test_the_attention_of_a_model_without_one_is_422_and_its_alignment_empty(fake_server):
     url, translator, _ = fake_server
     translator.attends = False

@@ -131,13 +131,22 @@ class BodyLimit:
         await self.app(scope, replay, send)
 
 
+def _json_type(kind: str) -> bool:
+    """Whether a Content-Type is one FastAPI parses as JSON (application/json, application/*+json)."""
+    main, _, sub = kind.split(";")[0].strip().lower().partition("/")
+    return main == "application" and (sub == "json" or sub.endswith("+json"))
+
+
 def _errors_as_json(app: FastAPI) -> None:
     async def http_error(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
         return error(exc.status_code, str(exc.detail))
 
-    async def validation_error(_: Request, exc: Exception) -> JSONResponse:
+    async def validation_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
+        kind = request.headers.get("content-type")
+        if kind is not None and not _json_type(kind):  # FastAPI read it as bytes: not "a valid dictionary"
+            return error(415, f"the body is read as JSON: send it with Content-Type: application/json, not {kind}")
         return invalid(list(exc.errors()))
 
     app.add_exception_handler(StarletteHTTPException, http_error)
