@@ -181,7 +181,7 @@ def translate_file(  # noqa: PLR0913 (each of translate's inputs and outputs, by
             "of --print-alignment or --output-format jsonl"
         )
     translator = Translator.from_checkpoints(forward, runtime)
-    asked = "--alignments" if alignments else "--print-alignment" if pharaoh_path and not backward else None
+    asked = "--alignments" if alignments else "--print-alignment" if pharaoh_path else None  # both ways too
     if asked and not translator.attends:
         raise UserError(f"{asked} reads the attention: {forward[0]} has none")
     both = BothWays.load(backward, links, runtime)
