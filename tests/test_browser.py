@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from tests.conftest import EN
-from tests.test_serve import server  # noqa: F401  (the fixture: a server on a free loopback port)
+from tests.test_serve import fake_server, server  # noqa: F401  (fixtures: servers on free loopback ports)
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (make test-browser)")
 DRIVER = shutil.which("chromedriver")
@@ -66,3 +66,25 @@ def test_the_page_translates_what_is_typed_and_draws_the_attention(server, brows
         s.value_of_css_property("background-color") for s in browser.find_elements(By.CSS_SELECTOR, ".words.src span")
     ]
     assert any(s not in ("rgba(0, 0, 0, 0)", "transparent") for s in shades)
+
+
+def test_for_a_model_without_attention_the_page_shows_translations_alone(fake_server, browser):  # noqa: F811
+    """It asked every model for the attention, which one without it refuses (422)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ready
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    url, translator, _ = fake_server
+    translator.attends = False
+    try:
+        browser.get(url + "/")
+        WebDriverWait(browser, 30).until(ready.text_to_be_present_in_element((By.ID, "status"), "no attention"))
+        box = browser.find_element(By.ID, "text")
+        box.clear()
+        box.send_keys("a b c")
+        browser.find_element(By.ID, "go").click()
+        WebDriverWait(browser, 60).until(ready.presence_of_element_located((By.CSS_SELECTOR, ".sent .translation")))
+        assert browser.find_element(By.CSS_SELECTOR, ".sent .translation").text == "a b c"  # the fake echoes
+        assert not browser.find_elements(By.CSS_SELECTOR, "canvas.heatmap")
+    finally:
+        translator.attends = True

@@ -91,7 +91,8 @@ def test_an_incomplete_run_is_still_dumped_for_editing(tmp_path):
     """--schedule cpu decays to 0 at the end of a budget, which this line lacks: train refuses it,
     the dump writes it, to be finished in the file."""
     line = ["train", "bin", "--save-dir", tmp_path / "r", "--schedule", "cpu"]
-    assert invoke(*line).exit_code == 2
+    refused = invoke(*line)
+    assert refused.exit_code == 2 and "--lr-decay cosine falls to 0 at the end of a budget" in refused.output
     r = invoke(*line, "--dump-config", "-")
     assert r.exit_code == 0 and "# lr-decay: cosine" in r.stdout.splitlines()
 

@@ -3,6 +3,7 @@ every bad request with a 4xx JSON error (FastAPI's 422 naming the field for an i
 keeps serving, describes its API at /docs, passes a request's search settings to the search, and
 stops cleanly on SIGTERM."""
 
+import http.client
 import json
 import os
 import signal
@@ -229,6 +230,7 @@ def test_the_page_is_served(server):
         page = res.read().decode()
     assert 'fetch("translate"' in page and 'createElement("canvas")' in page and "heatmap" in page
     assert 'id="pieces" type="checkbox"' in page and "t.word_attention" in page  # words, pieces on request
+    assert 'fetch("info")' in page and "attention: (await info).attention" in page  # asked only of a model with one
 
 
 def test_the_answer_has_the_attention_over_pieces_and_over_words():
@@ -369,12 +371,19 @@ def test_a_body_sent_as_a_form_is_415_naming_the_content_type_to_send(fake_serve
     assert got == 415 and "Content-Type: application/json" in answer["error"]
     got, answer = _post(url + "/translate", {"sentences": "a b"})  # JSON, of the wrong shape: still 422
     assert got == 422
+    host, port = url.removeprefix("http://").split(":")
+    plain = http.client.HTTPConnection(host, int(port), timeout=60)  # urllib would add a form type
+    plain.request("POST", "/translate", body=json.dumps({"sentences": ["a b"]}).encode())
+    res = plain.getresponse()
+    answer = json.loads(res.read())
+    assert res.status == 415 and "which the request lacks" in answer["error"]
 
 
 def test_the_attention_of_a_model_without_one_is_422_and_its_alignment_empty(fake_server):
     url, translator, _ = fake_server
     translator.attends = False
     try:
+        assert json.loads(_get(url + "/info")[1])["attention"] is False  # what the page asks by
         got, answer = _post(url + "/translate", {"sentences": ["a b"], "attention": True})
         assert got == 422 and answer["error"] == "attention: this model has none"
         got, answer = _post(url + "/translate", {"sentences": ["a b"]})

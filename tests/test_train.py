@@ -232,10 +232,10 @@ def test_nan_loss_stops_naming_the_update_and_keeps_the_last_good_checkpoint(cor
     with pytest.raises(UserError, match="loss became nan at update 3; .*last.pt holds the last good state"):
         train(corpus, tmp_path / "n", TINY, cfg(max_updates=5, valid_every=1))
     assert checkpoint.load(tmp_path / "n" / "last.pt").training.progress.step == 2
-    updates.clear()  # a run that saved nothing before its NaN names no checkpoint
+    # a run that saved nothing before its NaN names no checkpoint, not another run's last.pt (--reset)
+    updates.clear()
     with pytest.raises(UserError, match="loss became nan at update 3; no checkpoint was saved before it"):
-        train(corpus, tmp_path / "m", TINY, cfg(max_updates=5, valid_every=1000))
-    assert not (tmp_path / "m" / "last.pt").exists()
+        train(corpus, tmp_path / "n", TINY, cfg(max_updates=5, valid_every=1000), resume=False)
 
 
 def test_dev_bleu_counts_against_the_real_text_not_unk_references(raw, tmp_path, monkeypatch):

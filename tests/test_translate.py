@@ -523,6 +523,24 @@ def test_what_reads_the_attention_is_refused_for_a_model_without_one(encdec, tmp
     assert not (tmp_path / "out.fr").exists() and not (tmp_path / "A").exists()
 
 
+@pytest.mark.parametrize(
+    "command, message",
+    [
+        (["align", "--source", "S", "--target", "T"], "align reads the attention"),
+        (["align-plot", "--source", "S", "--target", "T", "-n", 1, "-o", "P.png"], "align-plot -m reads the attention"),
+    ],
+)
+def test_forced_alignment_is_refused_for_a_model_without_attention(encdec, tmp_path, command, message):
+    """They wrote every word linked to the first (the attention of a model without one: zeros)."""
+    from tests.test_cli import one_error_line
+
+    (tmp_path / "S").write_text(EN[0] + "\n", encoding="utf-8")
+    (tmp_path / "T").write_text(FR[0] + "\n", encoding="utf-8")
+    command = [str(tmp_path / a) if a in ("S", "T", "P.png") else a for a in command]
+    one_error_line(invoke(command[0], "-m", encdec, *command[1:]), message)
+    assert not list(tmp_path.glob("P*"))
+
+
 def test_jsonl_of_a_model_without_attention_has_no_links(encdec, tmp_path):
     (tmp_path / "in.en").write_text(EN[0] + "\n" + EN[1] + "\n", encoding="utf-8")
     r = invoke("translate", "-m", encdec, tmp_path / "in.en", "--output-format", "jsonl")

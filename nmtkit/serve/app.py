@@ -144,9 +144,10 @@ def _errors_as_json(app: FastAPI) -> None:
 
     async def validation_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
-        kind = request.headers.get("content-type")
-        if kind is not None and not _json_type(kind):  # FastAPI read it as bytes: not "a valid dictionary"
-            return error(415, f"the body is read as JSON: send it with Content-Type: application/json, not {kind}")
+        kind = request.headers.get("content-type", "")
+        if not _json_type(kind):  # FastAPI read the body as bytes: not "a valid dictionary"
+            sent = f"not {kind}" if kind else "which the request lacks"
+            return error(415, f"the body is read as JSON: send it with Content-Type: application/json, {sent}")
         return invalid(list(exc.errors()))
 
     app.add_exception_handler(StarletteHTTPException, http_error)
@@ -237,6 +238,7 @@ def create_app(
             **(info or {}),
             "limits": vars(limits),
             "default_beam": cfg.search.beam,
+            "attention": translator.attends,  # else "attention": true is refused (the page asks by it)
             "shortlist": shortlist,
             "served": {"batches": batcher.batches, "sentences": batcher.sentences},
         }

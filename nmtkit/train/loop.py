@@ -192,7 +192,7 @@ def report(state: TrainState, bar: TrainProgress) -> None:
         entry: dict[str, Any] = state.window.close(state.parallel.world)
     except Diverged as bad:
         last = state.save_dir / "last.pt"
-        kept = f"{last} holds the last good state" if last.exists() else "no checkpoint was saved before it"
+        kept = f"{last} holds the last good state" if state.last_kept else "no checkpoint was saved before it"
         raise UserError(
             f"{bad.what} became {bad.value} at update {bad.step}; {kept} (try a smaller --lr or --clip)"
         ) from None

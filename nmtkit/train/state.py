@@ -55,6 +55,7 @@ class TrainState:
     window: LossWindow = field(default_factory=lambda: LossWindow(1))
     clock: float = 0.0  # perf_counter() at the run's update 0, resumed time included
     board: Board = field(default_factory=Board)  # --tensorboard's copy of metrics.jsonl (rank 0)
+    last_kept: bool = False  # whether save_dir/last.pt holds this run (resumed from it, or saved since)
 
     @property
     def device(self) -> torch.device:
@@ -164,6 +165,7 @@ def start(
         )
     if ckpt is not None:
         _restore(state, ckpt)
+        state.last_kept = True
     return state
 
 

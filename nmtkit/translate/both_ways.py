@@ -60,7 +60,11 @@ class BothWays:
     @classmethod
     def load(cls, paths: list[str | Path], links: LinkConfig, runtime: RuntimeConfig | None) -> BothWays | None:
         """The linker of the backward models ``paths``; None where there are none."""
-        return cls(Translator.from_checkpoints(paths, runtime), links) if paths else None
+        if not paths:
+            return None
+        backward = Translator.from_checkpoints(paths, runtime)
+        backward.require_attention("linking both ways", paths[0])  # its table is half of each link
+        return cls(backward, links)
 
     def links(self, t: Translation) -> str:
         """Pharaoh links of ``t``: its table and the backward models' forced along it, combined."""

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO
 
+from .. import checkpoint
 from ..align.combine import combined_links
 from ..align.files import EOS_LABEL
 from ..align.heatmap import Heatmap
@@ -96,6 +97,9 @@ def align_file(
     if len(sources) != len(targets):
         raise UserError(f"{source} has {len(sources):,} lines but {target} {len(targets):,}")
     forward, backward = directions(model_paths)
+    for side in (forward, backward):  # here, before the models load in each process
+        if side and not any(checkpoint.load(p).model.attends() for p in side):
+            raise UserError(f"align reads the attention: {side[0]} has none")
     runtime = runtime or RuntimeConfig()
     n = processes(workers, len(sources), runtime)
     if n > 1 and not runtime.threads:
@@ -134,6 +138,7 @@ def from_model(
     if any(not src[n - 1].strip() for n in lines):
         raise UserError(f"{source}: line {next(n for n in lines if not src[n - 1].strip())} is empty")
     translator = Translator.from_checkpoints(list(model_paths), runtime)
+    translator.require_attention("align-plot -m", model_paths[0])
     forced = translator.force([src[n - 1] for n in lines], [tgt[n - 1] for n in lines], tokenized)
     return [
         Heatmap(

@@ -182,8 +182,8 @@ def translate_file(  # noqa: PLR0913 (each of translate's inputs and outputs, by
         )
     translator = Translator.from_checkpoints(forward, runtime)
     asked = "--alignments" if alignments else "--print-alignment" if pharaoh_path else None  # both ways too
-    if asked and not translator.attends:
-        raise UserError(f"{asked} reads the attention: {forward[0]} has none")
+    if asked:
+        translator.require_attention(asked, forward[0])
     both = BothWays.load(backward, links, runtime)
     with contextlib.ExitStack() as stack:
         sinks = _Sinks(stack, output, alignments, nbest_format or options.search.nbest > 1, pharaoh_path, jsonl)

@@ -175,6 +175,11 @@ class Translator:
         members = self.model.models if isinstance(self.model, Ensemble) else [self.model]
         return any(m.cfg.attends() for m in members)
 
+    def require_attention(self, what: str, where: str | Path) -> None:
+        """Refuse ``what`` in one line where the models of ``where`` have no attention to read."""
+        if not self.attends:
+            raise UserError(f"{what} reads the attention: {where} has none")
+
     @classmethod
     def from_checkpoints(
         cls, paths: list[str | Path] | str | Path, runtime: RuntimeConfig | str | None = None
