@@ -14,8 +14,9 @@ INSTALLED ?= $(VENV)/.installed
 # machine never pulls ~3 GB of CUDA wheels. Elsewhere (a GPU machine) the pin is off and
 # pip takes PyPI's default torch:
 #   make install TORCH_CONSTRAINT=
-WHEELS ?= $(firstword $(PIP_FIND_LINKS) $(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null) /opt/wheels)
-CPU_TORCH := $(wildcard $(WHEELS)/torch-2.13.0+cpu-*.whl)
+FIND_LINKS := $(PIP_FIND_LINKS) $(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null) /opt/wheels
+CPU_TORCH := $(firstword $(foreach d,$(patsubst file://%,%,$(FIND_LINKS)),$(wildcard $(d)/torch-2.13.0+cpu-*.whl)))
+WHEELS ?= $(patsubst %/,%,$(dir $(CPU_TORCH)))
 TORCH_CONSTRAINT ?= $(if $(CPU_TORCH),-c constraints/torch-cpu.txt --find-links $(WHEELS),)
 
 # The demo's data: the embedded Bible En–Fr corpus (bin/fetch-bible; its split is in docs/pipeline.md).

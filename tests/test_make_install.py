@@ -1,0 +1,27 @@
+"""make install's torch: the CPU build pinned wherever it lies among pip's find-links, so that a
+CPU machine never downloads CUDA packages (a dry run of the Makefile, nothing installed)."""
+
+import os
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CPU_WHEEL = "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl"
+
+
+def _install_commands(tmp_path: Path, find_links: str) -> str:
+    env = {**os.environ, "PIP_FIND_LINKS": find_links, "PIP_CONFIG_FILE": os.devnull}
+    venv = tmp_path / "venv"
+    cmd = ["make", "-n", "-C", str(ROOT), f"VENV={venv}", f"{venv}/.installed"]
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
+
+
+def test_the_cpu_torch_is_pinned_from_whichever_find_links_folder_holds_it(tmp_path):
+    """Only the first folder was looked in: with another before the wheels', pip took CUDA's torch."""
+    empty, wheels = tmp_path / "empty", tmp_path / "wheels"
+    empty.mkdir()
+    wheels.mkdir()
+    (wheels / CPU_WHEEL).touch()
+    for find_links in (f"{empty} {wheels}", f"file://{wheels}"):
+        out = _install_commands(tmp_path, find_links)
+        assert f"-c constraints/torch-cpu.txt --find-links {wheels} " in out, (find_links, out)
