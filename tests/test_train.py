@@ -238,6 +238,37 @@ def test_nan_loss_stops_naming_the_update_and_keeps_the_last_good_checkpoint(cor
         train(corpus, tmp_path / "n", TINY, cfg(max_updates=5, valid_every=1000), resume=False)
 
 
+def test_a_run_its_patience_stopped_is_finished_when_run_again(corpus, tmp_path):
+    """It trained on, a validation more at each run of the same command."""
+    still = cfg(lr=0.0, valid_every=1, patience=1, max_updates=40, valid_bleu=False)  # no dev score ever improves
+    first = train(corpus, tmp_path / "r", TINY, still)
+    assert first.step == 2  # the first validation improves on nothing, the second does not improve
+    again = train(corpus, tmp_path / "r", TINY, still)
+    assert again.step == 2
+    assert train(corpus, tmp_path / "r", TINY, replace(still, patience=2)).step == 3  # more patience goes on
+
+
+def test_a_run_its_minutes_ended_is_finished_when_run_again(corpus, tmp_path, monkeypatch):
+    """The final validation, shorter than the estimate that ended the run, replaced it: the same
+    command run again found minutes left and trained on."""
+    import time
+
+    import nmtkit.train.loop as loop
+
+    real, calls = loop.validate, []
+
+    def first_slow(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:  # the probe whose estimate ends the run
+            time.sleep(1.0)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(loop, "validate", first_slow)
+    timed = cfg(max_minutes=0.05, valid_every=100000, valid_bleu=False)
+    first = train(corpus, tmp_path / "r", TINY, timed)
+    assert train(corpus, tmp_path / "r", TINY, timed).step == first.step
+
+
 def test_dev_bleu_counts_against_the_real_text_not_unk_references(raw, tmp_path, monkeypatch):
     # a vocabulary of 40 entries leaves some dev words <unk>; a "model" that writes exactly the
     # binarized reference ids (with their <unk>s) must not get BLEU 100 for it

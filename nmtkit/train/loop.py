@@ -98,8 +98,9 @@ def train(
     try:
         lock.wait()
         state = start(data_dir, save_dir, model_cfg, cfg, resume, Parallel(where, runtime))
-        if state.finished():  # running the same command again changes nothing
-            log(f"{save_dir / 'last.pt'} has finished its budget (update {state.progress.step}); nothing to do")
+        if state.finished() or state.patience_spent():  # running the same command again changes nothing
+            why = "its budget" if state.finished() else f"its patience ({cfg.patience} validations)"
+            log(f"{save_dir / 'last.pt'} has finished {why} (update {state.progress.step}); nothing to do")
             progress = state.progress
         else:
             lock.hold()
@@ -211,11 +212,14 @@ def validate_and_save(
     """Validate, save, and say whether patience has run out (rank 0 decides; the others wait)."""
     if state.parallel.rank != 0:
         return False
-    progress, started = state.progress, time.perf_counter()
+    progress, started, final = state.progress, time.perf_counter(), state.finished()
     metrics = validate(state.model, state.corpus, state.cfg, state.device, state.sides.vocab["tgt"])
     _record(state, metrics)
     training_curves(runlog.entries(state.save_dir), state.save_dir / "curves.png")
-    progress.validation_seconds = time.perf_counter() - started  # what the final one will take, about
+    took = time.perf_counter() - started  # what the final one will take, about
+    # after the final one, the estimate that ended the run stays: a shorter one would leave the
+    # budget unspent, and the same command run again would go on
+    progress.validation_seconds = max(progress.validation_seconds, took) if final else took
     bar.validated(progress.step, metrics)
     if stuck := stuck_message(metrics):
         log(stuck)
@@ -225,7 +229,7 @@ def validate_and_save(
     progress.best, progress.bad_evals = (score, 0) if improved else (progress.best, progress.bad_evals + 1)
     with stop.writing():
         save_validated(state, improved, rng)
-    if state.cfg.patience and progress.bad_evals >= state.cfg.patience:
+    if state.patience_spent():
         log(f"no improvement in {state.cfg.patience} validations: stopping")
         return True
     return False

@@ -69,6 +69,10 @@ class TrainState:
             self.cfg.max_minutes and progress.seconds + progress.validation_seconds >= 60 * self.cfg.max_minutes
         )
 
+    def patience_spent(self) -> bool:
+        """Whether --patience validations in a row found no better dev score."""
+        return bool(self.cfg.patience and self.progress.bad_evals >= self.cfg.patience)
+
     def counted_out(self) -> bool:
         """Whether the budget in updates or epochs is spent: the same on every process."""
         cfg, step = self.cfg, self.progress.step
