@@ -39,8 +39,14 @@ def test_a_dumped_train_config_given_back_trains_the_same_model(data_bin, tmp_pa
     assert "\nhidden: 40\n" in text and "\n# arch: rnnsearch\n" in text  # chosen set, defaults commented
     dumped = yaml.safe_load(text)
     assert dumped["optimizer"] == "adam" and "arch" not in dumped and "schedule" not in dumped
-    assert invoke("train", data_bin, "--save-dir", tmp_path / "a", *flags).exit_code == 0
-    r = invoke("train", "--config", tmp_path / "a.yaml", "--save-dir", tmp_path / "b")
+    _assert_trains_as_the_flags(data_bin, tmp_path, flags, tmp_path / "a.yaml")
+
+
+def _assert_trains_as_the_flags(corpus, tmp_path, flags, config):
+    """``train`` with ``flags`` (in tmp_path/a) and with ``--config config`` (in tmp_path/b) make
+    the same model with the same settings."""
+    assert invoke("train", corpus, "--save-dir", tmp_path / "a", *flags).exit_code == 0
+    r = invoke("train", "--config", config, "--save-dir", tmp_path / "b")
     assert r.exit_code == 0, r.output
     a, b = (checkpoint.load(tmp_path / d / "last.pt") for d in "ab")
     assert a.model == b.model and a.training.config == b.training.config
@@ -80,11 +86,7 @@ def test_a_dump_comments_what_the_schedule_and_preset_set_and_each_comment_runs_
     every = "\n".join(x.removeprefix("# ") for x in r.stdout.splitlines()[1:])
     (tmp_path / "every.yaml").write_text(every, encoding="utf-8")
     assert yaml.safe_load(every)["optimizer"] == "adam"
-    assert invoke("train", data_bin, "--save-dir", tmp_path / "a", *flags).exit_code == 0
-    r = invoke("train", "--config", tmp_path / "every.yaml", "--save-dir", tmp_path / "b")
-    assert r.exit_code == 0, r.output
-    a, b = (checkpoint.load(tmp_path / d / "last.pt") for d in "ab")
-    assert a.model == b.model and a.training.config == b.training.config
+    _assert_trains_as_the_flags(data_bin, tmp_path, flags, tmp_path / "every.yaml")
 
 
 def test_an_incomplete_run_is_still_dumped_for_editing(tmp_path):

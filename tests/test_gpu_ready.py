@@ -266,8 +266,16 @@ def _free_port():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("poisoned", [2, 99], ids=["nan-at-update-2", "no-nan"])
-def test_a_nan_on_one_rank_ends_every_rank_with_exit_2(corpus, tmp_path, poisoned):
+@pytest.mark.parametrize(
+    "poisoned, valid_every, said",
+    [
+        (2, 100, "no checkpoint was saved before it"),
+        (99, 100, None),
+        (5, 2, "last.pt holds the last good state"),  # rank 0 saved it: rank 1 must say so too
+    ],
+    ids=["nan-at-update-2", "no-nan", "nan-after-a-validation"],
+)
+def test_a_nan_on_one_rank_ends_every_rank_with_exit_2(corpus, tmp_path, poisoned, valid_every, said):
     """Two gloo processes started by hand (as torchrun would, without its restarts): rank 1's loss
     turns NaN at update 2; both stop at the next report with the same one line, none hangs. Ended
     by the error or by the budget, neither reaches the interpreter's teardown, where the group that
@@ -310,7 +318,8 @@ def test_a_nan_on_one_rank_ends_every_rank_with_exit_2(corpus, tmp_path, poisone
             "--log-every",
             "3",
             "--valid-every",
-            "100",
+            str(valid_every),
+            "--no-valid-bleu",
             "--threads",
             "1",
             "--device",
@@ -319,8 +328,9 @@ def test_a_nan_on_one_rank_ends_every_rank_with_exit_2(corpus, tmp_path, poisone
         procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     outs = [p.communicate(timeout=240) for p in procs]
     for p, (_, err) in zip(procs, outs):
-        assert p.returncode == (2 if poisoned == 2 else 0), err[-2000:]
+        assert p.returncode == (2 if said else 0), err[-2000:]
         assert ("loss became nan at update 2" in err) == (poisoned == 2)
+        assert said is None or f"loss became nan at update {poisoned}; " in err and said in err, err[-2000:]
         assert "Traceback" not in err
         assert "the interpreter's teardown" not in err
     assert json.loads((tmp_path / "ddp" / "machine.json").read_text())  # rank 0 had started the run

@@ -163,6 +163,7 @@ def run(state: TrainState, tensorboard: Path | None = None) -> tuple[Progress, i
                     save(state, "last.pt", rng)
             elif checkpointing and not signalled:
                 finish = state.parallel.agree(validate_and_save(state, bar, rng, stop) or finish)
+                state.last_kept = True  # rank 0 saved last.pt; every process names it alike
             if finish:
                 if signalled:
                     log(

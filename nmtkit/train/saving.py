@@ -24,7 +24,6 @@ from .validate import dev_score
 def save(state: TrainState, name: str, rng: list[dict[str, torch.Tensor]], resumable: bool = True) -> None:
     """A resumable file holds the optimizer, batch position and RNGs as well (last.pt); the
     others hold what translation needs (plus the run's settings and progress)."""
-    state.last_kept = state.last_kept or name == "last.pt"  # on every process: each names it alike
     if state.parallel.rank != 0:
         return
     if state.lexicon is None:
