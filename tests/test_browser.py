@@ -86,5 +86,6 @@ def test_for_a_model_without_attention_the_page_shows_translations_alone(fake_se
         WebDriverWait(browser, 60).until(ready.presence_of_element_located((By.CSS_SELECTOR, ".sent .translation")))
         assert browser.find_element(By.CSS_SELECTOR, ".sent .translation").text == "a b c"  # the fake echoes
         assert not browser.find_elements(By.CSS_SELECTOR, "canvas.heatmap")
+        assert not browser.find_element(By.ID, "pieces").is_displayed()  # no heatmap to draw in pieces
     finally:
         translator.attends = True
