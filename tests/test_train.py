@@ -316,6 +316,10 @@ def test_max_epochs_stops_after_exactly_that_many_epochs(corpus, tmp_path):
     state = train(corpus, tmp_path / "e", TINY, cfg(max_epochs=2))
     assert state.step == 2 * per_epoch
     assert (checkpoint.load(tmp_path / "e" / "last.pt").training.batches or {})["epoch"] == 2
+    logged = [json.loads(line) for line in (tmp_path / "e" / "metrics.jsonl").read_text().splitlines()]
+    # counted from 1, as the progress line and the resume message count them
+    epochs = [e["epoch"] for e in logged if "train_nll" in e]
+    assert epochs == sorted(epochs) and epochs[0] == 1 and epochs[-1] == 2
 
 
 @pytest.mark.gpu

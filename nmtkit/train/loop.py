@@ -274,7 +274,7 @@ def describe_batches(cfg: TrainConfig, world: int) -> str:
 
 def _record(state: TrainState, entry: dict[str, Any]) -> None:
     if state.parallel.rank == 0:
-        entry = {"step": state.progress.step, "epoch": state.batches.drawn_epoch, **entry}
+        entry = {"step": state.progress.step, "epoch": state.batches.drawn_epoch + 1, **entry}
         runlog.append(state.save_dir, entry)
         state.board.add(entry)
 
