@@ -202,6 +202,23 @@ def test_init_from_takes_the_weights_and_starts_a_fresh_run(data_bin, tmp_path):
     assert checkpoint.load(tmp_path / "b" / "last.pt").training.progress.step == 3
 
 
+def test_a_resumed_run_names_the_batch_flags_it_does_not_take(data_bin, tmp_path):
+    r = invoke("train", data_bin, "--save-dir", tmp_path / "r", *TINY, "--max-updates", 2, "--patience", 0)
+    assert r.exit_code == 0, r.output
+    plain = ["--preset", "tiny", "--optimizer", "adam", "--no-valid-bleu", "--threads", "1"]
+    again = [*plain, "--batch-size", "4", "--max-len", "20"]  # TINY has --batch-size 2
+    r = invoke("train", data_bin, "--save-dir", tmp_path / "r", *again, "--max-updates", 3, "--patience", 0)
+    assert r.exit_code == 0, r.output
+    last = tmp_path / "r" / "last.pt"
+    said = f"--batch-size 4, --max-len 20 not used: the run in {last} keeps its batches (--batch-size 2, --max-len 50"
+    assert said in r.output
+    assert checkpoint.load(last).training.config.batch_size == 2
+    # the same flags again, or a default left out: nothing to say
+    for flags, updates in ((TINY, 4), (plain, 5)):
+        r = invoke("train", data_bin, "--save-dir", tmp_path / "r", *flags, "--max-updates", updates, "--patience", 0)
+        assert r.exit_code == 0 and "not used" not in r.output, r.output
+
+
 def test_a_run_says_what_stops_it_and_how_long_an_update_takes(data_bin, tmp_path):
     r = invoke("train", data_bin, "--save-dir", tmp_path / "a", *TINY, "--max-updates", 8, "--patience", 0)
     assert r.exit_code == 0, r.output

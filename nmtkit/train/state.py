@@ -111,6 +111,8 @@ def start(
             "give the flags it was trained with, --reset to start over, or another --save-dir",
         )
         model_cfg, old = ckpt.model, ckpt.training.config
+        if parallel.rank == 0:
+            _say_batches_kept(cfg, old, last)
         cfg = TrainConfig(**{**cfg.to_dict(), **{k: getattr(old, k) for k in _KEPT_ON_RESUME}})
     elif init is not None:
         _same_model(
@@ -171,6 +173,19 @@ def start(
         _restore(state, ckpt)
         state.last_kept = True
     return state
+
+
+def _say_batches_kept(cfg: TrainConfig, old: TrainConfig, last: Path) -> None:
+    """Name the batch settings of this command that a resumed run does not take. Only values other
+    than the default are named: an omitted flag cannot be told from one typed with its default."""
+    default = TrainConfig()
+    ignored = [k for k in _KEPT_ON_RESUME if getattr(cfg, k) not in (getattr(old, k), getattr(default, k))]
+    if ignored:
+        flag = {k: "--" + k.replace("_", "-") for k in ignored}
+        log(
+            f"{', '.join(f'{flag[k]} {getattr(cfg, k)}' for k in ignored)} not used: the run in {last} keeps "
+            f"its batches ({', '.join(f'{flag[k]} {getattr(old, k)}' for k in ignored)}; --reset starts over)"
+        )
 
 
 def graphed(cfg: TrainConfig, parallel: Parallel) -> bool:
