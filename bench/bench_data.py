@@ -11,6 +11,7 @@ Then data selection (nmtkit select): scoring throughput in words/s
 
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
 import subprocess
@@ -120,5 +121,12 @@ def select_bench(raw: Path) -> None:
 
 def from_argv(argv: list[str]) -> None:
     """``bin/bench-data [DATA [VOCAB]]``: data/bible and DATA/vocab-bpe8000 where not given."""
-    data = Path(argv[0] if argv else "data/bible")
-    main(data, Path(argv[1]) if len(argv) > 1 else data / "vocab-bpe8000")
+    ap = argparse.ArgumentParser(prog="bench-data", description=__doc__.split("\n\n")[0])
+    ap.add_argument("data", nargs="?", type=Path, default=Path("data/bible"), help="holds raw/ and clean/ (make data)")
+    ap.add_argument("vocab", nargs="?", type=Path, default=None, help="build-vocab's directory (DATA/vocab-bpe8000)")
+    args = ap.parse_args(argv)
+    vocab = args.vocab or args.data / "vocab-bpe8000"
+    for needed in (args.data / "raw" / "train.en", vocab):
+        if not needed.exists():
+            ap.error(f"{needed} not found (make data builds it)")
+    main(args.data, vocab)

@@ -162,7 +162,10 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = parser().parse_args(argv)
+    ap = parser()
+    args = ap.parse_args(argv)
+    if args.updates < WARMUP + 10:  # the speed is the mean of the windows logged after the warm-up
+        ap.error(f"--updates {args.updates}: at least {WARMUP + 10}, the first {WARMUP} being left out of the speed")
     if args.demo_only and args.demo_bin:
         print_demo(args, bench_dir() / "nmtkit", [])
         return

@@ -123,3 +123,21 @@ def test_the_profiler_runs_the_training_runs_whole_update_and_says_how_many_shap
     assert figures["tok_per_s"] > 0 and not figures["every_shape_captured"] and "gpu_busy_share" not in figures
     with pytest.raises(SystemExit, match="plain update"):
         profile_train.main([str(tmp_path / "bin"), "--cuda-graphs", "--compile"])
+
+
+@pytest.mark.parametrize("script", sorted(p.name for p in (ROOT / "bin").iterdir()))
+def test_every_script_in_bin_answers_help(script):
+    path = ROOT / "bin" / script
+    shell = "bash" in path.read_text(encoding="utf-8").splitlines()[0]
+    r = subprocess.run(
+        ["bash" if shell else sys.executable, str(path), "--help"], capture_output=True, text=True, timeout=120
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.lower().startswith("usage:") and script in r.stdout.splitlines()[0]
+
+
+def test_bench_train_refuses_too_few_updates_to_time():
+    r = subprocess.run(
+        [sys.executable, str(ROOT / "bin" / "bench-train"), "--updates", "5"], capture_output=True, text=True
+    )
+    assert r.returncode == 2 and "at least 30" in r.stderr.splitlines()[-1]
