@@ -1,4 +1,4 @@
-"""mkdocs hooks (mkdocs.yml: ``hooks``), two of them.
+"""mkdocs hooks (mkdocs.yml: ``hooks``), three of them.
 
 The docstrings are written for Sphinx (``:class:`Corpus```, ``:func:`~.load```); mkdocstrings renders
 such a role as its name and a code span. :func:`on_page_content` shows the code span alone, and for a
@@ -66,6 +66,7 @@ _MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|])")
 
 
 def on_page_markdown(markdown: str, **_: Any) -> str:
+    markdown = _SETTINGS.sub(_settings, markdown)
     return _DIRECTIVE.sub(lambda block: "\n".join(_reference(block.group(1))) + "\n", markdown)
 
 
@@ -259,3 +260,46 @@ def _text(text: str) -> str:
 
 def _literal(text: str) -> str:
     return f"<code>{_text(text)}</code>"
+
+
+# --- the settings of the library's configs (docs/api.md) -----------------------------------------------
+
+# "::: nmtkit-settings nmtkit.train.config.TrainConfig": a table of the class's declared settings, each
+# with the option it is on the command line, its default and its help, from its declaration (setting()),
+# as --help has them; the field names are what Python takes, which are not always the flags' spelling.
+_SETTINGS = re.compile(r"^::: nmtkit-settings[ \t]+(?P<cls>[\w.]+)[ \t]*$", re.M)
+
+
+def settings_table(cls: type) -> str:
+    """The Markdown table of the settings class ``cls``."""
+    from nmtkit.core.settings import declared, declared_names, default_of, flag_of, sub_config
+
+    rows = ["| field | option | default | what it sets |", "|---|---|---|---|"]
+    for name in declared_names(cls):
+        f, d = declared(cls, name)
+        inner = sub_config(f)
+        if inner is not None:  # its fields are options of their own: its table is its class's
+            rows.append(f"| {_literal(name)} | | {_literal(inner.__name__ + '()')} | {_text(d.help)} |")
+            continue
+        default = d.default_help if d.default_help is not None else repr(default_of(f))
+        says = [" ".join(d.help.split())]
+        if d.choices is not None:
+            says.append(f"One of: {', '.join(d.choices)}.")
+        bounds = [
+            f"{sign} {b:g}" for sign, b in ((">=", d.ge), (">", d.gt), ("<=", d.le), ("<", d.lt)) if b is not None
+        ]
+        if bounds:
+            says.append(f"Bounds: {', '.join(bounds)}.")
+        rows.append(
+            f"| {_literal(name)} | {_literal(flag_of(name, d))} | {_literal(default)} | {_text(' '.join(says))} |"
+        )
+    return "\n".join(rows) + "\n"
+
+
+def _settings(match: re.Match[str]) -> str:
+    module, _, name = match.group("cls").rpartition(".")
+    try:
+        cls = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as e:
+        raise PluginError(f"::: nmtkit-settings {match.group('cls')}: {e}") from e
+    return settings_table(cls)

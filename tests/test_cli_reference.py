@@ -28,7 +28,7 @@ pytestmark = pytest.mark.skipif(
 
 
 @pytest.fixture(scope="module")
-def page(tmp_path_factory: pytest.TempPathFactory) -> str:
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     site = tmp_path_factory.mktemp("site")
     built = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
@@ -39,6 +39,11 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> str:
         timeout=600,
     )
     assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    return site
+
+
+@pytest.fixture(scope="module")
+def page(site: Path) -> str:
     return (site / "cli" / "index.html").read_text(encoding="utf-8")
 
 
@@ -210,3 +215,22 @@ def test_the_hook_shows_what_markdown_and_html_would_take_as_written(monkeypatch
     examples = re.findall(r"<pre[^>]*>(.*?)</pre>", out, re.S)[-1]
     assert "toy --x '*a*|b' <in >out   # `x`" in html.unescape(re.sub(r"<[^>]*>", "", examples))
     assert text(out).endswith("See <a> & *b*.")
+
+
+def test_the_library_page_gives_each_config_field_with_its_option_default_and_help(site: Path) -> None:
+    from nmtkit.core.settings import declared, declared_names, flag_of, sub_config
+    from nmtkit.models.config import CoverageConfig, LuongConfig, RNNSearchConfig
+    from nmtkit.train.config import TrainConfig
+    from nmtkit.translate.settings import SearchConfig, TranslateOptions
+
+    table: dict[str, list[list[str]]] = {}
+    for r in rows((site / "api" / "index.html").read_text(encoding="utf-8")):
+        if len(r) == 4:
+            table.setdefault(r[0], []).append(r)
+    for cls in (TrainConfig, SearchConfig, TranslateOptions, RNNSearchConfig, LuongConfig, CoverageConfig):
+        for name in declared_names(cls):
+            f, d = declared(cls, name)
+            flag = "" if sub_config(f) else flag_of(name, d)
+            found = [r for r in table.get(name, []) if r[1] == flag and r[3].startswith(fold(d.help))]
+            assert found and all(r[2] for r in found), f"{cls.__name__}.{name} is not on the page with {flag}"
+    assert table["max_ratio"][0][1] == "--max-output-ratio"  # a field named otherwise than its flag

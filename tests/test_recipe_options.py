@@ -152,6 +152,24 @@ def test_a_schedule_without_a_budget_or_with_the_epoch_halving_is_refused():
         )
 
 
+def test_the_library_s_train_refuses_what_the_command_line_refuses(data_bin, tmp_path):
+    from nmtkit.train.loop import train
+    from tests.conftest import TINY_RNNSEARCH
+
+    model = model_config("rnnsearch", **TINY_RNNSEARCH)
+    for cfg, said in (
+        (TrainConfig(lr_decay="cosine"), "falls to 0 at the end of a budget"),
+        (TrainConfig(lr_decay="cosine", decay_after=3, max_updates=2), "two schedules"),
+        (TrainConfig(guided_alignment_weight=0.5, max_updates=2), None),
+    ):
+        if said is None:  # RNNencdec has no attention to guide
+            model = model_config("rnnencdec", emb=24, hidden=24, maxout=24)
+            said = "trains the attention: --arch rnnencdec has none"
+        with pytest.raises(UserError, match=said):
+            train(data_bin, tmp_path / "run", model, cfg)
+        assert not (tmp_path / "run").exists()  # refused before anything is written
+
+
 def test_label_smoothing_is_torch_s_and_the_logged_nll_stays_plain():
     torch.manual_seed(0)
     t, w, b = torch.randn(7, 5, requires_grad=True), torch.randn(11, 5, requires_grad=True), torch.randn(11)

@@ -133,6 +133,17 @@ def test_beam_one_is_greedy(overfit, tmp_path):
     assert r.stdout.splitlines() == [" ".join(t.sides.tgt.vocab.decode(x)) for x in out.tokens]
 
 
+def test_the_library_refuses_more_best_than_the_beam_holds_as_the_command_line_does(overfit):
+    from nmtkit.core.errors import UserError
+    from nmtkit.translate.settings import SearchConfig, TranslateOptions
+    from nmtkit.translate.translator import Translator
+
+    t = Translator.from_checkpoints(ckpt(overfit), "cpu")
+    with pytest.raises(UserError, match="nbest 5 is more than beam 2 can give"):
+        list(t.translate(EN[:1], TranslateOptions(search=SearchConfig(beam=2, nbest=5))))
+    assert len(next(iter(t.translate(EN[:1], TranslateOptions(search=SearchConfig(beam=2, nbest=2))))).nbest) == 2
+
+
 def test_nbest_lists_are_ordered_and_start_with_the_best(overfit, tmp_path):
     src = tmp_path / "src.en"
     src.write_text(EN[1] + "\n\n" + EN[3] + "\n", encoding="utf-8")

@@ -15,7 +15,7 @@ import click
 
 from ..core.console import set_verbosity
 from ..core.parallel import default_workers
-from ..core.settings import Declared, RuntimeConfig, declared, declared_names, default_of
+from ..core.settings import Declared, RuntimeConfig, declared, declared_names, default_of, flag_of
 from ..text.clean import PRESETS, RULES, rules_named
 from ..text.settings import TextConfig
 from ..translate.settings import SAMPLING_OPTIONS, SEARCH_OPTIONS, SearchConfig
@@ -103,7 +103,7 @@ def option(
     f, d = declared(cls, name)
     param = dest or name
     value = default_of(f) if default is dataclasses.MISSING else default
-    spelled = d.flag or "--" + name.replace("_", "-")
+    spelled = flag_of(name, d)
     flag = spelled.split("/")[0]
     help_ = f"{d.help} {note}".strip()
     if d.default_help is not None:

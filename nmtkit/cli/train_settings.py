@@ -14,12 +14,11 @@ from ..models.config import (
     FAMILIES,
     SIZES,
     ModelConfig,
-    RNNSearchConfig,
     every_model_flag,
     model_config,
     refuse_foreign,
 )
-from ..train.config import SCHEDULES, TrainConfig
+from ..train.config import SCHEDULES, TrainConfig, check_run
 
 
 def train_settings(
@@ -28,7 +27,7 @@ def train_settings(
     """The model and training configs of ``nmtkit train`` (:func:`resolved_settings`), refused in
     one line where the run they make cannot be trained."""
     model, cfg = resolved_settings(arch, preset, schedule_name, values, given)
-    _check_run(arch, model, cfg)
+    check_run(model, cfg)
     return model, cfg
 
 
@@ -81,31 +80,6 @@ def resolved_settings(
     mine = {k: v for k, v in values.items() if k in own and k not in SIZES and v is not None}
     model = model_config(arch, **sizes, **mine)
     return model, TrainConfig(**{k: v for k, v in values.items() if k not in every} | recipe)
-
-
-def _check_run(arch: str, model: ModelConfig, cfg: TrainConfig) -> None:
-    """Refuse a run these configs cannot train, in one line."""
-    if cfg.guided_alignment_weight and not model.attends():
-        raise UserError(
-            f"--guided-alignment-weight trains the attention: --arch {arch} "
-            f"{'--attention none ' if 'attention' in FAMILIES[arch].flags() else ''}has none"
-        )
-    if isinstance(model, RNNSearchConfig) and model.alignment_head and not cfg.guided_alignment_weight:
-        raise UserError(
-            "--alignment-head learns from word links: it needs --arch rnnsearch and --guided-alignment-weight"
-        )
-    if cfg.head_only and not (isinstance(model, RNNSearchConfig) and model.alignment_head and cfg.init_from):
-        raise UserError(
-            "--head-only trains the alignment head of a trained model: give --init-from MODEL.pt, "
-            "--alignment-head and --guided-alignment-weight"
-        )
-    if cfg.lr_decay != "none" and cfg.decay_after:
-        raise UserError("--lr-decay and --decay-after are two schedules: give one")
-    if cfg.lr_decay != "none" and not (cfg.max_updates or cfg.max_minutes or cfg.max_epochs):
-        raise UserError(
-            f"--lr-decay {cfg.lr_decay} falls to 0 at the end of a budget: give --max-updates, "
-            f"--max-minutes or --max-epochs"
-        )
 
 
 def recipe_fills(arch: str, preset: str, schedule_name: str, model: ModelConfig, cfg: TrainConfig) -> dict[str, Any]:

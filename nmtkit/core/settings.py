@@ -88,6 +88,12 @@ def declared(cls: type, name: str) -> tuple[Field[Any], Declared]:
     raise KeyError(f"{cls.__name__} has no field {name}")
 
 
+def flag_of(name: str, d: Declared) -> str:
+    """The command line's spelling of the setting ``name``: ``--max-output-ratio`` for ``max_ratio``,
+    ``--tf32/--no-tf32`` where the declaration gives a pair."""
+    return d.flag or "--" + name.replace("_", "-")
+
+
 def declared_names(cls: type) -> list[str]:
     """The fields of ``cls`` made by :func:`setting`, in their order."""
     return [f.name for f in fields(cls) if "nmtkit" in f.metadata]

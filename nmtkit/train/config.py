@@ -1,6 +1,6 @@
 """Settings of a training run: plain values, which the command line fills and the checkpoint
-stores. How ``nmtkit train``'s flags and named recipes resolve into them is
-:mod:`nmtkit.cli.train_settings`'s.
+stores, and the check of what they ask of each other. How ``nmtkit train``'s flags and named
+recipes resolve into them is :mod:`nmtkit.cli.train_settings`'s.
 """
 
 from __future__ import annotations
@@ -9,7 +9,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.errors import UserError
 from ..core.settings import Settings, setting
+from ..models.config import FAMILIES, ModelConfig, RNNSearchConfig
 
 # Each optimizer's learning rate when none is given: Adadelta's 1 is the paper's (Appendix B: the
 # rate scales a step Adadelta already adapts), Adam's 5e-4 (Kingma & Ba's 1e-3 halved: RNNsearch
@@ -224,3 +226,31 @@ SCHEDULES: dict[str, Schedule] = {
     ),
 }
 DEFAULT_SCHEDULE = "appendix-b"  # the paper's
+
+
+def check_run(model: ModelConfig, cfg: TrainConfig) -> None:
+    """Refuse, in one line naming the flags, a run these configs cannot train: what the settings
+    ask of each other (a decaying rate needs a budget to decay over; guided alignment, attention).
+    :func:`nmtkit.train.loop.train` checks it before it starts."""
+    arch = model.arch
+    if cfg.guided_alignment_weight and not model.attends():
+        raise UserError(
+            f"--guided-alignment-weight trains the attention: --arch {arch} "
+            f"{'--attention none ' if 'attention' in FAMILIES[arch].flags() else ''}has none"
+        )
+    if isinstance(model, RNNSearchConfig) and model.alignment_head and not cfg.guided_alignment_weight:
+        raise UserError(
+            "--alignment-head learns from word links: it needs --arch rnnsearch and --guided-alignment-weight"
+        )
+    if cfg.head_only and not (isinstance(model, RNNSearchConfig) and model.alignment_head and cfg.init_from):
+        raise UserError(
+            "--head-only trains the alignment head of a trained model: give --init-from MODEL.pt, "
+            "--alignment-head and --guided-alignment-weight"
+        )
+    if cfg.lr_decay != "none" and cfg.decay_after:
+        raise UserError("--lr-decay and --decay-after are two schedules: give one")
+    if cfg.lr_decay != "none" and not (cfg.max_updates or cfg.max_minutes or cfg.max_epochs):
+        raise UserError(
+            f"--lr-decay {cfg.lr_decay} falls to 0 at the end of a budget: give --max-updates, "
+            f"--max-minutes or --max-epochs"
+        )

@@ -45,7 +45,7 @@ from ..core.settings import RuntimeConfig
 from ..models.config import ModelConfig
 from ..models.fused import use_fused
 from . import board, runlog
-from .config import TrainConfig
+from .config import TrainConfig, check_run
 from .graphs import updater
 from .optimizer import rate_of
 from .pace import TIMED_UPDATES, pace_report, stopping_rule
@@ -83,7 +83,13 @@ def train(
 
     Returns:
         Where training stopped: updates done, the best dev score, seconds spent.
+
+    Raises:
+        UserError: a run the settings cannot make (:func:`~nmtkit.train.config.check_run`), a
+            corpus or a ``last.pt`` that does not fit them, a loss that became NaN.
+        Interrupted: Ctrl-C or SIGTERM, after ``last.pt`` was saved.
     """
+    check_run(model_cfg, cfg)
     if tensorboard is not None:
         board.require()
     where = distributed.place()

@@ -14,6 +14,7 @@ from ..checkpoint import Checkpoint, Progress, TextSides
 from ..core.console import log
 from ..core.errors import FormatError, UserError
 from ..core.files import remove_stale_temporaries
+from ..core.settings import declared, flag_of
 from ..data.batching import Batches
 from ..data.binarized import Corpus, TokenArray
 from ..data.lexicon import Lexicon
@@ -181,7 +182,7 @@ def _say_batches_kept(cfg: TrainConfig, old: TrainConfig, last: Path) -> None:
     default = TrainConfig()
     ignored = [k for k in _KEPT_ON_RESUME if getattr(cfg, k) not in (getattr(old, k), getattr(default, k))]
     if ignored:
-        flag = {k: "--" + k.replace("_", "-") for k in ignored}
+        flag = {k: flag_of(k, declared(TrainConfig, k)[1]) for k in ignored}
         log(
             f"{', '.join(f'{flag[k]} {getattr(cfg, k)}' for k in ignored)} not used: the run in {last} keeps "
             f"its batches ({', '.join(f'{flag[k]} {getattr(old, k)}' for k in ignored)}; --reset starts over)"

@@ -52,14 +52,28 @@ GPU_MAX_TOKENS = 8000
 
 @dataclass
 class Translation:
-    text: str  # detokenised output (or Moses tokens with tokenized=True)
-    tokens: list[str]  # output tokens as the model wrote them (BPE included, <unk> replaced)
+    """One input line's translation, as :meth:`Translator.translate` gives it.
+
+    Attributes:
+        text: The output, detokenised (Moses tokens with ``tokenized=True``).
+        tokens: The output's tokens as the model wrote them (subword units, ``<unk>`` replaced).
+        source_tokens: The input's tokens as the model read them.
+        score: The log-probability, ``</s>`` included.
+        ranking: The score after length normalisation, by which the search ranked it.
+        attention: The attention weights, (len(tokens) + 1) × (len(source_tokens) + 1), where
+            they were asked for and the model has attention; else None.
+        nbest: The n best, best first, where more than one was asked for (``nbest``).
+        links: Pharaoh links made otherwise than from ``attention`` (by linking both ways).
+    """
+
+    text: str
+    tokens: list[str]
     source_tokens: list[str]
-    score: float  # log-probability, </s> included
-    ranking: float  # the score after length normalisation
-    attention: np.ndarray | None = None  # (len(tokens) + 1, len(source_tokens) + 1)
-    nbest: list[Translation] = field(default_factory=list)  # best first, when more than one is asked
-    links: str | None = None  # Pharaoh links made otherwise than from ``attention`` (both_ways.BothWays)
+    score: float
+    ranking: float
+    attention: np.ndarray | None = None
+    nbest: list[Translation] = field(default_factory=list)
+    links: str | None = None
 
 
 @dataclass
@@ -250,6 +264,7 @@ class Translator:
         """Translations of ``lines``, numbered from ``first_line`` (in the warnings, and as the
         sampling's keys); each starts with its line of ``prefixes`` when given. ``done`` is told
         how many lines each batch translated, as it ends (a progress bar's advance)."""
+        options.search.check()  # what the command line refuses, a caller's config is refused too
         src_side, tgt_side = self.sides.src, self.sides.tgt
         sources = [
             _crop(src_side.tokens(line, options.tokenized), options.max_length, first_line + k)
