@@ -406,8 +406,11 @@ gpu-check: $(if $(ON_GPU),,data)
 
 # The paper's WMT'14 En→Fr experiment on GPUs (examples/wmt14_en_fr/; its variables pass through:
 # make reproduce MIRROR=/data/statmt CHECKSUMS=/data/statmt/checksums.txt WORK=/scratch/wmt14).
+# a command as the example's directory runs it: a path relative to here made absolute, an absolute
+# path or a command on PATH (python3 -m nmtkit) as it is
+from_root = $(if $(filter /%,$(firstword $1)),$1,$(if $(findstring /,$(firstword $1)),$(CURDIR)/$(strip $1),$1))
 reproduce: $(INSTALLED)
-	$(MAKE) -C examples/wmt14_en_fr reproduce ROOT=$(CURDIR) PY=$(CURDIR)/$(PY) NMTKIT=$(CURDIR)/$(NMTKIT)
+	$(MAKE) -C examples/wmt14_en_fr reproduce ROOT=$(CURDIR) PY="$(call from_root,$(PY))" NMTKIT="$(call from_root,$(NMTKIT))"
 
 # ---- RNNencdec, RNNsearch and Luong et al.'s variants at one budget (updates), on the Bible dev set ----
 # A Luong run's name is luong_WINDOW_SCORE_FEED; every other setting is the same for all.
@@ -547,15 +550,29 @@ $(PAPER)/report.md: $(foreach m,$(PAPER_MODELS),$(PAPER)/$(m)/test.hyp.fr $(PAPE
     $(if $(filter gpu,$(PAPER_SCALE)),,$(WORDS_VOCAB)/vocab.json)
 	$(PAPER_PY) -m bench.paper report --runs $(PAPER) --raw $(DATA)/raw --no-unk-vocab $(PAPER_NO_UNK) \
 	    --models "$(PAPER_MODELS)" --samples $(PAPER_SAMPLES) --beam $(PAPER_BEAM) \
-	    --made-by "make paper$(if $(filter gpu,$(PAPER_SCALE)), PAPER_SCALE=gpu)"
+	    --made-by "$(paper_command)"
+
+# The variables that change the study's figures. results/paper.json (the README's figure) is the
+# default recipe's: a run with any of them set records nothing there unless RESULTS_DIR is given
+# too, and then with the variables in its command.
+PAPER_FIGURE_VARS = PAPER_UPDATES PAPER_RECIPE PAPER_TRAIN PAPER_MODELS PAPER_MINUTES PAPER_SIZE PAPER_BEAM \
+    PAPER_SAMPLES STUDY_RECIPE DEMO_BF16 BEAM BPE VOCAB_SIZE
+paper_changed = $(strip $(foreach v,$(PAPER_FIGURE_VARS),$(if $(filter command environment%,$(origin $v)),$v)))
+paper_records = $(if $(paper_changed),$(filter command environment%,$(origin RESULTS_DIR)),yes)
+paper_command = make paper$(if $(filter gpu,$(PAPER_SCALE)), PAPER_SCALE=gpu)$(foreach v,$(paper_changed), $v='$($v)')
 
 paper: $(PAPER)/report.md
+ifneq ($(paper_records),)
 	$(PAPER_PY) -m bench.results record paper$(if $(filter gpu,$(PAPER_SCALE)),-gpu) --into $(RESULTS_DIR) \
 	    --machine-of $(PAPER)/$(lastword $(PAPER_MODELS)) \
 	    --title "The paper's finding: RNNsearch-50 against RNNencdec-50 (test verses, tokenized BLEU)" \
-	    --command "make paper$(if $(filter gpu,$(PAPER_SCALE)), PAPER_SCALE=gpu)" \
+	    --command "$(paper_command)" \
 	    $(foreach m,$(filter rnnsearch-50 rnnencdec-50,$(PAPER_MODELS)),--json-figure \
 	        "$(m)=$(PAPER)/table1.json:test.all.bleu_tok.$(m).bleu")
+else
+	@echo "make paper: $(PAPER)/report.md is this run's; $(RESULTS_DIR)/ keeps the default recipe's figures" \
+	    "($(paper_changed) set: RESULTS_DIR=DIR records this run in DIR)" >&2
+endif
 
 # Under-translation (docs/paper.md): RNNsearch-50 beside the same recipe with Tu et al.'s coverage
 # models, by passage length and by how long the outputs are against the references.

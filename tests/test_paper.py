@@ -63,6 +63,17 @@ def test_on_a_gpu_machine_an_input_it_was_not_given_is_built_as_on_a_cpu(tmp_pat
     assert f"bench.paper passages {data}/raw" in out and f"bin/fetch-bible {data}/raw" in out
 
 
+def test_a_study_with_its_own_recipe_keeps_out_of_the_results_the_readme_shows(tmp_path):
+    cmd = ["make", "-n", "-C", str(ROOT), "INSTALLED=", f"DATA={tmp_path}/data", f"PAPER={tmp_path}/paper", "paper"]
+    default = subprocess.run(cmd, **TEXT).stdout
+    assert "bench.results record paper --into results " in default and '--command "make paper" ' in default
+    own = subprocess.run([*cmd, "PAPER_UPDATES=3000"], **TEXT)
+    assert "bench.results record" not in own.stdout and "PAPER_UPDATES set" in own.stdout
+    assert "--made-by \"make paper PAPER_UPDATES='3000'\"" in own.stdout
+    asked = subprocess.run([*cmd, "PAPER_UPDATES=3000", f"RESULTS_DIR={tmp_path}/r"], **TEXT).stdout
+    assert f"record paper --into {tmp_path}/r " in asked and "--command \"make paper PAPER_UPDATES='3000'\"" in asked
+
+
 @pytest.mark.slow
 def test_the_study_runs_end_to_end_and_resumes(tmp_path, bible_db):
     (tmp_path / "cache").mkdir()
@@ -84,7 +95,10 @@ def test_the_study_runs_end_to_end_and_resumes(tmp_path, bible_db):
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     # the study's figures as a results file, for the pages (bench/results.py)
     result = json.loads((tmp_path / "results" / "paper.json").read_text(encoding="utf-8"))
-    assert set(result["figures"]) == {"rnnsearch-50", "rnnencdec-50"} and result["command"] == "make paper"
+    assert set(result["figures"]) == {"rnnsearch-50", "rnnencdec-50"}
+    # the variables that changed its figures, in the command it records
+    assert result["command"].startswith("make paper PAPER_TRAIN='--preset tiny --optimizer adam --max-updates 3 ")
+    assert result["command"].endswith(" PAPER_SAMPLES='20' BEAM='2' BPE='60' VOCAB_SIZE='200'")
     assert result["date"] and result["commit"] and "cores" in result["machine"]
     report = (tmp_path / "paper" / "report.md").read_text(encoding="utf-8")
     for heading in ("Table 1", "Figure 2", "Figure 3"):
@@ -172,7 +186,7 @@ def test_the_gpu_scale_runs_at_tiny_sizes_on_a_cpu_resumes_after_a_kill_and_repo
     for heading in ("Table 1", "Figure 2", "Figure 3"):
         assert f"## {heading}" in report
     assert "minutes, fp32, eager" in report and "(beam 2)" in report and "32 hidden units" in report
-    assert "by `make paper PAPER_SCALE=gpu`" in report and "Trained on: " in report
+    assert "by `make paper PAPER_SCALE=gpu PAPER_MINUTES='0.1' PAPER_BEAM='2' PAPER_SAMPLES='20'" in report and "Trained on: " in report
     assert (paper / "fig2-bleu-by-length.png").stat().st_size > 1000
     from nmtkit.core.machine import describe, machine
 

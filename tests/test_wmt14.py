@@ -225,6 +225,21 @@ def test_dry_run_shows_the_full_size_commands():
         assert expected in out.stdout, expected
 
 
+def test_the_top_make_reproduce_hands_on_relative_absolute_and_path_commands_whole():
+    def handed(*args: str) -> str:
+        out = subprocess.run(
+            ["make", "-n", "-C", str(ROOT), "INSTALLED=", "WORK=/nonexistent/work", *args, "reproduce"],
+            capture_output=True,
+            text=True,
+        )
+        assert out.returncode == 0, out.stderr
+        return next(line for line in out.stdout.splitlines() if "examples/wmt14_en_fr reproduce" in line)
+
+    assert f'PY="{ROOT}/.venv/bin/python" NMTKIT="{ROOT}/.venv/bin/nmtkit"' in handed()
+    line = handed(f"PY={sys.executable}", "NMTKIT=python3 -m nmtkit")
+    assert f'PY="{sys.executable}" NMTKIT="python3 -m nmtkit"' in line
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs GNU make")
 def test_reproduce_runs_offline_on_a_mirror(tmp_path):
