@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import subprocess
 import sys
 import tempfile
@@ -54,7 +55,7 @@ import torch
 from nmtkit.core.machine import this_cpu
 from nmtkit.train.runlog import RunLog
 
-from .bench_common import NMTKIT, mean, write_text
+from .bench_common import NMTKIT, fail, mean, write_text
 from .gpu_cells import BATCHES, PATHS, WHOLE_UPDATE, WMT14_TARGET_TOKENS, cells, flags
 
 
@@ -130,19 +131,21 @@ def speed_of(windows: list[dict[str, Any]], warmup: int) -> dict[str, Any]:
 
 
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
     ap.add_argument("data_bin", type=Path)
-    ap.add_argument("--updates", type=int, default=60)
+    ap.add_argument("--updates", type=int, default=60, help="updates of each cell off the whole-update path")
     ap.add_argument(
         "--graph-updates", dest="graph_updates", type=int, default=250, help="updates of each update-graph cell"
     )
-    ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=20, help="updates left out of each cell's speed")
     ap.add_argument("--archs", default="rnnsearch,rnnencdec,luong", help="ARCH or ARCH+cudnn (--encoder cudnn)")
     ap.add_argument("--paths", default=",".join(PATHS), help="of " + ", ".join(PATHS))
     ap.add_argument("--precisions", default="fp32/tf32,bf16", help="of fp32/tf32, bf16")
     ap.add_argument("--batches", default="80,6000", help="80 (sentences), 6000 (tokens), or both")
-    ap.add_argument("--preset", default="paper")
-    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--preset", default="paper", help="the model's sizes (nmtkit train --preset)")
+    ap.add_argument("--device", default="cuda", help="cuda, or cpu to check the script (with --preset tiny)")
     return ap
 
 
@@ -169,21 +172,26 @@ def main(argv: list[str] | None = None) -> None:
     args = parser().parse_args(argv)
     unknown = set(args.paths.split(",")) - set(PATHS)
     if unknown:
-        sys.exit(f"bench-gpu: no path {sorted(unknown)[0]!r} (of {', '.join(PATHS)})")
+        fail("bench-gpu", f"no path {sorted(unknown)[0]!r} (of {', '.join(PATHS)})")
     named = {"80": BATCHES[0], "6000": BATCHES[1]}
     if not set(args.batches.split(",")) <= set(named):
-        sys.exit(f"bench-gpu: --batches takes 80, 6000 or both, not {args.batches!r}")
+        fail("bench-gpu", f"--batches takes 80, 6000 or both, not {args.batches!r}")
     batches = tuple(named[b] for b in args.batches.split(","))
+    if not (args.data_bin / "manifest.json").exists():
+        fail("bench-gpu", f"{args.data_bin}: not a binarized corpus (no manifest.json; make gpu-data builds one)")
     if args.device.startswith("cuda") and not torch.cuda.is_available():
-        sys.exit("bench-gpu: no CUDA GPU here (--device cpu --preset tiny checks the script on a CPU)")
+        fail("bench-gpu", "no CUDA GPU here (--device cpu --preset tiny checks the script on a CPU)")
     device = torch.cuda.get_device_name(0) if args.device.startswith("cuda") else "cpu"
     precisions = tuple(args.precisions.split(","))
     if not set(precisions) <= {"fp32/tf32", "bf16"}:
-        sys.exit(f"bench-gpu: --precisions takes fp32/tf32, bf16 or both, not {args.precisions!r}")
+        fail("bench-gpu", f"--precisions takes fp32/tf32, bf16 or both, not {args.precisions!r}")
     if device == "cpu" and not this_cpu().native_bf16 and "bf16" in precisions:
         precisions = tuple(p for p in precisions if p != "bf16")  # nmtkit refuses --bf16 where emulated
         print("bench-gpu: this CPU has no native bfloat16: the bf16 cells are left out", file=sys.stderr)
     run = CellRun(args.preset, args.updates, args.warmup, args.device, args.graph_updates)
+    # SIGTERM (timeout, a queue) as an exception: subprocess.run kills the cell's training and the
+    # temporary directory goes, where the signal's default would leave both behind
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with tempfile.TemporaryDirectory() as tmp:
         rows = [
             measure(args.data_bin, c, run, Path(tmp))
@@ -203,6 +211,8 @@ def main(argv: list[str] | None = None) -> None:
         "command": " ".join(sys.argv),
         "rows": rows,
     }
+    if all("error" in r for r in rows):  # a file of failures alone would replace one of measured cells
+        sys.exit(1)
     write_text(args.data_bin.resolve().parent / "bench-gpu.json", json.dumps(found, indent=1))
     if any("error" in r for r in rows):
         sys.exit(1)

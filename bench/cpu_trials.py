@@ -53,6 +53,9 @@ class Trial:
     flags: tuple[str, ...]
 
 
+# What make demo trains with (the Makefile's demo rule), for the demo's row
+DEMO_RECIPE = "joint BPE 8k, `--schedule cpu`"
+
 TRIALS = (
     Trial("words-adam1e-3", "30,000 words, Adam 1e-3 (the demo before)", "all", "words30000", ("--lr", "1e-3")),
     Trial("bpe-adam1e-3", "joint BPE 8k, Adam 1e-3", "all", "bpe8000", ("--lr", "1e-3")),
@@ -203,8 +206,9 @@ def table(rows: list[dict[str, Any]], minutes: float) -> str:
     machines = sorted({describe(r["machine"]) for r in rows if r["machine"]})
     lines = [
         f"Made by `make demo-curve` on: {'; '.join(machines) or 'unrecorded'}. Every trial: "
-        f"`nmtkit train {' '.join(COMMON)} --max-minutes {minutes:g}` and its flags (`bench."
-        "cpu_trials.TRIALS`); the columns are read from each run's checkpoint and log. Validation time counts. "
+        f"`nmtkit train DATA_BIN --save-dir RUN {' '.join(COMMON)} --max-minutes {minutes:g} --threads N` and "
+        "its flags (`bench.cpu_trials.TRIALS`; the demo's row is `make demo`'s run, with its own flags); "
+        "the columns are read from each run's checkpoint and log. Validation time counts. "
         "Dev BLEU: greedy, tokenized, at the last validation before 5, 10 "
         "and 20 minutes. Test: `best.pt`, beam 5, sacreBLEU on detokenized text against Segond "
         "(and against Segond, Ostervald and Darby), then tokenized BLEU.",
@@ -271,8 +275,9 @@ def lever_table(rows: list[dict[str, Any]]) -> str:
 
     lines = [
         f"Made by `make demo-curve TRIAL_SET=levers` on: {'; '.join(machines) or 'unrecorded'}. Every "
-        f"trial: `nmtkit train {' '.join(COMMON)} --max-updates {LEVER_UPDATES}` and its flags "
-        "(`bench.cpu_trials.LEVERS`). Minutes are wall time with validations, on a machine that "
+        f"trial: `nmtkit train DATA_BIN --save-dir RUN {' '.join(COMMON)} --max-updates {LEVER_UPDATES} "
+        "--threads N` and its flags (`bench.cpu_trials.LEVERS`; the demo's row is `make demo`'s run). "
+        "Minutes are wall time with validations, on a machine that "
         "may have been shared: compare the updates' learning here, speed in bin/profile-train. Dev BLEU: "
         "greedy, tokenized. Test: `best.pt` (by dev NLL), beam 5, sacreBLEU against Segond (and the three "
         "versions), then tokenized BLEU.",
@@ -344,9 +349,7 @@ def main(
     chosen, marker = (TRIALS, "trials") if trial_set == "recipe" else (LEVERS, "levers")
     trials = [(t, runs / t.name) for t in chosen]
     if demo_run is not None:
-        trials.append(
-            (Trial("demo", "**the demo** (`make demo`: joint BPE 8k, Adam 5e-3)", "all", "bpe8000", ()), demo_run)
-        )
+        trials.append((Trial("demo", f"**the demo** (`make demo`: {DEMO_RECIPE})", "all", "bpe8000", ()), demo_run))
     rows = []
     raw = next(iter(data.values())) / "raw"
     for trial, run in trials:

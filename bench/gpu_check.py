@@ -53,7 +53,7 @@ import torch
 from nmtkit.core.machine import describe
 from nmtkit.core.machine import machine as this_machine
 
-from .bench_common import CHECKOUT, write_text
+from .bench_common import CHECKOUT, fail, write_text
 from .bench_gpu import CellRun, measure
 from .gpu_cells import PATHS, WHOLE_UPDATE, WMT14_TARGET_TOKENS, cells
 from .gpu_check_train import PARTS, TINY_UPDATES, TRAIN_MINUTES, Check, first_lines, train
@@ -317,7 +317,9 @@ def report(check: Check) -> None:
 
 
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
     ap.add_argument(
         "--words",
         type=Path,
@@ -330,9 +332,17 @@ def parser() -> argparse.ArgumentParser:
         default=CHECKOUT / "data/bible/data-bin-bpe8000",
         help="the demo's BPE data-bin (used where --words is missing)",
     )
-    ap.add_argument("--test-src", dest="test_src", type=Path, default=CHECKOUT / "data/bible/raw/test.en")
+    ap.add_argument(
+        "--test-src", dest="test_src", type=Path, default=CHECKOUT / "data/bible/raw/test.en", help="test source"
+    )
     ap.add_argument("--test-ref", dest="test_ref", type=Path, default=CHECKOUT / "data/bible/raw/test.fr")
-    ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT") or CHECKOUT / "runs" / "gpu-check"))
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=Path(os.environ.get("OUT") or CHECKOUT / "runs" / "gpu-check"),
+        help="where report.md and report.json go (default: $OUT where set, the device job's folder; "
+        "else runs/gpu-check)",
+    )
     ap.add_argument("--minutes", type=float, default=10.0, help="the whole run's budget")
     ap.add_argument("--parts", default=",".join(PARTS), help="of " + ", ".join(PARTS))
     ap.add_argument("--tiny", action="store_true", help="the CPU's tiny mode even where a GPU is")
@@ -371,13 +381,13 @@ def main(argv: list[str] | None = None) -> None:
     parts = [p for p in args.parts.split(",") if p]
     unknown = set(parts) - set(PARTS)
     if unknown:
-        sys.exit(f"gpu-check: no part {sorted(unknown)[0]!r} (of {', '.join(PARTS)})")
+        fail("gpu-check", f"no part {sorted(unknown)[0]!r} (of {', '.join(PARTS)})")
     gpu = torch.cuda.is_available() and not args.tiny
     if not (args.words / "manifest.json").exists():
         if not gpu and (args.bpe / "manifest.json").exists():
             args.words = args.bpe  # tiny mode: any corpus checks the script
         elif "machine" not in parts or len(parts) > 1:
-            sys.exit(f"gpu-check: no data-bin at {args.words} (make data BPE=0 builds it; carry it to the GPU machine)")
+            fail("gpu-check", f"no data-bin at {args.words} (make data BPE=0 builds it; carry it to the GPU machine)")
     check = Check(args, gpu)
     check.out.mkdir(parents=True, exist_ok=True)
     weight = sum(SHARE[p] for p in parts) or 1.0

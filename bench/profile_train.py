@@ -152,25 +152,30 @@ class Updates:
 
 
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    class Shown(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+        """The module's text as written, and each option's default."""
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=Shown)
     ap.add_argument("data_bin")
-    ap.add_argument("--arch", default="rnnsearch")
-    ap.add_argument("--preset", default="small")
-    ap.add_argument("--updates", type=int, default=20)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--batch-size", type=int, default=80)
+    ap.add_argument("--arch", default="rnnsearch", help="nmtkit train --arch")
+    ap.add_argument("--preset", default="small", help="nmtkit train --preset")
+    ap.add_argument("--updates", type=int, default=20, help="updates profiled")
+    ap.add_argument("--threads", type=int, default=2, help="CPU threads")
+    ap.add_argument("--batch-size", type=int, default=80, help="sentences per update")
     ap.add_argument("--bf16", action="store_true")
-    ap.add_argument("--encoder", default="paper", choices=["paper", "cudnn"])
+    ap.add_argument("--encoder", default="paper", choices=["paper", "cudnn"], help="nmtkit train --encoder")
     ap.add_argument(
         "--sampled-softmax", dest="shortlist", type=int, default=0, help="Jean et al.'s sampled softmax over K words"
     )
-    ap.add_argument("--top", type=int, default=15)
+    ap.add_argument("--top", type=int, default=15, help="operators listed")
     ap.add_argument("--compile", action="store_true", help="the recurrences' steps through torch.compile")
-    ap.add_argument("--compile-mode", default="default")
+    ap.add_argument("--compile-mode", default="default", help="with --compile: torch.compile's mode")
     ap.add_argument("--cuda-graphs", action="store_true", help="nmtkit train --cuda-graphs's whole update")
     ap.add_argument("--fused-steps", action="store_true", help="the recurrences' hand-written passes (train's flag)")
-    ap.add_argument("--graph-warmup", type=int, default=400, help="updates at most before every shape is captured")
-    ap.add_argument("--device", default="cpu")
+    ap.add_argument(
+        "--graph-warmup", type=int, default=400, help="updates at most (and at least 5) before every shape is captured"
+    )
+    ap.add_argument("--device", default="cpu", help="cpu or cuda")
     ap.add_argument("--json", dest="json_out", default=None, help="also write the figures to this file")
     return ap
 

@@ -85,7 +85,7 @@ def unpack_cmd(part: str, downloads: str, out: str) -> None:
     "bible_raw",
     default="data/bible/raw",
     show_default=True,
-    type=click.Path(file_okay=False),
+    type=click.Path(exists=True, file_okay=False),
     help="The embedded corpus' raw splits (make data).",
 )
 @click.option("--pairs", type=click.IntRange(10), default=500, show_default=True, help="Pairs per training corpus.")

@@ -93,3 +93,45 @@ def test_a_graph_cell_on_a_gpu_that_never_captured_is_an_error_not_an_eager_spee
         tmp_path / "bin", {**cell, "path": "eager"}, bench_gpu.CellRun("paper", 40, 5, "cuda"), tmp_path
     )
     assert eager["tok_per_s"] == 9_250  # an eager cell: every window after the warm-up
+
+
+def test_a_wrong_data_bin_is_one_line_and_a_run_that_measured_nothing_writes_no_report(raw, tmp_path):
+    bench = [sys.executable, str(ROOT / "bin" / "bench-gpu")]
+    tiny = ["--device", "cpu", "--preset", "tiny", "--archs", "rnnsearch", "--paths", "eager", "--batches", "80"]
+    tiny += ["--precisions", "fp32/tf32", "--updates", "2", "--warmup", "0"]
+    missing = subprocess.run([*bench, str(tmp_path / "no-bin"), *tiny], capture_output=True, text=True)
+    assert missing.returncode == 2 and missing.stderr.splitlines() == [
+        f"bench-gpu: {tmp_path / 'no-bin'}: not a binarized corpus (no manifest.json; make gpu-data builds one)"
+    ]
+    make_corpus(raw, tmp_path)
+    (tmp_path / "bench-gpu.json").write_text("measured before")
+    # a corpus whose training split the cells cannot read: every cell fails
+    for f in (tmp_path / "bin").glob("train.*.bin"):
+        f.write_bytes(b"")
+    failed = subprocess.run([*bench, str(tmp_path / "bin"), *tiny], capture_output=True, text=True, timeout=300)
+    assert failed.returncode == 1 and "failed:" in failed.stdout
+    assert (tmp_path / "bench-gpu.json").read_text() == "measured before"
+
+
+def test_sigterm_stops_the_cell_it_runs_and_leaves_no_temporary_directory(raw, tmp_path):
+    import os
+    import signal
+    import time
+
+    make_corpus(raw, tmp_path)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    cmd = [sys.executable, str(ROOT / "bin" / "bench-gpu"), str(tmp_path / "bin"), "--device", "cpu"]
+    cmd += ["--preset", "tiny", "--archs", "rnnsearch", "--paths", "eager", "--batches", "80"]
+    cmd += ["--precisions", "fp32/tf32", "--updates", "100000", "--warmup", "0"]
+    bench = subprocess.Popen(cmd, env={**os.environ, "TMPDIR": str(scratch)}, stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not list(scratch.rglob("metrics.jsonl")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert list(scratch.rglob("metrics.jsonl")), "the cell's training never logged"
+    bench.send_signal(signal.SIGTERM)
+    assert bench.wait(timeout=60) == 143
+    time.sleep(1)
+    left = subprocess.run(["pgrep", "-f", str(scratch)], capture_output=True, text=True).stdout.split()
+    # no training left running, no directory of the bench's left behind (torch keeps its compile cache there)
+    assert not left and not [p for p in scratch.iterdir() if p.name.startswith("tmp")]

@@ -69,7 +69,11 @@ def test_the_trials_table_and_picture_come_from_the_runs(corpus, tmp_path, monke
     assert "old" not in text and text.endswith("after\n") and text.startswith("# Trials")
     log = RunLog.read(demo)
     assert log.machine is not None and describe(log.machine) in text  # train recorded it
-    row = next(line for line in text.splitlines() if "the demo" in line)
+    row = next(
+        line
+        for line in text.splitlines()
+        if line.startswith("| **the demo** (`make demo`: joint BPE 8k, `--schedule cpu`)")
+    )
     assert f"| {log.updates:,} |" in row and "(nll)" in row and "| 0.01 |" in row
     assert scored == ["best.pt", "update-2.pt", "update-4.pt"]
     assert (tmp_path / "curve.png").stat().st_size > 10_000
