@@ -186,7 +186,8 @@ def test_the_gpu_scale_runs_at_tiny_sizes_on_a_cpu_resumes_after_a_kill_and_repo
     for heading in ("Table 1", "Figure 2", "Figure 3"):
         assert f"## {heading}" in report
     assert "minutes, fp32, eager" in report and "(beam 2)" in report and "32 hidden units" in report
-    assert "by `make paper PAPER_SCALE=gpu PAPER_MINUTES='0.1' PAPER_BEAM='2' PAPER_SAMPLES='20'" in report and "Trained on: " in report
+    assert "by `make paper PAPER_SCALE=gpu PAPER_MINUTES='0.1' PAPER_BEAM='2' PAPER_SAMPLES='20'" in report
+    assert "Trained on: " in report
     assert (paper / "fig2-bleu-by-length.png").stat().st_size > 1000
     from nmtkit.core.machine import describe, machine
 

@@ -268,6 +268,9 @@ def test_reproduce_runs_offline_on_a_mirror(tmp_path):
         assert sum(line.startswith(f"| {model} |") for line in report.splitlines()) == 2  # Tables 1 and 2
     for picture in ("fig2-bleu-by-length.png", "fig3-align-1.png", "fig3-align-2.png"):
         assert f"{picture}" in report and (work / picture).stat().st_size > 1000
+    # the No-UNK translations are kept beside the others, not deleted as make's intermediates
+    assert "rm " not in out.stdout
+    assert all((work / "runs" / m / "test.nounk.hyp").exists() for m in ("rnnencdec-30", "rnnsearch-50"))
     chosen = json.loads((work / "selected" / "select.json").read_text())
     assert chosen["kept_tgt_words"] >= 6000 and chosen["kept_pairs"] < chosen["pairs"]
     # Done is done: a second run does nothing, an interrupted step is redone alone.

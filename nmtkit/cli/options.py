@@ -186,7 +186,7 @@ verbosity = options(
         is_flag=True,
         expose_value=False,
         callback=_set_verbosity,
-        help="Nothing on stderr but errors: no logs, summaries or progress.",
+        help="No logs, summaries or progress on stderr: errors and warnings alone.",
     ),
     click.option(
         "-v",
@@ -194,7 +194,7 @@ verbosity = options(
         is_flag=True,
         expose_value=False,
         callback=_set_verbosity,
-        help="Also log the details: resolved settings, device and threads.",
+        help="Also log the details: the device and threads of a command that computes, and train's resolved settings.",
     ),
 )
 

@@ -31,8 +31,8 @@ model = options(
         "--window-renorm/--no-window-renorm",
         default=None,
         help="luong, local-p: divide the Gaussian-scaled weights by their sum [default: on for local-p]. "
-        "--no-window-renorm is the paper's exact form, whose weights are left unnormalised: its "
-        "predicted position p_t pinned to a sentence end in every Bible run of the docs.",
+        "--no-window-renorm is the paper's exact form, whose weights are left unnormalised "
+        "(docs/luong.md).",
     ),
     # every other declared setting of every family, in declaration order: a new one is an option at once
     *(option(cls, name, dest=flag) for flag, (cls, name) in every_model_flag().items() if name in declared_names(cls)),
@@ -47,7 +47,8 @@ optimization = options(
         default=DEFAULT_SCHEDULE,
         show_default=True,
         help="Training recipe; flags override it. "
-        + "; ".join(f"{k}: {s.summary}" + (f" ({s.flags()})" if s.flags() else "") for k, s in SCHEDULES.items())
+        # the flags for each family's default dropout (Luong et al.'s 0.2; the GRU models have none)
+        + "; ".join(f"{k}: {s.summary}" + (f" ({s.flags(0.2)})" if s.flags() else "") for k, s in SCHEDULES.items())
         + ".",
     ),
     option(TrainConfig, "optimizer"),

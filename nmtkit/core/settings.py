@@ -193,12 +193,12 @@ class RuntimeConfig(Settings):
     logits_blas: str = setting(
         "auto",
         "CPUs, float32 training: the library of the output layer's logits product, the widest of an update: "
-        "torch's (oneMKL in its x86 builds) or numpy's (OpenBLAS), about twice as fast for it on AMD CPUs "
-        "(make bench-blas). auto: numpy's on AMD CPUs without AVX-512 (Zen 3 and before), torch's elsewhere.",
+        "torch's (oneMKL in its x86 builds) or numpy's (OpenBLAS; make bench-blas compares them). auto: "
+        "numpy's on AMD CPUs without AVX-512 (Zen 3 and before), torch's elsewhere.",
         choices=LOGITS_BLAS,
     )
     int8: bool = setting(
         False,
         "CPUs: the linear layers in int8 (torch's dynamic quantization, a scale per output row): faster "
-        "products, a quarter of their memory; BLEU within a few tenths (docs/benchmarks.md). Translation only.",
+        "products, a quarter of their memory, at a cost in BLEU (docs/benchmarks.md). Translation only.",
     )

@@ -14,7 +14,7 @@ VALID = "valid"  # the split that validates training and picks its model
 class VocabConfig(Settings):
     """The paper's shortlist: the ``size`` most frequent tokens per language."""
 
-    size: int = setting(30000, "Shortlist size per language, special symbols included (0: every token).", ge=0)
+    size: int = setting(30000, "Vocabulary size per language, special symbols included (0: every token).", ge=0)
     min_count: int = setting(1, "Leave out tokens seen fewer times.", ge=1)
     bpe_merges: int = 0
     joint_bpe: bool = True  # one set of subword codes for both languages

@@ -193,8 +193,7 @@ class LuongConfig(ModelConfig):
     dropout: float = setting(0.2, "luong: dropout on the non-recurrent connections.", ge=0, lt=1)
     attention: str = setting(
         "local-m",
-        "luong: where to attend (local-p: the paper's best single model; local-m aligned best in a "
-        "20-minute CPU run; none: the paper's non-attentional base).",
+        "luong: where to attend (local-p: the paper's best single model; none: the paper's non-attentional base).",
         choices=(*WINDOWS, "none"),
     )
     score: str = setting("general", "luong: the alignment score function.", choices=SCORES)

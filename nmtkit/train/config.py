@@ -184,10 +184,11 @@ class Schedule:
         """Everything this recipe sets, model and training, for a model with this ``dropout``."""
         return {**self.model, **self.train, **(self.with_dropout if dropout else {})}
 
-    def flags(self) -> str:
-        """This recipe as the flags it stands for (``--optimizer adam --lr 0.005 ...``)."""
+    def flags(self, dropout: float = 0.0) -> str:
+        """This recipe as the flags it stands for (``--optimizer adam --lr 0.005 ...``), for a
+        model with this ``dropout``."""
         out = []
-        for k, v in {**self.model, **self.train}.items():
+        for k, v in self.settings(dropout).items():
             flag = "--" + k.replace("_", "-")
             out.append(flag if v is True else f"{flag} {v:g}" if isinstance(v, float) else f"{flag} {v}")
         return " ".join(out)
@@ -198,7 +199,7 @@ class Schedule:
 SCHEDULES: dict[str, Schedule] = {
     "appendix-b": Schedule("Bahdanau et al.'s Appendix B, the defaults"),
     "luong": Schedule(
-        "Luong et al.'s section 4.1 (10 epochs, halved after the 5th; with dropout 12, after the 8th)",
+        "Luong et al.'s section 4.1, with their dropout (without it, --dropout 0: 10 epochs, halved after the 5th)",
         train={
             "optimizer": "sgd",
             "lr": 1.0,

@@ -121,9 +121,9 @@ class TranslateOptions(Settings):
     )
     shortlist: bool = setting(
         False,
-        "Vocabulary selection: each batch scores only its candidate words (the 1,000 most frequent target "
-        "words and 20 translations of each of its source words, from the lexicon training stores in the "
-        "checkpoint): a smaller output layer.",
+        "Vocabulary selection: each batch scores only its candidate words (the lexicon's most frequent "
+        "target words and its translations of each of the batch's source words; the lexicon is the one "
+        "training or nmtkit lexicon stored in the checkpoint): a smaller output layer.",
     )
     tokenized: bool = setting(False, "Input and output in Moses tokens (BPE still applied and undone).")
     attention: bool = False  # keep each output's attention matrix (asked for by what is written)

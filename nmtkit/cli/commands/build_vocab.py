@@ -66,7 +66,7 @@ def build_vocab(
     spm_size: int,
     joint_bpe: bool,
 ) -> None:
-    """Count the training text and write the shortlist vocabularies (and BPE codes).
+    """Count the training text and write the vocabularies (and BPE codes).
 
     Writes DIR/vocab.SRC.txt and DIR/vocab.TGT.txt ('token count' lines, <pad> <unk> <s> </s>
     first), DIR/bpe.codes with --bpe, and DIR/vocab.json.

@@ -11,7 +11,7 @@ import click
 from ...core.command import Command
 from ...core.errors import UserError
 from ...data.settings import VALID
-from ...evaluate.metrics import DEFAULT, DEFAULT_TOKENIZED, PAPER, Metrics, metric_names, split_names, tokenizers
+from ...evaluate.metrics import DEFAULT, DEFAULT_TOKENIZED, Metrics, metric_names, split_names, tokenizers
 from ...evaluate.score import evaluate, format_report, sentence_scores
 from ...evaluate.settings import BUCKET_WIDTH
 from ...text.clean import PRESETS, RULES, rules_named
@@ -41,7 +41,7 @@ _sacrebleu = options.options(
         multiple=True,
         type=_Listed(metric_names, several=True),
         help=f"Metrics to report, repeated or comma-separated; bleu-tok is the paper's tokenized BLEU "
-        f"({','.join(PAPER)}: 1.0's report) [default: {','.join(DEFAULT)}; "
+        f"[default: {','.join(DEFAULT)}; "
         f"{','.join(DEFAULT_TOKENIZED)} with --tokenized].",
     ),
     click.option(
