@@ -551,24 +551,29 @@ $(PAPER)/report.md: $(foreach m,$(PAPER_MODELS),$(PAPER)/$(m)/test.hyp.fr $(PAPE
 	$(PAPER_PY) -m bench.paper report --runs $(PAPER) --raw $(DATA)/raw --no-unk-vocab $(PAPER_NO_UNK) \
 	    --models "$(PAPER_MODELS)" --samples $(PAPER_SAMPLES) --beam $(PAPER_BEAM) \
 	    --made-by "$(paper_command)"
+	printf '%s\n' "$(paper_command)" > $(PAPER)/made-by
 
 # The variables that change the study's figures. results/paper.json (the README's figure) is the
 # default recipe's: a run with any of them set records nothing there unless RESULTS_DIR is given
-# too, and then with the variables in its command.
+# too, and then with the variables in its command. The report says which command made it (made-by):
+# a report the command at hand did not make (an earlier run's, up to date) is not recorded either.
 PAPER_FIGURE_VARS = PAPER_UPDATES PAPER_RECIPE PAPER_TRAIN PAPER_MODELS PAPER_MINUTES PAPER_SIZE PAPER_BEAM \
-    PAPER_SAMPLES STUDY_RECIPE DEMO_BF16 BEAM BPE VOCAB_SIZE
+    PAPER_SAMPLES STUDY_RECIPE DEMO_BF16 BEAM BPE VOCAB_SIZE DATA PAIRS MAX_LEN MAX_RATIO
 paper_changed = $(strip $(foreach v,$(PAPER_FIGURE_VARS),$(if $(filter command environment%,$(origin $v)),$v)))
 paper_records = $(if $(paper_changed),$(filter command environment%,$(origin RESULTS_DIR)),yes)
 paper_command = make paper$(if $(filter gpu,$(PAPER_SCALE)), PAPER_SCALE=gpu)$(foreach v,$(paper_changed), $v='$($v)')
 
 paper: $(PAPER)/report.md
 ifneq ($(paper_records),)
-	$(PAPER_PY) -m bench.results record paper$(if $(filter gpu,$(PAPER_SCALE)),-gpu) --into $(RESULTS_DIR) \
-	    --machine-of $(PAPER)/$(lastword $(PAPER_MODELS)) \
+	@if [ "$$(cat $(PAPER)/made-by 2>/dev/null)" != "$(paper_command)" ]; then \
+	    echo "make paper: $(PAPER)/report.md was made by another command ($$(cat $(PAPER)/made-by 2>/dev/null \
+	        || echo 'not recorded')): $(RESULTS_DIR)/ keeps its figures (another PAPER=DIR runs this one)" >&2; \
+	else set -x; $(PAPER_PY) -m bench.results record paper$(if $(filter gpu,$(PAPER_SCALE)),-gpu) \
+	    --into $(RESULTS_DIR) --machine-of $(PAPER)/$(lastword $(PAPER_MODELS)) \
 	    --title "The paper's finding: RNNsearch-50 against RNNencdec-50 (test verses, tokenized BLEU)" \
 	    --command "$(paper_command)" \
 	    $(foreach m,$(filter rnnsearch-50 rnnencdec-50,$(PAPER_MODELS)),--json-figure \
-	        "$(m)=$(PAPER)/table1.json:test.all.bleu_tok.$(m).bleu")
+	        "$(m)=$(PAPER)/table1.json:test.all.bleu_tok.$(m).bleu"); fi
 else
 	@echo "make paper: $(PAPER)/report.md is this run's; $(RESULTS_DIR)/ keeps the default recipe's figures" \
 	    "($(paper_changed) set: RESULTS_DIR=DIR records this run in DIR)" >&2

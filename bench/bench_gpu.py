@@ -192,11 +192,12 @@ def main(argv: list[str] | None = None) -> None:
     # SIGTERM (timeout, a queue) as an exception: subprocess.run kills the cell's training and the
     # temporary directory goes, where the signal's default would leave both behind
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    chosen = cells(args.archs.split(","), args.paths.split(","), precisions, batches)
+    if not chosen:
+        fail("bench-gpu", "no cell to run: these archs, paths, precisions and batches make none")
     with tempfile.TemporaryDirectory() as tmp:
-        rows = [
-            measure(args.data_bin, c, run, Path(tmp))
-            for c in cells(args.archs.split(","), args.paths.split(","), precisions, batches)
-        ]
+        rows = [measure(args.data_bin, c, run, Path(tmp)) for c in chosen]
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     print(
         f"\ntraining at preset '{args.preset}', {args.updates} updates (mean after {args.warmup}; the whole "
         f"update as graphs: {args.graph_updates}), on {device}, torch {torch.__version__}"

@@ -217,6 +217,12 @@ def test_a_resumed_run_names_the_batch_flags_it_does_not_take(data_bin, tmp_path
     for flags, updates in ((TINY, 4), (plain, 5)):
         r = invoke("train", data_bin, "--save-dir", tmp_path / "r", *flags, "--max-updates", updates, "--patience", 0)
         assert r.exit_code == 0 and "not used" not in r.output, r.output
+    # a value a --schedule gives is not one typed: the run's own --batch-size 2 stands without a word
+    luong = [*plain, "--schedule", "luong", "--patience", 0]
+    r = invoke("train", data_bin, "--save-dir", tmp_path / "s", *luong, "--batch-size", 2, "--max-updates", 1)
+    assert r.exit_code == 0, r.output
+    r = invoke("train", data_bin, "--save-dir", tmp_path / "s", *luong, "--max-updates", 2)
+    assert r.exit_code == 0 and "not used" not in r.output, r.output
 
 
 def test_a_run_says_what_stops_it_and_how_long_an_update_takes(data_bin, tmp_path):

@@ -186,7 +186,8 @@ verbosity = options(
         is_flag=True,
         expose_value=False,
         callback=_set_verbosity,
-        help="No logs, summaries or progress on stderr: errors and warnings alone.",
+        help="Nothing on stderr but errors (and a deprecated spelling's warning): no logs, warnings, summaries "
+        "or progress.",
     ),
     click.option(
         "-v",

@@ -14,6 +14,7 @@ from ..models.config import (
     FAMILIES,
     SIZES,
     ModelConfig,
+    RNNSearchConfig,
     every_model_flag,
     model_config,
     refuse_foreign,
@@ -28,6 +29,11 @@ def train_settings(
     one line where the run they make cannot be trained."""
     model, cfg = resolved_settings(arch, preset, schedule_name, values, given)
     check_run(model, cfg)
+    # a head no word link trains is the library's to allow (tests of its graphs), not a command line's
+    if isinstance(model, RNNSearchConfig) and model.alignment_head and not cfg.guided_alignment_weight:
+        raise UserError(
+            "--alignment-head learns from word links: it needs --arch rnnsearch and --guided-alignment-weight"
+        )
     return model, cfg
 
 

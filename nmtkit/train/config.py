@@ -199,7 +199,8 @@ class Schedule:
 SCHEDULES: dict[str, Schedule] = {
     "appendix-b": Schedule("Bahdanau et al.'s Appendix B, the defaults"),
     "luong": Schedule(
-        "Luong et al.'s section 4.1, with their dropout (without it, --dropout 0: 10 epochs, halved after the 5th)",
+        "Luong et al.'s section 4.1, as for their model with its dropout (without dropout, the GRU models' "
+        "and --dropout 0's: 10 epochs, halved after the 5th)",
         train={
             "optimizer": "sgd",
             "lr": 1.0,
@@ -230,18 +231,14 @@ DEFAULT_SCHEDULE = "appendix-b"  # the paper's
 
 
 def check_run(model: ModelConfig, cfg: TrainConfig) -> None:
-    """Refuse, in one line naming the flags, a run these configs cannot train: what the settings
-    ask of each other (a decaying rate needs a budget to decay over; guided alignment, attention).
-    :func:`nmtkit.train.loop.train` checks it before it starts."""
+    """Refuse, in one line naming the flags, a run these configs cannot train as asked: what the
+    settings ask of each other (a decaying rate needs a budget to decay over; guided alignment,
+    attention). :func:`nmtkit.train.loop.train` checks it before it starts."""
     arch = model.arch
     if cfg.guided_alignment_weight and not model.attends():
         raise UserError(
             f"--guided-alignment-weight trains the attention: --arch {arch} "
             f"{'--attention none ' if 'attention' in FAMILIES[arch].flags() else ''}has none"
-        )
-    if isinstance(model, RNNSearchConfig) and model.alignment_head and not cfg.guided_alignment_weight:
-        raise UserError(
-            "--alignment-head learns from word links: it needs --arch rnnsearch and --guided-alignment-weight"
         )
     if cfg.head_only and not (isinstance(model, RNNSearchConfig) and model.alignment_head and cfg.init_from):
         raise UserError(

@@ -28,7 +28,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -64,6 +64,7 @@ def train(
     cfg: TrainConfig,
     resume: bool = True,
     tensorboard: Path | None = None,
+    typed: Collection[str] | None = None,
 ) -> Progress:
     """Train (or resume) a model; with torchrun, as one of its processes.
 
@@ -80,6 +81,9 @@ def train(
         resume: Go on from ``save_dir/last.pt`` when there is one (False: ``--reset``).
         tensorboard: Also write metrics.jsonl's entries there as TensorBoard scalars
             (:mod:`.board`; the ``tensorboard`` extra).
+        typed: The settings the caller chose (the command line's flags, by field name). A resumed
+            run keeps its batch settings and names those of them it does not take; None: those
+            of ``cfg`` other than the default.
 
     Returns:
         Where training stopped: updates done, the best dev score, seconds spent.
@@ -103,7 +107,7 @@ def train(
     lock = SaveDirLock(save_dir, writes=where.rank == 0)
     try:
         lock.wait()
-        state = start(data_dir, save_dir, model_cfg, cfg, resume, Parallel(where, runtime))
+        state = start(data_dir, save_dir, model_cfg, cfg, resume, Parallel(where, runtime), typed)
         if state.finished() or state.patience_spent():  # running the same command again changes nothing
             why = "its budget" if state.finished() else f"its patience ({cfg.patience} validations)"
             log(f"{save_dir / 'last.pt'} has finished {why} (update {state.progress.step}); nothing to do")

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -88,7 +89,13 @@ class TrainState:
 
 
 def start(
-    data_dir: Path, save_dir: Path, model_cfg: ModelConfig, cfg: TrainConfig, resume: bool, parallel: Parallel
+    data_dir: Path,
+    save_dir: Path,
+    model_cfg: ModelConfig,
+    cfg: TrainConfig,
+    resume: bool,
+    parallel: Parallel,
+    typed: Collection[str] | None = None,
 ) -> TrainState:
     """The state of a new run, of one started from --init-from's weights, or of the run in
     SAVE_DIR/last.pt (resumed exactly: weights, optimizer, batch position, RNGs)."""
@@ -113,7 +120,7 @@ def start(
         )
         model_cfg, old = ckpt.model, ckpt.training.config
         if parallel.rank == 0:
-            _say_batches_kept(cfg, old, last)
+            _say_batches_kept(cfg, old, last, typed)
         cfg = TrainConfig(**{**cfg.to_dict(), **{k: getattr(old, k) for k in _KEPT_ON_RESUME}})
     elif init is not None:
         _same_model(
@@ -176,11 +183,12 @@ def start(
     return state
 
 
-def _say_batches_kept(cfg: TrainConfig, old: TrainConfig, last: Path) -> None:
-    """Name the batch settings of this command that a resumed run does not take. Only values other
-    than the default are named: an omitted flag cannot be told from one typed with its default."""
+def _say_batches_kept(cfg: TrainConfig, old: TrainConfig, last: Path, typed: Collection[str] | None) -> None:
+    """Name the batch settings chosen for this run (``typed``; None: those other than the default)
+    that the resumed run does not take."""
     default = TrainConfig()
-    ignored = [k for k in _KEPT_ON_RESUME if getattr(cfg, k) not in (getattr(old, k), getattr(default, k))]
+    chosen = typed if typed is not None else [k for k in _KEPT_ON_RESUME if getattr(cfg, k) != getattr(default, k)]
+    ignored = [k for k in _KEPT_ON_RESUME if k in chosen and getattr(cfg, k) != getattr(old, k)]
     if ignored:
         flag = {k: flag_of(k, declared(TrainConfig, k)[1]) for k in ignored}
         log(

@@ -62,7 +62,8 @@ def train(data_bin: str, save_dir: str, reset: bool, tensorboard: str | None, **
     (Appendix B by default)."""
     from ...train.loop import train as run
 
-    model_cfg, train_cfg = train_settings(*_flags(click.get_current_context()))
+    flags = _flags(click.get_current_context())
+    model_cfg, train_cfg = train_settings(*flags)
     run(
         Path(data_bin),
         Path(save_dir),
@@ -70,4 +71,5 @@ def train(data_bin: str, save_dir: str, reset: bool, tensorboard: str | None, **
         train_cfg,
         resume=not reset,
         tensorboard=Path(tensorboard) if tensorboard else None,
+        typed=flags[-1],
     )
