@@ -561,7 +561,7 @@ PAPER_FIGURE_VARS = PAPER_UPDATES PAPER_RECIPE PAPER_TRAIN PAPER_MODELS PAPER_MI
     PAPER_SAMPLES STUDY_RECIPE DEMO_BF16 BEAM BPE VOCAB_SIZE DATA PAIRS MAX_LEN MAX_RATIO
 paper_changed = $(strip $(foreach v,$(PAPER_FIGURE_VARS),$(if $(filter command environment%,$(origin $v)),$v)))
 paper_records = $(if $(paper_changed),$(filter command environment%,$(origin RESULTS_DIR)),yes)
-paper_command = make paper$(if $(filter gpu,$(PAPER_SCALE)), PAPER_SCALE=gpu)$(foreach v,$(paper_changed), $v='$($v)')
+paper_command = make paper$(if $(filter gpu,$(PAPER_SCALE)), PAPER_SCALE=gpu)$(if $(paper_changed), $(foreach v,$(paper_changed),$v='$($v)'))
 
 paper: $(PAPER)/report.md
 ifneq ($(paper_records),)

@@ -249,8 +249,8 @@ def write_report(
         "## Table 1: BLEU",
         "",
         f"BLEU ± the half-width of its 95% bootstrap interval ({samples} resamples); p: paired bootstrap "
-        f"against {TITLES.get(order[0], order[0])}. No UNK: sentences with no word outside the 30,000 most "
-        "frequent words of either side (the paper's subset).",
+        f"against {TITLES.get(order[0], order[0])}. No UNK: sentences with no word outside the word lists of "
+        f"`{vocab_words}`, on either side (of 30,000 words, the paper's subset).",
         "",
     ]
     for name, label in SETS.items():

@@ -76,6 +76,16 @@ def test_the_group_s_help_is_what_click_makes_of_the_commands_themselves(width):
     assert made[0] == made[1]
 
 
+def test_the_group_s_overview_places_every_command():
+    import re
+
+    overview = run("--help").output.split("Options:")[0]
+    named = set(
+        re.findall(r"[a-z][a-z-]+", " ".join(line.split(":", 1)[1] for line in overview.splitlines() if ":" in line))
+    )
+    assert set(COMMANDS) <= named, f"not in the overview: {sorted(set(COMMANDS) - named)}"
+
+
 def test_completing_a_command_s_name_gives_its_short_help():
     ctx = click.Context(main, info_name="nmtkit")
     items = main.shell_complete(ctx, "score")
@@ -91,10 +101,27 @@ def test_completing_a_command_s_name_gives_its_short_help():
         (["translate", "--beam", "0"], "Invalid value for '--beam'"),
         (["score", "--bogus"], "No such option '--bogus'"),
         (["frobnicate"], "No such command 'frobnicate'"),
+        (["train", "--save-dir", "x"], "Missing the corpus to train on: DATA_BIN or --data DATA_BIN."),
+        (["train", "a", "--data", "b", "--save-dir", "x"], "'[DATA_BIN]' (a) and '--data' (b) give two values"),
+        (["train", "--data", "b", "a", "--save-dir", "x"], "'[DATA_BIN]' (a) and '--data' (b) give two values"),
     ],
 )
 def test_usage_errors_are_one_line(args, match):
     one_error_line(run(*args), match)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["preprocess", "-s", "en", "-t", "fr", "--train", "t", "-o", "a", "-d", "b"],
+        ["word-align", "-s", "en", "-t", "fr", "--train", "t", "--suffix", "a", "--align-suffix", "b"],
+    ],
+)
+def test_an_old_spelling_and_the_new_one_with_two_values_are_refused(args):
+    r = run(*args)
+    *warned, error = r.output.strip().splitlines()
+    assert r.exit_code == 2 and "(a) and " in error and "(b) give two values: give one" in error
+    assert len(warned) == 1 and "is deprecated" in warned[0]
 
 
 def test_stream_mode_one_line_out_per_line_in():

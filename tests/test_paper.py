@@ -107,7 +107,7 @@ def test_the_study_runs_end_to_end_and_resumes(tmp_path, bible_db):
     assert set(result["figures"]) == {"rnnsearch-50", "rnnencdec-50"}
     # the variables that changed its figures, in the command it records
     assert result["command"].startswith("make paper PAPER_TRAIN='--preset tiny --optimizer adam --max-updates 3 ")
-    assert result["command"].endswith(" PAPER_SAMPLES='20' BEAM='2' BPE='60' VOCAB_SIZE='200'")
+    assert f" PAPER_SAMPLES='20' BEAM='2' BPE='60' VOCAB_SIZE='200' DATA='{tmp_path}/data'" in result["command"]
     assert result["date"] and result["commit"] and "cores" in result["machine"]
     report = (tmp_path / "paper" / "report.md").read_text(encoding="utf-8")
     for heading in ("Table 1", "Figure 2", "Figure 3"):

@@ -74,7 +74,9 @@ def main() -> None:
     """Attention-based neural machine translation (Bahdanau et al. 2015) from the shell.
 
     \b
-    Pipeline:  preprocess → build-vocab → preprocess --vocab → train → translate → score
-    Around it: select (data selection), tokenize (one side as a filter), align-plot.
+    Pipeline:    preprocess → build-vocab → preprocess --vocab → train → translate → score
+    Data:        select (data selection), tokenize (one side as a filter), reverse (sides swapped)
+    Checkpoints: info, average, lexicon (translate --shortlist's lists); serve (over HTTP)
+    Alignments:  align, align-plot, word-align (eflomal), score-align (AER)
     Run 'nmtkit COMMAND --help' for a command's options and an example.
     """

@@ -20,6 +20,7 @@ from typing import Any
 import click
 
 from ..core.files import atomic_write
+from .options import refuse_two_spellings
 
 _YAML = (".yaml", ".yml")
 
@@ -157,6 +158,7 @@ def config_options(fills: Fills | None = None) -> Callable[[Callable[..., Any]],
 def _config_options(fn: Callable[..., Any], fills: Fills | None) -> Callable[..., Any]:
     @functools.wraps(fn)
     def run(*args: Any, dump_config: str | None = None, **kwargs: Any) -> Any:
+        refuse_two_spellings(click.get_current_context())
         if dump_config is not None:
             return write_config(click.get_current_context(), dump_config, fills)
         return fn(*args, **kwargs)

@@ -41,15 +41,31 @@ def _hand_to(dest: str, warning: str = "") -> Callable[[click.Context, click.Par
     """A callback giving a parameter's value, when given, to the parameter ``dest`` (after
     ``warning`` on stderr, if any)."""
 
-    def forward(ctx: click.Context, _param: click.Parameter, value: Any) -> None:
+    def forward(ctx: click.Context, param: click.Parameter, value: Any) -> None:
         if value is None or value == () or value is False:
             return
         if warning:
             click.echo(f"{ctx.command_path}: warning: {warning}", err=True)
         # the new option, absent from the command line, is processed after this one and reads it here
         ctx.default_map = {**(ctx.default_map or {}), dest: value}
+        ctx.meta.setdefault(_HANDED, {})[dest] = (param.get_error_hint(ctx), value)
 
     return forward
+
+
+_HANDED = "nmtkit.handed"  # ctx.meta: by parameter, the other spelling given and its value
+
+
+def refuse_two_spellings(ctx: click.Context) -> None:
+    """A usage error where a parameter was given under both its spellings with two values
+    (``train A --data B``, ``-o X --dest-dir Y``): the command line holds one of them, which
+    would otherwise be taken without a word."""
+    for dest, (other, value) in ctx.meta.get(_HANDED, {}).items():
+        param = next(p for p in ctx.command.params if p.name == dest)
+        if ctx.get_parameter_source(dest) is click.core.ParameterSource.COMMANDLINE and ctx.params[dest] != value:
+            raise click.UsageError(
+                f"{other} ({value}) and {param.get_error_hint(ctx)} ({ctx.params[dest]}) give two values: give one"
+            )
 
 
 def renamed(old: str, new: str, dest: str, **extra: Any) -> Decorator:

@@ -14,12 +14,15 @@ names and summaries instead, and load no command's libraries.
 from __future__ import annotations
 
 import ast
+import contextlib
 import importlib
 import importlib.util
 import inspect
 import io
 import os
+import signal
 import sys
+import threading
 from collections.abc import Iterable, Iterator, MutableMapping, Sequence
 from gettext import gettext as _
 from pathlib import Path
@@ -42,6 +45,38 @@ class _Where(UserError):
     def __init__(self, where: str, err: UserError):
         super().__init__(str(err))
         self.where = where
+
+
+class _Terminated(BaseException):
+    """SIGTERM (``timeout``, a job queue, make's kill) as an exception in the command's own process:
+    a file being written goes as an error takes it (:func:`~nmtkit.core.files.atomic_write` removes
+    its temporary name) where the signal's default would leave it half-written. ``nmtkit train``
+    installs a handler of its own, which saves first."""
+
+
+def _on_sigterm(signum: int, _frame: object) -> None:
+    if os.getpid() != _MAIN_PID:  # a forked worker ends as the signal would end it
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return
+    raise _Terminated
+
+
+_MAIN_PID = os.getpid()
+
+
+@contextlib.contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """SIGTERM as :class:`_Terminated` while a command runs (in the main thread: only there can a
+    handler be set), the handler before it restored after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 class _ClosedPipe(Exception):
@@ -81,29 +116,32 @@ class _OneLine:
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)  # type: ignore[misc]
         _buffer_stdout()
-        try:
-            rv = super().main(args, prog_name, complete_var, False, **extra)  # type: ignore[misc]
-        except _Where as err:
-            _fail(f"{err.where}: error: {err}", USAGE)
-        except UserError as err:
-            _fail(f"{prog_name}: error: {err}", USAGE)
-        except click.UsageError as err:
-            where = err.ctx.command_path if err.ctx is not None else prog_name
-            _fail(f"{where}: error: {err.format_message()} (see --help)", USAGE)
-        except click.ClickException as err:
-            err.show()
-            _exit(err.exit_code)
-        except Interrupted as err:  # the command has said what it saved
-            _exit(128 + err.signum)
-        except (click.Abort, KeyboardInterrupt):
-            _fail("interrupted", INTERRUPTED)
-        except (BrokenPipeError, _ClosedPipe):
-            _quiet_exit_on_closed_pipe()
-        try:
-            sys.stdout.flush()  # what is still buffered: the reader may be gone by now
-        except BrokenPipeError:
-            _quiet_exit_on_closed_pipe()
-        _exit(rv if isinstance(rv, int) else 0)
+        with _sigterm_raises():
+            try:
+                rv = super().main(args, prog_name, complete_var, False, **extra)  # type: ignore[misc]
+            except _Where as err:
+                _fail(f"{err.where}: error: {err}", USAGE)
+            except UserError as err:
+                _fail(f"{prog_name}: error: {err}", USAGE)
+            except click.UsageError as err:
+                where = err.ctx.command_path if err.ctx is not None else prog_name
+                _fail(f"{where}: error: {err.format_message()} (see --help)", USAGE)
+            except click.ClickException as err:
+                err.show()
+                _exit(err.exit_code)
+            except Interrupted as err:  # the command has said what it saved
+                _exit(128 + err.signum)
+            except (click.Abort, KeyboardInterrupt):
+                _fail("interrupted", INTERRUPTED)
+            except _Terminated:
+                _fail("terminated", 128 + signal.SIGTERM)
+            except (BrokenPipeError, _ClosedPipe):
+                _quiet_exit_on_closed_pipe()
+            try:
+                sys.stdout.flush()  # what is still buffered: the reader may be gone by now
+            except BrokenPipeError:
+                _quiet_exit_on_closed_pipe()
+            _exit(rv if isinstance(rv, int) else 0)
 
 
 class Command(_OneLine, click.Command):

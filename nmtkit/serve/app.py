@@ -22,6 +22,7 @@ Each answer also has a one-line ``error``, which the page shows.
 # made at run time from the server's limits, as an object.
 
 import math
+import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
@@ -275,4 +276,7 @@ def serve(model_paths: list[str], cfg: ServerConfig, runtime: RuntimeConfig, lin
         f"serving {', '.join(model_paths)} on http://{cfg.host}:{cfg.port}/ "
         f"(POST /translate, GET /health, /info, /docs)"
     )
+    # uvicorn finishes the requests in flight on SIGTERM, then raises it again: the signal's default
+    # then ends the server as a service manager expects, not the command line's "terminated" (143)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     uvicorn.run(app, host=cfg.host, port=cfg.port, log_level="warning", timeout_graceful_shutdown=30)

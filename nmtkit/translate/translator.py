@@ -380,7 +380,7 @@ def _crop(tokens: list[str], limit: int, lineno: int) -> list[str]:
     stop a file of good lines at one bad one."""
     if not limit or len(tokens) <= limit:
         return tokens
-    log(f"line {lineno}: {len(tokens):,} subword units; translating the first {limit:,} (--crop-len)")
+    log(f"warning: line {lineno}: {len(tokens):,} subword units; translating the first {limit:,} (--crop-len)")
     return tokens[:limit]
 
 

@@ -44,9 +44,7 @@ Running the same command again resumes from SAVE_DIR/last.pt exactly (--reset st
 )
 @options.positional("data_bin", "[DATA_BIN]", type=click.Path(file_okay=False))
 @config_options(_filled)
-@options.data(
-    "The binarized corpus to train on, as score and lexicon take it (or DATA_BIN, fairseq's spelling).", required=True
-)
+@options.data("The binarized corpus to train on, as score and lexicon take it (or DATA_BIN, fairseq's spelling).")
 @click.option(
     "--save-dir", required=True, type=click.Path(file_okay=False), help="Where last.pt, best.pt and metrics.jsonl go."
 )
@@ -57,11 +55,13 @@ Running the same command again resumes from SAVE_DIR/last.pt exactly (--reset st
 @options.train_runtime
 @click.option("--reset", is_flag=True, help="Ignore SAVE_DIR/last.pt and start over.")
 @options.verbosity
-def train(data_bin: str, save_dir: str, reset: bool, tensorboard: str | None, **settings: Any) -> None:
+def train(data_bin: str | None, save_dir: str, reset: bool, tensorboard: str | None, **settings: Any) -> None:
     """Train RNNsearch, RNNencdec or a Luong et al. model on a binarized corpus, DATA_BIN or --data
     (Appendix B by default)."""
     from ...train.loop import train as run
 
+    if data_bin is None:
+        raise click.UsageError("Missing the corpus to train on: DATA_BIN or --data DATA_BIN.")
     flags = _flags(click.get_current_context())
     model_cfg, train_cfg = train_settings(*flags)
     run(
