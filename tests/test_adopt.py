@@ -225,6 +225,16 @@ def test_a_resumed_run_names_the_batch_flags_it_does_not_take(data_bin, tmp_path
     assert r.exit_code == 0 and "not used" not in r.output, r.output
 
 
+def test_a_reset_run_names_the_kept_models_of_the_run_before_it(data_bin, tmp_path):
+    kept = ["--keep-validations", "--valid-every", 1, "--patience", 0]
+    r = invoke("train", data_bin, "--save-dir", tmp_path / "k", *TINY, *kept, "--max-updates", 2)
+    assert r.exit_code == 0 and "earlier run" not in r.output, r.output
+    r = invoke("train", data_bin, "--save-dir", tmp_path / "k", *TINY, "--reset", "--max-updates", 1)
+    assert r.exit_code == 0, r.output
+    assert f"warning: {tmp_path / 'k'} holds 2 kept models of an earlier run (update-1.pt, update-2.pt)" in r.output
+    assert (tmp_path / "k" / "update-2.pt").exists()  # not deleted unasked
+
+
 def test_a_run_says_what_stops_it_and_how_long_an_update_takes(data_bin, tmp_path):
     r = invoke("train", data_bin, "--save-dir", tmp_path / "a", *TINY, "--max-updates", 8, "--patience", 0)
     assert r.exit_code == 0, r.output

@@ -239,6 +239,15 @@ def open_save_dir(state: TrainState) -> None:
         return
     state.save_dir.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(state.save_dir)
+    if not state.progress.step:  # a new run (--reset): an earlier run's kept models are not deleted unasked
+        earlier = sorted(p.name for pattern in ("update-*.pt", "best-*.pt") for p in state.save_dir.glob(pattern))
+        if earlier:
+            named = ", ".join(earlier[:3]) + (", …" if len(earlier) > 3 else "")
+            log(
+                f"warning: {state.save_dir} holds {len(earlier)} kept models of an earlier run ({named}): they "
+                f"stay beside this run's, where nmtkit average or a learning curve would read them; remove "
+                f"them, or give another --save-dir"
+            )
     runlog.open_log(state.save_dir, state.progress.step)
 
 
