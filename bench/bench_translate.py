@@ -44,7 +44,7 @@ from nmtkit.evaluate.score import multi_bleu
 from nmtkit.translate.settings import SearchConfig, TranslateOptions
 from nmtkit.translate.translator import Translator
 
-from .bench_common import CHECKOUT, NMTKIT, bench_dir, call, load_before, native_bf16, threads_env, write_text
+from .bench_common import CHECKOUT, NMTKIT, bench_dir, call, fail, load_before, native_bf16, threads_env, write_text
 from .bench_train import PEER_RECIPE
 
 # nmtkit's variants, each a process of its own (so that its peak memory is its own): flags of
@@ -244,7 +244,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     source = bench_dir() / "data" / "test.en"
     if not source.exists() or not (bench_dir() / "nmtkit" / "data-bin").exists():
-        sys.exit("bench-translate: run bin/bench-train first (it prepares the peers' data)")
+        fail("bench-translate", "run bin/bench-train first (it prepares the peers' data and installs them)")
     model = train_nmtkit(args.updates, args.threads)
     ensure_lexicon(model)
     fairseq = train_fairseq(args.peers_dir, args.updates, args.threads) if args.peers_dir.is_dir() else None

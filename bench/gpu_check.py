@@ -351,7 +351,7 @@ def parser() -> argparse.ArgumentParser:
         dest="train_minutes",
         type=float,
         default=0.0,
-        help=f"the train part's budget on a GPU [{TRAIN_MINUTES:g}]; tiny mode's is "
+        help=f"the train part's budget on a GPU in minutes (0: {TRAIN_MINUTES:g}); tiny mode's is "
         f"{TINY_UPDATES} updates, whatever the machine's load",
     )
     return ap

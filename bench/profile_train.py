@@ -61,7 +61,7 @@ from nmtkit.train.parts import CompiledSteps, Parallel
 from nmtkit.train.state import start
 from nmtkit.train.window import LossWindow
 
-from .bench_common import write_text
+from .bench_common import fail, write_text
 
 # Operators that only make views or allocate: no kernel of their own.
 NO_KERNEL = {
@@ -342,7 +342,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser().parse_args(argv)
     on_gpu = torch.device(args.device).type == "cuda"
     if on_gpu and not torch.cuda.is_available():
-        raise SystemExit("profile-train: no CUDA GPU here")
+        fail("profile-train", "no CUDA GPU here (--device cpu profiles on the CPU)")
     if args.cuda_graphs and (args.compile or args.shortlist):
         raise SystemExit("profile-train: --cuda-graphs captures the plain update (no --compile, no --sampled-softmax)")
     if args.fused_steps and args.compile:
