@@ -144,9 +144,12 @@ wheel-check: $(INSTALLED)
 	$(PY) -m pip wheel -q --disable-pip-version-check --no-deps -w build/wheel .
 	bin/wheel-check build/wheel/nmtkit-*.whl build/wheel-venv $(TORCH_CONSTRAINT)
 
-# The results tables of README.md and docs/ rewritten from results/*.json, which the commands that
-# measure write (bench/results.py; a test checks that every table is its files').
+# The results tables of README.md and docs/ rewritten from results/*.json (bench/results.py; a test
+# checks that every table is its files'). make demo and make paper record a run's figures there only
+# when RESULTS_DIR is given (make demo RESULTS_DIR=results, then make results): a user's run records
+# them beside itself, and the checkout's tables, and make test, stay as they were.
 RESULTS_DIR ?= results
+results_into = $(if $(filter command environment%,$(origin RESULTS_DIR)),$(RESULTS_DIR),$1)
 results: $(INSTALLED)
 	$(PY) -m bench.results render README.md docs/*.md
 
@@ -298,7 +301,7 @@ demo: $(DEMO)/test.hyp.fr $(DEMO)/test.align
 	    -r $(DATA)/raw/test.ref-darby.fr --clean verse-markers $(SCORE_METRICS)
 	@$(NMTKIT) score $< -r $(DATA)/raw/test.fr --clean verse-markers --output-format json > $(DEMO)/test-score.json
 	@$(NMTKIT) info $(DEMO) --output-format json > $(DEMO)/run.json
-	@$(PY) -m bench.results record demo-$(if $(DEMO_BF16),bf16,fp32) --into $(RESULTS_DIR) --machine-of $(DEMO) \
+	@$(PY) -m bench.results record demo-$(if $(DEMO_BF16),bf16,fp32) --into $(call results_into,$(DEMO)) --machine-of $(DEMO) \
 	    --title "The demo$(if $(DEMO_BF16),'s training in bfloat16,$(comma) float32): sacreBLEU$(comma) test verses against Segond" \
 	    --command "make demo" \
 	    --json-figure "updates=$(DEMO)/run.json:updates" --json-figure "target tokens/s=$(DEMO)/run.json:tgt_tokens_per_s" \
@@ -553,31 +556,24 @@ $(PAPER)/report.md: $(foreach m,$(PAPER_MODELS),$(PAPER)/$(m)/test.hyp.fr $(PAPE
 	    --made-by "$(paper_command)"
 	printf '%s\n' "$(paper_command)" > $(PAPER)/made-by
 
-# The variables that change the study's figures. results/paper.json (the README's figure) is the
-# default recipe's: a run with any of them set records nothing there unless RESULTS_DIR is given
-# too, and then with the variables in its command. The report says which command made it (made-by):
-# a report the command at hand did not make (an earlier run's, up to date) is not recorded either.
+# The variables that change the study's figures, named in the command its record gives. The report
+# says which command made it (made-by): a report the command at hand did not make (an earlier run's,
+# up to date) is not recorded as this command's.
 PAPER_FIGURE_VARS = PAPER_UPDATES PAPER_RECIPE PAPER_TRAIN PAPER_MODELS PAPER_MINUTES PAPER_SIZE PAPER_BEAM \
     PAPER_SAMPLES STUDY_RECIPE DEMO_BF16 BEAM BPE VOCAB_SIZE DATA PAIRS MAX_LEN MAX_RATIO
 paper_changed = $(strip $(foreach v,$(PAPER_FIGURE_VARS),$(if $(filter command environment%,$(origin $v)),$v)))
-paper_records = $(if $(paper_changed),$(filter command environment%,$(origin RESULTS_DIR)),yes)
 paper_command = make paper$(if $(filter gpu,$(PAPER_SCALE)), PAPER_SCALE=gpu)$(if $(paper_changed), $(foreach v,$(paper_changed),$v='$($v)'))
 
 paper: $(PAPER)/report.md
-ifneq ($(paper_records),)
 	@if [ "$$(cat $(PAPER)/made-by 2>/dev/null)" != "$(paper_command)" ]; then \
 	    echo "make paper: $(PAPER)/report.md was made by another command ($$(cat $(PAPER)/made-by 2>/dev/null \
-	        || echo 'not recorded')): $(RESULTS_DIR)/ keeps its figures (another PAPER=DIR runs this one)" >&2; \
+	        || echo 'not recorded')): not recorded as this one's (another PAPER=DIR runs this one)" >&2; \
 	else set -x; $(PAPER_PY) -m bench.results record paper$(if $(filter gpu,$(PAPER_SCALE)),-gpu) \
-	    --into $(RESULTS_DIR) --machine-of $(PAPER)/$(lastword $(PAPER_MODELS)) \
+	    --into $(call results_into,$(PAPER)) --machine-of $(PAPER)/$(lastword $(PAPER_MODELS)) \
 	    --title "The paper's finding: RNNsearch-50 against RNNencdec-50 (test verses, tokenized BLEU)" \
 	    --command "$(paper_command)" \
 	    $(foreach m,$(filter rnnsearch-50 rnnencdec-50,$(PAPER_MODELS)),--json-figure \
 	        "$(m)=$(PAPER)/table1.json:test.all.bleu_tok.$(m).bleu"); fi
-else
-	@echo "make paper: $(PAPER)/report.md is this run's; $(RESULTS_DIR)/ keeps the default recipe's figures" \
-	    "($(paper_changed) set: RESULTS_DIR=DIR records this run in DIR)" >&2
-endif
 
 # Under-translation (docs/paper.md): RNNsearch-50 beside the same recipe with Tu et al.'s coverage
 # models, by passage length and by how long the outputs are against the references.

@@ -79,6 +79,21 @@ def test_the_readme_states_the_set_as_it_is(name):
     assert [int(x.replace(",", "")) for x in found] == [words_en, words_fr, sure, possible - sure]
 
 
+def test_the_readme_counts_the_test_set_s_unlinked_tokens_as_they_are():
+    unlinked, possible_only = [0, 0], 0
+    for e, f, line in zip(lines("test.tok.en"), lines("test.tok.fr"), lines("gold.links")):
+        s, p = read_gold(line, "gold")  # p holds the sure links too
+        unlinked[0] += sum(1 for i in range(len(e.split())) if all(i != a for a, _ in p))
+        unlinked[1] += sum(1 for j in range(len(f.split())) if all(j != b for _, b in p))
+        possible_only += sum(
+            1 for j in range(len(f.split())) if any(j == b for _, b in p) and all(j != b for _, b in s)
+        )
+    said = re.search(
+        r"(\d+) English and (\d+) French tokens have no link at all, and (\d+) French", (GOLD / "README.md").read_text()
+    )
+    assert said is not None and [int(x) for x in said.groups()] == [*unlinked, possible_only]
+
+
 def test_the_gold_set_scores_itself_perfectly_and_a_diagonal_badly():
     gold = lines("gold.links")
     sure_only = [" ".join(x for x in line.split() if "-" in x) for line in gold]
