@@ -338,6 +338,13 @@ def test_the_fertility_bound_n_scales_each_source_words_fertility():
     assert torch.allclose(f3, f2 * 1.5) and bool((f3 < 3).all()) and bool((f2 < 2).all())
     with pytest.raises(UserError, match="--max-fertility bounds the linguistic coverage"):
         model_config(max_fertility=3.0)
+    # typed at its default beside another coverage: the config cannot tell it from none, the command line can
+    from nmtkit.cli.train_settings import train_settings
+
+    typed = {"coverage": "neural", "max_fertility": 2.0}
+    with pytest.raises(UserError, match="--max-fertility bounds the linguistic coverage"):
+        train_settings("rnnsearch", "tiny", "appendix-b", typed, set(typed))
+    assert train_settings("rnnsearch", "tiny", "appendix-b", {"coverage": "neural"}, {"coverage"})
 
 
 def test_a_coverage_model_written_by_1_1_reads_its_weights_under_their_old_names(tmp_path):

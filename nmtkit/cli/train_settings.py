@@ -62,6 +62,8 @@ def resolved_settings(
     if "tie_embeddings" in recipe:
         values = {**values, "tie_embeddings": recipe.pop("tie_embeddings")}
     refuse_foreign(arch, given & every.keys())
+    if "max_fertility" in given and values.get("coverage") != "linguistic":  # typed, even at its default
+        raise UserError("--max-fertility bounds the linguistic coverage: add --coverage linguistic")
     if (values.get("fused_steps") or recipe.get("fused_steps")) and values.get("compile"):
         raise UserError("--fused-steps and --compile are two ways to speed the same loops: give one")
     if values.get("cuda_graphs") and values.get("compile"):
@@ -91,10 +93,13 @@ def resolved_settings(
 def recipe_fills(arch: str, preset: str, schedule_name: str, model: ModelConfig, cfg: TrainConfig) -> dict[str, Any]:
     """What a run of these configs takes for each option, by parameter name (``--dump-config``
     writes it where no value was chosen): the model's and the run's values, the schedule's preset,
-    and None for the flags of another family and those of a step not taken (which a file that set
-    them would be refused for)."""
+    and None for the flags of another family and those of a step not taken or a model part not built
+    (which a file that set them would be refused for)."""
     foreign = dict.fromkeys(every_model_flag().keys() - FAMILIES[arch].flags().keys())
     run = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)}
     if not cfg.compile:
         run["compile_mode"] = None
-    return foreign | run | model.flat() | {"preset": SCHEDULES[schedule_name].settings(0.0).get("preset", preset)}
+    flat = model.flat()
+    if "max_fertility" in flat and flat.get("coverage") != "linguistic":
+        flat["max_fertility"] = None  # typed, it would be refused: it bounds the linguistic coverage alone
+    return foreign | run | flat | {"preset": SCHEDULES[schedule_name].settings(0.0).get("preset", preset)}
