@@ -41,6 +41,7 @@ import json
 import os
 import platform
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -390,6 +391,9 @@ def main(argv: list[str] | None = None) -> None:
             fail("gpu-check", f"no data-bin at {args.words} (make data BPE=0 builds it; carry it to the GPU machine)")
     check = Check(args, gpu)
     check.out.mkdir(parents=True, exist_ok=True)
+    # SIGTERM (a job's timeout) as an exception: the part's command is killed with it (subprocess.run)
+    # and the report keeps the parts done, where the signal's default would leave a training running
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     weight = sum(SHARE[p] for p in parts) or 1.0
     for part in [p for p in PARTS if p in parts]:
         budget = part_budget(check, part, weight)

@@ -62,7 +62,7 @@ def test_an_unknown_part_or_a_missing_data_bin_is_one_line(raw, tmp_path):
         env=ENV,
     )
     assert (
-        done.returncode != 0
+        done.returncode == 2
         and done.stderr.strip() == "gpu-check: no part 'warp' (of machine, bench, profile, train, wmt14, tests)"
     )
     done = subprocess.run(
@@ -80,7 +80,31 @@ def test_an_unknown_part_or_a_missing_data_bin_is_one_line(raw, tmp_path):
         text=True,
         env=ENV,
     )
-    assert done.returncode != 0 and "no data-bin at" in done.stderr and "Traceback" not in done.stderr
+    assert done.returncode == 2 and "no data-bin at" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_sigterm_stops_the_part_s_command_and_keeps_the_report(raw, tmp_path):
+    import signal
+    import time
+
+    make_corpus(raw, tmp_path)
+    out = tmp_path / "check"
+    cmd = [sys.executable, str(ROOT / "bin" / "gpu-check"), "--words", str(raw.parent / "bin"), "--out", str(out)]
+    check = subprocess.Popen([*cmd, "--parts", "machine,profile"], env=ENV, stderr=subprocess.PIPE, text=True)
+
+    def children() -> list[str]:  # the profile part's commands write into OUT (--json OUT/profile-….json)
+        found = subprocess.run(["pgrep", "-f", "--", f"--json {out}"], capture_output=True, text=True).stdout.split()
+        return [pid for pid in found if int(pid) != check.pid]
+
+    deadline = time.monotonic() + 120
+    while not children() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert children(), "the profile part never started"
+    check.send_signal(signal.SIGTERM)
+    assert check.wait(timeout=60) == 143
+    time.sleep(1)
+    assert not children()  # no profiling left running
+    assert "machine" in json.loads((out / "report.json").read_text())["parts"]  # the part done is kept
 
 
 @pytest.mark.slow
