@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -35,6 +36,12 @@ def bench_dir() -> Path:
 def fail(prog: str, message: str) -> NoReturn:
     print(f"{prog}: {message}", file=sys.stderr)
     sys.exit(2)
+
+
+def exit_on_sigterm() -> None:
+    """SIGTERM (a job's timeout, a queue) as SystemExit(143): subprocess.run then kills the command it
+    runs, and temporary directories go, where the signal's default would leave both behind."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
 
 
 def native_bf16() -> bool:

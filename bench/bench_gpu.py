@@ -55,7 +55,7 @@ import torch
 from nmtkit.core.machine import this_cpu
 from nmtkit.train.runlog import RunLog
 
-from .bench_common import NMTKIT, fail, mean, write_text
+from .bench_common import NMTKIT, exit_on_sigterm, fail, mean, write_text
 from .gpu_cells import BATCHES, PATHS, WHOLE_UPDATE, WMT14_TARGET_TOKENS, cells, flags
 
 
@@ -189,9 +189,7 @@ def main(argv: list[str] | None = None) -> None:
         precisions = tuple(p for p in precisions if p != "bf16")  # nmtkit refuses --bf16 where emulated
         print("bench-gpu: this CPU has no native bfloat16: the bf16 cells are left out", file=sys.stderr)
     run = CellRun(args.preset, args.updates, args.warmup, args.device, args.graph_updates)
-    # SIGTERM (timeout, a queue) as an exception: subprocess.run kills the cell's training and the
-    # temporary directory goes, where the signal's default would leave both behind
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    exit_on_sigterm()
     chosen = cells(args.archs.split(","), args.paths.split(","), precisions, batches)
     if not chosen:
         fail("bench-gpu", "no cell to run: these archs, paths, precisions and batches make none")

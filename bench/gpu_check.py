@@ -41,7 +41,6 @@ import json
 import os
 import platform
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -54,7 +53,7 @@ import torch
 from nmtkit.core.machine import describe
 from nmtkit.core.machine import machine as this_machine
 
-from .bench_common import CHECKOUT, fail, write_text
+from .bench_common import CHECKOUT, exit_on_sigterm, fail, write_text
 from .bench_gpu import CellRun, measure
 from .gpu_cells import PATHS, WHOLE_UPDATE, WMT14_TARGET_TOKENS, cells
 from .gpu_check_train import PARTS, TINY_UPDATES, TRAIN_MINUTES, Check, first_lines, train
@@ -391,9 +390,7 @@ def main(argv: list[str] | None = None) -> None:
             fail("gpu-check", f"no data-bin at {args.words} (make data BPE=0 builds it; carry it to the GPU machine)")
     check = Check(args, gpu)
     check.out.mkdir(parents=True, exist_ok=True)
-    # SIGTERM (a job's timeout) as an exception: the part's command is killed with it (subprocess.run)
-    # and the report keeps the parts done, where the signal's default would leave a training running
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    exit_on_sigterm()  # the report keeps the parts done
     weight = sum(SHARE[p] for p in parts) or 1.0
     for part in [p for p in PARTS if p in parts]:
         budget = part_budget(check, part, weight)
