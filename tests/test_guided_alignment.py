@@ -403,6 +403,18 @@ def test_the_head_is_clipped_on_its_own_so_the_translation_model_s_update_is_unc
     assert math.isclose(float(head.norm()), 1.0, rel_tol=1e-4)
 
 
+def test_head_only_s_zero_norm_is_on_the_model_s_device():
+    """--head-only: the frozen model has no gradient; its norm is a zero where the model is, not a
+    CPU tensor that every update would copy to the GPU (the meta device stands in for it here)."""
+    from nmtkit.train.step import clip
+
+    model = head_model().to("meta")
+    for p in model.align_head.parameters():
+        p.grad = torch.ones_like(p)
+    norm = clip(model, 1.0)
+    assert norm.device.type == "meta" and norm.shape == ()
+
+
 @pytest.mark.parametrize("had_head", [True, False], ids=["its-head", "a-new-head"])
 def test_head_only_trains_the_head_and_leaves_the_translation_model_as_it_was(raw, tmp_path, had_head):
     """--head-only from a trained model: every weight but the head's is the model's own after the

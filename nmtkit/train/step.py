@@ -124,4 +124,7 @@ def clip(model: torch.nn.Module, limit: float) -> torch.Tensor:
         return torch.nn.utils.clip_grad_norm_(model.parameters(), limit)
     torch.nn.utils.clip_grad_norm_(head.parameters(), limit)
     apart = {id(p) for p in head.parameters()}
-    return torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if id(p) not in apart], limit)
+    rest = [p for p in model.parameters() if id(p) not in apart and p.grad is not None]
+    if not rest:  # --head-only: clip_grad_norm_'s zero would be a CPU tensor, copied to the device each update
+        return torch.zeros((), device=next(head.parameters()).device)
+    return torch.nn.utils.clip_grad_norm_(rest, limit)

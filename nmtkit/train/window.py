@@ -34,8 +34,8 @@ class LossWindow:
         """This process's summed loss over its ``tokens`` and ``sents``, the update's gradient
         norm (if clipped); ``all_tokens``: the whole minibatch's, over every process."""
         self.losses.append(loss.detach().float())
-        if norm is not None:  # --head-only: the frozen model's norm is clip_grad_norm_'s CPU zero
-            self.norms.append(norm.detach().float().to(loss.device))
+        if norm is not None:
+            self.norms.append(norm.detach().float())
         self.tokens, self.sents = self.tokens + tokens, self.sents + sents
         self.all_tokens += all_tokens
 
