@@ -10,6 +10,7 @@ from nmtkit.text.clean import RULES, apply_rules
     [
         ("unicode", "a\u00a0b\u200bc\x07d", "a bcd"),
         ("unicode", "e\u0301te\u0301", "été"),  # NFC
+        ("unicode", "chat\rnoir\x0cet\u2028le\x1fchien\x85!", "chat noir et le chien !"),  # no glued words
         ("mojibake", "To the tune of Â»Death of the Son.Â«", "To the tune of »Death of the Son.«"),
         ("mojibake", "Ânesse sauvage", "Ânesse sauvage"),  # a real Â stays
         ("mojibake", "Ã©tÃ© Ã\u00a0 naÃ¯ve", "été à naïve"),
@@ -105,3 +106,13 @@ def test_score_normalises_hypotheses_and_references_the_same_way(tmp_path):
     bleu = lambda clean: evaluate([str(tmp_path / "hyp")], [str(tmp_path / "ref")], clean=clean)["systems"][0]["bleu"]
     assert bleu(()) < 60
     assert bleu(("unicode", "verse-markers")) == pytest.approx(100)
+
+
+def test_every_character_that_separates_words_stays_a_separator():
+    """What str.split() splits on (CR, form feed, the line separators, …) is never removed."""
+    import sys
+
+    from nmtkit.text.clean import unicode_rule
+
+    spaces = [chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace() and chr(c) != "\n"]
+    assert len(spaces) > 20 and all(unicode_rule(f"a{c}b").split() == ["a", "b"] for c in spaces)

