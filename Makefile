@@ -175,8 +175,12 @@ $(BIN)/manifest.json: $(VOCAB)/vocab.json
 
 data: $(BIN)/manifest.json
 
-$(DEMO)/best.pt: $(BIN)/manifest.json
+# A run's target is its done stamp, not best.pt: the first validation writes best.pt, so an
+# interrupted run would count as trained. train resumes an unfinished run and does nothing on a
+# finished one, and the stamp is touched only when it exits 0.
+$(DEMO)/done: $(BIN)/manifest.json
 	$(NMTKIT) train $(BIN) --save-dir $(DEMO) --threads $(JOBS) $(DEMO_TRAIN)
+	touch $@
 
 # Guided alignment (docs/alignment.md): eflomal's links of the training pairs (the align extra, built
 # with the C compiler on first use), the demo's corpus binarized with them, and the demo's recipe
@@ -198,13 +202,14 @@ links_bin = $(NMTKIT) preprocess -s en -t fr --train $(or $3,$(DATA)/clean/train
 $(BIN)-links/manifest.json: $(VOCAB)/vocab.json $(DATA)/clean/train.links
 	$(call links_bin,$(VOCAB))
 
-$(GUIDED)/best.pt: $(BIN)-links/manifest.json
+$(GUIDED)/done: $(BIN)-links/manifest.json
 	$(NMTKIT) train $(BIN)-links --save-dir $(GUIDED) --threads $(JOBS) $(DEMO_TRAIN) \
 	    --guided-alignment-weight $(GUIDED_WEIGHT) $(GUIDED_HEAD)
+	touch $@
 
-demo-guided: $(GUIDED)/best.pt
-	$(PY) bin/bench-aer --model $< --data $(DATA) --threads $(JOBS) --no-eflomal
-	$(NMTKIT) translate -m $< $(DATA)/raw/test.en -o $(GUIDED)/test.hyp.fr --beam $(BEAM) --threads $(JOBS)
+demo-guided: $(GUIDED)/done
+	$(PY) bin/bench-aer --model $(GUIDED)/best.pt --data $(DATA) --threads $(JOBS) --no-eflomal
+	$(NMTKIT) translate -m $(GUIDED)/best.pt $(DATA)/raw/test.en -o $(GUIDED)/test.hyp.fr --beam $(BEAM) --threads $(JOBS)
 	$(NMTKIT) score $(GUIDED)/test.hyp.fr -r $(DATA)/raw/test.fr --clean verse-markers $(SCORE_METRICS)
 
 # The French→English model of demo-guided's data (the sides swapped, the links transposed),
@@ -218,11 +223,12 @@ PAIR_AER = --link-thresholds $(LINK_THRESHOLDS) --null-thresholds $(NULL_THRESHO
 $(BIN)-links-fr-en/manifest.json: $(BIN)-links/manifest.json
 	rm -rf $(@D) && $(NMTKIT) reverse $(BIN)-links $(@D)
 
-$(GUIDED_BACK)/best.pt: $(BIN)-links-fr-en/manifest.json
+$(GUIDED_BACK)/done: $(BIN)-links-fr-en/manifest.json
 	$(NMTKIT) train $(BIN)-links-fr-en --save-dir $(GUIDED_BACK) --threads $(JOBS) $(DEMO_TRAIN) \
 	    --guided-alignment-weight $(GUIDED_WEIGHT) $(GUIDED_HEAD)
+	touch $@
 
-demo-aligners: $(GUIDED)/best.pt $(GUIDED_BACK)/best.pt
+demo-aligners: $(GUIDED)/done $(GUIDED_BACK)/done
 	$(PY) bin/bench-aer --model $(GUIDED)/best.pt --pair $(GUIDED)/best.pt $(GUIDED_BACK)/best.pt $(PAIR_AER)
 	$(NMTKIT) translate -m $(GUIDED_BACK)/best.pt $(DATA)/raw/test.fr -o $(GUIDED_BACK)/test.hyp.en \
 	    --beam $(BEAM) --threads $(JOBS)
@@ -243,7 +249,8 @@ HEAD_UPDATES ?= 1400
 SELF_ROUNDS ?= 0 1 2
 HEAD_TRAIN = --schedule cpu --max-updates $(HEAD_UPDATES) --valid-every $(HEAD_UPDATES) --no-valid-bleu \
 	--guided-alignment-weight $(GUIDED_WEIGHT) --alignment-head --head-only --threads $(JOBS)
-pair_of = $(ALIGNERS)/round$1-en-fr/best.pt $(ALIGNERS)/round$1-fr-en/best.pt
+pair_of = $(ALIGNERS)/round$1-en-fr/done $(ALIGNERS)/round$1-fr-en/done
+models_of = $(ALIGNERS)/round$1-en-fr/best.pt $(ALIGNERS)/round$1-fr-en/best.pt
 SAMPLE = $(ALIGNERS)/pairs-every$(ROUND_EVERY)
 
 $(SAMPLE)/train.en $(SAMPLE)/train.fr &: $(DATA)/clean/preprocess.json
@@ -252,17 +259,19 @@ $(SAMPLE)/train.en $(SAMPLE)/train.fr &: $(DATA)/clean/preprocess.json
 	    && mv $(SAMPLE)/train.$$l.tmp $(SAMPLE)/train.$$l; done
 
 define head_round  # round $1: the heads of pair $2 trained on data-bins $3 (English→French) and $3-fr-en
-$(ALIGNERS)/round$1-en-fr/best.pt: $3/manifest.json $(word 1,$2)
-	$(NMTKIT) train $3 --save-dir $$(@D) --init-from $$(word 2,$$^) $(HEAD_TRAIN)
-$(ALIGNERS)/round$1-fr-en/best.pt: $3-fr-en/manifest.json $(word 2,$2)
-	$(NMTKIT) train $3-fr-en --save-dir $$(@D) --init-from $$(word 2,$$^) $(HEAD_TRAIN)
+$(ALIGNERS)/round$1-en-fr/done: $3/manifest.json $(word 1,$2)
+	$(NMTKIT) train $3 --save-dir $$(@D) --init-from $$(dir $$(word 2,$$^))best.pt $(HEAD_TRAIN)
+	touch $$@
+$(ALIGNERS)/round$1-fr-en/done: $3-fr-en/manifest.json $(word 2,$2)
+	$(NMTKIT) train $3-fr-en --save-dir $$(@D) --init-from $$(dir $$(word 2,$$^))best.pt $(HEAD_TRAIN)
+	touch $$@
 endef
 
 define self_training  # round $1 on round $2's links
 $(ALIGNERS)/round$1-links/train.links: $(call pair_of,$2) $(SAMPLE)/train.en
 	mkdir -p $$(@D) && for l in en fr; do ln -sf ../$(notdir $(SAMPLE))/train.$$$$l $$(@D)/train.$$$$l; done
 	ln -sf $(abspath $(DATA)/clean/preprocess.json) $$(@D)/preprocess.json  # what cleaned the text
-	$(NMTKIT) align -m $$(word 1,$$^) -m $$(word 2,$$^) --source $(SAMPLE)/train.en \
+	$(NMTKIT) align $$(foreach m,$(call models_of,$2),-m $$m) --source $(SAMPLE)/train.en \
 	    --target $(SAMPLE)/train.fr --tokenized $(or $(ROUND$1_LINKS),$(ROUND_LINKS)) -j $(JOBS) -o $$@
 $(BIN)-round$1/manifest.json: $(VOCAB)/vocab.json $(ALIGNERS)/round$1-links/train.links
 	$$(call links_bin,$(VOCAB),links,$(ALIGNERS)/round$1-links/train)
@@ -270,18 +279,18 @@ $(BIN)-round$1-fr-en/manifest.json: $(BIN)-round$1/manifest.json
 	rm -rf $$(@D) && $(NMTKIT) reverse $(BIN)-round$1 $$(@D)
 $(call head_round,$1,$(call pair_of,$2),$(BIN)-round$1)
 endef
-$(eval $(call head_round,0,$(GUIDED)/best.pt $(GUIDED_BACK)/best.pt,$(BIN)-links))
+$(eval $(call head_round,0,$(GUIDED)/done $(GUIDED_BACK)/done,$(BIN)-links))
 $(eval $(call self_training,1,0))
 $(eval $(call self_training,2,1))
 $(eval $(call self_training,3,2))
 
 demo-self-training: $(foreach r,$(SELF_ROUNDS),$(call pair_of,$r))
-	$(PY) bin/bench-aer --no-eflomal $(foreach r,$(SELF_ROUNDS),--model $(word 1,$(call pair_of,$r)) \
-	    --model $(word 2,$(call pair_of,$r)) --pair $(call pair_of,$r)) $(PAIR_AER)
+	$(PY) bin/bench-aer --no-eflomal $(foreach r,$(SELF_ROUNDS),--model $(word 1,$(call models_of,$r)) \
+	    --model $(word 2,$(call models_of,$r)) --pair $(call models_of,$r)) $(PAIR_AER)
 
 # One pass of beam search gives the hypotheses and their attention (for the alignment plots).
-$(DEMO)/test.hyp.fr $(DEMO)/test.align &: $(DEMO)/best.pt
-	$(NMTKIT) translate -m $< $(DATA)/raw/test.en -o $(DEMO)/test.hyp.fr --alignments $(DEMO)/test.align \
+$(DEMO)/test.hyp.fr $(DEMO)/test.align &: $(DEMO)/done
+	$(NMTKIT) translate -m $(DEMO)/best.pt $(DATA)/raw/test.en -o $(DEMO)/test.hyp.fr --alignments $(DEMO)/test.align \
 	    --beam $(BEAM) --threads $(JOBS)
 
 # Test BLEU: King James → Segond, detokenized sacreBLEU; then against all three French versions;
@@ -324,7 +333,7 @@ demo-curve: data
 	$(PY) -m bench.cpu_trials --set levers --runs $(TRIALS_DIR) --data all=$(DATA) \
 	    --doc docs/cpu-training.md --plot docs/img/levers-curve.png --threads $(JOBS)
 else
-demo-curve: $(DEMO)/best.pt
+demo-curve: $(DEMO)/done
 	$(MAKE) data BPE=0
 	$(MAKE) data DATA=$(DATA)-kl PAIRS=k-l
 	$(PY) -m bench.cpu_trials --runs $(TRIALS_DIR) --data all=$(DATA) --data k-l=$(DATA)-kl \
@@ -382,8 +391,8 @@ bench-blas: $(INSTALLED)
 
 # Alignment error rate of the demo model's attention beside eflomal's (installed from PyPI into
 # the benchmarks' cache on first use), on the gold verses of examples/bible_aer.
-aer: $(DEMO)/best.pt
-	$(PY) bin/bench-aer --model $< --data $(DATA) --threads $(JOBS)
+aer: $(DEMO)/done
+	$(PY) bin/bench-aer --model $(DEMO)/best.pt --data $(DATA) --threads $(JOBS)
 
 # Training speed on a GPU at the paper's sizes (bin/bench-gpu): every architecture, token and
 # sentence batches, fp32/TF32 and bf16, eager, compiled and CUDA graphs; on the Bible with 30,000-word lists.

@@ -33,6 +33,30 @@ def test_the_demo_trains_for_minutes_or_for_a_fixed_number_of_updates(tmp_path):
     assert "--size 30000" in words and "--bpe" not in words and "data-bin-words30000" in words
 
 
+def test_an_interrupted_demo_trains_again_and_a_finished_one_does_not(tmp_path):
+    """The first validation writes best.pt: an interrupted run has one, and must still be trained
+    (train resumes it); only the done stamp of a run that ended says it is trained."""
+    import os
+
+    data, demo = tmp_path / "data", tmp_path / "d"
+    chain = ["raw/bible.json", "clean/preprocess.json", "vocab-bpe8000/vocab.json", "data-bin-bpe8000/manifest.json"]
+    for k, name in enumerate(chain):
+        (data / name).parent.mkdir(parents=True, exist_ok=True)
+        (data / name).write_text("")
+        os.utime(data / name, (1_000_000 + k, 1_000_000 + k))
+    demo.mkdir()
+    for name in ("best.pt", "last.pt"):
+        (demo / name).write_text("")
+    args = ("demo", "INSTALLED=", f"DEMO={demo}", f"DATA={data}")
+    interrupted = make_n(*args)
+    assert " train " in interrupted and f"touch {demo}/done" in interrupted
+    (demo / "done").write_text("")
+    for name in ("test.hyp.fr", "test.align"):
+        (demo / name).write_text("")
+    finished = make_n(*args)
+    assert " train " not in finished and " translate " not in finished
+
+
 def test_the_trials_table_and_picture_come_from_the_runs(corpus, tmp_path, monkeypatch):
     data = tmp_path / "data"
     (data / "raw").mkdir(parents=True)
