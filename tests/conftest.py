@@ -21,6 +21,11 @@ needs_native_bf16 = pytest.mark.skipif(
 # cuBLAS is deterministic only with a fixed workspace, set before CUDA starts (no effect on CPUs)
 os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
+# The make that runs the suite (make test, make test-torch TORCH=…) hands its command-line variables
+# to every make a test runs through MAKEFLAGS: test-torch's TORCH_CONSTRAINT changed what they print
+for name in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL"):
+    os.environ.pop(name, None)
+
 EN = [
     "In the beginning God created the heaven and the earth.",
     "And the earth was without form, and void; and darkness was upon the face of the deep.",
