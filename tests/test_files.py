@@ -26,6 +26,17 @@ def test_read_lines_missing_and_empty(tmp_path):
     assert list(read_lines(tmp_path / "e", allow_empty=True)) == []
 
 
+def test_a_gzipped_corpus_is_named_as_such(tmp_path):
+    """A .gz beside the missing file, or given itself, is named with the zcat that makes the text."""
+    import gzip
+
+    (tmp_path / "train.fr.gz").write_bytes(gzip.compress(b"Au commencement\n"))
+    with pytest.raises(UserError, match=r"train.fr: no such file \(.*train.fr.gz is there: zcat"):
+        list(read_lines(tmp_path / "train.fr"))
+    with pytest.raises(UserError, match=r"train.fr.gz: gzip-compressed; nmtkit reads plain UTF-8 text"):
+        count_lines(tmp_path / "train.fr.gz")
+
+
 def test_read_lines_keeps_empty_lines_and_strips_crlf(tmp_path):
     f = tmp_path / "x"
     f.write_bytes(b"a\r\n\nb")

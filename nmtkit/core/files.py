@@ -33,17 +33,29 @@ def display_name(path: str | Path) -> str:
     return "<stdin>" if str(path) == STDIO else str(path)
 
 
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
 def open_binary(path: str | Path) -> IO[bytes]:
+    """The file (or stdin for '-'), opened to be read as bytes; a compressed file is refused by
+    name, rather than as bytes that are not UTF-8."""
     if str(path) == STDIO:
         return sys.stdin.buffer
     try:
-        return open(path, "rb")
+        stream = open(path, "rb")
     except FileNotFoundError:
+        packed = f"{path}.gz"
+        if os.path.isfile(packed):
+            raise UserError(f"{path}: no such file ({packed} is there: zcat {packed} > {path})") from None
         raise UserError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise UserError(f"{path}: is a directory, expected a text file") from None
     except PermissionError:
         raise UserError(f"{path}: permission denied") from None
+    if stream.peek(2)[:2] == _GZIP_MAGIC:
+        stream.close()
+        raise UserError(f"{path}: gzip-compressed; nmtkit reads plain UTF-8 text (zcat {path} > FILE)")
+    return stream
 
 
 def decode_line(raw: bytes, path: str | Path, lineno: int) -> str:
