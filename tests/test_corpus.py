@@ -32,8 +32,9 @@ def make_corpus(raw, tmp_path, vocab_cfg=VocabConfig(), filters=FilterConfig()):
     return report, manifest, Corpus(bin_)
 
 
-def test_preprocess_report_filters_train_only(raw, tmp_path):
+def test_preprocess_report_filters_train_only(raw, tmp_path, capfd):
     report, _, _ = make_corpus(raw, tmp_path)
+    assert "warning: test: 1 pair with an empty side, kept" in capfd.readouterr().err
     train = report["splits"]["train"]
     assert train["lines"] == 8
     assert train["dropped"]["empty"] == 1  # "Amen." vs "[]"

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from .. import __version__
-from ..core.console import progress
+from ..core.console import log, progress
 from ..core.errors import FormatError, UserError
 from ..core.files import Staging, check_parallel, fingerprint, read_json, read_lines, write_json
 from ..core.parallel import Workers, chunked
@@ -136,6 +136,12 @@ def preprocess_corpus(
             )
         write_json(stage.path(SETTINGS_FILE), report)
         stage.commit()
+    for name in splits:
+        if empty := report["splits"][name].get("kept_empty"):
+            log(
+                f"warning: {name}: {empty:,} pair{'s' * (empty > 1)} with an empty side, kept (only train's pairs "
+                f"are filtered: {name} stays line for line with its references)"
+            )
     return report
 
 
