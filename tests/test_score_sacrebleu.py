@@ -152,3 +152,14 @@ def test_user_errors_are_one_line_and_status_2(files, args, match):
     args = [str(files / a) if a.endswith(".fr") else a for a in args]
     r = CliRunner().invoke(main, ["score", str(files / "hyp.fr"), "-r", str(files / "ref0.fr"), *args])
     assert r.exit_code == 2 and r.stderr.count("\n") == 1 and match in r.stderr, r.output
+
+
+def test_a_system_that_ties_the_baseline_is_not_significant():
+    """sacreBLEU's bootstrap gives the same output as the baseline p = 1/(samples+1); score gives 1."""
+    from nmtkit.evaluate.score import paired_bootstrap
+
+    other = [h.lower() for h in HYPS]
+    got = paired_bootstrap({"a": HYPS, "same": list(HYPS), "other": other}, REFS, samples=200)
+    base, same, changed = got["systems"]
+    assert base["p_value"] is None and same["p_value"] == 1.0 and same["bleu"] == base["bleu"]
+    assert changed["bleu"] != base["bleu"] and changed["p_value"] < 1.0

@@ -417,6 +417,7 @@ def test_score_by_length_no_unk_bootstrap_and_corpus_nll(overfit, tmp_path):
     assert corpus["perplexity"] == pytest.approx(math.exp(corpus["nll_token"]))
     for args, message in [
         (["score", tmp_path / "a", "-r", ref, "--by-length"], "needs the source"),
+        (["score", tmp_path / "a", "-r", ref, "--no-unk-vocab", ckpt(overfit)], "--no-unk-vocab needs the source"),
         (["score", tmp_path / "a", "-r", ref, "--plot", tmp_path / "x.png"], "add --by-length"),
         (["score", tmp_path / "a", "-r", ref, "--bootstrap", 10], "two or more"),
         (["score", "-m", ckpt(overfit), "--data", overfit / "bin-kept", "--split", "dev"], "no split 'dev'"),

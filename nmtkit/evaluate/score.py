@@ -259,7 +259,7 @@ def paired_bootstrap(
     signatures, results = test()
     scored: list[Any] = list(results["BLEU"])  # sacrebleu's Result objects
     rows = [
-        {"system": name, "bleu": r.score, "p_value": r.p_value, "mean": r.mean, "ci95": r.ci}
+        {"system": name, "bleu": r.score, "p_value": _p_value(r, scored[0]), "mean": r.mean, "ci95": r.ci}
         for name, r in zip(results["System"], scored)
     ]
     return {
@@ -269,6 +269,15 @@ def paired_bootstrap(
         "label": metrics.label(bleu),
         "systems": rows,
     }
+
+
+def _p_value(result: Any, baseline: Any) -> float | None:
+    """sacreBLEU's p-value, but 1 where the system ties the baseline: its test counts the resamples
+    whose centred difference exceeds the real one, strictly, so that a tie whose resamples all tie
+    too (the same output, or BLEU 0 for both) came out as 1/(samples+1), "significant"."""
+    if result is baseline:
+        return None
+    return 1.0 if result.score == baseline.score else float(result.p_value)
 
 
 def hypothesis_nll(
@@ -316,7 +325,7 @@ def evaluate(  # noqa: PLR0913 (score's options, one per flag)
     systems, refs = read_systems(hyp_paths, ref_paths, names, clean)
     n = len(next(iter(systems.values())))
     sources = read_sources(
-        source, n, str(hyp_paths[0]), {"--by-length": bucket_width, "--no-unk": no_unk, "-m/--model": model_paths}
+        source, n, str(hyp_paths[0]), {"--by-length": bucket_width, "--no-unk-vocab": no_unk, "-m/--model": model_paths}
     )
     lang = target_language(ref_paths, tokenized, lang)
     result: dict[str, Any] = {"systems": []}
