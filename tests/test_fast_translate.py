@@ -156,7 +156,7 @@ def test_training_stores_a_lexicon_and_translate_shortlist_uses_it(overfit, tmp_
     assert short.stdout == full.stdout
 
 
-@pytest.mark.parametrize("penalty", ["none", "average", "gnmt"])
+@pytest.mark.parametrize("penalty", ["none", "average", "power", "gnmt"])
 def test_looking_for_finished_sentences_every_fourth_step_changes_no_output(penalty):
     # the GPU's schedule (fewer waits for the device), run on the CPU
     from nmtkit.translate.search import _beam_search

@@ -38,13 +38,18 @@ def sequence_score(model, src, mask, tokens):
     return float(logp[torch.arange(len(tgt_out)), tgt_out].sum())
 
 
-@pytest.mark.parametrize("penalty", ["none", "average", "gnmt"])
+@pytest.mark.parametrize("penalty", ["none", "average", "power", "gnmt"])
 def test_wide_beam_finds_the_exact_n_best_under_each_length_penalty(penalty):
     model, src, mask = model_and_batch(0, tgt_vocab=6)  # words: <unk> <s> 4 5 (<pad> never)
     limit = 3  # at most 2 words, then </s>
     cfg = SearchConfig(beam=30, max_ratio=0.0, max_extra=limit, length_penalty=penalty, alpha=1.5, nbest=4, min_len=0)
     out = beam_search(model, model.encode(src, mask), cfg)
-    norm = {"none": lambda s, n: s, "average": lambda s, n: s / n, "gnmt": lambda s, n: s / ((5 + n) / 6) ** 1.5}
+    norm = {
+        "none": lambda s, n: s,
+        "average": lambda s, n: s / n,
+        "power": lambda s, n: s / n**1.5,
+        "gnmt": lambda s, n: s / ((5 + n) / 6) ** 1.5,
+    }
     for i in range(src.shape[0]):
         n = int(mask[i].sum())
         s, m = src[i : i + 1, :n], mask[i : i + 1, :n]
@@ -232,12 +237,18 @@ def exhaustive(table, sentence, words, longest):
     return out
 
 
-@pytest.mark.parametrize("penalty", ["none", "average", "gnmt"])
+@pytest.mark.parametrize("penalty", ["none", "average", "power", "gnmt"])
 def test_a_beam_as_wide_as_all_prefixes_finds_the_exhaustive_optimum(penalty):
     words, longest = [1, 4, 5], 4  # <unk> and two words, </s>; ≤ 4 words
     prefixes = sum(len(words) ** n for n in range(longest + 1))
     cfg = SearchConfig(
-        beam=prefixes, max_ratio=0.0, max_extra=longest + 1, length_penalty=penalty, alpha=1.0, nbest=5, min_len=0
+        beam=prefixes,
+        max_ratio=0.0,
+        max_extra=longest + 1,
+        length_penalty=penalty,
+        alpha=1.7 if penalty == "power" else 1.0,  # power at 1 would be average
+        nbest=5,
+        min_len=0,
     )
     for seed in range(3):
         table = random_table(seed, 6)
@@ -253,7 +264,7 @@ def test_a_beam_as_wide_as_all_prefixes_finds_the_exhaustive_optimum(penalty):
             assert out.ranking[got] == pytest.approx([rank[j] for j in best], abs=1e-4)
 
 
-@pytest.mark.parametrize("penalty", ["none", "average", "gnmt"])
+@pytest.mark.parametrize("penalty", ["none", "average", "power", "gnmt"])
 def test_batched_search_equals_searching_each_sentence_alone_and_nbest_lists_are_sorted(penalty):
     table = random_table(7, 8)
     cfg = SearchConfig(beam=4, nbest=3, length_penalty=penalty, max_ratio=0.0, max_extra=9)
@@ -337,3 +348,11 @@ def test_the_search_returns_the_attention_that_forcing_its_outputs_gives(beam):
         L = len(tokens) + 1
         assert torch.allclose(out.attention[row, :L, : maps.shape[2]], maps[row, :L], atol=1e-5)
         assert out.attention[row, L:].abs().sum() == 0
+
+
+def test_the_power_penalty_is_fairseq_s_and_marian_s_score_over_length_to_the_alpha():
+    scores, lengths = torch.tensor([-6.0, -6.0]), torch.tensor([4, 9])
+    power = ranking(SearchConfig(length_penalty="power", alpha=0.6), scores, lengths)
+    assert power.tolist() == pytest.approx([-6 / 4**0.6, -6 / 9**0.6])
+    one = ranking(SearchConfig(length_penalty="power", alpha=1.0), scores, lengths)
+    assert torch.equal(one, ranking(SearchConfig(length_penalty="average"), scores, lengths))

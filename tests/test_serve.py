@@ -209,7 +209,7 @@ def test_the_api_is_described_at_docs_and_openapi_json(server):
     fields = request["properties"]
     assert (fields["beam"]["default"], fields["beam"]["maximum"]) == (12, 24)  # --beam, --max-beam
     assert (fields["coverage_penalty"]["default"], fields["coverage_penalty"]["minimum"]) == (0, 0)
-    assert fields["length_penalty"]["enum"] == ["none", "average", "gnmt"]
+    assert fields["length_penalty"]["enum"] == ["none", "average", "power", "gnmt"]
     assert "src" in api["components"]["schemas"]["OpenNMTSentence"]["properties"]
 
 

@@ -148,7 +148,7 @@ def test_nbest_lists_are_ordered_and_start_with_the_best(overfit, tmp_path):
     src = tmp_path / "src.en"
     src.write_text(EN[1] + "\n\n" + EN[3] + "\n", encoding="utf-8")
     best = invoke("translate", "-m", ckpt(overfit), src, "--beam", 5).stdout.splitlines()
-    for penalty in ("none", "average", "gnmt"):
+    for penalty in ("none", "average", "power", "gnmt"):
         r = invoke("translate", "-m", ckpt(overfit), src, "--beam", 5, "--nbest", 3, "--length-penalty", penalty)
         assert r.exit_code == 0, r.output
         rows = [line.split(" ||| ") for line in r.stdout.splitlines()]

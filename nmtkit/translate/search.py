@@ -17,7 +17,8 @@ and then leaves the batch:
 
 - raw score (the paper): extending a hypothesis only lowers its score, so
   an open one can still win only while its score is above the pool's;
-- ``average`` (score / length, GroundHog's normalisation) and ``gnmt``
+- ``average`` (score / length, GroundHog's normalisation), ``power``
+  (score / length^α, fairseq's and Marian's) and ``gnmt``
   (score / ((5 + length) / 6)^α, Wu et al. 2016): an open score s ≤ 0 can
   still end as high as s / penalty(L) for the longest length L the output
   limit allows, since its score cannot rise and the penalty grows with the
@@ -107,6 +108,8 @@ def ranking(cfg: SearchConfig, scores: torch.Tensor, lengths: torch.Tensor | int
     n = torch.as_tensor(lengths, device=scores.device).clamp(min=1).float()
     if cfg.length_penalty == "average":
         return scores / n
+    if cfg.length_penalty == "power":
+        return scores / n**cfg.alpha
     return scores / ((5 + n) / 6) ** cfg.alpha
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from ..core.errors import UserError
 from ..core.settings import Settings, setting
 
-LENGTH_PENALTIES = ("none", "average", "gnmt")
+LENGTH_PENALTIES = ("none", "average", "power", "gnmt")
 OUTPUT_FORMATS = ("text", "jsonl")  # translate's: plain lines, or a JSON object per line
 
 
@@ -25,11 +25,11 @@ class SearchConfig(Settings):
     beam: int = setting(12, "Beam width (1: greedy).", ge=1)
     length_penalty: str = setting(
         "none",
-        "Rank finished hypotheses by raw log-probability (the paper), by log-probability per word, or by "
-        "GNMT's ((5+|y|)/6)^alpha.",
+        "Rank finished hypotheses by raw log-probability (the paper), by log-probability per word, over "
+        "|y|^alpha (fairseq's --lenpen, Marian's --normalize), or over GNMT's ((5+|y|)/6)^alpha.",
         choices=LENGTH_PENALTIES,
     )
-    alpha: float = setting(0.6, "GNMT length penalty exponent.", ge=0)
+    alpha: float = setting(0.6, "The exponent of --length-penalty power and gnmt.", ge=0)
     coverage_penalty: float = setting(
         0.0,
         "Wu et al. (2016)'s coverage penalty beta: add beta times the sum over source units (end of sentence "
