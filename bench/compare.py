@@ -6,11 +6,15 @@ for each run ``RUNS/NAME``, what the Makefile's steps wrote: ``dev-bleu.json``
 (``nmtkit score -m --data --output-format json``) and ``last.pt`` (updates, time,
 parameters). It writes ``RUNS/table.md`` and, with ``--doc``, puts the
 table between that page's ``<!-- compare:begin -->`` and
-``<!-- compare:end -->`` lines (``make compare``: docs/luong.md). A missing file is an error, never a blank cell.
+``<!-- compare:end -->`` lines (``make compare RESULTS_DIR=results``: docs/luong.md). The caption names
+the machine (the first run's ``machine.json``) and the day the last run ended. A missing file is an
+error, never a blank cell.
 """
 
 from __future__ import annotations
 
+import datetime
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -21,6 +25,8 @@ from nmtkit import checkpoint
 from nmtkit.core.command import Command
 from nmtkit.core.errors import UserError
 from nmtkit.core.files import atomic_write
+from nmtkit.core.machine import MACHINE
+from nmtkit.core.machine import describe as machine_text
 
 from .report import _f, _json
 
@@ -59,8 +65,12 @@ def row(run: Path) -> dict[str, Any]:
 def table(runs: Path, names: list[str]) -> str:
     rows = {name: row(runs / name) for name in names}
     budgets = {r["updates"] for r in rows.values()}
+    ended = max((runs / name / "last.pt").stat().st_mtime for name in names)
+    seen = runs / names[0] / MACHINE
+    where = f" on {machine_text(json.loads(seen.read_text()))}" if seen.is_file() else ""
     lines = [
-        f"Dev set (Bible, {len(names)} runs of {', '.join(map(str, sorted(budgets)))} updates each); "
+        f"Dev set (Bible, {len(names)} runs of {', '.join(map(str, sorted(budgets)))} updates each, trained{where}, "
+        f"the last ending {datetime.date.fromtimestamp(ended).isoformat()}); "
         "BLEU is sacreBLEU on detokenized beam-search output, tokenized BLEU on Moses tokens; "
         "NLL per sentence under teacher forcing.",
         "",

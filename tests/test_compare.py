@@ -1,5 +1,6 @@
 """make compare: the runs it asks for, and the table it writes from what they wrote."""
 
+import datetime
 import json
 import re
 import subprocess
@@ -9,6 +10,7 @@ import torch
 from click.testing import CliRunner
 
 from bench import compare
+from nmtkit.core.machine import MACHINE, describe, machine
 from nmtkit.models.config import SCORES, WINDOWS
 from tests.checkpoints import fake_checkpoint
 
@@ -43,7 +45,11 @@ def test_make_compare_trains_every_variant_with_the_same_budget(tmp_path):
     }
     assert all(w in WINDOWS for w, _, _ in variants)
     assert all("--max-updates 77" in line and "--optimizer adam" in line for line in trains)
-    assert "bench.compare" in out and "--doc docs/luong.md" in out
+    assert "bench.compare" in out and "--doc" not in out  # a user's run leaves the page as it is
+    recorded = subprocess.run(
+        ["make", "-n", "compare", f"CMP={tmp_path}", "RESULTS_DIR=results"], cwd=ROOT, capture_output=True, text=True
+    ).stdout
+    assert "--doc docs/luong.md" in recorded
     page = (ROOT / "docs" / "luong.md").read_text(encoding="utf-8")
     assert page.count(compare.BEGIN) == page.count(compare.END) == 1
     for name in names:
@@ -55,6 +61,7 @@ def fake_run(run: Path, bleu: float, nll: float) -> None:
     (run / "dev-bleu.json").write_text(json.dumps({"systems": [{"bleu": bleu, "bleu_tok": bleu + 1}]}))
     (run / "dev-nll.json").write_text(json.dumps({"corpus_nll": {"nll": nll, "perplexity": 9.5}}))
     fake_checkpoint(run / "last.pt", step=500, seconds=120.0, weights={"w": torch.zeros(1000, 1000)})
+    (run / MACHINE).write_text(json.dumps(machine()))
 
 
 def test_the_table_goes_into_the_docs_block_and_a_missing_result_is_an_error(tmp_path):
@@ -70,6 +77,7 @@ def test_the_table_goes_into_the_docs_block_and_a_missing_result_is_an_error(tmp
     assert text.startswith("intro\n") and text.endswith(f"{compare.END}\nrest\n") and "old" not in text
     assert "| RNNsearch | additive | concat | – | 1.0 | 2.0 | 80.00 | 9.50 | 12.35 | 13.35 |" in text
     assert "| Luong | local-p | general | no |" in text
+    assert f"trained on {describe(machine())}, the last ending {datetime.date.today().isoformat()}" in text
     assert (tmp_path / "table.md").read_text(encoding="utf-8") in text
     (tmp_path / "rnnsearch" / "dev-nll.json").unlink()
     r = CliRunner().invoke(compare.main, [str(tmp_path), "rnnsearch"])
