@@ -82,6 +82,19 @@ def test_info_shows_what_the_checkpoint_holds(overfit):
     assert found["vocabulary"]["tgt"] == len(checkpoint.load(overfit / "run" / "last.pt").text.vocab["tgt"])
 
 
+def test_info_names_the_dev_score_that_chose_best_pt(corpus, tmp_path):
+    """--no-valid-bleu beside the default --best-by bleu: dev NLL chose best.pt, and info says so
+    (it printed the NLL as "best dev BLEU -345.32")."""
+    from nmtkit.checkpoint.info import describe, format_info
+    from nmtkit.train.loop import train
+    from tests.test_train import TINY, cfg
+
+    train(corpus, tmp_path / "r", TINY, cfg(max_updates=2, valid_every=2, valid_bleu=False))
+    info = describe(tmp_path / "r" / "best.pt")
+    assert info["training"]["best_by"] == "bleu" and info["progress"]["best_by"] == "nll"
+    assert "dev NLL" in format_info(info) and "dev BLEU" not in format_info(info)
+
+
 def test_info_reads_a_training_run_and_a_corpus_too(overfit, tmp_path):
     r = invoke("info", overfit / "run")
     assert r.exit_code == 0, r.output

@@ -20,7 +20,7 @@ def describe(path: str | Path) -> dict[str, Any]:
     ckpt = checkpoint.load(path)
     run, model = ckpt.training, ckpt.model
     best = run.progress.best
-    by = run.config.best_by
+    by = run.config.chosen_by
     return {
         "path": str(path),
         "written_by": ckpt.written_by,

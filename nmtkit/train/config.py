@@ -32,6 +32,11 @@ class TrainConfig(Settings):
             object.__setattr__(self, "lr", DEFAULT_LR.get(self.optimizer))
         super().__post_init__()
 
+    @property
+    def chosen_by(self) -> str:
+        """The dev score that picks best.pt in fact: NLL where no dev BLEU is computed (--no-valid-bleu)."""
+        return self.best_by if self.valid_bleu else "nll"
+
     optimizer: str = setting(
         "adadelta", "Adadelta (rho 0.95, eps 1e-6: the paper's), Adam (fused), or plain SGD.", choices=OPTIMIZERS
     )

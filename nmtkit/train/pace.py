@@ -24,7 +24,7 @@ def stopping_rule(cfg: TrainConfig) -> str:
     if cfg.max_minutes:
         limits.append(f"after {cfg.max_minutes:g} minutes")
     if cfg.patience and not cfg.head_only:  # --head-only: the frozen model's dev score never moves
-        score = "dev BLEU" if cfg.best_by == "bleu" and cfg.valid_bleu else "dev NLL"
+        score = "dev BLEU" if cfg.chosen_by == "bleu" else "dev NLL"
         limits.append(
             f"after {cfg.patience} validations (one every {cfg.valid_every:,} updates) without a better {score}"
         )

@@ -120,7 +120,7 @@ def run_facts(save_dir: str | Path) -> dict[str, Any]:
         run = checkpoint.load(best).training
         step = run.progress.step
         dev = next((v for v in log.validations if v["step"] == step), None)
-        by = run.config.best_by if run.config.valid_bleu else "nll"  # no dev BLEU: dev NLL chose
+        by = run.config.chosen_by
         facts["best"] = {"step": step, "by": by, "dev_nll": dev["dev_nll"] if dev else None}
     return facts
 
