@@ -1,6 +1,7 @@
 """The command line in-process: modes, help, and every bad input → one line, exit 2, nothing left."""
 
 import inspect
+import os
 from pathlib import Path
 
 import click
@@ -241,3 +242,35 @@ def test_the_old_spellings_of_renamed_options_still_work_and_say_the_new_one(tmp
     r = run("train", "bin", "--save-dir", "r", "--shortlist", 500, "--dump-config", "-")
     assert "warning: --shortlist is deprecated, use --sampled-softmax" in r.stderr
     assert r.exit_code == 0 and "\nsampled-softmax: 500\n" in r.stdout
+
+
+def test_an_output_under_a_file_is_one_line_naming_the_file(raw, tmp_path):
+    """-o FILE/x, -d FILE/x, --save-dir FILE/x: the directory cannot be made; it was a traceback."""
+    from nmtkit.core.errors import UserError
+    from nmtkit.train.saving import SaveDirLock
+
+    blocker = tmp_path / "afile"
+    blocker.write_text("x\n")
+    why = f"cannot be written: {blocker} is a file, not a directory"
+    one_error_line(text_mode(raw, blocker / "clean"), f"{blocker / 'clean'}: {why}")
+    one_error_line(run("tokenize", "-l", "en", raw / "train.en", "--dump-config", blocker / "c.yaml"), f"c.yaml: {why}")
+    with pytest.raises(UserError, match=why):
+        SaveDirLock(blocker / "run", writes=True).hold()
+
+
+def test_what_the_system_says_of_a_path_is_one_line_and_any_other_os_error_a_traceback():
+    import errno
+
+    import click
+
+    from nmtkit.core.command import Command
+
+    @click.command(cls=Command)
+    @click.argument("code", type=int)
+    def fails(code):
+        raise OSError(code, os.strerror(code), "runs/x/y")
+
+    refused = CliRunner().invoke(fails, [str(errno.EROFS)])
+    one_error_line(refused, "runs/x/y: read-only file system")
+    bug = CliRunner().invoke(fails, [str(errno.EIO)])
+    assert bug.exit_code == 1 and isinstance(bug.exception, OSError)

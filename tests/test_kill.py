@@ -181,7 +181,8 @@ def test_a_run_waits_for_the_process_still_writing_its_save_dir(tmp_path, capsys
     from nmtkit.train.saving import SaveDirLock
 
     writer = SaveDirLock(tmp_path / "run", writes=True)
-    writer.hold()  # a stopped run, still saving
+    writer.hold()
+    writer.stopping()  # a stopped run, still saving
     nxt = SaveDirLock(tmp_path / "run", writes=False)
     waited = threading.Thread(target=nxt.wait)
     waited.start()
@@ -194,6 +195,35 @@ def test_a_run_waits_for_the_process_still_writing_its_save_dir(tmp_path, capsys
     fresh = SaveDirLock(tmp_path / "new", writes=False)
     fresh.wait()  # nothing to wait for: nothing created either
     assert not (tmp_path / "new").exists()
+
+
+def test_a_run_into_the_save_dir_of_a_run_still_training_is_refused_not_left_waiting(tmp_path):
+    """It waited, saying the other was "a stopped run saving its last.pt", for as long as that
+    one trained: hours."""
+    import threading
+
+    from nmtkit.core.errors import UserError
+    from nmtkit.train.saving import SaveDirLock
+
+    writer = SaveDirLock(tmp_path / "run", writes=True)
+    writer.hold()
+    said: list[str] = []
+
+    def second() -> None:
+        try:
+            SaveDirLock(tmp_path / "run", writes=True).wait()
+        except UserError as err:
+            said.append(str(err))
+
+    try:
+        other = threading.Thread(target=second, daemon=True)
+        other.start()
+        other.join(timeout=10.0)
+        assert not other.is_alive(), "it waits for a run that is training"
+    finally:
+        writer.release()
+    assert said and said[0].startswith(f"{tmp_path / 'run'} is being trained by process {os.getpid()} on ")
+    SaveDirLock(tmp_path / "run", writes=True).wait()  # its end frees the directory
 
 
 def _slow_saving(raw: Path, tmp_path: Path, valid_every: int) -> tuple[list[str], subprocess.Popen]:

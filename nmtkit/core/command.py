@@ -2,8 +2,9 @@
 
 Every nmtkit command line (``nmtkit`` and the recipes' helpers) is a click
 :class:`Group` or :class:`Command` from here, so they all answer alike:
-a :class:`~nmtkit.core.errors.UserError` or a usage error gives one line naming
-the command and exit status 2, Ctrl-C exits 130 (SIGTERM 143), a closed pipe 141, and
+a :class:`~nmtkit.core.errors.UserError`, a usage error or a path the system refuses (a file
+where a directory must be, no permission, a full disk) gives one line naming the command and exit
+status 2, Ctrl-C exits 130 (SIGTERM 143), a closed pipe 141, and
 anything else is a bug and keeps its traceback.
 
 A :class:`LazyGroup` imports each of its commands from a module of its own, only when that command
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import errno
 import importlib
 import importlib.util
 import inspect
@@ -84,6 +86,27 @@ class _ClosedPipe(Exception):
     into exit status 1 before :meth:`_OneLine.main` saw it."""
 
 
+# What the system says of a path the user gave (-o FILE/x where FILE is a file, a read-only or full
+# disk): the user's to fix, so one line, not a traceback
+_PATH_ERRORS = {
+    errno.ENOENT,
+    errno.ENOTDIR,
+    errno.EEXIST,
+    errno.EISDIR,
+    errno.EACCES,
+    errno.EPERM,
+    errno.EROFS,
+    errno.ENOSPC,
+    errno.EDQUOT,
+    errno.ENAMETOOLONG,
+}
+
+
+def _path_error(err: OSError) -> UserError:
+    what = (err.strerror or str(err)).lower()
+    return UserError(f"{err.filename}: {what}" if err.filename is not None else what)
+
+
 class _OneLine:
     def make_context(
         self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
@@ -102,6 +125,10 @@ class _OneLine:
             raise
         except UserError as err:
             raise _Where(ctx.command_path, err) from None
+        except OSError as err:
+            if err.errno not in _PATH_ERRORS:
+                raise
+            raise _Where(ctx.command_path, _path_error(err)) from None
 
     def main(
         self,

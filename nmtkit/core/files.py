@@ -114,12 +114,26 @@ def check_parallel(paths: list[Path]) -> int:
 
 
 @contextlib.contextmanager
+def writing_into(dest: Path) -> Iterator[None]:
+    """The directory that will hold ``dest`` made, or one line saying why it cannot be: a file on
+    its path, no permission, a read-only file system."""
+    try:
+        yield
+    except (FileExistsError, NotADirectoryError):
+        blocker = next((p for p in (dest, *dest.parents) if p.exists() and not p.is_dir()), dest.parent)
+        raise UserError(f"{dest}: cannot be written: {blocker} is a file, not a directory") from None
+    except (FileNotFoundError, PermissionError, OSError) as err:
+        raise UserError(f"{dest}: cannot be written in {dest.parent} ({(err.strerror or str(err)).lower()})") from None
+
+
+@contextlib.contextmanager
 def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
     """Open a temporary file beside ``path``; on success fsync it, rename it over ``path`` and
     fsync the directory, so that after a crash ``path`` is the old file or the new one, whole."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{_HOST}-{os.getpid()}-", suffix=".tmp", dir=path.parent)
+    with writing_into(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{_HOST}-{os.getpid()}-", suffix=".tmp", dir=path.parent)
     os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; outputs should look like any other file
     try:
         with os.fdopen(fd, mode) if "b" in mode else os.fdopen(fd, mode, encoding="utf-8") as fh:
@@ -175,11 +189,12 @@ class Staging:
             raise UserError(
                 f"{self.dest}: give the outputs a directory of their own, not the current directory or one above it"
             )
-        self.dest.parent.mkdir(parents=True, exist_ok=True)
-        remove_stale(self.dest)
-        self.dir = Path(
-            tempfile.mkdtemp(prefix=f".{self.dest.name}.staging-{_HOST}-{os.getpid()}-", dir=self.dest.parent)
-        )
+        with writing_into(self.dest):
+            self.dest.parent.mkdir(parents=True, exist_ok=True)
+            remove_stale(self.dest)
+            self.dir = Path(
+                tempfile.mkdtemp(prefix=f".{self.dest.name}.staging-{_HOST}-{os.getpid()}-", dir=self.dest.parent)
+            )
         os.chmod(self.dir, 0o777 & ~_umask())
 
     def path(self, name: str) -> Path:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import time
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -119,7 +119,7 @@ def train(
                     f"resuming from {save_dir / 'last.pt'} at update {state.progress.step}, "
                     f"epoch {state.batches.epoch + 1}"
                 )
-            progress, stopped_by = run(state, tensorboard)
+            progress, stopped_by = run(state, tensorboard, on_stop=lock.stopping)
         ended_well = True
     finally:
         lock.release()
@@ -129,9 +129,12 @@ def train(
     return progress
 
 
-def run(state: TrainState, tensorboard: Path | None = None) -> tuple[Progress, int]:
+def run(
+    state: TrainState, tensorboard: Path | None = None, on_stop: Callable[[], None] = lambda: None
+) -> tuple[Progress, int]:
     """The loop: an update per minibatch, reports, validations, until something stops it.
-    Returns where it stopped, and the signal that stopped it (0: a budget or the patience)."""
+    Returns where it stopped, and the signal that stopped it (0: a budget or the patience);
+    ``on_stop`` is called when a signal asks it to stop."""
     steps, net = CompiledSteps(state.model, state.cfg), state.parallel.wrap(state.model)
     update = updater(state, net, steps)
     for why in use_fused(state.model, state.cfg.fused_steps):
@@ -149,7 +152,7 @@ def run(state: TrainState, tensorboard: Path | None = None) -> tuple[Progress, i
     state.model.train()
     writes = tensorboard if state.parallel.rank == 0 else None
     with (
-        _StopFlag() as stop,
+        _StopFlag(on_stop) as stop,
         TrainProgress(total, unit, disable=state.parallel.rank != 0) as bar,
         board.Board(writes, state.progress.step) as state.board,
     ):
@@ -234,7 +237,7 @@ def validate_and_save(
     bar.validated(progress.step, metrics)
     if stuck := stuck_message(metrics):
         log(stuck)
-    score = dev_score(metrics, state.cfg.best_by)
+    score = dev_score(metrics, state.cfg.chosen_by)
     # --head-only: the translation model, all the dev score sees, is frozen; the head learns on
     improved = score > progress.best or state.cfg.head_only
     progress.best, progress.bad_evals = (score, 0) if improved else (progress.best, progress.bad_evals + 1)
@@ -355,9 +358,10 @@ class _StopFlag:
     the resumed run would redo every update since the last validation, or start over; the save
     takes seconds. A third signal aborts at once, the previous files kept whole."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_request: Callable[[], None] = lambda: None) -> None:
         self.requested, self.signum = False, 0
         self.busy = self.deferred = False
+        self.on_request = on_request
 
     def __enter__(self) -> _StopFlag:
         self.previous = signal.signal(signal.SIGINT, self._handle)
@@ -367,6 +371,7 @@ class _StopFlag:
     def _handle(self, signum: int, *_: Any) -> None:
         if not self.requested:
             self.requested, self.signum = True, signum
+            self.on_request()
         elif self.busy and not self.deferred:
             self.deferred = True
             log(

@@ -5,15 +5,20 @@
 from __future__ import annotations
 
 import fcntl
+import json
 import math
+import os
+import socket
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import torch
 
 from .. import checkpoint
 from ..checkpoint import Checkpoint, Progress, TrainingState
 from ..core.console import log
+from ..core.errors import UserError
+from ..core.files import writing_into
 from ..data.lexicon import lexicon_of
 from . import runlog
 from .optimizer import saved_optimizer
@@ -61,7 +66,7 @@ def _prune(state: TrainState) -> None:
         for old in sorted(save_dir.glob("update-*.pt"), key=_step_of)[: -cfg.keep_last]:
             old.unlink()
     if cfg.keep_best:
-        scores = {e["step"]: dev_score(e, cfg.best_by) for e in runlog.entries(save_dir) if "dev_nll" in e}
+        scores = {e["step"]: dev_score(e, cfg.chosen_by) for e in runlog.entries(save_dir) if "dev_nll" in e}
         ranked = sorted(save_dir.glob("best-*.pt"), key=lambda p: scores.get(_step_of(p), -math.inf), reverse=True)
         for worse in ranked[cfg.keep_best :]:
             worse.unlink()
@@ -70,8 +75,10 @@ def _prune(state: TrainState) -> None:
 class SaveDirLock:
     """One process writes a save directory at a time. A job stopped by SIGTERM may still be
     writing its last.pt when the next job starts (make and ``timeout`` do not wait for it): the
-    next run waits for it before reading last.pt. The kernel's lock (flock) goes with its holder,
-    so a killed process never leaves the directory locked."""
+    next run waits for it before reading last.pt. A run still training there is another matter:
+    waiting would hang the second command for hours, so it is refused. The holder says which it
+    is in the lock file (its process, host, torchrun job and whether it is stopping). The kernel's
+    lock (flock) goes with its holder, so a killed process never leaves the directory locked."""
 
     NAME = ".writer.lock"
 
@@ -87,22 +94,59 @@ class SaveDirLock:
     def hold(self) -> None:
         """Before the first write (the writing process alone): keep the others out until the end."""
         if self.writes and self.held is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with writing_into(self.path.parent):
+                self.path.parent.mkdir(parents=True, exist_ok=True)
             self._take()
+            self._say("training")
+
+    def stopping(self) -> None:
+        """A signal asked the holder to stop: the next run may wait for its last save."""
+        if self.held is not None:
+            self._say("stopping")
 
     def release(self) -> None:
         if self.held is not None:
             self.held.close()
             self.held = None
 
+    def _say(self, state: str) -> None:
+        assert self.held is not None
+        self.held.seek(0)
+        self.held.truncate()
+        self.held.write(json.dumps({**_this_process(), "state": state}) + "\n")
+        self.held.flush()
+
     def _take(self) -> None:
-        fh = open(self.path, "a", encoding="utf-8")
+        fh = open(self.path, "a+", encoding="utf-8")
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            holder = _holder(self.path)
+            same_job = holder.get("job") is not None and holder.get("job") == _this_process()["job"]
+            if holder.get("state") == "training" and not same_job:
+                fh.close()
+                raise UserError(
+                    f"{self.path.parent} is being trained by process {holder.get('pid')} on "
+                    f"{holder.get('host')}: wait for it to end, stop it (Ctrl-C or kill: it saves last.pt "
+                    f"and this command then resumes it), or give another --save-dir"
+                ) from None
             log(f"waiting for the process still writing {self.path.parent} (a stopped run saving its last.pt)")
             fcntl.flock(fh, fcntl.LOCK_EX)
         if self.writes:
             self.held = fh
         else:
             fh.close()
+
+
+def _this_process() -> dict[str, Any]:
+    # torchrun's ranks share a job id: another rank of the same job is never refused
+    return {"pid": os.getpid(), "host": socket.gethostname(), "job": os.environ.get("TORCHELASTIC_RUN_ID")}
+
+
+def _holder(path: Path) -> dict[str, Any]:
+    """What the lock's holder wrote of itself; nothing (so: wait) where it wrote nothing readable."""
+    try:
+        said = json.loads(path.read_text(encoding="utf-8") or "{}")
+    except (OSError, ValueError):
+        return {}
+    return said if isinstance(said, dict) else {}

@@ -14,7 +14,7 @@ from .. import checkpoint
 from ..checkpoint import Checkpoint, Progress, TextSides
 from ..core.console import log
 from ..core.errors import FormatError, UserError
-from ..core.files import remove_stale_temporaries
+from ..core.files import remove_stale_temporaries, writing_into
 from ..core.settings import declared, flag_of
 from ..data.batching import Batches
 from ..data.binarized import Corpus, TokenArray
@@ -237,7 +237,8 @@ def open_save_dir(state: TrainState) -> None:
     and its log opened at the checkpoint's update."""
     if state.parallel.rank != 0:
         return
-    state.save_dir.mkdir(parents=True, exist_ok=True)
+    with writing_into(state.save_dir):
+        state.save_dir.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(state.save_dir)
     if not state.progress.step:  # a new run (--reset): an earlier run's kept models are not deleted unasked
         earlier = sorted(p.name for pattern in ("update-*.pt", "best-*.pt") for p in state.save_dir.glob(pattern))
