@@ -250,7 +250,7 @@ def write_report(
         "",
         f"BLEU ± the half-width of its 95% bootstrap interval ({samples} resamples); p: paired bootstrap "
         f"against {TITLES.get(order[0], order[0])}. No UNK: sentences with no word outside the word lists of "
-        f"`{vocab_words}`, on either side (of 30,000 words, the paper's subset).",
+        f"`{vocab_words}`, on either side ({_list_sizes(vocab_words)}; the paper's lists have 30,000).",
         "",
     ]
     for name, label in SETS.items():
@@ -296,6 +296,17 @@ def write_report(
     with atomic_write(out) as fh:
         fh.write("\n".join(lines) + "\n")
     return out
+
+
+def _list_sizes(vocab_words: Path) -> str:
+    """'lists of 30,000 words' (or 'of 2,000 and 1,900 words'): the sizes of the lists that define
+    the No-UNK subset, special tokens included as build-vocab's --size counts them."""
+    from nmtkit import checkpoint
+    from nmtkit.data.sides import Sides
+
+    sides = Sides.from_vocab_dir(vocab_words) if vocab_words.is_dir() else checkpoint.load(vocab_words).text.sides()
+    sizes = sorted({len(sides.src.vocab), len(sides.tgt.vocab)}, reverse=True)
+    return f"lists of {' and '.join(f'{n:,}' for n in sizes)} words"
 
 
 def _figure3(runs: Path, models: tuple[str, ...], data: dict[str, Any], vocab_words: Path) -> list[str]:
