@@ -4,6 +4,7 @@ import json
 import math
 from dataclasses import replace
 
+import numpy as np
 import pytest
 import torch
 from click.testing import CliRunner
@@ -336,3 +337,18 @@ def test_exact_resume_on_a_gpu_restores_the_cuda_rng(corpus, tmp_path, determini
     a, b = (checkpoint.load(tmp_path / r / "last.pt").training.rng[0] for r in "ab")
     assert torch.equal(a["cuda"], b["cuda"]) and torch.equal(a["torch"], b["torch"])
     assert losses(tmp_path / "a") == losses(tmp_path / "b")
+
+
+def test_the_pairs_max_len_leaves_out_are_counted_in_the_data_bin_s_units(corpus, tmp_path, capfd):
+    """--max-len compares the data-bin's lengths: subword units under BPE, where preprocess counted
+    words, so a third of a corpus could go without a word."""
+    from nmtkit.data.binarized import Corpus
+
+    src, tgt = Corpus(corpus).split("train")
+    sizes = np.maximum(src.sizes, tgt.sizes)
+    limit = int(np.median(sizes))
+    train(corpus, tmp_path / "r", TINY, cfg(max_updates=1, max_len=limit))
+    longer = int((sizes > limit).sum())
+    assert longer and f"{longer:,} of {len(sizes):,} training pairs are longer than --max-len {limit} " in (
+        capfd.readouterr().err
+    )

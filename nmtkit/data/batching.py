@@ -43,6 +43,7 @@ class Batches:
         if max_len:
             ok &= (self.src_sizes <= max_len) & (self.tgt_sizes <= max_len)
         self.keep = np.flatnonzero(ok)
+        self.too_long = int((~ok & (self.src_sizes > 0) & (self.tgt_sizes > 0)).sum())  # the rest: an empty side
         self.pieces = update_freq
         self.batch_size, self.max_tokens = batch_size * update_freq, max_tokens * update_freq
         self.pool, self.seed = pool, seed

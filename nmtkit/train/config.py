@@ -105,7 +105,12 @@ class TrainConfig(Settings):
         old="--shortlist",
     )
     pool: int = setting(20, "Minibatches per length-sorted pool.", ge=1)
-    max_len: int = setting(50, "Drop longer pairs (30 or 50 in the paper).", ge=0)
+    max_len: int = setting(
+        50,
+        "Leave out the training pairs with a side longer than this, counted in the data-bin's units: subword "
+        "units where it has BPE (0: keep every pair; the paper's 30 and 50 count words).",
+        ge=0,
+    )
     max_updates: int = setting(0, "Stop after this many updates (0: no limit).", ge=0)
     max_epochs: int = setting(0, "Stop after this many passes over the training pairs (0: no limit).", ge=0)
     max_minutes: float = setting(

@@ -197,6 +197,12 @@ def announce(state: TrainState) -> None:
         f"training {state.model_cfg.arch} ({sum(p.numel() for p in state.model.parameters()):,} parameters) on "
         f"{state.device.type}{compiled_note(state.cfg)}; {describe_batches(state.cfg, state.parallel.world)}"
     )
+    if state.batches.too_long:  # preprocess counted words; a BPE data-bin's lengths are subword units
+        unit = "subword units" if any(state.corpus.manifest.bpe_codes.values()) else "tokens"
+        log(
+            f"{state.batches.too_long:,} of {len(state.batches.src_sizes):,} training pairs are longer than "
+            f"--max-len {state.cfg.max_len} {unit} on a side: left out (--max-len 0 keeps them)"
+        )
     log(stopping_rule(state.cfg))
 
 

@@ -12,8 +12,8 @@ from .. import options
 @click.command(
     cls=Command,
     epilog="""\b
-Example (the last three validations of a run kept with --keep-validations):
-  nmtkit average runs/x/update-8000.pt runs/x/update-9000.pt runs/x/update-10000.pt -o runs/x/avg.pt""",
+Example (the last three validations of a run trained with --keep-last 3):
+  nmtkit average runs/x/update-*.pt -o runs/x/avg.pt""",
 )
 @click.argument("model_paths", metavar="CKPT...", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="The averaged checkpoint.")
