@@ -67,6 +67,7 @@ def test_translate_prints_one_alignment_line_and_jsonl_per_input(overfit, tmp_pa
     assert [row["line"] for row in rows] == [1, 2, 3] and rows[1]["text"] == ""
     assert {"text", "score", "alignment", "nbest"} <= set(rows[0]) and len(rows[0]["nbest"]) == 2
     assert rows[0]["nbest"][0]["text"] == rows[0]["text"]
+    assert rows[1]["nbest"] == [{"text": "", "score": 0.0, "ranking": 0.0, "alignment": ""}]  # as every line's
 
 
 def test_align_plot_draws_pharaoh_links_over_token_files(tmp_path):

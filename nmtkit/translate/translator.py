@@ -272,6 +272,9 @@ class Translator:
         ]
         starts = None if prefixes is None else self._prefix_ids(prefixes, options, first_line)
         out = [Translation("", [], tokens, 0.0, 0.0) for tokens in sources]  # empty in, empty out
+        if options.search.nbest > 1:  # an empty line's n-best list holds its one (empty) translation
+            for t in out:
+                t.nbest.append(Translation("", [], t.source_tokens, 0.0, 0.0))
         if options.replace_unk and not self.attends:
             raise UserError("--replace-unk puts the most attended source word in place: this model has no attention")
         attention = (options.attention or options.replace_unk) and self.attends  # else no links, no maps
