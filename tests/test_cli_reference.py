@@ -108,7 +108,7 @@ def test_the_page_shows_no_sentinel_and_no_help_text_as_html(page: str) -> None:
 def test_a_pipe_in_a_help_text_stays_in_its_cell(page: str) -> None:
     table = rows(section(page, "translate"))
     row = next(r for r in table if "--length-penalty" in r[0])
-    assert "by GNMT's ((5+|y|)/6)^alpha." in row[2], row
+    assert "over |y|^alpha (fairseq's --lenpen, Marian's --normalize), or over GNMT's ((5+|y|)/6)^alpha." in row[2], row
     assert len(row) == 4 and row[3] == "none", row
 
 

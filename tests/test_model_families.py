@@ -160,3 +160,32 @@ def test_the_checkpoint_stores_format_3_and_refuses_a_later_one(tmp_path):
     torch.save({**raw, "version": 4}, tmp_path / "later.pt")
     with pytest.raises(FormatError, match="format version 4 is not supported .this nmtkit reads versions 1 to 3"):
         checkpoint.load(tmp_path / "later.pt")
+
+
+@pytest.mark.parametrize(
+    "arch, typed, flag",
+    [
+        ("luong", {"attention": "none", "score": "dot"}, "score"),
+        ("luong", {"attention": "none", "window": 5}, "window"),
+        ("luong", {"attention": "global", "window": 5}, "window"),
+        ("luong", {"attention": "local-m", "score": "dot", "align": 8}, "align"),
+        ("rnnencdec", {"align": 10}, "align"),
+    ],
+)
+def test_a_setting_the_model_never_reads_is_refused_and_left_out_of_its_config(arch, typed, flag):
+    """A sweep over --window with global attention trained the same model each time, without a word."""
+    from nmtkit.cli.train_settings import recipe_fills, resolved_settings
+
+    with pytest.raises(UserError, match=f"^--{flag} does nothing here: "):
+        resolved_settings(arch, "tiny", "appendix-b", typed, set(typed))
+    quiet = {k: v for k, v in typed.items() if k != flag}
+    model, cfg = resolved_settings(arch, "tiny", "appendix-b", quiet, set(quiet))
+    assert recipe_fills(arch, "tiny", "appendix-b", model, cfg)[flag] is None  # --dump-config writes none
+
+
+def test_what_a_luong_model_reads_depends_on_its_attention_and_score():
+    from nmtkit.models.config import LuongConfig
+
+    assert set(LuongConfig(attention="local-p", score="dot").idle()) == set()  # p_t's layer is align wide
+    assert set(LuongConfig(attention="global", score="concat").idle()) == {"window"}
+    assert set(LuongConfig(attention="local-m", score="general").idle()) == {"align"}

@@ -87,7 +87,16 @@ def resolved_settings(
         raise UserError("--layer-norm normalises the appendix's GRU: use --encoder paper")
     mine = {k: v for k, v in values.items() if k in own and k not in SIZES and v is not None}
     model = model_config(arch, **sizes, **mine)
+    _refuse_idle(model, given)
     return model, TrainConfig(**{k: v for k, v in values.items() if k not in every} | recipe)
+
+
+def _refuse_idle(model: ModelConfig, given: set[str]) -> None:
+    """A flag typed that this model never reads (--window for global attention) is refused: a sweep
+    over it would train the same model each time."""
+    idle = model.idle()
+    for name in sorted(given & idle.keys()):
+        raise UserError(f"--{name.replace('_', '-')} does nothing here: {idle[name]}")
 
 
 def recipe_fills(arch: str, preset: str, schedule_name: str, model: ModelConfig, cfg: TrainConfig) -> dict[str, Any]:
@@ -102,4 +111,5 @@ def recipe_fills(arch: str, preset: str, schedule_name: str, model: ModelConfig,
     flat = model.flat()
     if "max_fertility" in flat and flat.get("coverage") != "linguistic":
         flat["max_fertility"] = None  # typed, it would be refused: it bounds the linguistic coverage alone
+    flat |= dict.fromkeys(model.idle())  # likewise
     return foreign | run | flat | {"preset": SCHEDULES[schedule_name].settings(0.0).get("preset", preset)}

@@ -112,6 +112,11 @@ class ModelConfig(Settings):
         """Whether the model has an attention (what the guided alignment trains)."""
         raise NotImplementedError
 
+    def idle(self) -> dict[str, str]:
+        """The settings (by flag name) that this model never reads, each with why: a typed one is
+        refused, and --dump-config leaves them out."""
+        return {}
+
 
 @dataclass(frozen=True)
 class GRUConfig(ModelConfig):
@@ -154,6 +159,9 @@ class RNNEncDecConfig(GRUConfig):
 
     def attends(self) -> bool:
         return False
+
+    def idle(self) -> dict[str, str]:
+        return {"align": "it sizes the attention, and --arch rnnencdec has none"}
 
 
 @dataclass(frozen=True)
@@ -215,6 +223,14 @@ class LuongConfig(ModelConfig):
 
     def attends(self) -> bool:
         return self.attention != "none"
+
+    def idle(self) -> dict[str, str]:
+        if self.attention == "none":
+            return dict.fromkeys(("score", "window", "align"), "--attention none has no attention")
+        idle = {"window": "--attention global has no window"} if self.attention == "global" else {}
+        if self.score != "concat" and self.attention != "local-p":
+            idle["align"] = f"it sizes the concat score and local-p's p_t, and --score {self.score} has no such layer"
+        return idle
 
 
 # The architectures, by name; models.build.MODELS builds them (a test keeps the two alike).

@@ -271,10 +271,7 @@ class Translator:
             for k, line in enumerate(lines)
         ]
         starts = None if prefixes is None else self._prefix_ids(prefixes, options, first_line)
-        out = [Translation("", [], tokens, 0.0, 0.0) for tokens in sources]  # empty in, empty out
-        if options.search.nbest > 1:  # an empty line's n-best list holds its one (empty) translation
-            for t in out:
-                t.nbest.append(Translation("", [], t.source_tokens, 0.0, 0.0))
+        out = [_empty(tokens, options.search.nbest) for tokens in sources]  # empty in, empty out
         if options.replace_unk and not self.attends:
             raise UserError("--replace-unk puts the most attended source word in place: this model has no attention")
         attention = (options.attention or options.replace_unk) and self.attends  # else no links, no maps
@@ -385,6 +382,14 @@ def _crop(tokens: list[str], limit: int, lineno: int) -> list[str]:
         return tokens
     log(f"warning: line {lineno}: {len(tokens):,} subword units; translating the first {limit:,} (--crop-len)")
     return tokens[:limit]
+
+
+def _empty(source_tokens: list[str], nbest: int) -> Translation:
+    """An empty line's translation: empty, and where n-best lists are asked for, the one in its list."""
+    t = Translation("", [], source_tokens, 0.0, 0.0)
+    if nbest > 1:
+        t.nbest.append(Translation("", [], source_tokens, 0.0, 0.0))
+    return t
 
 
 def _replace_unk(
