@@ -160,7 +160,7 @@ class Luong(Seq2Seq):
         """Footnote 14: a_t aligns y_t for location scores (which never see h̄) and the input
         word y_{t−1} for the content-based ones (dot, general, concat). Not under local-p, whose
         window is placed by p_t, a prediction made for y_t: on the Bible's gold verses
-        (examples/bible_aer) each reading aligned best as this says (docs/luong.md)."""
+        (examples/bible_aer) each reading aligned best as this says (docs/alignment.md)."""
         return self.attention is not None and self.cfg.score != "location" and self.cfg.attention != "local-p"
 
     def output_layer(self) -> nn.Linear:
