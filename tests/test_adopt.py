@@ -126,6 +126,25 @@ def test_average_is_the_mean_of_the_weights(tmp_path):
     assert r.exit_code == 2 and "differs in hidden" in r.output and not (tmp_path / "bad.pt").exists()
 
 
+def test_average_takes_a_run_directory_and_its_last_n_validations_in_update_order(tmp_path):
+    """fairseq's --num-update-checkpoints: the run's update-N.pt by number (update-10 after update-9)."""
+    run = tmp_path / "run"
+    run.mkdir()
+    for step in (8, 9, 10):
+        fake_checkpoint(run / f"update-{step}.pt", step=step, weights={"w": torch.tensor([float(step)])})
+    fake_checkpoint(run / "last.pt", step=10, weights={"w": torch.tensor([100.0])})  # not a kept validation
+    r = invoke("average", run, "--last", 2, "-o", tmp_path / "avg.pt")
+    assert r.exit_code == 0, r.output
+    assert torch.equal(checkpoint.load(tmp_path / "avg.pt").weights["w"], torch.tensor([9.5]))
+    assert "averaged 2 checkpoints (update-9.pt to update-10.pt)" in r.stderr
+    r = invoke("average", run, "-o", tmp_path / "all.pt")
+    assert torch.equal(checkpoint.load(tmp_path / "all.pt").weights["w"], torch.tensor([9.0]))
+    too_many = invoke("average", run, "--last", 4, "-o", tmp_path / "x.pt")
+    assert too_many.exit_code == 2 and "--last 4: there are 3 checkpoints" in too_many.output
+    empty = invoke("average", tmp_path / "avg.pt", tmp_path, "-o", tmp_path / "x.pt")
+    assert empty.exit_code == 2 and "holds no update-N.pt" in empty.output
+
+
 def test_an_averaged_checkpoint_translates(overfit, tmp_path):
     model = overfit / "run" / "last.pt"
     assert invoke("average", model, overfit / "run" / "best.pt", "-o", tmp_path / "avg.pt").exit_code == 0

@@ -39,6 +39,23 @@ def average(paths: list[str | Path]) -> Checkpoint:
     return Checkpoint(first.model, weights, first.text, run, lexicon=first.lexicon)
 
 
+def inputs(paths: list[str | Path], last: int = 0) -> list[Path]:
+    """The checkpoints to average: each file as given, each directory's ``update-N.pt`` (a run's
+    kept validations) in update order; with ``last``, the last ``last`` of them."""
+    found: list[Path] = []
+    for path in map(Path, paths):
+        if not path.is_dir():
+            found.append(path)
+            continue
+        kept = sorted(path.glob("update-*.pt"), key=lambda p: int(p.stem.split("-")[1]))
+        if not kept:
+            raise UserError(f"{path}: holds no update-N.pt (train with --keep-last N to keep the last N)")
+        found += kept
+    if last > len(found):
+        raise UserError(f"--last {last}: there are {len(found)} checkpoints ({', '.join(map(str, found))})")
+    return found[-last:] if last else found
+
+
 def write_average(paths: list[str | Path], out: str | Path) -> Checkpoint:
     checkpoint.check_destination(out)
     averaged = average(paths)

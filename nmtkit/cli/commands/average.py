@@ -12,15 +12,22 @@ from .. import options
 @click.command(
     cls=Command,
     epilog="""\b
-Example (the last three validations of a run trained with --keep-last 3):
-  nmtkit average runs/x/update-*.pt -o runs/x/avg.pt""",
+Example (the last five validations of a run trained with --keep-last 5, or more):
+  nmtkit average runs/x --last 5 -o runs/x/avg.pt""",
 )
-@click.argument("model_paths", metavar="CKPT...", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("model_paths", metavar="CKPT|RUN_DIR...", nargs=-1, required=True, type=click.Path())
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="The averaged checkpoint.")
+@click.option(
+    "--last",
+    type=click.IntRange(min=2),
+    help="Only the last N: a run directory's update-N.pt in update order, files in the order given.",
+)
 @options.verbosity
-def average(model_paths: tuple[str, ...], output: str) -> None:
-    """Average the weights of checkpoints of one model into a checkpoint that translate takes."""
-    from ...checkpoint.average import write_average
+def average(model_paths: tuple[str, ...], output: str, last: int | None) -> None:
+    """Average the weights of checkpoints of one model into a checkpoint that translate takes: the
+    files given, and the kept validations (update-N.pt) of each run directory given."""
+    from ...checkpoint.average import inputs, write_average
 
-    write_average(list(model_paths), output)
-    log(f"averaged {len(model_paths)} checkpoints into {output}")
+    paths = inputs(list(model_paths), last or 0)
+    write_average(list(paths), output)
+    log(f"averaged {len(paths)} checkpoints ({paths[0].name} to {paths[-1].name}) into {output}")
