@@ -352,3 +352,32 @@ def test_the_pairs_max_len_leaves_out_are_counted_in_the_data_bin_s_units(corpus
     assert longer and f"{longer:,} of {len(sizes):,} training pairs are longer than --max-len {limit} " in (
         capfd.readouterr().err
     )
+
+
+def test_save_every_leaves_a_last_pt_between_validations_that_resumes_exactly(
+    corpus, tmp_path, deterministic, monkeypatch
+):
+    """A run killed outright resumes from the last --save-every save as from a validation's."""
+    import shutil
+
+    from nmtkit.train import loop
+
+    saved = []
+
+    def keeping(state, name, rng, resumable=True):
+        real_save(state, name, rng, resumable)
+        saved.append((name, state.progress.step))
+        shutil.copy(state.save_dir / name, tmp_path / f"{name}-{state.progress.step}")
+
+    real_save = loop.save
+    monkeypatch.setattr(loop, "save", keeping)
+    train(corpus, tmp_path / "a", TINY, cfg(max_updates=7, save_every=3))
+    assert saved == [("last.pt", 3), ("last.pt", 6)]  # the end's is the validation's
+    assert checkpoint.load(tmp_path / "last.pt-3").training.progress.step == 3
+    monkeypatch.setattr(loop, "save", real_save)
+    (tmp_path / "b").mkdir()
+    shutil.copy(tmp_path / "last.pt-3", tmp_path / "b" / "last.pt")  # a kill -9 at update 4 or 5
+    train(corpus, tmp_path / "b", TINY, cfg(max_updates=7, save_every=3))
+    a = checkpoint.load(tmp_path / "a" / "last.pt").weights
+    b = checkpoint.load(tmp_path / "b" / "last.pt").weights
+    assert all(torch.equal(a[k], b[k]) for k in a)

@@ -84,6 +84,7 @@ run = options(
     option(TrainConfig, "max_epochs"),
     option(TrainConfig, "max_minutes"),
     option(TrainConfig, "valid_every"),
+    option(TrainConfig, "save_every"),
     option(TrainConfig, "valid_max_sentences"),
     option(TrainConfig, "valid_bleu"),
     option(TrainConfig, "best_by"),

@@ -117,6 +117,12 @@ class TrainConfig(Settings):
         0.0, "Stop after this many minutes of training, validations included (0: no limit).", ge=0
     )
     valid_every: int = setting(1000, "Validate, and save last.pt (and best.pt when better), every N updates.", ge=1)
+    save_every: int = setting(
+        0,
+        "Save last.pt every N updates as well, without validating (0: at validations only): a run killed "
+        "outright (kill -9, a lost machine) resumes from there.",
+        ge=0,
+    )
     valid_bleu: bool = setting(True, "Greedy dev BLEU at validation.")
     best_by: str = setting(
         "bleu",

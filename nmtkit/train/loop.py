@@ -164,7 +164,8 @@ def run(
             reporting = state.progress.step % state.cfg.log_every == 0
             finish = _should_stop(state, stop.requested, reporting)
             checkpointing = state.progress.step % state.cfg.valid_every == 0 or finish
-            rng = state.parallel.rng_states() if checkpointing else []  # every rank, at the same updates
+            saving = not checkpointing and state.cfg.save_every and state.progress.step % state.cfg.save_every == 0
+            rng = state.parallel.rng_states() if checkpointing or saving else []  # every rank, the same updates
             if reporting or checkpointing:  # every rank: a collective
                 report(state, bar)
             bar.update(state.progress.step if unit == "updates" else state.progress.seconds)
@@ -177,6 +178,10 @@ def run(
             elif checkpointing and not signalled:
                 finish = state.parallel.agree(validate_and_save(state, bar, rng, stop) or finish)
                 state.last_kept = True  # rank 0 saved last.pt; every process names it alike
+            elif saving:
+                with stop.writing():
+                    save(state, "last.pt", rng)  # rank 0's; the next validation comes when it would have
+                state.last_kept = True
             if finish:
                 if signalled:
                     log(
