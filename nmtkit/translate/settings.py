@@ -108,14 +108,14 @@ class TranslateOptions(Settings):
     search: SearchConfig = SearchConfig()
     batch_size: int | None = setting(
         None,
-        "Sentences per batch (times --beam rows; long sentences get smaller batches).",
+        "Sentences per batch (the search holds --beam rows per sentence; long sentences get smaller batches).",
         ge=1,
         default_help="32, fewer for beams over 5: at most 160 rows",
     )
     max_tokens: int | None = setting(
         None,
-        "Batches of at most N source tokens (padding included; times --beam rows) instead of --batch-size "
-        "sentences; 0: sentence batches.",
+        "Batches of at most N source tokens, </s> and padding counted, instead of --batch-size sentences (the "
+        "search then holds --beam rows per sentence, so N times the beam source tokens); 0: sentence batches.",
         ge=0,
         default_help="8,000 on GPUs, 0 on CPUs",
     )
