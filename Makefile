@@ -451,7 +451,7 @@ $(CMP)/%/dev-nll.json: $(CMP)/%/done
 	$(NMTKIT) score -m $(CMP)/$*/best.pt --data $(BIN) --split valid --output-format json > $@.tmp && mv $@.tmp $@
 
 compare: $(foreach m,$(COMPARE_MODELS),$(CMP)/$(m)/dev-bleu.json $(CMP)/$(m)/dev-nll.json)
-	$(PY) -m bench.compare $(CMP) $(COMPARE_MODELS) $(if $(call results_into,),--doc docs/luong.md)
+	$(PY) -m bench.compare $(CMP) $(COMPARE_MODELS) $(if $(filter results,$(call results_into,)),--doc docs/luong.md)
 
 # ---- make paper: RNNencdec-30/-50 and RNNsearch-30/-50, one recipe, one budget in updates ----
 # The -30 systems train on pairs of up to 30 words (a second binarized corpus, same vocabulary);

@@ -133,6 +133,7 @@ def test_average_takes_a_run_directory_and_its_last_n_validations_in_update_orde
     for step in (8, 9, 10):
         fake_checkpoint(run / f"update-{step}.pt", step=step, weights={"w": torch.tensor([float(step)])})
     fake_checkpoint(run / "last.pt", step=10, weights={"w": torch.tensor([100.0])})  # not a kept validation
+    fake_checkpoint(run / "update-final.pt", step=10, weights={"w": torch.tensor([100.0])})  # nor this
     r = invoke("average", run, "--last", 2, "-o", tmp_path / "avg.pt")
     assert r.exit_code == 0, r.output
     assert torch.equal(checkpoint.load(tmp_path / "avg.pt").weights["w"], torch.tensor([9.5]))
@@ -141,6 +142,8 @@ def test_average_takes_a_run_directory_and_its_last_n_validations_in_update_orde
     assert torch.equal(checkpoint.load(tmp_path / "all.pt").weights["w"], torch.tensor([9.0]))
     too_many = invoke("average", run, "--last", 4, "-o", tmp_path / "x.pt")
     assert too_many.exit_code == 2 and "--last 4: there are 3 checkpoints" in too_many.output
+    twice = invoke("average", run, run / "update-9.pt", "-o", tmp_path / "x.pt")
+    assert twice.exit_code == 2 and "update-9.pt: given twice" in twice.output
     empty = invoke("average", tmp_path / "avg.pt", tmp_path, "-o", tmp_path / "x.pt")
     assert empty.exit_code == 2 and "holds no update-N.pt" in empty.output
 

@@ -50,6 +50,13 @@ def test_make_compare_trains_every_variant_with_the_same_budget(tmp_path):
         ["make", "-n", "compare", f"CMP={tmp_path}", "RESULTS_DIR=results"], cwd=ROOT, capture_output=True, text=True
     ).stdout
     assert "--doc docs/luong.md" in recorded
+    elsewhere = subprocess.run(
+        ["make", "-n", "compare", f"CMP={tmp_path}", f"RESULTS_DIR={tmp_path}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    ).stdout
+    assert "--doc" not in elsewhere  # a run recorded in its own results directory leaves the page alone
     page = (ROOT / "docs" / "luong.md").read_text(encoding="utf-8")
     assert page.count(compare.BEGIN) == page.count(compare.END) == 1
     for name in names:

@@ -274,3 +274,30 @@ def test_a_third_signal_aborts_the_write_and_keeps_the_previous_last_pt(raw, tmp
     saved = checkpoint.load(tmp_path / "run" / "last.pt").training.progress.step
     assert saved % 2 == 0 and saved < logged_step(tmp_path / "run")  # a validation's, not the aborted one
     assert not list((tmp_path / "run").glob(".*.tmp"))
+
+
+def test_another_rank_of_the_same_job_never_waits_for_its_rank_0_and_a_failed_note_stops_nothing(tmp_path, monkeypatch):
+    """torchrun's ranks share MASTER_ADDR, MASTER_PORT and the run id: a rank that reaches wait()
+    after its rank 0 took the lock goes on (it waited until the end of training, rank 0 waiting for
+    it in a collective). A note the signal handler cannot write must not raise mid-update."""
+    import threading
+
+    from nmtkit.train.saving import SaveDirLock
+
+    for k, v in {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500", "TORCHELASTIC_RUN_ID": "none"}.items():
+        monkeypatch.setenv(k, v)
+    writer = SaveDirLock(tmp_path / "run", writes=True)
+    writer.hold()
+    try:
+        rank1 = threading.Thread(target=SaveDirLock(tmp_path / "run", writes=False).wait, daemon=True)
+        rank1.start()
+        rank1.join(timeout=10.0)
+        assert not rank1.is_alive()
+
+        def full_disk(state: str) -> None:
+            raise OSError(28, "No space left on device")
+
+        monkeypatch.setattr(writer, "_say", full_disk)
+        writer.stopping()  # no exception
+    finally:
+        writer.release()

@@ -160,6 +160,7 @@ def test_the_library_s_train_refuses_what_the_command_line_refuses(data_bin, tmp
     for cfg, said in (
         (TrainConfig(lr_decay="cosine"), "falls to 0 at the end of a budget"),
         (TrainConfig(lr_decay="cosine", decay_after=3, max_updates=2), "two schedules"),
+        (TrainConfig(save_every=2000, max_updates=2), "--save-every 2000 falls on validations alone"),
         (TrainConfig(guided_alignment_weight=0.5, max_updates=2), None),
     ):
         if said is None:  # RNNencdec has no attention to guide

@@ -357,7 +357,8 @@ def test_the_pairs_max_len_leaves_out_are_counted_in_the_data_bin_s_units(corpus
 def test_save_every_leaves_a_last_pt_between_validations_that_resumes_exactly(
     corpus, tmp_path, deterministic, monkeypatch
 ):
-    """A run killed outright resumes from the last --save-every save as from a validation's."""
+    """A run killed outright resumes from the last --save-every save as from a validation's: its
+    batches and its random state too (Luong et al.'s dropout draws from it every update)."""
     import shutil
 
     from nmtkit.train import loop
@@ -371,13 +372,24 @@ def test_save_every_leaves_a_last_pt_between_validations_that_resumes_exactly(
 
     real_save = loop.save
     monkeypatch.setattr(loop, "save", keeping)
-    train(corpus, tmp_path / "a", TINY, cfg(max_updates=7, save_every=3))
+    model = model_config(arch="luong", emb=12, hidden=12, align=12, layers=2, dropout=0.3)
+    train(corpus, tmp_path / "a", model, cfg(max_updates=7, save_every=3, valid_bleu=False))
     assert saved == [("last.pt", 3), ("last.pt", 6)]  # the end's is the validation's
     assert checkpoint.load(tmp_path / "last.pt-3").training.progress.step == 3
     monkeypatch.setattr(loop, "save", real_save)
     (tmp_path / "b").mkdir()
     shutil.copy(tmp_path / "last.pt-3", tmp_path / "b" / "last.pt")  # a kill -9 at update 4 or 5
-    train(corpus, tmp_path / "b", TINY, cfg(max_updates=7, save_every=3))
+    train(corpus, tmp_path / "b", model, cfg(max_updates=7, save_every=3, valid_bleu=False))
+    assert losses(tmp_path / "a")[3:] == losses(tmp_path / "b")  # updates 4 to 7, dropout and all
     a = checkpoint.load(tmp_path / "a" / "last.pt").weights
     b = checkpoint.load(tmp_path / "b" / "last.pt").weights
     assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_a_run_from_before_a_setting_it_never_reads_was_refused_still_resumes(corpus, tmp_path):
+    """A Luong model with global attention trained with --window 5 (which it never reads): now that
+    --window is refused there, the command without it must still go on from its last.pt."""
+    tiny = {"emb": 12, "hidden": 12, "align": 12, "layers": 1}
+    train(corpus, tmp_path / "r", model_config(arch="luong", attention="global", window=5, **tiny), cfg(max_updates=2))
+    state = train(corpus, tmp_path / "r", model_config(arch="luong", attention="global", **tiny), cfg(max_updates=3))
+    assert state.step == 3

@@ -10,6 +10,7 @@ resume).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from .. import checkpoint
@@ -39,6 +40,9 @@ def average(paths: list[str | Path]) -> Checkpoint:
     return Checkpoint(first.model, weights, first.text, run, lexicon=first.lexicon)
 
 
+_KEPT = re.compile(r"update-(\d+)\.pt")  # a kept validation's name (not update-final.pt, not last.pt)
+
+
 def inputs(paths: list[str | Path], last: int = 0) -> list[Path]:
     """The checkpoints to average: each file as given, each directory's ``update-N.pt`` (a run's
     kept validations) in update order; with ``last``, the last ``last`` of them."""
@@ -47,12 +51,16 @@ def inputs(paths: list[str | Path], last: int = 0) -> list[Path]:
         if not path.is_dir():
             found.append(path)
             continue
-        kept = sorted(path.glob("update-*.pt"), key=lambda p: int(p.stem.split("-")[1]))
+        named = ((_KEPT.fullmatch(p.name), p) for p in path.iterdir())
+        kept = [p for _, p in sorted((int(m[1]), p) for m, p in named if m)]
         if not kept:
             raise UserError(f"{path}: holds no update-N.pt (train with --keep-last N to keep the last N)")
         found += kept
+    twice = next((p for k, p in enumerate(found) if p.resolve() in {q.resolve() for q in found[:k]}), None)
+    if twice is not None:
+        raise UserError(f"{twice}: given twice (as itself or in its run directory)")
     if last > len(found):
-        raise UserError(f"--last {last}: there are {len(found)} checkpoints ({', '.join(map(str, found))})")
+        raise UserError(f"--last {last}: there are {len(found)} checkpoints")
     return found[-last:] if last else found
 
 

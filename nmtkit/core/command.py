@@ -87,19 +87,9 @@ class _ClosedPipe(Exception):
 
 
 # What the system says of a path the user gave (-o FILE/x where FILE is a file, a read-only or full
-# disk): the user's to fix, so one line, not a traceback
-_PATH_ERRORS = {
-    errno.ENOENT,
-    errno.ENOTDIR,
-    errno.EEXIST,
-    errno.EISDIR,
-    errno.EACCES,
-    errno.EPERM,
-    errno.EROFS,
-    errno.ENOSPC,
-    errno.EDQUOT,
-    errno.ENAMETOOLONG,
-}
+# disk): the user's to fix, so one line, not a traceback. Not ENOENT, EEXIST or EISDIR: the code that
+# knows the user's path says those itself, and elsewhere they are a bug's, which keeps its traceback.
+_PATH_ERRORS = {errno.ENOTDIR, errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.ENAMETOOLONG}
 
 
 def _path_error(err: OSError) -> UserError:

@@ -12,6 +12,7 @@ later step (or make) would take it for finished.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -113,6 +114,9 @@ def check_parallel(paths: list[Path]) -> int:
     return counts[0]
 
 
+_CANNOT_WRITE = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.ENAMETOOLONG}
+
+
 @contextlib.contextmanager
 def writing_into(dest: Path) -> Iterator[None]:
     """The directory that will hold ``dest`` made, or one line saying why it cannot be: a file on
@@ -122,7 +126,9 @@ def writing_into(dest: Path) -> Iterator[None]:
     except (FileExistsError, NotADirectoryError):
         blocker = next((p for p in (dest, *dest.parents) if p.exists() and not p.is_dir()), dest.parent)
         raise UserError(f"{dest}: cannot be written: {blocker} is a file, not a directory") from None
-    except (FileNotFoundError, PermissionError, OSError) as err:
+    except OSError as err:  # here ENOENT is the user's too: a directory that cannot be made (/proc/x)
+        if not isinstance(err, FileNotFoundError) and err.errno not in _CANNOT_WRITE:
+            raise
         raise UserError(f"{dest}: cannot be written in {dest.parent} ({(err.strerror or str(err)).lower()})") from None
 
 

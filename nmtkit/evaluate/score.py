@@ -272,9 +272,10 @@ def paired_bootstrap(
 
 
 def _p_value(result: Any, baseline: Any) -> float | None:
-    """sacreBLEU's p-value, but 1 where the system ties the baseline: its test counts the resamples
-    whose centred difference exceeds the real one, strictly, so that a tie whose resamples all tie
-    too (the same output, or BLEU 0 for both) came out as 1/(samples+1), "significant"."""
+    """sacreBLEU's p-value, but 1 where the system's BLEU equals the baseline's (the same output, or
+    another that ties by chance): its test counts the resamples whose centred difference exceeds
+    the real one, strictly, so that a tie whose resamples all tie too (the same output, or BLEU 0
+    for both) came out as 1/(samples+1), "significant". No difference is no evidence of one."""
     if result is baseline:
         return None
     return 1.0 if result.score == baseline.score else float(result.p_value)

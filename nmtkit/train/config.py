@@ -263,6 +263,11 @@ def check_run(model: ModelConfig, cfg: TrainConfig) -> None:
         )
     if cfg.lr_decay != "none" and cfg.decay_after:
         raise UserError("--lr-decay and --decay-after are two schedules: give one")
+    if cfg.save_every and cfg.save_every % cfg.valid_every == 0:
+        raise UserError(
+            f"--save-every {cfg.save_every} falls on validations alone (--valid-every {cfg.valid_every}), "
+            f"which save last.pt anyway: give a number that is not a multiple of it"
+        )
     if cfg.lr_decay != "none" and not (cfg.max_updates or cfg.max_minutes or cfg.max_epochs):
         raise UserError(
             f"--lr-decay {cfg.lr_decay} falls to 0 at the end of a budget: give --max-updates, "

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import math
@@ -100,9 +101,11 @@ class SaveDirLock:
             self._say("training")
 
     def stopping(self) -> None:
-        """A signal asked the holder to stop: the next run may wait for its last save."""
+        """A signal asked the holder to stop: the next run may wait for its last save. Called from
+        the signal handler: a note that cannot be written (a full disk) must not stop the save."""
         if self.held is not None:
-            self._say("stopping")
+            with contextlib.suppress(OSError):
+                self._say("stopping")
 
     def release(self) -> None:
         if self.held is not None:
@@ -122,8 +125,10 @@ class SaveDirLock:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = _holder(self.path)
-            same_job = holder.get("job") is not None and holder.get("job") == _this_process()["job"]
-            if holder.get("state") == "training" and not same_job:
+            if holder.get("job") is not None and holder.get("job") == _this_process()["job"]:
+                fh.close()  # this job's rank 0 holds it: another rank reads nothing it writes yet
+                return
+            if holder.get("state") == "training":
                 fh.close()
                 raise UserError(
                     f"{self.path.parent} is being trained by process {holder.get('pid')} on "
@@ -139,8 +144,11 @@ class SaveDirLock:
 
 
 def _this_process() -> dict[str, Any]:
-    # torchrun's ranks share a job id: another rank of the same job is never refused
-    return {"pid": os.getpid(), "host": socket.gethostname(), "job": os.environ.get("TORCHELASTIC_RUN_ID")}
+    # a torchrun job's ranks share its store's address (no two live jobs can) and its run id (which
+    # alone may be "none" or reused): another rank of the same job is never refused nor kept waiting
+    store = [os.environ.get(k) for k in ("MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID")]
+    job = "/".join(map(str, store)) if store[0] and store[1] else None
+    return {"pid": os.getpid(), "host": socket.gethostname(), "job": job}
 
 
 def _holder(path: Path) -> dict[str, Any]:

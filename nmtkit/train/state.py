@@ -270,7 +270,8 @@ def _same_model(found: ModelConfig, asked: ModelConfig, where: str, remedy: str)
     """Refuse to continue (or start from) a model other than the one the flags describe, saying
     what to do instead."""
     theirs, ours = found.flat(), asked.flat()
-    diff = [k for k in ours if k not in _DERIVED and theirs.get(k) != ours[k]]
+    idle = found.idle().keys() | asked.idle().keys()  # never read: a run from before they were refused
+    diff = [k for k in ours if k not in _DERIVED and k not in idle and theirs.get(k) != ours[k]]
     if diff:
         k = diff[0]
         raise UserError(
