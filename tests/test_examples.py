@@ -206,7 +206,8 @@ ROLES = {
             ("align-plot", "target"),
         ]
     },
-    **{(c, "model_paths"): "checkpoint" for c in ("translate", "score", "align", "align-plot", "serve", "average")},
+    **{(c, "model_paths"): "checkpoint" for c in ("translate", "score", "align", "align-plot", "serve")},
+    ("average", "model_paths"): "kept",  # checkpoints, or a run directory of kept validations
     ("lexicon", "model_path"): "checkpoint",
     ("train", "init_from"): "checkpoint",
     **{(c, "data_bin"): "data-bin" for c in ("train", "score", "lexicon", "reverse")},
@@ -379,7 +380,13 @@ def provide(  # noqa: C901, PLR0912 (one branch per fixture role)
             if dest.suffix == ".pt"
             else world / ("run" if Path(path).parts[0] == "runs" else "data-bin")
         )
-    elif role == "checkpoint":
+    elif role == "kept" and dest.suffix != ".pt":  # a run directory: its update-N.pt
+        dest.mkdir(parents=True, exist_ok=True)
+        for step in range(1000, 7000, 1000):
+            if not (dest / f"update-{step}.pt").exists():
+                shutil.copy(world / "run" / "best.pt", dest / f"update-{step}.pt")
+        return
+    elif role in ("checkpoint", "kept"):
         source = world / "run" / "best.pt" if dest.suffix == ".pt" else world / "vocab"  # score --no-unk-vocab DIR
     elif role == "alignments":
         source = world / ("test.links" if dest.suffix == ".links" else "test.align")
