@@ -55,7 +55,10 @@ def test_dash_is_stdout_and_two_streams_cannot_share_it(overfit, tmp_path):
 def test_a_checkpoint_is_never_written_to_stdout(overfit, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     model = overfit / "run" / "last.pt"
-    for args in (("average", model, model.with_name("best.pt"), "-o", "-"), ("lexicon", model, "--data", overfit / "bin-kept", "-o", "-")):
+    for args in (
+        ("average", model, model.with_name("best.pt"), "-o", "-"),
+        ("lexicon", model, "--data", overfit / "bin-kept", "-o", "-"),
+    ):
         r = invoke(*args)
         assert r.exit_code == 2 and "a checkpoint is a binary file, not a stream" in r.output, r.output
         assert not (tmp_path / "-").exists() and r.stdout.count("\n") <= 1
