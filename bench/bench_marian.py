@@ -193,7 +193,9 @@ def comparable_nmtkit(site: Site, bleu: float, threads: int, run: str = "nmtkit"
     """nmtkit's kept validation checkpoint (--keep-validations) of ``run`` whose test BLEU (beam 5,
     fp32) is nearest ``bleu``: nmtkit's side of decoding at a peer's quality, with no training of
     its own. The checkpoints are tried in order of updates until one passes ``bleu``."""
-    kept = sorted((site.work / run).glob("update-*.pt"), key=lambda p: int(p.stem.split("-")[1]))
+    from nmtkit.checkpoint.average import kept_validations  # here: the rest of the script needs no torch
+
+    kept = kept_validations(site.work / run)
     scored: list[tuple[float, str]] = []
     for ckpt in kept:
         name = f"{run}/{ckpt.name}"

@@ -30,6 +30,7 @@ from typing import Any
 import click
 
 from nmtkit import checkpoint
+from nmtkit.checkpoint.average import kept_validations
 from nmtkit.core.command import Command
 from nmtkit.core.errors import UserError
 from nmtkit.core.files import atomic_write
@@ -156,7 +157,7 @@ def train(trial: Trial, run: Path, data: dict[str, Path], minutes: float, thread
 
 def models(run: Path) -> list[Path]:
     """best.pt, then the kept models in the order of their updates."""
-    kept = sorted(run.glob("update-*.pt"), key=lambda p: int(p.stem.split("-")[1]))
+    kept = kept_validations(run)
     return [run / "best.pt", *kept]
 
 

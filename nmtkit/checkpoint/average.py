@@ -43,6 +43,13 @@ def average(paths: list[str | Path]) -> Checkpoint:
 _KEPT = re.compile(r"update-(\d+)\.pt")  # a kept validation's name (not update-final.pt, not last.pt)
 
 
+def kept_validations(run_dir: Path) -> list[Path]:
+    """A run's kept validations (``update-N.pt``, train's --keep-last and --keep-validations), in
+    update order."""
+    named = ((_KEPT.fullmatch(p.name), p) for p in run_dir.glob("update-*.pt"))
+    return [p for _, p in sorted((int(m[1]), p) for m, p in named if m)]
+
+
 def inputs(paths: list[str | Path], last: int = 0) -> list[Path]:
     """The checkpoints to average: each file as given, each directory's ``update-N.pt`` (a run's
     kept validations) in update order; with ``last``, the last ``last`` of them."""
@@ -51,8 +58,7 @@ def inputs(paths: list[str | Path], last: int = 0) -> list[Path]:
         if not path.is_dir():
             found.append(path)
             continue
-        named = ((_KEPT.fullmatch(p.name), p) for p in path.iterdir())
-        kept = [p for _, p in sorted((int(m[1]), p) for m, p in named if m)]
+        kept = kept_validations(path)
         if not kept:
             raise UserError(f"{path}: holds no update-N.pt (train with --keep-last N to keep the last N)")
         found += kept

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import errno
 import importlib
 import importlib.util
 import inspect
@@ -35,6 +34,7 @@ from click.shell_completion import CompletionItem
 
 from .console import set_verbosity
 from .errors import Interrupted, UserError
+from .files import USER_PATH_ERRORS
 
 USAGE = 2
 INTERRUPTED = 130
@@ -86,12 +86,6 @@ class _ClosedPipe(Exception):
     into exit status 1 before :meth:`_OneLine.main` saw it."""
 
 
-# What the system says of a path the user gave (-o FILE/x where FILE is a file, a read-only or full
-# disk): the user's to fix, so one line, not a traceback. Not ENOENT, EEXIST or EISDIR: the code that
-# knows the user's path says those itself, and elsewhere they are a bug's, which keeps its traceback.
-_PATH_ERRORS = {errno.ENOTDIR, errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.ENAMETOOLONG}
-
-
 def _path_error(err: OSError) -> UserError:
     what = (err.strerror or str(err)).lower()
     return UserError(f"{err.filename}: {what}" if err.filename is not None else what)
@@ -116,7 +110,7 @@ class _OneLine:
         except UserError as err:
             raise _Where(ctx.command_path, err) from None
         except OSError as err:
-            if err.errno not in _PATH_ERRORS:
+            if err.errno not in USER_PATH_ERRORS:
                 raise
             raise _Where(ctx.command_path, _path_error(err)) from None
 

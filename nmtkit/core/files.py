@@ -114,7 +114,13 @@ def check_parallel(paths: list[Path]) -> int:
     return counts[0]
 
 
-_CANNOT_WRITE = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.ENAMETOOLONG}
+# What the system says of a path a user gave that cannot be written (no permission, a read-only or
+# full disk, a file where a directory must be): the user's to fix, so one line, not a traceback.
+# Not ENOENT, EEXIST or EISDIR in general: the code that knows the user's path says those itself,
+# and elsewhere they are a bug's, which keeps its traceback.
+USER_PATH_ERRORS = frozenset(
+    {errno.ENOTDIR, errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.ENAMETOOLONG}
+)
 
 
 @contextlib.contextmanager
@@ -127,7 +133,7 @@ def writing_into(dest: Path) -> Iterator[None]:
         blocker = next((p for p in (dest, *dest.parents) if p.exists() and not p.is_dir()), dest.parent)
         raise UserError(f"{dest}: cannot be written: {blocker} is a file, not a directory") from None
     except OSError as err:  # here ENOENT is the user's too: a directory that cannot be made (/proc/x)
-        if not isinstance(err, FileNotFoundError) and err.errno not in _CANNOT_WRITE:
+        if not isinstance(err, FileNotFoundError) and err.errno not in USER_PATH_ERRORS:
             raise
         raise UserError(f"{dest}: cannot be written in {dest.parent} ({(err.strerror or str(err)).lower()})") from None
 

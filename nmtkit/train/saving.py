@@ -17,6 +17,7 @@ import torch
 
 from .. import checkpoint
 from ..checkpoint import Checkpoint, Progress, TrainingState
+from ..checkpoint.average import kept_validations
 from ..core.console import log
 from ..core.errors import UserError
 from ..core.files import writing_into
@@ -64,7 +65,7 @@ def _prune(state: TrainState) -> None:
     """Keep the ``keep_last`` latest update-N.pt and the ``keep_best`` best best-N.pt."""
     cfg, save_dir = state.cfg, state.save_dir
     if cfg.keep_last:
-        for old in sorted(save_dir.glob("update-*.pt"), key=_step_of)[: -cfg.keep_last]:
+        for old in kept_validations(save_dir)[: -cfg.keep_last]:
             old.unlink()
     if cfg.keep_best:
         scores = {e["step"]: dev_score(e, cfg.chosen_by) for e in runlog.entries(save_dir) if "dev_nll" in e}
