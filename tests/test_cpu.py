@@ -24,7 +24,9 @@ def test_machine_json_describes_this_cpu():
     m, cpu = machine(), this_cpu()
     assert (m["cpu"], m["family"], m["model"], m["flags"]) == (cpu.name, cpu.family, cpu.model, list(cpu.flags))
     text = describe(m)
-    assert text.startswith(cpu.name) and f"{cpu.cores} cores" in text
+    gpu = f"{m['gpu']}, " if "gpu" in m else ""  # a GPU machine's record leads with its GPU
+    assert text.startswith(gpu + cpu.name) and f"{cpu.cores} cores" in text
+    assert describe({**m, "gpu": "NVIDIA H200"}).startswith(f"NVIDIA H200, {cpu.name}")
     if cpu.family is not None:
         assert f"(family {cpu.family}, model {cpu.model})" in text
     assert "family" not in describe({k: v for k, v in m.items() if k not in ("family", "model")})  # older files

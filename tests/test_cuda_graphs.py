@@ -68,6 +68,18 @@ def fused_sgd(fused_steps: str, device: str = "cpu") -> dict[str, object]:
     return {"fused_steps": True, **({"optimizer": "sgd"} if device == "cpu" else {})}
 
 
+def assert_same_weights(got: dict[str, torch.Tensor], want: dict[str, torch.Tensor]) -> None:
+    """Every weight within rounding (and Adam's noise) of ``want``'s; a failure names each weight
+    that is not, with its largest difference and the first rows that hold one past the tolerance."""
+    far = []
+    for k, w in want.items():
+        diff = (got[k] - w).abs()
+        past = (diff > ADAM_NOISE + 1e-4 * w.abs()).reshape(w.shape[0] if w.dim() else 1, -1).any(1)
+        if past.any():
+            far.append(f"{k}: {diff.max().item():.2e} (rows {past.nonzero().flatten().tolist()[:10]})")
+    assert not far, "; ".join(far)
+
+
 def _batch(seed: int, sentences: int, links: bool = False) -> dict[str, torch.Tensor]:
     rng = np.random.default_rng(seed)
     src = [rng.integers(4, VOCAB, rng.integers(1, 9)) for _ in range(sentences)]
@@ -249,8 +261,7 @@ def test_the_padded_whole_update_trains_as_the_eager_update_does(corpus, tmp_pat
     train(corpus, tmp_path / "graphs", model, cfg(**common, cuda_graphs=True))
     assert losses(tmp_path / "graphs") == pytest.approx(losses(tmp_path / "eager"), rel=1e-4)
     a, b = (checkpoint.load(tmp_path / r / "last.pt").weights for r in ("eager", "graphs"))
-    for k in a:
-        torch.testing.assert_close(b[k], a[k], rtol=1e-4, atol=ADAM_NOISE, msg=k)
+    assert_same_weights(b, a)
 
 
 @pytest.mark.parametrize("by", ["sentences", "tokens"])
@@ -297,6 +308,12 @@ def test_replayed_updates_give_the_eager_updates_parameters(corpus, tmp_path, fa
     family, _, fused_steps = family.partition("+")
     model = FAMILIES[family]
     common = dict(max_updates=16, valid_bleu=False, device="cuda", tf32=False) | fused_sgd(fused_steps, "cuda")
+    if family == "luong":
+        # the eager encoder is cuDNN's LSTM, the graph's the masked loop: sums in other orders.
+        # Adam makes their rounding a step where a gradient nearly cancels: on a CPU, noise of 1e-7
+        # of a weight's largest gradient parted this model's weights by 1.7e-4 in 16 updates, and
+        # by 3e-7 with the paper's SGD at rate 1 (noise of 1e-3: by more than the tolerance)
+        common |= {"optimizer": "sgd", "lr": 1.0}
     train(corpus, tmp_path / "eager", model, cfg(**common))
     train(corpus, tmp_path / "graphs", model, cfg(**common, cuda_graphs=True))
     assert captured  # shapes met more than WARMUP times were captured, and replayed from then on
@@ -306,8 +323,7 @@ def test_replayed_updates_give_the_eager_updates_parameters(corpus, tmp_path, fa
     assert busy and all(0 < b <= 1 for b in busy)
     assert losses(tmp_path / "graphs") == pytest.approx(losses(tmp_path / "eager"), rel=1e-4)
     a, b = (checkpoint.load(tmp_path / r / "last.pt").weights for r in ("eager", "graphs"))
-    for k in a:
-        torch.testing.assert_close(b[k], a[k], rtol=1e-4, atol=ADAM_NOISE, msg=k)
+    assert_same_weights(b, a)
 
 
 @pytest.mark.gpu
