@@ -483,6 +483,8 @@ PAPER_RECIPE ?= --preset $(PAPER_SIZE) --optimizer adam --lr 1e-3 --best-by nll 
     --label-smoothing 0.1
 PAPER_TRAIN ?= $(PAPER_RECIPE) --max-minutes $(PAPER_MINUTES) --valid-every 200 --no-valid-bleu
 PAPER_BEAM ?= 12
+# the speeds that choose each system's path: a gpu-check report, or bin/bench-gpu's JSON of this GPU
+PAPER_BENCH ?= $(GPU_CHECK)/report.json
 PAPER_PY = $(GPU_PY)
 # order-only: inputs copied again to this machine (newer files, the same data) redo nothing
 PAPER_INPUTS = | $(WORDS_BIN)/manifest.json
@@ -490,7 +492,7 @@ PAPER_LONG = | $(DATA)/raw/test-long.en
 paper_bin = $(WORDS_BIN)
 # the fastest path first, so that a failure to read the bench stops the job rather than hides
 paper_path = flags=$$($(PAPER_PY) -m bench.paper path $(firstword $(subst -, ,$1)) \
-    --bench $(GPU_CHECK)/report.json) && 
+    --bench $(PAPER_BENCH)) && 
 paper_flags = --max-len $(if $(filter %-30,$1),30,$(MAX_LEN)) $$flags
 # the No-UNK subset by the models' own lists: the 30,000 words of the data-bin
 PAPER_NO_UNK = $(PAPER)/$(lastword $(PAPER_MODELS))/best.pt
@@ -569,7 +571,7 @@ $(PAPER)/report.md: $(foreach m,$(PAPER_MODELS),$(PAPER)/$(m)/test.hyp.fr $(PAPE
 # says which command made it (made-by): a report the command at hand did not make (an earlier run's,
 # up to date) is not recorded as this command's.
 PAPER_FIGURE_VARS = PAPER_UPDATES PAPER_RECIPE PAPER_TRAIN PAPER_MODELS PAPER_MINUTES PAPER_SIZE PAPER_BEAM \
-    PAPER_SAMPLES STUDY_RECIPE DEMO_BF16 BEAM BPE VOCAB_SIZE DATA PAIRS MAX_LEN MAX_RATIO
+    PAPER_BENCH PAPER_SAMPLES STUDY_RECIPE DEMO_BF16 BEAM BPE VOCAB_SIZE DATA PAIRS MAX_LEN MAX_RATIO
 paper_changed = $(strip $(foreach v,$(PAPER_FIGURE_VARS),$(if $(filter command environment%,$(origin $v)),$v)))
 paper_command = make paper$(if $(filter gpu,$(PAPER_SCALE)), PAPER_SCALE=gpu)$(if $(paper_changed), $(foreach v,$(paper_changed),$v='$($v)'))
 

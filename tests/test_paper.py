@@ -87,6 +87,11 @@ def test_a_run_records_its_figures_beside_itself_and_in_results_only_where_asked
     assert f"--into {tmp_path}/paper " in own and "--command \"make paper PAPER_UPDATES='3000'\"" in own
     asked = dry_run("paper", "PAPER_UPDATES=3000", f"RESULTS_DIR={tmp_path}/r")
     assert f"record paper --into {tmp_path}/r " in asked
+    # the GPU study's paths chosen from an earlier job's bench: in the command, since they set its speed
+    bench = f"{tmp_path}/graphs.json"
+    gpu = dry_run("paper", "PAPER_SCALE=gpu", f"PAPER_BENCH={bench}")
+    assert f"bench.paper path rnnsearch --bench {bench})" in gpu
+    assert f"--made-by \"make paper PAPER_SCALE=gpu PAPER_BENCH='{bench}'\"" in gpu
 
 
 @pytest.mark.slow
