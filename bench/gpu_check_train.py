@@ -32,6 +32,11 @@ TRAIN_MINUTES = 3.0
 # had nothing left to do. It saves last.pt every TINY_VALID updates and is killed one update after
 # the first save.
 TINY_UPDATES, TINY_VALID = 15, 5
+# The resumed run's logged training losses are held against an uninterrupted run's over the updates
+# after the resume, up to COMPARED of them: equal on a CPU; on a GPU within RESUME_NOISE (relative),
+# where atomics in the backward and TF32 part two runs from the same checkpoint by rounding
+COMPARED = 200
+RESUME_NOISE = 1e-2
 
 
 def checkout_env() -> dict[str, str]:
@@ -202,6 +207,51 @@ def captures(entries: list[dict[str, Any]], resumed_at: int) -> tuple[int, int]:
     return sum(n for s, n in captured if s <= resumed_at), sum(n for s, n in captured if s > resumed_at)
 
 
+def with_flag(cmd: list[Any], flag: str, value: Any) -> list[Any]:
+    """``cmd`` with ``flag`` set to ``value``: replaced where it is given, else added."""
+    if flag in cmd:
+        at = cmd.index(flag)
+        return [*cmd[: at + 1], value, *cmd[at + 2 :]]
+    return [*cmd, flag, value]
+
+
+def losses_after(save: Path, first: int, last: int) -> dict[int, float]:
+    """The training loss per target token logged by the run in ``save`` at updates first+1..last."""
+    return {
+        e["step"]: e["train_nll_token"] for e in logged(save) if first < e["step"] <= last and "train_nll_token" in e
+    }
+
+
+def against_uninterrupted(
+    check: Check, cmd: list[Any], save: Path, at: int, left: float, lines: list[str]
+) -> dict[str, Any]:
+    """The same run without the kill, to COMPARED updates past the resume: its logged training
+    losses against the resumed run's, update for update."""
+    reference = save.parent / "train-uninterrupted"
+    shutil.rmtree(reference, ignore_errors=True)
+    until = min(updates(save), at + COMPARED)
+    again = with_flag(with_flag(cmd, "--save-dir", reference), "--max-updates", until)
+    try:
+        ran = check.run(again, max(30.0, left))
+    except subprocess.TimeoutExpired:
+        raise PartFailed([f"- the uninterrupted run to update {until:,}: out of time"]) from None
+    if ran.returncode != 0:
+        raise PartFailed(["- the uninterrupted run failed:", "```", ran.stderr[-1500:], "```"])
+    resumed, straight = losses_after(save, at, until), losses_after(reference, at, until)
+    common = sorted(resumed.keys() & straight.keys())
+    if not common:
+        raise PartFailed([f"- no training loss logged by both runs after update {at:,}"])
+    worst = max(abs(resumed[k] - straight[k]) / abs(straight[k]) for k in common)
+    bound = RESUME_NOISE if check.gpu else 0.0
+    lines.append(
+        f"- the training loss after the resume against an uninterrupted run's, at {len(common)} logged updates "
+        f"from {common[0]:,} to {common[-1]:,}: at most {worst:.2e} apart (relative; allowed {bound:g})"
+    )
+    if worst > bound:
+        raise PartFailed(["- the resumed run parted from the uninterrupted one"])
+    return {"compared_updates": len(common), "resume_difference": worst}
+
+
 def translate_and_score(check: Check, save: Path, left: float, found: dict[str, Any], lines: list[str]) -> None:
     """The test verses translated by best.pt (beam 12, token batches) and scored by sacreBLEU."""
     hyp = check.out / "test.hyp"
@@ -253,6 +303,7 @@ def train(check: Check, budget: float) -> dict[str, Any]:
         killed_at = kill_part_way(check, cmd, save, budget)
         resume(check, cmd, save, killed_at, left(), found, lines)
         translate_and_score(check, save, left(), found, lines)
+        found |= against_uninterrupted(check, cmd, save, found["resumed_at"], left(), lines)
     except PartFailed as failed:
         return {"status": "failed", **found, "lines": lines + failed.lines}
     return {"status": "ok", **found, "lines": lines}

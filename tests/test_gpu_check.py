@@ -124,6 +124,8 @@ def test_the_tiny_mode_benches_profiles_trains_kills_resumes_translates_and_test
     assert fused["fused_steps"] and fused["kernels_per_update"] < profiled["update-graph"]["kernels_per_update"]
     train = parts["train"]
     assert train["status"] == "ok" and 0 < train["resumed_at"] <= train["killed_at"] <= train["updates"]
+    # the uninterrupted run's losses: every update logged after the resume, equal on a CPU
+    assert train["compared_updates"] == train["updates"] - train["resumed_at"] and train["resume_difference"] == 0
     assert "bleu" in train and (tmp_path / "check" / "test.hyp").read_text().count("\n") == 4
     assert parts["tests"]["counts"]["PASSED"] > 0 and parts["tests"]["counts"]["FAILED"] == 0
     md = (tmp_path / "check" / "report.md").read_text()
@@ -234,22 +236,27 @@ def test_the_train_parts_steps_are_bounded_by_its_budget_not_the_jobs_nearer_dea
     monkeypatch.setattr(script, "kill_part_way", lambda check, cmd, save, budget: 7)
 
     def resume(check, cmd, save, killed_at, left, found, lines):
-        given["resume"] = left
+        given["resume"], found["resumed_at"] = left, 5
 
     def translate(check, save, left, found, lines):
         given["translate"] = left
 
+    def reference(check, cmd, save, at, left, lines):
+        given["reference"] = left
+        return {}
+
     monkeypatch.setattr(script, "resume", resume)
     monkeypatch.setattr(script, "translate_and_score", translate)
+    monkeypatch.setattr(script, "against_uninterrupted", reference)
     args = SimpleNamespace(words=tmp_path, train_minutes=1.5, test_src=tmp_path, test_ref=tmp_path)
     check = SimpleNamespace(gpu=True, out=tmp_path, args=args, found={}, left=lambda: 20.0)
     monkeypatch.setattr(script, "fastest", lambda check: (["--arch", "rnnsearch"], "chosen"))
     assert script.train(check, 330.0)["status"] == "ok"
-    assert 320 < given["resume"] <= 330 and 320 < given["translate"] <= 330
+    assert all(320 < given[step] <= 330 for step in ("resume", "translate", "reference"))
     given.clear()
     check.left = lambda: 900.0  # a later deadline than the part's budget: the job's
     script.train(check, 330.0)
-    assert given["resume"] == given["translate"] == 900.0
+    assert given["resume"] == given["translate"] == given["reference"] == 900.0
 
 
 def test_the_resumed_run_says_how_long_it_was_given_when_it_runs_out(tmp_path):
@@ -286,3 +293,43 @@ def test_the_train_part_counts_the_graphs_captured_before_the_resume_and_after_i
     ]
     assert script.captures(logged, 20) == (3, 3)
     assert script.captures(logged, 40) == (6, 0) and script.captures([], 5) == (0, 0)
+
+
+def test_the_resumed_runs_losses_are_held_against_an_uninterrupted_runs(tmp_path):
+    """The same command without the kill, to COMPARED updates past the resume, in a directory of its
+    own: its logged losses after the resume equal the resumed run's on a CPU, within RESUME_NOISE
+    on a GPU."""
+    logged = {10: 4.0, 20: 3.5, 30: 3.2, 40: 3.0, 50: 2.9}
+
+    def log(save, losses):
+        save.mkdir(exist_ok=True)
+        lines = [json.dumps({"step": s, "train_nll_token": v}) for s, v in losses.items()]
+        (save / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+
+    save, ran = tmp_path / "train", []
+    log(save, logged)
+
+    def check(gpu, apart):
+        def run(cmd, timeout):
+            ran.append(cmd)
+            log(Path(cmd[cmd.index("--save-dir") + 1]), {s: v * (1 + apart * (s > 30)) for s, v in logged.items()})
+            return subprocess.CompletedProcess(cmd, 0, "", "")
+
+        return SimpleNamespace(gpu=gpu, run=run)
+
+    cmd = ["nmtkit", "train", "bin", "--save-dir", save, "--max-updates", 50, "--log-every", 10]
+    lines = []
+    found = script.against_uninterrupted(check(False, 0.0), cmd, save, 20, 60.0, lines)
+    assert (
+        found == {"compared_updates": 3, "resume_difference": 0.0} and "at 3 logged updates from 30 to 50" in lines[0]
+    )
+    assert ran[0][ran[0].index("--save-dir") + 1] == tmp_path / "train-uninterrupted" and save in cmd
+    assert ran[0][ran[0].index("--max-updates") + 1] == 50 and ran[0].count("--max-updates") == 1
+    with pytest.raises(script.PartFailed, match="parted"):
+        script.against_uninterrupted(check(False, 1e-7), cmd, save, 20, 60.0, [])
+    assert script.against_uninterrupted(check(True, 1e-3), cmd, save, 20, 60.0, [])["resume_difference"] > 0
+    with pytest.raises(script.PartFailed, match="parted"):
+        script.against_uninterrupted(check(True, 2 * script.RESUME_NOISE), cmd, save, 20, 60.0, [])
+    ran.clear()
+    script.against_uninterrupted(check(False, 0.0), cmd[:5], save, 0, 60.0, [])  # a GPU's run: timed
+    assert ran[0][-2:] == ["--max-updates", min(50, script.COMPARED)]
