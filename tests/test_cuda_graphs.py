@@ -406,6 +406,28 @@ def test_a_padded_run_resumes_exactly(corpus, tmp_path, deterministic):
     assert all(torch.equal(a[k], b[k]) for k in a)
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: captures the update again after a resume")
+def test_a_run_resumed_on_a_gpu_captures_again_and_goes_on_as_the_uninterrupted_one(
+    corpus, tmp_path, deterministic, monkeypatch
+):
+    """Stopped at a checkpoint and resumed, a --cuda-graphs run on a GPU captures its shapes anew
+    and logs the uninterrupted run's losses and ends at its weights, to rounding."""
+    from nmtkit.train import graphs
+
+    captured, real = [], graphs.WholeUpdate.record
+    monkeypatch.setattr(graphs.WholeUpdate, "record", lambda self, *a: captured.append(a) or real(self, *a))
+    common = dict(valid_bleu=False, cuda_graphs=True, valid_every=8, device="cuda", tf32=False)
+    train(corpus, tmp_path / "a", FAMILIES["rnnsearch"], cfg(max_updates=24, **common))
+    train(corpus, tmp_path / "b", FAMILIES["rnnsearch"], cfg(max_updates=8, **common))
+    before = len(captured)
+    train(corpus, tmp_path / "b", FAMILIES["rnnsearch"], cfg(max_updates=24, **common))
+    assert len(captured) > before  # the resumed run's own graphs
+    assert losses(tmp_path / "b") == pytest.approx(losses(tmp_path / "a"), rel=1e-4)
+    a, b = (checkpoint.load(tmp_path / r / "last.pt").weights for r in "ab")
+    assert_same_weights(b, a)
+
+
 def test_a_state_saved_by_a_capturable_optimizer_steps_on_a_cpu():
     """A GPU run's --cuda-graphs optimizer saves capturable=True and a number for its rate; a run
     that resumes it eagerly on a CPU gets its own kind back (Adadelta refuses capturable there)."""
