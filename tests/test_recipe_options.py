@@ -90,6 +90,41 @@ def test_the_rate_warms_up_then_falls_to_zero_at_the_budget():
     assert learning_rate(TrainConfig(), 7, 500, 1000) == 1.0  # Appendix B: constant
 
 
+def test_the_inverse_square_root_and_the_plateau_schedules():
+    """inverse-sqrt: the warm-up's peak, then lr·sqrt(warmup/step) (fairseq's inverse_sqrt);
+    plateau: lr·decay^(the decays so far), after the warm-up too; neither needs a budget."""
+    inverse = TrainConfig(lr=1.0, warmup=4, lr_decay="inverse-sqrt")
+    assert [learning_rate(inverse, 0, step) for step in (1, 4, 16, 64)] == [0.25, 1.0, 0.5, 0.25]
+    assert learning_rate(replace(inverse, warmup=0), 0, 4) == 0.5  # from the first update
+    plateau = TrainConfig(lr=0.8, warmup=2, lr_decay="plateau", decay=0.5)
+    assert [learning_rate(plateau, 0, 1, decays=3), learning_rate(plateau, 0, 9, decays=0)] == [0.4, 0.8]
+    assert learning_rate(plateau, 0, 9, decays=2) == pytest.approx(0.2)
+    for decay in ("inverse-sqrt", "plateau"):  # accepted without --max-updates or another budget
+        assert train_settings("rnnsearch", "tiny", "appendix-b", {"lr_decay": decay}, set())[1].lr_decay == decay
+
+
+def test_plateau_lowers_the_rate_after_its_patience_and_a_resumed_run_keeps_the_count(data_bin, tmp_path, monkeypatch):
+    """Dev scores by validation: 1, 0.5, 0.4, 2, 1, 1: with --decay-patience 2, the rate halves at
+    the 3rd validation (two without a better score) and the 6th; the run stopped after the 3rd
+    and resumed logs the same rates and saves the same count."""
+    from nmtkit.train import loop
+
+    scores, seen = [1.0, 0.5, 0.4, 2.0, 1.0, 1.0], []
+    monkeypatch.setattr(loop, "dev_score", lambda metrics, by: (seen.append(1), scores[len(seen) - 1])[1])
+    flags = ("--preset", "tiny", "--optimizer", "sgd", "--lr", "0.5", "--lr-decay", "plateau", "--decay-patience", 2)
+    whole = run(data_bin, tmp_path / "whole", *flags, "--valid-every", 1, updates=6)
+    assert [e["lr"] for e in whole] == [0.5, 0.5, 0.5, 0.25, 0.25, 0.25]
+    assert checkpoint.load(tmp_path / "whole" / "last.pt").training.progress.decays == 2
+    seen.clear()
+    run(data_bin, tmp_path / "resumed", *flags, "--valid-every", 1, updates=3)
+    resumed = run(data_bin, tmp_path / "resumed", *flags, "--valid-every", 1, updates=6)
+    assert [e["lr"] for e in resumed] == [e["lr"] for e in whole]
+    assert [e["train_nll"] for e in resumed] == [e["train_nll"] for e in whole]
+    assert checkpoint.load(tmp_path / "resumed" / "last.pt").training.progress.decays == 2
+    with pytest.raises(UserError, match="--patience 2 stops the run first"):
+        train_settings("rnnsearch", "tiny", "appendix-b", {"lr_decay": "plateau", "patience": 2}, {"patience"})
+
+
 def test_the_schedule_changes_the_rate_and_nothing_else(data_bin, tmp_path):
     plain = run(data_bin, tmp_path / "plain", "--preset", "tiny", "--optimizer", "adam", "--lr", "0.01", updates=4)
     sched = run(

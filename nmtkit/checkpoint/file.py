@@ -55,8 +55,9 @@ SIDES = ("src", "tgt")
 class Progress:
     """Where training stands: updates done, the best dev score so far (higher is better),
     validations since it improved, seconds spent training, the updates the learning rate
-    decays over (``--lr-decay``; 0: not known yet), and how long a validation takes (the last
-    one's seconds, or an estimate; --max-minutes keeps them for the final one)."""
+    decays over (``--lr-decay``; 0: not known yet), how long a validation takes (the last
+    one's seconds, or an estimate; --max-minutes keeps them for the final one), and how many
+    times ``--lr-decay plateau`` has lowered the rate."""
 
     step: int = 0
     best: float = -math.inf
@@ -64,6 +65,7 @@ class Progress:
     seconds: float = 0.0
     budget: int = 0
     validation_seconds: float = 0.0
+    decays: int = 0
 
 
 @dataclass(frozen=True)

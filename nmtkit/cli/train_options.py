@@ -55,6 +55,7 @@ optimization = options(
     option(TrainConfig, "lr"),
     option(TrainConfig, "decay_after"),
     option(TrainConfig, "lr_decay"),
+    option(TrainConfig, "decay_patience"),
     option(TrainConfig, "warmup"),
     option(TrainConfig, "label_smoothing"),
     option(TrainConfig, "guided_alignment_weight"),

@@ -18,7 +18,8 @@ from ..models.config import FAMILIES, ModelConfig, RNNSearchConfig
 # diverged at 1e-3 in the CPU trials), plain SGD's 1 (Luong et al.'s).
 DEFAULT_LR = {"adadelta": 1.0, "adam": 5e-4, "sgd": 1.0}
 OPTIMIZERS = tuple(DEFAULT_LR)
-LR_DECAYS = ("none", "linear", "cosine")
+LR_DECAYS = ("none", "linear", "cosine", "inverse-sqrt", "plateau")
+BUDGETED = ("linear", "cosine")  # the decays that fall to 0 at the budget's end
 BEST_BY = ("bleu", "nll")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
 
@@ -49,13 +50,18 @@ class TrainConfig(Settings):
         default_help="by --optimizer: " + ", ".join(f"{k} {v:g}" for k, v in DEFAULT_LR.items()),
     )
     decay_after: int = setting(0, "Multiply the learning rate by --decay every epoch after this many (0: never).", ge=0)
-    decay: float = setting(0.5, "The factor of --decay-after.", ge=0, le=1)
+    decay: float = setting(0.5, "The factor of --decay-after and of --lr-decay plateau.", ge=0, le=1)
     lr_decay: str = setting(
         "none",
-        "Lower the learning rate to 0 at the end of the budget, linearly or by a cosine (budgeted "
-        "training, Li et al. 2020). With --max-minutes alone, the updates that fit are estimated "
-        "from the pace so far at every log line.",
+        "Lower the learning rate: to 0 at the end of the budget, linearly or by a cosine (budgeted "
+        "training, Li et al. 2020; with --max-minutes alone, the updates that fit are estimated "
+        "from the pace so far at every log line); as 1/sqrt(update) from the end of --warmup "
+        "(inverse-sqrt, fairseq's inverse_sqrt); or by --decay each time --decay-patience "
+        "validations in a row find no better dev score (plateau, torch's ReduceLROnPlateau).",
         choices=LR_DECAYS,
+    )
+    decay_patience: int = setting(
+        2, "With --lr-decay plateau: validations in a row without a better dev score before each decay.", ge=1
     )
     warmup: int = setting(0, "Raise the learning rate linearly from 0 over the first N updates.", ge=0)
     label_smoothing: float = setting(
@@ -268,7 +274,12 @@ def check_run(model: ModelConfig, cfg: TrainConfig) -> None:
             f"--save-every {cfg.save_every} falls on validations alone (--valid-every {cfg.valid_every}), "
             f"which save last.pt anyway: give a number that is not a multiple of it"
         )
-    if cfg.lr_decay != "none" and not (cfg.max_updates or cfg.max_minutes or cfg.max_epochs):
+    if cfg.lr_decay == "plateau" and cfg.patience and cfg.patience <= cfg.decay_patience:
+        raise UserError(
+            f"--lr-decay plateau lowers the rate after {cfg.decay_patience} validations without a better dev "
+            f"score, and --patience {cfg.patience} stops the run first: give a --decay-patience below it"
+        )
+    if cfg.lr_decay in BUDGETED and not (cfg.max_updates or cfg.max_minutes or cfg.max_epochs):
         raise UserError(
             f"--lr-decay {cfg.lr_decay} falls to 0 at the end of a budget: give --max-updates, "
             f"--max-minutes or --max-epochs"

@@ -45,13 +45,14 @@ from ..core.settings import RuntimeConfig
 from ..models.config import ModelConfig
 from ..models.fused import use_fused
 from . import board, runlog
-from .config import TrainConfig, check_run
+from .config import BUDGETED, TrainConfig, check_run
 from .graphs import updater
 from .optimizer import rate_of
 from .pace import TIMED_UPDATES, pace_report, stopping_rule
 from .parts import CompiledSteps, Parallel, compiled_note
 from .saving import SaveDirLock, save, save_validated
 from .state import TrainState, open_save_dir, start
+from .step import lower_on_plateau
 from .validate import dev_score, validate
 from .window import Diverged, LossWindow
 from .window_watch import stuck_message
@@ -177,6 +178,7 @@ def run(
                     save(state, "last.pt", rng)
             elif checkpointing and not signalled:
                 finish = state.parallel.agree(validate_and_save(state, bar, rng, stop) or finish)
+                state.progress.decays = state.parallel.shared(state.progress.decays)  # rank 0's plateau
                 state.last_kept = True  # rank 0 saved last.pt; every process names it alike
             elif saving:
                 with stop.writing():
@@ -252,6 +254,7 @@ def validate_and_save(
     # --head-only: the translation model, all the dev score sees, is frozen; the head learns on
     improved = score > progress.best or state.cfg.head_only
     progress.best, progress.bad_evals = (score, 0) if improved else (progress.best, progress.bad_evals + 1)
+    lower_on_plateau(state)
     with stop.writing():
         save_validated(state, improved, rng)
     if state.patience_spent():
@@ -318,7 +321,7 @@ def _estimate_budget(state: TrainState) -> None:
     included), re-estimated at each report and saved with the run: the schedule then reads a
     count, and a resumed run goes on with the estimate it saved. Rank 0's clock decides."""
     cfg, progress = state.cfg, state.progress
-    if cfg.lr_decay == "none" or not cfg.max_minutes or cfg.max_updates or cfg.max_epochs:
+    if cfg.lr_decay not in BUDGETED or not cfg.max_minutes or cfg.max_updates or cfg.max_epochs:
         return
     if progress.step >= max(cfg.warmup, 1) and progress.seconds > 0:
         progress.budget = state.parallel.shared(int(progress.step * 60 * cfg.max_minutes / progress.seconds))

@@ -79,22 +79,32 @@ def scheduled(cfg: TrainConfig) -> bool:
     return bool(cfg.decay_after or cfg.warmup or cfg.lr_decay != "none")
 
 
-def learning_rate(cfg: TrainConfig, epoch: int, step: int = 0, budget: int = 0) -> float:
+def learning_rate(cfg: TrainConfig, epoch: int, step: int = 0, budget: int = 0, decays: int = 0) -> float:
     """The rate of update ``step`` (from 1), in epoch ``epoch`` (from 0), of a run whose rate
-    falls over ``budget`` updates (0: not known yet, the rate stays at its peak).
+    falls over ``budget`` updates (0: not known yet, the rate stays at its peak) and which
+    ``--lr-decay plateau`` has lowered ``decays`` times.
 
     ``decay_after``: ``lr`` for that many epochs, then times ``decay`` once per epoch (Luong et
     al.: 1, 1, 1, 1, 1, 0.5, 0.25, …). ``warmup``: a linear rise over the first updates.
     ``lr_decay``: from the end of the warm-up, linear or cosine to 0 at update ``budget + 1``
-    (budgeted training, Li, Yumer & Ramanan 2020), so the last update still moves. A function of
-    counts alone, never of the clock, so a resumed run follows the same schedule."""
+    (budgeted training, Li, Yumer & Ramanan 2020), so the last update still moves; or
+    ``lr``·sqrt(warmup/step) (inverse-sqrt; Vaswani et al.'s, as fairseq's ``inverse_sqrt``); or
+    ``lr``·``decay``^``decays`` (plateau). A function of counts alone, never of the clock, so a
+    resumed run follows the same schedule."""
     if cfg.decay_after and epoch >= cfg.decay_after:
         return cfg.lr * cfg.decay ** (epoch - cfg.decay_after + 1)
     if cfg.warmup and step <= cfg.warmup:
         return cfg.lr * step / cfg.warmup
+    return cfg.lr * _decayed(cfg, step, budget, decays)
+
+
+def _decayed(cfg: TrainConfig, step: int, budget: int, decays: int) -> float:
+    """The factor ``--lr-decay`` puts on the rate after the warm-up."""
+    if cfg.lr_decay == "plateau":
+        return cfg.decay**decays
+    if cfg.lr_decay == "inverse-sqrt":
+        return math.sqrt(max(cfg.warmup, 1) / max(step, 1))
     if cfg.lr_decay == "none" or budget <= cfg.warmup:
-        return cfg.lr
+        return 1.0
     done = min(1.0, (step - cfg.warmup) / (budget + 1 - cfg.warmup))
-    if cfg.lr_decay == "linear":
-        return cfg.lr * (1.0 - done)
-    return cfg.lr * 0.5 * (1.0 + math.cos(math.pi * done))
+    return 1.0 - done if cfg.lr_decay == "linear" else 0.5 * (1.0 + math.cos(math.pi * done))

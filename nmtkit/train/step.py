@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..core.console import log
 from ..core.errors import UserError
 from ..data.batching import collate, to_device
 from ..data.vocab import PAD
@@ -65,8 +66,24 @@ def set_scheduled_rate(state: TrainState) -> None:
     cfg = state.cfg
     if scheduled(cfg):
         set_rate(
-            state.opt, learning_rate(cfg, state.batches.drawn_epoch, state.progress.step + 1, state.progress.budget)
+            state.opt,
+            learning_rate(
+                cfg, state.batches.drawn_epoch, state.progress.step + 1, state.progress.budget, state.progress.decays
+            ),
         )
+
+
+def lower_on_plateau(state: TrainState) -> None:
+    """``--lr-decay plateau``, after a validation is counted: one more decay each time
+    ``--decay-patience`` validations in a row have found no better dev score (torch's
+    ReduceLROnPlateau without a cooldown); the count is saved with the run, so a resumed run
+    keeps its rate."""
+    cfg, progress = state.cfg, state.progress
+    if cfg.lr_decay != "plateau" or not progress.bad_evals or progress.bad_evals % cfg.decay_patience:
+        return
+    progress.decays += 1
+    rate = learning_rate(cfg, state.batches.drawn_epoch, progress.step + 1, progress.budget, progress.decays)
+    log(f"no better dev score in {progress.bad_evals} validations: the learning rate × {cfg.decay:g}, now {rate:.3g}")
 
 
 def update(state: TrainState, net: torch.nn.Module, steps: CompiledSteps, idx: np.ndarray) -> None:
