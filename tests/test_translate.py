@@ -574,3 +574,66 @@ def test_progress_is_told_batch_by_batch_before_a_block_comes_out(overfit):
     *batches, empty = told
     assert sum(told) == len(lines) and len(batches) >= 3 and max(batches) <= 2 and empty == 1
     assert came[0][1] == len(lines), "every batch is told before the block's first line comes out"
+
+
+def _walked(translator, source_tokens, tokens):
+    """Each of ``tokens``' log-probability and </s>'s, walking them through the model's step."""
+    import numpy as np
+    import torch
+
+    from nmtkit.data.batching import pad
+    from nmtkit.data.vocab import BOS, EOS, PAD
+
+    sides = translator.sides
+    src = pad([np.asarray(sides.src.ids(source_tokens), dtype=np.int64)])
+    ids = [*sides.tgt.ids(tokens), EOS]
+    with torch.inference_mode():
+        enc = translator.model.encode(src, src != PAD)
+        state, y, out = translator.model.init_state(enc), torch.tensor([BOS]), []
+        for word in ids:
+            logp, state, _ = translator.model.step(y, state, enc)
+            out.append(float(logp[0, word]))
+            y = torch.tensor([word])
+    return out
+
+
+@pytest.mark.parametrize("how", ["beam", "nbest", "sampling"])
+def test_token_scores_are_each_units_log_probability_and_sum_to_the_score(overfit, how):
+    """One score per subword unit and one for </s>: what walking the output through the model's
+    step gives, summing to the line's score, for the best, every n-best entry, and samples."""
+    from nmtkit.translate.settings import SearchConfig, TranslateOptions
+    from nmtkit.translate.translator import Translator
+
+    translator = Translator.from_checkpoints(overfit / "run" / "last.pt", "cpu")
+    search = {
+        "beam": SearchConfig(beam=3),
+        "nbest": SearchConfig(beam=4, nbest=3),
+        "sampling": SearchConfig(sampling=True, nbest=2, seed=3, temperature=1.5),
+    }[how]
+    out = translator.translate([EN[0], EN[3]], TranslateOptions(search=search, token_scores=True))
+    seen = 0
+    for t in out:
+        for h in t.nbest or [t]:
+            assert len(h.token_scores) == len(h.tokens) + 1
+            assert sum(h.token_scores) == pytest.approx(h.score, abs=1e-4)
+            assert h.token_scores == pytest.approx(_walked(translator, h.source_tokens, h.tokens), abs=1e-4)
+            seen += 1
+    assert seen == 2 * search.nbest
+    assert next(translator.translate([EN[0]], TranslateOptions(search=search))).token_scores is None  # not asked
+
+
+def test_token_scores_are_written_in_jsonl_with_the_units_and_refused_elsewhere(overfit, tmp_path):
+    from tests.test_cli import one_error_line
+
+    (tmp_path / "in.en").write_text(EN[0] + "\n\n", encoding="utf-8")
+    model = overfit / "run" / "last.pt"
+    r = invoke("translate", "-m", model, tmp_path / "in.en", "--output-format", "jsonl", "--token-scores", "--nbest", 2)
+    assert r.exit_code == 0, r.output
+    first, empty = (json.loads(line) for line in r.stdout.splitlines())
+    assert len(first["token_scores"]) == len(first["tokens"]) + 1 and first["tokens"]
+    assert sum(first["token_scores"]) == pytest.approx(first["score"], abs=1e-3)
+    assert all(len(h["token_scores"]) == len(h["tokens"]) + 1 for h in first["nbest"])
+    assert (empty["tokens"], empty["token_scores"], empty["score"]) == ([], [], 0.0)  # not searched
+    plain = invoke("translate", "-m", model, tmp_path / "in.en", "--output-format", "jsonl").stdout.splitlines()
+    assert "token_scores" not in json.loads(plain[0]) and "tokens" not in json.loads(plain[0])
+    one_error_line(invoke("translate", "-m", model, tmp_path / "in.en", "--token-scores"), "--output-format jsonl")

@@ -106,6 +106,7 @@ def _sample(
     limit = output_limit(enc.mask, cfg, prefix).repeat_interleave(n)
     out = torch.full((B * n, int(limit.max())), PAD, dtype=torch.long, device=device)
     scores, lengths = torch.zeros(B * n, device=device), torch.zeros(B * n, dtype=torch.long, device=device)
+    each = torch.zeros(out.shape, device=device)  # the log-probability of each word drawn
     rows = torch.arange(B * n, device=device)  # the output row of each row still drawing
     stream = streams(cfg.seed, keys, n)
     enc = enc.repeat(n)
@@ -117,7 +118,9 @@ def _sample(
         logp, state, _ = model.step(y, state, enc)
         logp = _admissible(prefix.force(logp, t), banned, t < cfg.min_len, t + 1 >= limit)
         col = draw(logp, uniforms(stream, t), cfg.temperature, cfg.top_k)
-        scores.index_add_(0, rows, logp.gather(1, col.unsqueeze(1)).squeeze(1))
+        drawn = logp.gather(1, col.unsqueeze(1)).squeeze(1)
+        scores.index_add_(0, rows, drawn)
+        each[rows, t] = drawn
         y = col if vocab is None else vocab[col]
         out[rows, t] = y
         t += 1
@@ -128,7 +131,7 @@ def _sample(
             rows, y, limit, stream = rows[left], y[left], limit[left], stream[left]
             state, enc = state.index_select(0, left), enc.select(left)
             prefix.select(left)
-    return _best_first(cfg, out, scores, lengths, n)
+    return _best_first(cfg, out, scores, lengths, n, each)
 
 
 def _admissible(logp: torch.Tensor, banned: torch.Tensor, early: bool, at_limit: torch.Tensor) -> torch.Tensor:
@@ -146,13 +149,18 @@ def _admissible(logp: torch.Tensor, banned: torch.Tensor, early: bool, at_limit:
 
 
 def _best_first(
-    cfg: SearchConfig, out: torch.Tensor, scores: torch.Tensor, lengths: torch.Tensor, n: int
+    cfg: SearchConfig, out: torch.Tensor, scores: torch.Tensor, lengths: torch.Tensor, n: int, each: torch.Tensor
 ) -> Hypotheses:
-    """The samples (rows i·n + j of sentence i) ordered best first within each sentence."""
+    """The samples (rows i·n + j of sentence i) ordered best first within each sentence, with the
+    log-probability of each word drawn (``each``, </s>'s last)."""
     rank = ranking(cfg, scores, lengths)
     order = rank.view(-1, n).argsort(dim=1, descending=True, stable=True)
     order = (order + torch.arange(0, len(rank), n, device=rank.device).unsqueeze(1)).view(-1)
-    ends, tokens = lengths[order].tolist(), out[order].tolist()
+    ends, tokens, drawn = lengths[order].tolist(), out[order].tolist(), each[order].tolist()
     return Hypotheses(
-        [row[: end - 1] for row, end in zip(tokens, ends)], scores[order].tolist(), rank[order].tolist(), n
+        [row[: end - 1] for row, end in zip(tokens, ends)],
+        scores[order].tolist(),
+        rank[order].tolist(),
+        n,
+        token_scores=[row[:end] for row, end in zip(drawn, ends)],
     )

@@ -175,6 +175,7 @@ class Hypotheses:
     ranking: list[float]  # the score after length normalisation
     nbest: int = 1
     attention: torch.Tensor | None = None  # (rows, T, Tx): each step's α, </s>'s included
+    token_scores: list[list[float]] | None = None  # each token's log-probability, </s>'s last
 
 
 @dataclass
@@ -183,6 +184,8 @@ class _Step:
     parent: torch.Tensor  # the row of this step's input that each extends
     keep: torch.Tensor | None  # input row → row of the previous step's output (None: the same)
     alpha: torch.Tensor | None = None  # the attention of each row of this step's input
+    logp: torch.Tensor | None = None  # the log-probability of each row's word (kept when asked)
+    eos: torch.Tensor | None = None  # ... and of </s> after each row of this step's input
 
 
 class _Pool:
@@ -220,6 +223,7 @@ def beam_search(
     vocab: torch.Tensor | None = None,
     attention: bool = False,
     prefix: torch.Tensor | None = None,
+    token_scores: bool = False,
 ) -> Hypotheses:
     """The ``cfg.nbest`` best outputs of each sentence; over the target words ``vocab`` only
     (sorted ids that hold the specials, :mod:`nmtkit.data.lexicon`) when given. ``attention``:
@@ -228,9 +232,18 @@ def beam_search(
     at a step aligns the word it predicts (not Luong et al.'s content scores, see
     :func:`force`). ``prefix``: (B, P) target ids each output must start with, <pad> after
     each sentence's (:class:`ForcedPrefix`; ``vocab`` must hold them, and a banned word such
-    as <unk> under ``no_unk`` can never be forced)."""
+    as <unk> under ``no_unk`` can never be forced). ``token_scores``: keep each step's
+    log-probabilities and return each output's per token (``Hypotheses.token_scores``)."""
     with restricted(model, vocab):
-        return _beam_search(model, enc, cfg, vocab, attention=attention, prefix=ForcedPrefix(prefix, vocab, cfg.beam))
+        return _beam_search(
+            model,
+            enc,
+            cfg,
+            vocab,
+            attention=attention,
+            prefix=ForcedPrefix(prefix, vocab, cfg.beam),
+            token_scores=token_scores,
+        )
 
 
 def _beam_search(  # noqa: PLR0915 (the beam's loop in one place)
@@ -241,6 +254,7 @@ def _beam_search(  # noqa: PLR0915 (the beam's loop in one place)
     check_every: int = 0,
     attention: bool = False,
     prefix: ForcedPrefix = NO_PREFIX,
+    token_scores: bool = False,
 ) -> Hypotheses:
     """``check_every``: steps between looks for finished sentences (0: 1 on a CPU, 4 on a GPU,
     where each look waits for the device). A sentence found late has not changed meanwhile: no
@@ -264,6 +278,7 @@ def _beam_search(  # noqa: PLR0915 (the beam's loop in one place)
         b = len(alive)
         logp, state, alpha = model.step(y, state, enc)
         logp = prefix.force(logp, t)  # before </s> is read: a forced row cannot end
+        eos = logp[:, EOS].clone() if token_scores else None
         ended = scores + (logp[:, EOS] if t >= cfg.min_len else torch.full_like(logp[:, EOS], _NEG)).view(b, k)
         cp = coverage.penalty(alpha, enc.mask, (b, k))
         logp.index_fill_(1, banned, _NEG)
@@ -273,6 +288,7 @@ def _beam_search(  # noqa: PLR0915 (the beam's loop in one place)
         w = min(k, logp.shape[1])
         word_logp, words = logp.topk(w, dim=1)
         scores, pick = (scores.view(-1, 1) + word_logp).view(b, k * w).topk(k, dim=1)
+        chosen = word_logp.view(b, k * w).gather(1, pick).view(-1) if token_scores else None
         # a </s> extension finishes if it is among the k best extensions of all, </s> included
         kth = torch.cat([scores, ended], 1).topk(k, dim=1).values[:, -1:]
         ended = ended.masked_fill(ended < kth, _NEG)
@@ -285,7 +301,7 @@ def _beam_search(  # noqa: PLR0915 (the beam's loop in one place)
             y = vocab[y]
         state = state.index_select(0, parent)
         coverage.follow(parent)
-        steps.append(_Step(y, parent, keep, alpha if attention else None))
+        steps.append(_Step(y, parent, keep, alpha if attention else None, chosen, eos))
         t += 1
         best_open = ranking(cfg, scores.max(1).values, limit)
         stop = best_open <= pool.ranking[:, -1]  # (an open score of -inf: nothing is open)
@@ -315,6 +331,7 @@ def _backtrack(steps: list[_Step], finished: list[tuple[torch.Tensor, _Pool]], B
         ending[hyp], end_row[hyp] = pool.step.view(-1).cpu().numpy(), pool.row.view(-1).cpu().numpy()
         scores[hyp], ranking[hyp] = pool.scores.view(-1).cpu().numpy(), pool.ranking.view(-1).cpu().numpy()
     out = np.full((T, H), PAD, dtype=np.int64)
+    per_token = np.zeros((T, H)) if steps and steps[0].logp is not None else None
     cur = np.full(H, -1, dtype=np.int64)  # each hypothesis' row in step t's output
     first = steps[0].alpha if steps else None
     maps = None if first is None else first.new_zeros(H, T, first.shape[1], dtype=torch.float)
@@ -326,6 +343,9 @@ def _backtrack(steps: list[_Step], finished: list[tuple[torch.Tensor, _Pool]], B
         prev[on] = step.parent.cpu().numpy()[cur[on]]
         now = ending == t
         prev[now] = end_row[now]
+        if per_token is not None and step.logp is not None and step.eos is not None:
+            per_token[t, on] = step.logp.cpu().numpy()[cur[on]]
+            per_token[t, now] = step.eos.cpu().numpy()[end_row[now]]
         live = prev >= 0
         if maps is not None and step.alpha is not None and live.any():
             rows = torch.from_numpy(np.nonzero(live)[0]).to(maps.device)
@@ -334,7 +354,12 @@ def _backtrack(steps: list[_Step], finished: list[tuple[torch.Tensor, _Pool]], B
         cur[live] = prev[live] if step.keep is None else step.keep.cpu().numpy()[prev[live]]
     found = np.isfinite(scores)
     tokens = [out[: int(ending[h]), h].tolist() if found[h] else [] for h in range(H)]
-    return Hypotheses(tokens, scores.tolist(), ranking.tolist(), n_best, maps)
+    each = (
+        None
+        if per_token is None
+        else [per_token[: int(ending[h]) + 1, h].tolist() if found[h] else [] for h in range(H)]
+    )
+    return Hypotheses(tokens, scores.tolist(), ranking.tolist(), n_best, maps, each)
 
 
 def greedy(model: Seq2Seq, enc: EncoderOut, max_ratio: float = 2.0, max_extra: int = 10) -> Hypotheses:

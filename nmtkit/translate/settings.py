@@ -127,6 +127,12 @@ class TranslateOptions(Settings):
     )
     tokenized: bool = setting(False, "Input and output in Moses tokens (BPE still applied and undone).")
     attention: bool = False  # keep each output's attention matrix (asked for by what is written)
+    token_scores: bool = setting(
+        False,
+        "With --output-format jsonl: each output's subword units ('tokens') and the log-probability of each, "
+        "</s> last ('token_scores', whose sum is 'score'), as fairseq's positional scores and Marian's "
+        "--word-scores.",
+    )
     replace_unk: bool = setting(False, "Replace each <unk> by the source word it attends to most.")
     unk_dict: dict[str, str] | None = None  # ... translated through this dictionary (--unk-dict FILE)
     max_length: int = setting(

@@ -64,6 +64,8 @@ class Translation:
             they were asked for and the model has attention; else None.
         nbest: The n best, best first, where more than one was asked for (``nbest``).
         links: Pharaoh links made otherwise than from ``attention`` (by linking both ways).
+        token_scores: The log-probability of each of ``tokens``, then of ``</s>`` (their sum is
+            ``score``), where they were asked for (``token_scores``); else None.
     """
 
     text: str
@@ -74,6 +76,7 @@ class Translation:
     attention: np.ndarray | None = None
     nbest: list[Translation] = field(default_factory=list)
     links: str | None = None
+    token_scores: list[float] | None = None
 
 
 @dataclass
@@ -271,7 +274,7 @@ class Translator:
             for k, line in enumerate(lines)
         ]
         starts = None if prefixes is None else self._prefix_ids(prefixes, options, first_line)
-        out = [_empty(tokens, options.search.nbest) for tokens in sources]  # empty in, empty out
+        out = [_empty(tokens, options.search.nbest, options.token_scores) for tokens in sources]  # empty in, empty out
         if options.replace_unk and not self.attends:
             raise UserError("--replace-unk puts the most attended source word in place: this model has no attention")
         attention = (options.attention or options.replace_unk) and self.attends  # else no links, no maps
@@ -294,7 +297,9 @@ class Translator:
                     keys = torch.tensor([first_line + i for i in idx])
                     hyps = sample(self.model, enc, options.search, vocab, prefix, keys)
                 else:
-                    hyps = beam_search(self.model, enc, options.search, vocab, attention=own, prefix=prefix)
+                    hyps = beam_search(
+                        self.model, enc, options.search, vocab, own, prefix, token_scores=options.token_scores
+                    )
                 n = hyps.nbest
                 maps = hyps.attention if own else None
                 if attention and maps is None:
@@ -309,8 +314,15 @@ class Translator:
                 if options.replace_unk and alpha is not None:
                     tokens = _replace_unk(tokens, ids, sources[i], alpha, options.unk_dict)
                 text = _LINE_BREAKS.sub(" ", tgt_side.text.decode(tokens, detokenize=not options.tokenized))
+                each = hyps.token_scores[row] if options.token_scores and hyps.token_scores is not None else None
                 t = Translation(
-                    text, tokens, sources[i], hyps.scores[row], hyps.ranking[row], alpha if options.attention else None
+                    text,
+                    tokens,
+                    sources[i],
+                    hyps.scores[row],
+                    hyps.ranking[row],
+                    alpha if options.attention else None,
+                    token_scores=each,
                 )
                 if row % n == 0:
                     out[i] = t
@@ -384,11 +396,13 @@ def _crop(tokens: list[str], limit: int, lineno: int) -> list[str]:
     return tokens[:limit]
 
 
-def _empty(source_tokens: list[str], nbest: int) -> Translation:
-    """An empty line's translation: empty, and where n-best lists are asked for, the one in its list."""
-    t = Translation("", [], source_tokens, 0.0, 0.0)
+def _empty(source_tokens: list[str], nbest: int, token_scores: bool) -> Translation:
+    """An empty line's translation: empty (not searched: no </s> scored), and where n-best lists
+    are asked for, the one in its list."""
+    each = [] if token_scores else None
+    t = Translation("", [], source_tokens, 0.0, 0.0, token_scores=each)
     if nbest > 1:
-        t.nbest.append(Translation("", [], source_tokens, 0.0, 0.0))
+        t.nbest.append(Translation("", [], source_tokens, 0.0, 0.0, token_scores=each))
     return t
 
 

@@ -82,6 +82,7 @@ Examples:
     help="With --replace-unk: 'source target' lines to translate the copied word.",
 )
 @_outputs
+@options.option(TranslateOptions, "token_scores")
 @options.options_of(LinkConfig, "combine", "threshold", "null_threshold")
 @options.options_of(TranslateOptions, *BATCHING_OPTIONS)
 @options.inference_runtime
@@ -107,6 +108,8 @@ def translate(
 
     if unk_dict and not values["replace_unk"]:
         raise UserError("--unk-dict is used by --replace-unk; add that flag")
+    if values["token_scores"] and output_format != "jsonl":
+        raise UserError("--token-scores are written in --output-format jsonl; add that")
     nbest_lines = values["nbest"] > 0
     search, prefix = options.search_config(values), values.pop("prefix")
     words = read_unk_dict(unk_dict) if unk_dict else None
