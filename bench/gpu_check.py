@@ -364,7 +364,9 @@ def part_budget(check: Check, part: str, weight: float) -> float:
     share = SHARE[part] / weight if weight > 0 else 1.0
     budget = max(20.0, check.left() * share) if part != "tests" else max(20.0, check.left() - 15)
     if part == "train":  # its run is minutes long whatever the share: the tests get what is left
-        budget = max(budget, 60 * ((check.args.train_minutes or TRAIN_MINUTES) if check.gpu else 1.0) + 300)
+        # the killed run and the resumed one (the run's minutes), the uninterrupted one to 200 updates
+        # past the resume (about two fifths of them), and the start-ups and captures of the three
+        budget = max(budget, 60 * 1.5 * ((check.args.train_minutes or TRAIN_MINUTES) if check.gpu else 1.0) + 330)
     return budget
 
 

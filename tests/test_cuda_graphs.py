@@ -72,9 +72,11 @@ def assert_same_weights(got: dict[str, torch.Tensor], want: dict[str, torch.Tens
     """Every weight within rounding (and Adam's noise) of ``want``'s; a failure names each weight
     that is not, with its largest difference and the first rows that hold one past the tolerance."""
     far = []
+    assert got.keys() == want.keys()
     for k, w in want.items():
+        assert got[k].shape == w.shape, k
         diff = (got[k] - w).abs()
-        past = (diff > ADAM_NOISE + 1e-4 * w.abs()).reshape(w.shape[0] if w.dim() else 1, -1).any(1)
+        past = (~(diff <= ADAM_NOISE + 1e-4 * w.abs())).reshape(w.shape[0] if w.dim() else 1, -1).any(1)  # NaN too
         if past.any():
             far.append(f"{k}: {diff.max().item():.2e} (rows {past.nonzero().flatten().tolist()[:10]})")
     assert not far, "; ".join(far)

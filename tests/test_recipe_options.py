@@ -104,14 +104,15 @@ def test_the_inverse_square_root_and_the_plateau_schedules():
 
 
 def test_plateau_lowers_the_rate_after_its_patience_and_a_resumed_run_keeps_the_count(data_bin, tmp_path, monkeypatch):
-    """Dev scores by validation: 1, 0.5, 0.4, 2, 1, 1: with --decay-patience 2, the rate halves at
-    the 3rd validation (two without a better score) and the 6th; the run stopped after the 3rd
-    and resumed logs the same rates and saves the same count."""
+    """Dev scores by validation: 1, 0.5, 0.4, 2, 1, 1: with --decay-patience 1 (torch's patience: one
+    validation without a better score borne, the second decays), the rate halves at the 3rd
+    validation and the 6th; the run stopped after the 3rd and resumed logs the same rates and
+    saves the same count."""
     from nmtkit.train import loop
 
     scores, seen = [1.0, 0.5, 0.4, 2.0, 1.0, 1.0], []
     monkeypatch.setattr(loop, "dev_score", lambda metrics, by: (seen.append(1), scores[len(seen) - 1])[1])
-    flags = ("--preset", "tiny", "--optimizer", "sgd", "--lr", "0.5", "--lr-decay", "plateau", "--decay-patience", 2)
+    flags = ("--preset", "tiny", "--optimizer", "sgd", "--lr", "0.5", "--lr-decay", "plateau", "--decay-patience", 1)
     whole = run(data_bin, tmp_path / "whole", *flags, "--valid-every", 1, updates=6)
     assert [e["lr"] for e in whole] == [0.5, 0.5, 0.5, 0.25, 0.25, 0.25]
     assert checkpoint.load(tmp_path / "whole" / "last.pt").training.progress.decays == 2
@@ -121,8 +122,28 @@ def test_plateau_lowers_the_rate_after_its_patience_and_a_resumed_run_keeps_the_
     assert [e["lr"] for e in resumed] == [e["lr"] for e in whole]
     assert [e["train_nll"] for e in resumed] == [e["train_nll"] for e in whole]
     assert checkpoint.load(tmp_path / "resumed" / "last.pt").training.progress.decays == 2
-    with pytest.raises(UserError, match="--patience 2 stops the run first"):
-        train_settings("rnnsearch", "tiny", "appendix-b", {"lr_decay": "plateau", "patience": 2}, {"patience"})
+    for given, said in (
+        ({"patience": 3}, "after 3 validations .* --patience 3 stops the run by then: give a --decay-patience of 1"),
+        ({"patience": 1}, "--patience 1 stops the run at the first"),
+        ({"decay": 0.0}, "--decay 0 would stop learning"),
+    ):
+        with pytest.raises(UserError, match=said):
+            train_settings("rnnsearch", "tiny", "appendix-b", {"lr_decay": "plateau", **given}, set(given))
+
+
+def test_plateau_does_not_lower_the_rate_during_the_warm_up():
+    from types import SimpleNamespace
+
+    from nmtkit.checkpoint import Progress
+    from nmtkit.train.step import lower_on_plateau
+
+    cfg = TrainConfig(lr_decay="plateau", decay_patience=0, warmup=100)
+    state = SimpleNamespace(cfg=cfg, progress=Progress(step=50, bad_evals=1), batches=SimpleNamespace(drawn_epoch=0))
+    lower_on_plateau(state)
+    assert state.progress.decays == 0
+    state.progress.step = 100
+    lower_on_plateau(state)
+    assert state.progress.decays == 1
 
 
 def test_the_schedule_changes_the_rate_and_nothing_else(data_bin, tmp_path):

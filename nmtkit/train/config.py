@@ -56,12 +56,15 @@ class TrainConfig(Settings):
         "Lower the learning rate: to 0 at the end of the budget, linearly or by a cosine (budgeted "
         "training, Li et al. 2020; with --max-minutes alone, the updates that fit are estimated "
         "from the pace so far at every log line); as 1/sqrt(update) from the end of --warmup "
-        "(inverse-sqrt, fairseq's inverse_sqrt); or by --decay each time --decay-patience "
+        "(inverse-sqrt, fairseq's inverse_sqrt); or by --decay each time more than --decay-patience "
         "validations in a row find no better dev score (plateau, torch's ReduceLROnPlateau).",
         choices=LR_DECAYS,
     )
     decay_patience: int = setting(
-        2, "With --lr-decay plateau: validations in a row without a better dev score before each decay.", ge=1
+        2,
+        "With --lr-decay plateau: the validations in a row without a better dev score that are borne before "
+        "a decay (torch's patience; 0: each such validation decays, as fairseq's --lr-patience 0).",
+        ge=0,
     )
     warmup: int = setting(0, "Raise the learning rate linearly from 0 over the first N updates.", ge=0)
     label_smoothing: float = setting(
@@ -274,11 +277,17 @@ def check_run(model: ModelConfig, cfg: TrainConfig) -> None:
             f"--save-every {cfg.save_every} falls on validations alone (--valid-every {cfg.valid_every}), "
             f"which save last.pt anyway: give a number that is not a multiple of it"
         )
-    if cfg.lr_decay == "plateau" and cfg.patience and cfg.patience <= cfg.decay_patience:
+    if cfg.lr_decay == "plateau" and cfg.patience and cfg.patience <= cfg.decay_patience + 1:
         raise UserError(
-            f"--lr-decay plateau lowers the rate after {cfg.decay_patience} validations without a better dev "
-            f"score, and --patience {cfg.patience} stops the run first: give a --decay-patience below it"
+            f"--lr-decay plateau lowers the rate after {cfg.decay_patience + 1} validations without a better dev "
+            f"score, and --patience {cfg.patience} stops the run by then: give a --decay-patience of "
+            f"{cfg.patience - 2} at most"
+            if cfg.patience >= 2
+            else f"--lr-decay plateau lowers the rate after validations without a better dev score, and "
+            f"--patience {cfg.patience} stops the run at the first: give a larger --patience"
         )
+    if cfg.lr_decay == "plateau" and cfg.decay == 0:
+        raise UserError("--lr-decay plateau --decay 0 would stop learning at the first plateau: give a --decay above 0")
     if cfg.lr_decay in BUDGETED and not (cfg.max_updates or cfg.max_minutes or cfg.max_epochs):
         raise UserError(
             f"--lr-decay {cfg.lr_decay} falls to 0 at the end of a budget: give --max-updates, "

@@ -74,12 +74,13 @@ def set_scheduled_rate(state: TrainState) -> None:
 
 
 def lower_on_plateau(state: TrainState) -> None:
-    """``--lr-decay plateau``, after a validation is counted: one more decay each time
+    """``--lr-decay plateau``, after a validation is counted: one more decay each time more than
     ``--decay-patience`` validations in a row have found no better dev score (torch's
-    ReduceLROnPlateau without a cooldown); the count is saved with the run, so a resumed run
-    keeps its rate."""
+    ReduceLROnPlateau without a cooldown), none during the warm-up (as fairseq's); the count is
+    saved with the run, so a resumed run keeps its rate."""
     cfg, progress = state.cfg, state.progress
-    if cfg.lr_decay != "plateau" or not progress.bad_evals or progress.bad_evals % cfg.decay_patience:
+    every = cfg.decay_patience + 1
+    if cfg.lr_decay != "plateau" or progress.step < cfg.warmup or not progress.bad_evals or progress.bad_evals % every:
         return
     progress.decays += 1
     rate = learning_rate(cfg, state.batches.drawn_epoch, progress.step + 1, progress.budget, progress.decays)

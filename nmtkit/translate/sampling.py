@@ -81,14 +81,17 @@ def sample(
     vocab: torch.Tensor | None = None,
     prefix: torch.Tensor | None = None,
     keys: torch.Tensor | None = None,
+    token_scores: bool = False,
 ) -> Hypotheses:
     """``cfg.nbest`` samples of each sentence of ``enc``, best first (``cfg``: ``temperature``,
     ``top_k``, ``seed``, the output limit, ``min_len``, ``no_unk``, the ranking); over the
     target words ``vocab`` only when given, starting with ``prefix`` (as :func:`.search.beam_search`
-    takes them). ``keys`` (B,) int64: each sentence's random stream (default: its row)."""
+    takes them). ``keys`` (B,) int64: each sentence's random stream (default: its row).
+    ``token_scores``: keep the log-probability of each word drawn (``Hypotheses.token_scores``)."""
     keys = torch.arange(enc.mask.shape[0]) if keys is None else keys
     with restricted(model, vocab):
-        return _sample(model, enc, cfg, vocab, ForcedPrefix(prefix, vocab, cfg.nbest), keys.to(enc.mask.device).long())
+        forced = ForcedPrefix(prefix, vocab, cfg.nbest)
+        return _sample(model, enc, cfg, vocab, forced, keys.to(enc.mask.device).long(), token_scores)
 
 
 def _sample(
@@ -98,6 +101,7 @@ def _sample(
     vocab: torch.Tensor | None,
     prefix: ForcedPrefix,
     keys: torch.Tensor,
+    token_scores: bool = False,
 ) -> Hypotheses:
     """:func:`sample`'s loop: each step draws a word for every row still open, and the rows that
     drew </s> leave (one look at the device a step, where beam search looks every fourth on a
@@ -106,7 +110,7 @@ def _sample(
     limit = output_limit(enc.mask, cfg, prefix).repeat_interleave(n)
     out = torch.full((B * n, int(limit.max())), PAD, dtype=torch.long, device=device)
     scores, lengths = torch.zeros(B * n, device=device), torch.zeros(B * n, dtype=torch.long, device=device)
-    each = torch.zeros(out.shape, device=device)  # the log-probability of each word drawn
+    each = torch.zeros(out.shape, device=device) if token_scores else None  # each word's log-probability
     rows = torch.arange(B * n, device=device)  # the output row of each row still drawing
     stream = streams(cfg.seed, keys, n)
     enc = enc.repeat(n)
@@ -120,7 +124,8 @@ def _sample(
         col = draw(logp, uniforms(stream, t), cfg.temperature, cfg.top_k)
         drawn = logp.gather(1, col.unsqueeze(1)).squeeze(1)
         scores.index_add_(0, rows, drawn)
-        each[rows, t] = drawn
+        if each is not None:
+            each[rows, t] = drawn
         y = col if vocab is None else vocab[col]
         out[rows, t] = y
         t += 1
@@ -149,18 +154,24 @@ def _admissible(logp: torch.Tensor, banned: torch.Tensor, early: bool, at_limit:
 
 
 def _best_first(
-    cfg: SearchConfig, out: torch.Tensor, scores: torch.Tensor, lengths: torch.Tensor, n: int, each: torch.Tensor
+    cfg: SearchConfig,
+    out: torch.Tensor,
+    scores: torch.Tensor,
+    lengths: torch.Tensor,
+    n: int,
+    each: torch.Tensor | None = None,
 ) -> Hypotheses:
     """The samples (rows i·n + j of sentence i) ordered best first within each sentence, with the
-    log-probability of each word drawn (``each``, </s>'s last)."""
+    log-probability of each word drawn (``each``, </s>'s last) where kept."""
     rank = ranking(cfg, scores, lengths)
     order = rank.view(-1, n).argsort(dim=1, descending=True, stable=True)
     order = (order + torch.arange(0, len(rank), n, device=rank.device).unsqueeze(1)).view(-1)
-    ends, tokens, drawn = lengths[order].tolist(), out[order].tolist(), each[order].tolist()
+    ends, tokens = lengths[order].tolist(), out[order].tolist()
+    drawn = None if each is None else each[order].tolist()
     return Hypotheses(
         [row[: end - 1] for row, end in zip(tokens, ends)],
         scores[order].tolist(),
         rank[order].tolist(),
         n,
-        token_scores=[row[:end] for row, end in zip(drawn, ends)],
+        token_scores=None if drawn is None else [row[:end] for row, end in zip(drawn, ends)],
     )

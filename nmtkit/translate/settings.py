@@ -130,7 +130,7 @@ class TranslateOptions(Settings):
     token_scores: bool = setting(
         False,
         "With --output-format jsonl: each output's subword units ('tokens') and the log-probability of each, "
-        "</s> last ('token_scores', whose sum is 'score'), as fairseq's positional scores and Marian's "
+        "</s> last ('token_scores', summing to 'score'), as fairseq's positional scores and Marian's "
         "--word-scores.",
     )
     replace_unk: bool = setting(False, "Replace each <unk> by the source word it attends to most.")

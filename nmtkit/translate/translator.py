@@ -295,7 +295,7 @@ class Translator:
                 own = attention and aligns_as_it_searches(self.model)  # else walked again, by force
                 if options.search.sampling:  # the line numbers key the draws: batching changes nothing
                     keys = torch.tensor([first_line + i for i in idx])
-                    hyps = sample(self.model, enc, options.search, vocab, prefix, keys)
+                    hyps = sample(self.model, enc, options.search, vocab, prefix, keys, options.token_scores)
                 else:
                     hyps = beam_search(
                         self.model, enc, options.search, vocab, own, prefix, token_scores=options.token_scores
@@ -399,7 +399,7 @@ def _crop(tokens: list[str], limit: int, lineno: int) -> list[str]:
 def _empty(source_tokens: list[str], nbest: int, token_scores: bool) -> Translation:
     """An empty line's translation: empty (not searched: no </s> scored), and where n-best lists
     are asked for, the one in its list."""
-    each = [] if token_scores else None
+    each: list[float] | None = [] if token_scores else None
     t = Translation("", [], source_tokens, 0.0, 0.0, token_scores=each)
     if nbest > 1:
         t.nbest.append(Translation("", [], source_tokens, 0.0, 0.0, token_scores=each))
