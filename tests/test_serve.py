@@ -114,6 +114,19 @@ def test_translates_in_both_request_shapes_with_alignments_and_attention(server)
     assert isinstance(onmt[0][0]["pred_score"], float) and onmt[0][0]["n_best"] == 1
 
 
+def test_a_request_may_ask_for_each_tokens_score(server):
+    url, _ = server
+    status, body = _post(url + "/translate", {"sentences": [EN[0], ""], "beam": 3, "nbest": 2, "token_scores": True})
+    assert status == 200
+    first, empty = body["translations"]
+    assert first["tokens"] and len(first["token_scores"]) == len(first["tokens"]) + 1
+    assert sum(first["token_scores"]) == pytest.approx(first["score"], abs=1e-3)
+    assert all(len(h["token_scores"]) == len(h["tokens"]) + 1 for h in first["nbest"])
+    assert (empty["tokens"], empty["token_scores"]) == ([], [])
+    plain = _post(url + "/translate", {"sentences": [EN[0]]})[1]["translations"][0]
+    assert "token_scores" not in plain and plain["score"] == pytest.approx(first["score"])
+
+
 def test_concurrent_clients_get_their_own_translations(server):
     url, _ = server
     alone = {s: _post(url + "/translate", {"sentences": [s]})[1]["translations"][0]["text"] for s in EN[:5]}
@@ -204,6 +217,7 @@ def test_the_api_is_described_at_docs_and_openapi_json(server):
         "no_unk",
         "alignment",
         "attention",
+        "token_scores",
     }
     assert request["required"] == ["sentences"]
     fields = request["properties"]

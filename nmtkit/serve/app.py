@@ -192,7 +192,9 @@ def create_app(
     base = TranslateOptions(shortlist=shortlist)
 
     def translate(lines: list[str], job: Any) -> list[Translation]:
-        options = replace(base, search=job.search, attention=job.attention, max_length=0)  # refused above
+        options = replace(
+            base, search=job.search, attention=job.attention, token_scores=job.token_scores, max_length=0
+        )  # max_length: refused above
         out = translator.translate_block(lines, options)
         return [both.linked(t) for t in out] if both else out  # on the model's thread, as the search
 

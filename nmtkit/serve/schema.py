@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, Validatio
 
 from ..core.errors import UserError
 from ..core.settings import declared
-from ..translate.settings import SEARCH_OPTIONS, SearchConfig
+from ..translate.settings import SEARCH_OPTIONS, SearchConfig, TranslateOptions
 from .settings import ServerConfig
 
 NATIVE, OPENNMT = "native", "opennmt"  # the shapes, as an error's loc names them
@@ -30,6 +30,7 @@ class Job:
 
     search: SearchConfig
     attention: bool  # the attention computed (for the alignment or the matrices)
+    token_scores: bool = False  # each output token's log-probability kept
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,7 @@ def native_request(cfg: ServerConfig) -> type[BaseModel]:
         fields_[name] = _declared(name, getattr(s, name), **tighter)
     fields_["alignment"] = (bool, Field(True, description="Pharaoh word pairs from the attention."))
     fields_["attention"] = (bool, Field(False, description="The attention matrices, over subword units and words."))
+    fields_["token_scores"] = (bool, Field(False, description=declared(TranslateOptions, "token_scores")[1].help))
     model: type[BaseModel] = create_model("TranslateRequest", __base__=_Request, **fields_)
     return model
 
@@ -123,4 +125,5 @@ def parsed(body: BaseModel | list[OpenNMTSentence], defaults: SearchConfig) -> P
         return Parsed([x.src for x in body], Job(defaults, attention=True), [x.id for x in body], False)
     asked = body.model_dump()
     search = replace(defaults, **{k: v for k, v in asked.items() if k in _SEARCH_FIELDS})
-    return Parsed(asked["sentences"], Job(search, asked["attention"] or asked["alignment"]), None, asked["attention"])
+    job = Job(search, asked["attention"] or asked["alignment"], asked["token_scores"])
+    return Parsed(asked["sentences"], job, None, asked["attention"])

@@ -129,9 +129,9 @@ class TranslateOptions(Settings):
     attention: bool = False  # keep each output's attention matrix (asked for by what is written)
     token_scores: bool = setting(
         False,
-        "With --output-format jsonl: each output's subword units ('tokens') and the log-probability of each, "
-        "</s> last ('token_scores', summing to 'score'), as fairseq's positional scores and Marian's "
-        "--word-scores.",
+        "Each output's subword units ('tokens') and the log-probability of each, </s> last ('token_scores', "
+        "summing to 'score'), as fairseq's positional scores and Marian's --word-scores; translate writes them "
+        "in --output-format jsonl.",
     )
     replace_unk: bool = setting(False, "Replace each <unk> by the source word it attends to most.")
     unk_dict: dict[str, str] | None = None  # ... translated through this dictionary (--unk-dict FILE)
