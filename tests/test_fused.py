@@ -331,3 +331,35 @@ def test_what_the_passes_cannot_run_is_said_once_where_it_is_decided():
     plain = build_model(model_config(**TINY))
     assert fused.use_fused(plain, True) == [] and plain.fused_steps and plain.encoder.fused_steps
     assert fused.use_fused(coverage, False) == [] and not coverage.encoder.fused_steps
+
+
+@pytest.mark.parametrize("arch", ["rnnsearch", "rnnencdec"])
+def test_dropout_draws_the_same_masks_on_both_paths_and_acts_in_training_alone(arch):
+    """--dropout on the GRU family (the embeddings and the deep output): the passes and the
+    reference loop draw the same masks from the same generator state, so they give the same
+    loss and gradients; in evaluation (search, validation) the model is the same model without
+    dropout."""
+    torch.manual_seed(0)
+    model = build_model(sized(arch, TINY, dropout=0.4))
+    for p in model.parameters():
+        torch.nn.init.normal_(p, 0, 0.3)
+    model.train()
+    torch.manual_seed(7)
+    ref_loss, ref = loss_and_grads(model, False)
+    torch.manual_seed(7)
+    loss, got = loss_and_grads(model, True)
+    assert torch.allclose(loss, ref_loss, rtol=1e-5, atol=0)
+    for name, g in ref.items():
+        assert torch.allclose(got[name], g, rtol=1e-4, atol=1e-4 * g.abs().max().item()), name
+    torch.manual_seed(8)
+    assert not torch.allclose(loss_and_grads(model, False)[0], ref_loss)  # other masks, another loss
+    plain = build_model(sized(arch, TINY))
+    plain.load_state_dict(model.state_dict())
+    src, mask, tgt = batch()
+    with torch.no_grad():
+        model.eval()
+        plain.eval()
+        dropped, kept = (m(src, mask, tgt[:, :-1], tgt[:, 1:]).loss for m in (model, plain))
+        assert torch.equal(dropped, kept)
+        plain.train()
+        assert torch.equal(plain(src, mask, tgt[:, :-1], tgt[:, 1:]).loss, kept)  # p = 0 draws nothing

@@ -386,3 +386,19 @@ def test_the_cpu_schedule_on_the_command_line_and_in_a_dumped_config(data_bin, t
         ],
     )
     assert r.exit_code == 0 and "schedule: cpu" in r.output and "tie-embeddings: false" in r.output
+
+
+def test_dropout_is_a_gru_models_setting_saved_with_it_and_resumed_exactly(data_bin, tmp_path):
+    """--dropout for RNNsearch: 0 by default (the paper's), Luong et al.'s 0.2 for their model; a run
+    with it records it and, stopped and resumed, logs the uninterrupted run's losses (its masks
+    drawn from the generator the checkpoint saves)."""
+    assert train_settings("rnnsearch", "tiny", "appendix-b", {}, set())[0].dropout == 0.0
+    assert train_settings("luong", "tiny", "appendix-b", {}, set())[0].dropout == 0.2
+    flags = ("--preset", "tiny", "--optimizer", "adam", "--lr", "0.01", "--dropout", 0.3)
+    whole = run(data_bin, tmp_path / "whole", *flags, "--valid-every", 2, updates=4)
+    run(data_bin, tmp_path / "resumed", *flags, "--valid-every", 2, updates=2)
+    resumed = run(data_bin, tmp_path / "resumed", *flags, "--valid-every", 2, updates=4)
+    assert [e["train_nll"] for e in resumed] == [e["train_nll"] for e in whole]
+    assert checkpoint.load(tmp_path / "whole" / "last.pt").model.dropout == 0.3
+    plain = run(data_bin, tmp_path / "plain", "--preset", "tiny", "--optimizer", "adam", "--lr", "0.01", updates=4)
+    assert whole[0]["train_nll"] != plain[0]["train_nll"]  # the masks change the first loss already

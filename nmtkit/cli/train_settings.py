@@ -9,7 +9,6 @@ import dataclasses
 from typing import Any
 
 from ..core.errors import UserError
-from ..core.settings import declared, default_of
 from ..models.config import (
     FAMILIES,
     SIZES,
@@ -48,9 +47,9 @@ def resolved_settings(
     run that lacks something yet (a budget, a model to start from)."""
     family = FAMILIES[arch]
     own, every = family.flags(), every_model_flag()
-    dropout = values.get("dropout") if "dropout" in own else 0.0
+    dropout = values.get("dropout")
     if dropout is None:
-        dropout = default_of(declared(family, "dropout")[0])
+        dropout = family.default_dropout
     recipe = {
         k: v
         for k, v in SCHEDULES[schedule_name].settings(dropout).items()

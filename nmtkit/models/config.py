@@ -63,15 +63,30 @@ class ModelConfig(Settings):
     # whether train's hand-written fused passes (--fused-steps) exist for the family: decided here,
     # without torch, so that a recipe leaves the flag out for a family without them
     fusable: ClassVar[bool] = True
+    # the family's dropout when none is given: Luong et al. used 0.2, Bahdanau et al. none
+    default_dropout: ClassVar[float] = 0.0
     src_vocab: int = 0
     tgt_vocab: int = 0
     emb: int = 620  # m
     hidden: int = 1000  # n
     align: int = 1000  # n'
+    # None in the declaration only: __post_init__ puts the family's default_dropout there, so an
+    # instance always holds a float
+    dropout: float = setting(
+        None,
+        "Dropout on the non-recurrent connections (Zaremba et al. 2015): luong: each LSTM layer's input "
+        "and h̃_t; rnnsearch, rnnencdec: the source and target embeddings and the deep output (not the "
+        "paper's).",
+        ge=0,
+        lt=1,
+        default_help="luong 0.2, Luong et al.'s; rnnsearch and rnnencdec 0, the paper's",
+    )
 
     def __post_init__(self) -> None:
         if type(self) not in FAMILIES.values():
             raise TypeError(f"{type(self).__name__} is a base: make one of {', '.join(FAMILY_NAMES)}")
+        if self.dropout is None:
+            object.__setattr__(self, "dropout", self.default_dropout)
         super().__post_init__()
 
     def to_dict(self) -> dict[str, Any]:
@@ -197,8 +212,8 @@ class LuongConfig(ModelConfig):
 
     arch: ClassVar[str] = "luong"
     fusable: ClassVar[bool] = False  # stacked LSTMs: no hand-written passes
+    default_dropout: ClassVar[float] = 0.2
     layers: int = 4
-    dropout: float = setting(0.2, "luong: dropout on the non-recurrent connections.", ge=0, lt=1)
     attention: str = setting(
         "local-m",
         "luong: where to attend (local-p: the paper's best single model; none: the paper's non-attentional base).",

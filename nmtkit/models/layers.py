@@ -100,9 +100,18 @@ class BiEncoder(fused.Fusable):
     sentence's annotations do not depend on how much padding follows it.
     """
 
-    def __init__(self, vocab: int, emb: int, hidden: int, bidirectional: bool = True, layer_norm: bool = False):
+    def __init__(
+        self,
+        vocab: int,
+        emb: int,
+        hidden: int,
+        bidirectional: bool = True,
+        layer_norm: bool = False,
+        dropout: float = 0.0,
+    ):
         super().__init__()
         self.embed = nn.Embedding(vocab, emb, padding_idx=0)
+        self.drop = nn.Dropout(dropout)  # on the embeddings, the GRUs' inputs
         self.fwd = PaperGRU(emb, hidden, layer_norm)
         self.bwd = PaperGRU(emb, hidden, layer_norm) if bidirectional else None
 
@@ -120,7 +129,7 @@ class BiEncoder(fused.Fusable):
 
     def forward(self, src: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Returns annotations (B, T, 2n or n) and ←h_1 (B, n) (None when unidirectional)."""
-        x = self.embed(src)
+        x = self.drop(self.embed(src))
         rnns = [self.fwd] if self.bwd is None else [self.fwd, self.bwd]
         if fused.wanted(self, x):  # models.fused.use_fused: both directions stepped together
             grus = [fused.Recurrence(rnn.U_zr.weight, rnn.U.weight) for rnn in rnns]
@@ -158,14 +167,15 @@ class CudnnEncoder(nn.Module):
     place: padding then follows every sentence in both.
     """
 
-    def __init__(self, vocab: int, emb: int, hidden: int, bidirectional: bool = True):
+    def __init__(self, vocab: int, emb: int, hidden: int, bidirectional: bool = True, dropout: float = 0.0):
         super().__init__()
         self.embed = nn.Embedding(vocab, emb, padding_idx=0)
+        self.drop = nn.Dropout(dropout)  # on the embeddings, the GRU's inputs
         self.rnn = nn.GRU(emb, hidden, batch_first=True, bidirectional=bidirectional)
         self.hidden, self.bidirectional = hidden, bidirectional
 
     def forward(self, src: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
-        x = self.embed(src)  # float32 under autocast too
+        x = self.drop(self.embed(src))  # float32 under autocast too
         with cudnn_autocast.float32(x):  # not the float16 autocast would give cuDNN
             if host_free.active():
                 h = self._unpacked(x, mask)

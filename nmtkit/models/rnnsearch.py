@@ -44,11 +44,15 @@ class RNNSearch(Seq2Seq):
         # what reads or trains the attention: RNNsearch's config has it, RNNencdec has no attention
         searching = cfg if isinstance(cfg, RNNSearchConfig) else None
         coverage = coverage_model(CoverageConfig() if searching is None else searching.coverage, ctx, n)
+        p = cfg.dropout
         if cfg.layer_norm:
-            self.encoder: nn.Module = BiEncoder(cfg.src_vocab, m, n, bidirectional=self.attentive, layer_norm=True)
+            self.encoder: nn.Module = BiEncoder(
+                cfg.src_vocab, m, n, bidirectional=self.attentive, layer_norm=True, dropout=p
+            )
         else:
             encoder = {"paper": BiEncoder, "cudnn": CudnnEncoder}[cfg.encoder]
-            self.encoder = encoder(cfg.src_vocab, m, n, bidirectional=self.attentive)
+            self.encoder = encoder(cfg.src_vocab, m, n, bidirectional=self.attentive, dropout=p)
+        self.drop = nn.Dropout(p)  # on the target embeddings and the deep output (identity in search)
         self.coverage_dim = 0 if coverage is None else coverage.dim
         self.attention = AdditiveAttention(n, ctx, cfg.align, self.coverage_dim) if self.attentive else None
         self.coverage = coverage  # registered after the attention, as 1.1 did: the same initial weights
@@ -159,10 +163,10 @@ class RNNSearch(Seq2Seq):
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         """One target position: log-probabilities (B, K), the next state (s_i (B, n), with C_i
         for a coverage model), α_i (B, Tx) or None."""
-        e_y = self.embed(y_prev)
+        e_y = self.drop(self.embed(y_prev))
         s_prev, coverage = self._split(state)
         s, c, alpha = self._recur(self.gru.inputs(e_y), s_prev, enc, coverage)
-        t = self.deep_output(s_prev if self.cfg.readout == "prev" else s, e_y, c)
+        t = self.drop(self.deep_output(s_prev if self.cfg.readout == "prev" else s, e_y, c))
         return self.next_word_logp(t), self._join(s, s_prev, coverage, alpha, enc), alpha
 
     def teacher_forced(self, enc: EncoderOut, tgt_in: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -170,10 +174,10 @@ class RNNSearch(Seq2Seq):
         attention weights α (B, Ty, Tx) of every position (None for RNNencdec), through which
         a loss can take a gradient (guided alignment) on either path."""
         state = self.init_state(enc)
-        e_y = self.embed(tgt_in)
+        e_y = self.drop(self.embed(tgt_in))
         if fused.wanted(self, e_y):  # the whole recurrence by hand (models.fused.use_fused)
             seen, c_all, alpha = self._fused(state, self.gru.inputs(e_y), enc)
-            return self.deep_output(seen, e_y, c_all), alpha
+            return self.drop(self.deep_output(seen, e_y, c_all)), alpha
         states, contexts, alphas = [], [], []
         for w_y in self.gru.inputs(e_y).unbind(1):  # unbind: one backward op, not one per slice
             s_prev, coverage = self._split(state)
@@ -182,7 +186,7 @@ class RNNSearch(Seq2Seq):
             states.append(s_prev if self.cfg.readout == "prev" else s)
             contexts.append(c)
             alphas.append(alpha)
-        t = self.deep_output(torch.stack(states, 1), e_y, torch.stack(contexts, 1))
+        t = self.drop(self.deep_output(torch.stack(states, 1), e_y, torch.stack(contexts, 1)))
         return t, None if self.attention is None else torch.stack(cast(list[torch.Tensor], alphas), 1)
 
     def _fused(

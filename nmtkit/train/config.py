@@ -225,7 +225,7 @@ SCHEDULES: dict[str, Schedule] = {
     "appendix-b": Schedule("Bahdanau et al.'s Appendix B, the defaults"),
     "luong": Schedule(
         "Luong et al.'s section 4.1, as for their model with its dropout (without dropout, the GRU models' "
-        "and --dropout 0's: 10 epochs, halved after the 5th)",
+        "default and --dropout 0: 10 epochs, halved after the 5th)",
         train={
             "optimizer": "sgd",
             "lr": 1.0,
