@@ -85,6 +85,20 @@ def test_info_shows_what_the_checkpoint_holds(overfit):
     assert found["vocabulary"]["tgt"] == len(checkpoint.load(overfit / "run" / "last.pt").text.vocab["tgt"])
 
 
+def test_info_says_the_rate_schedule_and_the_dropout(overfit):
+    from nmtkit.checkpoint.info import describe, format_info
+
+    info = describe(overfit / "run" / "last.pt")
+    plain = format_info(info)
+    assert "training   adam lr 0.02, batch" in plain and "dropout" not in plain
+    info["training"] |= {"warmup": 50, "lr_decay": "plateau", "decay": 0.5, "decay_patience": 2}
+    info["model"]["dropout"] = 0.3
+    said = format_info(info)
+    assert "lr 0.02 (warm-up 50, × 0.5 on plateaus of 3 validations)" in said and "; dropout 0.3;" in said
+    info["training"] |= {"warmup": 0, "lr_decay": "none", "decay_after": 5}
+    assert "lr 0.02 (× 0.5 each epoch after 5), batch" in format_info(info)
+
+
 def test_info_names_the_dev_score_that_chose_best_pt(corpus, tmp_path):
     """--no-valid-bleu beside the default --best-by bleu: dev NLL chose best.pt, and info says so
     (it printed the NLL as "best dev BLEU -345.32")."""
@@ -294,6 +308,8 @@ def test_a_run_says_what_stops_it_and_how_long_an_update_takes(data_bin, tmp_pat
     paper = pace_report(TrainConfig(), 3.0, 80_000, on_cpu=True)
     assert "an epoch of 80,000 updates about 2.8 days" in paper and "--schedule cpu" in paper
     assert "--schedule cpu" not in pace_report(TrainConfig(), 0.05, 40_000, on_cpu=False)
+    resumed = pace_report(TrainConfig(max_updates=400), 0.5, 100, on_cpu=False, done=300)
+    assert "update 400 in about 50 s" in resumed  # the 100 updates left, not all 400
 
 
 def test_the_cpu_advice_gives_the_demo_recipe_of_the_makefile():

@@ -54,6 +54,8 @@ def format_info(info: dict[str, Any]) -> str:
             f"{m['layers']} layers, emb {m['emb']}, hidden {m['hidden']}; attention {m['attention']} "
             f"({m['score']}{renorm}), input feeding {'on' if m['input_feed'] else 'off'}"
         )
+    if m.get("dropout"):
+        sizes += f"; dropout {m['dropout']:g}"
     langs, vocab = info["languages"], info["vocabulary"]
     best = (
         "none yet"
@@ -79,9 +81,22 @@ def format_info(info: dict[str, Any]) -> str:
             if info.get("lexicon")
             else "none (nmtkit lexicon adds one)"
         ),
-        f"training   {t['optimizer']} lr {t['lr']:g}, batch {t['batch_size']}"
+        f"training   {t['optimizer']} lr {t['lr']:g}{_schedule(t)}, batch {t['batch_size']}"
         + (f" (or {t['max_tokens']:,} target tokens)" if t["max_tokens"] else "")
         + f", clip {t['clip']:g}, max length {t['max_len']}, seed {t['seed']}"
         + (", bf16" if t["bf16"] else ""),
     ]
     return "\n".join(lines)
+
+
+def _schedule(t: dict[str, Any]) -> str:
+    """What moves the rate, as the flags say it: ' (warm-up 50, cosine)', or nothing."""
+    parts = [f"warm-up {t['warmup']}"] if t.get("warmup") else []
+    decay = t.get("lr_decay", "none")
+    if decay == "plateau":
+        parts.append(f"× {t['decay']:g} on plateaus of {t['decay_patience'] + 1} validations")
+    elif decay != "none":
+        parts.append(decay)
+    if t.get("decay_after"):
+        parts.append(f"× {t['decay']:g} each epoch after {t['decay_after']}")
+    return f" ({', '.join(parts)})" if parts else ""

@@ -61,16 +61,7 @@ def resolved_settings(
     if "tie_embeddings" in recipe:
         values = {**values, "tie_embeddings": recipe.pop("tie_embeddings")}
     refuse_foreign(arch, given & every.keys())
-    if "max_fertility" in given and values.get("coverage") != "linguistic":  # typed, even at its default
-        raise UserError("--max-fertility bounds the linguistic coverage: add --coverage linguistic")
-    if (values.get("fused_steps") or recipe.get("fused_steps")) and values.get("compile"):
-        raise UserError("--fused-steps and --compile are two ways to speed the same loops: give one")
-    if values.get("cuda_graphs") and values.get("compile"):
-        raise UserError("--cuda-graphs and --compile are two ways to keep the GPU busy: give one")
-    if "compile_mode" in given and not values.get("compile"):
-        raise UserError("--compile-mode applies to a compiled step: add --compile")
-    if values.get("window_renorm") and values.get("attention") != "local-p":
-        raise UserError("--window-renorm applies to --attention local-p")
+    _refuse_unpaired(values, recipe, given)
     if values.get("window_renorm") is None and "window_renorm" in own:
         # on for a new local-p model: the paper's unnormalised window does not learn where to look
         values = {**values, "window_renorm": values.get("attention") == "local-p"}
@@ -88,6 +79,24 @@ def resolved_settings(
     model = model_config(arch, **sizes, **mine)
     _refuse_idle(model, given)
     return model, TrainConfig(**{k: v for k, v in values.items() if k not in every} | recipe)
+
+
+def _refuse_unpaired(values: dict[str, Any], recipe: dict[str, Any], given: set[str]) -> None:
+    """A flag typed without the one it works with, or with one it excludes, is refused in a line."""
+    if "max_fertility" in given and values.get("coverage") != "linguistic":  # typed, even at its default
+        raise UserError("--max-fertility bounds the linguistic coverage: add --coverage linguistic")
+    if (values.get("fused_steps") or recipe.get("fused_steps")) and values.get("compile"):
+        raise UserError("--fused-steps and --compile are two ways to speed the same loops: give one")
+    if values.get("cuda_graphs") and values.get("compile"):
+        raise UserError("--cuda-graphs and --compile are two ways to keep the GPU busy: give one")
+    # at its default, as a dump of every setting (--dump-config) writes it, it asks nothing
+    patience = values.get("decay_patience", TrainConfig.decay_patience)
+    if patience != TrainConfig.decay_patience and (values.get("lr_decay") or recipe.get("lr_decay")) != "plateau":
+        raise UserError("--decay-patience counts the validations of --lr-decay plateau: add that")
+    if "compile_mode" in given and not values.get("compile"):
+        raise UserError("--compile-mode applies to a compiled step: add --compile")
+    if values.get("window_renorm") and values.get("attention") != "local-p":
+        raise UserError("--window-renorm applies to --attention local-p")
 
 
 def _refuse_idle(model: ModelConfig, given: set[str]) -> None:

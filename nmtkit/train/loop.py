@@ -360,6 +360,7 @@ class _Pace:
                     (time.perf_counter() - self.started) / TIMED_UPDATES,
                     self.per_epoch,
                     self.state.device.type == "cpu",
+                    self.state.progress.step,
                 )
             )
 

@@ -46,15 +46,18 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 86400:.1f} days"
 
 
-def pace_report(cfg: TrainConfig, seconds_per_update: float, updates_per_epoch: int, on_cpu: bool) -> str:
-    """How long an update and an epoch take here, and, for an unbounded run on a CPU, where the
-    CPU recipes are."""
+def pace_report(
+    cfg: TrainConfig, seconds_per_update: float, updates_per_epoch: int, on_cpu: bool, done: int = 0
+) -> str:
+    """How long an update and an epoch take here, how long the updates left after ``done`` (a
+    resumed run's) will, and, for an unbounded run on a CPU, where the CPU recipes are."""
     line = (
         f"an update takes {seconds_per_update:.2f} s here: an epoch of {updates_per_epoch:,} updates "
         f"about {_duration(seconds_per_update * updates_per_epoch)}"
     )
     if cfg.max_updates:
-        line += f", update {cfg.max_updates:,} in about {_duration(seconds_per_update * cfg.max_updates)}"
+        left = max(0, cfg.max_updates - done)
+        line += f", update {cfg.max_updates:,} in about {_duration(seconds_per_update * left)}"
     bounded = cfg.max_updates or cfg.max_epochs or cfg.max_minutes
     if on_cpu and not bounded:
         line += (

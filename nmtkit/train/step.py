@@ -84,7 +84,8 @@ def lower_on_plateau(state: TrainState) -> None:
         return
     progress.decays += 1
     rate = learning_rate(cfg, state.batches.drawn_epoch, progress.step + 1, progress.budget, progress.decays)
-    log(f"no better dev score in {progress.bad_evals} validations: the learning rate × {cfg.decay:g}, now {rate:.3g}")
+    said = f"{progress.bad_evals} validation{'s' if progress.bad_evals > 1 else ''}"
+    log(f"no better dev score in {said}: the learning rate × {cfg.decay:g}, now {rate:.3g}")
 
 
 def update(state: TrainState, net: torch.nn.Module, steps: CompiledSteps, idx: np.ndarray) -> None:

@@ -130,8 +130,7 @@ class TranslateOptions(Settings):
     token_scores: bool = setting(
         False,
         "Each output's subword units ('tokens') and the log-probability of each, </s> last ('token_scores', "
-        "summing to 'score'), as fairseq's positional scores and Marian's --word-scores; translate writes them "
-        "in --output-format jsonl.",
+        "summing to 'score'), as fairseq's positional scores and Marian's --word-scores.",
     )
     replace_unk: bool = setting(False, "Replace each <unk> by the source word it attends to most.")
     unk_dict: dict[str, str] | None = None  # ... translated through this dictionary (--unk-dict FILE)

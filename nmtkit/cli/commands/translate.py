@@ -82,7 +82,7 @@ Examples:
     help="With --replace-unk: 'source target' lines to translate the copied word.",
 )
 @_outputs
-@options.option(TranslateOptions, "token_scores")
+@options.option(TranslateOptions, "token_scores", note="Written in --output-format jsonl.")
 @options.options_of(LinkConfig, "combine", "threshold", "null_threshold")
 @options.options_of(TranslateOptions, *BATCHING_OPTIONS)
 @options.inference_runtime
