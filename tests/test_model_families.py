@@ -61,7 +61,8 @@ RECORD_1_1 = {
 def test_each_family_holds_only_its_own_fields():
     names = {arch: {f.name for f in fields(cls)} for arch, cls in FAMILIES.items()}
     assert "coverage" in names["rnnsearch"] and "alignment_head" in names["rnnsearch"]
-    assert not {"coverage", "alignment_head", "layers", "dropout"} & names["rnnencdec"]
+    assert not {"coverage", "alignment_head", "layers"} & names["rnnencdec"]
+    assert all("dropout" in own for own in names.values())  # every family's, each with its default
     assert not {"maxout", "readout", "coverage", "tie_embeddings"} & names["luong"]
     assert tuple(MODELS) == tuple(FAMILIES)
     for base in (ModelConfig, GRUConfig):
@@ -95,11 +96,11 @@ def test_a_flag_names_one_setting():
         ("luong", "coverage"),
         ("rnnencdec", "coverage"),
         ("rnnencdec", "layers"),
-        ("rnnsearch", "dropout"),
+        ("rnnsearch", "window"),
     ],
 )
 def test_a_setting_of_another_family_is_refused_in_one_line(arch, flag, tmp_path):
-    value = {"maxout": 8, "coverage": "neural", "layers": 2, "dropout": 0.1}[flag]
+    value = {"maxout": 8, "coverage": "neural", "layers": 2, "window": 5}[flag]
     with pytest.raises(UserError, match=f"^--{flag} does not apply to --arch {arch}$"):
         model_config(arch, **{flag: value})
     args = ["train", str(tmp_path), "--save-dir", str(tmp_path / "x"), "--arch", arch, f"--{flag}", str(value)]
