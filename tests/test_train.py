@@ -2,6 +2,7 @@
 
 import json
 import math
+import time
 from dataclasses import replace
 
 import numpy as np
@@ -14,6 +15,7 @@ from nmtkit.cli import main
 from nmtkit.core.errors import UserError
 from nmtkit.data.binarized import Corpus
 from nmtkit.models.config import model_config
+from nmtkit.train import runlog
 from nmtkit.train.config import TrainConfig
 from nmtkit.train.loop import train
 from tests.test_corpus import make_corpus
@@ -393,3 +395,15 @@ def test_a_run_from_before_a_setting_it_never_reads_was_refused_still_resumes(co
     train(corpus, tmp_path / "r", model_config(arch="luong", attention="global", window=5, **tiny), cfg(max_updates=2))
     state = train(corpus, tmp_path / "r", model_config(arch="luong", attention="global", **tiny), cfg(max_updates=3))
     assert state.step == 3
+
+
+def test_the_speed_logged_after_a_validation_leaves_the_validation_out(corpus, tmp_path, monkeypatch):
+    """The window after a validation started its clock before it: a run validating every 2
+    updates logged 0.6 updates/s after each validation, 20 times slower than between them."""
+    from nmtkit.train import loop
+
+    real = loop.validate_and_save
+    monkeypatch.setattr(loop, "validate_and_save", lambda *a: time.sleep(2) or real(*a))
+    train(corpus, tmp_path / "r", TINY, cfg(max_updates=4, valid_every=2, log_every=2, valid_bleu=False))
+    speeds = [e["updates_per_s"] for e in runlog.entries(tmp_path / "r") if "updates_per_s" in e]
+    assert len(speeds) == 2 and speeds[1] > 3  # 2 updates of a tiny model, not 2 s of validation

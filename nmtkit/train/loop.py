@@ -184,6 +184,8 @@ def run(
                 with stop.writing():
                     save(state, "last.pt", rng)  # rank 0's; the next validation comes when it would have
                 state.last_kept = True
+            if checkpointing or saving:
+                state.window.restart_clock()  # the validation's and the save's seconds are no update's
             if finish:
                 if signalled:
                     log(

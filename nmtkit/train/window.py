@@ -39,6 +39,12 @@ class LossWindow:
         self.tokens, self.sents = self.tokens + tokens, self.sents + sents
         self.all_tokens += all_tokens
 
+    def restart_clock(self) -> None:
+        """The clock started again while the window holds no update yet: a validation or a save
+        just before it is not counted in its speed."""
+        if not self.losses:
+            self.started = time.perf_counter()
+
     def add_alignment(self, loss: torch.Tensor, words: torch.Tensor) -> None:
         """Guided alignment's summed loss over this process's ``words`` guided target words
         (tensors on the device: read with the window)."""
