@@ -7,7 +7,7 @@ paths) or a GPU round the last printed digit of a score either way, so the compa
 words, the n-best order and the links to the byte, and the scores to ``SCORE_TOLERANCE``: four
 printed decimals, one of them allowed to round the other way, and a margin for the sum of a few
 dozen log-probabilities computed in another order. A GPU translates with float32 products
-(``--no-tf32``): TF32's 10-bit mantissa moved scores by up to 0.0014 on an H200."""
+(``--no-tf32``): TF32's 10-bit mantissa moves a score past the tolerance (docs/gpu.md)."""
 
 import json
 import math

@@ -69,20 +69,21 @@ def json_record(lineno: int, t: Translation) -> dict[str, Any]:
         "ranking": round(t.ranking, 4),
         "alignment": hard_alignment(t),
     }
-    if t.token_scores is not None:
-        record |= _token_scores(t)
+    record |= _token_scores(t)
     if t.nbest:
         record["nbest"] = [
             {"text": h.text, "score": round(h.score, 4), "ranking": round(h.ranking, 4), "alignment": hard_alignment(h)}
-            | (_token_scores(h) if h.token_scores is not None else {})
+            | _token_scores(h)
             for h in t.nbest
         ]
     return record
 
 
 def _token_scores(t: Translation) -> dict[str, Any]:
-    """The output's subword units and each one's log-probability, </s>'s last."""
-    return {"tokens": t.tokens, "token_scores": [round(x, 4) for x in t.token_scores or []]}
+    """The output's subword units and each one's log-probability, </s>'s last, where asked for."""
+    if t.token_scores is None:
+        return {}
+    return {"tokens": t.tokens, "token_scores": [round(x, 4) for x in t.token_scores]}
 
 
 class _Sinks:

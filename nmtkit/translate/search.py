@@ -343,7 +343,8 @@ def _backtrack(steps: list[_Step], finished: list[tuple[torch.Tensor, _Pool]], B
         prev[on] = step.parent.cpu().numpy()[cur[on]]
         now = ending == t
         prev[now] = end_row[now]
-        if per_token is not None and step.logp is not None and step.eos is not None:
+        if per_token is not None:  # every step kept them, as the first did
+            assert step.logp is not None and step.eos is not None
             per_token[t, on] = step.logp.cpu().numpy()[cur[on]]
             per_token[t, now] = step.eos.cpu().numpy()[end_row[now]]
         live = prev >= 0

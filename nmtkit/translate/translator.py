@@ -314,7 +314,7 @@ class Translator:
                 if options.replace_unk and alpha is not None:
                     tokens = _replace_unk(tokens, ids, sources[i], alpha, options.unk_dict)
                 text = _LINE_BREAKS.sub(" ", tgt_side.text.decode(tokens, detokenize=not options.tokenized))
-                each = hyps.token_scores[row] if options.token_scores and hyps.token_scores is not None else None
+                each = None if hyps.token_scores is None else hyps.token_scores[row]  # kept only when asked
                 t = Translation(
                     text,
                     tokens,
