@@ -27,6 +27,13 @@ from tests.conftest import EN
 pytest.importorskip("fastapi", reason="nmtkit serve needs the serve extra (make install has it)")
 pytest.importorskip("uvicorn", reason="nmtkit serve needs the serve extra (make install has it)")
 
+from pydantic import TypeAdapter  # after the skips: pydantic comes with the serve extra
+
+from nmtkit.serve.answers import TRANSLATE_RESPONSES, ServerInfo
+
+# every answer these tests get is held to what /openapi.json declares for its status
+DECLARED = {status: TypeAdapter(r["model"]) for status, r in TRANSLATE_RESPONSES.items()}
+
 
 def _free_port():
     with socket.socket() as s:
@@ -44,9 +51,11 @@ def _post(url, body, content_type="application/json"):
     req = urllib.request.Request(url, data=data, headers={"Content-Type": content_type}, method="POST")
     try:
         with urllib.request.urlopen(req, timeout=60) as res:
-            return res.status, json.loads(res.read())
+            status, answer = res.status, json.loads(res.read())
     except urllib.error.HTTPError as err:
-        return err.code, json.loads(err.read())
+        status, answer = err.code, json.loads(err.read())
+    DECLARED[status].validate_python(answer)
+    return status, answer
 
 
 @pytest.fixture(scope="module")
@@ -135,6 +144,7 @@ def test_concurrent_clients_get_their_own_translations(server):
     assert all(status == 200 and body["translations"][0]["text"] == alone[s] for s, (status, body) in got)
     with urllib.request.urlopen(url + "/info", timeout=10) as res:
         info = json.loads(res.read())
+    ServerInfo.model_validate(info)
     assert info["arch"] == "rnnsearch" and info["served"]["sentences"] >= 45
     assert info["served"]["batches"] < info["served"]["sentences"]  # requests shared batches
 
@@ -225,6 +235,14 @@ def test_the_api_is_described_at_docs_and_openapi_json(server):
     assert (fields["coverage_penalty"]["default"], fields["coverage_penalty"]["minimum"]) == (0, 0)
     assert fields["length_penalty"]["enum"] == ["none", "average", "power", "gnmt"]
     assert "src" in api["components"]["schemas"]["OpenNMTSentence"]["properties"]
+    answers = api["paths"]["/translate"]["post"]["responses"]
+    assert {"200", "400", "413", "415", "422"} <= set(answers)
+    shapes = json.dumps(answers["200"]["content"]["application/json"]["schema"])
+    assert "TranslateResponse" in shapes and "OpenNMTResult" in shapes
+    assert "ErrorAnswer" in json.dumps(answers["422"])  # ours, with its one line, not FastAPI's
+    described = api["components"]["schemas"]["Translated"]["properties"]
+    assert {"text", "score", "alignment", "nbest", "token_scores", "word_attention"} <= set(described)
+    assert "ServerInfo" in json.dumps(api["paths"]["/info"]["get"]["responses"]["200"])
 
 
 def test_a_coverage_penalty_reaches_the_search(server):

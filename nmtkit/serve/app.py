@@ -5,7 +5,8 @@ FastAPI's own ``/docs`` (Swagger UI) and ``/openapi.json``, which describe the A
 "alignment": true, "attention": false, ...}`` (all but ``sentences`` optional; :mod:`.schema`
 declares every field, its default and its bounds) and answers ``{"translations": [{"text",
 "score", "ranking", "alignment", "nbest"?, "source_tokens"?, "target_tokens"?, "attention"?,
-"source_words"?, "target_words"?, "word_attention"?}]}``, one per sentence, in order; with
+"source_words"?, "target_words"?, "word_attention"?}]}`` (:mod:`.answers` declares each answer), one
+per sentence, in order; with
 ``"attention": true``, the subword tokens and their attention, and the same merged into words
 (:func:`~nmtkit.align.words.word_attention`). OpenNMT-py's request shape, a list of ``{"src":
 ..., "id": N}``, is answered in its shape (``[[{"src", "tgt", "pred_score", "n_best", "id"}]]``),
@@ -49,6 +50,7 @@ from ..translate.both_ways import BothWays, directions
 from ..translate.io import json_record
 from ..translate.settings import TranslateOptions
 from ..translate.translator import Translation, Translator
+from .answers import TRANSLATE_RESPONSES, ServerInfo
 from .batching import Batcher
 from .schema import NATIVE, OPENNMT, parsed, request_body
 from .settings import Limits, ServerConfig
@@ -229,13 +231,13 @@ def create_app(
         return JSONResponse({"translations": [native(t, asked.matrix) for t in out]})
 
     for path in ("/translate", "/translator/translate"):
-        app.add_api_route(path, answer, methods=["POST"], summary="Translate")
+        app.add_api_route(path, answer, methods=["POST"], summary="Translate", responses=TRANSLATE_RESPONSES)
 
     @app.get("/health")
     async def health() -> dict[str, str]:
         return {"status": "ok"}
 
-    @app.get("/info")
+    @app.get("/info", response_model=ServerInfo)
     async def describe() -> dict[str, Any]:
         return {
             **(info or {}),
