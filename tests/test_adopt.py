@@ -277,6 +277,27 @@ def test_a_resumed_run_names_the_batch_flags_it_does_not_take(data_bin, tmp_path
     assert r.exit_code == 0 and "not used" not in r.output, r.output
 
 
+def test_a_resumed_run_takes_the_commands_rate_names_each_change_and_refuses_another_optimizer(data_bin, tmp_path):
+    run, last = tmp_path / "r", tmp_path / "r" / "last.pt"
+    r = invoke("train", data_bin, "--save-dir", run, *TINY, "--lr", "0.01", "--max-updates", 2, "--patience", 0)
+    assert r.exit_code == 0, r.output
+    assert checkpoint.load(last).training.optimizer["param_groups"][0]["lr"] == 0.01
+    # torch's loading brings the saved rate back; without a schedule, nothing would set this one
+    r = invoke("train", data_bin, "--save-dir", run, *TINY, "--lr", "0.002", "--max-updates", 3, "--patience", 0)
+    assert r.exit_code == 0, r.output
+    assert f"resuming {last} with this command's --lr 0.002 (was 0.01), --max-updates 3 (was 2)" in r.output
+    saved = checkpoint.load(last).training
+    assert saved.optimizer["param_groups"][0]["lr"] == 0.002 and saved.progress.step == 3
+    r = invoke("train", data_bin, "--save-dir", run, *TINY, "--lr", "0.002", "--max-updates", 3, "--patience", 0)
+    assert r.exit_code == 0 and "this command's" not in r.output, r.output  # the same command: no word
+    other = [a if a != "adam" else "sgd" for a in TINY]
+    r = invoke("train", data_bin, "--save-dir", run, *other, "--max-updates", 4, "--patience", 0)
+    assert r.exit_code == 2, r.output
+    line = f"nmtkit train: error: --optimizer sgd: the run in {last} trained with adam and holds its state; give"
+    assert r.output.startswith(line) and len(r.output.strip().splitlines()) == 1, r.output
+    assert checkpoint.load(last).training.progress.step == 3
+
+
 def test_a_reset_run_names_the_kept_models_of_the_run_before_it(data_bin, tmp_path):
     kept = ["--keep-validations", "--valid-every", 1, "--patience", 0]
     r = invoke("train", data_bin, "--save-dir", tmp_path / "k", *TINY, *kept, "--max-updates", 2)

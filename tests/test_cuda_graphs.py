@@ -464,18 +464,19 @@ def test_a_run_resumed_on_a_gpu_captures_again_and_goes_on_as_the_uninterrupted_
 
 def test_a_state_saved_by_a_capturable_optimizer_steps_on_a_cpu():
     """A GPU run's --cuda-graphs optimizer saves capturable=True and a number for its rate; a run
-    that resumes it eagerly on a CPU gets its own kind back (Adadelta refuses capturable there)."""
-    from nmtkit.train.optimizer import keep_rate_kind
+    that resumes it eagerly on a CPU keeps its own kind (Adadelta refuses capturable there)."""
+    from nmtkit.train.optimizer import load_optimizer
 
     param = torch.nn.Parameter(torch.ones(3))
     saved = torch.optim.Adadelta([param], lr=1.0).state_dict()
     saved["param_groups"][0]["capturable"] = True
-    opt = torch.optim.Adadelta([param], lr=1.0)
-    opt.load_state_dict(saved)
+    plain = torch.optim.Adadelta([param], lr=1.0)
+    plain.load_state_dict(saved)
     param.grad = torch.ones(3)
     with pytest.raises((AssertionError, RuntimeError), match="capturable"):  # torch asserts it
-        opt.step()
-    keep_rate_kind(opt, capturable=False)
+        plain.step()
+    opt = torch.optim.Adadelta([param], lr=1.0)
+    load_optimizer(opt, saved)
     opt.step()
     assert opt.param_groups[0]["capturable"] is False and isinstance(opt.param_groups[0]["lr"], float)
     assert not torch.equal(param.detach(), torch.ones(3))
@@ -484,27 +485,47 @@ def test_a_state_saved_by_a_capturable_optimizer_steps_on_a_cpu():
 def test_a_state_saved_without_graphs_is_stepped_on_the_device_by_a_capturable_optimizer():
     """An eager run's Adadelta keeps its step counts on the host; resumed with --cuda-graphs, they
     go to the parameters' device (the meta device stands for a GPU here), where a capturable step
-    reads them."""
-    from nmtkit.train.optimizer import keep_rate_kind
+    reads them, and the rate stays the tensor on the device that the graph's step reads."""
+    from nmtkit.train.optimizer import load_optimizer, place_step_counts
 
     param = torch.nn.Parameter(torch.ones(3))
     eager = torch.optim.Adadelta([param], lr=1.0)
     param.grad = torch.ones(3)
     eager.step()
     on_device = torch.nn.Parameter(torch.ones(3, device="meta"))
-    resumed = torch.optim.Adadelta([on_device], lr=1.0)
-    resumed.load_state_dict(eager.state_dict())
-    assert resumed.state[on_device]["step"].device.type == "cpu"  # torch's loading leaves it there
-    keep_rate_kind(resumed, capturable=True)
+    rate = torch.tensor(1.0, device="meta")
+    resumed = torch.optim.Adadelta([torch.nn.Parameter(torch.ones(3))], lr=1.0, capturable=True)
+    resumed.param_groups[0] |= {"params": [on_device], "lr": rate}  # as on a GPU: torch reads a rate on meta
+    plain = torch.optim.Adadelta([on_device], lr=1.0)
+    plain.load_state_dict(eager.state_dict())
+    assert plain.state[on_device]["step"].device.type == "cpu"  # torch's loading leaves it there
+    load_optimizer(resumed, eager.state_dict())
     assert resumed.state[on_device]["step"].device.type == "meta"
     assert resumed.state[on_device]["step"].dtype == torch.float32
-    assert resumed.param_groups[0]["capturable"] and resumed.param_groups[0]["lr"].device.type == "meta"
+    assert resumed.param_groups[0]["capturable"] and resumed.param_groups[0]["lr"] is rate
     # a fused step reads them on the device, whatever the saving run's kind
     fused = torch.optim.Adam([torch.nn.Parameter(torch.ones(3))], lr=1.0, fused=True)
     fused.param_groups[0]["params"] = [on_device]  # built on the CPU: torch 2.4 refuses a fused one on meta
     fused.state[on_device]["step"] = torch.tensor(3.0, device="meta")
-    keep_rate_kind(fused, capturable=False)
+    place_step_counts(fused)
     assert fused.state[on_device]["step"].device.type == "meta"
+
+
+def test_a_resumed_optimizer_keeps_this_runs_settings_and_the_saved_runs_moments():
+    """torch's loading brings back the saved groups' rate and Adadelta's rho and eps; this run's
+    stand (the command's), and the moments are the saved run's."""
+    from nmtkit.train.optimizer import load_optimizer
+
+    param = torch.nn.Parameter(torch.ones(3))
+    before = torch.optim.Adadelta([param], lr=1.0, rho=0.95, eps=1e-6)
+    param.grad = torch.full((3,), 2.0)
+    before.step()
+    opt = torch.optim.Adadelta([param], lr=0.5, rho=0.9, eps=1e-8)
+    load_optimizer(opt, before.state_dict())
+    group = opt.param_groups[0]
+    assert (group["lr"], group["rho"], group["eps"]) == (0.5, 0.9, 1e-8)
+    assert torch.equal(opt.state[param]["square_avg"], before.state[param]["square_avg"])
+    assert float(opt.state[param]["step"]) == 1
 
 
 @pytest.mark.gpu
@@ -547,7 +568,7 @@ def test_a_window_logs_its_captures_and_the_share_of_its_time_the_gpu_spent_repl
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: step counts on the device")
 def test_a_graph_runs_adadelta_resumed_eagerly_reads_its_step_counts_on_the_host():
     """Neither capturable nor fused, Adadelta would wait for the GPU to read each count."""
-    from nmtkit.train.optimizer import keep_rate_kind
+    from nmtkit.train.optimizer import load_optimizer
 
     param = torch.nn.Parameter(torch.ones(3, device="cuda"))
     graphed = torch.optim.Adadelta([param], lr=torch.tensor(1.0, device="cuda"), capturable=True)
@@ -555,10 +576,11 @@ def test_a_graph_runs_adadelta_resumed_eagerly_reads_its_step_counts_on_the_host
     graphed.step()
     saved = graphed.state_dict()
     saved["param_groups"] = [{**g, "lr": 1.0} for g in saved["param_groups"]]
+    plain = torch.optim.Adadelta([param], lr=1.0)
+    plain.load_state_dict(saved)
+    assert plain.state[param]["step"].device.type == "cuda"  # as the capturable run kept it
     eager = torch.optim.Adadelta([param], lr=1.0)
-    eager.load_state_dict(saved)
-    assert eager.state[param]["step"].device.type == "cuda"  # as the capturable run kept it
-    keep_rate_kind(eager, capturable=False)
+    load_optimizer(eager, saved)
     assert eager.state[param]["step"].device.type == "cpu"
     eager.step()
 

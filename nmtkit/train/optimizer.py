@@ -53,20 +53,25 @@ def saved_optimizer(opt: torch.optim.Optimizer) -> dict[str, Any]:
     return saved
 
 
-def keep_rate_kind(opt: torch.optim.Optimizer, capturable: bool) -> None:
-    """After loading a saved optimizer state, which brings the saving run's settings: each group's
-    rate and ``capturable`` as this run's optimizer keeps them (a tensor rate on the device read by
-    a capturable step, or a number), whichever the saving run kept. Step counts go where this
-    run's step reads them, which torch's loading decides by the saving run's kind: on the device
-    for a capturable or fused step, else on the host (where a device's would be read, one wait
-    for the GPU each, at every step)."""
+def load_optimizer(opt: torch.optim.Optimizer, saved: dict[str, Any]) -> None:
+    """A saved optimizer state (its moments and step counts) loaded under this run's settings.
+    torch's loading brings back the saving run's group settings: its rate (a number, whatever kind
+    it kept), ``capturable``, Adadelta's ``rho`` and ``eps``. This run's own are kept instead, as
+    the command gives them (fairseq's optimizer overrides): a rate a schedule does not move is the
+    command's ``--lr``, and a rate the graph's step reads is a tensor on the device."""
+    own = [{k: v for k, v in group.items() if k != "params"} for group in opt.param_groups]
+    opt.load_state_dict(saved)
+    for group, settings in zip(opt.param_groups, own, strict=True):
+        group.update(settings)
+    place_step_counts(opt)
+
+
+def place_step_counts(opt: torch.optim.Optimizer) -> None:
+    """Step counts where this run's step reads them, which torch's loading decides by the saving
+    run's kind: on the device for a capturable or fused step, else on the host (where a device's
+    would be read, one wait for the GPU each, at every step)."""
     for group in opt.param_groups:
-        rate = float(group["lr"])
-        device = group["params"][0].device if group["params"] else torch.device("cpu")
-        group["lr"] = torch.tensor(rate, device=device) if capturable else rate
-        if "capturable" in group:
-            group["capturable"] = capturable
-        on_device = capturable or group.get("fused")
+        on_device = group.get("capturable") or group.get("fused")
         for param in group["params"]:
             state = opt.state.get(param, {})
             if isinstance(state.get("step"), torch.Tensor):

@@ -15,7 +15,7 @@ from ..checkpoint import Checkpoint, Progress, TextSides
 from ..core.console import log
 from ..core.errors import FormatError, UserError
 from ..core.files import remove_stale_temporaries, writing_into
-from ..core.settings import declared, flag_of
+from ..core.settings import declared, declared_names, flag_of
 from ..data.batching import Batches
 from ..data.binarized import Corpus, TokenArray
 from ..data.lexicon import Lexicon
@@ -25,7 +25,7 @@ from ..models.config import LuongConfig, ModelConfig, RNNSearchConfig
 from . import runlog
 from .board import Board
 from .config import TrainConfig
-from .optimizer import keep_rate_kind, optimizer
+from .optimizer import load_optimizer, optimizer
 from .parts import Parallel
 from .window import LossWindow
 
@@ -112,16 +112,7 @@ def start(
         )
     init = _init_from(cfg.init_from, corpus) if cfg.init_from and ckpt is None else None
     if ckpt is not None:
-        _same_model(
-            ckpt.model,
-            model_cfg,
-            str(last),
-            "give the flags it was trained with, --reset to start over, or another --save-dir",
-        )
-        model_cfg, old = ckpt.model, ckpt.training.config
-        if parallel.rank == 0:
-            _say_batches_kept(cfg, old, last, typed)
-        cfg = TrainConfig(**{**cfg.to_dict(), **{k: getattr(old, k) for k in _KEPT_ON_RESUME}})
+        model_cfg, cfg = _resumed(ckpt, model_cfg, cfg, last, parallel.rank == 0, typed)
     elif init is not None:
         _same_model(
             _with_head(init.model) if cfg.head_only else init.model,
@@ -183,6 +174,30 @@ def start(
     return state
 
 
+def _resumed(
+    ckpt: Checkpoint, model_cfg: ModelConfig, cfg: TrainConfig, last: Path, says: bool, typed: Collection[str] | None
+) -> tuple[ModelConfig, TrainConfig]:
+    """The model and training settings of the run resumed from ``last``: its model, which the
+    command must describe, and the command's training settings but for the batches' (its own)."""
+    _same_model(
+        ckpt.model,
+        model_cfg,
+        str(last),
+        "give the flags it was trained with, --reset to start over, or another --save-dir",
+    )
+    old = ckpt.training.config
+    if cfg.optimizer != old.optimizer:  # its saved state is another optimizer's
+        raise UserError(
+            f"--optimizer {cfg.optimizer}: the run in {last} trained with {old.optimizer} and holds its state; "
+            f"give --optimizer {old.optimizer}, or start {cfg.optimizer} from its weights with "
+            f"--init-from {last} and another --save-dir"
+        )
+    if says:
+        _say_batches_kept(cfg, old, last, typed)
+        _say_changed(cfg, old, last)
+    return ckpt.model, TrainConfig(**{**cfg.to_dict(), **{k: getattr(old, k) for k in _KEPT_ON_RESUME}})
+
+
 def _say_batches_kept(cfg: TrainConfig, old: TrainConfig, last: Path, typed: Collection[str] | None) -> None:
     """Name the batch settings chosen for this run (``typed``; None: those other than the default)
     that the resumed run does not take."""
@@ -195,6 +210,27 @@ def _say_batches_kept(cfg: TrainConfig, old: TrainConfig, last: Path, typed: Col
             f"{', '.join(f'{flag[k]} {getattr(cfg, k)}' for k in ignored)} not used: the run in {last} keeps "
             f"its batches ({', '.join(f'{flag[k]} {getattr(old, k)}' for k in ignored)}; --reset starts over)"
         )
+
+
+def _say_changed(cfg: TrainConfig, old: TrainConfig, last: Path) -> None:
+    """Name the training settings in which this command differs from the run it resumes, which it
+    goes on with (all but the batches'): a rate, a schedule or a budget changed on purpose reads
+    the same in the log as one changed by a mistyped command."""
+    changed = [
+        k for k in declared_names(TrainConfig) if k not in _KEPT_ON_RESUME and getattr(cfg, k) != getattr(old, k)
+    ]
+    if changed:
+        said = ", ".join(f"{_setting(k, getattr(cfg, k))} (was {_shown(getattr(old, k))})" for k in changed)
+        log(f"resuming {last} with this command's {said}")
+
+
+def _setting(name: str, value: object) -> str:
+    flag = flag_of(name, declared(TrainConfig, name)[1]).partition("/")[0]
+    return f"{flag} {_shown(value)}"
+
+
+def _shown(value: object) -> str:
+    return ("on" if value else "off") if isinstance(value, bool) else str(value)
 
 
 def graphed(cfg: TrainConfig, parallel: Parallel) -> bool:
@@ -287,8 +323,7 @@ def _restore(state: TrainState, ckpt: Checkpoint) -> None:
     assert run.optimizer is not None and run.batches is not None  # _resumable checked
     checkpoint.load_weights(state.model, ckpt, last)
     try:
-        state.opt.load_state_dict(run.optimizer)
-        keep_rate_kind(state.opt, graphed(state.cfg, state.parallel))
+        load_optimizer(state.opt, run.optimizer)
     except (ValueError, KeyError) as err:
         raise FormatError(
             f"{last}: its optimizer state does not fit its model ({str(err).splitlines()[0][:120]})"
