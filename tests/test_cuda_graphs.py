@@ -266,6 +266,31 @@ def test_the_padded_whole_update_trains_as_the_eager_update_does(corpus, tmp_pat
     assert_same_weights(b, a)
 
 
+def test_the_average_of_the_weights_is_taken_in_the_update_body_without_reading_the_host(corpus, tmp_path):
+    """--ema-decay with --cuda-graphs: the average's step is part of what a graph captures, reads
+    nothing on the host, and averages as the eager path does."""
+    from nmtkit.train import graphs
+
+    bodies, real = [], graphs.WholeUpdate.body
+
+    def watched(self, inputs, *args, **kwargs):
+        with _host_reads_refused() if bodies else contextlib.nullcontext():  # the first makes Adam's state
+            bodies.append(real(self, inputs, *args, **kwargs))
+        return bodies[-1]
+
+    common = dict(max_updates=6, valid_bleu=False, device="cpu", ema_decay=0.8)
+    train(corpus, tmp_path / "eager", FAMILIES["rnnsearch"], cfg(**common))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(graphs.WholeUpdate, "body", watched)
+        train(corpus, tmp_path / "graphs", FAMILIES["rnnsearch"], cfg(**common, cuda_graphs=True))
+    assert len(bodies) == 6
+    a, b = (checkpoint.load(tmp_path / r / "last.pt") for r in ("eager", "graphs"))
+    assert a.training.raw_weights is not None and b.training.raw_weights is not None
+    assert_same_weights(b.weights, a.weights)
+    assert_same_weights(b.training.raw_weights, a.training.raw_weights)
+    assert any(not torch.equal(b.weights[k], b.training.raw_weights[k]) for k in b.weights)
+
+
 @pytest.mark.parametrize("by", ["sentences", "tokens"])
 def test_each_batch_without_a_length_limit_gets_a_shape_that_holds_it(corpus, tmp_path, by, capfd):
     """No --max-len: the shapes reach the corpus's longest pair; every batch of three epochs, as
@@ -299,17 +324,28 @@ def test_each_batch_without_a_length_limit_gets_a_shape_that_holds_it(corpus, tm
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: replays captured CUDA graphs")
 @pytest.mark.parametrize(
-    "family", ["rnnsearch-head", "rnnencdec", "rnnsearch-cudnn", "luong", "rnnsearch-head+fused", "rnnencdec+fused"]
+    "family",
+    [
+        "rnnsearch-head",
+        "rnnencdec",
+        "rnnsearch-cudnn",
+        "luong",
+        "rnnsearch-head+fused",
+        "rnnencdec+fused",
+        "rnnsearch+ema",
+    ],
 )
 def test_replayed_updates_give_the_eager_updates_parameters(corpus, tmp_path, family, monkeypatch):
-    """``+fused``: both runs through the recurrences' hand-written passes (--fused-steps)."""
+    """``+fused``: both runs through the recurrences' hand-written passes (--fused-steps);
+    ``+ema``: both keep an average of the weights (--ema-decay), the graph's in its replays."""
     from nmtkit.train import graphs
 
     captured, real = [], graphs.WholeUpdate.record
     monkeypatch.setattr(graphs.WholeUpdate, "record", lambda self, *a: captured.append(a) or real(self, *a))
-    family, _, fused_steps = family.partition("+")
+    family, _, extra = family.partition("+")
     model = FAMILIES[family]
-    common = dict(max_updates=16, valid_bleu=False, device="cuda", tf32=False) | fused_sgd(fused_steps, "cuda")
+    common = dict(max_updates=16, valid_bleu=False, device="cuda", tf32=False)
+    common |= fused_sgd(extra if extra == "fused" else "", "cuda") | ({"ema_decay": 0.8} if extra == "ema" else {})
     if family == "luong":
         # the eager encoder is cuDNN's LSTM, the graph's the masked loop: sums in other orders, whose
         # rounding Adam makes a step where a gradient nearly cancels; the paper's SGD keeps it at its
@@ -323,8 +359,11 @@ def test_replayed_updates_give_the_eager_updates_parameters(corpus, tmp_path, fa
     busy = [e["gpu_busy_share"] for e in logged if "gpu_busy_share" in e]  # the replayed updates' windows
     assert busy and all(0 < b <= 1 for b in busy)
     assert losses(tmp_path / "graphs") == pytest.approx(losses(tmp_path / "eager"), rel=1e-4)
-    a, b = (checkpoint.load(tmp_path / r / "last.pt").weights for r in ("eager", "graphs"))
-    assert_same_weights(b, a)
+    a, b = (checkpoint.load(tmp_path / r / "last.pt") for r in ("eager", "graphs"))
+    assert_same_weights(b.weights, a.weights)
+    if extra == "ema":
+        assert b.training.raw_weights is not None and a.training.raw_weights is not None
+        assert_same_weights(b.training.raw_weights, a.training.raw_weights)
 
 
 @pytest.mark.gpu

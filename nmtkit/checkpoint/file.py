@@ -113,6 +113,8 @@ class TrainingState:
     optimizer: dict[str, Any] | None = None
     batches: dict[str, int] | None = None
     rng: list[dict[str, torch.Tensor]] = field(default_factory=list)  # one entry per process
+    # --ema-decay's: the training weights, where the checkpoint's own are their average
+    raw_weights: dict[str, torch.Tensor] | None = None
 
     @property
     def resumable(self) -> bool:
@@ -177,6 +179,8 @@ def save(path: str | Path, ckpt: Checkpoint) -> None:
     training: dict[str, Any] = {"config": run.config.to_dict(), "progress": vars(run.progress).copy()}
     if run.resumable:
         training |= {"optimizer": run.optimizer, "batches": run.batches, "rng": run.rng}
+        if run.raw_weights is not None:
+            training["raw_weights"] = run.raw_weights
     text = ckpt.text
     payload = {
         "format": FORMAT,
@@ -298,13 +302,11 @@ def _parse(raw: dict[str, Any], version: int) -> Checkpoint:
     """The checkpoint in ``raw``, read from format ``version``: before 3, its model config is
     1.0's or 1.1's one record of every family's fields."""
     model, text, run = raw["model"], raw["text"], raw["training"]
-    weights = model["weights"]
-    if (
-        not isinstance(weights, dict)
-        or not weights
-        or not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in weights.items())
-    ):
+    weights, raw_weights = model["weights"], run.get("raw_weights")
+    if not _named_tensors(weights):
         raise FormatError("the weights are not a table of named tensors")
+    if raw_weights is not None and not _named_tensors(raw_weights):
+        raise FormatError("the training weights are not a table of named tensors")
     config = (from_flat_record if version < VERSION else ModelConfig.from_dict)(model["config"])
     sides = TextSides(
         langs={s: str(text["langs"][s]) for s in SIDES},
@@ -329,6 +331,7 @@ def _parse(raw: dict[str, Any], version: int) -> Checkpoint:
         optimizer=optimizer,
         batches=batches and {k: int(v) for k, v in batches.items()},
         rng=rng,
+        raw_weights=raw_weights and _today_s_names(raw_weights),
     )
     return Checkpoint(
         model=config,
@@ -338,6 +341,14 @@ def _parse(raw: dict[str, Any], version: int) -> Checkpoint:
         written_by=str(raw.get("nmtkit", "?")),
         lexicon=_lexicon(raw.get("lexicon"), config),
         format_version=version,
+    )
+
+
+def _named_tensors(table: object) -> bool:
+    return (
+        isinstance(table, dict)
+        and bool(table)
+        and all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in table.items())
     )
 
 

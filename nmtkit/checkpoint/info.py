@@ -84,7 +84,8 @@ def format_info(info: dict[str, Any]) -> str:
         f"training   {t['optimizer']} lr {t['lr']:g}{_schedule(t)}, batch {t['batch_size']}"
         + (f" (or {t['max_tokens']:,} target tokens)" if t["max_tokens"] else "")
         + f", clip {t['clip']:g}, max length {t['max_len']}, seed {t['seed']}"
-        + (", bf16" if t["bf16"] else ""),
+        + (", bf16" if t["bf16"] else "")
+        + (f"; weights averaged (EMA {t['ema_decay']:g})" if t.get("ema_decay") else ""),
     ]
     return "\n".join(lines)
 

@@ -58,6 +58,7 @@ optimization = options(
     option(TrainConfig, "decay_patience"),
     option(TrainConfig, "warmup"),
     option(TrainConfig, "label_smoothing"),
+    option(TrainConfig, "ema_decay"),
     option(TrainConfig, "guided_alignment_weight"),
     option(TrainConfig, "head_only"),
     option(TrainConfig, "decay"),

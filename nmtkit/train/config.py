@@ -74,6 +74,14 @@ class TrainConfig(Settings):
         ge=0,
         lt=1,
     )
+    ema_decay: float = setting(
+        0.0,
+        "Keep an exponential moving average of the weights, D × average + (1 - D) × weights after "
+        "every update (fairseq's --ema-decay; Marian's --exponential-smoothing is 1 - D): validation "
+        "scores it and best.pt holds it, and every checkpoint translates with it (0: off).",
+        ge=0,
+        lt=1,
+    )
     guided_alignment_weight: float = setting(
         0.0,
         "Guided alignment (Chen et al. 2016, Marian's --guided-alignment): add this times the "

@@ -246,7 +246,7 @@ class WholeUpdate:
         if got.loss.requires_grad:  # --head-only, a batch without links: nothing to learn from
             (got.loss * self.scale).backward()  # type: ignore[no-untyped-call]
         norm = clip(state.model, state.cfg.clip) if state.cfg.clip else None
-        state.opt.step()
+        state.step()
         return UpdateOutputs(got.nll.detach(), None if norm is None else norm.detach(), got.align)
 
     def record(self, key: tuple[int, int, int], shape: ShapeGraph) -> None:

@@ -242,7 +242,7 @@ def validate_and_save(
     if state.parallel.rank != 0:
         return False
     progress, started, final = state.progress, time.perf_counter(), state.finished()
-    metrics = validate(state.model, state.corpus, state.cfg, state.device, state.sides.vocab["tgt"])
+    metrics = validate(state.scored, state.corpus, state.cfg, state.device, state.sides.vocab["tgt"])
     _record(state, metrics)
     training_curves(runlog.entries(state.save_dir), state.save_dir / "curves.png")
     took = time.perf_counter() - started  # what the final one will take, about
@@ -279,7 +279,7 @@ def _validation_estimate(state: TrainState) -> float:
     wanted = min(dev, state.cfg.valid_max_sentences or dev)
     probe = replace(state.cfg, valid_max_sentences=min(PROBE_SENTENCES, wanted))
     started = time.perf_counter()
-    validate(state.model, state.corpus, probe, state.device, state.sides.vocab["tgt"])
+    validate(state.scored, state.corpus, probe, state.device, state.sides.vocab["tgt"])
     return (time.perf_counter() - started) * wanted / max(probe.valid_max_sentences, 1)
 
 

@@ -38,9 +38,11 @@ def save(state: TrainState, name: str, rng: list[dict[str, torch.Tensor]], resum
     run = TrainingState(state.cfg, Progress(**vars(state.progress)))
     if resumable:
         run.optimizer, run.batches, run.rng = saved_optimizer(state.opt), state.batches.state_dict(), rng
+        if state.average is not None:
+            run.raw_weights = state.model.state_dict()
     checkpoint.save(
         state.save_dir / name,
-        Checkpoint(state.model_cfg, state.model.state_dict(), state.sides, run, lexicon=state.lexicon),
+        Checkpoint(state.model_cfg, state.scored.state_dict(), state.sides, run, lexicon=state.lexicon),
     )
 
 

@@ -25,6 +25,7 @@ from ..models.config import LuongConfig, ModelConfig, RNNSearchConfig
 from . import runlog
 from .board import Board
 from .config import TrainConfig
+from .ema import Average
 from .optimizer import load_optimizer, optimizer
 from .parts import Parallel
 from .window import LossWindow
@@ -58,10 +59,23 @@ class TrainState:
     clock: float = 0.0  # perf_counter() at the run's update 0, resumed time included
     board: Board = field(default_factory=Board)  # --tensorboard's copy of metrics.jsonl (rank 0)
     last_kept: bool = False  # whether save_dir/last.pt holds this run (resumed from it, or saved since)
+    average: Average | None = None  # --ema-decay's
 
     @property
     def device(self) -> torch.device:
         return self.parallel.device
+
+    @property
+    def scored(self) -> Seq2Seq:
+        """The model that validation scores and the checkpoints translate with: the average of
+        its weights with --ema-decay, else the model."""
+        return self.average.model if self.average is not None else self.model
+
+    def step(self) -> None:
+        """The optimizer's step, then the average's."""
+        self.opt.step()
+        if self.average is not None:
+            self.average.update()
 
     def finished(self) -> bool:
         """Whether a budget is spent: updates, epochs or minutes, the minutes with the time of the
@@ -162,16 +176,32 @@ def start(
         _links(corpus, cfg, data_dir),
     )
     if init is not None:
-        new_head = cfg.head_only and _with_head(init.model) != init.model
-        checkpoint.load_weights(model, init, str(cfg.init_from), new=HEAD if new_head else None)
-        log(
-            f"starting from the weights of {cfg.init_from} (update {init.training.progress.step:,} of its run), "
-            f"with a fresh optimizer"
-        )
+        _init(model, init, cfg)
     if ckpt is not None:
         _restore(state, ckpt)
         state.last_kept = True
+    state.average = _average(model, cfg, ckpt, last)
     return state
+
+
+def _average(model: Seq2Seq, cfg: TrainConfig, ckpt: Checkpoint | None, last: Path) -> Average | None:
+    """--ema-decay's average: the resumed run's, where it kept one, else one of the present weights."""
+    if not cfg.ema_decay:
+        return None
+    average = Average(model, cfg.ema_decay)
+    if ckpt is not None and ckpt.training.raw_weights is not None:
+        checkpoint.load_weights(average.model, ckpt, last)
+    return average
+
+
+def _init(model: Seq2Seq, init: Checkpoint, cfg: TrainConfig) -> None:
+    """--init-from's weights (and a new alignment head for --head-only, if it had none)."""
+    new_head = cfg.head_only and _with_head(init.model) != init.model
+    checkpoint.load_weights(model, init, str(cfg.init_from), new=HEAD if new_head else None)
+    log(
+        f"starting from the weights of {cfg.init_from} (update {init.training.progress.step:,} of its run), "
+        f"with a fresh optimizer"
+    )
 
 
 def _resumed(
@@ -321,7 +351,9 @@ def _restore(state: TrainState, ckpt: Checkpoint) -> None:
     """Weights, optimizer, batch position, progress and RNGs of ``last.pt``."""
     run, last = ckpt.training, state.save_dir / "last.pt"
     assert run.optimizer is not None and run.batches is not None  # _resumable checked
-    checkpoint.load_weights(state.model, ckpt, last)
+    # a run with --ema-decay saved the average as its weights and the training ones beside them
+    trained = ckpt if run.raw_weights is None else replace(ckpt, weights=run.raw_weights)
+    checkpoint.load_weights(state.model, trained, last)
     try:
         load_optimizer(state.opt, run.optimizer)
     except (ValueError, KeyError) as err:

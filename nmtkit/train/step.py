@@ -123,7 +123,7 @@ def update(state: TrainState, net: torch.nn.Module, steps: CompiledSteps, idx: n
         loss_total = nll if loss_total is None else loss_total + nll  # logged: plain NLL
     assert loss_total is not None  # share() gives at least one piece
     norm = clip(state.model, cfg.clip) if cfg.clip else None
-    state.opt.step()
+    state.step()
     state.window.add(loss_total, norm, ntok, nsent, int(tgt.sizes[idx].sum()) + len(idx))
 
 
