@@ -6,6 +6,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 from dataclasses import replace
 
 import pytest
@@ -141,6 +142,25 @@ def test_average_is_the_mean_of_the_weights(tmp_path):
     checkpoint.save(tmp_path / "c.pt", other)
     r = invoke("average", tmp_path / "a.pt", tmp_path / "c.pt", "-o", tmp_path / "bad.pt")
     assert r.exit_code == 2 and "differs in hidden" in r.output and not (tmp_path / "bad.pt").exists()
+
+
+def test_an_average_keeps_a_tied_weight_one_tensor(tmp_path):
+    """--tie-embeddings: one matrix reads the target words in and scores them out; averaged as two
+    copies, the file grew and info counted it twice."""
+    tied = torch.arange(6.0).reshape(3, 2)
+    for run, scale in (("a", 1.0), ("b", 3.0)):
+        w = tied * scale
+        (tmp_path / run).mkdir()
+        fake_checkpoint(
+            tmp_path / run / "best.pt", weights={"embed.weight": w, "W_o.weight": w, "b": torch.ones(2) * scale}
+        )
+    r = invoke("average", tmp_path / "a" / "best.pt", tmp_path / "b" / "best.pt", "-o", tmp_path / "avg.pt")
+    assert r.exit_code == 0, r.output
+    assert f"({tmp_path / 'a' / 'best.pt'} to {tmp_path / 'b' / 'best.pt'})" in r.stderr  # two best.pt: the paths
+    avg = checkpoint.load(tmp_path / "avg.pt").weights
+    assert torch.equal(avg["embed.weight"], tied * 2) and torch.equal(avg["b"], torch.ones(2) * 2)
+    assert avg["W_o.weight"].untyped_storage().data_ptr() == avg["embed.weight"].untyped_storage().data_ptr()
+    assert avg["b"].untyped_storage().data_ptr() != avg["embed.weight"].untyped_storage().data_ptr()
 
 
 def test_average_takes_a_run_directory_and_its_last_n_validations_in_update_order(tmp_path):
@@ -306,6 +326,18 @@ def test_a_reset_run_names_the_kept_models_of_the_run_before_it(data_bin, tmp_pa
     assert r.exit_code == 0, r.output
     assert f"warning: {tmp_path / 'k'} holds 2 kept models of an earlier run (update-1.pt, update-2.pt)" in r.output
     assert (tmp_path / "k" / "update-2.pt").exists()  # not deleted unasked
+
+
+def test_the_time_an_update_takes_leaves_out_the_validations_among_the_timed_updates(data_bin, tmp_path, monkeypatch):
+    from nmtkit.train import loop
+
+    real = loop.validate
+    monkeypatch.setattr(loop, "validate", lambda *a, **k: time.sleep(1.0) or real(*a, **k))
+    flags = [*TINY, "--valid-every", 2, "--patience", 0, "--valid-max-sentences", 2]
+    r = invoke("train", data_bin, "--save-dir", tmp_path / "a", *flags, "--max-updates", 14)
+    assert r.exit_code == 0, r.output
+    took = re.search(r"an update takes (\d+\.\d\d) s here", r.output)
+    assert took and float(took.group(1)) < 0.5, r.output  # a validation in the window: over 1 s each
 
 
 def test_a_run_says_what_stops_it_and_how_long_an_update_takes(data_bin, tmp_path):

@@ -105,6 +105,11 @@ def test_completing_a_command_s_name_gives_its_short_help():
         (["train", "--save-dir", "x"], "Missing the corpus to train on: DATA_BIN or --data DATA_BIN."),
         (["train", "a", "--data", "b", "--save-dir", "x"], "'[DATA_BIN]' (a) and '--data' (b) give two values"),
         (["train", "--data", "b", "a", "--save-dir", "x"], "'[DATA_BIN]' (a) and '--data' (b) give two values"),
+        # the parser's own error, which comes without a command: the line still names it
+        (["translate", "-m", "x.pt", "--beam"], "nmtkit translate: error: Option '--beam' requires an argument"),
+        # OpenNMT-py's spellings, which click would read as -m odel, or an unknown -b
+        (["translate", "-model", "x.pt"], "nmtkit translate: error: -model: a word option takes two dashes: --model"),
+        (["translate", "-m", "x.pt", "-beam_size", "5"], "error: -beam_size: a word option takes two dashes (see"),
     ],
 )
 def test_usage_errors_are_one_line(args, match):

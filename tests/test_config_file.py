@@ -134,7 +134,17 @@ def test_a_toml_dump_reads_back_equal_whatever_the_strings_hold(tmp_path):
         ("beam: [\n", "not valid YAML"),
         ("bem: 3\n", "'bem' is not an option of 'nmtkit translate'"),
         ("- 3\n", "expected option names and their values (a mapping), not a list"),
-        ("dump-config: x.yaml\n", "'dump-config' is not an option"),
+        ("dump-config: x.yaml\n", "'dump-config' is an option of the command line alone"),
+        ("verbose: true\n", "'verbose' is an option of the command line alone"),
+        # what click would convert without a word: each is refused as the command line refuses it
+        ("beam:\n", "'beam': no value: give one, or leave the key out"),
+        ("beam: 2.5\n", "'beam': a whole number, not 2.5"),
+        ("beam: true\n", "'beam': a number, not true"),
+        ("beam: [3]\n", "'beam': one value, not a list"),
+        ("beam: {a: 3}\n", "'beam': one value, not a table"),
+        ("replace-unk: 1\n", "'replace-unk': true or false, not 1"),
+        ("model: [a.pt, [b.pt]]\n", "'model': one value, not a list"),
+        ("length-penalty: none\nlength_penalty: average\n", "'length-penalty' and 'length_penalty' are one option"),
     ],
 )
 def test_a_bad_config_is_one_line_naming_the_command(tmp_path, text, message):
@@ -147,3 +157,18 @@ def test_a_bad_config_is_one_line_naming_the_command(tmp_path, text, message):
 def test_a_missing_config_is_one_line(tmp_path):
     r = invoke("serve", "-m", "x.pt", "--config", tmp_path / "none.yaml")
     assert r.exit_code == 2 and "none.yaml: no such file" in r.output
+
+
+def test_a_dump_leaves_out_reset_and_the_settings_the_schedule_never_reads(tmp_path):
+    """--reset is an action, which a file would repeat at every run (refused in one); --decay and
+    --decay-patience do nothing under a cosine schedule, and --decay-patience typed there is refused."""
+    line = ["train", "bin", "--save-dir", tmp_path / "r", "--lr-decay", "cosine", "--max-updates", 5]
+    r = invoke(*line, "--reset", "--dump-config", "-")
+    assert r.exit_code == 0, r.output
+    keys = {x.removeprefix("# ").split(":")[0] for x in r.stdout.splitlines()[1:]}
+    assert {"lr-decay", "max-updates"} <= keys and not {"reset", "decay", "decay-patience"} & keys
+    plateau = invoke("train", "bin", "--save-dir", tmp_path / "r", "--lr-decay", "plateau", "--dump-config", "-")
+    assert {"# decay: 0.5", "# decay-patience: 2"} <= set(plateau.stdout.splitlines())
+    (tmp_path / "c.yaml").write_text("reset: true\n", encoding="utf-8")
+    r = invoke(*line, "--config", tmp_path / "c.yaml")
+    assert r.exit_code == 2 and "'reset' is an option of the command line alone" in r.output

@@ -130,6 +130,10 @@ def test_plateau_lowers_the_rate_after_its_patience_and_a_resumed_run_keeps_the_
             {"lr_decay": "inverse-sqrt", "decay_patience": 1},
             "--decay-patience counts the validations of --lr-decay plateau",
         ),
+        (  # typed at its default, too
+            {"lr_decay": "cosine", "decay_patience": TrainConfig.decay_patience},
+            "--decay-patience counts the validations of --lr-decay plateau",
+        ),
     ):
         with pytest.raises(UserError, match=said):
             train_settings("rnnsearch", "tiny", "appendix-b", {"lr_decay": "plateau", **given}, set(given))

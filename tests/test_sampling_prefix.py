@@ -207,6 +207,14 @@ def test_sampling_from_the_shell(overfit, src):
     assert r.exit_code == 2 and "add --sampling" in r.output
     r = invoke("translate", "-m", ckpt(overfit), src, "--sampling", "--temperature", 0)
     assert r.exit_code == 2
+    # likewise a length penalty's exponent without the penalty that reads it
+    for penalty in ("none", "average"):
+        r = invoke("translate", "-m", ckpt(overfit), src, "--alpha", 0.9, "--length-penalty", penalty)
+        assert (
+            r.exit_code == 2
+            and f"--alpha is the exponent of --length-penalty power and gnmt, not {penalty}" in r.output
+        )
+    assert invoke("translate", "-m", ckpt(overfit), src, "--alpha", 0.9, "--length-penalty", "gnmt").exit_code == 0
 
 
 def test_a_prefix_from_the_shell_with_a_beam_and_a_batch(overfit, src, tmp_path):

@@ -37,6 +37,13 @@ def average(paths: list[str | Path]) -> Checkpoint:
         last = ckpt
     weights = {k: (v / len(paths)).to(first.weights[k].dtype) for k, v in total.items()}
     run = TrainingState(last.training.config, last.training.progress)
+    # a tied weight (--tie-embeddings), one tensor in the files, stays one: not two copies
+    held: dict[tuple[int, int, tuple[int, ...]], str] = {}
+    for k, v in first.weights.items():
+        where = (v.untyped_storage().data_ptr(), int(v.storage_offset()), tuple(v.shape))
+        if v.numel() and where in held:
+            weights[k] = weights[held[where]]
+        held.setdefault(where, k)
     return Checkpoint(first.model, weights, first.text, run, lexicon=first.lexicon)
 
 

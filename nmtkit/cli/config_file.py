@@ -63,8 +63,11 @@ def _load(path: str) -> Any:
         raise click.BadParameter(f"{path}: not valid {what} ({' '.join(str(err).split())})") from None
 
 
-def read_config(ctx: click.Context, _param: click.Parameter, path: str | None) -> None:
-    """A click callback (eager): the file's options become the command's defaults."""
+def read_config(
+    ctx: click.Context, _param: click.Parameter, path: str | None, command_line_only: tuple[str, ...] = ()
+) -> None:
+    """A click callback (eager): the file's options become the command's defaults, each checked
+    as strictly as the command line checks it (YAML's 5.9 is no count, nor its true a number)."""
     if not path:
         return
     table = _load(path)
@@ -76,15 +79,46 @@ def read_config(ctx: click.Context, _param: click.Parameter, path: str | None) -
         )
     names = _keys(ctx.command)
     values: dict[str, Any] = {}
+    spelt: dict[str, str] = {}
     for key, value in table.items():
         name = names.get(str(key).replace("-", "_"))
-        if name is None or name in ("config", "dump_config"):
-            raise click.BadParameter(f"{path}: '{key}' is not an option of '{ctx.command_path}'")
+        if name is None or name in ("config", "dump_config", *command_line_only):
+            raise click.BadParameter(f"{path}: '{key}' {_not_a_setting(ctx, str(key), name)}")
+        if name in spelt:
+            raise click.BadParameter(f"{path}: '{spelt[name]}' and '{key}' are one option: give it once")
         param = next(p for p in ctx.command.params if p.name == name)
         if getattr(param, "multiple", False) and not isinstance(value, list):
             value = [value]  # a single checkpoint for a repeatable -m
-        values[name] = value
+        for one in value if getattr(param, "multiple", False) else [value]:
+            if why := _unfit(param, one):
+                raise click.BadParameter(f"{path}: '{key}': {why}")
+        values[name], spelt[name] = value, str(key)
     ctx.default_map = {**(ctx.default_map or {}), **values}
+
+
+def _not_a_setting(ctx: click.Context, key: str, name: str | None) -> str:
+    """Why a file may not hold ``key``: an option of the command line alone, or none at all."""
+    params = ctx.command.params
+    switches = {o[2:].replace("-", "_") for p in params if not p.expose_value for o in p.opts if o[:2] == "--"}
+    if name is not None or key.replace("-", "_") in switches:
+        return "is an option of the command line alone, not a setting a file keeps"
+    return f"is not an option of '{ctx.command_path}'"
+
+
+def _unfit(param: click.Parameter, value: Any) -> str | None:
+    """Why a file's ``value`` cannot be ``param``'s, where click would take it by converting it."""
+    if value is None:
+        return "no value: give one, or leave the key out"
+    if isinstance(value, (list, dict)):
+        return f"one value, not a {'list' if isinstance(value, list) else 'table'}"
+    if getattr(param, "is_bool_flag", False) or isinstance(param.type, click.types.BoolParamType):
+        return None if isinstance(value, bool) else f"true or false, not {value!r}"
+    if isinstance(value, bool):
+        number = isinstance(param.type, (click.types.IntParamType, click.types.FloatParamType))
+        return f"{'a number' if number else 'a ' + param.type.name}, not {str(value).lower()}"
+    if isinstance(param.type, click.types.IntParamType) and isinstance(value, float):
+        return f"a whole number, not {value}"
+    return None
 
 
 def _plain(value: Any) -> Any:
@@ -107,14 +141,17 @@ Fills = Callable[[click.Context], dict[str, Any]]
 there by parameter name, None for an option the command line makes meaningless."""
 
 
-def effective(ctx: click.Context, fills: Fills | None = None) -> list[tuple[str, Any, bool]]:
+def effective(
+    ctx: click.Context, fills: Fills | None = None, command_line_only: tuple[str, ...] = ()
+) -> list[tuple[str, Any, bool]]:
     """The command's options as a file writes them, in the order of --help: (key, value, chosen),
     chosen when the value came from the command line or --config rather than the default (or what
-    ``fills`` puts in its place). A None is left out: it is the default, and TOML has no null."""
+    ``fills`` puts in its place). A None is left out: it is the default, and TOML has no null;
+    so are ``command_line_only``'s options, which a file may not hold."""
     filled = fills(ctx) if fills else {}
     out = []
     for p in ctx.command.params:
-        if p.name not in ctx.params or p.name == "dump_config":
+        if p.name not in ctx.params or p.name in ("dump_config", *command_line_only):
             continue
         chosen = ctx.get_parameter_source(p.name) in _CHOSEN
         value = ctx.params[p.name] if chosen or p.name not in filled else filled[p.name]
@@ -123,7 +160,9 @@ def effective(ctx: click.Context, fills: Fills | None = None) -> list[tuple[str,
     return out
 
 
-def write_config(ctx: click.Context, path: str, fills: Fills | None = None) -> None:
+def write_config(
+    ctx: click.Context, path: str, fills: Fills | None = None, command_line_only: tuple[str, ...] = ()
+) -> None:
     """Write the effective options to ``path`` (TOML for .toml, else YAML; '-': YAML on stdout):
     those chosen (command line, --config) as settings and the rest as comments, each with the value
     the run takes (``fills``': a preset's or a recipe's, else the default), so that the file given
@@ -138,7 +177,7 @@ def write_config(ctx: click.Context, path: str, fills: Fills | None = None) -> N
         return str(yaml.safe_dump({key: value}, default_flow_style=False, allow_unicode=True, width=10**6)).rstrip()
 
     lines = [f"# nmtkit {ctx.command_path.split(maxsplit=1)[-1]}: options for --config (commented: not chosen)"]
-    for k, v, chosen in effective(ctx, fills):
+    for k, v, chosen in effective(ctx, fills, command_line_only):
         lines += [text if chosen else f"# {text}" for text in line(k, v).splitlines()]
     text = "\n".join(lines) + "\n"
     if path == "-":
@@ -148,19 +187,24 @@ def write_config(ctx: click.Context, path: str, fills: Fills | None = None) -> N
         fh.write(text)
 
 
-def config_options(fills: Fills | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def config_options(
+    fills: Fills | None = None, command_line_only: tuple[str, ...] = ()
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """``--config`` and ``--dump-config`` on a command: with ``--dump-config`` the command writes
     its options (``fills``: what a recipe of the command puts where none was chosen) and stops
-    before any work."""
-    return functools.partial(_config_options, fills=fills)
+    before any work. ``command_line_only``: options a file may not hold (an action such as
+    train's ``--reset``, which a file would repeat at every run)."""
+    return functools.partial(_config_options, fills=fills, command_line_only=command_line_only)
 
 
-def _config_options(fn: Callable[..., Any], fills: Fills | None) -> Callable[..., Any]:
+def _config_options(
+    fn: Callable[..., Any], fills: Fills | None, command_line_only: tuple[str, ...]
+) -> Callable[..., Any]:
     @functools.wraps(fn)
     def run(*args: Any, dump_config: str | None = None, **kwargs: Any) -> Any:
         refuse_two_spellings(click.get_current_context())
         if dump_config is not None:
-            return write_config(click.get_current_context(), dump_config, fills)
+            return write_config(click.get_current_context(), dump_config, fills, command_line_only)
         return fn(*args, **kwargs)
 
     run = click.option(
@@ -175,7 +219,7 @@ def _config_options(fn: Callable[..., Any], fills: Fills | None) -> Callable[...
         type=click.Path(dir_okay=False),
         is_eager=True,
         expose_value=False,
-        callback=read_config,
+        callback=functools.partial(read_config, command_line_only=command_line_only),
         # the help is shared by every command: an example key would name an option most lack
         help="Options from a YAML or TOML (.toml) file, keys as the long flags without -- "
         "('NAME: VALUE' for --NAME VALUE); flags on the command line win.",

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import click
 
 from ..core.console import set_verbosity
+from ..core.errors import UserError
 from ..core.parallel import default_workers
 from ..core.settings import Declared, RuntimeConfig, declared, declared_names, default_of, flag_of
 from ..text.clean import PRESETS, RULES, rules_named
@@ -296,4 +297,8 @@ def search_config(values: dict[str, Any]) -> SearchConfig:
     """The search settings of :data:`search`'s and :data:`sampling`'s options, taken out of
     ``values``; refused in one line when they ask for more than the search can give."""
     nbest = max(values.pop("nbest"), 1)
-    return config_of(SearchConfig, values, nbest=nbest).check(("--nbest", "--beam"))
+    search = config_of(SearchConfig, values, nbest=nbest).check(("--nbest", "--beam"))
+    # here, not in check(): a server's --alpha stands beside a request's other length penalty
+    if search.alpha != SearchConfig.alpha and search.length_penalty not in ("power", "gnmt"):
+        raise UserError(f"--alpha is the exponent of --length-penalty power and gnmt, not {search.length_penalty}")
+    return search

@@ -89,9 +89,7 @@ def _refuse_unpaired(values: dict[str, Any], recipe: dict[str, Any], given: set[
         raise UserError("--fused-steps and --compile are two ways to speed the same loops: give one")
     if values.get("cuda_graphs") and values.get("compile"):
         raise UserError("--cuda-graphs and --compile are two ways to keep the GPU busy: give one")
-    # at its default, as a dump of every setting (--dump-config) writes it, it asks nothing
-    patience = values.get("decay_patience", TrainConfig.decay_patience)
-    if patience != TrainConfig.decay_patience and (values.get("lr_decay") or recipe.get("lr_decay")) != "plateau":
+    if "decay_patience" in given and (values.get("lr_decay") or recipe.get("lr_decay")) != "plateau":
         raise UserError("--decay-patience counts the validations of --lr-decay plateau: add that")
     if "compile_mode" in given and not values.get("compile"):
         raise UserError("--compile-mode applies to a compiled step: add --compile")
@@ -116,6 +114,10 @@ def recipe_fills(arch: str, preset: str, schedule_name: str, model: ModelConfig,
     run = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)}
     if not cfg.compile:
         run["compile_mode"] = None
+    if cfg.lr_decay != "plateau":
+        run["decay_patience"] = None  # typed, it would be refused: it counts plateau's validations
+        if not cfg.decay_after:
+            run["decay"] = None  # read by neither schedule that decays by it
     flat = model.flat()
     if "max_fertility" in flat and flat.get("coverage") != "linguistic":
         flat["max_fertility"] = None  # typed, it would be refused: it bounds the linguistic coverage alone

@@ -21,6 +21,7 @@ import importlib.util
 import inspect
 import io
 import os
+import re
 import signal
 import sys
 import threading
@@ -91,14 +92,36 @@ def _path_error(err: OSError) -> UserError:
     return UserError(f"{err.filename}: {what}" if err.filename is not None else what)
 
 
+_ONE_DASH_WORD = re.compile(r"-[A-Za-z][A-Za-z_]{2,}")
+
+
+def _one_dash_word(command: click.Command, args: list[str]) -> str | None:
+    """Why an argument such as OpenNMT-py's ``-model`` or ``-beam_size`` is refused: click would
+    read it as ``-m odel``, or as an unknown ``-b``."""
+    for arg in args:
+        if arg == "--":
+            break
+        if _ONE_DASH_WORD.fullmatch(arg):
+            long = "--" + arg[1:].replace("_", "-")
+            known = any(long in p.opts for p in command.params)
+            return f"{arg}: a word option takes two dashes" + (f": {long}" if known else "")
+    return None
+
+
 class _OneLine:
     def make_context(
         self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
     ) -> click.Context:
+        if not isinstance(self, click.Group) and (why := _one_dash_word(self, args)):  # type: ignore[arg-type]
+            raise click.UsageError(why, click.Context(self, info_name=info_name, parent=parent))  # type: ignore[arg-type]
         try:
             return super().make_context(info_name, args, parent, **extra)  # type: ignore[misc,no-any-return]
         except BrokenPipeError:  # --help and --version write while the arguments are read
             raise _ClosedPipe() from None
+        except click.UsageError as err:
+            if err.ctx is None:  # click's parser gives none for an option without its value: name the command
+                err.ctx = click.Context(self, info_name=info_name, parent=parent)  # type: ignore[arg-type]
+            raise
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

@@ -186,6 +186,7 @@ def run(
                 state.last_kept = True
             if checkpointing or saving:
                 state.window.restart_clock()  # the validation's and the save's seconds are no update's
+                pace.leave_out_pause()
             if finish:
                 if signalled:
                     log(
@@ -345,10 +346,16 @@ class _Pace:
     update and an epoch take here."""
 
     def __init__(self, state: TrainState):
-        self.state, self.first, self.started = state, state.progress.step, 0.0
+        self.state, self.first, self.started, self.ticked = state, state.progress.step, 0.0, 0.0
         self.per_epoch = len(state.batches.epoch_batches(state.batches.epoch))
 
+    def leave_out_pause(self) -> None:
+        """A validation or a save has just run: its seconds, since the last update's tick, are
+        left out of the updates' time (a resumed run validates soon)."""
+        self.started += time.perf_counter() - self.ticked
+
     def tick(self) -> None:
+        self.ticked = time.perf_counter()
         done = self.state.progress.step - self.first
         if done not in (1, 1 + TIMED_UPDATES) or self.state.parallel.rank != 0:
             return

@@ -30,4 +30,6 @@ def average(model_paths: tuple[str, ...], output: str, last: int | None) -> None
 
     paths = inputs(list(model_paths), last or 0)
     write_average(list(paths), output)
-    log(f"averaged {len(paths)} checkpoints ({paths[0].name} to {paths[-1].name}) into {output}")
+    # names alone where they tell the files apart (a run's update-N.pt), else the paths
+    first, final = (p.name for p in (paths[0], paths[-1])) if len({p.name for p in paths}) == len(paths) else paths
+    log(f"averaged {len(paths)} checkpoints ({first} to {final}) into {output}")

@@ -43,7 +43,7 @@ Examples:
 Running the same command again resumes from SAVE_DIR/last.pt exactly (--reset starts over).""",
 )
 @options.positional("data_bin", "[DATA_BIN]", type=click.Path(file_okay=False))
-@config_options(_filled)
+@config_options(_filled, command_line_only=("reset",))
 @options.data("The binarized corpus to train on, as score and lexicon take it (or DATA_BIN, fairseq's spelling).")
 @click.option(
     "--save-dir", required=True, type=click.Path(file_okay=False), help="Where last.pt, best.pt and metrics.jsonl go."
