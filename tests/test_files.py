@@ -121,3 +121,27 @@ def test_outputs_follow_the_umask(tmp_path):
         os.umask(old)
     assert (tmp_path / "f").stat().st_mode & 0o777 == 0o640
     assert (tmp_path / "d").stat().st_mode & 0o777 == 0o750
+
+
+def test_atomic_write_writes_through_a_link_and_into_what_is_no_regular_file(tmp_path):
+    """A rename over the path would have put a file in place of a link, a FIFO or /dev/stdout
+    (as root, /dev/stdout and /dev/null themselves)."""
+    (tmp_path / "real.txt").write_text("old\n", encoding="utf-8")
+    (tmp_path / "link.txt").symlink_to("real.txt")
+    (tmp_path / "dangling.txt").symlink_to("later.txt")
+    for name in ("link.txt", "dangling.txt"):
+        with atomic_write(tmp_path / name) as fh:
+            fh.write("new\n")
+        assert (tmp_path / name).is_symlink()
+    assert (tmp_path / "real.txt").read_text(encoding="utf-8") == (tmp_path / "later.txt").read_text() == "new\n"
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE, text=True)
+    with atomic_write(fifo) as fh:
+        fh.write("through\n")
+    assert reader.communicate(timeout=10)[0] == "through\n"
+    assert fifo.is_fifo()
+    code = "from nmtkit.core.files import atomic_write\nwith atomic_write('/dev/stdout') as fh:\n    fh.write('out\\n')"
+    before = os.lstat("/dev/stdout").st_mode
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout == "out\n" and os.lstat("/dev/stdout").st_mode == before

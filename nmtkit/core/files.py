@@ -19,6 +19,7 @@ import os
 import re
 import shutil
 import socket
+import stat
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -141,8 +142,22 @@ def writing_into(dest: Path) -> Iterator[None]:
 @contextlib.contextmanager
 def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
     """Open a temporary file beside ``path``; on success fsync it, rename it over ``path`` and
-    fsync the directory, so that after a crash ``path`` is the old file or the new one, whole."""
+    fsync the directory, so that after a crash ``path`` is the old file or the new one, whole.
+
+    A symbolic link is written through: the file it names is the one replaced, the link kept. What
+    is no regular file (``/dev/stdout``, a FIFO, a terminal, ``/dev/null``) is written as it is,
+    where a rename would put a file in its place."""
     path = Path(path)
+    try:
+        kind: int | None = os.stat(path).st_mode  # through any link
+    except OSError:
+        kind = None
+    if kind is not None and not stat.S_ISREG(kind) and not stat.S_ISDIR(kind):
+        with open(path, mode) if "b" in mode else open(path, mode, encoding="utf-8") as fh:
+            yield fh
+        return
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
     with writing_into(path):
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{_HOST}-{os.getpid()}-", suffix=".tmp", dir=path.parent)
