@@ -152,7 +152,8 @@ def test_concurrent_clients_get_their_own_translations(server):
 @pytest.mark.parametrize(
     "body, status, says",
     [
-        (b'{"sentences": ["caf\xe9"]}', 400, "parsing the body"),  # not UTF-8: FastAPI's 400
+        (b'{"sentences": ["caf\xe9"]}', 400, "parsing the body: it is not UTF-8"),  # FastAPI's 400
+        (b"[" * 40_000 + b"]" * 40_000, 400, "or its JSON nests too deep"),
         ({"sentences": ["word " * 10000]}, 413, "50,000 characters; at most 960"),  # refused before tokenizing
         ({"sentences": [EN[0], "a " * 61]}, 413, "sentence 1 has 61 subword units; at most 60"),
         ({"sentences": ["a"] * 9}, 413, "at most 8"),
@@ -438,3 +439,21 @@ def test_the_search_settings_come_from_options_or_a_config_file(tmp_path, monkey
     assert started[0].search == SearchConfig(beam=5, coverage_penalty=0.2, length_penalty="gnmt", no_unk=True)
     r = CliRunner().invoke(main, ["serve", "-m", "x.pt", "--coverage-penalty", "-1"])
     assert r.exit_code == 2 and "--coverage-penalty" in r.output and len(started) == 1  # translate's bound
+
+
+def test_an_address_in_use_is_one_line_before_any_model_loads(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "nmtkit", "serve", "-m", str(tmp_path / "none.pt"), "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    # the port is refused before the missing checkpoint is looked for
+    assert (done.returncode, done.stderr) == (
+        2,
+        f"nmtkit serve: error: --host 127.0.0.1 --port {port}: address already in use\n",
+    )

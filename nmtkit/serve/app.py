@@ -24,6 +24,7 @@ Each answer also has a one-line ``error``, which the page shows.
 
 import math
 import signal
+import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
@@ -55,6 +56,8 @@ from .batching import Batcher
 from .schema import NATIVE, OPENNMT, parsed, request_body
 from .settings import Limits, ServerConfig
 
+# FastAPI's 400 for a body it could not decode as text or parse (not a JSON syntax error: 422).
+FASTAPI_UNREADABLE = "There was an error parsing the body"
 # Characters a sentence may have per subword unit of the limit, checked before tokenizing it.
 CHARS_PER_UNIT = 16
 
@@ -143,7 +146,10 @@ def _json_type(kind: str) -> bool:
 def _errors_as_json(app: FastAPI) -> None:
     async def http_error(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
-        return error(exc.status_code, str(exc.detail))
+        said = str(exc.detail)
+        if exc.status_code == 400 and said == FASTAPI_UNREADABLE:  # FastAPI's, for any body it cannot decode
+            said += ": it is not UTF-8, or its JSON nests too deep"
+        return error(exc.status_code, said)
 
     async def validation_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
@@ -260,6 +266,7 @@ def serve(model_paths: list[str], cfg: ServerConfig, runtime: RuntimeConfig, lin
     """Load the models once and serve them until SIGINT or SIGTERM (requests in flight finish).
     Models of the other direction than the first's make the answers' links with it (:class:`BothWays`)."""
     cfg.check()
+    sock = listening(cfg.host, cfg.port)  # before the models load: an address in use is said at once
     forward, backward = directions(model_paths) if len(model_paths) > 1 else (list[str | Path](model_paths), [])
     translator = Translator.from_checkpoints(forward, runtime)
     first = checkpoint.load(model_paths[0])
@@ -283,4 +290,24 @@ def serve(model_paths: list[str], cfg: ServerConfig, runtime: RuntimeConfig, lin
     # uvicorn finishes the requests in flight on SIGTERM, then raises it again: the signal's default
     # then ends the server as a service manager expects, not the command line's "terminated" (143)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    uvicorn.run(app, host=cfg.host, port=cfg.port, log_level="warning", timeout_graceful_shutdown=30)
+    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=math.ceil(cfg.shutdown_wait))
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+def listening(host: str, port: int) -> socket.socket:
+    """The server's socket, bound (uvicorn listens on it): a host this machine does not have or an
+    address in use is one line, where uvicorn's own binding logged it and exited 3."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except socket.gaierror as err:
+        raise UserError(f"--host {host}: {(err.strerror or str(err)).lower()}") from None
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn's: a restart need not wait
+    try:
+        sock.bind(address)
+    except OSError as err:
+        sock.close()
+        raise UserError(f"--host {host} --port {port}: {(err.strerror or str(err)).lower()}") from None
+    return sock

@@ -36,6 +36,12 @@ class ServerConfig(Settings):
     )
     shortlist: bool = False  # vocabulary selection, as translate --shortlist (declared there)
     limits: Limits = field(default_factory=Limits)
+    shutdown_wait: float = setting(
+        30.0,
+        "Seconds SIGTERM (or Ctrl-C) waits for the requests in flight to finish before it cancels them "
+        "(each then gets a 500).",
+        ge=0,
+    )
 
     def check(self) -> ServerConfig:
         """This config, or :class:`UserError` for a default beam the limits would refuse."""

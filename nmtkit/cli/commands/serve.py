@@ -40,6 +40,7 @@ Examples:
 @options.option(Limits, "max_body")
 @options.option(Limits, "max_beam")
 @options.option(ServerConfig, "batch_wait_ms", dest="batch_wait")
+@options.option(ServerConfig, "shutdown_wait")
 @options.option(TranslateOptions, "shortlist")
 @options.options_of(LinkConfig, "combine", "threshold", "null_threshold")
 @options.inference_runtime
@@ -53,6 +54,7 @@ def serve(
     max_body: int,
     max_beam: int,
     batch_wait: float,
+    shutdown_wait: float,
     shortlist: bool,
     **values: Any,
 ) -> None:
@@ -70,6 +72,6 @@ def serve(
         ) from None
     search = options.config_of(SearchConfig, values)
     limits = Limits(max_sentences, max_length, max_body, max_beam)
-    cfg = ServerConfig(host, port, search, batch_wait, shortlist, limits).check()
+    cfg = ServerConfig(host, port, search, batch_wait, shortlist, limits, shutdown_wait).check()
     links = options.config_of(LinkConfig, values)
     run(list(model_paths), cfg, options.runtime_config(values), links)
