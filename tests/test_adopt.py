@@ -204,6 +204,23 @@ def data_bin(raw, tmp_path):
 TINY = ["--preset", "tiny", "--optimizer", "adam", "--batch-size", "2", "--no-valid-bleu", "--threads", "1"]
 
 
+def test_a_command_without_model_flags_goes_on_with_the_checkpoints_model(data_bin, tmp_path):
+    """The FAQ's --init-from line, and a resume, with training flags alone: the model is the
+    checkpoint's, where the paper's default sizes were compared with it and refused."""
+    run, plain = tmp_path / "a", ["--optimizer", "adam", "--batch-size", "2", "--no-valid-bleu", "--threads", "1"]
+    r = invoke("train", data_bin, "--save-dir", run, "--preset", "tiny", "--hidden", 24, *plain, "--max-updates", 2)
+    assert r.exit_code == 0, r.output
+    r = invoke(
+        "train", data_bin, "--save-dir", tmp_path / "b", "--init-from", run / "last.pt", *plain, "--max-updates", 1
+    )
+    assert r.exit_code == 0, r.output
+    assert checkpoint.load(tmp_path / "b" / "last.pt").model == checkpoint.load(run / "last.pt").model
+    r = invoke("train", data_bin, "--save-dir", run, *plain, "--max-updates", 3)  # a resume
+    assert r.exit_code == 0, r.output
+    resumed = checkpoint.load(run / "last.pt")
+    assert resumed.training.progress.step == 3 and resumed.model.hidden == 24
+
+
 def test_resuming_another_model_is_refused_naming_the_difference(data_bin, tmp_path):
     run = tmp_path / "run"
     assert invoke("train", data_bin, "--save-dir", run, *TINY, "--max-updates", 2).exit_code == 0
@@ -251,7 +268,8 @@ def test_init_from_takes_the_weights_and_starts_a_fresh_run(data_bin, tmp_path):
     )
     assert r.exit_code == 2 and "--hidden 32, not 40" in r.output
     assert (
-        f"give the model flags it was trained with ('nmtkit info {tmp_path / 'a' / 'last.pt'}' lists them)" in r.output
+        f"give the model flags it was trained with, or none ('nmtkit info {tmp_path / 'a' / 'last.pt'}' lists them)"
+        in r.output
         and "--reset" not in r.output
         and "--save-dir" not in r.output
     )

@@ -21,7 +21,7 @@ from ..data.binarized import Corpus, TokenArray
 from ..data.lexicon import Lexicon
 from ..models.base import Seq2Seq
 from ..models.build import build_model
-from ..models.config import LuongConfig, ModelConfig, RNNSearchConfig
+from ..models.config import LuongConfig, ModelConfig, RNNSearchConfig, every_model_flag
 from . import runlog
 from .board import Board
 from .config import TrainConfig
@@ -128,13 +128,15 @@ def start(
     if ckpt is not None:
         model_cfg, cfg = _resumed(ckpt, model_cfg, cfg, last, parallel.rank == 0, typed)
     elif init is not None:
-        _same_model(
-            _with_head(init.model) if cfg.head_only else init.model,
-            model_cfg,
-            str(cfg.init_from),
-            f"give the model flags it was trained with ('nmtkit info {cfg.init_from}' lists them)",
-        )
-        model_cfg = _with_head(init.model) if cfg.head_only else init.model
+        found = _with_head(init.model) if cfg.head_only else init.model
+        if _model_typed(typed):
+            _same_model(
+                found,
+                model_cfg,
+                str(cfg.init_from),
+                f"give the model flags it was trained with, or none ('nmtkit info {cfg.init_from}' lists them)",
+            )
+        model_cfg = found
     else:
         derived = {
             "src_vocab": len(corpus.vocab(corpus.src_lang)),
@@ -209,12 +211,13 @@ def _resumed(
 ) -> tuple[ModelConfig, TrainConfig]:
     """The model and training settings of the run resumed from ``last``: its model, which the
     command must describe, and the command's training settings but for the batches' (its own)."""
-    _same_model(
-        ckpt.model,
-        model_cfg,
-        str(last),
-        "give the flags it was trained with, --reset to start over, or another --save-dir",
-    )
+    if _model_typed(typed):
+        _same_model(
+            ckpt.model,
+            model_cfg,
+            str(last),
+            "give the model flags it was trained with, or none, --reset to start over, or another --save-dir",
+        )
     old = ckpt.training.config
     if cfg.optimizer != old.optimizer:  # its saved state is another optimizer's
         raise UserError(
@@ -330,6 +333,13 @@ def _init_from(path: str, corpus: Corpus) -> Checkpoint:
     ckpt = checkpoint.load(path)
     corpus.check_vocab(ckpt.text.vocab_sha256, f"the checkpoint {path}")
     return ckpt
+
+
+def _model_typed(typed: Collection[str] | None) -> bool:
+    """Whether the command describes a model (an architecture, a preset or any model flag), which
+    a checkpoint it goes on from must then be; with none, the model is the checkpoint's. Not
+    known (None): the settings given describe it."""
+    return typed is None or bool(set(typed) & (every_model_flag().keys() | {"arch", "preset"}))
 
 
 def _same_model(found: ModelConfig, asked: ModelConfig, where: str, remedy: str) -> None:
