@@ -177,3 +177,40 @@ def test_bench_aer_aligns_a_french_english_model_from_french_and_turns_its_links
     mine = [read_pharaoh(line, "own") for line in own.read_text(encoding="utf-8").splitlines()]
     assert len(got) == len(mine) == 90
     assert [set(read_pharaoh(line, "got")) for line in got] == [{(i, j) for j, i in m} for m in mine]
+
+
+def test_the_settings_of_combined_links_are_refused_with_models_of_one_direction(overfit, tmp_path):
+    """They would change nothing: byte for byte the links without them."""
+    model = str(overfit / "run" / "last.pt")
+    (tmp_path / "s.en").write_text(f"{EN[0]}\n", encoding="utf-8")
+    (tmp_path / "s.fr").write_text(f"{FR[0]}\n", encoding="utf-8")
+    pair = ["--source", str(tmp_path / "s.en"), "--target", str(tmp_path / "s.fr")]
+    for command in (["align", "-m", model, *pair], ["translate", "-m", model, str(tmp_path / "s.en")]):
+        for extra, said in (
+            (["--null-threshold", "0.1"], "--null-threshold: it combines the links of a model each way"),
+            (["--combine", "soft", "--link-threshold", "0.5"], "--combine, --link-threshold: they combine"),
+        ):
+            r = CliRunner().invoke(main, [*command, *extra])
+            assert r.exit_code == 2 and r.output.startswith(f"nmtkit {command[0]}: error: {said}"), r.output
+        assert CliRunner().invoke(main, command).exit_code == 0
+
+
+def test_both_sides_from_stdin_and_files_named_for_the_other_direction(overfit, tmp_path):
+    model = str(overfit / "run" / "last.pt")
+    r = CliRunner().invoke(main, ["align", "-m", model, "--source", "-", "--target", "-"], input=EN[0] + "\n")
+    assert r.exit_code == 2 and "--source and --target cannot both read stdin" in r.output
+    r = CliRunner().invoke(main, ["score-align", "-", "-g", "-"], input="0-0\n")
+    assert r.exit_code == 2 and "cannot both read stdin" in r.output
+    # the files swapped (or the fr→en model given): a warning each, and the links still written
+    (tmp_path / "s.en").write_text(f"{EN[0]}\n", encoding="utf-8")
+    (tmp_path / "s.fr").write_text(f"{FR[0]}\n", encoding="utf-8")
+    r = CliRunner().invoke(
+        main, ["align", "-m", model, "--source", str(tmp_path / "s.fr"), "--target", str(tmp_path / "s.en")]
+    )
+    assert r.exit_code == 0 and r.stdout.strip()
+    assert f"warning: {tmp_path / 's.fr'} is named as fr text, but {model} reads en there (en→fr)" in r.stderr
+    assert f"warning: {tmp_path / 's.en'} is named as en text, but {model} reads fr there" in r.stderr
+    r = CliRunner().invoke(
+        main, ["align", "-m", model, "--source", str(tmp_path / "s.en"), "--target", str(tmp_path / "s.fr")]
+    )
+    assert r.exit_code == 0 and "warning" not in r.stderr

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import UserError
-from ..core.files import read_lines
+from ..core.files import STDIO, read_lines
 from .links import read_pharaoh
 
 _LINK = re.compile(r"(\d+)([-?])(\d+)")
@@ -61,4 +61,6 @@ def alignment_error(
 
 
 def score_files(hypothesis: str | Path, gold: str | Path) -> dict[str, Any]:
+    if str(hypothesis) == str(gold) == STDIO:
+        raise UserError("HYPOTHESIS and --gold cannot both read stdin ('-'): give one of them a FILE")
     return alignment_error(read_lines(hypothesis), read_lines(gold), (str(hypothesis), str(gold)))

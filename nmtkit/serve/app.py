@@ -47,7 +47,7 @@ from ..align.words import word_attention
 from ..core.console import log
 from ..core.errors import UserError
 from ..core.settings import RuntimeConfig
-from ..translate.both_ways import BothWays, directions
+from ..translate.both_ways import BothWays, directions, refuse_idle_links
 from ..translate.io import json_record
 from ..translate.settings import TranslateOptions
 from ..translate.translator import Translation, Translator
@@ -268,6 +268,7 @@ def serve(model_paths: list[str], cfg: ServerConfig, runtime: RuntimeConfig, lin
     cfg.check()
     sock = listening(cfg.host, cfg.port)  # before the models load: an address in use is said at once
     forward, backward = directions(model_paths) if len(model_paths) > 1 else (list[str | Path](model_paths), [])
+    refuse_idle_links(backward, links)
     translator = Translator.from_checkpoints(forward, runtime)
     first = checkpoint.load(model_paths[0])
     info = {

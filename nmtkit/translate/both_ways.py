@@ -9,7 +9,7 @@ models of both directions.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -20,8 +20,9 @@ from ..align.files import EOS_LABEL
 from ..align.links import pharaoh
 from ..align.settings import LinkConfig
 from ..align.words import WordAttention, word_attention
+from ..core.console import log
 from ..core.errors import UserError
-from ..core.settings import RuntimeConfig
+from ..core.settings import RuntimeConfig, declared, flag_of
 from .translator import Forced, Translation, Translator
 
 
@@ -39,6 +40,36 @@ def directions(model_paths: Sequence[str]) -> tuple[list[str | Path], list[str |
                 "give the models of one direction, or of both directions of one language pair"
             )
     return forward, backward
+
+
+def refuse_idle_links(backward: Sequence[str | Path], links: LinkConfig) -> None:
+    """Refuse, in one line, the settings of combined links where no model goes the other way:
+    they would change nothing."""
+    if backward:
+        return
+    default = LinkConfig()
+    given = [
+        flag_of(f.name, declared(LinkConfig, f.name)[1])
+        for f in fields(LinkConfig)
+        if getattr(links, f.name) != getattr(default, f.name)
+    ]
+    if given:
+        raise UserError(
+            f"{', '.join(given)}: {'they combine' if len(given) > 1 else 'it combines'} the links of a model each "
+            f"way: give one of each (-m en-fr.pt -m fr-en.pt), or leave {'them' if len(given) > 1 else 'it'} out"
+        )
+
+
+def warn_named_otherwise(path: str | Path, side: str, model: str | Path) -> None:
+    """A warning line for a file named as the other language than ``model`` reads on ``side``
+    (``test.en`` into a fr→en model): most likely the other direction's model, or the files swapped."""
+    langs = checkpoint.load(model).text.langs
+    named, other = Path(path).suffix.lstrip("."), langs["tgt" if side == "src" else "src"]
+    if named and named == other != langs[side]:
+        log(
+            f"warning: {path} is named as {named} text, but {model} reads {langs[side]} there "
+            f"({langs['src']}→{langs['tgt']}): the other direction's model, or the files swapped?"
+        )
 
 
 def word_table(forced: Forced) -> np.ndarray:

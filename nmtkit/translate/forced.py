@@ -24,7 +24,7 @@ from ..core.files import STDIO, atomic_write, read_lines
 from ..core.parallel import Workers, chunked, default_workers
 from ..core.runtime import resolve_device
 from ..core.settings import RuntimeConfig
-from .both_ways import directions, word_table
+from .both_ways import directions, refuse_idle_links, warn_named_otherwise, word_table
 from .translator import Translator
 
 # pairs a process aligns at a time: enough to batch them by length, few enough to show progress
@@ -93,10 +93,15 @@ def align_file(
     the models of one direction (an ensemble), or of both directions combined as ``links`` says;
     on a CPU, chunks of the pairs spread over ``workers`` processes."""
     global _aligner
+    if source == target == STDIO:
+        raise UserError("--source and --target cannot both read stdin ('-'): give one of them a FILE")
     sources, targets = list(read_lines(source)), list(read_lines(target))
     if len(sources) != len(targets):
         raise UserError(f"{source} has {len(sources):,} lines but {target} {len(targets):,}")
     forward, backward = directions(model_paths)
+    refuse_idle_links(backward, links)
+    warn_named_otherwise(source, "src", forward[0])
+    warn_named_otherwise(target, "tgt", forward[0])
     for side in (forward, backward):  # here, before the models load in each process
         if side and not any(checkpoint.load(p).model.attends() for p in side):
             raise UserError(f"align reads the attention: {side[0]} has none")

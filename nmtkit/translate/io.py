@@ -26,7 +26,7 @@ from ..core.console import progress
 from ..core.errors import UserError
 from ..core.files import STDIO, atomic_write, count_lines, decode_line, read_lines
 from ..core.settings import RuntimeConfig
-from .both_ways import BothWays, directions
+from .both_ways import BothWays, directions, refuse_idle_links, warn_named_otherwise
 from .settings import TranslateOptions
 from .translator import PrefixLines, Translation, Translator
 
@@ -184,6 +184,9 @@ def translate_file(  # noqa: PLR0913 (each of translate's inputs and outputs, by
     if alignments or pharaoh_path or jsonl:
         options = dataclasses.replace(options, attention=True)
     forward, backward = directions(model_paths) if len(model_paths) > 1 else (list(model_paths), [])
+    refuse_idle_links(backward, links)
+    if source != STDIO:
+        warn_named_otherwise(source, "src", forward[0])
     if backward and not (pharaoh_path or jsonl):
         raise UserError(
             f"{backward[0]} translates the other way: models of the other direction serve only the links "
