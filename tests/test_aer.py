@@ -64,3 +64,18 @@ def test_align_links_each_target_word_of_the_given_translations_at_most_once(ove
         main, ["align", "-m", str(overfit / "run" / "last.pt"), "--source", str(src), "--target", str(tgt)]
     )
     assert done.exit_code == 2 and "has 4 lines but" in done.output
+
+
+def test_align_plot_draws_gold_links_sure_white_and_possible_grey(tmp_path):
+    from nmtkit.align.heatmap import from_pharaoh
+
+    (tmp_path / "g.links").write_text("0-0 1?1 1-2\n", encoding="utf-8")
+    (tmp_path / "s.en").write_text("a b\n", encoding="utf-8")
+    (tmp_path / "s.fr").write_text("x y z\n", encoding="utf-8")
+    (heatmap,) = from_pharaoh(tmp_path / "g.links", str(tmp_path / "s.en"), str(tmp_path / "s.fr"), [1])
+    assert heatmap.alignment.tolist() == [[1.0, 0.0], [0.0, 0.5], [0.0, 1.0]]  # a row per target word
+    assert heatmap.title == "line 1, 2 links and 1 possible (grey)"
+    alone = CliRunner().invoke(
+        main, ["align-plot", str(tmp_path / "g.links"), "-n", "1", "-o", str(tmp_path / "g.png")]
+    )
+    assert alone.exit_code == 2 and "Pharaoh links need --source and --target" in alone.output

@@ -5,11 +5,15 @@ translated line (source and target tokens, the attention weights, the score).
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import UserError
 from ..core.files import read_lines
+
+# a line of Pharaoh links, sure (i-j) or possible (i?j)
+_PHARAOH = re.compile(r"\d+[-?]\d+(\s+\d+[-?]\d+)*")
 
 ALIGNMENT_FORMAT = "nmtkit-alignments"
 EOS_LABEL = "</s>"
@@ -37,12 +41,17 @@ def read_alignments(path: str | Path) -> dict[int, dict[str, Any]]:
     """An alignment file by line number; refuses anything else with one clear line."""
     records: dict[int, dict[str, Any]] = {}
     lines = read_lines(path)
+    first = next(lines, "")
     try:
-        header = json.loads(next(lines))
-    except (json.JSONDecodeError, StopIteration):
+        header = json.loads(first)
+    except json.JSONDecodeError:
         header = None
     if not isinstance(header, dict) or header.get("format") != ALIGNMENT_FORMAT:
-        raise UserError(f"{path}: not an alignment file (made by nmtkit translate --alignments)")
+        links = _PHARAOH.fullmatch(first.strip()) is not None  # a Pharaoh file given alone
+        raise UserError(
+            f"{path}: not an alignment file (made by nmtkit translate --alignments)"
+            + ("; Pharaoh links need --source and --target (Moses tokens)" if links else "")
+        )
     for k, line in enumerate(lines, 2):
         try:
             rec = json.loads(line)

@@ -19,8 +19,8 @@ import numpy as np
 from ..core.errors import UserError
 from ..core.files import read_lines
 from ..core.plot import alignment_heatmap, check_format
+from .aer import read_gold
 from .files import read_alignments
-from .links import read_pharaoh
 from .words import word_attention
 
 
@@ -52,8 +52,8 @@ def parse_sentences(spec: str) -> list[int]:
 
 
 def from_pharaoh(path: str | Path, source: str, target: str, lines: Sequence[int]) -> list[Heatmap]:
-    """Hard alignments (``translate --print-alignment``, fast_align …) over Moses-token files:
-    a white cell per link."""
+    """Hard alignments (``translate --print-alignment``, fast_align …) or gold links over
+    Moses-token files: a white cell per link, a grey one per possible link (``i?j``)."""
 
     links, src, tgt = list(read_lines(path, allow_empty=True)), list(read_lines(source)), list(read_lines(target))
     if not len(links) == len(src) == len(tgt):
@@ -63,7 +63,7 @@ def from_pharaoh(path: str | Path, source: str, target: str, lines: Sequence[int
         if n > len(links):
             raise UserError(f"{path}: has no line {n} (it has {len(links)})")
         s, t = src[n - 1].split(), tgt[n - 1].split()
-        pairs = read_pharaoh(links[n - 1], f"{path}: line {n}")
+        sure, pairs = read_gold(links[n - 1], f"{path}: line {n}")
         if not s or not t:
             raise UserError(f"{path}: sentence {n} is empty, there is nothing to plot")
         bad = next(((i, j) for i, j in pairs if i >= len(s) or j >= len(t)), None)
@@ -73,8 +73,10 @@ def from_pharaoh(path: str | Path, source: str, target: str, lines: Sequence[int
             )
         grid = np.zeros((len(t), len(s)))
         for i, j in pairs:
-            grid[j, i] = 1.0
-        maps.append(Heatmap(n, s, t, grid, f"line {n}, {len(pairs)} links", subwords=False))
+            grid[j, i] = 1.0 if (i, j) in sure else 0.5
+        maybe = len(pairs) - len(sure)
+        title = f"line {n}, {len(sure)} links" + (f" and {maybe} possible (grey)" if maybe else "")
+        maps.append(Heatmap(n, s, t, grid, title, subwords=False))
     return maps
 
 

@@ -101,7 +101,7 @@ def _one_dash_word(command: click.Command, args: list[str]) -> str | None:
     for arg in args:
         if arg == "--":
             break
-        if _ONE_DASH_WORD.fullmatch(arg):
+        if isinstance(arg, str) and _ONE_DASH_WORD.fullmatch(arg):  # a caller's list may hold numbers
             long = "--" + arg[1:].replace("_", "-")
             known = any(long in p.opts for p in command.params)
             return f"{arg}: a word option takes two dashes" + (f": {long}" if known else "")
