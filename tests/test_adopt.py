@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from nmtkit import checkpoint
 from nmtkit.cli import main
+from nmtkit.core.errors import UserError
 from nmtkit.core.runtime import resolve_device
 from tests.checkpoints import fake_checkpoint
 from tests.conftest import EN
@@ -334,6 +335,15 @@ def test_a_resumed_run_takes_the_commands_rate_names_each_change_and_refuses_ano
     line = f"nmtkit train: error: --optimizer sgd: the run in {last} trained with adam and holds its state; give"
     assert r.output.startswith(line) and len(r.output.strip().splitlines()) == 1, r.output
     assert checkpoint.load(last).training.progress.step == 3
+    # --head-only turned on: another optimizer's parameters, refused in one line (was a "format" error)
+    from nmtkit.train.state import _resumed
+
+    ckpt = checkpoint.load(last)
+    head_only = replace(ckpt.training.config, head_only=True)
+    with pytest.raises(
+        UserError, match=f"--head-only: the run in {re.escape(str(last))} trained the whole model; start"
+    ):
+        _resumed(ckpt, ckpt.model, head_only, last, False, None)
 
 
 def test_a_reset_run_names_the_kept_models_of_the_run_before_it(data_bin, tmp_path):

@@ -116,6 +116,13 @@ def test_usage_errors_are_one_line(args, match):
     one_error_line(run(*args), match)
 
 
+def test_a_short_option_with_its_value_attached_and_an_options_dashed_value_are_no_word_options():
+    r = run("tokenize", "-len", "-q", input="hello world\n")  # -l en
+    assert r.exit_code == 0 and r.stdout == "hello world\n", r.output
+    r = run("translate", "-m", "x.pt", "--prefix", "-abc")  # a file named -abc, which is not there
+    assert r.exit_code == 2 and "-abc: no such file" in r.output and "word option" not in r.output
+
+
 @pytest.mark.parametrize(
     "args",
     [

@@ -172,3 +172,15 @@ def test_a_dump_leaves_out_reset_and_the_settings_the_schedule_never_reads(tmp_p
     (tmp_path / "c.yaml").write_text("reset: true\n", encoding="utf-8")
     r = invoke(*line, "--config", tmp_path / "c.yaml")
     assert r.exit_code == 2 and "'reset' is an option of the command line alone" in r.output
+
+
+def test_a_config_gives_score_its_hypotheses_and_an_old_spelling_names_the_new_key(tmp_path):
+    (tmp_path / "h.txt").write_text("a b c\n", encoding="utf-8")
+    (tmp_path / "c.yaml").write_text(
+        f"hypotheses: [{tmp_path / 'h.txt'}]\nref: [{tmp_path / 'h.txt'}]\n", encoding="utf-8"
+    )
+    r = invoke("score", "--config", tmp_path / "c.yaml", "--output-format", "json")
+    assert r.exit_code == 0, r.output
+    (tmp_path / "old.yaml").write_text("json: true\n", encoding="utf-8")
+    r = invoke("score", tmp_path / "h.txt", "-r", tmp_path / "h.txt", "--config", tmp_path / "old.yaml")
+    assert r.exit_code == 2 and "'json' is an old spelling: a file takes 'output-format'" in r.output

@@ -145,3 +145,9 @@ def test_atomic_write_writes_through_a_link_and_into_what_is_no_regular_file(tmp
     before = os.lstat("/dev/stdout").st_mode
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout == "out\n" and os.lstat("/dev/stdout").st_mode == before
+    # stdout a file the shell appends to (>>): written where the output goes, the file kept
+    (tmp_path / "log").write_text("before\n", encoding="utf-8")
+    for _ in range(2):
+        with open(tmp_path / "log", "a", encoding="utf-8") as out:
+            subprocess.run([sys.executable, "-c", code], stdout=out, check=True)
+    assert (tmp_path / "log").read_text(encoding="utf-8") == "before\nout\nout\n"

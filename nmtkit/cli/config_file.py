@@ -87,9 +87,10 @@ def read_config(
         if name in spelt:
             raise click.BadParameter(f"{path}: '{spelt[name]}' and '{key}' are one option: give it once")
         param = next(p for p in ctx.command.params if p.name == name)
-        if getattr(param, "multiple", False) and not isinstance(value, list):
+        many = getattr(param, "multiple", False) or param.nargs != 1  # -m repeated, score's HYPOTHESES
+        if many and not isinstance(value, list):
             value = [value]  # a single checkpoint for a repeatable -m
-        for one in value if getattr(param, "multiple", False) else [value]:
+        for one in value if many else [value]:
             if why := _unfit(param, one):
                 raise click.BadParameter(f"{path}: '{key}': {why}")
         values[name], spelt[name] = value, str(key)
@@ -97,10 +98,15 @@ def read_config(
 
 
 def _not_a_setting(ctx: click.Context, key: str, name: str | None) -> str:
-    """Why a file may not hold ``key``: an option of the command line alone, or none at all."""
+    """Why a file may not hold ``key``: an old spelling, an option of the command line alone, or
+    none at all."""
     params = ctx.command.params
-    switches = {o[2:].replace("-", "_") for p in params if not p.expose_value for o in p.opts if o[:2] == "--"}
-    if name is not None or key.replace("-", "_") in switches:
+    spelt = {o[2:].replace("-", "_"): p for p in params if not p.expose_value for o in p.opts if o[:2] == "--"}
+    hidden = spelt.get(key.replace("-", "_"))
+    if hidden is not None and getattr(hidden, "hidden", False) and (hidden.name or "").startswith("old_"):  # renamed()
+        new = next(p for p in params if p.name == (hidden.name or "")[4:])
+        return f"is an old spelling: a file takes '{_key(new)}'"
+    if name is not None or hidden is not None:
         return "is an option of the command line alone, not a setting a file keeps"
     return f"is not an option of '{ctx.command_path}'"
 

@@ -97,14 +97,24 @@ _ONE_DASH_WORD = re.compile(r"-[A-Za-z][A-Za-z_]{2,}")
 
 def _one_dash_word(command: click.Command, args: list[str]) -> str | None:
     """Why an argument such as OpenNMT-py's ``-model`` or ``-beam_size`` is refused: click would
-    read it as ``-m odel``, or as an unknown ``-b``."""
+    read it as ``-m odel``, or as an unknown ``-b``. A short option with its value attached
+    (``-len``, ``-l en``) and the value of an option (``--name -base``) stay as they are."""
+    opts = {o for p in command.params for o in (*p.opts, *p.secondary_opts)}
+    valued = {o for p in command.params if isinstance(p, click.Option) and not p.is_flag for o in p.opts}
+    after_option = False
     for arg in args:
         if arg == "--":
             break
-        if isinstance(arg, str) and _ONE_DASH_WORD.fullmatch(arg):  # a caller's list may hold numbers
+        if after_option or not isinstance(arg, str):  # a caller's list may hold numbers
+            after_option = False
+            continue
+        after_option = arg in valued
+        if _ONE_DASH_WORD.fullmatch(arg):
             long = "--" + arg[1:].replace("_", "-")
-            known = any(long in p.opts for p in command.params)
-            return f"{arg}: a word option takes two dashes" + (f": {long}" if known else "")
+            if long in opts:
+                return f"{arg}: a word option takes two dashes: {long}"
+            if arg[:2] not in opts:
+                return f"{arg}: a word option takes two dashes"
     return None
 
 

@@ -145,9 +145,20 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
     fsync the directory, so that after a crash ``path`` is the old file or the new one, whole.
 
     A symbolic link is written through: the file it names is the one replaced, the link kept. What
-    is no regular file (``/dev/stdout``, a FIFO, a terminal, ``/dev/null``) is written as it is,
-    where a rename would put a file in its place."""
+    is no regular file (a FIFO, a terminal, ``/dev/null``) is written as it is, where a rename would
+    put a file in its place; ``/dev/stdout`` and the other names of an open descriptor are written
+    through that descriptor, where the command's output already goes (a file it appends to, too)."""
     path = Path(path)
+    if (open_fd := _descriptor(path)) is not None:
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()  # what the command wrote there before comes first
+        with (
+            os.fdopen(os.dup(open_fd), mode)
+            if "b" in mode
+            else os.fdopen(os.dup(open_fd), mode, encoding="utf-8") as fh
+        ):
+            yield fh
+        return
     try:
         kind: int | None = os.stat(path).st_mode  # through any link
     except OSError:
@@ -173,6 +184,20 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+_STANDARD = {"/dev/stdin": 0, "/dev/stdout": 1, "/dev/stderr": 2}
+
+
+def _descriptor(path: Path) -> int | None:
+    """The open descriptor a path names (``/dev/stdout``, ``/dev/fd/3``, ``/proc/self/fd/3``), if it
+    names one: opened by its name, a file the shell appends to would be truncated, and renamed over,
+    replaced."""
+    name = str(path)
+    if name in _STANDARD:
+        return _STANDARD[name]
+    found = re.fullmatch(r"/(?:dev/fd|proc/self/fd)/(\d+)", name)
+    return int(found.group(1)) if found else None
 
 
 def fsync_dir(path: str | Path) -> None:

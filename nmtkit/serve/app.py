@@ -285,7 +285,7 @@ def serve(model_paths: list[str], cfg: ServerConfig, runtime: RuntimeConfig, lin
         raise UserError(f"--shortlist: {model_paths[0]} holds no lexicon; add one with 'nmtkit lexicon'")
     app = create_app(translator, cfg, info, BothWays.load(backward, links, runtime))
     log(
-        f"serving {', '.join(model_paths)} on http://{cfg.host}:{cfg.port}/ "
+        f"serving {', '.join(model_paths)} on http://{_url_host(cfg.host)}:{sock.getsockname()[1]}/ "
         f"(POST /translate, GET /health, /info, /docs)"
     )
     # uvicorn finishes the requests in flight on SIGTERM, then raises it again: the signal's default
@@ -295,19 +295,26 @@ def serve(model_paths: list[str], cfg: ServerConfig, runtime: RuntimeConfig, lin
     uvicorn.Server(config).run(sockets=[sock])
 
 
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
 def listening(host: str, port: int) -> socket.socket:
-    """The server's socket, bound (uvicorn listens on it): a host this machine does not have or an
-    address in use is one line, where uvicorn's own binding logged it and exited 3."""
+    """The server's socket, bound and listening (uvicorn serves on it), as uvicorn's own binding
+    makes it: IPv6 for a host with a colon, else IPv4 (``localhost`` is 127.0.0.1 then, where
+    /etc/hosts may list ::1 first). A host this machine does not have, or an address in use, is one
+    line, where uvicorn logged it and exited 3; a second server started while the first loads its
+    models is refused too, since the first already listens."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
     try:
-        family, kind, proto, _, address = socket.getaddrinfo(
-            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-        )[0]
+        address = socket.getaddrinfo(host, port, family, socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][4]
     except socket.gaierror as err:
         raise UserError(f"--host {host}: {(err.strerror or str(err)).lower()}") from None
-    sock = socket.socket(family, kind, proto)
+    sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn's: a restart need not wait
     try:
         sock.bind(address)
+        sock.listen(2048)  # uvicorn's backlog
     except OSError as err:
         sock.close()
         raise UserError(f"--host {host} --port {port}: {(err.strerror or str(err)).lower()}") from None

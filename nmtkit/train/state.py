@@ -222,8 +222,13 @@ def _resumed(
     if cfg.optimizer != old.optimizer:  # its saved state is another optimizer's
         raise UserError(
             f"--optimizer {cfg.optimizer}: the run in {last} trained with {old.optimizer} and holds its state; "
-            f"give --optimizer {old.optimizer}, or start {cfg.optimizer} from its weights with "
-            f"--init-from {last} and another --save-dir"
+            f"give --optimizer {old.optimizer} (or the --schedule it trained with), or start {cfg.optimizer} "
+            f"from its weights with --init-from {last} and another --save-dir"
+        )
+    if cfg.head_only != old.head_only:  # the optimizer's parameters would be others
+        raise UserError(
+            f"--head-only: the run in {last} trained {'its head alone' if old.head_only else 'the whole model'}; "
+            f"start the other from its weights with --init-from {last} and another --save-dir"
         )
     if says:
         _say_batches_kept(cfg, old, last, typed)
@@ -336,10 +341,11 @@ def _init_from(path: str, corpus: Corpus) -> Checkpoint:
 
 
 def _model_typed(typed: Collection[str] | None) -> bool:
-    """Whether the command describes a model (an architecture, a preset or any model flag), which
+    """Whether the command describes a model (an architecture, a preset, a schedule or any model flag), which
     a checkpoint it goes on from must then be; with none, the model is the checkpoint's. Not
     known (None): the settings given describe it."""
-    return typed is None or bool(set(typed) & (every_model_flag().keys() | {"arch", "preset"}))
+    # a --schedule may set the model too (the cpu one: a preset, tied embeddings)
+    return typed is None or bool(set(typed) & (every_model_flag().keys() | {"arch", "preset", "schedule_name"}))
 
 
 def _same_model(found: ModelConfig, asked: ModelConfig, where: str, remedy: str) -> None:
