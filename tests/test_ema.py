@@ -34,16 +34,19 @@ def _dev_nll(run, step):
 
 
 def test_the_average_is_decay_times_itself_plus_the_rest_times_the_weights_after_each_update():
+    """D = 0.75 with its warm-up: min(D, (1 + t) / (10 + t)) after update t, 0.18, 0.25, 0.31 …, then D."""
     torch.manual_seed(0)
     model = build_model(replace(TINY, src_vocab=20, tgt_vocab=20, tie_embeddings=True))  # one tied weight
     average = Average(model, 0.75)
     want = {k: v.clone() for k, v in model.named_parameters()}
-    for _ in range(3):
+    for step in range(1, 30):
         with torch.no_grad():
             for p in model.parameters():
                 p.add_(torch.randn_like(p))
+        average.prepare(step)
         average.update()
-        want = {k: 0.75 * want[k] + 0.25 * p.detach() for k, p in model.named_parameters()}
+        d = min(0.75, (1 + step) / (10 + step))
+        want = {k: d * want[k] + (1 - d) * p.detach() for k, p in model.named_parameters()}
     got = dict(average.model.named_parameters())
     assert all(torch.allclose(got[k], want[k], atol=1e-6) for k in want)
     assert not any(p.requires_grad for p in average.model.parameters())

@@ -77,8 +77,8 @@ class TrainConfig(Settings):
     ema_decay: float = setting(
         0.0,
         "Keep an exponential moving average of the weights, D × average + (1 - D) × weights after "
-        "every update (fairseq's --ema-decay; Marian's --exponential-smoothing is 1 - D): validation "
-        "scores it and best.pt holds it, and every checkpoint translates with it (0: off).",
+        "every update, D warming up as min(D, (1 + t) / (10 + t)) after update t (OpenNMT-py's "
+        "-average_decay is 1 - D): validation scores it and every checkpoint translates with it (0: off).",
         ge=0,
         lt=1,
     )

@@ -1,15 +1,16 @@
-"""The exponential moving average of a run's weights (``--ema-decay``): a copy of the model whose
-parameters follow the training ones after every update, by torch's own EMA step
-(:func:`torch.optim.swa_utils.get_ema_multi_avg_fn`, one foreach lerp that never reads a value
-on the host, so that a captured update takes it in). Validation scores the average and the
-checkpoints translate with it; ``last.pt`` keeps the training weights beside it, to resume."""
+"""The exponential moving average of a run's weights (``--ema-decay D``): a copy of the model whose
+parameters follow the training ones after every update, average ← average + w × (weights −
+average), w = 1 − min(D, (1 + t) / (10 + t)) after update t. The warm-up (TensorFlow's
+``ExponentialMovingAverage`` with its update count, OpenNMT-py's ``-average_decay``) keeps the
+average from holding the untrained weights for the first thousand updates of a D of 0.999.
+Validation scores the average and the checkpoints translate with it; ``last.pt`` keeps the
+training weights beside it, to resume."""
 
 from __future__ import annotations
 
 import copy
 
 import torch
-from torch.optim.swa_utils import get_ema_multi_avg_fn
 
 from ..models.base import Seq2Seq
 
@@ -19,10 +20,20 @@ class Average:
 
     def __init__(self, model: Seq2Seq, decay: float):
         self.model = copy.deepcopy(model).eval().requires_grad_(False)
+        self.decay = decay
         # tied weights are one parameter in each model: the two lists pair them alike
-        self._mine, self._theirs = list(self.model.parameters()), list(model.parameters())
-        self._step = get_ema_multi_avg_fn(decay)  # type: ignore[no-untyped-call]
+        self._mine: list[torch.Tensor] = list(self.model.parameters())
+        self._theirs: list[torch.Tensor] = list(model.parameters())
+        # the share of the weights in the coming update's average: on the device, where a captured
+        # update reads it (torch's own EMA step takes a number, which a graph would keep as captured)
+        self._share = torch.zeros((), device=self._mine[0].device)
+
+    def prepare(self, step: int) -> None:
+        """The share of the weights of update ``step`` (from 1), written before that update."""
+        self._share.fill_(1.0 - min(self.decay, (1 + step) / (10 + step)))
 
     @torch.no_grad()
     def update(self) -> None:
-        self._step(self._mine, self._theirs, None)
+        gap = torch._foreach_sub(self._theirs, self._mine)
+        torch._foreach_mul_(gap, self._share)
+        torch._foreach_add_(self._mine, gap)

@@ -62,8 +62,11 @@ def piece_loss(
 
 
 def set_scheduled_rate(state: TrainState) -> None:
-    """The rate of the coming update, when the schedule moves it."""
+    """The rate of the coming update, when the schedule moves it, and the share of its weights in
+    the average of --ema-decay."""
     cfg = state.cfg
+    if state.average is not None:
+        state.average.prepare(state.progress.step + 1)
     if scheduled(cfg):
         set_rate(
             state.opt,
