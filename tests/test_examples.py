@@ -568,9 +568,17 @@ def serve(args: list[str], cwd: Path, clients: tuple[str, ...]):
     pytest.importorskip("fastapi", reason="nmtkit serve needs the serve extra")
     uvicorn = pytest.importorskip("uvicorn", reason="nmtkit serve needs the serve extra")
 
-    def run(app, host: str, port: int, **_):
-        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="warning"))
-        thread = threading.Thread(target=server.run, daemon=True)
+    from nmtkit.serve import app as serve_app
+
+    named, listening = [], serve_app.listening  # the port the example names, which its curl lines ask
+
+    def loopback(host: str, port: int) -> socket.socket:
+        named.append(port)
+        return listening("127.0.0.1", 0)  # a free port, whatever the example names
+
+    def run(app, sock: socket.socket, shutdown_wait: float) -> None:
+        server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
         thread.start()
         try:
             for _ in range(600):
@@ -578,16 +586,20 @@ def serve(args: list[str], cwd: Path, clients: tuple[str, ...]):
                     break
                 time.sleep(0.05)
             assert server.started, "the server did not start"
-            here = f"http://127.0.0.1:{server.config.port}"
+            here = f"http://127.0.0.1:{sock.getsockname()[1]}"
             with urllib.request.urlopen(here + "/health", timeout=30) as res:
                 assert json.loads(res.read()) == {"status": "ok"}
             for client in clients:
-                curl(client, here, port)
+                curl(client, here, named[-1])
         finally:
             server.should_exit = True
             thread.join(30)
 
-    with contextlib.chdir(cwd), mock.patch.object(uvicorn, "run", run):
+    with (
+        contextlib.chdir(cwd),
+        mock.patch.object(serve_app, "listening", loopback),
+        mock.patch.object(serve_app, "run_server", run),
+    ):
         return CliRunner().invoke(main, args)
 
 

@@ -291,7 +291,12 @@ def serve(model_paths: list[str], cfg: ServerConfig, runtime: RuntimeConfig, lin
     # uvicorn finishes the requests in flight on SIGTERM, then raises it again: the signal's default
     # then ends the server as a service manager expects, not the command line's "terminated" (143)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=math.ceil(cfg.shutdown_wait))
+    run_server(app, sock, cfg.shutdown_wait)
+
+
+def run_server(app: FastAPI, sock: socket.socket, shutdown_wait: float) -> None:
+    """uvicorn serving ``app`` on ``sock`` until SIGINT or SIGTERM."""
+    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=math.ceil(shutdown_wait))
     uvicorn.Server(config).run(sockets=[sock])
 
 
