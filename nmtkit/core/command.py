@@ -28,7 +28,7 @@ import threading
 from collections.abc import Iterable, Iterator, MutableMapping, Sequence
 from gettext import gettext as _
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 import click
 from click.shell_completion import CompletionItem
@@ -122,15 +122,16 @@ class _OneLine:
     def make_context(
         self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
     ) -> click.Context:
-        if not isinstance(self, click.Group) and (why := _one_dash_word(self, args)):  # type: ignore[arg-type]
-            raise click.UsageError(why, click.Context(self, info_name=info_name, parent=parent))  # type: ignore[arg-type]
+        command = cast(click.Command, self)
+        if not isinstance(command, click.Group) and (why := _one_dash_word(command, args)):
+            raise click.UsageError(why, click.Context(command, info_name=info_name, parent=parent))
         try:
             return super().make_context(info_name, args, parent, **extra)  # type: ignore[misc,no-any-return]
         except BrokenPipeError:  # --help and --version write while the arguments are read
             raise _ClosedPipe() from None
         except click.UsageError as err:
             if err.ctx is None:  # click's parser gives none for an option without its value: name the command
-                err.ctx = click.Context(self, info_name=info_name, parent=parent)  # type: ignore[arg-type]
+                err.ctx = click.Context(command, info_name=info_name, parent=parent)
             raise
 
     def invoke(self, ctx: click.Context) -> Any:
