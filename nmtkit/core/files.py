@@ -148,23 +148,9 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
     is no regular file (a FIFO, a terminal, ``/dev/null``) is written as it is, where a rename would
     put a file in its place; ``/dev/stdout`` and the other names of an open descriptor are written
     through that descriptor, where the command's output already goes (a file it appends to, too)."""
-    path = Path(path)
-    if (open_fd := _descriptor(path)) is not None:
-        for stream in (sys.stdout, sys.stderr):
-            stream.flush()  # what the command wrote there before comes first
-        with (
-            os.fdopen(os.dup(open_fd), mode)
-            if "b" in mode
-            else os.fdopen(os.dup(open_fd), mode, encoding="utf-8") as fh
-        ):
-            yield fh
-        return
-    try:
-        kind: int | None = os.stat(path).st_mode  # through any link
-    except OSError:
-        kind = None
-    if kind is not None and not stat.S_ISREG(kind) and not stat.S_ISDIR(kind):
-        with open(path, mode) if "b" in mode else open(path, mode, encoding="utf-8") as fh:
+    path, encoding = Path(path), None if "b" in mode else "utf-8"
+    if (as_it_is := _written_as_it_is(path)) is not None:
+        with open(as_it_is, mode, encoding=encoding) as fh:
             yield fh
         return
     if path.is_symlink():
@@ -174,7 +160,7 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{_HOST}-{os.getpid()}-", suffix=".tmp", dir=path.parent)
     os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; outputs should look like any other file
     try:
-        with os.fdopen(fd, mode) if "b" in mode else os.fdopen(fd, mode, encoding="utf-8") as fh:
+        with os.fdopen(fd, mode, encoding=encoding) as fh:
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
@@ -187,6 +173,21 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
 
 
 _STANDARD = {"/dev/stdin": 0, "/dev/stdout": 1, "/dev/stderr": 2}
+
+
+def _written_as_it_is(path: Path) -> int | Path | None:
+    """What an output goes to without a temporary file and a rename: a copy of the open descriptor
+    a path names, or a path that is no regular file (a FIFO, a terminal, /dev/null); None for a
+    file (through any link) or a path not there yet."""
+    if (named := _descriptor(path)) is not None:
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()  # what the command wrote there before comes first
+        return os.dup(named)
+    try:
+        kind = os.stat(path).st_mode  # through any link
+    except OSError:
+        return None
+    return None if stat.S_ISREG(kind) or stat.S_ISDIR(kind) else path
 
 
 def _descriptor(path: Path) -> int | None:
