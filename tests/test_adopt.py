@@ -87,16 +87,17 @@ def test_info_shows_what_the_checkpoint_holds(overfit):
     assert found["vocabulary"]["tgt"] == len(checkpoint.load(overfit / "run" / "last.pt").text.vocab["tgt"])
 
 
-def test_info_says_the_rate_schedule_and_the_dropout(overfit):
+def test_info_says_the_rate_schedule_and_the_dropouts(overfit):
     from nmtkit.checkpoint.info import describe, format_info
 
     info = describe(overfit / "run" / "last.pt")
     plain = format_info(info)
-    assert "training   adam lr 0.02, batch" in plain and "dropout" not in plain
+    assert "training   adam lr 0.02, batch" in plain and "dropout" not in plain and "weight drop" not in plain
     info["training"] |= {"warmup": 50, "lr_decay": "plateau", "decay": 0.5, "decay_patience": 2}
-    info["model"]["dropout"] = 0.3
+    info["model"] |= {"dropout": 0.3, "weight_drop": 0.2}
     said = format_info(info)
-    assert "lr 0.02 (warm-up 50, × 0.5 on plateaus of 3 validations)" in said and "; dropout 0.3;" in said
+    assert "lr 0.02 (warm-up 50, × 0.5 on plateaus of 3 validations)" in said
+    assert "; dropout 0.3; weight drop 0.2;" in said
     info["training"] |= {"warmup": 0, "lr_decay": "none", "decay_after": 5}
     assert "lr 0.02 (× 0.5 each epoch after 5), batch" in format_info(info)
 

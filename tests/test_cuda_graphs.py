@@ -36,6 +36,11 @@ FAMILIES = {
     # torch's GRU, which packs the batch by lengths read on the host, except in the graph's update
     "rnnsearch-cudnn": sized("rnnsearch", TINY_RNNSEARCH, src_vocab=VOCAB, tgt_vocab=VOCAB, encoder="cudnn"),
     "rnnencdec-cudnn": sized("rnnencdec", TINY_RNNSEARCH, src_vocab=VOCAB, tgt_vocab=VOCAB, encoder="cudnn"),
+    # --weight-drop's masks are drawn by the weights' shapes: a padded batch draws the same ones
+    "rnnsearch-weight-drop": sized("rnnsearch", TINY_RNNSEARCH, src_vocab=VOCAB, tgt_vocab=VOCAB, weight_drop=0.3),
+    "rnnsearch-cudnn-weight-drop": sized(
+        "rnnsearch", TINY_RNNSEARCH, src_vocab=VOCAB, tgt_vocab=VOCAB, encoder="cudnn", weight_drop=0.3
+    ),
     # without dropout: its masks are drawn by shape, so a padded batch draws other ones
     "luong": sized(
         "luong",
@@ -94,6 +99,7 @@ def _batch(seed: int, sentences: int, links: bool = False) -> dict[str, torch.Te
 
 def _loss_and_grads(model, batch, guided: bool, hostless: bool = False):
     model.zero_grad(set_to_none=True)
+    torch.manual_seed(1)  # the same --weight-drop masks for each batch
     with host_free() if hostless else contextlib.nullcontext():
         out = model(batch["src"], batch["src_mask"], batch["tgt_in"], batch["tgt_out"], None, 0.1, batch.get("guide"))
     loss = out.loss + (out.align_loss if guided else 0)
@@ -106,7 +112,14 @@ def _loss_and_grads(model, batch, guided: bool, hostless: bool = False):
 
 
 @pytest.mark.parametrize(
-    "family", [*FAMILIES, *(f"{f}+fused" for f in ("rnnsearch", "rnnencdec", "rnnsearch-head", "rnnsearch-cudnn"))]
+    "family",
+    [
+        *FAMILIES,
+        *(
+            f"{f}+fused"
+            for f in ("rnnsearch", "rnnencdec", "rnnsearch-head", "rnnsearch-cudnn", "rnnsearch-weight-drop")
+        ),
+    ],
 )
 def test_a_batch_padded_to_its_shape_gives_the_unpadded_loss_and_gradients(family):
     """Longer lengths and empty sentences added, computed as the graph's update computes it (with
@@ -202,7 +215,9 @@ def test_the_guard_refuses_what_reads_the_device_on_the_host():
 
 
 @pytest.mark.parametrize("optimizer", ["adam", "adadelta", "sgd"])
-@pytest.mark.parametrize("family", ["rnnsearch-head", "rnnencdec", "luong", "rnnsearch-cudnn"])
+@pytest.mark.parametrize(
+    "family", ["rnnsearch-head", "rnnencdec", "luong", "rnnsearch-cudnn", "rnnsearch-cudnn-weight-drop"]
+)
 def test_the_update_body_never_reads_a_tensor_on_the_host(corpus, tmp_path, family, optimizer):
     """What a graph captures (forward, backward, clipping, the optimizer's step) reads no value
     on the host: a capture would fail there, and an eager GPU update would wait at each read."""
@@ -226,7 +241,7 @@ def test_the_update_body_never_reads_a_tensor_on_the_host(corpus, tmp_path, fami
     assert len(bodies) == 4
 
 
-@pytest.mark.parametrize("family", ["rnnsearch-head", "rnnencdec", "rnnsearch-cudnn"])
+@pytest.mark.parametrize("family", ["rnnsearch-head", "rnnencdec", "rnnsearch-cudnn", "rnnsearch-weight-drop"])
 def test_the_fused_passes_in_the_update_body_never_read_a_tensor_on_the_host(corpus, tmp_path, family):
     """--fused-steps in the graph's update: the hand-written passes run there and read no value on
     the host, forward or backward (their CPU branches here: a GPU's differ in tanh's kernel and
@@ -253,7 +268,9 @@ def test_the_fused_passes_in_the_update_body_never_read_a_tensor_on_the_host(cor
     assert set(ran) == ({2} if family == "rnnencdec" else {1} if family.endswith("cudnn") else {1, 2})
 
 
-@pytest.mark.parametrize("family", ["rnnsearch", "luong", "rnnsearch-cudnn", "rnnsearch+fused"])
+@pytest.mark.parametrize(
+    "family", ["rnnsearch", "luong", "rnnsearch-cudnn", "rnnsearch+fused", "rnnsearch-cudnn-weight-drop"]
+)
 def test_the_padded_whole_update_trains_as_the_eager_update_does(corpus, tmp_path, family):
     """On a CPU, --cuda-graphs runs the padded update eagerly: after the same updates, the same
     losses and weights as the unpadded eager path, to rounding."""

@@ -356,11 +356,20 @@ def test_the_pairs_max_len_leaves_out_are_counted_in_the_data_bin_s_units(corpus
     )
 
 
+@pytest.mark.parametrize(
+    "model",
+    [
+        model_config(arch="luong", emb=12, hidden=12, align=12, layers=2, dropout=0.3),
+        model_config(arch="rnnsearch", emb=12, hidden=12, align=12, maxout=12, weight_drop=0.3),
+    ],
+    ids=["luong-dropout", "rnnsearch-weight-drop"],
+)
 def test_save_every_leaves_a_last_pt_between_validations_that_resumes_exactly(
-    corpus, tmp_path, deterministic, monkeypatch
+    model, corpus, tmp_path, deterministic, monkeypatch
 ):
     """A run killed outright resumes from the last --save-every save as from a validation's: its
-    batches and its random state too (Luong et al.'s dropout draws from it every update)."""
+    batches and its random state too (Luong et al.'s dropout and --weight-drop draw from it every
+    update)."""
     import shutil
 
     from nmtkit.train import loop
@@ -374,7 +383,6 @@ def test_save_every_leaves_a_last_pt_between_validations_that_resumes_exactly(
 
     real_save = loop.save
     monkeypatch.setattr(loop, "save", keeping)
-    model = model_config(arch="luong", emb=12, hidden=12, align=12, layers=2, dropout=0.3)
     train(corpus, tmp_path / "a", model, cfg(max_updates=7, save_every=3, valid_bleu=False))
     assert saved == [("last.pt", 3), ("last.pt", 6)]  # the end's is the validation's
     assert checkpoint.load(tmp_path / "last.pt-3").training.progress.step == 3

@@ -56,6 +56,8 @@ def format_info(info: dict[str, Any]) -> str:
         )
     if m.get("dropout"):
         sizes += f"; dropout {m['dropout']:g}"
+    if m.get("weight_drop"):
+        sizes += f"; weight drop {m['weight_drop']:g}"
     langs, vocab = info["languages"], info["vocabulary"]
     best = (
         "none yet"

@@ -163,6 +163,14 @@ class GRUConfig(ModelConfig):
         "Layer-normalised GRUs (Ba et al. 2016), each product normalised as in Nematus. A change of "
         "model, saved in the checkpoint; not the paper's.",
     )
+    weight_drop: float = setting(
+        0.0,
+        "Dropout inside the recurrence: DropConnect on the encoder's and the decoder's recurrent "
+        "matrices (Merity et al. 2018's weight drop), each update zeroing this share of their weights "
+        "with one mask for the whole batch and every time step. Not the paper's.",
+        ge=0,
+        lt=1,
+    )
 
 
 @dataclass(frozen=True)

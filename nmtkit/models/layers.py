@@ -57,12 +57,13 @@ class PaperGRU(nn.Module):
 
     ``x`` is whatever enters the gates: an embedding, or [embedding; context]. With
     ``layer_norm``, each product (W x per gate, U_{z,r} s, U[r∘s]) is layer-normalised
-    before it is summed, as Nematus's layer-normalised GRU does.
+    before it is summed, as Nematus's layer-normalised GRU does. With ``weight_drop`` p, a
+    training pass steps with :meth:`recurrence`'s dropped matrices instead of U_zr and U.
     """
 
-    def __init__(self, input_size: int, hidden: int, layer_norm: bool = False):
+    def __init__(self, input_size: int, hidden: int, layer_norm: bool = False, weight_drop: float = 0.0):
         super().__init__()
-        self.hidden = hidden
+        self.hidden, self.weight_drop = hidden, weight_drop
         self.W = nn.Linear(input_size, 3 * hidden)  # [W_z; W_r; W] with biases
         self.U_zr = nn.Linear(hidden, 2 * hidden, bias=False)  # recurrent: orthogonal
         self.U = nn.Linear(hidden, hidden, bias=False)
@@ -75,21 +76,48 @@ class PaperGRU(nn.Module):
         wx = cast(torch.Tensor, self.W(x))
         return wx if self.ln_x is None else cast(torch.Tensor, self.ln_x(wx))
 
-    def cell(self, wx: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
-        """One step from the precomputed input projection ``wx`` (B, 3n) and state ``s`` (B, n)."""
-        return gru_update(wx, s, self._recurrent_zr, self._recurrent)
+    def recurrence(self) -> fused.Recurrence | None:
+        """U_zr and U for one training pass over a batch, each weight zeroed with probability
+        ``weight_drop`` and the rest scaled up to keep the expectation (DropConnect on the
+        recurrent matrices, Merity et al. 2018's weight drop): one mask for every sentence and
+        every time step, so that the fused passes and a CUDA graph take the matrices as they take
+        U's own. None where nothing is dropped (no weight drop, or not training): the step then
+        calls its layers, as search does (an int8 model's too)."""
+        if not (self.training and self.weight_drop > 0):
+            return None
+        p = self.weight_drop
+        return fused.Recurrence(
+            nn.functional.dropout(self.U_zr.weight, p, True), nn.functional.dropout(self.U.weight, p, True)
+        )
+
+    def cell(self, wx: torch.Tensor, s: torch.Tensor, rec: fused.Recurrence | None = None) -> torch.Tensor:
+        """One step from the precomputed input projection ``wx`` (B, 3n) and state ``s`` (B, n),
+        through the recurrent matrices ``rec`` where given (:meth:`recurrence`)."""
+        if rec is None:
+            return gru_update(wx, s, self._recurrent_zr, self._recurrent)
+        linear = nn.functional.linear
+        return gru_update(
+            wx,
+            s,
+            lambda s: self._norm(self.ln_zr, linear(s, rec.U_zr)),
+            lambda rs: self._norm(self.ln_u, linear(rs, rec.U)),
+        )
+
+    @staticmethod
+    def _norm(norm: BlockNorm | None, x: torch.Tensor) -> torch.Tensor:
+        return x if norm is None else cast(torch.Tensor, norm(x))
 
     def _recurrent_zr(self, s: torch.Tensor) -> torch.Tensor:
-        u_zr = self.U_zr(s)
-        return cast(torch.Tensor, u_zr if self.ln_zr is None else self.ln_zr(u_zr))
+        return self._norm(self.ln_zr, self.U_zr(s))
 
     def _recurrent(self, rs: torch.Tensor) -> torch.Tensor:
-        u = self.U(rs)
-        return cast(torch.Tensor, u if self.ln_u is None else self.ln_u(u))
+        return self._norm(self.ln_u, self.U(rs))
 
-    def masked_cell(self, wx: torch.Tensor, s: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    def masked_cell(
+        self, wx: torch.Tensor, s: torch.Tensor, keep: torch.Tensor, rec: fused.Recurrence | None = None
+    ) -> torch.Tensor:
         """:meth:`cell` where ``keep`` (B, 1) is 1, the state unchanged where it is 0 (padding)."""
-        return s + keep * (self.cell(wx, s) - s)
+        return s + keep * (self.cell(wx, s, rec) - s)
 
 
 class BiEncoder(fused.Fusable):
@@ -108,12 +136,13 @@ class BiEncoder(fused.Fusable):
         bidirectional: bool = True,
         layer_norm: bool = False,
         dropout: float = 0.0,
+        weight_drop: float = 0.0,
     ):
         super().__init__()
         self.embed = nn.Embedding(vocab, emb, padding_idx=0)
         self.drop = nn.Dropout(dropout)  # on the embeddings, the GRUs' inputs
-        self.fwd = PaperGRU(emb, hidden, layer_norm)
-        self.bwd = PaperGRU(emb, hidden, layer_norm) if bidirectional else None
+        self.fwd = PaperGRU(emb, hidden, layer_norm, weight_drop)
+        self.bwd = PaperGRU(emb, hidden, layer_norm, weight_drop) if bidirectional else None
 
     @staticmethod
     def _run(rnn: PaperGRU, wx: torch.Tensor, mask: torch.Tensor, reverse: bool) -> torch.Tensor:
@@ -122,8 +151,9 @@ class BiEncoder(fused.Fusable):
         out = [s] * T
         # unbind once: indexing wx[:, t] in the loop costs a full-size gradient buffer per step
         steps, keep = wx.unbind(1), mask.unsqueeze(-1).to(wx.dtype).unbind(1)
+        rec = rnn.recurrence()
         for t in range(T - 1, -1, -1) if reverse else range(T):
-            s = rnn.masked_cell(steps[t], s, keep[t])
+            s = rnn.masked_cell(steps[t], s, keep[t], rec)
             out[t] = s
         return torch.stack(out, 1)
 
@@ -132,7 +162,7 @@ class BiEncoder(fused.Fusable):
         x = self.drop(self.embed(src))
         rnns = [self.fwd] if self.bwd is None else [self.fwd, self.bwd]
         if fused.wanted(self, x):  # models.fused.use_fused: both directions stepped together
-            grus = [fused.Recurrence(rnn.U_zr.weight, rnn.U.weight) for rnn in rnns]
+            grus = [rnn.recurrence() or fused.Recurrence(rnn.U_zr.weight, rnn.U.weight) for rnn in rnns]
             states = fused.masked_grus(grus, [rnn.inputs(x) for rnn in rnns], mask)
         else:
             states = [self._run(rnn, rnn.inputs(x), mask, reverse) for rnn, reverse in zip(rnns, (False, True))]
@@ -167,33 +197,51 @@ class CudnnEncoder(nn.Module):
     place: padding then follows every sentence in both.
     """
 
-    def __init__(self, vocab: int, emb: int, hidden: int, bidirectional: bool = True, dropout: float = 0.0):
+    def __init__(
+        self,
+        vocab: int,
+        emb: int,
+        hidden: int,
+        bidirectional: bool = True,
+        dropout: float = 0.0,
+        weight_drop: float = 0.0,
+    ):
         super().__init__()
         self.embed = nn.Embedding(vocab, emb, padding_idx=0)
         self.drop = nn.Dropout(dropout)  # on the embeddings, the GRU's inputs
         self.rnn = nn.GRU(emb, hidden, batch_first=True, bidirectional=bidirectional)
-        self.hidden, self.bidirectional = hidden, bidirectional
+        self.hidden, self.bidirectional, self.weight_drop = hidden, bidirectional, weight_drop
 
     def forward(self, src: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         x = self.drop(self.embed(src))  # float32 under autocast too
-        with cudnn_autocast.float32(x):  # not the float16 autocast would give cuDNN
+        dropped = self._dropped()
+        with cudnn_autocast.float32(x), warnings.catch_warnings():  # not the float16 autocast would give cuDNN
+            # cuDNN copies weights that are not its own: expected with dropped ones, and per direction below
+            warnings.filterwarnings("ignore", "RNN module weights are not part")
             if host_free.active():
-                h = self._unpacked(x, mask)
+                h = self._unpacked(x, mask, dropped)
             else:
                 lengths = mask.sum(1).cpu()
                 packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
-                out, _ = self.rnn(packed)
+                out, _ = torch.func.functional_call(self.rnn, dropped, (packed,)) if dropped else self.rnn(packed)
                 h, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=src.shape[1])
         return h, (h[:, 0, self.hidden :] if self.bidirectional else None)
 
-    def _unpacked(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        weights = cast(list[torch.Tensor], self.rnn._flat_weights)
+    def _dropped(self) -> dict[str, torch.Tensor]:
+        """The recurrent matrices (``weight_hh_l0``, and its reverse) for one training pass, dropped as
+        :meth:`PaperGRU.recurrence` drops U_zr and U; empty where nothing is dropped."""
+        if not (self.training and self.weight_drop > 0):
+            return {}
+        names = ["weight_hh_l0", "weight_hh_l0_reverse"] if self.bidirectional else ["weight_hh_l0"]
+        return {name: nn.functional.dropout(getattr(self.rnn, name), self.weight_drop, True) for name in names}
+
+    def _unpacked(self, x: torch.Tensor, mask: torch.Tensor, dropped: dict[str, torch.Tensor]) -> torch.Tensor:
+        names = self.rnn._flat_weights_names
+        weights = [dropped.get(name, w) for name, w in zip(names, cast(list[torch.Tensor], self.rnn._flat_weights))]
         state = x.new_zeros(1, x.shape[0], self.hidden)
 
         def direction(x: torch.Tensor, k: int) -> torch.Tensor:
-            with warnings.catch_warnings():  # cuDNN copies one direction's weights: expected here
-                warnings.filterwarnings("ignore", "RNN module weights are not part")
-                out, _ = _VF.gru(x, state, weights[4 * k : 4 * k + 4], True, 1, 0.0, self.training, False, True)
+            out, _ = _VF.gru(x, state, weights[4 * k : 4 * k + 4], True, 1, 0.0, self.training, False, True)
             return out
 
         h = direction(x, 0)

@@ -44,21 +44,21 @@ class RNNSearch(Seq2Seq):
         # what reads or trains the attention: RNNsearch's config has it, RNNencdec has no attention
         searching = cfg if isinstance(cfg, RNNSearchConfig) else None
         coverage = coverage_model(CoverageConfig() if searching is None else searching.coverage, ctx, n)
-        p = cfg.dropout
+        p, wd = cfg.dropout, cfg.weight_drop
         if cfg.layer_norm:
             self.encoder: nn.Module = BiEncoder(
-                cfg.src_vocab, m, n, bidirectional=self.attentive, layer_norm=True, dropout=p
+                cfg.src_vocab, m, n, bidirectional=self.attentive, layer_norm=True, dropout=p, weight_drop=wd
             )
         else:
             encoder = {"paper": BiEncoder, "cudnn": CudnnEncoder}[cfg.encoder]
-            self.encoder = encoder(cfg.src_vocab, m, n, bidirectional=self.attentive, dropout=p)
+            self.encoder = encoder(cfg.src_vocab, m, n, bidirectional=self.attentive, dropout=p, weight_drop=wd)
         self.drop = nn.Dropout(p)  # on the target embeddings and the deep output (identity in search)
         self.coverage_dim = 0 if coverage is None else coverage.dim
         self.attention = AdditiveAttention(n, ctx, cfg.align, self.coverage_dim) if self.attentive else None
         self.coverage = coverage  # registered after the attention, as 1.1 did: the same initial weights
         self.W_s = nn.Linear(n if self.attentive else ctx, n)
         self.embed = nn.Embedding(cfg.tgt_vocab, m, padding_idx=0)
-        self.gru = PaperGRU(m, n, cfg.layer_norm)  # W, U on E y_{i-1} and s_{i-1}
+        self.gru = PaperGRU(m, n, cfg.layer_norm, wd)  # W, U on E y_{i-1} and s_{i-1}
         self.C = nn.Linear(ctx, 3 * n, bias=False)  # [C_z; C_r; C] on c_i
         self.ln_c = BlockNorm(3, n) if cfg.layer_norm else None
         self.U_o = nn.Linear(n, 2 * cfg.maxout)
@@ -140,13 +140,19 @@ class RNNSearch(Seq2Seq):
         return cast(tuple[torch.Tensor, torch.Tensor], self.attention(s_prev, enc.keys, enc.h, enc.mask, coverage))
 
     def _recur(
-        self, w_y: torch.Tensor, s_prev: torch.Tensor, enc: EncoderOut, coverage: torch.Tensor | None = None
+        self,
+        w_y: torch.Tensor,
+        s_prev: torch.Tensor,
+        enc: EncoderOut,
+        coverage: torch.Tensor | None = None,
+        rec: fused.Recurrence | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-        """c_i from s_{i-1} (and C_{i-1}), then s_i. ``w_y`` is W E y_{i-1} for all three gates (B, 3n)."""
+        """c_i from s_{i-1} (and C_{i-1}), then s_i. ``w_y`` is W E y_{i-1} for all three gates (B, 3n);
+        ``rec`` the GRU's dropped recurrent matrices in a training pass (:meth:`PaperGRU.recurrence`)."""
         c, alpha = self._context(s_prev, enc, coverage)
         gates = self._gates(c) if self.attention is not None else enc.keys  # RNNencdec: C c, precomputed
         assert gates is not None
-        return self.gru.cell(w_y + gates, s_prev), c, alpha
+        return self.gru.cell(w_y + gates, s_prev, rec), c, alpha
 
     def _gates(self, c: torch.Tensor) -> torch.Tensor:
         """C c_i for the three gates (layer-normalised with the GRU)."""
@@ -175,13 +181,14 @@ class RNNSearch(Seq2Seq):
         a loss can take a gradient (guided alignment) on either path."""
         state = self.init_state(enc)
         e_y = self.drop(self.embed(tgt_in))
+        rec = self.gru.recurrence()  # one mask for every target position
         if fused.wanted(self, e_y):  # the whole recurrence by hand (models.fused.use_fused)
-            seen, c_all, alpha = self._fused(state, self.gru.inputs(e_y), enc)
+            seen, c_all, alpha = self._fused(state, self.gru.inputs(e_y), enc, rec)
             return self.drop(self.deep_output(seen, e_y, c_all)), alpha
         states, contexts, alphas = [], [], []
         for w_y in self.gru.inputs(e_y).unbind(1):  # unbind: one backward op, not one per slice
             s_prev, coverage = self._split(state)
-            s, c, alpha = self._recur(w_y, s_prev, enc, coverage)
+            s, c, alpha = self._recur(w_y, s_prev, enc, coverage, rec)
             state = self._join(s, s_prev, coverage, alpha, enc)
             states.append(s_prev if self.cfg.readout == "prev" else s)
             contexts.append(c)
@@ -190,11 +197,11 @@ class RNNSearch(Seq2Seq):
         return t, None if self.attention is None else torch.stack(cast(list[torch.Tensor], alphas), 1)
 
     def _fused(
-        self, s0: torch.Tensor, wy: torch.Tensor, enc: EncoderOut
+        self, s0: torch.Tensor, wy: torch.Tensor, enc: EncoderOut, rec: fused.Recurrence | None = None
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         """Teacher forcing's recurrence through models.fused: the states the readout sees, the
         contexts and α."""
-        gru = fused.Recurrence(self.gru.U_zr.weight, self.gru.U.weight)
+        gru = rec or fused.Recurrence(self.gru.U_zr.weight, self.gru.U.weight)
         assert enc.keys is not None
         if self.attention is None:
             assert enc.summary is not None
