@@ -144,6 +144,13 @@ def test_average_is_the_mean_of_the_weights(tmp_path):
     checkpoint.save(tmp_path / "c.pt", other)
     r = invoke("average", tmp_path / "a.pt", tmp_path / "c.pt", "-o", tmp_path / "bad.pt")
     assert r.exit_code == 2 and "differs in hidden" in r.output and not (tmp_path / "bad.pt").exists()
+    # checkpoints that differ in their dropouts alone (a run fine-tuned with more) have alike weights
+    tuned = fake_checkpoint(tmp_path / "d.pt", weights={"w": torch.zeros(2), "b": torch.zeros(1)})
+    tuned.model = replace(tuned.model, dropout=0.3, weight_drop=0.2)
+    checkpoint.save(tmp_path / "d.pt", tuned)
+    r = invoke("average", tmp_path / "a.pt", tmp_path / "d.pt", "-o", tmp_path / "ad.pt")
+    assert r.exit_code == 0, r.output
+    assert checkpoint.load(tmp_path / "ad.pt").model == checkpoint.load(tmp_path / "a.pt").model  # the first's
 
 
 def test_an_average_keeps_a_tied_weight_one_tensor(tmp_path):
@@ -221,6 +228,30 @@ def test_a_command_without_model_flags_goes_on_with_the_checkpoints_model(data_b
     assert r.exit_code == 0, r.output
     resumed = checkpoint.load(run / "last.pt")
     assert resumed.training.progress.step == 3 and resumed.model.hidden == 24
+
+
+def test_the_dropouts_may_change_on_a_fine_tuning_or_a_resume_and_the_log_says_so(data_bin, tmp_path):
+    """--dropout and --weight-drop shape training, not the weights: typed alone with --init-from
+    they are the new run's (the rest of the model the checkpoint's), typed on a resume the run goes
+    on with them and says so; a model flag beside them must still describe the checkpoint."""
+    run, plain = tmp_path / "a", ["--optimizer", "adam", "--batch-size", "2", "--no-valid-bleu", "--threads", "1"]
+    r = invoke("train", data_bin, "--save-dir", run, "--preset", "tiny", "--hidden", 24, *plain, "--max-updates", 2)
+    assert r.exit_code == 0, r.output
+    tuned = tmp_path / "b"
+    line = ["train", data_bin, "--save-dir", tuned, "--init-from", run / "last.pt", *plain]
+    r = invoke(*line, "--dropout", 0.3, "--weight-drop", 0.2, "--max-updates", 1)
+    assert r.exit_code == 0, r.output
+    model = checkpoint.load(tuned / "last.pt").model
+    assert (model.hidden, model.dropout, model.weight_drop) == (24, 0.3, 0.2)
+    r = invoke("train", data_bin, "--save-dir", tuned, *plain, "--weight-drop", 0.1, "--max-updates", 2)
+    assert r.exit_code == 0, r.output
+    said = next(x for x in r.output.splitlines() if x.startswith(f"resuming {tuned / 'last.pt'} with this command's"))
+    assert said.endswith("--max-updates 2 (was 1), --weight-drop 0.1 (was 0.2)"), said
+    model = checkpoint.load(tuned / "last.pt").model
+    assert (model.dropout, model.weight_drop) == (0.3, 0.1)  # the untyped one goes on as it was
+    line[3] = tmp_path / "c"
+    r = invoke(*line, "--preset", "tiny", "--hidden", 40, "--dropout", 0.3, "--max-updates", 1)
+    assert r.exit_code == 2 and "holds a model with --hidden 24, not 40:" in r.output
 
 
 def test_resuming_another_model_is_refused_naming_the_difference(data_bin, tmp_path):

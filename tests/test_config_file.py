@@ -119,6 +119,29 @@ def test_serve_dumps_its_options_without_starting(tmp_path):
     assert r.exit_code == 0 and yaml.safe_load(r.stdout) == {"model": ["a.pt", "b.pt"], "port": 5000}
 
 
+def test_a_dump_names_the_options_it_leaves_unset_and_a_yaml_null_leaves_one_unset(tmp_path):
+    """An option without a default (--device, --null-threshold) is in the dump too, with what its
+    absence means: YAML's null, which a file may give back, and in TOML (no null) a note; a null
+    for an option that has a default is refused."""
+    r = invoke("serve", "-m", "a.pt", "--dump-config", "-")
+    assert r.exit_code == 0, r.output
+    assert "# device: null  # the GPU of this process when there is one, else cpu" in r.stdout.splitlines()
+    assert "# null-threshold: null  # none: a word links" in r.stdout
+    every = yaml.safe_load("\n".join(x.removeprefix("# ") for x in r.stdout.splitlines()[1:]))
+    assert every["device"] is None and every["beam"] == 12
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(every), encoding="utf-8")
+    r = invoke("serve", "--config", tmp_path / "s.yaml", "--dump-config", "-")
+    assert r.exit_code == 0, r.output
+    assert "# device: null" in r.stdout and "\ndevice" not in r.stdout  # given back unset, not chosen
+    r = invoke("serve", "-m", "a.pt", "--dump-config", tmp_path / "s.toml")
+    text = (tmp_path / "s.toml").read_text(encoding="utf-8")
+    assert "# device: unset (the GPU of this process when there is one, else cpu)" in text.splitlines()
+    assert tomllib.loads(text) == {"model": ["a.pt"]}
+    (tmp_path / "b.yaml").write_text("model: a.pt\nbeam: null\n", encoding="utf-8")
+    r = invoke("serve", "--config", tmp_path / "b.yaml", "--dump-config", "-")
+    assert r.exit_code == 2 and "'beam': no value: give one, or leave the key out" in r.output
+
+
 def test_a_toml_dump_reads_back_equal_whatever_the_strings_hold(tmp_path):
     """Quotes, backslashes, a tab, U+007F (JSON's spelling, written before tomli-w, left it raw:
     a file tomllib refused) and non-ASCII text, in a list and alone."""

@@ -119,3 +119,33 @@ def test_a_checkpoint_records_it_and_the_fused_switch_keeps_it():
     model = made("rnnsearch", weight_drop=0.25)
     assert model.cfg.to_dict()["weight_drop"] == 0.25
     assert fused.use_fused(model, True) == [] and model.fused_steps
+
+
+def test_a_head_trained_alone_sees_the_frozen_model_without_its_dropouts():
+    """train --head-only: the frozen model draws no dropout mask (the head learns from the
+    attention translation gives it), the head alone is in training mode."""
+    model = made("rnnsearch", dropout=0.3, weight_drop=P, alignment_head=True)
+    model.head_alone = True
+    model.train()
+    assert model.align_head.training and not model.training and not model.encoder.training
+    src, mask, tgt = batch()
+    state = torch.get_rng_state()
+    with torch.no_grad():
+        model(src, mask, tgt[:, :-1], tgt[:, 1:])
+    assert torch.equal(torch.get_rng_state(), state)
+    model.eval()
+    assert not model.align_head.training
+
+
+def test_under_bf16_autocast_the_dropped_matrices_are_cast_once_and_both_paths_agree():
+    """--bf16: the dropped matrices are bfloat16 already (no cast at each step of the reference
+    loop), and the passes and the loop give nearly the same loss from the same masks."""
+    model = made("rnnsearch", weight_drop=P)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        rec = model.gru.recurrence()
+        assert rec is not None and rec.U_zr.dtype == rec.U.dtype == torch.bfloat16
+        got = []
+        for on in (False, True):
+            torch.manual_seed(5)
+            got.append(loss_and_grads(model, on)[0])
+    assert torch.isfinite(got[0]) and torch.allclose(got[0], got[1], rtol=2e-2)

@@ -87,6 +87,9 @@ def read_config(
         if name in spelt:
             raise click.BadParameter(f"{path}: '{spelt[name]}' and '{key}' are one option: give it once")
         param = next(p for p in ctx.command.params if p.name == name)
+        if value is None and _unset_shown(param) and param.get_default(ctx, call=False) in _NO_DEFAULT:
+            spelt[name] = str(key)
+            continue  # YAML's null, as --dump-config writes an option it leaves unset
         many = getattr(param, "multiple", False) or param.nargs != 1  # -m repeated, score's HYPOTHESES
         if many and not isinstance(value, list):
             value = [value]  # a single checkpoint for a repeatable -m
@@ -95,6 +98,15 @@ def read_config(
                 raise click.BadParameter(f"{path}: '{key}': {why}")
         values[name], spelt[name] = value, str(key)
     ctx.default_map = {**(ctx.default_map or {}), **values}
+
+
+# an option's default when it has none: None, or click 8.3's sentinel
+_NO_DEFAULT = (None, getattr(click.core, "UNSET", None))
+
+
+def _unset_shown(param: click.Parameter) -> bool:
+    """Whether a file may name ``param`` unset: an option of one value (not a flag, nor a list)."""
+    return isinstance(param, click.Option) and not param.multiple and param.nargs == 1 and not param.is_flag
 
 
 def _not_a_setting(ctx: click.Context, key: str, name: str | None) -> str:
@@ -152,8 +164,9 @@ def effective(
 ) -> list[tuple[str, Any, bool]]:
     """The command's options as a file writes them, in the order of --help: (key, value, chosen),
     chosen when the value came from the command line or --config rather than the default (or what
-    ``fills`` puts in its place). A None is left out: it is the default, and TOML has no null;
-    so are ``command_line_only``'s options, which a file may not hold."""
+    ``fills`` puts in its place). A None is the default (unset: TOML has no null), but where
+    ``fills`` puts it: the command line makes the option meaningless, and it is left out, as the
+    options of ``command_line_only`` are, which a file may not hold."""
     filled = fills(ctx) if fills else {}
     out = []
     for p in ctx.command.params:
@@ -161,8 +174,9 @@ def effective(
             continue
         chosen = ctx.get_parameter_source(p.name) in _CHOSEN
         value = ctx.params[p.name] if chosen or p.name not in filled else filled[p.name]
-        if value is not None:
-            out.append((_key(p), _plain(value), chosen))
+        meaningless = not chosen and p.name in filled and value is None
+        if value is not None or not meaningless and _unset_shown(p):
+            out.append((_key(p), None if value is None else _plain(value), chosen))
     return out
 
 
@@ -178,6 +192,11 @@ def write_config(
     import yaml  # here: a YAML writer is needed only by --dump-config
 
     def line(key: str, value: Any) -> str:
+        if value is None:  # unset: YAML's null, which a file may give back; TOML has none
+            means = getattr(next(p for p in ctx.command.params if _key(p) == key), "unset", None)
+            if toml:
+                return f"{key}: unset" + (f" ({means})" if means else "")
+            return f"{key}: null" + (f"  # {means}" if means else "")
         if toml:  # tomli-w: JSON's spelling, written here before, let a raw U+007F through (TOML forbids it)
             return tomli_w.dumps({key: value}).rstrip()
         return str(yaml.safe_dump({key: value}, default_flow_style=False, allow_unicode=True, width=10**6)).rstrip()

@@ -109,6 +109,15 @@ def _click_type(f: dataclasses.Field[Any], d: Declared) -> Any:
     return None
 
 
+class DeclaredOption(click.Option):
+    """A declared setting's option; ``unset`` is what its None default stands for (the help's
+    default), which --dump-config writes beside the key that it leaves unset."""
+
+    def __init__(self, *args: Any, unset: str | None = None, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.unset = unset
+
+
 def option(
     cls: type, name: str, *, note: str = "", default: Any = dataclasses.MISSING, dest: str | None = None
 ) -> Decorator:
@@ -126,6 +135,7 @@ def option(
     if d.default_help is not None:
         help_ += f" [default: {d.default_help}]"
     extra: dict[str, Any] = {"help": help_, "default": value, "show_default": d.default_help is None}
+    extra |= {"cls": DeclaredOption, "unset": d.default_help}
     base = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "")
     if base == "bool":
         spelling = spelled if "/" in spelled else f"{flag}/--no-{flag[2:]}" if value else flag

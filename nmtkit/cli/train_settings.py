@@ -111,7 +111,8 @@ def recipe_fills(arch: str, preset: str, schedule_name: str, model: ModelConfig,
     and None for the flags of another family and those of a step not taken or a model part not built
     (which a file that set them would be refused for)."""
     foreign = dict.fromkeys(every_model_flag().keys() - FAMILIES[arch].flags().keys())
-    run = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)}
+    # a None of the run's own (no --device, no --init-from) is the option's unset default, not a fill
+    run = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg) if getattr(cfg, f.name) is not None}
     if not cfg.compile:
         run["compile_mode"] = None
     if cfg.lr_decay != "plateau":

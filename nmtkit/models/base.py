@@ -80,6 +80,16 @@ class Seq2Seq(Fusable):
     # callable rather than as the cut nn.Module, which assigning would make a submodule (into the
     # model's state_dict and parameters, though it is search's and never trained)
     restricted: Callable[[torch.Tensor], torch.Tensor] | None = None
+    # train --head-only: the frozen model runs as search runs it (no dropout drawn), the head alone
+    # as in training, so that the head learns from the attention that translation will give it
+    head_alone: bool = False
+
+    def train(self, mode: bool = True) -> Seq2Seq:
+        super().train(mode and not self.head_alone)
+        head = getattr(self, "align_head", None)
+        if self.head_alone and head is not None:
+            head.train(mode)
+        return self
 
     def encode(self, src: torch.Tensor, mask: torch.Tensor) -> EncoderOut:
         raise NotImplementedError

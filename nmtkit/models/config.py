@@ -4,7 +4,7 @@ made from flags, and the size presets."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import Field, dataclass, field, fields
+from dataclasses import Field, dataclass, field, fields, replace
 from typing import Any, ClassVar
 
 from ..core.errors import FormatError, UserError
@@ -65,6 +65,9 @@ class ModelConfig(Settings):
     fusable: ClassVar[bool] = True
     # the family's dropout when none is given: Luong et al. used 0.2, Bahdanau et al. none
     default_dropout: ClassVar[float] = 0.0
+    # settings that shape training alone, never the weights: a run may go on, or start, from a
+    # checkpoint with others, and checkpoints that differ in them alone average
+    TRAINING_ONLY: ClassVar[tuple[str, ...]] = ("dropout", "weight_drop")
     src_vocab: int = 0
     tgt_vocab: int = 0
     emb: int = 620  # m
@@ -127,6 +130,12 @@ class ModelConfig(Settings):
         """Whether the model has an attention (what the guided alignment trains)."""
         raise NotImplementedError
 
+    def weights_alike(self) -> ModelConfig:
+        """This config with its :data:`TRAINING_ONLY` settings at the family's defaults: two models
+        whose weights are interchangeable have equal ones."""
+        defaults = type(self)()
+        return replace(self, **{k: getattr(defaults, k) for k in self.TRAINING_ONLY if hasattr(self, k)})
+
     def idle(self) -> dict[str, str]:
         """The settings (by flag name) that this model never reads, each with why: a typed one is
         refused, and --dump-config leaves them out."""
@@ -166,8 +175,8 @@ class GRUConfig(ModelConfig):
     weight_drop: float = setting(
         0.0,
         "Dropout inside the recurrence: DropConnect on the encoder's and the decoder's recurrent "
-        "matrices (Merity et al. 2018's weight drop), each update zeroing this share of their weights "
-        "with one mask for the whole batch and every time step. Not the paper's.",
+        "matrices (Merity et al. 2018's weight drop), each forward pass zeroing this share of their "
+        "weights with one mask for the whole batch and every time step. Not the paper's.",
         ge=0,
         lt=1,
     )

@@ -85,10 +85,14 @@ class PaperGRU(nn.Module):
         calls its layers, as search does (an int8 model's too)."""
         if not (self.training and self.weight_drop > 0):
             return None
-        p = self.weight_drop
-        return fused.Recurrence(
-            nn.functional.dropout(self.U_zr.weight, p, True), nn.functional.dropout(self.U.weight, p, True)
-        )
+        return fused.Recurrence(*(self._dropped(w) for w in (self.U_zr.weight, self.U.weight)))
+
+    def _dropped(self, w: torch.Tensor) -> torch.Tensor:
+        dropped = nn.functional.dropout(w, self.weight_drop, True)
+        device = w.device.type
+        if device in ("cpu", "cuda") and torch.is_autocast_enabled(device):  # cast once, not at every step
+            dropped = dropped.to(torch.get_autocast_dtype(device))
+        return dropped
 
     def cell(self, wx: torch.Tensor, s: torch.Tensor, rec: fused.Recurrence | None = None) -> torch.Tensor:
         """One step from the precomputed input projection ``wx`` (B, 3n) and state ``s`` (B, n),
@@ -216,8 +220,8 @@ class CudnnEncoder(nn.Module):
         x = self.drop(self.embed(src))  # float32 under autocast too
         dropped = self._dropped()
         with cudnn_autocast.float32(x), warnings.catch_warnings():  # not the float16 autocast would give cuDNN
-            # cuDNN copies weights that are not its own: expected with dropped ones, and per direction below
-            warnings.filterwarnings("ignore", "RNN module weights are not part")
+            if dropped or host_free.active():  # cuDNN copies weights not its own: expected here
+                warnings.filterwarnings("ignore", "RNN module weights are not part")
             if host_free.active():
                 h = self._unpacked(x, mask, dropped)
             else:

@@ -136,7 +136,7 @@ def start(
                 str(cfg.init_from),
                 f"give the model flags it was trained with, or none ('nmtkit info {cfg.init_from}' lists them)",
             )
-        model_cfg = found
+        model_cfg = _regularized(found, model_cfg, typed)
     else:
         derived = {
             "src_vocab": len(corpus.vocab(corpus.src_lang)),
@@ -150,6 +150,7 @@ def start(
     if cfg.head_only:  # the optimizer gets the head's parameters alone
         for name, param in model.named_parameters():
             param.requires_grad_(name.startswith(HEAD))
+        model.head_alone = True
     src, tgt = corpus.split("train")
     batches = Batches(
         src.sizes,
@@ -218,6 +219,7 @@ def _resumed(
             str(last),
             "give the model flags it was trained with, or none, --reset to start over, or another --save-dir",
         )
+    model = _regularized(ckpt.model, model_cfg, typed)
     old = ckpt.training.config
     if cfg.optimizer != old.optimizer:  # its saved state is another optimizer's
         raise UserError(
@@ -232,8 +234,8 @@ def _resumed(
         )
     if says:
         _say_batches_kept(cfg, old, last, typed)
-        _say_changed(cfg, old, last)
-    return ckpt.model, TrainConfig(**{**cfg.to_dict(), **{k: getattr(old, k) for k in _KEPT_ON_RESUME}})
+        _say_changed(cfg, old, last, ckpt.model, model)
+    return model, TrainConfig(**{**cfg.to_dict(), **{k: getattr(old, k) for k in _KEPT_ON_RESUME}})
 
 
 def _say_batches_kept(cfg: TrainConfig, old: TrainConfig, last: Path, typed: Collection[str] | None) -> None:
@@ -250,20 +252,35 @@ def _say_batches_kept(cfg: TrainConfig, old: TrainConfig, last: Path, typed: Col
         )
 
 
-def _say_changed(cfg: TrainConfig, old: TrainConfig, last: Path) -> None:
-    """Name the training settings in which this command differs from the run it resumes, which it
-    goes on with (all but the batches'): a rate, a schedule or a budget changed on purpose reads
-    the same in the log as one changed by a mistyped command."""
-    changed = [
-        k for k in declared_names(TrainConfig) if k not in _KEPT_ON_RESUME and getattr(cfg, k) != getattr(old, k)
+def _say_changed(cfg: TrainConfig, old: TrainConfig, last: Path, was: ModelConfig, model: ModelConfig) -> None:
+    """Name the training settings (and the model's dropouts) in which this command differs from the
+    run it resumes, which it goes on with (all but the batches'): a rate, a schedule or a budget
+    changed on purpose reads the same in the log as one changed by a mistyped command."""
+    changed: list[tuple[type, str, object, object]] = [
+        (TrainConfig, k, getattr(cfg, k), getattr(old, k))
+        for k in declared_names(TrainConfig)
+        if k not in _KEPT_ON_RESUME and getattr(cfg, k) != getattr(old, k)
+    ]
+    changed += [
+        (type(model), k, getattr(model, k), getattr(was, k))
+        for k in model.TRAINING_ONLY
+        if hasattr(model, k) and getattr(model, k) != getattr(was, k)
     ]
     if changed:
-        said = ", ".join(f"{_setting(k, getattr(cfg, k))} (was {_shown(getattr(old, k))})" for k in changed)
+        said = ", ".join(f"{_setting(cls, k, new)} (was {_shown(before)})" for cls, k, new, before in changed)
         log(f"resuming {last} with this command's {said}")
 
 
-def _setting(name: str, value: object) -> str:
-    flag = flag_of(name, declared(TrainConfig, name)[1]).partition("/")[0]
+def _regularized(found: ModelConfig, asked: ModelConfig, typed: Collection[str] | None) -> ModelConfig:
+    """The checkpoint's model ``found`` with the training-only settings (the dropouts) this command
+    gives: typed (``typed`` None: any of ``asked``'s), they are this run's; else the checkpoint's."""
+    own = found.flags().keys() & asked.flags().keys()
+    given = {k: getattr(asked, k) for k in found.TRAINING_ONLY if k in own and (typed is None or k in typed)}
+    return replace(found, **given)
+
+
+def _setting(cls: type, name: str, value: object) -> str:
+    flag = flag_of(name, declared(cls, name)[1]).partition("/")[0]
     return f"{flag} {_shown(value)}"
 
 
@@ -345,7 +362,8 @@ def _model_typed(typed: Collection[str] | None) -> bool:
     a checkpoint it goes on from must then be; with none, the model is the checkpoint's. Not
     known (None): the settings given describe it."""
     # a --schedule may set the model too (the cpu one: a preset, tied embeddings)
-    return typed is None or bool(set(typed) & (every_model_flag().keys() | {"arch", "preset", "schedule_name"}))
+    shaping = every_model_flag().keys() - set(ModelConfig.TRAINING_ONLY)  # --dropout alone keeps the model
+    return typed is None or bool(set(typed) & (shaping | {"arch", "preset", "schedule_name"}))
 
 
 def _same_model(found: ModelConfig, asked: ModelConfig, where: str, remedy: str) -> None:
@@ -353,6 +371,7 @@ def _same_model(found: ModelConfig, asked: ModelConfig, where: str, remedy: str)
     what to do instead."""
     theirs, ours = found.flat(), asked.flat()
     idle = found.idle().keys() | asked.idle().keys()  # never read: a run from before they were refused
+    idle |= set(found.TRAINING_ONLY)  # the command's own (_regularized)
     diff = [k for k in ours if k not in _DERIVED and k not in idle and theirs.get(k) != ours[k]]
     if diff:
         k = diff[0]
