@@ -241,6 +241,7 @@ def test_the_dropouts_may_change_on_a_fine_tuning_or_a_resume_and_the_log_says_s
     line = ["train", data_bin, "--save-dir", tuned, "--init-from", run / "last.pt", *plain]
     r = invoke(*line, "--dropout", 0.3, "--weight-drop", 0.2, "--max-updates", 1)
     assert r.exit_code == 0, r.output
+    assert "fine-tuning with --dropout 0.3 (was 0.0), --weight-drop 0.2 (was 0.0)" in r.output
     model = checkpoint.load(tuned / "last.pt").model
     assert (model.hidden, model.dropout, model.weight_drop) == (24, 0.3, 0.2)
     r = invoke("train", data_bin, "--save-dir", tuned, *plain, "--weight-drop", 0.1, "--max-updates", 2)
@@ -252,6 +253,14 @@ def test_the_dropouts_may_change_on_a_fine_tuning_or_a_resume_and_the_log_says_s
     line[3] = tmp_path / "c"
     r = invoke(*line, "--preset", "tiny", "--hidden", 40, "--dropout", 0.3, "--max-updates", 1)
     assert r.exit_code == 2 and "holds a model with --hidden 24, not 40:" in r.output
+    # a model described, its dropout not typed: the family's default is part of it, and must match
+    r = invoke(*line, "--preset", "tiny", "--hidden", 24, "--max-updates", 1)
+    assert r.exit_code == 0, r.output
+    described = ["--preset", "tiny", "--hidden", 24]
+    r = invoke(*line[:3], tmp_path / "d", "--init-from", tuned / "last.pt", *plain, *described)
+    assert r.exit_code == 2 and "holds a model with --dropout 0.3, not 0.0" in r.output
+    r = invoke(*line, "--arch", "luong", "--preset", "tiny", "--weight-drop", 0.1)
+    assert r.exit_code == 2 and "--weight-drop does not apply to --arch luong" in r.output
 
 
 def test_resuming_another_model_is_refused_naming_the_difference(data_bin, tmp_path):

@@ -120,9 +120,9 @@ def test_serve_dumps_its_options_without_starting(tmp_path):
 
 
 def test_a_dump_names_the_options_it_leaves_unset_and_a_yaml_null_leaves_one_unset(tmp_path):
-    """An option without a default (--device, --null-threshold) is in the dump too, with what its
-    absence means: YAML's null, which a file may give back, and in TOML (no null) a note; a null
-    for an option that has a default is refused."""
+    """An option without a default (--device, --null-threshold) is in a YAML dump too, with what its
+    absence means: YAML's null, which a file may give back (TOML has no null: left out); a null for
+    an option that has a default is refused."""
     r = invoke("serve", "-m", "a.pt", "--dump-config", "-")
     assert r.exit_code == 0, r.output
     assert "# device: null  # the GPU of this process when there is one, else cpu" in r.stdout.splitlines()
@@ -135,8 +135,9 @@ def test_a_dump_names_the_options_it_leaves_unset_and_a_yaml_null_leaves_one_uns
     assert "# device: null" in r.stdout and "\ndevice" not in r.stdout  # given back unset, not chosen
     r = invoke("serve", "-m", "a.pt", "--dump-config", tmp_path / "s.toml")
     text = (tmp_path / "s.toml").read_text(encoding="utf-8")
-    assert "# device: unset (the GPU of this process when there is one, else cpu)" in text.splitlines()
-    assert tomllib.loads(text) == {"model": ["a.pt"]}
+    assert "device" not in text and "# beam = 12" in text.splitlines()
+    every = "\n".join(x.removeprefix("# ") for x in text.splitlines()[1:])
+    assert tomllib.loads(every)["beam"] == 12  # every comment made a setting is TOML
     (tmp_path / "b.yaml").write_text("model: a.pt\nbeam: null\n", encoding="utf-8")
     r = invoke("serve", "--config", tmp_path / "b.yaml", "--dump-config", "-")
     assert r.exit_code == 2 and "'beam': no value: give one, or leave the key out" in r.output
@@ -207,3 +208,14 @@ def test_a_config_gives_score_its_hypotheses_and_an_old_spelling_names_the_new_k
     (tmp_path / "old.yaml").write_text("json: true\n", encoding="utf-8")
     r = invoke("score", tmp_path / "h.txt", "-r", tmp_path / "h.txt", "--config", tmp_path / "old.yaml")
     assert r.exit_code == 2 and "'json' is an old spelling: a file takes 'output-format'" in r.output
+
+
+def test_a_dump_from_init_from_leaves_the_dropouts_to_the_checkpoint(tmp_path):
+    """--init-from takes the checkpoint's dropouts unless typed: the family's defaults, written as
+    comments, would change them once made settings; a typed one is written."""
+    line = ["train", "bin", "--save-dir", tmp_path / "r", "--init-from", "x.pt", "--dump-config", "-"]
+    r = invoke(*line)
+    assert r.exit_code == 0, r.output
+    assert "dropout" not in r.stdout and "weight-drop" not in r.stdout and "\ninit-from: x.pt\n" in r.stdout
+    r = invoke(*line, "--weight-drop", 0.2)
+    assert "\nweight-drop: 0.2\n" in r.stdout and "dropout:" not in r.stdout

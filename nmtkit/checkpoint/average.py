@@ -27,7 +27,7 @@ def average(paths: list[str | Path]) -> Checkpoint:
     for path in paths[1:]:
         ckpt = checkpoint.load(path)
         if ckpt.model.weights_alike() != first.model.weights_alike():  # the first's dropout, say, is kept
-            theirs, ours = ckpt.model.flat(), first.model.flat()
+            theirs, ours = ckpt.model.weights_alike().flat(), first.model.weights_alike().flat()
             diff = sorted(k for k in theirs.keys() | ours.keys() if theirs.get(k) != ours.get(k))
             raise UserError(f"{path}: another model than {paths[0]} (differs in {', '.join(diff)})")
         if ckpt.text != first.text:

@@ -192,10 +192,8 @@ def write_config(
     import yaml  # here: a YAML writer is needed only by --dump-config
 
     def line(key: str, value: Any) -> str:
-        if value is None:  # unset: YAML's null, which a file may give back; TOML has none
+        if value is None:  # unset: YAML's null, which a file may give back (TOML has none: left out)
             means = getattr(next(p for p in ctx.command.params if _key(p) == key), "unset", None)
-            if toml:
-                return f"{key}: unset" + (f" ({means})" if means else "")
             return f"{key}: null" + (f"  # {means}" if means else "")
         if toml:  # tomli-w: JSON's spelling, written here before, let a raw U+007F through (TOML forbids it)
             return tomli_w.dumps({key: value}).rstrip()
@@ -203,7 +201,8 @@ def write_config(
 
     lines = [f"# nmtkit {ctx.command_path.split(maxsplit=1)[-1]}: options for --config (commented: not chosen)"]
     for k, v, chosen in effective(ctx, fills, command_line_only):
-        lines += [text if chosen else f"# {text}" for text in line(k, v).splitlines()]
+        if v is not None or not toml:
+            lines += [text if chosen else f"# {text}" for text in line(k, v).splitlines()]
     text = "\n".join(lines) + "\n"
     if path == "-":
         sys.stdout.write(text)

@@ -123,4 +123,6 @@ def recipe_fills(arch: str, preset: str, schedule_name: str, model: ModelConfig,
     if "max_fertility" in flat and flat.get("coverage") != "linguistic":
         flat["max_fertility"] = None  # typed, it would be refused: it bounds the linguistic coverage alone
     flat |= dict.fromkeys(model.idle())  # likewise
+    if cfg.init_from:  # the dropouts are the checkpoint's unless typed, which the family's defaults are not
+        flat |= dict.fromkeys(k for k in model.TRAINING_ONLY if k in flat)
     return foreign | run | flat | {"preset": SCHEDULES[schedule_name].settings(0.0).get("preset", preset)}

@@ -128,15 +128,7 @@ def start(
     if ckpt is not None:
         model_cfg, cfg = _resumed(ckpt, model_cfg, cfg, last, parallel.rank == 0, typed)
     elif init is not None:
-        found = _with_head(init.model) if cfg.head_only else init.model
-        if _model_typed(typed):
-            _same_model(
-                found,
-                model_cfg,
-                str(cfg.init_from),
-                f"give the model flags it was trained with, or none ('nmtkit info {cfg.init_from}' lists them)",
-            )
-        model_cfg = _regularized(found, model_cfg, typed)
+        model_cfg = _started_from(init, model_cfg, cfg, parallel.rank == 0, typed)
     else:
         derived = {
             "src_vocab": len(corpus.vocab(corpus.src_lang)),
@@ -197,6 +189,22 @@ def _average(model: Seq2Seq, cfg: TrainConfig, ckpt: Checkpoint | None, last: Pa
     return average
 
 
+def _started_from(
+    init: Checkpoint, model_cfg: ModelConfig, cfg: TrainConfig, says: bool, typed: Collection[str] | None
+) -> ModelConfig:
+    """The model of a run from --init-from's weights: the checkpoint's (with a head for
+    --head-only), which the command must describe, and the dropouts typed."""
+    found = _with_head(init.model) if cfg.head_only else init.model
+    where = str(cfg.init_from)
+    if _model_typed(typed):
+        remedy = f"give the model flags it was trained with, or none ('nmtkit info {where}' lists them)"
+        _same_model(found, model_cfg, where, remedy, typed)
+    model = _regularized(found, model_cfg, typed, where)
+    if says and model != found:
+        log(f"fine-tuning with {_changes(found, model)}")
+    return model
+
+
 def _init(model: Seq2Seq, init: Checkpoint, cfg: TrainConfig) -> None:
     """--init-from's weights (and a new alignment head for --head-only, if it had none)."""
     new_head = cfg.head_only and _with_head(init.model) != init.model
@@ -218,8 +226,9 @@ def _resumed(
             model_cfg,
             str(last),
             "give the model flags it was trained with, or none, --reset to start over, or another --save-dir",
+            typed,
         )
-    model = _regularized(ckpt.model, model_cfg, typed)
+    model = _regularized(ckpt.model, model_cfg, typed, str(last))
     old = ckpt.training.config
     if cfg.optimizer != old.optimizer:  # its saved state is another optimizer's
         raise UserError(
@@ -256,27 +265,35 @@ def _say_changed(cfg: TrainConfig, old: TrainConfig, last: Path, was: ModelConfi
     """Name the training settings (and the model's dropouts) in which this command differs from the
     run it resumes, which it goes on with (all but the batches'): a rate, a schedule or a budget
     changed on purpose reads the same in the log as one changed by a mistyped command."""
-    changed: list[tuple[type, str, object, object]] = [
-        (TrainConfig, k, getattr(cfg, k), getattr(old, k))
+    changed = [
+        f"{_setting(TrainConfig, k, getattr(cfg, k))} (was {_shown(getattr(old, k))})"
         for k in declared_names(TrainConfig)
         if k not in _KEPT_ON_RESUME and getattr(cfg, k) != getattr(old, k)
     ]
-    changed += [
-        (type(model), k, getattr(model, k), getattr(was, k))
+    if model != was:
+        changed.append(_changes(was, model))
+    if changed:
+        log(f"resuming {last} with this command's {', '.join(changed)}")
+
+
+def _changes(was: ModelConfig, model: ModelConfig) -> str:
+    """The training-only settings (:data:`ModelConfig.TRAINING_ONLY`) ``model`` changes from ``was``."""
+    return ", ".join(
+        f"{_setting(type(model), k, getattr(model, k))} (was {_shown(getattr(was, k))})"
         for k in model.TRAINING_ONLY
         if hasattr(model, k) and getattr(model, k) != getattr(was, k)
-    ]
-    if changed:
-        said = ", ".join(f"{_setting(cls, k, new)} (was {_shown(before)})" for cls, k, new, before in changed)
-        log(f"resuming {last} with this command's {said}")
+    )
 
 
-def _regularized(found: ModelConfig, asked: ModelConfig, typed: Collection[str] | None) -> ModelConfig:
-    """The checkpoint's model ``found`` with the training-only settings (the dropouts) this command
-    gives: typed (``typed`` None: any of ``asked``'s), they are this run's; else the checkpoint's."""
-    own = found.flags().keys() & asked.flags().keys()
-    given = {k: getattr(asked, k) for k in found.TRAINING_ONLY if k in own and (typed is None or k in typed)}
-    return replace(found, **given)
+def _regularized(found: ModelConfig, asked: ModelConfig, typed: Collection[str] | None, where: str) -> ModelConfig:
+    """The checkpoint's model ``found`` with the training-only settings (the dropouts) typed on this
+    command (none when what was typed is not known): a fine-tuning or a resume may change them, as
+    they shape training and not the weights. One that the checkpoint's family lacks is refused."""
+    given = [k for k in found.TRAINING_ONLY if typed is not None and k in typed]
+    for k in given:
+        if k not in found.flags():
+            raise UserError(f"--{k.replace('_', '-')}: {where} holds a {found.arch} model, which has none")
+    return replace(found, **{k: getattr(asked, k) for k in given})
 
 
 def _setting(cls: type, name: str, value: object) -> str:
@@ -366,12 +383,13 @@ def _model_typed(typed: Collection[str] | None) -> bool:
     return typed is None or bool(set(typed) & (shaping | {"arch", "preset", "schedule_name"}))
 
 
-def _same_model(found: ModelConfig, asked: ModelConfig, where: str, remedy: str) -> None:
+def _same_model(found: ModelConfig, asked: ModelConfig, where: str, remedy: str, typed: Collection[str] | None) -> None:
     """Refuse to continue (or start from) a model other than the one the flags describe, saying
-    what to do instead."""
+    what to do instead. A dropout typed is the command's own (:func:`_regularized`); one not typed
+    is the default the command describes (a --schedule's recipe may depend on it), and compared."""
     theirs, ours = found.flat(), asked.flat()
     idle = found.idle().keys() | asked.idle().keys()  # never read: a run from before they were refused
-    idle |= set(found.TRAINING_ONLY)  # the command's own (_regularized)
+    idle |= set(found.TRAINING_ONLY) & set(typed or ())
     diff = [k for k in ours if k not in _DERIVED and k not in idle and theirs.get(k) != ours[k]]
     if diff:
         k = diff[0]
