@@ -253,14 +253,27 @@ def test_the_dropouts_may_change_on_a_fine_tuning_or_a_resume_and_the_log_says_s
     line[3] = tmp_path / "c"
     r = invoke(*line, "--preset", "tiny", "--hidden", 40, "--dropout", 0.3, "--max-updates", 1)
     assert r.exit_code == 2 and "holds a model with --hidden 24, not 40:" in r.output
-    # a model described, its dropout not typed: the family's default is part of it, and must match
-    r = invoke(*line, "--preset", "tiny", "--hidden", 24, "--max-updates", 1)
+    # the flags typed describe the model (--arch rnnsearch does, without the paper's sizes); the
+    # dropouts not typed are the checkpoint's, and --schedule luong's budget follows its dropout
+    r = invoke(*line, "--arch", "rnnsearch", "--preset", "tiny", "--hidden", 24, "--max-updates", 1)
     assert r.exit_code == 0, r.output
-    described = ["--preset", "tiny", "--hidden", 24]
-    r = invoke(*line[:3], tmp_path / "d", "--init-from", tuned / "last.pt", *plain, *described)
-    assert r.exit_code == 2 and "holds a model with --dropout 0.3, not 0.0" in r.output
+    assert checkpoint.load(tmp_path / "c" / "last.pt").model == checkpoint.load(run / "last.pt").model
+    from_tuned = [*line[:3], tmp_path / "d", "--init-from", tuned / "last.pt", *plain, "--max-updates", 1]
+    r = invoke(*from_tuned, "--schedule", "luong")
+    assert r.exit_code == 0, r.output
+    ckpt = checkpoint.load(tmp_path / "d" / "last.pt")
+    assert ckpt.model.dropout == 0.3 and ckpt.training.config.max_epochs == 12  # the recipe with dropout
     r = invoke(*line, "--arch", "luong", "--preset", "tiny", "--weight-drop", 0.1)
     assert r.exit_code == 2 and "--weight-drop does not apply to --arch luong" in r.output
+    luong = tmp_path / "l"
+    r = invoke(
+        "train", data_bin, "--save-dir", luong, "--arch", "luong", "--preset", "tiny", *plain, "--max-updates", 1
+    )
+    assert r.exit_code == 0, r.output
+    r = invoke(
+        "train", data_bin, "--save-dir", tmp_path / "e", "--init-from", luong / "last.pt", *plain, "--weight-drop", 0.1
+    )
+    assert r.exit_code == 2 and f"--weight-drop: {luong / 'last.pt'} holds a luong model, which has none" in r.output
 
 
 def test_resuming_another_model_is_refused_naming_the_difference(data_bin, tmp_path):

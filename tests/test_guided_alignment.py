@@ -457,3 +457,13 @@ def test_head_only_needs_a_model_to_start_from_and_a_head(values, given):
 
     with pytest.raises(UserError, match="--head-only trains the alignment head of a trained model"):
         train_settings("rnnsearch", "tiny", "appendix-b", values, given | values.keys())
+
+
+@pytest.mark.parametrize("typed", ["dropout", "weight_drop"])
+def test_head_only_refuses_a_dropout_it_would_not_draw(typed):
+    """The frozen model draws no mask under --head-only, and the head has none to draw."""
+    from nmtkit.cli.train_settings import train_settings
+
+    values = {"head_only": True, "guided_alignment_weight": 0.5, "alignment_head": True, "init_from": "m.pt"}
+    with pytest.raises(UserError, match="--head-only trains the head alone, which has no dropout"):
+        train_settings("rnnsearch", "tiny", "appendix-b", values | {typed: 0.2}, values.keys() | {typed})

@@ -107,7 +107,8 @@ run = options(
     click.option(
         "--init-from",
         type=click.Path(dir_okay=False),
-        help="Start from this checkpoint's weights with a fresh optimizer (fine-tuning): same model "
-        "flags, same vocabularies. Ignored when SAVE_DIR/last.pt exists (that run resumes).",
+        help="Start from this checkpoint's weights with a fresh optimizer (fine-tuning): its model (model "
+        "flags given must describe it; --dropout and --weight-drop may differ), its vocabularies. Ignored "
+        "when SAVE_DIR/last.pt exists (that run resumes).",
     ),
 )

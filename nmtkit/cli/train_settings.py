@@ -73,6 +73,8 @@ def resolved_settings(
                 f"({sizes['emb']}), or be left out"
             )
         sizes["maxout"] = sizes["emb"]
+    if values.get("head_only") and given & set(ModelConfig.TRAINING_ONLY):
+        raise UserError("--head-only trains the head alone, which has no dropout: the frozen model draws none")
     if values.get("layer_norm") and values.get("encoder") == "cudnn":
         raise UserError("--layer-norm normalises the appendix's GRU: use --encoder paper")
     mine = {k: v for k, v in values.items() if k in own and k not in SIZES and v is not None}
@@ -105,11 +107,35 @@ def _refuse_idle(model: ModelConfig, given: set[str]) -> None:
         raise UserError(f"--{name.replace('_', '-')} does nothing here: {idle[name]}")
 
 
-def recipe_fills(arch: str, preset: str, schedule_name: str, model: ModelConfig, cfg: TrainConfig) -> dict[str, Any]:
+def described(arch: str, preset: str, schedule_name: str, given: set[str]) -> set[str]:
+    """The model settings this command line describes, by flag name (``arch`` among them when
+    typed), which a checkpoint the run goes on from must match, the rest of its model being the
+    checkpoint's: the model flags typed, the sizes of a typed --preset (or of a typed --schedule's)
+    and a typed schedule's own model settings."""
+    own, every = FAMILIES[arch].flags(), every_model_flag()
+    out = {k for k in given if k in every or k == "arch"}
+    schedule = SCHEDULES[schedule_name] if "schedule_name" in given else None
+    if "preset" in given or (schedule is not None and "preset" in schedule.model):
+        out |= FAMILIES[arch].preset_sizes(preset).keys()
+    if schedule is not None:
+        out |= {k for k in schedule.model if k in own}
+    return out
+
+
+def recipe_fills(
+    arch: str,
+    preset: str,
+    schedule_name: str,
+    model: ModelConfig,
+    cfg: TrainConfig,
+    from_checkpoint: set[str] | None = None,
+) -> dict[str, Any]:
     """What a run of these configs takes for each option, by parameter name (``--dump-config``
     writes it where no value was chosen): the model's and the run's values, the schedule's preset,
     and None for the flags of another family and those of a step not taken or a model part not built
-    (which a file that set them would be refused for)."""
+    (which a file that set them would be refused for). ``from_checkpoint``: the run goes on from a
+    checkpoint (--init-from, or a resume), whose model is what this set of settings
+    (:func:`described`) leaves undescribed: None for those too, the architecture and preset among them."""
     foreign = dict.fromkeys(every_model_flag().keys() - FAMILIES[arch].flags().keys())
     # a None of the run's own (no --device, no --init-from) is the option's unset default, not a fill
     run = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg) if getattr(cfg, f.name) is not None}
@@ -123,6 +149,7 @@ def recipe_fills(arch: str, preset: str, schedule_name: str, model: ModelConfig,
     if "max_fertility" in flat and flat.get("coverage") != "linguistic":
         flat["max_fertility"] = None  # typed, it would be refused: it bounds the linguistic coverage alone
     flat |= dict.fromkeys(model.idle())  # likewise
-    if cfg.init_from:  # the dropouts are the checkpoint's unless typed, which the family's defaults are not
-        flat |= dict.fromkeys(k for k in model.TRAINING_ONLY if k in flat)
-    return foreign | run | flat | {"preset": SCHEDULES[schedule_name].settings(0.0).get("preset", preset)}
+    fills = foreign | run | flat | {"preset": SCHEDULES[schedule_name].settings(0.0).get("preset", preset)}
+    if from_checkpoint is not None:  # the family's defaults are not the checkpoint's values
+        fills |= dict.fromkeys(k for k in [*flat, "preset", "arch"] if k not in from_checkpoint)
+    return fills

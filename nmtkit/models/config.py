@@ -174,9 +174,9 @@ class GRUConfig(ModelConfig):
     )
     weight_drop: float = setting(
         0.0,
-        "Dropout inside the recurrence: DropConnect on the encoder's and the decoder's recurrent "
-        "matrices (Merity et al. 2018's weight drop), each forward pass zeroing this share of their "
-        "weights with one mask for the whole batch and every time step. Not the paper's.",
+        "rnnsearch, rnnencdec: dropout inside the recurrence, DropConnect on the encoder's and the "
+        "decoder's recurrent matrices (Merity et al. 2018's weight drop), each forward pass zeroing this "
+        "share of their weights with one mask for the whole batch and every time step. Not the paper's.",
         ge=0,
         lt=1,
     )

@@ -82,9 +82,11 @@ def train(
         resume: Go on from ``save_dir/last.pt`` when there is one (False: ``--reset``).
         tensorboard: Also write metrics.jsonl's entries there as TensorBoard scalars
             (:mod:`.board`; the ``tensorboard`` extra).
-        typed: The settings the caller chose (the command line's flags, by field name). A resumed
-            run keeps its batch settings and names those of them it does not take; None: those
-            of ``cfg`` other than the default.
+        typed: The settings the caller chose (the command line's flags, by field name), with the
+            model settings its command describes (:func:`nmtkit.cli.train_settings.described`). A
+            resumed run keeps its batch settings and names those of them it does not take; a run
+            from a checkpoint must match the model settings named, and takes the rest from it.
+            None: those of ``cfg`` other than the default, and every model setting.
 
     Returns:
         Where training stopped: updates done, the best dev score, seconds spent.

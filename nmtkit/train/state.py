@@ -21,7 +21,7 @@ from ..data.binarized import Corpus, TokenArray
 from ..data.lexicon import Lexicon
 from ..models.base import Seq2Seq
 from ..models.build import build_model
-from ..models.config import LuongConfig, ModelConfig, RNNSearchConfig, every_model_flag
+from ..models.config import LuongConfig, ModelConfig, RNNSearchConfig
 from . import runlog
 from .board import Board
 from .config import TrainConfig
@@ -196,10 +196,8 @@ def _started_from(
     --head-only), which the command must describe, and the dropouts typed."""
     found = _with_head(init.model) if cfg.head_only else init.model
     where = str(cfg.init_from)
-    if _model_typed(typed):
-        remedy = f"give the model flags it was trained with, or none ('nmtkit info {where}' lists them)"
-        _same_model(found, model_cfg, where, remedy, typed)
-    model = _regularized(found, model_cfg, typed, where)
+    remedy = f"give the model flags it was trained with, or none ('nmtkit info {where}' lists them)"
+    model = _described(found, model_cfg, where, remedy, typed)
     if says and model != found:
         log(f"fine-tuning with {_changes(found, model)}")
     return model
@@ -220,15 +218,8 @@ def _resumed(
 ) -> tuple[ModelConfig, TrainConfig]:
     """The model and training settings of the run resumed from ``last``: its model, which the
     command must describe, and the command's training settings but for the batches' (its own)."""
-    if _model_typed(typed):
-        _same_model(
-            ckpt.model,
-            model_cfg,
-            str(last),
-            "give the model flags it was trained with, or none, --reset to start over, or another --save-dir",
-            typed,
-        )
-    model = _regularized(ckpt.model, model_cfg, typed, str(last))
+    remedy = "give the model flags it was trained with, or none, --reset to start over, or another --save-dir"
+    model = _described(ckpt.model, model_cfg, str(last), remedy, typed)
     old = ckpt.training.config
     if cfg.optimizer != old.optimizer:  # its saved state is another optimizer's
         raise UserError(
@@ -285,15 +276,33 @@ def _changes(was: ModelConfig, model: ModelConfig) -> str:
     )
 
 
-def _regularized(found: ModelConfig, asked: ModelConfig, typed: Collection[str] | None, where: str) -> ModelConfig:
-    """The checkpoint's model ``found`` with the training-only settings (the dropouts) typed on this
-    command (none when what was typed is not known): a fine-tuning or a resume may change them, as
-    they shape training and not the weights. One that the checkpoint's family lacks is refused."""
-    given = [k for k in found.TRAINING_ONLY if typed is not None and k in typed]
-    for k in given:
-        if k not in found.flags():
-            raise UserError(f"--{k.replace('_', '-')}: {where} holds a {found.arch} model, which has none")
-    return replace(found, **{k: getattr(asked, k) for k in given})
+def _described(
+    found: ModelConfig, asked: ModelConfig, where: str, remedy: str, typed: Collection[str] | None
+) -> ModelConfig:
+    """The model of a run that goes on from the checkpoint model ``found``: the settings of
+    ``asked`` named in ``typed`` (every one when None) must be the checkpoint's, or the run is
+    refused saying what to do instead, but for the training-only ones (the dropouts), which this
+    run may change as they shape training and not the weights; the rest is the checkpoint's. A
+    setting named that the checkpoint's family lacks is refused."""
+    theirs, ours = found.flat(), asked.flat()
+    named = ours.keys() if typed is None else ours.keys() & set(typed)
+    for k in sorted(named - theirs.keys()):
+        raise UserError(f"--{_flag(k)}: {where} holds a {found.arch} model, which has none: {remedy}")
+    idle = found.idle().keys() | asked.idle().keys()  # never read: a run from before they were refused
+    changes = {k for k in found.TRAINING_ONLY if k in named} if typed is not None else set()
+    diff = [k for k in ours if k in named and k not in _DERIVED and k not in idle | changes and theirs[k] != ours[k]]
+    if diff:
+        k = diff[0]
+        raise UserError(
+            f"{where} holds a model with --{_flag(k)} {_shown(theirs[k])}, not {_shown(ours[k])}"
+            + (f" (and {len(diff) - 1} other difference(s): {', '.join(map(_flag, diff[1:]))})" if diff[1:] else "")
+            + f": {remedy}"
+        )
+    return replace(found, **{k: getattr(asked, k) for k in changes})
+
+
+def _flag(name: str) -> str:
+    return name.replace("_", "-")
 
 
 def _setting(cls: type, name: str, value: object) -> str:
@@ -372,32 +381,6 @@ def _init_from(path: str, corpus: Corpus) -> Checkpoint:
     ckpt = checkpoint.load(path)
     corpus.check_vocab(ckpt.text.vocab_sha256, f"the checkpoint {path}")
     return ckpt
-
-
-def _model_typed(typed: Collection[str] | None) -> bool:
-    """Whether the command describes a model (an architecture, a preset, a schedule or any model flag), which
-    a checkpoint it goes on from must then be; with none, the model is the checkpoint's. Not
-    known (None): the settings given describe it."""
-    # a --schedule may set the model too (the cpu one: a preset, tied embeddings)
-    shaping = every_model_flag().keys() - set(ModelConfig.TRAINING_ONLY)  # --dropout alone keeps the model
-    return typed is None or bool(set(typed) & (shaping | {"arch", "preset", "schedule_name"}))
-
-
-def _same_model(found: ModelConfig, asked: ModelConfig, where: str, remedy: str, typed: Collection[str] | None) -> None:
-    """Refuse to continue (or start from) a model other than the one the flags describe, saying
-    what to do instead. A dropout typed is the command's own (:func:`_regularized`); one not typed
-    is the default the command describes (a --schedule's recipe may depend on it), and compared."""
-    theirs, ours = found.flat(), asked.flat()
-    idle = found.idle().keys() | asked.idle().keys()  # never read: a run from before they were refused
-    idle |= set(found.TRAINING_ONLY) & set(typed or ())
-    diff = [k for k in ours if k not in _DERIVED and k not in idle and theirs.get(k) != ours[k]]
-    if diff:
-        k = diff[0]
-        raise UserError(
-            f"{where} holds a model with --{k.replace('_', '-')} {theirs[k]}, not {ours[k]}"
-            + (f" (and {len(diff) - 1} other difference(s): {', '.join(diff[1:])})" if diff[1:] else "")
-            + f": {remedy}"
-        )
 
 
 def _restore(state: TrainState, ckpt: Checkpoint) -> None:

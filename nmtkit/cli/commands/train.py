@@ -10,7 +10,7 @@ import click
 from ...core.command import Command
 from .. import options, train_options
 from ..config_file import config_options
-from ..train_settings import recipe_fills, resolved_settings, train_settings
+from ..train_settings import described, recipe_fills, resolved_settings, train_settings
 
 # train's parameters that are not settings of the model or the run
 _NOT_SETTINGS = ("data_bin", "save_dir", "arch", "preset", "schedule_name", "reset", "tensorboard", "dump_config")
@@ -27,9 +27,19 @@ def _flags(ctx: click.Context) -> tuple[str, str, str, dict[str, Any], set[str]]
 
 def _filled(ctx: click.Context) -> dict[str, Any]:
     """--dump-config's commented values: what the run takes, the recipe's and the preset's included
-    (of a run that still lacks something, such as a budget, too)."""
+    (of a run that still lacks something, such as a budget, too); of a run from a checkpoint, the
+    model settings the command describes alone."""
     arch, preset, schedule, values, given = _flags(ctx)
-    return recipe_fills(arch, preset, schedule, *resolved_settings(arch, preset, schedule, values, given))
+    kept = described(arch, preset, schedule, given) if _from_checkpoint(ctx) is not None else None
+    return recipe_fills(arch, preset, schedule, *resolved_settings(arch, preset, schedule, values, given), kept)
+
+
+def _from_checkpoint(ctx: click.Context) -> Path | None:
+    """The checkpoint this run goes on from: SAVE_DIR/last.pt (a resume), else --init-from's."""
+    last = Path(ctx.params["save_dir"]) / "last.pt"
+    if not ctx.params["reset"] and last.exists():
+        return last
+    return Path(ctx.params["init_from"]) if ctx.params.get("init_from") else None
 
 
 @click.command(
@@ -62,7 +72,13 @@ def train(data_bin: str | None, save_dir: str, reset: bool, tensorboard: str | N
 
     if data_bin is None:
         raise click.UsageError("Missing the corpus to train on: DATA_BIN or --data DATA_BIN.")
-    flags = _flags(click.get_current_context())
+    ctx = click.get_current_context()
+    flags = _flags(ctx)
+    kept = _from_checkpoint(ctx)
+    if kept is not None and "dropout" not in flags[-1]:  # the checkpoint's, which a schedule's budget may read
+        from ...checkpoint import load
+
+        flags[3]["dropout"] = load(kept).model.dropout
     model_cfg, train_cfg = train_settings(*flags)
     run(
         Path(data_bin),
@@ -71,5 +87,5 @@ def train(data_bin: str | None, save_dir: str, reset: bool, tensorboard: str | N
         train_cfg,
         resume=not reset,
         tensorboard=Path(tensorboard) if tensorboard else None,
-        typed=flags[-1],
+        typed=flags[-1] | described(*flags[:3], flags[-1]),
     )
