@@ -210,12 +210,15 @@ def test_a_config_gives_score_its_hypotheses_and_an_old_spelling_names_the_new_k
     assert r.exit_code == 2 and "'json' is an old spelling: a file takes 'output-format'" in r.output
 
 
-def test_a_dump_from_init_from_leaves_the_dropouts_to_the_checkpoint(tmp_path):
-    """--init-from takes the checkpoint's dropouts unless typed: the family's defaults, written as
-    comments, would change them once made settings; a typed one is written."""
+def test_a_dump_from_a_checkpoint_leaves_its_model_to_it(tmp_path):
+    """--init-from (or a resume) takes the checkpoint's model but for what the command names: the
+    family's defaults, written as comments, would describe another model once made settings; a
+    typed setting, and the sizes of a typed preset, are written."""
     line = ["train", "bin", "--save-dir", tmp_path / "r", "--init-from", "x.pt", "--dump-config", "-"]
     r = invoke(*line)
     assert r.exit_code == 0, r.output
-    assert "dropout" not in r.stdout and "weight-drop" not in r.stdout and "\ninit-from: x.pt\n" in r.stdout
-    r = invoke(*line, "--weight-drop", 0.2)
-    assert "\nweight-drop: 0.2\n" in r.stdout and "dropout:" not in r.stdout
+    assert "\ninit-from: x.pt\n" in r.stdout and "# optimizer: adadelta" in r.stdout
+    for unnamed in ("dropout", "weight-drop", "emb:", "arch:", "preset:", "readout:"):
+        assert unnamed not in r.stdout, unnamed
+    r = invoke(*line, "--weight-drop", 0.2, "--preset", "tiny")
+    assert "\nweight-drop: 0.2\n" in r.stdout and "\n# emb: 32\n" in r.stdout and "dropout:" not in r.stdout
