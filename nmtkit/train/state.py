@@ -286,8 +286,9 @@ def _described(
     setting named that the checkpoint's family lacks is refused."""
     theirs, ours = found.flat(), asked.flat()
     named = ours.keys() if typed is None else ours.keys() & set(typed)
-    for k in sorted(named - theirs.keys()):
-        raise UserError(f"--{_flag(k)}: {where} holds a {found.arch} model, which has none: {remedy}")
+    foreign = sorted(named - theirs.keys())
+    if foreign:
+        raise UserError(f"--{_flag(foreign[0])}: {where} holds a {found.arch} model, which has none: {remedy}")
     idle = found.idle().keys() | asked.idle().keys()  # never read: a run from before they were refused
     changes = {k for k in found.TRAINING_ONLY if k in named} if typed is not None else set()
     diff = [k for k in ours if k in named and k not in _DERIVED and k not in idle | changes and theirs[k] != ours[k]]

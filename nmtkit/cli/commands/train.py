@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from ...core.command import Command
+from ...train.config import SCHEDULES
 from .. import options, train_options
 from ..config_file import config_options
 from ..train_settings import described, recipe_fills, resolved_settings, train_settings
@@ -75,8 +76,8 @@ def train(data_bin: str | None, save_dir: str, reset: bool, tensorboard: str | N
     ctx = click.get_current_context()
     flags = _flags(ctx)
     kept = _from_checkpoint(ctx)
-    if kept is not None and "dropout" not in flags[-1]:  # the checkpoint's, which a schedule's budget may read
-        from ...checkpoint import load
+    if kept is not None and "dropout" not in flags[-1] and SCHEDULES[flags[2]].with_dropout:
+        from ...checkpoint import load  # the budget follows the dropout: the checkpoint's, untyped
 
         flags[3]["dropout"] = load(kept).model.dropout
     model_cfg, train_cfg = train_settings(*flags)
