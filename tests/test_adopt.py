@@ -139,6 +139,12 @@ def test_average_is_the_mean_of_the_weights(tmp_path):
         avg.weights["b"], torch.tensor([0.5])
     )
     assert avg.training.progress.step == 2 and not avg.training.resumable
+    assert avg.averaged == (checkpoint.Averaged("a.pt", 1), checkpoint.Averaged("b.pt", 2))
+    shown = invoke("info", tmp_path / "avg.pt")
+    assert "\naveraged   2 checkpoints, a.pt (update 1) and b.pt (update 2); the progress" in shown.stdout
+    described = json.loads(invoke("info", tmp_path / "avg.pt", "--output-format", "json").stdout)
+    assert described["averaged"] == [{"name": "a.pt", "updates": 1}, {"name": "b.pt", "updates": 2}]
+    assert "averaged" not in invoke("info", tmp_path / "a.pt").stdout
     other = fake_checkpoint(tmp_path / "c.pt", weights={"w": torch.zeros(2), "b": torch.zeros(1)})
     other.model = replace(other.model, hidden=7)
     checkpoint.save(tmp_path / "c.pt", other)
@@ -150,7 +156,7 @@ def test_average_is_the_mean_of_the_weights(tmp_path):
     checkpoint.save(tmp_path / "d.pt", tuned)
     r = invoke("average", tmp_path / "a.pt", tmp_path / "d.pt", "-o", tmp_path / "ad.pt")
     assert r.exit_code == 0, r.output
-    assert checkpoint.load(tmp_path / "ad.pt").model == checkpoint.load(tmp_path / "a.pt").model  # the first's
+    assert checkpoint.load(tmp_path / "ad.pt").model == tuned.model  # the last's, as its progress
 
 
 def test_an_average_keeps_a_tied_weight_one_tensor(tmp_path):
@@ -370,6 +376,20 @@ def test_a_resumed_run_names_the_batch_flags_it_does_not_take(data_bin, tmp_path
     assert r.exit_code == 0 and "not used" not in r.output, r.output
 
 
+def test_a_run_stopped_by_its_patience_resumed_says_so_and_what_would_go_on(data_bin, tmp_path):
+    # a rate of 0 never betters the first dev score: the second validation spends a patience of 1
+    flags = [*TINY, "--lr", 0, "--valid-every", 1, "--max-updates", 50]
+    r = invoke("train", data_bin, "--save-dir", tmp_path / "r", *flags, "--patience", 1)
+    assert r.exit_code == 0, r.output
+    assert checkpoint.load(tmp_path / "r" / "last.pt").training.progress.step == 2
+    r = invoke("train", data_bin, "--save-dir", tmp_path / "r", *flags, "--patience", 1, "--clip", 2)
+    said = f"{tmp_path / 'r' / 'last.pt'} has finished its patience (1 validation without a better dev score, update 2)"
+    assert r.exit_code == 0 and said in r.output and "this command's" not in r.output, r.output
+    r = invoke("train", data_bin, "--save-dir", tmp_path / "r", *flags, "--patience", 3)
+    assert r.exit_code == 0 and "nothing to do" not in r.output, r.output
+    assert checkpoint.load(tmp_path / "r" / "last.pt").training.progress.step == 4
+
+
 def test_a_resumed_run_takes_the_commands_rate_names_each_change_and_refuses_another_optimizer(data_bin, tmp_path):
     run, last = tmp_path / "r", tmp_path / "r" / "last.pt"
     r = invoke("train", data_bin, "--save-dir", run, *TINY, "--lr", "0.01", "--max-updates", 2, "--patience", 0)
@@ -383,6 +403,10 @@ def test_a_resumed_run_takes_the_commands_rate_names_each_change_and_refuses_ano
     assert saved.optimizer["param_groups"][0]["lr"] == 0.002 and saved.progress.step == 3
     r = invoke("train", data_bin, "--save-dir", run, *TINY, "--lr", "0.002", "--max-updates", 3, "--patience", 0)
     assert r.exit_code == 0 and "this command's" not in r.output, r.output  # the same command: no word
+    # a finished run names no change it would not use, and says what would make it go on
+    r = invoke("train", data_bin, "--save-dir", run, *TINY, "--lr", "0.5", "--max-updates", 3, "--patience", 0)
+    assert r.exit_code == 0 and "this command's" not in r.output, r.output
+    assert f"{last} has finished its budget (update 3); nothing to do (a larger budget goes on" in r.output
     other = [a if a != "adam" else "sgd" for a in TINY]
     r = invoke("train", data_bin, "--save-dir", run, *other, "--max-updates", 4, "--patience", 0)
     assert r.exit_code == 2, r.output

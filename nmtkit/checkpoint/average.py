@@ -3,9 +3,10 @@
 Averaging the last few checkpoints of a run (Junczys-Dowmunt et al. 2016;
 fairseq's and Marian's checkpoint averaging) smooths the noise of the last
 updates. The checkpoints must describe the same model over the same
-vocabularies and text settings; the result keeps the last one's training
-settings and progress, without optimizer state (it translates, it does not
-resume).
+vocabularies and text settings (their dropouts may differ); the result keeps
+the last one's model and training settings and its progress, without
+optimizer state (it translates, it does not resume), and names the files it
+is the mean of.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 
 from .. import checkpoint
 from ..core.errors import UserError
-from . import Checkpoint, TrainingState
+from . import Averaged, Checkpoint, TrainingState
 
 
 def average(paths: list[str | Path]) -> Checkpoint:
@@ -23,10 +24,10 @@ def average(paths: list[str | Path]) -> Checkpoint:
         raise UserError("give at least two checkpoints to average")
     first = checkpoint.load(paths[0])
     total = {k: v.double() for k, v in first.weights.items()}
-    last = first
+    read = [first]
     for path in paths[1:]:
         ckpt = checkpoint.load(path)
-        if ckpt.model.weights_alike() != first.model.weights_alike():  # the first's dropout, say, is kept
+        if ckpt.model.weights_alike() != first.model.weights_alike():  # dropouts may differ: the last's are kept
             theirs, ours = ckpt.model.weights_alike().flat(), first.model.weights_alike().flat()
             diff = sorted(k for k in theirs.keys() | ours.keys() if theirs.get(k) != ours.get(k))
             raise UserError(f"{path}: another model than {paths[0]} (differs in {', '.join(diff)})")
@@ -34,9 +35,8 @@ def average(paths: list[str | Path]) -> Checkpoint:
             raise UserError(f"{path}: other vocabularies or text settings than {paths[0]}")
         for k, v in ckpt.weights.items():
             total[k] += v.double()
-        last = ckpt
+        read.append(ckpt)
     weights = {k: (v / len(paths)).to(first.weights[k].dtype) for k, v in total.items()}
-    run = TrainingState(last.training.config, last.training.progress)
     # a tied weight (--tie-embeddings), one tensor in the files, stays one: not two copies
     held: dict[tuple[int, int, tuple[int, ...]], str] = {}
     for k, v in first.weights.items():
@@ -44,7 +44,15 @@ def average(paths: list[str | Path]) -> Checkpoint:
         if v.numel() and where in held:
             weights[k] = weights[held[where]]
         held.setdefault(where, k)
-    return Checkpoint(first.model, weights, first.text, run, lexicon=first.lexicon)
+    last = read[-1]
+    return Checkpoint(
+        last.model,
+        weights,
+        last.text,
+        TrainingState(last.training.config, last.training.progress),
+        lexicon=next((c.lexicon for c in reversed(read) if c.lexicon is not None), None),
+        averaged=tuple(Averaged(Path(p).name, c.training.progress.step) for p, c in zip(paths, read, strict=True)),
+    )
 
 
 _KEPT = re.compile(r"update-(\d+)\.pt")  # a kept validation's name (not update-final.pt, not last.pt)

@@ -11,7 +11,9 @@ A checkpoint is everything ``translate`` needs and everything a resumed
   :class:`Progress`, and, in a resumable file, the optimizer state, the batch
   iterator's position and every process's RNG states (:class:`TrainingState`);
 - ``lexicon`` (optional): the candidate lists of vocabulary selection
-  (:class:`~nmtkit.data.lexicon.Lexicon`).
+  (:class:`~nmtkit.data.lexicon.Lexicon`);
+- ``averaged`` (optional): the file names and updates of the checkpoints that ``nmtkit
+  average`` took the mean of (:class:`Averaged`).
 
 On disk it is a torch zip of plain values and tensors only, so
 ``torch.load(weights_only=True)`` reads it and a stranger's file cannot run
@@ -121,6 +123,15 @@ class TrainingState:
         return self.optimizer is not None and self.batches is not None
 
 
+@dataclass(frozen=True)
+class Averaged:
+    """One of the checkpoints whose mean an ``nmtkit average`` file's weights are: its file name
+    and the update it was saved at."""
+
+    name: str
+    step: int
+
+
 @dataclass
 class Checkpoint:
     """One checkpoint file, as :func:`load` reads it and :func:`save` writes it.
@@ -137,6 +148,8 @@ class Checkpoint:
         written_by: The nmtkit version that wrote the file.
         lexicon: The candidate lists of ``translate --shortlist``, or None.
         format_version: The layout the file was read from (a file is always written in :data:`VERSION`).
+        averaged: The checkpoints whose mean the weights are, in the order averaged (``nmtkit
+            average``); empty for a file a run saved.
 
     Example:
         ```python
@@ -153,6 +166,7 @@ class Checkpoint:
     written_by: str = __version__
     lexicon: Lexicon | None = None  # the candidate lists of translate --shortlist
     format_version: int = VERSION
+    averaged: tuple[Averaged, ...] = ()
 
     @property
     def parameters(self) -> int:
@@ -199,6 +213,8 @@ def save(path: str | Path, ckpt: Checkpoint) -> None:
     }
     if ckpt.lexicon is not None:
         payload["lexicon"] = ckpt.lexicon.to_dict()
+    if ckpt.averaged:
+        payload["averaged"] = [{"name": a.name, "step": a.step} for a in ckpt.averaged]
     with atomic_write(path, "wb") as fh:
         torch.save(payload, fh)
 
@@ -341,6 +357,7 @@ def _parse(raw: dict[str, Any], version: int) -> Checkpoint:
         written_by=str(raw.get("nmtkit", "?")),
         lexicon=_lexicon(raw.get("lexicon"), config),
         format_version=version,
+        averaged=tuple(Averaged(str(a["name"]), int(a["step"])) for a in _records(raw.get("averaged", []))),
     )
 
 
@@ -379,6 +396,12 @@ def _lexicon(value: Any, model: ModelConfig) -> Lexicon | None:
     if table.numel() and not 0 <= int(table.min()) <= int(table.max()) < model.tgt_vocab:
         raise FormatError("the lexicon names target ids outside the vocabulary")
     return Lexicon(frequent, table)
+
+
+def _records(value: Any) -> list[dict[str, Any]]:
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise FormatError("the list of averaged checkpoints is not a list of records")
+    return value
 
 
 def _tokens(value: Any) -> list[str]:

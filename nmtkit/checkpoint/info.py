@@ -42,6 +42,7 @@ def describe(path: str | Path) -> dict[str, Any]:
         if ckpt.lexicon is None
         else {"frequent": ckpt.lexicon.frequent, "per_source": int(ckpt.lexicon.table.shape[1])},
         "training": run.config.to_dict(),
+        "averaged": [{"name": a.name, "updates": a.step} for a in ckpt.averaged],
     }
 
 
@@ -76,6 +77,7 @@ def format_info(info: dict[str, Any]) -> str:
         + ("; lowercased" if info["text"]["src"]["lowercase"] else ""),
         f"progress   {p['updates']:,} updates in {p['minutes']:.1f} minutes; best {best}"
         + ("" if info["resumable"] else "; weights only (cannot resume)"),
+        *_averaged(info.get("averaged") or []),
         "shortlist  "
         + (
             f"{info['lexicon']['frequent']:,} frequent target words + {info['lexicon']['per_source']} "
@@ -103,3 +105,13 @@ def _schedule(t: dict[str, Any]) -> str:
     if t.get("decay_after"):
         parts.append(f"× {t['decay']:g} each epoch after {t['decay_after']}")
     return f" ({', '.join(parts)})" if parts else ""
+
+
+def _averaged(inputs: list[dict[str, Any]]) -> list[str]:
+    """The line of a file ``nmtkit average`` wrote: the checkpoints it is the mean of (all of them
+    in the JSON), the progress line above being the last one's."""
+    if not inputs:
+        return []
+    first, last = (f"{a['name']} (update {a['updates']:,})" for a in (inputs[0], inputs[-1]))
+    joined = "and" if len(inputs) == 2 else "to"
+    return [f"averaged   {len(inputs)} checkpoints, {first} {joined} {last}; the progress above is the last one's"]

@@ -112,11 +112,12 @@ def train(
         lock.wait()
         state = start(data_dir, save_dir, model_cfg, cfg, resume, Parallel(where, runtime), typed)
         if state.finished() or state.patience_spent():  # running the same command again changes nothing
-            why = "its budget" if state.finished() else f"its patience ({cfg.patience} validations)"
-            log(f"{save_dir / 'last.pt'} has finished {why} (update {state.progress.step}); nothing to do")
+            log(_nothing_to_do(state))
             progress = state.progress
         else:
             lock.hold()
+            for note in state.notes:
+                log(note)
             if state.progress.step:
                 log(
                     f"resuming from {save_dir / 'last.pt'} at update {state.progress.step}, "
@@ -130,6 +131,21 @@ def train(
     if stopped_by:  # saved, but not done: what follows in a script or a Makefile must not run
         raise Interrupted(stopped_by)
     return progress
+
+
+def _nothing_to_do(state: TrainState) -> str:
+    """What a run that has finished says when resumed, and what would make it go on."""
+    last, step = state.save_dir / "last.pt", state.progress.step
+    if state.finished():
+        return (
+            f"{last} has finished its budget (update {step}); nothing to do "
+            f"(a larger budget goes on from it, --reset starts over)"
+        )
+    n = state.cfg.patience
+    return (
+        f"{last} has finished its patience ({n} validation{'s' * (n != 1)} without a better dev score, "
+        f"update {step}); nothing to do (a larger --patience, or 0, goes on from it)"
+    )
 
 
 def run(

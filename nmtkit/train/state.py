@@ -60,6 +60,9 @@ class TrainState:
     board: Board = field(default_factory=Board)  # --tensorboard's copy of metrics.jsonl (rank 0)
     last_kept: bool = False  # whether save_dir/last.pt holds this run (resumed from it, or saved since)
     average: Average | None = None  # --ema-decay's
+    # what a resumed run says before it goes on (settings it changes or does not take): unsaid
+    # when the run has nothing left to do, where none of them would be used
+    notes: list[str] = field(default_factory=list)
 
     @property
     def device(self) -> torch.device:
@@ -125,8 +128,9 @@ def start(
             f"(--reset starts over from {cfg.init_from})"
         )
     init = _init_from(cfg.init_from, corpus) if cfg.init_from and ckpt is None else None
+    notes: list[str] = []
     if ckpt is not None:
-        model_cfg, cfg = _resumed(ckpt, model_cfg, cfg, last, parallel.rank == 0, typed)
+        model_cfg, cfg, notes = _resumed(ckpt, model_cfg, cfg, last, parallel.rank == 0, typed)
     elif init is not None:
         model_cfg = _started_from(init, model_cfg, cfg, parallel.rank == 0, typed)
     else:
@@ -169,6 +173,7 @@ def start(
         src,
         tgt,
         _links(corpus, cfg, data_dir),
+        notes=notes,
     )
     if init is not None:
         _init(model, init, cfg)
@@ -215,9 +220,10 @@ def _init(model: Seq2Seq, init: Checkpoint, cfg: TrainConfig) -> None:
 
 def _resumed(
     ckpt: Checkpoint, model_cfg: ModelConfig, cfg: TrainConfig, last: Path, says: bool, typed: Collection[str] | None
-) -> tuple[ModelConfig, TrainConfig]:
+) -> tuple[ModelConfig, TrainConfig, list[str]]:
     """The model and training settings of the run resumed from ``last``: its model, which the
-    command must describe, and the command's training settings but for the batches' (its own)."""
+    command must describe, and the command's training settings but for the batches' (its own);
+    with ``says``, the lines that name what this command changes or does not take."""
     remedy = "give the model flags it was trained with, or none, --reset to start over, or another --save-dir"
     model = _described(ckpt.model, model_cfg, str(last), remedy, typed)
     old = ckpt.training.config
@@ -232,27 +238,27 @@ def _resumed(
             f"--head-only: the run in {last} trained {'its head alone' if old.head_only else 'the whole model'}; "
             f"start the other from its weights with --init-from {last} and another --save-dir"
         )
-    if says:
-        _say_batches_kept(cfg, old, last, typed)
-        _say_changed(cfg, old, last, ckpt.model, model)
-    return model, TrainConfig(**{**cfg.to_dict(), **{k: getattr(old, k) for k in _KEPT_ON_RESUME}})
+    said = (_batches_kept(cfg, old, last, typed), _changed(cfg, old, last, ckpt.model, model)) if says else ()
+    kept = TrainConfig(**{**cfg.to_dict(), **{k: getattr(old, k) for k in _KEPT_ON_RESUME}})
+    return model, kept, [line for line in said if line]
 
 
-def _say_batches_kept(cfg: TrainConfig, old: TrainConfig, last: Path, typed: Collection[str] | None) -> None:
+def _batches_kept(cfg: TrainConfig, old: TrainConfig, last: Path, typed: Collection[str] | None) -> str | None:
     """Name the batch settings chosen for this run (``typed``; None: those other than the default)
     that the resumed run does not take."""
     default = TrainConfig()
     chosen = typed if typed is not None else [k for k in _KEPT_ON_RESUME if getattr(cfg, k) != getattr(default, k)]
     ignored = [k for k in _KEPT_ON_RESUME if k in chosen and getattr(cfg, k) != getattr(old, k)]
-    if ignored:
-        flag = {k: flag_of(k, declared(TrainConfig, k)[1]) for k in ignored}
-        log(
-            f"{', '.join(f'{flag[k]} {getattr(cfg, k)}' for k in ignored)} not used: the run in {last} keeps "
-            f"its batches ({', '.join(f'{flag[k]} {getattr(old, k)}' for k in ignored)}; --reset starts over)"
-        )
+    if not ignored:
+        return None
+    flag = {k: flag_of(k, declared(TrainConfig, k)[1]) for k in ignored}
+    return (
+        f"{', '.join(f'{flag[k]} {getattr(cfg, k)}' for k in ignored)} not used: the run in {last} keeps "
+        f"its batches ({', '.join(f'{flag[k]} {getattr(old, k)}' for k in ignored)}; --reset starts over)"
+    )
 
 
-def _say_changed(cfg: TrainConfig, old: TrainConfig, last: Path, was: ModelConfig, model: ModelConfig) -> None:
+def _changed(cfg: TrainConfig, old: TrainConfig, last: Path, was: ModelConfig, model: ModelConfig) -> str | None:
     """Name the training settings (and the model's dropouts) in which this command differs from the
     run it resumes, which it goes on with (all but the batches'): a rate, a schedule or a budget
     changed on purpose reads the same in the log as one changed by a mistyped command."""
@@ -263,8 +269,7 @@ def _say_changed(cfg: TrainConfig, old: TrainConfig, last: Path, was: ModelConfi
     ]
     if model != was:
         changed.append(_changes(was, model))
-    if changed:
-        log(f"resuming {last} with this command's {', '.join(changed)}")
+    return f"resuming {last} with this command's {', '.join(changed)}" if changed else None
 
 
 def _changes(was: ModelConfig, model: ModelConfig) -> str:
