@@ -341,6 +341,40 @@ def fake_server():
     thread.join(timeout=30)
 
 
+class _SlowTranslator(_FakeTranslator):
+    def translate_block(self, lines, options):
+        time.sleep(2.5)
+        return super().translate_block(lines, options)
+
+
+def test_a_request_the_shutdown_wait_cuts_short_gets_a_json_503(capfd):
+    """SIGTERM's wait over, uvicorn cancels what still runs: its client gets an error of the API's
+    shape, as every other, where it got uvicorn's plain-text 500 and stderr a traceback."""
+    import uvicorn
+
+    from nmtkit.serve.app import create_app, listening
+    from nmtkit.serve.settings import ServerConfig
+
+    sock = listening("127.0.0.1", 0)
+    app = create_app(_SlowTranslator(), ServerConfig())
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]})
+    thread.start()
+    for _ in range(300):
+        if server.started:
+            break
+        time.sleep(0.02)
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}/translate"
+    with ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(_post, url, {"sentences": ["a b"]})
+        time.sleep(0.3)
+        server.should_exit = True  # what SIGTERM sets
+        status, body = pending.result(timeout=30)
+    thread.join(timeout=30)
+    assert status == 503 and "--shutdown-wait was over" in body["error"], body
+    assert "Traceback" not in capfd.readouterr().err
+
+
 @pytest.mark.parametrize(
     "asked, search",
     [

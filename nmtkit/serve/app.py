@@ -22,6 +22,7 @@ Each answer also has a one-line ``error``, which the page shows.
 # No ``from __future__ import annotations`` here: FastAPI reads the endpoint's annotation, a type
 # made at run time from the server's limits, as an object.
 
+import asyncio
 import math
 import signal
 import socket
@@ -143,6 +144,33 @@ def _json_type(kind: str) -> bool:
     return main == "application" and (sub == "json" or sub.endswith("+json"))
 
 
+class CutShort:
+    """ASGI middleware: a request still running when SIGTERM's ``--shutdown-wait`` is over, which
+    uvicorn then cancels, is answered 503 in JSON like any other error, not with uvicorn's
+    plain-text 500 and a traceback on stderr."""
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        started = False
+
+        async def sending(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        except asyncio.CancelledError:
+            if started:  # half an answer is out: nothing whole can follow it
+                raise
+            said = "the server stopped before this request was translated (--shutdown-wait was over)"
+            await error(503, said)(scope, receive, send)
+
+
 def _errors_as_json(app: FastAPI) -> None:
     async def http_error(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
@@ -216,6 +244,7 @@ def create_app(
 
     app = FastAPI(title="nmtkit", version=__version__, lifespan=lifespan)
     app.add_middleware(BodyLimit, limit=limits.max_body)
+    app.add_middleware(CutShort)
     _errors_as_json(app)
     Body = request_body(cfg)
 

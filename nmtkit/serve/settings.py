@@ -39,7 +39,7 @@ class ServerConfig(Settings):
     shutdown_wait: float = setting(
         30.0,
         "Seconds SIGTERM (or Ctrl-C) waits for the requests in flight to finish before it cancels them "
-        "(each then gets a 500).",
+        "(each then gets a 503).",
         ge=0,
     )
 
