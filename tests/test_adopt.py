@@ -172,6 +172,9 @@ def test_an_average_keeps_a_tied_weight_one_tensor(tmp_path):
     r = invoke("average", tmp_path / "a" / "best.pt", tmp_path / "b" / "best.pt", "-o", tmp_path / "avg.pt")
     assert r.exit_code == 0, r.output
     assert f"({tmp_path / 'a' / 'best.pt'} to {tmp_path / 'b' / 'best.pt'})" in r.stderr  # two best.pt: the paths
+    assert [a.name for a in checkpoint.load(tmp_path / "avg.pt").averaged] == [
+        str(tmp_path / run / "best.pt") for run in "ab"
+    ]  # in the file too
     avg = checkpoint.load(tmp_path / "avg.pt").weights
     assert torch.equal(avg["embed.weight"], tied * 2) and torch.equal(avg["b"], torch.ones(2) * 2)
     assert avg["W_o.weight"].untyped_storage().data_ptr() == avg["embed.weight"].untyped_storage().data_ptr()
@@ -383,11 +386,35 @@ def test_a_run_stopped_by_its_patience_resumed_says_so_and_what_would_go_on(data
     assert r.exit_code == 0, r.output
     assert checkpoint.load(tmp_path / "r" / "last.pt").training.progress.step == 2
     r = invoke("train", data_bin, "--save-dir", tmp_path / "r", *flags, "--patience", 1, "--clip", 2)
-    said = f"{tmp_path / 'r' / 'last.pt'} has finished its patience (1 validation without a better dev score, update 2)"
+    said = "it reached --patience 1 (1 validation without a better dev score); to go on from it, a --patience over 1"
     assert r.exit_code == 0 and said in r.output and "this command's" not in r.output, r.output
+    # both limits reached: each is named, with what goes beyond it
+    r = invoke("train", data_bin, "--save-dir", tmp_path / "r", *flags[:-2], "--max-updates", 2, "--patience", 1)
+    said = "it reached --max-updates 2 and --patience 1 (1 validation without a better dev score); to go on from it,"
+    assert said + " a --max-updates over 2 and a --patience over 1, or 0 (--reset starts over)" in r.output, r.output
     r = invoke("train", data_bin, "--save-dir", tmp_path / "r", *flags, "--patience", 3)
-    assert r.exit_code == 0 and "nothing to do" not in r.output, r.output
+    assert r.exit_code == 0 and "nothing left to do" not in r.output, r.output
     assert checkpoint.load(tmp_path / "r" / "last.pt").training.progress.step == 4
+    # what goes on is a patience over the validations counted, not over the one asked
+    r = invoke("train", data_bin, "--save-dir", tmp_path / "r", *flags, "--patience", 2)
+    assert "--patience 2 (3 validations without a better dev score); to go on from it, a --patience over 3" in r.output
+
+
+def test_a_run_finished_by_its_minutes_or_epochs_names_what_goes_beyond_them(tmp_path):
+    from types import SimpleNamespace
+
+    from nmtkit.checkpoint import Progress
+    from nmtkit.train.config import TrainConfig
+    from nmtkit.train.loop import _nothing_to_do
+
+    cfg = TrainConfig(max_minutes=1.0, max_epochs=2, patience=0)
+    progress = Progress(step=90, seconds=50.0, validation_seconds=12.0)
+    state = SimpleNamespace(
+        cfg=cfg, progress=progress, batches=SimpleNamespace(epoch=2), save_dir=tmp_path, patience_spent=lambda: False
+    )
+    said = _nothing_to_do(state)
+    assert "it reached --max-epochs 2 and --max-minutes 1 (0.83 trained, 0.20 kept for the final validation)" in said
+    assert said.endswith("to go on from it, a --max-epochs over 2 and a --max-minutes over 1.03 (--reset starts over)")
 
 
 def test_a_resumed_run_takes_the_commands_rate_names_each_change_and_refuses_another_optimizer(data_bin, tmp_path):
@@ -406,7 +433,8 @@ def test_a_resumed_run_takes_the_commands_rate_names_each_change_and_refuses_ano
     # a finished run names no change it would not use, and says what would make it go on
     r = invoke("train", data_bin, "--save-dir", run, *TINY, "--lr", "0.5", "--max-updates", 3, "--patience", 0)
     assert r.exit_code == 0 and "this command's" not in r.output, r.output
-    assert f"{last} has finished its budget (update 3); nothing to do (a larger budget goes on" in r.output
+    said = f"{last} has nothing left to do at update 3: it reached --max-updates 3; to go on from it, a --max-updates"
+    assert said + " over 3" in r.output
     other = [a if a != "adam" else "sgd" for a in TINY]
     r = invoke("train", data_bin, "--save-dir", run, *other, "--max-updates", 4, "--patience", 0)
     assert r.exit_code == 2, r.output

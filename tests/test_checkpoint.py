@@ -81,7 +81,7 @@ def test_every_malformed_file_is_one_format_error(tmp_path):
             checkpoint.load(path)
         assert expected[name] in str(err.value) and "\n" not in str(err.value), (name, err.value)
     raw = torch.load(tmp_path / "good.pt", weights_only=True)
-    for averaged in ({"name": "a.pt"}, [{"name": "a.pt"}], [{"name": "a.pt", "step": "x"}]):
+    for averaged in ({"name": "a.pt"}, [{"name": "a.pt"}], [{"name": "a.pt", "step": 1.7}], [{"name": 3, "step": 1}]):
         torch.save(raw | {"averaged": averaged}, tmp_path / "averaged.pt")
         with pytest.raises(FormatError, match="not a complete nmtkit checkpoint") as err:
             checkpoint.load(tmp_path / "averaged.pt")

@@ -226,6 +226,27 @@ def test_a_run_into_the_save_dir_of_a_run_still_training_is_refused_not_left_wai
     SaveDirLock(tmp_path / "run", writes=True).wait()  # its end frees the directory
 
 
+def test_a_resumed_runs_other_ranks_find_its_own_note_not_the_job_befores(tmp_path, monkeypatch):
+    """Rank 0 takes the lock to read last.pt; until it wrote its note there, the one the last job
+    left stood, and the other ranks of this job, starting as it read, refused the directory as
+    being trained by that long-ended process."""
+    from nmtkit.train.saving import SaveDirLock
+
+    (tmp_path / "run").mkdir()
+    stale = {"pid": 1, "host": "elsewhere", "job": "10.0.0.1/29500/old", "state": "training"}
+    (tmp_path / "run" / SaveDirLock.NAME).write_text(json.dumps(stale) + "\n", encoding="utf-8")
+    for key, value in (("MASTER_ADDR", "127.0.0.1"), ("MASTER_PORT", "29511"), ("TORCHELASTIC_RUN_ID", "new")):
+        monkeypatch.setenv(key, value)
+    rank0 = SaveDirLock(tmp_path / "run", writes=True)
+    rank0.wait()  # it reads last.pt now
+    try:
+        assert json.loads((tmp_path / "run" / SaveDirLock.NAME).read_text())["pid"] == os.getpid()
+        SaveDirLock(tmp_path / "run", writes=False).wait()  # rank 1: this job's, not refused
+        rank0.hold()
+    finally:
+        rank0.release()
+
+
 def _slow_saving(raw: Path, tmp_path: Path, valid_every: int) -> tuple[list[str], subprocess.Popen]:
     """A run whose save at a signal waits 2 s in the middle of writing last.pt, signalled once it
     has logged 3 updates, and left writing; and its command without the slow save."""

@@ -5,8 +5,8 @@ fairseq's and Marian's checkpoint averaging) smooths the noise of the last
 updates. The checkpoints must describe the same model over the same
 vocabularies and text settings (their dropouts may differ); the result keeps
 the last one's model and training settings and its progress, without
-optimizer state (it translates, it does not resume), and names the files it
-is the mean of.
+optimizer state (it translates, it does not resume), the shortlist of the last
+that has one, and names the files it is the mean of.
 """
 
 from __future__ import annotations
@@ -51,8 +51,15 @@ def average(paths: list[str | Path]) -> Checkpoint:
         last.text,
         TrainingState(last.training.config, last.training.progress),
         lexicon=next((c.lexicon for c in reversed(read) if c.lexicon is not None), None),
-        averaged=tuple(Averaged(Path(p).name, c.training.progress.step) for p, c in zip(paths, read, strict=True)),
+        averaged=tuple(Averaged(name, c.training.progress.step) for name, c in zip(_names(paths), read, strict=True)),
     )
+
+
+def _names(paths: list[str | Path]) -> list[str]:
+    """The files' names where they tell them apart (a run's update-N.pt), else their paths as given
+    (two runs' best.pt)."""
+    names = [Path(p).name for p in paths]
+    return names if len(set(names)) == len(names) else [str(p) for p in paths]
 
 
 _KEPT = re.compile(r"update-(\d+)\.pt")  # a kept validation's name (not update-final.pt, not last.pt)

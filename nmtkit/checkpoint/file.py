@@ -357,7 +357,7 @@ def _parse(raw: dict[str, Any], version: int) -> Checkpoint:
         written_by=str(raw.get("nmtkit", "?")),
         lexicon=_lexicon(raw.get("lexicon"), config),
         format_version=version,
-        averaged=tuple(Averaged(str(a["name"]), int(a["step"])) for a in _records(raw.get("averaged", []))),
+        averaged=tuple(Averaged(a["name"], a["step"]) for a in _averaged(raw.get("averaged", []))),
     )
 
 
@@ -398,9 +398,11 @@ def _lexicon(value: Any, model: ModelConfig) -> Lexicon | None:
     return Lexicon(frequent, table)
 
 
-def _records(value: Any) -> list[dict[str, Any]]:
-    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
-        raise FormatError("the list of averaged checkpoints is not a list of records")
+def _averaged(value: Any) -> list[dict[str, Any]]:
+    if not isinstance(value, list) or not all(
+        isinstance(v, dict) and isinstance(v.get("name"), str) and type(v.get("step")) is int for v in value
+    ):
+        raise FormatError("the averaged checkpoints are not a list of names and updates")
     return value
 
 

@@ -111,14 +111,16 @@ def train(
     try:
         lock.wait()
         state = start(data_dir, save_dir, model_cfg, cfg, resume, Parallel(where, runtime), typed)
+        says = where.rank == 0
         if state.finished() or state.patience_spent():  # running the same command again changes nothing
-            log(_nothing_to_do(state))
+            if says:
+                log(_nothing_to_do(state))
             progress = state.progress
         else:
             lock.hold()
             for note in state.notes:
                 log(note)
-            if state.progress.step:
+            if state.progress.step and says:
                 log(
                     f"resuming from {save_dir / 'last.pt'} at update {state.progress.step}, "
                     f"epoch {state.batches.epoch + 1}"
@@ -134,17 +136,29 @@ def train(
 
 
 def _nothing_to_do(state: TrainState) -> str:
-    """What a run that has finished says when resumed, and what would make it go on."""
-    last, step = state.save_dir / "last.pt", state.progress.step
-    if state.finished():
-        return (
-            f"{last} has finished its budget (update {step}); nothing to do "
-            f"(a larger budget goes on from it, --reset starts over)"
+    """What a finished run says when run again: each limit it reached, and what would go on from it."""
+    cfg, progress = state.cfg, state.progress
+    reached, beyond = [], []
+    if cfg.max_updates and progress.step >= cfg.max_updates:
+        reached.append(f"--max-updates {cfg.max_updates}")
+        beyond.append(f"a --max-updates over {progress.step}")
+    if cfg.max_epochs and state.batches.epoch >= cfg.max_epochs:
+        reached.append(f"--max-epochs {cfg.max_epochs}")
+        beyond.append(f"a --max-epochs over {state.batches.epoch}")
+    spent = (progress.seconds + progress.validation_seconds) / 60
+    if cfg.max_minutes and spent >= cfg.max_minutes:
+        reached.append(
+            f"--max-minutes {cfg.max_minutes:g} ({progress.seconds / 60:.2f} trained, "
+            f"{progress.validation_seconds / 60:.2f} kept for the final validation)"
         )
-    n = state.cfg.patience
+        beyond.append(f"a --max-minutes over {spent:.2f}")
+    if state.patience_spent():
+        n = progress.bad_evals
+        reached.append(f"--patience {cfg.patience} ({n} validation{'s' * (n != 1)} without a better dev score)")
+        beyond.append(f"a --patience over {progress.bad_evals}, or 0")
     return (
-        f"{last} has finished its patience ({n} validation{'s' * (n != 1)} without a better dev score, "
-        f"update {step}); nothing to do (a larger --patience, or 0, goes on from it)"
+        f"{state.save_dir / 'last.pt'} has nothing left to do at update {progress.step:,}: it reached "
+        f"{' and '.join(reached)}; to go on from it, {' and '.join(beyond)} (--reset starts over)"
     )
 
 

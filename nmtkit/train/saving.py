@@ -101,7 +101,6 @@ class SaveDirLock:
             with writing_into(self.path.parent):
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             self._take()
-            self._say("training")
 
     def stopping(self) -> None:
         """A signal asked the holder to stop: the next run may wait for its last save. Called from
@@ -141,7 +140,10 @@ class SaveDirLock:
             log(f"waiting for the process still writing {self.path.parent} (a stopped run saving its last.pt)")
             fcntl.flock(fh, fcntl.LOCK_EX)
         if self.writes:
+            # at once, before last.pt is read: the note of the job before would otherwise stand, and
+            # this job's other ranks, finding it, would take the directory for another job's
             self.held = fh
+            self._say("training")
         else:
             fh.close()
 

@@ -28,8 +28,5 @@ def average(model_paths: tuple[str, ...], output: str, last: int | None) -> None
     files given, and the kept validations (update-N.pt) of each run directory given."""
     from ...checkpoint.average import inputs, write_average
 
-    paths = inputs(list(model_paths), last or 0)
-    write_average(list(paths), output)
-    # names alone where they tell the files apart (a run's update-N.pt), else the paths
-    first, final = (p.name for p in (paths[0], paths[-1])) if len({p.name for p in paths}) == len(paths) else paths
-    log(f"averaged {len(paths)} checkpoints ({first} to {final}) into {output}")
+    averaged = write_average(list(inputs(list(model_paths), last or 0)), output).averaged
+    log(f"averaged {len(averaged)} checkpoints ({averaged[0].name} to {averaged[-1].name}) into {output}")
