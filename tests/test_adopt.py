@@ -379,6 +379,25 @@ def test_a_resumed_run_names_the_batch_flags_it_does_not_take(data_bin, tmp_path
     assert r.exit_code == 0 and "not used" not in r.output, r.output
 
 
+def test_a_corpus_of_the_other_direction_is_refused_though_its_vocabularies_are_the_models(data_bin, tmp_path):
+    """Its fingerprints, by language, match: score, lexicon and train read it as the model's, with
+    a traceback (another size) or silently wrong figures (the same size)."""
+    r = invoke("train", data_bin, "--save-dir", tmp_path / "r", *TINY, "--max-updates", 1, "--patience", 0)
+    assert r.exit_code == 0, r.output
+    assert invoke("reverse", data_bin, tmp_path / "rev").exit_code == 0
+    last, rev = tmp_path / "r" / "last.pt", tmp_path / "rev"
+    said = f"{rev}: a fr→en corpus, where the checkpoint {last} translates en→fr; give one of its direction"
+    for args in (
+        ("score", "-m", last, "--data", rev),
+        ("lexicon", last, "--data", rev, "-o", tmp_path / "lex.pt"),
+        ("train", rev, "--save-dir", tmp_path / "s", *TINY, "--max-updates", 1, "--init-from", last),
+        ("train", rev, "--save-dir", tmp_path / "r", *TINY, "--max-updates", 2),  # a resume
+    ):
+        r = invoke(*args)
+        assert r.exit_code == 2 and said in r.output and "Traceback" not in r.output, (args, r.output)
+    assert not (tmp_path / "lex.pt").exists()
+
+
 def test_a_run_stopped_by_its_patience_resumed_says_so_and_what_would_go_on(data_bin, tmp_path):
     # a rate of 0 never betters the first dev score: the second validation spends a patience of 1
     flags = [*TINY, "--lr", 0, "--valid-every", 1, "--max-updates", 50]

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from nmtkit import checkpoint
 from nmtkit.cli import main
 from nmtkit.core.errors import FormatError, UserError
+from nmtkit.models.config import model_config
 from tests.checkpoints import as_version_1, fake_checkpoint
 
 
@@ -98,6 +99,18 @@ def test_weights_that_do_not_fit_the_model_are_refused(tmp_path):
     fake_checkpoint(tmp_path / "c.pt")
     with pytest.raises(FormatError, match="do not fit the model"):
         checkpoint.model_of(checkpoint.load(tmp_path / "c.pt"), tmp_path / "c.pt")
+
+
+def test_a_weight_damaged_into_nan_is_refused_in_one_line(tmp_path):
+    from nmtkit.models.build import build_model
+
+    config = model_config(src_vocab=6, tgt_vocab=6, emb=4, hidden=4, align=4, maxout=2)
+    weights = build_model(config).state_dict()
+    weights["W_o.weight"][1, 1] = float("inf")
+    fake_checkpoint(tmp_path / "c.pt", weights=weights, model=config)
+    with pytest.raises(FormatError, match="the weight W_o.weight holds NaN or infinite values") as err:
+        checkpoint.model_of(checkpoint.load(tmp_path / "c.pt"), tmp_path / "c.pt")
+    assert "\n" not in str(err.value)
 
 
 def test_checkpoints_follow_the_umask_like_any_output(tmp_path):

@@ -637,3 +637,13 @@ def test_token_scores_are_written_in_jsonl_with_the_units_and_refused_elsewhere(
     plain = invoke("translate", "-m", model, tmp_path / "in.en", "--output-format", "jsonl").stdout.splitlines()
     assert "token_scores" not in json.loads(plain[0]) and "tokens" not in json.loads(plain[0])
     one_error_line(invoke("translate", "-m", model, tmp_path / "in.en", "--token-scores"), "--output-format jsonl")
+
+
+def test_a_score_that_is_not_finite_is_null_in_jsonl_which_json_cannot_write_otherwise():
+    from nmtkit.translate.io import json_record
+    from nmtkit.translate.translator import Translation
+
+    record = json_record(1, Translation("", [], [], float("-inf"), float("-inf")))
+    assert record["score"] is None and record["ranking"] is None
+    json.dumps(record, allow_nan=False)  # what a strict reader (JavaScript's JSON.parse) reads
+    assert json_record(1, Translation("a", ["a"], ["a"], -1.23456, -0.5))["score"] == -1.2346

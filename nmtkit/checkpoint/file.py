@@ -251,6 +251,9 @@ def load_weights(
     they do not fit it. ``assign``: the model's parameters become the checkpoint's tensors
     (mapped from the file by a lazy load) instead of copies of them: one copy in memory.
     ``new``: the prefix of parameters the checkpoint does not hold, which keep their values."""
+    broken = next((k for k, w in ckpt.weights.items() if w.is_floating_point() and not bool(w.isfinite().all())), None)
+    if broken is not None:  # the search would never see a hypothesis end
+        raise FormatError(f"{where}: the weight {broken} holds NaN or infinite values (a damaged file)")
     try:
         found = model.load_state_dict(ckpt.weights, assign=assign, strict=new is None)
         if new is not None and (other := [k for k in found.missing_keys if not k.startswith(new)]):

@@ -21,7 +21,7 @@ def add_lexicon(
     check_destination(out)
     ckpt = load(model_path, lazy=False)
     corpus = Corpus(data_bin)
-    corpus.check_vocab(ckpt.text.vocab_sha256, f"the checkpoint {model_path}")
+    corpus.check_vocab(ckpt.text.vocab_sha256, f"the checkpoint {model_path}", ckpt.text.langs)
     ckpt.lexicon = lexicon_of(corpus, frequent, per_source)
     save(out, ckpt)
     return ckpt.lexicon

@@ -131,8 +131,15 @@ class Corpus:
             raise FormatError(f"{self.path / entry.file}: does not match the manifest's fingerprint")
         return vocab
 
-    def check_vocab(self, expected: dict[str, str], what: str) -> None:
-        """Refuse the corpus if its vocabularies are not the ones ``what`` was made with."""
+    def check_vocab(self, expected: dict[str, str], what: str, langs: dict[str, str] | None = None) -> None:
+        """Refuse the corpus if its vocabularies are not the ones ``what`` was made with, or, given
+        the ``src`` and ``tgt`` languages of a model, if it runs the other way: the fingerprints
+        are by language, and a model of the other direction has both vocabularies."""
+        if langs is not None and (langs["src"], langs["tgt"]) != (self.src_lang, self.tgt_lang):
+            raise UserError(
+                f"{self.path}: a {self.src_lang}→{self.tgt_lang} corpus, where {what} translates "
+                f"{langs['src']}→{langs['tgt']}; give one of its direction ('nmtkit reverse' swaps a corpus's sides)"
+            )
         for lang, sha in expected.items():
             have = self.manifest.vocab[lang].sha256 if lang in self.manifest.vocab else None
             if have != sha:

@@ -54,7 +54,7 @@ def corpus_nll(
     dev = run.device
     corpus = Corpus(data_bin)
     ckpt = checkpoint.load(model_path)
-    corpus.check_vocab(ckpt.text.vocab_sha256, f"the checkpoint {model_path}")
+    corpus.check_vocab(ckpt.text.vocab_sha256, f"the checkpoint {model_path}", ckpt.text.langs)
     model = checkpoint.model_of(ckpt, model_path, dev)
     src, tgt = corpus.split(split)
     total, tokens, n = 0.0, 0, 0

@@ -18,11 +18,15 @@ class Output(_Answer):
     """One output for a sentence: the best or an entry of its n-best list."""
 
     text: str = Field(description="The translation, detokenized.")
-    score: float = Field(description="Its log-probability under the model, </s> included.")
-    ranking: float = Field(description="The score the search ranked it by, after the length and coverage penalties.")
+    score: float | None = Field(
+        description="Its log-probability under the model, </s> included (null where no hypothesis ended)."
+    )
+    ranking: float | None = Field(
+        description="The score the search ranked it by, after the length and coverage penalties."
+    )
     alignment: str = Field(description="Pharaoh pairs 'i-j' of source and target word positions, from 0.")
     tokens: list[str] | None = Field(None, description="Its subword units (with token_scores).")
-    token_scores: list[float] | None = Field(
+    token_scores: list[float | None] | None = Field(
         None, description="Each unit's log-probability, </s>'s last; they sum to score (with token_scores)."
     )
 
@@ -54,7 +58,7 @@ class OpenNMTResult(_Answer):
 
     src: str
     tgt: str
-    pred_score: float
+    pred_score: float | None
     n_best: int
     id: Any = None
 

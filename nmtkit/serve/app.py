@@ -213,7 +213,13 @@ def _rounded(matrix: Any) -> list[list[float]]:
 
 
 def opennmt(t: Translation, src: str, id_: Any, nbest: int) -> dict[str, Any]:
-    return {"src": src, "tgt": t.text, "pred_score": t.score, "n_best": nbest, "id": id_}
+    return {
+        "src": src,
+        "tgt": t.text,
+        "pred_score": t.score if math.isfinite(t.score) else None,
+        "n_best": nbest,
+        "id": id_,
+    }
 
 
 def create_app(

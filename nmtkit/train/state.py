@@ -379,13 +379,13 @@ def _resumable(last: Path, corpus: Corpus) -> Checkpoint:
     ckpt = checkpoint.load(last, lazy=False)
     if not ckpt.training.resumable:
         raise FormatError(f"{last}: holds no training state to resume from (use --reset to start over)")
-    corpus.check_vocab(ckpt.text.vocab_sha256, f"the checkpoint {last}")
+    corpus.check_vocab(ckpt.text.vocab_sha256, f"the checkpoint {last}", ckpt.text.langs)
     return ckpt
 
 
 def _init_from(path: str, corpus: Corpus) -> Checkpoint:
     ckpt = checkpoint.load(path)
-    corpus.check_vocab(ckpt.text.vocab_sha256, f"the checkpoint {path}")
+    corpus.check_vocab(ckpt.text.vocab_sha256, f"the checkpoint {path}", ckpt.text.langs)
     return ckpt
 
 

@@ -15,6 +15,7 @@ import contextlib
 import dataclasses
 import functools
 import json
+import math
 import sys
 from collections.abc import Iterator
 from typing import IO, Any
@@ -65,14 +66,14 @@ def json_record(lineno: int, t: Translation) -> dict[str, Any]:
     record: dict[str, Any] = {
         "line": lineno,
         "text": t.text,
-        "score": round(t.score, 4),
-        "ranking": round(t.ranking, 4),
+        "score": _figure(t.score),
+        "ranking": _figure(t.ranking),
         "alignment": hard_alignment(t),
     }
     record |= _token_scores(t)
     if t.nbest:
         record["nbest"] = [
-            {"text": h.text, "score": round(h.score, 4), "ranking": round(h.ranking, 4), "alignment": hard_alignment(h)}
+            {"text": h.text, "score": _figure(h.score), "ranking": _figure(h.ranking), "alignment": hard_alignment(h)}
             | _token_scores(h)
             for h in t.nbest
         ]
@@ -83,7 +84,13 @@ def _token_scores(t: Translation) -> dict[str, Any]:
     """The output's subword units and each one's log-probability, </s>'s last, where asked for."""
     if t.token_scores is None:
         return {}
-    return {"tokens": t.tokens, "token_scores": [round(x, 4) for x in t.token_scores]}
+    return {"tokens": t.tokens, "token_scores": [_figure(x) for x in t.token_scores]}
+
+
+def _figure(x: float) -> float | None:
+    """A score as JSON has it: null where it is not finite (no hypothesis of the row ended), which
+    JSON cannot write and a strict reader refuses (-Infinity)."""
+    return round(x, 4) if math.isfinite(x) else None
 
 
 class _Sinks:

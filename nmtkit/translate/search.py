@@ -38,7 +38,8 @@ direction (a sentence may be searched longer than it needed to be).
 Outputs have at least ``min_len`` words (GroundHog's and fairseq's default
 of 1: no empty translation of a sentence) and at most ``max_ratio`` × the
 source length + ``max_extra`` tokens, ``</s>`` included. Scores are sums of
-log-probabilities of the emitted tokens, ``</s>`` included: the quantity
+log-probabilities of the emitted tokens, ``</s>`` included (the limit gives way to
+``min_len``): the quantity
 ``score`` recomputes as NLL. Greedy search is the case k = 1. Works on ids
 only.
 
@@ -115,9 +116,9 @@ def ranking(cfg: SearchConfig, scores: torch.Tensor, lengths: torch.Tensor | int
 
 def output_limit(mask: torch.Tensor, cfg: SearchConfig, prefix: ForcedPrefix) -> torch.Tensor:
     """The longest output of each sentence (B,), </s> included (at that length only </s> may
-    follow): ``max_ratio`` × its source length + ``max_extra``, and room for its prefix and </s>
-    whatever those say."""
-    limit = ((mask.sum(1).float() * cfg.max_ratio).long() + cfg.max_extra).clamp(min=1)
+    follow): ``max_ratio`` × its source length + ``max_extra``, and room for its prefix, for
+    ``min_len`` words and for </s> whatever those say (else no hypothesis would end)."""
+    limit = ((mask.sum(1).float() * cfg.max_ratio).long() + cfg.max_extra).clamp(min=cfg.min_len + 1)
     return limit if prefix.lengths is None else torch.maximum(limit, prefix.lengths + 1)
 
 
@@ -304,7 +305,8 @@ def _beam_search(  # noqa: PLR0915 (the beam's loop in one place)
         steps.append(_Step(y, parent, keep, alpha if attention else None, chosen, eos))
         t += 1
         best_open = ranking(cfg, scores.max(1).values, limit)
-        stop = best_open <= pool.ranking[:, -1]  # (an open score of -inf: nothing is open)
+        # (an open score of -inf: nothing is open; past its limit a row is done whatever its scores)
+        stop = (best_open <= pool.ranking[:, -1]) | (t >= limit)
         keep = None
         if t % check_every == 0 and bool(stop.any()):
             done = stop.nonzero().squeeze(1)
