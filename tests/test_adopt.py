@@ -379,6 +379,15 @@ def test_a_resumed_run_names_the_batch_flags_it_does_not_take(data_bin, tmp_path
     assert r.exit_code == 0 and "not used" not in r.output, r.output
 
 
+def test_a_damaged_dev_split_is_refused_before_the_first_update_not_at_the_first_validation(data_bin, tmp_path):
+    valid = data_bin / "valid.fr.bin"
+    valid.write_bytes(valid.read_bytes()[:-2])
+    flags = [*TINY, "--max-updates", 5, "--patience", 0, "--log-every", 1]
+    r = invoke("train", data_bin, "--save-dir", tmp_path / "r", *flags)
+    assert r.exit_code == 2 and f"{valid}: expected " in r.output and "size does not match" in r.output, r.output
+    assert "nll/tok" not in r.output  # not one update
+
+
 def test_a_corpus_of_the_other_direction_is_refused_though_its_vocabularies_are_the_models(data_bin, tmp_path):
     """Its fingerprints, by language, match: score, lexicon and train read it as the model's, with
     a traceback (another size) or silently wrong figures (the same size)."""

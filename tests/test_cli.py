@@ -199,8 +199,30 @@ def test_empty_and_missing_files(raw, tmp_path):
     one_error_line(run("tokenize", "-l", "en", input=""), "<stdin>: is empty")
 
 
+def test_a_train_split_filtered_to_nothing_is_refused_and_writes_nothing(raw, tmp_path):
+    """It exited 0 with an empty train split, which build-vocab refused next."""
+    r = text_mode(raw, tmp_path / "clean", "--max-len", 1)
+    one_error_line(r, "every pair of its 8 lines was filtered out (dropped: ")
+    assert "loosen --max-len, --min-len or --max-ratio" in r.output and not (tmp_path / "clean").exists()
+
+
 def test_bad_utf8_on_stdin():
     one_error_line(run("tokenize", "-l", "en", input=b"ok\n\xff\xfe\n"), "<stdin>: line 2 is not valid UTF-8")
+
+
+def test_bpe_codes_that_are_not_text_or_not_merges_are_one_line(tmp_path):
+    """subword-nmt's own message and status 1, or a UnicodeDecodeError's traceback, before."""
+    (tmp_path / "binary").write_bytes(b"#version: 0.2\n\x80\x81 a\n")
+    (tmp_path / "text").write_text("#version: 0.2\nt h\nIn the beginning God\n", encoding="utf-8")
+    one_error_line(run("tokenize", "-l", "en", "--bpe-codes", tmp_path / "binary", input="x\n"), "not UTF-8 text")
+    one_error_line(
+        run("tokenize", "-l", "en", "--bpe-codes", tmp_path / "text", input="x\n"),
+        "text: line 3 is not a BPE merge, two subword units with a space between ('In the beginning God')",
+    )
+    (tmp_path / "text").write_text("#version: 0.2\nt h\nth e</w>\n", encoding="utf-8")
+    merged = run("tokenize", "-l", "en", "--bpe-codes", tmp_path / "text", input="the thin\n")
+    assert merged.output == "the th@@ i@@ n\n"
+    one_error_line(run("info", tmp_path / "nope"), "nope: no such checkpoint, training run or corpus")
 
 
 def test_vocabulary_that_does_not_match_the_corpus(raw, tmp_path):
@@ -217,6 +239,15 @@ def test_vocabulary_that_does_not_match_the_corpus(raw, tmp_path):
     before = sorted(p.name for p in (tmp_path / "bin").iterdir())
     one_error_line(run(*binarize, "--vocab", tmp_path / "v2"), "is not the one the vocabulary")
     assert sorted(p.name for p in (tmp_path / "bin").iterdir()) == before
+    # cleaning and filtering are text mode's: binarizing ignored them without a word
+    one_error_line(
+        run(*binarize, "--vocab", tmp_path / "v1", "-d", tmp_path / "b2", "--max-len", 10, "--lowercase"),
+        "--lowercase, --max-len: text mode's (cleaning raw text); binarizing (--vocab) maps the clean text as it is",
+    )
+    assert not (tmp_path / "b2").exists()
+    (tmp_path / "both.yaml").write_text("max_len: 10\n", encoding="utf-8")  # a file for both modes
+    r = run(*binarize, "--vocab", tmp_path / "v1", "-d", tmp_path / "b3", "--config", tmp_path / "both.yaml")
+    assert r.exit_code == 0 and "warning: --max-len (--config): text mode's, not used when binarizing" in r.output
 
 
 def test_missing_vocabulary_directory_and_unknown_rule(raw, tmp_path):

@@ -77,5 +77,13 @@ def test_bpe_learning_draws_no_tqdm_bar(capfd):
     assert "it/s" not in err and "%|" not in err, err
 
 
+def test_bpe_learning_that_runs_out_of_pairs_says_so_in_one_line_of_its_own(capfd):
+    """subword-nmt's own line ("no pair has frequency >= 2. Stopping") went past -q."""
+    codes = learn_codes(Counter({"ab": 3, "cd": 1}), 50)
+    assert codes.count("\n") == 2  # the header and a b
+    err = capfd.readouterr().err
+    assert "Stopping" not in err and "learned 1 BPE merges of the 50 asked: no pair is left 2 times or more" in err
+
+
 def test_merge_subwords_drops_a_dangling_separator():
     assert merge_subwords(["ab@@", "c", "d@@"]) == ["abc", "d"]

@@ -100,8 +100,10 @@ class VocabDir:
         name = self.codes_files.get(lang)
         if not name:
             return None
+        from ..text.bpe import read_codes  # subword-nmt, for the corpora that have codes
+
         try:
-            return (self.path / name).read_text(encoding="utf-8")
+            return read_codes(self.path / name)
         except FileNotFoundError:
             raise FormatError(f"{self.path / name}: BPE codes named in {self.META} are missing") from None
 

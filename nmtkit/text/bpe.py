@@ -13,16 +13,19 @@ the corpus; :func:`learn_sentencepiece` reads the lines.
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 import subword_nmt.learn_bpe as _learn
 from subword_nmt.apply_bpe import BPE
 
-from ..core.console import progress
+from ..core.console import log, progress
+from ..core.errors import UserError
 from .settings import SPM_KINDS
 
 SEPARATOR = "@@"
@@ -38,8 +41,13 @@ def learn_codes(counts: Counter[str], merges: int, min_frequency: int = 2) -> st
     # subword-nmt's own bar is tqdm's, drawn even into pipes and logs, and its API has no switch or
     # callback for it (verbose only adds a line a merge): ours takes the module's name (tests/test_text.py)
     _learn.tqdm = _merges_bar
-    _learn.learn_bpe(vocab, out, merges, min_frequency=min_frequency, is_dict=True)
-    return out.getvalue()
+    with contextlib.redirect_stderr(io.StringIO()):  # its own line when it stops early, past -q: ours below
+        _learn.learn_bpe(vocab, out, merges, min_frequency=min_frequency, is_dict=True)
+    codes = out.getvalue()
+    learned = codes.count("\n") - codes.startswith("#version")
+    if learned < merges:
+        log(f"learned {learned:,} BPE merges of the {merges:,} asked: no pair is left {min_frequency} times or more")
+    return codes
 
 
 def _merges_bar(steps: Iterable[int], *_: Any, **__: Any) -> Iterator[int]:
@@ -74,6 +82,23 @@ def learn_sentencepiece(lines: Iterable[str], size: int, kind: str) -> str:
 
 def is_sentencepiece(codes: str) -> bool:
     return codes.startswith(SPM_HEADER)
+
+
+def read_codes(path: Path) -> str:
+    """The subword codes in the file ``path``, or :class:`UserError` (one line) for one that is
+    not UTF-8 or a BPE line subword-nmt would stop at with its own message and status 1."""
+    try:
+        codes = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not subword codes (not UTF-8 text)") from None
+    if is_sentencepiece(codes):
+        return codes
+    for n, line in enumerate(codes.splitlines(), 1):
+        if not (n == 1 and line.startswith("#version")) and len(line.strip("\r\n ").split(" ")) != 2:
+            raise UserError(
+                f"{path}: line {n} is not a BPE merge, two subword units with a space between ({line[:40]!r})"
+            )
+    return codes
 
 
 class Segmenter:

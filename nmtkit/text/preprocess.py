@@ -134,6 +134,12 @@ def preprocess_corpus(
                 pair_filter=PairFilter(filters) if name == TRAIN else None,
                 advance=functools.partial(bar.advance, task),
             )
+            if name == TRAIN and not report["splits"][name]["pairs"]:  # before anything is written
+                dropped = ", ".join(f"{k} {v:,}" for k, v in report["splits"][name].get("dropped", {}).items())
+                raise UserError(
+                    f"{prefix}: every pair of its {counts[name]:,} lines was filtered out (dropped: {dropped}); "
+                    f"loosen --max-len, --min-len or --max-ratio"
+                )
         write_json(stage.path(SETTINGS_FILE), report)
         stage.commit()
     for name in splits:

@@ -120,6 +120,7 @@ def start(
     for split in ("train", "valid"):
         if split not in corpus.splits:
             raise UserError(f"{data_dir}: has no '{split}' split")
+    corpus.split("valid")  # its files checked now, not at the first validation (an hour in, or more)
     last = save_dir / "last.pt"
     ckpt = _resumable(last, corpus) if resume and last.exists() else None
     if ckpt is not None and cfg.init_from and parallel.rank == 0:

@@ -10,6 +10,7 @@ import click
 
 from ...core.command import Command
 from ...core.console import Results
+from ...core.errors import UserError
 from ...data.manifest import MANIFEST, read_manifest
 from ...data.summary import corpus_summary
 from .. import options
@@ -33,6 +34,8 @@ def info(path: str, output_format: str) -> None:
     SAVE_DIR says (updates, minutes, speed, machine, best.pt); or a binarized corpus's summary."""
     found: dict[str, Any]
     as_json = output_format == "json"
+    if not Path(path).exists():  # not "no such checkpoint": it may have meant a run or a corpus
+        raise UserError(f"{path}: no such checkpoint, training run or corpus")
     if Path(path).is_dir() and (Path(path) / MANIFEST).exists():
         manifest = read_manifest(path)
         if not as_json:

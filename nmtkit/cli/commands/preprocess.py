@@ -81,6 +81,7 @@ def preprocess(
     if not splits:
         raise UserError("no split given: use --train/--valid/--test PREFIX")
     if vocab_dir:
+        _text_mode_only(click.get_current_context(), values)
         manifest = binarize_corpus(
             splits, (source_lang, target_lang), Path(vocab_dir), Path(out_dir), workers, align_suffix
         )
@@ -95,3 +96,19 @@ def preprocess(
         if name in splits:
             dropped = ", ".join(f"{k} {v:,}" for k, v in s.get("dropped", {}).items())
             log(f"{name}: {s['lines']:,} lines → {s['pairs']:,} pairs" + (f" (dropped: {dropped})" if dropped else ""))
+
+
+def _text_mode_only(ctx: click.Context, values: dict[str, Any]) -> None:
+    """Refuse, in binarize mode, the cleaning and filtering options typed (they did nothing: the
+    clean text is mapped as it is); warn of those a --config file gives, which may serve both modes."""
+    source = ctx.get_parameter_source
+    named = [p for p in ctx.command.params if p.name in values and p.name != "dump_config"]
+    typed = [p.opts[-1] for p in named if source(p.name) is click.core.ParameterSource.COMMANDLINE]
+    if typed:
+        raise UserError(
+            f"{', '.join(typed)}: text mode's (cleaning raw text); binarizing (--vocab) maps the clean text "
+            f"as it is: give them to the run that cleans it"
+        )
+    filed = [p.opts[-1] for p in named if source(p.name) is click.core.ParameterSource.DEFAULT_MAP]
+    if filed:
+        log(f"warning: {', '.join(filed)} (--config): text mode's, not used when binarizing (--vocab)")

@@ -32,13 +32,14 @@ Examples:
 def tokenize(lang: str, input: str, bpe_codes: str | None, workers: int, **values: Any) -> None:
     """Clean and tokenize one language's text, INPUT (default: stdin) to stdout, one line out
     per line in: what preprocess does to each side, as a filter."""
+    from ...text.bpe import read_codes
     from ...text.preprocess import preprocess_stream
 
     codes = None
     if bpe_codes:
         if not Path(bpe_codes).is_file():
             raise UserError(f"{bpe_codes}: no such BPE codes file")
-        codes = Path(bpe_codes).read_text(encoding="utf-8")
+        codes = read_codes(Path(bpe_codes))
     fired = preprocess_stream(options.text_config(lang, values), input, sys.stdout, codes, workers)
     if fired:
         log("cleaning rules fired: " + ", ".join(f"{k} {v:,}" for k, v in sorted(fired.items())))
