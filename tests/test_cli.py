@@ -222,6 +222,9 @@ def test_bpe_codes_that_are_not_text_or_not_merges_are_one_line(tmp_path):
     (tmp_path / "text").write_text("#version: 0.2\nt h\nth e</w>\n", encoding="utf-8")
     merged = run("tokenize", "-l", "en", "--bpe-codes", tmp_path / "text", input="the thin\n")
     assert merged.output == "the th@@ i@@ n\n"
+    # as subword-nmt reads them: a trailing empty line, a U+2028 inside a merge (splitlines would cut)
+    (tmp_path / "text").write_text("#version: 0.2\nt h\nth e</w>\na\u2028 b\n\n", encoding="utf-8")
+    assert run("tokenize", "-l", "en", "--bpe-codes", tmp_path / "text", input="the\n").output == "the\n"
     one_error_line(run("info", tmp_path / "nope"), "nope: no such checkpoint, training run or corpus")
 
 
@@ -241,8 +244,8 @@ def test_vocabulary_that_does_not_match_the_corpus(raw, tmp_path):
     assert sorted(p.name for p in (tmp_path / "bin").iterdir()) == before
     # cleaning and filtering are text mode's: binarizing ignored them without a word
     one_error_line(
-        run(*binarize, "--vocab", tmp_path / "v1", "-d", tmp_path / "b2", "--max-len", 10, "--lowercase"),
-        "--lowercase, --max-len: text mode's (cleaning raw text); binarizing (--vocab) maps the clean text as it is",
+        run(*binarize, "--vocab", tmp_path / "v1", "-d", tmp_path / "b2", "--max-len", 10, "--no-dedup"),
+        "--max-len, --no-dedup: text mode's (cleaning raw text); binarizing (--vocab) maps the clean text as it is",
     )
     assert not (tmp_path / "b2").exists()
     (tmp_path / "both.yaml").write_text("max_len: 10\n", encoding="utf-8")  # a file for both modes

@@ -1,5 +1,6 @@
 """Tokenisation, BPE and the shared Preprocessor: what preprocess and translate both use."""
 
+import sys
 from collections import Counter
 
 from nmtkit.text.bpe import Segmenter, learn_codes, merge_subwords
@@ -78,11 +79,16 @@ def test_bpe_learning_draws_no_tqdm_bar(capfd):
 
 
 def test_bpe_learning_that_runs_out_of_pairs_says_so_in_one_line_of_its_own(capfd):
-    """subword-nmt's own line ("no pair has frequency >= 2. Stopping") went past -q."""
-    codes = learn_codes(Counter({"ab": 3, "cd": 1}), 50)
-    assert codes.count("\n") == 2  # the header and a b
+    """subword-nmt's own line ("no pair has frequency >= 2. Stopping") went past -q; the module's
+    sys is replaced, not the process's stderr, which our progress bar draws on."""
+    import subword_nmt.learn_bpe as subword_learn
+
+    assert "sys" in subword_learn.learn_bpe.__code__.co_names, "subword-nmt's learn_bpe no longer writes to sys"
+    before = sys.stderr
+    codes = learn_codes(Counter({"ab": 3, "cd": 1}), 50, name="fr")
+    assert codes.count("\n") == 2 and sys.stderr is before  # the header and a b
     err = capfd.readouterr().err
-    assert "Stopping" not in err and "learned 1 BPE merges of the 50 asked: no pair is left 2 times or more" in err
+    assert "Stopping" not in err and "learned 1 BPE merges for fr of the 50 asked: no pair is left 2 times" in err
 
 
 def test_merge_subwords_drops_a_dangling_separator():

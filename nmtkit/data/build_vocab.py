@@ -73,7 +73,7 @@ def build_vocab(prefix: Path, langs: tuple[str, str], out_dir: Path, cfg: VocabC
             joint = learn_codes(word_counts[langs[0]] + word_counts[langs[1]], cfg.bpe_merges)
             codes = {lang: joint for lang in langs}
         else:
-            codes = {lang: learn_codes(word_counts[lang], cfg.bpe_merges) for lang in langs}
+            codes = {lang: learn_codes(word_counts[lang], cfg.bpe_merges, name=lang) for lang in langs}
     unit_counts = {
         lang: segment_counts(c, codes[lang]) if codes[lang] else c  # type: ignore[arg-type]
         for lang, c in word_counts.items()

@@ -13,9 +13,9 @@ the corpus; :func:`learn_sentencepiece` reads the lines.
 from __future__ import annotations
 
 import base64
-import contextlib
 import io
 import re
+import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -34,20 +34,34 @@ SPM_MARK = "\u2581"  # SentencePiece's word-start mark
 SPM_HEADER = "#nmtkit-sentencepiece"
 
 
-def learn_codes(counts: Counter[str], merges: int, min_frequency: int = 2) -> str:
-    """Learn ``merges`` BPE operations from token counts; return the codes file's text."""
+def learn_codes(counts: Counter[str], merges: int, min_frequency: int = 2, name: str = "") -> str:
+    """Learn ``merges`` BPE operations from token counts; return the codes file's text. ``name``:
+    the language the log names, where each has its own codes."""
     vocab = io.StringIO("".join(f"{w} {c}\n" for w, c in counts.most_common()))
     out = io.StringIO()
     # subword-nmt's own bar is tqdm's, drawn even into pipes and logs, and its API has no switch or
     # callback for it (verbose only adds a line a merge): ours takes the module's name (tests/test_text.py)
     _learn.tqdm = _merges_bar
-    with contextlib.redirect_stderr(io.StringIO()):  # its own line when it stops early, past -q: ours below
-        _learn.learn_bpe(vocab, out, merges, min_frequency=min_frequency, is_dict=True)
+    _learn.sys = _Quiet()  # its own line when it stops early went past -q: ours below
+    _learn.learn_bpe(vocab, out, merges, min_frequency=min_frequency, is_dict=True)
     codes = out.getvalue()
     learned = codes.count("\n") - codes.startswith("#version")
     if learned < merges:
-        log(f"learned {learned:,} BPE merges of the {merges:,} asked: no pair is left {min_frequency} times or more")
+        log(
+            f"learned {learned:,} BPE merges{f' for {name}' if name else ''} of the {merges:,} asked: "
+            f"no pair is left {min_frequency} times or more"
+        )
     return codes
+
+
+class _Quiet:
+    """subword-nmt's learn_bpe module's ``sys``: the process's, but for a stderr that keeps what
+    it writes (not the process's own, which our progress bar draws on: redirecting that hid it)."""
+
+    stderr = io.StringIO()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(sys, name)
 
 
 def _merges_bar(steps: Iterable[int], *_: Any, **__: Any) -> Iterator[int]:
@@ -93,7 +107,7 @@ def read_codes(path: Path) -> str:
         raise UserError(f"{path}: not subword codes (not UTF-8 text)") from None
     if is_sentencepiece(codes):
         return codes
-    for n, line in enumerate(codes.splitlines(), 1):
+    for n, line in enumerate(codes.rstrip("\n").split("\n"), 1):  # as subword-nmt reads them
         if not (n == 1 and line.startswith("#version")) and len(line.strip("\r\n ").split(" ")) != 2:
             raise UserError(
                 f"{path}: line {n} is not a BPE merge, two subword units with a space between ({line[:40]!r})"

@@ -38,8 +38,8 @@ direction (a sentence may be searched longer than it needed to be).
 Outputs have at least ``min_len`` words (GroundHog's and fairseq's default
 of 1: no empty translation of a sentence) and at most ``max_ratio`` × the
 source length + ``max_extra`` tokens, ``</s>`` included. Scores are sums of
-log-probabilities of the emitted tokens, ``</s>`` included (the limit gives way to
-``min_len``): the quantity
+log-probabilities of the emitted tokens, ``</s>`` included (``min_len`` gives
+way to the limit, as in sampling): the quantity
 ``score`` recomputes as NLL. Greedy search is the case k = 1. Works on ids
 only.
 
@@ -116,9 +116,9 @@ def ranking(cfg: SearchConfig, scores: torch.Tensor, lengths: torch.Tensor | int
 
 def output_limit(mask: torch.Tensor, cfg: SearchConfig, prefix: ForcedPrefix) -> torch.Tensor:
     """The longest output of each sentence (B,), </s> included (at that length only </s> may
-    follow): ``max_ratio`` × its source length + ``max_extra``, and room for its prefix, for
-    ``min_len`` words and for </s> whatever those say (else no hypothesis would end)."""
-    limit = ((mask.sum(1).float() * cfg.max_ratio).long() + cfg.max_extra).clamp(min=cfg.min_len + 1)
+    follow): ``max_ratio`` × its source length + ``max_extra``, and room for its prefix and </s>
+    whatever those say. ``min_len`` gives way to it: the limit bounds a request's work."""
+    limit = ((mask.sum(1).float() * cfg.max_ratio).long() + cfg.max_extra).clamp(min=1)
     return limit if prefix.lengths is None else torch.maximum(limit, prefix.lengths + 1)
 
 
@@ -280,11 +280,13 @@ def _beam_search(  # noqa: PLR0915 (the beam's loop in one place)
         logp, state, alpha = model.step(y, state, enc)
         logp = prefix.force(logp, t)  # before </s> is read: a forced row cannot end
         eos = logp[:, EOS].clone() if token_scores else None
-        ended = scores + (logp[:, EOS] if t >= cfg.min_len else torch.full_like(logp[:, EOS], _NEG)).view(b, k)
+        at_limit = t + 1 >= limit  # out of room: nothing stays open, and </s> ends it, min_len or not
+        ending = logp[:, EOS] if t >= cfg.min_len else logp[:, EOS].masked_fill(~at_limit.repeat_interleave(k), _NEG)
+        ended = scores + ending.view(b, k)
         cp = coverage.penalty(alpha, enc.mask, (b, k))
         logp.index_fill_(1, banned, _NEG)
-        at_limit = t + 1 >= limit  # out of room: nothing stays open. On a GPU, asking whether any
-        if device.type != "cpu" or bool(at_limit.any()):  # row is would wait for it: fill always
+        # on a GPU, asking whether any row is at its limit would wait for it: fill always
+        if device.type != "cpu" or bool(at_limit.any()):
             logp.masked_fill_(at_limit.repeat_interleave(k).unsqueeze(1), _NEG)
         w = min(k, logp.shape[1])
         word_logp, words = logp.topk(w, dim=1)

@@ -103,12 +103,18 @@ def _text_mode_only(ctx: click.Context, values: dict[str, Any]) -> None:
     clean text is mapped as it is); warn of those a --config file gives, which may serve both modes."""
     source = ctx.get_parameter_source
     named = [p for p in ctx.command.params if p.name in values and p.name != "dump_config"]
-    typed = [p.opts[-1] for p in named if source(p.name) is click.core.ParameterSource.COMMANDLINE]
+    typed = [_spelled(p, values[p.name]) for p in named if source(p.name) is click.core.ParameterSource.COMMANDLINE]
     if typed:
         raise UserError(
             f"{', '.join(typed)}: text mode's (cleaning raw text); binarizing (--vocab) maps the clean text "
             f"as it is: give them to the run that cleans it"
         )
-    filed = [p.opts[-1] for p in named if source(p.name) is click.core.ParameterSource.DEFAULT_MAP]
+    filed = [_spelled(p, values[p.name]) for p in named if source(p.name) is click.core.ParameterSource.DEFAULT_MAP]
     if filed:
         log(f"warning: {', '.join(filed)} (--config): text mode's, not used when binarizing (--vocab)")
+
+
+def _spelled(param: click.Parameter, value: Any) -> str:
+    """The option as given: a switch's off spelling (--no-dedup) for False."""
+    secondary = getattr(param, "secondary_opts", None)
+    return secondary[-1] if secondary and value is False else param.opts[-1]
