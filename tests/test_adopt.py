@@ -434,12 +434,14 @@ def test_a_run_finished_by_its_minutes_or_epochs_names_what_goes_beyond_them(tmp
     from nmtkit.checkpoint import Progress
     from nmtkit.train.config import TrainConfig
     from nmtkit.train.loop import _nothing_to_do
+    from nmtkit.train.state import TrainState
 
     cfg = TrainConfig(max_minutes=1.0, max_epochs=2, patience=0)
     progress = Progress(step=90, seconds=50.0, validation_seconds=12.0)
     state = SimpleNamespace(
         cfg=cfg, progress=progress, batches=SimpleNamespace(epoch=2), save_dir=tmp_path, patience_spent=lambda: False
     )
+    state.spent = lambda: TrainState.spent(state)  # the budgets' own test, not a copy of it
     said = _nothing_to_do(state)
     assert "it reached --max-epochs 2 and --max-minutes 1 (0.83 trained, 0.20 kept for the final validation)" in said
     assert said.endswith("to go on from it, a --max-epochs over 2 and a --max-minutes over 1.03 (--reset starts over)")

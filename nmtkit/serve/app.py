@@ -49,7 +49,7 @@ from ..core.console import log
 from ..core.errors import UserError
 from ..core.settings import RuntimeConfig
 from ..translate.both_ways import BothWays, directions, refuse_idle_links
-from ..translate.io import json_record
+from ..translate.io import json_record, json_score
 from ..translate.settings import TranslateOptions
 from ..translate.translator import Translation, Translator
 from .answers import TRANSLATE_RESPONSES, ServerInfo
@@ -213,13 +213,7 @@ def _rounded(matrix: Any) -> list[list[float]]:
 
 
 def opennmt(t: Translation, src: str, id_: Any, nbest: int) -> dict[str, Any]:
-    return {
-        "src": src,
-        "tgt": t.text,
-        "pred_score": t.score if math.isfinite(t.score) else None,
-        "n_best": nbest,
-        "id": id_,
-    }
+    return {"src": src, "tgt": t.text, "pred_score": json_score(t.score, digits=None), "n_best": nbest, "id": id_}
 
 
 def create_app(

@@ -55,10 +55,12 @@ def learn_codes(counts: Counter[str], merges: int, min_frequency: int = 2, name:
 
 
 class _Quiet:
-    """subword-nmt's learn_bpe module's ``sys``: the process's, but for a stderr that keeps what
-    it writes (not the process's own, which our progress bar draws on: redirecting that hid it)."""
+    """subword-nmt's learn_bpe module's ``sys``: the process's, but for a stderr that drops what it
+    writes (not the process's own, which our progress bar draws on: redirecting that hid it)."""
 
-    stderr = io.StringIO()
+    @property
+    def stderr(self) -> io.StringIO:
+        return io.StringIO()  # a fresh one each write: kept nowhere
 
     def __getattr__(self, name: str) -> Any:
         return getattr(sys, name)

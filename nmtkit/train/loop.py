@@ -138,27 +138,29 @@ def train(
 def _nothing_to_do(state: TrainState) -> str:
     """What a finished run says when run again: each limit it reached, and what would go on from it."""
     cfg, progress = state.cfg, state.progress
-    reached, beyond = [], []
-    if cfg.max_updates and progress.step >= cfg.max_updates:
-        reached.append(f"--max-updates {cfg.max_updates}")
-        beyond.append(f"a --max-updates over {progress.step}")
-    if cfg.max_epochs and state.batches.epoch >= cfg.max_epochs:
-        reached.append(f"--max-epochs {cfg.max_epochs}")
-        beyond.append(f"a --max-epochs over {state.batches.epoch}")
-    spent = (progress.seconds + progress.validation_seconds) / 60
-    if cfg.max_minutes and spent >= cfg.max_minutes:
-        reached.append(
+    minutes = (progress.seconds + progress.validation_seconds) / 60
+    limits = (
+        (f"--max-updates {cfg.max_updates}", f"a --max-updates over {progress.step}"),
+        (f"--max-epochs {cfg.max_epochs}", f"a --max-epochs over {state.batches.epoch}"),
+        (
             f"--max-minutes {cfg.max_minutes:g} ({progress.seconds / 60:.2f} trained, "
-            f"{progress.validation_seconds / 60:.2f} kept for the final validation)"
-        )
-        beyond.append(f"a --max-minutes over {spent:.2f}")
+            f"{progress.validation_seconds / 60:.2f} kept for the final validation)",
+            f"a --max-minutes over {minutes:.2f}",
+        ),
+    )
+    reached = [limit for limit, spent in zip(limits, state.spent(), strict=True) if spent]
     if state.patience_spent():
         n = progress.bad_evals
-        reached.append(f"--patience {cfg.patience} ({n} validation{'s' * (n != 1)} without a better dev score)")
-        beyond.append(f"a --patience over {progress.bad_evals}, or 0")
+        reached.append(
+            (
+                f"--patience {cfg.patience} ({n} validation{'s' * (n != 1)} without a better dev score)",
+                f"a --patience over {n}, or 0",
+            )
+        )
     return (
         f"{state.save_dir / 'last.pt'} has nothing left to do at update {progress.step:,}: it reached "
-        f"{' and '.join(reached)}; to go on from it, {' and '.join(beyond)} (--reset starts over)"
+        f"{' and '.join(r for r, _ in reached)}; to go on from it, {' and '.join(b for _, b in reached)} "
+        f"(--reset starts over)"
     )
 
 

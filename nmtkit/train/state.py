@@ -83,9 +83,16 @@ class TrainState:
     def finished(self) -> bool:
         """Whether a budget is spent: updates, epochs or minutes, the minutes with the time of the
         final validation kept back (``progress.validation_seconds``), so the run ends within them."""
-        progress = self.progress
-        return self.counted_out() or bool(
-            self.cfg.max_minutes and progress.seconds + progress.validation_seconds >= 60 * self.cfg.max_minutes
+        return any(self.spent())
+
+    def spent(self) -> tuple[bool, bool, bool]:
+        """Which budgets are spent: --max-updates, --max-epochs, --max-minutes (the first two the
+        same on every process)."""
+        cfg, progress = self.cfg, self.progress
+        return (
+            bool(cfg.max_updates and progress.step >= cfg.max_updates),
+            bool(cfg.max_epochs and self.batches.epoch >= cfg.max_epochs),
+            bool(cfg.max_minutes and progress.seconds + progress.validation_seconds >= 60 * cfg.max_minutes),
         )
 
     def patience_spent(self) -> bool:
@@ -94,10 +101,8 @@ class TrainState:
 
     def counted_out(self) -> bool:
         """Whether the budget in updates or epochs is spent: the same on every process."""
-        cfg, step = self.cfg, self.progress.step
-        return bool(
-            (cfg.max_updates and step >= cfg.max_updates) or (cfg.max_epochs and self.batches.epoch >= cfg.max_epochs)
-        )
+        updates, epochs, _ = self.spent()
+        return updates or epochs
 
     def tick(self) -> None:
         """One update done."""

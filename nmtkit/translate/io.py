@@ -66,14 +66,19 @@ def json_record(lineno: int, t: Translation) -> dict[str, Any]:
     record: dict[str, Any] = {
         "line": lineno,
         "text": t.text,
-        "score": _figure(t.score),
-        "ranking": _figure(t.ranking),
+        "score": json_score(t.score),
+        "ranking": json_score(t.ranking),
         "alignment": hard_alignment(t),
     }
     record |= _token_scores(t)
     if t.nbest:
         record["nbest"] = [
-            {"text": h.text, "score": _figure(h.score), "ranking": _figure(h.ranking), "alignment": hard_alignment(h)}
+            {
+                "text": h.text,
+                "score": json_score(h.score),
+                "ranking": json_score(h.ranking),
+                "alignment": hard_alignment(h),
+            }
             | _token_scores(h)
             for h in t.nbest
         ]
@@ -84,13 +89,13 @@ def _token_scores(t: Translation) -> dict[str, Any]:
     """The output's subword units and each one's log-probability, </s>'s last, where asked for."""
     if t.token_scores is None:
         return {}
-    return {"tokens": t.tokens, "token_scores": [_figure(x) for x in t.token_scores]}
+    return {"tokens": t.tokens, "token_scores": [json_score(x) for x in t.token_scores]}
 
 
-def _figure(x: float) -> float | None:
+def json_score(x: float, digits: int | None = 4) -> float | None:
     """A score as JSON has it: null where it is not finite (no hypothesis of the row ended), which
-    JSON cannot write and a strict reader refuses (-Infinity)."""
-    return round(x, 4) if math.isfinite(x) else None
+    JSON cannot write and a strict reader refuses (-Infinity); rounded to ``digits`` (None: not)."""
+    return None if not math.isfinite(x) else x if digits is None else round(x, digits)
 
 
 class _Sinks:
