@@ -645,7 +645,8 @@ paper-unk: $(foreach m,$(UNK_MODELS),$(UNK_RUNS)/$(m)/test.replaced.fr $(UNK_RUN
 # PAPER_SCALE=gpu, the test suite), built here: the 30,000-word data-bin, the test verses and
 # passages, and the wheels of what nmtkit needs beyond a CUDA PyTorch image's packages (torch, numpy,
 # click, rich, sacrebleu, matplotlib, pytest), at the versions installed here, for the image's Python
-# (GPU_PYTHON). Copy GPU_CARRY there, then: python3 -m pip install --no-index --no-deps wheels/*.whl
+# (GPU_PYTHON), and GNU make (wheels/bin/make: make paper there). Copy GPU_CARRY there, then:
+# python3 -m pip install --no-index --no-deps wheels/*.whl; PATH=$PWD/wheels/bin:$PATH
 space := $(subst ,, )
 GPU_PYTHON ?= 3.12
 GPU_PLATFORMS ?= manylinux_2_17_x86_64 manylinux2014_x86_64 manylinux_2_28_x86_64 any
@@ -663,6 +664,7 @@ gpu-data: $(INSTALLED)
 	$(PY) -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: -d wheels \
 	    --python-version $(GPU_PYTHON) --implementation cp $(foreach p,$(GPU_PLATFORMS),--platform $(p)) \
 	    $$($(PY) -m pip freeze | grep -iE '^($(subst $(space),|,$(GPU_WHEELS)))==') $(GPU_TEST_WHEELS)
+	mkdir -p wheels/bin && cp "$$(command -v make)" wheels/bin/make  # a CUDA image may have no make
 	@echo "carry beside the checkout ($$(du -csh $(GPU_CARRY) | tail -1 | cut -f1)): $(GPU_CARRY)"
 
 clean-data:

@@ -1,12 +1,14 @@
 """One unattended command that proves nmtkit's GPU path and leaves its evidence: a report.
 
     bin/gpu-check [--words DATA_BIN] [--bpe DATA_BIN] [--test-src F --test-ref F] [--out DIR]
-                  [--minutes 10] [--parts machine,bench,profile,train,wmt14,tests] [--train-minutes M]
-                  [--tiny]
+                  [--work DIR] [--minutes 10] [--parts machine,bench,profile,paper,train,wmt14,tests]
+                  [--paper-minutes M] [--train-minutes M] [--tests-marks EXPR] [--tiny]
 
 Made for one machine with one CUDA GPU, no network and jobs of at most 10 minutes: it runs from a
-checkout with PYTHONPATH=. and the installed torch, and writes OUT/report.md and OUT/report.json
-whatever happens. Each part has a share of --minutes; a part that fails is reported with its first
+checkout with PYTHONPATH=. and the installed torch, and writes OUT/report.md, OUT/report.json and
+OUT/evidence.tar.gz (the runs' logs, tables, figures and translations, never a checkpoint) after
+every part, and for the part in progress when SIGTERM stops it; the runs themselves stay in --work.
+Each part has a share of --minutes; a part that fails is reported with its first
 lines and the others still run; a part the time did not reach says so, and `--parts` runs it in
 a job of its own. The parts, in the order they run:
 
@@ -17,20 +19,23 @@ a job of its own. The parts, in the order they run:
 - profile: bin/profile-train --device cuda, eager and compiled (bf16) and the whole update as CUDA
   graphs (TF32): kernels per update and the share of wall time the GPU was busy (for the graphs,
   by the profiler's kernels and by the replays' CUDA events, as training logs it).
+- paper: `make paper PAPER_SCALE=gpu`, the paper's four systems at its sizes, each trained for what
+  --paper-minutes leaves it (:mod:`bench.gpu_check_paper`), Table 1 and Fig. 2.
 - train: a paper-size RNNsearch on the words data-bin with the fastest path the bench found,
   a 3-minute budget, killed (SIGKILL) at 40% of it and resumed by the same command; then the test
   verses translated (beam 12, token batches) and scored; then the same run without the kill, to 200
   updates past the resume, whose logged training losses the resumed run's must match.
 - wmt14: the hours one WMT'14 RNNsearch-50 run (288,000 updates of 80 pairs, about 580M target
   tokens) would take at the measured speed of its batch.
-- tests: the test suite with the GPU visible, slow tests included; each failure's first lines.
+- tests: the test suite with the GPU visible, slow tests included (--tests-marks: a part of it);
+  each failure's first lines.
 
 Without a GPU (or with --tiny) every part that can runs in a tiny mode on the CPU (the tiny
 preset, a few updates, the GPU-ready tests alone) and the report says which parts need a GPU;
 the exit status is then 0 unless a part failed. That is a check of this script, not a
 measurement: no GPU figure is ever estimated.
 
-This module holds the parts but train (:mod:`bench.gpu_check_train`), their order and
+This module holds the parts but train (:mod:`bench.gpu_check_train`) and paper, their order and
 shares of the time, and the report.
 """
 
@@ -44,6 +49,7 @@ import platform
 import re
 import subprocess
 import sys
+import tarfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -51,16 +57,21 @@ from typing import Any
 
 import torch
 
+from nmtkit.core.files import atomic_write
 from nmtkit.core.machine import describe
 from nmtkit.core.machine import machine as this_machine
 
 from .bench_common import CHECKOUT, exit_on_sigterm, fail, write_text
 from .bench_gpu import CellRun, measure
 from .gpu_cells import PATHS, WHOLE_UPDATE, WMT14_TARGET_TOKENS, cells
+from .gpu_check_paper import paper
 from .gpu_check_train import PARTS, TINY_UPDATES, TRAIN_MINUTES, Check, first_lines, train
 
-SHARE = {"machine": 0.02, "bench": 0.30, "profile": 0.08, "train": 0.35, "wmt14": 0.0, "tests": 0.25}
+SHARE = {"machine": 0.02, "bench": 0.30, "profile": 0.08, "paper": 0.5, "train": 0.35, "wmt14": 0.0, "tests": 0.25}
 PY = [sys.executable]
+# The evidence a device job brings back in one file (it returns a few files of at most 16 MiB):
+# every file of the runs but checkpoints, up to these sizes
+EVIDENCE_FILE_MAX, EVIDENCE_MAX = 2 * 2**20, 12 * 2**20
 
 # ---- the parts: each returns {"status": ok|failed|needs a GPU|…, "lines": [markdown], …} ------------
 
@@ -126,7 +137,7 @@ def bench(check: Check, budget: float) -> dict[str, Any]:
     end = time.monotonic() + budget
     done_before = {_cell_key(r): r for r in check.found.get("bench", {}).get("rows", []) if "tok_per_s" in r}
     rows = []
-    work = check.out / "bench"
+    work = check.work / "bench"
     work.mkdir(parents=True, exist_ok=True)
     for cell in todo:
         if _cell_key(cell) in done_before:
@@ -162,7 +173,7 @@ def bench(check: Check, budget: float) -> dict[str, Any]:
 def _profile_one(check: Check, name: str, extra: list[str], budget: float) -> tuple[str, dict[str, Any] | None]:
     """One step profiled by bin/profile-train: its row of the table, and its figures or error."""
     tiny = not check.gpu
-    out = check.out / f"profile-{name}.json"
+    out = check.work / f"profile-{name}.json"
     cmd = [*PY, CHECKOUT / "bin" / "profile-train", check.args.words, "--preset", "tiny" if tiny else "paper"]
     cmd += ["--updates", 3 if tiny else 10, "--device", "cuda" if check.gpu else "cpu", "--json", out]
     cmd += [flag for flag in extra if not (tiny and flag == "--bf16")]  # a CPU may emulate bf16
@@ -254,7 +265,8 @@ def _pytest_outcome(text: str) -> tuple[dict[str, int], dict[str, str], list[tup
 
 def tests(check: Check, budget: float) -> dict[str, Any]:
     tiny = not check.gpu
-    which = "gpu" if tiny else "slow or not slow"  # tiny: the GPU path's tests and their CPU stand-ins
+    # tiny: the GPU path's tests and their CPU stand-ins
+    which = check.args.tests_marks or ("gpu" if tiny else "slow or not slow")
     cmd = [*PY, "-m", "pytest", "tests", "-m", which, "-v", "-rfEs", "--tb=short", "-p", "no:cacheprovider"]
     if not tiny and importlib.util.find_spec("xdist") is not None:  # the whole suite, on the machine's cores
         cmd += ["-n", str(max(1, (os.cpu_count() or 2) - 2))]
@@ -290,6 +302,7 @@ RUNS: dict[str, Callable[[Check, float], dict[str, Any]]] = {
     "machine": machine,
     "bench": bench,
     "profile": profile,
+    "paper": paper,
     "train": train,
     "wmt14": wmt14,
     "tests": tests,
@@ -315,6 +328,21 @@ def report(check: Check) -> None:
         md += ["", f"## {part}", "", *found.get("lines", [])]
     write_text(check.out / "report.md", "\n".join(md) + "\n")
     write_text(check.out / "report.json", json.dumps({"gpu": check.gpu, "parts": ordered}, indent=1, default=str))
+    bundle(check)
+
+
+def bundle(check: Check) -> None:
+    """OUT/evidence.tar.gz: the work directory's files but checkpoints and the largest, for a
+    device job that brings back only a few files."""
+    kept = 0
+    with atomic_write(check.out / "evidence.tar.gz", "wb") as fh, tarfile.open(fileobj=fh, mode="w:gz") as tar:
+        for path in sorted(check.work.rglob("*")) if check.work.is_dir() else []:
+            if not path.is_file() or path.suffix in (".pt", ".tmp") or path.name.startswith("."):
+                continue
+            size = path.stat().st_size
+            if size <= EVIDENCE_FILE_MAX and kept + size <= EVIDENCE_MAX:
+                tar.add(path, arcname=str(path.relative_to(check.work)))
+                kept += size
 
 
 def parser() -> argparse.ArgumentParser:
@@ -341,11 +369,22 @@ def parser() -> argparse.ArgumentParser:
         "--out",
         type=Path,
         default=Path(os.environ.get("OUT") or CHECKOUT / "runs" / "gpu-check"),
-        help="where report.md and report.json go (default: $OUT where set, the device job's folder; "
-        "else runs/gpu-check)",
+        help="where report.md, report.json and evidence.tar.gz go (default: $OUT where set, the device "
+        "job's folder; else runs/gpu-check)",
     )
+    ap.add_argument(
+        "--work",
+        type=Path,
+        default=CHECKOUT / "runs" / "gpu-check-work",
+        help="where the parts' runs and checkpoints go (a second job on the same machine goes on from them)",
+    )
+    ap.add_argument("--make", default="make", help="GNU make, for the paper part")
     ap.add_argument("--minutes", type=float, default=10.0, help="the whole run's budget")
-    ap.add_argument("--parts", default=",".join(PARTS), help="of " + ", ".join(PARTS))
+    ap.add_argument(
+        "--parts",
+        default=",".join(p for p in PARTS if p != "paper"),  # a study, not a check: asked for by name
+        help="of " + ", ".join(PARTS),
+    )
     ap.add_argument("--tiny", action="store_true", help="the CPU's tiny mode even where a GPU is")
     ap.add_argument(
         "--train-minutes",
@@ -355,6 +394,20 @@ def parser() -> argparse.ArgumentParser:
         help=f"the train part's budget on a GPU in minutes (0: {TRAIN_MINUTES:g}); tiny mode's is "
         f"{TINY_UPDATES} updates, whatever the machine's load",
     )
+    ap.add_argument(
+        "--paper-minutes",
+        dest="paper_minutes",
+        type=float,
+        default=0.0,
+        help="the paper part's budget in minutes, its four systems' training and translation and its "
+        "report (0: its share of --minutes)",
+    )
+    ap.add_argument(
+        "--tests-marks",
+        dest="tests_marks",
+        default="",
+        help='the tests part\'s pytest -m expression (default: the whole suite on a GPU, "gpu" in tiny mode)',
+    )
     return ap
 
 
@@ -363,6 +416,8 @@ def part_budget(check: Check, part: str, weight: float) -> float:
     run); the tests get what is left, and the train part at least its run's minutes."""
     share = SHARE[part] / weight if weight > 0 else 1.0
     budget = max(20.0, check.left() * share) if part != "tests" else max(20.0, check.left() - 15)
+    if part == "paper" and check.args.paper_minutes:
+        budget = 60 * check.args.paper_minutes
     if part == "train":  # its run is minutes long whatever the share: the tests get what is left
         # the killed run and the resumed one (the run's minutes), the uninterrupted one to 200 updates
         # past the resume (about two fifths of them), and the start-ups and captures of the three
@@ -377,6 +432,16 @@ def run_part(check: Check, part: str, budget: float) -> dict[str, Any]:
         return RUNS[part](check, budget)
     except Exception as err:  # a part's failure is reported; the others still run
         return {"status": "failed", "lines": ["```", f"{type(err).__name__}: {err}", "```"]}
+
+
+def stopped(partial: dict[str, Any], seconds: float) -> dict[str, Any]:
+    """A part SIGTERM stopped after ``seconds``, with what it had found (:attr:`Check.partial`)."""
+    return {
+        **partial.get("found", {}),
+        "status": "stopped (SIGTERM)",
+        "seconds": seconds,
+        "lines": [*partial.get("lines", []), f"stopped by SIGTERM after {seconds:.0f} s"],
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -399,7 +464,15 @@ def main(argv: list[str] | None = None) -> None:
         budget = part_budget(check, part, weight)
         weight -= SHARE[part]
         t0 = time.monotonic()
-        found = run_part(check, part, budget)
+        check.partial = {}
+        try:
+            found = run_part(check, part, budget)
+        except SystemExit:  # SIGTERM: what the part had found, then the report
+            seconds = time.monotonic() - t0
+            check.found[part] = stopped(check.partial, seconds)
+            check.ran.append(part)
+            report(check)
+            raise
         found["seconds"] = time.monotonic() - t0
         check.found[part] = found
         check.ran.append(part)

@@ -25,7 +25,7 @@ from nmtkit.train import runlog
 from .bench_common import CHECKOUT, NMTKIT
 from .gpu_cells import fastest_flags
 
-PARTS = ("machine", "bench", "profile", "train", "wmt14", "tests")
+PARTS = ("machine", "bench", "profile", "paper", "train", "wmt14", "tests")
 TRAIN_MINUTES = 3.0
 # Tiny mode's run is counted in updates and killed at an update, not at a time: on a CPU that another
 # job kept busy, a minute's budget once went to 4 updates before the planned kill, and the resumed run
@@ -54,7 +54,12 @@ class Check:
 
     def __init__(self, args: argparse.Namespace, gpu: bool):
         self.args, self.gpu = args, gpu
+        # the report and the evidence in out (a device job's $OUT brings back a few small files),
+        # the runs and their checkpoints in work
         self.out: Path = args.out
+        self.work: Path = args.work
+        # what the part in progress has found so far, for the report of a job stopped in the middle
+        self.partial: dict[str, Any] = {}
         self.started = time.monotonic()
         self.ran: list[str] = []
         self.deadline: float = self.started + 60 * args.minutes
@@ -155,10 +160,14 @@ def kill_part_way(check: Check, cmd: list[Any], save: Path, budget: float) -> in
         start_new_session=True,
     )
     started = time.monotonic()
-    while first.poll() is None and not (planned(save) and (save / "last.pt").exists()):
-        if time.monotonic() - started > budget:
-            break
-        time.sleep(0.5 if check.gpu else 0.02)  # a tiny run's updates may take milliseconds
+    try:
+        while first.poll() is None and not (planned(save) and (save / "last.pt").exists()):
+            if time.monotonic() - started > budget:
+                break
+            time.sleep(0.5 if check.gpu else 0.02)  # a tiny run's updates may take milliseconds
+    except BaseException:  # gpu-check stopped (SIGTERM): its own session would outlive it
+        os.killpg(first.pid, signal.SIGKILL)
+        raise
     killed_at = updates(save)
     if first.poll() is not None:
         err = first.stderr.read() if first.stderr else ""
@@ -254,7 +263,7 @@ def against_uninterrupted(
 
 def translate_and_score(check: Check, save: Path, left: float, found: dict[str, Any], lines: list[str]) -> None:
     """The test verses translated by best.pt (beam 12, token batches) and scored by sacreBLEU."""
-    hyp = check.out / "test.hyp"
+    hyp = check.work / "train" / "test.hyp"
     translate = [*NMTKIT, "translate", "-m", save / "best.pt", check.args.test_src, "-o", hyp, "--beam", 12]
     if not check.gpu:
         translate += ["--device", "cpu", "--threads", 2, "--max-tokens", 2000]
@@ -281,7 +290,7 @@ def translate_and_score(check: Check, save: Path, left: float, found: dict[str, 
 def train(check: Check, budget: float) -> dict[str, Any]:
     """The train part: the run killed part-way, resumed, translated and scored."""
     tiny = not check.gpu
-    save = check.out / "train"
+    save = check.work / "train"
     flags, why = fastest(check)
     budget_flags, _ = kill_plan(check)
     cmd = [*NMTKIT, "train", check.args.words, "--save-dir", save, "--preset", "tiny" if tiny else "paper"]
@@ -290,6 +299,7 @@ def train(check: Check, budget: float) -> dict[str, Any]:
         cmd += ["--device", "cpu", "--threads", 2]
     lines = [f"`{' '.join(map(str, cmd[2:]))}` (fastest path: {why})", ""]
     found: dict[str, Any] = {}
+    check.partial = {"found": found, "lines": lines}
     shutil.rmtree(save, ignore_errors=True)  # a fresh run: the kill and resume are this one's
     # The part's budget, not the job's deadline, bounds its steps: part_budget gives the train part
     # its run's minutes and the start-up of two runs even where the job's deadline is nearer (a

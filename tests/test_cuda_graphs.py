@@ -61,6 +61,18 @@ FAMILIES = {
 ADAM_NOISE = 1e-4
 
 
+# A moving rate (the warm-up, then the cosine decay: the rate a graph reads on the device, written
+# in place before each replay), label smoothing, and batches of 4 of the 6 training pairs: every
+# epoch's second batch holds 2, padded to its shape with empty sentences. make paper's recipe.
+SCHEDULE = {"warmup": 4, "lr_decay": "cosine", "label_smoothing": 0.1, "batch_size": 4}
+
+
+def extra_settings(extra: str, device: str = "cpu") -> dict[str, object]:
+    """A run's settings for a case's ``+extra``: ``fused`` (:func:`fused_sgd`), ``ema`` (an average
+    of the weights) or ``schedule`` (:data:`SCHEDULE`)."""
+    return {"fused": fused_sgd("fused", device), "ema": {"ema_decay": 0.8}, "schedule": SCHEDULE, "": {}}[extra]
+
+
 def fused_sgd(fused_steps: str, device: str = "cpu") -> dict[str, object]:
     """A run's settings for ``+fused`` (none without it): the hand-written passes, on a CPU with
     SGD. There their ∂v_a is 2 Σ_j ∂e_j σ_j, whose part Σ_j ∂e_j is zero but leaves rounding as
@@ -269,13 +281,14 @@ def test_the_fused_passes_in_the_update_body_never_read_a_tensor_on_the_host(cor
 
 
 @pytest.mark.parametrize(
-    "family", ["rnnsearch", "luong", "rnnsearch-cudnn", "rnnsearch+fused", "rnnsearch-cudnn-weight-drop"]
+    "family",
+    ["rnnsearch", "luong", "rnnsearch-cudnn", "rnnsearch+fused", "rnnsearch-cudnn-weight-drop", "rnnsearch+schedule"],
 )
 def test_the_padded_whole_update_trains_as_the_eager_update_does(corpus, tmp_path, family):
     """On a CPU, --cuda-graphs runs the padded update eagerly: after the same updates, the same
     losses and weights as the unpadded eager path, to rounding."""
-    family, _, fused_steps = family.partition("+")
-    model, common = FAMILIES[family], dict(max_updates=6, valid_bleu=False, device="cpu") | fused_sgd(fused_steps)
+    family, _, extra = family.partition("+")
+    model, common = FAMILIES[family], dict(max_updates=6, valid_bleu=False, device="cpu") | extra_settings(extra)
     train(corpus, tmp_path / "eager", model, cfg(**common))  # the vocabulary sizes: the corpus's
     train(corpus, tmp_path / "graphs", model, cfg(**common, cuda_graphs=True))
     assert losses(tmp_path / "graphs") == pytest.approx(losses(tmp_path / "eager"), rel=1e-4)
@@ -350,11 +363,13 @@ def test_each_batch_without_a_length_limit_gets_a_shape_that_holds_it(corpus, tm
         "rnnsearch-head+fused",
         "rnnencdec+fused",
         "rnnsearch+ema",
+        "rnnsearch+schedule",
     ],
 )
 def test_replayed_updates_give_the_eager_updates_parameters(corpus, tmp_path, family, monkeypatch):
     """``+fused``: both runs through the recurrences' hand-written passes (--fused-steps);
-    ``+ema``: both keep an average of the weights (--ema-decay), the graph's in its replays."""
+    ``+ema``: both keep an average of the weights (--ema-decay), the graph's in its replays;
+    ``+schedule``: a rate that moves at every update and batches padded with empty sentences."""
     from nmtkit.train import graphs
 
     captured, real = [], graphs.WholeUpdate.record
@@ -362,7 +377,7 @@ def test_replayed_updates_give_the_eager_updates_parameters(corpus, tmp_path, fa
     family, _, extra = family.partition("+")
     model = FAMILIES[family]
     common = dict(max_updates=16, valid_bleu=False, device="cuda", tf32=False)
-    common |= fused_sgd(extra if extra == "fused" else "", "cuda") | ({"ema_decay": 0.8} if extra == "ema" else {})
+    common |= extra_settings(extra, "cuda")
     if family == "luong":
         # the eager encoder is cuDNN's LSTM, the graph's the masked loop: sums in other orders, whose
         # rounding Adam makes a step where a gradient nearly cancels; the paper's SGD keeps it at its
@@ -584,13 +599,30 @@ def test_a_resumed_optimizer_keeps_this_runs_settings_and_the_saved_runs_moments
     assert float(opt.state[param]["step"]) == 1
 
 
+ON_A_GPU = pytest.param(
+    "cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: replays the update")
+)
+
+
 @pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: captures the update")
-def test_an_eager_runs_adadelta_resumes_with_graphs_on_a_gpu(corpus, tmp_path):
-    common = dict(valid_bleu=False, device="cuda", optimizer="adadelta", lr=1.0, valid_every=4)
+@pytest.mark.parametrize("device", ["cpu", ON_A_GPU])
+def test_an_eager_runs_adadelta_resumed_with_graphs_goes_on_as_the_eager_run(corpus, tmp_path, device, monkeypatch):
+    """The paper's Adadelta (bin/bench-gpu's and gpu-check's train part's): an eager run stopped at
+    update 4 and resumed with --cuda-graphs ends where the eager run of 12 updates ends, to
+    rounding, its step counts moved to the device; on a GPU its last updates replayed graphs (on a
+    CPU the padded update runs eagerly)."""
+    from nmtkit.train import graphs
+
+    captured, real = [], graphs.WholeUpdate.record
+    monkeypatch.setattr(graphs.WholeUpdate, "record", lambda self, *a: captured.append(a) or real(self, *a))
+    common = dict(valid_bleu=False, device=device, optimizer="adadelta", lr=1.0, valid_every=4, tf32=False)
+    train(corpus, tmp_path / "eager", FAMILIES["rnnsearch"], cfg(max_updates=12, **common))
     train(corpus, tmp_path / "r", FAMILIES["rnnsearch"], cfg(max_updates=4, **common))
     train(corpus, tmp_path / "r", FAMILIES["rnnsearch"], cfg(max_updates=12, cuda_graphs=True, **common))
-    assert len(losses(tmp_path / "r")) == 12
+    assert bool(captured) == (device == "cuda")
+    assert losses(tmp_path / "r") == pytest.approx(losses(tmp_path / "eager"), rel=1e-4)
+    a, b = (checkpoint.load(tmp_path / r / "last.pt").weights for r in ("eager", "r"))
+    assert_same_weights(b, a)
 
 
 def test_a_window_logs_its_captures_and_the_share_of_its_time_the_gpu_spent_replaying(monkeypatch):

@@ -5,11 +5,13 @@ import json
 import os
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
+from bench import gpu_check_paper as script_paper
 from bench import gpu_check_train as script
 from tests.test_corpus import make_corpus
 
@@ -18,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
 
 
-def gpu_check(raw, out, *args, timeout=600):
+def gpu_check(raw, out, *args, timeout=600, env=None):
     return subprocess.run(
         [
             sys.executable,
@@ -31,11 +33,13 @@ def gpu_check(raw, out, *args, timeout=600):
             str(raw / "test.fr"),
             "--out",
             str(out),
+            "--work",
+            str(out.parent / f"{out.name}-work"),
             *args,
         ],
         capture_output=True,
         text=True,
-        env=ENV,
+        env=ENV | (env or {}),
         timeout=timeout,
     )
 
@@ -63,7 +67,7 @@ def test_an_unknown_part_or_a_missing_data_bin_is_one_line(raw, tmp_path):
     )
     assert (
         done.returncode == 2
-        and done.stderr.strip() == "gpu-check: no part 'warp' (of machine, bench, profile, train, wmt14, tests)"
+        and done.stderr.strip() == "gpu-check: no part 'warp' (of machine, bench, profile, paper, train, wmt14, tests)"
     )
     done = subprocess.run(
         [
@@ -88,12 +92,13 @@ def test_sigterm_stops_the_part_s_command_and_keeps_the_report(raw, tmp_path):
     import time
 
     make_corpus(raw, tmp_path)
-    out = tmp_path / "check"
+    out, work = tmp_path / "check", tmp_path / "work"
     cmd = [sys.executable, str(ROOT / "bin" / "gpu-check"), "--words", str(raw.parent / "bin"), "--out", str(out)]
+    cmd += ["--work", str(work)]
     check = subprocess.Popen([*cmd, "--parts", "machine,profile"], env=ENV, stderr=subprocess.PIPE, text=True)
 
-    def children() -> list[str]:  # the profile part's commands write into OUT (--json OUT/profile-….json)
-        found = subprocess.run(["pgrep", "-f", "--", f"--json {out}"], capture_output=True, text=True).stdout.split()
+    def children() -> list[str]:  # the profile part's commands write into WORK (--json WORK/profile-….json)
+        found = subprocess.run(["pgrep", "-f", "--", f"--json {work}"], capture_output=True, text=True).stdout.split()
         return [pid for pid in found if int(pid) != check.pid]
 
     deadline = time.monotonic() + 120
@@ -104,7 +109,9 @@ def test_sigterm_stops_the_part_s_command_and_keeps_the_report(raw, tmp_path):
     assert check.wait(timeout=60) == 143
     time.sleep(1)
     assert not children()  # no profiling left running
-    assert "machine" in json.loads((out / "report.json").read_text())["parts"]  # the part done is kept
+    parts = json.loads((out / "report.json").read_text())["parts"]
+    assert parts["machine"]["status"] == "ok"  # the part done is kept, and the one stopped says so
+    assert parts["profile"]["status"] == "stopped (SIGTERM)"
 
 
 @pytest.mark.slow
@@ -113,7 +120,7 @@ def test_the_tiny_mode_benches_profiles_trains_kills_resumes_translates_and_test
     done = gpu_check(raw, tmp_path / "check", "--minutes", "8")
     assert done.returncode == 0, done.stderr[-3000:]
     parts = json.loads((tmp_path / "check" / "report.json").read_text())["parts"]
-    assert [p for p in parts] == ["machine", "bench", "profile", "train", "wmt14", "tests"]
+    assert [p for p in parts] == ["machine", "bench", "profile", "train", "wmt14", "tests"]  # paper: by name
     bench = parts["bench"]["rows"]
     assert len(bench) == 1 and bench[0]["tok_per_s"] > 0 and bench[0]["arch"] == "rnnsearch"
     profiled = {r["step"]: r for r in parts["profile"]["runs"]}
@@ -126,7 +133,13 @@ def test_the_tiny_mode_benches_profiles_trains_kills_resumes_translates_and_test
     assert train["status"] == "ok" and 0 < train["resumed_at"] <= train["killed_at"] <= train["updates"]
     # the uninterrupted run's losses: every update logged after the resume, equal on a CPU
     assert train["compared_updates"] == train["updates"] - train["resumed_at"] and train["resume_difference"] == 0
-    assert "bleu" in train and (tmp_path / "check" / "test.hyp").read_text().count("\n") == 4
+    assert "bleu" in train and (tmp_path / "check-work" / "train" / "test.hyp").read_text().count("\n") == 4
+    # what a device job brings back: three files, the runs' evidence without a checkpoint
+    assert sorted(p.name for p in (tmp_path / "check").iterdir()) == ["evidence.tar.gz", "report.json", "report.md"]
+    with tarfile.open(tmp_path / "check" / "evidence.tar.gz") as tar:
+        names = tar.getnames()
+    assert "train/metrics.jsonl" in names and "train/test.hyp" in names and "profile-eager.json" in names
+    assert not [n for n in names if n.endswith(".pt")] and (tmp_path / "check-work" / "train" / "last.pt").exists()
     assert parts["tests"]["counts"]["PASSED"] > 0 and parts["tests"]["counts"]["FAILED"] == 0
     md = (tmp_path / "check" / "report.md").read_text()
     assert "killed (SIGKILL) at update" in md and "skipped, and what each would prove:" in md
@@ -199,7 +212,8 @@ def test_the_tests_part_counts_names_each_failure_and_says_what_each_skip_would_
         ran.append(cmd)
         return subprocess.CompletedProcess(cmd, 1, stdout=PYTEST_OUT, stderr="")
 
-    found = gpu_check.tests(SimpleNamespace(gpu=False, run=run), 60.0)
+    marks = SimpleNamespace(tests_marks="")
+    found = gpu_check.tests(SimpleNamespace(gpu=False, run=run, args=marks), 60.0)
     assert ran[0][1:5] == ["-m", "pytest", "tests", "-m"] and ran[0][5] == "gpu"  # tiny: the GPU path's tests
     assert found["status"] == "failed" and found["counts"] == {"PASSED": 1, "FAILED": 1, "SKIPPED": 1, "ERROR": 0}
     assert list(found["failures"]) == ["test_two"] and "assert 1 == 2" in found["failures"]["test_two"]
@@ -207,11 +221,15 @@ def test_the_tests_part_counts_names_each_failure_and_says_what_each_skip_would_
     assert "- tests/test_b.py:4: needs a CUDA GPU: the exact resume on a GPU" in found["lines"]
 
     def stopped(cmd, timeout):
+        ran.append(cmd)
         raise subprocess.TimeoutExpired(cmd, timeout, output=PYTEST_OUT.split("\n\n")[0].replace("FAILED", "PASSED"))
 
-    found = gpu_check.tests(SimpleNamespace(gpu=True, run=stopped), 60.0)
+    found = gpu_check.tests(SimpleNamespace(gpu=True, run=stopped, args=marks), 60.0)
     assert found["status"] == "out of time" and found["counts"]["PASSED"] == 2
     assert "stopped after 1.0 minutes, the rest not reached (run --parts tests alone)" in found["lines"][0]
+    assert ran[-1][5] == "slow or not slow"  # on a GPU: the whole suite
+    gpu_check.tests(SimpleNamespace(gpu=True, run=run, args=SimpleNamespace(tests_marks="gpu and not slow")), 60.0)
+    assert ran[-1][5] == "gpu and not slow"  # --tests-marks: a part of it
 
 
 def test_the_live_log_is_read_by_the_run_logs_reader_again_where_a_line_is_half_written(tmp_path, monkeypatch):
@@ -249,7 +267,7 @@ def test_the_train_parts_steps_are_bounded_by_its_budget_not_the_jobs_nearer_dea
     monkeypatch.setattr(script, "translate_and_score", translate)
     monkeypatch.setattr(script, "against_uninterrupted", reference)
     args = SimpleNamespace(words=tmp_path, train_minutes=1.5, test_src=tmp_path, test_ref=tmp_path)
-    check = SimpleNamespace(gpu=True, out=tmp_path, args=args, found={}, left=lambda: 20.0)
+    check = SimpleNamespace(gpu=True, out=tmp_path, work=tmp_path, args=args, found={}, left=lambda: 20.0)
     monkeypatch.setattr(script, "fastest", lambda check: (["--arch", "rnnsearch"], "chosen"))
     assert script.train(check, 330.0)["status"] == "ok"
     assert all(320 < given[step] <= 330 for step in ("resume", "translate", "reference"))
@@ -333,3 +351,94 @@ def test_the_resumed_runs_losses_are_held_against_an_uninterrupted_runs(tmp_path
     ran.clear()
     script.against_uninterrupted(check(False, 0.0), cmd[:5], save, 0, 60.0, [])  # a GPU's run: timed
     assert ran[0][-2:] == ["--max-updates", min(50, script.COMPARED)]
+
+
+FAKE_MAKE = """\
+import os, signal, sys, time
+from pathlib import Path
+
+args = dict(a.split("=", 1) for a in sys.argv[1:] if "=" in a)
+runs = Path(args["PAPER"])
+runs.mkdir(parents=True, exist_ok=True)
+(runs / "argv").write_text("\\n".join(sys.argv[1:]))
+if os.environ.get("FAKE_MAKE_SLEEP"):  # a study longer than its budget: SIGTERM stops it, as training's
+    signal.signal(signal.SIGTERM, lambda *_: ((runs / "stopped").write_text("SIGTERM"), sys.exit(2)))
+    (runs / "rnnencdec-30").mkdir(exist_ok=True)
+    (runs / "rnnencdec-30" / "done").write_text("")
+    (runs / "started").write_text("")
+    time.sleep(600)
+for system in ("rnnencdec-30", "rnnencdec-50", "rnnsearch-30", "rnnsearch-50"):
+    (runs / system).mkdir(exist_ok=True)
+    (runs / system / "done").write_text("")
+    (runs / system / "last.pt").write_bytes(b"weights")
+(runs / "report.md").write_text("## Table 1\\n\\n| system | BLEU |\\n")
+"""
+
+
+def fake_make(tmp_path):
+    make = tmp_path / "fake-make"
+    make.write_text(f"#!{sys.executable}\n" + FAKE_MAKE)
+    make.chmod(0o755)
+    return make
+
+
+def test_the_paper_part_runs_make_paper_at_the_gpu_scale_and_brings_back_its_report_without_checkpoints(raw, tmp_path):
+    """--parts paper: make paper PAPER_SCALE=gpu, its runs in --work, the speeds of the newest GPU bench
+    the repository holds choosing each system's path (no bench in this job), the study's report.md in
+    gpu-check's and its files in the evidence, never a checkpoint."""
+    make_corpus(raw, tmp_path)
+    done = gpu_check(raw, tmp_path / "check", "--parts", "paper", "--make", fake_make(tmp_path))
+    assert done.returncode == 0, done.stderr
+    runs = tmp_path / "check-work" / "paper-gpu"
+    argv = (runs / "argv").read_text().splitlines()
+    assert argv[:2] == ["-C", str(ROOT)] and "paper" in argv and "PAPER_SCALE=gpu" in argv and "ON_GPU=" in argv
+    assert f"PAPER_MINUTES={script_paper.TINY_MINUTES:g}" in argv and f"WORDS_BIN={raw.parent / 'bin'}" in argv
+    newest = sorted((ROOT / "bench" / "gpu-runs").glob("*/graphs.json"))[-1]
+    assert f"PAPER_BENCH={newest}" in argv and f"DATA={raw.parent}" in argv
+    paper = json.loads((tmp_path / "check" / "report.json").read_text())["parts"]["paper"]
+    assert paper["status"] == "ok" and "## Table 1" in paper["lines"] and "4 of 4 systems trained" in paper["lines"][2]
+    with tarfile.open(tmp_path / "check" / "evidence.tar.gz") as tar:
+        names = tar.getnames()
+    assert "paper-gpu/report.md" in names and "paper-gpu.log" in names and not [n for n in names if ".pt" in n]
+
+
+def test_the_paper_part_out_of_its_budget_stops_the_study_as_timeout_does_and_says_it_goes_on(raw, tmp_path):
+    make_corpus(raw, tmp_path)
+    make = fake_make(tmp_path)
+    budget = ("--paper-minutes", "0.05")
+    done = gpu_check(raw, tmp_path / "check", "--parts", "paper", *budget, "--make", make, env={"FAKE_MAKE_SLEEP": "1"})
+    assert done.returncode == 0, done.stderr
+    runs = tmp_path / "check-work" / "paper-gpu"
+    assert (runs / "stopped").read_text() == "SIGTERM"  # the whole group got SIGTERM: training saves last.pt
+    paper = json.loads((tmp_path / "check" / "report.json").read_text())["parts"]["paper"]
+    assert paper["status"] == "out of time" and "1 of 4 systems trained (rnnencdec-30)" in paper["lines"][2]
+    assert "run --parts paper again on this machine, it goes on" in paper["lines"][-1]
+
+
+def test_the_paper_part_without_make_says_what_to_carry(raw, tmp_path):
+    make_corpus(raw, tmp_path)
+    done = gpu_check(raw, tmp_path / "check", "--parts", "paper", "--make", str(tmp_path / "no-make"))
+    assert done.returncode == 1
+    paper = json.loads((tmp_path / "check" / "report.json").read_text())["parts"]["paper"]
+    assert paper["status"] == "failed" and "wheels/bin/make" in paper["lines"][0]
+
+
+def test_sigterm_in_the_paper_part_stops_make_and_reports_the_part_as_stopped(raw, tmp_path):
+    import signal
+    import time
+
+    make_corpus(raw, tmp_path)
+    out, work = tmp_path / "check", tmp_path / "work"
+    cmd = [sys.executable, str(ROOT / "bin" / "gpu-check"), "--words", str(raw.parent / "bin"), "--out", str(out)]
+    cmd += ["--work", str(work), "--parts", "machine,paper", "--make", str(fake_make(tmp_path))]
+    check = subprocess.Popen(cmd, env={**ENV, "FAKE_MAKE_SLEEP": "1"}, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not (work / "paper-gpu" / "started").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    check.send_signal(signal.SIGTERM)
+    assert check.wait(timeout=90) == 143
+    assert (work / "paper-gpu" / "stopped").read_text() == "SIGTERM"
+    parts = json.loads((out / "report.json").read_text())["parts"]
+    assert parts["paper"]["status"] == "stopped (SIGTERM)" and parts["paper"]["lines"][0].startswith(
+        "`make paper PAPER_SCALE=gpu"
+    )

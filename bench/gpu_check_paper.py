@@ -1,0 +1,124 @@
+"""``bin/gpu-check``'s paper part: ``make paper PAPER_SCALE=gpu``, the paper's four systems at its
+sizes, each trained for the minutes the part's budget leaves it, translated and reported (Table 1,
+Fig. 2). make's steps resume, so a part stopped by its budget goes on in the next job on the same
+machine (``--parts paper`` again). Its runs stay in ``--work``; the report copies the study's
+report.md into its own, and the evidence bundle takes its tables, figures and logs.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .bench_common import CHECKOUT
+from .gpu_check_train import Check, checkout_env, first_lines
+
+SYSTEMS = ("rnnencdec-30", "rnnencdec-50", "rnnsearch-30", "rnnsearch-50")
+PAPER_MINUTES = 1.2  # the Makefile's, the most a system trains here
+# Beside its training, a system's start-up, captures, checkpoints and two beam-12 translations, and
+# at the end the report's bootstrap: estimates until a GPU has run the study, which its report times
+SYSTEM_OVERHEAD_S, REPORT_S = 50.0, 60.0
+TINY_MINUTES = 0.1  # tiny mode: a check of the recipe on a CPU
+STOP_WAIT_S = 30.0  # what a training stopped by SIGTERM gets to save last.pt
+
+
+def minutes_for(budget: float) -> float:
+    """Each system's training minutes, so that the four and their overheads fit ``budget`` seconds."""
+    each = (budget - REPORT_S) / len(SYSTEMS) - SYSTEM_OVERHEAD_S
+    return round(min(PAPER_MINUTES, max(0.2, each / 60)), 2)
+
+
+def bench_of(check: Check) -> Path | None:
+    """The speeds that choose each system's path: this job's bench where it ran, else the newest
+    bench of the whole update a GPU job brought back (bench/gpu-runs/*/graphs.json)."""
+    if any("tok_per_s" in r for r in check.found.get("bench", {}).get("rows", [])):
+        return check.out / "report.json"
+    earlier = sorted((CHECKOUT / "bench" / "gpu-runs").glob("*/graphs.json"))
+    return earlier[-1] if earlier else None
+
+
+def command(check: Check, make: str, minutes: float) -> list[str]:
+    runs = check.work / "paper-gpu"
+    bench = bench_of(check)
+    data = check.args.test_src.resolve().parent.parent  # DATA/raw/test.en: the Makefile's layout
+    return [
+        make,
+        "-C",
+        str(CHECKOUT),
+        "paper",
+        "PAPER_SCALE=gpu",
+        f"ON_GPU={'1' if check.gpu else ''}",
+        "INSTALLED=",  # never installing: the checkout runs unbuilt, with this Python
+        f"PY={sys.executable}",
+        f"PAPER={runs}",
+        *([f"DATA={data}"] if data != (CHECKOUT / "data" / "bible").resolve() else []),
+        f"WORDS_BIN={check.args.words.resolve()}",
+        f"PAPER_MINUTES={minutes:g}",
+        *([f"PAPER_BENCH={bench}"] if bench else []),
+        *([] if check.gpu else ["PAPER_BEAM=2", "PAPER_SAMPLES=20", "JOBS=1"]),
+    ]
+
+
+def stop(job: subprocess.Popen[bytes]) -> None:
+    """make and the training under it stopped as `timeout -s TERM` stops them: SIGTERM to the whole
+    group, so that the training saves last.pt and the next job resumes it; SIGKILL if it lingers."""
+    try:
+        os.killpg(job.pid, signal.SIGTERM)
+        job.wait(timeout=STOP_WAIT_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(job.pid, signal.SIGKILL)
+        job.wait()
+    except ProcessLookupError:
+        pass
+
+
+def paper(check: Check, budget: float) -> dict[str, Any]:
+    make = shutil.which(check.args.make)
+    if make is None:
+        return {
+            "status": "failed",
+            "lines": [
+                f"no `{check.args.make}` on this machine: make gpu-data carries GNU make as wheels/bin/make "
+                "(PATH=$PWD/wheels/bin:$PATH)"
+            ],
+        }
+    minutes = minutes_for(budget) if check.gpu else TINY_MINUTES
+    cmd = command(check, make, minutes)
+    log = check.work / "paper-gpu.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    lines = [f"`make {' '.join(cmd[3:])}`", ""]
+    check.partial = {"lines": lines}
+    print("+", " ".join(cmd), file=sys.stderr, flush=True)
+    t0 = time.monotonic()
+    with open(log, "ab") as fh:
+        job = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=checkout_env(), start_new_session=True)
+        try:
+            status: int | None = job.wait(timeout=max(1.0, budget - STOP_WAIT_S))
+        except subprocess.TimeoutExpired:
+            status = None
+        finally:
+            if job.poll() is None:  # out of time, or gpu-check itself stopped
+                stop(job)
+    runs = check.work / "paper-gpu"
+    done = [s for s in SYSTEMS if (runs / s / "done").exists()]
+    lines.append(
+        f"{minutes:g} minutes of training a system; {len(done)} of {len(SYSTEMS)} systems trained "
+        f"({', '.join(done) or 'none'}); {time.monotonic() - t0:.0f} s"
+    )
+    report = runs / "report.md"
+    if status == 0 and report.exists():
+        return {"status": "ok", "minutes": minutes, "lines": [*lines, "", *report.read_text().splitlines()]}
+    if status is None:
+        return {
+            "status": "out of time",
+            "minutes": minutes,
+            "lines": [*lines, "stopped by its budget: run --parts paper again on this machine, it goes on"],
+        }
+    tail = first_lines("\n".join(log.read_text(errors="replace").splitlines()[-15:]), 15)
+    return {"status": "failed", "lines": [*lines, f"make exited {status}:", "```", tail, "```"]}
