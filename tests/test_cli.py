@@ -100,6 +100,9 @@ def test_completing_a_command_s_name_gives_its_short_help():
     [
         (["align-plot", "x"], "Missing option '-n'"),
         (["translate", "--beam", "0"], "Invalid value for '--beam'"),
+        # numpy's and torch's seeds: a traceback once, after the save directory was made
+        (["train", "x", "--save-dir", "s", "--seed", "-5"], "Invalid value for '--seed': -5 is not in the range"),
+        (["train", "x", "--save-dir", "s", "--seed", str(2**70)], "Invalid value for '--seed'"),
         (["score", "--bogus"], "No such option '--bogus'"),
         (["frobnicate"], "No such command 'frobnicate'"),
         (["train", "--save-dir", "x"], "Missing the corpus to train on: DATA_BIN or --data DATA_BIN."),

@@ -169,6 +169,9 @@ def test_a_toml_dump_reads_back_equal_whatever_the_strings_hold(tmp_path):
         ("replace-unk: 1\n", "'replace-unk': true or false, not 1"),
         ("model: [a.pt, [b.pt]]\n", "'model': one value, not a list"),
         ("length-penalty: none\nlength_penalty: average\n", "'length-penalty' and 'length_penalty' are one option"),
+        # YAML reads these unquoted as a date and a datetime: no option's value, nor silently text
+        ("beam: 1979-05-27\n", "'beam': a date or time (1979-05-27), which no option takes: quote it"),
+        ("output: 2020-01-01T07:32:00Z\n", "'output': a date or time (2020-01-01 07:32:00+00:00)"),
     ],
 )
 def test_a_bad_config_is_one_line_naming_the_command(tmp_path, text, message):
@@ -176,6 +179,14 @@ def test_a_bad_config_is_one_line_naming_the_command(tmp_path, text, message):
     r = invoke("translate", "-m", "x.pt", "--config", tmp_path / "c.yaml")
     assert r.exit_code == 2 and r.output.startswith("nmtkit translate: error: ") and message in r.output
     assert len(r.output.strip().splitlines()) == 1
+
+
+def test_a_toml_time_and_an_empty_dump_name_are_one_line(tmp_path):
+    (tmp_path / "c.toml").write_text("beam = 07:32:00\n", encoding="utf-8")
+    r = invoke("translate", "-m", "x.pt", "--config", tmp_path / "c.toml")
+    assert r.exit_code == 2 and "'beam': a date or time (07:32:00)" in r.output
+    r = invoke("serve", "-m", "x.pt", "--dump-config", "")
+    assert r.exit_code == 2 and "'--dump-config': an empty name: give a file, or '-' for stdout" in r.output
 
 
 def test_a_missing_config_is_one_line(tmp_path):
@@ -222,3 +233,15 @@ def test_a_dump_from_a_checkpoint_leaves_its_model_to_it(tmp_path):
         assert unnamed not in r.stdout, unnamed
     r = invoke(*line, "--weight-drop", 0.2, "--preset", "tiny")
     assert "\nweight-drop: 0.2\n" in r.stdout and "\n# emb: 32\n" in r.stdout and "dropout:" not in r.stdout
+
+
+def test_an_old_spelling_of_a_key_works_and_says_it_is_deprecated(tmp_path):
+    """A key spelt as a renamed flag's old name (the parameter's own name) is read, with the warning
+    the flag gives, not taken without a word."""
+    (tmp_path / "c.yaml").write_text("max-ratio: 1.5\nbeam: 2\n", encoding="utf-8")
+    r = invoke("translate", "-m", "x.pt", "--config", tmp_path / "c.yaml", "--dump-config", "-")
+    assert r.exit_code == 0, r.output
+    assert f"nmtkit translate: warning: {tmp_path / 'c.yaml'}: 'max-ratio' is deprecated, use 'max-output-ratio'" in (
+        r.stderr
+    )
+    assert "\nmax-output-ratio: 1.5\n" in r.stdout and "'beam'" not in r.stderr

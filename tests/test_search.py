@@ -374,3 +374,16 @@ def test_the_power_penalty_is_fairseq_s_and_marian_s_score_over_length_to_the_al
     assert power.tolist() == pytest.approx([-6 / 4**0.6, -6 / 9**0.6])
     one = ranking(SearchConfig(length_penalty="power", alpha=1.0), scores, lengths)
     assert torch.equal(one, ranking(SearchConfig(length_penalty="average"), scores, lengths))
+
+
+@pytest.mark.parametrize("penalty", ["power", "gnmt"])
+def test_the_largest_alpha_ranks_long_outputs_and_dead_rows_without_a_nan(penalty):
+    """--alpha is at most 10, where a long output's power stays in float32's range: an --alpha of 30
+    made 40 ** 30 inf, so that a row's -inf score ranked NaN, which topk put first (empty outputs)."""
+    from nmtkit.core.settings import declared
+
+    assert declared(SearchConfig, "alpha")[1].le == 10
+    cfg = SearchConfig(length_penalty=penalty, alpha=10.0)
+    lengths = torch.tensor([1, 40, 500, 5000])
+    got = ranking(cfg, torch.tensor([-3.0, -60.0, -float("inf"), -900.0]), lengths)
+    assert not got.isnan().any() and got[2] == -float("inf") and (got[[0, 1, 3]] < 0).all()

@@ -16,6 +16,7 @@ import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -152,7 +153,11 @@ def test_concurrent_clients_get_their_own_translations(server):
 @pytest.mark.parametrize(
     "body, status, says",
     [
-        (b'{"sentences": ["caf\xe9"]}', 400, "parsing the body: it is not UTF-8"),  # FastAPI's 400
+        (b'{"sentences": ["caf\xe9"]}', 400, "the body is not UTF-8 (byte 19)"),
+        # Python's JSON reader takes UTF-16 and UTF-32, with a byte-order mark or without
+        (json.dumps({"sentences": ["a"]}).encode("utf-16"), 400, "the body is not UTF-8 (byte 0)"),
+        (json.dumps({"sentences": ["a"]}).encode("utf-16-le"), 400, "the body is not UTF-8 (byte 1)"),
+        (json.dumps({"sentences": ["a"]}).encode("utf-32-be"), 400, "the body is not UTF-8 (byte 0)"),
         (b"[" * 40_000 + b"]" * 40_000, 400, "or its JSON nests too deep"),
         ({"sentences": ["word " * 10000]}, 413, "50,000 characters; at most 960"),  # refused before tokenizing
         ({"sentences": [EN[0], "a " * 61]}, 413, "sentence 1 has 61 subword units; at most 60"),
@@ -192,6 +197,9 @@ def test_every_bad_request_is_a_json_error_and_the_server_goes_on(server, body, 
         ({"sentences": ["a"], "min_len": -1}, "min_len"),
         ({"sentences": ["a"], "attention": 1}, "attention"),
         ([{"text": "a"}], "src"),
+        # JSON's escape of half a character: no text, which the search once took (or answered 500)
+        ({"sentences": ["ok \ud83d"], "attention": True}, "sentences"),
+        ([{"src": "\udfff", "id": 1}], "src"),
         ([], "body"),  # the whole body: FastAPI's name for it
         (7, "body"),
         (b"", "body"),
@@ -491,3 +499,59 @@ def test_an_address_in_use_is_one_line_before_any_model_loads(tmp_path):
         2,
         f"nmtkit serve: error: --host 127.0.0.1 --port {port}: address already in use\n",
     )
+
+
+def test_a_coverage_penalty_a_model_without_attention_cannot_search_with_is_refused_at_the_start(corpus, tmp_path):
+    """--coverage-penalty for an RNNencdec: one line at the start, as translate refuses it, not a server
+    that says it is healthy and answers every request without a coverage_penalty of its own 422."""
+    from nmtkit.train.loop import train
+    from tests.conftest import TINY_RNNSEARCH, sized
+    from tests.test_train import cfg
+
+    train(corpus, tmp_path / "e", sized("rnnencdec", TINY_RNNSEARCH), cfg(max_updates=1, valid_bleu=False))
+    done = subprocess.run(
+        [sys.executable, "-m", "nmtkit", "serve", "-m", str(tmp_path / "e" / "last.pt"), "--port", "0"]
+        + ["--coverage-penalty", "0.2", "--device", "cpu"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "--coverage-penalty reads the attention" in done.stderr and "rnnencdec model, which has none" in done.stderr
+
+
+SLOW_SERVER = """
+import sys
+from tests.test_serve import _SlowTranslator
+from nmtkit.serve.app import create_app, listening, run_server
+from nmtkit.serve.settings import ServerConfig
+
+sock = listening("127.0.0.1", 0)
+print(sock.getsockname()[1], flush=True)
+try:
+    run_server(create_app(_SlowTranslator(), ServerConfig()), sock, 30)
+except KeyboardInterrupt:
+    sys.exit(130)
+"""
+
+
+def test_a_second_ctrl_c_stops_the_server_at_once_without_a_traceback():
+    """Ctrl-C, then Ctrl-C again during the shutdown wait: out at once, the request in flight a JSON
+    503, and stderr without the two tracebacks it got (the signal raised twice, the lifespan cut)."""
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SLOW_SERVER], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+    url = f"http://127.0.0.1:{int(proc.stdout.readline())}"
+    assert _get(url + "/health")[0] == 200  # the socket listens already: this waits for the server
+    with ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(_post, url + "/translate", {"sentences": ["a b"]})
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+        status, body = pending.result(timeout=30)
+    err = proc.communicate(timeout=30)[1]
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    assert status == 503 and "a second Ctrl-C" in body["error"]

@@ -10,6 +10,7 @@ kept, edited and given back with ``--config``.
 
 from __future__ import annotations
 
+import datetime
 import functools
 import sys
 import tomllib
@@ -87,6 +88,8 @@ def read_config(
         if name in spelt:
             raise click.BadParameter(f"{path}: '{spelt[name]}' and '{key}' are one option: give it once")
         param = next(p for p in ctx.command.params if p.name == name)
+        if (old := _renamed(ctx, str(key))) is not None and old.name == f"old_{name}":  # the name, not the flag
+            click.echo(f"{ctx.command_path}: warning: {path}: '{key}' is deprecated, use '{_key(param)}'", err=True)
         if value is None and _unset_shown(param) and param.get_default(ctx, call=False) in _NO_DEFAULT:
             spelt[name] = str(key)
             continue  # YAML's null, as --dump-config writes an option it leaves unset
@@ -115,20 +118,30 @@ def _not_a_setting(ctx: click.Context, key: str, name: str | None) -> str:
     params = ctx.command.params
     spelt = {o[2:].replace("-", "_"): p for p in params if not p.expose_value for o in p.opts if o[:2] == "--"}
     hidden = spelt.get(key.replace("-", "_"))
-    if hidden is not None and getattr(hidden, "hidden", False) and (hidden.name or "").startswith("old_"):  # renamed()
-        new = next(p for p in params if p.name == (hidden.name or "")[4:])
+    if (old := _renamed(ctx, key)) is not None:
+        new = next(p for p in params if p.name == (old.name or "")[4:])
         return f"is an old spelling: a file takes '{_key(new)}'"
     if name is not None or hidden is not None:
         return "is an option of the command line alone, not a setting a file keeps"
     return f"is not an option of '{ctx.command_path}'"
 
 
+def _renamed(ctx: click.Context, key: str) -> click.Parameter | None:
+    """The hidden option of an old spelling (:func:`~nmtkit.cli.options.renamed`) that ``key`` spells."""
+    for p in ctx.command.params:
+        longs = [o[2:].replace("-", "_") for o in p.opts if o[:2] == "--"]
+        if not p.expose_value and getattr(p, "hidden", False) and (p.name or "").startswith("old_"):
+            if key.replace("-", "_") in longs:
+                return p
+    return None
+
+
 def _unfit(param: click.Parameter, value: Any) -> str | None:
     """Why a file's ``value`` cannot be ``param``'s, where click would take it by converting it."""
     if value is None:
         return "no value: give one, or leave the key out"
-    if isinstance(value, (list, dict)):
-        return f"one value, not a {'list' if isinstance(value, list) else 'table'}"
+    if isinstance(value, (list, dict, datetime.date, datetime.time)):
+        return _no_value_of_an_option(value)
     if getattr(param, "is_bool_flag", False) or isinstance(param.type, click.types.BoolParamType):
         return None if isinstance(value, bool) else f"true or false, not {value!r}"
     if isinstance(value, bool):
@@ -137,6 +150,13 @@ def _unfit(param: click.Parameter, value: Any) -> str | None:
     if isinstance(param.type, click.types.IntParamType) and isinstance(value, float):
         return f"a whole number, not {value}"
     return None
+
+
+def _no_value_of_an_option(value: Any) -> str:
+    if isinstance(value, (list, dict)):
+        return f"one value, not a {'list' if isinstance(value, list) else 'table'}"
+    # YAML and TOML read 2020-01-01 and 07:32:00 unquoted as a date and a time
+    return f"a date or time ({value}), which no option takes: quote it to give it as text"
 
 
 def _plain(value: Any) -> Any:
@@ -211,6 +231,12 @@ def write_config(
         fh.write(text)
 
 
+def _dump_path(_ctx: click.Context, _param: click.Parameter, path: str | None) -> str | None:
+    if path == "":
+        raise click.BadParameter("an empty name: give a file, or '-' for stdout")
+    return path
+
+
 def config_options(
     fills: Fills | None = None, command_line_only: tuple[str, ...] = ()
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -235,6 +261,7 @@ def _config_options(
         "--dump-config",
         type=click.Path(dir_okay=False, allow_dash=True),
         default=None,
+        callback=_dump_path,
         help="Write the effective options (this command line over --config) to FILE and stop: YAML, "
         "or TOML for a .toml name; '-': YAML on stdout.",
     )(run)

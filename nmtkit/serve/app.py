@@ -23,14 +23,17 @@ Each answer also has a one-line ``error``, which the page shows.
 # made at run time from the server's limits, as an object.
 
 import asyncio
+import contextlib
+import logging
 import math
 import signal
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from importlib import resources
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import uvicorn
@@ -88,8 +91,10 @@ def invalid(errors: list[dict[str, Any]]) -> JSONResponse:
     line = "; ".join(
         f"{_where(e['loc'])}: {e['msg']}" + (f" ({e['ctx']['error']})" if _says(e) else "") for e in errors
     )
-    # an input echoed back may be NaN or Infinity, which Python's JSON reads and JSON cannot write
-    return JSONResponse({"detail": jsonable_encoder(errors, custom_encoder={float: _finite}), "error": line}, 422)
+    # an input echoed back may be NaN or Infinity, which Python's JSON reads and JSON cannot write,
+    # or hold a lone surrogate, which UTF-8 cannot
+    encoders: dict[Any, Callable[[Any], Any]] = {float: _finite, str: _encodable}
+    return JSONResponse({"detail": jsonable_encoder(errors, custom_encoder=encoders), "error": line}, 422)
 
 
 def _where(loc: tuple[Any, ...]) -> str:
@@ -107,9 +112,26 @@ def _finite(x: float) -> float | str:
     return x if math.isfinite(x) else str(x)
 
 
+def _encodable(text: str) -> str:
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _not_utf8_json(body: bytearray) -> int | None:
+    """Where ``body`` stops being JSON's UTF-8, or None: a byte UTF-8 has not, or a NUL, which JSON
+    never holds raw but UTF-16 and UTF-32 hold in every ASCII character."""
+    nul = body.find(0)
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError as err:
+        return err.start if nul < 0 else min(nul, err.start)
+    return nul if nul >= 0 else None
+
+
 class BodyLimit:
     """ASGI middleware: a body over ``limit`` bytes, declared or chunked, is refused (413) once
-    it passes the limit, before FastAPI reads it whole; one within it goes on as it came."""
+    it passes the limit, before FastAPI reads it whole; one within it that is not UTF-8 is refused
+    (400) whatever its charset says, as JSON is UTF-8 (RFC 8259) where Python's reader also takes
+    UTF-16 and UTF-32; any other goes on as it came."""
 
     def __init__(self, app: ASGIApp, limit: int):
         self.app, self.limit = app, limit
@@ -128,6 +150,9 @@ class BodyLimit:
                 return await error(413, f"the body has over {self.limit:,} bytes; at most {self.limit:,}")(
                     scope, receive, send
                 )
+        if (at := _not_utf8_json(body)) is not None:
+            said = f"the body is not UTF-8 (byte {at:,}); JSON is UTF-8, whatever the charset says"
+            return await error(400, said)(scope, receive, send)
         first: Message | None = {"type": "http.request", "body": bytes(body), "more_body": False}
 
         async def replay() -> Message:
@@ -167,7 +192,9 @@ class CutShort:
         except asyncio.CancelledError:
             if started:  # half an answer is out: nothing whole can follow it
                 raise
-            said = "the server stopped before this request was translated (--shutdown-wait was over)"
+            said = (
+                "the server stopped before this request was translated (--shutdown-wait was over, or a second Ctrl-C)"
+            )
             await error(503, said)(scope, receive, send)
 
 
@@ -312,6 +339,10 @@ def serve(model_paths: list[str], cfg: ServerConfig, runtime: RuntimeConfig, lin
     }
     if cfg.shortlist and translator.lexicon is None:
         raise UserError(f"--shortlist: {model_paths[0]} holds no lexicon; add one with 'nmtkit lexicon'")
+    if cfg.search.coverage_penalty and not translator.attends:  # else every request would be refused
+        raise UserError(
+            f"--coverage-penalty reads the attention: {model_paths[0]} holds a {first.model.arch} model, which has none"
+        )
     app = create_app(translator, cfg, info, BothWays.load(backward, links, runtime))
     log(
         f"serving {', '.join(model_paths)} on http://{_url_host(cfg.host)}:{sock.getsockname()[1]}/ "
@@ -326,7 +357,29 @@ def serve(model_paths: list[str], cfg: ServerConfig, runtime: RuntimeConfig, lin
 def run_server(app: FastAPI, sock: socket.socket, shutdown_wait: float) -> None:
     """uvicorn serving ``app`` on ``sock`` until SIGINT or SIGTERM."""
     config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=math.ceil(shutdown_wait))
-    uvicorn.Server(config).run(sockets=[sock])
+    _Server(config).run(sockets=[sock])
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, quiet when a second Ctrl-C stops it at once: it raises each signal it
+    caught once when it has stopped (the second, raised again after the first, made asyncio's
+    runner raise KeyboardInterrupt inside its shutdown), and its log leaves out the application's
+    lifespan, which a forced exit cancels unfinished (stderr got a traceback of each)."""
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        super().handle_exit(sig, frame)
+        if self.force_exit:
+            logging.getLogger("uvicorn.error").setLevel(logging.CRITICAL)
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        with super().capture_signals():
+            try:
+                yield
+            finally:
+                caught = getattr(self, "_captured_signals", None)  # uvicorn's own list, raised again at exit
+                if isinstance(caught, list):
+                    caught[:] = list(dict.fromkeys(caught))
 
 
 def _url_host(host: str) -> str:

@@ -10,10 +10,21 @@ an error names the fields of the shape sent, after the shape's tag: ``["body", "
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, fields, replace
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationInfo, create_model, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationInfo,
+    create_model,
+    field_validator,
+)
 
 from ..core.errors import UserError
 from ..core.settings import declared
@@ -41,13 +52,27 @@ class Parsed:
     matrix: bool  # the attention matrices asked for
 
 
+def _unicode(text: str) -> str:
+    """``text``, refused where it holds a lone surrogate (JSON's ``"\\ud83d"`` escape alone), which
+    is no character: no tokenizer or answer could encode it."""
+    if found := _SURROGATE.search(text):
+        raise ValueError(f"not Unicode text: a lone surrogate U+{ord(found.group()):04X}")
+    return text
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+Text = Annotated[str, AfterValidator(_unicode)]
+
+
 class OpenNMTSentence(BaseModel):
     """One sentence of OpenNMT-py's request. Its other keys are OpenNMT-py's own options, which
     its clients may send: ignored, not refused."""
 
     model_config = ConfigDict(strict=True)
 
-    src: str
+    src: Text
     id: Any = None
 
 
@@ -93,7 +118,7 @@ def native_request(cfg: ServerConfig) -> type[BaseModel]:
         f"subword units (413 beyond).",
     )
     fields_: dict[str, Any] = {
-        "sentences": (list[str], sentences),
+        "sentences": (list[Text], sentences),
         "beam": _declared("beam", s.beam, le=limits.max_beam),
         "nbest": (int, Field(1, ge=1, le=limits.max_nbest, description="Hypotheses per sentence, best first.")),
     }

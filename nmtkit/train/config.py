@@ -162,7 +162,7 @@ class TrainConfig(Settings):
     )
     keep_best: int = setting(0, "Keep the N best validated models (by --best-by) as best-STEP.pt, weights only.", ge=0)
     log_every: int = setting(50, "Log the training loss and speed every N updates.", ge=1)
-    seed: int = setting(1234, "Seed of the initial weights, the batch order and dropout.")
+    seed: int = setting(1234, "Seed of the initial weights, the batch order and dropout.", ge=0, le=2**63 - 1)
     init_from: str | None = None  # start from this checkpoint's weights (fresh optimizer)
     device: str | None = None  # None: the process's GPU when there is one (see runtime)
     threads: int = 0  # 0: torch's default

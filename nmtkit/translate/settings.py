@@ -29,7 +29,9 @@ class SearchConfig(Settings):
         "|y|^alpha (fairseq's --lenpen, Marian's --normalize), or over GNMT's ((5+|y|)/6)^alpha.",
         choices=LENGTH_PENALTIES,
     )
-    alpha: float = setting(0.6, "The exponent of --length-penalty power and gnmt.", ge=0)
+    # at most 10: a length's power stays in float32's range (40 ** 30 is past it, and -inf / inf a NaN,
+    # which the search ranked first: empty outputs)
+    alpha: float = setting(0.6, "The exponent of --length-penalty power and gnmt.", ge=0, le=10)
     coverage_penalty: float = setting(
         0.0,
         "Wu et al. (2016)'s coverage penalty beta: add beta times the sum over source units (end of sentence "
