@@ -169,6 +169,7 @@ def test_a_toml_dump_reads_back_equal_whatever_the_strings_hold(tmp_path):
         ("replace-unk: 1\n", "'replace-unk': true or false, not 1"),
         ("model: [a.pt, [b.pt]]\n", "'model': one value, not a list"),
         ("length-penalty: none\nlength_penalty: average\n", "'length-penalty' and 'length_penalty' are one option"),
+        ("beam: 3\nbeam: 5\n", "not valid YAML ('beam' given twice in"),  # YAML's reader kept the last
         # YAML reads these unquoted as a date and a datetime: no option's value, nor silently text
         ("beam: 1979-05-27\n", "'beam': a date or time (1979-05-27), which no option takes: quote it"),
         ("output: 2020-01-01T07:32:00Z\n", "'output': a date or time (2020-01-01 07:32:00+00:00)"),

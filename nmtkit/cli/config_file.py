@@ -50,9 +50,7 @@ def _load(path: str) -> Any:
         with open(path, "rb") as fh:
             if toml:
                 return tomllib.load(fh)
-            import yaml  # here: a YAML reader is needed only when a command gets a YAML file
-
-            return yaml.safe_load(fh)
+            return _yaml_load(fh)
     except FileNotFoundError:
         raise click.BadParameter(f"{path}: no such file") from None
     except IsADirectoryError:
@@ -62,6 +60,25 @@ def _load(path: str) -> Any:
     except Exception as err:  # tomllib's and yaml's own parse errors: one line with where it broke
         what = "TOML" if toml else "YAML"
         raise click.BadParameter(f"{path}: not valid {what} ({' '.join(str(err).split())})") from None
+
+
+def _yaml_load(fh: Any) -> Any:
+    """YAML's safe reading, but a key given twice in one mapping is an error, as in TOML: YAML's
+    reader keeps the last without a word."""
+    import yaml  # here: a YAML reader is needed only when a command gets a YAML file
+
+    class Loader(yaml.SafeLoader):  # type: ignore[misc]  # yaml ships no types
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            # the keys written here, not those a merge key (<<: *base) brings, which they may override
+            written = [k for k, _ in node.value if k.tag != "tag:yaml.org,2002:merge"]
+            keys = [self.construct_object(k, deep=deep) for k in written]
+            plain = [(key, k) for key, k in zip(keys, written) if isinstance(key, (str, int, float, bool))]
+            for i, (key, k) in enumerate(plain):
+                if key in [other for other, _ in plain[:i]]:
+                    raise yaml.constructor.ConstructorError(None, None, f"'{key}' given twice", k.start_mark)
+            return super().construct_mapping(node, deep)
+
+    return yaml.load(fh, Loader)  # a SafeLoader: no object a file names is built
 
 
 def read_config(
