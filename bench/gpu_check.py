@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import io
 import json
 import os
 import platform
@@ -332,17 +333,25 @@ def report(check: Check) -> None:
 
 
 def bundle(check: Check) -> None:
-    """OUT/evidence.tar.gz: the work directory's files but checkpoints and the largest, for a
-    device job that brings back only a few files."""
-    kept = 0
+    """OUT/evidence.tar.gz: the work directory's files but checkpoints, for a device job that brings
+    back only a few files; a file over EVIDENCE_FILE_MAX bytes, or past EVIDENCE_MAX in all (in
+    path order), is left out and named in its left-out.txt."""
+    kept, left = 0, []
     with atomic_write(check.out / "evidence.tar.gz", "wb") as fh, tarfile.open(fileobj=fh, mode="w:gz") as tar:
         for path in sorted(check.work.rglob("*")) if check.work.is_dir() else []:
             if not path.is_file() or path.suffix in (".pt", ".tmp") or path.name.startswith("."):
                 continue
-            size = path.stat().st_size
+            size, name = path.stat().st_size, str(path.relative_to(check.work))
             if size <= EVIDENCE_FILE_MAX and kept + size <= EVIDENCE_MAX:
-                tar.add(path, arcname=str(path.relative_to(check.work)))
+                tar.add(path, arcname=name)
                 kept += size
+            else:
+                left.append(f"{name}\t{size}")
+        if left:
+            listed = ("\n".join(left) + "\n").encode()
+            info = tarfile.TarInfo("left-out.txt")
+            info.size, info.mtime = len(listed), int(time.time())
+            tar.addfile(info, io.BytesIO(listed))
 
 
 def parser() -> argparse.ArgumentParser:
@@ -456,6 +465,7 @@ def main(argv: list[str] | None = None) -> None:
             args.words = args.bpe  # tiny mode: any corpus checks the script
         elif "machine" not in parts or len(parts) > 1:
             fail("gpu-check", f"no data-bin at {args.words} (make data BPE=0 builds it; carry it to the GPU machine)")
+    args.out, args.work = args.out.resolve(), args.work.resolve()  # the parts' commands run in the checkout
     check = Check(args, gpu)
     check.out.mkdir(parents=True, exist_ok=True)
     exit_on_sigterm()  # the report keeps the parts done

@@ -358,6 +358,7 @@ import os, signal, sys, time
 from pathlib import Path
 
 args = dict(a.split("=", 1) for a in sys.argv[1:] if "=" in a)
+os.chdir(sys.argv[sys.argv.index("-C") + 1])  # as make -C: a relative path is the checkout's
 runs = Path(args["PAPER"])
 runs.mkdir(parents=True, exist_ok=True)
 (runs / "argv").write_text("\\n".join(sys.argv[1:]))
@@ -442,3 +443,32 @@ def test_sigterm_in_the_paper_part_stops_make_and_reports_the_part_as_stopped(ra
     assert parts["paper"]["status"] == "stopped (SIGTERM)" and parts["paper"]["lines"][0].startswith(
         "`make paper PAPER_SCALE=gpu"
     )
+
+
+def test_the_evidence_leaves_out_checkpoints_and_names_the_files_too_large_for_it(tmp_path):
+    from bench import gpu_check
+
+    work, out = tmp_path / "work", tmp_path / "out"
+    (work / "run").mkdir(parents=True)
+    (work / "run" / "metrics.jsonl").write_text("{}\n")
+    (work / "run" / "last.pt").write_bytes(b"w" * 100)
+    (work / "run" / "test.align").write_bytes(b"0-0 " * (gpu_check.EVIDENCE_FILE_MAX // 4 + 1))
+    out.mkdir()
+    gpu_check.bundle(SimpleNamespace(out=out, work=work))
+    with tarfile.open(out / "evidence.tar.gz") as tar:
+        assert sorted(tar.getnames()) == ["left-out.txt", "run/metrics.jsonl"]
+        listed = tar.extractfile("left-out.txt").read().decode()
+    assert listed == f"run/test.align\t{gpu_check.EVIDENCE_FILE_MAX + 4}\n"
+
+
+def test_relative_out_and_work_are_the_callers_not_the_checkouts(raw, tmp_path):
+    """The parts run their commands in the checkout: --out and --work as typed in another directory
+    name that directory's folders (the paper part once found none of make's runs)."""
+    make_corpus(raw, tmp_path)
+    cmd = [sys.executable, str(ROOT / "bin" / "gpu-check"), "--words", str(raw.parent / "bin")]
+    cmd += ["--test-src", str(raw / "test.en"), "--test-ref", str(raw / "test.fr")]
+    cmd += ["--out", "o", "--work", "w", "--parts", "paper", "--make", str(fake_make(tmp_path))]
+    done = subprocess.run(cmd, capture_output=True, text=True, env=ENV, cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "w" / "paper-gpu" / "report.md").exists() and (tmp_path / "o" / "report.md").exists()
+    assert json.loads((tmp_path / "o" / "report.json").read_text())["parts"]["paper"]["status"] == "ok"

@@ -378,12 +378,15 @@ def test_the_power_penalty_is_fairseq_s_and_marian_s_score_over_length_to_the_al
 
 @pytest.mark.parametrize("penalty", ["power", "gnmt"])
 def test_the_largest_alpha_ranks_long_outputs_and_dead_rows_without_a_nan(penalty):
-    """--alpha is at most 10, where a long output's power stays in float32's range: an --alpha of 30
-    made 40 ** 30 inf, so that a row's -inf score ranked NaN, which topk put first (empty outputs)."""
+    """An --alpha of 30 made 40 ** 30 inf, so that a row's -inf score ranked NaN, which topk put first
+    (empty outputs): --alpha is at most 10, and a length whose power float32 cannot hold is ranked in
+    float64, where the others keep their float32 figures."""
     from nmtkit.core.settings import declared
 
     assert declared(SearchConfig, "alpha")[1].le == 10
     cfg = SearchConfig(length_penalty=penalty, alpha=10.0)
-    lengths = torch.tensor([1, 40, 500, 5000])
-    got = ranking(cfg, torch.tensor([-3.0, -60.0, -float("inf"), -900.0]), lengths)
-    assert not got.isnan().any() and got[2] == -float("inf") and (got[[0, 1, 3]] < 0).all()
+    lengths = torch.tensor([1, 40, 500, 5000, 9000, 9000])  # 9,000 ** 10 is past float32's range
+    got = ranking(cfg, torch.tensor([-3.0, -60.0, -float("inf"), -900.0, -float("inf"), -9000.0]), lengths)
+    assert not got.isnan().any() and got[2] == got[4] == -float("inf") and (got[[0, 1, 3, 5]] < 0).all()
+    assert got[5] == pytest.approx(-9000.0 / (9000.0 if penalty == "power" else 9005 / 6) ** 10, rel=1e-5)
+    assert torch.equal(got[:4], ranking(cfg, torch.tensor([-3.0, -60.0, -float("inf"), -900.0]), lengths[:4]))

@@ -200,6 +200,8 @@ def test_every_bad_request_is_a_json_error_and_the_server_goes_on(server, body, 
         # JSON's escape of half a character: no text, which the search once took (or answered 500)
         ({"sentences": ["ok \ud83d"], "attention": True}, "sentences"),
         ([{"src": "\udfff", "id": 1}], "src"),
+        ([{"src": "a b", "id": "\ud800"}], "id"),  # OpenNMT-py's id is echoed back: JSON must write it
+        (b'[{"src": "a b", "id": NaN}]', "id"),
         ([], "body"),  # the whole body: FastAPI's name for it
         (7, "body"),
         (b"", "body"),

@@ -10,6 +10,7 @@ an error names the fields of the shape sent, after the shape's tag: ``["body", "
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, fields, replace
 from typing import Annotated, Any, Literal
@@ -63,6 +64,16 @@ def _unicode(text: str) -> str:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+def _echoable(value: Any) -> Any:
+    """An OpenNMT-py ``id``, which the answer echoes: refused where JSON cannot write it back (NaN,
+    which Python's JSON reads, or a lone surrogate)."""
+    try:
+        json.dumps(value, allow_nan=False, ensure_ascii=False).encode("utf-8")
+    except (ValueError, UnicodeEncodeError) as err:
+        raise ValueError(f"cannot be written back in JSON ({err})") from None
+    return value
+
+
 Text = Annotated[str, AfterValidator(_unicode)]
 
 
@@ -73,7 +84,7 @@ class OpenNMTSentence(BaseModel):
     model_config = ConfigDict(strict=True)
 
     src: Text
-    id: Any = None
+    id: Annotated[Any, AfterValidator(_echoable)] = None
 
 
 _TYPES: dict[str, Any] = {"int": int, "float": float, "bool": bool, "str": str}

@@ -109,9 +109,12 @@ def ranking(cfg: SearchConfig, scores: torch.Tensor, lengths: torch.Tensor | int
     n = torch.as_tensor(lengths, device=scores.device).clamp(min=1).float()
     if cfg.length_penalty == "average":
         return scores / n
-    if cfg.length_penalty == "power":
-        return scores / n**cfg.alpha
-    return scores / ((5 + n) / 6) ** cfg.alpha
+    base = n if cfg.length_penalty == "power" else (5 + n) / 6
+    penalty = base**cfg.alpha
+    # past float32's range (9,000 ** 10), in float64: an inf penalty ranks every long output 0,
+    # and a dead row's -inf NaN, which topk ranks first
+    wide = (scores.double() / base.double() ** cfg.alpha).to(scores.dtype)
+    return torch.where(penalty.isinf(), wide, scores / penalty)
 
 
 def output_limit(mask: torch.Tensor, cfg: SearchConfig, prefix: ForcedPrefix) -> torch.Tensor:

@@ -29,8 +29,8 @@ class SearchConfig(Settings):
         "|y|^alpha (fairseq's --lenpen, Marian's --normalize), or over GNMT's ((5+|y|)/6)^alpha.",
         choices=LENGTH_PENALTIES,
     )
-    # at most 10: a length's power stays in float32's range (40 ** 30 is past it, and -inf / inf a NaN,
-    # which the search ranked first: empty outputs)
+    # at most 10: beyond, the penalty alone ranks (40 ** 30 is past float32's range; search.ranking
+    # divides such lengths in float64)
     alpha: float = setting(0.6, "The exponent of --length-penalty power and gnmt.", ge=0, le=10)
     coverage_penalty: float = setting(
         0.0,
