@@ -67,6 +67,20 @@ def command(check: Check, make: str, minutes: float) -> list[str]:
     ]
 
 
+def _timeline(runs: Path, started: float) -> list[str]:
+    """When this job wrote each step's output, in seconds from its start (what the next job's
+    sizing reads: each system's training, then its two translations, then the report)."""
+    steps = [(f"{s} {what}", runs / s / name) for s in SYSTEMS for what, name in _STEPS] + [
+        ("report", runs / "report.md")
+    ]
+    at = [f"{what} {path.stat().st_mtime - started:.0f}" for what, path in steps if path.exists()]
+    kept = [a for a in at if float(a.rsplit(" ", 1)[1]) >= 0]  # not an earlier job's
+    return [f"written at (s from the start): {', '.join(kept)}"] if kept else []
+
+
+_STEPS = (("trained", "done"), ("test", "test.hyp.fr"), ("test-long", "test-long.hyp.fr"))
+
+
 def _own_make() -> dict[str, str]:
     """The checkout's environment without a make's above this one (make gpu-check PARTS=paper):
     its command line's variables would reach make paper's, and its record of the command."""
@@ -103,7 +117,7 @@ def paper(check: Check, budget: float) -> dict[str, Any]:
     lines = [f"`make {' '.join(cmd[3:])}`", ""]
     check.partial = {"lines": lines}
     print("+", " ".join(cmd), file=sys.stderr, flush=True)
-    t0 = time.monotonic()
+    t0, started = time.monotonic(), time.time()
     with open(log, "ab") as fh:
         job = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=_own_make(), start_new_session=True)
         try:
@@ -115,9 +129,12 @@ def paper(check: Check, budget: float) -> dict[str, Any]:
                 stop(job)
     runs = check.work / "paper-gpu"
     done = [s for s in SYSTEMS if (runs / s / "done").exists()]
-    lines.append(
-        f"{minutes:g} minutes of training a system; {len(done)} of {len(SYSTEMS)} systems trained "
-        f"({', '.join(done) or 'none'}); {time.monotonic() - t0:.0f} s"
+    lines.extend(
+        [
+            f"{minutes:g} minutes of training a system; {len(done)} of {len(SYSTEMS)} systems trained "
+            f"({', '.join(done) or 'none'}); {time.monotonic() - t0:.0f} s",
+            *_timeline(runs, started),
+        ]
     )
     report = runs / "report.md"
     if status == 0 and report.exists():

@@ -398,6 +398,9 @@ def test_the_paper_part_runs_make_paper_at_the_gpu_scale_and_brings_back_its_rep
     assert f"PAPER_BENCH={newest}" in argv and f"DATA={raw.parent}" in argv
     paper = json.loads((tmp_path / "check" / "report.json").read_text())["parts"]["paper"]
     assert paper["status"] == "ok" and "## Table 1" in paper["lines"] and "4 of 4 systems trained" in paper["lines"][2]
+    # when each step's output was written, for the next job's sizing
+    assert paper["lines"][3].startswith("written at (s from the start): rnnencdec-30 trained ")
+    assert paper["lines"][3].endswith(", report 0") and "rnnsearch-50 trained" in paper["lines"][3]
     with tarfile.open(tmp_path / "check" / "evidence.tar.gz") as tar:
         names = tar.getnames()
     assert "paper-gpu/report.md" in names and "paper-gpu.log" in names and not [n for n in names if ".pt" in n]
