@@ -73,8 +73,8 @@ def _timeline(runs: Path, started: float) -> list[str]:
     steps = [(f"{s} {what}", runs / s / name) for s in SYSTEMS for what, name in _STEPS] + [
         ("report", runs / "report.md")
     ]
-    at = [f"{what} {path.stat().st_mtime - started:.0f}" for what, path in steps if path.exists()]
-    kept = [a for a in at if float(a.rsplit(" ", 1)[1]) >= 0]  # not an earlier job's
+    seconds = [(what, path.stat().st_mtime - started) for what, path in steps if path.exists()]
+    kept = [f"{what} {t:.0f}" for what, t in seconds if t >= 0]  # not an earlier job's
     return [f"written at (s from the start): {', '.join(kept)}"] if kept else []
 
 

@@ -72,10 +72,12 @@ def _yaml_load(fh: Any) -> Any:
             # the keys written here, not those a merge key (<<: *base) brings, which they may override
             written = [k for k, _ in node.value if k.tag != "tag:yaml.org,2002:merge"]
             keys = [self.construct_object(k, deep=deep) for k in written]
-            plain = [(key, k) for key, k in zip(keys, written) if isinstance(key, (str, int, float, bool))]
-            for i, (key, k) in enumerate(plain):
-                if key in [other for other, _ in plain[:i]]:
-                    raise yaml.constructor.ConstructorError(None, None, f"'{key}' given twice", k.start_mark)
+            seen: set[Any] = set()
+            for key, k in zip(keys, written):
+                if isinstance(key, (str, int, float, bool)):  # hashable: a list as a key is YAML's own error
+                    if key in seen:
+                        raise yaml.constructor.ConstructorError(None, None, f"'{key}' given twice", k.start_mark)
+                    seen.add(key)
             return super().construct_mapping(node, deep)
 
     return yaml.load(fh, Loader)  # a SafeLoader: no object a file names is built
