@@ -68,6 +68,7 @@ from .gpu_cells import PATHS, WHOLE_UPDATE, WMT14_TARGET_TOKENS, cells
 from .gpu_check_paper import paper
 from .gpu_check_train import PARTS, TINY_UPDATES, TRAIN_MINUTES, Check, first_lines, train
 
+REPORT_MARGIN_S = 20.0  # the report and the evidence bundle, after a part given its minutes outright
 SHARE = {"machine": 0.02, "bench": 0.30, "profile": 0.08, "paper": 0.5, "train": 0.35, "wmt14": 0.0, "tests": 0.25}
 PY = [sys.executable]
 # The evidence a device job brings back in one file (it returns a few files of at most 16 MiB):
@@ -425,8 +426,8 @@ def part_budget(check: Check, part: str, weight: float) -> float:
     run); the tests get what is left, and the train part at least its run's minutes."""
     share = SHARE[part] / weight if weight > 0 else 1.0
     budget = max(20.0, check.left() * share) if part != "tests" else max(20.0, check.left() - 15)
-    if part == "paper" and check.args.paper_minutes:
-        budget = 60 * check.args.paper_minutes
+    if part == "paper" and check.args.paper_minutes:  # what the report and the bundle after it need kept back
+        budget = max(20.0, min(60 * check.args.paper_minutes, check.left() - REPORT_MARGIN_S))
     if part == "train":  # its run is minutes long whatever the share: the tests get what is left
         # the killed run and the resumed one (the run's minutes), the uninterrupted one to 200 updates
         # past the resume (about two fifths of them), and the start-ups and captures of the three

@@ -497,6 +497,17 @@ def test_what_keeps_the_eager_update_says_why_and_gets_an_optimizer_that_is_not_
     assert not graphed(asked(), SimpleNamespace(device=torch.device("cpu"), many=False))
 
 
+def test_a_length_multiple_is_refused_beside_the_fitted_shapes():
+    """--cuda-graphs pads to the shapes it fits, so --pad-to-multiple would be read by nothing."""
+    from nmtkit.cli.train_settings import train_settings
+    from nmtkit.core.errors import UserError
+
+    with pytest.raises(UserError, match="--pad-to-multiple: --cuda-graphs pads"):
+        train_settings("rnnsearch", "tiny", "appendix-b", {"cuda_graphs": True, "pad_to_multiple": 8}, {"cuda_graphs"})
+    got = train_settings("rnnsearch", "tiny", "appendix-b", {"cuda_graphs": True, "pad_to_multiple": 1}, set())[1]
+    assert got.cuda_graphs and got.pad_to_multiple == 1
+
+
 def test_a_padded_run_resumes_exactly(corpus, tmp_path, deterministic):
     """Stopped and resumed (its shapes met again from nothing), a --cuda-graphs run goes on as if
     uninterrupted; the scheduled rate, saved as a number, is read back as the run keeps it."""
@@ -698,3 +709,51 @@ def test_a_shape_whose_update_waits_for_the_host_runs_eagerly_and_says_so(
     logged = (tmp_path / "graphs" / "metrics.jsonl").read_text()
     assert "graphs_captured" not in logged  # no capture was tried, so none could fail
     assert losses(tmp_path / "graphs") == pytest.approx(losses(tmp_path / "eager"), rel=1e-4)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: refuses a wait for it")
+def test_a_warm_up_refused_in_its_optimizer_step_is_not_stepped_again(corpus, tmp_path, monkeypatch, capfd):
+    """A wait for the host met in the optimizer's step, after the weights before it moved: the
+    batch's update stands, and the run goes on as the eager run does (run again, it would step
+    those weights twice)."""
+    from nmtkit.train.state import TrainState
+
+    real = TrainState.step
+
+    def waits(self):
+        real(self)
+        if torch.cuda.get_sync_debug_mode():  # in a warm-up: the wait comes after the step
+            next(self.model.parameters()).sum().item()
+
+    monkeypatch.setattr(TrainState, "step", waits)
+    common = dict(max_updates=10, valid_bleu=False, device="cuda", tf32=False)
+    train(corpus, tmp_path / "eager", FAMILIES["rnnsearch"], cfg(**common))
+    train(corpus, tmp_path / "graphs", FAMILIES["rnnsearch"], cfg(**common, cuda_graphs=True))
+    assert "optimizer step stopped at the wait" in capfd.readouterr().err
+    assert losses(tmp_path / "graphs") == pytest.approx(losses(tmp_path / "eager"), rel=1e-4)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: captures")
+def test_an_optimizer_state_begun_in_a_capture_refuses_the_shape(corpus, tmp_path, monkeypatch, capfd):
+    """Weights whose optimizer state a capture would make: the zeroed moments would be written at
+    every replay. Their state is dropped and the shape runs eagerly, said once."""
+    from nmtkit.train import graphs
+
+    real, dropped = graphs.WholeUpdate.record, []
+
+    def forget(self, *args):
+        if not dropped:  # as weights that got no gradient before the capture would be
+            param = next(self.state.model.parameters())
+            dropped.append(self.state.opt.state.pop(param))
+        return real(self, *args)
+
+    monkeypatch.setattr(graphs.WholeUpdate, "record", forget)
+    save = tmp_path / "graphs"
+    train(corpus, save, FAMILIES["rnnsearch"], cfg(max_updates=10, valid_bleu=False, device="cuda", cuda_graphs=True))
+    assert "the optimizer's state of 1 weights began in the capture" in capfd.readouterr().err
+    nll = losses(save)
+    assert len(nll) == 10 and all(np.isfinite(nll))
+    moments = checkpoint.load(save / "last.pt").training.optimizer["state"]
+    assert all(torch.isfinite(v).all() for entry in moments.values() for v in entry.values() if torch.is_tensor(v))

@@ -475,3 +475,15 @@ def test_relative_out_and_work_are_the_callers_not_the_checkouts(raw, tmp_path):
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "w" / "paper-gpu" / "report.md").exists() and (tmp_path / "o" / "report.md").exists()
     assert json.loads((tmp_path / "o" / "report.json").read_text())["parts"]["paper"]["status"] == "ok"
+
+
+def test_the_paper_parts_minutes_keep_back_the_reports_time_from_the_jobs_deadline():
+    """--paper-minutes 9 in a 9.3-minute job after a machine part: the part stops early enough for
+    the report and the bundle; with time to spare, it gets its minutes."""
+    from bench import gpu_check
+
+    args = SimpleNamespace(paper_minutes=9.0, train_minutes=0.0)
+    near = SimpleNamespace(args=args, gpu=True, left=lambda: 543.0)
+    assert gpu_check.part_budget(near, "paper", 0.5) == 543.0 - gpu_check.REPORT_MARGIN_S
+    far = SimpleNamespace(args=args, gpu=True, left=lambda: 900.0)
+    assert gpu_check.part_budget(far, "paper", 0.5) == 540.0

@@ -91,6 +91,8 @@ def _refuse_unpaired(values: dict[str, Any], recipe: dict[str, Any], given: set[
         raise UserError("--fused-steps and --compile are two ways to speed the same loops: give one")
     if values.get("cuda_graphs") and values.get("compile"):
         raise UserError("--cuda-graphs and --compile are two ways to keep the GPU busy: give one")
+    if values.get("cuda_graphs") and (values.get("pad_to_multiple") or 1) > 1:
+        raise UserError("--pad-to-multiple: --cuda-graphs pads each batch to shapes fitted to the run's batches")
     if "decay_patience" in given and (values.get("lr_decay") or recipe.get("lr_decay")) != "plateau":
         raise UserError("--decay-patience counts the validations of --lr-decay plateau: add that")
     if "compile_mode" in given and not values.get("compile"):

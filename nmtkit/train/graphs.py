@@ -123,6 +123,7 @@ class WholeUpdate:
     shapes: dict[tuple[int, int, int], ShapeGraph] = field(default_factory=dict)
     captured: int = 0
     said_eager: bool = False
+    stepped: UpdateOutputs | None = None  # the update being computed, once its optimizer step has begun
 
     def __post_init__(self) -> None:
         cfg, state = self.state.cfg, self.state
@@ -213,16 +214,23 @@ class WholeUpdate:
             if "synchroniz" not in str(err):
                 raise
             torch.cuda.synchronize()  # what the refused update launched ends before the batch runs again
-            shape.refused = True
-            self.state.window.add_refusal()
-            why = (str(err).strip().splitlines() or ["?"])[0][:200]
-            log(
-                f"warning: --cuda-graphs: the update of {key[0]}×{key[1]}×{key[2]} waits for the host ({why}); "
-                "such batches run eagerly"
-            )
+            applied = self.stepped
+            self.refuse(key, shape, (str(err).strip().splitlines() or ["?"])[0][:200], applied is not None)
         finally:
             torch.cuda.set_sync_debug_mode(previous)
-        return self.eager(shape.inputs, hostless=False)  # the batch refused: nothing was stepped
+        # refused in the optimizer's step, the batch's update stands as far as it went: run again,
+        # it would move the weights stepped before the wait twice
+        return applied if applied is not None else self.eager(shape.inputs, hostless=False)
+
+    def refuse(self, key: tuple[int, int, int], shape: ShapeGraph, why: str, stepping: bool = False) -> None:
+        """From now on, ``shape``'s batches run eagerly, said once with ``why``."""
+        shape.refused = True
+        self.state.window.add_refusal()
+        partly = "; that batch's optimizer step stopped at the wait" if stepping else ""
+        log(
+            f"warning: --cuda-graphs: the update of {key[0]}×{key[1]}×{key[2]} waits for the host ({why}){partly}; "
+            "such batches run eagerly"
+        )
 
     def eager(self, inputs: dict[str, torch.Tensor], hostless: bool = True) -> UpdateOutputs:
         """The update without a graph, on a side stream as a capture's warm-up must be;
@@ -240,19 +248,23 @@ class WholeUpdate:
         """Forward, backward, clipping and the optimizer step: with ``hostless``, nothing here
         reads a tensor on the host."""
         state = self.state
+        self.stepped = None
         state.opt.zero_grad(set_to_none=True)  # the backward writes fresh gradients, in the graph's pool
         with host_free() if hostless else contextlib.nullcontext():
             got = piece_loss(state, self.net, inputs, capturing=capturing)
         if got.loss.requires_grad:  # --head-only, a batch without links: nothing to learn from
             (got.loss * self.scale).backward()  # type: ignore[no-untyped-call]
         norm = clip(state.model, state.cfg.clip) if state.cfg.clip else None
+        self.stepped = UpdateOutputs(got.nll.detach(), None if norm is None else norm.detach(), got.align)
         state.step()
-        return UpdateOutputs(got.nll.detach(), None if norm is None else norm.detach(), got.align)
+        return self.stepped
 
     def record(self, key: tuple[int, int, int], shape: ShapeGraph) -> None:
         """Capture the update of this shape once (said once, with its time and memory)."""
         torch.cuda.synchronize()
         before, started = torch.cuda.memory_reserved(), time.perf_counter()
+        opt = self.state.opt
+        stateless = [p for group in opt.param_groups for p in group["params"] if not opt.state.get(p)]
         graph = torch.cuda.CUDAGraph()
         try:
             with torch.cuda.graph(graph, pool=self.pool):
@@ -265,6 +277,12 @@ class WholeUpdate:
                 f"--cuda-graphs: capturing the update of {key[0]}×{key[1]}×{key[2]} failed "
                 f"({(str(cause).strip().splitlines() or ['?'])[0][:200]}); train without --cuda-graphs"
             ) from err
+        made = [p for p in stateless if opt.state.get(p)]
+        if made:  # its first step was captured, not run: each replay would start its moments again
+            for p in made:
+                del opt.state[p]  # made afresh by the next eager step
+            self.refuse(key, shape, f"the optimizer's state of {len(made)} weights began in the capture")
+            return
         shape.graph, shape.outputs = graph, outputs
         self.captured += 1
         grown, seconds = (torch.cuda.memory_reserved() - before) / 2**30, time.perf_counter() - started
