@@ -524,11 +524,10 @@ def test_a_padded_run_resumes_exactly(corpus, tmp_path, deterministic):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: captures the update again after a resume")
-def test_a_run_resumed_on_a_gpu_captures_again_and_goes_on_as_the_uninterrupted_one(
-    corpus, tmp_path, deterministic, monkeypatch
-):
+def test_a_run_resumed_on_a_gpu_captures_again_and_goes_on_as_the_uninterrupted_one(corpus, tmp_path, monkeypatch):
     """Stopped at a checkpoint and resumed, a --cuda-graphs run on a GPU captures its shapes anew
-    and logs the uninterrupted run's losses and ends at its weights, to rounding."""
+    and logs the uninterrupted run's losses and ends at its weights, to rounding (so without
+    deterministic kernels, whose sorted scatters may wait for the host and refuse every shape)."""
     from nmtkit.train import graphs
 
     captured, real = [], graphs.WholeUpdate.record
