@@ -323,3 +323,51 @@ def test_what_the_system_says_of_a_path_is_one_line_and_any_other_os_error_a_tra
     one_error_line(refused, "runs/x/y: read-only file system")
     bug = CliRunner().invoke(fails, [str(errno.EIO)])
     assert bug.exit_code == 1 and isinstance(bug.exception, OSError)
+
+
+def test_ctrl_c_and_an_allocation_that_fails_are_each_one_line():
+    """Ctrl-C: 'interrupted' alone, status 130 (click's own handling wrote an empty line first);
+    torch's failure to allocate (a --beam of thousands): one line with the size, status 2."""
+    import torch
+
+    from nmtkit.core.command import Command
+
+    @click.command(cls=Command)
+    @click.argument("what")
+    def fails(what):
+        if what == "ctrl-c":
+            raise KeyboardInterrupt
+        if what == "cpu":
+            raise RuntimeError(
+                "[enforce fail at alloc_cpu.cpp:121] data. DefaultCPUAllocator: can't allocate memory: "
+                "you tried to allocate 2251200000 bytes. Error code 12 (Cannot allocate memory)"
+            )
+        if what == "cuda":
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has 79 GiB")
+        raise RuntimeError("a defect")
+
+    stopped = CliRunner().invoke(fails, ["ctrl-c"])
+    assert stopped.exit_code == 130 and stopped.stderr == "interrupted\n", repr(stopped.stderr)
+    one_error_line(CliRunner().invoke(fails, ["cpu"]), "out of memory (2.10 GiB more asked): ask for less at once")
+    one_error_line(CliRunner().invoke(fails, ["cuda"]), "out of GPU memory (2.00 GiB more asked)")
+    bug = CliRunner().invoke(fails, ["other"])
+    assert bug.exit_code == 1 and isinstance(bug.exception, RuntimeError)  # a defect keeps its traceback
+
+
+def test_a_table_into_a_file_or_pipe_keeps_every_column_whole_and_no_padding():
+    """info's tables at a terminal's width cut their headers (valid.…) and pad every line with spaces."""
+    import io
+
+    from rich.table import Table
+
+    from nmtkit.core.console import Results
+
+    table = Table(title="lines changed by cleaning rules")
+    for name in ("rule", *(f"{split}.{lang}" for split in ("train", "valid", "test") for lang in ("en", "fr"))):
+        table.add_column(name)
+    table.add_row("verse-markers-and-more", *(f"{n:,}" for n in range(1000, 7000, 1000)))
+    out = io.StringIO()
+    Results(file=out).print(table)
+    lines = out.getvalue().splitlines()
+    assert "valid.fr" in lines[2] and "…" not in out.getvalue() and len(max(lines, key=len)) > 80
+    assert not [line for line in lines if line != line.rstrip()]

@@ -100,6 +100,23 @@ def test_token_batches_give_the_translations_of_sentence_batches(overfit):
     assert [t.score for t in by_tokens] == pytest.approx([t.score for t in by_sentences], abs=1e-4)
 
 
+def test_a_batch_size_given_alone_cuts_sentence_batches_on_any_device(overfit, monkeypatch):
+    """A GPU's default is token batches: a --batch-size given without --max-tokens was read by
+    nothing there. Both given is refused: one would be ignored."""
+    from nmtkit.core.errors import UserError
+
+    translator = Translator.from_checkpoints(overfit / "run" / "last.pt", "cpu")
+    asked, real = [], Translator._batches
+    monkeypatch.setattr(
+        Translator, "_batches", lambda self, n, size, tokens: asked.append(tokens) or real(self, n, size, tokens)
+    )
+    for options in (TranslateOptions(batch_size=2), TranslateOptions(), TranslateOptions(max_tokens=24)):
+        list(translator.translate(EN[:3], options))
+    assert asked == [0, None, 24]  # None: the device's default, token batches on a GPU
+    with pytest.raises(UserError, match="--batch-size and --max-tokens are two ways to cut batches"):
+        list(translator.translate(EN[:3], TranslateOptions(batch_size=2, max_tokens=24)))
+
+
 # -- vocabulary selection ---------------------------------------------------------------------
 
 

@@ -120,3 +120,35 @@ def test_every_help_and_the_version_into_a_closed_pipe_exit_141_and_say_nothing(
     asked = ["--help", "--version"] + [f"{name} --help" for name in sorted(main.commands)]
     found = {args: piped(f"{sys.executable} -m nmtkit {args}", tmp_path, "true") for args in asked}
     assert {args: (status, err) for args, (status, _, err) in found.items()} == {args: (141, "") for args in asked}
+
+
+def test_input_and_prefix_from_a_pipe_by_name_are_read_once(overfit, tmp_path):
+    """<(…), a FIFO and /dev/stdin are read as stdin is, as they come: counted first, they were
+    read to their end before translation began ('is empty', or a hang on a FIFO)."""
+    model = overfit / "run" / "best.pt"
+    (tmp_path / "in.en").write_text("".join(line + "\n" for line in EN[:3]), encoding="utf-8")
+    (tmp_path / "starts.fr").write_text("".join(line.split()[0] + "\n" for line in FR[:3]), encoding="utf-8")
+    nmtkit = f"{sys.executable} -m nmtkit translate -m {model} --beam 2 --threads 1 -q"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+
+    def bash(script):
+        return subprocess.run(
+            ["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300
+        )
+
+    want = bash(f"{nmtkit} in.en")
+    assert want.returncode == 0 and len(want.stdout.splitlines()) == 3
+    os.mkfifo(tmp_path / "fifo")
+    for script in (
+        f"{nmtkit} <(cat in.en)",
+        f"cat in.en | {nmtkit} /dev/stdin",
+        f"(cat in.en > fifo &); {nmtkit} fifo",
+    ):
+        got = bash(script)
+        assert (got.returncode, got.stdout, got.stderr) == (0, want.stdout, ""), script
+    prefixed = bash(f"{nmtkit} in.en --prefix starts.fr")
+    assert prefixed.returncode == 0 and prefixed.stdout.splitlines()[0].startswith(FR[0].split()[0])
+    got = bash(f"{nmtkit} in.en --prefix <(cat starts.fr)")
+    assert (got.returncode, got.stdout) == (0, prefixed.stdout), got.stderr
+    short = bash(f"{nmtkit} in.en --prefix <(head -2 starts.fr)")
+    assert short.returncode == 2 and "--prefix has fewer lines than the input" in short.stderr

@@ -2,6 +2,7 @@
 
 import json
 import math
+import os
 import re
 
 import pytest
@@ -51,6 +52,36 @@ def test_missing_or_corrupt_checkpoint(tmp_path):
     (tmp_path / "bad.pt").write_bytes(b"PK\x03\x04 not really")
     r = invoke("translate", "-m", tmp_path / "bad.pt", tmp_path / "in.en")
     assert r.exit_code == 2 and "corrupt" in r.output
+
+
+def test_a_checkpoint_whose_weights_bytes_are_damaged_is_refused(overfit, tmp_path):
+    """A mapped load reads a weight's bytes as they are: without the archive's checksums, damaged
+    weights translated (into nonsense, exit 0)."""
+    data = bytearray(ckpt(overfit).read_bytes())
+    middle = len(data) // 2
+    data[middle : middle + 64] = b"A" * 64
+    (tmp_path / "damaged.pt").write_bytes(bytes(data))
+    (tmp_path / "in.en").write_text(EN[0] + "\n")
+    for args in (("translate", "-m", tmp_path / "damaged.pt", tmp_path / "in.en"), ("info", tmp_path / "damaged.pt")):
+        r = invoke(*args)
+        assert r.exit_code == 2 and "do not match their checksum" in r.output, r.output
+
+
+def test_an_output_that_is_an_input_or_another_output_is_refused_before_anything_is_written(overfit, tmp_path):
+    src, model = tmp_path / "in.en", tmp_path / "model.pt"
+    src.write_text(EN[0] + "\n")
+    model.write_bytes(ckpt(overfit).read_bytes())
+    before = {p: p.read_bytes() for p in (src, model)}
+    for args, said in (
+        (("-o", src), f"-o {src}: the same file as INPUT {src}"),
+        (("--print-alignment", model), f"--print-alignment {model}: the same file as -m {model}"),
+        (("-o", tmp_path / "x", "--alignments", tmp_path / "x"), f"--alignments {tmp_path / 'x'}: the same file as -o"),
+    ):
+        r = invoke("translate", "-m", model, src, *args)
+        assert r.exit_code == 2 and said in r.output, r.output
+    assert {p: p.read_bytes() for p in (src, model)} == before and not (tmp_path / "x").exists()
+    nowhere = invoke("translate", "-m", model, src, "-o", os.devnull, "--print-alignment", os.devnull)
+    assert nowhere.exit_code == 0, nowhere.output  # /dev/null is no file to replace
 
 
 def test_score_several_references_and_mismatched_lengths(tmp_path):
@@ -142,6 +173,12 @@ def test_the_library_refuses_more_best_than_the_beam_holds_as_the_command_line_d
     with pytest.raises(UserError, match="nbest 5 is more than beam 2 can give"):
         list(t.translate(EN[:1], TranslateOptions(search=SearchConfig(beam=2, nbest=5))))
     assert len(next(iter(t.translate(EN[:1], TranslateOptions(search=SearchConfig(beam=2, nbest=2))))).nbest) == 2
+    units = len(t.sides.tgt.vocab)
+    with pytest.raises(UserError, match=f"--beam {units + 1}: the model's target side has {units} units"):
+        list(t.translate(EN[:1], TranslateOptions(search=SearchConfig(beam=units + 1))))  # memory for nothing
+    assert next(iter(t.translate(EN[:1], TranslateOptions(search=SearchConfig(beam=units))))).text
+    with pytest.raises(TypeError, match="not one str"):  # else each character a line
+        list(t.translate(EN[0]))
 
 
 def test_nbest_lists_are_ordered_and_start_with_the_best(overfit, tmp_path):
@@ -647,3 +684,15 @@ def test_a_score_that_is_not_finite_is_null_in_jsonl_which_json_cannot_write_oth
     assert record["score"] is None and record["ranking"] is None
     json.dumps(record, allow_nan=False)  # what a strict reader (JavaScript's JSON.parse) reads
     assert json_record(1, Translation("a", ["a"], ["a"], -1.23456, -0.5))["score"] == -1.2346
+
+
+def test_score_under_a_model_warns_of_files_named_as_the_other_direction(overfit, tmp_path):
+    """As translate warns: scored under an en→fr model, fr source text and en outputs are most
+    likely the other direction's model, or the files swapped."""
+    (tmp_path / "src.fr").write_text(EN[0] + "\n")
+    (tmp_path / "hyp.en").write_text(FR[0] + "\n")
+    r = invoke(
+        "score", tmp_path / "hyp.en", "-r", tmp_path / "hyp.en", "-m", ckpt(overfit), "--source", tmp_path / "src.fr"
+    )
+    assert r.exit_code == 0, r.output
+    assert "src.fr is named as fr text, but" in r.stderr and "hyp.en is named as en text, but" in r.stderr

@@ -82,6 +82,26 @@ def _sigterm_raises() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+class _CtrlC(BaseException):
+    """Ctrl-C in a command: not a KeyboardInterrupt, on which click writes an empty line to stderr
+    before :meth:`_OneLine.main` says its one."""
+
+
+_ALLOCATE = re.compile(r"[Tt]ried to allocate (\d+) bytes|[Tt]ried to allocate ([\d.]+ [KMGT]iB)")
+
+
+def _out_of_memory(err: BaseException) -> UserError | None:
+    """The line for torch's or Python's failure to allocate (None: ``err`` is another error)."""
+    text = str(err)
+    oom = isinstance(err, MemoryError) or type(err).__name__ == "OutOfMemoryError" or "can't allocate memory" in text
+    if not oom:
+        return None
+    found = _ALLOCATE.search(text)
+    size = "" if found is None else f" ({found[2] or f'{int(found[1]) / 2**30:.2f} GiB'} more asked)"
+    where = "GPU memory" if "CUDA" in text else "memory"
+    return UserError(f"out of {where}{size}: ask for less at once (a smaller batch, beam or model)")
+
+
 class _ClosedPipe(Exception):
     """The reader of stdout went away (``| head -1``): not an OSError, which click would turn
     into exit status 1 before :meth:`_OneLine.main` saw it."""
@@ -147,6 +167,12 @@ class _OneLine:
             if err.errno not in USER_PATH_ERRORS:
                 raise
             raise _Where(ctx.command_path, _path_error(err)) from None
+        except KeyboardInterrupt:
+            raise _CtrlC() from None
+        except (RuntimeError, MemoryError) as err:
+            if (oom := _out_of_memory(err)) is None:
+                raise
+            raise _Where(ctx.command_path, oom) from None
 
     def main(
         self,
@@ -176,7 +202,7 @@ class _OneLine:
                 _exit(err.exit_code)
             except Interrupted as err:  # the command has said what it saved
                 _exit(128 + err.signum)
-            except (click.Abort, KeyboardInterrupt):
+            except (click.Abort, KeyboardInterrupt, _CtrlC):
                 _fail("interrupted", INTERRUPTED)
             except _Terminated:
                 _fail("terminated", 128 + signal.SIGTERM)

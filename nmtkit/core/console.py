@@ -7,6 +7,8 @@ rich Console.
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -31,8 +33,22 @@ class Results(Console):
     BrokenPipeError, which ends the command quietly with 141 as any other output does, where rich's
     own answer is exit status 1, as if the command had failed."""
 
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if not self.is_terminal and "width" not in kwargs:  # a file or a pipe: each table whole, not cut to 80
+            self.width = 10_000
+
     def on_broken_pipe(self) -> None:
         raise BrokenPipeError
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        """As rich prints, but into a file or a pipe without the spaces that pad each line to a width."""
+        if self.is_terminal:
+            super().print(*objects, **kwargs)
+            return
+        with self.capture() as captured:
+            super().print(*objects, **kwargs)
+        self.file.write("\n".join(line.rstrip() for line in captured.get().split("\n")))
 
 
 def set_verbosity(quiet: bool = False, verbose: bool = False) -> None:

@@ -89,6 +89,40 @@ def read_lines(path: str | Path, *, allow_empty: bool = False) -> Iterator[str]:
             stream.close()
 
 
+def is_stream(path: str | Path) -> bool:
+    """Whether ``path`` can be read only once, as it comes: stdin ('-'), a pipe, a FIFO, ``<(…)``,
+    a terminal. A regular file (or a missing one, refused when it is opened) can be read twice."""
+    if str(path) == STDIO:
+        return True
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def refuse_overwriting(outputs: list[tuple[str, str | None]], inputs: list[tuple[str, str | None]]) -> None:
+    """One line where an output (its option and path) is an input's file or another output's:
+    the input would be replaced by what was made of it, or one output by the other. A path that
+    is no regular file (stdout, /dev/null) may serve any number of outputs."""
+    taken: dict[tuple[Any, ...], str] = {}
+
+    def key(path: str) -> tuple[Any, ...] | None:
+        try:
+            found = os.stat(path)
+        except OSError:  # not there yet: two outputs may still name it
+            return ("path", os.path.realpath(path))
+        return ("file", found.st_dev, found.st_ino) if stat.S_ISREG(found.st_mode) else None
+
+    for role, paths in (("input", inputs), ("output", outputs)):
+        for name, path in paths:
+            if not path or path == STDIO or (k := key(path)) is None:
+                continue
+            if role == "output" and k in taken:
+                raise UserError(f"{name} {path}: the same file as {taken[k]}: give another path")
+            taken.setdefault(k, f"{name} {path}")
+
+
 def count_lines(path: str | Path) -> int:
     """Number of lines, counting a last line without a newline."""
     stream = open_binary(path)

@@ -328,6 +328,11 @@ def evaluate(  # noqa: PLR0913 (score's options, one per flag)
     sources = read_sources(
         source, n, str(hyp_paths[0]), {"--by-length": bucket_width, "--no-unk-vocab": no_unk, "-m/--model": model_paths}
     )
+    if model_paths and source:  # here only: scoring text alone never loads torch
+        from ..translate.both_ways import warn_named_otherwise
+
+        for path, side in ((source, "src"), *((h, "tgt") for h in hyp_paths)):
+            warn_named_otherwise(path, side, model_paths[0])
     lang = target_language(ref_paths, tokenized, lang)
     result: dict[str, Any] = {"systems": []}
     keep = no_unk_indices(no_unk, sources, refs, tokenized) if no_unk and sources is not None else None

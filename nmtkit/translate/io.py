@@ -25,30 +25,31 @@ from ..align.links import pharaoh, word_alignment
 from ..align.settings import LinkConfig
 from ..core.console import progress
 from ..core.errors import UserError
-from ..core.files import STDIO, atomic_write, count_lines, decode_line, read_lines
+from ..core.files import STDIO, atomic_write, count_lines, decode_line, display_name, is_stream, open_binary, read_lines
 from ..core.settings import RuntimeConfig
 from .both_ways import BothWays, directions, refuse_idle_links, warn_named_otherwise
 from .settings import TranslateOptions
 from .translator import PrefixLines, Translation, Translator
 
 
-def stdin_chunks(stream: IO[bytes], size: int = 1 << 16) -> Iterator[list[str]]:
-    """Complete lines as soon as they are readable: one list per read that ends a line.
-    ``read1`` makes at most one system call, so it returns what a pipe or terminal has now."""
+def stdin_chunks(stream: IO[bytes], name: str = STDIO, size: int = 1 << 16) -> Iterator[list[str]]:
+    """Complete lines of ``stream`` (named ``name`` in errors) as soon as they are readable: one
+    list per read that ends a line. ``read1`` makes at most one system call, so it returns what a
+    pipe or terminal has now."""
     pending, lineno = b"", 0
     read = getattr(stream, "read1", stream.read)
     while block := read(size):
         pending += block
         *complete, pending = pending.split(b"\n")
         if complete:
-            lines = [decode_line(raw, STDIO, lineno + k).rstrip("\r") for k, raw in enumerate(complete, 1)]
+            lines = [decode_line(raw, name, lineno + k).rstrip("\r") for k, raw in enumerate(complete, 1)]
             lineno += len(lines)
             yield lines
     if pending:
         lineno += 1
-        yield [decode_line(pending, STDIO, lineno).rstrip("\r")]
+        yield [decode_line(pending, name, lineno).rstrip("\r")]
     if lineno == 0:
-        raise UserError("<stdin>: is empty")
+        raise UserError(f"{display_name(name)}: is empty")
 
 
 def hard_alignment(t: Translation) -> str:
@@ -187,10 +188,11 @@ def translate_file(  # noqa: PLR0913 (each of translate's inputs and outputs, by
             f"the {' and the '.join(on_stdout)} cannot both go to stdout ('-'): give all but one "
             f"a FILE (-o, --alignments, --print-alignment)"
         )
-    total = None if source == STDIO else count_lines(source)
+    streamed = is_stream(source)  # read once, as it comes: no count first
+    total = None if streamed else count_lines(source)
     if total == 0:
         raise UserError(f"{source}: is empty")
-    forced = None if prefix is None else count_lines(prefix)  # stdin's count: as it ends
+    forced = None if prefix is None or is_stream(prefix) else count_lines(prefix)  # else as it ends
     if forced is not None and total is not None and forced != total:
         raise UserError(f"--prefix {prefix} has {forced:,} lines but {source} {total:,}")
     if alignments or pharaoh_path or jsonl:
@@ -212,9 +214,10 @@ def translate_file(  # noqa: PLR0913 (each of translate's inputs and outputs, by
     with contextlib.ExitStack() as stack:
         sinks = _Sinks(stack, output, alignments, nbest_format or options.search.nbest > 1, pharaoh_path, jsonl)
         prefixes = None if prefix is None else read_lines(prefix, allow_empty=True)
-        if source == STDIO:
+        if streamed:
             given = PrefixLines(prefixes)
-            for chunk in stdin_chunks(sys.stdin.buffer):
+            stream = sys.stdin.buffer if source == STDIO else stack.enter_context(open_binary(source))
+            for chunk in stdin_chunks(stream, source):
                 for t in translator.translate_block(chunk, options, sinks.n + 1, given.take(len(chunk))):
                     sinks.write(both.linked(t) if both else t)
                 sinks.flush()

@@ -119,7 +119,7 @@ class TranslateOptions(Settings):
         "Batches of at most N source tokens, </s> and padding counted, instead of --batch-size sentences (the "
         "search then holds --beam rows per sentence, so N times the beam source tokens); 0: sentence batches.",
         ge=0,
-        default_help="8,000 on GPUs, 0 on CPUs",
+        default_help="8,000 on GPUs without --batch-size, else 0",
     )
     shortlist: bool = setting(
         False,

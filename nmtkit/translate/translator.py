@@ -221,6 +221,8 @@ class Translator:
         """Translations of ``lines`` in order; ``block`` lines are read before any is translated.
         ``prefixes``: a line per line of ``lines``, the start each output is forced to have;
         ``done``: told the lines of each batch as it ends, before its block's lines come out."""
+        if isinstance(lines, str):  # else each of its characters would be a line
+            raise TypeError("Translator.translate takes lines (a list or a file), not one str: use [line]")
         forced = PrefixLines(prefixes)
         pending: list[str] = []
         read = 0
@@ -267,7 +269,7 @@ class Translator:
         """Translations of ``lines``, numbered from ``first_line`` (in the warnings, and as the
         sampling's keys); each starts with its line of ``prefixes`` when given. ``done`` is told
         how many lines each batch translated, as it ends (a progress bar's advance)."""
-        options.search.check()  # what the command line refuses, a caller's config is refused too
+        self._refuse_unmet(options)
         src_side, tgt_side = self.sides.src, self.sides.tgt
         sources = [
             _crop(src_side.tokens(line, options.tokenized), options.max_length, first_line + k)
@@ -275,16 +277,10 @@ class Translator:
         ]
         starts = None if prefixes is None else self._prefix_ids(prefixes, options, first_line)
         out = [_empty(tokens, options.search.nbest, options.token_scores) for tokens in sources]  # empty in, empty out
-        if options.replace_unk and not self.attends:
-            raise UserError("--replace-unk puts the most attended source word in place: this model has no attention")
         attention = (options.attention or options.replace_unk) and self.attends  # else no links, no maps
-        if options.shortlist and self.lexicon is None:
-            raise UserError(
-                "--shortlist: the checkpoint holds no lexicon (it was trained by an older "
-                "nmtkit); add one with 'nmtkit lexicon'"
-            )
         batch_size = options.batch_size or max(1, min(32, CPU_ROWS // options.search.width))
-        for idx in self._batches([len(s) for s in sources], batch_size, options.max_tokens):
+        max_tokens = 0 if options.batch_size and not options.max_tokens else options.max_tokens  # sentences asked
+        for idx in self._batches([len(s) for s in sources], batch_size, max_tokens):
             src = pad([np.asarray(src_side.ids(sources[i]), dtype=np.int64) for i in idx]).to(self.device)
             prefix = self._prefix_batch(starts, idx)
             with torch.inference_mode(), self.runtime.autocast():
@@ -331,6 +327,23 @@ class Translator:
             done(len(idx))
         done(sum(not s for s in sources))  # empty lines: in no batch
         return out
+
+    def _refuse_unmet(self, options: TranslateOptions) -> None:
+        """Refuse, in a line, what these models cannot do (what the command line refuses, a
+        caller's config is refused too)."""
+        options.search.check()
+        units = len(self.sides.tgt.vocab)
+        if not options.search.sampling and options.search.beam > units:
+            raise UserError(f"--beam {options.search.beam}: the model's target side has {units:,} units, no more")
+        if options.batch_size and options.max_tokens:
+            raise UserError("--batch-size and --max-tokens are two ways to cut batches: give one")
+        if options.replace_unk and not self.attends:
+            raise UserError("--replace-unk puts the most attended source word in place: this model has no attention")
+        if options.shortlist and self.lexicon is None:
+            raise UserError(
+                "--shortlist: the checkpoint holds no lexicon (it was trained by an older "
+                "nmtkit); add one with 'nmtkit lexicon'"
+            )
 
     def _prefix_ids(self, prefixes: list[str], options: TranslateOptions, first_line: int) -> list[list[int]]:
         """Each prefix's target ids, through the target pipeline as references go; under

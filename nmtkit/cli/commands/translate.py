@@ -103,9 +103,14 @@ def translate(
     gives an empty line. From a pipe or a terminal each line is translated as
     soon as it arrives; a file is translated in batches under a progress bar.
     """
+    from ...core.files import refuse_overwriting
     from ...translate.io import translate_file
     from ...translate.translator import read_unk_dict
 
+    refuse_overwriting(
+        [("-o", output), ("--alignments", alignments), ("--print-alignment", pharaoh_path)],
+        [("INPUT", input), ("--prefix", values["prefix"]), ("--unk-dict", unk_dict), *(("-m", m) for m in model_paths)],
+    )
     if unk_dict and not values["replace_unk"]:
         raise UserError("--unk-dict is used by --replace-unk; add that flag")
     if values["token_scores"] and output_format != "jsonl":
