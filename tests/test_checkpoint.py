@@ -74,7 +74,7 @@ def test_every_malformed_file_is_one_format_error(tmp_path):
         "corrupt": "truncated or corrupt",
         "hollow": "not a complete nmtkit checkpoint (no 'model')",
         "foreign": "not an nmtkit checkpoint",
-        "zip": "truncated or corrupt",
+        "zip": "a zip archive that torch.save did not write",
         "half": "the tgt vocabulary has 3 entries but the model 6",
     }
     for name, path in files.items():

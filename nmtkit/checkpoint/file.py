@@ -305,6 +305,8 @@ def _check_sums(path: Path) -> None:
     bytes as they are, so a damaged weight would translate (about 0.3 s for 300 MB)."""
     try:
         with zipfile.ZipFile(path) as archive:
+            if not any(name.endswith("/data.pkl") for name in archive.namelist()):
+                raise FormatError(f"{path}: not an nmtkit checkpoint (a zip archive that torch.save did not write)")
             bad = archive.testzip()
     except (zipfile.BadZipFile, OSError, EOFError, ValueError) as err:
         reason = str(err).splitlines()[0][:120] if str(err) else type(err).__name__
