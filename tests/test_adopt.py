@@ -592,6 +592,63 @@ def test_keep_last_and_keep_best_keep_that_many(data_bin, tmp_path):
     assert invoke("average", *sorted(run.glob("update-*.pt")), "-o", run / "avg.pt").exit_code == 0
 
 
+def test_a_reset_runs_keep_options_prune_its_own_models_not_the_earlier_runs(data_bin, tmp_path):
+    """The warning says an earlier run's kept models stay beside this run's; the pruning, counting
+    them in, deleted this run's newer models and kept the earlier run's."""
+    keep = ["--valid-every", 2, "--keep-last", 2, "--keep-best", 1, "--best-by", "nll"]
+    assert invoke("train", data_bin, "--save-dir", tmp_path / "k", *TINY, "--max-updates", 8, *keep).exit_code == 0
+    earlier = {p.name: p.read_bytes() for p in (tmp_path / "k").glob("*-*.pt")}
+    assert sorted(p for p in earlier if p.startswith("update-")) == ["update-6.pt", "update-8.pt"]
+    r = invoke(
+        "train", data_bin, "--save-dir", tmp_path / "k", *TINY, "--max-updates", 4, *keep, "--reset", "--seed", 7
+    )
+    assert r.exit_code == 0 and "kept models of an earlier run" in r.output, r.output
+    run = tmp_path / "k"
+    assert {"update-2.pt", "update-4.pt", "update-6.pt", "update-8.pt"} <= {p.name for p in run.glob("update-*.pt")}
+    assert all(
+        (run / name).read_bytes() == data for name, data in earlier.items() if not name.endswith(("-2.pt", "-4.pt"))
+    )
+    assert len([p for p in run.glob("best-*.pt") if p.name in ("best-2.pt", "best-4.pt")]) == 1  # this run's best
+
+
+def test_a_dev_nll_that_is_not_finite_stops_the_run_in_one_line(data_bin, tmp_path, monkeypatch):
+    """It was logged, no dev score being better than NaN, and the run ended 0 with no best.pt."""
+    from nmtkit.train import loop
+
+    real = loop.validate
+
+    def broken(*args, **kwargs):
+        return {**real(*args, **kwargs), "dev_nll": float("nan")}
+
+    monkeypatch.setattr(loop, "validate", broken)
+    r = invoke("train", data_bin, "--save-dir", tmp_path / "n", *TINY, "--max-updates", 2, "--valid-every", 2)
+    assert r.exit_code == 2 and "the dev NLL became nan at update 2; no checkpoint was saved before it" in r.output
+    assert not (tmp_path / "n" / "best.pt").exists()
+
+
+def test_a_resumed_run_keeps_its_lexicon_and_a_new_one_builds_it_before_its_first_update(
+    data_bin, tmp_path, monkeypatch
+):
+    """At the first save it cost seconds (10 on the Bible) that a SIGTERM's grace period had to hold."""
+    from nmtkit.train import saving, state
+
+    built = []
+    monkeypatch.setattr(saving, "lexicon_of", lambda corpus: built.append("at a save"))
+    real = state.lexicon_of
+    monkeypatch.setattr(state, "lexicon_of", lambda corpus: built.append("at the start") or real(corpus))
+    assert (
+        invoke("train", data_bin, "--save-dir", tmp_path / "x", *TINY, "--max-updates", 2, "--valid-every", 1).exit_code
+        == 0
+    )
+    assert built == ["at the start"]
+    r = invoke("train", data_bin, "--save-dir", tmp_path / "x", *TINY, "--max-updates", 4, "--valid-every", 1)
+    assert r.exit_code == 0 and built == ["at the start"]  # resumed: the checkpoint's
+    from nmtkit.data.binarized import Corpus
+
+    kept, fresh = checkpoint.load(tmp_path / "x" / "last.pt").lexicon, real(Corpus(data_bin))
+    assert kept is not None and kept.frequent == fresh.frequent and torch.equal(kept.table, fresh.table)
+
+
 def test_quiet_and_verbose_on_every_command(data_bin, tmp_path):
     from nmtkit.cli import main as group
 

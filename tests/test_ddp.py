@@ -89,3 +89,9 @@ def test_ddp_gloo_two_processes(raw, tmp_path, guided):
     for key in ("train_nll", "train_align_ce") if guided else ("train_nll",):
         got = [[e[key] for e in log if key in e] for log in logs]
         assert len(got[0]) == 3 and got[0] == pytest.approx(got[1], rel=1e-5)
+    if guided is None:  # the single run resumed by two processes: what each would say, rank 0 says once
+        resumed = [*cmd[: cmd.index("--save-dir") + 1], str(tmp_path / "one"), *cmd[cmd.index("--save-dir") + 2 :]]
+        resumed[resumed.index("--max-updates") + 1] = "4"
+        done = subprocess.run(resumed, capture_output=True, text=True, timeout=240, env=ENV)
+        assert done.returncode == 0, done.stderr[-6000:]
+        assert done.stderr.count("the checkpoint holds the RNG states of 1 process(es), not 2") == 1, done.stderr

@@ -247,6 +247,44 @@ def test_a_resumed_runs_other_ranks_find_its_own_note_not_the_job_befores(tmp_pa
         rank0.release()
 
 
+def test_a_rank_that_waited_for_a_stopped_job_wakes_once_its_own_rank_0_holds_the_lock(tmp_path, monkeypatch):
+    """Blocked on the lock while the job before saved, a rank that does not write slept on once
+    its own rank 0 took the lock for the whole run: the job hung at its first collective."""
+    import fcntl
+    import threading
+
+    from nmtkit.train import saving
+    from nmtkit.train.saving import SaveDirLock
+
+    blocking, real = [], fcntl.flock
+
+    def flock(fh, how):  # which process wakes first from a blocking wait is the kernel's choice
+        if how & fcntl.LOCK_EX and not how & fcntl.LOCK_NB:
+            blocking.append(how)
+        return real(fh, how)
+
+    monkeypatch.setattr(saving.fcntl, "flock", flock)
+    before = SaveDirLock(tmp_path / "run", writes=True)
+    before.hold()
+    before.stopping()  # the job before, still saving
+    for key, value in (("MASTER_ADDR", "127.0.0.1"), ("MASTER_PORT", "29512"), ("TORCHELASTIC_RUN_ID", "new")):
+        monkeypatch.setenv(key, value)
+    rank1 = threading.Thread(target=SaveDirLock(tmp_path / "run", writes=False).wait, daemon=True)
+    rank1.start()
+    rank1.join(timeout=1.0)
+    assert rank1.is_alive()  # it waits for the job before ...
+    rank0 = SaveDirLock(tmp_path / "run", writes=True)
+    before.release()
+    rank0.wait()  # ... whose end this job's rank 0 takes the lock at, for good
+    rank0.hold()
+    try:
+        rank1.join(timeout=10.0)
+        assert not rank1.is_alive(), "a rank waits for its own job's rank 0"
+    finally:
+        rank0.release()
+    assert not blocking  # polled: a blocked rank would sleep on if its own rank 0 took the lock first
+
+
 def _slow_saving(raw: Path, tmp_path: Path, valid_every: int) -> tuple[list[str], subprocess.Popen]:
     """A run whose save at a signal waits 2 s in the middle of writing last.pt, signalled once it
     has logged 3 updates, and left writing; and its command without the slow save."""

@@ -26,6 +26,7 @@ DistributedDataParallel, each on its share of every minibatch: the loop asks
 from __future__ import annotations
 
 import contextlib
+import math
 import signal
 import time
 from collections.abc import Callable, Collection, Iterator
@@ -37,7 +38,7 @@ import torch
 
 from ..checkpoint import Progress
 from ..core import distributed
-from ..core.console import TrainProgress, debug, log
+from ..core.console import TrainProgress, debug, log, set_verbosity
 from ..core.errors import Interrupted, UserError
 from ..core.plot import training_curves
 from ..core.runtime import setup
@@ -100,6 +101,8 @@ def train(
     if tensorboard is not None:
         board.require()
     where = distributed.place()
+    if where.rank != 0:  # its logs are rank 0's again; errors still come from every process
+        set_verbosity(quiet=True)
     runtime = setup(
         RuntimeConfig(cfg.device, cfg.threads, cfg.bf16, cfg.tf32, logits_blas=cfg.logits_blas),
         where.local_rank,
@@ -250,17 +253,19 @@ def announce(state: TrainState) -> None:
     log(stopping_rule(state.cfg))
 
 
+def diverged(state: TrainState, what: str, value: float, step: int) -> UserError:
+    last = state.save_dir / "last.pt"
+    kept = f"{last} holds the last good state" if state.last_kept else "no checkpoint was saved before it"
+    return UserError(f"{what} became {value} at update {step}; {kept} (try a smaller --lr or --clip)")
+
+
 def report(state: TrainState, bar: TrainProgress) -> None:
     """The window's averages over every process, as a line of metrics.jsonl and on the bar; a
     loss that is not finite stops the run in one line, naming its update."""
     try:
         entry: dict[str, Any] = state.window.close(state.parallel.world)
     except Diverged as bad:
-        last = state.save_dir / "last.pt"
-        kept = f"{last} holds the last good state" if state.last_kept else "no checkpoint was saved before it"
-        raise UserError(
-            f"{bad.what} became {bad.value} at update {bad.step}; {kept} (try a smaller --lr or --clip)"
-        ) from None
+        raise diverged(state, bad.what, bad.value, bad.step) from None
     entry |= {"seconds": state.progress.seconds, "lr": rate_of(state.opt)}
     _estimate_budget(state)
     if state.device.type == "cuda":  # the allocator's own count: no wait for the GPU
@@ -278,6 +283,8 @@ def validate_and_save(
         return False
     progress, started, final = state.progress, time.perf_counter(), state.finished()
     metrics = validate(state.scored, state.corpus, state.cfg, state.device, state.sides.vocab["tgt"])
+    if not math.isfinite(metrics["dev_nll"]):  # no score is better than it: the run would go on, saving no best
+        raise diverged(state, "the dev NLL", metrics["dev_nll"], progress.step)
     _record(state, metrics)
     training_curves(runlog.entries(state.save_dir), state.save_dir / "curves.png")
     took = time.perf_counter() - started  # what the final one will take, about

@@ -7,9 +7,9 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
-import math
 import os
 import socket
+import time
 from pathlib import Path
 from typing import IO, Any
 
@@ -26,6 +26,8 @@ from . import runlog
 from .optimizer import saved_optimizer
 from .state import TrainState
 from .validate import dev_score
+
+LOCK_POLL_S = 0.2
 
 
 def save(state: TrainState, name: str, rng: list[dict[str, torch.Tensor]], resumable: bool = True) -> None:
@@ -64,15 +66,16 @@ def _step_of(path: Path) -> int:
 
 
 def _prune(state: TrainState) -> None:
-    """Keep the ``keep_last`` latest update-N.pt and the ``keep_best`` best best-N.pt."""
+    """Keep the ``keep_last`` latest update-N.pt and the ``keep_best`` best best-N.pt of this run:
+    those of its validations (its log's). An earlier run's, which --reset leaves, are not its to prune."""
     cfg, save_dir = state.cfg, state.save_dir
+    scores = {e["step"]: dev_score(e, cfg.chosen_by) for e in runlog.entries(save_dir) if "dev_nll" in e}
     if cfg.keep_last:
-        for old in kept_validations(save_dir)[: -cfg.keep_last]:
+        for old in [p for p in kept_validations(save_dir) if _step_of(p) in scores][: -cfg.keep_last]:
             old.unlink()
     if cfg.keep_best:
-        scores = {e["step"]: dev_score(e, cfg.chosen_by) for e in runlog.entries(save_dir) if "dev_nll" in e}
-        ranked = sorted(save_dir.glob("best-*.pt"), key=lambda p: scores.get(_step_of(p), -math.inf), reverse=True)
-        for worse in ranked[cfg.keep_best :]:
+        ours = [p for p in save_dir.glob("best-*.pt") if _step_of(p) in scores]
+        for worse in sorted(ours, key=lambda p: scores[_step_of(p)], reverse=True)[cfg.keep_best :]:
             worse.unlink()
 
 
@@ -123,9 +126,10 @@ class SaveDirLock:
 
     def _take(self) -> None:
         fh = open(self.path, "a+", encoding="utf-8")
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        said = False
+        # polled, not waited for: a rank that does not write, blocked while a stopped job saves,
+        # would never wake once its own rank 0 took the lock for the whole run
+        while not _locked(fh):
             holder = _holder(self.path)
             if holder.get("job") is not None and holder.get("job") == _this_process()["job"]:
                 fh.close()  # this job's rank 0 holds it: another rank reads nothing it writes yet
@@ -137,8 +141,10 @@ class SaveDirLock:
                     f"{holder.get('host')}: wait for it to end, stop it (Ctrl-C or kill: it saves last.pt "
                     f"and this command then resumes it), or give another --save-dir"
                 ) from None
-            log(f"waiting for the process still writing {self.path.parent} (a stopped run saving its last.pt)")
-            fcntl.flock(fh, fcntl.LOCK_EX)
+            if not said:
+                log(f"waiting for the process still writing {self.path.parent} (a stopped run saving its last.pt)")
+                said = True
+            time.sleep(LOCK_POLL_S)
         if self.writes:
             # at once, before last.pt is read: the note of the job before would otherwise stand, and
             # this job's other ranks, finding it, would take the directory for another job's
@@ -146,6 +152,14 @@ class SaveDirLock:
             self._say("training")
         else:
             fh.close()
+
+
+def _locked(fh: IO[str]) -> bool:
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
 
 
 def _this_process() -> dict[str, Any]:

@@ -18,7 +18,7 @@ from ..core.files import remove_stale_temporaries, writing_into
 from ..core.settings import declared, declared_names, flag_of
 from ..data.batching import Batches
 from ..data.binarized import Corpus, TokenArray
-from ..data.lexicon import Lexicon
+from ..data.lexicon import Lexicon, lexicon_of
 from ..models.base import Seq2Seq
 from ..models.build import build_model
 from ..models.config import LuongConfig, ModelConfig, RNNSearchConfig
@@ -54,7 +54,7 @@ class TrainState:
     train_tgt: TokenArray
     train_links: TokenArray | None = None  # with --guided-alignment-weight
     progress: Progress = field(default_factory=Progress)
-    lexicon: Lexicon | None = None  # for translate --shortlist: built at the first save
+    lexicon: Lexicon | None = None  # for translate --shortlist: built as the run starts, or resumed
     window: LossWindow = field(default_factory=lambda: LossWindow(1))
     clock: float = 0.0  # perf_counter() at the run's update 0, resumed time included
     board: Board = field(default_factory=Board)  # --tensorboard's copy of metrics.jsonl (rank 0)
@@ -378,6 +378,8 @@ def open_save_dir(state: TrainState) -> None:
                 f"stay beside this run's, where nmtkit average or a learning curve would read them; remove "
                 f"them, or give another --save-dir"
             )
+    if state.lexicon is None:  # seconds: here, not in the first save, which a SIGTERM's grace period may have to hold
+        state.lexicon = lexicon_of(state.corpus)
     runlog.open_log(state.save_dir, state.progress.step)
 
 
@@ -410,4 +412,5 @@ def _restore(state: TrainState, ckpt: Checkpoint) -> None:
         ) from None
     state.batches.load_state_dict(run.batches)
     state.progress = Progress(**vars(run.progress))
+    state.lexicon = ckpt.lexicon  # the corpus's, which the vocabularies' check found the same
     state.parallel.restore_rng(run.rng)
