@@ -239,3 +239,33 @@ def test_tied_weights_are_counted_once_as_train_counts_them(tmp_path, lazy):
         == sum(p.numel() for p in model.parameters())
         < sum(w.numel() for w in model.state_dict().values())
     )
+
+
+def test_records_written_without_checksums_load_and_a_file_is_checked_once(tmp_path, monkeypatch):
+    """torch.serialization.set_crc32_options(False) writes 0 for each record's checksum: such a
+    file is whole, and was refused as damaged. A command loads a checkpoint several times: its
+    bytes are read through once (until the file changes)."""
+    import zipfile
+
+    from nmtkit.checkpoint import file as checkpoint_file
+
+    fake_checkpoint(tmp_path / "c.pt")
+    ckpt = checkpoint.load(tmp_path / "c.pt")
+    torch.serialization.set_crc32_options(False)
+    try:
+        checkpoint.save(tmp_path / "plain.pt", ckpt)
+    finally:
+        torch.serialization.set_crc32_options(True)
+    assert all(r.CRC == 0 for r in zipfile.ZipFile(tmp_path / "plain.pt").infolist() if r.file_size)
+    assert checkpoint.load(tmp_path / "plain.pt").model == ckpt.model
+    opened = []
+    real = zipfile.ZipFile.open
+    monkeypatch.setattr(zipfile.ZipFile, "open", lambda self, *a, **k: opened.append(a[0]) or real(self, *a, **k))
+    checkpoint_file._CHECKED.clear()
+    for _ in range(3):
+        checkpoint.load(tmp_path / "c.pt")
+    records = len(zipfile.ZipFile(tmp_path / "c.pt").infolist())
+    assert len(opened) == records  # torch reads through its own reader: these are the sums, once
+    os.utime(tmp_path / "c.pt", ns=(1, 1))  # another file now, as far as anyone can tell
+    checkpoint.load(tmp_path / "c.pt")
+    assert len(opened) == 2 * records

@@ -344,14 +344,17 @@ def test_ctrl_c_and_an_allocation_that_fails_are_each_one_line():
             )
         if what == "cuda":
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has 79 GiB")
-        raise RuntimeError("a defect")
+        if what == "numpy":  # no size of the command's choosing: a defect's traceback
+            raise MemoryError("Unable to allocate 727. TiB for an array with shape (10000000, 10000000)")
+        raise RuntimeError("a defect, not enough memory for it")
 
     stopped = CliRunner().invoke(fails, ["ctrl-c"])
     assert stopped.exit_code == 130 and stopped.stderr == "interrupted\n", repr(stopped.stderr)
     one_error_line(CliRunner().invoke(fails, ["cpu"]), "out of memory (2.10 GiB more asked): ask for less at once")
     one_error_line(CliRunner().invoke(fails, ["cuda"]), "out of GPU memory (2.00 GiB more asked)")
-    bug = CliRunner().invoke(fails, ["other"])
-    assert bug.exit_code == 1 and isinstance(bug.exception, RuntimeError)  # a defect keeps its traceback
+    for what, kind in (("other", RuntimeError), ("numpy", MemoryError)):
+        bug = CliRunner().invoke(fails, [what])
+        assert bug.exit_code == 1 and isinstance(bug.exception, kind)  # a defect keeps its traceback
 
 
 def test_a_table_into_a_file_or_pipe_keeps_every_column_whole_and_no_padding():
@@ -371,3 +374,8 @@ def test_a_table_into_a_file_or_pipe_keeps_every_column_whole_and_no_padding():
     lines = out.getvalue().splitlines()
     assert "valid.fr" in lines[2] and "…" not in out.getvalue() and len(max(lines, key=len)) > 80
     assert not [line for line in lines if line != line.rstrip()]
+    from rich.panel import Panel
+
+    out = io.StringIO()
+    Results(file=out).print(Panel("a panel takes the width it is given"))
+    assert max(map(len, out.getvalue().splitlines())) <= 80  # not the columns a table's need was measured in

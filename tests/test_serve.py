@@ -522,6 +522,24 @@ def test_a_coverage_penalty_a_model_without_attention_cannot_search_with_is_refu
     assert "--coverage-penalty reads the attention" in done.stderr and "rnnencdec model, which has none" in done.stderr
 
 
+def test_a_beam_wider_than_the_target_vocabulary_is_refused_at_the_start(overfit):
+    """As translate refuses it; a server started with it answered every request 422, and a
+    request's wider beam is refused at its field, as one over --max-beam is."""
+    from nmtkit import checkpoint
+
+    model = overfit / "run" / "last.pt"
+    units = len(checkpoint.load(model).text.vocab["tgt"])
+    done = subprocess.run(
+        [sys.executable, "-m", "nmtkit", "serve", "-m", str(model), "--port", "0", "--device", "cpu"]
+        + ["--beam", str(units + 1), "--max-beam", str(units + 10)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert f"--beam {units + 1}: {model} has {units} target units, no more" in done.stderr
+
+
 SLOW_SERVER = """
 import sys
 from tests.test_serve import _SlowTranslator

@@ -4,6 +4,8 @@ import json
 import math
 import os
 import re
+import subprocess
+import sys
 
 import pytest
 from click.testing import CliRunner
@@ -82,6 +84,20 @@ def test_an_output_that_is_an_input_or_another_output_is_refused_before_anything
     assert {p: p.read_bytes() for p in (src, model)} == before and not (tmp_path / "x").exists()
     nowhere = invoke("translate", "-m", model, src, "-o", os.devnull, "--print-alignment", os.devnull)
     assert nowhere.exit_code == 0, nowhere.output  # /dev/null is no file to replace
+    with open(src, "rb") as stdin:  # '-': the file the shell put on stdin, test.en < test.en
+        piped = subprocess.run(
+            [sys.executable, "-m", "nmtkit", "translate", "-m", str(model), "-o", str(src)],
+            stdin=stdin,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert piped.returncode == 2 and f"-o {src}: the same file as INPUT -" in piped.stderr, piped.stderr
+    assert src.read_bytes() == before[src]
+    both = CliRunner().invoke(main, ["translate", "-m", str(model), "-", "--prefix", "-"], input=EN[0] + "\n")
+    assert both.exit_code == 2 and "INPUT and --prefix cannot both read stdin" in both.output
+    late = invoke("translate", "-m", tmp_path / "absent.pt", src, "--batch-size", 2, "--max-tokens", 24)
+    assert late.exit_code == 2 and "two ways to cut batches" in late.output  # before any model is looked for
 
 
 def test_score_several_references_and_mismatched_lengths(tmp_path):

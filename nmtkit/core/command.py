@@ -90,11 +90,11 @@ class _CtrlC(BaseException):
 _ALLOCATE = re.compile(r"[Tt]ried to allocate (\d+) bytes|[Tt]ried to allocate ([\d.]+ [KMGT]iB)")
 
 
-def _out_of_memory(err: BaseException) -> UserError | None:
-    """The line for torch's or Python's failure to allocate (None: ``err`` is another error)."""
+def _out_of_memory(err: RuntimeError) -> UserError | None:
+    """The line for torch's failure to allocate a tensor, on a GPU or a CPU, whose size a command's
+    options choose (None: another error, whose traceback a defect needs)."""
     text = str(err)
-    oom = isinstance(err, MemoryError) or type(err).__name__ == "OutOfMemoryError" or "can't allocate memory" in text
-    if not oom:
+    if type(err).__name__ != "OutOfMemoryError" and "DefaultCPUAllocator: can't allocate memory" not in text:
         return None
     found = _ALLOCATE.search(text)
     size = "" if found is None else f" ({found[2] or f'{int(found[1]) / 2**30:.2f} GiB'} more asked)"
@@ -169,7 +169,7 @@ class _OneLine:
             raise _Where(ctx.command_path, _path_error(err)) from None
         except KeyboardInterrupt:
             raise _CtrlC() from None
-        except (RuntimeError, MemoryError) as err:
+        except RuntimeError as err:
             if (oom := _out_of_memory(err)) is None:
                 raise
             raise _Where(ctx.command_path, oom) from None

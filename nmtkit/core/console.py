@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, ConsoleRenderable
+from rich.measure import Measurement
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -35,20 +36,31 @@ class Results(Console):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        if not self.is_terminal and "width" not in kwargs:  # a file or a pipe: each table whole, not cut to 80
-            self.width = 10_000
+        self.fitted = not self.is_terminal and "width" not in kwargs  # a file or a pipe: no width to fit
 
     def on_broken_pipe(self) -> None:
         raise BrokenPipeError
 
     def print(self, *objects: Any, **kwargs: Any) -> None:
-        """As rich prints, but into a file or a pipe without the spaces that pad each line to a width."""
-        if self.is_terminal:
+        """As rich prints; into a file or a pipe, each object as wide as it needs (a table's headers
+        were cut to 80 columns: ``valid.…``), without the spaces that pad a line to the width."""
+        if not self.fitted:
             super().print(*objects, **kwargs)
             return
-        with self.capture() as captured:
-            super().print(*objects, **kwargs)
+        wide = self.options.update_width(_UNCUT)
+        need = max(
+            (Measurement.get(self, wide, o).maximum for o in objects if isinstance(o, ConsoleRenderable)), default=0
+        )
+        previous, self.width = self.width, max(need, self.width)  # rich caps a print's width at the console's
+        try:
+            with self.capture() as captured:
+                super().print(*objects, **kwargs)
+        finally:
+            self.width = previous
         self.file.write("\n".join(line.rstrip() for line in captured.get().split("\n")))
+
+
+_UNCUT = 10_000  # columns: what a renderable that would take any width (a rule, a panel) is given
 
 
 def set_verbosity(quiet: bool = False, verbose: bool = False) -> None:

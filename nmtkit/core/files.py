@@ -107,16 +107,16 @@ def refuse_overwriting(outputs: list[tuple[str, str | None]], inputs: list[tuple
     is no regular file (stdout, /dev/null) may serve any number of outputs."""
     taken: dict[tuple[Any, ...], str] = {}
 
-    def key(path: str) -> tuple[Any, ...] | None:
+    def key(path: str, fd: int) -> tuple[Any, ...] | None:
         try:
-            found = os.stat(path)
+            found = os.fstat(fd) if path == STDIO else os.stat(path)  # '-': what the shell put there
         except OSError:  # not there yet: two outputs may still name it
             return ("path", os.path.realpath(path))
         return ("file", found.st_dev, found.st_ino) if stat.S_ISREG(found.st_mode) else None
 
-    for role, paths in (("input", inputs), ("output", outputs)):
+    for role, paths, fd in (("input", inputs, 0), ("output", outputs, 1)):
         for name, path in paths:
-            if not path or path == STDIO or (k := key(path)) is None:
+            if not path or (k := key(path, fd)) is None:
                 continue
             if role == "output" and k in taken:
                 raise UserError(f"{name} {path}: the same file as {taken[k]}: give another path")

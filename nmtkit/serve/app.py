@@ -343,6 +343,11 @@ def serve(model_paths: list[str], cfg: ServerConfig, runtime: RuntimeConfig, lin
         raise UserError(
             f"--coverage-penalty reads the attention: {model_paths[0]} holds a {first.model.arch} model, which has none"
         )
+    units = len(first.text.vocab["tgt"])
+    if cfg.search.beam > units:  # else every request would be refused
+        raise UserError(f"--beam {cfg.search.beam}: {model_paths[0]} has {units:,} target units, no more")
+    # a wider beam holds no more: refused at the request's field, as one over --max-beam is
+    cfg = replace(cfg, limits=replace(cfg.limits, max_beam=min(cfg.limits.max_beam, units)))
     app = create_app(translator, cfg, info, BothWays.load(backward, links, runtime))
     log(
         f"serving {', '.join(model_paths)} on http://{_url_host(cfg.host)}:{sock.getsockname()[1]}/ "

@@ -111,6 +111,7 @@ class ShapeGraph:
     graph: torch.cuda.CUDAGraph | None = None
     outputs: UpdateOutputs | None = None
     refused: bool = False  # its update waits for the host: it runs eagerly
+    recaptured: bool = False  # its first capture began optimizer state, and was dropped
 
 
 @dataclass
@@ -215,22 +216,20 @@ class WholeUpdate:
                 raise
             torch.cuda.synchronize()  # what the refused update launched ends before the batch runs again
             applied = self.stepped
-            self.refuse(key, shape, (str(err).strip().splitlines() or ["?"])[0][:200], applied is not None)
+            why = (str(err).strip().splitlines() or ["?"])[0][:200]
+            partly = "; that batch's optimizer step stopped at the wait" if applied is not None else ""
+            self.refuse(key, shape, f"waits for the host ({why}){partly}")
         finally:
             torch.cuda.set_sync_debug_mode(previous)
         # refused in the optimizer's step, the batch's update stands as far as it went: run again,
         # it would move the weights stepped before the wait twice
         return applied if applied is not None else self.eager(shape.inputs, hostless=False)
 
-    def refuse(self, key: tuple[int, int, int], shape: ShapeGraph, why: str, stepping: bool = False) -> None:
+    def refuse(self, key: tuple[int, int, int], shape: ShapeGraph, why: str) -> None:
         """From now on, ``shape``'s batches run eagerly, said once with ``why``."""
         shape.refused = True
         self.state.window.add_refusal()
-        partly = "; that batch's optimizer step stopped at the wait" if stepping else ""
-        log(
-            f"warning: --cuda-graphs: the update of {key[0]}×{key[1]}×{key[2]} waits for the host ({why}){partly}; "
-            "such batches run eagerly"
-        )
+        log(f"warning: --cuda-graphs: the update of {key[0]}×{key[1]}×{key[2]} {why}; such batches run eagerly")
 
     def eager(self, inputs: dict[str, torch.Tensor], hostless: bool = True) -> UpdateOutputs:
         """The update without a graph, on a side stream as a capture's warm-up must be;
@@ -281,7 +280,12 @@ class WholeUpdate:
         if made:  # its first step was captured, not run: each replay would start its moments again
             for p in made:
                 del opt.state[p]  # made afresh by the next eager step
-            self.refuse(key, shape, f"the optimizer's state of {len(made)} weights began in the capture")
+            began = f"began the optimizer's state of {len(made)} weights in its capture"
+            if shape.recaptured:
+                self.refuse(key, shape, f"{began} again")
+            else:  # their first gradients came in this shape: its warm-ups make their state now
+                shape.recaptured, shape.seen = True, 0
+                log(f"--cuda-graphs: the update of {key[0]}×{key[1]}×{key[2]} {began}: captured after warm-ups again")
             return
         shape.graph, shape.outputs = graph, outputs
         self.captured += 1

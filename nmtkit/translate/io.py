@@ -153,6 +153,18 @@ class _Sinks:
         self.out.flush()
 
 
+def _refuse_two_on_stdio(source: str, prefix: str | None, outputs: list[tuple[str, str | None]]) -> None:
+    """Two inputs on stdin, or two outputs on stdout ('-'), refused in a line."""
+    if source == prefix == STDIO:
+        raise UserError("INPUT and --prefix cannot both read stdin ('-'): give one of them a FILE")
+    on_stdout = [what for what, path in outputs if path == STDIO]
+    if len(on_stdout) > 1:
+        raise UserError(
+            f"the {' and the '.join(on_stdout)} cannot both go to stdout ('-'): give all but one "
+            f"a FILE (-o, --alignments, --print-alignment)"
+        )
+
+
 def translate_file(  # noqa: PLR0913 (each of translate's inputs and outputs, by name)
     model_paths: list[str],
     source: str,
@@ -174,20 +186,10 @@ def translate_file(  # noqa: PLR0913 (each of translate's inputs and outputs, by
     Returns the number of lines translated. Files given by name are checked
     before the models load, so a typo costs no waiting.
     """
-    on_stdout = [
-        what
-        for what, path in (
-            ("translations", output or STDIO),
-            ("alignments", alignments),
-            ("Pharaoh links", pharaoh_path),
-        )
-        if path == STDIO
-    ]
-    if len(on_stdout) > 1:
-        raise UserError(
-            f"the {' and the '.join(on_stdout)} cannot both go to stdout ('-'): give all but one "
-            f"a FILE (-o, --alignments, --print-alignment)"
-        )
+    _refuse_two_on_stdio(
+        source, prefix, [("translations", output or STDIO), ("alignments", alignments), ("Pharaoh links", pharaoh_path)]
+    )
+    options.check()  # before the models load: a typo costs no waiting
     streamed = is_stream(source)  # read once, as it comes: no count first
     total = None if streamed else count_lines(source)
     if total == 0:

@@ -146,6 +146,14 @@ class TranslateOptions(Settings):
         old="--max-length",
     )
 
+    def check(self) -> TranslateOptions:
+        """These options, or :class:`UserError` where they ask what no search can give, or two ways
+        to cut batches."""
+        self.search.check()
+        if self.batch_size and self.max_tokens:
+            raise UserError("--batch-size and --max-tokens are two ways to cut batches: give one")
+        return self
+
 
 # The options translate makes from TranslateOptions' declarations, in this order.
 BATCHING_OPTIONS = ("batch_size", "max_tokens", "tokenized", "max_length", "shortlist")

@@ -331,12 +331,10 @@ class Translator:
     def _refuse_unmet(self, options: TranslateOptions) -> None:
         """Refuse, in a line, what these models cannot do (what the command line refuses, a
         caller's config is refused too)."""
-        options.search.check()
+        options.check()
         units = len(self.sides.tgt.vocab)
         if not options.search.sampling and options.search.beam > units:
             raise UserError(f"--beam {options.search.beam}: the model's target side has {units:,} units, no more")
-        if options.batch_size and options.max_tokens:
-            raise UserError("--batch-size and --max-tokens are two ways to cut batches: give one")
         if options.replace_unk and not self.attends:
             raise UserError("--replace-unk puts the most attended source word in place: this model has no attention")
         if options.shortlist and self.lexicon is None:
