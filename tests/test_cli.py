@@ -379,3 +379,79 @@ def test_a_table_into_a_file_or_pipe_keeps_every_column_whole_and_no_padding():
     out = io.StringIO()
     Results(file=out).print(Panel("a panel takes the width it is given"))
     assert max(map(len, out.getvalue().splitlines())) <= 80  # not the columns a table's need was measured in
+
+
+def test_data_steps_refuse_what_would_lose_their_input_or_the_other_side(raw, tmp_path):
+    """preprocess -d beside its raw text replaced train.en with its tokens, exit 0; build-vocab
+    counted sides of other lengths, exit 0; SentencePiece's own refusals were tracebacks."""
+    before = (raw / "train.en").read_bytes()
+    one_error_line(text_mode(raw, raw), f"-d {raw / 'train.en'}: the same file as --train {raw / 'train.en'}")
+    assert (raw / "train.en").read_bytes() == before
+    assert text_mode(raw, tmp_path / "clean").exit_code == 0
+    short = tmp_path / "short"
+    short.mkdir()
+    for name in ("preprocess.json", "train.en"):
+        (short / name).write_bytes((tmp_path / "clean" / name).read_bytes())
+    (short / "train.fr").write_text("".join((tmp_path / "clean" / "train.fr").read_text().splitlines(True)[:2]))
+    one_error_line(
+        run("build-vocab", *SPLITS, "--train", short / "train", "-d", tmp_path / "v"), "parallel files differ"
+    )
+    spm = run(
+        "build-vocab",
+        *SPLITS,
+        "--train",
+        tmp_path / "clean" / "train",
+        "-d",
+        tmp_path / "s",
+        "--spm",
+        "bpe",
+        "--spm-size",
+        8,
+        "-q",
+    )
+    one_error_line(spm, "--spm-size 8: SentencePiece refuses it (Vocabulary size is smaller than required_chars")
+    assert (
+        run(
+            "build-vocab",
+            *SPLITS,
+            "--train",
+            tmp_path / "clean" / "train",
+            "-d",
+            tmp_path / "s",
+            "--spm",
+            "bpe",
+            "--spm-size",
+            60,
+        ).exit_code
+        == 0
+    )
+    (tmp_path / "cut.codes").write_text((tmp_path / "s" / "spm.codes").read_text()[:200])
+    one_error_line(
+        run("tokenize", "-l", "en", "-j", 1, "--bpe-codes", tmp_path / "cut.codes", input="And God\n"),
+        "SentencePiece codes that are damaged",
+    )
+
+
+def test_a_full_or_closed_stdout_is_one_line_and_status_2(raw, tmp_path):
+    """/dev/full: the line, then Python's 'Exception ignored' at exit and status 120; >&-: a traceback."""
+    import subprocess
+    import sys
+
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parent.parent), os.environ.get("PYTHONPATH", "")]),
+    }
+    tokenize = [sys.executable, "-m", "nmtkit", "tokenize", "-l", "en", "-j", "1", str(raw / "train.en")]
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(tokenize, stdout=full, stderr=subprocess.PIPE, text=True, env=env, timeout=120)
+    assert (done.returncode, done.stderr) == (2, "nmtkit tokenize: error: no space left on device\n")
+    done = subprocess.run(
+        tokenize, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, timeout=120, pass_fds=()
+    )
+    assert done.returncode == 0
+    closed = subprocess.run(
+        ["bash", "-c", " ".join(tokenize) + " >&-"], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert closed.returncode == 2 and closed.stderr.count("\n") == 1 and "stdout is closed" in closed.stderr, (
+        closed.stderr
+    )

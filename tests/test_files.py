@@ -151,3 +151,22 @@ def test_atomic_write_writes_through_a_link_and_into_what_is_no_regular_file(tmp
         with open(tmp_path / "log", "a", encoding="utf-8") as out:
             subprocess.run([sys.executable, "-c", code], stdout=out, check=True)
     assert (tmp_path / "log").read_text(encoding="utf-8") == "before\nout\nout\n"
+
+
+def test_staging_writes_through_a_link_and_drops_what_its_command_no_longer_writes(tmp_path):
+    """A linked output directory (data-bin -> /scratch/…) was replaced by a plain one, the link
+    gone; build-vocab run again without BPE carried the earlier run's codes over beside its new
+    vocabulary, where tokenize --bpe-codes would still take them."""
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    for written in (("bpe.codes", "vocab.en.txt"), ("vocab.en.txt",)):
+        with Staging(tmp_path / "link", owned=("*.codes", "vocab.*.txt")) as st:
+            for name in written:
+                st.path(name).write_text(name)
+            st.commit()
+        assert (tmp_path / "link").is_symlink() and sorted(os.listdir(tmp_path / "real")) == sorted(written)
+    (tmp_path / "real" / "notes.txt").write_text("the user's")
+    with Staging(tmp_path / "link", owned=("*.codes",)) as st:
+        st.path("bpe.codes").write_text("new")
+        st.commit()
+    assert sorted(os.listdir(tmp_path / "real")) == ["bpe.codes", "notes.txt", "vocab.en.txt"]

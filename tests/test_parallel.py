@@ -27,3 +27,39 @@ def test_two_workers_give_the_same_output_as_one(tmp_path, monkeypatch):
         )
     assert outs[0] == outs[1]
     assert outs[0][1]["fr"]["hash"] == 4
+
+
+def _sleep_then(x):
+    import time
+
+    time.sleep(0.2)
+    return x
+
+
+def test_workers_leave_a_stop_to_the_parent_which_kills_them_when_it_stops(tmp_path):
+    """Ctrl-C and SIGTERM reach a whole process group: a worker they stopped printed a traceback,
+    or, stopped holding its queue's lock, left the parent's pool waiting for good (preprocess -j 2
+    hung in a third of the walk's tries)."""
+    import os
+    import signal
+    import time
+
+    import pytest
+
+    from nmtkit.core.parallel import Workers
+
+    with Workers(2, print, ()) as pool:
+        assert list(pool.map(_sleep_then, range(4))) == list(range(4))  # each worker started
+        workers = list(pool.pool._pool)
+        for w in workers:
+            os.kill(w.pid, signal.SIGTERM)  # as the group's signal would: ignored there
+        assert list(pool.map(_sleep_then, range(6))) == list(range(6))
+        assert list(pool.pool._pool) == workers  # none died, none replaced
+    assert all(w.exitcode == 0 for w in workers)  # ended at the end of their queue
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        with Workers(2, print, ()) as pool:
+            workers = list(pool.pool._pool)
+            next(pool.map(_sleep_then, range(100)))
+            raise KeyboardInterrupt  # the parent's own handling of the stop
+    assert time.monotonic() - started < 15 and not any(w.is_alive() for w in workers)

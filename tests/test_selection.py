@@ -108,6 +108,27 @@ def test_in_domain_pairs_outrank_unrelated_ones_and_the_target_is_met(tmp_path):
     assert json.loads((tmp_path / "sel" / "select.json").read_text())["kept_pairs"] == report["kept_pairs"]
 
 
+def test_a_selection_that_would_replace_its_general_corpus_is_refused(tmp_path):
+    """-d the general corpus's own directory, its name train: train.en shrank to the selection, exit 0."""
+    from nmtkit.core.errors import UserError
+
+    ind, _ = _corpora(tmp_path, 50)
+    langs = ("en", "fr")
+    for lang in langs:
+        (tmp_path / f"train.{lang}").write_bytes(Path(f"{ind}.{lang}").read_bytes())
+    before = (tmp_path / "train.en").read_bytes()
+    with pytest.raises(UserError, match=f"-d {tmp_path / 'train.en'}: the same file as --general"):
+        select(
+            [Corpus.of(ind, langs)],
+            [Corpus.of(tmp_path / "train", langs)],
+            tmp_path,
+            langs,
+            SelectConfig(keep_words=100),
+            1,
+        )
+    assert (tmp_path / "train.en").read_bytes() == before
+
+
 def test_workers_give_the_same_selection(tmp_path):
     ind, gen = _corpora(tmp_path, 200)
     langs = ("en", "fr")

@@ -314,6 +314,9 @@ def _buffer_stdout() -> None:
     error: the command ended 0 as if it had written everything. A buffered writer writes the rest,
     and meets the closed pipe; flushed at every line, output still appears as it is written."""
     stdout = sys.stdout
+    if stdout is None:  # started with stdout closed (>&-): what is written there fails as it is written
+        sys.stdout = _ClosedStdout()
+        return
     raw, encoding, errors = getattr(stdout, "buffer", None), stdout.encoding, stdout.errors
     if stdout is sys.__stdout__ and isinstance(raw, io.RawIOBase):  # kept alive there: raw stays open
         sys.stdout = io.TextIOWrapper(io.BufferedWriter(raw), encoding, errors, line_buffering=True)
@@ -331,7 +334,20 @@ def _quiet_exit_on_closed_pipe() -> NoReturn:
 
 def _fail(line: str, status: int) -> NoReturn:
     click.echo(line, err=True)
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):  # a full disk (/dev/full): the exit's own flush would say it again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
     _exit(status)
+
+
+class _ClosedStdout(io.TextIOBase):
+    """stdout where the command was started without one: a write is an error of the command's."""
+
+    def write(self, s: str) -> int:
+        raise UserError("stdout is closed (>&-): give the results a file, or let them go to /dev/null")
 
 
 def _exit(status: int) -> NoReturn:

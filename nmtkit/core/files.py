@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fnmatch
 import hashlib
 import json
 import os
@@ -267,8 +268,12 @@ class Staging:
     renames is repaired then too, by putting the old directory back.
     """
 
-    def __init__(self, dest: str | Path):
-        self.dest = Path(dest)
+    def __init__(self, dest: str | Path, owned: tuple[str, ...] = ()):
+        """``owned``: patterns of the names this command writes, whose files in ``dest`` that it did
+        not write this time are stale (another run's codes) and not carried over."""
+        # a link (data-bin -> /scratch/…) is written through, where the renames would replace the link
+        self.dest = Path(os.path.realpath(dest)) if os.path.islink(dest) else Path(dest)
+        self.owned = owned
         if self.dest.exists() and not self.dest.is_dir():
             raise UserError(f"{self.dest}: exists and is not a directory")
         here = Path.cwd().resolve()
@@ -296,7 +301,8 @@ class Staging:
             os.rename(self.dir, self.dest)
         else:
             for entry in self.dest.iterdir():
-                if not (self.dir / entry.name).exists() and not entry.name.startswith(".staging-"):
+                stale = any(fnmatch.fnmatch(entry.name, pattern) for pattern in self.owned)
+                if not (self.dir / entry.name).exists() and not entry.name.startswith(".staging-") and not stale:
                     _carry(entry, self.dir / entry.name)
             fsync_dir(self.dir)
             old = Path(tempfile.mkdtemp(prefix=f".{self.dest.name}.old-{_HOST}-{os.getpid()}-", dir=self.dest.parent))

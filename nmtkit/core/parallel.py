@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import signal
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
@@ -39,7 +41,7 @@ class Workers:
             initializer(*initargs)
             self.pool = None
         else:
-            self.pool = mp.get_context("spawn").Pool(n, initializer, initargs)
+            self.pool = mp.get_context("spawn").Pool(n, _deaf_to_stops, (initializer, *initargs))
 
     def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
         if self.pool is None:
@@ -56,7 +58,27 @@ class Workers:
     def __enter__(self) -> Workers:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
-        if self.pool is not None:
-            self.pool.terminate()
+    def __exit__(self, kind: type[BaseException] | None, *_: Any) -> None:
+        if self.pool is None:
+            return
+        if kind is None:  # every chunk done: each worker ends at the end of its queue
+            self.pool.close()
             self.pool.join()
+            return
+        # the pool's terminate waits on a lock of its queue, which a worker killed while it waited for a
+        # chunk never gave back: run it aside, where it may wait for good, and kill the workers under it
+        ending = threading.Thread(target=self.pool.terminate, daemon=True)
+        ending.start()
+        ending.join(0.2)  # by then it has stopped the pool from starting workers again
+        for worker in self.pool._pool:  # type: ignore[attr-defined]
+            worker.kill()
+        ending.join(5.0)
+
+
+def _deaf_to_stops(initializer: Callable[..., None], *initargs: Any) -> None:
+    """A worker's start: Ctrl-C and SIGTERM, sent to the whole process group, are the parent's to
+    act on (it kills the workers); a worker they stopped printed a traceback, or, stopped while it
+    held its queue's lock, left the parent waiting for good."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    initializer(*initargs)

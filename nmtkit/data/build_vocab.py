@@ -18,7 +18,7 @@ from typing import Any
 
 from ..core.console import log, progress
 from ..core.errors import UserError
-from ..core.files import Staging, count_lines, read_lines
+from ..core.files import Staging, check_parallel, count_lines, read_lines
 from ..text.bpe import Segmenter, learn_codes, learn_sentencepiece
 from ..text.preprocess import read_report, text_fingerprint
 from .manifest import VOCAB_META, VocabMeta, write_vocab_meta
@@ -52,6 +52,16 @@ def build_vocab(prefix: Path, langs: tuple[str, str], out_dir: Path, cfg: VocabC
     if cfg.size and cfg.size <= 4:
         raise UserError(f"vocabulary size {cfg.size} leaves no room beside the 4 special symbols")
     paths = [Path(f"{prefix}.{lang}") for lang in langs]
+    check_parallel(paths)
+    with Staging(out_dir, owned=("*.codes", "vocab.*.txt")) as stage:  # a directory that cannot be, said at once
+        meta = _build(prefix, langs, paths, cfg, settings, stage)
+        stage.commit()
+    return meta
+
+
+def _build(
+    prefix: Path, langs: tuple[str, str], paths: list[Path], cfg: VocabConfig, settings: dict[str, Any], stage: Staging
+) -> VocabMeta:
     with progress() as bar:
         word_counts = {}
         for lang, path in zip(langs, paths):
@@ -86,26 +96,24 @@ def build_vocab(prefix: Path, langs: tuple[str, str], out_dir: Path, cfg: VocabC
         bpe_codes={},
         source=str(prefix),
     )
-    with Staging(out_dir) as stage:
-        for lang in langs:
-            vocab = Vocab.from_counts(unit_counts[lang], cfg.size, cfg.min_count)
-            vocab.save(stage.path(f"vocab.{lang}.txt"))
-            total = sum(unit_counts[lang].values())
-            covered = sum(vocab.counts)
-            meta.stats[lang] = {
-                "size": len(vocab),
-                "types": len(unit_counts[lang]),
-                "tokens": total,
-                "coverage": covered / total if total else 0.0,
-                "sha256": vocab.fingerprint,
-            }
-            if codes[lang]:
-                kind = "spm" if cfg.spm else "bpe"
-                name = f"{kind}.codes" if cfg.joint_bpe else f"{kind}.{lang}.codes"
-                stage.path(name).write_text(codes[lang] or "", encoding="utf-8")
-                meta.bpe_codes[lang] = name
-            else:
-                meta.bpe_codes[lang] = None
-        write_vocab_meta(stage.path(VOCAB_META), meta)
-        stage.commit()
+    for lang in langs:
+        vocab = Vocab.from_counts(unit_counts[lang], cfg.size, cfg.min_count)
+        vocab.save(stage.path(f"vocab.{lang}.txt"))
+        total = sum(unit_counts[lang].values())
+        covered = sum(vocab.counts)
+        meta.stats[lang] = {
+            "size": len(vocab),
+            "types": len(unit_counts[lang]),
+            "tokens": total,
+            "coverage": covered / total if total else 0.0,
+            "sha256": vocab.fingerprint,
+        }
+        if codes[lang]:
+            kind = "spm" if cfg.spm else "bpe"
+            name = f"{kind}.codes" if cfg.joint_bpe else f"{kind}.{lang}.codes"
+            stage.path(name).write_text(codes[lang] or "", encoding="utf-8")
+            meta.bpe_codes[lang] = name
+        else:
+            meta.bpe_codes[lang] = None
+    write_vocab_meta(stage.path(VOCAB_META), meta)
     return meta

@@ -32,7 +32,7 @@ import numpy as np
 
 from ..core.console import log, progress
 from ..core.errors import UserError
-from ..core.files import Staging, decode_line, open_binary
+from ..core.files import Staging, decode_line, open_binary, refuse_overwriting
 from ..core.parallel import Workers
 from .ngram import NgramLM, SelectionVocab, words_of
 from .settings import SelectConfig
@@ -281,6 +281,15 @@ def select(
     workers: int,
 ) -> dict[str, Any]:
     """Write ``out_dir/train.{src,tgt}`` (the kept pairs in input order) and ``select.json``."""
+    refuse_overwriting(
+        [("-d", str(out_dir / f"train.{lang}")) for lang in langs],
+        [
+            (flag, str(path))
+            for flag, corpora in (("--in-domain", in_domain), ("--general", general))
+            for c in corpora
+            for path in (c.src, c.tgt)
+        ],
+    )
     with Staging(out_dir) as stage:
         lm_dir = stage.path("lm")
         t0 = time.perf_counter()

@@ -83,16 +83,20 @@ def learn_sentencepiece(lines: Iterable[str], size: int, kind: str) -> str:
     if kind not in SPM_KINDS:
         raise ValueError(f"unknown SentencePiece model type '{kind}'")
     model = io.BytesIO()
-    spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(lines),
-        model_writer=model,
-        vocab_size=size,
-        model_type=kind,
-        character_coverage=1.0,
-        hard_vocab_limit=False,
-        minloglevel=2,
-        num_threads=1,
-    )
+    try:
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=iter(lines),
+            model_writer=model,
+            vocab_size=size,
+            model_type=kind,
+            character_coverage=1.0,
+            hard_vocab_limit=False,
+            minloglevel=2,
+            num_threads=1,
+        )
+    except RuntimeError as err:  # its own checks of the settings against the text: the reason follows its C++ place
+        why = ". ".join(str(err).strip().splitlines()[-1].rsplit("] ", 1)[-1].split(". ")[:2])  # not its own flags
+        raise UserError(f"--spm-size {size}: SentencePiece refuses it ({why[:160]})") from None
     return f"{SPM_HEADER} {kind}\n" + base64.b64encode(model.getvalue()).decode("ascii") + "\n"
 
 
@@ -126,8 +130,11 @@ class Segmenter:
         if is_sentencepiece(codes):
             import sentencepiece as spm
 
-            proto = base64.b64decode(codes.split("\n", 1)[1])
-            self._spm = spm.SentencePieceProcessor(model_proto=proto)
+            try:
+                proto = base64.b64decode(codes.split("\n", 1)[1].strip(), validate=True)
+                self._spm = spm.SentencePieceProcessor(model_proto=proto)
+            except (IndexError, ValueError, RuntimeError) as err:  # binascii.Error is a ValueError
+                raise UserError(f"SentencePiece codes that are damaged ({str(err).splitlines()[0][:120]})") from None
         else:
             self._bpe = BPE(io.StringIO(codes), separator=SEPARATOR)
 

@@ -23,7 +23,7 @@ from typing import IO, Any
 from .. import __version__
 from ..core.console import log, progress
 from ..core.errors import FormatError, UserError
-from ..core.files import Staging, check_parallel, fingerprint, read_json, read_lines, write_json
+from ..core.files import Staging, check_parallel, fingerprint, read_json, read_lines, refuse_overwriting, write_json
 from ..core.parallel import Workers, chunked
 from .pipeline import Preprocessor
 from .settings import FilterConfig, TextConfig
@@ -110,6 +110,11 @@ def preprocess_corpus(
     if src_lang == tgt_lang:
         raise UserError(f"source and target language are both '{src_lang}'")
     counts = {name: check_parallel([Path(f"{p}.{src_lang}"), Path(f"{p}.{tgt_lang}")]) for name, p in splits.items()}
+    langs = (src_lang, tgt_lang)
+    refuse_overwriting(  # -d beside the raw text, same split names: the staged directory would replace it
+        [("-d", str(out_dir / f"{name}.{lang}")) for name in splits for lang in langs],
+        [(f"--{name}", f"{p}.{lang}") for name, p in splits.items() for lang in langs],
+    )
     settings = settings_dict(texts, filters)
     report: dict[str, Any] = {"nmtkit": __version__, **settings, "splits": {}}
     if (out_dir / SETTINGS_FILE).exists():
