@@ -396,35 +396,12 @@ def test_data_steps_refuse_what_would_lose_their_input_or_the_other_side(raw, tm
     one_error_line(
         run("build-vocab", *SPLITS, "--train", short / "train", "-d", tmp_path / "v"), "parallel files differ"
     )
-    spm = run(
-        "build-vocab",
-        *SPLITS,
-        "--train",
-        tmp_path / "clean" / "train",
-        "-d",
-        tmp_path / "s",
-        "--spm",
-        "bpe",
-        "--spm-size",
-        8,
-        "-q",
+    spm = [*SPLITS, "--train", tmp_path / "clean" / "train", "-d", tmp_path / "s", "--spm", "bpe", "-q", "--spm-size"]
+    one_error_line(
+        run("build-vocab", *spm, 8),
+        "--spm-size 8: SentencePiece refuses it (Vocabulary size is smaller than required_chars",
     )
-    one_error_line(spm, "--spm-size 8: SentencePiece refuses it (Vocabulary size is smaller than required_chars")
-    assert (
-        run(
-            "build-vocab",
-            *SPLITS,
-            "--train",
-            tmp_path / "clean" / "train",
-            "-d",
-            tmp_path / "s",
-            "--spm",
-            "bpe",
-            "--spm-size",
-            60,
-        ).exit_code
-        == 0
-    )
+    assert run("build-vocab", *spm, 60).exit_code == 0
     (tmp_path / "cut.codes").write_text((tmp_path / "s" / "spm.codes").read_text()[:200])
     one_error_line(
         run("tokenize", "-l", "en", "-j", 1, "--bpe-codes", tmp_path / "cut.codes", input="And God\n"),
