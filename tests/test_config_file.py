@@ -119,6 +119,19 @@ def test_serve_dumps_its_options_without_starting(tmp_path):
     assert r.exit_code == 0 and yaml.safe_load(r.stdout) == {"model": ["a.pt", "b.pt"], "port": 5000}
 
 
+def test_a_dump_replaces_an_earlier_dump_and_no_other_file(tmp_path):
+    """--dump-config raw/train.en (the corpus's name typed where the dump's was meant) replaced the
+    corpus with YAML, exit 0."""
+    corpus = tmp_path / "train.en"
+    corpus.write_text("In the beginning\n", encoding="utf-8")
+    r = invoke("serve", "-m", "a.pt", "--dump-config", corpus)
+    assert r.exit_code == 2 and f"--dump-config {corpus}: is a file --dump-config did not write" in r.output
+    assert corpus.read_text(encoding="utf-8") == "In the beginning\n"
+    for port in (5000, 5001):  # a dump, and that dump written again
+        r = invoke("serve", "-m", "a.pt", "--port", port, "--dump-config", tmp_path / "s.yaml")
+        assert r.exit_code == 0 and yaml.safe_load((tmp_path / "s.yaml").read_text())["port"] == port
+
+
 def test_a_dump_names_the_options_it_leaves_unset_and_a_yaml_null_leaves_one_unset(tmp_path):
     """An option without a default (--device, --null-threshold) is in a YAML dump too, with what its
     absence means: YAML's null, which a file may give back (TOML has no null: left out); a null for

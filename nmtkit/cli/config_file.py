@@ -20,6 +20,7 @@ from typing import Any
 
 import click
 
+from ..core.errors import UserError
 from ..core.files import atomic_write
 from .options import refuse_two_spellings
 
@@ -238,7 +239,8 @@ def write_config(
             return tomli_w.dumps({key: value}).rstrip()
         return str(yaml.safe_dump({key: value}, default_flow_style=False, allow_unicode=True, width=10**6)).rstrip()
 
-    lines = [f"# nmtkit {ctx.command_path.split(maxsplit=1)[-1]}: options for --config (commented: not chosen)"]
+    _refuse_replacing_other_than_a_dump(path)
+    lines = [f"# nmtkit {ctx.command_path.split(maxsplit=1)[-1]}: {DUMP_TITLE}"]
     for k, v, chosen in effective(ctx, fills, command_line_only):
         if v is not None or not toml:
             lines += [text if chosen else f"# {text}" for text in line(k, v).splitlines()]
@@ -248,6 +250,21 @@ def write_config(
         return
     with atomic_write(path) as fh:
         fh.write(text)
+
+
+DUMP_TITLE = "options for --config (commented: not chosen)"
+
+
+def _refuse_replacing_other_than_a_dump(path: str) -> None:
+    """A file that is there and is no earlier dump is most likely an input mistyped (the corpus
+    of ``--dump-config raw/train.en``): not replaced."""
+    target = Path(path)
+    if path == "-" or not target.is_file():
+        return
+    with open(target, "rb") as fh:
+        first = fh.readline(200)
+    if not (first.startswith(b"# nmtkit ") and DUMP_TITLE.encode() in first):
+        raise UserError(f"--dump-config {path}: is a file --dump-config did not write: give another name, or remove it")
 
 
 def _dump_path(_ctx: click.Context, _param: click.Parameter, path: str | None) -> str | None:
