@@ -407,6 +407,11 @@ def test_data_steps_refuse_what_would_lose_their_input_or_the_other_side(raw, tm
         run("tokenize", "-l", "en", "-j", 1, "--bpe-codes", tmp_path / "cut.codes", input="And God\n"),
         "SentencePiece codes that are damaged",
     )
+    # in workers, where a start that failed was started again, and failed again, for good
+    one_error_line(
+        run("tokenize", "-l", "en", "-j", 2, "--bpe-codes", tmp_path / "cut.codes", raw / "train.en"),
+        "SentencePiece codes that are damaged",
+    )
 
 
 def test_a_full_or_closed_stdout_is_one_line_and_status_2(raw, tmp_path):

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import tomllib
+from pathlib import Path
 
 import pytest
 import yaml
@@ -130,6 +134,18 @@ def test_a_dump_replaces_an_earlier_dump_and_no_other_file(tmp_path):
     for port in (5000, 5001):  # a dump, and that dump written again
         r = invoke("serve", "-m", "a.pt", "--port", port, "--dump-config", tmp_path / "s.yaml")
         assert r.exit_code == 0 and yaml.safe_load((tmp_path / "s.yaml").read_text())["port"] == port
+    (tmp_path / "old.yaml").write_text("# nmtkit serve: options for --config (commented: defaults)\nport: 1\n")
+    (tmp_path / "empty.yaml").touch()
+    for name in ("old.yaml", "empty.yaml"):  # 1.1's dump; nothing to lose
+        assert invoke("serve", "-m", "a.pt", "--dump-config", tmp_path / name).exit_code == 0
+    done = subprocess.run(  # stdout by its name, a file the shell has just emptied
+        ["bash", "-c", f"{sys.executable} -m nmtkit serve -m a.pt --dump-config /dev/stdout > {tmp_path / 'out.yaml'}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+    )
+    assert done.returncode == 0 and yaml.safe_load((tmp_path / "out.yaml").read_text())["model"] == ["a.pt"]
 
 
 def test_a_dump_names_the_options_it_leaves_unset_and_a_yaml_null_leaves_one_unset(tmp_path):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime
 import functools
+import re
 import sys
 import tomllib
 from collections.abc import Callable
@@ -259,11 +260,11 @@ def _refuse_replacing_other_than_a_dump(path: str) -> None:
     """A file that is there and is no earlier dump is most likely an input mistyped (the corpus
     of ``--dump-config raw/train.en``): not replaced."""
     target = Path(path)
-    if path == "-" or not target.is_file():
-        return
+    if path == "-" or path.startswith(("/dev/", "/proc/")) or not target.is_file() or not target.stat().st_size:
+        return  # stdout by a name (/dev/stdout > run.yaml), or nothing to lose
     with open(target, "rb") as fh:
         first = fh.readline(200)
-    if not (first.startswith(b"# nmtkit ") and DUMP_TITLE.encode() in first):
+    if not re.match(rb"# nmtkit [^:\n]*: options for --config\b", first):  # 1.0's and 1.1's dumps too
         raise UserError(f"--dump-config {path}: is a file --dump-config did not write: give another name, or remove it")
 
 

@@ -208,10 +208,7 @@ class _OneLine:
                 _fail("terminated", 128 + signal.SIGTERM)
             except (BrokenPipeError, _ClosedPipe):
                 _quiet_exit_on_closed_pipe()
-            try:
-                sys.stdout.flush()  # what is still buffered: the reader may be gone by now
-            except BrokenPipeError:
-                _quiet_exit_on_closed_pipe()
+            _flush_results(prog_name)
             _exit(rv if isinstance(rv, int) else 0)
 
 
@@ -332,13 +329,25 @@ def _quiet_exit_on_closed_pipe() -> NoReturn:
     sys.exit(BROKEN_PIPE)
 
 
+def _flush_results(prog_name: str) -> None:
+    """What stdout still buffers, at the end: its reader may be gone by now, or its disk full."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _quiet_exit_on_closed_pipe()
+    except OSError as err:  # /dev/full, met by the last of a buffered output
+        if err.errno not in USER_PATH_ERRORS:
+            raise
+        _fail(f"{prog_name}: error: {_path_error(err)}", USAGE)
+
+
 def _fail(line: str, status: int) -> NoReturn:
     click.echo(line, err=True)
     try:
         sys.stdout.flush()
     except (OSError, ValueError):  # a full disk (/dev/full): the exit's own flush would say it again
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        os.dup2(devnull, 1)
         os.close(devnull)
     _exit(status)
 

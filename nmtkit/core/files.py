@@ -272,7 +272,7 @@ class Staging:
         """``owned``: patterns of the names this command writes, whose files in ``dest`` that it did
         not write this time are stale (another run's codes) and not carried over."""
         # a link (data-bin -> /scratch/…) is written through, where the renames would replace the link
-        self.dest = Path(os.path.realpath(dest)) if os.path.islink(dest) else Path(dest)
+        self.dest = Path(os.path.realpath(dest)) if os.path.islink(Path(dest)) else Path(dest)  # data-bin/ too
         self.owned = owned
         if self.dest.exists() and not self.dest.is_dir():
             raise UserError(f"{self.dest}: exists and is not a directory")

@@ -49,7 +49,7 @@ class Workers:
             return
         pending: deque[Any] = deque()
         for item in items:
-            pending.append(self.pool.apply_async(fn, (item,)))
+            pending.append(self.pool.apply_async(_started_then, (fn, item)))
             if len(pending) >= 2 * self.n:
                 yield pending.popleft().get()
         while pending:
@@ -62,9 +62,17 @@ class Workers:
         if self.pool is None:
             return
         if kind is None:  # every chunk done: each worker ends at the end of its queue
-            self.pool.close()
-            self.pool.join()
-            return
+            try:
+                self.pool.close()
+                self.pool.join()
+                return
+            except BaseException:  # a stop while they end: as any other
+                self._kill()
+                raise
+        self._kill()
+
+    def _kill(self) -> None:
+        assert self.pool is not None
         # the pool's terminate waits on a lock of its queue, which a worker killed while it waited for a
         # chunk never gave back: run it aside, where it may wait for good, and kill the workers under it
         ending = threading.Thread(target=self.pool.terminate, daemon=True)
@@ -79,6 +87,20 @@ def _deaf_to_stops(initializer: Callable[..., None], *initargs: Any) -> None:
     """A worker's start: Ctrl-C and SIGTERM, sent to the whole process group, are the parent's to
     act on (it kills the workers); a worker they stopped printed a traceback, or, stopped while it
     held its queue's lock, left the parent waiting for good."""
+    global _START_ERROR
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    initializer(*initargs)
+    try:
+        initializer(*initargs)
+    except Exception as err:  # a worker that ended here would be started again, and fail again, for good
+        _START_ERROR = err
+
+
+_START_ERROR: Exception | None = None
+
+
+def _started_then(fn: Callable[[T], R], item: T) -> R:
+    """``fn(item)`` in a worker whose start went well; else its start's error, for the parent to say."""
+    if _START_ERROR is not None:
+        raise _START_ERROR
+    return fn(item)

@@ -51,6 +51,8 @@ def build_vocab(prefix: Path, langs: tuple[str, str], out_dir: Path, cfg: VocabC
     )
     if cfg.size and cfg.size <= 4:
         raise UserError(f"vocabulary size {cfg.size} leaves no room beside the 4 special symbols")
+    if cfg.spm and cfg.bpe_merges:
+        raise UserError("choose subword-nmt BPE (--bpe N) or SentencePiece (--spm), not both")
     paths = [Path(f"{prefix}.{lang}") for lang in langs]
     check_parallel(paths)
     with Staging(out_dir, owned=("*.codes", "vocab.*.txt")) as stage:  # a directory that cannot be, said at once
@@ -69,8 +71,6 @@ def _build(
             word_counts[lang] = count_tokens(path, lambda n, t=task: bar.advance(t, n))
             bar.update(task, completed=bar.tasks[task].total)
     codes: dict[str, str | None] = {lang: None for lang in langs}
-    if cfg.spm and cfg.bpe_merges:
-        raise UserError("choose subword-nmt BPE (--bpe N) or SentencePiece (--spm), not both")
     if cfg.spm:
         log(f"learning SentencePiece ({cfg.spm}, {cfg.spm_size:,} pieces)")
         if cfg.joint_bpe:
