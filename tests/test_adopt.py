@@ -630,10 +630,9 @@ def test_a_resumed_run_keeps_its_lexicon_and_a_new_one_builds_it_before_its_firs
     data_bin, tmp_path, monkeypatch
 ):
     """At the first save it cost seconds (10 on the Bible) that a SIGTERM's grace period had to hold."""
-    from nmtkit.train import saving, state
+    from nmtkit.train import state
 
     built = []
-    monkeypatch.setattr(saving, "lexicon_of", lambda corpus: built.append("at a save"))
     real = state.lexicon_of
     monkeypatch.setattr(state, "lexicon_of", lambda corpus: built.append("at the start") or real(corpus))
     assert (

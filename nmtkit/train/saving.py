@@ -21,7 +21,6 @@ from ..checkpoint.average import kept_validations
 from ..core.console import log
 from ..core.errors import UserError
 from ..core.files import writing_into
-from ..data.lexicon import lexicon_of
 from . import runlog
 from .optimizer import saved_optimizer
 from .state import TrainState
@@ -35,8 +34,6 @@ def save(state: TrainState, name: str, rng: list[dict[str, torch.Tensor]], resum
     others hold what translation needs (plus the run's settings and progress)."""
     if state.parallel.rank != 0:
         return
-    if state.lexicon is None:
-        state.lexicon = lexicon_of(state.corpus)  # seconds, once a run
     run = TrainingState(state.cfg, Progress(**vars(state.progress)))
     if resumable:
         run.optimizer, run.batches, run.rng = saved_optimizer(state.opt), state.batches.state_dict(), rng

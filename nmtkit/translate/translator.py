@@ -279,7 +279,7 @@ class Translator:
         out = [_empty(tokens, options.search.nbest, options.token_scores) for tokens in sources]  # empty in, empty out
         attention = (options.attention or options.replace_unk) and self.attends  # else no links, no maps
         batch_size = options.batch_size or max(1, min(32, CPU_ROWS // options.search.width))
-        max_tokens = 0 if options.batch_size and not options.max_tokens else options.max_tokens  # sentences asked
+        max_tokens = 0 if options.batch_size else options.max_tokens  # sentences asked (not both: check())
         for idx in self._batches([len(s) for s in sources], batch_size, max_tokens):
             src = pad([np.asarray(src_side.ids(sources[i]), dtype=np.int64) for i in idx]).to(self.device)
             prefix = self._prefix_batch(starts, idx)
