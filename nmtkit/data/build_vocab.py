@@ -18,7 +18,7 @@ from typing import Any
 
 from ..core.console import log, progress
 from ..core.errors import UserError
-from ..core.files import Staging, check_parallel, count_lines, read_lines
+from ..core.files import Staging, check_parallel, read_lines
 from ..text.bpe import Segmenter, learn_codes, learn_sentencepiece
 from ..text.preprocess import read_report, text_fingerprint
 from .manifest import VOCAB_META, VocabMeta, write_vocab_meta
@@ -54,20 +54,26 @@ def build_vocab(prefix: Path, langs: tuple[str, str], out_dir: Path, cfg: VocabC
     if cfg.spm and cfg.bpe_merges:
         raise UserError("choose subword-nmt BPE (--bpe N) or SentencePiece (--spm), not both")
     paths = [Path(f"{prefix}.{lang}") for lang in langs]
-    check_parallel(paths)
+    lines = check_parallel(paths)
     with Staging(out_dir, owned=("*.codes", "vocab.*.txt")) as stage:  # a directory that cannot be, said at once
-        meta = _build(prefix, langs, paths, cfg, settings, stage)
+        meta = _build(prefix, langs, paths, lines, cfg, settings, stage)
         stage.commit()
     return meta
 
 
 def _build(
-    prefix: Path, langs: tuple[str, str], paths: list[Path], cfg: VocabConfig, settings: dict[str, Any], stage: Staging
+    prefix: Path,
+    langs: tuple[str, str],
+    paths: list[Path],
+    lines: int,
+    cfg: VocabConfig,
+    settings: dict[str, Any],
+    stage: Staging,
 ) -> VocabMeta:
     with progress() as bar:
         word_counts = {}
         for lang, path in zip(langs, paths):
-            task = bar.add_task(f"count {lang}", total=count_lines(path))
+            task = bar.add_task(f"count {lang}", total=lines)  # both sides' count, check_parallel's
             word_counts[lang] = count_tokens(path, lambda n, t=task: bar.advance(t, n))
             bar.update(task, completed=bar.tasks[task].total)
     codes: dict[str, str | None] = {lang: None for lang in langs}
