@@ -211,6 +211,8 @@ def test_a_train_split_filtered_to_nothing_is_refused_and_writes_nothing(raw, tm
 
 def test_bad_utf8_on_stdin():
     one_error_line(run("tokenize", "-l", "en", input=b"ok\n\xff\xfe\n"), "<stdin>: line 2 is not valid UTF-8")
+    one_error_line(run("tokenize", "-l", "en", input="ok\n".encode("utf-16")), "<stdin>: UTF-16 text; nmtkit reads")
+    one_error_line(run("tokenize", "-l", "en", input=b"\x1f\x8b\x08\x00"), "<stdin>: gzip-compressed; nmtkit reads")
 
 
 def test_bpe_codes_that_are_not_text_or_not_merges_are_one_line(tmp_path):

@@ -63,3 +63,50 @@ def test_workers_leave_a_stop_to_the_parent_which_kills_them_when_it_stops(tmp_p
             next(pool.map(_sleep_then, range(100)))
             raise KeyboardInterrupt  # the parent's own handling of the stop
     assert time.monotonic() - started < 15 and not any(w.is_alive() for w in workers)
+
+
+def test_a_stop_while_workers_import_leaves_them_to_their_start(tmp_path, monkeypatch):
+    """A spawned worker imports for a second or more before it can ignore a stop: one sent to the
+    process group then ended it with a traceback, and the pool started another."""
+    import os
+    import signal
+
+    from nmtkit.core.parallel import Workers
+
+    (tmp_path / "slow_to_import.py").write_text("import time\ntime.sleep(1.5)\n\ndef start():\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import slow_to_import
+
+    with Workers(2, slow_to_import.start, ()) as pool:
+        workers = list(pool.pool._pool)
+        for w in workers:
+            os.kill(w.pid, signal.SIGTERM)  # still importing
+        assert list(pool.map(_sleep_then, range(4))) == list(range(4))
+        assert list(pool.pool._pool) == workers and all(w.is_alive() for w in workers)
+    assert all(w.exitcode == 0 for w in workers)
+
+
+def test_a_stop_while_the_pool_is_built_kills_the_workers_it_started(monkeypatch):
+    import multiprocessing as mp
+    import multiprocessing.pool
+
+    import pytest
+
+    from nmtkit.core.parallel import Workers
+
+    started, pools = [], []
+    fill = multiprocessing.pool.Pool._repopulate_pool
+
+    def fill_then_stop(self):
+        fill(self)
+        started.extend(self._pool)
+        pools.append(self)  # held, as the stop's traceback holds it till the process ends
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(multiprocessing.pool.Pool, "_repopulate_pool", fill_then_stop)
+    with pytest.raises(KeyboardInterrupt):
+        Workers(2, print, ())
+    assert len(started) == 2
+    for w in started:
+        w.join(5)
+    assert not any(w.is_alive() for w in started) and not mp.active_children()

@@ -190,6 +190,10 @@ def test_select_refusals(tmp_path):
     Path(f"{gen}.fr").write_bytes(b"".join(b"ligne\n" if i != 7 else b"caf\xe9\n" for i in range(40)))
     result = runner.invoke(main, base + ["--in-domain", str(ind), "--general", str(gen), "--keep-words", "1k"])
     assert result.exit_code == 2 and "line 8 is not valid UTF-8" in result.output
+    for side in ("en", "fr"):
+        Path(f"{gen}.{side}").write_text("")
+    result = runner.invoke(main, base + ["--in-domain", str(ind), "--general", str(gen), "--keep-words", "1k"])
+    assert result.exit_code == 2 and f"the general-domain corpus is empty ({gen}.en and {gen}.fr)" in result.output
     assert not (tmp_path / "out" / "select.json").exists()
     assert not (tmp_path / "out").exists()  # refused before anything is written, the directory included
 

@@ -37,12 +37,14 @@ def display_name(path: str | Path) -> str:
 
 
 _GZIP_MAGIC = b"\x1f\x8b"
+_UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")
 
 
 def open_binary(path: str | Path) -> IO[bytes]:
-    """The file (or stdin for '-'), opened to be read as bytes; a compressed file is refused by
-    name, rather than as bytes that are not UTF-8."""
+    """The file (or stdin for '-'), opened to be read as bytes; a compressed or UTF-16 file is
+    refused by name, rather than as bytes that are not UTF-8."""
     if str(path) == STDIO:
+        refuse_other_encodings(sys.stdin.buffer, STDIO)
         return sys.stdin.buffer
     try:
         stream = open(path, "rb")
@@ -55,10 +57,39 @@ def open_binary(path: str | Path) -> IO[bytes]:
         raise UserError(f"{path}: is a directory, expected a text file") from None
     except PermissionError:
         raise UserError(f"{path}: permission denied") from None
-    if stream.peek(2)[:2] == _GZIP_MAGIC:
+    try:
+        refuse_other_encodings(stream, path)
+    except UserError:
         stream.close()
-        raise UserError(f"{path}: gzip-compressed; nmtkit reads plain UTF-8 text (zcat {path} > FILE)")
+        raise
     return stream
+
+
+def refuse_other_encodings(stream: IO[bytes], path: str | Path) -> None:
+    """One line for a stream that starts as gzip or UTF-16 does, read without consuming it. UTF-16
+    without its byte-order mark would pass for UTF-8 where it is ASCII, a NUL every other byte; a
+    stray NUL in crawled text is the cleaning's to drop."""
+    start = _first_bytes(stream, 4096)
+    piped = str(path) == STDIO
+    if start[:2] == _GZIP_MAGIC:
+        how = "pipe it through zcat" if piped else f"zcat {path} > FILE"
+        raise UserError(f"{display_name(path)}: gzip-compressed; nmtkit reads plain UTF-8 text ({how})")
+    if start[:2] in _UTF16_MARKS or start.count(b"\x00") * 4 >= len(start) > 0:
+        how = "iconv -f UTF-16 -t UTF-8" + ("" if piped else f" {path} > FILE")
+        raise UserError(f"{display_name(path)}: UTF-16 text; nmtkit reads UTF-8 ({how})")
+
+
+def _first_bytes(stream: IO[bytes], n: int) -> bytes:
+    """Up to ``n`` bytes from the stream's start, left to be read: a buffered stream's peek, or a
+    read and a seek back (an in-memory stream); nothing where neither is offered."""
+    if hasattr(stream, "peek"):
+        return bytes(stream.peek(n)[:n])
+    if stream.seekable():
+        at = stream.tell()
+        start = stream.read(n)
+        stream.seek(at)
+        return start
+    return b""
 
 
 def decode_line(raw: bytes, path: str | Path, lineno: int) -> str:

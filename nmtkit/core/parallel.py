@@ -41,7 +41,7 @@ class Workers:
             initializer(*initargs)
             self.pool = None
         else:
-            self.pool = mp.get_context("spawn").Pool(n, _deaf_to_stops, (initializer, *initargs))
+            self.pool = _spawned(n, initializer, initargs)
 
     def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
         if self.pool is None:
@@ -73,23 +73,58 @@ class Workers:
 
     def _kill(self) -> None:
         assert self.pool is not None
-        # the pool's terminate waits on a lock of its queue, which a worker killed while it waited for a
-        # chunk never gave back: run it aside, where it may wait for good, and kill the workers under it
-        ending = threading.Thread(target=self.pool.terminate, daemon=True)
-        ending.start()
-        ending.join(0.2)  # by then it has stopped the pool from starting workers again
-        for worker in self.pool._pool:  # type: ignore[attr-defined]
+        _kill(self.pool)
+
+
+def _kill(pool: Any) -> None:
+    # the pool's terminate waits on a lock of its queue, which a worker killed while it waited for a
+    # chunk never gave back: run it aside, where it may wait for good, and kill the workers under it
+    ending = threading.Thread(target=pool.terminate, daemon=True)
+    ending.start()
+    ending.join(0.2)  # by then it has stopped the pool from starting workers again
+    for worker in pool._pool:
+        worker.kill()
+    ending.join(5.0)
+
+
+_STOPS = {signal.SIGINT, signal.SIGTERM}
+
+
+def _spawned(n: int, initializer: Callable[..., None], initargs: tuple[Any, ...]) -> Any:
+    """The pool, its workers started with the stops held: a spawned worker imports for a second or
+    more before its initializer can ignore them, and a stop then ended it with a traceback (and the
+    pool started another). A stop that comes while the pool is built kills the workers it started."""
+    before = set(mp.active_children())
+    pool = None
+    try:
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)  # inherited by the workers, through exec
+        try:
+            pool = mp.get_context("spawn").Pool(n, _deaf_to_stops, (initializer, *initargs))
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        _stops_acted_on()
+        return pool
+    except BaseException:
+        if pool is not None:
+            _kill(pool)
+        for worker in set(mp.active_children()) - before:
             worker.kill()
-        ending.join(5.0)
+        raise
+
+
+def _stops_acted_on() -> None:
+    """Nothing: Python runs the handler of a stop held till now at a call of a Python function, and
+    this is one, made while the pool's workers can still be killed."""
 
 
 def _deaf_to_stops(initializer: Callable[..., None], *initargs: Any) -> None:
     """A worker's start: Ctrl-C and SIGTERM, sent to the whole process group, are the parent's to
     act on (it kills the workers); a worker they stopped printed a traceback, or, stopped while it
-    held its queue's lock, left the parent waiting for good."""
+    held its queue's lock, left the parent waiting for good. Held since the spawn, they are dropped."""
     global _START_ERROR
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPS)
     try:
         initializer(*initargs)
     except Exception as err:  # a worker that ended here would be started again, and fail again, for good

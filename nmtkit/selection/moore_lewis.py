@@ -110,6 +110,10 @@ def _reservoir(corpora: list[Corpus], k: int, seed: int, chunk_lines: int) -> tu
     return src, tgt, seen
 
 
+def _named(corpora: list[Corpus]) -> str:
+    return ", ".join(f"{c.src} and {c.tgt}" for c in corpora)
+
+
 def build_models(in_domain: list[Corpus], general: list[Corpus], lm_dir: Path, cfg: SelectConfig) -> dict[str, Any]:
     """Estimate the four LMs into ``lm_dir`` (src/tgt × in/gen) with their vocabularies."""
     sides: list[list[bytes]] = [[], []]
@@ -118,10 +122,10 @@ def build_models(in_domain: list[Corpus], general: list[Corpus], lm_dir: Path, c
             sides[0].extend(s)
             sides[1].extend(t)
     if not sides[0]:
-        raise UserError("the in-domain corpus is empty")
+        raise UserError(f"the in-domain corpus is empty ({_named(in_domain)})")
     sample = _reservoir(general, len(sides[0]), cfg.seed, cfg.chunk_lines)
     if not sample[2]:
-        raise UserError("the general-domain corpus is empty")
+        raise UserError(f"the general-domain corpus is empty ({_named(general)})")
     info: dict[str, Any] = {
         "in_domain_pairs": len(sides[0]),
         "general_pairs": sample[2],

@@ -218,7 +218,9 @@ def translate_file(  # noqa: PLR0913 (each of translate's inputs and outputs, by
         prefixes = None if prefix is None else read_lines(prefix, allow_empty=True)
         if streamed:
             given = PrefixLines(prefixes)
-            stream = sys.stdin.buffer if source == STDIO else stack.enter_context(open_binary(source))
+            stream = open_binary(source)
+            if stream is not sys.stdin.buffer:
+                stack.enter_context(stream)
             for chunk in stdin_chunks(stream, source):
                 for t in translator.translate_block(chunk, options, sinks.n + 1, given.take(len(chunk))):
                     sinks.write(both.linked(t) if both else t)
