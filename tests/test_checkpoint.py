@@ -95,6 +95,29 @@ def test_every_malformed_file_is_one_format_error(tmp_path):
         checkpoint.load(tmp_path / "absent.pt")
 
 
+def test_a_model_setting_this_nmtkit_does_not_know_is_refused_in_one_line(tmp_path):
+    """A newer nmtkit's choice (or an edited file's) loaded as written: a traceback when translated
+    (encoder 'lstm', Luong's window 'local-x'), or, for the readout, a silent translation as another."""
+    fake_checkpoint(tmp_path / "good.pt")
+    raw = torch.load(tmp_path / "good.pt", weights_only=True)
+    for key, value in (("encoder", "lstm"), ("readout", "middle")):
+        edited = {**raw, "model": {**raw["model"], "config": {**raw["model"]["config"], key: value}}}
+        torch.save(edited, tmp_path / f"{key}.pt")
+        with pytest.raises(FormatError, match=f"--{key} '{value}' is not one this nmtkit knows") as err:
+            checkpoint.load(tmp_path / f"{key}.pt")
+        assert "not a complete nmtkit checkpoint" in str(err.value) and "\n" not in str(err.value)
+    luong = model_config("luong", src_vocab=6, tgt_vocab=6, emb=4, hidden=4, layers=1).to_dict()
+    with pytest.raises(FormatError, match="--attention 'local-x' is not one this nmtkit knows"):
+        type(model_config("luong")).from_dict({**luong, "attention": "local-x"})
+
+
+def test_sizes_are_held_to_the_command_lines_bounds_in_python_too():
+    for name, family in (("emb", "rnnsearch"), ("hidden", "rnnencdec"), ("maxout", "rnnsearch"), ("layers", "luong")):
+        with pytest.raises(UserError, match=f"--{name}: 0 is not a whole number >= 1"):
+            model_config(family, **{name: 0})
+    assert model_config("luong", layers=1).layers == 1
+
+
 def test_weights_that_do_not_fit_the_model_are_refused(tmp_path):
     fake_checkpoint(tmp_path / "c.pt")
     with pytest.raises(FormatError, match="do not fit the model"):

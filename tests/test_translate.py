@@ -195,6 +195,14 @@ def test_the_library_refuses_more_best_than_the_beam_holds_as_the_command_line_d
     assert next(iter(t.translate(EN[:1], TranslateOptions(search=SearchConfig(beam=units))))).text
     with pytest.raises(TypeError, match="not one str"):  # else each character a line
         list(t.translate(EN[0]))
+    for nbest in (0, -1):  # an IndexError deep in the search
+        with pytest.raises(UserError, match=f"nbest {nbest}: at least 1"):
+            list(t.translate(EN[:1], TranslateOptions(search=SearchConfig(beam=2, nbest=nbest))))
+    with pytest.raises(UserError, match="2 sources but 1 translations"):  # an IndexError
+        t.force(EN[:2], FR[:1])
+    with pytest.raises(TypeError, match="not one str"):
+        t.force(EN[0], FR[0])
+    assert len(t.force(EN[:2], FR[:2])) == 2
 
 
 def test_nbest_lists_are_ordered_and_start_with_the_best(overfit, tmp_path):

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from ..core.errors import UserError
 from .base import Seq2Seq
-from .config import LuongConfig, ModelConfig
+from .config import ModelConfig
 from .luong import Luong
 from .rnnsearch import RNNEncDec, RNNSearch
 
@@ -13,9 +12,7 @@ MODELS: dict[str, type[Seq2Seq]] = {"rnnsearch": RNNSearch, "rnnencdec": RNNEncD
 
 
 def build_model(cfg: ModelConfig) -> Seq2Seq:
-    """The model ``cfg`` describes. Its choices and bounds (architecture, readout, encoder,
-    coverage, attention, score, window, dropout) were checked when ``cfg`` was made, by the
-    declarations of its family's config: not again here."""
-    if isinstance(cfg, LuongConfig) and cfg.layers < 1:
-        raise UserError(f"need layers ≥ 1 (got {cfg.layers})")
+    """The model ``cfg`` describes. Its choices and bounds (architecture, sizes, readout, encoder,
+    coverage, attention, score, window, dropout) were checked when ``cfg`` was made, by its
+    family's config: not again here."""
     return MODELS[cfg.arch](cfg)

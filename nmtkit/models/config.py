@@ -8,7 +8,7 @@ from dataclasses import Field, dataclass, field, fields, replace
 from typing import Any, ClassVar
 
 from ..core.errors import FormatError, UserError
-from ..core.settings import Settings, as_written, setting, sub_config
+from ..core.settings import Settings, as_written, checking, setting, sub_config
 
 READOUTS = ("prev", "next")
 ENCODERS = ("paper", "cudnn")
@@ -68,6 +68,8 @@ class ModelConfig(Settings):
     # settings that shape training alone, never the weights: a run may go on, or start, from a
     # checkpoint with others, and checkpoints that differ in them alone average
     TRAINING_ONLY: ClassVar[tuple[str, ...]] = ("dropout", "weight_drop")
+    # sizes a preset gives, so not declared with setting(); held to their options' bound here
+    SIZES: ClassVar[tuple[str, ...]] = ("emb", "hidden", "align")
     src_vocab: int = 0
     tgt_vocab: int = 0
     emb: int = 620  # m
@@ -91,6 +93,10 @@ class ModelConfig(Settings):
         if self.dropout is None:
             object.__setattr__(self, "dropout", self.default_dropout)
         super().__post_init__()
+        for name in self.SIZES if checking() else ():
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise UserError(f"--{name}: {value!r} is not a whole number >= 1")
 
     def to_dict(self) -> dict[str, Any]:
         """The fields, sub-configs as dicts, with the family's name first (the checkpoint's record)."""
@@ -153,6 +159,7 @@ class GRUConfig(ModelConfig):
     GPUs). The defaults are the paper's (Appendix A.2.3).
     """
 
+    SIZES: ClassVar[tuple[str, ...]] = (*ModelConfig.SIZES, "maxout")
     maxout: int = 500  # l
     readout: str = setting("prev", "Deep output from s_{i-1} (the paper's equation) or s_i.", choices=READOUTS)
     encoder: str = setting(
@@ -230,6 +237,7 @@ class LuongConfig(ModelConfig):
     arch: ClassVar[str] = "luong"
     fusable: ClassVar[bool] = False  # stacked LSTMs: no hand-written passes
     default_dropout: ClassVar[float] = 0.2
+    SIZES: ClassVar[tuple[str, ...]] = (*ModelConfig.SIZES, "layers")
     layers: int = 4
     attention: str = setting(
         "local-m",

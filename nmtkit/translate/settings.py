@@ -76,6 +76,8 @@ class SearchConfig(Settings):
     def check(self, names: tuple[str, str] = ("nbest", "beam")) -> SearchConfig:
         """This config, or :class:`UserError` when it asks for more than the search can give;
         ``names``: what the asker calls nbest and beam (``--nbest``, ``'nbest'``)."""
+        if self.nbest < 1:
+            raise UserError(f"{names[0]} {self.nbest}: at least 1 hypothesis a sentence")
         if not self.sampling and self.nbest > self.beam:
             raise UserError(f"{names[0]} {self.nbest} is more than {names[1]} {self.beam} can give")
         if not self.sampling and (self.temperature != 1.0 or self.top_k):

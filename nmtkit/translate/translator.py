@@ -378,6 +378,10 @@ class Translator:
     ) -> list[Forced]:
         """Score given translations (and get their attention) with the search's own decoder step.
         Not ``scored``: their alignments alone (:func:`~.search.alignment`), each score NaN."""
+        if isinstance(sources, str) or isinstance(targets, str):
+            raise TypeError("Translator.force takes lists of lines, not one str: use [line]")
+        if len(sources) != len(targets):
+            raise UserError(f"{len(sources):,} sources but {len(targets):,} translations: one a source")
         src_tok = [self.sides.src.tokens(s, tokenized) for s in sources]
         tgt_tok = [self.sides.tgt.tokens(t, tokenized) for t in targets]
         out: list[Forced | None] = [None] * len(sources)

@@ -92,7 +92,8 @@ _model_nll = options.options(
         "model_paths",
         multiple=True,
         type=click.Path(dir_okay=False),
-        help="Checkpoint: the hypotheses' NLL given --source (per sentence and per word), or --data's split's.",
+        help="Checkpoint: the hypotheses' NLL given --source (per sentence and per word), beside their scores "
+        "against -r; or --data's split's.",
     ),
     options.data("With -m: a binarized corpus."),
     click.option("--split", default=VALID, show_default=True, help="With --data: the split to score."),
