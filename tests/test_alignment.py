@@ -158,3 +158,41 @@ def test_align_plot_draws_words_and_pieces_on_request(tmp_path, monkeypatch):
     assert words_src == ["the", "Pléiades", "</s>"] and words_tgt == ["les", "Pléiades", "</s>"]
     np.testing.assert_allclose(words, [[0.2, 0.6, 0.2]] * 3)
     assert piece_src == record["source"] and piece_tgt == record["target"] and piece.shape == (4, 5)
+
+
+def test_align_plot_refuses_a_bad_record_and_a_bad_line_list_in_one_line(tmp_path):
+    """A record without its attention was a KeyError; one whose attention did not fit its tokens
+    was drawn with --pieces, labels off the grid; a range typed wrong took minutes and gigabytes."""
+    import time
+
+    from nmtkit.align.heatmap import MAX_PICTURES, parse_sentences
+
+    good = {"line": 1, "source": ["a", "b", "</s>"], "target": ["x", "</s>"], "score": -1.0}
+    records = [good | {"alignment": [[0.5, 0.5, 0.0], [0.0, 0.0, 1.0]]}, good | {"line": 2}]
+    records.append(good | {"line": 3, "alignment": [[0.5, 0.5], [0.0, 1.0]]})
+    path = tmp_path / "a.jsonl"
+    path.write_text(
+        '{"format": "nmtkit-alignments", "version": 1}\n' + "".join(json.dumps(r) + "\n" for r in records),
+        encoding="utf-8",
+    )
+
+    def plot(*args):
+        return CliRunner().invoke(main, ["align-plot", str(path), "-o", str(tmp_path / "p.png"), *args])
+
+    assert plot("-n", "1").exit_code == 0
+    for args, says in (
+        (["-n", "2"], "a.jsonl: sentence 2 is not an alignment record"),
+        (["-n", "3", "--pieces"], "sentence 3: attention of shape (2, 2) for 2 target and 3 source tokens"),
+        (["-n", "3-"], "--sentences '3-': expected line numbers from 1"),
+    ):
+        r = plot(*args)
+        assert r.exit_code == 2 and says in r.output and "Traceback" not in r.output, r.output
+    assert not (tmp_path / "p-3.png").exists()
+    for out in ("-", "/dev/stdout"):
+        r = CliRunner().invoke(main, ["align-plot", str(path), "-n", "1", "-o", out])
+        assert r.exit_code == 2 and "a picture is a file, not text for stdout" in r.output
+    assert parse_sentences("2,2,1-3") == [2, 1, 3]  # each drawn once
+    started = time.monotonic()
+    with pytest.raises(UserError, match=f"more than {MAX_PICTURES:,} pictures"):
+        parse_sentences("1-20000000")
+    assert time.monotonic() - started < 1

@@ -84,3 +84,36 @@ def test_score_command_labels_both_bleus(files):
         ],
     )
     assert json.loads(j.stdout)["systems"][0]["bleu_tok"] == pytest.approx(52.90, abs=0.005)
+
+
+def test_two_systems_under_one_name_are_refused_and_same_file_names_told_apart(files, monkeypatch):
+    """One name stood for both systems: the first one's scores were lost, exit 0; a/test.hyp and
+    b/test.hyp were both headed test.hyp in the by-length table and the picture's legend."""
+    from click.testing import CliRunner
+
+    from nmtkit.cli import main
+    from nmtkit.core.files import short_names
+
+    for d in ("a", "b"):
+        (files / d).mkdir()
+        (files / d / "hyp.en").write_text((files / "hyp.en").read_text(encoding="utf-8"), encoding="utf-8")
+    a, b, ref, src = (str(files / p) for p in ("a/hyp.en", "b/hyp.en", "ref.en", "src.de"))
+
+    def score(*args):
+        return CliRunner().invoke(main, ["score", *args])
+
+    for args, says in (
+        ([a, b, "-r", ref, "--name", "sys", "--name", "sys"], "--name sys is given twice"),
+        ([a, a, "-r", ref], f"{a} is given twice: give each system once"),
+        (["-", "-r", "-"], "HYPOTHESES and -r cannot both read stdin"),
+    ):
+        r = score(*args)
+        assert r.exit_code == 2 and says in r.output, r.output
+    assert score(a, a, "-r", ref, "--name", "one", "--name", "two").exit_code == 0
+    assert short_names([a, b]) == ["a/hyp.en", "b/hyp.en"] and short_names([a, ref]) == ["hyp.en", "ref.en"]
+    legends = []
+    monkeypatch.setattr("nmtkit.core.plot.save_figure", lambda fig, out: legends.append(fig.axes[0].get_legend()))
+    r = score(a, b, "-r", ref, "--source", src, "--by-length", "--plot", str(files / "len.png"))
+    assert r.exit_code == 0, r.output
+    assert "a/hyp.en" in r.stdout and "b/hyp.en" in r.stdout  # the table's columns
+    assert [t.get_text() for t in legends[0].get_texts()] == ["a/hyp.en", "b/hyp.en"]

@@ -140,6 +140,13 @@ def test_an_old_spelling_and_the_new_one_with_two_values_are_refused(args):
     assert len(warned) == 1 and "is deprecated" in warned[0]
 
 
+def test_a_links_suffix_with_a_slash_is_refused(tmp_path):
+    """It wrote train.../x beside another directory's files, exit 0."""
+    r = run("word-align", "-s", "en", "-t", "fr", "--train", tmp_path / "train", "--align-suffix", "../x")
+    one_error_line(r, "--align-suffix '../x': a file name's suffix, without '/'")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_stream_mode_one_line_out_per_line_in():
     r = run("tokenize", "-l", "en", "--clean", "bible", input="Don`t panic [now].\n\nAmen. \n")
     assert r.exit_code == 0

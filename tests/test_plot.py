@@ -11,3 +11,20 @@ def test_curves_with_and_without_bleu(tmp_path):
         assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (tmp_path / "b.png").stat().st_size > (tmp_path / "a.png").stat().st_size  # two panels
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.png", "b.png"]  # no temporaries left
+
+
+def test_a_lone_training_point_is_drawn_and_the_axes_fit_the_numbers(tmp_path, monkeypatch):
+    """A run's one logged point was in the legend but not drawn (a line of one point); a dev BLEU
+    of 0 throughout ran its axis to -0.04; 20 updates got ticks at 19.25."""
+    figures = []
+    monkeypatch.setattr("nmtkit.core.plot.save_figure", lambda fig, out: figures.append(fig))
+    training_curves(
+        [{"step": 20, "train_nll_token": 5.0}, {"step": 20, "dev_nll_token": 4.9, "dev_bleu_tok": 0.0}],
+        tmp_path / "c.png",
+    )
+    nll, bleu = figures[0].axes
+    train = nll.get_lines()[0]
+    assert train.get_label() == "train" and train.get_marker() == "o"
+    assert bleu.get_ylim()[0] == 0
+    figures[0].canvas.draw()
+    assert all(float(t).is_integer() for t in nll.get_xticks())

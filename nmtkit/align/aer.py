@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import UserError
-from ..core.files import STDIO, read_lines
+from ..core.files import read_lines, refuse_two_on_stdin
 from .links import read_pharaoh
 
 _LINK = re.compile(r"(\d+)([-?])(\d+)")
@@ -61,6 +61,5 @@ def alignment_error(
 
 
 def score_files(hypothesis: str | Path, gold: str | Path) -> dict[str, Any]:
-    if str(hypothesis) == str(gold) == STDIO:
-        raise UserError("HYPOTHESIS and --gold cannot both read stdin ('-'): give one of them a FILE")
+    refuse_two_on_stdin([("HYPOTHESIS", hypothesis), ("--gold", gold)])
     return alignment_error(read_lines(hypothesis), read_lines(gold), (str(hypothesis), str(gold)))

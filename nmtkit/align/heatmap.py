@@ -34,21 +34,28 @@ class Heatmap:
     subwords: bool = True  # tokens may be subword pieces (False: Moses tokens, as given)
 
 
+# pictures one run draws at most: a range typed wrong (1-20000000) would otherwise be expanded,
+# gigabytes of it, before the file said it holds 567 lines
+MAX_PICTURES = 10_000
+
+
 def parse_sentences(spec: str) -> list[int]:
-    """'3,10-12' → [3, 10, 11, 12]; line numbers start at 1."""
-    out: list[int] = []
+    """'3,10-12' → [3, 10, 11, 12]; line numbers start at 1, each drawn once."""
+    out: dict[int, None] = {}
     try:
         for part in filter(None, (p.strip() for p in spec.split(","))):
-            lo, _, hi = part.partition("-")
-            first, last = int(lo), int(hi or lo)
+            lo, dash, hi = part.partition("-")
+            first, last = int(lo), int(hi) if dash else int(lo)
             if first < 1 or last < first:
                 raise ValueError
-            out.extend(range(first, last + 1))
+            if len(out) + last - first >= MAX_PICTURES:
+                raise UserError(f"--sentences '{spec}': more than {MAX_PICTURES:,} pictures; draw fewer at a time")
+            out.update(dict.fromkeys(range(first, last + 1)))
     except ValueError:
         raise UserError(f"--sentences '{spec}': expected line numbers from 1, like 3,10-12") from None
     if not out:
         raise UserError("--sentences: give at least one line number")
-    return out
+    return list(out)
 
 
 def from_pharaoh(path: str | Path, source: str, target: str, lines: Sequence[int]) -> list[Heatmap]:
@@ -87,10 +94,23 @@ def from_alignment_file(path: str | Path, lines: Sequence[int]) -> list[Heatmap]
         raise UserError(f"{path}: has no sentence {missing[0]} (it holds lines 1-{max(records, default=0)})")
     maps = []
     for n in lines:
-        r = records[n]
-        if not r["alignment"]:
+        source, target, alignment, score = (records[n].get(k) for k in ("source", "target", "alignment", "score"))
+        if not (isinstance(source, list) and isinstance(target, list) and isinstance(alignment, list)) or not (
+            isinstance(score, (int, float))
+        ):
+            raise UserError(f"{path}: sentence {n} is not an alignment record (source, target, alignment, score)")
+        if not alignment:
             raise UserError(f"{path}: sentence {n} is empty, there is nothing to plot")
-        maps.append(Heatmap(n, r["source"], r["target"], r["alignment"], f"line {n}, log p = {r['score']:.2f}"))
+        try:
+            shape = np.shape(np.asarray(alignment, dtype=float))
+        except (TypeError, ValueError):  # ragged, or not numbers
+            shape = None
+        if shape != (len(target), len(source)):
+            raise UserError(
+                f"{path}: sentence {n}: attention of shape {shape or 'unreadable'} for {len(target)} target "
+                f"and {len(source)} source tokens"
+            )
+        maps.append(Heatmap(n, source, target, alignment, f"line {n}, log p = {score:.2f}"))
     return maps
 
 

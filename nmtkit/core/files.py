@@ -36,6 +36,17 @@ def display_name(path: str | Path) -> str:
     return "<stdin>" if str(path) == STDIO else str(path)
 
 
+def short_names(paths: list[str]) -> list[str]:
+    """The paths as a table's columns or a legend name them: each by its file name, or by as many
+    of its last parts as tell it from the others (a/test.hyp.fr and b/test.hyp.fr)."""
+    parts = [Path(p).parts or (p,) for p in paths]
+    for k in range(1, max((len(x) for x in parts), default=1) + 1):
+        names = ["/".join(x[-k:]) for x in parts]
+        if len(set(names)) == len(names):
+            return names
+    return list(paths)
+
+
 _GZIP_MAGIC = b"\x1f\x8b"
 _UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")
 
@@ -131,6 +142,14 @@ def is_stream(path: str | Path) -> bool:
     except OSError:
         return False
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def refuse_two_on_stdin(inputs: list[tuple[str, str | Path | None]]) -> None:
+    """One line where two inputs (each its name and path) read stdin ('-'): the first would read it
+    all, and the second find it empty."""
+    on_stdin = [name for name, path in inputs if path is not None and str(path) == STDIO]
+    if len(on_stdin) > 1:
+        raise UserError(f"{' and '.join(on_stdin[:2])} cannot both read stdin ('-'): give one of them a FILE")
 
 
 def refuse_overwriting(outputs: list[tuple[str, str | None]], inputs: list[tuple[str, str | None]]) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from .errors import UserError
-from .files import atomic_write
+from .files import atomic_write, short_names
 
 FORMATS = ("png", "svg", "pdf")
 
@@ -28,6 +28,8 @@ def pyplot() -> Any:
 
 
 def check_format(out: str | Path) -> str:
+    if str(out) in ("-", "/dev/stdout"):
+        raise UserError(f"{out}: a picture is a file, not text for stdout: name it (.png, .svg or .pdf)")
     suffix = Path(out).suffix.lstrip(".").lower()
     if suffix not in FORMATS:
         raise UserError(
@@ -51,19 +53,20 @@ def training_curves(entries: list[dict[str, Any]], out: str | Path) -> None:
     bleu = [(e["step"], e["dev_bleu_tok"]) for e in entries if "dev_bleu_tok" in e]
     fig, axes = plt.subplots(1, 2 if bleu else 1, figsize=(11 if bleu else 6, 4), squeeze=False)
     ax = axes[0][0]
-    if train:
-        ax.plot(*zip(*train), label="train", lw=1)
+    if train:  # a point of its own where it is the only one: a line of one point is not drawn
+        ax.plot(*zip(*train), "o-" if len(train) == 1 else "-", label="train", lw=1, ms=4)
     if dev:
         ax.plot(*zip(*dev), "o-", label="dev", ms=4)
-    ax.set_xlabel("update")
     ax.set_ylabel("NLL per target token")
-    ax.grid(alpha=0.3)
     ax.legend()
     if bleu:
         ax = axes[0][1]
         ax.plot(*zip(*bleu), "o-", color="tab:green", ms=4)
-        ax.set_xlabel("update")
         ax.set_ylabel("dev BLEU (greedy, tokenized)")
+        ax.set_ylim(bottom=0)
+    for ax in axes[0]:
+        ax.set_xlabel("update")
+        ax.xaxis.get_major_locator().set_params(integer=True)  # updates are whole: no 19.25
         ax.grid(alpha=0.3)
     fig.tight_layout()
     save_figure(fig, out)
@@ -78,8 +81,8 @@ def bleu_by_length_chart(rows: list[dict[str, Any]], out: str | Path, title: str
     names = list(rows[0][kind]) if rows else []
     fig, ax = plt.subplots(figsize=(6.5, 4))
     x = [r["hi"] for r in rows]
-    for name in names:
-        ax.plot(x, [r[kind][name] for r in rows], "o-", ms=4, label=Path(name).name)
+    for name, label in zip(names, short_names(names)):
+        ax.plot(x, [r[kind][name] for r in rows], "o-", ms=4, label=label)
     ax.set_xticks(x, [f"{r['lo']}–{r['hi']}\n({r['sentences']})" for r in rows], fontsize=8)
     ax.set_xlabel("source sentence length in words (sentences)")
     ax.set_ylabel("tokenized BLEU (Moses tokens)" if kind == "bleu_tok" else "sacreBLEU (detokenized)")

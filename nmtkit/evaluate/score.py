@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import UserError
-from ..core.files import read_lines
+from ..core.files import read_lines, short_names
 from ..core.settings import RuntimeConfig
 from ..text.clean import apply_rules
 from .metrics import SACREBLEU_TEMPLATE, TOK_BLEU, TOKENIZED_TEMPLATE, Metrics, SentenceScores
@@ -66,9 +66,13 @@ def read_systems(
     hyp_paths: Sequence[str], ref_paths: Sequence[str], names: Sequence[str] = (), clean: tuple[str, ...] = ()
 ) -> tuple[dict[str, list[str]], list[list[str]]]:
     """Each hypothesis file's lines under its name, and the reference streams, all as long."""
+    given = bool(names)
     names = list(names) or [str(p) for p in hyp_paths]
     if len(names) != len(hyp_paths):
         raise UserError(f"{len(names)} names for {len(hyp_paths)} hypothesis files")
+    twice = next((name for k, name in enumerate(names) if name in names[:k]), None)
+    if twice is not None:  # one would stand for both, the other's scores lost
+        raise UserError(f"--name {twice} is given twice" if given else f"{twice} is given twice: give each system once")
     systems = {name: read_cleaned(p, clean) for name, p in zip(names, hyp_paths)}
     n = len(next(iter(systems.values())))
     for name, p in zip(names, hyp_paths):
@@ -417,7 +421,8 @@ def format_report(result: dict[str, Any], metrics: Metrics | None = None) -> str
         for kind in kinds:
             label = labels.label("bleu" if kind == "bleu" else TOK_BLEU)
             lines.append(f"{label} by source length (Moses tokens, buckets of {result['by_length']['width']}):")
-            lines.append(f"  {'length':>9} {'sentences':>9}  " + "  ".join(f"{Path(n).name[-14:]:>14}" for n in names))
+            heads = "  ".join(f"{n[-14:]:>14}" for n in short_names(names))
+            lines.append(f"  {'length':>9} {'sentences':>9}  " + heads)
             for row in result["by_length"]["rows"]:
                 span = f"{row['lo']}-{row['hi']}" if row["hi"] else "empty"
                 lines.append(

@@ -20,7 +20,7 @@ from ..align.links import pharaoh, word_alignment
 from ..align.settings import LinkConfig
 from ..core.console import progress
 from ..core.errors import UserError
-from ..core.files import STDIO, atomic_write, read_lines
+from ..core.files import STDIO, atomic_write, read_lines, refuse_two_on_stdin
 from ..core.parallel import Workers, chunked, default_workers
 from ..core.runtime import resolve_device
 from ..core.settings import RuntimeConfig
@@ -93,8 +93,7 @@ def align_file(
     the models of one direction (an ensemble), or of both directions combined as ``links`` says;
     on a CPU, chunks of the pairs spread over ``workers`` processes."""
     global _aligner
-    if source == target == STDIO:
-        raise UserError("--source and --target cannot both read stdin ('-'): give one of them a FILE")
+    refuse_two_on_stdin([("--source", source), ("--target", target)])
     sources, targets = list(read_lines(source)), list(read_lines(target))
     if len(sources) != len(targets):
         raise UserError(f"{source} has {len(sources):,} lines but {target} {len(targets):,}")

@@ -25,7 +25,17 @@ from ..align.links import pharaoh, word_alignment
 from ..align.settings import LinkConfig
 from ..core.console import progress
 from ..core.errors import UserError
-from ..core.files import STDIO, atomic_write, count_lines, decode_line, display_name, is_stream, open_binary, read_lines
+from ..core.files import (
+    STDIO,
+    atomic_write,
+    count_lines,
+    decode_line,
+    display_name,
+    is_stream,
+    open_binary,
+    read_lines,
+    refuse_two_on_stdin,
+)
 from ..core.settings import RuntimeConfig
 from .both_ways import BothWays, directions, refuse_idle_links, warn_named_otherwise
 from .settings import TranslateOptions
@@ -155,8 +165,7 @@ class _Sinks:
 
 def _refuse_two_on_stdio(source: str, prefix: str | None, outputs: list[tuple[str, str | None]]) -> None:
     """Two inputs on stdin, or two outputs on stdout ('-'), refused in a line."""
-    if source == prefix == STDIO:
-        raise UserError("INPUT and --prefix cannot both read stdin ('-'): give one of them a FILE")
+    refuse_two_on_stdin([("INPUT", source), ("--prefix", prefix)])
     on_stdout = [what for what, path in outputs if path == STDIO]
     if len(on_stdout) > 1:
         raise UserError(

@@ -76,10 +76,11 @@ def align_plot(
     """Attention heatmaps (the paper's Figure 3): source words across, generated words down,
     black for 0 and white for 1. Subword pieces are merged into words: a source word's column is
     the sum of its pieces' columns, a target word's row the mean of its pieces' rows."""
-    from ...align.heatmap import from_alignment_file, from_pharaoh, output_paths, parse_sentences, plot
+    from ...align.heatmap import from_alignment_file, from_pharaoh, parse_sentences, plot
+    from ...core.plot import check_format
 
     lines = parse_sentences(sentences)
-    output_paths(output, lines)  # a bad suffix fails before any work
+    check_format(output)  # a bad suffix fails before any work
     if bool(alignments) == bool(model_paths):
         raise UserError(
             "give either an alignment file from 'translate --alignments' or -m MODEL with --source and --target"

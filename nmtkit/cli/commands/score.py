@@ -10,6 +10,7 @@ import click
 
 from ...core.command import Command
 from ...core.errors import UserError
+from ...core.files import refuse_two_on_stdin
 from ...data.settings import VALID
 from ...evaluate.metrics import DEFAULT, DEFAULT_TOKENIZED, Metrics, metric_names, split_names, tokenizers
 from ...evaluate.score import evaluate, format_report, sentence_scores
@@ -186,6 +187,7 @@ def score(
     NLL and perplexity of a checkpoint."""
     as_json = output_format == "json"
     _check_inputs(hypotheses, refs, data_bin, plot_path, by_length)
+    refuse_two_on_stdin([*(("HYPOTHESES", h) for h in hypotheses), *(("-r", r) for r in refs), ("--source", source)])
     metrics = Metrics(split_names(metric_values) or None, tokenize, lowercase, chrf_word_order)
     if sentence_level:
         _no_analysis(by_length=by_length, no_unk_vocab=no_unk, bootstrap=bootstrap, model=model_paths, data=data_bin)

@@ -9,6 +9,7 @@ import click
 from ...align.symmetrize import SYMMETRIZATIONS
 from ...core.command import Command
 from ...core.console import log
+from ...core.errors import UserError
 from .. import options
 
 
@@ -47,6 +48,8 @@ def word_align(source_lang: str, target_lang: str, train: str, align_suffix: str
     options.refuse_two_spellings(click.get_current_context())
     from ...align.statistical import word_align as run
 
+    if not align_suffix or "/" in align_suffix:  # ../x would write beside another directory's files
+        raise UserError(f"--align-suffix '{align_suffix}': a file name's suffix, without '/' (links)")
     out = Path(f"{train}.{align_suffix}")
     done = run(Path(f"{train}.{source_lang}"), Path(f"{train}.{target_lang}"), out, symmetrize)
     log(f"{out}: {done['links']:,} links over {done['pairs']:,} pairs ({symmetrize}) in {done['seconds']:.0f} s")
