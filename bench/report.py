@@ -17,6 +17,7 @@ from nmtkit import checkpoint
 from nmtkit.align.heatmap import from_alignment_file, plot
 from nmtkit.core.errors import UserError
 from nmtkit.core.files import atomic_write, read_json
+from nmtkit.data.batching import Batches
 from nmtkit.data.binarized import Corpus
 from nmtkit.train import runlog
 
@@ -69,13 +70,25 @@ def train_stats(run: Path, data_bin: Path) -> dict[str, Any]:
     step = progress.step
     return {
         "updates": step,
-        "epochs": step * cfg.batch_size / max(pairs, 1) if not cfg.max_tokens else None,
+        "epochs": _epochs(trained.batches, src.sizes, tgt.sizes, cfg),
         "hours": progress.seconds / 3600,
         "train_nll": _last(metrics, "train_nll")["train_nll"],
         "train_pairs": pairs,
         "batch_size": cfg.batch_size,
         "bf16": cfg.bf16,
     }
+
+
+def _epochs(position: dict[str, int] | None, src_sizes: Any, tgt_sizes: Any, cfg: Any) -> float | None:
+    """The epochs the run went through: those done and the share of the one in progress, counted
+    in its own batches (a partial last batch, the length buckets) as training cut them."""
+    if position is None:
+        return None
+    batches = Batches(
+        src_sizes, tgt_sizes, cfg.batch_size, cfg.pool, cfg.max_len, cfg.seed, cfg.max_tokens, 0, 1, cfg.update_freq
+    )
+    batches.load_state_dict(position)
+    return batches.epoch + batches.index / max(len(batches.epoch_batches(batches.epoch)), 1)
 
 
 def _f(x: float | None, digits: int = 2) -> str:
@@ -152,13 +165,15 @@ def write_report(
             f"Test sentences {', '.join(map(str, figure3))}: rows are generated words, columns source "
             "words, white is weight 1."
         )
+    else:
+        lines.append(f"No RNNsearch model among this run's ({', '.join(models)}): only its attention is drawn.")
     lines += [
         "",
         "## Table 2: learning statistics",
         "",
         "NLL: mean negative log-probability per sentence; train NLL is the mean over the last logged "
-        "updates, dev NLL is newstest2012+2013 under the checkpoint that translated. Epochs ≈ updates × "
-        "batch / training pairs within the length limit.",
+        "updates, dev NLL is newstest2012+2013 under the checkpoint that translated. Epochs: those the "
+        "run finished and the share of the one in progress, in its own batches.",
         "",
         "| Model | Updates (run / paper) | Epochs (run / paper) | Hours (run / paper) | Device (run / paper) "
         "| Train NLL (run / paper) | Dev NLL (run / paper) |",

@@ -148,6 +148,13 @@ def test_download_rejects_a_wrong_file_and_records_unknown_digests(tmp_path):
         fetch(str(src), tmp_path / "dl" / "a.tgz", None, sums, "a.tgz")
     with pytest.raises(UserError, match="cannot read"):
         fetch(str(tmp_path / "m" / "missing.tgz"), tmp_path / "dl" / "b.tgz", None)
+    (tmp_path / "dl" / "c.tgz.part").write_bytes(b"garbled")  # a bad local part, not the mirror's fault
+    with pytest.raises(UserError, match="the 7 bytes resumed from an earlier c.tgz.part may be at fault"):
+        fetch(str(src), tmp_path / "dl" / "c.tgz", Checksum("sha256", file_digest(src)))
+    assert (
+        fetch(str(src), tmp_path / "dl" / "c.tgz", Checksum("sha256", file_digest(src))).read_bytes()
+        == b"archive bytes"
+    )
 
 
 def test_extract_takes_members_and_unpacks_gzip(tmp_path):
@@ -164,6 +171,30 @@ def test_extract_takes_members_and_unpacks_gzip(tmp_path):
     (tmp_path / "bad.tgz").write_bytes(b"not an archive")
     with pytest.raises(UserError, match="not a readable archive"):
         extract(tmp_path / "bad.tgz", {"x": tmp_path / "x"})
+
+
+def test_a_damaged_compressed_archive_is_named_as_such_before_anything_is_copied(tmp_path):
+    """Zeroed bytes in a .tgz inflated into garbage the streamed tar copied, exit 0, or ended it
+    early: 'has no member', where gzip -t finds a CRC error."""
+    import random
+
+    rng = random.Random(0)
+    archive = tmp_path / "t.tgz"
+    with tarfile.open(archive, "w:gz") as tar:
+        for name in ("a.en", "b.fr"):
+            data = "".join(f"line {i} {rng.random()}\n" for i in range(20_000)).encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    good = archive.read_bytes()
+    extract(archive, {"b.fr": tmp_path / "b.fr"})
+    assert (tmp_path / "b.fr").read_bytes().startswith(b"line 0 ")
+    (tmp_path / "b.fr").unlink()
+    for damaged in (good[: len(good) // 2] + bytes(50) + good[len(good) // 2 + 50 :], good[:-20]):
+        archive.write_bytes(damaged)
+        with pytest.raises(UserError, match=r"t.tgz: its gzip data is damaged \(.*\); download it again"):
+            extract(archive, {"b.fr": tmp_path / "b.fr"})
+        assert not (tmp_path / "b.fr").exists()
 
 
 def _raw(tmp_path: Path) -> Path:
@@ -238,11 +269,25 @@ def test_the_top_make_reproduce_hands_on_relative_absolute_and_path_commands_who
             env={k: v for k, v in os.environ.items() if k not in {"MAKEFLAGS", "MFLAGS", "MAKELEVEL", *MADE}},
         )
         assert out.returncode == 0, out.stderr
-        return next(line for line in out.stdout.splitlines() if "examples/wmt14_en_fr reproduce" in line)
+        return out.stdout[out.stdout.index("examples/wmt14_en_fr reproduce") :].replace("\\\n", " ")
 
     assert f'PY="{ROOT}/.venv/bin/python" NMTKIT="{ROOT}/.venv/bin/nmtkit"' in handed()
     line = handed(f"PY={sys.executable}", "NMTKIT=python3 -m nmtkit")
     assert f'PY="{sys.executable}" NMTKIT="python3 -m nmtkit"' in line
+    # a mirror named from where the user stands, not from the example's directory
+    line = handed("MIRROR=statmt", "CHECKSUMS=statmt/sums.txt")
+    assert f"MIRROR='{ROOT}/statmt' CHECKSUMS='{ROOT}/statmt/sums.txt'" in line
+    assert "MIRROR='http://x.org/a'" in handed("MIRROR=http://x.org/a") and "MIRROR=" not in handed()
+
+
+def test_the_recipe_refuses_a_work_directory_with_a_space_and_quotes_the_mirror(tmp_path):
+    out = _make("-n", "reproduce", "WORK=/tmp/a b")
+    assert out.returncode != 0 and "WORK, DL and RUNS must not contain spaces" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+    out = _make("-n", "reproduce", "WORK=/nonexistent/work", "MIRROR=/m i/statmt", "CHECKSUMS=/m i/sums")
+    assert "--mirror '/m i/statmt' --checksums '/m i/sums'" in out.stdout
+    # a score a killed job left half-written is never taken for done
+    assert "--output-format json > $@.tmp && mv $@.tmp $@" in (ROOT / "examples/wmt14_en_fr/Makefile").read_text()
 
 
 @pytest.mark.slow
@@ -306,3 +351,25 @@ def test_schwenk_release_is_concatenated_pairwise(tmp_path):
     assert extract_schwenk(archive, tmp_path / "sel" / "train", ("en", "fr")) == 3
     assert (tmp_path / "sel" / "train.en").read_bytes() == b"a1\na2\nb1\n"
     assert (tmp_path / "sel" / "train.fr").read_bytes() == b"A1\nA2\nB1\n"
+
+
+def test_the_reports_epochs_are_the_runs_own():
+    """Updates × batch / pairs counted 48.48 epochs where the run was in its 43rd: its last batch
+    of each epoch partial, and the length buckets cutting more."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from bench.report import _epochs
+    from nmtkit.data.batching import Batches
+
+    rng = np.random.default_rng(0)
+    src, tgt = rng.integers(1, 40, 495), rng.integers(1, 40, 495)
+    cfg = SimpleNamespace(batch_size=80, pool=1, max_len=50, seed=1, max_tokens=0, update_freq=1)
+    batches = Batches(src, tgt, 80, 1, 50, 1, 0)
+    drawn = iter(batches)
+    for _ in range(300):
+        next(drawn)
+    epochs = _epochs(batches.state_dict(), src, tgt, cfg)
+    assert epochs == pytest.approx(300 / 7) and int(epochs) + 1 == batches.drawn_epoch + 1 == 43
+    assert _epochs(None, src, tgt, cfg) is None

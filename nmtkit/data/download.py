@@ -140,9 +140,12 @@ def fetch(
     if check and not check.matches(part):
         bad = part.with_name(dest.name + ".bad")
         shutil.move(part, bad)
-        raise UserError(
-            f"{url}: {check.algo} checksum mismatch (kept as {bad}); the source or mirror serves another file"
+        why = (
+            f"the {start:,} bytes resumed from an earlier {part.name} may be at fault: run again to download it whole"
+            if start
+            else "the source or mirror serves another file"
         )
+        raise UserError(f"{url}: {check.algo} checksum mismatch (kept as {bad}); {why}")
     os.replace(part, dest)
     if check is None and sums_file is not None:
         record_checksum(sums_file, rel or dest.name, dest)

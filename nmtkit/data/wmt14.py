@@ -14,6 +14,7 @@ import io
 import re
 import shutil
 import tarfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -80,7 +81,11 @@ def _copy_member(stream: IO[bytes], name: str, out: Path) -> None:
 
 
 def extract(archive: Path, wanted: dict[str, Path]) -> None:
-    """Copy members of a tar archive to files in one streaming pass (``.gz`` members are unpacked)."""
+    """Copy members of a tar archive to files in one streaming pass (``.gz`` members are unpacked),
+    a gzip-compressed one read through gzip's own check first: damaged data may inflate, into
+    garbage that the streamed tar would copy, or end it early as if all its members were read."""
+    if damage := _damage(archive):
+        raise UserError(f"{archive}: {damage}")
     left = dict(wanted)
     try:
         with tarfile.open(archive, mode="r|*") as tar:
@@ -96,6 +101,22 @@ def extract(archive: Path, wanted: dict[str, Path]) -> None:
         raise UserError(f"{archive}: not a readable archive ({err})") from None
     if left:
         raise UserError(f"{archive}: has no member " + ", ".join(sorted(left)))
+
+
+def _damage(archive: Path) -> str:
+    """Why a gzip-compressed archive does not read to its end with its checksum, or nothing."""
+    try:
+        with open(archive, "rb") as fh:
+            if fh.read(2) != b"\x1f\x8b":
+                return ""
+        with gzip.open(archive) as gz:
+            while gz.read(1 << 20):
+                pass
+    except FileNotFoundError:
+        return "no such file"
+    except (OSError, EOFError, zlib.error) as err:
+        return f"its gzip data is damaged ({err}); download it again"
+    return ""
 
 
 # Not sacrebleu's reader: its one SGML reader is private (FakeSGMLDataset._convert_format), takes
