@@ -191,7 +191,10 @@ def test_align_plot_refuses_a_bad_record_and_a_bad_line_list_in_one_line(tmp_pat
     for out in ("-", "/dev/stdout"):
         r = CliRunner().invoke(main, ["align-plot", str(path), "-n", "1", "-o", out])
         assert r.exit_code == 2 and "a picture is a file, not text for stdout" in r.output
+    r = CliRunner().invoke(main, ["align-plot", "links", "--source", "-", "--target", "-", "-n", "1", "-o", "p.png"])
+    assert r.exit_code == 2 and "--source and --target cannot both read stdin" in r.output  # '<stdin>: is empty'
     assert parse_sentences("2,2,1-3") == [2, 1, 3]  # each drawn once
+    assert len(parse_sentences("1-6000,1-6000")) == 6000
     started = time.monotonic()
     with pytest.raises(UserError, match=f"more than {MAX_PICTURES:,} pictures"):
         parse_sentences("1-20000000")

@@ -94,10 +94,13 @@ def test_two_systems_under_one_name_are_refused_and_same_file_names_told_apart(f
     from nmtkit.cli import main
     from nmtkit.core.files import short_names
 
-    for d in ("a", "b"):
+    for d in ("model_a", "model_b"):
         (files / d).mkdir()
-        (files / d / "hyp.en").write_text((files / "hyp.en").read_text(encoding="utf-8"), encoding="utf-8")
-    a, b, ref, src = (str(files / p) for p in ("a/hyp.en", "b/hyp.en", "ref.en", "src.de"))
+        hyps = (files / "hyp.en").read_text(encoding="utf-8")
+        (files / d / "newstest2014.hyp.en").write_text(hyps, encoding="utf-8")
+    a, b, ref, src = (
+        str(files / p) for p in ("model_a/newstest2014.hyp.en", "model_b/newstest2014.hyp.en", "ref.en", "src.de")
+    )
 
     def score(*args):
         return CliRunner().invoke(main, ["score", *args])
@@ -106,14 +109,17 @@ def test_two_systems_under_one_name_are_refused_and_same_file_names_told_apart(f
         ([a, b, "-r", ref, "--name", "sys", "--name", "sys"], "--name sys is given twice"),
         ([a, a, "-r", ref], f"{a} is given twice: give each system once"),
         (["-", "-r", "-"], "HYPOTHESES and -r cannot both read stdin"),
+        (["-", "-", "-r", ref], "two HYPOTHESES cannot both read stdin"),
     ):
         r = score(*args)
         assert r.exit_code == 2 and says in r.output, r.output
     assert score(a, a, "-r", ref, "--name", "one", "--name", "two").exit_code == 0
-    assert short_names([a, b]) == ["a/hyp.en", "b/hyp.en"] and short_names([a, ref]) == ["hyp.en", "ref.en"]
+    both = ["model_a/newstest2014.hyp.en", "model_b/newstest2014.hyp.en"]
+    assert short_names([a, b]) == both and short_names([a, ref]) == ["newstest2014.hyp.en", "ref.en"]
     legends = []
     monkeypatch.setattr("nmtkit.core.plot.save_figure", lambda fig, out: legends.append(fig.axes[0].get_legend()))
     r = score(a, b, "-r", ref, "--source", src, "--by-length", "--plot", str(files / "len.png"))
     assert r.exit_code == 0, r.output
-    assert "a/hyp.en" in r.stdout and "b/hyp.en" in r.stdout  # the table's columns
-    assert [t.get_text() for t in legends[0].get_texts()] == ["a/hyp.en", "b/hyp.en"]
+    head = next(line for line in r.stdout.splitlines() if line.strip().startswith("length"))
+    assert both[0] in head and both[1] in head  # the table's columns, whole
+    assert [t.get_text() for t in legends[0].get_texts()] == both

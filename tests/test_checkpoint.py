@@ -106,16 +106,25 @@ def test_a_model_setting_this_nmtkit_does_not_know_is_refused_in_one_line(tmp_pa
         with pytest.raises(FormatError, match=f"--{key} '{value}' is not one this nmtkit knows") as err:
             checkpoint.load(tmp_path / f"{key}.pt")
         assert "not a complete nmtkit checkpoint" in str(err.value) and "\n" not in str(err.value)
+    # a training setting it does not know leaves the model to translate (a resume is another matter)
+    later = {**raw, "training": {**raw["training"], "config": {**raw["training"]["config"], "lr_decay": "cosine2"}}}
+    torch.save(later, tmp_path / "later.pt")
+    assert checkpoint.load(tmp_path / "later.pt").model == checkpoint.load(tmp_path / "good.pt").model
     luong = model_config("luong", src_vocab=6, tgt_vocab=6, emb=4, hidden=4, layers=1).to_dict()
     with pytest.raises(FormatError, match="--attention 'local-x' is not one this nmtkit knows"):
         type(model_config("luong")).from_dict({**luong, "attention": "local-x"})
 
 
 def test_sizes_are_held_to_the_command_lines_bounds_in_python_too():
+    import numpy as np
+
     for name, family in (("emb", "rnnsearch"), ("hidden", "rnnencdec"), ("maxout", "rnnsearch"), ("layers", "luong")):
-        with pytest.raises(UserError, match=f"--{name}: 0 is not a whole number >= 1"):
-            model_config(family, **{name: 0})
+        for bad in (0, 2.5):
+            with pytest.raises(UserError, match=f"--{name}: {bad} is not a whole number >= 1"):
+                model_config(family, **{name: bad})
     assert model_config("luong", layers=1).layers == 1
+    made = model_config("rnnsearch", emb=np.int64(256)).emb  # a numpy size, as a sweep computes it
+    assert made == 256 and type(made) is int
 
 
 def test_weights_that_do_not_fit_the_model_are_refused(tmp_path):

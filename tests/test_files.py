@@ -40,14 +40,17 @@ def test_a_gzipped_corpus_is_named_as_such(tmp_path):
 def test_a_utf16_corpus_is_named_as_such_with_or_without_its_mark(tmp_path):
     """It was counted as lines without a partner, or, without a byte-order mark, passed for UTF-8 and
     came out with its NULs cleaned away."""
-    text = "In the beginning God created the heaven and the earth.\nAnd the earth was without form.\n"
-    for encoding in ("utf-16", "utf-16-le", "utf-16-be"):
-        (tmp_path / "train.en").write_bytes(text.encode(encoding))
-        for read in (count_lines, lambda p: list(read_lines(p))):
-            with pytest.raises(UserError, match=r"train.en: UTF-16 text; nmtkit reads UTF-8 \(iconv -f UTF-16"):
-                read(tmp_path / "train.en")
-    (tmp_path / "crawled.en").write_bytes(b"a stray \x00 in crawled text\n")
-    assert list(read_lines(tmp_path / "crawled.en")) == ["a stray \x00 in crawled text"]
+    english = "In the beginning God created the heaven and the earth.\nAnd the earth was without form.\n"
+    russian = "В начале сотворил Бог небо и землю.\n"  # a NUL for each space and newline alone
+    for text in (english, russian, "Привет мир\n"):
+        for encoding in ("utf-16", "utf-16-le", "utf-16-be"):
+            (tmp_path / "train.en").write_bytes(text.encode(encoding))
+            for read in (count_lines, lambda p: list(read_lines(p))):
+                with pytest.raises(UserError, match=r"train.en: UTF-16 text; nmtkit reads UTF-8 \(iconv -f UTF-16"):
+                    read(tmp_path / "train.en")
+    for stray in (b"a stray \x00 in crawled text\n" * 30, b"a\x00b\n", b"ab\x00\x00c\n"):  # the cleaning's
+        (tmp_path / "crawled.en").write_bytes(stray)
+        assert list(read_lines(tmp_path / "crawled.en")) == stray.decode().splitlines()
 
 
 def test_read_lines_keeps_empty_lines_and_strips_crlf(tmp_path):

@@ -1,5 +1,7 @@
 """Spreading preprocessing over processes changes nothing in the output."""
 
+from pathlib import Path
+
 from nmtkit.text.clean import PRESETS
 from nmtkit.text.preprocess import preprocess_corpus
 from nmtkit.text.settings import FilterConfig, TextConfig
@@ -65,25 +67,36 @@ def test_workers_leave_a_stop_to_the_parent_which_kills_them_when_it_stops(tmp_p
     assert time.monotonic() - started < 15 and not any(w.is_alive() for w in workers)
 
 
-def test_a_stop_while_workers_import_leaves_them_to_their_start(tmp_path, monkeypatch):
+def test_a_stop_while_workers_import_leaves_them_to_their_start(tmp_path):
     """A spawned worker imports for a second or more before it can ignore a stop: one sent to the
-    process group then ended it with a traceback, and the pool started another."""
-    import os
-    import signal
-
-    from nmtkit.core.parallel import Workers
+    process group then ended it with a traceback, and the pool started another. In a process of
+    its own, as a command's first pool is (whose locks start the resource tracker, which unblocked
+    every signal)."""
+    import subprocess
+    import sys
 
     (tmp_path / "slow_to_import.py").write_text("import time\ntime.sleep(1.5)\n\ndef start():\n    pass\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    import slow_to_import
+    script = """
+import os, signal, sys
+sys.path.insert(0, sys.argv[1])
+import slow_to_import
+from nmtkit.core.parallel import Workers
+from tests.test_parallel import _sleep_then
 
-    with Workers(2, slow_to_import.start, ()) as pool:
-        workers = list(pool.pool._pool)
-        for w in workers:
-            os.kill(w.pid, signal.SIGTERM)  # still importing
-        assert list(pool.map(_sleep_then, range(4))) == list(range(4))
-        assert list(pool.pool._pool) == workers and all(w.is_alive() for w in workers)
-    assert all(w.exitcode == 0 for w in workers)
+with Workers(2, slow_to_import.start, ()) as pool:
+    workers = list(pool.pool._pool)
+    for w in workers:
+        os.kill(w.pid, signal.SIGTERM)  # still importing
+    assert list(pool.map(_sleep_then, range(4))) == list(range(4))
+    assert list(pool.pool._pool) == workers and all(w.is_alive() for w in workers), "replaced"
+assert all(w.exitcode == 0 for w in workers), [w.exitcode for w in workers]
+print("kept")
+"""
+    root = Path(__file__).resolve().parents[1]
+    r = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)], cwd=root, capture_output=True, text=True, timeout=120
+    )
+    assert r.returncode == 0 and r.stdout.strip() == "kept", r.stderr[-2000:]
 
 
 def test_a_stop_while_the_pool_is_built_kills_the_workers_it_started(monkeypatch):

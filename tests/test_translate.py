@@ -96,6 +96,10 @@ def test_an_output_that_is_an_input_or_another_output_is_refused_before_anything
     assert src.read_bytes() == before[src]
     both = CliRunner().invoke(main, ["translate", "-m", str(model), "-", "--prefix", "-"], input=EN[0] + "\n")
     assert both.exit_code == 2 and "INPUT and --prefix cannot both read stdin" in both.output
+    both = CliRunner().invoke(
+        main, ["translate", "-m", str(tmp_path / "absent.pt"), "--replace-unk", "--unk-dict", "-"]
+    )
+    assert both.exit_code == 2 and "INPUT and --unk-dict cannot both read stdin" in both.output  # before the model
     late = invoke("translate", "-m", tmp_path / "absent.pt", src, "--batch-size", 2, "--max-tokens", 24)
     assert late.exit_code == 2 and "two ways to cut batches" in late.output  # before any model is looked for
 

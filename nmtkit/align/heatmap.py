@@ -48,9 +48,11 @@ def parse_sentences(spec: str) -> list[int]:
             first, last = int(lo), int(hi) if dash else int(lo)
             if first < 1 or last < first:
                 raise ValueError
-            if len(out) + last - first >= MAX_PICTURES:
+            if last - first >= MAX_PICTURES:  # before it is spelt out
                 raise UserError(f"--sentences '{spec}': more than {MAX_PICTURES:,} pictures; draw fewer at a time")
             out.update(dict.fromkeys(range(first, last + 1)))
+            if len(out) > MAX_PICTURES:
+                raise UserError(f"--sentences '{spec}': more than {MAX_PICTURES:,} pictures; draw fewer at a time")
     except ValueError:
         raise UserError(f"--sentences '{spec}': expected line numbers from 1, like 3,10-12") from None
     if not out:

@@ -76,16 +76,26 @@ def open_binary(path: str | Path) -> IO[bytes]:
     return stream
 
 
+def _utf16_without_mark(start: bytes) -> bool:
+    """Whether bytes without a byte-order mark are UTF-16's, which passes for UTF-8 where it holds
+    NULs: the high byte of ASCII, of the space and of the newline in any script, all at one byte
+    parity, each newline's beside it. A stray NUL in crawled UTF-8 is the cleaning's to drop."""
+    even, odd = start[0::2].count(0), start[1::2].count(0)
+    if (even == 0) == (odd == 0) or even + odd < 2:
+        return False
+    newline = b"\n\x00" if odd else b"\x00\n"  # little-endian: the NUL after the character
+    lines = [i for i in range(0, len(start) - 1, 2) if start[i : i + 2] == newline]
+    return bool(lines) or b"\n" not in start
+
+
 def refuse_other_encodings(stream: IO[bytes], path: str | Path) -> None:
-    """One line for a stream that starts as gzip or UTF-16 does, read without consuming it. UTF-16
-    without its byte-order mark would pass for UTF-8 where it is ASCII, a NUL every other byte; a
-    stray NUL in crawled text is the cleaning's to drop."""
+    """One line for a stream that starts as gzip or UTF-16 does, read without consuming it."""
     start = _first_bytes(stream, 4096)
     piped = str(path) == STDIO
     if start[:2] == _GZIP_MAGIC:
         how = "pipe it through zcat" if piped else f"zcat {path} > FILE"
         raise UserError(f"{display_name(path)}: gzip-compressed; nmtkit reads plain UTF-8 text ({how})")
-    if start[:2] in _UTF16_MARKS or start.count(b"\x00") * 4 >= len(start) > 0:
+    if start[:2] in _UTF16_MARKS or _utf16_without_mark(start):
         how = "iconv -f UTF-16 -t UTF-8" + ("" if piped else f" {path} > FILE")
         raise UserError(f"{display_name(path)}: UTF-16 text; nmtkit reads UTF-8 ({how})")
 
@@ -149,7 +159,8 @@ def refuse_two_on_stdin(inputs: list[tuple[str, str | Path | None]]) -> None:
     all, and the second find it empty."""
     on_stdin = [name for name, path in inputs if path is not None and str(path) == STDIO]
     if len(on_stdin) > 1:
-        raise UserError(f"{' and '.join(on_stdin[:2])} cannot both read stdin ('-'): give one of them a FILE")
+        both = f"two {on_stdin[0]}" if on_stdin[0] == on_stdin[1] else " and ".join(on_stdin[:2])
+        raise UserError(f"{both} cannot both read stdin ('-'): give one of them a FILE")
 
 
 def refuse_overwriting(outputs: list[tuple[str, str | None]], inputs: list[tuple[str, str | None]]) -> None:

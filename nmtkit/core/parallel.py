@@ -16,6 +16,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
+from multiprocessing import resource_tracker
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -95,14 +96,17 @@ def _spawned(n: int, initializer: Callable[..., None], initargs: tuple[Any, ...]
     more before its initializer can ignore them, and a stop then ended it with a traceback (and the
     pool started another). A stop that comes while the pool is built kills the workers it started."""
     before = set(mp.active_children())
+    # the pool's locks start multiprocessing's resource tracker, whose start unblocks every signal
+    # on its way out: started first, it leaves the block below in place
+    resource_tracker.ensure_running()
     pool = None
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, [])  # the mask as it is, changed by nothing
     try:
-        held = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)  # inherited by the workers, through exec
         try:
+            signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)  # inherited by the workers, through exec
             pool = mp.get_context("spawn").Pool(n, _deaf_to_stops, (initializer, *initargs))
         finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, held)
-        _stops_acted_on()
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)  # a stop held till now is raised here
         return pool
     except BaseException:
         if pool is not None:
@@ -110,11 +114,6 @@ def _spawned(n: int, initializer: Callable[..., None], initargs: tuple[Any, ...]
         for worker in set(mp.active_children()) - before:
             worker.kill()
         raise
-
-
-def _stops_acted_on() -> None:
-    """Nothing: Python runs the handler of a stop held till now at a call of a Python function, and
-    this is one, made while the pool's workers can still be killed."""
 
 
 def _deaf_to_stops(initializer: Callable[..., None], *initargs: Any) -> None:

@@ -7,6 +7,7 @@ picture a user opens is never half drawn.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ def pyplot() -> Any:
 
 
 def check_format(out: str | Path) -> str:
-    if str(out) in ("-", "/dev/stdout"):
+    if str(out) in ("-", "/dev/stdout") or _is_stdout(out):
         raise UserError(f"{out}: a picture is a file, not text for stdout: name it (.png, .svg or .pdf)")
     suffix = Path(out).suffix.lstrip(".").lower()
     if suffix not in FORMATS:
@@ -36,6 +37,15 @@ def check_format(out: str | Path) -> str:
             f"{out}: pictures are written as {', '.join(FORMATS)}; name the file with one of those suffixes"
         )
     return suffix
+
+
+def _is_stdout(path: str | Path) -> bool:
+    """Whether ``path`` names this process's stdout (/dev/stdout, /dev/fd/1, /proc/self/fd/1)."""
+    try:
+        named, stdout = os.stat(path), os.fstat(1)
+    except OSError:
+        return False
+    return (named.st_dev, named.st_ino) == (stdout.st_dev, stdout.st_ino)
 
 
 def save_figure(fig: Any, out: str | Path) -> None:

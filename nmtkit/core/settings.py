@@ -119,20 +119,25 @@ def check_declared(config: Any) -> None:
 
 
 def check_choices(config: Any) -> None:
-    """Refuse, as a format error, a stored value outside its declared choices: it names a model or
-    a rule that this nmtkit does not have (a newer one's, or a file edited), which would otherwise
-    fail later with a traceback, or run as another."""
+    """Refuse, as a format error, a stored value outside its declared choices, in ``config`` or its
+    sub-configs: it names a model this nmtkit does not have (a newer one's, or a file edited), which
+    would otherwise fail later with a traceback, or run as another."""
     for f in fields(config):
         declared_ = f.metadata.get("nmtkit")
         value = getattr(config, f.name)
-        if declared_ and declared_.choices is not None and value is not None and value not in declared_.choices:
+        if isinstance(value, Settings):
+            check_choices(value)
+        elif declared_ and declared_.choices is not None and value is not None and value not in declared_.choices:
             spelling = declared_.flag or "--" + f.name.replace("_", "-")
-            raise FormatError(f"{spelling} {value!r} is not one this nmtkit knows ({', '.join(declared_.choices)})")
+            raise FormatError(
+                f"{spelling} {value!r} is not one this nmtkit knows ({', '.join(declared_.choices)}): "
+                "a newer nmtkit's model, or an edited file"
+            )
 
 
 # Off while a stored config is read back (from_dict): a file keeps the values it was written
 # with, also those an older nmtkit let through (1.1 took --max-minutes inf), so that a checkpoint
-# that translated still translates. Its choices are checked all the same (check_choices).
+# that translated still translates. A model's choices are checked all the same (check_choices).
 _CHECKING = contextvars.ContextVar("checking", default=True)
 
 
@@ -143,14 +148,12 @@ def checking() -> bool:
 
 class Settings:
     """to_dict/from_dict for the frozen dataclasses below; unknown keys are a format error. A
-    declared field's value is checked against its bounds and choices when the config is made;
-    read back from a file (:meth:`from_dict`), against its choices only."""
+    declared field's value is checked against its bounds and choices when the config is made,
+    except when it is read back from a file (:meth:`from_dict`)."""
 
     def __post_init__(self) -> None:
         if _CHECKING.get():
             check_declared(self)
-        else:
-            check_choices(self)
 
     def to_dict(self) -> dict[str, Any]:
         fields_: dict[str, Any] = asdict(self)  # type: ignore[call-overload]

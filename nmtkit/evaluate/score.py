@@ -421,12 +421,13 @@ def format_report(result: dict[str, Any], metrics: Metrics | None = None) -> str
         for kind in kinds:
             label = labels.label("bleu" if kind == "bleu" else TOK_BLEU)
             lines.append(f"{label} by source length (Moses tokens, buckets of {result['by_length']['width']}):")
-            heads = "  ".join(f"{n[-14:]:>14}" for n in short_names(names))
-            lines.append(f"  {'length':>9} {'sentences':>9}  " + heads)
+            heads = short_names(names)
+            w = max(8, *map(len, heads))  # a column as wide as the name that tells its system apart
+            lines.append(f"  {'length':>9} {'sentences':>9}  " + "  ".join(f"{h:>{w}}" for h in heads))
             for row in result["by_length"]["rows"]:
                 span = f"{row['lo']}-{row['hi']}" if row["hi"] else "empty"
                 lines.append(
-                    f"  {span:>9} {row['sentences']:>9}  " + "  ".join(f"{row[kind][n]:>14.2f}" for n in names)
+                    f"  {span:>9} {row['sentences']:>9}  " + "  ".join(f"{row[kind][n]:>{w}.2f}" for n in names)
                 )
     for key in ("bootstrap", "bootstrap_tok"):
         if key not in result:

@@ -3,12 +3,13 @@ made from flags, and the size presets."""
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Iterator
 from dataclasses import Field, dataclass, field, fields, replace
 from typing import Any, ClassVar
 
 from ..core.errors import FormatError, UserError
-from ..core.settings import Settings, as_written, checking, setting, sub_config
+from ..core.settings import Settings, as_written, check_choices, checking, setting, sub_config
 
 READOUTS = ("prev", "next")
 ENCODERS = ("paper", "cudnn")
@@ -95,8 +96,13 @@ class ModelConfig(Settings):
         super().__post_init__()
         for name in self.SIZES if checking() else ():
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise UserError(f"--{name}: {value!r} is not a whole number >= 1")
+            try:
+                whole = not isinstance(value, bool) and operator.index(value) >= 1
+            except TypeError:
+                whole = False
+            if not whole:
+                raise UserError(f"--{name}: {value} is not a whole number >= 1")
+            object.__setattr__(self, name, operator.index(value))  # a plain int, as a checkpoint keeps
 
     def to_dict(self) -> dict[str, Any]:
         """The fields, sub-configs as dicts, with the family's name first (the checkpoint's record)."""
@@ -110,6 +116,7 @@ class ModelConfig(Settings):
         if not issubclass(family, cls):
             raise FormatError(f"a {family.arch} model, not a {cls.__name__}")
         made: ModelConfig = super(ModelConfig, family).from_dict(rest)
+        check_choices(made)
         return made
 
     @classmethod
@@ -320,7 +327,9 @@ def from_flat_record(record: dict[str, Any]) -> ModelConfig:
     arch = record.get("arch", DEFAULT_ARCH)
     own = _family(arch, "the model's architecture", FormatError).flags()
     with as_written():
-        return model_config(arch, **{k: v for k, v in record.items() if k in own})
+        made = model_config(arch, **{k: v for k, v in record.items() if k in own})
+    check_choices(made)
+    return made
 
 
 def every_model_flag() -> dict[str, tuple[type[Settings], str]]:

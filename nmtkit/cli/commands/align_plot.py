@@ -77,10 +77,12 @@ def align_plot(
     black for 0 and white for 1. Subword pieces are merged into words: a source word's column is
     the sum of its pieces' columns, a target word's row the mean of its pieces' rows."""
     from ...align.heatmap import from_alignment_file, from_pharaoh, parse_sentences, plot
+    from ...core.files import refuse_two_on_stdin
     from ...core.plot import check_format
 
     lines = parse_sentences(sentences)
     check_format(output)  # a bad suffix fails before any work
+    refuse_two_on_stdin([("ALIGNMENTS", alignments), ("--source", source), ("--target", target)])
     if bool(alignments) == bool(model_paths):
         raise UserError(
             "give either an alignment file from 'translate --alignments' or -m MODEL with --source and --target"

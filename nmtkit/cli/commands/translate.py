@@ -103,7 +103,7 @@ def translate(
     gives an empty line. From a pipe or a terminal each line is translated as
     soon as it arrives; a file is translated in batches under a progress bar.
     """
-    from ...core.files import refuse_overwriting
+    from ...core.files import refuse_overwriting, refuse_two_on_stdin
     from ...translate.io import translate_file
     from ...translate.translator import read_unk_dict
 
@@ -111,6 +111,7 @@ def translate(
         [("-o", output), ("--alignments", alignments), ("--print-alignment", pharaoh_path)],
         [("INPUT", input), ("--prefix", values["prefix"]), ("--unk-dict", unk_dict), *(("-m", m) for m in model_paths)],
     )
+    refuse_two_on_stdin([("INPUT", input), ("--prefix", values["prefix"]), ("--unk-dict", unk_dict)])
     if unk_dict and not values["replace_unk"]:
         raise UserError("--unk-dict is used by --replace-unk; add that flag")
     if values["token_scores"] and output_format != "jsonl":
