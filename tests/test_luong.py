@@ -388,9 +388,13 @@ def test_a_luong_model_translates_and_ensembles_with_rnnsearch(luong, overfit, t
 
 def test_info_names_the_attention_and_a_renormalised_window(luong):
     found = describe(luong)  # trained with train's defaults: a renormalised window
-    assert "attention local-p (general, renormalised), input feeding on" in format_info(found)
-    found["model"]["window_renorm"] = False
-    assert "attention local-p (general), input feeding on" in format_info(found)
+    window = found["model"]["window"]
+    said = f"attention local-p (general, D = {window}, renormalised), input feeding on, source reversed"
+    assert said in format_info(found)
+    found["model"] |= {"window_renorm": False, "reverse_source": False}  # what train's errors name
+    assert f"attention local-p (general, D = {window}), input feeding on, source in order" in format_info(found)
+    found["model"] |= {"attention": "none", "input_feed": False}
+    assert "attention none, input feeding off" in format_info(found)  # no score: it has none
 
 
 def test_score_align_plot_and_resume_work_with_a_luong_checkpoint(luong, overfit, tmp_path):
@@ -495,3 +499,15 @@ def test_the_cpu_recipe_leaves_the_hand_written_passes_out_for_luong_s_lstms():
     budget = {"max_updates": 100, "window_renorm": None}
     assert not train_settings("luong", "tiny", "cpu", {**budget, "attention": "local-m"}, set())[1].fused_steps
     assert train_settings("rnnsearch", "tiny", "cpu", budget, set())[1].fused_steps
+
+
+def test_a_run_from_a_luong_checkpoint_is_a_luong_run_without_arch(luong, overfit, tmp_path):
+    """--attention beside --init-from a Luong model, --arch left out, was refused as 'does not
+    apply to --arch rnnsearch': the default family, not the checkpoint's."""
+    r = CliRunner().invoke(
+        main,
+        ["train", str(overfit / "bin-kept"), "--save-dir", str(tmp_path / "x"), "--init-from", str(luong)]
+        + ["--attention", "local-p", "--dump-config", "-"],
+    )
+    assert r.exit_code == 0, r.output
+    assert "\nattention: local-p\n" in r.stdout and "does not apply" not in r.output

@@ -50,11 +50,7 @@ def format_info(info: dict[str, Any]) -> str:
     m, p = info["model"], info["progress"]
     sizes = ", ".join(f"{k} {m[k]}" for k in ("emb", "hidden", "align", "maxout") if k in m)
     if m["arch"] == "luong":
-        renorm = ", renormalised" if m.get("window_renorm") else ""
-        sizes = (
-            f"{m['layers']} layers, emb {m['emb']}, hidden {m['hidden']}; attention {m['attention']} "
-            f"({m['score']}{renorm}), input feeding {'on' if m['input_feed'] else 'off'}"
-        )
+        sizes = f"{m['layers']} layers, emb {m['emb']}, hidden {m['hidden']}; {_luong_attention(m)}"
     if m.get("dropout"):
         sizes += f"; dropout {m['dropout']:g}"
     if m.get("weight_drop"):
@@ -92,6 +88,22 @@ def format_info(info: dict[str, Any]) -> str:
         + (f"; weights averaged (EMA {t['ema_decay']:g})" if t.get("ema_decay") else ""),
     ]
     return "\n".join(lines)
+
+
+def _luong_attention(m: dict[str, Any]) -> str:
+    """A Luong model's attention as train's errors name its settings: the score, the window's D,
+    the renormalisation, the input feeding and the source's order."""
+    how = [] if m["attention"] == "none" else [m["score"]]
+    if m["attention"] in ("local-m", "local-p"):
+        how.append(f"D = {m['window']}")
+    if m.get("window_renorm"):
+        how.append("renormalised")
+    return (
+        f"attention {m['attention']}"
+        + (f" ({', '.join(how)})" if how else "")
+        + f", input feeding {'on' if m['input_feed'] else 'off'}"
+        + f", source {'reversed' if m.get('reverse_source', True) else 'in order'}"
+    )
 
 
 def _schedule(t: dict[str, Any]) -> str:

@@ -23,7 +23,12 @@ def _flags(ctx: click.Context) -> tuple[str, str, str, dict[str, Any], set[str]]
     typed = (click.core.ParameterSource.COMMANDLINE, click.core.ParameterSource.DEFAULT_MAP)
     given = {k for k in ctx.params if ctx.get_parameter_source(k) in typed}
     values = {k: v for k, v in ctx.params.items() if k not in _NOT_SETTINGS}
-    return ctx.params["arch"], ctx.params["preset"], ctx.params["schedule_name"], values, given
+    arch = ctx.params["arch"]
+    if "arch" not in given and (kept := _from_checkpoint(ctx)) is not None:
+        from ...checkpoint import load  # a run that goes on from a model is of its family unless told
+
+        arch = load(kept).model.arch
+    return arch, ctx.params["preset"], ctx.params["schedule_name"], values, given
 
 
 def _filled(ctx: click.Context) -> dict[str, Any]:
