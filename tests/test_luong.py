@@ -511,3 +511,18 @@ def test_a_run_from_a_luong_checkpoint_is_a_luong_run_without_arch(luong, overfi
     )
     assert r.exit_code == 0, r.output
     assert "\nattention: local-p\n" in r.stdout and "does not apply" not in r.output
+
+
+def test_the_non_attentional_base_feeds_nothing_back_unless_asked(tmp_path):
+    """--attention none fed h_{t-1} back as input: not the paper's base, whose Table 1 adds input
+    feeding only after attention."""
+
+    def dumped(*flags):
+        line = ["train", "bin", "--save-dir", str(tmp_path / "r"), "--arch", "luong", *flags, "--dump-config", "-"]
+        r = CliRunner().invoke(main, line)
+        assert r.exit_code == 0, r.output
+        return r.stdout.splitlines()
+
+    assert "# input-feed: false" in dumped("--attention", "none")
+    assert "input-feed: true" in dumped("--attention", "none", "--input-feed")
+    assert "# input-feed: true" in dumped("--attention", "global")

@@ -190,3 +190,17 @@ def test_what_a_luong_model_reads_depends_on_its_attention_and_score():
     assert set(LuongConfig(attention="local-p", score="dot").idle()) == set()  # p_t's layer is align wide
     assert set(LuongConfig(attention="global", score="concat").idle()) == {"window"}
     assert set(LuongConfig(attention="local-m", score="general").idle()) == {"align"}
+
+
+@pytest.mark.parametrize("arch", list(MODELS))
+def test_a_family_says_without_torch_whether_compile_has_steps_to_compile(arch):
+    """--compile with a Luong model was refused when the model was built, after the save directory
+    was made; the family's config now says it, as its model's steps are."""
+    from nmtkit.models.config import model_config
+    from nmtkit.train.config import TrainConfig, check_run
+
+    cfg = model_config(arch, src_vocab=6, tgt_vocab=6, emb=4, hidden=4, **({"layers": 1} if arch == "luong" else {}))
+    assert type(cfg).compilable == bool(build_model(cfg).step_functions())
+    if not type(cfg).compilable:
+        with pytest.raises(UserError, match=f"--compile: the {arch} model has no per-position step to compile"):
+            check_run(cfg, TrainConfig(compile=True, max_updates=1))

@@ -410,3 +410,44 @@ def test_dropout_is_a_gru_models_setting_saved_with_it_and_resumed_exactly(data_
     assert checkpoint.load(tmp_path / "whole" / "last.pt").model.dropout == 0.3
     plain = run(data_bin, tmp_path / "plain", "--preset", "tiny", "--optimizer", "adam", "--lr", "0.01", updates=4)
     assert whole[0]["train_nll"] != plain[0]["train_nll"]  # the masks change the first loss already
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (["--decay", "0.3"], "--decay scales the rate at --lr-decay plateau or every epoch after --decay-after"),
+        (["--max-tokens", "500", "--batch-size", "10"], "--batch-size and --max-tokens are two ways to cut batches"),
+        (["--best-by", "bleu", "--no-valid-bleu"], "--best-by bleu needs the dev BLEU that --no-valid-bleu turns off"),
+        (["--keep-last", "1", "--keep-validations"], "--keep-last N keeps the last N validations' checkpoints"),
+        (["--arch", "luong", "--attention", "global", "--no-window-renorm"], "--no-window-renorm applies to"),
+    ],
+)
+def test_two_flags_of_which_the_run_would_follow_one_are_refused(tmp_path, flags, said):
+    """Each was accepted, the other flag silently idle (the walk through training's options)."""
+    r = CliRunner().invoke(main, ["train", "bin", "--save-dir", str(tmp_path / "r"), *flags, "--dump-config", "-"])
+    assert r.exit_code == 2 and said in r.output and "Traceback" not in r.output, r.output
+
+
+def test_a_warmup_the_whole_budget_long_is_said(capsys):
+    from nmtkit.models.config import model_config
+    from nmtkit.train.config import check_run
+
+    check_run(model_config("rnnsearch"), TrainConfig(lr_decay="cosine", warmup=50, max_updates=4))
+    assert "--warmup 50 is not below --max-updates 4: the rate rises the whole run" in capsys.readouterr().err
+    check_run(model_config("rnnsearch"), TrainConfig(lr_decay="cosine", warmup=50, max_updates=51))
+    assert capsys.readouterr().err == ""
+
+
+def test_a_corpus_that_makes_no_minibatch_is_one_line_before_any_work(data_bin, tmp_path):
+    """A ValueError's traceback at the first draw, exit 1, a save directory left behind."""
+    for flags, said in (
+        (["--max-len", 1], "no training pair fits --max-len 1"),
+        (["--max-tokens", 4, "--update-freq", 2], "none makes a minibatch of 2 sentences or more"),
+    ):
+        r = CliRunner().invoke(
+            main,
+            ["train", str(data_bin), "--save-dir", str(tmp_path / "r"), "--preset", "tiny", "--max-updates", 2]
+            + [str(f) for f in flags],
+        )
+        assert r.exit_code == 2 and said in r.output and "Traceback" not in r.output, r.output
+        assert not (tmp_path / "r" / "last.pt").exists()

@@ -62,9 +62,13 @@ def resolved_settings(
         values = {**values, "tie_embeddings": recipe.pop("tie_embeddings")}
     refuse_foreign(arch, given & every.keys())
     _refuse_unpaired(values, recipe, given)
+    _refuse_contradicted(values, recipe, given)
     if values.get("window_renorm") is None and "window_renorm" in own:
         # on for a new local-p model: the paper's unnormalised window does not learn where to look
         values = {**values, "window_renorm": values.get("attention") == "local-p"}
+    if values.get("attention") == "none" and "input_feed" not in given:
+        # the paper's base feeds no attentional vector back (Table 1: input feeding comes with attention)
+        values = {**values, "input_feed": False}
     sizes = family.preset_sizes(preset) | {k: values[k] for k in SIZES if values.get(k) is not None}
     if values.get("tie_embeddings"):  # the readout's output is scored by the embeddings: l = m
         if values.get("maxout") is not None and values["maxout"] != sizes["emb"]:
@@ -99,6 +103,21 @@ def _refuse_unpaired(values: dict[str, Any], recipe: dict[str, Any], given: set[
         raise UserError("--compile-mode applies to a compiled step: add --compile")
     if values.get("window_renorm") and values.get("attention") != "local-p":
         raise UserError("--window-renorm applies to --attention local-p")
+
+
+def _refuse_contradicted(values: dict[str, Any], recipe: dict[str, Any], given: set[str]) -> None:
+    """Two flags typed of which the run would follow one, the other silently idle, refused in a line."""
+    if values.get("window_renorm") is False and "window_renorm" in given and values.get("attention") != "local-p":
+        raise UserError("--no-window-renorm applies to --attention local-p")
+    if "decay" in given and (values.get("lr_decay") or recipe.get("lr_decay")) != "plateau":
+        if not (values.get("decay_after") or recipe.get("decay_after")):
+            raise UserError("--decay scales the rate at --lr-decay plateau or every epoch after --decay-after: add one")
+    if {"batch_size", "max_tokens"} <= given and values.get("max_tokens"):
+        raise UserError("--batch-size and --max-tokens are two ways to cut batches: give one")
+    if "best_by" in given and values.get("best_by") == "bleu" and values.get("valid_bleu") is False:
+        raise UserError("--best-by bleu needs the dev BLEU that --no-valid-bleu turns off: give one")
+    if values.get("keep_last") and values.get("keep_validations"):
+        raise UserError("--keep-last N keeps the last N validations' checkpoints, --keep-validations all: give one")
 
 
 def _refuse_idle(model: ModelConfig, given: set[str]) -> None:

@@ -99,7 +99,7 @@ class LuongAttention(nn.Module):
     """Attention on the current decoder state h_t (not s_{i-1}): a_t, then c_t = Σ_s a_t(s) h̄_s.
 
     Scores (Eq. 8 and 9): ``dot`` h_tᵀh̄_s; ``general`` h_tᵀW_a h̄_s; ``concat``
-    v_aᵀtanh(W_a[h_t; h̄_s]); ``location`` softmax(W_a h_t), which never reads h̄.
+    v_aᵀtanh(W_a[h_t; h̄_s]); ``location`` softmax(W_a h_t + b), which never reads h̄.
     The parts that depend on h̄ only (W_a h̄, the h̄ half of concat's W_a) are
     computed once per sentence by ``precompute``.
 
@@ -111,12 +111,16 @@ class LuongAttention(nn.Module):
     has the Gaussian: the paper's local-m is "the same as the global model
     except that a_t is fixed-length and shorter". Positions outside the
     sentence are ignored; local-m's p_t is clamped to the last source word so
-    that an output longer than S + D still sees one. A window is a mask over
-    the whole sentence: at the paper's 50 words, gathering 2D + 1 annotations
-    costs more than scoring them all.
+    that an output longer than S + D still sees one. A window holds the
+    positions within D of p_t: 2D + 1 of them where p_t is whole (local-m), 2D
+    where it is real (local-p). It is a mask over the whole sentence: at the
+    paper's 50 words, gathering the window's annotations costs more than
+    scoring them all.
 
     ``location`` learns ``max_src`` position logits: a shorter sentence uses the
-    first of them, a longer one gives its later words no weight (footnote 6).
+    first of them, a longer one gives its later words no weight (footnote 6),
+    unless a local-m window lies wholly past them, whose positions it then
+    weighs evenly.
     """
 
     def __init__(self, score: str, window: str, hidden: int, align: int, max_src: int, D: int, renorm: bool = False):

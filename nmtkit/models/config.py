@@ -64,6 +64,8 @@ class ModelConfig(Settings):
     # whether train's hand-written fused passes (--fused-steps) exist for the family: decided here,
     # without torch, so that a recipe leaves the flag out for a family without them
     fusable: ClassVar[bool] = True
+    # whether the family has per-position steps for --compile to compile (Seq2Seq.step_functions)
+    compilable: ClassVar[bool] = True
     # the family's dropout when none is given: Luong et al. used 0.2, Bahdanau et al. none
     default_dropout: ClassVar[float] = 0.0
     # settings that shape training alone, never the weights: a run may go on, or start, from a
@@ -243,6 +245,7 @@ class LuongConfig(ModelConfig):
 
     arch: ClassVar[str] = "luong"
     fusable: ClassVar[bool] = False  # stacked LSTMs: no hand-written passes
+    compilable: ClassVar[bool] = False  # cuDNN's LSTMs run the whole sentence: no step to compile
     default_dropout: ClassVar[float] = 0.2
     SIZES: ClassVar[tuple[str, ...]] = (*ModelConfig.SIZES, "layers")
     layers: int = 4

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.console import log
 from ..core.errors import UserError
 from ..core.settings import Settings, setting
 from ..models.config import FAMILIES, ModelConfig, RNNSearchConfig
@@ -268,6 +269,8 @@ def check_run(model: ModelConfig, cfg: TrainConfig) -> None:
     settings ask of each other (a decaying rate needs a budget to decay over; guided alignment,
     attention). :func:`nmtkit.train.loop.train` checks it before it starts."""
     arch = model.arch
+    if cfg.compile and not model.compilable:  # before a save directory is made, not at the model's build
+        raise UserError(f"--compile: the {arch} model has no per-position step to compile")
     if cfg.guided_alignment_weight and not model.attends():
         raise UserError(
             f"--guided-alignment-weight trains the attention: --arch {arch} "
@@ -300,4 +303,9 @@ def check_run(model: ModelConfig, cfg: TrainConfig) -> None:
         raise UserError(
             f"--lr-decay {cfg.lr_decay} falls to 0 at the end of a budget: give --max-updates, "
             f"--max-minutes or --max-epochs"
+        )
+    if cfg.lr_decay in BUDGETED and cfg.max_updates and cfg.warmup >= cfg.max_updates:  # a test run may mean it
+        log(
+            f"warning: --warmup {cfg.warmup} is not below --max-updates {cfg.max_updates}: the rate rises the whole "
+            f"run and --lr-decay {cfg.lr_decay} never begins (a --schedule gives its own --warmup)"
         )
