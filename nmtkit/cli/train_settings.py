@@ -166,9 +166,15 @@ def recipe_fills(
         run["decay_patience"] = None  # typed, it would be refused: it counts plateau's validations
         if not cfg.decay_after:
             run["decay"] = None  # read by neither schedule that decays by it
+    if cfg.max_tokens:
+        run["batch_size"] = None  # typed beside --max-tokens, it would be refused: a second way to cut
+    if not cfg.valid_bleu:
+        run["best_by"] = None  # bleu, typed, would be refused: no dev BLEU to choose by
     flat = model.flat()
     if "max_fertility" in flat and flat.get("coverage") != "linguistic":
         flat["max_fertility"] = None  # typed, it would be refused: it bounds the linguistic coverage alone
+    if "window_renorm" in flat and flat.get("attention") != "local-p":
+        flat["window_renorm"] = None  # likewise: it divides local-p's window alone
     flat |= dict.fromkeys(model.idle())  # likewise
     fills = foreign | run | flat | {"preset": SCHEDULES[schedule_name].settings(0.0).get("preset", preset)}
     if from_checkpoint is not None:  # the family's defaults are not the checkpoint's values

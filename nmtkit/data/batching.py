@@ -50,6 +50,7 @@ class Batches:
         self.rank, self.world = rank, world
         self.epoch, self.index = 0, 0
         self.drawn_epoch = 0
+        self._planned: tuple[tuple[int, int], list[np.ndarray]] | None = None
 
     def _cut(self, ids: np.ndarray) -> list[np.ndarray]:
         if not self.max_tokens:
@@ -64,6 +65,13 @@ class Batches:
         return out
 
     def epoch_batches(self, epoch: int) -> list[np.ndarray]:
+        """The epoch's minibatches, in their order; the last epoch's kept, as a start's checks and
+        its first draw both ask for it (seconds at WMT's millions of pairs)."""
+        if self._planned is None or self._planned[0] != (epoch, self.seed):
+            self._planned = ((epoch, self.seed), self._plan(epoch))
+        return self._planned[1]
+
+    def _plan(self, epoch: int) -> list[np.ndarray]:
         rng = np.random.default_rng([self.seed, epoch])
         order = rng.permutation(self.keep)
         step = self.pool * (

@@ -255,7 +255,10 @@ class LuongConfig(ModelConfig):
         choices=(*WINDOWS, "none"),
     )
     score: str = setting("general", "luong: the alignment score function.", choices=SCORES)
-    input_feed: bool = setting(True, "luong: feed h̃_{t-1} with the next input word.")
+    # on in a config made in Python; nmtkit train leaves it off for --attention none unless typed
+    input_feed: bool = setting(
+        True, "luong: feed h̃_{t-1} with the next input word (train: off for --attention none, the paper's base)."
+    )
     reverse_source: bool = setting(True, "luong: read the source backwards.")
     window: int = setting(10, "luong: local attention's half-width D.", ge=1)
     max_src: int = 50

@@ -9,7 +9,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.console import log
 from ..core.errors import UserError
 from ..core.settings import Settings, setting
 from ..models.config import FAMILIES, ModelConfig, RNNSearchConfig
@@ -264,6 +263,16 @@ SCHEDULES: dict[str, Schedule] = {
 DEFAULT_SCHEDULE = "appendix-b"  # the paper's
 
 
+def warmup_outlasts(cfg: TrainConfig) -> str | None:
+    """A warning where the warm-up takes the whole budget (not refused: a test run may mean it)."""
+    if cfg.lr_decay in BUDGETED and cfg.max_updates and cfg.warmup >= cfg.max_updates:
+        return (
+            f"warning: --warmup {cfg.warmup} is not below --max-updates {cfg.max_updates}: the rate rises the whole "
+            f"run and --lr-decay {cfg.lr_decay} never begins (a --schedule gives its own --warmup)"
+        )
+    return None
+
+
 def check_run(model: ModelConfig, cfg: TrainConfig) -> None:
     """Refuse, in one line naming the flags, a run these configs cannot train as asked: what the
     settings ask of each other (a decaying rate needs a budget to decay over; guided alignment,
@@ -303,9 +312,4 @@ def check_run(model: ModelConfig, cfg: TrainConfig) -> None:
         raise UserError(
             f"--lr-decay {cfg.lr_decay} falls to 0 at the end of a budget: give --max-updates, "
             f"--max-minutes or --max-epochs"
-        )
-    if cfg.lr_decay in BUDGETED and cfg.max_updates and cfg.warmup >= cfg.max_updates:  # a test run may mean it
-        log(
-            f"warning: --warmup {cfg.warmup} is not below --max-updates {cfg.max_updates}: the rate rises the whole "
-            f"run and --lr-decay {cfg.lr_decay} never begins (a --schedule gives its own --warmup)"
         )

@@ -46,7 +46,7 @@ from ..core.settings import RuntimeConfig
 from ..models.config import ModelConfig
 from ..models.fused import use_fused
 from . import board, runlog
-from .config import BUDGETED, TrainConfig, check_run
+from .config import BUDGETED, TrainConfig, check_run, warmup_outlasts
 from .graphs import updater
 from .optimizer import rate_of
 from .pace import TIMED_UPDATES, pace_report, stopping_rule
@@ -251,6 +251,8 @@ def announce(state: TrainState) -> None:
             f"--max-len {state.cfg.max_len} {unit} on a side: left out (--max-len 0 keeps them)"
         )
     log(stopping_rule(state.cfg))
+    if said := warmup_outlasts(state.cfg):
+        log(said)
 
 
 def diverged(state: TrainState, what: str, value: float, step: int) -> UserError:

@@ -167,10 +167,11 @@ def start(
         cfg.update_freq,
     )
     if not batches.epoch_batches(0):  # refused before any work, not at the first draw with a traceback
+        cut = f"--max-tokens {cfg.max_tokens}" if cfg.max_tokens else f"--batch-size {cfg.batch_size}"
         raise UserError(
             f"no minibatch to train on: {len(batches.keep):,} of {len(src.sizes):,} training pairs fit --max-len "
             f"{cfg.max_len}, and none makes a minibatch of {cfg.update_freq * parallel.world} sentences or more "
-            f"under --max-tokens {cfg.max_tokens} and --update-freq {cfg.update_freq}"
+            f"(--update-freq {cfg.update_freq} × {parallel.world} processes) under {cut}"
             if batches.keep.size
             else f"no training pair fits --max-len {cfg.max_len} (0 keeps every pair)"
         )

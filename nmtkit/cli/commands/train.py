@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from ...core.command import Command
+from ...core.errors import UserError
 from ...train.config import SCHEDULES
 from .. import options, train_options
 from ..config_file import config_options
@@ -24,10 +25,13 @@ def _flags(ctx: click.Context) -> tuple[str, str, str, dict[str, Any], set[str]]
     given = {k for k in ctx.params if ctx.get_parameter_source(k) in typed}
     values = {k: v for k, v in ctx.params.items() if k not in _NOT_SETTINGS}
     arch = ctx.params["arch"]
-    if "arch" not in given and (kept := _from_checkpoint(ctx)) is not None:
+    if "arch" not in given and (kept := _from_checkpoint(ctx)) is not None and kept.is_file():
         from ...checkpoint import load  # a run that goes on from a model is of its family unless told
 
-        arch = load(kept).model.arch
+        try:
+            arch = load(kept).model.arch
+        except UserError:  # the run says what is wrong with it; a dump describes the command line
+            pass
     return arch, ctx.params["preset"], ctx.params["schedule_name"], values, given
 
 
