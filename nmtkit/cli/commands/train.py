@@ -9,6 +9,7 @@ import click
 
 from ...core.command import Command
 from ...core.errors import UserError
+from ...models.config import every_model_flag
 from ...train.config import SCHEDULES
 from .. import options, train_options
 from ..config_file import config_options
@@ -29,9 +30,12 @@ def _flags(ctx: click.Context) -> tuple[str, str, str, dict[str, Any], set[str]]
         from ...checkpoint import load  # a run that goes on from a model is of its family unless told
 
         try:
-            arch = load(kept).model.arch
+            theirs = load(kept).model
         except UserError:  # the run says what is wrong with it; a dump describes the command line
-            pass
+            theirs = None
+        # a flag its family lacks is the run's to refuse, naming the checkpoint (as before)
+        if theirs is not None and not (given & every_model_flag().keys()) - type(theirs).flags().keys():
+            arch = theirs.arch
     return arch, ctx.params["preset"], ctx.params["schedule_name"], values, given
 
 
