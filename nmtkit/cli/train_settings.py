@@ -6,6 +6,7 @@ are read, so that the settings modules hold plain values only."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Any
 
 from ..core.errors import UserError
@@ -85,6 +86,21 @@ def resolved_settings(
     model = model_config(arch, **sizes, **mine)
     _refuse_idle(model, given)
     return model, TrainConfig(**{k: v for k, v in values.items() if k not in every} | recipe)
+
+
+def family_of_run(arch: str, checkpoint: Path | None, given: set[str]) -> str:
+    """The family of a run: a checkpoint's it goes on from (a resume, --init-from) where --arch is
+    not typed and the model flags typed are that family's; else ``arch``. A flag the checkpoint's
+    family lacks, or a checkpoint that cannot be read, is the run's to refuse, naming it."""
+    if "arch" in given or checkpoint is None or not checkpoint.is_file():
+        return arch
+    from ..checkpoint import load  # torch, for a run from a checkpoint alone
+
+    try:
+        theirs = load(checkpoint).model
+    except UserError:  # a dump describes the command line all the same
+        return arch
+    return arch if (given & every_model_flag().keys()) - type(theirs).flags().keys() else theirs.arch
 
 
 def _refuse_unpaired(values: dict[str, Any], recipe: dict[str, Any], given: set[str]) -> None:

@@ -8,12 +8,10 @@ from typing import Any
 import click
 
 from ...core.command import Command
-from ...core.errors import UserError
-from ...models.config import every_model_flag
 from ...train.config import SCHEDULES
 from .. import options, train_options
 from ..config_file import config_options
-from ..train_settings import described, recipe_fills, resolved_settings, train_settings
+from ..train_settings import described, family_of_run, recipe_fills, resolved_settings, train_settings
 
 # train's parameters that are not settings of the model or the run
 _NOT_SETTINGS = ("data_bin", "save_dir", "arch", "preset", "schedule_name", "reset", "tensorboard", "dump_config")
@@ -25,17 +23,7 @@ def _flags(ctx: click.Context) -> tuple[str, str, str, dict[str, Any], set[str]]
     typed = (click.core.ParameterSource.COMMANDLINE, click.core.ParameterSource.DEFAULT_MAP)
     given = {k for k in ctx.params if ctx.get_parameter_source(k) in typed}
     values = {k: v for k, v in ctx.params.items() if k not in _NOT_SETTINGS}
-    arch = ctx.params["arch"]
-    if "arch" not in given and (kept := _from_checkpoint(ctx)) is not None and kept.is_file():
-        from ...checkpoint import load  # a run that goes on from a model is of its family unless told
-
-        try:
-            theirs = load(kept).model
-        except UserError:  # the run says what is wrong with it; a dump describes the command line
-            theirs = None
-        # a flag its family lacks is the run's to refuse, naming the checkpoint (as before)
-        if theirs is not None and not (given & every_model_flag().keys()) - type(theirs).flags().keys():
-            arch = theirs.arch
+    arch = family_of_run(ctx.params["arch"], _from_checkpoint(ctx), given)
     return arch, ctx.params["preset"], ctx.params["schedule_name"], values, given
 
 
