@@ -130,7 +130,11 @@ def test_the_tiny_mode_benches_profiles_trains_kills_resumes_translates_and_test
     fused = profiled["update-graph+fused"]
     assert fused["fused_steps"] and fused["kernels_per_update"] < profiled["update-graph"]["kernels_per_update"]
     train = parts["train"]
-    assert train["status"] == "ok" and 0 < train["resumed_at"] <= train["killed_at"] <= train["updates"]
+    # killed after the first save at its planned update, whatever the clock (the budget of a minute a
+    # loaded machine once spent on 4 updates left the resumed run nothing to do), resumed from a save
+    every, updates = script.TINY_VALID, script.TINY_UPDATES
+    assert train["status"] == "ok" and train["updates"] == updates
+    assert every < train["killed_at"] < updates and train["resumed_at"] % every == 0 and train["resumed_at"] > 0
     # the uninterrupted run's losses: every update logged after the resume, equal on a CPU
     assert train["compared_updates"] == train["updates"] - train["resumed_at"] and train["resume_difference"] == 0
     assert "bleu" in train and (tmp_path / "check-work" / "train" / "test.hyp").read_text().count("\n") == 4
@@ -155,26 +159,6 @@ def test_the_tiny_runs_budget_and_kill_are_updates_whatever_the_clock_says(tmp_p
     assert planned(tmp_path)
     flags, _ = script.kill_plan(SimpleNamespace(gpu=True, args=SimpleNamespace(train_minutes=0.0)))
     assert flags[:2] == ["--max-minutes", script.TRAIN_MINUTES]  # a GPU's run is timed: its speed is the point
-
-
-@pytest.mark.slow
-def test_the_tiny_run_is_counted_in_updates_so_a_busy_cpu_only_slows_it(raw, tmp_path):
-    """Other jobs keeping every core busy: the tiny mode's run is still killed at its planned
-    update and resumed with updates left to go (a budget of a minute once went to 4 updates
-    before the kill, leaving the resumed run nothing to do)."""
-    make_corpus(raw, tmp_path)
-    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 2)]
-    try:
-        done = gpu_check(raw, tmp_path / "check", "--parts", "train")
-    finally:
-        for hog in hogs:
-            hog.kill()
-            hog.wait()
-    assert done.returncode == 0, done.stderr[-3000:]
-    train = json.loads((tmp_path / "check" / "report.json").read_text())["parts"]["train"]
-    every, updates = script.TINY_VALID, script.TINY_UPDATES  # killed after the first save, resumed from one
-    assert train["status"] == "ok" and train["updates"] == updates
-    assert every < train["killed_at"] < updates and train["resumed_at"] % every == 0
 
 
 def test_a_second_job_in_the_same_place_keeps_the_first_jobs_parts(raw, tmp_path):

@@ -247,6 +247,30 @@ def test_a_resumed_runs_other_ranks_find_its_own_note_not_the_job_befores(tmp_pa
         rank0.release()
 
 
+def test_a_lock_held_for_an_instant_under_a_killed_runs_note_is_waited_for_not_refused(tmp_path):
+    """Another rank's look takes the lock for an instant, and rank 0 holds it an instant before
+    its note is written: a rank finding it then, under the note of a run killed while training,
+    refused the directory as that long-ended run's (a two-process torchrun job resuming, once)."""
+    import fcntl
+    import threading
+
+    from nmtkit.train.saving import SaveDirLock
+
+    (tmp_path / "run").mkdir()
+    killed = {"pid": 1, "host": "elsewhere", "job": None, "state": "training"}
+    (tmp_path / "run" / SaveDirLock.NAME).write_text(json.dumps(killed) + "\n", encoding="utf-8")
+    looking = open(tmp_path / "run" / SaveDirLock.NAME, encoding="utf-8")
+    fcntl.flock(looking, fcntl.LOCK_EX | fcntl.LOCK_NB)  # the other rank's look, ended soon after
+    threading.Timer(0.05, looking.close).start()
+    rank0 = SaveDirLock(tmp_path / "run", writes=True)
+    rank0.wait()
+    try:
+        assert json.loads((tmp_path / "run" / SaveDirLock.NAME).read_text())["pid"] == os.getpid()
+    finally:
+        rank0.release()
+    assert json.loads((tmp_path / "run" / SaveDirLock.NAME).read_text())["state"] == "ended"
+
+
 def test_a_rank_that_waited_for_a_stopped_job_wakes_once_its_own_rank_0_holds_the_lock(tmp_path, monkeypatch):
     """Blocked on the lock while the job before saved, a rank that does not write slept on once
     its own rank 0 took the lock for the whole run: the job hung at its first collective."""

@@ -27,6 +27,10 @@ from .state import TrainState
 from .validate import dev_score
 
 LOCK_POLL_S = 0.2
+# polls in a row that find a training note's holder before a run is refused: another rank of the
+# same job holds the lock for an instant (its look, or rank 0's before its note is written) while
+# the note is still the job before's
+REFUSE_AFTER_POLLS = 3
 
 
 def save(state: TrainState, name: str, rng: list[dict[str, torch.Tensor]], resumable: bool = True) -> None:
@@ -111,6 +115,8 @@ class SaveDirLock:
 
     def release(self) -> None:
         if self.held is not None:
+            with contextlib.suppress(OSError):
+                self._say("ended")
             self.held.close()
             self.held = None
 
@@ -123,7 +129,7 @@ class SaveDirLock:
 
     def _take(self) -> None:
         fh = open(self.path, "a+", encoding="utf-8")
-        said = False
+        said, training_seen = False, 0
         # polled, not waited for: a rank that does not write, blocked while a stopped job saves,
         # would never wake once its own rank 0 took the lock for the whole run
         while not _locked(fh):
@@ -131,14 +137,15 @@ class SaveDirLock:
             if holder.get("job") is not None and holder.get("job") == _this_process()["job"]:
                 fh.close()  # this job's rank 0 holds it: another rank reads nothing it writes yet
                 return
-            if holder.get("state") == "training":
+            training_seen = training_seen + 1 if holder.get("state") == "training" else 0
+            if training_seen >= REFUSE_AFTER_POLLS:
                 fh.close()
                 raise UserError(
                     f"{self.path.parent} is being trained by process {holder.get('pid')} on "
                     f"{holder.get('host')}: wait for it to end, stop it (Ctrl-C or kill: it saves last.pt "
                     f"and this command then resumes it), or give another --save-dir"
                 ) from None
-            if not said:
+            if not said and not training_seen:
                 log(f"waiting for the process still writing {self.path.parent} (a stopped run saving its last.pt)")
                 said = True
             time.sleep(LOCK_POLL_S)
