@@ -105,11 +105,16 @@ lint: $(INSTALLED)
 	$(PY) -m ruff format --check .
 	$(PY) -m ruff check .
 
+# On every core (pytest-xdist): a test waits on its subprocesses and imports more than it computes.
+# TEST_JOBS=0 runs the tests in this process, one after another (pdb, -x, -s as usual).
+TEST_JOBS ?= $(JOBS)
+TEST_FLAGS = $(if $(filter 0,$(TEST_JOBS)),,-n $(TEST_JOBS))
+
 test-fast: $(INSTALLED)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q $(TEST_FLAGS)
 
 test-slow: $(INSTALLED)
-	$(PY) -m pytest -q -m slow
+	$(PY) -m pytest -q $(TEST_FLAGS) -m slow
 
 typecheck: $(INSTALLED)
 	$(PY) -m mypy

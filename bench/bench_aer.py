@@ -31,11 +31,15 @@ from typing import Any
 from nmtkit import checkpoint
 from nmtkit.align.aer import alignment_error
 from nmtkit.align.links import pharaoh, read_pharaoh
+from nmtkit.align.settings import LinkConfig
 from nmtkit.align.symmetrize import grow_diag_final_and
+from nmtkit.core.errors import UserError
 from nmtkit.core.files import read_lines
+from nmtkit.core.settings import RuntimeConfig
 from nmtkit.models.config import RNNSearchConfig
+from nmtkit.translate.forced import align_file
 
-from .bench_common import CHECKOUT, NMTKIT, bench_dir, call, fail, write_text
+from .bench_common import CHECKOUT, bench_dir, call, fail, write_text
 
 GOLD = CHECKOUT / "examples" / "bible_aer"
 # the linked verses: the test set (reported), and the held-out set that thresholds are chosen on
@@ -96,15 +100,16 @@ def symmetrized(forward: list[str], reverse: list[str]) -> dict[str, list[str]]:
 
 
 def attention_links(
-    models: list[Path], work: Path, threads: int, combine: Sequence[str] = (), verses: str = "test"
+    models: list[Path], work: Path, threads: int, links: LinkConfig = LinkConfig(), verses: str = "test"
 ) -> list[str]:
+    """``nmtkit align``'s links of the gold verses, run in this process: a run per combination of a
+    pair would otherwise import torch and load both models again."""
     out = work / "attention"
     # a French→English model alone aligns the verses from French; its links are turned back
     backward = checkpoint.load(models[0]).text.langs["src"] == "fr"
     sides = [GOLD / f"{verses}.tok.{lang}" for lang in (("fr", "en") if backward else ("en", "fr"))]
-    chosen = [a for m in models for a in ("-m", m)]
-    cmd = [*NMTKIT, "align", *chosen, "--tokenized", "--source", sides[0], "--target", sides[1], "-o", out]
-    call([*cmd, "--threads", str(threads), *combine], check=True, cwd=CHECKOUT)
+    runtime = RuntimeConfig(threads=threads)
+    align_file([str(m) for m in models], str(sides[0]), str(sides[1]), str(out), True, runtime, links)
     if not backward:
         return lines(out)
     return [
@@ -113,20 +118,15 @@ def attention_links(
     ]
 
 
-def combinations(thresholds: list[float], nulls: Sequence[float] = ()) -> dict[str, list[str]]:
-    """The ways of combining a pair's links that bench-aer scores: name, then align's options."""
-    out = {"grow-diag-final-and": ["--combine", "grow-diag-final-and"]}
+def combinations(thresholds: list[float], nulls: Sequence[float] = ()) -> dict[str, LinkConfig]:
+    """The ways of combining a pair's links that bench-aer scores: name, then align's settings."""
+    out = {"grow-diag-final-and": LinkConfig(combine="grow-diag-final-and")}
     for t in nulls:
-        out[f"grow-diag-final-and, NULL ≥ {t:g} unlinked"] = [
-            "--combine",
-            "grow-diag-final-and",
-            "--null-threshold",
-            f"{t:g}",
-        ]
+        out[f"grow-diag-final-and, NULL ≥ {t:g} unlinked"] = LinkConfig(combine="grow-diag-final-and", null_threshold=t)
     for t in thresholds:
-        out[f"soft, harmonic mean ≥ {t:g}"] = ["--combine", "soft", "--link-threshold", f"{t:g}"]
+        out[f"soft, harmonic mean ≥ {t:g}"] = LinkConfig(combine="soft", threshold=t)
     for t in thresholds:
-        out[f"soft, geometric mean ≥ {t:g}"] = ["--combine", "geometric", "--link-threshold", f"{t:g}"]
+        out[f"soft, geometric mean ≥ {t:g}"] = LinkConfig(combine="geometric", threshold=t)
     return out
 
 
@@ -202,7 +202,13 @@ def numbers(text: str, flag: str) -> list[float]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = parser().parse_args(argv)
+    try:
+        score(parser().parse_args(argv))
+    except UserError as err:  # the align's: a model without attention, of another pair
+        fail("bench-aer", f"error: {err}")
+
+
+def score(args: argparse.Namespace) -> None:
     if not args.model and not args.pair:
         fail("bench-aer", "error: give a --model or a --pair of models to score")
     thresholds, nulls = (

@@ -117,7 +117,10 @@ def test_sigterm_stops_the_part_s_command_and_keeps_the_report(raw, tmp_path):
 @pytest.mark.slow
 def test_the_tiny_mode_benches_profiles_trains_kills_resumes_translates_and_tests(raw, tmp_path):
     make_corpus(raw, tmp_path)
-    done = gpu_check(raw, tmp_path / "check", "--minutes", "8")
+    # the tests part's pytest narrowed to a few of the gpu tests, some passing, some skipped: the
+    # suite runs them all anyway
+    few = {"PYTEST_ADDOPTS": "-k 'test_best_pt_holds or test_padding_to_a_multiple or test_fused'"}
+    done = gpu_check(raw, tmp_path / "check", "--minutes", "8", env=few)
     assert done.returncode == 0, done.stderr[-3000:]
     parts = json.loads((tmp_path / "check" / "report.json").read_text())["parts"]
     assert [p for p in parts] == ["machine", "bench", "profile", "train", "wmt14", "tests"]  # paper: by name

@@ -125,30 +125,44 @@ def test_every_help_and_the_version_into_a_closed_pipe_exit_141_and_say_nothing(
 def test_input_and_prefix_from_a_pipe_by_name_are_read_once(overfit, tmp_path):
     """<(…), a FIFO and /dev/stdin are read as stdin is, as they come: counted first, they were
     read to their end before translation began ('is empty', or a hang on a FIFO)."""
-    model = overfit / "run" / "best.pt"
-    (tmp_path / "in.en").write_text("".join(line + "\n" for line in EN[:3]), encoding="utf-8")
-    (tmp_path / "starts.fr").write_text("".join(line.split()[0] + "\n" for line in FR[:3]), encoding="utf-8")
-    nmtkit = f"{sys.executable} -m nmtkit translate -m {model} --beam 2 --threads 1 -q"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    import threading
 
-    def bash(script):
-        return subprocess.run(
-            ["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300
-        )
+    from nmtkit.core.errors import UserError
+    from nmtkit.translate.io import translate_file
+    from nmtkit.translate.settings import SearchConfig, TranslateOptions
 
-    want = bash(f"{nmtkit} in.en")
-    assert want.returncode == 0 and len(want.stdout.splitlines()) == 3
+    model = [str(overfit / "run" / "best.pt")]
+    text = "".join(line + "\n" for line in EN[:3])
+    starts = "".join(line.split()[0] + "\n" for line in FR[:3])
+    (tmp_path / "in.en").write_text(text, encoding="utf-8")
+    (tmp_path / "starts.fr").write_text(starts, encoding="utf-8")
+    options = TranslateOptions(search=SearchConfig(beam=2))
+
+    def translated(source: str, prefix: str | None = None) -> str:
+        out = tmp_path / "out.fr"
+        translate_file(model, source, str(out), options, prefix=prefix)
+        return out.read_text(encoding="utf-8")
+
+    def pipe(content: str) -> str:  # what bash's <(printf …) hands a command: /dev/fd/N of a pipe
+        read, write = os.pipe()
+        threading.Thread(target=lambda: (os.write(write, content.encode()), os.close(write)), daemon=True).start()
+        return f"/dev/fd/{read}"
+
+    want = translated(str(tmp_path / "in.en"))
+    assert len(want.splitlines()) == 3
+    assert translated(pipe(text)) == want
     os.mkfifo(tmp_path / "fifo")
-    for script in (
-        f"{nmtkit} <(cat in.en)",
-        f"cat in.en | {nmtkit} /dev/stdin",
-        f"(cat in.en > fifo &); {nmtkit} fifo",
-    ):
-        got = bash(script)
-        assert (got.returncode, got.stdout, got.stderr) == (0, want.stdout, ""), script
-    prefixed = bash(f"{nmtkit} in.en --prefix starts.fr")
-    assert prefixed.returncode == 0 and prefixed.stdout.splitlines()[0].startswith(FR[0].split()[0])
-    got = bash(f"{nmtkit} in.en --prefix <(cat starts.fr)")
-    assert (got.returncode, got.stdout) == (0, prefixed.stdout), got.stderr
-    short = bash(f"{nmtkit} in.en --prefix <(head -2 starts.fr)")
-    assert short.returncode == 2 and "--prefix has fewer lines than the input" in short.stderr
+    threading.Thread(target=(tmp_path / "fifo").write_text, args=(text,), daemon=True).start()
+    assert translated(str(tmp_path / "fifo")) == want
+    prefixed = translated(str(tmp_path / "in.en"), str(tmp_path / "starts.fr"))
+    assert prefixed.splitlines()[0].startswith(FR[0].split()[0])
+    assert translated(str(tmp_path / "in.en"), pipe(starts)) == prefixed
+    with pytest.raises(UserError, match="--prefix has fewer lines than the input"):
+        translated(str(tmp_path / "in.en"), pipe("".join(starts.splitlines(keepends=True)[:2])))
+    # /dev/stdin on a pipe: the command's own stdin, so a command of its own
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    nmtkit = f"{sys.executable} -m nmtkit translate -m {model[0]} --beam 2 --threads 1 -q"
+    got = subprocess.run(
+        ["bash", "-c", f"cat in.en | {nmtkit} /dev/stdin"], cwd=tmp_path, capture_output=True, text=True, env=env
+    )
+    assert (got.returncode, got.stdout, got.stderr) == (0, want, "")
