@@ -58,7 +58,7 @@ COVERAGE ?=
 DEMO_TRAIN ?= $(DEMO_RECIPE) $(DEMO_BUDGET) $(DEMO_BF16)$(if $(COVERAGE), --coverage $(COVERAGE))
 BEAM    ?= 5
 
-.PHONY: gpu-check gpu-data help install lint test test-fast test-slow typecheck test-browser test-torch structure results wheel-check docs demo demo-guided demo-aligners demo-self-training demo-curve paper paper-coverage paper-unk readme-figures data bench bench-data bench-blas bench-marian bench-sweep bench-gpu aer reproduce compare clean-data
+.PHONY: gpu-check gpu-data help install lint test test-all test-fast test-slow typecheck test-browser test-torch structure results wheel-check docs demo demo-guided demo-aligners demo-self-training demo-curve paper paper-coverage paper-unk readme-figures data bench bench-data bench-blas bench-marian bench-sweep bench-gpu aer reproduce compare clean-data
 comma := ,
 help:
 	@echo "make demo     fetch the Bible corpus, preprocess, build the vocabulary, train RNNsearch (20 min on CPU),"
@@ -67,7 +67,7 @@ help:
 	@echo "make demo-aligners  demo-guided's model and its French→English twin, their links combined: AER beside eflomal's"
 	@echo "make demo-self-training  demo-aligners' heads trained alone, on eflomal's links then on their own, round by round: AER"
 	@echo "make demo-curve  the CPU trials behind the demo's recipe (hours): docs/cpu-training.md, its picture"
-	@echo "make test     run the test suite: ruff, unit tests, slow end-to-end tests, mypy, the docs (lint, test-fast, test-slow, typecheck, docs)"
+	@echo "make test     run the test suite: ruff, unit tests, slow end-to-end tests, mypy, the docs (lint, test-all, typecheck, docs)"
 	@echo "make test-torch TORCH=2.11.0  the unit and slow tests under another torch, in a venv of its own (PyPI's CUDA build)"
 	@echo "make docs     build the documentation site with mkdocs --strict into build/site (installs the docs extra on first use)"
 	@echo "make bench    command-line start-up (--help, completion), training and translation speed beside Joey NMT and fairseq; preprocessing and selection speed"
@@ -93,11 +93,11 @@ install: $(VENV)/.installed
 	@echo "nmtkit is installed in $(VENV): '. $(VENV)/bin/activate' puts 'nmtkit' on PATH in this shell,"
 	@echo "or run $(VENV)/bin/nmtkit as it is"
 
-# The pyramid: unit tests (pytest's default, seconds to a minute), the slow end-to-end runs
-# (marked slow: make paper on a tiny slice, DDP, the SIGKILL test, the mirror recipe), mypy --strict
-# on the package, and the documentation site built with --strict. make test runs all four after ruff, and is
-# what CI runs.
-test: lint test-fast test-slow typecheck docs
+# The pyramid: unit tests (pytest's default), the slow end-to-end runs (marked slow: make paper on a
+# tiny slice, DDP, the SIGKILL test, the mirror recipe), mypy --strict on the package, and the
+# documentation site built with --strict. make test runs all four after ruff (the two kinds of test
+# in one run, test-all), and is what CI runs.
+test: lint test-all typecheck docs
 
 # The style is ruff's (pyproject.toml [tool.ruff]): the formatter decides every line break, the
 # linter holds functions to its complexity, branch, statement and argument limits.
@@ -109,6 +109,10 @@ lint: $(INSTALLED)
 # TEST_JOBS=0 runs the tests in this process, one after another (pdb, -x, -s as usual).
 TEST_JOBS ?= $(JOBS)
 TEST_FLAGS = $(if $(filter 0,$(TEST_JOBS)),,-n $(TEST_JOBS))
+
+# The unit and the slow tests in one run: on every core, the short ones fill the gaps the long ones leave.
+test-all: $(INSTALLED)
+	$(PY) -m pytest -q $(TEST_FLAGS) -m "slow or not slow"
 
 test-fast: $(INSTALLED)
 	$(PY) -m pytest -q $(TEST_FLAGS)
@@ -140,7 +144,7 @@ test-browser: $(INSTALLED)
 # It takes PyPI's torch of that version, for Linux a CUDA build with its CUDA packages.
 TORCH ?= 2.4.1
 test-torch:
-	$(MAKE) test-fast test-slow VENV=.venv-torch$(TORCH) TORCH_CONSTRAINT=torch==$(TORCH)
+	$(MAKE) test-all VENV=.venv-torch$(TORCH) TORCH_CONSTRAINT=torch==$(TORCH)
 
 # The package as a user gets it: the wheel, installed into a fresh environment, runs the pipeline
 # end to end outside the checkout (bin/wheel-check), serve's page and /health included.

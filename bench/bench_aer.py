@@ -204,7 +204,7 @@ def numbers(text: str, flag: str) -> list[float]:
 def main(argv: list[str] | None = None) -> None:
     try:
         score(parser().parse_args(argv))
-    except UserError as err:  # the align's: a model without attention, of another pair
+    except UserError as err:  # align's own refusals: a model without attention, or of another pair
         fail("bench-aer", f"error: {err}")
 
 

@@ -26,6 +26,14 @@ os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 for name in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL"):
     os.environ.pop(name, None)
 
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slow tests first (a stable sort: in file order among them): spread over the workers at
+    the start of a run on every core, they leave the short ones to fill the gaps, not a minutes'
+    tail where one worker runs the last long test alone."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 EN = [
     "In the beginning God created the heaven and the earth.",
     "And the earth was without form, and void; and darkness was upon the face of the deep.",
