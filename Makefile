@@ -106,9 +106,11 @@ lint: $(INSTALLED)
 	$(PY) -m ruff check .
 
 # On every core (pytest-xdist): a test waits on its subprocesses and imports more than it computes.
-# TEST_JOBS=0 runs the tests in this process, one after another (pdb, -x, -s as usual).
+# TEST_JOBS=0 (or 1) runs the tests in pytest's own process, one after another (pdb, -x, -s as
+# usual), as does a Python without xdist (INSTALLED= and an environment of one's own). Expanded as
+# the recipe runs: after the install.
 TEST_JOBS ?= $(JOBS)
-TEST_FLAGS = $(if $(filter 0,$(TEST_JOBS)),,-n $(TEST_JOBS))
+TEST_FLAGS = $(if $(filter 0 1,$(TEST_JOBS)),,$(shell $(PY) -c 'import xdist' 2>/dev/null && echo -n $(TEST_JOBS)))
 
 # The unit and the slow tests in one run: on every core, the short ones fill the gaps the long ones leave.
 test-all: $(INSTALLED)

@@ -102,8 +102,8 @@ def symmetrized(forward: list[str], reverse: list[str]) -> dict[str, list[str]]:
 def attention_links(
     models: list[Path], work: Path, threads: int, links: LinkConfig = LinkConfig(), verses: str = "test"
 ) -> list[str]:
-    """``nmtkit align``'s links of the gold verses, run in this process: a run per combination of a
-    pair would otherwise import torch and load both models again."""
+    """``nmtkit align``'s links of the gold verses, run in this process: a command per combination of
+    a pair would import torch again each time."""
     out = work / "attention"
     # a French→English model alone aligns the verses from French; its links are turned back
     backward = checkpoint.load(models[0]).text.langs["src"] == "fr"

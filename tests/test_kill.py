@@ -271,6 +271,33 @@ def test_a_lock_held_for_an_instant_under_a_killed_runs_note_is_waited_for_not_r
     assert json.loads((tmp_path / "run" / SaveDirLock.NAME).read_text())["state"] == "ended"
 
 
+def test_a_lock_whose_last_note_or_close_fails_lets_the_run_end(tmp_path):
+    """A full disk, or NFS's error at close: the run had ended, and release() failed it with a
+    traceback before the other ranks were let go."""
+    from nmtkit.train.saving import SaveDirLock
+
+    class Failing:
+        def __init__(self, fh):
+            self.fh = fh
+
+        def __getattr__(self, name):
+            return getattr(self.fh, name)
+
+        def flush(self):
+            raise OSError(28, "No space left on device")
+
+        def close(self):
+            self.fh.close()
+            raise OSError(28, "No space left on device")
+
+    writer = SaveDirLock(tmp_path / "run", writes=True)
+    writer.hold()
+    writer.held = Failing(writer.held)
+    writer.release()
+    assert writer.held is None
+    SaveDirLock(tmp_path / "run", writes=True).wait()  # and the lock went with the file
+
+
 def test_a_rank_that_waited_for_a_stopped_job_wakes_once_its_own_rank_0_holds_the_lock(tmp_path, monkeypatch):
     """Blocked on the lock while the job before saved, a rank that does not write slept on once
     its own rank 0 took the lock for the whole run: the job hung at its first collective."""

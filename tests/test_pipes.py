@@ -4,6 +4,7 @@ still sees that the writer did not finish."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -122,13 +123,37 @@ def test_every_help_and_the_version_into_a_closed_pipe_exit_141_and_say_nothing(
     assert {args: (status, err) for args, (status, _, err) in found.items()} == {args: (141, "") for args in asked}
 
 
+def _translated_in_time(model: list[str], source: str, out: Path, options, prefix: str | None = None) -> str:
+    """translate_file's output, run in a thread: a source read to its end and then again waits for
+    good on a FIFO, which fails here rather than leave the suite waiting."""
+    import threading
+
+    from nmtkit.translate.io import translate_file
+
+    ended: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            translate_file(model, source, str(out), options, prefix=prefix)
+            ended.append(None)
+        except BaseException as err:
+            ended.append(err)
+
+    runs = threading.Thread(target=run, daemon=True)
+    runs.start()
+    runs.join(timeout=120)
+    assert ended, f"{source}: no end after 2 minutes (read to its end, then waiting to read it again?)"
+    if ended[0] is not None:
+        raise ended[0]
+    return out.read_text(encoding="utf-8")
+
+
 def test_input_and_prefix_from_a_pipe_by_name_are_read_once(overfit, tmp_path):
     """<(…), a FIFO and /dev/stdin are read as stdin is, as they come: counted first, they were
     read to their end before translation began ('is empty', or a hang on a FIFO)."""
     import threading
 
     from nmtkit.core.errors import UserError
-    from nmtkit.translate.io import translate_file
     from nmtkit.translate.settings import SearchConfig, TranslateOptions
 
     model = [str(overfit / "run" / "best.pt")]
@@ -139,30 +164,44 @@ def test_input_and_prefix_from_a_pipe_by_name_are_read_once(overfit, tmp_path):
     options = TranslateOptions(search=SearchConfig(beam=2))
 
     def translated(source: str, prefix: str | None = None) -> str:
-        out = tmp_path / "out.fr"
-        translate_file(model, source, str(out), options, prefix=prefix)
-        return out.read_text(encoding="utf-8")
+        return _translated_in_time(model, source, tmp_path / "out.fr", options, prefix)
+
+    fds: list[int] = []
 
     def pipe(content: str) -> str:  # what bash's <(printf …) hands a command: /dev/fd/N of a pipe
         read, write = os.pipe()
+        fds.append(read)
         threading.Thread(target=lambda: (os.write(write, content.encode()), os.close(write)), daemon=True).start()
         return f"/dev/fd/{read}"
 
-    want = translated(str(tmp_path / "in.en"))
-    assert len(want.splitlines()) == 3
-    assert translated(pipe(text)) == want
-    os.mkfifo(tmp_path / "fifo")
-    threading.Thread(target=(tmp_path / "fifo").write_text, args=(text,), daemon=True).start()
-    assert translated(str(tmp_path / "fifo")) == want
-    prefixed = translated(str(tmp_path / "in.en"), str(tmp_path / "starts.fr"))
-    assert prefixed.splitlines()[0].startswith(FR[0].split()[0])
-    assert translated(str(tmp_path / "in.en"), pipe(starts)) == prefixed
-    with pytest.raises(UserError, match="--prefix has fewer lines than the input"):
-        translated(str(tmp_path / "in.en"), pipe("".join(starts.splitlines(keepends=True)[:2])))
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    try:
+        want = translated(str(tmp_path / "in.en"))
+        assert len(want.splitlines()) == 3
+        assert translated(pipe(text)) == want
+        threading.Thread(target=fifo.write_text, args=(text,), daemon=True).start()
+        assert translated(str(fifo)) == want
+        prefixed = translated(str(tmp_path / "in.en"), str(tmp_path / "starts.fr"))
+        assert prefixed.splitlines()[0].startswith(FR[0].split()[0])
+        assert translated(str(tmp_path / "in.en"), pipe(starts)) == prefixed
+        with pytest.raises(UserError, match="--prefix has fewer lines than the input"):
+            translated(str(tmp_path / "in.en"), pipe("".join(starts.splitlines(keepends=True)[:2])))
+    finally:
+        for fd in fds:
+            os.close(fd)
+        for end in (os.O_RDONLY, os.O_WRONLY):  # a side still waiting in open() for the other is let go
+            with contextlib.suppress(OSError):
+                os.close(os.open(fifo, end | os.O_NONBLOCK))
     # /dev/stdin on a pipe: the command's own stdin, so a command of its own
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     nmtkit = f"{sys.executable} -m nmtkit translate -m {model[0]} --beam 2 --threads 1 -q"
     got = subprocess.run(
-        ["bash", "-c", f"cat in.en | {nmtkit} /dev/stdin"], cwd=tmp_path, capture_output=True, text=True, env=env
+        ["bash", "-c", f"cat in.en | {nmtkit} /dev/stdin"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
     )
     assert (got.returncode, got.stdout, got.stderr) == (0, want, "")

@@ -560,6 +560,15 @@ except KeyboardInterrupt:
 """
 
 
+def _said_within(proc: subprocess.Popen, seconds: float) -> str:
+    """The process's next line on stdout, or a failure once ``seconds`` pass without one."""
+    import select
+
+    ready, _, _ = select.select([proc.stdout], [], [], seconds)
+    assert ready, f"nothing said on stdout in {seconds:g} s"
+    return proc.stdout.readline()
+
+
 def test_a_second_ctrl_c_stops_the_server_at_once_without_a_traceback():
     """Ctrl-C, then Ctrl-C again during the shutdown wait: out at once, the request in flight a JSON
     503, and stderr without the two tracebacks it got (the signal raised twice, the lifespan cut)."""
@@ -568,15 +577,18 @@ def test_a_second_ctrl_c_stops_the_server_at_once_without_a_traceback():
     proc = subprocess.Popen(
         [sys.executable, "-c", SLOW_SERVER], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
     )
-    url = f"http://127.0.0.1:{int(proc.stdout.readline())}"
-    assert _get(url + "/health")[0] == 200  # the socket listens already: this waits for the server
-    with ThreadPoolExecutor(1) as pool:
-        pending = pool.submit(_post, url + "/translate", {"sentences": ["a b"]})
-        assert proc.stdout.readline() == "translating\n"
-        proc.send_signal(signal.SIGINT)
-        time.sleep(0.3)
-        proc.send_signal(signal.SIGINT)
-        status, body = pending.result(timeout=30)
-    err = proc.communicate(timeout=30)[1]
+    try:
+        url = f"http://127.0.0.1:{int(_said_within(proc, 60))}"
+        assert _get(url + "/health")[0] == 200  # the socket listens already: this waits for the server
+        with ThreadPoolExecutor(1) as pool:
+            pending = pool.submit(_post, url + "/translate", {"sentences": ["a b"]})
+            assert _said_within(proc, 60) == "translating\n"
+            proc.send_signal(signal.SIGINT)
+            time.sleep(0.3)
+            proc.send_signal(signal.SIGINT)
+            status, body = pending.result(timeout=30)
+        err = proc.communicate(timeout=30)[1]
+    finally:
+        proc.kill()
     assert proc.returncode == 130 and "Traceback" not in err, err
     assert status == 503 and "a second Ctrl-C" in body["error"]

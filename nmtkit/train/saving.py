@@ -8,6 +8,7 @@ import contextlib
 import fcntl
 import json
 import os
+import random
 import socket
 import time
 from pathlib import Path
@@ -27,10 +28,11 @@ from .state import TrainState
 from .validate import dev_score
 
 LOCK_POLL_S = 0.2
-# polls in a row that find a training note's holder before a run is refused: another rank of the
-# same job holds the lock for an instant (its look, or rank 0's before its note is written) while
+# how long the lock is found held under a training note before a run is refused: another rank of
+# the same job holds it for an instant (its look, or rank 0's before its note is written) while
 # the note is still the job before's
-REFUSE_AFTER_POLLS = 3
+REFUSE_AFTER_S = 2.0
+_JITTER = random.Random()  # its own: training's draws are the checkpoint's to restore
 
 
 def save(state: TrainState, name: str, rng: list[dict[str, torch.Tensor]], resumable: bool = True) -> None:
@@ -114,11 +116,14 @@ class SaveDirLock:
                 self._say("stopping")
 
     def release(self) -> None:
-        if self.held is not None:
-            with contextlib.suppress(OSError):
-                self._say("ended")
-            self.held.close()
-            self.held = None
+        if self.held is None:
+            return
+        # a note or a close that fails (a full disk, NFS's late errors) must not fail a run that ended
+        with contextlib.suppress(OSError):
+            self._say("ended")
+        held, self.held = self.held, None
+        with contextlib.suppress(OSError):
+            held.close()
 
     def _say(self, state: str) -> None:
         assert self.held is not None
@@ -129,7 +134,7 @@ class SaveDirLock:
 
     def _take(self) -> None:
         fh = open(self.path, "a+", encoding="utf-8")
-        said, training_seen = False, 0
+        said, began, training_since = False, time.monotonic(), None
         # polled, not waited for: a rank that does not write, blocked while a stopped job saves,
         # would never wake once its own rank 0 took the lock for the whole run
         while not _locked(fh):
@@ -137,18 +142,20 @@ class SaveDirLock:
             if holder.get("job") is not None and holder.get("job") == _this_process()["job"]:
                 fh.close()  # this job's rank 0 holds it: another rank reads nothing it writes yet
                 return
-            training_seen = training_seen + 1 if holder.get("state") == "training" else 0
-            if training_seen >= REFUSE_AFTER_POLLS:
+            now = time.monotonic()
+            training = holder.get("state") == "training"
+            training_since = (training_since or now) if training else None
+            if training_since is not None and now - training_since >= REFUSE_AFTER_S:
                 fh.close()
                 raise UserError(
                     f"{self.path.parent} is being trained by process {holder.get('pid')} on "
                     f"{holder.get('host')}: wait for it to end, stop it (Ctrl-C or kill: it saves last.pt "
                     f"and this command then resumes it), or give another --save-dir"
                 ) from None
-            if not said and not training_seen:
+            if not said and not training and (holder.get("state") == "stopping" or now - began > 1):
                 log(f"waiting for the process still writing {self.path.parent} (a stopped run saving its last.pt)")
                 said = True
-            time.sleep(LOCK_POLL_S)
+            time.sleep(LOCK_POLL_S * _JITTER.uniform(0.5, 1.5))  # ranks started together look apart
         if self.writes:
             # at once, before last.pt is read: the note of the job before would otherwise stand, and
             # this job's other ranks, finding it, would take the directory for another job's
