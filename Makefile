@@ -106,11 +106,13 @@ lint: $(INSTALLED)
 	$(PY) -m ruff check .
 
 # On every core (pytest-xdist): a test waits on its subprocesses and imports more than it computes.
+# A test at a time to the worker that is free (--maxschedchunk 1): xdist's chunks would give one
+# worker all the slow tests, which conftest.py puts first.
 # TEST_JOBS=0 (or 1) runs the tests in pytest's own process, one after another (pdb, -x, -s as
 # usual), as does a Python without xdist (INSTALLED= and an environment of one's own). Expanded as
 # the recipe runs: after the install.
 TEST_JOBS ?= $(JOBS)
-TEST_FLAGS = $(if $(filter 0 1,$(TEST_JOBS)),,$(shell $(PY) -c 'import xdist' 2>/dev/null && echo -n $(TEST_JOBS)))
+TEST_FLAGS = $(if $(filter 0 1,$(TEST_JOBS)),,$(shell $(PY) -c 'import xdist' 2>/dev/null && printf '%s' '-n $(TEST_JOBS) --maxschedchunk 1'))
 
 # The unit and the slow tests in one run: on every core, the short ones fill the gaps the long ones leave.
 test-all: $(INSTALLED)
