@@ -32,6 +32,8 @@ LOCK_POLL_S = 0.2
 # the same job holds it for an instant (its look, or rank 0's before its note is written) while
 # the note is still the job before's
 REFUSE_AFTER_S = 2.0
+# how long a lock held under any other note is waited for in silence: a look's instant is shorter
+SAY_WAITING_AFTER_S = 1.0
 _JITTER = random.Random()  # its own: training's draws are the checkpoint's to restore
 
 
@@ -152,7 +154,7 @@ class SaveDirLock:
                     f"{holder.get('host')}: wait for it to end, stop it (Ctrl-C or kill: it saves last.pt "
                     f"and this command then resumes it), or give another --save-dir"
                 ) from None
-            if not said and not training and (holder.get("state") == "stopping" or now - began > 1):
+            if not said and not training and (holder.get("state") == "stopping" or now - began > SAY_WAITING_AFTER_S):
                 log(f"waiting for the process still writing {self.path.parent} (a stopped run saving its last.pt)")
                 said = True
             time.sleep(LOCK_POLL_S * _JITTER.uniform(0.5, 1.5))  # ranks started together look apart
