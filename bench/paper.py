@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+import numpy as np
 
 from nmtkit import checkpoint
 from nmtkit.align.heatmap import from_alignment_file, plot
@@ -106,6 +107,11 @@ def bucket_rows(
             groups.setdefault(min((n - 1) // width, top // width), []).append(i)
     rng = random.Random(seed)
     bleu = multi_bleu()
+    # each sentence's n-gram counts once, each resample their sum, as sacrebleu's own bootstrap does
+    # (significance._bootstrap_resample), rather than every resample's sentences counted again
+    stats = {
+        m: np.array(bleu._extract_corpus_statistics(t.hyps_tok, t.refs_tok), dtype=np.int64) for m, t in texts.items()
+    }
     rows = []
     for b in sorted(groups):
         idx = groups[b]
@@ -120,10 +126,10 @@ def bucket_rows(
             "high": {},
         }
         draws = [[rng.choice(idx) for _ in idx] for _ in range(samples)]
-        for m, t in texts.items():
+        for m in texts:
 
-            def score(sel: list[int], t: Any = t) -> float:
-                return float(bleu.corpus_score([t.hyps_tok[i] for i in sel], [[t.refs_tok[0][i] for i in sel]]).score)
+            def score(sel: list[int], m: str = m) -> float:
+                return float(bleu._compute_score_from_stats(stats[m][sel].sum(0).tolist()).score)
 
             row["bleu_tok"][m] = score(idx)
             boot = sorted(score(d) for d in draws)

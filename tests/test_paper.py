@@ -234,3 +234,41 @@ def test_the_gpu_scale_runs_at_tiny_sizes_on_a_cpu_resumes_after_a_kill_and_repo
             f"{progress.seconds / 60:.1f} minutes, fp32, eager"
         ) in report
     assert (tmp_path / "data" / "raw" / "test-long.en").exists()
+
+
+def test_fig2s_buckets_and_their_bootstrap_are_the_rescored_texts_bleus():
+    """Each bucket's BLEU and its 2.5 and 97.5 percentiles, from each sentence's n-gram counts summed,
+    are what sacreBLEU gives scoring each resample's sentences again."""
+    import random
+
+    from bench.paper import bucket_rows
+    from nmtkit.evaluate.score import Texts, multi_bleu
+
+    rng = random.Random(3)
+    words = "le la les de un une et il elle dans sur avec pour que qui".split()
+    refs = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 45))) for _ in range(60)]
+    hyps = {
+        name: [" ".join(w for w in r.split() if rng.random() > drop) for r in refs]
+        for name, drop in (("a", 0.2), ("b", 0.5))
+    }
+    texts = {m: Texts(None, None, h, [refs]) for m, h in hyps.items()}
+    lengths = [len(r.split()) for r in refs]
+    rows = bucket_rows(lengths, texts, 10, 30, 40, seed=7)
+
+    bleu, draws_rng = multi_bleu(), random.Random(7)
+    groups: dict[int, list[int]] = {}
+    for i, n in enumerate(lengths):
+        groups.setdefault(min((n - 1) // 10, 3), []).append(i)
+    assert [r["sentences"] for r in rows] == [len(groups[b]) for b in sorted(groups)]
+    for row, b in zip(rows, sorted(groups)):
+        idx = groups[b]
+        draws = [[draws_rng.choice(idx) for _ in idx] for _ in range(40)]
+        for m, h in hyps.items():
+
+            def score(sel, h=h):
+                return bleu.corpus_score([h[i] for i in sel], [[refs[i] for i in sel]]).score
+
+            boot = sorted(score(d) for d in draws)
+            assert row["bleu_tok"][m] == pytest.approx(score(idx), abs=1e-9)
+            assert (row["low"][m], row["high"][m]) == pytest.approx((boot[0], boot[38]), abs=1e-9)
+    assert rows[0]["bleu_tok"]["a"] > rows[0]["bleu_tok"]["b"]  # fewer words dropped, a higher BLEU
