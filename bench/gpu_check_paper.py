@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .bench_common import CHECKOUT
-from .gpu_check_train import Check, checkout_env, first_lines
+from .gpu_check_train import Check, checkout_env, first_lines, trained_seconds
 
 SYSTEMS = ("rnnencdec-30", "rnnencdec-50", "rnnsearch-30", "rnnsearch-50")
 PAPER_MINUTES = 1.2  # the Makefile's, the most a system trains here
@@ -27,12 +27,14 @@ PAPER_MINUTES = 1.2  # the Makefile's, the most a system trains here
 SYSTEM_OVERHEAD_S, REPORT_S = 50.0, 40.0
 TINY_MINUTES = 0.1  # tiny mode: a check of the recipe on a CPU
 STOP_WAIT_S = 30.0  # what a training stopped by SIGTERM gets to save last.pt
+RESUMED_MINUTES = 0.2  # the least a system resumed from an earlier job trains on, its final validation included
 
 
-def minutes_for(budget: float) -> float:
-    """Each system's training minutes, so that the four, their overheads and the report fit
-    ``budget`` seconds, less what a study stopped by the budget gets to stop."""
-    each = (budget - STOP_WAIT_S - REPORT_S) / len(SYSTEMS) - SYSTEM_OVERHEAD_S
+def minutes_for(left: float, systems: int = len(SYSTEMS), overhead: float = SYSTEM_OVERHEAD_S) -> float:
+    """The next system's training minutes, so that it and the ``systems - 1`` after it, each with
+    ``overhead`` seconds beside its training, and the report fit the ``left`` seconds, less what a
+    study stopped by the budget gets to stop."""
+    each = (left - STOP_WAIT_S - REPORT_S) / systems - overhead
     return round(min(PAPER_MINUTES, max(0.2, each / 60)), 2)
 
 
@@ -45,7 +47,7 @@ def bench_of(check: Check) -> Path | None:
     return earlier[-1] if earlier else None
 
 
-def command(check: Check, make: str, minutes: float) -> list[str]:
+def command(check: Check, make: str, minutes: float, targets: tuple[str, ...] = ("paper",)) -> list[str]:
     runs = check.work / "paper-gpu"
     bench = bench_of(check)
     data = check.args.test_src.resolve().parent.parent  # DATA/raw/test.en: the Makefile's layout
@@ -53,7 +55,7 @@ def command(check: Check, make: str, minutes: float) -> list[str]:
         make,
         "-C",
         str(CHECKOUT),
-        "paper",
+        *targets,
         "PAPER_SCALE=gpu",
         f"ON_GPU={'1' if check.gpu else ''}",
         "INSTALLED=",  # never installing: the checkout runs unbuilt, with this Python
@@ -100,6 +102,25 @@ def stop(job: subprocess.Popen[bytes]) -> None:
         pass
 
 
+def translations(runs: Path, system: str) -> tuple[str, ...]:
+    """make's targets of one system: its training and both test sets translated."""
+    return tuple(str(runs / system / name) for _, name in _STEPS[1:])
+
+
+def _run_make(cmd: list[str], log: Path, deadline: float) -> int | None:
+    """make's status, or None when ``deadline`` came first and it was stopped as `timeout` stops it."""
+    print("+", " ".join(cmd), file=sys.stderr, flush=True)
+    with open(log, "ab") as fh:
+        job = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=_own_make(), start_new_session=True)
+        try:
+            return job.wait(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            return None
+        finally:
+            if job.poll() is None:  # out of time, or gpu-check itself stopped
+                stop(job)
+
+
 def paper(check: Check, budget: float) -> dict[str, Any]:
     make = shutil.which(check.args.make)
     if make is None:
@@ -110,39 +131,51 @@ def paper(check: Check, budget: float) -> dict[str, Any]:
                 "(PATH=$PWD/wheels/bin:$PATH)"
             ],
         }
-    minutes = minutes_for(budget) if check.gpu else TINY_MINUTES
-    cmd = command(check, make, minutes)
+    runs = check.work / "paper-gpu"
+    planned = minutes_for(budget) if check.gpu else TINY_MINUTES
     log = check.work / "paper-gpu.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    lines = [f"`make {' '.join(cmd[3:])}`", ""]
+    lines = [f"`make {' '.join(command(check, make, planned)[3:])}`", ""]
     check.partial = {"lines": lines}
-    print("+", " ".join(cmd), file=sys.stderr, flush=True)
     t0, started = time.monotonic(), time.time()
-    with open(log, "ab") as fh:
-        job = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=_own_make(), start_new_session=True)
-        try:
-            status: int | None = job.wait(timeout=max(1.0, budget - STOP_WAIT_S))
-        except subprocess.TimeoutExpired:
-            status = None
-        finally:
-            if job.poll() is None:  # out of time, or gpu-check itself stopped
-                stop(job)
-    runs = check.work / "paper-gpu"
+    deadline = t0 + budget - STOP_WAIT_S
+    # one make a system, each given the minutes the time left allows once the start-ups and
+    # translations of the systems before it are timed: an estimate wrong for the first is not
+    # carried to the last, whose report would then be cut
+    given: dict[str, float] = {}
+    overheads: list[float] = []
+    status: int | None = 0
+    for i, system in enumerate(SYSTEMS):
+        if all(Path(t).exists() for t in translations(runs, system)):
+            continue
+        left, overhead = budget - (time.monotonic() - t0), max(overheads, default=SYSTEM_OVERHEAD_S)
+        minutes = minutes_for(left, len(SYSTEMS) - i, overhead) if check.gpu else planned
+        # a system an earlier job stopped part-way: a budget it has spent would end it unvalidated, no best.pt
+        if trained := trained_seconds(runs / system):
+            minutes = max(minutes, round(trained / 60 + RESUMED_MINUTES, 2))
+        given[system], began = minutes, time.monotonic()
+        status = _run_make(command(check, make, minutes, translations(runs, system)), log, deadline)
+        if status != 0:
+            break
+        overheads.append(max(0.0, time.monotonic() - began - (60 * minutes - trained)))
+    if status == 0:  # the report, the systems all translated
+        status = _run_make(command(check, make, planned), log, deadline)
     done = [s for s in SYSTEMS if (runs / s / "done").exists()]
+    minutes_given = ", ".join(f"{s} {m:g}" for s, m in given.items()) or "none"
     lines.extend(
         [
-            f"{minutes:g} minutes of training a system; {len(done)} of {len(SYSTEMS)} systems trained "
+            f"minutes of training given: {minutes_given}; {len(done)} of {len(SYSTEMS)} systems trained "
             f"({', '.join(done) or 'none'}); {time.monotonic() - t0:.0f} s",
             *_timeline(runs, started),
         ]
     )
     report = runs / "report.md"
     if status == 0 and report.exists():
-        return {"status": "ok", "minutes": minutes, "lines": [*lines, "", *report.read_text().splitlines()]}
+        return {"status": "ok", "minutes": given, "lines": [*lines, "", *report.read_text().splitlines()]}
     if status is None:
         return {
             "status": "out of time",
-            "minutes": minutes,
+            "minutes": given,
             "lines": [*lines, "stopped by its budget: run --parts paper again on this machine, it goes on"],
         }
     tail = first_lines("\n".join(log.read_text(errors="replace").splitlines()[-15:]), 15)

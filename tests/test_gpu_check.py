@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import tarfile
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -474,3 +475,56 @@ def test_the_paper_parts_minutes_keep_back_the_reports_time_from_the_jobs_deadli
     assert gpu_check.part_budget(near, "paper", 0.5) == 543.0 - gpu_check.REPORT_MARGIN_S
     far = SimpleNamespace(args=args, gpu=True, left=lambda: 900.0)
     assert gpu_check.part_budget(far, "paper", 0.5) == 540.0
+
+
+def _paper_part_on_a_fake_clock(tmp_path, monkeypatch, overhead, report_s=19.0, budget=540.0):
+    """The paper part as a GPU job runs it, make replaced by one that spends, on a fake clock, each
+    system's minutes and ``overhead`` seconds beside them, then ``report_s`` for the report."""
+    now, given = [0.0], []
+    runs = tmp_path / "work" / "paper-gpu"
+    monkeypatch.setattr(script_paper, "time", SimpleNamespace(monotonic=lambda: now[0], time=time.time))
+
+    def fake_make(cmd, log, deadline):
+        targets = [a for a in cmd[3:] if "=" not in a]
+        if targets == ["paper"]:
+            now[0] += report_s
+            (runs / "report.md").write_text("## Table 1\n")
+        else:
+            minutes = float(next(a for a in cmd if a.startswith("PAPER_MINUTES=")).split("=")[1])
+            given.append(minutes)
+            for target in map(Path, targets):
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text("")
+                (target.parent / "done").write_text("")
+            now[0] += 60 * minutes + overhead
+        return 0 if now[0] <= deadline else None
+
+    monkeypatch.setattr(script_paper, "_run_make", fake_make)
+    args = SimpleNamespace(make=sys.executable, words=tmp_path / "bin", test_src=tmp_path / "data" / "raw" / "test.en")
+    check = SimpleNamespace(gpu=True, work=tmp_path / "work", out=tmp_path / "out", found={}, partial=None, args=args)
+    return script_paper.paper(check, budget), given, now[0]
+
+
+def test_each_paper_system_is_given_the_minutes_the_time_left_allows_once_those_before_it_are_timed(
+    tmp_path, monkeypatch
+):
+    """Start-ups and translations of 70 s a system, not the estimated 50: the first system trains the
+    planned minutes, the three after it fewer, and the report still comes before the part's deadline,
+    where the planned minutes for all four would have run past it."""
+    budget, overhead, report_s = 540.0, 70.0, 19.0
+    found, given, ended = _paper_part_on_a_fake_clock(tmp_path, monkeypatch, overhead, report_s, budget)
+    assert found["status"] == "ok", found["lines"]
+    assert given[0] == script_paper.minutes_for(budget) and all(m < given[0] for m in given[1:])
+    assert ended <= budget - script_paper.STOP_WAIT_S
+    assert 4 * (60 * given[0] + overhead) + report_s > budget - script_paper.STOP_WAIT_S  # the plan alone: cut
+    assert found["lines"][2].startswith(f"minutes of training given: rnnencdec-30 {given[0]:g}, rnnencdec-50 ")
+
+
+def test_a_paper_system_an_earlier_job_stopped_part_way_is_given_more_than_it_has_trained(tmp_path, monkeypatch):
+    """Fewer minutes than it has trained would end it at once, unvalidated, with no best.pt to translate."""
+    first = tmp_path / "work" / "paper-gpu" / "rnnencdec-30"
+    first.mkdir(parents=True)
+    (first / "metrics.jsonl").write_text(json.dumps({"step": 900, "seconds": 100.0}) + "\n")
+    found, given, _ = _paper_part_on_a_fake_clock(tmp_path, monkeypatch, overhead=50.0)
+    assert found["status"] == "ok", found["lines"]
+    assert given[0] == round(100.0 / 60 + script_paper.RESUMED_MINUTES, 2) > script_paper.PAPER_MINUTES
