@@ -27,7 +27,9 @@ PAPER_MINUTES = 1.2  # the Makefile's, the most a system trains here
 SYSTEM_OVERHEAD_S, REPORT_S = 50.0, 40.0
 TINY_MINUTES = 0.1  # tiny mode: a check of the recipe on a CPU
 STOP_WAIT_S = 30.0  # what a training stopped by SIGTERM gets to save last.pt
-RESUMED_MINUTES = 0.2  # the least a system resumed from an earlier job trains on, its final validation included
+# the least a system resumed from an earlier job trains on: a margin over the final validation its
+# budget keeps back (dev NLL alone, seconds on a GPU)
+RESUMED_MINUTES = 0.2
 
 
 def minutes_for(left: float, systems: int = len(SYSTEMS), overhead: float = SYSTEM_OVERHEAD_S) -> float:
@@ -121,6 +123,41 @@ def _run_make(cmd: list[str], log: Path, deadline: float) -> int | None:
                 stop(job)
 
 
+def _systems(check: Check, make: str, planned: float, budget: float, t0: float) -> tuple[int | None, dict[str, float]]:
+    """Each system trained and translated, make's status (None: out of time) and the minutes each
+    system was given."""
+    runs, log, deadline = check.work / "paper-gpu", check.work / "paper-gpu.log", t0 + budget - STOP_WAIT_S
+    # one make a system: the first trains the planned minutes, and once its start-up and translations
+    # are timed the others train as long, or less where the time left needs it, so that an estimate
+    # wrong for the first never cuts the report; the minutes never grow, so that the systems compared
+    # train alike wherever the time allows
+    given: dict[str, float] = {}
+    overheads: list[float] = []
+    status: int | None = 0
+    minutes, ran = planned, False
+    for i, system in enumerate(SYSTEMS):
+        if all(Path(t).exists() for t in translations(runs, system)):
+            continue
+        if ran and time.monotonic() >= deadline:  # the first make runs, a second would only be stopped
+            return None, given
+        ran, trained = True, 0.0
+        if not (runs / system / "done").exists():  # else trained already: make translates it alone
+            left = budget - (time.monotonic() - t0)
+            if check.gpu:
+                minutes = min(minutes, minutes_for(left, len(SYSTEMS) - i, max(overheads, default=SYSTEM_OVERHEAD_S)))
+            # stopped part-way by an earlier job: a budget it has spent would end it unvalidated, no best.pt
+            if trained := trained_seconds(runs / system):
+                minutes = max(minutes, round(trained / 60 + RESUMED_MINUTES, 2))
+            given[system] = minutes
+        began = time.monotonic()
+        status = _run_make(command(check, make, minutes, translations(runs, system)), log, deadline)
+        if status != 0:
+            break
+        if system in given and not trained:  # a whole training and its translations, timed
+            overheads.append(max(0.0, time.monotonic() - began - 60 * minutes))
+    return status, given
+
+
 def paper(check: Check, budget: float) -> dict[str, Any]:
     make = shutil.which(check.args.make)
     if make is None:
@@ -139,25 +176,7 @@ def paper(check: Check, budget: float) -> dict[str, Any]:
     check.partial = {"lines": lines}
     t0, started = time.monotonic(), time.time()
     deadline = t0 + budget - STOP_WAIT_S
-    # one make a system, each given the minutes the time left allows once the start-ups and
-    # translations of the systems before it are timed: an estimate wrong for the first is not
-    # carried to the last, whose report would then be cut
-    given: dict[str, float] = {}
-    overheads: list[float] = []
-    status: int | None = 0
-    for i, system in enumerate(SYSTEMS):
-        if all(Path(t).exists() for t in translations(runs, system)):
-            continue
-        left, overhead = budget - (time.monotonic() - t0), max(overheads, default=SYSTEM_OVERHEAD_S)
-        minutes = minutes_for(left, len(SYSTEMS) - i, overhead) if check.gpu else planned
-        # a system an earlier job stopped part-way: a budget it has spent would end it unvalidated, no best.pt
-        if trained := trained_seconds(runs / system):
-            minutes = max(minutes, round(trained / 60 + RESUMED_MINUTES, 2))
-        given[system], began = minutes, time.monotonic()
-        status = _run_make(command(check, make, minutes, translations(runs, system)), log, deadline)
-        if status != 0:
-            break
-        overheads.append(max(0.0, time.monotonic() - began - (60 * minutes - trained)))
+    status, given = _systems(check, make, planned, budget, t0)
     if status == 0:  # the report, the systems all translated
         status = _run_make(command(check, make, planned), log, deadline)
     done = [s for s in SYSTEMS if (runs / s / "done").exists()]

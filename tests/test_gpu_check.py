@@ -479,24 +479,28 @@ def test_the_paper_parts_minutes_keep_back_the_reports_time_from_the_jobs_deadli
 
 def _paper_part_on_a_fake_clock(tmp_path, monkeypatch, overhead, report_s=19.0, budget=540.0):
     """The paper part as a GPU job runs it, make replaced by one that spends, on a fake clock, each
-    system's minutes and ``overhead`` seconds beside them, then ``report_s`` for the report."""
+    system's minutes (none for a system trained already) and ``overhead`` seconds beside them, then
+    ``report_s`` for the report."""
     now, given = [0.0], []
     runs = tmp_path / "work" / "paper-gpu"
     monkeypatch.setattr(script_paper, "time", SimpleNamespace(monotonic=lambda: now[0], time=time.time))
 
     def fake_make(cmd, log, deadline):
-        targets = [a for a in cmd[3:] if "=" not in a]
-        if targets == ["paper"]:
+        if now[0] >= deadline:
+            return None
+        targets = [Path(a) for a in cmd[3:] if "=" not in a]
+        if targets == [Path("paper")]:
             now[0] += report_s
             (runs / "report.md").write_text("## Table 1\n")
         else:
             minutes = float(next(a for a in cmd if a.startswith("PAPER_MINUTES=")).split("=")[1])
-            given.append(minutes)
-            for target in map(Path, targets):
-                target.parent.mkdir(parents=True, exist_ok=True)
+            system = targets[0].parent
+            trains = not (system / "done").exists()
+            given.append((system.name, minutes if trains else None))
+            system.mkdir(parents=True, exist_ok=True)
+            for target in [*targets, system / "done"]:
                 target.write_text("")
-                (target.parent / "done").write_text("")
-            now[0] += 60 * minutes + overhead
+            now[0] += 60 * minutes * trains + overhead
         return 0 if now[0] <= deadline else None
 
     monkeypatch.setattr(script_paper, "_run_make", fake_make)
@@ -505,26 +509,35 @@ def _paper_part_on_a_fake_clock(tmp_path, monkeypatch, overhead, report_s=19.0, 
     return script_paper.paper(check, budget), given, now[0]
 
 
-def test_each_paper_system_is_given_the_minutes_the_time_left_allows_once_those_before_it_are_timed(
-    tmp_path, monkeypatch
-):
-    """Start-ups and translations of 70 s a system, not the estimated 50: the first system trains the
-    planned minutes, the three after it fewer, and the report still comes before the part's deadline,
-    where the planned minutes for all four would have run past it."""
-    budget, overhead, report_s = 540.0, 70.0, 19.0
+@pytest.mark.parametrize("overhead", [30.0, 70.0])
+def test_the_paper_systems_train_alike_and_less_only_where_the_time_left_needs_it(tmp_path, monkeypatch, overhead):
+    """Start-ups and translations of 30 s a system, or of 70 where 50 were estimated: the first system
+    trains the planned minutes and the three after it as long, or (70 s) all three alike for less, so
+    that the report still comes before the part's deadline, where the planned minutes for all four
+    would have run past it."""
+    budget, report_s = 540.0, 19.0
     found, given, ended = _paper_part_on_a_fake_clock(tmp_path, monkeypatch, overhead, report_s, budget)
     assert found["status"] == "ok", found["lines"]
-    assert given[0] == script_paper.minutes_for(budget) and all(m < given[0] for m in given[1:])
+    minutes = [m for _, m in given]
+    assert [s for s, _ in given] == list(script_paper.SYSTEMS) and minutes[0] == script_paper.minutes_for(budget)
+    assert minutes[1] == minutes[2] == minutes[3] and (minutes[1] == minutes[0]) == (overhead < 50)
     assert ended <= budget - script_paper.STOP_WAIT_S
-    assert 4 * (60 * given[0] + overhead) + report_s > budget - script_paper.STOP_WAIT_S  # the plan alone: cut
-    assert found["lines"][2].startswith(f"minutes of training given: rnnencdec-30 {given[0]:g}, rnnencdec-50 ")
+    planned_alone = 4 * (60 * minutes[0] + overhead) + report_s
+    assert (planned_alone > budget - script_paper.STOP_WAIT_S) == (overhead > 50)  # the plan alone: cut
+    assert found["lines"][2].startswith(f"minutes of training given: rnnencdec-30 {minutes[0]:g}, rnnencdec-50 ")
 
 
-def test_a_paper_system_an_earlier_job_stopped_part_way_is_given_more_than_it_has_trained(tmp_path, monkeypatch):
-    """Fewer minutes than it has trained would end it at once, unvalidated, with no best.pt to translate."""
-    first = tmp_path / "work" / "paper-gpu" / "rnnencdec-30"
-    first.mkdir(parents=True)
-    (first / "metrics.jsonl").write_text(json.dumps({"step": 900, "seconds": 100.0}) + "\n")
-    found, given, _ = _paper_part_on_a_fake_clock(tmp_path, monkeypatch, overhead=50.0)
+def test_a_paper_system_an_earlier_job_trained_or_stopped_is_translated_or_resumed_not_cut(tmp_path, monkeypatch):
+    """A system trained but not translated is translated, given no minutes and not timed as a
+    training; one stopped part-way is given more than it has trained, where fewer would end it at
+    once, unvalidated, with no best.pt to translate."""
+    runs = tmp_path / "work" / "paper-gpu"
+    for system, seconds in (("rnnencdec-30", 70.0), ("rnnencdec-50", 100.0)):
+        (runs / system).mkdir(parents=True)
+        (runs / system / "metrics.jsonl").write_text(json.dumps({"step": 900, "seconds": seconds}) + "\n")
+    (runs / "rnnencdec-30" / "done").write_text("")
+    found, given, _ = _paper_part_on_a_fake_clock(tmp_path, monkeypatch, overhead=40.0)
     assert found["status"] == "ok", found["lines"]
-    assert given[0] == round(100.0 / 60 + script_paper.RESUMED_MINUTES, 2) > script_paper.PAPER_MINUTES
+    assert given[0] == ("rnnencdec-30", None) and "given: rnnencdec-50 " in found["lines"][2]
+    assert given[1] == ("rnnencdec-50", round(100.0 / 60 + script_paper.RESUMED_MINUTES, 2))
+    assert given[1][1] > script_paper.PAPER_MINUTES
