@@ -105,7 +105,7 @@ def stop(job: subprocess.Popen[bytes]) -> None:
 
 
 def translations(runs: Path, system: str) -> tuple[str, ...]:
-    """make's targets of one system: its training and both test sets translated."""
+    """make's targets of one system: both test sets translated (its training is their prerequisite)."""
     return tuple(str(runs / system / name) for _, name in _STEPS[1:])
 
 
