@@ -497,8 +497,8 @@ PAPER_MINUTES ?= $(if $(ON_GPU),1.2,1)
 # Adam at 1e-3: the CPU study's 5e-3 for 256 units scaled by the 4x wider layers (not tuned on a GPU)
 PAPER_RECIPE ?= --preset $(PAPER_SIZE) --optimizer adam --lr 1e-3 --best-by nll --lr-decay cosine --warmup 100 \
     --label-smoothing 0.1
-# a paper-size validation writes best.pt and last.pt (1.2 GB together): every 200 updates, a few
-# seconds of a GPU's training, the saves would rival the training itself
+# a paper-size validation writes best.pt and last.pt: every 200 updates, the saves would take about
+# as long as a GPU's training between them (docs/paper.md)
 PAPER_TRAIN ?= $(PAPER_RECIPE) --max-minutes $(PAPER_MINUTES) --valid-every $(if $(ON_GPU),1000,200) --no-valid-bleu
 PAPER_BEAM ?= 12
 # the speeds that choose each system's path: a gpu-check report, or bin/bench-gpu's JSON of this GPU

@@ -28,7 +28,7 @@ SYSTEM_OVERHEAD_S, REPORT_S = 50.0, 40.0
 TINY_MINUTES = 0.1  # tiny mode: a check of the recipe on a CPU
 STOP_WAIT_S = 30.0  # what a training stopped by SIGTERM gets to save last.pt
 # the least a system resumed from an earlier job trains on: a margin over the final validation its
-# budget keeps back (dev NLL alone, seconds on a GPU)
+# budget keeps back (the dev NLL alone)
 RESUMED_MINUTES = 0.2
 
 
@@ -123,10 +123,12 @@ def _run_make(cmd: list[str], log: Path, deadline: float) -> int | None:
                 stop(job)
 
 
-def _systems(check: Check, make: str, planned: float, budget: float, t0: float) -> tuple[int | None, dict[str, float]]:
+def _systems(
+    check: Check, make: str, planned: float, log: Path, deadline: float
+) -> tuple[int | None, dict[str, float]]:
     """Each system trained and translated, make's status (None: out of time) and the minutes each
     system was given."""
-    runs, log, deadline = check.work / "paper-gpu", check.work / "paper-gpu.log", t0 + budget - STOP_WAIT_S
+    runs = check.work / "paper-gpu"
     # one make a system: the first trains the planned minutes, and once its start-up and translations
     # are timed the others train as long, or less where the time left needs it, so that an estimate
     # wrong for the first never cuts the report; the minutes never grow, so that the systems compared
@@ -142,7 +144,7 @@ def _systems(check: Check, make: str, planned: float, budget: float, t0: float) 
             return None, given
         ran, trained = True, 0.0
         if not (runs / system / "done").exists():  # else trained already: make translates it alone
-            left = budget - (time.monotonic() - t0)
+            left = deadline + STOP_WAIT_S - time.monotonic()
             if check.gpu:
                 minutes = min(minutes, minutes_for(left, len(SYSTEMS) - i, max(overheads, default=SYSTEM_OVERHEAD_S)))
             # stopped part-way by an earlier job: a budget it has spent would end it unvalidated, no best.pt
@@ -176,7 +178,7 @@ def paper(check: Check, budget: float) -> dict[str, Any]:
     check.partial = {"lines": lines}
     t0, started = time.monotonic(), time.time()
     deadline = t0 + budget - STOP_WAIT_S
-    status, given = _systems(check, make, planned, budget, t0)
+    status, given = _systems(check, make, planned, log, deadline)
     if status == 0:  # the report, the systems all translated
         status = _run_make(command(check, make, planned), log, deadline)
     done = [s for s in SYSTEMS if (runs / s / "done").exists()]
