@@ -11,13 +11,18 @@ INSTALLED ?= $(VENV)/.installed
 
 # Where a CPU build of torch 2.13.0 lies among pip's find-links (PIP_FIND_LINKS, pip's
 # global.find-links or /opt/wheels), pin to it through a constraints file, so that a CPU
-# machine never pulls ~3 GB of CUDA wheels. Elsewhere (a GPU machine) the pin is off and
-# pip takes PyPI's default torch:
+# machine never pulls ~3 GB of CUDA wheels. Where none does, a Linux machine without an NVIDIA
+# driver takes the pinned version's CPU build from PyTorch's own index (PyPI's Linux torch is the
+# CUDA one). On a GPU machine the pin is off and pip takes PyPI's default torch, as anywhere with:
 #   make install TORCH_CONSTRAINT=
 FIND_LINKS := $(PIP_FIND_LINKS) $(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null) /opt/wheels
 CPU_TORCH := $(firstword $(foreach d,$(patsubst file://%,%,$(FIND_LINKS)),$(wildcard $(d)/torch-2.13.0+cpu-*.whl)))
 WHEELS ?= $(patsubst %/,%,$(dir $(CPU_TORCH)))
-TORCH_CONSTRAINT ?= $(if $(CPU_TORCH),-c constraints/torch-cpu.txt --find-links $(WHEELS),)
+CPU_INDEX ?= https://download.pytorch.org/whl/cpu
+LINUX := $(filter Linux,$(shell uname -s 2>/dev/null))
+NVIDIA := $(wildcard /dev/nvidiactl /proc/driver/nvidia/version)
+TORCH_CONSTRAINT ?= $(if $(CPU_TORCH),-c constraints/torch-cpu.txt --find-links $(WHEELS),$(if \
+    $(and $(LINUX),$(if $(NVIDIA),,cpu)),-c constraints/torch-cpu.txt --extra-index-url $(CPU_INDEX)))
 
 # The demo's data: the embedded Bible En–Fr corpus (bin/fetch-bible; its split is in docs/pipeline.md).
 DATA    ?= data/bible

@@ -254,6 +254,15 @@ def test_dry_run_shows_the_full_size_commands():
         "report",
     ):
         assert expected in out.stdout, expected
+    assert "--cuda-graphs" not in out.stdout  # DDP keeps the eager update
+
+
+def test_one_gpu_trains_on_the_graph_path():
+    out = _make("-n", "reproduce", "WORK=/nonexistent/work", "NGPU=1")
+    assert out.returncode == 0, out.stderr
+    trains = [cmd for cmd in out.stdout.replace("\\\n", " ").splitlines() if " train " in cmd]
+    assert len(trains) == 4 and all("--max-minutes 7200 --cuda-graphs --fused-steps" in t for t in trains), trains
+    assert "torch.distributed.run" not in out.stdout
 
 
 MADE = ("VENV", "PY", "NMTKIT")
