@@ -108,16 +108,12 @@ def fastest(check: Check) -> tuple[list[str], str]:
 
 
 def logged(save: Path) -> list[dict[str, Any]]:
-    """The run's log lines so far (:func:`nmtkit.train.runlog.entries`), read again where a line
-    was being written as it was read."""
-    for _ in range(100):
-        try:
-            return runlog.entries(save)
-        except FileNotFoundError:
-            return []
-        except ValueError:  # a line half-written: the writer ends it within milliseconds
-            time.sleep(0.01)
-    return []
+    """The run's log lines so far (:func:`nmtkit.train.runlog.entries`: a line being written as
+    it is read is left out)."""
+    try:
+        return runlog.entries(save)
+    except FileNotFoundError:
+        return []
 
 
 def updates(save: Path) -> int:

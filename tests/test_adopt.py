@@ -129,6 +129,23 @@ def test_info_reads_a_training_run_and_a_corpus_too(overfit, tmp_path):
     assert r.exit_code == 2 and "not a training run" in r.output and "Traceback" not in r.output
 
 
+def test_info_reads_a_run_killed_while_it_logged_and_refuses_a_damaged_log(overfit, tmp_path):
+    """A last line torn by a kill is left out, as a resumed run drops it; one line elsewhere that is
+    not the log's, or bytes that are not UTF-8, are one line and status 2 (a traceback before)."""
+    run = tmp_path / "run"
+    run.mkdir()
+    log = (overfit / "run" / "metrics.jsonl").read_bytes()
+    for name in ("metrics.jsonl", "machine.json"):
+        (run / name).write_bytes((overfit / "run" / name).read_bytes())
+    (run / "metrics.jsonl").write_bytes(log + b'{"step": 260, "epo')
+    torn = json.loads(invoke("info", run, "--output-format", "json").stdout)
+    assert torn["updates"] == 250
+    for damage, said in ((b'{"step": 260, "epo\n', "line"), (b"[1, 2]\n", "line"), (b"\xff\xfe\n", "UTF-8")):
+        (run / "metrics.jsonl").write_bytes(damage + log)
+        r = invoke("info", run)
+        assert r.exit_code == 2 and said in r.output and r.output.count("\n") == 1, r.output
+
+
 def test_average_is_the_mean_of_the_weights(tmp_path):
     fake_checkpoint(tmp_path / "a.pt", step=1, weights={"w": torch.tensor([1.0, 2.0]), "b": torch.tensor([0.0])})
     fake_checkpoint(tmp_path / "b.pt", step=2, weights={"w": torch.tensor([3.0, 6.0]), "b": torch.tensor([1.0])})
@@ -291,6 +308,9 @@ def test_resuming_another_model_is_refused_naming_the_difference(data_bin, tmp_p
     before = (run / "last.pt").read_bytes()
     r = invoke("train", data_bin, "--save-dir", run, *TINY, "--max-updates", 4, "--arch", "rnnencdec")
     assert r.exit_code == 2 and "--arch rnnsearch, not rnnencdec" in r.output
+    # not the first setting of the other family that rnnsearch lacks (--layers)
+    r = invoke("train", data_bin, "--save-dir", run, *TINY, "--max-updates", 4, "--arch", "luong")
+    assert r.exit_code == 2 and "--arch rnnsearch, not luong" in r.output, r.output
     r = invoke("train", data_bin, "--save-dir", run, *TINY, "--max-updates", 4, "--hidden", 40)
     assert r.exit_code == 2 and "--hidden 32, not 40" in r.output
     assert (run / "last.pt").read_bytes() == before

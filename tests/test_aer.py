@@ -38,6 +38,10 @@ def test_score_align_cli_and_its_refusals(tmp_path):
     gold.write_text("0-0 1*1\n")
     done = CliRunner().invoke(main, ["score-align", str(hyp), "-g", str(gold)])
     assert done.exit_code == 2 and "'1*1' is not a gold link" in done.output
+    for blank in ("\n", "1?1\n"):  # no sure link: AER and recall 0/0, once reported as a perfect 0.00
+        gold.write_text(blank)
+        done = CliRunner().invoke(main, ["score-align", str(hyp), "-g", str(gold)])
+        assert done.exit_code == 2 and "holds no sure links" in done.output, done.output
 
 
 def test_align_links_each_target_word_of_the_given_translations_at_most_once(overfit, tmp_path):

@@ -123,3 +123,21 @@ def test_two_systems_under_one_name_are_refused_and_same_file_names_told_apart(f
     head = next(line for line in r.stdout.splitlines() if line.strip().startswith("length"))
     assert both[0] in head and both[1] in head  # the table's columns, whole
     assert [t.get_text() for t in legends[0].get_texts()] == both
+
+
+def test_a_tokenizer_whose_model_cannot_be_fetched_says_so_in_one_line(monkeypatch):
+    """sacreBLEU downloads flores101's SentencePiece model on first use; offline, the line was the
+    bare URL error."""
+    from urllib.error import URLError
+
+    import sacrebleu.metrics.bleu
+
+    from nmtkit.core.errors import UserError
+
+    class Offline(sacrebleu.metrics.bleu.BLEU):
+        def __init__(self, **_kwargs):
+            raise URLError("[Errno -2] Name or service not known")
+
+    monkeypatch.setattr(sacrebleu.metrics.bleu, "BLEU", Offline)
+    with pytest.raises(UserError, match=r"^--tokenize flores101: sacreBLEU could not download .* with a network$"):
+        Metrics(tokenize="flores101").bleu()

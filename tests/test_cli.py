@@ -249,6 +249,10 @@ def test_vocabulary_that_does_not_match_the_corpus(raw, tmp_path):
             ).exit_code
             == 0
         )
+    # a --min-count past every word's count made lists of the four symbols alone, and exit 0
+    vocab = ["build-vocab", *SPLITS, "--train", tmp_path / "clean" / "train", "-d", tmp_path / "v3"]
+    one_error_line(run(*vocab, "--min-count", 10**6), "--min-count 1,000,000 keeps no en word")
+    assert not (tmp_path / "v3").exists()
     binarize = ["preprocess", *SPLITS, "--test", tmp_path / "clean" / "test", "-d", tmp_path / "bin", "-j", 1]
     assert run(*binarize, "--vocab", tmp_path / "v1").exit_code == 0
     before = sorted(p.name for p in (tmp_path / "bin").iterdir())
@@ -446,3 +450,29 @@ def test_a_full_or_closed_stdout_is_one_line_and_status_2(raw, tmp_path):
     assert closed.returncode == 2 and closed.stderr.count("\n") == 1 and "stdout is closed" in closed.stderr, (
         closed.stderr
     )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["tokenize", "-l", "en", "-"], ["score", "-", "-r", "{ref}"], ["score-align", "-", "-g", "{ref}"]],
+    ids=["tokenize", "score", "score-align"],
+)
+def test_a_closed_stdin_is_one_line_and_status_2(raw, args):
+    """<&-: Python's sys.stdin is None, whose .buffer was a traceback."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    cmd = [sys.executable, "-m", "nmtkit", *(a.format(ref=raw / "valid.fr") for a in args)]
+    closed = subprocess.run(
+        ["bash", "-c", " ".join(map(str, cmd)) + " <&-"], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert closed.returncode == 2 and closed.stderr.count("\n") == 1 and "stdin is closed" in closed.stderr, (
+        closed.stderr
+    )
+
+
+@pytest.mark.parametrize("lang", ["", "e n", "en/fr"])
+def test_a_language_code_that_cannot_name_a_file_is_refused(raw, lang):
+    """PREFIX.LANG names every file: an empty code, or one with a space or a slash, was taken."""
+    one_error_line(run("tokenize", "-l", lang, raw / "train.en"), f"language code {lang!r}")

@@ -173,6 +173,17 @@ def test_training_stores_a_lexicon_and_translate_shortlist_uses_it(overfit, tmp_
     assert short.stdout == full.stdout
 
 
+def test_the_lexicon_command_says_how_many_frequent_words_it_holds(overfit, tmp_path):
+    """--frequent past the target vocabulary holds every word: said so, not the number asked."""
+    ckpt, out = overfit / "run" / "last.pt", tmp_path / "lex.pt"
+    args = ["lexicon", str(ckpt), "--data", str(overfit / "bin-kept"), "-o", str(out), "--frequent", "100000000"]
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 0, r.output
+    words = checkpoint.load(out).lexicon.frequent
+    assert words == checkpoint.load(ckpt).model.tgt_vocab < 100_000_000
+    assert f"lexicon of {words:,} frequent words" in r.output and "passes the vocabulary" in r.output, r.output
+
+
 @pytest.mark.parametrize("penalty", ["none", "average", "power", "gnmt"])
 def test_looking_for_finished_sentences_every_fourth_step_changes_no_output(penalty):
     # the GPU's schedule (fewer waits for the device), run on the CPU

@@ -75,6 +75,29 @@ def test_the_reverse_command_writes_the_corpus_whole_or_not_at_all(raw, tmp_path
     assert [p.name for p in tmp_path.iterdir() if ".staging-" in p.name] == []
 
 
+@pytest.mark.parametrize("damage", ["missing-split-file", "truncated-index", "cut-vocabulary"])
+def test_a_damaged_corpus_is_refused_by_reverse_and_info_before_anything_is_written(raw, tmp_path, damage):
+    """reverse copied a corpus with a cut index or vocabulary as it was, and met a missing file with
+    a traceback; info described them as whole."""
+    make_corpus(raw, tmp_path)
+    splits = {s: tmp_path / "clean" / s for s in ("train", "valid")}
+    binarize_corpus(splits, ("en", "fr"), tmp_path / "vocab", tmp_path / "fwd")
+    fwd = tmp_path / "fwd"
+    if damage == "missing-split-file":
+        (fwd / "valid.en.bin").unlink()
+    elif damage == "truncated-index":
+        (fwd / "train.en.idx").write_bytes((fwd / "train.en.idx").read_bytes()[:-4])
+    else:
+        vocab = next(fwd.glob("vocab.fr*"))
+        vocab.write_bytes(vocab.read_bytes()[: vocab.stat().st_size // 2])
+    for args in (["reverse", str(fwd), str(tmp_path / "out")], ["info", str(fwd)]):
+        r = CliRunner().invoke(main, args)
+        assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1, r.output
+        assert "Traceback" not in r.output and str(fwd) in r.output, r.output
+    assert not (tmp_path / "out").exists()
+    assert [p.name for p in tmp_path.iterdir() if ".staging-" in p.name] == []
+
+
 def test_a_corpus_reversed_from_one_without_source_text_counts_dev_bleu_on_ids_and_says_so_once(raw, tmp_path, capsys):
     from nmtkit.data.manifest import read_manifest, write_manifest
     from nmtkit.train.validate import dev_bleu

@@ -184,6 +184,12 @@ def test_select_refusals(tmp_path):
     assert result.exit_code == 2 and "--keep-words" in result.output
     result = runner.invoke(main, base + ["--in-domain", str(ind), "--general", str(gen), "--keep-words", "lots"])
     assert result.exit_code == 2 and "348M" in result.output
+    same = ["select", "-s", "en", "-t", "en", "-d", str(tmp_path / "out"), "-j", "1", "--keep-words", "1k"]
+    result = runner.invoke(main, same + ["--in-domain", str(ind), "--general", str(gen)])
+    assert result.exit_code == 2 and "source and target language are both 'en'" in result.output, result.output
+    for odd, said in (("nanM", "348M"), ("infM", "348M"), ("1e400", "348M"), ("0.4", "at least 1")):
+        result = runner.invoke(main, base + ["--in-domain", str(ind), "--general", str(gen), "--keep-words", odd])
+        assert result.exit_code == 2 and said in result.output, (odd, result.output)
     Path(f"{gen}.fr").write_text("".join(f"ligne {i}\n" for i in range(39)), encoding="utf-8")
     result = runner.invoke(main, base + ["--in-domain", str(ind), "--general", str(gen), "--keep-words", "1k"])
     assert result.exit_code == 2 and "differ in length" in result.output

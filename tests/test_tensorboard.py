@@ -140,3 +140,15 @@ def test_without_the_package_it_says_which_extra_before_any_work(raw, tmp_path, 
         "pip install '.[tensorboard]' in nmtkit's checkout"
     )
     assert not (tmp_path / "run").exists() and not (tmp_path / "tb").exists()
+
+
+@needs_tensorboard
+def test_a_directory_that_cannot_be_made_is_one_line_before_any_work(raw, tmp_path):
+    """It was met at the first log line, the save directory already taken."""
+    make_corpus(raw, tmp_path)
+    (tmp_path / "file").write_text("")
+    args = ["train", str(tmp_path / "bin"), "--save-dir", str(tmp_path / "run"), "--preset", "tiny"]
+    r = CliRunner().invoke(main, [*args, "--tensorboard", str(tmp_path / "file" / "tb")])
+    assert r.exit_code == 2 and r.output.count("\n") == 1, r.output
+    assert f"{tmp_path / 'file'} is a file, not a directory" in r.output
+    assert not (tmp_path / "run").exists()

@@ -49,14 +49,16 @@ def alignment_error(
         a_s, a_p, n = a_s + len(links & sure), a_p + len(links & possible), n + 1
     if not n:
         raise UserError(f"{names[1]} is empty")
+    if not s:  # AER, recall: 0/0, and no score says anything of the links
+        raise UserError(f"{names[1]} holds no sure links ('i-j'), so no alignment can be scored against it")
     return {
         "sentences": n,
         "links": a,
         "sure": s,
         "possible": p,
         "precision": 100 * a_p / a if a else 0.0,
-        "recall": 100 * a_s / s if s else 0.0,
-        "aer": 100 * (1 - (a_s + a_p) / (a + s)) if a + s else 0.0,
+        "recall": 100 * a_s / s,
+        "aer": 100 * (1 - (a_s + a_p) / (a + s)),
     }
 
 

@@ -8,6 +8,7 @@ runtime (device, threads, bf16, TF32) and search.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -282,9 +283,11 @@ def count(_ctx: click.Context, _param: click.Parameter, value: str | None) -> in
     try:
         n = float(text[:-1] if scale > 1 else text) * scale
     except ValueError:
-        raise click.BadParameter(f"'{value}' is not a count such as 348M, 2.5k or 1000000") from None
-    if n <= 0:
-        raise click.BadParameter(f"'{value}' must be positive")
+        n = math.nan
+    if not math.isfinite(n):
+        raise click.BadParameter(f"'{value}' is not a count such as 348M, 2.5k or 1000000")
+    if n < 1:  # 0.4 was taken as 0, and kept nothing
+        raise click.BadParameter(f"'{value}' must be at least 1")
     return int(n)
 
 

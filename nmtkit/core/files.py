@@ -55,6 +55,8 @@ def open_binary(path: str | Path) -> IO[bytes]:
     """The file (or stdin for '-'), opened to be read as bytes; a compressed or UTF-16 file is
     refused by name, rather than as bytes that are not UTF-8."""
     if str(path) == STDIO:
+        if sys.stdin is None:  # started with stdin closed (<&-)
+            raise UserError("stdin is closed (<&-): give the input as a file, or pipe it in")
         refuse_other_encodings(sys.stdin.buffer, STDIO)
         return sys.stdin.buffer
     try:

@@ -64,10 +64,10 @@ class TokenArray:
         for p in (bin_path, idx_path):
             if not p.exists():
                 raise FormatError(f"{p}: missing from the corpus directory")
-        if idx_path.stat().st_size != 8 * (sentences + 1):
+        if (size := idx_path.stat().st_size) != 8 * (sentences + 1):
             raise FormatError(
-                f"{idx_path}: expected {sentences + 1} offsets, "
-                f"found {idx_path.stat().st_size / 8:g} (truncated or not from this manifest)"
+                f"{idx_path}: expected {sentences + 1:,} offsets ({8 * (sentences + 1):,} bytes), "
+                f"found {size:,} bytes (truncated or not from this manifest)"
             )
         self.offsets = np.memmap(idx_path, dtype=np.int64, mode="r")
         n_ids = int(self.offsets[-1])
@@ -122,6 +122,16 @@ class Corpus:
     def splits(self) -> list[str]:
         """The split names the manifest lists (train, valid, test, ...)."""
         return list(self.manifest.splits)
+
+    def check(self) -> None:
+        """Every file the manifest names opened and checked against it (the sizes of each split's
+        token arrays and links, the vocabularies' fingerprints), as training would on reaching
+        them: for a command that passes the corpus on, or describes it, without reading it."""
+        for lang in self.manifest.vocab:
+            self.vocab(lang)
+        for name in self.splits:
+            self.split(name)
+            self.links(name)
 
     def vocab(self, lang: str) -> Vocab:
         """The vocabulary of language ``lang``, checked against the manifest's fingerprint."""

@@ -23,7 +23,7 @@ from ..text.bpe import Segmenter, learn_codes, learn_sentencepiece
 from ..text.preprocess import read_report, text_fingerprint
 from .manifest import VOCAB_META, VocabMeta, write_vocab_meta
 from .settings import VocabConfig
-from .vocab import Vocab
+from .vocab import SPECIALS, Vocab
 
 
 def count_tokens(path: Path, advance: Any = None) -> Counter[str]:
@@ -104,6 +104,11 @@ def _build(
     )
     for lang in langs:
         vocab = Vocab.from_counts(unit_counts[lang], cfg.size, cfg.min_count)
+        if len(vocab) == len(SPECIALS):  # a model of such lists could only write <unk>
+            most = max(unit_counts[lang].values(), default=0)
+            raise UserError(
+                f"--min-count {cfg.min_count:,} keeps no {lang} word (the most frequent occurs {most:,} times)"
+            )
         vocab.save(stage.path(f"vocab.{lang}.txt"))
         total = sum(unit_counts[lang].values())
         covered = sum(vocab.counts)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.error import URLError
 
 from ..core.errors import UserError
 
@@ -97,8 +98,10 @@ class Metrics:
         try:
             return BLEU(tokenize=self.tokenize, lowercase=self.lowercase, effective_order=self.sentence_level)
         except (ImportError, RuntimeError, OSError) as err:  # a tokenizer's missing extra or model
-            reason = next((line for line in str(err).splitlines() if line.strip()), type(err).__name__)
-            raise UserError(f"--tokenize {self.tokenize}: {reason.strip()}") from None
+            reason = next((line for line in str(err).splitlines() if line.strip()), type(err).__name__).strip()
+            if isinstance(err, URLError):  # its model, which sacreBLEU fetches on first use
+                reason = f"sacreBLEU could not download the tokenizer's model ({reason}); run it once with a network"
+            raise UserError(f"--tokenize {self.tokenize}: {reason}") from None
 
     def bleu_tok(self) -> Any:
         """BLEU on the tokens as given, unsmoothed: what multi-bleu.perl computes."""

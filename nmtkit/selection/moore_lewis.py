@@ -285,6 +285,8 @@ def select(
     workers: int,
 ) -> dict[str, Any]:
     """Write ``out_dir/train.{src,tgt}`` (the kept pairs in input order) and ``select.json``."""
+    if langs[0] == langs[1]:
+        raise UserError(f"source and target language are both '{langs[0]}'")
     refuse_overwriting(
         [("-d", str(out_dir / f"train.{lang}")) for lang in langs],
         [

@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..core.settings import Settings, known_fields, setting
+from ..core.errors import UserError
+from ..core.settings import Settings, checking, known_fields, setting
 
 # The cleaning rules of the 'default' preset (text.clean.PRESETS): they suit any corpus.
 DEFAULT_RULES = ("unicode", "whitespace")
@@ -29,6 +30,11 @@ class TextConfig(Settings):
     normalize_punct: bool = setting(True, "Moses punctuation normalization.")
     aggressive_dash: bool = setting(False, "Split hyphens: arc @-@ en @-@ ciel.")
     lowercase: bool = setting(False, "Lowercase tokens (the paper does not).")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if checking() and (not self.lang or any(c.isspace() or c in "/\\" for c in self.lang)):
+            raise UserError(f"language code {self.lang!r}: give one such as en, fr or pt-BR")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self) | {"clean": list(self.clean)}

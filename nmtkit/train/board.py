@@ -9,21 +9,28 @@ no checkpoint, so a resumed run may write elsewhere, or nowhere.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import UserError
+from ..core.files import writing_into
 
 EXTRA = "pip install '.[tensorboard]' in nmtkit's checkout"
 
 
-def require() -> None:
-    """Refuse --tensorboard in one line, before any work, where its package is missing (every
-    process checks: a missing package would otherwise stop rank 0 alone, the others waiting)."""
+def require(log_dir: Path) -> None:
+    """Refuse --tensorboard in one line, before any work, where its package is missing or its
+    directory cannot be made (every process checks: either would otherwise stop rank 0 alone, at
+    its first log line, the others waiting)."""
     try:
         import torch.utils.tensorboard  # noqa: F401
     except ImportError:
         raise UserError(f"--tensorboard needs the tensorboard package: {EXTRA}") from None
+    with writing_into(log_dir):
+        log_dir.mkdir(parents=True, exist_ok=True)
+    if not os.access(log_dir, os.W_OK | os.X_OK):
+        raise UserError(f"--tensorboard {log_dir}: cannot be written (permission denied)")
 
 
 class Board:

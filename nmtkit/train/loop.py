@@ -99,7 +99,7 @@ def train(
     """
     check_run(model_cfg, cfg)
     if tensorboard is not None:
-        board.require()
+        board.require(tensorboard)
     where = distributed.place()
     if where.rank != 0:  # its logs are rank 0's again; errors still come from every process
         set_verbosity(quiet=True)

@@ -24,8 +24,27 @@ METRICS = "metrics.jsonl"
 
 
 def entries(save_dir: str | Path) -> list[dict[str, Any]]:
-    """Every line of a run's log, in order."""
-    return [json.loads(line) for line in (Path(save_dir) / METRICS).read_text().splitlines() if line.strip()]
+    """Every line of a run's log, in order, but a last line torn by a kill (or being written as it
+    is read), which a resumed run drops too. Raises :class:`UserError` for a log damaged elsewhere."""
+    path = Path(save_dir) / METRICS
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not UTF-8, so not a log that nmtkit train wrote") from None
+    found = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            if n == len(lines):
+                break
+            entry = None
+        if not isinstance(entry, dict) or not isinstance(entry.get("step"), int):
+            raise UserError(f"{path}: line {n} is not a line of a training log")
+        found.append(entry)
+    return found
 
 
 def append(save_dir: str | Path, entry: dict[str, Any]) -> None:

@@ -306,6 +306,8 @@ def _described(
     setting named that the checkpoint's family lacks is refused."""
     theirs, ours = found.flat(), asked.flat()
     named = ours.keys() if typed is None else ours.keys() & set(typed)
+    if "arch" in named and found.arch != asked.arch:  # not the other family's first setting it lacks
+        raise UserError(f"{where} holds a model with --arch {found.arch}, not {asked.arch}: {remedy}")
     foreign = sorted(named - theirs.keys())
     if foreign:
         raise UserError(f"--{_flag(foreign[0])}: {where} holds a {found.arch} model, which has none: {remedy}")

@@ -11,7 +11,7 @@ import click
 from ...core.command import Command
 from ...core.console import Results
 from ...core.errors import UserError
-from ...data.manifest import MANIFEST, read_manifest
+from ...data.manifest import MANIFEST
 from ...data.summary import corpus_summary
 from .. import options
 
@@ -37,7 +37,11 @@ def info(path: str, output_format: str) -> None:
     if not Path(path).exists():  # not "no such checkpoint": it may have meant a run or a corpus
         raise UserError(f"{path}: no such checkpoint, training run or corpus")
     if Path(path).is_dir() and (Path(path) / MANIFEST).exists():
-        manifest = read_manifest(path)
+        from ...data.binarized import Corpus  # numpy: the files checked against the manifest
+
+        corpus = Corpus(path)
+        corpus.check()
+        manifest = corpus.manifest
         if not as_json:
             Results().print(corpus_summary(manifest))
             return

@@ -28,5 +28,6 @@ def lexicon(model_path: str, data_bin: str, frequent: int, per_source: int, outp
     (training stores one already; this is for older checkpoints or other sizes)."""
     from ...checkpoint.lexicon import add_lexicon
 
-    add_lexicon(model_path, data_bin, output or model_path, frequent, per_source)
-    log(f"{output or model_path}: lexicon of {frequent:,} frequent words and {per_source} per source word")
+    made = add_lexicon(model_path, data_bin, output or model_path, frequent, per_source)
+    whole = f" (every target word: --frequent {frequent:,} passes the vocabulary)" if made.frequent < frequent else ""
+    log(f"{output or model_path}: lexicon of {made.frequent:,} frequent words and {per_source} per source word{whole}")
