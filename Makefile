@@ -20,7 +20,8 @@ CPU_TORCH := $(firstword $(foreach d,$(patsubst file://%,%,$(FIND_LINKS)),$(wild
 WHEELS ?= $(patsubst %/,%,$(dir $(CPU_TORCH)))
 CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 LINUX := $(filter Linux,$(shell uname -s 2>/dev/null))
-NVIDIA := $(wildcard /dev/nvidiactl /proc/driver/nvidia/version)
+# an NVIDIA driver, or WSL2's GPU (/dev/dxg), where the driver lies on the Windows side
+NVIDIA := $(strip $(wildcard /dev/nvidiactl /proc/driver/nvidia/version /dev/dxg) $(shell command -v nvidia-smi 2>/dev/null))
 TORCH_CONSTRAINT ?= $(if $(CPU_TORCH),-c constraints/torch-cpu.txt --find-links $(WHEELS),$(if \
     $(and $(LINUX),$(if $(NVIDIA),,cpu)),-c constraints/torch-cpu.txt --extra-index-url $(CPU_INDEX)))
 

@@ -470,9 +470,18 @@ def test_a_closed_stdin_is_one_line_and_status_2(raw, args):
     assert closed.returncode == 2 and closed.stderr.count("\n") == 1 and "stdin is closed" in closed.stderr, (
         closed.stderr
     )
+    if args[0] == "tokenize":  # a file read with stdin closed (cron, a daemon) is no error at all
+        cmd[-1] = str(raw / "valid.en")
+        done = subprocess.run(
+            ["bash", "-c", " ".join(map(str, cmd)) + " <&-"], capture_output=True, text=True, env=env, timeout=120
+        )
+        assert done.returncode == 0 and done.stdout.count("\n") > 1, done.stderr
 
 
 @pytest.mark.parametrize("lang", ["", "e n", "en/fr"])
 def test_a_language_code_that_cannot_name_a_file_is_refused(raw, lang):
     """PREFIX.LANG names every file: an empty code, or one with a space or a slash, was taken."""
     one_error_line(run("tokenize", "-l", lang, raw / "train.en"), f"language code {lang!r}")
+    from nmtkit.text.settings import TextConfig
+
+    assert TextConfig.from_dict({"lang": lang}).lang == lang  # as an older checkpoint or corpus stored it

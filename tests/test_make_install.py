@@ -54,3 +54,16 @@ def test_without_a_local_cpu_wheel_a_linux_cpu_takes_pytorchs_cpu_index(tmp_path
         assert pin in install, install
     else:
         assert "-c constraints" not in install and "--extra-index-url" not in install, install
+
+
+def test_the_makefile_sees_an_nvidia_driver_where_there_is_one(tmp_path):
+    """Its own look, unset: an NVIDIA driver's files or nvidia-smi (a blank once read as a driver)."""
+    import shutil
+
+    driver = any(Path(p).exists() for p in ("/dev/nvidiactl", "/proc/driver/nvidia/version", "/dev/dxg"))
+    driver = driver or shutil.which("nvidia-smi") is not None
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    out = _install_commands(tmp_path, str(empty), f"FIND_LINKS={empty}", "LINUX=Linux")
+    install = next(line for line in out.splitlines() if "pip install" in line)
+    assert ("--extra-index-url" in install) is not driver, install

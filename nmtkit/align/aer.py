@@ -50,7 +50,7 @@ def alignment_error(
     if not n:
         raise UserError(f"{names[1]} is empty")
     if not s:  # AER, recall: 0/0, and no score says anything of the links
-        raise UserError(f"{names[1]} holds no sure links ('i-j'), so no alignment can be scored against it")
+        raise UserError(f"{names[1]} holds no sure links ('i-j'): recall and AER count against them")
     return {
         "sentences": n,
         "links": a,

@@ -140,7 +140,7 @@ def read_lines(path: str | Path, *, allow_empty: bool = False) -> Iterator[str]:
         if lineno == 0 and not allow_empty:
             raise UserError(f"{display_name(path)}: is empty")
     finally:
-        if stream is not sys.stdin.buffer:
+        if str(path) != STDIO:
             stream.close()
 
 

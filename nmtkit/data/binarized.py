@@ -124,9 +124,10 @@ class Corpus:
         return list(self.manifest.splits)
 
     def check(self) -> None:
-        """Every file the manifest names opened and checked against it (the sizes of each split's
-        token arrays and links, the vocabularies' fingerprints), as training would on reaching
-        them: for a command that passes the corpus on, or describes it, without reading it."""
+        """The corpus's data checked against its manifest, as training would on reaching it: the
+        sizes of each split's token arrays and links, the vocabularies' fingerprints (the clean
+        texts and BPE codes are read, not checked, by the commands that use them). For a command
+        that passes the corpus on, or describes it, without reading it."""
         for lang in self.manifest.vocab:
             self.vocab(lang)
         for name in self.splits:

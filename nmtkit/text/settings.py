@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..core.errors import UserError
-from ..core.settings import Settings, checking, known_fields, setting
+from ..core.settings import Settings, as_written, checking, known_fields, setting
 
 # The cleaning rules of the 'default' preset (text.clean.PRESETS): they suit any corpus.
 DEFAULT_RULES = ("unicode", "whitespace")
@@ -41,7 +41,8 @@ class TextConfig(Settings):
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TextConfig:
-        return cls(**known_fields(cls, d, "TextConfig field") | {"clean": tuple(d.get("clean", ()))})
+        with as_written():  # a stored config is read back as it was written, a code nmtkit once took included
+            return cls(**known_fields(cls, d, "TextConfig field") | {"clean": tuple(d.get("clean", ()))})
 
 
 @dataclass(frozen=True)

@@ -228,7 +228,7 @@ def translate_file(  # noqa: PLR0913 (each of translate's inputs and outputs, by
         if streamed:
             given = PrefixLines(prefixes)
             stream = open_binary(source)
-            if stream is not sys.stdin.buffer:
+            if str(source) != STDIO:
                 stack.enter_context(stream)
             for chunk in stdin_chunks(stream, source):
                 for t in translator.translate_block(chunk, options, sinks.n + 1, given.take(len(chunk))):
