@@ -146,6 +146,18 @@ def test_info_reads_a_run_killed_while_it_logged_and_refuses_a_damaged_log(overf
         assert r.exit_code == 2 and said in r.output and r.output.count("\n") == 1, r.output
 
 
+@pytest.mark.parametrize("damage", [b'{"step": 3, "se', b"\xff\xfe", b"[1, 2]", b'{"seconds": 1.0}'])
+def test_a_resumed_run_keeps_its_log_up_to_the_checkpoint_and_the_damage(tmp_path, damage):
+    """open_log on resume: the lines after the checkpoint's update and from a damaged line on are
+    dropped (bytes that are not UTF-8 and a line that is no entry were a traceback)."""
+    from nmtkit.train import runlog
+
+    good = b"".join(json.dumps({"step": k, "seconds": float(k)}).encode() + b"\n" for k in (1, 2, 3))
+    (tmp_path / "metrics.jsonl").write_bytes(good[: good.index(b'{"step": 3')] + damage + b"\n" + good)
+    runlog.open_log(tmp_path, step=2)
+    assert [e["step"] for e in runlog.entries(tmp_path)] == [1, 2]
+
+
 def test_average_is_the_mean_of_the_weights(tmp_path):
     fake_checkpoint(tmp_path / "a.pt", step=1, weights={"w": torch.tensor([1.0, 2.0]), "b": torch.tensor([0.0])})
     fake_checkpoint(tmp_path / "b.pt", step=2, weights={"w": torch.tensor([3.0, 6.0]), "b": torch.tensor([1.0])})

@@ -63,10 +63,12 @@ def open_log(save_dir: str | Path, step: int) -> None:
     if not path.exists():
         return
     keep = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
         try:
             entry = json.loads(line)
         except json.JSONDecodeError:
+            break
+        if not isinstance(entry, dict) or not isinstance(entry.get("step"), int):  # damaged from here on
             break
         if entry["step"] <= step:
             keep.append(line)
