@@ -83,3 +83,8 @@ def test_align_plot_draws_gold_links_sure_white_and_possible_grey(tmp_path):
         main, ["align-plot", str(tmp_path / "g.links"), "-n", "1", "-o", str(tmp_path / "g.png")]
     )
     assert alone.exit_code == 2 and "Pharaoh links need --source and --target" in alone.output
+    pair = ["--source", str(tmp_path / "s.en"), "--target", str(tmp_path / "s.fr")]
+    for extra, said in ((["--pieces"], "--pieces draws a model's subword pieces"), (["--tokenized"], "add -m")):
+        plot = ["align-plot", str(tmp_path / "g.links"), *pair, "-n", "1", "-o", str(tmp_path / "g.png"), *extra]
+        refused = CliRunner().invoke(main, plot)  # taken without a word, and drawn the same
+        assert refused.exit_code == 2 and said in refused.output, refused.output

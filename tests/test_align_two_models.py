@@ -55,7 +55,7 @@ def test_both_directions_write_one_line_of_links_per_pair(overfit, backward, tmp
             str(tmp_path / "s.fr"),
             str(out[combine]),
             False,
-            links=LinkConfig(combine=combine, threshold=0.05),
+            links=LinkConfig(combine=combine, **({"threshold": 0.05} if combine == "soft" else {})),
         )
         lines = out[combine].read_text(encoding="utf-8").splitlines()
         assert n == len(lines) == 3 and lines[1] == ""
@@ -193,6 +193,13 @@ def test_the_settings_of_combined_links_are_refused_with_models_of_one_direction
             r = CliRunner().invoke(main, [*command, *extra])
             assert r.exit_code == 2 and r.output.startswith(f"nmtkit {command[0]}: error: {said}"), r.output
         assert CliRunner().invoke(main, command).exit_code == 0
+    # and with a model each way, a setting of the combination the run does not make
+    for extra, said in (
+        (["--link-threshold", "0.5"], "--link-threshold thresholds --combine soft or geometric"),
+        (["--combine", "soft", "--null-threshold", "0.5"], "--null-threshold is grow-diag-final-and's"),
+    ):
+        r = CliRunner().invoke(main, ["align", "-m", model, "-m", model, *pair, *extra])
+        assert r.exit_code == 2 and r.output.startswith(f"nmtkit align: error: {said}"), r.output
 
 
 def test_both_sides_from_stdin_and_files_named_for_the_other_direction(overfit, tmp_path):

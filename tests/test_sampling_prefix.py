@@ -203,8 +203,9 @@ def test_sampling_from_the_shell(overfit, src):
     piped = invoke("translate", "-m", ckpt(overfit), *warm, "--seed", 1, input=src.read_text(encoding="utf-8"))
     assert piped.stdout == a.stdout
     assert invoke("translate", "-m", ckpt(overfit), src, *warm, "--seed", 2).stdout != a.stdout
-    r = invoke("translate", "-m", ckpt(overfit), src, "--top-k", 3)
-    assert r.exit_code == 2 and "add --sampling" in r.output
+    for idle in (["--top-k", 3], ["--seed", 7]):  # --seed was taken without a word, and drew nothing
+        r = invoke("translate", "-m", ckpt(overfit), src, *idle)
+        assert r.exit_code == 2 and "add --sampling" in r.output, (idle, r.output)
     r = invoke("translate", "-m", ckpt(overfit), src, "--sampling", "--temperature", 0)
     assert r.exit_code == 2
     # likewise a length penalty's exponent without the penalty that reads it

@@ -134,6 +134,31 @@ def test_score_several_references_and_mismatched_lengths(tmp_path):
     assert r.exit_code == 2 and "has 1 lines but" in r.output
 
 
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        (["--metrics", "bleu", "--chrf-word-order", "2"], "--chrf-word-order is chrf's"),
+        (["--metrics", "chrf,ter", "--lowercase"], "--lowercase is bleu and bleu-tok's"),
+        (["--metrics", "bleu-tok", "--tokenize", "intl"], "--tokenize is bleu's"),
+        (["--tokenized", "--tokenize", "intl"], "--tokenize is bleu's"),
+        (["--lang", "de"], "--metrics leaves bleu-tok out"),
+        (["--metrics", "bleu-tok", "--tokenized", "--lang", "de"], "--tokenized files are scored as they are"),
+        (["--bucket-width", "5"], "add --by-length"),
+        (["--split", "test"], "add --data"),
+    ],
+)
+def test_score_refuses_an_option_of_what_it_does_not_compute(tmp_path, extra, said):
+    """Each was taken without a word, and changed nothing."""
+    (tmp_path / "hyp").write_text("Dieu vit que la lumière était bonne\n")
+    r = invoke("score", tmp_path / "hyp", "-r", tmp_path / "hyp", *extra)
+    assert r.exit_code == 2 and said in r.output and r.output.count("\n") == 1, r.output
+    readers = {"--chrf-word-order": ",chrf", "--lowercase": ",bleu", "--tokenize": ",bleu"}
+    reader = readers.get(extra[2]) if len(extra) > 2 else None
+    if extra[0] == "--metrics" and reader:  # with the metric that reads it, the same option is taken
+        named = extra[1] + reader
+        assert invoke("score", tmp_path / "hyp", "-r", tmp_path / "hyp", "--metrics", named, *extra[2:]).exit_code == 0
+
+
 def ckpt(overfit):
     return overfit / "run" / "last.pt"
 

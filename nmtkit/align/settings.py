@@ -6,9 +6,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core.settings import Settings, setting
+from ..core.errors import UserError
+from ..core.settings import Settings, checking, setting
 
 COMBINATIONS = ("grow-diag-final-and", "soft", "geometric")
+# the middle of what the first 30 held-out verses chose for five pairs of Bible models (0.25-0.35)
+LINK_THRESHOLD = 0.3
 
 
 @dataclass(frozen=True)
@@ -22,9 +25,8 @@ class LinkConfig(Settings):
         "the same with their geometric mean.",
         choices=COMBINATIONS,
     )
-    # 0.3: the middle of what the first 30 held-out verses chose for five pairs of Bible models (0.25-0.35)
     threshold: float = setting(
-        0.3, "--combine soft or geometric: the mean a link needs.", gt=0, le=1, flag="--link-threshold"
+        LINK_THRESHOLD, "--combine soft or geometric: the mean a link needs.", gt=0, le=1, flag="--link-threshold"
     )
     null_threshold: float | None = setting(
         None,
@@ -34,3 +36,15 @@ class LinkConfig(Settings):
         le=1,
         default_help="none: a word links to nothing when </s> is its likeliest",
     )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not checking():
+            return
+        if self.combine == "grow-diag-final-and" and self.threshold != LINK_THRESHOLD:
+            raise UserError("--link-threshold thresholds --combine soft or geometric: add one of them, or leave it out")
+        if self.combine != "grow-diag-final-and" and self.null_threshold is not None:
+            raise UserError(
+                f"--null-threshold is grow-diag-final-and's: --combine {self.combine} leaves a word unlinked "
+                "where its mean of the two models' probabilities stays under --link-threshold"
+            )

@@ -53,6 +53,11 @@ def build_vocab(prefix: Path, langs: tuple[str, str], out_dir: Path, cfg: VocabC
         raise UserError(f"vocabulary size {cfg.size} leaves no room beside the 4 special symbols")
     if cfg.spm and cfg.bpe_merges:
         raise UserError("choose subword-nmt BPE (--bpe N) or SentencePiece (--spm), not both")
+    default = VocabConfig()
+    if not cfg.spm and cfg.spm_size != default.spm_size:
+        raise UserError("--spm-size is the size of a SentencePiece model: add --spm unigram (or bpe)")
+    if not (cfg.spm or cfg.bpe_merges) and cfg.joint_bpe != default.joint_bpe:
+        raise UserError("--separate learns subword codes per language: add --bpe N or --spm, or leave it out")
     paths = [Path(f"{prefix}.{lang}") for lang in langs]
     lines = check_parallel(paths)
     with Staging(out_dir, owned=("*.codes", "vocab.*.txt")) as stage:  # a directory that cannot be, said at once

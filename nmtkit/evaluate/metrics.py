@@ -81,6 +81,20 @@ class Metrics:
     def chosen(self, tokenized: bool = False) -> tuple[str, ...]:
         return self.names or (DEFAULT_TOKENIZED if tokenized else DEFAULT)
 
+    def refuse_idle(self, tokenized: bool = False) -> None:
+        """Refuse, in one line, an option of a metric the report leaves out: it would change nothing."""
+        chosen = set(self.chosen(tokenized))
+        for flag, given, read_by in (
+            ("--tokenize", self.tokenize is not None, ("bleu",)),
+            ("--lowercase", self.lowercase, ("bleu", TOK_BLEU)),
+            ("--chrf-word-order", self.chrf_word_order != 0, ("chrf",)),
+        ):
+            if given and not chosen & set(read_by):
+                raise UserError(
+                    f"{flag} is {' and '.join(read_by)}'s, which the metrics ({', '.join(sorted(chosen))}) leave out: "
+                    f"add {read_by[0]} to --metrics, or leave {flag} out"
+                )
+
     def build(self, name: str) -> Any:
         """sacreBLEU's metric object for ``name``, set as these options say."""
         from sacrebleu.metrics.chrf import CHRF

@@ -80,8 +80,8 @@ class SearchConfig(Settings):
             raise UserError(f"{names[0]} {self.nbest}: at least 1 hypothesis a sentence")
         if not self.sampling and self.nbest > self.beam:
             raise UserError(f"{names[0]} {self.nbest} is more than {names[1]} {self.beam} can give")
-        if not self.sampling and (self.temperature != 1.0 or self.top_k):
-            raise UserError("--temperature and --top-k shape sampling's draws: add --sampling")
+        if not self.sampling and (self.temperature != 1.0 or self.top_k or self.seed):
+            raise UserError("--temperature, --top-k and --seed shape sampling's draws: add --sampling")
         if self.sampling and self.coverage_penalty:
             raise UserError("--coverage-penalty ranks beam search's hypotheses: --sampling draws them")
         return self

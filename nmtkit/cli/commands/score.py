@@ -12,7 +12,7 @@ from ...core.command import Command
 from ...core.errors import UserError
 from ...core.files import refuse_two_on_stdin
 from ...data.settings import VALID
-from ...evaluate.metrics import DEFAULT, DEFAULT_TOKENIZED, Metrics, metric_names, split_names, tokenizers
+from ...evaluate.metrics import DEFAULT, DEFAULT_TOKENIZED, TOK_BLEU, Metrics, metric_names, split_names, tokenizers
 from ...evaluate.score import evaluate, format_report, sentence_scores
 from ...evaluate.settings import BUCKET_WIDTH
 from ...text.clean import PRESETS, RULES, rules_named
@@ -189,6 +189,8 @@ def score(
     _check_inputs(hypotheses, refs, data_bin, plot_path, by_length)
     refuse_two_on_stdin([*(("HYPOTHESES", h) for h in hypotheses), *(("-r", r) for r in refs), ("--source", source)])
     metrics = Metrics(split_names(metric_values) or None, tokenize, lowercase, chrf_word_order)
+    metrics.refuse_idle(tokenized)
+    _refuse_idle(metrics, tokenized, lang, by_length, bucket_width, data_bin, split)
     if sentence_level:
         _no_analysis(by_length=by_length, no_unk_vocab=no_unk, bootstrap=bootstrap, model=model_paths, data=data_bin)
         click.echo(_sentence_level(hypotheses, refs, names, rules_named(clean), tokenized, lang, metrics, as_json))
@@ -244,6 +246,25 @@ def _check_inputs(
         from ...core.plot import check_format  # numpy, for --plot only
 
         check_format(plot_path)
+
+
+def _refuse_idle(
+    metrics: Metrics,
+    tokenized: bool,
+    lang: str | None,
+    by_length: bool,
+    bucket_width: int,
+    data: str | None,
+    split: str,
+) -> None:
+    """The options of what this score does not compute, refused rather than dropped."""
+    if lang and (tokenized or TOK_BLEU not in metrics.chosen(tokenized)):
+        why = "--tokenized files are scored as they are" if tokenized else "--metrics leaves bleu-tok out"
+        raise UserError(f"--lang is the language bleu-tok tokenizes: {why}")
+    if bucket_width != BUCKET_WIDTH and not by_length:
+        raise UserError("--bucket-width sets the --by-length table's buckets: add --by-length")
+    if split != VALID and not data:
+        raise UserError("--split is the split of --data that -m scores: add --data, or leave --split out")
 
 
 def _no_analysis(**given: Any) -> None:
