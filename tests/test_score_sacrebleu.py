@@ -47,6 +47,7 @@ OPTIONS = [
     ("--tokenize", "none", "--lowercase"),
     ("--chrf-word-order", "2"),
 ]
+READ_BY = {"--lowercase": "bleu", "--tokenize": "bleu", "--chrf-word-order": "chrf"}  # where sacrebleu ignores them
 
 
 @pytest.fixture(scope="module")
@@ -102,8 +103,9 @@ def test_corpus_figures_and_signatures_are_sacrebleus(files, nrefs, options):
 def test_sentence_level_lines_are_sacrebleus(files, options):
     theirs = {m: sacrebleu(files, 2, "-m", m, "--sentence-level", "-w", "2", *options).splitlines() for m in METRICS}
     assert all(len(lines) == len(HYPS) for lines in theirs.values())
-    for m in METRICS:  # one metric: sacrebleu's very lines
-        assert nmtkit(files, 2, "--metrics", m, "--sentence-level", *options).splitlines() == theirs[m]
+    for m in METRICS:  # one metric: sacrebleu's very lines, where it reads the options (nmtkit refuses the rest)
+        if all(READ_BY.get(o, m) == m for o in options):
+            assert nmtkit(files, 2, "--metrics", m, "--sentence-level", *options).splitlines() == theirs[m]
     ours = nmtkit(files, 2, "--metrics", ",".join(METRICS), "--sentence-level", *options).splitlines()
     assert [line.split("\t") for line in ours] == [list(row) for row in zip(*theirs.values())]
 
