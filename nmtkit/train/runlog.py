@@ -23,28 +23,30 @@ from ..core.machine import MACHINE, describe, machine
 METRICS = "metrics.jsonl"
 
 
+def _entry(line: str) -> dict[str, Any] | None:
+    """A log line's entry; None for a line that is not one (torn by a kill, or damaged)."""
+    try:
+        entry = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    return entry if isinstance(entry, dict) and isinstance(entry.get("step"), int) else None
+
+
 def entries(save_dir: str | Path) -> list[dict[str, Any]]:
     """Every line of a run's log, in order, but a last line torn by a kill (or being written as it
     is read), which a resumed run drops too. Raises :class:`UserError` for a log damaged elsewhere."""
     path = Path(save_dir) / METRICS
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = [(n, line) for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if line.strip()]
     except UnicodeDecodeError:
         raise UserError(f"{path}: not UTF-8, so not a log that nmtkit train wrote") from None
-    found = []
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            entry = json.loads(line)
-        except json.JSONDecodeError:
-            if n == len(lines):
-                break
-            entry = None
-        if not isinstance(entry, dict) or not isinstance(entry.get("step"), int):
-            raise UserError(f"{path}: line {n} is not a line of a training log")
-        found.append(entry)
-    return found
+    found = [(n, _entry(line)) for n, line in lines]
+    if found and found[-1][1] is None:
+        found.pop()
+    damaged = [n for n, entry in found if entry is None]
+    if damaged:
+        raise UserError(f"{path}: line {damaged[0]} is not a line of a training log")
+    return [entry for _, entry in found if entry is not None]
 
 
 def append(save_dir: str | Path, entry: dict[str, Any]) -> None:
@@ -64,11 +66,8 @@ def open_log(save_dir: str | Path, step: int) -> None:
         return
     keep = []
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            entry = json.loads(line)
-        except json.JSONDecodeError:
-            break
-        if not isinstance(entry, dict) or not isinstance(entry.get("step"), int):  # damaged from here on
+        entry = _entry(line)
+        if entry is None:  # torn, or damaged from here on
             break
         if entry["step"] <= step:
             keep.append(line)

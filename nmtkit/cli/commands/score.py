@@ -189,7 +189,6 @@ def score(
     _check_inputs(hypotheses, refs, data_bin, plot_path, by_length)
     refuse_two_on_stdin([*(("HYPOTHESES", h) for h in hypotheses), *(("-r", r) for r in refs), ("--source", source)])
     metrics = Metrics(split_names(metric_values) or None, tokenize, lowercase, chrf_word_order)
-    metrics.refuse_idle(tokenized)
     _refuse_idle(metrics, tokenized, lang, by_length, bucket_width, data_bin, split)
     if sentence_level:
         _no_analysis(by_length=by_length, no_unk_vocab=no_unk, bootstrap=bootstrap, model=model_paths, data=data_bin)
@@ -258,6 +257,7 @@ def _refuse_idle(
     split: str,
 ) -> None:
     """The options of what this score does not compute, refused rather than dropped."""
+    metrics.refuse_idle(tokenized)
     if lang and (tokenized or TOK_BLEU not in metrics.chosen(tokenized)):
         why = "--tokenized files are scored as they are" if tokenized else "--metrics leaves bleu-tok out"
         raise UserError(f"--lang is the language bleu-tok tokenizes: {why}")
