@@ -280,6 +280,44 @@ def test_tied_embeddings_share_one_matrix_and_set_the_readout_to_the_embedding(d
     assert torch.equal(ckpt.weights["W_o.weight"], ckpt.weights["embed.weight"])
 
 
+def test_a_factored_output_scores_w_r_t_and_ties_at_the_embeddings_width(data_bin, tmp_path):
+    """--output-rank r: W_o (K × r) scores W_r t, W_r (r × l) without a bias, N(0, 0.01²) as B.1's
+    other weights; with --tie-embeddings r = m and the maxout units keep their own number."""
+    torch.manual_seed(0)
+    cfg = model_config(src_vocab=30, tgt_vocab=40, emb=12, hidden=10, align=8, maxout=6, output_rank=9)
+    model, plain = build_model(cfg).eval(), build_model(replace(cfg, output_rank=0))
+    assert model.W_r.weight.shape == (9, 6) and model.W_r.bias is None and model.W_o.weight.shape == (40, 9)
+    assert plain.W_r is None
+    count = lambda m: sum(p.numel() for p in m.parameters())
+    assert count(model) - count(plain) == 6 * 9 + (9 - 6) * 40
+    wide = build_model(
+        model_config(src_vocab=30, tgt_vocab=40, emb=12, hidden=10, align=8, maxout=300, output_rank=400)
+    )
+    assert wide.W_r.weight.std().item() == pytest.approx(0.01, rel=0.05)
+    s, e, c = torch.randn(2, 10), torch.randn(2, 12), torch.randn(2, 20)
+    t = (model.U_o(s) + model.V_o(e) + model.C_o(c)).reshape(2, 6, 2).amax(-1)
+    torch.testing.assert_close(model.deep_output(s, e, c), t @ model.W_r.weight.T)
+
+    tied, _ = train_settings(
+        "rnnsearch", "tiny", "appendix-b", {"tie_embeddings": True, "output_rank": 32, "maxout": 16}, set()
+    )
+    assert (tied.maxout, tied.output_rank) == (16, 32)
+    model = build_model(replace(tied, src_vocab=30, tgt_vocab=40))
+    assert model.W_o.weight is model.embed.weight and model.W_r.weight.shape == (32, 16)
+    with pytest.raises(UserError, match=r"--output-rank must equal --emb \(32\)$"):
+        train_settings("rnnsearch", "tiny", "appendix-b", {"tie_embeddings": True, "output_rank": 16}, set())
+    with pytest.raises(UserError, match="--schedule cpu ties them: --no-tie-embeddings unties"):
+        train_settings("rnnsearch", "tiny", "cpu", {"output_rank": 16}, {"output_rank"})
+    with pytest.raises(UserError, match="does not apply to --arch luong"):
+        train_settings("luong", "tiny", "appendix-b", {"output_rank": 16}, {"output_rank"})
+
+    run(data_bin, tmp_path / "factored", "--preset", "tiny", "--optimizer", "adam", "--lr", "0.01", "--output-rank", 24)
+    ckpt = checkpoint.load(tmp_path / "factored" / "last.pt")
+    assert ckpt.model.output_rank == 24 and ckpt.weights["W_r.weight"].shape == (24, 32)
+    loaded = checkpoint.model_of(ckpt, tmp_path / "factored" / "last.pt")
+    assert torch.equal(loaded.W_r.weight, ckpt.weights["W_r.weight"])
+
+
 def test_layer_norm_normalises_each_product_and_is_saved_with_the_model(data_bin, tmp_path):
     from nmtkit.models.layers import PaperGRU
 

@@ -16,9 +16,11 @@ from nmtkit.translate.settings import SearchConfig
 EOS = 3
 
 
-def model_and_batch(seed, tgt_vocab=15):
+def model_and_batch(seed, tgt_vocab=15, output_rank=0):
     torch.manual_seed(seed)
-    model = build_model(model_config(src_vocab=20, tgt_vocab=tgt_vocab, emb=12, hidden=10, align=8, maxout=6))
+    model = build_model(
+        model_config(src_vocab=20, tgt_vocab=tgt_vocab, emb=12, hidden=10, align=8, maxout=6, output_rank=output_rank)
+    )
     for p in model.parameters():  # spread-out weights give distinct, peaked distributions
         torch.nn.init.normal_(p, 0, 0.8)
     model.eval()
@@ -112,8 +114,9 @@ def test_a_sentence_gets_the_same_result_alone_as_in_a_batch(beam):
         assert alone.scores[0] == pytest.approx(together.scores[i], abs=1e-4)
 
 
-def test_scores_are_teacher_forced_log_probabilities_and_greedy_is_argmax():
-    model, src, mask = model_and_batch(2)
+@pytest.mark.parametrize("output_rank", [0, 9])  # W_o t, and the factored W_o W_r t
+def test_scores_are_teacher_forced_log_probabilities_and_greedy_is_argmax(output_rank):
+    model, src, mask = model_and_batch(2, output_rank=output_rank)
     enc = model.encode(src, mask)
     for out in (beam_search(model, enc, SearchConfig(beam=5)), greedy(model, enc)):
         for i, (tokens, score) in enumerate(zip(out.tokens, out.scores)):

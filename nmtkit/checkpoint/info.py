@@ -49,6 +49,8 @@ def describe(path: str | Path) -> dict[str, Any]:
 def format_info(info: dict[str, Any]) -> str:
     m, p = info["model"], info["progress"]
     sizes = ", ".join(f"{k} {m[k]}" for k in ("emb", "hidden", "align", "maxout") if k in m)
+    if m.get("output_rank"):
+        sizes += f", output rank {m['output_rank']}"
     if m["arch"] == "luong":
         sizes = f"{m['layers']} layers, emb {m['emb']}, hidden {m['hidden']}; {_luong_attention(m)}"
     if m.get("dropout"):

@@ -59,7 +59,8 @@ def resolved_settings(
         and not (k in every and k not in own)
     }
     preset = recipe.pop("preset", preset)
-    if "tie_embeddings" in recipe:
+    scheduled = "tie_embeddings" in recipe
+    if scheduled:
         values = {**values, "tie_embeddings": recipe.pop("tie_embeddings")}
     refuse_foreign(arch, given & every.keys())
     _refuse_unpaired(values, recipe, given)
@@ -71,11 +72,18 @@ def resolved_settings(
         # the paper's base feeds no attentional vector back (Table 1: input feeding comes with attention)
         values = {**values, "input_feed": False}
     sizes = family.preset_sizes(preset) | {k: values[k] for k in SIZES if values.get(k) is not None}
-    if values.get("tie_embeddings"):  # the readout's output is scored by the embeddings: l = m
+    tied = "" if not scheduled else f" (--schedule {schedule_name} ties them: --no-tie-embeddings unties)"
+    if values.get("tie_embeddings") and values.get("output_rank"):  # W_o is the embeddings: r = m
+        if values["output_rank"] != sizes["emb"]:
+            raise UserError(
+                f"--tie-embeddings scores W_r t with the embeddings: --output-rank must equal --emb "
+                f"({sizes['emb']}){tied}"
+            )
+    elif values.get("tie_embeddings"):  # the readout's output is scored by the embeddings: l = m
         if values.get("maxout") is not None and values["maxout"] != sizes["emb"]:
             raise UserError(
                 f"--tie-embeddings scores the readout with the embeddings: --maxout must equal --emb "
-                f"({sizes['emb']}), or be left out"
+                f"({sizes['emb']}), or be left out{tied}"
             )
         sizes["maxout"] = sizes["emb"]
     if values.get("head_only") and given & set(ModelConfig.TRAINING_ONLY):

@@ -176,10 +176,17 @@ class GRUConfig(ModelConfig):
         "The appendix's GRU, or torch's fused GRU (cuDNN; reset gate after U s): faster on GPUs.",
         choices=ENCODERS,
     )
+    output_rank: int = setting(
+        0,
+        "Factor the output layer through this many units: W_o t becomes W_o (W_r t), as the paper's code "
+        "(GroundHog's rank_n_approx, 620) did; with --tie-embeddings it must equal --emb, W_o being the "
+        "embeddings. 0: the appendix's one matrix.",
+        ge=0,
+    )
     tie_embeddings: bool = setting(
         False,
         "Score the output with the target embedding matrix (Press & Wolf 2017): one matrix fewer; the "
-        "maxout units then number --emb. Not the paper's.",
+        "maxout units (or --output-rank) then number --emb. Not the paper's.",
         flag="--tie-embeddings/--no-tie-embeddings",
         default_help="off; --schedule cpu: on",
     )

@@ -3,8 +3,9 @@
 Both share one decoder: a paper-GRU whose gates all see [E y_{i-1}; c_i],
 s_0 = tanh(W_s ←h_1) (RNNencdec: tanh(W_s c)), and the deep output
 t̃_i = U_o s_{i-1} + V_o E y_{i-1} + C_o c_i, maxout over pairs, softmax over
-W_o t_i. RNNsearch recomputes c_i by attention on s_{i-1}; RNNencdec fixes
-c_i to the encoder's last forward state →h_{T_x} (the paper's remark in
+W_o t_i (W_o W_r t_i with ``output_rank``: the factored output of the paper's
+code, GroundHog). RNNsearch recomputes c_i by attention on s_{i-1}; RNNencdec
+fixes c_i to the encoder's last forward state →h_{T_x} (the paper's remark in
 A.2.2), with a unidirectional encoder of n units as in Cho et al.
 
 ``_recur`` (context + GRU update) and ``deep_output`` are the decoder step.
@@ -64,14 +65,18 @@ class RNNSearch(Seq2Seq):
         self.U_o = nn.Linear(n, 2 * cfg.maxout)
         self.V_o = nn.Linear(m, 2 * cfg.maxout, bias=False)
         self.C_o = nn.Linear(ctx, 2 * cfg.maxout, bias=False)
-        self.W_o = nn.Linear(cfg.maxout, cfg.tgt_vocab)
+        width = cfg.output_rank or cfg.maxout  # what W_o reads: t, or W_r t (GroundHog's factored output)
+        self.W_r = nn.Linear(cfg.maxout, width, bias=False) if cfg.output_rank else None
+        self.W_o = nn.Linear(width, cfg.tgt_vocab)
         head = searching is not None and searching.alignment_head
-        self.align_head = AlignmentHead(cfg.maxout, m, ctx, cfg.align) if head else None
+        self.align_head = AlignmentHead(width, m, ctx, cfg.align) if head else None
         init_appendix_b1(self)
         if self.align_head is not None:
             self.align_head.reset_parameters()
-        if cfg.tie_embeddings and cfg.maxout != m:
-            raise ValueError(f"tied embeddings need maxout = emb (got {cfg.maxout} and {m})")
+        if cfg.tie_embeddings and width != m:
+            raise ValueError(
+                f"tied embeddings need {'output_rank' if cfg.output_rank else 'maxout'} = emb (got {width} and {m})"
+            )
         self.tie_weights()
 
     def tie_weights(self) -> None:
@@ -160,9 +165,11 @@ class RNNSearch(Seq2Seq):
         return gates if self.ln_c is None else cast(torch.Tensor, self.ln_c(gates))
 
     def deep_output(self, s: torch.Tensor, e_y: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
-        """t = maxout over pairs of U_o s + V_o E y + C_o c; works on (..., ·)."""
+        """t = maxout over pairs of U_o s + V_o E y + C_o c, then W_r t where the output is factored
+        (``output_rank``): what W_o scores; works on (..., ·)."""
         t = cast(torch.Tensor, self.U_o(s) + self.V_o(e_y) + self.C_o(c))
-        return t.reshape(*t.shape[:-1], -1, 2).amax(-1)
+        t = t.reshape(*t.shape[:-1], -1, 2).amax(-1)
+        return t if self.W_r is None else cast(torch.Tensor, self.W_r(t))
 
     def step(
         self, y_prev: torch.Tensor, state: torch.Tensor, enc: EncoderOut
