@@ -98,6 +98,9 @@ def bible_db(tmp_path: Path) -> Path:
     return db
 
 
+# The tiny model on Adam at 0.01: the runs that train a few updates to test what surrounds the model.
+TINY_ADAM = ("--preset", "tiny", "--optimizer", "adam", "--lr", "0.01")
+
 # A tiny RNNsearch trained once per session, shared by the translate and Luong tests.
 TINY_RNNSEARCH = dict(emb=24, hidden=24, align=24, maxout=24)
 

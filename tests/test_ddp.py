@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from nmtkit import checkpoint
+from tests.conftest import TINY_ADAM
 
 # a CPU test even on a GPU machine (two processes cannot share one GPU through NCCL)
 ENV = {
@@ -41,12 +42,7 @@ def test_ddp_gloo_two_processes(raw, tmp_path, guided):
         str(tmp_path / ("linked" if guided else "bin")),
         "--save-dir",
         str(tmp_path / "ddp"),
-        "--preset",
-        "tiny",
-        "--optimizer",
-        "adam",
-        "--lr",
-        "0.01",
+        *TINY_ADAM,
         "--batch-size",
         "4",
         "--pool",

@@ -21,7 +21,7 @@ from nmtkit.models.config import model_config
 from nmtkit.train.config import TrainConfig
 from nmtkit.train.loop import describe_batches, train
 from nmtkit.train.parts import compiled_note
-from tests.conftest import sized
+from tests.conftest import TINY_ADAM, sized
 from tests.test_train import TINY
 from tests.test_train import cfg as train_cfg
 
@@ -303,12 +303,7 @@ def test_a_nan_on_one_rank_ends_every_rank_with_exit_2(corpus, tmp_path, poisone
             str(corpus),
             "--save-dir",
             str(tmp_path / "ddp"),
-            "--preset",
-            "tiny",
-            "--optimizer",
-            "adam",
-            "--lr",
-            "0.01",
+            *TINY_ADAM,
             "--batch-size",
             "4",
             "--pool",

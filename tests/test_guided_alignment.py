@@ -18,6 +18,7 @@ from nmtkit.data.binarized import Corpus
 from nmtkit.models import fused
 from nmtkit.models.build import build_model
 from nmtkit.models.loss import alignment_cross_entropy
+from tests.conftest import TINY_ADAM
 from tests.test_cli import one_error_line, run
 from tests.test_corpus import make_corpus
 from tests.test_fused import batch, tiny_model
@@ -236,12 +237,7 @@ def train_args(data_bin, save_dir, *extra):
         save_dir,
         "--device",  # compared with fresh computations on the CPU
         "cpu",
-        "--preset",
-        "tiny",
-        "--optimizer",
-        "adam",
-        "--lr",
-        "0.01",
+        *TINY_ADAM,
         "--batch-size",
         "2",
         "--max-updates",

@@ -18,6 +18,7 @@ from click.testing import CliRunner
 
 from nmtkit import checkpoint
 from nmtkit.cli import main
+from tests.conftest import TINY_ADAM
 
 ROOT = Path(__file__).resolve().parent.parent
 KILLS = 10
@@ -34,12 +35,7 @@ def command(data_bin: Path, save_dir: Path) -> list[str]:
         str(save_dir),
         "--device",  # bit for bit: the CPU's deterministic kernels, whatever the machine has
         "cpu",
-        "--preset",
-        "tiny",
-        "--optimizer",
-        "adam",
-        "--lr",
-        "0.01",
+        *TINY_ADAM,
         "--batch-size",
         "2",
         "--pool",

@@ -49,6 +49,7 @@ SHARED = {
     "--coverage-penalty": "Wu et al.'s coverage penalty",
     "--max-output-ratio": "search: output at most this times the source length, plus 10",
     "--min-output-len": "search: words before </s> at least",
+    "--min-output-ratio": "search: words before </s> at least this times the source length",
     "--no-unk": "never produce <unk>",
     "--shortlist": "vocabulary selection in search",
     "--int8": "int8 linear layers on CPUs",

@@ -20,6 +20,7 @@ from nmtkit.models.config import model_config
 from nmtkit.models.loss import linear_cross_entropy
 from nmtkit.train.config import TrainConfig
 from nmtkit.train.optimizer import learning_rate
+from tests.conftest import TINY_ADAM
 from tests.test_corpus import make_corpus
 
 
@@ -155,16 +156,11 @@ def test_plateau_does_not_lower_the_rate_during_the_warm_up():
 
 
 def test_the_schedule_changes_the_rate_and_nothing_else(data_bin, tmp_path):
-    plain = run(data_bin, tmp_path / "plain", "--preset", "tiny", "--optimizer", "adam", "--lr", "0.01", updates=4)
+    plain = run(data_bin, tmp_path / "plain", *TINY_ADAM, updates=4)
     sched = run(
         data_bin,
         tmp_path / "sched",
-        "--preset",
-        "tiny",
-        "--optimizer",
-        "adam",
-        "--lr",
-        "0.01",
+        *TINY_ADAM,
         "--warmup",
         2,
         "--lr-decay",
@@ -252,9 +248,8 @@ def test_label_smoothing_is_torch_s_and_the_logged_nll_stays_plain():
 
 
 def test_label_smoothing_changes_the_gradient_not_the_logged_loss(data_bin, tmp_path):
-    flags = ["--preset", "tiny", "--optimizer", "adam", "--lr", "0.01"]
-    plain = run(data_bin, tmp_path / "plain", *flags)
-    smooth = run(data_bin, tmp_path / "smooth", *flags, "--label-smoothing", 0.1)
+    plain = run(data_bin, tmp_path / "plain", *TINY_ADAM)
+    smooth = run(data_bin, tmp_path / "smooth", *TINY_ADAM, "--label-smoothing", 0.1)
     assert smooth[0]["train_nll"] == pytest.approx(plain[0]["train_nll"], rel=1e-6)  # same model, plain NLL
     # Adam's first step is lr·sign(g), and at a uniform start p_k > ε/K keeps every sign: the
     # second step is the first that the smoothed targets move differently
@@ -273,7 +268,7 @@ def test_tied_embeddings_share_one_matrix_and_set_the_readout_to_the_embedding(d
         train_settings("rnnsearch", "tiny", "appendix-b", {"tie_embeddings": True, "maxout": 16}, set())
     with pytest.raises(UserError, match="does not apply to --arch luong"):
         train_settings("luong", "tiny", "appendix-b", {"tie_embeddings": True}, {"tie_embeddings"})
-    run(data_bin, tmp_path / "tied", "--preset", "tiny", "--optimizer", "adam", "--lr", "0.01", "--tie-embeddings")
+    run(data_bin, tmp_path / "tied", *TINY_ADAM, "--tie-embeddings")
     ckpt = checkpoint.load(tmp_path / "tied" / "last.pt")
     loaded = checkpoint.model_of(ckpt, tmp_path / "tied" / "last.pt")
     assert ckpt.model.tie_embeddings and loaded.W_o.weight is loaded.embed.weight
@@ -297,6 +292,13 @@ def test_a_factored_output_scores_w_r_t_and_ties_at_the_embeddings_width(data_bi
     s, e, c = torch.randn(2, 10), torch.randn(2, 12), torch.randn(2, 20)
     t = (model.U_o(s) + model.V_o(e) + model.C_o(c)).reshape(2, 6, 2).amax(-1)
     torch.testing.assert_close(model.deep_output(s, e, c), t @ model.W_r.weight.T)
+    dropped = build_model(replace(cfg, dropout=0.5)).train()  # dropout falls on t, before W_r
+    seen = []
+    dropped.W_r.register_forward_hook(lambda _, inputs, out: seen.append((inputs[0], out)))
+    dropped.deep_output(torch.randn(64, 10), torch.randn(64, 12), torch.randn(64, 20))
+    (t_in, t_out), share = seen[0], (seen[0][0] == 0).float().mean().item()
+    assert t_in.shape == (64, 6) and 0.35 < share < 0.65
+    assert (t_out == 0).sum() == 9 * (t_in == 0).all(1).sum()  # W_r t is 0 only where all of t was dropped
 
     tied, _ = train_settings(
         "rnnsearch", "tiny", "appendix-b", {"tie_embeddings": True, "output_rank": 32, "maxout": 16}, set()
@@ -311,7 +313,7 @@ def test_a_factored_output_scores_w_r_t_and_ties_at_the_embeddings_width(data_bi
     with pytest.raises(UserError, match="does not apply to --arch luong"):
         train_settings("luong", "tiny", "appendix-b", {"output_rank": 16}, {"output_rank"})
 
-    run(data_bin, tmp_path / "factored", "--preset", "tiny", "--optimizer", "adam", "--lr", "0.01", "--output-rank", 24)
+    run(data_bin, tmp_path / "factored", *TINY_ADAM, "--output-rank", 24)
     ckpt = checkpoint.load(tmp_path / "factored" / "last.pt")
     assert ckpt.model.output_rank == 24 and ckpt.weights["W_r.weight"].shape == (24, 32)
     loaded = checkpoint.model_of(ckpt, tmp_path / "factored" / "last.pt")
@@ -338,7 +340,7 @@ def test_layer_norm_normalises_each_product_and_is_saved_with_the_model(data_bin
     torch.testing.assert_close(gru.cell(wx, s), s + zr[:, :4] * (cand - s))
     with pytest.raises(UserError, match="--encoder paper"):
         train_settings("rnnsearch", "tiny", "appendix-b", {"layer_norm": True, "encoder": "cudnn"}, set())
-    run(data_bin, tmp_path / "ln", "--preset", "tiny", "--optimizer", "adam", "--lr", "0.01", "--layer-norm")
+    run(data_bin, tmp_path / "ln", *TINY_ADAM, "--layer-norm")
     ckpt = checkpoint.load(tmp_path / "ln" / "last.pt")
     assert ckpt.model.layer_norm and "gru.ln_zr.gain" in ckpt.weights and "ln_c.gain" in ckpt.weights
     plain = build_model(replace(ckpt.model, **{"layer_norm": False}))
@@ -358,7 +360,7 @@ def test_the_hand_written_recurrences_leave_a_layer_normalised_model_to_the_refe
 
 
 def test_fused_steps_train_as_the_reference_does(data_bin, tmp_path):
-    flags = ["--preset", "tiny", "--optimizer", "adam", "--lr", "0.01", "--device", "cpu"]  # fused: CPUs only
+    flags = [*TINY_ADAM, "--device", "cpu"]  # fused: CPUs only
     plain = run(data_bin, tmp_path / "plain", *flags, updates=4)
     fused = run(data_bin, tmp_path / "fused", *flags, "--fused-steps", updates=4)
     assert [e["train_nll"] for e in fused] == pytest.approx([e["train_nll"] for e in plain], rel=1e-4)
@@ -440,13 +442,13 @@ def test_dropout_is_a_gru_models_setting_saved_with_it_and_resumed_exactly(data_
     drawn from the generator the checkpoint saves)."""
     assert train_settings("rnnsearch", "tiny", "appendix-b", {}, set())[0].dropout == 0.0
     assert train_settings("luong", "tiny", "appendix-b", {}, set())[0].dropout == 0.2
-    flags = ("--preset", "tiny", "--optimizer", "adam", "--lr", "0.01", "--dropout", 0.3)
+    flags = (*TINY_ADAM, "--dropout", 0.3)
     whole = run(data_bin, tmp_path / "whole", *flags, "--valid-every", 2, updates=4)
     run(data_bin, tmp_path / "resumed", *flags, "--valid-every", 2, updates=2)
     resumed = run(data_bin, tmp_path / "resumed", *flags, "--valid-every", 2, updates=4)
     assert [e["train_nll"] for e in resumed] == [e["train_nll"] for e in whole]
     assert checkpoint.load(tmp_path / "whole" / "last.pt").model.dropout == 0.3
-    plain = run(data_bin, tmp_path / "plain", "--preset", "tiny", "--optimizer", "adam", "--lr", "0.01", updates=4)
+    plain = run(data_bin, tmp_path / "plain", *TINY_ADAM, updates=4)
     assert whole[0]["train_nll"] != plain[0]["train_nll"]  # the masks change the first loss already
 
 

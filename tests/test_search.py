@@ -10,6 +10,7 @@ import torch
 from nmtkit.models.build import build_model
 from nmtkit.models.config import model_config
 from nmtkit.models.ensemble import Ensemble
+from nmtkit.translate.sampling import sample
 from nmtkit.translate.search import beam_search, force, greedy, ranking
 from nmtkit.translate.settings import SearchConfig
 
@@ -162,6 +163,26 @@ def test_a_minimum_length_beyond_the_output_limit_gives_way_to_it_not_an_empty_o
     model, src, mask = model_and_batch(4)
     out = beam_search(model, model.encode(src, mask), SearchConfig(beam=3, max_ratio=0.0, max_extra=4, min_len=6))
     assert all(len(tokens) == 3 for tokens in out.tokens) and all(math.isfinite(s) for s in out.scores)
+
+
+def test_a_minimum_ratio_holds_each_sentence_to_its_share_of_its_source_in_search_and_sampling():
+    """With </s> the likeliest word everywhere, each output ends at its floor: the larger of
+    min_len and min_ratio × its source's units (</s> included), rounded down; the limit overrides."""
+    model, src, mask = model_and_batch(6)
+    with torch.no_grad():
+        model.W_o.bias[EOS] += 50
+    enc = model.encode(src, mask)
+    assert mask.sum(1).tolist() == [6, 4, 6, 2]
+    cases = [
+        (SearchConfig(beam=4), [1, 1, 1, 1]),
+        (SearchConfig(beam=4, min_ratio=0.5), [3, 2, 3, 1]),
+        (SearchConfig(beam=4, min_ratio=0.5, min_len=3), [3, 3, 3, 3]),
+        (SearchConfig(beam=4, min_ratio=5.0), [21, 17, 21, 10]),  # 2·n + 10 - 1 words at most
+        (SearchConfig(sampling=True, nbest=2, min_ratio=0.5), [3, 3, 2, 2, 3, 3, 1, 1]),
+    ]
+    for cfg, lengths in cases:
+        out = (sample if cfg.sampling else beam_search)(model, enc, cfg)
+        assert [len(tokens) for tokens in out.tokens] == lengths, cfg
 
 
 def test_length_normalisation_ranks_by_score_per_token():

@@ -235,6 +235,7 @@ def test_the_api_is_described_at_docs_and_openapi_json(server):
         "coverage_penalty",
         "max_ratio",
         "min_len",
+        "min_ratio",
         "no_unk",
         "alignment",
         "attention",

@@ -165,10 +165,11 @@ class RNNSearch(Seq2Seq):
         return gates if self.ln_c is None else cast(torch.Tensor, self.ln_c(gates))
 
     def deep_output(self, s: torch.Tensor, e_y: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
-        """t = maxout over pairs of U_o s + V_o E y + C_o c, then W_r t where the output is factored
-        (``output_rank``): what W_o scores; works on (..., ·)."""
+        """What W_o scores: t = maxout over pairs of U_o s + V_o E y + C_o c, dropped out in
+        training, then W_r t where the output is factored (``output_rank``; GroundHog dropped t
+        too, before its factored softmax); works on (..., ·)."""
         t = cast(torch.Tensor, self.U_o(s) + self.V_o(e_y) + self.C_o(c))
-        t = t.reshape(*t.shape[:-1], -1, 2).amax(-1)
+        t = self.drop(t.reshape(*t.shape[:-1], -1, 2).amax(-1))
         return t if self.W_r is None else cast(torch.Tensor, self.W_r(t))
 
     def step(
@@ -179,7 +180,7 @@ class RNNSearch(Seq2Seq):
         e_y = self.drop(self.embed(y_prev))
         s_prev, coverage = self._split(state)
         s, c, alpha = self._recur(self.gru.inputs(e_y), s_prev, enc, coverage)
-        t = self.drop(self.deep_output(s_prev if self.cfg.readout == "prev" else s, e_y, c))
+        t = self.deep_output(s_prev if self.cfg.readout == "prev" else s, e_y, c)
         return self.next_word_logp(t), self._join(s, s_prev, coverage, alpha, enc), alpha
 
     def teacher_forced(self, enc: EncoderOut, tgt_in: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -191,7 +192,7 @@ class RNNSearch(Seq2Seq):
         rec = self.gru.recurrence()  # one mask for every target position
         if fused.wanted(self, e_y):  # the whole recurrence by hand (models.fused.use_fused)
             seen, c_all, alpha = self._fused(state, self.gru.inputs(e_y), enc, rec)
-            return self.drop(self.deep_output(seen, e_y, c_all)), alpha
+            return self.deep_output(seen, e_y, c_all), alpha
         states, contexts, alphas = [], [], []
         for w_y in self.gru.inputs(e_y).unbind(1):  # unbind: one backward op, not one per slice
             s_prev, coverage = self._split(state)
@@ -200,7 +201,7 @@ class RNNSearch(Seq2Seq):
             states.append(s_prev if self.cfg.readout == "prev" else s)
             contexts.append(c)
             alphas.append(alpha)
-        t = self.drop(self.deep_output(torch.stack(states, 1), e_y, torch.stack(contexts, 1)))
+        t = self.deep_output(torch.stack(states, 1), e_y, torch.stack(contexts, 1))
         return t, None if self.attention is None else torch.stack(cast(list[torch.Tensor], alphas), 1)
 
     def _fused(

@@ -23,7 +23,7 @@ import torch
 
 from ..data.vocab import BOS, EOS, PAD, UNK
 from ..models.base import EncoderOut, Seq2Seq
-from .search import ForcedPrefix, Hypotheses, output_limit, ranking, restricted
+from .search import ForcedPrefix, Hypotheses, output_floor, output_limit, ranking, restricted
 from .settings import SearchConfig
 
 _NEG = float("-inf")
@@ -108,6 +108,7 @@ def _sample(
     GPU: a row left open past its </s> would draw again)."""
     B, n, device = enc.mask.shape[0], cfg.nbest, enc.mask.device
     limit = output_limit(enc.mask, cfg, prefix).repeat_interleave(n)
+    floor = output_floor(enc.mask, cfg).repeat_interleave(n)
     out = torch.full((B * n, int(limit.max())), PAD, dtype=torch.long, device=device)
     scores, lengths = torch.zeros(B * n, device=device), torch.zeros(B * n, dtype=torch.long, device=device)
     each = torch.zeros(out.shape, device=device) if token_scores else None  # each word's log-probability
@@ -120,7 +121,7 @@ def _sample(
     t = 0
     while len(rows):
         logp, state, _ = model.step(y, state, enc)
-        logp = _admissible(prefix.force(logp, t), banned, t < cfg.min_len, t + 1 >= limit)
+        logp = _admissible(prefix.force(logp, t), banned, t < floor, t + 1 >= limit)
         col = draw(logp, uniforms(stream, t), cfg.temperature, cfg.top_k)
         drawn = logp.gather(1, col.unsqueeze(1)).squeeze(1)
         scores.index_add_(0, rows, drawn)
@@ -133,21 +134,20 @@ def _sample(
         if bool(ended.any()):
             lengths[rows[ended]] = t
             left = (~ended).nonzero().squeeze(1)
-            rows, y, limit, stream = rows[left], y[left], limit[left], stream[left]
+            rows, y, limit, floor, stream = rows[left], y[left], limit[left], floor[left], stream[left]
             state, enc = state.index_select(0, left), enc.select(left)
             prefix.select(left)
     return _best_first(cfg, out, scores, lengths, n, each)
 
 
-def _admissible(logp: torch.Tensor, banned: torch.Tensor, early: bool, at_limit: torch.Tensor) -> torch.Tensor:
+def _admissible(logp: torch.Tensor, banned: torch.Tensor, early: torch.Tensor, at_limit: torch.Tensor) -> torch.Tensor:
     """``logp`` with what the search never emits at −inf, as :func:`.search.beam_search` bans it:
-    the ``banned`` words, </s> while ``early`` (before ``min_len`` words), every word but </s> in
-    the rows ``at_limit``. There </s> stays, ``early`` or not, so that every row has a word to
-    draw. The specials' columns are their ids, restricted output or not."""
+    the ``banned`` words, </s> in the rows ``early`` (short of their floor of words), every word
+    but </s> in the rows ``at_limit``. There </s> stays, ``early`` or not, so that every row has a
+    word to draw. The specials' columns are their ids, restricted output or not."""
     eos = logp[:, EOS].clone()
     logp.index_fill_(1, banned, _NEG)
-    if early:
-        logp[:, EOS] = _NEG
+    logp[:, EOS] = logp[:, EOS].masked_fill(early, _NEG)
     logp.masked_fill_(at_limit.unsqueeze(1), _NEG)
     logp[:, EOS] = torch.where(at_limit, eos, logp[:, EOS])
     return logp

@@ -35,8 +35,9 @@ an open hypothesis' best case, a penalty of 0: the rule stays a bound (a
 finished hypothesis is never passed over), no longer exact in the other
 direction (a sentence may be searched longer than it needed to be).
 
-Outputs have at least ``min_len`` words (GroundHog's and fairseq's default
-of 1: no empty translation of a sentence) and at most ``max_ratio`` × the
+Outputs have at least ``min_len`` words (fairseq's default of 1: no empty
+translation of a sentence), or ``min_ratio`` × the source length where that
+is more (GroundHog's sampler asked for half), and at most ``max_ratio`` × the
 source length + ``max_extra`` tokens, ``</s>`` included. Scores are sums of
 log-probabilities of the emitted tokens, ``</s>`` included (``min_len`` gives
 way to the limit, as in sampling): the quantity
@@ -115,6 +116,12 @@ def ranking(cfg: SearchConfig, scores: torch.Tensor, lengths: torch.Tensor | int
     # and a dead row's -inf NaN, which topk ranks first
     wide = (scores.double() / base.double() ** cfg.alpha).to(scores.dtype)
     return torch.where(penalty.isinf(), wide, scores / penalty)
+
+
+def output_floor(mask: torch.Tensor, cfg: SearchConfig) -> torch.Tensor:
+    """Words each sentence (B,) has before its </s> at least: ``min_len``, or ``min_ratio`` × its
+    source length where that is more. The output limit overrides it."""
+    return (mask.sum(1).float() * cfg.min_ratio).long().clamp(min=cfg.min_len)
 
 
 def output_limit(mask: torch.Tensor, cfg: SearchConfig, prefix: ForcedPrefix) -> torch.Tensor:
@@ -265,7 +272,8 @@ def _beam_search(  # noqa: PLR0915 (the beam's loop in one place)
     hypothesis it could still extend can enter its pool, by the bound that stopped it."""
     (B, k), n_best, device = (enc.mask.shape[0], cfg.beam), min(cfg.nbest, cfg.beam), enc.mask.device
     check_every = check_every or (1 if device.type == "cpu" else 4)
-    limit = output_limit(enc.mask, cfg, prefix)
+    limit, floor = output_limit(enc.mask, cfg, prefix), output_floor(enc.mask, cfg)
+    floor_max = int(floor.max()) if cfg.min_ratio else cfg.min_len  # the steps before which a row may not end
     enc = enc.repeat(k)
     state = model.init_state(enc)
     y = torch.full((B * k,), BOS, dtype=torch.long, device=device)
@@ -284,7 +292,8 @@ def _beam_search(  # noqa: PLR0915 (the beam's loop in one place)
         logp = prefix.force(logp, t)  # before </s> is read: a forced row cannot end
         eos = logp[:, EOS].clone() if token_scores else None
         at_limit = t + 1 >= limit  # out of room: nothing stays open, and </s> ends it, min_len or not
-        ending = logp[:, EOS] if t >= cfg.min_len else logp[:, EOS].masked_fill(~at_limit.repeat_interleave(k), _NEG)
+        early = (t < floor) & ~at_limit
+        ending = logp[:, EOS] if t >= floor_max else logp[:, EOS].masked_fill(early.repeat_interleave(k), _NEG)
         ended = scores + ending.view(b, k)
         cp = coverage.penalty(alpha, enc.mask, (b, k))
         logp.index_fill_(1, banned, _NEG)
@@ -320,7 +329,7 @@ def _beam_search(  # noqa: PLR0915 (the beam's loop in one place)
             if not len(left):
                 break
             keep = (left.unsqueeze(1) * k + torch.arange(k, device=device)).view(-1)
-            alive, scores, limit, pool = alive[left], scores[left], limit[left], pool.select(left)
+            alive, scores, limit, floor, pool = alive[left], scores[left], limit[left], floor[left], pool.select(left)
             y, state, enc = y.index_select(0, keep), state.index_select(0, keep), enc.select(keep)
             coverage.follow(keep)
             prefix.select(keep)

@@ -57,6 +57,13 @@ class SearchConfig(Settings):
         flag="--min-output-len",
         old="--min-len",
     )
+    min_ratio: float = setting(
+        0.0,
+        "Words before </s> at least this times the source length (its units, </s> included), rounded down; "
+        "the larger of this and --min-output-len holds (GroundHog's sampler asked for 0.5).",
+        ge=0,
+        flag="--min-output-ratio",
+    )
     sampling: bool = setting(
         False,
         "Draw each output word by word from the model's distribution instead of searching, for "
@@ -94,7 +101,7 @@ class SearchConfig(Settings):
 
 # The search's settings as translate and serve offer them, in this order (nbest is each command's
 # own: translate writes n-best lines, serve's requests ask for it; serve offers no sampling).
-SEARCH_OPTIONS = ("beam", "length_penalty", "alpha", "coverage_penalty", "max_ratio", "min_len", "no_unk")
+SEARCH_OPTIONS = ("beam", "length_penalty", "alpha", "coverage_penalty", "max_ratio", "min_len", "min_ratio", "no_unk")
 SAMPLING_OPTIONS = ("sampling", "temperature", "top_k", "seed")
 
 
