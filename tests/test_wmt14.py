@@ -243,6 +243,8 @@ def test_dry_run_shows_the_full_size_commands():
         "http://www.statmt.org",
         "wmt10/training-giga-fren.tar",
         "--keep-words 348M",
+        "--in-domain /nonexistent/work/dev/newstest2012-13",  # Cho et al.'s in-domain text
+        "--no-normalize-punct --max-len 0 --max-ratio 0 --no-dedup",  # Moses tokens, nothing else
         "--size 30000",
         "--arch rnnsearch",
         "--max-len 50",
@@ -250,7 +252,7 @@ def test_dry_run_shows_the_full_size_commands():
         "--beam 12",
         "--nproc_per_node 4",
         "--no-unk",
-        "--by-length",
+        "--clean default --by-length",  # Figure 2's text cleaned as Table 1's
         "report",
     ):
         assert expected in out.stdout, expected

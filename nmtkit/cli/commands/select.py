@@ -28,7 +28,8 @@ Example (the paper's: keep the 348M most news-like target words of five corpora)
     "--keep-words",
     required=True,
     callback=options.count,
-    help="Target-side words to keep (348M, 2.5k, 1000000), the pair that reaches the count whole.",
+    help="Target-side words to keep (348M, 2.5k, 1000000), the pair that reaches the count whole; counted "
+    "as the selection's models read them, lowercased with every punctuation mark split off.",
 )
 @options.option(SelectConfig, "order", dest="lm_order")
 @options.dest_dir
