@@ -4,6 +4,7 @@ README says; eflomal's two directions are symmetrized as Moses does."""
 
 import json
 import os
+import random
 import re
 import subprocess
 import sys
@@ -114,6 +115,48 @@ def test_grow_diag_final_and_grows_from_the_intersection_then_adds_unaligned_pai
     assert grow_diag_final_and({(0, 0), (3, 3), (0, 2)}, {(0, 0)}) == {(0, 0), (3, 3)}
     # a neighbour whose two words are both aligned already is not added
     assert grow_diag_final_and({(0, 0), (1, 1), (0, 1)}, {(0, 0), (1, 1)}) == {(0, 0), (1, 1)}
+
+
+def _koehn(forward, reverse, sources, targets):
+    """grow-diag-final-and as Koehn's pseudocode (and Moses' symal) writes it: every target word,
+    then every source word, over the alignment as it grows, passes until none adds a link; then
+    forward's links and reverse's, in the same order."""
+    union, links = forward | reverse, forward & reverse
+    steps = ((-1, 0), (0, -1), (1, 0), (0, 1), (-1, -1), (-1, 1), (1, -1), (1, 1))  # (target, source)
+
+    def aligned(link):
+        return any(i == link[0] for i, _ in links) and any(j == link[1] for _, j in links)
+
+    added = True
+    while added:
+        added = False
+        for j in range(targets):
+            for i in range(sources):
+                for dj, di in steps if (i, j) in links else ():
+                    if (i + di, j + dj) in union and (i + di, j + dj) not in links and not aligned((i + di, j + dj)):
+                        links.add((i + di, j + dj))
+                        added = True
+    for direction in (forward, reverse):
+        for j in range(targets):
+            for i in range(sources):
+                free = not any(a == i for a, _ in links) and not any(b == j for _, b in links)
+                if (i, j) in direction and free:
+                    links.add((i, j))
+    return links
+
+
+def test_grow_diag_final_and_takes_competing_links_in_moses_order():
+    """Which of two links competing for a word joins depends on the order links are grown in:
+    Moses' (target word first, a link grown in the pass it joins) takes (1, 0) here, from (2, 0),
+    before (1, 1) can take source word 1 from (0, 2)."""
+    forward, reverse = {(0, 2), (1, 1), (2, 0)}, {(0, 2), (1, 0), (2, 0)}
+    assert grow_diag_final_and(forward, reverse) == {(0, 2), (1, 0), (1, 1), (2, 0)}
+    rng = random.Random(0)
+    for _ in range(3000):
+        m, n = rng.randint(1, 7), rng.randint(1, 7)  # fast_align's and eflomal's: a link a target word forward,
+        forward = {(rng.randrange(m), j) for j in range(n) if rng.random() < 0.85}  # a source word reverse
+        reverse = {(i, rng.randrange(n)) for i in range(m) if rng.random() < 0.85}
+        assert grow_diag_final_and(set(forward), set(reverse)) == _koehn(forward, reverse, m, n), (forward, reverse)
 
 
 def test_the_attention_of_any_model_gives_at_most_one_link_per_gold_french_word(overfit, tmp_path):

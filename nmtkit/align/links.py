@@ -4,8 +4,9 @@ The attention is over subwords, with ``</s>`` on both axes; the words are the
 Moses tokens after BPE is undone. A source word's weight is the sum over its
 subwords, a target word's row the mean over its subwords, and each target
 word is aligned to the source word it attends to most (as fairseq's
-``--print-alignment`` and Marian's ``--alignment hard`` do), so every target
-word has exactly one link and ``</s>`` none.
+``--print-alignment`` and Marian's ``--alignment hard`` do): at most one link a
+target word, none where the word attends most to the source's ``</s>``, and none
+for ``</s>``.
 """
 
 from __future__ import annotations
