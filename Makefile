@@ -444,7 +444,8 @@ from_root = $(if $(filter /%,$(firstword $1)),$1,$(if $(findstring /,$(firstword
 here = $(if $(or $(filter /%,$1),$(findstring ://,$1)),$1,$(CURDIR)/$1)
 reproduce: $(INSTALLED)
 	$(MAKE) -C examples/wmt14_en_fr reproduce ROOT=$(CURDIR) PY="$(call from_root,$(PY))" NMTKIT="$(call from_root,$(NMTKIT))" \
-	    $(if $(MIRROR),MIRROR='$(call here,$(MIRROR))') $(if $(CHECKSUMS),CHECKSUMS='$(call here,$(CHECKSUMS))')
+	    $(if $(MIRROR),MIRROR='$(call here,$(MIRROR))') $(if $(CHECKSUMS),CHECKSUMS='$(call here,$(CHECKSUMS))') \
+	    $(if $(findstring /,$(IN_DOMAIN)),IN_DOMAIN='$(call here,$(IN_DOMAIN))',$(if $(IN_DOMAIN),IN_DOMAIN='$(IN_DOMAIN)'))
 
 # ---- RNNencdec, RNNsearch and Luong et al.'s variants at one budget (updates), on the Bible dev set ----
 # A Luong run's name is luong_WINDOW_SCORE_FEED; every other setting is the same for all.

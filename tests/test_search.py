@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from nmtkit.core.errors import UserError
 from nmtkit.models.build import build_model
 from nmtkit.models.config import model_config
 from nmtkit.models.ensemble import Ensemble
@@ -183,6 +184,8 @@ def test_a_minimum_ratio_holds_each_sentence_to_its_share_of_its_source_in_searc
     for cfg, lengths in cases:
         out = (sample if cfg.sampling else beam_search)(model, enc, cfg)
         assert [len(tokens) for tokens in out.tokens] == lengths, cfg
+    with pytest.raises(UserError, match="min-output-ratio"):  # 1e30 would wrap past int64 to no floor
+        SearchConfig(min_ratio=1e30)
 
 
 def test_length_normalisation_ranks_by_score_per_token():

@@ -259,6 +259,16 @@ def test_dry_run_shows_the_full_size_commands():
     assert "--cuda-graphs" not in out.stdout  # DDP keeps the eager update
 
 
+def test_the_in_domain_text_is_one_of_the_corpora_by_name_or_any_prefix(tmp_path):
+    for lang in ("en", "fr"):  # a prefix of the user's own: make needs its files
+        (tmp_path / f"in-domain.{lang}").write_text("a line\n", encoding="utf-8")
+    by_name = _make("-n", "reproduce", "WORK=/nonexistent/work", "IN_DOMAIN=news-commentary-v9")
+    by_prefix = _make("-n", "reproduce", "WORK=/nonexistent/work", f"IN_DOMAIN={tmp_path}/in-domain")
+    assert by_name.returncode == 0 and by_prefix.returncode == 0, by_name.stderr + by_prefix.stderr
+    assert "--in-domain /nonexistent/work/corpora/news-commentary-v9 " in by_name.stdout
+    assert f"--in-domain {tmp_path}/in-domain " in by_prefix.stdout
+
+
 def test_one_gpu_trains_on_the_graph_path():
     out = _make("-n", "reproduce", "WORK=/nonexistent/work", "NGPU=1")
     assert out.returncode == 0, out.stderr

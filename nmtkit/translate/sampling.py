@@ -3,7 +3,7 @@
 Edunov et al. (2018) found synthetic sources sampled from a reverse model better training data
 than its beam search's outputs (fairseq's ``--sampling --sampling-topk --temperature``, Marian's
 ``--output-sampling``). Each step draws one word per row from softmax(log p / T), restricted to
-the K most probable words when K > 0, through the same ``step``, output limit, ``min_len``,
+the K most probable words when K > 0, through the same ``step``, output limit, ``min_len``, ``min_ratio``,
 ``no_unk`` and prefix as :mod:`.search`. All rows draw together, one model call per step, and a
 row that draws </s> leaves the batch. ``nbest`` = n gives n independent samples of each
 sentence, as n rows (fairseq's beam under ``--sampling``), best first by the search's ranking;
@@ -84,7 +84,7 @@ def sample(
     token_scores: bool = False,
 ) -> Hypotheses:
     """``cfg.nbest`` samples of each sentence of ``enc``, best first (``cfg``: ``temperature``,
-    ``top_k``, ``seed``, the output limit, ``min_len``, ``no_unk``, the ranking); over the
+    ``top_k``, ``seed``, the output limit, ``min_len``, ``min_ratio``, ``no_unk``, the ranking); over the
     target words ``vocab`` only when given, starting with ``prefix`` (as :func:`.search.beam_search`
     takes them). ``keys`` (B,) int64: each sentence's random stream (default: its row).
     ``token_scores``: keep the log-probability of each word drawn (``Hypotheses.token_scores``)."""

@@ -52,7 +52,7 @@ class SearchConfig(Settings):
     no_unk: bool = setting(False, "Never produce <unk> (the paper's Table 1, last column).")
     min_len: int = setting(
         1,
-        "Words before </s> at least (1, as GroundHog and fairseq's --min-len: no empty translation).",
+        "Words before </s> at least (1, as fairseq's --min-len: no empty translation).",
         ge=0,
         flag="--min-output-len",
         old="--min-len",
@@ -62,6 +62,7 @@ class SearchConfig(Settings):
         "Words before </s> at least this times the source length (its units, </s> included), rounded down; "
         "the larger of this and --min-output-len holds (GroundHog's sampler asked for 0.5).",
         ge=0,
+        le=100,  # past the output limit anyway; a bound keeps its product in int64
         flag="--min-output-ratio",
     )
     sampling: bool = setting(
