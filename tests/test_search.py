@@ -186,6 +186,8 @@ def test_a_minimum_ratio_holds_each_sentence_to_its_share_of_its_source_in_searc
         assert [len(tokens) for tokens in out.tokens] == lengths, cfg
     with pytest.raises(UserError, match="min-output-ratio"):  # 1e30 would wrap past int64 to no floor
         SearchConfig(min_ratio=1e30)
+    with pytest.raises(UserError, match="max-output-ratio"):  # and this one to a limit of 1
+        SearchConfig(max_ratio=1e30)
 
 
 def test_length_normalisation_ranks_by_score_per_token():

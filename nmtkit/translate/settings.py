@@ -44,6 +44,7 @@ class SearchConfig(Settings):
         f"Output limit: this times the source length, plus {MAX_EXTRA} (fairseq's --max-len-a, Marian's "
         "--max-length-factor).",
         ge=0,
+        le=100,  # 25,000 words for the longest line; past int64, the product wrapped to a limit of 1
         flag="--max-output-ratio",
         old="--max-ratio",
     )
