@@ -316,6 +316,8 @@ def test_a_factored_output_scores_w_r_t_and_ties_at_the_embeddings_width(data_bi
     run(data_bin, tmp_path / "factored", *TINY_ADAM, "--output-rank", 24)
     ckpt = checkpoint.load(tmp_path / "factored" / "last.pt")
     assert ckpt.model.output_rank == 24 and ckpt.weights["W_r.weight"].shape == (24, 32)
+    shown = CliRunner().invoke(main, ["info", str(tmp_path / "factored" / "last.pt")])
+    assert shown.exit_code == 0 and "maxout 32, output rank 24;" in shown.stdout, shown.output
     loaded = checkpoint.model_of(ckpt, tmp_path / "factored" / "last.pt")
     assert torch.equal(loaded.W_r.weight, ckpt.weights["W_r.weight"])
 

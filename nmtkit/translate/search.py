@@ -292,8 +292,10 @@ def _beam_search(  # noqa: PLR0915 (the beam's loop in one place)
         logp = prefix.force(logp, t)  # before </s> is read: a forced row cannot end
         eos = logp[:, EOS].clone() if token_scores else None
         at_limit = t + 1 >= limit  # out of room: nothing stays open, and </s> ends it, min_len or not
-        early = (t < floor) & ~at_limit
-        ending = logp[:, EOS] if t >= floor_max else logp[:, EOS].masked_fill(early.repeat_interleave(k), _NEG)
+        if t >= floor_max:  # every row may end: no mask to build
+            ending = logp[:, EOS]
+        else:
+            ending = logp[:, EOS].masked_fill(((t < floor) & ~at_limit).repeat_interleave(k), _NEG)
         ended = scores + ending.view(b, k)
         cp = coverage.penalty(alpha, enc.mask, (b, k))
         logp.index_fill_(1, banned, _NEG)
