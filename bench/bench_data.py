@@ -112,7 +112,7 @@ def select_bench(raw: Path) -> None:
             keep = ["--keep-words", str(millions * 10**6 // 5)]
             wall, rss = run([*NMTKIT, "select", *PAIR, *corpora, *keep, "-d", str(out), "-j", str(jobs)])
             r = json.loads((out / "select.json").read_text())
-            words = r["src_words"] + r["tgt_words"]
+            words = r["scored_words"]
             print(
                 f"  {millions}M words ({pairs:,} pairs) -j {jobs}: scoring {r['score_words_per_s']:,} words/s, "
                 f"whole run {wall:.1f} s ({words / wall:,.0f} words/s), peak RSS {rss} MB"

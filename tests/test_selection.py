@@ -81,7 +81,7 @@ def test_in_domain_pairs_outrank_unrelated_ones_and_the_target_is_met(tmp_path):
         [Corpus.of(gen, langs)],
         tmp_path / "sel",
         langs,
-        SelectConfig(keep_words=1000, chunk_lines=64),
+        SelectConfig(keep_words=1000, chunk_lines=64, count="selection"),
         workers=1,
     )
     scores = np.fromfile(tmp_path / "sel" / "scores.f32", dtype=np.float32)
@@ -106,6 +106,28 @@ def test_in_domain_pairs_outrank_unrelated_ones_and_the_target_is_met(tmp_path):
     longest = max(len(line) for line in words_of("\n".join(f for _, f in general)))
     assert 1000 <= words < 1000 + longest
     assert json.loads((tmp_path / "sel" / "select.json").read_text())["kept_pairs"] == report["kept_pairs"]
+
+
+def test_kept_words_are_the_moses_tokens_preprocess_counts(tmp_path):
+    """The default count is preprocess's: the kept French has as many tokens in preprocess.json as
+    select.json says were kept, and fewer than the selection's own tokens ("d'euros": d' euros, not d ' euros)."""
+    ind, gen = _corpora(tmp_path, 400)
+    sel = tmp_path / "sel"
+    base = ["-s", "en", "-t", "fr", "-q"]
+    keep = ["--in-domain", str(ind), "--general", str(gen), "--keep-words", "2500", "-d", str(sel), "-j", "1"]
+    result = CliRunner().invoke(main, ["select", *base, *keep])
+    assert result.exit_code == 0, result.output
+    report = json.loads((sel / "select.json").read_text())
+    assert report["config"]["count"] == "moses"
+    kept_fr = (sel / "train.fr").read_text(encoding="utf-8")
+    assert "d'euros" in kept_fr  # finance pairs were reached, so the two counts differ
+    recipe = ["--no-normalize-punct", "--max-len", "0", "--max-ratio", "0", "--no-dedup"]
+    text = ["preprocess", *base, "--train", str(sel / "train"), "-d", str(tmp_path / "clean"), *recipe]
+    result = CliRunner().invoke(main, text)
+    assert result.exit_code == 0, result.output
+    tokens = json.loads((tmp_path / "clean" / "preprocess.json").read_text())["splits"]["train"]["tokens"]["fr"]
+    assert tokens == report["kept_tgt_words"] >= 2500
+    assert sum(len(line) for line in words_of(kept_fr.removesuffix("\n"))) > tokens
 
 
 def test_a_selection_that_would_replace_its_general_corpus_is_refused(tmp_path):

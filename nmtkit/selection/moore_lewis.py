@@ -151,10 +151,21 @@ def build_models(in_domain: list[Corpus], general: list[Corpus], lm_dir: Path, c
 _MODELS: dict[str, Any] = {}
 
 
-def _load_models(lm_dir: str) -> None:
+def _load_models(lm_dir: str, moses_lang: str | None) -> None:
     for name in ("src", "tgt"):
         d = Path(lm_dir) / name
         _MODELS[name] = (SelectionVocab.load(d / "vocab.txt"), NgramLM.load(d / "in"), NgramLM.load(d / "gen"))
+    if moses_lang is not None:
+        from ..text.pipeline import Preprocessor
+        from ..text.settings import TextConfig
+
+        # preprocess's own cleaning and tokenizer, so that its token count of the kept text is the count kept
+        _MODELS["moses"] = Preprocessor(TextConfig(moses_lang, normalize_punct=False))
+
+
+def _moses_words(text: str) -> np.ndarray:
+    pre = _MODELS["moses"]
+    return np.array([len(pre.tokenize(pre.clean(line))) for line in text.split("\n")], dtype=np.int64)
 
 
 def _score_side(name: str, text: str) -> tuple[np.ndarray, np.ndarray]:
@@ -168,8 +179,10 @@ def _score_chunk(job: tuple[list[bytes], list[bytes], Corpus, int]) -> tuple[np.
     # Decoding happens here, not in the reading process, which is the pipeline's narrow end.
     src, tgt, corpus, first = job
     s_score, s_len = _score_side("src", _text(src, corpus.src, first))
-    t_score, t_len = _score_side("tgt", _text(tgt, corpus.tgt, first))
-    return (s_score + t_score).astype(np.float32), t_len.astype(np.int32), int(s_len.sum())
+    t_text = _text(tgt, corpus.tgt, first)
+    t_score, t_len = _score_side("tgt", t_text)
+    kept_words = _moses_words(t_text) if "moses" in _MODELS else t_len
+    return (s_score + t_score).astype(np.float32), kept_words.astype(np.int32), int(s_len.sum() + t_len.sum())
 
 
 def _jobs(corpora: list[Corpus], chunk_lines: int) -> Iterator[tuple[list[bytes], list[bytes], Corpus, int]]:
@@ -185,28 +198,31 @@ class Scores:
     score_path: Path
     words_path: Path
     pairs: int = 0
-    src_words: int = 0
-    tgt_words: int = 0
+    scored_words: int = 0  # the selection's tokens, both sides
+    tgt_words: int = 0  # as --count-words counts
     lo: float = float("inf")
     hi: float = float("-inf")
     seconds: float = 0.0
 
 
-def score_corpora(general: list[Corpus], lm_dir: Path, out: Scores, cfg: SelectConfig, workers: int) -> Scores:
-    """Score every pair; scores (float32) and target words (int32) go to disk in input order."""
+def score_corpora(
+    general: list[Corpus], lm_dir: Path, out: Scores, cfg: SelectConfig, workers: int, tgt_lang: str
+) -> Scores:
+    """Score every pair; scores (float32) and target words (int32, as ``cfg.count`` counts) go to disk
+    in input order."""
     start = time.perf_counter()
     with (
         open(out.score_path, "wb") as fs,
         open(out.words_path, "wb") as fw,
-        Workers(workers, _load_models, (str(lm_dir),)) as pool,
+        Workers(workers, _load_models, (str(lm_dir), tgt_lang if cfg.count == "moses" else None)) as pool,
         progress("pairs") as bar,
     ):
         task = bar.add_task("score", total=None)
-        for scores, words, src_words in pool.map(_score_chunk, _jobs(general, cfg.chunk_lines)):
+        for scores, words, scored_words in pool.map(_score_chunk, _jobs(general, cfg.chunk_lines)):
             fs.write(scores.tobytes())
             fw.write(words.tobytes())
             out.pairs += scores.size
-            out.src_words += src_words
+            out.scored_words += scored_words
             out.tgt_words += int(words.sum())
             if scores.size:
                 out.lo, out.hi = min(out.lo, float(scores.min())), max(out.hi, float(scores.max()))
@@ -305,8 +321,10 @@ def select(
             f"select: LMs from {info['in_domain_pairs']:,} in-domain pairs and a sample of "
             f"{info['sample_pairs']:,} of {info['general_pairs']:,} general pairs in {t1 - t0:.1f} s"
         )
-        scores = score_corpora(general, lm_dir, Scores(stage.path("scores.f32"), stage.path("words.i32")), cfg, workers)
-        words = scores.src_words + scores.tgt_words
+        scores = score_corpora(
+            general, lm_dir, Scores(stage.path("scores.f32"), stage.path("words.i32")), cfg, workers, langs[1]
+        )
+        words = scores.scored_words
         log(
             f"select: scored {scores.pairs:,} pairs, {words:,} words in {scores.seconds:.1f} s "
             f"({words / max(scores.seconds, 1e-9):,.0f} words/s)"
@@ -320,7 +338,7 @@ def select(
             "in_domain": [str(c.src.with_suffix("")) for c in in_domain],
             "general": [str(c.src.with_suffix("")) for c in general],
             "pairs": scores.pairs,
-            "src_words": scores.src_words,
+            "scored_words": scores.scored_words,
             "tgt_words": scores.tgt_words,
             "kept_pairs": kept,
             "kept_tgt_words": kept_words,
@@ -335,6 +353,6 @@ def select(
         stage.commit()
     log(
         f"select: kept {kept:,} of {scores.pairs:,} pairs, {kept_words:,} of {scores.tgt_words:,} "
-        f"target words → {out_dir}"
+        f"target words ({'Moses tokens' if cfg.count == 'moses' else 'selection tokens'}) → {out_dir}"
     )
     return report

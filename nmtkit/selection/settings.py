@@ -6,11 +6,20 @@ from dataclasses import dataclass
 
 from ..core.settings import Settings, setting
 
+COUNTS = ("moses", "selection")
+
 
 @dataclass(frozen=True)
 class SelectConfig(Settings):
-    keep_words: int  # target-side words to keep (the selection's own tokens)
+    keep_words: int  # target-side words to keep, counted as ``count`` says
     order: int = setting(4, "N-gram order of the language models.", ge=1, le=4, flag="--lm-order")
     min_count: int = 2  # in-domain words seen fewer times are <unk> to the LMs
     chunk_lines: int = 20_000
     seed: int = 1
+    count: str = setting(
+        "moses",
+        "What --keep-words counts: the target side's Moses tokens, as preprocess --no-normalize-punct makes "
+        "them, or the selection's own tokens (lowercased, every punctuation mark split off), which score faster.",
+        choices=COUNTS,
+        flag="--count-words",
+    )

@@ -29,8 +29,9 @@ Example (the paper's: keep the 348M most news-like target words of five corpora)
     required=True,
     callback=options.count,
     help="Target-side words to keep (348M, 2.5k, 1000000), the pair that reaches the count whole; counted "
-    "as the selection's models read them, lowercased with every punctuation mark split off.",
+    "as --count-words says.",
 )
+@options.option(SelectConfig, "count", dest="count_words")
 @options.option(SelectConfig, "order", dest="lm_order")
 @options.dest_dir
 @options.workers
@@ -41,6 +42,7 @@ def select(
     in_domain: tuple[str, ...],
     general: tuple[str, ...],
     keep_words: int,
+    count_words: str,
     lm_order: int,
     out_dir: str,
     workers: int,
@@ -62,6 +64,6 @@ def select(
         [Corpus.of(p, langs) for p in general],
         Path(out_dir),
         langs,
-        SelectConfig(keep_words=keep_words, order=lm_order),
+        SelectConfig(keep_words=keep_words, order=lm_order, count=count_words),
         workers,
     )
