@@ -128,6 +128,12 @@ def test_kept_words_are_the_moses_tokens_preprocess_counts(tmp_path):
     tokens = json.loads((tmp_path / "clean" / "preprocess.json").read_text())["splits"]["train"]["tokens"]["fr"]
     assert tokens == report["kept_tgt_words"] >= 2500
     assert sum(len(line) for line in words_of(kept_fr.removesuffix("\n"))) > tokens
+    # The same process then counting the selection's tokens counts them, not Moses tokens.
+    langs = ("en", "fr")
+    cfg = SelectConfig(keep_words=2500, count="selection")
+    again = select([Corpus.of(ind, langs)], [Corpus.of(gen, langs)], tmp_path / "sel2", langs, cfg, workers=1)
+    kept_fr = (tmp_path / "sel2" / "train.fr").read_text(encoding="utf-8")
+    assert again["kept_tgt_words"] == sum(len(line) for line in words_of(kept_fr.removesuffix("\n")))
 
 
 def test_a_selection_that_would_replace_its_general_corpus_is_refused(tmp_path):

@@ -155,6 +155,9 @@ def _load_models(lm_dir: str, moses_lang: str | None) -> None:
     for name in ("src", "tgt"):
         d = Path(lm_dir) / name
         _MODELS[name] = (SelectionVocab.load(d / "vocab.txt"), NgramLM.load(d / "in"), NgramLM.load(d / "gen"))
+    _MODELS.pop(
+        "moses", None
+    )  # with one worker this process is the worker, and may have counted in Moses tokens before
     if moses_lang is not None:
         from ..text.pipeline import Preprocessor
         from ..text.settings import TextConfig
