@@ -16,7 +16,7 @@ from ..config_file import config_options
     cls=Command,
     epilog="""\b
 Example (the paper's: keep the 348M most news-like target words of five corpora):
-  nmtkit select -s en -t fr --in-domain nc/news-commentary \\
+  nmtkit select -s en -t fr --in-domain dev/newstest2012-13 \\
       --general corpora/europarl --general corpora/un --keep-words 348M -d selected/""",
 )
 @click.option("-s", "--source-lang", required=True, help="Source language code (files are PREFIX.LANG).")
