@@ -4,7 +4,8 @@ Prints preprocess throughput on the raw train set with 1 and 2 workers, and
 the peak memory of binarizing the clean train set and a 10x concatenation
 of it (each run in its own process; memory must not grow with the corpus).
 Then data selection (nmtkit select): scoring throughput in words/s
-(both sides, four 4-gram LMs) and peak memory on 10M- and 20M-word inputs.
+(both sides, four 4-gram LMs) and peak memory on 10M- and 20M-word inputs, the kept words
+counted in the selection's tokens and, at 20M, in Moses tokens (--count-words moses, the default).
 
     bin/bench-data data/bible data/bible/vocab-bpe8000
 """
@@ -105,17 +106,23 @@ def select_bench(raw: Path) -> None:
             with open(raw / f"train.{lang}", "rb") as src, open(f"{tmp}/ind.{lang}", "wb") as ind:
                 for _, line in zip(range(30154), src):
                     ind.write(line)
-        for millions, jobs in ((10, 1), (10, 2), (20, 2)):
+        for millions, jobs, count in (
+            (10, 1, "selection"),
+            (10, 2, "selection"),
+            (20, 2, "selection"),
+            (20, 2, "moses"),
+        ):
             pairs = tiled(raw / "train", Path(tmp) / "gen", millions * 10**6)
-            out = Path(tmp) / f"sel-{millions}-{jobs}"
+            out = Path(tmp) / f"sel-{millions}-{jobs}-{count}"
             corpora = ["--in-domain", f"{tmp}/ind", "--general", f"{tmp}/gen"]
-            keep = ["--keep-words", str(millions * 10**6 // 5)]
+            keep = ["--keep-words", str(millions * 10**6 // 5), "--count-words", count]
             wall, rss = run([*NMTKIT, "select", *PAIR, *corpora, *keep, "-d", str(out), "-j", str(jobs)])
             r = json.loads((out / "select.json").read_text())
             words = r["scored_words"]
             print(
-                f"  {millions}M words ({pairs:,} pairs) -j {jobs}: scoring {r['score_words_per_s']:,} words/s, "
-                f"whole run {wall:.1f} s ({words / wall:,.0f} words/s), peak RSS {rss} MB"
+                f"  {millions}M words ({pairs:,} pairs) -j {jobs} --count-words {count}: scoring "
+                f"{r['score_words_per_s']:,} words/s, whole run {wall:.1f} s ({words / wall:,.0f} words/s), "
+                f"peak RSS {rss} MB"
             )
 
 
