@@ -136,6 +136,28 @@ def test_kept_words_are_the_moses_tokens_preprocess_counts(tmp_path):
     assert again["kept_tgt_words"] == sum(len(line) for line in words_of(kept_fr.removesuffix("\n")))
 
 
+def test_the_moses_count_is_preprocess_count_on_text_that_cleaning_normalisation_or_language_would_change(tmp_path):
+    """Lines whose French token count moves with punctuation normalisation (l´homme), the cleaning
+    (a zero-width space) or the language (Mme.): select, keeping everything, counts what preprocess counts."""
+    ind, _ = _corpora(tmp_path, 10)
+    tricky = [
+        ("Mrs. Curie sees the man.", "Mme. Curie voit l´homme."),
+        ("A\u200bB.", "A\u200bB."),
+        ("« Yes », he said.", "« Oui », dit-il."),
+    ]
+    gen = write(tmp_path / "gen" / "tricky", tricky * 3)
+    base = ["-s", "en", "-t", "fr", "-q"]
+    keep = ["--in-domain", str(ind), "--general", str(gen), "--keep-words", "1M", "-j", "1"]
+    result = CliRunner().invoke(main, ["select", *base, *keep, "-d", str(tmp_path / "sel")])
+    assert result.exit_code == 0, result.output
+    recipe = ["--no-normalize-punct", "--max-len", "0", "--max-ratio", "0", "--no-dedup"]
+    text = ["preprocess", *base, "--train", str(gen), "-d", str(tmp_path / "clean"), *recipe]
+    result = CliRunner().invoke(main, text)
+    assert result.exit_code == 0, result.output
+    tokens = json.loads((tmp_path / "clean" / "preprocess.json").read_text())["splits"]["train"]["tokens"]["fr"]
+    assert json.loads((tmp_path / "sel" / "select.json").read_text())["kept_tgt_words"] == tokens == 3 * (8 + 2 + 6)
+
+
 def test_a_selection_that_would_replace_its_general_corpus_is_refused(tmp_path):
     """-d the general corpus's own directory, its name train: train.en shrank to the selection, exit 0."""
     from nmtkit.core.errors import UserError
