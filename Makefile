@@ -441,11 +441,11 @@ gpu-check: $(if $(ON_GPU),,data)
 # path or a command on PATH (python3 -m nmtkit) as it is
 from_root = $(if $(filter /%,$(firstword $1)),$1,$(if $(findstring /,$(firstword $1)),$(CURDIR)/$(strip $1),$1))
 # a mirror or checksums file named from here, as the user stands: made absolute (not a URL)
-here = $(if $(or $(filter /%,$1),$(findstring ://,$1)),$1,$(CURDIR)/$1)
+here = $(if $(or $(filter /%,$1),$(findstring ://,$1)),$1,$(abspath $(CURDIR)/$1))
 reproduce: $(INSTALLED)
 	$(MAKE) -C examples/wmt14_en_fr reproduce ROOT=$(CURDIR) PY="$(call from_root,$(PY))" NMTKIT="$(call from_root,$(NMTKIT))" \
 	    $(if $(MIRROR),MIRROR='$(call here,$(MIRROR))') $(if $(CHECKSUMS),CHECKSUMS='$(call here,$(CHECKSUMS))') \
-	    $(if $(findstring /,$(IN_DOMAIN)),IN_DOMAIN='$(call here,$(IN_DOMAIN))',$(if $(IN_DOMAIN),IN_DOMAIN='$(IN_DOMAIN)'))
+	    $(if $(or $(findstring /,$(IN_DOMAIN)),$(wildcard $(IN_DOMAIN).en)),IN_DOMAIN='$(call here,$(IN_DOMAIN))',$(if $(IN_DOMAIN),IN_DOMAIN='$(IN_DOMAIN)'))
 
 # ---- RNNencdec, RNNsearch and Luong et al.'s variants at one budget (updates), on the Bible dev set ----
 # A Luong run's name is luong_WINDOW_SCORE_FEED; every other setting is the same for all.

@@ -2,7 +2,8 @@
 
 Every run figure is read from a file the recipe wrote (score JSON, training
 metrics, checkpoints, select.json); a missing one is an error, never a blank
-or a default. The paper's figures are quoted from Bahdanau et al. (2015).
+or a default (but select.json, which a run on Schwenk's release has not).
+The paper's figures are quoted from Bahdanau et al. (2015).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ PAPER_STATS = {
     "rnnsearch-30": (4.71, 3.6, 113, "TITAN BLACK", 26.7, 47.2),
     "rnnsearch-50": (2.88, 2.2, 111, "Quadro K-6000", 40.7, 38.1),
 }
+UNITS = {"moses": "Moses tokens", "selection": "the selection's tokens"}  # select --count-words
 TITLES = {
     "rnnencdec-30": "RNNencdec-30",
     "rnnencdec-50": "RNNencdec-50",
@@ -113,10 +115,12 @@ def write_report(
     ]
     if selection.is_file():
         s = read_json(selection, "selection report")
+        in_domain = ", ".join(Path(p).name for p in s["in_domain"])
         lines += [
-            f"**Data.** Bilingual Moore–Lewis selection kept {s['kept_pairs']:,} of {s['pairs']:,} pairs "
-            f"({s['kept_tgt_words']:,} of {s['tgt_words']:,} target words; the paper: 348M of 850M words), "
-            f"scoring {s['score_words_per_s']:,} words/s with {s['workers']} worker process(es).",
+            f"**Data.** Bilingual Moore–Lewis selection with {in_domain} as in-domain text "
+            f"kept {s['kept_pairs']:,} of {s['pairs']:,} pairs ({s['kept_tgt_words']:,} of {s['tgt_words']:,} "
+            f"target words in {UNITS[s['config']['count']]}; the paper: 348M of 850M words), scoring "
+            f"{s['score_words_per_s']:,} words/s of both sides with {s['workers']} worker process(es).",
             "",
         ]
     lines += [

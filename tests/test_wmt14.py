@@ -280,7 +280,7 @@ def test_one_gpu_trains_on_the_graph_path():
 MADE = ("VENV", "PY", "NMTKIT")
 
 
-def test_the_top_make_reproduce_hands_on_relative_absolute_and_path_commands_whole():
+def test_the_top_make_reproduce_hands_on_relative_absolute_and_path_commands_whole(tmp_path):
     def handed(*args: str) -> str:
         out = subprocess.run(
             ["make", "-n", "-C", str(ROOT), "INSTALLED=", "WORK=/nonexistent/work", *args, "reproduce"],
@@ -299,6 +299,16 @@ def test_the_top_make_reproduce_hands_on_relative_absolute_and_path_commands_who
     line = handed("MIRROR=statmt", "CHECKSUMS=statmt/sums.txt")
     assert f"MIRROR='{ROOT}/statmt' CHECKSUMS='{ROOT}/statmt/sums.txt'" in line
     assert "MIRROR='http://x.org/a'" in handed("MIRROR=http://x.org/a") and "MIRROR=" not in handed()
+    # the in-domain text: a prefix from here, with or without a /, made absolute; a corpus's name as it is
+    assert "IN_DOMAIN='europarl-v7'" in handed("IN_DOMAIN=europarl-v7")
+    for prefix in (tmp_path / "news", ROOT / f"in-domain-{os.getpid()}"):
+        try:
+            for lang in ("en", "fr"):
+                Path(f"{prefix}.{lang}").write_text("")
+            assert f"IN_DOMAIN='{prefix}'" in handed(f"IN_DOMAIN={os.path.relpath(prefix, ROOT)}")
+        finally:
+            for lang in ("en", "fr"):
+                Path(f"{prefix}.{lang}").unlink()
 
 
 def test_the_recipe_refuses_a_work_directory_with_a_space_and_quotes_the_mirror(tmp_path):
@@ -344,6 +354,8 @@ def test_reproduce_runs_offline_on_a_mirror(tmp_path):
     assert all((work / "runs" / m / "test.nounk.hyp").exists() for m in ("rnnencdec-30", "rnnsearch-50"))
     chosen = json.loads((work / "selected" / "select.json").read_text())
     assert chosen["kept_tgt_words"] >= 6000 and chosen["kept_pairs"] < chosen["pairs"]
+    data = f"with newstest2012-13 as in-domain text kept {chosen['kept_pairs']:,} of {chosen['pairs']:,} pairs"
+    assert data in report and f"{chosen['kept_tgt_words']:,} of {chosen['tgt_words']:,} target words in Moses" in report
     # Done is done: a second run does nothing, an interrupted step is redone alone.
     again = _make(*args[1:], "-q", str(work / "report.md"))
     assert again.returncode == 0, "make -q: the finished run is not up to date"

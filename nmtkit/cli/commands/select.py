@@ -15,9 +15,9 @@ from ..config_file import config_options
 @click.command(
     cls=Command,
     epilog="""\b
-Example (the paper's: keep the 348M most news-like target words of five corpora):
+Example (the paper's: keep the 348M most news-like target words of WMT'14's corpora):
   nmtkit select -s en -t fr --in-domain dev/newstest2012-13 \\
-      --general corpora/europarl --general corpora/un --keep-words 348M -d selected/""",
+      --general corpora/europarl-v7 --general corpora/un --general corpora/giga-fren --keep-words 348M -d selected/""",
 )
 @click.option("-s", "--source-lang", required=True, help="Source language code (files are PREFIX.LANG).")
 @click.option("-t", "--target-lang", required=True, help="Target language code.")
