@@ -20,6 +20,7 @@ from nmtkit.core.errors import UserError
 from nmtkit.core.files import atomic_write, read_json
 from nmtkit.data.batching import Batches
 from nmtkit.data.binarized import Corpus
+from nmtkit.selection.settings import COUNT_UNITS
 from nmtkit.train import runlog
 
 # Table 1 (BLEU, All / No UNK) and Table 2 (updates ×10⁵, epochs, hours, GPU, train NLL, dev NLL).
@@ -35,7 +36,6 @@ PAPER_STATS = {
     "rnnsearch-30": (4.71, 3.6, 113, "TITAN BLACK", 26.7, 47.2),
     "rnnsearch-50": (2.88, 2.2, 111, "Quadro K-6000", 40.7, 38.1),
 }
-UNITS = {"moses": "Moses tokens", "selection": "the selection's tokens"}  # select --count-words
 TITLES = {
     "rnnencdec-30": "RNNencdec-30",
     "rnnencdec-50": "RNNencdec-50",
@@ -119,7 +119,7 @@ def write_report(
         lines += [
             f"**Data.** Bilingual Moore–Lewis selection with {in_domain} as in-domain text "
             f"kept {s['kept_pairs']:,} of {s['pairs']:,} pairs ({s['kept_tgt_words']:,} of {s['tgt_words']:,} "
-            f"target words in {UNITS[s['config']['count']]}; the paper: 348M of 850M words), scoring "
+            f"target words in {COUNT_UNITS[s['config']['count']]}; the paper: 348M of 850M words), scoring "
             f"{s['score_words_per_s']:,} words/s of both sides with {s['workers']} worker process(es).",
             "",
         ]

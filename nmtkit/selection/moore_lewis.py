@@ -35,7 +35,7 @@ from ..core.errors import UserError
 from ..core.files import Staging, decode_line, open_binary, refuse_overwriting
 from ..core.parallel import Workers
 from .ngram import NgramLM, SelectionVocab, words_of
-from .settings import SelectConfig
+from .settings import COUNT_UNITS, SelectConfig
 
 BINS = 1 << 16
 
@@ -155,9 +155,7 @@ def _load_models(lm_dir: str, moses_lang: str | None) -> None:
     for name in ("src", "tgt"):
         d = Path(lm_dir) / name
         _MODELS[name] = (SelectionVocab.load(d / "vocab.txt"), NgramLM.load(d / "in"), NgramLM.load(d / "gen"))
-    _MODELS.pop(
-        "moses", None
-    )  # with one worker this process is the worker, and may have counted in Moses tokens before
+    _MODELS["moses"] = None
     if moses_lang is not None:
         from ..text.pipeline import Preprocessor
         from ..text.settings import TextConfig
@@ -184,7 +182,7 @@ def _score_chunk(job: tuple[list[bytes], list[bytes], Corpus, int]) -> tuple[np.
     s_score, s_len = _score_side("src", _text(src, corpus.src, first))
     t_text = _text(tgt, corpus.tgt, first)
     t_score, t_len = _score_side("tgt", t_text)
-    kept_words = _moses_words(t_text) if "moses" in _MODELS else t_len
+    kept_words = t_len if _MODELS["moses"] is None else _moses_words(t_text)
     return (s_score + t_score).astype(np.float32), kept_words.astype(np.int32), int(s_len.sum() + t_len.sum())
 
 
@@ -356,6 +354,6 @@ def select(
         stage.commit()
     log(
         f"select: kept {kept:,} of {scores.pairs:,} pairs, {kept_words:,} of {scores.tgt_words:,} "
-        f"target words ({'Moses tokens' if cfg.count == 'moses' else 'selection tokens'}) → {out_dir}"
+        f"target words ({COUNT_UNITS[cfg.count]}) → {out_dir}"
     )
     return report

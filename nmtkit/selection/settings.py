@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 from ..core.settings import Settings, setting
 
-COUNTS = ("moses", "selection")
+# what --keep-words can count, and the unit's name where a count is reported
+COUNT_UNITS = {"moses": "Moses tokens", "selection": "the selection's tokens"}
 
 
 @dataclass(frozen=True)
@@ -20,6 +21,6 @@ class SelectConfig(Settings):
         "moses",
         "What --keep-words counts: the target side's Moses tokens, as preprocess --no-normalize-punct makes "
         "them, or the selection's own tokens (lowercased, every punctuation mark split off), which score faster.",
-        choices=COUNTS,
+        choices=tuple(COUNT_UNITS),
         flag="--count-words",
     )
