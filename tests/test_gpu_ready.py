@@ -19,7 +19,8 @@ from nmtkit.data.batching import Batches, collate
 from nmtkit.models.build import build_model
 from nmtkit.models.config import model_config
 from nmtkit.train.config import TrainConfig
-from nmtkit.train.loop import describe_batches, train
+from nmtkit.train.loop import train
+from nmtkit.train.pace import describe_batches
 from nmtkit.train.parts import compiled_note
 from tests.conftest import TINY_ADAM, sized
 from tests.test_train import TINY

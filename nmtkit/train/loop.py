@@ -25,11 +25,9 @@ DistributedDataParallel, each on its share of every minibatch: the loop asks
 
 from __future__ import annotations
 
-import contextlib
 import math
-import signal
 import time
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -49,9 +47,10 @@ from . import board, runlog
 from .config import BUDGETED, TrainConfig, check_run, warmup_outlasts
 from .graphs import updater
 from .optimizer import rate_of
-from .pace import TIMED_UPDATES, pace_report, stopping_rule
+from .pace import Pace, describe_batches, stopping_rule
 from .parts import CompiledSteps, Parallel, compiled_note
 from .saving import SaveDirLock, save, save_validated
+from .signals import StopFlag
 from .state import TrainState, open_save_dir, start
 from .step import lower_on_plateau
 from .validate import dev_score, validate
@@ -181,7 +180,7 @@ def run(
     open_save_dir(state)
     state.clock = time.perf_counter() - state.progress.seconds
     state.window = LossWindow(state.progress.step + 1)
-    pace = _Pace(state)
+    pace = Pace(state)
     total, unit = _budget(state.cfg, pace.per_epoch)
     if state.cfg.max_updates or state.cfg.max_epochs:  # counted: the schedule's budget is known
         state.progress.budget = int(total or 0)
@@ -190,7 +189,7 @@ def run(
     state.model.train()
     writes = tensorboard if state.parallel.rank == 0 else None
     with (
-        _StopFlag(on_stop) as stop,
+        StopFlag(on_stop) as stop,
         TrainProgress(total, unit, disable=state.parallel.rank != 0) as bar,
         board.Board(writes, state.progress.step) as state.board,
     ):
@@ -278,7 +277,7 @@ def report(state: TrainState, bar: TrainProgress) -> None:
 
 
 def validate_and_save(
-    state: TrainState, bar: TrainProgress, rng: list[dict[str, torch.Tensor]], stop: _StopFlag
+    state: TrainState, bar: TrainProgress, rng: list[dict[str, torch.Tensor]], stop: StopFlag
 ) -> bool:
     """Validate, save, and say whether patience has run out (rank 0 decides; the others wait)."""
     if state.parallel.rank != 0:
@@ -327,24 +326,6 @@ def _validation_estimate(state: TrainState) -> float:
     return (time.perf_counter() - started) * wanted / max(probe.valid_max_sentences, 1)
 
 
-def describe_batches(cfg: TrainConfig, world: int) -> str:
-    """What one update computes on, in total and per process: the first line a run logs."""
-    unit = f"{cfg.max_tokens:,} target tokens" if cfg.max_tokens else f"{cfg.batch_size} sentences"
-    total = (
-        f"{cfg.max_tokens * cfg.update_freq:,} target tokens"
-        if cfg.max_tokens
-        else f"{cfg.batch_size * cfg.update_freq} sentences"
-    )
-    padded = f"; lengths padded to multiples of {cfg.pad_to_multiple}" if cfg.pad_to_multiple > 1 else ""
-    if world == 1 and cfg.update_freq == 1:
-        return f"minibatches of {total}{padded}"
-    parts = ([f"{world} processes taking 1/{world} each"] if world > 1 else []) + (
-        [f"{cfg.update_freq} accumulated passes of {unit}"] if cfg.update_freq > 1 else []
-    )
-    each = "" if cfg.max_tokens or world == 1 else f"; about {cfg.batch_size / world:g} sentences per process and pass"
-    return f"minibatches of {total} in total per update ({', '.join(parts)}{each}){padded}"
-
-
 def _record(state: TrainState, entry: dict[str, Any]) -> None:
     if state.parallel.rank == 0:
         entry = {"step": state.progress.step, "epoch": state.batches.drawn_epoch + 1, **entry}
@@ -382,83 +363,3 @@ def _budget(cfg: TrainConfig, batches_per_epoch: int) -> tuple[float | None, str
     if cfg.max_epochs:
         return cfg.max_epochs * batches_per_epoch, "updates"
     return None, "updates"
-
-
-class _Pace:
-    """The first update and the next TIMED_UPDATES timed once, to tell the user how long an
-    update and an epoch take here."""
-
-    def __init__(self, state: TrainState):
-        self.state, self.first, self.started, self.ticked = state, state.progress.step, 0.0, 0.0
-        self.per_epoch = len(state.batches.epoch_batches(state.batches.epoch))
-
-    def leave_out_pause(self) -> None:
-        """A validation or a save has just run: its seconds, since the last update's tick, are
-        left out of the updates' time (a resumed run validates soon)."""
-        self.started += time.perf_counter() - self.ticked
-
-    def tick(self) -> None:
-        self.ticked = time.perf_counter()
-        done = self.state.progress.step - self.first
-        if done not in (1, 1 + TIMED_UPDATES) or self.state.parallel.rank != 0:
-            return
-        self.state.parallel.synchronize()
-        if done == 1:
-            self.started = time.perf_counter()
-        else:
-            log(
-                pace_report(
-                    self.state.cfg,
-                    (time.perf_counter() - self.started) / TIMED_UPDATES,
-                    self.per_epoch,
-                    self.state.device.type == "cpu",
-                    self.state.progress.step,
-                )
-            )
-
-
-class _StopFlag:
-    """First Ctrl-C (or SIGTERM: a job's time limit, ``timeout``) asks the loop to stop after the
-    current update and save last.pt; a second one aborts, but not while checkpoints are being
-    written (:meth:`writing`): it then aborts once they are. The atomic write alone would keep
-    the previous last.pt whole, but would throw away the save the first signal asked for, and
-    the resumed run would redo every update since the last validation, or start over; the save
-    takes seconds. A third signal aborts at once, the previous files kept whole."""
-
-    def __init__(self, on_request: Callable[[], None] = lambda: None) -> None:
-        self.requested, self.signum = False, 0
-        self.busy = self.deferred = False
-        self.on_request = on_request
-
-    def __enter__(self) -> _StopFlag:
-        self.previous = signal.signal(signal.SIGINT, self._handle)
-        self.previous_term = signal.signal(signal.SIGTERM, self._handle)
-        return self
-
-    def _handle(self, signum: int, *_: Any) -> None:
-        if not self.requested:
-            self.requested, self.signum = True, signum
-            self.on_request()
-        elif self.busy and not self.deferred:
-            self.deferred = True
-            log(
-                "stopping once the checkpoints being written are whole (a third signal stops at once, "
-                "keeping the previous ones)"
-            )
-        else:
-            raise KeyboardInterrupt
-
-    @contextlib.contextmanager
-    def writing(self) -> Iterator[None]:
-        """Checkpoints are written in this block: a second signal waits for its end."""
-        self.busy = True
-        try:
-            yield
-        finally:
-            self.busy = False
-        if self.deferred:
-            raise KeyboardInterrupt
-
-    def __exit__(self, *_: Any) -> None:
-        signal.signal(signal.SIGINT, self.previous)
-        signal.signal(signal.SIGTERM, self.previous_term)

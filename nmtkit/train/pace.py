@@ -1,5 +1,6 @@
-"""What a training run tells its user at the start: what will stop it, and, once the first
-updates are timed, how long an update and an epoch take on this machine.
+"""What a training run tells its user at the start: what one update computes on, what will stop
+it, and, once the first updates are timed (:class:`Pace`), how long an update and an epoch take
+on this machine.
 
 The paper's recipe at the paper's sizes, which is ``nmtkit train``'s default, trains for days
 on a CPU with nothing but early stopping to end it; a user should learn that in the first
@@ -8,7 +9,14 @@ minute, not the next morning.
 
 from __future__ import annotations
 
+import time
+from typing import TYPE_CHECKING
+
+from ..core.console import log
 from .config import TrainConfig
+
+if TYPE_CHECKING:
+    from .state import TrainState
 
 # Updates timed for the estimate, after the first (which pays for allocation and warm-up).
 TIMED_UPDATES = 5
@@ -65,3 +73,54 @@ def pace_report(
             "--schedule cpu --max-minutes 20)"
         )
     return line
+
+
+def describe_batches(cfg: TrainConfig, world: int) -> str:
+    """What one update computes on, in total and per process: the first line a run logs."""
+    unit = f"{cfg.max_tokens:,} target tokens" if cfg.max_tokens else f"{cfg.batch_size} sentences"
+    total = (
+        f"{cfg.max_tokens * cfg.update_freq:,} target tokens"
+        if cfg.max_tokens
+        else f"{cfg.batch_size * cfg.update_freq} sentences"
+    )
+    padded = f"; lengths padded to multiples of {cfg.pad_to_multiple}" if cfg.pad_to_multiple > 1 else ""
+    if world == 1 and cfg.update_freq == 1:
+        return f"minibatches of {total}{padded}"
+    parts = ([f"{world} processes taking 1/{world} each"] if world > 1 else []) + (
+        [f"{cfg.update_freq} accumulated passes of {unit}"] if cfg.update_freq > 1 else []
+    )
+    each = "" if cfg.max_tokens or world == 1 else f"; about {cfg.batch_size / world:g} sentences per process and pass"
+    return f"minibatches of {total} in total per update ({', '.join(parts)}{each}){padded}"
+
+
+class Pace:
+    """The first update and the next TIMED_UPDATES timed once, to tell the user how long an
+    update and an epoch take here."""
+
+    def __init__(self, state: TrainState):
+        self.state, self.first, self.started, self.ticked = state, state.progress.step, 0.0, 0.0
+        self.per_epoch = len(state.batches.epoch_batches(state.batches.epoch))
+
+    def leave_out_pause(self) -> None:
+        """A validation or a save has just run: its seconds, since the last update's tick, are
+        left out of the updates' time (a resumed run validates soon)."""
+        self.started += time.perf_counter() - self.ticked
+
+    def tick(self) -> None:
+        self.ticked = time.perf_counter()
+        done = self.state.progress.step - self.first
+        if done not in (1, 1 + TIMED_UPDATES) or self.state.parallel.rank != 0:
+            return
+        self.state.parallel.synchronize()
+        if done == 1:
+            self.started = time.perf_counter()
+        else:
+            log(
+                pace_report(
+                    self.state.cfg,
+                    (time.perf_counter() - self.started) / TIMED_UPDATES,
+                    self.per_epoch,
+                    self.state.device.type == "cpu",
+                    self.state.progress.step,
+                )
+            )

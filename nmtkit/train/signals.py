@@ -1,0 +1,58 @@
+"""Stopping a training run on a signal: Ctrl-C (SIGINT) or a job's time limit (SIGTERM, as
+``timeout`` and batch queues send it) asks for last.pt and a clean stop, never a torn checkpoint."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from ..core.console import log
+
+
+class StopFlag:
+    """First Ctrl-C (or SIGTERM: a job's time limit, ``timeout``) asks the loop to stop after the
+    current update and save last.pt; a second one aborts, but not while checkpoints are being
+    written (:meth:`writing`): it then aborts once they are. The atomic write alone would keep
+    the previous last.pt whole, but would throw away the save the first signal asked for, and
+    the resumed run would redo every update since the last validation, or start over; the save
+    takes seconds. A third signal aborts at once, the previous files kept whole."""
+
+    def __init__(self, on_request: Callable[[], None] = lambda: None) -> None:
+        self.requested, self.signum = False, 0
+        self.busy = self.deferred = False
+        self.on_request = on_request
+
+    def __enter__(self) -> StopFlag:
+        self.previous = signal.signal(signal.SIGINT, self._handle)
+        self.previous_term = signal.signal(signal.SIGTERM, self._handle)
+        return self
+
+    def _handle(self, signum: int, *_: Any) -> None:
+        if not self.requested:
+            self.requested, self.signum = True, signum
+            self.on_request()
+        elif self.busy and not self.deferred:
+            self.deferred = True
+            log(
+                "stopping once the checkpoints being written are whole (a third signal stops at once, "
+                "keeping the previous ones)"
+            )
+        else:
+            raise KeyboardInterrupt
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """Checkpoints are written in this block: a second signal waits for its end."""
+        self.busy = True
+        try:
+            yield
+        finally:
+            self.busy = False
+        if self.deferred:
+            raise KeyboardInterrupt
+
+    def __exit__(self, *_: Any) -> None:
+        signal.signal(signal.SIGINT, self.previous)
+        signal.signal(signal.SIGTERM, self.previous_term)
