@@ -225,15 +225,21 @@ def test_mirror_has_wmt_layout_and_the_test_set_unwraps(tmp_path):
     ).read_text(encoding="utf-8").splitlines()[0]
 
 
-def _make(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+def _make(*args: str, cwd: Path = ROOT, gpus: str | None = None) -> subprocess.CompletedProcess[str]:
+    """The recipe's make; ``gpus``: its CUDA_VISIBLE_DEVICES (none set otherwise, whatever the machine's)."""
     tools = [f"PY={sys.executable}", f"NMTKIT={sys.executable} -m nmtkit"]
+    env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
     return subprocess.run(
         ["make", "--no-print-directory", "-C", str(ROOT / "examples" / "wmt14_en_fr"), *tools, *args],
         capture_output=True,
         text=True,
         cwd=cwd,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**env, "PYTHONPATH": str(ROOT), **({"CUDA_VISIBLE_DEVICES": gpus} if gpus is not None else {})},
     )
+
+
+def _trains(out: subprocess.CompletedProcess[str]) -> list[str]:
+    return [cmd for cmd in out.stdout.replace("\\\n", " ").splitlines() if " train " in cmd]
 
 
 def test_dry_run_shows_the_full_size_commands():
@@ -250,13 +256,72 @@ def test_dry_run_shows_the_full_size_commands():
         "--max-len 50",
         "--max-len 30",
         "--beam 12",
-        "--nproc_per_node 4",
         "--no-unk",
         "--clean default --by-length",  # Figure 2's text cleaned as Table 1's
         "report",
     ):
         assert expected in out.stdout, expected
-    assert "--cuda-graphs" not in out.stdout  # DDP keeps the eager update
+    # each model for the updates of the paper's Table 2, within the paper's 5 days
+    budgets = {"rnnencdec-30": 846000, "rnnencdec-50": 600000, "rnnsearch-30": 471000, "rnnsearch-50": 288000}
+    for model, updates in budgets.items():
+        (train,) = [t for t in _trains(out) if f"--save-dir /nonexistent/work/runs/{model} " in t]
+        assert f"--max-updates {updates} " in train and train.endswith("--max-minutes 7200 --valid-every 10000")
+
+
+def test_several_gpus_train_a_model_each_on_the_graph_path_or_one_at_a_time_over_all_with_ddp():
+    out = _make("-n", "reproduce", "WORK=/nonexistent/work", "NGPU=4")
+    assert out.returncode == 0, out.stderr
+    assert "make -j4 models" in out.stdout
+    trains = _trains(out)
+    assert [t.split()[0] for t in trains] == [f"CUDA_VISIBLE_DEVICES={i}" for i in range(4)]
+    assert all("--cuda-graphs --fused-steps" in t for t in trains) and "torch.distributed.run" not in out.stdout
+    out = _make("-n", "reproduce", "WORK=/nonexistent/work", "NGPU=4", "PARALLEL=ddp")
+    assert out.returncode == 0, out.stderr
+    trains = _trains(out)
+    assert len(trains) == 4 and all(
+        "torch.distributed.run --standalone --nproc-per-node 4 -m nmtkit train" in t for t in trains
+    )
+    assert "--cuda-graphs" not in out.stdout and "-j4" not in out.stdout  # DDP keeps the eager update
+    # two GPUs, four models: two at a time, each GPU's second after its first, on the GPUs visible
+    out = _make("-n", "-p", "models", "WORK=/nonexistent/work", gpus="5,7")
+    assert out.returncode == 0, out.stderr
+    runs = "/nonexistent/work/runs"
+    assert (
+        f"{runs}/rnnsearch-30/done: /nonexistent/work/data-bin/manifest.json | {runs}/rnnencdec-30/done" in out.stdout
+    )
+    assert [t.split()[0] for t in _trains(out)] == ["CUDA_VISIBLE_DEVICES=5", "CUDA_VISIBLE_DEVICES=7"] * 2
+    for wrong, gpus in (("NGPU=3", "0,1"), ("PARALLEL=both", None)):
+        out = _make("-n", "reproduce", "WORK=/nonexistent/work", wrong, gpus=gpus)
+        assert out.returncode != 0 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs GNU make")
+def test_two_gpus_train_two_models_at_once_and_each_gpus_models_one_after_another(tmp_path):
+    """make -j over the models as the recipe plans them, with a stand-in for nmtkit train that
+    records when each training ran and on which GPU."""
+    fake = tmp_path / "fake-nmtkit"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'dir=$(echo "$@" | sed "s/.*--save-dir \\([^ ]*\\).*/\\1/")\n'
+        'mkdir -p "$dir" && echo "$CUDA_VISIBLE_DEVICES $(date +%s.%N)" > "$dir/began"\n'
+        'sleep 1 && date +%s.%N > "$dir/ended"\n'
+    )
+    fake.chmod(0o755)
+    work = tmp_path / "work"
+    out = _make(f"WORK={work}", "NGPU=2", "-j2", f"NMTKIT={fake}", "-o", f"{work}/data-bin/manifest.json", "models")
+    assert out.returncode == 0, out.stderr
+    runs = {m: work / "runs" / m for m in ("rnnencdec-30", "rnnencdec-50", "rnnsearch-30", "rnnsearch-50")}
+    began = {m: (r / "began").read_text().split() for m, r in runs.items()}
+    ended = {m: float((r / "ended").read_text()) for m, r in runs.items()}
+    assert {m: b[0] for m, b in began.items()} == {
+        "rnnencdec-30": "0",
+        "rnnencdec-50": "1",
+        "rnnsearch-30": "0",
+        "rnnsearch-50": "1",
+    }
+    assert float(began["rnnsearch-30"][1]) >= ended["rnnencdec-30"]  # GPU 0's second after its first
+    assert float(began["rnnsearch-50"][1]) >= ended["rnnencdec-50"]
+    assert float(began["rnnencdec-50"][1]) < ended["rnnencdec-30"]  # the two GPUs at once
 
 
 def test_the_in_domain_text_is_one_of_the_corpora_by_name_or_any_prefix(tmp_path):
@@ -269,12 +334,19 @@ def test_the_in_domain_text_is_one_of_the_corpora_by_name_or_any_prefix(tmp_path
     assert f"--in-domain {tmp_path}/in-domain " in by_prefix.stdout
 
 
-def test_one_gpu_trains_on_the_graph_path():
+def test_one_gpu_trains_on_the_graph_path_and_a_cpu_does_not():
     out = _make("-n", "reproduce", "WORK=/nonexistent/work", "NGPU=1")
     assert out.returncode == 0, out.stderr
-    trains = [cmd for cmd in out.stdout.replace("\\\n", " ").splitlines() if " train " in cmd]
-    assert len(trains) == 4 and all("--max-minutes 7200 --cuda-graphs --fused-steps" in t for t in trains), trains
-    assert "torch.distributed.run" not in out.stdout
+    trains = _trains(out)
+    assert len(trains) == 4 and all("--cuda-graphs --fused-steps --max-minutes 7200" in t for t in trains), trains
+    assert "torch.distributed.run" not in out.stdout and "CUDA_VISIBLE_DEVICES" not in out.stdout
+    # TRAIN_ARGS replaced keeps the graphs; GPU_PATH= drops them
+    out = _make("-n", "reproduce", "WORK=/nonexistent/work", "NGPU=1", "TRAIN_ARGS=--max-updates 5")
+    assert all(t.endswith("--cuda-graphs --fused-steps --max-updates 5") for t in _trains(out)), _trains(out)
+    out = _make("-n", "reproduce", "WORK=/nonexistent/work", "NGPU=1", "GPU_PATH=")
+    assert "--cuda-graphs" not in out.stdout
+    out = _make("-n", "reproduce", "WORK=/nonexistent/work", "NGPU=0")
+    assert len(_trains(out)) == 4 and "--cuda-graphs" not in out.stdout
 
 
 MADE = ("VENV", "PY", "NMTKIT")
@@ -298,6 +370,7 @@ def test_the_top_make_reproduce_hands_on_relative_absolute_and_path_commands_who
     # a mirror named from where the user stands, not from the example's directory
     line = handed("MIRROR=statmt", "CHECKSUMS=statmt/sums.txt")
     assert f"MIRROR='{ROOT}/statmt' CHECKSUMS='{ROOT}/statmt/sums.txt'" in line
+    assert f"WORK='{ROOT}/scratch/wmt'" in handed("WORK=scratch/wmt")  # as the mirror: from here
     assert "MIRROR='http://x.org/a'" in handed("MIRROR=http://x.org/a") and "MIRROR=" not in handed()
     # the in-domain text: a prefix from here, with or without a /, made absolute; a corpus's name as it is
     assert "IN_DOMAIN='europarl-v7'" in handed("IN_DOMAIN=europarl-v7")
