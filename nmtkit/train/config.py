@@ -194,9 +194,10 @@ class TrainConfig(Settings):
     )
     fused_steps: bool = setting(
         False,
-        "The recurrences (the encoder's GRU, RNNsearch's attentive decoder) as whole sequences whose backward "
-        "is written by hand: fewer, larger products (on a GPU, fewer kernels for --cuda-graphs to replay), "
-        "equal to the reference to rounding.",
+        "The recurrences (the encoder's GRU, the decoders of RNNsearch and RNNencdec) as whole sequences whose "
+        "backward is written by hand: fewer, larger products (on a GPU, fewer kernels for --cuda-graphs to "
+        "replay), equal to the reference to rounding. Not for --coverage, --layer-norm or --arch luong, which "
+        "keep their loops and say so.",
         flag="--fused-steps/--no-fused-steps",
         default_help="off; --schedule cpu: on",
     )

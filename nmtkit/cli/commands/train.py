@@ -51,7 +51,7 @@ Examples:
   nmtkit train data-bin --arch rnnsearch --save-dir runs/rnnsearch          # the paper's recipe
   nmtkit train data-bin --schedule cpu --max-minutes 20 --save-dir runs/demo            # the demo's, for a CPU
   nmtkit train data-bin --arch luong --attention global --score dot --schedule luong --save-dir runs/luong
-  torchrun --nproc_per_node 4 -m nmtkit train data-bin --save-dir runs/x    # several GPUs (DDP)
+  torchrun --nproc-per-node 4 -m nmtkit train data-bin --save-dir runs/x    # several GPUs (DDP)
 Running the same command again resumes from SAVE_DIR/last.pt exactly (--reset starts over).""",
 )
 @options.positional("data_bin", "[DATA_BIN]", type=click.Path(file_okay=False))
