@@ -543,6 +543,7 @@ def test_a_beam_wider_than_the_target_vocabulary_is_refused_at_the_start(overfit
 
 SLOW_SERVER = """
 import sys
+import time
 from tests.test_serve import _SlowTranslator
 from nmtkit.serve.app import create_app, listening, run_server
 from nmtkit.serve.settings import ServerConfig
@@ -550,6 +551,7 @@ from nmtkit.serve.settings import ServerConfig
 class Announcing(_SlowTranslator):  # the test's Ctrl-C comes with a request in flight, however loaded the machine
     def translate_block(self, lines, options):
         print("translating", flush=True)
+        time.sleep(3)  # in flight until the second Ctrl-C, however long the first takes to be seen
         return super().translate_block(lines, options)
 
 sock = listening("127.0.0.1", 0)
@@ -570,6 +572,18 @@ def _said_within(proc: subprocess.Popen, seconds: float) -> str:
     return proc.stdout.readline()
 
 
+def _refused_within(url: str, seconds: float) -> None:
+    """Waits until the server no longer takes connections (its shutdown has begun)."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            _get(url)
+        except OSError:  # refused, or reset: the listening socket is closed
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"still serving {url} {seconds:g} s after Ctrl-C")
+
+
 def test_a_second_ctrl_c_stops_the_server_at_once_without_a_traceback():
     """Ctrl-C, then Ctrl-C again during the shutdown wait: out at once, the request in flight a JSON
     503, and stderr without the two tracebacks it got (the signal raised twice, the lifespan cut)."""
@@ -585,11 +599,11 @@ def test_a_second_ctrl_c_stops_the_server_at_once_without_a_traceback():
             pending = pool.submit(_post, url + "/translate", {"sentences": ["a b"]})
             assert _said_within(proc, 60) == "translating\n"
             proc.send_signal(signal.SIGINT)
-            time.sleep(0.3)
+            _refused_within(url + "/health", 20)  # the first seen: two signals at once would be one
             proc.send_signal(signal.SIGINT)
             status, body = pending.result(timeout=30)
         err = proc.communicate(timeout=30)[1]
     finally:
         proc.kill()
-    assert proc.returncode == 130 and "Traceback" not in err, err
+    assert proc.returncode == 130 and "Traceback" not in err, (proc.returncode, status, err)
     assert status == 503 and "a second Ctrl-C" in body["error"]
