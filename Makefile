@@ -440,11 +440,12 @@ gpu-check: $(if $(ON_GPU),,data)
 # a command as the example's directory runs it: a path relative to here made absolute, an absolute
 # path or a command on PATH (python3 -m nmtkit) as it is
 from_root = $(if $(filter /%,$(firstword $1)),$1,$(if $(findstring /,$(firstword $1)),$(CURDIR)/$(strip $1),$1))
-# a work directory, mirror or checksums file named from here, as the user stands: made absolute (not a URL)
+# a work, download or runs directory, mirror or checksums file named from here, as the user stands: made
+# absolute (not a URL)
 here = $(if $(or $(filter /%,$1),$(findstring ://,$1)),$1,$(abspath $(CURDIR)/$1))
 reproduce: $(INSTALLED)
 	$(MAKE) -C examples/wmt14_en_fr reproduce ROOT=$(CURDIR) PY="$(call from_root,$(PY))" NMTKIT="$(call from_root,$(NMTKIT))" \
-	    $(if $(WORK),WORK='$(call here,$(WORK))') \
+	    $(foreach v,WORK DL RUNS,$(if $(filter command line,$(origin $v)),$v='$(call here,$($v))')) \
 	    $(if $(MIRROR),MIRROR='$(call here,$(MIRROR))') $(if $(CHECKSUMS),CHECKSUMS='$(call here,$(CHECKSUMS))') \
 	    $(if $(or $(findstring /,$(IN_DOMAIN)),$(wildcard $(IN_DOMAIN).en)),IN_DOMAIN='$(call here,$(IN_DOMAIN))',$(if $(IN_DOMAIN),IN_DOMAIN='$(IN_DOMAIN)'))
 

@@ -265,18 +265,24 @@ def test_dry_run_shows_the_full_size_commands():
     budgets = {"rnnencdec-30": 846000, "rnnencdec-50": 600000, "rnnsearch-30": 471000, "rnnsearch-50": 288000}
     for model, updates in budgets.items():
         (train,) = [t for t in _trains(out) if f"--save-dir /nonexistent/work/runs/{model} " in t]
-        assert f"--max-updates {updates} " in train and train.endswith("--max-minutes 7200 --valid-every 10000")
+        assert f"--max-updates {updates} " in train
+        assert train.endswith("--max-minutes 7200 --valid-every 10000 --save-every 2000")
 
 
 def test_several_gpus_train_a_model_each_on_the_graph_path_or_one_at_a_time_over_all_with_ddp():
-    out = _make("-n", "reproduce", "WORK=/nonexistent/work", "NGPU=4")
+    out = _make("-n", "reproduce", "WORK=/nonexistent/work", "NGPU=4", "DEVICE=H100")
     assert out.returncode == 0, out.stderr
-    assert "make -j4 models" in out.stdout
+    assert "make -k -j4 models" in out.stdout  # a model that fails stops only its GPU's later ones
     trains = _trains(out)
     assert [t.split()[0] for t in trains] == [f"CUDA_VISIBLE_DEVICES={i}" for i in range(4)]
-    assert all("--cuda-graphs --fused-steps" in t for t in trains) and "torch.distributed.run" not in out.stdout
-    out = _make("-n", "reproduce", "WORK=/nonexistent/work", "NGPU=4", "PARALLEL=ddp")
+    assert (
+        all("--device cuda --cuda-graphs --fused-steps" in t for t in trains)
+        and "torch.distributed.run" not in out.stdout
+    )
+    assert '--device "H100"' in out.stdout.replace("\\\n", " ")  # Table 2: each model had one GPU
+    out = _make("-n", "reproduce", "WORK=/nonexistent/work", "NGPU=4", "PARALLEL=ddp", "DEVICE=H100")
     assert out.returncode == 0, out.stderr
+    assert '--device "4× H100"' in out.stdout.replace("\\\n", " ")
     trains = _trains(out)
     assert len(trains) == 4 and all(
         "torch.distributed.run --standalone --nproc-per-node 4 -m nmtkit train" in t for t in trains
