@@ -444,6 +444,51 @@ def test_reproduce_runs_offline_on_a_mirror(tmp_path):
     assert "nmtkit score" in rerun.stdout and "nmtkit train" not in rerun.stdout and "fetch" not in rerun.stdout
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs GNU make")
+def test_reproduce_with_two_gpus_trains_two_models_at_once_and_translates_a_model_trained_again(tmp_path):
+    """The several-GPU path end to end (on a CPU, GPU_PATH= and the GPUs named only): the models by a
+    make of their own, two at once, then the tests and the report by a second; a model whose training
+    is newer than its translations is translated again."""
+    mirror = tmp_path / "mirror"
+    build_mirror(_raw(tmp_path), mirror, pairs=300, dev_lines=30, test_lines=20)
+    work = tmp_path / "work"
+    args = [
+        "reproduce",
+        f"WORK={work}",
+        f"MIRROR={mirror}",
+        f"CHECKSUMS={mirror}/checksums.txt",
+        "KEEP_WORDS=4k",
+        "VOCAB_SIZE=400",
+        "JOBS=1",
+        "BEAM=2",
+        "NGPU=2",
+        "GPU_PATH=",
+        "FIGURE3=1",
+        "TRAIN_ARGS=--preset tiny --max-updates 4 --valid-every 4 --batch-size 32 --no-valid-bleu --threads 1",
+    ]
+    out = _make(*args)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert "make -k -j2 models" in out.stdout
+    assert not [line for line in out.stdout.splitlines() if line.startswith("make ") and " -o " in line]  # dry runs'
+    on = {t.split("--save-dir ")[1].split()[0].rsplit("/", 1)[1]: t.split()[0] for t in _trains(out)}
+    assert on == {
+        "rnnencdec-30": "CUDA_VISIBLE_DEVICES=0",
+        "rnnencdec-50": "CUDA_VISIBLE_DEVICES=1",
+        "rnnsearch-30": "CUDA_VISIBLE_DEVICES=0",
+        "rnnsearch-50": "CUDA_VISIBLE_DEVICES=1",
+    }
+    assert "## Table 2" in (work / "report.md").read_text(encoding="utf-8")
+    done = work / "runs" / "rnnsearch-30" / "done"
+    later = (work / "report.md").stat().st_mtime + 10
+    os.utime(done, (later, later))  # as if trained again
+    again = _make(*args)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    translated = [line for line in again.stdout.splitlines() if " translate -m " in line]
+    assert translated and all("/rnnsearch-30/best.pt" in line for line in translated), translated
+    assert not _trains(again)
+
+
 def test_schwenk_release_is_concatenated_pairwise(tmp_path):
     from nmtkit.data.wmt14 import extract_schwenk
 
