@@ -400,25 +400,21 @@ def test_the_recipe_refuses_a_work_directory_with_a_space_and_quotes_the_mirror(
     assert "--output-format json > $@.tmp && mv $@.tmp $@" in (ROOT / "examples/wmt14_en_fr/Makefile").read_text()
 
 
+def _offline(tmp_path: Path, pairs: int, *settings: str, updates: int) -> tuple[Path, list[str]]:
+    """A mirror of ``pairs`` pairs built from generated text, and make reproduce's arguments over it:
+    tiny models trained ``updates`` updates, then ``settings``."""
+    mirror = tmp_path / "mirror"
+    build_mirror(_raw(tmp_path), mirror, pairs=pairs, dev_lines=pairs // 10, test_lines=pairs // 15)
+    work = tmp_path / "work"
+    train = f"--preset tiny --max-updates {updates} --valid-every {updates} --batch-size 32 --no-valid-bleu --threads 1"
+    args = ["reproduce", f"WORK={work}", f"MIRROR={mirror}", f"CHECKSUMS={mirror}/checksums.txt", "JOBS=1", "BEAM=2"]
+    return work, [*args, *settings, f"TRAIN_ARGS={train}"]
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs GNU make")
 def test_reproduce_runs_offline_on_a_mirror(tmp_path):
-    mirror = tmp_path / "mirror"
-    build_mirror(_raw(tmp_path), mirror, pairs=400, dev_lines=40, test_lines=30)
-    work = tmp_path / "work"
-    args = [
-        "reproduce",
-        f"WORK={work}",
-        f"MIRROR={mirror}",
-        f"CHECKSUMS={mirror}/checksums.txt",
-        "KEEP_WORDS=6k",
-        "VOCAB_SIZE=500",
-        "JOBS=1",
-        "BEAM=2",
-        "NGPU=0",
-        "FIGURE3=1-2",
-        "TRAIN_ARGS=--preset tiny --max-updates 8 --valid-every 8 --batch-size 32 --no-valid-bleu --threads 1",
-    ]
+    work, args = _offline(tmp_path, 400, "KEEP_WORDS=6k", "VOCAB_SIZE=500", "NGPU=0", "FIGURE3=1-2", updates=8)
     out = _make(*args)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     report = (work / "report.md").read_text(encoding="utf-8")
@@ -450,23 +446,9 @@ def test_reproduce_with_two_gpus_trains_two_models_at_once_and_translates_a_mode
     """The several-GPU path end to end (on a CPU, GPU_PATH= and the GPUs named only): the models by a
     make of their own, two at once, then the tests and the report by a second; a model whose training
     is newer than its translations is translated again."""
-    mirror = tmp_path / "mirror"
-    build_mirror(_raw(tmp_path), mirror, pairs=300, dev_lines=30, test_lines=20)
-    work = tmp_path / "work"
-    args = [
-        "reproduce",
-        f"WORK={work}",
-        f"MIRROR={mirror}",
-        f"CHECKSUMS={mirror}/checksums.txt",
-        "KEEP_WORDS=4k",
-        "VOCAB_SIZE=400",
-        "JOBS=1",
-        "BEAM=2",
-        "NGPU=2",
-        "GPU_PATH=",
-        "FIGURE3=1",
-        "TRAIN_ARGS=--preset tiny --max-updates 4 --valid-every 4 --batch-size 32 --no-valid-bleu --threads 1",
-    ]
+    work, args = _offline(
+        tmp_path, 300, "KEEP_WORDS=4k", "VOCAB_SIZE=400", "NGPU=2", "GPU_PATH=", "FIGURE3=1", updates=4
+    )
     out = _make(*args)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert "make -k -j2 models" in out.stdout
