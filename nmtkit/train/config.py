@@ -196,8 +196,8 @@ class TrainConfig(Settings):
         False,
         "The recurrences (the encoder's GRU, the decoders of RNNsearch and RNNencdec) as whole sequences whose "
         "backward is written by hand: fewer, larger products (on a GPU, fewer kernels for --cuda-graphs to "
-        "replay), equal to the reference to rounding. Not for --coverage, --layer-norm or --arch luong, which "
-        "keep their loops and say so.",
+        "replay), equal to the reference to rounding. A recurrence without such passes keeps its loop, and "
+        "the run says which.",
         flag="--fused-steps/--no-fused-steps",
         default_help="off; --schedule cpu: on",
     )
