@@ -7,6 +7,7 @@ import http.server
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -280,6 +281,17 @@ def test_several_gpus_train_a_model_each_on_the_graph_path_or_one_at_a_time_over
         and "torch.distributed.run" not in out.stdout
     )
     assert '--device "H100"' in out.stdout.replace("\\\n", " ")  # Table 2: each model had one GPU
+    # the tests too, each model's on its GPU, four steps at once
+    lines = out.stdout.replace("\\\n", " ").splitlines()
+    assert any(line.startswith("make -j4 ") and line.endswith("/report.md") for line in lines), lines
+    on: dict[str, set[str]] = {}
+    for line in lines:
+        if found := re.search(r" (?:translate|score) -m \S+/runs/([^/]+)/best\.pt ", line):
+            on.setdefault(found[1], set()).add(line.split()[0])
+    assert on == {
+        m: {f"CUDA_VISIBLE_DEVICES={i}"}
+        for i, m in enumerate(("rnnencdec-30", "rnnencdec-50", "rnnsearch-30", "rnnsearch-50"))
+    }, on
     out = _make("-n", "reproduce", "WORK=/nonexistent/work", "NGPU=4", "PARALLEL=ddp", "DEVICE=H100")
     assert out.returncode == 0, out.stderr
     assert '--device "4× H100"' in out.stdout.replace("\\\n", " ")
