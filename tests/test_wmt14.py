@@ -267,7 +267,8 @@ def test_dry_run_shows_the_full_size_commands():
     for model, updates in budgets.items():
         (train,) = [t for t in _trains(out) if f"--save-dir /nonexistent/work/runs/{model} " in t]
         assert f"--max-updates {updates} " in train
-        assert train.endswith("--max-minutes 7200 --valid-every 10000 --save-every 2000")
+        assert train.split(" || ")[0].endswith("--max-minutes 7200 --valid-every 10000 --save-every 2000")
+        assert f"2>>/nonexistent/work/runs/{model}/train.log " in train  # several at once: a log each
 
 
 def test_several_gpus_train_a_model_each_on_the_graph_path_or_one_at_a_time_over_all_with_ddp():
@@ -283,7 +284,7 @@ def test_several_gpus_train_a_model_each_on_the_graph_path_or_one_at_a_time_over
     assert '--device "H100"' in out.stdout.replace("\\\n", " ")  # Table 2: each model had one GPU
     # the tests too, each model's on its GPU, four steps at once
     lines = out.stdout.replace("\\\n", " ").splitlines()
-    assert any(line.startswith("make -j4 ") and line.endswith("/report.md") for line in lines), lines
+    assert any(line.startswith("make -j4 -Otarget ") and line.endswith("/report.md") for line in lines), lines
     on: dict[str, set[str]] = {}
     for line in lines:
         if found := re.search(r" (?:translate|score) -m \S+/runs/([^/]+)/best\.pt ", line):
@@ -322,6 +323,8 @@ def test_two_gpus_train_two_models_at_once_and_each_gpus_models_one_after_anothe
         "#!/bin/sh\n"
         'dir=$(echo "$@" | sed "s/.*--save-dir \\([^ ]*\\).*/\\1/")\n'
         'mkdir -p "$dir" && echo "$CUDA_VISIBLE_DEVICES $(date +%s.%N)" > "$dir/began"\n'
+        'echo "update 1 of $dir" >&2\n'
+        'case "$dir" in *rnnencdec-50) [ -e "$dir/../fail" ] && echo "error: out of memory" >&2 && exit 1;; esac\n'
         'sleep 1 && date +%s.%N > "$dir/ended"\n'
     )
     fake.chmod(0o755)
@@ -340,6 +343,19 @@ def test_two_gpus_train_two_models_at_once_and_each_gpus_models_one_after_anothe
     assert float(began["rnnsearch-30"][1]) >= ended["rnnencdec-30"]  # GPU 0's second after its first
     assert float(began["rnnsearch-50"][1]) >= ended["rnnencdec-50"]
     assert float(began["rnnencdec-50"][1]) < ended["rnnencdec-30"]  # the two GPUs at once
+    # each its own log, named as it starts, rather than four interleaved on the terminal
+    for m, r in runs.items():
+        assert (r / "train.log").read_text() == f"update 1 of {r}\n" and f"{m}: training on GPU" in out.stdout
+        assert f"update 1 of {r}" not in out.stderr
+    # a training that fails shows its log's end, and stops only the one after it on its GPU
+    for r in runs.values():
+        shutil.rmtree(r)
+    (work / "runs" / "fail").touch()
+    out = _make(
+        f"WORK={work}", "NGPU=2", "-k", "-j2", f"NMTKIT={fake}", "-o", f"{work}/data-bin/manifest.json", "models"
+    )
+    assert out.returncode != 0 and "error: out of memory" in out.stderr, out.stderr
+    assert [m for m, r in runs.items() if (r / "ended").exists()] == ["rnnencdec-30", "rnnsearch-30"]
 
 
 def test_the_in_domain_text_is_one_of_the_corpora_by_name_or_any_prefix(tmp_path):
@@ -358,6 +374,7 @@ def test_one_gpu_trains_on_the_graph_path_and_a_cpu_does_not():
     trains = _trains(out)
     assert len(trains) == 4 and all("--cuda-graphs --fused-steps --max-minutes 7200" in t for t in trains), trains
     assert "torch.distributed.run" not in out.stdout and "CUDA_VISIBLE_DEVICES" not in out.stdout
+    assert "train.log" not in out.stdout  # one training at a time: its log live on the terminal
     # TRAIN_ARGS replaced keeps the graphs; GPU_PATH= drops them
     out = _make("-n", "reproduce", "WORK=/nonexistent/work", "NGPU=1", "TRAIN_ARGS=--max-updates 5")
     assert all(t.endswith("--cuda-graphs --fused-steps --max-updates 5") for t in _trains(out)), _trains(out)
@@ -473,6 +490,8 @@ def test_reproduce_with_two_gpus_trains_two_models_at_once_and_translates_a_mode
         "rnnsearch-50": "CUDA_VISIBLE_DEVICES=1",
     }
     assert "## Table 2" in (work / "report.md").read_text(encoding="utf-8")
+    for model in on:
+        assert f"training {model.split('-')[0]} " in (work / "runs" / model / "train.log").read_text(encoding="utf-8")
     done = work / "runs" / "rnnsearch-30" / "done"
     later = (work / "report.md").stat().st_mtime + 10
     os.utime(done, (later, later))  # as if trained again
