@@ -284,7 +284,9 @@ def test_several_gpus_train_a_model_each_on_the_graph_path_or_one_at_a_time_over
     assert '--device "H100"' in out.stdout.replace("\\\n", " ")  # Table 2: each model had one GPU
     # the tests too, each model's on its GPU, four steps at once
     lines = out.stdout.replace("\\\n", " ").splitlines()
-    assert any(line.startswith("make -j4 -Otarget ") and line.endswith("/report.md") for line in lines), lines
+    assert any(
+        line.startswith("make -j4 -Otarget --no-print-directory ") and line.endswith("/report.md") for line in lines
+    ), lines
     on: dict[str, set[str]] = {}
     for line in lines:
         if found := re.search(r" (?:translate|score) -m \S+/runs/([^/]+)/best\.pt ", line):
@@ -301,6 +303,7 @@ def test_several_gpus_train_a_model_each_on_the_graph_path_or_one_at_a_time_over
         "torch.distributed.run --standalone --nproc-per-node 4 -m nmtkit train" in t for t in trains
     )
     assert "--cuda-graphs" not in out.stdout and "-j4" not in out.stdout  # DDP keeps the eager update
+    assert "train.log" not in out.stdout  # one training at a time: its log live on the terminal
     # two GPUs, four models: two at a time, each GPU's second after its first, on the GPUs visible
     out = _make("-n", "-p", "models", "WORK=/nonexistent/work", gpus="5,7")
     assert out.returncode == 0, out.stderr
@@ -309,6 +312,7 @@ def test_several_gpus_train_a_model_each_on_the_graph_path_or_one_at_a_time_over
         f"{runs}/rnnsearch-30/done: /nonexistent/work/data-bin/manifest.json | {runs}/rnnencdec-30/done" in out.stdout
     )
     assert [t.split()[0] for t in _trains(out)] == ["CUDA_VISIBLE_DEVICES=5", "CUDA_VISIBLE_DEVICES=7"] * 2
+    assert f"rnnsearch-50: training on GPU 7 (its log: {runs}/rnnsearch-50/train.log)" in out.stdout
     for wrong, gpus in (("NGPU=3", "0,1"), ("PARALLEL=both", None)):
         out = _make("-n", "reproduce", "WORK=/nonexistent/work", wrong, gpus=gpus)
         assert out.returncode != 0 and len(out.stderr.strip().splitlines()) == 1, out.stderr
@@ -324,7 +328,7 @@ def test_two_gpus_train_two_models_at_once_and_each_gpus_models_one_after_anothe
         'dir=$(echo "$@" | sed "s/.*--save-dir \\([^ ]*\\).*/\\1/")\n'
         'mkdir -p "$dir" && echo "$CUDA_VISIBLE_DEVICES $(date +%s.%N)" > "$dir/began"\n'
         'echo "update 1 of $dir" >&2\n'
-        'case "$dir" in *rnnencdec-50) [ -e "$dir/../fail" ] && echo "error: out of memory" >&2 && exit 1;; esac\n'
+        'case "$dir" in *rnnencdec-50) [ -e "$dir/../fail" ] && echo "error: out of memory" >&2 && exit 3;; esac\n'
         'sleep 1 && date +%s.%N > "$dir/ended"\n'
     )
     fake.chmod(0o755)
@@ -354,7 +358,7 @@ def test_two_gpus_train_two_models_at_once_and_each_gpus_models_one_after_anothe
     out = _make(
         f"WORK={work}", "NGPU=2", "-k", "-j2", f"NMTKIT={fake}", "-o", f"{work}/data-bin/manifest.json", "models"
     )
-    assert out.returncode != 0 and "error: out of memory" in out.stderr, out.stderr
+    assert out.returncode != 0 and "error: out of memory" in out.stderr and "Error 3" in out.stderr, out.stderr
     assert [m for m, r in runs.items() if (r / "ended").exists()] == ["rnnencdec-30", "rnnsearch-30"]
 
 
@@ -381,7 +385,7 @@ def test_one_gpu_trains_on_the_graph_path_and_a_cpu_does_not():
     out = _make("-n", "reproduce", "WORK=/nonexistent/work", "NGPU=1", "GPU_PATH=")
     assert "--cuda-graphs" not in out.stdout
     out = _make("-n", "reproduce", "WORK=/nonexistent/work", "NGPU=0")
-    assert len(_trains(out)) == 4 and "--cuda-graphs" not in out.stdout
+    assert len(_trains(out)) == 4 and "--cuda-graphs" not in out.stdout and "train.log" not in out.stdout
 
 
 MADE = ("VENV", "PY", "NMTKIT")
