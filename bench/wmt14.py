@@ -108,7 +108,7 @@ def mirror_cmd(out: str, bible_raw: str, pairs: int, dev_lines: int, test_lines:
 def report_cmd(work: str, runs: str, data_bin: str, models: str, figure3: str, device: str, output: str) -> None:
     """Write the Markdown report (Tables 1-2, Figures 2-3 beside the paper's)."""
     write_report(Path(work), Path(runs), models.split(), Path(data_bin), parse_sentences(figure3), device, Path(output))
-    log(f"report: {output}")
+    log(f"wrote {output}")
 
 
 if __name__ == "__main__":
