@@ -274,7 +274,12 @@ def test_dry_run_shows_the_full_size_commands():
 def test_several_gpus_train_a_model_each_on_the_graph_path_or_one_at_a_time_over_all_with_ddp():
     out = _make("-n", "reproduce", "WORK=/nonexistent/work", "NGPU=4", "DEVICE=H100")
     assert out.returncode == 0, out.stderr
-    assert "make -k -j4 models" in out.stdout  # a model that fails stops only its GPU's later ones
+    # the data a step at a time, listed once; then the models, NGPU at once (-k: a model that fails
+    # stops only its GPU's later ones)
+    lines = out.stdout.splitlines()
+    fetches = [line for line in lines if " fetch " in line]
+    assert lines[0] == "make data" and fetches and len(fetches) == len(set(fetches)), lines
+    assert "make -k -j4 -o /nonexistent/work/data-bin/manifest.json models" in lines
     trains = _trains(out)
     assert [t.split()[0] for t in trains] == [f"CUDA_VISIBLE_DEVICES={i}" for i in range(4)]
     assert (
