@@ -72,7 +72,7 @@ help:
 	@echo "make demo-guided  the demo's recipe with guided alignment (eflomal's links; docs/alignment.md): AER and BLEU"
 	@echo "make demo-aligners  demo-guided's model and its French→English twin, their links combined: AER beside eflomal's"
 	@echo "make demo-self-training  demo-aligners' heads trained alone, on eflomal's links then on their own, round by round: AER"
-	@echo "make demo-curve  the CPU trials behind the demo's recipe (hours): docs/cpu-training.md, its picture"
+	@echo "make demo-curve  the CPU trials behind the demo's recipe (hours): a table and picture in runs/trials (RESULTS_DIR=results: docs/)"
 	@echo "make test     run the test suite: ruff, unit tests, slow end-to-end tests, mypy, the docs (lint, test-all, typecheck, docs)"
 	@echo "make test-torch TORCH=2.11.0  the unit and slow tests under another torch, in a venv of its own (PyPI's CUDA build)"
 	@echo "make docs     build the documentation site with mkdocs --strict into build/site (installs the docs extra on first use)"
@@ -341,22 +341,24 @@ demo: $(DEMO)/test.hyp.fr $(DEMO)/test.align
 	@echo "pictures: $(DEMO)/curves.png $(DEMO)/bleu-by-length.png $(DEMO)/align-*.png"
 
 # The trials behind the demo's recipe (docs/cpu-training.md): 20 minutes of training each, one at a
-# time, then test BLEU of every validated model; the table and docs/img/demo-curve.png, with the
-# demo's own run last. Hours on 2 cores; an interrupted run goes on where it stopped.
+# time, then test BLEU of every validated model; a table and a picture of test BLEU against minutes,
+# with the demo's own run last. Hours on 2 cores; an interrupted run goes on where it stopped.
 # TRIAL_SET=levers: the levers for more learning per update (schedule, label smoothing, tied
 # embeddings, layer norm), each alone and together, to the demo's count of updates, into their own table.
+# The table and picture go into TRIALS_DIR; with RESULTS_DIR=results, into docs/cpu-training.md and docs/img.
 TRIALS_DIR ?= $(RUNS)/trials
 TRIAL_SET ?= recipe
+trials_into = --doc $(if $(filter results,$(call results_into,)),docs/cpu-training.md --plot docs/img,$(TRIALS_DIR)/$(TRIAL_SET).md --plot $(TRIALS_DIR))/$1
 ifeq ($(TRIAL_SET),levers)
 demo-curve: data
 	$(PY) -m bench.cpu_trials --set levers --runs $(TRIALS_DIR) --data all=$(DATA) \
-	    --doc docs/cpu-training.md --plot docs/img/levers-curve.png --threads $(JOBS)
+	    $(call trials_into,levers-curve.png) --threads $(JOBS)
 else
 demo-curve: $(DEMO)/done
 	$(MAKE) data BPE=0
 	$(MAKE) data DATA=$(DATA)-kl PAIRS=k-l
 	$(PY) -m bench.cpu_trials --runs $(TRIALS_DIR) --data all=$(DATA) --data k-l=$(DATA)-kl \
-	    --demo-run $(DEMO) --doc docs/cpu-training.md --plot docs/img/demo-curve.png \
+	    --demo-run $(DEMO) $(call trials_into,demo-curve.png) \
 	    --minutes $(DEMO_MINUTES) --threads $(JOBS)
 endif
 

@@ -303,6 +303,7 @@ def write_block(doc: Path, block: str, marker: str = "trials") -> None:
     if begin not in text or end not in text:
         raise UserError(f"{doc}: no {begin} … {end} lines to write the table between")
     head, rest = text.split(begin, 1)
+    doc.parent.mkdir(parents=True, exist_ok=True)
     _write(doc, f"{head}{begin}\n{block}\n{end}{rest.split(end, 1)[1]}")
 
 

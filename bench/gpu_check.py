@@ -378,9 +378,8 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument(
         "--out",
         type=Path,
-        default=Path(os.environ.get("OUT") or CHECKOUT / "runs" / "gpu-check"),
-        help="where report.md, report.json and evidence.tar.gz go (default: $OUT where set, the device "
-        "job's folder; else runs/gpu-check)",
+        default=CHECKOUT / "runs" / "gpu-check",
+        help="where report.md, report.json and evidence.tar.gz go",
     )
     ap.add_argument(
         "--work",

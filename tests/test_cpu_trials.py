@@ -57,6 +57,18 @@ def test_an_interrupted_demo_trains_again_and_a_finished_one_does_not(tmp_path):
     assert " train " not in finished and " translate " not in finished
 
 
+@pytest.mark.parametrize("trial_set", ["recipe", "levers"])
+def test_the_trials_rewrite_the_docs_only_when_asked(tmp_path, trial_set):
+    """A user's make demo-curve writes its table and picture beside its trials; the checkout's page
+    and picture change only with RESULTS_DIR=results, as make demo's and make compare's results."""
+    picture = "levers-curve.png" if trial_set == "levers" else "demo-curve.png"
+    args = ("demo-curve", f"TRIAL_SET={trial_set}", f"TRIALS_DIR={tmp_path}/t", f"DEMO={tmp_path}/d")
+    mine = next(line for line in make_n(*args).splitlines() if "--doc" in line)
+    assert f"--doc {tmp_path}/t/{trial_set}.md --plot {tmp_path}/t/{picture}" in mine and "docs/" not in mine
+    asked = next(line for line in make_n(*args, "RESULTS_DIR=results").splitlines() if "--doc" in line)
+    assert f"--doc docs/cpu-training.md --plot docs/img/{picture}" in asked
+
+
 def test_the_trials_table_and_picture_come_from_the_runs(corpus, tmp_path, monkeypatch):
     data = tmp_path / "data"
     (data / "raw").mkdir(parents=True)

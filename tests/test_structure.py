@@ -46,6 +46,8 @@ def test_the_table_of_stages_names_every_module_once_in_its_stage_with_its_count
         if p.name != "__init__.py"
     }
     assert set(listed) == modules, f"missing: {sorted(modules - set(listed))}; gone: {sorted(set(listed) - modules)}"
+    total = re.search(r"`find nmtkit -name '\*\.py' ! -name __init__\.py` \((\d+)\)", doc)
+    assert total and int(total.group(1)) == len(modules), "the page's count of modules is not the code's"
     for name, stage in listed.items():
         module = "nmtkit." + name.replace("/", ".")
         assert stage == ("__main__" if name == "__main__" else stage_of(module)), (name, stage)
