@@ -1,3 +1,3 @@
 """nmtkit: attention-based neural machine translation from the command line."""
 
-__version__ = "1.2.0.dev0"
+__version__ = "1.2.0"

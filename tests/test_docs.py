@@ -4,6 +4,7 @@ every page in the site's navigation, and no page that speaks of who measured."""
 import re
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -70,3 +71,28 @@ def test_the_tables_recipes_write_have_their_markers_on_the_docs_pages():
     assert luong.count("<!-- compare:begin -->") == luong.count("<!-- compare:end -->") == 1
     cpu = (DOCS / "cpu-training.md").read_text(encoding="utf-8")
     assert cpu.count("<!-- trials:begin -->") == cpu.count("<!-- trials:end -->") == 1
+
+
+@pytest.mark.slow
+def test_the_library_page_s_examples_run_as_written(corpus, tmp_path):
+    """docs/api.md's Python blocks, one after the other in one process, in a folder whose
+    data-bin is the test corpus: an example that no longer matches the library fails here."""
+    import os
+    import subprocess
+    import sys
+
+    text = (DOCS / "api.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```python\n(.*?)^```$", text, flags=re.S | re.M)
+    assert len(blocks) >= 2, "docs/api.md has lost its examples"
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "data-bin").symlink_to(corpus, target_is_directory=True)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "CUDA_VISIBLE_DEVICES": ""}  # the example names the CPU
+    done = subprocess.run(
+        [sys.executable, "-c", "\n".join(blocks)], cwd=work, capture_output=True, text=True, env=env, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    assert lines[0].split()[:2] == ["en", "fr"]
+    assert lines[1].startswith("rnnsearch ") and lines[1].endswith(" 20")  # the checkpoint's arch, step
+    assert len(lines) == 3 and (work / "runs" / "api" / "best.pt").exists()
