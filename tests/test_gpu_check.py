@@ -383,7 +383,10 @@ def test_the_paper_part_runs_make_paper_at_the_gpu_scale_and_brings_back_its_rep
     assert paper["status"] == "ok" and "## Table 1" in paper["lines"] and "4 of 4 systems trained" in paper["lines"][2]
     # when each step's output was written, for the next job's sizing
     assert paper["lines"][3].startswith("written at (s from the start): rnnencdec-30 trained ")
-    assert paper["lines"][3].endswith(", report 0") and "rnnsearch-50 trained" in paper["lines"][3]
+    written = dict(step.rsplit(" ", 1) for step in paper["lines"][3].split(": ", 1)[1].split(", "))
+    assert list(written)[-1] == "report" and "rnnsearch-50 trained" in written
+    # seconds from the part's start: the stand-in make writes all at once, in what a loaded machine allows
+    assert 0 <= int(written["rnnencdec-30 trained"]) <= int(written["report"]) <= 60
     with tarfile.open(tmp_path / "check" / "evidence.tar.gz") as tar:
         names = tar.getnames()
     assert "paper-gpu/report.md" in names and "paper-gpu.log" in names and not [n for n in names if ".pt" in n]
