@@ -98,6 +98,9 @@ def test_info_says_the_rate_schedule_and_the_dropouts(overfit):
     said = format_info(info)
     assert "lr 0.02 (warm-up 50, × 0.5 on plateaus of 3 validations)" in said
     assert "; dropout 0.3; weight drop 0.2;" in said
+    assert "coverage" not in plain and "alignment head" not in plain  # the JSON alone said them
+    info["model"] |= {"coverage": {"kind": "neural", "max_fertility": 2.0}, "alignment_head": True, "encoder": "cudnn"}
+    assert "; neural coverage; alignment head; cudnn encoder;" in format_info(info)
     info["training"] |= {"warmup": 0, "lr_decay": "none", "decay_after": 5}
     assert "lr 0.02 (× 0.5 each epoch after 5), batch" in format_info(info)
 
@@ -311,7 +314,10 @@ def test_the_dropouts_may_change_on_a_fine_tuning_or_a_resume_and_the_log_says_s
     r = invoke(
         "train", data_bin, "--save-dir", tmp_path / "e", "--init-from", luong / "last.pt", *plain, "--weight-drop", 0.1
     )
-    assert r.exit_code == 2 and f"--weight-drop: {luong / 'last.pt'} holds a luong model, which has none" in r.output
+    assert (
+        r.exit_code == 2
+        and f"--weight-drop: {luong / 'last.pt'} holds a model with --arch luong, which has none" in r.output
+    )
 
 
 def test_resuming_another_model_is_refused_naming_the_difference(data_bin, tmp_path):

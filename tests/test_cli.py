@@ -252,7 +252,8 @@ def test_vocabulary_that_does_not_match_the_corpus(raw, tmp_path):
     # a --min-count past every word's count made lists of the four symbols alone, and exit 0
     vocab = ["build-vocab", *SPLITS, "--train", tmp_path / "clean" / "train", "-d", tmp_path / "v3"]
     one_error_line(run(*vocab, "--min-count", 10**6), "--min-count 1,000,000 keeps no en word")
-    one_error_line(run(*vocab, "--spm-size", 100), "--spm-size is the size of a SentencePiece model")
+    for size in (100, 8000):  # 8000: the default, typed without --spm, built words without a word
+        one_error_line(run(*vocab, "--spm-size", size), "--spm-size is the size of a SentencePiece model")
     one_error_line(run(*vocab, "--separate"), "--separate learns subword codes per language")
     assert not (tmp_path / "v3").exists()
     binarize = ["preprocess", *SPLITS, "--test", tmp_path / "clean" / "test", "-d", tmp_path / "bin", "-j", 1]

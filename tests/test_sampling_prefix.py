@@ -203,14 +203,15 @@ def test_sampling_from_the_shell(overfit, src):
     piped = invoke("translate", "-m", ckpt(overfit), *warm, "--seed", 1, input=src.read_text(encoding="utf-8"))
     assert piped.stdout == a.stdout
     assert invoke("translate", "-m", ckpt(overfit), src, *warm, "--seed", 2).stdout != a.stdout
-    for idle in (["--top-k", 3], ["--seed", 7]):  # --seed was taken without a word, and drew nothing
+    # --seed was taken without a word, and drew nothing; one typed at its default changes nothing too
+    for idle in (["--top-k", 3], ["--seed", 7], ["--temperature", 1], ["--top-k", 0]):
         r = invoke("translate", "-m", ckpt(overfit), src, *idle)
         assert r.exit_code == 2 and "add --sampling" in r.output, (idle, r.output)
     r = invoke("translate", "-m", ckpt(overfit), src, "--sampling", "--temperature", 0)
     assert r.exit_code == 2
     # likewise a length penalty's exponent without the penalty that reads it
-    for penalty in ("none", "average"):
-        r = invoke("translate", "-m", ckpt(overfit), src, "--alpha", 0.9, "--length-penalty", penalty)
+    for penalty, alpha in (("none", 0.9), ("average", 0.9), ("average", 0.6)):  # 0.6: the default, typed
+        r = invoke("translate", "-m", ckpt(overfit), src, "--alpha", alpha, "--length-penalty", penalty)
         assert (
             r.exit_code == 2
             and f"--alpha is the exponent of --length-penalty power and gnmt, not {penalty}" in r.output

@@ -237,6 +237,14 @@ def test_select_refusals(tmp_path):
     same = ["select", "-s", "en", "-t", "en", "-d", str(tmp_path / "out"), "-j", "1", "--keep-words", "1k"]
     result = runner.invoke(main, same + ["--in-domain", str(ind), "--general", str(gen)])
     assert result.exit_code == 2 and "source and target language are both 'en'" in result.output, result.output
+    for code in ("x/y", "e n", ""):  # a traceback, a file named 'train.e n', a line about 'valid.'
+        for named in (f"{ind}.{code}", f"{gen}.{code}"):
+            if code and "/" not in code:
+                Path(named).write_text(Path(f"{ind}.en").read_text(encoding="utf-8"), encoding="utf-8")
+        odd = ["select", "-s", code, "-t", "fr", "-d", str(tmp_path / "odd"), "-j", "1", "--keep-words", "1k"]
+        result = runner.invoke(main, odd + ["--in-domain", str(ind), "--general", str(gen)])
+        assert result.exit_code == 2 and f"language code {code!r}" in result.output, (code, result.output)
+        assert not (tmp_path / "odd").exists()
     for odd, said in (("nanM", "348M"), ("infM", "348M"), ("1e400", "348M"), ("0.4", "at least 1")):
         result = runner.invoke(main, base + ["--in-domain", str(ind), "--general", str(gen), "--keep-words", odd])
         assert result.exit_code == 2 and said in result.output, (odd, result.output)

@@ -520,7 +520,10 @@ def test_a_coverage_penalty_a_model_without_attention_cannot_search_with_is_refu
         timeout=120,
     )
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
-    assert "--coverage-penalty reads the attention" in done.stderr and "rnnencdec model, which has none" in done.stderr
+    assert (
+        "--coverage-penalty reads the attention" in done.stderr
+        and "a model with --arch rnnencdec, which has none" in done.stderr
+    )
 
 
 def test_a_beam_wider_than_the_target_vocabulary_is_refused_at_the_start(overfit):

@@ -121,6 +121,11 @@ def test_the_summary_names_dev_nll_when_no_dev_bleu_was_computed(corpus, tmp_pat
 
     train(corpus, tmp_path / "n", TINY, cfg(max_updates=2, valid_every=2, valid_bleu=False))  # best_by: bleu
     assert "(chosen by dev NLL" in run_summary(tmp_path / "n")
+    train(corpus, tmp_path / "b", TINY, cfg(max_updates=2, valid_every=2, valid_bleu=True, best_by="bleu"))
+    from nmtkit.train.runlog import RunLog
+
+    bleu = RunLog.read(tmp_path / "b").validations[-1]["dev_bleu_tok"]  # the figure it chose by, said first
+    assert f"(chosen by dev BLEU, dev BLEU {bleu:.2f} (greedy, tokenized), dev NLL " in run_summary(tmp_path / "b")
 
 
 def test_checkpoint_is_self_contained_and_weights_only(corpus, tmp_path):
@@ -146,6 +151,9 @@ def test_truncated_corrupt_and_pickled_checkpoints_are_refused(corpus, tmp_path)
     torch.save({"format": "nmtkit-checkpoint", "evil": Evil()}, tmp_path / "p.pt")
     with pytest.raises(UserError, match="holds objects other than tensors"):
         checkpoint.load(tmp_path / "p.pt")
+    (tmp_path / "c" / "last.pt").write_bytes(good[: len(good) // 2])  # resuming a damaged run says the way on
+    with pytest.raises(UserError, match=r"truncated or corrupt .*; --reset starts over \(with --init-from"):
+        train(corpus, tmp_path / "c", TINY, cfg(max_updates=2))
 
 
 def test_resuming_with_another_vocabulary_is_refused(raw, tmp_path):

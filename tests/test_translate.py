@@ -47,6 +47,15 @@ def test_bad_input_fails_cleanly_and_writes_nothing(overfit, tmp_path, content, 
     assert not (tmp_path / "out.fr").exists() and list(tmp_path.iterdir()) == [tmp_path / "in.en"]
 
 
+def test_a_file_with_bad_utf8_far_down_is_refused_before_any_translation_reaches_stdout(overfit, tmp_path):
+    """A file is counted before it is translated: the count checks its text, so stdout, which has no
+    temporary name to drop, gets nothing (the first 1,000 lines came out before the error)."""
+    lines = b"And God said, Let there be light.\n" * 1000  # a block of the search, translated before the next is read
+    (tmp_path / "in.en").write_bytes(lines + b"bad \xff line\n" + lines)
+    r = invoke("translate", "-m", overfit / "run" / "last.pt", tmp_path / "in.en", "--batch-size", 4)
+    assert r.exit_code == 2 and "in.en: line 1001 is not valid UTF-8" in r.output and r.stdout == ""
+
+
 def test_missing_or_corrupt_checkpoint(tmp_path):
     (tmp_path / "in.en").write_text("Amen.\n")
     r = invoke("translate", "-m", tmp_path / "none.pt", tmp_path / "in.en")
@@ -144,19 +153,42 @@ def test_score_several_references_and_mismatched_lengths(tmp_path):
         (["--lang", "de"], "--metrics leaves bleu-tok out"),
         (["--metrics", "bleu-tok", "--tokenized", "--lang", "de"], "--tokenized files are scored as they are"),
         (["--bucket-width", "5"], "add --by-length"),
+        (["--bucket-width", "10"], "add --by-length"),  # the default, typed
         (["--split", "test"], "add --data"),
     ],
 )
 def test_score_refuses_an_option_of_what_it_does_not_compute(tmp_path, extra, said):
     """Each was taken without a word, and changed nothing."""
-    (tmp_path / "hyp").write_text("Dieu vit que la lumière était bonne\n")
-    r = invoke("score", tmp_path / "hyp", "-r", tmp_path / "hyp", *extra)
+    hyp = tmp_path / "hyp.fr"  # a language the tokenized BLEU can read off its name
+    hyp.write_text("Dieu vit que la lumière était bonne\n")
+    r = invoke("score", hyp, "-r", hyp, *extra)
     assert r.exit_code == 2 and said in r.output and r.output.count("\n") == 1, r.output
     readers = {"--chrf-word-order": ",chrf", "--lowercase": ",bleu", "--tokenize": ",bleu"}
     reader = readers.get(extra[2]) if len(extra) > 2 else None
     if extra[0] == "--metrics" and reader:  # with the metric that reads it, the same option is taken
         named = extra[1] + reader
-        assert invoke("score", tmp_path / "hyp", "-r", tmp_path / "hyp", "--metrics", named, *extra[2:]).exit_code == 0
+        assert invoke("score", hyp, "-r", hyp, "--metrics", named, *extra[2:]).exit_code == 0
+
+
+def test_the_tokenized_bleu_refuses_a_reference_whose_name_gives_no_language(tmp_path):
+    """English rules on French text counted other tokens without a word (ref.txt, stdin): the
+    target language comes from the name (ref.fr) or --lang, or the score is refused."""
+    hyp = tmp_path / "hyp.fr"
+    hyp.write_text("Mr. Smith dit : la lumière était bonne.\n", encoding="utf-8")  # Mr. is one word in English
+    for name in ("ref", "ref.txt"):
+        (tmp_path / name).write_text("Mr . Smith dit: la lumière était bonne.\n", encoding="utf-8")
+        for extra in (["--metrics", "bleu-tok"], ["--by-length", "--source", hyp]):  # by length: both BLEUs
+            r = invoke("score", hyp, "-r", tmp_path / name, *extra)
+            assert r.exit_code == 2 and "give --lang" in r.output and r.output.count("\n") == 1, r.output
+            assert invoke("score", hyp, "-r", tmp_path / name, *extra, "--lang", "fr").exit_code == 0
+        assert invoke("score", hyp, "-r", tmp_path / name).exit_code == 0  # sacreBLEU tokenizes itself
+    (tmp_path / "ref.fr").write_text((tmp_path / "ref").read_text(encoding="utf-8"), encoding="utf-8")
+
+    def bleu_tok(ref, *lang):
+        out = invoke("score", hyp, "-r", tmp_path / ref, "--metrics", "bleu-tok", *lang, "--output-format", "json")
+        return json.loads(out.stdout)["systems"][0]["bleu_tok"]
+
+    assert bleu_tok("ref.fr") == bleu_tok("ref", "--lang", "fr") > bleu_tok("ref", "--lang", "en")
 
 
 def ckpt(overfit):

@@ -57,6 +57,15 @@ def format_info(info: dict[str, Any]) -> str:
         sizes += f"; dropout {m['dropout']:g}"
     if m.get("weight_drop"):
         sizes += f"; weight drop {m['weight_drop']:g}"
+    coverage = m.get("coverage") or {}
+    extras = [
+        *([f"{coverage['kind']} coverage"] if coverage.get("kind", "none") != "none" else []),
+        *(["alignment head"] if m.get("alignment_head") else []),
+        *(["tied embeddings"] if m.get("tie_embeddings") else []),
+        *(["layer norm"] if m.get("layer_norm") else []),
+        *([f"{m['encoder']} encoder"] if m.get("encoder", "paper") != "paper" else []),
+    ]
+    sizes += "".join(f"; {extra}" for extra in extras)
     langs, vocab = info["languages"], info["vocabulary"]
     best = (
         "none yet"
@@ -73,8 +82,8 @@ def format_info(info: dict[str, Any]) -> str:
         + (" (BPE)" if any(info["bpe"].values()) else " (words)"),
         f"text       cleaning {', '.join(info['text']['src']['clean']) or 'none'}"
         + ("; lowercased" if info["text"]["src"]["lowercase"] else ""),
-        f"progress   {p['updates']:,} updates in {p['minutes']:.1f} minutes; best {best}"
-        + ("" if info["resumable"] else "; weights only (cannot resume)"),
+        f"progress   {p['updates']:,} update{'' if p['updates'] == 1 else 's'} in {p['minutes']:.1f} minutes; "
+        f"best {best}" + ("" if info["resumable"] else "; weights only (cannot resume)"),
         *_averaged(info.get("averaged") or []),
         "shortlist  "
         + (

@@ -55,6 +55,15 @@ def _hand_to(dest: str, warning: str = "") -> Callable[[click.Context, click.Par
     return forward
 
 
+def typed(name: str) -> bool:
+    """Whether the running command's parameter ``name`` was given, on its command line or in its
+    --config file, whatever its value: the settings' own checks see values, so an option typed at
+    its default, which would change nothing, is refused where it is given as well."""
+    ctx = click.get_current_context(silent=True)
+    sources = (click.core.ParameterSource.COMMANDLINE, click.core.ParameterSource.DEFAULT_MAP)
+    return ctx is not None and name in ctx.params and ctx.get_parameter_source(name) in sources
+
+
 _HANDED = "nmtkit.handed"  # ctx.meta: by parameter, the other spelling given and its value
 
 
@@ -311,7 +320,9 @@ def search_config(values: dict[str, Any]) -> SearchConfig:
     ``values``; refused in one line when they ask for more than the search can give."""
     nbest = max(values.pop("nbest"), 1)
     search = config_of(SearchConfig, values, nbest=nbest).check(("--nbest", "--beam"))
+    if not search.sampling and any(typed(name) for name in SAMPLING_OPTIONS[1:]):
+        raise UserError("--temperature, --top-k and --seed shape sampling's draws: add --sampling")
     # here, not in check(): a server's --alpha stands beside a request's other length penalty
-    if search.alpha != SearchConfig.alpha and search.length_penalty not in ("power", "gnmt"):
+    if (search.alpha != SearchConfig.alpha or typed("alpha")) and search.length_penalty not in ("power", "gnmt"):
         raise UserError(f"--alpha is the exponent of --length-penalty power and gnmt, not {search.length_penalty}")
     return search

@@ -11,6 +11,7 @@ later step (or make) would take it for finished.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import errno
 import fnmatch
@@ -187,15 +188,29 @@ def refuse_overwriting(outputs: list[tuple[str, str | None]], inputs: list[tuple
             taken.setdefault(k, f"{name} {path}")
 
 
-def count_lines(path: str | Path) -> int:
-    """Number of lines, counting a last line without a newline."""
+def count_lines(path: str | Path, *, utf8: bool = False) -> int:
+    """Number of lines, counting a last line without a newline; with ``utf8``, the text checked
+    too, so that a command streaming its results to stdout fails before the first of them."""
     stream = open_binary(path)
+    decoder = codecs.getincrementaldecoder("utf-8")() if utf8 else None
     with stream:
         n, last = 0, b"\n"
         while block := stream.read(1 << 20):
+            if decoder is not None:
+                _decoded(decoder, block, path)
             n += block.count(b"\n")
             last = block[-1:]
+        if decoder is not None:
+            _decoded(decoder, b"", path, final=True)
         return n + (last != b"\n")
+
+
+def _decoded(decoder: codecs.IncrementalDecoder, block: bytes, path: str | Path, final: bool = False) -> None:
+    try:
+        decoder.decode(block, final=final)
+    except UnicodeDecodeError:
+        for _ in read_lines(path, allow_empty=True):  # names the line and the byte
+            pass
 
 
 def check_parallel(paths: list[Path]) -> int:

@@ -81,15 +81,29 @@ def read_systems(
     return systems, read_references(ref_paths, n, str(hyp_paths[0]), clean)
 
 
+# Endings of two or three letters that name what a file holds, not its language.
+_NOT_LANGUAGES = frozenset({"txt", "tok", "ref", "hyp", "out", "src", "tgt", "raw", "bpe", "log", "tsv", "csv", "sgm"})
+
+
 def language_of(path: str | Path, default: str = "en") -> str:
     """The language code a file name ends with (test.fr → fr), else ``default``."""
     suffix = Path(path).suffix.lstrip(".")
-    return suffix if 2 <= len(suffix) <= 3 and suffix.isalpha() else default
+    return suffix if 2 <= len(suffix) <= 3 and suffix.isalpha() and suffix not in _NOT_LANGUAGES else default
 
 
-def target_language(ref_paths: Sequence[str], tokenized: bool, lang: str | None) -> str | None:
-    """The language whose Moses tokens the tokenized BLEU counts (None: the files are tokens)."""
-    return None if tokenized else (lang or language_of(ref_paths[0]))
+def target_language(ref_paths: Sequence[str], tokenized: bool, lang: str | None, needed: bool = True) -> str | None:
+    """The language whose Moses tokens the tokenized BLEU counts (None: the files are tokens). A
+    reference whose name gives none is refused where the Moses tokens are ``needed``: another
+    language's rules would count other tokens without a word."""
+    if tokenized or lang:
+        return None if tokenized else lang
+    named = language_of(ref_paths[0], "")
+    if not named and needed:
+        raise UserError(
+            f"-r {ref_paths[0]}: the tokenized BLEU tokenizes with the target language's Moses rules, "
+            "which this name does not give (test.fr would): give --lang"
+        )
+    return named or "en"
 
 
 def moses_tokens(lines: list[str], lang: str) -> list[str]:
@@ -199,7 +213,8 @@ def sentence_scores(
     metrics = replace(metrics or Metrics(), sentence_level=True)
     systems, refs = read_systems(hyp_paths, ref_paths, names, clean)
     ((name, hyps),) = systems.items()
-    texts = metric_texts(metrics.chosen(tokenized), hyps, refs, tokenized, target_language(ref_paths, tokenized, lang))
+    chosen = metrics.chosen(tokenized)
+    texts = metric_texts(chosen, hyps, refs, tokenized, target_language(ref_paths, tokenized, lang, TOK_BLEU in chosen))
     return SentenceScores.of(name, str(hyp_paths[0]), texts, metrics)
 
 
@@ -337,7 +352,8 @@ def evaluate(  # noqa: PLR0913 (score's options, one per flag)
 
         for path, side in ((source, "src"), *((h, "tgt") for h in hyp_paths)):
             warn_named_otherwise(path, side, model_paths[0])
-    lang = target_language(ref_paths, tokenized, lang)
+    moses = TOK_BLEU in metrics.chosen(tokenized) or bool(bucket_width or no_unk or bootstrap)
+    lang = target_language(ref_paths, tokenized, lang, moses)
     result: dict[str, Any] = {"systems": []}
     keep = no_unk_indices(no_unk, sources, refs, tokenized) if no_unk and sources is not None else None
     # Moses tokens, for the analyses that give both BLEUs; without them only the tokenized BLEU needs them

@@ -34,6 +34,7 @@ from ..core.console import log, progress
 from ..core.errors import UserError
 from ..core.files import Staging, decode_line, open_binary, refuse_overwriting
 from ..core.parallel import Workers
+from ..text.settings import check_language
 from .ngram import NgramLM, SelectionVocab, words_of
 from .settings import COUNT_UNITS, SelectConfig
 
@@ -302,6 +303,8 @@ def select(
     workers: int,
 ) -> dict[str, Any]:
     """Write ``out_dir/train.{src,tgt}`` (the kept pairs in input order) and ``select.json``."""
+    for lang in langs:
+        check_language(lang)
     if langs[0] == langs[1]:
         raise UserError(f"source and target language are both '{langs[0]}'")
     refuse_overwriting(

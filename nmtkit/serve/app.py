@@ -341,7 +341,8 @@ def serve(model_paths: list[str], cfg: ServerConfig, runtime: RuntimeConfig, lin
         raise UserError(f"--shortlist: {model_paths[0]} holds no lexicon; add one with 'nmtkit lexicon'")
     if cfg.search.coverage_penalty and not translator.attends:  # else every request would be refused
         raise UserError(
-            f"--coverage-penalty reads the attention: {model_paths[0]} holds a {first.model.arch} model, which has none"
+            f"--coverage-penalty reads the attention: {model_paths[0]} holds a model with --arch "
+            f"{first.model.arch}, which has none"
         )
     units = len(first.text.vocab["tgt"])
     if cfg.search.beam > units:  # else every request would be refused

@@ -16,6 +16,13 @@ DEFAULT_RULES = ("unicode", "whitespace")
 SPM_KINDS = ("unigram", "bpe")  # the SentencePiece models build-vocab --spm trains
 
 
+def check_language(code: str) -> str:
+    """``code``, or :class:`UserError` where it cannot end a file's name (PREFIX.LANG)."""
+    if not code or any(c.isspace() or c in "/\\" for c in code):
+        raise UserError(f"language code {code!r}: give one such as en, fr or pt-BR")
+    return code
+
+
 @dataclass(frozen=True)
 class TextConfig(Settings):
     """How one language's raw text becomes tokens (the order is the pipeline's).
@@ -33,8 +40,8 @@ class TextConfig(Settings):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if checking() and (not self.lang or any(c.isspace() or c in "/\\" for c in self.lang)):
-            raise UserError(f"language code {self.lang!r}: give one such as en, fr or pt-BR")
+        if checking():
+            check_language(self.lang)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self) | {"clean": list(self.clean)}

@@ -30,7 +30,7 @@ def stopping_rule(cfg: TrainConfig) -> str:
     if cfg.max_epochs:
         limits.append(f"after {cfg.max_epochs:,} epoch(s)")
     if cfg.max_minutes:
-        limits.append(f"after {cfg.max_minutes:g} minutes")
+        limits.append(f"after {cfg.max_minutes:g} minute{'' if cfg.max_minutes == 1 else 's'}")
     if cfg.patience and not cfg.head_only:  # --head-only: the frozen model's dev score never moves
         score = "dev BLEU" if cfg.chosen_by == "bleu" else "dev NLL"
         limits.append(

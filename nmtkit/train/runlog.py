@@ -141,7 +141,12 @@ def run_facts(save_dir: str | Path) -> dict[str, Any]:
         step = run.progress.step
         dev = next((v for v in log.validations if v["step"] == step), None)
         by = run.config.chosen_by
-        facts["best"] = {"step": step, "by": by, "dev_nll": dev["dev_nll"] if dev else None}
+        facts["best"] = {
+            "step": step,
+            "by": by,
+            "dev_nll": dev["dev_nll"] if dev else None,
+            "dev_bleu": dev.get("dev_bleu_tok") if dev else None,
+        }
     return facts
 
 
@@ -149,7 +154,7 @@ def run_summary(save_dir: str | Path) -> str:
     """One line: how far training got, how fast, and which update best.pt holds."""
     facts = run_facts(save_dir)
     line = (
-        f"trained {facts['updates']:,} updates in {facts['minutes']:.1f} minutes "
+        f"trained {facts['updates']:,} update{'' if facts['updates'] == 1 else 's'} in {facts['minutes']:.1f} minutes "
         f"({facts['tgt_tokens_per_s']:,.0f} target tokens/s)"
     )
     if facts["machine"]:
@@ -157,5 +162,7 @@ def run_summary(save_dir: str | Path) -> str:
     if "best" in facts:
         best = facts["best"]
         score = f", dev NLL {best['dev_nll']:.1f} per sentence" if best["dev_nll"] is not None else ""
+        if best["by"] == "bleu" and best["dev_bleu"] is not None:  # the figure it was chosen by, first
+            score = f", dev BLEU {best['dev_bleu']:.2f} (greedy, tokenized){score}"
         line += f"; best.pt is update {best['step']:,} (chosen by dev {best['by'].upper()}{score})"
     return line

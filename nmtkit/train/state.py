@@ -310,7 +310,9 @@ def _described(
         raise UserError(f"{where} holds a model with --arch {found.arch}, not {asked.arch}: {remedy}")
     foreign = sorted(named - theirs.keys())
     if foreign:
-        raise UserError(f"--{_flag(foreign[0])}: {where} holds a {found.arch} model, which has none: {remedy}")
+        raise UserError(
+            f"--{_flag(foreign[0])}: {where} holds a model with --arch {found.arch}, which has none: {remedy}"
+        )
     idle = found.idle().keys() | asked.idle().keys()  # never read: a run from before they were refused
     changes = {k for k in found.TRAINING_ONLY if k in named} if typed is not None else set()
     diff = [k for k in ours if k in named and k not in _DERIVED and k not in idle | changes and theirs[k] != ours[k]]
@@ -395,7 +397,10 @@ def open_save_dir(state: TrainState) -> None:
 
 
 def _resumable(last: Path, corpus: Corpus) -> Checkpoint:
-    ckpt = checkpoint.load(last, lazy=False)
+    try:
+        ckpt = checkpoint.load(last, lazy=False)
+    except FormatError as err:  # a damaged last.pt: the way on is the user's to choose
+        raise FormatError(f"{err}; --reset starts over (with --init-from SAVE_DIR/best.pt, from its weights)") from None
     if not ckpt.training.resumable:
         raise FormatError(f"{last}: holds no training state to resume from (use --reset to start over)")
     corpus.check_vocab(ckpt.text.vocab_sha256, f"the checkpoint {last}", ckpt.text.langs)

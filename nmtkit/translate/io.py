@@ -200,7 +200,7 @@ def translate_file(  # noqa: PLR0913 (each of translate's inputs and outputs, by
     )
     options.check()  # before the models load: a typo costs no waiting
     streamed = is_stream(source)  # read once, as it comes: no count first
-    total = None if streamed else count_lines(source)
+    total = None if streamed else count_lines(source, utf8=True)
     if total == 0:
         raise UserError(f"{source}: is empty")
     forced = None if prefix is None or is_stream(prefix) else count_lines(prefix)  # else as it ends

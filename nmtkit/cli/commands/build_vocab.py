@@ -8,6 +8,7 @@ import click
 
 from ...core.command import Command
 from ...core.console import log
+from ...core.errors import UserError
 from ...data.settings import VocabConfig
 from ...text.settings import SPM_KINDS
 from .. import options
@@ -73,6 +74,8 @@ def build_vocab(
     """
     from ...data.build_vocab import build_vocab as build
 
+    if not spm and options.typed("spm_size"):  # the library's check sees only a size other than the default
+        raise UserError("--spm-size is the size of a SentencePiece model: add --spm unigram (or bpe)")
     meta = build(
         Path(train),
         (source_lang, target_lang),

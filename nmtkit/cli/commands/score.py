@@ -129,7 +129,7 @@ Examples:
 )
 @options.renamed("-s", "--source", "source", type=click.Path(dir_okay=False))
 @click.option("--tokenized", is_flag=True, help="Files are Moses tokens: bleu-tok scores them as they are (tok:none).")
-@click.option("-l", "--lang", help="Target language for tokenized BLEU [default: the reference's suffix].")
+@click.option("-l", "--lang", help="Target language for tokenized BLEU [default: the reference's suffix, test.fr: fr].")
 @click.option(
     "--clean",
     "clean",
@@ -189,7 +189,7 @@ def score(
     _check_inputs(hypotheses, refs, data_bin, plot_path, by_length)
     refuse_two_on_stdin([*(("HYPOTHESES", h) for h in hypotheses), *(("-r", r) for r in refs), ("--source", source)])
     metrics = Metrics(split_names(metric_values) or None, tokenize, lowercase, chrf_word_order)
-    _refuse_idle(metrics, tokenized, lang, by_length, bucket_width, data_bin, split)
+    _refuse_idle(metrics, tokenized, lang, by_length, bool(no_unk or bootstrap), bucket_width, data_bin, split)
     if sentence_level:
         _no_analysis(by_length=by_length, no_unk_vocab=no_unk, bootstrap=bootstrap, model=model_paths, data=data_bin)
         click.echo(_sentence_level(hypotheses, refs, names, rules_named(clean), tokenized, lang, metrics, as_json))
@@ -236,7 +236,7 @@ def _check_inputs(
 ) -> None:
     """The usage errors, before anything is read or computed."""
     if not hypotheses and not data_bin:
-        raise UserError("give hypothesis files and -r REF, or -m MODEL --data DATA_BIN")
+        raise UserError("give hypothesis files (- for stdin) and -r REF, or -m MODEL --data DATA_BIN")
     if plot_path and not by_length:
         raise UserError("--plot draws the --by-length table; add --by-length")
     if hypotheses and not refs:
@@ -252,16 +252,18 @@ def _refuse_idle(
     tokenized: bool,
     lang: str | None,
     by_length: bool,
+    other_analyses: bool,
     bucket_width: int,
     data: str | None,
     split: str,
 ) -> None:
-    """The options of what this score does not compute, refused rather than dropped."""
+    """The options of what this score does not compute, refused rather than dropped; the analyses
+    (--by-length, --no-unk-vocab, --bootstrap) give the tokenized BLEU too."""
     metrics.refuse_idle(tokenized)
-    if lang and (tokenized or TOK_BLEU not in metrics.chosen(tokenized)):
+    if lang and (tokenized or not (by_length or other_analyses or TOK_BLEU in metrics.chosen(tokenized))):
         why = "--tokenized files are scored as they are" if tokenized else "--metrics leaves bleu-tok out"
         raise UserError(f"--lang is the language bleu-tok tokenizes: {why}")
-    if bucket_width != BUCKET_WIDTH and not by_length:
+    if (bucket_width != BUCKET_WIDTH or options.typed("bucket_width")) and not by_length:
         raise UserError("--bucket-width sets the --by-length table's buckets: add --by-length")
     if split != VALID and not data:
         raise UserError("--split is the split of --data that -m scores: add --data, or leave --split out")
