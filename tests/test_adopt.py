@@ -100,7 +100,8 @@ def test_info_says_the_rate_schedule_and_the_dropouts(overfit):
     assert "; dropout 0.3; weight drop 0.2;" in said
     assert "coverage" not in plain and "alignment head" not in plain  # the JSON alone said them
     info["model"] |= {"coverage": {"kind": "neural", "max_fertility": 2.0}, "alignment_head": True, "encoder": "cudnn"}
-    assert "; neural coverage; alignment head; cudnn encoder;" in format_info(info)
+    info["model"] |= {"tie_embeddings": True, "layer_norm": True}
+    assert "; neural coverage; alignment head; tied embeddings; layer norm; cudnn encoder;" in format_info(info)
     info["training"] |= {"warmup": 0, "lr_decay": "none", "decay_after": 5}
     assert "lr 0.02 (× 0.5 each epoch after 5), batch" in format_info(info)
 

@@ -217,6 +217,9 @@ def test_sampling_from_the_shell(overfit, src):
             and f"--alpha is the exponent of --length-penalty power and gnmt, not {penalty}" in r.output
         )
     assert invoke("translate", "-m", ckpt(overfit), src, "--alpha", 0.9, "--length-penalty", "gnmt").exit_code == 0
+    # a config file's idle options, as --dump-config writes them in comments and a user uncomments them
+    src.with_name("idle.yaml").write_text("alpha: 0.6\ntemperature: 1.0\n", encoding="utf-8")
+    assert invoke("translate", "-m", ckpt(overfit), src, "--config", src.with_name("idle.yaml")).exit_code == 0
 
 
 def test_a_prefix_from_the_shell_with_a_beam_and_a_batch(overfit, src, tmp_path):

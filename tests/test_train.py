@@ -125,7 +125,7 @@ def test_the_summary_names_dev_nll_when_no_dev_bleu_was_computed(corpus, tmp_pat
     from nmtkit.train.runlog import RunLog
 
     bleu = RunLog.read(tmp_path / "b").validations[-1]["dev_bleu_tok"]  # the figure it chose by, said first
-    assert f"(chosen by dev BLEU, dev BLEU {bleu:.2f} (greedy, tokenized), dev NLL " in run_summary(tmp_path / "b")
+    assert f"(chosen by dev BLEU {bleu:.2f}, greedy and tokenized; dev NLL " in run_summary(tmp_path / "b")
 
 
 def test_checkpoint_is_self_contained_and_weights_only(corpus, tmp_path):

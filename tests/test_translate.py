@@ -54,6 +54,10 @@ def test_a_file_with_bad_utf8_far_down_is_refused_before_any_translation_reaches
     (tmp_path / "in.en").write_bytes(lines + b"bad \xff line\n" + lines)
     r = invoke("translate", "-m", overfit / "run" / "last.pt", tmp_path / "in.en", "--batch-size", 4)
     assert r.exit_code == 2 and "in.en: line 1001 is not valid UTF-8" in r.output and r.stdout == ""
+    (tmp_path / "good.en").write_bytes(lines * 2)
+    (tmp_path / "prefix.fr").write_bytes(lines + b"bad \xff line\n" + lines[:-34])  # as many lines
+    r = invoke("translate", "-m", overfit / "run" / "last.pt", tmp_path / "good.en", "--prefix", tmp_path / "prefix.fr")
+    assert r.exit_code == 2 and "prefix.fr: line 1001 is not valid UTF-8" in r.output and r.stdout == ""
 
 
 def test_missing_or_corrupt_checkpoint(tmp_path):
@@ -175,7 +179,7 @@ def test_the_tokenized_bleu_refuses_a_reference_whose_name_gives_no_language(tmp
     target language comes from the name (ref.fr) or --lang, or the score is refused."""
     hyp = tmp_path / "hyp.fr"
     hyp.write_text("Mr. Smith dit : la lumière était bonne.\n", encoding="utf-8")  # Mr. is one word in English
-    for name in ("ref", "ref.txt"):
+    for name in ("ref", "ref.txt", "ref.trg"):
         (tmp_path / name).write_text("Mr . Smith dit: la lumière était bonne.\n", encoding="utf-8")
         for extra in (["--metrics", "bleu-tok"], ["--by-length", "--source", hyp]):  # by length: both BLEUs
             r = invoke("score", hyp, "-r", tmp_path / name, *extra)
@@ -189,6 +193,8 @@ def test_the_tokenized_bleu_refuses_a_reference_whose_name_gives_no_language(tmp
         return json.loads(out.stdout)["systems"][0]["bleu_tok"]
 
     assert bleu_tok("ref.fr") == bleu_tok("ref", "--lang", "fr") > bleu_tok("ref", "--lang", "en")
+    both = invoke("score", hyp, "-r", tmp_path / "ref", "-r", tmp_path / "ref.fr", "--metrics", "bleu-tok")
+    assert both.exit_code == 0, both.output  # the second reference's name gives the language
 
 
 def ckpt(overfit):

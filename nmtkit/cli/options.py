@@ -56,12 +56,13 @@ def _hand_to(dest: str, warning: str = "") -> Callable[[click.Context, click.Par
 
 
 def typed(name: str) -> bool:
-    """Whether the running command's parameter ``name`` was given, on its command line or in its
-    --config file, whatever its value: the settings' own checks see values, so an option typed at
-    its default, which would change nothing, is refused where it is given as well."""
+    """Whether the running command's parameter ``name`` was typed on its command line, whatever its
+    value: the settings' own checks see values, so an option typed at its default, which would change
+    nothing, is refused where it is typed as well. A --config file's is not: --dump-config writes the
+    idle options as comments at their defaults, and a comment made a setting changes nothing."""
     ctx = click.get_current_context(silent=True)
-    sources = (click.core.ParameterSource.COMMANDLINE, click.core.ParameterSource.DEFAULT_MAP)
-    return ctx is not None and name in ctx.params and ctx.get_parameter_source(name) in sources
+    source = click.core.ParameterSource.COMMANDLINE
+    return ctx is not None and name in ctx.params and ctx.get_parameter_source(name) is source
 
 
 _HANDED = "nmtkit.handed"  # ctx.meta: by parameter, the other spelling given and its value

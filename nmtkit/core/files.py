@@ -209,6 +209,8 @@ def _decoded(decoder: codecs.IncrementalDecoder, block: bytes, path: str | Path,
     try:
         decoder.decode(block, final=final)
     except UnicodeDecodeError:
+        if not Path(path).is_file():  # a stream cannot be read again for the line
+            raise UserError(f"{display_name(path)}: not valid UTF-8") from None
         for _ in read_lines(path, allow_empty=True):  # names the line and the byte
             pass
 

@@ -82,12 +82,32 @@ def read_systems(
 
 
 # Endings of two or three letters that name what a file holds, not its language.
-_NOT_LANGUAGES = frozenset({"txt", "tok", "ref", "hyp", "out", "src", "tgt", "raw", "bpe", "log", "tsv", "csv", "sgm"})
+_NOT_LANGUAGES = frozenset(
+    {
+        "txt",
+        "tok",
+        "ref",
+        "hyp",
+        "out",
+        "src",
+        "tgt",
+        "trg",
+        "sys",
+        "tc",
+        "lc",
+        "raw",
+        "bpe",
+        "log",
+        "tsv",
+        "csv",
+        "sgm",
+    }
+)
 
 
 def language_of(path: str | Path, default: str = "en") -> str:
     """The language code a file name ends with (test.fr → fr), else ``default``."""
-    suffix = Path(path).suffix.lstrip(".")
+    suffix = Path(path).suffix.lstrip(".").lower()
     return suffix if 2 <= len(suffix) <= 3 and suffix.isalpha() and suffix not in _NOT_LANGUAGES else default
 
 
@@ -97,11 +117,11 @@ def target_language(ref_paths: Sequence[str], tokenized: bool, lang: str | None,
     language's rules would count other tokens without a word."""
     if tokenized or lang:
         return None if tokenized else lang
-    named = language_of(ref_paths[0], "")
+    named = next((code for code in (language_of(path, "") for path in ref_paths) if code), "")
     if not named and needed:
         raise UserError(
             f"-r {ref_paths[0]}: the tokenized BLEU tokenizes with the target language's Moses rules, "
-            "which this name does not give (test.fr would): give --lang"
+            "which no reference's name gives (test.fr would): give --lang"
         )
     return named or "en"
 

@@ -163,6 +163,6 @@ def run_summary(save_dir: str | Path) -> str:
         best = facts["best"]
         score = f", dev NLL {best['dev_nll']:.1f} per sentence" if best["dev_nll"] is not None else ""
         if best["by"] == "bleu" and best["dev_bleu"] is not None:  # the figure it was chosen by, first
-            score = f", dev BLEU {best['dev_bleu']:.2f} (greedy, tokenized){score}"
+            score = f" {best['dev_bleu']:.2f}, greedy and tokenized{score.replace(',', ';', 1)}"
         line += f"; best.pt is update {best['step']:,} (chosen by dev {best['by'].upper()}{score})"
     return line

@@ -203,7 +203,7 @@ def translate_file(  # noqa: PLR0913 (each of translate's inputs and outputs, by
     total = None if streamed else count_lines(source, utf8=True)
     if total == 0:
         raise UserError(f"{source}: is empty")
-    forced = None if prefix is None or is_stream(prefix) else count_lines(prefix)  # else as it ends
+    forced = None if prefix is None or is_stream(prefix) else count_lines(prefix, utf8=True)  # else as it ends
     if forced is not None and total is not None and forced != total:
         raise UserError(f"--prefix {prefix} has {forced:,} lines but {source} {total:,}")
     if alignments or pharaoh_path or jsonl:
