@@ -53,6 +53,10 @@ VERSION = 3
 SIDES = ("src", "tgt")
 
 
+class DamagedCheckpoint(FormatError):
+    """A checkpoint file whose bytes are cut short or damaged, not one of another format or version."""
+
+
 @dataclass
 class Progress:
     """Where training stands: updates done, the best dev score so far (higher is better),
@@ -283,7 +287,7 @@ def _read(path: Path, lazy: bool = True) -> dict[str, Any]:
     if not path.is_file():
         raise UserError(f"{path}: is not a file")
     if not zipfile.is_zipfile(path):  # torch.save always writes a zip archive
-        raise FormatError(f"{path}: truncated or corrupt checkpoint (not a torch zip archive)")
+        raise DamagedCheckpoint(f"{path}: truncated or corrupt checkpoint (not a torch zip archive)")
     _check_sums(path)
     try:
         raw = torch.load(path, map_location="cpu", weights_only=True, mmap=lazy)
@@ -294,7 +298,7 @@ def _read(path: Path, lazy: bool = True) -> dict[str, Any]:
         ) from None
     except (RuntimeError, EOFError, zipfile.BadZipFile, OSError, ValueError, KeyError) as err:
         reason = str(err).splitlines()[0][:120] if str(err) else type(err).__name__
-        raise FormatError(f"{path}: truncated or corrupt checkpoint ({reason})") from None
+        raise DamagedCheckpoint(f"{path}: truncated or corrupt checkpoint ({reason})") from None
     if not isinstance(raw, dict) or raw.get("format") != FORMAT:
         raise FormatError(f"{path}: not an nmtkit checkpoint")
     return raw
@@ -325,10 +329,10 @@ def _check_sums(path: Path) -> None:
             raise FormatError(
                 f"{path}: corrupt checkpoint (the bytes of {record.filename} do not match their checksum)"
             ) from None
-        raise FormatError(f"{path}: truncated or corrupt checkpoint ({str(err).splitlines()[0][:120]})") from None
+        raise DamagedCheckpoint(f"{path}: truncated or corrupt checkpoint ({str(err).splitlines()[0][:120]})") from None
     except (OSError, EOFError, ValueError, NotImplementedError, RuntimeError) as err:
         reason = str(err).splitlines()[0][:120] if str(err) else type(err).__name__
-        raise FormatError(f"{path}: truncated or corrupt checkpoint ({reason})") from None
+        raise DamagedCheckpoint(f"{path}: truncated or corrupt checkpoint ({reason})") from None
     _CHECKED.add(key)
 
 

@@ -57,8 +57,8 @@ def _hand_to(dest: str, warning: str = "") -> Callable[[click.Context, click.Par
 
 def typed(name: str) -> bool:
     """Whether the running command's parameter ``name`` was typed on its command line, whatever its
-    value: the settings' own checks see values, so an option typed at its default, which would change
-    nothing, is refused where it is typed as well. A --config file's is not: --dump-config writes the
+    value: the settings' own checks see values, so a command hands them the options typed, and one
+    typed at its default, which would change nothing, is refused as one typed at another value. A --config file's is not: --dump-config writes the
     idle options as comments at their defaults, and a comment made a setting changes nothing."""
     ctx = click.get_current_context(silent=True)
     source = click.core.ParameterSource.COMMANDLINE
@@ -320,9 +320,8 @@ def search_config(values: dict[str, Any]) -> SearchConfig:
     """The search settings of :data:`search`'s and :data:`sampling`'s options, taken out of
     ``values``; refused in one line when they ask for more than the search can give."""
     nbest = max(values.pop("nbest"), 1)
-    search = config_of(SearchConfig, values, nbest=nbest).check(("--nbest", "--beam"))
-    if not search.sampling and any(typed(name) for name in SAMPLING_OPTIONS[1:]):
-        raise UserError("--temperature, --top-k and --seed shape sampling's draws: add --sampling")
+    given = [name for name in SAMPLING_OPTIONS if typed(name)]
+    search = config_of(SearchConfig, values, nbest=nbest).check(("--nbest", "--beam"), given)
     # here, not in check(): a server's --alpha stands beside a request's other length penalty
     if (search.alpha != SearchConfig.alpha or typed("alpha")) and search.length_penalty not in ("power", "gnmt"):
         raise UserError(f"--alpha is the exponent of --length-penalty power and gnmt, not {search.length_penalty}")

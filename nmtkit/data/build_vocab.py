@@ -13,6 +13,7 @@ exact because BPE never crosses a word boundary.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -44,8 +45,11 @@ def segment_counts(counts: Counter[str], codes: str) -> Counter[str]:
     return out
 
 
-def build_vocab(prefix: Path, langs: tuple[str, str], out_dir: Path, cfg: VocabConfig) -> VocabMeta:
-    """Count ``prefix.<lang>`` (clean tokenized text from ``preprocess``) and write a vocabulary directory."""
+def build_vocab(
+    prefix: Path, langs: tuple[str, str], out_dir: Path, cfg: VocabConfig, typed: Collection[str] = ()
+) -> VocabMeta:
+    """Count ``prefix.<lang>`` (clean tokenized text from ``preprocess``) and write a vocabulary
+    directory; ``typed``: the settings the caller gave, refused where idle even at their defaults."""
     settings = read_report(
         prefix.parent, "build-vocab reads text written by 'nmtkit preprocess', which records how it was tokenized"
     )
@@ -54,7 +58,7 @@ def build_vocab(prefix: Path, langs: tuple[str, str], out_dir: Path, cfg: VocabC
     if cfg.spm and cfg.bpe_merges:
         raise UserError("choose subword-nmt BPE (--bpe N) or SentencePiece (--spm), not both")
     default = VocabConfig()
-    if not cfg.spm and cfg.spm_size != default.spm_size:
+    if not cfg.spm and (cfg.spm_size != default.spm_size or "spm_size" in typed):
         raise UserError("--spm-size is the size of a SentencePiece model: add --spm unigram (or bpe)")
     if not (cfg.spm or cfg.bpe_merges) and cfg.joint_bpe != default.joint_bpe:
         raise UserError("--separate learns subword codes per language: add --bpe N or --spm, or leave it out")

@@ -82,27 +82,7 @@ def read_systems(
 
 
 # Endings of two or three letters that name what a file holds, not its language.
-_NOT_LANGUAGES = frozenset(
-    {
-        "txt",
-        "tok",
-        "ref",
-        "hyp",
-        "out",
-        "src",
-        "tgt",
-        "trg",
-        "sys",
-        "tc",
-        "lc",
-        "raw",
-        "bpe",
-        "log",
-        "tsv",
-        "csv",
-        "sgm",
-    }
-)
+_NOT_LANGUAGES = frozenset("txt tok ref hyp out src tgt trg sys tc lc raw bpe log tsv csv sgm".split())
 
 
 def language_of(path: str | Path, default: str = "en") -> str:

@@ -161,8 +161,10 @@ def run_summary(save_dir: str | Path) -> str:
         line += f" on {describe(facts['machine'])}"
     if "best" in facts:
         best = facts["best"]
-        score = f", dev NLL {best['dev_nll']:.1f} per sentence" if best["dev_nll"] is not None else ""
+        said = [f"chosen by dev {best['by'].upper()}"]
         if best["by"] == "bleu" and best["dev_bleu"] is not None:  # the figure it was chosen by, first
-            score = f" {best['dev_bleu']:.2f}, greedy and tokenized{score.replace(',', ';', 1)}"
-        line += f"; best.pt is update {best['step']:,} (chosen by dev {best['by'].upper()}{score})"
+            said[0] += f" {best['dev_bleu']:.2f}, greedy and tokenized"
+        if best["dev_nll"] is not None:
+            said.append(f"dev NLL {best['dev_nll']:.1f} per sentence")
+        line += f"; best.pt is update {best['step']:,} ({'; '.join(said)})"
     return line

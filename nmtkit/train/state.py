@@ -399,9 +399,7 @@ def open_save_dir(state: TrainState) -> None:
 def _resumable(last: Path, corpus: Corpus) -> Checkpoint:
     try:
         ckpt = checkpoint.load(last, lazy=False)
-    except FormatError as err:
-        if "truncated or corrupt" not in str(err):  # a newer format, say: --reset would lose the run
-            raise
+    except checkpoint.DamagedCheckpoint as err:  # not a newer format, say, where --reset would lose the run
         raise FormatError(f"{err}; --reset starts over (with --init-from SAVE_DIR/best.pt, from its weights)") from None
     if not ckpt.training.resumable:
         raise FormatError(f"{last}: holds no training state to resume from (use --reset to start over)")

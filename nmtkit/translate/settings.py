@@ -4,6 +4,7 @@ here and ``translate`` and ``serve`` share them."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from ..core.errors import UserError
@@ -82,14 +83,15 @@ class SearchConfig(Settings):
         0, "With --sampling: the seed; a line's samples depend on it and the line's number alone.", ge=0, le=2**63 - 1
     )
 
-    def check(self, names: tuple[str, str] = ("nbest", "beam")) -> SearchConfig:
+    def check(self, names: tuple[str, str] = ("nbest", "beam"), typed: Collection[str] = ()) -> SearchConfig:
         """This config, or :class:`UserError` when it asks for more than the search can give;
-        ``names``: what the asker calls nbest and beam (``--nbest``, ``'nbest'``)."""
+        ``names``: what the asker calls nbest and beam (``--nbest``, ``'nbest'``); ``typed``: the
+        fields the asker gave, which are refused where idle even at their defaults."""
         if self.nbest < 1:
             raise UserError(f"{names[0]} {self.nbest}: at least 1 hypothesis a sentence")
         if not self.sampling and self.nbest > self.beam:
             raise UserError(f"{names[0]} {self.nbest} is more than {names[1]} {self.beam} can give")
-        if not self.sampling and (self.temperature != 1.0 or self.top_k or self.seed):
+        if not self.sampling and (self.temperature != 1.0 or self.top_k or self.seed or set(typed) & _DRAWS):
             raise UserError("--temperature, --top-k and --seed shape sampling's draws: add --sampling")
         if self.sampling and self.coverage_penalty:
             raise UserError("--coverage-penalty ranks beam search's hypotheses: --sampling draws them")
@@ -105,6 +107,7 @@ class SearchConfig(Settings):
 # own: translate writes n-best lines, serve's requests ask for it; serve offers no sampling).
 SEARCH_OPTIONS = ("beam", "length_penalty", "alpha", "coverage_penalty", "max_ratio", "min_len", "min_ratio", "no_unk")
 SAMPLING_OPTIONS = ("sampling", "temperature", "top_k", "seed")
+_DRAWS = frozenset(SAMPLING_OPTIONS[1:])  # what shapes sampling's draws, idle without it
 
 
 # Source subword units a line may have: longer ones are cropped (translate) or refused (serve).

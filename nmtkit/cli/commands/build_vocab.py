@@ -8,7 +8,6 @@ import click
 
 from ...core.command import Command
 from ...core.console import log
-from ...core.errors import UserError
 from ...data.settings import VocabConfig
 from ...text.settings import SPM_KINDS
 from .. import options
@@ -74,8 +73,6 @@ def build_vocab(
     """
     from ...data.build_vocab import build_vocab as build
 
-    if not spm and options.typed("spm_size"):  # the library's check sees only a size other than the default
-        raise UserError("--spm-size is the size of a SentencePiece model: add --spm unigram (or bpe)")
     meta = build(
         Path(train),
         (source_lang, target_lang),
@@ -83,6 +80,7 @@ def build_vocab(
         VocabConfig(
             size=size, min_count=min_count, bpe_merges=bpe_merges, joint_bpe=joint_bpe, spm=spm or "", spm_size=spm_size
         ),
+        ["spm_size"] if options.typed("spm_size") else [],
     )
     for lang, s in meta.stats.items():
         log(
