@@ -58,8 +58,9 @@ def _hand_to(dest: str, warning: str = "") -> Callable[[click.Context, click.Par
 def typed(name: str) -> bool:
     """Whether the running command's parameter ``name`` was typed on its command line, whatever its
     value: the settings' own checks see values, so a command hands them the options typed, and one
-    typed at its default, which would change nothing, is refused as one typed at another value. A --config file's is not: --dump-config writes the
-    idle options as comments at their defaults, and a comment made a setting changes nothing."""
+    typed at its default, which would change nothing, is refused as one typed at another value. A
+    --config file's is not: --dump-config writes the idle options as comments at their defaults,
+    and a comment made a setting changes nothing."""
     ctx = click.get_current_context(silent=True)
     source = click.core.ParameterSource.COMMANDLINE
     return ctx is not None and name in ctx.params and ctx.get_parameter_source(name) is source
