@@ -361,16 +361,26 @@ def serve(model_paths: list[str], cfg: ServerConfig, runtime: RuntimeConfig, lin
 
 
 def run_server(app: FastAPI, sock: socket.socket, shutdown_wait: float) -> None:
-    """uvicorn serving ``app`` on ``sock`` until SIGINT or SIGTERM."""
+    """uvicorn serving ``app`` on ``sock`` until SIGINT or SIGTERM; KeyboardInterrupt once
+    stopped by Ctrl-C."""
     config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=math.ceil(shutdown_wait))
-    _Server(config).run(sockets=[sock])
+    server = _Server(config)
+    server.run(sockets=[sock])
+    if server.interrupted:
+        raise KeyboardInterrupt
 
 
 class _Server(uvicorn.Server):
-    """uvicorn's server, quiet when a second Ctrl-C stops it at once: it raises each signal it
-    caught once when it has stopped (the second, raised again after the first, made asyncio's
-    runner raise KeyboardInterrupt inside its shutdown), and its log leaves out the application's
-    lifespan, which a forced exit cancels unfinished (stderr got a traceback of each)."""
+    """uvicorn's server, quiet when a second Ctrl-C stops it at once, and stopped by Ctrl-C the
+    same way whatever SIGINT's handler was when it started. uvicorn raises each signal it caught
+    again when it has stopped, under the handler it found: a second SIGINT, raised after the first,
+    made asyncio's runner raise KeyboardInterrupt inside its shutdown, and under an ignored SIGINT
+    (a background job of a shell that is not interactive) the server ended with status 0. Ctrl-C is
+    kept out of that list and said by :attr:`interrupted` instead; SIGTERM is still raised again.
+    Its log leaves out the application's lifespan, which a forced exit cancels unfinished (stderr
+    got a traceback of each)."""
+
+    interrupted = False
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         super().handle_exit(sig, frame)
@@ -385,7 +395,8 @@ class _Server(uvicorn.Server):
             finally:
                 caught = getattr(self, "_captured_signals", None)  # uvicorn's own list, raised again at exit
                 if isinstance(caught, list):
-                    caught[:] = list(dict.fromkeys(caught))
+                    self.interrupted = signal.SIGINT in caught
+                    caught[:] = [sig for sig in dict.fromkeys(caught) if sig != signal.SIGINT]
 
 
 def _url_host(host: str) -> str:
