@@ -13,7 +13,7 @@ import torch
 from click.testing import CliRunner
 
 from nmtkit.align.links import read_pharaoh
-from nmtkit.align.settings import LinkConfig
+from nmtkit.align.settings import LINK_THRESHOLD, LinkConfig
 from nmtkit.cli import main
 from nmtkit.core.settings import RuntimeConfig
 from nmtkit.data.reverse import reverse_corpus
@@ -189,6 +189,8 @@ def test_the_settings_of_combined_links_are_refused_with_models_of_one_direction
         for extra, said in (
             (["--null-threshold", "0.1"], "--null-threshold: it combines the links of a model each way"),
             (["--combine", "soft", "--link-threshold", "0.5"], "--combine, --link-threshold: they combine"),
+            # typed at its default, as idle as at another value
+            (["--combine", "grow-diag-final-and"], "--combine: it combines the links of a model each way"),
         ):
             r = CliRunner().invoke(main, [*command, *extra])
             assert r.exit_code == 2 and r.output.startswith(f"nmtkit {command[0]}: error: {said}"), r.output
@@ -197,6 +199,7 @@ def test_the_settings_of_combined_links_are_refused_with_models_of_one_direction
     for extra, said in (
         (["--link-threshold", "0.5"], "--link-threshold thresholds --combine soft or geometric"),
         (["--combine", "soft", "--null-threshold", "0.5"], "--null-threshold is grow-diag-final-and's"),
+        (["--link-threshold", str(LINK_THRESHOLD)], "--link-threshold thresholds --combine soft or geometric"),
     ):
         r = CliRunner().invoke(main, ["align", "-m", model, "-m", model, *pair, *extra])
         assert r.exit_code == 2 and r.output.startswith(f"nmtkit align: error: {said}"), r.output

@@ -4,6 +4,7 @@ no numpy)."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from ..core.errors import UserError
@@ -39,12 +40,18 @@ class LinkConfig(Settings):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not checking():
-            return
-        if self.combine == "grow-diag-final-and" and self.threshold != LINK_THRESHOLD:
+        if checking():
+            self.check()
+
+    def check(self, typed: Collection[str] = ()) -> LinkConfig:
+        """Refuse, in one line, a setting the combination asked for does not use. ``typed``: the
+        settings a command line typed, refused at their default as at another value, since they
+        would change nothing either."""
+        if self.combine == "grow-diag-final-and" and (self.threshold != LINK_THRESHOLD or "threshold" in typed):
             raise UserError("--link-threshold thresholds --combine soft or geometric: add one of them, or leave it out")
         if self.combine != "grow-diag-final-and" and self.null_threshold is not None:
             raise UserError(
                 f"--null-threshold is grow-diag-final-and's: --combine {self.combine} leaves a word unlinked "
                 "where its mean of the two models' probabilities stays under --link-threshold"
             )
+        return self

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
+from ..align.settings import LinkConfig
 from ..core.console import set_verbosity
 from ..core.errors import UserError
 from ..core.parallel import default_workers
@@ -174,6 +175,20 @@ def config_of(cls: type[T], values: dict[str, Any], **fixed: Any) -> T:
     return cls(**mine, **fixed)
 
 
+def link_config(values: dict[str, Any], model_paths: tuple[str, ...]) -> LinkConfig:
+    """The link settings of their options, taken out of ``values``; one typed at its default is
+    refused where it would change nothing, as one typed at another value (the command's own
+    refusal sees only values)."""
+    cfg = config_of(LinkConfig, values)
+    chosen = [name for name in declared_names(LinkConfig) if typed(name)]
+    if chosen:
+        from ..translate.both_ways import directions, refuse_idle_links
+
+        cfg.check(chosen)
+        refuse_idle_links(directions(list(model_paths))[1] if len(model_paths) > 1 else [], cfg, chosen)
+    return cfg
+
+
 def models(help: str) -> Decorator:
     """``-m/--model CKPT``, required and repeatable (an ensemble), on every command that runs a model."""
     return click.option(
@@ -315,6 +330,9 @@ search = options(
 )
 
 sampling = options_of(SearchConfig, *SAMPLING_OPTIONS)
+
+# how the links of a model each way are combined: align, translate and serve
+links = options_of(LinkConfig, *declared_names(LinkConfig))
 
 
 def search_config(values: dict[str, Any]) -> SearchConfig:

@@ -8,7 +8,7 @@ models of both directions.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import fields, replace
 from pathlib import Path
 
@@ -42,16 +42,16 @@ def directions(model_paths: Sequence[str]) -> tuple[list[str | Path], list[str |
     return forward, backward
 
 
-def refuse_idle_links(backward: Sequence[str | Path], links: LinkConfig) -> None:
+def refuse_idle_links(backward: Sequence[str | Path], links: LinkConfig, typed: Collection[str] = ()) -> None:
     """Refuse, in one line, the settings of combined links where no model goes the other way:
-    they would change nothing."""
+    they would change nothing. ``typed``: those a command line typed, refused at their default too."""
     if backward:
         return
     default = LinkConfig()
     given = [
         flag_of(f.name, declared(LinkConfig, f.name)[1])
         for f in fields(LinkConfig)
-        if getattr(links, f.name) != getattr(default, f.name)
+        if getattr(links, f.name) != getattr(default, f.name) or f.name in typed
     ]
     if given:
         raise UserError(

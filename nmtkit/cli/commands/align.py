@@ -6,7 +6,6 @@ from typing import Any
 
 import click
 
-from ...align.settings import LinkConfig
 from ...core.command import Command
 from .. import options
 from ..config_file import config_options
@@ -31,7 +30,7 @@ Both directions' models, their links combined:
     "-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), help="Pharaoh file [default: stdout]."
 )
 @click.option("--tokenized", is_flag=True, help="The files are Moses tokens (the links count them as they are).")
-@options.options_of(LinkConfig, "combine", "threshold", "null_threshold")
+@options.links
 @options.workers
 @options.runtime
 @options.verbosity
@@ -49,6 +48,6 @@ def align(
     models of both directions (-m en-fr.pt -m fr-en.pt), the two directions' links combined."""
     from ...translate.forced import align_file
 
-    links = options.config_of(LinkConfig, values)
+    links = options.link_config(values, model_paths)
     runtime = options.runtime_config(values)
     align_file(list(model_paths), source, target, output, tokenized, runtime, links, workers)

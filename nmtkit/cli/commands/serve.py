@@ -6,7 +6,6 @@ from typing import Any
 
 import click
 
-from ...align.settings import LinkConfig
 from ...core.command import Command
 from ...core.errors import UserError
 from ...serve.settings import Limits, ServerConfig
@@ -42,7 +41,7 @@ Examples:
 @options.option(ServerConfig, "batch_wait_ms", dest="batch_wait")
 @options.option(ServerConfig, "shutdown_wait")
 @options.option(TranslateOptions, "shortlist")
-@options.options_of(LinkConfig, "combine", "threshold", "null_threshold")
+@options.links
 @options.inference_runtime
 @options.verbosity
 def serve(
@@ -73,5 +72,5 @@ def serve(
     search = options.config_of(SearchConfig, values)
     limits = Limits(max_sentences, max_length, max_body, max_beam)
     cfg = ServerConfig(host, port, search, batch_wait, shortlist, limits, shutdown_wait).check()
-    links = options.config_of(LinkConfig, values)
+    links = options.link_config(values, model_paths)
     run(list(model_paths), cfg, options.runtime_config(values), links)

@@ -6,7 +6,6 @@ from typing import Any
 
 import click
 
-from ...align.settings import LinkConfig
 from ...core.command import Command
 from ...core.errors import UserError
 from ...translate.settings import BATCHING_OPTIONS, OUTPUT_FORMATS, TranslateOptions
@@ -83,7 +82,7 @@ Examples:
 )
 @_outputs
 @options.option(TranslateOptions, "token_scores", note="Written in --output-format jsonl.")
-@options.options_of(LinkConfig, "combine", "threshold", "null_threshold")
+@options.links
 @options.options_of(TranslateOptions, *BATCHING_OPTIONS)
 @options.inference_runtime
 @options.verbosity
@@ -119,7 +118,7 @@ def translate(
     nbest_lines = values["nbest"] > 0
     search, prefix = options.search_config(values), values.pop("prefix")
     words = read_unk_dict(unk_dict) if unk_dict else None
-    links = options.config_of(LinkConfig, values)
+    links = options.link_config(values, model_paths)
     settings = options.config_of(TranslateOptions, values, search=search, unk_dict=words)
     translate_file(
         list(model_paths),
