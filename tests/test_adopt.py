@@ -102,6 +102,13 @@ def test_info_says_the_rate_schedule_and_the_dropouts(overfit):
     info["model"] |= {"coverage": {"kind": "neural", "max_fertility": 2.0}, "alignment_head": True, "encoder": "cudnn"}
     info["model"] |= {"tie_embeddings": True, "layer_norm": True}
     assert "; neural coverage; alignment head; tied embeddings; layer norm; cudnn encoder;" in format_info(info)
+    assert "readout" not in format_info(info) and "fertility" not in format_info(info)  # at their defaults
+    # a setting without words of its own is said by its name where it is not its family's default
+    info["model"] |= {"readout": "next", "coverage": {"kind": "linguistic", "max_fertility": 3.0}}
+    assert "; linguistic coverage; alignment head; tied embeddings; layer norm; cudnn encoder; readout next; " in (
+        format_info(info)
+    )
+    assert "max fertility 3;" in format_info(info)
     info["training"] |= {"warmup": 0, "lr_decay": "none", "decay_after": 5}
     assert "lr 0.02 (× 0.5 each epoch after 5), batch" in format_info(info)
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import checkpoint
+from ..models.config import FAMILIES
 
 
 def describe(path: str | Path) -> dict[str, Any]:
@@ -64,6 +65,7 @@ def format_info(info: dict[str, Any]) -> str:
         *(["tied embeddings"] if m.get("tie_embeddings") else []),
         *(["layer norm"] if m.get("layer_norm") else []),
         *([f"{m['encoder']} encoder"] if m.get("encoder", "paper") != "paper" else []),
+        *_others(m),
     ]
     sizes += "".join(f"; {extra}" for extra in extras)
     langs, vocab = info["languages"], info["vocabulary"]
@@ -99,6 +101,33 @@ def format_info(info: dict[str, Any]) -> str:
         + (f"; weights averaged (EMA {t['ema_decay']:g})" if t.get("ema_decay") else ""),
     ]
     return "\n".join(lines)
+
+
+# the model's settings format_info says in words of its own (a sub-config's kind too)
+_SAID = {
+    *("arch", "src_vocab", "tgt_vocab", "emb", "hidden", "align", "maxout", "output_rank", "layers", "dropout"),
+    *("weight_drop", "alignment_head", "tie_embeddings", "layer_norm", "encoder", "kind"),
+    *("attention", "score", "window", "window_renorm", "input_feed", "reverse_source"),
+}
+
+
+def _others(m: dict[str, Any]) -> list[str]:
+    """The model's other settings where they differ from their family's defaults, as their option
+    and value (``readout next``): a setting added to a family is said with no change here."""
+    family = FAMILIES.get(m["arch"])
+    if family is None:
+        return []
+    default, flat = family().to_dict(), []
+    for key, value in m.items():
+        if isinstance(value, dict):  # a sub-config (RNNsearch's coverage): its fields are flags of their own
+            flat += [(k, v, default.get(key, {}).get(k)) for k, v in value.items()]
+        else:
+            flat.append((key, value, default.get(key)))
+    return [
+        f"{key.replace('_', ' ')} {value:g}" if isinstance(value, float) else f"{key.replace('_', ' ')} {value}"
+        for key, value, usual in flat
+        if key not in _SAID and value != usual
+    ]
 
 
 def _luong_attention(m: dict[str, Any]) -> str:

@@ -55,7 +55,8 @@ class ModelConfig(Settings):
     """What every architecture has: its name (``arch``, a class constant stored with the fields),
     the vocabularies, and the sizes of the embeddings (m), the states (n) and the alignment model
     (n'). A family is a subclass (:data:`FAMILIES`) that holds only its own settings, so that a
-    model's module reads its fields without asking which family it is; :func:`model_config` makes
+    model's module reads its fields without asking which family it is (``models/rnnsearch.py``,
+    which makes RNNencdec too, asks once, for the attention's); :func:`model_config` makes
     one from flags and refuses a flag of another family. A field whose default is made by a
     settings class is a sub-config (RNNsearch's ``coverage``): its fields are flags of their own,
     named by their declaration (``--coverage`` for ``CoverageConfig.kind``)."""
