@@ -199,6 +199,26 @@ def test_average_is_the_mean_of_the_weights(tmp_path):
     assert checkpoint.load(tmp_path / "ad.pt").model == tuned.model  # the last's, as its progress
 
 
+def test_average_refuses_a_damaged_weight_by_name_and_an_output_that_is_an_input(tmp_path):
+    """A weight of another shape was a traceback, a NaN one an average that translate refused, and
+    -o naming an input replaced it (best.pt lost)."""
+    fake_checkpoint(tmp_path / "a.pt", step=1, weights={"w": torch.tensor([1.0, 2.0]), "b": torch.tensor([0.0])})
+    for name, weights, said in (
+        ("shape.pt", {"w": torch.zeros(3), "b": torch.zeros(1)}, "weight w is 3 where"),
+        ("gone.pt", {"w": torch.zeros(2)}, "weight b is missing where"),
+        ("nan.pt", {"w": torch.tensor([1.0, float("nan")]), "b": torch.zeros(1)}, "weight w is not finite"),
+    ):
+        fake_checkpoint(tmp_path / name, step=2, weights=weights)
+        r = invoke("average", tmp_path / "a.pt", tmp_path / name, "-o", tmp_path / "avg.pt")
+        assert r.exit_code == 2 and said in r.output and r.output.count("\n") == 1, r.output
+        assert not (tmp_path / "avg.pt").exists()
+    fake_checkpoint(tmp_path / "b.pt", step=2, weights={"w": torch.zeros(2), "b": torch.zeros(1)})
+    before = (tmp_path / "b.pt").read_bytes()
+    r = invoke("average", tmp_path / "a.pt", tmp_path / "b.pt", "-o", tmp_path / "b.pt")
+    assert r.exit_code == 2 and "the same file as CHECKPOINT" in r.output, r.output
+    assert (tmp_path / "b.pt").read_bytes() == before
+
+
 def test_an_average_keeps_a_tied_weight_one_tensor(tmp_path):
     """--tie-embeddings: one matrix reads the target words in and scores them out; averaged as two
     copies, the file grew and info counted it twice."""

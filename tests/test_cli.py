@@ -77,6 +77,12 @@ def test_the_group_s_help_is_what_click_makes_of_the_commands_themselves(width):
     assert made[0] == made[1]
 
 
+def test_nmtkit_alone_gives_its_help_not_an_error_line():
+    r = CliRunner().invoke(main, [])
+    assert r.exit_code == 2 and r.output.startswith("Usage: nmtkit [OPTIONS] COMMAND") and "error:" not in r.output
+    assert r.output.strip() == CliRunner().invoke(main, ["--help"]).output.strip()
+
+
 def test_the_group_s_overview_places_every_command():
     import re
 

@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from nmtkit.cli import main
+from nmtkit.core.errors import UserError
 from tests.conftest import EN, FR, needs_native_bf16
 
 
@@ -336,6 +337,16 @@ def test_no_unk_and_replace_unk(overfit, tmp_path):
     )
     mapping = {"God": "Dieu", "saw": "vit", "the": "la", "light": "lumière", ".": "."}
     assert translated.stdout.split() == [mapping[w] for w in words]
+
+
+def test_an_unk_dictionary_is_word_pairs_and_a_sentence_file_is_refused(tmp_path):
+    from nmtkit.translate.translator import read_unk_dict
+
+    (tmp_path / "lex").write_text("God Dieu 0.9\nGod Seigneur 0.1\n\nlight lumière\n", encoding="utf-8")
+    assert read_unk_dict(tmp_path / "lex") == {"God": "Dieu", "light": "lumière"}  # the first listed wins
+    (tmp_path / "text").write_text("light lumière\nAnd God said , Let there be light\n", encoding="utf-8")
+    with pytest.raises(UserError, match="line 2 is not 'source-word target-word'"):
+        read_unk_dict(tmp_path / "text")
 
 
 def test_ensemble_of_a_model_with_itself_and_refusal_of_a_stranger(overfit, tmp_path):

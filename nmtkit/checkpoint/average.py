@@ -23,6 +23,7 @@ def average(paths: list[str | Path]) -> Checkpoint:
     if len(paths) < 2:
         raise UserError("give at least two checkpoints to average")
     first = checkpoint.load(paths[0])
+    _check_weights(first, paths[0], first, paths[0])
     total = {k: v.double() for k, v in first.weights.items()}
     read = [first]
     for path in paths[1:]:
@@ -33,6 +34,7 @@ def average(paths: list[str | Path]) -> Checkpoint:
             raise UserError(f"{path}: another model than {paths[0]} (differs in {', '.join(diff)})")
         if ckpt.text != first.text:
             raise UserError(f"{path}: other vocabularies or text settings than {paths[0]}")
+        _check_weights(ckpt, path, first, paths[0])
         for k, v in ckpt.weights.items():
             total[k] += v.double()
         read.append(ckpt)
@@ -53,6 +55,26 @@ def average(paths: list[str | Path]) -> Checkpoint:
         lexicon=next((c.lexicon for c in reversed(read) if c.lexicon is not None), None),
         averaged=tuple(Averaged(name, c.training.progress.step) for name, c in zip(_names(paths), read, strict=True)),
     )
+
+
+def _check_weights(ckpt: Checkpoint, path: str | Path, first: Checkpoint, first_path: str | Path) -> None:
+    """Refuse, naming the weight, a file whose weights are not the first's names and shapes, or
+    not finite: the mean would fail, or be as damaged as they are, where translate refuses it."""
+    theirs = {k: tuple(v.shape) for k, v in ckpt.weights.items()}
+    ours = {k: tuple(v.shape) for k, v in first.weights.items()}
+    if theirs != ours:
+        k = sorted(k for k in theirs.keys() | ours.keys() if theirs.get(k) != ours.get(k))[0]
+        raise UserError(
+            f"{path}: weight {k} is {_shape(theirs.get(k))} where {first_path} has {_shape(ours.get(k))} "
+            "(a damaged file)"
+        )
+    bad = next((k for k, v in ckpt.weights.items() if v.is_floating_point() and not bool(v.isfinite().all())), None)
+    if bad is not None:
+        raise UserError(f"{path}: weight {bad} is not finite (a damaged file, or a run that diverged)")
+
+
+def _shape(shape: tuple[int, ...] | None) -> str:
+    return "missing" if shape is None else "×".join(map(str, shape)) or "a number"
 
 
 def _names(paths: list[str | Path]) -> list[str]:

@@ -194,6 +194,9 @@ class _OneLine:
                 _fail(f"{err.where}: error: {err}", USAGE)
             except UserError as err:
                 _fail(f"{prog_name}: error: {err}", USAGE)
+            except click.exceptions.NoArgsIsHelpError as err:  # plain 'nmtkit': its help, not an error line
+                click.echo(err.format_message(), err=True)
+                _exit(USAGE)
             except click.UsageError as err:
                 where = err.ctx.command_path if err.ctx is not None else prog_name
                 _fail(f"{where}: error: {err.format_message()} (see --help)", USAGE)

@@ -168,9 +168,17 @@ def refuse_two_on_stdin(inputs: list[tuple[str, str | Path | None]]) -> None:
 
 def refuse_overwriting(outputs: list[tuple[str, str | None]], inputs: list[tuple[str, str | None]]) -> None:
     """One line where an output (its option and path) is an input's file or another output's:
-    the input would be replaced by what was made of it, or one output by the other. A path that
-    is no regular file (stdout, /dev/null) may serve any number of outputs."""
+    the input would be replaced by what was made of it, or one output by the other. An input that
+    is a directory (a data-bin) stands for each file in it. A path that is no regular file (stdout,
+    /dev/null) may serve any number of outputs."""
     taken: dict[tuple[Any, ...], str] = {}
+
+    def files(path: str | None) -> list[str | None]:
+        if path and path != STDIO and os.path.isdir(path):
+            return [str(inner) for inner in sorted(Path(path).iterdir())]
+        return [path]
+
+    inputs = [(name, inner) for name, path in inputs for inner in files(path)]
 
     def key(path: str, fd: int) -> tuple[Any, ...] | None:
         try:

@@ -203,7 +203,8 @@ class RuntimeConfig(Settings):
     device: str | None = setting(
         None, f"Where to compute: {DEVICES}.", default_help="the GPU of this process when there is one, else cpu"
     )
-    threads: int = setting(0, "CPU threads (0: torch's default, one per core).", ge=0)
+    # a bound where torch's thread pool still starts: 99,999 crashed it
+    threads: int = setting(0, "CPU threads (0: torch's default, one per core).", ge=0, le=1024)
     bf16: bool = setting(
         False, "bfloat16 autocast: on GPUs, and on CPUs with native bfloat16 (AVX512-BF16 or AMX; refused elsewhere)."
     )
@@ -224,3 +225,8 @@ class RuntimeConfig(Settings):
         "CPUs: the linear layers in int8 (torch's dynamic quantization, a scale per output row): faster "
         "products, a quarter of their memory, at a cost in BLEU (docs/benchmarks.md). Translation only.",
     )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if checking() and self.int8 and self.bf16:  # torch's int8 layers take float32, and autocast gave them bfloat16
+            raise UserError("--int8 and --bf16: give one of them (int8's layers compute from float32)")

@@ -125,14 +125,17 @@ class Corpus:
 
     def check(self) -> None:
         """The corpus's data checked against its manifest, as training would on reaching it: the
-        sizes of each split's token arrays and links, the vocabularies' fingerprints (the clean
-        texts and BPE codes are read, not checked, by the commands that use them). For a command
-        that passes the corpus on, or describes it, without reading it."""
+        sizes of each split's token arrays and links, the vocabularies' fingerprints, and that the
+        clean texts are there (they and the BPE codes are read, not checked, by the commands that
+        use them). For a command that passes the corpus on, or describes it, without reading it."""
         for lang in self.manifest.vocab:
             self.vocab(lang)
-        for name in self.splits:
+        for name, stats in self.manifest.splits.items():
             self.split(name)
             self.links(name)
+            for text in (stats.reference, stats.source_reference):
+                if text and not (self.path / text).is_file():
+                    raise FormatError(f"{self.path / text}: missing, where the manifest names it")
 
     def vocab(self, lang: str) -> Vocab:
         """The vocabulary of language ``lang``, checked against the manifest's fingerprint."""

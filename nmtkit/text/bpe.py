@@ -113,11 +113,15 @@ def read_codes(path: Path) -> str:
         raise UserError(f"{path}: not subword codes (not UTF-8 text)") from None
     if is_sentencepiece(codes):
         return codes
-    for n, line in enumerate(codes.rstrip("\n").split("\n"), 1):  # as subword-nmt reads them
+    lines = codes.rstrip("\n").split("\n")
+    for n, line in enumerate(lines, 1):  # as subword-nmt reads them
         if not (n == 1 and line.startswith("#version")) and len(line.strip("\r\n ").split(" ")) != 2:
             raise UserError(
                 f"{path}: line {n} is not a BPE merge, two subword units with a space between ({line[:40]!r})"
             )
+    # a vocabulary's 'unit count' lines read as merges too, and segmented every word into letters
+    if not lines[0].startswith("#version") and all(line.split(" ")[1].strip().isdigit() for line in lines):
+        raise UserError(f"{path}: a vocabulary ('unit count' lines), not BPE codes: give build-vocab's bpe.codes")
     return codes
 
 

@@ -19,6 +19,7 @@ from ..core.settings import declared, declared_names, flag_of
 from ..data.batching import Batches
 from ..data.binarized import Corpus, TokenArray
 from ..data.lexicon import Lexicon, lexicon_of
+from ..data.manifest import MANIFEST
 from ..models.base import Seq2Seq
 from ..models.build import build_model
 from ..models.config import LuongConfig, ModelConfig, RNNSearchConfig
@@ -121,11 +122,7 @@ def start(
 ) -> TrainState:
     """The state of a new run, of one started from --init-from's weights, or of the run in
     SAVE_DIR/last.pt (resumed exactly: weights, optimizer, batch position, RNGs)."""
-    corpus = Corpus(data_dir)
-    for split in ("train", "valid"):
-        if split not in corpus.splits:
-            raise UserError(f"{data_dir}: has no '{split}' split")
-    corpus.split("valid")  # its files checked now, not at the first validation (an hour in, or more)
+    corpus = _corpus(data_dir, save_dir)
     last = save_dir / "last.pt"
     ckpt = _resumable(last, corpus) if resume and last.exists() else None
     if ckpt is not None and cfg.init_from and parallel.rank == 0:
@@ -372,6 +369,18 @@ def _links(corpus: Corpus, cfg: TrainConfig, data_dir: Path) -> TokenArray | Non
             f"'preprocess --align-suffix links' after 'nmtkit word-align'"
         )
     return links
+
+
+def _corpus(data_dir: Path, save_dir: Path) -> Corpus:
+    """The corpus to train on, with the splits a run needs, and a save directory apart from it."""
+    corpus = Corpus(data_dir)
+    if (save_dir / MANIFEST).exists():  # the run's checkpoints and log would sit among a corpus's files
+        raise UserError(f"--save-dir {save_dir}: a binarized corpus is there; give the run a directory of its own")
+    for split in ("train", "valid"):
+        if split not in corpus.splits:
+            raise UserError(f"{data_dir}: has no '{split}' split")
+    corpus.split("valid")  # its files checked now, not at the first validation (an hour in, or more)
+    return corpus
 
 
 def open_save_dir(state: TrainState) -> None:

@@ -166,6 +166,8 @@ class TranslateOptions(Settings):
         self.search.check()
         if self.batch_size and self.max_tokens:
             raise UserError("--batch-size and --max-tokens are two ways to cut batches: give one")
+        if self.replace_unk and self.search.no_unk:
+            raise UserError("--replace-unk replaces <unk>, which --no-unk never gives: give one of them")
         return self
 
 

@@ -90,16 +90,28 @@ class Forced:
 
 
 def read_unk_dict(path: str | Path) -> dict[str, str]:
-    """'source target' per line (whitespace-separated; the first translation listed wins)."""
+    """'source target' per line (whitespace-separated; the first translation listed wins), a third
+    column, a number (a lexical table's probability), allowed and not read. A line of more words (a
+    sentence file given by mistake) is refused: its first two were taken for a translation."""
     table: dict[str, str] = {}
     for lineno, line in enumerate(read_lines(path), 1):
         parts = line.split()
         if not parts:
             continue
-        if len(parts) < 2:
-            raise UserError(f"{path}: line {lineno} is not 'source-word target-word'")
+        if len(parts) < 2 or len(parts) > 3 or (len(parts) == 3 and not _is_number(parts[2])):
+            raise UserError(
+                f"{path}: line {lineno} is not 'source-word target-word' (a probability may follow): {line[:40]!r}"
+            )
         table.setdefault(parts[0], parts[1])
     return table
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 class PrefixLines:
@@ -129,11 +141,18 @@ def load_models(
     lexicon; ``int8``: with int8 linear layers (CPUs only)."""
     if int8 and device.type != "cpu":
         raise UserError(f"--int8 is for CPUs (torch's int8 kernels); on {device.type} use --bf16")
-    models, sides, lexicon = [], None, None
+    models, sides, lexicon, first = [], None, None, None
     for path in paths:
         ckpt = checkpoint.load(path)
         lexicon = lexicon or ckpt.lexicon
         these = ckpt.text.sides()
+        langs = ckpt.text.langs
+        first = first or langs
+        if (langs["src"], langs["tgt"]) != (first["src"], first["tgt"]):
+            raise UserError(
+                f"{path} translates {langs['src']}→{langs['tgt']} but {paths[0]} {first['src']}→{first['tgt']}: "
+                "an ensemble is of models of one direction"
+            )
         if sides is not None and these.signature() != sides.signature():
             raise UserError(
                 f"{path}: cannot ensemble with {paths[0]}: their vocabularies, text settings or BPE codes differ"
@@ -151,7 +170,8 @@ def bf16_weights(model: Seq2Seq, runtime: Runtime) -> Seq2Seq:
     only of weights that train, and a search step's casts cost more than its bfloat16 products
     save (--bf16 then translated slower than float32). Autocast
     stays on around search, so the operators it keeps in float32 (softmax, log_softmax) still
-    are. An int8 model (--int8 --bf16) keeps its float32 parts: torch's int8 layers take float32."""
+    are. An int8 model keeps its float32 parts: torch's int8 layers take float32 (the command line
+    refuses --int8 with --bf16)."""
     if (
         not runtime.bf16
         or runtime.device.type != "cpu"

@@ -46,8 +46,12 @@ def align(
     """Word alignments of given translations from the model's attention (forced decoding): each target
     word linked to the source word it attends to most, as Pharaoh i-j pairs over Moses tokens. Given
     models of both directions (-m en-fr.pt -m fr-en.pt), the two directions' links combined."""
+    from ...core.files import refuse_overwriting
     from ...translate.forced import align_file
 
+    refuse_overwriting(
+        [("-o", output)], [("--source", source), ("--target", target), *(("-m", m) for m in model_paths)]
+    )
     links = options.link_config(values, model_paths)
     runtime = options.runtime_config(values)
     align_file(list(model_paths), source, target, output, tokenized, runtime, links, workers)

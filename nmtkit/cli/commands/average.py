@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from ...core.command import Command
@@ -27,6 +29,9 @@ def average(model_paths: tuple[str, ...], output: str, last: int | None) -> None
     """Average the weights of checkpoints of one model into a checkpoint that translate takes: the
     files given, and the kept validations (update-N.pt) of each run directory given."""
     from ...checkpoint.average import inputs, write_average
+    from ...core.files import refuse_overwriting
 
-    averaged = write_average(list(inputs(list(model_paths), last or 0)), output).averaged
+    found: list[str | Path] = list(inputs(list(model_paths), last or 0))
+    refuse_overwriting([("-o", output)], [("CHECKPOINT", str(path)) for path in found])
+    averaged = write_average(found, output).averaged
     log(f"averaged {len(averaged)} checkpoints ({averaged[0].name} to {averaged[-1].name}) into {output}")

@@ -27,7 +27,9 @@ def lexicon(model_path: str, data_bin: str, frequent: int, per_source: int, outp
     """Build the candidate lists of translate --shortlist from a corpus and store them in a checkpoint
     (training stores one already; this is for older checkpoints or other sizes)."""
     from ...checkpoint.lexicon import add_lexicon
+    from ...core.files import refuse_overwriting
 
+    refuse_overwriting([("-o", output)], [("--data", data_bin)])  # the checkpoint itself it may update
     made = add_lexicon(model_path, data_bin, output or model_path, frequent, per_source)
     whole = f" (every target word: --frequent {frequent:,} passes the vocabulary)" if made.frequent < frequent else ""
     log(f"{output or model_path}: lexicon of {made.frequent:,} frequent words and {per_source} per source word{whole}")

@@ -78,7 +78,8 @@ Examples:
 @click.option(
     "--unk-dict",
     type=click.Path(dir_okay=False),
-    help="With --replace-unk: 'source target' lines to translate the copied word.",
+    help="With --replace-unk: 'source target' lines to translate the copied word (a third column, a number, "
+    "is allowed and not read).",
 )
 @_outputs
 @options.option(TranslateOptions, "token_scores", note="Written in --output-format jsonl.")

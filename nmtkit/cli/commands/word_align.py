@@ -47,9 +47,14 @@ def word_align(source_lang: str, target_lang: str, train: str, align_suffix: str
     'train --guided-alignment-weight'. eflomal: pip install '.[align]' in nmtkit's checkout."""
     options.refuse_two_spellings(click.get_current_context())
     from ...align.statistical import word_align as run
+    from ...core.files import refuse_overwriting
 
     if not align_suffix or "/" in align_suffix:  # ../x would write beside another directory's files
         raise UserError(f"--align-suffix '{align_suffix}': a file name's suffix, without '/' (links)")
     out = Path(f"{train}.{align_suffix}")
+    # preprocess's line map (PREFIX.lines) too: binarizing reads it
+    refuse_overwriting(
+        [("--align-suffix", str(out))], [("--train", f"{train}.{x}") for x in (source_lang, target_lang, "lines")]
+    )
     done = run(Path(f"{train}.{source_lang}"), Path(f"{train}.{target_lang}"), out, symmetrize)
     log(f"{out}: {done['links']:,} links over {done['pairs']:,} pairs ({symmetrize}) in {done['seconds']:.0f} s")

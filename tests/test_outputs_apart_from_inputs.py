@@ -1,0 +1,87 @@
+"""An output never replaces an input, and options that cannot go together are refused, in one line
+with status 2: what a user-error audit of every command found exiting 0 over its own inputs, or
+with a traceback."""
+
+import shutil
+from dataclasses import replace
+
+import pytest
+from click.testing import CliRunner
+
+from nmtkit.cli import main
+from tests.conftest import EN, FR, TINY_ADAM
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def refused(r, said):
+    assert r.exit_code == 2 and said in r.output and r.output.count("\n") == 1, r.output
+
+
+def test_align_lexicon_and_word_align_refuse_to_write_over_what_they_read(overfit, tmp_path):
+    model = overfit / "run" / "last.pt"
+    source, target = tmp_path / "s.en", tmp_path / "s.fr"
+    source.write_text(EN[0] + "\n", encoding="utf-8")
+    target.write_text(FR[0] + "\n", encoding="utf-8")
+    kept = {path: path.read_bytes() for path in (source, target, model)}
+    pair = ["-m", model, "--source", source, "--target", target]
+    for output, said in ((target, "the same file as --target"), (source, "as --source"), (model, "as -m")):
+        refused(invoke("align", *pair, "-o", output), said)
+    # a file of the corpus lexicon reads (the data-bin stands for each file in it)
+    data = tmp_path / "bin"
+    shutil.copytree(overfit / "bin-kept", data)
+    inside = next(data.glob("train.*.bin"))
+    kept[inside] = inside.read_bytes()
+    refused(invoke("lexicon", model, "--data", data, "-o", inside), f"the same file as --data {inside}")
+    # word-align's links over a side of the corpus, or over preprocess's line map
+    for suffix in ("en", "lines"):
+        refused(
+            invoke("word-align", "-s", "en", "-t", "fr", "--train", tmp_path / "s", "--align-suffix", suffix), "--train"
+        )
+    assert {path: path.read_bytes() for path in kept} == kept
+
+
+def test_options_that_cannot_go_together(overfit, tmp_path):
+    model = overfit / "run" / "last.pt"
+    source = tmp_path / "s.en"
+    source.write_text(EN[0] + "\n", encoding="utf-8")
+    # torch's int8 layers compute from float32: under bfloat16 autocast it was a traceback
+    refused(invoke("translate", "-m", model, source, "--int8", "--bf16"), "--int8 and --bf16: give one of them")
+    refused(invoke("translate", "-m", model, source, "--replace-unk", "--no-unk"), "which --no-unk never gives")
+    # a vocabulary given as BPE codes segmented every word into letters, with status 0
+    vocab = tmp_path / "vocab.en.txt"
+    vocab.write_text("<pad> 0\n<unk> 0\nthe 120\nGod 37\n", encoding="utf-8")
+    refused(invoke("tokenize", "-l", "en", source, "--bpe-codes", vocab), "a vocabulary ('unit count' lines)")
+    refused(invoke("translate", "-m", model, source, "--threads", 99999), "--threads")
+
+
+def test_a_run_is_not_saved_among_a_corpus_s_files_and_reverse_says_a_missing_text(corpus, tmp_path):
+    refused(
+        invoke("train", corpus, "--save-dir", corpus, *TINY_ADAM, "--max-updates", 1), "a binarized corpus is there"
+    )
+    assert not (corpus / "last.pt").exists()
+    gone = next(corpus.glob("valid.*.ref"))
+    gone.unlink()
+    refused(invoke("reverse", corpus, tmp_path / "reversed"), f"{gone}: missing, where the manifest names it")
+    assert not (tmp_path / "reversed").exists()
+
+
+@pytest.mark.parametrize("command", ["score", "align-plot"])
+def test_a_model_of_the_other_direction_is_named_so_not_an_ensemble_of_other_vocabularies(overfit, tmp_path, command):
+    from nmtkit import checkpoint
+
+    model = overfit / "run" / "last.pt"
+    other = checkpoint.load(model)
+    other.text = replace(other.text, langs={"src": "fr", "tgt": "en"})
+    checkpoint.save(tmp_path / "fr-en.pt", other)
+    source, target = tmp_path / "s.en", tmp_path / "s.fr"
+    source.write_text(EN[0] + "\n", encoding="utf-8")
+    target.write_text(FR[0] + "\n", encoding="utf-8")
+    models = ["-m", model, "-m", tmp_path / "fr-en.pt"]
+    if command == "score":
+        r = invoke("score", target, "-r", target, "--source", source, *models)
+    else:
+        r = invoke("align-plot", *models, "--source", source, "--target", target, "-n", 1, "-o", tmp_path / "a.png")
+    assert r.exit_code == 2 and "translates fr→en but" in r.output, r.output
