@@ -129,7 +129,8 @@ def test_sizes_are_held_to_the_command_lines_bounds_in_python_too():
 
 def test_weights_that_do_not_fit_the_model_are_refused(tmp_path):
     fake_checkpoint(tmp_path / "c.pt")
-    with pytest.raises(FormatError, match="do not fit the model"):
+    # the weight named, not torch's first line, which names only the model
+    with pytest.raises(FormatError, match=r"do not fit the model .*\((Missing key|Unexpected key|size mismatch)"):
         checkpoint.model_of(checkpoint.load(tmp_path / "c.pt"), tmp_path / "c.pt")
 
 

@@ -85,3 +85,28 @@ def test_a_model_of_the_other_direction_is_named_so_not_an_ensemble_of_other_voc
     else:
         r = invoke("align-plot", *models, "--source", source, "--target", target, "-n", 1, "-o", tmp_path / "a.png")
     assert r.exit_code == 2 and "translates fr→en but" in r.output, r.output
+
+
+def test_a_corpus_is_not_binarized_into_its_vocabulary_or_its_clean_text(corpus, tmp_path):
+    clean, vocab = tmp_path / "clean", tmp_path / "vocab"
+    kept = {path: path.read_bytes() for path in [*clean.iterdir(), *vocab.iterdir()]}
+    common = ["preprocess", "-s", "en", "-t", "fr", "--train", clean / "train", "--valid", clean / "valid"]
+    refused(invoke(*common, "--vocab", vocab, "-d", vocab), f"-d {vocab}: the directory of --vocab")
+    refused(invoke(*common, "--vocab", vocab, "-d", clean), f"-d {clean}: the directory of --train")
+    assert {path: path.read_bytes() for path in [*clean.iterdir(), *vocab.iterdir()]} == kept
+
+
+def test_score_of_a_split_refuses_the_options_of_hypotheses(overfit):
+    model, data = overfit / "run" / "last.pt", overfit / "bin-kept"
+    assert invoke("score", "-m", model, "--data", data).exit_code == 0
+    for extra in (["--by-length"], ["--source", data / "valid.en.ref"], ["--bootstrap", 100], ["--sentence-level"]):
+        refused(invoke("score", "-m", model, "--data", data, *extra), f"--{extra[0].lstrip('-')} needs hypotheses")
+
+
+def test_align_plot_warns_of_files_named_as_the_other_language(overfit, tmp_path):
+    (tmp_path / "s.fr").write_text(EN[0] + "\n", encoding="utf-8")  # the files swapped: named for the other side
+    (tmp_path / "s.en").write_text(FR[0] + "\n", encoding="utf-8")
+    model = overfit / "run" / "last.pt"
+    args = ["-m", model, "--source", tmp_path / "s.fr", "--target", tmp_path / "s.en", "-n", 1]
+    r = invoke("align-plot", *args, "-o", tmp_path / "a.png")
+    assert r.exit_code == 0 and r.output.count("is named as") == 2, r.output

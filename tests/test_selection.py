@@ -179,6 +179,25 @@ def test_a_selection_that_would_replace_its_general_corpus_is_refused(tmp_path):
     assert (tmp_path / "train.en").read_bytes() == before
 
 
+def test_a_corpus_given_twice_is_refused(tmp_path):
+    """--general g --general g kept each pair twice; --in-domain g --general g scored g against itself."""
+    from nmtkit.core.errors import UserError
+
+    ind, gen = _corpora(tmp_path, 50)
+    langs, cfg = ("en", "fr"), SelectConfig(keep_words=100)
+    for given, said in (([ind], [gen, gen]), ([gen], [gen])):
+        with pytest.raises(UserError, match=f"--general {gen}.en: given already, as --(general|in-domain) {gen}.en"):
+            select(
+                [Corpus.of(p, langs) for p in given],
+                [Corpus.of(p, langs) for p in said],
+                tmp_path / "out",
+                langs,
+                cfg,
+                1,
+            )
+    assert not (tmp_path / "out").exists()
+
+
 def test_workers_give_the_same_selection(tmp_path):
     ind, gen = _corpora(tmp_path, 200)
     langs = ("en", "fr")

@@ -267,8 +267,11 @@ def load_weights(
         if isinstance(model, Seq2Seq):
             model.tie_weights()  # assigned, tied parameters came back as two tensors
     except RuntimeError as err:
+        # torch's first line names only the model ("Error(s) in loading state_dict for RNNSearch:")
+        said = [line.strip() for line in str(err).splitlines() if line.strip()]
+        detail = said[1] if len(said) > 1 and said[0].startswith("Error(s) in loading") else said[0]
         raise FormatError(
-            f"{where}: the weights do not fit the model the checkpoint describes ({str(err).splitlines()[0][:160]})"
+            f"{where}: the weights do not fit the model the checkpoint describes ({detail[:200]})"
         ) from None
 
 
@@ -292,9 +295,14 @@ def _read(path: Path, lazy: bool = True) -> dict[str, Any]:
     try:
         raw = torch.load(path, map_location="cpu", weights_only=True, mmap=lazy)
     except pickle.UnpicklingError as err:
-        first = str(err).strip().splitlines()[0] if str(err).strip() else "unsupported object"
+        # torch's first lines tell how to load the file unsafely; the line that names the object is after them
+        said = [line.strip() for line in str(err).splitlines() if line.strip()] or ["unsupported object"]
+        named = next(
+            (line.split("error: ", 1)[1] for line in said if line.startswith("WeightsUnpickler error: ")), said[0]
+        )
+        named = named.split(" was not an allowed global")[0][:120]
         raise FormatError(
-            f"{path}: refused, the checkpoint holds objects other than tensors and plain values ({first[:120]})"
+            f"{path}: refused, the checkpoint holds objects other than tensors and plain values ({named})"
         ) from None
     except (RuntimeError, EOFError, zipfile.BadZipFile, OSError, ValueError, KeyError) as err:
         reason = str(err).splitlines()[0][:120] if str(err) else type(err).__name__

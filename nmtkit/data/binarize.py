@@ -95,6 +95,14 @@ def binarize_corpus(
     """The corpus of ``splits`` (prefixes of clean text) with the vocabularies of ``vocab_dir``;
     with ``align_suffix``, each split's word links PREFIX.SUFFIX (train's required, the others'
     where they exist) mapped onto subword units."""
+    inputs: dict[Path, str] = {}
+    for where, said in [
+        (vocab_dir, f"--vocab {vocab_dir}"),
+        *((Path(p).parent, f"--{n} {p}") for n, p in splits.items()),
+    ]:
+        inputs.setdefault(where.resolve(), said)
+    if out_dir.resolve() in inputs:  # its vocabularies, codes and line maps would be written over the input's
+        raise UserError(f"-d {out_dir}: the directory of {inputs[out_dir.resolve()]}; give the corpus one of its own")
     vdir = VocabDir(vocab_dir)
     vdir.require(langs)
     vocabs = [vdir.vocabs[lang] for lang in langs]

@@ -19,6 +19,7 @@ write) in chunks that worker processes score in parallel.
 from __future__ import annotations
 
 import json
+import os
 import random
 import time
 from collections import Counter
@@ -294,6 +295,18 @@ def write_selection(
     return kept, words_kept
 
 
+def _refuse_given_twice(in_domain: list[Corpus], general: list[Corpus]) -> None:
+    """One line for a corpus given twice: as --general, its pairs were kept twice; as both kinds,
+    it scored against itself."""
+    seen: dict[str, str] = {}
+    for flag, corpora in (("--in-domain", in_domain), ("--general", general)):
+        for c in corpora:
+            key = os.path.realpath(c.src)
+            if key in seen:
+                raise UserError(f"{flag} {c.src}: given already, as {seen[key]}: give each corpus once")
+            seen[key] = f"{flag} {c.src}"
+
+
 def select(
     in_domain: list[Corpus],
     general: list[Corpus],
@@ -307,6 +320,7 @@ def select(
         check_language(lang)
     if langs[0] == langs[1]:
         raise UserError(f"source and target language are both '{langs[0]}'")
+    _refuse_given_twice(in_domain, general)
     refuse_overwriting(
         [("-d", str(out_dir / f"train.{lang}")) for lang in langs],
         [

@@ -143,6 +143,8 @@ def from_model(
         raise UserError(f"{source}: line {next(n for n in lines if not src[n - 1].strip())} is empty")
     translator = Translator.from_checkpoints(list(model_paths), runtime)
     translator.require_attention("align-plot -m", model_paths[0])
+    warn_named_otherwise(source, "src", model_paths[0])
+    warn_named_otherwise(target, "tgt", model_paths[0])
     forced = translator.force([src[n - 1] for n in lines], [tgt[n - 1] for n in lines], tokenized)
     return [
         Heatmap(

@@ -187,11 +187,29 @@ def score(
     NLL and perplexity of a checkpoint."""
     as_json = output_format == "json"
     _check_inputs(hypotheses, refs, data_bin, plot_path, by_length)
+    if not hypotheses:  # -m --data alone: the split's NLL, which these would not change
+        _no_analysis(
+            "-m --data scores the split's references",
+            "hypotheses (HYPOTHESES -r REF)",
+            by_length=by_length,
+            no_unk_vocab=no_unk,
+            bootstrap=bootstrap,
+            source=source,
+            sentence_level=sentence_level,
+        )
     refuse_two_on_stdin([*(("HYPOTHESES", h) for h in hypotheses), *(("-r", r) for r in refs), ("--source", source)])
     metrics = Metrics(split_names(metric_values) or None, tokenize, lowercase, chrf_word_order)
     _refuse_idle(metrics, tokenized, lang, by_length, bool(no_unk or bootstrap), bucket_width, data_bin, split)
     if sentence_level:
-        _no_analysis(by_length=by_length, no_unk_vocab=no_unk, bootstrap=bootstrap, model=model_paths, data=data_bin)
+        _no_analysis(
+            "--sentence-level scores sentences",
+            "the corpus",
+            by_length=by_length,
+            no_unk_vocab=no_unk,
+            bootstrap=bootstrap,
+            model=model_paths,
+            data=data_bin,
+        )
         click.echo(_sentence_level(hypotheses, refs, names, rules_named(clean), tokenized, lang, metrics, as_json))
         return
     run = options.runtime_config(runtime)
@@ -269,11 +287,13 @@ def _refuse_idle(
         raise UserError("--split is the split of --data that -m scores: add --data, or leave --split out")
 
 
-def _no_analysis(**given: Any) -> None:
-    """--sentence-level prints sentences only: refuse the corpus analyses rather than drop them."""
+def _no_analysis(what: str, needs: str, **given: Any) -> None:
+    """Refuse the options of what this score does not compute (``what`` it does, and what they
+    need) rather than drop them: the corpus analyses under --sentence-level, the hypotheses' under
+    -m --data alone."""
     on = [name.replace("_", "-") for name, value in given.items() if value]
     if on:
-        raise UserError(f"--sentence-level scores sentences; --{on[0]} needs the corpus: drop one")
+        raise UserError(f"{what}; --{on[0]} needs {needs}: drop one")
 
 
 def _sentence_level(
