@@ -110,3 +110,12 @@ def test_align_plot_warns_of_files_named_as_the_other_language(overfit, tmp_path
     args = ["-m", model, "--source", tmp_path / "s.fr", "--target", tmp_path / "s.en", "-n", 1]
     r = invoke("align-plot", *args, "-o", tmp_path / "a.png")
     assert r.exit_code == 0 and r.output.count("is named as") == 2, r.output
+
+
+def test_an_alignment_file_without_sentences_says_so(tmp_path):
+    import json
+
+    from nmtkit.align.files import ALIGNMENT_FORMAT
+
+    (tmp_path / "a.json").write_text(json.dumps({"format": ALIGNMENT_FORMAT}) + "\n", encoding="utf-8")
+    refused(invoke("align-plot", tmp_path / "a.json", "-n", 1, "-o", tmp_path / "a.png"), "it holds no sentence")

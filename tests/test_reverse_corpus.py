@@ -72,6 +72,8 @@ def test_the_reverse_command_writes_the_corpus_whole_or_not_at_all(raw, tmp_path
     for r in (reverse(tmp_path / "fwd", tmp_path / "bwd"), reverse(tmp_path / "none", tmp_path / "out")):
         assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1, r.output  # not empty; no corpus
     assert not (tmp_path / "out").exists()
+    r = reverse(tmp_path / "fwd", tmp_path / "fwd" / "bwd")  # nested in its own input, exit 0
+    assert r.exit_code == 2 and "inside" in r.output and not (tmp_path / "fwd" / "bwd").exists(), r.output
     assert [p.name for p in tmp_path.iterdir() if ".staging-" in p.name] == []
 
 

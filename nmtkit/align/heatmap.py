@@ -93,7 +93,8 @@ def from_alignment_file(path: str | Path, lines: Sequence[int]) -> list[Heatmap]
     records = read_alignments(path)
     missing = [n for n in lines if n not in records]
     if missing:
-        raise UserError(f"{path}: has no sentence {missing[0]} (it holds lines 1-{max(records, default=0)})")
+        held = f"it holds lines 1-{max(records)}" if records else "it holds no sentence"
+        raise UserError(f"{path}: has no sentence {missing[0]} ({held})")
     maps = []
     for n in lines:
         source, target, alignment, score = (records[n].get(k) for k in ("source", "target", "alignment", "score"))

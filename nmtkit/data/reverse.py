@@ -36,6 +36,8 @@ def reverse_corpus(corpus_dir: str | Path, out_dir: str | Path) -> Corpus:
     corpus, out = Corpus(corpus_dir), Path(out_dir)
     if out.exists() and any(out.iterdir()):
         raise UserError(f"{out}: not empty; the reversed corpus needs a directory of its own")
+    if out.resolve().is_relative_to(corpus.path.resolve()):  # a corpus inside the corpus it reverses
+        raise UserError(f"{out}: inside {corpus.path}; the reversed corpus needs a directory of its own")
     corpus.check()  # a file missing or cut is said before anything is written, and not passed on
     with Staging(out) as stage:
         _write_reversed(corpus, stage.dir)
