@@ -109,6 +109,11 @@ def test_info_says_the_rate_schedule_and_the_dropouts(overfit):
         format_info(info)
     )
     assert "max fertility 3;" in format_info(info)
+    # a field that is no setting (train derives Luong's max_src from --max-len) is not said as one
+    from nmtkit.models.config import LuongConfig
+
+    said = format_info(info | {"model": LuongConfig(max_src=51, window=5).to_dict()})
+    assert "D = 5" in said and "max src" not in said
     info["training"] |= {"warmup": 0, "lr_decay": "none", "decay_after": 5}
     assert "lr 0.02 (× 0.5 each epoch after 5), batch" in format_info(info)
 

@@ -548,8 +548,8 @@ SLOW_SERVER = """
 import signal
 import sys
 import time
-if sys.argv[1] == "ignored":  # as a background job of a script finds it (and a suite run as one)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+# ignored, as a background job of a script finds it; else Python's own, whatever this suite inherited
+signal.signal(signal.SIGINT, signal.SIG_IGN if sys.argv[1] == "ignored" else signal.default_int_handler)
 from tests.test_serve import _SlowTranslator
 from nmtkit.serve.app import create_app, listening, run_server
 from nmtkit.serve.settings import ServerConfig

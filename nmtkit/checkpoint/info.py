@@ -9,10 +9,12 @@ command that made one.
 from __future__ import annotations
 
 import math
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 from .. import checkpoint
+from ..core.settings import declared_names, sub_config
 from ..models.config import FAMILIES
 
 
@@ -112,11 +114,13 @@ _SAID = {
 
 
 def _others(m: dict[str, Any]) -> list[str]:
-    """The model's other settings where they differ from their family's defaults, as their option
-    and value (``readout next``): a setting added to a family is said with no change here."""
+    """The model's other settings where they differ from their family's defaults, by name and value
+    (``readout next``): a setting added to a family is said with no change here. Fields that are no
+    setting (the vocabularies' sizes, Luong's ``max_src``, which train derives) are left out."""
     family = FAMILIES.get(m["arch"])
     if family is None:
         return []
+    settings = {n for cls in (family, *filter(None, map(sub_config, fields(family)))) for n in declared_names(cls)}
     default, flat = family().to_dict(), []
     for key, value in m.items():
         if isinstance(value, dict):  # a sub-config (RNNsearch's coverage): its fields are flags of their own
@@ -126,7 +130,7 @@ def _others(m: dict[str, Any]) -> list[str]:
     return [
         f"{key.replace('_', ' ')} {value:g}" if isinstance(value, float) else f"{key.replace('_', ' ')} {value}"
         for key, value, usual in flat
-        if key not in _SAID and value != usual
+        if key in settings and key not in _SAID and value != usual
     ]
 
 

@@ -23,7 +23,7 @@ from ..align.words import WordAttention, word_attention
 from ..core.console import log
 from ..core.errors import UserError
 from ..core.settings import RuntimeConfig, declared, flag_of
-from .translator import Forced, Translation, Translator
+from .translator import Forced, Translation, Translator, ways_apart
 
 
 def directions(model_paths: Sequence[str]) -> tuple[list[str | Path], list[str | Path]]:
@@ -36,7 +36,7 @@ def directions(model_paths: Sequence[str]) -> tuple[list[str | Path], list[str |
     for path, lang in zip(model_paths, langs):
         if path not in forward + backward:
             raise UserError(
-                f"{path} translates {lang['src']}→{lang['tgt']} but {model_paths[0]} {way[0]}→{way[1]}: "
+                f"{ways_apart(path, lang, model_paths[0], langs[0])}: "
                 "give the models of one direction, or of both directions of one language pair"
             )
     return forward, backward

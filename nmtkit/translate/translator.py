@@ -134,6 +134,11 @@ class PrefixLines:
             raise UserError("--prefix has more lines than the input")
 
 
+def ways_apart(path: str | Path, langs: dict[str, str], first_path: str | Path, first: dict[str, str]) -> str:
+    """The start of the line that refuses a model of another direction than the first's."""
+    return f"{path} translates {langs['src']}→{langs['tgt']} but {first_path} {first['src']}→{first['tgt']}"
+
+
 def load_models(
     paths: list[str | Path], device: torch.device, int8: bool = False
 ) -> tuple[Seq2Seq, Sides, Lexicon | None]:
@@ -149,10 +154,7 @@ def load_models(
         langs = ckpt.text.langs
         first = first or langs
         if (langs["src"], langs["tgt"]) != (first["src"], first["tgt"]):
-            raise UserError(
-                f"{path} translates {langs['src']}→{langs['tgt']} but {paths[0]} {first['src']}→{first['tgt']}: "
-                "an ensemble is of models of one direction"
-            )
+            raise UserError(f"{ways_apart(path, langs, paths[0], first)}: an ensemble is of models of one direction")
         if sides is not None and these.signature() != sides.signature():
             raise UserError(
                 f"{path}: cannot ensemble with {paths[0]}: their vocabularies, text settings or BPE codes differ"
