@@ -496,3 +496,13 @@ def test_a_corpus_that_makes_no_minibatch_is_one_line_before_any_work(data_bin, 
         )
         assert r.exit_code == 2 and said in r.output and "Traceback" not in r.output, r.output
         assert not (tmp_path / "r" / "last.pt").exists()
+
+
+def test_a_run_that_stops_inside_its_warmup_says_so_at_its_end(data_bin, tmp_path):
+    """A short --max-minutes with --schedule cpu's warm-up of 50 gave a model that never trained at
+    its rate, and said nothing: here the budget is epochs, which no warning at the start weighs."""
+    args = ["train", str(data_bin), "--preset", "tiny", "--no-valid-bleu", "--best-by", "nll"]
+    r = CliRunner().invoke(main, [*args, "--save-dir", str(tmp_path / "r"), "--max-epochs", "1", "--warmup", "500"])
+    assert r.exit_code == 0 and r.output.count("inside --warmup 500: its learning rate never reached") == 1, r.output
+    r = CliRunner().invoke(main, [*args, "--save-dir", str(tmp_path / "s"), "--max-epochs", "1"])
+    assert r.exit_code == 0 and "inside --warmup" not in r.output, r.output

@@ -264,6 +264,17 @@ SCHEDULES: dict[str, Schedule] = {
 DEFAULT_SCHEDULE = "appendix-b"  # the paper's
 
 
+def ended_in_warmup(cfg: TrainConfig, step: int) -> str | None:
+    """A warning where a run stopped inside its warm-up (a short --max-minutes, before any model
+    that learned much), unless :func:`warmup_outlasts` said so at its start."""
+    if step < cfg.warmup and warmup_outlasts(cfg) is None:
+        return (
+            f"warning: the run stopped at update {step:,}, inside --warmup {cfg.warmup:,}: its learning rate never "
+            f"reached --lr {cfg.lr:g}; give it more time, or a shorter --warmup"
+        )
+    return None
+
+
 def warmup_outlasts(cfg: TrainConfig) -> str | None:
     """A warning where the warm-up takes the whole budget (not refused: a test run may mean it)."""
     if cfg.lr_decay in BUDGETED and cfg.max_updates and cfg.warmup >= cfg.max_updates:

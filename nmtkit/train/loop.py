@@ -44,7 +44,7 @@ from ..core.settings import RuntimeConfig
 from ..models.config import ModelConfig
 from ..models.fused import use_fused
 from . import board, runlog
-from .config import BUDGETED, TrainConfig, check_run, warmup_outlasts
+from .config import BUDGETED, TrainConfig, check_run, ended_in_warmup, warmup_outlasts
 from .graphs import updater
 from .optimizer import rate_of
 from .pace import Pace, describe_batches, stopping_rule
@@ -128,6 +128,8 @@ def train(
                     f"epoch {state.batches.epoch + 1}"
                 )
             progress, stopped_by = run(state, tensorboard, on_stop=lock.stopping)
+            if says and not stopped_by and (late := ended_in_warmup(state.cfg, progress.step)):
+                log(late)
         ended_well = True
     finally:
         lock.release()
