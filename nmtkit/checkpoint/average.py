@@ -17,13 +17,14 @@ from pathlib import Path
 from .. import checkpoint
 from ..core.errors import UserError
 from . import Averaged, Checkpoint, TrainingState
+from .file import not_finite
 
 
 def average(paths: list[str | Path]) -> Checkpoint:
     if len(paths) < 2:
         raise UserError("give at least two checkpoints to average")
     first = checkpoint.load(paths[0])
-    _check_weights(first, paths[0], first, paths[0])
+    _refuse_not_finite(first, paths[0])
     total = {k: v.double() for k, v in first.weights.items()}
     read = [first]
     for path in paths[1:]:
@@ -34,7 +35,8 @@ def average(paths: list[str | Path]) -> Checkpoint:
             raise UserError(f"{path}: another model than {paths[0]} (differs in {', '.join(diff)})")
         if ckpt.text != first.text:
             raise UserError(f"{path}: other vocabularies or text settings than {paths[0]}")
-        _check_weights(ckpt, path, first, paths[0])
+        _refuse_other_shapes(ckpt, path, first, paths[0])
+        _refuse_not_finite(ckpt, path)
         for k, v in ckpt.weights.items():
             total[k] += v.double()
         read.append(ckpt)
@@ -57,9 +59,9 @@ def average(paths: list[str | Path]) -> Checkpoint:
     )
 
 
-def _check_weights(ckpt: Checkpoint, path: str | Path, first: Checkpoint, first_path: str | Path) -> None:
-    """Refuse, naming the weight, a file whose weights are not the first's names and shapes, or
-    not finite: the mean would fail, or be as damaged as they are, where translate refuses it."""
+def _refuse_other_shapes(ckpt: Checkpoint, path: str | Path, first: Checkpoint, first_path: str | Path) -> None:
+    """Refuse, naming the weight, a file whose weights are not the first's names and shapes (a
+    damaged file): the mean would fail with a traceback."""
     theirs = {k: tuple(v.shape) for k, v in ckpt.weights.items()}
     ours = {k: tuple(v.shape) for k, v in first.weights.items()}
     if theirs != ours:
@@ -68,8 +70,12 @@ def _check_weights(ckpt: Checkpoint, path: str | Path, first: Checkpoint, first_
             f"{path}: weight {k} is {_shape(theirs.get(k))} where {first_path} has {_shape(ours.get(k))} "
             "(a damaged file)"
         )
-    bad = next((k for k, v in ckpt.weights.items() if v.is_floating_point() and not bool(v.isfinite().all())), None)
-    if bad is not None:
+
+
+def _refuse_not_finite(ckpt: Checkpoint, path: str | Path) -> None:
+    """Refuse, naming the weight, a file with a weight that is not finite: the mean would be as
+    damaged, and translate refuses it."""
+    if (bad := not_finite(ckpt)) is not None:
         raise UserError(f"{path}: weight {bad} is not finite (a damaged file, or a run that diverged)")
 
 

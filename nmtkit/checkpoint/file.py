@@ -248,6 +248,12 @@ def load(path: str | Path, lazy: bool = True) -> Checkpoint:
         raise FormatError(f"{path}: not a complete nmtkit checkpoint ({err})") from None
 
 
+def not_finite(ckpt: Checkpoint) -> str | None:
+    """The name of the first weight that holds NaN or infinite values (a damaged file, or a run
+    that diverged), if any."""
+    return next((k for k, w in ckpt.weights.items() if w.is_floating_point() and not bool(w.isfinite().all())), None)
+
+
 def load_weights(
     model: torch.nn.Module, ckpt: Checkpoint, where: str | Path, assign: bool = False, new: str | None = None
 ) -> None:
@@ -255,8 +261,7 @@ def load_weights(
     they do not fit it. ``assign``: the model's parameters become the checkpoint's tensors
     (mapped from the file by a lazy load) instead of copies of them: one copy in memory.
     ``new``: the prefix of parameters the checkpoint does not hold, which keep their values."""
-    broken = next((k for k, w in ckpt.weights.items() if w.is_floating_point() and not bool(w.isfinite().all())), None)
-    if broken is not None:  # the search would never see a hypothesis end
+    if (broken := not_finite(ckpt)) is not None:  # the search would never see a hypothesis end
         raise FormatError(f"{where}: the weight {broken} holds NaN or infinite values (a damaged file)")
     try:
         found = model.load_state_dict(ckpt.weights, assign=assign, strict=new is None)
