@@ -151,6 +151,22 @@ def overfit(tmp_path_factory):
     return tmp
 
 
+@pytest.fixture(scope="session")
+def backward(overfit, tmp_path_factory):
+    """A French→English model of the overfit model's corpus, trained briefly: its links need not
+    be good, only of the other direction."""
+    from nmtkit.data.reverse import reverse_corpus
+    from nmtkit.models.config import model_config
+    from nmtkit.train.config import TrainConfig
+    from nmtkit.train.loop import train
+
+    tmp = tmp_path_factory.mktemp("backward")
+    reverse_corpus(overfit / "bin-kept", tmp / "bin")
+    config = TrainConfig(optimizer="adam", lr=0.02, batch_size=6, pool=1, max_updates=40, valid_every=1000, threads=1)
+    train(tmp / "bin", tmp / "run", model_config(**TINY_RNNSEARCH), config)
+    return tmp / "run" / "last.pt"
+
+
 @pytest.fixture
 def deterministic():
     """Deterministic kernels for a test that compares runs bit for bit (atomics in CUDA's

@@ -16,7 +16,6 @@ from nmtkit.align.links import read_pharaoh
 from nmtkit.align.settings import LINK_THRESHOLD, LinkConfig
 from nmtkit.cli import main
 from nmtkit.core.settings import RuntimeConfig
-from nmtkit.data.reverse import reverse_corpus
 from nmtkit.text.tokenize import MosesText
 from nmtkit.translate import forced
 from nmtkit.translate.both_ways import BothWays
@@ -24,22 +23,7 @@ from nmtkit.translate.forced import align_file
 from nmtkit.translate.io import translate_file
 from nmtkit.translate.settings import TranslateOptions
 from nmtkit.translate.translator import Translator
-from tests.conftest import EN, FR, TINY_RNNSEARCH
-
-
-@pytest.fixture(scope="module")
-def backward(overfit, tmp_path_factory):
-    """A French→English model of the overfit model's corpus, trained briefly: its links need not
-    be good, only of the other direction."""
-    from nmtkit.models.config import model_config
-    from nmtkit.train.config import TrainConfig
-    from nmtkit.train.loop import train
-
-    tmp = tmp_path_factory.mktemp("backward")
-    reverse_corpus(overfit / "bin-kept", tmp / "bin")
-    config = TrainConfig(optimizer="adam", lr=0.02, batch_size=6, pool=1, max_updates=40, valid_every=1000, threads=1)
-    train(tmp / "bin", tmp / "run", model_config(**TINY_RNNSEARCH), config)
-    return tmp / "run" / "last.pt"
+from tests.conftest import EN, FR
 
 
 def test_both_directions_write_one_line_of_links_per_pair(overfit, backward, tmp_path):

@@ -340,7 +340,15 @@ def search_config(values: dict[str, Any]) -> SearchConfig:
     ``values``; refused in one line when they ask for more than the search can give."""
     nbest = max(values.pop("nbest"), 1)
     given = [name for name in SAMPLING_OPTIONS if typed(name)]
-    search = config_of(SearchConfig, values, nbest=nbest).check(("--nbest", "--beam"), given)
+    return _alpha_used(config_of(SearchConfig, values, nbest=nbest).check(("--nbest", "--beam"), given))
+
+
+def length_penalty(values: dict[str, Any]) -> SearchConfig:
+    """A search config of the options --length-penalty and --alpha alone, taken out of ``values``."""
+    return _alpha_used(config_of(SearchConfig, values))
+
+
+def _alpha_used(search: SearchConfig) -> SearchConfig:
     # here, not in check(): a server's --alpha stands beside a request's other length penalty
     if (search.alpha != SearchConfig.alpha or typed("alpha")) and search.length_penalty not in ("power", "gnmt"):
         raise UserError(f"--alpha is the exponent of --length-penalty power and gnmt, not {search.length_penalty}")

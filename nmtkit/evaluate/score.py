@@ -311,7 +311,7 @@ def hypothesis_nll(
     from ..translate.translator import Translator  # here only: scoring text alone never loads torch
 
     translator = Translator.from_checkpoints(list(model_paths), runtime)
-    return [-f.score for f in translator.force(sources, hyps, tokenized)]
+    return [-f.score for f in translator.force(sources, hyps, tokenized, aligned=False)]
 
 
 def read_sources(source: str | None, n: int, against: str, needs: dict[str, Any]) -> list[str] | None:

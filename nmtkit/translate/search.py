@@ -413,6 +413,11 @@ def force(model: Seq2Seq, enc: EncoderOut, tgt_out: torch.Tensor) -> tuple[torch
     return _walk(model, enc, tgt_out, False)[0], _each_aligned(model, enc, tgt_out)
 
 
+def log_probs(model: Seq2Seq, enc: EncoderOut, tgt_out: torch.Tensor) -> torch.Tensor:
+    """:func:`force`'s scores without its alignments (B,): the walk keeps no attention."""
+    return _walk(model, enc, tgt_out, False, aligned=False)[0]
+
+
 def alignment(model: Seq2Seq, enc: EncoderOut, tgt_out: torch.Tensor) -> torch.Tensor:
     """:func:`force`'s alignments without its scores: models with an alignment head read it in one
     teacher-forced pass, with no walk of the decoder over the vocabulary."""
@@ -437,10 +442,11 @@ def _alignment(model: Seq2Seq, enc: EncoderOut, tgt_out: torch.Tensor) -> torch.
 
 
 def _walk(
-    model: Seq2Seq, enc: EncoderOut, tgt_out: torch.Tensor, follows_input: bool
+    model: Seq2Seq, enc: EncoderOut, tgt_out: torch.Tensor, follows_input: bool, aligned: bool = True
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Scores along ``tgt_out`` and α aligned to its tokens: α of step t, or with
-    ``follows_input`` of step t + 1 (whose input is the token; one more step for </s>)."""
+    ``follows_input`` of step t + 1 (whose input is the token; one more step for </s>); not
+    ``aligned``: no α (None)."""
     B, T = tgt_out.shape
     state = model.init_state(enc)
     y = torch.full((B,), BOS, dtype=torch.long, device=tgt_out.device)
@@ -451,7 +457,7 @@ def _walk(
         if t < T:
             y = tgt_out[:, t]
             total += logp.gather(1, y.unsqueeze(1)).squeeze(1).masked_fill(y == PAD, 0.0)
-        if alpha is not None:
+        if alpha is not None and aligned:
             maps.append(alpha.float())
     return total, torch.stack(maps[follows_input:], 1) if maps else None
 

@@ -8,7 +8,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from ..core.errors import UserError
-from ..core.settings import Settings, setting
+from ..core.settings import Settings, checking, setting
 
 LENGTH_PENALTIES = ("none", "average", "power", "gnmt")
 OUTPUT_FORMATS = ("text", "jsonl")  # translate's: plain lines, or a JSON object per line
@@ -173,3 +173,27 @@ class TranslateOptions(Settings):
 
 # The options translate makes from TranslateOptions' declarations, in this order.
 BATCHING_OPTIONS = ("batch_size", "max_tokens", "tokenized", "max_length", "shortlist")
+
+
+@dataclass(frozen=True)
+class RescoreConfig(Settings):
+    """What ``nmtkit rescore`` writes of each given translation; its options are made from these
+    declarations and from the length penalty's in :class:`SearchConfig`, whose score it writes."""
+
+    penalty: SearchConfig = SearchConfig()  # its length_penalty and alpha: the score is ranked as the search ranks
+    backward: bool = setting(
+        False,
+        "The models translate the other way, from --target's language into --source's: score each source "
+        "given its translation (the channel model of noisy-channel reranking).",
+    )
+    feature: str = setting(
+        "F0",
+        "With --nbest-list: the name of the feature added to each hypothesis' features, as 'NAME= score' "
+        "(Marian's --n-best-feature).",
+        flag="--nbest-feature",
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if checking() and (not self.feature or any(c.isspace() or c in "|=" for c in self.feature)):
+            raise UserError(f"--nbest-feature '{self.feature}': a name without spaces, '|' or '=' (rescore adds '=')")

@@ -35,7 +35,7 @@ from ..models.base import EncoderOut, Seq2Seq
 from ..models.ensemble import Ensemble
 from ..models.int8 import quantize_int8
 from .sampling import sample
-from .search import alignment, aligns_as_it_searches, beam_search, force
+from .search import alignment, aligns_as_it_searches, beam_search, force, log_probs
 from .settings import TranslateOptions
 
 # Python's str.splitlines() breaks at these; an output line must never contain one.
@@ -397,9 +397,11 @@ class Translator:
         tokenized: bool = False,
         batch_size: int = 32,
         scored: bool = True,
+        aligned: bool = True,
     ) -> list[Forced]:
         """Score given translations (and get their attention) with the search's own decoder step.
-        Not ``scored``: their alignments alone (:func:`~.search.alignment`), each score NaN."""
+        Not ``scored``: their alignments alone (:func:`~.search.alignment`), each score NaN; not
+        ``aligned``: their scores alone, each attention empty (0 × 0)."""
         if isinstance(sources, str) or isinstance(targets, str):
             raise TypeError("Translator.force takes lists of lines, not one str: use [line]")
         if len(sources) != len(targets):
@@ -413,13 +415,20 @@ class Translator:
             tgt = pad([np.asarray(self.sides.tgt.ids(tgt_tok[i]), dtype=np.int64) for i in idx]).to(self.device)
             with torch.inference_mode(), self.runtime.autocast():
                 enc = self.model.encode(src, src != PAD)
-                if scored:
+                if not aligned:
+                    scores, maps = log_probs(self.model, enc, tgt), None
+                elif scored:
                     scores, maps = force(self.model, enc, tgt)
                 else:
                     scores, maps = torch.full((len(idx),), math.nan), alignment(self.model, enc, tgt)
+            values = scores.float().tolist()
             for row, i in enumerate(idx):
-                alpha = maps[row, : len(tgt_tok[i]) + 1, : len(src_tok[i]) + 1].float().cpu().numpy()
-                out[i] = Forced(src_tok[i], tgt_tok[i], float(scores[row]), alpha)
+                alpha = (
+                    np.zeros((0, 0), dtype=np.float32)
+                    if maps is None
+                    else maps[row, : len(tgt_tok[i]) + 1, : len(src_tok[i]) + 1].float().cpu().numpy()
+                )
+                out[i] = Forced(src_tok[i], tgt_tok[i], values[row], alpha)
         return [f for f in out if f is not None]
 
 

@@ -1,0 +1,152 @@
+"""nmtkit rescore: the models' log-probabilities of given translations, a score a line or added to
+n-best lines as a feature; the same scores translate gives its own outputs, an ensemble of one
+model twice scoring as the model, --backward as the other direction's model given the files
+swapped; a user's mistakes refused in one line, exit 2, nothing written."""
+
+import math
+
+import pytest
+from click.testing import CliRunner
+
+from nmtkit.cli import main
+from nmtkit.core.settings import RuntimeConfig
+from nmtkit.translate.rescore import read_nbest, rescore_file
+from nmtkit.translate.settings import RescoreConfig, SearchConfig
+from nmtkit.translate.translator import Translator
+from tests.conftest import EN, FR
+
+CPU = ["--device", "cpu", "--threads", "1"]
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def lines_of(path, text):
+    path.write_text("".join(f"{line}\n" for line in text), encoding="utf-8")
+    return path
+
+
+def test_an_nbest_list_gets_the_scores_translate_gave_it_as_a_feature(overfit, tmp_path):
+    model = overfit / "run" / "last.pt"
+    source = lines_of(tmp_path / "s.en", EN[:5])
+    nbest = tmp_path / "s.nbest"
+    # in Moses tokens: a detokenized output is not always tokenized back into the same tokens (the
+    # Moses tokenizer keeps the full stop of "fut. la" on its word, an abbreviation's)
+    tokens = ("--tokenized", *CPU)
+    done = run("translate", "-m", model, source, "--nbest", 3, "--beam", 3, "-o", nbest, "-q", *tokens)
+    assert done.exit_code == 0, done.output
+    done = run("rescore", "-m", model, "--source", source, "--nbest-list", nbest, "--nbest-feature", "R2", *tokens)
+    assert done.exit_code == 0, done.output
+    given = nbest.read_text(encoding="utf-8").splitlines()
+    out = done.stdout.splitlines()
+    assert len(out) == len(given) == 15
+    for before, after in zip(given, out):
+        i, text, log_p, total = before.split(" ||| ")
+        j, text2, features, total2 = after.split(" ||| ")
+        assert (j, text2, total2) == (i, text, total)
+        assert features.startswith(f"{log_p} R2= ")
+        assert float(features.split("R2= ")[1]) == pytest.approx(float(log_p), abs=2e-4)
+    assert "rescore: 15 pairs" in done.stderr
+
+
+def test_a_score_a_line_ranks_the_learned_translations_above_others_and_an_ensemble_of_one_model_agrees(
+    overfit, tmp_path
+):
+    model = str(overfit / "run" / "last.pt")
+    source = lines_of(tmp_path / "s.en", EN[:5])
+    right = lines_of(tmp_path / "right.fr", FR[:5])
+    wrong = lines_of(tmp_path / "wrong.fr", FR[1:5] + FR[:1])
+    cpu = RuntimeConfig(device="cpu", threads=1)
+    scores = {}
+    for name, target, models in (("right", right, [model]), ("wrong", wrong, [model]), ("twice", right, [model] * 2)):
+        out = tmp_path / f"{name}.scores"
+        done = rescore_file(models, str(source), str(target), output=str(out), runtime=cpu)
+        scores[name] = [float(x) for x in out.read_text(encoding="utf-8").splitlines()]
+        assert done.pairs == 5 and done.log_prob == pytest.approx(sum(scores[name]), abs=1e-3)
+    assert all(r > w for r, w in zip(scores["right"], scores["wrong"]))
+    assert all(-1.0 < r < 0 for r in scores["right"])  # learned by heart: each near log 1
+    assert scores["twice"] == pytest.approx(scores["right"], abs=1e-4)
+    translator = Translator.from_checkpoints([model], cpu)
+    units = [len(translator.sides.tgt.tokens(line)) + 1 for line in FR[:5]]
+    per_unit = tmp_path / "average.scores"
+    penalty = RescoreConfig(penalty=SearchConfig(length_penalty="average"))
+    done = rescore_file([model], str(source), str(right), output=str(per_unit), cfg=penalty, runtime=cpu)
+    assert done.units == sum(units)
+    assert done.perplexity == pytest.approx(math.exp(-sum(scores["right"]) / sum(units)), rel=1e-4)
+    averaged = [float(x) for x in per_unit.read_text(encoding="utf-8").splitlines()]
+    assert averaged == pytest.approx([s / n for s, n in zip(scores["right"], units)], abs=2e-4)
+
+
+def test_backward_scores_each_source_as_the_other_directions_model_does_given_the_files_swapped(
+    overfit, backward, tmp_path
+):
+    source, target = lines_of(tmp_path / "s.en", EN[:4]), lines_of(tmp_path / "s.fr", FR[:4])
+    swapped = run("rescore", "-m", backward, "--source", target, "--target", source, *CPU)
+    turned = run("rescore", "-m", backward, "--backward", "--source", source, "--target", target, *CPU)
+    assert swapped.exit_code == turned.exit_code == 0, swapped.output + turned.output
+    assert turned.stdout == swapped.stdout and len(turned.stdout.splitlines()) == 4
+    assert "warning" not in turned.stderr + swapped.stderr
+    unturned = run("rescore", "-m", backward, "--source", source, "--target", target, *CPU)
+    assert unturned.exit_code == 0 and "the other direction's model, or the files swapped?" in unturned.stderr
+    both = run("rescore", "-m", overfit / "run" / "last.pt", "-m", backward, "--source", source, "--target", target)
+    assert both.exit_code == 2 and both.stderr.count("\n") == 1 and "--backward" in both.stderr, both.stderr
+
+
+@pytest.mark.parametrize(
+    ("nbest", "says"),
+    [
+        ("0 ||| a b\n", "line 1 is no Moses n-best line"),
+        ("0 ||| a ||| -1 ||| -1\n-1 ||| a ||| -1 ||| -1\n", "line 2 starts with '-1', not a line number"),
+        ("0 ||| a ||| -1 ||| -1\n2 ||| a ||| -1 ||| -1\n", "line 2 is of source line 2 (from 0), but "),
+    ],
+)
+def test_a_malformed_nbest_list_is_refused_in_one_line(overfit, tmp_path, nbest, says):
+    source = lines_of(tmp_path / "s.en", EN[:2])
+    (tmp_path / "n.nbest").write_text(nbest, encoding="utf-8")
+    out = tmp_path / "out"
+    done = run(
+        "rescore",
+        "-m",
+        overfit / "run" / "last.pt",
+        "--source",
+        source,
+        "--nbest-list",
+        tmp_path / "n.nbest",
+        "-o",
+        out,
+    )
+    assert done.exit_code == 2 and done.stderr.count("\n") == 1 and says in done.stderr, done.stderr
+    assert not out.exists()
+
+
+def test_an_nbest_line_keeps_its_fields_and_gets_the_feature_after_its_own(tmp_path):
+    path = tmp_path / "n.nbest"
+    path.write_text("1 |||  ||| ||| -3.5\n0 ||| a  b ||| LM0= -2 ||| -2 ||| 0-0 1-1\n", encoding="utf-8")
+    empty, full = read_nbest(str(path), 2, "s.en")
+    assert (empty.index, empty.text, empty.with_feature("F0", -1.23456)) == (1, "", "1 |||  ||| F0= -1.2346 ||| -3.5")
+    assert full.with_feature("F0", 0.5) == "0 ||| a  b ||| LM0= -2 F0= 0.5000 ||| -2 ||| 0-0 1-1"
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        ((), "give one of them"),
+        (("--target", "{t}", "--nbest-list", "{t}"), "give one of them"),
+        (("--target", "{short}"), "has 3 lines but"),
+        (("--target", "{t}", "--nbest-feature", "R L"), "a name without spaces"),
+        (("--target", "{t}", "--nbest-feature", "F="), "a name without spaces"),
+        (("--target", "{t}", "--alpha", "1"), "--alpha is the exponent"),
+        (("--target", "{t}", "-o", "{t}"), "the same file as --target"),
+        (("--target", "{t}", "-o", "{m}"), "the same file as -m"),
+        (("--target", "-", "--source", "-"), "cannot both read stdin"),
+    ],
+)
+def test_a_users_mistake_is_one_line_and_exit_2(overfit, tmp_path, args, says):
+    model = overfit / "run" / "last.pt"
+    source = lines_of(tmp_path / "s.en", EN[:3])
+    paths = {"t": lines_of(tmp_path / "t.fr", FR[:3]), "short": lines_of(tmp_path / "short.fr", FR[:2]), "m": model}
+    before = {p: p.read_bytes() for p in (paths["t"], model)}
+    done = run("rescore", "-m", model, "--source", source, *(a.format(**paths) for a in args))
+    assert done.exit_code == 2 and done.stderr.count("\n") == 1 and says in done.stderr, done.stderr
+    assert {p: p.read_bytes() for p in before} == before
