@@ -150,3 +150,22 @@ def test_a_users_mistake_is_one_line_and_exit_2(overfit, tmp_path, args, says):
     done = run("rescore", "-m", model, "--source", source, *(a.format(**paths) for a in args))
     assert done.exit_code == 2 and done.stderr.count("\n") == 1 and says in done.stderr, done.stderr
     assert {p: p.read_bytes() for p in before} == before
+
+
+def test_the_clean_text_of_a_split_scores_as_its_binarized_corpus_does(overfit, backward, tmp_path):
+    """Two roads to one figure: the checkpoint's own text pipeline over Moses tokens (rescore
+    --tokenized) and the binarized split that training validates on (score -m --data). The
+    French→English model, briefly trained, so that the figure is not the overfit model's 0."""
+    from nmtkit.evaluate.nll import corpus_nll
+
+    en, fr = ((overfit / "clean" / f"valid.{lang}").read_text(encoding="utf-8").splitlines() for lang in ("en", "fr"))
+    pairs = [(f, e) for e, f in zip(en, fr) if e and f]  # the corpus leaves out a pair with an empty side
+    source = lines_of(tmp_path / "v.fr", [f for f, _ in pairs])
+    target = lines_of(tmp_path / "v.en", [e for _, e in pairs])
+    cpu = RuntimeConfig(device="cpu", threads=1)
+    out = str(tmp_path / "out")
+    done = rescore_file([str(backward)], str(source), str(target), output=out, tokenized=True, runtime=cpu)
+    corpus = corpus_nll(backward, backward.parent.parent / "bin", "valid", runtime=cpu)
+    assert (done.pairs, done.units) == (corpus["sentences"], corpus["tokens"]) and done.pairs >= 5
+    assert corpus["nll"] > 1  # a model still learning: the comparison means something
+    assert -done.log_prob / done.pairs == pytest.approx(corpus["nll"], rel=1e-4)

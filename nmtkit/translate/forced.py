@@ -79,17 +79,6 @@ def processes(workers: int, pairs: int, runtime: RuntimeConfig) -> int:
     return max(1, min(workers, math.ceil(pairs / CHUNK)))
 
 
-def spread(workers: int, pairs: int, runtime: RuntimeConfig) -> tuple[int, RuntimeConfig]:
-    """How many processes walk ``pairs`` pairs (:func:`processes`), and the runtime each has: the
-    cores shared out among several, where no thread count was asked for."""
-    n = processes(workers, pairs, runtime)
-    if n > 1 and not runtime.threads:
-        # a teacher-forced pass gains little from a second thread (72 s → 59 s for 4,000 pairs on
-        # two cores) and much from a second process: the cores are shared out, not oversubscribed
-        runtime = replace(runtime, threads=max(1, default_workers() // n))
-    return n, runtime
-
-
 def align_file(
     model_paths: list[str],
     source: str,
@@ -115,7 +104,12 @@ def align_file(
     for side in (forward, backward):  # here, before the models load in each process
         if side and not any(checkpoint.load(p).model.attends() for p in side):
             raise UserError(f"align reads the attention: {side[0]} has none")
-    n, runtime = spread(workers, len(sources), runtime or RuntimeConfig())
+    runtime = runtime or RuntimeConfig()
+    n = processes(workers, len(sources), runtime)
+    if n > 1 and not runtime.threads:
+        # a teacher-forced pass gains little from a second thread (72 s → 59 s for 4,000 pairs on
+        # two cores) and much from a second process: the cores are shared out, not oversubscribed
+        runtime = replace(runtime, threads=max(1, default_workers() // n))
     lines: list[str] = []
     try:
         with Workers(n, _load, (forward, backward, runtime, tokenized, links)) as pool, progress("pairs") as bar:

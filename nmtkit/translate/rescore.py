@@ -1,7 +1,7 @@
 """Log-probabilities of given translations under the models: ``nmtkit rescore``.
 
 The models walk each translation with the search's own decoder step (:func:`.search.log_probs`),
-so a translation's score is the one ``translate`` gave it. A parallel text gets a score per line,
+so that a translation ``translate`` wrote gets the score ``translate`` gave it. A parallel text gets a score per line,
 for filtering it (Marian's scorer, Sockeye's score); a Moses n-best list gets each hypothesis' score
 added to its features, for reranking it (Nematus' rescore). With ``backward``, models of the other
 direction score each source given its translation: the channel model of noisy-channel reranking.
@@ -14,7 +14,6 @@ import math
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import IO
 
 import torch
@@ -22,10 +21,10 @@ import torch
 from ..core.console import progress
 from ..core.errors import UserError
 from ..core.files import STDIO, atomic_write, display_name, read_lines, refuse_two_on_stdin
-from ..core.parallel import Workers, chunked
+from ..core.parallel import chunked
 from ..core.settings import RuntimeConfig
 from .both_ways import directions, warn_named_otherwise
-from .forced import CHUNK, spread
+from .forced import CHUNK
 from .search import ranking
 from .settings import RescoreConfig
 from .translator import Translator
@@ -108,19 +107,6 @@ class Scorer:
         return [(r, float(p), n) for r, p, n in zip(ranked, log_p.tolist(), units)]
 
 
-_scorer: Scorer | None = None  # this process's, set by _load
-
-
-def _load(models: list[str | Path], runtime: RuntimeConfig, tokenized: bool, cfg: RescoreConfig) -> None:
-    global _scorer
-    _scorer = Scorer(Translator.from_checkpoints(models, runtime), tokenized, cfg)
-
-
-def _score(pairs: list[tuple[str, str]]) -> list[tuple[float, float, int]]:
-    assert _scorer is not None, "_load runs first in every process"
-    return _scorer.scores(pairs)
-
-
 def _pairs(source: str, target: str | None, nbest: str | None) -> tuple[list[tuple[str, str]], list[NbestLine]]:
     """The (source, translation) pairs to score, and the n-best lines they come from (none for
     ``target``'s)."""
@@ -144,12 +130,9 @@ def rescore_file(
     tokenized: bool = False,
     cfg: RescoreConfig = RescoreConfig(),
     runtime: RuntimeConfig | None = None,
-    workers: int = 1,
 ) -> Rescored:
     """``nmtkit rescore``: the score of each line of ``target`` given the same line of ``source``, a
-    line each; or ``nbest``'s lines, each with its score added as the feature ``cfg.feature``. On a
-    CPU, chunks of the pairs spread over ``workers`` processes."""
-    global _scorer
+    line each; or ``nbest``'s lines, each with its score added as the feature ``cfg.feature``."""
     given = nbest if target is None else target
     if given is None or None not in (target, nbest):
         raise UserError("rescore scores --target's translations or --nbest-list's: give one of them")
@@ -164,16 +147,15 @@ def rescore_file(
     sides = ("tgt", "src") if cfg.backward else ("src", "tgt")
     warn_named_otherwise(source, sides[0], forward[0])
     warn_named_otherwise(given, sides[1], forward[0])
-    n, runtime = spread(workers, len(pairs), runtime or RuntimeConfig())
+    # one process, with torch's threads: processes of a thread each, as align -j has, were no
+    # faster (docs/translating.md)
+    scorer = Scorer(Translator.from_checkpoints(forward, runtime), tokenized, cfg)
     scores: list[tuple[float, float, int]] = []
-    try:
-        with Workers(n, _load, (forward, runtime, tokenized, cfg)) as pool, progress("pairs") as bar:
-            task = bar.add_task("rescore", total=len(pairs))
-            for chunk in pool.map(_score, chunked(pairs, CHUNK)):
-                scores += chunk
-                bar.advance(task, len(chunk))
-    finally:
-        _scorer = None  # the models of an in-process run are not kept past it
+    with progress("pairs") as bar:
+        task = bar.add_task("rescore", total=len(pairs))
+        for chunk in chunked(pairs, CHUNK):
+            scores += scorer.scores(chunk)
+            bar.advance(task, len(chunk))
     if nbest is None:
         lines = [f"{ranked:.4f}" for ranked, _, _ in scores]
     else:

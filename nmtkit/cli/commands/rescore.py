@@ -47,7 +47,6 @@ Examples:
 @options.option(SearchConfig, "length_penalty", note="rescore writes the score so ranked: log p by default.")
 @options.option(SearchConfig, "alpha")
 @options.options_of(RescoreConfig, "backward", "feature")
-@options.workers
 @options.runtime
 @options.verbosity
 def rescore(
@@ -57,7 +56,6 @@ def rescore(
     nbest_list: str | None,
     output: str | None,
     tokenized: bool,
-    workers: int,
     **values: Any,
 ) -> None:
     """Score given translations: each one's log-probability under the models (the sum over its subword
@@ -74,5 +72,5 @@ def rescore(
     )
     cfg = options.config_of(RescoreConfig, values, penalty=options.length_penalty(values))
     runtime = options.runtime_config(values)
-    done = rescore_file(list(model_paths), source, target, nbest_list, output, tokenized, cfg, runtime, workers)
+    done = rescore_file(list(model_paths), source, target, nbest_list, output, tokenized, cfg, runtime)
     log(done.summary())
