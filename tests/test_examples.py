@@ -204,9 +204,11 @@ ROLES = {
             ("align", "target"),
             ("align-plot", "source"),
             ("align-plot", "target"),
+            ("rescore", "source"),
+            ("rescore", "target"),
         ]
     },
-    **{(c, "model_paths"): "checkpoint" for c in ("translate", "score", "align", "align-plot", "serve")},
+    **{(c, "model_paths"): "checkpoint" for c in ("translate", "score", "rescore", "align", "align-plot", "serve")},
     ("average", "model_paths"): "kept",  # checkpoints, or a run directory of kept validations
     ("lexicon", "model_path"): "checkpoint",
     ("train", "init_from"): "checkpoint",
@@ -219,6 +221,7 @@ ROLES = {
     ("score-align", "hypothesis"): "links",
     ("score-align", "gold"): "gold",  # gold: sure and possible links
     **{(c, "config"): "earlier" for c in main.commands},  # written by a line shown before
+    ("rescore", "nbest_list"): "earlier",  # translate --nbest's
     ("align-plot", "alignments"): "alignments",  # *.links: Pharaoh links; else translate --alignments
     ("info", "path"): "info",  # *.pt, runs/..., else a binarized corpus
 }

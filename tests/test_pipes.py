@@ -73,6 +73,7 @@ TO_STDOUT = {
         ("score few.fr -r few.fr", "true"),
     ],
     "score-align": [("score-align few.links -g gold.links", "true")],
+    "rescore": [("rescore -m {model} --source few.en --target few.fr --threads 1 -q", "true")],
     "info": [("info {model}", "true"), ("info {run}", "true"), ("info {bin}", "true")],
     "train": [("train {bin} --save-dir run --dump-config -", "true")],
 }

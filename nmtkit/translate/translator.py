@@ -399,7 +399,8 @@ class Translator:
         scored: bool = True,
         aligned: bool = True,
     ) -> list[Forced]:
-        """Score given translations (and get their attention) with the search's own decoder step.
+        """Score given translations (and get their attention) with the search's own decoder step,
+        ``batch_size`` sentences a batch on a CPU, :data:`GPU_MAX_TOKENS` source tokens on a GPU.
         Not ``scored``: their alignments alone (:func:`~.search.alignment`), each score NaN; not
         ``aligned``: their scores alone, each attention empty (0 × 0)."""
         if isinstance(sources, str) or isinstance(targets, str):
@@ -410,7 +411,7 @@ class Translator:
         tgt_tok = [self.sides.tgt.tokens(t, tokenized) for t in targets]
         out: list[Forced | None] = [None] * len(sources)
         lengths = [max(len(s), 1) for s in src_tok]
-        for idx in self._batches(lengths, batch_size):
+        for idx in self._batches(lengths, batch_size, None):  # a GPU's: by tokens, as translate's
             src = pad([np.asarray(self.sides.src.ids(src_tok[i]), dtype=np.int64) for i in idx]).to(self.device)
             tgt = pad([np.asarray(self.sides.tgt.ids(tgt_tok[i]), dtype=np.int64) for i in idx]).to(self.device)
             with torch.inference_mode(), self.runtime.autocast():
