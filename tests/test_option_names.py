@@ -45,6 +45,7 @@ SHARED = {
     "--output-format": "what stdout carries: text or JSON (json: one object; jsonl: one a line)",
     "--beam": "beam width",
     "--length-penalty": "how finished hypotheses are ranked",
+    "--token-scores": "each output unit's log-probability, in jsonl",
     "--alpha": "GNMT length penalty exponent",
     "--coverage-penalty": "Wu et al.'s coverage penalty",
     "--max-output-ratio": "search: output at most this times the source length, plus 10",

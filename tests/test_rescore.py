@@ -3,6 +3,7 @@ n-best lines as a feature; the same scores translate gives its own outputs, an e
 model twice scoring as the model, --backward as the other direction's model given the files
 swapped; a user's mistakes refused in one line, exit 2, nothing written."""
 
+import json
 import math
 
 import pytest
@@ -48,6 +49,27 @@ def test_an_nbest_list_gets_the_scores_translate_gave_it_as_a_feature(overfit, t
         assert features.startswith(f"{log_p} R2= ")
         assert float(features.split("R2= ")[1]) == pytest.approx(float(log_p), abs=2e-4)
     assert "rescore: 15 pairs" in done.stderr
+
+
+def test_json_lines_give_each_units_log_probability_as_translate_gives_its_own(overfit, tmp_path):
+    model = overfit / "run" / "last.pt"
+    source = lines_of(tmp_path / "s.en", EN[:4])
+    tokens = ("--tokenized", "--output-format", "jsonl", "--token-scores", *CPU)
+    done = run("translate", "-m", model, source, "--beam", 2, "-q", *tokens)
+    assert done.exit_code == 0, done.output
+    translated = [json.loads(line) for line in done.stdout.splitlines()]
+    target = lines_of(tmp_path / "t.fr", [t["text"] for t in translated])
+    done = run("rescore", "-m", model, "--source", source, "--target", target, "--length-penalty", "average", *tokens)
+    assert done.exit_code == 0, done.output
+    scored = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [s["line"] for s in scored] == [1, 2, 3, 4] and all("i" not in s for s in scored)
+    for t, s in zip(translated, scored):
+        assert s["tokens"] == t["tokens"] and s["units"] == len(t["tokens"]) + 1
+        assert s["token_scores"] == pytest.approx(t["token_scores"], abs=2e-4)
+        assert s["score"] == pytest.approx(t["score"], abs=2e-4)
+        assert s["ranking"] == pytest.approx(s["score"] / s["units"], abs=2e-4)
+    refused = run("rescore", "-m", model, "--source", source, "--target", target, "--token-scores")
+    assert refused.exit_code == 2 and "--output-format jsonl" in refused.stderr
 
 
 def test_a_score_a_line_ranks_the_learned_translations_above_others_and_an_ensemble_of_one_model_agrees(

@@ -10,11 +10,13 @@ direction score each source given its translation: the channel model of noisy-ch
 from __future__ import annotations
 
 import contextlib
+import itertools
+import json
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, Any
 
 import torch
 
@@ -25,6 +27,7 @@ from ..core.parallel import chunked
 from ..core.settings import RuntimeConfig
 from .both_ways import directions, warn_named_otherwise
 from .forced import CHUNK
+from .io import json_score
 from .search import ranking
 from .settings import RescoreConfig
 from .translator import Translator
@@ -88,6 +91,26 @@ class Rescored:
 
 
 @dataclass(frozen=True)
+class Scored:
+    """A translation's log-probability, its ranking under the length penalty, and its subword
+    units with each one's log-probability (``</s>``'s last)."""
+
+    score: float
+    ranking: float
+    tokens: list[str]
+    token_scores: list[float]
+
+    def record(self, line: int, cfg: RescoreConfig, nbest: NbestLine | None) -> dict[str, Any]:
+        """Its line of ``--output-format jsonl``: ``line`` counts the input's lines from 1, ``i``
+        is an n-best line's own number of its source line, from 0."""
+        record: dict[str, Any] = {"line": line, **({"i": nbest.index} if nbest else {})}
+        record |= {"score": json_score(self.score), "ranking": json_score(self.ranking), "units": len(self.tokens) + 1}
+        if cfg.token_scores:
+            record |= {"tokens": self.tokens, "token_scores": [json_score(x) for x in self.token_scores]}
+        return record
+
+
+@dataclass(frozen=True)
 class Scorer:
     """Models of one direction (an ensemble) that score given pairs as ``cfg`` says."""
 
@@ -95,16 +118,26 @@ class Scorer:
     tokenized: bool
     cfg: RescoreConfig
 
-    def scores(self, pairs: list[tuple[str, str]]) -> list[tuple[float, float, int]]:
-        """(score written, log p, units scored with </s>) of each (source, translation) pair."""
+    def scores(self, pairs: list[tuple[str, str]]) -> list[Scored]:
+        """The scores of each (source, translation) pair."""
         given, scored = [s for s, _ in pairs], [t for _, t in pairs]
         if self.cfg.backward:
             given, scored = scored, given
         forced = self.translator.force(given, scored, self.tokenized, aligned=False)
         log_p = torch.tensor([f.score for f in forced], dtype=torch.float64)
-        units = [len(f.target_tokens) + 1 for f in forced]
-        ranked = ranking(self.cfg.penalty, log_p, torch.tensor(units)).tolist()
-        return [(r, float(p), n) for r, p, n in zip(ranked, log_p.tolist(), units)]
+        units = torch.tensor([len(f.target_tokens) + 1 for f in forced])
+        ranked = ranking(self.cfg.penalty, log_p, units).tolist()
+        return [Scored(f.score, r, f.target_tokens, f.token_scores or []) for f, r in zip(forced, ranked)]
+
+
+def lines(scores: list[Scored], hypotheses: list[NbestLine], cfg: RescoreConfig) -> Iterator[str]:
+    """What rescore writes of each scored line: its ranking, its n-best line with the ranking added
+    as a feature, or its JSON object."""
+    for k, (s, h) in enumerate(itertools.zip_longest(scores, hypotheses), 1):
+        if cfg.jsonl:
+            yield json.dumps(s.record(k, cfg, h), ensure_ascii=False)
+        else:
+            yield f"{s.ranking:.4f}" if h is None else h.with_feature(cfg.feature, s.ranking)
 
 
 def _pairs(source: str, target: str | None, nbest: str | None) -> tuple[list[tuple[str, str]], list[NbestLine]]:
@@ -150,17 +183,13 @@ def rescore_file(
     # one process, with torch's threads: processes of a thread each, as align -j has, were no
     # faster (docs/translating.md)
     scorer = Scorer(Translator.from_checkpoints(forward, runtime), tokenized, cfg)
-    scores: list[tuple[float, float, int]] = []
+    scores: list[Scored] = []
     with progress("pairs") as bar:
         task = bar.add_task("rescore", total=len(pairs))
         for chunk in chunked(pairs, CHUNK):
             scores += scorer.scores(chunk)
             bar.advance(task, len(chunk))
-    if nbest is None:
-        lines = [f"{ranked:.4f}" for ranked, _, _ in scores]
-    else:
-        lines = [h.with_feature(cfg.feature, ranked) for h, (ranked, _, _) in zip(hypotheses, scores)]
     with contextlib.ExitStack() as stack:
         out: IO[str] = stack.enter_context(atomic_write(output)) if output and output != STDIO else sys.stdout
-        out.write("".join(line + "\n" for line in lines))
-    return Rescored(len(pairs), sum(units for _, _, units in scores), sum(p for _, p, _ in scores))
+        out.write("".join(line + "\n" for line in lines(scores, hypotheses, cfg)))
+    return Rescored(len(pairs), sum(len(s.tokens) + 1 for s in scores), sum(s.score for s in scores))

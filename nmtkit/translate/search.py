@@ -407,15 +407,17 @@ def force(model: Seq2Seq, enc: EncoderOut, tgt_out: torch.Tensor) -> tuple[torch
     as each model reads it (:meth:`~nmtkit.models.base.Seq2Seq.attention_follows_input`)."""
     members = _members(model)
     if len({m.attention_follows_input() for m in members}) == 1 and not any(m.has_alignment_head() for m in members):
-        total, maps = _walk(model, enc, tgt_out, model.attention_follows_input())
+        total, _, maps = _walk(model, enc, tgt_out, model.attention_follows_input())
         return total, _no_attention(enc, tgt_out) if maps is None else maps
     # members that read their alignments differently: align with each, average
     return _walk(model, enc, tgt_out, False)[0], _each_aligned(model, enc, tgt_out)
 
 
-def log_probs(model: Seq2Seq, enc: EncoderOut, tgt_out: torch.Tensor) -> torch.Tensor:
-    """:func:`force`'s scores without its alignments (B,): the walk keeps no attention."""
-    return _walk(model, enc, tgt_out, False, aligned=False)[0]
+def log_probs(model: Seq2Seq, enc: EncoderOut, tgt_out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`force`'s scores without its alignments: each sentence's (B,) and each of its tokens'
+    (B, Ty; 0 at padding); the walk keeps no attention."""
+    total, words, _ = _walk(model, enc, tgt_out, False, aligned=False)
+    return total, words
 
 
 def alignment(model: Seq2Seq, enc: EncoderOut, tgt_out: torch.Tensor) -> torch.Tensor:
@@ -438,28 +440,29 @@ def _alignment(model: Seq2Seq, enc: EncoderOut, tgt_out: torch.Tensor) -> torch.
     """One model's alignment of ``tgt_out``: its head's, else its attention's along a walk."""
     tgt_in = torch.cat([torch.full_like(tgt_out[:, :1], BOS), tgt_out[:, :-1]], 1)
     head = model.head_alignment(enc, tgt_in, tgt_out)
-    return head if head is not None else _walk(model, enc, tgt_out, model.attention_follows_input())[1]
+    return head if head is not None else _walk(model, enc, tgt_out, model.attention_follows_input())[2]
 
 
 def _walk(
     model: Seq2Seq, enc: EncoderOut, tgt_out: torch.Tensor, follows_input: bool, aligned: bool = True
-) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Scores along ``tgt_out`` and α aligned to its tokens: α of step t, or with
-    ``follows_input`` of step t + 1 (whose input is the token; one more step for </s>); not
-    ``aligned``: no α (None)."""
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """Scores along ``tgt_out``: each sentence's, summed word by word as the search sums them, and
+    each word's (B, Ty); and α aligned to its tokens: α of step t, or with ``follows_input`` of step
+    t + 1 (whose input is the token; one more step for </s>); not ``aligned``: no α (None)."""
     B, T = tgt_out.shape
     state = model.init_state(enc)
     y = torch.full((B,), BOS, dtype=torch.long, device=tgt_out.device)
     total = torch.zeros(B, device=tgt_out.device)
-    maps = []
+    words, maps = [], []
     for t in range(T + follows_input):
         logp, state, alpha = model.step(y, state, enc)
         if t < T:
             y = tgt_out[:, t]
-            total += logp.gather(1, y.unsqueeze(1)).squeeze(1).masked_fill(y == PAD, 0.0)
+            words.append(logp.gather(1, y.unsqueeze(1)).squeeze(1).masked_fill(y == PAD, 0.0))
+            total += words[-1]
         if alpha is not None and aligned:
             maps.append(alpha.float())
-    return total, torch.stack(maps[follows_input:], 1) if maps else None
+    return total, torch.stack(words, 1), torch.stack(maps[follows_input:], 1) if maps else None
 
 
 def _no_attention(enc: EncoderOut, tgt_out: torch.Tensor) -> torch.Tensor:

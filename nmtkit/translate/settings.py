@@ -192,8 +192,12 @@ class RescoreConfig(Settings):
         "(Marian's --n-best-feature).",
         flag="--nbest-feature",
     )
+    jsonl: bool = False  # a JSON object a line (--output-format jsonl) rather than plain lines
+    token_scores: bool = False  # with jsonl, each token's log-probability (TranslateOptions declares it)
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if checking() and (not self.feature or any(c.isspace() or c in "|=" for c in self.feature)):
             raise UserError(f"--nbest-feature '{self.feature}': a name without spaces, '|' or '=' (rescore adds '=')")
+        if checking() and self.token_scores and not self.jsonl:
+            raise UserError("--token-scores are written in --output-format jsonl; add that")

@@ -87,6 +87,7 @@ class Forced:
     target_tokens: list[str]
     score: float
     attention: np.ndarray  # (len(target_tokens) + 1, len(source_tokens) + 1)
+    token_scores: list[float] | None = None  # each target token's log-probability, </s>'s last
 
 
 def read_unk_dict(path: str | Path) -> dict[str, str]:
@@ -402,7 +403,7 @@ class Translator:
         """Score given translations (and get their attention) with the search's own decoder step,
         ``batch_size`` sentences a batch on a CPU, :data:`GPU_MAX_TOKENS` source tokens on a GPU.
         Not ``scored``: their alignments alone (:func:`~.search.alignment`), each score NaN; not
-        ``aligned``: their scores alone, each attention empty (0 × 0)."""
+        ``aligned``: their scores alone and each token's, each attention empty (0 × 0)."""
         if isinstance(sources, str) or isinstance(targets, str):
             raise TypeError("Translator.force takes lists of lines, not one str: use [line]")
         if len(sources) != len(targets):
@@ -416,20 +417,23 @@ class Translator:
             tgt = pad([np.asarray(self.sides.tgt.ids(tgt_tok[i]), dtype=np.int64) for i in idx]).to(self.device)
             with torch.inference_mode(), self.runtime.autocast():
                 enc = self.model.encode(src, src != PAD)
+                words = None
                 if not aligned:
-                    scores, maps = log_probs(self.model, enc, tgt), None
+                    (scores, words), maps = log_probs(self.model, enc, tgt), None
                 elif scored:
                     scores, maps = force(self.model, enc, tgt)
                 else:
                     scores, maps = torch.full((len(idx),), math.nan), alignment(self.model, enc, tgt)
             values = scores.float().tolist()
+            each = None if words is None else words.float().tolist()
             for row, i in enumerate(idx):
                 alpha = (
                     np.zeros((0, 0), dtype=np.float32)
                     if maps is None
                     else maps[row, : len(tgt_tok[i]) + 1, : len(src_tok[i]) + 1].float().cpu().numpy()
                 )
-                out[i] = Forced(src_tok[i], tgt_tok[i], values[row], alpha)
+                tokens = None if each is None else each[row][: len(tgt_tok[i]) + 1]
+                out[i] = Forced(src_tok[i], tgt_tok[i], values[row], alpha, tokens)
         return [f for f in out if f is not None]
 
 

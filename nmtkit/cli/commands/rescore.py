@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from ...core.command import Command
-from ...translate.settings import RescoreConfig, SearchConfig
+from ...translate.settings import OUTPUT_FORMATS, RescoreConfig, SearchConfig, TranslateOptions
 from .. import options
 from ..config_file import config_options
 
@@ -47,6 +47,14 @@ Examples:
 @options.option(SearchConfig, "length_penalty", note="rescore writes the score so ranked: log p by default.")
 @options.option(SearchConfig, "alpha")
 @options.options_of(RescoreConfig, "backward", "feature")
+@click.option(
+    "--output-format",
+    type=click.Choice(OUTPUT_FORMATS),
+    default=OUTPUT_FORMATS[0],
+    show_default=True,
+    help="jsonl: one JSON object a line with the score (log p), its ranking and the units scored.",
+)
+@options.option(TranslateOptions, "token_scores", note="Written in --output-format jsonl.")
 @options.runtime
 @options.verbosity
 def rescore(
@@ -56,6 +64,7 @@ def rescore(
     nbest_list: str | None,
     output: str | None,
     tokenized: bool,
+    output_format: str,
     **values: Any,
 ) -> None:
     """Score given translations: each one's log-probability under the models (the sum over its subword
@@ -70,7 +79,13 @@ def rescore(
         [("-o", output)],
         [("--source", source), ("--target", target), ("--nbest-list", nbest_list), *(("-m", m) for m in model_paths)],
     )
-    cfg = options.config_of(RescoreConfig, values, penalty=options.length_penalty(values))
+    cfg = options.config_of(
+        RescoreConfig,
+        values,
+        penalty=options.length_penalty(values),
+        jsonl=output_format == "jsonl",
+        token_scores=values.pop("token_scores"),
+    )
     runtime = options.runtime_config(values)
     done = rescore_file(list(model_paths), source, target, nbest_list, output, tokenized, cfg, runtime)
     log(done.summary())
