@@ -100,6 +100,26 @@ def test_a_score_a_line_ranks_the_learned_translations_above_others_and_an_ensem
     assert averaged == pytest.approx([s / n for s, n in zip(scores["right"], units)], abs=2e-4)
 
 
+def test_backward_scores_the_source_of_each_nbest_line_given_its_hypothesis(overfit, backward, tmp_path):
+    source = lines_of(tmp_path / "s.en", EN[:3])
+    hypotheses = [(2, FR[2]), (0, FR[0]), (0, FR[1]), (2, "")]
+    nbest = lines_of(tmp_path / "n.nbest", [f"{i} ||| {text} ||| -1.0 ||| -1.0" for i, text in hypotheses])
+    with source.open(encoding="utf-8") as stdin:
+        turned = CliRunner().invoke(
+            main,
+            ["rescore", "-m", str(backward), "--backward", "--source", "-", "--nbest-list", str(nbest), *CPU],
+            input=stdin.read(),
+        )
+    assert turned.exit_code == 0, turned.output
+    features = [float(line.split(" ||| ")[2].split("F0= ")[1]) for line in turned.stdout.splitlines()]
+    swapped_source = lines_of(tmp_path / "h.fr", [text for _, text in hypotheses])
+    swapped_target = lines_of(tmp_path / "h.en", [EN[i] for i, _ in hypotheses])
+    swapped = run("rescore", "-m", backward, "--source", swapped_source, "--target", swapped_target, *CPU)
+    assert swapped.exit_code == 0, swapped.output
+    assert features == [float(x) for x in swapped.stdout.splitlines()]
+    assert len(set(features)) == 4  # each line its own pair
+
+
 def test_backward_scores_each_source_as_the_other_directions_model_does_given_the_files_swapped(
     overfit, backward, tmp_path
 ):
@@ -121,6 +141,8 @@ def test_backward_scores_each_source_as_the_other_directions_model_does_given_th
         ("0 ||| a b\n", "line 1 is no Moses n-best line"),
         ("0 ||| a ||| -1 ||| -1\n-1 ||| a ||| -1 ||| -1\n", "line 2 starts with '-1', not a line number"),
         ("0 ||| a ||| -1 ||| -1\n2 ||| a ||| -1 ||| -1\n", "line 2 is of source line 2 (from 0), but "),
+        ("\u00b2 ||| a ||| -1 ||| -1\n", "line 1 starts with '\u00b2', not a line number"),
+        ("0 ||| a ||| LM= -1 F0= -2 ||| -3\n", "line 1 has a feature F0= already: give --nbest-feature another"),
     ],
 )
 def test_a_malformed_nbest_list_is_refused_in_one_line(overfit, tmp_path, nbest, says):
@@ -191,3 +213,76 @@ def test_the_clean_text_of_a_split_scores_as_its_binarized_corpus_does(overfit, 
     assert (done.pairs, done.units) == (corpus["sentences"], corpus["tokens"]) and done.pairs >= 5
     assert corpus["nll"] > 1  # a model still learning: the comparison means something
     assert -done.log_prob / done.pairs == pytest.approx(corpus["nll"], rel=1e-4)
+
+
+def test_an_unknown_word_as_translate_writes_it_is_the_models_unknown_word_read_back(overfit, tmp_path):
+    """translate writes '<unk>' for a word outside its vocabulary: read back raw, it is one unit,
+    the unknown word's, as in Moses tokens, not the Moses tokenizer's '< unk >'."""
+    from nmtkit.text.tokenize import MosesText
+
+    model = overfit / "run" / "last.pt"
+    moses = [" ".join(MosesText("en").tokenize(line)) for line in EN[2:4]]
+    scored = {}
+    for form, english, text, extra in (
+        ("raw", EN[2:4], ["Dieu dit: Que la <unk> soit!", "Dieu vit que la <unk> était <unk>."], ()),
+        ("tokens", moses, ["Dieu dit : Que la <unk> soit !", "Dieu vit que la <unk> était <unk> ."], ("--tokenized",)),
+    ):
+        source = lines_of(tmp_path / f"{form}.en", english)
+        target = lines_of(tmp_path / f"{form}.fr", text)
+        done = run(
+            "rescore",
+            "-m",
+            model,
+            "--source",
+            source,
+            "--target",
+            target,
+            "--output-format",
+            "jsonl",
+            "--token-scores",
+            *extra,
+            *CPU,
+        )
+        assert done.exit_code == 0, done.output
+        scored[form] = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [r["tokens"].count("<unk>") for r in scored["raw"]] == [1, 2]
+    assert not any(t in r["tokens"] for r in scored["raw"] for t in ("<", "unk", ">"))
+    assert [r["tokens"] for r in scored["raw"]] == [r["tokens"] for r in scored["tokens"]]
+    assert [r["score"] for r in scored["raw"]] == [r["score"] for r in scored["tokens"]]
+
+
+def test_the_length_penalties_rank_as_the_search_ranks(overfit, tmp_path):
+    model = overfit / "run" / "last.pt"
+    source, target = lines_of(tmp_path / "s.en", EN[1:4]), lines_of(tmp_path / "t.fr", FR[2:5])
+    for penalty, alpha, of in (("power", 0.5, lambda n: n**0.5), ("gnmt", 0.8, lambda n: ((5 + n) / 6) ** 0.8)):
+        args = ("--length-penalty", penalty, "--alpha", alpha, "--output-format", "jsonl", *CPU)
+        done = run("rescore", "-m", model, "--source", source, "--target", target, *args)
+        assert done.exit_code == 0, done.output
+        for r in map(json.loads, done.stdout.splitlines()):
+            assert r["ranking"] == pytest.approx(r["score"] / of(r["units"]), abs=2e-4) and r["score"] < -1
+
+
+def test_an_ensemble_averages_its_members_probabilities_word_by_word(overfit, tmp_path):
+    """Two different models (the second's output bias shifted at random): each unit's ensemble
+    score is the log of the mean of the members' probabilities, not the mean of their logs."""
+    import torch
+
+    first = overfit / "run" / "last.pt"
+    raw = torch.load(first, weights_only=True)
+    generator = torch.Generator().manual_seed(0)
+    weights = raw["model"]["weights"]
+    weights["W_o.bias"] = weights["W_o.bias"] + 3 * torch.randn(weights["W_o.bias"].shape, generator=generator)
+    torch.save(raw, tmp_path / "other.pt")
+    source, target = lines_of(tmp_path / "s.en", EN[:3]), lines_of(tmp_path / "t.fr", FR[1:4])
+    scored = {}
+    for name, models in (("a", [first]), ("b", [tmp_path / "other.pt"]), ("ab", [first, tmp_path / "other.pt"])):
+        args = [x for m in models for x in ("-m", m)]
+        done = run(
+            "rescore", *args, "--source", source, "--target", target, "--output-format", "jsonl", "--token-scores", *CPU
+        )
+        assert done.exit_code == 0, done.output
+        scored[name] = [json.loads(line)["token_scores"] for line in done.stdout.splitlines()]
+    for a, b, ab in zip(scored["a"], scored["b"], scored["ab"]):
+        mean_p = [math.log((math.exp(x) + math.exp(y)) / 2) for x, y in zip(a, b)]
+        assert ab == pytest.approx(mean_p, abs=5e-4)
+        assert ab != pytest.approx([(x + y) / 2 for x, y in zip(a, b)], abs=5e-3)

@@ -67,6 +67,15 @@ def test_bpe_learn_apply_and_undo():
     assert p.decode(p.encode("La lumineuse terre.")) == "La lumineuse terre."
 
 
+def test_the_unknown_word_translate_writes_stays_one_unit_through_moses_and_bpe():
+    codes = learn_codes(Counter({"lumière": 10, "lumineux": 8, "unknown": 6, "<unknown>": 4}), 30)
+    for p in (Preprocessor(TextConfig("fr"), bpe_codes=codes), Preprocessor(TextConfig("fr", lowercase=True))):
+        units = p.encode("La <unk> lumineuse <unk>!")
+        assert units.count("<unk>") == 2 and "unk" not in units and units[-1] == "!"
+        assert p.encode("La lumineuse <unk>", tokenized=True).count("<unk>") == 1
+    assert Preprocessor(TextConfig("en")).encode("a < b > c") == ["a", "<", "b", ">", "c"]
+
+
 def test_bpe_learning_draws_no_tqdm_bar(capfd):
     """learn_codes replaces the private name subword-nmt's learn_bpe draws its tqdm bar with: if
     subword-nmt renames it, tqdm's bar is back in pipes and logs, and this fails."""

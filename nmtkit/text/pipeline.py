@@ -9,12 +9,18 @@ training data was made.
 
 from __future__ import annotations
 
+import itertools
+import re
 from collections import Counter
 
 from .bpe import Segmenter, merge_subwords
 from .clean import apply_rules
 from .settings import TextConfig
 from .tokenize import MosesText
+
+# The word a model writes for one outside its vocabulary, as translate writes it: read back (rescore,
+# a --prefix, a source), it stays one token, the unknown word's, not Moses' '< unk >' or BPE's pieces.
+UNKNOWN = "<unk>"
 
 
 class Preprocessor:
@@ -33,11 +39,19 @@ class Preprocessor:
         """Tokens of already-cleaned text, before BPE."""
         if not text:
             return []
-        tokens = self.moses.tokenize(text)
+        tokens = self.moses.tokenize(text, [re.escape(UNKNOWN)] if UNKNOWN in text else None)
         return [t.lower() for t in tokens] if self.cfg.lowercase else tokens
 
     def segment(self, tokens: list[str]) -> list[str]:
-        return self.segmenter.segment(tokens) if self.segmenter else tokens
+        if not self.segmenter:
+            return tokens
+        if UNKNOWN not in tokens:
+            return self.segmenter.segment(tokens)
+        out: list[str] = []
+        for unknown, group in itertools.groupby(tokens, key=lambda t: t == UNKNOWN):
+            run = list(group)
+            out += run if unknown else self.segmenter.segment(run)
+        return out
 
     def encode(self, line: str, tokenized: bool = False) -> list[str]:
         """Model tokens of a raw line, or of a line already in Moses tokens (``tokenized``)."""

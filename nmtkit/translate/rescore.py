@@ -13,6 +13,7 @@ import contextlib
 import itertools
 import json
 import math
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ import torch
 
 from ..core.console import progress
 from ..core.errors import UserError
-from ..core.files import STDIO, atomic_write, display_name, read_lines, refuse_two_on_stdin
+from ..core.files import STDIO, atomic_write, count_lines, display_name, is_stream, read_lines, refuse_two_on_stdin
 from ..core.parallel import chunked
 from ..core.settings import RuntimeConfig
 from .both_ways import directions, warn_named_otherwise
@@ -33,12 +34,13 @@ from .settings import RescoreConfig
 from .translator import Translator
 
 NBEST_FORM = "'i ||| text ||| features ||| score'"
+_FIELDS = re.compile(r" ?\|\|\| ?")  # what parts an n-best line's fields, an empty field too
 
 
 @dataclass(frozen=True)
 class NbestLine:
-    """A Moses n-best line: its sentence's number (from 0), its text, its features, and the fields
-    after them (the total score, and whatever a tool added), kept as they were."""
+    """A Moses n-best line: its source line's number (from 0), its text, its features, and the
+    fields after them (the total score, and whatever a tool added), kept as they were."""
 
     index: int
     text: str
@@ -50,33 +52,43 @@ class NbestLine:
         return " ||| ".join((str(self.index), self.text, features, *self.rest))
 
 
-def read_nbest(path: str, sentences: int, source: str) -> list[NbestLine]:
-    """The lines of a Moses n-best list, each of one of ``source``'s ``sentences`` lines."""
-    lines = []
+def read_nbest(path: str, sentences: int, source: str, feature: str = "") -> Iterator[NbestLine]:
+    """The lines of a Moses n-best list, as they are read, each of one of ``source``'s
+    ``sentences`` lines; one that has the ``feature`` to be added already is refused."""
+    where = display_name(path)
     for lineno, line in enumerate(read_lines(path), 1):
-        fields = [f.strip() for f in line.split("|||")]
+        fields = _FIELDS.split(line)
         if len(fields) < 3:
-            raise UserError(f"{display_name(path)}: line {lineno} is no Moses n-best line {NBEST_FORM}")
-        if not fields[0].isdigit():
-            raise UserError(f"{display_name(path)}: line {lineno} starts with '{fields[0]}', not a line number from 0")
-        index = int(fields[0])
+            raise UserError(f"{where}: line {lineno} is no Moses n-best line {NBEST_FORM}")
+        number = fields[0].strip()
+        if not (number.isascii() and number.isdecimal()):
+            raise UserError(f"{where}: line {lineno} starts with '{number}', not a line number from 0")
+        index = int(number)
         if index >= sentences:
             raise UserError(
-                f"{display_name(path)}: line {lineno} is of source line {index} (from 0), "
+                f"{where}: line {lineno} is of source line {index} (from 0), "
                 f"but {display_name(source)} has {sentences:,} lines"
             )
-        lines.append(NbestLine(index, fields[1], fields[2], tuple(fields[3:])))
-    return lines
+        if feature and f"{feature}=" in fields[2].split():
+            raise UserError(
+                f"{where}: line {lineno} has a feature {feature}= already: give --nbest-feature another name"
+            )
+        yield NbestLine(index, fields[1].strip(), fields[2].strip(), tuple(f.strip() for f in fields[3:]))
 
 
-@dataclass(frozen=True)
+@dataclass
 class Rescored:
     """What ``nmtkit rescore`` scored: the pairs, their scored units (``</s>`` counted) and the
     sum of their log-probabilities."""
 
-    pairs: int
-    units: int
-    log_prob: float
+    pairs: int = 0
+    units: int = 0
+    log_prob: float = 0.0
+
+    def add(self, scores: list[Scored]) -> None:
+        self.pairs += len(scores)
+        self.units += sum(len(s.tokens) + 1 for s in scores)
+        self.log_prob += sum(s.score for s in scores)
 
     @property
     def perplexity(self) -> float:
@@ -130,28 +142,41 @@ class Scorer:
         return [Scored(f.score, r, f.target_tokens, f.token_scores or []) for f, r in zip(forced, ranked)]
 
 
-def lines(scores: list[Scored], hypotheses: list[NbestLine], cfg: RescoreConfig) -> Iterator[str]:
-    """What rescore writes of each scored line: its ranking, its n-best line with the ranking added
-    as a feature, or its JSON object."""
-    for k, (s, h) in enumerate(itertools.zip_longest(scores, hypotheses), 1):
+def lines(scored: list[tuple[Scored, NbestLine | None]], cfg: RescoreConfig, first: int = 1) -> Iterator[str]:
+    """What rescore writes of each scored line, numbered from ``first``: its ranking, its n-best
+    line with the ranking added as a feature, or its JSON object."""
+    for k, (s, h) in enumerate(scored, first):
         if cfg.jsonl:
             yield json.dumps(s.record(k, cfg, h), ensure_ascii=False)
         else:
             yield f"{s.ranking:.4f}" if h is None else h.with_feature(cfg.feature, s.ranking)
 
 
-def _pairs(source: str, target: str | None, nbest: str | None) -> tuple[list[tuple[str, str]], list[NbestLine]]:
-    """The (source, translation) pairs to score, and the n-best lines they come from (none for
-    ``target``'s)."""
-    sources = list(read_lines(source))
+Pair = tuple[str, str, NbestLine | None]  # a source, a translation of it, and its n-best line if any
+
+
+def _pairs(source: str, target: str | None, nbest: str | None, feature: str) -> tuple[Iterator[Pair], int | None]:
+    """The pairs to score, as they are read, and how many there are, where the files can be read
+    twice: counted then, and their lines and text checked before any is scored (None: a stream)."""
     if nbest is not None:
-        hypotheses = read_nbest(nbest, len(sources), source)
-        return [(sources[h.index], h.text) for h in hypotheses], hypotheses
+        sources = list(read_lines(source))
+        total = None if is_stream(nbest) else sum(1 for _ in read_nbest(nbest, len(sources), source, feature))
+        return ((sources[h.index], h.text, h) for h in read_nbest(nbest, len(sources), source, feature)), total
     assert target is not None
-    targets = list(read_lines(target))
-    if len(sources) != len(targets):
-        raise UserError(f"{source} has {len(sources):,} lines but {target} {len(targets):,}")
-    return list(zip(sources, targets)), []
+    counts = [None if is_stream(path) else count_lines(path, utf8=True) for path in (source, target)]
+    if None not in counts and counts[0] != counts[1]:
+        raise UserError(f"{display_name(source)} has {counts[0]:,} lines but {display_name(target)} {counts[1]:,}")
+    return _zipped(source, target), counts[0] if counts[0] is not None else counts[1]
+
+
+def _zipped(source: str, target: str) -> Iterator[Pair]:
+    """The pairs of two streams of lines, one each; the line counts told apart at the end."""
+    n = 0
+    for n, (s, t) in enumerate(itertools.zip_longest(read_lines(source), read_lines(target)), 1):
+        if s is None or t is None:
+            short, long = (source, target) if s is None else (target, source)
+            raise UserError(f"{display_name(short)} has {n - 1:,} lines but {display_name(long)} has more")
+        yield s, t, None
 
 
 def rescore_file(
@@ -170,26 +195,28 @@ def rescore_file(
     if given is None or None not in (target, nbest):
         raise UserError("rescore scores --target's translations or --nbest-list's: give one of them")
     refuse_two_on_stdin([("--source", source), ("--target" if nbest is None else "--nbest-list", given)])
-    pairs, hypotheses = _pairs(source, target, nbest)
     forward, other = directions(list(model_paths))
     if other:
         raise UserError(
             f"{other[0]} translates the other way from {forward[0]}: rescore with one direction's models, "
             "and with the other's in a run of its own (--backward)"
         )
+    pairs, total = _pairs(source, target, nbest, cfg.feature if nbest is not None and not cfg.jsonl else "")
     sides = ("tgt", "src") if cfg.backward else ("src", "tgt")
     warn_named_otherwise(source, sides[0], forward[0])
     warn_named_otherwise(given, sides[1], forward[0])
-    # one process, with torch's threads: processes of a thread each, as align -j has, were no
-    # faster (docs/translating.md)
+    # one process, with torch's threads (docs/translating.md says why)
     scorer = Scorer(Translator.from_checkpoints(forward, runtime), tokenized, cfg)
-    scores: list[Scored] = []
-    with progress("pairs") as bar:
-        task = bar.add_task("rescore", total=len(pairs))
-        for chunk in chunked(pairs, CHUNK):
-            scores += scorer.scores(chunk)
-            bar.advance(task, len(chunk))
+    done = Rescored()
     with contextlib.ExitStack() as stack:
         out: IO[str] = stack.enter_context(atomic_write(output)) if output and output != STDIO else sys.stdout
-        out.write("".join(line + "\n" for line in lines(scores, hypotheses, cfg)))
-    return Rescored(len(pairs), sum(len(s.tokens) + 1 for s in scores), sum(s.score for s in scores))
+        bar = stack.enter_context(progress("pairs"))
+        task = bar.add_task("rescore", total=total)
+        for chunk in chunked(pairs, CHUNK):
+            scores = scorer.scores([(s, t) for s, t, _ in chunk])
+            out.write(
+                "".join(line + "\n" for line in lines(list(zip(scores, (h for _, _, h in chunk))), cfg, done.pairs + 1))
+            )
+            done.add(scores)
+            bar.advance(task, len(chunk))
+    return done

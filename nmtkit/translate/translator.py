@@ -401,17 +401,21 @@ class Translator:
         aligned: bool = True,
     ) -> list[Forced]:
         """Score given translations (and get their attention) with the search's own decoder step,
-        ``batch_size`` sentences a batch on a CPU, :data:`GPU_MAX_TOKENS` source tokens on a GPU.
+        ``batch_size`` sentences a batch on a CPU, :data:`GPU_MAX_TOKENS` tokens on a GPU (of the
+        longer side of each pair, padding counted).
         Not ``scored``: their alignments alone (:func:`~.search.alignment`), each score NaN; not
         ``aligned``: their scores alone and each token's, each attention empty (0 × 0)."""
         if isinstance(sources, str) or isinstance(targets, str):
             raise TypeError("Translator.force takes lists of lines, not one str: use [line]")
         if len(sources) != len(targets):
             raise UserError(f"{len(sources):,} sources but {len(targets):,} translations: one a source")
+        if not (scored or aligned):
+            raise ValueError("Translator.force: scored=False, aligned=False asks for nothing")
         src_tok = [self.sides.src.tokens(s, tokenized) for s in sources]
         tgt_tok = [self.sides.tgt.tokens(t, tokenized) for t in targets]
         out: list[Forced | None] = [None] * len(sources)
-        lengths = [max(len(s), 1) for s in src_tok]
+        # a batch walks its longest target, and holds its longest source's attention
+        lengths = [max(len(s), len(t), 1) for s, t in zip(src_tok, tgt_tok)]
         for idx in self._batches(lengths, batch_size, None):  # a GPU's: by tokens, as translate's
             src = pad([np.asarray(self.sides.src.ids(src_tok[i]), dtype=np.int64) for i in idx]).to(self.device)
             tgt = pad([np.asarray(self.sides.tgt.ids(tgt_tok[i]), dtype=np.int64) for i in idx]).to(self.device)
