@@ -46,6 +46,7 @@ SHARED = {
     "--beam": "beam width",
     "--length-penalty": "how finished hypotheses are ranked",
     "--token-scores": "each output unit's log-probability, in jsonl",
+    "--crop-len": "units read of each line, the rest cropped with a warning",
     "--alpha": "GNMT length penalty exponent",
     "--coverage-penalty": "Wu et al.'s coverage penalty",
     "--max-output-ratio": "search: output at most this times the source length, plus 10",

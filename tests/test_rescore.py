@@ -286,3 +286,21 @@ def test_an_ensemble_averages_its_members_probabilities_word_by_word(overfit, tm
         mean_p = [math.log((math.exp(x) + math.exp(y)) / 2) for x, y in zip(a, b)]
         assert ab == pytest.approx(mean_p, abs=5e-4)
         assert ab != pytest.approx([(x + y) / 2 for x, y in zip(a, b)], abs=5e-3)
+
+
+def test_a_line_longer_than_crop_len_is_scored_cropped_with_a_warning_naming_it(overfit, tmp_path):
+    model = overfit / "run" / "last.pt"
+    source = lines_of(tmp_path / "s.en", EN[:2])
+    long = " ".join([FR[1]] * 20)
+    target = lines_of(tmp_path / "t.fr", [FR[0], long])
+    args = ("--output-format", "jsonl", "--token-scores", "--tokenized", *CPU)
+    done = run("rescore", "-m", model, "--source", source, "--target", target, "--crop-len", 20, *args)
+    assert done.exit_code == 0, done.output
+    first, second = map(json.loads, done.stdout.splitlines())
+    assert second["units"] == 21 and second["tokens"] == long.split()[:20]
+    assert first["tokens"] == FR[0].split()  # the sources and this line are under the limit: whole
+    assert f"warning: line 2: {len(long.split()):,} subword units; scoring the first 20 (--crop-len)" in done.stderr
+    cropped = lines_of(tmp_path / "c.fr", [FR[0], " ".join(long.split()[:20])])
+    whole = run("rescore", "-m", model, "--source", source, "--target", cropped, *args)
+    assert [json.loads(line)["score"] for line in whole.stdout.splitlines()] == [first["score"], second["score"]]
+    assert "warning" not in whole.stderr

@@ -96,8 +96,9 @@ class Rescored:
 
     def summary(self) -> str:
         per_pair, per_unit = self.log_prob / max(self.pairs, 1), -self.log_prob / max(self.units, 1)
+        pairs = f"{self.pairs:,} pair{'' if self.pairs == 1 else 's'}"
         return (
-            f"rescore: {self.pairs:,} pairs, {self.units:,} units (</s> counted): log p {per_pair:.4f} a pair, "
+            f"rescore: {pairs}, {self.units:,} units (</s> counted): log p {per_pair:.4f} a pair, "
             f"NLL {per_unit:.4f} a unit, perplexity {self.perplexity:.2f}"
         )
 
@@ -130,12 +131,12 @@ class Scorer:
     tokenized: bool
     cfg: RescoreConfig
 
-    def scores(self, pairs: list[tuple[str, str]]) -> list[Scored]:
-        """The scores of each (source, translation) pair."""
+    def scores(self, pairs: list[tuple[str, str]], first: int = 1) -> list[Scored]:
+        """The scores of each (source, translation) pair, of the input's lines from ``first``."""
         given, scored = [s for s, _ in pairs], [t for _, t in pairs]
         if self.cfg.backward:
             given, scored = scored, given
-        forced = self.translator.force(given, scored, self.tokenized, aligned=False)
+        forced = self.translator.force(given, scored, self.tokenized, aligned=False, crop=(self.cfg.crop, first))
         log_p = torch.tensor([f.score for f in forced], dtype=torch.float64)
         units = torch.tensor([len(f.target_tokens) + 1 for f in forced])
         ranked = ranking(self.cfg.penalty, log_p, units).tolist()
@@ -213,7 +214,7 @@ def rescore_file(
         bar = stack.enter_context(progress("pairs"))
         task = bar.add_task("rescore", total=total)
         for chunk in chunked(pairs, CHUNK):
-            scores = scorer.scores([(s, t) for s, t, _ in chunk])
+            scores = scorer.scores([(s, t) for s, t, _ in chunk], done.pairs + 1)
             out.write(
                 "".join(line + "\n" for line in lines(list(zip(scores, (h for _, _, h in chunk))), cfg, done.pairs + 1))
             )

@@ -192,6 +192,7 @@ class RescoreConfig(Settings):
         "(Marian's --n-best-feature).",
         flag="--nbest-feature",
     )
+    crop: int = MAX_LENGTH  # units each side keeps (TranslateOptions declares it, as --crop-len)
     jsonl: bool = False  # a JSON object a line (--output-format jsonl) rather than plain lines
     token_scores: bool = False  # with jsonl, each token's log-probability (TranslateOptions declares it)
 

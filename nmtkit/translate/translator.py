@@ -399,20 +399,28 @@ class Translator:
         batch_size: int = 32,
         scored: bool = True,
         aligned: bool = True,
+        crop: tuple[int, int] = (0, 1),
     ) -> list[Forced]:
         """Score given translations (and get their attention) with the search's own decoder step,
         ``batch_size`` sentences a batch on a CPU, :data:`GPU_MAX_TOKENS` tokens on a GPU (of the
         longer side of each pair, padding counted).
         Not ``scored``: their alignments alone (:func:`~.search.alignment`), each score NaN; not
-        ``aligned``: their scores alone and each token's, each attention empty (0 × 0)."""
+        ``aligned``: their scores alone and each token's, each attention empty (0 × 0). ``crop``:
+        the units each side keeps (0: all), and the number of the first pair's line, for the warning
+        of a line cropped."""
         if isinstance(sources, str) or isinstance(targets, str):
             raise TypeError("Translator.force takes lists of lines, not one str: use [line]")
         if len(sources) != len(targets):
             raise UserError(f"{len(sources):,} sources but {len(targets):,} translations: one a source")
         if not (scored or aligned):
             raise ValueError("Translator.force: scored=False, aligned=False asks for nothing")
-        src_tok = [self.sides.src.tokens(s, tokenized) for s in sources]
-        tgt_tok = [self.sides.tgt.tokens(t, tokenized) for t in targets]
+        limit, first = crop
+        src_tok = [
+            _crop(self.sides.src.tokens(s, tokenized), limit, first + k, "scoring") for k, s in enumerate(sources)
+        ]
+        tgt_tok = [
+            _crop(self.sides.tgt.tokens(t, tokenized), limit, first + k, "scoring") for k, t in enumerate(targets)
+        ]
         out: list[Forced | None] = [None] * len(sources)
         # a batch walks its longest target, and holds its longest source's attention
         lengths = [max(len(s), len(t), 1) for s, t in zip(src_tok, tgt_tok)]
@@ -441,13 +449,13 @@ class Translator:
         return [f for f in out if f is not None]
 
 
-def _crop(tokens: list[str], limit: int, lineno: int) -> list[str]:
+def _crop(tokens: list[str], limit: int, lineno: int, doing: str = "translating") -> list[str]:
     """The first ``limit`` units of a line (all for 0), with a warning when that cuts it: one
     output line per input line, as Marian's --max-length-crop, rather than a refusal that would
     stop a file of good lines at one bad one."""
     if not limit or len(tokens) <= limit:
         return tokens
-    log(f"warning: line {lineno}: {len(tokens):,} subword units; translating the first {limit:,} (--crop-len)")
+    log(f"warning: line {lineno}: {len(tokens):,} subword units; {doing} the first {limit:,} (--crop-len)")
     return tokens[:limit]
 
 

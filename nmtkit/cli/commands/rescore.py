@@ -44,7 +44,11 @@ Examples:
     help="Write here (atomically) [default: stdout].",
 )
 @click.option("--tokenized", is_flag=True, help="The files are Moses tokens (BPE still applied).")
-@options.option(SearchConfig, "length_penalty", note="rescore writes the score so ranked: log p by default.")
+@options.option(
+    SearchConfig,
+    "length_penalty",
+    note="rescore: the score written, so divided (by subword units, </s> included); log p by default.",
+)
 @options.option(SearchConfig, "alpha")
 @options.options_of(RescoreConfig, "backward", "feature")
 @click.option(
@@ -55,6 +59,7 @@ Examples:
     help="jsonl: one JSON object a line with the score (log p), its ranking and the units scored.",
 )
 @options.option(TranslateOptions, "token_scores", note="Written in --output-format jsonl.")
+@options.option(TranslateOptions, "max_length", note="rescore: the source's and the translation's units alike.")
 @options.runtime
 @options.verbosity
 def rescore(
@@ -85,6 +90,7 @@ def rescore(
         penalty=options.length_penalty(values),
         jsonl=output_format == "jsonl",
         token_scores=values.pop("token_scores"),
+        crop=values.pop("max_length"),
     )
     runtime = options.runtime_config(values)
     done = rescore_file(list(model_paths), source, target, nbest_list, output, tokenized, cfg, runtime)
