@@ -304,3 +304,34 @@ def test_a_line_longer_than_crop_len_is_scored_cropped_with_a_warning_naming_it(
     whole = run("rescore", "-m", model, "--source", source, "--target", cropped, *args)
     assert [json.loads(line)["score"] for line in whole.stdout.splitlines()] == [first["score"], second["score"]]
     assert "warning" not in whole.stderr
+
+
+def test_bench_rerank_reranks_each_split_with_the_weights_the_valid_verses_chose(overfit, backward, tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tests.conftest import write_pair
+
+    write_pair(tmp_path / "data" / "raw" / "valid", EN[:4], FR[:4])
+    write_pair(tmp_path / "data" / "raw" / "test", EN[2:6], FR[2:6])
+    script = Path(__file__).parent.parent / "bin" / "bench-rerank"
+    models = ["--forward", overfit / "run" / "last.pt", "--backward", backward]
+    cmd = [sys.executable, script, *models, "--data", tmp_path / "data", "--nbest", 3, "--threads", 1]
+    done = subprocess.run(
+        list(map(str, cmd)), env={**os.environ, "BENCH_DIR": str(tmp_path)}, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads((tmp_path / "rerank" / "rerank.json").read_text())
+    first, length, both = result["systems"].values()
+    assert first["weights"] == {"channel": 0.0, "words": 0.0} and first["test_bleu"] > 50  # learned by heart
+    assert length["weights"]["channel"] == 0 and both["valid_bleu"] >= length["valid_bleu"] >= 0
+    assert len((tmp_path / "rerank" / "test.ch.nbest").read_text().splitlines()) == 12
+    assert done.stdout.count("\n") == 5 and "| 1-best of the search |" in done.stdout
+    missing = subprocess.run(
+        [sys.executable, str(script), *map(str, models), "--data", str(tmp_path / "none")],
+        capture_output=True,
+        text=True,
+    )
+    assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "valid.en" in missing.stderr
