@@ -27,7 +27,7 @@ from nmtkit.core.files import read_lines
 
 from .bench_common import NMTKIT, bench_dir, call, fail, write_text
 
-CHANNEL = (0.0, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0)  # the channel's weight, beside the model's 1
+CHANNEL = (0.0, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0)  # the channel's weight, beside the model's 1
 WORDS = (-1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 2.0, 3.0)  # a bonus per output word (log p favours the short)
 SPLITS = ("valid", "test")
 
