@@ -1,10 +1,11 @@
 """Log-probabilities of given translations under the models: ``nmtkit rescore``.
 
 The models walk each translation with the search's own decoder step (:func:`.search.log_probs`),
-so that a translation ``translate`` wrote gets the score ``translate`` gave it. A parallel text gets a score per line,
-for filtering it (Marian's scorer, Sockeye's score); a Moses n-best list gets each hypothesis' score
-added to its features, for reranking it (Nematus' rescore). With ``backward``, models of the other
-direction score each source given its translation: the channel model of noisy-channel reranking.
+so that a translation ``translate`` wrote gets the score ``translate`` gave it. A parallel text
+gets a score per line, for filtering it (Marian's scorer, Sockeye's score); a Moses n-best list
+gets each hypothesis' score added to its features, for reranking it (Nematus' rescore). With
+``backward``, models of the other direction score each source given its translation: the channel
+model of noisy-channel reranking.
 """
 
 from __future__ import annotations
