@@ -24,6 +24,7 @@ from typing import Any
 import sacrebleu
 
 from nmtkit.core.files import read_lines
+from nmtkit.translate.rescore import read_nbest
 
 from .bench_common import NMTKIT, bench_dir, call, fail, write_text
 
@@ -32,13 +33,12 @@ WORDS = (-1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 2.0, 3.0)  # a bonus per output word (l
 SPLITS = ("valid", "test")
 
 
-def hypotheses(nbest: Path) -> dict[int, list[tuple[str, float, float]]]:
+def hypotheses(nbest: Path, source: Path, lines: int) -> dict[int, list[tuple[str, float, float]]]:
     """Each source line's hypotheses: (text, its model's log p, the channel's log p)."""
     by_line: dict[int, list[tuple[str, float, float]]] = {}
-    for line in read_lines(nbest):
-        i, text, features, _ = line.split(" ||| ")
-        values = features.split()
-        by_line.setdefault(int(i), []).append((text, float(values[0]), float(values[values.index("channel=") + 1])))
+    for h in read_nbest(str(nbest), lines, str(source)):
+        values = h.features.split()  # translate's log p, unnamed, then rescore's "channel= x"
+        by_line.setdefault(h.index, []).append((h.text, float(values[0]), float(values[values.index("channel=") + 1])))
     return by_line
 
 
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         call([*NMTKIT, *rescore, "--nbest-feature", "channel", "-o", scored, *runtime], check=True)
         seconds[f"rescore {split}"] = time.perf_counter() - started
         refs = list(read_lines(args.data / "raw" / f"{split}.fr", allow_empty=True))
-        data[split] = (hypotheses(scored), refs)
+        data[split] = (hypotheses(scored, source, len(refs)), refs)
     grid = {
         (a, b): bleu(reranked(data["valid"][0], len(data["valid"][1]), a, b), data["valid"][1])
         for a, b in itertools.product(CHANNEL, WORDS)
