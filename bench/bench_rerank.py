@@ -1,14 +1,17 @@
 """N-best reranking with nmtkit rescore: the search's 1-best beside the best of its n-best list
 reranked by the model's score, a model of the other direction's (the noisy channel, ``rescore
---backward``) and the length, the weights chosen on the valid verses.
+--backward``), a right-to-left model's (``train --right-to-left``) and the length, the weights
+chosen on the valid verses.
 
-    bin/bench-rerank --forward runs/en-fr/best.pt --backward runs/fr-en/best.pt [--data data/bible]
-        [--nbest 8] [--threads 2]
+    bin/bench-rerank --forward runs/en-fr/best.pt --backward runs/fr-en/best.pt
+        [--right-to-left runs/en-fr-r2l/best.pt] [--data data/bible] [--nbest 8] [--threads 2]
 
 Each split's raw English ($DATA/raw/{valid,test}.en) is translated with ``--beam N --nbest N``;
 ``rescore --backward`` adds the French→English model's log-probability of the English given each
-hypothesis (feature ``channel``). A hypothesis' rank is its own log p + a·channel + b·words, a and
-b the pair of a grid that gives the valid verses' best sacreBLEU; the test verses are reranked with
+hypothesis (feature ``channel``), and ``rescore`` with a right-to-left English→French model its
+log-probability of the hypothesis (feature ``r2l``). A hypothesis' rank is its own log p, plus each
+feature's weight times the feature, plus a bonus per word; for each set of features, the weights are
+those of a grid that give the valid verses' best sacreBLEU, and the test verses are reranked with
 them. Writes $BENCH_DIR/rerank/rerank.json and prints a Markdown table on stdout.
 """
 
@@ -28,23 +31,31 @@ from nmtkit.translate.rescore import read_nbest
 
 from .bench_common import NMTKIT, bench_dir, call, fail, write_text
 
-CHANNEL = (0.0, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0)  # the channel's weight, beside the model's 1
+WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0)  # a feature's weight, beside the model's 1
 WORDS = (-1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 2.0, 3.0)  # a bonus per output word (log p favours the short)
 SPLITS = ("valid", "test")
+# Each hypothesis: its text, its model's log p, then each feature's value in the order of features.
+Hypothesis = tuple[str, float, tuple[float, ...]]
 
 
-def hypotheses(nbest: Path, source: Path, lines: int) -> dict[int, list[tuple[str, float, float]]]:
-    """Each source line's hypotheses: (text, its model's log p, the channel's log p)."""
-    by_line: dict[int, list[tuple[str, float, float]]] = {}
+def hypotheses(nbest: Path, source: Path, lines: int, features: list[str]) -> dict[int, list[Hypothesis]]:
+    """Each source line's hypotheses, with their features' values."""
+    by_line: dict[int, list[Hypothesis]] = {}
     for h in read_nbest(str(nbest), lines, str(source)):
-        values = h.features.split()  # translate's log p, unnamed, then rescore's "channel= x"
-        by_line.setdefault(h.index, []).append((h.text, float(values[0]), float(values[values.index("channel=") + 1])))
+        values = h.features.split()  # translate's log p, unnamed, then rescore's "name= x" each
+        found = tuple(float(values[values.index(f"{name}=") + 1]) for name in features)
+        by_line.setdefault(h.index, []).append((h.text, float(values[0]), found))
     return by_line
 
 
-def reranked(by_line: dict[int, list[tuple[str, float, float]]], n: int, channel: float, words: float) -> list[str]:
-    """The best of each line's hypotheses under the weights (an empty line where it has none)."""
-    best = {i: max(h, key=lambda t: t[1] + channel * t[2] + words * len(t[0].split())) for i, h in by_line.items()}
+def reranked(by_line: dict[int, list[Hypothesis]], n: int, weights: tuple[float, ...], words: float) -> list[str]:
+    """The best of each line's hypotheses under the features' ``weights`` and the ``words``
+    bonus (an empty line where it has none)."""
+
+    def rank(h: Hypothesis) -> float:
+        return h[1] + sum(w * v for w, v in zip(weights, h[2])) + words * len(h[0].split())
+
+    best = {i: max(hs, key=rank) for i, hs in by_line.items()}
     return [best[i][0] if i in best else "" for i in range(n)]
 
 
@@ -52,8 +63,14 @@ def bleu(hyps: list[str], refs: list[str]) -> float:
     return float(sacrebleu.corpus_bleu(hyps, [refs]).score)
 
 
+# the features each model gives, in the order rescore adds them: name, what they are in the table
+FEATURES = {"channel": "channel", "r2l": "right-to-left model"}
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    missing = [str(p) for p in (args.forward, args.backward) if not p.is_file()]
+    models = {"channel": args.backward, "r2l": args.right_to_left}
+    models = {name: path for name, path in models.items() if path is not None}
+    missing = [str(p) for p in (args.forward, *models.values()) if not p.is_file()]
     missing += [str(args.data / "raw" / f"{s}.{lang}") for s in SPLITS for lang in ("en", "fr")]
     missing = [p for p in missing if not Path(p).is_file()]
     if missing:
@@ -64,40 +81,40 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     data: dict[str, Any] = {}
     seconds: dict[str, float] = {}
     for split in SPLITS:
-        source, nbest, scored = args.data / "raw" / f"{split}.en", work / f"{split}.nbest", work / f"{split}.ch.nbest"
+        source, nbest = args.data / "raw" / f"{split}.en", work / f"{split}.nbest"
         beam = ["--beam", args.nbest, "--nbest", args.nbest]
         started = time.perf_counter()
         call([*NMTKIT, "translate", "-m", args.forward, source, *beam, "-o", nbest, *runtime], check=True)
         seconds[f"translate {split}"] = time.perf_counter() - started
-        started = time.perf_counter()
-        rescore = ["rescore", "-m", args.backward, "--backward", "--source", source, "--nbest-list", nbest]
-        call([*NMTKIT, *rescore, "--nbest-feature", "channel", "-o", scored, *runtime], check=True)
-        seconds[f"rescore {split}"] = time.perf_counter() - started
+        for name, path in models.items():  # each run adds its feature to the list the last one wrote
+            scored = work / f"{split}.{name}.nbest"
+            started = time.perf_counter()
+            rescore = ["rescore", "-m", path, *(["--backward"] * (name == "channel")), "--source", source]
+            rescore += ["--nbest-list", nbest, "--nbest-feature", name, "-o", scored]
+            call([*NMTKIT, *rescore, *runtime], check=True)
+            seconds[f"rescore {split} ({name})"] = time.perf_counter() - started
+            nbest = scored
         refs = list(read_lines(args.data / "raw" / f"{split}.fr", allow_empty=True))
-        data[split] = (hypotheses(scored, source, len(refs)), refs)
+        data[split] = (hypotheses(nbest, source, len(refs), list(models)), refs)
+    valid_hyps, valid_refs = data["valid"]
     grid = {
-        (a, b): bleu(reranked(data["valid"][0], len(data["valid"][1]), a, b), data["valid"][1])
-        for a, b in itertools.product(CHANNEL, WORDS)
+        (weights, words): bleu(reranked(valid_hyps, len(valid_refs), weights, words), valid_refs)
+        for weights in itertools.product(WEIGHTS, repeat=len(models))
+        for words in WORDS
     }
-    channel, words = max(grid, key=lambda k: (grid[k], -k[0], -abs(k[1])))
-    no_channel = max((k for k in grid if k[0] == 0), key=lambda k: (grid[k], -abs(k[1])))
     test_hyps, test_refs = data["test"]
-    systems = {
-        "1-best of the search": (0.0, 0.0),
-        f"reranked: length alone (b = {no_channel[1]:g})": no_channel,
-        f"reranked: channel and length (a = {channel:g}, b = {words:g})": (channel, words),
-    }
-    rows = {
-        name: {
-            "weights": {"channel": a, "words": b},
-            "valid_bleu": grid[(a, b)] if (a, b) in grid else None,
-            "test_bleu": bleu(reranked(test_hyps, len(test_refs), a, b), test_refs),
-        }
-        for name, (a, b) in systems.items()
-    }
+    rows = {"1-best of the search": _row(models, grid, ((0.0,) * len(models), 0.0), test_hyps, test_refs)}
+    for k in range(len(models) + 1):
+        for used in itertools.combinations(models, k):  # the best point with the others' weights at 0
+            points = [p for p in grid if all(w == 0 or name in used for name, w in zip(models, p[0]))]
+            best = max(points, key=lambda p: (grid[p], -sum(p[0]), -abs(p[1])))
+            named = ", ".join([*(FEATURES[name] for name in used), "length"]).replace(", length", " and length")
+            said = ", ".join(f"{name} {w:g}" for name, w in zip(models, best[0]) if name in used)
+            label = f"reranked: {named if used else 'length alone'} ({said + ', ' if said else ''}words {best[1]:g})"
+            rows[label] = _row(models, grid, best, test_hyps, test_refs)
     result = {
         "forward": str(args.forward),
-        "backward": str(args.backward),
+        **{name: str(path) for name, path in models.items()},
         "nbest": args.nbest,
         "systems": rows,
         "seconds": seconds,
@@ -105,6 +122,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
     write_text(work / "rerank.json", json.dumps(result, indent=1) + "\n")
     return result
+
+
+def _row(
+    models: dict[str, Path], grid: dict[Any, float], point: tuple[tuple[float, ...], float], hyps: Any, refs: list[str]
+) -> dict[str, Any]:
+    """A system's weights, its valid BLEU (the grid's) and its test BLEU."""
+    weights, words = point
+    return {
+        "weights": {**dict(zip(models, weights)), "words": words},
+        "valid_bleu": grid[point],
+        "test_bleu": bleu(reranked(hyps, len(refs), weights, words), refs),
+    }
 
 
 def table(result: dict[str, Any]) -> str:
@@ -118,7 +147,8 @@ def table(result: dict[str, Any]) -> str:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="bench-rerank", description=__doc__.split("\n\n")[0])
     p.add_argument("--forward", type=Path, required=True, help="the English→French checkpoint that translates")
-    p.add_argument("--backward", type=Path, required=True, help="the French→English checkpoint (the channel)")
+    p.add_argument("--backward", type=Path, help="a French→English checkpoint: the channel feature")
+    p.add_argument("--right-to-left", type=Path, help="a right-to-left English→French checkpoint: the r2l feature")
     p.add_argument("--data", type=Path, default=Path("data/bible"), help="the data directory [data/bible]")
     p.add_argument("--nbest", type=int, default=8, help="the beam and the n-best list's size [8]")
     p.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch's default) [0]")

@@ -327,7 +327,7 @@ def test_bench_rerank_reranks_each_split_with_the_weights_the_valid_verses_chose
     first, length, both = result["systems"].values()
     assert first["weights"] == {"channel": 0.0, "words": 0.0} and first["test_bleu"] > 50  # learned by heart
     assert length["weights"]["channel"] == 0 and both["valid_bleu"] >= length["valid_bleu"] >= 0
-    assert len((tmp_path / "rerank" / "test.ch.nbest").read_text().splitlines()) == 12
+    assert len((tmp_path / "rerank" / "test.channel.nbest").read_text().splitlines()) == 12
     assert done.stdout.count("\n") == 5 and "| 1-best of the search |" in done.stdout
     missing = subprocess.run(
         [sys.executable, str(script), *map(str, models), "--data", str(tmp_path / "none")],

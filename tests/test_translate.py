@@ -340,7 +340,7 @@ def test_no_unk_and_replace_unk(overfit, tmp_path):
 
 
 def test_an_unk_dictionary_is_word_pairs_and_a_sentence_file_is_refused(tmp_path):
-    from nmtkit.translate.translator import read_unk_dict
+    from nmtkit.translate.unknown_words import read_unk_dict
 
     (tmp_path / "lex").write_text("God Dieu 0.9\nGod Seigneur 0.1\n\nlight lumière\n", encoding="utf-8")
     assert read_unk_dict(tmp_path / "lex") == {"God": "Dieu", "light": "lumière"}  # the first listed wins

@@ -67,6 +67,7 @@ def format_info(info: dict[str, Any]) -> str:
         *(["tied embeddings"] if m.get("tie_embeddings") else []),
         *(["layer norm"] if m.get("layer_norm") else []),
         *([f"{m['encoder']} encoder"] if m.get("encoder", "paper") != "paper" else []),
+        *(["right to left"] if m.get("right_to_left") else []),
         *_others(m),
     ]
     sizes += "".join(f"; {extra}" for extra in extras)
@@ -108,7 +109,7 @@ def format_info(info: dict[str, Any]) -> str:
 # the model's settings format_info says in words of its own (a sub-config's kind too)
 _SAID = {
     *("arch", "src_vocab", "tgt_vocab", "emb", "hidden", "align", "maxout", "output_rank", "layers", "dropout"),
-    *("weight_drop", "alignment_head", "tie_embeddings", "layer_norm", "encoder", "kind"),
+    *("weight_drop", "alignment_head", "tie_embeddings", "layer_norm", "encoder", "kind", "right_to_left"),
     *("attention", "score", "window", "window_renorm", "input_feed", "reverse_source"),
 }
 

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from .target_order import mirrored_links, model_order
 from .vocab import BOS, EOS, PAD
 
 
@@ -132,14 +133,20 @@ def pad(seqs: list[np.ndarray], bos: bool = False, eos: bool = True, multiple: i
 
 
 def collate(
-    src_arr: Any, tgt_arr: Any, idx: np.ndarray, multiple: int = 1, links: Any = None
+    src_arr: Any,
+    tgt_arr: Any,
+    idx: np.ndarray,
+    multiple: int = 1,
+    links: Any = None,
+    right_to_left: bool = False,
 ) -> dict[str, torch.Tensor]:
     """src (with </s>), its mask, tgt_in (<s> y) and tgt_out (y </s>) for sentences ``idx``;
     with ``links`` (a corpus's :meth:`~nmtkit.data.binarized.Corpus.links`), ``guide`` too
     (:func:`guide`). ``multiple`` > 1 pads both lengths up to a multiple of it: fewer distinct
-    shapes, so that CUDA graphs, recorded once per shape, are replayed rather than recorded again."""
+    shapes, so that CUDA graphs, recorded once per shape, are replayed rather than recorded again.
+    ``right_to_left``: each y turned around, and its links with it (:mod:`.target_order`)."""
     src = pad([src_arr[i] for i in idx], multiple=multiple)
-    tgt = [tgt_arr[i] for i in idx]
+    tgt = [model_order(tgt_arr[i], right_to_left) for i in idx]
     batch = {
         "src": src,
         "src_mask": src != PAD,
@@ -148,7 +155,7 @@ def collate(
     }
     if links is not None:
         batch["guide"] = guide(
-            [links[i] for i in idx],
+            [mirrored_links(links[i], len(t)) if right_to_left else links[i] for i, t in zip(idx, tgt)],
             [len(src_arr[i]) for i in idx],
             [len(t) for t in tgt],
             (batch["tgt_out"].shape[1], src.shape[1]),

@@ -40,7 +40,7 @@ def scored_batches(
         idx = idx[(src.sizes[idx] > 0) & (tgt.sizes[idx] > 0)]
         if not len(idx):
             continue
-        batch = to_device(collate(src, tgt, idx), device)
+        batch = to_device(collate(src, tgt, idx, right_to_left=model.cfg.right_to_left), device)
         enc = model.encode(batch["src"], batch["src_mask"])
         loss = model.output_nll(model.teacher_forced(enc, batch["tgt_in"])[0], batch["tgt_out"])
         yield idx, enc, loss, int((batch["tgt_out"] != PAD).sum())

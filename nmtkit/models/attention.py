@@ -111,7 +111,9 @@ class LuongAttention(nn.Module):
     has the Gaussian: the paper's local-m is "the same as the global model
     except that a_t is fixed-length and shorter". Positions outside the
     sentence are ignored; local-m's p_t is clamped to the last source word so
-    that an output longer than S + D still sees one. A window holds the
+    that an output longer than S + D still sees one. ``mirrored`` (a right-to-left
+    model's, whose first target word is the sentence's last): local-m's p_t = S − 1 − t,
+    clamped to the first source position. A window holds the
     positions within D of p_t: 2D + 1 of them where p_t is whole (local-m), 2D
     where it is real (local-p). It is a mask over the whole sentence: at the
     paper's 50 words, gathering the window's annotations costs more than
@@ -123,9 +125,19 @@ class LuongAttention(nn.Module):
     weighs evenly.
     """
 
-    def __init__(self, score: str, window: str, hidden: int, align: int, max_src: int, D: int, renorm: bool = False):
+    def __init__(
+        self,
+        score: str,
+        window: str,
+        hidden: int,
+        align: int,
+        max_src: int,
+        D: int,
+        renorm: bool = False,
+        mirrored: bool = False,
+    ):
         super().__init__()
-        self.score, self.window, self.D, self.renorm = score, window, D, renorm
+        self.score, self.window, self.D, self.renorm, self.mirrored = score, window, D, renorm, mirrored
         self.seen: list[torch.Tensor] | None = None  # p_t of each call, while watched (window_watch)
         if score == "general":
             self.W_a = nn.Linear(hidden, hidden, bias=False)
@@ -168,7 +180,8 @@ class LuongAttention(nn.Module):
         bfloat16 holds positions past 256 only to even numbers and S·σ to a few tenths."""
         S = mask.sum(1, keepdim=True).float()
         if self.window == "local-m":
-            return torch.minimum(t.float(), S - 1)
+            ahead = torch.minimum(t.float(), S - 1)
+            return S - 1 - ahead if self.mirrored else ahead
         return S * torch.sigmoid(self.v_p(torch.tanh(self.W_p(q))).squeeze(-1).float())
 
     def forward(

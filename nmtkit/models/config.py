@@ -90,6 +90,13 @@ class ModelConfig(Settings):
         lt=1,
         default_help="luong 0.2, Luong et al.'s; rnnsearch and rnnencdec 0, the paper's",
     )
+    right_to_left: bool = setting(
+        False,
+        "Generate each translation from its last word to its first (Liu et al. 2016; Sennrich et al. "
+        "2016's reranker): a model of its own, whose outputs, scores and alignments nmtkit puts back "
+        "in reading order; with 'rescore --nbest-list' it reranks a left-to-right model's n-best "
+        "lists. Not the paper's.",
+    )
 
     def __post_init__(self) -> None:
         if type(self) not in FAMILIES.values():

@@ -53,7 +53,14 @@ class Luong(Seq2Seq):
             None
             if cfg.attention == "none"
             else LuongAttention(
-                cfg.score, cfg.attention, n, cfg.align, cfg.max_src, cfg.window, renorm=cfg.window_renorm
+                cfg.score,
+                cfg.attention,
+                n,
+                cfg.align,
+                cfg.max_src,
+                cfg.window,
+                renorm=cfg.window_renorm,
+                mirrored=cfg.right_to_left,
             )
         )
         self.W_c = nn.Linear(2 * n, n, bias=False) if self.attention is not None else None

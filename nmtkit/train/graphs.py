@@ -148,7 +148,7 @@ class WholeUpdate:
     def __call__(self, idx: np.ndarray) -> None:
         state = self.state
         set_scheduled_rate(state)
-        batch = collate(state.train_src, state.train_tgt, idx, 1, state.train_links)
+        batch = collate(state.train_src, state.train_tgt, idx, 1, state.train_links, state.model_cfg.right_to_left)
         tokens = int((batch["tgt_out"] != PAD).sum())
         key = self.key(batch, len(idx))
         self.scale.fill_(state.parallel.world / len(idx))

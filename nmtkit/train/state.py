@@ -7,6 +7,7 @@ import time
 from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -137,7 +138,7 @@ def start(
     elif init is not None:
         model_cfg = _started_from(init, model_cfg, cfg, parallel.rank == 0, typed)
     else:
-        derived = {
+        derived: dict[str, Any] = {
             "src_vocab": len(corpus.vocab(corpus.src_lang)),
             "tgt_vocab": len(corpus.vocab(corpus.tgt_lang)),
         }

@@ -103,7 +103,7 @@ def update(state: TrainState, net: torch.nn.Module, steps: CompiledSteps, idx: n
     state.opt.zero_grad(set_to_none=True)
     for k, mine in enumerate(pieces):
         steps.new_forward()
-        batch = collate(src, tgt, mine, cfg.pad_to_multiple, state.train_links)
+        batch = collate(src, tgt, mine, cfg.pad_to_multiple, state.train_links, state.model_cfg.right_to_left)
         ntok, nsent = ntok + int((batch["tgt_out"] != PAD).sum()), nsent + len(mine)
         words = (
             shortlist(batch["tgt_out"], state.model_cfg.tgt_vocab, cfg.shortlist, PAD).to(device)

@@ -9,6 +9,7 @@ import torch
 
 from ..core.console import log
 from ..data.binarized import Corpus
+from ..data.target_order import reading_order
 from ..evaluate.nll import scored_batches
 from ..evaluate.score import multi_bleu
 from ..models.base import Seq2Seq
@@ -34,7 +35,8 @@ def validate(
             window.take(src.sizes[idx] + 1, tgt.sizes[idx] + 1)
             if cfg.valid_bleu:
                 with window.paused():
-                    outputs.update(zip(map(int, idx), greedy(model, enc).tokens))
+                    found, backwards = greedy(model, enc).tokens, model.cfg.right_to_left
+                    outputs.update((int(i), reading_order(t, len(t), backwards)) for i, t in zip(idx, found))
     model.train()
     metrics = {"dev_nll": total / max(n, 1), "dev_nll_token": total / max(tokens, 1), **window.metrics()}
     if outputs:

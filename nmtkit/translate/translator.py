@@ -24,12 +24,12 @@ import torch
 from .. import checkpoint
 from ..core.console import log
 from ..core.errors import UserError
-from ..core.files import read_lines
 from ..core.runtime import Runtime, setup
 from ..core.settings import RuntimeConfig
 from ..data.batching import pad
 from ..data.lexicon import Lexicon
 from ..data.sides import Sides
+from ..data.target_order import model_order, reading_order, reading_order_array
 from ..data.vocab import PAD, UNK
 from ..models.base import EncoderOut, Seq2Seq
 from ..models.ensemble import Ensemble
@@ -37,6 +37,7 @@ from ..models.int8 import quantize_int8
 from .sampling import sample
 from .search import alignment, aligns_as_it_searches, beam_search, force, log_probs
 from .settings import TranslateOptions
+from .unknown_words import replace_unk
 
 # Python's str.splitlines() breaks at these; an output line must never contain one.
 _LINE_BREAKS = re.compile("[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
@@ -90,31 +91,6 @@ class Forced:
     token_scores: list[float] | None = None  # each target token's log-probability, </s>'s last
 
 
-def read_unk_dict(path: str | Path) -> dict[str, str]:
-    """'source target' per line (whitespace-separated; the first translation listed wins), a third
-    column, a number (a lexical table's probability), allowed and not read. A line of more words (a
-    sentence file given by mistake) is refused: its first two were taken for a translation."""
-    table: dict[str, str] = {}
-    for lineno, line in enumerate(read_lines(path), 1):
-        parts = line.split()
-        if not parts:
-            continue
-        if len(parts) < 2 or len(parts) > 3 or (len(parts) == 3 and not _is_number(parts[2])):
-            raise UserError(
-                f"{path}: line {lineno} is not 'source-word target-word' (a probability may follow): {line[:40]!r}"
-            )
-        table.setdefault(parts[0], parts[1])
-    return table
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
 class PrefixLines:
     """``--prefix``'s lines (None: no prefixes), handed out block by block beside the input's:
     one per input line, and exactly as many (a shortfall or an excess refused in one line)."""
@@ -147,7 +123,8 @@ def load_models(
     lexicon; ``int8``: with int8 linear layers (CPUs only)."""
     if int8 and device.type != "cpu":
         raise UserError(f"--int8 is for CPUs (torch's int8 kernels); on {device.type} use --bf16")
-    models, sides, lexicon, first = [], None, None, None
+    models: list[Seq2Seq] = []
+    sides, lexicon, first = None, None, None
     for path in paths:
         ckpt = checkpoint.load(path)
         lexicon = lexicon or ckpt.lexicon
@@ -162,6 +139,11 @@ def load_models(
             )
         sides = sides or these
         model = checkpoint.model_of(ckpt, path, device)
+        if models and model.cfg.right_to_left != models[0].cfg.right_to_left:
+            raise UserError(
+                f"{path}: cannot ensemble with {paths[0]}: one writes right to left, the other left to right "
+                f"(rerank with both instead: 'nmtkit rescore --nbest-list')"
+            )
         models.append(quantize_int8(model) if int8 else model)
     assert sides is not None
     return (models[0] if len(models) == 1 else Ensemble(models).eval()), sides, lexicon
@@ -301,6 +283,7 @@ class Translator:
         starts = None if prefixes is None else self._prefix_ids(prefixes, options, first_line)
         out = [_empty(tokens, options.search.nbest, options.token_scores) for tokens in sources]  # empty in, empty out
         attention = (options.attention or options.replace_unk) and self.attends  # else no links, no maps
+        backwards = self.model.cfg.right_to_left  # the model writes each output last unit first
         batch_size = options.batch_size or max(1, min(32, CPU_ROWS // options.search.width))
         max_tokens = 0 if options.batch_size else options.max_tokens  # sentences asked (not both: check())
         for idx in self._batches([len(s) for s in sources], batch_size, max_tokens):
@@ -327,13 +310,19 @@ class Translator:
                 i = idx[row // n]
                 if row % n and not np.isfinite(hyps.scores[row]):
                     continue  # fewer than n hypotheses exist
-                ids = hyps.tokens[row]
-                alpha = None if maps is None else maps[row, : len(ids) + 1, : len(sources[i]) + 1].float().cpu().numpy()
+                ids = reading_order(hyps.tokens[row], len(hyps.tokens[row]), backwards)
+                alpha = (
+                    None
+                    if maps is None
+                    else reading_order_array(
+                        maps[row, : len(ids) + 1, : len(sources[i]) + 1].float().cpu().numpy(), len(ids), backwards
+                    )
+                )
                 tokens = tgt_side.vocab.decode(ids)
                 if options.replace_unk and alpha is not None:
-                    tokens = _replace_unk(tokens, ids, sources[i], alpha, options.unk_dict)
+                    tokens = replace_unk(tokens, ids, sources[i], alpha, options.unk_dict)
                 text = _LINE_BREAKS.sub(" ", tgt_side.text.decode(tokens, detokenize=not options.tokenized))
-                each = None if hyps.token_scores is None else hyps.token_scores[row]  # kept only when asked
+                each = None if hyps.token_scores is None else reading_order(hyps.token_scores[row], len(ids), backwards)
                 t = Translation(
                     text,
                     tokens,
@@ -369,6 +358,11 @@ class Translator:
     def _prefix_ids(self, prefixes: list[str], options: TranslateOptions, first_line: int) -> list[list[int]]:
         """Each prefix's target ids, through the target pipeline as references go; under
         ``no_unk`` cut before its first <unk>, which the search could never emit."""
+        if self.model.cfg.right_to_left:
+            raise UserError(
+                "--prefix: the model writes right to left, from a translation's last word: it cannot be given "
+                "the first ones"
+            )
         tgt = self.sides.tgt
         out = [tgt.ids(tgt.tokens(line, options.tokenized)) for line in prefixes]
         for k, ids in enumerate(out):
@@ -422,11 +416,14 @@ class Translator:
             _crop(self.sides.tgt.tokens(t, tokenized), limit, first + k, "scoring") for k, t in enumerate(targets)
         ]
         out: list[Forced | None] = [None] * len(sources)
+        backwards = self.model.cfg.right_to_left  # the model reads each target last unit first
         # a batch walks its longest target, and holds its longest source's attention
         lengths = [max(len(s), len(t), 1) for s, t in zip(src_tok, tgt_tok)]
         for idx in self._batches(lengths, batch_size, None):  # a GPU's: by tokens, as translate's
             src = pad([np.asarray(self.sides.src.ids(src_tok[i]), dtype=np.int64) for i in idx]).to(self.device)
-            tgt = pad([np.asarray(self.sides.tgt.ids(tgt_tok[i]), dtype=np.int64) for i in idx]).to(self.device)
+            tgt = pad(
+                [model_order(np.asarray(self.sides.tgt.ids(tgt_tok[i]), dtype=np.int64), backwards) for i in idx]
+            ).to(self.device)
             with torch.inference_mode(), self.runtime.autocast():
                 enc = self.model.encode(src, src != PAD)
                 words = None
@@ -439,12 +436,15 @@ class Translator:
             values = scores.float().tolist()
             each = None if words is None else words.float().tolist()
             for row, i in enumerate(idx):
+                units = len(tgt_tok[i])
                 alpha = (
                     np.zeros((0, 0), dtype=np.float32)
                     if maps is None
-                    else maps[row, : len(tgt_tok[i]) + 1, : len(src_tok[i]) + 1].float().cpu().numpy()
+                    else reading_order_array(
+                        maps[row, : units + 1, : len(src_tok[i]) + 1].float().cpu().numpy(), units, backwards
+                    )
                 )
-                tokens = None if each is None else each[row][: len(tgt_tok[i]) + 1]
+                tokens = None if each is None else reading_order(each[row][: units + 1], units, backwards)
                 out[i] = Forced(src_tok[i], tgt_tok[i], values[row], alpha, tokens)
         return [f for f in out if f is not None]
 
@@ -467,17 +467,3 @@ def _empty(source_tokens: list[str], nbest: int, token_scores: bool) -> Translat
     if nbest > 1:
         t.nbest.append(Translation("", [], source_tokens, 0.0, 0.0, token_scores=each))
     return t
-
-
-def _replace_unk(
-    tokens: list[str], ids: list[int], source: list[str], alpha: np.ndarray, table: dict[str, str] | None
-) -> list[str]:
-    """Each <unk> becomes the source word it attends to most (</s> excluded), or that word's
-    dictionary translation (Luong et al. 2015; Jean et al. 2015)."""
-    if UNK not in ids or not source:
-        return tokens
-    aligned = alpha[: len(ids), : len(source)].argmax(1)
-    return [
-        (table.get(source[j], source[j]) if table else source[j]) if i == UNK else tok
-        for tok, i, j in zip(tokens, ids, aligned)
-    ]

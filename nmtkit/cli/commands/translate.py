@@ -105,7 +105,7 @@ def translate(
     """
     from ...core.files import refuse_overwriting, refuse_two_on_stdin
     from ...translate.io import translate_file
-    from ...translate.translator import read_unk_dict
+    from ...translate.unknown_words import read_unk_dict
 
     refuse_overwriting(
         [("-o", output), ("--alignments", alignments), ("--print-alignment", pharaoh_path)],

@@ -1,0 +1,52 @@
+"""Unknown words in a translation: each ``<unk>`` the search wrote replaced by the source word it
+attends to most, or by that word's translation in a dictionary (``translate --replace-unk``,
+``--unk-dict``; Luong et al. 2015, Jean et al. 2015)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ..core.errors import UserError
+from ..core.files import read_lines
+from ..data.vocab import UNK
+
+
+def read_unk_dict(path: str | Path) -> dict[str, str]:
+    """'source target' per line (whitespace-separated; the first translation listed wins), a third
+    column, a number (a lexical table's probability), allowed and not read. A line of more words (a
+    sentence file given by mistake) is refused: its first two were taken for a translation."""
+    table: dict[str, str] = {}
+    for lineno, line in enumerate(read_lines(path), 1):
+        parts = line.split()
+        if not parts:
+            continue
+        if len(parts) < 2 or len(parts) > 3 or (len(parts) == 3 and not _is_number(parts[2])):
+            raise UserError(
+                f"{path}: line {lineno} is not 'source-word target-word' (a probability may follow): {line[:40]!r}"
+            )
+        table.setdefault(parts[0], parts[1])
+    return table
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def replace_unk(
+    tokens: list[str], ids: list[int], source: list[str], alpha: np.ndarray, table: dict[str, str] | None
+) -> list[str]:
+    """Each <unk> becomes the source word it attends to most (</s> excluded), or that word's
+    dictionary translation (Luong et al. 2015; Jean et al. 2015)."""
+    if UNK not in ids or not source:
+        return tokens
+    aligned = alpha[: len(ids), : len(source)].argmax(1)
+    return [
+        (table.get(source[j], source[j]) if table else source[j]) if i == UNK else tok
+        for tok, i, j in zip(tokens, ids, aligned)
+    ]
