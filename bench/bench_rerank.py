@@ -70,6 +70,8 @@ FEATURES = {"channel": "channel", "r2l": "right-to-left model"}
 def run(args: argparse.Namespace) -> dict[str, Any]:
     models = {"channel": args.backward, "r2l": args.right_to_left}
     models = {name: path for name, path in models.items() if path is not None}
+    if not models:
+        fail("bench-rerank", "error: give a model to rerank with: --backward, --right-to-left, or both")
     missing = [str(p) for p in (args.forward, *models.values()) if not p.is_file()]
     missing += [str(args.data / "raw" / f"{s}.{lang}") for s in SPLITS for lang in ("en", "fr")]
     missing = [p for p in missing if not Path(p).is_file()]

@@ -152,6 +152,8 @@ def test_bench_rerank_takes_a_right_to_left_models_scores_as_a_feature(r2l, over
     assert both["valid_bleu"] >= length["valid_bleu"]
     listed = (tmp_path / "rerank" / "test.r2l.nbest").read_text().splitlines()
     assert len(listed) == 12 and all(" r2l= -" in line or " r2l= 0" in line for line in listed)
+    alone = subprocess.run(list(map(str, cmd[:4] + cmd[6:])), capture_output=True, text=True)
+    assert alone.returncode == 2 and alone.stderr.count("\n") == 1 and "--right-to-left" in alone.stderr
 
 
 def test_luong_local_m_looks_from_the_sentences_end_for_a_right_to_left_model():
@@ -165,6 +167,6 @@ def test_luong_local_m_looks_from_the_sentences_end_for_a_right_to_left_model():
     ahead = LuongAttention("general", "local-m", 8, 8, 50, 2)
     back = LuongAttention("general", "local-m", 8, 8, 50, 2, mirrored=True)
     assert ahead.centre(q, t, mask).tolist() == [[0, 1, 4, 4]]
-    assert back.centre(q, t, mask).tolist() == [[4, 3, 0, 0]]
+    assert back.centre(q, t, mask).tolist() == [[3, 2, 0, 0]]  # 4 words, then </s> at 4
     model = build_model(LuongConfig(src_vocab=10, tgt_vocab=10, emb=8, hidden=8, align=8, right_to_left=True))
     assert model.attention.mirrored

@@ -112,8 +112,8 @@ class LuongAttention(nn.Module):
     except that a_t is fixed-length and shorter". Positions outside the
     sentence are ignored; local-m's p_t is clamped to the last source word so
     that an output longer than S + D still sees one. ``mirrored`` (a right-to-left
-    model's, whose first target word is the sentence's last): local-m's p_t = S − 1 − t,
-    clamped to the first source position. A window holds the
+    model's, whose first target word is the sentence's last): local-m's p_t = S − 2 − t,
+    S counting ``</s>``, clamped to the first source word. A window holds the
     positions within D of p_t: 2D + 1 of them where p_t is whole (local-m), 2D
     where it is real (local-p). It is a mask over the whole sentence: at the
     paper's 50 words, gathering the window's annotations costs more than
@@ -180,8 +180,9 @@ class LuongAttention(nn.Module):
         bfloat16 holds positions past 256 only to even numbers and S·σ to a few tenths."""
         S = mask.sum(1, keepdim=True).float()
         if self.window == "local-m":
-            ahead = torch.minimum(t.float(), S - 1)
-            return S - 1 - ahead if self.mirrored else ahead
+            if self.mirrored:  # the last word (</s> at S - 1 ends the source) for t = 0
+                return torch.clamp(S - 2 - t.float(), min=0)
+            return torch.minimum(t.float(), S - 1)
         return S * torch.sigmoid(self.v_p(torch.tanh(self.W_p(q))).squeeze(-1).float())
 
     def forward(
