@@ -1,7 +1,7 @@
-"""N-best reranking with nmtkit rescore: the search's 1-best beside the best of its n-best list
-reranked by the model's score, a model of the other direction's (the noisy channel, ``rescore
---backward``), a right-to-left model's (``train --right-to-left``) and the length, the weights
-chosen on the valid verses.
+"""N-best reranking with nmtkit rescore and rerank: the search's 1-best beside the best of its n-best
+list reranked by the model's score, a model of the other direction's (the noisy channel, ``rescore
+--backward``), a right-to-left model's (``train --right-to-left``) and the length, the weights tuned
+on the valid verses.
 
     bin/bench-rerank --forward runs/en-fr/best.pt --backward runs/fr-en/best.pt
         [--right-to-left runs/en-fr-r2l/best.pt] [--data data/bible] [--nbest 8] [--threads 2]
@@ -9,10 +9,10 @@ chosen on the valid verses.
 Each split's raw English ($DATA/raw/{valid,test}.en) is translated with ``--beam N --nbest N``;
 ``rescore --backward`` adds the French→English model's log-probability of the English given each
 hypothesis (feature ``channel``), and ``rescore`` with a right-to-left English→French model its
-log-probability of the hypothesis (feature ``r2l``). A hypothesis' rank is its own log p, plus each
-feature's weight times the feature, plus a bonus per word; for each set of features, the weights are
-those of a grid that give the valid verses' best sacreBLEU, and the test verses are reranked with
-them. Writes $BENCH_DIR/rerank/rerank.json and prints a Markdown table on stdout.
+log-probability of the hypothesis (feature ``r2l``). For each set of features, ``rerank --tune``
+finds the weights (the model's own ``F0`` held at 1, each feature's and a bonus per word on its grid)
+that give the valid verses' best sacreBLEU, and ``rerank --weights`` reranks both splits with them.
+Writes $BENCH_DIR/rerank/rerank.json and prints a Markdown table on stdout.
 """
 
 from __future__ import annotations
@@ -27,44 +27,16 @@ from typing import Any
 import sacrebleu
 
 from nmtkit.core.files import read_lines
-from nmtkit.translate.rescore import read_nbest
 
 from .bench_common import NMTKIT, bench_dir, call, fail, write_text
 
-WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0)  # a feature's weight, beside the model's 1
-WORDS = (-1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 2.0, 3.0)  # a bonus per output word (log p favours the short)
 SPLITS = ("valid", "test")
-# Each hypothesis: its text, its model's log p, then each feature's value in the order of features.
-Hypothesis = tuple[str, float, tuple[float, ...]]
-
-
-def hypotheses(nbest: Path, source: Path, lines: int, features: list[str]) -> dict[int, list[Hypothesis]]:
-    """Each source line's hypotheses, with their features' values."""
-    by_line: dict[int, list[Hypothesis]] = {}
-    for h in read_nbest(str(nbest), lines, str(source)):
-        values = h.features.split()  # translate's log p, unnamed, then rescore's "name= x" each
-        found = tuple(float(values[values.index(f"{name}=") + 1]) for name in features)
-        by_line.setdefault(h.index, []).append((h.text, float(values[0]), found))
-    return by_line
-
-
-def reranked(by_line: dict[int, list[Hypothesis]], n: int, weights: tuple[float, ...], words: float) -> list[str]:
-    """The best of each line's hypotheses under the features' ``weights`` and the ``words``
-    bonus (an empty line where it has none)."""
-
-    def rank(h: Hypothesis) -> float:
-        return h[1] + sum(w * v for w, v in zip(weights, h[2])) + words * len(h[0].split())
-
-    best = {i: max(hs, key=rank) for i, hs in by_line.items()}
-    return [best[i][0] if i in best else "" for i in range(n)]
+# the features each model gives, in the order rescore adds them: name, what they are in the table
+FEATURES = {"channel": "channel", "r2l": "right-to-left model"}
 
 
 def bleu(hyps: list[str], refs: list[str]) -> float:
     return float(sacrebleu.corpus_bleu(hyps, [refs]).score)
-
-
-# the features each model gives, in the order rescore adds them: name, what they are in the table
-FEATURES = {"channel": "channel", "r2l": "right-to-left model"}
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -80,7 +52,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     work = bench_dir() / "rerank"
     work.mkdir(parents=True, exist_ok=True)
     runtime = ["--threads", args.threads, "-q"]
-    data: dict[str, Any] = {}
+    lists: dict[str, Path] = {}
     seconds: dict[str, float] = {}
     for split in SPLITS:
         source, nbest = args.data / "raw" / f"{split}.en", work / f"{split}.nbest"
@@ -96,24 +68,28 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             call([*NMTKIT, *rescore, *runtime], check=True)
             seconds[f"rescore {split} ({name})"] = time.perf_counter() - started
             nbest = scored
-        refs = list(read_lines(args.data / "raw" / f"{split}.fr", allow_empty=True))
-        data[split] = (hypotheses(nbest, source, len(refs), list(models)), refs)
-    valid_hyps, valid_refs = data["valid"]
-    grid = {
-        (weights, words): bleu(reranked(valid_hyps, len(valid_refs), weights, words), valid_refs)
-        for weights in itertools.product(WEIGHTS, repeat=len(models))
-        for words in WORDS
-    }
-    test_hyps, test_refs = data["test"]
-    rows = {"1-best of the search": _row(models, grid, ((0.0,) * len(models), 0.0), test_hyps, test_refs)}
+        lists[split] = nbest
+    refs = {split: list(read_lines(refs_path(args, split), allow_empty=True)) for split in SPLITS}
+
+    def row(weights: str) -> dict[str, Any]:
+        out: dict[str, Any] = {"weights": weights}
+        for split in SPLITS:
+            hyps = work / f"{split}.reranked"
+            call([*NMTKIT, "rerank", lists[split], "--weights", weights, "-o", hyps, "-q"], check=True)
+            out[f"{split}_bleu"] = bleu(list(read_lines(hyps, allow_empty=True)), refs[split])
+        return out
+
+    rows = {"1-best of the search": row("F0= 1")}
     for k in range(len(models) + 1):
-        for used in itertools.combinations(models, k):  # the best point with the others' weights at 0
-            points = [p for p in grid if all(w == 0 or name in used for name, w in zip(models, p[0]))]
-            best = max(points, key=lambda p: (grid[p], -sum(p[0]), -abs(p[1])))
+        for used in itertools.combinations(models, k):
+            start = " ".join(["F0= 1", *(f"{name}= 0" for name in used), "words= 0"])
+            tuned, started = work / "weights", time.perf_counter()
+            call([*NMTKIT, "rerank", lists["valid"], "--tune", refs_path(args, "valid"), "--weights", start,
+                  "-o", tuned, "-q"], check=True)  # fmt: skip
+            seconds[f"tune ({', '.join(used) or 'words'})"] = time.perf_counter() - started
+            weights = tuned.read_text(encoding="utf-8").strip()
             named = ", ".join([*(FEATURES[name] for name in used), "length"]).replace(", length", " and length")
-            said = ", ".join(f"{name} {w:g}" for name, w in zip(models, best[0]) if name in used)
-            label = f"reranked: {named if used else 'length alone'} ({said + ', ' if said else ''}words {best[1]:g})"
-            rows[label] = _row(models, grid, best, test_hyps, test_refs)
+            rows[f"reranked: {named if used else 'length alone'} ({weights.removeprefix('F0= 1 ')})"] = row(weights)
     result = {
         "forward": str(args.forward),
         **{name: str(path) for name, path in models.items()},
@@ -126,16 +102,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
-def _row(
-    models: dict[str, Path], grid: dict[Any, float], point: tuple[tuple[float, ...], float], hyps: Any, refs: list[str]
-) -> dict[str, Any]:
-    """A system's weights, its valid BLEU (the grid's) and its test BLEU."""
-    weights, words = point
-    return {
-        "weights": {**dict(zip(models, weights)), "words": words},
-        "valid_bleu": grid[point],
-        "test_bleu": bleu(reranked(hyps, len(refs), weights, words), refs),
-    }
+def refs_path(args: argparse.Namespace, split: str) -> Path:
+    return Path(args.data) / "raw" / f"{split}.fr"
 
 
 def table(result: dict[str, Any]) -> str:

@@ -206,6 +206,7 @@ ROLES = {
             ("align-plot", "target"),
             ("rescore", "source"),
             ("rescore", "target"),
+            ("rerank", "tune_on"),
         ]
     },
     **{(c, "model_paths"): "checkpoint" for c in ("translate", "score", "rescore", "align", "align-plot", "serve")},
@@ -222,6 +223,7 @@ ROLES = {
     ("score-align", "gold"): "gold",  # gold: sure and possible links
     **{(c, "config"): "earlier" for c in main.commands},  # written by a line shown before
     ("rescore", "nbest_list"): "earlier",  # translate --nbest's
+    ("rerank", "nbest_list"): "earlier",  # rescore --nbest-list's
     ("align-plot", "alignments"): "alignments",  # *.links: Pharaoh links; else translate --alignments
     ("info", "path"): "info",  # *.pt, runs/..., else a binarized corpus
 }

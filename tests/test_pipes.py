@@ -74,6 +74,7 @@ TO_STDOUT = {
     ],
     "score-align": [("score-align few.links -g gold.links", "true")],
     "rescore": [("rescore -m {model} --source few.en --target few.fr --threads 1 -q", "true")],
+    "rerank": [("rerank many.nbest -q", "head -1")],
     "info": [("info {model}", "true"), ("info {run}", "true"), ("info {bin}", "true")],
     "train": [("train {bin} --save-dir run --dump-config -", "true")],
 }
@@ -99,6 +100,8 @@ def inputs(overfit, tmp_path_factory):
         for name, n in (("many", 5000), ("few", 50)):
             (d / f"{name}.{side}").write_text("".join(text[i % 4] + "\n" for i in range(n)), encoding="utf-8")
     (d / "few.links").write_text("0-0 1-1\n" * 50, encoding="utf-8")
+    nbest = "".join(f"{i} ||| {FR[i % 4]} ||| F0= -{i % 3}.5 ||| -1\n" for i in range(5000))
+    (d / "many.nbest").write_text(nbest, encoding="utf-8")
     (d / "gold.links").write_text("0-0 1-1 2?2\n" * 50, encoding="utf-8")
     return d, {"model": overfit / "run" / "best.pt", "run": overfit / "run", "bin": overfit / "bin-kept"}
 

@@ -45,9 +45,9 @@ def test_an_nbest_list_gets_the_scores_translate_gave_it_as_a_feature(overfit, t
     for before, after in zip(given, out):
         i, text, log_p, total = before.split(" ||| ")
         j, text2, features, total2 = after.split(" ||| ")
-        assert (j, text2, total2) == (i, text, total)
+        assert (j, text2, total2) == (i, text, total) and log_p.startswith("F0= ")  # translate's, named
         assert features.startswith(f"{log_p} R2= ")
-        assert float(features.split("R2= ")[1]) == pytest.approx(float(log_p), abs=2e-4)
+        assert float(features.split("R2= ")[1]) == pytest.approx(float(log_p.removeprefix("F0= ")), abs=2e-4)
     assert "rescore: 15 pairs" in done.stderr
 
 
@@ -111,7 +111,7 @@ def test_backward_scores_the_source_of_each_nbest_line_given_its_hypothesis(over
             input=stdin.read(),
         )
     assert turned.exit_code == 0, turned.output
-    features = [float(line.split(" ||| ")[2].split("F0= ")[1]) for line in turned.stdout.splitlines()]
+    features = [float(line.split(" ||| ")[2].split("Fscore= ")[1]) for line in turned.stdout.splitlines()]
     swapped_source = lines_of(tmp_path / "h.fr", [text for _, text in hypotheses])
     swapped_target = lines_of(tmp_path / "h.en", [EN[i] for i, _ in hypotheses])
     swapped = run("rescore", "-m", backward, "--source", swapped_source, "--target", swapped_target, *CPU)
@@ -142,7 +142,7 @@ def test_backward_scores_each_source_as_the_other_directions_model_does_given_th
         ("0 ||| a ||| -1 ||| -1\n-1 ||| a ||| -1 ||| -1\n", "line 2 starts with '-1', not a line number"),
         ("0 ||| a ||| -1 ||| -1\n2 ||| a ||| -1 ||| -1\n", "line 2 is of source line 2 (from 0), but "),
         ("\u00b2 ||| a ||| -1 ||| -1\n", "line 1 starts with '\u00b2', not a line number"),
-        ("0 ||| a ||| LM= -1 F0= -2 ||| -3\n", "line 1 has a feature F0= already: give --nbest-feature another"),
+        ("0 ||| a ||| LM= -1 Fscore= -2 ||| -3\n", "line 1 has a feature Fscore= already: give --nbest-feature"),
     ],
 )
 def test_a_malformed_nbest_list_is_refused_in_one_line(overfit, tmp_path, nbest, says):
@@ -325,8 +325,9 @@ def test_bench_rerank_reranks_each_split_with_the_weights_the_valid_verses_chose
     assert done.returncode == 0, done.stderr
     result = json.loads((tmp_path / "rerank" / "rerank.json").read_text())
     first, length, both = result["systems"].values()
-    assert first["weights"] == {"channel": 0.0, "words": 0.0} and first["test_bleu"] > 50  # learned by heart
-    assert length["weights"]["channel"] == 0 and both["valid_bleu"] >= length["valid_bleu"] >= 0
+    assert first["weights"] == "F0= 1" and first["test_bleu"] > 50  # learned by heart
+    assert length["weights"].startswith("F0= 1 words= ") and both["weights"].startswith("F0= 1 channel= ")
+    assert both["valid_bleu"] >= length["valid_bleu"] >= 0  # the channel's grid holds its 0
     assert len((tmp_path / "rerank" / "test.channel.nbest").read_text().splitlines()) == 12
     assert done.stdout.count("\n") == 5 and "| 1-best of the search |" in done.stdout
     missing = subprocess.run(

@@ -146,9 +146,9 @@ def test_bench_rerank_takes_a_right_to_left_models_scores_as_a_feature(r2l, over
     )
     assert done.returncode == 0, done.stderr
     result = json.loads((tmp_path / "rerank" / "rerank.json").read_text())
-    assert list(result["systems"])[2].startswith("reranked: right-to-left model and length (r2l ")
+    assert list(result["systems"])[2].startswith("reranked: right-to-left model and length (r2l= ")
     first, length, both = result["systems"].values()
-    assert first["weights"] == {"r2l": 0.0, "words": 0.0} and length["weights"]["r2l"] == 0
+    assert first["weights"] == "F0= 1" and "r2l" not in length["weights"] and "r2l= " in both["weights"]
     assert both["valid_bleu"] >= length["valid_bleu"]
     listed = (tmp_path / "rerank" / "test.r2l.nbest").read_text().splitlines()
     assert len(listed) == 12 and all(" r2l= -" in line or " r2l= 0" in line for line in listed)

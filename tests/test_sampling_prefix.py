@@ -182,8 +182,8 @@ def same_draws(ours: str, theirs: str) -> bool:
     if [len(row) for row in rows[0]] != [len(row) for row in rows[1]]:
         return False
     for mine, other in zip(*rows, strict=True):
-        if mine[:2] != other[:2] or [float(x) for x in mine[2:]] != pytest.approx(
-            [float(x) for x in other[2:]], abs=2e-4
+        if mine[:2] != other[:2] or [float(x.removeprefix("F0= ")) for x in mine[2:]] != pytest.approx(
+            [float(x.removeprefix("F0= ")) for x in other[2:]], abs=2e-4
         ):
             return False
     return True

@@ -30,6 +30,7 @@ COMMANDS = (
     "translate",
     "score",
     "rescore",
+    "rerank",
     "align",
     "align-plot",
     "score-align",
@@ -78,7 +79,7 @@ def main() -> None:
     Pipeline:    preprocess → build-vocab → preprocess --vocab → train → translate → score
     Data:        select (data selection), tokenize (one side as a filter), reverse (sides swapped)
     Checkpoints: info, average, lexicon (translate --shortlist's lists); serve (over HTTP)
-    Rescoring:   rescore (log p of given translations: n-best reranking, corpus filtering)
+    Rescoring:   rescore (log p of given translations: n-best features, filtering), rerank (n-best lists)
     Alignments:  align, align-plot, word-align (eflomal), score-align (AER)
     Run 'nmtkit COMMAND --help' for a command's options and an example.
     """

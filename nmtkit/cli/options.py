@@ -288,8 +288,17 @@ def text_config(lang: str, values: dict[str, Any]) -> TextConfig:
 
 
 runtime = options_of(RuntimeConfig, "device", "threads", "bf16", "tf32")
+
 # the same, with int8 layers: for the commands that only run a trained model forward
 inference_runtime = options(runtime, option(RuntimeConfig, "int8"))
+
+# a command's results: stdout, or a file written whole or not at all
+output = click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="Write here (atomically) [default: stdout].",
+)
 # the same, with the BLAS of the loss's widest product: for train, the one command that runs the loss
 train_runtime = options(runtime, option(RuntimeConfig, "logits_blas"))
 
@@ -325,7 +334,7 @@ search = options(
         default=0,
         show_default=True,
         help="Write the N best (1: the best alone) as Moses n-best lines: "
-        "'i ||| text ||| log p ||| normalised log p', i from 0 (0: the best, as plain text).",
+        "'i ||| text ||| F0= log p ||| normalised log p', i from 0 (0: the best, as plain text).",
     ),
 )
 

@@ -38,6 +38,7 @@ from ..core.files import (
 )
 from ..core.settings import RuntimeConfig
 from .both_ways import BothWays, directions, refuse_idle_links, warn_named_otherwise
+from .nbest import nbest_line
 from .settings import TranslateOptions
 from .translator import PrefixLines, Translation, Translator
 
@@ -146,7 +147,7 @@ class _Sinks:
             self.out.write(json.dumps(json_record(self.n, t), ensure_ascii=False) + "\n")
         elif self.nbest:
             for h in t.nbest or [t]:
-                self.out.write(f"{self.n - 1} ||| {h.text} ||| {h.score:.4f} ||| {h.ranking:.4f}\n")
+                self.out.write(nbest_line(self.n - 1, h.text, h.score, h.ranking) + "\n")
         else:
             self.out.write(t.text + "\n")
         if self.align is not None:

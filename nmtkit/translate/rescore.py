@@ -14,7 +14,6 @@ import contextlib
 import itertools
 import json
 import math
-import re
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -30,51 +29,10 @@ from ..core.settings import RuntimeConfig
 from .both_ways import directions, warn_named_otherwise
 from .forced import CHUNK
 from .io import json_score
+from .nbest import NbestLine, read_nbest
 from .search import ranking
 from .settings import RescoreConfig
 from .translator import Translator
-
-NBEST_FORM = "'i ||| text ||| features ||| score'"
-_FIELDS = re.compile(r" ?\|\|\| ?")  # what parts an n-best line's fields, an empty field too
-
-
-@dataclass(frozen=True)
-class NbestLine:
-    """A Moses n-best line: its source line's number (from 0), its text, its features, and the
-    fields after them (the total score, and whatever a tool added), kept as they were."""
-
-    index: int
-    text: str
-    features: str
-    rest: tuple[str, ...]
-
-    def with_feature(self, name: str, score: float) -> str:
-        features = f"{self.features} {name}= {score:.4f}".strip()
-        return " ||| ".join((str(self.index), self.text, features, *self.rest))
-
-
-def read_nbest(path: str, sentences: int, source: str, feature: str = "") -> Iterator[NbestLine]:
-    """The lines of a Moses n-best list, as they are read, each of one of ``source``'s
-    ``sentences`` lines; one that has the ``feature`` to be added already is refused."""
-    where = display_name(path)
-    for lineno, line in enumerate(read_lines(path), 1):
-        fields = _FIELDS.split(line)
-        if len(fields) < 3:
-            raise UserError(f"{where}: line {lineno} is no Moses n-best line {NBEST_FORM}")
-        number = fields[0].strip()
-        if not (number.isascii() and number.isdecimal()):
-            raise UserError(f"{where}: line {lineno} starts with '{number}', not a line number from 0")
-        index = int(number)
-        if index >= sentences:
-            raise UserError(
-                f"{where}: line {lineno} is of source line {index} (from 0), "
-                f"but {display_name(source)} has {sentences:,} lines"
-            )
-        if feature and f"{feature}=" in fields[2].split():
-            raise UserError(
-                f"{where}: line {lineno} has a feature {feature}= already: give --nbest-feature another name"
-            )
-        yield NbestLine(index, fields[1].strip(), fields[2].strip(), tuple(f.strip() for f in fields[3:]))
 
 
 @dataclass

@@ -187,9 +187,9 @@ class RescoreConfig(Settings):
         "given its translation (the channel model of noisy-channel reranking).",
     )
     feature: str = setting(
-        "F0",
+        "Fscore",
         "With --nbest-list: the name of the feature added to each hypothesis' features, as 'NAME= score' "
-        "(Marian's --n-best-feature).",
+        "(Marian's --n-best-feature; translate's own log p is F0).",
         flag="--nbest-feature",
     )
     crop: int = MAX_LENGTH  # units each side keeps (TranslateOptions declares it, as --crop-len)

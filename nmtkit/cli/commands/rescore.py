@@ -37,12 +37,7 @@ Examples:
     help="Instead of --target, Moses n-best lines ('i ||| text ||| features ||| score', i a line of --source "
     "from 0, as translate --nbest writes): each line is written with its score added to its features.",
 )
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False, allow_dash=True),
-    help="Write here (atomically) [default: stdout].",
-)
+@options.output
 @click.option("--tokenized", is_flag=True, help="The files are Moses tokens (BPE still applied).")
 @options.option(
     SearchConfig,

@@ -1,0 +1,51 @@
+"""``nmtkit rerank``: the best hypothesis of each source line of an n-best list, by weighted features."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from ...core.command import Command
+from ...evaluate.settings import RerankConfig
+from .. import options
+from ..config_file import config_options
+
+
+@click.command(
+    cls=Command,
+    epilog="""\b
+Examples (the weights tuned on dev's lists, then test's reranked with them):
+  nmtkit translate -m en-fr.pt dev.en --nbest 12 > dev.nbest
+  nmtkit rescore -m fr-en.pt --backward --source dev.en --nbest-list dev.nbest --nbest-feature channel > dev.ch
+  nmtkit rerank dev.ch --tune dev.fr > weights                  # a line: F0= 1 channel= 0.3 words= 0.5
+  nmtkit translate -m en-fr.pt test.en --nbest 12 > test.nbest
+  nmtkit rescore -m fr-en.pt --backward --source test.en --nbest-list test.nbest --nbest-feature channel > test.ch
+  nmtkit rerank test.ch --weights "F0= 1 channel= 0.3 words= 0.5" > test.hyp.fr""",
+)
+@click.argument("nbest_list", metavar="NBEST_LIST", type=click.Path(dir_okay=False, allow_dash=True))
+@config_options()
+@click.option(
+    "--tune",
+    "tune_on",
+    metavar="REFERENCES",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="Instead of reranking, write the weights that rerank the lists to the best BLEU against these "
+    "references (a line per source line), found on a grid: every point for three weights or fewer, else "
+    "one weight at a time.",
+)
+@options.output
+@options.options_of(RerankConfig, "weights", "tokenized")
+@options.verbosity
+def rerank(nbest_list: str, tune_on: str | None, output: str | None, **values: Any) -> None:
+    """Choose the best hypothesis of each source line of a Moses n-best list (translate --nbest, with
+    the features rescore added), ranked by the sum of its features times their --weights; write one
+    line per source line. With --tune, write the weights instead: those that rerank the lists to the
+    best BLEU against the references."""
+    from ...core.console import log
+    from ...core.files import refuse_overwriting
+    from ...evaluate.rerank import rerank_file
+
+    refuse_overwriting([("-o", output)], [("NBEST_LIST", nbest_list), ("--tune", tune_on)])
+    cfg = options.config_of(RerankConfig, values)
+    log(rerank_file(nbest_list, output, cfg, tune_on or ""))

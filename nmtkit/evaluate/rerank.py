@@ -1,0 +1,220 @@
+"""N-best reranking: ``nmtkit rerank``. Each hypothesis of a Moses n-best list is ranked by a
+weighted sum of its features (``translate``'s log-probability ``F0``, what ``rescore`` added) and
+a bonus per output word, and the best of each source line is written; ``tune`` finds the weights
+that give the best BLEU against references, as MERT does for Moses, by searching a grid.
+
+BLEU is counted from each hypothesis' n-gram statistics, computed once (sacreBLEU's own
+statistics, which its significance tests sum the same way), so that a point of the grid costs a
+weighted sum and a sum of statistics rather than a BLEU of the whole list.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..core.errors import UserError
+from ..core.files import STDIO, atomic_write, display_name, read_lines
+from ..translate.nbest import features_of, read_nbest
+from .score import multi_bleu, sacre_bleu
+from .settings import RerankConfig
+
+WORDS = "words"  # the weights' name of the output's word count
+# the values a tuned weight takes: the model's own score weighs 1 (held), a word bonus above
+# a few tenths of a nat, or a feature ten times the model's, has never helped a list here
+GRID = (-1.0, -0.5, -0.2, 0.0, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0)
+WHOLE_GRID = 3000  # the most points searched all; beyond, one weight at a time
+PASSES = 20  # one weight at a time: the most rounds over the weights
+
+
+@dataclass(frozen=True)
+class Lists:
+    """An n-best list as arrays: each hypothesis' source line, text and feature values (a column
+    per value; the features and their numbers of values in ``layout``, the word count last), and
+    the number of source lines. A source line without hypotheses gets an empty one."""
+
+    lines: np.ndarray  # (H,) the source line of each hypothesis, from 0, in order of lines
+    texts: list[str]
+    values: np.ndarray  # (H, columns) float64
+    layout: list[tuple[str, int]]
+    sentences: int
+    given: int  # the hypotheses the list gave (the empty ones of lines without any not counted)
+
+    def best(self, weights: np.ndarray) -> np.ndarray:
+        """The index of each line's best hypothesis under ``weights`` (one per column), the first
+        listed among equals (the search's order)."""
+        scores = self.values @ weights
+        starts = np.flatnonzero(np.r_[True, self.lines[1:] != self.lines[:-1]])
+        top = np.maximum.reduceat(scores, starts)
+        hits = np.flatnonzero(scores == np.repeat(top, np.diff(np.r_[starts, len(scores)])))
+        _, first = np.unique(self.lines[hits], return_index=True)
+        return hits[first]
+
+    def columns(self, name: str) -> slice:
+        """The columns of the feature ``name``."""
+        start = 0
+        for feature, k in self.layout:
+            if feature == name:
+                return slice(start, start + k)
+            start += k
+        raise KeyError(name)
+
+    def weights(self, given: dict[str, list[float]]) -> np.ndarray:
+        """A weight per column from ``given`` (a feature's values by name), 0 where not named; a
+        name the lists lack, or given another number of values than theirs, is refused."""
+        out = np.zeros(self.values.shape[1])
+        sizes = dict(self.layout)
+        for name, values in given.items():
+            if name not in sizes:
+                raise UserError(f"--weights: no feature {name}= in the lists (they have {_said(self.layout)})")
+            if len(values) != sizes[name]:
+                raise UserError(f"--weights: {name}= takes {sizes[name]} value(s), as the lists give it")
+            out[self.columns(name)] = values
+        return out
+
+    def spec(self, weights: np.ndarray, names: Sequence[str] | None = None) -> str:
+        """The weights as ``--weights`` takes them, of the features ``names`` (all by default)."""
+        return " ".join(
+            f"{name}= " + " ".join(f"{w:g}" for w in weights[self.columns(name)])
+            for name, _ in self.layout
+            if names is None or name in names
+        )
+
+
+def read_lists(path: str, sentences: int | None = None, references: str = "") -> Lists:
+    """``path``'s n-best list, every line of the same features (``sentences``: the number of
+    source lines, the ``references``' where they are given; else the last line number's + 1)."""
+    where = display_name(path)
+    rows: list[tuple[int, str, list[float]]] = []
+    layout: list[tuple[str, int]] | None = None
+    for lineno, h in enumerate(read_nbest(path, sentences, references), 1):
+        head = h.features.split()[:1]
+        if head and not head[0].endswith("="):
+            raise UserError(
+                f"{where}: line {lineno}: the value '{head[0]}' has no feature name before it (nmtkit 1.2's "
+                f"translate --nbest wrote its log p so: put 'F0= ' before it)"
+            )
+        try:
+            found = features_of(h.features)
+        except ValueError as err:
+            raise UserError(f"{where}: line {lineno}: {err}") from None
+        if WORDS in found:
+            raise UserError(f"{where}: line {lineno} has a feature {WORDS}=, the name rerank gives the word count")
+        shape = [(name, len(values)) for name, values in found.items()]
+        if layout is None:
+            layout = shape
+        elif shape != layout:
+            raise UserError(
+                f"{where}: line {lineno} has the features {_said(shape)}, line 1 {_said(layout)}: "
+                f"every hypothesis needs the same, in the same order"
+            )
+        rows.append((h.index, h.text, [v for values in found.values() for v in values]))
+    if layout is None:
+        raise UserError(f"{where}: no n-best lines")
+    n, given = sentences if sentences is not None else max(i for i, _, _ in rows) + 1, len(rows)
+    seen = {i for i, _, _ in rows}
+    rows += [(i, "", [0.0] * sum(k for _, k in layout)) for i in range(n) if i not in seen]
+    rows.sort(key=lambda r: r[0])  # stable: each line's hypotheses stay in their order
+    values = np.array([[*v, len(t.split())] for _, t, v in rows], dtype=np.float64)
+    return Lists(np.array([i for i, _, _ in rows]), [t for _, t, _ in rows], values, [*layout, (WORDS, 1)], n, given)
+
+
+def _said(layout: list[tuple[str, int]]) -> str:
+    return " ".join(f"{name}=" + " v" * k for name, k in layout) or "none"
+
+
+def reranked(lists: Lists, weights: np.ndarray) -> list[str]:
+    """The best hypothesis of each source line, in order."""
+    return [lists.texts[i] for i in lists.best(weights)]
+
+
+@dataclass(frozen=True)
+class Tuned:
+    """What tuning found: the weights, and the BLEU of the lists' first hypotheses and of the
+    reranked ones against the references."""
+
+    weights: np.ndarray
+    first: float
+    bleu: float
+
+
+def tune(lists: Lists, references: list[str], start: np.ndarray, tuned: list[int], metric: Any) -> Tuned:
+    """The weights of the ``tuned`` columns, each from :data:`GRID`, that give the best
+    ``metric`` (a sacreBLEU BLEU) of the reranked lists, the others held at ``start``: all the
+    grid's points where they are few (:data:`WHOLE_GRID`), else one weight at a time from
+    ``start`` until a round changes none. Among equals, the point nearest ``start``."""
+    refs = [references[i] for i in lists.lines]
+    stats = np.array(metric._extract_corpus_statistics(lists.texts, [refs]), dtype=np.int64)
+
+    def bleu(weights: np.ndarray) -> float:
+        return float(metric._compute_score_from_stats(stats[lists.best(weights)].sum(0).tolist()).score)
+
+    def key(weights: np.ndarray) -> tuple[float, float]:
+        return round(bleu(weights), 6), -float(np.abs(weights - start).sum())
+
+    def at(point: Sequence[float]) -> np.ndarray:
+        w = start.copy()
+        w[tuned] = point
+        return w
+
+    first = np.zeros(len(start))  # every hypothesis equal: the first of each line
+    if len(GRID) ** len(tuned) <= WHOLE_GRID:
+        best = max((at(p) for p in itertools.product(GRID, repeat=len(tuned))), key=key)
+    else:
+        best = start.copy()
+        for _ in range(PASSES):
+            before = best.copy()
+            for c in tuned:
+                best = max((_with(best, c, g) for g in GRID), key=key)
+            if np.array_equal(before, best):
+                break
+    return Tuned(best, bleu(first), bleu(best))
+
+
+def _with(weights: np.ndarray, column: int, value: float) -> np.ndarray:
+    out = weights.copy()
+    out[column] = value
+    return out
+
+
+def rerank_file(nbest: str, output: str | None = None, cfg: RerankConfig = RerankConfig(), tune_on: str = "") -> str:
+    """``nmtkit rerank``: the best hypothesis of each source line of ``nbest`` under
+    ``cfg.weights``, a line each; or, given references (``tune_on``), the weights that rerank the
+    lists best against them, on a line. Returns the summary for stderr."""
+    try:
+        given = features_of(cfg.weights)
+    except ValueError as err:
+        raise UserError(f"--weights '{cfg.weights}': {err}") from None
+    references = list(read_lines(tune_on, allow_empty=True)) if tune_on else None
+    lists = read_lists(nbest, None if references is None else len(references), tune_on)
+    first, k = lists.layout[0]
+    if references is None:
+        weights = lists.weights(given or {first: [1.0] * k})
+        best = reranked(lists, weights)
+        _write(output, "".join(line + "\n" for line in best))
+        return f"rerank: {lists.sentences:,} lines from {lists.given:,} hypotheses, by {lists.spec(weights)}"
+    start = given or {name: [1.0 if name == first else 0.0] * n for name, n in lists.layout}
+    names = list(start)
+    weights = lists.weights(start)
+    tuned = [c for name in names[1:] for c in range(lists.columns(name).start, lists.columns(name).stop)]
+    if not tuned:
+        raise UserError(f"--tune: nothing to tune: --weights names {names[0]}= alone, whose weight sets the scale")
+    found = tune(lists, references, weights, tuned, multi_bleu() if cfg.tokenized else sacre_bleu())
+    _write(output, lists.spec(found.weights, names) + "\n")
+    return (
+        f"rerank: tuned on {lists.sentences:,} lines: BLEU {found.first:.2f} with the lists' first hypotheses, "
+        f"{found.bleu:.2f} reranked"
+    )
+
+
+def _write(output: str | None, text: str) -> None:
+    if output and output != STDIO:
+        with atomic_write(output) as out:
+            out.write(text)
+    else:
+        sys.stdout.write(text)

@@ -1,0 +1,90 @@
+"""Moses n-best lists, ``i ||| text ||| features ||| score``: the lines ``translate --nbest`` writes,
+``rescore --nbest-list`` adds a feature to and ``rerank`` chooses from.
+
+The features are Moses': ``NAME= value`` pairs, a name ending in ``=`` followed by one value or
+more (``LM0= -12.5 TM0= -1 -2``); translate writes its models' log-probability as ``F0``, as
+Marian's decoder does. The fields are parted by ``|||``: a text cannot hold one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from ..core.errors import UserError
+from ..core.files import display_name, read_lines
+
+NBEST_FORM = "'i ||| text ||| features ||| score'"
+SEARCH_FEATURE = "F0"  # the name of translate's log-probability
+_FIELDS = re.compile(r" ?\|\|\| ?")  # what parts an n-best line's fields, an empty field too
+
+
+def nbest_line(index: int, text: str, score: float, ranking: float) -> str:
+    """The line ``translate --nbest`` writes of a hypothesis: its log-probability as the feature
+    ``F0``, the length penalty's ranking as the total."""
+    return f"{index} ||| {text} ||| {SEARCH_FEATURE}= {score:.4f} ||| {ranking:.4f}"
+
+
+def features_of(text: str) -> dict[str, list[float]]:
+    """Moses features, ``NAME= v [v …] NAME2= v …``, by name, in their order; ValueError with
+    what is wrong where they are not (a value with no name before it, a name without a value or
+    given twice, a value that is no number)."""
+    found: dict[str, list[float]] = {}
+    name = ""
+    for token in text.split():
+        if token.endswith("="):
+            name = token[:-1]
+            if not name or name in found:
+                raise ValueError(f"the feature name '{token}' is {'empty' if not name else 'given twice'}")
+            found[name] = []
+            continue
+        if not name:
+            raise ValueError(f"the value '{token}' has no feature name before it ('NAME= {token}')")
+        try:
+            found[name].append(float(token))
+        except ValueError:
+            raise ValueError(f"'{token}' is not a number (the feature {name}=)") from None
+    if empty := [n for n, values in found.items() if not values]:
+        raise ValueError(f"the feature {empty[0]}= has no value")
+    return found
+
+
+@dataclass(frozen=True)
+class NbestLine:
+    """A Moses n-best line: its source line's number (from 0), its text, its features, and the
+    fields after them (the total score, and whatever a tool added), kept as they were."""
+
+    index: int
+    text: str
+    features: str
+    rest: tuple[str, ...]
+
+    def with_feature(self, name: str, score: float) -> str:
+        features = f"{self.features} {name}= {score:.4f}".strip()
+        return " ||| ".join((str(self.index), self.text, features, *self.rest))
+
+
+def read_nbest(path: str, sentences: int | None = None, source: str = "", feature: str = "") -> Iterator[NbestLine]:
+    """The lines of a Moses n-best list, as they are read, each of one of ``source``'s
+    ``sentences`` lines (None: any line number); one that has the ``feature`` to be added already
+    is refused."""
+    where = display_name(path)
+    for lineno, line in enumerate(read_lines(path), 1):
+        fields = _FIELDS.split(line)
+        if len(fields) < 3:
+            raise UserError(f"{where}: line {lineno} is no Moses n-best line {NBEST_FORM}")
+        number = fields[0].strip()
+        if not (number.isascii() and number.isdecimal()):
+            raise UserError(f"{where}: line {lineno} starts with '{number}', not a line number from 0")
+        index = int(number)
+        if sentences is not None and index >= sentences:
+            raise UserError(
+                f"{where}: line {lineno} is of source line {index} (from 0), "
+                f"but {display_name(source)} has {sentences:,} lines"
+            )
+        if feature and f"{feature}=" in fields[2].split():
+            raise UserError(
+                f"{where}: line {lineno} has a feature {feature}= already: give --nbest-feature another name"
+            )
+        yield NbestLine(index, fields[1].strip(), fields[2].strip(), tuple(f.strip() for f in fields[3:]))

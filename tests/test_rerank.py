@@ -1,0 +1,135 @@
+"""nmtkit rerank: each source line's best hypothesis of a Moses n-best list by weighted features,
+and --tune's weights, the best BLEU against references on a grid; Moses features read by name; a
+user's mistakes refused in one line, exit 2, nothing written."""
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from nmtkit.cli import main
+from nmtkit.evaluate.rerank import GRID, WHOLE_GRID, read_lists, tune
+from nmtkit.evaluate.score import sacre_bleu
+from nmtkit.translate.nbest import features_of
+from tests.conftest import EN
+
+CPU = ["--device", "cpu", "--threads", "1"]
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def write(path, lines):
+    path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    return path
+
+
+# three source lines; line 1 has no hypothesis; X favours the second of each, words the longer
+LISTS = [
+    "0 ||| the cat sat ||| F0= -1.0 X= -5 ||| -1",
+    "0 ||| a cat sat on the mat ||| F0= -2.0 X= -1 ||| -2",
+    "2 ||| dogs bark ||| F0= -0.5 X= -3 ||| -0.5",
+    "2 ||| the dogs bark loudly ||| F0= -0.5 X= -2 ||| -0.5",
+]
+
+
+def test_features_are_read_by_name_with_as_many_values_as_follow():
+    assert features_of("F0= -1.5 TM0= -1 -2 -3 channel= 4e-1") == {"F0": [-1.5], "TM0": [-1, -2, -3], "channel": [0.4]}
+    assert features_of("") == {}
+    for text, says in [
+        ("-3.2 F0= 1", "has no feature name before it"),
+        ("F0= 1 F0= 2", "given twice"),
+        ("F0= X= 1", "F0= has no value"),
+        ("F0= one", "'one' is not a number"),
+        ("= 1", "is empty"),
+    ]:
+        with pytest.raises(ValueError, match=says):
+            features_of(text)
+
+
+def test_the_weights_choose_each_lines_hypothesis_and_a_line_without_any_comes_out_empty(tmp_path):
+    nbest = write(tmp_path / "n.nbest", LISTS)
+    default = run("rerank", nbest)
+    assert default.exit_code == 0, default.output
+    assert default.stdout.splitlines() == ["the cat sat", "", "dogs bark"]  # F0 alone; the first of equals
+    assert "rerank: 3 lines from 4 hypotheses, by F0= 1 X= 0 words= 0" in default.stderr
+    weighted = run("rerank", nbest, "--weights", "F0= 1 X= 1")
+    assert weighted.stdout.splitlines() == ["a cat sat on the mat", "", "the dogs bark loudly"]
+    longer = run("rerank", nbest, "--weights", "F0= 1 words= 0.3", "-o", tmp_path / "out")
+    assert longer.stdout == "" and (tmp_path / "out").read_text().splitlines()[2] == "the dogs bark loudly"
+    assert (tmp_path / "out").read_text().splitlines()[0] == "the cat sat"  # -1 + 0.9 against -2 + 1.8
+    assert run("rerank", nbest, "--weights", "F0= 0 words= -1").stdout.splitlines() == ["the cat sat", "", "dogs bark"]
+
+
+def test_tuning_finds_weights_that_pick_the_references_and_writes_them_as_weights_takes_them(tmp_path):
+    nbest = write(tmp_path / "n.nbest", LISTS)
+    refs = write(tmp_path / "refs", ["a cat sat on the mat", "", "the dogs bark loudly"])
+    done = run("rerank", nbest, "--tune", refs)
+    assert done.exit_code == 0, done.output
+    weights = done.stdout.strip()
+    assert weights.startswith("F0= 1 X= ") and " words= " in weights
+    assert "BLEU" in done.stderr and "100.00 reranked" in done.stderr
+    again = run("rerank", nbest, "--weights", weights)
+    assert again.stdout.splitlines() == ["a cat sat on the mat", "", "the dogs bark loudly"]
+    only_x = run("rerank", nbest, "--tune", refs, "--weights", "F0= 1 X= 0")  # words not named: not tuned
+    assert only_x.exit_code == 0 and only_x.stdout.strip().startswith("F0= 1 X= ") and "words" not in only_x.stdout
+    held = run("rerank", nbest, "--tune", refs, "--weights", "F0= 1")
+    assert held.exit_code == 2 and "nothing to tune" in held.stderr
+
+
+def test_tuning_beyond_the_whole_grid_goes_one_weight_at_a_time_and_reaches_the_same_bleu(tmp_path):
+    rng = np.random.default_rng(3)
+    words = [f"w{i}" for i in range(30)]
+    lines, refs = [], []
+    for i in range(40):
+        hyps = [" ".join(rng.choice(words, 6)) for _ in range(4)]
+        refs.append(hyps[int(rng.integers(4))])
+        for h in hyps:
+            values = " ".join(f"A{k}= {rng.normal():.3f}" for k in range(4))
+            lines.append(f"{i} ||| {h} ||| F0= {rng.normal():.3f} {values} ||| 0")
+    nbest = write(tmp_path / "n.nbest", lines)
+    lists = read_lists(str(nbest), len(refs))
+    start = lists.weights({"F0": [1.0]})
+    columns = [lists.columns(f"A{k}").start for k in range(4)]
+    assert len(GRID) ** 4 > WHOLE_GRID  # the one-at-a-time path
+    found = tune(lists, refs, start, columns, sacre_bleu())
+    assert found.bleu > found.first and found.weights[0] == 1
+    assert set(found.weights[columns]) <= set(GRID)
+    two = tune(lists, refs, start, columns[:2], sacre_bleu())  # the whole grid of two weights
+    assert two.bleu == max(
+        tune(lists, refs, lists.weights({"F0": [1.0], "A0": [a], "A1": [b]}), [], sacre_bleu()).bleu
+        for a in GRID
+        for b in GRID
+    )
+
+
+@pytest.mark.parametrize(
+    ("lines", "args", "says"),
+    [
+        (["0 ||| a ||| -3.2 ||| -3.2"], [], "line 1: the value '-3.2' has no feature name before it (nmtkit 1.2"),
+        (["0 ||| a ||| F0= -1 ||| -1", "0 ||| b ||| F0= -1 X= 2 ||| -1"], [], "line 2 has the features F0= v X= v"),
+        (["0 ||| a ||| F0= -1 words= 3 ||| -1"], [], "a feature words=, the name rerank gives the word count"),
+        (["0 ||| a ||| F0= -1 ||| -1"], ["--weights", "F0= 1 channel= 0.5"], "no feature channel= in the lists"),
+        (["0 ||| a ||| F0= -1 ||| -1"], ["--weights", "F0= 1 2"], "F0= takes 1 value(s)"),
+        (["0 ||| a ||| F0= -1 ||| -1"], ["--weights", "F0 1"], "--weights 'F0 1': the value 'F0' has no feature"),
+        (["3 ||| a ||| F0= -1 ||| -1"], ["--tune", "REFS"], "refs has 2 lines"),
+    ],
+)
+def test_mistakes_are_refused_in_one_line_and_nothing_is_written(tmp_path, lines, args, says):
+    nbest = write(tmp_path / "n.nbest", lines)
+    refs = write(tmp_path / "refs", ["a", "b"])
+    out = tmp_path / "out"
+    done = run("rerank", nbest, *[str(refs) if a == "REFS" else a for a in args], "-o", out)
+    assert done.exit_code == 2 and done.stderr.count("\n") == 1 and says in done.stderr, done.stderr
+    assert not out.exists()
+
+
+def test_translates_nbest_lists_name_their_log_p_and_rerank_gives_back_the_search_s_best(overfit, tmp_path):
+    source = write(tmp_path / "s.en", EN[:4])
+    nbest = tmp_path / "s.nbest"
+    model = overfit / "run" / "last.pt"
+    done = run("translate", "-m", model, source, "--nbest", 3, "--beam", 3, "-o", nbest, "-q", *CPU)
+    assert done.exit_code == 0, done.output
+    assert all(line.split(" ||| ")[2].startswith("F0= ") for line in nbest.read_text().splitlines())
+    best = run("translate", "-m", model, source, "--beam", 3, "-q", *CPU)
+    assert run("rerank", nbest).stdout == best.stdout
