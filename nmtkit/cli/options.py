@@ -291,6 +291,8 @@ runtime = options_of(RuntimeConfig, "device", "threads", "bf16", "tf32")
 
 # the same, with int8 layers: for the commands that only run a trained model forward
 inference_runtime = options(runtime, option(RuntimeConfig, "int8"))
+# the same, with the BLAS of the loss's widest product: for train, the one command that runs the loss
+train_runtime = options(runtime, option(RuntimeConfig, "logits_blas"))
 
 # a command's results: stdout, or a file written whole or not at all
 output = click.option(
@@ -299,8 +301,6 @@ output = click.option(
     type=click.Path(dir_okay=False, allow_dash=True),
     help="Write here (atomically) [default: stdout].",
 )
-# the same, with the BLAS of the loss's widest product: for train, the one command that runs the loss
-train_runtime = options(runtime, option(RuntimeConfig, "logits_blas"))
 
 
 def runtime_config(values: dict[str, Any]) -> RuntimeConfig:
