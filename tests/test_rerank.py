@@ -40,7 +40,10 @@ def test_features_are_read_by_name_with_as_many_values_as_follow():
         ("-3.2 F0= 1", "has no feature name before it"),
         ("F0= 1 F0= 2", "given twice"),
         ("F0= X= 1", "F0= has no value"),
-        ("F0= one", "'one' is not a number"),
+        ("F0= one", "'one' is not a finite number"),
+        ("F0= nan", "'nan' is not a finite number"),
+        ("F0= -inf", "'-inf' is not a finite number"),
+        ("F0= 1_0", "'1_0' is not a finite number"),
         ("= 1", "is empty"),
     ]:
         with pytest.raises(ValueError, match=says):
@@ -75,6 +78,8 @@ def test_tuning_finds_weights_that_pick_the_references_and_writes_them_as_weight
     assert only_x.exit_code == 0 and only_x.stdout.strip().startswith("F0= 1 X= ") and "words" not in only_x.stdout
     held = run("rerank", nbest, "--tune", refs, "--weights", "F0= 1")
     assert held.exit_code == 2 and "nothing to tune" in held.stderr
+    both = run("rerank", "-", "--tune", "-")
+    assert both.exit_code == 2 and "stdin" in both.stderr and both.stderr.count("\n") == 1
 
 
 def test_tuning_beyond_the_whole_grid_goes_one_weight_at_a_time_and_reaches_the_same_bleu(tmp_path):
@@ -95,6 +100,9 @@ def test_tuning_beyond_the_whole_grid_goes_one_weight_at_a_time_and_reaches_the_
     found = tune(lists, refs, start, columns, sacre_bleu())
     assert found.bleu > found.first and found.weights[0] == 1
     assert set(found.weights[columns]) <= set(GRID)
+    off = lists.weights({"F0": [1.0], "A0": [0.25], "A1": [0.0], "A2": [0.0], "A3": [0.0]})
+    at_start = tune(lists, refs, off, [], sacre_bleu()).bleu
+    assert tune(lists, refs, off, columns, sacre_bleu()).bleu >= at_start  # a start off the grid is a candidate
     two = tune(lists, refs, start, columns[:2], sacre_bleu())  # the whole grid of two weights
     assert two.bleu == max(
         tune(lists, refs, lists.weights({"F0": [1.0], "A0": [a], "A1": [b]}), [], sacre_bleu()).bleu
@@ -112,6 +120,9 @@ def test_tuning_beyond_the_whole_grid_goes_one_weight_at_a_time_and_reaches_the_
         (["0 ||| a ||| F0= -1 ||| -1"], ["--weights", "F0= 1 channel= 0.5"], "no feature channel= in the lists"),
         (["0 ||| a ||| F0= -1 ||| -1"], ["--weights", "F0= 1 2"], "F0= takes 1 value(s)"),
         (["0 ||| a ||| F0= -1 ||| -1"], ["--weights", "F0 1"], "--weights 'F0 1': the value 'F0' has no feature"),
+        (["0 ||| a ||| F0= -1 ||| -1"], ["--weights", "F0= nan"], "'nan' is not a finite number"),
+        (["0 ||| a ||| F0= nan ||| -1"], [], "line 1: 'nan' is not a finite number (the feature F0=)"),
+        (["0 ||| a b |||  ||| -1", "0 ||| a |||  ||| -1"], [], "have no features: nothing to rank them by"),
         (["3 ||| a ||| F0= -1 ||| -1"], ["--tune", "REFS"], "refs has 2 lines"),
     ],
 )

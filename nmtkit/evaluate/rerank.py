@@ -116,6 +116,8 @@ def read_lists(path: str, sentences: int | None = None, references: str = "") ->
         rows.append((h.index, h.text, [v for values in found.values() for v in values]))
     if layout is None:
         raise UserError(f"{where}: no n-best lines")
+    if not layout:
+        raise UserError(f"{where}: its hypotheses have no features: nothing to rank them by")
     n, given = sentences if sentences is not None else max(i for i, _, _ in rows) + 1, len(rows)
     seen = {i for i, _, _ in rows}
     rows += [(i, "", [0.0] * sum(k for _, k in layout)) for i in range(n) if i not in seen]
@@ -164,13 +166,14 @@ def tune(lists: Lists, references: list[str], start: np.ndarray, tuned: list[int
 
     first = np.zeros(len(start))  # every hypothesis equal: the first of each line
     if len(GRID) ** len(tuned) <= WHOLE_GRID:
-        best = max((at(p) for p in itertools.product(GRID, repeat=len(tuned))), key=key)
+        points = [start, *(at(p) for p in itertools.product(GRID, repeat=len(tuned)))]  # start: off the grid too
+        best = max(points, key=key)
     else:
         best = start.copy()
         for _ in range(PASSES):
             before = best.copy()
             for c in tuned:
-                best = max((_with(best, c, g) for g in GRID), key=key)
+                best = max((_with(best, c, g) for g in (best[c], *GRID)), key=key)
             if np.array_equal(before, best):
                 break
     return Tuned(best, bleu(first), bleu(best))

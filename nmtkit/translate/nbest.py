@@ -8,6 +8,7 @@ Marian's decoder does. The fields are parted by ``|||``: a text cannot hold one.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -42,9 +43,12 @@ def features_of(text: str) -> dict[str, list[float]]:
         if not name:
             raise ValueError(f"the value '{token}' has no feature name before it ('NAME= {token}')")
         try:
-            found[name].append(float(token))
+            value = float(token)
         except ValueError:
-            raise ValueError(f"'{token}' is not a number (the feature {name}=)") from None
+            value = math.nan
+        if "_" in token or not math.isfinite(value):  # float() reads "1_0", "nan" and "inf" too
+            raise ValueError(f"'{token}' is not a finite number (the feature {name}=)")
+        found[name].append(value)
     if empty := [n for n, values in found.items() if not values]:
         raise ValueError(f"the feature {empty[0]}= has no value")
     return found
