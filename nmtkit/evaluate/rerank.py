@@ -28,8 +28,11 @@ WORDS = "words"  # the weights' name of the output's word count
 # the values a tuned weight takes: the model's own score weighs 1 (held), a word bonus above
 # a few tenths of a nat, or a feature ten times the model's, has never helped a list here
 GRID = (-1.0, -0.5, -0.2, 0.0, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0)
-WHOLE_GRID = 3000  # the most points searched all; beyond, one weight at a time
-PASSES = 20  # one weight at a time: the most rounds over the weights
+# the most points searched all (four tuned weights: a few seconds); beyond, one weight at a time,
+# from the start and from points drawn at random (seeded), as MERT restarts its line searches
+WHOLE_GRID = 30_000
+RESTARTS = 20
+PASSES = 20  # one weight at a time: the most rounds over the weights from a start
 
 
 @dataclass(frozen=True)
@@ -148,8 +151,9 @@ class Tuned:
 def tune(lists: Lists, references: list[str], start: np.ndarray, tuned: list[int], metric: Any) -> Tuned:
     """The weights of the ``tuned`` columns, each from :data:`GRID`, that give the best
     ``metric`` (a sacreBLEU BLEU) of the reranked lists, the others held at ``start``: all the
-    grid's points where they are few (:data:`WHOLE_GRID`), else one weight at a time from
-    ``start`` until a round changes none. Among equals, the point nearest ``start``."""
+    grid's points where they are few (:data:`WHOLE_GRID`), else one weight at a time until a
+    round changes none, from ``start`` and from :data:`RESTARTS` points of the grid drawn at
+    random (seeded: the same lists tune the same). Among equals, the point nearest ``start``."""
     refs = [references[i] for i in lists.lines]
     stats = np.array(metric._extract_corpus_statistics(lists.texts, [refs]), dtype=np.int64)
 
@@ -169,14 +173,21 @@ def tune(lists: Lists, references: list[str], start: np.ndarray, tuned: list[int
         points = [start, *(at(p) for p in itertools.product(GRID, repeat=len(tuned)))]  # start: off the grid too
         best = max(points, key=key)
     else:
-        best = start.copy()
-        for _ in range(PASSES):
-            before = best.copy()
-            for c in tuned:
-                best = max((_with(best, c, g) for g in (best[c], *GRID)), key=key)
-            if np.array_equal(before, best):
-                break
+        draws = np.random.default_rng(0).choice(GRID, (RESTARTS, len(tuned)))
+        best = max((_ascent(w, tuned, key) for w in [start, *(at(p) for p in draws)]), key=key)
     return Tuned(best, bleu(first), bleu(best))
+
+
+def _ascent(best: np.ndarray, tuned: list[int], key: Any) -> np.ndarray:
+    """From ``best``, each weight in turn set to its value of the grid that ``key`` ranks first,
+    until a round changes none."""
+    for _ in range(PASSES):
+        before = best.copy()
+        for c in tuned:
+            best = max((_with(best, c, g) for g in (best[c], *GRID)), key=key)
+        if np.array_equal(before, best):
+            break
+    return best
 
 
 def _with(weights: np.ndarray, column: int, value: float) -> np.ndarray:
