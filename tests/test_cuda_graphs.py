@@ -33,6 +33,8 @@ FAMILIES = {
     "rnnencdec": sized("rnnencdec", TINY_RNNSEARCH, src_vocab=VOCAB, tgt_vocab=VOCAB),
     "rnnsearch-head": sized("rnnsearch", TINY_RNNSEARCH, src_vocab=VOCAB, tgt_vocab=VOCAB, alignment_head=True),
     "rnnsearch-coverage": sized("rnnsearch", TINY_RNNSEARCH, src_vocab=VOCAB, tgt_vocab=VOCAB, coverage="neural"),
+    # targets turned around before the padding: the same batches as the eager path's
+    "rnnsearch-r2l": sized("rnnsearch", TINY_RNNSEARCH, src_vocab=VOCAB, tgt_vocab=VOCAB, right_to_left=True),
     # torch's GRU, which packs the batch by lengths read on the host, except in the graph's update
     "rnnsearch-cudnn": sized("rnnsearch", TINY_RNNSEARCH, src_vocab=VOCAB, tgt_vocab=VOCAB, encoder="cudnn"),
     "rnnencdec-cudnn": sized("rnnencdec", TINY_RNNSEARCH, src_vocab=VOCAB, tgt_vocab=VOCAB, encoder="cudnn"),
@@ -282,7 +284,15 @@ def test_the_fused_passes_in_the_update_body_never_read_a_tensor_on_the_host(cor
 
 @pytest.mark.parametrize(
     "family",
-    ["rnnsearch", "luong", "rnnsearch-cudnn", "rnnsearch+fused", "rnnsearch-cudnn-weight-drop", "rnnsearch+schedule"],
+    [
+        "rnnsearch",
+        "luong",
+        "rnnsearch-cudnn",
+        "rnnsearch+fused",
+        "rnnsearch-cudnn-weight-drop",
+        "rnnsearch+schedule",
+        "rnnsearch-r2l",
+    ],
 )
 def test_the_padded_whole_update_trains_as_the_eager_update_does(corpus, tmp_path, family):
     """On a CPU, --cuda-graphs runs the padded update eagerly: after the same updates, the same
