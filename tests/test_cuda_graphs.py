@@ -374,6 +374,7 @@ def test_each_batch_without_a_length_limit_gets_a_shape_that_holds_it(corpus, tm
         "rnnencdec+fused",
         "rnnsearch+ema",
         "rnnsearch+schedule",
+        "rnnsearch-r2l",
     ],
 )
 def test_replayed_updates_give_the_eager_updates_parameters(corpus, tmp_path, family, monkeypatch):
