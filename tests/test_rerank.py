@@ -2,6 +2,8 @@
 and --tune's weights, the best BLEU against references on a grid; Moses features read by name; a
 user's mistakes refused in one line, exit 2, nothing written."""
 
+import re
+
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -45,6 +47,7 @@ def test_features_are_read_by_name_with_as_many_values_as_follow():
         ("F0= -inf", "'-inf' is not a finite number"),
         ("F0= 1_0", "'1_0' is not a finite number"),
         ("= 1", "is empty"),
+        ("F0= 1 channel=0.5", re.escape("'channel=0.5': a space after the '=', as Moses writes features")),
     ]:
         with pytest.raises(ValueError, match=says):
             features_of(text)
@@ -74,6 +77,8 @@ def test_tuning_finds_weights_that_pick_the_references_and_writes_them_as_weight
     assert "BLEU" in done.stderr and "100.00 reranked" in done.stderr
     again = run("rerank", nbest, "--weights", weights)
     assert again.stdout.splitlines() == ["a cat sat on the mat", "", "the dogs bark loudly"]
+    held_first = run("rerank", nbest, "--tune", refs, "--weights", "X= 1 F0= 1")  # X held: written first
+    assert held_first.exit_code == 0 and held_first.stdout.startswith("X= 1 F0= ")
     only_x = run("rerank", nbest, "--tune", refs, "--weights", "F0= 1 X= 0")  # words not named: not tuned
     assert only_x.exit_code == 0 and only_x.stdout.strip().startswith("F0= 1 X= ") and "words" not in only_x.stdout
     held = run("rerank", nbest, "--tune", refs, "--weights", "F0= 1")
@@ -114,10 +119,10 @@ def test_tuning_beyond_the_whole_grid_goes_one_weight_at_a_time_and_reaches_the_
 @pytest.mark.parametrize(
     ("lines", "args", "says"),
     [
-        (["0 ||| a ||| -3.2 ||| -3.2"], [], "line 1: the value '-3.2' has no feature name before it (nmtkit 1.2"),
-        (["0 ||| a ||| F0= -1 ||| -1", "0 ||| b ||| F0= -1 X= 2 ||| -1"], [], "line 2 has the features F0= v X= v"),
+        (["0 ||| a ||| -3.2 ||| -3.2"], [], "the value '-3.2' has no feature name before it (an older nmtkit's"),
+        (["0 ||| a ||| F0= -1 ||| -1", "0 ||| b ||| F0= -1 X= 2 3 ||| -1"], [], "features F0=, X= (2 values), line 1"),
         (["0 ||| a ||| F0= -1 words= 3 ||| -1"], [], "a feature words=, the name rerank gives the word count"),
-        (["0 ||| a ||| F0= -1 ||| -1"], ["--weights", "F0= 1 channel= 0.5"], "no feature channel= in the lists"),
+        (["0 ||| a ||| F0= -1 ||| -1"], ["--weights", "F0= 1 channel= 0.5"], "(they have F0=, words=)"),
         (["0 ||| a ||| F0= -1 ||| -1"], ["--weights", "F0= 1 2"], "F0= takes 1 value(s)"),
         (["0 ||| a ||| F0= -1 ||| -1"], ["--weights", "F0 1"], "--weights 'F0 1': the value 'F0' has no feature"),
         (["0 ||| a ||| F0= -1 ||| -1"], ["--weights", "F0= nan"], "'nan' is not a finite number"),

@@ -81,11 +81,11 @@ class Lists:
         return out
 
     def spec(self, weights: np.ndarray, names: Sequence[str] | None = None) -> str:
-        """The weights as ``--weights`` takes them, of the features ``names`` (all by default)."""
+        """The weights as ``--weights`` takes them, of the features ``names`` in their order (all,
+        in the lists', by default): a tuning's held feature stays first."""
         return " ".join(
             f"{name}= " + " ".join(f"{w:g}" for w in weights[self.columns(name)])
-            for name, _ in self.layout
-            if names is None or name in names
+            for name in (names if names is not None else [name for name, _ in self.layout])
         )
 
 
@@ -99,8 +99,8 @@ def read_lists(path: str, sentences: int | None = None, references: str = "") ->
         head = h.features.split()[:1]
         if head and not head[0].endswith("="):
             raise UserError(
-                f"{where}: line {lineno}: the value '{head[0]}' has no feature name before it (nmtkit 1.2's "
-                f"translate --nbest wrote its log p so: put 'F0= ' before it)"
+                f"{where}: line {lineno}: the value '{head[0]}' has no feature name before it (an older "
+                f"nmtkit's translate --nbest wrote its log p so: put 'F0= ' before it)"
             )
         try:
             found = features_of(h.features)
@@ -130,7 +130,8 @@ def read_lists(path: str, sentences: int | None = None, references: str = "") ->
 
 
 def _said(layout: list[tuple[str, int]]) -> str:
-    return " ".join(f"{name}=" + " v" * k for name, k in layout) or "none"
+    """The features' names, with the number of values of a feature of several."""
+    return ", ".join(f"{name}=" + (f" ({k} values)" if k > 1 else "") for name, k in layout) or "none"
 
 
 def reranked(lists: Lists, weights: np.ndarray) -> list[str]:

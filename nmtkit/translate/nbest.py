@@ -40,6 +40,9 @@ def features_of(text: str) -> dict[str, list[float]]:
                 raise ValueError(f"the feature name '{token}' is {'empty' if not name else 'given twice'}")
             found[name] = []
             continue
+        if "=" in token:
+            name_, _, value_ = token.partition("=")
+            raise ValueError(f"'{token}': a space after the '=', as Moses writes features ('{name_}= {value_}')")
         if not name:
             raise ValueError(f"the value '{token}' has no feature name before it ('NAME= {token}')")
         try:

@@ -163,8 +163,9 @@ def rescore_file(
         )
     pairs, total = _pairs(source, target, nbest, cfg.feature if nbest is not None and not cfg.jsonl else "")
     sides = ("tgt", "src") if cfg.backward else ("src", "tgt")
-    warn_named_otherwise(source, sides[0], forward[0])
-    warn_named_otherwise(given, sides[1], forward[0])
+    hint = "--backward: models that read --target's language" if cfg.backward else "the other way's: --backward"
+    warn_named_otherwise(source, sides[0], forward[0], hint)
+    warn_named_otherwise(given, sides[1], forward[0], hint)
     # one process, with torch's threads (docs/translating.md says why)
     scorer = Scorer(Translator.from_checkpoints(forward, runtime), tokenized, cfg)
     done = Rescored()

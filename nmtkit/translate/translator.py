@@ -142,7 +142,7 @@ def load_models(
         if models and model.cfg.right_to_left != models[0].cfg.right_to_left:
             raise UserError(
                 f"{path}: cannot ensemble with {paths[0]}: one writes right to left, the other left to right "
-                f"(rerank with both instead: 'nmtkit rescore --nbest-list')"
+                f"(each can score an n-best list in a run of its own, a feature each: rescore --nbest-list)"
             )
         models.append(quantize_int8(model) if int8 else model)
     assert sides is not None
