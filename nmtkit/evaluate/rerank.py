@@ -25,8 +25,9 @@ from .score import multi_bleu, sacre_bleu
 from .settings import RerankConfig
 
 WORDS = "words"  # the weights' name of the output's word count
-# the values a tuned weight takes: the model's own score weighs 1 (held), a word bonus above
-# a few tenths of a nat, or a feature ten times the model's, has never helped a list here
+# the values a tuned weight takes beside the held feature's (1: the model's own log p): from a
+# feature that counts against a hypothesis to one worth three times the model's score, finer
+# near 0, where a second model's or a word bonus's weight mostly lies
 GRID = (-1.0, -0.5, -0.2, 0.0, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0)
 # the most points searched all (four tuned weights: a few seconds); beyond, one weight at a time,
 # from the start and from points drawn at random (seeded), as MERT restarts its line searches
