@@ -92,7 +92,7 @@ def test_two_systems_under_one_name_are_refused_and_same_file_names_told_apart(f
     from click.testing import CliRunner
 
     from nmtkit.cli import main
-    from nmtkit.core.files import short_names
+    from nmtkit.core.console import short_names
 
     for d in ("model_a", "model_b"):
         (files / d).mkdir()

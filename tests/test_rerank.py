@@ -6,25 +6,13 @@ import re
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
-from nmtkit.cli import main
 from nmtkit.evaluate.rerank import GRID, WHOLE_GRID, read_lists, tune
 from nmtkit.evaluate.score import sacre_bleu
 from nmtkit.translate.nbest import features_of
 from tests.conftest import EN
-
-CPU = ["--device", "cpu", "--threads", "1"]
-
-
-def run(*args):
-    return CliRunner().invoke(main, [str(a) for a in args])
-
-
-def write(path, lines):
-    path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
-    return path
-
+from tests.test_rescore import CPU, run
+from tests.test_rescore import lines_of as write
 
 # three source lines; line 1 has no hypothesis; X favours the second of each, words the longer
 LISTS = [
@@ -149,3 +137,25 @@ def test_translates_nbest_lists_name_their_log_p_and_rerank_gives_back_the_searc
     assert all(line.split(" ||| ")[2].startswith("F0= ") for line in nbest.read_text().splitlines())
     best = run("translate", "-m", model, source, "--beam", 3, "-q", *CPU)
     assert run("rerank", nbest).stdout == best.stdout
+
+
+def test_the_bleu_tuning_reports_is_the_bleu_of_what_rerank_then_writes(tmp_path):
+    import sacrebleu
+
+    rng = np.random.default_rng(5)
+    words = [f"w{i}" for i in range(12)]
+    lines, refs = [], []
+    for i in range(30):
+        refs.append(" ".join(rng.choice(words, 7)))
+        for _ in range(5):
+            h = " ".join(rng.choice(words, int(rng.integers(3, 10))))
+            lines.append(f"{i} ||| {h} ||| F0= {rng.normal():.3f} X= {rng.normal():.3f} ||| 0")
+    nbest, references = write(tmp_path / "n.nbest", lines), write(tmp_path / "refs", refs)
+    tuned = run("rerank", nbest, "--tune", references)
+    assert tuned.exit_code == 0, tuned.output
+    said = re.search(r"BLEU ([\d.]+) with the lists' first hypotheses, ([\d.]+) reranked", tuned.stderr)
+    chosen = run("rerank", nbest, "--weights", tuned.stdout.strip()).stdout.splitlines()
+    firsts = [line.split(" ||| ")[1] for k, line in enumerate(lines) if k % 5 == 0]
+    assert float(said[2]) == pytest.approx(sacrebleu.corpus_bleu(chosen, [refs]).score, abs=0.005)
+    assert float(said[1]) == pytest.approx(sacrebleu.corpus_bleu(firsts, [refs]).score, abs=0.005)
+    assert float(said[2]) > float(said[1])

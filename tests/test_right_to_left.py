@@ -10,19 +10,12 @@ import re
 import numpy as np
 import pytest
 import torch
-from click.testing import CliRunner
 
-from nmtkit.cli import main
 from nmtkit.data.batching import collate
 from nmtkit.data.target_order import mirrored_links, reading_order
 from nmtkit.data.vocab import BOS, EOS, PAD
 from tests.conftest import EN, FR, TINY_RNNSEARCH, write_pair
-
-CPU = ["--device", "cpu", "--threads", "1"]
-
-
-def run(*args, **kw):
-    return CliRunner().invoke(main, [str(a) for a in args], **kw)
+from tests.test_rescore import CPU, run
 
 
 @pytest.fixture(scope="module")

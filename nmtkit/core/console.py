@@ -7,6 +7,7 @@ rich Console.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console, ConsoleRenderable
@@ -147,3 +148,14 @@ class TrainProgress:
     def validated(self, step: int, metrics: dict[str, float]) -> None:
         if not self.disable:
             log(f"validation at update {step:,}  " + "  ".join(f"{k} {v:.3f}" for k, v in metrics.items()))
+
+
+def short_names(paths: list[str]) -> list[str]:
+    """The paths as a table's columns or a legend name them: each by its file name, or by as many
+    of its last parts as tell it from the others (a/test.hyp.fr and b/test.hyp.fr)."""
+    parts = [Path(p).parts or (p,) for p in paths]
+    for k in range(1, max((len(x) for x in parts), default=1) + 1):
+        names = ["/".join(x[-k:]) for x in parts]
+        if len(set(names)) == len(names):
+            return names
+    return list(paths)

@@ -37,17 +37,6 @@ def display_name(path: str | Path) -> str:
     return "<stdin>" if str(path) == STDIO else str(path)
 
 
-def short_names(paths: list[str]) -> list[str]:
-    """The paths as a table's columns or a legend name them: each by its file name, or by as many
-    of its last parts as tell it from the others (a/test.hyp.fr and b/test.hyp.fr)."""
-    parts = [Path(p).parts or (p,) for p in paths]
-    for k in range(1, max((len(x) for x in parts), default=1) + 1):
-        names = ["/".join(x[-k:]) for x in parts]
-        if len(set(names)) == len(names):
-            return names
-    return list(paths)
-
-
 _GZIP_MAGIC = b"\x1f\x8b"
 _UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")
 
@@ -293,6 +282,12 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def results_to(path: str | Path | None) -> contextlib.AbstractContextManager[IO[Any]]:
+    """Where a command writes its results: ``path`` whole or not at all (:func:`atomic_write`),
+    or stdout where no path or '-' is given."""
+    return atomic_write(path) if path and str(path) != STDIO else contextlib.nullcontext(sys.stdout)
 
 
 _STANDARD = {"/dev/stdin": 0, "/dev/stdout": 1, "/dev/stderr": 2}

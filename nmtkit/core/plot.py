@@ -13,8 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from .console import short_names
 from .errors import UserError
-from .files import atomic_write, short_names
+from .files import atomic_write
 
 FORMATS = ("png", "svg", "pdf")
 

@@ -11,7 +11,6 @@ weighted sum and a sum of statistics rather than a BLEU of the whole list.
 from __future__ import annotations
 
 import itertools
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..core.errors import UserError
-from ..core.files import STDIO, atomic_write, display_name, read_lines
+from ..core.files import display_name, read_lines, results_to
 from ..translate.nbest import features_of, read_nbest
 from .score import multi_bleu, sacre_bleu
 from .settings import RerankConfig
@@ -212,7 +211,8 @@ def rerank_file(nbest: str, output: str | None = None, cfg: RerankConfig = Reran
     if references is None:
         weights = lists.weights(given or {first: [1.0] * k})
         best = reranked(lists, weights)
-        _write(output, "".join(line + "\n" for line in best))
+        with results_to(output) as out:
+            out.write("".join(line + "\n" for line in best))
         return f"rerank: {lists.sentences:,} lines from {lists.given:,} hypotheses, by {lists.spec(weights)}"
     start = given or {name: [1.0 if name == first else 0.0] * n for name, n in lists.layout}
     names = list(start)
@@ -221,16 +221,9 @@ def rerank_file(nbest: str, output: str | None = None, cfg: RerankConfig = Reran
     if not tuned:
         raise UserError(f"--tune: nothing to tune: --weights names {names[0]}= alone, whose weight sets the scale")
     found = tune(lists, references, weights, tuned, multi_bleu() if cfg.tokenized else sacre_bleu())
-    _write(output, lists.spec(found.weights, names) + "\n")
+    with results_to(output) as out:
+        out.write(lists.spec(found.weights, names) + "\n")
     return (
         f"rerank: tuned on {lists.sentences:,} lines: BLEU {found.first:.2f} with the lists' first hypotheses, "
         f"{found.bleu:.2f} reranked"
     )
-
-
-def _write(output: str | None, text: str) -> None:
-    if output and output != STDIO:
-        with atomic_write(output) as out:
-            out.write(text)
-    else:
-        sys.stdout.write(text)

@@ -30,8 +30,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ..core.console import short_names
 from ..core.errors import UserError
-from ..core.files import read_lines, short_names
+from ..core.files import read_lines
 from ..core.settings import RuntimeConfig
 from ..text.clean import apply_rules
 from .metrics import SACREBLEU_TEMPLATE, TOK_BLEU, TOKENIZED_TEMPLATE, Metrics, SentenceScores

@@ -4,13 +4,10 @@ alignments (``nmtkit align``) or as heatmaps (``nmtkit align-plot --model``).
 
 from __future__ import annotations
 
-import contextlib
 import math
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO
 
 from .. import checkpoint
 from ..align.combine import combined_links
@@ -20,7 +17,7 @@ from ..align.links import pharaoh, word_alignment
 from ..align.settings import LinkConfig
 from ..core.console import progress
 from ..core.errors import UserError
-from ..core.files import STDIO, atomic_write, read_lines, refuse_two_on_stdin
+from ..core.files import read_lines, refuse_two_on_stdin, results_to
 from ..core.parallel import Workers, chunked, default_workers
 from ..core.runtime import resolve_device
 from ..core.settings import RuntimeConfig
@@ -119,8 +116,7 @@ def align_file(
                 bar.advance(task, len(chunk))
     finally:
         _aligner = None  # the models of an in-process run are not kept past it
-    with contextlib.ExitStack() as stack:
-        out: IO[str] = stack.enter_context(atomic_write(output)) if output and output != STDIO else sys.stdout
+    with results_to(output) as out:
         out.write("".join(line + "\n" for line in lines))
     return len(lines)
 

@@ -16,7 +16,6 @@ import dataclasses
 import functools
 import json
 import math
-import sys
 from collections.abc import Iterator
 from typing import IO, Any
 
@@ -27,7 +26,6 @@ from ..core.console import progress
 from ..core.errors import UserError
 from ..core.files import (
     STDIO,
-    atomic_write,
     count_lines,
     decode_line,
     display_name,
@@ -35,6 +33,7 @@ from ..core.files import (
     open_binary,
     read_lines,
     refuse_two_on_stdin,
+    results_to,
 )
 from ..core.settings import RuntimeConfig
 from .both_ways import BothWays, directions, refuse_idle_links, warn_named_otherwise
@@ -122,21 +121,9 @@ class _Sinks:
         pharaoh_path: str | None = None,
         jsonl: bool = False,
     ):
-        self.out: IO[str] = stack.enter_context(atomic_write(output)) if output and output != STDIO else sys.stdout
-        self.align: IO[str] | None = (
-            None
-            if not alignments
-            else sys.stdout
-            if alignments == STDIO
-            else stack.enter_context(atomic_write(alignments))
-        )
-        self.pharaoh: IO[str] | None = (
-            None
-            if not pharaoh_path
-            else sys.stdout
-            if pharaoh_path == STDIO
-            else stack.enter_context(atomic_write(pharaoh_path))
-        )
+        self.out: IO[str] = stack.enter_context(results_to(output))
+        self.align = None if not alignments else stack.enter_context(results_to(alignments))
+        self.pharaoh = None if not pharaoh_path else stack.enter_context(results_to(pharaoh_path))
         self.nbest, self.jsonl, self.n = nbest, jsonl, 0
         if self.align is not None:
             self.align.write(header() + "\n")

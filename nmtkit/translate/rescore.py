@@ -14,16 +14,22 @@ import contextlib
 import itertools
 import json
 import math
-import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import Any
 
 import torch
 
 from ..core.console import progress
 from ..core.errors import UserError
-from ..core.files import STDIO, atomic_write, count_lines, display_name, is_stream, read_lines, refuse_two_on_stdin
+from ..core.files import (
+    count_lines,
+    display_name,
+    is_stream,
+    read_lines,
+    refuse_two_on_stdin,
+    results_to,
+)
 from ..core.parallel import chunked
 from ..core.settings import RuntimeConfig
 from .both_ways import directions, warn_named_otherwise
@@ -170,7 +176,7 @@ def rescore_file(
     scorer = Scorer(Translator.from_checkpoints(forward, runtime), tokenized, cfg)
     done = Rescored()
     with contextlib.ExitStack() as stack:
-        out: IO[str] = stack.enter_context(atomic_write(output)) if output and output != STDIO else sys.stdout
+        out = stack.enter_context(results_to(output))
         bar = stack.enter_context(progress("pairs"))
         task = bar.add_task("rescore", total=total)
         for chunk in chunked(pairs, CHUNK):

@@ -31,8 +31,8 @@ Examples (the weights tuned on dev's lists, then test's reranked with them):
     metavar="REFERENCES",
     type=click.Path(dir_okay=False, allow_dash=True),
     help="Instead of reranking, write the weights that rerank the lists to the best BLEU against these "
-    "references (a line per source line), found on a grid: every point for four weights or fewer, else "
-    "one weight at a time from several starts.",
+    "references (a line per source line), found on a grid: every point where the tuned weights are few, "
+    "else one weight at a time from several starts.",
 )
 @options.output
 @options.options_of(RerankConfig, "weights", "tokenized")
