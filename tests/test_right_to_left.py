@@ -75,6 +75,17 @@ def test_the_model_translates_in_reading_order_and_validates_so(r2l, tmp_path):
     assert "; right to left;" in info.stdout.splitlines()[1]
 
 
+def test_constraints_are_placed_in_reading_order(r2l, tmp_path):
+    source = tmp_path / "in.en"
+    source.write_text("".join(f"{line}\n" for line in EN[:3]), encoding="utf-8")
+    terms = ["les ténèbres", "la lumière fut\tDieu", "Au commencement"]
+    (tmp_path / "terms.fr").write_text("".join(f"{line}\n" for line in terms), encoding="utf-8")
+    done = run("translate", "-m", r2l / "run" / "last.pt", source, "--constraints", tmp_path / "terms.fr", *CPU)
+    assert done.exit_code == 0, done.output
+    for line, must in zip(done.stdout.splitlines(), terms, strict=True):
+        assert all(phrase in line for phrase in must.split("\t")), (line, must)
+
+
 def test_scores_and_attention_come_back_in_reading_order_and_forcing_agrees(r2l, tmp_path):
     from nmtkit.data.batching import pad
     from nmtkit.translate.search import force, log_probs

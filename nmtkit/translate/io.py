@@ -36,10 +36,12 @@ from ..core.files import (
     results_to,
 )
 from ..core.settings import RuntimeConfig
+from .beside import LinesBeside
 from .both_ways import BothWays, directions, refuse_idle_links, warn_named_otherwise
+from .constraints import phrases, refuse_sampling
 from .nbest import nbest_line
 from .settings import TranslateOptions
-from .translator import PrefixLines, Translation, Translator
+from .translator import Translation, Translator
 
 
 def stdin_chunks(stream: IO[bytes], name: str = STDIO, size: int = 1 << 16) -> Iterator[list[str]]:
@@ -151,15 +153,30 @@ class _Sinks:
         self.out.flush()
 
 
-def _refuse_two_on_stdio(source: str, prefix: str | None, outputs: list[tuple[str, str | None]]) -> None:
+def _refuse_two_on_stdio(
+    source: str, beside: list[tuple[str, str | None]], outputs: list[tuple[str, str | None]]
+) -> None:
     """Two inputs on stdin, or two outputs on stdout ('-'), refused in a line."""
-    refuse_two_on_stdin([("INPUT", source), ("--prefix", prefix)])
+    refuse_two_on_stdin([("INPUT", source), *beside])
     on_stdout = [what for what, path in outputs if path == STDIO]
     if len(on_stdout) > 1:
         raise UserError(
             f"the {' and the '.join(on_stdout)} cannot both go to stdout ('-'): give all but one "
             f"a FILE (-o, --alignments, --print-alignment)"
         )
+
+
+def _counted(source: str, beside: list[tuple[str, str | None]]) -> int:
+    """The lines of the file ``source``, which the files given ``beside`` it must have too (one
+    streamed is checked as it ends)."""
+    total = count_lines(source, utf8=True)
+    if total == 0:
+        raise UserError(f"{source}: is empty")
+    for flag, path in beside:
+        given = None if path is None or is_stream(path) else count_lines(path, utf8=True)
+        if given is not None and given != total:
+            raise UserError(f"{flag} {path} has {given:,} lines but {source} {total:,}")
+    return total
 
 
 def translate_file(  # noqa: PLR0913 (each of translate's inputs and outputs, by name)
@@ -174,26 +191,26 @@ def translate_file(  # noqa: PLR0913 (each of translate's inputs and outputs, by
     jsonl: bool = False,
     prefix: str | None = None,
     links: LinkConfig = LinkConfig(),
+    constraints: str | None = None,
 ) -> int:
     """``nmtkit translate``: lines of ``source`` ('-': stdin) to ``output`` (None or '-': stdout),
-    each output starting with its line of ``prefix`` when given. Given models of both directions,
+    each output starting with its line of ``prefix`` when given, and holding the tab-separated
+    phrases of its line of ``constraints``. Given models of both directions,
     the first one's translate and the others are forced back along each translation for its
     links (``pharaoh_path``, ``jsonl``), combined as ``links`` says.
 
     Returns the number of lines translated. Files given by name are checked
     before the models load, so a typo costs no waiting.
     """
+    beside = [("--prefix", prefix), ("--constraints", constraints)]
     _refuse_two_on_stdio(
-        source, prefix, [("translations", output or STDIO), ("alignments", alignments), ("Pharaoh links", pharaoh_path)]
+        source, beside, [("translations", output or STDIO), ("alignments", alignments), ("Pharaoh links", pharaoh_path)]
     )
     options.check()  # before the models load: a typo costs no waiting
+    if constraints is not None:
+        refuse_sampling(options.search)
     streamed = is_stream(source)  # read once, as it comes: no count first
-    total = None if streamed else count_lines(source, utf8=True)
-    if total == 0:
-        raise UserError(f"{source}: is empty")
-    forced = None if prefix is None or is_stream(prefix) else count_lines(prefix, utf8=True)  # else as it ends
-    if forced is not None and total is not None and forced != total:
-        raise UserError(f"--prefix {prefix} has {forced:,} lines but {source} {total:,}")
+    total = None if streamed else _counted(source, beside)
     if alignments or pharaoh_path or jsonl:
         options = dataclasses.replace(options, attention=True)
     forward, backward = directions(model_paths) if len(model_paths) > 1 else (list(model_paths), [])
@@ -213,20 +230,25 @@ def translate_file(  # noqa: PLR0913 (each of translate's inputs and outputs, by
     with contextlib.ExitStack() as stack:
         sinks = _Sinks(stack, output, alignments, nbest_format or options.search.nbest > 1, pharaoh_path, jsonl)
         prefixes = None if prefix is None else read_lines(prefix, allow_empty=True)
+        musts = None if constraints is None else map(phrases, read_lines(constraints, allow_empty=True))
         if streamed:
-            given = PrefixLines(prefixes)
+            forced, wanted = LinesBeside(prefixes), LinesBeside(musts, "--constraints")
             stream = open_binary(source)
             if str(source) != STDIO:
                 stack.enter_context(stream)
             for chunk in stdin_chunks(stream, source):
-                for t in translator.translate_block(chunk, options, sinks.n + 1, given.take(len(chunk))):
+                n = len(chunk)
+                for t in translator.translate_block(
+                    chunk, options, sinks.n + 1, forced.take(n), constraints=wanted.take(n)
+                ):
                     sinks.write(both.linked(t) if both else t)
                 sinks.flush()
-            given.finish()
+            forced.finish()
+            wanted.finish()
             return sinks.n
         bar = stack.enter_context(progress("sentences"))
         task = bar.add_task("translate", total=total)
         advance = functools.partial(bar.advance, task)  # by batch: a block's lines come out at its end
-        for t in translator.translate(read_lines(source), options, prefixes=prefixes, done=advance):
+        for t in translator.translate(read_lines(source), options, prefixes=prefixes, done=advance, constraints=musts):
             sinks.write(both.linked(t) if both else t)
     return sinks.n

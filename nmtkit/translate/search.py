@@ -49,6 +49,10 @@ units: at step t < its length, every word but the forced one is masked to −inf
 sentence's rows, so the beam holds the prefix alone until it ends and then searches on from its
 states. Its log-probabilities count in the scores, and the output limit leaves room for it and
 </s>. Sampling (:mod:`.sampling`) forces prefixes the same way.
+
+Constraints (:mod:`.constraints`, ``translate --constraints``) replace the top-k over the k × k
+survivors with dynamic beam allocation over the banks of each hypothesis' progress, and let a row
+end only once it holds every phrase.
 """
 
 from __future__ import annotations
@@ -65,6 +69,7 @@ from ..core.errors import UserError
 from ..data.vocab import BOS, EOS, PAD, UNK
 from ..models.base import EncoderOut, Seq2Seq
 from ..models.ensemble import Ensemble, EnsembleEncoderOut
+from .constraints import Constraints
 from .settings import SearchConfig
 
 _NEG = float("-inf")
@@ -161,6 +166,7 @@ class ForcedPrefix:
 
 
 NO_PREFIX = ForcedPrefix(None)  # forces nothing, and holds nothing that a search could change
+NO_CONSTRAINTS = Constraints(None)
 
 
 @contextlib.contextmanager
@@ -235,6 +241,7 @@ def beam_search(
     attention: bool = False,
     prefix: torch.Tensor | None = None,
     token_scores: bool = False,
+    constraints: torch.Tensor | None = None,
 ) -> Hypotheses:
     """The ``cfg.nbest`` best outputs of each sentence; over the target words ``vocab`` only
     (sorted ids that hold the specials, :mod:`nmtkit.data.lexicon`) when given. ``attention``:
@@ -244,7 +251,9 @@ def beam_search(
     :func:`force`). ``prefix``: (B, P) target ids each output must start with, <pad> after
     each sentence's (:class:`ForcedPrefix`; ``vocab`` must hold them, and a banned word such
     as <unk> under ``no_unk`` can never be forced). ``token_scores``: keep each step's
-    log-probabilities and return each output's per token (``Hypotheses.token_scores``)."""
+    log-probabilities and return each output's per token (``Hypotheses.token_scores``).
+    ``constraints``: (B, C, L) target ids of phrases each output must contain, <pad> after each
+    (:class:`.constraints.Constraints`; ``vocab`` must hold them)."""
     with restricted(model, vocab):
         return _beam_search(
             model,
@@ -254,6 +263,7 @@ def beam_search(
             attention=attention,
             prefix=ForcedPrefix(prefix, vocab, cfg.beam),
             token_scores=token_scores,
+            constraints=Constraints(constraints, vocab, cfg.beam),
         )
 
 
@@ -266,13 +276,14 @@ def _beam_search(  # noqa: PLR0915 (the beam's loop in one place)
     attention: bool = False,
     prefix: ForcedPrefix = NO_PREFIX,
     token_scores: bool = False,
+    constraints: Constraints = NO_CONSTRAINTS,
 ) -> Hypotheses:
     """``check_every``: steps between looks for finished sentences (0: 1 on a CPU, 4 on a GPU,
     where each look waits for the device). A sentence found late has not changed meanwhile: no
     hypothesis it could still extend can enter its pool, by the bound that stopped it."""
     (B, k), n_best, device = (enc.mask.shape[0], cfg.beam), min(cfg.nbest, cfg.beam), enc.mask.device
     check_every = check_every or (1 if device.type == "cpu" else 4)
-    limit, floor = output_limit(enc.mask, cfg, prefix), output_floor(enc.mask, cfg)
+    limit, floor = constraints.room(output_limit(enc.mask, cfg, prefix), prefix.lengths), output_floor(enc.mask, cfg)
     floor_max = int(floor.max()) if cfg.min_ratio else cfg.min_len  # the steps before which a row may not end
     enc = enc.repeat(k)
     state = model.init_state(enc)
@@ -296,29 +307,33 @@ def _beam_search(  # noqa: PLR0915 (the beam's loop in one place)
             ending = logp[:, EOS]
         else:
             ending = logp[:, EOS].masked_fill(((t < floor) & ~at_limit).repeat_interleave(k), _NEG)
+        if constraints.active:  # a row ends with all its phrases, at its limit too
+            ending = ending.masked_fill(constraints.unmet(), _NEG)
         ended = scores + ending.view(b, k)
         cp = coverage.penalty(alpha, enc.mask, (b, k))
         logp.index_fill_(1, banned, _NEG)
         # on a GPU, asking whether any row is at its limit would wait for it: fill always
         if device.type != "cpu" or bool(at_limit.any()):
             logp.masked_fill_(at_limit.repeat_interleave(k).unsqueeze(1), _NEG)
-        w = min(k, logp.shape[1])
-        word_logp, words = logp.topk(w, dim=1)
-        scores, pick = (scores.view(-1, 1) + word_logp).view(b, k * w).topk(k, dim=1)
-        chosen = word_logp.view(b, k * w).gather(1, pick).view(-1) if token_scores else None
-        # a </s> extension finishes if it is among the k best extensions of all, </s> included
-        kth = torch.cat([scores, ended], 1).topk(k, dim=1).values[:, -1:]
-        ended = ended.masked_fill(ended < kth, _NEG)
+        chosen: torch.Tensor | None
+        if constraints.active:
+            scores, parent, y, chosen, ended = constraints.extend(logp, scores, ended, k)
+        else:
+            w = min(k, logp.shape[1])
+            word_logp, words = logp.topk(w, dim=1)
+            scores, pick = (scores.view(-1, 1) + word_logp).view(b, k * w).topk(k, dim=1)
+            chosen = word_logp.view(b, k * w).gather(1, pick).view(-1) if token_scores else None
+            parent = (torch.arange(b, device=device) * k).unsqueeze(1) + torch.div(pick, w, rounding_mode="floor")
+            parent, y = parent.view(-1), words.view(b, k * w).gather(1, pick).view(-1)
+            # a </s> extension finishes if it is among the k best extensions of all, </s> included
+            kth = torch.cat([scores, ended], 1).topk(k, dim=1).values[:, -1:]
+            ended = ended.masked_fill(ended < kth, _NEG)
         pool.offer(ended, ranking(cfg, ended, t + 1) + cp, t)
-        parent = ((torch.arange(b, device=device) * k).unsqueeze(1) + torch.div(pick, w, rounding_mode="floor")).view(
-            -1
-        )
-        y = words.view(b, k * w).gather(1, pick).view(-1)
         if vocab is not None:  # a column of the restricted output → its word
             y = vocab[y]
         state = state.index_select(0, parent)
         coverage.follow(parent)
-        steps.append(_Step(y, parent, keep, alpha if attention else None, chosen, eos))
+        steps.append(_Step(y, parent, keep, alpha if attention else None, chosen if token_scores else None, eos))
         t += 1
         best_open = ranking(cfg, scores.max(1).values, limit)
         # (an open score of -inf: nothing is open; past its limit a row is done whatever its scores)
@@ -335,6 +350,7 @@ def _beam_search(  # noqa: PLR0915 (the beam's loop in one place)
             y, state, enc = y.index_select(0, keep), state.index_select(0, keep), enc.select(keep)
             coverage.follow(keep)
             prefix.select(keep)
+            constraints.select(keep)
     return _backtrack(steps, finished, B, n_best)
 
 

@@ -34,8 +34,10 @@ from ..data.vocab import PAD, UNK
 from ..models.base import EncoderOut, Seq2Seq
 from ..models.ensemble import Ensemble
 from ..models.int8 import quantize_int8
+from .beside import LinesBeside
+from .constraints import constraint_batch, constraint_ids, refuse_sampling, warn_missed
 from .sampling import sample
-from .search import alignment, aligns_as_it_searches, beam_search, force, log_probs
+from .search import Hypotheses, alignment, aligns_as_it_searches, beam_search, force, log_probs
 from .settings import TranslateOptions
 from .unknown_words import replace_unk
 
@@ -89,26 +91,6 @@ class Forced:
     score: float
     attention: np.ndarray  # (len(target_tokens) + 1, len(source_tokens) + 1)
     token_scores: list[float] | None = None  # each target token's log-probability, </s>'s last
-
-
-class PrefixLines:
-    """``--prefix``'s lines (None: no prefixes), handed out block by block beside the input's:
-    one per input line, and exactly as many (a shortfall or an excess refused in one line)."""
-
-    def __init__(self, lines: Iterable[str] | None):
-        self.lines = None if lines is None else iter(lines)
-
-    def take(self, n: int) -> list[str] | None:
-        if self.lines is None:
-            return None
-        got = list(itertools.islice(self.lines, n))
-        if len(got) < n:
-            raise UserError("--prefix has fewer lines than the input")
-        return got
-
-    def finish(self) -> None:
-        if self.lines is not None and next(self.lines, None) is not None:
-            raise UserError("--prefix has more lines than the input")
 
 
 def ways_apart(path: str | Path, langs: dict[str, str], first_path: str | Path, first: dict[str, str]) -> str:
@@ -222,23 +204,26 @@ class Translator:
         block: int = 1000,
         prefixes: Iterable[str] | None = None,
         done: Callable[[int], object] = lambda n: None,
+        constraints: Iterable[list[str]] | None = None,
     ) -> Iterator[Translation]:
         """Translations of ``lines`` in order; ``block`` lines are read before any is translated.
         ``prefixes``: a line per line of ``lines``, the start each output is forced to have;
-        ``done``: told the lines of each batch as it ends, before its block's lines come out."""
+        ``done``: told the lines of each batch as it ends, before its block's lines come out;
+        ``constraints``: per line of ``lines``, the phrases (raw target text) its output must hold."""
         if isinstance(lines, str):  # else each of its characters would be a line
             raise TypeError("Translator.translate takes lines (a list or a file), not one str: use [line]")
-        forced = PrefixLines(prefixes)
+        forced, wanted = LinesBeside(prefixes), LinesBeside(constraints, "--constraints")
         pending: list[str] = []
         read = 0
-        for line in lines:
-            pending.append(line)
-            if len(pending) >= block:
-                yield from self.translate_block(pending, options, read + 1, forced.take(len(pending)), done)
-                read, pending = read + len(pending), []
-        if pending:
-            yield from self.translate_block(pending, options, read + 1, forced.take(len(pending)), done)
+        for line in itertools.chain(lines, [None]):
+            if line is not None:
+                pending.append(line)
+            if pending and (line is None or len(pending) >= block):
+                n = len(pending)
+                yield from self.translate_block(pending, options, read + 1, forced.take(n), done, wanted.take(n))
+                read, pending = read + n, []
         forced.finish()
+        wanted.finish()
 
     def source_length(self, line: str, tokenized: bool = False) -> int:
         """How many subword units the model would read of ``line`` (``</s>`` not counted)."""
@@ -270,42 +255,38 @@ class Translator:
         first_line: int = 1,
         prefixes: list[str] | None = None,
         done: Callable[[int], object] = lambda n: None,
+        constraints: list[list[str]] | None = None,
     ) -> list[Translation]:
         """Translations of ``lines``, numbered from ``first_line`` (in the warnings, and as the
-        sampling's keys); each starts with its line of ``prefixes`` when given. ``done`` is told
-        how many lines each batch translated, as it ends (a progress bar's advance)."""
+        sampling's keys); each starts with its line of ``prefixes`` when given, and holds the
+        phrases of its ``constraints``. ``done`` is told how many lines each batch translated,
+        as it ends (a progress bar's advance)."""
         self._refuse_unmet(options)
+        if constraints is not None:
+            refuse_sampling(options.search)
         src_side, tgt_side = self.sides.src, self.sides.tgt
         sources = [
             _crop(src_side.tokens(line, options.tokenized), options.max_length, first_line + k)
             for k, line in enumerate(lines)
         ]
         starts = None if prefixes is None else self._prefix_ids(prefixes, options, first_line)
+        backwards = self.model.cfg.right_to_left  # the model writes each output last unit first
+        musts = None
+        if constraints is not None:
+            musts = constraint_ids(constraints, tgt_side, options.tokenized, backwards, first_line)
         out = [_empty(tokens, options.search.nbest, options.token_scores) for tokens in sources]  # empty in, empty out
         attention = (options.attention or options.replace_unk) and self.attends  # else no links, no maps
-        backwards = self.model.cfg.right_to_left  # the model writes each output last unit first
         batch_size = options.batch_size or max(1, min(32, CPU_ROWS // options.search.width))
         max_tokens = 0 if options.batch_size else options.max_tokens  # sentences asked (not both: check())
         for idx in self._batches([len(s) for s in sources], batch_size, max_tokens):
             src = pad([np.asarray(src_side.ids(sources[i]), dtype=np.int64) for i in idx]).to(self.device)
             prefix = self._prefix_batch(starts, idx)
-            with torch.inference_mode(), self.runtime.autocast():
-                enc = self.model.encode(src, src != PAD)
-                vocab = self.lexicon.candidates(src) if options.shortlist and self.lexicon is not None else None
-                if vocab is not None and prefix is not None:  # a forced word must be scored
-                    vocab = torch.unique(torch.cat([vocab, prefix.flatten()]))
-                own = attention and aligns_as_it_searches(self.model)  # else walked again, by force
-                if options.search.sampling:  # the line numbers key the draws: batching changes nothing
-                    keys = torch.tensor([first_line + i for i in idx])
-                    hyps = sample(self.model, enc, options.search, vocab, prefix, keys, options.token_scores)
-                else:
-                    hyps = beam_search(
-                        self.model, enc, options.search, vocab, own, prefix, token_scores=options.token_scores
-                    )
-                n = hyps.nbest
-                maps = hyps.attention if own else None
-                if attention and maps is None:
-                    maps = self._align(enc.repeat(n), hyps.tokens)
+            must = None if musts is None else constraint_batch([musts[i] for i in idx], self.device)
+            keys = torch.tensor([first_line + i for i in idx])  # the sampling's: batching changes nothing
+            hyps, maps = self._search(src, options, attention, prefix, must, keys)
+            n = hyps.nbest
+            if musts is not None:
+                warn_missed(hyps, [musts[i] for i in idx], [first_line + i for i in idx])
             for row in range(len(hyps.tokens)):
                 i = idx[row // n]
                 if row % n and not np.isfinite(hyps.scores[row]):
@@ -339,6 +320,32 @@ class Translator:
             done(len(idx))
         done(sum(not s for s in sources))  # empty lines: in no batch
         return out
+
+    def _search(
+        self,
+        src: torch.Tensor,
+        options: TranslateOptions,
+        attention: bool,
+        prefix: torch.Tensor | None,
+        must: torch.Tensor | None,
+        keys: torch.Tensor,
+    ) -> tuple[Hypotheses, torch.Tensor | None]:
+        """The outputs of one batch of sources (B, S) and, when ``attention`` is asked, their
+        attention maps: the search's own, or each output walked through the models again."""
+        with torch.inference_mode(), self.runtime.autocast():
+            enc = self.model.encode(src, src != PAD)
+            vocab = self.lexicon.candidates(src) if options.shortlist and self.lexicon is not None else None
+            if vocab is not None:  # a forced or required word must be scored
+                vocab = torch.unique(torch.cat([vocab, *(t.flatten() for t in (prefix, must) if t is not None)]))
+            own = attention and aligns_as_it_searches(self.model)  # else walked again, by force
+            if options.search.sampling:
+                hyps = sample(self.model, enc, options.search, vocab, prefix, keys, options.token_scores)
+            else:
+                hyps = beam_search(self.model, enc, options.search, vocab, own, prefix, options.token_scores, must)
+            maps = hyps.attention if own else None
+            if attention and maps is None:
+                maps = self._align(enc.repeat(hyps.nbest), hyps.tokens)
+        return hyps, maps
 
     def _refuse_unmet(self, options: TranslateOptions) -> None:
         """Refuse, in a line, what these models cannot do (what the command line refuses, a

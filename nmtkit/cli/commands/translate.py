@@ -46,6 +46,13 @@ _decoding = options.options(
         "tokens with --tokenized) that each output starts with, the search going on after it; an "
         "empty line forces nothing.",
     ),
+    click.option(
+        "--constraints",
+        type=click.Path(dir_okay=False),
+        help="Phrases each output must hold (lexically constrained beam search, Post & Vilar 2018): FILE has "
+        "a line per input line, its phrases of raw target text separated by tabs, in any order; an empty "
+        "line constrains nothing.",
+    ),
 )
 
 
@@ -58,6 +65,7 @@ Examples:
   nmtkit translate -m best.pt test.en -o test.hyp.fr --beam 5 --length-penalty gnmt --alpha 0.6
   nmtkit translate -m a.pt -m b.pt test.en --nbest 5            # ensemble; Moses n-best lines
   nmtkit translate -m best.pt test.en --alignments test.align   # then: nmtkit align-plot test.align -n 1 -o a.png
+  nmtkit translate -m best.pt test.en --constraints terms.fr --beam 10   # each output holds its line's phrases
   nmtkit translate -m en-fr.pt -m fr-en.pt test.en --print-alignment test.links  # links both ways""",
 )
 @options.models(
@@ -107,17 +115,18 @@ def translate(
     from ...translate.io import translate_file
     from ...translate.unknown_words import read_unk_dict
 
+    beside = [("--prefix", values["prefix"]), ("--constraints", values["constraints"])]
     refuse_overwriting(
         [("-o", output), ("--alignments", alignments), ("--print-alignment", pharaoh_path)],
-        [("INPUT", input), ("--prefix", values["prefix"]), ("--unk-dict", unk_dict), *(("-m", m) for m in model_paths)],
+        [("INPUT", input), *beside, ("--unk-dict", unk_dict), *(("-m", m) for m in model_paths)],
     )
-    refuse_two_on_stdin([("INPUT", input), ("--prefix", values["prefix"]), ("--unk-dict", unk_dict)])
+    refuse_two_on_stdin([("INPUT", input), *beside, ("--unk-dict", unk_dict)])
     if unk_dict and not values["replace_unk"]:
         raise UserError("--unk-dict is used by --replace-unk; add that flag")
     if values["token_scores"] and output_format != "jsonl":
         raise UserError("--token-scores are written in --output-format jsonl; add that")
     nbest_lines = values["nbest"] > 0
-    search, prefix = options.search_config(values), values.pop("prefix")
+    search, prefix, constraints = options.search_config(values), values.pop("prefix"), values.pop("constraints")
     words = read_unk_dict(unk_dict) if unk_dict else None
     links = options.link_config(values, model_paths)
     settings = options.config_of(TranslateOptions, values, search=search, unk_dict=words)
@@ -133,4 +142,5 @@ def translate(
         jsonl=output_format == "jsonl",
         prefix=prefix,
         links=links,
+        constraints=constraints,
     )

@@ -1,0 +1,200 @@
+"""Lexically constrained search (``translate --constraints``): phrases each output must contain.
+
+Post & Vilar (2018)'s dynamic beam allocation, as fairseq's ``--constraints`` and Sockeye's
+do it, for unordered phrases of one or more target units. An output holds a phrase when the
+phrase occurs in it as a run of units, anywhere (in a forced prefix too, and overlapping
+another phrase or not). A hypothesis' progress is the number of units of the phrases it holds,
+plus the longest end of it that begins one of the others. At each step every open row offers
+its k best words, as in the plain search, and besides them, for each phrase it does not hold,
+the unit that would take that phrase a step further. The k survivors of a sentence are then
+taken bank by bank, a bank being the candidates of one progress: the best of each bank from
+the most advanced down, then the second best of each, and so on, so that hypotheses which
+have placed more of the phrases are not pushed out by likelier ones that have placed fewer.
+A hypothesis may end only when it holds every phrase, and its </s> finishes it if it is among
+the k best extensions of the hypotheses that hold them all (the plain search's rule, within
+that bank). The output limit widens to leave room for every phrase after a prefix, and the
+best hypothesis gains a unit of progress at every step, so some output holds them all.
+
+Everything is tensor operations over the rows and their candidates: no Python loop runs over
+hypotheses or phrases (one runs over a phrase's length).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+
+from ..core.console import log
+from ..core.errors import UserError
+from ..data.vocab import BOS, EOS, PAD, UNK
+
+if TYPE_CHECKING:
+    from ..data.sides import Side
+    from .search import Hypotheses
+    from .settings import SearchConfig
+
+_NEG = float("-inf")
+SPECIAL_IDS = (PAD, BOS, EOS)  # <unk> has its own warning
+
+
+def phrases(line: str) -> list[str]:
+    """The constraints of one ``--constraints`` line: its tab-separated fields, empty ones dropped."""
+    return [field.strip() for field in line.rstrip("\r\n").split("\t") if field.strip()]
+
+
+def refuse_sampling(search: SearchConfig) -> None:
+    """Constraints and sampling, refused in a line."""
+    if search.sampling:
+        raise UserError("--constraints guide the beam search: sampling draws each word and cannot place them")
+
+
+def constraint_ids(
+    lines: list[list[str]], side: Side, tokenized: bool, right_to_left: bool, first_line: int
+) -> list[list[list[int]]]:
+    """Each line's phrases as target ids, through the target pipeline as references go, in the
+    order the model writes them (``right_to_left``: last unit first). A phrase with a unit out of
+    the vocabulary, or a special one (``</s>`` in --tokenized text), is dropped with a warning: no
+    output could hold its text."""
+    out = []
+    for k, line in enumerate(lines):
+        ids = []
+        for phrase in line:
+            units = side.ids(side.tokens(phrase, tokenized))
+            if UNK in units:
+                log(f"line {first_line + k}: constraint {phrase!r} has a unit out of the vocabulary: left out")
+            elif any(u in SPECIAL_IDS for u in units):
+                log(f"line {first_line + k}: constraint {phrase!r} holds <s>, </s> or <pad>: left out")
+            elif units:
+                ids.append(units[::-1] if right_to_left else units)
+        out.append(ids)
+    return out
+
+
+def constraint_batch(each: list[list[list[int]]], device: torch.device) -> torch.Tensor | None:
+    """The constraints of a batch's sentences as (B, C, L) target ids, <pad> after each phrase
+    and in place of a sentence's missing phrases; None when no sentence has one."""
+    if not any(each):
+        return None
+    c = max(len(ids) for ids in each)
+    n = max(len(p) for ids in each for p in ids)
+    out = torch.full((len(each), c, n), PAD, dtype=torch.long)
+    for i, ids in enumerate(each):
+        for j, p in enumerate(ids):
+            out[i, j, : len(p)] = torch.tensor(p, dtype=torch.long)
+    return out.to(device)
+
+
+def contains(output: list[int], phrase: list[int]) -> bool:
+    """Whether ``phrase`` occurs in ``output`` as a contiguous run."""
+    n = len(phrase)
+    return any(output[i : i + n] == phrase for i in range(len(output) - n + 1))
+
+
+def warn_missed(hyps: Hypotheses, musts: list[list[list[int]]], lines: list[int]) -> None:
+    """A warning for each sentence (numbered ``lines``) whose best output lacks one of its
+    phrases ``musts``: no hypothesis held them all within the output limit."""
+    for i, (phrases, line) in enumerate(zip(musts, lines)):
+        if not all(contains(hyps.tokens[i * hyps.nbest], p) for p in phrases):
+            log(f"line {line}: no output within the output limit holds every constraint")
+
+
+class Constraints:
+    """The search side of constraints. Each row holds its sentence's phrases as (rows, C, L)
+    columns of the output layer (−1 past a phrase), and its progress: which phrases its output
+    holds, and for each other phrase the longest end of the output that begins it (a phrase
+    broken off half-way falls back as far as its units allow, so "a a b" is found in "a a a b").
+    Built from (B, C, L) target ids (None: no constraints), mapped to the columns of a
+    restricted output ``vocab`` (which must hold them), each sentence repeated for its ``k`` rows."""
+
+    def __init__(self, ids: torch.Tensor | None, vocab: torch.Tensor | None = None, k: int = 1):
+        self.active = ids is not None and bool((ids != PAD).any())
+        if not self.active:
+            return
+        assert ids is not None
+        cols = ids if vocab is None else torch.searchsorted(vocab, ids)
+        self.cols = cols.masked_fill(ids == PAD, -1).repeat_interleave(k, 0)
+        self.lengths = (self.cols >= 0).sum(2)  # (rows, C), 0 for a missing phrase
+        self.need = self.lengths.sum(1)  # (rows,) units to produce in all
+        self.most = int(self.need.max())  # once: asking a GPU every step would wait for it
+        rows, c, n = self.cols.shape
+        self.met = self.lengths == 0  # a missing phrase is held
+        self.match = torch.zeros((rows, c), dtype=torch.long, device=ids.device)
+        self.tail = torch.full((rows, n - 1), -1, dtype=torch.long, device=ids.device)  # the last units
+
+    def room(self, limit: torch.Tensor, prefix: torch.Tensor | None) -> torch.Tensor:
+        """The output limit of each sentence (B,), widened to hold its forced ``prefix`` (B,;
+        None: none), all of its phrases after it, and </s>."""
+        if not self.active:
+            return limit
+        need = self.need[:: len(self.need) // len(limit)] + 1
+        return torch.maximum(limit, need if prefix is None else need + prefix)
+
+    def unmet(self) -> torch.Tensor:
+        """Rows (rows,) whose output does not yet hold every phrase: they may not end."""
+        return ~self.met.all(1)
+
+    def extend(
+        self, logp: torch.Tensor, scores: torch.Tensor, ended: torch.Tensor, k: int
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """One step of the search for the open rows (b·k, V) whose scores are ``scores`` (b, k)
+        and whose </s> extensions score ``ended`` (b, k; −inf where a row may not end): the k
+        survivors' scores (b, k), each one's parent row, column and log-probability (b·k,), and
+        ``ended`` with −inf where a </s> is not among the k best extensions of the rows that
+        hold every phrase (the plain search's rule within that bank); the rows' progress moved
+        to the survivors'."""
+        rows, c = self.met.shape
+        b = rows // k
+        w = min(k, logp.shape[1])
+        top_logp, top = logp.topk(w, dim=1)
+        nxt = self.cols.gather(2, self.match.clamp(max=self.cols.shape[2] - 1).unsqueeze(2)).squeeze(2)
+        nxt = nxt.masked_fill(self.met, -1)  # the unit that takes each unheld phrase a step further
+        offered = (nxt >= 0) & ~(nxt.unsqueeze(2) == top.unsqueeze(1)).any(2)  # not among the k best already
+        earlier = torch.ones((c, c), dtype=torch.bool, device=logp.device).tril(-1)
+        offered &= ~((nxt.unsqueeze(2) == nxt.unsqueeze(1)) & earlier & offered.unsqueeze(1)).any(2)
+        cand = torch.cat([top, nxt.clamp(min=0)], 1)  # (rows, n)
+        cand_logp = torch.cat([top_logp, logp.gather(1, nxt.clamp(min=0)).masked_fill(~offered, _NEG)], 1)
+        n = cand.shape[1]
+        met, match = self._advance(cand)
+        progress = ((self.lengths.unsqueeze(1) * met).sum(2) + match.amax(2)).view(b, k * n)
+        total = (scores.view(-1, 1) + cand_logp).view(b, k * n)
+        pick = _round_robin(total, progress, self.most, k)
+        complete = total.masked_fill(progress < self.need.view(b, k)[:, :1], _NEG)
+        kth = torch.cat([complete, ended], 1).topk(k, dim=1).values[:, -1:]
+        flat = (torch.arange(b, device=logp.device).unsqueeze(1) * (k * n) + pick).view(-1)
+        self.met, self.match = met.view(-1, c)[flat], match.view(-1, c)[flat]
+        parent = torch.div(flat, n, rounding_mode="floor")  # a row of the same sentence: its phrases
+        y = cand.view(-1)[flat]
+        self.tail = torch.cat([self.tail[parent], y.unsqueeze(1)], 1)[:, 1:]
+        chosen = cand_logp.view(-1)[flat]
+        return total.gather(1, pick), parent, y, chosen, ended.masked_fill(ended < kth, _NEG)
+
+    def _advance(self, cand: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """For each row's candidate units (rows, n): which phrases the output holds after it
+        (rows, n, C), and for each the longest end of the output that begins it (its length)."""
+        rows, c, most = self.cols.shape
+        seq = torch.cat([self.tail.unsqueeze(1).expand(-1, cand.shape[1], -1), cand.unsqueeze(2)], 2)
+        match = torch.zeros((rows, cand.shape[1], c), dtype=torch.long, device=cand.device)
+        for m in range(1, most + 1):  # a loop over a phrase's length, not over hypotheses
+            ends = (seq[:, :, most - m :].unsqueeze(2) == self.cols[:, :, :m].unsqueeze(1)).all(3)
+            match = torch.where(ends & (m <= self.lengths).unsqueeze(1), m, match)
+        met = self.met.unsqueeze(1) | (match == self.lengths.unsqueeze(1))
+        return met, match.masked_fill(met, 0)
+
+    def select(self, rows: torch.Tensor) -> None:
+        """The rows that go on (the search drops finished sentences)."""
+        if self.active:
+            self.cols, self.lengths, self.need = self.cols[rows], self.lengths[rows], self.need[rows]
+            self.met, self.match, self.tail = self.met[rows], self.match[rows], self.tail[rows]
+
+
+def _round_robin(total: torch.Tensor, progress: torch.Tensor, most: int, k: int) -> torch.Tensor:
+    """The k candidates (b, k) of each sentence's (b, M) that dynamic beam allocation keeps: the
+    best of each progress from the most advanced down, then the second best of each, and so
+    on; candidates that cannot be taken (−inf) last."""
+    order = total.argsort(1, descending=True)
+    banks = torch.nn.functional.one_hot(progress.gather(1, order), most + 1)
+    rank = ((banks.cumsum(1) - 1) * banks).sum(2)  # each candidate's place in its bank, in score order
+    key = rank * (most + 1) + (most - progress.gather(1, order))
+    key = key.masked_fill(total.gather(1, order) == _NEG, torch.iinfo(key.dtype).max)
+    return order.gather(1, key.topk(k, dim=1, largest=False).indices)

@@ -1,0 +1,172 @@
+"""Lexically constrained search (translate --constraints): every output holds its phrases, scored
+as the model scores it; a beam that holds every hypothesis finds every output that holds them
+(phrases sharing units, runs broken and begun again); an output ends once it may; sentences
+without phrases are searched as without the option; and the shell's errors are one line."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+from nmtkit.cli import main
+from nmtkit.translate.constraints import constraint_batch, contains, phrases
+from nmtkit.translate.search import beam_search
+from nmtkit.translate.settings import SearchConfig
+from tests.conftest import EN
+from tests.test_sampling_prefix import prefixes
+from tests.test_search import model_and_batch, sequence_score
+
+CPU = torch.device("cpu")
+
+
+def search(model, enc, cfg, musts, **kw):
+    return beam_search(model, enc, cfg, constraints=constraint_batch(musts, CPU), **kw)
+
+
+def test_phrases_are_the_lines_tab_separated_fields():
+    assert phrases("la terre\tDieu\n") == ["la terre", "Dieu"]
+    assert phrases("\n") == [] and phrases(" \t\t") == []
+
+
+@pytest.mark.parametrize("beam", [1, 4])
+def test_every_output_holds_its_phrases_and_scores_as_the_model_does(beam):
+    model, src, mask = model_and_batch(5)
+    enc = model.encode(src, mask)
+    musts = [[[7, 8]], [[9], [9]], [[12], [13, 13]], [[4, 4, 6], [11]]]  # a phrase twice; a unit repeated
+    out = search(model, enc, SearchConfig(beam=beam, nbest=beam), musts, token_scores=True)
+    found = 0
+    for row, (tokens, score) in enumerate(zip(out.tokens, out.scores)):
+        i = row // out.nbest
+        if score == float("-inf"):
+            assert row % out.nbest  # fewer hypotheses than asked, never none
+            continue
+        found += 1
+        assert all(contains(tokens, p) for p in musts[i]), (i, tokens)
+        n = int(mask[i].sum())
+        assert score == pytest.approx(sequence_score(model, src[i : i + 1, :n], mask[i : i + 1, :n], tokens), abs=1e-4)
+        assert sum(out.token_scores[row]) == pytest.approx(score, abs=1e-4)
+    assert found >= 4
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_a_beam_that_holds_every_hypothesis_finds_every_output_that_holds_the_phrases(seed):
+    model, src, mask = model_and_batch(seed, tgt_vocab=6)  # words: <unk> <s> 4 5 (<pad> never)
+    # a unit repeated after a broken run; two phrases with one first unit; one inside another
+    musts = [[[4, 4, 5]], [[4, 5], [4, 2]], [[4, 5], [4]], [[5], [4, 5, 4]]]
+    cfg = SearchConfig(beam=400, max_ratio=0.0, max_extra=5, nbest=400, min_len=0)  # 4^4 outputs of 4 words
+    out = search(model, model.encode(src, mask), cfg, musts)
+    for i, must in enumerate(musts):
+        n = int(mask[i].sum())
+        s, m = src[i : i + 1, :n], mask[i : i + 1, :n]
+        room = max(5, sum(map(len, must)) + 1)  # the limit widens to hold the phrases and </s>
+        candidates = [
+            list(c)
+            for length in range(room)
+            for c in itertools.product([1, 2, 4, 5], repeat=length)
+            if all(contains(list(c), p) for p in must)
+        ]
+        rows = range(400 * i, 400 * i + 400)
+        found = [out.tokens[r] for r in rows if out.scores[r] > float("-inf")]
+        assert sorted(found) == sorted(candidates)
+        scores = [sequence_score(model, s, m, c) for c in candidates]
+        best = sorted(range(len(candidates)), key=lambda j: -scores[j])[:3]
+        assert out.tokens[400 * i : 400 * i + len(best)] == [candidates[j] for j in best]
+        assert out.scores[400 * i : 400 * i + len(best)] == pytest.approx([scores[j] for j in best], abs=1e-4)
+
+
+def test_an_output_that_holds_its_phrases_ends_where_the_model_ends_it():
+    # the </s> of a hypothesis that holds every phrase competes with the extensions of those that
+    # do too, not with every survivor: most survivors have placed none and cannot end yet
+    model, src, mask = model_and_batch(5)
+    n = int(mask[0].sum())
+    s, m = src[:1, :n], mask[:1, :n]
+    free = beam_search(model, model.encode(s, m), SearchConfig(beam=10))
+    out = search(model, model.encode(s, m), SearchConfig(beam=10), [[[7, 8]]])
+    assert len(free.tokens[0]) == 21 and out.tokens[0][-2:] == [7, 8] and len(out.tokens[0]) < 10
+    assert out.scores[0] >= sequence_score(model, s, m, [6, 7, 8]) - 1e-4
+
+
+def test_sentences_without_phrases_are_searched_as_without_constraints_and_alone_as_in_a_batch():
+    model, src, mask = model_and_batch(7)
+    enc = model.encode(src, mask)
+    cfg = SearchConfig(beam=3, nbest=2)
+    free = beam_search(model, enc, cfg)
+    musts = [[], [[6, 9]], [], [[10]]]
+    out = search(model, enc, cfg, musts)
+    for i in (0, 2):
+        assert out.tokens[2 * i : 2 * i + 2] == free.tokens[2 * i : 2 * i + 2]
+    for i in (1, 3):
+        n = int(mask[i].sum())
+        alone = search(model, model.encode(src[i : i + 1, :n], mask[i : i + 1, :n]), cfg, [musts[i]])
+        assert alone.tokens == out.tokens[2 * i : 2 * i + 2]
+        assert alone.scores == pytest.approx(out.scores[2 * i : 2 * i + 2], abs=1e-5)
+    assert search(model, enc, cfg, [[]] * 4).tokens == free.tokens
+
+
+def test_phrases_after_a_prefix_and_under_a_shortlist():
+    model, src, mask = model_and_batch(8)
+    enc = model.encode(src, mask)
+    vocab = torch.tensor([0, 1, 2, 3, 5, 9, 11, 14])
+    starts, musts = [[9, 14], [5], [], [11]], [[[11, 5]], [[5, 14]], [[9], [5, 5]], [[11]]]
+    out = search(model, enc, SearchConfig(beam=3), musts, vocab=vocab, prefix=prefixes(starts))
+    for tokens, start, must in zip(out.tokens, starts, musts):
+        assert tokens[: len(start)] == start and set(tokens) <= set(vocab.tolist())
+        assert all(contains(tokens, p) for p in must), (tokens, must)
+    # a prefix that holds a phrase holds it: the output may end right after it
+    free = beam_search(model, enc, SearchConfig(beam=3), vocab=vocab, prefix=prefixes(starts))
+    assert out.tokens[3] == free.tokens[3]
+
+
+def invoke(*args, input=None):
+    return CliRunner().invoke(main, [str(a) for a in args], input=input)
+
+
+@pytest.fixture
+def src(tmp_path):
+    path = tmp_path / "src.en"
+    path.write_text("\n".join(EN[:4]) + "\n", encoding="utf-8")
+    return path
+
+
+def test_constraints_from_the_shell(overfit, src, tmp_path):
+    ckpt = overfit / "run" / "last.pt"
+    terms = ["les ténèbres", "", "la terre\tles eaux", "Dieu appela"]
+    (tmp_path / "terms.fr").write_text("\n".join(terms) + "\n", encoding="utf-8")
+    free = invoke("translate", "-m", ckpt, src, "--beam", 4)
+    r = invoke("translate", "-m", ckpt, src, "--beam", 4, "--nbest", 2, "--constraints", tmp_path / "terms.fr")
+    assert r.exit_code == 0, r.output
+    rows = [line.split(" ||| ") for line in r.stdout.splitlines()]
+    assert len(rows) == 8
+    for fields in rows:
+        assert all(p in fields[1] for p in phrases(terms[int(fields[0])])), fields
+    best = [fields[1] for fields in rows[::2]]
+    assert best[1] == free.stdout.splitlines()[1]  # an empty line constrains nothing
+    assert best[0] != free.stdout.splitlines()[0]  # (the model learned the verses by heart)
+    piped = invoke(
+        "translate", "-m", ckpt, "--beam", 4, "--constraints", tmp_path / "terms.fr", input=src.read_text("utf-8")
+    )
+    assert piped.exit_code == 0 and piped.stdout.splitlines() == best
+
+
+def test_constraints_that_cannot_be_taken_are_one_line_and_exit_2(overfit, src, tmp_path):
+    ckpt = overfit / "run" / "last.pt"
+    (tmp_path / "short").write_text("Dieu\n\n", encoding="utf-8")
+    r = invoke("translate", "-m", ckpt, src, "--constraints", tmp_path / "short", "-o", tmp_path / "out")
+    assert r.exit_code == 2 and "--constraints" in r.output and "has 2 lines but" in r.output
+    assert len(r.output.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
+    (tmp_path / "four").write_text("Dieu\n\n\nla\n", encoding="utf-8")
+    r = invoke("translate", "-m", ckpt, src, "--constraints", tmp_path / "four", "--sampling")
+    assert r.exit_code == 2 and "sampling" in r.output and "Traceback" not in r.output
+    r = invoke("translate", "-m", ckpt, "--constraints", "-", input="x\n")
+    assert r.exit_code == 2 and "stdin" in r.output
+    # a phrase out of the vocabulary is left out, with a warning, and the rest is translated
+    (tmp_path / "oov").write_text("xylophone\n\n\n\n", encoding="utf-8")
+    r = invoke("translate", "-m", ckpt, src, "--constraints", tmp_path / "oov")
+    assert r.exit_code == 0 and "line 1: constraint 'xylophone'" in r.stderr
+    assert r.stdout == invoke("translate", "-m", ckpt, src).stdout
+    (tmp_path / "special").write_text("</s>\n\n\n\n", encoding="utf-8")
+    r = invoke("translate", "-m", ckpt, src, "--tokenized", "--constraints", tmp_path / "special")
+    assert r.exit_code == 0 and "holds <s>, </s> or <pad>: left out" in r.stderr
