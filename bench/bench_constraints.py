@@ -4,11 +4,12 @@ reference as constraints, Post & Vilar (2018)'s protocol, at several beams.
     bin/bench-constraints --model runs/demo/best.pt [--data data/bible] [--beams 5,10,20]
         [--phrases 0,1,2,3] [--seed 1] [--threads 2]
 
-For each verse of $DATA/raw/test.fr, N phrases of one to three words are drawn from its
-reference (seeded; never overlapping, whitespace words as written, so punctuation stays with
-its word), written as ``--constraints`` lines, and the test English translated with them at
+For each verse of $DATA/raw/test.fr (its verse markers removed, as ``score --clean
+verse-markers`` does), N phrases of one to three words are drawn from its reference (seeded; a
+word apart, whitespace words as written, so punctuation stays with its word, none of
+punctuation alone), written as ``--constraints`` lines, and the test English translated with them at
 each beam. Reported: sacreBLEU against the references, the share of outputs holding all of
-their phrases (as text, in the detokenized output), and the translation's seconds. N = 0 is the
+their phrases (as runs of Moses tokens), and the translation's seconds. N = 0 is the
 free search. Writes $BENCH_DIR/constraints/constraints.json and prints a Markdown table.
 """
 
@@ -24,6 +25,9 @@ from typing import Any
 import sacrebleu
 
 from nmtkit.core.files import read_lines
+from nmtkit.text.clean import verse_markers
+from nmtkit.text.tokenize import MosesText
+from nmtkit.translate.constraints import contains
 
 from .bench_common import NMTKIT, bench_dir, call, fail, write_lines, write_text
 
@@ -40,6 +44,7 @@ def draw_phrases(reference: str, n: int, rng: random.Random) -> list[str]:
             for k in (1, 2, 3)
             for i in range(len(words) - k + 1)
             if all(free[max(0, i - 1) : i + k + 1])  # a word apart from the others
+            and all(any(ch.isalpha() for ch in w) for w in words[i : i + k])  # no bare punctuation
         ]
         if not spans:
             break
@@ -49,6 +54,13 @@ def draw_phrases(reference: str, n: int, rng: random.Random) -> list[str]:
     return out
 
 
+def holds(moses: MosesText, output: str, phrases: list[str]) -> bool:
+    """Whether ``output`` holds each phrase as a run of Moses tokens (the detokenizer writes "vide :"
+    where the reference has "vide:")."""
+    tokens = moses.tokenize(output)
+    return all(contains(tokens, moses.tokenize(p)) for p in phrases)
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     source, refs_path = args.data / "raw" / "test.en", args.data / "raw" / "test.fr"
     missing = [str(p) for p in (args.model, source, refs_path) if not p.is_file()]
@@ -56,7 +68,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         fail("bench-constraints", f"error: no {', '.join(missing)}")
     work = bench_dir() / "constraints"
     work.mkdir(parents=True, exist_ok=True)
-    refs = list(read_lines(refs_path, allow_empty=True))
+    moses = MosesText("fr")
+    refs = [" ".join(verse_markers(line).split()) for line in read_lines(refs_path, allow_empty=True)]
     rows: list[dict[str, Any]] = []
     for n in args.phrases:
         rng = random.Random(args.seed)
@@ -71,7 +84,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             call(cmd, check=True)
             seconds = time.perf_counter() - started
             hyps = list(read_lines(out, allow_empty=True))
-            held = sum(all(p in h for p in ps) for h, ps in zip(hyps, drawn, strict=True))
+            held = sum(holds(moses, h, ps) for h, ps in zip(hyps, drawn, strict=True))
             rows.append(
                 {
                     "phrases": n,

@@ -170,3 +170,32 @@ def test_constraints_that_cannot_be_taken_are_one_line_and_exit_2(overfit, src, 
     (tmp_path / "special").write_text("</s>\n\n\n\n", encoding="utf-8")
     r = invoke("translate", "-m", ckpt, src, "--tokenized", "--constraints", tmp_path / "special")
     assert r.exit_code == 0 and "holds <s>, </s> or <pad>: left out" in r.stderr
+
+
+def test_bench_constraints_draws_reference_phrases_and_every_output_holds_them(overfit, tmp_path):
+    import json
+    import os
+    import random
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from bench.bench_constraints import draw_phrases
+    from tests.conftest import FR, write_pair
+
+    drawn = draw_phrases("Dieu dit: Que la lumière soit! Et la lumière fut.", 3, random.Random(4))
+    assert len(drawn) == 3 and all(1 <= len(p.split()) <= 3 for p in drawn)
+    words = "Dieu dit: Que la lumière soit! Et la lumière fut.".split()
+    assert draw_phrases("Amen.", 2, random.Random(1)) == ["Amen."] and draw_phrases("...", 1, random.Random(1)) == []
+    write_pair(tmp_path / "data" / "raw" / "test", EN[:4], FR[:4])
+    script = Path(__file__).parent.parent / "bin" / "bench-constraints"
+    cmd = [sys.executable, script, "--model", overfit / "run" / "last.pt", "--data", tmp_path / "data"]
+    cmd += ["--beams", "3", "--phrases", "0,2", "--threads", 1]
+    done = subprocess.run(
+        list(map(str, cmd)), env={**os.environ, "BENCH_DIR": str(tmp_path)}, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    free, constrained = json.loads((tmp_path / "constraints" / "constraints.json").read_text())["rows"]
+    assert free["phrases"] == 0 and free["bleu"] > 90  # the model learned the verses by heart
+    assert constrained["drawn"] == 8 and constrained["held"] == 1.0
+    assert "| 2 | 3 |" in done.stdout and all(w in words for p in drawn for w in p.split())

@@ -197,6 +197,7 @@ ROLES = {
         for c, p in [
             ("tokenize", "input"),
             ("translate", "input"),
+            ("translate", "constraints"),  # a French verse a line: each output holds its reference whole
             ("score", "hypotheses"),
             ("score", "refs"),
             ("score", "source"),

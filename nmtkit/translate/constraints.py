@@ -21,7 +21,7 @@ hypotheses or phrases (one runs over a phrase's length).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import torch
 
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from .settings import SearchConfig
 
 _NEG = float("-inf")
+T = TypeVar("T")
 SPECIAL_IDS = (PAD, BOS, EOS)  # <unk> has its own warning
 
 
@@ -85,7 +86,7 @@ def constraint_batch(each: list[list[list[int]]], device: torch.device) -> torch
     return out.to(device)
 
 
-def contains(output: list[int], phrase: list[int]) -> bool:
+def contains(output: list[T], phrase: list[T]) -> bool:
     """Whether ``phrase`` occurs in ``output`` as a contiguous run."""
     n = len(phrase)
     return any(output[i : i + n] == phrase for i in range(len(output) - n + 1))
@@ -193,8 +194,10 @@ def _round_robin(total: torch.Tensor, progress: torch.Tensor, most: int, k: int)
     best of each progress from the most advanced down, then the second best of each, and so
     on; candidates that cannot be taken (−inf) last."""
     order = total.argsort(1, descending=True)
-    banks = torch.nn.functional.one_hot(progress.gather(1, order), most + 1)
+    sorted_progress = progress.gather(1, order)
+    # a comparison rather than one_hot, which checks its values and so waits for a GPU
+    banks = (sorted_progress.unsqueeze(2) == torch.arange(most + 1, device=total.device)).long()
     rank = ((banks.cumsum(1) - 1) * banks).sum(2)  # each candidate's place in its bank, in score order
-    key = rank * (most + 1) + (most - progress.gather(1, order))
+    key = rank * (most + 1) + (most - sorted_progress)
     key = key.masked_fill(total.gather(1, order) == _NEG, torch.iinfo(key.dtype).max)
     return order.gather(1, key.topk(k, dim=1, largest=False).indices)
