@@ -77,6 +77,47 @@ def test_a_beam_that_holds_every_hypothesis_finds_every_output_that_holds_the_ph
         assert out.scores[400 * i : 400 * i + len(best)] == pytest.approx([scores[j] for j in best], abs=1e-4)
 
 
+def holds_words(output, phrase, tokens):
+    """Whether ``output`` (ids, in reading order) holds ``phrase`` beginning and ending at word
+    edges: between units a and b unless a continues (BPE's ``@@``) or b does not begin a word
+    (where units mark beginnings, SentencePiece's ``▁``); the specials are edges."""
+    marks = any(t.startswith("▁") for t in tokens)
+
+    def edge(a, b):
+        return a.startswith("<") or b.startswith("<") or (b.startswith("▁") if marks else not a.endswith("@@"))
+
+    n = len(phrase)
+    for i in range(len(output) - n + 1):
+        before = tokens[output[i - 1]] if i else "<s>"
+        after = tokens[output[i + n]] if i + n < len(output) else "</s>"
+        if output[i : i + n] == phrase and edge(before, tokens[phrase[0]]) and edge(tokens[phrase[-1]], after):
+            return True
+    return False
+
+
+@pytest.mark.parametrize("units", ["bpe", "sentencepiece", "bpe-right-to-left"])
+def test_phrases_begin_and_end_at_word_edges(units):
+    from nmtkit.translate.constraints import word_edges
+
+    model, src, mask = model_and_batch(1, tgt_vocab=6)
+    tokens = ["<pad>", "<unk>", "<s>", "</s>", *(("▁a", "b") if units == "sentencepiece" else ("a@@", "b"))]
+    backwards = units.endswith("right-to-left")
+    edges = word_edges(tokens, backwards, CPU)
+    musts = [[[5]], [[4, 5]], [[5], [4]], [[4]]]
+    cfg = SearchConfig(beam=400, max_ratio=0.0, max_extra=5, nbest=400, min_len=0)
+    out = beam_search(model, model.encode(src, mask), cfg, constraints=constraint_batch(musts, CPU, edges))
+    for i, must in enumerate(musts):
+        room = max(5, sum(map(len, must)) + 1)
+        candidates = [
+            list(c)
+            for length in range(room)
+            for c in itertools.product([1, 2, 4, 5], repeat=length)
+            if all(holds_words(list(c)[:: -1 if backwards else 1], p[:: -1 if backwards else 1], tokens) for p in must)
+        ]
+        found = [out.tokens[r] for r in range(400 * i, 400 * i + 400) if out.scores[r] > float("-inf")]
+        assert sorted(found) == sorted(candidates), (units, must)
+
+
 def test_an_output_that_holds_its_phrases_ends_where_the_model_ends_it():
     # the </s> of a hypothesis that holds every phrase competes with the extensions of those that
     # do too, not with every survivor: most survivors have placed none and cannot end yet

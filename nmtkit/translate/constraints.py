@@ -21,6 +21,7 @@ hypotheses or phrases (one runs over a phrase's length).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 import torch
@@ -28,6 +29,7 @@ import torch
 from ..core.console import log
 from ..core.errors import UserError
 from ..data.vocab import BOS, EOS, PAD, UNK
+from ..text.bpe import SEPARATOR, SPM_MARK
 
 if TYPE_CHECKING:
     from ..data.sides import Side
@@ -36,7 +38,7 @@ if TYPE_CHECKING:
 
 _NEG = float("-inf")
 T = TypeVar("T")
-SPECIAL_IDS = (PAD, BOS, EOS)  # <unk> has its own warning
+SPECIAL_IDS = (PAD, UNK, BOS, EOS)
 
 
 def phrases(line: str) -> list[str]:
@@ -64,7 +66,7 @@ def constraint_ids(
             units = side.ids(side.tokens(phrase, tokenized))
             if UNK in units:
                 log(f"line {first_line + k}: constraint {phrase!r} has a unit out of the vocabulary: left out")
-            elif any(u in SPECIAL_IDS for u in units):
+            elif any(u in (PAD, BOS, EOS) for u in units):
                 log(f"line {first_line + k}: constraint {phrase!r} holds <s>, </s> or <pad>: left out")
             elif units:
                 ids.append(units[::-1] if right_to_left else units)
@@ -72,9 +74,36 @@ def constraint_ids(
     return out
 
 
-def constraint_batch(each: list[list[list[int]]], device: torch.device) -> torch.Tensor | None:
-    """The constraints of a batch's sentences as (B, C, L) target ids, <pad> after each phrase
-    and in place of a sentence's missing phrases; None when no sentence has one."""
+@dataclass
+class Phrases:
+    """A batch's constraints: (B, C, L) target ids, <pad> after each phrase and in place of a
+    sentence's missing ones; and where words begin and end among the target units, as two
+    (V,) masks over the vocabulary (None: every unit is a word). A phrase must begin and end at
+    word edges: BPE's ``Bo@@ repas`` does not hold "repas", nor SentencePiece's ``▁repas ser``."""
+
+    ids: torch.Tensor
+    closes: torch.Tensor | None = None  # the unit ends a word, whatever follows (BPE: no @@)
+    opens: torch.Tensor | None = None  # the unit begins a word, whatever precedes (SentencePiece's ▁)
+
+
+def word_edges(tokens: list[str], right_to_left: bool, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """The ``closes`` and ``opens`` masks of :class:`Phrases` for a vocabulary's ``tokens``; a
+    right-to-left model writes a word's units last first, so that each one's end is the other's
+    start."""
+    spm = any(t.startswith(SPM_MARK) for t in tokens)
+    closes = torch.tensor([not spm and not t.endswith(SEPARATOR) for t in tokens], dtype=torch.bool)
+    opens = torch.tensor([spm and t.startswith(SPM_MARK) for t in tokens], dtype=torch.bool)
+    closes[list(SPECIAL_IDS)] = opens[list(SPECIAL_IDS)] = True
+    closes, opens = (opens, closes) if right_to_left else (closes, opens)
+    return closes.to(device), opens.to(device)
+
+
+def constraint_batch(
+    each: list[list[list[int]]], device: torch.device, edges: tuple[torch.Tensor, torch.Tensor] | None = None
+) -> Phrases | None:
+    """The constraints of a batch's sentences (a list of phrases of target ids each) with the
+    vocabulary's word ``edges`` (:func:`word_edges`; None: every unit is a word); None when no
+    sentence has one."""
     if not any(each):
         return None
     c = max(len(ids) for ids in each)
@@ -83,7 +112,7 @@ def constraint_batch(each: list[list[list[int]]], device: torch.device) -> torch
     for i, ids in enumerate(each):
         for j, p in enumerate(ids):
             out[i, j, : len(p)] = torch.tensor(p, dtype=torch.long)
-    return out.to(device)
+    return Phrases(out.to(device), *(edges or (None, None)))
 
 
 def contains(output: list[T], phrase: list[T]) -> bool:
@@ -103,25 +132,31 @@ def warn_missed(hyps: Hypotheses, musts: list[list[list[int]]], lines: list[int]
 class Constraints:
     """The search side of constraints. Each row holds its sentence's phrases as (rows, C, L)
     columns of the output layer (−1 past a phrase), and its progress: which phrases its output
-    holds, and for each other phrase the longest end of the output that begins it (a phrase
-    broken off half-way falls back as far as its units allow, so "a a b" is found in "a a a b").
-    Built from (B, C, L) target ids (None: no constraints), mapped to the columns of a
+    holds, which it holds but for the edge of its last word (the next unit must begin a word:
+    SentencePiece), and for each other phrase the longest end of the output that begins it (a
+    phrase broken off half-way falls back as far as its units allow, so "a a b" is found in
+    "a a a b"). Built from :class:`Phrases` (None: no constraints), mapped to the columns of a
     restricted output ``vocab`` (which must hold them), each sentence repeated for its ``k`` rows."""
 
-    def __init__(self, ids: torch.Tensor | None, vocab: torch.Tensor | None = None, k: int = 1):
-        self.active = ids is not None and bool((ids != PAD).any())
+    def __init__(self, phrases: Phrases | None, vocab: torch.Tensor | None = None, k: int = 1):
+        self.active = phrases is not None and bool((phrases.ids != PAD).any())
         if not self.active:
             return
-        assert ids is not None
+        assert phrases is not None
+        ids = phrases.ids
         cols = ids if vocab is None else torch.searchsorted(vocab, ids)
         self.cols = cols.masked_fill(ids == PAD, -1).repeat_interleave(k, 0)
+        self.closes, self.opens = phrases.closes, phrases.opens
+        if vocab is not None and self.closes is not None and self.opens is not None:
+            self.closes, self.opens = self.closes[vocab], self.opens[vocab]
         self.lengths = (self.cols >= 0).sum(2)  # (rows, C), 0 for a missing phrase
         self.need = self.lengths.sum(1)  # (rows,) units to produce in all
         self.most = int(self.need.max())  # once: asking a GPU every step would wait for it
         rows, c, n = self.cols.shape
         self.met = self.lengths == 0  # a missing phrase is held
+        self.edge = torch.zeros_like(self.met)  # held if the next unit begins a word
         self.match = torch.zeros((rows, c), dtype=torch.long, device=ids.device)
-        self.tail = torch.full((rows, n - 1), -1, dtype=torch.long, device=ids.device)  # the last units
+        self.tail = torch.full((rows, n), -1, dtype=torch.long, device=ids.device)  # the last units
 
     def room(self, limit: torch.Tensor, prefix: torch.Tensor | None) -> torch.Tensor:
         """The output limit of each sentence (B,), widened to hold its forced ``prefix`` (B,;
@@ -132,8 +167,9 @@ class Constraints:
         return torch.maximum(limit, need if prefix is None else need + prefix)
 
     def unmet(self) -> torch.Tensor:
-        """Rows (rows,) whose output does not yet hold every phrase: they may not end."""
-        return ~self.met.all(1)
+        """Rows (rows,) whose output does not yet hold every phrase: they may not end (</s> is a
+        word's edge)."""
+        return ~(self.met | self.edge).all(1)
 
     def extend(
         self, logp: torch.Tensor, scores: torch.Tensor, ended: torch.Tensor, k: int
@@ -149,44 +185,65 @@ class Constraints:
         w = min(k, logp.shape[1])
         top_logp, top = logp.topk(w, dim=1)
         nxt = self.cols.gather(2, self.match.clamp(max=self.cols.shape[2] - 1).unsqueeze(2)).squeeze(2)
-        nxt = nxt.masked_fill(self.met, -1)  # the unit that takes each unheld phrase a step further
+        nxt = nxt.masked_fill(self.met | self.edge, -1)  # the unit that takes each unheld phrase a step further
         offered = (nxt >= 0) & ~(nxt.unsqueeze(2) == top.unsqueeze(1)).any(2)  # not among the k best already
         earlier = torch.ones((c, c), dtype=torch.bool, device=logp.device).tril(-1)
         offered &= ~((nxt.unsqueeze(2) == nxt.unsqueeze(1)) & earlier & offered.unsqueeze(1)).any(2)
         cand = torch.cat([top, nxt.clamp(min=0)], 1)  # (rows, n)
         cand_logp = torch.cat([top_logp, logp.gather(1, nxt.clamp(min=0)).masked_fill(~offered, _NEG)], 1)
         n = cand.shape[1]
-        met, match = self._advance(cand)
-        progress = ((self.lengths.unsqueeze(1) * met).sum(2) + match.amax(2)).view(b, k * n)
+        met, edge, match = self._advance(cand)
+        progress = ((self.lengths.unsqueeze(1) * (met | edge)).sum(2) + match.amax(2)).view(b, k * n)
         total = (scores.view(-1, 1) + cand_logp).view(b, k * n)
         pick = _round_robin(total, progress, self.most, k)
         complete = total.masked_fill(progress < self.need.view(b, k)[:, :1], _NEG)
         kth = torch.cat([complete, ended], 1).topk(k, dim=1).values[:, -1:]
         flat = (torch.arange(b, device=logp.device).unsqueeze(1) * (k * n) + pick).view(-1)
-        self.met, self.match = met.view(-1, c)[flat], match.view(-1, c)[flat]
+        self.met, self.edge, self.match = met.view(-1, c)[flat], edge.view(-1, c)[flat], match.view(-1, c)[flat]
         parent = torch.div(flat, n, rounding_mode="floor")  # a row of the same sentence: its phrases
         y = cand.view(-1)[flat]
         self.tail = torch.cat([self.tail[parent], y.unsqueeze(1)], 1)[:, 1:]
         chosen = cand_logp.view(-1)[flat]
         return total.gather(1, pick), parent, y, chosen, ended.masked_fill(ended < kth, _NEG)
 
-    def _advance(self, cand: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def _advance(self, cand: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """For each row's candidate units (rows, n): which phrases the output holds after it
-        (rows, n, C), and for each the longest end of the output that begins it (its length)."""
+        (rows, n, C), which it holds but for the next unit's edge, and for each other phrase the
+        longest end of the output that begins it (its length)."""
         rows, c, most = self.cols.shape
         seq = torch.cat([self.tail.unsqueeze(1).expand(-1, cand.shape[1], -1), cand.unsqueeze(2)], 2)
         match = torch.zeros((rows, cand.shape[1], c), dtype=torch.long, device=cand.device)
         for m in range(1, most + 1):  # a loop over a phrase's length, not over hypotheses
-            ends = (seq[:, :, most - m :].unsqueeze(2) == self.cols[:, :, :m].unsqueeze(1)).all(3)
-            match = torch.where(ends & (m <= self.lengths).unsqueeze(1), m, match)
-        met = self.met.unsqueeze(1) | (match == self.lengths.unsqueeze(1))
-        return met, match.masked_fill(met, 0)
+            ends = (seq[:, :, most + 1 - m :].unsqueeze(2) == self.cols[:, :, :m].unsqueeze(1)).all(3)
+            ends &= (m <= self.lengths).unsqueeze(1)
+            if self.closes is not None and self.opens is not None:  # the run begins a word
+                before = seq[:, :, most - m]
+                ends &= ((before < 0) | self.closes[before.clamp(min=0)]).unsqueeze(2) | self.opens[
+                    self.cols[:, :, 0].clamp(min=0)
+                ].unsqueeze(1)
+            match = torch.where(ends, m, match)
+        done = match == self.lengths.unsqueeze(1)
+        met = self.met.unsqueeze(1).expand(-1, cand.shape[1], -1)
+        if self.closes is None or self.opens is None:
+            edge = torch.zeros_like(done)
+            met = met | done
+        else:  # held once the word ends: by its last unit, or by the next one beginning a word
+            met = (
+                met | (self.edge.unsqueeze(1) & self.opens[cand].unsqueeze(2)) | (done & self.closes[cand].unsqueeze(2))
+            )
+            edge = done & ~met
+        return met, edge, match.masked_fill(met | edge, 0)
 
     def select(self, rows: torch.Tensor) -> None:
         """The rows that go on (the search drops finished sentences)."""
         if self.active:
             self.cols, self.lengths, self.need = self.cols[rows], self.lengths[rows], self.need[rows]
-            self.met, self.match, self.tail = self.met[rows], self.match[rows], self.tail[rows]
+            self.met, self.edge, self.match, self.tail = (
+                self.met[rows],
+                self.edge[rows],
+                self.match[rows],
+                self.tail[rows],
+            )
 
 
 def _round_robin(total: torch.Tensor, progress: torch.Tensor, most: int, k: int) -> torch.Tensor:

@@ -69,7 +69,7 @@ from ..core.errors import UserError
 from ..data.vocab import BOS, EOS, PAD, UNK
 from ..models.base import EncoderOut, Seq2Seq
 from ..models.ensemble import Ensemble, EnsembleEncoderOut
-from .constraints import Constraints
+from .constraints import Constraints, Phrases
 from .settings import SearchConfig
 
 _NEG = float("-inf")
@@ -241,7 +241,7 @@ def beam_search(
     attention: bool = False,
     prefix: torch.Tensor | None = None,
     token_scores: bool = False,
-    constraints: torch.Tensor | None = None,
+    constraints: Phrases | None = None,
 ) -> Hypotheses:
     """The ``cfg.nbest`` best outputs of each sentence; over the target words ``vocab`` only
     (sorted ids that hold the specials, :mod:`nmtkit.data.lexicon`) when given. ``attention``:
@@ -252,8 +252,8 @@ def beam_search(
     each sentence's (:class:`ForcedPrefix`; ``vocab`` must hold them, and a banned word such
     as <unk> under ``no_unk`` can never be forced). ``token_scores``: keep each step's
     log-probabilities and return each output's per token (``Hypotheses.token_scores``).
-    ``constraints``: (B, C, L) target ids of phrases each output must contain, <pad> after each
-    (:class:`.constraints.Constraints`; ``vocab`` must hold them)."""
+    ``constraints``: the phrases each output must contain, and where words begin and end
+    (:class:`.constraints.Phrases`; ``vocab`` must hold them)."""
     with restricted(model, vocab):
         return _beam_search(
             model,

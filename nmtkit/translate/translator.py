@@ -35,7 +35,7 @@ from ..models.base import EncoderOut, Seq2Seq
 from ..models.ensemble import Ensemble
 from ..models.int8 import quantize_int8
 from .beside import LinesBeside
-from .constraints import constraint_batch, constraint_ids, refuse_sampling, warn_missed
+from .constraints import Phrases, constraint_batch, constraint_ids, refuse_sampling, warn_missed, word_edges
 from .sampling import sample
 from .search import Hypotheses, alignment, aligns_as_it_searches, beam_search, force, log_probs
 from .settings import TranslateOptions
@@ -271,9 +271,10 @@ class Translator:
         ]
         starts = None if prefixes is None else self._prefix_ids(prefixes, options, first_line)
         backwards = self.model.cfg.right_to_left  # the model writes each output last unit first
-        musts = None
+        musts, edges = None, None
         if constraints is not None:
             musts = constraint_ids(constraints, tgt_side, options.tokenized, backwards, first_line)
+            edges = word_edges(tgt_side.vocab.tokens, backwards, self.device)
         out = [_empty(tokens, options.search.nbest, options.token_scores) for tokens in sources]  # empty in, empty out
         attention = (options.attention or options.replace_unk) and self.attends  # else no links, no maps
         batch_size = options.batch_size or max(1, min(32, CPU_ROWS // options.search.width))
@@ -281,7 +282,7 @@ class Translator:
         for idx in self._batches([len(s) for s in sources], batch_size, max_tokens):
             src = pad([np.asarray(src_side.ids(sources[i]), dtype=np.int64) for i in idx]).to(self.device)
             prefix = self._prefix_batch(starts, idx)
-            must = None if musts is None else constraint_batch([musts[i] for i in idx], self.device)
+            must = None if musts is None else constraint_batch([musts[i] for i in idx], self.device, edges)
             keys = torch.tensor([first_line + i for i in idx])  # the sampling's: batching changes nothing
             hyps, maps = self._search(src, options, attention, prefix, must, keys)
             n = hyps.nbest
@@ -327,7 +328,7 @@ class Translator:
         options: TranslateOptions,
         attention: bool,
         prefix: torch.Tensor | None,
-        must: torch.Tensor | None,
+        must: Phrases | None,
         keys: torch.Tensor,
     ) -> tuple[Hypotheses, torch.Tensor | None]:
         """The outputs of one batch of sources (B, S) and, when ``attention`` is asked, their
@@ -336,7 +337,8 @@ class Translator:
             enc = self.model.encode(src, src != PAD)
             vocab = self.lexicon.candidates(src) if options.shortlist and self.lexicon is not None else None
             if vocab is not None:  # a forced or required word must be scored
-                vocab = torch.unique(torch.cat([vocab, *(t.flatten() for t in (prefix, must) if t is not None)]))
+                given = [t.flatten() for t in (prefix, None if must is None else must.ids) if t is not None]
+                vocab = torch.unique(torch.cat([vocab, *given]))
             own = attention and aligns_as_it_searches(self.model)  # else walked again, by force
             if options.search.sampling:
                 hyps = sample(self.model, enc, options.search, vocab, prefix, keys, options.token_scores)
