@@ -5,12 +5,13 @@ reference as constraints, Post & Vilar (2018)'s protocol, at several beams.
         [--phrases 0,1,2,3] [--seed 1] [--threads 2]
 
 For each verse of $DATA/raw/test.fr (its verse markers removed, as ``score --clean
-verse-markers`` does), N phrases of one to three words are drawn from its reference (seeded; a
-word apart, whitespace words as written, so punctuation stays with its word, none of
-punctuation alone), written as ``--constraints`` lines, and the test English translated with them at
-each beam. Reported: sacreBLEU against the references, the share of outputs holding all of
-their phrases (as runs of Moses tokens), and the translation's seconds. N = 0 is the
-free search. Writes $BENCH_DIR/constraints/constraints.json and prints a Markdown table.
+verse-markers`` does), N phrases of one to three words are drawn from its reference (seeded;
+words: its Moses tokens that hold a letter; a token apart), written as ``--constraints``
+lines, and the test English translated with them at each beam. Reported: sacreBLEU against
+the references, the share of outputs holding all of their phrases (as runs of Moses tokens),
+the share of the free search's outputs at that beam that hold them already, and the
+translation's seconds. N = 0 is the free search. Writes
+$BENCH_DIR/constraints/constraints.json and prints a Markdown table.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -32,33 +34,37 @@ from nmtkit.translate.constraints import contains
 from .bench_common import NMTKIT, bench_dir, call, fail, write_lines, write_text
 
 
-def draw_phrases(reference: str, n: int, rng: random.Random) -> list[str]:
-    """``n`` phrases of one to three words of ``reference``, apart from each other (fewer where
-    the verse is too short), in the order they were drawn."""
-    words = reference.split()
-    free = [True] * len(words)
+def draw_phrases(moses: MosesText, reference: str, n: int, rng: random.Random) -> list[str]:
+    """``n`` phrases of one to three words of ``reference``, words being its Moses tokens that
+    hold a letter (no punctuation: a verse's final stop is no term), a token apart from each
+    other (fewer where the verse is too short), in the order they were drawn, detokenized."""
+    tokens = moses.tokenize(reference)
+    word = [any(ch.isalpha() for ch in t) for t in tokens]
+    taken = [False] * len(tokens)
     out: list[str] = []
     for _ in range(n):
         spans = [
             (i, k)
             for k in (1, 2, 3)
-            for i in range(len(words) - k + 1)
-            if all(free[max(0, i - 1) : i + k + 1])  # a word apart from the others
-            and all(any(ch.isalpha() for ch in w) for w in words[i : i + k])  # no bare punctuation
+            for i in range(len(tokens) - k + 1)
+            if all(word[i : i + k]) and not any(taken[max(0, i - 1) : i + k + 1])
         ]
         if not spans:
             break
         i, k = rng.choice(spans)
-        free[i : i + k] = [False] * k
-        out.append(" ".join(words[i : i + k]))
+        taken[i : i + k] = [True] * k
+        out.append(moses.detokenize(tokens[i : i + k]))
     return out
 
 
 def holds(moses: MosesText, output: str, phrases: list[str]) -> bool:
     """Whether ``output`` holds each phrase as a run of Moses tokens (the detokenizer writes "vide :"
-    where the reference has "vide:")."""
+    where the reference has "vide:"), or as text between word edges (Moses keeps a stop mid-line
+    with its word: "plaisir. produit" is one token "plaisir.")."""
     tokens = moses.tokenize(output)
-    return all(contains(tokens, moses.tokenize(p)) for p in phrases)
+    return all(
+        contains(tokens, moses.tokenize(p)) or re.search(rf"(?<!\w){re.escape(p)}(?!\w)", output) for p in phrases
+    )
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -71,9 +77,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     moses = MosesText("fr")
     refs = [" ".join(verse_markers(line).split()) for line in read_lines(refs_path, allow_empty=True)]
     rows: list[dict[str, Any]] = []
-    for n in args.phrases:
+    free: dict[int, list[str]] = {}  # the free search's outputs, by beam
+    for n in sorted(args.phrases):
         rng = random.Random(args.seed)
-        drawn = [draw_phrases(ref, n, rng) for ref in refs]
+        drawn = [draw_phrases(moses, ref, n, rng) for ref in refs]
         terms = work / f"test.{n}.constraints"
         write_lines(terms, ("\t".join(p) for p in drawn))
         for beam in args.beams:
@@ -85,12 +92,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             seconds = time.perf_counter() - started
             hyps = list(read_lines(out, allow_empty=True))
             held = sum(holds(moses, h, ps) for h, ps in zip(hyps, drawn, strict=True))
+            if not n:
+                free[beam] = hyps
+            before = None if beam not in free else sum(map(holds, [moses] * len(hyps), free[beam], drawn))
             rows.append(
                 {
                     "phrases": n,
                     "beam": beam,
                     "bleu": float(sacrebleu.corpus_bleu(hyps, [refs]).score),
                     "held": held / len(hyps),
+                    "held_free": None if before is None else before / len(hyps),  # without --constraints
                     "drawn": sum(map(len, drawn)),
                     "seconds": seconds,
                 }
@@ -103,13 +114,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def table(result: dict[str, Any]) -> str:
     lines = [
-        "| phrases a verse | beam | test BLEU | outputs holding all | seconds |",
-        "|---:|---:|---:|---:|---:|",
+        "| phrases a verse | beam | test BLEU | outputs holding all | free outputs holding all | seconds |",
+        "|---:|---:|---:|---:|---:|---:|",
     ]
     for r in result["rows"]:
-        held = "" if not r["phrases"] else f"{100 * r['held']:.1f}%"
-        lines.append(f"| {r['phrases']} | {r['beam']} | {r['bleu']:.2f} | {held} | {r['seconds']:.1f} |")
+        held, before = ("", "") if not r["phrases"] else (f"{100 * r['held']:.1f}%", _share(r["held_free"]))
+        lines.append(f"| {r['phrases']} | {r['beam']} | {r['bleu']:.2f} | {held} | {before} | {r['seconds']:.1f} |")
     return "\n".join(lines)
+
+
+def _share(x: float | None) -> str:
+    return "" if x is None else f"{100 * x:.1f}%"
 
 
 def _ints(text: str) -> list[int]:
