@@ -166,15 +166,16 @@ def _refuse_two_on_stdio(
         )
 
 
-def _counted(source: str, beside: list[tuple[str, str | None]]) -> int:
-    """The lines of the file ``source``, which the files given ``beside`` it must have too (one
-    streamed is checked as it ends)."""
-    total = count_lines(source, utf8=True)
+def _counted(source: str, beside: list[tuple[str, str | None]]) -> int | None:
+    """The lines of the file ``source`` (None for a stream, read once as it comes), which the
+    files given ``beside`` it must have too; those are read before the models load either way,
+    so a typo costs no waiting (one streamed is checked as it ends)."""
+    total = None if is_stream(source) else count_lines(source, utf8=True)
     if total == 0:
         raise UserError(f"{source}: is empty")
     for flag, path in beside:
         given = None if path is None or is_stream(path) else count_lines(path, utf8=True)
-        if given is not None and given != total:
+        if given is not None and total is not None and given != total:
             raise UserError(f"{flag} {path} has {given:,} lines but {source} {total:,}")
     return total
 
@@ -209,8 +210,7 @@ def translate_file(  # noqa: PLR0913 (each of translate's inputs and outputs, by
     options.check()  # before the models load: a typo costs no waiting
     if constraints is not None:
         refuse_sampling(options.search)
-    streamed = is_stream(source)  # read once, as it comes: no count first
-    total = None if streamed else _counted(source, beside)
+    streamed, total = is_stream(source), _counted(source, beside)
     if alignments or pharaoh_path or jsonl:
         options = dataclasses.replace(options, attention=True)
     forward, backward = directions(model_paths) if len(model_paths) > 1 else (list(model_paths), [])
