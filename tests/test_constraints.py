@@ -245,3 +245,79 @@ def test_bench_constraints_draws_reference_phrases_and_every_output_holds_them(o
     assert constrained["drawn"] == 8 and constrained["held"] == 1.0
     assert constrained["held_free"] == 1.0  # the free outputs are the references, which hold them
     assert "| 2 | 3 | " in done.stdout and all(w in words for p in drawn for w in p.split())
+
+
+def test_a_sentence_whose_phrases_cannot_be_placed_gets_its_free_output():
+    from nmtkit.translate.constraints import splice, unplaced
+
+    model, src, mask = model_and_batch(5)
+    enc = model.encode(src, mask)
+    cfg = SearchConfig(beam=3, nbest=2, no_unk=True)  # <unk> (1) may never be written
+    must = constraint_batch([[[1]], [[9]], [], [[1], [4]]], CPU)
+    out = beam_search(model, enc, cfg, attention=True, token_scores=True, constraints=must)
+    assert unplaced(out, must) == [0, 3]  # sentence 2 has no phrase: its output is its own
+    free = beam_search(model, enc, cfg, attention=True, token_scores=True)
+    rows = torch.tensor([0, 3])
+    again = beam_search(model, enc.select(rows), cfg, attention=True, token_scores=True)
+    both = splice(out, again, [0, 3])
+    assert both.tokens == [*free.tokens[:2], *out.tokens[2:6], *free.tokens[6:]]
+    assert both.scores == pytest.approx([*free.scores[:2], *out.scores[2:6], *free.scores[6:]], abs=1e-5)
+    assert both.token_scores[7] == pytest.approx(free.token_scores[7], abs=1e-5)
+    for r, (h, q) in enumerate([(free, 0), (free, 1), (out, 2), (out, 3), (out, 4), (out, 5), (free, 6), (free, 7)]):
+        t = min(h.attention.shape[1], both.attention.shape[1])
+        assert torch.allclose(both.attention[r, :t], h.attention[q, :t], atol=1e-5)
+
+
+def test_the_translator_translates_a_sentence_without_its_phrases_when_none_can_be_placed(overfit, monkeypatch, capsys):
+    from nmtkit.translate import translator as module
+    from nmtkit.translate.settings import TranslateOptions
+
+    t = module.Translator.from_checkpoints([overfit / "run" / "last.pt"], "cpu")
+    options = TranslateOptions(SearchConfig(beam=3, no_unk=True))
+    free = [x.text for x in t.translate(EN[:3], options)]
+    monkeypatch.setattr(module, "constraint_ids", lambda lines, *a: [[[1]], [], [[1]]])  # <unk>, banned
+    got = [x.text for x in t.translate(EN[:3], options, constraints=[["x"], [], ["y"]])]
+    assert got == free
+    err = capsys.readouterr().err
+    assert "line 1: no output within the output limit holds every constraint" in err and "line 3:" in err
+
+
+def random_word(rng, bpe, inner, outer):
+    """BPE: inner units, then one that ends the word; SentencePiece: one that begins it, then inner ones."""
+    body = [rng.choice(inner) for _ in range(rng.randint(0, 1))]
+    return body + [rng.choice(outer)] if bpe else [rng.choice(outer)] + body
+
+
+def test_random_phrases_of_subwords_are_held_at_word_edges_by_every_output_in_either_direction():
+    import random
+
+    from nmtkit.translate.constraints import word_edges
+
+    schemes = {"bpe": (["a@@", "b", "c@@", "d"], (4, 6), (5, 7)), "spm": (["▁a", "b", "▁c", "d"], (5, 7), (4, 6))}
+    placed = total = 0
+    for scheme, (units, inner, outer) in schemes.items():
+        tokens = ["<pad>", "<unk>", "<s>", "</s>", *units]
+        for backwards in (False, True):
+            edges = word_edges(tokens, backwards, CPU)
+            for seed in range(12):
+                rng = random.Random(seed)
+                model, src, mask = model_and_batch(seed, tgt_vocab=8)
+                enc = model.encode(src, mask)
+                musts = [
+                    [
+                        sum((random_word(rng, scheme == "bpe", inner, outer) for _ in range(rng.randint(1, 2))), [])
+                        for _ in range(rng.randint(1, 3))
+                    ]
+                    for _ in range(4)
+                ]
+                given = constraint_batch([[p[::-1] if backwards else p for p in m] for m in musts], CPU, edges)
+                for beam in (1, 3, 8):
+                    out = beam_search(model, enc, SearchConfig(beam=beam, nbest=beam), constraints=given)
+                    for row, (toks, score) in enumerate(zip(out.tokens, out.scores)):
+                        if row % out.nbest == 0:
+                            total += 1
+                            placed += score > float("-inf")
+                        if score > float("-inf"):
+                            read = toks[::-1] if backwards else toks
+                            assert all(holds_words(read, p, tokens) for p in musts[row // out.nbest])
+    assert placed >= 0.97 * total, (placed, total)  # the translator translates the rest without them

@@ -12,8 +12,12 @@ the most advanced down, then the second best of each, and so on, so that hypothe
 have placed more of the phrases are not pushed out by likelier ones that have placed fewer.
 A hypothesis may end only when it holds every phrase, and its </s> finishes it if it is among
 the k best extensions of the hypotheses that hold them all (the plain search's rule, within
-that bank). The output limit widens to leave room for every phrase after a prefix, and the
-best hypothesis gains a unit of progress at every step, so some output holds them all.
+that bank). Besides the phrases' units, a row of subwords is offered the likeliest unit that
+makes a word's edge (one that ends a word with BPE, begins one with SentencePiece), which a
+phrase may need before it can begin or after it ends; the output limit widens to leave room for
+every phrase after a prefix and for one such unit each. Where no hypothesis holds every phrase
+within the limit all the same (rare; the tests count it), the sentence has no output here and
+the translator searches it again without its phrases, with a warning.
 
 Everything is tensor operations over the rows and their candidates: no Python loop runs over
 hypotheses or phrases (one runs over a phrase's length).
@@ -21,7 +25,7 @@ hypotheses or phrases (one runs over a phrase's length).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, TypeVar
 
 import torch
@@ -121,22 +125,47 @@ def contains(output: list[T], phrase: list[T]) -> bool:
     return any(output[i : i + n] == phrase for i in range(len(output) - n + 1))
 
 
-def warn_missed(hyps: Hypotheses, musts: list[list[list[int]]], lines: list[int]) -> None:
-    """A warning for each sentence (numbered ``lines``) whose best output lacks one of its
-    phrases ``musts``: no hypothesis held them all within the output limit."""
-    for i, (phrases, line) in enumerate(zip(musts, lines)):
-        if not all(contains(hyps.tokens[i * hyps.nbest], p) for p in phrases):
-            log(f"line {line}: no output within the output limit holds every constraint")
+def unplaced(hyps: Hypotheses, phrases: Phrases) -> list[int]:
+    """The sentences of a batch that have phrases and no output: no hypothesis held them all
+    within the output limit."""
+    has = (phrases.ids != PAD).flatten(1).any(1).tolist()
+    return [i for i, h in enumerate(has) if h and hyps.scores[i * hyps.nbest] == _NEG]
+
+
+def splice(hyps: Hypotheses, other: Hypotheses, sentences: list[int]) -> Hypotheses:
+    """``hyps`` with the outputs of ``sentences`` (indices into its batch) those of ``other``,
+    which holds theirs in that order and as many a sentence."""
+    n, rows = hyps.nbest, list(range(len(hyps.tokens)))
+    take = {i * n + j: q * n + j for q, i in enumerate(sentences) for j in range(n)}
+    pick = [(other, take[r]) if r in take else (hyps, r) for r in rows]
+    attention = hyps.attention
+    if attention is not None and other.attention is not None:
+        t = max(attention.shape[1], other.attention.shape[1])
+        attention = torch.nn.functional.pad(attention, (0, 0, 0, t - attention.shape[1]))
+        given = torch.nn.functional.pad(other.attention, (0, 0, 0, t - other.attention.shape[1]))
+        index = torch.tensor(list(take), device=attention.device)
+        attention = attention.index_copy(0, index, given[torch.tensor(list(take.values()), device=given.device)])
+    each = None if hyps.token_scores is None else [h.token_scores[r] for h, r in pick]  # type: ignore[index]
+    return replace(
+        hyps,
+        tokens=[h.tokens[r] for h, r in pick],
+        scores=[h.scores[r] for h, r in pick],
+        ranking=[h.ranking[r] for h, r in pick],
+        attention=attention,
+        token_scores=each,
+    )
 
 
 class Constraints:
     """The search side of constraints. Each row holds its sentence's phrases as (rows, C, L)
     columns of the output layer (−1 past a phrase), and its progress: which phrases its output
     holds, which it holds but for the edge of its last word (the next unit must begin a word:
-    SentencePiece), and for each other phrase the longest end of the output that begins it (a
+    SentencePiece), for each other phrase the longest end of the output that begins it (a
     phrase broken off half-way falls back as far as its units allow, so "a a b" is found in
-    "a a a b"). Built from :class:`Phrases` (None: no constraints), mapped to the columns of a
-    restricted output ``vocab`` (which must hold them), each sentence repeated for its ``k`` rows."""
+    "a a a b"), and how many units it has written since it last completed a phrase (a partial
+    match counts towards the progress only over those: units two phrases share count once).
+    Built from :class:`Phrases` (None: no constraints), mapped to the columns of a restricted
+    output ``vocab`` (which must hold them), each sentence repeated for its ``k`` rows."""
 
     def __init__(self, phrases: Phrases | None, vocab: torch.Tensor | None = None, k: int = 1):
         self.active = phrases is not None and bool((phrases.ids != PAD).any())
@@ -156,14 +185,19 @@ class Constraints:
         self.met = self.lengths == 0  # a missing phrase is held
         self.edge = torch.zeros_like(self.met)  # held if the next unit begins a word
         self.match = torch.zeros((rows, c), dtype=torch.long, device=ids.device)
+        self.since = torch.full((rows,), n, dtype=torch.long, device=ids.device)
         self.tail = torch.full((rows, n), -1, dtype=torch.long, device=ids.device)  # the last units
 
     def room(self, limit: torch.Tensor, prefix: torch.Tensor | None) -> torch.Tensor:
         """The output limit of each sentence (B,), widened to hold its forced ``prefix`` (B,;
-        None: none), all of its phrases after it, and </s>."""
+        None: none), all of its phrases after it (and a unit a phrase to reach a word's edge,
+        where units are subwords), and </s>."""
         if not self.active:
             return limit
-        need = self.need[:: len(self.need) // len(limit)] + 1
+        every = len(self.need) // len(limit)
+        need = self.need[::every] + 1
+        if self.closes is not None:  # a phrase may wait a unit for a word's edge
+            need = need + (self.lengths[::every] > 0).sum(1)
         return torch.maximum(limit, need if prefix is None else need + prefix)
 
     def unmet(self) -> torch.Tensor:
@@ -185,31 +219,37 @@ class Constraints:
         w = min(k, logp.shape[1])
         top_logp, top = logp.topk(w, dim=1)
         nxt = self.cols.gather(2, self.match.clamp(max=self.cols.shape[2] - 1).unsqueeze(2)).squeeze(2)
-        nxt = nxt.masked_fill(self.met | self.edge, -1)  # the unit that takes each unheld phrase a step further
-        offered = (nxt >= 0) & ~(nxt.unsqueeze(2) == top.unsqueeze(1)).any(2)  # not among the k best already
-        earlier = torch.ones((c, c), dtype=torch.bool, device=logp.device).tril(-1)
-        offered &= ~((nxt.unsqueeze(2) == nxt.unsqueeze(1)) & earlier & offered.unsqueeze(1)).any(2)
-        cand = torch.cat([top, nxt.clamp(min=0)], 1)  # (rows, n)
-        cand_logp = torch.cat([top_logp, logp.gather(1, nxt.clamp(min=0)).masked_fill(~offered, _NEG)], 1)
+        extra = [nxt.masked_fill(self.met | self.edge, -1)]  # the unit that takes each unheld phrase a step further
+        if self.closes is not None and self.opens is not None:  # and the best that makes a word's edge
+            extra.append(logp.masked_fill(~(self.closes | self.opens), _NEG).argmax(1, keepdim=True))
+        more = torch.cat(extra, 1)
+        offered = (more >= 0) & ~(more.unsqueeze(2) == top.unsqueeze(1)).any(2)  # not among the k best already
+        earlier = torch.ones((more.shape[1],) * 2, dtype=torch.bool, device=logp.device).tril(-1)
+        offered &= ~((more.unsqueeze(2) == more.unsqueeze(1)) & earlier & offered.unsqueeze(1)).any(2)
+        cand = torch.cat([top, more.clamp(min=0)], 1)  # (rows, n)
+        cand_logp = torch.cat([top_logp, logp.gather(1, more.clamp(min=0)).masked_fill(~offered, _NEG)], 1)
         n = cand.shape[1]
-        met, edge, match = self._advance(cand)
-        progress = ((self.lengths.unsqueeze(1) * (met | edge)).sum(2) + match.amax(2)).view(b, k * n)
+        met, edge, match, since = self._advance(cand)
+        held = (self.lengths.unsqueeze(1) * (met | edge)).sum(2)
+        progress = (held + torch.minimum(match.amax(2), since)).view(b, k * n)
         total = (scores.view(-1, 1) + cand_logp).view(b, k * n)
         pick = _round_robin(total, progress, self.most, k)
         complete = total.masked_fill(progress < self.need.view(b, k)[:, :1], _NEG)
         kth = torch.cat([complete, ended], 1).topk(k, dim=1).values[:, -1:]
         flat = (torch.arange(b, device=logp.device).unsqueeze(1) * (k * n) + pick).view(-1)
         self.met, self.edge, self.match = met.view(-1, c)[flat], edge.view(-1, c)[flat], match.view(-1, c)[flat]
+        self.since = since.view(-1)[flat]
         parent = torch.div(flat, n, rounding_mode="floor")  # a row of the same sentence: its phrases
         y = cand.view(-1)[flat]
         self.tail = torch.cat([self.tail[parent], y.unsqueeze(1)], 1)[:, 1:]
         chosen = cand_logp.view(-1)[flat]
         return total.gather(1, pick), parent, y, chosen, ended.masked_fill(ended < kth, _NEG)
 
-    def _advance(self, cand: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def _advance(self, cand: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """For each row's candidate units (rows, n): which phrases the output holds after it
-        (rows, n, C), which it holds but for the next unit's edge, and for each other phrase the
-        longest end of the output that begins it (its length)."""
+        (rows, n, C), which it holds but for the next unit's edge, for each other phrase the
+        longest end of the output that begins it (its length), and the units since a phrase was
+        last completed (rows, n)."""
         rows, c, most = self.cols.shape
         seq = torch.cat([self.tail.unsqueeze(1).expand(-1, cand.shape[1], -1), cand.unsqueeze(2)], 2)
         match = torch.zeros((rows, cand.shape[1], c), dtype=torch.long, device=cand.device)
@@ -223,6 +263,8 @@ class Constraints:
                 ].unsqueeze(1)
             match = torch.where(ends, m, match)
         done = match == self.lengths.unsqueeze(1)
+        was = (self.met | self.edge).unsqueeze(1)
+        since = torch.where((done & ~was).any(2), 0, (self.since + 1).clamp(max=most).unsqueeze(1))
         met = self.met.unsqueeze(1).expand(-1, cand.shape[1], -1)
         if self.closes is None or self.opens is None:
             edge = torch.zeros_like(done)
@@ -232,18 +274,14 @@ class Constraints:
                 met | (self.edge.unsqueeze(1) & self.opens[cand].unsqueeze(2)) | (done & self.closes[cand].unsqueeze(2))
             )
             edge = done & ~met
-        return met, edge, match.masked_fill(met | edge, 0)
+        return met, edge, match.masked_fill(met | edge, 0), since
 
     def select(self, rows: torch.Tensor) -> None:
         """The rows that go on (the search drops finished sentences)."""
         if self.active:
             self.cols, self.lengths, self.need = self.cols[rows], self.lengths[rows], self.need[rows]
-            self.met, self.edge, self.match, self.tail = (
-                self.met[rows],
-                self.edge[rows],
-                self.match[rows],
-                self.tail[rows],
-            )
+            self.met, self.edge, self.match = self.met[rows], self.edge[rows], self.match[rows]
+            self.since, self.tail = self.since[rows], self.tail[rows]
 
 
 def _round_robin(total: torch.Tensor, progress: torch.Tensor, most: int, k: int) -> torch.Tensor:

@@ -35,7 +35,7 @@ from ..models.base import EncoderOut, Seq2Seq
 from ..models.ensemble import Ensemble
 from ..models.int8 import quantize_int8
 from .beside import LinesBeside
-from .constraints import Phrases, constraint_batch, constraint_ids, refuse_sampling, warn_missed, word_edges
+from .constraints import Phrases, constraint_batch, constraint_ids, refuse_sampling, splice, unplaced, word_edges
 from .sampling import sample
 from .search import Hypotheses, alignment, aligns_as_it_searches, beam_search, force, log_probs
 from .settings import TranslateOptions
@@ -286,8 +286,6 @@ class Translator:
             keys = torch.tensor([first_line + i for i in idx])  # the sampling's: batching changes nothing
             hyps, maps = self._search(src, options, attention, prefix, must, keys)
             n = hyps.nbest
-            if musts is not None:
-                warn_missed(hyps, [musts[i] for i in idx], [first_line + i for i in idx])
             for row in range(len(hyps.tokens)):
                 i = idx[row // n]
                 if row % n and not np.isfinite(hyps.scores[row]):
@@ -344,6 +342,17 @@ class Translator:
                 hyps = sample(self.model, enc, options.search, vocab, prefix, keys, options.token_scores)
             else:
                 hyps = beam_search(self.model, enc, options.search, vocab, own, prefix, options.token_scores, must)
+                lost = [] if must is None else unplaced(hyps, must)
+                if lost:  # never an empty line for a sentence: its best output without the phrases
+                    for j in lost:
+                        log(f"line {int(keys[j])}: no output within the output limit holds every constraint: "
+                            "translated without them")  # fmt: skip
+                    rows = torch.tensor(lost, device=self.device)
+                    again = None if prefix is None else prefix[rows]
+                    free = beam_search(
+                        self.model, enc.select(rows), options.search, vocab, own, again, options.token_scores
+                    )
+                    hyps = splice(hyps, free, lost)
             maps = hyps.attention if own else None
             if attention and maps is None:
                 maps = self._align(enc.repeat(hyps.nbest), hyps.tokens)
