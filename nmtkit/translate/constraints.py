@@ -217,11 +217,15 @@ class Constraints:
         rows, c = self.met.shape
         b = rows // k
         w = min(k, logp.shape[1])
-        top_logp, top = logp.topk(w, dim=1)
+        edges = self.closes is not None and self.opens is not None
+        top_logp, top = logp.topk(min(2 * k + 2, logp.shape[1]) if edges else w, dim=1)
         nxt = self.cols.gather(2, self.match.clamp(max=self.cols.shape[2] - 1).unsqueeze(2)).squeeze(2)
         extra = [nxt.masked_fill(self.met | self.edge, -1)]  # the unit that takes each unheld phrase a step further
-        if self.closes is not None and self.opens is not None:  # and the best that makes a word's edge
-            extra.append(logp.masked_fill(~(self.closes | self.opens), _NEG).argmax(1, keepdim=True))
+        if self.closes is not None and self.opens is not None:  # and the likeliest near the top that makes an edge
+            at_edge = (self.closes | self.opens)[top]
+            unit = top.gather(1, at_edge.int().argmax(1, keepdim=True))  # a full scan of V would cost as much again
+            extra.append(unit.masked_fill(~at_edge.any(1, keepdim=True), -1))
+        top_logp, top = top_logp[:, :w], top[:, :w]
         more = torch.cat(extra, 1)
         offered = (more >= 0) & ~(more.unsqueeze(2) == top.unsqueeze(1)).any(2)  # not among the k best already
         earlier = torch.ones((more.shape[1],) * 2, dtype=torch.bool, device=logp.device).tril(-1)
