@@ -137,6 +137,31 @@ def test_a_request_may_ask_for_each_tokens_score(server):
     assert "token_scores" not in plain and plain["score"] == pytest.approx(first["score"])
 
 
+def test_a_request_may_give_each_sentence_phrases_its_translation_must_hold(server):
+    url, _ = server
+    free = _post(url + "/translate", {"sentences": EN[:3], "beam": 4})[1]["translations"]
+    musts = [["les ténèbres"], [], ["la terre", "Dieu appela"]]
+    status, body = _post(url + "/translate", {"sentences": EN[:3], "beam": 4, "nbest": 2, "constraints": musts})
+    assert status == 200, body
+    out = body["translations"]
+    for t, must in zip(out, musts, strict=True):
+        assert all(p in h["text"] for h in t["nbest"] for p in must), (t["text"], must)
+    assert out[1]["text"] == free[1]["text"] and out[0]["text"] != free[0]["text"]
+    # concurrent requests, with phrases and without, share batches and get their own
+    with ThreadPoolExecutor(4) as pool:
+        asked = [
+            {"sentences": [EN[0]], "beam": 4, **({"constraints": [["la terre"]]} if k % 2 else {})} for k in range(8)
+        ]
+        got = [
+            f.result()[1]["translations"][0]["text"] for f in [pool.submit(_post, url + "/translate", a) for a in asked]
+        ]
+    assert all("la terre" in text if k % 2 else text == free[0]["text"] for k, text in enumerate(got))
+    status, body = _post(url + "/translate", {"sentences": EN[:2], "constraints": [["x"]]})
+    assert status == 422 and "2 sentences" in json.dumps(body)
+    status, body = _post(url + "/translate", {"sentences": EN[:1], "constraints": [["la " * 61]]})
+    assert status == 413 and "phrases of" in json.dumps(body)
+
+
 def test_concurrent_clients_get_their_own_translations(server):
     url, _ = server
     alone = {s: _post(url + "/translate", {"sentences": [s]})[1]["translations"][0]["text"] for s in EN[:5]}
@@ -240,6 +265,7 @@ def test_the_api_is_described_at_docs_and_openapi_json(server):
         "alignment",
         "attention",
         "token_scores",
+        "constraints",
     }
     assert request["required"] == ["sentences"]
     fields = request["properties"]
@@ -318,7 +344,7 @@ class _FakeTranslator:
     def source_length(self, line):
         return len(line.split())
 
-    def translate_block(self, lines, options):
+    def translate_block(self, lines, options, **given):
         from nmtkit.translate.translator import Translation
 
         if options.search.coverage_penalty and "no attention" in lines:
@@ -353,9 +379,9 @@ def fake_server():
 
 
 class _SlowTranslator(_FakeTranslator):
-    def translate_block(self, lines, options):
+    def translate_block(self, lines, options, **given):
         time.sleep(2.5)
-        return super().translate_block(lines, options)
+        return super().translate_block(lines, options, **given)
 
 
 def test_a_request_the_shutdown_wait_cuts_short_gets_a_json_503(capfd):
@@ -555,10 +581,10 @@ from nmtkit.serve.app import create_app, listening, run_server
 from nmtkit.serve.settings import ServerConfig
 
 class Announcing(_SlowTranslator):  # the test's Ctrl-C comes with a request in flight, however loaded the machine
-    def translate_block(self, lines, options):
+    def translate_block(self, lines, options, **given):
         print("translating", flush=True)
         time.sleep(3)  # in flight until the second Ctrl-C, however long the first takes to be seen
-        return super().translate_block(lines, options)
+        return super().translate_block(lines, options, **given)
 
 sock = listening("127.0.0.1", 0)
 print(sock.getsockname()[1], flush=True)

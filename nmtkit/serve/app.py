@@ -81,6 +81,18 @@ def check_size(translator: Translator, sentences: list[str], limits: Limits) -> 
             raise HTTPException(413, f"sentence {k} has {n:,} subword units; at most {limits.max_length:,}")
 
 
+def check_phrases(constraints: list[list[str]], limits: Limits) -> None:
+    """:class:`HTTPException` (413) for a sentence's phrases of more characters or words in all
+    than a sentence may have units: they lengthen its search as much."""
+    chars_at_most = CHARS_PER_UNIT * limits.max_length
+    for k, phrases in enumerate(constraints):
+        words, chars = sum(len(p.split()) for p in phrases), sum(map(len, phrases))
+        if chars > chars_at_most:
+            raise HTTPException(413, f"sentence {k} has phrases of {chars:,} characters; at most {chars_at_most:,}")
+        if words > limits.max_length:
+            raise HTTPException(413, f"sentence {k} has phrases of {words:,} words; at most {limits.max_length:,}")
+
+
 def error(status: int, message: str) -> JSONResponse:
     """An error answer: FastAPI's ``detail``, and the one line ``error`` that the page shows."""
     return JSONResponse({"detail": message, "error": message}, status)
@@ -254,11 +266,11 @@ def create_app(
     limits, shortlist = cfg.limits, cfg.shortlist
     base = TranslateOptions(shortlist=shortlist)
 
-    def translate(lines: list[str], job: Any) -> list[Translation]:
+    def translate(lines: list[str], job: Any, constraints: list[list[str]] | None) -> list[Translation]:
         options = replace(
             base, search=job.search, attention=job.attention, token_scores=job.token_scores, max_length=0
         )  # max_length: refused above
-        out = translator.translate_block(lines, options)
+        out = translator.translate_block(lines, options, constraints=constraints)
         return [both.linked(t) for t in out] if both else out  # on the model's thread, as the search
 
     batcher = Batcher(translate, limits.max_sentences, cfg.batch_wait_ms / 1000)
@@ -282,8 +294,10 @@ def create_app(
         if asked.matrix and not translator.attends:
             raise HTTPException(422, "attention: this model has none")
         check_size(translator, asked.sentences, limits)
+        if asked.constraints is not None:
+            check_phrases(asked.constraints, limits)
         try:
-            out = await batcher.submit(asked.sentences, asked.job)
+            out = await batcher.submit(asked.sentences, asked.job, asked.constraints)
         except UserError as err:  # a setting this model cannot search with (coverage: no attention)
             raise HTTPException(422, str(err)) from None
         if asked.ids is not None:

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 
 from ..translate.translator import Translation
 
-Translate = Callable[[list[str], Hashable], list[Translation]]
+# the lines, the key of their options, and each line's phrases (None: no line of the batch has any)
+Translate = Callable[[list[str], Hashable, list[list[str]] | None], list[Translation]]
 
 
 @dataclass
@@ -26,6 +27,7 @@ class _Request:
     lines: list[str]
     key: Hashable  # requests with equal keys share a batch
     done: asyncio.Future[list[Translation]] = field(repr=False)
+    constraints: list[list[str]] | None = None  # each line's phrases
 
 
 class Batcher:
@@ -44,9 +46,12 @@ class Batcher:
             self._task.cancel()
         self.executor.shutdown(wait=True)
 
-    async def submit(self, lines: Sequence[str], key: Hashable) -> list[Translation]:
-        """The translations of ``lines`` under the options ``key`` stands for."""
-        request = _Request(list(lines), key, asyncio.get_running_loop().create_future())
+    async def submit(
+        self, lines: Sequence[str], key: Hashable, constraints: list[list[str]] | None = None
+    ) -> list[Translation]:
+        """The translations of ``lines`` under the options ``key`` stands for, each holding its
+        ``constraints``' phrases when given."""
+        request = _Request(list(lines), key, asyncio.get_running_loop().create_future(), constraints)
         await self.queue.put(request)
         return await request.done
 
@@ -69,8 +74,11 @@ class Batcher:
                 else:
                     later.append(nxt)
             lines = [line for r in batch for line in r.lines]
+            musts = None
+            if any(r.constraints for r in batch):
+                musts = [m for r in batch for m in (r.constraints or [[]] * len(r.lines))]
             try:
-                out = await loop.run_in_executor(self.executor, self.translate, lines, first.key)
+                out = await loop.run_in_executor(self.executor, self.translate, lines, first.key, musts)
             except Exception as err:  # one bad batch must not stop the server
                 for r in batch:
                     if not r.done.done():

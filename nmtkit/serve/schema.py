@@ -51,6 +51,7 @@ class Parsed:
     job: Job
     ids: list[Any] | None  # OpenNMT-py's ids; None for the native shape
     matrix: bool  # the attention matrices asked for
+    constraints: list[list[str]] | None = None  # per sentence, the phrases its translation must hold
 
 
 def _unicode(text: str) -> str:
@@ -109,6 +110,15 @@ class _Request(BaseModel):
     # setting is never silently the default
     model_config = ConfigDict(strict=True, extra="forbid")
 
+    @field_validator("constraints", check_fields=False)
+    @classmethod
+    def _a_list_a_sentence(cls, constraints: list[list[str]] | None, info: ValidationInfo) -> list[list[str]] | None:
+        if constraints is not None and "sentences" in info.data and len(constraints) != len(info.data["sentences"]):
+            raise ValueError(
+                f"{len(constraints)} lists of phrases for {len(info.data['sentences'])} sentences: give one a sentence"
+            )
+        return constraints
+
     @field_validator("nbest", check_fields=False)
     @classmethod
     def _within_beam(cls, nbest: int, info: ValidationInfo) -> int:
@@ -140,6 +150,14 @@ def native_request(cfg: ServerConfig) -> type[BaseModel]:
     fields_["alignment"] = (bool, Field(True, description="Pharaoh word pairs from the attention."))
     fields_["attention"] = (bool, Field(False, description="The attention matrices, over subword units and words."))
     fields_["token_scores"] = (bool, Field(False, description=declared(TranslateOptions, "token_scores")[1].help))
+    fields_["constraints"] = (
+        list[list[Text]] | None,
+        Field(
+            None,
+            description="For each sentence, the phrases (raw target text) its translation must hold: "
+            "lexically constrained beam search, as translate --constraints; [] constrains nothing.",
+        ),
+    )
     model: type[BaseModel] = create_model("TranslateRequest", __base__=_Request, **fields_)
     return model
 
@@ -162,4 +180,4 @@ def parsed(body: BaseModel | list[OpenNMTSentence], defaults: SearchConfig) -> P
     asked = body.model_dump()
     search = replace(defaults, **{k: v for k, v in asked.items() if k in _SEARCH_FIELDS})
     job = Job(search, asked["attention"] or asked["alignment"], asked["token_scores"])
-    return Parsed(asked["sentences"], job, None, asked["attention"])
+    return Parsed(asked["sentences"], job, None, asked["attention"], asked["constraints"])
