@@ -344,19 +344,30 @@ class Translator:
                 hyps = beam_search(self.model, enc, options.search, vocab, own, prefix, options.token_scores, must)
                 lost = [] if must is None else unplaced(hyps, must)
                 if lost:  # never an empty line for a sentence: its best output without the phrases
-                    for j in lost:
-                        log(f"line {int(keys[j])}: no output within the output limit holds every constraint: "
-                            "translated without them")  # fmt: skip
-                    rows = torch.tensor(lost, device=self.device)
-                    again = None if prefix is None else prefix[rows]
-                    free = beam_search(
-                        self.model, enc.select(rows), options.search, vocab, own, again, options.token_scores
-                    )
-                    hyps = splice(hyps, free, lost)
+                    hyps = splice(hyps, self._without_phrases(enc, lost, options, vocab, own, prefix, keys), lost)
             maps = hyps.attention if own else None
             if attention and maps is None:
                 maps = self._align(enc.repeat(hyps.nbest), hyps.tokens)
         return hyps, maps
+
+    def _without_phrases(
+        self,
+        enc: EncoderOut,
+        lost: list[int],
+        options: TranslateOptions,
+        vocab: torch.Tensor | None,
+        own: bool,
+        prefix: torch.Tensor | None,
+        keys: torch.Tensor,
+    ) -> Hypotheses:
+        """The outputs of the batch's sentences ``lost`` searched again without their phrases,
+        which no hypothesis could hold within the output limit, each named in a warning."""
+        for j in lost:
+            where = f"line {int(keys[j])}: no output within the output limit"
+            log(f"{where} holds every constraint: translated without them")
+        rows = torch.tensor(lost, device=self.device)
+        again = None if prefix is None else prefix[rows]
+        return beam_search(self.model, enc.select(rows), options.search, vocab, own, again, options.token_scores)
 
     def _refuse_unmet(self, options: TranslateOptions) -> None:
         """Refuse, in a line, what these models cannot do (what the command line refuses, a
