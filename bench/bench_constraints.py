@@ -2,7 +2,7 @@
 reference as constraints, Post & Vilar (2018)'s protocol, at several beams.
 
     bin/bench-constraints --model runs/demo/best.pt [--data data/bible] [--beams 5,10,20]
-        [--phrases 0,1,2,3] [--seed 1] [--threads 2]
+        [--phrases 0,1,2,3] [--seed 1] [--threads 2] [--ordered]
 
 For each verse of $DATA/raw/test.fr (its verse markers removed, as ``score --clean
 verse-markers`` does), N phrases of one to three words are drawn from its reference (seeded;
@@ -10,8 +10,9 @@ words: its Moses tokens that hold a letter; a token apart), written as ``--const
 lines, and the test English translated with them at each beam. Reported: sacreBLEU against
 the references, the share of outputs holding all of their phrases (as runs of Moses tokens),
 the share of the free search's outputs at that beam that hold them already, and the
-translation's seconds. N = 0 is the free search. Writes
-$BENCH_DIR/constraints/constraints.json and prints a Markdown table.
+translation's seconds. N = 0 is the free search. ``--ordered``: the phrases in the reference's
+order, translated with ``--ordered-constraints`` and held in that order. Writes
+$BENCH_DIR/constraints/constraints.json (ordered: ordered.json) and prints a Markdown table.
 """
 
 from __future__ import annotations
@@ -29,19 +30,20 @@ import sacrebleu
 from nmtkit.core.files import read_lines
 from nmtkit.text.clean import verse_markers
 from nmtkit.text.tokenize import MosesText
-from nmtkit.translate.constraints import contains
+from nmtkit.translate.constraints import contains, contains_in_order
 
 from .bench_common import NMTKIT, bench_dir, call, fail, write_lines, write_text
 
 
-def draw_phrases(moses: MosesText, reference: str, n: int, rng: random.Random) -> list[str]:
+def draw_phrases(moses: MosesText, reference: str, n: int, rng: random.Random, ordered: bool = False) -> list[str]:
     """``n`` phrases of one to three words of ``reference``, words being its Moses tokens that
     hold a letter (no punctuation: a verse's final stop is no term), a token apart from each
-    other (fewer where the verse is too short), in the order they were drawn, detokenized."""
+    other (fewer where the verse is too short), in the order they were drawn (``ordered``: in
+    the reference's), detokenized."""
     tokens = moses.tokenize(reference)
     word = [any(ch.isalpha() for ch in t) for t in tokens]
     taken = [False] * len(tokens)
-    out: list[str] = []
+    out: list[tuple[int, str]] = []
     for _ in range(n):
         spans = [
             (i, k)
@@ -53,18 +55,33 @@ def draw_phrases(moses: MosesText, reference: str, n: int, rng: random.Random) -
             break
         i, k = rng.choice(spans)
         taken[i : i + k] = [True] * k
-        out.append(moses.detokenize(tokens[i : i + k]))
-    return out
+        out.append((i, moses.detokenize(tokens[i : i + k])))
+    return [p for _, p in (sorted(out) if ordered else out)]
 
 
-def holds(moses: MosesText, output: str, phrases: list[str]) -> bool:
+def holds(moses: MosesText, output: str, phrases: list[str], ordered: bool = False) -> bool:
     """Whether ``output`` holds each phrase as a run of Moses tokens (the detokenizer writes "vide :"
     where the reference has "vide:"), or as text between word edges (Moses keeps a stop mid-line
-    with its word: "plaisir. produit" is one token "plaisir.")."""
+    with its word: "plaisir. produit" is one token "plaisir."); ``ordered``: in their order, each
+    after the one before, either way."""
     tokens = moses.tokenize(output)
-    return all(
-        contains(tokens, moses.tokenize(p)) or re.search(rf"(?<!\w){re.escape(p)}(?!\w)", output) for p in phrases
-    )
+    if ordered:
+        return contains_in_order(tokens, [moses.tokenize(p) for p in phrases]) or _text_in_order(output, phrases)
+    return all(contains(tokens, moses.tokenize(p)) or _word_edges(p).search(output) for p in phrases)
+
+
+def _word_edges(phrase: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<!\w){re.escape(phrase)}(?!\w)")
+
+
+def _text_in_order(output: str, phrases: list[str]) -> bool:
+    at = 0
+    for p in phrases:
+        found = _word_edges(p).search(output, at)
+        if found is None:
+            return False
+        at = found.end()
+    return True
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -78,23 +95,27 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     refs = [" ".join(verse_markers(line).split()) for line in read_lines(refs_path, allow_empty=True)]
     rows: list[dict[str, Any]] = []
     free: dict[int, list[str]] = {}  # the free search's outputs, by beam
+    order = ["--ordered-constraints"] if args.ordered else []
+    name = "ordered" if args.ordered else "constraints"
     for n in sorted(args.phrases):
         rng = random.Random(args.seed)
-        drawn = [draw_phrases(moses, ref, n, rng) for ref in refs]
-        terms = work / f"test.{n}.constraints"
+        drawn = [draw_phrases(moses, ref, n, rng, args.ordered) for ref in refs]
+        terms = work / f"test.{n}.{name}"
         write_lines(terms, ("\t".join(p) for p in drawn))
         for beam in args.beams:
-            out = work / f"test.{n}.beam{beam}.fr"
+            out = work / f"test.{n}.beam{beam}.{name}.fr"
             cmd = [*NMTKIT, "translate", "-m", args.model, source, "--beam", beam, "-o", out, "-q"]
-            cmd += ["--threads", args.threads, *(["--constraints", terms] if n else [])]
+            cmd += ["--threads", args.threads, *(["--constraints", terms, *order] if n else [])]
             started = time.perf_counter()
             call(cmd, check=True)
             seconds = time.perf_counter() - started
             hyps = list(read_lines(out, allow_empty=True))
-            held = sum(holds(moses, h, ps) for h, ps in zip(hyps, drawn, strict=True))
+            held = sum(holds(moses, h, ps, args.ordered) for h, ps in zip(hyps, drawn, strict=True))
             if not n:
                 free[beam] = hyps
-            before = None if beam not in free else sum(map(holds, [moses] * len(hyps), free[beam], drawn))
+            before = (
+                None if beam not in free else sum(holds(moses, h, ps, args.ordered) for h, ps in zip(free[beam], drawn))
+            )
             rows.append(
                 {
                     "phrases": n,
@@ -107,8 +128,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 }
             )
             print(json.dumps(rows[-1]), flush=True)
-    result = {"model": str(args.model), "seed": args.seed, "rows": rows, "date": time.strftime("%Y-%m-%d")}
-    write_text(work / "constraints.json", json.dumps(result, indent=1) + "\n")
+    result = {"model": str(args.model), "seed": args.seed, "ordered": args.ordered, "rows": rows}
+    result["date"] = time.strftime("%Y-%m-%d")
+    write_text(work / f"{name}.json", json.dumps(result, indent=1) + "\n")
     return result
 
 
@@ -139,6 +161,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--phrases", type=_ints, default=[0, 1, 2, 3], help="phrases a verse [0,1,2,3]")
     p.add_argument("--seed", type=int, default=1, help="the draw's seed [1]")
     p.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch's default) [0]")
+    p.add_argument("--ordered", action="store_true", help="phrases in the reference's order, held in it")
     return p
 
 

@@ -12,7 +12,7 @@ import torch
 from click.testing import CliRunner
 
 from nmtkit.cli import main
-from nmtkit.translate.constraints import constraint_batch, contains, phrases
+from nmtkit.translate.constraints import constraint_batch, contains, contains_in_order, phrases
 from nmtkit.translate.search import beam_search
 from nmtkit.translate.settings import SearchConfig
 from tests.conftest import EN
@@ -77,42 +77,89 @@ def test_a_beam_that_holds_every_hypothesis_finds_every_output_that_holds_the_ph
         assert out.scores[400 * i : 400 * i + len(best)] == pytest.approx([scores[j] for j in best], abs=1e-4)
 
 
-def holds_words(output, phrase, tokens):
-    """Whether ``output`` (ids, in reading order) holds ``phrase`` beginning and ending at word
-    edges: between units a and b unless a continues (BPE's ``@@``) or b does not begin a word
-    (where units mark beginnings, SentencePiece's ``▁``); the specials are edges."""
-    marks = any(t.startswith("▁") for t in tokens)
-
-    def edge(a, b):
-        return a.startswith("<") or b.startswith("<") or (b.startswith("▁") if marks else not a.endswith("@@"))
-
-    n = len(phrase)
-    for i in range(len(output) - n + 1):
-        before = tokens[output[i - 1]] if i else "<s>"
-        after = tokens[output[i + n]] if i + n < len(output) else "</s>"
-        if output[i : i + n] == phrase and edge(before, tokens[phrase[0]]) and edge(tokens[phrase[-1]], after):
-            return True
-    return False
+def test_contains_in_order_takes_each_phrase_after_the_last_unit_of_the_one_before():
+    assert contains_in_order([4, 5, 4], [[4, 5], [4]]) and not contains_in_order([4, 5], [[4, 5], [5]])
+    assert contains_in_order([4, 4, 5, 4, 5], [[4, 5], [4, 5]]) and not contains_in_order([4, 5, 4], [[4], [4, 5]])
 
 
-@pytest.mark.parametrize("units", ["bpe", "sentencepiece", "bpe-right-to-left"])
-def test_phrases_begin_and_end_at_word_edges(units):
-    from nmtkit.translate.constraints import word_edges
-
-    model, src, mask = model_and_batch(1, tgt_vocab=6)
-    tokens = ["<pad>", "<unk>", "<s>", "</s>", *(("▁a", "b") if units == "sentencepiece" else ("a@@", "b"))]
-    backwards = units.endswith("right-to-left")
-    edges = word_edges(tokens, backwards, CPU)
-    musts = [[[5]], [[4, 5]], [[5], [4]], [[4]]]
+@pytest.mark.parametrize("seed", [0, 3])
+def test_ordered_phrases_are_found_in_every_output_that_holds_them_in_order_and_no_other(seed):
+    model, src, mask = model_and_batch(seed, tgt_vocab=6)  # words: <unk> <s> 4 5 (<pad> never)
+    # one phrase inside the other; a unit twice; one phrase twice; the same phrases reversed
+    musts = [[[4, 5], [4]], [[4], [4, 5]], [[5], [5]], [[4, 4], [4]], [[4], [5, 4]], [[5, 4], [4]]]
     cfg = SearchConfig(beam=400, max_ratio=0.0, max_extra=5, nbest=400, min_len=0)
-    out = beam_search(model, model.encode(src, mask), cfg, constraints=constraint_batch(musts, CPU, edges))
+    given = constraint_batch(musts, CPU, ordered=True)
+    out = beam_search(model, model.encode(src[[0, 1, 2, 3, 0, 1]], mask[[0, 1, 2, 3, 0, 1]]), cfg, constraints=given)
     for i, must in enumerate(musts):
         room = max(5, sum(map(len, must)) + 1)
         candidates = [
             list(c)
             for length in range(room)
             for c in itertools.product([1, 2, 4, 5], repeat=length)
-            if all(holds_words(list(c)[:: -1 if backwards else 1], p[:: -1 if backwards else 1], tokens) for p in must)
+            if contains_in_order(list(c), must)
+        ]
+        found = [out.tokens[r] for r in range(400 * i, 400 * i + 400) if out.scores[r] > float("-inf")]
+        assert sorted(found) == sorted(candidates), must
+
+
+def holds_words(output, phrase, tokens):
+    """Whether ``output`` (ids, in reading order) holds ``phrase`` beginning and ending at word
+    edges: between units a and b unless a continues (BPE's ``@@``) or b does not begin a word
+    (where units mark beginnings, SentencePiece's ``▁``); the specials are edges."""
+    return words_end(output, phrase, tokens) >= 0
+
+
+def words_end(output, phrase, tokens, start=0):
+    """Where the first run of ``phrase`` at word edges from ``start`` on ends in ``output``; −1: none."""
+    marks = any(t.startswith("▁") for t in tokens)
+
+    def edge(a, b):
+        return a.startswith("<") or b.startswith("<") or (b.startswith("▁") if marks else not a.endswith("@@"))
+
+    n = len(phrase)
+    for i in range(start, len(output) - n + 1):
+        before = tokens[output[i - 1]] if i else "<s>"
+        after = tokens[output[i + n]] if i + n < len(output) else "</s>"
+        if output[i : i + n] == phrase and edge(before, tokens[phrase[0]]) and edge(tokens[phrase[-1]], after):
+            return i + n
+    return -1
+
+
+def holds_words_in_order(output, phrases, tokens):
+    start = 0
+    for phrase in phrases:
+        start = words_end(output, phrase, tokens, start)
+        if start < 0:
+            return False
+    return True
+
+
+def holds(read, must, tokens, ordered):
+    """Whether ``read`` (ids in reading order) holds the phrases ``must`` at word edges, in their order or not."""
+    return holds_words_in_order(read, must, tokens) if ordered else all(holds_words(read, p, tokens) for p in must)
+
+
+@pytest.mark.parametrize("ordered", [False, True])
+@pytest.mark.parametrize("units", ["bpe", "sentencepiece", "bpe-right-to-left"])
+def test_phrases_begin_and_end_at_word_edges(units, ordered):
+    from nmtkit.translate.constraints import word_edges
+
+    model, src, mask = model_and_batch(1, tgt_vocab=6)
+    tokens = ["<pad>", "<unk>", "<s>", "</s>", *(("▁a", "b") if units == "sentencepiece" else ("a@@", "b"))]
+    backwards = units.endswith("right-to-left")
+    edges = word_edges(tokens, backwards, CPU)
+    musts = [[[5]], [[4, 5]], [[5], [4]], [[4]], [[4], [5]], [[5], [5]]]
+    cfg = SearchConfig(beam=400, max_ratio=0.0, max_extra=5, nbest=400, min_len=0)
+    enc = model.encode(src[[0, 1, 2, 3, 0, 1]], mask[[0, 1, 2, 3, 0, 1]])
+    out = beam_search(model, enc, cfg, constraints=constraint_batch(musts, CPU, edges, ordered))
+    flip = -1 if backwards else 1  # musts in the model's order: the phrases' and their units'
+    for i, must in enumerate(musts):
+        room = max(5, sum(map(len, must)) + 1 + len(must))  # and a unit a phrase for a word's edge
+        candidates = [
+            list(c)
+            for length in range(room)
+            for c in itertools.product([1, 2, 4, 5], repeat=length)
+            if holds(list(c)[::flip], [p[::flip] for p in must[::flip]], tokens, ordered)
         ]
         found = [out.tokens[r] for r in range(400 * i, 400 * i + 400) if out.scores[r] > float("-inf")]
         assert sorted(found) == sorted(candidates), (units, must)
@@ -192,6 +239,23 @@ def test_constraints_from_the_shell(overfit, src, tmp_path):
     assert piped.exit_code == 0 and piped.stdout.splitlines() == best
 
 
+def test_ordered_constraints_from_the_shell_hold_each_phrase_after_the_one_before(overfit, src, tmp_path):
+    ckpt = overfit / "run" / "last.pt"
+    terms = ["Dieu\tla lumière", "les eaux\tles eaux", "la terre\tles eaux", "la lumière\tDieu"]
+    (tmp_path / "terms.fr").write_text("\n".join(terms) + "\n", encoding="utf-8")
+    args = ("translate", "-m", ckpt, src, "--beam", 4, "--constraints", tmp_path / "terms.fr")
+    given, free = invoke(*args, "--ordered-constraints"), invoke(*args)
+    assert given.exit_code == 0, given.output
+    for text, line in zip(given.stdout.splitlines(), terms):
+        at = 0
+        for p in phrases(line):
+            assert text.find(p, at) >= 0, (text, line)
+            at = text.find(p, at) + len(p)
+    assert given.stdout != free.stdout  # in any order, one "les eaux" holds both, "Dieu" may come first
+    r = invoke("translate", "-m", ckpt, src, "--ordered-constraints")
+    assert r.exit_code == 2 and "add that" in r.output and len(r.output.strip().splitlines()) == 1
+
+
 def test_constraints_that_cannot_be_taken_are_one_line_and_exit_2(overfit, src, tmp_path):
     ckpt = overfit / "run" / "last.pt"
     (tmp_path / "short").write_text("Dieu\n\n", encoding="utf-8")
@@ -221,7 +285,7 @@ def test_bench_constraints_draws_reference_phrases_and_every_output_holds_them(o
     import sys
     from pathlib import Path
 
-    from bench.bench_constraints import draw_phrases
+    from bench.bench_constraints import draw_phrases, holds
     from nmtkit.text.tokenize import MosesText
     from tests.conftest import FR, write_pair
 
@@ -232,6 +296,9 @@ def test_bench_constraints_draws_reference_phrases_and_every_output_holds_them(o
     words = verse.replace(":", "").replace("!", "").replace(".", "").split()  # phrases of words, no stops
     assert draw_phrases(moses, "Amen.", 2, random.Random(1)) == ["Amen"]
     assert draw_phrases(moses, "...", 1, random.Random(1)) == []
+    ordered = draw_phrases(moses, verse, 3, random.Random(4), ordered=True)
+    assert sorted(ordered) == sorted(drawn) and holds(moses, verse, ordered, True)
+    assert holds(moses, verse, drawn, False) and not holds(moses, verse, ["la lumière fut", "Dieu"], True)
     write_pair(tmp_path / "data" / "raw" / "test", EN[:4], FR[:4])
     script = Path(__file__).parent.parent / "bin" / "bench-constraints"
     cmd = [sys.executable, script, "--model", overfit / "run" / "last.pt", "--data", tmp_path / "data"]
@@ -245,6 +312,12 @@ def test_bench_constraints_draws_reference_phrases_and_every_output_holds_them(o
     assert constrained["drawn"] == 8 and constrained["held"] == 1.0
     assert constrained["held_free"] == 1.0  # the free outputs are the references, which hold them
     assert "| 2 | 3 | " in done.stdout and all(w in words for p in drawn for w in p.split())
+    done = subprocess.run(
+        list(map(str, [*cmd, "--ordered"])), env={**os.environ, "BENCH_DIR": str(tmp_path)}, capture_output=True
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads((tmp_path / "constraints" / "ordered.json").read_text())
+    assert result["ordered"] and result["rows"][1]["held"] == 1.0 and result["rows"][1]["drawn"] == 8
 
 
 def test_a_sentence_whose_phrases_cannot_be_placed_gets_its_free_output():
@@ -288,7 +361,8 @@ def random_word(rng, bpe, inner, outer):
     return body + [rng.choice(outer)] if bpe else [rng.choice(outer)] + body
 
 
-def test_random_phrases_of_subwords_are_held_at_word_edges_by_every_output_in_either_direction():
+@pytest.mark.parametrize("ordered", [False, True])
+def test_random_phrases_of_subwords_are_held_at_word_edges_by_every_output_in_either_direction(ordered):
     import random
 
     from nmtkit.translate.constraints import word_edges
@@ -310,7 +384,8 @@ def test_random_phrases_of_subwords_are_held_at_word_edges_by_every_output_in_ei
                     ]
                     for _ in range(4)
                 ]
-                given = constraint_batch([[p[::-1] if backwards else p for p in m] for m in musts], CPU, edges)
+                model_order = [[p[::-1] for p in m[::-1]] if backwards else m for m in musts]
+                given = constraint_batch(model_order, CPU, edges, ordered)
                 for beam in (1, 3, 8):
                     out = beam_search(model, enc, SearchConfig(beam=beam, nbest=beam), constraints=given)
                     for row, (toks, score) in enumerate(zip(out.tokens, out.scores)):
@@ -319,5 +394,5 @@ def test_random_phrases_of_subwords_are_held_at_word_edges_by_every_output_in_ei
                             placed += score > float("-inf")
                         if score > float("-inf"):
                             read = toks[::-1] if backwards else toks
-                            assert all(holds_words(read, p, tokens) for p in musts[row // out.nbest])
+                            assert holds(read, musts[row // out.nbest], tokens, ordered)
     assert placed >= 0.97 * total, (placed, total)  # the translator translates the rest without them

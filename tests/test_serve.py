@@ -160,6 +160,9 @@ def test_a_request_may_give_each_sentence_phrases_its_translation_must_hold(serv
     assert status == 422 and "2 sentences" in json.dumps(body)
     status, body = _post(url + "/translate", {"sentences": EN[:1], "constraints": [["la " * 61]]})
     assert status == 413 and "phrases of" in json.dumps(body)
+    ordered = {"sentences": EN[:1], "beam": 4, "constraints": [["les eaux", "les eaux"]], "ordered_constraints": True}
+    status, body = _post(url + "/translate", ordered)
+    assert status == 200 and body["translations"][0]["text"].count("les eaux") >= 2, body
 
 
 def test_concurrent_clients_get_their_own_translations(server):
@@ -262,6 +265,7 @@ def test_the_api_is_described_at_docs_and_openapi_json(server):
         "min_len",
         "min_ratio",
         "no_unk",
+        "ordered_constraints",
         "alignment",
         "attention",
         "token_scores",

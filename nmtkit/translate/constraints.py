@@ -74,7 +74,7 @@ def constraint_ids(
                 log(f"line {first_line + k}: constraint {phrase!r} holds <s>, </s> or <pad>: left out")
             elif units:
                 ids.append(units[::-1] if right_to_left else units)
-        out.append(ids)
+        out.append(ids[::-1] if right_to_left else ids)  # the model writes the last phrase first
     return out
 
 
@@ -88,6 +88,7 @@ class Phrases:
     ids: torch.Tensor
     closes: torch.Tensor | None = None  # the unit ends a word, whatever follows (BPE: no @@)
     opens: torch.Tensor | None = None  # the unit begins a word, whatever precedes (SentencePiece's ▁)
+    ordered: bool = False  # held in the order given, each after the last unit of the one before
 
 
 def word_edges(tokens: list[str], right_to_left: bool, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -103,11 +104,14 @@ def word_edges(tokens: list[str], right_to_left: bool, device: torch.device) -> 
 
 
 def constraint_batch(
-    each: list[list[list[int]]], device: torch.device, edges: tuple[torch.Tensor, torch.Tensor] | None = None
+    each: list[list[list[int]]],
+    device: torch.device,
+    edges: tuple[torch.Tensor, torch.Tensor] | None = None,
+    ordered: bool = False,
 ) -> Phrases | None:
     """The constraints of a batch's sentences (a list of phrases of target ids each) with the
-    vocabulary's word ``edges`` (:func:`word_edges`; None: every unit is a word); None when no
-    sentence has one."""
+    vocabulary's word ``edges`` (:func:`word_edges`; None: every unit is a word), to be held in
+    their order or not; None when no sentence has one."""
     if not any(each):
         return None
     c = max(len(ids) for ids in each)
@@ -116,13 +120,26 @@ def constraint_batch(
     for i, ids in enumerate(each):
         for j, p in enumerate(ids):
             out[i, j, : len(p)] = torch.tensor(p, dtype=torch.long)
-    return Phrases(out.to(device), *(edges or (None, None)))
+    closes, opens = edges or (None, None)
+    return Phrases(out.to(device), closes, opens, ordered)
 
 
 def contains(output: list[T], phrase: list[T]) -> bool:
     """Whether ``phrase`` occurs in ``output`` as a contiguous run."""
     n = len(phrase)
     return any(output[i : i + n] == phrase for i in range(len(output) - n + 1))
+
+
+def contains_in_order(output: list[T], phrases: list[list[T]]) -> bool:
+    """Whether ``phrases`` occur in ``output`` as contiguous runs in their order, none
+    overlapping the next. The earliest end of each is the best start for the rest."""
+    start = 0
+    for phrase in phrases:
+        n = len(phrase)
+        start = next((i + n for i in range(start, len(output) - n + 1) if output[i : i + n] == phrase), -1)
+        if start < 0:
+            return False
+    return True
 
 
 def unplaced(hyps: Hypotheses, phrases: Phrases) -> list[int]:
@@ -175,7 +192,7 @@ class Constraints:
         ids = phrases.ids
         cols = ids if vocab is None else torch.searchsorted(vocab, ids)
         self.cols = cols.masked_fill(ids == PAD, -1).repeat_interleave(k, 0)
-        self.closes, self.opens = phrases.closes, phrases.opens
+        self.closes, self.opens, self.ordered = phrases.closes, phrases.opens, phrases.ordered
         if vocab is not None and self.closes is not None and self.opens is not None:
             self.closes, self.opens = self.closes[vocab], self.opens[vocab]
         self.lengths = (self.cols >= 0).sum(2)  # (rows, C), 0 for a missing phrase
@@ -220,7 +237,8 @@ class Constraints:
         edges = self.closes is not None and self.opens is not None
         top_logp, top = logp.topk(min(2 * k + 2, logp.shape[1]) if edges else w, dim=1)
         nxt = self.cols.gather(2, self.match.clamp(max=self.cols.shape[2] - 1).unsqueeze(2)).squeeze(2)
-        extra = [nxt.masked_fill(self.met | self.edge, -1)]  # the unit that takes each unheld phrase a step further
+        # the unit that takes each unheld phrase a step further (ordered: the first unheld one)
+        extra = [nxt.masked_fill(self.met | self.edge | ~self._open(self.met | self.edge), -1)]
         if self.closes is not None and self.opens is not None:  # and the likeliest near the top that makes an edge
             at_edge = (self.closes | self.opens)[top]
             unit = top.gather(1, at_edge.int().argmax(1, keepdim=True))  # a full scan of V would cost as much again
@@ -257,18 +275,22 @@ class Constraints:
         rows, c, most = self.cols.shape
         seq = torch.cat([self.tail.unsqueeze(1).expand(-1, cand.shape[1], -1), cand.unsqueeze(2)], 2)
         match = torch.zeros((rows, cand.shape[1], c), dtype=torch.long, device=cand.device)
+        was = (self.met | self.edge).unsqueeze(1)
+        room = self.lengths.unsqueeze(1)
+        if self.ordered:  # begun after the last phrase held ended (and only the first unheld one counts, below)
+            room = room.minimum((self.since + 1).view(-1, 1, 1))
         for m in range(1, most + 1):  # a loop over a phrase's length, not over hypotheses
             ends = (seq[:, :, most + 1 - m :].unsqueeze(2) == self.cols[:, :, :m].unsqueeze(1)).all(3)
-            ends &= (m <= self.lengths).unsqueeze(1)
+            ends &= m <= room
             if self.closes is not None and self.opens is not None:  # the run begins a word
                 before = seq[:, :, most - m]
                 ends &= ((before < 0) | self.closes[before.clamp(min=0)]).unsqueeze(2) | self.opens[
                     self.cols[:, :, 0].clamp(min=0)
                 ].unsqueeze(1)
             match = torch.where(ends, m, match)
+        if self.ordered:
+            match = match.masked_fill(~self._open(was), 0)
         done = match == self.lengths.unsqueeze(1)
-        was = (self.met | self.edge).unsqueeze(1)
-        since = torch.where((done & ~was).any(2), 0, (self.since + 1).clamp(max=most).unsqueeze(1))
         met = self.met.unsqueeze(1).expand(-1, cand.shape[1], -1)
         if self.closes is None or self.opens is None:
             edge = torch.zeros_like(done)
@@ -278,7 +300,19 @@ class Constraints:
                 met | (self.edge.unsqueeze(1) & self.opens[cand].unsqueeze(2)) | (done & self.closes[cand].unsqueeze(2))
             )
             edge = done & ~met
+        if self.ordered:  # a phrase held but for an edge the next unit did not make lets go of those after it
+            after = ~self._open(met | edge)
+            met, edge, match = met & ~after, edge & ~after, match.masked_fill(after, 0)
+        since = torch.where(((met | edge) & ~was).any(2), 0, (self.since + 1).clamp(max=most).unsqueeze(1))
         return met, edge, match.masked_fill(met | edge, 0), since
+
+    def _open(self, held: torch.Tensor) -> torch.Tensor:
+        """The phrases (…, C) that may be matched given those ``held``: every one, or when they
+        are ordered, those whose predecessors are all held."""
+        if not self.ordered:
+            return torch.ones_like(held)
+        before = torch.cat([torch.ones_like(held[..., :1]), held[..., :-1]], -1)
+        return before.int().cummin(-1).values.bool()
 
     def select(self, rows: torch.Tensor) -> None:
         """The rows that go on (the search drops finished sentences)."""

@@ -67,6 +67,11 @@ class SearchConfig(Settings):
         le=100,  # past the output limit anyway; a bound keeps its product in int64
         flag="--min-output-ratio",
     )
+    ordered_constraints: bool = setting(
+        False,
+        "Hold each line's constraints in the order given, each after the end of the one before (fairseq's "
+        "--constraints ordered); without it, in any order, overlapping or not.",
+    )
     sampling: bool = setting(
         False,
         "Draw each output word by word from the model's distribution instead of searching, for "
@@ -105,7 +110,17 @@ class SearchConfig(Settings):
 
 # The search's settings as translate and serve offer them, in this order (nbest is each command's
 # own: translate writes n-best lines, serve's requests ask for it; serve offers no sampling).
-SEARCH_OPTIONS = ("beam", "length_penalty", "alpha", "coverage_penalty", "max_ratio", "min_len", "min_ratio", "no_unk")
+SEARCH_OPTIONS = (
+    "beam",
+    "length_penalty",
+    "alpha",
+    "coverage_penalty",
+    "max_ratio",
+    "min_len",
+    "min_ratio",
+    "no_unk",
+    "ordered_constraints",
+)
 SAMPLING_OPTIONS = ("sampling", "temperature", "top_k", "seed")
 _DRAWS = frozenset(SAMPLING_OPTIONS[1:])  # what shapes sampling's draws, idle without it
 

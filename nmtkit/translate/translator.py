@@ -282,7 +282,11 @@ class Translator:
         for idx in self._batches([len(s) for s in sources], batch_size, max_tokens):
             src = pad([np.asarray(src_side.ids(sources[i]), dtype=np.int64) for i in idx]).to(self.device)
             prefix = self._prefix_batch(starts, idx)
-            must = None if musts is None else constraint_batch([musts[i] for i in idx], self.device, edges)
+            must = (
+                None
+                if musts is None
+                else constraint_batch([musts[i] for i in idx], self.device, edges, options.search.ordered_constraints)
+            )
             keys = torch.tensor([first_line + i for i in idx])  # the sampling's: batching changes nothing
             hyps, maps = self._search(src, options, attention, prefix, must, keys)
             n = hyps.nbest
@@ -370,8 +374,7 @@ class Translator:
         return beam_search(self.model, enc.select(rows), options.search, vocab, own, again, options.token_scores)
 
     def _refuse_unmet(self, options: TranslateOptions) -> None:
-        """Refuse, in a line, what these models cannot do (what the command line refuses, a
-        caller's config is refused too)."""
+        """Refuse, in a line, what these models cannot do, from the command line or a caller's config."""
         options.check()
         units = len(self.sides.tgt.vocab)
         if not options.search.sampling and options.search.beam > units:
@@ -410,8 +413,7 @@ class Translator:
         return pad([np.asarray(starts[i], dtype=np.int64) for i in idx], eos=False).to(self.device)
 
     def _align(self, enc: EncoderOut, outputs: list[list[int]]) -> torch.Tensor:
-        """Each output's alignment (rows, Ty, Tx), by walking it through the models again: how a
-        model's attention aligns words depends on the model (``search.force``)."""
+        """Each output's alignment (rows, Ty, Tx), walked through the models again (``search.force``)."""
         return alignment(self.model, enc, pad([np.asarray(ids, dtype=np.int64) for ids in outputs]).to(self.device))
 
     def force(

@@ -125,6 +125,8 @@ def translate(
         raise UserError("--unk-dict is used by --replace-unk; add that flag")
     if values["token_scores"] and output_format != "jsonl":
         raise UserError("--token-scores are written in --output-format jsonl; add that")
+    if values["ordered_constraints"] and not values["constraints"]:
+        raise UserError("--ordered-constraints orders the phrases of --constraints FILE: add that")
     nbest_lines = values["nbest"] > 0
     search, prefix, constraints = options.search_config(values), values.pop("prefix"), values.pop("constraints")
     words = read_unk_dict(unk_dict) if unk_dict else None
