@@ -134,6 +134,19 @@ def test_what_a_right_to_left_model_cannot_do_is_refused_in_one_line(r2l, overfi
     assert both.exit_code == 2 and "cannot ensemble" in both.stderr and "right to left" in both.stderr
 
 
+def test_serve_places_a_right_to_left_models_phrases_and_refuses_it_prefixes(r2l):
+    from nmtkit.serve.settings import ServerConfig
+    from nmtkit.translate.translator import Translator
+    from tests.test_serve import _post, in_process
+
+    with in_process(Translator.from_checkpoints(r2l / "run" / "last.pt", "cpu"), ServerConfig()) as url:
+        status, body = _post(url + "/translate", {"sentences": EN[:1], "constraints": [["la lumière fut", "Dieu"]]})
+        assert status == 200 and all(p in body["translations"][0]["text"] for p in ("la lumière fut", "Dieu")), body
+        status, body = _post(url + "/translate", {"sentences": EN[:2], "prefixes": ["", "Au"]})
+        assert status == 422 and "right to left" in body["error"], body
+        assert _post(url + "/translate", {"sentences": EN[:2], "prefixes": ["", ""]})[0] == 200
+
+
 def test_bench_rerank_takes_a_right_to_left_models_scores_as_a_feature(r2l, overfit, tmp_path):
     import os
     import subprocess

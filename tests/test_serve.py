@@ -3,6 +3,7 @@ every bad request with a 4xx JSON error (FastAPI's 422 naming the field for an i
 keeps serving, describes its API at /docs, passes a request's search settings to the search, and
 stops cleanly on SIGTERM."""
 
+import contextlib
 import http.client
 import json
 import os
@@ -165,6 +166,39 @@ def test_a_request_may_give_each_sentence_phrases_its_translation_must_hold(serv
     assert status == 200 and body["translations"][0]["text"].count("les eaux") >= 2, body
 
 
+def test_a_request_may_give_each_sentence_the_start_of_its_translation(server):
+    url, _ = server
+    free = _post(url + "/translate", {"sentences": EN[:3], "beam": 4})[1]["translations"]
+    starts = ["Et Dieu dit", "", "Au commencement"]
+    status, body = _post(url + "/translate", {"sentences": EN[:3], "beam": 4, "nbest": 2, "prefixes": starts})
+    assert status == 200, body
+    out = body["translations"]
+    for t, start in zip(out, starts, strict=True):
+        assert all(h["text"].startswith(start) for h in t["nbest"]), (t["text"], start)
+    assert out[1]["text"] == free[1]["text"] and out[0]["text"] != free[0]["text"]
+    # with phrases too, and beside requests that give neither, in shared batches
+    with ThreadPoolExecutor(4) as pool:
+        asked = [
+            {
+                "sentences": [EN[0]],
+                "beam": 4,
+                **({"prefixes": ["Et Dieu"], "constraints": [["la terre"]]} if k % 2 else {}),
+            }
+            for k in range(8)
+        ]
+        got = [
+            f.result()[1]["translations"][0]["text"] for f in [pool.submit(_post, url + "/translate", a) for a in asked]
+        ]
+    assert all(
+        text.startswith("Et Dieu") and "la terre" in text if k % 2 else text == free[0]["text"]
+        for k, text in enumerate(got)
+    )
+    status, body = _post(url + "/translate", {"sentences": EN[:2], "prefixes": ["Et"]})
+    assert status == 422 and "1 prefixes for 2 sentences" in json.dumps(body)
+    status, body = _post(url + "/translate", {"sentences": EN[:1], "prefixes": ["la " * 61]})
+    assert status == 413 and "a prefix of" in json.dumps(body)
+
+
 def test_concurrent_clients_get_their_own_translations(server):
     url, _ = server
     alone = {s: _post(url + "/translate", {"sentences": [s]})[1]["translations"][0]["text"] for s in EN[:5]}
@@ -270,6 +304,7 @@ def test_the_api_is_described_at_docs_and_openapi_json(server):
         "attention",
         "token_scores",
         "constraints",
+        "prefixes",
     }
     assert request["required"] == ["sentences"]
     fields = request["properties"]
@@ -357,17 +392,13 @@ class _FakeTranslator:
         return [Translation(line, line.split(), line.split(), -1.0, -1.0) for line in lines]
 
 
-@pytest.fixture(scope="module")
-def fake_server():
-    """The app in this process, on a translator that records what it is asked, serving the
-    search settings of ``cfg.search`` to requests that name none."""
+@contextlib.contextmanager
+def in_process(translator, cfg):
+    """The app on ``translator`` served by uvicorn in a thread of this process: its URL."""
     import uvicorn
 
     from nmtkit.serve.app import create_app
-    from nmtkit.serve.settings import ServerConfig
 
-    cfg = ServerConfig(search=SearchConfig(beam=4, length_penalty="gnmt", coverage_penalty=0.2))
-    translator = _FakeTranslator()
     server = uvicorn.Server(
         uvicorn.Config(create_app(translator, cfg), host="127.0.0.1", port=_free_port(), log_level="warning")
     )
@@ -377,9 +408,23 @@ def fake_server():
         if server.started:
             break
         time.sleep(0.02)
-    yield f"http://127.0.0.1:{server.config.port}", translator, cfg
-    server.should_exit = True
-    thread.join(timeout=30)
+    try:
+        yield f"http://127.0.0.1:{server.config.port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def fake_server():
+    """The app in this process, on a translator that records what it is asked, serving the
+    search settings of ``cfg.search`` to requests that name none."""
+    from nmtkit.serve.settings import ServerConfig
+
+    cfg = ServerConfig(search=SearchConfig(beam=4, length_penalty="gnmt", coverage_penalty=0.2))
+    translator = _FakeTranslator()
+    with in_process(translator, cfg) as url:
+        yield url, translator, cfg
 
 
 class _SlowTranslator(_FakeTranslator):

@@ -56,7 +56,7 @@ from ..translate.io import json_record, json_score
 from ..translate.settings import TranslateOptions
 from ..translate.translator import Translation, Translator
 from .answers import TRANSLATE_RESPONSES, ServerInfo
-from .batching import Batcher
+from .batching import Batcher, Beside
 from .schema import NATIVE, OPENNMT, parsed, request_body
 from .settings import Limits, ServerConfig
 
@@ -81,16 +81,21 @@ def check_size(translator: Translator, sentences: list[str], limits: Limits) -> 
             raise HTTPException(413, f"sentence {k} has {n:,} subword units; at most {limits.max_length:,}")
 
 
-def check_phrases(constraints: list[list[str]], limits: Limits) -> None:
-    """:class:`HTTPException` (413) for a sentence's phrases of more characters or words in all
-    than a sentence may have units: they lengthen its search as much."""
+def check_beside(beside: Beside, limits: Limits) -> None:
+    """:class:`HTTPException` (413) for a sentence's phrases, or its prefix, of more characters or
+    words in all than a sentence may have units: they lengthen its search as much."""
     chars_at_most = CHARS_PER_UNIT * limits.max_length
-    for k, phrases in enumerate(constraints):
-        words, chars = sum(len(p.split()) for p in phrases), sum(map(len, phrases))
-        if chars > chars_at_most:
-            raise HTTPException(413, f"sentence {k} has phrases of {chars:,} characters; at most {chars_at_most:,}")
-        if words > limits.max_length:
-            raise HTTPException(413, f"sentence {k} has phrases of {words:,} words; at most {limits.max_length:,}")
+    given = [
+        ("phrases", beside.constraints),
+        ("a prefix", None if beside.prefixes is None else [[p] for p in beside.prefixes]),
+    ]
+    for what, texts in given:
+        for k, each in enumerate(texts or []):
+            words, chars = sum(len(p.split()) for p in each), sum(map(len, each))
+            if chars > chars_at_most:
+                raise HTTPException(413, f"sentence {k} has {what} of {chars:,} characters; at most {chars_at_most:,}")
+            if words > limits.max_length:
+                raise HTTPException(413, f"sentence {k} has {what} of {words:,} words; at most {limits.max_length:,}")
 
 
 def error(status: int, message: str) -> JSONResponse:
@@ -266,11 +271,12 @@ def create_app(
     limits, shortlist = cfg.limits, cfg.shortlist
     base = TranslateOptions(shortlist=shortlist)
 
-    def translate(lines: list[str], job: Any, constraints: list[list[str]] | None) -> list[Translation]:
+    def translate(lines: list[str], job: Any, beside: Beside) -> list[Translation]:
         options = replace(
             base, search=job.search, attention=job.attention, token_scores=job.token_scores, max_length=0
         )  # max_length: refused above
-        out = translator.translate_block(lines, options, constraints=constraints)
+        prefixes = beside.prefixes if any(beside.prefixes or ()) else None  # "" forces nothing, on any model
+        out = translator.translate_block(lines, options, prefixes=prefixes, constraints=beside.constraints)
         return [both.linked(t) for t in out] if both else out  # on the model's thread, as the search
 
     batcher = Batcher(translate, limits.max_sentences, cfg.batch_wait_ms / 1000)
@@ -294,10 +300,11 @@ def create_app(
         if asked.matrix and not translator.attends:
             raise HTTPException(422, "attention: this model has none")
         check_size(translator, asked.sentences, limits)
-        if asked.constraints is not None:
-            check_phrases(asked.constraints, limits)
+        check_beside(asked.beside, limits)
+        if any(asked.beside.prefixes or []) and translator.model.cfg.right_to_left:  # else its batch would fail
+            raise HTTPException(422, "prefixes: the model writes right to left, from a translation's last word")
         try:
-            out = await batcher.submit(asked.sentences, asked.job, asked.constraints)
+            out = await batcher.submit(asked.sentences, asked.job, asked.beside)
         except UserError as err:  # a setting this model cannot search with (coverage: no attention)
             raise HTTPException(422, str(err)) from None
         if asked.ids is not None:

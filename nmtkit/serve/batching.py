@@ -15,11 +15,37 @@ from collections import deque
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from ..translate.translator import Translation
 
-# the lines, the key of their options, and each line's phrases (None: no line of the batch has any)
-Translate = Callable[[list[str], Hashable, list[list[str]] | None], list[Translation]]
+
+@dataclass(frozen=True)
+class Beside:
+    """What a request gives beside each of its lines (None: nothing of that kind for any)."""
+
+    constraints: list[list[str]] | None = None  # the phrases each translation must hold
+    prefixes: list[str] | None = None  # the start each translation must have
+
+    @staticmethod
+    def joined(parts: list[tuple[int, Beside]]) -> Beside:
+        """One batch's, from its requests' (each with its number of lines): a line of a request
+        that gave nothing of a kind the others gave gets that kind's nothing."""
+        constraints = _joined([(n, b.constraints) for n, b in parts], [])
+        return Beside(constraints, _joined([(n, b.prefixes) for n, b in parts], ""))
+
+
+T = TypeVar("T")
+
+
+def _joined(parts: list[tuple[int, list[T] | None]], nothing: T) -> list[T] | None:
+    if all(given is None for _, given in parts):
+        return None
+    return [x for n, given in parts for x in (given if given is not None else [nothing] * n)]
+
+
+# the lines, the key of their options, and what is given beside them
+Translate = Callable[[list[str], Hashable, Beside], list[Translation]]
 
 
 @dataclass
@@ -27,7 +53,7 @@ class _Request:
     lines: list[str]
     key: Hashable  # requests with equal keys share a batch
     done: asyncio.Future[list[Translation]] = field(repr=False)
-    constraints: list[list[str]] | None = None  # each line's phrases
+    beside: Beside = Beside()
 
 
 class Batcher:
@@ -46,12 +72,10 @@ class Batcher:
             self._task.cancel()
         self.executor.shutdown(wait=True)
 
-    async def submit(
-        self, lines: Sequence[str], key: Hashable, constraints: list[list[str]] | None = None
-    ) -> list[Translation]:
+    async def submit(self, lines: Sequence[str], key: Hashable, beside: Beside = Beside()) -> list[Translation]:
         """The translations of ``lines`` under the options ``key`` stands for, each holding its
-        ``constraints``' phrases when given."""
-        request = _Request(list(lines), key, asyncio.get_running_loop().create_future(), constraints)
+        phrases and beginning with its prefix where ``beside`` gives them."""
+        request = _Request(list(lines), key, asyncio.get_running_loop().create_future(), beside)
         await self.queue.put(request)
         return await request.done
 
@@ -74,11 +98,9 @@ class Batcher:
                 else:
                     later.append(nxt)
             lines = [line for r in batch for line in r.lines]
-            musts = None
-            if any(r.constraints for r in batch):
-                musts = [m for r in batch for m in (r.constraints or [[]] * len(r.lines))]
+            beside = Beside.joined([(len(r.lines), r.beside) for r in batch])
             try:
-                out = await loop.run_in_executor(self.executor, self.translate, lines, first.key, musts)
+                out = await loop.run_in_executor(self.executor, self.translate, lines, first.key, beside)
             except Exception as err:  # one bad batch must not stop the server
                 for r in batch:
                     if not r.done.done():

@@ -30,6 +30,7 @@ from pydantic import (
 from ..core.errors import UserError
 from ..core.settings import declared
 from ..translate.settings import SEARCH_OPTIONS, SearchConfig, TranslateOptions
+from .batching import Beside
 from .settings import ServerConfig
 
 NATIVE, OPENNMT = "native", "opennmt"  # the shapes, as an error's loc names them
@@ -51,7 +52,7 @@ class Parsed:
     job: Job
     ids: list[Any] | None  # OpenNMT-py's ids; None for the native shape
     matrix: bool  # the attention matrices asked for
-    constraints: list[list[str]] | None = None  # per sentence, the phrases its translation must hold
+    beside: Beside = Beside()  # per sentence, the phrases its translation must hold and its start
 
 
 def _unicode(text: str) -> str:
@@ -110,14 +111,13 @@ class _Request(BaseModel):
     # setting is never silently the default
     model_config = ConfigDict(strict=True, extra="forbid")
 
-    @field_validator("constraints", check_fields=False)
+    @field_validator("constraints", "prefixes", check_fields=False)
     @classmethod
-    def _a_list_a_sentence(cls, constraints: list[list[str]] | None, info: ValidationInfo) -> list[list[str]] | None:
-        if constraints is not None and "sentences" in info.data and len(constraints) != len(info.data["sentences"]):
-            raise ValueError(
-                f"{len(constraints)} lists of phrases for {len(info.data['sentences'])} sentences: give one a sentence"
-            )
-        return constraints
+    def _one_a_sentence(cls, given: list[Any] | None, info: ValidationInfo) -> list[Any] | None:
+        if given is not None and "sentences" in info.data and len(given) != len(info.data["sentences"]):
+            what = "lists of phrases" if info.field_name == "constraints" else "prefixes"
+            raise ValueError(f"{len(given)} {what} for {len(info.data['sentences'])} sentences: give one a sentence")
+        return given
 
     @field_validator("nbest", check_fields=False)
     @classmethod
@@ -158,6 +158,14 @@ def native_request(cfg: ServerConfig) -> type[BaseModel]:
             "lexically constrained beam search, as translate --constraints; [] constrains nothing.",
         ),
     )
+    fields_["prefixes"] = (
+        list[Text] | None,
+        Field(
+            None,
+            description="For each sentence, the start its translation must have (raw target text), the rest "
+            'searched: as translate --prefix, for interactive translation; "" forces nothing.',
+        ),
+    )
     model: type[BaseModel] = create_model("TranslateRequest", __base__=_Request, **fields_)
     return model
 
@@ -180,4 +188,5 @@ def parsed(body: BaseModel | list[OpenNMTSentence], defaults: SearchConfig) -> P
     asked = body.model_dump()
     search = replace(defaults, **{k: v for k, v in asked.items() if k in _SEARCH_FIELDS})
     job = Job(search, asked["attention"] or asked["alignment"], asked["token_scores"])
-    return Parsed(asked["sentences"], job, None, asked["attention"], asked["constraints"])
+    beside = Beside(asked["constraints"], asked["prefixes"])
+    return Parsed(asked["sentences"], job, None, asked["attention"], beside)
