@@ -220,6 +220,7 @@ ROLES = {
     ("tokenize", "bpe_codes"): "bpe-codes",
     ("score", "no_unk"): "checkpoint",  # or a vocabulary directory: see provide()
     ("translate", "unk_dict"): "unk-dict",
+    **{(c, "glossary"): "glossary" for c in ("translate", "serve")},
     ("score-align", "hypothesis"): "links",
     ("score-align", "gold"): "gold",  # gold: sure and possible links
     **{(c, "config"): "earlier" for c in main.commands},  # written by a line shown before
@@ -353,6 +354,7 @@ def world(tmp_path_factory) -> Path:
         "test.links",
     )
     (w / "lex.txt").write_text("God Dieu\nlight lumière\nearth terre\n", encoding="utf-8")
+    (w / "glossary.tsv").write_text("God\tDieu\nthe earth\tla terre\n", encoding="utf-8")
     return w
 
 
@@ -404,6 +406,7 @@ def provide(  # noqa: C901, PLR0912 (one branch per fixture role)
             "vocab": world / "vocab",
             "bpe-codes": world / "vocab-bpe" / "bpe.codes",
             "unk-dict": world / "lex.txt",
+            "glossary": world / "glossary.tsv",
             "links": world / "test.links",
             "gold": BIBLE / "gold.links",
         }[role]

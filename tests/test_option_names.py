@@ -54,6 +54,7 @@ SHARED = {
     "--min-output-ratio": "search: words before </s> at least this times the source length",
     "--no-unk": "never produce <unk>",
     "--ordered-constraints": "constraints held in the order given",
+    "--glossary": "terms and their translations, held where found",
     "--shortlist": "vocabulary selection in search",
     "--int8": "int8 linear layers on CPUs",
     "--device": "where to compute",

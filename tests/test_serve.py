@@ -346,7 +346,7 @@ def test_the_answer_has_the_attention_over_pieces_and_over_words():
     import numpy as np
 
     from nmtkit.serve.app import native
-    from nmtkit.translate.translator import Translation
+    from nmtkit.translate.translation import Translation
 
     alpha = np.array([[0.6, 0.2, 0.1, 0.1], [0.1, 0.3, 0.5, 0.1], [0.0, 0.0, 0.1, 0.9]])
     t = Translation("Pléiades .", ["Plé@@", "iades"], ["the", "Plei@@", "ades"], -1.0, -0.5, alpha)
@@ -384,7 +384,7 @@ class _FakeTranslator:
         return len(line.split())
 
     def translate_block(self, lines, options, **given):
-        from nmtkit.translate.translator import Translation
+        from nmtkit.translate.translation import Translation
 
         if options.search.coverage_penalty and "no attention" in lines:
             raise UserError("a coverage penalty reads the attention: this model has none")  # as the search does

@@ -780,7 +780,7 @@ def test_token_scores_are_written_in_jsonl_with_the_units_and_refused_elsewhere(
 
 def test_a_score_that_is_not_finite_is_null_in_jsonl_which_json_cannot_write_otherwise():
     from nmtkit.translate.io import json_record
-    from nmtkit.translate.translator import Translation
+    from nmtkit.translate.translation import Translation
 
     record = json_record(1, Translation("", [], [], float("-inf"), float("-inf")))
     assert record["score"] is None and record["ranking"] is None

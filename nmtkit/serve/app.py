@@ -54,7 +54,8 @@ from ..core.settings import RuntimeConfig
 from ..translate.both_ways import BothWays, directions, refuse_idle_links
 from ..translate.io import json_record, json_score
 from ..translate.settings import TranslateOptions
-from ..translate.translator import Translation, Translator
+from ..translate.translation import Translation
+from ..translate.translator import Translator
 from .answers import TRANSLATE_RESPONSES, ServerInfo
 from .batching import Batcher, Beside
 from .schema import NATIVE, OPENNMT, parsed, request_body
@@ -269,7 +270,7 @@ def create_app(
     """The application around one loaded translator (and the other direction's models, ``both``,
     that make its answers' links with it)."""
     limits, shortlist = cfg.limits, cfg.shortlist
-    base = TranslateOptions(shortlist=shortlist)
+    base = TranslateOptions(shortlist=shortlist, glossary=cfg.glossary)
 
     def translate(lines: list[str], job: Any, beside: Beside) -> list[Translation]:
         options = replace(

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from ..translate.translator import Translation
+from ..translate.translation import Translation
 
 
 @dataclass(frozen=True)

@@ -42,9 +42,13 @@ class ServerConfig(Settings):
         "(each then gets a 503).",
         ge=0,
     )
+    glossary: tuple[tuple[str, str], ...] | None = None  # terms held where found, as translate --glossary's
 
     def check(self) -> ServerConfig:
-        """This config, or :class:`UserError` for a default beam the limits would refuse."""
+        """This config, or :class:`UserError` for a default beam the limits would refuse, or a
+        glossary beside ordered constraints."""
         if self.search.beam > self.limits.max_beam:
             raise UserError(f"--beam {self.search.beam} is more than --max-beam {self.limits.max_beam}")
+        if self.glossary and self.search.ordered_constraints:
+            raise UserError("--glossary's terms have no order in the output: drop --ordered-constraints")
         return self

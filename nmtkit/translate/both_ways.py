@@ -23,7 +23,8 @@ from ..align.words import WordAttention, word_attention
 from ..core.console import log
 from ..core.errors import UserError
 from ..core.settings import RuntimeConfig, declared, flag_of
-from .translator import Forced, Translation, Translator, ways_apart
+from .translation import Forced, Translation
+from .translator import Translator, ways_apart
 
 
 def directions(model_paths: Sequence[str]) -> tuple[list[str | Path], list[str | Path]]:

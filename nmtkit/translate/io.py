@@ -41,7 +41,8 @@ from .both_ways import BothWays, directions, refuse_idle_links, warn_named_other
 from .constraints import phrases, refuse_sampling
 from .nbest import nbest_line
 from .settings import TranslateOptions
-from .translator import Translation, Translator
+from .translation import Translation
+from .translator import Translator
 
 
 def stdin_chunks(stream: IO[bytes], name: str = STDIO, size: int = 1 << 16) -> Iterator[list[str]]:

@@ -165,6 +165,7 @@ class TranslateOptions(Settings):
     )
     replace_unk: bool = setting(False, "Replace each <unk> by the source word it attends to most.")
     unk_dict: dict[str, str] | None = None  # ... translated through this dictionary (--unk-dict FILE)
+    glossary: tuple[tuple[str, str], ...] | None = None  # (source, target) terms (--glossary FILE)
     max_length: int = setting(
         MAX_LENGTH,
         "Source subword units read of each line: a longer line is cropped to its first N, with a warning, "
@@ -183,6 +184,10 @@ class TranslateOptions(Settings):
             raise UserError("--batch-size and --max-tokens are two ways to cut batches: give one")
         if self.replace_unk and self.search.no_unk:
             raise UserError("--replace-unk replaces <unk>, which --no-unk never gives: give one of them")
+        if self.glossary and self.search.sampling:
+            raise UserError("--glossary's terms guide the beam search: sampling draws each word and cannot place them")
+        if self.glossary and self.search.ordered_constraints:
+            raise UserError("--glossary's terms have no order in the output: drop --ordered-constraints")
         return self
 
 

@@ -15,7 +15,7 @@ import itertools
 import math
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -36,9 +36,11 @@ from ..models.ensemble import Ensemble
 from ..models.int8 import quantize_int8
 from .beside import LinesBeside
 from .constraints import Phrases, constraint_batch, constraint_ids, refuse_sampling, splice, unplaced, word_edges
+from .glossary import Glossaries, with_terms
 from .sampling import sample
 from .search import Hypotheses, alignment, aligns_as_it_searches, beam_search, force, log_probs
 from .settings import TranslateOptions
+from .translation import Forced, Translation
 from .unknown_words import replace_unk
 
 # Python's str.splitlines() breaks at these; an output line must never contain one.
@@ -51,46 +53,6 @@ CPU_ROWS = 160
 # Token batches by default on a GPU: source tokens (padding included) per batch, times the beam in
 # rows; sentence batches of 32 leave a large GPU mostly idle.
 GPU_MAX_TOKENS = 8000
-
-
-@dataclass
-class Translation:
-    """One input line's translation, as :meth:`Translator.translate` gives it.
-
-    Attributes:
-        text: The output, detokenised (Moses tokens with ``tokenized=True``).
-        tokens: The output's tokens as the model wrote them (subword units, ``<unk>`` replaced).
-        source_tokens: The input's tokens as the model read them.
-        score: The log-probability, ``</s>`` included.
-        ranking: The score after length normalisation, by which the search ranked it.
-        attention: The attention weights, (len(tokens) + 1) × (len(source_tokens) + 1), where
-            they were asked for and the model has attention; else None.
-        nbest: The n best, best first, where more than one was asked for (``nbest``).
-        links: Pharaoh links made otherwise than from ``attention`` (by linking both ways).
-        token_scores: The log-probability of each of ``tokens``, then of ``</s>`` (their sum is
-            ``score``), where they were asked for (``token_scores``); else None.
-    """
-
-    text: str
-    tokens: list[str]
-    source_tokens: list[str]
-    score: float
-    ranking: float
-    attention: np.ndarray | None = None
-    nbest: list[Translation] = field(default_factory=list)
-    links: str | None = None
-    token_scores: list[float] | None = None
-
-
-@dataclass
-class Forced:
-    """A given target walked through the model: its log-probability and attention."""
-
-    source_tokens: list[str]
-    target_tokens: list[str]
-    score: float
-    attention: np.ndarray  # (len(target_tokens) + 1, len(source_tokens) + 1)
-    token_scores: list[float] | None = None  # each target token's log-probability, </s>'s last
 
 
 def ways_apart(path: str | Path, langs: dict[str, str], first_path: str | Path, first: dict[str, str]) -> str:
@@ -172,6 +134,7 @@ class Translator:
         self.model, self.sides, self.runtime = model.eval(), sides, runtime
         self.device = runtime.device
         self.lexicon = None if lexicon is None else lexicon.to(self.device)
+        self.glossaries = Glossaries(sides)
 
     @property
     def attends(self) -> bool:
@@ -269,6 +232,8 @@ class Translator:
             _crop(src_side.tokens(line, options.tokenized), options.max_length, first_line + k)
             for k, line in enumerate(lines)
         ]
+        if options.glossary:  # the translations of the terms its source holds join each line's constraints
+            constraints = with_terms(constraints, sources, self.glossaries.of(options.glossary, options.tokenized))
         starts = None if prefixes is None else self._prefix_ids(prefixes, options, first_line)
         backwards = self.model.cfg.right_to_left  # the model writes each output last unit first
         musts, edges = None, None

@@ -41,6 +41,12 @@ Examples:
 @options.option(ServerConfig, "batch_wait_ms", dest="batch_wait")
 @options.option(ServerConfig, "shutdown_wait")
 @options.option(TranslateOptions, "shortlist")
+@click.option(
+    "--glossary",
+    type=click.Path(dir_okay=False),
+    help="Terms and their translations, 'source term<TAB>target term' lines: each translation whose sentence "
+    "holds a source term (as whole words) holds its translation, as translate --glossary.",
+)
 @options.links
 @options.inference_runtime
 @options.verbosity
@@ -55,6 +61,7 @@ def serve(
     batch_wait: float,
     shutdown_wait: float,
     shortlist: bool,
+    glossary: str | None,
     **values: Any,
 ) -> None:
     """Serve translation over HTTP: a JSON API (also OpenNMT-py's request shape, and described
@@ -71,6 +78,9 @@ def serve(
         ) from None
     search = options.config_of(SearchConfig, values)
     limits = Limits(max_sentences, max_length, max_body, max_beam)
-    cfg = ServerConfig(host, port, search, batch_wait, shortlist, limits, shutdown_wait).check()
+    from ...translate.glossary import read_glossary
+
+    terms = read_glossary(glossary) if glossary else None
+    cfg = ServerConfig(host, port, search, batch_wait, shortlist, limits, shutdown_wait, terms).check()
     links = options.link_config(values, model_paths)
     run(list(model_paths), cfg, options.runtime_config(values), links)

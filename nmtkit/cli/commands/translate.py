@@ -53,6 +53,12 @@ _decoding = options.options(
         "a line per input line, its phrases of raw target text separated by tabs, in any order; an empty "
         "line constrains nothing.",
     ),
+    click.option(
+        "--glossary",
+        type=click.Path(dir_okay=False),
+        help="Terms and their translations: FILE has 'source term<TAB>target term' lines; each output whose "
+        "input holds a source term (as whole words) holds its translation, as a constraint (see --constraints).",
+    ),
 )
 
 
@@ -66,6 +72,7 @@ Examples:
   nmtkit translate -m a.pt -m b.pt test.en --nbest 5            # ensemble; Moses n-best lines
   nmtkit translate -m best.pt test.en --alignments test.align   # then: nmtkit align-plot test.align -n 1 -o a.png
   nmtkit translate -m best.pt test.en --constraints terms.fr --beam 10   # each output holds its line's phrases
+  nmtkit translate -m best.pt test.en --glossary names.en-fr --beam 10   # 'source<TAB>target' terms, held where found
   nmtkit translate -m en-fr.pt -m fr-en.pt test.en --print-alignment test.links  # links both ways""",
 )
 @options.models(
@@ -112,26 +119,30 @@ def translate(
     soon as it arrives; a file is translated in batches under a progress bar.
     """
     from ...core.files import refuse_overwriting, refuse_two_on_stdin
+    from ...translate.glossary import read_glossary
     from ...translate.io import translate_file
     from ...translate.unknown_words import read_unk_dict
 
     beside = [("--prefix", values["prefix"]), ("--constraints", values["constraints"])]
+    read = [*beside, ("--unk-dict", unk_dict), ("--glossary", values["glossary"])]
     refuse_overwriting(
         [("-o", output), ("--alignments", alignments), ("--print-alignment", pharaoh_path)],
-        [("INPUT", input), *beside, ("--unk-dict", unk_dict), *(("-m", m) for m in model_paths)],
+        [("INPUT", input), *read, *(("-m", m) for m in model_paths)],
     )
-    refuse_two_on_stdin([("INPUT", input), *beside, ("--unk-dict", unk_dict)])
+    refuse_two_on_stdin([("INPUT", input), *read])
     if unk_dict and not values["replace_unk"]:
         raise UserError("--unk-dict is used by --replace-unk; add that flag")
     if values["token_scores"] and output_format != "jsonl":
         raise UserError("--token-scores are written in --output-format jsonl; add that")
+    glossary = values.pop("glossary")
     if values["ordered_constraints"] and not values["constraints"]:
         raise UserError("--ordered-constraints orders the phrases of --constraints FILE: add that")
     nbest_lines = values["nbest"] > 0
     search, prefix, constraints = options.search_config(values), values.pop("prefix"), values.pop("constraints")
     words = read_unk_dict(unk_dict) if unk_dict else None
     links = options.link_config(values, model_paths)
-    settings = options.config_of(TranslateOptions, values, search=search, unk_dict=words)
+    terms = read_glossary(glossary) if glossary else None
+    settings = options.config_of(TranslateOptions, values, search=search, unk_dict=words, glossary=terms)
     translate_file(
         list(model_paths),
         input,

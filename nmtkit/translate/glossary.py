@@ -1,0 +1,98 @@
+"""Glossaries (``translate --glossary FILE``): a term's translation held by every output whose
+source holds the term.
+
+A glossary is a file of ``source term<TAB>target term`` lines (blank lines skipped). Each input
+line's source terms are found among its subword units as the model reads them (the source
+side's cleaning, Moses tokenization and BPE applied to the term as to the line), as whole
+words: "terre" is not found in "parterre". The target terms of the terms found become that
+line's constraints, beside those of ``--constraints`` (:mod:`.constraints`); a target term
+is taken once, however many of its source terms the line holds.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..core.console import log
+from ..core.errors import UserError
+from ..core.files import display_name, read_lines
+from ..data.vocab import UNK
+from ..text.bpe import SEPARATOR, SPM_MARK
+
+if TYPE_CHECKING:
+    from ..data.sides import Sides
+
+Terms = tuple[tuple[str, str], ...]  # (source term, target term), in the file's order
+
+
+def read_glossary(path: str | Path) -> Terms:
+    """The terms of a glossary file, or :class:`UserError` naming its first bad line."""
+    terms = []
+    for k, line in enumerate(read_lines(path, allow_empty=True), 1):
+        if not line.strip():
+            continue
+        fields = [f.strip() for f in line.split("\t")]
+        if len(fields) != 2 or not all(fields):
+            raise UserError(f"{display_name(path)}: line {k}: a glossary line is a source term, a tab, its translation")
+        terms.append((fields[0], fields[1]))
+    if not terms:
+        raise UserError(f"{display_name(path)}: holds no terms")
+    return tuple(terms)
+
+
+class Glossary:
+    """The terms of a glossary as a model's source side reads them, looked up by their first
+    unit. A term whose translation has a unit out of the target vocabulary is left out with a
+    warning, once: no output could hold it."""
+
+    def __init__(self, terms: Terms, sides: Sides, tokenized: bool = False):
+        self.by_first: dict[str, list[tuple[list[str], str]]] = {}
+        tgt = sides.tgt
+        for source, target in terms:
+            if UNK in tgt.ids(tgt.tokens(target, tokenized)):
+                log(f"glossary: {target!r} has a unit out of the target vocabulary: left out")
+                continue
+            units = sides.src.tokens(source, tokenized)
+            if units:
+                self.by_first.setdefault(units[0], []).append((units, target))
+        self.marks = any(t.startswith(SPM_MARK) for t in sides.src.vocab.tokens)  # SentencePiece's ▁
+
+    def targets(self, units: list[str]) -> list[str]:
+        """The translations of the terms that ``units`` (a line's source units) hold as whole
+        words, in the order they are found, each once."""
+        found: list[str] = []
+        for i, unit in enumerate(units):
+            for term, target in self.by_first.get(unit, ()):
+                j = i + len(term)
+                if units[i:j] == term and self._word(units, i, j) and target not in found:
+                    found.append(target)
+        return found
+
+    def _word(self, units: list[str], i: int, j: int) -> bool:
+        """Whether units i..j-1 begin and end at word edges."""
+        if self.marks:  # a word begins with ▁
+            return units[i].startswith(SPM_MARK) and (j == len(units) or units[j].startswith(SPM_MARK))
+        return (i == 0 or not units[i - 1].endswith(SEPARATOR)) and not units[j - 1].endswith(SEPARATOR)
+
+
+def with_terms(constraints: list[list[str]] | None, sources: list[list[str]], glossary: Glossary) -> list[list[str]]:
+    """Each line's constraints (None: none) and the translations of its glossary terms, each
+    phrase once."""
+    given = constraints or [[] for _ in sources]
+    return [musts + [t for t in glossary.targets(units) if t not in musts] for musts, units in zip(given, sources)]
+
+
+class Glossaries:
+    """The glossaries a translator is asked to use, each read as its model's sides read text
+    once: a server or a file's blocks use one again and again."""
+
+    def __init__(self, sides: Sides):
+        self.sides = sides
+        self.built: dict[tuple[Terms, bool], Glossary] = {}
+
+    def of(self, terms: Terms, tokenized: bool) -> Glossary:
+        key = (terms, tokenized)
+        if key not in self.built:
+            self.built[key] = Glossary(terms, self.sides, tokenized)
+        return self.built[key]

@@ -1,0 +1,127 @@
+"""Glossaries (translate --glossary): a term's translation held by each output whose source holds
+the term as whole words, beside the line's --constraints; the file's errors are one line."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from nmtkit.cli import main
+from nmtkit.core.errors import UserError
+from nmtkit.data.vocab import SPECIALS
+from nmtkit.translate.glossary import Glossary, read_glossary, with_terms
+from nmtkit.translate.settings import SearchConfig
+from tests.conftest import EN
+
+
+class _Side:
+    """A side that splits text on spaces and then each word as ``cut`` says."""
+
+    def __init__(self, cut, vocab):
+        self.cut, self.vocab = cut, type("V", (), {"tokens": [*SPECIALS, *vocab]})()
+
+    def tokens(self, line, tokenized=False):
+        return [u for w in line.split() for u in self.cut(w)]
+
+    def ids(self, units):
+        return [self.vocab.tokens.index(u) if u in self.vocab.tokens else 1 for u in units]
+
+
+def _bpe(word):  # words of more than four letters in units of four, BPE's @@ on all but the last
+    parts = [word[i : i + 4] for i in range(0, len(word), 4)]
+    return [p + "@@" for p in parts[:-1]] + parts[-1:]
+
+
+def _spm(word):
+    parts = [word[i : i + 4] for i in range(0, len(word), 4)]
+    return ["▁" + parts[0], *parts[1:]]
+
+
+@pytest.mark.parametrize("cut", [_bpe, _spm])
+def test_terms_are_found_as_whole_words_and_each_translation_is_taken_once(cut):
+    src = _Side(cut, [u for w in "the earth parterre heaven and".split() for u in cut(w)])
+    tgt = _Side(str.split, ["la", "terre", "ciel", "et"])
+    sides = type("Sides", (), {"src": src, "tgt": tgt})()
+    terms = (("earth", "la terre"), ("the earth", "la terre"), ("heaven", "ciel"), ("parterre", "xylophone"))
+    glossary = Glossary(terms, sides)
+    assert glossary.targets(src.tokens("the heaven and the earth")) == ["ciel", "la terre"]
+    assert glossary.targets(src.tokens("the parterre")) == []  # 'xylophone' is out of the vocabulary
+    assert glossary.targets(src.tokens("heavenly earthen")) == []  # not whole words
+    assert with_terms([["et"], []], [src.tokens("and heaven"), src.tokens("earth")], glossary) == [
+        ["et", "ciel"],
+        ["la terre"],
+    ]
+    assert with_terms(None, [src.tokens("the earth")], glossary) == [["la terre"]]
+
+
+def test_a_glossary_file_is_terms_and_their_translations_tab_separated(tmp_path):
+    path = tmp_path / "g.tsv"
+    path.write_text("God\tDieu\n\nthe earth\t la terre \n", encoding="utf-8")
+    assert read_glossary(path) == (("God", "Dieu"), ("the earth", "la terre"))
+    for bad in ("God Dieu\n", "God\t\n", "a\tb\tc\n"):
+        path.write_text(bad, encoding="utf-8")
+        with pytest.raises(UserError, match="line 1: a glossary line is a source term, a tab"):
+            read_glossary(path)
+    path.write_text("\n\n", encoding="utf-8")
+    with pytest.raises(UserError, match="holds no terms"):
+        read_glossary(path)
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def test_a_glossary_from_the_shell(overfit, tmp_path):
+    ckpt = overfit / "run" / "last.pt"
+    src = tmp_path / "src.en"
+    src.write_text("\n".join(EN[:4]) + "\n", encoding="utf-8")
+    (tmp_path / "g.tsv").write_text("earth\tles ténèbres\nLet there be light\tla lumière fut\n", encoding="utf-8")
+    free = invoke("translate", "-m", ckpt, src, "--beam", 4).stdout.splitlines()
+    got = invoke("translate", "-m", ckpt, src, "--beam", 4, "--glossary", tmp_path / "g.tsv")
+    assert got.exit_code == 0, got.output
+    out = got.stdout.splitlines()
+    assert "les ténèbres" in out[0] and out[0] != free[0]  # "earth" is in line 1 (and 2)
+    assert "les ténèbres" in out[1] and "la lumière fut" in out[2]
+    assert out[3] == free[3]  # no term: the free search's
+    (tmp_path / "musts").write_text("\n\n\nla terre\n", encoding="utf-8")
+    both = invoke(
+        "translate", "-m", ckpt, src, "--beam", 4, "--glossary", tmp_path / "g.tsv", "--constraints", tmp_path / "musts"
+    )
+    assert both.exit_code == 0 and both.stdout.splitlines()[:3] == out[:3] and "la terre" in both.stdout.splitlines()[3]
+
+
+def test_glossary_errors_are_one_line_and_exit_2(overfit, tmp_path):
+    ckpt = overfit / "run" / "last.pt"
+    src = tmp_path / "src.en"
+    src.write_text(EN[0] + "\n", encoding="utf-8")
+    (tmp_path / "g.tsv").write_text("earth\tla terre\n", encoding="utf-8")
+    (tmp_path / "bad.tsv").write_text("earth la terre\n", encoding="utf-8")
+    cases = [
+        (["--glossary", tmp_path / "bad.tsv"], "line 1: a glossary line"),
+        (["--glossary", tmp_path / "missing.tsv"], "missing.tsv"),
+        (["--glossary", tmp_path / "g.tsv", "--sampling"], "sampling"),
+        (["--glossary", tmp_path / "g.tsv", "--ordered-constraints", "--constraints", src], "no order"),
+    ]
+    for args, says in cases:
+        r = invoke("translate", "-m", ckpt, src, *args)
+        assert r.exit_code == 2 and says in r.output and len(r.output.strip().splitlines()) == 1, (args, r.output)
+
+
+def test_serve_holds_its_glossarys_terms_in_every_translation_whose_sentence_holds_them(overfit, tmp_path):
+    pytest.importorskip("fastapi", reason="nmtkit serve needs the serve extra (make install has it)")
+    from nmtkit.serve.settings import ServerConfig
+    from nmtkit.translate.translator import Translator
+    from tests.test_serve import _post, in_process
+
+    translator = Translator.from_checkpoints(overfit / "run" / "last.pt", "cpu")
+    with in_process(translator, ServerConfig(glossary=(("earth", "les ténèbres"),))) as url:
+        status, body = _post(url + "/translate", {"sentences": EN[:4], "beam": 4})
+        assert status == 200, body
+        out = [t["text"] for t in body["translations"]]
+        assert "les ténèbres" in out[0] and "ténèbres" not in out[2]
+        status, body = _post(
+            url + "/translate", {"sentences": EN[:1], "constraints": [["Dieu"]], "ordered_constraints": True}
+        )
+        assert status == 422 and "no order" in body["error"], body
+    with pytest.raises(UserError, match="no order"):
+        ServerConfig(glossary=(("a", "b"),), search=SearchConfig(ordered_constraints=True)).check()
