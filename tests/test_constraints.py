@@ -165,6 +165,32 @@ def test_phrases_begin_and_end_at_word_edges(units, ordered):
         assert sorted(found) == sorted(candidates), (units, must)
 
 
+@pytest.mark.parametrize("ordered", [False, True])
+def test_a_phrase_let_go_at_a_words_edge_is_found_again_inside_the_run_let_go(ordered):
+    # ▁a b ▁a b ▁a: "▁a b ▁a" at units 0-2 is let go at unit 3 (b goes on with the word); at 2-4 it holds
+    from nmtkit.translate.constraints import word_edges
+
+    model, src, mask = model_and_batch(1, tgt_vocab=6)
+    tokens = ["<pad>", "<unk>", "<s>", "</s>", "▁a", "b"]
+    musts = [[[4, 5, 4]], [[4], [4, 5, 4]]]
+    cfg = SearchConfig(beam=4200, max_ratio=0.0, max_extra=6, nbest=4200, min_len=0)  # 4^6 outputs of 6 units
+    edges = word_edges(tokens, False, CPU)
+    out = beam_search(
+        model, model.encode(src[:2], mask[:2]), cfg, constraints=constraint_batch(musts, CPU, edges, ordered)
+    )
+    for i, must in enumerate(musts):
+        room = max(6, sum(map(len, must)) + 1 + len(must))
+        candidates = [
+            list(c)
+            for length in range(room)
+            for c in itertools.product([1, 2, 4, 5], repeat=length)
+            if holds(list(c), must, tokens, ordered)
+        ]
+        found = [out.tokens[r] for r in range(4200 * i, 4200 * i + 4200) if out.scores[r] > float("-inf")]
+        assert sorted(found) == sorted(candidates), must
+    assert [4, 5, 4, 5, 4] in out.tokens[:4200] and [4, 4, 5, 4, 5, 4] in out.tokens[4200:]
+
+
 def test_an_output_that_holds_its_phrases_ends_where_the_model_ends_it():
     # the </s> of a hypothesis that holds every phrase competes with the extensions of those that
     # do too, not with every survivor: most survivors have placed none and cannot end yet

@@ -144,7 +144,7 @@ def test_serve_places_a_right_to_left_models_phrases_and_refuses_it_prefixes(r2l
         assert status == 200 and all(p in body["translations"][0]["text"] for p in ("la lumière fut", "Dieu")), body
         status, body = _post(url + "/translate", {"sentences": EN[:2], "prefixes": ["", "Au"]})
         assert status == 422 and "right to left" in body["error"], body
-        assert _post(url + "/translate", {"sentences": EN[:2], "prefixes": ["", ""]})[0] == 200
+        assert _post(url + "/translate", {"sentences": EN[:2], "prefixes": ["", " "]})[0] == 200  # forcing nothing
 
 
 def test_bench_rerank_takes_a_right_to_left_models_scores_as_a_feature(r2l, overfit, tmp_path):

@@ -197,6 +197,8 @@ def test_a_request_may_give_each_sentence_the_start_of_its_translation(server):
     assert status == 422 and "1 prefixes for 2 sentences" in json.dumps(body)
     status, body = _post(url + "/translate", {"sentences": EN[:1], "prefixes": ["la " * 61]})
     assert status == 413 and "a prefix of" in json.dumps(body)
+    status, body = _post(url + "/translate", {"sentences": EN[:1], "prefixes": ["é," * 40]})  # one word, 80 units
+    assert status == 413 and "a prefix of 80 subword units; at most 60" in body["error"], body
 
 
 def test_concurrent_clients_get_their_own_translations(server):

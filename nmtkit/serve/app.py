@@ -82,21 +82,30 @@ def check_size(translator: Translator, sentences: list[str], limits: Limits) -> 
             raise HTTPException(413, f"sentence {k} has {n:,} subword units; at most {limits.max_length:,}")
 
 
-def check_beside(beside: Beside, limits: Limits) -> None:
-    """:class:`HTTPException` (413) for a sentence's phrases, or its prefix, of more characters or
-    words in all than a sentence may have units: they lengthen its search as much."""
+def check_beside(translator: Translator, beside: Beside, limits: Limits) -> Beside:
+    """``beside`` with the prefixes that force nothing (no target unit) given as none, or
+    :class:`HTTPException` (413) for a sentence's phrases, or its prefix, of more target units in
+    all than a sentence may have source units (every one is a step of its search), checked
+    first by characters (16 a unit) so that the tokenizer's work is bounded too."""
     chars_at_most = CHARS_PER_UNIT * limits.max_length
-    given = [
-        ("phrases", beside.constraints),
-        ("a prefix", None if beside.prefixes is None else [[p] for p in beside.prefixes]),
-    ]
-    for what, texts in given:
+    prefixes = None if beside.prefixes is None else [[p] for p in beside.prefixes]
+    forced = 0  # a prefix's units, in all
+    for what, texts in (("phrases", beside.constraints), ("a prefix", prefixes)):
         for k, each in enumerate(texts or []):
-            words, chars = sum(len(p.split()) for p in each), sum(map(len, each))
+            chars = sum(map(len, each))
             if chars > chars_at_most:
                 raise HTTPException(413, f"sentence {k} has {what} of {chars:,} characters; at most {chars_at_most:,}")
-            if words > limits.max_length:
-                raise HTTPException(413, f"sentence {k} has {what} of {words:,} words; at most {limits.max_length:,}")
+            n = sum(len(translator.sides.tgt.tokens(p)) for p in each)
+            if n > limits.max_length:
+                raise HTTPException(
+                    413, f"sentence {k} has {what} of {n:,} subword units; at most {limits.max_length:,}"
+                )
+            forced += n if what == "a prefix" else 0
+    if not forced:
+        return replace(beside, prefixes=None)
+    if translator.model.cfg.right_to_left:  # refused here: in a batch, it would fail the others' sentences too
+        raise HTTPException(422, "prefixes: the model writes right to left, from a translation's last word")
+    return beside
 
 
 def error(status: int, message: str) -> JSONResponse:
@@ -276,8 +285,7 @@ def create_app(
         options = replace(
             base, search=job.search, attention=job.attention, token_scores=job.token_scores, max_length=0
         )  # max_length: refused above
-        prefixes = beside.prefixes if any(beside.prefixes or ()) else None  # "" forces nothing, on any model
-        out = translator.translate_block(lines, options, prefixes=prefixes, constraints=beside.constraints)
+        out = translator.translate_block(lines, options, prefixes=beside.prefixes, constraints=beside.constraints)
         return [both.linked(t) for t in out] if both else out  # on the model's thread, as the search
 
     batcher = Batcher(translate, limits.max_sentences, cfg.batch_wait_ms / 1000)
@@ -301,11 +309,9 @@ def create_app(
         if asked.matrix and not translator.attends:
             raise HTTPException(422, "attention: this model has none")
         check_size(translator, asked.sentences, limits)
-        check_beside(asked.beside, limits)
-        if any(asked.beside.prefixes or []) and translator.model.cfg.right_to_left:  # else its batch would fail
-            raise HTTPException(422, "prefixes: the model writes right to left, from a translation's last word")
+        beside = check_beside(translator, asked.beside, limits)
         try:
-            out = await batcher.submit(asked.sentences, asked.job, asked.beside)
+            out = await batcher.submit(asked.sentences, asked.job, beside)
         except UserError as err:  # a setting this model cannot search with (coverage: no attention)
             raise HTTPException(422, str(err)) from None
         if asked.ids is not None:

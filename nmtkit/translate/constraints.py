@@ -203,6 +203,7 @@ class Constraints:
         self.edge = torch.zeros_like(self.met)  # held if the next unit begins a word
         self.match = torch.zeros((rows, c), dtype=torch.long, device=ids.device)
         self.since = torch.full((rows,), n, dtype=torch.long, device=ids.device)
+        self.undo = self.since.clone()  # what since would be, had no phrase been completed last
         self.tail = torch.full((rows, n), -1, dtype=torch.long, device=ids.device)  # the last units
 
     def room(self, limit: torch.Tensor, prefix: torch.Tensor | None) -> torch.Tensor:
@@ -251,7 +252,7 @@ class Constraints:
         cand = torch.cat([top, more.clamp(min=0)], 1)  # (rows, n)
         cand_logp = torch.cat([top_logp, logp.gather(1, more.clamp(min=0)).masked_fill(~offered, _NEG)], 1)
         n = cand.shape[1]
-        met, edge, match, since = self._advance(cand)
+        met, edge, match, since, undo = self._advance(cand)
         held = (self.lengths.unsqueeze(1) * (met | edge)).sum(2)
         progress = (held + torch.minimum(match.amax(2), since)).view(b, k * n)
         total = (scores.view(-1, 1) + cand_logp).view(b, k * n)
@@ -260,25 +261,30 @@ class Constraints:
         kth = torch.cat([complete, ended], 1).topk(k, dim=1).values[:, -1:]
         flat = (torch.arange(b, device=logp.device).unsqueeze(1) * (k * n) + pick).view(-1)
         self.met, self.edge, self.match = met.view(-1, c)[flat], edge.view(-1, c)[flat], match.view(-1, c)[flat]
-        self.since = since.view(-1)[flat]
+        self.since, self.undo = since.view(-1)[flat], undo.view(-1)[flat]
         parent = torch.div(flat, n, rounding_mode="floor")  # a row of the same sentence: its phrases
         y = cand.view(-1)[flat]
         self.tail = torch.cat([self.tail[parent], y.unsqueeze(1)], 1)[:, 1:]
         chosen = cand_logp.view(-1)[flat]
         return total.gather(1, pick), parent, y, chosen, ended.masked_fill(ended < kth, _NEG)
 
-    def _advance(self, cand: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    def _advance(self, cand: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """For each row's candidate units (rows, n): which phrases the output holds after it
         (rows, n, C), which it holds but for the next unit's edge, for each other phrase the
-        longest end of the output that begins it (its length), and the units since a phrase was
-        last completed (rows, n)."""
+        longest end of the output that begins it (its length), the units since a phrase was
+        last completed (rows, n), and what that would be had this unit completed none."""
         rows, c, most = self.cols.shape
         seq = torch.cat([self.tail.unsqueeze(1).expand(-1, cand.shape[1], -1), cand.unsqueeze(2)], 2)
         match = torch.zeros((rows, cand.shape[1], c), dtype=torch.long, device=cand.device)
         was = (self.met | self.edge).unsqueeze(1)
+        since = self.since.unsqueeze(1).expand(-1, cand.shape[1])
+        if self.opens is not None:  # a phrase held but for a word's edge that this unit does not make is let go
+            lost = self.edge.any(1, keepdim=True) & ~self.opens[cand]
+            since = torch.where(lost, self.undo.unsqueeze(1), since)
+        grown = (since + 1).clamp(max=most)
         room = self.lengths.unsqueeze(1)
         if self.ordered:  # begun after the last phrase held ended (and only the first unheld one counts, below)
-            room = room.minimum((self.since + 1).view(-1, 1, 1))
+            room = room.minimum(grown.unsqueeze(2))
         for m in range(1, most + 1):  # a loop over a phrase's length, not over hypotheses
             ends = (seq[:, :, most + 1 - m :].unsqueeze(2) == self.cols[:, :, :m].unsqueeze(1)).all(3)
             ends &= m <= room
@@ -303,8 +309,11 @@ class Constraints:
         if self.ordered:  # a phrase held but for an edge the next unit did not make lets go of those after it
             after = ~self._open(met | edge)
             met, edge, match = met & ~after, edge & ~after, match.masked_fill(after, 0)
-        since = torch.where(((met | edge) & ~was).any(2), 0, (self.since + 1).clamp(max=most).unsqueeze(1))
-        return met, edge, match.masked_fill(met | edge, 0), since
+        held = self.met.unsqueeze(1)  # before this unit: a phrase whose edge it makes was held before it
+        if self.opens is not None:
+            held = held | (self.edge.unsqueeze(1) & self.opens[cand].unsqueeze(2))
+        completed = ((met | edge) & done & ~held).any(2)
+        return met, edge, match.masked_fill(met | edge, 0), torch.where(completed, 0, grown), grown
 
     def _open(self, held: torch.Tensor) -> torch.Tensor:
         """The phrases (…, C) that may be matched given those ``held``: every one, or when they
@@ -319,7 +328,7 @@ class Constraints:
         if self.active:
             self.cols, self.lengths, self.need = self.cols[rows], self.lengths[rows], self.need[rows]
             self.met, self.edge, self.match = self.met[rows], self.edge[rows], self.match[rows]
-            self.since, self.tail = self.since[rows], self.tail[rows]
+            self.since, self.undo, self.tail = self.since[rows], self.undo[rows], self.tail[rows]
 
 
 def _round_robin(total: torch.Tensor, progress: torch.Tensor, most: int, k: int) -> torch.Tensor:
