@@ -2,7 +2,7 @@
 reference as constraints, Post & Vilar (2018)'s protocol, at several beams.
 
     bin/bench-constraints --model runs/demo/best.pt [--data data/bible] [--beams 5,10,20]
-        [--phrases 0,1,2,3] [--seed 1] [--threads 2] [--ordered]
+        [--phrases 0,1,2,3] [--seed 1] [--threads 2] [--ordered] [--no-plain-first]
 
 For each verse of $DATA/raw/test.fr (its verse markers removed, as ``score --clean
 verse-markers`` does), N phrases of one to three words are drawn from its reference (seeded;
@@ -11,7 +11,8 @@ lines, and the test English translated with them at each beam. Reported: sacreBL
 the references, the share of outputs holding all of their phrases (as runs of Moses tokens),
 the share of the free search's outputs at that beam that hold them already, and the
 translation's seconds. N = 0 is the free search. ``--ordered``: the phrases in the reference's
-order, translated with ``--ordered-constraints`` and held in that order. Writes
+order, translated with ``--ordered-constraints`` and held in that order. ``--no-plain-first``:
+translated so (the constrained search alone). Writes
 $BENCH_DIR/constraints/constraints.json (ordered: ordered.json) and prints a Markdown table.
 """
 
@@ -96,7 +97,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     free: dict[int, list[str]] = {}  # the free search's outputs, by beam
     order = ["--ordered-constraints"] if args.ordered else []
-    name = "ordered" if args.ordered else "constraints"
+    order += [] if args.plain_first else ["--no-plain-first"]
+    name = ("ordered" if args.ordered else "constraints") + ("" if args.plain_first else "-alone")
     for n in sorted(args.phrases):
         rng = random.Random(args.seed)
         drawn = [draw_phrases(moses, ref, n, rng, args.ordered) for ref in refs]
@@ -129,6 +131,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             )
             print(json.dumps(rows[-1]), flush=True)
     result = {"model": str(args.model), "seed": args.seed, "ordered": args.ordered, "rows": rows}
+    result["plain_first"] = args.plain_first
     result["date"] = time.strftime("%Y-%m-%d")
     write_text(work / f"{name}.json", json.dumps(result, indent=1) + "\n")
     return result
@@ -162,6 +165,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=1, help="the draw's seed [1]")
     p.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch's default) [0]")
     p.add_argument("--ordered", action="store_true", help="phrases in the reference's order, held in it")
+    p.add_argument("--no-plain-first", dest="plain_first", action="store_false", help="the constrained search alone")
     return p
 
 

@@ -8,10 +8,11 @@ The glossary: each capitalized English word that is not a verse's first (a name,
 in at least ``--min-count`` training pairs, with the capitalized French word (not a verse's
 first either) that co-occurs with it most by Dice's coefficient over the pairs (to a tenth;
 ties, as the names of a list have, go to the likelier spelling), where that is at least
-``--min-dice`` and the two spellings are alike (:data:`MIN_SIMILARITY`). The test English is then translated at each beam with and without
-it. Reported: sacreBLEU against the references (verse markers removed), the terms found in
-the test sources (as whole words), the share of those whose translation the output holds (as
-a whole word) and the share the reference holds, and the seconds. Writes
+``--min-dice`` and the two spellings are alike (:data:`MIN_SIMILARITY`). The test English is
+then translated at each beam with and without it. Reported: sacreBLEU against the references
+(verse markers removed), the terms found in the test sources (as whole words), the share of
+those whose translation the output holds (as a whole word) and the share the reference holds,
+and the seconds. Writes
 $BENCH_DIR/glossary/names.tsv, glossary.json and prints a Markdown table.
 """
 

@@ -346,6 +346,40 @@ def test_bench_constraints_draws_reference_phrases_and_every_output_holds_them(o
     assert result["ordered"] and result["rows"][1]["held"] == 1.0 and result["rows"][1]["drawn"] == 8
 
 
+def test_outputs_that_do_not_hold_their_phrases_are_told_as_the_search_holds_them():
+    from nmtkit.translate.constraints import unheld, word_edges
+    from nmtkit.translate.search import Hypotheses
+
+    outputs = [[4, 5, 6], [6, 5, 4], [4, 5], [6]]
+    hyps = Hypotheses(outputs, [-1.0] * 4, [-1.0] * 4)
+    assert unheld(hyps, constraint_batch([[[5, 6]], [[5, 6]], [[4]], []], CPU)) == [1]
+    assert unheld(hyps, constraint_batch([[[4], [6]], [[4], [6]], [], []], CPU, ordered=True)) == [1]
+    assert unheld(hyps, constraint_batch([[[4], [6]], [[4], [6]], [], []], CPU)) == []
+    tokens = ["<pad>", "<unk>", "<s>", "</s>", "a@@", "b", "c"]  # a@@ b is one word: no "b" in it
+    edges = word_edges(tokens, False, CPU)
+    assert unheld(hyps, constraint_batch([[[6]], [[6]], [[5]], [[6]]], CPU, edges)) == [2]
+    two = Hypotheses([[4, 5], [6], [6], [6]], [-1.0, -2.0, -1.0, float("-inf")], [-1.0] * 4, nbest=2)
+    assert unheld(two, constraint_batch([[[6]], [[6]]], CPU)) == [0]  # every hypothesis, none of those missing
+
+
+def test_an_output_that_holds_its_phrases_unasked_is_kept_and_one_that_does_not_is_searched_again(
+    overfit, src, tmp_path
+):
+    ckpt = overfit / "run" / "last.pt"
+    free = invoke("translate", "-m", ckpt, src, "--beam", 4).stdout.splitlines()
+    last_words = [line.split()[-1].strip(".") for line in free]  # the last word of each: held already
+    (tmp_path / "held").write_text("\n".join(last_words) + "\n", encoding="utf-8")
+    r = invoke("translate", "-m", ckpt, src, "--beam", 4, "--constraints", tmp_path / "held")
+    assert r.exit_code == 0 and r.stdout.splitlines() == free
+    (tmp_path / "new").write_text("les ténèbres\n\n\n\n", encoding="utf-8")
+    r = invoke("translate", "-m", ckpt, src, "--beam", 4, "--constraints", tmp_path / "new")
+    out = r.stdout.splitlines()
+    assert "les ténèbres" in out[0] and out[0] != free[0] and out[1:] == free[1:]
+    # the constrained search alone: every output holds its phrases all the same
+    alone = invoke("translate", "-m", ckpt, src, "--beam", 4, "--constraints", tmp_path / "held", "--no-plain-first")
+    assert alone.exit_code == 0 and all(w in line for w, line in zip(last_words, alone.stdout.splitlines()))
+
+
 def test_a_sentence_whose_phrases_cannot_be_placed_gets_its_free_output():
     from nmtkit.translate.constraints import splice, unplaced
 
@@ -367,12 +401,15 @@ def test_a_sentence_whose_phrases_cannot_be_placed_gets_its_free_output():
         assert torch.allclose(both.attention[r, :t], h.attention[q, :t], atol=1e-5)
 
 
-def test_the_translator_translates_a_sentence_without_its_phrases_when_none_can_be_placed(overfit, monkeypatch, capsys):
+@pytest.mark.parametrize("plain_first", [True, False])
+def test_the_translator_translates_a_sentence_without_its_phrases_when_none_can_be_placed(
+    overfit, monkeypatch, capsys, plain_first
+):
     from nmtkit.translate import translator as module
     from nmtkit.translate.settings import TranslateOptions
 
     t = module.Translator.from_checkpoints([overfit / "run" / "last.pt"], "cpu")
-    options = TranslateOptions(SearchConfig(beam=3, no_unk=True))
+    options = TranslateOptions(SearchConfig(beam=3, no_unk=True, plain_first=plain_first))
     free = [x.text for x in t.translate(EN[:3], options)]
     monkeypatch.setattr(module, "constraint_ids", lambda lines, *a: [[[1]], [], [[1]]])  # <unk>, banned
     got = [x.text for x in t.translate(EN[:3], options, constraints=[["x"], [], ["y"]])]

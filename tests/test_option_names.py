@@ -55,6 +55,7 @@ SHARED = {
     "--no-unk": "never produce <unk>",
     "--ordered-constraints": "constraints held in the order given",
     "--glossary": "terms and their translations, held where found",
+    "--plain-first/--no-plain-first": "constrained search after a plain one",
     "--shortlist": "vocabulary selection in search",
     "--int8": "int8 linear layers on CPUs",
     "--device": "where to compute",

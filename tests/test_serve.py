@@ -302,6 +302,7 @@ def test_the_api_is_described_at_docs_and_openapi_json(server):
         "min_ratio",
         "no_unk",
         "ordered_constraints",
+        "plain_first",
         "alignment",
         "attention",
         "token_scores",

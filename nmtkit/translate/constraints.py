@@ -142,6 +142,47 @@ def contains_in_order(output: list[T], phrases: list[list[T]]) -> bool:
     return True
 
 
+def unheld(hyps: Hypotheses, phrases: Phrases) -> list[int]:
+    """The sentences of a batch that have phrases and an output that does not hold them (as
+    the constrained search holds them: at word edges, in their order when ``ordered``)."""
+    closes = None if phrases.closes is None else phrases.closes.tolist()
+    opens = None if phrases.opens is None else phrases.opens.tolist()
+
+    def end(out: list[int], phrase: list[int], start: int) -> int:  # of its first run from start on; -1: none
+        n = len(phrase)
+        for i in range(start, len(out) - n + 1):
+            if out[i : i + n] == phrase and (
+                closes is None
+                or opens is None
+                or (
+                    (i == 0 or closes[out[i - 1]] or opens[phrase[0]])
+                    and (i + n == len(out) or closes[phrase[-1]] or opens[out[i + n]])
+                )
+            ):
+                return i + n
+        return -1
+
+    def holds(out: list[int], each: list[list[int]]) -> bool:
+        start = 0
+        for phrase in each:
+            at = end(out, phrase, start if phrases.ordered else 0)
+            if at < 0:
+                return False
+            start = at
+        return True
+
+    musts = [[[u for u in p if u != PAD] for p in sentence] for sentence in phrases.ids.tolist()]
+    n = hyps.nbest
+    return [
+        i
+        for i, each in enumerate(musts)
+        if any(each)
+        and not all(
+            holds(hyps.tokens[r], [p for p in each if p]) for r in range(i * n, i * n + n) if hyps.scores[r] > _NEG
+        )
+    ]
+
+
 def unplaced(hyps: Hypotheses, phrases: Phrases) -> list[int]:
     """The sentences of a batch that have phrases and no output: no hypothesis held them all
     within the output limit."""
@@ -149,11 +190,11 @@ def unplaced(hyps: Hypotheses, phrases: Phrases) -> list[int]:
     return [i for i, h in enumerate(has) if h and hyps.scores[i * hyps.nbest] == _NEG]
 
 
-def splice(hyps: Hypotheses, other: Hypotheses, sentences: list[int]) -> Hypotheses:
+def splice(hyps: Hypotheses, other: Hypotheses, sentences: list[int | None]) -> Hypotheses:
     """``hyps`` with the outputs of ``sentences`` (indices into its batch) those of ``other``,
-    which holds theirs in that order and as many a sentence."""
+    which holds theirs in that order and as many a sentence (None: other's sentence not taken)."""
     n, rows = hyps.nbest, list(range(len(hyps.tokens)))
-    take = {i * n + j: q * n + j for q, i in enumerate(sentences) for j in range(n)}
+    take = {i * n + j: q * n + j for q, i in enumerate(sentences) if i is not None for j in range(n)}
     pick = [(other, take[r]) if r in take else (hyps, r) for r in rows]
     attention = hyps.attention
     if attention is not None and other.attention is not None:

@@ -72,6 +72,12 @@ class SearchConfig(Settings):
         "Hold each line's constraints in the order given, each after the end of the one before (fairseq's "
         "--constraints ordered); without it, in any order, overlapping or not.",
     )
+    plain_first: bool = setting(
+        True,
+        "With constraints (--constraints, --glossary): search each batch without them first and keep the "
+        "outputs that hold them already, the likeliest that do; the others are searched with them. Off: "
+        "the constrained search alone, faster where few outputs hold their phrases unasked.",
+    )
     sampling: bool = setting(
         False,
         "Draw each output word by word from the model's distribution instead of searching, for "
@@ -120,6 +126,7 @@ SEARCH_OPTIONS = (
     "min_ratio",
     "no_unk",
     "ordered_constraints",
+    "plain_first",
 )
 SAMPLING_OPTIONS = ("sampling", "temperature", "top_k", "seed")
 _DRAWS = frozenset(SAMPLING_OPTIONS[1:])  # what shapes sampling's draws, idle without it

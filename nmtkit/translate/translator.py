@@ -35,7 +35,16 @@ from ..models.base import EncoderOut, Seq2Seq
 from ..models.ensemble import Ensemble
 from ..models.int8 import quantize_int8
 from .beside import LinesBeside
-from .constraints import Phrases, constraint_batch, constraint_ids, refuse_sampling, splice, unplaced, word_edges
+from .constraints import (
+    Phrases,
+    constraint_batch,
+    constraint_ids,
+    refuse_sampling,
+    splice,
+    unheld,
+    unplaced,
+    word_edges,
+)
 from .glossary import Glossaries, with_terms
 from .sampling import sample
 from .search import Hypotheses, alignment, aligns_as_it_searches, beam_search, force, log_probs
@@ -310,33 +319,43 @@ class Translator:
             if options.search.sampling:
                 hyps = sample(self.model, enc, options.search, vocab, prefix, keys, options.token_scores)
             else:
-                hyps = beam_search(self.model, enc, options.search, vocab, own, prefix, options.token_scores, must)
-                lost = [] if must is None else unplaced(hyps, must)
-                if lost:  # never an empty line for a sentence: its best output without the phrases
-                    hyps = splice(hyps, self._without_phrases(enc, lost, options, vocab, own, prefix, keys), lost)
+                # first without the phrases: where each output holds them, it is the likeliest that does
+                first = None if options.search.plain_first else must
+                hyps = beam_search(self.model, enc, options.search, vocab, own, prefix, options.token_scores, first)
+                if must is not None:
+                    hyps = self._with_phrases(hyps, enc, must, options, vocab, own, prefix, keys)
             maps = hyps.attention if own else None
             if attention and maps is None:
                 maps = self._align(enc.repeat(hyps.nbest), hyps.tokens)
         return hyps, maps
 
-    def _without_phrases(
+    def _with_phrases(
         self,
+        hyps: Hypotheses,
         enc: EncoderOut,
-        lost: list[int],
+        must: Phrases,
         options: TranslateOptions,
         vocab: torch.Tensor | None,
         own: bool,
         prefix: torch.Tensor | None,
         keys: torch.Tensor,
     ) -> Hypotheses:
-        """The outputs of the batch's sentences ``lost`` searched again without their phrases,
-        which no hypothesis could hold within the output limit, each named in a warning."""
-        for j in lost:
-            where = f"line {int(keys[j])}: no output within the output limit"
+        """``hyps``, the batch's outputs searched without their phrases (``plain_first``), with those
+        of the sentences whose outputs do not hold them searched again with them; or searched with
+        them, those that no hypothesis could complete within the output limit searched again
+        without. Either way such a sentence gets its plain output, with a warning naming its line."""
+        plain = options.search.plain_first
+        again = unheld(hyps, must) if plain else unplaced(hyps, must)
+        if not again:
+            return hyps
+        rows = torch.tensor(again, device=self.device)
+        forced, sub = None if prefix is None else prefix[rows], replace(must, ids=must.ids[rows]) if plain else None
+        got = beam_search(self.model, enc.select(rows), options.search, vocab, own, forced, options.token_scores, sub)
+        lost = set(unplaced(got, sub) if sub is not None else range(len(again)))
+        for q in sorted(lost):
+            where = f"line {int(keys[again[q]])}: no output within the output limit"
             log(f"{where} holds every constraint: translated without them")
-        rows = torch.tensor(lost, device=self.device)
-        again = None if prefix is None else prefix[rows]
-        return beam_search(self.model, enc.select(rows), options.search, vocab, own, again, options.token_scores)
+        return splice(hyps, got, [None if plain and q in lost else i for q, i in enumerate(again)])
 
     def _refuse_unmet(self, options: TranslateOptions) -> None:
         """Refuse, in a line, what these models cannot do, from the command line or a caller's config."""
