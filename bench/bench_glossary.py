@@ -7,7 +7,7 @@ mined from the training pairs does to the names of the outputs and to BLEU.
 The glossary: each capitalized English word that is not a verse's first (a name, mostly) seen
 in at least ``--min-count`` training pairs, with the capitalized French word (not a verse's
 first either) that co-occurs with it most by Dice's coefficient over the pairs (to a tenth;
-ties, as the names of a list have, go to the likelier spelling), where that is at least
+ties, as the names of a list have, go to the closer spelling), where that is at least
 ``--min-dice`` and the two spellings are alike (:data:`MIN_SIMILARITY`). The test English is
 then translated at each beam with and without it. Reported: sacreBLEU against the references
 (verse markers removed), the terms found in the test sources (as whole words), the share of
@@ -92,8 +92,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         fail("bench-glossary", f"error: no {', '.join(missing)}")
     work = bench_dir() / "glossary"
     work.mkdir(parents=True, exist_ok=True)
-    train = [[verse_markers(line) for line in read_lines(p, allow_empty=True)] for p in paths[:2]]
-    glossary = mine(*train, args.min_count, args.min_dice)
+    english, french = ([verse_markers(line) for line in read_lines(p, allow_empty=True)] for p in paths[:2])
+    glossary = mine(english, french, args.min_count, args.min_dice)
     if not glossary:
         fail("bench-glossary", "error: no name passes --min-count and --min-dice")
     names_path = work / "names.tsv"

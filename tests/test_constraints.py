@@ -409,7 +409,8 @@ def test_the_translator_translates_a_sentence_without_its_phrases_when_none_can_
     from nmtkit.translate.settings import TranslateOptions
 
     t = module.Translator.from_checkpoints([overfit / "run" / "last.pt"], "cpu")
-    options = TranslateOptions(SearchConfig(beam=3, no_unk=True, plain_first=plain_first))
+    # with attention kept: the sentences searched again and not placed are spliced back with theirs
+    options = TranslateOptions(SearchConfig(beam=3, no_unk=True, plain_first=plain_first), attention=True)
     free = [x.text for x in t.translate(EN[:3], options)]
     monkeypatch.setattr(module, "constraint_ids", lambda lines, *a: [[[1]], [], [[1]]])  # <unk>, banned
     got = [x.text for x in t.translate(EN[:3], options, constraints=[["x"], [], ["y"]])]

@@ -54,10 +54,21 @@ def test_terms_are_found_as_whole_words_and_each_translation_is_taken_once(cut):
     assert with_terms(None, [src.tokens("the earth")], glossary) == [["la terre"]]
 
 
-def test_a_glossary_file_is_terms_and_their_translations_tab_separated(tmp_path):
+def test_the_longest_term_at_a_word_is_taken_and_none_inside_it():
+    src = _Side(_bpe, [u for w in "the land of heaven".split() for u in _bpe(w)])
+    tgt = _Side(str.split, ["le", "pays", "terre", "ciel", "de"])
+    glossary = Glossary(
+        (("land", "terre"), ("the land", "le pays"), ("heaven", "ciel")), type("S", (), {"src": src, "tgt": tgt})()
+    )
+    assert glossary.targets(src.tokens("the land of heaven")) == ["le pays", "ciel"]
+    assert glossary.targets(src.tokens("a land of the land")) == ["terre", "le pays"]
+
+
+def test_a_glossary_file_is_terms_and_their_translations_tab_separated(tmp_path, capsys):
     path = tmp_path / "g.tsv"
-    path.write_text("God\tDieu\n\nthe earth\t la terre \n", encoding="utf-8")
-    assert read_glossary(path) == (("God", "Dieu"), ("the earth", "la terre"))
+    path.write_text("God\tDieu\t\n\nthe earth\t la terre \nGod\tSeigneur\n", encoding="utf-8")
+    assert read_glossary(path) == (("God", "Dieu"), ("the earth", "la terre"))  # a trailing tab is no field
+    assert "line 4: 'God' is line 1's term too: kept as there" in capsys.readouterr().err
     for bad in ("God Dieu\n", "God\t\n", "a\tb\tc\n"):
         path.write_text(bad, encoding="utf-8")
         with pytest.raises(UserError, match="line 1: a glossary line is a source term, a tab"):

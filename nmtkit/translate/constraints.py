@@ -195,6 +195,8 @@ def splice(hyps: Hypotheses, other: Hypotheses, sentences: list[int | None]) -> 
     which holds theirs in that order and as many a sentence (None: other's sentence not taken)."""
     n, rows = hyps.nbest, list(range(len(hyps.tokens)))
     take = {i * n + j: q * n + j for q, i in enumerate(sentences) if i is not None for j in range(n)}
+    if not take:
+        return hyps
     pick = [(other, take[r]) if r in take else (hyps, r) for r in rows]
     attention = hyps.attention
     if attention is not None and other.attention is not None:

@@ -28,17 +28,22 @@ Terms = tuple[tuple[str, str], ...]  # (source term, target term), in the file's
 
 def read_glossary(path: str | Path) -> Terms:
     """The terms of a glossary file, or :class:`UserError` naming its first bad line."""
-    terms = []
+    terms: dict[str, tuple[int, str]] = {}
     for k, line in enumerate(read_lines(path, allow_empty=True), 1):
         if not line.strip():
             continue
-        fields = [f.strip() for f in line.split("\t")]
+        fields = [f.strip() for f in line.rstrip("\t ").split("\t")]  # a spreadsheet's trailing tabs
         if len(fields) != 2 or not all(fields):
             raise UserError(f"{display_name(path)}: line {k}: a glossary line is a source term, a tab, its translation")
-        terms.append((fields[0], fields[1]))
+        if fields[0] in terms:
+            log(
+                f"{display_name(path)}: line {k}: {fields[0]!r} is line {terms[fields[0]][0]}'s term too: kept as there"
+            )
+            continue
+        terms[fields[0]] = (k, fields[1])
     if not terms:
         raise UserError(f"{display_name(path)}: holds no terms")
-    return tuple(terms)
+    return tuple((source, target) for source, (_, target) in terms.items())
 
 
 class Glossary:
@@ -60,13 +65,20 @@ class Glossary:
 
     def targets(self, units: list[str]) -> list[str]:
         """The translations of the terms that ``units`` (a line's source units) hold as whole
-        words, in the order they are found, each once."""
+        words, in the order they are found, each once: from left to right, the longest term that
+        begins at a unit, then on after its end (with "the land" and "land", "the land" alone)."""
         found: list[str] = []
-        for i, unit in enumerate(units):
-            for term, target in self.by_first.get(unit, ()):
-                j = i + len(term)
-                if units[i:j] == term and self._word(units, i, j) and target not in found:
-                    found.append(target)
+        i = 0
+        while i < len(units):
+            fits = [t for t in self.by_first.get(units[i], ()) if units[i : i + len(t[0])] == t[0]]
+            fits = [t for t in fits if self._word(units, i, i + len(t[0]))]
+            if not fits:
+                i += 1
+                continue
+            term, target = max(fits, key=lambda t: len(t[0]))
+            if target not in found:
+                found.append(target)
+            i += len(term)
         return found
 
     def _word(self, units: list[str], i: int, j: int) -> bool:

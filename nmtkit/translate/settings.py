@@ -75,8 +75,8 @@ class SearchConfig(Settings):
     plain_first: bool = setting(
         True,
         "With constraints (--constraints, --glossary): search each batch without them first and keep the "
-        "outputs that hold them already, the likeliest that do; the others are searched with them. Off: "
-        "the constrained search alone, faster where few outputs hold their phrases unasked.",
+        "outputs that hold them already; the others are searched with them. Off: the constrained search "
+        "alone, faster where few outputs hold their phrases unasked.",
     )
     sampling: bool = setting(
         False,

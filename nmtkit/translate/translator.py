@@ -319,7 +319,8 @@ class Translator:
             if options.search.sampling:
                 hyps = sample(self.model, enc, options.search, vocab, prefix, keys, options.token_scores)
             else:
-                # first without the phrases: where each output holds them, it is the likeliest that does
+                # first without the phrases: an output that holds them unasked is kept (a search
+                # sharing its beam among the phrases' counts found worse ones for such sentences)
                 first = None if options.search.plain_first else must
                 hyps = beam_search(self.model, enc, options.search, vocab, own, prefix, options.token_scores, first)
                 if must is not None:
