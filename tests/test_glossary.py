@@ -118,14 +118,16 @@ def test_glossary_errors_are_one_line_and_exit_2(overfit, tmp_path):
         assert r.exit_code == 2 and says in r.output and len(r.output.strip().splitlines()) == 1, (args, r.output)
 
 
-def test_serve_holds_its_glossarys_terms_in_every_translation_whose_sentence_holds_them(overfit, tmp_path):
+def test_serve_holds_its_glossarys_terms_in_every_translation_whose_sentence_holds_them(overfit, capsys):
     pytest.importorskip("fastapi", reason="nmtkit serve needs the serve extra (make install has it)")
     from nmtkit.serve.settings import ServerConfig
     from nmtkit.translate.translator import Translator
     from tests.test_serve import _post, in_process
 
     translator = Translator.from_checkpoints(overfit / "run" / "last.pt", "cpu")
-    with in_process(translator, ServerConfig(glossary=(("earth", "les ténèbres"),))) as url:
+    capsys.readouterr()
+    with in_process(translator, ServerConfig(glossary=(("earth", "les ténèbres"), ("God", "xylophone")))) as url:
+        assert "glossary: 'xylophone' has a unit out of the target vocabulary" in capsys.readouterr().err
         status, body = _post(url + "/translate", {"sentences": EN[:4], "beam": 4})
         assert status == 200, body
         out = [t["text"] for t in body["translations"]]

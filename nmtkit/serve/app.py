@@ -280,6 +280,8 @@ def create_app(
     that make its answers' links with it)."""
     limits, shortlist = cfg.limits, cfg.shortlist
     base = TranslateOptions(shortlist=shortlist, glossary=cfg.glossary)
+    if cfg.glossary:  # read now: its warnings at startup, not at the first request
+        translator.glossaries.of(cfg.glossary, base.tokenized)
 
     def translate(lines: list[str], job: Any, beside: Beside) -> list[Translation]:
         options = replace(
