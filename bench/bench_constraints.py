@@ -31,7 +31,7 @@ import sacrebleu
 from nmtkit.core.files import read_lines
 from nmtkit.text.clean import verse_markers
 from nmtkit.text.tokenize import MosesText
-from nmtkit.translate.constraints import contains, contains_in_order
+from nmtkit.translate.constraints import contains_in_order
 
 from .bench_common import NMTKIT, bench_dir, call, fail, write_lines, write_text
 
@@ -68,7 +68,16 @@ def holds(moses: MosesText, output: str, phrases: list[str], ordered: bool = Fal
     tokens = moses.tokenize(output)
     if ordered:
         return contains_in_order(tokens, [moses.tokenize(p) for p in phrases]) or _text_in_order(output, phrases)
-    return all(contains(tokens, moses.tokenize(p)) or _word_edges(p).search(output) for p in phrases)
+    return all(
+        _runs(tokens, moses.tokenize(p)) >= phrases.count(p) or len(_word_edges(p).findall(output)) >= phrases.count(p)
+        for p in phrases
+    )
+
+
+def _runs(tokens: list[str], phrase: list[str]) -> int:
+    """How many times ``phrase`` occurs in ``tokens`` (a phrase given twice must occur twice)."""
+    n = len(phrase)
+    return sum(tokens[i : i + n] == phrase for i in range(len(tokens) - n + 1))
 
 
 def _word_edges(phrase: str) -> re.Pattern[str]:

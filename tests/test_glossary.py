@@ -68,7 +68,7 @@ def test_a_glossary_file_is_terms_and_their_translations_tab_separated(tmp_path,
     path = tmp_path / "g.tsv"
     path.write_text("God\tDieu\t\n\nthe earth\t la terre \nGod\tSeigneur\n", encoding="utf-8")
     assert read_glossary(path) == (("God", "Dieu"), ("the earth", "la terre"))  # a trailing tab is no field
-    assert "line 4: 'God' is line 1's term too: kept as there" in capsys.readouterr().err
+    assert "line 4: 'God' is line 1's term too: line 1's translation kept" in capsys.readouterr().err
     for bad in ("God Dieu\n", "God\t\n", "a\tb\tc\n"):
         path.write_text(bad, encoding="utf-8")
         with pytest.raises(UserError, match="line 1: a glossary line is a source term, a tab"):
@@ -112,6 +112,7 @@ def test_glossary_errors_are_one_line_and_exit_2(overfit, tmp_path):
         (["--glossary", tmp_path / "missing.tsv"], "missing.tsv"),
         (["--glossary", tmp_path / "g.tsv", "--sampling"], "sampling"),
         (["--glossary", tmp_path / "g.tsv", "--ordered-constraints", "--constraints", src], "no order"),
+        (["--glossary", tmp_path / "g.tsv", "--ordered-constraints"], "no order"),
     ]
     for args, says in cases:
         r = invoke("translate", "-m", ckpt, src, *args)

@@ -50,5 +50,5 @@ class ServerConfig(Settings):
         if self.search.beam > self.limits.max_beam:
             raise UserError(f"--beam {self.search.beam} is more than --max-beam {self.limits.max_beam}")
         if self.glossary and self.search.ordered_constraints:
-            raise UserError("--glossary's terms have no order in the output: drop --ordered-constraints")
+            raise UserError("--glossary's terms have no order in the output: constraints cannot be ordered beside it")
         return self

@@ -25,6 +25,7 @@ hypotheses or phrases (one runs over a phrase's length).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, TypeVar
 
@@ -148,7 +149,7 @@ def unheld(hyps: Hypotheses, phrases: Phrases) -> list[int]:
     closes = None if phrases.closes is None else phrases.closes.tolist()
     opens = None if phrases.opens is None else phrases.opens.tolist()
 
-    def end(out: list[int], phrase: list[int], start: int) -> int:  # of its first run from start on; -1: none
+    def ends(out: list[int], phrase: list[int], start: int = 0) -> Iterator[int]:  # of its runs from start on
         n = len(phrase)
         for i in range(start, len(out) - n + 1):
             if out[i : i + n] == phrase and (
@@ -159,16 +160,16 @@ def unheld(hyps: Hypotheses, phrases: Phrases) -> list[int]:
                     and (i + n == len(out) or closes[phrase[-1]] or opens[out[i + n]])
                 )
             ):
-                return i + n
-        return -1
+                yield i + n
 
     def holds(out: list[int], each: list[list[int]]) -> bool:
+        if not phrases.ordered:  # a phrase given twice, by two runs
+            return all(sum(1 for _ in ends(out, p)) >= each.count(p) for p in each)
         start = 0
         for phrase in each:
-            at = end(out, phrase, start if phrases.ordered else 0)
-            if at < 0:
+            start = next(ends(out, phrase, start), -1)
+            if start < 0:
                 return False
-            start = at
         return True
 
     musts = [[[u for u in p if u != PAD] for p in sentence] for sentence in phrases.ids.tolist()]
@@ -248,6 +249,10 @@ class Constraints:
         self.since = torch.full((rows,), n, dtype=torch.long, device=ids.device)
         self.undo = self.since.clone()  # what since would be, had no phrase been completed last
         self.tail = torch.full((rows, n), -1, dtype=torch.long, device=ids.device)  # the last units
+        # a phrase given twice (in any order) is held by two runs: the second once the first is held
+        same = (self.cols.unsqueeze(2) == self.cols.unsqueeze(1)).all(3) & (self.lengths > 0).unsqueeze(2)
+        same &= torch.ones((c, c), dtype=torch.bool, device=ids.device).tril(-1)  # (rows, C, C): an earlier twin
+        self.twins = same if not self.ordered and bool(same.any()) else None  # once, as most
 
     def room(self, limit: torch.Tensor, prefix: torch.Tensor | None) -> torch.Tensor:
         """The output limit of each sentence (B,), widened to hold its forced ``prefix`` (B,;
@@ -339,6 +344,12 @@ class Constraints:
             match = torch.where(ends, m, match)
         if self.ordered:
             match = match.masked_fill(~self._open(was), 0)
+        held = self.met.unsqueeze(1)  # before this unit: a phrase whose edge it makes was held before it
+        if self.opens is not None:
+            held = held | (self.edge.unsqueeze(1) & self.opens[cand].unsqueeze(2))
+        if self.twins is not None:  # the later of two twins waits for the earlier to be held
+            waits = (self.twins.unsqueeze(1) & ~held.unsqueeze(2)).any(3)
+            match = torch.where(waits, match.minimum(self.lengths.unsqueeze(1) - 1), match)
         done = match == self.lengths.unsqueeze(1)
         met = self.met.unsqueeze(1).expand(-1, cand.shape[1], -1)
         if self.closes is None or self.opens is None:
@@ -352,9 +363,6 @@ class Constraints:
         if self.ordered:  # a phrase held but for an edge the next unit did not make lets go of those after it
             after = ~self._open(met | edge)
             met, edge, match = met & ~after, edge & ~after, match.masked_fill(after, 0)
-        held = self.met.unsqueeze(1)  # before this unit: a phrase whose edge it makes was held before it
-        if self.opens is not None:
-            held = held | (self.edge.unsqueeze(1) & self.opens[cand].unsqueeze(2))
         completed = ((met | edge) & done & ~held).any(2)
         return met, edge, match.masked_fill(met | edge, 0), torch.where(completed, 0, grown), grown
 
@@ -372,6 +380,7 @@ class Constraints:
             self.cols, self.lengths, self.need = self.cols[rows], self.lengths[rows], self.need[rows]
             self.met, self.edge, self.match = self.met[rows], self.edge[rows], self.match[rows]
             self.since, self.undo, self.tail = self.since[rows], self.undo[rows], self.tail[rows]
+            self.twins = None if self.twins is None else self.twins[rows]
 
 
 def _round_robin(total: torch.Tensor, progress: torch.Tensor, most: int, k: int) -> torch.Tensor:

@@ -36,9 +36,8 @@ def read_glossary(path: str | Path) -> Terms:
         if len(fields) != 2 or not all(fields):
             raise UserError(f"{display_name(path)}: line {k}: a glossary line is a source term, a tab, its translation")
         if fields[0] in terms:
-            log(
-                f"{display_name(path)}: line {k}: {fields[0]!r} is line {terms[fields[0]][0]}'s term too: kept as there"
-            )
+            first, name = terms[fields[0]][0], display_name(path)
+            log(f"{name}: line {k}: {fields[0]!r} is line {first}'s term too: line {first}'s translation kept")
             continue
         terms[fields[0]] = (k, fields[1])
     if not terms:

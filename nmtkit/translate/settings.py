@@ -69,12 +69,12 @@ class SearchConfig(Settings):
     )
     ordered_constraints: bool = setting(
         False,
-        "Hold each line's constraints in the order given, each after the end of the one before (fairseq's "
+        "Hold each output's constraints in the order given, each after the end of the one before (fairseq's "
         "--constraints ordered); without it, in any order, overlapping or not.",
     )
     plain_first: bool = setting(
         True,
-        "With constraints (--constraints, --glossary): search each batch without them first and keep the "
+        "With constraints (phrases, a glossary's terms): search each batch without them first and keep the "
         "outputs that hold them already; the others are searched with them. Off: the constrained search "
         "alone, faster where few outputs hold their phrases unasked.",
     )
@@ -194,7 +194,7 @@ class TranslateOptions(Settings):
         if self.glossary and self.search.sampling:
             raise UserError("--glossary's terms guide the beam search: sampling draws each word and cannot place them")
         if self.glossary and self.search.ordered_constraints:
-            raise UserError("--glossary's terms have no order in the output: drop --ordered-constraints")
+            raise UserError("--glossary's terms have no order in the output: constraints cannot be ordered beside it")
         return self
 
 

@@ -135,7 +135,7 @@ def translate(
     if values["token_scores"] and output_format != "jsonl":
         raise UserError("--token-scores are written in --output-format jsonl; add that")
     glossary = values.pop("glossary")
-    if values["ordered_constraints"] and not values["constraints"]:
+    if values["ordered_constraints"] and not values["constraints"] and not glossary:  # else: no order
         raise UserError("--ordered-constraints orders the phrases of --constraints FILE: add that")
     nbest_lines = values["nbest"] > 0
     search, prefix, constraints = options.search_config(values), values.pop("prefix"), values.pop("constraints")
