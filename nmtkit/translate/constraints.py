@@ -351,14 +351,10 @@ class Constraints:
             waits = (self.twins.unsqueeze(1) & ~held.unsqueeze(2)).any(3)
             match = torch.where(waits, match.minimum(self.lengths.unsqueeze(1) - 1), match)
         done = match == self.lengths.unsqueeze(1)
-        met = self.met.unsqueeze(1).expand(-1, cand.shape[1], -1)
         if self.closes is None or self.opens is None:
-            edge = torch.zeros_like(done)
-            met = met | done
-        else:  # held once the word ends: by its last unit, or by the next one beginning a word
-            met = (
-                met | (self.edge.unsqueeze(1) & self.opens[cand].unsqueeze(2)) | (done & self.closes[cand].unsqueeze(2))
-            )
+            met, edge = held | done, torch.zeros_like(done)
+        else:  # held once the word ends: by its last unit, or by the next one beginning a word (held)
+            met = held | (done & self.closes[cand].unsqueeze(2))
             edge = done & ~met
         if self.ordered:  # a phrase held but for an edge the next unit did not make lets go of those after it
             after = ~self._open(met | edge)

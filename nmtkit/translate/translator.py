@@ -398,7 +398,8 @@ class Translator:
         return pad([np.asarray(starts[i], dtype=np.int64) for i in idx], eos=False).to(self.device)
 
     def _align(self, enc: EncoderOut, outputs: list[list[int]]) -> torch.Tensor:
-        """Each output's alignment (rows, Ty, Tx), walked through the models again (``search.force``)."""
+        """Each output's alignment (rows, Ty, Tx), by walking it through the models again: how a
+        model's attention aligns words depends on the model (``search.force``)."""
         return alignment(self.model, enc, pad([np.asarray(ids, dtype=np.int64) for ids in outputs]).to(self.device))
 
     def force(

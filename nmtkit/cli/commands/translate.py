@@ -72,7 +72,7 @@ Examples:
   nmtkit translate -m a.pt -m b.pt test.en --nbest 5            # ensemble; Moses n-best lines
   nmtkit translate -m best.pt test.en --alignments test.align   # then: nmtkit align-plot test.align -n 1 -o a.png
   nmtkit translate -m best.pt test.en --constraints terms.fr --beam 10   # each output holds its line's phrases
-  nmtkit translate -m best.pt test.en --glossary names.en-fr --beam 10   # 'source<TAB>target' terms, held where found
+  nmtkit translate -m best.pt test.en --glossary names.tsv --beam 10   # 'source<TAB>target' terms, held where found
   nmtkit translate -m en-fr.pt -m fr-en.pt test.en --print-alignment test.links  # links both ways""",
 )
 @options.models(
