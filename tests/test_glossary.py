@@ -3,6 +3,8 @@ the term as whole words, beside the line's --constraints; the file's errors are 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from click.testing import CliRunner
 
@@ -123,7 +125,7 @@ def test_serve_holds_its_glossarys_terms_in_every_translation_whose_sentence_hol
     pytest.importorskip("fastapi", reason="nmtkit serve needs the serve extra (make install has it)")
     from nmtkit.serve.settings import ServerConfig
     from nmtkit.translate.translator import Translator
-    from tests.test_serve import _post, in_process
+    from tests.test_serve import _get, _post, in_process
 
     translator = Translator.from_checkpoints(overfit / "run" / "last.pt", "cpu")
     capsys.readouterr()
@@ -133,6 +135,7 @@ def test_serve_holds_its_glossarys_terms_in_every_translation_whose_sentence_hol
         assert status == 200, body
         out = [t["text"] for t in body["translations"]]
         assert "les ténèbres" in out[0] and "ténèbres" not in out[2]
+        assert json.loads(_get(url + "/info")[1])["glossary"] == {"terms": 2, "used": 1}
         status, body = _post(
             url + "/translate", {"sentences": EN[:1], "constraints": [["Dieu"]], "ordered_constraints": True}
         )

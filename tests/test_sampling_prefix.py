@@ -292,3 +292,16 @@ def test_sampling_and_prefix_from_a_config_file(overfit, src, tmp_path):
     dumped = invoke("translate", "-m", ckpt(overfit), src, "--config", tmp_path / "bt.toml", "--dump-config", "-")
     assert "\nsampling: true\n" in dumped.stdout and "\ntop-k: 1\n" in dumped.stdout
     assert "\n# temperature: 1.0\n" in dumped.stdout and "prefix.fr" in dumped.stdout
+
+
+def test_a_prefix_with_a_word_out_of_the_vocabulary_says_so(overfit, src, tmp_path):
+    (tmp_path / "p").write_text("Dieu xylophone\n\n\n\n\n", encoding="utf-8")
+    r = invoke("translate", "-m", ckpt(overfit), src, "--prefix", tmp_path / "p", "--tokenized")
+    assert r.exit_code == 0, r.output
+    assert "line 1: --prefix has a word out of the vocabulary: the output holds <unk> there" in r.stderr
+    assert r.stdout.splitlines()[0].startswith("Dieu <unk>")
+    r = invoke("translate", "-m", ckpt(overfit), src, "--prefix", tmp_path / "p", "--tokenized", "--no-unk")
+    assert r.exit_code == 0, r.output
+    assert "line 1: --prefix has a word out of the vocabulary, which --no-unk bans; forcing only what comes before it" in r.stderr
+    first = r.stdout.splitlines()[0]
+    assert first.startswith("Dieu ") and "<unk>" not in first

@@ -164,6 +164,16 @@ def test_a_request_may_give_each_sentence_phrases_its_translation_must_hold(serv
     ordered = {"sentences": EN[:1], "beam": 4, "constraints": [["les eaux", "les eaux"]], "ordered_constraints": True}
     status, body = _post(url + "/translate", ordered)
     assert status == 200 and body["translations"][0]["text"].count("les eaux") >= 2, body
+    assert "warnings" not in body  # nothing done only in part
+    asked = {"sentences": EN[:2], "beam": 4, "constraints": [["xylophone", "la terre"], []], "prefixes": ["", "Et zzz"]}
+    status, body = _post(url + "/translate", asked)
+    assert status == 200 and "la terre" in body["translations"][0]["text"], body
+    assert body["warnings"] == [
+        "sentence 0: the phrase 'xylophone' has a unit out of the vocabulary: left out",
+        "sentence 1: the prefix has a word out of the vocabulary: the translation holds <unk> there",
+    ]
+    status, body = _post(url + "/translate", {**asked, "no_unk": True})
+    assert status == 200 and "no_unk bans" in body["warnings"][1] and "<unk>" not in body["translations"][1]["text"]
 
 
 def test_a_request_may_give_each_sentence_the_start_of_its_translation(server):

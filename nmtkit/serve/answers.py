@@ -51,6 +51,11 @@ class TranslateResponse(_Answer):
     """The answer to nmtkit's request shape."""
 
     translations: list[Translated]
+    warnings: list[str] | None = Field(
+        None,
+        description="What the server could do only in part, one line each: a phrase or a prefix with a word "
+        "out of the vocabulary (absent when none).",
+    )
 
 
 class OpenNMTResult(_Answer):
@@ -104,4 +109,9 @@ class ServerInfo(_Answer):
     default_beam: int
     attention: bool = Field(description='Whether the model attends: else "attention": true is refused.')
     shortlist: bool
+    glossary: dict[str, int] | None = Field(
+        None,
+        description="serve --glossary's terms: those read and those used (the others' translations are out of "
+        "the vocabulary); null without one.",
+    )
     served: Served

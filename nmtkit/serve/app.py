@@ -58,54 +58,12 @@ from ..translate.translation import Translation
 from ..translate.translator import Translator
 from .answers import TRANSLATE_RESPONSES, ServerInfo
 from .batching import Batcher, Beside
+from .checks import check_beside, check_size
 from .schema import NATIVE, OPENNMT, parsed, request_body
-from .settings import Limits, ServerConfig
+from .settings import ServerConfig
 
 # FastAPI's 400 for a body it could not decode as text or parse (not a JSON syntax error: 422).
 FASTAPI_UNREADABLE = "There was an error parsing the body"
-# Characters a sentence may have per subword unit of the limit, checked before tokenizing it.
-CHARS_PER_UNIT = 16
-
-
-def check_size(translator: Translator, sentences: list[str], limits: Limits) -> None:
-    """:class:`HTTPException` (413) for more sentences than the limit, or the first one the
-    model would read as more than ``limits.max_length`` units."""
-    if len(sentences) > limits.max_sentences:
-        raise HTTPException(413, f"{len(sentences)} sentences; at most {limits.max_sentences} a request")
-    chars = CHARS_PER_UNIT * limits.max_length
-    for k, s in enumerate(sentences):
-        # a unit has a character or more: this bounds the tokenizer's work before it is asked
-        if len(s) > chars:
-            raise HTTPException(413, f"sentence {k} has {len(s):,} characters; at most {chars:,}")
-        n = translator.source_length(s)
-        if n > limits.max_length:
-            raise HTTPException(413, f"sentence {k} has {n:,} subword units; at most {limits.max_length:,}")
-
-
-def check_beside(translator: Translator, beside: Beside, limits: Limits) -> Beside:
-    """``beside`` with the prefixes that force nothing (no target unit) given as none, or
-    :class:`HTTPException` (413) for a sentence's phrases, or its prefix, of more target units in
-    all than a sentence may have source units (every one is a step of its search), checked
-    first by characters (16 a unit) so that the tokenizer's work is bounded too."""
-    chars_at_most = CHARS_PER_UNIT * limits.max_length
-    prefixes = None if beside.prefixes is None else [[p] for p in beside.prefixes]
-    forced = 0  # a prefix's units, in all
-    for what, texts in (("phrases", beside.constraints), ("a prefix", prefixes)):
-        for k, each in enumerate(texts or []):
-            chars = sum(map(len, each))
-            if chars > chars_at_most:
-                raise HTTPException(413, f"sentence {k} has {what} of {chars:,} characters; at most {chars_at_most:,}")
-            n = sum(len(translator.sides.tgt.tokens(p)) for p in each)
-            if n > limits.max_length:
-                raise HTTPException(
-                    413, f"sentence {k} has {what} of {n:,} subword units; at most {limits.max_length:,}"
-                )
-            forced += n if what == "a prefix" else 0
-    if not forced:
-        return replace(beside, prefixes=None)
-    if translator.model.cfg.right_to_left:  # refused here: in a batch, it would fail the others' sentences too
-        raise HTTPException(422, "prefixes: the model writes right to left, from a translation's last word")
-    return beside
 
 
 def error(status: int, message: str) -> JSONResponse:
@@ -280,8 +238,10 @@ def create_app(
     that make its answers' links with it)."""
     limits, shortlist = cfg.limits, cfg.shortlist
     base = TranslateOptions(shortlist=shortlist, glossary=cfg.glossary)
+    terms = None
     if cfg.glossary:  # read now: its warnings at startup, not at the first request
-        translator.glossaries.of(cfg.glossary, base.tokenized)
+        kept = translator.glossaries.of(cfg.glossary, base.tokenized).size
+        terms = {"terms": len(cfg.glossary), "used": kept}
 
     def translate(lines: list[str], job: Any, beside: Beside) -> list[Translation]:
         options = replace(
@@ -311,7 +271,7 @@ def create_app(
         if asked.matrix and not translator.attends:
             raise HTTPException(422, "attention: this model has none")
         check_size(translator, asked.sentences, limits)
-        beside = check_beside(translator, asked.beside, limits)
+        beside, warnings = check_beside(translator, asked.beside, limits, asked.job.search.no_unk)
         try:
             out = await batcher.submit(asked.sentences, asked.job, beside)
         except UserError as err:  # a setting this model cannot search with (coverage: no attention)
@@ -320,7 +280,8 @@ def create_app(
             return JSONResponse(
                 [[opennmt(t, s, i, asked.job.search.nbest) for t, s, i in zip(out, asked.sentences, asked.ids)]]
             )
-        return JSONResponse({"translations": [native(t, asked.matrix) for t in out]})
+        said = {"warnings": warnings} if warnings else {}
+        return JSONResponse({"translations": [native(t, asked.matrix) for t in out], **said})
 
     for path in ("/translate", "/translator/translate"):
         app.add_api_route(path, answer, methods=["POST"], summary="Translate", responses=TRANSLATE_RESPONSES)
@@ -337,6 +298,7 @@ def create_app(
             "default_beam": cfg.search.beam,
             "attention": translator.attends,  # else "attention": true is refused (the page asks by it)
             "shortlist": shortlist,
+            "glossary": terms,
             "served": {"batches": batcher.batches, "sentences": batcher.sentences},
         }
 

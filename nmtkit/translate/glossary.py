@@ -61,6 +61,7 @@ class Glossary:
             if units:
                 self.by_first.setdefault(units[0], []).append((units, target))
         self.marks = any(t.startswith(SPM_MARK) for t in sides.src.vocab.tokens)  # SentencePiece's ▁
+        self.size = sum(map(len, self.by_first.values()))  # the terms kept
 
     def targets(self, units: list[str]) -> list[str]:
         """The translations of the terms that ``units`` (a line's source units) hold as whole

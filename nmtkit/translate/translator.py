@@ -383,12 +383,16 @@ class Translator:
         tgt = self.sides.tgt
         out = [tgt.ids(tgt.tokens(line, options.tokenized)) for line in prefixes]
         for k, ids in enumerate(out):
-            if options.search.no_unk and UNK in ids:
+            if UNK not in ids:
+                continue
+            if options.search.no_unk:
                 log(
                     f"line {first_line + k}: --prefix has a word out of the vocabulary, which --no-unk bans; "
-                    f"forcing the {ids.index(UNK):,} units before it"
+                    "forcing only what comes before it"
                 )
                 del ids[ids.index(UNK) :]
+            else:
+                log(f"line {first_line + k}: --prefix has a word out of the vocabulary: the output holds <unk> there")
         return out
 
     def _prefix_batch(self, starts: list[list[int]] | None, idx: list[int]) -> torch.Tensor | None:
