@@ -136,9 +136,25 @@ def test_serve_holds_its_glossarys_terms_in_every_translation_whose_sentence_hol
         out = [t["text"] for t in body["translations"]]
         assert "les ténèbres" in out[0] and "ténèbres" not in out[2]
         assert json.loads(_get(url + "/info")[1])["glossary"] == {"terms": 2, "used": 1}
+        # a request's terms, before the server's: its translation of "earth" is the one held
+        own = {"earth": "la lumière", "light": "xylophone", "darkness": "les eaux"}
+        status, body = _post(url + "/translate", {"sentences": EN[:4], "beam": 4, "glossary": own})
+        assert status == 200, body
+        out = [t["text"] for t in body["translations"]]
+        assert "la lumière" in out[0] and "ténèbres" not in out[0] and "les eaux" in out[1], out
+        assert body["warnings"] == ["glossary: 'xylophone' has a unit out of the vocabulary: left out"]
+        for extra, says in (({"ordered_constraints": True}, "no order"), ({"sampling": True}, "sampling")):
+            status, body = _post(url + "/translate", {"sentences": EN[:1], "glossary": own, **extra})
+            assert status == 422 and says in body["error"], body
+        status, body = _post(url + "/translate", {"sentences": EN[:1], "glossary": {"earth": " "}})
+        assert status == 422 and "a word each" in body["error"], body
         status, body = _post(
             url + "/translate", {"sentences": EN[:1], "constraints": [["Dieu"]], "ordered_constraints": True}
         )
         assert status == 422 and "no order" in body["error"], body
+    with in_process(translator, ServerConfig()) as url:  # a request's glossary on a server without one
+        status, body = _post(url + "/translate", {"sentences": EN[:2], "beam": 4, "glossary": {"darkness": "les eaux"}})
+        assert status == 200 and "les eaux" in body["translations"][1]["text"] and "warnings" not in body, body
+        assert json.loads(_get(url + "/info")[1])["glossary"] is None
     with pytest.raises(UserError, match="no order"):
         ServerConfig(glossary=(("a", "b"),), search=SearchConfig(ordered_constraints=True)).check()

@@ -302,6 +302,9 @@ def test_a_prefix_with_a_word_out_of_the_vocabulary_says_so(overfit, src, tmp_pa
     assert r.stdout.splitlines()[0].startswith("Dieu <unk>")
     r = invoke("translate", "-m", ckpt(overfit), src, "--prefix", tmp_path / "p", "--tokenized", "--no-unk")
     assert r.exit_code == 0, r.output
-    assert "line 1: --prefix has a word out of the vocabulary, which --no-unk bans; forcing only what comes before it" in r.stderr
+    assert (
+        "line 1: --prefix has a word out of the vocabulary, which --no-unk bans; forcing only what comes before it"
+        in r.stderr
+    )
     first = r.stdout.splitlines()[0]
     assert first.startswith("Dieu ") and "<unk>" not in first

@@ -318,6 +318,7 @@ def test_the_api_is_described_at_docs_and_openapi_json(server):
         "token_scores",
         "constraints",
         "prefixes",
+        "glossary",
     }
     assert request["required"] == ["sentences"]
     fields = request["properties"]

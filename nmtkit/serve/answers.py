@@ -53,8 +53,8 @@ class TranslateResponse(_Answer):
     translations: list[Translated]
     warnings: list[str] | None = Field(
         None,
-        description="What the server could do only in part, one line each: a phrase or a prefix with a word "
-        "out of the vocabulary (absent when none).",
+        description="What the server could do only in part, one line each: a phrase, a prefix or a glossary term "
+        "with a word out of the vocabulary (absent when none).",
     )
 
 

@@ -58,7 +58,7 @@ from ..translate.translation import Translation
 from ..translate.translator import Translator
 from .answers import TRANSLATE_RESPONSES, ServerInfo
 from .batching import Batcher, Beside
-from .checks import check_beside, check_size
+from .checks import check_beside, check_size, with_glossary
 from .schema import NATIVE, OPENNMT, parsed, request_body
 from .settings import ServerConfig
 
@@ -237,11 +237,11 @@ def create_app(
     """The application around one loaded translator (and the other direction's models, ``both``,
     that make its answers' links with it)."""
     limits, shortlist = cfg.limits, cfg.shortlist
-    base = TranslateOptions(shortlist=shortlist, glossary=cfg.glossary)
-    terms = None
+    base = TranslateOptions(shortlist=shortlist)  # the glossaries' terms join a request's constraints
+    terms, glossary = None, None
     if cfg.glossary:  # read now: its warnings at startup, not at the first request
-        kept = translator.glossaries.of(cfg.glossary, base.tokenized).size
-        terms = {"terms": len(cfg.glossary), "used": kept}
+        glossary = translator.glossaries.of(cfg.glossary, base.tokenized)
+        terms = {"terms": len(cfg.glossary), "used": glossary.size}
 
     def translate(lines: list[str], job: Any, beside: Beside) -> list[Translation]:
         options = replace(
@@ -272,6 +272,10 @@ def create_app(
             raise HTTPException(422, "attention: this model has none")
         check_size(translator, asked.sentences, limits)
         beside, warnings = check_beside(translator, asked.beside, limits, asked.job.search.no_unk)
+        beside, terms_said = with_glossary(
+            translator, asked.sentences, beside, asked.glossary, glossary, asked.job.search, limits
+        )
+        warnings += terms_said
         try:
             out = await batcher.submit(asked.sentences, asked.job, beside)
         except UserError as err:  # a setting this model cannot search with (coverage: no attention)
@@ -280,8 +284,8 @@ def create_app(
             return JSONResponse(
                 [[opennmt(t, s, i, asked.job.search.nbest) for t, s, i in zip(out, asked.sentences, asked.ids)]]
             )
-        said = {"warnings": warnings} if warnings else {}
-        return JSONResponse({"translations": [native(t, asked.matrix) for t in out], **said})
+        answered: dict[str, Any] = {"translations": [native(t, asked.matrix) for t in out]}
+        return JSONResponse(answered | ({"warnings": warnings} if warnings else {}))
 
     for path in ("/translate", "/translator/translate"):
         app.add_api_route(path, answer, methods=["POST"], summary="Translate", responses=TRANSLATE_RESPONSES)

@@ -9,6 +9,8 @@ from dataclasses import replace
 from fastapi import HTTPException
 
 from ..data.vocab import UNK
+from ..translate.glossary import Glossary, Terms, with_terms
+from ..translate.settings import SearchConfig
 from ..translate.translator import Translator
 from .batching import Beside
 from .settings import Limits
@@ -74,3 +76,36 @@ def _unknown(what: str, text: str, no_unk: bool) -> str:
     if no_unk:
         return "the prefix has a word out of the vocabulary, which no_unk bans: only what comes before it is forced"
     return "the prefix has a word out of the vocabulary: the translation holds <unk> there"
+
+
+def with_glossary(
+    translator: Translator,
+    sentences: list[str],
+    beside: Beside,
+    terms: Terms | None,
+    server: Glossary | None,
+    search: SearchConfig,
+    limits: Limits,
+) -> tuple[Beside, list[str]]:
+    """``beside`` with the translations of the glossary terms each sentence holds among its
+    constraints, the request's ``terms`` before the ``server``'s glossary; and the warnings of the
+    request's terms whose translation is out of the vocabulary. Or :class:`HTTPException`: 413 for
+    a term of more characters than a sentence may have, 422 beside ordered constraints."""
+    own = None
+    if terms:
+        chars_at_most = CHARS_PER_UNIT * limits.max_length
+        for source, target in terms:
+            if (chars := max(len(source), len(target))) > chars_at_most:
+                raise HTTPException(413, f"glossary: {source!r} has {chars:,} characters; at most {chars_at_most:,}")
+        own = Glossary(terms, translator.sides, quiet=True)
+    glossary = own.before(server) if own else server
+    if glossary is None:
+        return beside, []
+    if search.sampling:
+        raise HTTPException(422, "glossary terms guide the beam search: sampling draws each word and cannot place them")
+    if search.ordered_constraints:
+        raise HTTPException(422, "glossary terms have no order in the output: ordered_constraints cannot be asked")
+    src = translator.sides.src
+    constraints = with_terms(beside.constraints, [src.tokens(s) for s in sentences], glossary)
+    warnings = [f"glossary: {t!r} has a unit out of the vocabulary: left out" for t in own.left_out] if own else []
+    return replace(beside, constraints=constraints), warnings

@@ -35,6 +35,7 @@ from .settings import ServerConfig
 
 NATIVE, OPENNMT = "native", "opennmt"  # the shapes, as an error's loc names them
 _SEARCH_FIELDS = frozenset(f.name for f in fields(SearchConfig))
+MAX_TERMS = 1000  # a request's glossary terms: each is tokenized before the request is batched
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,7 @@ class Parsed:
     ids: list[Any] | None  # OpenNMT-py's ids; None for the native shape
     matrix: bool  # the attention matrices asked for
     beside: Beside = Beside()  # per sentence, the phrases its translation must hold and its start
+    glossary: tuple[tuple[str, str], ...] | None = None  # the request's terms, (source, target)
 
 
 def _unicode(text: str) -> str:
@@ -119,6 +121,13 @@ class _Request(BaseModel):
             raise ValueError(f"{len(given)} {what} for {len(info.data['sentences'])} sentences: give one a sentence")
         return given
 
+    @field_validator("glossary", check_fields=False)
+    @classmethod
+    def _terms(cls, given: dict[str, str] | None) -> dict[str, str] | None:
+        if given is not None and not all(k.strip() and v.strip() for k, v in given.items()):
+            raise ValueError("a term and its translation hold a word each")
+        return given
+
     @field_validator("nbest", check_fields=False)
     @classmethod
     def _within_beam(cls, nbest: int, info: ValidationInfo) -> int:
@@ -166,6 +175,16 @@ def native_request(cfg: ServerConfig) -> type[BaseModel]:
             'searched: as translate --prefix, for interactive translation; "" forces nothing.',
         ),
     )
+    fields_["glossary"] = (
+        dict[Text, Text] | None,
+        Field(
+            None,
+            max_length=MAX_TERMS,
+            description="Terms for this request, source term to its translation (raw text): each translation "
+            "whose sentence holds a term, as whole words, holds its translation, as translate --glossary; "
+            "beside the server's --glossary, whose translation of a term given here is not used.",
+        ),
+    )
     model: type[BaseModel] = create_model("TranslateRequest", __base__=_Request, **fields_)
     return model
 
@@ -189,4 +208,5 @@ def parsed(body: BaseModel | list[OpenNMTSentence], defaults: SearchConfig) -> P
     search = replace(defaults, **{k: v for k, v in asked.items() if k in _SEARCH_FIELDS})
     job = Job(search, asked["attention"] or asked["alignment"], asked["token_scores"])
     beside = Beside(asked["constraints"], asked["prefixes"])
-    return Parsed(asked["sentences"], job, None, asked["attention"], beside)
+    terms = None if asked["glossary"] is None else tuple((k.strip(), v.strip()) for k, v in asked["glossary"].items())
+    return Parsed(asked["sentences"], job, None, asked["attention"], beside, terms or None)

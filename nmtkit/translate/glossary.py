@@ -11,6 +11,7 @@ is taken once, however many of its source terms the line holds.
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -50,18 +51,34 @@ class Glossary:
     unit. A term whose translation has a unit out of the target vocabulary is left out with a
     warning, once: no output could hold it."""
 
-    def __init__(self, terms: Terms, sides: Sides, tokenized: bool = False):
+    def __init__(self, terms: Terms, sides: Sides, tokenized: bool = False, quiet: bool = False):
         self.by_first: dict[str, list[tuple[list[str], str]]] = {}
+        self.left_out: list[str] = []  # the translations out of the vocabulary (logged unless quiet)
         tgt = sides.tgt
         for source, target in terms:
             if UNK in tgt.ids(tgt.tokens(target, tokenized)):
-                log(f"glossary: {target!r} has a unit out of the target vocabulary: left out")
+                self.left_out.append(target)
+                if not quiet:
+                    log(f"glossary: {target!r} has a unit out of the target vocabulary: left out")
                 continue
             units = sides.src.tokens(source, tokenized)
             if units:
                 self.by_first.setdefault(units[0], []).append((units, target))
         self.marks = any(t.startswith(SPM_MARK) for t in sides.src.vocab.tokens)  # SentencePiece's ▁
         self.size = sum(map(len, self.by_first.values()))  # the terms kept
+
+    def before(self, other: Glossary | None) -> Glossary:
+        """A glossary of these terms and ``other``'s, this one's translation kept for a term
+        both have (a request's terms before a server's)."""
+        if other is None:
+            return self
+        both = copy.copy(self)
+        both.by_first = {first: list(entries) for first, entries in other.by_first.items()}
+        for first, entries in self.by_first.items():
+            own = [units for units, _ in entries]
+            both.by_first[first] = entries + [e for e in both.by_first.get(first, []) if e[0] not in own]
+        both.size = sum(map(len, both.by_first.values()))
+        return both
 
     def targets(self, units: list[str]) -> list[str]:
         """The translations of the terms that ``units`` (a line's source units) hold as whole
