@@ -321,9 +321,7 @@ class Constraints:
         (rows, n, C), which it holds but for the next unit's edge, for each other phrase the
         longest end of the output that begins it (its length), the units since a phrase was
         last completed (rows, n), and what that would be had this unit completed none."""
-        rows, c, most = self.cols.shape
-        seq = torch.cat([self.tail.unsqueeze(1).expand(-1, cand.shape[1], -1), cand.unsqueeze(2)], 2)
-        match = torch.zeros((rows, cand.shape[1], c), dtype=torch.long, device=cand.device)
+        most = self.cols.shape[2]
         was = (self.met | self.edge).unsqueeze(1)
         since = self.since.unsqueeze(1).expand(-1, cand.shape[1])
         if self.opens is not None:  # a phrase held but for a word's edge that this unit does not make is let go
@@ -333,15 +331,11 @@ class Constraints:
         room = self.lengths.unsqueeze(1)
         if self.ordered:  # begun after the last phrase held ended (and only the first unheld one counts, below)
             room = room.minimum(grown.unsqueeze(2))
-        for m in range(1, most + 1):  # a loop over a phrase's length, not over hypotheses
-            ends = (seq[:, :, most + 1 - m :].unsqueeze(2) == self.cols[:, :, :m].unsqueeze(1)).all(3)
-            ends &= m <= room
-            if self.closes is not None and self.opens is not None:  # the run begins a word
-                before = seq[:, :, most - m]
-                ends &= ((before < 0) | self.closes[before.clamp(min=0)]).unsqueeze(2) | self.opens[
-                    self.cols[:, :, 0].clamp(min=0)
-                ].unsqueeze(1)
-            match = torch.where(ends, m, match)
+        # a run of m units ends with the candidate where the phrase's first m - 1 end the output so
+        # far (the same for every candidate of a row) and its m-th is the candidate
+        ends = self._begun().unsqueeze(1) & (cand[:, :, None, None] == self.cols.unsqueeze(1))  # (rows, n, C, m)
+        m = torch.arange(1, most + 1, device=cand.device)
+        match = (ends & (m <= room.unsqueeze(3))).long().mul(m).amax(3)
         if self.ordered:
             match = match.masked_fill(~self._open(was), 0)
         held = self.met.unsqueeze(1)  # before this unit: a phrase whose edge it makes was held before it
@@ -361,6 +355,22 @@ class Constraints:
             met, edge, match = met & ~after, edge & ~after, match.masked_fill(after, 0)
         completed = ((met | edge) & done & ~held).any(2)
         return met, edge, match.masked_fill(met | edge, 0), torch.where(completed, 0, grown), grown
+
+    def _begun(self) -> torch.Tensor:
+        """Whether each phrase's first m - 1 units end each row's output (rows, C, m), for m from
+        1 to the longest phrase, and where units are subwords, begin a word."""
+        most = self.cols.shape[2]
+        m = torch.arange(1, most + 1, device=self.cols.device)
+        j = torch.arange(most, device=self.cols.device)
+        at = (most + 1 - m).unsqueeze(1) + j  # (m, j): where the phrase's j-th unit would be in the tail
+        counts = j < (m - 1).unsqueeze(1)
+        window = self.tail[:, at.clamp(max=most - 1)]  # (rows, m, j)
+        begun = ((window.unsqueeze(1) == self.cols.unsqueeze(2)) | ~counts).all(3)
+        if self.closes is not None and self.opens is not None:  # the unit before the run ends a word
+            before = self.tail[:, most - m]  # (rows, m)
+            opens = self.opens[self.cols[:, :, 0].clamp(min=0)].unsqueeze(2)  # or the phrase's first begins one
+            begun &= ((before < 0) | self.closes[before.clamp(min=0)]).unsqueeze(1) | opens
+        return begun
 
     def _open(self, held: torch.Tensor) -> torch.Tensor:
         """The phrases (…, C) that may be matched given those ``held``: every one, or when they
