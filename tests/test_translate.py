@@ -798,3 +798,21 @@ def test_score_under_a_model_warns_of_files_named_as_the_other_direction(overfit
     )
     assert r.exit_code == 0, r.output
     assert "src.fr is named as fr text, but" in r.stderr and "hyp.en is named as en text, but" in r.stderr
+
+
+
+def test_a_checkpoint_whose_pickle_is_cut_short_inside_a_whole_archive_is_refused(overfit, tmp_path):
+    """The archive whole and its checksums right, but its pickle cut short (written again so):
+    torch's reader raised struct.error, which came out as a traceback."""
+    import zipfile
+
+    (tmp_path / "in.en").write_text(EN[0] + "\n")
+    for share in (0.02, 0.05, 0.2, 0.5, 0.8):  # cut within a record's header, within its values, ...
+        with zipfile.ZipFile(ckpt(overfit)) as good, zipfile.ZipFile(tmp_path / "cut.pt", "w") as cut:
+            for item in good.infolist():
+                data = good.read(item)
+                cut.writestr(item, data[: int(len(data) * share)] if item.filename.endswith("data.pkl") else data)
+        for args in (("translate", "-m", tmp_path / "cut.pt", tmp_path / "in.en"), ("info", tmp_path / "cut.pt")):
+            r = invoke(*args)
+            assert r.exit_code == 2 and "truncated or corrupt checkpoint" in r.output, (share, r.output)
+            assert len(r.output.strip().splitlines()) == 1

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import pickle
+import struct
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -305,16 +306,33 @@ def _read(path: Path, lazy: bool = True) -> dict[str, Any]:
         named = next(
             (line.split("error: ", 1)[1] for line in said if line.startswith("WeightsUnpickler error: ")), said[0]
         )
-        named = named.split(" was not an allowed global")[0][:120]
+        if "global" not in named:  # not an object refused: bytes no pickle writes (a damaged record)
+            raise DamagedCheckpoint(f"{path}: truncated or corrupt checkpoint ({_short(named)})") from None
+        named = named.split(" was not an allowed global")[0]
         raise FormatError(
-            f"{path}: refused, the checkpoint holds objects other than tensors and plain values ({named})"
+            f"{path}: refused, the checkpoint holds objects other than tensors and plain values ({_short(named)})"
         ) from None
-    except (RuntimeError, EOFError, zipfile.BadZipFile, OSError, ValueError, KeyError) as err:
+    except (
+        RuntimeError,
+        EOFError,
+        zipfile.BadZipFile,
+        OSError,
+        ValueError,
+        KeyError,
+        IndexError,
+        TypeError,
+        struct.error,  # a record cut short within the archive, its checksum made anew
+    ) as err:
         reason = str(err).splitlines()[0][:120] if str(err) else type(err).__name__
         raise DamagedCheckpoint(f"{path}: truncated or corrupt checkpoint ({reason})") from None
     if not isinstance(raw, dict) or raw.get("format") != FORMAT:
         raise FormatError(f"{path}: not an nmtkit checkpoint")
     return raw
+
+
+def _short(said: str, most: int = 120) -> str:
+    """``said`` cut at a word's end within ``most`` characters."""
+    return said if len(said) <= most else said[:most].rsplit(" ", 1)[0] + " …"
 
 
 def _check_sums(path: Path) -> None:
