@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -275,3 +276,22 @@ def test_an_old_spelling_of_a_key_works_and_says_it_is_deprecated(tmp_path):
         r.stderr
     )
     assert "\nmax-output-ratio: 1.5\n" in r.stdout and "'beam'" not in r.stderr
+
+
+def test_a_number_a_file_gives_an_option_of_text_is_the_text_it_is_written_as(tmp_path, monkeypatch):
+    """``ref: 3`` was file descriptor 3 to click, and ``model: 5`` a TypeError."""
+    monkeypatch.chdir(tmp_path)
+    Path("3").write_text("a b c\n", encoding="utf-8")
+    Path("h.txt").write_text("a b c\n", encoding="utf-8")
+    Path("c.yaml").write_text("ref: 3\n", encoding="utf-8")
+    r = invoke("score", "h.txt", "--config", "c.yaml", "--output-format", "json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["systems"][0]["chrf"] == 100  # the file named 3, read
+    for text, *args in (("metrics: 5", "score", "h.txt", "-r", "h.txt"), ("model: 5", "translate", "h.txt")):
+        Path("c.yaml").write_text(text + "\n", encoding="utf-8")
+        r = invoke(*args, "--config", "c.yaml")
+        assert r.exit_code == 2 and "Traceback" not in r.output, (command, r.output)
+        assert len(r.output.strip().splitlines()) == 1 and "5" in r.output, r.output
+    Path("c.yaml").write_text("data: 5\nsave-dir: 6\n", encoding="utf-8")
+    r = invoke("train", "--config", "c.yaml")
+    assert r.exit_code == 2 and "5: no such corpus directory" in r.output, r.output

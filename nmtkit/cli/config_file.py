@@ -120,6 +120,7 @@ def read_config(
         for one in value if many else [value]:
             if why := _unfit(param, one):
                 raise click.BadParameter(f"{path}: '{key}': {why}")
+        value = [_text(param, v) for v in value] if many else _text(param, value)
         values[name], spelt[name] = value, str(key)
     ctx.default_map = {**(ctx.default_map or {}), **values}
 
@@ -171,6 +172,13 @@ def _unfit(param: click.Parameter, value: Any) -> str | None:
     if isinstance(param.type, click.types.IntParamType) and isinstance(value, float):
         return f"a whole number, not {value}"
     return None
+
+
+def _text(param: click.Parameter, value: Any) -> Any:
+    """A number the file gives an option of text (a path, a name, a choice) as the text it is
+    written as: ``save-dir: 2024`` names the directory 2024 (and ``ref: 3`` no descriptor)."""
+    numeric = isinstance(param.type, (click.types.IntParamType, click.types.FloatParamType))
+    return str(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and not numeric else value
 
 
 def _no_value_of_an_option(value: Any) -> str:
