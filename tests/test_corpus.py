@@ -99,6 +99,36 @@ def test_truncated_index_is_refused(raw, tmp_path):
         corpus.split("train")
 
 
+def test_an_index_that_does_not_rise_and_an_id_past_the_vocabulary_are_refused(raw, tmp_path):
+    """Both were read as they were: a split of one sentence fewer, or an IndexError in training."""
+    _, _, corpus = make_corpus(raw, tmp_path)
+    idx = corpus.path / "valid.fr.idx"
+    good = np.fromfile(idx, dtype=np.int64)
+    damaged = good.copy()
+    damaged[1], damaged[2] = damaged[2], damaged[1]  # the same size, the same last offset
+    damaged.tofile(idx)
+    with pytest.raises(FormatError, match="valid.fr.idx: its offsets do not rise from 0"):
+        Corpus(corpus.path).split("valid")
+    good.tofile(idx)
+    bin_path = corpus.path / "train.en.bin"
+    ids = np.fromfile(bin_path, dtype=corpus.dtype)
+    ids[3] = corpus.manifest.vocab["en"].size
+    ids.tofile(bin_path)
+    size = corpus.manifest.vocab["en"].size
+    with pytest.raises(FormatError, match=f"train.en.bin: holds id {size}, where its vocabulary has {size}"):
+        Corpus(corpus.path).check()
+
+
+def test_a_manifest_field_of_the_wrong_type_is_refused_by_name(raw, tmp_path):
+    _, _, corpus = make_corpus(raw, tmp_path)
+    path = corpus.path / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest["splits"]["train"]["sentences"] = "many"
+    path.write_text(json.dumps(manifest))
+    with pytest.raises(FormatError, match="field 'sentences' is 'many', not a whole number"):
+        Corpus(corpus.path)
+
+
 def test_corpus_refuses_other_vocabulary(raw, tmp_path):
     _, _, corpus = make_corpus(raw, tmp_path)
     corpus.check_vocab({"en": corpus.manifest.vocab["en"].sha256}, "the model")

@@ -76,6 +76,14 @@ class TokenArray:
         # np.memmap refuses empty files; an all-empty split is legal.
         self.ids = np.memmap(bin_path, dtype=dtype, mode="r") if n_ids else np.zeros(0, dtype)
         self.sizes = np.diff(self.offsets)
+        if self.offsets[0] != 0 or (len(self.sizes) and self.sizes.min() < 0):
+            raise FormatError(f"{idx_path}: its offsets do not rise from 0 (a damaged index)")
+        self.path = bin_path
+
+    def check_ids(self, size: int) -> None:
+        """:class:`FormatError` for an id of a vocabulary of ``size`` entries that it lacks."""
+        if len(self.ids) and (top := int(self.ids.max())) >= size:
+            raise FormatError(f"{self.path}: holds id {top:,}, where its vocabulary has {size:,} (a damaged corpus)")
 
     def __len__(self) -> int:
         return len(self.sizes)
@@ -117,6 +125,7 @@ class Corpus:
         self.manifest = read_manifest(self.path)
         self.src_lang, self.tgt_lang = self.manifest.src_lang, self.manifest.tgt_lang
         self.dtype = np.dtype(self.manifest.dtype)
+        self._checked: set[str] = set()  # the splits whose ids are known to be within the vocabularies
 
     @property
     def splits(self) -> list[str]:
@@ -170,6 +179,10 @@ class Corpus:
         n = self.manifest.splits[name].sentences
         src = TokenArray(self.path / f"{name}.{self.src_lang}", self.dtype, n)
         tgt = TokenArray(self.path / f"{name}.{self.tgt_lang}", self.dtype, n)
+        if name not in self._checked:  # one pass over the ids, once: an id past the vocabulary fails far later
+            src.check_ids(self.manifest.vocab[self.src_lang].size)
+            tgt.check_ids(self.manifest.vocab[self.tgt_lang].size)
+            self._checked.add(name)
         return src, tgt
 
     def links(self, name: str) -> TokenArray | None:

@@ -162,6 +162,10 @@ def _build(cls: type[T], raw: Any, where: str, **convert: Any) -> T:
     declared = fields(cls)  # type: ignore[arg-type]   # a dataclass, as every caller's
     known = {f.name for f in declared}
     values = {k: convert[k](v) if k in convert else v for k, v in raw.items() if k in known}
+    for f in declared:
+        kind = str(f.type).removesuffix(" | None")
+        if f.name in values and kind in _PLAIN and not _is(values[f.name], kind, str(f.type).endswith("None")):
+            raise FormatError(f"{where}: field '{f.name}' is {values[f.name]!r}, not {_PLAIN[kind]}")
     try:
         return cls(**values)
     except TypeError:
@@ -169,6 +173,17 @@ def _build(cls: type[T], raw: Any, where: str, **convert: Any) -> T:
             f.name for f in declared if f.name not in values and f.default is MISSING and f.default_factory is MISSING
         ]
         raise FormatError(f"{where}: missing field '{missing[0] if missing else '?'}'") from None
+
+
+_PLAIN = {"int": "a whole number", "str": "text", "bool": "true or false"}  # the fields' types a file may get wrong
+
+
+def _is(value: Any, kind: str, optional: bool) -> bool:
+    if value is None:
+        return optional
+    if kind == "bool":
+        return isinstance(value, bool)
+    return isinstance(value, int if kind == "int" else str) and not isinstance(value, bool)
 
 
 def _each(cls: type[T], raw: Any, where: str) -> dict[str, T]:
