@@ -156,10 +156,20 @@ def test_info_reads_a_run_killed_while_it_logged_and_refuses_a_damaged_log(overf
     (run / "metrics.jsonl").write_bytes(log + b'{"step": 260, "epo')
     torn = json.loads(invoke("info", run, "--output-format", "json").stdout)
     assert torn["updates"] == 250
-    for damage, said in ((b'{"step": 260, "epo\n', "line"), (b"[1, 2]\n", "line"), (b"\xff\xfe\n", "UTF-8")):
+    for damage, said in (
+        (b'{"step": 260, "epo\n', "line"),
+        (b"[1, 2]\n", "line"),
+        (b"\xff\xfe\n", "UTF-8"),
+        (b'{"step": 1, "tgt_tokens_per_s": "fast"}\n', "line 1 is not a line of a training log"),
+    ):
         (run / "metrics.jsonl").write_bytes(damage + log)
         r = invoke("info", run)
         assert r.exit_code == 2 and said in r.output and r.output.count("\n") == 1, r.output
+    (run / "metrics.jsonl").write_bytes(log)
+    for machine in (b"", b'{"cpu": "x", "cor', b'{"machine": 5}', b"\xff"):
+        (run / "machine.json").write_bytes(machine)
+        r = invoke("info", run)
+        assert r.exit_code == 2 and "machine.json: not the record of a machine" in r.output, r.output
 
 
 @pytest.mark.parametrize("damage", [b'{"step": 3, "se', b"\xff\xfe", b"[1, 2]", b'{"seconds": 1.0}'])

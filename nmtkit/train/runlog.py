@@ -29,7 +29,14 @@ def _entry(line: str) -> dict[str, Any] | None:
         entry = json.loads(line)
     except json.JSONDecodeError:
         return None
-    return entry if isinstance(entry, dict) and isinstance(entry.get("step"), int) else None
+    if not isinstance(entry, dict) or not isinstance(entry.get("step"), int):
+        return None
+    # every figure a number (or null): a log line is read as figures, summed and compared
+    return (
+        entry
+        if all(v is None or (isinstance(v, int | float) and not isinstance(v, bool)) for v in entry.values())
+        else None
+    )
 
 
 def entries(save_dir: str | Path) -> list[dict[str, Any]]:
@@ -75,6 +82,17 @@ def open_log(save_dir: str | Path, step: int) -> None:
         fh.write("".join(line + "\n" for line in keep))
 
 
+def _machine(path: Path) -> dict[str, Any]:
+    """The machine a run recorded, or :class:`UserError` for a file nmtkit train did not write."""
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        found = None
+    if not isinstance(found, dict) or not all(k in found for k in ("cpu", "cores", "torch")):
+        raise UserError(f"{path}: not the record of a machine that nmtkit train wrote")
+    return found
+
+
 @dataclass
 class RunLog:
     windows: list[dict[str, Any]] = field(default_factory=list)
@@ -98,7 +116,7 @@ class RunLog:
         for v in log.validations:  # a validation follows the log line of its own update
             v["seconds"] = seconds.get(v["step"], float("nan"))
         if (Path(save_dir) / MACHINE).exists():
-            log.machine = json.loads((Path(save_dir) / MACHINE).read_text())
+            log.machine = _machine(Path(save_dir) / MACHINE)
         return log
 
     @property
