@@ -217,7 +217,7 @@ def test_a_toml_time_and_an_empty_dump_name_are_one_line(tmp_path):
     r = invoke("translate", "-m", "x.pt", "--config", tmp_path / "c.toml")
     assert r.exit_code == 2 and "'beam': a date or time (07:32:00)" in r.output
     r = invoke("serve", "-m", "x.pt", "--dump-config", "")
-    assert r.exit_code == 2 and "'--dump-config': an empty name: give a file, or '-' for stdout" in r.output
+    assert r.exit_code == 2 and "'--dump-config': '' names nothing: give a file's name, or '-' for stdout" in r.output
 
 
 def test_a_missing_config_is_one_line(tmp_path):
@@ -290,7 +290,7 @@ def test_a_number_a_file_gives_an_option_of_text_is_the_text_it_is_written_as(tm
     for text, *args in (("metrics: 5", "score", "h.txt", "-r", "h.txt"), ("model: 5", "translate", "h.txt")):
         Path("c.yaml").write_text(text + "\n", encoding="utf-8")
         r = invoke(*args, "--config", "c.yaml")
-        assert r.exit_code == 2 and "Traceback" not in r.output, (command, r.output)
+        assert r.exit_code == 2 and "Traceback" not in r.output, (args, r.output)
         assert len(r.output.strip().splitlines()) == 1 and "5" in r.output, r.output
     Path("c.yaml").write_text("data: 5\nsave-dir: 6\n", encoding="utf-8")
     r = invoke("train", "--config", "c.yaml")

@@ -119,3 +119,19 @@ def test_an_alignment_file_without_sentences_says_so(tmp_path):
 
     (tmp_path / "a.json").write_text(json.dumps({"format": ALIGNMENT_FORMAT}) + "\n", encoding="utf-8")
     refused(invoke("align-plot", tmp_path / "a.json", "-n", 1, "-o", tmp_path / "a.png"), "it holds no sentence")
+
+
+def test_a_files_name_that_ends_in_a_slash_or_is_empty_is_refused(overfit, tmp_path, monkeypatch):
+    """``-o out/`` wrote a file named out, and ``-o ''`` wrote to stdout: both exited 0."""
+    monkeypatch.chdir(tmp_path)
+    model = overfit / "run" / "last.pt"
+    (tmp_path / "s.en").write_text(EN[0] + "\n", encoding="utf-8")
+    for args in (
+        ["translate", "-m", model, "s.en", "-o"],
+        ["translate", "-m", model, "s.en", "--alignments"],
+        ["average", model, model, "-o"],
+        ["rerank", "s.en", "-o"],
+    ):
+        refused(invoke(*args, "out/"), "'out/' names a directory: give a file's name")
+        refused(invoke(*args, ""), "'' names nothing: give a file's name")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.en"]

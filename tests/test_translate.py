@@ -800,7 +800,6 @@ def test_score_under_a_model_warns_of_files_named_as_the_other_direction(overfit
     assert "src.fr is named as fr text, but" in r.stderr and "hyp.en is named as en text, but" in r.stderr
 
 
-
 def test_a_checkpoint_whose_pickle_is_cut_short_inside_a_whole_archive_is_refused(overfit, tmp_path):
     """The archive whole and its checksums right, but its pickle cut short (written again so):
     torch's reader raised struct.error, which came out as a traceback."""

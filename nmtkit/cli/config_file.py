@@ -23,7 +23,7 @@ import click
 
 from ..core.errors import UserError
 from ..core.files import atomic_write
-from .options import refuse_two_spellings
+from .options import FilePath, refuse_two_spellings
 
 _YAML = (".yaml", ".yml")
 
@@ -276,12 +276,6 @@ def _refuse_replacing_other_than_a_dump(path: str) -> None:
         raise UserError(f"--dump-config {path}: is a file --dump-config did not write: give another name, or remove it")
 
 
-def _dump_path(_ctx: click.Context, _param: click.Parameter, path: str | None) -> str | None:
-    if path == "":
-        raise click.BadParameter("an empty name: give a file, or '-' for stdout")
-    return path
-
-
 def config_options(
     fills: Fills | None = None, command_line_only: tuple[str, ...] = ()
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -304,15 +298,14 @@ def _config_options(
 
     run = click.option(
         "--dump-config",
-        type=click.Path(dir_okay=False, allow_dash=True),
+        type=FilePath(allow_dash=True),
         default=None,
-        callback=_dump_path,
         help="Write the effective options (this command line over --config) to FILE and stop: YAML, "
         "or TOML for a .toml name; '-': YAML on stdout.",
     )(run)
     return click.option(
         "--config",
-        type=click.Path(dir_okay=False),
+        type=FilePath(),
         is_eager=True,
         expose_value=False,
         callback=functools.partial(read_config, command_line_only=command_line_only),

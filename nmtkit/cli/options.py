@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -191,9 +192,7 @@ def link_config(values: dict[str, Any], model_paths: tuple[str, ...]) -> LinkCon
 
 def models(help: str) -> Decorator:
     """``-m/--model CKPT``, required and repeatable (an ensemble), on every command that runs a model."""
-    return click.option(
-        "-m", "--model", "model_paths", required=True, multiple=True, type=click.Path(dir_okay=False), help=help
-    )
+    return click.option("-m", "--model", "model_paths", required=True, multiple=True, type=FilePath(), help=help)
 
 
 def data(help: str, **extra: Any) -> Decorator:
@@ -294,11 +293,28 @@ inference_runtime = options(runtime, option(RuntimeConfig, "int8"))
 # the same, with the BLAS of the loss's widest product: for train, the one command that runs the loss
 train_runtime = options(runtime, option(RuntimeConfig, "logits_blas"))
 
+
+class FilePath(click.Path):
+    """A file's path, not a directory's: an empty name and one that ends in "/" are refused, where
+    a file of the directory's name would be written (or the empty name taken for stdout)."""
+
+    def __init__(self, **kwargs: Any):
+        super().__init__(dir_okay=False, **kwargs)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and (not value or value.endswith(("/", os.sep))):
+            dash = ", or '-' for stdout" if self.allow_dash else ""
+            self.fail(
+                f"{value!r} names {'nothing' if not value else 'a directory'}: give a file's name{dash}", param, ctx
+            )
+        return super().convert(value, param, ctx)
+
+
 # a command's results: stdout, or a file written whole or not at all
 output = click.option(
     "-o",
     "--output",
-    type=click.Path(dir_okay=False, allow_dash=True),
+    type=FilePath(allow_dash=True),
     help="Write here (atomically) [default: stdout].",
 )
 

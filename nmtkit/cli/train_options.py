@@ -9,7 +9,7 @@ import click
 from ..core.settings import declared_names
 from ..models.config import ARCH_HELP, ARCHS, DEFAULT_ARCH, DEFAULT_PRESET, MODEL_PRESETS, every_model_flag
 from ..train.config import DEFAULT_SCHEDULE, SCHEDULES, TrainConfig
-from .options import option, options
+from .options import FilePath, option, options
 
 model = options(
     click.option("--arch", type=click.Choice(ARCHS), default=DEFAULT_ARCH, show_default=True, help=ARCH_HELP),
@@ -106,7 +106,7 @@ run = options(
     option(TrainConfig, "seed"),
     click.option(
         "--init-from",
-        type=click.Path(dir_okay=False),
+        type=FilePath(),
         help="Start from this checkpoint's weights with a fresh optimizer (fine-tuning): its model (model "
         "flags given must describe it; --dropout and --weight-drop may differ), its vocabularies. Ignored "
         "when SAVE_DIR/last.pt exists (that run resumes).",

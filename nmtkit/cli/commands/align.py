@@ -24,11 +24,9 @@ Both directions' models, their links combined:
     "(their links combined by --combine)."
 )
 @config_options()
-@click.option("--source", required=True, type=click.Path(dir_okay=False), help="Source sentences, one a line.")
-@click.option("--target", required=True, type=click.Path(dir_okay=False), help="Their translations, one a line.")
-@click.option(
-    "-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), help="Pharaoh file [default: stdout]."
-)
+@click.option("--source", required=True, type=options.FilePath(), help="Source sentences, one a line.")
+@click.option("--target", required=True, type=options.FilePath(), help="Their translations, one a line.")
+@click.option("-o", "--output", type=options.FilePath(allow_dash=True), help="Pharaoh file [default: stdout].")
 @click.option("--tokenized", is_flag=True, help="The files are Moses tokens (the links count them as they are).")
 @options.links
 @options.workers

@@ -32,7 +32,7 @@ Examples:
     "-o",
     "--output",
     required=True,
-    type=click.Path(dir_okay=False),
+    type=options.FilePath(),
     help="Picture (.png/.svg/.pdf); several sentences get -LINE before the suffix.",
 )
 @click.option(
@@ -40,17 +40,17 @@ Examples:
     "--model",
     "model_paths",
     multiple=True,
-    type=click.Path(dir_okay=False),
+    type=options.FilePath(),
     help="Instead of an alignment file: force this checkpoint on --source/--target pairs.",
 )
 @click.option(
     "--source",
-    type=click.Path(dir_okay=False),
+    type=options.FilePath(),
     help="With -m: source lines. With a Pharaoh file: its source side, in Moses tokens.",
 )
 @click.option(
     "--target",
-    type=click.Path(dir_okay=False),
+    type=options.FilePath(),
     help="With -m: their reference translations. With a Pharaoh file: its target side, in Moses tokens.",
 )
 @click.option("--tokenized", is_flag=True, help="With -m: the lines are Moses tokens.")

@@ -18,7 +18,7 @@ Example (the last five validations of a run trained with --keep-last 5, or more)
   nmtkit average runs/x --last 5 -o runs/x/avg.pt""",
 )
 @click.argument("model_paths", metavar="CKPT|RUN_DIR...", nargs=-1, required=True, type=click.Path())
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="The averaged checkpoint.")
+@click.option("-o", "--output", required=True, type=options.FilePath(), help="The averaged checkpoint.")
 @click.option(
     "--last",
     type=click.IntRange(min=2),

@@ -17,11 +17,11 @@ Examples:
   nmtkit lexicon runs/old/best.pt --data data-bin                 # add one to a checkpoint, in place
   nmtkit lexicon best.pt --data data-bin --frequent 2000 --per-source 100 -o best-wide.pt""",
 )
-@click.argument("model_path", metavar="CKPT", type=click.Path(dir_okay=False))
+@click.argument("model_path", metavar="CKPT", type=options.FilePath())
 @options.data("The binarized corpus the model was trained on (same vocabularies).", required=True)
 @options.option(LexiconConfig, "frequent")
 @options.option(LexiconConfig, "per_source")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here [default: CKPT itself].")
+@click.option("-o", "--output", type=options.FilePath(), help="Write here [default: CKPT itself].")
 @options.verbosity
 def lexicon(model_path: str, data_bin: str, frequent: int, per_source: int, output: str | None) -> None:
     """Build the candidate lists of translate --shortlist from a corpus and store them in a checkpoint

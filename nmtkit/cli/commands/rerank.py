@@ -23,13 +23,13 @@ Examples (the weights tuned on dev's lists, then test's reranked with them):
   nmtkit rescore -m fr-en.pt --backward --source test.en --nbest-list test.nbest --nbest-feature channel > test.ch
   nmtkit rerank test.ch --weights "F0= 1 channel= 0.3 words= 0.5" > test.hyp.fr""",
 )
-@click.argument("nbest_list", metavar="NBEST_LIST", type=click.Path(dir_okay=False, allow_dash=True))
+@click.argument("nbest_list", metavar="NBEST_LIST", type=options.FilePath(allow_dash=True))
 @config_options()
 @click.option(
     "--tune",
     "tune_on",
     metavar="REFERENCES",
-    type=click.Path(dir_okay=False, allow_dash=True),
+    type=options.FilePath(allow_dash=True),
     help="Instead of reranking, write the weights that rerank the lists to the best BLEU against these "
     "references (a line per source line), found on a grid: every point where the tuned weights are few, "
     "else one weight at a time from several starts.",

@@ -23,17 +23,15 @@ Examples:
 )
 @options.models("Checkpoint; repeat for an ensemble (of one direction).")
 @config_options()
-@click.option(
-    "--source", required=True, type=click.Path(dir_okay=False, allow_dash=True), help="Source sentences, one a line."
-)
+@click.option("--source", required=True, type=options.FilePath(allow_dash=True), help="Source sentences, one a line.")
 @click.option(
     "--target",
-    type=click.Path(dir_okay=False, allow_dash=True),
+    type=options.FilePath(allow_dash=True),
     help="Their translations, one a line: a score a line is written.",
 )
 @click.option(
     "--nbest-list",
-    type=click.Path(dir_okay=False, allow_dash=True),
+    type=options.FilePath(allow_dash=True),
     help="Instead of --target, Moses n-best lines ('i ||| text ||| features ||| score', i a line of --source "
     "from 0, as translate --nbest writes): each line is written with its score added to its features.",
 )

@@ -81,7 +81,7 @@ _by_length = options.options(
         help="Words per length bucket.",
     ),
     click.option(
-        "--plot", "plot_path", type=click.Path(dir_okay=False), help="With --by-length: draw it here (.png/.svg/.pdf)."
+        "--plot", "plot_path", type=options.FilePath(), help="With --by-length: draw it here (.png/.svg/.pdf)."
     ),
 )
 
@@ -92,7 +92,7 @@ _model_nll = options.options(
         "--model",
         "model_paths",
         multiple=True,
-        type=click.Path(dir_okay=False),
+        type=options.FilePath(),
         help="Checkpoint: the hypotheses' NLL given --source (per sentence and per word), beside their scores "
         "against -r; or --data's split's.",
     ),
@@ -120,14 +120,12 @@ Examples:
     "--ref",
     "refs",
     multiple=True,
-    type=click.Path(dir_okay=False, allow_dash=True),
+    type=options.FilePath(allow_dash=True),
     help="Reference file; repeat for several references.",
 )
 @click.option("--name", "names", multiple=True, help="A name per hypothesis file, for tables and plots.")
-@click.option(
-    "--source", type=click.Path(dir_okay=False), help="The source text (for --by-length, --no-unk-vocab and -m)."
-)
-@options.renamed("-s", "--source", "source", type=click.Path(dir_okay=False))
+@click.option("--source", type=options.FilePath(), help="The source text (for --by-length, --no-unk-vocab and -m).")
+@options.renamed("-s", "--source", "source", type=options.FilePath())
 @click.option("--tokenized", is_flag=True, help="Files are Moses tokens: bleu-tok scores them as they are (tok:none).")
 @click.option("-l", "--lang", help="Target language for tokenized BLEU [default: the reference's suffix, test.fr: fr].")
 @click.option(

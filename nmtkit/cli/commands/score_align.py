@@ -18,12 +18,12 @@ Example:
   nmtkit align -m best.pt --source test.en --target test.fr -o test.links
   nmtkit score-align test.links -g gold.links""",
 )
-@click.argument("hypothesis", type=click.Path(dir_okay=False, allow_dash=True))
+@click.argument("hypothesis", type=options.FilePath(allow_dash=True))
 @click.option(
     "-g",
     "--gold",
     required=True,
-    type=click.Path(dir_okay=False),
+    type=options.FilePath(),
     help="Gold alignments: per line, sure links i-j and possible links i?j (from 0).",
 )
 @options.json_output

@@ -43,7 +43,7 @@ Examples:
 @options.option(TranslateOptions, "shortlist")
 @click.option(
     "--glossary",
-    type=click.Path(dir_okay=False),
+    type=options.FilePath(),
     help="Terms and their translations, 'source term<TAB>target term' lines: each translation whose sentence "
     "holds a source term (as whole words) holds its translation, as translate --glossary.",
 )

@@ -25,7 +25,7 @@ Examples:
 @click.option("-l", "--lang", required=True, help="Language code of the text.")
 @click.argument("input", default="-")
 @config_options()
-@click.option("--bpe-codes", type=click.Path(dir_okay=False), help="Apply these BPE codes too.")
+@click.option("--bpe-codes", type=options.FilePath(), help="Apply these BPE codes too.")
 @options.text
 @options.workers
 @options.verbosity

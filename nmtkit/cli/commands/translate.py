@@ -16,13 +16,13 @@ from ..config_file import config_options
 _outputs = options.options(
     click.option(
         "--alignments",
-        type=click.Path(dir_okay=False),
+        type=options.FilePath(),
         help="Also write each output's attention matrix with its tokens (JSON lines, for align-plot).",
     ),
     click.option(
         "--print-alignment",
         "pharaoh_path",
-        type=click.Path(dir_okay=False),
+        type=options.FilePath(),
         help="Also write hard word alignments, one line per input line, as Pharaoh 'i-j' pairs (source "
         "word i, target word j, from 0; Moses tokens after BPE is undone), from the attention; with "
         "models of the other direction too, both directions' links combined (--combine).",
@@ -41,21 +41,21 @@ _decoding = options.options(
     options.sampling,
     click.option(
         "--prefix",
-        type=click.Path(dir_okay=False),
+        type=options.FilePath(),
         help="Force the first target words: FILE has a line per input line, raw target text (Moses "
         "tokens with --tokenized) that each output starts with, the search going on after it; an "
         "empty line forces nothing.",
     ),
     click.option(
         "--constraints",
-        type=click.Path(dir_okay=False),
+        type=options.FilePath(),
         help="Phrases each output must hold (lexically constrained beam search, Post & Vilar 2018): FILE has "
         "a line per input line, its phrases of raw target text separated by tabs, in any order; an empty "
         "line constrains nothing.",
     ),
     click.option(
         "--glossary",
-        type=click.Path(dir_okay=False),
+        type=options.FilePath(),
         help="Terms and their translations: FILE has 'source term<TAB>target term' lines; each output whose "
         "input holds a source term (as whole words) holds its translation, as a constraint (see --constraints).",
     ),
@@ -84,7 +84,7 @@ Examples:
 @click.option(
     "-o",
     "--output",
-    type=click.Path(dir_okay=False, allow_dash=True),
+    type=options.FilePath(allow_dash=True),
     help="Write here (atomically) instead of stdout ('-': stdout).",
 )
 @options.search
@@ -92,7 +92,7 @@ Examples:
 @options.option(TranslateOptions, "replace_unk")
 @click.option(
     "--unk-dict",
-    type=click.Path(dir_okay=False),
+    type=options.FilePath(),
     help="With --replace-unk: 'source target' lines to translate the copied word (a third column, a number, "
     "is allowed and not read).",
 )
