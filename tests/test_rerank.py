@@ -117,6 +117,7 @@ def test_tuning_beyond_the_whole_grid_goes_one_weight_at_a_time_and_reaches_the_
         (["0 ||| a ||| F0= nan ||| -1"], [], "line 1: 'nan' is not a finite number (the feature F0=)"),
         (["0 ||| a b |||  ||| -1", "0 ||| a |||  ||| -1"], [], "have no features: nothing to rank them by"),
         (["3 ||| a ||| F0= -1 ||| -1"], ["--tune", "REFS"], "refs has 2 lines"),
+        (["0 ||| a ||| F0= -1 ||| -1"], ["--tune", "REFS"], "its last lines are of source line 0 (from 0), but "),
     ],
 )
 def test_mistakes_are_refused_in_one_line_and_nothing_is_written(tmp_path, lines, args, says):
