@@ -239,3 +239,10 @@ def test_vocab_meta_is_typed_and_versioned_and_reads_files_without_a_format(raw,
     path.write_text(json.dumps({**on_disk, "format": "nmtkit-vocab", "version": 2}))
     with pytest.raises(FormatError, match="format version 2"):
         read_vocab_meta(tmp_path / "vocab")
+
+
+def test_a_vocabulary_of_one_language_on_both_sides_is_refused_as_preprocess_refuses_it(raw, tmp_path):
+    make_corpus(raw, tmp_path)
+    with pytest.raises(UserError, match="source and target language are both 'en'"):
+        build_vocab(tmp_path / "clean" / "train", ("en", "en"), tmp_path / "v2", VocabConfig())
+    assert not (tmp_path / "v2").exists()

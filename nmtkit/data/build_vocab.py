@@ -22,6 +22,7 @@ from ..core.errors import UserError
 from ..core.files import Staging, check_parallel, read_lines
 from ..text.bpe import Segmenter, learn_codes, learn_sentencepiece
 from ..text.preprocess import read_report, text_fingerprint
+from ..text.settings import check_languages
 from .manifest import VOCAB_META, VocabMeta, write_vocab_meta
 from .settings import VocabConfig
 from .vocab import SPECIALS, Vocab
@@ -50,6 +51,7 @@ def build_vocab(
 ) -> VocabMeta:
     """Count ``prefix.<lang>`` (clean tokenized text from ``preprocess``) and write a vocabulary
     directory; ``typed``: the settings the caller gave, refused where idle even at their defaults."""
+    check_languages(*langs)
     settings = read_report(
         prefix.parent, "build-vocab reads text written by 'nmtkit preprocess', which records how it was tokenized"
     )

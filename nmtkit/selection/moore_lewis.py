@@ -35,7 +35,7 @@ from ..core.console import log, progress
 from ..core.errors import UserError
 from ..core.files import Staging, decode_line, open_binary, refuse_overwriting
 from ..core.parallel import Workers
-from ..text.settings import check_language
+from ..text.settings import check_languages
 from .ngram import NgramLM, SelectionVocab, words_of
 from .settings import COUNT_UNITS, SelectConfig
 
@@ -315,10 +315,7 @@ def select(
     workers: int,
 ) -> dict[str, Any]:
     """Write ``out_dir/train.{src,tgt}`` (the kept pairs in input order) and ``select.json``."""
-    for lang in langs:
-        check_language(lang)
-    if langs[0] == langs[1]:
-        raise UserError(f"source and target language are both '{langs[0]}'")
+    check_languages(*langs)
     _refuse_given_twice(in_domain, general)
     refuse_overwriting(
         [("-d", str(out_dir / f"train.{lang}")) for lang in langs],

@@ -26,7 +26,7 @@ from ..core.errors import FormatError, UserError
 from ..core.files import Staging, check_parallel, fingerprint, read_json, read_lines, refuse_overwriting, write_json
 from ..core.parallel import Workers, chunked
 from .pipeline import Preprocessor
-from .settings import FilterConfig, TextConfig
+from .settings import FilterConfig, TextConfig, check_languages
 
 SETTINGS_FILE = "preprocess.json"
 CHUNK = 2000
@@ -107,8 +107,7 @@ def preprocess_corpus(
     applied when binarizing, so that they travel with the vocabulary.
     """
     src_lang, tgt_lang = texts[0].lang, texts[1].lang
-    if src_lang == tgt_lang:
-        raise UserError(f"source and target language are both '{src_lang}'")
+    check_languages(src_lang, tgt_lang)
     counts = {name: check_parallel([Path(f"{p}.{src_lang}"), Path(f"{p}.{tgt_lang}")]) for name, p in splits.items()}
     langs = (src_lang, tgt_lang)
     refuse_overwriting(  # -d beside the raw text, same split names: the staged directory would replace it

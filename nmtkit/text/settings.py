@@ -23,6 +23,14 @@ def check_language(code: str) -> str:
     return code
 
 
+def check_languages(src: str, tgt: str) -> None:
+    """Each code checked (:func:`check_language`), and refused where the two sides are one."""
+    for code in (src, tgt):
+        check_language(code)
+    if src == tgt:
+        raise UserError(f"source and target language are both '{src}'")
+
+
 @dataclass(frozen=True)
 class TextConfig(Settings):
     """How one language's raw text becomes tokens (the order is the pipeline's).
