@@ -149,6 +149,10 @@ class _OneLine:
             return super().make_context(info_name, args, parent, **extra)  # type: ignore[misc,no-any-return]
         except BrokenPipeError:  # --help and --version write while the arguments are read
             raise _ClosedPipe() from None
+        except OSError as err:  # the same, to a full disk (a help longer than stdout's buffer)
+            if err.errno not in USER_PATH_ERRORS:
+                raise
+            raise _path_error(err) from None
         except click.UsageError as err:
             if err.ctx is None:  # click's parser gives none for an option without its value: name the command
                 err.ctx = click.Context(command, info_name=info_name, parent=parent)
