@@ -246,3 +246,5 @@ def test_a_vocabulary_of_one_language_on_both_sides_is_refused_as_preprocess_ref
     with pytest.raises(UserError, match="source and target language are both 'en'"):
         build_vocab(tmp_path / "clean" / "train", ("en", "en"), tmp_path / "v2", VocabConfig())
     assert not (tmp_path / "v2").exists()
+    with pytest.raises(UserError, match="nonexist.en: no such file"):  # not "preprocess.json: missing"
+        build_vocab(tmp_path / "nonexist", ("en", "fr"), tmp_path / "v2", VocabConfig())

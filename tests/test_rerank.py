@@ -117,6 +117,7 @@ def test_tuning_beyond_the_whole_grid_goes_one_weight_at_a_time_and_reaches_the_
         (["0 ||| a ||| F0= nan ||| -1"], [], "line 1: 'nan' is not a finite number (the feature F0=)"),
         (["0 ||| a b |||  ||| -1", "0 ||| a |||  ||| -1"], [], "have no features: nothing to rank them by"),
         (["3 ||| a ||| F0= -1 ||| -1"], ["--tune", "REFS"], "refs has 2 lines"),
+        (["0 ||| a ||| F0= -1 ||| -1"], ["--tune", "EMPTY"], "empty: is empty; give the references, a line each"),
         (["0 ||| a ||| F0= -1 ||| -1"], ["--tune", "REFS"], "its last lines are of source line 0 (from 0), but "),
     ],
 )
@@ -124,7 +125,9 @@ def test_mistakes_are_refused_in_one_line_and_nothing_is_written(tmp_path, lines
     nbest = write(tmp_path / "n.nbest", lines)
     refs = write(tmp_path / "refs", ["a", "b"])
     out = tmp_path / "out"
-    done = run("rerank", nbest, *[str(refs) if a == "REFS" else a for a in args], "-o", out)
+    empty = write(tmp_path / "empty", [])
+    given = {"REFS": str(refs), "EMPTY": str(empty)}
+    done = run("rerank", nbest, *[given.get(a, a) for a in args], "-o", out)
     assert done.exit_code == 2 and done.stderr.count("\n") == 1 and says in done.stderr, done.stderr
     assert not out.exists()
 

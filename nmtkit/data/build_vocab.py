@@ -52,6 +52,8 @@ def build_vocab(
     """Count ``prefix.<lang>`` (clean tokenized text from ``preprocess``) and write a vocabulary
     directory; ``typed``: the settings the caller gave, refused where idle even at their defaults."""
     check_languages(*langs)
+    paths = [Path(f"{prefix}.{lang}") for lang in langs]
+    lines = check_parallel(paths)  # first: a mistyped --train names its files, not preprocess.json
     settings = read_report(
         prefix.parent, "build-vocab reads text written by 'nmtkit preprocess', which records how it was tokenized"
     )
@@ -64,8 +66,6 @@ def build_vocab(
         raise UserError("--spm-size is the size of a SentencePiece model: add --spm unigram (or bpe)")
     if not (cfg.spm or cfg.bpe_merges) and cfg.joint_bpe != default.joint_bpe:
         raise UserError("--separate learns subword codes per language: add --bpe N or --spm, or leave it out")
-    paths = [Path(f"{prefix}.{lang}") for lang in langs]
-    lines = check_parallel(paths)
     with Staging(out_dir, owned=("*.codes", "vocab.*.txt")) as stage:  # a directory that cannot be, said at once
         meta = _build(prefix, langs, paths, lines, cfg, settings, stage)
         stage.commit()

@@ -206,6 +206,8 @@ def rerank_file(nbest: str, output: str | None = None, cfg: RerankConfig = Reran
     except ValueError as err:
         raise UserError(f"--weights '{cfg.weights}': {err}") from None
     references = list(read_lines(tune_on, allow_empty=True)) if tune_on else None
+    if references == []:
+        raise UserError(f"--tune {display_name(tune_on)}: is empty; give the references, a line each")
     lists = read_lists(nbest, None if references is None else len(references), tune_on)
     first, k = lists.layout[0]
     if references is None:
