@@ -158,3 +158,15 @@ def test_serve_holds_its_glossarys_terms_in_every_translation_whose_sentence_hol
         assert json.loads(_get(url + "/info")[1])["glossary"] is None
     with pytest.raises(UserError, match="no order"):
         ServerConfig(glossary=(("a", "b"),), search=SearchConfig(ordered_constraints=True)).check()
+
+
+def test_a_term_that_ends_in_a_stop_is_found_within_a_line_and_at_its_end(overfit):
+    """Moses splits the stop off a line's last word only: "etc." was found at a line's end alone."""
+    from nmtkit.translate.translator import Translator
+
+    sides = Translator.from_checkpoints(overfit / "run" / "last.pt", "cpu").sides
+    glossary = Glossary((("etc.", "la terre"), ("Mr. Smith", "Dieu")), sides)
+    assert glossary.size == 2
+    for line in ("the heaven, etc.", "the heaven etc. and the earth", "and Mr. Smith said"):
+        assert glossary.targets(sides.src.tokens(line)), (line, sides.src.tokens(line))
+    assert glossary.targets(sides.src.tokens("the heaven etc and the earth")) == []  # without its stop

@@ -54,18 +54,41 @@ class Glossary:
     def __init__(self, terms: Terms, sides: Sides, tokenized: bool = False, quiet: bool = False):
         self.by_first: dict[str, list[tuple[list[str], str]]] = {}
         self.left_out: list[str] = []  # the translations out of the vocabulary (logged unless quiet)
-        tgt = sides.tgt
+        tgt, self.kept = sides.tgt, []  # the source terms kept
+        self.marks = any(t.startswith(SPM_MARK) for t in sides.src.vocab.tokens)  # SentencePiece's ▁
         for source, target in terms:
             if UNK in tgt.ids(tgt.tokens(target, tokenized)):
                 self.left_out.append(target)
                 if not quiet:
                     log(f"glossary: {target!r} has a unit out of the target vocabulary: left out")
                 continue
-            units = sides.src.tokens(source, tokenized)
-            if units:
+            forms = self._forms(source, sides, tokenized)
+            for units in forms:
                 self.by_first.setdefault(units[0], []).append((units, target))
-        self.marks = any(t.startswith(SPM_MARK) for t in sides.src.vocab.tokens)  # SentencePiece's ▁
-        self.size = sum(map(len, self.by_first.values()))  # the terms kept
+            if forms:
+                self.kept.append(source)
+
+    @property
+    def size(self) -> int:
+        """The terms kept."""
+        return len(self.kept)
+
+    def _forms(self, source: str, sides: Sides, tokenized: bool) -> list[list[str]]:
+        """A term's units at a line's end and within a line, where they differ: Moses splits a
+        stop off a line's last word only ("etc." ends a line as "etc .", and stays "etc." before
+        a word)."""
+        last = sides.src.tokens(source, tokenized)
+        if tokenized or not last:
+            return [last] if last else []
+        within = sides.src.tokens(f"{source} x", tokenized)  # then a lowercase word, whatever its units
+        k = len(within) - 1
+        if self.marks:
+            k = max((i for i, u in enumerate(within) if u.startswith(SPM_MARK)), default=k)
+        else:
+            while k > 0 and within[k - 1].endswith(SEPARATOR):
+                k -= 1
+        within = within[:k]
+        return [last] if not within or within == last else [last, within]
 
     def before(self, other: Glossary | None) -> Glossary:
         """A glossary of these terms and ``other``'s, this one's translation kept for a term
@@ -77,7 +100,7 @@ class Glossary:
         for first, entries in self.by_first.items():
             own = [units for units, _ in entries]
             both.by_first[first] = entries + [e for e in both.by_first.get(first, []) if e[0] not in own]
-        both.size = sum(map(len, both.by_first.values()))
+        both.kept = self.kept + [t for t in other.kept if t not in self.kept]
         return both
 
     def targets(self, units: list[str]) -> list[str]:
