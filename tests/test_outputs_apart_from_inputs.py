@@ -135,3 +135,5 @@ def test_a_files_name_that_ends_in_a_slash_or_is_empty_is_refused(overfit, tmp_p
         refused(invoke(*args, "out/"), "'out/' names a directory: give a file's name")
         refused(invoke(*args, ""), "'' names nothing: give a file's name")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.en"]
+    # the directory that refused is named, not the first of those to be made
+    refused(invoke("translate", "-m", model, "s.en", "-o", "/proc/nope/deeper/x"), "cannot be written in /proc (")

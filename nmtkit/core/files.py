@@ -248,7 +248,8 @@ def writing_into(dest: Path) -> Iterator[None]:
     except OSError as err:  # here ENOENT is the user's too: a directory that cannot be made (/proc/x)
         if not isinstance(err, FileNotFoundError) and err.errno not in USER_PATH_ERRORS:
             raise
-        raise UserError(f"{dest}: cannot be written in {dest.parent} ({(err.strerror or str(err)).lower()})") from None
+        where = next((p for p in dest.parents if p.exists()), dest.parent)  # the directory that refused
+        raise UserError(f"{dest}: cannot be written in {where} ({(err.strerror or str(err)).lower()})") from None
 
 
 @contextlib.contextmanager
