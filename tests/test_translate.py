@@ -397,6 +397,10 @@ def test_alignment_file_and_align_plot(overfit, tmp_path):
     (tmp_path / "not.jsonl").write_text("hello\n")
     bad = invoke("align-plot", tmp_path / "not.jsonl", "-n", "1", "-o", tmp_path / "f.png")
     assert bad.exit_code == 2 and "not an alignment file" in bad.output
+    lines = (tmp_path / "a.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    (tmp_path / "v9.jsonl").write_text(lines[0].replace('"version": 1', '"version": 9') + "".join(lines[1:]))
+    bad = invoke("align-plot", tmp_path / "v9.jsonl", "-n", "1", "-o", tmp_path / "f.png")
+    assert bad.exit_code == 2 and "alignment file version 9 is not supported" in bad.output, bad.output
     assert not (tmp_path / "f.png").exists()
 
 

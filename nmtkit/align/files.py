@@ -32,9 +32,12 @@ def alignment_record(lineno: int, source: list[str], target: list[str], attentio
     }
 
 
+ALIGNMENT_VERSION = 1
+
+
 def header() -> str:
     """The first line of an alignment file."""
-    return json.dumps({"format": ALIGNMENT_FORMAT, "version": 1})
+    return json.dumps({"format": ALIGNMENT_FORMAT, "version": ALIGNMENT_VERSION})
 
 
 def read_alignments(path: str | Path) -> dict[int, dict[str, Any]]:
@@ -51,6 +54,11 @@ def read_alignments(path: str | Path) -> dict[int, dict[str, Any]]:
         raise UserError(
             f"{path}: not an alignment file (made by nmtkit translate --alignments)"
             + ("; Pharaoh links need --source and --target (Moses tokens)" if links else "")
+        )
+    if header.get("version") != ALIGNMENT_VERSION:
+        raise UserError(
+            f"{path}: alignment file version {header.get('version')} is not supported (this nmtkit reads "
+            f"{ALIGNMENT_VERSION}); make it again with this nmtkit"
         )
     for k, line in enumerate(lines, 2):
         try:
