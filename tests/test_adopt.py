@@ -166,7 +166,14 @@ def test_info_reads_a_run_killed_while_it_logged_and_refuses_a_damaged_log(overf
         r = invoke("info", run)
         assert r.exit_code == 2 and said in r.output and r.output.count("\n") == 1, r.output
     (run / "metrics.jsonl").write_bytes(log)
-    for machine in (b"", b'{"cpu": "x", "cor', b'{"machine": 5}', b"\xff"):
+    for machine in (
+        b"",
+        b'{"cpu": "x", "cor',
+        b'{"machine": 5}',
+        b"\xff",
+        b'{"cpu": "x", "cores": 2, "torch": "2", "family": 1}',
+        b'{"cpu": "x", "cores": 2, "torch": "2", "flags": 5}',
+    ):
         (run / "machine.json").write_bytes(machine)
         r = invoke("info", run)
         assert r.exit_code == 2 and "machine.json: not the record of a machine" in r.output, r.output

@@ -278,20 +278,25 @@ def test_an_old_spelling_of_a_key_works_and_says_it_is_deprecated(tmp_path):
     assert "\nmax-output-ratio: 1.5\n" in r.stdout and "'beam'" not in r.stderr
 
 
-def test_a_number_a_file_gives_an_option_of_text_is_the_text_it_is_written_as(tmp_path, monkeypatch):
-    """``ref: 3`` was file descriptor 3 to click, and ``model: 5`` a TypeError."""
+def test_a_number_a_file_gives_a_files_name_is_refused_and_other_text_takes_it_as_text(tmp_path, monkeypatch):
+    """``ref: 3`` was file descriptor 3 to click, ``model: 5`` a TypeError, and YAML reads ``1.10``
+    as 1.1: a file's name must be quoted. ``metrics: 5`` (an AttributeError) is read as text."""
     monkeypatch.chdir(tmp_path)
-    Path("3").write_text("a b c\n", encoding="utf-8")
     Path("h.txt").write_text("a b c\n", encoding="utf-8")
-    Path("c.yaml").write_text("ref: 3\n", encoding="utf-8")
-    r = invoke("score", "h.txt", "--config", "c.yaml", "--output-format", "json")
-    assert r.exit_code == 0, r.output
-    assert json.loads(r.output)["systems"][0]["chrf"] == 100  # the file named 3, read
-    for text, *args in (("metrics: 5", "score", "h.txt", "-r", "h.txt"), ("model: 5", "translate", "h.txt")):
+    for text, *args in (
+        ("ref: 3", "score", "h.txt"),
+        ("model: 5", "translate", "h.txt"),
+        ("output: 1.10", "translate", "-m", "x.pt", "h.txt"),
+        ("data: 5\nsave-dir: six", "train"),
+    ):
         Path("c.yaml").write_text(text + "\n", encoding="utf-8")
         r = invoke(*args, "--config", "c.yaml")
-        assert r.exit_code == 2 and "Traceback" not in r.output, (args, r.output)
-        assert len(r.output.strip().splitlines()) == 1 and "5" in r.output, r.output
-    Path("c.yaml").write_text("data: 5\nsave-dir: 6\n", encoding="utf-8")
-    r = invoke("train", "--config", "c.yaml")
-    assert r.exit_code == 2 and "5: no such corpus directory" in r.output, r.output
+        assert r.exit_code == 2 and "a file's name, not the number" in r.output and "quote it" in r.output, r.output
+        assert len(r.output.strip().splitlines()) == 1
+    Path("c.yaml").write_text("metrics: 5\n", encoding="utf-8")
+    r = invoke("score", "h.txt", "-r", "h.txt", "--config", "c.yaml")
+    assert r.exit_code == 2 and "unknown metric '5'" in r.output, r.output
+    Path("c.yaml").write_text("ref: '3'\n", encoding="utf-8")
+    Path("3").write_text("a b c\n", encoding="utf-8")
+    r = invoke("score", "h.txt", "--config", "c.yaml", "--output-format", "json")
+    assert r.exit_code == 0 and json.loads(r.output)["systems"][0]["chrf"] == 100, r.output  # the file named 3

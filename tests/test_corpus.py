@@ -127,6 +127,11 @@ def test_a_manifest_field_of_the_wrong_type_is_refused_by_name(raw, tmp_path):
     path.write_text(json.dumps(manifest))
     with pytest.raises(FormatError, match="field 'sentences' is 'many', not a whole number"):
         Corpus(corpus.path)
+    manifest["splits"]["train"]["sentences"] = 7
+    for dtype in ("foo", "float32"):
+        path.write_text(json.dumps({**manifest, "dtype": dtype}))
+        with pytest.raises(FormatError, match=f"dtype '{dtype}' is no dtype of ids"):
+            Corpus(corpus.path)
 
 
 def test_corpus_refuses_other_vocabulary(raw, tmp_path):

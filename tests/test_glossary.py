@@ -123,7 +123,7 @@ def test_glossary_errors_are_one_line_and_exit_2(overfit, tmp_path):
 
 def test_serve_holds_its_glossarys_terms_in_every_translation_whose_sentence_holds_them(overfit, capsys):
     pytest.importorskip("fastapi", reason="nmtkit serve needs the serve extra (make install has it)")
-    from nmtkit.serve.settings import ServerConfig
+    from nmtkit.serve.settings import Limits, ServerConfig
     from nmtkit.translate.translator import Translator
     from tests.test_serve import _get, _post, in_process
 
@@ -143,15 +143,26 @@ def test_serve_holds_its_glossarys_terms_in_every_translation_whose_sentence_hol
         out = [t["text"] for t in body["translations"]]
         assert "la lumière" in out[0] and "ténèbres" not in out[0] and "les eaux" in out[1], out
         assert body["warnings"] == ["glossary: 'xylophone' has a unit out of the vocabulary: left out"]
-        for extra, says in (({"ordered_constraints": True}, "no order"), ({"sampling": True}, "sampling")):
-            status, body = _post(url + "/translate", {"sentences": EN[:1], "glossary": own, **extra})
+        status, body = _post(url + "/translate", {"sentences": EN[:1], "glossary": own, "ordered_constraints": True})
+        assert status == 422 and "no order" in body["error"], body
+        for terms, says in (({"earth": " "}, "a word each"), ({"earth": "a", " earth": "b"}, "'earth' is given twice")):
+            status, body = _post(url + "/translate", {"sentences": EN[:1], "glossary": terms})
             assert status == 422 and says in body["error"], body
-        status, body = _post(url + "/translate", {"sentences": EN[:1], "glossary": {"earth": " "}})
-        assert status == 422 and "a word each" in body["error"], body
         status, body = _post(
             url + "/translate", {"sentences": EN[:1], "constraints": [["Dieu"]], "ordered_constraints": True}
         )
         assert status == 422 and "no order" in body["error"], body
+    # the request's terms over the server's: over a longer term around them, and where left out
+    with in_process(translator, ServerConfig(glossary=(("the earth", "les ténèbres"),))) as url:
+        for own, held in (({"earth": "la lumière"}, "la lumière"), ({"earth": "xylophone"}, None)):
+            status, body = _post(url + "/translate", {"sentences": EN[:1], "beam": 4, "glossary": own})
+            assert status == 200 and "ténèbres" not in body["translations"][0]["text"], body
+            assert held is None or held in body["translations"][0]["text"], body
+        status, body = _post(url + "/translate", {"sentences": EN[:1], "beam": 4})
+        assert "les ténèbres" in body["translations"][0]["text"], body
+    with in_process(translator, ServerConfig(limits=Limits(max_length=12))) as url:  # terms count as phrases
+        status, body = _post(url + "/translate", {"sentences": [EN[7]], "glossary": {"Amen": "la terre " * 7}})
+        assert status == 413 and "phrases and terms of 14 subword units; at most 12" in body["error"], body
     with in_process(translator, ServerConfig()) as url:  # a request's glossary on a server without one
         status, body = _post(url + "/translate", {"sentences": EN[:2], "beam": 4, "glossary": {"darkness": "les eaux"}})
         assert status == 200 and "les eaux" in body["translations"][1]["text"] and "warnings" not in body, body

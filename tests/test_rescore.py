@@ -141,7 +141,6 @@ def test_backward_scores_each_source_as_the_other_directions_model_does_given_th
         ("0 ||| a b\n", "line 1 is no Moses n-best line"),
         ("0 ||| a ||| -1 ||| -1\n-1 ||| a ||| -1 ||| -1\n", "line 2 starts with '-1', not a line number"),
         ("0 ||| a ||| -1 ||| -1\n2 ||| a ||| -1 ||| -1\n", "line 2 is of source line 2 (from 0), but "),
-        ("0 ||| a ||| -1 ||| -1\n", "of source line 0 (from 0), but "),
         ("\u00b2 ||| a ||| -1 ||| -1\n", "line 1 starts with '\u00b2', not a line number"),
         ("0 ||| a ||| LM= -1 Fscore= -2 ||| -3\n", "line 1 has a feature Fscore= already: give --nbest-feature"),
     ],

@@ -2,6 +2,7 @@
 
 import json
 import math
+import os
 import time
 from dataclasses import replace
 
@@ -154,6 +155,9 @@ def test_truncated_corrupt_and_pickled_checkpoints_are_refused(corpus, tmp_path)
         UserError, match=r"holds objects other than tensors and plain values \(Unsupported global: .*Evil\)"
     ):
         checkpoint.load(tmp_path / "p.pt")
+    torch.save({"format": "nmtkit-checkpoint", "evil": os.system}, tmp_path / "os.pt")  # a blocked module's words
+    with pytest.raises(UserError, match=r"holds objects other than tensors .*GLOBAL .*system"):
+        checkpoint.load(tmp_path / "os.pt")
     (tmp_path / "c" / "last.pt").write_bytes(good[: len(good) // 2])  # resuming a damaged run says the way on
     with pytest.raises(UserError, match=r"truncated or corrupt .*; --reset starts over \(with --init-from"):
         train(corpus, tmp_path / "c", TINY, cfg(max_updates=2))

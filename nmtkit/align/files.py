@@ -55,9 +55,9 @@ def read_alignments(path: str | Path) -> dict[int, dict[str, Any]]:
             f"{path}: not an alignment file (made by nmtkit translate --alignments)"
             + ("; Pharaoh links need --source and --target (Moses tokens)" if links else "")
         )
-    if header.get("version") != ALIGNMENT_VERSION:
+    if (version := header.get("version", ALIGNMENT_VERSION)) != ALIGNMENT_VERSION:  # none: taken as this one
         raise UserError(
-            f"{path}: alignment file version {header.get('version')} is not supported (this nmtkit reads "
+            f"{path}: alignment file version {version} is not supported (this nmtkit reads "
             f"{ALIGNMENT_VERSION}); make it again with this nmtkit"
         )
     for k, line in enumerate(lines, 2):

@@ -304,9 +304,10 @@ def _read(path: Path, lazy: bool = True) -> dict[str, Any]:
         # torch's first lines tell how to load the file unsafely; the line that names the object is after them
         said = [line.strip() for line in str(err).splitlines() if line.strip()] or ["unsupported object"]
         named = next(
-            (line.split("error: ", 1)[1] for line in said if line.startswith("WeightsUnpickler error: ")), said[0]
+            (line.split("error: ", 1)[1] for line in said if line.startswith("WeightsUnpickler error: ")),
+            next((line for line in said if "global" in line.lower()), said[0]),  # a blocked module's line
         )
-        if "global" not in named:  # not an object refused: bytes no pickle writes (a damaged record)
+        if "global" not in named.lower():  # not an object refused: bytes no pickle writes (a damaged record)
             raise DamagedCheckpoint(f"{path}: truncated or corrupt checkpoint ({_short(named)})") from None
         named = named.split(" was not an allowed global")[0]
         raise FormatError(

@@ -169,14 +169,21 @@ def _unfit(param: click.Parameter, value: Any) -> str | None:
     if isinstance(value, bool):
         number = isinstance(param.type, (click.types.IntParamType, click.types.FloatParamType))
         return f"{'a number' if number else 'a ' + param.type.name}, not {str(value).lower()}"
+    return _unfit_number(param, value)
+
+
+def _unfit_number(param: click.Parameter, value: Any) -> str | None:
     if isinstance(param.type, click.types.IntParamType) and isinstance(value, float):
         return f"a whole number, not {value}"
+    if isinstance(value, int | float) and isinstance(param.type, click.Path | click.File):
+        # YAML reads 1.10 as 1.1 and 010 as 8: the name as written is gone
+        return f"a file's name, not the number {value}: quote it to give it as text"
     return None
 
 
 def _text(param: click.Parameter, value: Any) -> Any:
-    """A number the file gives an option of text (a path, a name, a choice) as the text it is
-    written as: ``save-dir: 2024`` names the directory 2024 (and ``ref: 3`` no descriptor)."""
+    """A number the file gives an option of text other than a file's name (a list of metrics, a
+    choice) as text, as click's own text options take it (a file's name is refused: :func:`_unfit`)."""
     numeric = isinstance(param.type, (click.types.IntParamType, click.types.FloatParamType))
     return str(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and not numeric else value
 

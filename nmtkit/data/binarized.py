@@ -124,7 +124,12 @@ class Corpus:
             raise UserError(f"{self.path}: no such corpus directory")
         self.manifest = read_manifest(self.path)
         self.src_lang, self.tgt_lang = self.manifest.src_lang, self.manifest.tgt_lang
-        self.dtype = np.dtype(self.manifest.dtype)
+        try:
+            self.dtype = np.dtype(self.manifest.dtype)
+        except TypeError:
+            self.dtype = np.dtype(np.float64)  # refused below, as any dtype of no ids
+        if self.dtype.kind not in "ui":  # ids are integers (best_dtype writes unsigned ones)
+            raise FormatError(f"{self.path / 'manifest.json'}: dtype {self.manifest.dtype!r} is no dtype of ids")
         self._checked: set[str] = set()  # the splits whose ids are known to be within the vocabularies
 
     @property

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.console import log
 from ..core.errors import UserError
 from ..core.files import display_name, read_lines, results_to
 from ..translate.nbest import features_of, read_nbest
@@ -123,6 +124,11 @@ def read_lists(path: str, sentences: int | None = None, references: str = "") ->
         raise UserError(f"{where}: its hypotheses have no features: nothing to rank them by")
     n, given = sentences if sentences is not None else max(i for i, _, _ in rows) + 1, len(rows)
     seen = {i for i, _, _ in rows}
+    if references and len(seen) < n:  # the BLEU tuned counts them: a list of another input would tune nothing
+        log(
+            f"{where}: no hypotheses for {n - len(seen):,} of the {n:,} lines of {display_name(references)}: "
+            "each gets an empty one"
+        )
     rows += [(i, "", [0.0] * sum(k for _, k in layout)) for i in range(n) if i not in seen]
     rows.sort(key=lambda r: r[0])  # stable: each line's hypotheses stay in their order
     values = np.array([[*v, len(t.split())] for _, t, v in rows], dtype=np.float64)

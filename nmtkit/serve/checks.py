@@ -9,7 +9,7 @@ from dataclasses import replace
 from fastapi import HTTPException
 
 from ..data.vocab import UNK
-from ..translate.glossary import Glossary, Terms, with_terms
+from ..translate.glossary import Glossary, Overlaid, Terms, with_terms
 from ..translate.settings import SearchConfig
 from ..translate.translator import Translator
 from .batching import Beside
@@ -88,24 +88,28 @@ def with_glossary(
     limits: Limits,
 ) -> tuple[Beside, list[str]]:
     """``beside`` with the translations of the glossary terms each sentence holds among its
-    constraints, the request's ``terms`` before the ``server``'s glossary; and the warnings of the
-    request's terms whose translation is out of the vocabulary. Or :class:`HTTPException`: 413 for
-    a term of more characters than a sentence may have, 422 beside ordered constraints."""
-    own = None
+    constraints, the request's ``terms`` over the ``server``'s glossary (:class:`Overlaid`); and
+    the warnings of the request's terms left out. Or :class:`HTTPException`: 413 for a term of
+    more characters than a sentence may have or a sentence whose phrases come to more units than
+    it may have, 422 beside ordered constraints."""
+    own, warnings = None, []
     if terms:
         chars_at_most = CHARS_PER_UNIT * limits.max_length
         for source, target in terms:
             if (chars := max(len(source), len(target))) > chars_at_most:
                 raise HTTPException(413, f"glossary: {source!r} has {chars:,} characters; at most {chars_at_most:,}")
         own = Glossary(terms, translator.sides, quiet=True)
-    glossary = own.before(server) if own else server
+        warnings = [f"glossary: {t!r} has a unit out of the vocabulary: left out" for t in own.left_out]
+    glossary = own if server is None else server if own is None else Overlaid(own, server)
     if glossary is None:
-        return beside, []
-    if search.sampling:
-        raise HTTPException(422, "glossary terms guide the beam search: sampling draws each word and cannot place them")
+        return beside, warnings
     if search.ordered_constraints:
         raise HTTPException(422, "glossary terms have no order in the output: ordered_constraints cannot be asked")
-    src = translator.sides.src
+    src, tgt = translator.sides.src, translator.sides.tgt
     constraints = with_terms(beside.constraints, [src.tokens(s) for s in sentences], glossary)
-    warnings = [f"glossary: {t!r} has a unit out of the vocabulary: left out" for t in own.left_out] if own else []
+    for k, phrases in enumerate(constraints):  # the terms held count as the phrases given do
+        if (n := sum(len(tgt.tokens(p)) for p in phrases)) > limits.max_length:
+            raise HTTPException(
+                413, f"sentence {k} has phrases and terms of {n:,} subword units; at most {limits.max_length:,}"
+            )
     return replace(beside, constraints=constraints), warnings

@@ -35,7 +35,7 @@ from .settings import ServerConfig
 
 NATIVE, OPENNMT = "native", "opennmt"  # the shapes, as an error's loc names them
 _SEARCH_FIELDS = frozenset(f.name for f in fields(SearchConfig))
-MAX_TERMS = 1000  # a request's glossary terms: each is tokenized before the request is batched
+MAX_TERMS = 100  # a request's glossary terms: each is tokenized on the event loop, before batching
 
 
 @dataclass(frozen=True)
@@ -124,8 +124,13 @@ class _Request(BaseModel):
     @field_validator("glossary", check_fields=False)
     @classmethod
     def _terms(cls, given: dict[str, str] | None) -> dict[str, str] | None:
-        if given is not None and not all(k.strip() and v.strip() for k, v in given.items()):
+        if given is None:
+            return given
+        if not all(k.strip() and v.strip() for k, v in given.items()):
             raise ValueError("a term and its translation hold a word each")
+        if len({k.strip() for k in given}) < len(given):
+            twice = next(k.strip() for k in given if sum(o.strip() == k.strip() for o in given) > 1)
+            raise ValueError(f"the term {twice!r} is given twice (spaces around a term do not count)")
         return given
 
     @field_validator("nbest", check_fields=False)

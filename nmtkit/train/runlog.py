@@ -88,9 +88,25 @@ def _machine(path: Path) -> dict[str, Any]:
         found = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError):
         found = None
-    if not isinstance(found, dict) or not all(k in found for k in ("cpu", "cores", "torch")):
+    if not _is_machine(found):
         raise UserError(f"{path}: not the record of a machine that nmtkit train wrote")
-    return found
+    return dict(found)
+
+
+def _is_machine(found: Any) -> bool:
+    """Whether ``found`` has the fields of :func:`~nmtkit.core.machine.machine`, of their types
+    (the later ones may be missing or null: files from before they were recorded)."""
+    if not isinstance(found, dict) or not all(isinstance(found.get(k), t) for k, t in _MACHINE.items()):
+        return False
+    if not all(found.get(k) is None or isinstance(found[k], t) for k, t in _MACHINE_LATER.items()):
+        return False
+    if found.get("family") is not None and found.get("model") is None:
+        return False
+    return all(isinstance(f, str) for f in found.get("flags") or [])
+
+
+_MACHINE = {"cpu": str, "cores": int, "torch": str}
+_MACHINE_LATER = {"vendor": str, "family": int, "model": int, "flags": list, "threads": int, "gpu": str}
 
 
 @dataclass

@@ -20,7 +20,7 @@ within the limit all the same (rare; the tests count it), the sentence has no ou
 the translator searches it again without its phrases, with a warning.
 
 Everything is tensor operations over the rows and their candidates: no Python loop runs over
-hypotheses or phrases (one runs over a phrase's length).
+hypotheses, phrases or a phrase's units.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ is taken once, however many of its source terms the line holds.
 
 from __future__ import annotations
 
-import copy
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -52,20 +52,23 @@ class Glossary:
     warning, once: no output could hold it."""
 
     def __init__(self, terms: Terms, sides: Sides, tokenized: bool = False, quiet: bool = False):
-        self.by_first: dict[str, list[tuple[list[str], str]]] = {}
+        # a term left out is kept without its translation: a glossary under this one
+        # (:class:`Overlaid`) gives its words none either
+        self.by_first: dict[str, list[tuple[list[str], str | None]]] = {}
         self.left_out: list[str] = []  # the translations out of the vocabulary (logged unless quiet)
         tgt, self.kept = sides.tgt, []  # the source terms kept
         self.marks = any(t.startswith(SPM_MARK) for t in sides.src.vocab.tokens)  # SentencePiece's ▁
         for source, target in terms:
+            held: str | None = target
             if UNK in tgt.ids(tgt.tokens(target, tokenized)):
                 self.left_out.append(target)
                 if not quiet:
                     log(f"glossary: {target!r} has a unit out of the target vocabulary: left out")
-                continue
+                held = None
             forms = self._forms(source, sides, tokenized)
             for units in forms:
-                self.by_first.setdefault(units[0], []).append((units, target))
-            if forms:
+                self.by_first.setdefault(units[0], []).append((units, held))
+            if forms and held is not None:
                 self.kept.append(source)
 
     @property
@@ -90,34 +93,28 @@ class Glossary:
         within = within[:k]
         return [last] if not within or within == last else [last, within]
 
-    def before(self, other: Glossary | None) -> Glossary:
-        """A glossary of these terms and ``other``'s, this one's translation kept for a term
-        both have (a request's terms before a server's)."""
-        if other is None:
-            return self
-        both = copy.copy(self)
-        both.by_first = {first: list(entries) for first, entries in other.by_first.items()}
-        for first, entries in self.by_first.items():
-            own = [units for units, _ in entries]
-            both.by_first[first] = entries + [e for e in both.by_first.get(first, []) if e[0] not in own]
-        both.kept = self.kept + [t for t in other.kept if t not in self.kept]
-        return both
-
     def targets(self, units: list[str]) -> list[str]:
         """The translations of the terms that ``units`` (a line's source units) hold as whole
         words, in the order they are found, each once: from left to right, the longest term that
         begins at a unit, then on after its end (with "the land" and "land", "the land" alone)."""
-        found: list[str] = []
+        return _once(target for _, _, target in self.spans(units))
+
+    def spans(
+        self, units: list[str], taken: frozenset[int] = frozenset(), left_out: bool = False
+    ) -> list[tuple[int, int, str | None]]:
+        """Where :meth:`targets` finds each term (units i..j-1) and its translation, none over the
+        units ``taken``; with the terms ``left_out`` too (their translation None)."""
+        found: list[tuple[int, int, str | None]] = []
         i = 0
         while i < len(units):
             fits = [t for t in self.by_first.get(units[i], ()) if units[i : i + len(t[0])] == t[0]]
-            fits = [t for t in fits if self._word(units, i, i + len(t[0]))]
+            fits = [t for t in fits if (left_out or t[1] is not None) and self._word(units, i, i + len(t[0]))]
+            fits = [t for t in fits if taken.isdisjoint(range(i, i + len(t[0])))]
             if not fits:
                 i += 1
                 continue
             term, target = max(fits, key=lambda t: len(t[0]))
-            if target not in found:
-                found.append(target)
+            found.append((i, i + len(term), target))
             i += len(term)
         return found
 
@@ -128,7 +125,29 @@ class Glossary:
         return (i == 0 or not units[i - 1].endswith(SEPARATOR)) and not units[j - 1].endswith(SEPARATOR)
 
 
-def with_terms(constraints: list[list[str]] | None, sources: list[list[str]], glossary: Glossary) -> list[list[str]]:
+class Overlaid:
+    """A glossary over another (a request's over a server's): its terms are found first, and the
+    other's only where they overlap none of them, its terms left out included: its translation of
+    a word is the one held, even where the other has a longer term around it, and none is where
+    it left its own out."""
+
+    def __init__(self, top: Glossary, under: Glossary):
+        self.top, self.under = top, under
+
+    def targets(self, units: list[str]) -> list[str]:
+        first = self.top.spans(units)
+        taken = frozenset(k for i, j, _ in [*first, *self.top.spans(units, left_out=True)] for k in range(i, j))
+        return _once(t for _, _, t in [*first, *self.under.spans(units, taken)])
+
+
+def _once(targets: Iterable[str | None]) -> list[str]:
+    """The translations found, each once, in order; those left out (None) dropped."""
+    return list(dict.fromkeys(t for t in targets if t is not None))
+
+
+def with_terms(
+    constraints: list[list[str]] | None, sources: list[list[str]], glossary: Glossary | Overlaid
+) -> list[list[str]]:
     """Each line's constraints (None: none) and the translations of its glossary terms, each
     phrase once."""
     given = constraints or [[] for _ in sources]

@@ -76,7 +76,7 @@ def read_nbest(path: str, sentences: int | None = None, source: str = "", featur
     """The lines of a Moses n-best list, as they are read, each of one of ``source``'s
     ``sentences`` lines (None: any line number); one that has the ``feature`` to be added already
     is refused."""
-    where, last = display_name(path), -1
+    where = display_name(path)
     for lineno, line in enumerate(read_lines(path), 1):
         fields = _FIELDS.split(line)
         if len(fields) < 3:
@@ -94,10 +94,4 @@ def read_nbest(path: str, sentences: int | None = None, source: str = "", featur
             raise UserError(
                 f"{where}: line {lineno} has a feature {feature}= already: give --nbest-feature another name"
             )
-        last = max(last, index)
         yield NbestLine(index, fields[1].strip(), fields[2].strip(), tuple(f.strip() for f in fields[3:]))
-    if sentences is not None and last + 1 < sentences:  # translate --nbest writes a line for every input line
-        raise UserError(
-            f"{where}: its last lines are of source line {last} (from 0), "
-            f"but {display_name(source)} has {sentences:,} lines: the list of another input?"
-        )
