@@ -102,3 +102,12 @@ def test_bpe_learning_that_runs_out_of_pairs_says_so_in_one_line_of_its_own(capf
 
 def test_merge_subwords_drops_a_dangling_separator():
     assert merge_subwords(["ab@@", "c", "d@@"]) == ["abc", "d"]
+
+
+def test_a_units_word_begins_after_the_units_that_go_on_into_it():
+    from nmtkit.text.bpe import word_start
+
+    bpe = ["Et", "zz@@", "q@@", "xw", "."]
+    assert [word_start(bpe, i) for i in range(5)] == [0, 1, 1, 1, 4]
+    spm = ["▁Et", "▁zz", "q", "xw", "▁."]
+    assert [word_start(spm, i) for i in range(5)] == [0, 1, 1, 1, 4]

@@ -154,3 +154,14 @@ def merge_subwords(tokens: list[str]) -> list[str]:
     if any(t.startswith(SPM_MARK) for t in tokens):
         return "".join(tokens).replace(SPM_MARK, " ").split()
     return _JOIN.sub("", " ".join(tokens)).split()
+
+
+def word_start(units: list[str], i: int) -> int:
+    """Where the word of unit ``i`` begins among ``units`` (BPE's ``@@``, or SentencePiece's ``▁``)."""
+    if any(u.startswith(SPM_MARK) for u in units):
+        while i > 0 and not units[i].startswith(SPM_MARK):
+            i -= 1
+        return i
+    while i > 0 and units[i - 1].endswith(SEPARATOR):
+        i -= 1
+    return i

@@ -34,6 +34,7 @@ from ..data.vocab import PAD, UNK
 from ..models.base import EncoderOut, Seq2Seq
 from ..models.ensemble import Ensemble
 from ..models.int8 import quantize_int8
+from ..text.bpe import word_start
 from .beside import LinesBeside
 from .constraints import (
     Phrases,
@@ -381,7 +382,8 @@ class Translator:
                 "the first ones"
             )
         tgt = self.sides.tgt
-        out = [tgt.ids(tgt.tokens(line, options.tokenized)) for line in prefixes]
+        units = [tgt.tokens(line, options.tokenized) for line in prefixes]
+        out = [tgt.ids(each) for each in units]
         for k, ids in enumerate(out):
             if UNK not in ids:
                 continue
@@ -390,7 +392,7 @@ class Translator:
                     f"line {first_line + k}: --prefix has a word out of the vocabulary, which --no-unk bans; "
                     "forcing only what comes before it"
                 )
-                del ids[ids.index(UNK) :]
+                del ids[word_start(units[k], ids.index(UNK)) :]
             else:
                 log(f"line {first_line + k}: --prefix has a word out of the vocabulary: the output holds <unk> there")
         return out
