@@ -130,7 +130,8 @@ def test_serve_holds_its_glossarys_terms_in_every_translation_whose_sentence_hol
     translator = Translator.from_checkpoints(overfit / "run" / "last.pt", "cpu")
     capsys.readouterr()
     with in_process(translator, ServerConfig(glossary=(("earth", "les ténèbres"), ("God", "xylophone")))) as url:
-        assert "glossary: 'xylophone' has a unit out of the target vocabulary" in capsys.readouterr().err
+        said = "glossary: 'God': its translation 'xylophone' has a unit out of the target vocabulary: left out"
+        assert said in capsys.readouterr().err
         status, body = _post(url + "/translate", {"sentences": EN[:4], "beam": 4})
         assert status == 200, body
         out = [t["text"] for t in body["translations"]]
@@ -142,7 +143,9 @@ def test_serve_holds_its_glossarys_terms_in_every_translation_whose_sentence_hol
         assert status == 200, body
         out = [t["text"] for t in body["translations"]]
         assert "la lumière" in out[0] and "ténèbres" not in out[0] and "les eaux" in out[1], out
-        assert body["warnings"] == ["glossary: 'xylophone' has a unit out of the vocabulary: left out"]
+        assert body["warnings"] == [
+            "glossary: 'light': its translation 'xylophone' has a unit out of the target vocabulary: left out"
+        ]
         status, body = _post(url + "/translate", {"sentences": EN[:1], "glossary": own, "ordered_constraints": True})
         assert status == 422 and "no order" in body["error"], body
         for terms, says in (({"earth": " "}, "a word each"), ({"earth": "a", " earth": "b"}, "'earth' is given twice")):
@@ -163,6 +166,14 @@ def test_serve_holds_its_glossarys_terms_in_every_translation_whose_sentence_hol
     with in_process(translator, ServerConfig(limits=Limits(max_length=12))) as url:  # terms count as phrases
         status, body = _post(url + "/translate", {"sentences": [EN[7]], "glossary": {"Amen": "la terre " * 7}})
         assert status == 413 and "phrases and terms of 14 subword units; at most 12" in body["error"], body
+    # a server that orders constraints by default: a request's glossary, which has no order, is searched
+    # without it, unless the request asks for the order itself
+    with in_process(translator, ServerConfig(search=SearchConfig(ordered_constraints=True))) as url:
+        asked = {"sentences": EN[1:2], "beam": 4, "glossary": {"darkness": "les eaux"}}
+        status, body = _post(url + "/translate", asked)
+        assert status == 200 and "les eaux" in body["translations"][0]["text"], body
+        status, body = _post(url + "/translate", {**asked, "ordered_constraints": True})
+        assert status == 422 and "no order" in body["error"], body
     with in_process(translator, ServerConfig()) as url:  # a request's glossary on a server without one
         status, body = _post(url + "/translate", {"sentences": EN[:2], "beam": 4, "glossary": {"darkness": "les eaux"}})
         assert status == 200 and "les eaux" in body["translations"][1]["text"] and "warnings" not in body, body

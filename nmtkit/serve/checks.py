@@ -99,7 +99,7 @@ def with_glossary(
             if (chars := max(len(source), len(target))) > chars_at_most:
                 raise HTTPException(413, f"glossary: {source!r} has {chars:,} characters; at most {chars_at_most:,}")
         own = Glossary(terms, translator.sides, quiet=True)
-        warnings = [f"glossary: {t!r} has a unit out of the vocabulary: left out" for t in own.left_out]
+        warnings = list(own.left_out)
     glossary = own if server is None else server if own is None else Overlaid(own, server)
     if glossary is None:
         return beside, warnings

@@ -187,7 +187,8 @@ def native_request(cfg: ServerConfig) -> type[BaseModel]:
             max_length=MAX_TERMS,
             description="Terms for this request, source term to its translation (raw text): each translation "
             "whose sentence holds a term, as whole words, holds its translation, as translate --glossary; "
-            "beside the server's --glossary, whose translation of a term given here is not used.",
+            "over the server's --glossary: these terms are found first, and the server's only where they "
+            "overlap none of them.",
         ),
     )
     model: type[BaseModel] = create_model("TranslateRequest", __base__=_Request, **fields_)
@@ -211,6 +212,8 @@ def parsed(body: BaseModel | list[OpenNMTSentence], defaults: SearchConfig) -> P
         return Parsed([x.src for x in body], Job(defaults, attention=True), [x.id for x in body], False)
     asked = body.model_dump()
     search = replace(defaults, **{k: v for k, v in asked.items() if k in _SEARCH_FIELDS})
+    if asked["glossary"] and "ordered_constraints" not in body.model_fields_set:
+        search = replace(search, ordered_constraints=False)  # a glossary's terms have no order: not the server's
     job = Job(search, asked["attention"] or asked["alignment"], asked["token_scores"])
     beside = Beside(asked["constraints"], asked["prefixes"])
     terms = None if asked["glossary"] is None else tuple((k.strip(), v.strip()) for k, v in asked["glossary"].items())

@@ -55,15 +55,18 @@ class Glossary:
         # a term left out is kept without its translation: a glossary under this one
         # (:class:`Overlaid`) gives its words none either
         self.by_first: dict[str, list[tuple[list[str], str | None]]] = {}
-        self.left_out: list[str] = []  # the translations out of the vocabulary (logged unless quiet)
+        self.left_out: list[str] = []  # why each term left out was, one line each (logged unless quiet)
         tgt, self.kept = sides.tgt, []  # the source terms kept
         self.marks = any(t.startswith(SPM_MARK) for t in sides.src.vocab.tokens)  # SentencePiece's ▁
         for source, target in terms:
             held: str | None = target
             if UNK in tgt.ids(tgt.tokens(target, tokenized)):
-                self.left_out.append(target)
+                self.left_out.append(
+                    f"glossary: {source!r}: its translation {target!r} has a unit out of the target vocabulary: "
+                    "left out"
+                )
                 if not quiet:
-                    log(f"glossary: {target!r} has a unit out of the target vocabulary: left out")
+                    log(self.left_out[-1])
                 held = None
             forms = self._forms(source, sides, tokenized)
             for units in forms:
