@@ -425,10 +425,21 @@ def test_the_translator_translates_a_sentence_without_its_phrases_when_none_can_
     options = TranslateOptions(SearchConfig(beam=3, no_unk=True, plain_first=plain_first), attention=True)
     free = [x.text for x in t.translate(EN[:3], options)]
     monkeypatch.setattr(module, "constraint_ids", lambda lines, *a: [[[1]], [], [[1]]])  # <unk>, banned
-    got = [x.text for x in t.translate(EN[:3], options, constraints=[["x"], [], ["y"]])]
-    assert got == free
+    got = list(t.translate(EN[:3], options, constraints=[["x"], [], ["y"]]))
+    assert [x.text for x in got] == free and [x.unheld for x in got] == [True, False, True]
     err = capsys.readouterr().err
     assert "line 1: no output within the output limit holds every constraint" in err and "line 3:" in err
+    if plain_first:  # and a server's answer says which sentences
+        pytest.importorskip("fastapi", reason="nmtkit serve needs the serve extra (make install has it)")
+        from nmtkit.serve.app import UNHELD
+        from nmtkit.serve.settings import ServerConfig
+        from tests.test_serve import _post, in_process
+
+        with in_process(t, ServerConfig()) as url:
+            asked = {"sentences": EN[:3], "beam": 3, "no_unk": True, "constraints": [["x"], [], ["y"]]}
+            status, body = _post(url + "/translate", asked)
+        assert status == 200, body
+        assert [w for w in body["warnings"] if UNHELD in w] == [f"sentence 0: {UNHELD}", f"sentence 2: {UNHELD}"]
 
 
 def random_word(rng, bpe, inner, outer):

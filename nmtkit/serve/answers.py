@@ -54,7 +54,7 @@ class TranslateResponse(_Answer):
     warnings: list[str] | None = Field(
         None,
         description="What the server could do only in part, one line each: a phrase, a prefix or a glossary term "
-        "with a word out of the vocabulary (absent when none).",
+        "with a word out of the vocabulary, a sentence translated without its phrases (absent when none).",
     )
 
 

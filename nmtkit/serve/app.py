@@ -62,6 +62,8 @@ from .checks import check_beside, check_size, with_glossary
 from .schema import NATIVE, OPENNMT, parsed, request_body
 from .settings import ServerConfig
 
+# the warning of a sentence translated without its phrases (Translation.unheld)
+UNHELD = "no output within the output limit holds all its phrases: translated without them"
 # FastAPI's 400 for a body it could not decode as text or parse (not a JSON syntax error: 422).
 FASTAPI_UNREADABLE = "There was an error parsing the body"
 
@@ -280,6 +282,7 @@ def create_app(
             out = await batcher.submit(asked.sentences, asked.job, beside)
         except UserError as err:  # a setting this model cannot search with (coverage: no attention)
             raise HTTPException(422, str(err)) from None
+        warnings += [f"sentence {k}: {UNHELD}" for k, t in enumerate(out) if t.unheld]
         if asked.ids is not None:
             return JSONResponse(
                 [[opennmt(t, s, i, asked.job.search.nbest) for t, s, i in zip(out, asked.sentences, asked.ids)]]

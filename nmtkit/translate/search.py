@@ -59,7 +59,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import cast
 
 import numpy as np
@@ -193,6 +193,7 @@ class Hypotheses:
     nbest: int = 1
     attention: torch.Tensor | None = None  # (rows, T, Tx): each step's α, </s>'s included
     token_scores: list[list[float]] | None = None  # each token's log-probability, </s>'s last
+    unheld: list[int] = field(default_factory=list)  # sentences searched without their phrases, none holding them
 
 
 @dataclass

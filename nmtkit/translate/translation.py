@@ -24,6 +24,8 @@ class Translation:
         links: Pharaoh links made otherwise than from ``attention`` (by linking both ways).
         token_scores: The log-probability of each of ``tokens``, then of ``</s>`` (their sum is
             ``score``), where they were asked for (``token_scores``); else None.
+        unheld: Whether the line's constraints (phrases, glossary terms) were asked and no output
+            within the output limit could hold them all: it is translated without them.
     """
 
     text: str
@@ -35,6 +37,7 @@ class Translation:
     nbest: list[Translation] = field(default_factory=list)
     links: str | None = None
     token_scores: list[float] | None = None
+    unheld: bool = False
 
 
 @dataclass

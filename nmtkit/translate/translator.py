@@ -264,7 +264,7 @@ class Translator:
             )
             keys = torch.tensor([first_line + i for i in idx])  # the sampling's: batching changes nothing
             hyps, maps = self._search(src, options, attention, prefix, must, keys)
-            n = hyps.nbest
+            unheld, n = {idx[q] for q in hyps.unheld}, hyps.nbest
             for row in range(len(hyps.tokens)):
                 i = idx[row // n]
                 if row % n and not np.isfinite(hyps.scores[row]):
@@ -290,6 +290,7 @@ class Translator:
                     hyps.ranking[row],
                     alpha if options.attention else None,
                     token_scores=each,
+                    unheld=i in unheld,
                 )
                 if row % n == 0:
                     out[i] = t
@@ -357,7 +358,8 @@ class Translator:
         for q in sorted(lost):
             where = f"line {int(keys[again[q]])}: no output within the output limit"
             log(f"{where} holds every constraint: translated without them")
-        return splice(hyps, got, [None if plain and q in lost else i for q, i in enumerate(again)])
+        out = splice(hyps, got, [None if plain and q in lost else i for q, i in enumerate(again)])
+        return replace(out, unheld=[again[q] for q in sorted(lost)])
 
     def _refuse_unmet(self, options: TranslateOptions) -> None:
         """Refuse, in a line, what these models cannot do, from the command line or a caller's config."""
