@@ -128,9 +128,11 @@ class _Request(BaseModel):
             return given
         if not all(k.strip() and v.strip() for k, v in given.items()):
             raise ValueError("a term and its translation hold a word each")
-        if len({k.strip() for k in given}) < len(given):
-            twice = next(k.strip() for k in given if sum(o.strip() == k.strip() for o in given) > 1)
-            raise ValueError(f"the term {twice!r} is given twice (spaces around a term do not count)")
+        seen: set[str] = set()
+        for term in (k.strip() for k in given):
+            if term in seen:
+                raise ValueError(f"the term {term!r} is given twice (spaces around a term do not count)")
+            seen.add(term)
         return given
 
     @field_validator("nbest", check_fields=False)

@@ -253,6 +253,12 @@ class Constraints:
         same = (self.cols.unsqueeze(2) == self.cols.unsqueeze(1)).all(3) & (self.lengths > 0).unsqueeze(2)
         same &= torch.ones((c, c), dtype=torch.bool, device=ids.device).tril(-1)  # (rows, C, C): an earlier twin
         self.twins = same if not self.ordered and bool(same.any()) else None  # once, as most
+        # the run lengths m = 1..n, and where a run of m ending with the next unit has its first m - 1
+        # units in the tail (m, j), j < m - 1 counting: fixed for the search, made once
+        self.m = torch.arange(1, n + 1, device=ids.device)
+        j = torch.arange(n, device=ids.device)
+        self.at = ((n + 1 - self.m).unsqueeze(1) + j).clamp(max=n - 1)
+        self.idle = j >= (self.m - 1).unsqueeze(1)
 
     def room(self, limit: torch.Tensor, prefix: torch.Tensor | None) -> torch.Tensor:
         """The output limit of each sentence (B,), widened to hold its forced ``prefix`` (B,;
@@ -334,8 +340,7 @@ class Constraints:
         # a run of m units ends with the candidate where the phrase's first m - 1 end the output so
         # far (the same for every candidate of a row) and its m-th is the candidate
         ends = self._begun().unsqueeze(1) & (cand[:, :, None, None] == self.cols.unsqueeze(1))  # (rows, n, C, m)
-        m = torch.arange(1, most + 1, device=cand.device)
-        match = (ends & (m <= room.unsqueeze(3))).long().mul(m).amax(3)
+        match = (ends & (self.m <= room.unsqueeze(3))).long().mul(self.m).amax(3)
         if self.ordered:
             match = match.masked_fill(~self._open(was), 0)
         held = self.met.unsqueeze(1)  # before this unit: a phrase whose edge it makes was held before it
@@ -359,15 +364,10 @@ class Constraints:
     def _begun(self) -> torch.Tensor:
         """Whether each phrase's first m - 1 units end each row's output (rows, C, m), for m from
         1 to the longest phrase, and where units are subwords, begin a word."""
-        most = self.cols.shape[2]
-        m = torch.arange(1, most + 1, device=self.cols.device)
-        j = torch.arange(most, device=self.cols.device)
-        at = (most + 1 - m).unsqueeze(1) + j  # (m, j): where the phrase's j-th unit would be in the tail
-        counts = j < (m - 1).unsqueeze(1)
-        window = self.tail[:, at.clamp(max=most - 1)]  # (rows, m, j)
-        begun = ((window.unsqueeze(1) == self.cols.unsqueeze(2)) | ~counts).all(3)
+        window = self.tail[:, self.at]  # (rows, m, j)
+        begun = ((window.unsqueeze(1) == self.cols.unsqueeze(2)) | self.idle).all(3)
         if self.closes is not None and self.opens is not None:  # the unit before the run ends a word
-            before = self.tail[:, most - m]  # (rows, m)
+            before = self.tail[:, self.cols.shape[2] - self.m]  # (rows, m)
             opens = self.opens[self.cols[:, :, 0].clamp(min=0)].unsqueeze(2)  # or the phrase's first begins one
             begun &= ((before < 0) | self.closes[before.clamp(min=0)]).unsqueeze(1) | opens
         return begun

@@ -19,7 +19,7 @@ from ..core.console import log
 from ..core.errors import UserError
 from ..core.files import display_name, read_lines
 from ..data.vocab import UNK
-from ..text.bpe import SEPARATOR, SPM_MARK
+from ..text.bpe import SEPARATOR, SPM_MARK, word_start
 
 if TYPE_CHECKING:
     from ..data.sides import Sides
@@ -87,13 +87,7 @@ class Glossary:
         if tokenized or not last:
             return [last] if last else []
         within = sides.src.tokens(f"{source} x", tokenized)  # then a lowercase word, whatever its units
-        k = len(within) - 1
-        if self.marks:
-            k = max((i for i, u in enumerate(within) if u.startswith(SPM_MARK)), default=k)
-        else:
-            while k > 0 and within[k - 1].endswith(SEPARATOR):
-                k -= 1
-        within = within[:k]
+        within = within[: word_start(within, len(within) - 1)]
         return [last] if not within or within == last else [last, within]
 
     def targets(self, units: list[str]) -> list[str]:
