@@ -176,6 +176,28 @@ def test_a_request_may_give_each_sentence_phrases_its_translation_must_hold(serv
     assert status == 200 and "no_unk bans" in body["warnings"][1] and "<unk>" not in body["translations"][1]["text"]
 
 
+def test_alignment_false_leaves_the_pairs_out_and_the_log_holds_no_batch_line_numbers(overfit, capfd):
+    """A phrase's and a prefix's warnings are the answer's, by sentence: the translator's own, which
+    numbered the lines of a batch of several requests, no longer reach the server's log."""
+    from nmtkit.serve.settings import ServerConfig
+    from nmtkit.translate.translator import Translator
+
+    translator = Translator.from_checkpoints([overfit / "run" / "last.pt"], "cpu")
+    with in_process(translator, ServerConfig()) as url:
+        asked = {"sentences": EN[:1], "beam": 3, "nbest": 2, "constraints": [["xylophone"]], "prefixes": ["Et zzz"]}
+        status, body = _post(url + "/translate", {**asked, "alignment": False})
+        assert status == 200 and len(body["warnings"]) == 2, body
+        out = body["translations"][0]
+        assert "alignment" not in out and not any("alignment" in h for h in out["nbest"])
+        status, body = _post(url + "/translate", {**asked, "alignment": False, "attention": True})
+        assert "alignment" not in body["translations"][0] and body["translations"][0]["attention"]
+        status, body = _post(url + "/translate", asked)
+        assert body["translations"][0]["alignment"] and all(h["alignment"] for h in body["translations"][0]["nbest"])
+    TypeAdapter(TRANSLATE_RESPONSES[200]["model"]).validate_python(body)
+    logged = capfd.readouterr().err
+    assert "line 1" not in logged and "xylophone" not in logged, logged
+
+
 def test_a_request_may_give_each_sentence_the_start_of_its_translation(server):
     url, _ = server
     free = _post(url + "/translate", {"sentences": EN[:3], "beam": 4})[1]["translations"]

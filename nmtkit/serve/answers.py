@@ -24,7 +24,11 @@ class Output(_Answer):
     ranking: float | None = Field(
         description="The score the search ranked it by, after the length and coverage penalties."
     )
-    alignment: str = Field(description="Pharaoh pairs 'i-j' of source and target word positions, from 0.")
+    alignment: str | None = Field(
+        None,
+        description="Pharaoh pairs 'i-j' of source and target word positions, from 0; empty for a model without "
+        "attention (absent with alignment: false).",
+    )
     tokens: list[str] | None = Field(None, description="Its subword units (with token_scores).")
     token_scores: list[float | None] | None = Field(
         None, description="Each unit's log-probability, </s>'s last; they sum to score (with token_scores)."

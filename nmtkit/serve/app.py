@@ -205,9 +205,12 @@ def _errors_as_json(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, validation_error)
 
 
-def native(t: Translation, attention: bool) -> dict[str, Any]:
+def native(t: Translation, attention: bool, alignment: bool = True) -> dict[str, Any]:
     record = json_record(0, t)
     del record["line"]
+    if not alignment:  # absent: "" answers a model without attention, or an empty sentence
+        for each in [record, *record.get("nbest", [])]:
+            del each["alignment"]
     if attention and t.attention is not None:
         source, target = t.source_tokens + [EOS_LABEL], t.tokens + [EOS_LABEL]
         words = word_attention(source, target, t.attention)
@@ -249,7 +252,10 @@ def create_app(
         options = replace(
             base, search=job.search, attention=job.attention, token_scores=job.token_scores, max_length=0
         )  # max_length: refused above
-        out = translator.translate_block(lines, options, prefixes=beside.prefixes, constraints=beside.constraints)
+        # the answer's warnings say what a line's would (checks.py): "line 3" of a batch names nothing to a reader
+        out = translator.translate_block(
+            lines, options, prefixes=beside.prefixes, constraints=beside.constraints, warn=lambda _: None
+        )
         return [both.linked(t) for t in out] if both else out  # on the model's thread, as the search
 
     batcher = Batcher(translate, limits.max_sentences, cfg.batch_wait_ms / 1000)
@@ -287,7 +293,7 @@ def create_app(
             return JSONResponse(
                 [[opennmt(t, s, i, asked.job.search.nbest) for t, s, i in zip(out, asked.sentences, asked.ids)]]
             )
-        answered: dict[str, Any] = {"translations": [native(t, asked.matrix) for t in out]}
+        answered: dict[str, Any] = {"translations": [native(t, asked.matrix, asked.alignment) for t in out]}
         return JSONResponse(answered | ({"warnings": warnings} if warnings else {}))
 
     for path in ("/translate", "/translator/translate"):

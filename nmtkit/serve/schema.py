@@ -55,6 +55,7 @@ class Parsed:
     matrix: bool  # the attention matrices asked for
     beside: Beside = Beside()  # per sentence, the phrases its translation must hold and its start
     glossary: tuple[tuple[str, str], ...] | None = None  # the request's terms, (source, target)
+    alignment: bool = True  # the Pharaoh pairs answered
 
 
 def _unicode(text: str) -> str:
@@ -219,4 +220,4 @@ def parsed(body: BaseModel | list[OpenNMTSentence], defaults: SearchConfig) -> P
     job = Job(search, asked["attention"] or asked["alignment"], asked["token_scores"])
     beside = Beside(asked["constraints"], asked["prefixes"])
     terms = None if asked["glossary"] is None else tuple((k.strip(), v.strip()) for k, v in asked["glossary"].items())
-    return Parsed(asked["sentences"], job, None, asked["attention"], beside, terms or None)
+    return Parsed(asked["sentences"], job, None, asked["attention"], beside, terms or None, asked["alignment"])

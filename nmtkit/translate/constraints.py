@@ -25,7 +25,7 @@ hypotheses, phrases or a phrase's units.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, TypeVar
 
@@ -58,21 +58,26 @@ def refuse_sampling(search: SearchConfig) -> None:
 
 
 def constraint_ids(
-    lines: list[list[str]], side: Side, tokenized: bool, right_to_left: bool, first_line: int
+    lines: list[list[str]],
+    side: Side,
+    tokenized: bool,
+    right_to_left: bool,
+    first_line: int,
+    warn: Callable[[str], object] = log,
 ) -> list[list[list[int]]]:
     """Each line's phrases as target ids, through the target pipeline as references go, in the
     order the model writes them (``right_to_left``: last unit first). A phrase with a unit out of
     the vocabulary, or a special one (``</s>`` in --tokenized text), is dropped with a warning: no
-    output could hold its text."""
+    output could hold its text (``warn``: where the warnings go)."""
     out = []
     for k, line in enumerate(lines):
         ids = []
         for phrase in line:
             units = side.ids(side.tokens(phrase, tokenized))
             if UNK in units:
-                log(f"line {first_line + k}: constraint {phrase!r} has a unit out of the vocabulary: left out")
+                warn(f"line {first_line + k}: constraint {phrase!r} has a unit out of the vocabulary: left out")
             elif any(u in (PAD, BOS, EOS) for u in units):
-                log(f"line {first_line + k}: constraint {phrase!r} holds <s>, </s> or <pad>: left out")
+                warn(f"line {first_line + k}: constraint {phrase!r} holds <s>, </s> or <pad>: left out")
             elif units:
                 ids.append(units[::-1] if right_to_left else units)
         out.append(ids[::-1] if right_to_left else ids)  # the model writes the last phrase first

@@ -229,11 +229,12 @@ class Translator:
         prefixes: list[str] | None = None,
         done: Callable[[int], object] = lambda n: None,
         constraints: list[list[str]] | None = None,
+        warn: Callable[[str], object] = log,
     ) -> list[Translation]:
-        """Translations of ``lines``, numbered from ``first_line`` (in the warnings, and as the
-        sampling's keys); each starts with its line of ``prefixes`` when given, and holds the
-        phrases of its ``constraints``. ``done`` is told how many lines each batch translated,
-        as it ends (a progress bar's advance)."""
+        """Translations of ``lines``, numbered from ``first_line`` (in the warnings, which go to
+        ``warn``, and as the sampling's keys); each starts with its line of ``prefixes`` when given,
+        and holds the phrases of its ``constraints``. ``done`` is told how many lines each batch
+        translated, as it ends (a progress bar's advance)."""
         self._refuse_unmet(options)
         if constraints is not None:
             refuse_sampling(options.search)
@@ -244,11 +245,11 @@ class Translator:
         ]
         if options.glossary:  # the translations of the terms its source holds join each line's constraints
             constraints = with_terms(constraints, sources, self.glossaries.of(options.glossary, options.tokenized))
-        starts = None if prefixes is None else self._prefix_ids(prefixes, options, first_line)
+        starts = None if prefixes is None else self._prefix_ids(prefixes, options, first_line, warn)
         backwards = self.model.cfg.right_to_left  # the model writes each output last unit first
         musts, edges = None, None
         if constraints is not None:
-            musts = constraint_ids(constraints, tgt_side, options.tokenized, backwards, first_line)
+            musts = constraint_ids(constraints, tgt_side, options.tokenized, backwards, first_line, warn)
             edges = word_edges(tgt_side.vocab.tokens, backwards, self.device)
         out = [_empty(tokens, options.search.nbest, options.token_scores) for tokens in sources]  # empty in, empty out
         attention = (options.attention or options.replace_unk) and self.attends  # else no links, no maps
@@ -375,7 +376,9 @@ class Translator:
                 "nmtkit); add one with 'nmtkit lexicon'"
             )
 
-    def _prefix_ids(self, prefixes: list[str], options: TranslateOptions, first_line: int) -> list[list[int]]:
+    def _prefix_ids(
+        self, prefixes: list[str], options: TranslateOptions, first_line: int, warn: Callable[[str], object]
+    ) -> list[list[int]]:
         """Each prefix's target ids, through the target pipeline as references go; under
         ``no_unk`` cut before its first <unk>, which the search could never emit."""
         if self.model.cfg.right_to_left:
@@ -390,13 +393,13 @@ class Translator:
             if UNK not in ids:
                 continue
             if options.search.no_unk:
-                log(
+                warn(
                     f"line {first_line + k}: --prefix has a word out of the vocabulary, which --no-unk bans; "
                     "forcing only what comes before it"
                 )
                 del ids[word_start(units[k], ids.index(UNK)) :]
             else:
-                log(f"line {first_line + k}: --prefix has a word out of the vocabulary: the output holds <unk> there")
+                warn(f"line {first_line + k}: --prefix has a word out of the vocabulary: the output holds <unk> there")
         return out
 
     def _prefix_batch(self, starts: list[list[int]] | None, idx: list[int]) -> torch.Tensor | None:
