@@ -106,6 +106,12 @@ def test_a_model_setting_this_nmtkit_does_not_know_is_refused_in_one_line(tmp_pa
         with pytest.raises(FormatError, match=f"--{key} '{value}' is not one this nmtkit knows") as err:
             checkpoint.load(tmp_path / f"{key}.pt")
         assert "not a complete nmtkit checkpoint" in str(err.value) and "\n" not in str(err.value)
+    # a family it does not have is no damage: a newer nmtkit's, or one a researcher's code registered
+    edited = {**raw, "model": {**raw["model"], "config": {**raw["model"]["config"], "arch": "luong-sdot"}}}
+    torch.save(edited, tmp_path / "family.pt")
+    with pytest.raises(FormatError, match="architecture 'luong-sdot', which this nmtkit does not have") as err:
+        checkpoint.load(tmp_path / "family.pt")
+    assert "not a complete" not in str(err.value) and "rnnsearch" in str(err.value) and "\n" not in str(err.value)
     # a training setting it does not know leaves the model to translate (a resume is another matter)
     later = {**raw, "training": {**raw["training"], "config": {**raw["training"]["config"], "lr_decay": "cosine2"}}}
     torch.save(later, tmp_path / "later.pt")

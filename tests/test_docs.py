@@ -95,4 +95,5 @@ def test_the_library_page_s_examples_run_as_written(corpus, tmp_path):
     lines = done.stdout.splitlines()
     assert lines[0].split()[:2] == ["en", "fr"]
     assert lines[1].startswith("rnnsearch ") and lines[1].endswith(" 20")  # the checkpoint's arch, step
-    assert len(lines) == 3 and (work / "runs" / "api" / "best.pt").exists()
+    assert len(lines) == 5 and (work / "runs" / "api" / "best.pt").exists()
+    assert len(lines[3].split()) >= 2 and lines[3].startswith("(")  # the attention's shape, then its links

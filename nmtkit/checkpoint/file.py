@@ -43,7 +43,7 @@ from ..data.lexicon import Lexicon
 from ..data.sides import Sides
 from ..models.base import Seq2Seq
 from ..models.build import build_model
-from ..models.config import ModelConfig, from_flat_record
+from ..models.config import ModelConfig, UnknownFamily, from_flat_record
 from ..models.coverage import RENAMED_1_1
 from ..text.settings import TextConfig
 from ..train.config import TrainConfig
@@ -245,6 +245,8 @@ def load(path: str | Path, lazy: bool = True) -> Checkpoint:
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as err:
         what = f"no {err.args[0]!r}" if isinstance(err, KeyError) else str(err).splitlines()[0][:120]
         raise FormatError(f"{path}: not a complete nmtkit checkpoint ({what})") from None
+    except UnknownFamily as err:
+        raise UnknownFamily(f"{path}: {err}") from None
     except FormatError as err:
         raise FormatError(f"{path}: not a complete nmtkit checkpoint ({err})") from None
 

@@ -100,6 +100,11 @@ class ModelConfig(Settings):
 
     def __post_init__(self) -> None:
         if type(self) not in FAMILIES.values():
+            if type(self) not in (ModelConfig, GRUConfig):  # a family of the caller's, not registered (yet)
+                raise TypeError(
+                    f"{type(self).__name__} is not in models.config.FAMILIES: register it there (and its model in "
+                    f"models.build.MODELS) before making one"
+                )
             raise TypeError(f"{type(self).__name__} is a base: make one of {', '.join(FAMILY_NAMES)}")
         if self.dropout is None:
             object.__setattr__(self, "dropout", self.default_dropout)
@@ -122,7 +127,13 @@ class ModelConfig(Settings):
     def from_dict(cls, d: dict[str, Any]) -> ModelConfig:
         """The family ``d["arch"]`` names, from what :meth:`to_dict` wrote."""
         rest = dict(d)
-        family = _family(rest.pop("arch", None), "the model's architecture", FormatError)
+        arch = rest.pop("arch", None)
+        if isinstance(arch, str) and arch not in FAMILIES:
+            raise UnknownFamily(
+                f"a model of architecture {arch!r}, which this nmtkit does not have (it has {', '.join(FAMILIES)}): "
+                "a newer nmtkit's, or a family the code that trained it added"
+            )
+        family = _family(arch, "the model's architecture", FormatError)
         if not issubclass(family, cls):
             raise FormatError(f"a {family.arch} model, not a {cls.__name__}")
         made: ModelConfig = super(ModelConfig, family).from_dict(rest)
@@ -380,6 +391,10 @@ def _settings(cls: type[ModelConfig]) -> Iterator[tuple[str, Field[Any], Field[A
         for g in fields(sub):
             spelled = g.metadata["nmtkit"].flag if "nmtkit" in g.metadata else None
             yield (spelled.split("/")[0][2:].replace("-", "_") if spelled else g.name), f, g
+
+
+class UnknownFamily(FormatError):
+    """A whole record of a model whose family this nmtkit lacks: not damaged, not nmtkit's to read."""
 
 
 def _family(arch: Any, what: str, error: type[Exception]) -> type[ModelConfig]:

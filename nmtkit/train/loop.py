@@ -59,12 +59,12 @@ from .window_watch import stuck_message
 
 
 def train(
-    data_dir: Path,
-    save_dir: Path,
+    data_dir: str | Path,
+    save_dir: str | Path,
     model_cfg: ModelConfig,
     cfg: TrainConfig,
     resume: bool = True,
-    tensorboard: Path | None = None,
+    tensorboard: str | Path | None = None,
     typed: Collection[str] | None = None,
 ) -> Progress:
     """Train (or resume) a model; with torchrun, as one of its processes.
@@ -96,6 +96,8 @@ def train(
             corpus or a ``last.pt`` that does not fit them, a loss that became NaN.
         Interrupted: Ctrl-C or SIGTERM, after ``last.pt`` was saved.
     """
+    data_dir, save_dir = Path(data_dir), Path(save_dir)
+    tensorboard = None if tensorboard is None else Path(tensorboard)
     check_run(model_cfg, cfg)
     if tensorboard is not None:
         board.require(tensorboard)

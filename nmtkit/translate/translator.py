@@ -425,7 +425,8 @@ class Translator:
     ) -> list[Forced]:
         """Score given translations (and get their attention) with the search's own decoder step,
         ``batch_size`` sentences a batch on a CPU, :data:`GPU_MAX_TOKENS` tokens on a GPU (of the
-        longer side of each pair, padding counted).
+        longer side of each pair, padding counted). ``tokenized``: both ``sources`` and ``targets``
+        are Moses tokens (BPE still applied), as ``TranslateOptions.tokenized`` reads input lines.
         Not ``scored``: their alignments alone (:func:`~.search.alignment`), each score NaN; not
         ``aligned``: their scores alone and each token's, each attention empty (0 × 0). ``crop``:
         the units each side keeps (0: all), and the number of the first pair's line, for the warning
