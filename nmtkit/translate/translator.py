@@ -30,11 +30,10 @@ from ..data.batching import pad
 from ..data.lexicon import Lexicon
 from ..data.sides import Sides
 from ..data.target_order import model_order, reading_order, reading_order_array
-from ..data.vocab import PAD, UNK
+from ..data.vocab import PAD
 from ..models.base import EncoderOut, Seq2Seq
 from ..models.ensemble import Ensemble
 from ..models.int8 import quantize_int8
-from ..text.bpe import word_start
 from .beside import LinesBeside
 from .constraints import (
     Phrases,
@@ -47,6 +46,7 @@ from .constraints import (
     word_edges,
 )
 from .glossary import Glossaries, with_terms
+from .prefixes import prefix_batch, prefix_ids
 from .sampling import sample
 from .search import Hypotheses, alignment, aligns_as_it_searches, beam_search, force, log_probs
 from .settings import TranslateOptions
@@ -245,8 +245,8 @@ class Translator:
         ]
         if options.glossary:  # the translations of the terms its source holds join each line's constraints
             constraints = with_terms(constraints, sources, self.glossaries.of(options.glossary, options.tokenized))
-        starts = None if prefixes is None else self._prefix_ids(prefixes, options, first_line, warn)
         backwards = self.model.cfg.right_to_left  # the model writes each output last unit first
+        starts = None if prefixes is None else prefix_ids(prefixes, tgt_side, options, backwards, first_line, warn)
         musts, edges = None, None
         if constraints is not None:
             musts = constraint_ids(constraints, tgt_side, options.tokenized, backwards, first_line, warn)
@@ -257,7 +257,7 @@ class Translator:
         max_tokens = 0 if options.batch_size else options.max_tokens  # sentences asked (not both: check())
         for idx in self._batches([len(s) for s in sources], batch_size, max_tokens):
             src = pad([np.asarray(src_side.ids(sources[i]), dtype=np.int64) for i in idx]).to(self.device)
-            prefix = self._prefix_batch(starts, idx)
+            prefix = prefix_batch(starts, idx, self.device)
             must = (
                 None
                 if musts is None
@@ -375,38 +375,6 @@ class Translator:
                 "--shortlist: the checkpoint holds no lexicon (it was trained by an older "
                 "nmtkit); add one with 'nmtkit lexicon'"
             )
-
-    def _prefix_ids(
-        self, prefixes: list[str], options: TranslateOptions, first_line: int, warn: Callable[[str], object]
-    ) -> list[list[int]]:
-        """Each prefix's target ids, through the target pipeline as references go; under
-        ``no_unk`` cut before its first <unk>, which the search could never emit."""
-        if self.model.cfg.right_to_left:
-            raise UserError(
-                "--prefix: the model writes right to left, from a translation's last word: it cannot be given "
-                "the first ones"
-            )
-        tgt = self.sides.tgt
-        units = [tgt.tokens(line, options.tokenized) for line in prefixes]
-        out = [tgt.ids(each) for each in units]
-        for k, ids in enumerate(out):
-            if UNK not in ids:
-                continue
-            if options.search.no_unk:
-                warn(
-                    f"line {first_line + k}: --prefix has a word out of the vocabulary, which --no-unk bans; "
-                    "forcing only what comes before it"
-                )
-                del ids[word_start(units[k], ids.index(UNK)) :]
-            else:
-                warn(f"line {first_line + k}: --prefix has a word out of the vocabulary: the output holds <unk> there")
-        return out
-
-    def _prefix_batch(self, starts: list[list[int]] | None, idx: list[int]) -> torch.Tensor | None:
-        """The prefixes of the lines ``idx`` (B, P), <pad> after each; None when none forces a word."""
-        if starts is None or not any(starts[i] for i in idx):
-            return None
-        return pad([np.asarray(starts[i], dtype=np.int64) for i in idx], eos=False).to(self.device)
 
     def _align(self, enc: EncoderOut, outputs: list[list[int]]) -> torch.Tensor:
         """Each output's alignment (rows, Ty, Tx), by walking it through the models again: how a
