@@ -15,6 +15,7 @@ names and summaries instead, and load no command's libraries.
 from __future__ import annotations
 
 import ast
+import codecs
 import contextlib
 import importlib
 import importlib.util
@@ -316,14 +317,29 @@ def _buffer_stdout() -> None:
     """Under PYTHONUNBUFFERED (``python -u``, many containers) stdout writes straight to its file,
     and a write cut short (the reader of a pipe leaving in its middle) loses the rest without an
     error: the command ended 0 as if it had written everything. A buffered writer writes the rest,
-    and meets the closed pipe; flushed at every line, output still appears as it is written."""
+    and meets the closed pipe; flushed at every line, output still appears as it is written.
+
+    stdout is UTF-8 whatever the locale says, as every input is read and every -o file written:
+    under a Latin-1 or ASCII locale (or PYTHONIOENCODING) it would write another encoding than
+    -o's, and fail with a traceback at the first character that encoding lacks (French's œ)."""
     stdout = sys.stdout
     if stdout is None:  # started with stdout closed (>&-): what is written there fails as it is written
         sys.stdout = _ClosedStdout()
         return
-    raw, encoding, errors = getattr(stdout, "buffer", None), stdout.encoding, stdout.errors
-    if stdout is sys.__stdout__ and isinstance(raw, io.RawIOBase):  # kept alive there: raw stays open
-        sys.stdout = io.TextIOWrapper(io.BufferedWriter(raw), encoding, errors, line_buffering=True)
+    raw, errors = getattr(stdout, "buffer", None), stdout.errors
+    if stdout is not sys.__stdout__:  # a caller's stream (a test's, a notebook's): theirs to set
+        return
+    if isinstance(raw, io.RawIOBase):  # kept alive in sys.__stdout__: raw stays open
+        sys.stdout = io.TextIOWrapper(io.BufferedWriter(raw), "utf-8", errors, line_buffering=True)
+    elif isinstance(stdout, io.TextIOWrapper) and _codec(stdout.encoding) != "utf-8":
+        stdout.reconfigure(encoding="utf-8")
+
+
+def _codec(encoding: str | None) -> str:
+    try:
+        return codecs.lookup(encoding or "").name
+    except LookupError:
+        return ""
 
 
 def _quiet_exit_on_closed_pipe() -> NoReturn:

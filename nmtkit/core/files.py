@@ -106,7 +106,11 @@ def _first_bytes(stream: IO[bytes], n: int) -> bytes:
 
 
 def decode_line(raw: bytes, path: str | Path, lineno: int) -> str:
-    """Decode one line strictly; the error names the file, line and byte."""
+    """Decode one line strictly; the error names the file, line and byte. The first line's byte
+    order mark (Windows editors write one) goes: it marks the encoding, and left in it would be
+    part of the first word, a hypothesis's that no reference holds."""
+    if lineno == 1 and raw.startswith(codecs.BOM_UTF8):
+        raw = raw[len(codecs.BOM_UTF8) :]
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as err:

@@ -32,7 +32,7 @@ from typing import Any
 
 from ..core.console import short_names
 from ..core.errors import UserError
-from ..core.files import read_lines
+from ..core.files import display_name, read_lines
 from ..core.settings import RuntimeConfig
 from ..text.clean import apply_rules
 from .metrics import SACREBLEU_TEMPLATE, TOK_BLEU, TOKENIZED_TEMPLATE, Metrics, SentenceScores
@@ -422,7 +422,8 @@ def format_report(result: dict[str, Any], metrics: Metrics | None = None) -> str
     labels = metrics or Metrics()
     lines = []
     for s in result["systems"]:
-        lines.append(f"{s['name']}: {s['sentences']} sentences, {s['references']} reference(s)")
+        n, r = s["sentences"], s["references"]
+        lines.append(f"{display_name(s['name'])}: {n:,} sentence{'s' * (n != 1)}, {r} reference{'s' * (r != 1)}")
         lines += metric_lines(s)
         if "no_unk" in s:
             u = s["no_unk"]

@@ -151,7 +151,11 @@ class _Sinks:
             self.pharaoh.write(hard_alignment(t) + "\n")
 
     def flush(self) -> None:
-        self.out.flush()
+        """Each output, so that a reader of a pipe or FIFO (--print-alignment >(…)) gets a streamed
+        line's links with its translation, not at the end of the input."""
+        for sink in (self.out, self.align, self.pharaoh):
+            if sink is not None:
+                sink.flush()
 
 
 def _refuse_two_on_stdio(
