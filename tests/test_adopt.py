@@ -568,6 +568,10 @@ def test_a_resumed_run_takes_the_commands_rate_names_each_change_and_refuses_ano
         UserError, match=f"--head-only: the run in {re.escape(str(last))} trained the whole model; start"
     ):
         _resumed(ckpt, ckpt.model, head_only, last, False, None)
+    # a decay over the budget follows a new budget: the rate goes back up, and the log says why
+    more = ["--lr", "0.002", "--lr-decay", "linear", "--patience", 0]
+    r = invoke("train", data_bin, "--save-dir", run, *TINY, *more, "--max-updates", 4)
+    assert r.exit_code == 0 and "--lr-decay linear falls over the new budget" in r.output, r.output
 
 
 def test_a_reset_run_names_the_kept_models_of_the_run_before_it(data_bin, tmp_path):

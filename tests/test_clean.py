@@ -36,6 +36,7 @@ from nmtkit.text.clean import RULES, apply_rules
         ("hash", "le #Dieu qui l’a fait, # 3", "le Dieu qui l’a fait, # 3"),
         ("quotes", "Don`t `What?` l’Éternel « Va » “yes”", "Don't 'What?' l'Éternel \" Va \" \"yes\""),
         ("whitespace", "  Amen.   so  ", "Amen. so"),
+        ("entities", "Tom &amp; Jerry&#39;s &lt;b&gt; &eacute;t&eacute; AT&T", "Tom & Jerry's <b> été AT&T"),
     ],
 )
 def test_rule(rule, text, expected):
@@ -46,6 +47,16 @@ def test_apply_rules_reports_what_fired_in_order():
     out, fired = apply_rules("(3:1) Titre. (3:2) L’Esprit de #Dieu [vint]. ", tuple(RULES))
     assert out == "L'Esprit de Dieu vint ."
     assert fired == ["superscription", "verse-markers", "brackets", "hash", "quotes"]
+
+
+def test_an_entity_s_character_meets_the_rules_after_it_and_no_preset_but_all_unescapes():
+    from nmtkit.text.clean import rules_named
+
+    assert apply_rules("a&nbsp;&nbsp;b&#8217;s", rules_named("entities,unicode,quotes,whitespace")) == (
+        "a b's",
+        ["entities", "quotes"],  # unicode only moved spaces (NBSP): not counted
+    )
+    assert [p for p in ("default", "bible", "none", "all") if "entities" in rules_named(p)] == ["all"]
 
 
 def test_disabled_rules_do_not_run():

@@ -7,7 +7,8 @@ import sys
 import pytest
 
 from nmtkit.core.errors import UserError
-from nmtkit.core.files import Staging, atomic_write, check_parallel, count_lines, read_lines
+from nmtkit.core.files import Staging, atomic_write, read_lines
+from nmtkit.core.line_counts import check_parallel, count_lines
 
 
 def test_read_lines_names_bad_utf8_line(tmp_path):

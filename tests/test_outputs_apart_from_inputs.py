@@ -137,3 +137,13 @@ def test_a_files_name_that_ends_in_a_slash_or_is_empty_is_refused(overfit, tmp_p
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.en"]
     # the directory that refused is named, not the first of those to be made
     refused(invoke("translate", "-m", model, "s.en", "-o", "/proc/nope/deeper/x"), "cannot be written in /proc (")
+
+
+def test_a_run_s_directory_given_for_a_checkpoint_names_its_checkpoints(overfit, tmp_path):
+    """``translate -m runs/x`` got click's "File 'runs/x' is a directory", where ``info runs/x`` reads it."""
+    run = overfit / "run"
+    (tmp_path / "s.en").write_text(EN[0] + "\n", encoding="utf-8")
+    said = f"'{run}' is a run's directory: give a checkpoint in it, {run / 'best.pt'} or {run / 'last.pt'}"
+    refused(invoke("translate", "-m", run, tmp_path / "s.en"), said)
+    refused(invoke("score", tmp_path / "s.en", "-r", tmp_path / "s.en", "-m", run, "--source", tmp_path / "s.en"), said)
+    refused(invoke("translate", "-m", tmp_path, tmp_path / "s.en"), "is a directory")  # no checkpoint in it

@@ -185,6 +185,8 @@ def test_the_tokenized_bleu_refuses_a_reference_whose_name_gives_no_language(tmp
         for extra in (["--metrics", "bleu-tok"], ["--by-length", "--source", hyp]):  # by length: both BLEUs
             r = invoke("score", hyp, "-r", tmp_path / name, *extra)
             assert r.exit_code == 2 and "give --lang" in r.output and r.output.count("\n") == 1, r.output
+            asked = "--metrics bleu-tok" if extra[0] == "--metrics" else "--by-length"
+            assert f"the tokenized BLEU ({asked}) tokenizes" in r.output  # what asked for it
             assert invoke("score", hyp, "-r", tmp_path / name, *extra, "--lang", "fr").exit_code == 0
         assert invoke("score", hyp, "-r", tmp_path / name).exit_code == 0  # sacreBLEU tokenizes itself
     (tmp_path / "ref.fr").write_text((tmp_path / "ref").read_text(encoding="utf-8"), encoding="utf-8")

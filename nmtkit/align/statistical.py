@@ -24,7 +24,8 @@ from typing import Any
 
 from ..core.console import log, progress
 from ..core.errors import UserError
-from ..core.files import atomic_write, check_parallel, read_lines
+from ..core.files import atomic_write, read_lines
+from ..core.line_counts import check_parallel
 from .links import pharaoh, read_pharaoh
 from .symmetrize import grow_diag_final_and
 

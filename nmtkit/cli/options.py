@@ -192,7 +192,9 @@ def link_config(values: dict[str, Any], model_paths: tuple[str, ...]) -> LinkCon
 
 def models(help: str) -> Decorator:
     """``-m/--model CKPT``, required and repeatable (an ensemble), on every command that runs a model."""
-    return click.option("-m", "--model", "model_paths", required=True, multiple=True, type=FilePath(), help=help)
+    return click.option(
+        "-m", "--model", "model_paths", required=True, multiple=True, type=FilePath(checkpoint=True), help=help
+    )
 
 
 def data(help: str, **extra: Any) -> Decorator:
@@ -268,7 +270,7 @@ text = options(
         default="default",
         show_default=True,
         help=f"Cleaning: a preset ({', '.join(PRESETS)}; 'default' = unicode,whitespace suits any corpus, "
-        f"'bible' = every rule, for the embedded Bible corpus) or rules, comma-separated: "
+        f"'bible' = every rule but entities, for the embedded Bible corpus) or rules, comma-separated: "
         f"{', '.join(RULES)}.",
     ),
     options_of(TextConfig, "normalize_punct", "aggressive_dash", "lowercase"),
@@ -296,10 +298,12 @@ train_runtime = options(runtime, option(RuntimeConfig, "logits_blas"))
 
 class FilePath(click.Path):
     """A file's path, not a directory's: an empty name and one that ends in "/" are refused, where
-    a file of the directory's name would be written (or the empty name taken for stdout)."""
+    a file of the directory's name would be written (or the empty name taken for stdout). A
+    ``checkpoint``'s: a run's directory is refused naming the checkpoints in it."""
 
-    def __init__(self, **kwargs: Any):
+    def __init__(self, checkpoint: bool = False, **kwargs: Any):
         super().__init__(dir_okay=False, **kwargs)
+        self.checkpoint = checkpoint
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, str) and (not value or value.endswith(("/", os.sep))):
@@ -307,6 +311,10 @@ class FilePath(click.Path):
             self.fail(
                 f"{value!r} names {'nothing' if not value else 'a directory'}: give a file's name{dash}", param, ctx
             )
+        if self.checkpoint and os.path.isdir(value):
+            held = [os.path.join(value, n) for n in ("best.pt", "last.pt") if os.path.isfile(os.path.join(value, n))]
+            if held:
+                self.fail(f"{value!r} is a run's directory: give a checkpoint in it, {' or '.join(held)}", param, ctx)
         return super().convert(value, param, ctx)
 
 

@@ -106,7 +106,7 @@ run = options(
     option(TrainConfig, "seed"),
     click.option(
         "--init-from",
-        type=FilePath(),
+        type=FilePath(checkpoint=True),
         help="Start from this checkpoint's weights with a fresh optimizer (fine-tuning): its model (model "
         "flags given must describe it; --dropout and --weight-drop may differ), its vocabularies. Ignored "
         "when SAVE_DIR/last.pt exists (that run resumes).",

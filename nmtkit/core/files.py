@@ -189,48 +189,6 @@ def refuse_overwriting(outputs: list[tuple[str, str | None]], inputs: list[tuple
             taken.setdefault(k, f"{name} {path}")
 
 
-def count_lines(path: str | Path, *, utf8: bool = False) -> int:
-    """Number of lines, counting a last line without a newline; with ``utf8``, the text checked
-    too, so that a command streaming its results to stdout fails before the first of them."""
-    stream = open_binary(path)
-    decoder = codecs.getincrementaldecoder("utf-8")() if utf8 else None
-    with stream:
-        n, last = 0, b"\n"
-        while block := stream.read(1 << 20):
-            if decoder is not None:
-                _decoded(decoder, block, path)
-            n += block.count(b"\n")
-            last = block[-1:]
-        if decoder is not None:
-            _decoded(decoder, b"", path, final=True)
-        return n + (last != b"\n")
-
-
-def _decoded(decoder: codecs.IncrementalDecoder, block: bytes, path: str | Path, final: bool = False) -> None:
-    try:
-        decoder.decode(block, final=final)
-    except UnicodeDecodeError:
-        if not Path(path).is_file():  # a stream cannot be read again for the line
-            raise UserError(f"{display_name(path)}: not valid UTF-8") from None
-        for _ in read_lines(path, allow_empty=True):  # names the line and the byte
-            pass
-
-
-def check_parallel(paths: list[Path]) -> int:
-    """Line count shared by parallel files; names the first line without a partner."""
-    counts = [count_lines(p) for p in paths]
-    for p, n in zip(paths, counts):
-        if n == 0:
-            raise UserError(f"{p}: is empty")
-    if len(set(counts)) > 1:
-        detail = ", ".join(f"{p} has {n}" for p, n in zip(paths, counts))
-        short = min(counts)
-        raise UserError(
-            f"parallel files differ in length ({detail} lines): lines {short + 1}-{max(counts)} have no partner"
-        )
-    return counts[0]
-
-
 # What the system says of a path a user gave that cannot be written (no permission, a read-only or
 # full disk, a file where a directory must be): the user's to fix, so one line, not a traceback.
 # Not ENOENT, EEXIST or EISDIR in general: the code that knows the user's path says those itself,

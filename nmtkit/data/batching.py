@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from .binarized import too_long
 from .target_order import mirrored_links, model_order
 from .vocab import BOS, EOS, PAD
 
@@ -44,7 +45,7 @@ class Batches:
         if max_len:
             ok &= (self.src_sizes <= max_len) & (self.tgt_sizes <= max_len)
         self.keep = np.flatnonzero(ok)
-        self.too_long = int((~ok & (self.src_sizes > 0) & (self.tgt_sizes > 0)).sum())  # the rest: an empty side
+        self.too_long = too_long(self.src_sizes, self.tgt_sizes, max_len)
         self.pieces = update_freq
         self.batch_size, self.max_tokens = batch_size * update_freq, max_tokens * update_freq
         self.pool, self.seed = pool, seed

@@ -22,11 +22,12 @@ import numpy as np
 from ..align.links import read_pharaoh, unit_links, word_ids
 from ..core.console import progress
 from ..core.errors import UserError
-from ..core.files import Staging, check_parallel, count_lines, fingerprint, read_lines
+from ..core.files import Staging, fingerprint, read_lines
+from ..core.line_counts import check_parallel_prefix, count_lines
 from ..core.parallel import Workers, chunked
 from ..text.bpe import Segmenter
 from ..text.preprocess import read_report, text_fingerprint
-from .binarized import Corpus, TokenArrayWriter, best_dtype
+from .binarized import Corpus, TokenArrayWriter, best_dtype, too_long
 from .manifest import MANIFEST, Manifest, SplitStats, VocabEntry, write_manifest
 from .vocab import UNK, Vocab, VocabDir
 
@@ -110,7 +111,7 @@ def binarize_corpus(
     fingerprints = {lang: v.fingerprint for lang, v in zip(langs, vocabs)}
     manifest = _start_manifest(out_dir, langs, vdir, fingerprints)
     text_reports = {name: _check_text(prefix, vdir) for name, prefix in splits.items()}
-    counts = {name: check_parallel([Path(f"{p}.{lang}") for lang in langs]) for name, p in splits.items()}
+    counts = {name: check_parallel_prefix(p, langs) for name, p in splits.items()}
     links = _link_files(splits, align_suffix, counts)
     dtype = np.dtype(manifest.dtype)
     with (
@@ -267,3 +268,20 @@ def _write_lines(prefix: Path, dest: Path, n: int) -> None:
             raise UserError(f"{src}: has {have} lines for {n} sentences; re-run preprocess")
     else:
         np.savetxt(dest, np.arange(1, n + 1), fmt="%d")
+
+
+def over_length(data_dir: Path, max_len: int) -> str | None:
+    """What training at ``max_len`` (train's --max-len) would leave out of the train split, said
+    when the corpus is made: preprocess's --max-len counts words, training counts subword units."""
+    corpus = Corpus(data_dir)
+    if "train" not in corpus.splits:
+        return None
+    src, tgt = corpus.split("train")
+    n = too_long(src.sizes, tgt.sizes, max_len)
+    if not n:
+        return None
+    unit = "subword units" if any(corpus.manifest.bpe_codes.values()) else "tokens"
+    return (
+        f"train: {n:,} of {len(src.sizes):,} pairs have more than {max_len} {unit} on a side, which train's "
+        f"--max-len {max_len} leaves out (--max-len 0 keeps them)"
+    )

@@ -216,3 +216,11 @@ class Corpus:
     def lines(self, name: str) -> np.ndarray:
         """Raw-text line number (1-based) of each sentence of a split."""
         return np.loadtxt(self.path / f"{name}.lines", dtype=np.int64, ndmin=1)
+
+
+def too_long(src_sizes: np.ndarray, tgt_sizes: np.ndarray, max_len: int) -> int:
+    """The pairs, neither side empty, with a side over ``max_len`` (0: none), which training leaves out."""
+    if not max_len:
+        return 0
+    both = (np.asarray(src_sizes) > 0) & (np.asarray(tgt_sizes) > 0)
+    return int((both & ((np.asarray(src_sizes) > max_len) | (np.asarray(tgt_sizes) > max_len))).sum())

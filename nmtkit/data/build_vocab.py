@@ -19,7 +19,8 @@ from typing import Any
 
 from ..core.console import log, progress
 from ..core.errors import UserError
-from ..core.files import Staging, check_parallel, read_lines
+from ..core.files import Staging, read_lines
+from ..core.line_counts import check_parallel_prefix
 from ..text.bpe import Segmenter, learn_codes, learn_sentencepiece
 from ..text.preprocess import read_report, text_fingerprint
 from ..text.settings import check_languages
@@ -53,7 +54,7 @@ def build_vocab(
     directory; ``typed``: the settings the caller gave, refused where idle even at their defaults."""
     check_languages(*langs)
     paths = [Path(f"{prefix}.{lang}") for lang in langs]
-    lines = check_parallel(paths)  # first: a mistyped --train names its files, not preprocess.json
+    lines = check_parallel_prefix(prefix, langs)  # first: a mistyped --train names its files, not preprocess.json
     settings = read_report(
         prefix.parent, "build-vocab reads text written by 'nmtkit preprocess', which records how it was tokenized"
     )

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import IO
 
 from ..core.errors import UserError
-from ..core.files import atomic_write, count_lines
+from ..core.files import atomic_write
+from ..core.line_counts import count_lines
 from .download import Checksum
 
 STATMT = "http://www.statmt.org"

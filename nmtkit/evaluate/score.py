@@ -92,17 +92,21 @@ def language_of(path: str | Path, default: str = "en") -> str:
     return suffix if 2 <= len(suffix) <= 3 and suffix.isalpha() and suffix not in _NOT_LANGUAGES else default
 
 
-def target_language(ref_paths: Sequence[str], tokenized: bool, lang: str | None, needed: bool = True) -> str | None:
+def target_language(
+    ref_paths: Sequence[str], tokenized: bool, lang: str | None, needed_by: str = "the tokenized BLEU"
+) -> str | None:
     """The language whose Moses tokens the tokenized BLEU counts (None: the files are tokens). A
-    reference whose name gives none is refused where the Moses tokens are ``needed``: another
-    language's rules would count other tokens without a word."""
+    reference whose name gives none is refused where the Moses tokens are needed (``needed_by``
+    says what needs them; "": nothing): another language's rules would count other tokens without
+    a word."""
     if tokenized or lang:
         return None if tokenized else lang
     named = next((code for code in (language_of(path, "") for path in ref_paths) if code), "")
-    if not named and needed:
+    if not named and needed_by:
         raise UserError(
-            f"-r {ref_paths[0]}: the tokenized BLEU tokenizes with the target language's Moses rules, "
-            "which no reference's name gives (test.fr would): give --lang"
+            f"-r {ref_paths[0]}: {needed_by} tokenizes with the target language's Moses rules, which no "
+            "reference's name gives (as a name ending in .fr would): give --lang, or --tokenized for text "
+            "that is Moses tokens already"
         )
     return named or "en"
 
@@ -215,7 +219,8 @@ def sentence_scores(
     systems, refs = read_systems(hyp_paths, ref_paths, names, clean)
     ((name, hyps),) = systems.items()
     chosen = metrics.chosen(tokenized)
-    texts = metric_texts(chosen, hyps, refs, tokenized, target_language(ref_paths, tokenized, lang, TOK_BLEU in chosen))
+    needed_by = "the tokenized BLEU" if TOK_BLEU in chosen else ""
+    texts = metric_texts(chosen, hyps, refs, tokenized, target_language(ref_paths, tokenized, lang, needed_by))
     return SentenceScores.of(name, str(hyp_paths[0]), texts, metrics)
 
 
@@ -353,8 +358,11 @@ def evaluate(  # noqa: PLR0913 (score's options, one per flag)
 
         for path, side in ((source, "src"), *((h, "tgt") for h in hyp_paths)):
             warn_named_otherwise(path, side, model_paths[0])
-    moses = TOK_BLEU in metrics.chosen(tokenized) or bool(bucket_width or no_unk or bootstrap)
-    lang = target_language(ref_paths, tokenized, lang, moses)
+    # the analyses give both BLEUs, the tokenized one too
+    asked: list[tuple[str, object]] = [("--metrics bleu-tok", TOK_BLEU in metrics.chosen(tokenized))]
+    asked += [("--by-length", bucket_width), ("--no-unk-vocab", no_unk), ("--bootstrap", bootstrap)]
+    needed_by = next((f"the tokenized BLEU ({flag})" for flag, on in asked if on), "")
+    lang = target_language(ref_paths, tokenized, lang, needed_by)
     result: dict[str, Any] = {"systems": []}
     keep = no_unk_indices(no_unk, sources, refs, tokenized) if no_unk and sources is not None else None
     # Moses tokens, for the analyses that give both BLEUs; without them only the tokenized BLEU needs them
@@ -468,6 +476,7 @@ def format_report(result: dict[str, Any], metrics: Metrics | None = None) -> str
             f"{c['split']}: NLL {c['nll']:.3f} per sentence, {c['nll_token']:.4f} per token, "
             f"perplexity {c['perplexity']:.2f} ({c['sentences']} sentences, {c['tokens']} tokens "
             f"with </s>)"
+            + (f"; {n} pair{'s' * (n != 1)} with an empty side left out" if (n := c.get("left_out_empty", 0)) else "")
         )
     return "\n".join(lines)
 

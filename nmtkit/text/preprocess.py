@@ -23,7 +23,8 @@ from typing import IO, Any
 from .. import __version__
 from ..core.console import log, progress
 from ..core.errors import FormatError, UserError
-from ..core.files import Staging, check_parallel, fingerprint, read_json, read_lines, refuse_overwriting, write_json
+from ..core.files import Staging, fingerprint, read_json, read_lines, refuse_overwriting, write_json
+from ..core.line_counts import check_parallel_prefix
 from ..core.parallel import Workers, chunked
 from .pipeline import Preprocessor
 from .settings import FilterConfig, TextConfig, check_languages
@@ -108,7 +109,7 @@ def preprocess_corpus(
     """
     src_lang, tgt_lang = texts[0].lang, texts[1].lang
     check_languages(src_lang, tgt_lang)
-    counts = {name: check_parallel([Path(f"{p}.{src_lang}"), Path(f"{p}.{tgt_lang}")]) for name, p in splits.items()}
+    counts = {name: check_parallel_prefix(p, (src_lang, tgt_lang)) for name, p in splits.items()}
     langs = (src_lang, tgt_lang)
     refuse_overwriting(  # -d beside the raw text, same split names: the staged directory would replace it
         [("-d", str(out_dir / f"{name}.{lang}")) for name in splits for lang in langs],

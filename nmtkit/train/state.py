@@ -26,7 +26,7 @@ from ..models.build import build_model
 from ..models.config import LuongConfig, ModelConfig, RNNSearchConfig
 from . import runlog
 from .board import Board
-from .config import TrainConfig
+from .config import BUDGETED, TrainConfig
 from .ema import Average
 from .optimizer import load_optimizer, optimizer
 from .parts import Parallel
@@ -282,7 +282,16 @@ def _changed(cfg: TrainConfig, old: TrainConfig, last: Path, was: ModelConfig, m
     ]
     if model != was:
         changed.append(_changes(was, model))
-    return f"resuming {last} with this command's {', '.join(changed)}" if changed else None
+    if not changed:
+        return None
+    said = f"resuming {last} with this command's {', '.join(changed)}"
+    if cfg.lr_decay in BUDGETED and any(getattr(cfg, k) != getattr(old, k) for k in _BUDGETS):
+        # the schedule reads the budget, not the rate the last run ended at: a longer one raises it again
+        said += f"; --lr-decay {cfg.lr_decay} falls over the new budget, so the rate is that budget's at this point"
+    return said
+
+
+_BUDGETS = ("max_updates", "max_epochs", "max_minutes")
 
 
 def _changes(was: ModelConfig, model: ModelConfig) -> str:

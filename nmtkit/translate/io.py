@@ -26,7 +26,6 @@ from ..core.console import progress
 from ..core.errors import UserError
 from ..core.files import (
     STDIO,
-    count_lines,
     decode_line,
     display_name,
     is_stream,
@@ -35,6 +34,7 @@ from ..core.files import (
     refuse_two_on_stdin,
     results_to,
 )
+from ..core.line_counts import count_lines
 from ..core.settings import RuntimeConfig
 from .beside import LinesBeside
 from .both_ways import BothWays, directions, refuse_idle_links, warn_named_otherwise

@@ -22,14 +22,8 @@ import torch
 
 from ..core.console import progress
 from ..core.errors import UserError
-from ..core.files import (
-    count_lines,
-    display_name,
-    is_stream,
-    read_lines,
-    refuse_two_on_stdin,
-    results_to,
-)
+from ..core.files import display_name, is_stream, read_lines, refuse_two_on_stdin, results_to
+from ..core.line_counts import count_lines
 from ..core.parallel import chunked
 from ..core.settings import RuntimeConfig
 from .both_ways import directions, warn_named_otherwise

@@ -40,7 +40,7 @@ Examples:
     "--model",
     "model_paths",
     multiple=True,
-    type=options.FilePath(),
+    type=options.FilePath(checkpoint=True),
     help="Instead of an alignment file: force this checkpoint on --source/--target pairs.",
 )
 @click.option(

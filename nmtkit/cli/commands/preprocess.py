@@ -74,8 +74,10 @@ def preprocess(
       <split>.LANG.bin/.idx, <split>.lines and the vocabularies, then a summary.
     One side as a stream: 'nmtkit tokenize'; data selection: 'nmtkit select'.
     """
-    from ...data.binarize import binarize_corpus
+    from ...core.settings import declared, default_of
+    from ...data.binarize import binarize_corpus, over_length
     from ...text.preprocess import preprocess_corpus
+    from ...train.config import TrainConfig
 
     splits = {name: Path(p) for name, p in (("train", train), ("valid", valid), ("test", test)) if p}
     if not splits:
@@ -86,6 +88,8 @@ def preprocess(
             splits, (source_lang, target_lang), Path(vocab_dir), Path(out_dir), workers, align_suffix
         )
         console.print(corpus_summary(manifest))
+        if said := over_length(Path(out_dir), default_of(declared(TrainConfig, "max_len")[0])):
+            log(said)
         return
     if align_suffix:
         raise UserError("--align-suffix goes with --vocab (binarizing); make the links with 'nmtkit word-align'")

@@ -92,7 +92,7 @@ _model_nll = options.options(
         "--model",
         "model_paths",
         multiple=True,
-        type=options.FilePath(),
+        type=options.FilePath(checkpoint=True),
         help="Checkpoint: the hypotheses' NLL given --source (per sentence and per word), beside their scores "
         "against -r; or --data's split's.",
     ),

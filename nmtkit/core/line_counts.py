@@ -1,0 +1,68 @@
+"""Line counts of text files, and parallel files checked to have the same: before any work,
+so that a command fails before its first result, naming the lines without a partner."""
+
+from __future__ import annotations
+
+import codecs
+from pathlib import Path
+
+from .errors import UserError
+from .files import display_name, open_binary, read_lines
+
+
+def count_lines(path: str | Path, *, utf8: bool = False) -> int:
+    """Number of lines, counting a last line without a newline; with ``utf8``, the text checked
+    too, so that a command streaming its results to stdout fails before the first of them."""
+    stream = open_binary(path)
+    decoder = codecs.getincrementaldecoder("utf-8")() if utf8 else None
+    with stream:
+        n, last = 0, b"\n"
+        while block := stream.read(1 << 20):
+            if decoder is not None:
+                _decoded(decoder, block, path)
+            n += block.count(b"\n")
+            last = block[-1:]
+        if decoder is not None:
+            _decoded(decoder, b"", path, final=True)
+        return n + (last != b"\n")
+
+
+def _decoded(decoder: codecs.IncrementalDecoder, block: bytes, path: str | Path, final: bool = False) -> None:
+    try:
+        decoder.decode(block, final=final)
+    except UnicodeDecodeError:
+        if not Path(path).is_file():  # a stream cannot be read again for the line
+            raise UserError(f"{display_name(path)}: not valid UTF-8") from None
+        for _ in read_lines(path, allow_empty=True):  # names the line and the byte
+            pass
+
+
+def check_parallel(paths: list[Path]) -> int:
+    """Line count shared by parallel files; names the first line without a partner."""
+    counts = [count_lines(p) for p in paths]
+    for p, n in zip(paths, counts):
+        if n == 0:
+            raise UserError(f"{p}: is empty")
+    if len(set(counts)) > 1:
+        detail = ", ".join(f"{p} has {n}" for p, n in zip(paths, counts))
+        short = min(counts)
+        raise UserError(
+            f"parallel files differ in length ({detail} lines): lines {short + 1}-{max(counts)} have no partner"
+        )
+    return counts[0]
+
+
+def check_parallel_prefix(prefix: str | Path, langs: tuple[str, str] | list[str]) -> int:
+    """:func:`check_parallel` of ``prefix.<lang>`` for each language; a prefix given with a
+    language's suffix (``--valid raw/dev.fr`` for ``raw/dev``) is named as such, not as a
+    missing ``raw/dev.fr.fr``."""
+    paths = [Path(f"{prefix}.{lang}") for lang in langs]
+    missing = next((p for p in paths if not p.exists()), None)
+    if missing is not None and Path(prefix).is_file():
+        bare = next((str(prefix)[: -len(lang) - 1] for lang in langs if str(prefix).endswith(f".{lang}")), None)
+        if bare:
+            raise UserError(
+                f"{missing}: no such file ({prefix} is a file: give the prefix {bare}, "
+                f"which reads {' and '.join(f'{bare}.{lang}' for lang in langs)})"
+            )
+    return check_parallel(paths)
