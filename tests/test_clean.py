@@ -37,6 +37,7 @@ from nmtkit.text.clean import RULES, apply_rules
         ("quotes", "Don`t `What?` l’Éternel « Va » “yes”", "Don't 'What?' l'Éternel \" Va \" \"yes\""),
         ("whitespace", "  Amen.   so  ", "Amen. so"),
         ("entities", "Tom &amp; Jerry&#39;s &lt;b&gt; &eacute;t&eacute; AT&T", "Tom & Jerry's <b> été AT&T"),
+        ("entities", "?a=1&times=2&section=3 R&D&copy &#x41;&nosuch;", "?a=1&times=2&section=3 R&D&copy A&nosuch;"),
     ],
 )
 def test_rule(rule, text, expected):

@@ -429,6 +429,10 @@ def test_the_translator_translates_a_sentence_without_its_phrases_when_none_can_
     assert [x.text for x in got] == free and [x.unheld for x in got] == [True, False, True]
     err = capsys.readouterr().err
     assert "line 1: no output within the output limit holds every constraint" in err and "line 3:" in err
+    # a caller's warn takes it (a server's answer says it by sentence, not its log by a batch's line)
+    warned: list[str] = []
+    t.translate_block(EN[:3], options, 5, constraints=[["x"], [], ["y"]], warn=warned.append)
+    assert [w.split(":")[0] for w in warned] == ["line 5", "line 7"] and "line" not in capsys.readouterr().err
     if plain_first:  # and a server's answer says which sentences
         pytest.importorskip("fastapi", reason="nmtkit serve needs the serve extra (make install has it)")
         from nmtkit.serve.app import UNHELD

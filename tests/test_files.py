@@ -75,6 +75,9 @@ def test_the_first_line_s_byte_order_mark_is_no_text(tmp_path):
     assert r.exit_code == 0 and '"bleu": 100.0' in r.stdout, r.output
     (tmp_path / "mid").write_bytes(b"a\n\xef\xbb\xbfb\n")  # a mark within the text is the text's
     assert list(read_lines(tmp_path / "mid")) == ["a", "\ufeffb"]
+    (tmp_path / "bad").write_bytes(b"\xef\xbb\xbfcaf\xe9\n")  # the offset counts the mark: 0xe9 is byte 6
+    with pytest.raises(UserError, match=r"line 1 is not valid UTF-8 \(byte 0xe9 at byte offset 6\)"):
+        list(read_lines(tmp_path / "bad"))
 
 
 def test_check_parallel_names_unpartnered_lines(tmp_path):

@@ -147,3 +147,7 @@ def test_a_run_s_directory_given_for_a_checkpoint_names_its_checkpoints(overfit,
     refused(invoke("translate", "-m", run, tmp_path / "s.en"), said)
     refused(invoke("score", tmp_path / "s.en", "-r", tmp_path / "s.en", "-m", run, "--source", tmp_path / "s.en"), said)
     refused(invoke("translate", "-m", tmp_path, tmp_path / "s.en"), "is a directory")  # no checkpoint in it
+    # as a shell completes it, with a '/'
+    refused(
+        invoke("translate", "-m", f"{run}/", tmp_path / "s.en"), f"'{run}/' is a run's directory: give a checkpoint"
+    )

@@ -300,3 +300,13 @@ def test_keep_words_counts(tmp_path):
     )
     assert result.exit_code == 0, result.output
     assert json.loads((tmp_path / "o" / "select.json").read_text())["config"]["keep_words"] == 100
+
+
+def test_a_first_line_s_byte_order_mark_is_no_text_of_the_in_domain_model(tmp_path):
+    """As every other reader drops it (core.files.decode_line): else the language model counted
+    '\ufeffIn' as a word of its own."""
+    from nmtkit.selection.moore_lewis import _text
+
+    mark = b"\xef\xbb\xbf"
+    assert _text([mark + b"In the\n", b"And\n"], tmp_path / "x", 1) == "In the\nAnd"
+    assert _text([mark + b"In\n"], tmp_path / "x", 5) == "\ufeffIn"  # not a file's first line: its text

@@ -306,15 +306,15 @@ class FilePath(click.Path):
         self.checkpoint = checkpoint
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if self.checkpoint and os.path.isdir(value):  # before the '/' check: a shell completes a directory so
+            held = [os.path.join(value, n) for n in ("best.pt", "last.pt") if os.path.isfile(os.path.join(value, n))]
+            if held:
+                self.fail(f"{value!r} is a run's directory: give a checkpoint in it, {' or '.join(held)}", param, ctx)
         if isinstance(value, str) and (not value or value.endswith(("/", os.sep))):
             dash = ", or '-' for stdout" if self.allow_dash else ""
             self.fail(
                 f"{value!r} names {'nothing' if not value else 'a directory'}: give a file's name{dash}", param, ctx
             )
-        if self.checkpoint and os.path.isdir(value):
-            held = [os.path.join(value, n) for n in ("best.pt", "last.pt") if os.path.isfile(os.path.join(value, n))]
-            if held:
-                self.fail(f"{value!r} is a run's directory: give a checkpoint in it, {' or '.join(held)}", param, ctx)
         return super().convert(value, param, ctx)
 
 

@@ -109,14 +109,14 @@ def decode_line(raw: bytes, path: str | Path, lineno: int) -> str:
     """Decode one line strictly; the error names the file, line and byte. The first line's byte
     order mark (Windows editors write one) goes: it marks the encoding, and left in it would be
     part of the first word, a hypothesis's that no reference holds."""
-    if lineno == 1 and raw.startswith(codecs.BOM_UTF8):
-        raw = raw[len(codecs.BOM_UTF8) :]
+    mark = len(codecs.BOM_UTF8) if lineno == 1 and raw.startswith(codecs.BOM_UTF8) else 0
     try:
-        return raw.decode("utf-8")
+        return (raw[mark:] if mark else raw).decode("utf-8")
     except UnicodeDecodeError as err:
-        bad = raw[err.start : err.start + 1].hex()
+        at = mark + err.start  # in the line's bytes, the mark's among them: where a hex editor shows it
         raise UserError(
-            f"{display_name(path)}: line {lineno} is not valid UTF-8 (byte 0x{bad} at byte offset {err.start})"
+            f"{display_name(path)}: line {lineno} is not valid UTF-8 (byte 0x{raw[at : at + 1].hex()} at byte "
+            f"offset {at})"
         ) from None
 
 

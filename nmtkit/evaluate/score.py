@@ -474,7 +474,8 @@ def format_report(result: dict[str, Any], metrics: Metrics | None = None) -> str
         c = result["corpus_nll"]
         lines.append(
             f"{c['split']}: NLL {c['nll']:.3f} per sentence, {c['nll_token']:.4f} per token, "
-            f"perplexity {c['perplexity']:.2f} ({c['sentences']} sentences, {c['tokens']} tokens "
+            f"perplexity {c['perplexity']:.2f} ({c['sentences']:,} sentence{'s' * (c['sentences'] != 1)}, "
+            f"{c['tokens']:,} tokens "
             f"with </s>)"
             + (f"; {n} pair{'s' * (n != 1)} with an empty side left out" if (n := c.get("left_out_empty", 0)) else "")
         )

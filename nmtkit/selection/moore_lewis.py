@@ -18,6 +18,7 @@ write) in chunks that worker processes score in parallel.
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import random
@@ -78,8 +79,9 @@ def read_pairs(corpus: Corpus, chunk_lines: int) -> Iterator[tuple[list[bytes], 
 
 def _text(lines: list[bytes], path: Path, first: int) -> str:
     """The lines as one string without the last newline; bad UTF-8 names its line."""
-    try:
-        return b"".join(lines).decode("utf-8").removesuffix("\n")
+    mark = len(codecs.BOM_UTF8) if first == 1 and lines and lines[0].startswith(codecs.BOM_UTF8) else 0
+    try:  # without the encoding's mark, as decode_line reads a first line
+        return b"".join(lines).decode("utf-8")[1 if mark else 0 :].removesuffix("\n")
     except UnicodeDecodeError:
         for i, raw in enumerate(lines):
             decode_line(raw, path, first + i)  # raises, naming the line

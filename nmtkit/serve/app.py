@@ -4,7 +4,7 @@ FastAPI's own ``/docs`` (Swagger UI) and ``/openapi.json``, which describe the A
 ``POST /translate`` takes ``{"sentences": [...], "beam": 5, "nbest": 1, "coverage_penalty": 0.2,
 "alignment": true, "attention": false, ...}`` (all but ``sentences`` optional; :mod:`.schema`
 declares every field, its default and its bounds) and answers ``{"translations": [{"text",
-"score", "ranking", "alignment", "nbest"?, "source_tokens"?, "target_tokens"?, "attention"?,
+"score", "ranking", "alignment"?, "nbest"?, "source_tokens"?, "target_tokens"?, "attention"?,
 "source_words"?, "target_words"?, "word_attention"?}]}`` (:mod:`.answers` declares each answer), one
 per sentence, in order; with
 ``"attention": true``, the subword tokens and their attention, and the same merged into words

@@ -50,6 +50,7 @@ from .settings import DEFAULT_RULES
 # zero-width ones are removed.
 _CONTROL = re.compile(r"[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f\u200b-\u200f\u2060\ufeff]")
 _SPACES = re.compile(r"[\t\x0b\x0c\r\x1c-\x1f\x85\u00a0\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+_ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
 _MOJIBAKE = re.compile(r"[\u00c2\u00c3][\u0080-\u00bf]")
 _MARKER = re.compile(r"\((\d+):(\d+)\)")
 _QUOTES = str.maketrans(
@@ -69,7 +70,9 @@ _QUOTES = str.maketrans(
 
 
 def entities(s: str) -> str:
-    return html.unescape(s) if "&" in s else s
+    # each reference whole, to its ';': html.unescape alone also reads HTML5's names without one,
+    # which URLs hold ("?a=1&times=2&section=3" would become "?a=1×=2§ion=3")
+    return _ENTITY.sub(lambda m: html.unescape(m.group()), s) if "&" in s else s
 
 
 def unicode_rule(s: str) -> str:

@@ -266,6 +266,11 @@ class Translator:
             keys = torch.tensor([first_line + i for i in idx])  # the sampling's: batching changes nothing
             hyps, maps = self._search(src, options, attention, prefix, must, keys)
             unheld, n = {idx[q] for q in hyps.unheld}, hyps.nbest
+            for i in sorted(unheld):
+                warn(
+                    f"line {first_line + i}: no output within the output limit holds every constraint: "
+                    "translated without them"
+                )
             for row in range(len(hyps.tokens)):
                 i = idx[row // n]
                 if row % n and not np.isfinite(hyps.scores[row]):
@@ -327,7 +332,7 @@ class Translator:
                 first = None if options.search.plain_first else must
                 hyps = beam_search(self.model, enc, options.search, vocab, own, prefix, options.token_scores, first)
                 if must is not None:
-                    hyps = self._with_phrases(hyps, enc, must, options, vocab, own, prefix, keys)
+                    hyps = self._with_phrases(hyps, enc, must, options, vocab, own, prefix)
             maps = hyps.attention if own else None
             if attention and maps is None:
                 maps = self._align(enc.repeat(hyps.nbest), hyps.tokens)
@@ -342,12 +347,11 @@ class Translator:
         vocab: torch.Tensor | None,
         own: bool,
         prefix: torch.Tensor | None,
-        keys: torch.Tensor,
     ) -> Hypotheses:
         """``hyps``, the batch's outputs searched without their phrases (``plain_first``), with those
         of the sentences whose outputs do not hold them searched again with them; or searched with
         them, those that no hypothesis could complete within the output limit searched again
-        without. Either way such a sentence gets its plain output, with a warning naming its line."""
+        without. Either way such a sentence gets its plain output, marked ``unheld`` (the caller warns)."""
         plain = options.search.plain_first
         again = unheld(hyps, must) if plain else unplaced(hyps, must)
         if not again:
@@ -355,10 +359,7 @@ class Translator:
         rows = torch.tensor(again, device=self.device)
         forced, sub = None if prefix is None else prefix[rows], replace(must, ids=must.ids[rows]) if plain else None
         got = beam_search(self.model, enc.select(rows), options.search, vocab, own, forced, options.token_scores, sub)
-        lost = set(unplaced(got, sub) if sub is not None else range(len(again)))
-        for q in sorted(lost):
-            where = f"line {int(keys[again[q]])}: no output within the output limit"
-            log(f"{where} holds every constraint: translated without them")
+        lost = set(unplaced(got, sub) if sub is not None else range(len(again)))  # warned of by the caller
         out = splice(hyps, got, [None if plain and q in lost else i for q, i in enumerate(again)])
         return replace(out, unheld=[again[q] for q in sorted(lost)])
 
