@@ -10,7 +10,7 @@ from nmtkit.align.links import pharaoh, read_pharaoh, word_alignment, word_ids
 from nmtkit.align.words import word_attention
 from nmtkit.cli import main
 from nmtkit.core.errors import UserError
-from tests.conftest import EN
+from tests.conftest import EN, FR
 
 
 def test_subwords_are_grouped_into_words():
@@ -68,6 +68,28 @@ def test_translate_prints_one_alignment_line_and_jsonl_per_input(overfit, tmp_pa
     assert {"text", "score", "alignment", "nbest"} <= set(rows[0]) and len(rows[0]["nbest"]) == 2
     assert rows[0]["nbest"][0]["text"] == rows[0]["text"]
     assert rows[1]["nbest"] == [{"text": "", "score": 0.0, "ranking": 0.0, "alignment": ""}]  # as every line's
+
+
+def test_align_writes_the_attention_of_given_translations_as_translate_does(overfit, tmp_path):
+    """The references' attention (the paper's Figure 3 drawn from them) had no file: align wrote
+    Pharaoh links alone, and only translate --alignments kept the weights, of its own outputs."""
+    from nmtkit.align.files import read_alignments
+
+    (tmp_path / "s.en").write_text(EN[0] + "\n\n" + EN[2] + "\n", encoding="utf-8")
+    (tmp_path / "s.fr").write_text(FR[0] + "\n\n" + FR[2] + "\n", encoding="utf-8")
+    model = str(overfit / "run" / "last.pt")
+    args = ["align", "-m", model, "--source", str(tmp_path / "s.en"), "--target", str(tmp_path / "s.fr")]
+    plain = CliRunner().invoke(main, args)
+    kept = CliRunner().invoke(main, [*args, "--alignments", str(tmp_path / "ref.align")])
+    assert plain.exit_code == kept.exit_code == 0 and kept.stdout == plain.stdout, kept.output
+    records = read_alignments(tmp_path / "ref.align")
+    assert sorted(records) == [1, 2, 3] and records[2]["alignment"] == []  # the empty pair keeps its line
+    first, links = records[1], plain.stdout.splitlines()[0]
+    alpha = np.array(first["alignment"])
+    assert alpha.shape == (len(first["target"]), len(first["source"])) and np.allclose(alpha.sum(1), 1, atol=1e-3)
+    assert first["score"] < 0 and pharaoh(word_alignment(first["source"][:-1], first["target"][:-1], alpha)) == links
+    plot = ["align-plot", str(tmp_path / "ref.align"), "-n", "1", "-o", str(tmp_path / "ref.png")]
+    assert CliRunner().invoke(main, plot).exit_code == 0 and (tmp_path / "ref.png").stat().st_size > 0
 
 
 def test_align_plot_draws_pharaoh_links_over_token_files(tmp_path):

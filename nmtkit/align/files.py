@@ -40,21 +40,27 @@ def header() -> str:
     return json.dumps({"format": ALIGNMENT_FORMAT, "version": ALIGNMENT_VERSION})
 
 
+def is_alignment_header(line: str) -> bool:
+    """Whether ``line`` is the first line of an alignment file (:func:`header`)."""
+    try:
+        first = json.loads(line)
+    except json.JSONDecodeError:
+        return False
+    return isinstance(first, dict) and first.get("format") == ALIGNMENT_FORMAT
+
+
 def read_alignments(path: str | Path) -> dict[int, dict[str, Any]]:
     """An alignment file by line number; refuses anything else with one clear line."""
     records: dict[int, dict[str, Any]] = {}
     lines = read_lines(path)
     first = next(lines, "")
-    try:
-        header = json.loads(first)
-    except json.JSONDecodeError:
-        header = None
-    if not isinstance(header, dict) or header.get("format") != ALIGNMENT_FORMAT:
+    if not is_alignment_header(first):
         links = _PHARAOH.fullmatch(first.strip()) is not None  # a Pharaoh file given alone
         raise UserError(
             f"{path}: not an alignment file (made by nmtkit translate --alignments)"
             + ("; Pharaoh links need --source and --target (Moses tokens)" if links else "")
         )
+    header = json.loads(first)
     if (version := header.get("version", ALIGNMENT_VERSION)) != ALIGNMENT_VERSION:  # none: taken as this one
         raise UserError(
             f"{path}: alignment file version {version} is not supported (this nmtkit reads "

@@ -20,7 +20,7 @@ from ..core.errors import UserError
 from ..core.files import read_lines
 from ..core.plot import alignment_heatmap, check_format
 from .aer import read_gold
-from .files import read_alignments
+from .files import is_alignment_header, read_alignments
 from .words import word_attention
 
 
@@ -65,6 +65,11 @@ def from_pharaoh(path: str | Path, source: str, target: str, lines: Sequence[int
     Moses-token files: a white cell per link, a grey one per possible link (``i?j``)."""
 
     links, src, tgt = list(read_lines(path, allow_empty=True)), list(read_lines(source)), list(read_lines(target))
+    if links and is_alignment_header(links[0]):  # its header line would count as a sentence
+        raise UserError(
+            f"{path} is an attention file (translate --alignments), not Pharaoh links: "
+            "plot it without --source and --target"
+        )
     if not len(links) == len(src) == len(tgt):
         raise UserError(f"{path}, {source} and {target} differ in length ({len(links)}, {len(src)}, {len(tgt)} lines)")
     maps = []

@@ -4,6 +4,8 @@ alignments (``nmtkit align``) or as heatmaps (``nmtkit align-plot --model``).
 
 from __future__ import annotations
 
+import contextlib
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -11,7 +13,7 @@ from pathlib import Path
 
 from .. import checkpoint
 from ..align.combine import combined_links
-from ..align.files import EOS_LABEL
+from ..align.files import EOS_LABEL, alignment_record, header
 from ..align.heatmap import Heatmap
 from ..align.links import pharaoh, word_alignment
 from ..align.settings import LinkConfig
@@ -36,16 +38,26 @@ class Aligner:
     backward: Translator | None
     tokenized: bool
     links: LinkConfig
+    records: bool = False  # the attention file's records too (align --alignments)
 
-    def lines(self, pairs: list[tuple[str, str]]) -> list[str]:
-        """Pharaoh links of each (source, target) pair: the forward models' own, or both
-        directions' combined as :attr:`links` says."""
-        sources, targets = [s for s, _ in pairs], [t for _, t in pairs]
-        ahead = self.forward.force(sources, targets, self.tokenized, scored=False)
+    def lines(self, pairs: list[tuple[int, tuple[str, str]]]) -> list[tuple[str, str]]:
+        """For each numbered (source, target) pair, its Pharaoh links, the forward models' own or
+        both directions' combined as :attr:`links` says, and its attention file's record (the
+        forward models' attention and score; "" unless :attr:`records`)."""
+        sources, targets = [s for _, (s, _) in pairs], [t for _, (_, t) in pairs]
+        ahead = self.forward.force(sources, targets, self.tokenized, scored=self.records)
         if self.backward is None:
-            return [pharaoh(word_alignment(f.source_tokens, f.target_tokens, f.attention)) for f in ahead]
-        back = self.backward.force(targets, sources, self.tokenized, scored=False)
-        return [pharaoh(combined_links(word_table(f), word_table(b), self.links)) for f, b in zip(ahead, back)]
+            links = [pharaoh(word_alignment(f.source_tokens, f.target_tokens, f.attention)) for f in ahead]
+        else:
+            back = self.backward.force(targets, sources, self.tokenized, scored=False)
+            links = [pharaoh(combined_links(word_table(f), word_table(b), self.links)) for f, b in zip(ahead, back)]
+        records = [
+            json.dumps(alignment_record(n, f.source_tokens, f.target_tokens, f.attention, f.score), ensure_ascii=False)
+            if self.records
+            else ""
+            for (n, _), f in zip(pairs, ahead)
+        ]
+        return list(zip(links, records))
 
 
 _aligner: Aligner | None = None  # this process's, set by _load
@@ -57,13 +69,14 @@ def _load(
     runtime: RuntimeConfig,
     tokenized: bool,
     links: LinkConfig,
+    records: bool,
 ) -> None:
     global _aligner
     back = Translator.from_checkpoints(backward, runtime) if backward else None
-    _aligner = Aligner(Translator.from_checkpoints(forward, runtime), back, tokenized, links)
+    _aligner = Aligner(Translator.from_checkpoints(forward, runtime), back, tokenized, links, records)
 
 
-def _align(pairs: list[tuple[str, str]]) -> list[str]:
+def _align(pairs: list[tuple[int, tuple[str, str]]]) -> list[tuple[str, str]]:
     assert _aligner is not None, "_load runs first in every process"
     return _aligner.lines(pairs)
 
@@ -85,10 +98,12 @@ def align_file(
     runtime: RuntimeConfig | None = None,
     links: LinkConfig = LinkConfig(),
     workers: int = 1,
+    attention: str | None = None,
 ) -> int:
     """``nmtkit align``: Pharaoh links of each (source, target) line pair by forced decoding, with
     the models of one direction (an ensemble), or of both directions combined as ``links`` says;
-    on a CPU, chunks of the pairs spread over ``workers`` processes."""
+    on a CPU, chunks of the pairs spread over ``workers`` processes. ``attention``: where to write
+    the forward models' attention too, as ``translate --alignments`` writes it (align-plot's)."""
     global _aligner
     refuse_two_on_stdin([("--source", source), ("--target", target)])
     sources, targets = list(read_lines(source)), list(read_lines(target))
@@ -107,17 +122,21 @@ def align_file(
         # a teacher-forced pass gains little from a second thread (72 s → 59 s for 4,000 pairs on
         # two cores) and much from a second process: the cores are shared out, not oversubscribed
         runtime = replace(runtime, threads=max(1, default_workers() // n))
-    lines: list[str] = []
+    lines: list[tuple[str, str]] = []
+    given = (forward, backward, runtime, tokenized, links, attention is not None)
     try:
-        with Workers(n, _load, (forward, backward, runtime, tokenized, links)) as pool, progress("pairs") as bar:
+        with Workers(n, _load, given) as pool, progress("pairs") as bar:
             task = bar.add_task("align", total=len(sources))
-            for chunk in pool.map(_align, chunked(zip(sources, targets), CHUNK)):
+            for chunk in pool.map(_align, chunked(enumerate(zip(sources, targets), 1), CHUNK)):
                 lines += chunk
                 bar.advance(task, len(chunk))
     finally:
         _aligner = None  # the models of an in-process run are not kept past it
-    with results_to(output) as out:
-        out.write("".join(line + "\n" for line in lines))
+    with contextlib.ExitStack() as stack:
+        out = stack.enter_context(results_to(output))
+        if attention is not None:
+            stack.enter_context(results_to(attention)).write("".join([header() + "\n"] + [r + "\n" for _, r in lines]))
+        out.write("".join(links_ + "\n" for links_, _ in lines))
     return len(lines)
 
 

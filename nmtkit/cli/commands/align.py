@@ -17,7 +17,9 @@ from ..config_file import config_options
 Example (the attention's alignment of reference translations, for score-align):
   nmtkit align -m runs/demo/best.pt --source test.en --target test.fr -o test.links
 Both directions' models, their links combined:
-  nmtkit align -m en-fr/best.pt -m fr-en/best.pt --source test.en --target test.fr""",
+  nmtkit align -m en-fr/best.pt -m fr-en/best.pt --source test.en --target test.fr
+The references' attention too, for heatmaps:
+  nmtkit align -m runs/demo/best.pt --source test.en --target test.fr --alignments ref.align -o ref.links""",
 )
 @options.models(
     "Checkpoint; repeat for an ensemble (attention averaged), or give the models of both directions "
@@ -27,6 +29,13 @@ Both directions' models, their links combined:
 @click.option("--source", required=True, type=options.FilePath(), help="Source sentences, one a line.")
 @click.option("--target", required=True, type=options.FilePath(), help="Their translations, one a line.")
 @click.option("-o", "--output", type=options.FilePath(allow_dash=True), help="Pharaoh file [default: stdout].")
+@click.option(
+    "--alignments",
+    "attention",
+    type=options.FilePath(),
+    help="Also write each pair's attention matrix with its tokens and log p (the first direction's models), "
+    "as translate --alignments does (JSON lines, for align-plot).",
+)
 @click.option("--tokenized", is_flag=True, help="The files are Moses tokens (the links count them as they are).")
 @options.links
 @options.workers
@@ -37,6 +46,7 @@ def align(
     source: str,
     target: str,
     output: str | None,
+    attention: str | None,
     tokenized: bool,
     workers: int,
     **values: Any,
@@ -48,8 +58,9 @@ def align(
     from ...translate.forced import align_file
 
     refuse_overwriting(
-        [("-o", output)], [("--source", source), ("--target", target), *(("-m", m) for m in model_paths)]
+        [("-o", output), ("--alignments", attention)],
+        [("--source", source), ("--target", target), *(("-m", m) for m in model_paths)],
     )
     links = options.link_config(values, model_paths)
     runtime = options.runtime_config(values)
-    align_file(list(model_paths), source, target, output, tokenized, runtime, links, workers)
+    align_file(list(model_paths), source, target, output, tokenized, runtime, links, workers, attention)

@@ -75,7 +75,9 @@ def align_plot(
 ) -> None:
     """Attention heatmaps (the paper's Figure 3): source words across, generated words down,
     black for 0 and white for 1. Subword pieces are merged into words: a source word's column is
-    the sum of its pieces' columns, a target word's row the mean of its pieces' rows."""
+    the sum of its pieces' columns, a target word's row the mean of its pieces' rows. ALIGNMENTS is
+    a file of translate --alignments or align --alignments, or Pharaoh links (a gold file's
+    possible links i?j drawn grey) with --source and --target."""
     from ...align.heatmap import from_alignment_file, from_pharaoh, parse_sentences, plot
     from ...core.files import refuse_two_on_stdin
     from ...core.plot import check_format
