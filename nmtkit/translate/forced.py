@@ -122,21 +122,27 @@ def align_file(
         # a teacher-forced pass gains little from a second thread (72 s → 59 s for 4,000 pairs on
         # two cores) and much from a second process: the cores are shared out, not oversubscribed
         runtime = replace(runtime, threads=max(1, default_workers() // n))
-    lines: list[tuple[str, str]] = []
+    lines: list[str] = []
     given = (forward, backward, runtime, tokenized, links, attention is not None)
     try:
-        with Workers(n, _load, given) as pool, progress("pairs") as bar:
+        with contextlib.ExitStack() as stack:
+            pool = stack.enter_context(Workers(n, _load, given))  # first: no open output is copied to a worker
+            # both outputs at temporary names that a failure removes; the attention's records written
+            # as they come (a corpus's would not fit in memory), the links at the end
+            out = stack.enter_context(results_to(output))
+            weights = None if attention is None else stack.enter_context(results_to(attention))
+            if weights is not None:
+                weights.write(header() + "\n")
+            bar = stack.enter_context(progress("pairs"))
             task = bar.add_task("align", total=len(sources))
             for chunk in pool.map(_align, chunked(enumerate(zip(sources, targets), 1), CHUNK)):
-                lines += chunk
+                lines += [links_ for links_, _ in chunk]
+                if weights is not None:
+                    weights.write("".join(record + "\n" for _, record in chunk))
                 bar.advance(task, len(chunk))
+            out.write("".join(line + "\n" for line in lines))
     finally:
         _aligner = None  # the models of an in-process run are not kept past it
-    with contextlib.ExitStack() as stack:
-        out = stack.enter_context(results_to(output))
-        if attention is not None:
-            stack.enter_context(results_to(attention)).write("".join([header() + "\n"] + [r + "\n" for _, r in lines]))
-        out.write("".join(links_ + "\n" for links_, _ in lines))
     return len(lines)
 
 
