@@ -34,6 +34,7 @@ SHARED = {
     "--source": "file of source sentences",
     "--target": "file of target sentences",
     "--tokenized": "the files are Moses tokens",
+    "--alignments": "file of each line's attention matrix with its tokens (JSON lines, for align-plot)",
     "--align-suffix": "word links of a corpus are PREFIX.SUFFIX",
     "--clean": "cleaning rules or preset applied to the text",
     "--normalize-punct/--no-normalize-punct": "Moses punctuation normalization",

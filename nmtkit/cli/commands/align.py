@@ -31,7 +31,6 @@ The references' attention too, for heatmaps:
 @click.option("-o", "--output", type=options.FilePath(allow_dash=True), help="Pharaoh file [default: stdout].")
 @click.option(
     "--alignments",
-    "attention",
     type=options.FilePath(),
     help="Also write each pair's attention matrix with its tokens and log p (the first direction's models), "
     "as translate --alignments does (JSON lines, for align-plot).",
@@ -46,7 +45,7 @@ def align(
     source: str,
     target: str,
     output: str | None,
-    attention: str | None,
+    alignments: str | None,
     tokenized: bool,
     workers: int,
     **values: Any,
@@ -58,9 +57,9 @@ def align(
     from ...translate.forced import align_file
 
     refuse_overwriting(
-        [("-o", output), ("--alignments", attention)],
+        [("-o", output), ("--alignments", alignments)],
         [("--source", source), ("--target", target), *(("-m", m) for m in model_paths)],
     )
     links = options.link_config(values, model_paths)
     runtime = options.runtime_config(values)
-    align_file(list(model_paths), source, target, output, tokenized, runtime, links, workers, attention)
+    align_file(list(model_paths), source, target, output, tokenized, runtime, links, workers, alignments)
