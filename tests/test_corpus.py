@@ -87,8 +87,8 @@ def test_the_summary_shows_a_table_only_where_it_has_a_row(raw, tmp_path):
 
 
 def test_the_pairs_training_would_leave_out_are_said_when_the_corpus_is_made(tmp_path):
-    """preprocess's --max-len counts words and train's subword units: 23% of a user's pairs went
-    at the second without a word before training started."""
+    """preprocess's --max-len counts words and train's subword units: the pairs the second leaves
+    out were named only when training started."""
     from click.testing import CliRunner
 
     from nmtkit.cli import main

@@ -32,6 +32,11 @@ def alignment_record(lineno: int, source: list[str], target: list[str], attentio
     }
 
 
+def alignment_line(lineno: int, source: list[str], target: list[str], attention: Any, score: float) -> str:
+    """:func:`alignment_record` as the file's line of JSON (without its newline)."""
+    return json.dumps(alignment_record(lineno, source, target, attention, score), ensure_ascii=False)
+
+
 ALIGNMENT_VERSION = 1
 
 

@@ -15,7 +15,6 @@ names and summaries instead, and load no command's libraries.
 from __future__ import annotations
 
 import ast
-import codecs
 import contextlib
 import importlib
 import importlib.util
@@ -331,15 +330,8 @@ def _buffer_stdout() -> None:
         return
     if isinstance(raw, io.RawIOBase):  # kept alive in sys.__stdout__: raw stays open
         sys.stdout = io.TextIOWrapper(io.BufferedWriter(raw), "utf-8", errors, line_buffering=True)
-    elif isinstance(stdout, io.TextIOWrapper) and _codec(stdout.encoding) != "utf-8":
-        stdout.reconfigure(encoding="utf-8")
-
-
-def _codec(encoding: str | None) -> str:
-    try:
-        return codecs.lookup(encoding or "").name
-    except LookupError:
-        return ""
+    elif isinstance(stdout, io.TextIOWrapper):
+        stdout.reconfigure(encoding="utf-8", errors=errors)
 
 
 def _quiet_exit_on_closed_pipe() -> NoReturn:

@@ -11,7 +11,6 @@ later step (or make) would take it for finished.
 
 from __future__ import annotations
 
-import codecs
 import contextlib
 import errno
 import fnmatch
@@ -109,15 +108,17 @@ def decode_line(raw: bytes, path: str | Path, lineno: int) -> str:
     """Decode one line strictly; the error names the file, line and byte. The first line's byte
     order mark (Windows editors write one) goes: it marks the encoding, and left in it would be
     part of the first word, a hypothesis's that no reference holds."""
-    mark = len(codecs.BOM_UTF8) if lineno == 1 and raw.startswith(codecs.BOM_UTF8) else 0
     try:
-        return (raw[mark:] if mark else raw).decode("utf-8")
+        text = raw.decode("utf-8")  # the mark with it: a bad byte's offset is where a hex editor shows it
     except UnicodeDecodeError as err:
-        at = mark + err.start  # in the line's bytes, the mark's among them: where a hex editor shows it
+        bad = raw[err.start : err.start + 1].hex()
         raise UserError(
-            f"{display_name(path)}: line {lineno} is not valid UTF-8 (byte 0x{raw[at : at + 1].hex()} at byte "
-            f"offset {at})"
+            f"{display_name(path)}: line {lineno} is not valid UTF-8 (byte 0x{bad} at byte offset {err.start})"
         ) from None
+    return text.removeprefix(BOM) if lineno == 1 else text
+
+
+BOM = "\ufeff"  # the byte order mark, as text
 
 
 def read_lines(path: str | Path, *, allow_empty: bool = False) -> Iterator[str]:

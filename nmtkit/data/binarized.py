@@ -222,5 +222,5 @@ def too_long(src_sizes: np.ndarray, tgt_sizes: np.ndarray, max_len: int) -> int:
     """The pairs, neither side empty, with a side over ``max_len`` (0: none), which training leaves out."""
     if not max_len:
         return 0
-    both = (np.asarray(src_sizes) > 0) & (np.asarray(tgt_sizes) > 0)
-    return int((both & ((np.asarray(src_sizes) > max_len) | (np.asarray(tgt_sizes) > max_len))).sum())
+    src, tgt = np.asarray(src_sizes), np.asarray(tgt_sizes)
+    return int(((src > 0) & (tgt > 0) & ((src > max_len) | (tgt > max_len))).sum())

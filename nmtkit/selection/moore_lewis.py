@@ -18,7 +18,6 @@ write) in chunks that worker processes score in parallel.
 
 from __future__ import annotations
 
-import codecs
 import json
 import os
 import random
@@ -34,7 +33,7 @@ import numpy as np
 
 from ..core.console import log, progress
 from ..core.errors import UserError
-from ..core.files import Staging, decode_line, open_binary, refuse_overwriting
+from ..core.files import BOM, Staging, decode_line, open_binary, refuse_overwriting
 from ..core.parallel import Workers
 from ..text.settings import check_languages
 from .ngram import NgramLM, SelectionVocab, words_of
@@ -79,9 +78,9 @@ def read_pairs(corpus: Corpus, chunk_lines: int) -> Iterator[tuple[list[bytes], 
 
 def _text(lines: list[bytes], path: Path, first: int) -> str:
     """The lines as one string without the last newline; bad UTF-8 names its line."""
-    mark = len(codecs.BOM_UTF8) if first == 1 and lines and lines[0].startswith(codecs.BOM_UTF8) else 0
-    try:  # without the encoding's mark, as decode_line reads a first line
-        return b"".join(lines).decode("utf-8")[1 if mark else 0 :].removesuffix("\n")
+    try:
+        text = b"".join(lines).decode("utf-8").removesuffix("\n")
+        return text.removeprefix(BOM) if first == 1 else text  # the encoding's mark, as decode_line drops it
     except UnicodeDecodeError:
         for i, raw in enumerate(lines):
             decode_line(raw, path, first + i)  # raises, naming the line

@@ -5,7 +5,6 @@ alignments (``nmtkit align``) or as heatmaps (``nmtkit align-plot --model``).
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -13,7 +12,7 @@ from pathlib import Path
 
 from .. import checkpoint
 from ..align.combine import combined_links
-from ..align.files import EOS_LABEL, alignment_record, header
+from ..align.files import EOS_LABEL, alignment_line, header
 from ..align.heatmap import Heatmap
 from ..align.links import pharaoh, word_alignment
 from ..align.settings import LinkConfig
@@ -52,9 +51,7 @@ class Aligner:
             back = self.backward.force(targets, sources, self.tokenized, scored=False)
             links = [pharaoh(combined_links(word_table(f), word_table(b), self.links)) for f, b in zip(ahead, back)]
         records = [
-            json.dumps(alignment_record(n, f.source_tokens, f.target_tokens, f.attention, f.score), ensure_ascii=False)
-            if self.records
-            else ""
+            alignment_line(n, f.source_tokens, f.target_tokens, f.attention, f.score) if self.records else ""
             for (n, _), f in zip(pairs, ahead)
         ]
         return list(zip(links, records))

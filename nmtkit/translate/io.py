@@ -19,7 +19,7 @@ import math
 from collections.abc import Iterator
 from typing import IO, Any
 
-from ..align.files import alignment_record, header
+from ..align.files import alignment_line, header
 from ..align.links import pharaoh, word_alignment
 from ..align.settings import LinkConfig
 from ..core.console import progress
@@ -141,12 +141,7 @@ class _Sinks:
         else:
             self.out.write(t.text + "\n")
         if self.align is not None:
-            self.align.write(
-                json.dumps(
-                    alignment_record(self.n, t.source_tokens, t.tokens, t.attention, t.score), ensure_ascii=False
-                )
-                + "\n"
-            )
+            self.align.write(alignment_line(self.n, t.source_tokens, t.tokens, t.attention, t.score) + "\n")
         if self.pharaoh is not None:
             self.pharaoh.write(hard_alignment(t) + "\n")
 

@@ -74,7 +74,6 @@ def preprocess(
       <split>.LANG.bin/.idx, <split>.lines and the vocabularies, then a summary.
     One side as a stream: 'nmtkit tokenize'; data selection: 'nmtkit select'.
     """
-    from ...core.settings import declared, default_of
     from ...data.binarize import binarize_corpus, over_length
     from ...text.preprocess import preprocess_corpus
     from ...train.config import TrainConfig
@@ -88,7 +87,7 @@ def preprocess(
             splits, (source_lang, target_lang), Path(vocab_dir), Path(out_dir), workers, align_suffix
         )
         console.print(corpus_summary(manifest))
-        if said := over_length(Path(out_dir), default_of(declared(TrainConfig, "max_len")[0])):
+        if said := over_length(Path(out_dir), TrainConfig().max_len):
             log(said)
         return
     if align_suffix:
