@@ -26,3 +26,27 @@ def test_an_attention_file_with_source_and_target_is_named_as_such(tmp_path):
         main, ["align-plot", str(tmp_path / "t.align"), "-n", "1", "-o", str(tmp_path / "a.png")]
     )
     assert alone.exit_code == 0, alone.output  # the same file alone is drawn
+
+
+def test_an_empty_sentence_among_several_is_left_out_and_named(tmp_path):
+    # one empty line among the asked ones stopped every picture; alone it is still an error
+    records = [alignment_record(1, ["a", "b"], ["x"], [[0.5, 0.25, 0.25], [0.1, 0.1, 0.8]], -1.0)]
+    records += [alignment_record(2, [], [], [], 0.0), alignment_record(3, ["c"], ["y"], [[0.9, 0.1], [0.2, 0.8]], -2.0)]
+    lines = [header()] + [json.dumps(r) for r in records]
+    (tmp_path / "t.align").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (tmp_path / "s.en").write_text("a b\n\nc\n", encoding="utf-8")
+    (tmp_path / "s.fr").write_text("x\n\ny\n", encoding="utf-8")
+    (tmp_path / "l.txt").write_text("0-0 1-0\n\n0-0\n", encoding="utf-8")
+    pharaoh = ["l.txt", "--source", "s.en", "--target", "s.fr"]
+    for given, out in ((["t.align"], "a"), (pharaoh, "l")):
+        args = [str(tmp_path / a) if a.endswith((".align", ".txt", ".en", ".fr")) else a for a in given]
+        done = CliRunner().invoke(main, ["align-plot", *args, "-n", "1-3", "-o", str(tmp_path / f"{out}.png")])
+        assert done.exit_code == 0, done.output
+        assert "sentence 2 is empty: not drawn" in done.output
+        assert sorted(p.name for p in tmp_path.glob(f"{out}-*.png")) == [f"{out}-1.png", f"{out}-3.png"]
+        for asked in ("2", "2,2"):
+            done = CliRunner().invoke(main, ["align-plot", *args, "-n", asked, "-o", str(tmp_path / "e.png")])
+            assert done.exit_code == 2 and "sentence 2 is empty, there is nothing to plot" in done.output
+            assert len(done.output.strip().splitlines()) == 1 and not (tmp_path / "e.png").exists()
+        done = CliRunner().invoke(main, ["align-plot", *args, "-n", "1,2", "-o", str(tmp_path / f"{out}2.png")])
+        assert done.exit_code == 0 and (tmp_path / f"{out}2-1.png").exists(), done.output  # named as one of two

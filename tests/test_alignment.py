@@ -90,6 +90,10 @@ def test_align_writes_the_attention_of_given_translations_as_translate_does(over
     assert first["score"] < 0 and pharaoh(word_alignment(first["source"][:-1], first["target"][:-1], alpha)) == links
     plot = ["align-plot", str(tmp_path / "ref.align"), "-n", "1", "-o", str(tmp_path / "ref.png")]
     assert CliRunner().invoke(main, plot).exit_code == 0 and (tmp_path / "ref.png").stat().st_size > 0
+    forced = ["align-plot", "-m", model, "--source", str(tmp_path / "s.en"), "--target", str(tmp_path / "s.fr")]
+    done = CliRunner().invoke(main, [*forced, "-n", "1-3", "-o", str(tmp_path / "m.png")])  # the empty pair left out
+    assert done.exit_code == 0 and "sentence 2 is empty: not drawn" in done.output, done.output
+    assert sorted(p.name for p in tmp_path.glob("m-*.png")) == ["m-1.png", "m-3.png"]
 
 
 def test_align_plot_draws_pharaoh_links_over_token_files(tmp_path):

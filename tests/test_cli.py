@@ -448,13 +448,16 @@ def test_a_full_or_closed_stdout_is_one_line_and_status_2(raw, tmp_path):
     tokenize = [sys.executable, "-m", "nmtkit", "tokenize", "-l", "en", "-j", "1", str(raw / "train.en")]
     with open("/dev/full", "w") as full:
         done = subprocess.run(tokenize, stdout=full, stderr=subprocess.PIPE, text=True, env=env, timeout=120)
-    assert (done.returncode, done.stderr) == (2, "nmtkit tokenize: error: no space left on device\n")
+    assert (done.returncode, done.stderr) == (2, "nmtkit tokenize: error: stdout: no space left on device\n")
     for asked in (["--help"], ["--version"], ["translate", "--help"]):  # the group's help is longer than the buffer
         with open("/dev/full", "w") as full:
             done = subprocess.run(
                 [sys.executable, "-m", "nmtkit", *asked], stdout=full, stderr=subprocess.PIPE, text=True, env=env
             )
-        assert done.returncode == 2 and done.stderr.endswith("error: no space left on device\n"), (asked, done.stderr)
+        assert done.returncode == 2 and done.stderr.endswith("error: stdout: no space left on device\n"), (
+            asked,
+            done.stderr,
+        )
         assert done.stderr.count("\n") == 1
     done = subprocess.run(
         tokenize, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, timeout=120, pass_fds=()

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.console import log
 from ..core.errors import UserError
 from ..core.files import read_lines
 from ..core.plot import alignment_heatmap, check_format
@@ -60,6 +61,17 @@ def parse_sentences(spec: str) -> list[int]:
     return list(out)
 
 
+def drawable(where: str | Path, lines: Sequence[int], empty: Sequence[int]) -> list[int]:
+    """The asked lines less the empty ones, each of those said on stderr: one empty line among
+    several does not stop the others' pictures. None left is an error."""
+    if len(empty) == len(lines):
+        what = f"sentence {empty[0]} is" if len(empty) == 1 else f"sentences {', '.join(map(str, empty))} are all"
+        raise UserError(f"{where}: {what} empty, there is nothing to plot")
+    for n in empty:
+        log(f"warning: {where}: sentence {n} is empty: not drawn")
+    return [n for n in lines if n not in set(empty)]
+
+
 def from_pharaoh(path: str | Path, source: str, target: str, lines: Sequence[int]) -> list[Heatmap]:
     """Hard alignments (``translate --print-alignment``, fast_align …) or gold links over
     Moses-token files: a white cell per link, a grey one per possible link (``i?j``)."""
@@ -72,14 +84,12 @@ def from_pharaoh(path: str | Path, source: str, target: str, lines: Sequence[int
         )
     if not len(links) == len(src) == len(tgt):
         raise UserError(f"{path}, {source} and {target} differ in length ({len(links)}, {len(src)}, {len(tgt)} lines)")
+    if missing := [n for n in lines if n > len(links)]:
+        raise UserError(f"{path}: has no line {missing[0]} (it has {len(links)})")
     maps = []
-    for n in lines:
-        if n > len(links):
-            raise UserError(f"{path}: has no line {n} (it has {len(links)})")
+    for n in drawable(path, lines, [n for n in lines if not (src[n - 1].split() and tgt[n - 1].split())]):
         s, t = src[n - 1].split(), tgt[n - 1].split()
         sure, pairs = read_gold(links[n - 1], f"{path}: line {n}")
-        if not s or not t:
-            raise UserError(f"{path}: sentence {n} is empty, there is nothing to plot")
         bad = next(((i, j) for i, j in pairs if i >= len(s) or j >= len(t)), None)
         if bad:
             raise UserError(
@@ -100,15 +110,15 @@ def from_alignment_file(path: str | Path, lines: Sequence[int]) -> list[Heatmap]
     if missing:
         held = f"it holds lines 1-{max(records)}" if records else "it holds no sentence"
         raise UserError(f"{path}: has no sentence {missing[0]} ({held})")
-    maps = []
     for n in lines:
         source, target, alignment, score = (records[n].get(k) for k in ("source", "target", "alignment", "score"))
         if not (isinstance(source, list) and isinstance(target, list) and isinstance(alignment, list)) or not (
             isinstance(score, (int, float))
         ):
             raise UserError(f"{path}: sentence {n} is not an alignment record (source, target, alignment, score)")
-        if not alignment:
-            raise UserError(f"{path}: sentence {n} is empty, there is nothing to plot")
+    maps = []
+    for n in drawable(path, lines, [n for n in lines if not records[n]["alignment"]]):
+        source, target, alignment, score = (records[n][k] for k in ("source", "target", "alignment", "score"))
         try:
             shape = np.shape(np.asarray(alignment, dtype=float))
         except (TypeError, ValueError):  # ragged, or not numbers
@@ -142,9 +152,11 @@ def in_words(m: Heatmap) -> Heatmap:
     return replace(m, source=words.source, target=words.target, alignment=words.attention)
 
 
-def plot(maps: list[Heatmap], out: str | Path, pieces: bool = False) -> list[Path]:
-    """One picture per heatmap, over words unless ``pieces`` (the subword pieces as the model saw them)."""
-    paths = output_paths(out, [m.line for m in maps])
+def plot(maps: list[Heatmap], out: str | Path, pieces: bool = False, asked: Sequence[int] = ()) -> list[Path]:
+    """One picture per heatmap, over words unless ``pieces`` (the subword pieces as the model saw them).
+    Named by ``asked``, the lines asked for where some were not drawn (OUT-LINE for several)."""
+    named = dict(zip(asked or [m.line for m in maps], output_paths(out, asked or [m.line for m in maps])))
+    paths = [named[m.line] for m in maps]
     for m, path in zip(maps, paths):
         shown = m if pieces else in_words(m)
         alignment_heatmap(shown.source, shown.target, shown.alignment, path, shown.title)

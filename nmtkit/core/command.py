@@ -325,13 +325,41 @@ def _buffer_stdout() -> None:
     if stdout is None:  # started with stdout closed (>&-): what is written there fails as it is written
         sys.stdout = _ClosedStdout()
         return
-    raw, errors = getattr(stdout, "buffer", None), stdout.errors
+    buffer, errors = getattr(stdout, "buffer", None), stdout.errors
     if stdout is not sys.__stdout__:  # a caller's stream (a test's, a notebook's): theirs to set
         return
-    if isinstance(raw, io.RawIOBase):  # kept alive in sys.__stdout__: raw stays open
-        sys.stdout = io.TextIOWrapper(io.BufferedWriter(raw), "utf-8", errors, line_buffering=True)
-    elif isinstance(stdout, io.TextIOWrapper):
-        stdout.reconfigure(encoding="utf-8", errors=errors)
+    raw = buffer if isinstance(buffer, io.RawIOBase) else getattr(buffer, "raw", None)
+    if isinstance(stdout, io.TextIOWrapper) and isinstance(raw, io.RawIOBase):
+        lines = stdout.line_buffering or raw is buffer
+        named = io.BufferedWriter(_NamedStdout(raw))
+        sys.stdout = io.TextIOWrapper(named, "utf-8", errors, line_buffering=lines)
+
+
+class _NamedStdout(io.RawIOBase):
+    """stdout's file, whose errors name it: a full disk (``> /dev/full``) says "stdout: no space
+    left on device", where the system's error names no file and the line could be an -o file's.
+    Closing it leaves the file open: sys.__stdout__ still holds it."""
+
+    def __init__(self, raw: io.RawIOBase) -> None:
+        super().__init__()
+        self._raw = raw
+
+    def write(self, b: Any) -> int | None:
+        try:
+            return self._raw.write(b)
+        except OSError as err:
+            if err.filename is None:
+                err.filename = "stdout"
+            raise
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._raw.fileno()
+
+    def isatty(self) -> bool:
+        return self._raw.isatty()
 
 
 def _quiet_exit_on_closed_pipe() -> NoReturn:

@@ -13,7 +13,7 @@ from pathlib import Path
 from .. import checkpoint
 from ..align.combine import combined_links
 from ..align.files import EOS_LABEL, alignment_line, header
-from ..align.heatmap import Heatmap
+from ..align.heatmap import Heatmap, drawable
 from ..align.links import pharaoh, word_alignment
 from ..align.settings import LinkConfig
 from ..core.console import progress
@@ -157,8 +157,7 @@ def from_model(
     missing = [n for n in lines if n > len(src)]
     if missing:
         raise UserError(f"{source}: has no line {missing[0]} (it has {len(src)})")
-    if any(not src[n - 1].strip() for n in lines):
-        raise UserError(f"{source}: line {next(n for n in lines if not src[n - 1].strip())} is empty")
+    lines = drawable(source, lines, [n for n in lines if not src[n - 1].strip()])
     translator = Translator.from_checkpoints(list(model_paths), runtime)
     translator.require_attention("align-plot -m", model_paths[0])
     warn_named_otherwise(source, "src", model_paths[0])

@@ -107,5 +107,5 @@ def align_plot(
     else:
         assert alignments is not None
         maps = from_alignment_file(alignments, lines)
-    for path in plot(maps, output, pieces):
+    for path in plot(maps, output, pieces, asked=lines):
         log(f"wrote {path}")
