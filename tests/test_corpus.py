@@ -184,9 +184,33 @@ def test_binarizing_into_a_corpus_of_another_vocabulary_is_refused(raw, tmp_path
     other = tmp_path / "vocab2"
     build_vocab(tmp_path / "clean" / "train", ("en", "fr"), other, VocabConfig(size=10))
     before = sorted(p.name for p in (tmp_path / "bin").iterdir())
-    with pytest.raises(UserError, match="vocabulary .* is not the one"):
+    with pytest.raises(
+        UserError, match=r"another vocabulary .* holds splits this run does not give \(--train, --valid\)"
+    ):
         binarize_corpus({"test": tmp_path / "clean" / "test"}, ("en", "fr"), other, tmp_path / "bin")
     assert sorted(p.name for p in (tmp_path / "bin").iterdir()) == before
+
+
+def test_a_corpus_binarized_again_whole_with_another_vocabulary_replaces_it(raw, tmp_path, capfd):
+    """A Makefile's rebuild after the training text changed (and so the vocabulary): preprocess
+    refused to write over the corpus it had made, and no flag let it."""
+    make_corpus(raw, tmp_path)
+    (tmp_path / "bin" / "mine.txt").write_text("the user's")
+    other = tmp_path / "vocab2"
+    build_vocab(tmp_path / "clean" / "train", ("en", "fr"), other, VocabConfig(size=10, bpe_merges=20))
+    splits = {s: tmp_path / "clean" / s for s in ("train", "valid")}
+    with pytest.raises(UserError, match=r"holds splits this run does not give \(--test\)"):
+        binarize_corpus(splits, ("en", "fr"), other, tmp_path / "bin")
+    capfd.readouterr()
+    binarize_corpus({**splits, "test": tmp_path / "clean" / "test"}, ("en", "fr"), other, tmp_path / "bin")
+    assert "replaced, every split it held given again" in capfd.readouterr().err
+    corpus = Corpus(tmp_path / "bin")
+    corpus.check()
+    assert corpus.manifest.vocab["en"].size == len(corpus.vocab("en")) and corpus.manifest.bpe_codes["en"]
+    names = sorted(p.name for p in (tmp_path / "bin").iterdir())
+    assert "mine.txt" in names and all(
+        n.startswith(("train.", "valid.", "test.", "vocab.", "manifest", "mine", "bpe")) for n in names
+    )
 
 
 def test_text_made_with_other_settings_is_refused(raw, tmp_path):

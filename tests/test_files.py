@@ -207,3 +207,19 @@ def test_staging_writes_through_a_link_and_drops_what_its_command_no_longer_writ
         st.commit()
     assert (tmp_path / "link").is_symlink()
     assert sorted(os.listdir(tmp_path / "real")) == ["bpe.codes", "notes.txt", "vocab.en.txt"]
+
+
+def test_a_killed_writer_s_temporary_file_is_removed_by_the_next_write_of_its_file(tmp_path):
+    """design.md promised it; only train's save directory had its temporaries removed, and a
+    translate killed by the OOM killer left a hidden copy of a half-written output for good."""
+    from nmtkit.core.files import _HOST
+
+    dead = tmp_path / f".out.fr.{_HOST}-{dead_pid()}-gn3vk36f.tmp"
+    live = tmp_path / f".out.fr.{_HOST}-{os.getpid()}-abcdefgh.tmp"  # a write still going on
+    other = tmp_path / f".other.fr.{_HOST}-{dead_pid()}-gn3vk36f.tmp"  # another file's: its own write's to remove
+    for path in (dead, live, other):
+        path.write_text("half")
+    with atomic_write(tmp_path / "out.fr") as fh:
+        fh.write("whole\n")
+    assert not dead.exists() and live.exists() and other.exists()
+    assert (tmp_path / "out.fr").read_text() == "whole\n"

@@ -209,3 +209,13 @@ def test_input_and_prefix_from_a_pipe_by_name_are_read_once(overfit, tmp_path):
         timeout=300,
     )
     assert (got.returncode, got.stdout, got.stderr) == (0, want, "")
+
+
+def test_force_color_draws_no_bar_into_a_log_file(raw, tmp_path):
+    """rich reads FORCE_COLOR (set by CI services for colours) as a terminal: translate's bar
+    redrew itself into a log file, 13 KB of carriage returns in 7 s."""
+    env = {**os.environ, "FORCE_COLOR": "1", "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    args = ["preprocess", "-s", "en", "-t", "fr", "--train", str(raw / "train"), "-d", str(tmp_path / "c"), "-j", "1"]
+    done = subprocess.run([sys.executable, "-m", "nmtkit", *args], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "\r" not in done.stderr and "\x1b[" not in done.stderr, done.stderr[:300]

@@ -117,6 +117,68 @@ def test_kept_validations_are_weights_only_models_and_the_log_reads_back(corpus,
     assert f"best.pt is update {best} (chosen by dev NLL" in run_summary(tmp_path / "k")
 
 
+def test_a_kept_model_a_crash_kept_from_the_disk_is_written_by_the_resumed_run(corpus, tmp_path, monkeypatch):
+    """last.pt is written after a validation's other files: written before them, a kill between
+    the two resumed after that validation, and its update-N.pt was never written."""
+    real, crashed = checkpoint.save, []
+
+    def save(path, ckpt):
+        if path.name == "update-4.pt" and not crashed:
+            crashed.append(path)
+            raise SystemExit("killed")
+        real(path, ckpt)
+
+    monkeypatch.setattr(checkpoint, "save", save)
+    settings = cfg(max_updates=6, valid_every=2, keep_validations=True, best_by="nll")
+    with pytest.raises(SystemExit):
+        train(corpus, tmp_path / "k", TINY, settings)
+    assert checkpoint.load(tmp_path / "k" / "last.pt").training.progress.step == 2
+    train(corpus, tmp_path / "k", TINY, settings)
+    kept = sorted(p.name for p in (tmp_path / "k").glob("update-*.pt"))
+    assert kept == ["update-2.pt", "update-4.pt", "update-6.pt"]
+
+
+@pytest.mark.parametrize("at", [4, 6], ids=["a-validation", "the-last-update"])
+def test_a_signal_at_an_update_that_was_to_validate_leaves_the_validation_to_the_resumed_run(
+    corpus, tmp_path, monkeypatch, deterministic, at
+):
+    """The resumed run validated at the next multiple of --valid-every: the stopped update's dev
+    score, best.pt, the patience count and a plateau's rate were never what the uninterrupted
+    run's were; stopped at the last update, the run was finished and never validated it at all."""
+    import signal
+
+    from nmtkit.core.errors import Interrupted
+    from nmtkit.train.state import TrainState
+
+    settings = cfg(max_updates=6, valid_every=2, best_by="nll", lr_decay="plateau", decay_patience=0, lr=0.05)
+    train(corpus, tmp_path / "a", TINY, settings)
+    tick = TrainState.tick
+
+    def tick_then_signal(state):
+        tick(state)
+        if state.progress.step == at:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr(TrainState, "tick", tick_then_signal)
+    with pytest.raises(Interrupted):
+        train(corpus, tmp_path / "b", TINY, settings)
+    monkeypatch.setattr(TrainState, "tick", tick)
+    assert checkpoint.load(tmp_path / "b" / "last.pt").training.progress.validation_owed
+    train(corpus, tmp_path / "b", TINY, settings)
+
+    def validations(run):
+        return [(e["step"], e["dev_nll"]) for e in runlog.entries(tmp_path / run) if "dev_nll" in e]
+
+    assert validations("a") == validations("b") and [s for s, _ in validations("b")] == [2, 4, 6]
+    for name in ("best.pt", "last.pt"):
+        a, b = checkpoint.load(tmp_path / "a" / name), checkpoint.load(tmp_path / "b" / name)
+        assert vars(a.training.progress) | {"seconds": 0, "validation_seconds": 0} == vars(b.training.progress) | {
+            "seconds": 0,
+            "validation_seconds": 0,
+        }
+        assert all(torch.equal(a.weights[k], b.weights[k]) for k in a.weights)
+
+
 def test_the_summary_names_dev_nll_when_no_dev_bleu_was_computed(corpus, tmp_path):
     from nmtkit.train.runlog import run_summary
 
@@ -176,6 +238,34 @@ def test_resuming_with_another_vocabulary_is_refused(raw, tmp_path):
     )
     with pytest.raises(UserError, match="is not the one the checkpoint .* uses"):
         train(tmp_path / "bin2", tmp_path / "run", TINY, cfg(max_updates=2))
+
+
+def test_resuming_over_another_training_split_of_the_same_vocabulary_is_refused(raw, tmp_path):
+    """Its batch position was in another corpus: a smaller one's epoch ended before it, and the
+    run spun without an update, deaf to SIGTERM; a finished run said it had nothing left to do."""
+    from nmtkit.data.binarize import binarize_corpus
+
+    make_corpus(raw, tmp_path)
+    train(tmp_path / "bin", tmp_path / "run", TINY, cfg(max_updates=2))
+    clean = tmp_path / "clean"
+    binarize_corpus(
+        {"train": clean / "valid", "valid": clean / "valid"}, ("en", "fr"), tmp_path / "vocab", tmp_path / "b2"
+    )
+    for budget in (4, 2):  # going on, and finished
+        with pytest.raises(UserError, match=r"was trained on another training split than .*b2's: resume it"):
+            train(tmp_path / "b2", tmp_path / "run", TINY, cfg(max_updates=budget))
+    assert train(tmp_path / "bin", tmp_path / "run", TINY, cfg(max_updates=3)).step == 3  # its own goes on
+
+
+def test_a_batch_position_past_an_epoch_s_end_goes_on_at_the_next_epoch():
+    from nmtkit.data.batching import Batches
+
+    sizes = np.full(6, 3)
+    batches = Batches(sizes, sizes, 2, 1, 0, 1)
+    batches.load_state_dict({"epoch": 0, "index": 9, "seed": 1})
+    first = next(iter(batches))
+    assert (batches.drawn_epoch, batches.index) == (1, 1)
+    assert np.array_equal(first, batches.epoch_batches(1)[0])
 
 
 @pytest.mark.parametrize("encoder", ["paper", "cudnn"])
@@ -391,8 +481,8 @@ def test_save_every_leaves_a_last_pt_between_validations_that_resumes_exactly(
 
     saved = []
 
-    def keeping(state, name, rng, resumable=True):
-        real_save(state, name, rng, resumable)
+    def keeping(state, name, rng, window=None, resumable=True):
+        real_save(state, name, rng, window, resumable)
         saved.append((name, state.progress.step))
         shutil.copy(state.save_dir / name, tmp_path / f"{name}-{state.progress.step}")
 
@@ -409,6 +499,63 @@ def test_save_every_leaves_a_last_pt_between_validations_that_resumes_exactly(
     a = checkpoint.load(tmp_path / "a" / "last.pt").weights
     b = checkpoint.load(tmp_path / "b" / "last.pt").weights
     assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+@pytest.mark.parametrize("how", ["sigterm", "save-every"])
+def test_a_last_pt_saved_between_reports_keeps_their_losses_and_the_log_is_the_uninterrupted_runs(
+    corpus, tmp_path, monkeypatch, deterministic, how
+):
+    """The resumed run's first line averaged only the updates since the resume (20.40 against
+    19.64), and a SIGTERM between reports logged a line of its own, at an update no line is for."""
+    import shutil
+    import signal
+
+    from nmtkit.core.errors import Interrupted
+    from nmtkit.train.state import TrainState
+
+    settings = cfg(max_updates=10, log_every=4, save_every=3 if how == "save-every" else 0)
+    train(corpus, tmp_path / "a", TINY, settings)
+    if how == "sigterm":
+        tick = TrainState.tick
+
+        def tick_then_signal(state):
+            tick(state)
+            if state.progress.step == 5:
+                os.kill(os.getpid(), signal.SIGTERM)
+
+        monkeypatch.setattr(TrainState, "tick", tick_then_signal)
+        with pytest.raises(Interrupted):
+            train(corpus, tmp_path / "b", TINY, settings)
+        monkeypatch.setattr(TrainState, "tick", tick)
+    else:  # a kill -9 at update 7 or 8: the last.pt of update 6, whose window holds updates 5 and 6
+        shutil.copytree(tmp_path / "a", tmp_path / "b")
+        shutil.copy(tmp_path / "a" / "last.pt", tmp_path / "final.pt")
+        from nmtkit.train import loop
+
+        real_save, copies = loop.save, []
+
+        def keeping(state, name, rng, window=None, resumable=True):
+            real_save(state, name, rng, window, resumable)
+            if state.progress.step == 6:
+                copies.append(window)
+                shutil.copy(state.save_dir / name, tmp_path / "b" / "last.pt")
+
+        monkeypatch.setattr(loop, "save", keeping)
+        train(corpus, tmp_path / "c", TINY, settings)
+        monkeypatch.setattr(loop, "save", real_save)
+        assert copies and copies[0]["first"] == 5 and len(copies[0]["losses"]) == 2
+    saved = checkpoint.load(tmp_path / "b" / "last.pt").training.window
+    assert saved is not None and saved["first"] == 5
+    train(corpus, tmp_path / "b", TINY, settings)
+
+    def lines(run):
+        return [
+            (e["step"], e["train_nll"], e["train_nll_token"])
+            for e in runlog.entries(tmp_path / run)
+            if "train_nll" in e
+        ]
+
+    assert [s for s, _, _ in lines("a")] == [4, 8, 10] and lines("a") == lines("b")
 
 
 def test_a_run_from_before_a_setting_it_never_reads_was_refused_still_resumes(corpus, tmp_path):
@@ -430,3 +577,11 @@ def test_the_speed_logged_after_a_validation_leaves_the_validation_out(corpus, t
     train(corpus, tmp_path / "r", TINY, cfg(max_updates=4, valid_every=2, log_every=2, valid_bleu=False))
     speeds = [e["updates_per_s"] for e in runlog.entries(tmp_path / "r") if "updates_per_s" in e]
     assert len(speeds) == 2 and speeds[1] > 3  # 2 updates of a tiny model, not 2 s of validation
+
+
+def test_a_best_pt_without_its_last_pt_is_said_to_be_replaced(corpus, tmp_path, capfd):
+    train(corpus, tmp_path / "r", TINY, cfg(max_updates=2, valid_every=2))
+    (tmp_path / "r" / "last.pt").unlink()
+    capfd.readouterr()
+    train(corpus, tmp_path / "r", TINY, cfg(max_updates=2, valid_every=2))
+    assert "best.pt is an earlier run's, and no last.pt goes on from it: this run starts over" in capfd.readouterr().err

@@ -47,6 +47,7 @@ from ..models.config import ModelConfig, UnknownFamily, from_flat_record
 from ..models.coverage import RENAMED_1_1
 from ..text.settings import TextConfig
 from ..train.config import TrainConfig
+from . import fields
 
 FORMAT = "nmtkit-checkpoint"
 # 3: the model's config by family, its sub-configs nested (1 and 2, nmtkit 0.1 to 1.1: one flat record)
@@ -64,7 +65,8 @@ class Progress:
     validations since it improved, seconds spent training, the updates the learning rate
     decays over (``--lr-decay``; 0: not known yet), how long a validation takes (the last
     one's seconds, or an estimate; --max-minutes keeps them for the final one), and how many
-    times ``--lr-decay plateau`` has lowered the rate."""
+    times ``--lr-decay plateau`` has lowered the rate. ``validation_owed``: a signal stopped the
+    run at an update that was to validate, and the resumed run validates it first."""
 
     step: int = 0
     best: float = -math.inf
@@ -73,6 +75,7 @@ class Progress:
     budget: int = 0
     validation_seconds: float = 0.0
     decays: int = 0
+    validation_owed: bool = False
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,10 @@ class TrainingState:
     progress: Progress
     optimizer: dict[str, Any] | None = None
     batches: dict[str, int] | None = None
+    # the training split's fingerprint (Corpus.fingerprint): a resumed run goes on over the same pairs
+    corpus_sha256: str | None = None
+    # the losses of the updates since the last report (a save between reports), plain values
+    window: dict[str, Any] | None = None
     rng: list[dict[str, torch.Tensor]] = field(default_factory=list)  # one entry per process
     # --ema-decay's: the training weights, where the checkpoint's own are their average
     raw_weights: dict[str, torch.Tensor] | None = None
@@ -198,6 +205,10 @@ def save(path: str | Path, ckpt: Checkpoint) -> None:
     training: dict[str, Any] = {"config": run.config.to_dict(), "progress": vars(run.progress).copy()}
     if run.resumable:
         training |= {"optimizer": run.optimizer, "batches": run.batches, "rng": run.rng}
+        if run.corpus_sha256 is not None:
+            training["corpus_sha256"] = run.corpus_sha256
+        if run.window is not None:
+            training["window"] = run.window
         if run.raw_weights is not None:
             training["raw_weights"] = run.raw_weights
     text = ckpt.text
@@ -396,18 +407,18 @@ def _parse(raw: dict[str, Any], version: int) -> Checkpoint:
     1.0's or 1.1's one record of every family's fields."""
     model, text, run = raw["model"], raw["text"], raw["training"]
     weights, raw_weights = model["weights"], run.get("raw_weights")
-    if not _named_tensors(weights):
+    if not fields.named_tensors(weights):
         raise FormatError("the weights are not a table of named tensors")
-    if raw_weights is not None and not _named_tensors(raw_weights):
+    if raw_weights is not None and not fields.named_tensors(raw_weights):
         raise FormatError("the training weights are not a table of named tensors")
     config = (from_flat_record if version < VERSION else ModelConfig.from_dict)(model["config"])
     sides = TextSides(
         langs={s: str(text["langs"][s]) for s in SIDES},
-        vocab={s: _tokens(text["vocab"][s]) for s in SIDES},
+        vocab={s: fields.tokens(text["vocab"][s]) for s in SIDES},
         text={s: TextConfig.from_dict(text["text"][s]) for s in SIDES},
-        bpe_codes={s: _optional_str(text["bpe_codes"][s]) for s in SIDES},
+        bpe_codes={s: fields.optional_str(text["bpe_codes"][s]) for s in SIDES},
         vocab_sha256={str(k): str(v) for k, v in text["vocab_sha256"].items()},
-        settings_sha256=_optional_str(text.get("settings_sha256")),
+        settings_sha256=fields.optional_str(text.get("settings_sha256")),
     )
     for side, size in (("src", config.src_vocab), ("tgt", config.tgt_vocab)):
         if len(sides.vocab[side]) != size:
@@ -423,6 +434,8 @@ def _parse(raw: dict[str, Any], version: int) -> Checkpoint:
         progress=Progress(**run["progress"]),
         optimizer=optimizer,
         batches=batches and {k: int(v) for k, v in batches.items()},
+        corpus_sha256=fields.optional_str(run.get("corpus_sha256")),
+        window=fields.window(run.get("window")),
         rng=rng,
         raw_weights=raw_weights and _today_s_names(raw_weights),
     )
@@ -432,17 +445,9 @@ def _parse(raw: dict[str, Any], version: int) -> Checkpoint:
         text=sides,
         training=state,
         written_by=str(raw.get("nmtkit", "?")),
-        lexicon=_lexicon(raw.get("lexicon"), config),
+        lexicon=fields.lexicon(raw.get("lexicon"), config),
         format_version=version,
-        averaged=tuple(Averaged(a["name"], a["step"]) for a in _averaged(raw.get("averaged", []))),
-    )
-
-
-def _named_tensors(table: object) -> bool:
-    return (
-        isinstance(table, dict)
-        and bool(table)
-        and all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in table.items())
+        averaged=tuple(Averaged(a["name"], a["step"]) for a in fields.averaged(raw.get("averaged", []))),
     )
 
 
@@ -455,41 +460,3 @@ def _today_s_names(weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         old = next((o for o in RENAMED_1_1 if key.startswith(o)), None)
         renamed[key if old is None else RENAMED_1_1[old] + key[len(old) :]] = tensor
     return renamed
-
-
-def _lexicon(value: Any, model: ModelConfig) -> Lexicon | None:
-    if value is None:
-        return None
-    table, frequent = value["table"], value["frequent"]
-    if not (
-        isinstance(table, torch.Tensor)
-        and table.dim() == 2
-        and table.shape[0] == model.src_vocab
-        and not table.is_floating_point()
-        and isinstance(frequent, int)
-        and 0 <= frequent <= model.tgt_vocab
-    ):
-        raise FormatError("the lexicon is not a table of target ids per source word")
-    if table.numel() and not 0 <= int(table.min()) <= int(table.max()) < model.tgt_vocab:
-        raise FormatError("the lexicon names target ids outside the vocabulary")
-    return Lexicon(frequent, table)
-
-
-def _averaged(value: Any) -> list[dict[str, Any]]:
-    if not isinstance(value, list) or not all(
-        isinstance(v, dict) and isinstance(v.get("name"), str) and type(v.get("step")) is int for v in value
-    ):
-        raise FormatError("the averaged checkpoints are not a list of names and updates")
-    return value
-
-
-def _tokens(value: Any) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
-        raise FormatError("a vocabulary is not a list of tokens")
-    return value
-
-
-def _optional_str(value: Any) -> str | None:
-    if value is not None and not isinstance(value, str):
-        raise FormatError(f"expected text, found {type(value).__name__}")
-    return value

@@ -7,6 +7,7 @@ rich Console.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,16 @@ console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 _verbose = False
+
+
+def redraws() -> bool:
+    """Whether stderr is a terminal a bar can redraw in place. rich also takes FORCE_COLOR (which
+    CI services set for colours) for a terminal, and a bar's redraws, several a second, would
+    fill the log file stderr goes to."""
+    try:
+        return console.is_terminal and os.isatty(console.file.fileno())
+    except (AttributeError, OSError, ValueError):  # a stream without a descriptor (a test's)
+        return False
 
 
 class Results(Console):
@@ -101,7 +112,7 @@ def progress(unit: str = "lines") -> Progress:
         TimeElapsedColumn(),
         TimeRemainingColumn(),
         console=console,
-        disable=not console.is_terminal,
+        disable=not redraws(),
     )
 
 
@@ -112,7 +123,7 @@ class TrainProgress:
 
     def __init__(self, total: float | None, unit: str, disable: bool = False):
         self.unit, self.disable = unit, disable
-        self.live = not disable and console.is_terminal
+        self.live = not disable and redraws()
         self.bar = Progress(
             TextColumn("[bold]train"),
             BarColumn(),

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fnmatch
+import glob
 import hashlib
 import json
 import os
@@ -233,6 +234,7 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
         path = Path(os.path.realpath(path))
     with writing_into(path):
         path.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries(path.parent, of=path.name)  # a killed run's: nothing else removes them
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{_HOST}-{os.getpid()}-", suffix=".tmp", dir=path.parent)
     os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; outputs should look like any other file
     try:
@@ -367,10 +369,12 @@ class Staging:
             shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def remove_stale_temporaries(directory: Path) -> None:
-    """Remove the temporary files of :func:`atomic_write` left in ``directory`` by dead processes."""
+def remove_stale_temporaries(directory: Path, of: str | None = None) -> None:
+    """Remove the temporary files of :func:`atomic_write` left in ``directory`` by dead processes:
+    all of them, or those ``of`` one file name."""
     pattern = re.compile(rf"\..+\.{_HOST}-(\d+)-[^.]*\.tmp$")
-    for entry in directory.iterdir() if directory.is_dir() else ():
+    entries = directory.glob(f".{glob.escape(of)}.{_HOST}-*.tmp") if of else directory.iterdir()
+    for entry in entries if directory.is_dir() else ():
         match = pattern.match(entry.name)
         if match and not _alive(int(match.group(1))):
             with contextlib.suppress(FileNotFoundError):

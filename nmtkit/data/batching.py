@@ -104,6 +104,9 @@ class Batches:
             batches = self.epoch_batches(self.epoch)
             if not batches:
                 raise ValueError("no training pair fits the length limit")
+            if self.index >= len(batches):  # a position past this epoch's end (a corpus changed under it)
+                self.epoch, self.index = self.epoch + 1, 0
+                continue
             for i in range(self.index, len(batches)):
                 self.drawn_epoch = self.epoch
                 self.index = i + 1

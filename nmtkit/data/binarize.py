@@ -6,7 +6,8 @@ of :mod:`nmtkit.data.binarized`, with the manifest that later commands check:
 vocabulary fingerprints, the fingerprint of the text settings (which must
 equal the ones the vocabulary was counted on), token and unknown-word counts
 per split. Adding splits to an existing corpus directory is allowed only
-with the same vocabularies.
+with the same vocabularies; with others, a run that gives every split the
+directory holds replaces the corpus whole (a Makefile's rebuild).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..align.links import read_pharaoh, unit_links, word_ids
-from ..core.console import progress
+from ..core.console import log, progress
 from ..core.errors import UserError
 from ..core.files import Staging, fingerprint, read_lines
 from ..core.line_counts import check_parallel_prefix, count_lines
@@ -109,13 +110,13 @@ def binarize_corpus(
     vocabs = [vdir.vocabs[lang] for lang in langs]
     codes = [vdir.codes(lang) for lang in langs]
     fingerprints = {lang: v.fingerprint for lang, v in zip(langs, vocabs)}
-    manifest = _start_manifest(out_dir, langs, vdir, fingerprints)
+    manifest, stale = _start_manifest(out_dir, langs, vdir, fingerprints, set(splits))
     text_reports = {name: _check_text(prefix, vdir) for name, prefix in splits.items()}
     counts = {name: check_parallel_prefix(p, langs) for name, p in splits.items()}
     links = _link_files(splits, align_suffix, counts)
     dtype = np.dtype(manifest.dtype)
     with (
-        Staging(out_dir) as stage,
+        Staging(out_dir, owned=stale) as stage,
         Workers(workers, _init, ([v.tokens for v in vocabs], codes)) as pool,
         progress() as bar,
     ):
@@ -134,9 +135,13 @@ def binarize_corpus(
     return manifest
 
 
-def _start_manifest(out_dir: Path, langs: tuple[str, str], vdir: VocabDir, fingerprints: dict[str, str]) -> Manifest:
+def _start_manifest(
+    out_dir: Path, langs: tuple[str, str], vdir: VocabDir, fingerprints: dict[str, str], given: set[str]
+) -> tuple[Manifest, tuple[str, ...]]:
     """A new corpus's manifest; for a directory that holds a corpus already, its manifest with
-    its splits, once the vocabularies and settings are checked to be the same."""
+    its splits, once the vocabularies and settings are checked to be the same. With others, a
+    corpus whose every split is ``given`` is replaced: the patterns of its files, which the new
+    one must not carry over."""
     vocab_entries = {
         lang: VocabEntry(f"vocab.{lang}.txt", len(vdir.vocabs[lang]), fingerprints[lang]) for lang in langs
     }
@@ -155,15 +160,24 @@ def _start_manifest(out_dir: Path, langs: tuple[str, str], vdir: VocabDir, finge
         bpe_codes=vdir.codes_files,
     )
     if not (out_dir / MANIFEST).exists():
-        return fresh
+        return fresh, ()
     old = Corpus(out_dir)
     if (old.src_lang, old.tgt_lang) != langs:
         raise UserError(f"{out_dir} is a {old.src_lang}→{old.tgt_lang} corpus, not {langs[0]}→{langs[1]}")
-    old.check_vocab(fingerprints, f"the vocabulary in {vdir.path}")
-    if old.manifest.settings_sha256 != fresh.settings_sha256:
-        raise UserError(f"{out_dir} was binarized with other text or BPE settings than {vdir.path}")
-    fresh.splits = old.manifest.splits
-    return fresh
+    same = {lang: old.manifest.vocab[lang].sha256 for lang in langs if lang in old.manifest.vocab} == fingerprints
+    if same and old.manifest.settings_sha256 == fresh.settings_sha256:
+        fresh.splits = old.manifest.splits
+        return fresh, ()
+    if left := [name for name in old.splits if name not in given]:
+        flags = ", ".join(f"--{name}" if name in ("train", "valid", "test") else name for name in left)
+        raise UserError(
+            f"{out_dir} was binarized with another vocabulary or other text settings than {vdir.path}, and holds "
+            f"splits this run does not give ({flags}): give them too, to replace the whole corpus, or give -d "
+            "another directory"
+        )
+    log(f"{out_dir}: binarized with another vocabulary or other settings: replaced, every split it held given again")
+    owned = [f"{name}.*" for name in old.splits] + ["vocab.*.txt", *old.manifest.bpe_codes.values()]
+    return fresh, tuple(name for name in owned if name)
 
 
 def _check_text(prefix: Path, vdir: VocabDir) -> dict[str, Any]:

@@ -116,7 +116,8 @@ def train(
         lock.wait()
         state = start(data_dir, save_dir, model_cfg, cfg, resume, Parallel(where, runtime), typed)
         says = where.rank == 0
-        if state.finished() or state.patience_spent():  # running the same command again changes nothing
+        owed = state.progress.validation_owed
+        if (state.finished() or state.patience_spent()) and not owed:  # the same command again changes nothing
             if says:
                 log(_nothing_to_do(state))
             progress = state.progress
@@ -184,6 +185,8 @@ def run(
     open_save_dir(state)
     state.clock = time.perf_counter() - state.progress.seconds
     state.window = LossWindow(state.progress.step + 1)
+    if state.carried is not None:  # the losses since the last report, saved with last.pt
+        state.window = LossWindow.carried_over(state.carried, state.parallel.rank, state.device)
     pace = Pace(state)
     total, unit = _budget(state.cfg, pace.per_epoch)
     if state.cfg.max_updates or state.cfg.max_epochs:  # counted: the schedule's budget is known
@@ -198,43 +201,80 @@ def run(
         board.Board(writes, state.progress.step) as state.board,
     ):
         bar.update(state.progress.step if unit == "updates" else state.progress.seconds)
-        for idx in state.batches:
+        done = state.progress.validation_owed and (_owed_validation(state, bar, stop) or stop.requested)
+        for idx in () if done else state.batches:
             update(idx)
             state.tick()
             pace.tick()
-            reporting = state.progress.step % state.cfg.log_every == 0
-            finish = _should_stop(state, stop.requested, reporting)
-            checkpointing = state.progress.step % state.cfg.valid_every == 0 or finish
-            saving = not checkpointing and state.cfg.save_every and state.progress.step % state.cfg.save_every == 0
-            rng = state.parallel.rng_states() if checkpointing or saving else []  # every rank, the same updates
-            if reporting or checkpointing:  # every rank: a collective
-                report(state, bar)
             bar.update(state.progress.step if unit == "updates" else state.progress.seconds)
-            # a signal (a job's time limit, Ctrl-C): last.pt at once, the validation left to the
-            # resumed run, which a queue's grace period (SLURM: 30 s) would not wait for
-            signalled = finish and state.parallel.agree(stop.requested)  # every rank: rank 0's
-            if signalled and state.parallel.rank == 0:
-                with stop.writing():
-                    save(state, "last.pt", rng)
-            elif checkpointing and not signalled:
-                finish = state.parallel.agree(validate_and_save(state, bar, rng, stop) or finish)
-                state.progress.decays = state.parallel.shared(state.progress.decays)  # rank 0's plateau
-                state.last_kept = True  # rank 0 saved last.pt; every process names it alike
-            elif saving:
-                with stop.writing():
-                    save(state, "last.pt", rng)  # rank 0's; the next validation comes when it would have
-                state.last_kept = True
-            if checkpointing or saving:
-                state.window.restart_clock()  # the validation's and the save's seconds are no update's
-                pace.leave_out_pause()
-            if finish:
-                if signalled:
-                    log(
-                        f"interrupted: saved {state.save_dir / 'last.pt'} at update {state.progress.step} "
-                        "without validating it; the same command goes on from there"
-                    )
+            if _after_update(state, bar, stop, pace):
                 break
     return state.progress, state.parallel.shared(stop.signum)  # rank 0 stopped them all: its signal
+
+
+def _after_update(state: TrainState, bar: TrainProgress, stop: StopFlag, pace: Pace) -> bool:
+    """The report, validation and saves an update is due, in order; whether the run stops there."""
+    step, cfg = state.progress.step, state.cfg
+    reporting, due = step % cfg.log_every == 0, step % cfg.valid_every == 0
+    finish = _should_stop(state, stop.requested, reporting)
+    saving = not (due or finish) and cfg.save_every and step % cfg.save_every == 0
+    rng = state.parallel.rng_states() if due or finish or saving else []  # every rank, the same updates
+    # a signal (a job's time limit, Ctrl-C): last.pt at once, the validation left to the resumed
+    # run, which a queue's grace period (SLURM: 30 s) would not wait for
+    signalled = finish and state.parallel.agree(stop.requested)  # every rank: rank 0's
+    window = None
+    if reporting or due or (finish and (not signalled or state.finished())):  # every rank: a collective
+        report(state, bar)
+    elif signalled or saving:  # a save between reports: the window goes with it, read as a report reads it
+        window = _carried(state)
+    if signalled:  # an update that was to validate leaves it to the resumed run, first
+        state.progress.validation_owed = due or state.finished()
+        if state.parallel.rank == 0:
+            with stop.writing():
+                save(state, "last.pt", rng, window)
+    elif due or finish:
+        finish = _validated(state, bar, rng, stop, finish)
+    elif saving:
+        with stop.writing():
+            save(state, "last.pt", rng, window)  # rank 0's; the next validation comes when it would have
+        state.last_kept = True
+    if due or finish or saving:
+        state.window.restart_clock()  # the validation's and the save's seconds are no update's
+        pace.leave_out_pause()
+    if signalled:
+        then = "goes on from there"
+        if state.progress.validation_owed:
+            then = "validates it, and ends" if state.finished() else "validates it, then goes on"
+        log(
+            f"interrupted: saved {state.save_dir / 'last.pt'} at update {step} without validating it; "
+            f"the same command {then}"
+        )
+    return finish
+
+
+def _carried(state: TrainState) -> dict[str, Any] | None:
+    try:
+        return state.window.carry(state.parallel.world)
+    except Diverged as bad:  # no last.pt of a diverged run
+        raise diverged(state, bad.what, bad.value, bad.step) from None
+
+
+def _validated(
+    state: TrainState, bar: TrainProgress, rng: list[dict[str, torch.Tensor]], stop: StopFlag, finish: bool
+) -> bool:
+    """A validation and its saves (rank 0's); whether the run ends there, every process agreeing."""
+    finish = state.parallel.agree(validate_and_save(state, bar, rng, stop) or finish)
+    state.progress.decays = state.parallel.shared(state.progress.decays)  # rank 0's plateau
+    state.last_kept = True  # rank 0 saved last.pt; every process names it alike
+    return finish
+
+
+def _owed_validation(state: TrainState, bar: TrainProgress, stop: StopFlag) -> bool:
+    """The validation a signal put off, done as the interrupted run would have done it (the RNG
+    states are those it saved); whether the run ends with it (a budget, the patience)."""
+    finish = _validated(state, bar, state.parallel.rng_states(), stop, state.finished())
+    state.window.restart_clock()
+    return finish
 
 
 def announce(state: TrainState) -> None:
@@ -303,6 +343,7 @@ def validate_and_save(
     # --head-only: the translation model, all the dev score sees, is frozen; the head learns on
     improved = score > progress.best or state.cfg.head_only
     progress.best, progress.bad_evals = (score, 0) if improved else (progress.best, progress.bad_evals + 1)
+    progress.validation_owed = False
     lower_on_plateau(state)
     with stop.writing():
         save_validated(state, improved, rng)

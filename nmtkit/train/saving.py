@@ -37,14 +37,22 @@ SAY_WAITING_AFTER_S = 1.0
 _JITTER = random.Random()  # its own: training's draws are the checkpoint's to restore
 
 
-def save(state: TrainState, name: str, rng: list[dict[str, torch.Tensor]], resumable: bool = True) -> None:
-    """A resumable file holds the optimizer, batch position and RNGs as well (last.pt); the
-    others hold what translation needs (plus the run's settings and progress)."""
+def save(
+    state: TrainState,
+    name: str,
+    rng: list[dict[str, torch.Tensor]],
+    window: dict[str, Any] | None = None,
+    resumable: bool = True,
+) -> None:
+    """A resumable file holds the optimizer, batch position and RNGs as well (last.pt), and the
+    ``window`` of losses since the last report when it is saved between reports; the others hold
+    what translation needs (plus the run's settings and progress)."""
     if state.parallel.rank != 0:
         return
     run = TrainingState(state.cfg, Progress(**vars(state.progress)))
     if resumable:
         run.optimizer, run.batches, run.rng = saved_optimizer(state.opt), state.batches.state_dict(), rng
+        run.corpus_sha256, run.window = state.trained_on, window
         if state.average is not None:
             run.raw_weights = state.model.state_dict()
     checkpoint.save(
@@ -58,11 +66,12 @@ def save_validated(state: TrainState, improved: bool, rng: list[dict[str, torch.
     cfg, step = state.cfg, state.progress.step
     if improved:
         save(state, "best.pt", rng, resumable=False)
-    save(state, "last.pt", rng)
     if cfg.keep_validations or cfg.keep_last:
         save(state, f"update-{step}.pt", rng, resumable=False)
     if cfg.keep_best:
         save(state, f"best-{step}.pt", rng, resumable=False)
+    # last: a kill before it resumes from the last.pt before, whose run writes these files again
+    save(state, "last.pt", rng)
     _prune(state)
 
 

@@ -62,6 +62,8 @@ class TrainState:
     board: Board = field(default_factory=Board)  # --tensorboard's copy of metrics.jsonl (rank 0)
     last_kept: bool = False  # whether save_dir/last.pt holds this run (resumed from it, or saved since)
     average: Average | None = None  # --ema-decay's
+    trained_on: str | None = None  # the training split's fingerprint, saved in last.pt
+    carried: dict[str, Any] | None = None  # the window of losses a resumed last.pt saved between reports
     # what a resumed run says before it goes on (settings it changes or does not take): unsaid
     # when the run has nothing left to do, where none of them would be used
     notes: list[str] = field(default_factory=list)
@@ -124,8 +126,8 @@ def start(
     """The state of a new run, of one started from --init-from's weights, or of the run in
     SAVE_DIR/last.pt (resumed exactly: weights, optimizer, batch position, RNGs)."""
     corpus = _corpus(data_dir, save_dir)
-    last = save_dir / "last.pt"
-    ckpt = _resumable(last, corpus) if resume and last.exists() else None
+    last, trained_on = save_dir / "last.pt", corpus.fingerprint("train")
+    ckpt = _resumable(last, corpus, trained_on) if resume and last.exists() else None
     if ckpt is not None and cfg.init_from and parallel.rank == 0:
         log(
             f"--init-from {cfg.init_from} is ignored: {last} exists and that run resumes "
@@ -187,6 +189,7 @@ def start(
         tgt,
         _links(corpus, cfg, data_dir),
         notes=notes,
+        trained_on=trained_on,
     )
     if init is not None:
         _init(model, init, cfg)
@@ -401,6 +404,11 @@ def open_save_dir(state: TrainState) -> None:
     with writing_into(state.save_dir):
         state.save_dir.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(state.save_dir)
+    if not state.progress.step and (state.save_dir / "best.pt").exists():  # last.pt deleted, or --reset
+        log(
+            f"warning: {state.save_dir / 'best.pt'} is an earlier run's, and no last.pt goes on from it: this run "
+            "starts over, and replaces it at its first validation (give another --save-dir to keep it)"
+        )
     if not state.progress.step:  # a new run (--reset): an earlier run's kept models are not deleted unasked
         earlier = sorted(p.name for pattern in ("update-*.pt", "best-*.pt") for p in state.save_dir.glob(pattern))
         if earlier:
@@ -415,7 +423,7 @@ def open_save_dir(state: TrainState) -> None:
     runlog.open_log(state.save_dir, state.progress.step)
 
 
-def _resumable(last: Path, corpus: Corpus) -> Checkpoint:
+def _resumable(last: Path, corpus: Corpus, trained_on: str) -> Checkpoint:
     try:
         ckpt = checkpoint.load(last, lazy=False)
     except checkpoint.DamagedCheckpoint as err:  # not a newer format, say, where --reset would lose the run
@@ -423,6 +431,12 @@ def _resumable(last: Path, corpus: Corpus) -> Checkpoint:
     if not ckpt.training.resumable:
         raise FormatError(f"{last}: holds no training state to resume from (use --reset to start over)")
     corpus.check_vocab(ckpt.text.vocab_sha256, f"the checkpoint {last}", ckpt.text.langs)
+    if ckpt.training.corpus_sha256 not in (None, trained_on):  # its batch position is in another corpus
+        raise UserError(
+            f"{last} was trained on another training split than {corpus.path}'s: resume it with its own "
+            f"corpus, or start from its weights on this one (--init-from {last} with another --save-dir; "
+            f"--reset starts this one over)"
+        )
     return ckpt
 
 
@@ -447,5 +461,6 @@ def _restore(state: TrainState, ckpt: Checkpoint) -> None:
         ) from None
     state.batches.load_state_dict(run.batches)
     state.progress = Progress(**vars(run.progress))
+    state.carried = run.window
     state.lexicon = ckpt.lexicon  # the corpus's, which the vocabularies' check found the same
     state.parallel.restore_rng(run.rng)

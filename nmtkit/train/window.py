@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+from typing import Any
 
 import torch
 
@@ -64,13 +65,10 @@ class LossWindow:
         window replayed, the share of its wall time the GPU spent replaying is logged."""
         self.replays.append((began, ended))
 
-    def close(self, world: int) -> dict[str, float]:
-        """Averages of the window over every process; Diverged naming the first update whose loss
-        (or gradient norm) is not finite."""
-        n = len(self.losses)
-        if not n:
-            return {}
-        device = self.losses[0].device
+    def _read(self, world: int) -> tuple[list[float], float, float]:
+        """Each update's loss and the token and sentence counts, summed over every process;
+        Diverged naming the first update whose loss (or gradient norm) is not finite."""
+        n, device = len(self.losses), self.losses[0].device
         norms = torch.stack(self.norms) if len(self.norms) == n else torch.zeros(n, device=device)
         counts = torch.tensor([self.tokens, self.sents], dtype=torch.float32, device=device)
         everything = distributed.summed(torch.cat([torch.stack(self.losses), norms, counts]), world).tolist()
@@ -78,6 +76,43 @@ class LossWindow:
         for k, (v, g) in enumerate(zip(values, grads)):
             if not (math.isfinite(v) and math.isfinite(g)):
                 raise Diverged(self.first + k, *((v, "loss") if not math.isfinite(v) else (g, "gradient norm")))
+        return values, tokens, sents
+
+    def carry(self, world: int) -> dict[str, Any] | None:
+        """The window as plain values, summed over every process (every rank calls it), for a
+        last.pt saved between two reports: the resumed run's first report then averages the
+        updates the uninterrupted run's would have. None for an empty window."""
+        if not self.losses:
+            return None
+        values, tokens, sents = self._read(world)
+        aligned = distributed.summed(torch.stack(self.aligned), world).tolist() if self.aligned else []
+        seconds = time.perf_counter() - self.started
+        return {"first": self.first, "losses": values, "tokens": int(tokens), "sents": int(sents)} | {
+            "all_tokens": self.all_tokens,
+            "aligned": aligned,
+            "seconds": seconds,
+        }
+
+    @classmethod
+    def carried_over(cls, carried: dict[str, Any], rank: int, device: torch.device) -> LossWindow:
+        """The window :meth:`carry` saved, on this process: rank 0 holds its sums, the others
+        zeros in their place (the reports sum over the processes)."""
+        window, keep = cls(int(carried["first"])), float(rank == 0)
+        window.losses = [torch.tensor(v * keep, dtype=torch.float32, device=device) for v in carried["losses"]]
+        window.norms = [torch.zeros((), device=device) for _ in window.losses]
+        window.aligned = [torch.tensor(a, device=device) * keep for a in carried["aligned"]]
+        window.tokens, window.sents = (int(carried["tokens"]), int(carried["sents"])) if rank == 0 else (0, 0)
+        window.all_tokens = int(carried["all_tokens"])  # the whole minibatches', on every process alike
+        window.started = time.perf_counter() - float(carried["seconds"])
+        return window
+
+    def close(self, world: int) -> dict[str, float]:
+        """Averages of the window over every process; Diverged naming the first update whose loss
+        (or gradient norm) is not finite."""
+        n = len(self.losses)
+        if not n:
+            return {}
+        values, tokens, sents = self._read(world)
         seconds = max(time.perf_counter() - self.started, 1e-9)
         extra: dict[str, float] = {}
         if self.aligned:  # logged on its own: the attention's cross-entropy per guided word

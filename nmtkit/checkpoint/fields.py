@@ -1,0 +1,77 @@
+"""The checks of a loaded checkpoint's plain fields: each the value it must be, or one
+:class:`~nmtkit.core.errors.FormatError` line saying what it is not."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ..core.errors import FormatError
+from ..data.lexicon import Lexicon
+from ..models.config import ModelConfig
+
+
+def named_tensors(table: object) -> bool:
+    return (
+        isinstance(table, dict)
+        and bool(table)
+        and all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in table.items())
+    )
+
+
+def lexicon(value: Any, model: ModelConfig) -> Lexicon | None:
+    if value is None:
+        return None
+    table, frequent = value["table"], value["frequent"]
+    if not (
+        isinstance(table, torch.Tensor)
+        and table.dim() == 2
+        and table.shape[0] == model.src_vocab
+        and not table.is_floating_point()
+        and isinstance(frequent, int)
+        and 0 <= frequent <= model.tgt_vocab
+    ):
+        raise FormatError("the lexicon is not a table of target ids per source word")
+    if table.numel() and not 0 <= int(table.min()) <= int(table.max()) < model.tgt_vocab:
+        raise FormatError("the lexicon names target ids outside the vocabulary")
+    return Lexicon(frequent, table)
+
+
+def averaged(value: Any) -> list[dict[str, Any]]:
+    if not isinstance(value, list) or not all(
+        isinstance(v, dict) and isinstance(v.get("name"), str) and type(v.get("step")) is int for v in value
+    ):
+        raise FormatError("the averaged checkpoints are not a list of names and updates")
+    return value
+
+
+def tokens(value: Any) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
+        raise FormatError("a vocabulary is not a list of tokens")
+    return value
+
+
+def window(found: Any) -> dict[str, Any] | None:
+    """A saved window of losses (:meth:`~nmtkit.train.window.LossWindow.carry`), checked for its
+    fields' types; None where there is none."""
+    if found is None:
+        return None
+    numbers = (int, float)
+    kinds: dict[str, type | tuple[type, ...]] = {"first": int, "tokens": int, "sents": int, "all_tokens": int}
+    kinds |= {"seconds": numbers, "losses": list}
+    if not (
+        isinstance(found, dict)
+        and all(isinstance(found.get(k), t) for k, t in kinds.items())
+        and all(isinstance(v, numbers) for v in found["losses"])
+        and isinstance(found.get("aligned"), list)
+        and all(isinstance(a, list) and all(isinstance(v, numbers) for v in a) for a in found["aligned"])
+    ):
+        raise FormatError("the training state's window of losses is not one")
+    return dict(found)
+
+
+def optional_str(value: Any) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise FormatError(f"expected text, found {type(value).__name__}")
+    return value
