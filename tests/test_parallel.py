@@ -123,3 +123,31 @@ def test_a_stop_while_the_pool_is_built_kills_the_workers_it_started(monkeypatch
     for w in started:
         w.join(5)
     assert not any(w.is_alive() for w in started) and not mp.active_children()
+
+
+def test_a_parent_killed_outright_takes_its_workers_with_it_silently(tmp_path):
+    """SIGKILL (the OOM killer) of preprocess -j 2: its workers finished their chunks, then printed
+    BrokenPipeError tracebacks and the resource tracker's leaked semaphores into the log."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = (
+        "import time\nfrom nmtkit.core.parallel import Workers\n"
+        "with Workers(2, int, ()) as pool:\n"
+        "    results = pool.map(time.sleep, [0.1] + [4] * 8)\n"
+        "    next(results)\n"
+        "    print('started', flush=True)\n"
+        "    list(results)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert proc.stdout.readline() == b"started\n"
+    os.kill(proc.pid, signal.SIGKILL)
+    started = time.monotonic()
+    said = proc.stderr.read().decode()  # to its end: when the last process holding the pipe is gone
+    proc.wait()
+    assert time.monotonic() - started < 3, "the workers went on with their chunks"
+    assert "Traceback" not in said and "leaked" not in said, said

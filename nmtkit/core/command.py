@@ -407,9 +407,11 @@ def _exit(status: int) -> NoReturn:
     once, its streams flushed, before the interpreter's teardown. DDP keeps the gloo group alive past
     ``destroy_process_group`` (torch 2.13: its worker threads and, on rank 0, the store's), and their
     destruction while the interpreter ends can abort the process ("terminate called without an
-    active exception", SIGABRT) after it has said how it ended."""
+    active exception", SIGABRT) after it has said how it ended. So does one where a thread still
+    computes (serve's model thread, stopped in a search): the interpreter would wait for it."""
     distributed = sys.modules.get("nmtkit.core.distributed")
-    if distributed is not None and distributed.joined():
+    working = [t for t in threading.enumerate() if t.is_alive() and not t.daemon and t is not threading.main_thread()]
+    if working or (distributed is not None and distributed.joined()):
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(status)

@@ -9,9 +9,11 @@ everything runs in-process, which is also what tests use.
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing as mp
 import os
 import signal
+import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -89,6 +91,9 @@ def _kill(pool: Any) -> None:
 
 
 _STOPS = {signal.SIGINT, signal.SIGTERM}
+# the resource tracker's warning as it removes the pool's semaphores after a parent killed
+# outright: it does what it should, and its two lines would end a log as if something had failed
+_TRACKER_QUIET = "ignore:resource_tracker:UserWarning"
 
 
 def _spawned(n: int, initializer: Callable[..., None], initargs: tuple[Any, ...]) -> Any:
@@ -98,6 +103,8 @@ def _spawned(n: int, initializer: Callable[..., None], initargs: tuple[Any, ...]
     before = set(mp.active_children())
     # the pool's locks start multiprocessing's resource tracker, whose start unblocks every signal
     # on its way out: started first, it leaves the block below in place
+    if _TRACKER_QUIET not in sys.warnoptions:  # a child interpreter's -W options are the parent's
+        sys.warnoptions.append(_TRACKER_QUIET)
     resource_tracker.ensure_running()
     pool = None
     held = signal.pthread_sigmask(signal.SIG_BLOCK, [])  # the mask as it is, changed by nothing
@@ -121,6 +128,7 @@ def _deaf_to_stops(initializer: Callable[..., None], *initargs: Any) -> None:
     act on (it kills the workers); a worker they stopped printed a traceback, or, stopped while it
     held its queue's lock, left the parent waiting for good. Held since the spawn, they are dropped."""
     global _START_ERROR
+    _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPS)
@@ -131,6 +139,22 @@ def _deaf_to_stops(initializer: Callable[..., None], *initargs: Any) -> None:
 
 
 _START_ERROR: Exception | None = None
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _die_with_parent() -> None:
+    """On Linux, a worker ends with its parent when that is killed outright (SIGKILL, the OOM
+    killer), where it went on with its chunk and printed a BrokenPipeError traceback (and
+    multiprocessing's leaked semaphore) into the terminal or log once it tried to hand it back."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        return
+    parent = mp.parent_process()
+    if parent is not None and os.getppid() != parent.pid:  # it died before the call above
+        os._exit(0)
 
 
 def _started_then(fn: Callable[[T], R], item: T) -> R:

@@ -68,9 +68,12 @@ class Batcher:
         self._task = asyncio.get_running_loop().create_task(self._serve())
 
     async def stop(self) -> None:
+        """Not waiting for the batch the model thread computes: a long search (minutes, for a
+        sentence of hundreds of phrases) held the server's exit past --shutdown-wait and a second
+        Ctrl-C. SIGTERM then ends the process under it, and a Ctrl-C's exit does not wait for it."""
         if self._task is not None:
             self._task.cancel()
-        self.executor.shutdown(wait=True)
+        self.executor.shutdown(wait=False, cancel_futures=True)
 
     async def submit(self, lines: Sequence[str], key: Hashable, beside: Beside = Beside()) -> list[Translation]:
         """The translations of ``lines`` under the options ``key`` stands for, each holding its

@@ -49,6 +49,8 @@ def check_beside(
     forced = 0  # a prefix's units, in all
     for what, texts in (("phrases", beside.constraints), ("a prefix", prefixes)):
         for k, each in enumerate(texts or []):
+            if what == "phrases" and len(each) > limits.max_phrases:
+                raise HTTPException(413, _too_many(k, len(each), "phrases", limits))
             chars = sum(map(len, each))
             if chars > chars_at_most:
                 raise HTTPException(413, f"sentence {k} has {what} of {chars:,} characters; at most {chars_at_most:,}")
@@ -68,6 +70,10 @@ def check_beside(
     if translator.model.cfg.right_to_left:  # refused here: in a batch, it would fail the others' sentences too
         raise HTTPException(422, "prefixes: the model writes right to left, from a translation's last word")
     return beside, warnings
+
+
+def _too_many(k: int, n: int, what: str, limits: Limits) -> str:
+    return f"sentence {k} has {n:,} {what} to hold; at most {limits.max_phrases:,}"
 
 
 def _unknown(what: str, text: str, no_unk: bool) -> str:
@@ -108,6 +114,8 @@ def with_glossary(
     src, tgt = translator.sides.src, translator.sides.tgt
     constraints = with_terms(beside.constraints, [src.tokens(s) for s in sentences], glossary)
     for k, phrases in enumerate(constraints):  # the terms held count as the phrases given do
+        if len(phrases) > limits.max_phrases:
+            raise HTTPException(413, _too_many(k, len(phrases), "phrases and terms", limits))
         if (n := sum(len(tgt.tokens(p)) for p in phrases)) > limits.max_length:
             raise HTTPException(
                 413, f"sentence {k} has phrases and terms of {n:,} subword units; at most {limits.max_length:,}"

@@ -23,6 +23,12 @@ class Limits(Settings):
     )
     max_body: int = setting(1 << 20, "Bytes per request.", ge=1)
     max_beam: int = setting(24, "Largest beam a request may ask.", ge=1)
+    max_phrases: int = setting(
+        32,
+        "Phrases a sentence may have to hold (its constraints and the glossary terms found in it): a "
+        "search's time grows faster than their number.",
+        ge=1,
+    )
     max_nbest: int = 10
 
 

@@ -12,9 +12,11 @@ the same sample may come twice. Scores are the model's log-probabilities of the 
 
 The draws are counter-based: the uniform number behind a row's word at step t is a hash
 (SplitMix64's mixer) of the seed, the sentence's key (``translate``: its line number), the
-sample's index and t, inverted through the cumulative distribution. A sentence's samples thus
-depend on the seed and that key alone, not on which sentences share its batch, the batch size,
-how stdin arrived or the device's random generator.
+sample's index and t, inverted through the cumulative distribution. A sentence's uniform numbers
+thus depend on the seed and that key alone, not on which sentences share its batch, the batch
+size, how stdin arrived or the device's random generator. The distribution they are inverted
+through is computed in a batch, whose shape changes the last bits of its matrix products: a
+number that falls within that rounding of a boundary can draw the other word.
 """
 
 from __future__ import annotations

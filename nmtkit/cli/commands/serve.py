@@ -38,6 +38,7 @@ Examples:
 @options.option(Limits, "max_length")
 @options.option(Limits, "max_body")
 @options.option(Limits, "max_beam")
+@options.option(Limits, "max_phrases")
 @options.option(ServerConfig, "batch_wait_ms", dest="batch_wait")
 @options.option(ServerConfig, "shutdown_wait")
 @options.option(TranslateOptions, "shortlist")
@@ -58,6 +59,7 @@ def serve(
     max_length: int,
     max_body: int,
     max_beam: int,
+    max_phrases: int,
     batch_wait: float,
     shutdown_wait: float,
     shortlist: bool,
@@ -77,7 +79,7 @@ def serve(
             f"pip install -e '.[serve]' in nmtkit's checkout"
         ) from None
     search = options.config_of(SearchConfig, values)
-    limits = Limits(max_sentences, max_length, max_body, max_beam)
+    limits = Limits(max_sentences, max_length, max_body, max_beam, max_phrases=max_phrases)
     from ...translate.glossary import read_glossary
 
     terms = read_glossary(glossary) if glossary else None
