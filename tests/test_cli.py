@@ -507,3 +507,14 @@ def test_a_language_code_that_cannot_name_a_file_is_refused(raw, lang):
     from nmtkit.text.settings import TextConfig
 
     assert TextConfig.from_dict({"lang": lang}).lang == lang  # as an older checkpoint or corpus stored it
+
+
+def test_a_command_run_in_process_returns_whatever_threads_the_process_runs():
+    """An exit that does not wait for threads (serve's, after Ctrl-C) ended a test run that had a
+    thread pool alive (the BLAS of the logits keeps one), silently, with status 0."""
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(time.sleep, 1)
+        assert run("--version").exit_code == 0

@@ -667,6 +667,8 @@ import time
 # ignored, as a background job of a script finds it; else Python's own, whatever this suite inherited
 signal.signal(signal.SIGINT, signal.SIG_IGN if sys.argv[1] == "ignored" else signal.default_int_handler)
 from tests.test_serve import _SlowTranslator
+from nmtkit.core.command import _exit
+from nmtkit.core.errors import Interrupted
 from nmtkit.serve.app import create_app, listening, run_server
 from nmtkit.serve.settings import ServerConfig
 
@@ -680,9 +682,8 @@ sock = listening("127.0.0.1", 0)
 print(sock.getsockname()[1], flush=True)
 try:
     run_server(create_app(Announcing(), ServerConfig()), sock, float(sys.argv[3]))
-except KeyboardInterrupt:  # as nmtkit serve leaves: not waiting for the model thread's search
-    from nmtkit.core.command import _exit
-    _exit(130)
+except Interrupted as err:  # as nmtkit serve leaves: not waiting for the model thread's search
+    _exit(128 + err.signum, err.abandon)
 """
 
 

@@ -138,7 +138,7 @@ def test_a_kept_model_a_crash_kept_from_the_disk_is_written_by_the_resumed_run(c
     assert kept == ["update-2.pt", "update-4.pt", "update-6.pt"]
 
 
-@pytest.mark.parametrize("at", [4, 6], ids=["a-validation", "the-last-update"])
+@pytest.mark.parametrize("at", [4, 7], ids=["a-validation", "the-last-update"])
 def test_a_signal_at_an_update_that_was_to_validate_leaves_the_validation_to_the_resumed_run(
     corpus, tmp_path, monkeypatch, deterministic, at
 ):
@@ -150,7 +150,7 @@ def test_a_signal_at_an_update_that_was_to_validate_leaves_the_validation_to_the
     from nmtkit.core.errors import Interrupted
     from nmtkit.train.state import TrainState
 
-    settings = cfg(max_updates=6, valid_every=2, best_by="nll", lr_decay="plateau", decay_patience=0, lr=0.05)
+    settings = cfg(max_updates=7, valid_every=2, best_by="nll", lr_decay="plateau", decay_patience=0, lr=0.05)
     train(corpus, tmp_path / "a", TINY, settings)
     tick = TrainState.tick
 
@@ -167,9 +167,10 @@ def test_a_signal_at_an_update_that_was_to_validate_leaves_the_validation_to_the
     train(corpus, tmp_path / "b", TINY, settings)
 
     def validations(run):
-        return [(e["step"], e["dev_nll"]) for e in runlog.entries(tmp_path / run) if "dev_nll" in e]
+        return [(e["step"], e["epoch"], e["dev_nll"]) for e in runlog.entries(tmp_path / run) if "dev_nll" in e]
 
-    assert validations("a") == validations("b") and [s for s, _ in validations("b")] == [2, 4, 6]
+    assert validations("a") == validations("b") and [s for s, _, _ in validations("b")] == [2, 4, 6, 7]
+    assert len({e for _, e, _ in validations("a")}) > 1  # the epochs are told apart: the line's epoch is checked
     for name in ("best.pt", "last.pt"):
         a, b = checkpoint.load(tmp_path / "a" / name), checkpoint.load(tmp_path / "b" / name)
         assert vars(a.training.progress) | {"seconds": 0, "validation_seconds": 0} == vars(b.training.progress) | {
@@ -584,4 +585,4 @@ def test_a_best_pt_without_its_last_pt_is_said_to_be_replaced(corpus, tmp_path, 
     (tmp_path / "r" / "last.pt").unlink()
     capfd.readouterr()
     train(corpus, tmp_path / "r", TINY, cfg(max_updates=2, valid_every=2))
-    assert "best.pt is an earlier run's, and no last.pt goes on from it: this run starts over" in capfd.readouterr().err
+    assert "best.pt has no last.pt to go on from (an earlier run's, or" in capfd.readouterr().err

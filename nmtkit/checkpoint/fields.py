@@ -65,7 +65,9 @@ def window(found: Any) -> dict[str, Any] | None:
         and all(isinstance(found.get(k), t) for k, t in kinds.items())
         and all(isinstance(v, numbers) for v in found["losses"])
         and isinstance(found.get("aligned"), list)
-        and all(isinstance(a, list) and all(isinstance(v, numbers) for v in a) for a in found["aligned"])
+        and all(
+            isinstance(a, list) and len(a) == 2 and all(isinstance(v, numbers) for v in a) for a in found["aligned"]
+        )
     ):
         raise FormatError("the training state's window of losses is not one")
     return dict(found)

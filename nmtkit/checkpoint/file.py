@@ -202,7 +202,8 @@ def save(path: str | Path, ckpt: Checkpoint) -> None:
     """Write ``ckpt`` to ``path`` atomically, with the permissions of any other output."""
     check_destination(path)
     run = ckpt.training
-    training: dict[str, Any] = {"config": run.config.to_dict(), "progress": vars(run.progress).copy()}
+    progress = {k: v for k, v in vars(run.progress).items() if k != "validation_owed" or v}  # older nmtkits read it
+    training: dict[str, Any] = {"config": run.config.to_dict(), "progress": progress}
     if run.resumable:
         training |= {"optimizer": run.optimizer, "batches": run.batches, "rng": run.rng}
         if run.corpus_sha256 is not None:

@@ -208,7 +208,7 @@ class _OneLine:
                 err.show()
                 _exit(err.exit_code)
             except Interrupted as err:  # the command has said what it saved
-                _exit(128 + err.signum)
+                _exit(128 + err.signum, err.abandon)
             except (click.Abort, KeyboardInterrupt, _CtrlC):
                 _fail("interrupted", INTERRUPTED)
             except _Terminated:
@@ -333,6 +333,7 @@ def _buffer_stdout() -> None:
         lines = stdout.line_buffering or raw is buffer
         named = io.BufferedWriter(_NamedStdout(raw))
         sys.stdout = io.TextIOWrapper(named, "utf-8", errors, line_buffering=lines)
+        sys.stdout.mode = stdout.mode  # type: ignore[misc]  # as open() sets it ('w'); name is raw's
 
 
 class _NamedStdout(io.RawIOBase):
@@ -351,6 +352,10 @@ class _NamedStdout(io.RawIOBase):
             if err.filename is None:
                 err.filename = "stdout"
             raise
+
+    @property
+    def name(self) -> Any:
+        return self._raw.name  # type: ignore[attr-defined]  # '<stdout>'
 
     def writable(self) -> bool:
         return True
@@ -402,16 +407,16 @@ class _ClosedStdout(io.TextIOBase):
         raise UserError("stdout is closed (>&-): give the results a file, or let them go to /dev/null")
 
 
-def _exit(status: int) -> NoReturn:
+def _exit(status: int, abandon: bool = False) -> NoReturn:
     """Exit with ``status``; a process that has joined a process group (one of torchrun's) leaves at
     once, its streams flushed, before the interpreter's teardown. DDP keeps the gloo group alive past
     ``destroy_process_group`` (torch 2.13: its worker threads and, on rank 0, the store's), and their
     destruction while the interpreter ends can abort the process ("terminate called without an
-    active exception", SIGABRT) after it has said how it ended. So does one where a thread still
-    computes (serve's model thread, stopped in a search): the interpreter would wait for it."""
+    active exception", SIGABRT) after it has said how it ended. So does one asked to ``abandon``
+    the work its threads still do (serve's model thread, stopped in a search): the interpreter would
+    wait for them."""
     distributed = sys.modules.get("nmtkit.core.distributed")
-    working = [t for t in threading.enumerate() if t.is_alive() and not t.daemon and t is not threading.main_thread()]
-    if working or (distributed is not None and distributed.joined()):
+    if abandon or (distributed is not None and distributed.joined()):
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(status)

@@ -19,6 +19,7 @@ class Interrupted(Exception):
     the command exits 128 + the signal's number, as a shell reports a killed command, so that a
     script or a Makefile does not go on as if it had finished."""
 
-    def __init__(self, signum: int):
+    def __init__(self, signum: int, abandon: bool = False):
         super().__init__(f"stopped by signal {signum}")
-        self.signum = signum
+        # the command's threads may still work (serve's model thread, in a search): not waited for
+        self.signum, self.abandon = signum, abandon

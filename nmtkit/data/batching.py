@@ -119,6 +119,7 @@ class Batches:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.epoch, self.index, self.seed = int(state["epoch"]), int(state["index"]), int(state["seed"])
+        self.drawn_epoch = self.epoch - (self.index == 0 and self.epoch > 0)  # the last batch's, before the save
 
 
 def pad(seqs: list[np.ndarray], bos: bool = False, eos: bool = True, multiple: int = 1) -> torch.Tensor:

@@ -36,6 +36,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+import click
 import uvicorn
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.encoders import jsonable_encoder
@@ -49,7 +50,7 @@ from ..align.files import EOS_LABEL
 from ..align.settings import LinkConfig
 from ..align.words import word_attention
 from ..core.console import log
-from ..core.errors import UserError
+from ..core.errors import Interrupted, UserError
 from ..core.settings import RuntimeConfig
 from ..translate.both_ways import BothWays, directions, refuse_idle_links
 from ..translate.io import json_record, json_score
@@ -366,13 +367,15 @@ def serve(model_paths: list[str], cfg: ServerConfig, runtime: RuntimeConfig, lin
 
 
 def run_server(app: FastAPI, sock: socket.socket, shutdown_wait: float) -> None:
-    """uvicorn serving ``app`` on ``sock`` until SIGINT or SIGTERM; KeyboardInterrupt once
-    stopped by Ctrl-C."""
+    """uvicorn serving ``app`` on ``sock`` until SIGINT or SIGTERM; :class:`Interrupted` once
+    stopped by Ctrl-C, which leaves without waiting for the batch the model thread may still
+    compute (a search of minutes)."""
     config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=math.ceil(shutdown_wait))
     server = _Server(config)
     server.run(sockets=[sock])
     if server.interrupted:
-        raise KeyboardInterrupt
+        click.echo("interrupted", err=True)  # as any command's Ctrl-C says it, -q or not
+        raise Interrupted(signal.SIGINT, abandon=True)
 
 
 class _Server(uvicorn.Server):

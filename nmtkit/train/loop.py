@@ -201,7 +201,11 @@ def run(
         board.Board(writes, state.progress.step) as state.board,
     ):
         bar.update(state.progress.step if unit == "updates" else state.progress.seconds)
-        done = state.progress.validation_owed and (_owed_validation(state, bar, stop) or stop.requested)
+        done = state.progress.validation_owed and (
+            state.parallel.agree(stop.requested)  # a stop before it: last.pt still owes it
+            or _owed_validation(state, bar, stop)
+            or state.parallel.agree(stop.requested)
+        )
         for idx in () if done else state.batches:
             update(idx)
             state.tick()

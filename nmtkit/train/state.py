@@ -406,8 +406,9 @@ def open_save_dir(state: TrainState) -> None:
     remove_stale_temporaries(state.save_dir)
     if not state.progress.step and (state.save_dir / "best.pt").exists():  # last.pt deleted, or --reset
         log(
-            f"warning: {state.save_dir / 'best.pt'} is an earlier run's, and no last.pt goes on from it: this run "
-            "starts over, and replaces it at its first validation (give another --save-dir to keep it)"
+            f"warning: {state.save_dir / 'best.pt'} has no last.pt to go on from (an earlier run's, or this one's "
+            "first validation cut short): this run starts over, and replaces it at its first validation (give "
+            "another --save-dir to keep it)"
         )
     if not state.progress.step:  # a new run (--reset): an earlier run's kept models are not deleted unasked
         earlier = sorted(p.name for pattern in ("update-*.pt", "best-*.pt") for p in state.save_dir.glob(pattern))
