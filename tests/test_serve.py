@@ -15,7 +15,8 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
@@ -708,60 +709,47 @@ def _refused_within(url: str, seconds: float) -> None:
     raise AssertionError(f"still serving {url} {seconds:g} s after Ctrl-C")
 
 
-@pytest.mark.parametrize("sigint", ["default", "ignored"])
-def test_a_second_ctrl_c_stops_the_server_at_once_without_a_traceback(sigint):
-    """Ctrl-C, then Ctrl-C again during the shutdown wait: out at once, the request in flight a JSON
-    503, and stderr without the two tracebacks it got (the signal raised twice, the lifespan cut).
-    The same status, 130, for a server started with SIGINT ignored, as a script's background job
-    is (uvicorn raised the signal again under that handler, and the server ended with 0)."""
-
+@contextlib.contextmanager
+def _slow_server_translating(sigint: str, shutdown_wait: float) -> Iterator[tuple[subprocess.Popen, str, Future]]:
+    """SLOW_SERVER, with a request in flight (its model thread in a search of two minutes): the
+    process, its URL and the request's pending answer."""
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
-    proc = subprocess.Popen(
-        [sys.executable, "-c", SLOW_SERVER, sigint, "120", "30"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    args = [sys.executable, "-c", SLOW_SERVER, sigint, "120", str(shutdown_wait)]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         url = f"http://127.0.0.1:{int(_said_within(proc, 60))}"
         assert _get(url + "/health")[0] == 200  # the socket listens already: this waits for the server
         with ThreadPoolExecutor(1) as pool:
             pending = pool.submit(_post, url + "/translate", {"sentences": ["a b"]})
             assert _said_within(proc, 60) == "translating\n"
-            proc.send_signal(signal.SIGINT)
-            _refused_within(url + "/health", 20)  # the first seen: two signals at once would be one
-            proc.send_signal(signal.SIGINT)
-            status, body = pending.result(timeout=30)
-        err = proc.communicate(timeout=30)[1]
+            yield proc, url, pending
     finally:
         proc.kill()
+
+
+@pytest.mark.parametrize("sigint", ["default", "ignored"])
+def test_a_second_ctrl_c_stops_the_server_at_once_without_a_traceback(sigint):
+    """Ctrl-C, then Ctrl-C again during the shutdown wait: out at once, the request in flight a JSON
+    503, and stderr without the two tracebacks it got (the signal raised twice, the lifespan cut).
+    The same status, 130, for a server started with SIGINT ignored, as a script's background job
+    is (uvicorn raised the signal again under that handler, and the server ended with 0). Its
+    search is not waited for (a search of minutes held the exit until it ended)."""
+    with _slow_server_translating(sigint, 30) as (proc, url, pending):
+        proc.send_signal(signal.SIGINT)
+        _refused_within(url + "/health", 20)  # the first seen: two signals at once would be one
+        proc.send_signal(signal.SIGINT)
+        status, body = pending.result(timeout=30)
+        err = proc.communicate(timeout=30)[1]
     assert proc.returncode == 130 and "Traceback" not in err, (proc.returncode, status, err)
     assert status == 503 and "a second Ctrl-C" in body["error"]
 
 
 def test_sigterm_stops_the_server_after_its_wait_whatever_the_search_under_way():
-    """--shutdown-wait 2 and a request whose search takes minutes (a sentence of 200 phrases at
+    """--shutdown-wait 1 and a request whose search takes minutes (a sentence of 200 phrases at
     beam 24 took 105 s): its client got its 503 on time, but the process went on until the search
     ended, its port closed, holding its memory, past a service manager's stop timeout."""
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
-    proc = subprocess.Popen(
-        [sys.executable, "-c", SLOW_SERVER, "default", "120", "1"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    try:
-        url = f"http://127.0.0.1:{int(_said_within(proc, 60))}"
-        assert _get(url + "/health")[0] == 200
-        with ThreadPoolExecutor(1) as pool:
-            pending = pool.submit(_post, url + "/translate", {"sentences": ["a b"]})
-            assert _said_within(proc, 60) == "translating\n"
-            proc.send_signal(signal.SIGTERM)
-            status, _ = pending.result(timeout=30)
-            proc.wait(timeout=30)
-        err = proc.stderr.read()
-    finally:
-        proc.kill()
+    with _slow_server_translating("default", 1) as (proc, _, pending):
+        proc.send_signal(signal.SIGTERM)
+        status, _ = pending.result(timeout=30)
+        err = proc.communicate(timeout=30)[1]
     assert status == 503 and proc.returncode == -signal.SIGTERM and "Traceback" not in err, (status, err)
