@@ -105,6 +105,7 @@ def write_report(
     dev = {m: _json(runs / m / "dev-nll.json", "dev NLL")["corpus_nll"] for m in models}
     by_length = _json(work / "by-length.json", "BLEU by length")["by_length"]
     stats = {m: train_stats(runs / m, data_bin) for m in models}
+    best = {m: checkpoint.load(runs / m / "best.pt").training.progress.step for m in models}  # what translated
     selection = work / "selected" / "select.json"
     lines = [
         "# WMT'14 English→French: this run beside Bahdanau et al. (2015)",
@@ -176,7 +177,8 @@ def write_report(
         "## Table 2: learning statistics",
         "",
         "NLL: mean negative log-probability per sentence; train NLL is the mean over the last logged "
-        "updates, dev NLL is newstest2012+2013 under the checkpoint that translated. Epochs: those the "
+        "updates, dev NLL is newstest2012+2013 under best.pt, which translated, saved at the update in "
+        "brackets (the other columns: the run's last update). Epochs: those the "
         "run finished and the share of the one in progress, in its own batches.",
         "",
         "| Model | Updates (run / paper) | Epochs (run / paper) | Hours (run / paper) | Device (run / paper) "
@@ -189,7 +191,7 @@ def write_report(
         lines.append(
             f"| {_title(m)} | {st['updates']:,} / {paper_updates} | {_f(st['epochs'], 2)} / {_f(p[1], 1)} | "
             f"{st['hours']:.2f} / {p[2] if p[2] is not None else '–'} | {device} / {p[3] or '–'} | "
-            f"{st['train_nll']:.1f} / {_f(p[4], 1)} | {dev[m]['nll']:.1f} / {_f(p[5], 1)} |"
+            f"{st['train_nll']:.1f} / {_f(p[4], 1)} | {dev[m]['nll']:.1f} ({best[m]:,}) / {_f(p[5], 1)} |"
         )
     lines.append("")
     with atomic_write(out) as fh:

@@ -9,6 +9,7 @@ examples/wmt14_en_fr/Makefile strings them together with the nmtkit commands.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -18,7 +19,7 @@ from nmtkit.core.command import Group
 from nmtkit.core.console import log
 from nmtkit.core.errors import UserError
 from nmtkit.data import wmt14
-from nmtkit.data.download import Checksum, fetch, read_checksums, source_url
+from nmtkit.data.download import Checksum, fetch, forget_checksum, read_checksums, source_url
 
 from .mirror import build_mirror
 from .report import write_report
@@ -57,24 +58,44 @@ def fetch_cmd(archives: tuple[str, ...], dest: str, mirror: str, checksums: str 
 @click.option("--out", required=True, help="Output prefix: writes OUT.en and OUT.fr.")
 def unpack_cmd(part: str, downloads: str, out: str) -> None:
     """Write one corpus (or 'dev' = newstest2012 + newstest2013) as OUT.en / OUT.fr."""
+    try:
+        _unpack(part, Path(downloads), out)
+    except wmt14.DamagedArchive as err:
+        raise _set_aside(err, Path(downloads)) from None
+
+
+def _set_aside(err: wmt14.DamagedArchive, downloads: Path) -> UserError:
+    """A damaged download moved out of the way, so that the next run downloads it again, and the
+    digest recorded at its download (none is published for it) dropped, which would refuse the
+    sound file as another one."""
+    bad = err.archive.with_name(err.archive.name + ".bad")
+    os.replace(err.archive, bad)
+    rel = err.archive.relative_to(downloads).as_posix()
+    forgot = (
+        " and the digest recorded at its download dropped" if forget_checksum(downloads / "SHA256SUMS", rel) else ""
+    )
+    return UserError(f"{err}; moved to {bad}{forgot}: run again to download it again")
+
+
+def _unpack(part: str, downloads: Path, out: str) -> None:
     langs = ("en", "fr")
     out_prefix = Path(out)
     out_prefix.parent.mkdir(parents=True, exist_ok=True)
     if part == "schwenk":
-        n = wmt14.extract_schwenk(Path(downloads) / wmt14.SCHWENK_BITEXTS, out_prefix, langs)
+        n = wmt14.extract_schwenk(downloads / wmt14.SCHWENK_BITEXTS, out_prefix, langs)
     elif part == "dev":
         n = 0
         pieces = []
         for dev_part in wmt14.DEV:
             piece = out_prefix.with_name(f"{out_prefix.name}.{dev_part.name}")
-            n += wmt14.write_part(Path(downloads) / dev_part.archive, dev_part, langs, piece)
+            n += wmt14.write_part(downloads / dev_part.archive, dev_part, langs, piece)
             pieces.append(piece)
         for lang in langs:
             wmt14.concat([Path(f"{p}.{lang}") for p in pieces], Path(f"{out_prefix}.{lang}"))
             for p in pieces:
                 Path(f"{p}.{lang}").unlink()
     else:
-        n = wmt14.write_part(Path(downloads) / PARTS[part].archive, PARTS[part], langs, out_prefix)
+        n = wmt14.write_part(downloads / PARTS[part].archive, PARTS[part], langs, out_prefix)
     log(f"{out}.{{en,fr}}: {n:,} pairs")
 
 
@@ -107,7 +128,8 @@ def mirror_cmd(out: str, bible_raw: str, pairs: int, dev_lines: int, test_lines:
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False))
 def report_cmd(work: str, runs: str, data_bin: str, models: str, figure3: str, device: str, output: str) -> None:
     """Write the Markdown report (Tables 1-2, Figures 2-3 beside the paper's)."""
-    write_report(Path(work), Path(runs), models.split(), Path(data_bin), parse_sentences(figure3), device, Path(output))
+    lines = parse_sentences(figure3, "--figure3")
+    write_report(Path(work), Path(runs), models.split(), Path(data_bin), lines, device, Path(output))
     log(f"wrote {output}")
 
 

@@ -150,7 +150,9 @@ def test_a_signal_at_an_update_that_was_to_validate_leaves_the_validation_to_the
     from nmtkit.core.errors import Interrupted
     from nmtkit.train.state import TrainState
 
-    settings = cfg(max_updates=7, valid_every=2, best_by="nll", lr_decay="plateau", decay_patience=0, lr=0.05)
+    settings = cfg(
+        max_updates=7, valid_every=2, best_by="nll", lr_decay="plateau", decay_patience=0, lr=0.05, warmup=20
+    )
     train(corpus, tmp_path / "a", TINY, settings)
     tick = TrainState.tick
 
@@ -163,6 +165,21 @@ def test_a_signal_at_an_update_that_was_to_validate_leaves_the_validation_to_the
     with pytest.raises(Interrupted):
         train(corpus, tmp_path / "b", TINY, settings)
     monkeypatch.setattr(TrainState, "tick", tick)
+    assert checkpoint.load(tmp_path / "b" / "last.pt").training.progress.validation_owed
+    # the resumed run killed after its owed validation's log line, before its last.pt: the next
+    # resume validates again, and the line must not be there twice
+    real, killed = checkpoint.save, []
+
+    def save(path, ckpt):
+        if path.name == "last.pt" and not killed:
+            killed.append(path)
+            raise SystemExit("killed")
+        real(path, ckpt)
+
+    monkeypatch.setattr(checkpoint, "save", save)
+    with pytest.raises(SystemExit):
+        train(corpus, tmp_path / "b", TINY, settings)
+    monkeypatch.setattr(checkpoint, "save", real)
     assert checkpoint.load(tmp_path / "b" / "last.pt").training.progress.validation_owed
     train(corpus, tmp_path / "b", TINY, settings)
 
@@ -178,6 +195,10 @@ def test_a_signal_at_an_update_that_was_to_validate_leaves_the_validation_to_the
             "validation_seconds": 0,
         }
         assert all(torch.equal(a.weights[k], b.weights[k]) for k in a.weights)
+    # the rate of the last update, kept as the uninterrupted run keeps it: a resume that only
+    # validated had saved this command's --lr
+    rate = [checkpoint.load(tmp_path / r / "last.pt").training.optimizer["param_groups"][0]["lr"] for r in "ab"]
+    assert rate[0] == rate[1] != settings.lr
 
 
 def test_the_summary_names_dev_nll_when_no_dev_bleu_was_computed(corpus, tmp_path):

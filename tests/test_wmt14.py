@@ -145,7 +145,11 @@ def test_download_rejects_a_wrong_file_and_records_unknown_digests(tmp_path):
     fetch(str(src), tmp_path / "dl" / "a.tgz", None, sums, "a.tgz")
     assert read_checksums(sums)["a.tgz"].digest == file_digest(src)
     (tmp_path / "dl" / "a.tgz").write_bytes(b"tampered")
-    with pytest.raises(UserError, match="does not match"):
+    assert not (tmp_path / "dl" / "a.tgz.bad").exists()  # the sound download's: gigabytes at full size
+    with pytest.raises(UserError, match="a.tgz: 8 bytes where its checksum's file has 13; delete it"):
+        fetch(str(src), tmp_path / "dl" / "a.tgz", None, sums, "a.tgz")
+    (tmp_path / "dl" / "a.tgz").write_bytes(b"tampered byte")
+    with pytest.raises(UserError, match="a.tgz: sha256 checksum mismatch; delete it"):
         fetch(str(src), tmp_path / "dl" / "a.tgz", None, sums, "a.tgz")
     with pytest.raises(UserError, match="cannot read"):
         fetch(str(tmp_path / "m" / "missing.tgz"), tmp_path / "dl" / "b.tgz", None)
@@ -193,9 +197,58 @@ def test_a_damaged_compressed_archive_is_named_as_such_before_anything_is_copied
     (tmp_path / "b.fr").unlink()
     for damaged in (good[: len(good) // 2] + bytes(50) + good[len(good) // 2 + 50 :], good[:-20]):
         archive.write_bytes(damaged)
-        with pytest.raises(UserError, match=r"t.tgz: its gzip data is damaged \(.*\); download it again"):
+        with pytest.raises(UserError, match=r"t.tgz: its gzip data is damaged \(.*\)"):
             extract(archive, {"b.fr": tmp_path / "b.fr"})
         assert not (tmp_path / "b.fr").exists()
+
+
+def test_a_damaged_download_is_set_aside_with_its_recorded_digest_and_downloaded_again(tmp_path):
+    """A digest recorded at download (none published) of an archive found damaged at unpacking
+    refused every sound download after it; a damaged .gz member of a plain tar was a traceback."""
+    from click.testing import CliRunner
+
+    from bench.wmt14 import main as recipe
+
+    mirror, dl = tmp_path / "mirror", tmp_path / "dl"
+    archive = "wmt10/training-giga-fren.tar"
+    (mirror / "wmt10").mkdir(parents=True)
+    with tarfile.open(mirror / archive, "w") as tar:
+        for lang in ("en", "fr"):
+            data = gzip.compress("".join(f"{lang} line {i} {i * 7919 % 1000}\n" for i in range(30_000)).encode())
+            info = tarfile.TarInfo(f"giga-fren.release2.fixed.{lang}.gz")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    good = (mirror / archive).read_bytes()
+    damaged = good[:20_000] + b"Z" * 40 + good[20_040:]
+    (mirror / archive).write_bytes(damaged)
+    run = CliRunner().invoke
+    fetched = run(recipe, ["fetch", "--dest", str(dl), "--mirror", str(mirror), archive])
+    assert fetched.exit_code == 0, fetched.output
+    assert archive in read_checksums(dl / "SHA256SUMS")  # the damaged file's, recorded
+    unpacked = run(recipe, ["unpack", "giga-fren", "--downloads", str(dl), "--out", str(tmp_path / "c" / "giga")])
+    assert unpacked.exit_code == 2 and "Traceback" not in unpacked.output, unpacked.output
+    said = unpacked.output.strip().splitlines()[-1]
+    assert "training-giga-fren.tar: not a readable archive (" in said and said.endswith(
+        "and the digest recorded at its download dropped: run again to download it again"
+    ), said
+    assert not (dl / archive).exists() and (dl / f"{archive}.bad").read_bytes() == damaged
+    assert archive not in read_checksums(dl / "SHA256SUMS")
+    assert not list((tmp_path / "c").glob("giga*"))
+    (mirror / archive).write_bytes(good)  # the mirror mended, or another one
+    again = run(recipe, ["fetch", "--dest", str(dl), "--mirror", str(mirror), archive])
+    assert again.exit_code == 0, again.output
+    assert (dl / archive).read_bytes() == good and not (dl / f"{archive}.bad").exists()
+    done = run(recipe, ["unpack", "giga-fren", "--downloads", str(dl), "--out", str(tmp_path / "c" / "giga")])
+    assert done.exit_code == 0, done.output
+    assert (tmp_path / "c" / "giga.fr").read_text().startswith("fr line 0 ")
+
+
+def test_a_cut_off_download_is_told_from_another_file(tmp_path):
+    src = tmp_path / "m" / "a.tgz"
+    src.parent.mkdir()
+    src.write_bytes(b"archive bytes")
+    with pytest.raises(UserError, match="13 bytes where its checksum's file has 20"):
+        fetch(str(src), tmp_path / "dl" / "a.tgz", Checksum("sha256", file_digest(src), 20))
 
 
 def _raw(tmp_path: Path) -> Path:
@@ -226,10 +279,15 @@ def test_mirror_has_wmt_layout_and_the_test_set_unwraps(tmp_path):
     ).read_text(encoding="utf-8").splitlines()[0]
 
 
-def _make(*args: str, cwd: Path = ROOT, gpus: str | None = None) -> subprocess.CompletedProcess[str]:
-    """The recipe's make; ``gpus``: its CUDA_VISIBLE_DEVICES (none set otherwise, whatever the machine's)."""
+def _make(
+    *args: str, cwd: Path = ROOT, gpus: str | None = None, path: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The recipe's make; ``gpus``: its CUDA_VISIBLE_DEVICES (none set otherwise, whatever the
+    machine's); ``path``: a folder searched for commands before the others."""
     tools = [f"PY={sys.executable}", f"NMTKIT={sys.executable} -m nmtkit"]
     env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
+    if path is not None:
+        env["PATH"] = f"{path}:{env['PATH']}"
     return subprocess.run(
         ["make", "--no-print-directory", "-C", str(ROOT / "examples" / "wmt14_en_fr"), *tools, *args],
         capture_output=True,
@@ -393,6 +451,26 @@ def test_one_gpu_trains_on_the_graph_path_and_a_cpu_does_not():
     assert len(_trains(out)) == 4 and "--cuda-graphs" not in out.stdout and "train.log" not in out.stdout
 
 
+def test_table_2_names_the_first_gpu_trained_on_or_the_cpu(tmp_path):
+    """A machine's GPUs hidden (CUDA_VISIBLE_DEVICES=) train on the CPU, which Table 2 said was
+    nvidia-smi's first GPU; with GPUs, the first of those trained on is named."""
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text(
+        '#!/bin/sh\ncase "$*" in *-L*) echo "GPU 0: NVIDIA H200 (UUID: GPU-0)";; '
+        '*) while [ "$1" != -i ]; do shift; done; echo "NVIDIA H200 #$2";; esac\n'
+    )
+    smi.chmod(0o755)
+
+    def device(gpus: str | None) -> str:
+        out = _make("-n", "reproduce", "WORK=/nonexistent/work", gpus=gpus, path=tmp_path)
+        assert out.returncode == 0, out.stderr
+        return re.findall(r'--device "([^"]*)"', out.stdout)[-1]
+
+    assert device("") == "CPU"
+    assert device("3") == "NVIDIA H200 #3"
+    assert device(None) == "NVIDIA H200 #0"
+
+
 MADE = ("VENV", "PY", "NMTKIT")
 
 
@@ -460,6 +538,7 @@ def test_reproduce_runs_offline_on_a_mirror(tmp_path):
         assert f"## {heading}" in report
     for model in ("RNNencdec-30", "RNNencdec-50", "RNNsearch-30", "RNNsearch-50"):
         assert sum(line.startswith(f"| {model} |") for line in report.splitlines()) == 2  # Tables 1 and 2
+    assert sum(" (8) / " in line for line in report.splitlines()) == 4  # Table 2's dev NLL: best.pt's update
     for picture in ("fig2-bleu-by-length.png", "fig3-align-1.png", "fig3-align-2.png"):
         assert f"{picture}" in report and (work / picture).stat().st_size > 1000
     # the No-UNK translations are kept beside the others, not deleted as make's intermediates
@@ -476,6 +555,16 @@ def test_reproduce_runs_offline_on_a_mirror(tmp_path):
     rerun = _make(*args)
     assert rerun.returncode == 0
     assert "nmtkit score" in rerun.stdout and "nmtkit train" not in rerun.stdout and "fetch" not in rerun.stdout
+    assert '--device "CPU"' in out.stdout.replace("\\\n", " ")
+    # A step redone, as the docs say to (its file deleted, a setting changed), and what follows: the
+    # models of the earlier data-bin start over where train would refuse to resume them on this one.
+    (work / "selected" / "done").unlink()
+    redone = _make(*[a if a != "KEEP_WORDS=6k" else "KEEP_WORDS=5k" for a in args], "MODELS=rnnsearch-50")
+    assert redone.returncode == 0, redone.stdout[-3000:] + redone.stderr[-3000:]
+    assert "rnnsearch-50: its last.pt was of an earlier data-bin (removed): training starts over" in redone.stdout
+    last = work / "runs" / "rnnsearch-50" / "last.pt"
+    assert last.stat().st_mtime > (work / "data-bin" / "manifest.json").stat().st_mtime
+    assert json.loads((work / "selected" / "select.json").read_text())["kept_tgt_words"] < chosen["kept_tgt_words"]
 
 
 @pytest.mark.slow

@@ -40,8 +40,9 @@ class Heatmap:
 MAX_PICTURES = 10_000
 
 
-def parse_sentences(spec: str) -> list[int]:
-    """'3,10-12' → [3, 10, 11, 12]; line numbers start at 1, each drawn once."""
+def parse_sentences(spec: str, option: str = "--sentences") -> list[int]:
+    """'3,10-12' → [3, 10, 11, 12]; line numbers start at 1, each drawn once. ``option``: the
+    option the errors name."""
     out: dict[int, None] = {}
     try:
         for part in filter(None, (p.strip() for p in spec.split(","))):
@@ -50,14 +51,14 @@ def parse_sentences(spec: str) -> list[int]:
             if first < 1 or last < first:
                 raise ValueError
             if last - first >= MAX_PICTURES:  # before it is spelt out
-                raise UserError(f"--sentences '{spec}': more than {MAX_PICTURES:,} pictures; draw fewer at a time")
+                raise UserError(f"{option} '{spec}': more than {MAX_PICTURES:,} pictures; draw fewer at a time")
             out.update(dict.fromkeys(range(first, last + 1)))
             if len(out) > MAX_PICTURES:
-                raise UserError(f"--sentences '{spec}': more than {MAX_PICTURES:,} pictures; draw fewer at a time")
+                raise UserError(f"{option} '{spec}': more than {MAX_PICTURES:,} pictures; draw fewer at a time")
     except ValueError:
-        raise UserError(f"--sentences '{spec}': expected line numbers from 1, like 3,10-12") from None
+        raise UserError(f"{option} '{spec}': expected line numbers from 1, like 3,10-12") from None
     if not out:
-        raise UserError("--sentences: give at least one line number")
+        raise UserError(f"{option}: give at least one line number")
     return list(out)
 
 

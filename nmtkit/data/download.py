@@ -21,6 +21,7 @@ from typing import IO
 
 from ..core.console import log, progress
 from ..core.errors import UserError
+from ..core.files import atomic_write
 
 BLOCK = 1 << 20
 
@@ -32,9 +33,15 @@ class Checksum:
     size: int | None = None
 
     def matches(self, path: Path) -> bool:
-        if self.size is not None and path.stat().st_size != self.size:
-            return False
-        return file_digest(path, self.algo) == self.digest
+        return not self.mismatch(path)
+
+    def mismatch(self, path: Path) -> str:
+        """How ``path`` differs from this checksum ('' where it matches): a size is told apart from
+        a digest, as a cut-off file from another one."""
+        size = path.stat().st_size
+        if self.size is not None and size != self.size:
+            return f"{size:,} bytes where its checksum's file has {self.size:,}"
+        return "" if file_digest(path, self.algo) == self.digest else f"{self.algo} checksum mismatch"
 
 
 def file_digest(path: Path, algo: str = "sha256") -> str:
@@ -69,6 +76,17 @@ def record_checksum(sums_file: Path, rel: str, path: Path) -> Checksum:
     with open(sums_file, "a", encoding="utf-8") as fh:
         fh.write(f"{rel} sha256:{found.digest} {found.size}\n")
     return found
+
+
+def forget_checksum(sums_file: Path, rel: str) -> bool:
+    """Drop the digest recorded for ``rel`` (that of a download found damaged later, which would
+    refuse every sound download after it); whether there was one."""
+    if rel not in read_checksums(sums_file):
+        return False
+    kept = [line for line in sums_file.read_text(encoding="utf-8").splitlines() if line.split()[:1] != [rel]]
+    with atomic_write(sums_file) as fh:
+        fh.write("".join(f"{line}\n" for line in kept))
+    return True
 
 
 def source_url(base: str, rel: str) -> str:
@@ -115,8 +133,8 @@ def fetch(
     recorded = read_checksums(sums_file).get(rel or dest.name) if sums_file else None
     check = expected or recorded
     if dest.exists():
-        if check and not check.matches(dest):
-            raise UserError(f"{dest}: does not match its {check.algo} checksum; delete it to download again")
+        if check and (differs := check.mismatch(dest)):
+            raise UserError(f"{dest}: {differs}; delete it to download again")
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_name(dest.name + ".part")
@@ -137,16 +155,17 @@ def fetch(
             bar.advance(task, len(block))
     if total is not None and part.stat().st_size != total:
         raise UserError(f"{url}: download stopped at {part.stat().st_size:,} of {total:,} bytes; run again to resume")
-    if check and not check.matches(part):
-        bad = part.with_name(dest.name + ".bad")
+    bad = part.with_name(dest.name + ".bad")
+    if check and (differs := check.mismatch(part)):
         shutil.move(part, bad)
         why = (
             f"the {start:,} bytes resumed from an earlier {part.name} may be at fault: run again to download it whole"
             if start
             else "the source or mirror serves another file"
         )
-        raise UserError(f"{url}: {check.algo} checksum mismatch (kept as {bad}); {why}")
+        raise UserError(f"{url}: {differs} (kept as {bad}); {why}")
     os.replace(part, dest)
+    bad.unlink(missing_ok=True)  # an earlier attempt's, kept to look into: gigabytes once this one is sound
     if check is None and sums_file is not None:
         record_checksum(sums_file, rel or dest.name, dest)
     return dest

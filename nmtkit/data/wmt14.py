@@ -81,12 +81,20 @@ def _copy_member(stream: IO[bytes], name: str, out: Path) -> None:
             shutil.copyfileobj(stream, fh, 1 << 20)
 
 
+class DamagedArchive(UserError):
+    """An archive that does not read to its end, or not as an archive: a download to make again."""
+
+    def __init__(self, archive: Path, why: str):
+        super().__init__(f"{archive}: {why}")
+        self.archive = archive
+
+
 def extract(archive: Path, wanted: dict[str, Path]) -> None:
     """Copy members of a tar archive to files in one streaming pass (``.gz`` members are unpacked),
     a gzip-compressed one read through gzip's own check first: damaged data may inflate, into
     garbage that the streamed tar would copy, or end it early as if all its members were read."""
     if damage := _damage(archive):
-        raise UserError(f"{archive}: {damage}")
+        raise DamagedArchive(archive, damage)
     left = dict(wanted)
     try:
         with tarfile.open(archive, mode="r|*") as tar:
@@ -98,8 +106,8 @@ def extract(archive: Path, wanted: dict[str, Path]) -> None:
                     _copy_member(stream, name, left.pop(name))
                     if not left:
                         break
-    except (tarfile.TarError, OSError, EOFError) as err:
-        raise UserError(f"{archive}: not a readable archive ({err})") from None
+    except (tarfile.TarError, OSError, EOFError, zlib.error) as err:  # zlib's: a .gz member's damage
+        raise DamagedArchive(archive, f"not a readable archive ({err})") from None
     if left:
         raise UserError(f"{archive}: has no member " + ", ".join(sorted(left)))
 
@@ -114,9 +122,9 @@ def _damage(archive: Path) -> str:
             while gz.read(1 << 20):
                 pass
     except FileNotFoundError:
-        return "no such file"
+        raise UserError(f"{archive}: no such file") from None
     except (OSError, EOFError, zlib.error) as err:
-        return f"its gzip data is damaged ({err}); download it again"
+        return f"its gzip data is damaged ({err})"
     return ""
 
 
@@ -180,6 +188,18 @@ SCHWENK_BITEXTS = "data/bitexts.tgz"
 def extract_schwenk(archive: Path, out_prefix: Path, langs: tuple[str, str]) -> int:
     """Concatenate ``bitexts.selected/*.{en,fr}.gz`` (in name order, pairs matched by name)."""
     outs = {lang: out_prefix.with_name(f"{out_prefix.name}.{lang}") for lang in langs}
+    if damage := _damage(archive):
+        raise DamagedArchive(archive, damage)
+    try:
+        na, nb = _concatenated(archive, outs, langs)
+    except (tarfile.TarError, OSError, EOFError, zlib.error) as err:
+        raise DamagedArchive(archive, f"not a readable archive ({err})") from None
+    if na != nb:
+        raise UserError(f"{archive}: {na:,} {langs[0]} lines but {nb:,} {langs[1]} lines")
+    return na
+
+
+def _concatenated(archive: Path, outs: dict[str, Path], langs: tuple[str, str]) -> tuple[int, int]:
     with tarfile.open(archive, mode="r:*") as tar:
         names = sorted(m.name.removeprefix("./") for m in tar.getmembers() if m.isfile())
         stems = sorted({n[: -len(f".{langs[0]}.gz")] for n in names if n.endswith(f".{langs[0]}.gz")})
@@ -194,7 +214,4 @@ def extract_schwenk(archive: Path, out_prefix: Path, langs: tuple[str, str]) -> 
                     with gzip.GzipFile(fileobj=io.BufferedReader(member)) as gz:  # type: ignore[type-var]
                         shutil.copyfileobj(gz, fh, 1 << 20)
     with open(outs[langs[0]], "rb") as a, open(outs[langs[1]], "rb") as b:
-        na, nb = sum(1 for _ in a), sum(1 for _ in b)
-    if na != nb:
-        raise UserError(f"{archive}: {na:,} {langs[0]} lines but {nb:,} {langs[1]} lines")
-    return na
+        return sum(1 for _ in a), sum(1 for _ in b)

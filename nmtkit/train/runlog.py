@@ -61,7 +61,7 @@ def append(save_dir: str | Path, entry: dict[str, Any]) -> None:
         fh.write(json.dumps(entry) + "\n")
 
 
-def open_log(save_dir: str | Path, step: int) -> None:
+def open_log(save_dir: str | Path, step: int, owed: bool = False) -> None:
     """A run's log ready at update ``step``: the machine the speed will be measured on recorded
     once, at the run's start; on resume, the lines logged after the checkpoint's update forgotten
     (they will be redone), and a last line torn by a kill."""
@@ -76,8 +76,8 @@ def open_log(save_dir: str | Path, step: int) -> None:
         entry = _entry(line)
         if entry is None:  # torn, or damaged from here on
             break
-        if entry["step"] <= step:
-            keep.append(line)
+        if entry["step"] < step or (entry["step"] == step and not (owed and "dev_nll" in entry)):
+            keep.append(line)  # an owed validation's line, from a run killed before its last.pt, is redone
     with atomic_write(path) as fh:
         fh.write("".join(line + "\n" for line in keep))
 

@@ -28,7 +28,7 @@ from . import runlog
 from .board import Board
 from .config import BUDGETED, TrainConfig
 from .ema import Average
-from .optimizer import load_optimizer, optimizer
+from .optimizer import load_optimizer, optimizer, scheduled, set_rate
 from .parts import Parallel
 from .window import LossWindow
 
@@ -421,7 +421,7 @@ def open_save_dir(state: TrainState) -> None:
             )
     if state.lexicon is None:  # seconds: here, not in the first save, which a SIGTERM's grace period may have to hold
         state.lexicon = lexicon_of(state.corpus)
-    runlog.open_log(state.save_dir, state.progress.step)
+    runlog.open_log(state.save_dir, state.progress.step, state.progress.validation_owed)
 
 
 def _resumable(last: Path, corpus: Corpus, trained_on: str) -> Checkpoint:
@@ -460,6 +460,8 @@ def _restore(state: TrainState, ckpt: Checkpoint) -> None:
         raise FormatError(
             f"{last}: its optimizer state does not fit its model ({str(err).splitlines()[0][:120]})"
         ) from None
+    if scheduled(state.cfg):  # the rate of the last update, as the run kept it, until the next update sets its own
+        set_rate(state.opt, float(run.optimizer["param_groups"][0]["lr"]))
     state.batches.load_state_dict(run.batches)
     state.progress = Progress(**vars(run.progress))
     state.carried = run.window
