@@ -299,7 +299,10 @@ def model_of(ckpt: Checkpoint, where: str | Path, device: torch.device | str = "
     """The checkpoint's model with its weights, on ``device``, in eval mode and frozen (for
     inference: its parameters are the checkpoint's own tensors, not copies, and need no
     gradient, which lets search keep reordered copies of them)."""
-    model = build_model(ckpt.model)
+    try:
+        model = build_model(ckpt.model)
+    except (RuntimeError, TypeError, ValueError) as err:  # sizes no model has: an edited file (a -5 emb)
+        raise FormatError(f"{where}: its model settings build no model ({str(err).splitlines()[0][:120]})") from None
     load_weights(model, ckpt, where, assign=True)
     return model.to(device).eval().requires_grad_(False)
 

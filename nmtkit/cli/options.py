@@ -257,7 +257,7 @@ verbosity = options(
 workers = click.option(
     "-j",
     "--workers",
-    type=click.IntRange(1),
+    type=click.IntRange(1, 1024),
     default=default_workers(),
     show_default="number of cores",
     help="Processes to spread the work over.",

@@ -167,7 +167,23 @@ class Settings:
                 sub = sub_config(f)
                 if sub is not None and isinstance(kw.get(f.name), dict):
                     kw[f.name] = sub.from_dict(kw[f.name])
+                elif f.name in kw and (why := _mistyped(f, kw[f.name])):
+                    raise FormatError(f"its {f.name} is {why}: an edited or damaged file")
             return cls(**kw)
+
+
+_KINDS = {"bool": (bool,), "int": (int,), "float": (int, float), "str": (str,)}
+
+
+def _mistyped(f: Field[Any], value: Any) -> str | None:
+    """Why a stored value is not of its field's kind (a number, a flag, a name) as its annotation
+    names it; None where it is, or where the annotation is another (a list, a union)."""
+    kind, _, none = str(f.type).partition(" | ")
+    if kind not in _KINDS or none not in ("", "None") or (value is None and none):
+        return None
+    if isinstance(value, _KINDS[kind]) and (kind == "bool" or not isinstance(value, bool)):
+        return None
+    return f"{value!r}, not a {'number' if kind in ('int', 'float') else kind}"
 
 
 @contextlib.contextmanager

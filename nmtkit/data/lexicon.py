@@ -65,7 +65,7 @@ def build_lexicon(
     seed: int = 1,
 ) -> Lexicon:
     """The table of ``src``/``tgt`` id sequences (a binarized corpus's train split)."""
-    frequent = min(frequent, tgt_vocab)
+    frequent, per_source = min(frequent, tgt_vocab), min(per_source, tgt_vocab)
     n = len(src)
     pairs = np.arange(n) if n <= max_pairs else np.sort(np.random.default_rng(seed).choice(n, max_pairs, replace=False))
     in_src, in_tgt = np.zeros(src_vocab), np.zeros(tgt_vocab)

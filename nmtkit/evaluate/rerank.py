@@ -124,6 +124,11 @@ def read_lists(path: str, sentences: int | None = None, references: str = "") ->
         raise UserError(f"{where}: its hypotheses have no features: nothing to rank them by")
     n, given = sentences if sentences is not None else max(i for i, _, _ in rows) + 1, len(rows)
     seen = {i for i, _, _ in rows}
+    if sentences is None and n > 2 * len(seen) + 100:  # translate leaves no gaps: an index damaged, or another file's
+        raise UserError(
+            f"{where}: its indices run to {n - 1:,} but only {len(seen):,} lines have hypotheses: a damaged "
+            "index (rerank writes a line for every index up to the last)"
+        )
     if references and len(seen) < n:  # the BLEU tuned counts them: a list of another input would tune nothing
         log(
             f"{where}: no hypotheses for {n - len(seen):,} of the {n:,} lines of {display_name(references)}: "

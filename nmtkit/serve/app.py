@@ -127,6 +127,10 @@ class BodyLimit:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
+        too_long = error(413, f"the body has over {self.limit:,} bytes; at most {self.limit:,}")
+        declared = dict(scope.get("headers", [])).get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > self.limit:  # said at once: the client may never send it all
+            return await too_long(scope, receive, send)
         body, more = bytearray(), True
         while more:
             message = await receive()
@@ -135,9 +139,7 @@ class BodyLimit:
             body += message.get("body", b"")
             more = message.get("more_body", False)
             if len(body) > self.limit:
-                return await error(413, f"the body has over {self.limit:,} bytes; at most {self.limit:,}")(
-                    scope, receive, send
-                )
+                return await too_long(scope, receive, send)
         if (at := _not_utf8_json(body)) is not None:
             said = f"the body is not UTF-8 (byte {at:,}); JSON is UTF-8, whatever the charset says"
             return await error(400, said)(scope, receive, send)

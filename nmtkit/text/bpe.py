@@ -114,15 +114,22 @@ def read_codes(path: Path) -> str:
     if is_sentencepiece(codes):
         return codes
     lines = codes.rstrip("\n").split("\n")
-    for n, line in enumerate(lines, 1):  # as subword-nmt reads them
-        if not (n == 1 and line.startswith("#version")) and len(line.strip("\r\n ").split(" ")) != 2:
-            raise UserError(
-                f"{path}: line {n} is not a BPE merge, two subword units with a space between ({line[:40]!r})"
-            )
+    if found := _not_a_merge(lines):
+        n, line = found
+        raise UserError(f"{path}: line {n} is not a BPE merge, two subword units with a space between ({line[:40]!r})")
     # a vocabulary's 'unit count' lines read as merges too, and segmented every word into letters
     if not lines[0].startswith("#version") and all(line.split(" ")[1].strip().isdigit() for line in lines):
         raise UserError(f"{path}: a vocabulary ('unit count' lines), not BPE codes: give build-vocab's bpe.codes")
     return codes
+
+
+def _not_a_merge(lines: list[str]) -> tuple[int, str] | None:
+    """The first line (numbered from 1) that subword-nmt would stop at with its own message and
+    status 1, as it reads them."""
+    for n, line in enumerate(lines, 1):
+        if not (n == 1 and line.startswith("#version")) and len(line.strip("\r\n ").split(" ")) != 2:
+            return n, line
+    return None
 
 
 class Segmenter:
@@ -139,7 +146,10 @@ class Segmenter:
                 self._spm = spm.SentencePieceProcessor(model_proto=proto)
             except (IndexError, ValueError, RuntimeError) as err:  # binascii.Error is a ValueError
                 raise UserError(f"SentencePiece codes that are damaged ({str(err).splitlines()[0][:120]})") from None
-        else:
+        else:  # a checkpoint's or a data-bin's, which read_codes never saw
+            if found := _not_a_merge(codes.rstrip("\n").split("\n")):
+                n, line = found
+                raise UserError(f"the BPE codes it carries are damaged (line {n}: {line[:40]!r} is not a merge)")
             self._bpe = BPE(io.StringIO(codes), separator=SEPARATOR)
 
     def segment(self, tokens: list[str]) -> list[str]:

@@ -148,7 +148,7 @@ Examples:
 @options.renamed("--no-unk", "--no-unk-vocab", "no_unk", type=click.Path())
 @click.option(
     "--bootstrap",
-    type=click.IntRange(0),
+    type=click.IntRange(0, 100_000),
     default=0,
     show_default=True,
     help="Paired bootstrap resampling with this many samples, each system against the first.",
