@@ -117,18 +117,25 @@ def test_kept_validations_are_weights_only_models_and_the_log_reads_back(corpus,
     assert f"best.pt is update {best} (chosen by dev NLL" in run_summary(tmp_path / "k")
 
 
-def test_a_kept_model_a_crash_kept_from_the_disk_is_written_by_the_resumed_run(corpus, tmp_path, monkeypatch):
-    """last.pt is written after a validation's other files: written before them, a kill between
-    the two resumed after that validation, and its update-N.pt was never written."""
-    real, crashed = checkpoint.save, []
+def _killed_at_first(monkeypatch, name: str):
+    """checkpoint.save made to stop the process, as a kill would, at its first file ``name``;
+    the real one, returned to be put back."""
+    real, killed = checkpoint.save, []
 
     def save(path, ckpt):
-        if path.name == "update-4.pt" and not crashed:
-            crashed.append(path)
+        if path.name == name and not killed:
+            killed.append(path)
             raise SystemExit("killed")
         real(path, ckpt)
 
     monkeypatch.setattr(checkpoint, "save", save)
+    return real
+
+
+def test_a_kept_model_a_crash_kept_from_the_disk_is_written_by_the_resumed_run(corpus, tmp_path, monkeypatch):
+    """last.pt is written after a validation's other files: written before them, a kill between
+    the two resumed after that validation, and its update-N.pt was never written."""
+    _killed_at_first(monkeypatch, "update-4.pt")
     settings = cfg(max_updates=6, valid_every=2, keep_validations=True, best_by="nll")
     with pytest.raises(SystemExit):
         train(corpus, tmp_path / "k", TINY, settings)
@@ -168,15 +175,7 @@ def test_a_signal_at_an_update_that_was_to_validate_leaves_the_validation_to_the
     assert checkpoint.load(tmp_path / "b" / "last.pt").training.progress.validation_owed
     # the resumed run killed after its owed validation's log line, before its last.pt: the next
     # resume validates again, and the line must not be there twice
-    real, killed = checkpoint.save, []
-
-    def save(path, ckpt):
-        if path.name == "last.pt" and not killed:
-            killed.append(path)
-            raise SystemExit("killed")
-        real(path, ckpt)
-
-    monkeypatch.setattr(checkpoint, "save", save)
+    real = _killed_at_first(monkeypatch, "last.pt")
     with pytest.raises(SystemExit):
         train(corpus, tmp_path / "b", TINY, settings)
     monkeypatch.setattr(checkpoint, "save", real)
