@@ -195,35 +195,42 @@ def _p(r: dict[str, Any]) -> str:
     return "baseline" if r["p_value"] is None else f"{r['p_value']:.4f}"
 
 
-def trained(ckpt: checkpoint.Checkpoint) -> str:
+def trained(ckpt: checkpoint.Checkpoint, gpu: bool = False) -> str:
     """How one run was trained, as its last checkpoint says: updates, batch, optimizer, size,
-    and where the budget was minutes, the minutes and the path (precision, compiled step)."""
+    and where the budget was minutes, the minutes and the path (precision, update);
+    ``gpu``: it trained on a GPU, where TF32 applies."""
     cfg, progress = ckpt.training.config, ckpt.training.progress
     batch = f"{cfg.max_tokens:,} target tokens" if cfg.max_tokens else f"{cfg.batch_size} pairs"
     text = f"{progress.step:,} updates of {batch}, {cfg.optimizer} {cfg.lr:g}, {ckpt.model.hidden} hidden units"
     if cfg.max_minutes:
-        step = (
-            "compiled as CUDA graphs"
-            if cfg.compile and cfg.compile_mode == "reduce-overhead"
-            else "compiled"
-            if cfg.compile
-            else "eager"
-        )
-        text += f", {progress.seconds / 60:.1f} minutes, {'bf16' if cfg.bf16 else 'fp32'}, {step}"
+        if cfg.cuda_graphs:
+            step = "the whole update as CUDA graphs" + (" with the hand-written passes" if cfg.fused_steps else "")
+        elif cfg.compile:
+            step = "compiled as CUDA graphs" if cfg.compile_mode == "reduce-overhead" else "compiled"
+        else:
+            step = "eager"
+        precision = "bf16" if cfg.bf16 else "TF32" if gpu and cfg.tf32 else "fp32"
+        text += f", {progress.seconds / 60:.1f} minutes, {precision}, {step}"
     return text
 
 
 def budget(runs: Path, models: tuple[str, ...]) -> str:
-    """How the runs were trained, read from their last checkpoints."""
-    seen = {m: trained(checkpoint.load(runs / m / "last.pt")) for m in models}
+    """How the runs were trained, read from their last checkpoints and machine records."""
+    seen = {m: trained(checkpoint.load(runs / m / "last.pt"), bool(_recorded(runs / m).get("gpu"))) for m in models}
     kinds = set(seen.values())
     return f"{kinds.pop()} each" if len(kinds) == 1 else "; ".join(f"{TITLES.get(m, m)}: {v}" for m, v in seen.items())
 
 
+def _recorded(run: Path) -> dict[str, Any]:
+    """The machine a run trained on (``machine.json``), or nothing where it is missing."""
+    found = run / MACHINE
+    return json.loads(found.read_text()) if found.exists() else {}
+
+
 def _machine(runs: Path, models: tuple[str, ...]) -> str:
     """Where the runs trained, as the first one recorded it (``machine.json``)."""
-    found = runs / models[0] / MACHINE
-    return f" Trained on: {describe(json.loads(found.read_text()))}." if found.exists() else ""
+    found = _recorded(runs / models[0])
+    return f" Trained on: {describe(found)}." if found else ""
 
 
 def write_report(

@@ -260,7 +260,8 @@ def test_vocabulary_that_does_not_match_the_corpus(raw, tmp_path):
     one_error_line(run(*vocab, "--min-count", 10**6), "--min-count 1,000,000 keeps no en word")
     for size in (100, 8000):  # 8000: the default, typed without --spm, built words without a word
         one_error_line(run(*vocab, "--spm-size", size), "--spm-size is the size of a SentencePiece model")
-    one_error_line(run(*vocab, "--separate"), "--separate learns subword codes per language")
+    one_error_line(run(*vocab, "--separate"), "--separate learns subword codes per language: add --bpe N")
+    one_error_line(run(*vocab, "--joint"), "--joint learns one model of subwords for both languages: add --bpe N")
     assert not (tmp_path / "v3").exists()
     binarize = ["preprocess", *SPLITS, "--test", tmp_path / "clean" / "test", "-d", tmp_path / "bin", "-j", 1]
     assert run(*binarize, "--vocab", tmp_path / "v1").exit_code == 0

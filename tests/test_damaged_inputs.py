@@ -106,3 +106,10 @@ def test_serve_refuses_a_declared_length_over_the_limit_before_reading():
     scope = {"type": "http", "method": "POST", "path": "/translate", "headers": [(b"content-length", b"99999999999")]}
     asyncio.run(asyncio.wait_for(BodyLimit(app, limit=20_000)(scope, receive, send), 5))
     assert answered[0]["type"] == "http.response.start" and answered[0]["status"] == 413
+
+
+def test_an_empty_metrics_list_is_refused_not_the_default(tmp_path):
+    hyp = tmp_path / "h.fr"
+    hyp.write_text("a line\n", encoding="utf-8")
+    _one_line(run("score", hyp, "-r", hyp, "--metrics", ""), "--metrics '': name at least one (bleu, chrf")
+    assert "  chrF: 100.00\n" in run("score", hyp, "-r", hyp, "--metrics", "chrf").stdout

@@ -278,3 +278,33 @@ def test_fig2s_buckets_and_their_bootstrap_are_the_rescored_texts_bleus():
             assert row["bleu_tok"][m] == pytest.approx(score(idx), abs=1e-9)
             assert (row["low"][m], row["high"][m]) == pytest.approx((boot[0], boot[38]), abs=1e-9)
     assert rows[0]["bleu_tok"]["a"] > rows[0]["bleu_tok"]["b"]  # fewer words dropped, a higher BLEU
+
+
+@pytest.mark.parametrize(
+    ("settings", "gpu", "said"),
+    [
+        ({}, False, "fp32, eager"),
+        ({}, True, "TF32, eager"),
+        ({"tf32": False}, True, "fp32, eager"),
+        (
+            {"cuda_graphs": True, "fused_steps": True},
+            True,
+            "TF32, the whole update as CUDA graphs with the hand-written passes",
+        ),
+        ({"cuda_graphs": True, "bf16": True}, True, "bf16, the whole update as CUDA graphs"),
+        ({"compile": True, "compile_mode": "reduce-overhead"}, True, "TF32, compiled as CUDA graphs"),
+    ],
+)
+def test_the_report_says_each_systems_precision_and_update_as_it_trained(settings, gpu, said):
+    """The path a GPU run trained on, as its checkpoint's settings and its machine record say
+    (the first GPU study's report called its graph runs 'fp32, eager')."""
+    from types import SimpleNamespace
+
+    from bench.paper import trained
+    from nmtkit.train.config import TrainConfig
+
+    training = SimpleNamespace(
+        config=TrainConfig(max_minutes=1.0, **settings), progress=SimpleNamespace(step=3, seconds=60.0)
+    )
+    text = trained(SimpleNamespace(training=training, model=SimpleNamespace(hidden=8)), gpu)
+    assert text.endswith(f", 1.0 minutes, {said}")

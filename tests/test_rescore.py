@@ -180,6 +180,8 @@ def test_an_nbest_line_keeps_its_fields_and_gets_the_feature_after_its_own(tmp_p
         (("--target", "{short}"), "has 3 lines but"),
         (("--target", "{t}", "--nbest-feature", "R L"), "a name without spaces"),
         (("--target", "{t}", "--nbest-feature", "F="), "a name without spaces"),
+        (("--target", "{t}", "--nbest-feature", "R2"), "names the feature added to --nbest-list's lines"),
+        (("--target", "{t}", "--nbest-feature", "Fscore"), "add --nbest-list FILE"),  # typed at its default
         (("--target", "{t}", "--alpha", "1"), "--alpha is the exponent"),
         (("--target", "{t}", "-o", "{t}"), "the same file as --target"),
         (("--target", "{t}", "-o", "{m}"), "the same file as -m"),

@@ -19,6 +19,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from multiprocessing import resource_tracker
+from multiprocessing.pool import TERMINATE
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -80,6 +81,12 @@ class Workers:
 
 
 def _kill(pool: Any) -> None:
+    # the pool's handler refills it as workers end: told to stop first, and given the time to end a
+    # refill under way, as a worker started while this process leaves reads a cut pipe at its start
+    # and prints a traceback (-j 100, a Ctrl-C in the pool's first seconds)
+    pool._worker_handler._state = TERMINATE
+    pool._change_notifier.put(None)
+    pool._worker_handler.join(10.0)
     # the pool's terminate waits on a lock of its queue, which a worker killed while it waited for a
     # chunk never gave back: run it aside, where it may wait for good, and kill the workers under it
     ending = threading.Thread(target=pool.terminate, daemon=True)

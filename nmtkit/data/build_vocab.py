@@ -65,8 +65,10 @@ def build_vocab(
     default = VocabConfig()
     if not cfg.spm and (cfg.spm_size != default.spm_size or "spm_size" in typed):
         raise UserError("--spm-size is the size of a SentencePiece model: add --spm unigram (or bpe)")
-    if not (cfg.spm or cfg.bpe_merges) and cfg.joint_bpe != default.joint_bpe:
-        raise UserError("--separate learns subword codes per language: add --bpe N or --spm, or leave it out")
+    if not (cfg.spm or cfg.bpe_merges) and (cfg.joint_bpe != default.joint_bpe or "joint_bpe" in typed):
+        said = "--joint learns one model of subwords for both languages" if cfg.joint_bpe else ""
+        said = said or "--separate learns subword codes per language"
+        raise UserError(f"{said}: add --bpe N or --spm, or leave it out")
     with Staging(out_dir, owned=("*.codes", "vocab.*.txt")) as stage:  # a directory that cannot be, said at once
         meta = _build(prefix, langs, paths, lines, cfg, settings, stage)
         stage.commit()

@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -208,7 +209,10 @@ class WholeUpdate:
         such a shape is refused before a capture could fail on it (a failed capture leaves the
         stream and the random generator in capture mode), and runs eagerly from then on."""
         previous = torch.cuda.get_sync_debug_mode()
-        torch.cuda.set_sync_debug_mode("error")
+        with warnings.catch_warnings():  # torch calls the mode a prototype; it is only a warm-up's guard here
+            warnings.filterwarnings("ignore", "Synchronization debug mode", UserWarning)
+            torch.cuda.set_sync_debug_mode("error")
+        self.stepped = None  # a wait before the body begins must not find the last batch's step
         try:
             return self.eager(shape.inputs)
         except RuntimeError as err:

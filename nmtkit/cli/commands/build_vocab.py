@@ -80,7 +80,7 @@ def build_vocab(
         VocabConfig(
             size=size, min_count=min_count, bpe_merges=bpe_merges, joint_bpe=joint_bpe, spm=spm or "", spm_size=spm_size
         ),
-        ["spm_size"] if options.typed("spm_size") else [],
+        [name for name in ("spm_size", "joint_bpe") if options.typed(name)],
     )
     for lang, s in meta.stats.items():
         log(

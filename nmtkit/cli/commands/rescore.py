@@ -70,6 +70,7 @@ def rescore(
     for filtering a corpus; or an n-best list with each hypothesis' score added as a feature, for
     reranking it. With --backward, models of the other direction score the source given each translation."""
     from ...core.console import log
+    from ...core.errors import UserError
     from ...core.files import refuse_overwriting
     from ...translate.rescore import rescore_file
 
@@ -85,6 +86,8 @@ def rescore(
         token_scores=values.pop("token_scores"),
         crop=values.pop("max_length"),
     )
+    if nbest_list is None and (cfg.feature != RescoreConfig().feature or options.typed("feature")):
+        raise UserError("--nbest-feature names the feature added to --nbest-list's lines: add --nbest-list FILE")
     runtime = options.runtime_config(values)
     done = rescore_file(list(model_paths), source, target, nbest_list, output, tokenized, cfg, runtime)
     log(done.summary())

@@ -196,6 +196,8 @@ def score(
             sentence_level=sentence_level,
         )
     refuse_two_on_stdin([*(("HYPOTHESES", h) for h in hypotheses), *(("-r", r) for r in refs), ("--source", source)])
+    if metric_values and not split_names(metric_values):  # '' had scored the default metrics
+        raise UserError(f"--metrics '{','.join(metric_values)}': name at least one ({', '.join(DEFAULT)}, …)")
     metrics = Metrics(split_names(metric_values) or None, tokenize, lowercase, chrf_word_order)
     _refuse_idle(metrics, tokenized, lang, by_length, bool(no_unk or bootstrap), bucket_width, data_bin, split)
     if sentence_level:
