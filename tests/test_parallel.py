@@ -1,5 +1,6 @@
 """Spreading preprocessing over processes changes nothing in the output."""
 
+import os
 from pathlib import Path
 
 from nmtkit.text.clean import PRESETS
@@ -123,6 +124,54 @@ def test_a_stop_while_the_pool_is_built_kills_the_workers_it_started(monkeypatch
     for w in started:
         w.join(5)
     assert not any(w.is_alive() for w in started) and not mp.active_children()
+
+
+def test_a_stop_another_thread_takes_while_the_pool_is_built_is_acted_on_once_it_is_built(monkeypatch):
+    """A stop that another thread takes (rich's refresher) ran its handler here in the middle of a
+    worker's spawn: that worker read a cut pipe and printed a traceback. It waits for the pool."""
+    import multiprocessing.pool
+    import signal
+    import threading
+    import time
+
+    import pytest
+
+    from nmtkit.core.parallel import Workers
+
+    class Stopped(Exception):
+        pass
+
+    def stop(*_):
+        raise Stopped
+
+    go, sent = threading.Event(), threading.Event()
+
+    def sender():  # started before the pool holds the stops off this thread: it takes them
+        go.wait(10)
+        os.kill(os.getpid(), signal.SIGTERM)
+        sent.set()
+
+    fill, filled = multiprocessing.pool.Pool._repopulate_pool, []
+
+    def stopped_then_filled(self):
+        go.set()
+        sent.wait(10)
+        time.sleep(0.2)  # where the handler ran
+        fill(self)
+        filled.extend(self._pool)
+
+    monkeypatch.setattr(multiprocessing.pool.Pool, "_repopulate_pool", stopped_then_filled)
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        threading.Thread(target=sender, daemon=True).start()
+        with pytest.raises(Stopped):
+            Workers(2, print, ())
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert sent.is_set() and len(filled) == 2
+    for w in filled:
+        w.join(5)
+    assert not any(w.is_alive() for w in filled)
 
 
 def test_a_parent_killed_outright_takes_its_workers_with_it_silently(tmp_path):

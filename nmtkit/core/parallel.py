@@ -9,6 +9,7 @@ everything runs in-process, which is also what tests use.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import multiprocessing as mp
 import os
@@ -19,7 +20,6 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from multiprocessing import resource_tracker
-from multiprocessing.pool import TERMINATE
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -81,12 +81,6 @@ class Workers:
 
 
 def _kill(pool: Any) -> None:
-    # the pool's handler refills it as workers end: told to stop first, and given the time to end a
-    # refill under way, as a worker started while this process leaves reads a cut pipe at its start
-    # and prints a traceback (-j 100, a Ctrl-C in the pool's first seconds)
-    pool._worker_handler._state = TERMINATE
-    pool._change_notifier.put(None)
-    pool._worker_handler.join(10.0)
     # the pool's terminate waits on a lock of its queue, which a worker killed while it waited for a
     # chunk never gave back: run it aside, where it may wait for good, and kill the workers under it
     ending = threading.Thread(target=pool.terminate, daemon=True)
@@ -116,11 +110,12 @@ def _spawned(n: int, initializer: Callable[..., None], initargs: tuple[Any, ...]
     pool = None
     held = signal.pthread_sigmask(signal.SIG_BLOCK, [])  # the mask as it is, changed by nothing
     try:
-        try:
-            signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)  # inherited by the workers, through exec
-            pool = mp.get_context("spawn").Pool(n, _deaf_to_stops, (initializer, *initargs))
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, held)  # a stop held till now is raised here
+        with _stops_deferred():
+            try:
+                signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)  # inherited by the workers, through exec
+                pool = mp.get_context("spawn").Pool(n, _deaf_to_stops, (initializer, *initargs))
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, held)
         return pool
     except BaseException:
         if pool is not None:
@@ -128,6 +123,26 @@ def _spawned(n: int, initializer: Callable[..., None], initargs: tuple[Any, ...]
         for worker in set(mp.active_children()) - before:
             worker.kill()
         raise
+
+
+@contextlib.contextmanager
+def _stops_deferred() -> Iterator[None]:
+    """The stops' handlers run after the block, not in it: the mask above holds them off this thread
+    only, and another (rich's refresher) takes them for the process, whose handler then ran here in
+    the middle of a worker's spawn, before it had written the worker's start: that worker read a cut
+    pipe and printed a traceback."""
+    if threading.current_thread() is not threading.main_thread():  # only its handlers run there
+        yield
+        return
+    came: list[int] = []
+    before = {stop: signal.signal(stop, lambda number, _frame: came.append(number)) for stop in _STOPS}
+    try:
+        yield
+    finally:
+        for stop, handler in before.items():
+            signal.signal(stop, signal.SIG_DFL if handler is None else handler)
+        for number in dict.fromkeys(came):
+            signal.raise_signal(number)
 
 
 def _deaf_to_stops(initializer: Callable[..., None], *initargs: Any) -> None:
