@@ -203,7 +203,8 @@ def trained(ckpt: checkpoint.Checkpoint, gpu: bool = False) -> str:
     batch = f"{cfg.max_tokens:,} target tokens" if cfg.max_tokens else f"{cfg.batch_size} pairs"
     text = f"{progress.step:,} updates of {batch}, {cfg.optimizer} {cfg.lr:g}, {ckpt.model.hidden} hidden units"
     if cfg.max_minutes:
-        if cfg.cuda_graphs:
+        gpu = gpu and cfg.device != "cpu"  # the record says a GPU was there, not that the run used it
+        if cfg.cuda_graphs and gpu:  # elsewhere its padded update runs eagerly
             step = "the whole update as CUDA graphs" + (" with the hand-written passes" if cfg.fused_steps else "")
         elif cfg.compile:
             step = "compiled as CUDA graphs" if cfg.compile_mode == "reduce-overhead" else "compiled"

@@ -293,6 +293,8 @@ def test_fig2s_buckets_and_their_bootstrap_are_the_rescored_texts_bleus():
         ),
         ({"cuda_graphs": True, "bf16": True}, True, "bf16, the whole update as CUDA graphs"),
         ({"compile": True, "compile_mode": "reduce-overhead"}, True, "TF32, compiled as CUDA graphs"),
+        ({"device": "cpu", "cuda_graphs": True}, True, "fp32, eager"),
+        ({"cuda_graphs": True}, False, "fp32, eager"),
     ],
 )
 def test_the_report_says_each_systems_precision_and_update_as_it_trained(settings, gpu, said):

@@ -174,6 +174,36 @@ def test_a_stop_another_thread_takes_while_the_pool_is_built_is_acted_on_once_it
     assert not any(w.is_alive() for w in filled)
 
 
+def test_a_deferred_stop_is_acted_on_after_the_block_and_the_handlers_are_put_back():
+    """A stop raised in the block reaches its handler once the block ends; an ignored one stays
+    ignored; both handlers are the ones set before."""
+    import signal
+
+    import pytest
+
+    from nmtkit.core.parallel import _stops_deferred
+
+    class Stopped(Exception):
+        pass
+
+    def stop(*_):
+        raise Stopped
+
+    old, reached = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}, []
+    try:
+        signal.signal(signal.SIGINT, stop)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        with pytest.raises(Stopped), _stops_deferred():
+            signal.raise_signal(signal.SIGINT)
+            signal.raise_signal(signal.SIGTERM)
+            reached.append(True)
+        assert reached
+        assert signal.getsignal(signal.SIGINT) is stop and signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+
+
 def test_a_parent_killed_outright_takes_its_workers_with_it_silently(tmp_path):
     """SIGKILL (the OOM killer) of preprocess -j 2: its workers finished their chunks, then printed
     BrokenPipeError tracebacks and the resource tracker's leaked semaphores into the log."""

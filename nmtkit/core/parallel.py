@@ -17,7 +17,7 @@ import signal
 import sys
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
 from multiprocessing import resource_tracker
 from typing import Any, TypeVar
@@ -130,19 +130,31 @@ def _stops_deferred() -> Iterator[None]:
     """The stops' handlers run after the block, not in it: the mask above holds them off this thread
     only, and another (rich's refresher) takes them for the process, whose handler then ran here in
     the middle of a worker's spawn, before it had written the worker's start: that worker read a cut
-    pipe and printed a traceback."""
-    if threading.current_thread() is not threading.main_thread():  # only its handlers run there
+    pipe and printed a traceback. Off the main thread no handler can be set, and the race stays."""
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
     came: list[int] = []
-    before = {stop: signal.signal(stop, lambda number, _frame: came.append(number)) for stop in _STOPS}
+    # a handler set in C (None) could not be put back, and an ignored stop has nothing to defer
+    before = [(stop, signal.getsignal(stop)) for stop in _STOPS]
+    before = [(stop, handler) for stop, handler in before if handler not in (None, signal.SIG_IGN)]
+    for stop, _ in before:
+        signal.signal(stop, lambda number, _frame: came.append(number))
     try:
         yield
     finally:
-        for stop, handler in before.items():
-            signal.signal(stop, signal.SIG_DFL if handler is None else handler)
+        _restore(before)
         for number in dict.fromkeys(came):
             signal.raise_signal(number)
+
+
+def _restore(handlers: Sequence[tuple[int, Any]]) -> None:
+    """Each handler put back, also where putting one back runs a stop's handler that raises."""
+    if handlers:
+        try:
+            signal.signal(*handlers[0])
+        finally:
+            _restore(handlers[1:])
 
 
 def _deaf_to_stops(initializer: Callable[..., None], *initargs: Any) -> None:

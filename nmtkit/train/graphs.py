@@ -139,6 +139,8 @@ class WholeUpdate:
             f"{100 * self.fitted.real_share:.1f}% of the target positions an epoch computes are tokens, not padding"
         )
         self.capture = state.device.type == "cuda"
+        if self.capture:  # torch calls the mode the warm-ups set a prototype; here it is only their guard
+            warnings.filterwarnings("ignore", "Synchronization debug mode", UserWarning)
         self.pool = torch.cuda.graph_pool_handle() if self.capture else None
         # one side stream for every eager update: the caching allocator reuses a freed block only
         # on the stream it came from, and a new stream each time (torch's pool turns over 32)
@@ -209,9 +211,7 @@ class WholeUpdate:
         such a shape is refused before a capture could fail on it (a failed capture leaves the
         stream and the random generator in capture mode), and runs eagerly from then on."""
         previous = torch.cuda.get_sync_debug_mode()
-        with warnings.catch_warnings():  # torch calls the mode a prototype; it is only a warm-up's guard here
-            warnings.filterwarnings("ignore", "Synchronization debug mode", UserWarning)
-            torch.cuda.set_sync_debug_mode("error")
+        torch.cuda.set_sync_debug_mode("error")
         self.stepped = None  # a wait before the body begins must not find the last batch's step
         try:
             return self.eager(shape.inputs)
