@@ -54,7 +54,7 @@ def test_every_output_holds_its_phrases_and_scores_as_the_model_does(beam):
 
 @pytest.mark.parametrize("seed", [0, 3])
 def test_a_beam_that_holds_every_hypothesis_finds_every_output_that_holds_the_phrases(seed):
-    model, src, mask = model_and_batch(seed, tgt_vocab=6)  # words: <unk> <s> 4 5 (<pad> never)
+    model, src, mask = model_and_batch(seed, tgt_vocab=6)  # words: <unk> 4 5 (<pad> and <s> never)
     # a unit repeated after a broken run; two phrases with one first unit; one inside another
     musts = [[[4, 4, 5]], [[4, 5], [4, 2]], [[4, 5], [4]], [[5], [4, 5, 4]]]
     cfg = SearchConfig(beam=400, max_ratio=0.0, max_extra=5, nbest=400, min_len=0)  # 4^4 outputs of 4 words
@@ -66,7 +66,7 @@ def test_a_beam_that_holds_every_hypothesis_finds_every_output_that_holds_the_ph
         candidates = [
             list(c)
             for length in range(room)
-            for c in itertools.product([1, 2, 4, 5], repeat=length)
+            for c in itertools.product([1, 4, 5], repeat=length)
             if all(contains(list(c), p) for p in must)
         ]
         rows = range(400 * i, 400 * i + 400)
@@ -85,7 +85,7 @@ def test_contains_in_order_takes_each_phrase_after_the_last_unit_of_the_one_befo
 
 @pytest.mark.parametrize("seed", [0, 3])
 def test_ordered_phrases_are_found_in_every_output_that_holds_them_in_order_and_no_other(seed):
-    model, src, mask = model_and_batch(seed, tgt_vocab=6)  # words: <unk> <s> 4 5 (<pad> never)
+    model, src, mask = model_and_batch(seed, tgt_vocab=6)  # words: <unk> 4 5 (<pad> and <s> never)
     # one phrase inside the other; a unit twice; one phrase twice; the same phrases reversed
     musts = [[[4, 5], [4]], [[4], [4, 5]], [[5], [5]], [[4, 4], [4]], [[4], [5, 4]], [[5, 4], [4]]]
     cfg = SearchConfig(beam=400, max_ratio=0.0, max_extra=5, nbest=400, min_len=0)
@@ -96,7 +96,7 @@ def test_ordered_phrases_are_found_in_every_output_that_holds_them_in_order_and_
         candidates = [
             list(c)
             for length in range(room)
-            for c in itertools.product([1, 2, 4, 5], repeat=length)
+            for c in itertools.product([1, 4, 5], repeat=length)
             if contains_in_order(list(c), must)
         ]
         found = [out.tokens[r] for r in range(400 * i, 400 * i + 400) if out.scores[r] > float("-inf")]
@@ -170,7 +170,7 @@ def test_phrases_begin_and_end_at_word_edges(units, ordered):
         candidates = [
             list(c)
             for length in range(room)
-            for c in itertools.product([1, 2, 4, 5], repeat=length)
+            for c in itertools.product([1, 4, 5], repeat=length)
             if holds(list(c)[::flip], [p[::flip] for p in must[::flip]], tokens, ordered)
         ]
         found = [out.tokens[r] for r in range(400 * i, 400 * i + 400) if out.scores[r] > float("-inf")]
@@ -195,7 +195,7 @@ def test_a_phrase_let_go_at_a_words_edge_is_found_again_inside_the_run_let_go(or
         candidates = [
             list(c)
             for length in range(room)
-            for c in itertools.product([1, 2, 4, 5], repeat=length)
+            for c in itertools.product([1, 4, 5], repeat=length)
             if holds(list(c), must, tokens, ordered)
         ]
         found = [out.tokens[r] for r in range(4200 * i, 4200 * i + 4200) if out.scores[r] > float("-inf")]

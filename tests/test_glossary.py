@@ -109,7 +109,12 @@ def test_glossary_errors_are_one_line_and_exit_2(overfit, tmp_path):
     src.write_text(EN[0] + "\n", encoding="utf-8")
     (tmp_path / "g.tsv").write_text("earth\tla terre\n", encoding="utf-8")
     (tmp_path / "bad.tsv").write_text("earth la terre\n", encoding="utf-8")
+    (tmp_path / "twice.tsv").write_text("earth\tla terre\nearth\tle monde\n", encoding="utf-8")  # warned once read
     cases = [
+        (["--glossary", tmp_path / "twice.tsv", "--sampling"], "sampling"),
+        (["--glossary", tmp_path / "twice.tsv", "--ordered-constraints"], "no order"),
+        (["--plain-first"], "--plain-first and --no-plain-first"),
+        (["--no-plain-first"], "--plain-first and --no-plain-first"),
         (["--glossary", tmp_path / "bad.tsv"], "line 1: a glossary line"),
         (["--glossary", tmp_path / "missing.tsv"], "missing.tsv"),
         (["--glossary", tmp_path / "g.tsv", "--sampling"], "sampling"),

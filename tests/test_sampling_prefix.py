@@ -150,7 +150,13 @@ def test_sampling_settings_are_refused_where_they_mean_nothing():
         SearchConfig(top_k=5).check()
     with pytest.raises(UserError, match="--coverage-penalty"):
         SearchConfig(sampling=True, coverage_penalty=0.2).check()
-    assert SearchConfig(sampling=True, beam=2, nbest=8).check().width == 8  # samples, not a beam
+    with pytest.raises(UserError, match="--coverage-penalty"):
+        SearchConfig(sampling=True).check(typed=["coverage_penalty"])  # typed at its default: idle too
+    with pytest.raises(UserError, match="beam search's width"):
+        SearchConfig(sampling=True, beam=2, nbest=8).check()
+    with pytest.raises(UserError, match="beam search's width"):
+        SearchConfig(sampling=True, nbest=8).check(typed=["beam"])
+    assert SearchConfig(sampling=True, nbest=8).check().width == 8  # samples, not a beam
 
 
 # From the shell, on the model that learned the six training pairs by heart.
@@ -225,17 +231,15 @@ def test_sampling_from_the_shell(overfit, src):
 def test_a_prefix_from_the_shell_with_a_beam_and_a_batch(overfit, src, tmp_path):
     starts = ["Dieu", "", "La lumière", "Dieu vit que la terre", "Et la"]
     (tmp_path / "prefix.fr").write_text("\n".join(starts) + "\n", encoding="utf-8")
-    for extra in ([], ["--sampling", "--temperature", 2], ["--shortlist"]):
-        r = invoke(
-            "translate", "-m", ckpt(overfit), src, "--beam", 3, "--nbest", 2, "--prefix", tmp_path / "prefix.fr", *extra
-        )
+    for extra in (["--beam", 3], ["--sampling", "--temperature", 2], ["--beam", 3, "--shortlist"]):
+        r = invoke("translate", "-m", ckpt(overfit), src, "--nbest", 2, "--prefix", tmp_path / "prefix.fr", *extra)
         assert r.exit_code == 0, r.output
         rows = [line.split(" ||| ") for line in r.stdout.splitlines()]
         assert len(rows) == 10
         for fields in rows:
             assert fields[1].startswith(starts[int(fields[0])])
         if "--sampling" not in extra:  # the empty prefix forces nothing
-            free = invoke("translate", "-m", ckpt(overfit), src, "--beam", 3, *extra).stdout.splitlines()
+            free = invoke("translate", "-m", ckpt(overfit), src, *extra).stdout.splitlines()
             assert rows[2][1] == free[1]
 
 
@@ -308,3 +312,27 @@ def test_a_prefix_with_a_word_out_of_the_vocabulary_says_so(overfit, src, tmp_pa
     )
     first = r.stdout.splitlines()[0]
     assert first.startswith("Dieu ") and "<unk>" not in first
+
+
+@pytest.mark.parametrize("units", [["Du", "X@@", "ylo@@", "phoneq", "et"], ["▁Du", "▁X", "ylo", "phoneq", "▁et"]])
+def test_a_prefix_word_with_a_unit_out_of_the_vocabulary_is_forced_as_one_unk(units):
+    """Its units in the vocabulary had been forced as a word of their own (``<unk> ylophoneq``)."""
+    from nmtkit.data.vocab import UNK
+    from nmtkit.translate.prefixes import _one_unk_a_word
+
+    assert _one_unk_a_word(units, [5, UNK, 6, 7, 8]) == [5, UNK, 8]
+    assert _one_unk_a_word(units, [5, 9, 6, UNK, 8]) == [5, UNK, 8]
+    assert _one_unk_a_word(units, [5, 9, 6, 7, 8]) == [5, 9, 6, 7, 8]
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        (["--beam", 12], "--beam is beam search's width"),  # typed at its default
+        (["--beam", 7], "--beam is beam search's width"),
+        (["--coverage-penalty", 0], "--coverage-penalty ranks beam search's hypotheses"),
+    ],
+)
+def test_what_only_beam_search_reads_is_refused_beside_sampling(overfit, src, extra, says):
+    r = invoke("translate", "-m", ckpt(overfit), src, "--sampling", *extra)
+    assert r.exit_code == 2 and says in r.output and len(r.output.strip().splitlines()) == 1, r.output

@@ -104,6 +104,15 @@ def test_merge_subwords_drops_a_dangling_separator():
     assert merge_subwords(["ab@@", "c", "d@@"]) == ["abc", "d"]
 
 
+def test_the_word_of_a_unit_is_its_subwords_merged():
+    from nmtkit.text.bpe import word_of
+
+    bpe = ["Et", "zz@@", "q@@", "xw", "."]
+    assert [word_of(bpe, i) for i in range(5)] == ["Et", "zzqxw", "zzqxw", "zzqxw", "."]
+    spm = ["▁Et", "▁zz", "q", "xw", "▁."]
+    assert [word_of(spm, i) for i in range(5)] == ["Et", "zzqxw", "zzqxw", "zzqxw", "."]
+
+
 def test_a_units_word_begins_after_the_units_that_go_on_into_it():
     from nmtkit.text.bpe import word_start
 

@@ -341,6 +341,24 @@ def test_no_unk_and_replace_unk(overfit, tmp_path):
     assert translated.stdout.split() == [mapping[w] for w in words]
 
 
+@pytest.mark.parametrize(
+    ("tokens", "want"),
+    [(["<unk>", "et"], ["Bethlehemjudah", "et"]), (["▁<unk>", "▁et"], ["▁Bethlehemjudah", "▁et"])],
+)
+def test_an_unknown_word_becomes_the_whole_source_word_of_the_unit_it_attends_to(tokens, want):
+    """A copied ``Beth@@`` had joined the next target word (``Bethet``); a dictionary is looked up
+    by the whole word too."""
+    import numpy as np
+
+    from nmtkit.data.vocab import UNK
+    from nmtkit.translate.unknown_words import replace_unk
+
+    source, alpha = ["Beth@@", "lehem@@", "judah", "arrive"], np.eye(2, 4)  # <unk> reads unit 0, et unit 1
+    assert replace_unk(tokens, [UNK, 9], source, alpha, None) == want
+    table = {"Bethlehemjudah": "Bethléhem-Juda", "Beth@@": "wrong"}
+    assert replace_unk(tokens, [UNK, 9], source, alpha, table)[0].lstrip("▁") == "Bethléhem-Juda"
+
+
 def test_an_unk_dictionary_is_word_pairs_and_a_sentence_file_is_refused(tmp_path):
     from nmtkit.translate.unknown_words import read_unk_dict
 

@@ -372,7 +372,7 @@ def search_config(values: dict[str, Any]) -> SearchConfig:
     """The search settings of :data:`search`'s and :data:`sampling`'s options, taken out of
     ``values``; refused in one line when they ask for more than the search can give."""
     nbest = max(values.pop("nbest"), 1)
-    given = [name for name in SAMPLING_OPTIONS if typed(name)]
+    given = [name for name in (*SAMPLING_OPTIONS, "beam", "coverage_penalty") if typed(name)]
     return _alpha_used(config_of(SearchConfig, values, nbest=nbest).check(("--nbest", "--beam"), given))
 
 

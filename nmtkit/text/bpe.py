@@ -166,6 +166,20 @@ def merge_subwords(tokens: list[str]) -> list[str]:
     return _JOIN.sub("", " ".join(tokens)).split()
 
 
+def word_of(units: list[str], i: int) -> str:
+    """The whole word that unit ``i`` is part of, its subwords merged: ``['Beth@@', 'lehem']``, 1 →
+    ``'Bethlehem'``."""
+    return "".join(merge_subwords(units[word_start(units, i) : word_end(units, i) + 1]))
+
+
+def word_end(units: list[str], i: int) -> int:
+    """Where the word of unit ``i`` ends among ``units``: the index of its last unit."""
+    spm = any(u.startswith(SPM_MARK) for u in units)
+    while i + 1 < len(units) and (not units[i + 1].startswith(SPM_MARK) if spm else units[i].endswith(SEPARATOR)):
+        i += 1
+    return i
+
+
 def word_start(units: list[str], i: int) -> int:
     """Where the word of unit ``i`` begins among ``units`` (BPE's ``@@``, or SentencePiece's ``▁``)."""
     if any(u.startswith(SPM_MARK) for u in units):

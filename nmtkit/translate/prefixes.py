@@ -11,7 +11,7 @@ from ..core.errors import UserError
 from ..data.batching import pad
 from ..data.sides import Side
 from ..data.vocab import UNK
-from ..text.bpe import word_start
+from ..text.bpe import word_end, word_start
 from .settings import TranslateOptions
 
 
@@ -43,6 +43,19 @@ def prefix_ids(
             del ids[word_start(units[k], ids.index(UNK)) :]
         else:
             warn(f"line {first_line + k}: --prefix has a word out of the vocabulary: the output holds <unk> there")
+            out[k] = _one_unk_a_word(units[k], ids)
+    return out
+
+
+def _one_unk_a_word(units: list[str], ids: list[int]) -> list[int]:
+    """A word with a unit out of the vocabulary forced as one <unk>: its other units had been
+    forced as a word of their own (``Xylophoneq`` as ``<unk> ylophoneq``)."""
+    out: list[int] = []
+    start = 0
+    while start < len(ids):
+        end = word_end(units, start) + 1
+        out.extend([UNK] if UNK in ids[start:end] else ids[start:end])
+        start = end
     return out
 
 

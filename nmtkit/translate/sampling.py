@@ -119,7 +119,7 @@ def _sample(
     enc = enc.repeat(n)
     state = model.init_state(enc)
     y = torch.full((B * n,), BOS, dtype=torch.long, device=device)
-    banned = torch.tensor([PAD, UNK] if cfg.no_unk else [PAD], device=device)
+    banned = torch.tensor([PAD, BOS, UNK] if cfg.no_unk else [PAD, BOS], device=device)
     t = 0
     while len(rows):
         logp, state, _ = model.step(y, state, enc)

@@ -291,7 +291,7 @@ def _beam_search(  # noqa: PLR0915 (the beam's loop in one place)
     y = torch.full((B * k,), BOS, dtype=torch.long, device=device)
     scores = torch.full((B, k), _NEG, device=device)
     scores[:, 0] = 0.0  # all beams start equal: expand only the first
-    banned = torch.tensor([PAD, EOS, UNK] if cfg.no_unk else [PAD, EOS], device=device)
+    banned = torch.tensor([PAD, BOS, EOS, UNK] if cfg.no_unk else [PAD, BOS, EOS], device=device)
     alive = torch.arange(B, device=device)  # batch index of each sentence still searched
     pool = _Pool(B, n_best, device)
     steps: list[_Step] = []

@@ -82,7 +82,7 @@ class SearchConfig(Settings):
         False,
         "Draw each output word by word from the model's distribution instead of searching, for "
         "back-translation (fairseq's --sampling, Marian's --output-sampling); --nbest N draws N independent "
-        "samples per line, written best first; --beam is unused.",
+        "samples per line, written best first.",
     )
     temperature: float = setting(
         1.0, "With --sampling: draw from softmax(log p / T), sharper below 1, flatter above.", gt=0
@@ -104,8 +104,10 @@ class SearchConfig(Settings):
             raise UserError(f"{names[0]} {self.nbest} is more than {names[1]} {self.beam} can give")
         if not self.sampling and (self.temperature != 1.0 or self.top_k or self.seed or set(typed) & _DRAWS):
             raise UserError("--temperature, --top-k and --seed shape sampling's draws: add --sampling")
-        if self.sampling and self.coverage_penalty:
+        if self.sampling and (self.coverage_penalty or "coverage_penalty" in typed):
             raise UserError("--coverage-penalty ranks beam search's hypotheses: --sampling draws them")
+        if self.sampling and (self.beam != SearchConfig.beam or "beam" in typed):
+            raise UserError(f"{names[1]} is beam search's width: --sampling draws {names[0]} samples instead")
         return self
 
     @property
@@ -191,11 +193,18 @@ class TranslateOptions(Settings):
             raise UserError("--batch-size and --max-tokens are two ways to cut batches: give one")
         if self.replace_unk and self.search.no_unk:
             raise UserError("--replace-unk replaces <unk>, which --no-unk never gives: give one of them")
-        if self.glossary and self.search.sampling:
-            raise UserError("--glossary's terms guide the beam search: sampling draws each word and cannot place them")
-        if self.glossary and self.search.ordered_constraints:
-            raise UserError("--glossary's terms have no order in the output: constraints cannot be ordered beside it")
+        if self.glossary:
+            refuse_beside_glossary(self.search)
         return self
+
+
+def refuse_beside_glossary(search: SearchConfig) -> None:
+    """What a glossary's terms cannot stand beside, refused in a line (also before its file is read,
+    whose warnings would come first)."""
+    if search.sampling:
+        raise UserError("--glossary's terms guide the beam search: sampling draws each word and cannot place them")
+    if search.ordered_constraints:
+        raise UserError("--glossary's terms have no order in the output: constraints cannot be ordered beside it")
 
 
 # The options translate makes from TranslateOptions' declarations, in this order.

@@ -11,6 +11,7 @@ import numpy as np
 from ..core.errors import UserError
 from ..core.files import read_lines
 from ..data.vocab import UNK
+from ..text.bpe import SPM_MARK, word_of
 
 
 def read_unk_dict(path: str | Path) -> dict[str, str]:
@@ -42,11 +43,16 @@ def replace_unk(
     tokens: list[str], ids: list[int], source: list[str], alpha: np.ndarray, table: dict[str, str] | None
 ) -> list[str]:
     """Each <unk> becomes the source word it attends to most (</s> excluded), or that word's
-    dictionary translation (Luong et al. 2015; Jean et al. 2015)."""
+    dictionary translation (Luong et al. 2015; Jean et al. 2015): the whole word, where the source
+    is in subwords, and a word of its own in the translation's (a copied ``Beth@@`` had joined the
+    next word)."""
     if UNK not in ids or not source:
         return tokens
     aligned = alpha[: len(ids), : len(source)].argmax(1)
-    return [
-        (table.get(source[j], source[j]) if table else source[j]) if i == UNK else tok
-        for tok, i, j in zip(tokens, ids, aligned)
-    ]
+    starts = SPM_MARK if any(t.startswith(SPM_MARK) for t in tokens) else ""
+
+    def replaced(j: int) -> str:
+        word = word_of(source, j)
+        return starts + (table.get(word, word) if table else word)
+
+    return [replaced(int(j)) if i == UNK else tok for tok, i, j in zip(tokens, ids, aligned)]

@@ -8,7 +8,7 @@ import click
 
 from ...core.command import Command
 from ...core.errors import UserError
-from ...translate.settings import BATCHING_OPTIONS, OUTPUT_FORMATS, TranslateOptions
+from ...translate.settings import BATCHING_OPTIONS, OUTPUT_FORMATS, TranslateOptions, refuse_beside_glossary
 from .. import options
 from ..config_file import config_options
 
@@ -137,10 +137,14 @@ def translate(
     glossary = values.pop("glossary")
     if values["ordered_constraints"] and not values["constraints"] and not glossary:  # else: no order
         raise UserError("--ordered-constraints orders the phrases of --constraints FILE: add that")
+    if options.typed("plain_first") and not values["constraints"] and not glossary:
+        raise UserError("--plain-first and --no-plain-first choose how --constraints or --glossary search: add one")
     nbest_lines = values["nbest"] > 0
     search, prefix, constraints = options.search_config(values), values.pop("prefix"), values.pop("constraints")
     words = read_unk_dict(unk_dict) if unk_dict else None
     links = options.link_config(values, model_paths)
+    if glossary:
+        refuse_beside_glossary(search)
     terms = read_glossary(glossary) if glossary else None
     settings = options.config_of(TranslateOptions, values, search=search, unk_dict=words, glossary=terms)
     translate_file(
