@@ -153,10 +153,8 @@ def test_sampling_settings_are_refused_where_they_mean_nothing():
     with pytest.raises(UserError, match="--coverage-penalty"):
         SearchConfig(sampling=True).check(typed=["coverage_penalty"])  # typed at its default: idle too
     with pytest.raises(UserError, match="beam search's width"):
-        SearchConfig(sampling=True, beam=2, nbest=8).check()
-    with pytest.raises(UserError, match="beam search's width"):
         SearchConfig(sampling=True, nbest=8).check(typed=["beam"])
-    assert SearchConfig(sampling=True, nbest=8).check().width == 8  # samples, not a beam
+    assert SearchConfig(sampling=True, beam=2, nbest=8).check().width == 8  # samples, not a beam
 
 
 # From the shell, on the model that learned the six training pairs by heart.
@@ -336,3 +334,41 @@ def test_a_prefix_word_with_a_unit_out_of_the_vocabulary_is_forced_as_one_unk(un
 def test_what_only_beam_search_reads_is_refused_beside_sampling(overfit, src, extra, says):
     r = invoke("translate", "-m", ckpt(overfit), src, "--sampling", *extra)
     assert r.exit_code == 2 and says in r.output and len(r.output.strip().splitlines()) == 1, r.output
+
+
+def test_a_prefix_is_cut_before_a_special_symbol_no_output_can_hold():
+    """A word-level target read ``<s>`` in a --tokenized prefix as the start symbol, which the search
+    then could never emit: it returned no output, and the sampler ignored the prefix."""
+    from types import SimpleNamespace
+
+    from nmtkit.data.vocab import SPECIALS
+    from nmtkit.translate.prefixes import prefix_ids
+
+    words = [*SPECIALS, "Dieu", "la"]
+    side = SimpleNamespace(
+        tokens=lambda line, _tokenized: line.split(), ids=lambda units: [words.index(u) for u in units]
+    )
+    options, said = SimpleNamespace(tokenized=True, search=SearchConfig()), []
+    got = prefix_ids(["Dieu <s> la", "la </s>", "Dieu la"], side, options, False, 1, said.append)
+    assert got == [[4], [5], [4, 5]]
+    assert said == [
+        "line 1: --prefix holds <s>, which no output can: forcing only what comes before it",
+        "line 2: --prefix holds </s>, which no output can: forcing only what comes before it",
+    ]
+
+
+def test_a_prefix_word_next_to_an_unknown_one_in_sentencepiece_units_is_kept():
+    from nmtkit.data.vocab import UNK
+    from nmtkit.translate.prefixes import _one_unk_a_word
+
+    assert _one_unk_a_word(["▁Dieu", "<unk>", "▁la"], [10, UNK, 11]) == [10, UNK, 11]
+
+
+def test_a_config_files_search_setting_can_be_undone_on_the_command_line_beside_sampling(overfit, src, tmp_path):
+    (tmp_path / "c.yaml").write_text("coverage-penalty: 0.2\nbeam: 5\n", encoding="utf-8")
+    r = invoke("translate", "-m", ckpt(overfit), src, "--config", tmp_path / "c.yaml", "--sampling")
+    assert r.exit_code == 2 and "--coverage-penalty ranks" in r.output  # the file's penalty: idle
+    r = invoke(
+        "translate", "-m", ckpt(overfit), src, "--config", tmp_path / "c.yaml", "--sampling", "--coverage-penalty", 0
+    )
+    assert r.exit_code == 0, r.output  # undone; the file's beam, written for beam search, unused

@@ -111,6 +111,10 @@ def test_the_word_of_a_unit_is_its_subwords_merged():
     assert [word_of(bpe, i) for i in range(5)] == ["Et", "zzqxw", "zzqxw", "zzqxw", "."]
     spm = ["▁Et", "▁zz", "q", "xw", "▁."]
     assert [word_of(spm, i) for i in range(5)] == ["Et", "zzqxw", "zzqxw", "zzqxw", "."]
+    # the unknown word is one unit without SentencePiece's mark, a word of its own
+    with_unk = ["▁Dieu", "<unk>", "▁la", "<unk>", "x"]
+    assert [word_of(with_unk, i) for i in range(5)] == ["Dieu", "<unk>", "la", "<unk>", "x"]
+    assert word_of(["▁a", "▁"], 1) == "▁" and word_of(["@@"], 0) == "@@"  # nothing left merged: the unit
 
 
 def test_a_units_word_begins_after_the_units_that_go_on_into_it():

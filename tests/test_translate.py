@@ -359,6 +359,18 @@ def test_an_unknown_word_becomes_the_whole_source_word_of_the_unit_it_attends_to
     assert replace_unk(tokens, [UNK, 9], source, alpha, table)[0].lstrip("▁") == "Bethléhem-Juda"
 
 
+def test_unknown_words_in_a_row_that_read_one_source_word_write_it_once():
+    import numpy as np
+
+    from nmtkit.data.vocab import UNK
+    from nmtkit.translate.unknown_words import replace_unk
+
+    source, alpha = ["Beth@@", "lehem", "et", "Beth@@", "el"], np.eye(3, 5)
+    assert replace_unk(["<unk>", "<unk>", "et"], [UNK, UNK, 9], source, alpha, None) == ["Bethlehem", "", "et"]
+    alpha = np.array([[1.0, 0, 0, 0, 0], [0, 0, 0, 1.0, 0]])  # two words, each read by its <unk>
+    assert replace_unk(["<unk>", "<unk>"], [UNK, UNK], source, alpha, None) == ["Bethlehem", "Bethel"]
+
+
 def test_an_unk_dictionary_is_word_pairs_and_a_sentence_file_is_refused(tmp_path):
     from nmtkit.translate.unknown_words import read_unk_dict
 

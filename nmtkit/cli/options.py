@@ -372,7 +372,10 @@ def search_config(values: dict[str, Any]) -> SearchConfig:
     """The search settings of :data:`search`'s and :data:`sampling`'s options, taken out of
     ``values``; refused in one line when they ask for more than the search can give."""
     nbest = max(values.pop("nbest"), 1)
-    given = [name for name in (*SAMPLING_OPTIONS, "beam", "coverage_penalty") if typed(name)]
+    # one typed over a --config file's value undoes it: not idle, even where it says the default
+    ctx = click.get_current_context(silent=True)
+    configured = (ctx.default_map or {}) if ctx is not None else {}
+    given = [name for name in (*SAMPLING_OPTIONS, "beam", "coverage_penalty") if typed(name) and name not in configured]
     return _alpha_used(config_of(SearchConfig, values, nbest=nbest).check(("--nbest", "--beam"), given))
 
 

@@ -31,6 +31,9 @@ from .settings import SPM_KINDS
 SEPARATOR = "@@"
 _JOIN = re.compile(re.escape(SEPARATOR) + r"( |$)")
 SPM_MARK = "\u2581"  # SentencePiece's word-start mark
+# The word a model writes for one outside its vocabulary, as translate writes it: read back (rescore,
+# a --prefix, a source), it stays one token, the unknown word's, not Moses' '< unk >' or BPE's pieces.
+UNKNOWN = "<unk>"
 SPM_HEADER = "#nmtkit-sentencepiece"
 
 
@@ -168,14 +171,17 @@ def merge_subwords(tokens: list[str]) -> list[str]:
 
 def word_of(units: list[str], i: int) -> str:
     """The whole word that unit ``i`` is part of, its subwords merged: ``['Beth@@', 'lehem']``, 1 →
-    ``'Bethlehem'``."""
-    return "".join(merge_subwords(units[word_start(units, i) : word_end(units, i) + 1]))
+    ``'Bethlehem'`` (the unit itself where nothing is left of it merged: a lone ``▁`` or ``@@``)."""
+    return "".join(merge_subwords(units[word_start(units, i) : word_end(units, i) + 1])) or units[i]
 
 
 def word_end(units: list[str], i: int) -> int:
     """Where the word of unit ``i`` ends among ``units``: the index of its last unit."""
-    spm = any(u.startswith(SPM_MARK) for u in units)
-    while i + 1 < len(units) and (not units[i + 1].startswith(SPM_MARK) if spm else units[i].endswith(SEPARATOR)):
+    if any(u.startswith(SPM_MARK) for u in units):
+        while i + 1 < len(units) and not _spm_starts_word(units, i + 1):
+            i += 1
+        return i
+    while i + 1 < len(units) and units[i].endswith(SEPARATOR):
         i += 1
     return i
 
@@ -183,9 +189,14 @@ def word_end(units: list[str], i: int) -> int:
 def word_start(units: list[str], i: int) -> int:
     """Where the word of unit ``i`` begins among ``units`` (BPE's ``@@``, or SentencePiece's ``▁``)."""
     if any(u.startswith(SPM_MARK) for u in units):
-        while i > 0 and not units[i].startswith(SPM_MARK):
+        while i > 0 and not _spm_starts_word(units, i):
             i -= 1
         return i
     while i > 0 and units[i - 1].endswith(SEPARATOR):
         i -= 1
     return i
+
+
+def _spm_starts_word(units: list[str], i: int) -> bool:
+    # the unknown word is kept one unit, without a mark (text.pipeline): a word of its own
+    return units[i].startswith(SPM_MARK) or units[i] == UNKNOWN or (i > 0 and units[i - 1] == UNKNOWN)

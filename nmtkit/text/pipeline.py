@@ -13,14 +13,10 @@ import itertools
 import re
 from collections import Counter
 
-from .bpe import Segmenter, merge_subwords
+from .bpe import UNKNOWN, Segmenter, merge_subwords
 from .clean import apply_rules
 from .settings import TextConfig
 from .tokenize import MosesText
-
-# The word a model writes for one outside its vocabulary, as translate writes it: read back (rescore,
-# a --prefix, a source), it stays one token, the unknown word's, not Moses' '< unk >' or BPE's pieces.
-UNKNOWN = "<unk>"
 
 
 class Preprocessor:

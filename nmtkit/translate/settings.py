@@ -106,7 +106,7 @@ class SearchConfig(Settings):
             raise UserError("--temperature, --top-k and --seed shape sampling's draws: add --sampling")
         if self.sampling and (self.coverage_penalty or "coverage_penalty" in typed):
             raise UserError("--coverage-penalty ranks beam search's hypotheses: --sampling draws them")
-        if self.sampling and (self.beam != SearchConfig.beam or "beam" in typed):
+        if self.sampling and "beam" in typed:  # a config file's, written for beam search, is unused
             raise UserError(f"{names[1]} is beam search's width: --sampling draws {names[0]} samples instead")
         return self
 

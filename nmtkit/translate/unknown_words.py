@@ -11,7 +11,7 @@ import numpy as np
 from ..core.errors import UserError
 from ..core.files import read_lines
 from ..data.vocab import UNK
-from ..text.bpe import SPM_MARK, word_of
+from ..text.bpe import SPM_MARK, word_of, word_start
 
 
 def read_unk_dict(path: str | Path) -> dict[str, str]:
@@ -50,9 +50,16 @@ def replace_unk(
         return tokens
     aligned = alpha[: len(ids), : len(source)].argmax(1)
     starts = SPM_MARK if any(t.startswith(SPM_MARK) for t in tokens) else ""
-
-    def replaced(j: int) -> str:
-        word = word_of(source, j)
-        return starts + (table.get(word, word) if table else word)
-
-    return [replaced(int(j)) if i == UNK else tok for tok, i, j in zip(tokens, ids, aligned)]
+    out: list[str] = []
+    last = None  # where the word the <unk> before this one was replaced by begins
+    for tok, i, j in zip(tokens, ids, aligned):
+        if i != UNK:
+            out.append(tok)
+            last = None
+            continue
+        begins = word_start(source, int(j))
+        word = word_of(source, int(j))
+        # <unk>s in a row that read one source word (its subwords, one by one) write it once
+        out.append("" if begins == last else starts + (table.get(word, word) if table else word))
+        last = begins
+    return out
