@@ -32,7 +32,15 @@ def r2l(tmp_path_factory):
         write_pair(tmp / "raw" / split, EN, FR)
     make_corpus(tmp / "raw", tmp)
     config = TrainConfig(
-        optimizer="adam", lr=0.02, batch_size=6, pool=1, max_updates=250, valid_every=250, threads=1, patience=0
+        optimizer="adam",
+        lr=0.02,
+        batch_size=6,
+        pool=1,
+        max_updates=250,
+        valid_every=250,
+        threads=1,
+        patience=0,
+        device="cpu",  # the tests hold its search against the CPU's forcing
     )
     train(tmp / "bin", tmp / "run", model_config(**TINY_RNNSEARCH, right_to_left=True), config)
     return tmp
@@ -91,7 +99,7 @@ def test_scores_and_attention_come_back_in_reading_order_and_forcing_agrees(r2l,
     from nmtkit.translate.search import force, log_probs
     from nmtkit.translate.translator import Translator
 
-    translator = Translator.from_checkpoints([r2l / "run" / "last.pt"])
+    translator = Translator.from_checkpoints([r2l / "run" / "last.pt"], "cpu")
     source = tmp_path / "in.en"
     source.write_text(f"{EN[3]}\n", encoding="utf-8")
     done = run(
