@@ -53,6 +53,18 @@ def test_the_weights_choose_each_lines_hypothesis_and_a_line_without_any_comes_o
     assert longer.stdout == "" and (tmp_path / "out").read_text().splitlines()[2] == "the dogs bark loudly"
     assert (tmp_path / "out").read_text().splitlines()[0] == "the cat sat"  # -1 + 0.9 against -2 + 1.8
     assert run("rerank", nbest, "--weights", "F0= 0 words= -1").stdout.splitlines() == ["the cat sat", "", "dogs bark"]
+    assert "no hypotheses for 1 of its lines 0 to 2 (the first: 1): each gets an empty one" in default.stderr
+    assert "another hypothesis" not in default.stderr  # F0 ranked the lists: its choice is their first
+
+
+def test_the_default_weights_say_where_they_choose_otherwise_than_the_lists_order(tmp_path):
+    # a length penalty ranked the longer first: F0 alone, the log p, prefers the shorter
+    penalised = ["0 ||| a long one ||| F0= -3 ||| -0.9", "0 ||| short ||| F0= -2 ||| -2", "1 ||| b ||| F0= -1 ||| -1"]
+    done = run("rerank", write(tmp_path / "n.nbest", penalised))
+    assert done.exit_code == 0 and done.stdout.splitlines() == ["short", "b"]
+    assert "by F0= alone, 1 of 2 lines get another hypothesis than the lists' first" in done.stderr
+    weighted = run("rerank", tmp_path / "n.nbest", "--weights", "F0= 1")
+    assert weighted.stdout == done.stdout and "another hypothesis" not in weighted.stderr  # the weights are the user's
 
 
 def test_tuning_finds_weights_that_pick_the_references_and_writes_them_as_weights_takes_them(tmp_path):
@@ -119,6 +131,19 @@ def test_tuning_beyond_the_whole_grid_goes_one_weight_at_a_time_and_reaches_the_
         (["0 ||| a b |||  ||| -1", "0 ||| a |||  ||| -1"], [], "have no features: nothing to rank them by"),
         (["3 ||| a ||| F0= -1 ||| -1"], ["--tune", "REFS"], "refs has 2 lines"),
         (["0 ||| a ||| F0= -1 ||| -1"], ["--tune", "EMPTY"], "empty: is empty; give the references, a line each"),
+        (["0 ||| a ||| F0= -1 ||| -1"], ["--tokenized"], "--tokenized says how --tune's BLEU counts"),
+        (["0 ||| a ||| F0= -1 X= 1 ||| -1"], ["--tune", "REFS", "--weights", "F0= 0 X= 1"], "holds F0= at 0"),
+        # past float64: inf or NaN by the BLAS's order of sums, and a NaN ranks with no hypothesis
+        (
+            ["0 ||| a ||| F0= 1 X= 1 ||| 0", "1 ||| b ||| F0= 1e308 X= -1e308 ||| 0"],
+            ["--weights", "F0= 10 X= 10"],
+            "of line 1 (from 0) overflows: its features times the weights F0= 10 X= 10 words= 0 pass float64's",
+        ),
+        (
+            ["0 ||| a ||| F0= -37 X= -30 ||| 0", "0 ||| b ||| F0= -38 X= -31 ||| 0"],
+            ["--weights", "F0= 1e308 X= -1e308"],
+            "of line 0 (from 0) overflows",
+        ),
     ],
 )
 def test_mistakes_are_refused_in_one_line_and_nothing_is_written(tmp_path, lines, args, says):

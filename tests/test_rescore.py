@@ -103,7 +103,7 @@ def test_a_score_a_line_ranks_the_learned_translations_above_others_and_an_ensem
 def test_backward_scores_the_source_of_each_nbest_line_given_its_hypothesis(overfit, backward, tmp_path):
     source = lines_of(tmp_path / "s.en", EN[:3])
     hypotheses = [(2, FR[2]), (0, FR[0]), (0, FR[1]), (2, "")]
-    nbest = lines_of(tmp_path / "n.nbest", [f"{i} ||| {text} ||| -1.0 ||| -1.0" for i, text in hypotheses])
+    nbest = lines_of(tmp_path / "n.nbest", [f"{i} ||| {text} ||| F0= -1.0 ||| -1.0" for i, text in hypotheses])
     with source.open(encoding="utf-8") as stdin:
         turned = CliRunner().invoke(
             main,
@@ -139,10 +139,15 @@ def test_backward_scores_each_source_as_the_other_directions_model_does_given_th
     ("nbest", "says"),
     [
         ("0 ||| a b\n", "line 1 is no Moses n-best line"),
-        ("0 ||| a ||| -1 ||| -1\n-1 ||| a ||| -1 ||| -1\n", "line 2 starts with '-1', not a line number"),
-        ("0 ||| a ||| -1 ||| -1\n2 ||| a ||| -1 ||| -1\n", "line 2 is of source line 2 (from 0), but "),
-        ("\u00b2 ||| a ||| -1 ||| -1\n", "line 1 starts with '\u00b2', not a line number"),
+        ("0 ||| a ||| F0= -1 ||| -1\n-1 ||| a ||| F0= -1 ||| -1\n", "line 2 starts with '-1', not a line number"),
+        ("0 ||| a ||| F0= -1 ||| -1\n2 ||| a ||| F0= -1 ||| -1\n", "line 2 is of source line 2 (from 0), but "),
+        ("\u00b2 ||| a ||| F0= -1 ||| -1\n", "line 1 starts with '\u00b2', not a line number"),
         ("0 ||| a ||| LM= -1 Fscore= -2 ||| -3\n", "line 1 has a feature Fscore= already: give --nbest-feature"),
+        # what rerank could not read is refused before a model scores it
+        ("0 ||| a ||| F0= -1 ||| -1\n1 ||| a ||| F0= nan ||| -1\n", "line 2: 'nan' is not a finite number"),
+        ("0 ||| a ||| F0= 1e400 ||| -1\n", "line 1: '1e400' is not a finite number (the feature F0=)"),
+        ("0 ||| a ||| F0= -1 F0= -2 ||| -1\n", "line 1: the feature name 'F0=' is given twice"),
+        ("0 ||| a ||| -1.5 ||| -1\n", "line 1: the value '-1.5' has no feature name before it (an older nmtkit's"),
     ],
 )
 def test_a_malformed_nbest_list_is_refused_in_one_line(overfit, tmp_path, nbest, says):

@@ -51,13 +51,26 @@ class Lists:
 
     def best(self, weights: np.ndarray) -> np.ndarray:
         """The index of each line's best hypothesis under ``weights`` (one per column), the first
-        listed among equals (the search's order)."""
-        scores = self.values @ weights
+        listed among equals (the search's order). A score past float64's range (features and
+        weights whose products overflow) is refused: the BLAS makes it inf or NaN, and NaN ranks with
+        none, which would lose its line."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            scores = self.values @ weights
+        if not np.isfinite(scores).all():
+            at = int(np.flatnonzero(~np.isfinite(scores))[0])
+            raise UserError(
+                f"the weighted score of a hypothesis of line {self.lines[at]} (from 0) overflows: its features "
+                f"times the weights {self.spec(weights)} pass float64's range; scale the features or the weights down"
+            )
         starts = np.flatnonzero(np.r_[True, self.lines[1:] != self.lines[:-1]])
         top = np.maximum.reduceat(scores, starts)
         hits = np.flatnonzero(scores == np.repeat(top, np.diff(np.r_[starts, len(scores)])))
         _, first = np.unique(self.lines[hits], return_index=True)
         return hits[first]
+
+    def firsts(self) -> np.ndarray:
+        """The index of each line's first hypothesis: the search's best."""
+        return np.unique(self.lines, return_index=True)[1]
 
     def columns(self, name: str) -> slice:
         """The columns of the feature ``name``."""
@@ -97,16 +110,7 @@ def read_lists(path: str, sentences: int | None = None, references: str = "") ->
     rows: list[tuple[int, str, list[float]]] = []
     layout: list[tuple[str, int]] | None = None
     for lineno, h in enumerate(read_nbest(path, sentences, references), 1):
-        head = h.features.split()[:1]
-        if head and not head[0].endswith("="):
-            raise UserError(
-                f"{where}: line {lineno}: the value '{head[0]}' has no feature name before it (an older "
-                f"nmtkit's translate --nbest wrote its log p so: put 'F0= ' before it)"
-            )
-        try:
-            found = features_of(h.features)
-        except ValueError as err:
-            raise UserError(f"{where}: line {lineno}: {err}") from None
+        found = features_of(h.features)  # read_nbest refused what it cannot read
         if WORDS in found:
             raise UserError(f"{where}: line {lineno} has a feature {WORDS}=, the name rerank gives the word count")
         shape = [(name, len(values)) for name, values in found.items()]
@@ -129,11 +133,10 @@ def read_lists(path: str, sentences: int | None = None, references: str = "") ->
             f"{where}: its indices run to {n - 1:,} but only {len(seen):,} lines have hypotheses: a damaged "
             "index (rerank writes a line for every index up to the last)"
         )
-    if references and len(seen) < n:  # the BLEU tuned counts them: a list of another input would tune nothing
-        log(
-            f"{where}: no hypotheses for {n - len(seen):,} of the {n:,} lines of {display_name(references)}: "
-            "each gets an empty one"
-        )
+    if len(seen) < n:  # translate leaves none: a list cut, or of another input (which would tune nothing)
+        gap = min(set(range(n)) - seen)
+        lines = f"the {n:,} lines of {display_name(references)}" if references else f"its lines 0 to {n - 1:,}"
+        log(f"{where}: no hypotheses for {n - len(seen):,} of {lines} (the first: {gap}): each gets an empty one")
     rows += [(i, "", [0.0] * sum(k for _, k in layout)) for i in range(n) if i not in seen]
     rows.sort(key=lambda r: r[0])  # stable: each line's hypotheses stay in their order
     values = np.array([[*v, len(t.split())] for _, t, v in rows], dtype=np.float64)
@@ -143,11 +146,6 @@ def read_lists(path: str, sentences: int | None = None, references: str = "") ->
 def _said(layout: list[tuple[str, int]]) -> str:
     """The features' names, with the number of values of a feature of several."""
     return ", ".join(f"{name}=" + (f" ({k} values)" if k > 1 else "") for name, k in layout) or "none"
-
-
-def reranked(lists: Lists, weights: np.ndarray) -> list[str]:
-    """The best hypothesis of each source line, in order."""
-    return [lists.texts[i] for i in lists.best(weights)]
 
 
 @dataclass(frozen=True)
@@ -216,6 +214,9 @@ def rerank_file(nbest: str, output: str | None = None, cfg: RerankConfig = Reran
         given = features_of(cfg.weights)
     except ValueError as err:
         raise UserError(f"--weights '{cfg.weights}': {err}") from None
+    held = next(iter(given.items()), None)
+    if tune_on and held and not any(held[1]):  # the grid's values are the tuned weights' over the held one's
+        raise UserError(f"--tune: --weights holds {held[0]}= at 0, whose weight sets the scale: give it another")
     references = list(read_lines(tune_on, allow_empty=True)) if tune_on else None
     if references == []:
         raise UserError(f"--tune {display_name(tune_on)}: is empty; give the references, a line each")
@@ -223,7 +224,14 @@ def rerank_file(nbest: str, output: str | None = None, cfg: RerankConfig = Reran
     first, k = lists.layout[0]
     if references is None:
         weights = lists.weights(given or {first: [1.0] * k})
-        best = reranked(lists, weights)
+        chosen = lists.best(weights)
+        if not given and (moved := int((chosen != lists.firsts()).sum())):
+            log(
+                f"rerank: by {first}= alone, {moved:,} of {lists.sentences:,} lines get another hypothesis than the "
+                f"lists' first, which a length or coverage penalty that {first}= leaves out may have ranked first: "
+                "weigh words= too (--tune finds its weight)"
+            )
+        best = [lists.texts[i] for i in chosen]
         with results_to(output) as out:
             out.write("".join(line + "\n" for line in best))
         return f"rerank: {lists.sentences:,} lines from {lists.given:,} hypotheses, by {lists.spec(weights)}"

@@ -74,8 +74,8 @@ class NbestLine:
 
 def read_nbest(path: str, sentences: int | None = None, source: str = "", feature: str = "") -> Iterator[NbestLine]:
     """The lines of a Moses n-best list, as they are read, each of one of ``source``'s
-    ``sentences`` lines (None: any line number); one that has the ``feature`` to be added already
-    is refused."""
+    ``sentences`` lines (None: any line number), its features as :func:`features_of` reads them;
+    one that has the ``feature`` to be added already is refused."""
     where = display_name(path)
     for lineno, line in enumerate(read_lines(path), 1):
         fields = _FIELDS.split(line)
@@ -90,8 +90,24 @@ def read_nbest(path: str, sentences: int | None = None, source: str = "", featur
                 f"{where}: line {lineno} is of source line {index} (from 0), "
                 f"but {display_name(source)} has {sentences:,} lines"
             )
+        _check_features(fields[2], f"{where}: line {lineno}")
         if feature and f"{feature}=" in fields[2].split():
             raise UserError(
                 f"{where}: line {lineno} has a feature {feature}= already: give --nbest-feature another name"
             )
         yield NbestLine(index, fields[1].strip(), fields[2].strip(), tuple(f.strip() for f in fields[3:]))
+
+
+def _check_features(text: str, where: str) -> None:
+    """Refuse features that rerank could not read, where they are read first: rescore would
+    otherwise pass them on, a model's scoring later."""
+    head = text.split()[:1]
+    if head and not head[0].endswith("="):
+        raise UserError(
+            f"{where}: the value '{head[0]}' has no feature name before it (an older nmtkit's translate --nbest "
+            f"wrote its log p so: put '{SEARCH_FEATURE}= ' before it)"
+        )
+    try:
+        features_of(text)
+    except ValueError as err:
+        raise UserError(f"{where}: {err}") from None

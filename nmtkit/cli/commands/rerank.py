@@ -43,10 +43,13 @@ def rerank(nbest_list: str, tune_on: str | None, output: str | None, **values: A
     line per source line. With --tune, write the weights instead: those that rerank the lists to the
     best BLEU against the references."""
     from ...core.console import log
+    from ...core.errors import UserError
     from ...core.files import refuse_overwriting, refuse_two_on_stdin
     from ...evaluate.rerank import rerank_file
 
     refuse_overwriting([("-o", output)], [("NBEST_LIST", nbest_list), ("--tune", tune_on)])
     refuse_two_on_stdin([("NBEST_LIST", nbest_list), ("--tune", tune_on)])
     cfg = options.config_of(RerankConfig, values)
+    if cfg.tokenized and options.typed("tokenized") and not tune_on:
+        raise UserError("--tokenized says how --tune's BLEU counts: add --tune REFERENCES, or leave it out")
     log(rerank_file(nbest_list, output, cfg, tune_on or ""))
