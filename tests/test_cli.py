@@ -151,6 +151,8 @@ def test_a_links_suffix_with_a_slash_is_refused(tmp_path):
     r = run("word-align", "-s", "en", "-t", "fr", "--train", tmp_path / "train", "--align-suffix", "../x")
     one_error_line(r, "--align-suffix '../x': a file name's suffix, without '/'")
     assert list(tmp_path.iterdir()) == []
+    same = run("word-align", "-s", "en", "-t", "en", "--train", tmp_path / "train")  # preprocess refuses it too
+    one_error_line(same, "source and target language are both 'en'")
 
 
 def test_stream_mode_one_line_out_per_line_in():

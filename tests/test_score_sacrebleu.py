@@ -148,6 +148,10 @@ def test_sacrebleus_metrics_alone_load_no_tokenizer_or_numpy(files, metrics):
         (["-r", "missing.fr"], "missing.fr: no such file"),
         (["-r", "short.fr"], "short.fr has 1 lines but"),
         (["--sentence-level", "--bootstrap", "10"], "--sentence-level"),
+        (["--device", "cpu"], "--device sets how a model computes, and none runs here: add -m MODEL"),
+        (["--bf16"], "--bf16 sets how a model computes"),
+        (["--threads", "2", "--metrics", "bleu"], "--threads sets how a model computes"),
+        (["--source", "ref1.fr"], "--source is read by --by-length, --no-unk-vocab and -m"),
     ],
 )
 def test_user_errors_are_one_line_and_status_2(files, args, match):
@@ -165,3 +169,36 @@ def test_a_system_that_ties_the_baseline_is_not_significant():
     base, same, changed = got["systems"]
     assert base["p_value"] is None and same["p_value"] == 1.0 and same["bleu"] == base["bleu"]
     assert changed["bleu"] != base["bleu"] and changed["p_value"] < 1.0
+
+
+def test_bootstrap_resamples_every_metric_asked_for_as_sacrebleus_paired_test_does_each(files):
+    from sacrebleu.metrics import CHRF, TER
+    from sacrebleu.significance import PairedTest
+
+    other = files / "other.fr"
+    other.write_text("".join(h.replace("Le ", "").lower() + "\n" for h in HYPS), encoding="utf-8")
+    args = [str(files / "hyp.fr"), str(other), "-r", str(files / "ref0.fr"), "--bootstrap", "100", "--lang", "fr"]
+    r = CliRunner().invoke(main, ["score", *args, "--metrics", "chrf,ter", "--output-format", "json"])
+    assert r.exit_code == 0, r.output
+    got = json.loads(r.stdout)
+    # both BLEUs, as every analysis gives them, then each metric asked for
+    assert [k for k in got if k.startswith("bootstrap")] == [
+        "bootstrap",
+        "bootstrap_tok",
+        "bootstrap_chrf",
+        "bootstrap_ter",
+    ]
+    systems = [("hyp", HYPS), ("other", other.read_text(encoding="utf-8").splitlines())]
+    for name, metric in (("chrf", CHRF()), ("ter", TER())):
+        sigs, alone = PairedTest(systems, {name: metric}, [REFS[0]], test_type="bs", n_samples=100)()
+        ((_, results),) = [(k, v) for k, v in alone.items() if k != "System"]
+        rows = got[f"bootstrap_{name}"]["systems"]
+        assert [row["score"] for row in rows] == [res.score for res in results]
+        assert [row["mean"] for row in rows] == pytest.approx([float(res.mean) for res in results])
+        assert [row["ci95"] for row in rows] == pytest.approx([float(res.ci) for res in results])
+        assert rows[0]["p_value"] is None and rows[1]["p_value"] == pytest.approx(results[1].p_value)
+        assert got[f"bootstrap_{name}"]["signature"] == str(next(iter(sigs.values())))
+    text = CliRunner().invoke(main, ["score", *args, "--metrics", "chrf,ter"]).stdout
+    assert f"(100 samples, chrF):\n  {args[0]}: chrF " in text and f"(100 samples, TER):\n  {args[0]}: TER " in text
+    plain = CliRunner().invoke(main, ["score", *args, "--metrics", "bleu", "--output-format", "json"])
+    assert [k for k in json.loads(plain.stdout) if k.startswith("bootstrap")] == ["bootstrap", "bootstrap_tok"]

@@ -836,6 +836,22 @@ def test_score_under_a_model_warns_of_files_named_as_the_other_direction(overfit
     assert "src.fr is named as fr text, but" in r.stderr and "hyp.en is named as en text, but" in r.stderr
 
 
+def test_a_no_unk_subset_left_empty_says_so_and_the_vocabularys_direction_is_checked(overfit, tmp_path):
+    """Under the other direction's vocabularies every sentence has an unknown word: the report said
+    BLEU nan and its JSON held NaN, which no strict reader takes."""
+    src, hyp = tmp_path / "src.fr", tmp_path / "hyp.en"  # named as the fr→en direction's
+    src.write_text("xylophone\nzzz xylophone\n", encoding="utf-8")
+    hyp.write_text(f"{FR[0]}\n{FR[1]}\n", encoding="utf-8")
+    args = ("score", hyp, "-r", hyp, "--source", src, "--no-unk-vocab", ckpt(overfit), "--metrics", "bleu")
+    r = invoke(*args, "--output-format", "json")
+    assert r.exit_code == 0, r.output
+    (system,) = json.loads(r.stdout)["systems"]
+    assert system["no_unk"] == {"sentences": 0} and "NaN" not in r.stdout
+    assert "src.fr is named as fr text, but" in r.stderr and "hyp.en is named as en text, but" in r.stderr
+    text = invoke(*args)
+    assert "No-UNK subset (0 sentences): none to score: every sentence has a word unknown to them" in text.stdout
+
+
 def test_a_checkpoint_whose_pickle_is_cut_short_inside_a_whole_archive_is_refused(overfit, tmp_path):
     """The archive whole and its checksums right, but its pickle cut short (written again so):
     torch's reader raised struct.error, which came out as a traceback."""

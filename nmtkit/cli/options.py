@@ -327,6 +327,14 @@ output = click.option(
 )
 
 
+def refuse_idle_runtime(values: dict[str, Any], needs: str) -> None:
+    """Refuse, in one line, a runtime option (:data:`runtime`'s, in ``values``) typed where no model
+    runs: it would change nothing. ``needs``: what would run one."""
+    idle = next((name for name in values if typed(name)), None)
+    if idle is not None:
+        raise UserError(f"--{idle.replace('_', '-')} sets how a model computes, and none runs here: {needs}")
+
+
 def runtime_config(values: dict[str, Any]) -> RuntimeConfig:
     """The runtime settings of :data:`runtime`'s (or :data:`inference_runtime`'s) options, taken out
     of ``values``."""

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..core.console import log
 from ..core.errors import UserError
 from ..text.pipeline import Preprocessor
 from ..text.settings import TextConfig
@@ -62,3 +63,17 @@ class Sides:
     def signature(self) -> tuple[Any, ...]:
         """What must agree between ensemble members: vocabularies, text settings, BPE codes."""
         return tuple((s.vocab.fingerprint, s.text.cfg.to_dict(), s.text.codes) for s in (self.src, self.tgt))
+
+
+def warn_named_otherwise(path: str | Path, side: str, langs: dict[str, str], whose: str | Path, hint: str = "") -> None:
+    """A warning line for a file named as the other language than ``whose`` (a model, a
+    vocabulary; its languages by side, ``langs``) reads on ``side`` (``test.en`` into a fr→en
+    model): most likely the other direction's, or the files swapped; ``hint``: the command's own
+    way out, said after."""
+    named, other = Path(path).suffix.lstrip("."), langs["tgt" if side == "src" else "src"]
+    if named and named == other != langs[side]:
+        log(
+            f"warning: {path} is named as {named} text, but {whose} reads {langs[side]} there "
+            f"({langs['src']}→{langs['tgt']}): the other direction's, or the files swapped?"
+            + (f" ({hint})" if hint else "")
+        )

@@ -35,7 +35,7 @@ from ..core.errors import UserError
 from ..core.files import display_name, read_lines
 from ..core.settings import RuntimeConfig
 from ..text.clean import apply_rules
-from .metrics import SACREBLEU_TEMPLATE, TOK_BLEU, TOKENIZED_TEMPLATE, Metrics, SentenceScores
+from .metrics import SACREBLEU_TEMPLATE, TOK_BLEU, TOKENIZED_TEMPLATE, Metrics, SentenceScores, key
 
 # what each BLEU is under sacreBLEU's defaults (Metrics.label says it under other options)
 SACREBLEU_LABEL = SACREBLEU_TEMPLATE.format(tok="13a", case="")
@@ -247,18 +247,29 @@ def bleu_by_length(systems: dict[str, Texts], lengths: list[int], width: int) ->
 
 
 def no_unk_indices(
-    sides_path: str | Path, sources: list[str], refs: list[list[str]], tokenized: bool = False
+    sides_path: str | Path,
+    sources: list[str],
+    refs: list[list[str]],
+    tokenized: bool = False,
+    named: Sequence[tuple[str | Path, str]] = (),
 ) -> list[int]:
     """Sentences with no word outside the vocabularies of a checkpoint or build-vocab
-    directory, neither in the source nor in any reference (Table 1's "No UNK")."""
-    from ..data.sides import Sides  # here: it loads sacremoses and subword-nmt, which plain scores never need
+    directory, neither in the source nor in any reference (Table 1's "No UNK"). A file of
+    ``named`` (path, side) whose name says the other side's language is warned of: the other
+    direction's vocabularies leave few sentences, or none."""
+    from ..data.manifest import read_vocab_meta
+    from ..data.sides import Sides, warn_named_otherwise  # here: sacremoses and subword-nmt, for this only
 
     if Path(sides_path).is_dir():
         sides = Sides.from_vocab_dir(sides_path)
+        langs = dict(zip(("src", "tgt"), read_vocab_meta(Path(sides_path)).langs))
     else:
         from .. import checkpoint  # here only: scoring text alone never loads torch
 
-        sides = checkpoint.load(sides_path).text.sides()
+        text = checkpoint.load(sides_path).text
+        sides, langs = text.sides(), text.langs
+    for path, side in named:
+        warn_named_otherwise(path, side, langs, sides_path)
     return [
         i
         for i, src in enumerate(sources)
@@ -273,27 +284,46 @@ def paired_bootstrap(
     tokenized: bool = False,
     metrics: Metrics | None = None,
 ) -> dict[str, Any]:
-    """Paired bootstrap resampling of every system against the first (the baseline), on
-    sacreBLEU (on the multi-bleu-style BLEU for tokenized input): each system's p-value
-    against the baseline, and its bootstrap mean with the half-width of its 95% interval."""
+    """:func:`paired_bootstraps` of sacreBLEU's BLEU (the multi-bleu-style BLEU for tokenized input)."""
+    bleu = TOK_BLEU if tokenized else "bleu"
+    return paired_bootstraps(systems, refs, [bleu], samples, metrics)[bleu]
+
+
+def paired_bootstraps(
+    systems: dict[str, list[str]],
+    refs: list[list[str]],
+    names: Sequence[str],
+    samples: int = 1000,
+    metrics: Metrics | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Paired bootstrap resampling of every system against the first (the baseline) by each
+    metric of ``names``, on the same resamples, as sacrebleu --paired-bs: by metric, each system's
+    score (``bleu`` too, for a BLEU), p-value against the baseline, and bootstrap mean with the
+    half-width of its 95% interval."""
     from sacrebleu.significance import PairedTest
 
     metrics = metrics or Metrics()
-    bleu = TOK_BLEU if tokenized else "bleu"
-    test = PairedTest(list(systems.items()), {"BLEU": metrics.build(bleu)}, refs, test_type="bs", n_samples=samples)
-    signatures, results = test()
-    scored: list[Any] = list(results["BLEU"])  # sacrebleu's Result objects
-    rows = [
-        {"system": name, "bleu": r.score, "p_value": _p_value(r, scored[0]), "mean": r.mean, "ci95": r.ci}
-        for name, r in zip(results["System"], scored)
-    ]
-    return {
-        "baseline": rows[0]["system"],
-        "samples": samples,
-        "signature": str(signatures["BLEU"]),
-        "label": metrics.label(bleu),
-        "systems": rows,
-    }
+    built = {name: metrics.build(name) for name in names}
+    test = PairedTest(list(systems.items()), built, refs, test_type="bs", n_samples=samples)
+    signatures, results = test()  # both by sacreBLEU's names of the metrics (BLEU, chrF2), in their order
+    out = {}
+    columns: list[list[Any]] = list(results.values())[1:]  # sacreBLEU's Result objects, a list a metric
+    for name, scored, signature in zip(names, columns, signatures.values(), strict=True):
+        rows = [  # chrF's mean and interval come as numpy's float32, which JSON does not take
+            {"system": system, "score": r.score, "p_value": _p_value(r, scored[0]), "mean": float(r.mean)}
+            | {"ci95": float(r.ci)}
+            | ({"bleu": r.score} if name in ("bleu", TOK_BLEU) else {})  # 1.1's JSON had BLEU's alone, so named
+            for system, r in zip(results["System"], scored)
+        ]
+        out[name] = {
+            "baseline": rows[0]["system"],
+            "samples": samples,
+            "metric": name,
+            "signature": str(signature),
+            "label": metrics.label(name),
+            "systems": rows,
+        }
+    return out
 
 
 def _p_value(result: Any, baseline: Any) -> float | None:
@@ -364,7 +394,10 @@ def evaluate(  # noqa: PLR0913 (score's options, one per flag)
     needed_by = next((f"the tokenized BLEU ({flag})" for flag, on in asked if on), "")
     lang = target_language(ref_paths, tokenized, lang, needed_by)
     result: dict[str, Any] = {"systems": []}
-    keep = no_unk_indices(no_unk, sources, refs, tokenized) if no_unk and sources is not None else None
+    keep = None
+    if no_unk and sources is not None:
+        named = [(source or "", "src"), *((r, "tgt") for r in ref_paths)]
+        keep = no_unk_indices(no_unk, sources, refs, tokenized, named)
     # Moses tokens, for the analyses that give both BLEUs; without them only the tokenized BLEU needs them
     texts = (
         {name: Texts.of(hyps, refs, tokenized, lang, metrics) for name, hyps in systems.items()}
@@ -378,7 +411,8 @@ def evaluate(  # noqa: PLR0913 (score's options, one per flag)
             **corpus_scores(hyps, refs, tokenized, lang, texts.get(name), metrics),
         }
         if keep is not None:
-            entry["no_unk"] = {**texts[name].subset(keep).bleus(), "sentences": len(keep)}
+            # none left (the other direction's vocabularies, say): no figure, where JSON would have NaN
+            entry["no_unk"] = {**(texts[name].subset(keep).bleus() if keep else {}), "sentences": len(keep)}
         if model_paths and sources is not None:
             nll = hypothesis_nll(model_paths, sources, hyps, tokenized, runtime)
             tokens = sum(len(h.split()) + 1 for h in hyps)
@@ -401,16 +435,21 @@ def bootstraps(
     tokenized: bool,
     metrics: Metrics,
 ) -> dict[str, Any]:
-    """Paired bootstrap on sacreBLEU and, for detokenized input, on the paper's BLEU too."""
+    """Paired bootstrap on both BLEUs, as the other analyses give them (only the tokenized one
+    for tokenized input), and on each other metric asked for: ``bootstrap`` (sacreBLEU's BLEU,
+    else the tokenized), ``bootstrap_tok`` (the paper's BLEU, on the same Moses tokens as
+    bleu_tok) and ``bootstrap_chrf``, ``bootstrap_ter``."""
     if len(systems) < 2:
         raise UserError("--bootstrap compares systems: give two or more hypothesis files")
-    out = {"bootstrap": paired_bootstrap(systems, refs, samples, tokenized, metrics)}
-    if not tokenized:  # the paper's BLEU too, on the same Moses tokens as bleu_tok
+    bleu = TOK_BLEU if tokenized else "bleu"
+    others = [name for name in metrics.chosen(tokenized) if name not in ("bleu", TOK_BLEU)]
+    found = paired_bootstraps(systems, refs, [bleu, *others], samples, metrics)
+    out = {"bootstrap": found[bleu]}
+    if not tokenized:
         first = next(iter(texts.values()))
-        out["bootstrap_tok"] = paired_bootstrap(
-            {n: t.hyps_tok for n, t in texts.items()}, first.refs_tok, samples, True, metrics
-        )
-    return out
+        tokens = {n: t.hyps_tok for n, t in texts.items()}
+        out["bootstrap_tok"] = paired_bootstraps(tokens, first.refs_tok, [TOK_BLEU], samples, metrics)[TOK_BLEU]
+    return out | {f"bootstrap_{key(name)}": found[name] for name in others}
 
 
 def metric_lines(entry: dict[str, Any]) -> list[str]:
@@ -435,7 +474,8 @@ def format_report(result: dict[str, Any], metrics: Metrics | None = None) -> str
         lines += metric_lines(s)
         if "no_unk" in s:
             u = s["no_unk"]
-            lines.append(f"  No-UNK subset ({u['sentences']} sentences): " + _both(u, labels))
+            said = _both(u, labels) if u["sentences"] else "none to score: every sentence has a word unknown to them"
+            lines.append(f"  No-UNK subset ({u['sentences']} sentences): " + said)
         if "nll" in s:
             lines.append(
                 f"  NLL under the model: {s['nll']['per_sentence']:.3f} per sentence, "
@@ -455,11 +495,9 @@ def format_report(result: dict[str, Any], metrics: Metrics | None = None) -> str
                 lines.append(
                     f"  {span:>9} {row['sentences']:>9}  " + "  ".join(f"{row[kind][n]:>{w}.2f}" for n in names)
                 )
-    for key in ("bootstrap", "bootstrap_tok"):
-        if key not in result:
-            continue
-        b = result[key]
+    for b in (value for name, value in result.items() if name.startswith("bootstrap")):
         lines.append(f"paired bootstrap against {b['baseline']} ({b['samples']} samples, {b['label']}):")
+        short = "BLEU" if b["metric"] in ("bleu", TOK_BLEU) else b["label"]
         for row in b["systems"]:
             verdict = (
                 "baseline"
@@ -468,7 +506,8 @@ def format_report(result: dict[str, Any], metrics: Metrics | None = None) -> str
                 + ("significant at p < 0.05" if row["p_value"] < 0.05 else "not significant")
             )
             lines.append(
-                f"  {row['system']}: BLEU {row['bleu']:.2f}, 95% CI {row['mean']:.2f} ± {row['ci95']:.2f} ({verdict})"
+                f"  {row['system']}: {short} {row['score']:.2f}, "
+                f"95% CI {row['mean']:.2f} ± {row['ci95']:.2f} ({verdict})"
             )
     if "corpus_nll" in result:
         c = result["corpus_nll"]

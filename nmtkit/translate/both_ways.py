@@ -20,7 +20,6 @@ from ..align.files import EOS_LABEL
 from ..align.links import pharaoh
 from ..align.settings import LinkConfig
 from ..align.words import WordAttention, word_attention
-from ..core.console import log
 from ..core.errors import UserError
 from ..core.settings import RuntimeConfig, declared, flag_of
 from .translation import Forced, Translation
@@ -62,17 +61,10 @@ def refuse_idle_links(backward: Sequence[str | Path], links: LinkConfig, typed: 
 
 
 def warn_named_otherwise(path: str | Path, side: str, model: str | Path, hint: str = "") -> None:
-    """A warning line for a file named as the other language than ``model`` reads on ``side``
-    (``test.en`` into a fr→en model): most likely the other direction's model, or the files
-    swapped; ``hint``: the command's own way out, said after."""
-    langs = checkpoint.load(model).text.langs
-    named, other = Path(path).suffix.lstrip("."), langs["tgt" if side == "src" else "src"]
-    if named and named == other != langs[side]:
-        log(
-            f"warning: {path} is named as {named} text, but {model} reads {langs[side]} there "
-            f"({langs['src']}→{langs['tgt']}): the other direction's model, or the files swapped?"
-            + (f" ({hint})" if hint else "")
-        )
+    """:func:`~nmtkit.data.sides.warn_named_otherwise` of ``model``'s languages."""
+    from ..data.sides import warn_named_otherwise as warn
+
+    warn(path, side, checkpoint.load(model).text.langs, model, hint)
 
 
 def word_table(forced: Forced) -> np.ndarray:

@@ -89,6 +89,8 @@ def align_plot(
         raise UserError(
             "give either an alignment file from 'translate --alignments' or -m MODEL with --source and --target"
         )
+    if not model_paths:
+        options.refuse_idle_runtime(runtime, "the weights are ALIGNMENTS', drawn as they are")
     if model_paths:
         if not (source and target):
             raise UserError("-m needs --source and --target files")

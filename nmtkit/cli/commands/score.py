@@ -151,7 +151,8 @@ Examples:
     type=click.IntRange(0, 100_000),
     default=0,
     show_default=True,
-    help="Paired bootstrap resampling with this many samples, each system against the first.",
+    help="Paired bootstrap resampling with this many samples, each system against the first: both BLEUs "
+    "and each other metric of --metrics.",
 )
 @_model_nll
 @options.json_output
@@ -200,6 +201,10 @@ def score(
         raise UserError(f"--metrics '{','.join(metric_values)}': name at least one ({', '.join(DEFAULT)}, …)")
     metrics = Metrics(split_names(metric_values) or None, tokenize, lowercase, chrf_word_order)
     _refuse_idle(metrics, tokenized, lang, by_length, bool(no_unk or bootstrap), bucket_width, data_bin, split)
+    if not model_paths:
+        options.refuse_idle_runtime(runtime, "add -m MODEL (the hypotheses' NLL), or leave it out")
+    if source and hypotheses and not (by_length or no_unk or model_paths):
+        raise UserError("--source is read by --by-length, --no-unk-vocab and -m: add one of them, or leave it out")
     if sentence_level:
         _no_analysis(
             "--sentence-level scores sentences",

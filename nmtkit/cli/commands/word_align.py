@@ -48,7 +48,9 @@ def word_align(source_lang: str, target_lang: str, train: str, align_suffix: str
     options.refuse_two_spellings(click.get_current_context())
     from ...align.statistical import word_align as run
     from ...core.files import refuse_overwriting
+    from ...text.settings import check_languages
 
+    check_languages(source_lang, target_lang)
     if not align_suffix or "/" in align_suffix:  # ../x would write beside another directory's files
         raise UserError(f"--align-suffix '{align_suffix}': a file name's suffix, without '/' (links)")
     out = Path(f"{train}.{align_suffix}")
