@@ -219,6 +219,12 @@ def test_average_is_the_mean_of_the_weights(tmp_path):
     r = invoke("average", tmp_path / "a.pt", tmp_path / "d.pt", "-o", tmp_path / "ad.pt")
     assert r.exit_code == 0, r.output
     assert checkpoint.load(tmp_path / "ad.pt").model == tuned.model  # the last's, as its progress
+    assert "warning" not in r.stderr
+    seeded = fake_checkpoint(tmp_path / "e.pt", weights={"w": torch.zeros(2), "b": torch.zeros(1)})
+    seeded.training = replace(seeded.training, config=replace(seeded.training.config, seed=7))
+    checkpoint.save(tmp_path / "e.pt", seeded)
+    r = invoke("average", tmp_path / "a.pt", tmp_path / "e.pt", "-o", tmp_path / "ae.pt")
+    assert r.exit_code == 0 and "e.pt was trained from seed 7, " in r.stderr and "ensembles them" in r.stderr
 
 
 def test_average_refuses_a_damaged_weight_by_name_and_an_output_that_is_an_input(tmp_path):

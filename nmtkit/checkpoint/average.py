@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 
 from .. import checkpoint
+from ..core.console import log
 from ..core.errors import UserError
 from . import Averaged, Checkpoint, TrainingState
 from .file import not_finite
@@ -37,6 +38,12 @@ def average(paths: list[str | Path]) -> Checkpoint:
             raise UserError(f"{path}: other vocabularies or text settings than {paths[0]}")
         _refuse_other_shapes(ckpt, path, first, paths[0])
         _refuse_not_finite(ckpt, path)
+        if ckpt.training.config.seed != first.training.config.seed:  # a fine-tuned run's may differ and be fine
+            log(
+                f"warning: {path} was trained from seed {ckpt.training.config.seed}, {paths[0]} from seed "
+                f"{first.training.config.seed}: independently trained models' weights do not average into a model "
+                "(translate -m A -m B ensembles them); one run's checkpoints, or a run and its fine-tuning, do"
+            )
         for k, v in ckpt.weights.items():
             total[k] += v.double()
         read.append(ckpt)
