@@ -37,7 +37,8 @@ from nmtkit.core.files import atomic_write, read_lines
 from nmtkit.core.machine import MACHINE, describe
 from nmtkit.core.plot import pyplot
 from nmtkit.data.passages import write_passages
-from nmtkit.evaluate.score import Texts, moses_tokens, multi_bleu, no_unk_indices, paired_bootstrap, read_cleaned
+from nmtkit.evaluate.score import Texts, moses_tokens, multi_bleu, no_unk_indices, read_cleaned
+from nmtkit.evaluate.significance import paired_bootstrap
 
 from .gpu_cells import fastest_flags, measured
 

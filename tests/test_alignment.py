@@ -210,7 +210,10 @@ def test_align_plot_refuses_a_bad_record_and_a_bad_line_list_in_one_line(tmp_pat
         (["-n", "2"], "a.jsonl: sentence 2 is not an alignment record"),
         (["-n", "3", "--pieces"], "sentence 3: attention of shape (2, 2) for 2 target and 3 source tokens"),
         (["-n", "3-"], "--sentences '3-': expected line numbers from 1"),
-        (["-n", "1", "--threads", "2"], "--threads sets how a model computes, and none runs here: the weights are"),
+        (
+            ["-n", "1", "--threads", "2"],
+            "--threads sets how a model computes, and none runs here (ALIGNMENTS is drawn as it is): leave",
+        ),
         (["-n", "1", "--device", "cpu"], "--device sets how a model computes"),
     ):
         r = plot(*args)

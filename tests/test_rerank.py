@@ -62,7 +62,7 @@ def test_the_default_weights_say_where_they_choose_otherwise_than_the_lists_orde
     penalised = ["0 ||| a long one ||| F0= -3 ||| -0.9", "0 ||| short ||| F0= -2 ||| -2", "1 ||| b ||| F0= -1 ||| -1"]
     done = run("rerank", write(tmp_path / "n.nbest", penalised))
     assert done.exit_code == 0 and done.stdout.splitlines() == ["short", "b"]
-    assert "by F0= alone, 1 of 2 lines get another hypothesis than the lists' first" in done.stderr
+    assert "by F0= alone, 1 of 2 lines gets another hypothesis than the lists' first" in done.stderr
     weighted = run("rerank", tmp_path / "n.nbest", "--weights", "F0= 1")
     assert weighted.stdout == done.stdout and "another hypothesis" not in weighted.stderr  # the weights are the user's
 
@@ -144,6 +144,12 @@ def test_tuning_beyond_the_whole_grid_goes_one_weight_at_a_time_and_reaches_the_
             ["--weights", "F0= 1e308 X= -1e308"],
             "of line 0 (from 0) overflows",
         ),
+        (
+            ["0 ||| a ||| F0= -1 X= 1e308 ||| 0", "1 ||| b ||| F0= -2 X= -1e308 ||| 0"],
+            ["--tune", "REFS"],
+            "--tune: the features are too large for its grid (weights up to 3 times the held feature's)",
+        ),
+        (["0 ||| a ||| F0=-1 ||| -1"], [], "line 1: 'F0=-1': a space after the '=', as Moses writes features"),
     ],
 )
 def test_mistakes_are_refused_in_one_line_and_nothing_is_written(tmp_path, lines, args, says):

@@ -130,7 +130,7 @@ def test_backward_scores_each_source_as_the_other_directions_model_does_given_th
     assert turned.stdout == swapped.stdout and len(turned.stdout.splitlines()) == 4
     assert "warning" not in turned.stderr + swapped.stderr
     unturned = run("rescore", "-m", backward, "--source", source, "--target", target, *CPU)
-    assert unturned.exit_code == 0 and "the other direction's, or the files swapped?" in unturned.stderr
+    assert unturned.exit_code == 0 and "the other direction's model, or the files swapped?" in unturned.stderr
     both = run("rescore", "-m", overfit / "run" / "last.pt", "-m", backward, "--source", source, "--target", target)
     assert both.exit_code == 2 and both.stderr.count("\n") == 1 and "--backward" in both.stderr, both.stderr
 

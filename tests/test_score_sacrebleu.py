@@ -148,7 +148,10 @@ def test_sacrebleus_metrics_alone_load_no_tokenizer_or_numpy(files, metrics):
         (["-r", "missing.fr"], "missing.fr: no such file"),
         (["-r", "short.fr"], "short.fr has 1 lines but"),
         (["--sentence-level", "--bootstrap", "10"], "--sentence-level"),
-        (["--device", "cpu"], "--device sets how a model computes, and none runs here: add -m MODEL"),
+        (
+            ["--device", "cpu"],
+            "--device sets how a model computes, and none runs here (-m MODEL scores the hypotheses' NLL)",
+        ),
         (["--bf16"], "--bf16 sets how a model computes"),
         (["--threads", "2", "--metrics", "bleu"], "--threads sets how a model computes"),
         (["--source", "ref1.fr"], "--source is read by --by-length, --no-unk-vocab and -m"),
@@ -162,7 +165,7 @@ def test_user_errors_are_one_line_and_status_2(files, args, match):
 
 def test_a_system_that_ties_the_baseline_is_not_significant():
     """sacreBLEU's bootstrap gives the same output as the baseline p = 1/(samples+1); score gives 1."""
-    from nmtkit.evaluate.score import paired_bootstrap
+    from nmtkit.evaluate.significance import paired_bootstrap
 
     other = [h.lower() for h in HYPS]
     got = paired_bootstrap({"a": HYPS, "same": list(HYPS), "other": other}, REFS, samples=200)
@@ -200,5 +203,8 @@ def test_bootstrap_resamples_every_metric_asked_for_as_sacrebleus_paired_test_do
         assert got[f"bootstrap_{name}"]["signature"] == str(next(iter(sigs.values())))
     text = CliRunner().invoke(main, ["score", *args, "--metrics", "chrf,ter"]).stdout
     assert f"(100 samples, chrF):\n  {args[0]}: chrF " in text and f"(100 samples, TER):\n  {args[0]}: TER " in text
+    # the bootstrap's BLEU reads --tokenize and --lowercase, though --metrics leaves BLEU out
+    tokenize = CliRunner().invoke(main, ["score", *args, "--metrics", "chrf", "--tokenize", "intl", "--lowercase"])
+    assert tokenize.exit_code == 0 and "intl, lowercased" in tokenize.stdout, tokenize.output
     plain = CliRunner().invoke(main, ["score", *args, "--metrics", "bleu", "--output-format", "json"])
     assert [k for k in json.loads(plain.stdout) if k.startswith("bootstrap")] == ["bootstrap", "bootstrap_tok"]

@@ -849,7 +849,9 @@ def test_a_no_unk_subset_left_empty_says_so_and_the_vocabularys_direction_is_che
     assert system["no_unk"] == {"sentences": 0} and "NaN" not in r.stdout
     assert "src.fr is named as fr text, but" in r.stderr and "hyp.en is named as en text, but" in r.stderr
     text = invoke(*args)
-    assert "No-UNK subset (0 sentences): none to score: every sentence has a word unknown to them" in text.stdout
+    assert (
+        "No-UNK subset (0 sentences): none to score: every sentence has a word outside the vocabularies" in text.stdout
+    )
 
 
 def test_a_checkpoint_whose_pickle_is_cut_short_inside_a_whole_archive_is_refused(overfit, tmp_path):

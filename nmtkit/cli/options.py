@@ -327,12 +327,13 @@ output = click.option(
 )
 
 
-def refuse_idle_runtime(values: dict[str, Any], needs: str) -> None:
+def refuse_idle_runtime(values: dict[str, Any], why: str) -> None:
     """Refuse, in one line, a runtime option (:data:`runtime`'s, in ``values``) typed where no model
-    runs: it would change nothing. ``needs``: what would run one."""
+    runs (``why``): it would change nothing."""
     idle = next((name for name in values if typed(name)), None)
     if idle is not None:
-        raise UserError(f"--{idle.replace('_', '-')} sets how a model computes, and none runs here: {needs}")
+        flag = f"--{idle.replace('_', '-')}"
+        raise UserError(f"{flag} sets how a model computes, and none runs here ({why}): leave {flag} out")
 
 
 def runtime_config(values: dict[str, Any]) -> RuntimeConfig:

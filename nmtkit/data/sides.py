@@ -65,8 +65,10 @@ class Sides:
         return tuple((s.vocab.fingerprint, s.text.cfg.to_dict(), s.text.codes) for s in (self.src, self.tgt))
 
 
-def warn_named_otherwise(path: str | Path, side: str, langs: dict[str, str], whose: str | Path, hint: str = "") -> None:
-    """A warning line for a file named as the other language than ``whose`` (a model, a
+def warn_named_otherwise(
+    path: str | Path, side: str, langs: dict[str, str], whose: str | Path, what: str = "model", hint: str = ""
+) -> None:
+    """A warning line for a file named as the other language than ``whose`` (``what``: a model, a
     vocabulary; its languages by side, ``langs``) reads on ``side`` (``test.en`` into a fr→en
     model): most likely the other direction's, or the files swapped; ``hint``: the command's own
     way out, said after."""
@@ -74,6 +76,6 @@ def warn_named_otherwise(path: str | Path, side: str, langs: dict[str, str], who
     if named and named == other != langs[side]:
         log(
             f"warning: {path} is named as {named} text, but {whose} reads {langs[side]} there "
-            f"({langs['src']}→{langs['tgt']}): the other direction's, or the files swapped?"
+            f"({langs['src']}→{langs['tgt']}): the other direction's {what}, or the files swapped?"
             + (f" ({hint})" if hint else "")
         )

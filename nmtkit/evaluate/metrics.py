@@ -81,9 +81,10 @@ class Metrics:
     def chosen(self, tokenized: bool = False) -> tuple[str, ...]:
         return self.names or (DEFAULT_TOKENIZED if tokenized else DEFAULT)
 
-    def refuse_idle(self, tokenized: bool = False) -> None:
-        """Refuse, in one line, an option of a metric the report leaves out: it would change nothing."""
-        chosen = set(self.chosen(tokenized))
+    def refuse_idle(self, tokenized: bool = False, also: Iterable[str] = ()) -> None:
+        """Refuse, in one line, an option of a metric the report leaves out (beside ``also``, what
+        else it computes): it would change nothing."""
+        chosen = set(self.chosen(tokenized)) | set(also)
         for flag, given, read_by in (
             ("--tokenize", self.tokenize is not None, ("bleu",)),
             ("--lowercase", self.lowercase, ("bleu", TOK_BLEU)),

@@ -56,14 +56,15 @@ class Lists:
         none, which would lose its line."""
         with np.errstate(over="ignore", invalid="ignore"):
             scores = self.values @ weights
-        if not np.isfinite(scores).all():
-            at = int(np.flatnonzero(~np.isfinite(scores))[0])
-            raise UserError(
-                f"the weighted score of a hypothesis of line {self.lines[at]} (from 0) overflows: its features "
-                f"times the weights {self.spec(weights)} pass float64's range; scale the features or the weights down"
-            )
         starts = np.flatnonzero(np.r_[True, self.lines[1:] != self.lines[:-1]])
-        top = np.maximum.reduceat(scores, starts)
+        top = np.maximum.reduceat(scores, starts)  # a NaN, or an inf, of a line's scores reaches its top
+        if not np.isfinite(top).all():
+            at = int(np.flatnonzero(~np.isfinite(top))[0])
+            raise UserError(
+                f"the weighted score of a hypothesis of line {self.lines[starts[at]]} (from 0) overflows: its "
+                f"features times the weights {self.spec(weights)} pass float64's range; scale the features or the "
+                "weights down"
+            )
         hits = np.flatnonzero(scores == np.repeat(top, np.diff(np.r_[starts, len(scores)])))
         _, first = np.unique(self.lines[hits], return_index=True)
         return hits[first]
@@ -136,7 +137,10 @@ def read_lists(path: str, sentences: int | None = None, references: str = "") ->
     if len(seen) < n:  # translate leaves none: a list cut, or of another input (which would tune nothing)
         gap = min(set(range(n)) - seen)
         lines = f"the {n:,} lines of {display_name(references)}" if references else f"its lines 0 to {n - 1:,}"
-        log(f"{where}: no hypotheses for {n - len(seen):,} of {lines} (the first: {gap}): each gets an empty one")
+        log(
+            f"warning: {where}: no hypotheses for {n - len(seen):,} of {lines} (the first: {gap}): "
+            "each gets an empty one"
+        )
     rows += [(i, "", [0.0] * sum(k for _, k in layout)) for i in range(n) if i not in seen]
     rows.sort(key=lambda r: r[0])  # stable: each line's hypotheses stay in their order
     values = np.array([[*v, len(t.split())] for _, t, v in rows], dtype=np.float64)
@@ -178,6 +182,13 @@ def tune(lists: Lists, references: list[str], start: np.ndarray, tuned: list[int
         w[tuned] = point
         return w
 
+    reach = np.maximum(np.abs(start), max(abs(g) for g in GRID))  # the largest weight a point gives a column
+    with np.errstate(over="ignore"):
+        if not np.isfinite(np.abs(lists.values) @ reach).all():
+            raise UserError(
+                f"--tune: the features are too large for its grid (weights up to {max(GRID):g} times the held "
+                "feature's): their weighted sums pass float64's range; scale the features down"
+            )
     first = np.zeros(len(start))  # every hypothesis equal: the first of each line
     if len(GRID) ** len(tuned) <= WHOLE_GRID:
         points = [start, *(at(p) for p in itertools.product(GRID, repeat=len(tuned)))]  # start: off the grid too
@@ -227,7 +238,8 @@ def rerank_file(nbest: str, output: str | None = None, cfg: RerankConfig = Reran
         chosen = lists.best(weights)
         if not given and (moved := int((chosen != lists.firsts()).sum())):
             log(
-                f"rerank: by {first}= alone, {moved:,} of {lists.sentences:,} lines get another hypothesis than the "
+                f"rerank: by {first}= alone, {moved:,} of {lists.sentences:,} lines "
+                f"{'gets' if moved == 1 else 'get'} another hypothesis than the "
                 f"lists' first, which a length or coverage penalty that {first}= leaves out may have ranked first: "
                 "weigh words= too (--tune finds its weight)"
             )

@@ -35,7 +35,8 @@ from ..core.errors import UserError
 from ..core.files import display_name, read_lines
 from ..core.settings import RuntimeConfig
 from ..text.clean import apply_rules
-from .metrics import SACREBLEU_TEMPLATE, TOK_BLEU, TOKENIZED_TEMPLATE, Metrics, SentenceScores, key
+from .metrics import SACREBLEU_TEMPLATE, TOK_BLEU, TOKENIZED_TEMPLATE, Metrics, SentenceScores
+from .significance import bootstraps
 
 # what each BLEU is under sacreBLEU's defaults (Metrics.label says it under other options)
 SACREBLEU_LABEL = SACREBLEU_TEMPLATE.format(tok="13a", case="")
@@ -269,71 +270,12 @@ def no_unk_indices(
         text = checkpoint.load(sides_path).text
         sides, langs = text.sides(), text.langs
     for path, side in named:
-        warn_named_otherwise(path, side, langs, sides_path)
+        warn_named_otherwise(path, side, langs, sides_path, "vocabularies")
     return [
         i
         for i, src in enumerate(sources)
         if not sides.src.has_unknown(src, tokenized) and not any(sides.tgt.has_unknown(r[i], tokenized) for r in refs)
     ]
-
-
-def paired_bootstrap(
-    systems: dict[str, list[str]],
-    refs: list[list[str]],
-    samples: int = 1000,
-    tokenized: bool = False,
-    metrics: Metrics | None = None,
-) -> dict[str, Any]:
-    """:func:`paired_bootstraps` of sacreBLEU's BLEU (the multi-bleu-style BLEU for tokenized input)."""
-    bleu = TOK_BLEU if tokenized else "bleu"
-    return paired_bootstraps(systems, refs, [bleu], samples, metrics)[bleu]
-
-
-def paired_bootstraps(
-    systems: dict[str, list[str]],
-    refs: list[list[str]],
-    names: Sequence[str],
-    samples: int = 1000,
-    metrics: Metrics | None = None,
-) -> dict[str, dict[str, Any]]:
-    """Paired bootstrap resampling of every system against the first (the baseline) by each
-    metric of ``names``, on the same resamples, as sacrebleu --paired-bs: by metric, each system's
-    score (``bleu`` too, for a BLEU), p-value against the baseline, and bootstrap mean with the
-    half-width of its 95% interval."""
-    from sacrebleu.significance import PairedTest
-
-    metrics = metrics or Metrics()
-    built = {name: metrics.build(name) for name in names}
-    test = PairedTest(list(systems.items()), built, refs, test_type="bs", n_samples=samples)
-    signatures, results = test()  # both by sacreBLEU's names of the metrics (BLEU, chrF2), in their order
-    out = {}
-    columns: list[list[Any]] = list(results.values())[1:]  # sacreBLEU's Result objects, a list a metric
-    for name, scored, signature in zip(names, columns, signatures.values(), strict=True):
-        rows = [  # chrF's mean and interval come as numpy's float32, which JSON does not take
-            {"system": system, "score": r.score, "p_value": _p_value(r, scored[0]), "mean": float(r.mean)}
-            | {"ci95": float(r.ci)}
-            | ({"bleu": r.score} if name in ("bleu", TOK_BLEU) else {})  # 1.1's JSON had BLEU's alone, so named
-            for system, r in zip(results["System"], scored)
-        ]
-        out[name] = {
-            "baseline": rows[0]["system"],
-            "samples": samples,
-            "metric": name,
-            "signature": str(signature),
-            "label": metrics.label(name),
-            "systems": rows,
-        }
-    return out
-
-
-def _p_value(result: Any, baseline: Any) -> float | None:
-    """sacreBLEU's p-value, but 1 where the system's BLEU equals the baseline's (the same output, or
-    another that ties by chance): its test counts the resamples whose centred difference exceeds
-    the real one, strictly, so that a tie whose resamples all tie too (the same output, or BLEU 0
-    for both) came out as 1/(samples+1), "significant". No difference is no evidence of one."""
-    if result is baseline:
-        return None
-    return 1.0 if result.score == baseline.score else float(result.p_value)
 
 
 def hypothesis_nll(
@@ -396,7 +338,9 @@ def evaluate(  # noqa: PLR0913 (score's options, one per flag)
     result: dict[str, Any] = {"systems": []}
     keep = None
     if no_unk and sources is not None:
-        named = [(source or "", "src"), *((r, "tgt") for r in ref_paths)]
+        # -m's model warned of these already where it is the same file
+        warned = bool(model_paths) and Path(no_unk).resolve() == Path(model_paths[0]).resolve()
+        named = [] if warned else [(source or "", "src"), *((r, "tgt") for r in ref_paths)]
         keep = no_unk_indices(no_unk, sources, refs, tokenized, named)
     # Moses tokens, for the analyses that give both BLEUs; without them only the tokenized BLEU needs them
     texts = (
@@ -427,31 +371,6 @@ def evaluate(  # noqa: PLR0913 (score's options, one per flag)
     return result
 
 
-def bootstraps(
-    systems: dict[str, list[str]],
-    refs: list[list[str]],
-    texts: dict[str, Texts],
-    samples: int,
-    tokenized: bool,
-    metrics: Metrics,
-) -> dict[str, Any]:
-    """Paired bootstrap on both BLEUs, as the other analyses give them (only the tokenized one
-    for tokenized input), and on each other metric asked for: ``bootstrap`` (sacreBLEU's BLEU,
-    else the tokenized), ``bootstrap_tok`` (the paper's BLEU, on the same Moses tokens as
-    bleu_tok) and ``bootstrap_chrf``, ``bootstrap_ter``."""
-    if len(systems) < 2:
-        raise UserError("--bootstrap compares systems: give two or more hypothesis files")
-    bleu = TOK_BLEU if tokenized else "bleu"
-    others = [name for name in metrics.chosen(tokenized) if name not in ("bleu", TOK_BLEU)]
-    found = paired_bootstraps(systems, refs, [bleu, *others], samples, metrics)
-    out = {"bootstrap": found[bleu]}
-    if not tokenized:
-        first = next(iter(texts.values()))
-        tokens = {n: t.hyps_tok for n, t in texts.items()}
-        out["bootstrap_tok"] = paired_bootstraps(tokens, first.refs_tok, [TOK_BLEU], samples, metrics)[TOK_BLEU]
-    return out | {f"bootstrap_{key(name)}": found[name] for name in others}
-
-
 def metric_lines(entry: dict[str, Any]) -> list[str]:
     """Each metric's figure, in the order scored: label, score, sacreBLEU's line for the BLEUs
     (their n-gram precisions and brevity penalty), and the signature as sacrebleu prints it."""
@@ -474,7 +393,11 @@ def format_report(result: dict[str, Any], metrics: Metrics | None = None) -> str
         lines += metric_lines(s)
         if "no_unk" in s:
             u = s["no_unk"]
-            said = _both(u, labels) if u["sentences"] else "none to score: every sentence has a word unknown to them"
+            said = (
+                _both(u, labels)
+                if u["sentences"]
+                else "none to score: every sentence has a word outside the vocabularies"
+            )
             lines.append(f"  No-UNK subset ({u['sentences']} sentences): " + said)
         if "nll" in s:
             lines.append(

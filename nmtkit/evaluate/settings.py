@@ -22,5 +22,7 @@ class RerankConfig(Settings):
         default_help="the lists' first feature (translate's F0) at 1; --tune: every feature and words",
     )
     tokenized: bool = setting(
-        False, "The hypotheses and --tune's references are Moses tokens: BLEU of the tokens as given (bleu-tok)."
+        False,
+        "With --tune: the hypotheses and the references are Moses tokens, and the BLEU tuned is that of the tokens "
+        "as given (bleu-tok).",
     )

@@ -64,7 +64,7 @@ def warn_named_otherwise(path: str | Path, side: str, model: str | Path, hint: s
     """:func:`~nmtkit.data.sides.warn_named_otherwise` of ``model``'s languages."""
     from ..data.sides import warn_named_otherwise as warn
 
-    warn(path, side, checkpoint.load(model).text.langs, model, hint)
+    warn(path, side, checkpoint.load(model).text.langs, model, "model", hint)
 
 
 def word_table(forced: Forced) -> np.ndarray:

@@ -102,7 +102,7 @@ def _check_features(text: str, where: str) -> None:
     """Refuse features that rerank could not read, where they are read first: rescore would
     otherwise pass them on, a model's scoring later."""
     head = text.split()[:1]
-    if head and not head[0].endswith("="):
+    if head and "=" not in head[0]:  # 'F0=-1' has its name: features_of says what is wrong with it
         raise UserError(
             f"{where}: the value '{head[0]}' has no feature name before it (an older nmtkit's translate --nbest "
             f"wrote its log p so: put '{SEARCH_FEATURE}= ' before it)"

@@ -90,7 +90,7 @@ def align_plot(
             "give either an alignment file from 'translate --alignments' or -m MODEL with --source and --target"
         )
     if not model_paths:
-        options.refuse_idle_runtime(runtime, "the weights are ALIGNMENTS', drawn as they are")
+        options.refuse_idle_runtime(runtime, "ALIGNMENTS is drawn as it is")
     if model_paths:
         if not (source and target):
             raise UserError("-m needs --source and --target files")

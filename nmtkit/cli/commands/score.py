@@ -202,7 +202,7 @@ def score(
     metrics = Metrics(split_names(metric_values) or None, tokenize, lowercase, chrf_word_order)
     _refuse_idle(metrics, tokenized, lang, by_length, bool(no_unk or bootstrap), bucket_width, data_bin, split)
     if not model_paths:
-        options.refuse_idle_runtime(runtime, "add -m MODEL (the hypotheses' NLL), or leave it out")
+        options.refuse_idle_runtime(runtime, "-m MODEL scores the hypotheses' NLL")
     if source and hypotheses and not (by_length or no_unk or model_paths):
         raise UserError("--source is read by --by-length, --no-unk-vocab and -m: add one of them, or leave it out")
     if sentence_level:
@@ -282,7 +282,8 @@ def _refuse_idle(
 ) -> None:
     """The options of what this score does not compute, refused rather than dropped; the analyses
     (--by-length, --no-unk-vocab, --bootstrap) give the tokenized BLEU too."""
-    metrics.refuse_idle(tokenized)
+    analysed = by_length or other_analyses  # they give the BLEUs too, under these options
+    metrics.refuse_idle(tokenized, ((TOK_BLEU,) if tokenized else ("bleu", TOK_BLEU)) if analysed else ())
     if lang and (tokenized or not (by_length or other_analyses or TOK_BLEU in metrics.chosen(tokenized))):
         why = "--tokenized files are scored as they are" if tokenized else "--metrics leaves bleu-tok out"
         raise UserError(f"--lang is the language bleu-tok tokenizes: {why}")
