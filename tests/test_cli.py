@@ -230,6 +230,17 @@ def test_bad_utf8_on_stdin():
     one_error_line(run("tokenize", "-l", "en", input=b"\x1f\x8b\x08\x00"), "<stdin>: gzip-compressed; nmtkit reads")
 
 
+def test_a_file_with_a_bad_line_past_the_first_chunk_writes_nothing_whatever_the_workers(tmp_path):
+    """One worker wrote the 2,000 lines of the first chunk before the error, two wrote none."""
+    from nmtkit.text.preprocess import CHUNK
+
+    (tmp_path / "late.en").write_bytes(b"Amen.\n" * (CHUNK + 5) + b"bad \xe9\n")
+    for workers in (1, 2):
+        done = run("tokenize", "-l", "en", tmp_path / "late.en", "-j", workers)
+        one_error_line(done, f"late.en: line {CHUNK + 6} is not valid UTF-8")
+        assert done.stdout == ""
+
+
 def test_bpe_codes_that_are_not_text_or_not_merges_are_one_line(tmp_path):
     """subword-nmt's own message and status 1, or a UnicodeDecodeError's traceback, before."""
     (tmp_path / "binary").write_bytes(b"#version: 0.2\n\x80\x81 a\n")

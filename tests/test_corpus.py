@@ -67,7 +67,7 @@ def test_round_trip_with_bpe_and_oov_counted(raw, tmp_path):
     assert manifest.splits["train"].unk["en"] == int(sum((src[i] == 1).sum() for i in range(len(src))))
     assert manifest.splits["train"].unk["en"] > 0
     text = _rendered(corpus_summary(manifest))
-    assert "BPE: bpe.codes\n" in text, "joint codes: one file, named once"
+    assert "subword codes: bpe.codes\n" in text, "joint codes: one file, named once"
 
 
 def _rendered(renderable):

@@ -85,6 +85,9 @@ def test_check_parallel_names_unpartnered_lines(tmp_path):
     (tmp_path / "b").write_text("1\n2\n")
     with pytest.raises(UserError, match=r"a has 4, .*b has 2 lines\): lines 3-4 have no partner"):
         check_parallel([tmp_path / "a", tmp_path / "b"])
+    (tmp_path / "b").write_text("1\n2\n3\n")
+    with pytest.raises(UserError, match=r"b has 3 lines\): line 4 has no partner"):  # not 'lines 4-4'
+        check_parallel([tmp_path / "a", tmp_path / "b"])
 
 
 def test_atomic_write_leaves_nothing_on_failure(tmp_path):

@@ -219,3 +219,24 @@ def test_force_color_draws_no_bar_into_a_log_file(raw, tmp_path):
     done = subprocess.run([sys.executable, "-m", "nmtkit", *args], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "\r" not in done.stderr and "\x1b[" not in done.stderr, done.stderr[:300]
+
+
+def test_a_corpus_read_more_than_once_refuses_a_pipe_rather_than_wait_for_ever(tmp_path):
+    """Its lines were counted from the pipe, then the second reading waited on a pipe no one would
+    write again (preprocess, build-vocab, select: a silent hang)."""
+    for lang, lines in (("en", EN), ("fr", FR)):
+        os.mkfifo(tmp_path / f"p.{lang}")
+        (tmp_path / f"t.{lang}").write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+    commands = [
+        ["preprocess", "-s", "en", "-t", "fr", "--train", tmp_path / "p", "-d", tmp_path / "out"],
+        ["build-vocab", "-s", "en", "-t", "fr", "--train", tmp_path / "p", "-d", tmp_path / "out"],
+        ["select", "-s", "en", "-t", "fr", "--in-domain", tmp_path / "t", "--general", tmp_path / "p"]
+        + ["--keep-words", "10", "-d", tmp_path / "out"],
+    ]
+    for args in commands:
+        done = subprocess.run(
+            [sys.executable, "-m", "nmtkit", *map(str, args)], capture_output=True, text=True, timeout=120, cwd=ROOT
+        )
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+        assert "p.en: a pipe or a device, which this command would read more than once" in done.stderr
+        assert not (tmp_path / "out").exists()

@@ -259,7 +259,8 @@ def test_select_refusals(tmp_path):
         result = runner.invoke(main, odd + ["--in-domain", str(ind), "--general", str(gen)])
         assert result.exit_code == 2 and f"language code {code!r}" in result.output, (code, result.output)
         assert not (tmp_path / "odd").exists()
-    for odd, said in (("nanM", "348M"), ("infM", "348M"), ("1e400", "348M"), ("0.4", "at least 1")):
+    odds = (("nanM", "348M"), ("infM", "348M"), ("1e400", "348M"), ("0.4", "at least 1"), ("1.5", "whole count"))
+    for odd, said in odds:
         result = runner.invoke(main, base + ["--in-domain", str(ind), "--general", str(gen), "--keep-words", odd])
         assert result.exit_code == 2 and said in result.output, (odd, result.output)
     Path(f"{gen}.fr").write_text("".join(f"ligne {i}\n" for i in range(39)), encoding="utf-8")
@@ -310,3 +311,27 @@ def test_a_first_line_s_byte_order_mark_is_no_text_of_the_in_domain_model(tmp_pa
     mark = b"\xef\xbb\xbf"
     assert _text([mark + b"In the\n", b"And\n"], tmp_path / "x", 1) == "In the\nAnd"
     assert _text([mark + b"In\n"], tmp_path / "x", 5) == "\ufeffIn"  # not a file's first line: its text
+
+
+def test_each_files_lines_end_apart_and_its_mark_is_dropped_where_the_corpora_are_joined(tmp_path):
+    """A last line without its newline ran into the next in-domain file's first ('deltaepsilon'),
+    and a second file's mark of UTF-8 stayed glued to its first word."""
+    from nmtkit.selection.moore_lewis import read_pairs
+
+    for name, data in (("a", b"alpha beta\ngamma delta"), ("b", b"\xef\xbb\xbfepsilon zeta\n")):
+        for lang in ("en", "fr"):
+            (tmp_path / f"{name}.{lang}").write_bytes(data)
+    chunks = [
+        line for name in "ab" for src, _ in read_pairs(Corpus.of(tmp_path / name, ("en", "fr")), 1) for line in src
+    ]
+    assert chunks == [b"alpha beta\n", b"gamma delta\n", b"epsilon zeta\n"]
+
+
+def test_an_in_domain_text_with_no_word_seen_twice_is_refused(tmp_path):
+    """Every word <unk> to its model: the ranking was by length alone, without a word."""
+    ind = write(tmp_path / "in" / "one", [("a single line", "une seule ligne")])
+    _, gen = _corpora(tmp_path, 40)
+    args = ["select", "-s", "en", "-t", "fr", "--in-domain", ind, "--general", gen, "--keep-words", "1k"]
+    result = CliRunner().invoke(main, [*map(str, args), "-d", str(tmp_path / "out"), "-j", "1"])
+    assert result.exit_code == 2 and "no word of the in-domain src text" in result.output, result.output
+    assert not (tmp_path / "out").exists()

@@ -100,8 +100,39 @@ def test_bpe_learning_that_runs_out_of_pairs_says_so_in_one_line_of_its_own(capf
     assert "Stopping" not in err and "learned 1 BPE merges for fr of the 50 asked: no pair is left 2 times" in err
 
 
+def test_bpe_codes_without_a_merge_are_refused_in_one_line_where_subword_nmt_would_exit_1(tmp_path):
+    import pytest
+
+    from nmtkit.core.errors import UserError
+    from nmtkit.text.bpe import read_codes
+
+    with pytest.raises(UserError, match="--bpe 5: no pair of symbols occurs 2 times in the training text of fr"):
+        learn_codes(Counter({"abc": 1, "xyz": 1}), 5, name="fr")
+    (tmp_path / "bpe.codes").write_text("#version: 0.2\n", encoding="utf-8")
+    with pytest.raises(UserError, match="bpe.codes: BPE codes without a merge"):
+        read_codes(tmp_path / "bpe.codes")
+    with pytest.raises(UserError, match="the BPE codes it carries hold no merge"):
+        Segmenter("#version: 0.2\n")
+
+
 def test_merge_subwords_drops_a_dangling_separator():
     assert merge_subwords(["ab@@", "c", "d@@"]) == ["abc", "d"]
+
+
+def test_a_bpe_text_that_holds_sentencepieces_mark_keeps_its_spaces():
+    """Its units were taken for SentencePiece's, and the whole sentence came out as one word."""
+    from nmtkit.text.bpe import SPM_MARK, sentencepiece_units
+
+    codes = learn_codes(Counter({"lumière": 10, "lumineux": 8, "lune": 6}), 20)
+    p = Preprocessor(TextConfig("fr"), bpe_codes=codes)
+    line = f"La {SPM_MARK} lune et la lumière"  # Moses parts the mark from the word
+    units = p.encode(line)
+    assert any(u.startswith(SPM_MARK) for u in units) and any(u.endswith("@@") for u in units)
+    assert p.decode(units) == line
+    assert merge_subwords(["a", f"{SPM_MARK}b", "c"], sentencepiece=False) == ["a", f"{SPM_MARK}b", "c"]
+    assert merge_subwords(["a", f"{SPM_MARK}b", "c"]) == ["a", "bc"]  # no codes to ask: the units' guess
+    assert not sentencepiece_units(["<unk>", "lu@@", f"{SPM_MARK}b", "ne"])
+    assert sentencepiece_units(["<unk>", f"{SPM_MARK}lu", "ne"]) and not sentencepiece_units(["<unk>", "lune"])
 
 
 def test_the_word_of_a_unit_is_its_subwords_merged():
@@ -124,3 +155,28 @@ def test_a_units_word_begins_after_the_units_that_go_on_into_it():
     assert [word_start(bpe, i) for i in range(5)] == [0, 1, 1, 1, 4]
     spm = ["▁Et", "▁zz", "q", "xw", "▁."]
     assert [word_start(spm, i) for i in range(5)] == [0, 1, 1, 1, 4]
+
+
+def test_a_language_code_is_one_that_can_end_a_file_name_and_be_read_back():
+    import pytest
+
+    from nmtkit.core.errors import UserError
+    from nmtkit.text.settings import check_language
+
+    for good in ("en", "fr", "pt-BR", "zh_Hant", "x1"):
+        assert check_language(good) == good
+    for bad in ("", "e n", "x/y", "..", "-", "en.x", "_"):  # 'train..', 'train.-', 'train.en.x' named nothing
+        with pytest.raises(UserError, match="language code"):
+            check_language(bad)
+
+
+def test_an_empty_clean_is_refused_rather_than_taken_for_no_rules():
+    import pytest
+
+    from nmtkit.core.errors import UserError
+    from nmtkit.text.clean import rules_named
+
+    assert rules_named("none") == ()
+    for empty in ("", " , "):
+        with pytest.raises(UserError, match="name a preset"):
+            rules_named(empty)

@@ -356,6 +356,8 @@ def count(_ctx: click.Context, _param: click.Parameter, value: str | None) -> in
         raise click.BadParameter(f"'{value}' is not a count such as 348M, 2.5k or 1000000")
     if n < 1:  # 0.4 was taken as 0, and kept nothing
         raise click.BadParameter(f"'{value}' must be at least 1")
+    if n != int(n):  # 1.5 was taken as 1 without a word
+        raise click.BadParameter(f"'{value}' is not a whole count")
     return int(n)
 
 

@@ -7,7 +7,7 @@ import codecs
 from pathlib import Path
 
 from .errors import UserError
-from .files import display_name, open_binary, read_lines
+from .files import display_name, is_stream, open_binary, read_lines
 
 
 def count_lines(path: str | Path, *, utf8: bool = False) -> int:
@@ -38,18 +38,30 @@ def _decoded(decoder: codecs.IncrementalDecoder, block: bytes, path: str | Path,
 
 
 def check_parallel(paths: list[Path]) -> int:
-    """Line count shared by parallel files; names the first line without a partner."""
+    """Line count shared by parallel files; names the first line without a partner. A pipe is
+    refused (:func:`refuse_streams`): counting its lines reads it."""
+    refuse_streams(paths)
     counts = [count_lines(p) for p in paths]
     for p, n in zip(paths, counts):
         if n == 0:
             raise UserError(f"{p}: is empty")
     if len(set(counts)) > 1:
         detail = ", ".join(f"{p} has {n}" for p, n in zip(paths, counts))
-        short = min(counts)
-        raise UserError(
-            f"parallel files differ in length ({detail} lines): lines {short + 1}-{max(counts)} have no partner"
-        )
+        short, long = min(counts), max(counts)
+        which = f"line {long} has" if long == short + 1 else f"lines {short + 1}-{long} have"
+        raise UserError(f"parallel files differ in length ({detail} lines): {which} no partner")
     return counts[0]
+
+
+def refuse_streams(paths: list[Path]) -> None:
+    """Refuse, in one line, a pipe or a device among files a command reads more than once: its second
+    reading would wait for ever on a pipe no one writes again."""
+    for p in paths:
+        if is_stream(p):
+            raise UserError(
+                f"{display_name(p)}: a pipe or a device, which this command would read more than once: write it to "
+                "a file first (zcat train.en.gz > train.en)"
+            )
 
 
 def check_parallel_prefix(prefix: str | Path, langs: tuple[str, str] | list[str]) -> int:

@@ -111,8 +111,8 @@ def binarize_corpus(
     codes = [vdir.codes(lang) for lang in langs]
     fingerprints = {lang: v.fingerprint for lang, v in zip(langs, vocabs)}
     manifest, stale = _start_manifest(out_dir, langs, vdir, fingerprints, set(splits))
+    counts = {name: check_parallel_prefix(p, langs) for name, p in splits.items()}  # first: names a file missing
     text_reports = {name: _check_text(prefix, vdir) for name, prefix in splits.items()}
-    counts = {name: check_parallel_prefix(p, langs) for name, p in splits.items()}
     links = _link_files(splits, align_suffix, counts)
     dtype = np.dtype(manifest.dtype)
     with (

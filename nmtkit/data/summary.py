@@ -32,7 +32,10 @@ def corpus_summary(manifest: Manifest) -> Group:
         )
     vocab = ", ".join(f"{lang} {v.size:,}" for lang, v in manifest.vocab.items())
     bpe = dict.fromkeys(v for v in manifest.bpe_codes.values() if v)  # joint codes: one file for both sides
-    parts: list[Table | str] = [main, f"vocabulary: {vocab} (dtype {manifest.dtype}); BPE: {', '.join(bpe) or 'none'}"]
+    parts: list[Table | str] = [
+        main,
+        f"vocabulary: {vocab} (dtype {manifest.dtype}); subword codes: {', '.join(bpe) or 'none'}",
+    ]
 
     dropped = [(reason, n) for s in splits.values() for reason, n in s.dropped.items()]
     if dropped:

@@ -34,9 +34,10 @@ import numpy as np
 from ..core.console import log, progress
 from ..core.errors import UserError
 from ..core.files import BOM, Staging, decode_line, open_binary, refuse_overwriting
+from ..core.line_counts import refuse_streams
 from ..core.parallel import Workers
 from ..text.settings import check_languages
-from .ngram import NgramLM, SelectionVocab, words_of
+from .ngram import SPECIALS, NgramLM, SelectionVocab, words_of
 from .settings import COUNT_UNITS, SelectConfig
 
 BINS = 1 << 16
@@ -55,7 +56,9 @@ class Corpus:
 
 
 def read_pairs(corpus: Corpus, chunk_lines: int) -> Iterator[tuple[list[bytes], list[bytes]]]:
-    """Chunks of raw line pairs; a corpus whose sides differ in length is an error."""
+    """Chunks of raw line pairs, each ended by a newline and a file's mark of UTF-8 dropped (the
+    corpora's lines are joined into one text: a last line without one ran into the next file's
+    first); a corpus whose sides differ in length is an error."""
     with open_binary(corpus.src) as fs, open_binary(corpus.tgt) as ft:
         n = 0
         while True:
@@ -66,13 +69,16 @@ def read_pairs(corpus: Corpus, chunk_lines: int) -> Iterator[tuple[list[bytes], 
                 raise UserError(
                     f"parallel files differ in length: {corpus.tgt} ends at line {n + missing}, {corpus.src} goes on"
                 )
-            n += len(src)
             if not src:
                 if ft.readline():
                     raise UserError(
                         f"parallel files differ in length: {corpus.src} ends at line {n}, {corpus.tgt} goes on"
                     )
                 return
+            for side in (src, tgt):
+                side[0] = side[0].removeprefix(BOM.encode()) if n == 0 else side[0]
+                side[-1] = side[-1] if side[-1].endswith(b"\n") else side[-1] + b"\n"
+            n += len(src)
             yield src, tgt
 
 
@@ -137,6 +143,11 @@ def build_models(in_domain: list[Corpus], general: list[Corpus], lm_dir: Path, c
     for side, name, paths in ((0, "src", [c.src for c in in_domain]), (1, "tgt", [c.tgt for c in in_domain])):
         in_text = _text(sides[side], paths[0], 1)
         vocab = SelectionVocab.from_counts(Counter(w for line in words_of(in_text) for w in line))
+        if len(vocab) == len(SPECIALS):  # every word <unk>: the models would rank the pairs by length alone
+            raise UserError(
+                f"no word of the in-domain {name} text ({_named(in_domain)}) occurs twice: its language model "
+                "would know none, and rank by length alone; give more in-domain text"
+            )
         # The scoring pass names any bad line; the sample only needs text.
         gen_text = b"".join(sample[0] if side == 0 else sample[1]).decode("utf-8", errors="replace").removesuffix("\n")
         d = lm_dir / name
@@ -289,8 +300,8 @@ def write_selection(
                     keep[edge[take]] = True
                     room -= int(wc[edge[take]].sum())
                 for i in np.flatnonzero(keep):
-                    out_s.write(src[i] if src[i].endswith(b"\n") else src[i] + b"\n")
-                    out_t.write(tgt[i] if tgt[i].endswith(b"\n") else tgt[i] + b"\n")
+                    out_s.write(src[i])
+                    out_t.write(tgt[i])
                 kept += int(keep.sum())
                 words_kept += int(wc[keep].sum())
     return kept, words_kept
@@ -318,6 +329,7 @@ def select(
     """Write ``out_dir/train.{src,tgt}`` (the kept pairs in input order) and ``select.json``."""
     check_languages(*langs)
     _refuse_given_twice(in_domain, general)
+    refuse_streams([path for c in (*in_domain, *general) for path in (c.src, c.tgt)])
     refuse_overwriting(
         [("-d", str(out_dir / f"train.{lang}")) for lang in langs],
         [

@@ -49,6 +49,11 @@ def learn_codes(counts: Counter[str], merges: int, min_frequency: int = 2, name:
     _learn.learn_bpe(vocab, out, merges, min_frequency=min_frequency, is_dict=True)
     codes = out.getvalue()
     learned = codes.count("\n") - codes.startswith("#version")
+    if not learned:  # subword-nmt stops at codes without a merge, with its own message and status 1
+        raise UserError(
+            f"--bpe {merges}: no pair of symbols occurs {min_frequency} times in the training text"
+            f"{f' of {name}' if name else ''}, so no merge to learn: give more text, or leave --bpe out (words)"
+        )
     if learned < merges:
         log(
             f"learned {learned:,} BPE merges{f' for {name}' if name else ''} of the {merges:,} asked: "
@@ -120,10 +125,16 @@ def read_codes(path: Path) -> str:
     if found := _not_a_merge(lines):
         n, line = found
         raise UserError(f"{path}: line {n} is not a BPE merge, two subword units with a space between ({line[:40]!r})")
+    if not _merges(lines):
+        raise UserError(f"{path}: BPE codes without a merge (subword-nmt stops at them)")
     # a vocabulary's 'unit count' lines read as merges too, and segmented every word into letters
     if not lines[0].startswith("#version") and all(line.split(" ")[1].strip().isdigit() for line in lines):
         raise UserError(f"{path}: a vocabulary ('unit count' lines), not BPE codes: give build-vocab's bpe.codes")
     return codes
+
+
+def _merges(lines: list[str]) -> int:
+    return sum(1 for n, line in enumerate(lines, 1) if line.strip() and not (n == 1 and line.startswith("#version")))
 
 
 def _not_a_merge(lines: list[str]) -> tuple[int, str] | None:
@@ -150,10 +161,17 @@ class Segmenter:
             except (IndexError, ValueError, RuntimeError) as err:  # binascii.Error is a ValueError
                 raise UserError(f"SentencePiece codes that are damaged ({str(err).splitlines()[0][:120]})") from None
         else:  # a checkpoint's or a data-bin's, which read_codes never saw
-            if found := _not_a_merge(codes.rstrip("\n").split("\n")):
+            lines = codes.rstrip("\n").split("\n")
+            if found := _not_a_merge(lines):
                 n, line = found
                 raise UserError(f"the BPE codes it carries are damaged (line {n}: {line[:40]!r} is not a merge)")
+            if not _merges(lines):
+                raise UserError("the BPE codes it carries hold no merge (damaged)")
             self._bpe = BPE(io.StringIO(codes), separator=SEPARATOR)
+
+    @property
+    def sentencepiece(self) -> bool:
+        return self._spm is not None
 
     def segment(self, tokens: list[str]) -> list[str]:
         if self._spm is not None:
@@ -161,12 +179,20 @@ class Segmenter:
         return list(self._bpe.segment_tokens(tokens))
 
 
-def merge_subwords(tokens: list[str]) -> list[str]:
+def merge_subwords(tokens: list[str], sentencepiece: bool | None = None) -> list[str]:
     """Undo the subwords: ``['Éter@@', 'nel']`` or ``['▁Éter', 'nel']`` → ``['Éternel']`` (a
-    dangling BPE separator is dropped)."""
-    if any(t.startswith(SPM_MARK) for t in tokens):
+    dangling BPE separator is dropped). ``sentencepiece``: which units they are, where the codes
+    say it; None: SentencePiece's where a unit starts with ``▁`` (which a BPE unit of text that
+    holds one does too: its sentence's words then ran together)."""
+    if any(t.startswith(SPM_MARK) for t in tokens) if sentencepiece is None else sentencepiece:
         return "".join(tokens).replace(SPM_MARK, " ").split()
     return _JOIN.sub("", " ".join(tokens)).split()
+
+
+def sentencepiece_units(vocabulary: list[str]) -> bool:
+    """Whether a vocabulary's units are SentencePiece's: some start with ``▁`` and none continues a
+    word with ``@@``, as every BPE vocabulary of a merge does."""
+    return any(w.startswith(SPM_MARK) for w in vocabulary) and not any(w.endswith(SEPARATOR) for w in vocabulary)
 
 
 def word_of(units: list[str], i: int) -> str:

@@ -178,6 +178,8 @@ def rules_named(value: str) -> tuple[str, ...]:
     if value in PRESETS:
         return PRESETS[value]
     names = tuple(v.strip() for v in value.split(",") if v.strip())
+    if not names:  # '' had meant no rules, without a word: 'none' says it
+        raise UserError(f"--clean '{value}': name a preset ({', '.join(PRESETS)}) or rules, comma-separated")
     unknown = [n for n in names if n not in RULES]
     if unknown:
         raise UserError(

@@ -58,5 +58,5 @@ class Preprocessor:
 
     def decode(self, tokens: list[str], detokenize: bool = True) -> str:
         """Undo BPE, then detokenise (or join the Moses tokens with spaces)."""
-        words = merge_subwords(tokens) if self.segmenter else tokens
+        words = merge_subwords(tokens, self.segmenter.sentencepiece) if self.segmenter else tokens
         return self.moses.detokenize(words) if detokenize else " ".join(words)

@@ -23,8 +23,8 @@ from typing import IO, Any
 from .. import __version__
 from ..core.console import log, progress
 from ..core.errors import FormatError, UserError
-from ..core.files import Staging, fingerprint, read_json, read_lines, refuse_overwriting, write_json
-from ..core.line_counts import check_parallel_prefix
+from ..core.files import Staging, fingerprint, is_stream, read_json, read_lines, refuse_overwriting, write_json
+from ..core.line_counts import check_parallel_prefix, count_lines
 from ..core.parallel import Workers, chunked
 from .pipeline import Preprocessor
 from .settings import FilterConfig, TextConfig, check_languages
@@ -228,8 +228,11 @@ def preprocess_stream(
 
     A terminal or pipe on stdin is processed line by line and flushed, so an
     interactive user sees each result at once; a file goes through the
-    workers in chunks.
+    workers in chunks, its text checked first: a line that is not UTF-8 stops it before its first
+    result, not after as many chunks as the workers had done.
     """
+    if not is_stream(source):
+        count_lines(source, utf8=True)
     lines = read_lines(source)
     fired: Counter[str] = Counter()
     interactive = str(source) == "-"

@@ -18,7 +18,8 @@ SPM_KINDS = ("unigram", "bpe")  # the SentencePiece models build-vocab --spm tra
 
 def check_language(code: str) -> str:
     """``code``, or :class:`UserError` where it cannot end a file's name (PREFIX.LANG)."""
-    if not code or any(c.isspace() or c in "/\\" for c in code):
+    # a dot too: PREFIX.LANG is read back by its last suffix ('train..', 'train.en.x')
+    if not code or any(c.isspace() or c in "/\\." for c in code) or not any(c.isalnum() for c in code):
         raise UserError(f"language code {code!r}: give one such as en, fr or pt-BR")
     return code
 

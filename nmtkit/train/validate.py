@@ -13,7 +13,7 @@ from ..data.target_order import reading_order
 from ..evaluate.nll import scored_batches
 from ..evaluate.score import multi_bleu
 from ..models.base import Seq2Seq
-from ..text.bpe import merge_subwords
+from ..text.bpe import merge_subwords, sentencepiece_units
 from ..translate.search import greedy
 from .config import TrainConfig
 from .window_watch import WindowWatch
@@ -60,14 +60,15 @@ def dev_bleu(corpus: Corpus, split: str, outputs: dict[int, list[int]], tgt_toke
     references rebuilt from ids, with a warning."""
     keys = sorted(outputs)
     found = corpus.references(split)
+    spm = sentencepiece_units(tgt_tokens)
     refs: dict[int, str]
     if found is None:
         _say_no_reference(str(corpus.path), split)
         _, tgt = corpus.split(split)
-        refs = {k: " ".join(merge_subwords([tgt_tokens[t] for t in tgt[k]])) for k in keys}
+        refs = {k: " ".join(merge_subwords([tgt_tokens[t] for t in tgt[k]], spm)) for k in keys}
     else:
         refs = dict(enumerate(found))
-    hyps = [" ".join(merge_subwords([tgt_tokens[t] for t in outputs[k]])) for k in keys]
+    hyps = [" ".join(merge_subwords([tgt_tokens[t] for t in outputs[k]], spm)) for k in keys]
     return float(multi_bleu().corpus_score(hyps, [[refs[k] for k in keys]]).score)
 
 

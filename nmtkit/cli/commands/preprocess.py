@@ -98,7 +98,10 @@ def preprocess(
     for name, s in report["splits"].items():
         if name in splits:
             dropped = ", ".join(f"{k} {v:,}" for k, v in s.get("dropped", {}).items())
-            log(f"{name}: {s['lines']:,} lines → {s['pairs']:,} pairs" + (f" (dropped: {dropped})" if dropped else ""))
+            log(
+                f"{name}: {s['lines']:,} line{'s' * (s['lines'] != 1)} → {s['pairs']:,} pair{'s' * (s['pairs'] != 1)}"
+                + (f" (dropped: {dropped})" if dropped else "")
+            )
 
 
 def _text_mode_only(ctx: click.Context, values: dict[str, Any]) -> None:
