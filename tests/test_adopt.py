@@ -98,6 +98,10 @@ def test_info_says_the_rate_schedule_and_the_dropouts(overfit):
     said = format_info(info)
     assert "lr 0.02 (warm-up 50, × 0.5 on plateaus of 3 validations)" in said
     assert "; dropout 0.3; weight drop 0.2;" in said
+    assert "smoothing" not in plain and "sampled" not in plain and "accumulated" not in plain
+    info["training"] |= {"max_tokens": 300, "update_freq": 2, "label_smoothing": 0.1, "shortlist": 200}
+    said = format_info(info)  # the batch size a token cap leaves unread is not said
+    assert ", batch 300 target tokens × 2 accumulated, label smoothing 0.1, sampled softmax over 200 words" in said
     assert "coverage" not in plain and "alignment head" not in plain  # the JSON alone said them
     info["model"] |= {"coverage": {"kind": "neural", "max_fertility": 2.0}, "alignment_head": True, "encoder": "cudnn"}
     info["model"] |= {"tie_embeddings": True, "layer_norm": True}

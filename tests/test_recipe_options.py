@@ -127,6 +127,7 @@ def test_plateau_lowers_the_rate_after_its_patience_and_a_resumed_run_keeps_the_
         ({"patience": 3}, "after 3 validations .* --patience 3 stops the run by then: give a --decay-patience of 1"),
         ({"patience": 1}, "--patience 1 stops the run at the first"),
         ({"decay": 0.0}, "--decay 0 would stop learning"),
+        ({"lr_decay": "none", "decay_after": 1, "decay": 0.0}, "--decay-after 1 --decay 0 would stop learning after"),
         (
             {"lr_decay": "inverse-sqrt", "decay_patience": 1},
             "--decay-patience counts the validations of --lr-decay plateau",

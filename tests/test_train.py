@@ -606,3 +606,30 @@ def test_a_best_pt_without_its_last_pt_is_said_to_be_replaced(corpus, tmp_path, 
     capfd.readouterr()
     train(corpus, tmp_path / "r", TINY, cfg(max_updates=2, valid_every=2))
     assert "best.pt has no last.pt to go on from (an earlier run's, or" in capfd.readouterr().err
+
+
+def test_a_resume_that_chooses_the_best_by_another_score_takes_that_best_and_its_patience_from_the_log(
+    corpus, tmp_path
+):
+    """A dev BLEU kept as the best beat every minus dev NLL: best.pt never changed again, and
+    --patience stopped a run that was still improving."""
+    from nmtkit.train import runlog
+
+    run = tmp_path / "r"
+    train(corpus, run, TINY, cfg(max_updates=6, valid_every=2))  # best by dev BLEU, the default
+    progress = train(corpus, run, TINY, cfg(max_updates=8, valid_every=2, best_by="nll", patience=20))
+    scores = [(-e["dev_nll"], e["step"]) for e in runlog.entries(run) if "dev_nll" in e]
+    assert [step for _, step in scores] == [2, 4, 6, 8]
+    best = max(range(4), key=lambda i: scores[i][0])
+    assert progress.best == scores[best][0] < 0 and progress.bad_evals == 3 - best
+
+
+def test_a_token_cap_below_the_longest_target_is_warned_of(corpus, tmp_path, capfd):
+    """Each longer sentence made a minibatch of its own, over the cap, while the log said the cap."""
+    from nmtkit.data.binarized import Corpus as Binarized
+
+    longest = int(Binarized(corpus).split("train")[1].sizes.max()) + 1
+    train(corpus, tmp_path / "t", TINY, cfg(max_updates=1, max_tokens=longest))
+    assert "--max-tokens" not in capfd.readouterr().err
+    train(corpus, tmp_path / "s", TINY, cfg(max_updates=1, max_tokens=longest - 1))
+    assert f"warning: --max-tokens {longest - 1} is below the longest target ({longest} units" in capfd.readouterr().err

@@ -97,8 +97,11 @@ def format_info(info: dict[str, Any]) -> str:
             if info.get("lexicon")
             else "none (nmtkit lexicon adds one)"
         ),
-        f"training   {t['optimizer']} lr {t['lr']:g}{_schedule(t)}, batch {t['batch_size']}"
-        + (f" (or {t['max_tokens']:,} target tokens)" if t["max_tokens"] else "")
+        f"training   {t['optimizer']} lr {t['lr']:g}{_schedule(t)}, batch "
+        + (f"{t['max_tokens']:,} target tokens" if t["max_tokens"] else f"{t['batch_size']}")
+        + (f" × {t['update_freq']} accumulated" if t.get("update_freq", 1) > 1 else "")
+        + (f", label smoothing {t['label_smoothing']:g}" if t.get("label_smoothing") else "")
+        + (f", sampled softmax over {t['shortlist']:,} words" if t.get("shortlist") else "")
         + f", clip {t['clip']:g}, max length {t['max_len']}, seed {t['seed']}"
         + (", bf16" if t["bf16"] else "")
         + (f"; weights averaged (EMA {t['ema_decay']:g})" if t.get("ema_decay") else ""),

@@ -320,6 +320,11 @@ def check_run(model: ModelConfig, cfg: TrainConfig) -> None:
         )
     if cfg.lr_decay == "plateau" and cfg.decay == 0:
         raise UserError("--lr-decay plateau --decay 0 would stop learning at the first plateau: give a --decay above 0")
+    if cfg.decay_after and cfg.decay == 0:  # every update after it would change nothing
+        raise UserError(
+            f"--decay-after {cfg.decay_after} --decay 0 would stop learning after epoch {cfg.decay_after}: "
+            "give a --decay above 0"
+        )
     if cfg.lr_decay in BUDGETED and not (cfg.max_updates or cfg.max_minutes or cfg.max_epochs):
         raise UserError(
             f"--lr-decay {cfg.lr_decay} falls to 0 at the end of a budget: give --max-updates, "

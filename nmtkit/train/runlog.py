@@ -56,6 +56,16 @@ def entries(save_dir: str | Path) -> list[dict[str, Any]]:
     return [entry for _, entry in found if entry is not None]
 
 
+def best_of(save_dir: str | Path, step: int, score: Any) -> tuple[float, int, int | None]:
+    """The best ``score`` (a function of a validation's entry, higher is better) of the run's
+    validations up to update ``step``, the validations since it, and its update (None: none)."""
+    found = [(score(e), e["step"]) for e in entries(save_dir) if "dev_nll" in e and e["step"] <= step]
+    if not found:
+        return -float("inf"), 0, None
+    k = max(range(len(found)), key=lambda i: found[i][0])  # the first of equals, as training keeps it
+    return found[k][0], len(found) - 1 - k, found[k][1]
+
+
 def append(save_dir: str | Path, entry: dict[str, Any]) -> None:
     with open(Path(save_dir) / METRICS, "a") as fh:
         fh.write(json.dumps(entry) + "\n")

@@ -166,6 +166,12 @@ def start(
         parallel.world,
         cfg.update_freq,
     )
+    longest = int(tgt.sizes[batches.keep].max()) + 1 if batches.keep.size else 0  # with </s>, as the cap counts
+    if cfg.max_tokens and cfg.max_tokens < longest and parallel.rank == 0:
+        log(
+            f"warning: --max-tokens {cfg.max_tokens:,} is below the longest target ({longest:,} units with </s>): "
+            "a sentence longer than it is a minibatch of its own, over the cap"
+        )
     if not batches.epoch_batches(0):  # refused before any work, not at the first draw with a traceback
         cut = f"--max-tokens {cfg.max_tokens}" if cfg.max_tokens else f"--batch-size {cfg.batch_size}"
         raise UserError(
@@ -464,6 +470,16 @@ def _restore(state: TrainState, ckpt: Checkpoint) -> None:
         set_rate(state.opt, float(run.optimizer["param_groups"][0]["lr"]))
     state.batches.load_state_dict(run.batches)
     state.progress = Progress(**vars(run.progress))
+    if (was := run.config.chosen_by) != (by := state.cfg.chosen_by):  # its best and patience were by the other
+        from .validate import dev_score
+
+        best, bad, at = runlog.best_of(state.save_dir, state.progress.step, lambda e: dev_score(e, by))
+        state.progress.best, state.progress.bad_evals = best, bad
+        if state.parallel.rank == 0 and at is not None:
+            log(
+                f"best.pt was chosen by dev {was.upper()}: by dev {by.upper()}, the best so far is update {at:,}'s "
+                f"({bad} validation{'s' * (bad != 1)} since, for --patience); one that beats it replaces best.pt"
+            )
     state.carried = run.window
     state.lexicon = ckpt.lexicon  # the corpus's, which the vocabularies' check found the same
     state.parallel.restore_rng(run.rng)
