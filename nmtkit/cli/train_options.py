@@ -18,7 +18,12 @@ model = options(
         type=click.Choice(list(MODEL_PRESETS)),
         default=DEFAULT_PRESET,
         show_default=True,
-        help="Model sizes; --emb/--hidden/--align/--maxout/--layers override.",
+        help="Model sizes, emb/hidden/align/maxout (luong: and layers): "
+        + "; ".join(
+            f"{name} {'/'.join(str(sizes[k]) for k in ('emb', 'hidden', 'align', 'maxout'))} ({sizes['layers']})"
+            for name, sizes in MODEL_PRESETS.items()
+        )
+        + " (bench: make bench's peer comparison); --emb/--hidden/--align/--maxout/--layers override.",
     ),
     click.option("--emb", type=click.IntRange(1), help="Word embedding size m [paper: 620; luong: 1000]."),
     click.option("--hidden", type=click.IntRange(1), help="Hidden units n [paper: 1000]."),
