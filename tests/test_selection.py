@@ -260,6 +260,16 @@ def test_select_refusals(tmp_path):
         assert result.exit_code == 2 and f"language code {code!r}" in result.output, (code, result.output)
         assert not (tmp_path / "odd").exists()
     odds = (("nanM", "348M"), ("infM", "348M"), ("1e400", "348M"), ("0.4", "at least 1"), ("1.5", "whole count"))
+    from nmtkit.cli.options import count
+
+    assert [count(None, None, v) for v in ("2.01k", "4.02k", "2.03M", "1.07G", "348M", "1,000")] == [
+        2010,
+        4020,
+        2_030_000,
+        1_070_000_000,
+        348_000_000,
+        1000,
+    ]  # decimal: 2.01 × 1000 in floats is 2009.99…
     for odd, said in odds:
         result = runner.invoke(main, base + ["--in-domain", str(ind), "--general", str(gen), "--keep-words", odd])
         assert result.exit_code == 2 and said in result.output, (odd, result.output)

@@ -108,6 +108,8 @@ def test_bpe_codes_without_a_merge_are_refused_in_one_line_where_subword_nmt_wou
 
     with pytest.raises(UserError, match="--bpe 5: no pair of symbols occurs 2 times in the training text of fr"):
         learn_codes(Counter({"abc": 1, "xyz": 1}), 5, name="fr")
+    with pytest.raises(UserError, match="--bpe 100: every word of the training text is one symbol"):
+        learn_codes(Counter({"a": 5, "b": 3}), 100)  # subword-nmt's max() of no pair, a traceback
     (tmp_path / "bpe.codes").write_text("#version: 0.2\n", encoding="utf-8")
     with pytest.raises(UserError, match="bpe.codes: BPE codes without a merge"):
         read_codes(tmp_path / "bpe.codes")
@@ -121,7 +123,7 @@ def test_merge_subwords_drops_a_dangling_separator():
 
 def test_a_bpe_text_that_holds_sentencepieces_mark_keeps_its_spaces():
     """Its units were taken for SentencePiece's, and the whole sentence came out as one word."""
-    from nmtkit.text.bpe import SPM_MARK, sentencepiece_units
+    from nmtkit.text.bpe import SPM_MARK
 
     codes = learn_codes(Counter({"lumière": 10, "lumineux": 8, "lune": 6}), 20)
     p = Preprocessor(TextConfig("fr"), bpe_codes=codes)
@@ -131,8 +133,6 @@ def test_a_bpe_text_that_holds_sentencepieces_mark_keeps_its_spaces():
     assert p.decode(units) == line
     assert merge_subwords(["a", f"{SPM_MARK}b", "c"], sentencepiece=False) == ["a", f"{SPM_MARK}b", "c"]
     assert merge_subwords(["a", f"{SPM_MARK}b", "c"]) == ["a", "bc"]  # no codes to ask: the units' guess
-    assert not sentencepiece_units(["<unk>", "lu@@", f"{SPM_MARK}b", "ne"])
-    assert sentencepiece_units(["<unk>", f"{SPM_MARK}lu", "ne"]) and not sentencepiece_units(["<unk>", "lune"])
 
 
 def test_the_word_of_a_unit_is_its_subwords_merged():

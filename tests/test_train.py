@@ -622,6 +622,9 @@ def test_a_resume_that_chooses_the_best_by_another_score_takes_that_best_and_its
     assert [step for _, step in scores] == [2, 4, 6, 8]
     best = max(range(4), key=lambda i: scores[i][0])
     assert progress.best == scores[best][0] < 0 and progress.bad_evals == 3 - best
+    (run / "metrics.jsonl").unlink()  # a log lost: no validation to take a best from, not a traceback
+    again = train(corpus, run, TINY, cfg(max_updates=10, valid_every=2, best_by="bleu", patience=20))
+    assert again.bad_evals == 0 and again.best == next(e for e in runlog.entries(run) if "dev_nll" in e)["dev_bleu_tok"]
 
 
 def test_a_token_cap_below_the_longest_target_is_warned_of(corpus, tmp_path, capfd):
@@ -633,3 +636,40 @@ def test_a_token_cap_below_the_longest_target_is_warned_of(corpus, tmp_path, cap
     assert "--max-tokens" not in capfd.readouterr().err
     train(corpus, tmp_path / "s", TINY, cfg(max_updates=1, max_tokens=longest - 1))
     assert f"warning: --max-tokens {longest - 1} is below the longest target ({longest} units" in capfd.readouterr().err
+
+
+def test_the_best_of_a_log_is_taken_from_what_a_resume_keeps_of_it(tmp_path):
+    """An owed validation's line (a kill between it and its last.pt) is redone, not counted; a
+    damaged line ends the log, as open_log cuts it; a missing log has no best."""
+    from nmtkit.train import runlog
+
+    lines = [{"step": 2, "dev_nll": 5.0}, {"step": 4, "dev_nll": 3.0}, {"step": 6, "dev_nll": 1.0}]
+    log = tmp_path / "metrics.jsonl"
+    log.write_text("".join(json.dumps(e) + "\n" for e in lines), encoding="utf-8")
+    nll = lambda e: -e["dev_nll"]
+    assert runlog.best_of(tmp_path, 6, nll) == (-1.0, 0, 6)
+    assert runlog.best_of(tmp_path, 6, nll, owed=True) == (-3.0, 0, 4)
+    log.write_text(json.dumps(lines[0]) + "\nnot a line\n" + json.dumps(lines[2]) + "\n", encoding="utf-8")
+    assert runlog.best_of(tmp_path, 6, nll) == (-5.0, 0, 2)
+    log.unlink()
+    assert runlog.best_of(tmp_path, 6, nll) == (-float("inf"), 0, None)
+
+
+def test_dev_bleu_makes_words_of_units_as_the_corpus_codes_say(tmp_path):
+    """A word that starts with SentencePiece's mark, in a word-level or BPE corpus, was taken for a
+    SentencePiece unit: the whole sentence ran together, and so did the dev BLEU."""
+    from types import SimpleNamespace
+
+    from nmtkit.text.bpe import SPM_HEADER, SPM_MARK
+    from nmtkit.train.validate import _merger
+
+    def corpus(codes):
+        if codes is not None:
+            (tmp_path / "codes").write_text(codes, encoding="utf-8")
+        named = {"fr": None if codes is None else "codes"}
+        return SimpleNamespace(manifest=SimpleNamespace(bpe_codes=named), tgt_lang="fr", path=tmp_path)
+
+    units = ["la", f"{SPM_MARK}lune", "et@@", "oile"]
+    assert _merger(corpus(None))(units) == units  # words: as they are
+    assert _merger(corpus("#version: 0.2\nl a\n"))(units) == ["la", f"{SPM_MARK}lune", "etoile"]
+    assert _merger(corpus(f"{SPM_HEADER}\nAAAA\n"))([f"{SPM_MARK}la", f"{SPM_MARK}lu", "ne"]) == ["la", "lune"]

@@ -8,7 +8,7 @@ runtime (device, threads, bf16, TF32) and search.
 from __future__ import annotations
 
 import dataclasses
-import math
+import decimal
 import os
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -348,11 +348,11 @@ def count(_ctx: click.Context, _param: click.Parameter, value: str | None) -> in
         return None
     text = value.strip().lower().replace(",", "").replace("_", "")
     scale = _SUFFIXES.get(text[-1:], 1)
-    try:
-        n = float(text[:-1] if scale > 1 else text) * scale
-    except ValueError:
-        n = math.nan
-    if not math.isfinite(n):
+    try:  # decimal: 2.01k is 2010, where a float made it 2009.9999999999998
+        n = decimal.Decimal(text[:-1] if scale > 1 else text) * scale
+    except decimal.InvalidOperation:
+        n = decimal.Decimal("nan")
+    if not n.is_finite() or n > 10**18:  # past any corpus: 1e400, which a float had made inf
         raise click.BadParameter(f"'{value}' is not a count such as 348M, 2.5k or 1000000")
     if n < 1:  # 0.4 was taken as 0, and kept nothing
         raise click.BadParameter(f"'{value}' must be at least 1")

@@ -329,7 +329,7 @@ def select(
     """Write ``out_dir/train.{src,tgt}`` (the kept pairs in input order) and ``select.json``."""
     check_languages(*langs)
     _refuse_given_twice(in_domain, general)
-    refuse_streams([path for c in (*in_domain, *general) for path in (c.src, c.tgt)])
+    refuse_streams([path for c in general for path in (c.src, c.tgt)])  # sampled, scored, then written
     refuse_overwriting(
         [("-d", str(out_dir / f"train.{lang}")) for lang in langs],
         [

@@ -40,6 +40,11 @@ SPM_HEADER = "#nmtkit-sentencepiece"
 def learn_codes(counts: Counter[str], merges: int, min_frequency: int = 2, name: str = "") -> str:
     """Learn ``merges`` BPE operations from token counts; return the codes file's text. ``name``:
     the language the log names, where each has its own codes."""
+    if not any(len(w) > 1 for w in counts):  # subword-nmt's max() of no pair: a traceback
+        raise UserError(
+            f"--bpe {merges}: every word of the training text{f' of {name}' if name else ''} is one symbol, so no "
+            "merge to learn: leave --bpe out (words)"
+        )
     vocab = io.StringIO("".join(f"{w} {c}\n" for w, c in counts.most_common()))
     out = io.StringIO()
     # subword-nmt's own bar is tqdm's, drawn even into pipes and logs, and its API has no switch or
@@ -187,12 +192,6 @@ def merge_subwords(tokens: list[str], sentencepiece: bool | None = None) -> list
     if any(t.startswith(SPM_MARK) for t in tokens) if sentencepiece is None else sentencepiece:
         return "".join(tokens).replace(SPM_MARK, " ").split()
     return _JOIN.sub("", " ".join(tokens)).split()
-
-
-def sentencepiece_units(vocabulary: list[str]) -> bool:
-    """Whether a vocabulary's units are SentencePiece's: some start with ``▁`` and none continues a
-    word with ``@@``, as every BPE vocabulary of a merge does."""
-    return any(w.startswith(SPM_MARK) for w in vocabulary) and not any(w.endswith(SEPARATOR) for w in vocabulary)
 
 
 def word_of(units: list[str], i: int) -> str:

@@ -56,10 +56,11 @@ def entries(save_dir: str | Path) -> list[dict[str, Any]]:
     return [entry for _, entry in found if entry is not None]
 
 
-def best_of(save_dir: str | Path, step: int, score: Any) -> tuple[float, int, int | None]:
-    """The best ``score`` (a function of a validation's entry, higher is better) of the run's
-    validations up to update ``step``, the validations since it, and its update (None: none)."""
-    found = [(score(e), e["step"]) for e in entries(save_dir) if "dev_nll" in e and e["step"] <= step]
+def best_of(save_dir: str | Path, step: int, score: Any, owed: bool = False) -> tuple[float, int, int | None]:
+    """The best ``score`` (a function of a validation's entry, higher is better) of the validations
+    a run resumed at update ``step`` keeps of its log (:func:`open_log`'s), the validations since
+    it, and its update (None: none)."""
+    found = [(score(e), e["step"]) for _, e in _kept(save_dir, step, owed) if "dev_nll" in e]
     if not found:
         return -float("inf"), 0, None
     k = max(range(len(found)), key=lambda i: found[i][0])  # the first of equals, as training keeps it
@@ -81,15 +82,24 @@ def open_log(save_dir: str | Path, step: int, owed: bool = False) -> None:
     path = Path(save_dir) / METRICS
     if not path.exists():
         return
+    keep = [line for line, _ in _kept(save_dir, step, owed)]
+    with atomic_write(path) as fh:
+        fh.write("".join(line + "\n" for line in keep))
+
+
+def _kept(save_dir: str | Path, step: int, owed: bool) -> list[tuple[str, dict[str, Any]]]:
+    """The lines of the log a run resumed at update ``step`` goes on from, with their entries."""
+    path = Path(save_dir) / METRICS
+    if not path.is_file():
+        return []
     keep = []
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
         entry = _entry(line)
         if entry is None:  # torn, or damaged from here on
             break
         if entry["step"] < step or (entry["step"] == step and not (owed and "dev_nll" in entry)):
-            keep.append(line)  # an owed validation's line, from a run killed before its last.pt, is redone
-    with atomic_write(path) as fh:
-        fh.write("".join(line + "\n" for line in keep))
+            keep.append((line, entry))  # an owed validation's line, from a run killed before its last.pt, is redone
+    return keep
 
 
 def _machine(path: Path) -> dict[str, Any]:

@@ -473,8 +473,9 @@ def _restore(state: TrainState, ckpt: Checkpoint) -> None:
     if (was := run.config.chosen_by) != (by := state.cfg.chosen_by):  # its best and patience were by the other
         from .validate import dev_score
 
-        best, bad, at = runlog.best_of(state.save_dir, state.progress.step, lambda e: dev_score(e, by))
-        state.progress.best, state.progress.bad_evals = best, bad
+        owed = state.progress.validation_owed
+        best, bad, at = runlog.best_of(state.save_dir, state.progress.step, lambda e: dev_score(e, by), owed)
+        state.progress.best, state.progress.bad_evals = best, 0 if state.cfg.head_only else bad  # as loop counts
         if state.parallel.rank == 0 and at is not None:
             log(
                 f"best.pt was chosen by dev {was.upper()}: by dev {by.upper()}, the best so far is update {at:,}'s "

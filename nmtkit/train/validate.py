@@ -4,6 +4,7 @@ where local-p's window looks; the score that picks best.pt."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import torch
 
@@ -13,7 +14,7 @@ from ..data.target_order import reading_order
 from ..evaluate.nll import scored_batches
 from ..evaluate.score import multi_bleu
 from ..models.base import Seq2Seq
-from ..text.bpe import merge_subwords, sentencepiece_units
+from ..text.bpe import SPM_HEADER, is_sentencepiece, merge_subwords
 from ..translate.search import greedy
 from .config import TrainConfig
 from .window_watch import WindowWatch
@@ -60,16 +61,31 @@ def dev_bleu(corpus: Corpus, split: str, outputs: dict[int, list[int]], tgt_toke
     references rebuilt from ids, with a warning."""
     keys = sorted(outputs)
     found = corpus.references(split)
-    spm = sentencepiece_units(tgt_tokens)
+    merged = _merger(corpus)
     refs: dict[int, str]
     if found is None:
         _say_no_reference(str(corpus.path), split)
         _, tgt = corpus.split(split)
-        refs = {k: " ".join(merge_subwords([tgt_tokens[t] for t in tgt[k]], spm)) for k in keys}
+        refs = {k: " ".join(merged([tgt_tokens[t] for t in tgt[k]])) for k in keys}
     else:
         refs = dict(enumerate(found))
-    hyps = [" ".join(merge_subwords([tgt_tokens[t] for t in outputs[k]], spm)) for k in keys]
+    hyps = [" ".join(merged([tgt_tokens[t] for t in outputs[k]])) for k in keys]
     return float(multi_bleu().corpus_score(hyps, [[refs[k] for k in keys]]).score)
+
+
+def _merger(corpus: Corpus) -> Callable[[list[str]], list[str]]:
+    """How the corpus's target units become words, as its codes say: words as they are, BPE's or
+    SentencePiece's merged (the units' own look would take a word that starts with ``▁`` for
+    SentencePiece's, and run the sentence together)."""
+    name = corpus.manifest.bpe_codes.get(corpus.tgt_lang)
+    if not name:
+        return list
+    try:
+        with open(corpus.path / name, encoding="utf-8") as fh:
+            spm: bool | None = is_sentencepiece(fh.read(len(SPM_HEADER)))
+    except (OSError, UnicodeDecodeError):  # the units tell, as they did before the codes were asked
+        spm = None
+    return lambda units: merge_subwords(units, spm)
 
 
 def dev_score(metrics: dict[str, float], best_by: str) -> float:
