@@ -18,7 +18,7 @@ from nmtkit.cli import main
 from nmtkit.core.errors import UserError
 from nmtkit.core.runtime import resolve_device
 from tests.checkpoints import fake_checkpoint
-from tests.conftest import EN
+from tests.conftest import EN, FR
 
 
 def invoke(*args):
@@ -52,6 +52,11 @@ def test_dash_is_stdout_and_two_streams_cannot_share_it(overfit, tmp_path):
     assert len((tmp_path / "out.fr").read_text(encoding="utf-8").splitlines()) == 1
     r = invoke("translate", "-m", model, src, "--print-alignment", "-")
     assert r.exit_code == 2 and "the translations and the Pharaoh links cannot both go to stdout" in r.output
+    ref = tmp_path / "ref.fr"
+    ref.write_text(FR[0] + "\n", encoding="utf-8")
+    for to in ([], ["-o", "-"]):  # align's links on stdout when -o is not given: its records ran into them
+        r = invoke("align", "-m", model, "--source", src, "--target", ref, "--alignments", "-", *to)
+        assert r.exit_code == 2 and "the links and the alignments cannot both go to stdout" in r.output, r.output
 
 
 def test_a_checkpoint_is_never_written_to_stdout(overfit, tmp_path, monkeypatch):

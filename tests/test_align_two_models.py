@@ -208,3 +208,18 @@ def test_both_sides_from_stdin_and_files_named_for_the_other_direction(overfit, 
         main, ["align", "-m", model, "--source", str(tmp_path / "s.en"), "--target", str(tmp_path / "s.fr")]
     )
     assert r.exit_code == 0 and "warning" not in r.stderr
+
+
+def test_a_backward_model_that_tokenizes_otherwise_forces_the_forward_models_words(overfit, backward):
+    """It forced the raw text again with its own tokenizer (--aggressive-dash there): a table over
+    other words, and a traceback where the two were combined."""
+    ahead = Translator.from_checkpoints([overfit / "run" / "last.pt"], "cpu")
+    behind = Translator.from_checkpoints([backward], "cpu")
+    text = behind.sides.src.text
+    plain = text.tokenize
+    text.tokenize = lambda line: [p for t in plain(line) for p in t.replace("-", " @-@ ").split()]
+    pairs = [(0, (EN[0], FR[0].replace(" ", "-", 1))), (1, (EN[2], FR[2]))]
+    aligner = forced.Aligner(ahead, behind, False, LinkConfig())
+    for (_, (en, fr)), (links, _) in zip(pairs, aligner.lines(pairs), strict=True):
+        n_src, n_tgt = len(MosesText("en").tokenize(en)), len(MosesText("fr").tokenize(fr))
+        assert all(i < n_src and j < n_tgt for i, j in read_pharaoh(links, "here"))

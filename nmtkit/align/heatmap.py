@@ -113,16 +113,21 @@ def from_alignment_file(path: str | Path, lines: Sequence[int]) -> list[Heatmap]
         raise UserError(f"{path}: has no sentence {missing[0]} ({held})")
     for n in lines:
         source, target, alignment, score = (records[n].get(k) for k in ("source", "target", "alignment", "score"))
-        if not (isinstance(source, list) and isinstance(target, list) and isinstance(alignment, list)) or not (
-            isinstance(score, (int, float))
+        tokens = (source, target)
+        if not (
+            all(isinstance(side, list) and all(isinstance(t, str) for t in side) for side in tokens)
+            and isinstance(alignment, list)
+            and isinstance(score, (int, float))
+            and not isinstance(score, bool)
         ):
             raise UserError(f"{path}: sentence {n} is not an alignment record (source, target, alignment, score)")
     maps = []
     for n in drawable(path, lines, [n for n in lines if not records[n]["alignment"]]):
         source, target, alignment, score = (records[n][k] for k in ("source", "target", "alignment", "score"))
         try:
-            shape = np.shape(np.asarray(alignment, dtype=float))
-        except (TypeError, ValueError):  # ragged, or not numbers
+            weights = np.asarray(alignment, dtype=float)
+            shape = np.shape(weights) if np.isfinite(weights).all() and (weights >= 0).all() else None
+        except (TypeError, ValueError):  # ragged, or not numbers; NaN, inf or below 0: no attention
             shape = None
         if shape != (len(target), len(source)):
             raise UserError(

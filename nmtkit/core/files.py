@@ -161,6 +161,16 @@ def refuse_two_on_stdin(inputs: list[tuple[str, str | Path | None]]) -> None:
         raise UserError(f"{both} cannot both read stdin ('-'): give one of them a FILE")
 
 
+def refuse_two_on_stdout(outputs: list[tuple[str, str | None]], flags: str) -> None:
+    """One line where two outputs (each what it holds and its path) go to stdout ('-'): their lines
+    would run into each other. ``flags``: the options that give them files."""
+    on_stdout = [what for what, path in outputs if path == STDIO]
+    if len(on_stdout) > 1:
+        raise UserError(
+            f"the {' and the '.join(on_stdout)} cannot both go to stdout ('-'): give all but one a FILE ({flags})"
+        )
+
+
 def refuse_overwriting(outputs: list[tuple[str, str | None]], inputs: list[tuple[str, str | None]]) -> None:
     """One line where an output (its option and path) is an input's file or another output's:
     the input would be replaced by what was made of it, or one output by the other. An input that

@@ -67,6 +67,15 @@ def warn_named_otherwise(path: str | Path, side: str, model: str | Path, hint: s
     warn(path, side, checkpoint.load(model).text.langs, model, "model", hint)
 
 
+def turned(forced: Forced) -> tuple[str, str]:
+    """The pair the backward models force along ``forced``: its target words as their source, its
+    source words as their target, as Moses tokens (``tokenized=True``). The forward models' words,
+    not the raw text again: a backward model that tokenizes otherwise (``--aggressive-dash``,
+    another cleaning) would make a table of other words, which no combination can lay over."""
+    words = _words(forced)
+    return " ".join(words.target[:-1]), " ".join(words.source[:-1])
+
+
 def word_table(forced: Forced) -> np.ndarray:
     """A forced decoding's probabilities over words: a row per target word, a column per source
     word, then the source's </s>, which a word with no counterpart attends to (its NULL)."""
@@ -96,12 +105,10 @@ class BothWays:
         """Pharaoh links of ``t``: its table and the backward models' forced along it, combined."""
         if t.attention is None or not t.tokens:
             return ""
-        words = _words(Forced(t.source_tokens, t.tokens, t.score, t.attention))
-        # the translation's words back to its source's, as the search wrote and read them
-        back = self.backward.force(
-            [" ".join(words.target[:-1])], [" ".join(words.source[:-1])], tokenized=True, scored=False
-        )
-        return pharaoh(combined_links(words.attention[:-1], word_table(back[0]), self.links_cfg))
+        ahead = Forced(t.source_tokens, t.tokens, t.score, t.attention)
+        source, target = turned(ahead)  # the translation's words back to its source's, as the search read them
+        back = self.backward.force([source], [target], tokenized=True, scored=False)
+        return pharaoh(combined_links(word_table(ahead), word_table(back[0]), self.links_cfg))
 
     def linked(self, t: Translation) -> Translation:
         """``t`` and its n-best list with their links (:attr:`Translation.links`); the best of

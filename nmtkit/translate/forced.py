@@ -22,7 +22,7 @@ from ..core.files import read_lines, refuse_two_on_stdin, results_to
 from ..core.parallel import Workers, chunked, default_workers
 from ..core.runtime import resolve_device
 from ..core.settings import RuntimeConfig
-from .both_ways import directions, refuse_idle_links, warn_named_otherwise, word_table
+from .both_ways import directions, refuse_idle_links, turned, warn_named_otherwise, word_table
 from .translator import Translator
 
 # pairs a process aligns at a time: enough to batch them by length, few enough to show progress
@@ -48,7 +48,10 @@ class Aligner:
         if self.backward is None:
             links = [pharaoh(word_alignment(f.source_tokens, f.target_tokens, f.attention)) for f in ahead]
         else:
-            back = self.backward.force(targets, sources, self.tokenized, scored=False)
+            turned_pairs = [turned(f) for f in ahead]
+            back = self.backward.force(
+                [s for s, _ in turned_pairs], [t for _, t in turned_pairs], tokenized=True, scored=False
+            )
             links = [pharaoh(combined_links(word_table(f), word_table(b), self.links)) for f, b in zip(ahead, back)]
         records = [
             alignment_line(n, f.source_tokens, f.target_tokens, f.attention, f.score) if self.records else ""

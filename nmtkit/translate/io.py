@@ -32,6 +32,7 @@ from ..core.files import (
     open_binary,
     read_lines,
     refuse_two_on_stdin,
+    refuse_two_on_stdout,
     results_to,
 )
 from ..core.line_counts import count_lines
@@ -158,12 +159,7 @@ def _refuse_two_on_stdio(
 ) -> None:
     """Two inputs on stdin, or two outputs on stdout ('-'), refused in a line."""
     refuse_two_on_stdin([("INPUT", source), *beside])
-    on_stdout = [what for what, path in outputs if path == STDIO]
-    if len(on_stdout) > 1:
-        raise UserError(
-            f"the {' and the '.join(on_stdout)} cannot both go to stdout ('-'): give all but one "
-            f"a FILE (-o, --alignments, --print-alignment)"
-        )
+    refuse_two_on_stdout(outputs, "-o, --alignments, --print-alignment")
 
 
 def _counted(source: str, beside: list[tuple[str, str | None]]) -> int | None:

@@ -53,9 +53,10 @@ def align(
     """Word alignments of given translations from the model's attention (forced decoding): each target
     word linked to the source word it attends to most, as Pharaoh i-j pairs over Moses tokens. Given
     models of both directions (-m en-fr.pt -m fr-en.pt), the two directions' links combined."""
-    from ...core.files import refuse_overwriting
+    from ...core.files import STDIO, refuse_overwriting, refuse_two_on_stdout
     from ...translate.forced import align_file
 
+    refuse_two_on_stdout([("links", output or STDIO), ("alignments", alignments)], "-o, --alignments")
     refuse_overwriting(
         [("-o", output), ("--alignments", alignments)],
         [("--source", source), ("--target", target), *(("-m", m) for m in model_paths)],

@@ -37,6 +37,6 @@ def score_align(hypothesis: str, gold: str, output_format: str) -> None:
         json.dumps(r)
         if output_format == "json"
         else f"AER {r['aer']:.2f}  precision {r['precision']:.2f}  recall {r['recall']:.2f}  "
-        f"({r['sentences']:,} sentences; {r['links']:,} links against {r['sure']:,} sure and "
-        f"{r['possible']:,} possible)"
+        f"({r['sentences']:,} sentence{'s' * (r['sentences'] != 1)}; {r['links']:,} links against "
+        f"{r['sure']:,} sure and {r['possible']:,} possible)"
     )
