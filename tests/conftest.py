@@ -105,6 +105,15 @@ TINY_ADAM = ("--preset", "tiny", "--optimizer", "adam", "--lr", "0.01")
 TINY_RNNSEARCH = dict(emb=24, hidden=24, align=24, maxout=24)
 
 
+def by_heart(**changes: Any) -> Any:
+    """The training settings under which a tiny model learns the six pairs by heart, on the CPU: the
+    tests hold its translations against the CPU's search and forcing, with a GPU visible too."""
+    from nmtkit.train.config import TrainConfig
+
+    base = dict(optimizer="adam", lr=0.02, batch_size=6, pool=1, max_updates=250, valid_every=1000, threads=1)
+    return TrainConfig(**{**base, "patience": 0, "log_every": 50, "device": "cpu", **changes})
+
+
 def sized(arch: str, sizes: dict[str, int], **values: Any) -> Any:
     """The config of ``arch`` at the test's ``sizes``, those its family lacks (maxout for luong,
     layers for the GRU family) left out, with ``values``."""
@@ -118,7 +127,6 @@ def sized(arch: str, sizes: dict[str, int], **values: Any) -> Any:
 def overfit(tmp_path_factory):
     """A model that has learned the six training pairs by heart; its corpus is then deleted."""
     from nmtkit.models.config import model_config
-    from nmtkit.train.config import TrainConfig
     from nmtkit.train.loop import train
     from tests.test_corpus import make_corpus
 
@@ -131,18 +139,7 @@ def overfit(tmp_path_factory):
         tmp / "bin",
         tmp / "run",
         model_config(**TINY_RNNSEARCH),
-        TrainConfig(
-            optimizer="adam",
-            lr=0.02,
-            batch_size=6,
-            pool=1,
-            max_updates=250,
-            valid_every=1000,
-            threads=1,
-            patience=0,
-            log_every=50,
-            device="cpu",  # the tests hold its translations against the CPU's search
-        ),
+        by_heart(),
     )
     shutil.copytree(tmp / "vocab", tmp / "vocab-kept")  # for score --no-unk and --data
     shutil.copytree(tmp / "bin", tmp / "bin-kept")

@@ -14,7 +14,7 @@ import torch
 from nmtkit.data.batching import collate
 from nmtkit.data.target_order import mirrored_links, reading_order
 from nmtkit.data.vocab import BOS, EOS, PAD
-from tests.conftest import EN, FR, TINY_RNNSEARCH, write_pair
+from tests.conftest import EN, FR, TINY_RNNSEARCH, by_heart, write_pair
 from tests.test_rescore import CPU, run
 
 
@@ -31,17 +31,7 @@ def r2l(tmp_path_factory):
     for split in ("train", "valid", "test"):
         write_pair(tmp / "raw" / split, EN, FR)
     make_corpus(tmp / "raw", tmp)
-    config = TrainConfig(
-        optimizer="adam",
-        lr=0.02,
-        batch_size=6,
-        pool=1,
-        max_updates=250,
-        valid_every=250,
-        threads=1,
-        patience=0,
-        device="cpu",  # the tests hold its search against the CPU's forcing
-    )
+    config = by_heart(valid_every=250, log_every=TrainConfig.log_every)
     train(tmp / "bin", tmp / "run", model_config(**TINY_RNNSEARCH, right_to_left=True), config)
     return tmp
 

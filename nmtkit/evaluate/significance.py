@@ -47,11 +47,17 @@ def paired_bootstraps(
     columns: list[list[Any]] = list(results.values())[1:]  # sacreBLEU's Result objects, a list a metric
     for name, scored, signature in zip(names, columns, signatures.values(), strict=True):
         rows = [  # chrF's mean and interval come as numpy's float32, which JSON does not take
-            {"system": system, "score": r.score, "p_value": _p_value(r, scored[0]), "mean": float(r.mean)}
-            | {"ci95": float(r.ci)}
-            | ({"bleu": r.score} if name in ("bleu", TOK_BLEU) else {})  # 1.1's JSON had BLEU's alone, so named
+            {
+                "system": system,
+                "score": r.score,
+                "p_value": _p_value(r, scored[0]),
+                "mean": float(r.mean),
+                "ci95": float(r.ci),
+            }
             for system, r in zip(results["System"], scored)
         ]
+        if name in ("bleu", TOK_BLEU):  # 1.1's JSON had BLEU's alone, its figure so named
+            rows = [row | {"bleu": row["score"]} for row in rows]
         out[name] = {
             "baseline": rows[0]["system"],
             "samples": samples,
@@ -64,7 +70,7 @@ def paired_bootstraps(
 
 
 def _p_value(result: Any, baseline: Any) -> float | None:
-    """sacreBLEU's p-value, but 1 where the system's BLEU equals the baseline's (the same output, or
+    """sacreBLEU's p-value, but 1 where the system's score equals the baseline's (the same output, or
     another that ties by chance): its test counts the resamples whose centred difference exceeds
     the real one, strictly, so that a tie whose resamples all tie too (the same output, or BLEU 0
     for both) came out as 1/(samples+1), "significant". No difference is no evidence of one."""
@@ -94,5 +100,5 @@ def bootstraps(
     if not tokenized:
         first = next(iter(texts.values()))
         tokens = {n: t.hyps_tok for n, t in texts.items()}
-        out["bootstrap_tok"] = paired_bootstraps(tokens, first.refs_tok, [TOK_BLEU], samples, metrics)[TOK_BLEU]
+        out["bootstrap_tok"] = paired_bootstrap(tokens, first.refs_tok, samples, True, metrics)
     return out | {f"bootstrap_{key(name)}": found[name] for name in others}

@@ -475,7 +475,8 @@ def _restore(state: TrainState, ckpt: Checkpoint) -> None:
 
         owed = state.progress.validation_owed
         best, bad, at = runlog.best_of(state.save_dir, state.progress.step, lambda e: dev_score(e, by), owed)
-        state.progress.best, state.progress.bad_evals = best, 0 if state.cfg.head_only else bad  # as loop counts
+        bad = 0 if state.cfg.head_only else bad  # as the loop counts: the head learns on, every validation better
+        state.progress.best, state.progress.bad_evals = best, bad
         if state.parallel.rank == 0 and at is not None:
             log(
                 f"best.pt was chosen by dev {was.upper()}: by dev {by.upper()}, the best so far is update {at:,}'s "
