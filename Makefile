@@ -683,7 +683,7 @@ GPU_WHEELS ?= sacremoses subword-nmt mock tomli[-_]w fastapi starlette uvicorn p
     annotated-types typing-inspection opentelemetry-api annotated[-_]doc anyio h11 idna joblib regex tqdm \
     pyyaml cloudpickle
 # not dependencies of nmtkit: what lets make gpu-check's tests part run the suite on the GPU
-# machine's cores (pytest -n) within one lease
+# machine's cores (pytest -n) within one job
 GPU_TEST_WHEELS ?= pytest-xdist==3.8.0 execnet==2.1.2
 GPU_CARRY = wheels $(WORDS_BIN) $(foreach s,test test-long,$(DATA)/raw/$(s).en $(DATA)/raw/$(s).fr)
 gpu-data: $(INSTALLED)

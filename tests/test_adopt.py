@@ -298,6 +298,9 @@ def test_average_takes_a_run_directory_and_its_last_n_validations_in_update_orde
     assert twice.exit_code == 2 and "update-9.pt: given twice" in twice.output
     empty = invoke("average", tmp_path / "avg.pt", tmp_path, "-o", tmp_path / "x.pt")
     assert empty.exit_code == 2 and "holds no update-N.pt" in empty.output
+    (run / "metrics.jsonl").write_text('{"step": 5, "dev_nll": 1.0}\n')  # another run's log, none of these
+    earlier = invoke("average", run, "-o", tmp_path / "x.pt")
+    assert earlier.exit_code == 2 and "holds only an earlier run's update-N.pt" in earlier.output
 
 
 def test_an_averaged_checkpoint_translates(overfit, tmp_path):
@@ -716,6 +719,11 @@ def test_a_reset_runs_keep_options_prune_its_own_models_not_the_earlier_runs(dat
         (run / name).read_bytes() == data for name, data in earlier.items() if not name.endswith(("-2.pt", "-4.pt"))
     )
     assert len([p for p in run.glob("best-*.pt") if p.name in ("best-2.pt", "best-4.pt")]) == 1  # this run's best
+    # average takes this run's own, by its log: the earlier run's update-6 and -8 would be the last two
+    r = invoke("average", run, "--last", 2, "-o", tmp_path / "avg.pt")
+    assert r.exit_code == 0, r.output
+    assert "left out 2 kept models of an earlier run, not in its log (update-6.pt, update-8.pt)" in r.stderr
+    assert [a.name for a in checkpoint.load(tmp_path / "avg.pt").averaged] == ["update-2.pt", "update-4.pt"]
 
 
 def test_a_dev_nll_that_is_not_finite_stops_the_run_in_one_line(data_bin, tmp_path, monkeypatch):

@@ -12,6 +12,7 @@ that has one, and names the files it is the mean of.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from .. import checkpoint
@@ -101,24 +102,39 @@ _KEPT = re.compile(r"update-(\d+)\.pt")  # a kept validation's name (not update-
 
 
 def kept_validations(run_dir: Path) -> list[Path]:
-    """A run's kept validations (``update-N.pt``, train's --keep-last and --keep-validations), in
-    update order."""
-    named = ((_KEPT.fullmatch(p.name), p) for p in run_dir.glob("update-*.pt"))
-    return [p for _, p in sorted((int(m[1]), p) for m, p in named if m)]
+    """The kept validations (``update-N.pt``, train's --keep-last and --keep-validations) in a run
+    directory, in update order."""
+    return sorted((p for p in run_dir.glob("update-*.pt") if _KEPT.fullmatch(p.name)), key=update_of)
 
 
-def inputs(paths: list[str | Path], last: int = 0) -> list[Path]:
+def update_of(kept: Path) -> int:
+    """update-12.pt → 12."""
+    return int(kept.stem.removeprefix("update-"))
+
+
+def _all_own(run_dir: Path) -> tuple[list[Path], list[Path]]:
+    return kept_validations(run_dir), []
+
+
+def inputs(
+    paths: list[str | Path], last: int = 0, kept: Callable[[Path], tuple[list[Path], list[Path]]] = _all_own
+) -> list[Path]:
     """The checkpoints to average: each file as given, each directory's ``update-N.pt`` (a run's
-    kept validations) in update order; with ``last``, the last ``last`` of them."""
+    kept validations) in update order; with ``last``, the last ``last`` of them. ``kept`` tells a
+    run's own from those an earlier run left beside them (the training log knows: train.runlog)."""
     found: list[Path] = []
     for path in map(Path, paths):
         if not path.is_dir():
             found.append(path)
             continue
-        kept = kept_validations(path)
-        if not kept:
-            raise UserError(f"{path}: holds no update-N.pt (train with --keep-last N to keep the last N)")
-        found += kept
+        own, earlier = kept(path)
+        if earlier:
+            named = ", ".join(p.name for p in earlier[:3]) + (", …" if len(earlier) > 3 else "")
+            log(f"{path}: left out {len(earlier)} kept models of an earlier run, not in its log ({named})")
+        if not own:
+            whose = "only an earlier run's update-N.pt" if earlier else "no update-N.pt"
+            raise UserError(f"{path}: holds {whose} (train with --keep-last N to keep the last N)")
+        found += own
     twice = next((p for k, p in enumerate(found) if p.resolve() in {q.resolve() for q in found[:k]}), None)
     if twice is not None:
         raise UserError(f"{twice}: given twice (as itself or in its run directory)")

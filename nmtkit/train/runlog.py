@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import checkpoint
+from ..checkpoint.average import kept_validations, update_of
 from ..core.errors import UserError
 from ..core.files import atomic_write
 from ..core.machine import MACHINE, describe, machine
@@ -54,6 +55,16 @@ def entries(save_dir: str | Path) -> list[dict[str, Any]]:
     if damaged:
         raise UserError(f"{path}: line {damaged[0]} is not a line of a training log")
     return [entry for _, entry in found if entry is not None]
+
+
+def kept_models(save_dir: str | Path) -> tuple[list[Path], list[Path]]:
+    """The run's kept validations (``update-N.pt``) in update order, and those beside them that
+    its log does not hold: an earlier run's, which --reset leaves. Without a log, all are its own."""
+    kept = kept_validations(Path(save_dir))
+    if not (Path(save_dir) / METRICS).exists():
+        return kept, []
+    steps = {e["step"] for e in entries(save_dir) if "dev_nll" in e}
+    return [p for p in kept if update_of(p) in steps], [p for p in kept if update_of(p) not in steps]
 
 
 def best_of(save_dir: str | Path, step: int, score: Any, owed: bool = False) -> tuple[float, int, int | None]:

@@ -422,8 +422,8 @@ def open_save_dir(state: TrainState) -> None:
             named = ", ".join(earlier[:3]) + (", …" if len(earlier) > 3 else "")
             log(
                 f"warning: {state.save_dir} holds {len(earlier)} kept models of an earlier run ({named}): they "
-                f"stay beside this run's, where nmtkit average or a learning curve would read them; remove "
-                f"them, or give another --save-dir"
+                f"stay beside this run's (nmtkit average leaves them out, by this run's log); remove them, or "
+                f"give another --save-dir"
             )
     if state.lexicon is None:  # seconds: here, not in the first save, which a SIGTERM's grace period may have to hold
         state.lexicon = lexicon_of(state.corpus)

@@ -27,11 +27,13 @@ Example (the last five validations of a run trained with --keep-last 5, or more)
 @options.verbosity
 def average(model_paths: tuple[str, ...], output: str, last: int | None) -> None:
     """Average the weights of checkpoints of one model into a checkpoint that translate takes: the
-    files given, and the kept validations (update-N.pt) of each run directory given."""
+    files given, and the kept validations (update-N.pt) of each run directory given (those of the
+    run its log describes: an earlier run's, which train --reset leaves, are left out)."""
     from ...checkpoint.average import inputs, write_average
     from ...core.files import refuse_overwriting
+    from ...train.runlog import kept_models
 
-    found: list[str | Path] = list(inputs(list(model_paths), last or 0))
+    found: list[str | Path] = list(inputs(list(model_paths), last or 0, kept_models))
     refuse_overwriting([("-o", output)], [("CHECKPOINT", str(path)) for path in found])
     averaged = write_average(found, output).averaged
     log(f"averaged {len(averaged)} checkpoints ({averaged[0].name} to {averaged[-1].name}) into {output}")
