@@ -159,7 +159,7 @@ def test_phrases_begin_and_end_at_word_edges(units, ordered):
     model, src, mask = model_and_batch(1, tgt_vocab=6)
     tokens = ["<pad>", "<unk>", "<s>", "</s>", *(("▁a", "b") if units == "sentencepiece" else ("a@@", "b"))]
     backwards = units.endswith("right-to-left")
-    edges = word_edges(tokens, backwards, CPU)
+    edges = word_edges(tokens, backwards, CPU, units == "sentencepiece")
     musts = [[[5]], [[4, 5]], [[5], [4]], [[4]], [[4], [5]], [[5], [5]]]
     cfg = SearchConfig(beam=400, max_ratio=0.0, max_extra=5, nbest=400, min_len=0)
     enc = model.encode(src[[0, 1, 2, 3, 0, 1]], mask[[0, 1, 2, 3, 0, 1]])
@@ -186,7 +186,7 @@ def test_a_phrase_let_go_at_a_words_edge_is_found_again_inside_the_run_let_go(or
     tokens = ["<pad>", "<unk>", "<s>", "</s>", "▁a", "b"]
     musts = [[[4, 5, 4]], [[4], [4, 5, 4]]]
     cfg = SearchConfig(beam=4200, max_ratio=0.0, max_extra=6, nbest=4200, min_len=0)  # 4^6 outputs of 6 units
-    edges = word_edges(tokens, False, CPU)
+    edges = word_edges(tokens, False, CPU, True)
     out = beam_search(
         model, model.encode(src[:2], mask[:2]), cfg, constraints=constraint_batch(musts, CPU, edges, ordered)
     )
@@ -368,7 +368,7 @@ def test_outputs_that_do_not_hold_their_phrases_are_told_as_the_search_holds_the
     assert unheld(hyps, constraint_batch([[[4], [6]], [[4], [6]], [], []], CPU, ordered=True)) == [1]
     assert unheld(hyps, constraint_batch([[[4], [6]], [[4], [6]], [], []], CPU)) == []
     tokens = ["<pad>", "<unk>", "<s>", "</s>", "a@@", "b", "c"]  # a@@ b is one word: no "b" in it
-    edges = word_edges(tokens, False, CPU)
+    edges = word_edges(tokens, False, CPU, False)
     assert unheld(hyps, constraint_batch([[[6]], [[6]], [[5]], [[6]]], CPU, edges)) == [2]
     two = Hypotheses([[4, 5], [6], [6], [6]], [-1.0, -2.0, -1.0, float("-inf")], [-1.0] * 4, nbest=2)
     assert unheld(two, constraint_batch([[[6]], [[6]]], CPU)) == [0]  # every hypothesis, none of those missing
@@ -463,7 +463,7 @@ def test_random_phrases_of_subwords_are_held_at_word_edges_by_every_output_in_ei
     for scheme, (units, inner, outer) in schemes.items():
         tokens = ["<pad>", "<unk>", "<s>", "</s>", *units]
         for backwards in (False, True):
-            edges = word_edges(tokens, backwards, CPU)
+            edges = word_edges(tokens, backwards, CPU, scheme == "spm")
             for seed in range(12):
                 rng = random.Random(seed)
                 model, src, mask = model_and_batch(seed, tgt_vocab=8)

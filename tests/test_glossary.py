@@ -21,6 +21,7 @@ class _Side:
 
     def __init__(self, cut, vocab):
         self.cut, self.vocab = cut, type("V", (), {"tokens": [*SPECIALS, *vocab]})()
+        self.text = type("T", (), {"sentencepiece": cut is _spm})()  # the units' kind, as codes say it
 
     def tokens(self, line, tokenized=False):
         return [u for w in line.split() for u in self.cut(w)]
@@ -54,6 +55,15 @@ def test_terms_are_found_as_whole_words_and_each_translation_is_taken_once(cut):
         ["la terre"],
     ]
     assert with_terms(None, [src.tokens("the earth")], glossary) == [["la terre"]]
+
+
+def test_a_bpe_side_whose_text_held_sentencepieces_mark_finds_its_terms_at_bpe_word_edges():
+    """The kind was guessed from the vocabulary: one unit beginning with ▁ (a text that holds the
+    mark) made every term of a BPE model wait for ▁ words, and none was ever found."""
+    src = _Side(_bpe, [*(u for w in "the earth".split() for u in _bpe(w)), "▁", "▁x"])
+    tgt = _Side(str.split, ["la", "terre"])
+    glossary = Glossary((("earth", "la terre"),), type("S", (), {"src": src, "tgt": tgt})())
+    assert glossary.targets(src.tokens("the earth ▁x")) == ["la terre"]
 
 
 def test_the_longest_term_at_a_word_is_taken_and_none_inside_it():

@@ -146,6 +146,10 @@ def test_the_word_of_a_unit_is_its_subwords_merged():
     with_unk = ["▁Dieu", "<unk>", "▁la", "<unk>", "x"]
     assert [word_of(with_unk, i) for i in range(5)] == ["Dieu", "<unk>", "la", "<unk>", "x"]
     assert word_of(["▁a", "▁"], 1) == "▁" and word_of(["@@"], 0) == "@@"  # nothing left merged: the unit
+    # BPE units of a text that holds SentencePiece's mark, as the codes say: not guessed from the units
+    bpe_with_mark = ["▁x@@", "y", "▁z"]
+    assert [word_of(bpe_with_mark, i, sentencepiece=False) for i in range(3)] == ["▁xy", "▁xy", "▁z"]
+    assert [word_of(bpe_with_mark, i) for i in range(3)] == ["x@@y", "x@@y", "z"]  # the guess: wrong here
 
 
 def test_a_units_word_begins_after_the_units_that_go_on_into_it():
@@ -155,6 +159,17 @@ def test_a_units_word_begins_after_the_units_that_go_on_into_it():
     assert [word_start(bpe, i) for i in range(5)] == [0, 1, 1, 1, 4]
     spm = ["▁Et", "▁zz", "q", "xw", "▁."]
     assert [word_start(spm, i) for i in range(5)] == [0, 1, 1, 1, 4]
+    assert [word_start(["a", "▁b@@", "c"], i, sentencepiece=False) for i in range(3)] == [0, 1, 1]
+
+
+def test_a_pipeline_says_its_units_kind_as_its_codes_do():
+    from nmtkit.text.bpe import learn_sentencepiece
+
+    bpe = learn_codes(Counter({"lumière": 10, "lumineux": 8, "lune": 6}), 20)
+    spm = learn_sentencepiece(iter(["la lune et la lumière"] * 50), 30, "bpe")
+    assert Preprocessor(TextConfig("fr"), bpe_codes=spm).sentencepiece
+    assert not Preprocessor(TextConfig("fr"), bpe_codes=bpe).sentencepiece
+    assert not Preprocessor(TextConfig("fr")).sentencepiece  # words
 
 
 def test_a_language_code_is_one_that_can_end_a_file_name_and_be_read_back():

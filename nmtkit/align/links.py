@@ -17,10 +17,11 @@ from ..core.errors import UserError
 from ..text.bpe import SEPARATOR, SPM_MARK
 
 
-def word_ids(tokens: list[str]) -> np.ndarray:
+def word_ids(tokens: list[str], sentencepiece: bool | None = None) -> np.ndarray:
     """The word each subword belongs to: ``['Éter@@', 'nel', 'dit']`` (BPE) or
-    ``['▁Éter', 'nel', '▁dit']`` (SentencePiece) → ``[0, 0, 1]``."""
-    if any(t.startswith(SPM_MARK) for t in tokens):
+    ``['▁Éter', 'nel', '▁dit']`` (SentencePiece) → ``[0, 0, 1]``; ``sentencepiece``: which, as
+    the codes say (None: guessed from the units)."""
+    if any(t.startswith(SPM_MARK) for t in tokens) if sentencepiece is None else sentencepiece:
         starts = [i == 0 or t.startswith(SPM_MARK) for i, t in enumerate(tokens)]
         return np.cumsum(starts).astype(np.int64) - 1
     ids, word = [], 0

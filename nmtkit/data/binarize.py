@@ -79,7 +79,7 @@ def _unit_links(
     words = []
     for side, (tokens, pieces) in enumerate((src, tgt)):
         seg = _sides[side][1]
-        ids = word_ids(pieces) if seg is not None else np.arange(len(tokens))
+        ids = word_ids(pieces, seg.sentencepiece) if seg is not None else np.arange(len(tokens))
         if seg is not None and len(ids) and int(ids[-1]) + 1 != len(tokens):  # a token ending like a piece
             ids = np.repeat(np.arange(len(tokens)), [len(seg.segment([t])) for t in tokens])
         words.append(ids)

@@ -189,20 +189,23 @@ def merge_subwords(tokens: list[str], sentencepiece: bool | None = None) -> list
     dangling BPE separator is dropped). ``sentencepiece``: which units they are, where the codes
     say it; None: SentencePiece's where a unit starts with ``▁`` (which a BPE unit of text that
     holds one does too: its sentence's words then ran together)."""
-    if any(t.startswith(SPM_MARK) for t in tokens) if sentencepiece is None else sentencepiece:
+    if _is_sentencepiece(tokens, sentencepiece):
         return "".join(tokens).replace(SPM_MARK, " ").split()
     return _JOIN.sub("", " ".join(tokens)).split()
 
 
-def word_of(units: list[str], i: int) -> str:
+def word_of(units: list[str], i: int, sentencepiece: bool | None = None) -> str:
     """The whole word that unit ``i`` is part of, its subwords merged: ``['Beth@@', 'lehem']``, 1 →
-    ``'Bethlehem'`` (the unit itself where nothing is left of it merged: a lone ``▁`` or ``@@``)."""
-    return "".join(merge_subwords(units[word_start(units, i) : word_end(units, i) + 1])) or units[i]
+    ``'Bethlehem'`` (the unit itself where nothing is left of it merged: a lone ``▁`` or ``@@``).
+    ``sentencepiece``: which units they are, as :func:`merge_subwords` takes it."""
+    spm = _is_sentencepiece(units, sentencepiece)
+    word = units[word_start(units, i, spm) : word_end(units, i, spm) + 1]
+    return "".join(merge_subwords(word, spm)) or units[i]
 
 
-def word_end(units: list[str], i: int) -> int:
+def word_end(units: list[str], i: int, sentencepiece: bool | None = None) -> int:
     """Where the word of unit ``i`` ends among ``units``: the index of its last unit."""
-    if any(u.startswith(SPM_MARK) for u in units):
+    if _is_sentencepiece(units, sentencepiece):
         while i + 1 < len(units) and not _spm_starts_word(units, i + 1):
             i += 1
         return i
@@ -211,15 +214,21 @@ def word_end(units: list[str], i: int) -> int:
     return i
 
 
-def word_start(units: list[str], i: int) -> int:
+def word_start(units: list[str], i: int, sentencepiece: bool | None = None) -> int:
     """Where the word of unit ``i`` begins among ``units`` (BPE's ``@@``, or SentencePiece's ``▁``)."""
-    if any(u.startswith(SPM_MARK) for u in units):
+    if _is_sentencepiece(units, sentencepiece):
         while i > 0 and not _spm_starts_word(units, i):
             i -= 1
         return i
     while i > 0 and units[i - 1].endswith(SEPARATOR):
         i -= 1
     return i
+
+
+def _is_sentencepiece(units: list[str], sentencepiece: bool | None) -> bool:
+    """The units' kind as the codes say it; where unknown, guessed: SentencePiece's where a unit
+    starts with ``▁`` (a BPE unit of text that holds one does too)."""
+    return any(u.startswith(SPM_MARK) for u in units) if sentencepiece is None else sentencepiece
 
 
 def _spm_starts_word(units: list[str], i: int) -> bool:

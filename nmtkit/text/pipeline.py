@@ -26,6 +26,12 @@ class Preprocessor:
         self.segmenter = Segmenter(bpe_codes) if bpe_codes else None
         self.fired: Counter[str] = Counter()
 
+    @property
+    def sentencepiece(self) -> bool:
+        """Whether the units are SentencePiece's (▁ begins a word), by the codes: not BPE's
+        (@@ continues one) or words."""
+        return self.segmenter is not None and self.segmenter.sentencepiece
+
     def clean(self, line: str) -> str:
         out, changed = apply_rules(line, self.cfg.clean)
         self.fired.update(changed)
@@ -58,5 +64,5 @@ class Preprocessor:
 
     def decode(self, tokens: list[str], detokenize: bool = True) -> str:
         """Undo BPE, then detokenise (or join the Moses tokens with spaces)."""
-        words = merge_subwords(tokens, self.segmenter.sentencepiece) if self.segmenter else tokens
+        words = merge_subwords(tokens, self.sentencepiece) if self.segmenter else tokens
         return self.moses.detokenize(words) if detokenize else " ".join(words)

@@ -97,11 +97,13 @@ class Phrases:
     ordered: bool = False  # held in the order given, each after the last unit of the one before
 
 
-def word_edges(tokens: list[str], right_to_left: bool, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-    """The ``closes`` and ``opens`` masks of :class:`Phrases` for a vocabulary's ``tokens``; a
-    right-to-left model writes a word's units last first, so that each one's end is the other's
-    start."""
-    spm = any(t.startswith(SPM_MARK) for t in tokens)
+def word_edges(
+    tokens: list[str], right_to_left: bool, device: torch.device, sentencepiece: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The ``closes`` and ``opens`` masks of :class:`Phrases` for a vocabulary's ``tokens``, units
+    of SentencePiece's or not (BPE's, or words: the codes say which); a right-to-left model writes
+    a word's units last first, so that each one's end is the other's start."""
+    spm = sentencepiece
     closes = torch.tensor([not spm and not t.endswith(SEPARATOR) for t in tokens], dtype=torch.bool)
     opens = torch.tensor([spm and t.startswith(SPM_MARK) for t in tokens], dtype=torch.bool)
     closes[list(SPECIAL_IDS)] = opens[list(SPECIAL_IDS)] = True

@@ -57,7 +57,7 @@ class Glossary:
         self.by_first: dict[str, list[tuple[list[str], str | None]]] = {}
         self.left_out: list[str] = []  # why each term left out was, one line each (logged unless quiet)
         tgt, self.kept = sides.tgt, []  # the source terms kept
-        self.marks = any(t.startswith(SPM_MARK) for t in sides.src.vocab.tokens)  # SentencePiece's ▁
+        self.marks = sides.src.text.sentencepiece  # a word begins with ▁, as the codes say
         for source, target in terms:
             held: str | None = target
             if UNK in tgt.ids(tgt.tokens(target, tokenized)):
@@ -87,7 +87,7 @@ class Glossary:
         if tokenized or not last:
             return [last] if last else []
         within = sides.src.tokens(f"{source} x", tokenized)  # then a lowercase word, whatever its units
-        within = within[: word_start(within, len(within) - 1)]
+        within = within[: word_start(within, len(within) - 1, sides.src.text.sentencepiece)]
         return [last] if not within or within == last else [last, within]
 
     def targets(self, units: list[str]) -> list[str]:

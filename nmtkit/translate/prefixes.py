@@ -46,20 +46,20 @@ def prefix_ids(
                 f"line {first_line + k}: --prefix has a word out of the vocabulary, which --no-unk bans; "
                 "forcing only what comes before it"
             )
-            del ids[word_start(units[k], ids.index(UNK)) :]
+            del ids[word_start(units[k], ids.index(UNK), side.text.sentencepiece) :]
         else:
             warn(f"line {first_line + k}: --prefix has a word out of the vocabulary: the output holds <unk> there")
-            out[k] = _one_unk_a_word(units[k], ids)
+            out[k] = _one_unk_a_word(units[k], ids, side.text.sentencepiece)
     return out
 
 
-def _one_unk_a_word(units: list[str], ids: list[int]) -> list[int]:
+def _one_unk_a_word(units: list[str], ids: list[int], sentencepiece: bool) -> list[int]:
     """A word with a unit out of the vocabulary forced as one <unk>: its other units had been
     forced as a word of their own (``Xylophoneq`` as ``<unk> ylophoneq``)."""
     out: list[int] = []
     start = 0
     while start < len(ids):
-        end = word_end(units, start) + 1
+        end = word_end(units, start, sentencepiece) + 1
         out.extend([UNK] if UNK in ids[start:end] else ids[start:end])
         start = end
     return out

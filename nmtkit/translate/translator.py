@@ -239,6 +239,7 @@ class Translator:
         if constraints is not None:
             refuse_sampling(options.search)
         src_side, tgt_side = self.sides.src, self.sides.tgt
+        kinds = (src_side.text.sentencepiece, tgt_side.text.sentencepiece)  # the units', for --replace-unk
         sources = [
             _crop(src_side.tokens(line, options.tokenized), options.max_length, first_line + k)
             for k, line in enumerate(lines)
@@ -250,7 +251,7 @@ class Translator:
         musts, edges = None, None
         if constraints is not None:
             musts = constraint_ids(constraints, tgt_side, options.tokenized, backwards, first_line, warn)
-            edges = word_edges(tgt_side.vocab.tokens, backwards, self.device)
+            edges = word_edges(tgt_side.vocab.tokens, backwards, self.device, tgt_side.text.sentencepiece)
         out = [_empty(tokens, options.search.nbest, options.token_scores) for tokens in sources]  # empty in, empty out
         attention = (options.attention or options.replace_unk) and self.attends  # else no links, no maps
         batch_size = options.batch_size or max(1, min(32, CPU_ROWS // options.search.width))
@@ -285,7 +286,7 @@ class Translator:
                 )
                 tokens = tgt_side.vocab.decode(ids)
                 if options.replace_unk and alpha is not None:
-                    tokens = replace_unk(tokens, ids, sources[i], alpha, options.unk_dict)
+                    tokens = replace_unk(tokens, ids, sources[i], alpha, options.unk_dict, kinds)
                 text = _LINE_BREAKS.sub(" ", tgt_side.text.decode(tokens, detokenize=not options.tokenized))
                 each = None if hyps.token_scores is None else reading_order(hyps.token_scores[row], len(ids), backwards)
                 t = Translation(

@@ -40,16 +40,23 @@ def _is_number(text: str) -> bool:
 
 
 def replace_unk(
-    tokens: list[str], ids: list[int], source: list[str], alpha: np.ndarray, table: dict[str, str] | None
+    tokens: list[str],
+    ids: list[int],
+    source: list[str],
+    alpha: np.ndarray,
+    table: dict[str, str] | None,
+    sentencepiece: tuple[bool | None, bool | None] = (None, None),
 ) -> list[str]:
     """Each <unk> becomes the source word it attends to most (</s> excluded), or that word's
     dictionary translation (Luong et al. 2015; Jean et al. 2015): the whole word, where the source
     is in subwords, and a word of its own in the translation's (a copied ``Beth@@`` had joined the
-    next word)."""
+    next word). ``sentencepiece``: the source's and the translation's kinds of units, as the
+    codes say them (None: guessed from the units)."""
     if UNK not in ids or not source:
         return tokens
     aligned = alpha[: len(ids), : len(source)].argmax(1)
-    starts = SPM_MARK if any(t.startswith(SPM_MARK) for t in tokens) else ""
+    src_spm, tgt_spm = sentencepiece
+    starts = SPM_MARK if (any(t.startswith(SPM_MARK) for t in tokens) if tgt_spm is None else tgt_spm) else ""
     out: list[str] = []
     last = None  # where the word the <unk> before this one was replaced by begins
     for tok, i, j in zip(tokens, ids, aligned):
@@ -57,8 +64,8 @@ def replace_unk(
             out.append(tok)
             last = None
             continue
-        begins = word_start(source, int(j))
-        word = word_of(source, int(j))
+        begins = word_start(source, int(j), src_spm)
+        word = word_of(source, int(j), src_spm)
         # <unk>s in a row that read one source word (its subwords, one by one) write it once
         out.append("" if begins == last else starts + (table.get(word, word) if table else word))
         last = begins
