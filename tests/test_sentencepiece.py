@@ -43,8 +43,11 @@ def test_raw_to_ids_to_raw_through_a_sentencepiece_vocabulary(raw, tmp_path, kin
         "--spm-size",
         60,
     )
-    assert r.exit_code == 0, r.output
+    assert r.exit_code == 0 and "become <unk>" not in r.output, r.output
     assert (tmp_path / "vocab" / "spm.codes").read_text().startswith("#nmtkit-sentencepiece " + kind)
+    cut = ["--spm", kind, "--spm-size", 60, "--size", 30, "-d", tmp_path / "cut"]
+    r = invoke("build-vocab", "-s", "en", "-t", "fr", "--train", tmp_path / "clean" / "train", *cut)
+    assert r.exit_code == 0 and re.search(r"warning: --size 30 keeps 26 of the \d+ en subword units", r.output)
     sides = Sides.from_vocab_dir(tmp_path / "vocab")
     for side, lines in ((sides.src, EN[:5]), (sides.tgt, FR[:5])):
         for line in lines:

@@ -123,6 +123,7 @@ def _build(
             raise UserError(
                 f"--min-count {cfg.min_count:,} keeps no {lang} word (the most frequent occurs {most:,} times)"
             )
+        _warn_cut_subwords(vocab, unit_counts[lang], cfg, lang, codes[lang] is not None)
         vocab.save(stage.path(f"vocab.{lang}.txt"))
         total = sum(unit_counts[lang].values())
         covered = sum(vocab.counts)
@@ -142,3 +143,15 @@ def _build(
             meta.bpe_codes[lang] = None
     write_vocab_meta(stage.path(VOCAB_META), meta)
     return meta
+
+
+def _warn_cut_subwords(vocab: Vocab, counts: Counter[str], cfg: VocabConfig, lang: str, subwords: bool) -> None:
+    """Subwords exist so that no unit is out of the vocabulary: a --size below the units the codes
+    make defeats them, each one left out becoming <unk> (a word list cut at --size is the paper's)."""
+    kept, eligible = len(vocab) - len(SPECIALS), sum(c >= cfg.min_count for c in counts.values())
+    if subwords and kept < eligible:
+        codes = f"--spm-size {cfg.spm_size:,}" if cfg.spm else f"--bpe {cfg.bpe_merges:,}"
+        log(
+            f"warning: --size {cfg.size:,} keeps {kept:,} of the {eligible:,} {lang} subword units that {codes} "
+            f"makes: the other {eligible - kept:,} become <unk> (a larger --size, or a smaller {codes.split()[0]})"
+        )
