@@ -80,10 +80,12 @@ def test_the_summary_shows_a_table_only_where_it_has_a_row(raw, tmp_path):
     _, manifest, _ = make_corpus(raw, tmp_path)
     text = _rendered(corpus_summary(manifest))
     assert "cleaning rules" in text and "dropped pairs" in text
+    assert "pairs with an empty side, kept: test 1 (only train's are filtered)" in text
     for split in manifest.splits.values():
-        split.dropped, split.rules = {}, {}
+        split.dropped, split.rules, split.kept_empty = {}, {}, None
     text = _rendered(corpus_summary(manifest))
     assert "corpus en→fr" in text and "cleaning rules" not in text and "dropped pairs" not in text
+    assert "empty side" not in text
 
 
 def test_the_pairs_training_would_leave_out_are_said_when_the_corpus_is_made(tmp_path):

@@ -1,9 +1,9 @@
 """The one-screen summary of a binarized corpus, rendered from its manifest.
 
 Pairs and tokens per split, vocabulary sizes, the OOV rate of every split,
-what each filter dropped and what each cleaning rule changed (each table only
-where there is a row), so a user sees at a glance what the data half of the
-pipeline made.
+the pairs with an empty side a split kept, what each filter dropped and what
+each cleaning rule changed (each table only where there is a row), so a user
+sees at a glance what the data half of the pipeline made.
 """
 
 from __future__ import annotations
@@ -37,6 +37,9 @@ def corpus_summary(manifest: Manifest) -> Group:
         f"vocabulary: {vocab} (dtype {manifest.dtype}); subword codes: {', '.join(bpe) or 'none'}",
     ]
 
+    if empty := {name: s.kept_empty for name, s in splits.items() if s.kept_empty}:
+        kept = ", ".join(f"{name} {n:,}" for name, n in empty.items())
+        parts.append(f"pairs with an empty side, kept: {kept} (only train's are filtered)")
     dropped = [(reason, n) for s in splits.values() for reason, n in s.dropped.items()]
     if dropped:
         drops = Table(title="dropped pairs (train)", title_justify="left")
