@@ -475,6 +475,46 @@ class _SlowTranslator(_FakeTranslator):
         return super().translate_block(lines, options, **given)
 
 
+class _GatedTranslator(_FakeTranslator):
+    """Holds its first block until ``gate`` is set, recording each block's lines."""
+
+    def __init__(self):
+        super().__init__()
+        self.entered, self.gate, self.blocks = threading.Event(), threading.Event(), []
+
+    def translate_block(self, lines, options, **given):
+        self.entered.set()
+        self.gate.wait(30)
+        self.blocks.append(list(lines))
+        return super().translate_block(lines, options, **given)
+
+
+def test_a_request_whose_client_went_away_before_its_batch_began_is_not_translated():
+    """It was translated with the next request's batch all the same: under load, the sentences of
+    every client that gave up still cost the model their search."""
+    from nmtkit.serve.settings import ServerConfig
+
+    translator = _GatedTranslator()
+    with in_process(translator, ServerConfig()) as url, ThreadPoolExecutor(2) as pool:
+        first = pool.submit(_post, url + "/translate", {"sentences": ["a"]})
+        assert translator.entered.wait(30)  # the model thread is busy with it
+        body = json.dumps({"sentences": ["gone"]}).encode()
+        head = f"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {len(body)}"
+        host, port = url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port))) as client:
+            client.sendall(head.encode() + b"\r\n\r\n" + body)
+            time.sleep(0.5)  # read and queued; then the client hangs up
+        time.sleep(0.5)
+        last = pool.submit(_post, url + "/translate", {"sentences": ["c"]})
+        time.sleep(0.3)
+        translator.gate.set()
+        assert first.result(timeout=30)[1]["translations"][0]["text"] == "a"
+        assert last.result(timeout=30)[1]["translations"][0]["text"] == "c"
+        served = json.loads(_get(url + "/info")[1])["served"]
+    assert translator.blocks == [["a"], ["c"]]
+    assert served == {"batches": 2, "sentences": 2, "abandoned": 1}
+
+
 def test_a_request_the_shutdown_wait_cuts_short_gets_a_json_503(capfd):
     """SIGTERM's wait over, uvicorn cancels what still runs: its client gets an error of the API's
     shape, as every other, where it got uvicorn's plain-text 500 and stderr a traceback."""

@@ -96,6 +96,10 @@ TRANSLATE_RESPONSES: dict[int | str, dict[str, Any]] = {
 class Served(_Answer):
     batches: int = Field(description="Batches the search has run since the server started.")
     sentences: int = Field(description="Sentences translated since the server started.")
+    abandoned: int = Field(
+        description="Sentences left untranslated since the server started: their clients went away before "
+        "their batch began."
+    )
 
 
 class ServerInfo(_Answer):

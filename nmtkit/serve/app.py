@@ -153,6 +153,24 @@ class BodyLimit:
         await self.app(scope, replay, send)
 
 
+async def _translated(
+    batcher: Batcher, sentences: list[str], job: Any, beside: Beside, request: Request
+) -> list[Translation]:
+    try:
+        out = await batcher.submit(sentences, job, beside, gone=lambda: _gone(request))
+    except UserError as err:  # a setting this model cannot search with (coverage: no attention)
+        raise HTTPException(422, str(err)) from None
+    if out is None:  # nobody to answer: nginx's 499 for its log
+        raise HTTPException(499, "the client went away before its sentences were translated")
+    return out
+
+
+async def _gone(request: Request) -> None:
+    """Returns when the client has gone away: its body read, what the server receives next."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
 def _json_type(kind: str) -> bool:
     """Whether a Content-Type is one FastAPI parses as JSON (application/json, application/*+json)."""
     main, _, sub = kind.split(";")[0].strip().lower().partition("/")
@@ -275,7 +293,7 @@ def create_app(
     _errors_as_json(app)
     Body = request_body(cfg)
 
-    async def answer(body: Body) -> JSONResponse:  # type: ignore[valid-type]
+    async def answer(body: Body, request: Request) -> JSONResponse:  # type: ignore[valid-type]
         """Translate sentences: nmtkit's request, answered {"translations": [...]}, or OpenNMT-py's
         list of {"src", "id"}, answered in its own shape."""
         asked = parsed(body, cfg.search)
@@ -287,10 +305,7 @@ def create_app(
             translator, asked.sentences, beside, asked.glossary, glossary, asked.job.search, limits
         )
         warnings += terms_said
-        try:
-            out = await batcher.submit(asked.sentences, asked.job, beside)
-        except UserError as err:  # a setting this model cannot search with (coverage: no attention)
-            raise HTTPException(422, str(err)) from None
+        out = await _translated(batcher, asked.sentences, asked.job, beside, request)
         warnings += [f"sentence {k}: {UNHELD}" for k, t in enumerate(out) if t.unheld]
         if asked.ids is not None:
             return JSONResponse(
@@ -315,7 +330,7 @@ def create_app(
             "attention": translator.attends,  # else "attention": true is refused (the page asks by it)
             "shortlist": shortlist,
             "glossary": terms,
-            "served": {"batches": batcher.batches, "sentences": batcher.sentences},
+            "served": {"batches": batcher.batches, "sentences": batcher.sentences, "abandoned": batcher.abandoned},
         }
 
     # the page the server was written for stays at /; FastAPI's /docs describes the API beside it

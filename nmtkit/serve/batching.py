@@ -4,7 +4,9 @@ Requests wait in a queue; a single worker takes the first, gathers for at
 most ``wait`` seconds whatever else arrives with the same search options,
 up to ``max_sentences`` sentences, translates them as one block in a thread
 (so the event loop keeps accepting requests), and hands each request its
-own results. The model is used by that one thread only.
+own results. The model is used by that one thread only. A request whose
+client went away before its batch began is not translated: under load, a
+client that gives up would otherwise still cost the model its sentences.
 """
 
 from __future__ import annotations
@@ -12,10 +14,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from ..translate.translation import Translation
 
@@ -54,6 +56,7 @@ class _Request:
     key: Hashable  # requests with equal keys share a batch
     done: asyncio.Future[list[Translation]] = field(repr=False)
     beside: Beside = Beside()
+    counted: bool = False  # among the abandoned sentences
 
 
 class Batcher:
@@ -62,6 +65,7 @@ class Batcher:
         self.queue: asyncio.Queue[_Request] = asyncio.Queue()
         self.executor = ThreadPoolExecutor(1, thread_name_prefix="nmtkit-model")
         self.batches = self.sentences = 0  # served so far (GET /info)
+        self.abandoned = 0  # sentences left untranslated: their clients went away first
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -75,31 +79,44 @@ class Batcher:
             self._task.cancel()
         self.executor.shutdown(wait=False, cancel_futures=True)
 
-    async def submit(self, lines: Sequence[str], key: Hashable, beside: Beside = Beside()) -> list[Translation]:
+    async def submit(
+        self,
+        lines: Sequence[str],
+        key: Hashable,
+        beside: Beside = Beside(),
+        gone: Callable[[], Awaitable[object]] | None = None,
+    ) -> list[Translation] | None:
         """The translations of ``lines`` under the options ``key`` stands for, each holding its
-        phrases and beginning with its prefix where ``beside`` gives them."""
+        phrases and beginning with its prefix where ``beside`` gives them; None where ``gone``
+        (which returns when the client has gone away) returns first."""
         request = _Request(list(lines), key, asyncio.get_running_loop().create_future(), beside)
         await self.queue.put(request)
-        return await request.done
+        if gone is None:
+            return await request.done
+        watch = asyncio.ensure_future(gone())
+        try:
+            waits: set[asyncio.Future[Any]] = {request.done, watch}
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:  # the server stops: as ``await request.done`` would, cancel it
+            request.done.cancel()
+            raise
+        finally:
+            watch.cancel()
+        if request.done.done():
+            return request.done.result()
+        request.done.cancel()  # its batch, not yet begun, leaves it out; one under way goes on
+        return None
 
     async def _serve(self) -> None:
         later: deque[_Request] = deque()  # other options than the batch being gathered
         loop = asyncio.get_running_loop()
         while True:
             first = later.popleft() if later else await self.queue.get()
-            batch, size = [first], len(first.lines)
-            deadline = time.monotonic() + self.wait
-            while size < self.max_sentences:
-                left = deadline - time.monotonic()
-                try:
-                    nxt = self.queue.get_nowait() if left <= 0 else await asyncio.wait_for(self.queue.get(), left)
-                except (TimeoutError, asyncio.QueueEmpty):
-                    break
-                if nxt.key == first.key and size + len(nxt.lines) <= self.max_sentences:
-                    batch.append(nxt)
-                    size += len(nxt.lines)
-                else:
-                    later.append(nxt)
+            if self._left(first):
+                continue
+            batch = [r for r in await self._gathered(first, later) if not self._left(r)]  # gone meanwhile
+            if not batch:
+                continue
             lines = [line for r in batch for line in r.lines]
             beside = Beside.joined([(len(r.lines), r.beside) for r in batch])
             try:
@@ -115,3 +132,30 @@ class Batcher:
                 if not r.done.done():  # a client that went away
                     r.done.set_result(out[start : start + len(r.lines)])
                 start += len(r.lines)
+
+    async def _gathered(self, first: _Request, later: deque[_Request]) -> list[_Request]:
+        """``first`` and the requests with its options that arrive within the wait, up to the
+        batch's size; those with other options wait in ``later``."""
+        batch, size = [first], len(first.lines)
+        deadline = time.monotonic() + self.wait
+        while size < self.max_sentences:
+            left = deadline - time.monotonic()
+            try:
+                nxt = self.queue.get_nowait() if left <= 0 else await asyncio.wait_for(self.queue.get(), left)
+            except (TimeoutError, asyncio.QueueEmpty):
+                break
+            if self._left(nxt):
+                continue
+            if nxt.key == first.key and size + len(nxt.lines) <= self.max_sentences:
+                batch.append(nxt)
+                size += len(nxt.lines)
+            else:
+                later.append(nxt)
+        return batch
+
+    def _left(self, request: _Request) -> bool:
+        """Whether the request's client went away (its answer cancelled), counted once."""
+        if request.done.cancelled() and not request.counted:
+            request.counted = True
+            self.abandoned += len(request.lines)
+        return request.done.cancelled()
