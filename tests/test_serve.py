@@ -489,7 +489,7 @@ class _GatedTranslator(_FakeTranslator):
         return super().translate_block(lines, options, **given)
 
 
-def test_a_request_whose_client_went_away_before_its_batch_began_is_not_translated():
+def test_a_request_whose_client_went_away_before_its_batch_began_is_not_translated(capfd):
     """It was translated with the next request's batch all the same: under load, the sentences of
     every client that gave up still cost the model their search."""
     from nmtkit.serve.settings import ServerConfig
@@ -513,6 +513,7 @@ def test_a_request_whose_client_went_away_before_its_batch_began_is_not_translat
         served = json.loads(_get(url + "/info")[1])["served"]
     assert translator.blocks == [["a"], ["c"]]
     assert served == {"batches": 2, "sentences": 2, "abandoned": 1}
+    assert "Traceback" not in capfd.readouterr().err
 
 
 def test_a_request_the_shutdown_wait_cuts_short_gets_a_json_503(capfd):
