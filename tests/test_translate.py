@@ -371,6 +371,31 @@ def test_unknown_words_in_a_row_that_read_one_source_word_write_it_once():
     assert replace_unk(["<unk>", "<unk>"], [UNK, UNK], source, alpha, None) == ["Bethlehem", "Bethel"]
 
 
+@pytest.mark.parametrize("spm", [False, True])
+def test_a_word_written_once_for_unknown_words_in_a_row_is_one_word_of_the_links(spm):
+    """The empty unit left by the second <unk> is part of the word the first wrote: --print-alignment
+    had counted it a word of its own, shifting every later target word's number past the text's
+    words, and linking both ways (whose backward model reads the text's words) stopped on a
+    ValueError."""
+    import numpy as np
+
+    from nmtkit.align.links import word_alignment
+    from nmtkit.align.words import word_attention
+    from nmtkit.data.vocab import UNK
+    from nmtkit.translate.unknown_words import replace_unk
+
+    mark = "▁" if spm else ""
+    source = ["▁Beth", "lehem", "▁went", "▁up"] if spm else ["Beth@@", "lehem", "went", "up"]
+    tokens = [f"{mark}<unk>", "<unk>", f"{mark}monta"]
+    alpha = np.eye(4, 5)  # each target unit, then </s>, reads the source unit of its row
+    alpha[2] = [0, 0, 1, 0, 0]
+    out = replace_unk(tokens, [UNK, UNK, 9], source, alpha, None, (spm, spm))
+    assert [t.lstrip("▁") for t in out] == ["Bethlehem", "", "monta"]
+    assert word_alignment(source, out, alpha) == [(0, 0), (1, 1)]  # "monta", the text's 2nd word, reads "went"
+    table = word_attention([*source, "</s>"], [*out, "</s>"], alpha)
+    assert [w.lstrip("▁") for w in table.target] == ["Bethlehem", "monta", "</s>"]
+
+
 def test_an_unk_dictionary_is_word_pairs_and_a_sentence_file_is_refused(tmp_path):
     from nmtkit.translate.unknown_words import read_unk_dict
 

@@ -20,12 +20,16 @@ from ..text.bpe import SEPARATOR, SPM_MARK
 def word_ids(tokens: list[str], sentencepiece: bool | None = None) -> np.ndarray:
     """The word each subword belongs to: ``['Éter@@', 'nel', 'dit']`` (BPE) or
     ``['▁Éter', 'nel', '▁dit']`` (SentencePiece) → ``[0, 0, 1]``; ``sentencepiece``: which, as
-    the codes say (None: guessed from the units)."""
+    the codes say (None: guessed from the units). An empty unit, left where <unk>s in a row wrote
+    one source word once (``translate --replace-unk``), is part of the word before it."""
     if any(t.startswith(SPM_MARK) for t in tokens) if sentencepiece is None else sentencepiece:
         starts = [i == 0 or t.startswith(SPM_MARK) for i, t in enumerate(tokens)]
         return np.cumsum(starts).astype(np.int64) - 1
     ids, word = [], 0
     for tok in tokens:
+        if not tok and ids:
+            ids.append(ids[-1])
+            continue
         ids.append(word)
         if not tok.endswith(SEPARATOR):
             word += 1
