@@ -25,7 +25,8 @@ def word_ids(tokens: list[str], sentencepiece: bool | None = None) -> np.ndarray
     if any(t.startswith(SPM_MARK) for t in tokens) if sentencepiece is None else sentencepiece:
         starts = [i == 0 or t.startswith(SPM_MARK) for i, t in enumerate(tokens)]
         return np.cumsum(starts).astype(np.int64) - 1
-    ids, word = [], 0
+    ids: list[int] = []
+    word = 0
     for tok in tokens:
         if not tok and ids:
             ids.append(ids[-1])
