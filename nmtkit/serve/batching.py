@@ -56,7 +56,6 @@ class _Request:
     key: Hashable  # requests with equal keys share a batch
     done: asyncio.Future[list[Translation]] = field(repr=False)
     beside: Beside = Beside()
-    counted: bool = False  # among the abandoned sentences
 
 
 class Batcher:
@@ -154,8 +153,8 @@ class Batcher:
         return batch
 
     def _left(self, request: _Request) -> bool:
-        """Whether the request's client went away (its answer cancelled), counted once."""
-        if request.done.cancelled() and not request.counted:
-            request.counted = True
+        """Whether the request's client went away (its answer cancelled), counted: each caller
+        drops a request this says True of, so it is counted once."""
+        if request.done.cancelled():
             self.abandoned += len(request.lines)
         return request.done.cancelled()
