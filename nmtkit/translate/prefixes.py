@@ -53,7 +53,7 @@ def prefix_ids(
     return out
 
 
-def _one_unk_a_word(units: list[str], ids: list[int], sentencepiece: bool) -> list[int]:
+def _one_unk_a_word(units: list[str], ids: list[int], sentencepiece: bool | None = None) -> list[int]:
     """A word with a unit out of the vocabulary forced as one <unk>: its other units had been
     forced as a word of their own (``Xylophoneq`` as ``<unk> ylophoneq``)."""
     out: list[int] = []
