@@ -43,6 +43,56 @@ def test_a_known_attention_gives_the_expected_links():
     assert word_alignment(source, target, alpha) == [(0, 0), (1, 2)]
 
 
+def test_links_and_word_attention_find_words_by_the_units_kind_the_codes_say():
+    """A BPE sentence holding a unit that begins with ▁ (a text that holds the mark) was taken for
+    SentencePiece's: its words ran together, and links went to the wrong words."""
+    source = ["a", "\u2581@@", "b", "c"]  # BPE: a | ▁b | c; taken for SentencePiece: a | ▁@@ b c
+    target = ["x", "y"]
+    alpha = np.zeros((3, 5))
+    alpha[0, 0] = alpha[1, 3] = alpha[2, 4] = 1  # x → a, y → c, </s> → </s>
+    assert word_alignment(source, target, alpha) == [(0, 0), (1, 1)]  # guessed
+    assert word_alignment(source, target, alpha, (False, False)) == [(0, 0), (2, 1)]
+    words = word_attention([*source, "</s>"], [*target, "</s>"], alpha, (False, False))
+    assert words.source == ["a", "\u2581b", "c", "</s>"]
+    assert word_attention([*source, "</s>"], [*target, "</s>"], alpha).source == ["a", "@@bc", "</s>"]
+
+
+def test_an_attention_record_says_the_units_kind_and_one_without_it_is_guessed():
+    from nmtkit.align.files import alignment_record, unit_kinds
+
+    alpha = np.full((2, 2), 0.5)
+    record = json.loads(json.dumps(alignment_record(1, ["a"], ["b"], alpha, -1.0, (False, True))))
+    assert record["sentencepiece"] == [False, True] and unit_kinds(record) == (False, True)
+    assert "sentencepiece" not in alignment_record(1, ["a"], ["b"], alpha, -1.0)  # not known: not said
+    for said in (None, [True], ["yes", "no"], "bpe"):  # an earlier file's, or one edited by hand
+        assert unit_kinds({"sentencepiece": said}) == (None, None)
+
+
+def test_translations_and_forced_pairs_carry_the_units_kind_into_their_links(overfit, tmp_path):
+    from nmtkit.align.files import read_alignments
+    from nmtkit.translate.settings import TranslateOptions
+    from nmtkit.translate.translator import Translator
+
+    translator = Translator.from_checkpoints([overfit / "run" / "last.pt"], "cpu")
+    assert translator.unit_kinds == (False, False)  # the tiny corpus's BPE
+    line = EN[0] + " \u2581" + EN[0].split()[-1]
+    t = list(translator.translate([line, ""], TranslateOptions(attention=True)))
+    assert [x.sentencepiece for x in t] == [(False, False)] * 2
+    assert any(u.startswith("\u2581") for u in t[0].source_tokens)
+    forced = translator.force([line], [t[0].text], tokenized=False)[0]
+    assert forced.sentencepiece == (False, False)
+    (tmp_path / "s.en").write_text(line + "\n", encoding="utf-8")
+    (tmp_path / "s.fr").write_text(t[0].text + "\n", encoding="utf-8")
+    model = str(overfit / "run" / "last.pt")
+    args = ["-m", model, "--source", str(tmp_path / "s.en"), "--target", str(tmp_path / "s.fr")]
+    r = CliRunner().invoke(main, ["align", *args, "--alignments", str(tmp_path / "a.json")])
+    assert r.exit_code == 0, r.output
+    record = read_alignments(tmp_path / "a.json")[1]
+    assert record["sentencepiece"] == [False, False]
+    links = word_alignment(record["source"][:-1], record["target"][:-1], np.array(record["alignment"]), (False, False))
+    assert r.stdout.splitlines() == [pharaoh(links)]
+
+
 def test_translate_prints_one_alignment_line_and_jsonl_per_input(overfit, tmp_path):
     src = tmp_path / "in.en"
     src.write_text(EN[0] + "\n\n" + EN[2] + "\n", encoding="utf-8")

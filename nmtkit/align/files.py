@@ -11,6 +11,7 @@ from typing import Any
 
 from ..core.errors import UserError
 from ..core.files import read_lines
+from ..text.bpe import GUESSED, UnitKinds
 
 # a line of Pharaoh links, sure (i-j) or possible (i?j)
 _PHARAOH = re.compile(r"\d+[-?]\d+(\s+\d+[-?]\d+)*")
@@ -19,22 +20,37 @@ ALIGNMENT_FORMAT = "nmtkit-alignments"
 EOS_LABEL = "</s>"
 
 
-def alignment_record(lineno: int, source: list[str], target: list[str], attention: Any, score: float) -> dict[str, Any]:
+def alignment_record(
+    lineno: int, source: list[str], target: list[str], attention: Any, score: float, sentencepiece: UnitKinds = GUESSED
+) -> dict[str, Any]:
     """One line of an alignment file: tokens with </s> on both axes and α (rows: target, one per
-    target token and </s>; None: no attention kept)."""
+    target token and </s>; None: no attention kept), and the two sides' kinds of units where they
+    are known (``align-plot`` finds the words by them)."""
     alignment = [] if attention is None else [[round(float(a), 4) for a in row] for row in attention]
-    return {
+    record = {
         "line": lineno,
         "source": source + [EOS_LABEL],
         "target": target + [EOS_LABEL],
         "score": round(score, 4),
         "alignment": alignment if source else [],
     }
+    return record | ({} if sentencepiece == GUESSED else {"sentencepiece": list(sentencepiece)})
 
 
-def alignment_line(lineno: int, source: list[str], target: list[str], attention: Any, score: float) -> str:
+def alignment_line(
+    lineno: int, source: list[str], target: list[str], attention: Any, score: float, sentencepiece: UnitKinds = GUESSED
+) -> str:
     """:func:`alignment_record` as the file's line of JSON (without its newline)."""
-    return json.dumps(alignment_record(lineno, source, target, attention, score), ensure_ascii=False)
+    return json.dumps(alignment_record(lineno, source, target, attention, score, sentencepiece), ensure_ascii=False)
+
+
+def unit_kinds(record: dict[str, Any]) -> UnitKinds:
+    """The kinds of units a record says (:func:`alignment_record`); guessed where it says none,
+    as a file of an earlier nmtkit does not, or says them otherwise than as two booleans."""
+    kinds = record.get("sentencepiece")
+    if isinstance(kinds, list) and len(kinds) == 2 and all(k is None or isinstance(k, bool) for k in kinds):
+        return kinds[0], kinds[1]
+    return GUESSED
 
 
 ALIGNMENT_VERSION = 1

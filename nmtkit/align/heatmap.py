@@ -20,8 +20,9 @@ from ..core.console import log
 from ..core.errors import UserError
 from ..core.files import read_lines
 from ..core.plot import alignment_heatmap, check_format
+from ..text.bpe import GUESSED, UnitKinds
 from .aer import read_gold
-from .files import is_alignment_header, read_alignments
+from .files import is_alignment_header, read_alignments, unit_kinds
 from .words import word_attention
 
 
@@ -33,6 +34,7 @@ class Heatmap:
     alignment: Any
     title: str
     subwords: bool = True  # tokens may be subword pieces (False: Moses tokens, as given)
+    sentencepiece: UnitKinds = GUESSED  # the two sides' kinds of units, where known
 
 
 # pictures one run draws at most: a range typed wrong (1-20000000) would otherwise be expanded,
@@ -134,7 +136,8 @@ def from_alignment_file(path: str | Path, lines: Sequence[int]) -> list[Heatmap]
                 f"{path}: sentence {n}: attention of shape {shape or 'unreadable'} for {len(target)} target "
                 f"and {len(source)} source tokens"
             )
-        maps.append(Heatmap(n, source, target, alignment, f"line {n}, log p = {score:.2f}"))
+        title = f"line {n}, log p = {score:.2f}"
+        maps.append(Heatmap(n, source, target, alignment, title, sentencepiece=unit_kinds(records[n])))
     return maps
 
 
@@ -152,7 +155,7 @@ def in_words(m: Heatmap) -> Heatmap:
     if not m.subwords:
         return m
     try:
-        words = word_attention(m.source, m.target, m.alignment)
+        words = word_attention(m.source, m.target, m.alignment, m.sentencepiece)
     except ValueError as err:
         raise UserError(f"line {m.line}: {err}") from None
     return replace(m, source=words.source, target=words.target, alignment=words.attention)

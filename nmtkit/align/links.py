@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.errors import UserError
-from ..text.bpe import SEPARATOR, SPM_MARK
+from ..text.bpe import GUESSED, SEPARATOR, SPM_MARK, UnitKinds, is_spm_units
 
 
 def word_ids(tokens: list[str], sentencepiece: bool | None = None) -> np.ndarray:
@@ -22,7 +22,7 @@ def word_ids(tokens: list[str], sentencepiece: bool | None = None) -> np.ndarray
     ``['▁Éter', 'nel', '▁dit']`` (SentencePiece) → ``[0, 0, 1]``; ``sentencepiece``: which, as
     the codes say (None: guessed from the units). An empty unit, left where <unk>s in a row wrote
     one source word once (``translate --replace-unk``), is part of the word before it."""
-    if any(t.startswith(SPM_MARK) for t in tokens) if sentencepiece is None else sentencepiece:
+    if is_spm_units(tokens, sentencepiece):
         starts = [i == 0 or t.startswith(SPM_MARK) for i, t in enumerate(tokens)]
         return np.cumsum(starts).astype(np.int64) - 1
     ids: list[int] = []
@@ -37,16 +37,19 @@ def word_ids(tokens: list[str], sentencepiece: bool | None = None) -> np.ndarray
     return np.asarray(ids, dtype=np.int64)
 
 
-def word_alignment(source: list[str], target: list[str], attention: np.ndarray) -> list[tuple[int, int]]:
+def word_alignment(
+    source: list[str], target: list[str], attention: np.ndarray, sentencepiece: UnitKinds = GUESSED
+) -> list[tuple[int, int]]:
     """(source word, target word) pairs, 0-based, at most one per target word, in target order.
-    ``attention`` is (len(target) + 1, len(source) + 1): rows and columns end with </s>. A
+    ``attention`` is (len(target) + 1, len(source) + 1): rows and columns end with </s>;
+    ``sentencepiece``: the two sides' kinds of units, as their codes say. A
     target word whose weight goes mostly to the source's </s> is left unlinked: an alignment
     head (:mod:`~nmtkit.models.alignment_head`) learns to say "no link" so; attention rarely
     does."""
     if not source or not target:
         return []
     alpha = np.asarray(attention, dtype=np.float64)[: len(target), : len(source) + 1]
-    src_w, tgt_w = word_ids(source), word_ids(target)
+    src_w, tgt_w = word_ids(source, sentencepiece[0]), word_ids(target, sentencepiece[1])
     end = src_w[-1] + 1  # </s> as one more source "word"
     by_src = np.zeros((len(target), end + 1))
     np.add.at(by_src.T, np.append(src_w, end), alpha.T)  # sum over a source word's subwords

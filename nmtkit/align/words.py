@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..text.bpe import SEPARATOR, SPM_MARK
+from ..text.bpe import GUESSED, SEPARATOR, SPM_MARK, UnitKinds, is_spm_units
 from .files import EOS_LABEL
 from .links import word_ids
 
@@ -28,14 +28,17 @@ class WordAttention:
     attention: npt.NDArray[np.float64]  # (len(target), len(source))
 
 
-def word_attention(source: list[str], target: list[str], attention: Any) -> WordAttention:
+def word_attention(
+    source: list[str], target: list[str], attention: Any, sentencepiece: UnitKinds = GUESSED
+) -> WordAttention:
     """The attention between words of a (len(target), len(source)) matrix over subword tokens:
-    columns summed over a source word's pieces, rows averaged over a target word's pieces."""
+    columns summed over a source word's pieces, rows averaged over a target word's pieces.
+    ``sentencepiece``: the two sides' kinds of units, as their codes say."""
     alpha = np.asarray(attention, dtype=np.float64)
     if alpha.shape != (len(target), len(source)):
         raise ValueError(f"attention of shape {alpha.shape} for {len(target)} target and {len(source)} source tokens")
-    src_ids, src_words = _words(source)
-    tgt_ids, tgt_words = _words(target)
+    src_ids, src_words = _words(source, sentencepiece[0])
+    tgt_ids, tgt_words = _words(target, sentencepiece[1])
     columns = np.zeros((len(target), len(src_words)))
     np.add.at(columns.T, src_ids, alpha.T)  # sum over a source word's pieces
     rows = np.zeros((len(tgt_words), len(src_words)))
@@ -44,15 +47,15 @@ def word_attention(source: list[str], target: list[str], attention: Any) -> Word
     return WordAttention(src_words, tgt_words, rows)
 
 
-def _words(tokens: list[str]) -> tuple[npt.NDArray[np.int64], list[str]]:
+def _words(tokens: list[str], sentencepiece: bool | None) -> tuple[npt.NDArray[np.int64], list[str]]:
     """Each token's word and the words' labels; a final </s> is a word of its own."""
     eos = bool(tokens) and tokens[-1] == EOS_LABEL
     pieces = tokens[:-1] if eos else tokens
-    ids = np.asarray(word_ids(pieces), dtype=np.int64)
+    spm = is_spm_units(pieces, sentencepiece)
+    ids = np.asarray(word_ids(pieces, spm), dtype=np.int64)
     groups: list[list[str]] = [[] for _ in range(int(ids[-1]) + 1 if len(ids) else 0)]
     for word, piece in zip(ids, pieces):
         groups[word].append(piece)
-    spm = any(t.startswith(SPM_MARK) for t in pieces)
     labels = [_label(group, spm) for group in groups]
     if eos:
         ids = np.append(ids, len(labels))

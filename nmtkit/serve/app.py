@@ -234,7 +234,7 @@ def native(t: Translation, attention: bool, alignment: bool = True) -> dict[str,
             del each["alignment"]
     if attention and t.attention is not None:
         source, target = t.source_tokens + [EOS_LABEL], t.tokens + [EOS_LABEL]
-        words = word_attention(source, target, t.attention)
+        words = word_attention(source, target, t.attention, t.sentencepiece)
         record |= {
             "source_tokens": source,
             "target_tokens": target,

@@ -184,12 +184,19 @@ class Segmenter:
         return list(self._bpe.segment_tokens(tokens))
 
 
+UnitKinds = tuple[bool | None, bool | None]
+"""Whether a pair's source and target units are SentencePiece's (True) or not (False: BPE's, or
+whole words), as their codes say; None where unknown: guessed from the units."""
+
+GUESSED: UnitKinds = (None, None)
+
+
 def merge_subwords(tokens: list[str], sentencepiece: bool | None = None) -> list[str]:
     """Undo the subwords: ``['Éter@@', 'nel']`` or ``['▁Éter', 'nel']`` → ``['Éternel']`` (a
     dangling BPE separator is dropped). ``sentencepiece``: which units they are, where the codes
     say it; None: SentencePiece's where a unit starts with ``▁`` (which a BPE unit of text that
     holds one does too: its sentence's words then ran together)."""
-    if _is_sentencepiece(tokens, sentencepiece):
+    if is_spm_units(tokens, sentencepiece):
         return "".join(tokens).replace(SPM_MARK, " ").split()
     return _JOIN.sub("", " ".join(tokens)).split()
 
@@ -198,14 +205,14 @@ def word_of(units: list[str], i: int, sentencepiece: bool | None = None) -> str:
     """The whole word that unit ``i`` is part of, its subwords merged: ``['Beth@@', 'lehem']``, 1 →
     ``'Bethlehem'`` (the unit itself where nothing is left of it merged: a lone ``▁`` or ``@@``).
     ``sentencepiece``: which units they are, as :func:`merge_subwords` takes it."""
-    spm = _is_sentencepiece(units, sentencepiece)
+    spm = is_spm_units(units, sentencepiece)
     word = units[word_start(units, i, spm) : word_end(units, i, spm) + 1]
     return "".join(merge_subwords(word, spm)) or units[i]
 
 
 def word_end(units: list[str], i: int, sentencepiece: bool | None = None) -> int:
     """Where the word of unit ``i`` ends among ``units``: the index of its last unit."""
-    if _is_sentencepiece(units, sentencepiece):
+    if is_spm_units(units, sentencepiece):
         while i + 1 < len(units) and not _spm_starts_word(units, i + 1):
             i += 1
         return i
@@ -216,7 +223,7 @@ def word_end(units: list[str], i: int, sentencepiece: bool | None = None) -> int
 
 def word_start(units: list[str], i: int, sentencepiece: bool | None = None) -> int:
     """Where the word of unit ``i`` begins among ``units`` (BPE's ``@@``, or SentencePiece's ``▁``)."""
-    if _is_sentencepiece(units, sentencepiece):
+    if is_spm_units(units, sentencepiece):
         while i > 0 and not _spm_starts_word(units, i):
             i -= 1
         return i
@@ -225,7 +232,7 @@ def word_start(units: list[str], i: int, sentencepiece: bool | None = None) -> i
     return i
 
 
-def _is_sentencepiece(units: list[str], sentencepiece: bool | None) -> bool:
+def is_spm_units(units: list[str], sentencepiece: bool | None = None) -> bool:
     """The units' kind as the codes say it; where unknown, guessed: SentencePiece's where a unit
     starts with ``▁`` (a BPE unit of text that holds one does too)."""
     return any(u.startswith(SPM_MARK) for u in units) if sentencepiece is None else sentencepiece

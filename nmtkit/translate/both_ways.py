@@ -83,7 +83,8 @@ def word_table(forced: Forced) -> np.ndarray:
 
 
 def _words(forced: Forced) -> WordAttention:
-    return word_attention([*forced.source_tokens, EOS_LABEL], [*forced.target_tokens, EOS_LABEL], forced.attention)
+    source, target = [*forced.source_tokens, EOS_LABEL], [*forced.target_tokens, EOS_LABEL]
+    return word_attention(source, target, forced.attention, forced.sentencepiece)
 
 
 class BothWays:
@@ -105,7 +106,7 @@ class BothWays:
         """Pharaoh links of ``t``: its table and the backward models' forced along it, combined."""
         if t.attention is None or not t.tokens:
             return ""
-        ahead = Forced(t.source_tokens, t.tokens, t.score, t.attention)
+        ahead = Forced(t.source_tokens, t.tokens, t.score, t.attention, sentencepiece=t.sentencepiece)
         source, target = turned(ahead)  # the translation's words back to its source's, as the search read them
         back = self.backward.force([source], [target], tokenized=True, scored=False)
         return pharaoh(combined_links(word_table(ahead), word_table(back[0]), self.links_cfg))

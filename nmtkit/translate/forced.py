@@ -46,7 +46,9 @@ class Aligner:
         sources, targets = [s for _, (s, _) in pairs], [t for _, (_, t) in pairs]
         ahead = self.forward.force(sources, targets, self.tokenized, scored=self.records)
         if self.backward is None:
-            links = [pharaoh(word_alignment(f.source_tokens, f.target_tokens, f.attention)) for f in ahead]
+            links = [
+                pharaoh(word_alignment(f.source_tokens, f.target_tokens, f.attention, f.sentencepiece)) for f in ahead
+            ]
         else:
             turned_pairs = [turned(f) for f in ahead]
             back = self.backward.force(
@@ -54,7 +56,9 @@ class Aligner:
             )
             links = [pharaoh(combined_links(word_table(f), word_table(b), self.links)) for f, b in zip(ahead, back)]
         records = [
-            alignment_line(n, f.source_tokens, f.target_tokens, f.attention, f.score) if self.records else ""
+            alignment_line(n, f.source_tokens, f.target_tokens, f.attention, f.score, f.sentencepiece)
+            if self.records
+            else ""
             for (n, _), f in zip(pairs, ahead)
         ]
         return list(zip(links, records))
@@ -173,6 +177,7 @@ def from_model(
             f.target_tokens + [EOS_LABEL],
             f.attention,
             f"line {n}, reference forced, log p = {f.score:.2f}",
+            sentencepiece=f.sentencepiece,
         )
         for n, f in zip(lines, forced)
     ]

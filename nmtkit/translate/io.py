@@ -73,7 +73,7 @@ def hard_alignment(t: Translation) -> str:
         return t.links
     if t.attention is None or not t.tokens:
         return ""
-    return pharaoh(word_alignment(t.source_tokens, t.tokens, t.attention))
+    return pharaoh(word_alignment(t.source_tokens, t.tokens, t.attention, t.sentencepiece))
 
 
 def json_record(lineno: int, t: Translation) -> dict[str, Any]:
@@ -142,7 +142,9 @@ class _Sinks:
         else:
             self.out.write(t.text + "\n")
         if self.align is not None:
-            self.align.write(alignment_line(self.n, t.source_tokens, t.tokens, t.attention, t.score) + "\n")
+            self.align.write(
+                alignment_line(self.n, t.source_tokens, t.tokens, t.attention, t.score, t.sentencepiece) + "\n"
+            )
         if self.pharaoh is not None:
             self.pharaoh.write(hard_alignment(t) + "\n")
 

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..text.bpe import GUESSED, UnitKinds
+
 
 @dataclass
 class Translation:
@@ -26,6 +28,8 @@ class Translation:
             ``score``), where they were asked for (``token_scores``); else None.
         unheld: Whether the line's constraints (phrases, glossary terms) were asked and no output
             within the output limit could hold them all: it is translated without them.
+        sentencepiece: Whether the source's and the output's units are SentencePiece's, as the
+            models' codes say (where a word begins, for links and word attention).
     """
 
     text: str
@@ -38,6 +42,7 @@ class Translation:
     links: str | None = None
     token_scores: list[float] | None = None
     unheld: bool = False
+    sentencepiece: UnitKinds = GUESSED
 
 
 @dataclass
@@ -49,3 +54,4 @@ class Forced:
     score: float
     attention: np.ndarray  # (len(target_tokens) + 1, len(source_tokens) + 1)
     token_scores: list[float] | None = None  # each target token's log-probability, </s>'s last
+    sentencepiece: UnitKinds = GUESSED  # the two sides' kinds of units, as Translation's

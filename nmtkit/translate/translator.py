@@ -34,6 +34,7 @@ from ..data.vocab import PAD
 from ..models.base import EncoderOut, Seq2Seq
 from ..models.ensemble import Ensemble
 from ..models.int8 import quantize_int8
+from ..text.bpe import UnitKinds
 from .beside import LinesBeside
 from .constraints import (
     Phrases,
@@ -152,6 +153,11 @@ class Translator:
         members = self.model.models if isinstance(self.model, Ensemble) else [self.model]
         return any(m.cfg.attends() for m in members)
 
+    @property
+    def unit_kinds(self) -> UnitKinds:
+        """Whether the source's and the target's units are SentencePiece's, as the codes say."""
+        return self.sides.src.text.sentencepiece, self.sides.tgt.text.sentencepiece
+
     def require_attention(self, what: str, where: str | Path) -> None:
         """Refuse ``what`` in one line where the models of ``where`` have no attention to read."""
         if not self.attends:
@@ -239,7 +245,7 @@ class Translator:
         if constraints is not None:
             refuse_sampling(options.search)
         src_side, tgt_side = self.sides.src, self.sides.tgt
-        kinds = (src_side.text.sentencepiece, tgt_side.text.sentencepiece)  # the units', for --replace-unk
+        kinds = self.unit_kinds
         sources = [
             _crop(src_side.tokens(line, options.tokenized), options.max_length, first_line + k)
             for k, line in enumerate(lines)
@@ -252,7 +258,7 @@ class Translator:
         if constraints is not None:
             musts = constraint_ids(constraints, tgt_side, options.tokenized, backwards, first_line, warn)
             edges = word_edges(tgt_side.vocab.tokens, backwards, self.device, tgt_side.text.sentencepiece)
-        out = [_empty(tokens, options.search.nbest, options.token_scores) for tokens in sources]  # empty in, empty out
+        out = [_empty(tokens, options.search.nbest, options.token_scores, kinds) for tokens in sources]  # empty in
         attention = (options.attention or options.replace_unk) and self.attends  # else no links, no maps
         batch_size = options.batch_size or max(1, min(32, CPU_ROWS // options.search.width))
         max_tokens = 0 if options.batch_size else options.max_tokens  # sentences asked (not both: check())
@@ -298,6 +304,7 @@ class Translator:
                     alpha if options.attention else None,
                     token_scores=each,
                     unheld=i in unheld,
+                    sentencepiece=kinds,
                 )
                 if row % n == 0:
                     out[i] = t
@@ -444,7 +451,7 @@ class Translator:
                     )
                 )
                 tokens = None if each is None else reading_order(each[row][: units + 1], units, backwards)
-                out[i] = Forced(src_tok[i], tgt_tok[i], values[row], alpha, tokens)
+                out[i] = Forced(src_tok[i], tgt_tok[i], values[row], alpha, tokens, self.unit_kinds)
         return [f for f in out if f is not None]
 
 
@@ -458,11 +465,11 @@ def _crop(tokens: list[str], limit: int, lineno: int, doing: str = "translating"
     return tokens[:limit]
 
 
-def _empty(source_tokens: list[str], nbest: int, token_scores: bool) -> Translation:
+def _empty(source_tokens: list[str], nbest: int, token_scores: bool, kinds: UnitKinds) -> Translation:
     """An empty line's translation: empty (not searched: no </s> scored), and where n-best lists
     are asked for, the one in its list."""
     each: list[float] | None = [] if token_scores else None
-    t = Translation("", [], source_tokens, 0.0, 0.0, token_scores=each)
+    t = Translation("", [], source_tokens, 0.0, 0.0, token_scores=each, sentencepiece=kinds)
     if nbest > 1:
-        t.nbest.append(Translation("", [], source_tokens, 0.0, 0.0, token_scores=each))
+        t.nbest.append(replace(t, nbest=[]))
     return t

@@ -11,7 +11,7 @@ import numpy as np
 from ..core.errors import UserError
 from ..core.files import read_lines
 from ..data.vocab import UNK
-from ..text.bpe import SPM_MARK, word_of, word_start
+from ..text.bpe import GUESSED, SPM_MARK, UnitKinds, is_spm_units, word_of, word_start
 
 
 def read_unk_dict(path: str | Path) -> dict[str, str]:
@@ -45,7 +45,7 @@ def replace_unk(
     source: list[str],
     alpha: np.ndarray,
     table: dict[str, str] | None,
-    sentencepiece: tuple[bool | None, bool | None] = (None, None),
+    sentencepiece: UnitKinds = GUESSED,
 ) -> list[str]:
     """Each <unk> becomes the source word it attends to most (</s> excluded), or that word's
     dictionary translation (Luong et al. 2015; Jean et al. 2015): the whole word, where the source
@@ -56,7 +56,7 @@ def replace_unk(
         return tokens
     aligned = alpha[: len(ids), : len(source)].argmax(1)
     src_spm, tgt_spm = sentencepiece
-    starts = SPM_MARK if (any(t.startswith(SPM_MARK) for t in tokens) if tgt_spm is None else tgt_spm) else ""
+    starts = SPM_MARK if is_spm_units(tokens, tgt_spm) else ""
     out: list[str] = []
     last = None  # where the word the <unk> before this one was replaced by begins
     for tok, i, j in zip(tokens, ids, aligned):
