@@ -155,8 +155,8 @@ def test_info_reads_a_training_run_and_a_corpus_too(overfit, tmp_path):
 
 
 def test_info_reads_a_run_killed_while_it_logged_and_refuses_a_damaged_log(overfit, tmp_path):
-    """A last line torn by a kill is left out, as a resumed run drops it; one line elsewhere that is
-    not the log's, or bytes that are not UTF-8, are one line and status 2 (a traceback before)."""
+    """A last line torn by a kill is left out, as a resumed run drops it; a whole line anywhere that
+    is not the log's, or bytes that are not UTF-8, are one line and status 2 (a traceback before)."""
     run = tmp_path / "run"
     run.mkdir()
     log = (overfit / "run" / "metrics.jsonl").read_bytes()
@@ -174,6 +174,11 @@ def test_info_reads_a_run_killed_while_it_logged_and_refuses_a_damaged_log(overf
         (run / "metrics.jsonl").write_bytes(damage + log)
         r = invoke("info", run)
         assert r.exit_code == 2 and said in r.output and r.output.count("\n") == 1, r.output
+    # a whole line (its end written) is not torn, even the last or the only one
+    for damaged in (b"not json\n", log + b'{"step": 260, "epo\n'):
+        (run / "metrics.jsonl").write_bytes(damaged)
+        r = invoke("info", run)
+        assert r.exit_code == 2 and "is not a line of a training log" in r.output, r.output
     (run / "metrics.jsonl").write_bytes(log)
     for machine in (
         b"",

@@ -208,3 +208,22 @@ def test_bootstrap_resamples_every_metric_asked_for_as_sacrebleus_paired_test_do
     assert tokenize.exit_code == 0 and "intl, lowercased" in tokenize.stdout, tokenize.output
     plain = CliRunner().invoke(main, ["score", *args, "--metrics", "bleu", "--output-format", "json"])
     assert [k for k in json.loads(plain.stdout) if k.startswith("bootstrap")] == ["bootstrap", "bootstrap_tok"]
+
+
+def test_a_tokenizer_model_that_cannot_be_fetched_is_one_line(files, tmp_path, monkeypatch, caplog):
+    """--tokenize spm fetches its model on first use; offline, sacreBLEU's own warning about the
+    name ('spm' is now 'flores101') came out above nmtkit's error line (logging's last resort
+    prints it on stderr; under pytest, caplog holds it)."""
+    from urllib.error import URLError
+
+    import sacrebleu.tokenizers.tokenizer_spm as spm
+
+    def offline(url, path):
+        raise URLError("Name or service not known")
+
+    monkeypatch.setattr(spm, "SACREBLEU_DIR", str(tmp_path))  # no model fetched before
+    monkeypatch.setattr(spm, "download_file", offline)
+    r = CliRunner().invoke(main, ["score", str(files / "hyp.fr"), "-r", str(files / "ref0.fr"), "--tokenize", "spm"])
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "--tokenize spm: sacreBLEU could not download the tokenizer's model" in r.stderr
+    assert not [record.getMessage() for record in caplog.records if record.name == "sacrebleu"]

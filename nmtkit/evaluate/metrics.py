@@ -10,6 +10,7 @@ with this module: the command line reads the settings here before any command ru
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +28,18 @@ DEFAULT_TOKENIZED = (TOK_BLEU, "chrf")
 SACREBLEU_TEMPLATE = "sacreBLEU (detokenized, {tok}{case})"
 TOKENIZED_TEMPLATE = "tokenized BLEU (Moses tokens, multi-bleu.perl style, as the paper{case})"
 SENTENCE_WIDTH = 2  # decimals on a --sentence-level line (sacrebleu -w)
+
+
+class _Held(logging.Filter):
+    """Keeps the records a logger is given instead of letting them through."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        self.records.append(record)
+        return False
 
 
 def sacrebleu_metrics() -> tuple[str, ...]:
@@ -110,13 +123,23 @@ class Metrics:
     def bleu(self) -> Any:
         from sacrebleu.metrics.bleu import BLEU
 
+        # sacreBLEU's warnings while it builds the tokenizer are held: said if it is built, dropped
+        # if it fails, so that a failure is the one line of its error
+        held = _Held()
+        logger = logging.getLogger("sacrebleu")
+        logger.addFilter(held)
         try:
-            return BLEU(tokenize=self.tokenize, lowercase=self.lowercase, effective_order=self.sentence_level)
+            bleu = BLEU(tokenize=self.tokenize, lowercase=self.lowercase, effective_order=self.sentence_level)
         except (ImportError, RuntimeError, OSError) as err:  # a tokenizer's missing extra or model
             reason = next((line for line in str(err).splitlines() if line.strip()), type(err).__name__).strip()
             if isinstance(err, URLError):  # its model, which sacreBLEU fetches on first use
                 reason = f"sacreBLEU could not download the tokenizer's model ({reason}); run it once with a network"
             raise UserError(f"--tokenize {self.tokenize}: {reason}") from None
+        finally:
+            logger.removeFilter(held)
+        for record in held.records:
+            logger.handle(record)
+        return bleu
 
     def bleu_tok(self) -> Any:
         """BLEU on the tokens as given, unsmoothed: what multi-bleu.perl computes."""

@@ -42,14 +42,16 @@ def _entry(line: str) -> dict[str, Any] | None:
 
 def entries(save_dir: str | Path) -> list[dict[str, Any]]:
     """Every line of a run's log, in order, but a last line torn by a kill (or being written as it
-    is read), which a resumed run drops too. Raises :class:`UserError` for a log damaged elsewhere."""
+    is read), which a resumed run drops too. Raises :class:`UserError` for a log damaged elsewhere,
+    or for a whole last line that is not the log's: train writes a line with its end in one call,
+    so only a line without its end can be torn."""
     path = Path(save_dir) / METRICS
     try:
-        lines = [(n, line) for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if line.strip()]
+        text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise UserError(f"{path}: not UTF-8, so not a log that nmtkit train wrote") from None
-    found = [(n, _entry(line)) for n, line in lines]
-    if found and found[-1][1] is None:
+    found = [(n, _entry(line)) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+    if found and found[-1][1] is None and not text.endswith("\n"):
         found.pop()
     damaged = [n for n, entry in found if entry is None]
     if damaged:
