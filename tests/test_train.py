@@ -115,6 +115,10 @@ def test_kept_validations_are_weights_only_models_and_the_log_reads_back(corpus,
 
     assert f" on {describe(machine())}; best.pt" in run_summary(tmp_path / "k")  # the machine it ran on
     assert f"best.pt is update {best} (chosen by dev NLL" in run_summary(tmp_path / "k")
+    # a run started over records the machine it runs on, not the earlier run's (its --threads, say)
+    (tmp_path / "k" / "machine.json").write_text('{"cpu": "an earlier one", "cores": 999, "torch": "1.0"}\n')
+    train(corpus, tmp_path / "k", TINY, cfg(max_updates=1, valid_every=1000), resume=False)
+    assert f" on {describe(machine())}; best.pt" in run_summary(tmp_path / "k")
 
 
 def _killed_at_first(monkeypatch, name: str):

@@ -87,9 +87,10 @@ def append(save_dir: str | Path, entry: dict[str, Any]) -> None:
 
 def open_log(save_dir: str | Path, step: int, owed: bool = False) -> None:
     """A run's log ready at update ``step``: the machine the speed will be measured on recorded
-    once, at the run's start; on resume, the lines logged after the checkpoint's update forgotten
-    (they will be redone), and a last line torn by a kill."""
-    if not (Path(save_dir) / MACHINE).exists():
+    at the run's start (update 0: a new run, or one started over, whose every window is redone);
+    on resume, the lines logged after the checkpoint's update forgotten (they will be redone), and
+    a last line torn by a kill."""
+    if not step or not (Path(save_dir) / MACHINE).exists():
         with atomic_write(Path(save_dir) / MACHINE) as fh:
             fh.write(json.dumps(machine()) + "\n")
     path = Path(save_dir) / METRICS
