@@ -516,6 +516,48 @@ def test_a_request_whose_client_went_away_before_its_batch_began_is_not_translat
     assert "Traceback" not in capfd.readouterr().err
 
 
+class _LineByLineTranslator(_FakeTranslator):
+    """Searches a line a block, telling ``done`` after each as the search does; holds after the
+    first until ``gate`` is set, recording each line it translated."""
+
+    def __init__(self):
+        super().__init__()
+        self.entered, self.gate, self.lines = threading.Event(), threading.Event(), []
+
+    def translate_block(self, lines, options, done=lambda n: None, **given):
+        out = []
+        for k, line in enumerate(lines):
+            out += super().translate_block([line], options, **given)
+            self.lines.append(line)
+            done(1)
+            if k == 0:
+                self.entered.set()
+                self.gate.wait(30)
+        return out
+
+
+def test_a_batch_whose_clients_all_went_away_stops_at_the_search_s_next_block(capfd):
+    """A batch under way went on to its last sentence for nobody; it stops between two blocks of
+    the search, the sentences left counted abandoned, and the next request is served."""
+    from nmtkit.serve.settings import ServerConfig
+
+    translator = _LineByLineTranslator()
+    with in_process(translator, ServerConfig()) as url:
+        body = json.dumps({"sentences": ["a", "b", "c", "d"]}).encode()
+        head = f"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {len(body)}"
+        host, port = url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port))) as client:
+            client.sendall(head.encode() + b"\r\n\r\n" + body)
+            assert translator.entered.wait(30)  # its first line translated; then the client hangs up
+        time.sleep(0.5)
+        translator.gate.set()
+        assert _post(url + "/translate", {"sentences": ["e"]})[1]["translations"][0]["text"] == "e"
+        served = json.loads(_get(url + "/info")[1])["served"]
+    assert translator.lines == ["a", "b", "e"]  # b: the block under way when the client left
+    assert served == {"batches": 1, "sentences": 1, "abandoned": 2}
+    assert "Traceback" not in capfd.readouterr().err
+
+
 def test_a_request_the_shutdown_wait_cuts_short_gets_a_json_503(capfd):
     """SIGTERM's wait over, uvicorn cancels what still runs: its client gets an error of the API's
     shape, as every other, where it got uvicorn's plain-text 500 and stderr a traceback."""

@@ -98,7 +98,7 @@ class Served(_Answer):
     sentences: int = Field(description="Sentences translated since the server started.")
     abandoned: int = Field(
         description="Sentences left untranslated since the server started: their clients went away before "
-        "their batch began."
+        "their batch began, or before the search reached them in a batch all of whose clients went away."
     )
 
 

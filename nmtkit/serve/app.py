@@ -269,13 +269,13 @@ def create_app(
         glossary = translator.glossaries.of(cfg.glossary, base.tokenized)
         terms = {"terms": len(cfg.glossary), "used": glossary.size}
 
-    def translate(lines: list[str], job: Any, beside: Beside) -> list[Translation]:
+    def translate(lines: list[str], job: Any, beside: Beside, done: Callable[[int], object]) -> list[Translation]:
         options = replace(
             base, search=job.search, attention=job.attention, token_scores=job.token_scores, max_length=0
         )  # max_length: refused above
         # the answer's warnings say what a line's would (checks.py): "line 3" of a batch names nothing to a reader
         out = translator.translate_block(
-            lines, options, prefixes=beside.prefixes, constraints=beside.constraints, warn=lambda _: None
+            lines, options, prefixes=beside.prefixes, constraints=beside.constraints, done=done, warn=lambda _: None
         )
         return [both.linked(t) for t in out] if both else out  # on the model's thread, as the search
 

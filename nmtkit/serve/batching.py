@@ -5,8 +5,10 @@ most ``wait`` seconds whatever else arrives with the same search options,
 up to ``max_sentences`` sentences, translates them as one block in a thread
 (so the event loop keeps accepting requests), and hands each request its
 own results. The model is used by that one thread only. A request whose
-client went away before its batch began is not translated: under load, a
-client that gives up would otherwise still cost the model its sentences.
+client went away before its batch began is not translated, and a batch whose
+clients have all gone away stops at the end of the search's next block: under
+load, a client that gives up would otherwise still cost the model its
+sentences.
 """
 
 from __future__ import annotations
@@ -46,8 +48,13 @@ def _joined(parts: list[tuple[int, list[T] | None]], nothing: T) -> list[T] | No
     return [x for n, given in parts for x in (given if given is not None else [nothing] * n)]
 
 
-# the lines, the key of their options, and what is given beside them
-Translate = Callable[[list[str], Hashable, Beside], list[Translation]]
+# the lines, the key of their options, what is given beside them, and what to tell of each block
+# of the search as it ends (how many lines it translated: translate_block's ``done``)
+Translate = Callable[[list[str], Hashable, Beside, Callable[[int], object]], list[Translation]]
+
+
+class _Abandoned(Exception):
+    """Raised between the search's blocks when every client of the batch has gone away."""
 
 
 @dataclass
@@ -117,9 +124,10 @@ class Batcher:
             if not batch:
                 continue
             lines = [line for r in batch for line in r.lines]
-            beside = Beside.joined([(len(r.lines), r.beside) for r in batch])
             try:
-                out = await loop.run_in_executor(self.executor, self.translate, lines, first.key, beside)
+                out = await loop.run_in_executor(self.executor, self._translated, batch, lines, first.key)
+            except _Abandoned:
+                continue
             except Exception as err:  # one bad batch must not stop the server
                 for r in batch:
                     if not r.done.done():
@@ -131,6 +139,21 @@ class Batcher:
                 if not r.done.done():  # a client that went away
                     r.done.set_result(out[start : start + len(r.lines)])
                 start += len(r.lines)
+
+    def _translated(self, batch: list[_Request], lines: list[str], key: Hashable) -> list[Translation]:
+        """The batch's translations, on the model's thread; :class:`_Abandoned` once its clients
+        have all gone away, the sentences not yet translated counted."""
+        translated = 0
+
+        def done(n: int) -> None:
+            nonlocal translated
+            translated += n
+            # cancelled() reads the state the event loop's thread sets: a flag, safe to read here
+            if translated < len(lines) and all(r.done.cancelled() for r in batch):
+                self.abandoned += len(lines) - translated
+                raise _Abandoned
+
+        return self.translate(lines, key, Beside.joined([(len(r.lines), r.beside) for r in batch]), done)
 
     async def _gathered(self, first: _Request, later: deque[_Request]) -> list[_Request]:
         """``first`` and the requests with its options that arrive within the wait, up to the
