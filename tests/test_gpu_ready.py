@@ -266,21 +266,9 @@ def _free_port():
         return s.getsockname()[1]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize(
-    "poisoned, valid_every, said",
-    [
-        (2, 100, "no checkpoint was saved before it"),
-        (99, 100, None),
-        (5, 2, "last.pt holds the last good state"),  # rank 0 saved it: rank 1 must say so too
-    ],
-    ids=["nan-at-update-2", "no-nan", "nan-after-a-validation"],
-)
-def test_a_nan_on_one_rank_ends_every_rank_with_exit_2(corpus, tmp_path, poisoned, valid_every, said):
-    """Two gloo processes started by hand (as torchrun would, without its restarts): rank 1's loss
-    turns NaN at update 2; both stop at the next report with the same one line, none hangs. Ended
-    by the error or by the budget, neither reaches the interpreter's teardown, where the group that
-    DDP keeps alive can abort it (SIGABRT, once in a CI run)."""
+def _two_ranks(corpus, tmp_path, hook: str, valid_every: int):
+    """Two gloo processes started by hand (as torchrun would, without its restarts) training
+    under ``poisoned_train.py``'s ``hook``: the processes and their (stdout, stderr)."""
     port = _free_port()
     procs = []
     for rank in (0, 1):
@@ -299,7 +287,7 @@ def test_a_nan_on_one_rank_ends_every_rank_with_exit_2(corpus, tmp_path, poisone
         cmd = [
             sys.executable,
             str(POISONED),
-            f"1:{poisoned}",
+            hook,
             "train",
             str(corpus),
             "--save-dir",
@@ -322,7 +310,25 @@ def test_a_nan_on_one_rank_ends_every_rank_with_exit_2(corpus, tmp_path, poisone
             "cpu",
         ]
         procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    outs = [p.communicate(timeout=240) for p in procs]
+    return procs, [p.communicate(timeout=240) for p in procs]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "poisoned, valid_every, said",
+    [
+        (2, 100, "no checkpoint was saved before it"),
+        (99, 100, None),
+        (5, 2, "last.pt holds the last good state"),  # rank 0 saved it: rank 1 must say so too
+    ],
+    ids=["nan-at-update-2", "no-nan", "nan-after-a-validation"],
+)
+def test_a_nan_on_one_rank_ends_every_rank_with_exit_2(corpus, tmp_path, poisoned, valid_every, said):
+    """Two gloo processes started by hand (as torchrun would, without its restarts): rank 1's loss
+    turns NaN at update 2; both stop at the next report with the same one line, none hangs. Ended
+    by the error or by the budget, neither reaches the interpreter's teardown, where the group that
+    DDP keeps alive can abort it (SIGABRT, once in a CI run)."""
+    procs, outs = _two_ranks(corpus, tmp_path, f"1:{poisoned}", valid_every)
     for p, (_, err) in zip(procs, outs):
         assert p.returncode == (2 if said else 0), err[-2000:]
         assert ("loss became nan at update 2" in err) == (poisoned == 2)
@@ -330,6 +336,27 @@ def test_a_nan_on_one_rank_ends_every_rank_with_exit_2(corpus, tmp_path, poisone
         assert "Traceback" not in err
         assert "the interpreter's teardown" not in err
     assert json.loads((tmp_path / "ddp" / "machine.json").read_text())  # rank 0 had started the run
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "killed, valid_every, then", [(1, 2, "resumes from"), (0, 2, "resumes from"), (1, 100, "starts the run over")]
+)
+def test_a_process_killed_under_the_job_ends_the_other_with_one_line(corpus, tmp_path, killed, valid_every, then):
+    """SIGKILL (the out-of-memory killer's) on one rank at update 5: the other's collective fails
+    with gloo's "Connection closed by peer", which was a traceback of 40 lines; it is one line
+    saying what the same command does, status 1."""
+    procs, outs = _two_ranks(corpus, tmp_path, f"{killed}:5:kill", valid_every)
+    assert procs[killed].returncode == -9
+    p, (_, err) = procs[1 - killed], outs[1 - killed]
+    line = (
+        "nmtkit train: error: another process of this 2-process job has gone (its connection closed under a collective)"
+    )
+    assert p.returncode == 1 and "Traceback" not in err and err.count(line) == 1, err[-2000:]
+    assert err.endswith(
+        f"the same command {then}"
+        + (f" {tmp_path / 'ddp' / 'last.pt'}\n" if valid_every == 2 else " (nothing was saved)\n")
+    )
 
 
 def test_resume_with_accumulation_is_exact(corpus, tmp_path, deterministic):
@@ -340,3 +367,16 @@ def test_resume_with_accumulation_is_exact(corpus, tmp_path, deterministic):
     a, b = (checkpoint.load(tmp_path / r / "last.pt") for r in "ab")
     assert a.training.progress.step == b.training.progress.step == 4
     assert all(torch.equal(a.weights[k], b.weights[k]) for k in a.weights)
+
+
+def test_only_a_peer_s_closed_connection_in_a_joined_group_is_a_job_failure(tmp_path, monkeypatch):
+    """Anything else keeps its traceback: a collective's size mismatch is a bug, not a lost peer."""
+    from nmtkit.core import distributed
+
+    gone = RuntimeError("[gloo/transport/tcp/pair.cc:553] Connection closed by peer [127.0.0.1]:40090")
+    assert distributed.peer_gone(gone, tmp_path / "last.pt") is None  # no group joined
+    monkeypatch.setattr(distributed, "_JOINED", [distributed.Place(0, 4, 0, 4)])
+    said = distributed.peer_gone(gone, tmp_path / "last.pt")
+    assert said is not None and "this 4-process job has gone" in str(said) and "starts the run over" in str(said)
+    assert distributed.peer_gone(RuntimeError("Gloo allreduce: sizes differ"), tmp_path / "last.pt") is None
+    assert distributed.peer_gone(ValueError("Connection closed by peer"), tmp_path / "last.pt") is None

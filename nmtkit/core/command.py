@@ -34,9 +34,10 @@ import click
 from click.shell_completion import CompletionItem
 
 from .console import set_verbosity
-from .errors import Interrupted, UserError
+from .errors import Interrupted, JobFailed, UserError
 from .files import USER_PATH_ERRORS
 
+FAILED = 1
 USAGE = 2
 INTERRUPTED = 130
 BROKEN_PIPE = 141
@@ -167,6 +168,9 @@ class _OneLine:
             raise
         except UserError as err:
             raise _Where(ctx.command_path, err) from None
+        except JobFailed as err:
+            err.where = err.where or ctx.command_path
+            raise
         except OSError as err:
             if err.errno not in USER_PATH_ERRORS:
                 raise
@@ -198,6 +202,8 @@ class _OneLine:
                 _fail(f"{err.where}: error: {err}", USAGE)
             except UserError as err:
                 _fail(f"{prog_name}: error: {err}", USAGE)
+            except JobFailed as err:
+                _fail(f"{err.where or prog_name}: error: {err}", FAILED)
             except click.exceptions.NoArgsIsHelpError as err:  # plain 'nmtkit': its help, not an error line
                 click.echo(err.format_message(), err=True)
                 _exit(USAGE)

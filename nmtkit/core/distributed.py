@@ -12,11 +12,15 @@ each other forever.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
 import torch.distributed as dist
+
+from .errors import JobFailed
 
 
 @dataclass(frozen=True)
@@ -103,3 +107,20 @@ def summed(values: torch.Tensor, world: int) -> torch.Tensor:
         values = values.clone()
         dist.all_reduce(values)
     return values
+
+
+# what gloo and NCCL say when a peer's sockets close under a collective: the peer was killed (or died)
+_PEER_GONE = re.compile(r"closed by peer|reset by peer|remote worker|remote process exited", re.IGNORECASE)
+
+
+def peer_gone(err: BaseException, last: Path) -> JobFailed | None:
+    """The one line to end with when ``err``, raised under a collective of a joined group, says
+    another process has gone (its own output says why); None for any other error. ``last``: the
+    checkpoint the same command would resume from."""
+    if not (joined() and isinstance(err, RuntimeError) and _PEER_GONE.search(str(err))):
+        return None
+    then = f"resumes from {last}" if last.exists() else "starts the run over (nothing was saved)"
+    return JobFailed(
+        f"another process of this {_JOINED[0].world}-process job has gone (its connection closed under a "
+        f"collective): killed, or failed (its own output says why); the same command {then}"
+    )

@@ -2,7 +2,8 @@
 
 Library code raises these for anything the user can fix (a missing file, bad
 UTF-8, mismatched line counts, a vocabulary that does not fit a corpus); any
-other exception is a bug and keeps its traceback.
+other exception is a bug and keeps its traceback, but :class:`JobFailed`: a
+failure outside this process (one line and status 1).
 """
 
 
@@ -12,6 +13,13 @@ class UserError(Exception):
 
 class FormatError(UserError):
     """A file nmtkit should have written (corpus, vocabulary, checkpoint) is malformed."""
+
+
+class JobFailed(Exception):
+    """Work this process cannot go on with for a reason outside it and outside what the user gave
+    (another process of the same torchrun job killed): one line on stderr, exit status 1."""
+
+    where: str | None = None  # the command it came from (``nmtkit train``), once the command line knows
 
 
 class Interrupted(Exception):

@@ -134,6 +134,10 @@ def train(
             if says and not stopped_by and (late := ended_in_warmup(state.cfg, progress.step)):
                 log(late)
         ended_well = True
+    except RuntimeError as err:
+        if (gone := distributed.peer_gone(err, save_dir / "last.pt")) is None:
+            raise
+        raise gone from None
     finally:
         lock.release()
         distributed.stop(together=ended_well)
