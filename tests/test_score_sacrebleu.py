@@ -210,6 +210,7 @@ def test_bootstrap_resamples_every_metric_asked_for_as_sacrebleus_paired_test_do
     assert [k for k in json.loads(plain.stdout) if k.startswith("bootstrap")] == ["bootstrap", "bootstrap_tok"]
 
 
+@pytest.mark.filterwarnings("ignore:The 'warn' method is deprecated:DeprecationWarning")  # sacreBLEU's own call
 def test_a_tokenizer_model_that_cannot_be_fetched_is_one_line(files, tmp_path, monkeypatch, caplog):
     """--tokenize spm fetches its model on first use; offline, sacreBLEU's own warning about the
     name ('spm' is now 'flores101') came out above nmtkit's error line (logging's last resort
