@@ -744,6 +744,46 @@ def test_a_beam_wider_than_the_target_vocabulary_is_refused_at_the_start(overfit
     assert f"--beam {units + 1}: {model} has {units} target units, no more" in done.stderr
 
 
+SWALLOWING_START = """
+import os
+import signal
+import sys
+from nmtkit.translate.translator import Translator
+
+real = Translator.from_checkpoints
+
+def loading(*args, **kw):  # the signal comes while the models load, in code that swallows it
+    try:
+        os.kill(os.getpid(), getattr(signal, sys.argv[1]))
+        for _ in range(1000):
+            sum(range(1000))  # Python lines, where a handler runs
+    except BaseException:  # as compiled code did: pydantic-core wrapped the KeyboardInterrupt in its own error
+        pass
+    return real(*args, **kw)
+
+Translator.from_checkpoints = loading
+from nmtkit.cli import main
+main(["serve", "-m", sys.argv[2], "--port", "0", "--device", "cpu"], prog_name="nmtkit")
+"""
+
+
+@pytest.mark.parametrize("name, status, said", [("SIGINT", 130, "interrupted"), ("SIGTERM", 143, "terminated")])
+def test_a_signal_while_the_server_starts_stops_it_once_started(overfit, name, status, said):
+    """Ctrl-C in the first second of serve, inside FastAPI's import or the models' load, was lost
+    (the server started all the same), a traceback of pydantic's, or SIGABRT; now it is held
+    until the models are loaded, then acted on as anywhere else."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    done = subprocess.run(
+        [sys.executable, "-c", SWALLOWING_START, name, str(overfit / "run" / "last.pt")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert done.returncode == status and done.stderr.splitlines()[-1] == said, done.stderr
+    assert "Traceback" not in done.stderr and "serving" not in done.stderr
+
+
 SLOW_SERVER = """
 import signal
 import sys

@@ -51,6 +51,7 @@ from ..align.settings import LinkConfig
 from ..align.words import word_attention
 from ..core.console import log
 from ..core.errors import Interrupted, UserError
+from ..core.held_signals import signals_held
 from ..core.settings import RuntimeConfig
 from ..translate.both_ways import BothWays, directions, refuse_idle_links
 from ..translate.io import json_record, json_score
@@ -343,7 +344,24 @@ def create_app(
 
 def serve(model_paths: list[str], cfg: ServerConfig, runtime: RuntimeConfig, links: LinkConfig = LinkConfig()) -> None:
     """Load the models once and serve them until SIGINT or SIGTERM (requests in flight finish).
-    Models of the other direction than the first's make the answers' links with it (:class:`BothWays`)."""
+    Models of the other direction than the first's make the answers' links with it (:class:`BothWays`).
+    A signal while the models load and the application is built is acted on once they are."""
+    with signals_held():
+        app, sock = _ready(model_paths, cfg, runtime, links)
+    log(
+        f"serving {', '.join(model_paths)} on http://{_url_host(cfg.host)}:{sock.getsockname()[1]}/ "
+        f"(POST /translate, GET /health, /info, /docs)"
+    )
+    # uvicorn finishes the requests in flight on SIGTERM, then raises it again: the signal's default
+    # then ends the server as a service manager expects, not the command line's "terminated" (143)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    run_server(app, sock, cfg.shutdown_wait)
+
+
+def _ready(
+    model_paths: list[str], cfg: ServerConfig, runtime: RuntimeConfig, links: LinkConfig
+) -> tuple[FastAPI, socket.socket]:
+    """The application on the loaded models, and the socket it will serve on."""
     cfg.check()
     sock = listening(cfg.host, cfg.port)  # before the models load: an address in use is said at once
     forward, backward = directions(model_paths) if len(model_paths) > 1 else (list[str | Path](model_paths), [])
@@ -372,15 +390,7 @@ def serve(model_paths: list[str], cfg: ServerConfig, runtime: RuntimeConfig, lin
         raise UserError(f"--beam {cfg.search.beam}: {model_paths[0]} has {units:,} target units, no more")
     # a wider beam holds no more: refused at the request's field, as one over --max-beam is
     cfg = replace(cfg, limits=replace(cfg.limits, max_beam=min(cfg.limits.max_beam, units)))
-    app = create_app(translator, cfg, info, BothWays.load(backward, links, runtime))
-    log(
-        f"serving {', '.join(model_paths)} on http://{_url_host(cfg.host)}:{sock.getsockname()[1]}/ "
-        f"(POST /translate, GET /health, /info, /docs)"
-    )
-    # uvicorn finishes the requests in flight on SIGTERM, then raises it again: the signal's default
-    # then ends the server as a service manager expects, not the command line's "terminated" (143)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    run_server(app, sock, cfg.shutdown_wait)
+    return create_app(translator, cfg, info, BothWays.load(backward, links, runtime)), sock
 
 
 def run_server(app: FastAPI, sock: socket.socket, shutdown_wait: float) -> None:

@@ -8,6 +8,7 @@ import click
 
 from ...core.command import Command
 from ...core.errors import UserError
+from ...core.held_signals import signals_held
 from ...serve.settings import Limits, ServerConfig
 from ...translate.settings import SEARCH_OPTIONS, SearchConfig, TranslateOptions
 from .. import options
@@ -72,7 +73,8 @@ def serve(
     and a request may lower --max-output-ratio, not raise it. Needs FastAPI and uvicorn (make install
     has them)."""
     try:
-        from ...serve.app import serve as run
+        with signals_held():  # a Ctrl-C inside FastAPI's import: a traceback of pydantic's, or lost
+            from ...serve.app import serve as run
     except ImportError as err:  # FastAPI and uvicorn are an extra
         raise UserError(
             f"nmtkit serve needs FastAPI and uvicorn ({err.name} is missing): "
