@@ -19,6 +19,10 @@ def test_held_signals_meet_their_own_handlers_in_turn_once_the_block_is_over():
             sum(range(10_000))  # lines where a handler would run
             assert seen == []
         assert seen == [signal.SIGTERM]  # then Ctrl-C's KeyboardInterrupt, from Python's own handler
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        assert (
+            signal.getsignal(signal.SIGTERM) is not before and signal.getsignal(signal.SIGTERM).__name__ == "<lambda>"
+        )
     finally:
         signal.signal(signal.SIGTERM, before)
 

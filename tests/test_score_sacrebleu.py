@@ -215,6 +215,7 @@ def test_a_tokenizer_model_that_cannot_be_fetched_is_one_line(files, tmp_path, m
     """--tokenize spm fetches its model on first use; offline, sacreBLEU's own warning about the
     name ('spm' is now 'flores101') came out above nmtkit's error line (logging's last resort
     prints it on stderr; under pytest, caplog holds it)."""
+    import logging
     from urllib.error import URLError
 
     import sacrebleu.tokenizers.tokenizer_spm as spm
@@ -222,9 +223,19 @@ def test_a_tokenizer_model_that_cannot_be_fetched_is_one_line(files, tmp_path, m
     def offline(url, path):
         raise URLError("Name or service not known")
 
+    def cut(url, path):  # what sacreBLEU's download does on an SSL error, or a wrong checksum
+        logging.getLogger("sacrebleu").error("An SSL error was encountered in downloading the files.")
+        logging.getLogger("sacrebleu").error("Please check your network.")
+        sys.exit(1)
+
     monkeypatch.setattr(spm, "SACREBLEU_DIR", str(tmp_path))  # no model fetched before
-    monkeypatch.setattr(spm, "download_file", offline)
-    r = CliRunner().invoke(main, ["score", str(files / "hyp.fr"), "-r", str(files / "ref0.fr"), "--tokenize", "spm"])
-    assert r.exit_code == 2 and r.stderr.count("\n") == 1, r.stderr
-    assert "--tokenize spm: sacreBLEU could not download the tokenizer's model" in r.stderr
-    assert not [record.getMessage() for record in caplog.records if record.name == "sacrebleu"]
+    for download, said in (
+        (offline, "--tokenize spm: sacreBLEU could not download the tokenizer's model"),
+        (cut, "--tokenize spm: An SSL error was encountered in downloading the files.\n"),  # exit 1, nothing said
+    ):
+        monkeypatch.setattr(spm, "download_file", download)
+        caplog.clear()
+        args = ["score", str(files / "hyp.fr"), "-r", str(files / "ref0.fr"), "--tokenize", "spm"]
+        r = CliRunner().invoke(main, args)
+        assert r.exit_code == 2 and r.stderr.count("\n") == 1 and said in r.stderr, r.stderr
+        assert not [record.getMessage() for record in caplog.records if record.name == "sacrebleu"]

@@ -554,7 +554,7 @@ def test_a_batch_whose_clients_all_went_away_stops_at_the_search_s_next_block(ca
         assert _post(url + "/translate", {"sentences": ["e"]})[1]["translations"][0]["text"] == "e"
         served = json.loads(_get(url + "/info")[1])["served"]
     assert translator.lines == ["a", "b", "e"]  # b: the block under way when the client left
-    assert served == {"batches": 1, "sentences": 1, "abandoned": 2}
+    assert served == {"batches": 2, "sentences": 3, "abandoned": 2}  # a and b searched, then e
     assert "Traceback" not in capfd.readouterr().err
 
 

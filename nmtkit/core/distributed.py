@@ -14,13 +14,10 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import torch
 import torch.distributed as dist
-
-from .errors import JobFailed
 
 
 @dataclass(frozen=True)
@@ -113,14 +110,7 @@ def summed(values: torch.Tensor, world: int) -> torch.Tensor:
 _PEER_GONE = re.compile(r"closed by peer|reset by peer|remote worker|remote process exited", re.IGNORECASE)
 
 
-def peer_gone(err: BaseException, last: Path) -> JobFailed | None:
-    """The one line to end with when ``err``, raised under a collective of a joined group, says
-    another process has gone (its own output says why); None for any other error. ``last``: the
-    checkpoint the same command would resume from."""
-    if not (joined() and isinstance(err, RuntimeError) and _PEER_GONE.search(str(err))):
-        return None
-    then = f"resumes from {last}" if last.exists() else "starts the run over (nothing was saved)"
-    return JobFailed(
-        f"another process of this {_JOINED[0].world}-process job has gone (its connection closed under a "
-        f"collective): killed, or failed (its own output says why); the same command {then}"
-    )
+def peer_gone(err: BaseException) -> bool:
+    """Whether ``err``, raised under a collective of a joined group, says another process has gone
+    (killed, failed, or ended early: its own output says why)."""
+    return joined() and isinstance(err, RuntimeError) and bool(_PEER_GONE.search(str(err)))

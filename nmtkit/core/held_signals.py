@@ -38,12 +38,28 @@ def signals_held() -> Iterator[None]:
     previous = {sig: signal.getsignal(sig) for sig in HELD}
     # an ignored signal stays ignored; None: a handler not set from Python, which cannot be put back
     held = [sig for sig, handler in previous.items() if handler not in (signal.SIG_IGN, None)]
-    for sig in held:
-        signal.signal(sig, hold)
+    with _blocked():
+        for sig in held:
+            signal.signal(sig, hold)
     try:
         yield
     finally:
-        for sig in held:
-            signal.signal(sig, previous[sig])
+        with _blocked():  # a signal between two of these would leave the other on ``hold``
+            for sig in held:
+                signal.signal(sig, previous[sig])
     for signum in came:
         signal.raise_signal(signum)
+
+
+@contextlib.contextmanager
+def _blocked() -> Iterator[None]:
+    """SIGINT and SIGTERM kept pending by the kernel meanwhile: no Python handler runs between two
+    lines of the block (where the platform can block them)."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, HELD)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)

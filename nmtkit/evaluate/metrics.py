@@ -41,6 +41,26 @@ class _Held(logging.Filter):
         self.records.append(record)
         return False
 
+    def release(self, logger: logging.Logger) -> None:
+        """The records kept, handled by ``logger`` as they would have been (this filter removed)."""
+        for record in self.records:
+            logger.handle(record)
+
+
+def _tokenizer_failure(err: BaseException, said: list[logging.LogRecord]) -> str | None:
+    """Why sacreBLEU could not build a tokenizer, in a line (None: an error that is not its
+    tokenizer's, whose traceback a defect needs): a missing extra or model, or the exit it makes
+    after logging a failed download (``sys.exit(1)``)."""
+    if isinstance(err, SystemExit):
+        errors = [r.getMessage() for r in said if r.levelno >= logging.ERROR and r.getMessage().strip()]
+        return errors[0].strip().splitlines()[0] if errors else f"sacreBLEU stopped (exit status {err.code})"
+    if not isinstance(err, ImportError | RuntimeError | OSError):
+        return None
+    reason = next((line for line in str(err).splitlines() if line.strip()), type(err).__name__).strip()
+    if isinstance(err, URLError):  # its model, which sacreBLEU fetches on first use
+        return f"sacreBLEU could not download the tokenizer's model ({reason}); run it once with a network"
+    return reason
+
 
 def sacrebleu_metrics() -> tuple[str, ...]:
     """sacreBLEU's metric names as its ``--metrics`` spells them."""
@@ -123,22 +143,22 @@ class Metrics:
     def bleu(self) -> Any:
         from sacrebleu.metrics.bleu import BLEU
 
-        # sacreBLEU's warnings while it builds the tokenizer are held: said if it is built, dropped
-        # if it fails, so that a failure is the one line of its error
+        # sacreBLEU's log while it builds the tokenizer is held: said if it is built, or where an
+        # error of ours follows (a traceback); dropped where the failure is said in one line
         held = _Held()
         logger = logging.getLogger("sacrebleu")
         logger.addFilter(held)
         try:
             bleu = BLEU(tokenize=self.tokenize, lowercase=self.lowercase, effective_order=self.sentence_level)
-        except (ImportError, RuntimeError, OSError) as err:  # a tokenizer's missing extra or model
-            reason = next((line for line in str(err).splitlines() if line.strip()), type(err).__name__).strip()
-            if isinstance(err, URLError):  # its model, which sacreBLEU fetches on first use
-                reason = f"sacreBLEU could not download the tokenizer's model ({reason}); run it once with a network"
-            raise UserError(f"--tokenize {self.tokenize}: {reason}") from None
-        finally:
+        except BaseException as err:
             logger.removeFilter(held)
-        for record in held.records:
-            logger.handle(record)
+            failed = _tokenizer_failure(err, held.records)
+            if failed is None:
+                held.release(logger)
+                raise
+            raise UserError(f"--tokenize {self.tokenize}: {failed}") from None
+        logger.removeFilter(held)
+        held.release(logger)
         return bleu
 
     def bleu_tok(self) -> Any:

@@ -54,7 +54,12 @@ Translate = Callable[[list[str], Hashable, Beside, Callable[[int], object]], lis
 
 
 class _Abandoned(Exception):
-    """Raised between the search's blocks when every client of the batch has gone away."""
+    """Raised between the search's blocks when every client of the batch has gone away, after
+    ``translated`` of its sentences."""
+
+    def __init__(self, translated: int):
+        super().__init__(f"abandoned after {translated} sentences")
+        self.translated = translated
 
 
 @dataclass
@@ -126,7 +131,8 @@ class Batcher:
             lines = [line for r in batch for line in r.lines]
             try:
                 out = await loop.run_in_executor(self.executor, self._translated, batch, lines, first.key)
-            except _Abandoned:
+            except _Abandoned as cut:  # searched in part
+                self.batches, self.sentences = self.batches + 1, self.sentences + cut.translated
                 continue
             except Exception as err:  # one bad batch must not stop the server
                 for r in batch:
@@ -151,7 +157,7 @@ class Batcher:
             # cancelled() reads the state the event loop's thread sets: a flag, safe to read here
             if translated < len(lines) and all(r.done.cancelled() for r in batch):
                 self.abandoned += len(lines) - translated
-                raise _Abandoned
+                raise _Abandoned(translated)
 
         return self.translate(lines, key, Beside.joined([(len(r.lines), r.beside) for r in batch]), done)
 

@@ -37,7 +37,7 @@ import torch
 from ..checkpoint import Progress
 from ..core import distributed
 from ..core.console import TrainProgress, debug, log, set_verbosity
-from ..core.errors import Interrupted, UserError
+from ..core.errors import Interrupted, JobFailed, UserError
 from ..core.plot import training_curves
 from ..core.runtime import setup
 from ..core.settings import RuntimeConfig
@@ -110,7 +110,7 @@ def train(
         where.local_world,
     )
     distributed.start(where, runtime.device)
-    ended_well, stopped_by = False, 0
+    ended_well, stopped_by, state = False, 0, None
     lock = SaveDirLock(save_dir, writes=where.rank == 0)
     try:
         lock.wait()
@@ -135,9 +135,9 @@ def train(
                 log(late)
         ended_well = True
     except RuntimeError as err:
-        if (gone := distributed.peer_gone(err, save_dir / "last.pt")) is None:
+        if not distributed.peer_gone(err):
             raise
-        raise gone from None
+        raise _peer_gone(where.world, state, resume) from None
     finally:
         lock.release()
         distributed.stop(together=ended_well)
@@ -304,6 +304,19 @@ def announce(state: TrainState) -> None:
     log(stopping_rule(state.cfg))
     if said := warmup_outlasts(state.cfg):
         log(said)
+
+
+def _peer_gone(world: int, state: TrainState | None, resume: bool) -> JobFailed:
+    """The line a process ends with when another of its job has gone, naming what to do next."""
+    if state is not None and state.last_kept:
+        without = "" if resume else " without --reset"
+        then = f"the same command{without} resumes from {state.save_dir / 'last.pt'}"
+    else:
+        then = "nothing of this run was saved: the same command starts it over"
+    return JobFailed(
+        f"another process of this {world}-process job has gone (its connection closed under a collective): "
+        f"killed, failed or ended early (its own output says why); {then}"
+    )
 
 
 def diverged(state: TrainState, what: str, value: float, step: int) -> UserError:

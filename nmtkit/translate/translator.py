@@ -260,6 +260,7 @@ class Translator:
             edges = word_edges(tgt_side.vocab.tokens, backwards, self.device, tgt_side.text.sentencepiece)
         out = [_empty(tokens, options.search.nbest, options.token_scores, kinds) for tokens in sources]  # empty in
         attention = (options.attention or options.replace_unk) and self.attends  # else no links, no maps
+        done(sum(not s for s in sources))  # empty lines, in no batch: translated already
         batch_size = options.batch_size or max(1, min(32, CPU_ROWS // options.search.width))
         max_tokens = 0 if options.batch_size else options.max_tokens  # sentences asked (not both: check())
         for idx in self._batches([len(s) for s in sources], batch_size, max_tokens):
@@ -311,7 +312,6 @@ class Translator:
                 if n > 1:
                     out[i].nbest.append(t)
             done(len(idx))
-        done(sum(not s for s in sources))  # empty lines: in no batch
         return out
 
     def _search(
