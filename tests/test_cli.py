@@ -488,6 +488,14 @@ def test_a_full_or_closed_stdout_is_one_line_and_status_2(raw, tmp_path):
     )
 
 
+def test_a_full_disk_under_an_output_file_names_the_file():
+    """The system names no file when a write finds the disk full: the line said only "no space
+    left on device", whichever of a command's outputs it was."""
+    one_error_line(
+        run("score", "--dump-config", "/dev/full"), "nmtkit score: error: /dev/full: no space left on device"
+    )
+
+
 @pytest.mark.parametrize(
     "args",
     [["tokenize", "-l", "en", "-"], ["score", "-", "-r", "{ref}"], ["score-align", "-", "-g", "{ref}"]],

@@ -206,7 +206,7 @@ def refuse_overwriting(outputs: list[tuple[str, str | None]], inputs: list[tuple
 # Not ENOENT, EEXIST or EISDIR in general: the code that knows the user's path says those itself,
 # and elsewhere they are a bug's, which keeps its traceback.
 USER_PATH_ERRORS = frozenset(
-    {errno.ENOTDIR, errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.ENAMETOOLONG}
+    {errno.ENOTDIR, errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.ENAMETOOLONG}
 )
 
 
@@ -237,7 +237,7 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
     through that descriptor, where the command's output already goes (a file it appends to, too)."""
     path, encoding = Path(path), None if "b" in mode else "utf-8"
     if (as_it_is := _written_as_it_is(path)) is not None:
-        with open(as_it_is, mode, encoding=encoding) as fh:
+        with _named(path), open(as_it_is, mode, encoding=encoding) as fh:
             yield fh
         return
     if path.is_symlink():
@@ -248,7 +248,7 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{_HOST}-{os.getpid()}-", suffix=".tmp", dir=path.parent)
     os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; outputs should look like any other file
     try:
-        with os.fdopen(fd, mode, encoding=encoding) as fh:
+        with _named(path), os.fdopen(fd, mode, encoding=encoding) as fh:
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
@@ -258,6 +258,22 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+# what only a write can meet: said of the file written (the system names none), where a read
+# error in the same block must not be taken for the output's
+_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+
+
+@contextlib.contextmanager
+def _named(path: Path) -> Iterator[None]:
+    """A full disk, a quota or a size limit met while writing ``path``, said with its name."""
+    try:
+        yield
+    except OSError as err:
+        if err.filename is not None or err.errno not in _FULL:
+            raise
+        raise OSError(err.errno, err.strerror, str(path)) from None
 
 
 def results_to(path: str | Path | None) -> contextlib.AbstractContextManager[IO[Any]]:
