@@ -81,6 +81,11 @@ def test_every_malformed_file_is_one_format_error(tmp_path):
         with pytest.raises(FormatError, match=None) as err:
             checkpoint.load(path)
         assert expected[name] in str(err.value) and "\n" not in str(err.value), (name, err.value)
+    with zipfile.ZipFile(tmp_path / "pickle.pt", "w") as z:  # a pickle's name, but no record of torch's beside it
+        z.writestr("x/data.pkl", b"garbage")
+    with pytest.raises(FormatError) as err:
+        checkpoint.load(tmp_path / "pickle.pt")
+    assert str(err.value).endswith("truncated or corrupt checkpoint (a zip archive that torch.save did not write)")
     raw = torch.load(tmp_path / "good.pt", weights_only=True)
     for averaged in ({"name": "a.pt"}, [{"name": "a.pt"}], [{"name": "a.pt", "step": 1.7}], [{"name": 3, "step": 1}]):
         torch.save(raw | {"averaged": averaged}, tmp_path / "averaged.pt")

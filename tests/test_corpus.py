@@ -149,6 +149,10 @@ def test_an_index_that_does_not_rise_and_an_id_past_the_vocabulary_are_refused(r
     damaged.tofile(idx)
     with pytest.raises(FormatError, match="valid.fr.idx: its offsets do not rise from 0"):
         Corpus(corpus.path).split("valid")
+    garbage = np.random.default_rng(0).integers(-(2**62), 2**62, len(good))  # its last offset a number of no .bin
+    garbage.tofile(idx)
+    with pytest.raises(FormatError, match="valid.fr.idx: its offsets do not rise from 0"):  # not the .bin's size
+        Corpus(corpus.path).split("valid")
     good.tofile(idx)
     bin_path = corpus.path / "train.en.bin"
     ids = np.fromfile(bin_path, dtype=corpus.dtype)

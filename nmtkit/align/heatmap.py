@@ -128,12 +128,13 @@ def from_alignment_file(path: str | Path, lines: Sequence[int]) -> list[Heatmap]
         source, target, alignment, score = (records[n][k] for k in ("source", "target", "alignment", "score"))
         try:
             weights = np.asarray(alignment, dtype=float)
-            shape = np.shape(weights) if np.isfinite(weights).all() and (weights >= 0).all() else None
-        except (TypeError, ValueError):  # ragged, or not numbers; NaN, inf or below 0: no attention
-            shape = None
-        if shape != (len(target), len(source)):
+        except (TypeError, ValueError):  # ragged, or not numbers
+            raise UserError(f"{path}: sentence {n}: its attention is not a table of numbers") from None
+        if not (np.isfinite(weights).all() and (weights >= 0).all()):
+            raise UserError(f"{path}: sentence {n}: its attention holds weights below 0, NaN or infinite")
+        if weights.shape != (len(target), len(source)):
             raise UserError(
-                f"{path}: sentence {n}: attention of shape {shape or 'unreadable'} for {len(target)} target "
+                f"{path}: sentence {n}: attention of shape {weights.shape} for {len(target)} target "
                 f"and {len(source)} source tokens"
             )
         title = f"line {n}, log p = {score:.2f}"

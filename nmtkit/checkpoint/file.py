@@ -341,11 +341,19 @@ def _read(path: Path, lazy: bool = True) -> dict[str, Any]:
         TypeError,
         struct.error,  # a record cut short within the archive, its checksum made anew
     ) as err:
-        reason = str(err).splitlines()[0][:120] if str(err) else type(err).__name__
-        raise DamagedCheckpoint(f"{path}: truncated or corrupt checkpoint ({reason})") from None
+        raise DamagedCheckpoint(f"{path}: truncated or corrupt checkpoint ({_torch_reason(err)})") from None
     if not isinstance(raw, dict) or raw.get("format") != FORMAT:
         raise FormatError(f"{path}: not an nmtkit checkpoint")
     return raw
+
+
+def _torch_reason(err: BaseException) -> str:
+    """torch's word for a file it cannot read, in a line: without its request for a report, and a
+    zip archive of other records named as such."""
+    said = next((line.strip() for line in str(err).splitlines() if line.strip()), type(err).__name__)
+    if "hasRecord(" in said:  # a zip archive, but none of the records torch.save writes
+        return "a zip archive that torch.save did not write"
+    return _short(said.split(" (Could this error message be improved?")[0].strip())
 
 
 def _short(said: str, most: int = 120) -> str:
@@ -380,8 +388,7 @@ def _check_sums(path: Path) -> None:
             ) from None
         raise DamagedCheckpoint(f"{path}: truncated or corrupt checkpoint ({str(err).splitlines()[0][:120]})") from None
     except (OSError, EOFError, ValueError, NotImplementedError, RuntimeError) as err:
-        reason = str(err).splitlines()[0][:120] if str(err) else type(err).__name__
-        raise DamagedCheckpoint(f"{path}: truncated or corrupt checkpoint ({reason})") from None
+        raise DamagedCheckpoint(f"{path}: truncated or corrupt checkpoint ({_torch_reason(err)})") from None
     _CHECKED.add(key)
 
 

@@ -71,14 +71,18 @@ class TokenArray:
                 f"found {size:,} bytes (truncated or not from this manifest)"
             )
         self.offsets = np.memmap(idx_path, dtype=np.int64, mode="r")
-        n_ids = int(self.offsets[-1])
-        if bin_path.stat().st_size != n_ids * dtype.itemsize:
-            raise FormatError(f"{bin_path}: expected {n_ids} ids of {dtype}, size does not match")
-        # np.memmap refuses empty files; an all-empty split is legal.
-        self.ids = np.memmap(bin_path, dtype=dtype, mode="r") if n_ids else np.zeros(0, dtype)
         self.sizes = np.diff(self.offsets)
+        # before the .bin's size is held against it: a damaged index's last offset is any number
         if self.offsets[0] != 0 or (len(self.sizes) and self.sizes.min() < 0):
             raise FormatError(f"{idx_path}: its offsets do not rise from 0 (a damaged index)")
+        n_ids = int(self.offsets[-1])
+        if (found := bin_path.stat().st_size) != n_ids * dtype.itemsize:
+            raise FormatError(
+                f"{bin_path}: {found:,} bytes, where its index ends at {n_ids:,} ids of {dtype} "
+                f"({n_ids * dtype.itemsize:,} bytes): truncated, or not this index's"
+            )
+        # np.memmap refuses empty files; an all-empty split is legal.
+        self.ids = np.memmap(bin_path, dtype=dtype, mode="r") if n_ids else np.zeros(0, dtype)
         self.path = bin_path
 
     def check_ids(self, size: int) -> None:
