@@ -517,12 +517,13 @@ def test_a_request_whose_client_went_away_before_its_batch_began_is_not_translat
 
 
 class _LineByLineTranslator(_FakeTranslator):
-    """Searches a line a block, telling ``done`` after each as the search does; holds after the
-    first until ``gate`` is set, recording each line it translated."""
+    """Searches a line a block, telling ``done`` after each as the search does; after the first
+    batch's first, a long search whose blocks end empty (``done(0)``, every 20 ms, 30 s at most);
+    records each line it translated."""
 
     def __init__(self):
         super().__init__()
-        self.entered, self.gate, self.lines = threading.Event(), threading.Event(), []
+        self.entered, self.lines = threading.Event(), []
 
     def translate_block(self, lines, options, done=lambda n: None, **given):
         out = []
@@ -530,9 +531,11 @@ class _LineByLineTranslator(_FakeTranslator):
             out += super().translate_block([line], options, **given)
             self.lines.append(line)
             done(1)
-            if k == 0:
+            if k == 0 and not self.entered.is_set():  # the first batch's
                 self.entered.set()
-                self.gate.wait(30)
+                for _ in range(1500):  # until the batch's client has gone: then done raises
+                    time.sleep(0.02)
+                    done(0)
         return out
 
 
@@ -549,12 +552,10 @@ def test_a_batch_whose_clients_all_went_away_stops_at_the_search_s_next_block(ca
         with socket.create_connection((host, int(port))) as client:
             client.sendall(head.encode() + b"\r\n\r\n" + body)
             assert translator.entered.wait(30)  # its first line translated; then the client hangs up
-        time.sleep(0.5)
-        translator.gate.set()
         assert _post(url + "/translate", {"sentences": ["e"]})[1]["translations"][0]["text"] == "e"
         served = json.loads(_get(url + "/info")[1])["served"]
-    assert translator.lines == ["a", "b", "e"]  # b: the block under way when the client left
-    assert served == {"batches": 2, "sentences": 3, "abandoned": 2}  # a and b searched, then e
+    assert translator.lines == ["a", "e"]  # b, c and d never searched
+    assert served == {"batches": 2, "sentences": 2, "abandoned": 3}
     assert "Traceback" not in capfd.readouterr().err
 
 
