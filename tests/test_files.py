@@ -101,6 +101,26 @@ def test_atomic_write_leaves_nothing_on_failure(tmp_path):
     assert os.listdir(tmp_path) == ["out.txt"]
 
 
+def test_a_failed_output_takes_the_directories_it_made_with_it(tmp_path):
+    """`-o new/sub/out.txt` makes its directories as mkdir -p would; a command that then failed
+    (bad UTF-8 on line 2, Ctrl-C) left them behind, empty. Those that held something stay."""
+    for make in (
+        lambda: atomic_write(tmp_path / "new" / "sub" / "out.txt"),
+        lambda: Staging(tmp_path / "new" / "sub" / "dir"),
+    ):
+        with pytest.raises(RuntimeError), make():
+            raise RuntimeError("the command failed")
+        assert list(tmp_path.iterdir()) == []
+    (tmp_path / "new").mkdir()
+    with pytest.raises(RuntimeError), atomic_write(tmp_path / "new" / "sub" / "out.txt"):
+        (tmp_path / "new" / "sub" / "another's.txt").write_text("x")  # written meanwhile
+        raise RuntimeError("the command failed")
+    assert [p.name for p in (tmp_path / "new" / "sub").iterdir()] == ["another's.txt"]
+    with atomic_write(tmp_path / "made" / "out.txt") as fh:
+        fh.write("whole")
+    assert (tmp_path / "made" / "out.txt").read_text() == "whole"
+
+
 def dead_pid() -> int:
     proc = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     return int(proc.stdout)

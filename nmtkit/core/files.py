@@ -242,6 +242,7 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
         return
     if path.is_symlink():
         path = Path(os.path.realpath(path))
+    made = _missing(path.parent)
     with writing_into(path):
         path.parent.mkdir(parents=True, exist_ok=True)
         remove_stale_temporaries(path.parent, of=path.name)  # a killed run's: nothing else removes them
@@ -257,7 +258,22 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        unmake(made)
         raise
+
+
+def _missing(directory: Path) -> list[Path]:
+    """``directory`` and those of its parents that are not there yet, deepest first: what a
+    ``mkdir -p`` of it makes."""
+    return [d for d in (directory, *directory.parents) if not d.exists()]
+
+
+def unmake(made: list[Path]) -> None:
+    """The directories a failed command made for its output removed, deepest first, where they
+    are still empty (another process may have written into one meanwhile)."""
+    for directory in made:
+        with contextlib.suppress(OSError):
+            directory.rmdir()
 
 
 # what only a write can meet: said of the file written (the system names none), where a read
@@ -356,6 +372,7 @@ class Staging:
             raise UserError(
                 f"{self.dest}: give the outputs a directory of their own, not the current directory or one above it"
             )
+        self.made = _missing(self.dest.parent)
         with writing_into(self.dest):
             self.dest.parent.mkdir(parents=True, exist_ok=True)
             remove_stale(self.dest)
@@ -391,8 +408,9 @@ class Staging:
         return self
 
     def __exit__(self, *_: Any) -> None:
-        if self.dir.exists():
+        if self.dir.exists():  # not committed: a failed command's directories go with it
             shutil.rmtree(self.dir, ignore_errors=True)
+            unmake(self.made)
 
 
 def remove_stale_temporaries(directory: Path, of: str | None = None) -> None:
