@@ -258,7 +258,7 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        unmake(made)
+        _unmake(made)
         raise
 
 
@@ -268,7 +268,7 @@ def _missing(directory: Path) -> list[Path]:
     return [d for d in (directory, *directory.parents) if not d.exists()]
 
 
-def unmake(made: list[Path]) -> None:
+def _unmake(made: list[Path]) -> None:
     """The directories a failed command made for its output removed, deepest first, where they
     are still empty (another process may have written into one meanwhile)."""
     for directory in made:
@@ -410,7 +410,7 @@ class Staging:
     def __exit__(self, *_: Any) -> None:
         if self.dir.exists():  # not committed: a failed command's directories go with it
             shutil.rmtree(self.dir, ignore_errors=True)
-            unmake(self.made)
+            _unmake(self.made)
 
 
 def remove_stale_temporaries(directory: Path, of: str | None = None) -> None:
