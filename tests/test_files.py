@@ -1,5 +1,6 @@
 """Strict reading, parallel checks and atomic outputs."""
 
+import errno
 import os
 import subprocess
 import sys
@@ -119,6 +120,27 @@ def test_a_failed_output_takes_the_directories_it_made_with_it(tmp_path):
     with atomic_write(tmp_path / "made" / "out.txt") as fh:
         fh.write("whole")
     assert (tmp_path / "made" / "out.txt").read_text() == "whole"
+    # failed while making them: a name whose temporary sibling's is too long, under directories just made
+    for make in (
+        lambda: atomic_write(tmp_path / "fresh" / "sub" / ("x" * 250)),
+        lambda: Staging(tmp_path / "fresh" / "sub" / ("y" * 250)),
+    ):
+        with pytest.raises(UserError, match="file name too long"), make():
+            pass
+        assert not (tmp_path / "fresh").exists()
+    (tmp_path / "b").mkdir()  # a/../b is b, the user's: never counted as made
+    with pytest.raises(RuntimeError), atomic_write(tmp_path / "a" / ".." / "b" / "out.txt"):
+        raise RuntimeError("the command failed")
+    assert (tmp_path / "b").is_dir() and not (tmp_path / "a").exists()
+
+
+def test_a_full_disk_is_said_of_the_output_that_met_it():
+    """The system names no file: with several outputs open, the last one opened was named."""
+    with pytest.raises(OSError) as err:
+        with atomic_write("/dev/full") as full, atomic_write(os.devnull) as other:
+            full.write("x" * 100_000)  # past the buffer: written here, in the command's own lines
+            other.write("y")
+    assert err.value.filename == "/dev/full" and err.value.errno == errno.ENOSPC
 
 
 def dead_pid() -> int:

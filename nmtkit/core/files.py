@@ -16,6 +16,7 @@ import errno
 import fnmatch
 import glob
 import hashlib
+import io
 import json
 import os
 import re
@@ -237,35 +238,45 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
     through that descriptor, where the command's output already goes (a file it appends to, too)."""
     path, encoding = Path(path), None if "b" in mode else "utf-8"
     if (as_it_is := _written_as_it_is(path)) is not None:
-        with _named(path), open(as_it_is, mode, encoding=encoding) as fh:
+        with _named_writes(as_it_is, mode, encoding, path) as fh:
             yield fh
         return
     if path.is_symlink():
         path = Path(os.path.realpath(path))
-    made = _missing(path.parent)
-    with writing_into(path):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        remove_stale_temporaries(path.parent, of=path.name)  # a killed run's: nothing else removes them
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{_HOST}-{os.getpid()}-", suffix=".tmp", dir=path.parent)
-    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; outputs should look like any other file
+    made, tmp = _missing(path.parent), None
     try:
-        with _named(path), os.fdopen(fd, mode, encoding=encoding) as fh:
+        with writing_into(path):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            remove_stale_temporaries(path.parent, of=path.name)  # a killed run's: nothing else removes them
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{_HOST}-{os.getpid()}-", suffix=".tmp", dir=path.parent)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; outputs should look like any other file
+        with _named_writes(fd, mode, encoding, path) as fh:
             yield fh
             fh.flush()
-            os.fsync(fh.fileno())
+            with _named(path):
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
         fsync_dir(path.parent)
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+        if tmp is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
         _unmake(made)
         raise
 
 
 def _missing(directory: Path) -> list[Path]:
     """``directory`` and those of its parents that are not there yet, deepest first: what a
-    ``mkdir -p`` of it makes."""
-    return [d for d in (directory, *directory.parents) if not d.exists()]
+    ``mkdir -p`` of it makes. A path through ``..`` (``a/../b``) may name one that is there under
+    another name: left out, never to be removed."""
+    return [d for d in (directory, *directory.parents) if ".." not in d.parts and not _there(d)]
+
+
+def _there(path: Path) -> bool:
+    try:
+        return path.exists()
+    except OSError:  # a name no file can have (too long): never made, so never to remove
+        return True
 
 
 def _unmake(made: list[Path]) -> None:
@@ -276,20 +287,36 @@ def _unmake(made: list[Path]) -> None:
             directory.rmdir()
 
 
-# what only a write can meet: said of the file written (the system names none), where a read
-# error in the same block must not be taken for the output's
-_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
-
-
 @contextlib.contextmanager
 def _named(path: Path) -> Iterator[None]:
-    """A full disk, a quota or a size limit met while writing ``path``, said with its name."""
+    """An error the system names no file for (a full disk, a quota, a size limit) met by what the
+    block does to ``path`` alone, said with its name."""
     try:
         yield
     except OSError as err:
-        if err.filename is not None or err.errno not in _FULL:
-            raise
-        raise OSError(err.errno, err.strerror, str(path)) from None
+        if err.filename is None:
+            err.filename = str(path)
+        raise
+
+
+class _NamedFile(io.FileIO):
+    """A file written whose write errors name ``shown``: the system's name none, and a command
+    writing several outputs would not know which one met a full disk."""
+
+    def __init__(self, target: int | str | Path, mode: str, shown: Path):
+        super().__init__(target, mode)
+        self.shown = shown
+
+    def write(self, b: Any, /) -> int:
+        with _named(self.shown):
+            return super().write(b)
+
+
+def _named_writes(target: int | str | Path, mode: str, encoding: str | None, shown: Path) -> IO[Any]:
+    """``target`` (a descriptor, or a path) opened for writing as ``open`` would, its errors said
+    of ``shown``."""
+    buffered = io.BufferedWriter(_NamedFile(target, "a" if "a" in mode else "w", shown))
+    return buffered if "b" in mode else io.TextIOWrapper(buffered, encoding=encoding)
 
 
 def results_to(path: str | Path | None) -> contextlib.AbstractContextManager[IO[Any]]:
@@ -373,12 +400,16 @@ class Staging:
                 f"{self.dest}: give the outputs a directory of their own, not the current directory or one above it"
             )
         self.made = _missing(self.dest.parent)
-        with writing_into(self.dest):
-            self.dest.parent.mkdir(parents=True, exist_ok=True)
-            remove_stale(self.dest)
-            self.dir = Path(
-                tempfile.mkdtemp(prefix=f".{self.dest.name}.staging-{_HOST}-{os.getpid()}-", dir=self.dest.parent)
-            )
+        try:
+            with writing_into(self.dest):
+                self.dest.parent.mkdir(parents=True, exist_ok=True)
+                remove_stale(self.dest)
+                self.dir = Path(
+                    tempfile.mkdtemp(prefix=f".{self.dest.name}.staging-{_HOST}-{os.getpid()}-", dir=self.dest.parent)
+                )
+        except BaseException:
+            _unmake(self.made)
+            raise
         os.chmod(self.dir, 0o777 & ~_umask())
 
     def path(self, name: str) -> Path:
