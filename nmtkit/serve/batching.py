@@ -131,8 +131,9 @@ class Batcher:
             lines = [line for r in batch for line in r.lines]
             try:
                 out = await loop.run_in_executor(self.executor, self._translated, batch, lines, first.key)
-            except _Abandoned as cut:  # searched in part
-                self.batches, self.sentences = self.batches + 1, self.sentences + cut.translated
+            except _Abandoned as cut:  # searched in part, or not at all
+                self.batches += bool(cut.translated)
+                self.sentences += cut.translated
                 continue
             except Exception as err:  # one bad batch must not stop the server
                 for r in batch:
