@@ -15,7 +15,7 @@ import tarfile
 from html import escape
 from pathlib import Path
 
-from nmtkit.core.files import Staging
+from nmtkit.core.staging import Staging
 from nmtkit.data.download import file_digest
 from nmtkit.data.wmt14 import DEV, TEST, TRAIN, member_name
 

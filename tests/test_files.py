@@ -8,8 +8,9 @@ import sys
 import pytest
 
 from nmtkit.core.errors import UserError
-from nmtkit.core.files import Staging, atomic_write, read_lines
+from nmtkit.core.files import atomic_write, read_lines
 from nmtkit.core.line_counts import check_parallel, count_lines
+from nmtkit.core.staging import Staging
 
 
 def test_read_lines_names_bad_utf8_line(tmp_path):
@@ -171,7 +172,7 @@ def test_staging_commits_a_whole_directory_or_nothing(tmp_path):
 
 
 def test_staging_of_dead_processes_is_removed_and_a_torn_commit_repaired(tmp_path):
-    from nmtkit.core.files import _HOST
+    from nmtkit.core.files import HOST as _HOST
 
     dest, pid = tmp_path / "d", dead_pid()
     stale = tmp_path / f".d.staging-{_HOST}-{pid}-x1"
@@ -257,7 +258,7 @@ def test_staging_writes_through_a_link_and_drops_what_its_command_no_longer_writ
 def test_a_killed_writer_s_temporary_file_is_removed_by_the_next_write_of_its_file(tmp_path):
     """design.md promised it; only train's save directory had its temporaries removed, and a
     translate killed by the OOM killer left a hidden copy of a half-written output for good."""
-    from nmtkit.core.files import _HOST
+    from nmtkit.core.files import HOST as _HOST
 
     dead = tmp_path / f".out.fr.{_HOST}-{dead_pid()}-gn3vk36f.tmp"
     live = tmp_path / f".out.fr.{_HOST}-{os.getpid()}-abcdefgh.tmp"  # a write still going on

@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fnmatch
 import glob
 import hashlib
 import io
 import json
 import os
 import re
-import shutil
 import socket
 import stat
 import sys
@@ -243,13 +241,13 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
         return
     if path.is_symlink():
         path = Path(os.path.realpath(path))
-    made, tmp = _missing(path.parent), None
+    made, tmp = dirs_to_make(path.parent), None
     try:
         with writing_into(path):
             path.parent.mkdir(parents=True, exist_ok=True)
             remove_stale_temporaries(path.parent, of=path.name)  # a killed run's: nothing else removes them
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{_HOST}-{os.getpid()}-", suffix=".tmp", dir=path.parent)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; outputs should look like any other file
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{HOST}-{os.getpid()}-", suffix=".tmp", dir=path.parent)
+        os.chmod(tmp, 0o666 & ~umask())  # mkstemp makes 0600; outputs should look like any other file
         with _named_writes(fd, mode, encoding, path) as fh:
             yield fh
             fh.flush()
@@ -261,11 +259,11 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
         if tmp is not None:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
-        _unmake(made)
+        unmake(made)
         raise
 
 
-def _missing(directory: Path) -> list[Path]:
+def dirs_to_make(directory: Path) -> list[Path]:
     """``directory`` and those of its parents that are not there yet, deepest first: what a
     ``mkdir -p`` of it makes. A path through ``..`` (``a/../b``) may name one that is there under
     another name: left out, never to be removed."""
@@ -279,7 +277,7 @@ def _there(path: Path) -> bool:
         return True
 
 
-def _unmake(made: list[Path]) -> None:
+def unmake(made: list[Path]) -> None:
     """The directories a failed command made for its output removed, deepest first, where they
     are still empty (another process may have written into one meanwhile)."""
     for directory in made:
@@ -364,114 +362,28 @@ def fsync_dir(path: str | Path) -> None:
             os.close(fd)
 
 
-def _umask() -> int:
+def umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
 
 
-_HOST = re.sub(r"[^A-Za-z0-9]", "_", socket.gethostname()) or "host"
-_KINDS = ("staging", "old")
-
-
-class Staging:
-    """A directory of outputs that appears whole or not at all.
-
-    A command writes into a hidden sibling of ``dest`` (``.NAME.staging-HOST-PID-…``);
-    ``commit()`` fsyncs everything, carries over (as hard links) whatever ``dest``
-    already held that this command did not write, and swaps the staging directory in
-    with two renames. Leaving the ``with`` block by an exception removes the staging
-    directory, so a failed run changes nothing. Staging directories of processes that
-    died on this host are removed when the next one starts; a crash between the two
-    renames is repaired then too, by putting the old directory back.
-    """
-
-    def __init__(self, dest: str | Path, owned: tuple[str, ...] = ()):
-        """``owned``: patterns of the names this command writes, whose files in ``dest`` that it did
-        not write this time are stale (another run's codes) and not carried over."""
-        # a link (data-bin -> /scratch/…) is written through, where the renames would replace the link
-        self.dest = Path(os.path.realpath(dest)) if os.path.islink(Path(dest)) else Path(dest)  # data-bin/ too
-        self.owned = owned
-        if self.dest.exists() and not self.dest.is_dir():
-            raise UserError(f"{self.dest}: exists and is not a directory")
-        here = Path.cwd().resolve()
-        if self.dest.exists() and (self.dest.resolve() == here or self.dest.resolve() in here.parents):
-            raise UserError(
-                f"{self.dest}: give the outputs a directory of their own, not the current directory or one above it"
-            )
-        self.made = _missing(self.dest.parent)
-        try:
-            with writing_into(self.dest):
-                self.dest.parent.mkdir(parents=True, exist_ok=True)
-                remove_stale(self.dest)
-                self.dir = Path(
-                    tempfile.mkdtemp(prefix=f".{self.dest.name}.staging-{_HOST}-{os.getpid()}-", dir=self.dest.parent)
-                )
-        except BaseException:
-            _unmake(self.made)
-            raise
-        os.chmod(self.dir, 0o777 & ~_umask())
-
-    def path(self, name: str) -> Path:
-        return self.dir / name
-
-    def commit(self) -> None:
-        for root, _, files in os.walk(self.dir):
-            for name in files:
-                _fsync_file(Path(root) / name)
-            fsync_dir(root)
-        if not self.dest.exists():
-            os.rename(self.dir, self.dest)
-        else:
-            for entry in self.dest.iterdir():
-                stale = any(fnmatch.fnmatch(entry.name, pattern) for pattern in self.owned)
-                if not (self.dir / entry.name).exists() and not entry.name.startswith(".staging-") and not stale:
-                    _carry(entry, self.dir / entry.name)
-            fsync_dir(self.dir)
-            old = Path(tempfile.mkdtemp(prefix=f".{self.dest.name}.old-{_HOST}-{os.getpid()}-", dir=self.dest.parent))
-            os.rename(self.dest, old / "dir")
-            os.rename(self.dir, self.dest)
-            fsync_dir(self.dest.parent)
-            shutil.rmtree(old, ignore_errors=True)
-        fsync_dir(self.dest.parent)
-
-    def __enter__(self) -> Staging:
-        return self
-
-    def __exit__(self, *_: Any) -> None:
-        if self.dir.exists():  # not committed: a failed command's directories go with it
-            shutil.rmtree(self.dir, ignore_errors=True)
-            _unmake(self.made)
+HOST = re.sub(r"[^A-Za-z0-9]", "_", socket.gethostname()) or "host"
 
 
 def remove_stale_temporaries(directory: Path, of: str | None = None) -> None:
     """Remove the temporary files of :func:`atomic_write` left in ``directory`` by dead processes:
     all of them, or those ``of`` one file name."""
-    pattern = re.compile(rf"\..+\.{_HOST}-(\d+)-[^.]*\.tmp$")
-    entries = directory.glob(f".{glob.escape(of)}.{_HOST}-*.tmp") if of else directory.iterdir()
+    pattern = re.compile(rf"\..+\.{HOST}-(\d+)-[^.]*\.tmp$")
+    entries = directory.glob(f".{glob.escape(of)}.{HOST}-*.tmp") if of else directory.iterdir()
     for entry in entries if directory.is_dir() else ():
         match = pattern.match(entry.name)
-        if match and not _alive(int(match.group(1))):
+        if match and not alive(int(match.group(1))):
             with contextlib.suppress(FileNotFoundError):
                 entry.unlink()
 
 
-def remove_stale(dest: Path) -> None:
-    """Remove the staging directories of ``dest`` left by dead processes of this host, and put
-    back an old ``dest`` that a crash took away between the two renames of a commit."""
-    pattern = re.compile(rf"\.{re.escape(dest.name)}\.({'|'.join(_KINDS)})-{_HOST}-(\d+)-")
-    if not dest.parent.is_dir():
-        return
-    for entry in sorted(dest.parent.iterdir()):
-        match = pattern.match(entry.name)
-        if not match or _alive(int(match.group(2))):
-            continue
-        if match.group(1) == "old" and (entry / "dir").is_dir() and not dest.exists():
-            os.rename(entry / "dir", dest)
-        shutil.rmtree(entry, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -479,30 +391,6 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
-
-
-def _carry(src: Path, dst: Path) -> None:
-    """Hard links of a file or a tree (copies where the filesystem has no hard links)."""
-
-    def link(a: str, b: str) -> None:
-        try:
-            os.link(a, b)
-        except OSError:
-            shutil.copy2(a, b)
-
-    if src.is_dir() and not src.is_symlink():
-        shutil.copytree(src, dst, symlinks=True, copy_function=link)
-    elif src.is_symlink():
-        os.symlink(os.readlink(src), dst)
-    else:
-        link(str(src), str(dst))
-
-
-def _fsync_file(path: Path) -> None:
-    if path.is_symlink():
-        return
-    with open(path, "rb") as fh:
-        os.fsync(fh.fileno())
 
 
 def sha256_text(text: str) -> str:

@@ -20,7 +20,8 @@ import sqlite3
 from pathlib import Path
 
 from ..core.errors import UserError
-from ..core.files import Staging, write_json
+from ..core.files import write_json
+from ..core.staging import Staging
 
 ENGLISH = {"k": "King James Version", "4": "World English Bible", "3": "Bible in Basic English"}
 FRENCH = {"l": "Louis Segond", "o": "Ostervald", "5": "Darby"}

@@ -23,9 +23,10 @@ import numpy as np
 from ..align.links import read_pharaoh, unit_links, word_ids
 from ..core.console import log, progress
 from ..core.errors import UserError
-from ..core.files import Staging, fingerprint, read_lines
+from ..core.files import fingerprint, read_lines
 from ..core.line_counts import check_parallel_prefix, count_lines
 from ..core.parallel import Workers, chunked
+from ..core.staging import Staging
 from ..text.bpe import Segmenter
 from ..text.preprocess import read_report, text_fingerprint
 from .binarized import Corpus, TokenArrayWriter, best_dtype, too_long

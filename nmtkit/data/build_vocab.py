@@ -19,8 +19,9 @@ from typing import Any
 
 from ..core.console import log, progress
 from ..core.errors import UserError
-from ..core.files import Staging, read_lines
+from ..core.files import read_lines
 from ..core.line_counts import check_parallel_prefix
+from ..core.staging import Staging
 from ..text.bpe import Segmenter, learn_codes, learn_sentencepiece
 from ..text.preprocess import read_report, text_fingerprint
 from ..text.settings import check_languages

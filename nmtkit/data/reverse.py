@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.errors import UserError
-from ..core.files import Staging
+from ..core.staging import Staging
 from .binarized import Corpus
 from .manifest import MANIFEST, write_manifest
 

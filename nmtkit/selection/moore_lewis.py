@@ -33,9 +33,10 @@ import numpy as np
 
 from ..core.console import log, progress
 from ..core.errors import UserError
-from ..core.files import BOM, Staging, decode_line, open_binary, refuse_overwriting
+from ..core.files import BOM, decode_line, open_binary, refuse_overwriting
 from ..core.line_counts import refuse_streams
 from ..core.parallel import Workers
+from ..core.staging import Staging
 from ..text.settings import check_languages
 from .ngram import SPECIALS, NgramLM, SelectionVocab, words_of
 from .settings import COUNT_UNITS, SelectConfig

@@ -23,9 +23,10 @@ from typing import IO, Any
 from .. import __version__
 from ..core.console import log, progress
 from ..core.errors import FormatError, UserError
-from ..core.files import Staging, fingerprint, is_stream, read_json, read_lines, refuse_overwriting, write_json
+from ..core.files import fingerprint, is_stream, read_json, read_lines, refuse_overwriting, write_json
 from ..core.line_counts import check_parallel_prefix, count_lines
 from ..core.parallel import Workers, chunked
+from ..core.staging import Staging
 from .pipeline import Preprocessor
 from .settings import FilterConfig, TextConfig, check_languages
 

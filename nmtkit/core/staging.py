@@ -1,0 +1,127 @@
+"""A directory of outputs that appears whole or not at all (``preprocess -d``, a data-bin): built
+in a hidden sibling and swapped in with two renames, what the destination held and the command
+did not write carried over."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from .errors import UserError
+from .files import HOST, alive, dirs_to_make, fsync_dir, umask, unmake, writing_into
+
+_KINDS = ("staging", "old")
+
+
+class Staging:
+    """A directory of outputs that appears whole or not at all.
+
+    A command writes into a hidden sibling of ``dest`` (``.NAME.staging-HOST-PID-…``);
+    ``commit()`` fsyncs everything, carries over (as hard links) whatever ``dest``
+    already held that this command did not write, and swaps the staging directory in
+    with two renames. Leaving the ``with`` block by an exception removes the staging
+    directory, so a failed run changes nothing. Staging directories of processes that
+    died on this host are removed when the next one starts; a crash between the two
+    renames is repaired then too, by putting the old directory back.
+    """
+
+    def __init__(self, dest: str | Path, owned: tuple[str, ...] = ()):
+        """``owned``: patterns of the names this command writes, whose files in ``dest`` that it did
+        not write this time are stale (another run's codes) and not carried over."""
+        # a link (data-bin -> /scratch/…) is written through, where the renames would replace the link
+        self.dest = Path(os.path.realpath(dest)) if os.path.islink(Path(dest)) else Path(dest)  # data-bin/ too
+        self.owned = owned
+        if self.dest.exists() and not self.dest.is_dir():
+            raise UserError(f"{self.dest}: exists and is not a directory")
+        here = Path.cwd().resolve()
+        if self.dest.exists() and (self.dest.resolve() == here or self.dest.resolve() in here.parents):
+            raise UserError(
+                f"{self.dest}: give the outputs a directory of their own, not the current directory or one above it"
+            )
+        self.made = dirs_to_make(self.dest.parent)
+        try:
+            with writing_into(self.dest):
+                self.dest.parent.mkdir(parents=True, exist_ok=True)
+                remove_stale(self.dest)
+                self.dir = Path(
+                    tempfile.mkdtemp(prefix=f".{self.dest.name}.staging-{HOST}-{os.getpid()}-", dir=self.dest.parent)
+                )
+        except BaseException:
+            unmake(self.made)
+            raise
+        os.chmod(self.dir, 0o777 & ~umask())
+
+    def path(self, name: str) -> Path:
+        return self.dir / name
+
+    def commit(self) -> None:
+        for root, _, files in os.walk(self.dir):
+            for name in files:
+                _fsync_file(Path(root) / name)
+            fsync_dir(root)
+        if not self.dest.exists():
+            os.rename(self.dir, self.dest)
+        else:
+            for entry in self.dest.iterdir():
+                stale = any(fnmatch.fnmatch(entry.name, pattern) for pattern in self.owned)
+                if not (self.dir / entry.name).exists() and not entry.name.startswith(".staging-") and not stale:
+                    _carry(entry, self.dir / entry.name)
+            fsync_dir(self.dir)
+            old = Path(tempfile.mkdtemp(prefix=f".{self.dest.name}.old-{HOST}-{os.getpid()}-", dir=self.dest.parent))
+            os.rename(self.dest, old / "dir")
+            os.rename(self.dir, self.dest)
+            fsync_dir(self.dest.parent)
+            shutil.rmtree(old, ignore_errors=True)
+        fsync_dir(self.dest.parent)
+
+    def __enter__(self) -> Staging:
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        if self.dir.exists():  # not committed: a failed command's directories go with it
+            shutil.rmtree(self.dir, ignore_errors=True)
+            unmake(self.made)
+
+
+def remove_stale(dest: Path) -> None:
+    """Remove the staging directories of ``dest`` left by dead processes of this host, and put
+    back an old ``dest`` that a crash took away between the two renames of a commit."""
+    pattern = re.compile(rf"\.{re.escape(dest.name)}\.({'|'.join(_KINDS)})-{HOST}-(\d+)-")
+    if not dest.parent.is_dir():
+        return
+    for entry in sorted(dest.parent.iterdir()):
+        match = pattern.match(entry.name)
+        if not match or alive(int(match.group(2))):
+            continue
+        if match.group(1) == "old" and (entry / "dir").is_dir() and not dest.exists():
+            os.rename(entry / "dir", dest)
+        shutil.rmtree(entry, ignore_errors=True)
+
+
+def _carry(src: Path, dst: Path) -> None:
+    """Hard links of a file or a tree (copies where the filesystem has no hard links)."""
+
+    def link(a: str, b: str) -> None:
+        try:
+            os.link(a, b)
+        except OSError:
+            shutil.copy2(a, b)
+
+    if src.is_dir() and not src.is_symlink():
+        shutil.copytree(src, dst, symlinks=True, copy_function=link)
+    elif src.is_symlink():
+        os.symlink(os.readlink(src), dst)
+    else:
+        link(str(src), str(dst))
+
+
+def _fsync_file(path: Path) -> None:
+    if path.is_symlink():
+        return
+    with open(path, "rb") as fh:
+        os.fsync(fh.fileno())
