@@ -3,8 +3,8 @@ stopping, then acted on as soon as that work is over.
 
 Python raises a signal's exception at whatever line runs when it arrives. Inside an import that
 runs compiled code it can be lost or turned into another error: pydantic-core, building
-FastAPI's schemas, wraps a KeyboardInterrupt in a ``SchemaError`` (a traceback of 60 lines, or,
-where pydantic catches that error, nothing: the server started as if no Ctrl-C had come), and a
+FastAPI's schemas, wraps a KeyboardInterrupt in a ``SchemaError`` (a traceback, or, where
+pydantic catches that error, nothing: the server started as if no Ctrl-C had come), and a
 C++ callback that gets one calls ``std::terminate`` (SIGABRT). Held, the signal waits for the end
 of that work and is then raised again under the handler it would have met, which does what it
 always does.
