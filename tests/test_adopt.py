@@ -727,8 +727,41 @@ def test_a_reset_runs_keep_options_prune_its_own_models_not_the_earlier_runs(dat
     # average takes this run's own, by its log: the earlier run's update-6 and -8 would be the last two
     r = invoke("average", run, "--last", 2, "-o", tmp_path / "avg.pt")
     assert r.exit_code == 0, r.output
-    assert "left out 2 kept models of an earlier run, not in its log (update-6.pt, update-8.pt)" in r.stderr
+    assert "left out 2 kept models of an earlier run, not its own (update-6.pt, update-8.pt)" in r.stderr
     assert [a.name for a in checkpoint.load(tmp_path / "avg.pt").averaged] == ["update-2.pt", "update-4.pt"]
+
+
+def test_average_tells_an_earlier_runs_models_of_the_same_numbers_by_the_run_id(data_bin, tmp_path):
+    """A --reset run that keeps no update-N.pt validates at the same updates as the earlier run
+    whose files stay: their names were its log's steps, and average took the earlier run's models
+    as this run's own. Each run's id, in its checkpoints and machine.json, tells them apart; a
+    resume keeps it."""
+    run, every = tmp_path / "k", ["--valid-every", 2, "--best-by", "nll"]
+    assert (
+        invoke("train", data_bin, "--save-dir", run, *TINY, "--max-updates", 4, *every, "--keep-last", 2).exit_code == 0
+    )
+    first = json.loads((run / "machine.json").read_text())["run_id"]
+    assert {checkpoint.load(run / f"update-{n}.pt").training.run_id for n in (2, 4)} == {first}
+    r = invoke("train", data_bin, "--save-dir", run, *TINY, "--max-updates", 2, *every, "--reset", "--seed", 7)
+    assert r.exit_code == 0, r.output
+    second = json.loads((run / "machine.json").read_text())["run_id"]
+    assert second != first and checkpoint.load(run / "last.pt").training.run_id == second
+    r = invoke("train", data_bin, "--save-dir", run, *TINY, "--max-updates", 4, *every)  # resumed: the same run
+    assert r.exit_code == 0, r.output
+    assert checkpoint.load(run / "last.pt").training.run_id == second
+    assert json.loads((run / "machine.json").read_text())["run_id"] == second
+    r = invoke("average", run, "-o", tmp_path / "avg.pt")
+    assert r.exit_code == 2 and "holds only an earlier run's update-N.pt" in r.output, r.output
+    assert "left out 2 kept models of an earlier run, not its own (update-2.pt, update-4.pt)" in r.stderr
+    # a log and files from before runs had ids: the steps decide, as they did
+    (run / "machine.json").write_text(
+        json.dumps({k: v for k, v in json.loads((run / "machine.json").read_text()).items() if k != "run_id"})
+    )
+    r = invoke("average", run, "-o", tmp_path / "avg.pt")
+    assert r.exit_code == 0 and [a.name for a in checkpoint.load(tmp_path / "avg.pt").averaged] == [
+        "update-2.pt",
+        "update-4.pt",
+    ]
 
 
 def test_a_dev_nll_that_is_not_finite_stops_the_run_in_one_line(data_bin, tmp_path, monkeypatch):

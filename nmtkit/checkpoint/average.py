@@ -130,7 +130,7 @@ def inputs(
         own, earlier = kept(path)
         if earlier:
             named = ", ".join(p.name for p in earlier[:3]) + (", …" if len(earlier) > 3 else "")
-            log(f"{path}: left out {len(earlier)} kept models of an earlier run, not in its log ({named})")
+            log(f"{path}: left out {len(earlier)} kept models of an earlier run, not its own ({named})")
         if not own:
             whose = "only an earlier run's update-N.pt" if earlier else "no update-N.pt"
             raise UserError(f"{path}: holds {whose} (train with --keep-last N to keep the last N)")

@@ -129,6 +129,9 @@ class TrainingState:
     rng: list[dict[str, torch.Tensor]] = field(default_factory=list)  # one entry per process
     # --ema-decay's: the training weights, where the checkpoint's own are their average
     raw_weights: dict[str, torch.Tensor] | None = None
+    # drawn when the run starts (update 0) and kept on resume: which run of a save directory wrote
+    # the file, where an earlier run's files of the same names stay beside it (--reset)
+    run_id: str | None = None
 
     @property
     def resumable(self) -> bool:
@@ -204,6 +207,8 @@ def save(path: str | Path, ckpt: Checkpoint) -> None:
     run = ckpt.training
     progress = {k: v for k, v in vars(run.progress).items() if k != "validation_owed" or v}  # older nmtkits read it
     training: dict[str, Any] = {"config": run.config.to_dict(), "progress": progress}
+    if run.run_id is not None:
+        training["run_id"] = run.run_id
     if run.resumable:
         training |= {"optimizer": run.optimizer, "batches": run.batches, "rng": run.rng}
         if run.corpus_sha256 is not None:
@@ -449,6 +454,7 @@ def _parse(raw: dict[str, Any], version: int) -> Checkpoint:
         window=fields.window(run.get("window")),
         rng=rng,
         raw_weights=raw_weights and _today_s_names(raw_weights),
+        run_id=fields.optional_str(run.get("run_id")),
     )
     return Checkpoint(
         model=config,

@@ -61,12 +61,31 @@ def entries(save_dir: str | Path) -> list[dict[str, Any]]:
 
 def kept_models(save_dir: str | Path) -> tuple[list[Path], list[Path]]:
     """The run's kept validations (``update-N.pt``) in update order, and those beside them that
-    its log does not hold: an earlier run's, which --reset leaves. Without a log, all are its own."""
+    its log does not hold or another run wrote: an earlier run's, which --reset leaves (of the
+    same numbers, where the runs validated at the same updates and this one keeps none). Without
+    a log, all are its own."""
     kept = kept_validations(Path(save_dir))
     if not (Path(save_dir) / METRICS).exists():
         return kept, []
     steps = {e["step"] for e in entries(save_dir) if "dev_nll" in e}
-    return [p for p in kept if update_of(p) in steps], [p for p in kept if update_of(p) not in steps]
+    run = _run_id(Path(save_dir) / MACHINE)
+    own = [p for p in kept if update_of(p) in steps and _written_by(p, run)]
+    return own, [p for p in kept if p not in own]
+
+
+def _run_id(path: Path) -> str | None:
+    """The run a log is of, as its start record says; None where it does not say (written before
+    runs were told apart, or damaged: averaging needs no machine), and the log's steps decide."""
+    try:
+        return _machine(path).get("run_id") if path.exists() else None
+    except UserError:
+        return None
+
+
+def _written_by(path: Path, run: str | None) -> bool:
+    """Whether the checkpoint at ``path`` is of ``run`` (a file from before runs were told apart is)."""
+    theirs = checkpoint.load(path).training.run_id if run is not None else None
+    return theirs is None or theirs == run
 
 
 def best_of(save_dir: str | Path, step: int, score: Any, owed: bool = False) -> tuple[float, int, int | None]:
@@ -85,14 +104,14 @@ def append(save_dir: str | Path, entry: dict[str, Any]) -> None:
         fh.write(json.dumps(entry) + "\n")
 
 
-def open_log(save_dir: str | Path, step: int, owed: bool = False) -> None:
+def open_log(save_dir: str | Path, step: int, owed: bool = False, run_id: str | None = None) -> None:
     """A run's log ready at update ``step``: the machine the speed will be measured on recorded
-    at the run's start (update 0: a new run, or one started over, whose every window is redone);
-    on resume, the lines logged after the checkpoint's update forgotten (they will be redone), and
-    a last line torn by a kill."""
+    at the run's start (update 0: a new run, or one started over, whose every window is redone),
+    with the run's id, which its checkpoints carry; on resume, the lines logged after the
+    checkpoint's update forgotten (they will be redone), and a last line torn by a kill."""
     if not step or not (Path(save_dir) / MACHINE).exists():
         with atomic_write(Path(save_dir) / MACHINE) as fh:
-            fh.write(json.dumps(machine()) + "\n")
+            fh.write(json.dumps(machine() | ({"run_id": run_id} if run_id else {})) + "\n")
     path = Path(save_dir) / METRICS
     if not path.exists():
         return
@@ -140,7 +159,7 @@ def _is_machine(found: Any) -> bool:
 
 
 _MACHINE = {"cpu": str, "cores": int, "torch": str}
-_MACHINE_LATER = {"vendor": str, "family": int, "model": int, "flags": list, "threads": int, "gpu": str}
+_MACHINE_LATER = {"vendor": str, "family": int, "model": int, "flags": list, "threads": int, "gpu": str, "run_id": str}
 
 
 @dataclass

@@ -49,7 +49,7 @@ def save(
     what translation needs (plus the run's settings and progress)."""
     if state.parallel.rank != 0:
         return
-    run = TrainingState(state.cfg, Progress(**vars(state.progress)))
+    run = TrainingState(state.cfg, Progress(**vars(state.progress)), run_id=state.run_id)
     if resumable:
         run.optimizer, run.batches, run.rng = saved_optimizer(state.opt), state.batches.state_dict(), rng
         run.corpus_sha256, run.window = state.trained_on, window

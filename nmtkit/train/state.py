@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -64,6 +65,7 @@ class TrainState:
     average: Average | None = None  # --ema-decay's
     trained_on: str | None = None  # the training split's fingerprint, saved in last.pt
     carried: dict[str, Any] | None = None  # the window of losses a resumed last.pt saved between reports
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex)  # a resumed run's is its last.pt's
     # what a resumed run says before it goes on (settings it changes or does not take): unsaid
     # when the run has nothing left to do, where none of them would be used
     notes: list[str] = field(default_factory=list)
@@ -422,12 +424,12 @@ def open_save_dir(state: TrainState) -> None:
             named = ", ".join(earlier[:3]) + (", …" if len(earlier) > 3 else "")
             log(
                 f"warning: {state.save_dir} holds {len(earlier)} kept models of an earlier run ({named}): they "
-                f"stay beside this run's (nmtkit average leaves them out, by this run's log); remove them, or "
+                f"stay beside this run's (nmtkit average leaves them out, by this run's log and id); remove them, or "
                 f"give another --save-dir"
             )
     if state.lexicon is None:  # seconds: here, not in the first save, which a SIGTERM's grace period may have to hold
         state.lexicon = lexicon_of(state.corpus)
-    runlog.open_log(state.save_dir, state.progress.step, state.progress.validation_owed)
+    runlog.open_log(state.save_dir, state.progress.step, state.progress.validation_owed, state.run_id)
 
 
 def _resumable(last: Path, corpus: Corpus, trained_on: str) -> Checkpoint:
@@ -482,6 +484,6 @@ def _restore(state: TrainState, ckpt: Checkpoint) -> None:
                 f"best.pt was chosen by dev {was.upper()}: by dev {by.upper()}, the best so far is update {at:,}'s "
                 f"({bad} validation{'s' * (bad != 1)} since, for --patience); one that beats it replaces best.pt"
             )
-    state.carried = run.window
+    state.carried, state.run_id = run.window, run.run_id or state.run_id
     state.lexicon = ckpt.lexicon  # the corpus's, which the vocabularies' check found the same
     state.parallel.restore_rng(run.rng)
