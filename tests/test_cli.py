@@ -230,6 +230,21 @@ def test_bad_utf8_on_stdin():
     one_error_line(run("tokenize", "-l", "en", input=b"\x1f\x8b\x08\x00"), "<stdin>: gzip-compressed; nmtkit reads")
 
 
+def test_a_file_of_nul_bytes_is_binary_data_not_one_empty_line(tmp_path):
+    """A file zeroed by a crash (or any data of NULs) is valid UTF-8: translate and score read it
+    as one line, and score gave chrF 100 of two such files. A stray NUL in text is still the
+    cleaning's, as it was."""
+    (tmp_path / "zeroed.fr").write_bytes(bytes(4096))
+    for args in (
+        ("score", tmp_path / "zeroed.fr", "-r", tmp_path / "zeroed.fr"),
+        ("tokenize", "-l", "fr", tmp_path / "zeroed.fr"),
+    ):
+        one_error_line(run(*args), "zeroed.fr: binary data, not text (4,096 of its first 4,096 bytes are NUL)")
+    one_error_line(run("tokenize", "-l", "en", input=b"ab\x00" * 100), "<stdin>: binary data, not text (100 of its")
+    stray = run("tokenize", "-l", "en", input=b"Amen.\x00\n")
+    assert stray.exit_code == 0 and stray.stdout == "Amen .\n", stray.output
+
+
 def test_a_file_with_a_bad_line_past_the_first_chunk_writes_nothing_whatever_the_workers(tmp_path):
     """One worker wrote the 2,000 lines of the first chunk before the error, two wrote none."""
     from nmtkit.text.preprocess import CHUNK

@@ -80,7 +80,9 @@ def _utf16_without_mark(start: bytes) -> bool:
 
 
 def refuse_other_encodings(stream: IO[bytes], path: str | Path) -> None:
-    """One line for a stream that starts as gzip or UTF-16 does, read without consuming it."""
+    """One line for a stream that starts as gzip or UTF-16 does, or as no text does (NULs alone,
+    or a tenth of its start: a file zeroed by a crash), read without consuming it. A stray NUL
+    in text is the cleaning's to drop."""
     start = _first_bytes(stream, 4096)
     piped = str(path) == STDIO
     if start[:2] == _GZIP_MAGIC:
@@ -89,6 +91,11 @@ def refuse_other_encodings(stream: IO[bytes], path: str | Path) -> None:
     if start[:2] in _UTF16_MARKS or _utf16_without_mark(start):
         how = "iconv -f UTF-16 -t UTF-8" + ("" if piped else f" {path} > FILE")
         raise UserError(f"{display_name(path)}: UTF-16 text; nmtkit reads UTF-8 ({how})")
+    nuls = start.count(0)
+    if start and (nuls == len(start) or (nuls >= 16 and nuls * 10 >= len(start))):
+        raise UserError(
+            f"{display_name(path)}: binary data, not text ({nuls:,} of its first {len(start):,} bytes are NUL)"
+        )
 
 
 def _first_bytes(stream: IO[bytes], n: int) -> bytes:
