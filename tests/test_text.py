@@ -195,3 +195,23 @@ def test_an_empty_clean_is_refused_rather_than_taken_for_no_rules():
     for empty in ("", " , "):
         with pytest.raises(UserError, match="name a preset"):
             rules_named(empty)
+
+
+def test_bpe_learning_asked_for_more_merges_than_memory_holds_stops_where_the_pairs_run_out(capfd):
+    """subword-nmt hands range(--bpe) to the bar: listing it was a MemoryError at --bpe 10**9."""
+    codes = learn_codes(Counter({"lumière": 10, "lumineux": 8, "lune": 6}), 10**15, name="fr")
+    merges = codes.count("\n") - 1
+    assert 0 < merges < 30
+    assert f"learned {merges:,} BPE merges for fr of the 1,000,000,000,000,000 asked" in capfd.readouterr().err
+
+
+def test_moses_rules_follow_a_codes_language_whatever_its_region_or_case():
+    """sacremoses knows only bare codes: en-US, EN or en_GB got generic rules ("isn ' t")."""
+    from nmtkit.text.tokenize import MosesText, moses_language
+
+    assert [moses_language(c) for c in ("en-US", "EN", "en_GB", "pt-BR", "fr")] == ["en", "en", "en", "pt", "fr"]
+    english = MosesText("en").tokenize("Mr. Smith isn't here.")
+    assert english == ["Mr.", "Smith", "isn", "'t", "here", "."]
+    for code in ("en-US", "EN", "en_GB"):
+        assert MosesText(code).tokenize("Mr. Smith isn't here.") == english
+    assert MosesText("fr-CA").tokenize("l'arbre") == MosesText("fr").tokenize("l'arbre") == ["l'", "arbre"]

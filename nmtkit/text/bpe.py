@@ -17,7 +17,7 @@ import io
 import re
 import sys
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sized
 from pathlib import Path
 from typing import Any
 
@@ -80,9 +80,9 @@ class _Quiet:
 
 
 def _merges_bar(steps: Iterable[int], *_: Any, **__: Any) -> Iterator[int]:
-    steps = list(steps)
+    # subword-nmt hands range(--bpe) over: counted, never listed (--bpe 1000000000 was a MemoryError)
     with progress("merges") as bar:
-        task = bar.add_task("learning BPE", total=len(steps))
+        task = bar.add_task("learning BPE", total=len(steps) if isinstance(steps, Sized) else None)
         for step in steps:
             yield step
             bar.advance(task)
