@@ -28,3 +28,22 @@ def test_a_lone_training_point_is_drawn_and_the_axes_fit_the_numbers(tmp_path, m
     assert bleu.get_ylim()[0] == 0
     figures[0].canvas.draw()
     assert all(float(t).is_integer() for t in nll.get_xticks())
+
+
+def test_a_heatmap_of_a_very_long_sentence_stays_within_a_drawable_size(tmp_path):
+    """600 words a side at 0.26 inch a cell asked numpy for 2.6 GiB: cells and labels shrink instead."""
+    import struct
+
+    import numpy as np
+
+    from nmtkit.core.plot import alignment_heatmap
+
+    def png_size(path):
+        return struct.unpack(">II", path.read_bytes()[16:24])
+
+    words = [f"w{i}" for i in range(600)]
+    alignment_heatmap(words, words[:500], np.eye(500, 600), tmp_path / "long.png")
+    width, height = png_size(tmp_path / "long.png")
+    assert 4000 < width <= 4800 and 3000 < height < width  # 40 inches at 120 dpi, the shorter side less
+    alignment_heatmap(words[:10], words[:8], np.eye(8, 10), tmp_path / "short.png")
+    assert png_size(tmp_path / "short.png") == (504, 441)  # 0.26 inch a cell: 4.2 by 3.68 inches at 120 dpi

@@ -107,17 +107,25 @@ def bleu_by_length_chart(rows: list[dict[str, Any]], out: str | Path, title: str
     save_figure(fig, out)
 
 
+# 40 inches at save_figure's 120 dpi is 4,800 pixels a side; a 600-word sentence uncapped asked numpy
+# for 2.6 GiB
+_HEATMAP_MAX_INCHES = 40.0
+
+
 def alignment_heatmap(source: list[str], target: list[str], alignment: Any, out: str | Path, title: str = "") -> None:
     """The paper's Figure 3: α_ij with source words on the x-axis (top) and generated words on
-    the y-axis, grey from 0 (black) to 1 (white). Sized by the sentence so that 50 words stay legible."""
+    the y-axis, grey from 0 (black) to 1 (white). Sized by the sentence so that 50 words stay legible;
+    a longer one's cells and labels shrink so that no side passes ``_HEATMAP_MAX_INCHES``."""
     plt = pyplot()
     a = np.asarray(alignment, dtype=float)
-    cell = 0.26
+    longest = max(len(source), len(target), 1)
+    cell = min(0.26, (_HEATMAP_MAX_INCHES - 1.6) / longest)
+    font = max(1.0, 9 * cell / 0.26)
     fig, ax = plt.subplots(figsize=(max(3.0, 1.6 + cell * len(source)), max(3.0, 1.6 + cell * len(target))))
     ax.imshow(a, cmap="gray", vmin=0.0, vmax=1.0, interpolation="nearest", aspect="equal")
     ax.xaxis.tick_top()
-    ax.set_xticks(range(len(source)), source, rotation=90, fontsize=9)
-    ax.set_yticks(range(len(target)), target, fontsize=9)
+    ax.set_xticks(range(len(source)), source, rotation=90, fontsize=font)
+    ax.set_yticks(range(len(target)), target, fontsize=font)
     ax.tick_params(length=0)
     if title:
         ax.set_xlabel(title, fontsize=9)
