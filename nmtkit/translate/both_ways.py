@@ -42,6 +42,19 @@ def directions(model_paths: Sequence[str]) -> tuple[list[str | Path], list[str |
     return forward, backward
 
 
+def read_as_named(
+    forward: list[str | Path], backward: list[str | Path], source: str | Path, target: str | Path
+) -> tuple[list[str | Path], list[str | Path]]:
+    """:func:`directions`' two sides, swapped where ``source`` and ``target`` are named (PREFIX.LANG)
+    as the backward models' source and target: a pair of models given in either order reads the
+    files as their names say. Files named otherwise, or not by language, keep the first model's way."""
+    if backward:
+        langs = checkpoint.load(backward[0]).text.langs
+        if (Path(source).suffix, Path(target).suffix) == (f".{langs['src']}", f".{langs['tgt']}"):
+            return backward, forward
+    return forward, backward
+
+
 def refuse_idle_links(backward: Sequence[str | Path], links: LinkConfig, typed: Collection[str] = ()) -> None:
     """Refuse, in one line, the settings of combined links where no model goes the other way:
     they would change nothing. ``typed``: those a command line typed, refused at their default too."""

@@ -22,7 +22,7 @@ from ..core.files import read_lines, refuse_two_on_stdin, results_to
 from ..core.parallel import Workers, chunked, default_workers
 from ..core.runtime import resolve_device
 from ..core.settings import RuntimeConfig
-from .both_ways import directions, refuse_idle_links, turned, warn_named_otherwise, word_table
+from .both_ways import directions, read_as_named, refuse_idle_links, turned, warn_named_otherwise, word_table
 from .translator import Translator
 
 # pairs a process aligns at a time: enough to batch them by length, few enough to show progress
@@ -113,7 +113,7 @@ def align_file(
     sources, targets = list(read_lines(source)), list(read_lines(target))
     if len(sources) != len(targets):
         raise UserError(f"{source} has {len(sources):,} lines but {target} {len(targets):,}")
-    forward, backward = directions(model_paths)
+    forward, backward = read_as_named(*directions(model_paths), source, target)
     refuse_idle_links(backward, links)
     warn_named_otherwise(source, "src", forward[0])
     warn_named_otherwise(target, "tgt", forward[0])

@@ -23,7 +23,8 @@ The references' attention too, for heatmaps:
 )
 @options.models(
     "Checkpoint; repeat for an ensemble (attention averaged), or give the models of both directions "
-    "(their links combined by --combine)."
+    "(their links combined by --combine; the direction that reads --source is the one its file's name, "
+    "PREFIX.LANG, says, else the first model's)."
 )
 @config_options()
 @click.option("--source", required=True, type=options.FilePath(), help="Source sentences, one a line.")
@@ -32,7 +33,7 @@ The references' attention too, for heatmaps:
 @click.option(
     "--alignments",
     type=options.FilePath(),
-    help="Also write each pair's attention matrix with its tokens and log p (the first direction's models), "
+    help="Also write each pair's attention matrix with its tokens and log p (the models that read --source), "
     "as translate --alignments does (JSON lines, for align-plot).",
 )
 @click.option("--tokenized", is_flag=True, help="The files are Moses tokens (the links count them as they are).")
