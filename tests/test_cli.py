@@ -155,6 +155,18 @@ def test_a_links_suffix_with_a_slash_is_refused(tmp_path):
     one_error_line(same, "source and target language are both 'en'")
 
 
+def test_word_align_refuses_text_that_preprocess_did_not_write(tmp_path):
+    """Raw text was aligned over its own words, which preprocess --align-suffix, tokenizing, counts otherwise."""
+    for lang, line in (("en", "Hello, world!"), ("fr", "Bonjour, le monde !")):
+        (tmp_path / f"raw.{lang}").write_text(line + "\n", encoding="utf-8")
+    r = run("word-align", "-s", "en", "-t", "fr", "--train", tmp_path / "raw")
+    one_error_line(
+        r, f"{tmp_path / 'preprocess.json'}: missing; word-align reads the Moses tokens of 'nmtkit preprocess'"
+    )
+    assert not (tmp_path / "raw.links").exists()
+    one_error_line(run("word-align", "-s", "en", "-t", "fr", "--train", tmp_path / "nothing"), "nothing.en")
+
+
 def test_stream_mode_one_line_out_per_line_in():
     r = run("tokenize", "-l", "en", "--clean", "bible", input="Don`t panic [now].\n\nAmen. \n")
     assert r.exit_code == 0

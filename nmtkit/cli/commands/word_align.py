@@ -48,6 +48,8 @@ def word_align(source_lang: str, target_lang: str, train: str, align_suffix: str
     options.refuse_two_spellings(click.get_current_context())
     from ...align.statistical import word_align as run
     from ...core.files import refuse_overwriting
+    from ...core.line_counts import check_parallel_prefix
+    from ...text.preprocess import read_report
     from ...text.settings import check_languages
 
     check_languages(source_lang, target_lang)
@@ -58,5 +60,8 @@ def word_align(source_lang: str, target_lang: str, train: str, align_suffix: str
     refuse_overwriting(
         [("--align-suffix", str(out))], [("--train", f"{train}.{x}") for x in (source_lang, target_lang, "lines")]
     )
+    check_parallel_prefix(train, (source_lang, target_lang))  # first: a mistyped --train names its files
+    # raw text would be aligned over words that preprocess --align-suffix, tokenizing, does not count
+    read_report(Path(train).parent, "word-align reads the Moses tokens of 'nmtkit preprocess', which its links count")
     done = run(Path(f"{train}.{source_lang}"), Path(f"{train}.{target_lang}"), out, symmetrize)
     log(f"{out}: {done['links']:,} links over {done['pairs']:,} pairs ({symmetrize}) in {done['seconds']:.0f} s")
