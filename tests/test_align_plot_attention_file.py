@@ -50,3 +50,19 @@ def test_an_empty_sentence_among_several_is_left_out_and_named(tmp_path):
             assert len(done.output.strip().splitlines()) == 1 and not (tmp_path / "e.png").exists()
         done = CliRunner().invoke(main, ["align-plot", *args, "-n", "1,2", "-o", str(tmp_path / f"{out}2.png")])
         assert done.exit_code == 0 and (tmp_path / f"{out}2-1.png").exists(), done.output  # named as one of two
+
+
+def test_a_picture_is_never_drawn_over_a_file_it_reads(tmp_path):
+    """align-plot x.png -o x.png replaced its input with the heatmap, exit 0."""
+    record = alignment_record(1, ["a", "b"], ["x"], [[0.5, 0.25, 0.25], [0.1, 0.1, 0.8]], -1.0)
+    text = header() + "\n" + json.dumps(record) + "\n" + json.dumps(record | {"line": 2}) + "\n"
+    (tmp_path / "t.png").write_text(text, encoding="utf-8")
+    (tmp_path / "t-2.png").write_text(text, encoding="utf-8")
+    # the input as -o itself, and as the second of the pictures -o t.png names (t-1.png, t-2.png)
+    for read, sentences in (("t.png", "1"), ("t-2.png", "1-2")):
+        plot = ["align-plot", str(tmp_path / read), "-n", sentences, "-o", str(tmp_path / "t.png")]
+        done = CliRunner().invoke(main, plot)
+        assert done.exit_code == 2 and "the same file as ALIGNMENTS" in done.output, done.output
+        assert len(done.output.strip().splitlines()) == 1
+    assert (tmp_path / "t.png").read_text(encoding="utf-8") == text
+    assert (tmp_path / "t-2.png").read_text(encoding="utf-8") == text

@@ -78,13 +78,16 @@ def align_plot(
     the sum of its pieces' columns, a target word's row the mean of its pieces' rows. ALIGNMENTS is
     a file of translate --alignments or align --alignments, or Pharaoh links (a gold file's
     possible links i?j drawn grey) with --source and --target."""
-    from ...align.heatmap import from_alignment_file, from_pharaoh, parse_sentences, plot
-    from ...core.files import refuse_two_on_stdin
+    from ...align.heatmap import from_alignment_file, from_pharaoh, output_paths, parse_sentences, plot
+    from ...core.files import refuse_overwriting, refuse_two_on_stdin
     from ...core.plot import check_format
 
     lines = parse_sentences(sentences)
     check_format(output)  # a bad suffix fails before any work
-    refuse_two_on_stdin([("ALIGNMENTS", alignments), ("--source", source), ("--target", target)])
+    inputs = [("ALIGNMENTS", alignments), ("--source", source), ("--target", target)]
+    refuse_two_on_stdin(inputs)
+    drawn = [("-o", str(path)) for path in output_paths(output, lines)]
+    refuse_overwriting(drawn, [*inputs, *(("-m", m) for m in model_paths)])
     if bool(alignments) == bool(model_paths):
         raise UserError(
             "give either an alignment file from 'translate --alignments' or -m MODEL with --source and --target"
