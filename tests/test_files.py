@@ -205,6 +205,27 @@ def test_outputs_follow_the_umask(tmp_path):
     assert (tmp_path / "d").stat().st_mode & 0o777 == 0o750
 
 
+def test_a_replaced_output_keeps_the_permissions_it_had(tmp_path):
+    """rerank -o and lexicon in place made a chmod 600 file 644 again: the new file took the umask's."""
+    (tmp_path / "f").write_text("old")
+    (tmp_path / "f").chmod(0o600)
+    (tmp_path / "g").write_text("old")
+    (tmp_path / "g").chmod(0o755)
+    (tmp_path / "d").mkdir(mode=0o700)
+    old = os.umask(0o022)
+    try:
+        for name in ("f", "g"):
+            with atomic_write(tmp_path / name) as fh:
+                fh.write("new")
+        with Staging(tmp_path / "d") as st:
+            st.path("a").write_text("x")
+            st.commit()
+    finally:
+        os.umask(old)
+    assert [(tmp_path / n).stat().st_mode & 0o777 for n in ("f", "g", "d")] == [0o600, 0o755, 0o700]
+    assert (tmp_path / "f").read_text() == "new" and (tmp_path / "d" / "a").exists()
+
+
 def test_atomic_write_writes_through_a_link_and_into_what_is_no_regular_file(tmp_path):
     """A rename over the path would have put a file in place of a link, a FIFO or /dev/stdout
     (as root, /dev/stdout and /dev/null themselves)."""

@@ -254,7 +254,7 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
             path.parent.mkdir(parents=True, exist_ok=True)
             remove_stale_temporaries(path.parent, of=path.name)  # a killed run's: nothing else removes them
             fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{HOST}-{os.getpid()}-", suffix=".tmp", dir=path.parent)
-        os.chmod(tmp, 0o666 & ~umask())  # mkstemp makes 0600; outputs should look like any other file
+        os.chmod(tmp, kept_mode(path, 0o666))  # mkstemp makes 0600
         with _named_writes(fd, mode, encoding, path) as fh:
             yield fh
             fh.flush()
@@ -268,6 +268,15 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
                 os.unlink(tmp)
         unmake(made)
         raise
+
+
+def kept_mode(path: Path, new: int) -> int:
+    """The permission bits of what ``path`` holds, which what replaces it keeps (a file made private
+    with chmod 600 stays so); where it holds nothing, ``new`` less the umask, as any new file."""
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        return new & ~umask()
 
 
 def dirs_to_make(directory: Path) -> list[Path]:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UserError
-from .files import HOST, alive, dirs_to_make, fsync_dir, umask, unmake, writing_into
+from .files import HOST, alive, dirs_to_make, fsync_dir, kept_mode, unmake, writing_into
 
 _KINDS = ("staging", "old")
 
@@ -54,7 +54,7 @@ class Staging:
         except BaseException:
             unmake(self.made)
             raise
-        os.chmod(self.dir, 0o777 & ~umask())
+        os.chmod(self.dir, kept_mode(self.dest, 0o777))
 
     def path(self, name: str) -> Path:
         return self.dir / name
