@@ -178,8 +178,8 @@ def test_training_stores_a_lexicon_and_translate_shortlist_uses_it(overfit, tmp_
     assert short.stdout == full.stdout
 
 
-def test_the_lexicon_command_says_how_many_frequent_words_it_holds(overfit, tmp_path):
-    """--frequent past the target vocabulary holds every word: said so, not the number asked."""
+def test_the_lexicon_command_says_how_many_words_it_holds(overfit, tmp_path):
+    """--frequent or --per-source past the target vocabulary holds every word: said so, not the number asked."""
     ckpt, out = overfit / "run" / "last.pt", tmp_path / "lex.pt"
     args = ["lexicon", str(ckpt), "--data", str(overfit / "bin-kept"), "-o", str(out), "--frequent", "100000000"]
     r = CliRunner().invoke(main, args)
@@ -187,6 +187,12 @@ def test_the_lexicon_command_says_how_many_frequent_words_it_holds(overfit, tmp_
     words = checkpoint.load(out).lexicon.frequent
     assert words == checkpoint.load(ckpt).model.tgt_vocab < 100_000_000
     assert f"lexicon of {words:,} frequent words" in r.output and "passes the vocabulary" in r.output, r.output
+    # --per-source likewise: it said 100000000 and stored as many as the target vocabulary holds
+    r = CliRunner().invoke(main, [*args[:-2], "--per-source", "100000000"])
+    assert r.exit_code == 0, r.output
+    listed = checkpoint.load(out).lexicon.table.shape[1]
+    assert listed == words and f"frequent words and {listed:,} per source word" in r.output, r.output
+    assert "and --per-source 100,000,000 pass the vocabulary" in r.output  # --frequent 1,000 too, here
 
 
 @pytest.mark.parametrize("penalty", ["none", "average", "power", "gnmt"])

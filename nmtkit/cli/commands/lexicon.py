@@ -31,5 +31,15 @@ def lexicon(model_path: str, data_bin: str, frequent: int, per_source: int, outp
 
     refuse_overwriting([("-o", output)], [("--data", data_bin)])  # the checkpoint itself it may update
     made = add_lexicon(model_path, data_bin, output or model_path, frequent, per_source)
-    whole = f" (every target word: --frequent {frequent:,} passes the vocabulary)" if made.frequent < frequent else ""
-    log(f"{output or model_path}: lexicon of {made.frequent:,} frequent words and {per_source} per source word{whole}")
+    listed = made.table.shape[1]
+    passes = [
+        f"--{name} {asked:,}"
+        for name, asked, kept in (("frequent", frequent, made.frequent), ("per-source", per_source, listed))
+        if kept < asked
+    ]
+    whole = (
+        f" (every target word: {' and '.join(passes)} {'pass' if len(passes) > 1 else 'passes'} the vocabulary)"
+        if passes
+        else ""
+    )
+    log(f"{output or model_path}: lexicon of {made.frequent:,} frequent words and {listed:,} per source word{whole}")
