@@ -63,6 +63,10 @@ def test_word_align_symmetrises_the_aligner_s_two_directions(tmp_path, monkeypat
     # word 1; 1-1: source word 1); a pair with one link in one direction keeps it (final-and)
     assert (tmp_path / "c.links").read_text().splitlines() == ["0-0 0-1 1-1 2-2", "0-0", ""]
     assert done["pairs"] == 3 and done["links"] == 5
+    (tmp_path / "e.en").write_text("\n \n\n", encoding="utf-8")  # a side of empty lines: empty links, exit 0
+    with pytest.raises(UserError, match="e.en: holds only empty lines, no word to align"):
+        word_align(tmp_path / "e.en", tmp_path / "c.fr", tmp_path / "e.links")
+    assert not (tmp_path / "e.links").exists()
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     with pytest.raises(UserError, match="eflomal is not installed: pip install '\\.\\[align\\]'"):
         word_align(tmp_path / "c.en", tmp_path / "c.fr", tmp_path / "d.links")

@@ -131,6 +131,7 @@ def test_tuning_beyond_the_whole_grid_goes_one_weight_at_a_time_and_reaches_the_
         (["0 ||| a b |||  ||| -1", "0 ||| a |||  ||| -1"], [], "have no features: nothing to rank them by"),
         (["3 ||| a ||| F0= -1 ||| -1"], ["--tune", "REFS"], "refs has 2 lines"),
         (["0 ||| a ||| F0= -1 ||| -1"], ["--tune", "EMPTY"], "empty: is empty; give the references, a line each"),
+        (["1 ||| a ||| F0= -1 ||| -1"], ["--tune", "BLANK"], "blank: holds only empty lines; give the references"),
         (["0 ||| a ||| F0= -1 ||| -1"], ["--tokenized"], "--tokenized says how --tune's BLEU counts"),
         (["0 ||| a ||| F0= -1 X= 1 ||| -1"], ["--tune", "REFS", "--weights", "F0= 0 X= 1"], "holds F0= at 0"),
         # past float64: inf or NaN by the BLAS's order of sums, and a NaN ranks with no hypothesis
@@ -157,7 +158,7 @@ def test_mistakes_are_refused_in_one_line_and_nothing_is_written(tmp_path, lines
     refs = write(tmp_path / "refs", ["a", "b"])
     out = tmp_path / "out"
     empty = write(tmp_path / "empty", [])
-    given = {"REFS": str(refs), "EMPTY": str(empty)}
+    given = {"REFS": str(refs), "EMPTY": str(empty), "BLANK": str(write(tmp_path / "blank", ["", " "]))}
     done = run("rerank", nbest, *[given.get(a, a) for a in args], "-o", out)
     assert done.exit_code == 2 and done.stderr.count("\n") == 1 and says in done.stderr, done.stderr
     assert not out.exists()

@@ -284,6 +284,18 @@ def test_select_refusals(tmp_path):
     result = runner.invoke(main, base + ["--in-domain", str(ind), "--general", str(gen), "--keep-words", "1k"])
     assert result.exit_code == 2 and f"the general-domain corpus is empty ({gen}.en and {gen}.fr)" in result.output
     assert not (tmp_path / "out" / "select.json").exists()
+    # lines that are all empty: language models of nothing, which scored every pair alike, exit 0
+    for side in ("en", "fr"):
+        Path(f"{gen}.{side}").write_text("\n" * 40)
+    result = runner.invoke(main, base + ["--in-domain", str(ind), "--general", str(gen), "--keep-words", "1k"])
+    assert result.exit_code == 2 and "the general-domain corpus's source side holds only empty lines" in result.output
+    Path(f"{ind}.fr").write_text(" \n" * len(Path(f"{ind}.en").read_text(encoding="utf-8").splitlines()))
+    result = runner.invoke(main, base + ["--in-domain", str(ind), "--general", str(gen), "--keep-words", "1k"])
+    assert (
+        result.exit_code == 2
+        and f"the in-domain corpus's target side holds only empty lines ({ind}.en" in result.output
+    )
+    assert len(result.output.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()  # refused before anything is written, the directory included
 
 

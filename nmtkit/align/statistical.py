@@ -62,9 +62,13 @@ def word_align(
     with tempfile.TemporaryDirectory(prefix="nmtkit-align-") as tmp:
         work = Path(tmp)
         for name, path in (("source", source), ("target", target)):
+            words = False
             with open(work / name, "w", encoding="utf-8") as fh:
                 for line in read_lines(path, allow_empty=True):
+                    words = words or bool(line.strip())
                     fh.write((line.lower() if lowercase else line) + "\n")
+            if not words:  # eflomal would write as many empty lines, exit 0
+                raise UserError(f"{path}: holds only empty lines, no word to align")
         log(f"aligning {pairs:,} pairs with eflomal, both directions (a few minutes for 250,000 pairs)")
         done = subprocess.run(
             [

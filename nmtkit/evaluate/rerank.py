@@ -229,8 +229,9 @@ def rerank_file(nbest: str, output: str | None = None, cfg: RerankConfig = Reran
     if tune_on and held and not any(held[1]):  # the grid's values are the tuned weights' over the held one's
         raise UserError(f"--tune: --weights holds {held[0]}= at 0, whose weight sets the scale: give it another")
     references = list(read_lines(tune_on, allow_empty=True)) if tune_on else None
-    if references == []:
-        raise UserError(f"--tune {display_name(tune_on)}: is empty; give the references, a line each")
+    if references is not None and not any(line.strip() for line in references):
+        said = "holds only empty lines" if references else "is empty"
+        raise UserError(f"--tune {display_name(tune_on)}: {said}; give the references, a line each")
     lists = read_lists(nbest, None if references is None else len(references), tune_on)
     first, k = lists.layout[0]
     if references is None:

@@ -23,7 +23,7 @@ import os
 import random
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from itertools import islice
 from pathlib import Path
@@ -120,6 +120,13 @@ def _reservoir(corpora: list[Corpus], k: int, seed: int, chunk_lines: int) -> tu
     return src, tgt, seen
 
 
+def _refuse_blank(sides: Sequence[list[bytes]], which: str, corpora: list[Corpus]) -> None:
+    """One line where a side's lines are all empty: a language model of nothing scores every pair alike."""
+    for side, name in zip(sides, ("source", "target")):
+        if not any(line.strip() for line in side):
+            raise UserError(f"the {which} corpus's {name} side holds only empty lines ({_named(corpora)})")
+
+
 def _named(corpora: list[Corpus]) -> str:
     return ", ".join(f"{c.src} and {c.tgt}" for c in corpora)
 
@@ -133,9 +140,11 @@ def build_models(in_domain: list[Corpus], general: list[Corpus], lm_dir: Path, c
             sides[1].extend(t)
     if not sides[0]:
         raise UserError(f"the in-domain corpus is empty ({_named(in_domain)})")
+    _refuse_blank(sides, "in-domain", in_domain)
     sample = _reservoir(general, len(sides[0]), cfg.seed, cfg.chunk_lines)
     if not sample[2]:
         raise UserError(f"the general-domain corpus is empty ({_named(general)})")
+    _refuse_blank(sample[:2], "general-domain", general)
     info: dict[str, Any] = {
         "in_domain_pairs": len(sides[0]),
         "general_pairs": sample[2],
