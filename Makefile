@@ -646,6 +646,7 @@ endif
 $(DATA)/clean/test.links: $(DATA)/clean/preprocess.json | $(VENV)/.align
 	mkdir -p $(DATA)/align-test
 	for l in en fr; do cat $(DATA)/clean/train.$$l $(DATA)/clean/test.$$l > $(DATA)/align-test/all.$$l || exit; done
+	cp $(DATA)/clean/preprocess.json $(DATA)/align-test/  # word-align reads only preprocess's text
 	$(NMTKIT) word-align -s en -t fr --train $(DATA)/align-test/all
 	tail -n $$(wc -l < $(DATA)/clean/test.en) $(DATA)/align-test/all.links > $@.tmp && mv $@.tmp $@
 

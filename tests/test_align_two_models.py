@@ -228,34 +228,33 @@ def test_a_backward_model_that_tokenizes_otherwise_forces_the_forward_models_wor
 def test_a_pair_of_models_given_in_either_order_reads_the_files_as_their_names_say(overfit, backward, tmp_path):
     """-m fr-en.pt -m en-fr.pt over s.en and s.fr tokenized the English as French, silently."""
     forward = str(overfit / "run" / "last.pt")
-    (tmp_path / "s.en").write_text("".join(f"{line}\n" for line in EN[:4]), encoding="utf-8")
-    (tmp_path / "s.fr").write_text("".join(f"{line}\n" for line in FR[:4]), encoding="utf-8")
-    links = {}
-    for order in ((forward, str(backward)), (str(backward), forward)):
-        args = ["align", *(a for m in order for a in ("-m", m)), "--source", str(tmp_path / "s.en")]
-        r = CliRunner().invoke(main, [*args, "--target", str(tmp_path / "s.fr")])
+    for name, lines in (("s.en", EN[:4]), ("s.fr", FR[:4]), ("b.txt", EN[:4]), ("a.txt", FR[:4])):
+        (tmp_path / name).write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+
+    def align(models, source, target):
+        r = CliRunner().invoke(
+            main,
+            [
+                "align",
+                *(a for m in models for a in ("-m", m)),
+                "--source",
+                tmp_path / source,
+                "--target",
+                tmp_path / target,
+            ],
+        )
         assert r.exit_code == 0 and "warning" not in r.stderr, r.output
-        links[order[0]] = r.stdout
-    assert links[forward] == links[str(backward)] and links[forward].strip()
-    # files not named by language: the first model's way, as before
-    (tmp_path / "a.txt").write_text((tmp_path / "s.fr").read_text(encoding="utf-8"), encoding="utf-8")
-    (tmp_path / "b.txt").write_text((tmp_path / "s.en").read_text(encoding="utf-8"), encoding="utf-8")
-    r = CliRunner().invoke(
-        main,
-        [
-            "align",
-            "-m",
-            str(backward),
-            "-m",
-            forward,
-            "--source",
-            str(tmp_path / "a.txt"),
-            "--target",
-            str(tmp_path / "b.txt"),
-        ],
-    )
-    assert r.exit_code == 0
-    for line, fr, en in zip(r.stdout.splitlines(), FR, EN):  # French read as the source, by French rules
+        return r.stdout
+
+    both = (forward, str(backward))
+    links = align(both, "s.en", "s.fr")
+    assert links.strip()
+    # --source's name decides, else --target's; the order of the models does not
+    for source, target in (("s.en", "s.fr"), ("s.en", "a.txt"), ("b.txt", "s.fr")):
+        assert align(both[::-1], source, target) == links, (source, target)
+    # files named in neither language: the first model's way, as before (French read as the source)
+    turned = align(both[::-1], "a.txt", "b.txt")
+    for line, fr, en in zip(turned.splitlines(), FR, EN):
         n_src, n_tgt = len(MosesText("fr").tokenize(fr)), len(MosesText("en").tokenize(en))
         assert all(i < n_src and j < n_tgt for i, j in read_pharaoh(line, "here"))
-    assert r.stdout != links[forward]
+    assert turned != links

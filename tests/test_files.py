@@ -4,6 +4,7 @@ import errno
 import os
 import subprocess
 import sys
+from unittest import mock
 
 import pytest
 
@@ -224,6 +225,21 @@ def test_a_replaced_output_keeps_the_permissions_it_had(tmp_path):
         os.umask(old)
     assert [(tmp_path / n).stat().st_mode & 0o777 for n in ("f", "g", "d")] == [0o600, 0o755, 0o700]
     assert (tmp_path / "f").read_text() == "new" and (tmp_path / "d" / "a").exists()
+    # never setuid carried over; and another user's file is replaced by one of ours: the umask's then
+    (tmp_path / "f").chmod(0o4755)
+    with atomic_write(tmp_path / "f") as fh:
+        fh.write("newer")
+    assert (tmp_path / "f").stat().st_mode & 0o7777 == 0o755
+    from nmtkit.core.files import kept_mode
+
+    mine = os.stat(tmp_path / "f")
+    theirs = os.stat_result((0o100660, *mine[1:4], mine.st_uid + 1, *mine[5:]))
+    old = os.umask(0o022)
+    try:
+        with mock.patch("os.stat", return_value=theirs):
+            assert kept_mode(tmp_path / "f", 0o666) == 0o644
+    finally:
+        os.umask(old)
 
 
 def test_atomic_write_writes_through_a_link_and_into_what_is_no_regular_file(tmp_path):

@@ -44,6 +44,6 @@ def test_a_heatmap_of_a_very_long_sentence_stays_within_a_drawable_size(tmp_path
     words = [f"w{i}" for i in range(600)]
     alignment_heatmap(words, words[:500], np.eye(500, 600), tmp_path / "long.png")
     width, height = png_size(tmp_path / "long.png")
-    assert 4000 < width <= 4800 and 3000 < height < width  # 40 inches at 120 dpi, the shorter side less
+    assert 3000 < width <= 3600 and 2400 < height < width  # 30 inches at 120 dpi, the shorter side less
     alignment_heatmap(words[:10], words[:8], np.eye(8, 10), tmp_path / "short.png")
     assert png_size(tmp_path / "short.png") == (504, 441)  # 0.26 inch a cell: 4.2 by 3.68 inches at 120 dpi

@@ -288,14 +288,21 @@ def test_select_refusals(tmp_path):
     for side in ("en", "fr"):
         Path(f"{gen}.{side}").write_text("\n" * 40)
     result = runner.invoke(main, base + ["--in-domain", str(ind), "--general", str(gen), "--keep-words", "1k"])
-    assert result.exit_code == 2 and "the general-domain corpus's source side holds only empty lines" in result.output
+    assert result.exit_code == 2 and "the general-domain corpus's source side: holds only empty lines" in result.output
     Path(f"{ind}.fr").write_text(" \n" * len(Path(f"{ind}.en").read_text(encoding="utf-8").splitlines()))
     result = runner.invoke(main, base + ["--in-domain", str(ind), "--general", str(gen), "--keep-words", "1k"])
     assert (
         result.exit_code == 2
-        and f"the in-domain corpus's target side holds only empty lines ({ind}.en" in result.output
+        and f"the in-domain corpus's target side: holds only empty lines ({ind}.en" in result.output
     )
     assert len(result.output.strip().splitlines()) == 1
+    # words in the general corpus, but none in the sample that the in-domain text's size sets
+    small = write(tmp_path / "small" / "in", [("the cat", "le chat"), ("a dog", "un chien")])
+    sparse = write(tmp_path / "sparse" / "all", [("", "")] * 500 + [("the cat", "le chat")] + [("", "")] * 499)
+    result = runner.invoke(main, base + ["--in-domain", str(small), "--general", str(sparse), "--keep-words", "1k"])
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, result.output
+    assert "source side: a sample of 2 of its pairs holds only empty lines" in result.output
+    assert "give more in-domain text" in result.output
     assert not (tmp_path / "out").exists()  # refused before anything is written, the directory included
 
 

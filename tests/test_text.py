@@ -203,15 +203,27 @@ def test_bpe_learning_asked_for_more_merges_than_memory_holds_stops_where_the_pa
     merges = codes.count("\n") - 1
     assert 0 < merges < 30
     assert f"learned {merges:,} BPE merges for fr of the 1,000,000,000,000,000 asked" in capfd.readouterr().err
+    assert learn_codes(Counter({"lumière": 10, "lune": 6}), 10**19).count("\n") > 1  # past len()'s ssize_t
 
 
 def test_moses_rules_follow_a_codes_language_whatever_its_region_or_case():
     """sacremoses knows only bare codes: en-US, EN or en_GB got generic rules ("isn ' t")."""
-    from nmtkit.text.tokenize import MosesText, moses_language
+    from nmtkit.text.settings import moses_language
 
     assert [moses_language(c) for c in ("en-US", "EN", "en_GB", "pt-BR", "fr")] == ["en", "en", "en", "pt", "fr"]
-    english = MosesText("en").tokenize("Mr. Smith isn't here.")
+    english = Preprocessor(TextConfig("en")).encode("Mr. Smith isn't here.")
     assert english == ["Mr.", "Smith", "isn", "'t", "here", "."]
     for code in ("en-US", "EN", "en_GB"):
-        assert MosesText(code).tokenize("Mr. Smith isn't here.") == english
-    assert MosesText("fr-CA").tokenize("l'arbre") == MosesText("fr").tokenize("l'arbre") == ["l'", "arbre"]
+        assert Preprocessor(TextConfig(code)).encode("Mr. Smith isn't here.") == english
+    assert Preprocessor(TextConfig("fr-CA")).encode("l'arbre") == ["l'", "arbre"]
+
+
+def test_a_stored_text_config_tokenizes_as_it_did_when_it_was_written():
+    """A corpus or a model made with en-US before the rules were recorded was tokenized by the
+    generic rules: read back, it keeps them; a new config records its rules where they are not the code."""
+    new = TextConfig("en-US")
+    assert new.rules == "en" and new.to_dict()["rules"] == "en"
+    assert TextConfig.from_dict(new.to_dict()) == new
+    assert "rules" not in TextConfig("en").to_dict()  # a bare code's dict is as it always was
+    older = {k: v for k, v in new.to_dict().items() if k != "rules"}
+    assert Preprocessor(TextConfig.from_dict(older)).encode("isn't") == ["isn", "'", "t"]

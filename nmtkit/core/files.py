@@ -23,7 +23,7 @@ import socket
 import stat
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -158,7 +158,7 @@ def is_stream(path: str | Path) -> bool:
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
-def refuse_two_on_stdin(inputs: list[tuple[str, str | Path | None]]) -> None:
+def refuse_two_on_stdin(inputs: Sequence[tuple[str, str | Path | None]]) -> None:
     """One line where two inputs (each its name and path) read stdin ('-'): the first would read it
     all, and the second find it empty."""
     on_stdin = [name for name, path in inputs if path is not None and str(path) == STDIO]
@@ -177,7 +177,7 @@ def refuse_two_on_stdout(outputs: list[tuple[str, str | None]], flags: str) -> N
         )
 
 
-def refuse_overwriting(outputs: list[tuple[str, str | None]], inputs: list[tuple[str, str | None]]) -> None:
+def refuse_overwriting(outputs: Sequence[tuple[str, str | None]], inputs: Sequence[tuple[str, str | None]]) -> None:
     """One line where an output (its option and path) is an input's file or another output's:
     the input would be replaced by what was made of it, or one output by the other. An input that
     is a directory (a data-bin) stands for each file in it. A path that is no regular file (stdout,
@@ -272,11 +272,13 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
 
 def kept_mode(path: Path, new: int) -> int:
     """The permission bits of what ``path`` holds, which what replaces it keeps (a file made private
-    with chmod 600 stays so); where it holds nothing, ``new`` less the umask, as any new file."""
+    with chmod 600 stays so); ``new`` less the umask, as any new file, where it holds nothing or is
+    another user's: the replacement is ours, and another's 660 would lock its owner out of it."""
     try:
-        return stat.S_IMODE(os.stat(path).st_mode)
+        found = os.stat(path)
     except OSError:
         return new & ~umask()
+    return found.st_mode & 0o777 if found.st_uid == os.geteuid() else new & ~umask()
 
 
 def dirs_to_make(directory: Path) -> list[Path]:

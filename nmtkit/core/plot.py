@@ -7,6 +7,7 @@ picture a user opens is never half drawn.
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -107,25 +108,28 @@ def bleu_by_length_chart(rows: list[dict[str, Any]], out: str | Path, title: str
     save_figure(fig, out)
 
 
-# 40 inches at save_figure's 120 dpi is 4,800 pixels a side; a 600-word sentence uncapped asked numpy
-# for 2.6 GiB
-_HEATMAP_MAX_INCHES = 40.0
+# 30 inches at save_figure's 120 dpi is 3,600 pixels a side (matplotlib resamples the image in
+# float64 at that size: about 0.4 GB); a 600-word sentence uncapped asked numpy for 2.6 GiB
+_HEATMAP_MAX_INCHES = 30.0
+_LABEL_SPACING = 0.13  # inches between labels at the least: 4.5-point type, every k-th word beyond
 
 
 def alignment_heatmap(source: list[str], target: list[str], alignment: Any, out: str | Path, title: str = "") -> None:
     """The paper's Figure 3: α_ij with source words on the x-axis (top) and generated words on
     the y-axis, grey from 0 (black) to 1 (white). Sized by the sentence so that 50 words stay legible;
-    a longer one's cells and labels shrink so that no side passes ``_HEATMAP_MAX_INCHES``."""
+    a longer one's cells shrink so that no side passes ``_HEATMAP_MAX_INCHES``, and where they are
+    too small for a label each, every k-th word is labelled (1, k+1, …)."""
     plt = pyplot()
     a = np.asarray(alignment, dtype=float)
     longest = max(len(source), len(target), 1)
     cell = min(0.26, (_HEATMAP_MAX_INCHES - 1.6) / longest)
-    font = max(1.0, 9 * cell / 0.26)
+    every = math.ceil(_LABEL_SPACING / cell - 1e-9)
+    font = 9 * min(0.26, cell * every) / 0.26
     fig, ax = plt.subplots(figsize=(max(3.0, 1.6 + cell * len(source)), max(3.0, 1.6 + cell * len(target))))
     ax.imshow(a, cmap="gray", vmin=0.0, vmax=1.0, interpolation="nearest", aspect="equal")
     ax.xaxis.tick_top()
-    ax.set_xticks(range(len(source)), source, rotation=90, fontsize=font)
-    ax.set_yticks(range(len(target)), target, fontsize=font)
+    ax.set_xticks(range(0, len(source), every), source[::every], rotation=90, fontsize=font)
+    ax.set_yticks(range(0, len(target), every), target[::every], fontsize=font)
     ax.tick_params(length=0)
     if title:
         ax.set_xlabel(title, fontsize=9)

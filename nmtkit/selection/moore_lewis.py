@@ -97,17 +97,25 @@ def _text(lines: list[bytes], path: Path, first: int) -> str:
 # ---- the models -----------------------------------------------------------------------
 
 
-def _reservoir(corpora: list[Corpus], k: int, seed: int, chunk_lines: int) -> tuple[list[bytes], list[bytes], int]:
-    """A uniform sample of k pairs from all corpora in one pass (Algorithm R), and the pair count."""
+def _reservoir(
+    corpora: list[Corpus], k: int, seed: int, chunk_lines: int
+) -> tuple[list[bytes], list[bytes], int, list[bool]]:
+    """A uniform sample of k pairs from all corpora in one pass (Algorithm R), the pair count, and
+    whether each side holds a line that is not empty."""
     rng = random.Random(seed)
     src: list[bytes] = []
     tgt: list[bytes] = []
     seen = 0
+    words = [False, False]
     with progress("pairs") as bar:
         task = bar.add_task("sample", total=None)
         for corpus in corpora:
             for s_chunk, t_chunk in read_pairs(corpus, chunk_lines):
                 for s, t in zip(s_chunk, t_chunk):
+                    if not words[0] and s.strip():
+                        words[0] = True
+                    if not words[1] and t.strip():
+                        words[1] = True
                     if seen < k:
                         src.append(s)
                         tgt.append(t)
@@ -117,14 +125,19 @@ def _reservoir(corpora: list[Corpus], k: int, seed: int, chunk_lines: int) -> tu
                             src[j], tgt[j] = s, t
                     seen += 1
                 bar.advance(task, len(s_chunk))
-    return src, tgt, seen
+    return src, tgt, seen, words
 
 
-def _refuse_blank(sides: Sequence[list[bytes]], which: str, corpora: list[Corpus]) -> None:
-    """One line where a side's lines are all empty: a language model of nothing scores every pair alike."""
-    for side, name in zip(sides, ("source", "target")):
+def _refuse_blank(
+    sides: Sequence[list[bytes]], which: str, corpora: list[Corpus], whole: Sequence[bool] = (False, False)
+) -> None:
+    """One line where a side's lines are all empty: a language model of nothing scores every pair
+    alike. ``sides``: a sample of the corpus where ``whole`` says which sides hold words elsewhere."""
+    for side, name, elsewhere in zip(sides, ("source", "target"), whole):
         if not any(line.strip() for line in side):
-            raise UserError(f"the {which} corpus's {name} side holds only empty lines ({_named(corpora)})")
+            said = f"a sample of {len(side):,} of its pairs holds" if elsewhere else "holds"
+            more = ": give more in-domain text, which sets the sample's size" if elsewhere else ""
+            raise UserError(f"the {which} corpus's {name} side: {said} only empty lines ({_named(corpora)}){more}")
 
 
 def _named(corpora: list[Corpus]) -> str:
@@ -144,7 +157,7 @@ def build_models(in_domain: list[Corpus], general: list[Corpus], lm_dir: Path, c
     sample = _reservoir(general, len(sides[0]), cfg.seed, cfg.chunk_lines)
     if not sample[2]:
         raise UserError(f"the general-domain corpus is empty ({_named(general)})")
-    _refuse_blank(sample[:2], "general-domain", general)
+    _refuse_blank(sample[:2], "general-domain", general, sample[3])
     info: dict[str, Any] = {
         "in_domain_pairs": len(sides[0]),
         "general_pairs": sample[2],

@@ -81,8 +81,12 @@ class _Quiet:
 
 def _merges_bar(steps: Iterable[int], *_: Any, **__: Any) -> Iterator[int]:
     # subword-nmt hands range(--bpe) over: counted, never listed (--bpe 1000000000 was a MemoryError)
+    try:
+        total: int | None = len(steps) if isinstance(steps, Sized) else None
+    except OverflowError:  # range(2**63) and past: no length Python can hold
+        total = None
     with progress("merges") as bar:
-        task = bar.add_task("learning BPE", total=len(steps) if isinstance(steps, Sized) else None)
+        task = bar.add_task("learning BPE", total=total)
         for step in steps:
             yield step
             bar.advance(task)

@@ -22,7 +22,7 @@ from .tokenize import MosesText
 class Preprocessor:
     def __init__(self, cfg: TextConfig, bpe_codes: str | None = None):
         self.cfg, self.codes = cfg, bpe_codes
-        self.moses = MosesText(cfg.lang, cfg.normalize_punct, cfg.aggressive_dash)
+        self.moses = MosesText(cfg.moses_lang, cfg.normalize_punct, cfg.aggressive_dash)
         self.segmenter = Segmenter(bpe_codes) if bpe_codes else None
         self.fired: Counter[str] = Counter()
 

@@ -5,6 +5,7 @@ preprocessing drops. Written into ``preprocess.json``, the corpus manifest and t
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -22,6 +23,12 @@ def check_language(code: str) -> str:
     if not code or any(c.isspace() or c in "/\\." for c in code) or not any(c.isalnum() for c in code):
         raise UserError(f"language code {code!r}: give one such as en, fr or pt-BR")
     return code
+
+
+def moses_language(code: str) -> str:
+    """The language whose Moses rules ``code`` takes: its primary subtag, lowercased (en-US, EN and
+    en_GB are all en), since sacremoses knows only bare codes and gives anything else generic rules."""
+    return re.split(r"[-_]", code, maxsplit=1)[0].lower()
 
 
 def check_languages(src: str, tgt: str) -> None:
@@ -46,14 +53,27 @@ class TextConfig(Settings):
     normalize_punct: bool = setting(True, "Moses punctuation normalization.")
     aggressive_dash: bool = setting(False, "Split hyphens: arc @-@ en @-@ ciel.")
     lowercase: bool = setting(False, "Lowercase tokens (the paper does not).")
+    # the language of the Moses rules where it is not the code as written (en-US: en); a stored
+    # config without it tokenizes as it did, the code as written (sacremoses's generic rules for en-US)
+    rules: str = ""
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if checking():
             check_language(self.lang)
+            if not self.rules and moses_language(self.lang) != self.lang:
+                object.__setattr__(self, "rules", moses_language(self.lang))
+
+    @property
+    def moses_lang(self) -> str:
+        """The language code sacremoses's rules are read for."""
+        return self.rules or self.lang
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self) | {"clean": list(self.clean)}
+        d = asdict(self) | {"clean": list(self.clean)}
+        if not self.rules:  # written only where it says something: the dicts of bare codes stay as they were
+            del d["rules"]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TextConfig:

@@ -7,27 +7,19 @@ The paper tokenised with the Moses scripts (Bahdanau et al. 2015, footnote
 
 from __future__ import annotations
 
-import re
-
 from sacremoses import MosesDetokenizer, MosesPunctNormalizer, MosesTokenizer
 
 
-def moses_language(code: str) -> str:
-    """The language whose Moses rules ``code`` takes: its primary subtag, lowercased (en-US, EN and
-    en_GB are all en), since sacremoses knows only bare codes and gives anything else generic rules."""
-    return re.split(r"[-_]", code, maxsplit=1)[0].lower()
-
-
 class MosesText:
-    """Tokeniser and detokeniser for one language; build once per process (regex compilation is slow)."""
+    """Tokeniser and detokeniser for one language, ``lang`` a code sacremoses knows (see
+    :func:`~nmtkit.text.settings.moses_language`); build once per process (regex compilation is slow)."""
 
     def __init__(self, lang: str, normalize_punct: bool = True, aggressive_dash: bool = False):
         self.lang = lang
         self.aggressive_dash = aggressive_dash
-        rules = moses_language(lang)
-        self._norm = MosesPunctNormalizer(rules) if normalize_punct else None
-        self._tok = MosesTokenizer(rules)
-        self._detok = MosesDetokenizer(rules)
+        self._norm = MosesPunctNormalizer(lang) if normalize_punct else None
+        self._tok = MosesTokenizer(lang)
+        self._detok = MosesDetokenizer(lang)
 
     def tokenize(self, text: str, protected: list[str] | None = None) -> list[str]:
         """Moses tokens; a match of a ``protected`` regular expression stays one token."""

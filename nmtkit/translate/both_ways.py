@@ -45,12 +45,16 @@ def directions(model_paths: Sequence[str]) -> tuple[list[str | Path], list[str |
 def read_as_named(
     forward: list[str | Path], backward: list[str | Path], source: str | Path, target: str | Path
 ) -> tuple[list[str | Path], list[str | Path]]:
-    """:func:`directions`' two sides, swapped where ``source`` and ``target`` are named (PREFIX.LANG)
-    as the backward models' source and target: a pair of models given in either order reads the
-    files as their names say. Files named otherwise, or not by language, keep the first model's way."""
+    """:func:`directions`' two sides, swapped where ``source`` is named (PREFIX.LANG) in the
+    backward models' source language, or, not named in either language (stdin, ``hyp.txt``),
+    where ``target`` is named in their target's: a pair of models given in either order reads the
+    files as their names say. Files named in neither language keep the first model's way."""
     if backward:
         langs = checkpoint.load(backward[0]).text.langs
-        if (Path(source).suffix, Path(target).suffix) == (f".{langs['src']}", f".{langs['tgt']}"):
+        named = Path(source).suffix.lstrip(".")
+        if named not in langs.values():
+            named = {langs["tgt"]: langs["src"], langs["src"]: langs["tgt"]}.get(Path(target).suffix.lstrip("."), "")
+        if named == langs["src"]:
             return backward, forward
     return forward, backward
 

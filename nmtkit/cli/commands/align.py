@@ -24,7 +24,7 @@ The references' attention too, for heatmaps:
 @options.models(
     "Checkpoint; repeat for an ensemble (attention averaged), or give the models of both directions "
     "(their links combined by --combine; the direction that reads --source is the one its file's name, "
-    "PREFIX.LANG, says, else the first model's)."
+    "PREFIX.LANG, says, else --target's, else the first model's)."
 )
 @config_options()
 @click.option("--source", required=True, type=options.FilePath(), help="Source sentences, one a line.")
