@@ -297,6 +297,8 @@ def test_every_bad_request_is_a_json_error_and_the_server_goes_on(server, body, 
         ({"sentences": ["a"], "length_penalty": "words"}, "length_penalty"),
         ({"sentences": ["a"], "max_ratio": 2.5}, "max_ratio"),  # a request may not raise the output limit
         ({"sentences": ["a"], "min_len": -1}, "min_len"),
+        ({"sentences": ["a"], "min_len": 2**63}, "min_len"),  # past int64: a 500 from the search
+        ({"sentences": ["a"], "coverage_penalty": 3.5e38}, "coverage_penalty"),  # past float32: NaN ranks
         ({"sentences": ["a"], "attention": 1}, "attention"),
         ([{"text": "a"}], "src"),
         # JSON's escape of half a character: no text, which the search once took (or answered 500)

@@ -894,3 +894,20 @@ def test_a_checkpoint_whose_pickle_is_cut_short_inside_a_whole_archive_is_refuse
             r = invoke(*args)
             assert r.exit_code == 2 and "truncated or corrupt checkpoint" in r.output, (share, r.output)
             assert len(r.output.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--min-output-len", "99999999999999999999"],  # past int64: OverflowError at the search
+        ["--sampling", "--temperature", "1e-40"],  # log p / T past float32: draws out of the vocabulary
+        ["--sampling", "--temperature", "1e39"],
+        ["--coverage-penalty", "3.5e38"],  # past float32: every rank NaN, outputs to the limit
+        ["--sampling", "--nbest", "99999999999999999999"],  # past int64: a traceback
+    ],
+)
+def test_a_setting_past_what_the_search_can_compute_is_refused_in_one_line(overfit, tmp_path, args):
+    source = tmp_path / "s.en"
+    source.write_text(EN[0] + "\n", encoding="utf-8")
+    r = CliRunner().invoke(main, ["translate", "-m", str(overfit / "run" / "last.pt"), str(source), *args])
+    assert r.exit_code == 2 and "is not in the range" in r.output and len(r.output.strip().splitlines()) == 1, r.output

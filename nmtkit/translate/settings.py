@@ -39,6 +39,7 @@ class SearchConfig(Settings):
         "included) of log min(attention received, 1) to each finished hypothesis' rank, a penalty (never "
         "positive) on translations that leave source words out (0: off; GNMT used 0.2 with --length-penalty gnmt).",
         ge=0,
+        le=10,  # past float32's range (3.5e38) every rank was NaN, and the search ran to its output limit
     )
     max_ratio: float = setting(
         2.0,
@@ -56,6 +57,7 @@ class SearchConfig(Settings):
         1,
         "Words before </s> at least (1, as fairseq's --min-len: no empty translation).",
         ge=0,
+        le=100_000,  # past the longest output limit anyway; a bound keeps it in int64 (2**63 was a traceback)
         flag="--min-output-len",
         old="--min-len",
     )
@@ -85,7 +87,10 @@ class SearchConfig(Settings):
         "samples per line, written best first.",
     )
     temperature: float = setting(
-        1.0, "With --sampling: draw from softmax(log p / T), sharper below 1, flatter above.", gt=0
+        1.0,
+        "With --sampling: draw from softmax(log p / T), sharper below 1, flatter above.",
+        ge=1e-3,  # log p / 1e-40 is past float32's range: the draws came out of the vocabulary
+        le=1e3,
     )
     top_k: int = setting(
         0, "With --sampling: draw among the K most probable words only (0: the whole vocabulary).", ge=0
