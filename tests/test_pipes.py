@@ -240,3 +240,26 @@ def test_a_corpus_read_more_than_once_refuses_a_pipe_rather_than_wait_for_ever(t
         assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
         assert "p.en: a pipe or a device, which this command would read more than once" in done.stderr
         assert not (tmp_path / "out").exists()
+
+
+def test_stdin_and_stdout_by_their_other_names_are_still_one_stream(overfit, tmp_path):
+    """--prefix /dev/stdin beside INPUT '-' said the prefix ran short; --alignments /dev/stdout mixed
+    its JSON lines into the translations, exit 0: only '-' was taken for the streams."""
+    (tmp_path / "s.en").write_text(f"{EN[0]}\n{EN[1]}\n", encoding="utf-8")
+    (tmp_path / "p.fr").write_text(f"{FR[0].split()[0]}\n\n", encoding="utf-8")
+    nmtkit = f"{sys.executable} -m nmtkit translate -m {overfit / 'run' / 'last.pt'} --beam 2 --threads 1 -q"
+    script = "; ".join(
+        [
+            f"cat s.en | {nmtkit} - --prefix /dev/stdin 2>one.err; echo $?",
+            f"{nmtkit} s.en --alignments /dev/stdout 2>two.err | cat; echo ${{PIPESTATUS[0]}}",
+            f"{nmtkit} s.en --alignments a.txt 2>three.err > a.txt; echo $?",
+            f"{nmtkit} s.en --prefix /dev/stdin < p.fr 2>four.err | wc -l",  # a file on stdin: opened afresh
+        ]
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run(["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300)
+    assert done.stdout.split() == ["2", "2", "2", "2"], done.stdout
+    errors = [(tmp_path / f"{n}.err").read_text() for n in ("one", "two", "three", "four")]
+    assert "INPUT and --prefix cannot both read stdin" in errors[0]
+    assert all("the translations and the alignments cannot both go to stdout" in e for e in errors[1:3]), errors
+    assert all(e.count("\n") == 1 for e in errors[:3]) and errors[3] == "", errors

@@ -158,19 +158,48 @@ def is_stream(path: str | Path) -> bool:
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
+def names_descriptor(path: str | Path, fd: int) -> bool:
+    """Whether ``path`` is '-' or another name of this process's descriptor ``fd`` (/dev/stdin,
+    /dev/fd/0, /proc/self/fd/1, or the file the shell redirected it to)."""
+    if str(path) == STDIO:
+        return True
+    try:
+        named, opened = os.stat(path), os.fstat(fd)
+    except OSError:
+        return False
+    return (named.st_dev, named.st_ino) == (opened.st_dev, opened.st_ino)
+
+
+def _reads_stdin(path: str | Path) -> bool:
+    # a regular file on stdin is opened afresh by any other name (/dev/stdin included): only a
+    # stream is read once, by whichever input comes first
+    return str(path) == STDIO or (names_descriptor(path, 0) and is_stream(path))
+
+
+def _writes_stdout(path: str) -> bool:
+    # stdout as /dev/null or a terminal may take any number of outputs: nothing is mixed that is kept
+    if str(path) == STDIO:
+        return True
+    try:
+        return names_descriptor(path, 1) and not stat.S_ISCHR(os.fstat(1).st_mode)
+    except OSError:
+        return False
+
+
 def refuse_two_on_stdin(inputs: Sequence[tuple[str, str | Path | None]]) -> None:
-    """One line where two inputs (each its name and path) read stdin ('-'): the first would read it
-    all, and the second find it empty."""
-    on_stdin = [name for name, path in inputs if path is not None and str(path) == STDIO]
+    """One line where two inputs (each its name and path) read stdin ('-', /dev/stdin): the first
+    would read it all, and the second find it empty."""
+    on_stdin = [name for name, path in inputs if path is not None and _reads_stdin(path)]
     if len(on_stdin) > 1:
         both = f"two {on_stdin[0]}" if on_stdin[0] == on_stdin[1] else " and ".join(on_stdin[:2])
         raise UserError(f"{both} cannot both read stdin ('-'): give one of them a FILE")
 
 
 def refuse_two_on_stdout(outputs: list[tuple[str, str | None]], flags: str) -> None:
-    """One line where two outputs (each what it holds and its path) go to stdout ('-'): their lines
-    would run into each other. ``flags``: the options that give them files."""
-    on_stdout = [what for what, path in outputs if path == STDIO]
+    """One line where two outputs (each what it holds and its path) go to stdout ('-', /dev/stdout,
+    the file stdout was redirected to): their lines would run into each other. ``flags``: the
+    options that give them files."""
+    on_stdout = [what for what, path in outputs if path is not None and _writes_stdout(path)]
     if len(on_stdout) > 1:
         raise UserError(
             f"the {' and the '.join(on_stdout)} cannot both go to stdout ('-'): give all but one a FILE ({flags})"

@@ -8,7 +8,6 @@ picture a user opens is never half drawn.
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,7 @@ import numpy as np
 
 from .console import short_names
 from .errors import UserError
-from .files import atomic_write
+from .files import atomic_write, names_descriptor
 
 FORMATS = ("png", "svg", "pdf")
 
@@ -31,7 +30,7 @@ def pyplot() -> Any:
 
 
 def check_format(out: str | Path) -> str:
-    if str(out) in ("-", "/dev/stdout") or _is_stdout(out):
+    if str(out) == "/dev/stdout" or names_descriptor(out, 1):
         raise UserError(f"{out}: a picture is a file, not text for stdout: name it (.png, .svg or .pdf)")
     suffix = Path(out).suffix.lstrip(".").lower()
     if suffix not in FORMATS:
@@ -39,15 +38,6 @@ def check_format(out: str | Path) -> str:
             f"{out}: pictures are written as {', '.join(FORMATS)}; name the file with one of those suffixes"
         )
     return suffix
-
-
-def _is_stdout(path: str | Path) -> bool:
-    """Whether ``path`` names this process's stdout (/dev/stdout, /dev/fd/1, /proc/self/fd/1)."""
-    try:
-        named, stdout = os.stat(path), os.fstat(1)
-    except OSError:
-        return False
-    return (named.st_dev, named.st_ino) == (stdout.st_dev, stdout.st_ino)
 
 
 def save_figure(fig: Any, out: str | Path) -> None:
