@@ -121,6 +121,11 @@ def test_translates_in_both_request_shapes_with_alignments_and_attention(server)
     assert first["source_words"][-1] == first["target_words"][-1] == "</s>"
     assert not any(w.endswith("@@") for w in first["source_words"] + first["target_words"])
     assert all("-" in link for link in first["alignment"].split())
+    # an empty sentence among them: the same fields, empty (they were absent, and a client's index failed)
+    status, body = _post(url + "/translate", {"sentences": [EN[0], ""], "beam": 3, "attention": True})
+    empty = body["translations"][1]
+    assert status == 200 and empty["text"] == "" and set(first) <= set(empty), set(first) - set(empty)
+    assert empty["attention"] == empty["source_tokens"] == empty["word_attention"] == []
     status, onmt = _post(url + "/translator/translate", [{"src": EN[0], "id": 7}, {"src": EN[1], "id": 7}])
     assert status == 200 and onmt[0][0]["id"] == 7 and onmt[0][0]["tgt"] == out[0]["text"]
     assert isinstance(onmt[0][0]["pred_score"], float) and onmt[0][0]["n_best"] == 1
