@@ -145,7 +145,7 @@ def test_serve_holds_its_glossarys_terms_in_every_translation_whose_sentence_hol
     translator = Translator.from_checkpoints(overfit / "run" / "last.pt", "cpu")
     capsys.readouterr()
     with in_process(translator, ServerConfig(glossary=(("earth", "les ténèbres"), ("God", "xylophone")))) as url:
-        said = "glossary: 'God': its translation 'xylophone' has a unit out of the target vocabulary: left out"
+        said = "warning: glossary: 'God': its translation 'xylophone' has a unit out of the target vocabulary: left out"
         assert said in capsys.readouterr().err
         status, body = _post(url + "/translate", {"sentences": EN[:4], "beam": 4})
         assert status == 200, body

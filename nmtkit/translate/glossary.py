@@ -38,7 +38,7 @@ def read_glossary(path: str | Path) -> Terms:
             raise UserError(f"{display_name(path)}: line {k}: a glossary line is a source term, a tab, its translation")
         if fields[0] in terms:
             first, name = terms[fields[0]][0], display_name(path)
-            log(f"{name}: line {k}: {fields[0]!r} is line {first}'s term too: line {first}'s translation kept")
+            log(f"warning: {name}: line {k}: {fields[0]!r} is line {first}'s term too: line {first}'s translation kept")
             continue
         terms[fields[0]] = (k, fields[1])
     if not terms:
@@ -66,7 +66,7 @@ class Glossary:
                     "left out"
                 )
                 if not quiet:
-                    log(self.left_out[-1])
+                    log(f"warning: {self.left_out[-1]}")
                 held = None
             forms = self._forms(source, sides, tokenized)
             for units in forms:
