@@ -192,16 +192,22 @@ def test_staging_of_dead_processes_is_removed_and_a_torn_commit_repaired(tmp_pat
     assert sorted(p.name for p in dest.iterdir()) == ["a", "b"]
 
 
-def test_outputs_follow_the_umask(tmp_path):
-    old = os.umask(0o027)
+def _written_under(umask, files, directory):
+    """``files`` written over by atomic_write, and ``directory`` replaced by a Staging, under ``umask``."""
+    old = os.umask(umask)
     try:
-        with atomic_write(tmp_path / "f") as fh:
-            fh.write("x")
-        with Staging(tmp_path / "d") as st:
+        for path in files:
+            with atomic_write(path) as fh:
+                fh.write("new")
+        with Staging(directory) as st:
             st.path("a").write_text("x")
             st.commit()
     finally:
         os.umask(old)
+
+
+def test_outputs_follow_the_umask(tmp_path):
+    _written_under(0o027, [tmp_path / "f"], tmp_path / "d")
     assert (tmp_path / "f").stat().st_mode & 0o777 == 0o640
     assert (tmp_path / "d").stat().st_mode & 0o777 == 0o750
 
@@ -213,16 +219,7 @@ def test_a_replaced_output_keeps_the_permissions_it_had(tmp_path):
     (tmp_path / "g").write_text("old")
     (tmp_path / "g").chmod(0o755)
     (tmp_path / "d").mkdir(mode=0o700)
-    old = os.umask(0o022)
-    try:
-        for name in ("f", "g"):
-            with atomic_write(tmp_path / name) as fh:
-                fh.write("new")
-        with Staging(tmp_path / "d") as st:
-            st.path("a").write_text("x")
-            st.commit()
-    finally:
-        os.umask(old)
+    _written_under(0o022, [tmp_path / "f", tmp_path / "g"], tmp_path / "d")
     assert [(tmp_path / n).stat().st_mode & 0o777 for n in ("f", "g", "d")] == [0o600, 0o755, 0o700]
     assert (tmp_path / "f").read_text() == "new" and (tmp_path / "d" / "a").exists()
     # never setuid carried over; and another user's file is replaced by one of ours: the umask's then
