@@ -194,15 +194,22 @@ def test_info_reads_a_run_killed_while_it_logged_and_refuses_a_damaged_log(overf
 
 
 @pytest.mark.parametrize("damage", [b'{"step": 3, "se', b"\xff\xfe", b"[1, 2]", b'{"seconds": 1.0}'])
-def test_a_resumed_run_keeps_its_log_up_to_the_checkpoint_and_the_damage(tmp_path, damage):
+def test_a_resumed_run_keeps_its_log_up_to_the_checkpoint_and_the_damage(tmp_path, damage, capfd):
     """open_log on resume: the lines after the checkpoint's update and from a damaged line on are
-    dropped (bytes that are not UTF-8 and a line that is no entry were a traceback)."""
+    dropped (bytes that are not UTF-8 and a line that is no entry were a traceback), the damage
+    said (the lines were dropped without a word)."""
     from nmtkit.train import runlog
 
     good = b"".join(json.dumps({"step": k, "seconds": float(k)}).encode() + b"\n" for k in (1, 2, 3))
     (tmp_path / "metrics.jsonl").write_bytes(good[: good.index(b'{"step": 3')] + damage + b"\n" + good)
+    capfd.readouterr()
     runlog.open_log(tmp_path, step=2)
     assert [e["step"] for e in runlog.entries(tmp_path)] == [1, 2]
+    err = capfd.readouterr().err
+    assert err.startswith("warning: ") and "the log is kept up to there, the lines from there on dropped" in err, err
+    (tmp_path / "metrics.jsonl").write_bytes(good + b'{"step": 4, "se')  # torn by a kill: dropped, as ever, unsaid
+    runlog.open_log(tmp_path, step=3)
+    assert [e["step"] for e in runlog.entries(tmp_path)] == [1, 2, 3] and capfd.readouterr().err == ""
 
 
 def test_average_is_the_mean_of_the_weights(tmp_path):

@@ -321,3 +321,15 @@ def test_a_vocabulary_of_one_language_on_both_sides_is_refused_as_preprocess_ref
     assert not (tmp_path / "v2").exists()
     with pytest.raises(UserError, match="nonexist.en: no such file"):  # not "preprocess.json: missing"
         build_vocab(tmp_path / "nonexist", ("en", "fr"), tmp_path / "v2", VocabConfig())
+
+
+def test_a_references_bom_and_crlf_stay_out_of_the_data_bin(raw, tmp_path):
+    """The .ref files were copied byte for byte: sacreBLEU run on one counted the BOM into its first word."""
+    make_corpus(raw, tmp_path)
+    clean = tmp_path / "clean" / "valid.fr"
+    lines = clean.read_text(encoding="utf-8").splitlines()
+    clean.write_bytes(b"\xef\xbb\xbf" + "\r\n".join(lines).encode("utf-8"))  # no newline at the end either
+    binarize_corpus(
+        {s: tmp_path / "clean" / s for s in ("train", "valid")}, ("en", "fr"), tmp_path / "vocab", tmp_path / "bin2"
+    )
+    assert (tmp_path / "bin2" / "valid.fr.ref").read_bytes() == "".join(f"{line}\n" for line in lines).encode("utf-8")

@@ -140,11 +140,12 @@ def test_sigkill_at_ten_random_moments_changes_nothing(raw, tmp_path):
     assert not list((tmp_path / "killed").glob(".*.tmp"))  # no temporary file outlives its write
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
 def test_a_signal_saves_last_pt_at_the_update_reached_and_the_same_command_goes_on(raw, tmp_path, sig):
-    """A job's time limit sends SIGTERM, a person Ctrl-C: training stops after the update, saves,
-    and exits 128 + the signal (143, 130), as a shell reports it, so that a Makefile does not go
-    on to translate a half-trained model."""
+    """A job's time limit sends SIGTERM, a person Ctrl-C, a closed terminal SIGHUP (whose default
+    lost every update since the last save): training stops after the update, saves, and exits
+    128 + the signal (143, 130, 129), as a shell reports it, so that a Makefile does not go on to
+    translate a half-trained model."""
     from tests.test_corpus import make_corpus
 
     make_corpus(raw, tmp_path)

@@ -610,6 +610,10 @@ def test_a_best_pt_without_its_last_pt_is_said_to_be_replaced(corpus, tmp_path, 
     capfd.readouterr()
     train(corpus, tmp_path / "r", TINY, cfg(max_updates=2, valid_every=2))
     assert "best.pt has no last.pt to go on from (an earlier run's, or" in capfd.readouterr().err
+    # --reset beside both: said as such (it said last.pt was missing)
+    train(corpus, tmp_path / "r", TINY, cfg(max_updates=2, valid_every=2), resume=False)
+    err = capfd.readouterr().err
+    assert "warning: --reset: this run starts over in" in err and "has no last.pt" not in err, err
 
 
 def test_a_resume_that_chooses_the_best_by_another_score_takes_that_best_and_its_patience_from_the_log(
@@ -677,3 +681,28 @@ def test_dev_bleu_makes_words_of_units_as_the_corpus_codes_say(tmp_path):
     assert _merger(corpus(None))(units) == units  # words: as they are
     assert _merger(corpus("#version: 0.2\nl a\n"))(units) == ["la", f"{SPM_MARK}lune", "etoile"]
     assert _merger(corpus(f"{SPM_HEADER}\nAAAA\n"))([f"{SPM_MARK}la", f"{SPM_MARK}lu", "ne"]) == ["la", "lune"]
+
+
+@pytest.mark.parametrize(
+    ("damage", "said"),
+    [
+        (lambda d: (d / "train.fr.bin").unlink(), "train.fr.bin: missing from the corpus directory"),
+        (lambda d: (d / "train.en.idx").unlink(), "train.en.idx: missing from the corpus directory"),
+        (lambda d: (d / "valid.fr.ref").unlink(), "valid.fr.ref: missing, where the manifest names it"),
+        (  # a short reference: a KeyError at the first validation, after every update before it
+            lambda d: (d / "valid.fr.ref").write_text("one line\n", encoding="utf-8"),
+            "valid.fr.ref: 1 line, where the split has",
+        ),
+        (  # a long one: dev BLEU 0.000 at every validation
+            lambda d: (d / "valid.fr.ref").write_text("a\n" * 999, encoding="utf-8"),
+            "valid.fr.ref: 999 lines, where the split has",
+        ),
+    ],
+)
+def test_a_damaged_data_bin_is_refused_before_training_not_when_first_read(corpus, tmp_path, damage, said):
+    """A missing train file was a traceback; a damaged reference failed or scored 0 at the first validation."""
+    damage(corpus)  # the test's own copy
+    args = ["train", str(corpus), "--save-dir", str(tmp_path / "r"), "--preset", "tiny", "--max-updates", "2"]
+    r = CliRunner().invoke(main, [*args, "--batch-size", "2", "--threads", "1"])
+    assert r.exit_code == 2 and said in r.output and len(r.output.strip().splitlines()) == 1, r.output
+    assert not (tmp_path / "r").exists()

@@ -269,7 +269,9 @@ def _binarize_split(
         # (references rebuilt from ids would hold <unk> where the text has a rare word); the
         # source's too, which becomes the reference of the corpus reversed (nmtkit reverse)
         for lang, field in zip(langs, ("source_reference", "reference"), strict=True):
-            shutil.copyfile(f"{prefix}.{lang}", stage.path(f"{name}.{lang}.ref"))
+            # as read, not copied: a BOM or CRLF would reach sacreBLEU run on the file itself
+            with open(stage.path(f"{name}.{lang}.ref"), "w", encoding="utf-8") as ref:
+                ref.writelines(line + "\n" for line in read_lines(f"{prefix}.{lang}", allow_empty=True))
             stats[field] = f"{name}.{lang}.ref"
     return stats
 

@@ -27,6 +27,7 @@ import numpy as np
 
 from ..core.errors import FormatError, UserError
 from ..core.files import read_lines
+from ..core.line_counts import count_lines
 from .manifest import read_manifest
 from .vocab import Vocab
 
@@ -149,12 +150,27 @@ class Corpus:
         use them). For a command that passes the corpus on, or describes it, without reading it."""
         for lang in self.manifest.vocab:
             self.vocab(lang)
-        for name, stats in self.manifest.splits.items():
+        for name in self.manifest.splits:
             self.split(name)
             self.links(name)
-            for text in (stats.reference, stats.source_reference):
-                if text and not (self.path / text).is_file():
-                    raise FormatError(f"{self.path / text}: missing, where the manifest names it")
+            self.check_texts(name)
+
+    def check_texts(self, name: str) -> None:
+        """:class:`FormatError` where a clean text of split ``name`` that the manifest names (the
+        references validation scores against) is missing or holds another number of lines than
+        the split's sentences: a short one failed at the first validation, a long one scored 0."""
+        stats = self.manifest.splits[name]
+        for text in (stats.reference, stats.source_reference):
+            if not text:
+                continue
+            if not (self.path / text).is_file():
+                raise FormatError(f"{self.path / text}: missing, where the manifest names it")
+            if (lines := count_lines(self.path / text)) != stats.sentences:
+                raise FormatError(
+                    f"{self.path / text}: {lines:,} line{'s' * (lines != 1)}, where the split has "
+                    f"{stats.sentences:,} sentence{'s' * (stats.sentences != 1)} "
+                    "(a damaged corpus: binarize it again)"
+                )
 
     def vocab(self, lang: str) -> Vocab:
         """The vocabulary of language ``lang``, checked against the manifest's fingerprint."""

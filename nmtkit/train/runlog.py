@@ -17,6 +17,7 @@ from typing import Any
 
 from .. import checkpoint
 from ..checkpoint.average import kept_validations, update_of
+from ..core.console import log
 from ..core.errors import UserError
 from ..core.files import atomic_write
 from ..core.machine import MACHINE, describe, machine
@@ -115,6 +116,11 @@ def open_log(save_dir: str | Path, step: int, owed: bool = False, run_id: str | 
     path = Path(save_dir) / METRICS
     if not path.exists():
         return
+    if step:  # its lines from the damage on are dropped, and --best-by and --patience read what is kept
+        try:
+            entries(save_dir)
+        except UserError as err:
+            log(f"warning: {err}: the log is kept up to there, the lines from there on dropped")
     keep = [line for line, _ in _kept(save_dir, step, owed)]
     with atomic_write(path) as fh:
         fh.write("".join(line + "\n" for line in keep))

@@ -1,5 +1,6 @@
-"""Stopping a training run on a signal: Ctrl-C (SIGINT) or a job's time limit (SIGTERM, as
-``timeout`` and batch queues send it) asks for last.pt and a clean stop, never a torn checkpoint."""
+"""Stopping a training run on a signal: Ctrl-C (SIGINT), a job's time limit (SIGTERM, as
+``timeout`` and batch queues send it) or a closed terminal (SIGHUP) asks for last.pt and a clean
+stop, never a torn checkpoint."""
 
 from __future__ import annotations
 
@@ -27,6 +28,12 @@ class StopFlag:
     def __enter__(self) -> StopFlag:
         self.previous = signal.signal(signal.SIGINT, self._handle)
         self.previous_term = signal.signal(signal.SIGTERM, self._handle)
+        # a closed terminal or a dropped ssh session, as SIGTERM: its default ended the run unsaved;
+        # under nohup it stays ignored
+        hangup = getattr(signal, "SIGHUP", None)
+        self.previous_hup = None
+        if hangup is not None and signal.getsignal(hangup) == signal.SIG_DFL:
+            self.previous_hup = signal.signal(hangup, self._handle)
         return self
 
     def _handle(self, signum: int, *_: Any) -> None:
@@ -56,3 +63,5 @@ class StopFlag:
     def __exit__(self, *_: Any) -> None:
         signal.signal(signal.SIGINT, self.previous)
         signal.signal(signal.SIGTERM, self.previous_term)
+        if self.previous_hup is not None:
+            signal.signal(signal.SIGHUP, self.previous_hup)

@@ -400,7 +400,10 @@ def _corpus(data_dir: Path, save_dir: Path) -> Corpus:
     for split in ("train", "valid"):
         if split not in corpus.splits:
             raise UserError(f"{data_dir}: has no '{split}' split")
-    corpus.split("valid")  # its files checked now, not at the first validation (an hour in, or more)
+    for split in ("train", "valid"):  # the files checked now, not when first read (the valid split's an hour in)
+        corpus.split(split)
+        corpus.links(split)
+    corpus.check_texts("valid")
     return corpus
 
 
@@ -412,7 +415,12 @@ def open_save_dir(state: TrainState) -> None:
     with writing_into(state.save_dir):
         state.save_dir.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(state.save_dir)
-    if not state.progress.step and (state.save_dir / "best.pt").exists():  # last.pt deleted, or --reset
+    if not state.progress.step and (state.save_dir / "last.pt").exists():  # --reset
+        log(
+            f"warning: --reset: this run starts over in {state.save_dir}, and replaces its last.pt at its first "
+            "save and its best.pt at its first validation (give another --save-dir to keep them)"
+        )
+    elif not state.progress.step and (state.save_dir / "best.pt").exists():  # last.pt deleted
         log(
             f"warning: {state.save_dir / 'best.pt'} has no last.pt to go on from (an earlier run's, or this one's "
             "first validation cut short): this run starts over, and replaces it at its first validation (give "
