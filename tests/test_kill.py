@@ -408,3 +408,28 @@ def test_another_rank_of_the_same_job_never_waits_for_its_rank_0_and_a_failed_no
         writer.stopping()  # no exception
     finally:
         writer.release()
+
+
+def test_a_hangup_moves_the_output_off_the_closed_terminal_so_the_save_is_said_and_the_exit_is_129(tmp_path):
+    """On a real hangup stderr is the terminal that closed: the save's last line failed (EIO), an
+    unhandled OSError made the exit 1. A file on stderr keeps it."""
+    script = """
+import os, signal, sys
+from nmtkit.train.signals import StopFlag
+master, slave = os.openpty()
+log = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT)
+os.dup2(slave, 1)
+os.dup2(log, 2)
+with StopFlag() as flag:
+    os.close(master)  # the terminal closes
+    os.kill(os.getpid(), signal.SIGHUP)
+    print("written after the hangup", flush=True)
+    print("said after the hangup", file=sys.stderr, flush=True)
+sys.exit(0 if flag.requested and flag.signum == signal.SIGHUP else 3)
+"""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "err.log")], env=env, capture_output=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "err.log").read_text() == "said after the hangup\n"

@@ -173,7 +173,7 @@ def test_the_search_ends_at_the_output_limit_whatever_the_scores():
 
 
 def test_a_minimum_length_beyond_the_output_limit_gives_way_to_it_not_an_empty_output():
-    """The limit bounds a request's work (serve's min_len has no bound of its own); no hypothesis
+    """The limit bounds a request's work (min_len's own bound is far past it); no hypothesis
     ended before, and each sentence got an empty output scored -inf."""
     model, src, mask = model_and_batch(4)
     out = beam_search(model, model.encode(src, mask), SearchConfig(beam=3, max_ratio=0.0, max_extra=4, min_len=6))

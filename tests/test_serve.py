@@ -125,7 +125,8 @@ def test_translates_in_both_request_shapes_with_alignments_and_attention(server)
     status, body = _post(url + "/translate", {"sentences": [EN[0], ""], "beam": 3, "attention": True})
     empty = body["translations"][1]
     assert status == 200 and empty["text"] == "" and set(first) <= set(empty), set(first) - set(empty)
-    assert empty["attention"] == empty["source_tokens"] == empty["word_attention"] == []
+    assert empty["attention"] == empty["word_attention"] == [] and empty["source_words"] == ["</s>"]
+    assert empty["source_tokens"] == empty["target_tokens"] == empty["target_words"] == ["</s>"]  # as translate's
     status, onmt = _post(url + "/translator/translate", [{"src": EN[0], "id": 7}, {"src": EN[1], "id": 7}])
     assert status == 200 and onmt[0][0]["id"] == 7 and onmt[0][0]["tgt"] == out[0]["text"]
     assert isinstance(onmt[0][0]["pred_score"], float) and onmt[0][0]["n_best"] == 1

@@ -365,7 +365,8 @@ search = options(
     options_of(SearchConfig, *SEARCH_OPTIONS),
     click.option(
         "--nbest",
-        type=click.IntRange(0, 1_000_000),  # past int64 it was a traceback; below, memory runs out in one line
+        # a line's samples: past int64 a traceback, and a million held gigabytes for minutes
+        type=click.IntRange(0, 10_000),
         default=0,
         show_default=True,
         help="Write the N best (1: the best alone) as Moses n-best lines: "

@@ -244,9 +244,9 @@ def native(t: Translation, attention: bool, alignment: bool = True) -> dict[str,
             "target_words": words.target,
             "word_attention": _rounded(words.attention),
         }
-    elif attention:  # an empty sentence, which no model reads: the same fields, empty, for a client that reads them
-        fields = ("source_tokens", "target_tokens", "attention", "source_words", "target_words", "word_attention")
-        record |= {name: [] for name in fields}
+    elif attention:  # an empty sentence, which no model reads: the fields translate --alignments writes of it
+        ends = ("source_tokens", "target_tokens", "source_words", "target_words")
+        record |= {name: [EOS_LABEL] for name in ends} | {"attention": [], "word_attention": []}
     return record
 
 

@@ -5,15 +5,31 @@ stop, never a torn checkpoint."""
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
+import stat
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..core.console import log
 
 
+def _off_the_terminal() -> None:
+    """stdout and stderr moved off a terminal that hung up to /dev/null: a line written to it
+    fails (EIO), and the save's last line took the run's exit from 129 to 1. A file or a pipe
+    keeps them (``2> train.log``, ``nohup``'s nohup.out)."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        for fd in (1, 2):
+            with contextlib.suppress(OSError):
+                if stat.S_ISCHR(os.fstat(fd).st_mode):
+                    os.dup2(null, fd)
+    finally:
+        os.close(null)
+
+
 class StopFlag:
-    """First Ctrl-C (or SIGTERM: a job's time limit, ``timeout``) asks the loop to stop after the
+    """First Ctrl-C (or SIGTERM: a job's time limit, ``timeout``; or SIGHUP) asks the loop to stop after the
     current update and save last.pt; a second one aborts, but not while checkpoints are being
     written (:meth:`writing`): it then aborts once they are. The atomic write alone would keep
     the previous last.pt whole, but would throw away the save the first signal asked for, and
@@ -37,6 +53,8 @@ class StopFlag:
         return self
 
     def _handle(self, signum: int, *_: Any) -> None:
+        if signum == getattr(signal, "SIGHUP", None):
+            _off_the_terminal()
         if not self.requested:
             self.requested, self.signum = True, signum
             self.on_request()

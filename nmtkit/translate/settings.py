@@ -89,8 +89,8 @@ class SearchConfig(Settings):
     temperature: float = setting(
         1.0,
         "With --sampling: draw from softmax(log p / T), sharper below 1, flatter above.",
-        ge=1e-3,  # log p / 1e-40 is past float32's range: the draws came out of the vocabulary
-        le=1e3,
+        ge=1e-6,  # log p / 1e-40 is past float32's range: the draws came out of the vocabulary
+        le=1e6,
     )
     top_k: int = setting(
         0, "With --sampling: draw among the K most probable words only (0: the whole vocabulary).", ge=0
