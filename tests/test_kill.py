@@ -433,3 +433,21 @@ sys.exit(0 if flag.requested and flag.signum == signal.SIGHUP else 3)
     )
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "err.log").read_text() == "said after the hangup\n"
+
+
+def test_a_run_whose_log_reader_goes_saves_and_exits_as_sigpipe_says(raw, tmp_path):
+    """train 2>&1 | head -2: rich's answer to the closed pipe was exit 1, every update since the
+    last save lost. It saves last.pt and exits 141, as a writer whose reader left."""
+    import shlex
+
+    from tests.test_corpus import make_corpus
+
+    make_corpus(raw, tmp_path)
+    cmd = command(tmp_path / "bin", tmp_path / "run")[:-6]
+    cmd[cmd.index("--max-updates") + 1] = "100000"
+    cmd[cmd.index("--valid-every") + 1] = "100000"
+    script = f'{shlex.join(cmd)} 2>&1 | head -2; echo "status ${{PIPESTATUS[0]}}"'
+    done = subprocess.run(["bash", "-c", script], env=env(), capture_output=True, text=True, timeout=300)
+    lines = done.stdout.splitlines()
+    assert len(lines) == 3 and lines[-1] == "status 141", done.stdout + done.stderr
+    assert checkpoint.load(tmp_path / "run" / "last.pt").training.progress.step >= 1

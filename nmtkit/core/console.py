@@ -7,7 +7,9 @@ rich Console.
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +27,36 @@ from rich.progress import (
 )
 from rich.text import Text
 
-console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+class _Log(Console):
+    """The rich Console onto stderr. A reader of stderr that has gone (``train 2>&1 | head``) ends
+    no work: rich's own answer was exit status 1, and a training run lost every update since its
+    last save. stderr goes to /dev/null from then on, and the work that asked (train's stop flag,
+    :func:`when_stderr_lost`) is told, as a writer is by SIGPIPE."""
+
+    def on_broken_pipe(self) -> None:
+        null = os.open(os.devnull, os.O_WRONLY)
+        with contextlib.suppress(OSError):
+            os.dup2(null, self.file.fileno())
+        os.close(null)
+        for hook in list(_lost):
+            hook()
+
+
+_lost: list[Callable[[], None]] = []  # told when stderr's reader has gone
+
+
+@contextlib.contextmanager
+def when_stderr_lost(hook: Callable[[], None]) -> Iterator[None]:
+    """``hook`` called, within the block, once a line to stderr finds its reader gone."""
+    _lost.append(hook)
+    try:
+        yield
+    finally:
+        _lost.remove(hook)
+
+
+console = _Log(stderr=True, highlight=False, soft_wrap=True)
 
 
 _verbose = False

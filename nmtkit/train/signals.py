@@ -11,7 +11,7 @@ import stat
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..core.console import log
+from ..core.console import log, when_stderr_lost
 
 
 def _off_the_terminal() -> None:
@@ -50,6 +50,9 @@ class StopFlag:
         self.previous_hup = None
         if hangup is not None and signal.getsignal(hangup) == signal.SIG_DFL:
             self.previous_hup = signal.signal(hangup, self._handle)
+        # stderr's reader gone (train 2>&1 | head): saved and stopped, as SIGPIPE would have it
+        self._lost = when_stderr_lost(lambda: self._handle(signal.SIGPIPE) if not self.requested else None)
+        self._lost.__enter__()
         return self
 
     def _handle(self, signum: int, *_: Any) -> None:
@@ -79,6 +82,7 @@ class StopFlag:
             raise KeyboardInterrupt
 
     def __exit__(self, *_: Any) -> None:
+        self._lost.__exit__(None, None, None)
         signal.signal(signal.SIGINT, self.previous)
         signal.signal(signal.SIGTERM, self.previous_term)
         if self.previous_hup is not None:
