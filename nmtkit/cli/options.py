@@ -365,7 +365,7 @@ search = options(
     options_of(SearchConfig, *SEARCH_OPTIONS),
     click.option(
         "--nbest",
-        # a line's samples: past int64 a traceback, and a million held gigabytes for minutes
+        # with --sampling, a line's samples, all in memory at once
         type=click.IntRange(0, 10_000),
         default=0,
         show_default=True,

@@ -28,17 +28,27 @@ from rich.progress import (
 from rich.text import Text
 
 
+def discard(*fds: int) -> None:
+    """``fds`` pointed at /dev/null: what is written to them from then on is dropped, where their
+    reader (a pipe's, a closed terminal) is gone and a write would fail."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        for fd in fds:
+            with contextlib.suppress(OSError):
+                os.dup2(null, fd)
+    finally:
+        os.close(null)
+
+
 class _Log(Console):
     """The rich Console onto stderr. A reader of stderr that has gone (``train 2>&1 | head``) ends
-    no work: rich's own answer was exit status 1, and a training run lost every update since its
-    last save. stderr goes to /dev/null from then on, and the work that asked (train's stop flag,
-    :func:`when_stderr_lost`) is told, as a writer is by SIGPIPE."""
+    no work by itself (rich's default is to exit with status 1, the work unsaved): stderr is
+    discarded from then on, and the work that asked (train's stop flag, :func:`when_stderr_lost`)
+    is told, as a writer is by SIGPIPE."""
 
     def on_broken_pipe(self) -> None:
-        null = os.open(os.devnull, os.O_WRONLY)
-        with contextlib.suppress(OSError):
-            os.dup2(null, self.file.fileno())
-        os.close(null)
+        with contextlib.suppress(OSError, ValueError):  # a stream without a descriptor (a test's)
+            discard(self.file.fileno())
         for hook in list(_lost):
             hook()
 

@@ -98,8 +98,8 @@ def bleu_by_length_chart(rows: list[dict[str, Any]], out: str | Path, title: str
     save_figure(fig, out)
 
 
-# 30 inches at save_figure's 120 dpi is 3,600 pixels a side (matplotlib resamples the image in
-# float64 at that size: about 0.4 GB); a 600-word sentence uncapped asked numpy for 2.6 GiB
+# matplotlib resamples the image in float64 at the canvas's size: a side grown with a long
+# sentence's words would ask for gigabytes
 _HEATMAP_MAX_INCHES = 30.0
 _LABEL_SPACING = 0.13  # inches between labels at the least: 4.5-point type, every k-th word beyond
 

@@ -158,7 +158,7 @@ class Corpus:
     def check_texts(self, name: str) -> None:
         """:class:`FormatError` where a clean text of split ``name`` that the manifest names (the
         references validation scores against) is missing or holds another number of lines than
-        the split's sentences: a short one failed at the first validation, a long one scored 0."""
+        the split's sentences: a short one would fail at the first validation, a long one score 0."""
         stats = self.manifest.splits[name]
         for text in (stats.reference, stats.source_reference):
             if not text:

@@ -80,7 +80,7 @@ class _Quiet:
 
 
 def _merges_bar(steps: Iterable[int], *_: Any, **__: Any) -> Iterator[int]:
-    # subword-nmt hands range(--bpe) over: counted, never listed (--bpe 1000000000 was a MemoryError)
+    # subword-nmt hands range(--bpe) over: counted, never listed, as --bpe may be past what memory holds
     try:
         total: int | None = len(steps) if isinstance(steps, Sized) else None
     except OverflowError:  # range(2**63) and past: no length Python can hold

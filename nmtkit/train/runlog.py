@@ -93,7 +93,7 @@ def best_of(save_dir: str | Path, step: int, score: Any, owed: bool = False) -> 
     """The best ``score`` (a function of a validation's entry, higher is better) of the validations
     a run resumed at update ``step`` keeps of its log (:func:`open_log`'s), the validations since
     it, and its update (None: none)."""
-    found = [(score(e), e["step"]) for _, e in _kept(save_dir, step, owed) if "dev_nll" in e]
+    found = [(score(e), e["step"]) for _, e in _kept(save_dir, step, owed)[0] if "dev_nll" in e]
     if not found:
         return -float("inf"), 0, None
     k = max(range(len(found)), key=lambda i: found[i][0])  # the first of equals, as training keeps it
@@ -116,29 +116,34 @@ def open_log(save_dir: str | Path, step: int, owed: bool = False, run_id: str | 
     path = Path(save_dir) / METRICS
     if not path.exists():
         return
-    if step:  # its lines from the damage on are dropped, and --best-by and --patience read what is kept
-        try:
-            entries(save_dir)
-        except UserError as err:
-            log(f"warning: {err}: the log is kept up to there, the lines from there on dropped")
-    keep = [line for line, _ in _kept(save_dir, step, owed)]
+    kept, damaged = _kept(save_dir, step, owed)
+    if step and damaged:  # said: --best-by and --patience go on from what is kept
+        log(
+            f"warning: {path}: line {damaged} is not a line of a training log: the log is kept up to there, "
+            "the lines from there on dropped"
+        )
     with atomic_write(path) as fh:
-        fh.write("".join(line + "\n" for line in keep))
+        fh.write("".join(line + "\n" for line, _ in kept))
 
 
-def _kept(save_dir: str | Path, step: int, owed: bool) -> list[tuple[str, dict[str, Any]]]:
-    """The lines of the log a run resumed at update ``step`` goes on from, with their entries."""
+def _kept(save_dir: str | Path, step: int, owed: bool) -> tuple[list[tuple[str, dict[str, Any]]], int | None]:
+    """The lines of the log a run resumed at update ``step`` goes on from, with their entries, and
+    the number of the line they stop at where it is damaged (None: the log's end, or a last line
+    torn by a kill, which train writes with its end in one call)."""
     path = Path(save_dir) / METRICS
     if not path.is_file():
-        return []
+        return [], None
     keep = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+    text = path.read_text(encoding="utf-8", errors="replace")
+    lines = text.splitlines()
+    for n, line in enumerate(lines, 1):
         entry = _entry(line)
-        if entry is None:  # torn, or damaged from here on
-            break
+        if entry is None:
+            torn = n == len(lines) and not text.endswith("\n")
+            return keep, None if torn else n
         if entry["step"] < step or (entry["step"] == step and not (owed and "dev_nll" in entry)):
             keep.append((line, entry))  # an owed validation's line, from a run killed before its last.pt, is redone
-    return keep
+    return keep, None
 
 
 def _machine(path: Path) -> dict[str, Any]:

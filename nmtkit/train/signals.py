@@ -11,21 +11,21 @@ import stat
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..core.console import log, when_stderr_lost
+from ..core.console import discard, log, when_stderr_lost
 
 
 def _off_the_terminal() -> None:
-    """stdout and stderr moved off a terminal that hung up to /dev/null: a line written to it
-    fails (EIO), and the save's last line took the run's exit from 129 to 1. A file or a pipe
-    keeps them (``2> train.log``, ``nohup``'s nohup.out)."""
-    null = os.open(os.devnull, os.O_WRONLY)
+    """stdout and stderr discarded where they are the terminal that hung up: a line written to it
+    fails (EIO), and the save's last line would end the run as a failure. A file or a pipe keeps
+    them (``2> train.log``, ``nohup``'s nohup.out)."""
+    discard(*(fd for fd in (1, 2) if _is_device(fd)))
+
+
+def _is_device(fd: int) -> bool:
     try:
-        for fd in (1, 2):
-            with contextlib.suppress(OSError):
-                if stat.S_ISCHR(os.fstat(fd).st_mode):
-                    os.dup2(null, fd)
-    finally:
-        os.close(null)
+        return stat.S_ISCHR(os.fstat(fd).st_mode)
+    except OSError:
+        return False
 
 
 class StopFlag:

@@ -39,7 +39,7 @@ class SearchConfig(Settings):
         "included) of log min(attention received, 1) to each finished hypothesis' rank, a penalty (never "
         "positive) on translations that leave source words out (0: off; GNMT used 0.2 with --length-penalty gnmt).",
         ge=0,
-        le=10,  # past float32's range (3.5e38) every rank was NaN, and the search ran to its output limit
+        le=10,  # beta times a log must stay within float32's range, or every rank is NaN
     )
     max_ratio: float = setting(
         2.0,
@@ -57,7 +57,7 @@ class SearchConfig(Settings):
         1,
         "Words before </s> at least (1, as fairseq's --min-len: no empty translation).",
         ge=0,
-        le=100_000,  # past the longest output limit anyway; a bound keeps it in int64 (2**63 was a traceback)
+        le=100_000,  # past the longest output limit anyway; a bound keeps it in int64
         flag="--min-output-len",
         old="--min-len",
     )
@@ -89,7 +89,7 @@ class SearchConfig(Settings):
     temperature: float = setting(
         1.0,
         "With --sampling: draw from softmax(log p / T), sharper below 1, flatter above.",
-        ge=1e-6,  # log p / 1e-40 is past float32's range: the draws came out of the vocabulary
+        ge=1e-6,  # log p / T must stay within float32's range, or the draws leave the vocabulary
         le=1e6,
     )
     top_k: int = setting(
