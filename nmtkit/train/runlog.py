@@ -133,7 +133,7 @@ def _kept(save_dir: str | Path, step: int, owed: bool) -> tuple[list[tuple[str, 
     path = Path(save_dir) / METRICS
     if not path.is_file():
         return [], None
-    keep = []
+    keep: list[tuple[str, dict[str, Any]]] = []
     text = path.read_text(encoding="utf-8", errors="replace")
     lines = text.splitlines()
     for n, line in enumerate(lines, 1):
