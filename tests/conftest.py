@@ -105,6 +105,17 @@ TINY_ADAM = ("--preset", "tiny", "--optimizer", "adam", "--lr", "0.01")
 TINY_RNNSEARCH = dict(emb=24, hidden=24, align=24, maxout=24)
 
 
+def train_tiny(data: Path, save_dir: Path, *options: object) -> Any:
+    """``nmtkit train`` of the tiny model, two pairs a batch on one thread, with ``options``: the
+    quick runs of the tests that check what a flag leaves in the checkpoint."""
+    from click.testing import CliRunner
+
+    from nmtkit.cli import main
+
+    args = ["train", data, "--save-dir", save_dir, "--preset", "tiny", "--batch-size", 2, "--threads", 1, *options]
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
 def by_heart(**changes: Any) -> Any:
     """The training settings under which a tiny model learns the six pairs by heart, on the CPU: the
     tests hold its translations against the CPU's search and forcing, with a GPU visible too."""

@@ -14,6 +14,7 @@ from nmtkit.models.coverage import LinguisticCoverage, NeuralCoverage
 from nmtkit.models.ensemble import Ensemble
 from nmtkit.translate.search import SearchConfig, beam_search, force
 from tests.checkpoints import fake_checkpoint
+from tests.conftest import train_tiny
 from tests.test_fused import TINY, batch
 
 KINDS = ("linguistic", "neural")
@@ -215,26 +216,7 @@ def test_train_coverage_neural_trains_saves_and_translates(raw, tmp_path):
 
     make_corpus(raw, tmp_path)
     run = tmp_path / "run"
-    r = CliRunner().invoke(
-        main,
-        [
-            "train",
-            str(tmp_path / "bin"),
-            "--save-dir",
-            str(run),
-            "--preset",
-            "tiny",
-            "--max-updates",
-            "2",
-            "--batch-size",
-            "2",
-            "--threads",
-            "1",
-            "--no-valid-bleu",
-            "--coverage",
-            "neural",
-        ],
-    )
+    r = train_tiny(tmp_path / "bin", run, "--max-updates", 2, "--no-valid-bleu", "--coverage", "neural")
     assert r.exit_code == 0, r.output
     assert checkpoint.load(run / "last.pt").model.coverage.kind == "neural"
     r = CliRunner().invoke(

@@ -6,10 +6,9 @@ import math
 import sys
 
 import pytest
-from click.testing import CliRunner
 
 from nmtkit import checkpoint
-from nmtkit.cli import main
+from tests.conftest import train_tiny
 from tests.test_corpus import make_corpus
 
 try:
@@ -30,6 +29,11 @@ def scalars(log_dir):
     return {(tag, e.step): e.value for tag in events.Tags()["scalars"] for e in events.Scalars(tag)}
 
 
+def train(tmp_path, *options):
+    """The tiny model on tmp_path/bin into tmp_path/run, an update a log line."""
+    return train_tiny(tmp_path / "bin", tmp_path / "run", "--log-every", 1, *options)
+
+
 def logged(save_dir):
     """{(key, update): value} of every number metrics.jsonl holds."""
     entries = [json.loads(line) for line in (save_dir / "metrics.jsonl").read_text().splitlines()]
@@ -46,56 +50,14 @@ def same(a, b):
 @needs_tensorboard
 def test_every_entry_of_metrics_jsonl_is_a_scalar_at_its_update(raw, tmp_path):
     make_corpus(raw, tmp_path)
-    r = CliRunner().invoke(
-        main,
-        [
-            "train",
-            str(tmp_path / "bin"),
-            "--save-dir",
-            str(tmp_path / "run"),
-            "--preset",
-            "tiny",
-            "--max-updates",
-            "4",
-            "--batch-size",
-            "2",
-            "--threads",
-            "1",
-            "--valid-every",
-            "2",
-            "--log-every",
-            "1",
-            "--tensorboard",
-            str(tmp_path / "tb"),
-        ],
-    )
+    r = train(tmp_path, "--max-updates", "4", "--valid-every", "2", "--tensorboard", str(tmp_path / "tb"))
     assert r.exit_code == 0, r.output
     found, expected = scalars(tmp_path / "tb"), logged(tmp_path / "run")
     assert {k for k, _ in expected} >= {"train_nll", "lr", "seconds", "dev_nll"}
     assert same(found, expected)
     # a run setting: the checkpoint keeps none, and the run resumes without it
     assert "tensorboard" not in checkpoint.load(tmp_path / "run" / "last.pt").training.config.to_dict()
-    r = CliRunner().invoke(
-        main,
-        [
-            "train",
-            str(tmp_path / "bin"),
-            "--save-dir",
-            str(tmp_path / "run"),
-            "--preset",
-            "tiny",
-            "--max-updates",
-            "6",
-            "--batch-size",
-            "2",
-            "--threads",
-            "1",
-            "--valid-every",
-            "2",
-            "--log-every",
-            "1",
-        ],
-    )
+    r = train(tmp_path, "--max-updates", "6", "--valid-every", "2")
     assert r.exit_code == 0, r.output
     assert checkpoint.load(tmp_path / "run" / "last.pt").training.progress.step == 6
 
@@ -121,19 +83,7 @@ def test_a_resumed_run_hides_the_scalars_logged_after_its_checkpoint(tmp_path):
 def test_without_the_package_it_says_which_extra_before_any_work(raw, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", None)  # as if not installed
     make_corpus(raw, tmp_path)
-    r = CliRunner().invoke(
-        main,
-        [
-            "train",
-            str(tmp_path / "bin"),
-            "--save-dir",
-            str(tmp_path / "run"),
-            "--preset",
-            "tiny",
-            "--tensorboard",
-            str(tmp_path / "tb"),
-        ],
-    )
+    r = train(tmp_path, "--tensorboard", str(tmp_path / "tb"))
     assert r.exit_code == 2
     assert r.output.strip() == (
         "nmtkit train: error: --tensorboard needs the tensorboard package: "
@@ -147,8 +97,7 @@ def test_a_directory_that_cannot_be_made_is_one_line_before_any_work(raw, tmp_pa
     """It was met at the first log line, the save directory already taken."""
     make_corpus(raw, tmp_path)
     (tmp_path / "file").write_text("")
-    args = ["train", str(tmp_path / "bin"), "--save-dir", str(tmp_path / "run"), "--preset", "tiny"]
-    r = CliRunner().invoke(main, [*args, "--tensorboard", str(tmp_path / "file" / "tb")])
+    r = train(tmp_path, "--tensorboard", str(tmp_path / "file" / "tb"))
     assert r.exit_code == 2 and r.output.count("\n") == 1, r.output
     assert f"{tmp_path / 'file'} is a file, not a directory" in r.output
     assert not (tmp_path / "run").exists()

@@ -19,6 +19,7 @@ from nmtkit.models.config import model_config
 from nmtkit.train import runlog
 from nmtkit.train.config import TrainConfig
 from nmtkit.train.loop import train
+from tests.conftest import train_tiny
 from tests.test_corpus import make_corpus
 
 
@@ -295,52 +296,15 @@ def test_a_batch_position_past_an_epoch_s_end_goes_on_at_the_next_epoch():
 
 @pytest.mark.parametrize("encoder", ["paper", "cudnn"])
 def test_train_cli(corpus, tmp_path, encoder):
-    r = CliRunner().invoke(
-        main,
-        [
-            "train",
-            str(corpus),
-            "--save-dir",
-            str(tmp_path / "r"),
-            "--preset",
-            "tiny",
-            "--max-updates",
-            "2",
-            "--batch-size",
-            "2",
-            "--threads",
-            "1",
-            "--encoder",
-            encoder,
-        ],
-    )
+    r = train_tiny(corpus, tmp_path / "r", "--max-updates", 2, "--encoder", encoder)
     assert r.exit_code == 0, r.output
     assert checkpoint.load(tmp_path / "r" / "last.pt").model.encoder == encoder
     assert (tmp_path / "r" / "last.pt").exists() and (tmp_path / "r" / "best.pt").exists()
 
 
 def test_train_cli_passes_the_cpu_recipe_flags(corpus, tmp_path):
-    r = CliRunner().invoke(
-        main,
-        [
-            "train",
-            str(corpus),
-            "--save-dir",
-            str(tmp_path / "r"),
-            "--preset",
-            "tiny",
-            "--max-updates",
-            "2",
-            "--batch-size",
-            "2",
-            "--threads",
-            "1",
-            "--sampled-softmax",
-            "10",
-            "--best-by",
-            "nll",
-            "--keep-validations",
-        ],
+    r = train_tiny(
+        corpus, tmp_path / "r", "--max-updates", 2, "--sampled-softmax", 10, "--best-by", "nll", "--keep-validations"
     )
     assert r.exit_code == 0, r.output
     config = checkpoint.load(tmp_path / "r" / "last.pt").training.config
