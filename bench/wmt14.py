@@ -97,6 +97,8 @@ def _unpack(part: str, downloads: Path, out: str) -> None:
     else:
         n = wmt14.write_part(downloads / PARTS[part].archive, PARTS[part], langs, out_prefix)
     log(f"{out}.{{en,fr}}: {n:,} pairs")
+    if part == wmt14.TEST.name and n != wmt14.TEST_SIZE:
+        log(f"warning: {part} has {n:,} segments, not WMT's {wmt14.TEST_SIZE:,}: a mirror's own test set, or another")
 
 
 @main.command("mirror")

@@ -56,6 +56,12 @@ def test_round_trip_text_binary_text(raw, tmp_path):
             assert [" ".join(vocab.decode(arr[i])) for i in range(len(arr))] == text
     assert isinstance(src.ids, np.memmap) and src.ids.dtype == np.uint8
     assert corpus.lines("train").tolist() == [1, 2, 3, 4, 5, 6]
+    src = corpus.split("train")[0]
+    assert np.array_equal(src[-1], src[len(src) - 1]) and len(src[-1])  # was an empty array
+    with pytest.raises(IndexError):
+        src[len(src)]
+    with pytest.raises(UserError, match="has no 'de' side, only en, fr"):  # was a KeyError
+        corpus.vocab("de")
     assert manifest.splits["train"].oov_rate == {"en": 0.0, "fr": 0.0}
 
 

@@ -29,7 +29,7 @@ def _one_line(r, *said: str) -> None:
     "where, key, value, said",
     [
         ("model", "emb", -5, "its model settings build no model (Trying to create tensor with negative dimension"),
-        ("model", "emb", "big", "its emb is 'big', not a number: an edited or damaged file"),
+        ("model", "emb", "big", "its emb is 'big', not a whole number: an edited or damaged file"),
         ("training", "lr", "fast", "its lr is 'fast', not a number: an edited or damaged file"),
     ],
 )

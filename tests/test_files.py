@@ -104,6 +104,14 @@ def test_atomic_write_leaves_nothing_on_failure(tmp_path):
     assert os.listdir(tmp_path) == ["out.txt"]
 
 
+def test_atomic_write_refuses_a_directory_before_the_work(tmp_path):
+    """The rename's IsADirectoryError named the hidden temporary file, after the work."""
+    with pytest.raises(UserError, match=f"{tmp_path}: is a directory: give a file's name"):
+        with atomic_write(tmp_path, "wb"):
+            raise AssertionError("not reached")
+    assert os.listdir(tmp_path) == []
+
+
 def test_a_failed_output_takes_the_directories_it_made_with_it(tmp_path):
     """`-o new/sub/out.txt` makes its directories as mkdir -p would; a command that then failed
     (bad UTF-8 on line 2, Ctrl-C) left them behind, empty. Those that held something stay."""

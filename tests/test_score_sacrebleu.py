@@ -239,3 +239,19 @@ def test_a_tokenizer_model_that_cannot_be_fetched_is_one_line(files, tmp_path, m
         r = CliRunner().invoke(main, args)
         assert r.exit_code == 2 and r.stderr.count("\n") == 1 and said in r.stderr, r.stderr
         assert not [record.getMessage() for record in caplog.records if record.name == "sacrebleu"]
+
+
+def test_the_library_refuses_references_that_are_not_streams_as_long_as_the_hypotheses():
+    """A list of str was scored as that many one-line streams; a short stream cut the hypotheses;
+    no hypothesis was an IndexError inside sacreBLEU."""
+    from nmtkit.core.errors import UserError
+    from nmtkit.evaluate.score import corpus_scores
+
+    hyps = ["the cat sat on the mat", "a dog ran in the park"]
+    with pytest.raises(TypeError, match=r"reference streams, each a list of lines as long as hyps"):
+        corpus_scores(hyps, hyps)
+    with pytest.raises(UserError, match="2 hypotheses and reference streams of 2, 1 lines"):
+        corpus_scores(hyps, [hyps, hyps[:1]])
+    with pytest.raises(UserError, match="0 hypotheses"):
+        corpus_scores([], [[]])
+    assert corpus_scores(hyps, [hyps])["bleu"] == pytest.approx(100.0)

@@ -9,9 +9,10 @@ import pytest
 from click.testing import CliRunner
 
 from nmtkit.cli import main
+from nmtkit.cli.train_settings import train_settings
 from nmtkit.core.errors import UserError
 from nmtkit.core.settings import declared, default_of
-from nmtkit.models.config import CoverageConfig
+from nmtkit.models.config import CoverageConfig, RNNSearchConfig
 from nmtkit.train.config import DEFAULT_LR, SCHEDULES, TrainConfig
 from nmtkit.translate.settings import SearchConfig
 
@@ -102,6 +103,17 @@ def test_a_schedule_is_a_value_and_its_help_names_its_flags():
         (lambda: TrainConfig(label_smoothing=1.0), "--label-smoothing: 1 is not < 1"),
         (lambda: TrainConfig(lr=-1.0), "--lr: -1 is not >= 0"),
         (lambda: CoverageConfig("lingustic"), "--coverage: 'lingustic' is not one of none, linguistic, neural"),
+        # of another kind: each failed later, deep in torch, or (max_updates 2.5) trained 3 updates
+        (lambda: SearchConfig(beam=2.5), "--beam: 2.5, not a whole number"),
+        (lambda: SearchConfig(beam=True), "--beam: True, not a whole number"),
+        (lambda: TrainConfig(lr="1e-3"), "--lr: '1e-3', not a number"),
+        (lambda: TrainConfig(max_updates=2.5), "--max-updates: 2.5, not a whole number"),
+        (lambda: RNNSearchConfig(emb=24.0), "--emb: 24.0, not a whole number"),
+        (lambda: RNNSearchConfig.preset_sizes("huge"), "--preset 'huge': not one of paper, small, bench, tiny"),
+        (
+            lambda: train_settings("rnnsearch", "tiny", "fast", {}, set()),
+            "--schedule 'fast': not one of appendix-b, luong, cpu",
+        ),
     ],
 )
 def test_a_config_made_in_python_is_held_to_the_declared_bounds(make, says):

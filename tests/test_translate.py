@@ -275,6 +275,44 @@ def test_the_library_refuses_more_best_than_the_beam_holds_as_the_command_line_d
     assert len(t.force(EN[:2], FR[:2])) == 2
 
 
+def test_the_library_refuses_lines_and_options_of_the_wrong_kind_in_a_line(overfit):
+    """A None among the lines ended the input there (an output short); one str of constraints was
+    phrases of a character; a non-str line failed deep in the text pipeline; the checks waited for
+    the generator's first line."""
+    import dataclasses
+
+    import torch
+
+    from nmtkit.core.errors import UserError
+    from nmtkit.translate.settings import SearchConfig, TranslateOptions
+    from nmtkit.translate.translator import Translator
+
+    t = Translator.from_checkpoints(ckpt(overfit), torch.device("cpu"))  # a torch.device as its name
+    for lines, said in (([EN[0], None, EN[1]], "line 2 is NoneType, not str"), ([b"x"], "line 1 is bytes")):
+        with pytest.raises(TypeError, match=said):
+            list(t.translate(lines))
+    with pytest.raises(TypeError, match="the constraints of line 1 are str: give a list of phrases"):
+        list(t.translate(EN[:1], constraints=["lumière"]))
+    with pytest.raises(TypeError, match="line 1's constraint 1 is int"):
+        list(t.translate(EN[:1], constraints=[[5]]))
+    with pytest.raises(TypeError, match="--prefix takes a line per input line"):
+        t.translate(EN[:1], prefixes="Et Dieu")
+    with pytest.raises(TypeError, match="options is a SearchConfig"):
+        t.translate(EN[:1], SearchConfig(beam=2))
+    with pytest.raises(UserError, match="nbest 5 is more than beam 2"):  # before any line is read
+        t.translate([], TranslateOptions(search=SearchConfig(beam=2, nbest=5)))
+    with pytest.raises(TypeError, match="translation 1 is NoneType"):
+        t.force(EN[:1], [None])
+    with pytest.raises(ValueError, match="no checkpoint given"):
+        Translator.from_checkpoints([])
+    for made in (lambda: SearchConfig(beam=2.5), lambda: TranslateOptions(batch_size="4")):
+        with pytest.raises(UserError, match="not a whole number"):
+            made()
+    [best] = t.translate(EN[:1], TranslateOptions(search=SearchConfig(beam=3, nbest=3)))
+    assert best.nbest[0] == dataclasses.replace(best, nbest=[]) and len(best.nbest) == 3
+    assert len(dataclasses.asdict(best)["nbest"]) == 3  # no list that holds its owner
+
+
 def test_nbest_lists_are_ordered_and_start_with_the_best(overfit, tmp_path):
     src = tmp_path / "src.en"
     src.write_text(EN[1] + "\n\n" + EN[3] + "\n", encoding="utf-8")

@@ -641,3 +641,82 @@ def test_the_reports_epochs_are_the_runs_own():
     epochs = _epochs(batches.state_dict(), src, tgt, cfg)
     assert epochs == pytest.approx(300 / 7) and int(epochs) + 1 == batches.drawn_epoch + 1 == 43
     assert _epochs(None, src, tgt, cfg) is None
+
+
+def _tar(path: Path, members: dict[str, bytes], mode: str = "w") -> Path:
+    with tarfile.open(path, mode) as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def test_a_test_set_whose_documents_stand_in_another_order_is_refused_before_anything_is_written(tmp_path):
+    """Read in file order, a reference with its documents (or segment ids) reordered paired each
+    sentence with another's translation, exit 0."""
+    lines = [f"line {i}\n".encode() for i in range(6)]
+    src, ref = sgml(lines, "t", "en", "src", doc_size=2), sgml(lines, "t", "fr", "ref", doc_size=2)
+    docs = re.split(rb"(?=<doc )", ref)
+    swapped = docs[0] + docs[2] + docs[1] + docs[3]  # bible.2 before bible.1
+    names = [f"test-full/newstest2014-fren-{role}.{lang}.sgm" for role, lang in (("src", "en"), ("ref", "fr"))]
+    for reference, said in (
+        (swapped, "segment 1 is document 'bible.1' segment '1' in the en file but 'bible.2' '1' in the fr one"),
+        (ref.replace(b'<seg id="2">', b'<seg id="9">'), "segment 2 is document 'bible.1' segment '2' in the en"),
+    ):
+        archive = _tar(tmp_path / "test-full.tgz", dict(zip(names, (src, reference))), "w:gz")
+        with pytest.raises(UserError, match=re.escape(said)):
+            write_part(archive, TEST, ("en", "fr"), tmp_path / "out" / "newstest2014")
+        assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
+    archive = _tar(tmp_path / "test-full.tgz", dict(zip(names, (src, ref))), "w:gz")
+    assert write_part(archive, TEST, ("en", "fr"), tmp_path / "out" / "newstest2014") == 6
+    assert (tmp_path / "out" / "newstest2014.fr").read_text().splitlines()[5] == "line 5"
+
+
+def test_dev_files_without_a_final_newline_are_joined_line_for_line(tmp_path):
+    from nmtkit.data.wmt14 import concat
+
+    (tmp_path / "a").write_bytes(b"one\ntwo")  # newstest2012 as an editor may leave it
+    (tmp_path / "b").write_bytes(b"three\n")
+    (tmp_path / "e").write_bytes(b"")
+    concat([tmp_path / "a", tmp_path / "e", tmp_path / "b"], tmp_path / "out")
+    assert (tmp_path / "out").read_bytes() == b"one\ntwo\nthree\n"
+
+
+def test_a_plain_tar_cut_at_a_block_edge_is_set_aside_with_nothing_of_it_kept(tmp_path):
+    """Cut between members, the tar read as a whole one: 'has no member', exit 2 at every run,
+    the archive kept and the first member's corpus left behind."""
+    from click.testing import CliRunner
+
+    from bench.wmt14 import main as recipe
+
+    dl = tmp_path / "dl"
+    (dl / "wmt10").mkdir(parents=True)
+    members = {f"giga-fren.release2.fixed.{lang}.gz": gzip.compress(f"{lang} line\n".encode()) for lang in ("en", "fr")}
+    whole = _tar(tmp_path / "whole.tar", members).read_bytes()
+    cut = whole[: 512 * (1 + -(-len(members["giga-fren.release2.fixed.en.gz"]) // 512))]  # the first member alone
+    archive = dl / "wmt10" / "training-giga-fren.tar"
+    archive.write_bytes(cut)
+    r = CliRunner().invoke(recipe, ["unpack", "giga-fren", "--downloads", str(dl), "--out", str(tmp_path / "c" / "g")])
+    assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+    assert "has no member giga-fren.release2.fixed.fr.gz (cut short" in r.output and "run again" in r.output
+    assert not archive.exists() and (dl / "wmt10" / "training-giga-fren.tar.bad").exists()
+    assert not list((tmp_path / "c").glob("g*"))
+
+
+@pytest.mark.parametrize(
+    "content, said",
+    [
+        (b"wmt14/dev.tgz sha256:abc 12\n\xff\xfe bad\n", "line 2 is not valid UTF-8"),
+        (b"wmt14/dev.tgz shake_128:abc 12\n", "line 1: 'shake_128' is not one of blake2b"),
+    ],
+)
+def test_a_checksums_file_that_cannot_be_read_is_one_line(tmp_path, content, said):
+    (tmp_path / "sums").write_bytes(content)
+    with pytest.raises(UserError, match=re.escape(said)):
+        read_checksums(tmp_path / "sums")
+
+
+def test_a_checksums_file_with_a_byte_order_mark_or_capitals_is_read(tmp_path):
+    (tmp_path / "sums").write_bytes("\ufeffwmt14/dev.tgz SHA256:ABC 12\n".encode())
+    assert read_checksums(tmp_path / "sums") == {"wmt14/dev.tgz": Checksum("sha256", "abc", 12)}

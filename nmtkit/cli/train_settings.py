@@ -45,7 +45,9 @@ def resolved_settings(
     those not in ``given`` (the flags typed) are taken, and of the model's, those of the model's
     own family (a recipe's --tie-embeddings or --fused-steps is left out for Luong et al.'s
     LSTMs); a flag of another family and flags that contradict each other are refused, but not a
-    run that lacks something yet (a budget, a model to start from)."""
+    run that lacks something yet (a budget, a model to start from). A schedule's preset stands
+    where ``"preset"`` is not in ``given``, as ``--schedule cpu`` takes the small sizes."""
+    _refuse_unknown(("--arch", arch, FAMILIES), ("--schedule", schedule_name, SCHEDULES))
     family = FAMILIES[arch]
     own, every = family.flags(), every_model_flag()
     dropout = values.get("dropout")
@@ -94,6 +96,13 @@ def resolved_settings(
     model = model_config(arch, **sizes, **mine)
     _refuse_idle(model, given)
     return model, TrainConfig(**{k: v for k, v in values.items() if k not in every} | recipe)
+
+
+def _refuse_unknown(*named: tuple[str, str, Any]) -> None:
+    """Refuse a name a caller in Python gave that the command line's choices would have refused."""
+    for flag, name, known in named:
+        if name not in known:
+            raise UserError(f"{flag} {name!r}: not one of {', '.join(known)}")
 
 
 def family_of_run(arch: str, checkpoint: Path | None, given: set[str]) -> str:

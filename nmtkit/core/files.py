@@ -277,6 +277,8 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
         return
     if path.is_symlink():
         path = Path(os.path.realpath(path))
+    if path.is_dir():  # else the rename's error, naming the temporary file, comes after the work
+        raise UserError(f"{path}: is a directory: give a file's name")
     made, tmp = dirs_to_make(path.parent), None
     try:
         with writing_into(path):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import math
+import numbers
 from collections.abc import Iterator
 from dataclasses import MISSING, Field, asdict, dataclass, field, fields
 from typing import Any
@@ -109,12 +110,15 @@ def default_of(f: Field[Any]) -> Any:
 
 
 def check_declared(config: Any) -> None:
-    """Refuse, in one line, a value of ``config`` outside its declared choices or bounds."""
+    """Refuse, in one line, a value of ``config`` of another kind than its field's (``beam=2.5``,
+    ``lr="1e-3"``: a config built in Python, or a config file) or outside its declared choices or
+    bounds."""
     for f in fields(config):
         declared_ = f.metadata.get("nmtkit")
-        why = declared_.refusal(getattr(config, f.name)) if declared_ else None
-        if declared_ and why:
-            spelling = declared_.flag or "--" + f.name.replace("_", "-")
+        value = getattr(config, f.name)
+        why = _mistyped(f, value) or (declared_.refusal(value) if declared_ else None)
+        if why:
+            spelling = declared_.flag if declared_ and declared_.flag else "--" + f.name.replace("_", "-")
             raise UserError(f"{spelling}: {why}")
 
 
@@ -153,6 +157,7 @@ class Settings:
 
     def __post_init__(self) -> None:
         if _CHECKING.get():
+            _as_plain_numbers(self)
             check_declared(self)
 
     def to_dict(self) -> dict[str, Any]:
@@ -173,6 +178,7 @@ class Settings:
 
 
 _KINDS = {"bool": (bool,), "int": (int,), "float": (int, float), "str": (str,)}
+_KIND_NAMES = {"bool": "true or false", "int": "a whole number", "float": "a number", "str": "a str"}
 
 
 def _mistyped(f: Field[Any], value: Any) -> str | None:
@@ -183,7 +189,19 @@ def _mistyped(f: Field[Any], value: Any) -> str | None:
         return None
     if isinstance(value, _KINDS[kind]) and (kind == "bool" or not isinstance(value, bool)):
         return None
-    return f"{value!r}, not a {'number' if kind in ('int', 'float') else kind}"
+    return f"{value!r}, not {_KIND_NAMES[kind]}"
+
+
+def _as_plain_numbers(config: Any) -> None:
+    """numpy's numbers (a sweep's computed sizes) made Python's in the number fields, as a
+    checkpoint keeps them and ``torch.load(weights_only=True)`` reads them back."""
+    for f in fields(config):
+        value, kind = getattr(config, f.name), str(f.type).partition(" | ")[0]
+        if isinstance(value, numbers.Number) and type(value) not in (bool, int, float):
+            if kind == "int" and isinstance(value, numbers.Integral):
+                object.__setattr__(config, f.name, int(value))
+            elif kind == "float" and isinstance(value, numbers.Real):
+                object.__setattr__(config, f.name, float(value))
 
 
 @contextlib.contextmanager

@@ -95,6 +95,7 @@ class TokenArray:
         return len(self.sizes)
 
     def __getitem__(self, i: int) -> np.ndarray:
+        i = range(len(self))[i]  # a negative index from the end, one past it an IndexError
         return np.asarray(self.ids[self.offsets[i] : self.offsets[i + 1]])
 
 
@@ -174,6 +175,8 @@ class Corpus:
 
     def vocab(self, lang: str) -> Vocab:
         """The vocabulary of language ``lang``, checked against the manifest's fingerprint."""
+        if lang not in self.manifest.vocab:
+            raise UserError(f"{self.path}: has no {lang!r} side, only {', '.join(self.manifest.vocab)}")
         entry = self.manifest.vocab[lang]
         vocab = Vocab.load(self.path / entry.file)
         if vocab.fingerprint != entry.sha256:

@@ -21,7 +21,7 @@ from typing import IO
 
 from ..core.console import log, progress
 from ..core.errors import UserError
-from ..core.files import atomic_write
+from ..core.files import atomic_write, read_lines
 
 BLOCK = 1 << 20
 
@@ -52,22 +52,27 @@ def file_digest(path: Path, algo: str = "sha256") -> str:
     return h.hexdigest()
 
 
+# hashlib's, but for the SHAKEs, whose digest has no length of its own
+_ALGORITHMS = sorted(a for a in hashlib.algorithms_guaranteed if not a.startswith("shake"))
+
+
 def read_checksums(path: Path) -> dict[str, Checksum]:
     """``PATH ALGO:DIGEST [SIZE]`` lines (``#`` starts a comment) → {relative path: Checksum}."""
     sums: dict[str, Checksum] = {}
     if not path.is_file():
         return sums
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for n, line in enumerate(read_lines(path, allow_empty=True), 1):  # a BOM dropped, bad UTF-8 a line
         fields = line.split("#", 1)[0].split()
         if not fields:
             continue
         try:
-            algo, digest = fields[1].split(":", 1)
+            algo, digest = fields[1].lower().split(":", 1)
             size = int(fields[2]) if len(fields) > 2 else None
-            hashlib.new(algo)
         except (IndexError, ValueError):
             raise UserError(f"{path}: line {n}: expected 'PATH ALGO:DIGEST [SIZE]'") from None
-        sums[fields[0]] = Checksum(algo, digest.lower(), size)
+        if algo not in _ALGORITHMS:
+            raise UserError(f"{path}: line {n}: {algo!r} is not one of {', '.join(_ALGORITHMS)}")
+        sums[fields[0]] = Checksum(algo, digest, size)
     return sums
 
 

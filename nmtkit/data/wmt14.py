@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import html
 import io
+import os
 import re
 import shutil
 import tarfile
@@ -108,8 +109,11 @@ def extract(archive: Path, wanted: dict[str, Path]) -> None:
                         break
     except (tarfile.TarError, OSError, EOFError, zlib.error) as err:  # zlib's: a .gz member's damage
         raise DamagedArchive(archive, f"not a readable archive ({err})") from None
-    if left:
-        raise UserError(f"{archive}: has no member " + ", ".join(sorted(left)))
+    if left:  # a tar cut at a block's edge reads as a whole one without them
+        for name, out in wanted.items():
+            if name not in left:  # half a corpus that a run would take for one
+                out.unlink(missing_ok=True)
+        raise DamagedArchive(archive, f"has no member {', '.join(sorted(left))} (cut short, or another archive)")
 
 
 def _damage(archive: Path) -> str:
@@ -149,6 +153,36 @@ def unwrap_sgml(data: bytes, where: str = "SGML") -> list[str]:
     return segs
 
 
+_TAG = re.compile(r"<(doc|seg)\b([^>]*)>", re.I)
+
+
+def _attribute(tag: str, name: str) -> str:
+    found = re.search(rf"\b{name}\s*=\s*(?:\"([^\"]*)\"|'([^']*)'|([^\s>]+))", tag, re.I)
+    return next((g for g in found.groups() if g is not None), "") if found else ""
+
+
+def sgml_keys(data: bytes) -> list[tuple[str, str]]:
+    """Each ``<seg>``'s document and segment id (``docid``, ``id``; '' where absent), in order."""
+    keys, doc = [], ""
+    for kind, attributes in _TAG.findall(data.decode("utf-8", "replace")):
+        if kind.lower() == "doc":
+            doc = _attribute(attributes, "docid")
+        else:
+            keys.append((doc, _attribute(attributes, "id")))
+    return keys
+
+
+def _refuse_unpaired(where: str, langs: tuple[str, str], keys: list[list[tuple[str, str]]]) -> None:
+    """Refuse a source and a reference whose documents or segments stand in another order: read
+    in file order, their lines would pair one sentence with another's translation."""
+    for n, (a, b) in enumerate(zip(*keys), 1):
+        if a != b:
+            raise UserError(
+                f"{where}: segment {n:,} is document {a[0]!r} segment {a[1]!r} in the {langs[0]} file but "
+                f"{b[0]!r} {b[1]!r} in the {langs[1]} one: its pairs would not match"
+            )
+
+
 def write_part(archive: Path, part: Part, langs: tuple[str, str], out_prefix: Path) -> int:
     """``out_prefix.LANG`` for both languages from ``archive``; returns the line count."""
     members = {
@@ -158,26 +192,47 @@ def write_part(archive: Path, part: Part, langs: tuple[str, str], out_prefix: Pa
         for lang in langs
     }
     extract(archive, members)
-    counts = []
-    for lang, tmp in zip(langs, members.values()):
-        if part.sgml:
-            segs = unwrap_sgml(tmp.read_bytes(), f"{archive}:{member_name(part, lang, langs[0])}")
-            with atomic_write(out_prefix.with_name(f"{out_prefix.name}.{lang}")) as fh:
-                fh.write("".join(s + "\n" for s in segs))
-            tmp.unlink()
-            counts.append(len(segs))
-        else:
-            counts.append(count_lines(tmp))
+    if not part.sgml:
+        counts = [count_lines(tmp) for tmp in members.values()]
+        _refuse_uneven(archive, part, langs, counts)
+        return counts[0]
+    try:  # both sides read and held against each other before either is written
+        datas = [tmp.read_bytes() for tmp in members.values()]
+    finally:
+        for tmp in members.values():
+            tmp.unlink(missing_ok=True)
+    segs = [unwrap_sgml(d, f"{archive}:{member_name(part, lang, langs[0])}") for d, lang in zip(datas, langs)]
+    _refuse_uneven(archive, part, langs, [len(s) for s in segs])
+    _refuse_unpaired(f"{archive}: {part.name}", langs, [sgml_keys(d) for d in datas])
+    for lang, lines in zip(langs, segs):
+        with atomic_write(out_prefix.with_name(f"{out_prefix.name}.{lang}")) as fh:
+            fh.write("".join(s + "\n" for s in lines))
+    return len(segs[0])
+
+
+def _refuse_uneven(archive: Path, part: Part, langs: tuple[str, str], counts: list[int]) -> None:
     if counts[0] != counts[1]:
         raise UserError(f"{archive}: {part.name} has {counts[0]:,} {langs[0]} and {counts[1]:,} {langs[1]} lines")
-    return counts[0]
 
 
 def concat(parts: list[Path], out: Path) -> None:
+    """The files ``parts`` one after the other, each ending its last line: a file without a final
+    newline would otherwise join its last line to the next file's first."""
     with atomic_write(out, "wb") as fh:
         for p in parts:
             with open(p, "rb") as src:
                 shutil.copyfileobj(src, fh, 1 << 20)
+            if not _ends_its_line(p):
+                fh.write(b"\n")
+
+
+def _ends_its_line(path: Path) -> bool:
+    """Whether ``path`` is empty or ends with a newline."""
+    with open(path, "rb") as fh:
+        if fh.seek(0, os.SEEK_END) == 0:
+            return True
+        fh.seek(-1, os.SEEK_END)
+        return fh.read(1) == b"\n"
 
 
 # ---- Schwenk's pre-selected release (the paper's footnote 5) ---------------------------

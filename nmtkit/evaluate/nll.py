@@ -50,6 +50,8 @@ def corpus_nll(
     model_path: str | Path, data_bin: str | Path, split: str, batch_size: int = 64, runtime: RuntimeConfig | None = None
 ) -> dict[str, Any]:
     """NLL per sentence and per token and perplexity of a checkpoint on a binarized split."""
+    if batch_size < 1:
+        raise ValueError(f"corpus_nll: batch_size {batch_size}: at least 1")
     run = setup(runtime or RuntimeConfig())
     dev = run.device
     corpus = Corpus(data_bin)

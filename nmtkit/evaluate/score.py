@@ -198,6 +198,11 @@ def corpus_scores(
     """Each metric's figure, sacreBLEU's line, signature and label, for ``hyps`` against the
     reference streams ``refs`` (each as long as ``hyps``); ``lang`` is the language whose Moses
     tokens the tokenized BLEU counts."""
+    if isinstance(refs, str) or not all(isinstance(r, (list, tuple)) for r in refs):
+        raise TypeError("refs: reference streams, each a list of lines as long as hyps ([refs] for one)")
+    if not hyps or any(len(r) != len(hyps) for r in refs):
+        lengths = ", ".join(f"{len(r):,}" for r in refs)
+        raise UserError(f"{len(hyps):,} hypotheses and reference streams of {lengths} lines: one a hypothesis")
     metrics = metrics or Metrics()
     result: dict[str, Any] = {"tokenized": tokenized, "sentences": len(hyps), "references": len(refs)}
     for name, (h, r) in metric_texts(metrics.chosen(tokenized), hyps, refs, tokenized, lang, texts).items():

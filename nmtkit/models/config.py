@@ -157,6 +157,8 @@ class ModelConfig(Settings):
     @classmethod
     def preset_sizes(cls, preset: str) -> dict[str, int]:
         """A size preset's sizes that this family has."""
+        if preset not in MODEL_PRESETS:
+            raise UserError(f"--preset {preset!r}: not one of {', '.join(MODEL_PRESETS)}")
         own = cls.flags()
         return {k: v for k, v in MODEL_PRESETS[preset].items() if k in own}
 

@@ -35,7 +35,7 @@ from ..models.base import EncoderOut, Seq2Seq
 from ..models.ensemble import Ensemble
 from ..models.int8 import quantize_int8
 from ..text.bpe import UnitKinds
-from .beside import LinesBeside
+from .beside import LinesBeside, refuse_non_phrases, refuse_non_text
 from .constraints import (
     Phrases,
     constraint_batch,
@@ -165,12 +165,15 @@ class Translator:
 
     @classmethod
     def from_checkpoints(
-        cls, paths: list[str | Path] | str | Path, runtime: RuntimeConfig | str | None = None
+        cls, paths: list[str | Path] | str | Path, runtime: RuntimeConfig | torch.device | str | None = None
     ) -> Translator:
         """The models of ``paths`` (several: an ensemble) set up by ``runtime`` (or just a device
         name); with ``runtime.int8``, their linear layers in int8 (:mod:`nmtkit.models.int8`)."""
-        paths = [paths] if isinstance(paths, (str, Path)) else paths
-        cfg = runtime if isinstance(runtime, RuntimeConfig) else RuntimeConfig(device=runtime)
+        paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
+        if not paths:
+            raise ValueError("Translator.from_checkpoints: no checkpoint given")
+        device = None if runtime is None else str(runtime)  # a torch.device as its name
+        cfg = runtime if isinstance(runtime, RuntimeConfig) else RuntimeConfig(device=device)
         # the search's output layer is its own (inference_linear): numpy's BLAS serves training's loss
         run = setup(replace(cfg, logits_blas="torch"))
         model, sides, lexicon = load_models(paths, run.device, cfg.int8)
@@ -191,16 +194,24 @@ class Translator:
         ``constraints``: per line of ``lines``, the phrases (raw target text) its output must hold."""
         if isinstance(lines, str):  # else each of its characters would be a line
             raise TypeError("Translator.translate takes lines (a list or a file), not one str: use [line]")
+        self._refuse_unmet(options)  # now, not at the first line read: a generator runs late
         forced, wanted = LinesBeside(prefixes), LinesBeside(constraints, "--constraints")
-        pending: list[str] = []
+        return self._translate(iter(lines), options, block, forced, wanted, done)
+
+    def _translate(
+        self,
+        lines: Iterator[str],
+        options: TranslateOptions,
+        block: int,
+        forced: LinesBeside[str],
+        wanted: LinesBeside[list[str]],
+        done: Callable[[int], object],
+    ) -> Iterator[Translation]:
         read = 0
-        for line in itertools.chain(lines, [None]):
-            if line is not None:
-                pending.append(line)
-            if pending and (line is None or len(pending) >= block):
-                n = len(pending)
-                yield from self.translate_block(pending, options, read + 1, forced.take(n), done, wanted.take(n))
-                read, pending = read + n, []
+        while pending := list(itertools.islice(lines, block)):
+            n = len(pending)
+            yield from self.translate_block(pending, options, read + 1, forced.take(n), done, wanted.take(n))
+            read += n
         forced.finish()
         wanted.finish()
 
@@ -242,6 +253,9 @@ class Translator:
         and holds the phrases of its ``constraints``. ``done`` is told how many lines each batch
         translated, as it ends (a progress bar's advance)."""
         self._refuse_unmet(options)
+        refuse_non_text(lines, first_line)
+        refuse_non_text(prefixes or [], first_line, "the prefix of line")
+        refuse_non_phrases(constraints or [], first_line)
         if constraints is not None:
             refuse_sampling(options.search)
         src_side, tgt_side = self.sides.src, self.sides.tgt
@@ -309,8 +323,8 @@ class Translator:
                 )
                 if row % n == 0:
                     out[i] = t
-                if n > 1:
-                    out[i].nbest.append(t)
+                if n > 1:  # the first a copy: a list holding its own owner defeats dataclasses.asdict
+                    out[i].nbest.append(t if row % n else replace(t, nbest=[]))
             done(len(idx))
         return out
 
@@ -373,6 +387,8 @@ class Translator:
 
     def _refuse_unmet(self, options: TranslateOptions) -> None:
         """Refuse, in a line, what these models cannot do, from the command line or a caller's config."""
+        if not isinstance(options, TranslateOptions):  # a SearchConfig goes inside one
+            raise TypeError(f"options is a {type(options).__name__}: give a TranslateOptions(search=SearchConfig(…))")
         options.check()
         units = len(self.sides.tgt.vocab)
         if not options.search.sampling and options.search.beam > units:
@@ -415,6 +431,8 @@ class Translator:
         if not (scored or aligned):
             raise ValueError("Translator.force: scored=False, aligned=False asks for nothing")
         limit, first = crop
+        refuse_non_text(sources, first, "source")
+        refuse_non_text(targets, first, "translation")
         src_tok = [
             _crop(self.sides.src.tokens(s, tokenized), limit, first + k, "scoring") for k, s in enumerate(sources)
         ]
