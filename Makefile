@@ -444,7 +444,9 @@ gpu-check: $(if $(ON_GPU),,data)
 from_root = $(if $(filter /%,$(firstword $1)),$1,$(if $(findstring /,$(firstword $1)),$(CURDIR)/$(strip $1),$1))
 # a work, download or runs directory, mirror or checksums file named from here, as the user stands: made
 # absolute (not a URL)
-here = $(if $(or $(filter /%,$1),$(findstring ://,$1)),$1,$(CURDIR)/$1)
+here = $(if $(or $(filter /%,$1),$(findstring ://,$1)),$1,$(call _spaced_abspath,$(CURDIR)/$1))
+# abspath of a path that may hold spaces, which make's functions take for word breaks
+_spaced_abspath = $(subst ^nmtkit-space^,$(subst ,, ),$(abspath $(subst $(subst ,, ),^nmtkit-space^,$1)))
 reproduce: $(INSTALLED)
 	$(MAKE) -C examples/wmt14_en_fr reproduce ROOT=$(CURDIR) PY="$(call from_root,$(PY))" NMTKIT="$(call from_root,$(NMTKIT))" \
 	    $(foreach v,WORK DL RUNS,$(if $(filter command line,$(origin $v)),$v='$(call here,$($v))')) \

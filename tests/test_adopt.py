@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from nmtkit import checkpoint
 from nmtkit.cli import main
 from nmtkit.core.errors import UserError
 from nmtkit.core.runtime import resolve_device
+from nmtkit.models.config import model_config
 from tests.checkpoints import fake_checkpoint
 from tests.conftest import EN, FR
 
@@ -233,6 +235,10 @@ def test_average_is_the_mean_of_the_weights(tmp_path):
     checkpoint.save(tmp_path / "c.pt", other)
     r = invoke("average", tmp_path / "a.pt", tmp_path / "c.pt", "-o", tmp_path / "bad.pt")
     assert r.exit_code == 2 and "differs in hidden" in r.output and not (tmp_path / "bad.pt").exists()
+    other.model = model_config("luong", src_vocab=other.model.src_vocab, tgt_vocab=other.model.tgt_vocab)
+    checkpoint.save(tmp_path / "c.pt", other)  # every field was listed, the other family's too
+    r = invoke("average", tmp_path / "a.pt", tmp_path / "c.pt", "-o", tmp_path / "bad.pt")
+    assert r.exit_code == 2 and f"c.pt: a model of --arch luong, {tmp_path / 'a.pt'} one of rnnsearch" in r.output
     # checkpoints that differ in their dropouts alone (a run fine-tuned with more) have alike weights
     tuned = fake_checkpoint(tmp_path / "d.pt", weights={"w": torch.zeros(2), "b": torch.zeros(1)})
     tuned.model = replace(tuned.model, dropout=0.3, weight_drop=0.2)
@@ -308,6 +314,10 @@ def test_average_takes_a_run_directory_and_its_last_n_validations_in_update_orde
     assert too_many.exit_code == 2 and "--last 4: there are 3 checkpoints" in too_many.output
     twice = invoke("average", run, run / "update-9.pt", "-o", tmp_path / "x.pt")
     assert twice.exit_code == 2 and "update-9.pt: given twice" in twice.output
+    os.link(run / "update-9.pt", tmp_path / "hard.pt")  # a hard link was averaged as a second model
+    twice = invoke("average", run / "update-9.pt", tmp_path / "hard.pt", "-o", tmp_path / "x.pt")
+    assert twice.exit_code == 2 and "hard.pt: given twice" in twice.output
+    (tmp_path / "hard.pt").unlink()
     empty = invoke("average", tmp_path / "avg.pt", tmp_path, "-o", tmp_path / "x.pt")
     assert empty.exit_code == 2 and "holds no update-N.pt" in empty.output
     (run / "metrics.jsonl").write_text('{"step": 5, "dev_nll": 1.0}\n')  # another run's log, none of these
@@ -769,6 +779,22 @@ def test_average_tells_an_earlier_runs_models_of_the_same_numbers_by_the_run_id(
         "update-2.pt",
         "update-4.pt",
     ]
+
+
+def test_a_run_whose_log_lost_its_last_validations_keeps_its_own_models_by_the_run_id(data_bin, tmp_path):
+    """A log cut short (a copy, an editor) left the run's own update-N.pt out of it: average called
+    them an earlier run's and --keep-last let them pile up. Their run id says whose they are."""
+    run, every = tmp_path / "k", ["--valid-every", 2, "--best-by", "nll", "--keep-last", 2]
+    assert invoke("train", data_bin, "--save-dir", run, *TINY, "--max-updates", 6, *every).exit_code == 0
+    lines = (run / "metrics.jsonl").read_text().splitlines(keepends=True)
+    cut = next(i for i, line in enumerate(lines) if json.loads(line).get("step") == 4 and "dev_nll" in line)
+    (run / "metrics.jsonl").write_text("".join(lines[:cut]))  # the validations of updates 4 and 6 gone
+    r = invoke("average", run, "-o", tmp_path / "avg.pt")
+    assert r.exit_code == 0 and "earlier run" not in r.output, r.output
+    assert [a.name for a in checkpoint.load(tmp_path / "avg.pt").averaged] == ["update-4.pt", "update-6.pt"]
+    r = invoke("train", data_bin, "--save-dir", run, *TINY, "--max-updates", 10, *every)
+    assert r.exit_code == 0, r.output
+    assert sorted(p.name for p in run.glob("update-*.pt")) == ["update-10.pt", "update-8.pt"]
 
 
 def test_a_dev_nll_that_is_not_finite_stops_the_run_in_one_line(data_bin, tmp_path, monkeypatch):

@@ -50,6 +50,36 @@ def test_round_trip_keeps_every_section(tmp_path):
     assert torch.equal(back.weights["a"], torch.arange(4.0)) and not back.training.resumable
 
 
+def test_a_full_disk_under_a_checkpoint_is_the_system_s_error_naming_it(tmp_path, monkeypatch):
+    """torch's zip writer answered a failed write with its own RuntimeError ('enforce fail at
+    inline_container.cc'), a traceback in average, lexicon and train where translate said a line."""
+    import errno
+
+    from nmtkit.core import files
+
+    real = files._NamedFile.write
+
+    def filling(self, b):  # a disk that fills after 4 KiB of a file
+        if self.tell() + len(b) > 4096:
+            with files._named(self.shown):
+                raise OSError(errno.ENOSPC, "No space left on device")
+        return real(self, b)
+
+    ckpt = fake_checkpoint(tmp_path / "c.pt", weights={"a": torch.zeros(100_000)})
+    fake_checkpoint(tmp_path / "d.pt", weights={"a": torch.ones(100_000)})
+    monkeypatch.setattr(files._NamedFile, "write", filling)
+    with pytest.raises(OSError) as err:
+        checkpoint.save(tmp_path / "e.pt", ckpt)
+    assert err.value.errno == errno.ENOSPC and err.value.filename == str(tmp_path / "e.pt")
+    r = CliRunner().invoke(
+        main, ["average", str(tmp_path / "c.pt"), str(tmp_path / "d.pt"), "-o", str(tmp_path / "e.pt")]
+    )
+    assert (
+        r.exit_code == 2 and r.output.strip() == f"nmtkit average: error: {tmp_path / 'e.pt'}: no space left on device"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.pt", "d.pt"]  # nothing half-written
+
+
 def test_version_1_files_still_load(tmp_path):
     ckpt = fake_checkpoint(tmp_path / "c.pt", step=3)
     ckpt.training.optimizer, ckpt.training.batches = (
@@ -313,3 +343,17 @@ def test_records_written_without_checksums_load_and_a_file_is_checked_once(tmp_p
     os.utime(tmp_path / "c.pt", ns=(1, 1))  # another file now, as far as anyone can tell
     checkpoint.load(tmp_path / "c.pt")
     assert len(opened) == 2 * records
+
+
+def test_a_last_pt_with_a_damaged_byte_is_said_with_the_way_to_start_over(data_bin, tmp_path):
+    """A checksum mismatch was a plain format error: train left out the --reset line a cut-off
+    last.pt gets."""
+    run = tmp_path / "run"
+    run.mkdir()
+    fake_checkpoint(run / "last.pt", weights={"w": torch.zeros(4096)})
+    data = bytearray((run / "last.pt").read_bytes())
+    data[data.index(bytes(8192)) + 4096] ^= 0xFF  # a byte of the weights
+    (run / "last.pt").write_bytes(bytes(data))
+    r = CliRunner().invoke(main, ["train", str(data_bin), "--save-dir", str(run), "--preset", "tiny"])
+    assert r.exit_code == 2 and r.output.count("\n") == 1, r.output
+    assert "do not match their checksum); --reset starts over" in r.output

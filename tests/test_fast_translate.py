@@ -195,6 +195,27 @@ def test_the_lexicon_command_says_how_many_words_it_holds(overfit, tmp_path):
     assert "and --per-source 100,000,000 pass the vocabulary" in r.output  # --frequent 1,000 too, here
 
 
+def test_an_ensembles_shortlist_is_its_members_lists_together_whatever_their_order(overfit, tmp_path):
+    """The first member's lexicon served the ensemble: the same models in another order searched
+    other candidates (other scores), and a member without one let --shortlist through."""
+    a = Lexicon(4, torch.tensor([[5, 0], [6, 7]], dtype=torch.int32))
+    b = Lexicon(6, torch.tensor([[8], [9]], dtype=torch.int32))
+    src = torch.tensor([[0, 1]])
+    assert a.candidates(src).tolist() == [0, 1, 2, 3, 5, 6, 7]
+    for both in (Lexicon.union([a, b]), Lexicon.union([b, a])):
+        assert both.candidates(src).tolist() == list(range(10))
+    assert Lexicon.union([a]) is a and Lexicon.union([]) is None
+    ckpt, small = overfit / "run" / "last.pt", tmp_path / "small.pt"
+    args = ["lexicon", str(ckpt), "--data", str(overfit / "bin-kept"), "-o", str(small)]
+    assert CliRunner().invoke(main, [*args, "--frequent", "0", "--per-source", "1"]).exit_code == 0
+    options = TranslateOptions(search=SearchConfig(beam=3), shortlist=True)
+    found = [
+        [(t.text, t.score) for t in Translator.from_checkpoints(models, "cpu").translate(EN[:3], options)]
+        for models in ([small, ckpt], [ckpt, small])
+    ]
+    assert found[0] == found[1]
+
+
 @pytest.mark.parametrize("penalty", ["none", "average", "power", "gnmt"])
 def test_looking_for_finished_sentences_every_fourth_step_changes_no_output(penalty):
     # the GPU's schedule (fewer waits for the device), run on the CPU

@@ -311,3 +311,17 @@ def test_a_killed_writer_s_temporary_file_is_removed_by_the_next_write_of_its_fi
         fh.write("whole\n")
     assert not dead.exists() and live.exists() and other.exists()
     assert (tmp_path / "out.fr").read_text() == "whole\n"
+
+
+def test_a_refused_rename_is_said_of_the_output_not_of_the_temporary_file(tmp_path, monkeypatch):
+    """Over an immutable file (chattr +i) the error named '.out.txt.HOST-PID-….tmp'."""
+
+    def refused(src, dst):
+        raise PermissionError(errno.EPERM, "Operation not permitted", src, dst)
+
+    monkeypatch.setattr(os, "replace", refused)
+    with pytest.raises(OSError) as err:
+        with atomic_write(tmp_path / "out.txt") as fh:
+            fh.write("x")
+    assert err.value.filename == str(tmp_path / "out.txt") and err.value.filename2 is None
+    assert os.listdir(tmp_path) == []

@@ -159,7 +159,18 @@ def test_the_checkpoint_stores_format_3_and_refuses_a_later_one(tmp_path):
     assert raw["model"]["config"]["coverage"] == {"kind": "neural", "max_fertility": 2.0}
     assert checkpoint.load(tmp_path / "m.pt").format_version == 3
     torch.save({**raw, "version": 4}, tmp_path / "later.pt")
-    with pytest.raises(FormatError, match="format version 4 is not supported .this nmtkit reads versions 1 to 3"):
+    with pytest.raises(FormatError, match=r"format version 4 is not supported .this nmtkit reads versions 1 to 3\)$"):
+        checkpoint.load(tmp_path / "later.pt")
+    # a newer nmtkit's file says so: a format, or a setting, this one does not know
+    from nmtkit import __version__
+
+    newer = {**raw, "nmtkit": "99.0.0"}
+    torch.save({**newer, "version": 4}, tmp_path / "later.pt")
+    with pytest.raises(FormatError, match=f"versions 1 to 3.: nmtkit 99.0.0 wrote it, and this is {__version__}$"):
+        checkpoint.load(tmp_path / "later.pt")
+    newer["model"] = {**raw["model"], "config": {**raw["model"]["config"], "fancy": 1}}
+    torch.save(newer, tmp_path / "later.pt")
+    with pytest.raises(FormatError, match=r"field: fancy\): nmtkit 99.0.0 wrote it, and this is"):
         checkpoint.load(tmp_path / "later.pt")
 
 

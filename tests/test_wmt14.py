@@ -493,6 +493,7 @@ def test_the_top_make_reproduce_hands_on_relative_absolute_and_path_commands_who
     line = handed("MIRROR=statmt", "CHECKSUMS=statmt/sums.txt")
     assert f"MIRROR='{ROOT}/statmt' CHECKSUMS='{ROOT}/statmt/sums.txt'" in line
     assert f"WORK='{ROOT}/scratch/wmt'" in handed("WORK=scratch/wmt")  # as the mirror: from here
+    assert f"MIRROR='{ROOT.parent}/my mirror'" in handed("MIRROR=../my mirror")  # a space was a word break
     assert "MIRROR='http://x.org/a'" in handed("MIRROR=http://x.org/a") and "MIRROR=" not in handed()
     # the in-domain text: a prefix from here, with or without a /, made absolute; a corpus's name as it is
     assert "IN_DOMAIN='europarl-v7'" in handed("IN_DOMAIN=europarl-v7")

@@ -32,6 +32,8 @@ def average(paths: list[str | Path]) -> Checkpoint:
     for path in paths[1:]:
         ckpt = checkpoint.load(path)
         if ckpt.model.weights_alike() != first.model.weights_alike():  # dropouts may differ: the last's are kept
+            if ckpt.model.arch != first.model.arch:
+                raise UserError(f"{path}: a model of --arch {ckpt.model.arch}, {paths[0]} one of {first.model.arch}")
             theirs, ours = ckpt.model.weights_alike().flat(), first.model.weights_alike().flat()
             diff = sorted(k for k in theirs.keys() | ours.keys() if theirs.get(k) != ours.get(k))
             raise UserError(f"{path}: another model than {paths[0]} (differs in {', '.join(diff)})")
@@ -135,9 +137,10 @@ def inputs(
             whose = "only an earlier run's update-N.pt" if earlier else "no update-N.pt"
             raise UserError(f"{path}: holds {whose} (train with --keep-last N to keep the last N)")
         found += own
-    twice = next((p for k, p in enumerate(found) if p.resolve() in {q.resolve() for q in found[:k]}), None)
+    files = [(p.stat().st_dev, p.stat().st_ino) if p.exists() else p.resolve() for p in found]  # hard links too
+    twice = next((p for k, p in enumerate(found) if files[k] in files[:k]), None)
     if twice is not None:
-        raise UserError(f"{twice}: given twice (as itself or in its run directory)")
+        raise UserError(f"{twice}: given twice (as itself, a link to it, or in its run directory)")
     if last > len(found):
         raise UserError(f"--last {last}: there are {len(found)} checkpoints")
     return found[-last:] if last else found

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import pickle
+import re
 import struct
 import zipfile
 from dataclasses import dataclass, field
@@ -238,7 +239,12 @@ def save(path: str | Path, ckpt: Checkpoint) -> None:
     if ckpt.averaged:
         payload["averaged"] = [{"name": a.name, "step": a.step} for a in ckpt.averaged]
     with atomic_write(path, "wb") as fh:
-        torch.save(payload, fh)
+        try:
+            torch.save(payload, fh)
+        except RuntimeError as err:  # torch's zip writer says a failed write (a full disk) its own way
+            if isinstance(err.__context__, OSError):
+                raise err.__context__ from None
+            raise
 
 
 def load(path: str | Path, lazy: bool = True) -> Checkpoint:
@@ -255,17 +261,28 @@ def load(path: str | Path, lazy: bool = True) -> Checkpoint:
     elif version not in (2, VERSION):
         raise FormatError(
             f"{path}: checkpoint format version {version!r} is not supported "
-            f"(this nmtkit reads versions 1 to {VERSION})"
+            f"(this nmtkit reads versions 1 to {VERSION}){_newer(raw)}"
         )
     try:
         return _parse(raw, version)
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as err:
         what = f"no {err.args[0]!r}" if isinstance(err, KeyError) else str(err).splitlines()[0][:120]
-        raise FormatError(f"{path}: not a complete nmtkit checkpoint ({what})") from None
+        raise FormatError(f"{path}: not a complete nmtkit checkpoint ({what}){_newer(raw)}") from None
     except UnknownFamily as err:
         raise UnknownFamily(f"{path}: {err}") from None
     except FormatError as err:
-        raise FormatError(f"{path}: not a complete nmtkit checkpoint ({err})") from None
+        raise FormatError(f"{path}: not a complete nmtkit checkpoint ({err}){_newer(raw)}") from None
+
+
+def _newer(raw: dict[str, Any]) -> str:
+    """What to say of a file a newer nmtkit wrote (its format or settings may be unknown here)."""
+    wrote = raw.get("nmtkit")
+    newer = isinstance(wrote, str) and _release(wrote) > _release(__version__)
+    return f": nmtkit {wrote} wrote it, and this is {__version__}" if newer else ""
+
+
+def _release(version: str) -> tuple[int, ...]:
+    return tuple(int(n) for n in re.findall(r"\d+", version)[:3])
 
 
 def not_finite(ckpt: Checkpoint) -> str | None:
@@ -388,7 +405,7 @@ def _check_sums(path: Path) -> None:
                         pass
     except zipfile.BadZipFile as err:
         if "CRC" in str(err):
-            raise FormatError(
+            raise DamagedCheckpoint(
                 f"{path}: corrupt checkpoint (the bytes of {record.filename} do not match their checksum)"
             ) from None
         raise DamagedCheckpoint(f"{path}: truncated or corrupt checkpoint ({str(err).splitlines()[0][:120]})") from None

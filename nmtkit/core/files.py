@@ -291,7 +291,10 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
             fh.flush()
             with _named(path):
                 os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        try:
+            os.replace(tmp, path)
+        except OSError as err:  # said of the temporary file: an immutable or read-only output is the user's
+            raise OSError(err.errno, err.strerror, str(path)) from None
         fsync_dir(path.parent)
     except BaseException:
         if tmp is not None:

@@ -197,11 +197,12 @@ def _as_plain_numbers(config: Any) -> None:
     checkpoint keeps them and ``torch.load(weights_only=True)`` reads them back."""
     for f in fields(config):
         value, kind = getattr(config, f.name), str(f.type).partition(" | ")[0]
-        if isinstance(value, numbers.Number) and type(value) not in (bool, int, float):
-            if kind == "int" and isinstance(value, numbers.Integral):
-                object.__setattr__(config, f.name, int(value))
-            elif kind == "float" and isinstance(value, numbers.Real):
-                object.__setattr__(config, f.name, float(value))
+        if type(value) in (bool, int, float):  # numpy's float64 is a float, but pickles as numpy's
+            continue
+        if kind == "int" and isinstance(value, numbers.Integral):
+            object.__setattr__(config, f.name, int(value))
+        elif kind == "float" and isinstance(value, numbers.Real):
+            object.__setattr__(config, f.name, float(value))
 
 
 @contextlib.contextmanager

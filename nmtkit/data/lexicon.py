@@ -46,6 +46,15 @@ class Lexicon:
         found: torch.Tensor = torch.unique(torch.cat([always, words]))  # sorted: specials keep their ids
         return found
 
+    @staticmethod
+    def union(lexicons: Sequence[Lexicon]) -> Lexicon | None:
+        """One list holding each of ``lexicons``' candidates (an ensemble's members', of one
+        vocabulary): what any member would let a batch produce, whatever their order."""
+        if len(lexicons) < 2:
+            return lexicons[0] if lexicons else None
+        table = torch.cat([lex.table.to(lexicons[0].table.device) for lex in lexicons], dim=1)
+        return Lexicon(max(lex.frequent for lex in lexicons), table)
+
     def to(self, device: torch.device) -> Lexicon:
         """The same lists with the table on ``device`` (once, not per batch)."""
         return Lexicon(self.frequent, self.table.to(device))

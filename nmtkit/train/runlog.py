@@ -62,15 +62,16 @@ def entries(save_dir: str | Path) -> list[dict[str, Any]]:
 
 def kept_models(save_dir: str | Path) -> tuple[list[Path], list[Path]]:
     """The run's kept validations (``update-N.pt``) in update order, and those beside them that
-    its log does not hold or another run wrote: an earlier run's, which --reset leaves (of the
-    same numbers, where the runs validated at the same updates and this one keeps none). Without
-    a log, all are its own."""
+    another run wrote: an earlier run's, which --reset leaves (of the same numbers, where the runs
+    validated at the same updates and this one keeps none). A checkpoint that names its run is
+    told by that; one written before runs were named, by whether the log holds its update.
+    Without a log, all are its own."""
     kept = kept_validations(Path(save_dir))
     if not (Path(save_dir) / METRICS).exists():
         return kept, []
     steps = {e["step"] for e in entries(save_dir) if "dev_nll" in e}
     run = _run_id(Path(save_dir) / MACHINE)
-    own = [p for p in kept if update_of(p) in steps and _written_by(p, run)]
+    own = [p for p in kept if _written_by(p, run, update_of(p) in steps)]
     return own, [p for p in kept if p not in own]
 
 
@@ -83,10 +84,11 @@ def _run_id(path: Path) -> str | None:
         return None
 
 
-def _written_by(path: Path, run: str | None) -> bool:
-    """Whether the checkpoint at ``path`` is of ``run`` (a file from before runs were told apart is)."""
+def _written_by(path: Path, run: str | None, logged: bool) -> bool:
+    """Whether the checkpoint at ``path`` is of ``run``: as its own record says, else (a file or a
+    log from before runs were named) as ``logged``, whether the log holds its update, says."""
     theirs = checkpoint.load(path).training.run_id if run is not None else None
-    return theirs is None or theirs == run
+    return logged if theirs is None else theirs == run
 
 
 def best_of(save_dir: str | Path, step: int, score: Any, owed: bool = False) -> tuple[float, int, int | None]:

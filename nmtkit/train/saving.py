@@ -18,7 +18,6 @@ import torch
 
 from .. import checkpoint
 from ..checkpoint import Checkpoint, Progress, TrainingState
-from ..checkpoint.average import kept_validations
 from ..core.console import log
 from ..core.errors import UserError
 from ..core.files import writing_into
@@ -80,12 +79,13 @@ def _step_of(path: Path) -> int:
 
 
 def _prune(state: TrainState) -> None:
-    """Keep the ``keep_last`` latest update-N.pt and the ``keep_best`` best best-N.pt of this run:
-    those of its validations (its log's). An earlier run's, which --reset leaves, are not its to prune."""
+    """Keep the ``keep_last`` latest update-N.pt and the ``keep_best`` best best-N.pt of this run
+    (:func:`runlog.kept_models`'s, and the validations its log scores). An earlier run's, which
+    --reset leaves, are not its to prune."""
     cfg, save_dir = state.cfg, state.save_dir
     scores = {e["step"]: dev_score(e, cfg.chosen_by) for e in runlog.entries(save_dir) if "dev_nll" in e}
     if cfg.keep_last:
-        for old in [p for p in kept_validations(save_dir) if _step_of(p) in scores][: -cfg.keep_last]:
+        for old in runlog.kept_models(save_dir)[0][: -cfg.keep_last]:
             old.unlink()
     if cfg.keep_best:
         ours = [p for p in save_dir.glob("best-*.pt") if _step_of(p) in scores]

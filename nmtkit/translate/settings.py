@@ -168,7 +168,8 @@ class TranslateOptions(Settings):
         False,
         "Vocabulary selection: each batch scores only its candidate words (the lexicon's most frequent "
         "target words and its translations of each of the batch's source words; the lexicon is the one "
-        "training or nmtkit lexicon stored in the checkpoint): a smaller output layer.",
+        "training or nmtkit lexicon stored in the checkpoint, an ensemble's its members' together): a smaller "
+        "output layer.",
     )
     tokenized: bool = setting(False, "Input and output in Moses tokens (BPE still applied and undone).")
     attention: bool = False  # keep each output's attention matrix (asked for by what is written)

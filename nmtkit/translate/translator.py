@@ -74,15 +74,16 @@ def ways_apart(path: str | Path, langs: dict[str, str], first_path: str | Path, 
 def load_models(
     paths: list[str | Path], device: torch.device, int8: bool = False
 ) -> tuple[Seq2Seq, Sides, Lexicon | None]:
-    """The models of ``paths`` (an ensemble for several), their text sides and the first one's
-    lexicon; ``int8``: with int8 linear layers (CPUs only)."""
+    """The models of ``paths`` (an ensemble for several), their text sides and their lexicons'
+    union (:meth:`Lexicon.union`); ``int8``: with int8 linear layers (CPUs only)."""
     if int8 and device.type != "cpu":
         raise UserError(f"--int8 is for CPUs (torch's int8 kernels); on {device.type} use --bf16")
     models: list[Seq2Seq] = []
-    sides, lexicon, first = None, None, None
+    lexicons: list[Lexicon] = []
+    sides, first = None, None
     for path in paths:
         ckpt = checkpoint.load(path)
-        lexicon = lexicon or ckpt.lexicon
+        lexicons += [ckpt.lexicon] if ckpt.lexicon is not None else []
         these = ckpt.text.sides()
         langs = ckpt.text.langs
         first = first or langs
@@ -101,7 +102,7 @@ def load_models(
             )
         models.append(quantize_int8(model) if int8 else model)
     assert sides is not None
-    return (models[0] if len(models) == 1 else Ensemble(models).eval()), sides, lexicon
+    return (models[0] if len(models) == 1 else Ensemble(models).eval()), sides, Lexicon.union(lexicons)
 
 
 def bf16_weights(model: Seq2Seq, runtime: Runtime) -> Seq2Seq:

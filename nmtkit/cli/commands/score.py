@@ -94,7 +94,7 @@ _model_nll = options.options(
         multiple=True,
         type=options.FilePath(checkpoint=True),
         help="Checkpoint: the hypotheses' NLL given --source (per sentence and per word), beside their scores "
-        "against -r; or --data's split's.",
+        "against -r (repeat -m for an ensemble's); or --data's split's (one model).",
     ),
     options.data("With -m: a binarized corpus."),
     click.option("--split", default=VALID, show_default=True, help="With --data: the split to score."),
