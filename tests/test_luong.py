@@ -526,3 +526,33 @@ def test_the_non_attentional_base_feeds_nothing_back_unless_asked(tmp_path):
     assert "# input-feed: false" in dumped("--attention", "none")
     assert "input-feed: true" in dumped("--attention", "none", "--input-feed")
     assert "# input-feed: true" in dumped("--attention", "global")
+
+
+def test_a_subclass_gives_its_own_attention_made_and_initialised_as_the_papers():
+    """Code outside the package replaced self.attention after __init__: the paper's attention made
+    and thrown away, and the new one's parameters left out of the uniform(-0.1, 0.1) start."""
+    from nmtkit.models.luong import Luong
+
+    class Scaled(LuongAttention):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.temperature = torch.nn.Parameter(torch.full((1,), 5.0))
+
+        def _scores(self, q, keys, h):
+            return super()._scores(q, keys, h) / self.temperature
+
+    class ScaledLuong(Luong):
+        attention_class = Scaled
+
+    cfg = model_config("luong", src_vocab=9, tgt_vocab=9, emb=8, hidden=8, layers=1, attention="global", score="dot")
+    model = ScaledLuong(cfg)
+    assert isinstance(model.attention, Scaled) and -0.1 <= model.attention.temperature.item() <= 0.1
+    src, out = torch.tensor([[4, 5, 6, 2]]), torch.tensor([[4, 5, 2]])
+    scores = []
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_(0, 0.5)
+        for temperature in (1.0, 100.0):  # flatter weights: another log p of the same words
+            model.attention.temperature.fill_(temperature)
+            scores.append(force(model.eval(), model.encode(src, src != 0), out)[0])
+    assert not torch.allclose(scores[0], scores[1])

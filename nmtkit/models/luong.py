@@ -37,6 +37,8 @@ from .stacked_lstm import StackedLSTM
 
 class Luong(Seq2Seq):
     cfg: LuongConfig
+    # a subclass's own attention (another score) is made here, before the weights' initialisation
+    attention_class: type[LuongAttention] = LuongAttention
 
     def __init__(self, cfg: LuongConfig):
         super().__init__()
@@ -52,7 +54,7 @@ class Luong(Seq2Seq):
         self.attention = (
             None
             if cfg.attention == "none"
-            else LuongAttention(
+            else self.attention_class(
                 cfg.score,
                 cfg.attention,
                 n,
