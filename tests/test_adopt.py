@@ -795,6 +795,18 @@ def test_a_run_whose_log_lost_its_last_validations_keeps_its_own_models_by_the_r
     r = invoke("train", data_bin, "--save-dir", run, *TINY, "--max-updates", 10, *every)
     assert r.exit_code == 0, r.output
     assert sorted(p.name for p in run.glob("update-*.pt")) == ["update-10.pt", "update-8.pt"]
+    # a damaged file beside them is no run's to prune, and no reason to stop a run at its validation
+    (run / "update-100.pt").write_bytes((run / "update-10.pt").read_bytes()[:5000])
+    r = invoke(
+        "train", data_bin, "--save-dir", run, *TINY, "--max-updates", 4, *every[:-2], "--keep-last", 1, "--reset"
+    )
+    assert r.exit_code == 0, r.output
+    assert sorted(p.name for p in run.glob("update-*.pt")) == [
+        "update-10.pt",
+        "update-100.pt",
+        "update-4.pt",
+        "update-8.pt",
+    ]  # the earlier run's 8 and 10 kept
 
 
 def test_a_dev_nll_that_is_not_finite_stops_the_run_in_one_line(data_bin, tmp_path, monkeypatch):

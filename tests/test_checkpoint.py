@@ -161,7 +161,7 @@ def test_sizes_are_held_to_the_command_lines_bounds_in_python_too():
 
     for name, family in (("emb", "rnnsearch"), ("hidden", "rnnencdec"), ("maxout", "rnnsearch"), ("layers", "luong")):
         for bad in (0, 2.5):
-            with pytest.raises(UserError, match=f"--{name}: {bad}(,| is) not a whole number"):
+            with pytest.raises(UserError, match=f"{name}: {bad}(,| is) not a whole number"):
                 model_config(family, **{name: bad})
     assert model_config("luong", layers=1).layers == 1
     made = model_config("rnnsearch", emb=np.int64(256)).emb  # a numpy size, as a sweep computes it

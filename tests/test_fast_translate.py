@@ -1,6 +1,8 @@
 """Faster CPU translation that keeps the translations: int8 linear layers, RNNencdec's fixed
 context projected once, token batches."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -8,6 +10,7 @@ from click.testing import CliRunner
 
 from nmtkit import checkpoint
 from nmtkit.cli import main
+from nmtkit.core.errors import UserError
 from nmtkit.core.settings import RuntimeConfig
 from nmtkit.data.lexicon import Lexicon, build_lexicon
 from nmtkit.data.vocab import BOS
@@ -214,6 +217,11 @@ def test_an_ensembles_shortlist_is_its_members_lists_together_whatever_their_ord
         for models in ([small, ckpt], [ckpt, small])
     ]
     assert found[0] == found[1]
+    bare = tmp_path / "bare.pt"  # an older nmtkit's checkpoint: no lexicon
+    checkpoint.save(bare, dataclasses.replace(checkpoint.load(ckpt, lazy=False), lexicon=None))
+    for models in ([bare, ckpt], [ckpt, bare]):  # one member's lexicon served; the other's order refused
+        with pytest.raises(UserError, match="--shortlist: the checkpoint .or one of the ensemble's. holds no lexicon"):
+            Translator.from_checkpoints(models, "cpu").translate(EN[:1], options)
 
 
 @pytest.mark.parametrize("penalty", ["none", "average", "power", "gnmt"])

@@ -172,6 +172,14 @@ def test_the_checkpoint_stores_format_3_and_refuses_a_later_one(tmp_path):
     torch.save(newer, tmp_path / "later.pt")
     with pytest.raises(FormatError, match=r"field: fancy\): nmtkit 99.0.0 wrote it, and this is"):
         checkpoint.load(tmp_path / "later.pt")
+    newer["model"] = {**raw["model"], "config": {**raw["model"]["config"], "arch": "transformer"}}
+    torch.save(newer, tmp_path / "later.pt")
+    with pytest.raises(FormatError, match=r"'transformer'.*: nmtkit 99.0.0 wrote it, and this is"):
+        checkpoint.load(tmp_path / "later.pt")
+    torch.save({**newer, "nmtkit": "1.0"}, tmp_path / "older.pt")  # an older writer is no reason
+    with pytest.raises(FormatError) as err:
+        checkpoint.load(tmp_path / "older.pt")
+    assert "wrote it" not in str(err.value)
 
 
 @pytest.mark.parametrize(

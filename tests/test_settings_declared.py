@@ -108,7 +108,7 @@ def test_a_schedule_is_a_value_and_its_help_names_its_flags():
         (lambda: SearchConfig(beam=True), "--beam: True, not a whole number"),
         (lambda: TrainConfig(lr="1e-3"), "--lr: '1e-3', not a number"),
         (lambda: TrainConfig(max_updates=2.5), "--max-updates: 2.5, not a whole number"),
-        (lambda: RNNSearchConfig(emb=24.0), "--emb: 24.0, not a whole number"),
+        (lambda: RNNSearchConfig(emb=24.0), "emb: 24.0, not a whole number"),  # no declared flag: its name
         (lambda: RNNSearchConfig.preset_sizes("huge"), "--preset 'huge': not one of paper, small, bench, tiny"),
         (
             lambda: train_settings("rnnsearch", "tiny", "fast", {}, set()),
@@ -120,3 +120,10 @@ def test_a_config_made_in_python_is_held_to_the_declared_bounds(make, says):
     with pytest.raises(UserError) as err:
         make()
     assert str(err.value) == says
+
+
+def test_train_settings_takes_none_as_not_given():
+    """``values`` may hold every option, None where it was not given: TrainConfig took the Nones,
+    which its kinds now refuse."""
+    model, cfg = train_settings("rnnsearch", "tiny", "appendix-b", {"max_updates": None, "lr": None}, set())
+    assert (cfg.max_updates, cfg.lr) == (TrainConfig().max_updates, TrainConfig().lr) and model.emb == 32

@@ -276,7 +276,7 @@ def test_the_library_refuses_more_best_than_the_beam_holds_as_the_command_line_d
 
 
 def test_the_library_refuses_lines_and_options_of_the_wrong_kind_in_a_line(overfit):
-    """A None among the lines ended the input there (an output short); one str of constraints was
+    """A None among the lines was dropped (an output short, the rest shifted); one str of constraints was
     phrases of a character; a non-str line failed deep in the text pipeline; the checks waited for
     the generator's first line."""
     import dataclasses
@@ -303,6 +303,8 @@ def test_the_library_refuses_lines_and_options_of_the_wrong_kind_in_a_line(overf
         t.translate([], TranslateOptions(search=SearchConfig(beam=2, nbest=5)))
     with pytest.raises(TypeError, match="translation 1 is NoneType"):
         t.force(EN[:1], [None])
+    with pytest.raises(ValueError, match="block 0: at least one line"):  # translated nothing
+        t.translate(EN[:2], block=0)
     with pytest.raises(ValueError, match="no checkpoint given"):
         Translator.from_checkpoints([])
     for made in (lambda: SearchConfig(beam=2.5), lambda: TranslateOptions(batch_size="4")):

@@ -20,7 +20,7 @@ import pytest
 from bench.mirror import build_mirror, sgml
 from nmtkit.core.errors import UserError
 from nmtkit.data.download import Checksum, fetch, file_digest, read_checksums
-from nmtkit.data.wmt14 import TEST, extract, unwrap_sgml, write_part
+from nmtkit.data.wmt14 import TEST, DamagedArchive, extract, unwrap_sgml, write_part
 
 from .synthetic import pairs, write
 
@@ -171,8 +171,9 @@ def test_extract_takes_members_and_unpacks_gzip(tmp_path):
             tar.addfile(info, io.BytesIO(data))
     extract(archive, {"giga.en.gz": tmp_path / "giga.en"})
     assert (tmp_path / "giga.en").read_bytes() == b"one\ntwo\n"
-    with pytest.raises(UserError, match="has no member nope"):
+    with pytest.raises(UserError, match="has no member nope$") as err:  # a whole archive: not one to download again
         extract(archive, {"nope": tmp_path / "n"})
+    assert not isinstance(err.value, DamagedArchive)
     (tmp_path / "bad.tgz").write_bytes(b"not an archive")
     with pytest.raises(UserError, match="not a readable archive"):
         extract(tmp_path / "bad.tgz", {"x": tmp_path / "x"})
@@ -507,6 +508,29 @@ def test_the_top_make_reproduce_hands_on_relative_absolute_and_path_commands_who
                 Path(f"{prefix}.{lang}").unlink()
 
 
+@pytest.mark.parametrize(
+    "setting, said",
+    [
+        ("MODELS=rnnsearch", "MODELS: 'rnnsearch' is not ARCH-N"),  # trained with --max-len --max-minutes
+        ("MODELS=rnnsearch-50 transformer-50", "MODELS: 'transformer-50' is not ARCH-N"),
+        ("MODELS=rnnsearch-5x", "MODELS: 'rnnsearch-5x' is not ARCH-N"),
+        ("CORPORA=europarl un", "CORPORA: 'europarl' is not one of"),  # after the other downloads
+        ("IN_DOMAIN=nope", "IN_DOMAIN: 'nope' is none of CORPORA"),
+        ("SELECTION=axelrod2", "SELECTION is axelrod or schwenk, not 'axelrod2'"),
+    ],
+)
+def test_settings_the_recipe_cannot_run_are_refused_before_any_work(setting, said):
+    out = _make("-n", "reproduce", "WORK=/nonexistent/work", setting)
+    assert out.returncode != 0 and said in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert "fetch" not in out.stdout
+
+
+def test_the_recipe_takes_models_corpora_and_in_domain_text_it_can_run():
+    for setting in ("MODELS=luong-50 rnnencdec-30", "IN_DOMAIN=un", "IN_DOMAIN=/nonexistent/work/corpora/un"):
+        out = _make("-n", "reproduce", "WORK=/nonexistent/work", setting)
+        assert out.returncode == 0 and "fetch" in out.stdout, (setting, out.stderr)
+
+
 def test_the_recipe_refuses_a_work_directory_with_a_space_and_quotes_the_mirror(tmp_path):
     out = _make("-n", "reproduce", "WORK=/tmp/a b")
     assert out.returncode != 0 and "WORK, DL and RUNS must not contain spaces" in out.stderr
@@ -682,6 +706,17 @@ def test_dev_files_without_a_final_newline_are_joined_line_for_line(tmp_path):
     (tmp_path / "e").write_bytes(b"")
     concat([tmp_path / "a", tmp_path / "e", tmp_path / "b"], tmp_path / "out")
     assert (tmp_path / "out").read_bytes() == b"one\ntwo\nthree\n"
+    # Schwenk's release, its members joined the same way
+    from nmtkit.data.wmt14 import extract_schwenk
+
+    members = {
+        f"bitexts.selected/{stem}.{lang}.gz": gzip.compress(text)
+        for stem, texts in (("a", (b"one\ntwo", b"un\ndeux")), ("b", (b"three\n", b"trois\n")))
+        for lang, text in zip(("en", "fr"), texts)
+    }
+    archive = _tar(tmp_path / "bitexts.tgz", members, "w:gz")
+    assert extract_schwenk(archive, tmp_path / "s" / "train", ("en", "fr")) == 3
+    assert (tmp_path / "s" / "train.fr").read_bytes() == b"un\ndeux\ntrois\n"
 
 
 def test_a_plain_tar_cut_at_a_block_edge_is_set_aside_with_nothing_of_it_kept(tmp_path):
@@ -700,7 +735,8 @@ def test_a_plain_tar_cut_at_a_block_edge_is_set_aside_with_nothing_of_it_kept(tm
     archive.write_bytes(cut)
     r = CliRunner().invoke(recipe, ["unpack", "giga-fren", "--downloads", str(dl), "--out", str(tmp_path / "c" / "g")])
     assert r.exit_code == 2 and "Traceback" not in r.output, r.output
-    assert "has no member giga-fren.release2.fixed.fr.gz (cut short" in r.output and "run again" in r.output
+    assert "has no member giga-fren.release2.fixed.fr.gz, and ends without a tar's end (cut short)" in r.output
+    assert "run again" in r.output
     assert not archive.exists() and (dl / "wmt10" / "training-giga-fren.tar.bad").exists()
     assert not list((tmp_path / "c").glob("g*"))
 

@@ -269,7 +269,7 @@ def load(path: str | Path, lazy: bool = True) -> Checkpoint:
         what = f"no {err.args[0]!r}" if isinstance(err, KeyError) else str(err).splitlines()[0][:120]
         raise FormatError(f"{path}: not a complete nmtkit checkpoint ({what}){_newer(raw)}") from None
     except UnknownFamily as err:
-        raise UnknownFamily(f"{path}: {err}") from None
+        raise UnknownFamily(f"{path}: {err}{_newer(raw)}") from None
     except FormatError as err:
         raise FormatError(f"{path}: not a complete nmtkit checkpoint ({err}){_newer(raw)}") from None
 
@@ -282,7 +282,7 @@ def _newer(raw: dict[str, Any]) -> str:
 
 
 def _release(version: str) -> tuple[int, ...]:
-    return tuple(int(n) for n in re.findall(r"\d+", version)[:3])
+    return (*(int(n) for n in re.findall(r"\d+", version)[:3]), 0, 0, 0)[:3]  # 1.3 as 1.3.0
 
 
 def not_finite(ckpt: Checkpoint) -> str | None:

@@ -95,7 +95,7 @@ def resolved_settings(
     mine = {k: v for k, v in values.items() if k in own and k not in SIZES and v is not None}
     model = model_config(arch, **sizes, **mine)
     _refuse_idle(model, given)
-    return model, TrainConfig(**{k: v for k, v in values.items() if k not in every} | recipe)
+    return model, TrainConfig(**{k: v for k, v in values.items() if k not in every and v is not None} | recipe)
 
 
 def _refuse_unknown(*named: tuple[str, str, Any]) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import math
-import numbers
+import os
 from collections.abc import Iterator
 from dataclasses import MISSING, Field, asdict, dataclass, field, fields
 from typing import Any
@@ -118,8 +118,7 @@ def check_declared(config: Any) -> None:
         value = getattr(config, f.name)
         why = _mistyped(f, value) or (declared_.refusal(value) if declared_ else None)
         if why:
-            spelling = declared_.flag if declared_ and declared_.flag else "--" + f.name.replace("_", "-")
-            raise UserError(f"{spelling}: {why}")
+            raise UserError(f"{flag_of(f.name, declared_) if declared_ else f.name}: {why}")
 
 
 def check_choices(config: Any) -> None:
@@ -193,16 +192,16 @@ def _mistyped(f: Field[Any], value: Any) -> str | None:
 
 
 def _as_plain_numbers(config: Any) -> None:
-    """numpy's numbers (a sweep's computed sizes) made Python's in the number fields, as a
-    checkpoint keeps them and ``torch.load(weights_only=True)`` reads them back."""
+    """numpy's numbers and flags (a sweep's computed sizes) made Python's, and paths made str, as
+    a checkpoint keeps them and ``torch.load(weights_only=True)`` reads them back."""
     for f in fields(config):
         value, kind = getattr(config, f.name), str(f.type).partition(" | ")[0]
-        if type(value) in (bool, int, float):  # numpy's float64 is a float, but pickles as numpy's
+        if type(value) in (bool, int, float, str):  # numpy's float64 is a float, but pickles as numpy's
             continue
-        if kind == "int" and isinstance(value, numbers.Integral):
-            object.__setattr__(config, f.name, int(value))
-        elif kind == "float" and isinstance(value, numbers.Real):
-            object.__setattr__(config, f.name, float(value))
+        if kind in ("bool", "int", "float") and getattr(value, "ndim", None) == 0 and hasattr(value, "item"):
+            object.__setattr__(config, f.name, value.item())  # a numpy scalar (a 0-d tensor) as Python's
+        elif kind == "str" and isinstance(value, os.PathLike):
+            object.__setattr__(config, f.name, os.fspath(value))
 
 
 @contextlib.contextmanager

@@ -53,7 +53,7 @@ def file_digest(path: Path, algo: str = "sha256") -> str:
 
 
 # hashlib's, but for the SHAKEs, whose digest has no length of its own
-_ALGORITHMS = sorted(a for a in hashlib.algorithms_guaranteed if not a.startswith("shake"))
+_ALGORITHMS = sorted(a for a in hashlib.algorithms_available if not a.startswith("shake"))
 
 
 def read_checksums(path: Path) -> dict[str, Checksum]:

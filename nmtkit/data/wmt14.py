@@ -11,7 +11,6 @@ from __future__ import annotations
 import gzip
 import html
 import io
-import os
 import re
 import shutil
 import tarfile
@@ -109,11 +108,24 @@ def extract(archive: Path, wanted: dict[str, Path]) -> None:
                         break
     except (tarfile.TarError, OSError, EOFError, zlib.error) as err:  # zlib's: a .gz member's damage
         raise DamagedArchive(archive, f"not a readable archive ({err})") from None
-    if left:  # a tar cut at a block's edge reads as a whole one without them
+    if left:
         for name, out in wanted.items():
             if name not in left:  # half a corpus that a run would take for one
                 out.unlink(missing_ok=True)
-        raise DamagedArchive(archive, f"has no member {', '.join(sorted(left))} (cut short, or another archive)")
+        missing = f"has no member {', '.join(sorted(left))}"
+        if _cut_tar(archive):  # cut at a block's edge, it reads as a whole archive without them
+            raise DamagedArchive(archive, f"{missing}, and ends without a tar's end (cut short)")
+        raise UserError(f"{archive}: {missing}")
+
+
+def _cut_tar(archive: Path) -> bool:
+    """Whether a plain tar lacks the two zero blocks that end every whole one (a compressed one
+    was read to its end with its checksum already)."""
+    with open(archive, "rb") as fh:
+        if fh.read(2) == b"\x1f\x8b":
+            return False
+        fh.seek(max(0, archive.stat().st_size - 1024))
+        return fh.read() != bytes(1024)
 
 
 def _damage(archive: Path) -> str:
@@ -221,18 +233,18 @@ def concat(parts: list[Path], out: Path) -> None:
     with atomic_write(out, "wb") as fh:
         for p in parts:
             with open(p, "rb") as src:
-                shutil.copyfileobj(src, fh, 1 << 20)
-            if not _ends_its_line(p):
-                fh.write(b"\n")
+                _copy_lines(src, fh)
 
 
-def _ends_its_line(path: Path) -> bool:
-    """Whether ``path`` is empty or ends with a newline."""
-    with open(path, "rb") as fh:
-        if fh.seek(0, os.SEEK_END) == 0:
-            return True
-        fh.seek(-1, os.SEEK_END)
-        return fh.read(1) == b"\n"
+def _copy_lines(src: io.BufferedIOBase, dest: IO[bytes]) -> None:
+    """Copy ``src`` to ``dest``, its last line ended: one without a final newline would be joined
+    to the next file's first."""
+    last = b"\n"
+    while chunk := src.read(1 << 20):
+        dest.write(chunk)
+        last = chunk[-1:]
+    if last != b"\n":
+        dest.write(b"\n")
 
 
 # ---- Schwenk's pre-selected release (the paper's footnote 5) ---------------------------
@@ -267,6 +279,6 @@ def _concatenated(archive: Path, outs: dict[str, Path], langs: tuple[str, str]) 
                     if member is None:
                         raise UserError(f"{archive}: {stem}.{langs[0]}.gz has no {lang} partner")
                     with gzip.GzipFile(fileobj=io.BufferedReader(member)) as gz:  # type: ignore[type-var]
-                        shutil.copyfileobj(gz, fh, 1 << 20)
+                        _copy_lines(gz, fh)
     with open(outs[langs[0]], "rb") as a, open(outs[langs[1]], "rb") as b:
         return sum(1 for _ in a), sum(1 for _ in b)

@@ -11,9 +11,12 @@ what the demo's summary, ``nmtkit info SAVE_DIR`` and the learning curves need.
 from __future__ import annotations
 
 import json
+import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import torch
 
 from .. import checkpoint
 from ..checkpoint.average import kept_validations, update_of
@@ -86,9 +89,22 @@ def _run_id(path: Path) -> str | None:
 
 def _written_by(path: Path, run: str | None, logged: bool) -> bool:
     """Whether the checkpoint at ``path`` is of ``run``: as its own record says, else (a file or a
-    log from before runs were named) as ``logged``, whether the log holds its update, says."""
-    theirs = checkpoint.load(path).training.run_id if run is not None else None
+    log from before runs were named, a file that cannot be read) as ``logged``, whether the log
+    holds its update, says."""
+    theirs = _recorded_run(path) if run is not None else None
     return logged if theirs is None else theirs == run
+
+
+def _recorded_run(path: Path) -> str | None:
+    """The run id a checkpoint records, its tensors mapped and never read: a run directory may hold
+    many of an earlier run's, and a damaged one is for whoever loads it to refuse."""
+    try:
+        raw = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except (OSError, RuntimeError, EOFError, ValueError, pickle.UnpicklingError):
+        return None
+    training = raw.get("training") if isinstance(raw, dict) else None
+    run = training.get("run_id") if isinstance(training, dict) else None
+    return run if isinstance(run, str) else None
 
 
 def best_of(save_dir: str | Path, step: int, score: Any, owed: bool = False) -> tuple[float, int, int | None]:

@@ -75,7 +75,7 @@ def load_models(
     paths: list[str | Path], device: torch.device, int8: bool = False
 ) -> tuple[Seq2Seq, Sides, Lexicon | None]:
     """The models of ``paths`` (an ensemble for several), their text sides and their lexicons'
-    union (:meth:`Lexicon.union`); ``int8``: with int8 linear layers (CPUs only)."""
+    union (:meth:`Lexicon.union`; None unless each has one); ``int8``: with int8 linear layers (CPUs only)."""
     if int8 and device.type != "cpu":
         raise UserError(f"--int8 is for CPUs (torch's int8 kernels); on {device.type} use --bf16")
     models: list[Seq2Seq] = []
@@ -102,7 +102,8 @@ def load_models(
             )
         models.append(quantize_int8(model) if int8 else model)
     assert sides is not None
-    return (models[0] if len(models) == 1 else Ensemble(models).eval()), sides, Lexicon.union(lexicons)
+    lexicon = Lexicon.union(lexicons) if len(lexicons) == len(models) else None  # --shortlist: each member's
+    return (models[0] if len(models) == 1 else Ensemble(models).eval()), sides, lexicon
 
 
 def bf16_weights(model: Seq2Seq, runtime: Runtime) -> Seq2Seq:
@@ -195,6 +196,8 @@ class Translator:
         ``constraints``: per line of ``lines``, the phrases (raw target text) its output must hold."""
         if isinstance(lines, str):  # else each of its characters would be a line
             raise TypeError("Translator.translate takes lines (a list or a file), not one str: use [line]")
+        if block < 1:
+            raise ValueError(f"Translator.translate: block {block}: at least one line")
         self._refuse_unmet(options)  # now, not at the first line read: a generator runs late
         forced, wanted = LinesBeside(prefixes), LinesBeside(constraints, "--constraints")
         return self._translate(iter(lines), options, block, forced, wanted, done)
@@ -398,8 +401,8 @@ class Translator:
             raise UserError("--replace-unk puts the most attended source word in place: this model has no attention")
         if options.shortlist and self.lexicon is None:
             raise UserError(
-                "--shortlist: the checkpoint holds no lexicon (it was trained by an older "
-                "nmtkit); add one with 'nmtkit lexicon'"
+                "--shortlist: the checkpoint (or one of the ensemble's) holds no lexicon (it was trained by an "
+                "older nmtkit); add one with 'nmtkit lexicon'"
             )
 
     def _align(self, enc: EncoderOut, outputs: list[list[int]]) -> torch.Tensor:
