@@ -755,5 +755,9 @@ def test_a_checksums_file_that_cannot_be_read_is_one_line(tmp_path, content, sai
 
 
 def test_a_checksums_file_with_a_byte_order_mark_or_capitals_is_read(tmp_path):
-    (tmp_path / "sums").write_bytes("\ufeffwmt14/dev.tgz SHA256:ABC 12\n".encode())
-    assert read_checksums(tmp_path / "sums") == {"wmt14/dev.tgz": Checksum("sha256", "abc", 12)}
+    from nmtkit.data.download import forget_checksum
+
+    (tmp_path / "sums").write_bytes("\ufeffwmt14/dev.tgz SHA256:ABC 12\nwmt14/x.tgz sha256:def\n".encode())
+    assert read_checksums(tmp_path / "sums")["wmt14/dev.tgz"] == Checksum("sha256", "abc", 12)
+    assert forget_checksum(tmp_path / "sums", "wmt14/dev.tgz")  # the first entry, behind the mark, was kept
+    assert list(read_checksums(tmp_path / "sums")) == ["wmt14/x.tgz"]

@@ -88,7 +88,7 @@ def forget_checksum(sums_file: Path, rel: str) -> bool:
     refuse every sound download after it); whether there was one."""
     if rel not in read_checksums(sums_file):
         return False
-    kept = [line for line in sums_file.read_text(encoding="utf-8").splitlines() if line.split()[:1] != [rel]]
+    kept = [line for line in read_lines(sums_file, allow_empty=True) if line.split()[:1] != [rel]]  # a BOM dropped
     with atomic_write(sums_file) as fh:
         fh.write("".join(f"{line}\n" for line in kept))
     return True
