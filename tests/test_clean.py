@@ -128,3 +128,16 @@ def test_every_character_that_separates_words_stays_a_separator():
 
     spaces = [chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace() and chr(c) != "\n"]
     assert len(spaces) > 20 and all(unicode_rule(f"a{c}b").split() == ["a", "b"] for c in spaces)
+
+
+def test_the_unicode_rule_removes_what_split_words_and_composes_last():
+    """The bidirectional controls and the soft hyphen were kept, each a token that split a word;
+    NFC came before the removals, so a zero-width space between a letter and its accent left them
+    uncomposed."""
+    import unicodedata
+
+    from nmtkit.text.clean import unicode_rule
+
+    assert unicode_rule("soft\u00adhyphen \u202bmot\u202c \u2067word\u2069 \u180e") == "softhyphen mot word "
+    composed = unicode_rule("cafe\u200b\u0301")
+    assert composed == "caf\u00e9" and unicodedata.is_normalized("NFC", composed)

@@ -57,6 +57,18 @@ def test_a_utf16_corpus_is_named_as_such_with_or_without_its_mark(tmp_path):
         assert list(read_lines(tmp_path / "crawled.en")) == stray.decode().splitlines()
 
 
+def test_a_file_whose_lines_end_in_cr_alone_is_named_as_such(tmp_path):
+    """An old Mac's line ends: read as one line, a corpus of 100 pairs was 'every pair of its 1
+    lines was filtered out', a test set one sentence."""
+    (tmp_path / "mac.en").write_bytes(b"the cat\rthe dog\r" * 50)
+    for read in (count_lines, lambda p: list(read_lines(p))):
+        with pytest.raises(UserError, match=r"mac.en: its lines end in CR alone .* \(tr '\\r' '\\n' < "):
+            read(tmp_path / "mac.en")
+    for fine in (b"a\rb\nc\r\n", b"one line with a \r in it", b"x" * 5000 + b"\r\r"):  # CRs the cleaning takes
+        (tmp_path / "fine.en").write_bytes(fine)
+        assert len(list(read_lines(tmp_path / "fine.en"))) == fine.count(b"\n") + (not fine.endswith(b"\n"))
+
+
 def test_read_lines_keeps_empty_lines_and_strips_crlf(tmp_path):
     f = tmp_path / "x"
     f.write_bytes(b"a\r\n\nb")

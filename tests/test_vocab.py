@@ -48,3 +48,23 @@ def test_bad_vocabulary_files(tmp_path, content, match):
     (tmp_path / "v.txt").write_text(content)
     with pytest.raises(FormatError, match=match):
         Vocab.load(tmp_path / "v.txt")
+
+
+def test_the_symbols_typed_in_text_are_unknown_words_not_sentence_ends():
+    """`--tokenized` text holding "</s>" or "<pad>" got their ids: a rescored "<pad> le" scored
+    better with each <pad>, a source "</s> the cat" ended there."""
+    v = Vocab.from_counts(Counter({"le": 2}), 0)
+    assert v.encode(["<pad>", "<s>", "</s>", "<unk>", "le", "zz"]) == [UNK, UNK, UNK, UNK, 4, UNK]
+    assert v.decode([PAD, BOS, EOS]) == ["<pad>", "<s>", "</s>"]  # the model's own symbols, written back
+
+
+def test_a_typed_unknown_word_is_one_unit_wherever_text_is_segmented(tmp_path):
+    """translate kept '<unk>' whole, a data-bin (preprocess --vocab) cut it into BPE pieces; a
+    codes file behind a byte order mark read its '#version' line as a merge."""
+    from nmtkit.text.bpe import Segmenter, learn_codes, read_codes
+
+    codes = learn_codes(Counter({"lower": 9, "newest": 6, "unknown": 5, "<unk>": 1}), 30)
+    seg = Segmenter(codes)
+    assert "<unk>" in seg.segment(["unknown", "<unk>", "lower"]) and "<unk>" not in seg.segment(["<un", "k>"])
+    (tmp_path / "bom.codes").write_text("\ufeff" + codes, encoding="utf-8")
+    assert read_codes(tmp_path / "bom.codes") == codes

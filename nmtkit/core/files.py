@@ -91,6 +91,10 @@ def refuse_other_encodings(stream: IO[bytes], path: str | Path) -> None:
     if start[:2] in _UTF16_MARKS or _utf16_without_mark(start):
         how = "iconv -f UTF-16 -t UTF-8" + ("" if piped else f" {path} > FILE")
         raise UserError(f"{display_name(path)}: UTF-16 text; nmtkit reads UTF-8 ({how})")
+    crs = start.count(b"\r")  # a long first line may hold a few: not 16 in 4 KiB without an LF
+    if b"\n" not in start and crs >= 2 and (crs >= 16 or len(start) < 4096):  # else one line, pairs shifted
+        how = "tr '\\r' '\\n'" + ("" if piped else f" < {path} > FILE")
+        raise UserError(f"{display_name(path)}: its lines end in CR alone (an old Mac's); nmtkit reads LF ({how})")
     nuls = start.count(0)
     if start and (nuls == len(start) or (nuls >= 16 and nuls * 10 >= len(start))):
         raise UserError(

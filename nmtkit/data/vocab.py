@@ -19,6 +19,7 @@ from .manifest import VOCAB_META, read_vocab_meta
 
 SPECIALS = ("<pad>", "<unk>", "<s>", "</s>")
 PAD, UNK, BOS, EOS = range(4)
+NOT_WORDS = (SPECIALS[PAD], SPECIALS[BOS], SPECIALS[EOS])  # the symbols no text holds (<unk> is a word)
 
 
 class Vocab:
@@ -30,6 +31,8 @@ class Vocab:
         self.index = {t: i for i, t in enumerate(tokens)}
         if len(self.index) != len(tokens):
             raise FormatError("vocabulary lists a token twice")
+        for symbol in NOT_WORDS:  # typed in text, a word no vocabulary holds: it never ends or pads a sentence
+            del self.index[symbol]
         self.fingerprint = sha256_text("\n".join(tokens))
 
     def __len__(self) -> int:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import io
+import itertools
 import re
 import sys
 from collections import Counter
@@ -125,7 +126,7 @@ def read_codes(path: Path) -> str:
     """The subword codes in the file ``path``, or :class:`UserError` (one line) for one that is
     not UTF-8 or a BPE line subword-nmt would stop at with its own message and status 1."""
     try:
-        codes = path.read_text(encoding="utf-8")
+        codes = path.read_text(encoding="utf-8").removeprefix("\ufeff")  # an editor's mark, else a merge
     except UnicodeDecodeError:
         raise UserError(f"{path}: not subword codes (not UTF-8 text)") from None
     if is_sentencepiece(codes):
@@ -183,6 +184,18 @@ class Segmenter:
         return self._spm is not None
 
     def segment(self, tokens: list[str]) -> list[str]:
+        """The units of Moses tokens, the unknown word's token (:data:`UNKNOWN`) kept whole: read
+        back from a translation, it is the word the model wrote, wherever the text is segmented
+        (translation, a data-bin, ``tokenize --bpe-codes``)."""
+        if UNKNOWN not in tokens:
+            return self._units(tokens)
+        out: list[str] = []
+        for unknown, group in itertools.groupby(tokens, key=lambda t: t == UNKNOWN):
+            run = list(group)
+            out += run if unknown else self._units(run)
+        return out
+
+    def _units(self, tokens: list[str]) -> list[str]:
         if self._spm is not None:
             return [str(p) for p in self._spm.encode(" ".join(tokens), out_type=str)] if tokens else []
         return list(self._bpe.segment_tokens(tokens))

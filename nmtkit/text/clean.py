@@ -6,9 +6,10 @@ records how many lines each rule changed):
 - ``entities``: HTML's character references (``&amp;``, ``&#39;``, ``&nbsp;``), as web-crawled
   text and Moses' escaped output hold them, made the characters they stand for; first, so that
   the other rules see those characters. In no preset but ``all``: text about markup means them.
-- ``unicode``: NFC; characters that separate words (tab, CR, form feed, the
-  line separators, NBSP and other spaces) made plain spaces, the other control
-  characters and the zero-width ones removed.
+- ``unicode``: characters that separate words (tab, CR, form feed, the line
+  separators, NBSP and other spaces) made plain spaces; the other control
+  characters, the zero-width ones (joiners too), the bidirectional controls and
+  the soft hyphen removed; then NFC.
 - ``mojibake``: UTF-8 read as Latin-1 (``Â»`` for ``»``), repaired.
 - ``superscription``: a psalm title merged into verse 1, marked by a run of
   Hebrew verse markers starting at verse 1 — ``(3:1) Psaume de David. (3:2)
@@ -46,9 +47,12 @@ from .settings import DEFAULT_RULES
 
 # Characters that separate words (tab, CR, VT, FF, the information separators, NEL, the line and
 # paragraph separators, NBSP and the typographic spaces) become a space: removed, they would glue
-# the words on either side ("chat\rnoir" → "chatnoir"). The other control characters and the
-# zero-width ones are removed.
-_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f\u200b-\u200f\u2060\ufeff]")
+# the words on either side ("chat\rnoir" → "chatnoir"). The other control characters, the
+# zero-width ones, the bidirectional controls, the soft hyphen and U+180E are removed: left, each
+# became a token of its own that split a word.
+_CONTROL = re.compile(
+    r"[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff]"
+)
 _SPACES = re.compile(r"[\t\x0b\x0c\r\x1c-\x1f\x85\u00a0\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
 _ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
 _MOJIBAKE = re.compile(r"[\u00c2\u00c3][\u0080-\u00bf]")
@@ -76,8 +80,8 @@ def entities(s: str) -> str:
 
 
 def unicode_rule(s: str) -> str:
-    s = unicodedata.normalize("NFC", s)
-    return _CONTROL.sub("", _SPACES.sub(" ", s))
+    # NFC last: a removed character between a letter and its accent kept them apart, not composed
+    return unicodedata.normalize("NFC", _CONTROL.sub("", _SPACES.sub(" ", s)))
 
 
 def mojibake(s: str) -> str:

@@ -9,7 +9,6 @@ training data was made.
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections import Counter
 
@@ -45,15 +44,7 @@ class Preprocessor:
         return [t.lower() for t in tokens] if self.cfg.lowercase else tokens
 
     def segment(self, tokens: list[str]) -> list[str]:
-        if not self.segmenter:
-            return tokens
-        if UNKNOWN not in tokens:
-            return self.segmenter.segment(tokens)
-        out: list[str] = []
-        for unknown, group in itertools.groupby(tokens, key=lambda t: t == UNKNOWN):
-            run = list(group)
-            out += run if unknown else self.segmenter.segment(run)
-        return out
+        return self.segmenter.segment(tokens) if self.segmenter else tokens
 
     def encode(self, line: str, tokenized: bool = False) -> list[str]:
         """Model tokens of a raw line, or of a line already in Moses tokens (``tokenized``)."""

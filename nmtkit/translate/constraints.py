@@ -33,7 +33,7 @@ import torch
 
 from ..core.console import log
 from ..core.errors import UserError
-from ..data.vocab import BOS, EOS, PAD, UNK
+from ..data.vocab import BOS, EOS, NOT_WORDS, PAD, UNK
 from ..text.bpe import SEPARATOR, SPM_MARK
 
 if TYPE_CHECKING:
@@ -73,11 +73,12 @@ def constraint_ids(
     for k, line in enumerate(lines):
         ids = []
         for phrase in line:
-            units = side.ids(side.tokens(phrase, tokenized))
-            if UNK in units:
-                warn(f"line {first_line + k}: constraint {phrase!r} has a unit out of the vocabulary: left out")
-            elif any(u in (PAD, BOS, EOS) for u in units):
+            tokens = side.tokens(phrase, tokenized)
+            units = side.ids(tokens)
+            if any(t in NOT_WORDS for t in tokens):
                 warn(f"line {first_line + k}: constraint {phrase!r} holds <s>, </s> or <pad>: left out")
+            elif UNK in units:
+                warn(f"line {first_line + k}: constraint {phrase!r} has a unit out of the vocabulary: left out")
             elif units:
                 ids.append(units[::-1] if right_to_left else units)
         out.append(ids[::-1] if right_to_left else ids)  # the model writes the last phrase first

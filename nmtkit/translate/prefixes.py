@@ -10,7 +10,7 @@ import torch
 from ..core.errors import UserError
 from ..data.batching import pad
 from ..data.sides import Side
-from ..data.vocab import BOS, EOS, PAD, SPECIALS, UNK
+from ..data.vocab import NOT_WORDS, UNK
 from ..text.bpe import word_end, word_start
 from .settings import TranslateOptions
 
@@ -32,13 +32,11 @@ def prefix_ids(
         )
     units = [side.tokens(line, options.tokenized) for line in prefixes]
     out = [side.ids(each) for each in units]
-    for k, ids in enumerate(out):
-        if (special := next((i for i in ids if i in (PAD, BOS, EOS)), None)) is not None:
-            warn(
-                f"line {first_line + k}: --prefix holds {SPECIALS[special]}, which no output can: "
-                "forcing only what comes before it"
-            )
-            del ids[ids.index(special) :]
+    for k, (tokens, ids) in enumerate(zip(units, out)):
+        if (at := next((j for j, t in enumerate(tokens) if t in NOT_WORDS), None)) is not None:
+            said = f"--prefix holds {tokens[at]}, which no output can: forcing only what comes before it"
+            warn(f"line {first_line + k}: {said}")
+            del ids[at:]
         if UNK not in ids:
             continue
         if options.search.no_unk:
