@@ -88,7 +88,7 @@ help:
 	@echo "make paper-coverage  RNNsearch-50 beside the same with Tu et al.'s coverages: passages by length, output lengths"
 	@echo "make paper-unk  --replace-unk on 30,000-word lists, without and with guided alignment: copies the reference confirms"
 	@echo "make gpu-data  what a GPU machine without a network needs beside the checkout (the list it prints)"
-	@echo "make compare  RNNencdec, RNNsearch and Luong et al.'s attention variants at one budget; dev table in docs/luong.md"
+	@echo "make compare  RNNencdec, RNNsearch and Luong et al.'s attention variants at one budget; a dev table in runs/compare/table.md"
 
 $(VENV)/.installed: pyproject.toml constraints/torch-cpu.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -499,6 +499,9 @@ compare: $(foreach m,$(COMPARE_MODELS),$(CMP)/$(m)/dev-bleu.json $(CMP)/$(m)/dev
 # Without a GPU it runs at tiny sizes, a minute a system: a check of the recipe, not a study.
 # It needs only what make gpu-data builds here and a GPU machine is given (not the corpus).
 PAPER_SCALE ?= cpu
+ifeq ($(filter cpu gpu,$(PAPER_SCALE)),)
+$(error PAPER_SCALE is cpu or gpu, not '$(PAPER_SCALE)')
+endif
 PAPER_MODELS ?= rnnencdec-30 rnnencdec-50 rnnsearch-30 rnnsearch-50
 PAPER_SAMPLES ?= 1000
 WORDS_BIN ?= $(DATA)/data-bin-words$(VOCAB_SIZE)

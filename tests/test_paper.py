@@ -53,6 +53,17 @@ def test_installed_blank_never_installs_not_even_in_a_sub_make(tmp_path):
     assert "pip install" not in unbuilt and "pip install" in installing
 
 
+def test_a_paper_scale_it_does_not_know_is_refused_before_any_work(tmp_path):
+    """PAPER_SCALE=gpuu planned the CPU study, its recorded command silent about the typo."""
+    out = subprocess.run(
+        ["make", "-n", "-C", str(ROOT), "INSTALLED=", f"RUNS={tmp_path}/runs", "paper", "PAPER_SCALE=gpuu"],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode != 0 and "PAPER_SCALE is cpu or gpu, not 'gpuu'" in out.stderr
+    assert all(line.startswith("make") for line in out.stdout.splitlines())  # no command planned
+
+
 def test_on_a_gpu_machine_an_input_it_was_not_given_is_built_as_on_a_cpu(tmp_path):
     """On a GPU machine (ON_GPU, /dev/nvidia0 there) a study's long passages that the job did not
     carry are built from the corpus, fetched if need be, as on a CPU machine: the study below,
