@@ -31,3 +31,54 @@ def test_sigterm_leaves_no_output_and_no_temporary_file(overfit, tmp_path):
     assert translating.returncode == 128 + signal.SIGTERM
     assert err.strip().splitlines()[-1] == "terminated"
     assert not out.parent.exists()  # neither the output nor its temporary name, nor the directory made for it
+
+
+HANGING_ALIGNER = """\
+import os, subprocess, sys, tempfile, time
+held = tempfile.NamedTemporaryFile(delete=False)  # as eflomal-align's input files for its binary
+binary = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+with open(os.environ["PIDS"], "w") as fh:
+    fh.write(f"{os.getpid()} {binary.pid} {held.name}")
+time.sleep(600)
+"""
+
+
+def _alive(pid):
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split()[2]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+def test_sigterm_in_word_align_stops_the_aligner_and_its_binary(tmp_path):
+    """The eflomal binary that eflomal-align starts went on aligning after the command ended, and
+    the wrapper's temporary files stayed in /tmp."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "eflomal-align").write_text(f"#!{sys.executable}\n" + HANGING_ALIGNER, encoding="utf-8")
+    (bin_dir / "eflomal-align").chmod(0o755)
+    for lang, line in (("en", "Hello world ."), ("fr", "Bonjour le monde .")):
+        (tmp_path / f"raw.{lang}").write_text(line + "\n", encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    nmtkit = [sys.executable, "-m", "nmtkit"]
+    made = subprocess.run(
+        [*nmtkit, "preprocess", "-s", "en", "-t", "fr", "--train", "raw", "-d", "clean"], cwd=tmp_path, env=env
+    )
+    assert made.returncode == 0
+    pids = tmp_path / "pids"
+    env |= {"PATH": f"{bin_dir}{os.pathsep}{env['PATH']}", "PIDS": str(pids)}
+    cmd = [*nmtkit, "word-align", "-s", "en", "-t", "fr", "--train", "clean/train"]
+    aligning = subprocess.Popen(cmd, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not (pids.exists() and len(pids.read_text().split()) == 3) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    wrapper, binary, held = pids.read_text().split()
+    aligning.send_signal(signal.SIGTERM)
+    _, err = aligning.communicate(timeout=60)
+    assert aligning.returncode == 128 + signal.SIGTERM and err.strip().splitlines()[-1] == "terminated"
+    deadline = time.monotonic() + 10
+    while (_alive(wrapper) or _alive(binary)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(wrapper) and not _alive(binary)
+    assert not Path(held).exists() and not (tmp_path / "clean" / "train.links").exists()

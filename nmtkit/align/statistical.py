@@ -13,8 +13,10 @@ process of its own keeps it out of nmtkit's.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -39,6 +41,25 @@ def aligner() -> Path:
             "eflomal is not installed: pip install '.[align]' in nmtkit's checkout (it builds with a C compiler)"
         )
     return Path(found)
+
+
+def _run_alone(argv: list[str], work: Path) -> tuple[int, str]:
+    """Run the aligner in a process group of its own, its temporary files in ``work``: its exit
+    status and stderr. Stopped for any reason (Ctrl-C, SIGTERM, an error), the whole group is
+    killed: eflomal-align starts the eflomal binary, which killing the wrapper alone would leave
+    running, and the wrapper's temporary files go with ``work``."""
+    env = {**os.environ, "PYTHONWARNINGS": "ignore", "TMPDIR": str(work)}
+    with subprocess.Popen(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True
+    ) as child:
+        try:
+            _, stderr = child.communicate()
+        except BaseException:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+            raise
+    return child.returncode, stderr
 
 
 def symmetrized(forward: str, reverse: str, how: str, where: str) -> str:
@@ -70,26 +91,14 @@ def word_align(
             if not words:  # eflomal would write as many empty lines, exit 0
                 raise UserError(f"{path}: holds only empty lines, no word to align")
         log(f"aligning {pairs:,} pairs with eflomal, both directions (a few minutes for 250,000 pairs)")
-        done = subprocess.run(
-            [
-                str(program),
-                "--overwrite",
-                "-s",
-                str(work / "source"),
-                "-t",
-                str(work / "target"),
-                "-f",
-                str(work / "forward"),
-                "-r",
-                str(work / "reverse"),
-            ],
-            capture_output=True,
-            text=True,
-            env={**os.environ, "PYTHONWARNINGS": "ignore"},
+        returncode, stderr = _run_alone(
+            [str(program), "--overwrite", "-s", str(work / "source"), "-t", str(work / "target")]
+            + ["-f", str(work / "forward"), "-r", str(work / "reverse")],
+            work,
         )
-        if done.returncode != 0:
-            last = (done.stderr.strip().splitlines() or ["no message"])[-1]
-            raise UserError(f"eflomal-align failed (exit {done.returncode}): {last}")
+        if returncode != 0:
+            last = (stderr.strip().splitlines() or ["no message"])[-1]
+            raise UserError(f"eflomal-align failed (exit {returncode}): {last}")
         links = k = 0
         with (
             atomic_write(out) as fh,
