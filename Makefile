@@ -196,8 +196,18 @@ data: $(BIN)/manifest.json
 
 # A run's target is its done stamp, not best.pt: the first validation writes best.pt, so an
 # interrupted run would count as trained. train resumes an unfinished run and does nothing on a
-# finished one, and the stamp is touched only when it exits 0.
-$(DEMO)/done: $(BIN)/manifest.json
+# finished one, and the stamp is touched only when it exits 0. The stamp also depends on the run's
+# options (OPTIONS, set for each run), kept in SAVE_DIR/train-options and rewritten only when they
+# change: a changed budget (DEMO_UPDATES=2000 after a run of 1000) trains again, where the stamp
+# alone kept the old model; train goes on from a finished run given more and says what changed.
+# The recipe runs under make -n too ('+'), so that a dry run shows a finished run as finished.
+.PHONY: FORCE
+.PRECIOUS: %/train-options
+%/train-options: FORCE
+	+@mkdir -p $(@D) && { printf '%s\n' '$(strip $(OPTIONS))' | cmp -s - $@ || printf '%s\n' '$(strip $(OPTIONS))' > $@; }
+
+$(DEMO)/train-options: OPTIONS = $(DEMO_TRAIN)
+$(DEMO)/done: $(BIN)/manifest.json $(DEMO)/train-options
 	$(NMTKIT) train $(BIN) --save-dir $(DEMO) --threads $(JOBS) $(DEMO_TRAIN)
 	touch $@
 
@@ -221,7 +231,8 @@ links_bin = $(NMTKIT) preprocess -s en -t fr --train $(or $3,$(DATA)/clean/train
 $(BIN)-links/manifest.json: $(VOCAB)/vocab.json $(DATA)/clean/train.links
 	$(call links_bin,$(VOCAB))
 
-$(GUIDED)/done: $(BIN)-links/manifest.json
+$(GUIDED)/train-options $(GUIDED_BACK)/train-options: OPTIONS = $(DEMO_TRAIN) $(GUIDED_WEIGHT) $(GUIDED_HEAD)
+$(GUIDED)/done: $(BIN)-links/manifest.json $(GUIDED)/train-options
 	$(NMTKIT) train $(BIN)-links --save-dir $(GUIDED) --threads $(JOBS) $(DEMO_TRAIN) \
 	    --guided-alignment-weight $(GUIDED_WEIGHT) $(GUIDED_HEAD)
 	touch $@
@@ -242,7 +253,7 @@ PAIR_AER = --link-thresholds $(LINK_THRESHOLDS) --null-thresholds $(NULL_THRESHO
 $(BIN)-links-fr-en/manifest.json: $(BIN)-links/manifest.json
 	rm -rf $(@D) && $(NMTKIT) reverse $(BIN)-links $(@D)
 
-$(GUIDED_BACK)/done: $(BIN)-links-fr-en/manifest.json
+$(GUIDED_BACK)/done: $(BIN)-links-fr-en/manifest.json $(GUIDED_BACK)/train-options
 	$(NMTKIT) train $(BIN)-links-fr-en --save-dir $(GUIDED_BACK) --threads $(JOBS) $(DEMO_TRAIN) \
 	    --guided-alignment-weight $(GUIDED_WEIGHT) $(GUIDED_HEAD)
 	touch $@
@@ -267,7 +278,7 @@ ROUND_EVERY ?= 2
 HEAD_UPDATES ?= 1400
 SELF_ROUNDS ?= 0 1 2
 HEAD_TRAIN = --schedule cpu --max-updates $(HEAD_UPDATES) --valid-every $(HEAD_UPDATES) --no-valid-bleu \
-	--guided-alignment-weight $(GUIDED_WEIGHT) --alignment-head --head-only --threads $(JOBS)
+	--guided-alignment-weight $(GUIDED_WEIGHT) --alignment-head --head-only
 pair_of = $(ALIGNERS)/round$1-en-fr/done $(ALIGNERS)/round$1-fr-en/done
 models_of = $(ALIGNERS)/round$1-en-fr/best.pt $(ALIGNERS)/round$1-fr-en/best.pt
 SAMPLE = $(ALIGNERS)/pairs-every$(ROUND_EVERY)
@@ -278,11 +289,12 @@ $(SAMPLE)/train.en $(SAMPLE)/train.fr &: $(DATA)/clean/preprocess.json
 	    && mv $(SAMPLE)/train.$$l.tmp $(SAMPLE)/train.$$l; done
 
 define head_round  # round $1: the heads of pair $2 trained on data-bins $3 (English→French) and $3-fr-en
-$(ALIGNERS)/round$1-en-fr/done: $3/manifest.json $(word 1,$2)
-	$(NMTKIT) train $3 --save-dir $$(@D) --init-from $$(dir $$(word 2,$$^))best.pt $(HEAD_TRAIN)
+$(ALIGNERS)/round$1-en-fr/train-options $(ALIGNERS)/round$1-fr-en/train-options: OPTIONS = $(HEAD_TRAIN)
+$(ALIGNERS)/round$1-en-fr/done: $3/manifest.json $(word 1,$2) $(ALIGNERS)/round$1-en-fr/train-options
+	$(NMTKIT) train $3 --save-dir $$(@D) --init-from $$(dir $$(word 2,$$^))best.pt $(HEAD_TRAIN) --threads $(JOBS)
 	touch $$@
-$(ALIGNERS)/round$1-fr-en/done: $3-fr-en/manifest.json $(word 2,$2)
-	$(NMTKIT) train $3-fr-en --save-dir $$(@D) --init-from $$(dir $$(word 2,$$^))best.pt $(HEAD_TRAIN)
+$(ALIGNERS)/round$1-fr-en/done: $3-fr-en/manifest.json $(word 2,$2) $(ALIGNERS)/round$1-fr-en/train-options
+	$(NMTKIT) train $3-fr-en --save-dir $$(@D) --init-from $$(dir $$(word 2,$$^))best.pt $(HEAD_TRAIN) --threads $(JOBS)
 	touch $$@
 endef
 
@@ -466,7 +478,8 @@ arch_flags = $(if $(findstring _,$1),$(call _luong,$(subst _, ,$1)),--arch $1)
 
 .PRECIOUS: $(CMP)/%/done $(CMP)/%/dev.hyp.fr
 
-$(CMP)/%/done: $(BIN)/manifest.json
+$(CMP)/%/train-options: OPTIONS = $(call arch_flags,$(notdir $(@D))) $(COMPARE_TRAIN)
+$(CMP)/%/done: $(BIN)/manifest.json $(CMP)/%/train-options
 	$(NMTKIT) train $(BIN) --save-dir $(CMP)/$* $(call arch_flags,$*) $(COMPARE_TRAIN) --threads $(JOBS)
 	touch $@
 
@@ -520,7 +533,8 @@ PAPER_BEAM ?= 12
 # the speeds that choose each system's path: a gpu-check report, or bin/bench-gpu's JSON of this GPU
 PAPER_BENCH ?= $(GPU_CHECK)/report.json
 PAPER_PY = $(GPU_PY)
-# order-only: inputs copied again to this machine (newer files, the same data) redo nothing
+# order-only: inputs copied again to this machine (newer files, the same data) redo nothing; so
+# are the runs' train-options, which follow it
 PAPER_INPUTS = | $(WORDS_BIN)/manifest.json
 PAPER_LONG = | $(DATA)/raw/test-long.en
 paper_bin = $(WORDS_BIN)
@@ -581,7 +595,8 @@ endif
 # a run named …-coverage trains Tu et al.'s linguistic coverage, …-neural its neural one
 coverage_of = $(if $(findstring -coverage,$1),--coverage linguistic)$(if $(findstring -neural,$1),--coverage neural)
 
-$(PAPER)/%/done: $(PAPER_INPUTS)
+$(PAPER)/%/train-options: OPTIONS = $(PAPER_TRAIN) $(call paper_flags,$(notdir $(@D)))
+$(PAPER)/%/done: $(PAPER_INPUTS) $(PAPER)/%/train-options
 	$(call paper_path,$*)$(PAPER_NMTKIT) train $(call paper_bin,$*) --save-dir $(PAPER)/$* --arch $(firstword $(subst -, ,$*)) \
 	    $(PAPER_TRAIN) $(call paper_flags,$*) $(call coverage_of,$*) --threads $(JOBS)
 	touch $@
@@ -655,7 +670,8 @@ $(DATA)/clean/test.links: $(DATA)/clean/preprocess.json | $(VENV)/.align
 	$(NMTKIT) word-align -s en -t fr --train $(DATA)/align-test/all
 	tail -n $$(wc -l < $(DATA)/clean/test.en) $(DATA)/align-test/all.links > $@.tmp && mv $@.tmp $@
 
-$(UNK_RUNS)/%/done: $(WORDS_BIN)-links/manifest.json
+$(UNK_RUNS)/%/train-options: OPTIONS = $(PAPER_TRAIN) $(findstring -guided,$(notdir $(@D)))
+$(UNK_RUNS)/%/done: $(WORDS_BIN)-links/manifest.json $(UNK_RUNS)/%/train-options
 	$(NMTKIT) train $(WORDS_BIN)-links --save-dir $(@D) --arch rnnsearch $(PAPER_TRAIN) --threads $(JOBS) \
 	    $(if $(findstring -guided,$*),--guided-alignment-weight $(GUIDED_WEIGHT) $(GUIDED_HEAD))
 	touch $@

@@ -1,0 +1,44 @@
+"""A run's done stamp in the Makefile: a finished run is not trained again by the same make, and a
+changed budget trains again (it kept the old model without a word)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_a_changed_budget_trains_the_run_again_and_the_same_one_does_not(tmp_path):
+    data, runs, log = tmp_path / "data", tmp_path / "runs", tmp_path / "trained"
+    made = [data / "raw" / "bible.json", data / "clean" / "preprocess.json"]
+    made += [data / "vocab" / "vocab.json", data / "data-bin" / "manifest.json"]
+    for age, path in enumerate(reversed(made)):  # each input older than what is made of it
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("{}")
+        os.utime(path, (time.time() - 100 * (age + 1),) * 2)
+    nmtkit = tmp_path / "nmtkit"  # records each command and makes nothing
+    nmtkit.write_text(
+        f"#!{sys.executable}\nimport sys\nopen({str(log)!r}, 'a').write(' '.join(sys.argv[1:]) + '\\n')\n"
+    )
+    nmtkit.chmod(0o755)
+
+    def demo_run(*settings):
+        cmd = ["make", "-C", str(ROOT), "INSTALLED=", f"NMTKIT={nmtkit}", f"DATA={data}", f"RUNS={runs}"]
+        cmd += [f"VOCAB={data / 'vocab'}", f"BIN={data / 'data-bin'}"]
+        done = subprocess.run([*cmd, *settings, str(runs / "demo" / "done")], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        trained = log.read_text().splitlines() if log.exists() else []
+        log.unlink(missing_ok=True)
+        return trained
+
+    first = demo_run("DEMO_UPDATES=1000")
+    assert len(first) == 1 and first[0].startswith("train ") and "--max-updates 1000" in first[0]
+    assert demo_run("DEMO_UPDATES=1000") == []  # finished: nothing to do, not even train's own check
+    again = demo_run("DEMO_UPDATES=2000")
+    assert len(again) == 1 and "--max-updates 2000" in again[0]
+    assert demo_run("DEMO_UPDATES=2000", "JOBS=1") == []  # threads are not the run's options
+    assert "--max-updates 2000" in (runs / "demo" / "train-options").read_text()
