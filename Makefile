@@ -66,6 +66,12 @@ BEAM    ?= 5
 
 .PHONY: gpu-check gpu-data help install lint test test-all test-fast test-slow typecheck test-browser test-torch structure results wheel-check docs demo demo-guided demo-aligners demo-self-training demo-curve paper paper-coverage paper-unk readme-figures data bench bench-data bench-blas bench-marian bench-sweep bench-gpu aer reproduce compare clean-data
 comma := ,
+# the settings among $1 given on make's command line or in the environment, as a command retypes
+# them (after a space), for the command a result records
+given_vars = $(strip $(foreach v,$1,$(if $(filter command environment%,$(origin $v)),$v)))
+given = $(if $(call given_vars,$1), $(foreach v,$(call given_vars,$1),$v='$($v)'))
+DEMO_FIGURE_VARS = DEMO_MINUTES DEMO_UPDATES DEMO_BF16 DEMO_RECIPE DEMO_TRAIN CPU_RECIPE COVERAGE BEAM BPE \
+    VOCAB_SIZE DATA PAIRS MAX_LEN MAX_RATIO
 help:
 	@echo "make demo     fetch the Bible corpus, preprocess, build the vocabulary, train RNNsearch (20 min on CPU),"
 	@echo "              translate the test set, score it; plot training curves, BLEU by length, alignments"
@@ -343,7 +349,7 @@ demo: $(DEMO)/test.hyp.fr $(DEMO)/test.align
 	@$(NMTKIT) info $(DEMO) --output-format json > $(DEMO)/run.json
 	@$(PY) -m bench.results record demo-$(if $(DEMO_BF16),bf16,fp32) --into $(call results_into,$(DEMO)) --machine-of $(DEMO) \
 	    --title "The demo$(if $(DEMO_BF16),'s training in bfloat16,$(comma) float32): sacreBLEU$(comma) test verses against Segond" \
-	    --command "make demo" \
+	    --command "make demo$(call given,$(DEMO_FIGURE_VARS))" \
 	    --json-figure "updates=$(DEMO)/run.json:updates" --json-figure "target tokens/s=$(DEMO)/run.json:tgt_tokens_per_s" \
 	    --json-figure "test BLEU=$(DEMO)/test-score.json:systems.0.bleu"
 	@echo "test set by source length (Segond), with the No-UNK subset of the model's vocabulary:"
@@ -621,8 +627,7 @@ $(PAPER)/report.md: $(foreach m,$(PAPER_MODELS),$(PAPER)/$(m)/test.hyp.fr $(PAPE
 # up to date) is not recorded as this command's.
 PAPER_FIGURE_VARS = PAPER_UPDATES PAPER_RECIPE PAPER_TRAIN PAPER_MODELS PAPER_MINUTES PAPER_SIZE PAPER_BEAM \
     PAPER_BENCH PAPER_SAMPLES STUDY_RECIPE DEMO_BF16 BEAM BPE VOCAB_SIZE DATA PAIRS MAX_LEN MAX_RATIO
-paper_changed = $(strip $(foreach v,$(PAPER_FIGURE_VARS),$(if $(filter command environment%,$(origin $v)),$v)))
-paper_command = make paper$(if $(filter gpu,$(PAPER_SCALE)), PAPER_SCALE=gpu)$(if $(paper_changed), $(foreach v,$(paper_changed),$v='$($v)'))
+paper_command = make paper$(if $(filter gpu,$(PAPER_SCALE)), PAPER_SCALE=gpu)$(call given,$(PAPER_FIGURE_VARS))
 
 paper: $(PAPER)/report.md
 	@if [ "$$(cat $(PAPER)/made-by 2>/dev/null)" != "$(paper_command)" ]; then \

@@ -4,6 +4,7 @@ changed budget trains again (it kept the old model without a word)."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -42,3 +43,15 @@ def test_a_changed_budget_trains_the_run_again_and_the_same_one_does_not(tmp_pat
     assert len(again) == 1 and "--max-updates 2000" in again[0]
     assert demo_run("DEMO_UPDATES=2000", "JOBS=1") == []  # threads are not the run's options
     assert "--max-updates 2000" in (runs / "demo" / "train-options").read_text()
+
+
+def test_the_demo_s_results_name_the_settings_it_was_made_with(tmp_path):
+    """A demo of 50 updates recorded its BLEU as 'make demo', the 20-minute recipe's."""
+
+    def recorded(*settings):
+        cmd = ["make", "-n", "-C", str(ROOT), "INSTALLED=", f"DEMO={tmp_path / 'demo'}", *settings, "demo"]
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+        return re.search(r'--command "([^"]*)"', out).group(1)
+
+    assert recorded() == "make demo"
+    assert recorded("DEMO_UPDATES=50", "BEAM=2") == "make demo DEMO_UPDATES='50' BEAM='2'"
