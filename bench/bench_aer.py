@@ -19,6 +19,8 @@ unsupervised aligner; it is scored in each direction and symmetrized
 from __future__ import annotations
 
 import argparse
+import datetime
+import hashlib
 import json
 import shutil
 import subprocess
@@ -75,19 +77,37 @@ def lowercased_corpus(train: Path, gold: list[str], out: Path) -> int:
 
 
 def run_eflomal(data: Path, work: Path, verses: str = "test") -> tuple[list[str], list[str], float, int]:
-    """Forward and reverse links of the gold verses, the aligner's wall time, the pairs it aligned."""
+    """Forward and reverse links of the gold verses, the aligner's wall time, the pairs it aligned.
+    The links of one corpus are kept (eflomal's minutes, and its sampler's other links each run):
+    the same training text and verses read them again, and say so."""
     gold_en, gold_fr = lines(GOLD / f"{verses}.tok.en"), lines(GOLD / f"{verses}.tok.fr")
     corpus, pairs = {}, 0
     for lang, gold in (("en", gold_en), ("fr", gold_fr)):
         corpus[lang] = work / f"corpus.{lang}"
         pairs = lowercased_corpus(data / "clean" / f"train.{lang}", gold, corpus[lang])
+    key = hashlib.sha256(EFLOMAL.encode())
+    for lang in ("en", "fr"):
+        key.update(corpus[lang].read_bytes() + b"\0")
+    kept = work / f"eflomal-{key.hexdigest()[:16]}"
+    n = len(gold_en)
+    if (kept / "made.json").is_file():
+        made = json.loads((kept / "made.json").read_text(encoding="utf-8"))
+        print(
+            f"eflomal's links of these pairs from {kept}, aligned {made['when']} (remove it to align again)",
+            file=sys.stderr,
+        )
+        return lines(kept / "forward")[-n:], lines(kept / "reverse")[-n:], made["seconds"], pairs + n
     venv = eflomal_venv()
     start = time.perf_counter()
     align = [venv / "bin" / "eflomal-align", "--overwrite", "-s", corpus["en"], "-t", corpus["fr"]]
     call([*align, "-f", work / "forward", "-r", work / "reverse"], check=True)
     seconds = time.perf_counter() - start
-    n = len(gold_en)
-    return lines(work / "forward")[-n:], lines(work / "reverse")[-n:], seconds, pairs + n
+    kept.mkdir(exist_ok=True)
+    for name in ("forward", "reverse"):
+        (work / name).replace(kept / name)
+    when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    write_text(kept / "made.json", json.dumps({"seconds": seconds, "when": when}) + "\n")
+    return lines(kept / "forward")[-n:], lines(kept / "reverse")[-n:], seconds, pairs + n
 
 
 def symmetrized(forward: list[str], reverse: list[str]) -> dict[str, list[str]]:

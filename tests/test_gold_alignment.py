@@ -209,3 +209,29 @@ def test_bench_aer_scores_each_model_and_refuses_a_missing_one_in_a_line(overfit
         text=True,
     )
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "none.pt" in done.stderr
+
+
+def test_bench_aer_keeps_eflomal_s_links_of_a_corpus_and_aligns_a_new_one(tmp_path, monkeypatch, capsys):
+    """make aer ran eflomal's minutes again on every call, with other links each time."""
+    from bench import bench_aer
+    from tests.test_guided_alignment import fake_eflomal
+
+    venv = tmp_path / "venv"
+    fake_eflomal(venv / "bin")
+    runs = tmp_path / "runs"
+    wrapped = venv / "bin" / "eflomal-align"
+    wrapped.write_text(wrapped.read_text() + f"open({str(runs)!r}, 'a').write('run\\n')\n")
+    monkeypatch.setattr(bench_aer, "eflomal_venv", lambda: venv)
+    data, work = tmp_path / "data", tmp_path / "work"
+    (data / "clean").mkdir(parents=True)
+    work.mkdir()
+    for lang, line in (("en", "In the beginning"), ("fr", "Au commencement")):
+        (data / "clean" / f"train.{lang}").write_text(line + "\n", encoding="utf-8")
+    first = bench_aer.run_eflomal(data, work)
+    again = bench_aer.run_eflomal(data, work)
+    assert runs.read_text() == "run\n" and again == first and "remove it to align again" in capsys.readouterr().err
+    n = len(bench_aer.lines(bench_aer.GOLD / "test.tok.en"))
+    assert len(first[0]) == len(first[1]) == n and first[3] == n + 1
+    (data / "clean" / "train.en").write_text("In the beginning God\n", encoding="utf-8")
+    bench_aer.run_eflomal(data, work)
+    assert runs.read_text() == "run\nrun\n" and len(list(work.glob("eflomal-*"))) == 2
