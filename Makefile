@@ -566,6 +566,18 @@ PAPER_NO_UNK = $(WORDS_VOCAB)
 endif
 PAPER_NMTKIT = $(PAPER_PY) -m nmtkit
 
+# Sizes and budgets are numbers, checked before any work: BPE=8k failed in build-vocab after the
+# corpus was fetched and cleaned, DEMO_UPDATES=1k after the data-bin was built.
+_no_digits = $(subst 0,,$(subst 1,,$(subst 2,,$(subst 3,,$(subst 4,,$(subst 5,,$(subst 6,,$(subst 7,,$(subst \
+    8,,$(subst 9,,$1))))))))))
+whole = $(if $(strip $1),$(if $(call _no_digits,$(strip $1)),,yes))
+decimal = $(and $(call whole,$(subst .,,$1)),$(filter 1 2,$(words $(subst ., ,_$(strip $1)_))))
+WHOLE_SETTINGS = BPE VOCAB_SIZE JOBS BEAM MAX_LEN COMPARE_UPDATES HEAD_UPDATES ROUND_EVERY PAPER_BEAM \
+    PAPER_SAMPLES $(if $(PAPER_UPDATES),PAPER_UPDATES) $(if $(DEMO_UPDATES),DEMO_UPDATES)
+$(foreach v,$(WHOLE_SETTINGS),$(if $(call whole,$($v)),,$(error $v is a whole number, not '$($v)')))
+$(foreach v,DEMO_MINUTES MAX_RATIO $(if $(PAPER_MINUTES),PAPER_MINUTES),$(if $(call decimal,$($v)),,\
+    $(error $v is a number, not '$($v)')))
+
 .PRECIOUS: $(PAPER)/%/done $(PAPER)/%/test.hyp.fr $(PAPER)/%/test-long.hyp.fr
 
 $(DATA)/clean-30/preprocess.json: $(DATA)/raw/bible.json

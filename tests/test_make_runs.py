@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -55,3 +57,24 @@ def test_the_demo_s_results_name_the_settings_it_was_made_with(tmp_path):
 
     assert recorded() == "make demo"
     assert recorded("DEMO_UPDATES=50", "BEAM=2") == "make demo DEMO_UPDATES='50' BEAM='2'"
+
+
+@pytest.mark.parametrize(
+    ("setting", "said"),
+    [
+        ("BPE=8k", "BPE is a whole number, not '8k'"),
+        ("DEMO_UPDATES=1k", "DEMO_UPDATES is a whole number, not '1k'"),
+        ("DEMO_MINUTES=1.2.3", "DEMO_MINUTES is a number, not '1.2.3'"),
+        ("JOBS=two", "JOBS is a whole number, not 'two'"),
+    ],
+)
+def test_a_size_or_budget_that_is_not_a_number_is_refused_before_any_work(tmp_path, setting, said):
+    """BPE=8k fetched and cleaned the corpus, then failed in build-vocab."""
+    cmd = ["make", "-n", "-C", str(ROOT), "INSTALLED=", f"DATA={tmp_path / 'data'}", setting, "data"]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    assert out.returncode != 0 and said in out.stderr and "fetch-bible" not in out.stdout
+
+
+def test_sizes_and_budgets_that_are_numbers_pass():
+    cmd = ["make", "-n", "-C", str(ROOT), "INSTALLED=", "DEMO_MINUTES=.5", "MAX_RATIO=1.5", "BPE=0", "help"]
+    assert subprocess.run(cmd, capture_output=True, text=True).returncode == 0
