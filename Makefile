@@ -575,6 +575,8 @@ decimal = $(and $(call whole,$(subst .,,$1)),$(filter 1 2,$(words $(subst ., ,_$
 WHOLE_SETTINGS = BPE VOCAB_SIZE JOBS BEAM MAX_LEN COMPARE_UPDATES HEAD_UPDATES ROUND_EVERY PAPER_BEAM \
     PAPER_SAMPLES $(if $(PAPER_UPDATES),PAPER_UPDATES) $(if $(DEMO_UPDATES),DEMO_UPDATES)
 $(foreach v,$(WHOLE_SETTINGS),$(if $(call whole,$($v)),,$(error $v is a whole number, not '$($v)')))
+$(foreach n,$(subst $(comma), ,$(ALIGN_LINES)),$(if $(call whole,$n),,\
+    $(error ALIGN_LINES is test lines' numbers and commas, not '$(ALIGN_LINES)')))
 $(foreach v,DEMO_MINUTES MAX_RATIO $(if $(PAPER_MINUTES),PAPER_MINUTES),$(if $(call decimal,$($v)),,\
     $(error $v is a number, not '$($v)')))
 

@@ -66,6 +66,7 @@ def test_the_demo_s_results_name_the_settings_it_was_made_with(tmp_path):
         ("DEMO_UPDATES=1k", "DEMO_UPDATES is a whole number, not '1k'"),
         ("DEMO_MINUTES=1.2.3", "DEMO_MINUTES is a number, not '1.2.3'"),
         ("JOBS=two", "JOBS is a whole number, not 'two'"),
+        ("ALIGN_LINES=86,x", "ALIGN_LINES is test lines' numbers and commas, not '86,x'"),
     ],
 )
 def test_a_size_or_budget_that_is_not_a_number_is_refused_before_any_work(tmp_path, setting, said):
