@@ -66,6 +66,7 @@ BEAM    ?= 5
 
 .PHONY: gpu-check gpu-data help install lint test test-all test-fast test-slow typecheck test-browser test-torch structure results wheel-check docs demo demo-guided demo-aligners demo-self-training demo-curve paper paper-coverage paper-unk readme-figures data bench bench-data bench-blas bench-marian bench-sweep bench-gpu aer reproduce compare clean-data
 comma := ,
+space := $(subst ,, )
 # the settings among $1 given on make's command line or in the environment, as a command retypes
 # them (after a space), for the command a result records
 given_vars = $(strip $(foreach v,$1,$(if $(filter command environment%,$(origin $v)),$v)))
@@ -203,16 +204,17 @@ data: $(BIN)/manifest.json
 # A run's target is its done stamp, not best.pt: the first validation writes best.pt, so an
 # interrupted run would count as trained. train resumes an unfinished run and does nothing on a
 # finished one, and the stamp is touched only when it exits 0. The stamp also depends on the run's
-# options (OPTIONS, set for each run), kept in SAVE_DIR/train-options and rewritten only when they
-# change: a changed budget (DEMO_UPDATES=2000 after a run of 1000) trains again, where the stamp
-# alone kept the old model; train goes on from a finished run given more and says what changed.
-# The recipe runs under make -n too ('+'), so that a dry run shows a finished run as finished.
+# options, kept in SAVE_DIR/train-options and rewritten only when they differ from this make's
+# (run_options, compared as make reads the Makefile: a dry run changes nothing): a changed budget
+# (DEMO_UPDATES=2000 after a run of 1000) trains again, where the stamp alone kept the old model;
+# train goes on from a finished run given more and says what changed.
+same_text = $(and $(filter x$(subst $(space),^,$(strip $1)),x$(subst $(space),^,$(strip $2))),same)
+define run_options  # the rule of run directory $1's options file, for the options $2
+$1/train-options: $$(if $$(call same_text,$$(file <$1/train-options),$2),,FORCE)
+	@mkdir -p $$(@D) && printf '%s\n' '$$(strip $2)' > $$@
+endef
 .PHONY: FORCE
-.PRECIOUS: %/train-options
-%/train-options: FORCE
-	+@mkdir -p $(@D) && { printf '%s\n' '$(strip $(OPTIONS))' | cmp -s - $@ || printf '%s\n' '$(strip $(OPTIONS))' > $@; }
-
-$(DEMO)/train-options: OPTIONS = $(DEMO_TRAIN)
+$(eval $(call run_options,$(DEMO),$(DEMO_TRAIN)))
 $(DEMO)/done: $(BIN)/manifest.json $(DEMO)/train-options
 	$(NMTKIT) train $(BIN) --save-dir $(DEMO) --threads $(JOBS) $(DEMO_TRAIN)
 	touch $@
@@ -237,7 +239,7 @@ links_bin = $(NMTKIT) preprocess -s en -t fr --train $(or $3,$(DATA)/clean/train
 $(BIN)-links/manifest.json: $(VOCAB)/vocab.json $(DATA)/clean/train.links
 	$(call links_bin,$(VOCAB))
 
-$(GUIDED)/train-options $(GUIDED_BACK)/train-options: OPTIONS = $(DEMO_TRAIN) $(GUIDED_WEIGHT) $(GUIDED_HEAD)
+$(foreach d,$(GUIDED) $(GUIDED_BACK),$(eval $(call run_options,$d,$(DEMO_TRAIN) $(GUIDED_WEIGHT) $(GUIDED_HEAD))))
 $(GUIDED)/done: $(BIN)-links/manifest.json $(GUIDED)/train-options
 	$(NMTKIT) train $(BIN)-links --save-dir $(GUIDED) --threads $(JOBS) $(DEMO_TRAIN) \
 	    --guided-alignment-weight $(GUIDED_WEIGHT) $(GUIDED_HEAD)
@@ -295,7 +297,8 @@ $(SAMPLE)/train.en $(SAMPLE)/train.fr &: $(DATA)/clean/preprocess.json
 	    && mv $(SAMPLE)/train.$$l.tmp $(SAMPLE)/train.$$l; done
 
 define head_round  # round $1: the heads of pair $2 trained on data-bins $3 (English→French) and $3-fr-en
-$(ALIGNERS)/round$1-en-fr/train-options $(ALIGNERS)/round$1-fr-en/train-options: OPTIONS = $(HEAD_TRAIN)
+$(call run_options,$(ALIGNERS)/round$1-en-fr,$(HEAD_TRAIN))
+$(call run_options,$(ALIGNERS)/round$1-fr-en,$(HEAD_TRAIN))
 $(ALIGNERS)/round$1-en-fr/done: $3/manifest.json $(word 1,$2) $(ALIGNERS)/round$1-en-fr/train-options
 	$(NMTKIT) train $3 --save-dir $$(@D) --init-from $$(dir $$(word 2,$$^))best.pt $(HEAD_TRAIN) --threads $(JOBS)
 	touch $$@
@@ -484,7 +487,7 @@ arch_flags = $(if $(findstring _,$1),$(call _luong,$(subst _, ,$1)),--arch $1)
 
 .PRECIOUS: $(CMP)/%/done $(CMP)/%/dev.hyp.fr
 
-$(CMP)/%/train-options: OPTIONS = $(call arch_flags,$(notdir $(@D))) $(COMPARE_TRAIN)
+$(foreach m,$(COMPARE_MODELS),$(eval $(call run_options,$(CMP)/$m,$(call arch_flags,$m) $(COMPARE_TRAIN))))
 $(CMP)/%/done: $(BIN)/manifest.json $(CMP)/%/train-options
 	$(NMTKIT) train $(BIN) --save-dir $(CMP)/$* $(call arch_flags,$*) $(COMPARE_TRAIN) --threads $(JOBS)
 	touch $@
@@ -615,7 +618,6 @@ endif
 # a run named …-coverage trains Tu et al.'s linguistic coverage, …-neural its neural one
 coverage_of = $(if $(findstring -coverage,$1),--coverage linguistic)$(if $(findstring -neural,$1),--coverage neural)
 
-$(PAPER)/%/train-options: OPTIONS = $(PAPER_TRAIN) $(call paper_flags,$(notdir $(@D)))
 $(PAPER)/%/done: $(PAPER_INPUTS) $(PAPER)/%/train-options
 	$(call paper_path,$*)$(PAPER_NMTKIT) train $(call paper_bin,$*) --save-dir $(PAPER)/$* --arch $(firstword $(subst -, ,$*)) \
 	    $(PAPER_TRAIN) $(call paper_flags,$*) $(call coverage_of,$*) --threads $(JOBS)
@@ -689,7 +691,8 @@ $(DATA)/clean/test.links: $(DATA)/clean/preprocess.json | $(VENV)/.align
 	$(NMTKIT) word-align -s en -t fr --train $(DATA)/align-test/all
 	tail -n $$(wc -l < $(DATA)/clean/test.en) $(DATA)/align-test/all.links > $@.tmp && mv $@.tmp $@
 
-$(UNK_RUNS)/%/train-options: OPTIONS = $(PAPER_TRAIN) $(findstring -guided,$(notdir $(@D)))
+$(foreach m,$(UNK_MODELS),$(eval $(call run_options,$(UNK_RUNS)/$m,$(PAPER_TRAIN) \
+    $(if $(findstring -guided,$m),--guided-alignment-weight $(GUIDED_WEIGHT) $(GUIDED_HEAD)))))
 $(UNK_RUNS)/%/done: $(WORDS_BIN)-links/manifest.json $(UNK_RUNS)/%/train-options
 	$(NMTKIT) train $(WORDS_BIN)-links --save-dir $(@D) --arch rnnsearch $(PAPER_TRAIN) --threads $(JOBS) \
 	    $(if $(findstring -guided,$*),--guided-alignment-weight $(GUIDED_WEIGHT) $(GUIDED_HEAD))
@@ -717,7 +720,6 @@ paper-unk: $(foreach m,$(UNK_MODELS),$(UNK_RUNS)/$(m)/test.replaced.fr $(UNK_RUN
 # click, rich, sacrebleu, matplotlib, pytest), at the versions installed here, for the image's Python
 # (GPU_PYTHON), and GNU make (wheels/bin/make: make paper there). Copy GPU_CARRY there, then:
 # python3 -m pip install --no-index --no-deps wheels/*.whl; PATH=$PWD/wheels/bin:$PATH
-space := $(subst ,, )
 GPU_PYTHON ?= 3.12
 GPU_PLATFORMS ?= manylinux_2_17_x86_64 manylinux2014_x86_64 manylinux_2_28_x86_64 any
 GPU_WHEELS ?= sacremoses subword-nmt mock tomli[-_]w fastapi starlette uvicorn pydantic pydantic[-_]core \
@@ -739,3 +741,7 @@ gpu-data: $(INSTALLED)
 
 clean-data:
 	rm -rf $(DATA)
+
+# the paper's and paper-coverage's runs (COVERAGE_MODELS is set above, with paper-coverage)
+$(foreach m,$(sort $(PAPER_MODELS) $(COVERAGE_MODELS)),$(eval $(call run_options,$(PAPER)/$m,$(PAPER_TRAIN) \
+    $(if $(filter gpu,$(PAPER_SCALE)),--max-len $(if $(filter %-30,$m),30,$(MAX_LEN))) $(call coverage_of,$m))))

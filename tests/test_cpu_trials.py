@@ -50,6 +50,8 @@ def test_an_interrupted_demo_trains_again_and_a_finished_one_does_not(tmp_path):
     args = ("demo", "INSTALLED=", f"DEMO={demo}", f"DATA={data}")
     interrupted = make_n(*args)
     assert " train " in interrupted and f"touch {demo}/done" in interrupted
+    # what a run that ended leaves: its options (the run's own make writes them) and its stamp
+    subprocess.run(["make", *args[1:], f"{demo}/train-options"], cwd=ROOT, capture_output=True, check=True)
     (demo / "done").write_text("")
     for name in ("test.hyp.fr", "test.align"):
         (demo / name).write_text("")

@@ -373,7 +373,8 @@ def test_several_gpus_train_a_model_each_on_the_graph_path_or_one_at_a_time_over
     assert out.returncode == 0, out.stderr
     runs = "/nonexistent/work/runs"
     assert (
-        f"{runs}/rnnsearch-30/done: /nonexistent/work/data-bin/manifest.json | {runs}/rnnencdec-30/done" in out.stdout
+        f"{runs}/rnnsearch-30/done: /nonexistent/work/data-bin/manifest.json {runs}/rnnsearch-30/train-options "
+        f"| {runs}/rnnencdec-30/done" in out.stdout
     )
     assert [t.split()[0] for t in _trains(out)] == ["CUDA_VISIBLE_DEVICES=5", "CUDA_VISIBLE_DEVICES=7"] * 2
     assert f"rnnsearch-50: training on GPU 7 (its log: {runs}/rnnsearch-50/train.log)" in out.stdout
