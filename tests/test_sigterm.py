@@ -10,12 +10,18 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import EN
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_sigterm_leaves_no_output_and_no_temporary_file(overfit, tmp_path):
+STOPS = [(signal.SIGTERM, "terminated"), (signal.SIGHUP, "hung up")]  # SIGHUP: a closed terminal
+
+
+@pytest.mark.parametrize(("stop", "said"), STOPS)
+def test_sigterm_leaves_no_output_and_no_temporary_file(overfit, tmp_path, stop, said):
     (tmp_path / "in.en").write_text("".join(EN[i % 4] + "\n" for i in range(20000)), encoding="utf-8")
     out = tmp_path / "out" / "hyp.fr"
     cmd = [sys.executable, "-m", "nmtkit", "translate", "-m", str(overfit / "run" / "best.pt"), "in.en"]
@@ -26,10 +32,10 @@ def test_sigterm_leaves_no_output_and_no_temporary_file(overfit, tmp_path):
     while not list(out.parent.glob(".hyp.fr.*.tmp")) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert list(out.parent.glob(".hyp.fr.*.tmp")), "translate never started writing"
-    translating.send_signal(signal.SIGTERM)
+    translating.send_signal(stop)
     _, err = translating.communicate(timeout=60)
-    assert translating.returncode == 128 + signal.SIGTERM
-    assert err.strip().splitlines()[-1] == "terminated"
+    assert translating.returncode == 128 + stop
+    assert err.strip().splitlines()[-1] == said
     assert not out.parent.exists()  # neither the output nor its temporary name, nor the directory made for it
 
 
@@ -51,7 +57,8 @@ def _alive(pid):
     return state != "Z"
 
 
-def test_sigterm_in_word_align_stops_the_aligner_and_its_binary(tmp_path):
+@pytest.mark.parametrize(("stop", "said"), STOPS)
+def test_sigterm_in_word_align_stops_the_aligner_and_its_binary(tmp_path, stop, said):
     """The eflomal binary that eflomal-align starts went on aligning after the command ended, and
     the wrapper's temporary files stayed in /tmp."""
     bin_dir = tmp_path / "bin"
@@ -74,9 +81,9 @@ def test_sigterm_in_word_align_stops_the_aligner_and_its_binary(tmp_path):
     while not (pids.exists() and len(pids.read_text().split()) == 3) and time.monotonic() < deadline:
         time.sleep(0.05)
     wrapper, binary, held = pids.read_text().split()
-    aligning.send_signal(signal.SIGTERM)
+    aligning.send_signal(stop)
     _, err = aligning.communicate(timeout=60)
-    assert aligning.returncode == 128 + signal.SIGTERM and err.strip().splitlines()[-1] == "terminated"
+    assert aligning.returncode == 128 + stop and err.strip().splitlines()[-1] == said
     deadline = time.monotonic() + 10
     while (_alive(wrapper) or _alive(binary)) and time.monotonic() < deadline:
         time.sleep(0.05)

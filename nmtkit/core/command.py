@@ -33,7 +33,7 @@ from typing import Any, NoReturn, cast
 import click
 from click.shell_completion import CompletionItem
 
-from .console import set_verbosity
+from .console import off_the_terminal, set_verbosity
 from .errors import Interrupted, JobFailed, UserError
 from .files import USER_PATH_ERRORS
 
@@ -52,35 +52,46 @@ class _Where(UserError):
 
 
 class _Terminated(BaseException):
-    """SIGTERM (``timeout``, a job queue, make's kill) as an exception in the command's own process:
-    a file being written goes as an error takes it (:func:`~nmtkit.core.files.atomic_write` removes
-    its temporary name) where the signal's default would leave it half-written. ``nmtkit train``
+    """SIGTERM (``timeout``, a job queue, make's kill) or SIGHUP (a closed terminal, a dropped ssh
+    session) as an exception in the command's own process: a file being written goes as an error
+    takes it (:func:`~nmtkit.core.files.atomic_write` removes its temporary name), an aligner's
+    process group is killed, where the signal's default would leave them. ``nmtkit train``
     installs a handler of its own, which saves first."""
 
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
 
-def _on_sigterm(signum: int, _frame: object) -> None:
+
+def _on_stop(signum: int, _frame: object) -> None:
     if os.getpid() != _MAIN_PID:  # a forked worker ends as the signal would end it
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
         return
-    raise _Terminated
+    raise _Terminated(signum)
 
 
 _MAIN_PID = os.getpid()
+# SIGHUP where the platform has it; under nohup it is ignored, and stays so
+_STOPS = (signal.SIGTERM, *((signal.SIGHUP,) if hasattr(signal, "SIGHUP") else ()))
 
 
 @contextlib.contextmanager
-def _sigterm_raises() -> Iterator[None]:
-    """SIGTERM as :class:`_Terminated` while a command runs (in the main thread: only there can a
-    handler be set), the handler before it restored after."""
+def _stops_raise() -> Iterator[None]:
+    """SIGTERM and SIGHUP as :class:`_Terminated` while a command runs (in the main thread: only
+    there can a handler be set), the handlers before them restored after."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    before = {stop: signal.getsignal(stop) for stop in _STOPS}
+    set_here = [stop for stop, handler in before.items() if handler not in (signal.SIG_IGN, None)]
+    for stop in set_here:
+        signal.signal(stop, _on_stop)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for stop in set_here:
+            signal.signal(stop, before[stop])
 
 
 class _CtrlC(BaseException):
@@ -195,7 +206,7 @@ class _OneLine:
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)  # type: ignore[misc]
         _buffer_stdout()
-        with _sigterm_raises():
+        with _stops_raise():
             try:
                 rv = super().main(args, prog_name, complete_var, False, **extra)  # type: ignore[misc]
             except _Where as err:
@@ -217,8 +228,8 @@ class _OneLine:
                 _exit(128 + err.signum, err.abandon)
             except (click.Abort, KeyboardInterrupt, _CtrlC):
                 _fail("interrupted", INTERRUPTED)
-            except _Terminated:
-                _fail("terminated", 128 + signal.SIGTERM)
+            except _Terminated as err:
+                _stopped(err.signum)
             except (BrokenPipeError, _ClosedPipe):
                 _quiet_exit_on_closed_pipe()
             _flush_results(prog_name)
@@ -393,6 +404,12 @@ def _flush_results(prog_name: str) -> None:
         if err.errno not in USER_PATH_ERRORS:
             raise
         _fail(f"{prog_name}: error: {_path_error(err)}", USAGE)
+
+
+def _stopped(signum: int) -> NoReturn:
+    if signum != signal.SIGTERM:  # SIGHUP: the terminal that would show the line is gone
+        off_the_terminal()
+    _fail("terminated" if signum == signal.SIGTERM else "hung up", 128 + signum)
 
 
 def _fail(line: str, status: int) -> NoReturn:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,20 @@ def discard(*fds: int) -> None:
                 os.dup2(null, fd)
     finally:
         os.close(null)
+
+
+def off_the_terminal() -> None:
+    """stdout and stderr discarded where they are the terminal that hung up (SIGHUP): a line
+    written to it fails (EIO), and the last line would end the command as a failure. A file or a
+    pipe keeps them (``2> train.log``, ``nohup``'s nohup.out)."""
+    discard(*(fd for fd in (1, 2) if _is_device(fd)))
+
+
+def _is_device(fd: int) -> bool:
+    try:
+        return stat.S_ISCHR(os.fstat(fd).st_mode)
+    except OSError:
+        return False
 
 
 class _Log(Console):

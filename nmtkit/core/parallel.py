@@ -91,7 +91,7 @@ def _kill(pool: Any) -> None:
     ending.join(5.0)
 
 
-_STOPS = {signal.SIGINT, signal.SIGTERM}
+_STOPS = {signal.SIGINT, signal.SIGTERM, *((signal.SIGHUP,) if hasattr(signal, "SIGHUP") else ())}
 # the resource tracker's warning as it removes the pool's semaphores after a parent killed
 # outright: it does what it should, and its two lines would end a log as if something had failed
 _TRACKER_QUIET = "ignore:resource_tracker:UserWarning"
@@ -158,13 +158,13 @@ def _restore(handlers: Sequence[tuple[int, Any]]) -> None:
 
 
 def _deaf_to_stops(initializer: Callable[..., None], *initargs: Any) -> None:
-    """A worker's start: Ctrl-C and SIGTERM, sent to the whole process group, are the parent's to
+    """A worker's start: Ctrl-C, SIGTERM and SIGHUP, sent to the whole process group, are the parent's to
     act on (it kills the workers); a worker they stopped printed a traceback, or, stopped while it
     held its queue's lock, left the parent waiting for good. Held since the spawn, they are dropped."""
     global _START_ERROR
     _die_with_parent()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    for stop in _STOPS:
+        signal.signal(stop, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPS)
     try:
         initializer(*initargs)

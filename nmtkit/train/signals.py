@@ -5,27 +5,11 @@ stop, never a torn checkpoint."""
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
-import stat
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..core.console import discard, log, when_stderr_lost
-
-
-def _off_the_terminal() -> None:
-    """stdout and stderr discarded where they are the terminal that hung up: a line written to it
-    fails (EIO), and the save's last line would end the run as a failure. A file or a pipe keeps
-    them (``2> train.log``, ``nohup``'s nohup.out)."""
-    discard(*(fd for fd in (1, 2) if _is_device(fd)))
-
-
-def _is_device(fd: int) -> bool:
-    try:
-        return stat.S_ISCHR(os.fstat(fd).st_mode)
-    except OSError:
-        return False
+from ..core.console import log, off_the_terminal, when_stderr_lost
 
 
 class StopFlag:
@@ -48,7 +32,7 @@ class StopFlag:
         # under nohup it stays ignored
         hangup = getattr(signal, "SIGHUP", None)
         self.previous_hup = None
-        if hangup is not None and signal.getsignal(hangup) == signal.SIG_DFL:
+        if hangup is not None and signal.getsignal(hangup) not in (signal.SIG_IGN, None):
             self.previous_hup = signal.signal(hangup, self._handle)
         # stderr's reader gone (train 2>&1 | head): saved and stopped, as SIGPIPE would have it
         self._lost = when_stderr_lost(lambda: self._handle(signal.SIGPIPE) if not self.requested else None)
@@ -57,7 +41,7 @@ class StopFlag:
 
     def _handle(self, signum: int, *_: Any) -> None:
         if signum == getattr(signal, "SIGHUP", None):
-            _off_the_terminal()
+            off_the_terminal()
         if not self.requested:
             self.requested, self.signum = True, signum
             self.on_request()
