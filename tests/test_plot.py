@@ -1,5 +1,7 @@
 """Training curves: a picture from metrics.jsonl entries, written whole or not at all."""
 
+import numpy as np
+
 from nmtkit.core.plot import training_curves
 
 
@@ -47,3 +49,24 @@ def test_a_heatmap_of_a_very_long_sentence_stays_within_a_drawable_size(tmp_path
     assert 3000 < width <= 3600 and 2400 < height < width  # 30 inches at 120 dpi, the shorter side less
     alignment_heatmap(words[:10], words[:8], np.eye(8, 10), tmp_path / "short.png")
     assert png_size(tmp_path / "short.png") == (504, 441)  # 0.26 inch a cell: 4.2 by 3.68 inches at 120 dpi
+
+
+def test_words_and_names_are_drawn_as_they_are_not_as_mathematics(tmp_path, monkeypatch):
+    """A token '$x$' was drawn as an italic x, '$\\alpha$' as α and '\\$' as '$'."""
+    from matplotlib.text import Text
+
+    from nmtkit.core import plot
+
+    drawn = []
+
+    def keep(fig, out):
+        fig.canvas.draw()
+        drawn.extend((t.get_text(), t._preprocess_math(t.get_text())[1]) for t in fig.findobj(Text) if t.get_text())
+
+    monkeypatch.setattr(plot, "save_figure", keep)
+    plot.alignment_heatmap(["$x$", "costs", "\\$"], ["$\\alpha$", "a_b"], np.eye(2, 3), tmp_path / "a.png", "$t$")
+    rows = [{"lo": 1, "hi": 10, "sentences": 3, "bleu": {"$sys$": 10.0}}]
+    plot.bleu_by_length_chart(rows, tmp_path / "b.png", title="$T$")
+    texts = dict(drawn)
+    assert {"$x$", "\\$", "$\\alpha$", "$t$", "$sys$", "$T$"} <= set(texts)
+    assert not any(texts.values())  # none read as mathematics

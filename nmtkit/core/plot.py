@@ -7,9 +7,11 @@ picture a user opens is never half drawn.
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec
 
 import numpy as np
 
@@ -18,6 +20,7 @@ from .errors import UserError
 from .files import atomic_write, names_descriptor
 
 FORMATS = ("png", "svg", "pdf")
+P = ParamSpec("P")
 
 
 def pyplot() -> Any:
@@ -27,6 +30,18 @@ def pyplot() -> Any:
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def _literal(draw: Callable[P, None]) -> Callable[P, None]:
+    """``draw`` with its text shown as it is: words, system names and titles are the user's, and
+    matplotlib read ``$x$`` in them as mathematics (an italic x), ``\\$`` as ``$``."""
+
+    @functools.wraps(draw)
+    def drawn(*args: P.args, **kwargs: P.kwargs) -> None:
+        with pyplot().rc_context({"text.parse_math": False}):
+            draw(*args, **kwargs)
+
+    return drawn
 
 
 def check_format(out: str | Path) -> str:
@@ -47,6 +62,7 @@ def save_figure(fig: Any, out: str | Path) -> None:
     pyplot().close(fig)
 
 
+@_literal
 def training_curves(entries: list[dict[str, Any]], out: str | Path) -> None:
     """Train and dev NLL per target token against updates, and dev BLEU when logged."""
     plt = pyplot()
@@ -74,6 +90,7 @@ def training_curves(entries: list[dict[str, Any]], out: str | Path) -> None:
     save_figure(fig, out)
 
 
+@_literal
 def bleu_by_length_chart(rows: list[dict[str, Any]], out: str | Path, title: str = "") -> None:
     """The paper's Figure 2: BLEU against source sentence length, one line per system; the
     tokenized BLEU (as the paper's) where the rows have it, else sacreBLEU."""
@@ -104,6 +121,7 @@ _HEATMAP_MAX_INCHES = 30.0
 _LABEL_SPACING = 0.13  # inches between labels at the least: 4.5-point type, every k-th word beyond
 
 
+@_literal
 def alignment_heatmap(source: list[str], target: list[str], alignment: Any, out: str | Path, title: str = "") -> None:
     """The paper's Figure 3: α_ij with source words on the x-axis (top) and generated words on
     the y-axis, grey from 0 (black) to 1 (white). Sized by the sentence so that 50 words stay legible;
