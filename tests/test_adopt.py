@@ -323,6 +323,13 @@ def test_average_takes_a_run_directory_and_its_last_n_validations_in_update_orde
     (run / "metrics.jsonl").write_text('{"step": 5, "dev_nll": 1.0}\n')  # another run's log, none of these
     earlier = invoke("average", run, "-o", tmp_path / "x.pt")
     assert earlier.exit_code == 2 and "holds only an earlier run's update-N.pt" in earlier.output
+    (run / "metrics.jsonl").unlink()
+    for name in ("last.pt", "best.pt", "best-9.pt", "update-11.pt"):  # the run's resume state was replaced
+        before = (run / name).read_bytes() if (run / name).exists() else None
+        r = invoke("average", run / "update-8.pt", run / "update-9.pt", "-o", run / name)
+        assert r.exit_code == 2 and f"{run / name}: a name train writes in its run directory" in r.output, r.output
+        assert ((run / name).read_bytes() if (run / name).exists() else None) == before
+    assert invoke("average", run / "update-8.pt", run / "update-9.pt", "-o", run / "average.pt").exit_code == 0
 
 
 def test_an_averaged_checkpoint_translates(overfit, tmp_path):
