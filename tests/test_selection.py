@@ -179,6 +179,45 @@ def test_a_selection_that_would_replace_its_general_corpus_is_refused(tmp_path):
     assert (tmp_path / "train.en").read_bytes() == before
 
 
+@pytest.mark.parametrize("report", ["preprocess.json", "manifest.json", "vocab.json"])
+def test_a_directory_of_another_command_s_outputs_is_refused(tmp_path, report):
+    """-d preprocess's directory: its clean train.* became raw lines under a preprocess.json and a
+    train.lines that described the old text, and build-vocab built on them."""
+    from nmtkit.core.errors import UserError
+
+    ind, gen = _corpora(tmp_path, 50)
+    out = tmp_path / "clean"
+    out.mkdir()
+    (out / report).write_text("{}")
+    (out / "train.en").write_text("clean text\n")
+    with pytest.raises(UserError, match=f"{out}: holds the outputs of 'nmtkit .*' \\({report}\\)"):
+        select(
+            [Corpus.of(ind, ("en", "fr"))],
+            [Corpus.of(gen, ("en", "fr"))],
+            out,
+            ("en", "fr"),
+            SelectConfig(keep_words=100),
+            1,
+        )
+    assert (out / "train.en").read_text() == "clean text\n"
+
+
+def test_build_vocab_refuses_text_that_is_not_preprocess_s_any_more(tmp_path):
+    from nmtkit.core.errors import UserError
+    from nmtkit.data.build_vocab import build_vocab
+    from nmtkit.data.settings import VocabConfig
+
+    clean = tmp_path / "clean"
+    clean.mkdir()
+    for lang in ("en", "fr"):
+        (clean / f"train.{lang}").write_text("a b\nc d\n")
+    (clean / "train.lines").write_text("1\n2\n3\n")  # preprocess's three sentences, two now
+    (clean / "preprocess.json").write_text("{}")
+    with pytest.raises(UserError, match="train.lines: has 3 lines for 2 sentences; re-run preprocess"):
+        build_vocab(clean / "train", ("en", "fr"), tmp_path / "vocab", VocabConfig())
+    assert not (tmp_path / "vocab").exists()
+
+
 def test_a_corpus_given_twice_as_one_kind_is_refused(tmp_path):
     """--general g --general g kept each pair twice; one corpus as both kinds is the WMT'14 recipe's
     IN_DOMAIN=news-commentary-v9, and selects."""

@@ -78,3 +78,12 @@ def check_parallel_prefix(prefix: str | Path, langs: tuple[str, str] | list[str]
                 f"which reads {' and '.join(f'{bare}.{lang}' for lang in langs)})"
             )
     return check_parallel(paths)
+
+
+def check_line_map(prefix: str | Path, n: int) -> None:
+    """preprocess's raw line numbers (``prefix.lines``), where it wrote them, one a sentence of the
+    ``n``: text changed after preprocess (another command's output written over it, an edit) is
+    said before a vocabulary or a data-bin is built on it."""
+    src = Path(f"{prefix}.lines")
+    if src.exists() and (have := count_lines(src)) != n:
+        raise UserError(f"{src}: has {have:,} lines for {n:,} sentences; re-run preprocess")

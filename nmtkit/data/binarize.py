@@ -24,7 +24,7 @@ from ..align.links import read_pharaoh, unit_links, word_ids
 from ..core.console import log, progress
 from ..core.errors import UserError
 from ..core.files import fingerprint, read_lines
-from ..core.line_counts import check_parallel_prefix, count_lines
+from ..core.line_counts import check_line_map, check_parallel_prefix, count_lines
 from ..core.parallel import Workers, chunked
 from ..core.staging import Staging
 from ..text.bpe import Segmenter
@@ -280,9 +280,8 @@ def _write_lines(prefix: Path, dest: Path, n: int) -> None:
     """Raw line numbers: those preprocess recorded, or 1..n for text it did not filter."""
     src = Path(f"{prefix}.lines")
     if src.exists():
+        check_line_map(prefix, n)
         shutil.copyfile(src, dest)
-        if (have := sum(1 for _ in open(dest))) != n:
-            raise UserError(f"{src}: has {have} lines for {n} sentences; re-run preprocess")
     else:
         np.savetxt(dest, np.arange(1, n + 1), fmt="%d")
 

@@ -20,7 +20,7 @@ from typing import Any
 from ..core.console import log, progress
 from ..core.errors import UserError
 from ..core.files import read_lines
-from ..core.line_counts import check_parallel_prefix
+from ..core.line_counts import check_line_map, check_parallel_prefix
 from ..core.staging import Staging
 from ..text.bpe import Segmenter, learn_codes, learn_sentencepiece
 from ..text.preprocess import read_report, text_fingerprint
@@ -56,6 +56,7 @@ def build_vocab(
     check_languages(*langs)
     paths = [Path(f"{prefix}.{lang}") for lang in langs]
     lines = check_parallel_prefix(prefix, langs)  # first: a mistyped --train names its files, not preprocess.json
+    check_line_map(prefix, lines)
     settings = read_report(
         prefix.parent, "build-vocab reads text written by 'nmtkit preprocess', which records how it was tokenized"
     )

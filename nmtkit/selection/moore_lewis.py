@@ -294,6 +294,20 @@ def find_cut(scores: Scores, keep_words: int) -> tuple[float, float, int]:
     return float(edges[cut]) if cut else float("-inf"), hi, int(below[cut])
 
 
+# what the other commands that write a directory leave in it: select's raw text there would sit
+# under their reports, which would go on describing the text they wrote
+_OTHERS = {"preprocess.json": "preprocess", "manifest.json": "preprocess --vocab", "vocab.json": "build-vocab"}
+
+
+def _refuse_others_outputs(out_dir: Path) -> None:
+    for report, command in _OTHERS.items():
+        if (out_dir / report).exists():
+            raise UserError(
+                f"{out_dir}: holds the outputs of 'nmtkit {command}' ({report}), which select's raw "
+                f"train.* would replace under them: give select a directory of its own"
+            )
+
+
 def write_selection(
     general: list[Corpus],
     scores: Scores,
@@ -362,6 +376,7 @@ def select(
             for path in (c.src, c.tgt)
         ],
     )
+    _refuse_others_outputs(out_dir)
     with Staging(out_dir) as stage:
         lm_dir = stage.path("lm")
         t0 = time.perf_counter()
