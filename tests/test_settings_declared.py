@@ -12,7 +12,7 @@ from nmtkit.cli import main
 from nmtkit.cli.train_settings import train_settings
 from nmtkit.core.errors import UserError
 from nmtkit.core.settings import declared, default_of
-from nmtkit.models.config import CoverageConfig, RNNSearchConfig
+from nmtkit.models.config import CoverageConfig, LuongConfig, RNNSearchConfig
 from nmtkit.train.config import DEFAULT_LR, SCHEDULES, TrainConfig
 from nmtkit.translate.settings import SearchConfig
 
@@ -109,6 +109,12 @@ def test_a_schedule_is_a_value_and_its_help_names_its_flags():
         (lambda: TrainConfig(lr="1e-3"), "--lr: '1e-3', not a number"),
         (lambda: TrainConfig(max_updates=2.5), "--max-updates: 2.5, not a whole number"),
         (lambda: RNNSearchConfig(emb=24.0), "emb: 24.0, not a whole number"),  # no declared flag: its name
+        # past int64 a traceback in torch; 100,000 layers were built for minutes
+        (
+            lambda: RNNSearchConfig(hidden=10**20),
+            f"--hidden: {10**20} is more than the 1,048,576 a model of nmtkit's may have",
+        ),
+        (lambda: LuongConfig(layers=100000), "--layers: 100000 is more than the 64 a model of nmtkit's may have"),
         (lambda: RNNSearchConfig.preset_sizes("huge"), "--preset 'huge': not one of paper, small, bench, tiny"),
         (
             lambda: train_settings("rnnsearch", "tiny", "fast", {}, set()),

@@ -50,6 +50,10 @@ class CoverageConfig(Settings):
             raise UserError("--max-fertility bounds the linguistic coverage: add --coverage linguistic")
 
 
+_MOST_UNITS = 2**20  # units of a layer, at most
+_MOST = {"layers": 64}
+
+
 @dataclass(frozen=True)
 class ModelConfig(Settings):
     """What every architecture has: its name (``arch``, a class constant stored with the fields),
@@ -117,6 +121,9 @@ class ModelConfig(Settings):
                 whole = False
             if not whole:
                 raise UserError(f"--{name}: {value} is not a whole number >= 1")
+            most = _MOST.get(name, _MOST_UNITS)
+            if value > most:  # torch's sizes overflowed past 2**63 (a traceback); 100,000 layers never built
+                raise UserError(f"--{name}: {value} is more than the {most:,} a model of nmtkit's may have")
             object.__setattr__(self, name, operator.index(value))  # a plain int, as a checkpoint keeps
 
     def to_dict(self) -> dict[str, Any]:
@@ -203,6 +210,7 @@ class GRUConfig(ModelConfig):
         "(GroundHog's rank_n_approx, 620) did; with --tie-embeddings it must equal --emb, W_o being the "
         "embeddings. 0: the appendix's one matrix.",
         ge=0,
+        le=2**20,
     )
     tie_embeddings: bool = setting(
         False,
