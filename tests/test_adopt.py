@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -154,6 +155,13 @@ def test_info_reads_a_training_run_and_a_corpus_too(overfit, tmp_path):
     assert corpus["format"] == "nmtkit-corpus" and corpus["splits"]["train"]["sentences"] == 6
     r = invoke("info", tmp_path)
     assert r.exit_code == 2 and "not a training run" in r.output and "Traceback" not in r.output
+    stopped = tmp_path / "stopped"  # a run stopped before its first log line: said not to be one
+    stopped.mkdir()
+    shutil.copy(overfit / "run" / "last.pt", stopped / "last.pt")
+    r = invoke("info", stopped)
+    assert r.exit_code == 0 and r.output.startswith("trained 250 updates in ") and "before its first log" in r.output
+    facts = json.loads(invoke("info", stopped, "--output-format", "json").stdout)
+    assert facts["updates"] == 250 and facts["tgt_tokens_per_s"] is None
 
 
 def test_info_reads_a_run_killed_while_it_logged_and_refuses_a_damaged_log(overfit, tmp_path):

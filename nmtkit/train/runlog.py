@@ -244,11 +244,19 @@ class RunLog:
 
 def run_facts(save_dir: str | Path) -> dict[str, Any]:
     """How far training got, how fast, on what, and which update best.pt holds, chosen how."""
-    log = RunLog.read(save_dir)
+    last = Path(save_dir) / "last.pt"
+    if not (Path(save_dir) / METRICS).exists() and last.is_file():  # stopped before its first log line
+        progress = checkpoint.load(last).training.progress
+        machine = Path(save_dir) / MACHINE
+        log = RunLog(machine=_machine(machine) if machine.exists() else None)
+        updates, seconds, speed = progress.step, progress.seconds, None
+    else:
+        log = RunLog.read(save_dir)
+        updates, seconds, speed = log.updates, log.seconds, log.tokens_per_s
     facts: dict[str, Any] = {
-        "updates": log.updates,
-        "minutes": log.seconds / 60,
-        "tgt_tokens_per_s": log.tokens_per_s,
+        "updates": updates,
+        "minutes": seconds / 60,
+        "tgt_tokens_per_s": speed,
         "machine": log.machine,
     }
     best = Path(save_dir) / "best.pt"
@@ -269,9 +277,10 @@ def run_facts(save_dir: str | Path) -> dict[str, Any]:
 def run_summary(save_dir: str | Path) -> str:
     """One line: how far training got, how fast, and which update best.pt holds."""
     facts = run_facts(save_dir)
+    speed = facts["tgt_tokens_per_s"]
     line = (
         f"trained {facts['updates']:,} update{'' if facts['updates'] == 1 else 's'} in {facts['minutes']:.1f} minutes "
-        f"({facts['tgt_tokens_per_s']:,.0f} target tokens/s)"
+        + (f"({speed:,.0f} target tokens/s)" if speed is not None else "(stopped before its first log line)")
     )
     if facts["machine"]:
         line += f" on {describe(facts['machine'])}"
