@@ -300,3 +300,14 @@ def test_a_number_a_file_gives_a_files_name_is_refused_and_other_text_takes_it_a
     Path("3").write_text("a b c\n", encoding="utf-8")
     r = invoke("score", "h.txt", "--config", "c.yaml", "--output-format", "json")
     assert r.exit_code == 0 and json.loads(r.output)["systems"][0]["chrf"] == 100, r.output  # the file named 3
+
+
+@pytest.mark.parametrize("name", ["c.toml", "c.yaml"])
+def test_a_config_that_starts_with_a_byte_order_mark_reads_as_without(tmp_path, name):
+    """A TOML file saved with a BOM (Notepad's UTF-8) was 'not valid TOML (Invalid statement)'."""
+    (tmp_path / name).write_bytes(
+        "\ufeffmax-updates = 7\n".replace(" =", ":" if name.endswith("yaml") else " =").encode()
+    )
+    r = invoke("train", "bin", "--save-dir", tmp_path / "r", "--config", tmp_path / name, "--dump-config", "-")
+    assert r.exit_code == 0, r.output
+    assert "max-updates: 7" in r.stdout.splitlines()

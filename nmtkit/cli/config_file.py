@@ -50,8 +50,8 @@ def _load(path: str) -> Any:
     toml = Path(path).suffix.lower() == ".toml"
     try:
         with open(path, "rb") as fh:
-            if toml:
-                return tomllib.load(fh)
+            if toml:  # an editor's byte order mark, which YAML's reader skips and TOML's calls a statement
+                return tomllib.loads(fh.read().decode("utf-8").removeprefix("\ufeff"))
             return _yaml_load(fh)
     except FileNotFoundError:
         raise click.BadParameter(f"{path}: no such file") from None
