@@ -608,6 +608,8 @@ def test_a_resumed_run_takes_the_commands_rate_names_each_change_and_refuses_ano
     assert r.exit_code == 0 and "this command's" not in r.output, r.output
     said = f"{last} has nothing left to do at update 3: it reached --max-updates 3; to go on from it, a --max-updates"
     assert said + " over 3" in r.output
+    r = invoke("train", data_bin, "--save-dir", run, *TINY, "--lr", "0.002", "--max-updates", 1, "--patience", 0)
+    assert "it reached --max-updates 1 (it is past it, at 3);" in r.output  # a lower budget: where it stands
     other = [a if a != "adam" else "sgd" for a in TINY]
     r = invoke("train", data_bin, "--save-dir", run, *other, "--max-updates", 4, "--patience", 0)
     assert r.exit_code == 2, r.output

@@ -146,13 +146,24 @@ def train(
     return progress
 
 
+def _past(done: int, limit: int | None) -> str:
+    """A budget lowered below what the run has done (--max-updates 60 at update 600)."""
+    return f" (it is past it, at {done:,})" if limit and done > limit else ""
+
+
 def _nothing_to_do(state: TrainState) -> str:
     """What a finished run says when run again: each limit it reached, and what would go on from it."""
     cfg, progress = state.cfg, state.progress
     minutes = (progress.seconds + progress.validation_seconds) / 60
     limits = (
-        (f"--max-updates {cfg.max_updates}", f"a --max-updates over {progress.step}"),
-        (f"--max-epochs {cfg.max_epochs}", f"a --max-epochs over {state.batches.epoch}"),
+        (
+            f"--max-updates {cfg.max_updates}{_past(progress.step, cfg.max_updates)}",
+            f"a --max-updates over {progress.step}",
+        ),
+        (
+            f"--max-epochs {cfg.max_epochs}{_past(state.batches.epoch, cfg.max_epochs)}",
+            f"a --max-epochs over {state.batches.epoch}",
+        ),
         (
             f"--max-minutes {cfg.max_minutes:g} ({progress.seconds / 60:.2f} trained, "
             f"{progress.validation_seconds / 60:.2f} kept for the final validation)",
