@@ -28,6 +28,12 @@ def test_read_lines_missing_and_empty(tmp_path):
     with pytest.raises(UserError, match="is empty"):
         list(read_lines(tmp_path / "e"))
     assert list(read_lines(tmp_path / "e", allow_empty=True)) == []
+    (tmp_path / "mark").write_bytes(b"\xef\xbb\xbf")  # a byte order mark alone: empty too (was one empty line)
+    with pytest.raises(UserError, match="mark: is empty"):
+        list(read_lines(tmp_path / "mark"))
+    assert list(read_lines(tmp_path / "mark", allow_empty=True)) == []
+    (tmp_path / "line").write_bytes(b"\xef\xbb\xbf\n")  # the mark and a newline: one empty line
+    assert list(read_lines(tmp_path / "line")) == [""]
 
 
 def test_a_gzipped_corpus_is_named_as_such(tmp_path):

@@ -142,6 +142,9 @@ def read_lines(path: str | Path, *, allow_empty: bool = False) -> Iterator[str]:
     try:
         lineno = 0
         for lineno, raw in enumerate(stream, 1):
+            if lineno == 1 and raw == BOM.encode():  # a mark alone, no newline: an empty file's
+                lineno = 0
+                break
             yield decode_line(raw, path, lineno).rstrip("\r\n")
         if lineno == 0 and not allow_empty:
             raise UserError(f"{display_name(path)}: is empty")
