@@ -26,6 +26,21 @@ def test_an_attention_file_with_source_and_target_is_named_as_such(tmp_path):
         main, ["align-plot", str(tmp_path / "t.align"), "-n", "1", "-o", str(tmp_path / "a.png")]
     )
     assert alone.exit_code == 0, alone.output  # the same file alone is drawn
+    half = CliRunner().invoke(main, plot[:4] + plot[6:])  # --source alone: "Pharaoh links need both …"
+    assert half.exit_code == 2 and "is an attention file (translate --alignments)" in half.output, half.output
+
+
+def test_a_missing_sentence_names_the_lines_held_and_a_sentence_twice_is_refused(tmp_path):
+    """A file holding sentence 7 alone said it held 'lines 1-7'; two records of one sentence drew the last."""
+    attention = [[0.5, 0.25, 0.25], [0.1, 0.1, 0.8]]
+    records = [alignment_record(n, ["a", "b"], ["x"], attention, -1.0) for n in (2, 3, 7)]
+    (tmp_path / "t.align").write_text("\n".join([header(), *map(json.dumps, records)]) + "\n", encoding="utf-8")
+    done = CliRunner().invoke(main, ["align-plot", str(tmp_path / "t.align"), "-n", "1", "-o", str(tmp_path / "a.png")])
+    assert done.exit_code == 2 and "has no sentence 1 (it holds lines 2-3, 7)" in done.output, done.output
+    twice = [*records, records[1]]
+    (tmp_path / "t.align").write_text("\n".join([header(), *map(json.dumps, twice)]) + "\n", encoding="utf-8")
+    done = CliRunner().invoke(main, ["align-plot", str(tmp_path / "t.align"), "-n", "2", "-o", str(tmp_path / "a.png")])
+    assert done.exit_code == 2 and "line 5 is a second record of sentence 3" in done.output, done.output
 
 
 def test_an_empty_sentence_among_several_is_left_out_and_named(tmp_path):

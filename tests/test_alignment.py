@@ -286,3 +286,15 @@ def test_align_plot_refuses_a_bad_record_and_a_bad_line_list_in_one_line(tmp_pat
     with pytest.raises(UserError, match=f"more than {MAX_PICTURES:,} pictures"):
         parse_sentences("1-20000000")
     assert time.monotonic() - started < 1
+
+
+@pytest.mark.parametrize("item", ["٠-٠", "1_0-2", "+1-2", "0-", "-1-2", "1--2", "a-b", "1p2"])
+def test_a_link_is_ascii_digits_dash_ascii_digits(item):
+    """int() took '٠' (Arabic-Indic zero) as 0, '1_0' as 10 and '+1' as 1."""
+    from nmtkit.align.aer import read_gold
+
+    with pytest.raises(UserError, match="here: "):
+        read_pharaoh(f"0-0 {item}", "here")
+    with pytest.raises(UserError, match="here: "):
+        read_gold(f"0-0 {item}", "here")
+    assert read_pharaoh("0-0 10-2", "here") == [(0, 0), (10, 2)]

@@ -17,7 +17,7 @@ from ..core.errors import UserError
 from ..core.files import read_lines, refuse_two_on_stdin
 from .links import read_pharaoh
 
-_LINK = re.compile(r"(\d+)([-?])(\d+)")
+_LINK = re.compile(r"([0-9]+)([-?])([0-9]+)")
 
 
 def read_gold(line: str, where: str) -> tuple[set[tuple[int, int]], set[tuple[int, int]]]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from ..core.files import read_lines
 from ..text.bpe import GUESSED, UnitKinds
 
 # a line of Pharaoh links, sure (i-j) or possible (i?j)
-_PHARAOH = re.compile(r"\d+[-?]\d+(\s+\d+[-?]\d+)*")
+_PHARAOH = re.compile(r"[0-9]+[-?][0-9]+(\s+[0-9]+[-?][0-9]+)*")
 
 ALIGNMENT_FORMAT = "nmtkit-alignments"
 EOS_LABEL = "</s>"
@@ -90,7 +91,21 @@ def read_alignments(path: str | Path) -> dict[int, dict[str, Any]]:
     for k, line in enumerate(lines, 2):
         try:
             rec = json.loads(line)
-            records[int(rec["line"])] = rec
+            n = int(rec["line"])
         except (json.JSONDecodeError, KeyError, TypeError, ValueError):
             raise UserError(f"{path}: line {k} is not an alignment record") from None
+        if n in records:  # two files joined, or one edited: the last one was drawn without a word
+            raise UserError(f"{path}: line {k} is a second record of sentence {n}")
+        records[n] = rec
     return records
+
+
+def spans(numbers: Iterable[int]) -> str:
+    """Line numbers as runs: 1-3, 7, 9-12."""
+    runs: list[list[int]] = []
+    for n in sorted(numbers):
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    return ", ".join(f"{a}-{b}" if b > a else f"{a}" for a, b in runs)

@@ -22,7 +22,7 @@ from ..core.files import read_lines
 from ..core.plot import alignment_heatmap, check_format
 from ..text.bpe import GUESSED, UnitKinds
 from .aer import read_gold
-from .files import is_alignment_header, read_alignments, unit_kinds
+from .files import is_alignment_header, read_alignments, spans, unit_kinds
 from .words import word_attention
 
 
@@ -75,16 +75,18 @@ def drawable(where: str | Path, lines: Sequence[int], empty: Sequence[int]) -> l
     return [n for n in lines if n not in set(empty)]
 
 
-def from_pharaoh(path: str | Path, source: str, target: str, lines: Sequence[int]) -> list[Heatmap]:
+def from_pharaoh(path: str | Path, source: str | None, target: str | None, lines: Sequence[int]) -> list[Heatmap]:
     """Hard alignments (``translate --print-alignment``, fast_align …) or gold links over
     Moses-token files: a white cell per link, a grey one per possible link (``i?j``)."""
-
-    links, src, tgt = list(read_lines(path, allow_empty=True)), list(read_lines(source)), list(read_lines(target))
+    links = list(read_lines(path, allow_empty=True))
     if links and is_alignment_header(links[0]):  # its header line would count as a sentence
         raise UserError(
             f"{path} is an attention file (translate --alignments), not Pharaoh links: "
             "plot it without --source and --target"
         )
+    if not (source and target):
+        raise UserError("Pharaoh links need both --source and --target (Moses tokens)")
+    src, tgt = list(read_lines(source)), list(read_lines(target))
     if not len(links) == len(src) == len(tgt):
         raise UserError(f"{path}, {source} and {target} differ in length ({len(links)}, {len(src)}, {len(tgt)} lines)")
     if missing := [n for n in lines if n > len(links)]:
@@ -111,7 +113,11 @@ def from_alignment_file(path: str | Path, lines: Sequence[int]) -> list[Heatmap]
     records = read_alignments(path)
     missing = [n for n in lines if n not in records]
     if missing:
-        held = f"it holds lines 1-{max(records)}" if records else "it holds no sentence"
+        held = (
+            f"it holds {'line' if len(records) == 1 else 'lines'} {spans(records)}"
+            if records
+            else "it holds no sentence"
+        )
         raise UserError(f"{path}: has no sentence {missing[0]} ({held})")
     for n in lines:
         source, target, alignment, score = (records[n].get(k) for k in ("source", "target", "alignment", "score"))

@@ -11,6 +11,8 @@ for ``</s>``.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from ..core.errors import UserError
@@ -63,14 +65,14 @@ def pharaoh(pairs: list[tuple[int, int]]) -> str:
     return " ".join(f"{i}-{j}" for i, j in pairs)
 
 
+_PAIR = re.compile(r"([0-9]+)-([0-9]+)")  # ASCII digits: int() read '٠' as 0, '1_0' as 10, '+1' as 1
+
+
 def read_pharaoh(line: str, where: str) -> list[tuple[int, int]]:
-    try:
-        pairs = [tuple(int(x) for x in item.split("-")) for item in line.split()]
-    except ValueError:
-        raise UserError(f"{where}: not Pharaoh alignment pairs ('i-j i-j …')") from None
-    if any(len(p) != 2 or min(p) < 0 for p in pairs):
+    pairs = [_PAIR.fullmatch(item) for item in line.split()]
+    if not all(pairs):
         raise UserError(f"{where}: not Pharaoh alignment pairs ('i-j i-j …')")
-    return [(p[0], p[1]) for p in pairs]
+    return [(int(p[1]), int(p[2])) for p in pairs if p]
 
 
 def unit_links(links: list[tuple[int, int]], src_words: np.ndarray, tgt_words: np.ndarray, where: str) -> np.ndarray:

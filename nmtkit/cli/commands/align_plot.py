@@ -104,8 +104,6 @@ def align_plot(
         raise UserError("--tokenized says how -m reads --source and --target: add -m, or leave it out")
     elif source or target:
         assert alignments is not None
-        if not (source and target):
-            raise UserError("Pharaoh links need both --source and --target (Moses tokens)")
         if pieces:
             raise UserError("--pieces draws a model's subword pieces: Pharaoh links are between words")
         maps = from_pharaoh(alignments, source, target, lines)
