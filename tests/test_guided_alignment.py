@@ -50,7 +50,7 @@ def fake_eflomal(directory):
     return directory
 
 
-def test_word_align_symmetrises_the_aligner_s_two_directions(tmp_path, monkeypatch):
+def test_word_align_symmetrises_the_aligner_s_two_directions(tmp_path, monkeypatch, capsys):
     from nmtkit.align.statistical import word_align
 
     monkeypatch.setenv("PATH", str(fake_eflomal(tmp_path / "bin")))
@@ -63,6 +63,13 @@ def test_word_align_symmetrises_the_aligner_s_two_directions(tmp_path, monkeypat
     # word 1; 1-1: source word 1); a pair with one link in one direction keeps it (final-and)
     assert (tmp_path / "c.links").read_text().splitlines() == ["0-0 0-1 1-1 2-2", "0-0", ""]
     assert done["pairs"] == 3 and done["links"] == 5
+    (tmp_path / "l.en").write_text("A B\n" + "w " * 1024 + "\n", encoding="utf-8")  # eflomal's reader leaves it out
+    (tmp_path / "l.fr").write_text("a b\nw\n", encoding="utf-8")
+    word_align(tmp_path / "l.en", tmp_path / "l.fr", tmp_path / "l.links")
+    assert (
+        "warning: 1 pair with a side of 1,024 words or more (line 2): eflomal gives them no link"
+        in capsys.readouterr().err
+    )
     (tmp_path / "e.en").write_text("\n \n\n", encoding="utf-8")  # a side of empty lines: empty links, exit 0
     with pytest.raises(UserError, match="e.en: holds only empty lines, no word to align"):
         word_align(tmp_path / "e.en", tmp_path / "c.fr", tmp_path / "e.links")

@@ -31,6 +31,10 @@ from ..core.line_counts import check_parallel
 from .links import pharaoh, read_pharaoh
 from .symmetrize import grow_diag_final_and
 
+# eflomal's reader leaves out a sentence of this many tokens or more: the pair gets no link (eflomal
+# 2.0.0: 1,023 aligned, 1,024 not)
+EFLOMAL_LONGEST = 1024
+
 
 def aligner() -> Path:
     """The eflomal-align program beside this Python (a virtual environment's bin/) or on PATH."""
@@ -82,14 +86,23 @@ def word_align(
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="nmtkit-align-") as tmp:
         work = Path(tmp)
+        too_long: set[int] = set()
         for name, path in (("source", source), ("target", target)):
             words = False
             with open(work / name, "w", encoding="utf-8") as fh:
-                for line in read_lines(path, allow_empty=True):
+                for k, line in enumerate(read_lines(path, allow_empty=True), 1):
                     words = words or bool(line.strip())
+                    if len(line.split()) >= EFLOMAL_LONGEST:
+                        too_long.add(k)
                     fh.write((line.lower() if lowercase else line) + "\n")
             if not words:  # eflomal would write as many empty lines, exit 0
                 raise UserError(f"{path}: holds only empty lines, no word to align")
+        if too_long:
+            first = ", ".join(map(str, sorted(too_long)[:5])) + (", …" if len(too_long) > 5 else "")
+            log(
+                f"warning: {len(too_long):,} pair{'s' * (len(too_long) > 1)} with a side of {EFLOMAL_LONGEST:,} words "
+                f"or more (line {first}): eflomal gives them no link"
+            )
         log(f"aligning {pairs:,} pairs with eflomal, both directions (a few minutes for 250,000 pairs)")
         returncode, stderr = _run_alone(
             [str(program), "--overwrite", "-s", str(work / "source"), "-t", str(work / "target")]
