@@ -311,3 +311,13 @@ def test_a_config_that_starts_with_a_byte_order_mark_reads_as_without(tmp_path, 
     r = invoke("train", "bin", "--save-dir", tmp_path / "r", "--config", tmp_path / name, "--dump-config", "-")
     assert r.exit_code == 0, r.output
     assert "max-updates: 7" in r.stdout.splitlines()
+
+
+def test_under_torchrun_one_process_dumps_the_config(tmp_path, monkeypatch):
+    """Each of torchrun's processes wrote the dump: '-' gave every key twice, a file was raced for."""
+    monkeypatch.setenv("RANK", "1")
+    r = invoke("train", "bin", "--save-dir", tmp_path / "r", "--dump-config", tmp_path / "d.yaml")
+    assert r.exit_code == 0 and not (tmp_path / "d.yaml").exists(), r.output
+    monkeypatch.setenv("RANK", "0")
+    assert invoke("train", "bin", "--save-dir", tmp_path / "r", "--dump-config", tmp_path / "d.yaml").exit_code == 0
+    assert (tmp_path / "d.yaml").exists()

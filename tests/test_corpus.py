@@ -8,6 +8,7 @@ import pytest
 from rich.console import Console
 
 from nmtkit.core.errors import FormatError, UserError
+from nmtkit.data.batching import Batches
 from nmtkit.data.binarize import binarize_corpus
 from nmtkit.data.binarized import Corpus, best_dtype
 from nmtkit.data.build_vocab import build_vocab
@@ -339,3 +340,15 @@ def test_a_references_bom_and_crlf_stay_out_of_the_data_bin(raw, tmp_path):
         {s: tmp_path / "clean" / s for s in ("train", "valid")}, ("en", "fr"), tmp_path / "vocab", tmp_path / "bin2"
     )
     assert (tmp_path / "bin2" / "valid.fr.ref").read_bytes() == "".join(f"{line}\n" for line in lines).encode("utf-8")
+
+
+@pytest.mark.parametrize(("world", "update_freq"), [(2, 1), (1, 7), (2, 3)])
+def test_a_minibatch_too_small_for_its_pieces_is_joined_to_a_neighbour_not_left_out(world, update_freq):
+    """A minibatch of fewer sentences than processes × --update-freq was dropped from the epoch
+    without a word: the 120th pair of a corpus never trained."""
+    rng = np.random.default_rng(0)
+    src, tgt = rng.integers(1, 30, 121), rng.integers(1, 30, 121)
+    plan = Batches(src, tgt, batch_size=7 // update_freq or 1, pool=100, world=world, update_freq=update_freq)
+    batches = plan.epoch_batches(0)
+    assert sorted(np.concatenate(batches).tolist()) == list(range(121))  # every pair, once
+    assert min(len(b) for b in batches) >= world * update_freq

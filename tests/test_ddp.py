@@ -91,3 +91,56 @@ def test_ddp_gloo_two_processes(raw, tmp_path, guided):
         done = subprocess.run(resumed, capture_output=True, text=True, timeout=240, env=ENV)
         assert done.returncode == 0, done.stderr[-6000:]
         assert done.stderr.count("the checkpoint holds the RNG states of 1 process(es), not 2") == 1, done.stderr
+
+
+def _torchrun(data, save_dir, *extra):
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--standalone", "-m", "nmtkit"]
+    cmd += ["train", str(data), "--save-dir", str(save_dir), *TINY_ADAM, "--batch-size", "4", "--threads", "1"]
+    cmd += ["--device", "cpu", "--log-every", "100000", "--valid-every", "100000", "--no-valid-bleu", *extra]
+    return subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=ENV)
+
+
+def _rank_of(parent, rank):
+    """The pid of the child of ``parent`` whose environment says RANK=``rank``."""
+    import pathlib
+    import time
+
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        for proc in pathlib.Path("/proc").glob("[0-9]*"):
+            try:
+                if int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1]) != parent:
+                    continue
+                if f"RANK={rank}".encode() in (proc / "environ").read_bytes().split(b"\0"):
+                    return int(proc.name)
+            except (OSError, ValueError, IndexError):
+                continue
+        time.sleep(0.2)
+    raise AssertionError(f"no rank {rank} under {parent}")
+
+
+@pytest.mark.slow
+def test_a_signal_to_any_rank_stops_the_job_within_updates_not_at_the_next_report(raw, tmp_path):
+    """Ranks agreed on a stop only at reports (--log-every): SIGTERM waited for it, past a queue's
+    30 s grace, and a SIGTERM to rank 1 alone was ignored; --max-minutes ran on to the next report."""
+    import signal
+    import time
+
+    from tests.test_corpus import make_corpus
+
+    make_corpus(raw, tmp_path)
+    job = _torchrun(tmp_path / "bin", tmp_path / "sig", "--max-updates", "200000")
+    other = _rank_of(job.pid, 1)
+    while not (tmp_path / "sig" / "machine.json").exists() and job.poll() is None:
+        time.sleep(0.2)
+    time.sleep(3)  # training, far from any report
+    os.kill(other, signal.SIGTERM)
+    sent = time.monotonic()
+    _, err = job.communicate(timeout=120)
+    assert time.monotonic() - sent < 25 and job.returncode != 0, err[-3000:]
+    saved = checkpoint.load(tmp_path / "sig" / "last.pt").training.progress
+    assert 0 < saved.step < 100000 and "interrupted: saved" in err, err[-3000:]
+    budget = _torchrun(tmp_path / "bin", tmp_path / "min", "--max-minutes", "0.05", "--max-updates", "200000")
+    _, err = budget.communicate(timeout=240)
+    assert budget.returncode == 0, err[-3000:]
+    assert checkpoint.load(tmp_path / "min" / "last.pt").training.progress.seconds < 3 + 5  # rank 0's clock

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime
 import functools
+import os
 import re
 import sys
 import tomllib
@@ -261,6 +262,8 @@ def write_config(
         if v is not None or not toml:
             lines += [text if chosen else f"# {text}" for text in line(k, v).splitlines()]
     text = "\n".join(lines) + "\n"
+    if os.environ.get("RANK", "0") != "0":  # under torchrun: one process writes it, not one each
+        return
     if path == "-":
         sys.stdout.write(text)
         return

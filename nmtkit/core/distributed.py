@@ -82,6 +82,13 @@ def agree(flag: bool, device: torch.device) -> bool:
     return bool(shared(int(flag), device))
 
 
+def most(number: int, device: torch.device) -> int:
+    """The largest ``number`` of any rank (a signal that reached one process only)."""
+    value = torch.tensor([number], device=device)
+    dist.all_reduce(value, op=dist.ReduceOp.MAX)
+    return int(value.item())
+
+
 def shared(number: int, device: torch.device) -> int:
     """Rank 0's ``number`` on every rank."""
     value = torch.tensor([number], device=device)

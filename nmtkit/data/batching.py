@@ -85,7 +85,7 @@ class Batches:
         for start in range(0, len(order), step):
             chunk = order[start : start + step]
             chunk = chunk[np.lexsort((self.src_sizes[chunk], self.tgt_sizes[chunk]))]
-            cut = self._cut(chunk)
+            cut = _joined_small(self._cut(chunk), self.world * self.pieces)
             batches.extend(cut[k] for k in rng.permutation(len(cut)))
         # every process takes a share of each piece, so none may be smaller than the world
         return [b for b in batches if len(b) >= self.world * self.pieces]
@@ -187,3 +187,18 @@ def to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str,
     if device.type == "cuda":
         return {k: v.pin_memory().to(device, non_blocking=True) for k, v in batch.items()}
     return {k: v.to(device) for k, v in batch.items()}
+
+
+def _joined_small(cut: list[np.ndarray], least: int) -> list[np.ndarray]:
+    """The minibatches of a length-sorted cut, each of fewer than ``least`` sentences (the
+    processes times --update-freq: each piece needs a sentence a process) joined to its neighbour
+    of like lengths, where it was left out of the epoch without a word."""
+    if least <= 1 or len(cut) < 2:
+        return cut
+    out: list[np.ndarray] = []
+    for batch in cut:
+        if out and (len(batch) < least or len(out[-1]) < least):
+            out[-1] = np.concatenate([out[-1], batch])
+        else:
+            out.append(batch)
+    return out

@@ -217,9 +217,9 @@ def run(
     ):
         bar.update(state.progress.step if unit == "updates" else state.progress.seconds)
         done = state.progress.validation_owed and (
-            state.parallel.agree(stop.requested)  # a stop before it: last.pt still owes it
+            bool(state.parallel.most(stop.requested))  # a stop before it: last.pt still owes it
             or _owed_validation(state, bar, stop)
-            or state.parallel.agree(stop.requested)
+            or bool(state.parallel.most(stop.requested))
         )
         for idx in () if done else state.batches:
             update(idx)
@@ -228,7 +228,7 @@ def run(
             bar.update(state.progress.step if unit == "updates" else state.progress.seconds)
             if _after_update(state, bar, stop, pace):
                 break
-    return state.progress, state.parallel.shared(stop.signum)  # rank 0 stopped them all: its signal
+    return state.progress, state.parallel.most(stop.signum)  # a signal to any process stopped them all
 
 
 def _after_update(state: TrainState, bar: TrainProgress, stop: StopFlag, pace: Pace) -> bool:
@@ -240,7 +240,7 @@ def _after_update(state: TrainState, bar: TrainProgress, stop: StopFlag, pace: P
     rng = state.parallel.rng_states() if due or finish or saving else []  # every rank, the same updates
     # a signal (a job's time limit, Ctrl-C): last.pt at once, the validation left to the resumed
     # run, which a queue's grace period (SLURM: 30 s) would not wait for
-    signalled = finish and state.parallel.agree(stop.requested)  # every rank: rank 0's
+    signalled = finish and bool(state.parallel.most(stop.requested))  # every rank: a signal to any of them
     window = None
     if reporting or due or (finish and (not signalled or state.finished())):  # every rank: a collective
         report(state, bar)
@@ -345,6 +345,8 @@ def report(state: TrainState, bar: TrainProgress) -> None:
         raise diverged(state, bad.what, bad.value, bad.step) from None
     entry |= {"seconds": state.progress.seconds, "lr": rate_of(state.opt)}
     _estimate_budget(state)
+    if state.parallel.many:
+        state.parallel.pace(state.progress.seconds / max(state.progress.step, 1))
     if state.device.type == "cuda":  # the allocator's own count: no wait for the GPU
         entry["gpu_peak_mb"] = torch.cuda.max_memory_allocated(state.device) / 2**20
     state.window = LossWindow(state.progress.step + 1)
@@ -411,13 +413,13 @@ def _record(state: TrainState, entry: dict[str, Any]) -> None:
 
 
 def _should_stop(state: TrainState, interrupted: bool, reporting: bool) -> bool:
-    """Whether this update is the last: a budget spent or Ctrl-C. The clock and Ctrl-C may differ
-    between processes: rank 0 decides for them, at reports only (agreeing waits for the GPU);
-    counted budgets agree by themselves."""
+    """Whether this update is the last: a budget spent or Ctrl-C. The clock and a signal may differ
+    between processes: rank 0's clock decides, a signal to any process stops them all, checked
+    about every second (:meth:`Parallel.stopping`); counted budgets agree by themselves."""
     finish = state.finished() or interrupted
     if not state.parallel.many:
         return finish
-    return state.counted_out() or (reporting and state.parallel.agree(finish))
+    return state.counted_out() or state.parallel.stopping(finish, interrupted, state.progress.step, reporting)
 
 
 def _estimate_budget(state: TrainState) -> None:

@@ -23,6 +23,7 @@ class Parallel:
         self.rank, self.world, self.many = where.rank, where.world, where.distributed
         self.device, self.runtime = runtime.device, runtime
         self.ddp: torch.nn.parallel.DistributedDataParallel | None = None
+        self.stop_every = 1  # updates between two checks for a stop, set from the pace at each report
 
     def wrap(self, model: Seq2Seq) -> torch.nn.Module:
         """What computes the loss: the model, or DDP around it (gradients averaged on backward)."""
@@ -41,6 +42,24 @@ class Parallel:
     def agree(self, flag: bool) -> bool:
         """Rank 0's flag on every process (a collective call)."""
         return distributed.agree(flag, self.device) if self.many else flag
+
+    def stopping(self, finish: bool, signalled: bool, step: int, reporting: bool) -> bool:
+        """Whether every process stops after update ``step``: rank 0's ``finish`` (its clock decides
+        --max-minutes) or a signal that reached any process, asked at each report and every
+        :attr:`stop_every` updates between them (a collective, which waits for the GPU)."""
+        if not (reporting or step % self.stop_every == 0):
+            return False
+        return bool(distributed.most(int((finish if self.rank == 0 else False) or signalled), self.device))
+
+    def pace(self, seconds_per_update: float) -> None:
+        """At a report (every process): a stop checked about every second, from rank 0's pace, so
+        that a signal or the clock ends the run within a second or so, not at the next report
+        (--log-every updates: minutes at the paper's sizes, where a queue grants 30 s)."""
+        self.stop_every = self.shared(max(1, int(1.0 / max(seconds_per_update, 1e-6))))
+
+    def most(self, number: int) -> int:
+        """The largest ``number`` of any process (a collective call): a signal that reached one."""
+        return distributed.most(number, self.device) if self.many else number
 
     def shared(self, number: int) -> int:
         """Rank 0's number on every process (a collective call): what the clock decided there."""
