@@ -1,6 +1,7 @@
 """DistributedDataParallel on the CPU: two gloo processes under torchrun train as one process
 does, since --batch-size is the total over all processes."""
 
+import contextlib
 import json
 import os
 import subprocess
@@ -97,7 +98,18 @@ def _torchrun(data, save_dir, *extra):
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--standalone", "-m", "nmtkit"]
     cmd += ["train", str(data), "--save-dir", str(save_dir), *TINY_ADAM, "--batch-size", "4", "--threads", "1"]
     cmd += ["--device", "cpu", "--log-every", "100000", "--valid-every", "100000", "--no-valid-bleu", *extra]
-    return subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=ENV)
+    return subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=ENV, start_new_session=True)
+
+
+@contextlib.contextmanager
+def _ended(job):
+    """The job and its workers killed on the way out, whatever a failed assertion left running."""
+    try:
+        yield job
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(job.pid, 9)
+        job.wait()
 
 
 def _rank_of(parent, rank):
@@ -129,18 +141,20 @@ def test_a_signal_to_any_rank_stops_the_job_within_updates_not_at_the_next_repor
     from tests.test_corpus import make_corpus
 
     make_corpus(raw, tmp_path)
-    job = _torchrun(tmp_path / "bin", tmp_path / "sig", "--max-updates", "200000")
-    other = _rank_of(job.pid, 1)
-    while not (tmp_path / "sig" / "machine.json").exists() and job.poll() is None:
-        time.sleep(0.2)
-    time.sleep(3)  # training, far from any report
-    os.kill(other, signal.SIGTERM)
-    sent = time.monotonic()
-    _, err = job.communicate(timeout=120)
-    assert time.monotonic() - sent < 25 and job.returncode != 0, err[-3000:]
+    with _ended(_torchrun(tmp_path / "bin", tmp_path / "sig", "--max-updates", "200000")) as job:
+        other = _rank_of(job.pid, 1)
+        while not (tmp_path / "sig" / "machine.json").exists() and job.poll() is None:
+            time.sleep(0.2)
+        time.sleep(3)  # training, far from any report
+        os.kill(other, signal.SIGTERM)
+        sent = time.monotonic()
+        _, err = job.communicate(timeout=120)
+        assert time.monotonic() - sent < 25 and job.returncode != 0, err[-3000:]
     saved = checkpoint.load(tmp_path / "sig" / "last.pt").training.progress
     assert 0 < saved.step < 100000 and "interrupted: saved" in err, err[-3000:]
-    budget = _torchrun(tmp_path / "bin", tmp_path / "min", "--max-minutes", "0.05", "--max-updates", "200000")
-    _, err = budget.communicate(timeout=240)
+    with _ended(
+        _torchrun(tmp_path / "bin", tmp_path / "min", "--max-minutes", "0.05", "--max-updates", "200000")
+    ) as budget:
+        _, err = budget.communicate(timeout=240)
     assert budget.returncode == 0, err[-3000:]
     assert checkpoint.load(tmp_path / "min" / "last.pt").training.progress.seconds < 3 + 5  # rank 0's clock
