@@ -876,3 +876,18 @@ def test_quiet_and_verbose_on_every_command(data_bin, tmp_path):
     assert quiet.exit_code == 0 and quiet.output == ""
     plain = invoke("train", data_bin, "--save-dir", tmp_path / "c", *TINY, "--max-updates", 1)
     assert "training rnnsearch" in plain.output and device not in plain.output  # -q did not stick
+
+
+def test_keep_best_keeps_the_earlier_of_equal_scores_as_best_pt_does(tmp_path):
+    """Every dev BLEU 0: best.pt was update 20's, the kept best-N.pt those glob listed last."""
+    from types import SimpleNamespace
+
+    from nmtkit.train.config import TrainConfig
+    from nmtkit.train.saving import _prune
+
+    lines = [json.dumps({"step": s, "dev_nll": 50.0, "dev_bleu_tok": 0.0}) for s in (20, 40, 60, 80, 100)]
+    (tmp_path / "metrics.jsonl").write_text("".join(line + "\n" for line in lines))
+    for s in (20, 40, 60, 80, 100):
+        (tmp_path / f"best-{s}.pt").write_bytes(b"")
+    _prune(SimpleNamespace(cfg=TrainConfig(keep_best=2), save_dir=tmp_path))
+    assert sorted(p.name for p in tmp_path.glob("best-*.pt")) == ["best-20.pt", "best-40.pt"]

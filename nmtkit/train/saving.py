@@ -89,7 +89,8 @@ def _prune(state: TrainState) -> None:
             old.unlink()
     if cfg.keep_best:
         ours = [p for p in save_dir.glob("best-*.pt") if _step_of(p) in scores]
-        for worse in sorted(ours, key=lambda p: scores[_step_of(p)], reverse=True)[cfg.keep_best :]:
+        # a tie goes to the earlier, as best.pt's does (a later one must beat it): not to glob's order
+        for worse in sorted(ours, key=lambda p: (-scores[_step_of(p)], _step_of(p)))[cfg.keep_best :]:
             worse.unlink()
 
 
