@@ -89,7 +89,8 @@ def describe_batches(cfg: TrainConfig, world: int) -> str:
     parts = ([f"{world} processes taking 1/{world} each"] if world > 1 else []) + (
         [f"{cfg.update_freq} accumulated passes of {unit}"] if cfg.update_freq > 1 else []
     )
-    each = "" if cfg.max_tokens or world == 1 else f"; about {cfg.batch_size / world:g} sentences per process and pass"
+    share = round(cfg.batch_size / world, 1)
+    each = "" if cfg.max_tokens or world == 1 else f"; about {share:g} sentences per process and pass"
     return f"minibatches of {total} in total per update ({', '.join(parts)}{each}){padded}"
 
 
