@@ -113,6 +113,14 @@ def test_translate_takes_a_config_of_models_and_search(overfit, tmp_path):
     assert len(r.stdout.splitlines()) == 2 and r.stdout.startswith("0 ||| ")  # two Moses n-best lines
     r = invoke("translate", "--config", tmp_path / "t.toml", "--nbest", 0, tmp_path / "in.en")
     assert r.exit_code == 0 and len(r.stdout.splitlines()) == 1  # the flag wins
+    # a file's settings the search has no use for are ignored (docs/cli.md), the command line's refused
+    plain = invoke("translate", "-m", model, tmp_path / "in.en").stdout
+    for line, flag in (("alpha = 0.3", "--alpha"), ("top-k = 3", "--top-k"), ("seed = 7", "--seed")):
+        (tmp_path / "idle.toml").write_text(f'model = "{model}"\n{line}\n', encoding="utf-8")
+        r = invoke("translate", "--config", tmp_path / "idle.toml", tmp_path / "in.en")
+        assert r.exit_code == 0 and r.stdout == plain, r.output
+        typed = invoke("translate", "-m", model, flag, line.split(" = ")[1], tmp_path / "in.en")
+        assert typed.exit_code == 2, typed.output
 
 
 def test_serve_dumps_its_options_without_starting(tmp_path):

@@ -2,6 +2,7 @@
 context projected once, token batches."""
 
 import dataclasses
+import math
 
 import numpy as np
 import pytest
@@ -330,3 +331,28 @@ def test_bf16_translation_casts_the_weights_once_and_translates_as_autocast_alon
     assert [t.score for t in a] == pytest.approx([t.score for t in b], abs=1e-3)
     int8 = module.bf16_weights(quantize_int8(module.load_models([ckpt], runtime.device)[0]), runtime)
     assert next(p for p in int8.parameters()).dtype == torch.float32  # int8 keeps float32 parts
+
+
+def test_a_shortlist_of_no_word_translates_with_the_whole_vocabulary_not_to_minus_infinity(overfit, tmp_path):
+    """A lexicon of --frequent 0 and a source of unknown words alone left --no-unk no word: an empty
+    output scored -inf, which rescore and rerank then refused in the n-best list."""
+    ckpt, out = overfit / "run" / "last.pt", tmp_path / "lex.pt"
+    args = ["lexicon", str(ckpt), "--data", str(overfit / "bin-kept"), "-o", str(out), "--frequent", "0"]
+    assert CliRunner().invoke(main, [*args, "--per-source", "1"]).exit_code == 0
+    (tmp_path / "z.en").write_text("zzzz\n", encoding="utf-8")
+    argv = [
+        "translate",
+        "-m",
+        str(out),
+        "--shortlist",
+        "--no-unk",
+        "--beam",
+        "3",
+        "--nbest",
+        "2",
+        str(tmp_path / "z.en"),
+    ]
+    r = CliRunner().invoke(main, argv)
+    assert r.exit_code == 0, r.output
+    scores = [float(line.rsplit("|||", 1)[1]) for line in r.stdout.splitlines()]
+    assert len(scores) == 2 and all(math.isfinite(s) for s in scores), r.stdout

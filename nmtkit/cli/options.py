@@ -387,13 +387,28 @@ def search_config(values: dict[str, Any]) -> SearchConfig:
     # one typed over a --config file's value undoes it: not idle, even where it says the default
     ctx = click.get_current_context(silent=True)
     configured = (ctx.default_map or {}) if ctx is not None else {}
+    _file_s_idle_at_default(values, configured)
     given = [name for name in (*SAMPLING_OPTIONS, "beam", "coverage_penalty") if typed(name) and name not in configured]
     return _alpha_used(config_of(SearchConfig, values, nbest=nbest).check(("--nbest", "--beam"), given))
 
 
 def length_penalty(values: dict[str, Any]) -> SearchConfig:
     """A search config of the options --length-penalty and --alpha alone, taken out of ``values``."""
+    ctx = click.get_current_context(silent=True)
+    _file_s_idle_at_default(values, (ctx.default_map or {}) if ctx is not None else {})
     return _alpha_used(config_of(SearchConfig, values))
+
+
+def _file_s_idle_at_default(values: dict[str, Any], configured: dict[str, Any]) -> None:
+    """A --config file's search values the run has no use for (sampling's without --sampling,
+    --alpha beside another length penalty) put back at their defaults: ignored, where the same on
+    the command line is refused (a file dumped for one search serves another)."""
+    default = SearchConfig()
+    idle = [] if values.get("sampling") else ["temperature", "top_k", "seed"]
+    idle += [] if values.get("length_penalty", default.length_penalty) in ("power", "gnmt") else ["alpha"]
+    for name in idle:
+        if name in values and name in configured and not typed(name):
+            values[name] = getattr(default, name)
 
 
 def _alpha_used(search: SearchConfig) -> SearchConfig:

@@ -30,7 +30,7 @@ from ..data.batching import pad
 from ..data.lexicon import Lexicon
 from ..data.sides import Sides
 from ..data.target_order import model_order, reading_order, reading_order_array
-from ..data.vocab import PAD
+from ..data.vocab import PAD, SPECIALS
 from ..models.base import EncoderOut, Seq2Seq
 from ..models.ensemble import Ensemble
 from ..models.int8 import quantize_int8
@@ -346,6 +346,8 @@ class Translator:
         with torch.inference_mode(), self.runtime.autocast():
             enc = self.model.encode(src, src != PAD)
             vocab = self.lexicon.candidates(src) if options.shortlist and self.lexicon is not None else None
+            if vocab is not None and not bool((vocab >= len(SPECIALS)).any()):  # no word: -inf outputs, empty
+                vocab = None  # (a lexicon of --frequent 0 and unknown words alone): the whole vocabulary
             if vocab is not None:  # a forced or required word must be scored
                 given = [t.flatten() for t in (prefix, None if must is None else must.ids) if t is not None]
                 vocab = torch.unique(torch.cat([vocab, *given]))
