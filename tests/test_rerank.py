@@ -195,3 +195,15 @@ def test_the_bleu_tuning_reports_is_the_bleu_of_what_rerank_then_writes(tmp_path
     assert float(said[2]) == pytest.approx(sacrebleu.corpus_bleu(chosen, [refs]).score, abs=0.005)
     assert float(said[1]) == pytest.approx(sacrebleu.corpus_bleu(firsts, [refs]).score, abs=0.005)
     assert float(said[2]) > float(said[1])
+
+
+def test_a_text_s_three_pipes_are_escaped_in_the_list_and_read_back_as_they_were(tmp_path):
+    """A copied source token '|||' (--replace-unk) parted the line's fields: rescore and rerank refused it."""
+    from nmtkit.translate.nbest import nbest_line, read_nbest
+
+    text = "a ||| b |||| c | d"
+    line = nbest_line(0, text, -1.5, -1.5)
+    assert line.count("|||") == 3 and "&#124;&#124;&#124;" in line
+    (tmp_path / "n.txt").write_text(line + "\n", encoding="utf-8")
+    (read,) = read_nbest(str(tmp_path / "n.txt"))
+    assert read.text == text and read.with_feature("R", -1.0).count("|||") == 3

@@ -41,6 +41,8 @@ def test_lowercase_and_aggressive_dash():
     p = Preprocessor(TextConfig("fr", lowercase=True, aggressive_dash=True))
     assert p.encode("Arc-en-Ciel") == ["arc", "@-@", "en", "@-@", "ciel"]
     assert p.decode(["arc", "@-@", "en", "@-@", "ciel"]) == "arc-en-ciel"
+    # --replace-unk writes a word its <unk>s read once and leaves the others empty: no double space
+    assert p.decode(["il", "And", "", "des", "", "."], detokenize=False) == "il And des ."
 
 
 def test_detokenize_round_trip():

@@ -54,6 +54,8 @@ class Preprocessor:
         return self.segment(self.tokenize(self.clean(line)))
 
     def decode(self, tokens: list[str], detokenize: bool = True) -> str:
-        """Undo BPE, then detokenise (or join the Moses tokens with spaces)."""
+        """Undo BPE, then detokenise (or join the Moses tokens with spaces). An empty token (the
+        further pieces of a word --replace-unk copied once) is no word: it made a double space."""
+        tokens = [t for t in tokens if t]
         words = merge_subwords(tokens, self.sentencepiece) if self.segmenter else tokens
         return self.moses.detokenize(words) if detokenize else " ".join(words)

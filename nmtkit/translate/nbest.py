@@ -3,7 +3,8 @@
 
 The features are Moses': ``NAME= value`` pairs, a name ending in ``=`` followed by one value or
 more (``LM0= -12.5 TM0= -1 -2``); translate writes its models' log-probability as ``F0``, as
-Marian's decoder does. The fields are parted by ``|||``: a text cannot hold one.
+Marian's decoder does. The fields are parted by ``|||``: a text's ``|||`` is written ``&#124;&#124;&#124;``, as
+Moses escapes a pipe, and read back as it was.
 """
 
 from __future__ import annotations
@@ -21,10 +22,23 @@ SEARCH_FEATURE = "F0"  # the name of translate's log-probability
 _FIELDS = re.compile(r" ?\|\|\| ?")  # what parts an n-best line's fields, an empty field too
 
 
+_PIPES, _ESCAPED = re.compile(r"\|{3,}"), re.compile(r"(?:&#124;){3,}")
+
+
+def escaped(text: str) -> str:
+    """A text's runs of three pipes or more as Moses escapes a pipe (``&#124;``): a copied source
+    token ``|||`` (--replace-unk) parted the line's fields where no field ends."""
+    return _PIPES.sub(lambda run: "&#124;" * len(run[0]), text)
+
+
+def unescaped(text: str) -> str:
+    return _ESCAPED.sub(lambda run: "|" * (len(run[0]) // len("&#124;")), text)
+
+
 def nbest_line(index: int, text: str, score: float, ranking: float) -> str:
     """The line ``translate --nbest`` writes of a hypothesis: its log-probability as the feature
     ``F0``, the length penalty's ranking as the total."""
-    return f"{index} ||| {text} ||| {SEARCH_FEATURE}= {score:.4f} ||| {ranking:.4f}"
+    return f"{index} ||| {escaped(text)} ||| {SEARCH_FEATURE}= {score:.4f} ||| {ranking:.4f}"
 
 
 def features_of(text: str) -> dict[str, list[float]]:
@@ -69,7 +83,7 @@ class NbestLine:
 
     def with_feature(self, name: str, score: float) -> str:
         features = f"{self.features} {name}= {score:.4f}".strip()
-        return " ||| ".join((str(self.index), self.text, features, *self.rest))
+        return " ||| ".join((str(self.index), escaped(self.text), features, *self.rest))
 
 
 def read_nbest(path: str, sentences: int | None = None, source: str = "", feature: str = "") -> Iterator[NbestLine]:
@@ -95,7 +109,7 @@ def read_nbest(path: str, sentences: int | None = None, source: str = "", featur
             raise UserError(
                 f"{where}: line {lineno} has a feature {feature}= already: give --nbest-feature another name"
             )
-        yield NbestLine(index, fields[1].strip(), fields[2].strip(), tuple(f.strip() for f in fields[3:]))
+        yield NbestLine(index, unescaped(fields[1].strip()), fields[2].strip(), tuple(f.strip() for f in fields[3:]))
 
 
 def _check_features(text: str, where: str) -> None:
