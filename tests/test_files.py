@@ -58,7 +58,10 @@ def test_a_utf16_corpus_is_named_as_such_with_or_without_its_mark(tmp_path):
             for read in (count_lines, lambda p: list(read_lines(p))):
                 with pytest.raises(UserError, match=r"train.en: UTF-16 text; nmtkit reads UTF-8 \(iconv -f UTF-16"):
                     read(tmp_path / "train.en")
-    for stray in (b"a stray \x00 in crawled text\n" * 30, b"a\x00b\n", b"ab\x00\x00c\n"):  # the cleaning's
+    strays = (b"a stray \x00 in crawled text\n" * 30, b"a\x00b\n", b"ab\x00\x00c\n")  # the cleaning's
+    # NULs at one parity, each beside a newline: read as UTF-16 before
+    strays += (b"A\n\x00\nB\n\x00\n", b"And God\x00 said.\nAmen.\n\x00\n")
+    for stray in strays:
         (tmp_path / "crawled.en").write_bytes(stray)
         assert list(read_lines(tmp_path / "crawled.en")) == stray.decode().splitlines()
 

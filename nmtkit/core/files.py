@@ -11,6 +11,7 @@ later step (or make) would take it for finished.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import errno
 import glob
@@ -74,9 +75,23 @@ def _utf16_without_mark(start: bytes) -> bool:
     even, odd = start[0::2].count(0), start[1::2].count(0)
     if (even == 0) == (odd == 0) or even + odd < 2:
         return False
+    # UTF-8 that holds stray NULs: UTF-16 has a NUL every other byte for ASCII, a C0 control byte
+    # every other byte for Cyrillic, Greek, Hebrew or Arabic, and is not UTF-8 for CJK
+    controls = sum(1 for b in start if b < 32 and b not in (0, 9, 10, 13))
+    if 3 * (even + odd) < len(start) and 100 * controls < len(start) and _is_utf8(start):
+        return False
     newline = b"\n\x00" if odd else b"\x00\n"  # little-endian: the NUL after the character
     lines = [i for i in range(0, len(start) - 1, 2) if start[i : i + 2] == newline]
     return bool(lines) or b"\n" not in start
+
+
+def _is_utf8(start: bytes) -> bool:
+    """Whether a file's first bytes are UTF-8, the last character perhaps cut by the sample."""
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(start, final=False)
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def refuse_other_encodings(stream: IO[bytes], path: str | Path) -> None:
