@@ -239,7 +239,8 @@ links_bin = $(NMTKIT) preprocess -s en -t fr --train $(or $3,$(DATA)/clean/train
 $(BIN)-links/manifest.json: $(VOCAB)/vocab.json $(DATA)/clean/train.links
 	$(call links_bin,$(VOCAB))
 
-$(foreach d,$(GUIDED) $(GUIDED_BACK),$(eval $(call run_options,$d,$(DEMO_TRAIN) $(GUIDED_WEIGHT) $(GUIDED_HEAD))))
+GUIDED_TRAIN = $(DEMO_TRAIN) --guided-alignment-weight $(GUIDED_WEIGHT) $(GUIDED_HEAD)
+$(eval $(call run_options,$(GUIDED),$(GUIDED_TRAIN)))
 $(GUIDED)/done: $(BIN)-links/manifest.json $(GUIDED)/train-options
 	$(NMTKIT) train $(BIN)-links --save-dir $(GUIDED) --threads $(JOBS) $(DEMO_TRAIN) \
 	    --guided-alignment-weight $(GUIDED_WEIGHT) $(GUIDED_HEAD)
@@ -261,6 +262,7 @@ PAIR_AER = --link-thresholds $(LINK_THRESHOLDS) --null-thresholds $(NULL_THRESHO
 $(BIN)-links-fr-en/manifest.json: $(BIN)-links/manifest.json
 	rm -rf $(@D) && $(NMTKIT) reverse $(BIN)-links $(@D)
 
+$(eval $(call run_options,$(GUIDED_BACK),$(GUIDED_TRAIN)))
 $(GUIDED_BACK)/done: $(BIN)-links-fr-en/manifest.json $(GUIDED_BACK)/train-options
 	$(NMTKIT) train $(BIN)-links-fr-en --save-dir $(GUIDED_BACK) --threads $(JOBS) $(DEMO_TRAIN) \
 	    --guided-alignment-weight $(GUIDED_WEIGHT) $(GUIDED_HEAD)

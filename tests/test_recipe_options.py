@@ -488,7 +488,7 @@ def test_a_corpus_that_makes_no_minibatch_is_one_line_before_any_work(data_bin, 
     """A ValueError's traceback at the first draw, exit 1, a save directory left behind."""
     for flags, said in (
         (["--max-len", 1], "no training pair fits --max-len 1"),
-        (["--max-tokens", 4, "--update-freq", 2], "none makes a minibatch of 2 sentences or more"),
+        (["--batch-size", 1, "--update-freq", 1000], "none makes a minibatch of 1000 sentences or more"),
     ):
         r = CliRunner().invoke(
             main,
