@@ -208,13 +208,16 @@ data: $(BIN)/manifest.json
 # (run_options, compared as make reads the Makefile: a dry run changes nothing): a changed budget
 # (DEMO_UPDATES=2000 after a run of 1000) trains again, where the stamp alone kept the old model;
 # train goes on from a finished run given more and says what changed.
-same_text = $(and $(filter x$(subst $(space),^,$(strip $1)),x$(subst $(space),^,$(strip $2))),same)
-define run_options  # the rule of run directory $1's options file, for the options $2
-$1/train-options: $$(if $$(call same_text,$$(file <$1/train-options),$2),,FORCE)
-	@mkdir -p $$(@D) && printf '%s\n' '$$(strip $2)' > $$@
+# The options go by their variable's name ($2), never as text in a call, which a comma would part;
+# two texts are the same where each holds the other, between marks; a quote is quoted for the shell.
+same_text = $(and $(findstring <$(strip $1)>,<$(strip $2)>),$(findstring <$(strip $2)>,<$(strip $1)>))
+shell_quoted = '$(subst ','\'',$(strip $1))'
+define run_options  # the rule of run directory $1's options file, for the options of variable $2
+$1/train-options: $$(if $$(call same_text,$$(file <$1/train-options),$$($2)),,FORCE)
+	@mkdir -p $$(@D) && printf '%s\n' $$(call shell_quoted,$$($2)) > $$@
 endef
 .PHONY: FORCE
-$(eval $(call run_options,$(DEMO),$(DEMO_TRAIN)))
+$(eval $(call run_options,$(DEMO),DEMO_TRAIN))
 $(DEMO)/done: $(BIN)/manifest.json $(DEMO)/train-options
 	$(NMTKIT) train $(BIN) --save-dir $(DEMO) --threads $(JOBS) $(DEMO_TRAIN)
 	touch $@
@@ -239,8 +242,9 @@ links_bin = $(NMTKIT) preprocess -s en -t fr --train $(or $3,$(DATA)/clean/train
 $(BIN)-links/manifest.json: $(VOCAB)/vocab.json $(DATA)/clean/train.links
 	$(call links_bin,$(VOCAB))
 
-GUIDED_TRAIN = $(DEMO_TRAIN) --guided-alignment-weight $(GUIDED_WEIGHT) $(GUIDED_HEAD)
-$(eval $(call run_options,$(GUIDED),$(GUIDED_TRAIN)))
+GUIDED_TRAIN_FLAGS = --guided-alignment-weight $(GUIDED_WEIGHT) $(GUIDED_HEAD)
+GUIDED_TRAIN = $(DEMO_TRAIN) $(GUIDED_TRAIN_FLAGS)
+$(eval $(call run_options,$(GUIDED),GUIDED_TRAIN))
 $(GUIDED)/done: $(BIN)-links/manifest.json $(GUIDED)/train-options
 	$(NMTKIT) train $(BIN)-links --save-dir $(GUIDED) --threads $(JOBS) $(DEMO_TRAIN) \
 	    --guided-alignment-weight $(GUIDED_WEIGHT) $(GUIDED_HEAD)
@@ -262,7 +266,7 @@ PAIR_AER = --link-thresholds $(LINK_THRESHOLDS) --null-thresholds $(NULL_THRESHO
 $(BIN)-links-fr-en/manifest.json: $(BIN)-links/manifest.json
 	rm -rf $(@D) && $(NMTKIT) reverse $(BIN)-links $(@D)
 
-$(eval $(call run_options,$(GUIDED_BACK),$(GUIDED_TRAIN)))
+$(eval $(call run_options,$(GUIDED_BACK),GUIDED_TRAIN))
 $(GUIDED_BACK)/done: $(BIN)-links-fr-en/manifest.json $(GUIDED_BACK)/train-options
 	$(NMTKIT) train $(BIN)-links-fr-en --save-dir $(GUIDED_BACK) --threads $(JOBS) $(DEMO_TRAIN) \
 	    --guided-alignment-weight $(GUIDED_WEIGHT) $(GUIDED_HEAD)
@@ -299,8 +303,8 @@ $(SAMPLE)/train.en $(SAMPLE)/train.fr &: $(DATA)/clean/preprocess.json
 	    && mv $(SAMPLE)/train.$$l.tmp $(SAMPLE)/train.$$l; done
 
 define head_round  # round $1: the heads of pair $2 trained on data-bins $3 (English→French) and $3-fr-en
-$(call run_options,$(ALIGNERS)/round$1-en-fr,$(HEAD_TRAIN))
-$(call run_options,$(ALIGNERS)/round$1-fr-en,$(HEAD_TRAIN))
+$(call run_options,$(ALIGNERS)/round$1-en-fr,HEAD_TRAIN)
+$(call run_options,$(ALIGNERS)/round$1-fr-en,HEAD_TRAIN)
 $(ALIGNERS)/round$1-en-fr/done: $3/manifest.json $(word 1,$2) $(ALIGNERS)/round$1-en-fr/train-options
 	$(NMTKIT) train $3 --save-dir $$(@D) --init-from $$(dir $$(word 2,$$^))best.pt $(HEAD_TRAIN) --threads $(JOBS)
 	touch $$@
@@ -489,7 +493,8 @@ arch_flags = $(if $(findstring _,$1),$(call _luong,$(subst _, ,$1)),--arch $1)
 
 .PRECIOUS: $(CMP)/%/done $(CMP)/%/dev.hyp.fr
 
-$(foreach m,$(COMPARE_MODELS),$(eval $(call run_options,$(CMP)/$m,$(call arch_flags,$m) $(COMPARE_TRAIN))))
+$(foreach m,$(COMPARE_MODELS),$(eval CMP_OPTIONS_$m = $$(call arch_flags,$m) $$(COMPARE_TRAIN))\
+    $(eval $(call run_options,$(CMP)/$m,CMP_OPTIONS_$m)))
 $(CMP)/%/done: $(BIN)/manifest.json $(CMP)/%/train-options
 	$(NMTKIT) train $(BIN) --save-dir $(CMP)/$* $(call arch_flags,$*) $(COMPARE_TRAIN) --threads $(JOBS)
 	touch $@
@@ -544,8 +549,7 @@ PAPER_BEAM ?= 12
 # the speeds that choose each system's path: a gpu-check report, or bin/bench-gpu's JSON of this GPU
 PAPER_BENCH ?= $(GPU_CHECK)/report.json
 PAPER_PY = $(GPU_PY)
-# order-only: inputs copied again to this machine (newer files, the same data) redo nothing; so
-# are the runs' train-options, which follow it
+# order-only: inputs copied again to this machine (newer files, the same data) redo nothing
 PAPER_INPUTS = | $(WORDS_BIN)/manifest.json
 PAPER_LONG = | $(DATA)/raw/test-long.en
 paper_bin = $(WORDS_BIN)
@@ -580,8 +584,8 @@ decimal = $(and $(call whole,$(subst .,,$1)),$(filter 1 2,$(words $(subst ., ,_$
 WHOLE_SETTINGS = BPE VOCAB_SIZE JOBS BEAM MAX_LEN COMPARE_UPDATES HEAD_UPDATES ROUND_EVERY PAPER_BEAM \
     PAPER_SAMPLES $(if $(PAPER_UPDATES),PAPER_UPDATES) $(if $(DEMO_UPDATES),DEMO_UPDATES)
 $(foreach v,$(WHOLE_SETTINGS),$(if $(call whole,$($v)),,$(error $v is a whole number, not '$($v)')))
-$(foreach n,$(subst $(comma), ,$(ALIGN_LINES)),$(if $(call whole,$n),,\
-    $(error ALIGN_LINES is test lines' numbers and commas, not '$(ALIGN_LINES)')))
+$(foreach n,$(subst -, ,$(subst $(comma), ,$(ALIGN_LINES))),$(if $(call whole,$n),,\
+    $(error ALIGN_LINES is test lines' numbers and ranges (86,88,110-112), not '$(ALIGN_LINES)')))
 $(foreach v,DEMO_MINUTES MAX_RATIO $(if $(PAPER_MINUTES),PAPER_MINUTES),$(if $(call decimal,$($v)),,\
     $(error $v is a number, not '$($v)')))
 
@@ -620,7 +624,7 @@ endif
 # a run named …-coverage trains Tu et al.'s linguistic coverage, …-neural its neural one
 coverage_of = $(if $(findstring -coverage,$1),--coverage linguistic)$(if $(findstring -neural,$1),--coverage neural)
 
-$(PAPER)/%/done: $(PAPER_INPUTS) $(PAPER)/%/train-options
+$(PAPER)/%/done: $(PAPER)/%/train-options $(PAPER_INPUTS)
 	$(call paper_path,$*)$(PAPER_NMTKIT) train $(call paper_bin,$*) --save-dir $(PAPER)/$* --arch $(firstword $(subst -, ,$*)) \
 	    $(PAPER_TRAIN) $(call paper_flags,$*) $(call coverage_of,$*) --threads $(JOBS)
 	touch $@
@@ -693,8 +697,8 @@ $(DATA)/clean/test.links: $(DATA)/clean/preprocess.json | $(VENV)/.align
 	$(NMTKIT) word-align -s en -t fr --train $(DATA)/align-test/all
 	tail -n $$(wc -l < $(DATA)/clean/test.en) $(DATA)/align-test/all.links > $@.tmp && mv $@.tmp $@
 
-$(foreach m,$(UNK_MODELS),$(eval $(call run_options,$(UNK_RUNS)/$m,$(PAPER_TRAIN) \
-    $(if $(findstring -guided,$m),--guided-alignment-weight $(GUIDED_WEIGHT) $(GUIDED_HEAD)))))
+$(foreach m,$(UNK_MODELS),$(eval UNK_OPTIONS_$m = $$(PAPER_TRAIN) $(if $(findstring -guided,$m),$$(GUIDED_TRAIN_FLAGS)))\
+    $(eval $(call run_options,$(UNK_RUNS)/$m,UNK_OPTIONS_$m)))
 $(UNK_RUNS)/%/done: $(WORDS_BIN)-links/manifest.json $(UNK_RUNS)/%/train-options
 	$(NMTKIT) train $(WORDS_BIN)-links --save-dir $(@D) --arch rnnsearch $(PAPER_TRAIN) --threads $(JOBS) \
 	    $(if $(findstring -guided,$*),--guided-alignment-weight $(GUIDED_WEIGHT) $(GUIDED_HEAD))
@@ -745,5 +749,6 @@ clean-data:
 	rm -rf $(DATA)
 
 # the paper's and paper-coverage's runs (COVERAGE_MODELS is set above, with paper-coverage)
-$(foreach m,$(sort $(PAPER_MODELS) $(COVERAGE_MODELS)),$(eval $(call run_options,$(PAPER)/$m,$(PAPER_TRAIN) \
-    $(if $(filter gpu,$(PAPER_SCALE)),--max-len $(if $(filter %-30,$m),30,$(MAX_LEN))) $(call coverage_of,$m))))
+$(foreach m,$(sort $(PAPER_MODELS) $(COVERAGE_MODELS)),$(eval PAPER_OPTIONS_$m = $$(PAPER_TRAIN) \
+    $(if $(filter gpu,$(PAPER_SCALE)),--max-len $(if $(filter %-30,$m),30,$(MAX_LEN))) $(call coverage_of,$m))\
+    $(eval $(call run_options,$(PAPER)/$m,PAPER_OPTIONS_$m)))

@@ -323,7 +323,10 @@ def test_a_config_that_starts_with_a_byte_order_mark_reads_as_without(tmp_path, 
 
 def test_under_torchrun_one_process_dumps_the_config(tmp_path, monkeypatch):
     """Each of torchrun's processes wrote the dump: '-' gave every key twice, a file was raced for."""
-    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("RANK", "1")  # a RANK without a world (another launcher's environment): written
+    assert invoke("train", "bin", "--save-dir", tmp_path / "r", "--dump-config", tmp_path / "e.yaml").exit_code == 0
+    assert (tmp_path / "e.yaml").exists()
+    monkeypatch.setenv("WORLD_SIZE", "2")
     r = invoke("train", "bin", "--save-dir", tmp_path / "r", "--dump-config", tmp_path / "d.yaml")
     assert r.exit_code == 0 and not (tmp_path / "d.yaml").exists(), r.output
     monkeypatch.setenv("RANK", "0")

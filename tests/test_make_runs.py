@@ -45,6 +45,11 @@ def test_a_changed_budget_trains_the_run_again_and_the_same_one_does_not(tmp_pat
     assert len(again) == 1 and "--max-updates 2000" in again[0]
     assert demo_run("DEMO_UPDATES=2000", "JOBS=1") == []  # threads are not the run's options
     assert "--max-updates 2000" in (runs / "demo" / "train-options").read_text()
+    # options holding a comma (which parted a call's arguments), a quote, a percent sign
+    for options in ("--a 1", "--a 1,2", "--a 1,2,3", "--name 'a b'", "--x 5%", "--x 5%5"):
+        assert len(demo_run(f"DEMO_TRAIN={options}")) == 1, options
+        assert demo_run(f"DEMO_TRAIN={options}") == [], options
+        assert (runs / "demo" / "train-options").read_text() == options + "\n"
 
 
 def test_the_demo_s_results_name_the_settings_it_was_made_with(tmp_path):
@@ -66,7 +71,7 @@ def test_the_demo_s_results_name_the_settings_it_was_made_with(tmp_path):
         ("DEMO_UPDATES=1k", "DEMO_UPDATES is a whole number, not '1k'"),
         ("DEMO_MINUTES=1.2.3", "DEMO_MINUTES is a number, not '1.2.3'"),
         ("JOBS=two", "JOBS is a whole number, not 'two'"),
-        ("ALIGN_LINES=86,x", "ALIGN_LINES is test lines' numbers and commas, not '86,x'"),
+        ("ALIGN_LINES=86,x", "ALIGN_LINES is test lines' numbers and ranges (86,88,110-112), not '86,x'"),
     ],
 )
 def test_a_size_or_budget_that_is_not_a_number_is_refused_before_any_work(tmp_path, setting, said):
@@ -77,7 +82,18 @@ def test_a_size_or_budget_that_is_not_a_number_is_refused_before_any_work(tmp_pa
 
 
 def test_sizes_and_budgets_that_are_numbers_pass():
-    cmd = ["make", "-n", "-C", str(ROOT), "INSTALLED=", "DEMO_MINUTES=.5", "MAX_RATIO=1.5", "BPE=0", "help"]
+    cmd = [
+        "make",
+        "-n",
+        "-C",
+        str(ROOT),
+        "INSTALLED=",
+        "DEMO_MINUTES=.5",
+        "MAX_RATIO=1.5",
+        "BPE=0",
+        "ALIGN_LINES=1,3-5",
+    ]
+    cmd += ["help"]
     assert subprocess.run(cmd, capture_output=True, text=True).returncode == 0
 
 
@@ -100,3 +116,19 @@ def test_every_run_s_options_rule_is_there_and_a_dry_run_writes_nothing(tmp_path
     done = subprocess.run(cmd, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "train-options" in done.stdout and not list(tmp_path.iterdir())
+
+
+def test_a_gpu_study_s_run_trains_again_when_its_budget_changes(tmp_path):
+    """Its options were an order-only prerequisite: rewritten, they left the done stamp as it was."""
+    paper, run = tmp_path / "paper", tmp_path / "paper" / "rnnsearch-50"
+    base = ["make", "-C", str(ROOT), "INSTALLED=", "ON_GPU=", f"PAPER={paper}", f"DATA={tmp_path / 'data'}"]
+    base += ["PAPER_SCALE=gpu"]
+    subprocess.run([*base, f"{run}/train-options"], capture_output=True, text=True, check=True)
+    (run / "done").write_text("")  # trained with these options
+
+    def trains(*settings):
+        out = subprocess.run([*base, "-n", *settings, f"{run}/done"], capture_output=True, text=True, check=True)
+        return [line for line in out.stdout.splitlines() if " train " in line and "--save-dir" in line]
+
+    assert trains() == []
+    assert len(trains("PAPER_MINUTES=5")) == 1

@@ -89,3 +89,28 @@ def test_sigterm_in_word_align_stops_the_aligner_and_its_binary(tmp_path, stop, 
         time.sleep(0.05)
     assert not _alive(wrapper) and not _alive(binary)
     assert not Path(held).exists() and not (tmp_path / "clean" / "train.links").exists()
+
+
+def test_sighup_with_the_progress_bar_on_the_terminal_that_hung_up_ends_as_129(overfit, tmp_path):
+    """The bar's last frame, drawn as the stack unwound, failed on the closed terminal (EIO):
+    a traceback's status 1 in place of the hang-up's 129, which a pipe for stderr did not show."""
+    import pty
+    import select
+
+    (tmp_path / "in.en").write_text("".join(EN[i % 4] + "\n" for i in range(20000)), encoding="utf-8")
+    out = tmp_path / "out" / "hyp.fr"
+    cmd = [sys.executable, "-m", "nmtkit", "translate", "-m", str(overfit / "run" / "best.pt"), "in.en"]
+    cmd += ["-o", str(out), "--beam", "2", "--threads", "1"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    terminal, its_end = pty.openpty()
+    translating = subprocess.Popen(cmd, cwd=tmp_path, env=env, stderr=its_end, stdin=subprocess.DEVNULL)
+    os.close(its_end)
+    deadline = time.monotonic() + 120
+    while not list(out.parent.glob(".hyp.fr.*.tmp")) and time.monotonic() < deadline:
+        if select.select([terminal], [], [], 0.05)[0]:  # the bar's frames, read: the terminal never fills
+            os.read(terminal, 65536)
+    assert list(out.parent.glob(".hyp.fr.*.tmp")), "translate never started writing"
+    os.close(terminal)  # the terminal goes, then its hang-up
+    translating.send_signal(signal.SIGHUP)
+    assert translating.wait(timeout=60) == 128 + signal.SIGHUP
+    assert not out.parent.exists()

@@ -262,7 +262,8 @@ def write_config(
         if v is not None or not toml:
             lines += [text if chosen else f"# {text}" for text in line(k, v).splitlines()]
     text = "\n".join(lines) + "\n"
-    if os.environ.get("RANK", "0") != "0":  # under torchrun: one process writes it, not one each
+    torchrun = os.environ.get("WORLD_SIZE", "1") not in ("", "1")  # under it one process writes it, not one each
+    if torchrun and os.environ.get("RANK", "0") != "0":
         return
     if path == "-":
         sys.stdout.write(text)

@@ -68,6 +68,8 @@ def _on_stop(signum: int, _frame: object) -> None:
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
         return
+    if signum != signal.SIGTERM:  # SIGHUP: off the terminal first, which a progress bar's last
+        off_the_terminal()  # frame, drawn as the stack unwinds, would fail on (EIO) in its place
     raise _Terminated(signum)
 
 
@@ -407,8 +409,6 @@ def _flush_results(prog_name: str) -> None:
 
 
 def _stopped(signum: int) -> NoReturn:
-    if signum != signal.SIGTERM:  # SIGHUP: the terminal that would show the line is gone
-        off_the_terminal()
     _fail("terminated" if signum == signal.SIGTERM else "hung up", 128 + signum)
 
 

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Iterator
 from types import FrameType
 
-HELD = (signal.SIGINT, signal.SIGTERM)
+HELD = (signal.SIGINT, signal.SIGTERM, *((signal.SIGHUP,) if hasattr(signal, "SIGHUP") else ()))
 
 
 @contextlib.contextmanager

@@ -358,6 +358,8 @@ def serve(model_paths: list[str], cfg: ServerConfig, runtime: RuntimeConfig, lin
     # uvicorn finishes the requests in flight on SIGTERM, then raises it again: the signal's default
     # then ends the server as a service manager expects, not the command line's "terminated" (143)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if hasattr(signal, "SIGHUP") and signal.getsignal(signal.SIGHUP) not in (signal.SIG_IGN, None):
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)  # which uvicorn does not take: its default, as a daemon's
     run_server(app, sock, cfg.shutdown_wait)
 
 

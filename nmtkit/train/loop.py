@@ -241,13 +241,15 @@ def _after_update(state: TrainState, bar: TrainProgress, stop: StopFlag, pace: P
     # a signal (a job's time limit, Ctrl-C): last.pt at once, the validation left to the resumed
     # run, which a queue's grace period (SLURM: 30 s) would not wait for
     signalled = finish and bool(state.parallel.most(stop.requested))  # every rank: a signal to any of them
+    # whether a budget is spent too, as rank 0's clock says: each rank's own would part their collectives
+    ended = signalled and (state.counted_out() or state.parallel.agree(state.finished()))
     window = None
-    if reporting or due or (finish and (not signalled or state.finished())):  # every rank: a collective
+    if reporting or due or (finish and (not signalled or ended)):  # every rank: a collective
         report(state, bar)
     elif signalled or saving:  # a save between reports: the window goes with it, read as a report reads it
         window = _carried(state)
     if signalled:  # an update that was to validate leaves it to the resumed run, first
-        state.progress.validation_owed = due or state.finished()
+        state.progress.validation_owed = due or ended
         if state.parallel.rank == 0:
             with stop.writing():
                 save(state, "last.pt", rng, window)
@@ -263,7 +265,7 @@ def _after_update(state: TrainState, bar: TrainProgress, stop: StopFlag, pace: P
     if signalled:
         then = "goes on from there"
         if state.progress.validation_owed:
-            then = "validates it, and ends" if state.finished() else "validates it, then goes on"
+            then = "validates it, and ends" if ended else "validates it, then goes on"
         log(
             f"interrupted: saved {state.save_dir / 'last.pt'} at update {step} without validating it; "
             f"the same command {then}"

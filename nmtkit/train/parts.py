@@ -23,7 +23,9 @@ class Parallel:
         self.rank, self.world, self.many = where.rank, where.world, where.distributed
         self.device, self.runtime = runtime.device, runtime
         self.ddp: torch.nn.parallel.DistributedDataParallel | None = None
-        self.stop_every = 1  # updates between two checks for a stop, set from the pace at each report
+        # updates between two checks for a stop, set from the pace at each report; until the first,
+        # a guess: a GPU's update takes a tenth of a second or less, a CPU's may take seconds
+        self.stop_every = 1 if self.device.type == "cpu" else 10
 
     def wrap(self, model: Seq2Seq) -> torch.nn.Module:
         """What computes the loss: the model, or DDP around it (gradients averaged on backward)."""
