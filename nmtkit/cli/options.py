@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import decimal
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import click
@@ -399,7 +399,7 @@ def length_penalty(values: dict[str, Any]) -> SearchConfig:
     return _alpha_used(config_of(SearchConfig, values))
 
 
-def _file_s_idle_at_default(values: dict[str, Any], configured: dict[str, Any]) -> None:
+def _file_s_idle_at_default(values: dict[str, Any], configured: Mapping[str, Any]) -> None:
     """A --config file's search values the run has no use for (sampling's without --sampling,
     --alpha beside another length penalty) put back at their defaults: ignored, where the same on
     the command line is refused (a file dumped for one search serves another)."""
