@@ -81,20 +81,13 @@ def test_a_size_or_budget_that_is_not_a_number_is_refused_before_any_work(tmp_pa
     assert out.returncode != 0 and said in out.stderr and "fetch-bible" not in out.stdout
 
 
+def _dry(*settings):
+    """make -n of the checkout's Makefile with these settings, without installing."""
+    return subprocess.run(["make", "-n", "-C", str(ROOT), "INSTALLED=", *settings], capture_output=True, text=True)
+
+
 def test_sizes_and_budgets_that_are_numbers_pass():
-    cmd = [
-        "make",
-        "-n",
-        "-C",
-        str(ROOT),
-        "INSTALLED=",
-        "DEMO_MINUTES=.5",
-        "MAX_RATIO=1.5",
-        "BPE=0",
-        "ALIGN_LINES=1,3-5",
-    ]
-    cmd += ["help"]
-    assert subprocess.run(cmd, capture_output=True, text=True).returncode == 0
+    assert _dry("DEMO_MINUTES=.5", "MAX_RATIO=1.5", "BPE=0", "ALIGN_LINES=1,3-5", "help").returncode == 0
 
 
 @pytest.mark.parametrize(
@@ -103,17 +96,7 @@ def test_sizes_and_budgets_that_are_numbers_pass():
 )
 def test_every_run_s_options_rule_is_there_and_a_dry_run_writes_nothing(tmp_path, target):
     """demo-aligners' French→English run had no rule for its options (made before GUIDED_BACK was set)."""
-    cmd = [
-        "make",
-        "-n",
-        "-C",
-        str(ROOT),
-        "INSTALLED=",
-        f"RUNS={tmp_path / 'runs'}",
-        f"DATA={tmp_path / 'data'}",
-        target,
-    ]
-    done = subprocess.run(cmd, capture_output=True, text=True)
+    done = _dry(f"RUNS={tmp_path / 'runs'}", f"DATA={tmp_path / 'data'}", target)
     assert done.returncode == 0, done.stderr
     assert "train-options" in done.stdout and not list(tmp_path.iterdir())
 
