@@ -495,6 +495,9 @@ arch_flags = $(if $(findstring _,$1),$(call _luong,$(subst _, ,$1)),--arch $1)
 
 $(foreach m,$(COMPARE_MODELS),$(eval CMP_OPTIONS_$m = $$(call arch_flags,$m) $$(COMPARE_TRAIN))\
     $(eval $(call run_options,$(CMP)/$m,CMP_OPTIONS_$m)))
+# a variant outside COMPARE_MODELS (make runs/compare/NAME/done): its options written once, not compared
+$(CMP)/%/train-options:
+	@mkdir -p $(@D) && printf '%s\n' $(call shell_quoted,$(call arch_flags,$*) $(COMPARE_TRAIN)) > $@
 $(CMP)/%/done: $(BIN)/manifest.json $(CMP)/%/train-options
 	$(NMTKIT) train $(BIN) --save-dir $(CMP)/$* $(call arch_flags,$*) $(COMPARE_TRAIN) --threads $(JOBS)
 	touch $@

@@ -89,3 +89,15 @@ def test_the_table_goes_into_the_docs_block_and_a_missing_result_is_an_error(tmp
     (tmp_path / "rnnsearch" / "dev-nll.json").unlink()
     r = CliRunner().invoke(compare.main, [str(tmp_path), "rnnsearch"])
     assert r.exit_code == 2 and "dev-nll.json: missing" in r.output
+
+
+def test_a_variant_outside_compare_models_still_has_a_recipe(tmp_path):
+    """Its done stamp depends on options whose rule only the listed variants had: 'No rule to make target'."""
+    out = subprocess.run(
+        ["make", "-n", "INSTALLED=", f"CMP={tmp_path}", f"{tmp_path}/luong_local-p_dot_feed/done"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "--attention local-p --score dot --input-feed" in out.stdout and "train-options" in out.stdout
