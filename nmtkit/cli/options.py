@@ -385,8 +385,7 @@ def search_config(values: dict[str, Any]) -> SearchConfig:
     ``values``; refused in one line when they ask for more than the search can give."""
     nbest = max(values.pop("nbest"), 1)
     # one typed over a --config file's value undoes it: not idle, even where it says the default
-    ctx = click.get_current_context(silent=True)
-    configured = (ctx.default_map or {}) if ctx is not None else {}
+    configured = _configured()
     _file_s_idle_at_default(values, configured)
     given = [name for name in (*SAMPLING_OPTIONS, "beam", "coverage_penalty") if typed(name) and name not in configured]
     return _alpha_used(config_of(SearchConfig, values, nbest=nbest).check(("--nbest", "--beam"), given))
@@ -394,9 +393,14 @@ def search_config(values: dict[str, Any]) -> SearchConfig:
 
 def length_penalty(values: dict[str, Any]) -> SearchConfig:
     """A search config of the options --length-penalty and --alpha alone, taken out of ``values``."""
-    ctx = click.get_current_context(silent=True)
-    _file_s_idle_at_default(values, (ctx.default_map or {}) if ctx is not None else {})
+    _file_s_idle_at_default(values, _configured())
     return _alpha_used(config_of(SearchConfig, values))
+
+
+def _configured() -> Mapping[str, Any]:
+    """The running command's values from its --config file (click's default map)."""
+    ctx = click.get_current_context(silent=True)
+    return (ctx.default_map or {}) if ctx is not None else {}
 
 
 def _file_s_idle_at_default(values: dict[str, Any], configured: Mapping[str, Any]) -> None:

@@ -36,6 +36,7 @@ from click.shell_completion import CompletionItem
 from .console import off_the_terminal, set_verbosity
 from .errors import Interrupted, JobFailed, UserError
 from .files import USER_PATH_ERRORS
+from .held_signals import HANGUP
 
 FAILED = 1
 USAGE = 2
@@ -74,8 +75,7 @@ def _on_stop(signum: int, _frame: object) -> None:
 
 
 _MAIN_PID = os.getpid()
-# SIGHUP where the platform has it; under nohup it is ignored, and stays so
-_STOPS = (signal.SIGTERM, *((signal.SIGHUP,) if hasattr(signal, "SIGHUP") else ()))
+_STOPS = (signal.SIGTERM, *HANGUP)
 
 
 @contextlib.contextmanager

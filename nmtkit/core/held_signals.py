@@ -18,7 +18,9 @@ import threading
 from collections.abc import Iterator
 from types import FrameType
 
-HELD = (signal.SIGINT, signal.SIGTERM, *((signal.SIGHUP,) if hasattr(signal, "SIGHUP") else ()))
+# a closed terminal, where the platform has one; under nohup it is ignored, and stays so
+HANGUP = (signal.SIGHUP,) if hasattr(signal, "SIGHUP") else ()
+HELD = (signal.SIGINT, signal.SIGTERM, *HANGUP)
 
 
 @contextlib.contextmanager

@@ -22,6 +22,8 @@ from itertools import islice
 from multiprocessing import resource_tracker
 from typing import Any, TypeVar
 
+from .held_signals import HELD
+
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -91,7 +93,7 @@ def _kill(pool: Any) -> None:
     ending.join(5.0)
 
 
-_STOPS = {signal.SIGINT, signal.SIGTERM, *((signal.SIGHUP,) if hasattr(signal, "SIGHUP") else ())}
+_STOPS = set(HELD)
 # the resource tracker's warning as it removes the pool's semaphores after a parent killed
 # outright: it does what it should, and its two lines would end a log as if something had failed
 _TRACKER_QUIET = "ignore:resource_tracker:UserWarning"

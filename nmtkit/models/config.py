@@ -210,7 +210,7 @@ class GRUConfig(ModelConfig):
         "(GroundHog's rank_n_approx, 620) did; with --tie-embeddings it must equal --emb, W_o being the "
         "embeddings. 0: the appendix's one matrix.",
         ge=0,
-        le=2**20,
+        le=_MOST_UNITS,
     )
     tie_embeddings: bool = setting(
         False,

@@ -51,7 +51,7 @@ from ..align.settings import LinkConfig
 from ..align.words import word_attention
 from ..core.console import log
 from ..core.errors import Interrupted, UserError
-from ..core.held_signals import signals_held
+from ..core.held_signals import HANGUP, signals_held
 from ..core.settings import RuntimeConfig
 from ..translate.both_ways import BothWays, directions, refuse_idle_links
 from ..translate.io import json_record, json_score
@@ -358,8 +358,9 @@ def serve(model_paths: list[str], cfg: ServerConfig, runtime: RuntimeConfig, lin
     # uvicorn finishes the requests in flight on SIGTERM, then raises it again: the signal's default
     # then ends the server as a service manager expects, not the command line's "terminated" (143)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    if hasattr(signal, "SIGHUP") and signal.getsignal(signal.SIGHUP) not in (signal.SIG_IGN, None):
-        signal.signal(signal.SIGHUP, signal.SIG_DFL)  # which uvicorn does not take: its default, as a daemon's
+    for hangup in HANGUP:  # which uvicorn does not take: its default, as a daemon's (ignored under nohup)
+        if signal.getsignal(hangup) not in (signal.SIG_IGN, None):
+            signal.signal(hangup, signal.SIG_DFL)
     run_server(app, sock, cfg.shutdown_wait)
 
 

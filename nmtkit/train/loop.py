@@ -217,9 +217,9 @@ def run(
     ):
         bar.update(state.progress.step if unit == "updates" else state.progress.seconds)
         done = state.progress.validation_owed and (
-            bool(state.parallel.most(stop.requested))  # a stop before it: last.pt still owes it
+            state.parallel.anyone(stop.requested)  # a stop before it: last.pt still owes it
             or _owed_validation(state, bar, stop)
-            or bool(state.parallel.most(stop.requested))
+            or state.parallel.anyone(stop.requested)
         )
         for idx in () if done else state.batches:
             update(idx)
@@ -240,7 +240,7 @@ def _after_update(state: TrainState, bar: TrainProgress, stop: StopFlag, pace: P
     rng = state.parallel.rng_states() if due or finish or saving else []  # every rank, the same updates
     # a signal (a job's time limit, Ctrl-C): last.pt at once, the validation left to the resumed
     # run, which a queue's grace period (SLURM: 30 s) would not wait for
-    signalled = finish and bool(state.parallel.most(stop.requested))  # every rank: a signal to any of them
+    signalled = finish and state.parallel.anyone(stop.requested)  # every rank: a signal to any of them
     # whether a budget is spent too, as rank 0's clock says: each rank's own would part their collectives
     ended = signalled and (state.counted_out() or state.parallel.agree(state.finished()))
     window = None

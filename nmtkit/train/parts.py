@@ -51,7 +51,7 @@ class Parallel:
         :attr:`stop_every` updates between them (a collective, which waits for the GPU)."""
         if not (reporting or step % self.stop_every == 0):
             return False
-        return bool(distributed.most(int((finish if self.rank == 0 else False) or signalled), self.device))
+        return self.anyone((finish if self.rank == 0 else False) or signalled)
 
     def pace(self, seconds_per_update: float) -> None:
         """At a report (every process): a stop checked about every second, from rank 0's pace, so
@@ -62,6 +62,10 @@ class Parallel:
     def most(self, number: int) -> int:
         """The largest ``number`` of any process (a collective call): a signal that reached one."""
         return distributed.most(number, self.device) if self.many else number
+
+    def anyone(self, flag: bool) -> bool:
+        """Whether ``flag`` is set on any process (a collective call): a signal that reached one."""
+        return bool(self.most(int(flag)))
 
     def shared(self, number: int) -> int:
         """Rank 0's number on every process (a collective call): what the clock decided there."""
