@@ -321,7 +321,7 @@ def test_records_written_without_checksums_load_and_a_file_is_checked_once(tmp_p
     bytes are read through once (until the file changes)."""
     import zipfile
 
-    from nmtkit.checkpoint import file as checkpoint_file
+    from nmtkit.checkpoint import archive as checkpoint_file
 
     fake_checkpoint(tmp_path / "c.pt")
     ckpt = checkpoint.load(tmp_path / "c.pt")

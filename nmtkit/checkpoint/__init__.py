@@ -1,13 +1,13 @@
-"""The checkpoint: one file from raw text to raw text (:mod:`.file` owns its layout), and the
+"""The checkpoint: one file from raw text to raw text (:mod:`.file` owns its layout, :mod:`.archive` its bytes), and the
 commands that read or rewrite checkpoint files (info, average, lexicon)."""
 
+from .archive import DamagedCheckpoint
 from .file import (
     FORMAT,
     SIDES,
     VERSION,
     Averaged,
     Checkpoint,
-    DamagedCheckpoint,
     Progress,
     TextSides,
     TrainingState,

@@ -26,10 +26,7 @@ section, and refuses anything else with one :class:`FormatError` line.
 from __future__ import annotations
 
 import math
-import pickle
 import re
-import struct
-import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,16 +45,12 @@ from ..models.config import ModelConfig, UnknownFamily, from_flat_record
 from ..models.coverage import RENAMED_1_1
 from ..text.settings import TextConfig
 from ..train.config import TrainConfig
-from . import fields
+from . import archive, fields
 
 FORMAT = "nmtkit-checkpoint"
 # 3: the model's config by family, its sub-configs nested (1 and 2, nmtkit 0.1 to 1.1: one flat record)
 VERSION = 3
 SIDES = ("src", "tgt")
-
-
-class DamagedCheckpoint(FormatError):
-    """A checkpoint file whose bytes are cut short or damaged, not one of another format or version."""
 
 
 @dataclass
@@ -254,7 +247,9 @@ def load(path: str | Path, lazy: bool = True) -> Checkpoint:
     ``lazy``: the tensors are mapped from the file, not read, so what a reader never touches
     (a translation, the optimizer state of last.pt) costs no memory. A resumed run reads all."""
     path = Path(path)
-    raw = _read(path, lazy)
+    raw = archive.read(path, lazy)
+    if not isinstance(raw, dict) or raw.get("format") != FORMAT:
+        raise FormatError(f"{path}: not an nmtkit checkpoint")
     version = raw.get("version")
     if version == 1:
         raw = _from_version_1(raw)
@@ -327,94 +322,6 @@ def model_of(ckpt: Checkpoint, where: str | Path, device: torch.device | str = "
         raise FormatError(f"{where}: its model settings build no model ({str(err).splitlines()[0][:120]})") from None
     load_weights(model, ckpt, where, assign=True)
     return model.to(device).eval().requires_grad_(False)
-
-
-def _read(path: Path, lazy: bool = True) -> dict[str, Any]:
-    if not path.exists():
-        raise UserError(f"{path}: no such checkpoint")
-    if not path.is_file():
-        raise UserError(f"{path}: is not a file")
-    if not zipfile.is_zipfile(path):  # torch.save always writes a zip archive
-        raise DamagedCheckpoint(f"{path}: truncated or corrupt checkpoint (not a torch zip archive)")
-    _check_sums(path)
-    try:
-        raw = torch.load(path, map_location="cpu", weights_only=True, mmap=lazy)
-    except pickle.UnpicklingError as err:
-        # torch's first lines tell how to load the file unsafely; the line that names the object is after them
-        said = [line.strip() for line in str(err).splitlines() if line.strip()] or ["unsupported object"]
-        named = next(
-            (line.split("error: ", 1)[1] for line in said if line.startswith("WeightsUnpickler error: ")),
-            next((line for line in said if "global" in line.lower()), said[0]),  # a blocked module's line
-        )
-        if "global" not in named.lower():  # not an object refused: bytes no pickle writes (a damaged record)
-            raise DamagedCheckpoint(f"{path}: truncated or corrupt checkpoint ({_short(named)})") from None
-        named = named.split(" was not an allowed global")[0]
-        raise FormatError(
-            f"{path}: refused, the checkpoint holds objects other than tensors and plain values ({_short(named)})"
-        ) from None
-    except (
-        RuntimeError,
-        EOFError,
-        zipfile.BadZipFile,
-        OSError,
-        ValueError,
-        KeyError,
-        IndexError,
-        TypeError,
-        struct.error,  # a record cut short within the archive, its checksum made anew
-    ) as err:
-        raise DamagedCheckpoint(f"{path}: truncated or corrupt checkpoint ({_torch_reason(err)})") from None
-    if not isinstance(raw, dict) or raw.get("format") != FORMAT:
-        raise FormatError(f"{path}: not an nmtkit checkpoint")
-    return raw
-
-
-def _torch_reason(err: BaseException) -> str:
-    """torch's word for a file it cannot read, in a line: without its request for a report, and a
-    zip archive of other records named as such."""
-    said = next((line.strip() for line in str(err).splitlines() if line.strip()), type(err).__name__)
-    if "hasRecord(" in said:  # a zip archive, but none of the records torch.save writes
-        return "a zip archive that torch.save did not write"
-    return _short(said.split(" (Could this error message be improved?")[0].strip())
-
-
-def _short(said: str, most: int = 120) -> str:
-    """``said`` cut at a word's end within ``most`` characters."""
-    return said if len(said) <= most else said[:most].rsplit(" ", 1)[0] + " …"
-
-
-def _check_sums(path: Path) -> None:
-    """Every record's bytes against the checksum torch.save wrote: a mapped load reads a weight's
-    bytes as they are, so a damaged weight would translate. Once a process per file as it is now
-    (a command may load a checkpoint several times); a record written without one (torch's
-    ``set_crc32_options(False)`` writes 0) is taken as it is."""
-    found = path.stat()
-    key = (found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns)
-    if key in _CHECKED:
-        return
-    try:
-        with zipfile.ZipFile(path) as archive:
-            records = archive.infolist()
-            if not any(r.filename.endswith("/data.pkl") for r in records):
-                raise FormatError(f"{path}: not an nmtkit checkpoint (a zip archive that torch.save did not write)")
-            for record in records:
-                if record.CRC == 0 and record.file_size:
-                    continue
-                with archive.open(record) as stream:  # read to its end, where zipfile checks the sum
-                    while stream.read(1 << 24):
-                        pass
-    except zipfile.BadZipFile as err:
-        if "CRC" in str(err):
-            raise DamagedCheckpoint(
-                f"{path}: corrupt checkpoint (the bytes of {record.filename} do not match their checksum)"
-            ) from None
-        raise DamagedCheckpoint(f"{path}: truncated or corrupt checkpoint ({str(err).splitlines()[0][:120]})") from None
-    except (OSError, EOFError, ValueError, NotImplementedError, RuntimeError) as err:
-        raise DamagedCheckpoint(f"{path}: truncated or corrupt checkpoint ({_torch_reason(err)})") from None
-    _CHECKED.add(key)
-
-
-_CHECKED: set[tuple[int, int, int, int]] = set()
 
 
 def _from_version_1(raw: dict[str, Any]) -> dict[str, Any]:
