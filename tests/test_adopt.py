@@ -617,7 +617,7 @@ def test_a_resumed_run_takes_the_commands_rate_names_each_change_and_refuses_ano
     assert r.output.startswith(line) and len(r.output.strip().splitlines()) == 1, r.output
     assert checkpoint.load(last).training.progress.step == 3
     # --head-only turned on: another optimizer's parameters, refused in one line (was a "format" error)
-    from nmtkit.train.state import _resumed
+    from nmtkit.train.continued import resumed as _resumed
 
     ckpt = checkpoint.load(last)
     head_only = replace(ckpt.training.config, head_only=True)

@@ -283,6 +283,40 @@ def test_resuming_over_another_training_split_of_the_same_vocabulary_is_refused(
     assert train(tmp_path / "bin", tmp_path / "run", TINY, cfg(max_updates=3)).step == 3  # its own goes on
 
 
+def test_a_run_resumed_over_another_valid_split_chooses_best_pt_afresh_on_it(raw, tmp_path, capfd):
+    """Its best dev score was another dev set's: kept, no model validated on this one could
+    replace best.pt, and --patience would count against a score of another set."""
+    import shutil
+
+    from nmtkit.data.binarize import binarize_corpus
+
+    make_corpus(raw, tmp_path)
+    train(tmp_path / "bin", tmp_path / "run", TINY, cfg(max_updates=2, valid_every=1))
+    last = tmp_path / "run" / "last.pt"
+    ckpt = checkpoint.load(last, lazy=False)
+    assert ckpt.training.valid_sha256 == Corpus(tmp_path / "bin").fingerprint("valid")
+    chosen = checkpoint.load(tmp_path / "run" / "best.pt").training.progress.step
+    ckpt.training.progress.best = 1e9  # no validation beats it: only a fresh choice replaces best.pt
+    checkpoint.save(last, ckpt)
+    ckpt.training.valid_sha256 = None  # a file from before the valid split was recorded
+    for run in ("same", "older"):
+        shutil.copytree(tmp_path / "run", tmp_path / run)
+    checkpoint.save(tmp_path / "older" / "last.pt", ckpt)
+    clean = tmp_path / "clean"
+    binarize_corpus(
+        {"train": clean / "train", "valid": clean / "test"}, ("en", "fr"), tmp_path / "vocab", tmp_path / "b2"
+    )
+    assert Corpus(tmp_path / "b2").fingerprint("train") == Corpus(tmp_path / "bin").fingerprint("train")
+    capfd.readouterr()
+    for data, run, afresh in (("b2", "run", True), ("bin", "same", False), ("b2", "older", False)):
+        train(tmp_path / data, tmp_path / run, TINY, cfg(max_updates=3, valid_every=1))
+        err = capfd.readouterr().err
+        assert ("valid split is not the one the run in" in err) is afresh, err
+        assert ("the next validation's model replaces best.pt (chosen on the other, at 1e+09)" in err) is afresh
+        assert checkpoint.load(tmp_path / run / "best.pt").training.progress.step == (3 if afresh else chosen)
+        assert (checkpoint.load(tmp_path / run / "last.pt").training.progress.best == 1e9) is not afresh
+
+
 def test_a_batch_position_past_an_epoch_s_end_goes_on_at_the_next_epoch():
     from nmtkit.data.batching import Batches
 

@@ -118,6 +118,8 @@ class TrainingState:
     batches: dict[str, int] | None = None
     # the training split's fingerprint (Corpus.fingerprint): a resumed run goes on over the same pairs
     corpus_sha256: str | None = None
+    # the valid split's: a resumed run over another compares its dev scores with none of the log's
+    valid_sha256: str | None = None
     # the losses of the updates since the last report (a save between reports), plain values
     window: dict[str, Any] | None = None
     rng: list[dict[str, torch.Tensor]] = field(default_factory=list)  # one entry per process
@@ -207,6 +209,8 @@ def save(path: str | Path, ckpt: Checkpoint) -> None:
         training |= {"optimizer": run.optimizer, "batches": run.batches, "rng": run.rng}
         if run.corpus_sha256 is not None:
             training["corpus_sha256"] = run.corpus_sha256
+        if run.valid_sha256 is not None:
+            training["valid_sha256"] = run.valid_sha256
         if run.window is not None:
             training["window"] = run.window
         if run.raw_weights is not None:
@@ -375,6 +379,7 @@ def _parse(raw: dict[str, Any], version: int) -> Checkpoint:
         optimizer=optimizer,
         batches=batches and {k: int(v) for k, v in batches.items()},
         corpus_sha256=fields.optional_str(run.get("corpus_sha256")),
+        valid_sha256=fields.optional_str(run.get("valid_sha256")),
         window=fields.window(run.get("window")),
         rng=rng,
         raw_weights=raw_weights and _today_s_names(raw_weights),

@@ -215,12 +215,14 @@ class Corpus:
         return src, tgt
 
     def fingerprint(self, name: str) -> str:
-        """sha256 of split ``name``'s ids (and word links): what a resumed run checks that it goes
-        on over the corpus it was trained on. A second a few gigabytes (WMT'14's training split)."""
+        """sha256 of split ``name``'s ids (and word links, and the clean texts validation scores
+        against): what a resumed run checks that it goes on over the pairs it was trained on, and
+        validates on the ones it validated on. A second a few gigabytes (WMT'14's training split)."""
         stats = self.manifest.splits[name]
         digest = hashlib.sha256()
         prefixes = [f"{name}.{self.src_lang}", f"{name}.{self.tgt_lang}"] + ([stats.links] if stats.links else [])
-        for file in (f"{prefix}.{kind}" for prefix in prefixes for kind in ("bin", "idx")):
+        texts = [text for text in (stats.reference, stats.source_reference) if text]  # none in train
+        for file in [f"{prefix}.{kind}" for prefix in prefixes for kind in ("bin", "idx")] + texts:
             with open(self.path / file, "rb") as fh:
                 digest.update(hashlib.file_digest(fh, "sha256").digest())
         return digest.hexdigest()

@@ -51,7 +51,7 @@ def save(
     run = TrainingState(state.cfg, Progress(**vars(state.progress)), run_id=state.run_id)
     if resumable:
         run.optimizer, run.batches, run.rng = saved_optimizer(state.opt), state.batches.state_dict(), rng
-        run.corpus_sha256, run.window = state.trained_on, window
+        run.corpus_sha256, run.valid_sha256, run.window = state.trained_on, state.validated_on, window
         if state.average is not None:
             run.raw_weights = state.model.state_dict()
     checkpoint.save(

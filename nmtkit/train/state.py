@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 import uuid
 from collections.abc import Collection
@@ -17,27 +18,23 @@ from ..checkpoint import Checkpoint, Progress, TextSides
 from ..core.console import log
 from ..core.errors import FormatError, UserError
 from ..core.files import remove_stale_temporaries, writing_into
-from ..core.settings import declared, declared_names, flag_of
 from ..data.batching import Batches
 from ..data.binarized import Corpus, TokenArray
 from ..data.lexicon import Lexicon, lexicon_of
 from ..data.manifest import MANIFEST
 from ..models.base import Seq2Seq
 from ..models.build import build_model
-from ..models.config import LuongConfig, ModelConfig, RNNSearchConfig
+from ..models.config import LuongConfig, ModelConfig
 from . import runlog
 from .board import Board
-from .config import BUDGETED, TrainConfig
+from .config import TrainConfig
+from .continued import resumed, started_from, with_head
 from .ema import Average
 from .optimizer import load_optimizer, optimizer, scheduled, set_rate
 from .parts import Parallel
 from .window import LossWindow
 
-# Fields a training command derives from its corpus and --max-len, rather than from model flags.
 HEAD = "align_head."  # the alignment head's parameters (--head-only trains them alone)
-_DERIVED = ("src_vocab", "tgt_vocab", "max_src")
-# Settings a resumed run keeps from its checkpoint, whatever the flags say: they fix the batches.
-_KEPT_ON_RESUME = ("seed", "batch_size", "pool", "max_len", "max_tokens", "update_freq")
 
 
 @dataclass
@@ -64,6 +61,7 @@ class TrainState:
     last_kept: bool = False  # whether save_dir/last.pt holds this run (resumed from it, or saved since)
     average: Average | None = None  # --ema-decay's
     trained_on: str | None = None  # the training split's fingerprint, saved in last.pt
+    validated_on: str | None = None  # the valid split's
     carried: dict[str, Any] | None = None  # the window of losses a resumed last.pt saved between reports
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex)  # a resumed run's is its last.pt's
     # what a resumed run says before it goes on (settings it changes or does not take): unsaid
@@ -138,9 +136,9 @@ def start(
     init = _init_from(cfg.init_from, corpus) if cfg.init_from and ckpt is None else None
     notes: list[str] = []
     if ckpt is not None:
-        model_cfg, cfg, notes = _resumed(ckpt, model_cfg, cfg, last, parallel.rank == 0, typed)
+        model_cfg, cfg, notes = resumed(ckpt, model_cfg, cfg, last, parallel.rank == 0, typed)
     elif init is not None:
-        model_cfg = _started_from(init, model_cfg, cfg, parallel.rank == 0, typed)
+        model_cfg = started_from(init, model_cfg, cfg, parallel.rank == 0, typed)
     else:
         derived: dict[str, Any] = {
             "src_vocab": len(corpus.vocab(corpus.src_lang)),
@@ -198,6 +196,7 @@ def start(
         _links(corpus, cfg, data_dir),
         notes=notes,
         trained_on=trained_on,
+        validated_on=corpus.fingerprint("valid"),
     )
     if init is not None:
         _init(model, init, cfg)
@@ -218,143 +217,14 @@ def _average(model: Seq2Seq, cfg: TrainConfig, ckpt: Checkpoint | None, last: Pa
     return average
 
 
-def _started_from(
-    init: Checkpoint, model_cfg: ModelConfig, cfg: TrainConfig, says: bool, typed: Collection[str] | None
-) -> ModelConfig:
-    """The model of a run from --init-from's weights: the checkpoint's (with a head for
-    --head-only), which the command must describe, and the dropouts typed."""
-    found = _with_head(init.model) if cfg.head_only else init.model
-    where = str(cfg.init_from)
-    remedy = f"give the model flags it was trained with, or none ('nmtkit info {where}' lists them)"
-    model = _described(found, model_cfg, where, remedy, typed)
-    if says and model != found:
-        log(f"fine-tuning with {_changes(found, model)}")
-    return model
-
-
 def _init(model: Seq2Seq, init: Checkpoint, cfg: TrainConfig) -> None:
     """--init-from's weights (and a new alignment head for --head-only, if it had none)."""
-    new_head = cfg.head_only and _with_head(init.model) != init.model
+    new_head = cfg.head_only and with_head(init.model) != init.model
     checkpoint.load_weights(model, init, str(cfg.init_from), new=HEAD if new_head else None)
     log(
         f"starting from the weights of {cfg.init_from} (update {init.training.progress.step:,} of its run), "
         f"with a fresh optimizer"
     )
-
-
-def _resumed(
-    ckpt: Checkpoint, model_cfg: ModelConfig, cfg: TrainConfig, last: Path, says: bool, typed: Collection[str] | None
-) -> tuple[ModelConfig, TrainConfig, list[str]]:
-    """The model and training settings of the run resumed from ``last``: its model, which the
-    command must describe, and the command's training settings but for the batches' (its own);
-    with ``says``, the lines that name what this command changes or does not take."""
-    remedy = "give the model flags it was trained with, or none, --reset to start over, or another --save-dir"
-    model = _described(ckpt.model, model_cfg, str(last), remedy, typed)
-    old = ckpt.training.config
-    if cfg.optimizer != old.optimizer:  # its saved state is another optimizer's
-        raise UserError(
-            f"--optimizer {cfg.optimizer}: the run in {last} trained with {old.optimizer} and holds its state; "
-            f"give --optimizer {old.optimizer} (or the --schedule it trained with), or start {cfg.optimizer} "
-            f"from its weights with --init-from {last} and another --save-dir"
-        )
-    if cfg.head_only != old.head_only:  # the optimizer's parameters would be others
-        raise UserError(
-            f"--head-only: the run in {last} trained {'its head alone' if old.head_only else 'the whole model'}; "
-            f"start the other from its weights with --init-from {last} and another --save-dir"
-        )
-    said = (_batches_kept(cfg, old, last, typed), _changed(cfg, old, last, ckpt.model, model)) if says else ()
-    kept = TrainConfig(**{**cfg.to_dict(), **{k: getattr(old, k) for k in _KEPT_ON_RESUME}})
-    return model, kept, [line for line in said if line]
-
-
-def _batches_kept(cfg: TrainConfig, old: TrainConfig, last: Path, typed: Collection[str] | None) -> str | None:
-    """Name the batch settings chosen for this run (``typed``; None: those other than the default)
-    that the resumed run does not take."""
-    default = TrainConfig()
-    chosen = typed if typed is not None else [k for k in _KEPT_ON_RESUME if getattr(cfg, k) != getattr(default, k)]
-    ignored = [k for k in _KEPT_ON_RESUME if k in chosen and getattr(cfg, k) != getattr(old, k)]
-    if not ignored:
-        return None
-    flag = {k: flag_of(k, declared(TrainConfig, k)[1]) for k in ignored}
-    return (
-        f"{', '.join(f'{flag[k]} {getattr(cfg, k)}' for k in ignored)} not used: the run in {last} keeps "
-        f"its batches ({', '.join(f'{flag[k]} {getattr(old, k)}' for k in ignored)}; --reset starts over)"
-    )
-
-
-def _changed(cfg: TrainConfig, old: TrainConfig, last: Path, was: ModelConfig, model: ModelConfig) -> str | None:
-    """Name the training settings (and the model's dropouts) in which this command differs from the
-    run it resumes, which it goes on with (all but the batches'): a rate, a schedule or a budget
-    changed on purpose reads the same in the log as one changed by a mistyped command."""
-    changed = [
-        f"{_setting(TrainConfig, k, getattr(cfg, k))} (was {_shown(getattr(old, k))})"
-        for k in declared_names(TrainConfig)
-        if k not in _KEPT_ON_RESUME and getattr(cfg, k) != getattr(old, k)
-    ]
-    if model != was:
-        changed.append(_changes(was, model))
-    if not changed:
-        return None
-    said = f"resuming {last} with this command's {', '.join(changed)}"
-    if cfg.lr_decay in BUDGETED and any(getattr(cfg, k) != getattr(old, k) for k in _BUDGETS):
-        # the schedule reads the budget, not the rate the last run ended at: a longer one raises it again
-        said += f"; --lr-decay {cfg.lr_decay} falls over the new budget, so the rate is that budget's at this point"
-    return said
-
-
-_BUDGETS = ("max_updates", "max_epochs", "max_minutes")
-
-
-def _changes(was: ModelConfig, model: ModelConfig) -> str:
-    """The training-only settings (:data:`ModelConfig.TRAINING_ONLY`) ``model`` changes from ``was``."""
-    return ", ".join(
-        f"{_setting(type(model), k, getattr(model, k))} (was {_shown(getattr(was, k))})"
-        for k in model.TRAINING_ONLY
-        if hasattr(model, k) and getattr(model, k) != getattr(was, k)
-    )
-
-
-def _described(
-    found: ModelConfig, asked: ModelConfig, where: str, remedy: str, typed: Collection[str] | None
-) -> ModelConfig:
-    """The model of a run that goes on from the checkpoint model ``found``: the settings of
-    ``asked`` named in ``typed`` (every one when None) must be the checkpoint's, or the run is
-    refused saying what to do instead, but for the training-only ones (the dropouts), which this
-    run may change as they shape training and not the weights; the rest is the checkpoint's. A
-    setting named that the checkpoint's family lacks is refused."""
-    theirs, ours = found.flat(), asked.flat()
-    named = ours.keys() if typed is None else ours.keys() & set(typed)
-    if "arch" in named and found.arch != asked.arch:  # not the other family's first setting it lacks
-        raise UserError(f"{where} holds a model with --arch {found.arch}, not {asked.arch}: {remedy}")
-    foreign = sorted(named - theirs.keys())
-    if foreign:
-        raise UserError(
-            f"--{_flag(foreign[0])}: {where} holds a model with --arch {found.arch}, which has none: {remedy}"
-        )
-    idle = found.idle().keys() | asked.idle().keys()  # never read: a run from before they were refused
-    changes = {k for k in found.TRAINING_ONLY if k in named} if typed is not None else set()
-    diff = [k for k in ours if k in named and k not in _DERIVED and k not in idle | changes and theirs[k] != ours[k]]
-    if diff:
-        k = diff[0]
-        raise UserError(
-            f"{where} holds a model with --{_flag(k)} {_shown(theirs[k])}, not {_shown(ours[k])}"
-            + (f" (and {len(diff) - 1} other difference(s): {', '.join(map(_flag, diff[1:]))})" if diff[1:] else "")
-            + f": {remedy}"
-        )
-    return replace(found, **{k: getattr(asked, k) for k in changes})
-
-
-def _flag(name: str) -> str:
-    return name.replace("_", "-")
-
-
-def _setting(cls: type, name: str, value: object) -> str:
-    flag = flag_of(name, declared(cls, name)[1]).partition("/")[0]
-    return f"{flag} {_shown(value)}"
-
-
-def _shown(value: object) -> str:
-    return ("on" if value else "off") if isinstance(value, bool) else str(value)
 
 
 def graphed(cfg: TrainConfig, parallel: Parallel) -> bool:
@@ -372,11 +242,6 @@ def eager_reason(cfg: TrainConfig, many: bool) -> str | None:
     if cfg.shortlist:
         return "--sampled-softmax draws other words for each batch"
     return None
-
-
-def _with_head(model: ModelConfig) -> ModelConfig:
-    """``model`` with an alignment head (--head-only may give one to a model trained without)."""
-    return replace(model, alignment_head=True) if isinstance(model, RNNSearchConfig) else model
 
 
 def _links(corpus: Corpus, cfg: TrainConfig, data_dir: Path) -> TokenArray | None:
@@ -440,6 +305,19 @@ def open_save_dir(state: TrainState) -> None:
     runlog.open_log(state.save_dir, state.progress.step, state.progress.validation_owed, state.run_id)
 
 
+def _new_dev_set(state: TrainState) -> None:
+    """A run resumed over another valid split: its best dev score and --patience's count were
+    another dev set's, which no validation to come can be compared with."""
+    best = state.progress.best
+    state.progress.best, state.progress.bad_evals = -math.inf, 0
+    if state.parallel.rank == 0:
+        log(
+            f"warning: {state.corpus.path}'s valid split is not the one the run in {state.save_dir / 'last.pt'} "
+            f"validated on: its dev scores are another set's, so the next validation's model replaces best.pt "
+            f"(chosen on the other{'' if best == -math.inf else f', at {best:.4g}'}) and --patience counts from it"
+        )
+
+
 def _resumable(last: Path, corpus: Corpus, trained_on: str) -> Checkpoint:
     try:
         ckpt = checkpoint.load(last, lazy=False)
@@ -480,7 +358,9 @@ def _restore(state: TrainState, ckpt: Checkpoint) -> None:
         set_rate(state.opt, float(run.optimizer["param_groups"][0]["lr"]))
     state.batches.load_state_dict(run.batches)
     state.progress = Progress(**vars(run.progress))
-    if (was := run.config.chosen_by) != (by := state.cfg.chosen_by):  # its best and patience were by the other
+    if run.valid_sha256 not in (None, state.validated_on):  # its dev scores are another dev set's
+        _new_dev_set(state)
+    elif (was := run.config.chosen_by) != (by := state.cfg.chosen_by):  # its best and patience were by the other
         from .validate import dev_score
 
         owed = state.progress.validation_owed
