@@ -174,7 +174,9 @@ class _HostReadsRefused(TorchDispatchMode):
         by_mask = op in self.INDEXED and any(
             isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in args[1] if i is not None
         )
-        if op in self.REFUSED or by_mask:
+        # a Python number put by index (``x[i] = 1.0``) comes as a 0-dim CPU tensor, copied from the host
+        by_number = op in self.INDEXED and op is not self.ATEN.index and args[2].dim() == 0
+        if op in self.REFUSED or by_mask or by_number:
             raise AssertionError(f"the update read a tensor on the host: {func}")
         return func(*args, **(kwargs or {}))
 
@@ -219,6 +221,7 @@ def test_the_guard_refuses_what_reads_the_device_on_the_host():
         lambda: x.sum().item(),
         lambda: (x > 0).nonzero(),
         lambda: x[mask],
+        lambda: x.__setitem__((torch.arange(2), slice(None), torch.tensor([1, 2])), 1.0),
         lambda: torch.nn.utils.rnn.pack_padded_sequence(x, torch.tensor([2, 1]), batch_first=True),
     ):
         with _host_reads_refused(), pytest.raises(AssertionError, match="host"):
@@ -226,6 +229,20 @@ def test_the_guard_refuses_what_reads_the_device_on_the_host():
     with _host_reads_refused():  # what a padded, masked update does is allowed
         (gru(x)[0] * mask.unsqueeze(-1)).sum().backward()
         torch.nn.utils.clip_grad_norm_(gru.parameters(), 1.0)
+
+
+def test_the_alignment_head_s_guided_loss_reads_nothing_on_the_host():
+    """The guide of an alignment head (its unlinked words linked to </s>) is computed on the
+    device alone, forward and backward: --guided-alignment-weight keeps the graph's update."""
+    torch.manual_seed(0)
+    model = build_model(FAMILIES["rnnsearch-head"]).train()
+    batch = _batch(1, 5, links=True)
+    batch["guide"][0, 1] = 0  # a word the aligner left unlinked
+    bigger = padded(batch, 8, batch["src"].shape[1] + 3, batch["tgt_in"].shape[1] + 2)
+    with _host_reads_refused(), host_free():
+        out = model(bigger["src"], bigger["src_mask"], bigger["tgt_in"], bigger["tgt_out"], None, 0.1, bigger["guide"])
+        (out.loss + out.align_loss).backward()
+    assert out.align_loss is not None and float(out.align_loss.detach()) > 0
 
 
 @pytest.mark.parametrize("optimizer", ["adam", "adadelta", "sgd"])

@@ -221,7 +221,7 @@ def shortlisted_cross_entropy(
         weight.index_select(0, words),
         None if bias is None else bias.index_select(0, words),
         local,
-        ignore_index=int(lookup[ignore_index]),
+        ignore_index=int(lookup[ignore_index]) if ignore_index else 0,  # sorted: <pad> (0) is first, unread
         smoothing=smoothing,
     )
 
@@ -251,6 +251,6 @@ def unlinked_to_end(guide: torch.Tensor, src_mask: torch.Tensor, tgt_out: torch.
     guide = guide[:, : tgt_out.shape[1], : src_mask.shape[1]].to(src_mask.device)
     empty = (guide.sum(-1) == 0) & (tgt_out != 0)  # <pad> is 0
     end = (src_mask.sum(1).long() - 1).clamp(min=0)
-    null = torch.zeros_like(guide)
-    null[torch.arange(guide.shape[0], device=guide.device), :, end] = 1.0
+    # compared, not put by index: a number put by index is copied from the host, which waits for a GPU
+    null = (torch.arange(guide.shape[2], device=guide.device) == end[:, None, None]).to(guide.dtype)  # (B, 1, Tx)
     return guide + null * empty.unsqueeze(-1).to(guide.dtype)

@@ -105,12 +105,10 @@ def update(state: TrainState, net: torch.nn.Module, steps: CompiledSteps, idx: n
         steps.new_forward()
         batch = collate(src, tgt, mine, cfg.pad_to_multiple, state.train_links, state.model_cfg.right_to_left)
         ntok, nsent = ntok + int((batch["tgt_out"] != PAD).sum()), nsent + len(mine)
-        words = (
-            shortlist(batch["tgt_out"], state.model_cfg.tgt_vocab, cfg.shortlist, PAD).to(device)
-            if cfg.shortlist
-            else None
-        )
+        if cfg.shortlist:  # to the device with the batch, through pinned memory
+            batch["words"] = shortlist(batch["tgt_out"], state.model_cfg.tgt_vocab, cfg.shortlist, PAD)
         batch = to_device(batch, device)
+        words = batch.pop("words", None)
         try:
             with state.parallel.quiet(k, len(pieces)):
                 got = piece_loss(state, net, batch, words)

@@ -112,7 +112,9 @@ def ranking(cfg: SearchConfig, scores: torch.Tensor, lengths: torch.Tensor | int
     ``cfg``'s length penalty."""
     if cfg.length_penalty == "none":
         return scores
-    n = torch.as_tensor(lengths, device=scores.device).clamp(min=1).float()
+    # a step's length filled in on the device: one from the host would wait for a GPU at every step
+    n = lengths.to(scores.device) if isinstance(lengths, torch.Tensor) else torch.full_like(scores, lengths)
+    n = n.clamp(min=1).float()
     if cfg.length_penalty == "average":
         return scores / n
     base = n if cfg.length_penalty == "power" else (5 + n) / 6
