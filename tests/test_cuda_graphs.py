@@ -430,6 +430,25 @@ def test_replayed_updates_give_the_eager_updates_parameters(corpus, tmp_path, fa
 
 
 @pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: replays captured CUDA graphs")
+def test_guided_alignment_of_an_alignment_head_is_replayed_as_the_eager_updates(raw, tmp_path, monkeypatch):
+    """An alignment head trained on links: every shape met often enough is captured (a read of the
+    host in the guide's </s> links would refuse them all), and the graphs log the eager losses."""
+    from nmtkit.train import graphs
+    from tests.test_guided_alignment import linked_corpus
+
+    captured, real = [], graphs.WholeUpdate.record
+    monkeypatch.setattr(graphs.WholeUpdate, "record", lambda self, *a: captured.append(a) or real(self, *a))
+    data = linked_corpus(raw, tmp_path)
+    common = dict(max_updates=16, valid_bleu=False, device="cuda", tf32=False, guided_alignment_weight=0.5)
+    common |= {"optimizer": "sgd", "lr": 1.0}  # rounding kept at its size (as for Luong's model above)
+    train(data, tmp_path / "eager", FAMILIES["rnnsearch-head"], cfg(**common))
+    train(data, tmp_path / "graphs", FAMILIES["rnnsearch-head"], cfg(**common, cuda_graphs=True))
+    assert captured
+    assert losses(tmp_path / "graphs") == pytest.approx(losses(tmp_path / "eager"), rel=1e-4)
+
+
+@pytest.mark.gpu
 def test_sgd_holds_the_luong_models_rounding_within_the_tolerance_and_adam_does_not(corpus, tmp_path, monkeypatch):
     """Why the replay test trains Luong's model with SGD at rate 1: noise of 1e-7 of each weight's
     largest gradient on its nonzero gradients (rounding, as other kernels sum) parts Adam's 16
