@@ -1,5 +1,19 @@
-"""``python -m nmtkit`` is the ``nmtkit`` command."""
+"""``python -m nmtkit`` is the ``nmtkit`` command, and :func:`run` its console script."""
 
-from .cli import main
+import sys
 
-main()
+
+def run() -> None:
+    """The nmtkit command. Ctrl-C while its libraries load (click and rich, a tenth of a second)
+    ends it as a Ctrl-C anywhere else does, before the command's own guard is there to: one line
+    and status 130, not a traceback."""
+    try:
+        from .cli import main
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        sys.exit(130)
+    main()
+
+
+if __name__ == "__main__":
+    run()

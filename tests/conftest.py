@@ -34,6 +34,20 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
+@pytest.fixture(autouse=True)
+def _stop_signals_restored() -> Any:
+    """A command run in this process that a signal ended lets later stop signals go (it is ending):
+    the suite's own handlers come back after each test."""
+    import signal
+
+    stops = [s for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s is not None]
+    before = {s: signal.getsignal(s) for s in stops}
+    yield
+    for s, handler in before.items():
+        if handler is not None:
+            signal.signal(s, handler)
+
+
 EN = [
     "In the beginning God created the heaven and the earth.",
     "And the earth was without form, and void; and darkness was upon the face of the deep.",

@@ -876,12 +876,33 @@ def test_a_second_ctrl_c_stops_the_server_at_once_without_a_traceback(sigint):
     assert status == 503 and "a second Ctrl-C" in body["error"]
 
 
-def test_sigterm_stops_the_server_after_its_wait_whatever_the_search_under_way():
+@pytest.mark.parametrize(("stop", "said"), [(signal.SIGTERM, "terminated"), (signal.SIGHUP, "hung up")])
+def test_sigterm_stops_the_server_after_its_wait_whatever_the_search_under_way(stop, said):
     """--shutdown-wait 1 and a request whose search takes minutes (a sentence of 200 phrases at
     beam 24 took 105 s): its client got its 503 on time, but the process went on until the search
-    ended, its port closed, holding its memory, past a service manager's stop timeout."""
+    ended, its port closed, holding its memory, past a service manager's stop timeout. SIGHUP (a
+    closed terminal) stops it the same way, where it ended the server at once, its requests cut
+    without an answer; each says its line, and uvicorn's error line for what it cancelled is the
+    log's line instead."""
     with _slow_server_translating("default", 1) as (proc, _, pending):
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(stop)
         status, _ = pending.result(timeout=30)
         err = proc.communicate(timeout=30)[1]
-    assert status == 503 and proc.returncode == -signal.SIGTERM and "Traceback" not in err, (status, err)
+    assert status == 503 and proc.returncode == -stop and "Traceback" not in err, (status, err)
+    assert err.splitlines()[-2:] == [
+        "--shutdown-wait over: 1 request(s) still running cancelled, each answered a 503",
+        said,
+    ], err
+
+
+def test_ctrl_c_after_sigterm_stops_the_server_at_once_with_a_503_for_what_runs():
+    """SIGTERM, then Ctrl-C in the wait: the stop at once, as a second Ctrl-C's (130, a JSON 503),
+    where SIGTERM, raised again first, ended the server before its requests got an answer."""
+    with _slow_server_translating("default", 30) as (proc, url, pending):
+        proc.send_signal(signal.SIGTERM)
+        _refused_within(url + "/health", 20)
+        proc.send_signal(signal.SIGINT)
+        status, body = pending.result(timeout=30)
+        err = proc.communicate(timeout=30)[1]
+    assert (proc.returncode, err.splitlines()) == (130, ["interrupted"]), err
+    assert status == 503 and "a second Ctrl-C" in body["error"]

@@ -114,3 +114,77 @@ def test_sighup_with_the_progress_bar_on_the_terminal_that_hung_up_ends_as_129(o
     translating.send_signal(signal.SIGHUP)
     assert translating.wait(timeout=60) == 128 + signal.SIGHUP
     assert not out.parent.exists()
+
+
+ENDS = {"terminated": 128 + signal.SIGTERM, "hung up": 128 + signal.SIGHUP, "interrupted": 130}
+
+
+@pytest.mark.parametrize("gap", [0, 0.002])
+@pytest.mark.parametrize(
+    "signals",
+    [
+        (signal.SIGTERM, signal.SIGHUP),  # systemd's stop with SendSIGHUP=yes
+        (signal.SIGHUP, signal.SIGTERM),
+        (signal.SIGINT, signal.SIGINT, signal.SIGINT),  # Ctrl-C pressed again and again
+    ],
+)
+def test_stop_signals_back_to_back_end_the_command_once_as_its_line_says(tmp_path, signals, gap):
+    """The second signal came while the first's exception unwound, or after the handlers were put
+    back: a traceback with status 1, or the line of the first and the status of the second (the
+    default handler's, killed by it). Sent at once, the kernel hands them over lowest first."""
+    cmd = [sys.executable, "-m", "nmtkit", "tokenize", "-l", "en"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    filtering = subprocess.Popen(
+        cmd, cwd=tmp_path, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        filtering.stdin.write("Let there be light.\n")
+        filtering.stdin.flush()
+        assert filtering.stdout.readline() == "Let there be light .\n"  # waiting for the next line now
+        for signum in signals:
+            filtering.send_signal(signum)
+            time.sleep(gap)
+        err = filtering.communicate(timeout=60)[1]
+    finally:
+        filtering.kill()
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0] in ENDS and filtering.returncode == ENDS[lines[0]], (filtering.returncode, err)
+
+
+def test_ctrl_c_while_the_command_s_libraries_load_is_one_line_and_130():
+    """Before the command's guard is there (click and rich load in a tenth of a second), Ctrl-C
+    gave a KeyboardInterrupt traceback of 20 to 30 lines."""
+    script = """
+import sys
+class Interrupting:  # Ctrl-C as click is imported
+    def find_spec(self, name, *args):
+        if name == "click":
+            raise KeyboardInterrupt
+sys.meta_path.insert(0, Interrupting())
+sys.argv = ["nmtkit", "--version"]
+from nmtkit.__main__ import run
+run()
+"""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (130, "interrupted\n")
+
+
+def test_an_error_whose_stderr_reader_is_gone_still_exits_2(tmp_path):
+    """``nmtkit … 2>&1 | true``: the error line met a closed pipe, and the BrokenPipeError made the
+    status 1, as a defect's."""
+    read, write = os.pipe()
+    os.close(read)  # the reader gone before the line is written
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "nmtkit", "tokenize", "-l", "en", "missing.txt"],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=write,
+            timeout=60,
+        )
+    finally:
+        os.close(write)
+    assert done.returncode == 2

@@ -33,7 +33,7 @@ from typing import Any, NoReturn, cast
 import click
 from click.shell_completion import CompletionItem
 
-from .console import off_the_terminal, set_verbosity
+from .console import discard, off_the_terminal, set_verbosity
 from .errors import Interrupted, JobFailed, UserError
 from .files import USER_PATH_ERRORS
 from .held_signals import HANGUP
@@ -69,31 +69,60 @@ def _on_stop(signum: int, _frame: object) -> None:
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
         return
+    if _ending:  # a second signal, come before it was ignored
+        return
+    _let_go()
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
     if signum != signal.SIGTERM:  # SIGHUP: off the terminal first, which a progress bar's last
         off_the_terminal()  # frame, drawn as the stack unwinds, would fail on (EIO) in its place
     raise _Terminated(signum)
 
 
 _MAIN_PID = os.getpid()
-_STOPS = (signal.SIGTERM, *HANGUP)
+_STOPS = (signal.SIGINT, signal.SIGTERM, *HANGUP)
+_ending = False  # a stop signal is ending the command
 
 
 @contextlib.contextmanager
 def _stops_raise() -> Iterator[None]:
-    """SIGTERM and SIGHUP as :class:`_Terminated` while a command runs (in the main thread: only
-    there can a handler be set), the handlers before them restored after."""
+    """Ctrl-C as KeyboardInterrupt, SIGTERM and SIGHUP as :class:`_Terminated`, while a command runs
+    (in the main thread: only there can a handler be set); once one has come, the others are
+    ignored (:func:`_let_go`). Otherwise the handlers before them are restored after."""
+    global _ending
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     before = {stop: signal.getsignal(stop) for stop in _STOPS}
-    set_here = [stop for stop, handler in before.items() if handler not in (signal.SIG_IGN, None)]
+    # SIGINT only under Python's own handler: one a caller set, or SIG_DFL, is theirs
+    ours = {signal.SIGINT: (signal.default_int_handler,)}
+    set_here = [
+        stop
+        for stop, handler in before.items()
+        if handler not in (signal.SIG_IGN, None) and handler in ours.get(stop, (handler,))
+    ]
+    _ending = False
     for stop in set_here:
         signal.signal(stop, _on_stop)
     try:
         yield
     finally:
-        for stop in set_here:
-            signal.signal(stop, before[stop])
+        if not _ending:
+            for stop in set_here:
+                signal.signal(stop, before[stop])
+
+
+def _let_go() -> None:
+    """The command ends by a signal (by its own handler, as train's, or by :func:`_on_stop`): a
+    later one (systemd's SIGTERM then SIGHUP, Ctrl-C pressed again) is ignored, as is one after the
+    command, where the interpreter's exit puts the defaults back and it would end the process with
+    another status than the line said, or end it with a traceback."""
+    global _ending
+    _ending = True
+    with contextlib.suppress(ValueError):  # not the main thread
+        for stop in _STOPS:
+            if signal.getsignal(stop) is not None:
+                signal.signal(stop, signal.SIG_IGN)
 
 
 class _CtrlC(BaseException):
@@ -227,8 +256,10 @@ class _OneLine:
                 err.show()
                 _exit(err.exit_code)
             except Interrupted as err:  # the command has said what it saved
+                _let_go()
                 _exit(128 + err.signum, err.abandon)
             except (click.Abort, KeyboardInterrupt, _CtrlC):
+                _let_go()
                 _fail("interrupted", INTERRUPTED)
             except _Terminated as err:
                 _stopped(err.signum)
@@ -409,17 +440,24 @@ def _flush_results(prog_name: str) -> None:
 
 
 def _stopped(signum: int) -> NoReturn:
-    _fail("terminated" if signum == signal.SIGTERM else "hung up", 128 + signum)
+    _fail(ended_by(signum), 128 + signum)
+
+
+def ended_by(signum: int) -> str:
+    """The line of a command that a stop signal ends."""
+    said: dict[int, str] = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated"}
+    return said.get(signum, "hung up")
 
 
 def _fail(line: str, status: int) -> NoReturn:
-    click.echo(line, err=True)
+    try:
+        click.echo(line, err=True)
+    except OSError:  # stderr's reader gone (2>&1 | true): the status still says it
+        discard(2)
     try:
         sys.stdout.flush()
     except (OSError, ValueError):  # a full disk (/dev/full): the exit's own flush would say it again
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, 1)
-        os.close(devnull)
+        discard(1)
     _exit(status)
 
 

@@ -23,21 +23,15 @@ Each answer also has a one-line ``error``, which the page shows.
 # made at run time from the server's limits, as an object.
 
 import asyncio
-import contextlib
-import logging
 import math
-import signal
 import socket
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from importlib import resources
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
-import click
-import uvicorn
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
@@ -50,8 +44,8 @@ from ..align.files import EOS_LABEL
 from ..align.settings import LinkConfig
 from ..align.words import word_attention
 from ..core.console import log
-from ..core.errors import Interrupted, UserError
-from ..core.held_signals import HANGUP, signals_held
+from ..core.errors import UserError
+from ..core.held_signals import signals_held
 from ..core.settings import RuntimeConfig
 from ..translate.both_ways import BothWays, directions, refuse_idle_links
 from ..translate.io import json_record, json_score
@@ -62,6 +56,7 @@ from .answers import TRANSLATE_RESPONSES, ServerInfo
 from .batching import Batcher, Beside
 from .checks import check_beside, check_size, with_glossary
 from .schema import NATIVE, OPENNMT, parsed, request_body
+from .server import listening, run_server, url_host
 from .settings import ServerConfig
 
 # the warning of a sentence translated without its phrases (Translation.unheld)
@@ -346,21 +341,15 @@ def create_app(
 
 
 def serve(model_paths: list[str], cfg: ServerConfig, runtime: RuntimeConfig, links: LinkConfig = LinkConfig()) -> None:
-    """Load the models once and serve them until SIGINT or SIGTERM (requests in flight finish).
+    """Load the models once and serve them until SIGINT, SIGTERM or SIGHUP (requests in flight finish).
     Models of the other direction than the first's make the answers' links with it (:class:`BothWays`).
     A signal while the models load and the application is built is acted on once they are."""
     with signals_held():
         app, sock = _ready(model_paths, cfg, runtime, links)
     log(
-        f"serving {', '.join(model_paths)} on http://{_url_host(cfg.host)}:{sock.getsockname()[1]}/ "
+        f"serving {', '.join(model_paths)} on http://{url_host(cfg.host)}:{sock.getsockname()[1]}/ "
         f"(POST /translate, GET /health, /info, /docs)"
     )
-    # uvicorn finishes the requests in flight on SIGTERM, then raises it again: the signal's default
-    # then ends the server as a service manager expects, not the command line's "terminated" (143)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    for hangup in HANGUP:  # which uvicorn does not take: its default, as a daemon's (ignored under nohup)
-        if signal.getsignal(hangup) not in (signal.SIG_IGN, None):
-            signal.signal(hangup, signal.SIG_DFL)
     run_server(app, sock, cfg.shutdown_wait)
 
 
@@ -397,70 +386,3 @@ def _ready(
     # a wider beam holds no more: refused at the request's field, as one over --max-beam is
     cfg = replace(cfg, limits=replace(cfg.limits, max_beam=min(cfg.limits.max_beam, units)))
     return create_app(translator, cfg, info, BothWays.load(backward, links, runtime)), sock
-
-
-def run_server(app: FastAPI, sock: socket.socket, shutdown_wait: float) -> None:
-    """uvicorn serving ``app`` on ``sock`` until SIGINT or SIGTERM; :class:`Interrupted` once
-    stopped by Ctrl-C, which leaves without waiting for the batch the model thread may still
-    compute (a search of minutes)."""
-    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=math.ceil(shutdown_wait))
-    server = _Server(config)
-    server.run(sockets=[sock])
-    if server.interrupted:
-        click.echo("interrupted", err=True)  # as any command's Ctrl-C says it, -q or not
-        raise Interrupted(signal.SIGINT, abandon=True)
-
-
-class _Server(uvicorn.Server):
-    """uvicorn's server, quiet when a second Ctrl-C stops it at once, and stopped by Ctrl-C the
-    same way whatever SIGINT's handler was when it started. uvicorn raises each signal it caught
-    again when it has stopped, under the handler it found: a second SIGINT, raised after the first,
-    made asyncio's runner raise KeyboardInterrupt inside its shutdown, and under an ignored SIGINT
-    (a background job of a shell that is not interactive) the server ended with status 0. Ctrl-C is
-    kept out of that list and said by :attr:`interrupted` instead; SIGTERM is still raised again.
-    Its log leaves out the application's lifespan, which a forced exit cancels unfinished (stderr
-    got a traceback of each)."""
-
-    interrupted = False
-
-    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-        super().handle_exit(sig, frame)
-        if self.force_exit:
-            logging.getLogger("uvicorn.error").setLevel(logging.CRITICAL)
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        with super().capture_signals():
-            try:
-                yield
-            finally:
-                caught = getattr(self, "_captured_signals", None)  # uvicorn's own list, raised again at exit
-                if isinstance(caught, list):
-                    self.interrupted = signal.SIGINT in caught
-                    caught[:] = [sig for sig in dict.fromkeys(caught) if sig != signal.SIGINT]
-
-
-def _url_host(host: str) -> str:
-    return f"[{host}]" if ":" in host else host
-
-
-def listening(host: str, port: int) -> socket.socket:
-    """The server's socket, bound and listening (uvicorn serves on it), as uvicorn's own binding
-    makes it: IPv6 for a host with a colon, else IPv4 (``localhost`` is 127.0.0.1 then, where
-    /etc/hosts may list ::1 first). A host this machine does not have, or an address in use, is one
-    line, where uvicorn logged it and exited 3; a second server started while the first loads its
-    models is refused too, since the first already listens."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    try:
-        address = socket.getaddrinfo(host, port, family, socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][4]
-    except socket.gaierror as err:
-        raise UserError(f"--host {host}: {(err.strerror or str(err)).lower()}") from None
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn's: a restart need not wait
-    try:
-        sock.bind(address)
-        sock.listen(2048)  # uvicorn's backlog
-    except OSError as err:
-        sock.close()
-        raise UserError(f"--host {host} --port {port}: {(err.strerror or str(err)).lower()}") from None
-    return sock
