@@ -122,6 +122,11 @@ def test_every_malformed_file_is_one_format_error(tmp_path):
         with pytest.raises(FormatError, match="not a complete nmtkit checkpoint") as err:
             checkpoint.load(tmp_path / "averaged.pt")
         assert "\n" not in str(err.value)
+    vocab = raw["text"]["vocab"]["tgt"]
+    twice = {**raw["text"]["vocab"], "tgt": vocab[:-1] + vocab[4:5]}  # named as the file is read, not first
+    torch.save({**raw, "text": {**raw["text"], "vocab": twice}}, tmp_path / "vocab.pt")  # where translate builds it
+    with pytest.raises(FormatError, match=f"vocab.pt: not a complete .* lists a token twice \\({vocab[4]!r}\\)"):
+        checkpoint.load(tmp_path / "vocab.pt")
     raw["version"] = 99
     torch.save(raw, tmp_path / "future.pt")
     with pytest.raises(FormatError, match="version 99 is not supported"):

@@ -630,6 +630,12 @@ def test_a_requests_search_settings_are_what_the_translator_searches_with(fake_s
     assert translator.options[-1].search == replace(cfg.search, **search)
 
 
+def test_health_answers_head_as_a_load_balancer_asks_it(fake_server):
+    url = fake_server[0]
+    with urllib.request.urlopen(urllib.request.Request(url + "/health", method="HEAD"), timeout=10) as res:
+        assert res.status == 200 and res.read() == b""
+
+
 def test_opennmt_requests_get_the_servers_search(fake_server):
     url, translator, cfg = fake_server
     status, body = _post(url + "/translator/translate", [{"src": "a b", "id": 1, "ref": "OpenNMT-py's own"}])

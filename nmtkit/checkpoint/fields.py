@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import torch
@@ -47,8 +48,13 @@ def averaged(value: Any) -> list[dict[str, Any]]:
 
 
 def tokens(value: Any) -> list[str]:
+    """A vocabulary's tokens, none twice: checked as the file is read, where its name is known, not
+    first where a command builds the vocabulary."""
     if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
         raise FormatError("a vocabulary is not a list of tokens")
+    if len(set(value)) != len(value):
+        twice = next(t for t, n in Counter(value).items() if n > 1)
+        raise FormatError(f"a vocabulary lists a token twice ({twice!r})")
     return value
 
 

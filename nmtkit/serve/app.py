@@ -316,7 +316,8 @@ def create_app(
     for path in ("/translate", "/translator/translate"):
         app.add_api_route(path, answer, methods=["POST"], summary="Translate", responses=TRANSLATE_RESPONSES)
 
-    @app.get("/health")
+    # HEAD too: a load balancer's or curl -I's check of the same
+    @app.api_route("/health", methods=["GET", "HEAD"])
     async def health() -> dict[str, str]:
         return {"status": "ok"}
 
