@@ -2,7 +2,9 @@
 it loads, a sentence typed in comes back translated, the heatmap is drawn. `make test-browser`
 installs both and runs this test; elsewhere it is skipped, saying why."""
 
+import json
 import shutil
+import urllib.request
 
 import pytest
 
@@ -38,6 +40,11 @@ def test_the_page_translates_what_is_typed_and_draws_the_attention(server, brows
     url, _ = server
     browser.get(url + "/")
     assert browser.title == "nmtkit"
+    # the beam's field bounded as the server bounds a request's (it said 24, whatever --max-beam)
+    info = json.loads(urllib.request.urlopen(url + "/info", timeout=30).read())
+    beam = browser.find_element(By.ID, "beam")
+    WebDriverWait(browser, 30).until(lambda _: beam.get_attribute("max") == str(info["limits"]["max_beam"]))
+    assert beam.get_attribute("value") == str(min(info["default_beam"], info["limits"]["max_beam"]))
     box = browser.find_element(By.ID, "text")
     box.clear()
     box.send_keys(EN[3])

@@ -435,6 +435,26 @@ sys.exit(0 if flag.requested and flag.signum == signal.SIGHUP else 3)
     assert (tmp_path / "err.log").read_text() == "said after the hangup\n"
 
 
+def test_a_run_whose_log_reader_is_gone_before_it_starts_saves_and_exits_as_sigpipe_says(raw, tmp_path):
+    """train 2>&1 | head -0: the run's first line met the closed pipe before the loop listened for
+    it, and every later line went to /dev/null: the run trained on to its budget unheard, or for
+    good without one, and exited 0."""
+    from tests.test_corpus import make_corpus
+
+    make_corpus(raw, tmp_path)
+    cmd = command(tmp_path / "bin", tmp_path / "run")[:-6]
+    cmd[cmd.index("--max-updates") + 1] = "5000"
+    cmd[cmd.index("--valid-every") + 1] = "100000"
+    read, write = os.pipe()
+    os.close(read)  # the reader gone before the first line
+    try:
+        done = subprocess.run(cmd, env=env(), stdout=subprocess.DEVNULL, stderr=write, timeout=300)
+    finally:
+        os.close(write)
+    assert done.returncode == 141
+    assert checkpoint.load(tmp_path / "run" / "last.pt").training.progress.step < 100
+
+
 def test_a_run_whose_log_reader_goes_saves_and_exits_as_sigpipe_says(raw, tmp_path):
     """train 2>&1 | head -2: rich's answer to the closed pipe was exit 1, every update since the
     last save lost. It saves last.pt and exits 141, as a writer whose reader left."""

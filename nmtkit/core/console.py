@@ -62,20 +62,27 @@ class _Log(Console):
     is told, as a writer is by SIGPIPE."""
 
     def on_broken_pipe(self) -> None:
+        global _gone
         with contextlib.suppress(OSError, ValueError):  # a stream without a descriptor (a test's)
             discard(self.file.fileno())
+        _gone = True
         for hook in list(_lost):
             hook()
 
 
 _lost: list[Callable[[], None]] = []  # told when stderr's reader has gone
+_gone = False  # a line found it gone: discarded since, so no later line finds it
 
 
 @contextlib.contextmanager
 def when_stderr_lost(hook: Callable[[], None]) -> Iterator[None]:
-    """``hook`` called, within the block, once a line to stderr finds its reader gone."""
+    """``hook`` called, within the block, once a line to stderr finds its reader gone, or at once
+    where one has already (``train 2>&1 | head -0``: its first line, before the block, found it so,
+    and the run went on for good, unheard)."""
     _lost.append(hook)
     try:
+        if _gone:
+            hook()
         yield
     finally:
         _lost.remove(hook)
