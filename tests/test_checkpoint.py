@@ -123,6 +123,22 @@ def test_every_malformed_file_is_one_format_error(tmp_path):
             checkpoint.load(tmp_path / "averaged.pt")
         assert "\n" not in str(err.value)
     vocab = raw["text"]["vocab"]["tgt"]
+    resumable = {"optimizer": {"state": {}, "param_groups": []}, "batches": {"epoch": 0, "index": 1, "seed": 1}}
+    resumable |= {"rng": [{"torch": torch.get_rng_state()}]}
+    torch.save({**raw, "training": {**raw["training"], **resumable}}, tmp_path / "last.pt")
+    assert checkpoint.load(tmp_path / "last.pt").training.resumable
+    for edit, said in (  # an edited last.pt: each a traceback of the run that resumed it
+        ({"progress": {**raw["training"]["progress"], "step": "abc"}}, "its progress's step is 'abc', not a whole"),
+        ({"progress": {**raw["training"]["progress"], "best": "x"}}, "its progress's best is 'x', not a number"),
+        ({"progress": {**raw["training"]["progress"], "validation_owed": 1}}, "validation_owed is 1, not true or"),
+        ({"rng": {}}, "the RNG states are not tensors"),
+        ({"rng": []}, "half there"),
+        ({"rng": [{"torch": torch.zeros(3)}]}, "the RNG states are not tensors"),
+    ):
+        torch.save({**raw, "training": {**raw["training"], **resumable, **edit}}, tmp_path / "edited.pt")
+        with pytest.raises(FormatError, match="edited.pt: not a complete nmtkit checkpoint") as err:
+            checkpoint.load(tmp_path / "edited.pt")
+        assert said in str(err.value) and "\n" not in str(err.value), err.value
     twice = {**raw["text"]["vocab"], "tgt": vocab[:-1] + vocab[4:5]}  # named as the file is read, not first
     torch.save({**raw, "text": {**raw["text"], "vocab": twice}}, tmp_path / "vocab.pt")  # where translate builds it
     with pytest.raises(FormatError, match=f"vocab.pt: not a complete .* lists a token twice \\({vocab[4]!r}\\)"):

@@ -139,6 +139,22 @@ def test_a_files_name_that_ends_in_a_slash_or_is_empty_is_refused(overfit, tmp_p
     refused(invoke("translate", "-m", model, "s.en", "-o", "/proc/nope/deeper/x"), "cannot be written in /proc (")
 
 
+def test_a_directory_s_empty_name_is_refused(corpus, tmp_path, monkeypatch):
+    """``--save-dir "$RUN"`` with RUN unset trained into the working directory, its checkpoints
+    and log among the user's files, and exited 0."""
+    before = sorted(p.name for p in tmp_path.iterdir())
+    monkeypatch.chdir(tmp_path)
+    for args in (
+        ["train", corpus, "--max-updates", "1", "--save-dir", ""],
+        ["train", corpus, "--save-dir", "run", "--max-updates", "1", "--tensorboard", ""],
+        ["train", "", "--save-dir", "run"],
+        ["preprocess", "-s", "en", "-t", "fr", "--train", "x", "-d", ""],
+        ["reverse", corpus, ""],
+    ):
+        refused(invoke(*args), "'' names nothing: give a directory's name ('.' for this one)")
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
 def test_a_run_s_directory_given_for_a_checkpoint_names_its_checkpoints(overfit, tmp_path):
     """``translate -m runs/x`` got click's "File 'runs/x' is a directory", where ``info runs/x`` reads it."""
     run = overfit / "run"

@@ -83,3 +83,38 @@ def optional_str(value: Any) -> str | None:
     if value is not None and not isinstance(value, str):
         raise FormatError(f"expected text, found {type(value).__name__}")
     return value
+
+
+def like(found: Any, default: Any, what: str) -> dict[str, Any]:
+    """A saved record of plain values, each of the type of its field in the dataclass instance
+    ``default`` (a whole number where a float goes); the names are left to the dataclass to check.
+    A string where a number goes failed far later, in the middle of the run that resumed it."""
+    if not isinstance(found, dict):
+        raise FormatError(f"the {what} is not a record")
+    for name, value in found.items():
+        want = getattr(default, name, None)
+        if isinstance(want, bool):
+            right, kind = isinstance(value, bool), "true or false"
+        elif isinstance(want, int):
+            right, kind = isinstance(value, int) and not isinstance(value, bool), "a whole number"
+        elif isinstance(want, float):
+            right, kind = isinstance(value, int | float) and not isinstance(value, bool), "a number"
+        else:
+            continue
+        if not right:
+            raise FormatError(f"its {what}'s {name} is {value!r}, not {kind}")
+    return found
+
+
+def rng_states(found: Any) -> list[dict[str, torch.Tensor]]:
+    """Each process's RNG states: a list of records whose ``torch`` (and ``cuda``, where there is
+    one) is a byte tensor, as torch.get_rng_state gives it."""
+    states = [] if found is None else found
+    if not isinstance(states, list) or not all(
+        isinstance(r, dict)
+        and all(isinstance(r.get(k), torch.Tensor) and r[k].dtype == torch.uint8 for k in ("torch", "cuda") if k in r)
+        and "torch" in r
+        for r in states
+    ):
+        raise FormatError("the RNG states are not tensors")
+    return states

@@ -367,15 +367,12 @@ def _parse(raw: dict[str, Any], version: int) -> Checkpoint:
     for side, size in (("src", config.src_vocab), ("tgt", config.tgt_vocab)):
         if len(sides.vocab[side]) != size:
             raise FormatError(f"the {side} vocabulary has {len(sides.vocab[side]):,} entries but the model {size:,}")
-    optimizer, batches = run.get("optimizer"), run.get("batches")
-    if (optimizer is None) != (batches is None):
-        raise FormatError("the training state is half there (optimizer or batch position missing)")
-    rng = list(run.get("rng") or [])
-    if not all(isinstance(r, dict) and isinstance(r.get("torch"), torch.Tensor) for r in rng):
-        raise FormatError("the RNG states are not tensors")
+    optimizer, batches, rng = run.get("optimizer"), run.get("batches"), fields.rng_states(run.get("rng"))
+    if (optimizer is None) != (batches is None) or (optimizer is not None and not rng):
+        raise FormatError("the training state is half there (optimizer, batch position or RNG states missing)")
     state = TrainingState(
         config=TrainConfig.from_dict(run["config"]),
-        progress=Progress(**run["progress"]),
+        progress=Progress(**fields.like(run["progress"], Progress(), "progress")),
         optimizer=optimizer,
         batches=batches and {k: int(v) for k, v in batches.items()},
         corpus_sha256=fields.optional_str(run.get("corpus_sha256")),

@@ -30,6 +30,19 @@ T = TypeVar("T")
 _SUFFIXES = {"k": 10**3, "m": 10**6, "g": 10**9}
 
 
+class DirPath(click.Path):
+    """A directory's path: an empty name is refused, where ``Path("")`` is the working directory
+    (``--save-dir "$RUN"`` with RUN unset trained into it, its checkpoints among the user's files)."""
+
+    def __init__(self, **kwargs: Any):
+        super().__init__(file_okay=False, **kwargs)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not value:
+            self.fail("'' names nothing: give a directory's name ('.' for this one)", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 def options(*decorators: Decorator) -> Decorator:
     """Several click options as one decorator."""
 
@@ -200,7 +213,7 @@ def models(help: str) -> Decorator:
 def data(help: str, **extra: Any) -> Decorator:
     """``--data DATA_BIN``: a binarized corpus (``preprocess --vocab``'s directory), on every command
     that reads one."""
-    return click.option("--data", "data_bin", type=click.Path(file_okay=False), metavar="DATA_BIN", help=help, **extra)
+    return click.option("--data", "data_bin", type=DirPath(), metavar="DATA_BIN", help=help, **extra)
 
 
 # What info, score and score-align print; translate's --output-format has its own (jsonl: a line each).
@@ -222,10 +235,10 @@ dest_dir = options(
         "--dest-dir",
         "out_dir",
         required=True,
-        type=click.Path(file_okay=False),
+        type=DirPath(),
         help="Directory to write into (created if missing).",
     ),
-    renamed("-o/--out", "-d/--dest-dir", "out_dir", type=click.Path(file_okay=False)),
+    renamed("-o/--out", "-d/--dest-dir", "out_dir", type=DirPath()),
 )
 
 

@@ -9,7 +9,7 @@ import click
 from ..core.settings import declared_names
 from ..models.config import ARCH_HELP, ARCHS, DEFAULT_ARCH, DEFAULT_PRESET, MODEL_PRESETS, every_model_flag
 from ..train.config import DEFAULT_SCHEDULE, SCHEDULES, TrainConfig
-from .options import FilePath, option, options
+from .options import DirPath, FilePath, option, options
 
 model = options(
     click.option("--arch", type=click.Choice(ARCHS), default=DEFAULT_ARCH, show_default=True, help=ARCH_HELP),
@@ -103,7 +103,7 @@ run = options(
     # a run setting, as --save-dir: never in the checkpoint's TrainConfig, so a resumed run may log elsewhere
     click.option(
         "--tensorboard",
-        type=click.Path(file_okay=False),
+        type=DirPath(),
         metavar="DIR",
         help="Also write every entry of metrics.jsonl as TensorBoard scalars into DIR, at its update "
         "(pip install '.[tensorboard]' in nmtkit's checkout).",

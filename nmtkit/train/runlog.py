@@ -246,13 +246,16 @@ def run_facts(save_dir: str | Path) -> dict[str, Any]:
     """How far training got, how fast, on what, and which update best.pt holds, chosen how."""
     last = Path(save_dir) / "last.pt"
     if not (Path(save_dir) / METRICS).exists() and last.is_file():  # stopped before its first log line
-        progress = checkpoint.load(last).training.progress
         machine = Path(save_dir) / MACHINE
         log = RunLog(machine=_machine(machine) if machine.exists() else None)
-        updates, seconds, speed = progress.step, progress.seconds, None
+        updates, seconds, speed = 0, 0.0, None
     else:
         log = RunLog.read(save_dir)
         updates, seconds, speed = log.updates, log.seconds, log.tokens_per_s
+    if last.is_file():  # a stop between two log lines saved updates the log has not counted
+        progress = checkpoint.load(last).training.progress
+        if progress.step > updates:
+            updates, seconds = progress.step, progress.seconds
     facts: dict[str, Any] = {
         "updates": updates,
         "minutes": seconds / 60,

@@ -36,7 +36,7 @@ Examples:
 @click.option(
     "--vocab",
     "vocab_dir",
-    type=click.Path(file_okay=False),
+    type=options.DirPath(),
     help="Binarize: map clean text to ids with this build-vocab directory (applies its BPE).",
 )
 @click.option(

@@ -16,8 +16,8 @@ Example (the French→English model beside the English→French one, e.g. for al
   nmtkit reverse data-bin data-bin-fr-en
   nmtkit train data-bin-fr-en --save-dir runs/fr-en --schedule cpu""",
 )
-@click.argument("data_bin", metavar="DATA_BIN", type=click.Path(file_okay=False))
-@click.argument("out_dir", metavar="OUT_DIR", type=click.Path(file_okay=False))
+@click.argument("data_bin", metavar="DATA_BIN", type=options.DirPath())
+@click.argument("out_dir", metavar="OUT_DIR", type=options.DirPath())
 @options.verbosity
 def reverse(data_bin: str, out_dir: str) -> None:
     """Write DATA_BIN's corpus with its sides swapped to OUT_DIR: the same token files (hard-linked

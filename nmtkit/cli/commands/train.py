@@ -54,12 +54,10 @@ Examples:
   torchrun --nproc-per-node 4 -m nmtkit train data-bin --save-dir runs/x    # several GPUs (DDP)
 Running the same command again resumes from SAVE_DIR/last.pt exactly (--reset starts over).""",
 )
-@options.positional("data_bin", "[DATA_BIN]", type=click.Path(file_okay=False))
+@options.positional("data_bin", "[DATA_BIN]", type=options.DirPath())
 @config_options(_filled, command_line_only=("reset",))
 @options.data("The binarized corpus to train on, as score and lexicon take it (or DATA_BIN, fairseq's spelling).")
-@click.option(
-    "--save-dir", required=True, type=click.Path(file_okay=False), help="Where last.pt, best.pt and metrics.jsonl go."
-)
+@click.option("--save-dir", required=True, type=options.DirPath(), help="Where last.pt, best.pt and metrics.jsonl go.")
 @train_options.model
 @train_options.optimization
 @train_options.speed
