@@ -9,9 +9,11 @@ def run() -> None:
     and status 130, not a traceback."""
     try:
         from .cli import main
+        from .core.stops import own_process
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         sys.exit(130)
+    own_process()
     main()
 
 

@@ -371,6 +371,18 @@ def test_a_second_signal_while_last_pt_is_written_waits_for_it(raw, tmp_path):
     assert again.exit_code == 0 and f"resuming from {tmp_path / 'run' / 'last.pt'} at update {reached}" in again.output
 
 
+def test_a_signal_of_another_kind_after_the_first_lets_its_save_and_stop_go_on(raw, tmp_path):
+    """systemd's stop with SendSIGHUP=yes, SIGTERM then SIGHUP: taken for a second signal, the
+    SIGHUP aborted the run (130), and, come outside the save, before its last.pt was written. The
+    first decides: saved, stopped, 143."""
+    cmd, proc = _slow_saving(raw, tmp_path, valid_every=100000)
+    proc.send_signal(signal.SIGHUP)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGTERM, err[-1500:]
+    assert checkpoint.load(tmp_path / "run" / "last.pt").training.progress.step == logged_step(tmp_path / "run") >= 3
+    assert "stopping once the checkpoints being written are whole" not in err and "Traceback" not in err
+
+
 def test_a_third_signal_aborts_the_write_and_keeps_the_previous_last_pt(raw, tmp_path):
     _, proc = _slow_saving(raw, tmp_path, valid_every=2)
     for _ in range(2):

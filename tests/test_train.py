@@ -121,6 +121,8 @@ def test_kept_validations_are_weights_only_models_and_the_log_reads_back(corpus,
     stopped.training.progress.step, stopped.training.progress.seconds = 7, 90.0
     checkpoint.save(tmp_path / "k" / "last.pt", stopped)
     assert run_summary(tmp_path / "k").startswith("trained 7 updates in 1.5 minutes ")
+    (tmp_path / "k" / "last.pt").write_bytes(b"damaged")  # the log's count, as before it was read
+    assert run_summary(tmp_path / "k").startswith("trained 5 updates in ")
     # a run started over records the machine it runs on, not the earlier run's (its --threads, say)
     (tmp_path / "k" / "machine.json").write_text('{"cpu": "an earlier one", "cores": 999, "torch": "1.0"}\n')
     train(corpus, tmp_path / "k", TINY, cfg(max_updates=1, valid_every=1000), resume=False)

@@ -22,9 +22,7 @@ import inspect
 import io
 import os
 import re
-import signal
 import sys
-import threading
 from collections.abc import Iterable, Iterator, MutableMapping, Sequence
 from gettext import gettext as _
 from pathlib import Path
@@ -33,10 +31,10 @@ from typing import Any, NoReturn, cast
 import click
 from click.shell_completion import CompletionItem
 
-from .console import discard, off_the_terminal, set_verbosity
+from .console import discard, set_verbosity, stderr_as_found
 from .errors import Interrupted, JobFailed, UserError
 from .files import USER_PATH_ERRORS
-from .held_signals import HANGUP
+from .stops import Terminated, decided_in_own_process, ended_by, stop_decided, stops_raise
 
 FAILED = 1
 USAGE = 2
@@ -50,79 +48,6 @@ class _Where(UserError):
     def __init__(self, where: str, err: UserError):
         super().__init__(str(err))
         self.where = where
-
-
-class _Terminated(BaseException):
-    """SIGTERM (``timeout``, a job queue, make's kill) or SIGHUP (a closed terminal, a dropped ssh
-    session) as an exception in the command's own process: a file being written goes as an error
-    takes it (:func:`~nmtkit.core.files.atomic_write` removes its temporary name), an aligner's
-    process group is killed, where the signal's default would leave them. ``nmtkit train``
-    installs a handler of its own, which saves first."""
-
-    def __init__(self, signum: int):
-        super().__init__(signum)
-        self.signum = signum
-
-
-def _on_stop(signum: int, _frame: object) -> None:
-    if os.getpid() != _MAIN_PID:  # a forked worker ends as the signal would end it
-        signal.signal(signum, signal.SIG_DFL)
-        os.kill(os.getpid(), signum)
-        return
-    if _ending:  # a second signal, come before it was ignored
-        return
-    _let_go()
-    if signum == signal.SIGINT:
-        raise KeyboardInterrupt
-    if signum != signal.SIGTERM:  # SIGHUP: off the terminal first, which a progress bar's last
-        off_the_terminal()  # frame, drawn as the stack unwinds, would fail on (EIO) in its place
-    raise _Terminated(signum)
-
-
-_MAIN_PID = os.getpid()
-_STOPS = (signal.SIGINT, signal.SIGTERM, *HANGUP)
-_ending = False  # a stop signal is ending the command
-
-
-@contextlib.contextmanager
-def _stops_raise() -> Iterator[None]:
-    """Ctrl-C as KeyboardInterrupt, SIGTERM and SIGHUP as :class:`_Terminated`, while a command runs
-    (in the main thread: only there can a handler be set); once one has come, the others are
-    ignored (:func:`_let_go`). Otherwise the handlers before them are restored after."""
-    global _ending
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    before = {stop: signal.getsignal(stop) for stop in _STOPS}
-    # SIGINT only under Python's own handler: one a caller set, or SIG_DFL, is theirs
-    ours = {signal.SIGINT: (signal.default_int_handler,)}
-    set_here = [
-        stop
-        for stop, handler in before.items()
-        if handler not in (signal.SIG_IGN, None) and handler in ours.get(stop, (handler,))
-    ]
-    _ending = False
-    for stop in set_here:
-        signal.signal(stop, _on_stop)
-    try:
-        yield
-    finally:
-        if not _ending:
-            for stop in set_here:
-                signal.signal(stop, before[stop])
-
-
-def _let_go() -> None:
-    """The command ends by a signal (by its own handler, as train's, or by :func:`_on_stop`): a
-    later one (systemd's SIGTERM then SIGHUP, Ctrl-C pressed again) is ignored, as is one after the
-    command, where the interpreter's exit puts the defaults back and it would end the process with
-    another status than the line said, or end it with a traceback."""
-    global _ending
-    _ending = True
-    with contextlib.suppress(ValueError):  # not the main thread
-        for stop in _STOPS:
-            if signal.getsignal(stop) is not None:
-                signal.signal(stop, signal.SIG_IGN)
 
 
 class _CtrlC(BaseException):
@@ -234,10 +159,11 @@ class _OneLine:
     ) -> Any:
         prog_name = prog_name or self.name  # type: ignore[attr-defined]   # "nmtkit", not "python -m nmtkit"
         set_verbosity()  # -q and -v hold for this invocation only
+        stderr_as_found()
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)  # type: ignore[misc]
         _buffer_stdout()
-        with _stops_raise():
+        with stops_raise():
             try:
                 rv = super().main(args, prog_name, complete_var, False, **extra)  # type: ignore[misc]
             except _Where as err:
@@ -256,12 +182,12 @@ class _OneLine:
                 err.show()
                 _exit(err.exit_code)
             except Interrupted as err:  # the command has said what it saved
-                _let_go()
+                stop_decided()
                 _exit(128 + err.signum, err.abandon)
             except (click.Abort, KeyboardInterrupt, _CtrlC):
-                _let_go()
+                stop_decided()
                 _fail("interrupted", INTERRUPTED)
-            except _Terminated as err:
+            except Terminated as err:
                 _stopped(err.signum)
             except (BrokenPipeError, _ClosedPipe):
                 _quiet_exit_on_closed_pipe()
@@ -443,12 +369,6 @@ def _stopped(signum: int) -> NoReturn:
     _fail(ended_by(signum), 128 + signum)
 
 
-def ended_by(signum: int) -> str:
-    """The line of a command that a stop signal ends."""
-    said: dict[int, str] = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated"}
-    return said.get(signum, "hung up")
-
-
 def _fail(line: str, status: int) -> NoReturn:
     try:
         click.echo(line, err=True)
@@ -475,11 +395,12 @@ def _exit(status: int, abandon: bool = False) -> NoReturn:
     destruction while the interpreter ends can abort the process ("terminate called without an
     active exception", SIGABRT) after it has said how it ended. So does one asked to ``abandon``
     the work its threads still do (serve's model thread, stopped in a search): the interpreter would
-    wait for them."""
+    wait for them. So does the process of a command that a stop signal ended (:func:`stop_decided`)."""
     distributed = sys.modules.get("nmtkit.core.distributed")
-    if abandon or (distributed is not None and distributed.joined()):
-        sys.stdout.flush()
-        sys.stderr.flush()
+    if abandon or (distributed is not None and distributed.joined()) or decided_in_own_process():
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):  # a reader gone: nothing more to say to it
+                stream.flush()
         os._exit(status)
     sys.exit(status)
 

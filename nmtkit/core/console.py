@@ -74,6 +74,13 @@ _lost: list[Callable[[], None]] = []  # told when stderr's reader has gone
 _gone = False  # a line found it gone: discarded since, so no later line finds it
 
 
+def stderr_as_found() -> None:
+    """A command's start: stderr's reader is taken to be there, whatever an earlier command in this
+    process met (a test's, a notebook's)."""
+    global _gone
+    _gone = False
+
+
 @contextlib.contextmanager
 def when_stderr_lost(hook: Callable[[], None]) -> Iterator[None]:
     """``hook`` called, within the block, once a line to stderr finds its reader gone, or at once

@@ -15,6 +15,7 @@ import logging
 import math
 import signal
 import socket
+import threading
 from collections.abc import Iterator
 from types import FrameType
 
@@ -22,10 +23,10 @@ import click
 import uvicorn
 from fastapi import FastAPI
 
-from ..core.command import ended_by
 from ..core.console import log, off_the_terminal
 from ..core.errors import Interrupted, UserError
 from ..core.held_signals import HANGUP
+from ..core.stops import ended_by
 
 
 def run_server(app: FastAPI, sock: socket.socket, shutdown_wait: float) -> None:
@@ -49,6 +50,9 @@ def run_server(app: FastAPI, sock: socket.socket, shutdown_wait: float) -> None:
 @contextlib.contextmanager
 def _by_default(*signums: int) -> Iterator[None]:
     """The signals' default actions while the block runs (those ignored, as SIGHUP under nohup, stay so)."""
+    if threading.current_thread() is not threading.main_thread():  # only there can a handler be set
+        yield
+        return
     before = {s: signal.getsignal(s) for s in signums}
     for s, handler in before.items():
         if handler not in (signal.SIG_IGN, None):
@@ -95,7 +99,10 @@ class _Server(uvicorn.Server):
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         with super().capture_signals():
-            hangups = {h: signal.signal(h, self.handle_exit) for h in HANGUP if signal.getsignal(h) is signal.SIG_DFL}
+            main = threading.current_thread() is threading.main_thread()  # only there can a handler be set
+            hangups = {
+                h: signal.signal(h, self.handle_exit) for h in HANGUP if main and signal.getsignal(h) is signal.SIG_DFL
+            }
             try:
                 yield
             finally:
@@ -103,13 +110,14 @@ class _Server(uvicorn.Server):
                     signal.signal(hangup, before)
                 caught = getattr(self, "_captured_signals", None)  # uvicorn's own list, raised again at exit
                 if isinstance(caught, list):
-                    self.interrupted = signal.SIGINT in caught
-                    kept = [] if self.force_exit else [s for s in dict.fromkeys(caught) if s != signal.SIGINT]
+                    # the first decides (SIGHUP then SIGTERM: hung up); Ctrl-C first is said by `interrupted`
+                    self.interrupted = bool(caught) and (caught[0] == signal.SIGINT or self.force_exit)
+                    kept = [] if self.interrupted else caught[:1]
                     caught[:] = kept
-                    if kept:  # raised again the last first, which ends the server: said as it
-                        if kept[-1] != signal.SIGTERM:
+                    if kept:  # raised again once stopped, which ends the server: said as it
+                        if kept[0] != signal.SIGTERM:
                             off_the_terminal()  # a closed terminal would fail the line (EIO)
-                        click.echo(ended_by(kept[-1]), err=True)
+                        click.echo(ended_by(kept[0]), err=True)
 
 
 def url_host(host: str) -> str:

@@ -21,7 +21,7 @@ import torch
 from .. import checkpoint
 from ..checkpoint.average import kept_validations, update_of
 from ..core.console import log
-from ..core.errors import UserError
+from ..core.errors import FormatError, UserError
 from ..core.files import atomic_write
 from ..core.machine import MACHINE, describe, machine
 
@@ -253,7 +253,10 @@ def run_facts(save_dir: str | Path) -> dict[str, Any]:
         log = RunLog.read(save_dir)
         updates, seconds, speed = log.updates, log.seconds, log.tokens_per_s
     if last.is_file():  # a stop between two log lines saved updates the log has not counted
-        progress = checkpoint.load(last).training.progress
+        try:
+            progress = checkpoint.load(last).training.progress
+        except FormatError:  # a damaged last.pt: the log says what it says (a resume says the rest)
+            progress = checkpoint.Progress()
         if progress.step > updates:
             updates, seconds = progress.step, progress.seconds
     facts: dict[str, Any] = {

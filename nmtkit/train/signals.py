@@ -10,11 +10,13 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..core.console import log, off_the_terminal, when_stderr_lost
+from ..core.stops import stop_decided
 
 
 class StopFlag:
     """First Ctrl-C (or SIGTERM: a job's time limit, ``timeout``; or SIGHUP) asks the loop to stop after the
-    current update and save last.pt; a second one aborts, but not while checkpoints are being
+    current update and save last.pt; a second one (Ctrl-C, or the first signal again: another kind,
+    as systemd's SIGHUP after its SIGTERM, is not acted on) aborts, but not while checkpoints are being
     written (:meth:`writing`): it then aborts once they are. The atomic write alone would keep
     the previous last.pt whole, but would throw away the save the first signal asked for, and
     the resumed run would redo every update since the last validation, or start over; the save
@@ -44,7 +46,12 @@ class StopFlag:
             off_the_terminal()
         if not self.requested:
             self.requested, self.signum = True, signum
+            stop_decided()
             self.on_request()
+        elif signum not in (signal.SIGINT, self.signum):
+            # another kind (systemd's SIGHUP after its SIGTERM, torchrun's SIGTERM after a Ctrl-C):
+            # the stop the first asked for goes on; a repeat, or Ctrl-C, presses it
+            return
         elif self.busy and not self.deferred:
             self.deferred = True
             log(
