@@ -670,6 +670,17 @@ def test_a_body_sent_as_a_form_is_415_naming_the_content_type_to_send(fake_serve
     res = plain.getresponse()
     answer = json.loads(res.read())
     assert res.status == 415 and "which the request lacks" in answer["error"]
+    import gzip
+
+    plain.request(  # curl --compressed-style bodies: their bytes were "not UTF-8 (byte 1)", a 400
+        "POST",
+        "/translate",
+        body=gzip.compress(json.dumps({"sentences": ["a b"]}).encode()),
+        headers={"Content-Type": "application/json", "Content-Encoding": "gzip"},
+    )
+    res = plain.getresponse()
+    answer = json.loads(res.read())
+    assert res.status == 415 and "Content-Encoding gzip is not taken" in answer["error"]
 
 
 def test_the_attention_of_a_model_without_one_is_422_and_its_alignment_empty(fake_server):

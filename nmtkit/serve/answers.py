@@ -87,7 +87,10 @@ TRANSLATE_RESPONSES: dict[int | str, dict[str, Any]] = {
     },
     400: {"model": ErrorAnswer, "description": "A body that is not UTF-8."},
     413: {"model": ErrorAnswer, "description": "Over the body's size, the sentences' number or a sentence's length."},
-    415: {"model": ErrorAnswer, "description": "A body sent without Content-Type: application/json."},
+    415: {
+        "model": ErrorAnswer,
+        "description": "A body sent without Content-Type: application/json, or encoded (gzip).",
+    },
     422: {"model": ErrorAnswer, "description": "A body that is not JSON or does not fit the request's schema."},
     503: {"model": ErrorAnswer, "description": "The server stopped (SIGTERM) before the request was translated."},
 }

@@ -124,7 +124,12 @@ class BodyLimit:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         too_long = error(413, f"the body has over {self.limit:,} bytes; at most {self.limit:,}")
-        declared = dict(scope.get("headers", [])).get(b"content-length", b"")
+        headers = dict(scope.get("headers", []))
+        coding = headers.get(b"content-encoding", b"identity").decode("latin-1").strip().lower()
+        if coding not in ("", "identity"):  # its bytes, read as text, were "not UTF-8 (byte 1)"
+            said = f"Content-Encoding {coding} is not taken: send the JSON as it is"
+            return await error(415, said)(scope, receive, send)
+        declared = headers.get(b"content-length", b"")
         if declared.isdigit() and int(declared) > self.limit:  # said at once: the client may never send it all
             return await too_long(scope, receive, send)
         body, more = bytearray(), True
