@@ -352,3 +352,36 @@ def test_a_minibatch_too_small_for_its_pieces_is_joined_to_a_neighbour_not_left_
     batches = plan.epoch_batches(0)
     assert sorted(np.concatenate(batches).tolist()) == list(range(121))  # every pair, once
     assert min(len(b) for b in batches) >= world * update_freq
+
+
+def test_clean_text_written_again_in_another_language_pair_leaves_none_of_the_other(raw, tmp_path):
+    """en–fr, then en–de into the same directory: train.fr stayed beside a report without fr, and
+    build-vocab -s en -t fr read it, whose corpus then failed in train with a KeyError."""
+    import shutil
+
+    clean = tmp_path / "clean"
+    preprocess_corpus({"train": raw / "train"}, clean, TEXTS, FilterConfig())
+    shutil.copy(raw / "train.fr", raw / "train.de")
+    preprocess_corpus({"train": raw / "train"}, clean, (TextConfig("en"), TextConfig("de")), FilterConfig())
+    assert sorted(p.name for p in clean.glob("train.*")) == ["train.de", "train.en", "train.lines"]
+    shutil.copy(clean / "train.de", clean / "train.fr")  # as an older nmtkit left it
+    with pytest.raises(UserError, match=r"preprocess.json: records no fr text \(it holds en, de\)"):
+        build_vocab(clean / "train", ("en", "fr"), tmp_path / "vocab", VocabConfig())
+
+
+def test_a_corpus_replaced_by_another_vocabulary_is_said_replaced_only_once_its_inputs_are_checked(
+    raw, tmp_path, capfd
+):
+    """The line that said it replaced came before a refusal of its inputs: two lines for one error,
+    the first untrue."""
+    make_corpus(raw, tmp_path)
+    clean = tmp_path / "clean"
+    build_vocab(clean / "train", ("en", "fr"), tmp_path / "v2", VocabConfig(size=9))
+    capfd.readouterr()
+    splits = {"train": clean / "train", "valid": clean / "valid", "test": clean / "absent"}
+    with pytest.raises(UserError, match="absent"):
+        binarize_corpus(splits, ("en", "fr"), tmp_path / "v2", tmp_path / "bin")
+    assert "replaced" not in capfd.readouterr().err
+    binarize_corpus({**splits, "test": clean / "test"}, ("en", "fr"), tmp_path / "v2", tmp_path / "bin")
+    assert "replaced by this one" in capfd.readouterr().err
+    assert Corpus(tmp_path / "bin").manifest.vocab["en"].size <= 9

@@ -96,6 +96,35 @@ def test_a_corpus_is_not_binarized_into_its_vocabulary_or_its_clean_text(corpus,
     assert {path: path.read_bytes() for path in [*clean.iterdir(), *vocab.iterdir()]} == kept
 
 
+def test_no_command_writes_its_directory_into_another_s_or_an_input_s(raw, corpus, tmp_path):
+    """build-vocab -d a data-bin wrote its vocabularies over the corpus's (its fingerprints then
+    failed); preprocess --vocab -d a copy of a vocabulary directory left that vocab.json describing
+    other vocabularies; preprocess -d the raw text's directory put clean train.* over raw files it
+    had not read."""
+    import shutil
+
+    clean, vocab, data = tmp_path / "clean", tmp_path / "vocab", corpus
+    shutil.copytree(vocab, tmp_path / "vocab-copy")
+    shutil.copytree(raw, tmp_path / "raw-copy")
+    watched = [clean, vocab, data, tmp_path / "vocab-copy", tmp_path / "raw-copy"]
+    kept = {path: path.read_bytes() for d in watched for path in d.iterdir()}
+    langs = ["-s", "en", "-t", "fr"]
+    refused(
+        invoke("build-vocab", *langs, "--train", clean / "train", "-d", data),
+        f"-d {data}: holds the outputs of 'nmtkit preprocess --vocab' (manifest.json), which the vocabularies",
+    )
+    refused(
+        invoke("preprocess", *langs, "--train", clean / "train", "--vocab", vocab, "-d", tmp_path / "vocab-copy"),
+        "holds the outputs of 'nmtkit build-vocab' (vocab.json), which the corpus would replace",
+    )
+    refused(
+        invoke("preprocess", *langs, "--train", tmp_path / "raw-copy" / "test", "-d", tmp_path / "raw-copy"),
+        f"-d {tmp_path / 'raw-copy'}: the directory of --train {tmp_path / 'raw-copy' / 'test'}",
+    )
+    refused(invoke("preprocess", *langs, "--train", raw / "train", "-d", data), "(manifest.json), which the clean")
+    assert {path: path.read_bytes() for d in watched for path in d.iterdir()} == kept
+
+
 def test_score_of_a_split_refuses_the_options_of_hypotheses(overfit):
     model, data = overfit / "run" / "last.pt", overfit / "bin-kept"
     assert invoke("score", "-m", model, "--data", data).exit_code == 0

@@ -132,3 +132,17 @@ def test_a_model_trained_on_sentencepiece_translates_raw_text(raw, tmp_path):
     r = invoke("translate", "-m", tmp_path / "run" / "last.pt", tmp_path / "in.en", "--beam", 2)
     assert r.exit_code == 0, r.output
     assert len(r.stdout.splitlines()) == 1 and "\u2581" not in r.stdout
+
+
+def test_a_signal_while_sentencepiece_reads_the_text_ends_as_the_signal_does():
+    """SentencePiece wraps what its sentence iterator raised in a RuntimeError, which was taken
+    for its refusal of the settings: Ctrl-C or SIGTERM there said '--spm-size 60: SentencePiece
+    refuses it' and exited 2."""
+    from nmtkit.text.bpe import learn_sentencepiece
+
+    def stopped():
+        yield from ["a b c", "d e f"] * 50
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        learn_sentencepiece(stopped(), 60, "unigram")

@@ -1,7 +1,7 @@
 """Streams, strict UTF-8 line reading, atomic outputs and fingerprints.
 
-Named ``files`` rather than ``io`` so that running a module from inside the
-package never shadows the standard library's ``io``.
+Named ``files`` rather than ``io``: running a module from inside the package never
+shadows the standard library's ``io``.
 
 Every output goes to a temporary name beside its destination and is renamed
 only when complete (a directory of outputs likewise, through :class:`Staging`),
@@ -103,8 +103,9 @@ def refuse_other_encodings(stream: IO[bytes], path: str | Path) -> None:
     if start[:2] == _GZIP_MAGIC:
         how = "pipe it through zcat" if piped else f"zcat {path} > FILE"
         raise UserError(f"{display_name(path)}: gzip-compressed; nmtkit reads plain UTF-8 text ({how})")
-    if start[:2] in _UTF16_MARKS or _utf16_without_mark(start):
-        how = "iconv -f UTF-16 -t UTF-8" + ("" if piped else f" {path} > FILE")
+    if start[:2] in _UTF16_MARKS or _utf16_without_mark(start):  # without a mark, iconv needs the byte order
+        order = "" if start[:2] in _UTF16_MARKS else "LE" if start[1::2].count(0) > start[::2].count(0) else "BE"
+        how = f"iconv -f UTF-16{order} -t UTF-8" + ("" if piped else f" {path} > FILE")
         raise UserError(f"{display_name(path)}: UTF-16 text; nmtkit reads UTF-8 ({how})")
     crs = start.count(b"\r")  # a long first line may hold a few: not 16 in 4 KiB without an LF
     if b"\n" not in start and crs >= 2 and (crs >= 16 or len(start) < 4096):  # else one line, pairs shifted
@@ -258,10 +259,9 @@ def refuse_overwriting(outputs: Sequence[tuple[str, str | None]], inputs: Sequen
             taken.setdefault(k, f"{name} {path}")
 
 
-# What the system says of a path a user gave that cannot be written (no permission, a read-only or
-# full disk, a file where a directory must be): the user's to fix, so one line, not a traceback.
-# Not ENOENT, EEXIST or EISDIR in general: the code that knows the user's path says those itself,
-# and elsewhere they are a bug's, which keeps its traceback.
+# What the system says of a path a user gave that cannot be written (no permission, a read-only or full disk, a
+# file where a directory must be): the user's to fix, so one line, not a traceback. Not ENOENT, EEXIST or EISDIR
+# in general: the code that knows the user's path says those itself; elsewhere they are a bug's, with its traceback.
 USER_PATH_ERRORS = frozenset(
     {errno.ENOTDIR, errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.ENAMETOOLONG}
 )

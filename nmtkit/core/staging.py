@@ -17,6 +17,26 @@ from .files import HOST, alive, dirs_to_make, fsync_dir, kept_mode, unmake, writ
 
 _KINDS = ("staging", "old")
 
+# Each command that writes a directory of outputs leaves its report there, by which the others know it
+REPORTS = {"preprocess.json": "preprocess", "manifest.json": "preprocess --vocab", "vocab.json": "build-vocab"}
+
+
+def refuse_shared_directory(out_dir: Path, writes: str, own: str | None, inputs: list[tuple[str, Path]]) -> None:
+    """Refuse ``-d out_dir`` where it is the directory of one of the ``inputs`` (what names it, as
+    ``--train clean/train``; the directory), or holds another command's outputs (its report,
+    :data:`REPORTS`; ``own``: this command's, None for one that writes none): ``writes``, what this
+    command writes there, would replace their files (a data-bin's vocabularies, raw text of other
+    split names) or sit among them, under a report that goes on describing what is no longer there."""
+    for said, directory in inputs:
+        if directory.resolve() == out_dir.resolve():
+            raise UserError(f"-d {out_dir}: the directory of {said}; give {writes} one of its own")
+    for report, command in REPORTS.items():
+        if report != own and (out_dir / report).exists():
+            raise UserError(
+                f"-d {out_dir}: holds the outputs of 'nmtkit {command}' ({report}), which {writes} would replace "
+                f"or sit among: give it a directory of its own"
+            )
+
 
 class Staging:
     """A directory of outputs that appears whole or not at all.

@@ -26,7 +26,7 @@ from ..core.errors import UserError
 from ..core.files import fingerprint, read_lines
 from ..core.line_counts import check_line_map, check_parallel_prefix, count_lines
 from ..core.parallel import Workers, chunked
-from ..core.staging import Staging
+from ..core.staging import Staging, refuse_shared_directory
 from ..text.bpe import Segmenter
 from ..text.preprocess import read_report, text_fingerprint
 from .binarized import Corpus, TokenArrayWriter, best_dtype, too_long
@@ -98,14 +98,8 @@ def binarize_corpus(
     """The corpus of ``splits`` (prefixes of clean text) with the vocabularies of ``vocab_dir``;
     with ``align_suffix``, each split's word links PREFIX.SUFFIX (train's required, the others'
     where they exist) mapped onto subword units."""
-    inputs: dict[Path, str] = {}
-    for where, said in [
-        (vocab_dir, f"--vocab {vocab_dir}"),
-        *((Path(p).parent, f"--{n} {p}") for n, p in splits.items()),
-    ]:
-        inputs.setdefault(where.resolve(), said)
-    if out_dir.resolve() in inputs:  # its vocabularies, codes and line maps would be written over the input's
-        raise UserError(f"-d {out_dir}: the directory of {inputs[out_dir.resolve()]}; give the corpus one of its own")
+    inputs = [(f"--vocab {vocab_dir}", Path(vocab_dir)), *((f"--{n} {p}", Path(p).parent) for n, p in splits.items())]
+    refuse_shared_directory(out_dir, "the corpus", MANIFEST, inputs)
     vdir = VocabDir(vocab_dir)
     vdir.require(langs)
     vocabs = [vdir.vocabs[lang] for lang in langs]
@@ -115,6 +109,8 @@ def binarize_corpus(
     counts = {name: check_parallel_prefix(p, langs) for name, p in splits.items()}  # first: names a file missing
     text_reports = {name: _check_text(prefix, vdir) for name, prefix in splits.items()}
     links = _link_files(splits, align_suffix, counts)
+    if stale:  # said once the inputs are checked: a refusal after it left a line that said it was done
+        log(f"{out_dir}: binarized with another vocabulary or other settings: replaced by this one (every split given)")
     dtype = np.dtype(manifest.dtype)
     with (
         Staging(out_dir, owned=stale) as stage,
@@ -176,7 +172,6 @@ def _start_manifest(
             f"splits this run does not give ({flags}): give them too, to replace the whole corpus, or give -d "
             "another directory"
         )
-    log(f"{out_dir}: binarized with another vocabulary or other settings: replaced, every split it held given again")
     owned = [f"{name}.*" for name in old.splits] + ["vocab.*.txt", *old.manifest.bpe_codes.values()]
     return fresh, tuple(name for name in owned if name)
 

@@ -21,7 +21,7 @@ from ..core.console import log, progress
 from ..core.errors import UserError
 from ..core.files import read_lines
 from ..core.line_counts import check_line_map, check_parallel_prefix
-from ..core.staging import Staging
+from ..core.staging import Staging, refuse_shared_directory
 from ..text.bpe import Segmenter, learn_codes, learn_sentencepiece
 from ..text.preprocess import read_report, text_fingerprint
 from ..text.settings import check_languages
@@ -60,6 +60,12 @@ def build_vocab(
     settings = read_report(
         prefix.parent, "build-vocab reads text written by 'nmtkit preprocess', which records how it was tokenized"
     )
+    unrecorded = [lang for lang in langs if lang not in settings["text"]]
+    if unrecorded:  # its text is some other run's, left beside this one's (a KeyError in train, later)
+        raise UserError(
+            f"{prefix.parent / 'preprocess.json'}: records no {unrecorded[0]} text (it holds "
+            f"{', '.join(settings['text'])}): preprocess both languages into it together"
+        )
     if cfg.size and cfg.size <= 4:
         raise UserError(f"vocabulary size {cfg.size} leaves no room beside the 4 special symbols")
     if cfg.spm and cfg.bpe_merges:
@@ -71,6 +77,7 @@ def build_vocab(
         said = "--joint learns one model of subwords for both languages" if cfg.joint_bpe else ""
         said = said or "--separate learns subword codes per language"
         raise UserError(f"{said}: add --bpe N or --spm, or leave it out")
+    refuse_shared_directory(out_dir, "the vocabularies", "vocab.json", [(f"--train {prefix}", prefix.parent)])
     with Staging(out_dir, owned=("*.codes", "vocab.*.txt")) as stage:  # a directory that cannot be, said at once
         meta = _build(prefix, langs, paths, lines, cfg, settings, stage)
         stage.commit()

@@ -36,7 +36,7 @@ from ..core.errors import UserError
 from ..core.files import BOM, decode_line, open_binary, refuse_overwriting
 from ..core.line_counts import refuse_streams
 from ..core.parallel import Workers
-from ..core.staging import Staging
+from ..core.staging import Staging, refuse_shared_directory
 from ..text.settings import check_languages
 from .ngram import SPECIALS, NgramLM, SelectionVocab, words_of
 from .settings import COUNT_UNITS, SelectConfig
@@ -294,20 +294,6 @@ def find_cut(scores: Scores, keep_words: int) -> tuple[float, float, int]:
     return float(edges[cut]) if cut else float("-inf"), hi, int(below[cut])
 
 
-# what the other commands that write a directory leave in it: select's raw text there would sit
-# under their reports, which would go on describing the text they wrote
-_OTHERS = {"preprocess.json": "preprocess", "manifest.json": "preprocess --vocab", "vocab.json": "build-vocab"}
-
-
-def _refuse_others_outputs(out_dir: Path) -> None:
-    for report, command in _OTHERS.items():
-        if (out_dir / report).exists():
-            raise UserError(
-                f"{out_dir}: holds the outputs of 'nmtkit {command}' ({report}), which select's raw "
-                f"train.* would replace under them: give select a directory of its own"
-            )
-
-
 def write_selection(
     general: list[Corpus],
     scores: Scores,
@@ -376,7 +362,8 @@ def select(
             for path in (c.src, c.tgt)
         ],
     )
-    _refuse_others_outputs(out_dir)
+    corpora = [("--in-domain", c) for c in in_domain] + [("--general", c) for c in general]
+    refuse_shared_directory(out_dir, "the selection", None, [(f"{flag} {c.src}", c.src.parent) for flag, c in corpora])
     with Staging(out_dir) as stage:
         lm_dir = stage.path("lm")
         t0 = time.perf_counter()

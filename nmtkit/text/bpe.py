@@ -101,9 +101,18 @@ def learn_sentencepiece(lines: Iterable[str], size: int, kind: str) -> str:
     if kind not in SPM_KINDS:
         raise ValueError(f"unknown SentencePiece model type '{kind}'")
     model = io.BytesIO()
+    stopped: list[BaseException] = []
+
+    def read() -> Iterator[str]:  # what stopped the reading (Ctrl-C, SIGTERM), which SentencePiece wraps
+        try:
+            yield from lines
+        except BaseException as err:
+            stopped.append(err)
+            raise
+
     try:
         spm.SentencePieceTrainer.train(
-            sentence_iterator=iter(lines),
+            sentence_iterator=read(),
             model_writer=model,
             vocab_size=size,
             model_type=kind,
@@ -113,6 +122,8 @@ def learn_sentencepiece(lines: Iterable[str], size: int, kind: str) -> str:
             num_threads=1,
         )
     except RuntimeError as err:  # its own checks of the settings against the text: the reason follows its C++ place
+        if stopped:  # a RuntimeError that names the line the signal met: the signal's own end instead
+            raise stopped[0] from None
         why = ". ".join(str(err).strip().splitlines()[-1].rsplit("] ", 1)[-1].split(". ")[:2])  # not its own flags
         raise UserError(f"--spm-size {size}: SentencePiece refuses it ({why[:160]})") from None
     return f"{SPM_HEADER} {kind}\n" + base64.b64encode(model.getvalue()).decode("ascii") + "\n"

@@ -26,7 +26,7 @@ from ..core.errors import FormatError, UserError
 from ..core.files import fingerprint, is_stream, read_json, read_lines, refuse_overwriting, write_json
 from ..core.line_counts import check_parallel_prefix, count_lines
 from ..core.parallel import Workers, chunked
-from ..core.staging import Staging
+from ..core.staging import Staging, refuse_shared_directory
 from .pipeline import Preprocessor
 from .settings import FilterConfig, TextConfig, check_languages
 
@@ -116,10 +116,15 @@ def preprocess_corpus(
         [("-d", str(out_dir / f"{name}.{lang}")) for name in splits for lang in langs],
         [(f"--{name}", f"{p}.{lang}") for name, p in splits.items() for lang in langs],
     )
+    inputs = [(f"--{name} {p}", Path(p).parent) for name, p in splits.items()]
+    refuse_shared_directory(out_dir, "the clean text", SETTINGS_FILE, inputs)
     settings = settings_dict(texts, filters)
     report: dict[str, Any] = {"nmtkit": __version__, **settings, "splits": {}}
+    stale: tuple[str, ...] = ()
     if (out_dir / SETTINGS_FILE).exists():
         previous = read_report(out_dir, "")
+        # a split written again in another language pair drops the other's: they stayed under a report without them
+        stale = tuple(f"{name}.{lang}" for name in splits for lang in previous["text"] if lang not in langs)
         if settings_dict_of(previous) == settings:
             report["splits"] = {k: v for k, v in previous.get("splits", {}).items() if k not in splits}
         elif set(previous.get("splits", {})) - set(splits):
@@ -128,7 +133,7 @@ def preprocess_corpus(
                 f"({', '.join(previous['splits'])}); write to another directory"
             )
     init_args = ([t.to_dict() for t in texts], None)
-    with Staging(out_dir) as stage, Workers(workers, _init, init_args) as pool, progress() as bar:
+    with Staging(out_dir, owned=stale) as stage, Workers(workers, _init, init_args) as pool, progress() as bar:
         for name, prefix in splits.items():
             task = bar.add_task(f"preprocess {name}", total=counts[name])
             report["splits"][name] = _preprocess_split(
