@@ -342,7 +342,11 @@ def test_average_takes_a_run_directory_and_its_last_n_validations_in_update_orde
 
 def test_an_averaged_checkpoint_translates(overfit, tmp_path):
     model = overfit / "run" / "last.pt"
-    assert invoke("average", model, overfit / "run" / "best.pt", "-o", tmp_path / "avg.pt").exit_code == 0
+    earlier = checkpoint.load(model)  # an earlier update of the run (last.pt and best.pt may hold one model)
+    earlier.training.progress.step -= 1
+    earlier.weights = {k: v * 0.99 if v.is_floating_point() else v for k, v in earlier.weights.items()}
+    checkpoint.save(tmp_path / "earlier.pt", earlier)
+    assert invoke("average", model, tmp_path / "earlier.pt", "-o", tmp_path / "avg.pt").exit_code == 0
     (tmp_path / "in.en").write_text(EN[0] + "\n", encoding="utf-8")
     r = invoke("translate", "-m", tmp_path / "avg.pt", tmp_path / "in.en")
     assert r.exit_code == 0 and r.stdout.strip()
@@ -763,6 +767,21 @@ def test_a_reset_runs_keep_options_prune_its_own_models_not_the_earlier_runs(dat
     assert r.exit_code == 0, r.output
     assert "left out 2 kept models of an earlier run, not its own (update-6.pt, update-8.pt)" in r.stderr
     assert [a.name for a in checkpoint.load(tmp_path / "avg.pt").averaged] == ["update-2.pt", "update-4.pt"]
+
+
+def test_average_refuses_one_model_given_twice_as_two_files(data_bin, tmp_path):
+    """A run directory and its last.pt, or a kept model and its copy: the same weights, counted
+    twice, and 'averaged 3 checkpoints'."""
+    import shutil
+
+    run = tmp_path / "k"
+    r = invoke("train", data_bin, "--save-dir", run, *TINY, "--max-updates", 4, "--valid-every", 2, "--keep-last", 2)
+    assert r.exit_code == 0, r.output
+    shutil.copy(run / "update-4.pt", tmp_path / "copy.pt")
+    for given in ([run, run / "last.pt"], [tmp_path / "copy.pt", run / "update-4.pt"]):
+        r = invoke("average", *given, "-o", tmp_path / "avg.pt")
+        assert r.exit_code == 2 and "update 4 of the run of" in r.output and "give it once" in r.output, r.output
+    assert invoke("average", run / "update-2.pt", run / "last.pt", "-o", tmp_path / "avg.pt").exit_code == 0
 
 
 def test_average_tells_an_earlier_runs_models_of_the_same_numbers_by_the_run_id(data_bin, tmp_path):

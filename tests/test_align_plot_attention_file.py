@@ -81,3 +81,16 @@ def test_a_picture_is_never_drawn_over_a_file_it_reads(tmp_path):
         assert len(done.output.strip().splitlines()) == 1
     assert (tmp_path / "t.png").read_text(encoding="utf-8") == text
     assert (tmp_path / "t-2.png").read_text(encoding="utf-8") == text
+
+
+def test_a_picture_whose_name_is_a_directory_stops_every_picture_before_any_is_drawn(tmp_path):
+    """-n 1-2 -o e.png with a directory e-2.png: e-1.png was drawn, then the error."""
+    record = alignment_record(1, ["a", "b"], ["x"], [[0.5, 0.25, 0.25], [0.1, 0.1, 0.8]], -1.0)
+    text = header() + "\n" + json.dumps(record) + "\n" + json.dumps(record | {"line": 2}) + "\n"
+    (tmp_path / "t.align").write_text(text, encoding="utf-8")
+    (tmp_path / "e-2.png").mkdir()
+    done = CliRunner().invoke(
+        main, ["align-plot", str(tmp_path / "t.align"), "-n", "1-2", "-o", str(tmp_path / "e.png")]
+    )
+    assert done.exit_code == 2 and "e-2.png is a directory" in done.output, done.output
+    assert not (tmp_path / "e-1.png").exists()

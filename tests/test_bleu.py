@@ -141,3 +141,26 @@ def test_a_tokenizer_whose_model_cannot_be_fetched_says_so_in_one_line(monkeypat
     monkeypatch.setattr(sacrebleu.metrics.bleu, "BLEU", Offline)
     with pytest.raises(UserError, match=r"^--tokenize flores101: sacreBLEU could not download .* with a network$"):
         Metrics(tokenize="flores101").bleu()
+
+
+def test_score_s_picture_never_replaces_what_it_reads_and_its_chrf_order_is_bounded(files):
+    """--plot naming the hypotheses, a reference or the source wrote the PNG over it and exited 0;
+    --chrf-word-order 10**20 made sacreBLEU take the machine's memory."""
+    from click.testing import CliRunner
+
+    from nmtkit.cli import main
+
+    def score(*args):
+        return CliRunner().invoke(main, ["score", *map(str, args)])
+
+    for name in ("hyp.en", "ref.en", "src.de"):  # named as pictures are: only the suffix was checked
+        (files / f"{name}.png").write_bytes((files / name).read_bytes())
+    hyp, ref, src = files / "hyp.en.png", files / "ref.en.png", files / "src.de.png"
+    kept = {p: p.read_bytes() for p in (hyp, ref, src)}
+    for role, path in (("HYPOTHESES", hyp), ("-r", ref), ("--source", src)):
+        r = score(hyp, "-r", ref, "--source", src, "--by-length", "--plot", path)
+        assert r.exit_code == 2 and f"--plot {path}" in r.output and role in r.output, r.output
+    assert {p: p.read_bytes() for p in kept} == kept
+    r = score(hyp, "-r", ref, "--chrf-word-order", 10**20)
+    assert r.exit_code == 2 and "--chrf-word-order" in r.output and "Traceback" not in r.output, r.output
+    assert score(hyp, "-r", ref, "--chrf-word-order", 6, "--metrics", "chrf").exit_code == 0

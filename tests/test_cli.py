@@ -310,7 +310,7 @@ def test_vocabulary_that_does_not_match_the_corpus(raw, tmp_path):
     one_error_line(run(*valid, "--vocab", tmp_path / "v2"), "holds splits this run does not give (--test)")
     assert sorted(p.name for p in (tmp_path / "bin").iterdir()) == before
     again = run(*binarize, "--vocab", tmp_path / "v2")  # every split it holds: replaced, as a Makefile rebuilds
-    assert again.exit_code == 0 and "replaced, every split it held given again" in again.output
+    assert again.exit_code == 0 and "replaced by this one (every split given)" in again.output
     # cleaning and filtering are text mode's: binarizing ignored them without a word
     one_error_line(
         run(*binarize, "--vocab", tmp_path / "v1", "-d", tmp_path / "b2", "--max-len", 10, "--no-dedup"),

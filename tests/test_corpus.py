@@ -216,7 +216,7 @@ def test_a_corpus_binarized_again_whole_with_another_vocabulary_replaces_it(raw,
         binarize_corpus(splits, ("en", "fr"), other, tmp_path / "bin")
     capfd.readouterr()
     binarize_corpus({**splits, "test": tmp_path / "clean" / "test"}, ("en", "fr"), other, tmp_path / "bin")
-    assert "replaced, every split it held given again" in capfd.readouterr().err
+    assert "replaced by this one (every split given)" in capfd.readouterr().err
     corpus = Corpus(tmp_path / "bin")
     corpus.check()
     assert corpus.manifest.vocab["en"].size == len(corpus.vocab("en")) and corpus.manifest.bpe_codes["en"]

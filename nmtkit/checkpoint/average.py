@@ -41,6 +41,13 @@ def average(paths: list[str | Path]) -> Checkpoint:
             raise UserError(f"{path}: other vocabularies or text settings than {paths[0]}")
         _refuse_other_shapes(ckpt, path, first, paths[0])
         _refuse_not_finite(ckpt, path)
+        run, step = ckpt.training.run_id, ckpt.training.progress.step
+        # last.pt beside its update-N.pt, or a copy: one model counted twice
+        same = next(
+            (j for j, c in enumerate(read) if (c.training.run_id, c.training.progress.step) == (run, step)), None
+        )
+        if run is not None and same is not None:
+            raise UserError(f"{path}: update {step:,} of the run of {paths[same]}, the same weights: give it once")
         if ckpt.training.config.seed != first.training.config.seed:  # a fine-tuned run's may differ and be fine
             log(
                 f"warning: {path} was trained from seed {ckpt.training.config.seed}, {paths[0]} from seed "

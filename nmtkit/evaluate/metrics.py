@@ -92,6 +92,10 @@ def key(name: str) -> str:
     return name.replace("-", "_")
 
 
+# chrF's word n-gram orders: 2 is chrF++; its character orders stop at 6
+CHRF_WORD_ORDERS = 6
+
+
 @dataclass(frozen=True)
 class Metrics:
     """Which metrics, and sacreBLEU's options for them; ``names=None`` is the default set."""
@@ -108,8 +112,10 @@ class Metrics:
             raise UserError(f"unknown metric {unknown[0]!r}: choose from {', '.join(metric_names())}")
         if self.tokenize is not None and self.tokenize not in tokenizers():
             raise UserError(f"unknown tokenizer {self.tokenize!r}: choose from {', '.join(tokenizers())}")
-        if self.chrf_word_order < 0:
-            raise UserError(f"--chrf-word-order {self.chrf_word_order}: give 0 (chrF), 2 (chrF++) or more")
+        if not 0 <= self.chrf_word_order <= CHRF_WORD_ORDERS:  # sacreBLEU keeps a table per order
+            raise UserError(
+                f"--chrf-word-order {self.chrf_word_order}: give 0 (chrF), 2 (chrF++), at most {CHRF_WORD_ORDERS}"
+            )
 
     def chosen(self, tokenized: bool = False) -> tuple[str, ...]:
         return self.names or (DEFAULT_TOKENIZED if tokenized else DEFAULT)

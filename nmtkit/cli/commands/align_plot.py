@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import click
@@ -88,6 +89,8 @@ def align_plot(
     refuse_two_on_stdin(inputs)
     drawn = [("-o", str(path)) for path in output_paths(output, lines)]
     refuse_overwriting(drawn, [*inputs, *(("-m", m) for m in model_paths)])
+    if folder := next((path for _, path in drawn if os.path.isdir(path)), None):  # the pictures before it were left
+        raise UserError(f"-o {output}: {folder} is a directory, where a picture would be written")
     if bool(alignments) == bool(model_paths):
         raise UserError(
             "give either an alignment file from 'translate --alignments' or -m MODEL with --source and --target"

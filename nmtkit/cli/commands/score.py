@@ -10,9 +10,18 @@ import click
 
 from ...core.command import Command
 from ...core.errors import UserError
-from ...core.files import refuse_two_on_stdin
+from ...core.files import refuse_overwriting, refuse_two_on_stdin
 from ...data.settings import VALID
-from ...evaluate.metrics import DEFAULT, DEFAULT_TOKENIZED, TOK_BLEU, Metrics, metric_names, split_names, tokenizers
+from ...evaluate.metrics import (
+    CHRF_WORD_ORDERS,
+    DEFAULT,
+    DEFAULT_TOKENIZED,
+    TOK_BLEU,
+    Metrics,
+    metric_names,
+    split_names,
+    tokenizers,
+)
 from ...evaluate.score import evaluate, format_report, sentence_scores
 from ...evaluate.settings import BUCKET_WIDTH
 from ...text.clean import PRESETS, RULES, rules_named
@@ -56,7 +65,7 @@ _sacrebleu = options.options(
     ),
     click.option(
         "--chrf-word-order",
-        type=click.IntRange(0),
+        type=click.IntRange(0, CHRF_WORD_ORDERS),
         default=0,
         show_default=True,
         help="chrF's word n-gram order, as sacrebleu's: 2 gives chrF++.",
@@ -186,6 +195,8 @@ def score(
     NLL and perplexity of a checkpoint."""
     as_json = output_format == "json"
     _check_inputs(hypotheses, refs, data_bin, plot_path, by_length)
+    read = [("HYPOTHESES", h) for h in hypotheses] + [("-r", r) for r in refs] + [("-m", m) for m in model_paths]
+    refuse_overwriting([("--plot", plot_path)], [*read, ("--source", source), ("--no-unk-vocab", no_unk)])
     if not hypotheses:  # -m --data alone: the split's NLL, which these would not change
         _no_analysis(
             "-m --data scores the split's references",
@@ -237,12 +248,12 @@ def score(
             metrics,
         )
     )
+    if data_bin:  # before the picture: a split it lacks leaves none drawn
+        result["corpus_nll"] = _corpus_nll(model_paths, data_bin, split, run)
     if plot_path and hypotheses:
         from ...core.plot import bleu_by_length_chart  # numpy and matplotlib, for --plot only
 
         bleu_by_length_chart(result["by_length"]["rows"], plot_path, "BLEU by source sentence length")
-    if data_bin:
-        result["corpus_nll"] = _corpus_nll(model_paths, data_bin, split, run)
     click.echo(json.dumps(result) if as_json else format_report({"systems": [], **result}, metrics))
 
 
