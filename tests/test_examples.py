@@ -390,9 +390,13 @@ def provide(  # noqa: C901, PLR0912 (one branch per fixture role)
         )
     elif role == "kept" and dest.suffix != ".pt":  # a run directory: its update-N.pt
         dest.mkdir(parents=True, exist_ok=True)
+        from nmtkit import checkpoint
+
         for step in range(1000, 7000, 1000):
-            if not (dest / f"update-{step}.pt").exists():
-                shutil.copy(world / "run" / "best.pt", dest / f"update-{step}.pt")
+            if not (dest / f"update-{step}.pt").exists():  # each its own update: one model twice is refused
+                kept = checkpoint.load(world / "run" / "best.pt")
+                kept.training.progress.step = step
+                checkpoint.save(dest / f"update-{step}.pt", kept)
         return
     elif role in ("checkpoint", "kept"):
         source = world / "run" / "best.pt" if dest.suffix == ".pt" else world / "vocab"  # score --no-unk-vocab DIR
