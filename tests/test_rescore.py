@@ -148,6 +148,9 @@ def test_backward_scores_each_source_as_the_other_directions_model_does_given_th
         ("0 ||| a ||| F0= 1e400 ||| -1\n", "line 1: '1e400' is not a finite number (the feature F0=)"),
         ("0 ||| a ||| F0= -1 F0= -2 ||| -1\n", "line 1: the feature name 'F0=' is given twice"),
         ("0 ||| a ||| -1.5 ||| -1\n", "line 1: the value '-1.5' has no feature name before it (an older nmtkit's"),
+        # rerank's word count, and lines of other features than the first's: rerank refused them after the model
+        ("0 ||| a ||| words= 2 ||| -1\n", "line 1 has a feature words=, the name rerank gives the word count"),
+        ("0 ||| a ||| F0= -1 ||| -1\n1 ||| a |||  ||| -1\n", "line 2 has the features none, line 1 F0=: every"),
     ],
 )
 def test_a_malformed_nbest_list_is_refused_in_one_line(overfit, tmp_path, nbest, says):
@@ -171,9 +174,13 @@ def test_a_malformed_nbest_list_is_refused_in_one_line(overfit, tmp_path, nbest,
 
 def test_an_nbest_line_keeps_its_fields_and_gets_the_feature_after_its_own(tmp_path):
     path = tmp_path / "n.nbest"
-    path.write_text("1 |||  ||| ||| -3.5\n0 ||| a  b ||| LM0= -2 ||| -2 ||| 0-0 1-1\n", encoding="utf-8")
+    path.write_text("1 |||  ||| LM0= -1 ||| -3.5\n0 ||| a  b ||| LM0= -2 ||| -2 ||| 0-0 1-1\n", encoding="utf-8")
     empty, full = read_nbest(str(path), 2, "s.en")
-    assert (empty.index, empty.text, empty.with_feature("F0", -1.23456)) == (1, "", "1 |||  ||| F0= -1.2346 ||| -3.5")
+    assert (empty.index, empty.text, empty.with_feature("F0", -1.23456)) == (
+        1,
+        "",
+        "1 |||  ||| LM0= -1 F0= -1.2346 ||| -3.5",
+    )
     assert full.with_feature("F0", 0.5) == "0 ||| a  b ||| LM0= -2 F0= 0.5000 ||| -2 ||| 0-0 1-1"
 
 
@@ -185,6 +192,7 @@ def test_an_nbest_line_keeps_its_fields_and_gets_the_feature_after_its_own(tmp_p
         (("--target", "{short}"), "has 3 lines but"),
         (("--target", "{t}", "--nbest-feature", "R L"), "a name without spaces"),
         (("--target", "{t}", "--nbest-feature", "F="), "a name without spaces"),
+        (("--nbest-list", "{t}", "--nbest-feature", "words"), "the name rerank gives the word count"),
         (("--target", "{t}", "--nbest-feature", "R2"), "names the feature added to --nbest-list's lines"),
         (("--target", "{t}", "--nbest-feature", "Fscore"), "add --nbest-list FILE"),  # typed at its default
         (("--target", "{t}", "--alpha", "1"), "--alpha is the exponent"),

@@ -20,11 +20,10 @@ import numpy as np
 from ..core.console import log
 from ..core.errors import UserError
 from ..core.files import display_name, read_lines, results_to
-from ..translate.nbest import features_of, read_nbest
+from ..translate.nbest import WORDS, features_of, read_nbest, said_features
 from .score import multi_bleu, sacre_bleu
 from .settings import RerankConfig
 
-WORDS = "words"  # the weights' name of the output's word count
 # the values a tuned weight takes beside the held feature's (1: the model's own log p): from a
 # feature that counts against a hypothesis to one worth three times the model's score, finer
 # near 0, where a second model's or a word bonus's weight mostly lies
@@ -89,7 +88,7 @@ class Lists:
         sizes = dict(self.layout)
         for name, values in given.items():
             if name not in sizes:
-                raise UserError(f"--weights: no feature {name}= in the lists (they have {_said(self.layout)})")
+                raise UserError(f"--weights: no feature {name}= in the lists (they have {said_features(self.layout)})")
             if len(values) != sizes[name]:
                 raise UserError(f"--weights: {name}= takes {sizes[name]} value(s), as the lists give it")
             out[self.columns(name)] = values
@@ -110,18 +109,9 @@ def read_lists(path: str, sentences: int | None = None, references: str = "") ->
     where = display_name(path)
     rows: list[tuple[int, str, list[float]]] = []
     layout: list[tuple[str, int]] | None = None
-    for lineno, h in enumerate(read_nbest(path, sentences, references), 1):
-        found = features_of(h.features)  # read_nbest refused what it cannot read
-        if WORDS in found:
-            raise UserError(f"{where}: line {lineno} has a feature {WORDS}=, the name rerank gives the word count")
-        shape = [(name, len(values)) for name, values in found.items()]
-        if layout is None:
-            layout = shape
-        elif shape != layout:
-            raise UserError(
-                f"{where}: line {lineno} has the features {_said(shape)}, line 1 {_said(layout)}: "
-                f"every hypothesis needs the same, in the same order"
-            )
+    for h in read_nbest(path, sentences, references):
+        found = features_of(h.features)  # read_nbest refused what it cannot read, and other features than line 1's
+        layout = layout if layout is not None else [(name, len(values)) for name, values in found.items()]
         rows.append((h.index, h.text, [v for values in found.values() for v in values]))
     if layout is None:
         raise UserError(f"{where}: no n-best lines")
@@ -145,11 +135,6 @@ def read_lists(path: str, sentences: int | None = None, references: str = "") ->
     rows.sort(key=lambda r: r[0])  # stable: each line's hypotheses stay in their order
     values = np.array([[*v, len(t.split())] for _, t, v in rows], dtype=np.float64)
     return Lists(np.array([i for i, _, _ in rows]), [t for _, t, _ in rows], values, [*layout, (WORDS, 1)], n, given)
-
-
-def _said(layout: list[tuple[str, int]]) -> str:
-    """The features' names, with the number of values of a feature of several."""
-    return ", ".join(f"{name}=" + (f" ({k} values)" if k > 1 else "") for name, k in layout) or "none"
 
 
 @dataclass(frozen=True)

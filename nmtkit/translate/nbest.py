@@ -24,6 +24,8 @@ _FIELDS = re.compile(r" ?\|\|\| ?")  # what parts an n-best line's fields, an em
 
 _PIPES, _ESCAPED = re.compile(r"\|{3,}"), re.compile(r"(?:&#124;){3,}")
 
+WORDS = "words"  # rerank's name of the output's word count, which no list may give a feature
+
 
 def escaped(text: str) -> str:
     """A text's runs of three pipes or more as Moses escapes a pipe (``&#124;``): a copied source
@@ -91,6 +93,7 @@ def read_nbest(path: str, sentences: int | None = None, source: str = "", featur
     ``sentences`` lines (None: any line number), its features as :func:`features_of` reads them;
     one that has the ``feature`` to be added already is refused."""
     where = display_name(path)
+    layout: list[tuple[str, int]] | None = None  # the first line's features, every line's (rerank weighs them)
     for lineno, line in enumerate(read_lines(path), 1):
         fields = _FIELDS.split(line)
         if len(fields) < 3:
@@ -104,7 +107,16 @@ def read_nbest(path: str, sentences: int | None = None, source: str = "", featur
                 f"{where}: line {lineno} is of source line {index} (from 0), "
                 f"but {display_name(source)} has {sentences:,} lines"
             )
-        _check_features(fields[2], f"{where}: line {lineno}")
+        found = _check_features(fields[2], f"{where}: line {lineno}")
+        if WORDS in found:
+            raise UserError(f"{where}: line {lineno} has a feature {WORDS}=, the name rerank gives the word count")
+        shape = [(name, len(values)) for name, values in found.items()]
+        layout = shape if layout is None else layout
+        if shape != layout:
+            raise UserError(
+                f"{where}: line {lineno} has the features {said_features(shape)}, line 1 {said_features(layout)}: "
+                f"every hypothesis needs the same, in the same order"
+            )
         if feature and f"{feature}=" in fields[2].split():
             raise UserError(
                 f"{where}: line {lineno} has a feature {feature}= already: give --nbest-feature another name"
@@ -112,7 +124,12 @@ def read_nbest(path: str, sentences: int | None = None, source: str = "", featur
         yield NbestLine(index, unescaped(fields[1].strip()), fields[2].strip(), tuple(f.strip() for f in fields[3:]))
 
 
-def _check_features(text: str, where: str) -> None:
+def said_features(layout: list[tuple[str, int]]) -> str:
+    """The features' names, with the number of values of a feature of several."""
+    return ", ".join(f"{name}=" + (f" ({k} values)" if k > 1 else "") for name, k in layout) or "none"
+
+
+def _check_features(text: str, where: str) -> dict[str, list[float]]:
     """Refuse features that rerank could not read, where they are read first: rescore would
     otherwise pass them on, a model's scoring later."""
     head = text.split()[:1]
@@ -122,6 +139,6 @@ def _check_features(text: str, where: str) -> None:
             f"wrote its log p so: put '{SEARCH_FEATURE}= ' before it)"
         )
     try:
-        features_of(text)
+        return features_of(text)
     except ValueError as err:
         raise UserError(f"{where}: {err}") from None

@@ -242,5 +242,7 @@ class RescoreConfig(Settings):
         super().__post_init__()
         if checking() and (not self.feature or any(c.isspace() or c in "|=" for c in self.feature)):
             raise UserError(f"--nbest-feature '{self.feature}': a name without spaces, '|' or '=' (rescore adds '=')")
+        if checking() and self.feature == "words":  # nbest.WORDS: settings import no stage
+            raise UserError("--nbest-feature words: the name rerank gives the word count; give another")
         if checking() and self.token_scores and not self.jsonl:
             raise UserError("--token-scores are written in --output-format jsonl; add that")
