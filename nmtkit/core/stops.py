@@ -77,7 +77,7 @@ def stops_raise() -> Iterator[None]:
 def stop_decided() -> None:
     """A stop signal has decided how the command ends (met by :func:`_on_stop`, or by a handler of
     the command's own, as train's): those after it are not acted on while it ends, and a process
-    that is the command's own ends without the interpreter's teardown (:func:`_exit`), which puts
+    that is the command's own ends without the interpreter's teardown (``command._exit``), which puts
     the default handlers back, under which a late one (systemd's SIGHUP after its SIGTERM) ended
     the process with another status than its line said. A handler set to ignore them instead
     raised an OSError for one already on its way ("ignored due to race condition")."""

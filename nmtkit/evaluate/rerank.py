@@ -110,7 +110,7 @@ def read_lists(path: str, sentences: int | None = None, references: str = "") ->
     rows: list[tuple[int, str, list[float]]] = []
     layout: list[tuple[str, int]] | None = None
     for h in read_nbest(path, sentences, references):
-        found = features_of(h.features)  # read_nbest refused what it cannot read, and other features than line 1's
+        found = h.values  # read_nbest refused what it cannot read, and other features than line 1's
         layout = layout if layout is not None else [(name, len(values)) for name, values in found.items()]
         rows.append((h.index, h.text, [v for values in found.values() for v in values]))
     if layout is None:

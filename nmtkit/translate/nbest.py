@@ -76,12 +76,14 @@ def features_of(text: str) -> dict[str, list[float]]:
 @dataclass(frozen=True)
 class NbestLine:
     """A Moses n-best line: its source line's number (from 0), its text, its features, and the
-    fields after them (the total score, and whatever a tool added), kept as they were."""
+    fields after them (the total score, and whatever a tool added), kept as they were; ``values``:
+    the features read (:func:`features_of`)."""
 
     index: int
     text: str
     features: str
     rest: tuple[str, ...]
+    values: dict[str, list[float]]
 
     def with_feature(self, name: str, score: float) -> str:
         features = f"{self.features} {name}= {score:.4f}".strip()
@@ -121,7 +123,8 @@ def read_nbest(path: str, sentences: int | None = None, source: str = "", featur
             raise UserError(
                 f"{where}: line {lineno} has a feature {feature}= already: give --nbest-feature another name"
             )
-        yield NbestLine(index, unescaped(fields[1].strip()), fields[2].strip(), tuple(f.strip() for f in fields[3:]))
+        rest = tuple(f.strip() for f in fields[3:])
+        yield NbestLine(index, unescaped(fields[1].strip()), fields[2].strip(), rest, found)
 
 
 def said_features(layout: list[tuple[str, int]]) -> str:
