@@ -34,7 +34,7 @@ def test_score_align_cli_and_its_refusals(tmp_path):
     assert done.exit_code == 0 and json.loads(done.stdout)["aer"] == pytest.approx(40.0)
     gold.write_text("0-0 1?1 2-2\n0-0\n")
     done = CliRunner().invoke(main, ["score-align", str(hyp), "-g", str(gold)])
-    assert done.exit_code == 2 and "has 1 lines but" in done.output
+    assert done.exit_code == 2 and "has 1 line but" in done.output
     gold.write_text("0-0 1*1\n")
     done = CliRunner().invoke(main, ["score-align", str(hyp), "-g", str(gold)])
     assert done.exit_code == 2 and "'1*1' is not a gold link" in done.output

@@ -125,6 +125,28 @@ def test_two_systems_under_one_name_are_refused_and_same_file_names_told_apart(f
     assert [t.get_text() for t in legends[0].get_texts()] == both
 
 
+def test_a_reference_given_twice_or_of_blank_lines_is_refused(files):
+    """The same reference twice counted as two (nrefs:2 in the signature); a reference file of
+    blank lines (a wrong path, an unfinished step) scored every system 0.00 with status 0."""
+    from click.testing import CliRunner
+
+    from nmtkit.cli import main
+
+    hyp, ref = str(files / "hyp.en"), str(files / "ref.en")
+    blank = files / "blank.en"
+    blank.write_text("\n" * len((files / "ref.en").read_text(encoding="utf-8").splitlines()), encoding="utf-8")
+    (files / "link.en").symlink_to(files / "ref.en")
+    for args, says in (
+        (["-r", ref, "-r", ref], f"-r {ref} is given twice: give each reference once"),
+        (["-r", ref, "-r", str(files / "link.en")], f"link.en is given twice (as {ref})"),
+        (["-r", str(blank)], f"reference {blank} has only blank lines: every system would score 0"),
+    ):
+        r = CliRunner().invoke(main, ["score", hyp, *args])
+        assert r.exit_code == 2 and says in r.output, r.output
+    r = CliRunner().invoke(main, ["score", hyp, "-r", ref, "-r", hyp])  # two files, two references
+    assert r.exit_code == 0 and "2 references" in r.output, r.output
+
+
 def test_a_tokenizer_whose_model_cannot_be_fetched_says_so_in_one_line(monkeypatch):
     """sacreBLEU downloads flores101's SentencePiece model on first use; offline, the line was the
     bare URL error."""

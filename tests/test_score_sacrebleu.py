@@ -146,7 +146,7 @@ def test_sacrebleus_metrics_alone_load_no_tokenizer_or_numpy(files, metrics):
         (["--metrics", "bleu,meteor"], "unknown metric 'meteor'"),
         (["--tokenize", "moses"], "unknown tokenizer 'moses'"),
         (["-r", "missing.fr"], "missing.fr: no such file"),
-        (["-r", "short.fr"], "short.fr has 1 lines but"),
+        (["-r", "short.fr"], "short.fr has 1 line but"),
         (["--sentence-level", "--bootstrap", "10"], "--sentence-level"),
         (
             ["--device", "cpu"],

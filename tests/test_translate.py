@@ -145,7 +145,7 @@ def test_score_several_references_and_mismatched_lengths(tmp_path):
     assert 0 < b1 < bc < b2 == pytest.approx(100)  # each line now has an exact reference
     (tmp_path / "short").write_text("la lumière fut\n")
     r = invoke("score", tmp_path / "hyp", "-r", tmp_path / "short")
-    assert r.exit_code == 2 and "has 1 lines but" in r.output
+    assert r.exit_code == 2 and "has 1 line but" in r.output
 
 
 @pytest.mark.parametrize(

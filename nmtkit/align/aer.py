@@ -15,6 +15,7 @@ from typing import Any
 
 from ..core.errors import UserError
 from ..core.files import read_lines, refuse_two_on_stdin
+from ..core.wording import counted
 from .links import read_pharaoh
 
 _LINK = re.compile(r"([0-9]+)([-?])([0-9]+)")
@@ -41,7 +42,7 @@ def alignment_error(
     a = s = p = a_s = a_p = n = 0
     hyp_lines, gold_lines = list(hypotheses), list(gold)
     if len(hyp_lines) != len(gold_lines):
-        raise UserError(f"{names[0]} has {len(hyp_lines):,} lines but {names[1]} {len(gold_lines):,}")
+        raise UserError(f"{names[0]} has {counted(len(hyp_lines), 'line')} but {names[1]} {len(gold_lines):,}")
     for k, (h, g) in enumerate(zip(hyp_lines, gold_lines), 1):
         links = set(read_pharaoh(h, f"{names[0]}, line {k}"))
         sure, possible = read_gold(g, f"{names[1]}, line {k}")

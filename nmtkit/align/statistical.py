@@ -28,6 +28,7 @@ from ..core.console import log, progress
 from ..core.errors import UserError
 from ..core.files import atomic_write, read_lines
 from ..core.line_counts import check_parallel
+from ..core.wording import counted
 from .links import pharaoh, read_pharaoh
 from .symmetrize import grow_diag_final_and
 
@@ -100,7 +101,7 @@ def word_align(
         if too_long:
             first = ", ".join(map(str, sorted(too_long)[:5])) + (", …" if len(too_long) > 5 else "")
             log(
-                f"warning: {len(too_long):,} pair{'s' * (len(too_long) > 1)} with a side of {EFLOMAL_LONGEST:,} words "
+                f"warning: {counted(len(too_long), 'pair')} with a side of {EFLOMAL_LONGEST:,} words "
                 f"or more (line {first}): eflomal gives them no link"
             )
         log(f"aligning {pairs:,} pairs with eflomal, both directions (a few minutes for 250,000 pairs)")

@@ -27,6 +27,7 @@ from ..core.files import fingerprint, read_lines
 from ..core.line_counts import check_line_map, check_parallel_prefix, count_lines
 from ..core.parallel import Workers, chunked
 from ..core.staging import Staging, refuse_shared_directory
+from ..core.wording import counted
 from ..text.bpe import Segmenter
 from ..text.preprocess import read_report, text_fingerprint
 from .binarized import Corpus, TokenArrayWriter, best_dtype, too_long
@@ -212,7 +213,7 @@ def _link_files(splits: dict[str, Path], suffix: str | None, counts: dict[str, i
         if not path.exists():
             raise UserError(f"{path}: no such file (--align-suffix {suffix}: make it with 'nmtkit word-align')")
         if (have := count_lines(path)) != counts[name]:
-            raise UserError(f"{path}: has {have:,} lines but the {name} split {counts[name]:,} pairs")
+            raise UserError(f"{path}: has {counted(have, 'line')} but the {name} split {counts[name]:,} pairs")
     return found
 
 

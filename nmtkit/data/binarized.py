@@ -28,6 +28,7 @@ import numpy as np
 from ..core.errors import FormatError, UserError
 from ..core.files import read_lines
 from ..core.line_counts import count_lines
+from ..core.wording import counted
 from .manifest import read_manifest
 from .vocab import Vocab
 
@@ -168,8 +169,8 @@ class Corpus:
                 raise FormatError(f"{self.path / text}: missing, where the manifest names it")
             if (lines := count_lines(self.path / text)) != stats.sentences:
                 raise FormatError(
-                    f"{self.path / text}: {lines:,} line{'s' * (lines != 1)}, where the split has "
-                    f"{stats.sentences:,} sentence{'s' * (stats.sentences != 1)} "
+                    f"{self.path / text}: {counted(lines, 'line')}, where the split has "
+                    f"{counted(stats.sentences, 'sentence')} "
                     "(a damaged corpus: binarize it again)"
                 )
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..core.errors import UserError
 from ..core.files import atomic_write, read_lines
+from ..core.wording import counted
 
 TARGETS = (10, 20, 30, 40, 50, 60, 70, 80)
 
@@ -53,7 +54,7 @@ def write_passages(
     texts = {p: list(read_lines(p, allow_empty=True)) for p in files}
     for p, lines in texts.items():
         if len(lines) != len(ids):
-            raise UserError(f"{p} has {len(lines)} lines but {raw / f'{split}.ids'} has {len(ids)}")
+            raise UserError(f"{p} has {counted(len(lines), 'line')} but {raw / f'{split}.ids'} has {len(ids)}")
     source = raw / f"{split}.en"
     if source not in texts:
         raise UserError(f"{source}: missing")

@@ -25,6 +25,7 @@ resampling compares systems (Koehn 2004, sacreBLEU's implementation).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -34,6 +35,7 @@ from ..core.console import short_names
 from ..core.errors import UserError
 from ..core.files import display_name, read_lines
 from ..core.settings import RuntimeConfig
+from ..core.wording import counted
 from ..text.clean import apply_rules
 from .metrics import SACREBLEU_TEMPLATE, TOK_BLEU, TOKENIZED_TEMPLATE, Metrics, SentenceScores
 from .significance import bootstraps
@@ -55,13 +57,36 @@ def read_cleaned(path: str | Path, clean: tuple[str, ...] = ()) -> list[str]:
 
 
 def read_references(refs: Sequence[str | Path], n: int, against: str, clean: tuple[str, ...] = ()) -> list[list[str]]:
+    """Each reference file's lines, as many as ``against``'s ``n``. A file given twice would count
+    as two references (sacreBLEU's nrefs) and one of blank lines scores every system 0: both are
+    a command line's slip, refused."""
+    seen: dict[str, str | Path] = {}
     streams = []
     for ref in refs:
+        same = seen.get(key := _same_file_key(ref))
+        if same is not None:
+            raise UserError(
+                f"-r {ref} is given twice{'' if str(same) == str(ref) else f' (as {same})'}: give each reference once"
+            )
+        seen[key] = ref
         lines = read_cleaned(ref, clean)
         if len(lines) != n:
-            raise UserError(f"{ref} has {len(lines)} lines but {against} has {n}")
+            raise UserError(f"{ref} has {counted(len(lines), 'line')} but {against} has {n}")
+        if lines and not any(line.strip() for line in lines):
+            raise UserError(f"reference {ref} has only blank lines: every system would score 0")
         streams.append(lines)
     return streams
+
+
+def _same_file_key(path: str | Path) -> str:
+    """What names one file however it is spelled: its device and inode, or '-' for stdin."""
+    if str(path) == "-":
+        return "-"
+    try:
+        st = os.stat(path)
+    except OSError:
+        return str(path)  # read_lines says what is wrong with it
+    return f"{st.st_dev}:{st.st_ino}"
 
 
 def read_systems(
@@ -79,7 +104,7 @@ def read_systems(
     n = len(next(iter(systems.values())))
     for name, p in zip(names, hyp_paths):
         if len(systems[name]) != n:
-            raise UserError(f"{p} has {len(systems[name])} lines but {hyp_paths[0]} has {n}")
+            raise UserError(f"{p} has {counted(len(systems[name]), 'line')} but {hyp_paths[0]} has {n}")
     return systems, read_references(ref_paths, n, str(hyp_paths[0]), clean)
 
 
@@ -302,7 +327,7 @@ def read_sources(source: str | None, n: int, against: str, needs: dict[str, Any]
     """The source lines, as many as the hypotheses, where an option in ``needs`` is on."""
     sources = list(read_lines(source)) if source else None
     if sources is not None and len(sources) != n:
-        raise UserError(f"{source} has {len(sources)} lines but {against} has {n}")
+        raise UserError(f"{source} has {counted(len(sources), 'line')} but {against} has {n}")
     needing = [flag for flag, on in needs.items() if on]
     if needing and sources is None:
         raise UserError(f"{needing[0]} needs the source text: give --source FILE")
@@ -395,7 +420,7 @@ def format_report(result: dict[str, Any], metrics: Metrics | None = None) -> str
     lines = []
     for s in result["systems"]:
         n, r = s["sentences"], s["references"]
-        lines.append(f"{display_name(s['name'])}: {n:,} sentence{'s' * (n != 1)}, {r} reference{'s' * (r != 1)}")
+        lines.append(f"{display_name(s['name'])}: {counted(n, 'sentence')}, {counted(r, 'reference')}")
         lines += metric_lines(s)
         if "no_unk" in s:
             u = s["no_unk"]
@@ -442,10 +467,10 @@ def format_report(result: dict[str, Any], metrics: Metrics | None = None) -> str
         c = result["corpus_nll"]
         lines.append(
             f"{c['split']}: NLL {c['nll']:.3f} per sentence, {c['nll_token']:.4f} per token, "
-            f"perplexity {c['perplexity']:.2f} ({c['sentences']:,} sentence{'s' * (c['sentences'] != 1)}, "
+            f"perplexity {c['perplexity']:.2f} ({counted(c['sentences'], 'sentence')}, "
             f"{c['tokens']:,} tokens "
             f"with </s>)"
-            + (f"; {n} pair{'s' * (n != 1)} with an empty side left out" if (n := c.get("left_out_empty", 0)) else "")
+            + (f"; {counted(n, 'pair')} with an empty side left out" if (n := c.get("left_out_empty", 0)) else "")
         )
     return "\n".join(lines)
 

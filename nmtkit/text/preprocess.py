@@ -27,6 +27,7 @@ from ..core.files import fingerprint, is_stream, read_json, read_lines, refuse_o
 from ..core.line_counts import check_parallel_prefix, count_lines
 from ..core.parallel import Workers, chunked
 from ..core.staging import Staging, refuse_shared_directory
+from ..core.wording import counted
 from .pipeline import Preprocessor
 from .settings import FilterConfig, TextConfig, check_languages
 
@@ -156,7 +157,7 @@ def preprocess_corpus(
     for name in splits:
         if empty := report["splits"][name].get("kept_empty"):
             log(
-                f"warning: {name}: {empty:,} pair{'s' * (empty > 1)} with an empty side, kept (only train's pairs "
+                f"warning: {name}: {counted(empty, 'pair')} with an empty side, kept (only train's pairs "
                 f"are filtered: {name} stays line for line with its references)"
             )
     return report

@@ -18,6 +18,7 @@ from ..checkpoint import Checkpoint, Progress, TextSides
 from ..core.console import log
 from ..core.errors import FormatError, UserError
 from ..core.files import remove_stale_temporaries, writing_into
+from ..core.wording import counted
 from ..data.batching import Batches
 from ..data.binarized import Corpus, TokenArray
 from ..data.lexicon import Lexicon, lexicon_of
@@ -370,7 +371,7 @@ def _restore(state: TrainState, ckpt: Checkpoint) -> None:
         if state.parallel.rank == 0 and at is not None:
             log(
                 f"best.pt was chosen by dev {was.upper()}: by dev {by.upper()}, the best so far is update {at:,}'s "
-                f"({bad} validation{'s' * (bad != 1)} since, for --patience); one that beats it replaces best.pt"
+                f"({counted(bad, 'validation')} since, for --patience); one that beats it replaces best.pt"
             )
     state.carried, state.run_id = run.window, run.run_id or state.run_id
     state.lexicon = ckpt.lexicon  # the corpus's, which the vocabularies' check found the same

@@ -22,6 +22,7 @@ from ..core.files import read_lines, refuse_two_on_stdin, results_to
 from ..core.parallel import Workers, chunked, default_workers
 from ..core.runtime import resolve_device
 from ..core.settings import RuntimeConfig
+from ..core.wording import counted
 from .both_ways import directions, read_as_named, refuse_idle_links, turned, warn_named_otherwise, word_table
 from .translator import Translator
 
@@ -112,7 +113,7 @@ def align_file(
     refuse_two_on_stdin([("--source", source), ("--target", target)])
     sources, targets = list(read_lines(source)), list(read_lines(target))
     if len(sources) != len(targets):
-        raise UserError(f"{source} has {len(sources):,} lines but {target} {len(targets):,}")
+        raise UserError(f"{source} has {counted(len(sources), 'line')} but {target} {len(targets):,}")
     forward, backward = read_as_named(*directions(model_paths), source, target)
     refuse_idle_links(backward, links)
     warn_named_otherwise(source, "src", forward[0])
@@ -160,7 +161,7 @@ def from_model(
 ) -> list[Heatmap]:
     src, tgt = list(read_lines(source)), list(read_lines(target))
     if len(src) != len(tgt):
-        raise UserError(f"{source} has {len(src)} lines but {target} has {len(tgt)}")
+        raise UserError(f"{source} has {counted(len(src), 'line')} but {target} has {len(tgt)}")
     missing = [n for n in lines if n > len(src)]
     if missing:
         raise UserError(f"{source}: has no line {missing[0]} (it has {len(src)})")

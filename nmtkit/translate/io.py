@@ -37,6 +37,7 @@ from ..core.files import (
 )
 from ..core.line_counts import count_lines
 from ..core.settings import RuntimeConfig
+from ..core.wording import counted
 from .beside import LinesBeside
 from .both_ways import BothWays, directions, refuse_idle_links, warn_named_otherwise
 from .constraints import phrases, refuse_sampling
@@ -174,7 +175,7 @@ def _counted(source: str, beside: list[tuple[str, str | None]]) -> int | None:
     for flag, path in beside:
         given = None if path is None or is_stream(path) else count_lines(path, utf8=True)
         if given is not None and total is not None and given != total:
-            raise UserError(f"{flag} {path} has {given:,} lines but {source} {total:,}")
+            raise UserError(f"{flag} {path} has {counted(given, 'line')} but {source} {total:,}")
     return total
 
 

@@ -26,6 +26,7 @@ from ..core.files import display_name, is_stream, read_lines, refuse_two_on_stdi
 from ..core.line_counts import count_lines
 from ..core.parallel import chunked
 from ..core.settings import RuntimeConfig
+from ..core.wording import counted
 from .both_ways import directions, warn_named_otherwise
 from .forced import CHUNK
 from .io import json_score
@@ -125,7 +126,9 @@ def _pairs(source: str, target: str | None, nbest: str | None, feature: str) -> 
     assert target is not None
     counts = [None if is_stream(path) else count_lines(path, utf8=True) for path in (source, target)]
     if None not in counts and counts[0] != counts[1]:
-        raise UserError(f"{display_name(source)} has {counts[0]:,} lines but {display_name(target)} {counts[1]:,}")
+        raise UserError(
+            f"{display_name(source)} has {counted(counts[0], 'line')} but {display_name(target)} {counts[1]:,}"
+        )
     return _zipped(source, target), counts[0] if counts[0] is not None else counts[1]
 
 
@@ -135,7 +138,7 @@ def _zipped(source: str, target: str) -> Iterator[Pair]:
     for n, (s, t) in enumerate(itertools.zip_longest(read_lines(source), read_lines(target)), 1):
         if s is None or t is None:
             short, long = (source, target) if s is None else (target, source)
-            raise UserError(f"{display_name(short)} has {n - 1:,} lines but {display_name(long)} has more")
+            raise UserError(f"{display_name(short)} has {counted(n - 1, 'line')} but {display_name(long)} has more")
         yield s, t, None
 
 

@@ -10,6 +10,7 @@ import click
 from ...core.command import Command
 from ...core.console import console, log
 from ...core.errors import UserError
+from ...core.wording import counted
 from ...data.summary import corpus_summary
 from ...text.settings import FilterConfig
 from .. import options
@@ -99,7 +100,7 @@ def preprocess(
         if name in splits:
             dropped = ", ".join(f"{k} {v:,}" for k, v in s.get("dropped", {}).items())
             log(
-                f"{name}: {s['lines']:,} line{'s' * (s['lines'] != 1)} → {s['pairs']:,} pair{'s' * (s['pairs'] != 1)}"
+                f"{name}: {counted(s['lines'], 'line')} → {counted(s['pairs'], 'pair')}"
                 + (f" (dropped: {dropped})" if dropped else "")
             )
 

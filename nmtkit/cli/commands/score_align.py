@@ -7,6 +7,7 @@ import json
 import click
 
 from ...core.command import Command
+from ...core.wording import counted
 from .. import options
 
 
@@ -37,6 +38,6 @@ def score_align(hypothesis: str, gold: str, output_format: str) -> None:
         json.dumps(r)
         if output_format == "json"
         else f"AER {r['aer']:.2f}  precision {r['precision']:.2f}  recall {r['recall']:.2f}  "
-        f"({r['sentences']:,} sentence{'s' * (r['sentences'] != 1)}; {r['links']:,} links against "
+        f"({counted(r['sentences'], 'sentence')}; {counted(r['links'], 'link')} against "
         f"{r['sure']:,} sure and {r['possible']:,} possible)"
     )
