@@ -249,6 +249,7 @@ def test_align_plot_refuses_a_bad_record_and_a_bad_line_list_in_one_line(tmp_pat
     records.append(good | {"line": 4, "source": [1, None, "</s>"], "alignment": [[0.5, 0.5, 0.0], [0.0, 0.0, 1.0]]})
     records.append(good | {"line": 5, "alignment": [[float("nan"), 0.5, 0.0], [0.0, 0.0, 1.0]]})
     records.append(good | {"line": 6, "alignment": [[0.5, 0.5], [0.0, 0.0, 1.0]]})
+    records.append(good | {"line": 7, "alignment": [[0.5, 0.5, 0.0], [0.0, 0.0, 1e300]]})  # overflowed in matplotlib
     path = tmp_path / "a.jsonl"
     path.write_text(
         '{"format": "nmtkit-alignments", "version": 1}\n' + "".join(json.dumps(r) + "\n" for r in records),
@@ -264,7 +265,8 @@ def test_align_plot_refuses_a_bad_record_and_a_bad_line_list_in_one_line(tmp_pat
         (["-n", "3", "--pieces"], "sentence 3: attention of shape (2, 2) for 2 target and 3 source tokens"),
         (["-n", "3-"], "--sentences '3-': expected line numbers from 1"),
         (["-n", "4"], "a.jsonl: sentence 4 is not an alignment record"),  # tokens not text: a traceback
-        (["-n", "5"], "sentence 5: its attention holds weights below 0, NaN or infinite"),  # NaN was drawn
+        (["-n", "5"], "sentence 5: its attention holds weights outside [0, 1], NaN or infinite"),  # NaN was drawn
+        (["-n", "7"], "sentence 7: its attention holds weights outside [0, 1]"),
         (["-n", "6"], "sentence 6: its attention is not a table of numbers"),
         (
             ["-n", "1", "--threads", "2"],

@@ -136,8 +136,9 @@ def from_alignment_file(path: str | Path, lines: Sequence[int]) -> list[Heatmap]
             weights = np.asarray(alignment, dtype=float)
         except (TypeError, ValueError):  # ragged, or not numbers
             raise UserError(f"{path}: sentence {n}: its attention is not a table of numbers") from None
-        if not (np.isfinite(weights).all() and (weights >= 0).all()):
-            raise UserError(f"{path}: sentence {n}: its attention holds weights below 0, NaN or infinite")
+        # 1.01: a bf16 softmax rounds above 1
+        if not (np.isfinite(weights).all() and (weights >= 0).all() and (weights <= 1.01).all()):
+            raise UserError(f"{path}: sentence {n}: its attention holds weights outside [0, 1], NaN or infinite")
         if weights.shape != (len(target), len(source)):
             raise UserError(
                 f"{path}: sentence {n}: attention of shape {weights.shape} for {len(target)} target "
