@@ -124,7 +124,17 @@ def read_nbest(path: str, sentences: int | None = None, source: str = "", featur
                 f"{where}: line {lineno} has a feature {feature}= already: give --nbest-feature another name"
             )
         rest = tuple(f.strip() for f in fields[3:])
+        if rest and not _is_number(rest[0]):
+            raise UserError(f"{where}: line {lineno}'s fourth field '{rest[0]}' is no total score {NBEST_FORM}")
         yield NbestLine(index, unescaped(fields[1].strip()), fields[2].strip(), rest, found)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def said_features(layout: list[tuple[str, int]]) -> str:
