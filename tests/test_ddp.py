@@ -158,3 +158,41 @@ def test_a_signal_to_any_rank_stops_the_job_within_updates_not_at_the_next_repor
         _, err = budget.communicate(timeout=240)
     assert budget.returncode == 0, err[-3000:]
     assert checkpoint.load(tmp_path / "min" / "last.pt").training.progress.seconds < 3 + 5  # rank 0's clock
+
+
+@pytest.mark.slow
+def test_the_workers_of_a_torchrun_killed_by_sigkill_save_and_stop(raw, tmp_path):
+    """torchrun forwards no signal when it is SIGKILLed (an OOM killer, a queue's hard kill): its
+    workers trained on, orphaned, holding the save directory's lock and writing its checkpoints."""
+    import signal
+    import time
+
+    from tests.test_corpus import make_corpus
+
+    make_corpus(raw, tmp_path)
+    with _ended(_torchrun(tmp_path / "bin", tmp_path / "k", "--max-updates", "200000")) as job:
+        workers = [_rank_of(job.pid, rank) for rank in (0, 1)]
+        while not (tmp_path / "k" / "machine.json").exists() and job.poll() is None:
+            time.sleep(0.2)
+        time.sleep(3)  # training
+        os.kill(job.pid, signal.SIGKILL)
+        job.wait()
+        deadline = time.monotonic() + 60
+        while any(map(_running, workers)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        left = [pid for pid in workers if _running(pid)]
+        for pid in left:  # each in a session of its own (torchrun's), out of _ended's reach
+            os.kill(pid, signal.SIGKILL)
+        err = job.stderr.read()
+        assert not left, err[-3000:]
+    assert "interrupted: saved" in err, err[-3000:]
+    assert 0 < checkpoint.load(tmp_path / "k" / "last.pt").training.progress.step < 200000
+
+
+def _running(pid):
+    """Whether ``pid`` runs (a zombie that no init has reaped yet has ended)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 
@@ -96,6 +97,39 @@ def own_process() -> None:
     inside another program (a test's CliRunner, a notebook), whose process must outlive it."""
     global _own_process
     _own_process = True
+    _ends_with_its_launcher()
+
+
+# prctl(2)'s request: the signal this process gets when the process that started it ends
+_PR_SET_PDEATHSIG = 1
+_LAUNCHER_GONE = getattr(signal, "SIGUSR2", None)
+_launcher = 0  # the pid of the process that started this one, where its end is watched
+
+
+def _ends_with_its_launcher() -> None:
+    """A torchrun worker gets SIGTERM, which saves and stops a training run, when its torchrun ends,
+    even by SIGKILL (an OOM killer, a job queue's hard kill): torchrun forwards no signal then, and
+    its workers trained on, holding their GPUs, their save directory's lock and its checkpoints.
+    Linux only; a torchrun that ends before this line is reached leaves its workers as before."""
+    global _launcher
+    if "TORCHELASTIC_RUN_ID" not in os.environ or not sys.platform.startswith("linux") or _LAUNCHER_GONE is None:
+        return
+    import ctypes  # for this one call: the standard library has no prctl
+
+    _launcher = os.getppid()
+    signal.signal(_LAUNCHER_GONE, _on_launcher_gone)
+    if ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, _LAUNCHER_GONE) == 0 and _launcher == 1:
+        _on_launcher_gone(_LAUNCHER_GONE, None)  # orphaned already (to init): the signal will not come
+
+
+def _on_launcher_gone(signum: int, _frame: object) -> None:
+    # The kernel signals at the end of the launcher's thread that started this process, then again
+    # at each thread it passes the process on to as the launcher ends: a thread's end alone leaves
+    # the parent's pid as it was, and its process's end is told once, as the SIGTERM a user sends.
+    if os.getppid() == _launcher != 1:
+        return
+    signal.signal(signum, signal.SIG_IGN)
+    os.kill(os.getpid(), signal.SIGTERM)
 
 
 def ended_by(signum: int) -> str:
