@@ -63,6 +63,9 @@ def test_round_trip_text_binary_text(raw, tmp_path):
         src[len(src)]
     with pytest.raises(UserError, match="has no 'de' side, only en, fr"):  # was a KeyError
         corpus.vocab("de")
+    for read in (corpus.split, corpus.lines, corpus.fingerprint):  # numpy's FileNotFoundError, a KeyError
+        with pytest.raises(UserError, match="no split 'dev' \\(has: "):
+            read("dev")
     assert manifest.splits["train"].oov_rate == {"en": 0.0, "fr": 0.0}
 
 

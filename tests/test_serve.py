@@ -335,6 +335,9 @@ def test_the_api_is_described_at_docs_and_openapi_json(server):
     api = json.loads(text)
     assert status == 200 and {"/translate", "/translator/translate", "/health", "/info"} <= set(api["paths"])
     assert all("requestBody" in api["paths"][p]["post"] for p in ("/translate", "/translator/translate"))
+    # one operationId an operation, as OpenAPI asks (GET and HEAD /health shared one, with a warning)
+    ids = [op["operationId"] for path in api["paths"].values() for op in path.values()]
+    assert len(ids) == len(set(ids)) and {"get", "head"} <= set(api["paths"]["/health"]), ids
     request = api["components"]["schemas"]["TranslateRequest"]
     assert set(request["properties"]) == {
         "sentences",

@@ -14,7 +14,7 @@ from nmtkit.core.errors import UserError
 from nmtkit.core.settings import declared, default_of
 from nmtkit.models.config import CoverageConfig, LuongConfig, RNNSearchConfig
 from nmtkit.train.config import DEFAULT_LR, SCHEDULES, TrainConfig
-from nmtkit.translate.settings import SearchConfig
+from nmtkit.translate.settings import SearchConfig, TranslateOptions
 
 PACKAGE = Path(__file__).resolve().parent.parent / "nmtkit"
 
@@ -120,6 +120,25 @@ def test_a_schedule_is_a_value_and_its_help_names_its_flags():
             lambda: train_settings("rnnsearch", "tiny", "fast", {}, set()),
             "--schedule 'fast': not one of appendix-b, luong, cpu",
         ),
+        # a sub-config given as its name or a dict was taken, and train or translate failed on it
+        (lambda: RNNSearchConfig(coverage="linguistic"), "coverage: 'linguistic', not a CoverageConfig"),
+        (lambda: TranslateOptions(search={"beam": 3}), "search: {'beam': 3}, not a SearchConfig"),
+        # a glossary and a dictionary as serve and their files hold them: a TypeError or a ValueError
+        (
+            lambda: TranslateOptions(glossary=(("dog",),)),
+            "glossary: ('dog',) is no (source term, translation) pair of text",
+        ),
+        (
+            lambda: TranslateOptions(glossary={"": "lion"}),
+            "glossary: ('', 'lion'): a term and its translation hold a word each",
+        ),
+        (lambda: TranslateOptions(glossary=[("a", "b"), ("a ", "c")]), "glossary: the term 'a' is given twice"),
+        (lambda: TranslateOptions(unk_dict=5), "unk_dict: 5, not a dict of words (str) to their translations (str)"),
+        # a name no option has was a TypeError from TrainConfig
+        (
+            lambda: train_settings("rnnsearch", "tiny", "appendix-b", {"max_ratio": 1}, set()),
+            "'max_ratio' is no option of nmtkit train's (by field name: lr, max_updates, hidden, …)",
+        ),
     ],
 )
 def test_a_config_made_in_python_is_held_to_the_declared_bounds(make, says):
@@ -133,3 +152,11 @@ def test_train_settings_takes_none_as_not_given():
     which its kinds now refuse."""
     model, cfg = train_settings("rnnsearch", "tiny", "appendix-b", {"max_updates": None, "lr": None}, set())
     assert (cfg.max_updates, cfg.lr) == (TrainConfig().max_updates, TrainConfig().lr) and model.emb == 32
+
+
+def test_a_glossary_as_a_list_or_a_dict_and_given_as_a_list_are_taken():
+    """A list of lists was unhashable deep in the glossary; ``given`` as a list failed on a set's <=."""
+    assert TranslateOptions(glossary=[["dog", "chien"]]).glossary == (("dog", "chien"),)
+    assert TranslateOptions(glossary={"dog": "chien"}).glossary == (("dog", "chien"),)
+    _, cfg = train_settings("rnnsearch", "tiny", "appendix-b", {"max_updates": 7}, ["max_updates"])
+    assert cfg.max_updates == 7

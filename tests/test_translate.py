@@ -793,6 +793,18 @@ def test_forced_alignment_is_refused_for_a_model_without_attention(encdec, tmp_p
     assert not list(tmp_path.glob("P*"))
 
 
+def test_force_in_python_refuses_to_align_by_a_model_without_attention_and_scores_without(encdec):
+    """Translator.force gave such a model's maps, zeros, which word_alignment linked to word 0."""
+    from nmtkit.core.errors import UserError
+    from nmtkit.translate.translator import Translator
+
+    translator = Translator.from_checkpoints(encdec, "cpu")
+    with pytest.raises(UserError, match="aligns by the attention, which this model has none of: aligned=False"):
+        translator.force([EN[0]], [FR[0]])
+    [f] = translator.force([EN[0]], [FR[0]], aligned=False)
+    assert f.score < 0 and f.attention.shape == (0, 0)
+
+
 def test_jsonl_of_a_model_without_attention_has_no_links(encdec, tmp_path):
     (tmp_path / "in.en").write_text(EN[0] + "\n" + EN[1] + "\n", encoding="utf-8")
     r = invoke("translate", "-m", encdec, tmp_path / "in.en", "--output-format", "jsonl")

@@ -50,6 +50,10 @@ def resolved_settings(
     _refuse_unknown(("--arch", arch, FAMILIES), ("--schedule", schedule_name, SCHEDULES))
     family = FAMILIES[arch]
     own, every = family.flags(), every_model_flag()
+    given = set(given)  # a list or tuple from Python: the set operations below take sets
+    known = every.keys() | {f.name for f in dataclasses.fields(TrainConfig)}
+    if stray := sorted(set(values) - known - {"arch", "preset", "schedule_name"}):
+        raise UserError(f"{stray[0]!r} is no option of nmtkit train's (by field name: lr, max_updates, hidden, …)")
     dropout = values.get("dropout")
     if dropout is None:
         dropout = family.default_dropout

@@ -183,6 +183,9 @@ _KIND_NAMES = {"bool": "true or false", "int": "a whole number", "float": "a num
 def _mistyped(f: Field[Any], value: Any) -> str | None:
     """Why a stored value is not of its field's kind (a number, a flag, a name) as its annotation
     names it; None where it is, or where the annotation is another (a list, a union)."""
+    held = sub_config(f) or (type(f.default) if isinstance(f.default, Settings) else None)
+    if held is not None:  # a sub-config (RNNsearch's coverage, translate's search): a str or dict failed later
+        return None if isinstance(value, held) else f"{value!r}, not a {held.__name__}"
     kind, _, none = str(f.type).partition(" | ")
     if kind not in _KINDS or none not in ("", "None") or (value is None and none):
         return None

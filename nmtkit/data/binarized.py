@@ -29,7 +29,7 @@ from ..core.errors import FormatError, UserError
 from ..core.files import read_lines
 from ..core.line_counts import count_lines
 from ..core.wording import counted
-from .manifest import read_manifest
+from .manifest import SplitStats, read_manifest
 from .vocab import Vocab
 
 
@@ -204,9 +204,7 @@ class Corpus:
     def split(self, name: str) -> tuple[TokenArray, TokenArray]:
         """The source and target token arrays of split ``name`` (memory-mapped; sentence i is
         ``array[i]``, its ids without ``</s>``); :class:`UserError` for a split it lacks."""
-        if name not in self.manifest.splits:
-            raise UserError(f"{self.path}: no split '{name}' (has: {', '.join(self.splits)})")
-        n = self.manifest.splits[name].sentences
+        n = self._stats(name).sentences
         src = TokenArray(self.path / f"{name}.{self.src_lang}", self.dtype, n)
         tgt = TokenArray(self.path / f"{name}.{self.tgt_lang}", self.dtype, n)
         if name not in self._checked:  # one pass over the ids, once: an id past the vocabulary fails far later
@@ -219,7 +217,7 @@ class Corpus:
         """sha256 of split ``name``'s ids (and word links, and the clean texts validation scores
         against): what a resumed run checks that it goes on over the pairs it was trained on, and
         validates on the ones it validated on. A second a few gigabytes (WMT'14's training split)."""
-        stats = self.manifest.splits[name]
+        stats = self._stats(name)
         digest = hashlib.sha256()
         prefixes = [f"{name}.{self.src_lang}", f"{name}.{self.tgt_lang}"] + ([stats.links] if stats.links else [])
         texts = [text for text in (stats.reference, stats.source_reference) if text]  # none in train
@@ -253,7 +251,14 @@ class Corpus:
 
     def lines(self, name: str) -> np.ndarray:
         """Raw-text line number (1-based) of each sentence of a split."""
+        self._stats(name)
         return np.loadtxt(self.path / f"{name}.lines", dtype=np.int64, ndmin=1)
+
+    def _stats(self, name: str) -> SplitStats:
+        """What the manifest says of split ``name``, or :class:`UserError` for a split it lacks."""
+        if name not in self.manifest.splits:
+            raise UserError(f"{self.path}: no split '{name}' (has: {', '.join(self.splits)})")
+        return self.manifest.splits[name]
 
 
 def too_long(src_sizes: np.ndarray, tgt_sizes: np.ndarray, max_len: int) -> int:

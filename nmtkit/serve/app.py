@@ -321,10 +321,13 @@ def create_app(
     for path in ("/translate", "/translator/translate"):
         app.add_api_route(path, answer, methods=["POST"], summary="Translate", responses=TRANSLATE_RESPONSES)
 
-    # HEAD too: a load balancer's or curl -I's check of the same
-    @app.api_route("/health", methods=["GET", "HEAD"])
+    @app.get("/health")
     async def health() -> dict[str, str]:
         return {"status": "ok"}
+
+    # HEAD too: a load balancer's or curl -I's check of the same, under an operationId of its own
+    # (one route for both gave them one, which OpenAPI forbids and generated clients trip on)
+    app.add_api_route("/health", health, methods=["HEAD"], operation_id="health_head")
 
     @app.get("/info", response_model=ServerInfo)
     async def describe() -> dict[str, Any]:

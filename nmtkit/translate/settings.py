@@ -191,6 +191,13 @@ class TranslateOptions(Settings):
         old="--max-length",
     )
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if checking() and self.glossary is not None:  # as serve's request and a glossary file are held
+            object.__setattr__(self, "glossary", _terms(self.glossary))
+        if checking() and self.unk_dict is not None and not _all_str(self.unk_dict):
+            raise UserError(f"unk_dict: {self.unk_dict!r}, not a dict of words (str) to their translations (str)")
+
     def check(self) -> TranslateOptions:
         """These options, or :class:`UserError` where they ask what no search can give, or two ways
         to cut batches."""
@@ -202,6 +209,28 @@ class TranslateOptions(Settings):
         if self.glossary:
             refuse_beside_glossary(self.search)
         return self
+
+
+def _all_str(d: object) -> bool:
+    return isinstance(d, dict) and all(isinstance(x, str) for pair in d.items() for x in pair)
+
+
+def _terms(given: object) -> tuple[tuple[str, str], ...]:
+    """A glossary given in Python, as a file's terms are held: (source term, translation) pairs of
+    text with a word each, a term once; a list of lists is taken as the tuples it stands for."""
+    pairs = list(given.items()) if isinstance(given, dict) else given
+    if isinstance(pairs, (str, bytes)) or not isinstance(pairs, (list, tuple)):
+        raise UserError(f"glossary: {given!r}, not (source term, translation) pairs")
+    terms: list[tuple[str, str]] = []
+    for pair in pairs:
+        if not (isinstance(pair, (list, tuple)) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):
+            raise UserError(f"glossary: {pair!r} is no (source term, translation) pair of text")
+        if not all(x.strip() for x in pair):
+            raise UserError(f"glossary: {tuple(pair)!r}: a term and its translation hold a word each")
+        if any(pair[0].strip() == t.strip() for t, _ in terms):
+            raise UserError(f"glossary: the term {pair[0].strip()!r} is given twice")
+        terms.append((pair[0], pair[1]))
+    return tuple(terms)
 
 
 def refuse_beside_glossary(search: SearchConfig) -> None:

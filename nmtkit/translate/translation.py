@@ -21,7 +21,8 @@ class Translation:
         score: The log-probability, ``</s>`` included.
         ranking: The score after length normalisation, by which the search ranked it.
         attention: The attention weights, (len(tokens) + 1) × (len(source_tokens) + 1), where
-            they were asked for and the model has attention; else None.
+            they were asked for and the model has attention; else None, and None for an empty
+            line, which is not searched (``translate --alignments`` and serve write ``[]``).
         nbest: The n best, best first, where more than one was asked for (``nbest``).
         links: Pharaoh links made otherwise than from ``attention`` (by linking both ways).
         token_scores: The log-probability of each of ``tokens``, then of ``</s>`` (their sum is

@@ -427,7 +427,8 @@ class Translator:
         longer side of each pair, padding counted). ``tokenized``: both ``sources`` and ``targets``
         are Moses tokens (BPE still applied), as ``TranslateOptions.tokenized`` reads input lines.
         Not ``scored``: their alignments alone (:func:`~.search.alignment`), each score NaN; not
-        ``aligned``: their scores alone and each token's, each attention empty (0 × 0). ``crop``:
+        ``aligned``: their scores alone and each token's, each attention empty (0 × 0), as a model
+        without attention (rnnencdec) must be asked. ``crop``:
         the units each side keeps (0: all), and the number of the first pair's line, for the warning
         of a line cropped."""
         if isinstance(sources, str) or isinstance(targets, str):
@@ -436,6 +437,8 @@ class Translator:
             raise UserError(f"{len(sources):,} sources but {len(targets):,} translations: one a source")
         if not (scored or aligned):
             raise ValueError("Translator.force: scored=False, aligned=False asks for nothing")
+        if aligned and not self.attends:  # its maps were zeros, which word_alignment linked to word 0
+            raise UserError("Translator.force aligns by the attention, which this model has none of: aligned=False")
         limit, first = crop
         refuse_non_text(sources, first, "source")
         refuse_non_text(targets, first, "translation")
