@@ -205,6 +205,9 @@ def test_a_toml_dump_reads_back_equal_whatever_the_strings_hold(tmp_path):
         ("beam: [3]\n", "'beam': one value, not a list"),
         ("beam: {a: 3}\n", "'beam': one value, not a table"),
         ("replace-unk: 1\n", "'replace-unk': true or false, not 1"),
+        # a quoted number was taken where a quoted flag was refused; 'abc' got click's words, no file
+        ("beam: '16'\n", "'beam': a whole number, not '16': numbers go unquoted"),
+        ("max-output-ratio: abc\n", "'max-output-ratio': a number, not 'abc': numbers go unquoted"),
         ("model: [a.pt, [b.pt]]\n", "'model': one value, not a list"),
         ("length-penalty: none\nlength_penalty: average\n", "'length-penalty' and 'length_penalty' are one option"),
         ("beam: 3\nbeam: 5\n", "not valid YAML ('beam' given twice in"),  # YAML's reader kept the last

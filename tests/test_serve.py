@@ -238,7 +238,7 @@ def test_a_request_may_give_each_sentence_the_start_of_its_translation(server):
         for k, text in enumerate(got)
     )
     status, body = _post(url + "/translate", {"sentences": EN[:2], "prefixes": ["Et"]})
-    assert status == 422 and "1 prefixes for 2 sentences" in json.dumps(body)
+    assert status == 422 and "1 prefix for 2 sentences" in json.dumps(body)
     status, body = _post(url + "/translate", {"sentences": EN[:1], "prefixes": ["la " * 61]})
     assert status == 413 and "a prefix of" in json.dumps(body)
     status, body = _post(url + "/translate", {"sentences": EN[:1], "prefixes": ["é," * 40]})  # one word, 80 units

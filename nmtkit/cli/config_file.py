@@ -174,8 +174,12 @@ def _unfit(param: click.Parameter, value: Any) -> str | None:
 
 
 def _unfit_number(param: click.Parameter, value: Any) -> str | None:
-    if isinstance(param.type, click.types.IntParamType) and isinstance(value, float):
+    whole = isinstance(param.type, click.types.IntParamType)
+    if whole and isinstance(value, float):
         return f"a whole number, not {value}"
+    if isinstance(value, str) and (whole or isinstance(param.type, click.types.FloatParamType)):
+        # a number quoted, as a flag's 'false' is refused: else click's words, without the file's name
+        return f"{'a whole number' if whole else 'a number'}, not {value!r}: numbers go unquoted"
     if isinstance(value, int | float) and isinstance(param.type, click.Path | click.File):
         # YAML reads 1.10 as 1.1 and 010 as 8: the name as written is gone
         return f"a file's name, not the number {value}: quote it to give it as text"

@@ -29,6 +29,7 @@ from pydantic import (
 
 from ..core.errors import UserError
 from ..core.settings import declared
+from ..core.wording import counted
 from ..translate.settings import SEARCH_OPTIONS, SearchConfig, TranslateOptions
 from .batching import Beside
 from .settings import ServerConfig
@@ -118,8 +119,11 @@ class _Request(BaseModel):
     @classmethod
     def _one_a_sentence(cls, given: list[Any] | None, info: ValidationInfo) -> list[Any] | None:
         if given is not None and "sentences" in info.data and len(given) != len(info.data["sentences"]):
-            what = "lists of phrases" if info.field_name == "constraints" else "prefixes"
-            raise ValueError(f"{len(given)} {what} for {len(info.data['sentences'])} sentences: give one a sentence")
+            one, many = (
+                ("list of phrases", "lists of phrases") if info.field_name == "constraints" else ("prefix", "prefixes")
+            )
+            sentences = counted(len(info.data["sentences"]), "sentence")
+            raise ValueError(f"{counted(len(given), one, many)} for {sentences}: give one a sentence")
         return given
 
     @field_validator("glossary", check_fields=False)
