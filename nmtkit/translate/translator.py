@@ -428,9 +428,8 @@ class Translator:
         are Moses tokens (BPE still applied), as ``TranslateOptions.tokenized`` reads input lines.
         Not ``scored``: their alignments alone (:func:`~.search.alignment`), each score NaN; not
         ``aligned``: their scores alone and each token's, each attention empty (0 × 0), as a model
-        without attention (rnnencdec) must be asked. ``crop``:
-        the units each side keeps (0: all), and the number of the first pair's line, for the warning
-        of a line cropped."""
+        without attention (rnnencdec) must be asked. ``crop``: the units each side keeps (0: all),
+        and the number of the first pair's line, for the warning of a line cropped."""
         if isinstance(sources, str) or isinstance(targets, str):
             raise TypeError("Translator.force takes lists of lines, not one str: use [line]")
         if len(sources) != len(targets):
@@ -442,12 +441,10 @@ class Translator:
         limit, first = crop
         refuse_non_text(sources, first, "source")
         refuse_non_text(targets, first, "translation")
-        src_tok = [
-            _crop(self.sides.src.tokens(s, tokenized), limit, first + k, "scoring") for k, s in enumerate(sources)
-        ]
-        tgt_tok = [
-            _crop(self.sides.tgt.tokens(t, tokenized), limit, first + k, "scoring") for k, t in enumerate(targets)
-        ]
+        src_tok, tgt_tok = (
+            [_crop(side.tokens(line, tokenized), limit, first + k, "scoring") for k, line in enumerate(lines)]
+            for side, lines in ((self.sides.src, sources), (self.sides.tgt, targets))
+        )
         out: list[Forced | None] = [None] * len(sources)
         backwards = self.model.cfg.right_to_left  # the model reads each target last unit first
         # a batch walks its longest target, and holds its longest source's attention
