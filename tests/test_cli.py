@@ -212,6 +212,14 @@ def test_mismatched_line_counts(raw, tmp_path):
     assert not (tmp_path / "out").exists()  # refused before anything is written, the directory included
 
 
+def test_one_file_as_both_sides_is_refused(raw, tmp_path):
+    """train.fr a link to train.en (a copy-paste slip) made a corpus of each sentence paired with itself."""
+    (raw / "train.fr").unlink()
+    (raw / "train.fr").symlink_to(raw / "train.en")
+    one_error_line(text_mode(raw, tmp_path / "out"), "train.fr and ")
+    assert not (tmp_path / "out").exists()
+
+
 def test_invalid_utf8_names_file_and_line(raw, tmp_path):
     data = (raw / "valid.en").read_bytes().split(b"\n")
     data[1] = b"caf\xe9"

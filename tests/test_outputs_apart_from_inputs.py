@@ -181,6 +181,11 @@ def test_a_directory_s_empty_name_is_refused(corpus, tmp_path, monkeypatch):
         ["reverse", corpus, ""],
     ):
         refused(invoke(*args), "'' names nothing: give a directory's name ('.' for this one)")
+    for args in (  # '-', a file's stdin or stdout, made a directory so named
+        ["preprocess", "-s", "en", "-t", "fr", "--train", "x", "-d", "-"],
+        ["train", corpus, "--max-updates", "1", "--save-dir", "-"],
+    ):
+        refused(invoke(*args), "'-' is no directory (stdin and stdout are a file's): './-' names one so called")
     assert sorted(p.name for p in tmp_path.iterdir()) == before
 
 

@@ -32,6 +32,20 @@ def test_two_workers_give_the_same_output_as_one(tmp_path, monkeypatch):
     assert outs[0][1]["fr"]["hash"] == 4
 
 
+def test_no_more_workers_start_than_the_chunks_of_the_longest_split(tmp_path, monkeypatch):
+    """-j 16 on a few lines started 16 processes, each loading its tables, for one to work."""
+    from nmtkit.core import parallel
+
+    started = []
+    monkeypatch.setattr(parallel, "_spawned", lambda n, *_: started.append(n) or (_ for _ in ()).throw(OSError))
+    write_pair(tmp_path / "raw" / "train", EN, FR)
+    texts = (TextConfig("en"), TextConfig("fr"))
+    preprocess_corpus({"train": tmp_path / "raw" / "train"}, tmp_path / "one", texts, FilterConfig(), workers=16)
+    assert started == [] and (tmp_path / "one" / "train.en").exists()  # one chunk: worked in this process
+    assert parallel.needed(16, 4_001, 2_000) == 3 and parallel.needed(2, 10**6, 2_000) == 2
+    assert parallel.needed(8, 0, 2_000) == 1
+
+
 def _sleep_then(x):
     import time
 

@@ -40,6 +40,8 @@ class DirPath(click.Path):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, str) and not value:
             self.fail("'' names nothing: give a directory's name ('.' for this one)", param, ctx)
+        if value == "-":  # a file's stdin or stdout elsewhere; here it made a directory of that name
+            self.fail("'-' is no directory (stdin and stdout are a file's): './-' names one so called", param, ctx)
         return super().convert(value, param, ctx)
 
 

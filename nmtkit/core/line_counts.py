@@ -4,6 +4,7 @@ so that a command fails before its first result, naming the lines without a part
 from __future__ import annotations
 
 import codecs
+import os
 from pathlib import Path
 
 from .errors import UserError
@@ -42,6 +43,9 @@ def check_parallel(paths: list[Path]) -> int:
     refused (:func:`refuse_streams`): counting its lines reads it."""
     refuse_streams(paths)
     counts = [count_lines(p) for p in paths]
+    for k, p in enumerate(paths):  # a link made for the other side: a corpus of each line paired with itself
+        if same := next((q for q in paths[:k] if os.path.samefile(p, q)), None):
+            raise UserError(f"{p} and {same} are one file: the sides of a parallel corpus are two")
     for p, n in zip(paths, counts):
         if n == 0:
             raise UserError(f"{p}: is empty")

@@ -38,6 +38,12 @@ def chunked(items: Iterable[T], size: int) -> Iterator[list[T]]:
         yield chunk
 
 
+def needed(workers: int, lines: int, chunk: int) -> int:
+    """Of ``workers`` processes, those that ``lines`` in chunks of ``chunk`` can keep busy: ``-j 16``
+    on a test set of one chunk started 16 processes, each loading its tables, for one to work."""
+    return max(1, min(workers, -(-lines // chunk)))
+
+
 class Workers:
     """A pool of ``n`` initialised processes (or none for n ≤ 1) with an ordered, bounded map."""
 

@@ -25,7 +25,7 @@ from ..core.console import log, progress
 from ..core.errors import UserError
 from ..core.files import fingerprint, read_lines
 from ..core.line_counts import check_line_map, check_parallel_prefix, count_lines
-from ..core.parallel import Workers, chunked
+from ..core.parallel import Workers, chunked, needed
 from ..core.staging import Staging, refuse_shared_directory
 from ..core.wording import counted
 from ..text.bpe import Segmenter
@@ -115,7 +115,7 @@ def binarize_corpus(
     dtype = np.dtype(manifest.dtype)
     with (
         Staging(out_dir, owned=stale) as stage,
-        Workers(workers, _init, ([v.tokens for v in vocabs], codes)) as pool,
+        Workers(needed(workers, max(counts.values()), CHUNK), _init, ([v.tokens for v in vocabs], codes)) as pool,
         progress() as bar,
     ):
         for lang, vocab in zip(langs, vocabs):

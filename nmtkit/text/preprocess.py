@@ -25,7 +25,7 @@ from ..core.console import log, progress
 from ..core.errors import FormatError, UserError
 from ..core.files import fingerprint, is_stream, read_json, read_lines, refuse_overwriting, write_json
 from ..core.line_counts import check_parallel_prefix, count_lines
-from ..core.parallel import Workers, chunked
+from ..core.parallel import Workers, chunked, needed
 from ..core.staging import Staging, refuse_shared_directory
 from ..core.wording import counted
 from .pipeline import Preprocessor
@@ -134,6 +134,7 @@ def preprocess_corpus(
                 f"({', '.join(previous['splits'])}); write to another directory"
             )
     init_args = ([t.to_dict() for t in texts], None)
+    workers = needed(workers, max(counts.values()), CHUNK)
     with Staging(out_dir, owned=stale) as stage, Workers(workers, _init, init_args) as pool, progress() as bar:
         for name, prefix in splits.items():
             task = bar.add_task(f"preprocess {name}", total=counts[name])
