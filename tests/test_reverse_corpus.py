@@ -54,8 +54,10 @@ def test_a_reversed_corpus_swaps_the_sides_and_transposes_the_links(raw, tmp_pat
         assert (reversed_pairs[:, 0] < len(src[i])).all() and (reversed_pairs[:, 1] < len(tgt[i])).all()
     assert skew > 0  # the links are not their own transpose, so the test could fail
     assert backward.links("valid") is None
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine\n")
     with pytest.raises(UserError, match="not empty"):
-        reverse_corpus(tmp_path / "fwd", tmp_path / "bwd")
+        reverse_corpus(tmp_path / "fwd", tmp_path / "other")
 
 
 def test_the_reverse_command_writes_the_corpus_whole_or_not_at_all(raw, tmp_path):
@@ -69,8 +71,15 @@ def test_the_reverse_command_writes_the_corpus_whole_or_not_at_all(raw, tmp_path
     r = reverse(tmp_path / "fwd", tmp_path / "bwd")
     assert r.exit_code == 0, r.output
     assert Corpus(tmp_path / "bwd").src_lang == "fr"
-    for r in (reverse(tmp_path / "fwd", tmp_path / "bwd"), reverse(tmp_path / "none", tmp_path / "out")):
-        assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1, r.output  # not empty; no corpus
+    # run again (a Makefile's, its corpus made anew with a split less): its own output replaced, whole
+    binarize_corpus({"train": splits["train"]}, ("en", "fr"), tmp_path / "vocab", tmp_path / "fwd2")
+    r = reverse(tmp_path / "fwd2", tmp_path / "bwd")
+    assert r.exit_code == 0 and "the reversed corpus written before is replaced" in r.output, r.output
+    assert Corpus(tmp_path / "bwd").splits == ["train"] and not list((tmp_path / "bwd").glob("valid.*"))
+    r = reverse(tmp_path / "fwd", tmp_path / "fwd2")  # a corpus of this direction is no earlier reverse
+    assert r.exit_code == 2 and "not empty" in r.output and Corpus(tmp_path / "fwd2").src_lang == "en", r.output
+    for r in (reverse(tmp_path / "none", tmp_path / "out"),):
+        assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1, r.output  # no corpus
     assert not (tmp_path / "out").exists()
     r = reverse(tmp_path / "fwd", tmp_path / "fwd" / "bwd")  # nested in its own input, exit 0
     assert r.exit_code == 2 and "inside" in r.output and not (tmp_path / "fwd" / "bwd").exists(), r.output

@@ -18,10 +18,11 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core.console import log
 from ..core.errors import UserError
 from ..core.staging import Staging
 from .binarized import Corpus
-from .manifest import MANIFEST, write_manifest
+from .manifest import MANIFEST, read_manifest, write_manifest
 
 
 def _place(source: Path, target: Path) -> None:
@@ -34,15 +35,34 @@ def _place(source: Path, target: Path) -> None:
 def reverse_corpus(corpus_dir: str | Path, out_dir: str | Path) -> Corpus:
     """``corpus_dir``'s corpus with source and target swapped, written to ``out_dir``."""
     corpus, out = Corpus(corpus_dir), Path(out_dir)
-    if out.exists() and any(out.iterdir()):
-        raise UserError(f"{out}: not empty; the reversed corpus needs a directory of its own")
     if out.resolve().is_relative_to(corpus.path.resolve()):  # a corpus inside the corpus it reverses
         raise UserError(f"{out}: inside {corpus.path}; the reversed corpus needs a directory of its own")
+    again = out.exists() and any(out.iterdir())
+    if again and not _reversed_before(out, corpus):
+        raise UserError(f"{out}: not empty; the reversed corpus needs a directory of its own")
     corpus.check()  # a file missing or cut is said before anything is written, and not passed on
-    with Staging(out) as stage:
+    with Staging(out, owned=("*",) if again else ()) as stage:
         _write_reversed(corpus, stage.dir)
         stage.commit()
+    if again:
+        log(f"{out}: the reversed corpus written before is replaced")
     return Corpus(out)
+
+
+def _reversed_before(out: Path, corpus: Corpus) -> bool:
+    """Whether ``out`` holds a corpus of ``corpus``'s languages the other way, and nothing else:
+    a reverse run before this one (a Makefile's again, its corpus made anew), which it replaces."""
+    if not (out / MANIFEST).is_file():
+        return False
+    try:
+        earlier = read_manifest(out)
+    except UserError:  # FormatError too: not a corpus this replaces
+        return False
+    if (earlier.src_lang, earlier.tgt_lang) != (corpus.tgt_lang, corpus.src_lang):
+        return False
+    prefixes = {f"{name}." for name in earlier.splits} | {"vocab.", MANIFEST}
+    codes = {c for c in earlier.bpe_codes.values() if c}
+    return all(p.name in codes or p.name.startswith(tuple(prefixes)) for p in out.iterdir())
 
 
 def _write_reversed(corpus: Corpus, out: Path) -> None:
