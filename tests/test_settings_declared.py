@@ -134,6 +134,17 @@ def test_a_schedule_is_a_value_and_its_help_names_its_flags():
         ),
         (lambda: TranslateOptions(glossary=[("a", "b"), ("a ", "c")]), "glossary: the term 'a' is given twice"),
         (lambda: TranslateOptions(unk_dict=5), "unk_dict: 5, not a dict of words (str) to their translations (str)"),
+        # the fields no option sets: torch refused them at the first update, or the limit went below the source's
+        (
+            lambda: TrainConfig(rho=1.5),
+            "TrainConfig rho 1.5, eps 1e-06: Adadelta's rho lies in [0, 1], its eps above 0",
+        ),
+        (lambda: TrainConfig(eps=0.0), "TrainConfig rho 0.95, eps 0.0: Adadelta's rho lies in [0, 1], its eps above 0"),
+        (lambda: TrainConfig(logits_blas="mkl"), "TrainConfig logits_blas 'mkl': one of auto, torch, numpy"),
+        (
+            lambda: SearchConfig(max_extra=-3).check(),
+            "SearchConfig max_extra -3: the output limit's constant is 0 or more",
+        ),
         # a name no option has was a TypeError from TrainConfig
         (
             lambda: train_settings("rnnsearch", "tiny", "appendix-b", {"max_ratio": 1}, set()),

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import UserError
-from ..core.settings import Settings, setting
+from ..core.settings import LOGITS_BLAS, Settings, checking, setting
 from ..models.config import FAMILIES, ModelConfig, RNNSearchConfig
 
 # Each optimizer's learning rate when none is given: Adadelta's 1 is the paper's (Appendix B: the
@@ -32,6 +32,13 @@ class TrainConfig(Settings):
         if self.lr is None:  # the optimizer's own rate (DEFAULT_LR), decided here and nowhere else
             object.__setattr__(self, "lr", DEFAULT_LR.get(self.optimizer))
         super().__post_init__()
+        # the fields no option sets, which a library caller may: refused here, not at the first update
+        if checking() and not (0 <= self.rho <= 1 and self.eps > 0):
+            raise UserError(
+                f"TrainConfig rho {self.rho}, eps {self.eps}: Adadelta's rho lies in [0, 1], its eps above 0"
+            )
+        if checking() and self.logits_blas not in LOGITS_BLAS:
+            raise UserError(f"TrainConfig logits_blas '{self.logits_blas}': one of {', '.join(LOGITS_BLAS)}")
 
     @property
     def chosen_by(self) -> str:

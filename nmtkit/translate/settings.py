@@ -105,6 +105,8 @@ class SearchConfig(Settings):
         fields the asker gave, which are refused where idle even at their defaults."""
         if self.nbest < 1:
             raise UserError(f"{names[0]} {self.nbest}: at least 1 hypothesis a sentence")
+        if self.max_extra < 0:  # not an option: a library caller's
+            raise UserError(f"SearchConfig max_extra {self.max_extra}: the output limit's constant is 0 or more")
         if not self.sampling and self.nbest > self.beam:
             raise UserError(f"{names[0]} {self.nbest} is more than {names[1]} {self.beam} can give")
         if not self.sampling and (self.temperature != 1.0 or self.top_k or self.seed or set(typed) & _DRAWS):
