@@ -1,5 +1,6 @@
 """``python -m nmtkit`` is the ``nmtkit`` command, and :func:`run` its console script."""
 
+import os
 import sys
 
 
@@ -7,13 +8,14 @@ def run() -> None:
     """The nmtkit command. Ctrl-C while its libraries load (click and rich, a tenth of a second)
     ends it as a Ctrl-C anywhere else does, before the command's own guard is there to: one line
     and status 130, not a traceback."""
+    parent = os.getppid()  # before the imports: a launcher that ends meanwhile is seen to have ended
     try:
         from .cli import main
         from .core.stops import own_process
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         sys.exit(130)
-    own_process()
+    own_process(parent)
     main()
 
 

@@ -223,6 +223,16 @@ def test_a_bad_config_is_one_line_naming_the_command(tmp_path, text, message):
     assert len(r.output.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("written", ["lr: 1e-4", "lr: 1.0e-4", '{"lr": 1e-4}', "lr = 1e-4"])
+def test_a_number_with_an_exponent_is_a_number(tmp_path, written):
+    """YAML 1.1's reader takes 1e-4 (YAML 1.2's and JSON's, json.dumps's 1e-05) for text, which the
+    check of quoted numbers refused as one."""
+    name = "c.toml" if " = " in written else "c.yaml"
+    (tmp_path / name).write_text(written + "\n", encoding="utf-8")
+    r = invoke("train", "bin", "--save-dir", "r", "--config", tmp_path / name, "--dump-config", "-")
+    assert r.exit_code == 0 and yaml.safe_load(r.stdout)["lr"] == 1e-4, r.output
+
+
 def test_a_toml_time_and_an_empty_dump_name_are_one_line(tmp_path):
     (tmp_path / "c.toml").write_text("beam = 07:32:00\n", encoding="utf-8")
     r = invoke("translate", "-m", "x.pt", "--config", tmp_path / "c.toml")

@@ -4,6 +4,7 @@ line, status 143 (128 + SIGTERM), and no output half-written, not even under a t
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -188,3 +189,48 @@ def test_an_error_whose_stderr_reader_is_gone_still_exits_2(tmp_path):
     finally:
         os.close(write)
     assert done.returncode == 2
+
+
+def _runs_as_pid_1() -> bool:
+    probe = shutil.which("unshare") and subprocess.run(
+        ["unshare", "-rpf", "--mount-proc", "true"], capture_output=True, timeout=30
+    )
+    return bool(probe) and probe.returncode == 0
+
+
+@pytest.mark.skipif(not _runs_as_pid_1(), reason="needs unshare(1) and user namespaces to start a process as pid 1")
+def test_a_torchrun_worker_whose_launcher_is_pid_1_runs():
+    """torchrun as a container's entry point is pid 1: its workers took a parent of pid 1 for a
+    launcher gone, and each ended itself at start, without a line."""
+    env = {**os.environ, "TORCHELASTIC_RUN_ID": "pid-1", "PYTHONPATH": str(ROOT)}
+    launcher = "import subprocess, sys; sys.exit(subprocess.run(sys.argv[1:]).returncode)"  # pid 1
+    done = subprocess.run(
+        [
+            "unshare",
+            "-rpf",
+            "--mount-proc",
+            sys.executable,
+            "-c",
+            launcher,
+            sys.executable,
+            "-m",
+            "nmtkit",
+            "--version",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0 and done.stdout.startswith("nmtkit "), (done.returncode, done.stderr)
+
+
+def test_a_torchrun_worker_whose_launcher_ended_as_it_started_stops():
+    """A launcher gone between the worker's start and its request for the signal: no signal comes,
+    and the parent read as it started tells."""
+    script = (
+        "import os\nfrom nmtkit.core import stops\nstops.own_process(os.getppid() + 1)\nimport time\ntime.sleep(30)\n"
+    )
+    env = {**os.environ, "TORCHELASTIC_RUN_ID": "gone", "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, timeout=60)
+    assert done.returncode == -signal.SIGTERM

@@ -83,6 +83,13 @@ def _yaml_load(fh: Any) -> Any:
                     seen.add(key)
             return super().construct_mapping(node, deep)
 
+    # YAML 1.2's and JSON's exponents (1e-4, 1.0e4, json.dumps's 1e-05), which YAML 1.1's reader
+    # takes for text: numbers, as the file's writer meant and as TOML reads them
+    Loader.add_implicit_resolver(
+        "tag:yaml.org,2002:float",
+        re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+$"),
+        list("-+0123456789."),
+    )
     return yaml.load(fh, Loader)  # a SafeLoader: no object a file names is built
 
 

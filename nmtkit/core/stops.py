@@ -92,12 +92,13 @@ def decided_in_own_process() -> bool:
     return _ending and _own_process
 
 
-def own_process() -> None:
+def own_process(parent: int | None = None) -> None:
     """The command about to run is the process's own (``nmtkit``, ``python -m nmtkit``), not one run
-    inside another program (a test's CliRunner, a notebook), whose process must outlive it."""
+    inside another program (a test's CliRunner, a notebook), whose process must outlive it;
+    ``parent``: the pid of the process that started it, read as it started."""
     global _own_process
     _own_process = True
-    _ends_with_its_launcher()
+    _ends_with_its_launcher(os.getppid() if parent is None else parent)
 
 
 # prctl(2)'s request: the signal this process gets when the process that started it ends
@@ -106,27 +107,29 @@ _LAUNCHER_GONE = getattr(signal, "SIGUSR2", None)
 _launcher = 0  # the pid of the process that started this one, where its end is watched
 
 
-def _ends_with_its_launcher() -> None:
+def _ends_with_its_launcher(parent: int) -> None:
     """A torchrun worker gets SIGTERM, which saves and stops a training run, when its torchrun ends,
     even by SIGKILL (an OOM killer, a job queue's hard kill): torchrun forwards no signal then, and
     its workers trained on, holding their GPUs, their save directory's lock and its checkpoints.
-    Linux only; a torchrun that ends before this line is reached leaves its workers as before."""
+    Linux only. ``parent``: the launcher's pid as the process started; one that is pid 1 (torchrun as
+    a container's entry point) is a launcher like any other, not a sign of one gone."""
     global _launcher
     if "TORCHELASTIC_RUN_ID" not in os.environ or not sys.platform.startswith("linux") or _LAUNCHER_GONE is None:
         return
     import ctypes  # for this one call: the standard library has no prctl
 
-    _launcher = os.getppid()
+    _launcher = parent
     signal.signal(_LAUNCHER_GONE, _on_launcher_gone)
-    if ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, _LAUNCHER_GONE) == 0 and _launcher == 1:
-        _on_launcher_gone(_LAUNCHER_GONE, None)  # orphaned already (to init): the signal will not come
+    asked = ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, ctypes.c_ulong(_LAUNCHER_GONE))
+    if asked == 0 and os.getppid() != parent:
+        _on_launcher_gone(_LAUNCHER_GONE, None)  # gone before the request: the signal will not come
 
 
 def _on_launcher_gone(signum: int, _frame: object) -> None:
     # The kernel signals at the end of the launcher's thread that started this process, then again
     # at each thread it passes the process on to as the launcher ends: a thread's end alone leaves
     # the parent's pid as it was, and its process's end is told once, as the SIGTERM a user sends.
-    if os.getppid() == _launcher != 1:
+    if os.getppid() == _launcher:
         return
     signal.signal(signum, signal.SIG_IGN)
     os.kill(os.getpid(), signal.SIGTERM)
