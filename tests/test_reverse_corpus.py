@@ -76,6 +76,9 @@ def test_the_reverse_command_writes_the_corpus_whole_or_not_at_all(raw, tmp_path
     r = reverse(tmp_path / "fwd2", tmp_path / "bwd")
     assert r.exit_code == 0 and "the reversed corpus written before is replaced" in r.output, r.output
     assert Corpus(tmp_path / "bwd").splits == ["train"] and not list((tmp_path / "bwd").glob("valid.*"))
+    binarize_corpus({"train": splits["train"]}, ("fr", "en"), tmp_path / "vocab", tmp_path / "own")
+    r = reverse(tmp_path / "fwd", tmp_path / "own")  # binarized fr-en, not reversed: the user's own, kept
+    assert r.exit_code == 2 and "not empty" in r.output and Corpus(tmp_path / "own").splits == ["train"], r.output
     r = reverse(tmp_path / "fwd", tmp_path / "fwd2")  # a corpus of this direction is no earlier reverse
     assert r.exit_code == 2 and "not empty" in r.output and Corpus(tmp_path / "fwd2").src_lang == "en", r.output
     for r in (reverse(tmp_path / "none", tmp_path / "out"),):

@@ -24,6 +24,8 @@ from ..core.staging import Staging
 from .binarized import Corpus
 from .manifest import MANIFEST, read_manifest, write_manifest
 
+REVERSED = "reversed"  # the manifest's settings: made by reverse, which may replace it
+
 
 def _place(source: Path, target: Path) -> None:
     try:
@@ -50,15 +52,16 @@ def reverse_corpus(corpus_dir: str | Path, out_dir: str | Path) -> Corpus:
 
 
 def _reversed_before(out: Path, corpus: Corpus) -> bool:
-    """Whether ``out`` holds a corpus of ``corpus``'s languages the other way, and nothing else:
-    a reverse run before this one (a Makefile's again, its corpus made anew), which it replaces."""
+    """Whether ``out`` holds a corpus that reverse wrote of ``corpus``'s languages the other way,
+    and nothing else: a run before this one (a Makefile's again, its corpus made anew), which it
+    replaces. A corpus binarized that way round is a user's own, and is not."""
     if not (out / MANIFEST).is_file():
         return False
     try:
         earlier = read_manifest(out)
     except UserError:  # FormatError too: not a corpus this replaces
         return False
-    if (earlier.src_lang, earlier.tgt_lang) != (corpus.tgt_lang, corpus.src_lang):
+    if not earlier.settings.get(REVERSED) or (earlier.src_lang, earlier.tgt_lang) != (corpus.tgt_lang, corpus.src_lang):
         return False
     prefixes = {f"{name}." for name in earlier.splits} | {"vocab.", MANIFEST}
     codes = {c for c in earlier.bpe_codes.values() if c}
@@ -87,4 +90,5 @@ def _write_reversed(corpus: Corpus, out: Path) -> None:
                 _place(corpus.path / ref, out / ref)
         splits[name] = dataclasses.replace(stats, reference=stats.source_reference, source_reference=stats.reference)
     langs = {"src": manifest.tgt_lang, "tgt": manifest.src_lang}
-    write_manifest(out / MANIFEST, dataclasses.replace(manifest, langs=langs, splits=splits))
+    settings = {**manifest.settings, REVERSED: True}
+    write_manifest(out / MANIFEST, dataclasses.replace(manifest, langs=langs, splits=splits, settings=settings))
