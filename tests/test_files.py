@@ -107,10 +107,13 @@ def test_the_first_line_s_byte_order_mark_is_no_text(tmp_path):
 def test_check_parallel_names_unpartnered_lines(tmp_path):
     (tmp_path / "a").write_text("1\n2\n3\n4\n")
     (tmp_path / "b").write_text("1\n2\n")
-    with pytest.raises(UserError, match=r"a has 4, .*b has 2 lines\): lines 3-4 have no partner"):
+    with pytest.raises(UserError, match=r"a has 4 lines, .*b has 2 lines\): lines 3-4 have no partner"):
         check_parallel([tmp_path / "a", tmp_path / "b"])
     (tmp_path / "b").write_text("1\n2\n3\n")
     with pytest.raises(UserError, match=r"b has 3 lines\): line 4 has no partner"):  # not 'lines 4-4'
+        check_parallel([tmp_path / "a", tmp_path / "b"])
+    (tmp_path / "b").write_text("1\n")
+    with pytest.raises(UserError, match=r"b has 1 line\): lines 2-4 have no partner"):  # not '1 lines'
         check_parallel([tmp_path / "a", tmp_path / "b"])
 
 

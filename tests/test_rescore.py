@@ -153,6 +153,8 @@ def test_backward_scores_each_source_as_the_other_directions_model_does_given_th
         ("0 ||| a ||| F0= -1 ||| -1\n1 ||| a |||  ||| -1\n", "line 2 has the features none, line 1 F0=: every"),
         # the total's place holding something else: the fields shifted, or a foreign format
         ("0 ||| a ||| F0= -1 ||| 0-0 1-1\n", "line 1's fourth field '0-0 1-1' is no total score 'i ||| text"),
+        ("0 ||| a ||| F0= -1 ||| nan\n", "line 1's fourth field 'nan' is no total score"),
+        ("0 ||| a ||| F0= -1 ||| \n", "line 1 has a fourth field with no total score in it 'i ||| text"),
     ],
 )
 def test_a_malformed_nbest_list_is_refused_in_one_line(overfit, tmp_path, nbest, says):

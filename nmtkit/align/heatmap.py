@@ -20,6 +20,7 @@ from ..core.console import log
 from ..core.errors import UserError
 from ..core.files import read_lines
 from ..core.plot import alignment_heatmap, check_format
+from ..core.wording import counted
 from ..text.bpe import GUESSED, UnitKinds
 from .aer import read_gold
 from .files import is_alignment_header, read_alignments, spans, unit_kinds
@@ -104,7 +105,7 @@ def from_pharaoh(path: str | Path, source: str | None, target: str | None, lines
         for i, j in pairs:
             grid[j, i] = 1.0 if (i, j) in sure else 0.5
         maybe = len(pairs) - len(sure)
-        title = f"line {n}, {len(sure)} links" + (f" and {maybe} possible (grey)" if maybe else "")
+        title = f"line {n}, {counted(len(sure), 'link')}" + (f" and {maybe} possible (grey)" if maybe else "")
         maps.append(Heatmap(n, s, t, grid, title, subwords=False))
     return maps
 

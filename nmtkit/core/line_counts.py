@@ -9,6 +9,7 @@ from pathlib import Path
 
 from .errors import UserError
 from .files import display_name, is_stream, open_binary, read_lines
+from .wording import counted
 
 
 def count_lines(path: str | Path, *, utf8: bool = False) -> int:
@@ -50,10 +51,10 @@ def check_parallel(paths: list[Path]) -> int:
         if n == 0:
             raise UserError(f"{p}: is empty")
     if len(set(counts)) > 1:
-        detail = ", ".join(f"{p} has {n}" for p, n in zip(paths, counts))
+        detail = ", ".join(f"{p} has {counted(n, 'line')}" for p, n in zip(paths, counts))
         short, long = min(counts), max(counts)
         which = f"line {long} has" if long == short + 1 else f"lines {short + 1}-{long} have"
-        raise UserError(f"parallel files differ in length ({detail} lines): {which} no partner")
+        raise UserError(f"parallel files differ in length ({detail}): {which} no partner")
     return counts[0]
 
 

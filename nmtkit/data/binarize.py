@@ -213,7 +213,7 @@ def _link_files(splits: dict[str, Path], suffix: str | None, counts: dict[str, i
         if not path.exists():
             raise UserError(f"{path}: no such file (--align-suffix {suffix}: make it with 'nmtkit word-align')")
         if (have := count_lines(path)) != counts[name]:
-            raise UserError(f"{path}: has {counted(have, 'line')} but the {name} split {counts[name]:,} pairs")
+            raise UserError(f"{path}: has {counted(have, 'line')} but the {name} split {counted(counts[name], 'pair')}")
     return found
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from ..core.errors import UserError
 from ..core.files import display_name, read_lines
+from ..core.wording import counted
 
 NBEST_FORM = "'i ||| text ||| features ||| score'"
 SEARCH_FEATURE = "F0"  # the name of translate's log-probability
@@ -107,7 +108,7 @@ def read_nbest(path: str, sentences: int | None = None, source: str = "", featur
         if sentences is not None and index >= sentences:
             raise UserError(
                 f"{where}: line {lineno} is of source line {index} (from 0), "
-                f"but {display_name(source)} has {sentences:,} lines"
+                f"but {display_name(source)} has {counted(sentences, 'line')}"
             )
         found = _check_features(fields[2], f"{where}: line {lineno}")
         if WORDS in found:
@@ -124,17 +125,20 @@ def read_nbest(path: str, sentences: int | None = None, source: str = "", featur
                 f"{where}: line {lineno} has a feature {feature}= already: give --nbest-feature another name"
             )
         rest = tuple(f.strip() for f in fields[3:])
+        if rest and not rest[0]:
+            raise UserError(f"{where}: line {lineno} has a fourth field with no total score in it {NBEST_FORM}")
         if rest and not _is_number(rest[0]):
             raise UserError(f"{where}: line {lineno}'s fourth field '{rest[0]}' is no total score {NBEST_FORM}")
         yield NbestLine(index, unescaped(fields[1].strip()), fields[2].strip(), rest, found)
 
 
 def _is_number(text: str) -> bool:
+    """Whether a total score reads as one: float() takes "1_0" and "nan" too, which no writer of
+    n-best lists writes; "-inf" is a hypothesis' score where every other was refused."""
     try:
-        float(text)
+        return "_" not in text and not math.isnan(float(text))
     except ValueError:
         return False
-    return True
 
 
 def said_features(layout: list[tuple[str, int]]) -> str:
