@@ -124,12 +124,12 @@ def _pairs(source: str, target: str | None, nbest: str | None, feature: str) -> 
         total = None if is_stream(nbest) else sum(1 for _ in read_nbest(nbest, len(sources), source, feature))
         return ((sources[h.index], h.text, h) for h in read_nbest(nbest, len(sources), source, feature)), total
     assert target is not None
-    counts = [None if is_stream(path) else count_lines(path, utf8=True) for path in (source, target)]
-    if None not in counts and counts[0] != counts[1]:
+    in_source, in_target = (None if is_stream(path) else count_lines(path, utf8=True) for path in (source, target))
+    if in_source is not None and in_target is not None and in_source != in_target:
         raise UserError(
-            f"{display_name(source)} has {counted(counts[0], 'line')} but {display_name(target)} {counts[1]:,}"
+            f"{display_name(source)} has {counted(in_source, 'line')} but {display_name(target)} {in_target:,}"
         )
-    return _zipped(source, target), counts[0] if counts[0] is not None else counts[1]
+    return _zipped(source, target), in_source if in_source is not None else in_target
 
 
 def _zipped(source: str, target: str) -> Iterator[Pair]:
