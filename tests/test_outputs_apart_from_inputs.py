@@ -8,6 +8,7 @@ from dataclasses import replace
 import pytest
 from click.testing import CliRunner
 
+from nmtkit import checkpoint
 from nmtkit.cli import main
 from tests.conftest import EN, FR, TINY_ADAM
 
@@ -35,6 +36,15 @@ def test_align_lexicon_and_word_align_refuse_to_write_over_what_they_read(overfi
     inside = next(data.glob("train.*.bin"))
     kept[inside] = inside.read_bytes()
     refused(invoke("lexicon", model, "--data", data, "-o", inside), f"the same file as --data {inside}")
+    # a run's own names given to another of its models: last.pt's resume state was replaced by weights alone
+    run = tmp_path / "run"
+    shutil.copytree(overfit / "run", run)
+    for name in ("last.pt", "best-9.pt", "update-3.pt"):
+        before = (run / name).read_bytes() if (run / name).exists() else None
+        refused(invoke("lexicon", run / "best.pt", "--data", data, "-o", run / name), "a name train writes in its run")
+        assert ((run / name).read_bytes() if (run / name).exists() else None) == before
+    done = invoke("lexicon", run / "last.pt", "--data", data)  # in place, as the help's example: its state kept
+    assert done.exit_code == 0 and checkpoint.load(run / "last.pt").training.resumable, done.output
     # word-align's links over a side of the corpus, or over preprocess's line map
     for suffix in ("en", "lines"):
         refused(

@@ -19,7 +19,7 @@ from .. import checkpoint
 from ..core.console import log
 from ..core.errors import UserError
 from . import Averaged, Checkpoint, TrainingState
-from .file import not_finite
+from .file import check_not_train_s, not_finite
 
 
 def average(paths: list[str | Path]) -> Checkpoint:
@@ -153,17 +153,8 @@ def inputs(
     return found[-last:] if last else found
 
 
-# the names train writes in its save directory: its resume state, its best models, its kept validations
-_TRAINS = re.compile(r"(last|best|best-\d+|update-\d+)\.pt")
-
-
 def write_average(paths: list[str | Path], out: str | Path) -> Checkpoint:
-    out_dir = Path(out).parent
-    if _TRAINS.fullmatch(Path(out).name) and any((out_dir / n).exists() for n in ("last.pt", "metrics.jsonl")):
-        raise UserError(
-            f"{out}: a name train writes in its run directory {out_dir} (its resume state, its best "
-            f"models, its kept validations): name the average otherwise (-o {out_dir / 'average.pt'})"
-        )
+    check_not_train_s(out, "the average", "average.pt")
     checkpoint.check_destination(out)
     averaged = average(paths)
     checkpoint.save(out, averaged)

@@ -197,6 +197,22 @@ def check_destination(path: str | Path) -> None:
         raise UserError("a checkpoint is a binary file, not a stream: give -o FILE, not '-'")
 
 
+# the names train writes in its save directory: its resume state, its best models, its kept validations
+_TRAINS = re.compile(r"(last|best|best-\d+|update-\d+)\.pt")
+
+
+def check_not_train_s(out: str | Path, what: str, name: str) -> None:
+    """Refuse a name that train writes in its run directory as the output of another command
+    (``what``: the average, the model with a lexicon; ``name``: one to give it instead): it
+    replaced the run's resume state (of which a model alone holds none) or one of its kept models."""
+    out_dir = Path(out).parent
+    if _TRAINS.fullmatch(Path(out).name) and any((out_dir / n).exists() for n in ("last.pt", "metrics.jsonl")):
+        raise UserError(
+            f"{out}: a name train writes in its run directory {out_dir} (its resume state, its best "
+            f"models, its kept validations): name {what} otherwise (-o {out_dir / name})"
+        )
+
+
 def save(path: str | Path, ckpt: Checkpoint) -> None:
     """Write ``ckpt`` to ``path`` atomically, with the permissions of any other output."""
     check_destination(path)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..data.binarized import Corpus
 from ..data.lexicon import FREQUENT, PER_SOURCE, Lexicon, lexicon_of
-from .file import check_destination, load, save
+from .file import check_destination, check_not_train_s, load, save
 
 
 def add_lexicon(
@@ -19,6 +19,8 @@ def add_lexicon(
 ) -> Lexicon:
     """Store the lexicon of ``data_bin`` in the checkpoint ``model_path`` (written to ``out``)."""
     check_destination(out)
+    if not (Path(out).exists() and Path(out).samefile(model_path)):  # in place, the run's file stays its own
+        check_not_train_s(out, "the model with its lexicon", "with-lexicon.pt")
     ckpt = load(model_path, lazy=False)
     corpus = Corpus(data_bin)
     corpus.check_vocab(ckpt.text.vocab_sha256, f"the checkpoint {model_path}", ckpt.text.langs)
