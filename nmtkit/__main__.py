@@ -11,12 +11,15 @@ def run() -> None:
     parent = os.getppid()  # before the imports: a launcher that ends meanwhile is seen to have ended
     try:
         from .cli import main
-        from .core.stops import own_process
+        from .core.stops import ended, own_process
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         sys.exit(130)
     own_process(parent)
-    main()
+    try:
+        main()
+    finally:
+        ended()
 
 
 if __name__ == "__main__":

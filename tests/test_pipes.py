@@ -41,6 +41,23 @@ def test_tokenize_into_head_exits_141_and_says_nothing(tmp_path, stdin):
     assert (status, err) == (141, "") and first.startswith("In the beginning God created")
 
 
+@pytest.mark.parametrize("stdin", [False, True])
+def test_tokenize_appended_to_its_own_input_is_refused(tmp_path, stdin):
+    """tokenize FILE >> FILE read the lines it wrote, on and on, until the disk was full."""
+    text = "".join(EN[i % len(EN)] + "\n" for i in range(LINES))
+    (tmp_path / "in.en").write_text(text, encoding="utf-8")
+    nmtkit = f"{sys.executable} -m nmtkit tokenize -l en -j 1"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    script = f"{nmtkit} - < in.en >> in.en" if stdin else f"{nmtkit} in.en >> in.en"
+    done = subprocess.run(["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
+    named = "INPUT -" if stdin else "INPUT in.en"
+    assert (
+        done.returncode == 2
+        and done.stderr == f"nmtkit tokenize: error: stdout: the same file as {named}: give another path\n"
+    )
+    assert (tmp_path / "in.en").read_text(encoding="utf-8") == text
+
+
 def test_translate_into_head_exits_141_and_says_nothing(overfit, tmp_path):
     (tmp_path / "in.en").write_text("".join(EN[i % 4] + "\n" for i in range(LINES // 4)), encoding="utf-8")
     status, first, err = piped(

@@ -171,6 +171,26 @@ run()
     assert (done.returncode, done.stderr) == (130, "interrupted\n")
 
 
+@pytest.mark.parametrize("signum, status", [(signal.SIGINT, 0), (signal.SIGTERM, 0), (signal.SIGINT, 2)])
+def test_a_stop_signal_after_the_command_has_ended_keeps_its_status(tmp_path, signum, status):
+    """Ctrl-C in the half second of the interpreter's teardown (torch's) after a command's results
+    were whole ended it as 130 without a line: a script took the run for failed."""
+    script = f"""
+import atexit, os, signal, sys, time
+atexit.register(lambda: (os.kill(os.getpid(), {int(signum)}), time.sleep(1)))  # in the teardown
+sys.argv = ["nmtkit", "tokenize", "-l", "en", sys.argv[1]]
+from nmtkit.__main__ import run
+run()
+"""
+    source = tmp_path / ("in.en" if status == 0 else "missing.en")
+    if status == 0:
+        source.write_text("Hello, world!\n", encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", script, source], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == status, done.stderr
+    assert done.stdout == ("Hello , world !\n" if status == 0 else "") and "interrupted" not in done.stderr
+
+
 def test_an_error_whose_stderr_reader_is_gone_still_exits_2(tmp_path):
     """``nmtkit … 2>&1 | true``: the error line met a closed pipe, and the BrokenPipeError made the
     status 1, as a defect's."""

@@ -255,7 +255,8 @@ def refuse_overwriting(outputs: Sequence[tuple[str, str | None]], inputs: Sequen
             if not path or (k := key(path, fd)) is None:
                 continue
             if role == "output" and k in taken:
-                raise UserError(f"{name} {path}: the same file as {taken[k]}: give another path")
+                said = name if name == "stdout" else f"{name} {path}"  # a filter's stdout (tokenize >> its input)
+                raise UserError(f"{said}: the same file as {taken[k]}: give another path")
             taken.setdefault(k, f"{name} {path}")
 
 
@@ -385,8 +386,7 @@ class _NamedFile(io.FileIO):
 
 
 def _named_writes(target: int | str | Path, mode: str, encoding: str | None, shown: Path) -> IO[Any]:
-    """``target`` (a descriptor, or a path) opened for writing as ``open`` would, its errors said
-    of ``shown``."""
+    """``target`` (a descriptor, or a path) opened for writing as ``open`` would, its errors said of ``shown``."""
     buffered = io.BufferedWriter(_NamedFile(target, "a" if "a" in mode else "w", shown))
     return buffered if "b" in mode else io.TextIOWrapper(buffered, encoding=encoding)
 

@@ -32,9 +32,12 @@ Examples:
 def tokenize(lang: str, input: str, bpe_codes: str | None, workers: int, **values: Any) -> None:
     """Clean and tokenize one language's text, INPUT (default: stdin) to stdout, one line out
     per line in: what preprocess does to each side, as a filter."""
+    from ...core.files import STDIO, refuse_overwriting
     from ...text.bpe import read_codes
     from ...text.preprocess import preprocess_stream
 
+    # stdout appended to its own input read on, the lines it wrote, until the disk was full
+    refuse_overwriting([("stdout", STDIO)], [("INPUT", input), ("--bpe-codes", bpe_codes)])
     codes = None
     if bpe_codes:
         if not Path(bpe_codes).is_file():
