@@ -378,3 +378,21 @@ def test_a_last_pt_with_a_damaged_byte_is_said_with_the_way_to_start_over(data_b
     r = CliRunner().invoke(main, ["train", str(data_bin), "--save-dir", str(run), "--preset", "tiny"])
     assert r.exit_code == 2 and r.output.count("\n") == 1, r.output
     assert "do not match their checksum); --reset starts over" in r.output
+
+
+def test_a_checkpoint_that_may_not_be_read_is_said_so_not_damaged(tmp_path, monkeypatch):
+    """zipfile.is_zipfile says False of a file it may not open: a whole checkpoint of another user
+    in a run directory was called corrupt, which asks for its deletion."""
+    from pathlib import Path
+
+    fake_checkpoint(tmp_path / "c.pt")
+    real = Path.open
+
+    def refused(self, *args, **kwargs):
+        if self.name == "c.pt":
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", refused)
+    with pytest.raises(UserError, match=r"c\.pt: permission denied$"):
+        checkpoint.load(tmp_path / "c.pt")

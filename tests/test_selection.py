@@ -318,6 +318,13 @@ def test_select_refusals(tmp_path):
     Path(f"{gen}.fr").write_bytes(b"".join(b"ligne\n" if i != 7 else b"caf\xe9\n" for i in range(40)))
     result = runner.invoke(main, base + ["--in-domain", str(ind), "--general", str(gen), "--keep-words", "1k"])
     assert result.exit_code == 2 and "line 8 is not valid UTF-8" in result.output
+    # a second in-domain corpus's bad line was said of the first's file, at its place in the two joined
+    ind2 = write(tmp_path / "in2" / "more", pairs(40, "animals", 3))
+    Path(f"{ind2}.fr").write_bytes(b"".join(b"ligne\n" if i != 30 else b"caf\xe9\n" for i in range(40)))
+    result = runner.invoke(
+        main, base + ["--in-domain", str(ind), "--in-domain", str(ind2), "--general", str(gen), "--keep-words", "1k"]
+    )
+    assert result.exit_code == 2 and f"{ind2}.fr: line 31 is not valid UTF-8" in result.output, result.output
     for side in ("en", "fr"):
         Path(f"{gen}.{side}").write_text("")
     result = runner.invoke(main, base + ["--in-domain", str(ind), "--general", str(gen), "--keep-words", "1k"])

@@ -26,6 +26,10 @@ def read(path: Path, lazy: bool = True) -> Any:
         raise UserError(f"{path}: no such checkpoint")
     if not path.is_file():
         raise UserError(f"{path}: is not a file")
+    try:  # is_zipfile says False of a file it may not read, which is no damage
+        path.open("rb").close()
+    except PermissionError:
+        raise UserError(f"{path}: permission denied") from None
     if not zipfile.is_zipfile(path):  # torch.save always writes a zip archive
         raise DamagedCheckpoint(f"{path}: truncated or corrupt checkpoint (not a torch zip archive)")
     _check_sums(path)

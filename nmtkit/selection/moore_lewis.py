@@ -147,10 +147,13 @@ def _named(corpora: list[Corpus]) -> str:
 def build_models(in_domain: list[Corpus], general: list[Corpus], lm_dir: Path, cfg: SelectConfig) -> dict[str, Any]:
     """Estimate the four LMs into ``lm_dir`` (src/tgt × in/gen) with their vocabularies."""
     sides: list[list[bytes]] = [[], []]
+    extents = []  # each corpus's lines among them: a bad line is named in its own file
     for corpus in in_domain:
+        start = len(sides[0])
         for s, t in read_pairs(corpus, cfg.chunk_lines):
             sides[0].extend(s)
             sides[1].extend(t)
+        extents.append((corpus, start, len(sides[0])))
     if not sides[0]:
         raise UserError(f"the in-domain corpus is empty ({_named(in_domain)})")
     _refuse_blank(sides, "in-domain", in_domain)
@@ -163,8 +166,8 @@ def build_models(in_domain: list[Corpus], general: list[Corpus], lm_dir: Path, c
         "general_pairs": sample[2],
         "sample_pairs": len(sample[0]),
     }
-    for side, name, paths in ((0, "src", [c.src for c in in_domain]), (1, "tgt", [c.tgt for c in in_domain])):
-        in_text = _text(sides[side], paths[0], 1)
+    for side, name in ((0, "src"), (1, "tgt")):
+        in_text = "\n".join(_text(sides[side][a:b], (c.src, c.tgt)[side], 1) for c, a, b in extents if b > a)
         vocab = SelectionVocab.from_counts(Counter(w for line in words_of(in_text) for w in line))
         if len(vocab) == len(SPECIALS):  # every word <unk>: the models would rank the pairs by length alone
             raise UserError(
