@@ -162,6 +162,9 @@ def test_info_reads_a_training_run_and_a_corpus_too(overfit, tmp_path):
     assert r.exit_code == 0 and r.output.startswith("trained 250 updates in ") and "before its first log" in r.output
     facts = json.loads(invoke("info", stopped, "--output-format", "json").stdout)
     assert facts["updates"] == 250 and facts["tgt_tokens_per_s"] is None
+    (stopped / "metrics.jsonl").write_text("")  # a run just started: its log made, no line yet (0 tokens/s before)
+    r = invoke("info", stopped)
+    assert r.exit_code == 0 and "before its first log" in r.output and "0 target tokens/s" not in r.output, r.output
 
 
 def test_info_reads_a_run_killed_while_it_logged_and_refuses_a_damaged_log(overfit, tmp_path):

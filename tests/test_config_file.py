@@ -201,6 +201,7 @@ def test_a_toml_dump_reads_back_equal_whatever_the_strings_hold(tmp_path):
         # what click would convert without a word: each is refused as the command line refuses it
         ("beam:\n", "'beam': no value: give one, or leave the key out"),
         ("beam: 2.5\n", "'beam': a whole number, not 2.5"),
+        ("beam: 0\n", "c.yaml: 'beam': 0 is not in the range x>=1."),  # a bound click checks: said of the file too
         ("beam: true\n", "'beam': a number, not true"),
         ("beam: [3]\n", "'beam': one value, not a list"),
         ("beam: {a: 3}\n", "'beam': one value, not a table"),

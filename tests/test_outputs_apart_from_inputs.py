@@ -50,6 +50,11 @@ def test_align_lexicon_and_word_align_refuse_to_write_over_what_they_read(overfi
         refused(
             invoke("word-align", "-s", "en", "-t", "fr", "--train", tmp_path / "s", "--align-suffix", suffix), "--train"
         )
+    (tmp_path / "s.links").mkdir()  # refused after eflomal's minutes, at the write
+    refused(
+        invoke("word-align", "-s", "en", "-t", "fr", "--train", tmp_path / "s", "--align-suffix", "links"),
+        "s.links: is a directory, where the links would be written: give another --align-suffix",
+    )
     assert {path: path.read_bytes() for path in kept} == kept
 
 
@@ -206,6 +211,7 @@ def test_a_run_s_directory_given_for_a_checkpoint_names_its_checkpoints(overfit,
     said = f"'{run}' is a run's directory: give a checkpoint in it, {run / 'best.pt'} or {run / 'last.pt'}"
     refused(invoke("translate", "-m", run, tmp_path / "s.en"), said)
     refused(invoke("score", tmp_path / "s.en", "-r", tmp_path / "s.en", "-m", run, "--source", tmp_path / "s.en"), said)
+    refused(invoke("lexicon", run, "--data", tmp_path), said)
     refused(invoke("translate", "-m", tmp_path, tmp_path / "s.en"), "is a directory")  # no checkpoint in it
     # as a shell completes it, with a '/'
     refused(

@@ -115,6 +115,9 @@ def test_bpe_codes_without_a_merge_are_refused_in_one_line_where_subword_nmt_wou
     (tmp_path / "bpe.codes").write_text("#version: 0.2\n", encoding="utf-8")
     with pytest.raises(UserError, match="bpe.codes: BPE codes without a merge"):
         read_codes(tmp_path / "bpe.codes")
+    (tmp_path / "bpe.codes").write_text("\n", encoding="utf-8")  # was "line 1 is not a BPE merge ('')"
+    with pytest.raises(UserError, match="bpe.codes: is empty, where BPE codes were expected"):
+        read_codes(tmp_path / "bpe.codes")
     with pytest.raises(UserError, match="the BPE codes it carries hold no merge"):
         Segmenter("#version: 0.2\n")
 

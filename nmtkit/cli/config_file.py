@@ -22,6 +22,7 @@ from typing import Any
 
 import click
 
+from ..core.command import GIVEN_IN
 from ..core.errors import UserError
 from ..core.files import atomic_write
 from .options import FilePath, refuse_two_spellings
@@ -131,6 +132,8 @@ def read_config(
         value = [_text(param, v) for v in value] if many else _text(param, value)
         values[name], spelt[name] = value, str(key)
     ctx.default_map = {**(ctx.default_map or {}), **values}
+    # where each value came from, for the line of one that click's own check refuses (a bound)
+    ctx.meta[GIVEN_IN] = {name: f"{path}: '{key}'" for name, key in spelt.items() if name in values}
 
 
 # an option's default when it has none: None, or click 8.3's sentinel

@@ -177,7 +177,7 @@ class _OneLine:
                 _exit(USAGE)
             except click.UsageError as err:
                 where = err.ctx.command_path if err.ctx is not None else prog_name
-                _fail(f"{where}: error: {err.format_message()} (see --help)", USAGE)
+                _fail(f"{where}: error: {_from_a_file(err) or err.format_message()} (see --help)", USAGE)
             except click.ClickException as err:
                 err.show()
                 _exit(err.exit_code)
@@ -193,6 +193,19 @@ class _OneLine:
                 _quiet_exit_on_closed_pipe()
             _flush_results(prog_name)
             _exit(rv if isinstance(rv, int) else 0)
+
+
+GIVEN_IN = "nmtkit.given_in"  # ctx.meta's key: each option a --config file gave, and where (cli.config_file)
+
+
+def _from_a_file(err: click.UsageError) -> str | None:
+    """A value a --config file gave, refused by click's own check (a bound), said of the file and
+    its key as the file's other refusals are (cli.config_file); None for the command line's."""
+    param, ctx = getattr(err, "param", None), err.ctx
+    if param is None or ctx is None or ctx.get_parameter_source(param.name) != click.core.ParameterSource.DEFAULT_MAP:
+        return None
+    given = ctx.meta.get(GIVEN_IN, {}).get(param.name)
+    return None if given is None else f"{given}: {err.message}"
 
 
 class Command(_OneLine, click.Command):

@@ -142,6 +142,8 @@ def read_codes(path: Path) -> str:
         raise UserError(f"{path}: not subword codes (not UTF-8 text)") from None
     if is_sentencepiece(codes):
         return codes
+    if not codes.strip():
+        raise UserError(f"{path}: is empty, where BPE codes were expected")
     lines = codes.rstrip("\n").split("\n")
     if found := _not_a_merge(lines):
         n, line = found

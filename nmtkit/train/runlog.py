@@ -251,7 +251,8 @@ def run_facts(save_dir: str | Path) -> dict[str, Any]:
         updates, seconds, speed = 0, 0.0, None
     else:
         log = RunLog.read(save_dir)
-        updates, seconds, speed = log.updates, log.seconds, log.tokens_per_s
+        # a log of no window yet (a run just started, or stopped before its first): no speed, not 0
+        updates, seconds, speed = log.updates, log.seconds, log.tokens_per_s if log.windows else None
     if last.is_file():  # a stop between two log lines saved updates the log has not counted
         try:
             progress = checkpoint.load(last).training.progress

@@ -17,7 +17,7 @@ Examples:
   nmtkit lexicon runs/old/best.pt --data data-bin                 # add one to a checkpoint, in place
   nmtkit lexicon best.pt --data data-bin --frequent 2000 --per-source 100 -o best-wide.pt""",
 )
-@click.argument("model_path", metavar="CKPT", type=options.FilePath())
+@click.argument("model_path", metavar="CKPT", type=options.FilePath(checkpoint=True))
 @options.data("The binarized corpus the model was trained on (same vocabularies).", required=True)
 @options.option(LexiconConfig, "frequent")
 @options.option(LexiconConfig, "per_source")

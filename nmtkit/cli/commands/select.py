@@ -52,8 +52,9 @@ def select(
     Bilingual Moore-Lewis (Axelrod, He and Gao 2011): pairs ranked by the difference of
     in-domain and general n-gram cross-entropies, summed over both sides, best first.
 
-    Writes DIR/train.LANG (the kept raw lines, in input order), DIR/select.json and DIR/lm/;
-    'nmtkit preprocess' then cleans DIR/train like any corpus.
+    Writes DIR/train.LANG (the kept raw lines, in input order), DIR/select.json, DIR/lm/, and each
+    general pair's score and target words in input order (DIR/scores.f32, DIR/words.i32: another cut
+    needs no scoring again); 'nmtkit preprocess' then cleans DIR/train like any corpus.
     """
     from ...selection.moore_lewis import Corpus
     from ...selection.moore_lewis import select as run

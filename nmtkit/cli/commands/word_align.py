@@ -61,6 +61,8 @@ def word_align(source_lang: str, target_lang: str, train: str, align_suffix: str
         [("--align-suffix", str(out))], [("--train", f"{train}.{x}") for x in (source_lang, target_lang, "lines")]
     )
     check_parallel_prefix(train, (source_lang, target_lang))  # first: a mistyped --train names its files
+    if out.is_dir():  # before eflomal's minutes, not at the write after them
+        raise UserError(f"{out}: is a directory, where the links would be written: give another --align-suffix")
     # raw text would be aligned over words that preprocess --align-suffix, tokenizing, does not count
     read_report(Path(train).parent, "word-align reads the Moses tokens of 'nmtkit preprocess', which its links count")
     done = run(Path(f"{train}.{source_lang}"), Path(f"{train}.{target_lang}"), out, symmetrize)
