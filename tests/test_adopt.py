@@ -571,7 +571,7 @@ def test_a_run_stopped_by_its_patience_resumed_says_so_and_what_would_go_on(data
     said = "it reached --max-updates 2 and --patience 1 (1 validation without a better dev score); to go on from it,"
     assert said + " a --max-updates over 2 and a --patience over 1, or 0 (--reset starts over)" in r.output, r.output
     r = invoke("train", data_bin, "--save-dir", tmp_path / "r", *flags, "--patience", 3)
-    assert r.exit_code == 0 and "nothing left to do" not in r.output, r.output
+    assert r.exit_code == 0 and "is a finished run" not in r.output, r.output
     assert checkpoint.load(tmp_path / "r" / "last.pt").training.progress.step == 4
     # what goes on is a patience over the validations counted, not over the one asked
     r = invoke("train", data_bin, "--save-dir", tmp_path / "r", *flags, "--patience", 2)
@@ -613,7 +613,7 @@ def test_a_resumed_run_takes_the_commands_rate_names_each_change_and_refuses_ano
     # a finished run names no change it would not use, and says what would make it go on
     r = invoke("train", data_bin, "--save-dir", run, *TINY, "--lr", "0.5", "--max-updates", 3, "--patience", 0)
     assert r.exit_code == 0 and "this command's" not in r.output, r.output
-    said = f"{last} has nothing left to do at update 3: it reached --max-updates 3; to go on from it, a --max-updates"
+    said = f"{last} is a finished run, at update 3: it reached --max-updates 3; to go on from it, a --max-updates"
     assert said + " over 3" in r.output
     r = invoke("train", data_bin, "--save-dir", run, *TINY, "--lr", "0.002", "--max-updates", 1, "--patience", 0)
     assert "it reached --max-updates 1 (it is past it, at 3);" in r.output  # a lower budget: where it stands
@@ -683,6 +683,10 @@ def test_a_run_says_what_stops_it_and_how_long_an_update_takes(data_bin, tmp_pat
     assert "--schedule cpu" not in pace_report(TrainConfig(), 0.05, 40_000, on_cpu=False)
     resumed = pace_report(TrainConfig(max_updates=400), 0.5, 100, on_cpu=False, done=300)
     assert "update 400 in about 50 s" in resumed  # the 100 updates left, not all 400
+    # the validations' time is not in it (a recipe's 20 updates "in about 1 s" took 38 with theirs)
+    within = pace_report(TrainConfig(max_updates=400, valid_every=50), 0.5, 100, on_cpu=False, done=300)
+    assert within.endswith("update 400 in about 50 s (validations and saves aside)")
+    assert not pace_report(TrainConfig(max_updates=400, valid_every=1000), 0.5, 100, on_cpu=False).endswith("aside)")
 
 
 def test_the_cpu_advice_gives_the_demo_recipe_of_the_makefile():

@@ -180,7 +180,7 @@ def _nothing_to_do(state: TrainState) -> str:
             )
         )
     return (
-        f"{state.save_dir / 'last.pt'} has nothing left to do at update {progress.step:,}: it reached "
+        f"{state.save_dir / 'last.pt'} is a finished run, at update {progress.step:,}: it reached "
         f"{' and '.join(r for r, _ in reached)}; to go on from it, {' and '.join(b for _, b in reached)} "
         f"(--reset starts over)"
     )
