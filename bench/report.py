@@ -93,6 +93,21 @@ def _epochs(position: dict[str, int] | None, src_sizes: Any, tgt_sizes: Any, cfg
     return batches.epoch + batches.index / max(len(batches.epoch_batches(batches.epoch)), 1)
 
 
+def _searches(runs: Path, models: list[str]) -> str:
+    """The translate options each model's test set was translated with (the recipe's
+    RUNS/NAME/translate-options), said once where they are the same."""
+    said = {
+        m: (runs / m / "translate-options").read_text(encoding="utf-8").strip()
+        for m in models
+        if (runs / m / "translate-options").is_file()
+    }
+    if not said:
+        return "the recipe's options (not recorded)"
+    if len(set(said.values())) == 1:
+        return f"`{next(iter(said.values()))}`"
+    return ", ".join(f"`{options}` ({_title(m)})" for m, options in said.items())
+
+
 def _f(x: float | None, digits: int = 2) -> str:
     return "–" if x is None else f"{x:.{digits}f}"
 
@@ -142,7 +157,11 @@ def write_report(
             f"{_f(no_unk[m]['bleu_tok'])} | {_f(paper[1])} | {no_unk[m]['sentences']:,} of "
             f"{scores[m]['sentences']:,} |"
         )
+    first = scores[models[0]]
     lines += [
+        "",
+        f"Searched with {_searches(runs, models)}. sacreBLEU's signatures: `{first['bleu_signature']}` "
+        f"(sacreBLEU), `{first['bleu_tok_signature']}` (tokenized).",
         "",
         "## Figure 2: BLEU by source sentence length",
         "",

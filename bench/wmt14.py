@@ -108,7 +108,7 @@ def _unpack(part: str, downloads: Path, out: str) -> None:
     "bible_raw",
     default="data/bible/raw",
     show_default=True,
-    type=click.Path(exists=True, file_okay=False),
+    type=click.Path(file_okay=False),
     help="The embedded corpus' raw splits (make data).",
 )
 @click.option("--pairs", type=click.IntRange(10), default=500, show_default=True, help="Pairs per training corpus.")
@@ -116,6 +116,8 @@ def _unpack(part: str, downloads: Path, out: str) -> None:
 @click.option("--test-lines", type=click.IntRange(1), default=150, show_default=True)
 def mirror_cmd(out: str, bible_raw: str, pairs: int, dev_lines: int, test_lines: int) -> None:
     """Build a small offline stand-in for statmt.org (WMT'14 file layout) from the Bible corpus."""
+    if not Path(bible_raw).is_dir():
+        raise click.BadParameter(f"{bible_raw}: no such directory; 'make data' writes it", param_hint="'--bible'")
     sums = build_mirror(Path(bible_raw), Path(out), pairs, dev_lines, test_lines)
     log(f"mirror in {out}; its checksums: {sums}")
 

@@ -577,6 +577,11 @@ def test_reproduce_runs_offline_on_a_mirror(tmp_path):
     # Done is done: a second run does nothing, an interrupted step is redone alone.
     again = _make(*args[1:], "-q", str(work / "report.md"))
     assert again.returncode == 0, "make -q: the finished run is not up to date"
+    # what searched and scored, in the report and on the terminal; another beam translates again, alone
+    assert "Searched with `--beam 2`. sacreBLEU's signatures: `nrefs:1|case:mixed|" in report
+    assert out.stdout.index("## Table 1") < out.stdout.index(f"report: {work}/report.md")
+    beam = _make(*[a if a != "BEAM=2" else "BEAM=3" for a in args[1:]], "-n", str(work / "report.md"))
+    assert "--beam 3" in beam.stdout and "nmtkit score" in beam.stdout and "nmtkit train" not in beam.stdout
     (work / "runs" / "rnnsearch-50" / "score.json").unlink()
     rerun = _make(*args)
     assert rerun.returncode == 0
