@@ -1,5 +1,6 @@
 """``python -m nmtkit`` is the ``nmtkit`` command, and :func:`run` its console script."""
 
+import atexit
 import os
 import sys
 
@@ -11,15 +12,17 @@ def run() -> None:
     parent = os.getppid()  # before the imports: a launcher that ends meanwhile is seen to have ended
     try:
         from .cli import main
-        from .core.stops import ended, own_process
+        from .core.stops import ended, last_at_exit, own_process
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         sys.exit(130)
+    atexit.register(last_at_exit)  # before the commands' libraries register theirs: it runs after them
     own_process(parent)
     try:
         main()
-    finally:
-        ended()
+    except SystemExit as done:
+        ended(done.code)
+        raise
 
 
 if __name__ == "__main__":

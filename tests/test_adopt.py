@@ -682,11 +682,9 @@ def test_a_run_says_what_stops_it_and_how_long_an_update_takes(data_bin, tmp_pat
     assert "an epoch of 80,000 updates about 2.8 days" in paper and "--schedule cpu" in paper
     assert "--schedule cpu" not in pace_report(TrainConfig(), 0.05, 40_000, on_cpu=False)
     resumed = pace_report(TrainConfig(max_updates=400), 0.5, 100, on_cpu=False, done=300)
-    assert "update 400 in about 50 s" in resumed  # the 100 updates left, not all 400
-    # the validations' time is not in it (a recipe's 20 updates "in about 1 s" took 38 with theirs)
-    within = pace_report(TrainConfig(max_updates=400, valid_every=50), 0.5, 100, on_cpu=False, done=300)
-    assert within.endswith("update 400 in about 50 s (validations and saves aside)")
-    assert not pace_report(TrainConfig(max_updates=400, valid_every=1000), 0.5, 100, on_cpu=False).endswith("aside)")
+    # the 100 updates left, not all 400; the validations' time is not in it (a recipe's 20 updates
+    # "in about 1 s" took 38 with theirs)
+    assert resumed.endswith("update 400 in about 50 s (validations and saves aside)")
 
 
 def test_the_cpu_advice_gives_the_demo_recipe_of_the_makefile():

@@ -43,6 +43,10 @@ def test_align_lexicon_and_word_align_refuse_to_write_over_what_they_read(overfi
         before = (run / name).read_bytes() if (run / name).exists() else None
         refused(invoke("lexicon", run / "best.pt", "--data", data, "-o", run / name), "a name train writes in its run")
         assert ((run / name).read_bytes() if (run / name).exists() else None) == before
+    # a checkpoint missing is said so, given in place or not (a traceback of the check before)
+    refused(invoke("lexicon", run / "none.pt", "--data", data, "-o", run / "last.pt"), "none.pt: no such checkpoint")
+    (run / "best.pt").unlink()  # a run stopped before its first validation
+    refused(invoke("lexicon", run / "best.pt", "--data", data), "best.pt: no such checkpoint")
     done = invoke("lexicon", run / "last.pt", "--data", data)  # in place, as the help's example: its state kept
     assert done.exit_code == 0 and checkpoint.load(run / "last.pt").training.resumable, done.output
     # word-align's links over a side of the corpus, or over preprocess's line map

@@ -3,8 +3,10 @@ stores one already; this is for older checkpoints or other sizes)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
+from ..core.errors import UserError
 from ..data.binarized import Corpus
 from ..data.lexicon import FREQUENT, PER_SOURCE, Lexicon, lexicon_of
 from .file import check_destination, check_not_train_s, load, save
@@ -19,7 +21,9 @@ def add_lexicon(
 ) -> Lexicon:
     """Store the lexicon of ``data_bin`` in the checkpoint ``model_path`` (written to ``out``)."""
     check_destination(out)
-    if not (Path(out).exists() and Path(out).samefile(model_path)):  # in place, the run's file stays its own
+    if not Path(model_path).exists():  # said before what the output's name is refused for
+        raise UserError(f"{model_path}: no such checkpoint")
+    if os.path.realpath(out) != os.path.realpath(model_path):  # in place, the run's file stays its own
         check_not_train_s(out, "the model with its lexicon", "with-lexicon.pt")
     ckpt = load(model_path, lazy=False)
     corpus = Corpus(data_bin)

@@ -101,13 +101,36 @@ def own_process(parent: int | None = None) -> None:
     _ends_with_its_launcher(os.getppid() if parent is None else parent)
 
 
-def ended() -> None:
-    """The process's command has ended, its results whole and its status decided: a stop signal in
-    the interpreter's teardown after it (torch's, half a second) is ignored, where the handlers put
-    back (the defaults, once Python's are gone) ended it as 130 or 143 without a line."""
+def ended(code: object) -> None:
+    """The process's command has ended with ``code`` (its SystemExit's), its results whole: a stop
+    signal in the interpreter's teardown after it (torch's, half a second) leaves at once with that
+    status, where the handlers put back ended the process as 130 or 143 without a line."""
+    global _ended_with
+    _ended_with = code if isinstance(code, int) else int(code is not None)
+
+    def leave(_signum: int, _frame: object) -> None:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):  # a reader gone: nothing more to say to it
+                stream.flush()
+        os._exit(_ended_with or 0)
+
     for stop in _STOPS:
-        with contextlib.suppress(OSError, ValueError):
-            signal.signal(stop, signal.SIG_IGN)
+        if signal.getsignal(stop) not in (signal.SIG_IGN, None):  # nohup's SIGHUP stays ignored
+            signal.signal(stop, leave)
+
+
+def last_at_exit() -> None:
+    """Registered before any library's exit function, so run after them all: the rest of the
+    teardown (modules' cleanup, C++ destructors) runs with Python's handlers gone, back at their
+    defaults, under which a stop signal ended a command that had ended (:func:`ended`) as 130 or
+    143 without a line. There it is ignored: nothing is left but to end with the status decided."""
+    if _ended_with is not None:
+        for stop in _STOPS:
+            with contextlib.suppress(OSError, ValueError):
+                signal.signal(stop, signal.SIG_IGN)
+
+
+_ended_with: int | None = None  # the status of the command that has ended (ended)
 
 
 # prctl(2)'s request: the signal this process gets when the process that started it ends

@@ -66,7 +66,7 @@ def pace_report(
     if cfg.max_updates:
         left = max(0, cfg.max_updates - done)
         line += f", update {cfg.max_updates:,} in about {_duration(seconds_per_update * left)}"
-        line += " (validations and saves aside)" if cfg.valid_every < left or cfg.save_every else ""
+        line += " (validations and saves aside)"  # a run validates at its last update at least
     bounded = cfg.max_updates or cfg.max_epochs or cfg.max_minutes
     if on_cpu and not bounded:
         line += (
