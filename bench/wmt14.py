@@ -117,7 +117,9 @@ def _unpack(part: str, downloads: Path, out: str) -> None:
 def mirror_cmd(out: str, bible_raw: str, pairs: int, dev_lines: int, test_lines: int) -> None:
     """Build a small offline stand-in for statmt.org (WMT'14 file layout) from the Bible corpus."""
     if not Path(bible_raw).is_dir():
-        raise click.BadParameter(f"{bible_raw}: no such directory; 'make data' writes data/bible/raw", param_hint="'--bible'")
+        raise click.BadParameter(
+            f"{bible_raw}: no such directory; 'make data' writes data/bible/raw", param_hint="'--bible'"
+        )
     sums = build_mirror(Path(bible_raw), Path(out), pairs, dev_lines, test_lines)
     log(f"mirror in {out}; its checksums: {sums}")
 
