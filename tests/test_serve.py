@@ -659,6 +659,15 @@ def test_a_json_body_sent_as_json_is_read(fake_server, kind):
     assert _post(url + "/translate", {"sentences": ["a b"]}, kind)[0] == 200
 
 
+@pytest.mark.parametrize("body, where", [(b"hello", 0), (b'{"sentences": ["hi"', 19)])
+def test_a_body_that_is_no_json_is_said_so_with_the_character_s_place(fake_server, body, where):
+    """Its line read 'body.18: JSON decode error (...)', the place like a field's name."""
+    url, _, _ = fake_server
+    got, answer = _post(url + "/translate", body)
+    assert got == 422 and answer["error"].startswith("the body is not JSON: ")
+    assert answer["error"].endswith(f" at character {where}"), answer["error"]
+
+
 def test_a_body_sent_as_a_form_is_415_naming_the_content_type_to_send(fake_server):
     """curl -d sends application/x-www-form-urlencoded: FastAPI reads the body as bytes, and its
     422 said only 'Input should be a valid dictionary'."""

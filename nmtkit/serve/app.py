@@ -72,13 +72,17 @@ def error(status: int, message: str) -> JSONResponse:
 
 def invalid(errors: list[dict[str, Any]]) -> JSONResponse:
     """FastAPI's 422 (pydantic's errors, each naming its field in ``loc``), with one line beside it."""
-    line = "; ".join(
-        f"{_where(e['loc'])}: {e['msg']}" + (f" ({e['ctx']['error']})" if _says(e) else "") for e in errors
-    )
+    line = "; ".join(_said(e) for e in errors)
     # an input echoed back may be NaN or Infinity, which Python's JSON reads and JSON cannot write,
     # or hold a lone surrogate, which UTF-8 cannot
     encoders: dict[Any, Callable[[Any], Any]] = {float: _finite, str: _encodable}
     return JSONResponse({"detail": jsonable_encoder(errors, custom_encoder=encoders), "error": line}, 422)
+
+
+def _said(e: dict[str, Any]) -> str:
+    if e.get("type") == "json_invalid" and _says(e):  # its loc's number is a character's place, not a field
+        return f"the body is not JSON: {e['ctx']['error']} at character {e['loc'][-1]}"
+    return f"{_where(e['loc'])}: {e['msg']}" + (f" ({e['ctx']['error']})" if _says(e) else "")
 
 
 def _where(loc: tuple[Any, ...]) -> str:
