@@ -125,6 +125,16 @@ def test_usage_errors_are_one_line(args, match):
     one_error_line(run(*args), match)
 
 
+def test_a_commands_q_holds_for_it_alone_in_the_process(capsys):
+    """After a command run with -q in the same process (a test's, a notebook's), the library's own
+    warnings (word_align's, called directly) were silent."""
+    from nmtkit.core.console import log
+
+    assert run("tokenize", "-l", "en", "-q", input="hello world\n").exit_code == 0
+    log("warning: still said")
+    assert "warning: still said" in capsys.readouterr().err
+
+
 def test_a_short_option_with_its_value_attached_and_an_options_dashed_value_are_no_word_options():
     r = run("tokenize", "-len", "-q", input="hello world\n")  # -l en
     assert r.exit_code == 0 and r.stdout == "hello world\n", r.output

@@ -158,12 +158,12 @@ class _OneLine:
         **extra: Any,
     ) -> Any:
         prog_name = prog_name or self.name  # type: ignore[attr-defined]   # "nmtkit", not "python -m nmtkit"
-        set_verbosity()  # -q and -v hold for this invocation only
         stderr_as_found()
         if not standalone_mode:
-            return super().main(args, prog_name, complete_var, standalone_mode, **extra)  # type: ignore[misc]
+            with _verbosity_of_this_invocation():
+                return super().main(args, prog_name, complete_var, standalone_mode, **extra)  # type: ignore[misc]
         _buffer_stdout()
-        with stops_raise():
+        with _verbosity_of_this_invocation(), stops_raise():
             try:
                 rv = super().main(args, prog_name, complete_var, False, **extra)  # type: ignore[misc]
             except _Where as err:
@@ -196,6 +196,17 @@ class _OneLine:
 
 
 GIVEN_IN = "nmtkit.given_in"  # ctx.meta's key: each option a --config file gave, and where (cli.config_file)
+
+
+@contextlib.contextmanager
+def _verbosity_of_this_invocation() -> Iterator[None]:
+    """-q and -v hold for this invocation only: a library call after a command run in the same
+    process (a test's, a notebook's) logged nothing after a -q."""
+    set_verbosity()
+    try:
+        yield
+    finally:
+        set_verbosity()
 
 
 def _from_a_file(err: click.UsageError) -> str | None:
