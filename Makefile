@@ -25,7 +25,7 @@ NVIDIA := $(strip $(wildcard /dev/nvidiactl /proc/driver/nvidia/version /dev/dxg
 TORCH_CONSTRAINT ?= $(if $(CPU_TORCH),-c constraints/torch-cpu.txt --find-links $(WHEELS),$(if \
     $(and $(LINUX),$(if $(NVIDIA),,cpu)),-c constraints/torch-cpu.txt --extra-index-url $(CPU_INDEX)))
 
-# The demo's data: the embedded Bible En–Fr corpus (bin/fetch-bible; its split is in docs/pipeline.md).
+# The demo's data: the embedded Bible En–Fr corpus (nmtkit fetch-bible; its split is in docs/pipeline.md).
 DATA    ?= data/bible
 PAIRS   ?= all
 JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
@@ -166,7 +166,7 @@ test-torch:
 # The package as a user gets it: the wheel, installed into a fresh environment, runs the pipeline
 # end to end outside the checkout (bin/wheel-check), serve's page and /health included.
 wheel-check: $(INSTALLED)
-	rm -rf build/wheel build/wheel-venv
+	rm -rf build/wheel build/wheel-venv build/lib build/bdist.*   # setuptools' build/lib kept deleted modules
 	$(PY) -m pip wheel -q --disable-pip-version-check --no-deps -w build/wheel .
 	bin/wheel-check build/wheel/nmtkit-*.whl build/wheel-venv $(TORCH_CONSTRAINT)
 
@@ -185,7 +185,7 @@ structure: $(INSTALLED)
 
 # ---- the demo: data, then training, translation, scores and pictures -----------
 $(DATA)/raw/bible.json: | $(INSTALLED)
-	$(PY) bin/fetch-bible $(DATA)/raw --pairs $(PAIRS)
+	$(NMTKIT) fetch-bible $(DATA)/raw --pairs $(PAIRS)
 
 $(DATA)/clean/preprocess.json: $(DATA)/raw/bible.json
 	$(NMTKIT) preprocess -s en -t fr --train $(DATA)/raw/train --valid $(DATA)/raw/valid \

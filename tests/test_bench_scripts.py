@@ -69,7 +69,7 @@ def test_every_script_of_bin_is_a_thin_entry_into_the_package():
         assert len(text.splitlines()) <= 40, script
         tree = ast.parse(text)
         imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
-        assert imported & {f"bench.{p.stem}" for p in RECIPES.glob("*.py")} or script.name == "fetch-bible"
+        assert imported & {f"bench.{p.stem}" for p in RECIPES.glob("*.py")}
         assert not [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)], script
 
 

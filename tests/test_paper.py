@@ -71,7 +71,7 @@ def test_on_a_gpu_machine_an_input_it_was_not_given_is_built_as_on_a_cpu(tmp_pat
     data, runs = tmp_path / "data", tmp_path / "paper"
     cmd = ["make", "-n", "-C", str(ROOT), "INSTALLED=", "ON_GPU=/dev/nvidia0", f"DATA={data}", f"PAPER={runs}"]
     out = subprocess.run([*cmd, "BPE=60", "VOCAB_SIZE=200", "paper"], **TEXT).stdout
-    assert f"bench.paper passages {data}/raw" in out and f"bin/fetch-bible {data}/raw" in out
+    assert f"bench.paper passages {data}/raw" in out and f"fetch-bible {data}/raw" in out
 
 
 def test_a_run_records_its_figures_beside_itself_and_in_results_only_where_asked(tmp_path):

@@ -97,6 +97,7 @@ TO_STDOUT = {
 }
 # The commands whose results go to files or over HTTP: stdout has only their --help.
 HELP_ONLY = {
+    "fetch-bible",
     "preprocess",
     "build-vocab",
     "select",

@@ -3,6 +3,7 @@ TensorBoard's own reader; without the extra, one line before any work."""
 
 import json
 import math
+import shlex
 import sys
 
 import pytest
@@ -87,7 +88,7 @@ def test_without_the_package_it_says_which_extra_before_any_work(raw, tmp_path, 
     assert r.exit_code == 2
     assert r.output.strip() == (
         "nmtkit train: error: --tensorboard needs the tensorboard package: "
-        "pip install '.[tensorboard]' in nmtkit's checkout"
+        f"{shlex.quote(sys.executable)} -m pip install 'tensorboard>=2.10'"
     )
     assert not (tmp_path / "run").exists() and not (tmp_path / "tb").exists()
 

@@ -1,6 +1,6 @@
 """Word links of a training corpus from a statistical aligner, the teacher of guided alignment.
 
-eflomal (Östling & Tiedemann 2016; ``pip install '.[align]' in nmtkit's checkout``, built from source with the
+eflomal (Östling & Tiedemann 2016; nmtkit's align extra, built from source with the
 system's C compiler) aligns the Moses-tokenized text in both directions, lowercased as its
 authors advise for small corpora; the two directions are symmetrised with grow-diag-final-and,
 which scored best of the readings measured on the gold verses (docs/alignment.md). The output
@@ -26,6 +26,7 @@ from typing import Any
 
 from ..core.console import log, progress
 from ..core.errors import UserError
+from ..core.extras import install_command
 from ..core.files import atomic_write, read_lines
 from ..core.line_counts import check_parallel
 from ..core.wording import counted
@@ -42,9 +43,7 @@ def aligner() -> Path:
     here = Path(sys.executable).parent / "eflomal-align"
     found = here if here.exists() else shutil.which("eflomal-align")
     if not found:
-        raise UserError(
-            "eflomal is not installed: pip install '.[align]' in nmtkit's checkout (it builds with a C compiler)"
-        )
+        raise UserError(f"eflomal is not installed: {install_command('align')} (it builds with a C compiler)")
     return Path(found)
 
 

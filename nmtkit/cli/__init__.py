@@ -20,6 +20,7 @@ from ..core.command import LazyGroup
 # The commands, in the order `nmtkit --help` lists them; each is the function NAME of the module
 # nmtkit.cli.commands.NAME (build-vocab: build_vocab), whose docstring is its help.
 COMMANDS = (
+    "fetch-bible",
     "preprocess",
     "tokenize",
     "build-vocab",
@@ -77,7 +78,7 @@ def main() -> None:
 
     \b
     Pipeline:    preprocess → build-vocab → preprocess --vocab → train → translate → score
-    Data:        select (data selection), tokenize (one side as a filter), reverse (sides swapped)
+    Data:        fetch-bible (the Bible En–Fr corpus), select (data selection), tokenize (a filter), reverse
     Checkpoints: info, average, lexicon (translate --shortlist's lists); serve (over HTTP)
     Rescoring:   rescore (log p of given translations: n-best features, filtering), rerank (n-best lists)
     Alignments:  align, align-plot, word-align (eflomal), score-align (AER)

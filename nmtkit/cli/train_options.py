@@ -23,7 +23,7 @@ model = options(
             f"{name} {'/'.join(str(sizes[k]) for k in ('emb', 'hidden', 'align', 'maxout'))} ({sizes['layers']})"
             for name, sizes in MODEL_PRESETS.items()
         )
-        + " (bench: make bench's peer comparison); --emb/--hidden/--align/--maxout/--layers override.",
+        + " (bench: the benchmarks' peer comparison); --emb/--hidden/--align/--maxout/--layers override.",
     ),
     click.option("--emb", type=click.IntRange(1), help="Word embedding size m [paper: 620; luong: 1000]."),
     click.option("--hidden", type=click.IntRange(1), help="Hidden units n [paper: 1000]."),
@@ -106,7 +106,7 @@ run = options(
         type=DirPath(),
         metavar="DIR",
         help="Also write every entry of metrics.jsonl as TensorBoard scalars into DIR, at its update "
-        "(pip install '.[tensorboard]' in nmtkit's checkout).",
+        "(needs the tensorboard extra).",
     ),
     option(TrainConfig, "seed"),
     click.option(

@@ -61,6 +61,15 @@ class _Log(Console):
     discarded from then on, and the work that asked (train's stop flag, :func:`when_stderr_lost`)
     is told, as a writer is by SIGPIPE."""
 
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        """As rich prints; into a log file or a pipe, a table as wide as it needs: 80 columns, rich's
+        width where there is no terminal, cut preprocess's headers (``test.…``)."""
+        if self.is_terminal or not any(isinstance(o, ConsoleRenderable) for o in objects):
+            super().print(*objects, **kwargs)
+            return
+        with as_wide_as_needed(self, objects):
+            super().print(*objects, **kwargs)
+
     def on_broken_pipe(self) -> None:
         global _gone
         with contextlib.suppress(OSError, ValueError):  # a stream without a descriptor (a test's)
@@ -129,17 +138,23 @@ class Results(Console):
         if not self.fitted:
             super().print(*objects, **kwargs)
             return
-        wide = self.options.update_width(_UNCUT)
-        need = max(
-            (Measurement.get(self, wide, o).maximum for o in objects if isinstance(o, ConsoleRenderable)), default=0
-        )
-        previous, self.width = self.width, max(need, self.width)  # rich caps a print's width at the console's
-        try:
-            with self.capture() as captured:
-                super().print(*objects, **kwargs)
-        finally:
-            self.width = previous
+        with as_wide_as_needed(self, objects), self.capture() as captured:
+            super().print(*objects, **kwargs)
         self.file.write("\n".join(line.rstrip() for line in captured.get().split("\n")))
+
+
+@contextlib.contextmanager
+def as_wide_as_needed(out: Console, objects: tuple[Any, ...]) -> Iterator[None]:
+    """``out`` as wide as the widest of ``objects`` needs, within the block (rich caps a print's
+    width at the console's, 80 columns where it is no terminal)."""
+    wide = out.options.update_width(_UNCUT)
+    need = max((Measurement.get(out, wide, o).maximum for o in objects if isinstance(o, ConsoleRenderable)), default=0)
+    previous = out._width  # None: the terminal's or $COLUMNS, as rich finds it at each print
+    out.width = max(need, out.width)
+    try:
+        yield
+    finally:
+        out._width = previous
 
 
 _UNCUT = 10_000  # columns: what a renderable that would take any width (a rule, a panel) is given

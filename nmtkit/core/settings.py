@@ -253,7 +253,7 @@ class RuntimeConfig(Settings):
     logits_blas: str = setting(
         "auto",
         "CPUs, float32 training: the library of the output layer's logits product, the widest of an update: "
-        "torch's (oneMKL in its x86 builds) or numpy's (OpenBLAS; make bench-blas compares them). auto: "
+        "torch's (oneMKL in its x86 builds) or numpy's (OpenBLAS). auto: "
         "numpy's on AMD CPUs without AVX-512 (Zen 3 and before), torch's elsewhere.",
         choices=LOGITS_BLAS,
     )

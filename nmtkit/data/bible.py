@@ -22,10 +22,8 @@ from pathlib import Path
 from ..core.errors import UserError
 from ..core.files import write_json
 from ..core.staging import Staging
+from .settings import ALL_PAIRS, ENGLISH, FRENCH
 
-ENGLISH = {"k": "King James Version", "4": "World English Bible", "3": "Bible in Basic English"}
-FRENCH = {"l": "Louis Segond", "o": "Ostervald", "5": "Darby"}
-ALL_PAIRS = tuple(f"{e}-{f}" for e in ENGLISH for f in FRENCH)
 EVAL_PAIR = ("k", "l")
 EXTRA_REFS = {"o": "ostervald", "5": "darby"}
 

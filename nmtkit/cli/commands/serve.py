@@ -67,18 +67,20 @@ def serve(
     glossary: str | None,
     **values: Any,
 ) -> None:
-    """Serve translation over HTTP: a JSON API (also OpenNMT-py's request shape, and described
-    at /docs) and a page that shows the attention. A request may choose the beam, nbest and the
+    """Serve translation over HTTP: a JSON API (also OpenNMT-py's request shape; described at
+    /openapi.json, and at /docs, whose Swagger UI the browser loads from the web) and a page that
+    shows the attention (self-contained). A request may choose the beam, nbest and the
     search options below; one it names none of is the option's value here (translate's default),
-    and a request may lower --max-output-ratio, not raise it. Needs FastAPI and uvicorn (make install
-    has them)."""
+    and a request may lower --max-output-ratio, not raise it. Needs FastAPI and uvicorn (the serve
+    extra)."""
     try:
         with signals_held():  # a Ctrl-C inside FastAPI's import: a traceback of pydantic's, or lost
             from ...serve.app import serve as run
     except ImportError as err:  # FastAPI and uvicorn are an extra
+        from ...core.extras import install_command
+
         raise UserError(
-            f"nmtkit serve needs FastAPI and uvicorn ({err.name} is missing): "
-            f"pip install -e '.[serve]' in nmtkit's checkout"
+            f"nmtkit serve needs FastAPI and uvicorn ({err.name} is missing): {install_command('serve')}"
         ) from None
     search = options.config_of(SearchConfig, values)
     limits = Limits(max_sentences, max_length, max_body, max_beam, max_phrases=max_phrases)

@@ -44,7 +44,7 @@ then binarize with 'preprocess --vocab VOCAB --align-suffix links' and train wit
 def word_align(source_lang: str, target_lang: str, train: str, align_suffix: str, symmetrize: str) -> None:
     """Word-align a tokenized parallel corpus with eflomal (the align extra): Pharaoh i-j pairs over
     its Moses tokens, one line per sentence pair, for 'preprocess --align-suffix' and
-    'train --guided-alignment-weight'. eflomal: pip install '.[align]' in nmtkit's checkout."""
+    'train --guided-alignment-weight'."""
     options.refuse_two_spellings(click.get_current_context())
     from ...align.statistical import word_align as run
     from ...core.files import refuse_overwriting

@@ -1,0 +1,40 @@
+"""A missing extra is named with the command that installs it where this nmtkit runs."""
+
+import re
+import shlex
+import sys
+import tomllib
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from nmtkit.cli import main
+from nmtkit.core.extras import install_command, requirements
+
+PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
+
+
+def _parsed(requirements):
+    """Each requirement's name and its set of version clauses (metadata reorders them)."""
+    named = (re.match(r"([^<>=!~ ]+)(.*)", r.replace(" ", "")).groups() for r in requirements)
+    return {name: frozenset(filter(None, clauses.split(","))) for name, clauses in named}
+
+
+def test_each_extra_is_installed_by_this_python_from_the_metadata_and_without_it_from_the_checkout():
+    extras = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    python = shlex.quote(sys.executable)
+    for extra, wanted in extras.items():
+        listed = requirements(extra)
+        assert _parsed(listed) == _parsed(wanted), extra
+        assert install_command(extra).startswith(f"{python} -m pip install ")
+    assert install_command("nothing") == f"{python} -m pip install '.[nothing]' in nmtkit's checkout"
+
+
+def test_serve_without_its_extra_says_the_command_in_one_line(overfit, monkeypatch):
+    monkeypatch.delitem(sys.modules, "nmtkit.serve.app", raising=False)
+    monkeypatch.setitem(sys.modules, "fastapi", None)  # as if not installed
+    out = CliRunner().invoke(main, ["serve", "-m", str(overfit / "run" / "last.pt")])
+    assert out.exit_code == 2
+    assert out.output.strip() == (
+        f"nmtkit serve: error: nmtkit serve needs FastAPI and uvicorn (fastapi is missing): {install_command('serve')}"
+    )
