@@ -175,6 +175,7 @@ def figure2(rows: list[dict[str, Any]], models: tuple[str, ...], out: Path) -> N
         ylabel="BLEU (tokenized)",
         title="BLEU by source length, test verses and passages",
     )
+    ax.set_ylim(bottom=0)  # BLEU: a range of zeros ran the axis to -0.05
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
@@ -351,7 +352,8 @@ def _figure3(runs: Path, models: tuple[str, ...], data: dict[str, Any], vocab_wo
         "",
         f"Test verses {', '.join(map(str, short))} ({chosen}) and passage "
         f"{long + 1 if long is not None else '–'} ({lengths[long] if long is not None else 0} "
-        "words). Rows are generated subwords, columns source subwords; white is weight 1.",
+        "words). Rows are generated words, columns source words (a word's subword pieces merged, their "
+        "weights summed over its source pieces and averaged over its output pieces); white is weight 1.",
         "",
     ]
     return lines

@@ -685,6 +685,8 @@ def test_a_run_says_what_stops_it_and_how_long_an_update_takes(data_bin, tmp_pat
     # the 100 updates left, not all 400; the validations' time is not in it (a recipe's 20 updates
     # "in about 1 s" took 38 with theirs)
     assert resumed.endswith("update 400 in about 50 s (validations and saves aside)")
+    last = pace_report(TrainConfig(max_updates=6), 1.8, 100, on_cpu=False, done=6)  # timed at the last update
+    assert last == "an update takes 1.80 s here: an epoch of 100 updates about 3 min"
 
 
 def test_the_cpu_advice_gives_the_demo_recipe_of_the_makefile():

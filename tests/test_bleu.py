@@ -120,6 +120,9 @@ def test_two_systems_under_one_name_are_refused_and_same_file_names_told_apart(f
     monkeypatch.setattr("nmtkit.core.plot.save_figure", lambda fig, out: legends.append(fig.axes[0].get_legend()))
     r = score(a, b, "-r", ref, "--source", src, "--by-length", "--plot", str(files / "len.png"))
     assert r.exit_code == 0, r.output
+    assert r.stderr.strip().endswith(
+        f"wrote {files / 'len.png'}"
+    )  # align-plot says so of its pictures; score said nothing
     head = next(line for line in r.stdout.splitlines() if line.strip().startswith("length"))
     assert both[0] in head and both[1] in head  # the table's columns, whole
     assert [t.get_text() for t in legends[0].get_texts()] == both

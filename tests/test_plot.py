@@ -19,7 +19,7 @@ def test_a_lone_training_point_is_drawn_and_the_axes_fit_the_numbers(tmp_path, m
     """A run's one logged point was in the legend but not drawn (a line of one point); a dev BLEU
     of 0 throughout ran its axis to -0.04; 20 updates got ticks at 19.25."""
     figures = []
-    monkeypatch.setattr("nmtkit.core.plot.save_figure", lambda fig, out: figures.append(fig))
+    monkeypatch.setattr("nmtkit.core.plot.save_figure", lambda fig, out, **_: figures.append(fig))
     training_curves(
         [{"step": 20, "train_nll_token": 5.0}, {"step": 20, "dev_nll_token": 4.9, "dev_bleu_tok": 0.0}],
         tmp_path / "c.png",
@@ -48,7 +48,11 @@ def test_a_heatmap_of_a_very_long_sentence_stays_within_a_drawable_size(tmp_path
     width, height = png_size(tmp_path / "long.png")
     assert 3000 < width <= 3600 and 2400 < height < width  # 30 inches at 120 dpi, the shorter side less
     alignment_heatmap(words[:10], words[:8], np.eye(8, 10), tmp_path / "short.png")
-    assert png_size(tmp_path / "short.png") == (504, 441)  # 0.26 inch a cell: 4.2 by 3.68 inches at 120 dpi
+    short = png_size(tmp_path / "short.png")
+    assert 300 < short[0] <= 504 and 250 < short[1] <= 441  # 0.26 inch a cell: 10 by 8 within 4.2 by 3.68 inches
+    alignment_heatmap(words[:10], words[:2], np.eye(2, 10), tmp_path / "two.png")
+    two = png_size(tmp_path / "two.png")  # a figure 3 inches high at the least: its lower half was blank
+    assert two[0] == short[0] and two[1] < short[1] - 6 * 0.26 * 120 + 10
 
 
 def test_words_and_names_are_drawn_as_they_are_not_as_mathematics(tmp_path, monkeypatch):
@@ -59,7 +63,7 @@ def test_words_and_names_are_drawn_as_they_are_not_as_mathematics(tmp_path, monk
 
     drawn = []
 
-    def keep(fig, out):
+    def keep(fig, out, **_):
         fig.canvas.draw()
         drawn.extend((t.get_text(), t._preprocess_math(t.get_text())[1]) for t in fig.findobj(Text) if t.get_text())
 
@@ -70,3 +74,63 @@ def test_words_and_names_are_drawn_as_they_are_not_as_mathematics(tmp_path, monk
     texts = dict(drawn)
     assert {"$x$", "\\$", "$\\alpha$", "$t$", "$sys$", "$T$"} <= set(texts)
     assert not any(texts.values())  # none read as mathematics
+
+
+def test_a_long_sentence_s_heatmap_and_many_length_buckets_say_which_are_labelled(tmp_path, monkeypatch):
+    """Every 3rd word of a long pair was labelled, reading as consecutive words; 40 buckets' labels
+    ran into one smear."""
+    from nmtkit.core import plot
+
+    figures = []
+    monkeypatch.setattr(plot, "save_figure", lambda fig, out, **_: figures.append(fig))
+    words = [f"w{i}" for i in range(400)]
+    plot.alignment_heatmap(words, words, np.eye(400), tmp_path / "a.png", "pair 1")
+    plot.alignment_heatmap(words[:5], words[:5], np.eye(5), tmp_path / "b.png", "pair 2")
+    rows = [{"lo": 10 * k + 1, "hi": 10 * k + 10, "sentences": 3, "bleu": {"s": 10.0}} for k in range(40)]
+    plot.bleu_by_length_chart(rows, tmp_path / "c.png")
+    long, short, chart = (f.axes[0] for f in figures)
+    every = len(words) // len(long.get_xticks())
+    assert every > 1 and long.get_xlabel() == f"pair 1 (one word in {every} labelled)"
+    assert short.get_xlabel() == "pair 2"
+    labelled = [t.get_text() for t in chart.get_xticklabels() if t.get_text()]
+    assert (
+        len(labelled) <= 12 and labelled[0] == "1–10\n(3)" and chart.get_xlabel().endswith("one bucket in 4 labelled")
+    )
+
+
+def test_a_run_of_one_validation_has_whole_updates_on_its_axes(tmp_path, monkeypatch):
+    from nmtkit.core import plot
+
+    figures = []
+    monkeypatch.setattr(plot, "save_figure", lambda fig, out, **_: figures.append(fig))
+    training_curves(
+        [{"step": 6, "train_nll_token": 5.0, "dev_nll_token": 4.9, "dev_bleu_tok": 0.0}], tmp_path / "c.png"
+    )
+    figures[0].canvas.draw()
+    for ax in figures[0].axes:
+        assert list(ax.get_xticks()) == [6], ax.get_xticks()  # 5.7, 6.0, 6.3
+    assert not figures[0].axes[1].get_lines()[0].get_clip_on()  # a BLEU of 0: its dots whole on the axis
+
+
+def test_characters_no_installed_font_draws_are_said_in_one_line(tmp_path, capsys):
+    """A Chinese word drew as boxes with a UserWarning of matplotlib's per character (26 of them)."""
+    import warnings
+
+    from nmtkit.core import plot
+
+    assert plot.font_families({"Noto Sans CJK SC", "Comic Sans MS", "DejaVu Sans"}) == [
+        "DejaVu Sans",
+        "Noto Sans CJK SC",
+    ]
+    if set(plot.FALLBACK_FONTS) & plot._installed_families():
+        import pytest
+
+        pytest.skip("a font that draws Chinese is installed here: nothing is missing")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a warning of matplotlib's that got through would fail here
+        plot.alignment_heatmap(["神", "的", "系统"], ["God", "'s"], np.eye(2, 3), tmp_path / "zh.png")
+    err = capsys.readouterr().err
+    assert (
+        err.count("\n") == 1 and f"warning: {tmp_path / 'zh.png'}: 4 characters (的神系统) in no installed font" in err
+    )
+    assert (tmp_path / "zh.png").exists()

@@ -482,6 +482,9 @@ def test_a_warmup_the_whole_budget_long_is_said_once(data_bin, tmp_path):
     )
     assert r.exit_code == 0, r.output
     assert r.output.count("--warmup 5 is not below --max-updates 2: the rate rises the whole run") == 1
+    lines = r.output.splitlines()  # before the line that says what stops the run, the start's last
+    said = next(k for k, line in enumerate(lines) if "is not below --max-updates" in line)
+    assert lines[said + 1].startswith("stops at update 2"), lines
 
 
 def test_a_corpus_that_makes_no_minibatch_is_one_line_before_any_work(data_bin, tmp_path):

@@ -8,16 +8,20 @@ picture a user opens is never half drawn.
 from __future__ import annotations
 
 import functools
+import inspect
 import math
+import re
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ParamSpec
 
 import numpy as np
 
-from .console import short_names
+from .console import log, short_names
 from .errors import UserError
 from .files import atomic_write, names_descriptor
+from .wording import counted
 
 FORMATS = ("png", "svg", "pdf")
 P = ParamSpec("P")
@@ -32,14 +36,60 @@ def pyplot() -> Any:
     return plt
 
 
+# Families that draw what DejaVu Sans (matplotlib's own) lacks, Chinese, Japanese and Korean above
+# all, tried after it in this order where installed: matplotlib falls back glyph by glyph
+FALLBACK_FONTS = (
+    "Noto Sans CJK JP",
+    "Noto Sans CJK SC",
+    "Noto Sans CJK TC",
+    "Noto Sans CJK KR",
+    "Source Han Sans",
+    "WenQuanYi Zen Hei",
+    "WenQuanYi Micro Hei",
+    "Droid Sans Fallback",
+    "Arial Unicode MS",
+)
+_MISSING_GLYPH = re.compile(r"Glyph (\d+) .*missing from font")
+
+
+def font_families(installed: set[str]) -> list[str]:
+    """DejaVu Sans, then the fallbacks among ``installed`` (font family names)."""
+    return ["DejaVu Sans", *(f for f in FALLBACK_FONTS if f in installed)]
+
+
+def _installed_families() -> set[str]:
+    from matplotlib import font_manager
+
+    return {f.name for f in font_manager.fontManager.ttflist}
+
+
 def _literal(draw: Callable[P, None]) -> Callable[P, None]:
     """``draw`` with its text shown as it is: words, system names and titles are the user's, and
-    matplotlib read ``$x$`` in them as mathematics (an italic x), ``\\$`` as ``$``."""
+    matplotlib read ``$x$`` in them as mathematics (an italic x), ``\\$`` as ``$``. Characters no
+    installed font draws are said in one line, not in a warning of matplotlib's per character."""
 
     @functools.wraps(draw)
     def drawn(*args: P.args, **kwargs: P.kwargs) -> None:
-        with pyplot().rc_context({"text.parse_math": False}):
+        families = font_families(_installed_families())
+        rc = {"text.parse_math": False, "font.family": "sans-serif", "font.sans-serif": families}
+        with pyplot().rc_context(rc), warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
             draw(*args, **kwargs)
+        missing: set[str] = set()
+        for w in caught:
+            found = _MISSING_GLYPH.search(str(w.message))
+            if found:
+                missing.add(chr(int(found.group(1))))
+            else:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        if missing:
+            out = inspect.signature(draw).bind(*args, **kwargs).arguments["out"]
+            shown = "".join(sorted(missing)[:10]) + ("…" if len(missing) > 10 else "")
+            log(
+                f"warning: {out}: {counted(len(missing), 'character')} ({shown}) in no installed font "
+                f"({', '.join(families)}): drawn as boxes; a font that has them, Noto Sans CJK for Chinese, "
+                "Japanese and Korean, is used once installed"
+            )
 
     return drawn
 
@@ -55,10 +105,12 @@ def check_format(out: str | Path) -> str:
     return suffix
 
 
-def save_figure(fig: Any, out: str | Path) -> None:
+def save_figure(fig: Any, out: str | Path, cropped: bool = False) -> None:
+    """``fig`` written to ``out``; ``cropped``: without the blank margin a figure sized in advance
+    leaves around its content (a heatmap of two rows filled half its height)."""
     suffix = check_format(out)
     with atomic_write(out, "wb") as fh:
-        fig.savefig(fh, format=suffix, dpi=120)
+        fig.savefig(fh, format=suffix, dpi=120, **({"bbox_inches": "tight", "pad_inches": 0.1} if cropped else {}))
     pyplot().close(fig)
 
 
@@ -79,15 +131,21 @@ def training_curves(entries: list[dict[str, Any]], out: str | Path) -> None:
     ax.legend()
     if bleu:
         ax = axes[0][1]
-        ax.plot(*zip(*bleu), "o-", color="tab:green", ms=4)
+        ax.plot(*zip(*bleu), "o-", color="tab:green", ms=4, clip_on=False)  # a BLEU of 0 on the axis, whole
         ax.set_ylabel("dev BLEU (greedy, tokenized)")
         ax.set_ylim(bottom=0)
+    steps = {step for step, _ in train + dev + bleu}
     for ax in axes[0]:
         ax.set_xlabel("update")
         ax.xaxis.get_major_locator().set_params(integer=True)  # updates are whole: no 19.25
+        if len(steps) < 3:  # too few whole numbers in the range for the rule above: 5.7, 6.0, 6.3
+            ax.set_xticks(sorted(steps))
         ax.grid(alpha=0.3)
     fig.tight_layout()
     save_figure(fig, out)
+
+
+_LENGTH_LABELS = 12  # length buckets labelled at the most, across the chart's 6.5 inches
 
 
 @_literal
@@ -101,9 +159,11 @@ def bleu_by_length_chart(rows: list[dict[str, Any]], out: str | Path, title: str
     fig, ax = plt.subplots(figsize=(6.5, 4))
     x = [r["hi"] for r in rows]
     for name, label in zip(names, short_names(names)):
-        ax.plot(x, [r[kind][name] for r in rows], "o-", ms=4, label=label)
-    ax.set_xticks(x, [f"{r['lo']}–{r['hi']}\n({r['sentences']})" for r in rows], fontsize=8)
-    ax.set_xlabel("source sentence length in words (sentences)")
+        ax.plot(x, [r[kind][name] for r in rows], "o-", ms=4, label=label, clip_on=False)
+    every = max(1, math.ceil(len(rows) / _LENGTH_LABELS))  # more labels than that run into each other
+    labels = [f"{r['lo']}–{r['hi']}\n({r['sentences']})" if k % every == 0 else "" for k, r in enumerate(rows)]
+    ax.set_xticks(x, labels, fontsize=8)
+    ax.set_xlabel(f"source sentence length in words (sentences){_every(every, 'bucket')}")
     ax.set_ylabel("tokenized BLEU (Moses tokens)" if kind == "bleu_tok" else "sacreBLEU (detokenized)")
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
@@ -113,6 +173,11 @@ def bleu_by_length_chart(rows: list[dict[str, Any]], out: str | Path, title: str
         ax.legend(fontsize=8)
     fig.tight_layout()
     save_figure(fig, out)
+
+
+def _every(k: int, what: str) -> str:
+    """The note, for an axis' title, that one ``what`` in ``k`` is labelled (none where each is)."""
+    return f"; one {what} in {k} labelled" if k > 1 else ""
 
 
 # matplotlib resamples the image in float64 at the canvas's size: a side grown with a long
@@ -139,7 +204,8 @@ def alignment_heatmap(source: list[str], target: list[str], alignment: Any, out:
     ax.set_xticks(range(0, len(source), every), source[::every], rotation=90, fontsize=font)
     ax.set_yticks(range(0, len(target), every), target[::every], fontsize=font)
     ax.tick_params(length=0)
-    if title:
-        ax.set_xlabel(title, fontsize=9)
+    note = _every(every, "word").removeprefix("; ")
+    if title or note:
+        ax.set_xlabel(f"{title} ({note})" if title and note else title or note, fontsize=9)
     fig.tight_layout()
-    save_figure(fig, out)
+    save_figure(fig, out, cropped=True)

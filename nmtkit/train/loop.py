@@ -314,9 +314,9 @@ def announce(state: TrainState) -> None:
             f"{state.batches.too_long:,} of {len(state.batches.src_sizes):,} training pairs are longer than "
             f"--max-len {state.cfg.max_len} {unit} on a side: left out (--max-len 0 keeps them)"
         )
-    log(stopping_rule(state.cfg))
     if said := warmup_outlasts(state.cfg):
         log(said)
+    log(stopping_rule(state.cfg))  # the start's last line (docs/training.md)
 
 
 def _peer_gone(world: int, state: TrainState | None, resume: bool) -> JobFailed:

@@ -63,8 +63,8 @@ def pace_report(
         f"an update takes {seconds_per_update:.2f} s here: an epoch of {updates_per_epoch:,} updates "
         f"about {_duration(seconds_per_update * updates_per_epoch)}"
     )
-    if cfg.max_updates:
-        left = max(0, cfg.max_updates - done)
+    left = max(0, cfg.max_updates - done)
+    if left:  # none left: the line comes with the last update ("update 6 in about 0 s")
         line += f", update {cfg.max_updates:,} in about {_duration(seconds_per_update * left)}"
         line += " (validations and saves aside)"  # a run validates at its last update at least
     bounded = cfg.max_updates or cfg.max_epochs or cfg.max_minutes

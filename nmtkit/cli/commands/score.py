@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from ...core.command import Command
+from ...core.console import log
 from ...core.errors import UserError
 from ...core.files import refuse_overwriting, refuse_two_on_stdin
 from ...data.settings import VALID
@@ -254,6 +255,7 @@ def score(
         from ...core.plot import bleu_by_length_chart  # numpy and matplotlib, for --plot only
 
         bleu_by_length_chart(result["by_length"]["rows"], plot_path, "BLEU by source sentence length")
+        log(f"wrote {plot_path}")  # as align-plot says of its pictures
     click.echo(json.dumps(result) if as_json else format_report({"systems": [], **result}, metrics))
 
 
