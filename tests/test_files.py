@@ -154,10 +154,10 @@ def test_a_failed_output_takes_the_directories_it_made_with_it(tmp_path):
     with atomic_write(tmp_path / "made" / "out.txt") as fh:
         fh.write("whole")
     assert (tmp_path / "made" / "out.txt").read_text() == "whole"
-    # failed while making them: a name whose temporary sibling's is too long, under directories just made
+    # failed while making them: a name too long, under directories just made
     for make in (
-        lambda: atomic_write(tmp_path / "fresh" / "sub" / ("x" * 250)),
-        lambda: Staging(tmp_path / "fresh" / "sub" / ("y" * 250)),
+        lambda: atomic_write(tmp_path / "fresh" / "sub" / ("x" * 256)),
+        lambda: Staging(tmp_path / "fresh" / "sub" / ("y" * 256)),
     ):
         with pytest.raises(UserError, match="file name too long"), make():
             pass
@@ -205,7 +205,7 @@ def test_staging_commits_a_whole_directory_or_nothing(tmp_path):
 
 
 def test_staging_of_dead_processes_is_removed_and_a_torn_commit_repaired(tmp_path):
-    from nmtkit.core.files import HOST as _HOST
+    from nmtkit.core.temporaries import HOST as _HOST
 
     dest, pid = tmp_path / "d", dead_pid()
     stale = tmp_path / f".d.staging-{_HOST}-{pid}-x1"
@@ -324,7 +324,7 @@ def test_staging_writes_through_a_link_and_drops_what_its_command_no_longer_writ
 def test_a_killed_writer_s_temporary_file_is_removed_by_the_next_write_of_its_file(tmp_path):
     """design.md promised it; only train's save directory had its temporaries removed, and a
     translate killed by the OOM killer left a hidden copy of a half-written output for good."""
-    from nmtkit.core.files import HOST as _HOST
+    from nmtkit.core.temporaries import HOST as _HOST
 
     dead = tmp_path / f".out.fr.{_HOST}-{dead_pid()}-gn3vk36f.tmp"
     live = tmp_path / f".out.fr.{_HOST}-{os.getpid()}-abcdefgh.tmp"  # a write still going on
@@ -349,3 +349,40 @@ def test_a_refused_rename_is_said_of_the_output_not_of_the_temporary_file(tmp_pa
             fh.write("x")
     assert err.value.filename == str(tmp_path / "out.txt") and err.value.filename2 is None
     assert os.listdir(tmp_path) == []
+
+
+def test_a_name_as_long_as_the_system_allows_is_written_and_its_dead_temporaries_removed(tmp_path):
+    """A name of 232 bytes or more was refused as too long: its temporary sibling added 25."""
+    from nmtkit.core.temporaries import HOST as _HOST
+    from nmtkit.core.temporaries import stem
+
+    name = "é" * 100 + "a" * 51 + ".fr"  # 254 bytes
+    dead = tmp_path / f".{stem(name)}.{_HOST}-{dead_pid()}-gn3vk36f.tmp"
+    dead.write_text("half")
+    with atomic_write(tmp_path / name) as fh:
+        fh.write("whole\n")
+    assert (tmp_path / name).read_text() == "whole\n" and not dead.exists()
+    assert stem(name) != stem(name[:-4] + ".en") and stem("out.fr") == "out.fr"
+    with Staging(tmp_path / name.replace(".fr", "d")) as stage:
+        stage.path("x").write_text("x")
+        stage.commit()
+    assert (tmp_path / name.replace(".fr", "d") / "x").exists()
+
+
+def test_a_full_disk_met_in_a_staging_directory_is_said_of_its_destination(tmp_path):
+    """reverse said 'bin/bpe.codes: no space left on device' (the source of its copy), preprocess
+    and select named no file, build-vocab its hidden '.v.staging-…/vocab.fr.txt'."""
+    dest = tmp_path / "rev"
+    full = (errno.ENOSPC, os.strerror(errno.ENOSPC))
+    with pytest.raises(OSError) as copied, Staging(dest) as stage:
+        raise OSError(*full, str(tmp_path / "bin" / "bpe.codes"), None, str(stage.path("bpe.codes")))
+    assert (copied.value.filename, copied.value.filename2) == (str(dest / "bpe.codes"), None)
+    with pytest.raises(OSError) as written, Staging(dest) as stage:
+        raise OSError(*full)
+    assert written.value.filename == str(dest)
+    with pytest.raises(OSError) as named, Staging(dest) as stage:
+        raise OSError(*full, str(stage.path("vocab.fr.txt")))
+    assert named.value.filename == str(dest / "vocab.fr.txt") and not dest.exists()
+    with pytest.raises(FileNotFoundError) as missing, Staging(dest):
+        open(tmp_path / "no-such-input")  # an input's error keeps its name
+    assert missing.value.filename == str(tmp_path / "no-such-input")

@@ -134,3 +134,20 @@ def test_characters_no_installed_font_draws_are_said_in_one_line(tmp_path, capsy
         err.count("\n") == 1 and f"warning: {tmp_path / 'zh.png'}: 4 characters (的神系统) in no installed font" in err
     )
     assert (tmp_path / "zh.png").exists()
+
+
+def test_a_home_matplotlib_cannot_write_in_costs_no_lines_on_stderr(tmp_path):
+    """-q left matplotlib's two long lines (no config directory, a temporary cache made instead)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    home = tmp_path / "home"
+    home.write_text("a file, where a directory would have to be")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "MPL"))}
+    env |= {"HOME": str(home), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    entries = [{"step": 1, "train_nll_token": 2.0}]
+    code = f"from nmtkit.core.plot import training_curves; training_curves({entries!r}, {str(tmp_path / 'c.png')!r})"
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stderr == "" and (tmp_path / "c.png").exists(), done.stderr

@@ -11,6 +11,7 @@ that has one, and names the files it is the mean of.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -144,7 +145,7 @@ def inputs(
             whose = "only an earlier run's update-N.pt" if earlier else "no update-N.pt"
             raise UserError(f"{path}: holds {whose} (train with --keep-last N to keep the last N)")
         found += own
-    files = [(p.stat().st_dev, p.stat().st_ino) if p.exists() else p.resolve() for p in found]  # hard links too
+    files = [(p.stat().st_dev, p.stat().st_ino) if p.exists() else os.path.realpath(p) for p in found]  # hard links too
     twice = next((p for k, p in enumerate(found) if files[k] in files[:k]), None)
     if twice is not None:
         raise UserError(f"{twice}: given twice (as itself, a link to it, or in its run directory)")

@@ -35,6 +35,7 @@ from .console import discard, set_verbosity, stderr_as_found
 from .errors import Interrupted, JobFailed, UserError
 from .files import USER_PATH_ERRORS
 from .stops import Terminated, decided_in_own_process, ended_by, stop_decided, stops_raise
+from .wording import one_line
 
 FAILED = 1
 USAGE = 2
@@ -395,7 +396,7 @@ def _stopped(signum: int) -> NoReturn:
 
 def _fail(line: str, status: int) -> NoReturn:
     try:
-        click.echo(line, err=True)
+        click.echo(one_line(line), err=True)
     except OSError:  # stderr's reader gone (2>&1 | true): the status still says it
         discard(2)
     try:

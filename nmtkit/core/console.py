@@ -167,13 +167,15 @@ def set_verbosity(quiet: bool = False, verbose: bool = False) -> None:
 
 
 def log(message: str) -> None:
-    console.print(message)
+    """``message`` on stderr as it is: it names files, and rich read ``q[/b]avg.pt`` as markup (a
+    traceback after the work) and ``corpus[v2].fr`` as ``corpus.fr``."""
+    console.print(message, markup=False)
 
 
 def debug(message: str) -> None:
     """A detail shown with -v only."""
     if _verbose:
-        console.print(f"[dim]{message}[/dim]")
+        console.print(message, markup=False, style="dim")
 
 
 class _Rate(ProgressColumn):
@@ -190,7 +192,7 @@ def progress(unit: str = "lines") -> Progress:
     """A bar with counts, rate, elapsed time and ETA on stderr; drawn only on a terminal,
     so that logs and pipes get the result lines without bar snapshots."""
     return Progress(
-        TextColumn("[bold]{task.description}"),
+        TextColumn("{task.description}", style="bold", markup=False),  # a file's name (a download's)
         BarColumn(),
         MofNCompleteColumn(),
         _Rate(unit),

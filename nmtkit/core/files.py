@@ -14,13 +14,11 @@ from __future__ import annotations
 import codecs
 import contextlib
 import errno
-import glob
 import hashlib
 import io
 import json
 import os
 import re
-import socket
 import stat
 import sys
 import tempfile
@@ -29,6 +27,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from .errors import UserError
+from .temporaries import remove_stale_temporaries, temporary_prefix
 
 STDIO = "-"
 
@@ -263,8 +262,8 @@ def refuse_overwriting(outputs: Sequence[tuple[str, str | None]], inputs: Sequen
 # What the system says of a path a user gave that cannot be written (no permission, a read-only or full disk, a
 # file where a directory must be): the user's to fix, so one line, not a traceback. Not ENOENT, EEXIST or EISDIR
 # in general: the code that knows the user's path says those itself; elsewhere they are a bug's, with its traceback.
-USER_PATH_ERRORS = frozenset(
-    {errno.ENOTDIR, errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.ENAMETOOLONG}
+USER_PATH_ERRORS = frozenset(  # ELOOP: a link that leads back to itself
+    getattr(errno, e) for e in "ENOTDIR EACCES EPERM EROFS ENOSPC EDQUOT EFBIG ENAMETOOLONG ELOOP".split()
 )
 
 
@@ -307,7 +306,7 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
         with writing_into(path):
             path.parent.mkdir(parents=True, exist_ok=True)
             remove_stale_temporaries(path.parent, of=path.name)  # a killed run's: nothing else removes them
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{HOST}-{os.getpid()}-", suffix=".tmp", dir=path.parent)
+            fd, tmp = tempfile.mkstemp(prefix=temporary_prefix(path.name), suffix=".tmp", dir=path.parent)
         os.chmod(tmp, kept_mode(path, 0o666))  # mkstemp makes 0600
         with _named_writes(fd, mode, encoding, path) as fh:
             yield fh
@@ -440,31 +439,6 @@ def umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
-
-
-HOST = re.sub(r"[^A-Za-z0-9]", "_", socket.gethostname()) or "host"
-
-
-def remove_stale_temporaries(directory: Path, of: str | None = None) -> None:
-    """Remove the temporary files of :func:`atomic_write` left in ``directory`` by dead processes:
-    all of them, or those ``of`` one file name."""
-    pattern = re.compile(rf"\..+\.{HOST}-(\d+)-[^.]*\.tmp$")
-    entries = directory.glob(f".{glob.escape(of)}.{HOST}-*.tmp") if of else directory.iterdir()
-    for entry in entries if directory.is_dir() else ():
-        match = pattern.match(entry.name)
-        if match and not alive(int(match.group(1))):
-            with contextlib.suppress(FileNotFoundError):
-                entry.unlink()
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def sha256_text(text: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import logging
 import math
 import re
 import warnings
@@ -28,11 +29,18 @@ P = ParamSpec("P")
 
 
 def pyplot() -> Any:
-    import matplotlib
+    """matplotlib's pyplot on Agg. Where HOME is read-only, matplotlib's import logged two long
+    lines (no config directory, a temporary cache made instead) that -q did not silence: its import
+    logs errors alone."""
+    said = logging.getLogger("matplotlib")
+    level, said.level = said.level, logging.ERROR
+    try:
+        import matplotlib
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    finally:
+        said.setLevel(level)
     return plt
 
 
@@ -58,6 +66,7 @@ def font_families(installed: set[str]) -> list[str]:
 
 
 def _installed_families() -> set[str]:
+    pyplot()  # matplotlib imported as pyplot() imports it
     from matplotlib import font_manager
 
     return {f.name for f in font_manager.fontManager.ttflist}

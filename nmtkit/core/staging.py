@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UserError
-from .files import HOST, alive, dirs_to_make, fsync_dir, kept_mode, unmake, writing_into
+from .files import USER_PATH_ERRORS, dirs_to_make, fsync_dir, kept_mode, unmake, writing_into
+from .temporaries import HOST, alive, stem, temporary_prefix
 
 _KINDS = ("staging", "old")
 
@@ -69,7 +70,7 @@ class Staging:
                 self.dest.parent.mkdir(parents=True, exist_ok=True)
                 remove_stale(self.dest)
                 self.dir = Path(
-                    tempfile.mkdtemp(prefix=f".{self.dest.name}.staging-{HOST}-{os.getpid()}-", dir=self.dest.parent)
+                    tempfile.mkdtemp(prefix=temporary_prefix(self.dest.name, "staging"), dir=self.dest.parent)
                 )
         except BaseException:
             unmake(self.made)
@@ -92,7 +93,7 @@ class Staging:
                 if not (self.dir / entry.name).exists() and not entry.name.startswith(".staging-") and not stale:
                     _carry(entry, self.dir / entry.name)
             fsync_dir(self.dir)
-            old = Path(tempfile.mkdtemp(prefix=f".{self.dest.name}.old-{HOST}-{os.getpid()}-", dir=self.dest.parent))
+            old = Path(tempfile.mkdtemp(prefix=temporary_prefix(self.dest.name, "old"), dir=self.dest.parent))
             os.rename(self.dest, old / "dir")
             os.rename(self.dir, self.dest)
             fsync_dir(self.dest.parent)
@@ -102,16 +103,30 @@ class Staging:
     def __enter__(self) -> Staging:
         return self
 
-    def __exit__(self, *_: Any) -> None:
+    def __exit__(self, kind: Any, err: BaseException | None, _tb: Any) -> None:
         if self.dir.exists():  # not committed: a failed command's directories go with it
             shutil.rmtree(self.dir, ignore_errors=True)
             unmake(self.made)
+        if isinstance(err, OSError):  # said of dest, not of the hidden directory or of no file at all
+            self._said_of_dest(err)
+
+    def _said_of_dest(self, err: OSError) -> None:
+        """A full disk met by a write into the staging directory named none (an open file's write)
+        or the hidden directory (``.v.staging-…/vocab.fr.txt``); a copy into it, its source
+        (shutil names the source first): each now names ``dest``, or the file in it."""
+        hidden = str(self.dir)
+        if isinstance(err.filename2, str) and err.filename2.startswith(hidden):
+            err.filename, err.filename2 = err.filename2, None
+        if err.filename is None and err.errno in USER_PATH_ERRORS:
+            err.filename = str(self.dest)
+        elif isinstance(err.filename, str) and err.filename.startswith(hidden):
+            err.filename = str(self.dest) + err.filename[len(hidden) :]
 
 
 def remove_stale(dest: Path) -> None:
     """Remove the staging directories of ``dest`` left by dead processes of this host, and put
     back an old ``dest`` that a crash took away between the two renames of a commit."""
-    pattern = re.compile(rf"\.{re.escape(dest.name)}\.({'|'.join(_KINDS)})-{HOST}-(\d+)-")
+    pattern = re.compile(rf"\.{re.escape(stem(dest.name))}\.({'|'.join(_KINDS)})-{HOST}-(\d+)-")
     if not dest.parent.is_dir():
         return
     for entry in sorted(dest.parent.iterdir()):

@@ -83,9 +83,9 @@ def write_bible_corpus(db: Path, out_dir: Path, pairs: list[tuple[str, str]]) ->
     counts: dict[str, int] = {}
     with Staging(out_dir) as stage:
         with (
-            open(stage.path("train.en"), "w") as en,
-            open(stage.path("train.fr"), "w") as fr,
-            open(stage.path("train.ids"), "w") as ids,
+            open(stage.path("train.en"), "w", encoding="utf-8") as en,
+            open(stage.path("train.fr"), "w", encoding="utf-8") as fr,
+            open(stage.path("train.ids"), "w", encoding="utf-8") as ids,
         ):
             n = 0
             for e, f in pairs:
@@ -102,9 +102,9 @@ def write_bible_corpus(db: Path, out_dir: Path, pairs: list[tuple[str, str]]) ->
             if split == "test":
                 files |= {f"test.ref-{name}.fr": code for code, name in EXTRA_REFS.items()}
             for fname, code in files.items():
-                with open(stage.path(fname), "w") as out:
+                with open(stage.path(fname), "w", encoding="utf-8") as out:
                     out.writelines(_one_line(texts[code][k]) + "\n" for k in held)
-            with open(stage.path(f"{split}.ids"), "w") as ids:
+            with open(stage.path(f"{split}.ids"), "w", encoding="utf-8") as ids:
                 ids.writelines(f"{EVAL_PAIR[0]}-{EVAL_PAIR[1]} {k[0]}:{k[1]}:{k[2]}\n" for k in held)
             counts[split] = len(held)
         write_json(

@@ -197,7 +197,7 @@ def _preprocess_split(
     tokens = [0, 0]
     lines_in = kept = empty = 0
     outs = [open(stage.path(f"{name}.{lang}"), "w", encoding="utf-8") for lang in langs]
-    with outs[0], outs[1], open(stage.path(f"{name}.lines"), "w") as lines_out:
+    with outs[0], outs[1], open(stage.path(f"{name}.lines"), "w", encoding="utf-8") as lines_out:
         for rows, chunk_fired in pool.map(_encode_chunk, chunked(numbered, CHUNK)):
             for counter, add in zip(fired, chunk_fired):
                 counter.update(add)

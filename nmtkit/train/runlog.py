@@ -119,7 +119,7 @@ def best_of(save_dir: str | Path, step: int, score: Any, owed: bool = False) -> 
 
 
 def append(save_dir: str | Path, entry: dict[str, Any]) -> None:
-    with open(Path(save_dir) / METRICS, "a") as fh:
+    with open(Path(save_dir) / METRICS, "a", encoding="utf-8") as fh:
         fh.write(json.dumps(entry) + "\n")
 
 

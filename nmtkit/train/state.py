@@ -17,7 +17,8 @@ from .. import checkpoint
 from ..checkpoint import Checkpoint, Progress, TextSides
 from ..core.console import log
 from ..core.errors import FormatError, UserError
-from ..core.files import remove_stale_temporaries, writing_into
+from ..core.files import writing_into
+from ..core.temporaries import remove_stale_temporaries
 from ..core.wording import counted
 from ..data.batching import Batches
 from ..data.binarized import Corpus, TokenArray
