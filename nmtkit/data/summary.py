@@ -8,6 +8,8 @@ sees at a glance what the data half of the pipeline made.
 
 from __future__ import annotations
 
+from typing import Final
+
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
@@ -15,7 +17,7 @@ from rich.text import Text
 from .manifest import Manifest
 
 # A cell too wide for a narrow terminal goes on, folded, on the next line: cut, a count read 241,0…
-FOLD = "fold"
+FOLD: Final = "fold"
 
 
 def corpus_summary(manifest: Manifest) -> Group:
