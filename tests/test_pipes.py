@@ -281,3 +281,20 @@ def test_stdin_and_stdout_by_their_other_names_are_still_one_stream(overfit, tmp
     assert "INPUT and --prefix cannot both read stdin" in errors[0]
     assert all("the translations and the alignments cannot both go to stdout" in e for e in errors[1:3]), errors
     assert all(e.count("\n") == 1 for e in errors[:3]) and errors[3] == "", errors
+
+
+def test_a_command_reading_the_terminal_says_so_before_it_waits(tmp_path):
+    """translate typed without its input waited in silence for the terminal's lines."""
+    import pty
+
+    leader, follower = pty.openpty()
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    cmd = [sys.executable, "-m", "nmtkit", "tokenize", "-l", "en", "-j", "1"]
+    with subprocess.Popen(cmd, stdin=follower, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) as proc:
+        os.close(follower)
+        os.write(leader, b"Hello, world\n\x04")
+        out, err = proc.communicate(timeout=60)
+    os.close(leader)
+    assert proc.returncode == 0, err
+    assert err.decode().startswith("reading the terminal: a line at a time, Ctrl-D to end")
+    assert out.decode() == "Hello , world\n"

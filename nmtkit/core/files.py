@@ -26,6 +26,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from .console import log
 from .errors import UserError
 from .temporaries import remove_stale_temporaries, temporary_prefix
 
@@ -46,6 +47,8 @@ def open_binary(path: str | Path) -> IO[bytes]:
     if str(path) == STDIO:
         if sys.stdin is None:  # started with stdin closed (<&-)
             raise UserError("stdin is closed (<&-): give the input as a file, or pipe it in")
+        if sys.stdin.isatty():  # else a command typed without its input waits in silence
+            log("reading the terminal: a line at a time, Ctrl-D to end (or give the input as a file)")
         refuse_other_encodings(sys.stdin.buffer, STDIO)
         return sys.stdin.buffer
     try:
