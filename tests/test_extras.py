@@ -4,6 +4,7 @@ import re
 import shlex
 import sys
 import tomllib
+from importlib import metadata
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -28,6 +29,9 @@ def test_each_extra_is_installed_by_this_python_from_the_metadata_and_without_it
         assert _parsed(listed) == _parsed(wanted), extra
         assert install_command(extra).startswith(f"{python} -m pip install ")
     assert install_command("nothing") == f"{python} -m pip install '.[nothing]' in nmtkit's checkout"
+    # requirements() drops a requirement's marker, right while each names its extra alone
+    markers = [r.split(";", 1)[1].strip() for r in metadata.requires("nmtkit") or [] if ";" in r]
+    assert all(re.fullmatch(r"""extra\s*==\s*["'][a-z]+["']""", m) for m in markers), markers
 
 
 def test_serve_without_its_extra_says_the_command_in_one_line(overfit, monkeypatch):

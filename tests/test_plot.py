@@ -151,3 +151,31 @@ def test_a_home_matplotlib_cannot_write_in_costs_no_lines_on_stderr(tmp_path):
     code = f"from nmtkit.core.plot import training_curves; training_curves({entries!r}, {str(tmp_path / 'c.png')!r})"
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stderr == "" and (tmp_path / "c.png").exists(), done.stderr
+
+
+def test_a_word_of_thousands_of_characters_leaves_the_heatmap_drawable(tmp_path):
+    """The picture is cropped to its labels: one word of 8,000 characters made it 72,237 pixels high."""
+    import struct
+
+    from nmtkit.core.plot import alignment_heatmap
+
+    alignment_heatmap(["x" * 8000, "b"], ["c", "y" * 8000], np.eye(2), tmp_path / "w.png")
+    width, height = struct.unpack(">II", (tmp_path / "w.png").read_bytes()[16:24])
+    assert width < 1000 and height < 1000
+
+
+def test_another_warning_of_a_drawing_comes_once_not_with_every_picture(tmp_path, monkeypatch):
+    import warnings
+
+    from nmtkit.core import plot
+
+    def warns(fig, out, **_):
+        warnings.warn("a warning of matplotlib's", UserWarning, stacklevel=1)
+
+    monkeypatch.setattr(plot, "save_figure", warns)
+    monkeypatch.setattr(plot, "_SHOWN", set())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        for _ in range(3):
+            plot.alignment_heatmap(["a"], ["b"], np.eye(1), tmp_path / "a.png")
+    assert [str(w.message) for w in caught] == ["a warning of matplotlib's"]

@@ -3,12 +3,12 @@ TensorBoard's own reader; without the extra, one line before any work."""
 
 import json
 import math
-import shlex
 import sys
 
 import pytest
 
 from nmtkit import checkpoint
+from nmtkit.core.extras import install_command
 from tests.conftest import train_tiny
 from tests.test_corpus import make_corpus
 
@@ -87,8 +87,7 @@ def test_without_the_package_it_says_which_extra_before_any_work(raw, tmp_path, 
     r = train(tmp_path, "--tensorboard", str(tmp_path / "tb"))
     assert r.exit_code == 2
     assert r.output.strip() == (
-        "nmtkit train: error: --tensorboard needs the tensorboard package: "
-        f"{shlex.quote(sys.executable)} -m pip install 'tensorboard>=2.10'"
+        f"nmtkit train: error: --tensorboard needs the tensorboard package: {install_command('tensorboard')}"
     )
     assert not (tmp_path / "run").exists() and not (tmp_path / "tb").exists()
 

@@ -104,7 +104,7 @@ def when_stderr_lost(hook: Callable[[], None]) -> Iterator[None]:
         _lost.remove(hook)
 
 
-console = _Log(stderr=True, highlight=False, soft_wrap=True)
+console = _Log(stderr=True, highlight=False, soft_wrap=True, emoji=False)  # a name's :fire: is no 🔥
 
 
 _verbose = False
@@ -126,7 +126,7 @@ class Results(Console):
     own answer is exit status 1, as if the command had failed."""
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+        super().__init__(**{"emoji": False, **kwargs})
         self.fitted = not self.is_terminal and "width" not in kwargs  # a file or a pipe: no width to fit
 
     def on_broken_pipe(self) -> None:

@@ -19,6 +19,7 @@ def requirements(extra: str) -> list[str]:
         listed = metadata.requires("nmtkit") or []
     except metadata.PackageNotFoundError:
         return []
+    # the marker dropped: nmtkit's name an extra alone (a test holds them to it)
     marker = re.compile(rf"""extra\s*==\s*["']{re.escape(extra)}["']""")
     return [r.split(";")[0].strip() for r in listed if ";" in r and marker.search(r.split(";", 1)[1])]
 

@@ -33,7 +33,8 @@ def pyplot() -> Any:
     lines (no config directory, a temporary cache made instead) that -q did not silence: its import
     logs errors alone."""
     said = logging.getLogger("matplotlib")
-    level, said.level = said.level, logging.ERROR
+    level = said.level
+    said.setLevel(logging.ERROR)
     try:
         import matplotlib
 
@@ -57,7 +58,10 @@ FALLBACK_FONTS = (
     "Droid Sans Fallback",
     "Arial Unicode MS",
 )
-_MISSING_GLYPH = re.compile(r"Glyph (\d+) .*missing from font")
+_MISSING_GLYPH = re.compile(r"Glyph (\d+) .*missing from (current )?font")
+# The other warnings of a drawing, passed on once each, as Python's default filter shows them: recorded
+# to find the glyphs', each came again with every picture (the filters' registry is reset by recording)
+_SHOWN: set[tuple[str, type[Warning], str, int]] = set()
 
 
 def font_families(installed: set[str]) -> list[str]:
@@ -89,7 +93,8 @@ def _literal(draw: Callable[P, None]) -> Callable[P, None]:
             found = _MISSING_GLYPH.search(str(w.message))
             if found:
                 missing.add(chr(int(found.group(1))))
-            else:
+            elif (key := (str(w.message), w.category, w.filename, w.lineno)) not in _SHOWN:
+                _SHOWN.add(key)
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         if missing:
             out = inspect.signature(draw).bind(*args, **kwargs).arguments["out"]
@@ -195,6 +200,13 @@ _HEATMAP_MAX_INCHES = 30.0
 _LABEL_SPACING = 0.13  # inches between labels at the least: 4.5-point type, every k-th word beyond
 
 
+_LABEL_CHARACTERS = 40  # of a word, at the most: the picture is cropped to its labels (one of 8,000 made it 600 inches)
+
+
+def _label(word: str) -> str:
+    return word if len(word) <= _LABEL_CHARACTERS else word[: _LABEL_CHARACTERS - 1] + "…"
+
+
 @_literal
 def alignment_heatmap(source: list[str], target: list[str], alignment: Any, out: str | Path, title: str = "") -> None:
     """The paper's Figure 3: α_ij with source words on the x-axis (top) and generated words on
@@ -210,11 +222,13 @@ def alignment_heatmap(source: list[str], target: list[str], alignment: Any, out:
     fig, ax = plt.subplots(figsize=(max(3.0, 1.6 + cell * len(source)), max(3.0, 1.6 + cell * len(target))))
     ax.imshow(a, cmap="gray", vmin=0.0, vmax=1.0, interpolation="nearest", aspect="equal")
     ax.xaxis.tick_top()
-    ax.set_xticks(range(0, len(source), every), source[::every], rotation=90, fontsize=font)
-    ax.set_yticks(range(0, len(target), every), target[::every], fontsize=font)
+    ax.set_xticks(range(0, len(source), every), [_label(w) for w in source[::every]], rotation=90, fontsize=font)
+    ax.set_yticks(range(0, len(target), every), [_label(w) for w in target[::every]], fontsize=font)
     ax.tick_params(length=0)
     note = _every(every, "word").removeprefix("; ")
     if title or note:
         ax.set_xlabel(f"{title} ({note})" if title and note else title or note, fontsize=9)
-    fig.tight_layout()
+    with warnings.catch_warnings():  # long words' labels overflow the figure: the crop takes them in
+        warnings.filterwarnings("ignore", "Tight layout not applied", UserWarning)
+        fig.tight_layout()
     save_figure(fig, out, cropped=True)

@@ -4,6 +4,7 @@ did not write carried over."""
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import os
 import re
@@ -54,16 +55,8 @@ class Staging:
     def __init__(self, dest: str | Path, owned: tuple[str, ...] = ()):
         """``owned``: patterns of the names this command writes, whose files in ``dest`` that it did
         not write this time are stale (another run's codes) and not carried over."""
-        # a link (data-bin -> /scratch/…) is written through, where the renames would replace the link
-        self.dest = Path(os.path.realpath(dest)) if os.path.islink(Path(dest)) else Path(dest)  # data-bin/ too
+        self.dest = destination(dest)
         self.owned = owned
-        if self.dest.exists() and not self.dest.is_dir():
-            raise UserError(f"{self.dest}: exists and is not a directory")
-        here = Path.cwd().resolve()
-        if self.dest.exists() and (self.dest.resolve() == here or self.dest.resolve() in here.parents):
-            raise UserError(
-                f"{self.dest}: give the outputs a directory of their own, not the current directory or one above it"
-            )
         self.made = dirs_to_make(self.dest.parent)
         try:
             with writing_into(self.dest):
@@ -121,6 +114,25 @@ class Staging:
             err.filename = str(self.dest)
         elif isinstance(err.filename, str) and err.filename.startswith(hidden):
             err.filename = str(self.dest) + err.filename[len(hidden) :]
+
+
+def destination(dest: str | Path) -> Path:
+    """The directory ``dest`` names, or one line saying why outputs cannot go there; a command whose
+    work comes first (fetch-bible's download) asks before it."""
+    dest = Path(dest)  # 'link/', as a shell completes it, is the link
+    if os.path.islink(dest):
+        with contextlib.suppress(FileNotFoundError):  # a dangling link is written through
+            os.stat(dest)  # a loop: said here, not as "not a directory" at the commit
+    # a link (data-bin -> /scratch/…) is written through, where the renames would replace the link
+    found = Path(os.path.realpath(dest)) if os.path.islink(dest) else Path(dest)  # data-bin/ too
+    if found.exists() and not found.is_dir():
+        raise UserError(f"{found}: exists and is not a directory")
+    here = Path.cwd().resolve()
+    if found.exists() and (found.resolve() == here or found.resolve() in here.parents):
+        raise UserError(
+            f"{found}: give the outputs a directory of their own, not the current directory or one above it"
+        )
+    return found
 
 
 def remove_stale(dest: Path) -> None:

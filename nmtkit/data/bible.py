@@ -49,6 +49,8 @@ def parse_pairs(spec: str) -> list[tuple[str, str]]:
                 f"unknown Bible pairing '{name}': use EN-FR with EN in "
                 f"{'/'.join(ENGLISH)} and FR in {'/'.join(FRENCH)}, or 'all'"
             )
+        if (en, fr) in pairs:  # its verses would be trained on twice as often as the others'
+            raise UserError(f"Bible pairing '{name}' is given twice")
         pairs.append((en, fr))
     if not pairs:
         raise UserError("no Bible pairing chosen")

