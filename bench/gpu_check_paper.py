@@ -8,6 +8,7 @@ report.md into its own, and the evidence bundle takes its tables, figures and lo
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -62,6 +63,7 @@ def command(check: Check, make: str, minutes: float, targets: tuple[str, ...] = 
         f"ON_GPU={'1' if check.gpu else ''}",
         "INSTALLED=",  # never installing: the checkout runs unbuilt, with this Python
         f"PY={sys.executable}",
+        f"NMTKIT={sys.executable} -m nmtkit",  # a step the carried data lacks (no .venv/bin/nmtkit there)
         f"PAPER={runs}",
         *([f"DATA={data}"] if data != (CHECKOUT / "data" / "bible").resolve() else []),
         f"WORDS_BIN={check.args.words.resolve()}",
@@ -174,7 +176,7 @@ def paper(check: Check, budget: float) -> dict[str, Any]:
     planned = minutes_for(budget) if check.gpu else TINY_MINUTES
     log = check.work / "paper-gpu.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    lines = [f"`make {' '.join(command(check, make, planned)[3:])}`", ""]
+    lines = [f"`make {shlex.join(command(check, make, planned)[3:])}`", ""]
     check.partial = {"lines": lines}
     t0, started = time.monotonic(), time.time()
     deadline = t0 + budget - STOP_WAIT_S
