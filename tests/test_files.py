@@ -386,3 +386,12 @@ def test_a_full_disk_met_in_a_staging_directory_is_said_of_its_destination(tmp_p
     with pytest.raises(FileNotFoundError) as missing, Staging(dest):
         open(tmp_path / "no-such-input")  # an input's error keeps its name
     assert missing.value.filename == str(tmp_path / "no-such-input")
+
+
+def test_an_output_link_that_loops_is_refused_not_replaced(tmp_path):
+    """-o loop1 replaced the looping link with a file, where > fails with ELOOP."""
+    (tmp_path / "loop1").symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(tmp_path / "loop1")
+    with pytest.raises(OSError) as looped, atomic_write(tmp_path / "loop1") as fh:
+        fh.write("x")
+    assert looped.value.errno == errno.ELOOP and (tmp_path / "loop1").is_symlink()

@@ -286,6 +286,13 @@ def writing_into(dest: Path) -> Iterator[None]:
         raise UserError(f"{dest}: cannot be written in {where} ({(err.strerror or str(err)).lower()})") from None
 
 
+def refuse_a_loop(link: Path) -> None:
+    """A link that leads back to itself, said in one line (ELOOP): written through, it was replaced
+    by a file, where ``>`` fails. A dangling link is written through."""
+    with contextlib.suppress(FileNotFoundError):
+        os.stat(link)
+
+
 @contextlib.contextmanager
 def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
     """Open a temporary file beside ``path``; on success fsync it, rename it over ``path`` and
@@ -301,6 +308,7 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
             yield fh
         return
     if path.is_symlink():
+        refuse_a_loop(path)
         path = Path(os.path.realpath(path))
     if path.is_dir():  # else the rename's error, naming the temporary file, comes after the work
         raise UserError(f"{path}: is a directory: give a file's name")

@@ -4,7 +4,6 @@ did not write carried over."""
 
 from __future__ import annotations
 
-import contextlib
 import fnmatch
 import os
 import re
@@ -14,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UserError
-from .files import USER_PATH_ERRORS, dirs_to_make, fsync_dir, kept_mode, unmake, writing_into
+from .files import USER_PATH_ERRORS, dirs_to_make, fsync_dir, kept_mode, refuse_a_loop, unmake, writing_into
 from .temporaries import HOST, alive, stem, temporary_prefix
 
 _KINDS = ("staging", "old")
@@ -121,8 +120,7 @@ def destination(dest: str | Path) -> Path:
     work comes first (fetch-bible's download) asks before it."""
     dest = Path(dest)  # 'link/', as a shell completes it, is the link
     if os.path.islink(dest):
-        with contextlib.suppress(FileNotFoundError):  # a dangling link is written through
-            os.stat(dest)  # a loop: said here, not as "not a directory" at the commit
+        refuse_a_loop(dest)  # said here, not as "not a directory" at the commit
     # a link (data-bin -> /scratch/…) is written through, where the renames would replace the link
     found = Path(os.path.realpath(dest)) if os.path.islink(dest) else Path(dest)  # data-bin/ too
     if found.exists() and not found.is_dir():
