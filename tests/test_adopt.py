@@ -917,3 +917,20 @@ def test_keep_best_keeps_the_earlier_of_equal_scores_as_best_pt_does(tmp_path):
         (tmp_path / f"best-{s}.pt").write_bytes(b"")
     _prune(SimpleNamespace(cfg=TrainConfig(keep_best=2), save_dir=tmp_path))
     assert sorted(p.name for p in tmp_path.glob("best-*.pt")) == ["best-20.pt", "best-40.pt"]
+
+
+def test_the_library_refuses_an_empty_directory_name_as_the_options_do(tmp_path, monkeypatch):
+    """train(data, '') trained into the current directory: Path('') is '.'; --save-dir '' is refused."""
+    from nmtkit.train.loop import train
+    from tests.test_train import TINY, cfg
+
+    monkeypatch.chdir(tmp_path)
+    for args, said in (
+        ((tmp_path, ""), "save_dir '' names nothing"),
+        (("", tmp_path / "r"), "data_dir '' names nothing"),
+    ):
+        with pytest.raises(UserError, match=said):
+            train(*args, TINY, cfg(max_updates=1))
+    with pytest.raises(UserError, match="tensorboard '' names nothing"):
+        train(tmp_path, tmp_path / "r", TINY, cfg(max_updates=1), tensorboard="")
+    assert list(tmp_path.iterdir()) == []

@@ -943,3 +943,21 @@ def test_ctrl_c_after_sigterm_stops_the_server_at_once_with_a_503_for_what_runs(
         err = proc.communicate(timeout=30)[1]
     assert (proc.returncode, err.splitlines()) == (130, ["interrupted"]), err
     assert status == 503 and "a second Ctrl-C" in body["error"]
+
+
+def test_a_search_setting_that_may_be_unset_is_a_field_that_may_be_null(monkeypatch):
+    """A SearchConfig field of type 'int | None' crashed serve's start (KeyError: 'int | None')."""
+    from dataclasses import dataclass, field, fields
+
+    from nmtkit.core.settings import Declared
+    from nmtkit.serve import schema
+
+    @dataclass
+    class _Unset:
+        most: int | None = field(default=None)
+
+    (f,) = fields(_Unset)
+    monkeypatch.setattr(schema, "declared", lambda cls, name: (f, Declared("At most.", ge=1)))
+    kind, info = schema._declared("most", None)
+    assert TypeAdapter(kind).validate_python(None) is None and TypeAdapter(kind).validate_python(3) == 3
+    assert info.default is None and any(getattr(m, "ge", None) == 1 for m in info.metadata)

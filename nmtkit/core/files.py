@@ -286,6 +286,14 @@ def writing_into(dest: Path) -> Iterator[None]:
         raise UserError(f"{dest}: cannot be written in {where} ({(err.strerror or str(err)).lower()})") from None
 
 
+def refuse_empty_names(**paths: str | Path | None) -> None:
+    """A library caller's ``''`` for a path refused, as the command line's options refuse it:
+    ``Path('')`` is ``.``, and train(data, '') wrote a run's files into the current directory."""
+    for what, given in paths.items():
+        if given is not None and str(given) == "":
+            raise UserError(f"{what} '' names nothing: give a directory's name ('.' for this one)")
+
+
 def refuse_a_loop(link: Path) -> None:
     """A link that leads back to itself, said in one line (ELOOP): written through, it was replaced
     by a file, where ``>`` fails. A dangling link is written through."""

@@ -101,10 +101,12 @@ def _declared(name: str, default: Any, **tighter: float) -> tuple[Any, Any]:
     (:class:`SearchConfig`): type or choices, bounds (``tighter`` ones from the server's limits),
     help as its description, and the server's value as its default."""
     f, d = declared(SearchConfig, name)
-    kind = Literal[d.choices] if d.choices else _TYPES[str(f.type)]
+    spelled = str(f.type)
+    base = spelled.removesuffix(" | None")  # a setting that may be unset (int | None): null in a request too
+    kind = Literal[d.choices] if d.choices else _TYPES[base]
     bounds: dict[str, Any] = {k: getattr(d, k) for k in ("ge", "gt", "le", "lt") if getattr(d, k) is not None}
     extra: dict[str, Any] = bounds | tighter | ({"allow_inf_nan": False} if kind is float else {})
-    return kind, Field(default, description=d.help, **extra)
+    return (kind | None if base != spelled else kind), Field(default, description=d.help, **extra)
 
 
 class _Request(BaseModel):

@@ -38,6 +38,7 @@ from ..checkpoint import Progress
 from ..core import distributed
 from ..core.console import TrainProgress, debug, log, set_verbosity
 from ..core.errors import Interrupted, JobFailed, UserError
+from ..core.files import refuse_empty_names
 from ..core.plot import training_curves
 from ..core.runtime import setup
 from ..core.settings import RuntimeConfig
@@ -96,6 +97,7 @@ def train(
             corpus or a ``last.pt`` that does not fit them, a loss that became NaN.
         Interrupted: Ctrl-C or SIGTERM, after ``last.pt`` was saved.
     """
+    refuse_empty_names(data_dir=data_dir, save_dir=save_dir, tensorboard=tensorboard)  # as the options do
     data_dir, save_dir = Path(data_dir), Path(save_dir)
     tensorboard = None if tensorboard is None else Path(tensorboard)
     check_run(model_cfg, cfg)
