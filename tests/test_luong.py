@@ -556,3 +556,41 @@ def test_a_subclass_gives_its_own_attention_made_and_initialised_as_the_papers()
             model.attention.temperature.fill_(temperature)
             scores.append(force(model.eval(), model.encode(src, src != 0), out)[0])
     assert not torch.allclose(scores[0], scores[1])
+
+
+class _Cosine(LuongAttention):
+    """A score of a researcher's own that adds no parameter: its weights are the paper's."""
+
+    def _scores(self, q, keys, h):  # (B, Tq, n) against (B, Tx, n): cosines
+        return torch.bmm(
+            torch.nn.functional.normalize(q, dim=-1), torch.nn.functional.normalize(h, dim=-1).transpose(1, 2)
+        )
+
+
+def test_a_model_of_classes_from_outside_nmtkit_is_read_only_where_they_are_built(corpus, tmp_path, monkeypatch):
+    """A Luong subclass whose attention only scored another way was saved as 'luong' and read back by
+    translate, info and a resumed run as the paper's model, without a word."""
+    from nmtkit.core.errors import UserError
+    from nmtkit.models import build
+    from nmtkit.models.luong import Luong
+
+    class CosineLuong(Luong):
+        attention_class = _Cosine
+
+    settings = dict(emb=8, hidden=8, layers=1, attention="global", score="dot")
+    run = TrainConfig(max_updates=2, valid_every=2, valid_bleu=False, batch_size=4)
+    with monkeypatch.context() as m:
+        m.setitem(build.MODELS, "luong", CosineLuong)
+        train(corpus, tmp_path / "cos", model_config("luong", **settings), run)
+        ckpt = checkpoint.load(tmp_path / "cos" / "last.pt")
+        assert ckpt.classes == (f"{__name__}._Cosine", f"{__name__}.{CosineLuong.__qualname__}")
+        assert isinstance(checkpoint.model_of(ckpt, "last.pt").attention, _Cosine)  # built here: read
+    with pytest.raises(
+        UserError, match=r"last.pt: its model was trained with .*_Cosine.*this process builds nmtkit's own luong"
+    ):
+        checkpoint.model_of(ckpt, "last.pt")
+    assert "classes    " in format_info(describe(tmp_path / "cos" / "last.pt"))
+    out = CliRunner().invoke(main, ["translate", "-m", str(tmp_path / "cos" / "last.pt")], input="a b\n")
+    assert out.exit_code == 2 and "this process builds nmtkit's own luong" in out.output
+    train(corpus, tmp_path / "own", model_config("luong", **settings), run)
+    assert checkpoint.load(tmp_path / "own" / "last.pt").classes == ()  # nmtkit's own: no entry

@@ -40,6 +40,9 @@ def average(paths: list[str | Path]) -> Checkpoint:
             raise UserError(f"{path}: another model than {paths[0]} (differs in {', '.join(diff)})")
         if ckpt.text != first.text:
             raise UserError(f"{path}: other vocabularies or text settings than {paths[0]}")
+        if ckpt.classes != first.classes:
+            built = ", ".join(ckpt.classes) or "nmtkit's own"
+            raise UserError(f"{path}: a model of other classes than {paths[0]}'s ({built})")
         _refuse_other_shapes(ckpt, path, first, paths[0])
         _refuse_not_finite(ckpt, path)
         run, step = ckpt.training.run_id, ckpt.training.progress.step
@@ -74,6 +77,7 @@ def average(paths: list[str | Path]) -> Checkpoint:
         TrainingState(last.training.config, last.training.progress),
         lexicon=next((c.lexicon for c in reversed(read) if c.lexicon is not None), None),
         averaged=tuple(Averaged(name, c.training.progress.step) for name, c in zip(_names(paths), read, strict=True)),
+        classes=first.classes,
     )
 
 

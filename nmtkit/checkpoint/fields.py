@@ -79,6 +79,13 @@ def window(found: Any) -> dict[str, Any] | None:
     return dict(found)
 
 
+def names(value: Any, what: str) -> tuple[str, ...]:
+    """A list of texts (the model's outside classes)."""
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise FormatError(f"the {what} are not a list of names")
+    return tuple(value)
+
+
 def optional_str(value: Any) -> str | None:
     if value is not None and not isinstance(value, str):
         raise FormatError(f"expected text, found {type(value).__name__}")

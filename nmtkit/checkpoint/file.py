@@ -40,7 +40,7 @@ from ..data.binarized import Corpus
 from ..data.lexicon import Lexicon
 from ..data.sides import Sides
 from ..models.base import Seq2Seq
-from ..models.build import build_model
+from ..models.build import build_model, outside_classes
 from ..models.config import ModelConfig, UnknownFamily, from_flat_record
 from ..models.coverage import RENAMED_1_1
 from ..text.settings import TextConfig
@@ -161,6 +161,8 @@ class Checkpoint:
         format_version: The layout the file was read from (a file is always written in :data:`VERSION`).
         averaged: The checkpoints whose mean the weights are, in the order averaged (``nmtkit
             average``); empty for a file a run saved.
+        classes: The model's classes from outside nmtkit (a ``Luong`` subclass, its attention),
+            which a reader must build too; empty for nmtkit's own models.
 
     Example:
         ```python
@@ -178,6 +180,7 @@ class Checkpoint:
     lexicon: Lexicon | None = None  # the candidate lists of translate --shortlist
     format_version: int = VERSION
     averaged: tuple[Averaged, ...] = ()
+    classes: tuple[str, ...] = ()  # the model's classes from outside nmtkit (models.build.outside_classes)
 
     @property
     def parameters(self) -> int:
@@ -236,7 +239,8 @@ def save(path: str | Path, ckpt: Checkpoint) -> None:
         "format": FORMAT,
         "version": VERSION,
         "nmtkit": __version__,
-        "model": {"config": ckpt.model.to_dict(), "weights": ckpt.weights},
+        "model": {"config": ckpt.model.to_dict(), "weights": ckpt.weights}
+        | ({"classes": list(ckpt.classes)} if ckpt.classes else {}),
         "text": {
             "langs": text.langs,
             "vocab": text.vocab,
@@ -313,6 +317,7 @@ def load_weights(
     they do not fit it. ``assign``: the model's parameters become the checkpoint's tensors
     (mapped from the file by a lazy load) instead of copies of them: one copy in memory.
     ``new``: the prefix of parameters the checkpoint does not hold, which keep their values."""
+    refuse_other_classes(ckpt, model, where)
     if (broken := not_finite(ckpt)) is not None:  # the search would never see a hypothesis end
         raise FormatError(f"{where}: the weight {broken} holds NaN or infinite values (a damaged file)")
     try:
@@ -342,6 +347,20 @@ def model_of(ckpt: Checkpoint, where: str | Path, device: torch.device | str = "
         raise FormatError(f"{where}: its model settings build no model ({str(err).splitlines()[0][:120]})") from None
     load_weights(model, ckpt, where, assign=True)
     return model.to(device).eval().requires_grad_(False)
+
+
+def refuse_other_classes(ckpt: Checkpoint, model: torch.nn.Module, where: str | Path) -> None:
+    """Refuse, in a line, to read ``ckpt`` into a model of other classes than those it was trained
+    with: a checkpoint names its family, and a Luong subclass's attention that only scores another
+    way has the paper's weights, which the paper's model read without a word."""
+    built = outside_classes(model)
+    if built != ckpt.classes:
+        own = f"nmtkit's own {ckpt.model.arch}"
+        raise UserError(
+            f"{where}: its model was trained with {', '.join(ckpt.classes) or own}, and this process builds "
+            f"{', '.join(built) or own}: build the same (a family of its own, registered before loading: "
+            "docs/development.md)"
+        )
 
 
 def _from_version_1(raw: dict[str, Any]) -> dict[str, Any]:
@@ -407,6 +426,7 @@ def _parse(raw: dict[str, Any], version: int) -> Checkpoint:
         lexicon=fields.lexicon(raw.get("lexicon"), config),
         format_version=version,
         averaged=tuple(Averaged(a["name"], a["step"]) for a in fields.averaged(raw.get("averaged", []))),
+        classes=fields.names(model.get("classes", []), "model classes"),
     )
 
 

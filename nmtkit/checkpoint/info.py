@@ -46,6 +46,7 @@ def describe(path: str | Path) -> dict[str, Any]:
         else {"frequent": ckpt.lexicon.frequent, "per_source": int(ckpt.lexicon.table.shape[1])},
         "training": run.config.to_dict(),
         "averaged": [{"name": a.name, "updates": a.step} for a in ckpt.averaged],
+        "classes": list(ckpt.classes),
     }
 
 
@@ -83,6 +84,11 @@ def format_info(info: dict[str, Any]) -> str:
     lines = [
         f"{info['path']}: nmtkit checkpoint (format {info['format_version']}, written by nmtkit {info['written_by']})",
         f"model      {m['arch']}: {sizes}; {info['parameters']:,} parameters",
+        *(
+            [f"classes    {', '.join(info['classes'])} (from outside nmtkit: a reader builds them too)"]
+            if info.get("classes")
+            else []
+        ),
         f"languages  {langs['src']} → {langs['tgt']}; vocabularies {vocab['src']:,} and {vocab['tgt']:,}"
         + (" (BPE)" if any(info["bpe"].values()) else " (words)"),
         f"text       cleaning {', '.join(info['text']['src']['clean']) or 'none'}"

@@ -21,6 +21,7 @@ from ..checkpoint import Checkpoint, Progress, TrainingState
 from ..core.console import log
 from ..core.errors import UserError
 from ..core.files import writing_into
+from ..models.build import outside_classes
 from . import runlog
 from .optimizer import saved_optimizer
 from .state import TrainState
@@ -56,7 +57,14 @@ def save(
             run.raw_weights = state.model.state_dict()
     checkpoint.save(
         state.save_dir / name,
-        Checkpoint(state.model_cfg, state.scored.state_dict(), state.sides, run, lexicon=state.lexicon),
+        Checkpoint(
+            state.model_cfg,
+            state.scored.state_dict(),
+            state.sides,
+            run,
+            lexicon=state.lexicon,
+            classes=outside_classes(state.model),
+        ),
     )
 
 
