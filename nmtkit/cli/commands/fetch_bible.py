@@ -16,7 +16,7 @@ from .. import options
     cls=Command,
     epilog="""\b
 Examples:
-  nmtkit fetch-bible data/bible/raw                   # the nine pairings: about 280,000 pairs
+  nmtkit fetch-bible data/bible/raw                   # every pairing (--pairs all)
   nmtkit fetch-bible data/small/raw --pairs k-l       # King James → Louis Segond alone
   nmtkit preprocess -s en -t fr --train data/bible/raw/train --valid data/bible/raw/valid \\
       --test data/bible/raw/test -d data/bible/clean --max-ratio 2 --clean bible""",
@@ -33,7 +33,7 @@ def fetch_bible(out_dir: str, pairs: str, cache: str | None) -> None:
     from ...data.bible import parse_pairs, write_bible_corpus
     from ...data.bible_db import bible_db
 
-    chosen = parse_pairs(pairs)  # a bad pairing or output directory is said before a download of 290 MB
+    chosen = parse_pairs(pairs)  # a bad pairing or output directory is said before the download
     destination(out_dir)
     counts = write_bible_corpus(bible_db(cache), Path(out_dir), chosen)
     log(f"wrote {out_dir}: " + ", ".join(f"{k} {v:,} lines" for k, v in counts.items()))
