@@ -19,11 +19,9 @@ threadpoolctl = pytest.importorskip("threadpoolctl", reason="numpy's BLAS is siz
 def numpy_logits():
     """numpy's BLAS for the logits for one test, on one worker; torch's again after it, OpenBLAS's
     threads as before."""
-    before = {i["internal_api"]: i["num_threads"] for i in threadpoolctl.threadpool_info()}
     assert blas.choose("numpy", 1)
     yield
-    blas.choose("torch", 0)
-    threadpoolctl.threadpool_limits(limits=before.get("openblas"), user_api="blas")
+    blas.release()
 
 
 @pytest.mark.parametrize(
@@ -85,6 +83,18 @@ def test_numpys_blas_runs_one_thread_in_each_of_the_threads_asked_for(numpy_logi
     assert blas.workers() == 3
     rows, weight = torch.randn(10, 16), torch.randn(7, 16)  # 10 rows over 3 workers: 4, 4 and 2
     torch.testing.assert_close(blas.logits(rows, weight, torch.empty(10, 7)), rows @ weight.t(), rtol=1e-5, atol=1e-5)
+
+
+def test_releasing_numpys_blas_gives_openblas_its_threads_back():
+    """Held to one thread for training's products, OpenBLAS stayed so in the caller's process."""
+
+    def openblas():
+        return {i["internal_api"]: i["num_threads"] for i in threadpoolctl.threadpool_info()}.get("openblas")
+
+    with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
+        assert blas.choose("numpy", 1) and openblas() == 1
+        blas.release()
+        assert openblas() == 2 and blas.workers() == 0
 
 
 def test_torchs_blas_is_used_when_asked(numpy_logits):

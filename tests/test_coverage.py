@@ -146,7 +146,7 @@ def test_teacher_forcing_and_search_steps_agree_and_the_gradient_reaches_coverag
     tgt[:, 0] = 2  # <s>, as force feeds it
     enc = model.encode(src, mask)
     with torch.no_grad():
-        _, walked = force(model, enc, tgt[:, 1:])
+        _, _, walked = force(model, enc, tgt[:, 1:])
         _, forced_alpha = model.teacher_forced(enc, tgt[:, :-1])
     assert torch.allclose(walked, forced_alpha, atol=1e-5)
     model.train()
@@ -161,7 +161,7 @@ def best_outputs_scored_by_force(model, enc, hyps):
     out = torch.zeros(len(best), max(len(t) for t in best) + 1, dtype=torch.long)
     for i, t in enumerate(best):
         out[i, : len(t) + 1] = torch.tensor(t + [3])  # </s>
-    scores, _ = force(model, enc, out)
+    scores, _, _ = force(model, enc, out)
     return best, scores.tolist()
 
 

@@ -379,14 +379,14 @@ def test_forced_alignment_reads_the_head_and_search_leaves_it_to_force():
     tgt[:, 0] = 2  # <s>, as force feeds it
     tgt_out = tgt[:, 1:]
     enc = model.encode(src, mask)
-    _, maps = force(model, enc, tgt_out)
+    _, _, maps = force(model, enc, tgt_out)
     t, alpha = model.teacher_forced(enc, tgt[:, :-1])
     head = model.head_alignment_logp(enc, t, tgt_out, alpha).exp()
     assert torch.allclose(maps, head, atol=1e-5) and not torch.allclose(maps, alpha, atol=1e-2)
     assert torch.allclose(alignment(model, enc, tgt_out), maps, atol=1e-6)  # unscored: no walk, the same
     plain = tiny_model("rnnsearch").eval()  # no head: the walk's attention
     enc = plain.encode(src, mask)
-    assert torch.equal(alignment(plain, enc, tgt_out), force(plain, enc, tgt_out)[1])
+    assert torch.equal(alignment(plain, enc, tgt_out), force(plain, enc, tgt_out)[2])
     assert not aligns_as_it_searches(model) and aligns_as_it_searches(tiny_model("rnnsearch"))
 
 

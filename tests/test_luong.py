@@ -177,7 +177,7 @@ def test_teacher_forcing_and_the_search_step_compute_the_same_model(variant):
     with torch.no_grad():
         enc = model.encode(src, src != 0)
         nll = model.output_nll(model.teacher_forced(enc, tgt_in)[0], tgt_out)
-        logp, maps = force(model, enc, tgt_out)
+        logp, _, maps = force(model, enc, tgt_out)
         hyps = beam_search(model, enc, SearchConfig(beam=3, max_extra=3))
     assert torch.allclose(-logp.sum(), nll, rtol=1e-5)
     assert len(hyps.tokens) == 2
@@ -216,7 +216,7 @@ def test_content_scores_align_the_input_word_and_location_and_local_p_the_predic
         model = build_model(tiny(attention=window, score=score, max_src=6)).eval()
         assert model.attention_follows_input() == follows
         enc = model.encode(src, src != 0)
-        _, maps = force(model, enc, tgt_out)
+        _, _, maps = force(model, enc, tgt_out)
         steps, state, y = [], model.init_state(enc), torch.tensor([2])
         with torch.no_grad():
             for word in [8, 9, 3, 3]:

@@ -100,16 +100,18 @@ def test_scores_and_attention_come_back_in_reading_order_and_forcing_agrees(r2l,
     got = json.loads(done.stdout)
     forced = translator.force([EN[3]], [got["text"]], tokenized=True)[0]
     assert forced.target_tokens == got["tokens"]
-    assert forced.token_scores is None and math.isclose(forced.score, got["score"], abs_tol=1e-4)
+    assert math.isclose(forced.score, got["score"], abs_tol=1e-4)
+    assert forced.token_scores == pytest.approx(got["token_scores"], abs=1e-4)  # with its attention
     alone = translator.force([EN[3]], [got["text"]], tokenized=True, aligned=False)[0]
     assert alone.token_scores == pytest.approx(got["token_scores"], abs=1e-4)
+    assert translator.force([EN[3]], [got["text"]], tokenized=True, scored=False)[0].token_scores is None
     # the model's own walk along the reversed units: its first step scores the last unit
     sides = translator.sides
     ids = sides.tgt.ids(got["tokens"])[::-1]
     src = pad([np.asarray(sides.src.ids(forced.source_tokens))])
     with torch.inference_mode():
         enc = translator.model.encode(src, src != PAD)
-        total, maps = force(translator.model, enc, pad([np.asarray(ids)]))
+        total, _, maps = force(translator.model, enc, pad([np.asarray(ids)]))
         each = log_probs(translator.model, enc, pad([np.asarray(ids)]))[1][0].tolist()
     walked = maps[0].numpy()
     n = len(ids)

@@ -97,8 +97,9 @@ def test_forcing_the_search_output_gives_its_score():
     out = beam_search(model, enc, SearchConfig(beam=4))
     from nmtkit.data.batching import pad
 
-    scores, maps = force(model, enc, pad([np.array(t) for t in out.tokens]))
+    scores, words, maps = force(model, enc, pad([np.array(t) for t in out.tokens]))
     assert scores.tolist() == pytest.approx(out.scores, abs=1e-4)
+    assert words.sum(1).tolist() == pytest.approx(out.scores, abs=1e-4)  # each token's, 0 at padding
     assert maps.shape == (src.shape[0], max(len(t) for t in out.tokens) + 1, src.shape[1])
 
 
@@ -377,7 +378,7 @@ def test_wide_beam_finds_the_exact_n_best_with_a_coverage_penalty(penalty):
         ranks, scores = [], []
         for c in candidates:
             with torch.no_grad():
-                score, maps = force(model, model.encode(s, m), torch.tensor([c + [EOS]]))
+                score, _, maps = force(model, model.encode(s, m), torch.tensor([c + [EOS]]))
             cover = beta * float(maps[0].sum(0).clamp(min=1e-6, max=1.0).log().sum())
             scores.append(float(score[0]))
             ranks.append(float(ranking(cfg, score, len(c) + 1)[0]) + cover)
@@ -403,7 +404,7 @@ def test_the_search_returns_the_attention_that_forcing_its_outputs_gives(beam):
     tgt = torch.full((len(out.tokens), max(len(t) for t in out.tokens) + 1), 0)
     for row, tokens in enumerate(out.tokens):
         tgt[row, : len(tokens) + 1] = torch.tensor(tokens + [EOS])
-    _, maps = force(model, enc.repeat(n), tgt)
+    _, _, maps = force(model, enc.repeat(n), tgt)
     assert out.attention is not None and all(math.isfinite(s) for s in out.scores)  # every row found
     for row, tokens in enumerate(out.tokens):
         L = len(tokens) + 1

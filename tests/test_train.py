@@ -64,6 +64,22 @@ def test_exact_resume(corpus, tmp_path, deterministic):
     assert all(torch.equal(a[k], b[k]) for k in a)
 
 
+def test_a_run_leaves_its_callers_threads_tf32_and_blas_as_they_were(corpus, tmp_path):
+    """train(threads=1) from Python left torch at one thread after it returned."""
+    from nmtkit.core import blas
+
+    before = torch.get_num_threads(), torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.set_num_threads(2)
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    try:
+        train(corpus, tmp_path / "t", TINY, cfg(max_updates=1, threads=1, logits_blas="numpy", tf32=True))
+        assert torch.get_num_threads() == 2 and blas.workers() == 0
+        assert not torch.backends.cuda.matmul.allow_tf32 and not torch.backends.cudnn.allow_tf32
+    finally:
+        torch.set_num_threads(before[0])
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before[1:]
+
+
 @pytest.mark.slow
 def test_overfits_a_small_corpus(corpus, tmp_path):
     state = train(corpus, tmp_path / "o", TINY, cfg(max_updates=300, batch_size=6, lr=0.02, log_every=50))

@@ -19,6 +19,7 @@ next MKL product as fast as after MKL.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 import torch
@@ -28,6 +29,7 @@ from .machine import CPU, this_cpu
 
 _workers: ThreadPoolExecutor | None = None  # set: logits() hands float32 CPU products to numpy's BLAS
 _count = 0  # its threads
+_limits: Any = None  # threadpoolctl's hold on OpenBLAS's threads, which release() lifts
 
 
 def wants_numpy(choice: str, cpu: CPU) -> bool:
@@ -39,10 +41,8 @@ def wants_numpy(choice: str, cpu: CPU) -> bool:
 
 def choose(choice: str, threads: int) -> bool:
     """Apply ``--logits-blas`` to this process; whether numpy's BLAS now computes the logits."""
-    global _workers, _count
-    if _workers is not None:
-        _workers.shutdown()
-    _workers, _count = None, 0
+    global _workers, _count, _limits
+    release()
     if not wants_numpy(choice, this_cpu()):
         return False
     try:
@@ -51,10 +51,20 @@ def choose(choice: str, threads: int) -> bool:
         if choice == "numpy":
             raise UserError("--logits-blas numpy needs threadpoolctl (pip install threadpoolctl)") from None
         return False  # auto: torch's BLAS, as before
-    threadpool_limits(limits=1, user_api="blas")
+    _limits = threadpool_limits(limits=1, user_api="blas")
     _count = threads or torch.get_num_threads()
     _workers = ThreadPoolExecutor(_count, thread_name_prefix="nmtkit-blas")
     return True
+
+
+def release() -> None:
+    """torch's BLAS for the logits again, and OpenBLAS's threads as they were before :func:`choose`."""
+    global _workers, _count, _limits
+    if _workers is not None:
+        _workers.shutdown()
+    if _limits is not None:
+        _limits.restore_original_limits()
+    _workers, _count, _limits = None, 0, None
 
 
 def workers() -> int:

@@ -9,10 +9,13 @@ and a bad value is refused in one line before any work.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from typing import ParamSpec, TypeVar
 
 import torch
 
@@ -21,6 +24,9 @@ from .console import debug
 from .errors import UserError
 from .machine import this_cpu
 from .settings import DEVICES, RuntimeConfig
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,32 @@ def describe_device() -> str:
     if torch.cuda.is_available():
         return f"cuda: {torch.cuda.get_device_name(0)} ×{torch.cuda.device_count()}"
     return f"cpu: {torch.get_num_threads()} threads"
+
+
+@contextlib.contextmanager
+def kept() -> Iterator[None]:
+    """What :func:`setup` changes in the process (torch's CPU threads, TF32, the logits' BLAS)
+    put back as it was at the end of the block: a library call such as ``train(threads=1)`` leaves
+    its caller's process as it found it."""
+    threads = torch.get_num_threads()
+    tf32 = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    try:
+        yield
+    finally:
+        blas.release()
+        torch.set_num_threads(threads)
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
+
+
+def keeping(fn: Callable[P, R]) -> Callable[P, R]:
+    """``fn`` run inside :func:`kept`."""
+
+    @functools.wraps(fn)
+    def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        with kept():
+            return fn(*args, **kwargs)
+
+    return call
 
 
 def setup(cfg: RuntimeConfig, local_rank: int = 0, local_world: int = 1) -> Runtime:

@@ -40,7 +40,7 @@ from ..core.console import TrainProgress, debug, log, set_verbosity
 from ..core.errors import Interrupted, JobFailed, UserError
 from ..core.files import refuse_empty_names
 from ..core.plot import training_curves
-from ..core.runtime import setup
+from ..core.runtime import keeping, setup
 from ..core.settings import RuntimeConfig
 from ..models.config import ModelConfig
 from ..models.fused import use_fused
@@ -59,6 +59,7 @@ from .window import Diverged, LossWindow
 from .window_watch import stuck_message
 
 
+@keeping
 def train(
     data_dir: str | Path,
     save_dir: str | Path,

@@ -419,17 +419,19 @@ def _members(model: Seq2Seq) -> list[Seq2Seq]:
 
 
 @torch.no_grad()
-def force(model: Seq2Seq, enc: EncoderOut, tgt_out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def force(model: Seq2Seq, enc: EncoderOut, tgt_out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Walk the decoder along given targets (B, Ty; </s>-terminated, <pad> after) with the
-    same ``step`` the search uses: per-sentence log-probabilities (B,) and the alignment of each
-    target token (B, Ty, Tx): an alignment head's where a model has one, else its attention, read
-    as each model reads it (:meth:`~nmtkit.models.base.Seq2Seq.attention_follows_input`)."""
+    same ``step`` the search uses: per-sentence log-probabilities (B,), each token's (B, Ty; 0 at
+    padding), and the alignment of each target token (B, Ty, Tx): an alignment head's where a
+    model has one, else its attention, read as each model reads it
+    (:meth:`~nmtkit.models.base.Seq2Seq.attention_follows_input`)."""
     members = _members(model)
     if len({m.attention_follows_input() for m in members}) == 1 and not any(m.has_alignment_head() for m in members):
-        total, _, maps = _walk(model, enc, tgt_out, model.attention_follows_input())
-        return total, _no_attention(enc, tgt_out) if maps is None else maps
+        total, words, maps = _walk(model, enc, tgt_out, model.attention_follows_input())
+        return total, words, _no_attention(enc, tgt_out) if maps is None else maps
     # members that read their alignments differently: align with each, average
-    return _walk(model, enc, tgt_out, False)[0], _each_aligned(model, enc, tgt_out)
+    total, words, _ = _walk(model, enc, tgt_out, False, aligned=False)
+    return total, words, _each_aligned(model, enc, tgt_out)
 
 
 def log_probs(model: Seq2Seq, enc: EncoderOut, tgt_out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -443,7 +445,7 @@ def alignment(model: Seq2Seq, enc: EncoderOut, tgt_out: torch.Tensor) -> torch.T
     """:func:`force`'s alignments without its scores: models with an alignment head read it in one
     teacher-forced pass, with no walk of the decoder over the vocabulary."""
     if not all(m.has_alignment_head() for m in _members(model)):
-        return force(model, enc, tgt_out)[1]
+        return force(model, enc, tgt_out)[2]
     return _each_aligned(model, enc, tgt_out)
 
 

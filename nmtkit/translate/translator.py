@@ -426,10 +426,11 @@ class Translator:
         ``batch_size`` sentences a batch on a CPU, :data:`GPU_MAX_TOKENS` tokens on a GPU (of the
         longer side of each pair, padding counted). ``tokenized``: both ``sources`` and ``targets``
         are Moses tokens (BPE still applied), as ``TranslateOptions.tokenized`` reads input lines.
-        Not ``scored``: their alignments alone (:func:`~.search.alignment`), each score NaN; not
-        ``aligned``: their scores alone and each token's, each attention empty (0 × 0), as a model
-        without attention (rnnencdec) must be asked. ``crop``: the units each side keeps (0: all),
-        and the number of the first pair's line, for the warning of a line cropped."""
+        Each token's score comes with the sentence's. Not ``scored``: their alignments alone
+        (:func:`~.search.alignment`), each score NaN and no token's; not ``aligned``: the scores
+        alone, each attention empty (0 × 0), as a model without attention (rnnencdec) must be
+        asked. ``crop``: the units each side keeps (0: all), and the first pair's line number,
+        for the warning of a line cropped."""
         if isinstance(sources, str) or isinstance(targets, str):
             raise TypeError("Translator.force takes lists of lines, not one str: use [line]")
         if len(sources) != len(targets):
@@ -460,7 +461,7 @@ class Translator:
                 if not aligned:
                     (scores, words), maps = log_probs(self.model, enc, tgt), None
                 elif scored:
-                    scores, maps = force(self.model, enc, tgt)
+                    scores, words, maps = force(self.model, enc, tgt)
                 else:
                     scores, maps = torch.full((len(idx),), math.nan), alignment(self.model, enc, tgt)
             values = scores.float().tolist()
