@@ -422,6 +422,8 @@ def test_head_only_s_zero_norm_is_on_the_model_s_device():
         p.grad = torch.ones_like(p)
     norm = clip(model, 1.0)
     assert norm.device.type == "meta" and norm.shape == ()
+    plain = tiny_model("rnnsearch").to("meta")  # no head, and no gradient at all: a zero there too
+    assert clip(plain, 1.0).device.type == "meta"
 
 
 @pytest.mark.parametrize("had_head", [True, False], ids=["its-head", "a-new-head"])

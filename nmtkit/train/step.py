@@ -140,11 +140,11 @@ def clip(model: torch.nn.Module, limit: float) -> torch.Tensor:
     clipped on its own, so that its gradient never scales down the translation model's (whose
     norm is the one returned and logged)."""
     head = getattr(model, "align_head", None)
-    if head is None:
-        return torch.nn.utils.clip_grad_norm_(model.parameters(), limit)
-    torch.nn.utils.clip_grad_norm_(head.parameters(), limit)
-    apart = {id(p) for p in head.parameters()}
+    apart = set() if head is None else {id(p) for p in head.parameters()}
+    if head is not None and any(p.grad is not None for p in head.parameters()):
+        torch.nn.utils.clip_grad_norm_(head.parameters(), limit)
     rest = [p for p in model.parameters() if id(p) not in apart and p.grad is not None]
-    if not rest:  # --head-only: clip_grad_norm_'s zero would be a CPU tensor, copied to the device each update
-        return torch.zeros((), device=next(head.parameters()).device)
+    # none (--head-only): clip_grad_norm_'s zero would be a CPU tensor, beside the device's losses
+    if not rest:
+        return torch.zeros((), device=next(model.parameters()).device)
     return torch.nn.utils.clip_grad_norm_(rest, limit)
