@@ -64,7 +64,7 @@ COVERAGE ?=
 DEMO_TRAIN ?= $(DEMO_RECIPE) $(DEMO_BUDGET) $(DEMO_BF16)$(if $(COVERAGE), --coverage $(COVERAGE))
 BEAM    ?= 5
 
-.PHONY: gpu-check gpu-data help install lint test test-all test-fast test-slow typecheck test-browser test-torch structure results wheel-check docs demo demo-guided demo-aligners demo-self-training demo-curve paper paper-coverage paper-unk readme-figures data bench bench-data bench-blas bench-marian bench-sweep bench-gpu aer reproduce compare clean-data
+.PHONY: gpu-check gpu-data gpu-rehearsal help install lint test test-all test-fast test-slow typecheck test-browser test-torch structure results wheel-check docs demo demo-guided demo-aligners demo-self-training demo-curve paper paper-coverage paper-unk readme-figures data bench bench-data bench-blas bench-marian bench-sweep bench-gpu aer reproduce compare clean-data
 comma := ,
 space := $(subst ,, )
 # the settings among $1 given on make's command line or in the environment, as a command retypes
@@ -95,6 +95,7 @@ help:
 	@echo "make paper-coverage  RNNsearch-50 beside the same with Tu et al.'s coverages: passages by length, output lengths"
 	@echo "make paper-unk  --replace-unk on 30,000-word lists, without and with guided alignment: copies the reference confirms"
 	@echo "make gpu-data  what a GPU machine without a network needs beside the checkout (the list it prints)"
+	@echo "make gpu-rehearsal  the GPU job's setup on this CPU: a copy without git, uninstalled, the image's packages; the whole suite"
 	@echo "make compare  RNNencdec, RNNsearch and Luong et al.'s attention variants at one budget; a dev table in runs/compare/table.md"
 
 $(VENV)/.installed: pyproject.toml constraints/torch-cpu.txt
@@ -747,6 +748,23 @@ gpu-data: $(INSTALLED)
 	    $$($(PY) -m pip freeze | grep -iE '^($(subst $(space),|,$(GPU_WHEELS)))==') $(GPU_TEST_WHEELS)
 	mkdir -p wheels/bin && cp "$$(command -v make)" wheels/bin/make  # a CUDA image may have no make
 	@echo "carry beside the checkout ($$(du -csh $(GPU_CARRY) | tail -1 | cut -f1)): $(GPU_CARRY)"
+
+# The GPU job's setup rehearsed on this machine's CPU, before a GPU's minutes are spent on it: the
+# checkout as a copy without git (git archive), run uninstalled (PYTHONPATH=.) by a fresh venv that
+# holds the CUDA image's packages nmtkit uses and the carried wheels' (at this venv's versions),
+# and the whole suite as gpu-check's tests part runs it there
+REHEARSAL ?= /tmp/nmtkit-gpu-rehearsal
+IMAGE_PACKAGES ?= torch numpy matplotlib click rich sacrebleu sentencepiece pytest pytest-xdist execnet \
+    threadpoolctl setuptools tensorboard
+gpu-rehearsal: $(INSTALLED)
+	rm -rf $(REHEARSAL) && mkdir -p $(REHEARSAL)/repo
+	git archive HEAD | tar -x -C $(REHEARSAL)/repo
+	$(PYTHON) -m venv $(REHEARSAL)/venv
+	$(REHEARSAL)/venv/bin/python -m pip install -q --disable-pip-version-check $(TORCH_CONSTRAINT) \
+	    $$($(PY) -m pip freeze | grep -iE '^($(subst $(space),|,$(IMAGE_PACKAGES) $(GPU_WHEELS)))==')
+	cd $(REHEARSAL)/repo && PATH=$(REHEARSAL)/venv/bin:$$PATH PYTHONPATH=. PYTEST_ADDOPTS='-n $(JOBS)' \
+	    python3 bin/gpu-check --parts tests --tests-marks 'slow or not slow' --minutes 40 --out $(REHEARSAL)/report
+	@echo "the rehearsal's report: $(REHEARSAL)/report/report.md"
 
 clean-data:
 	rm -rf $(DATA)
