@@ -282,7 +282,7 @@ def tests(check: Check, budget: float) -> dict[str, Any]:
     stopped = f": stopped after {budget / 60:.1f} minutes, the rest not reached (run --parts tests alone)"
     lines = [f"`{' '.join(map(str, cmd[1:]))}`" + ("" if status is not None else stopped), ""]
     lines.append(", ".join(f"{v} {k.lower()}" for k, v in counts.items()))
-    if tiny:
+    if tiny and not check.args.tests_marks:
         lines.append(
             "tiny mode on a CPU: the tests marked gpu alone (the GPU path and its CPU stand-ins); "
             "the skipped ones need a GPU"
@@ -463,7 +463,7 @@ def main(argv: list[str] | None = None) -> None:
     if not (args.words / "manifest.json").exists():
         if not gpu and (args.bpe / "manifest.json").exists():
             args.words = args.bpe  # tiny mode: any corpus checks the script
-        elif "machine" not in parts or len(parts) > 1:
+        elif set(parts) - {"machine", "tests"}:  # the others read it
             fail("gpu-check", f"no data-bin at {args.words} (make data BPE=0 builds it; carry it to the GPU machine)")
     args.out, args.work = args.out.resolve(), args.work.resolve()  # the parts' commands run in the checkout
     check = Check(args, gpu)
