@@ -48,6 +48,7 @@ import json
 import os
 import platform
 import re
+import shlex
 import subprocess
 import sys
 import tarfile
@@ -280,7 +281,7 @@ def tests(check: Check, budget: float) -> dict[str, Any]:
         text = out.stdout.decode() if isinstance(out.stdout, bytes) else (out.stdout or "")
     counts, failures, skipped = _pytest_outcome(text)
     stopped = f": stopped after {budget / 60:.1f} minutes, the rest not reached (run --parts tests alone)"
-    lines = [f"`{' '.join(map(str, cmd[1:]))}`" + ("" if status is not None else stopped), ""]
+    lines = [f"`{shlex.join(map(str, cmd[1:]))}`" + ("" if status is not None else stopped), ""]
     lines.append(", ".join(f"{v} {k.lower()}" for k, v in counts.items()))
     if tiny and not check.args.tests_marks:
         lines.append(

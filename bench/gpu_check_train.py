@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -79,7 +80,7 @@ class Check:
         return self.deadline - time.monotonic()
 
     def run(self, cmd: list[Any], timeout: float) -> subprocess.CompletedProcess[str]:
-        print("+", " ".join(map(str, cmd)), file=sys.stderr, flush=True)
+        print("+", shlex.join(map(str, cmd)), file=sys.stderr, flush=True)
         return subprocess.run(
             list(map(str, cmd)),
             capture_output=True,

@@ -93,13 +93,21 @@ def test_the_tests_part_needs_no_data_bin_and_says_the_marks_it_ran(tmp_path):
     data-bin, which only the other parts read."""
     out = tmp_path / "check"
     cmd = [sys.executable, str(ROOT / "bin" / "gpu-check"), "--words", str(tmp_path / "none"), "--bpe"]
-    cmd += [str(tmp_path / "none"), "--parts", "machine,tests", "--tests-marks", "no_such_mark", "--out", str(out)]
+    cmd += [
+        str(tmp_path / "none"),
+        "--parts",
+        "machine,tests",
+        "--tests-marks",
+        "gpu and no_such_mark",
+        "--out",
+        str(out),
+    ]
     done = subprocess.run([*cmd, "--work", str(tmp_path / "work")], capture_output=True, text=True, env=ENV)
     assert done.returncode == 0, done.stderr
     report = json.loads((out / "report.json").read_text())
     assert report["parts"]["tests"]["status"] == "ok"
     md = (out / "report.md").read_text()
-    assert "-m no_such_mark" in md and "the tests marked gpu alone" not in md
+    assert "-m 'gpu and no_such_mark' -v" in md and "the tests marked gpu alone" not in md
 
 
 def test_sigterm_stops_the_part_s_command_and_keeps_the_report(raw, tmp_path):
