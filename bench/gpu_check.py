@@ -255,10 +255,28 @@ def wmt14(check: Check, budget: float) -> dict[str, Any]:
     }
 
 
+OUTCOMES = ("PASSED", "FAILED", "SKIPPED", "ERROR")
+
+
 def _pytest_outcome(text: str) -> tuple[dict[str, int], dict[str, str], list[tuple[str, str]]]:
-    """pytest -v -rfEs's output: its counts, each failure's first lines, each skip's reason."""
-    outcome = dict(re.findall(r"^(tests/\S+::\S+) (PASSED|FAILED|SKIPPED|ERROR)", text, re.M))
-    counts = {k: sum(1 for v in outcome.values() if v == k) for k in ("PASSED", "FAILED", "SKIPPED", "ERROR")}
+    """pytest -v -rfEs's output: its counts, each failure's first lines, each skip's reason. The
+    counts are the final summary's; a run stopped before it is counted by its verbose lines, as
+    pytest writes them (``tests/a.py::t PASSED``) and as xdist does (``[gw0] [ 3%] PASSED tests/a.py::t``)."""
+    summary = re.findall(r"^=+ (.*\d+ (?:passed|failed|skipped|errors?)\b.*) in [\d.]+s", text, re.M)
+    if summary:
+        said = {
+            kind.upper().rstrip("S"): int(n)
+            for n, kind in re.findall(r"(\d+) (passed|failed|skipped|errors?)", summary[-1])
+        }
+        counts = {k: said.get(k, 0) for k in OUTCOMES}
+    else:
+        plain = re.findall(r"^(tests/\S+::\S+) (PASSED|FAILED|SKIPPED|ERROR)", text, re.M)
+        spread = [
+            (t, k)
+            for k, t in re.findall(r"^\[gw\d+\] \[\s*\d+%\] (PASSED|FAILED|SKIPPED|ERROR) (tests/\S+)", text, re.M)
+        ]
+        outcome = dict(plain + spread)
+        counts = {k: sum(1 for v in outcome.values() if v == k) for k in OUTCOMES}
     blocks = (
         re.split(r"^_{3,} (\S+) _{3,}$", text.split("= FAILURES =")[-1], flags=re.M) if "= FAILURES =" in text else []
     )
@@ -279,6 +297,7 @@ def tests(check: Check, budget: float) -> dict[str, Any]:
         text, status = done.stdout, done.returncode
     except subprocess.TimeoutExpired as out:
         text = out.stdout.decode() if isinstance(out.stdout, bytes) else (out.stdout or "")
+    write_text(check.out / "tests.log", text)  # the whole output, which a GPU job brings back
     counts, failures, skipped = _pytest_outcome(text)
     stopped = f": stopped after {budget / 60:.1f} minutes, the rest not reached (run --parts tests alone)"
     lines = [f"`{shlex.join(map(str, cmd[1:]))}`" + ("" if status is not None else stopped), ""]

@@ -561,3 +561,18 @@ def test_a_paper_system_an_earlier_job_trained_or_stopped_is_translated_or_resum
     assert given[0] == ("rnnencdec-30", None) and "given: rnnencdec-50 " in found["lines"][2]
     assert given[1] == ("rnnencdec-50", round(100.0 / 60 + script_paper.RESUMED_MINUTES, 2))
     assert given[1][1] > script_paper.PAPER_MINUTES
+
+
+def test_the_tests_part_counts_pytest_s_summary_and_else_its_lines_plain_or_from_xdist():
+    """On the GPU machine the suite runs under xdist, whose verbose lines lead with the worker:
+    the report counted 0 passed, 0 failed of a whole suite."""
+    from bench.gpu_check import _pytest_outcome
+
+    spread = "[gw0] [ 50%] PASSED tests/test_a.py::test_one \n[gw1] [100%] FAILED tests/test_b.py::test_two \n"
+    plain = "tests/test_a.py::test_one PASSED\ntests/test_b.py::test_two SKIPPED (no GPU)\n"
+    summary = "==== 1 failed, 1,796 passed, 45 skipped, 14 warnings in 1400.52s (0:23:20) ===="
+    assert _pytest_outcome(spread)[0] == {"PASSED": 1, "FAILED": 1, "SKIPPED": 0, "ERROR": 0}
+    assert _pytest_outcome(plain)[0] == {"PASSED": 1, "FAILED": 0, "SKIPPED": 1, "ERROR": 0}
+    counts = _pytest_outcome(spread + summary.replace("1,796", "1796") + "\n")[0]
+    assert counts == {"PASSED": 1796, "FAILED": 1, "SKIPPED": 45, "ERROR": 0}
+    assert _pytest_outcome("=== 2 errors in 3.10s ===\n")[0]["ERROR"] == 2
