@@ -178,6 +178,12 @@ def test_serve_holds_its_glossarys_terms_in_every_translation_whose_sentence_hol
             assert held is None or held in body["translations"][0]["text"], body
         status, body = _post(url + "/translate", {"sentences": EN[:1], "beam": 4})
         assert "les ténèbres" in body["translations"][0]["text"], body
+        # invisible characters alone: no word to hold, said as a term out of the vocabulary is
+        status, body = _post(url + "/translate", {"sentences": EN[:1], "glossary": {"earth": "\u200b", "\x7f": "a"}})
+        assert status == 200 and body["warnings"] == [
+            "glossary: 'earth': its translation '\\u200b' is no word once tokenized: left out",
+            "glossary: the term '\\x7f' is no word once tokenized: left out",
+        ], body
     with in_process(translator, ServerConfig(limits=Limits(max_length=12))) as url:  # terms count as phrases
         status, body = _post(url + "/translate", {"sentences": [EN[7]], "glossary": {"Amen": "la terre " * 7}})
         assert status == 413 and "phrases and terms of 14 subword units; at most 12" in body["error"], body

@@ -166,6 +166,11 @@ def set_verbosity(quiet: bool = False, verbose: bool = False) -> None:
     console.quiet, _verbose = quiet, verbose and not quiet
 
 
+def verbose() -> bool:
+    """Whether -v asked for the details."""
+    return _verbose
+
+
 def log(message: str) -> None:
     """``message`` on stderr as it is: it names files, and rich read ``q[/b]avg.pt`` as markup (a
     traceback after the work) and ``corpus[v2].fr`` as ``corpus.fr``."""

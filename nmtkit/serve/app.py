@@ -24,7 +24,9 @@ Each answer also has a one-line ``error``, which the page shows.
 
 import asyncio
 import math
+import signal
 import socket
+import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import replace
@@ -216,7 +218,7 @@ def _errors_as_json(app: FastAPI) -> None:
         assert isinstance(exc, StarletteHTTPException)
         said = str(exc.detail)
         if exc.status_code == 400 and said == FASTAPI_UNREADABLE:  # FastAPI's, for any body it cannot decode
-            said += ": it is not UTF-8, or its JSON nests too deep"
+            said += ": it is not UTF-8, its JSON nests too deep, or it holds a number of over 4,300 digits"
         return error(exc.status_code, said)
 
     async def validation_error(request: Request, exc: Exception) -> JSONResponse:
@@ -357,6 +359,9 @@ def serve(model_paths: list[str], cfg: ServerConfig, runtime: RuntimeConfig, lin
     """Load the models once and serve them until SIGINT, SIGTERM or SIGHUP (requests in flight finish).
     Models of the other direction than the first's make the answers' links with it (:class:`BothWays`).
     A signal while the models load and the application is built is acted on once they are."""
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        # served, it stops on Ctrl-C all the same (uvicorn's handler): loading, too
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     with signals_held():
         app, sock = _ready(model_paths, cfg, runtime, links)
     log(

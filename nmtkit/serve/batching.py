@@ -163,9 +163,21 @@ class Batcher:
         return self.translate(lines, key, Beside.joined([(len(r.lines), r.beside) for r in batch]), done)
 
     async def _gathered(self, first: _Request, later: deque[_Request]) -> list[_Request]:
-        """``first`` and the requests with its options that arrive within the wait, up to the
-        batch's size; those with other options wait in ``later``."""
+        """``first`` and the requests with its options, those already waiting in ``later`` (in
+        their order) and those that arrive within the wait, up to the batch's size; those with
+        other options wait in ``later``. Under a mix of options, each of those waiting had been a
+        batch of its own: a third of the throughput."""
         batch, size = [first], len(first.lines)
+        waiting = list(later)
+        later.clear()
+        for r in waiting:
+            if self._left(r):
+                continue
+            if r.key == first.key and size + len(r.lines) <= self.max_sentences:
+                batch.append(r)
+                size += len(r.lines)
+            else:
+                later.append(r)
         deadline = time.monotonic() + self.wait
         while size < self.max_sentences:
             left = deadline - time.monotonic()

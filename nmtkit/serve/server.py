@@ -15,6 +15,7 @@ import logging
 import math
 import signal
 import socket
+import sys
 import threading
 from collections.abc import Iterator
 from types import FrameType
@@ -23,7 +24,7 @@ import click
 import uvicorn
 from fastapi import FastAPI
 
-from ..core.console import log, off_the_terminal
+from ..core.console import log, off_the_terminal, verbose
 from ..core.errors import Interrupted, UserError
 from ..core.held_signals import HANGUP
 from ..core.stops import ended_by
@@ -34,6 +35,12 @@ def run_server(app: FastAPI, sock: socket.socket, shutdown_wait: float) -> None:
     :class:`Interrupted` once stopped by Ctrl-C, which leaves without waiting for the batch the
     model thread may still compute (a search of minutes)."""
     config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=math.ceil(shutdown_wait))
+    if verbose():  # a line a request, uvicorn's (address, method, path, status), with the logs on stderr
+        access = logging.getLogger("uvicorn.access")
+        access.setLevel(logging.INFO)
+        for handler in access.handlers:
+            if isinstance(handler, logging.StreamHandler):
+                handler.setStream(sys.stderr)
     server = _Server(config)
     said = _CancelledSaid()
     logging.getLogger("uvicorn.error").addFilter(said)

@@ -60,19 +60,25 @@ class Glossary:
         self.marks = sides.src.text.sentencepiece  # a word begins with ▁, as the codes say
         for source, target in terms:
             held: str | None = target
-            if UNK in tgt.ids(tgt.tokens(target, tokenized)):
-                self.left_out.append(
-                    f"glossary: {source!r}: its translation {target!r} has a unit out of the target vocabulary: "
-                    "left out"
-                )
-                if not quiet:
-                    log(f"warning: {self.left_out[-1]}")
-                held = None
             forms = self._forms(source, sides, tokenized)
+            units = tgt.tokens(target, tokenized)
+            # a translation of invisible characters alone (U+200B) would constrain nothing, yet
+            # hide the term of a glossary under this one
+            wrong = "is no word once tokenized" if not units else "has a unit out of the target vocabulary"
+            if not forms:
+                self._leave_out(f"glossary: the term {source!r} is no word once tokenized: left out", quiet)
+            elif not units or UNK in tgt.ids(units):
+                self._leave_out(f"glossary: {source!r}: its translation {target!r} {wrong}: left out", quiet)
+                held = None
             for units in forms:
                 self.by_first.setdefault(units[0], []).append((units, held))
             if forms and held is not None:
                 self.kept.append(source)
+
+    def _leave_out(self, why: str, quiet: bool) -> None:
+        self.left_out.append(why)
+        if not quiet:
+            log(f"warning: {why}")
 
     @property
     def size(self) -> int:
