@@ -755,7 +755,7 @@ gpu-data: $(INSTALLED)
 # and the whole suite as gpu-check's tests part runs it there
 REHEARSAL ?= /tmp/nmtkit-gpu-rehearsal
 IMAGE_PACKAGES ?= torch numpy matplotlib click rich sacrebleu sentencepiece pytest pytest-xdist execnet \
-    threadpoolctl setuptools tensorboard
+    threadpoolctl tensorboard
 gpu-rehearsal: $(INSTALLED)
 	rm -rf $(REHEARSAL) && mkdir -p $(REHEARSAL)/repo
 	git archive HEAD | tar -x -C $(REHEARSAL)/repo

@@ -288,7 +288,8 @@ def tests(check: Check, budget: float) -> dict[str, Any]:
     tiny = not check.gpu
     # tiny: the GPU path's tests and their CPU stand-ins
     which = check.args.tests_marks or ("gpu" if tiny else "slow or not slow")
-    cmd = [*PY, "-m", "pytest", "tests", "-m", which, "-v", "-rfEs", "--tb=short", "-p", "no:cacheprovider"]
+    cmd = [*PY, "-m", "pytest", "tests", "-m", which, "-v", "-rfEs", "--tb=short", "--color=no"]
+    cmd += ["-p", "no:cacheprovider"]
     if not tiny and importlib.util.find_spec("xdist") is not None:  # the whole suite, on the machine's cores
         cmd += ["-n", str(max(1, (os.cpu_count() or 2) - 2))]
     status: int | None = None  # None: stopped by the budget

@@ -113,7 +113,7 @@ def translations(runs: Path, system: str) -> tuple[str, ...]:
 
 def _run_make(cmd: list[str], log: Path, deadline: float) -> int | None:
     """make's status, or None when ``deadline`` came first and it was stopped as `timeout` stops it."""
-    print("+", " ".join(cmd), file=sys.stderr, flush=True)
+    print("+", shlex.join(cmd), file=sys.stderr, flush=True)
     with open(log, "ab") as fh:
         job = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=_own_make(), start_new_session=True)
         try:

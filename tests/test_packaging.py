@@ -20,11 +20,14 @@ def _build(kind: str, source: Path, out: Path) -> Path:
 
 
 def _in_git() -> bool:
+    """Whether the checkout is a git repository of its own (not a copy inside another one)."""
     try:
-        done = subprocess.run(["git", "rev-parse", "--git-dir"], cwd=ROOT, capture_output=True, timeout=30)
-    except OSError:
+        done = subprocess.run(
+            ["git", "rev-parse", "--show-toplevel"], cwd=ROOT, capture_output=True, text=True, timeout=30
+        )
+    except (OSError, subprocess.SubprocessError):
         return False
-    return done.returncode == 0
+    return done.returncode == 0 and Path(done.stdout.strip()).resolve() == ROOT
 
 
 @pytest.mark.skipif(

@@ -1010,10 +1010,15 @@ def test_requests_that_waited_behind_other_options_are_batched_together():
 
 
 def test_verbose_logs_a_line_a_request(overfit):
-    """An operator had no line of the requests served, the refused ones included: -v adds uvicorn's."""
+    """An operator had no line of the requests served, the refused ones included: -v adds uvicorn's,
+    on stderr, without the colours uvicorn chose by stdout (a terminal here, stderr a log file)."""
+    import pty
+
     port = _free_port()
     cmd = [sys.executable, "-m", "nmtkit", "serve", "-m", str(overfit / "run" / "last.pt"), "--port", str(port), "-v"]
-    proc = subprocess.Popen([*cmd, "--device", "cpu"], stderr=subprocess.PIPE, text=True)
+    terminal, stdout = pty.openpty()
+    proc = subprocess.Popen([*cmd, "--device", "cpu"], stdout=stdout, stderr=subprocess.PIPE, text=True)
+    os.close(stdout)
     try:
         url = f"http://127.0.0.1:{port}"
         for _ in range(300):
@@ -1028,4 +1033,22 @@ def test_verbose_logs_a_line_a_request(overfit):
         err = proc.communicate(timeout=60)[1]
     finally:
         proc.kill()
+        os.close(terminal)
     assert '"POST /translate HTTP/1.1" 200' in err and '"POST /translate HTTP/1.1" 422' in err, err
+    assert "\x1b[" not in err
+
+
+def test_serve_gives_an_ignored_ctrl_c_back_to_its_caller(tmp_path):
+    """serve() lets Ctrl-C stop a server started with it ignored; a library caller's process got
+    Python's handler back for good, after a failed start too."""
+    from nmtkit.core.settings import RuntimeConfig
+    from nmtkit.serve.app import serve
+    from nmtkit.serve.settings import ServerConfig
+
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with pytest.raises(UserError):
+            serve([str(tmp_path / "none.pt")], ServerConfig(port=0), RuntimeConfig(device="cpu"))
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, before)

@@ -74,11 +74,11 @@ def workers() -> int:
 
 def logits(rows: torch.Tensor, weight: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
     """``rows @ weight.T`` written into ``out`` (a contiguous buffer of the right shape)."""
-    pool = _workers
+    pool, count = _workers, _count  # together: a run that ends in another thread releases them
     if pool is None or not (rows.dtype == weight.dtype == out.dtype == torch.float32 and rows.device.type == "cpu"):
         return torch.mm(rows, weight.t(), out=out)
     r, w, o = rows.detach().numpy(), weight.detach().numpy().T, out.numpy()
-    step = -(-len(r) // _count)
+    step = -(-len(r) // count)
     parts = [pool.submit(_product, r[i : i + step], w, o[i : i + step]) for i in range(0, len(r), step)]
     for part in parts:
         part.result()

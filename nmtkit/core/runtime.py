@@ -77,17 +77,27 @@ def describe_device() -> str:
 
 @contextlib.contextmanager
 def kept() -> Iterator[None]:
-    """What :func:`setup` changes in the process (torch's CPU threads, TF32, the logits' BLAS)
+    """What :func:`setup` changes in the process (torch's CPU threads, a GPU's TF32, the logits' BLAS)
     put back as it was at the end of the block: a library call such as ``train(threads=1)`` leaves
     its caller's process as it found it."""
     threads = torch.get_num_threads()
-    tf32 = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    tf32 = _tf32() if torch.cuda.is_available() else None  # setup sets it on a GPU alone
     try:
         yield
     finally:
         blas.release()
         torch.set_num_threads(threads)
-        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
+        if tf32 is not None:
+            torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
+
+
+def _tf32() -> tuple[bool, bool] | None:
+    """The legacy TF32 flags setup writes; None where the caller set torch's newer ones
+    (``fp32_precision``), which torch refuses to read as the legacy ones."""
+    try:
+        return torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    except RuntimeError:
+        return None
 
 
 def keeping(fn: Callable[P, R]) -> Callable[P, R]:

@@ -359,16 +359,22 @@ def serve(model_paths: list[str], cfg: ServerConfig, runtime: RuntimeConfig, lin
     """Load the models once and serve them until SIGINT, SIGTERM or SIGHUP (requests in flight finish).
     Models of the other direction than the first's make the answers' links with it (:class:`BothWays`).
     A signal while the models load and the application is built is acted on once they are."""
-    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
-        # served, it stops on Ctrl-C all the same (uvicorn's handler): loading, too
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    with signals_held():
-        app, sock = _ready(model_paths, cfg, runtime, links)
-    log(
-        f"serving {', '.join(model_paths)} on http://{url_host(cfg.host)}:{sock.getsockname()[1]}/ "
-        f"(POST /translate, GET /health, /info, /docs)"
+    ignored = (
+        threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.SIG_IGN
     )
-    run_server(app, sock, cfg.shutdown_wait)
+    if ignored:  # served, it stops on Ctrl-C all the same (uvicorn's handler): loading, too
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with signals_held():
+            app, sock = _ready(model_paths, cfg, runtime, links)
+        log(
+            f"serving {', '.join(model_paths)} on http://{url_host(cfg.host)}:{sock.getsockname()[1]}/ "
+            f"(POST /translate, GET /health, /info, /docs)"
+        )
+        run_server(app, sock, cfg.shutdown_wait)
+    finally:
+        if ignored:  # as the caller had it
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _ready(

@@ -34,7 +34,12 @@ def run_server(app: FastAPI, sock: socket.socket, shutdown_wait: float) -> None:
     """uvicorn serving ``app`` on ``sock`` until a stop signal (as this module says);
     :class:`Interrupted` once stopped by Ctrl-C, which leaves without waiting for the batch the
     model thread may still compute (a search of minutes)."""
-    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=math.ceil(shutdown_wait))
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        timeout_graceful_shutdown=math.ceil(shutdown_wait),
+        use_colors=sys.stderr.isatty(),  # uvicorn asks stdout, and the logs go to stderr
+    )
     if verbose():  # a line a request, uvicorn's (address, method, path, status), with the logs on stderr
         access = logging.getLogger("uvicorn.access")
         access.setLevel(logging.INFO)

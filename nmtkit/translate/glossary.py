@@ -62,8 +62,8 @@ class Glossary:
             held: str | None = target
             forms = self._forms(source, sides, tokenized)
             units = tgt.tokens(target, tokenized)
-            # a translation of invisible characters alone (U+200B) would constrain nothing, yet
-            # hide the term of a glossary under this one
+            # a translation of invisible characters alone (U+200B) would constrain nothing: said,
+            # as one out of the vocabulary is
             wrong = "is no word once tokenized" if not units else "has a unit out of the target vocabulary"
             if not forms:
                 self._leave_out(f"glossary: the term {source!r} is no word once tokenized: left out", quiet)
