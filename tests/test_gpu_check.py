@@ -164,8 +164,9 @@ def test_the_tiny_mode_benches_profiles_trains_kills_resumes_translates_and_test
     # the uninterrupted run's losses: every update logged after the resume, equal on a CPU
     assert train["compared_updates"] == train["updates"] - train["resumed_at"] and train["resume_difference"] == 0
     assert "bleu" in train and (tmp_path / "check-work" / "train" / "test.hyp").read_text().count("\n") == 4
-    # what a device job brings back: three files, the runs' evidence without a checkpoint
-    assert sorted(p.name for p in (tmp_path / "check").iterdir()) == ["evidence.tar.gz", "report.json", "report.md"]
+    # what a device job brings back: four files, the runs' evidence without a checkpoint, pytest's output
+    brought = sorted(p.name for p in (tmp_path / "check").iterdir())
+    assert brought == ["evidence.tar.gz", "report.json", "report.md", "tests.log"]
     with tarfile.open(tmp_path / "check" / "evidence.tar.gz") as tar:
         names = tar.getnames()
     assert "train/metrics.jsonl" in names and "train/test.hyp" in names and "profile-eager.json" in names
@@ -213,7 +214,7 @@ FAILED tests/test_a.py::test_two - assert 1 == 2
 """
 
 
-def test_the_tests_part_counts_names_each_failure_and_says_what_each_skip_would_prove():
+def test_the_tests_part_counts_names_each_failure_and_says_what_each_skip_would_prove(tmp_path):
     from bench import gpu_check
 
     ran = []
@@ -223,7 +224,8 @@ def test_the_tests_part_counts_names_each_failure_and_says_what_each_skip_would_
         return subprocess.CompletedProcess(cmd, 1, stdout=PYTEST_OUT, stderr="")
 
     marks = SimpleNamespace(tests_marks="")
-    found = gpu_check.tests(SimpleNamespace(gpu=False, run=run, args=marks), 60.0)
+    found = gpu_check.tests(SimpleNamespace(gpu=False, run=run, args=marks, out=tmp_path), 60.0)
+    assert (tmp_path / "tests.log").read_text() == PYTEST_OUT  # the whole of it, beside the report
     assert ran[0][1:5] == ["-m", "pytest", "tests", "-m"] and ran[0][5] == "gpu"  # tiny: the GPU path's tests
     assert found["status"] == "failed" and found["counts"] == {"PASSED": 1, "FAILED": 1, "SKIPPED": 1, "ERROR": 0}
     assert list(found["failures"]) == ["test_two"] and "assert 1 == 2" in found["failures"]["test_two"]
@@ -234,11 +236,12 @@ def test_the_tests_part_counts_names_each_failure_and_says_what_each_skip_would_
         ran.append(cmd)
         raise subprocess.TimeoutExpired(cmd, timeout, output=PYTEST_OUT.split("\n\n")[0].replace("FAILED", "PASSED"))
 
-    found = gpu_check.tests(SimpleNamespace(gpu=True, run=stopped, args=marks), 60.0)
+    found = gpu_check.tests(SimpleNamespace(gpu=True, run=stopped, args=marks, out=tmp_path), 60.0)
     assert found["status"] == "out of time" and found["counts"]["PASSED"] == 2
     assert "stopped after 1.0 minutes, the rest not reached (run --parts tests alone)" in found["lines"][0]
     assert ran[-1][5] == "slow or not slow"  # on a GPU: the whole suite
-    gpu_check.tests(SimpleNamespace(gpu=True, run=run, args=SimpleNamespace(tests_marks="gpu and not slow")), 60.0)
+    some = SimpleNamespace(tests_marks="gpu and not slow")
+    gpu_check.tests(SimpleNamespace(gpu=True, run=run, args=some, out=tmp_path), 60.0)
     assert ran[-1][5] == "gpu and not slow"  # --tests-marks: a part of it
 
 
