@@ -167,32 +167,30 @@ class Batcher:
         their order) and those that arrive within the wait, up to the batch's size; those with
         other options wait in ``later``. Under a mix of options, each of those waiting had been a
         batch of its own: a third of the throughput."""
-        batch, size = [first], len(first.lines)
-        waiting = list(later)
+        batch, waiting = [first], list(later)
         later.clear()
         for r in waiting:
-            if self._left(r):
-                continue
-            if r.key == first.key and size + len(r.lines) <= self.max_sentences:
-                batch.append(r)
-                size += len(r.lines)
-            else:
-                later.append(r)
+            self._sort(r, batch, later)
         deadline = time.monotonic() + self.wait
-        while size < self.max_sentences:
+        while sum(len(r.lines) for r in batch) < self.max_sentences:
             left = deadline - time.monotonic()
             try:
                 nxt = self.queue.get_nowait() if left <= 0 else await asyncio.wait_for(self.queue.get(), left)
             except (TimeoutError, asyncio.QueueEmpty):
                 break
-            if self._left(nxt):
-                continue
-            if nxt.key == first.key and size + len(nxt.lines) <= self.max_sentences:
-                batch.append(nxt)
-                size += len(nxt.lines)
-            else:
-                later.append(nxt)
+            self._sort(nxt, batch, later)
         return batch
+
+    def _sort(self, request: _Request, batch: list[_Request], later: deque[_Request]) -> None:
+        """``request`` into the batch where it has the batch's options and fits, else into
+        ``later``; dropped where its client went away."""
+        if self._left(request):
+            return
+        size = sum(len(r.lines) for r in batch)
+        if request.key == batch[0].key and size + len(request.lines) <= self.max_sentences:
+            batch.append(request)
+        else:
+            later.append(request)
 
     def _left(self, request: _Request) -> bool:
         """Whether the request's client went away (its answer cancelled), counted: each caller
