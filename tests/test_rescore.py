@@ -7,6 +7,7 @@ import json
 import math
 
 import pytest
+import torch
 from click.testing import CliRunner
 
 from nmtkit.cli import main
@@ -228,7 +229,13 @@ def test_the_clean_text_of_a_split_scores_as_its_binarized_corpus_does(overfit, 
     cpu = RuntimeConfig(device="cpu", threads=1)
     out = str(tmp_path / "out")
     done = rescore_file([str(backward)], str(source), str(target), output=out, tokenized=True, runtime=cpu)
-    corpus = corpus_nll(backward, backward.parent.parent / "bin", "valid", runtime=cpu)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        corpus = corpus_nll(backward, backward.parent.parent / "bin", "valid", runtime=cpu)
+        assert torch.get_num_threads() == 2  # its threads=1 for its own run alone
+    finally:
+        torch.set_num_threads(threads)
     assert (done.pairs, done.units) == (corpus["sentences"], corpus["tokens"]) and done.pairs >= 5
     assert corpus["nll"] > 1  # a model still learning: the comparison means something
     assert -done.log_prob / done.pairs == pytest.approx(corpus["nll"], rel=1e-4)

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from .. import checkpoint
-from ..core.runtime import setup
+from ..core.runtime import keeping, setup
 from ..core.settings import RuntimeConfig
 from ..data.batching import collate, to_device
 from ..data.binarized import Corpus, TokenArray
@@ -46,10 +46,12 @@ def scored_batches(
         yield idx, enc, loss, int((batch["tgt_out"] != PAD).sum())
 
 
+@keeping
 def corpus_nll(
     model_path: str | Path, data_bin: str | Path, split: str, batch_size: int = 64, runtime: RuntimeConfig | None = None
 ) -> dict[str, Any]:
-    """NLL per sentence and per token and perplexity of a checkpoint on a binarized split."""
+    """NLL per sentence and per token and perplexity of a checkpoint on a binarized split; the
+    process' threads as the caller had them after it, as :func:`~nmtkit.train.loop.train` leaves them."""
     if batch_size < 1:
         raise ValueError(f"corpus_nll: batch_size {batch_size}: at least 1")
     run = setup(runtime or RuntimeConfig())
