@@ -165,8 +165,7 @@ class Batcher:
     async def _gathered(self, first: _Request, later: deque[_Request]) -> list[_Request]:
         """``first`` and the requests with its options, those already waiting in ``later`` (in
         their order) and those that arrive within the wait, up to the batch's size; those with
-        other options wait in ``later``. Under a mix of options, each of those waiting had been a
-        batch of its own: a third of the throughput."""
+        other options wait in ``later``."""
         batch, waiting = [first], list(later)
         later.clear()
         for r in waiting:
