@@ -236,17 +236,18 @@ def test_workers_give_the_same_selection(tmp_path):
     ind, gen = _corpora(tmp_path, 200)
     langs = ("en", "fr")
     outs = []
-    for workers in (1, 2):
-        select(
+    for workers in (1, 16):
+        report = select(
             [Corpus.of(ind, langs)],
             [Corpus.of(gen, langs)],
             tmp_path / f"w{workers}",
             langs,
-            SelectConfig(keep_words=700, chunk_lines=50),
+            SelectConfig(keep_words=700, chunk_lines=100),
             workers,
         )
         outs.append((tmp_path / f"w{workers}" / "train.fr").read_bytes())
     assert outs[0] == outs[1]
+    assert report["workers"] == 2  # -j 16 over two chunks starts two processes, each loading the models
 
 
 _PEAK = """

@@ -35,7 +35,7 @@ from ..core.console import log, progress
 from ..core.errors import UserError
 from ..core.files import BOM, decode_line, open_binary, refuse_overwriting
 from ..core.line_counts import refuse_streams
-from ..core.parallel import Workers
+from ..core.parallel import Workers, needed
 from ..core.staging import Staging, refuse_shared_directory
 from ..text.settings import check_languages
 from .ngram import SPECIALS, NgramLM, SelectionVocab, words_of
@@ -376,6 +376,8 @@ def select(
             f"select: LMs from {info['in_domain_pairs']:,} in-domain pairs and a sample of "
             f"{info['sample_pairs']:,} of {info['general_pairs']:,} general pairs in {t1 - t0:.1f} s"
         )
+        # one process per chunk at most: each worker loads both sides' models first
+        workers = needed(workers, info["general_pairs"], cfg.chunk_lines)
         scores = score_corpora(
             general, lm_dir, Scores(stage.path("scores.f32"), stage.path("words.i32")), cfg, workers, langs[1]
         )
