@@ -286,6 +286,18 @@ def test_a_file_with_a_bad_line_past_the_first_chunk_writes_nothing_whatever_the
         assert done.stdout == ""
 
 
+def test_a_short_file_starts_no_more_workers_than_it_has_chunks(tmp_path, monkeypatch):
+    """-j 16 on a test set of one chunk spawned 16 processes, each loading the tokenizer."""
+    from nmtkit.core import parallel
+    from nmtkit.text import preprocess
+
+    started = []
+    monkeypatch.setattr(preprocess, "Workers", lambda n, *a: started.append(n) or parallel.Workers(1, *a))
+    (tmp_path / "short.en").write_text("Amen.\n" * (preprocess.CHUNK + 1), encoding="utf-8")
+    assert run("tokenize", "-l", "en", tmp_path / "short.en", "-j", 16).stdout == "Amen .\n" * (preprocess.CHUNK + 1)
+    assert started == [2]
+
+
 def test_bpe_codes_that_are_not_text_or_not_merges_are_one_line(tmp_path):
     """subword-nmt's own message and status 1, or a UnicodeDecodeError's traceback, before."""
     (tmp_path / "binary").write_bytes(b"#version: 0.2\n\x80\x81 a\n")

@@ -240,7 +240,7 @@ def preprocess_stream(
     result, not after as many chunks as the workers had done.
     """
     if not is_stream(source):
-        count_lines(source, utf8=True)
+        workers = needed(workers, count_lines(source, utf8=True), CHUNK)
     lines = read_lines(source)
     fired: Counter[str] = Counter()
     interactive = str(source) == "-"
