@@ -64,6 +64,11 @@ COVERAGE ?=
 DEMO_TRAIN ?= $(DEMO_RECIPE) $(DEMO_BUDGET) $(DEMO_BF16)$(if $(COVERAGE), --coverage $(COVERAGE))
 BEAM    ?= 5
 
+# One recipe at a time whatever -j says: each step spreads itself over JOBS cores already, the
+# studies train against a clock (two at once would each get half the updates their pages quote),
+# and two recipes fetched the corpus into one directory at once. (The WMT'14 recipe's own make,
+# which make reproduce starts, runs its models a GPU each, at once.)
+.NOTPARALLEL:
 .PHONY: gpu-check gpu-data gpu-rehearsal help install lint test test-all test-fast test-slow typecheck test-browser test-torch structure results wheel-check docs demo demo-guided demo-aligners demo-self-training demo-curve paper paper-coverage paper-unk readme-figures data bench bench-data bench-blas bench-marian bench-sweep bench-gpu aer reproduce compare clean-data
 comma := ,
 space := $(subst ,, )
@@ -72,7 +77,7 @@ space := $(subst ,, )
 given_vars = $(strip $(foreach v,$1,$(if $(filter command environment%,$(origin $v)),$v)))
 given = $(if $(call given_vars,$1), $(foreach v,$(call given_vars,$1),$v='$($v)'))
 DEMO_FIGURE_VARS = DEMO_MINUTES DEMO_UPDATES DEMO_BF16 DEMO_RECIPE DEMO_TRAIN CPU_RECIPE COVERAGE BEAM BPE \
-    VOCAB_SIZE DATA PAIRS MAX_LEN MAX_RATIO
+    VOCAB_SIZE DATA PAIRS MAX_LEN MAX_RATIO JOBS
 help:
 	@echo "make demo     fetch the Bible corpus, preprocess, build the vocabulary, train RNNsearch (20 min on CPU),"
 	@echo "              translate the test set, score it; plot training curves, BLEU by length, alignments"
@@ -83,7 +88,9 @@ help:
 	@echo "make test     run the test suite: ruff, unit tests, slow end-to-end tests, mypy, the docs (lint, test-all, typecheck, docs)"
 	@echo "make test-torch TORCH=2.11.0  the unit and slow tests under another torch, in a venv of its own (PyPI's CUDA build)"
 	@echo "make docs     build the documentation site with mkdocs --strict into build/site (installs the docs extra on first use)"
-	@echo "make bench    command-line start-up (--help, completion), training and translation speed beside Joey NMT and fairseq; preprocessing and selection speed"
+	@echo "make bench    command-line start-up (--help, completion), training and translation speed beside Joey NMT and fairseq; preprocessing and selection speed;"
+	@echo "              then Marian where its venv is (hours, on an idle machine; installs the peers from PyPI on first use: docs/benchmarks.md)"
+	@echo "make bench-data  preprocessing and selection speed alone;  make bench-marian  nmtkit beside Marian on the demo's data"
 	@echo "make gpu-check  on a GPU machine without network: one report proving the GPU path in 10 minutes (tiny mode on a CPU)"
 	@echo "make bench-sweep each toolkit's own recipe swept over learning rates, its best run 20 minutes: updates, BLEU"
 	@echo "make bench-blas GFLOPS of the demo's matrix products: torch's BLAS (MKL) beside numpy's, oneDNN and MKL in row blocks"
@@ -95,8 +102,10 @@ help:
 	@echo "make paper-coverage  RNNsearch-50 beside the same with Tu et al.'s coverages: passages by length, output lengths"
 	@echo "make paper-unk  --replace-unk on 30,000-word lists, without and with guided alignment: copies the reference confirms"
 	@echo "make gpu-data  what a GPU machine without a network needs beside the checkout (the list it prints)"
-	@echo "make gpu-rehearsal  the GPU job's setup on this CPU: a copy without git, uninstalled, the image's packages; the whole suite"
+	@echo "make gpu-rehearsal  the GPU job's setup on this CPU: HEAD without git, uninstalled, the image's packages; the whole suite"
 	@echo "make compare  RNNencdec, RNNsearch and Luong et al.'s attention variants at one budget; a dev table in runs/compare/table.md"
+	@echo "make data     the demo's data alone: the corpus, its cleaning, the vocabulary, the data-bin (BPE=0: 30,000-word lists)"
+	@echo "make readme-figures  the demo, then its pictures copied into docs/img;  make clean-data  removes DATA (and DATA-kl)"
 
 $(VENV)/.installed: pyproject.toml constraints/torch-cpu.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -218,8 +227,14 @@ $1/train-options: $$(if $$(call same_text,$$(file <$1/train-options),$$($2)),,FO
 	@mkdir -p $$(@D) && printf '%s\n' $$(call shell_quoted,$$($2)) > $$@
 endef
 .PHONY: FORCE
+# A run whose last.pt is older than the data-bin $2 it trains on was trained on an earlier one (make
+# demo BPE=0 after make demo, another DATA), which train refuses to resume: its last.pt goes, and run
+# directory $1 starts over (best.pt replaced at its first validation), as the WMT'14 recipe's runs do.
+fresh_start = @if [ -e $1/last.pt ] && [ $1/last.pt -ot $2 ]; then rm $1/last.pt \
+    && echo "$1: its last.pt was trained on an earlier $(patsubst %/,%,$(dir $2)) (removed): training starts over"; fi
 $(eval $(call run_options,$(DEMO),DEMO_TRAIN))
 $(DEMO)/done: $(BIN)/manifest.json $(DEMO)/train-options
+	$(call fresh_start,$(DEMO),$<)
 	$(NMTKIT) train $(BIN) --save-dir $(DEMO) --threads $(JOBS) $(DEMO_TRAIN)
 	touch $@
 
@@ -247,6 +262,7 @@ GUIDED_TRAIN_FLAGS = --guided-alignment-weight $(GUIDED_WEIGHT) $(GUIDED_HEAD)
 GUIDED_TRAIN = $(DEMO_TRAIN) $(GUIDED_TRAIN_FLAGS)
 $(eval $(call run_options,$(GUIDED),GUIDED_TRAIN))
 $(GUIDED)/done: $(BIN)-links/manifest.json $(GUIDED)/train-options
+	$(call fresh_start,$(GUIDED),$<)
 	$(NMTKIT) train $(BIN)-links --save-dir $(GUIDED) --threads $(JOBS) $(DEMO_TRAIN) \
 	    --guided-alignment-weight $(GUIDED_WEIGHT) $(GUIDED_HEAD)
 	touch $@
@@ -269,6 +285,7 @@ $(BIN)-links-fr-en/manifest.json: $(BIN)-links/manifest.json
 
 $(eval $(call run_options,$(GUIDED_BACK),GUIDED_TRAIN))
 $(GUIDED_BACK)/done: $(BIN)-links-fr-en/manifest.json $(GUIDED_BACK)/train-options
+	$(call fresh_start,$(GUIDED_BACK),$<)
 	$(NMTKIT) train $(BIN)-links-fr-en --save-dir $(GUIDED_BACK) --threads $(JOBS) $(DEMO_TRAIN) \
 	    --guided-alignment-weight $(GUIDED_WEIGHT) $(GUIDED_HEAD)
 	touch $@
@@ -396,8 +413,9 @@ readme-figures: demo
 	cp $(DEMO)/curves.png $(DEMO)/bleu-by-length.png docs/img/
 	cp $(DEMO)/align-$(firstword $(subst $(comma), ,$(ALIGN_LINES))).png docs/img/align.png
 
-# Training speed and memory beside Joey NMT and fairseq (bin/bench-train installs them on first
-# use by bench/peers' scripts, from PyPI), then preprocessing speed; then nmtkit beside Marian on the
+# Preprocessing speed (bench-data), then command-line start-up, and training speed and memory beside
+# Joey NMT and fairseq (bin/bench-train installs them on first use by bench/peers' scripts, from
+# PyPI), translation speed; then nmtkit beside Marian on the
 # demo's data (bin/bench-marian: 20 minutes of training each, Marian 40 more, then decoding), where
 # Marian's venv is there (bench/peers/install.sh marian). Run it on an idle machine.
 bench: bench-data
@@ -445,9 +463,11 @@ aer: $(DEMO)/done
 
 # Training speed on a GPU at the paper's sizes (bin/bench-gpu): every architecture, token and
 # sentence batches, fp32/TF32 and bf16, eager, compiled and CUDA graphs; on the Bible with 30,000-word lists.
+NO_GPU_BENCH = no CUDA GPU here (bin/bench-gpu DATA_BIN --device cpu --preset tiny checks the script on a CPU)
 bench-gpu: $(INSTALLED)
+	@$(PY) -c 'import sys, torch; torch.cuda.is_available() or sys.exit("make: bench-gpu: $(NO_GPU_BENCH)")'
 	$(MAKE) data BPE=0
-	$(PY) bin/bench-gpu $(DATA)/data-bin-words$(VOCAB_SIZE)
+	$(PY) bin/bench-gpu $(WORDS_BIN)
 
 # One unattended command on a machine with one CUDA GPU and no network (bin/gpu-check): the machine,
 # bin/bench-gpu's matrix, kernels per update and the GPU's busy share, a 3-minute paper-size run killed
@@ -462,8 +482,8 @@ GPU_MINUTES ?= 10
 ON_GPU ?= $(wildcard /dev/nvidia0)
 GPU_PY ?= $(if $(ON_GPU),PYTHONPATH=. python3,$(PY))
 gpu-check: $(if $(ON_GPU),,data)
-	$(GPU_PY) bin/gpu-check --words $(DATA)/data-bin-words$(VOCAB_SIZE) --bpe $(BIN) --out $(GPU_CHECK) \
-	    --minutes $(GPU_MINUTES) $(if $(PARTS),--parts $(PARTS))
+	$(GPU_PY) bin/gpu-check --words $(WORDS_BIN) --bpe $(BIN) --test-src $(DATA)/raw/test.en \
+	    --test-ref $(DATA)/raw/test.fr --out $(GPU_CHECK) --minutes $(GPU_MINUTES) $(if $(PARTS),--parts $(PARTS))
 
 # The paper's WMT'14 En→Fr experiment on GPUs (examples/wmt14_en_fr/; its variables pass through:
 # make reproduce MIRROR=/data/statmt CHECKSUMS=/data/statmt/checksums.txt WORK=/scratch/wmt14).
@@ -477,7 +497,7 @@ here = $(if $(or $(filter /%,$1),$(findstring ://,$1)),$1,$(call _spaced_abspath
 _spaced_abspath = $(subst ^nmtkit-space^,$(subst ,, ),$(abspath $(subst $(subst ,, ),^nmtkit-space^,$1)))
 reproduce: $(INSTALLED)
 	$(MAKE) -C examples/wmt14_en_fr reproduce ROOT=$(CURDIR) PY="$(call from_root,$(PY))" NMTKIT="$(call from_root,$(NMTKIT))" \
-	    $(foreach v,WORK DL RUNS,$(if $(filter command line,$(origin $v)),$v='$(call here,$($v))')) \
+	    $(foreach v,WORK DL RUNS,$(if $(filter command line environment%,$(origin $v)),$v='$(call here,$($v))')) \
 	    $(if $(MIRROR),MIRROR='$(call here,$(MIRROR))') $(if $(CHECKSUMS),CHECKSUMS='$(call here,$(CHECKSUMS))') \
 	    $(if $(or $(findstring /,$(IN_DOMAIN)),$(wildcard $(IN_DOMAIN).en)),IN_DOMAIN='$(call here,$(IN_DOMAIN))',$(if $(IN_DOMAIN),IN_DOMAIN='$(IN_DOMAIN)'))
 
@@ -500,6 +520,7 @@ $(foreach m,$(COMPARE_MODELS),$(eval CMP_OPTIONS_$m = $$(call arch_flags,$m) $$(
 $(CMP)/%/train-options:
 	@mkdir -p $(@D) && printf '%s\n' $(call shell_quoted,$(call arch_flags,$*) $(COMPARE_TRAIN)) > $@
 $(CMP)/%/done: $(BIN)/manifest.json $(CMP)/%/train-options
+	$(call fresh_start,$(CMP)/$*,$<)
 	$(NMTKIT) train $(BIN) --save-dir $(CMP)/$* $(call arch_flags,$*) $(COMPARE_TRAIN) --threads $(JOBS)
 	touch $@
 
@@ -526,7 +547,7 @@ compare: $(foreach m,$(COMPARE_MODELS),$(CMP)/$(m)/dev-bleu.json $(CMP)/$(m)/dev
 # data-bin's pairs of up to 30 words: a cut in words, as the lists count one token a word); each
 # system trained PAPER_MINUTES (1.2) minutes with the fastest path this GPU measured (make gpu-check's
 # bench; the whole update as CUDA graphs in TF32 when it has none), translated at beam 12: sized for
-# one job of 9 minutes (not yet timed on a GPU). Every step resumes, so a job stopped part-way goes
+# one job of 9 minutes (it ran to its report in 482 s on an H200, docs/gpu.md). Every step resumes, so a job stopped part-way goes
 # on where it stopped:
 #   timeout -s TERM 9m make paper PAPER_SCALE=gpu        (again, until it writes the report)
 # Without a GPU it runs at tiny sizes, a minute a system: a check of the recipe, not a study.
@@ -555,6 +576,7 @@ PAPER_BENCH ?= $(GPU_CHECK)/report.json
 PAPER_PY = $(GPU_PY)
 # order-only: inputs copied again to this machine (newer files, the same data) redo nothing
 PAPER_INPUTS = | $(WORDS_BIN)/manifest.json
+# (and a run's last.pt is not dated against them: a data-bin copied again keeps its runs)
 PAPER_LONG = | $(DATA)/raw/test-long.en
 paper_bin = $(WORDS_BIN)
 # the fastest path first, so that a failure to read the bench stops the job rather than hides
@@ -629,6 +651,7 @@ endif
 coverage_of = $(if $(findstring -coverage,$1),--coverage linguistic)$(if $(findstring -neural,$1),--coverage neural)
 
 $(PAPER)/%/done: $(PAPER)/%/train-options $(PAPER_INPUTS)
+	$(if $(filter gpu,$(PAPER_SCALE)),,$(call fresh_start,$(PAPER)/$*,$(call paper_bin,$*)/manifest.json))
 	$(call paper_path,$*)$(PAPER_NMTKIT) train $(call paper_bin,$*) --save-dir $(PAPER)/$* --arch $(firstword $(subst -, ,$*)) \
 	    $(PAPER_TRAIN) $(call paper_flags,$*) $(call coverage_of,$*) --threads $(JOBS)
 	touch $@
@@ -652,7 +675,7 @@ $(PAPER)/report.md: $(foreach m,$(PAPER_MODELS),$(PAPER)/$(m)/test.hyp.fr $(PAPE
 # says which command made it (made-by): a report the command at hand did not make (an earlier run's,
 # up to date) is not recorded as this command's.
 PAPER_FIGURE_VARS = PAPER_UPDATES PAPER_RECIPE PAPER_TRAIN PAPER_MODELS PAPER_MINUTES PAPER_SIZE PAPER_BEAM \
-    PAPER_BENCH PAPER_SAMPLES STUDY_RECIPE DEMO_BF16 BEAM BPE VOCAB_SIZE DATA PAIRS MAX_LEN MAX_RATIO
+    PAPER_BENCH PAPER_SAMPLES STUDY_RECIPE DEMO_BF16 BEAM BPE VOCAB_SIZE DATA PAIRS MAX_LEN MAX_RATIO JOBS
 paper_command = make paper$(if $(filter gpu,$(PAPER_SCALE)), PAPER_SCALE=gpu)$(call given,$(PAPER_FIGURE_VARS))
 
 paper: $(PAPER)/report.md
@@ -704,6 +727,7 @@ $(DATA)/clean/test.links: $(DATA)/clean/preprocess.json | $(VENV)/.align
 $(foreach m,$(UNK_MODELS),$(eval UNK_OPTIONS_$m = $$(PAPER_TRAIN) $(if $(findstring -guided,$m),$$(GUIDED_TRAIN_FLAGS)))\
     $(eval $(call run_options,$(UNK_RUNS)/$m,UNK_OPTIONS_$m)))
 $(UNK_RUNS)/%/done: $(WORDS_BIN)-links/manifest.json $(UNK_RUNS)/%/train-options
+	$(call fresh_start,$(UNK_RUNS)/$*,$<)
 	$(NMTKIT) train $(WORDS_BIN)-links --save-dir $(@D) --arch rnnsearch $(PAPER_TRAIN) --threads $(JOBS) \
 	    $(if $(findstring -guided,$*),--guided-alignment-weight $(GUIDED_WEIGHT) $(GUIDED_HEAD))
 	touch $@
@@ -742,11 +766,12 @@ GPU_CARRY = wheels $(WORDS_BIN) $(foreach s,test test-long,$(DATA)/raw/$(s).en $
 gpu-data: $(INSTALLED)
 	$(MAKE) data BPE=0
 	$(MAKE) $(DATA)/raw/test-long.en
-	rm -rf wheels
-	$(PY) -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: -d wheels \
+	rm -rf wheels.new   # wheels/ replaced only once the new set is whole: a failed download keeps the old
+	$(PY) -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: -d wheels.new \
 	    --python-version $(GPU_PYTHON) --implementation cp $(foreach p,$(GPU_PLATFORMS),--platform $(p)) \
 	    $$($(PY) -m pip freeze | grep -iE '^($(subst $(space),|,$(GPU_WHEELS)))==') $(GPU_TEST_WHEELS)
-	mkdir -p wheels/bin && cp "$$(command -v make)" wheels/bin/make  # a CUDA image may have no make
+	mkdir -p wheels.new/bin && cp "$$(command -v make)" wheels.new/bin/make  # a CUDA image may have no make
+	rm -rf wheels && mv wheels.new wheels
 	@echo "carry beside the checkout ($$(du -csh $(GPU_CARRY) | tail -1 | cut -f1)): $(GPU_CARRY)"
 
 # The GPU job's setup rehearsed on this machine's CPU, before a GPU's minutes are spent on it: the
@@ -756,8 +781,15 @@ gpu-data: $(INSTALLED)
 REHEARSAL ?= /tmp/nmtkit-gpu-rehearsal
 IMAGE_PACKAGES ?= torch numpy matplotlib click rich sacrebleu sentencepiece pytest pytest-xdist execnet \
     threadpoolctl tensorboard
+NOT_A_REHEARSAL = REHEARSAL='$(REHEARSAL)' is no earlier rehearsal's directory, nor a new or empty one (it empties it first)
+# what marks a directory as one it made, and may empty
+REHEARSAL_MARK = $(REHEARSAL)/.nmtkit-gpu-rehearsal
+NOT_REHEARSED = the uncommitted changes are not rehearsed: it archives HEAD
 gpu-rehearsal: $(INSTALLED)
-	rm -rf $(REHEARSAL) && mkdir -p $(REHEARSAL)/repo
+	@if [ -z '$(strip $(REHEARSAL))' ] || { [ -n "$$(ls -A '$(REHEARSAL)' 2>/dev/null)" ] && [ ! -e '$(REHEARSAL_MARK)' ]; }; \
+	    then echo "make: gpu-rehearsal: $(NOT_A_REHEARSAL)" >&2; exit 2; fi
+	@git diff --quiet HEAD || echo "make: gpu-rehearsal: $(NOT_REHEARSED) ($$(git rev-parse --short HEAD))" >&2
+	rm -rf $(REHEARSAL) && mkdir -p $(REHEARSAL)/repo && touch $(REHEARSAL_MARK)
 	git archive HEAD | tar -x -C $(REHEARSAL)/repo
 	$(PYTHON) -m venv $(REHEARSAL)/venv
 	$(REHEARSAL)/venv/bin/python -m pip install -q --disable-pip-version-check $(TORCH_CONSTRAINT) \
@@ -767,7 +799,7 @@ gpu-rehearsal: $(INSTALLED)
 	@echo "the rehearsal's report: $(REHEARSAL)/report/report.md"
 
 clean-data:
-	rm -rf $(DATA)
+	rm -rf $(DATA) $(DATA)-kl
 
 # the paper's and paper-coverage's runs (COVERAGE_MODELS is set above, with paper-coverage)
 $(foreach m,$(sort $(PAPER_MODELS) $(COVERAGE_MODELS)),$(eval PAPER_OPTIONS_$m = $$(PAPER_TRAIN) \

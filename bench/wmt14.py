@@ -41,6 +41,8 @@ def main() -> None:
 @click.option("--checksums", type=click.Path(dir_okay=False), help="A mirror's own checksums (PATH ALGO:DIGEST SIZE).")
 def fetch_cmd(archives: tuple[str, ...], dest: str, mirror: str, checksums: str | None) -> None:
     """Download ARCHIVES (paths under the base), resuming and verifying each."""
+    if "://" not in mirror and not Path(mirror).is_dir():  # each archive was said missing, as one would be
+        raise UserError(f"--mirror {mirror}: no such directory")
     own = read_checksums(Path(checksums)) if checksums else {}
     if checksums and not own:
         raise UserError(f"{checksums}: no such checksums file, or it is empty")

@@ -235,3 +235,20 @@ def test_bench_aer_keeps_eflomal_s_links_of_a_corpus_and_aligns_a_new_one(tmp_pa
     (data / "clean" / "train.en").write_text("In the beginning God\n", encoding="utf-8")
     bench_aer.run_eflomal(data, work)
     assert runs.read_text() == "run\nrun\n" and len(list(work.glob("eflomal-*"))) == 2
+
+
+def test_bench_aer_without_a_network_is_one_line_and_leaves_no_half_made_venv(tmp_path, monkeypatch, capsys):
+    """make aer offline ended in pip's CalledProcessError traceback, its venv half made."""
+    from bench import bench_aer
+
+    made = subprocess.run
+    monkeypatch.setenv("BENCH_DIR", str(tmp_path))
+    monkeypatch.setattr(bench_aer.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(  # the venv is made; pip, offline, fails
+        bench_aer.subprocess, "run", lambda cmd, **kw: made(["false"]) if "pip" in str(cmd[0]) else made(cmd, **kw)
+    )
+    with pytest.raises(SystemExit) as stop:
+        bench_aer.eflomal_venv()
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.strip().startswith("bench-aer: error: could not install eflomal==2.0.0 from PyPI")
+    assert not (tmp_path / "eflomal" / "venv").exists()

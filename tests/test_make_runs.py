@@ -15,7 +15,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_a_changed_budget_trains_the_run_again_and_the_same_one_does_not(tmp_path):
+def _demo_maker(tmp_path):
+    """make's demo run over a fake data-bin, with an nmtkit that records each command and makes
+    nothing: it returns the commands each make ran (and its stdout, with ``said=True``)."""
     data, runs, log = tmp_path / "data", tmp_path / "runs", tmp_path / "trained"
     made = [data / "raw" / "bible.json", data / "clean" / "preprocess.json"]
     made += [data / "vocab" / "vocab.json", data / "data-bin" / "manifest.json"]
@@ -29,27 +31,66 @@ def test_a_changed_budget_trains_the_run_again_and_the_same_one_does_not(tmp_pat
     )
     nmtkit.chmod(0o755)
 
-    def demo_run(*settings):
+    def demo_run(*settings, said=False):
         cmd = ["make", "-C", str(ROOT), "INSTALLED=", f"NMTKIT={nmtkit}", f"DATA={data}", f"RUNS={runs}"]
         cmd += [f"VOCAB={data / 'vocab'}", f"BIN={data / 'data-bin'}"]
         done = subprocess.run([*cmd, *settings, str(runs / "demo" / "done")], capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
         trained = log.read_text().splitlines() if log.exists() else []
         log.unlink(missing_ok=True)
-        return trained
+        return (trained, done.stdout) if said else trained
 
+    return demo_run, data / "data-bin" / "manifest.json", runs / "demo"
+
+
+def test_a_changed_budget_trains_the_run_again_and_the_same_one_does_not(tmp_path):
+    demo_run, _, runs_demo = _demo_maker(tmp_path)
     first = demo_run("DEMO_UPDATES=1000")
     assert len(first) == 1 and first[0].startswith("train ") and "--max-updates 1000" in first[0]
     assert demo_run("DEMO_UPDATES=1000") == []  # finished: nothing to do, not even train's own check
     again = demo_run("DEMO_UPDATES=2000")
     assert len(again) == 1 and "--max-updates 2000" in again[0]
     assert demo_run("DEMO_UPDATES=2000", "JOBS=1") == []  # threads are not the run's options
-    assert "--max-updates 2000" in (runs / "demo" / "train-options").read_text()
+    assert "--max-updates 2000" in (runs_demo / "train-options").read_text()
     # options holding a comma (which parted a call's arguments), a quote, a percent sign
     for options in ("--a 1", "--a 1,2", "--a 1,2,3", "--name 'a b'", "--x 5%", "--x 5%5"):
         assert len(demo_run(f"DEMO_TRAIN={options}")) == 1, options
         assert demo_run(f"DEMO_TRAIN={options}") == [], options
-        assert (runs / "demo" / "train-options").read_text() == options + "\n"
+        assert (runs_demo / "train-options").read_text() == options + "\n"
+
+
+def test_a_run_of_an_earlier_data_bin_starts_over_and_one_of_this_data_bin_resumes(tmp_path):
+    """make demo BPE=0 after make demo: train refused to resume last.pt on the other vocabulary."""
+    demo_run, manifest, demo = _demo_maker(tmp_path)
+    demo_run("DEMO_UPDATES=10")
+    (demo / "last.pt").write_bytes(b"an interrupted run of this data-bin")
+    (demo / "done").unlink()
+    assert len(demo_run("DEMO_UPDATES=10")) == 1 and (demo / "last.pt").exists()  # resumed, not removed
+    for path, age in ((demo / "last.pt", 30), (demo / "done", 20), (manifest, 10)):  # the data-bin made again
+        os.utime(path, (time.time() - age,) * 2)
+    trained, said = demo_run("DEMO_UPDATES=10", said=True)
+    assert len(trained) == 1 and not (demo / "last.pt").exists()
+    assert f"{demo}: its last.pt was trained on an earlier {manifest.parent} (removed)" in said
+
+
+def test_make_j_trains_one_run_at_a_time(tmp_path):
+    """make -j2 demo-aligners trained its two models at once, each on a clock of 20 minutes with
+    half the cores: half the updates the docs quote."""
+    _demo_maker(tmp_path)  # its data, made
+    data = tmp_path / "data"
+    log = tmp_path / "log"
+    nmtkit = tmp_path / "nmtkit"
+    nmtkit.write_text(
+        f"#!{sys.executable}\nimport sys, time\nlog = open({str(log)!r}, 'a', buffering=1)\n"
+        "log.write('start\\n'); time.sleep(0.5); log.write('end\\n')\n"
+    )
+    nmtkit.chmod(0o755)
+    runs = [tmp_path / "compare" / arch / "done" for arch in ("rnnsearch", "rnnencdec")]
+    cmd = ["make", "-j2", "-C", str(ROOT), "INSTALLED=", f"NMTKIT={nmtkit}", f"CMP={tmp_path / 'compare'}"]
+    cmd += [f"DATA={data}", f"VOCAB={data / 'vocab'}", f"BIN={data / 'data-bin'}"]
+    done = subprocess.run([*cmd, *map(str, runs)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert log.read_text().split() == ["start", "end", "start", "end"]
 
 
 def test_the_demo_s_results_name_the_settings_it_was_made_with(tmp_path):
@@ -62,6 +103,7 @@ def test_the_demo_s_results_name_the_settings_it_was_made_with(tmp_path):
 
     assert recorded() == "make demo"
     assert recorded("DEMO_UPDATES=50", "BEAM=2") == "make demo DEMO_UPDATES='50' BEAM='2'"
+    assert recorded("JOBS=4") == "make demo JOBS='4'"  # a budget in minutes trains more updates on more cores
 
 
 @pytest.mark.parametrize(
@@ -115,3 +157,14 @@ def test_a_gpu_study_s_run_trains_again_when_its_budget_changes(tmp_path):
 
     assert trains() == []
     assert len(trains("PAPER_MINUTES=5")) == 1
+
+
+def test_gpu_rehearsal_empties_only_a_directory_of_its_own(tmp_path):
+    """REHEARSAL= made its copy and venv at the root; REHEARSAL=. would have emptied the checkout."""
+    (tmp_path / "mine.txt").write_text("a user's file")
+    for where in ("", str(tmp_path), "."):
+        cmd = ["make", "-C", str(ROOT), "INSTALLED=", "PYTHON=false", f"REHEARSAL={where}", "gpu-rehearsal"]
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        assert done.returncode == 2 and f"REHEARSAL='{where}' is no earlier rehearsal's directory" in done.stderr
+        assert "rm -rf" not in done.stdout
+    assert (tmp_path / "mine.txt").exists()

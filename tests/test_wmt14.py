@@ -244,6 +244,18 @@ def test_a_damaged_download_is_set_aside_with_its_recorded_digest_and_downloaded
     assert (tmp_path / "c" / "giga.fr").read_text().startswith("fr line 0 ")
 
 
+def test_a_mirror_directory_that_is_not_there_is_said_so(tmp_path):
+    """It was said of the first archive, as if the mirror lacked that one alone."""
+    from click.testing import CliRunner
+
+    from bench.wmt14 import main as recipe
+
+    gone = tmp_path / "statmt"
+    said = CliRunner().invoke(recipe, ["fetch", "--dest", str(tmp_path / "dl"), "--mirror", str(gone), "wmt14/dev.tgz"])
+    assert said.exit_code == 2 and said.output.strip().splitlines()[-1].endswith(f"--mirror {gone}: no such directory")
+    assert not (tmp_path / "dl").exists()
+
+
 def test_a_cut_off_download_is_told_from_another_file(tmp_path):
     src = tmp_path / "m" / "a.tgz"
     src.parent.mkdir()
@@ -449,8 +461,19 @@ def test_one_gpu_trains_on_the_graph_path_and_a_cpu_does_not():
     assert all(t.endswith("--cuda-graphs --fused-steps --max-updates 5") for t in _trains(out)), _trains(out)
     out = _make("-n", "reproduce", "WORK=/nonexistent/work", "NGPU=1", "GPU_PATH=")
     assert "--cuda-graphs" not in out.stdout
-    out = _make("-n", "reproduce", "WORK=/nonexistent/work", "NGPU=0")
+    out = _make("-n", "reproduce", "WORK=/nonexistent/work", "NGPU=0", "TRAIN_ARGS=--max-updates 5")
     assert len(_trains(out)) == 4 and "--cuda-graphs" not in out.stdout and "train.log" not in out.stdout
+
+
+def test_no_gpu_refuses_the_papers_updates_before_any_download(tmp_path):
+    """Without a GPU the full-size recipe downloaded 6.5 GB, then trained on the CPU for months."""
+    for goal in ("reproduce", "models"):
+        out = _make(goal, f"WORK={tmp_path}/work", "NGPU=0")
+        assert out.returncode == 2 and "no GPU here (NGPU=0)" in out.stderr and "TRAIN_ARGS=" in out.stderr
+        assert out.stdout == "" and not (tmp_path / "work").exists()
+    dry = _make("-n", "reproduce", f"WORK={tmp_path}/work", "NGPU=0")  # the commands, with a warning
+    assert dry.returncode == 0 and "no GPU here" in dry.stderr and len(_trains(dry)) == 4
+    assert "no GPU here" not in _make("-n", "data", f"WORK={tmp_path}/work", "NGPU=0").stderr
 
 
 def test_table_2_names_the_first_gpu_trained_on_or_the_cpu(tmp_path):
