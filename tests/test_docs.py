@@ -97,3 +97,10 @@ def test_the_library_page_s_examples_run_as_written(corpus, tmp_path):
     assert lines[1].startswith("rnnsearch ") and lines[1].endswith(" 20")  # the checkpoint's arch, step
     assert len(lines) == 5 and (work / "runs" / "api" / "best.pt").exists()
     assert len(lines[3].split()) >= 2 and lines[3].startswith("(")  # the attention's shape, then its links
+
+
+def test_every_setting_of_the_makefile_is_on_its_page():
+    """A researcher read settings such as PAPER_BEAM or COMPARE_MODELS only in the Makefile's comments."""
+    settings = set(re.findall(r"^([A-Z][A-Z0-9_]*)\s*\?=", (ROOT / "Makefile").read_text(encoding="utf-8"), re.M))
+    page = (DOCS / "make.md").read_text(encoding="utf-8")
+    assert len(settings) > 50 and sorted(s for s in settings if f"`{s}`" not in page) == []
