@@ -608,11 +608,13 @@ _no_digits = $(subst 0,,$(subst 1,,$(subst 2,,$(subst 3,,$(subst 4,,$(subst 5,,$
 whole = $(if $(strip $1),$(if $(call _no_digits,$(strip $1)),,yes))
 decimal = $(and $(call whole,$(subst .,,$1)),$(filter 1 2,$(words $(subst ., ,_$(strip $1)_))))
 WHOLE_SETTINGS = BPE VOCAB_SIZE JOBS BEAM MAX_LEN COMPARE_UPDATES HEAD_UPDATES ROUND_EVERY PAPER_BEAM \
-    PAPER_SAMPLES $(if $(PAPER_UPDATES),PAPER_UPDATES) $(if $(DEMO_UPDATES),DEMO_UPDATES)
+    PAPER_SAMPLES FAIRSEQ_UPDATES SWEEP_UPDATES TEST_JOBS $(if $(PAPER_UPDATES),PAPER_UPDATES) \
+    $(if $(DEMO_UPDATES),DEMO_UPDATES)
 $(foreach v,$(WHOLE_SETTINGS),$(if $(call whole,$($v)),,$(error $v is a whole number, not '$($v)')))
 $(foreach n,$(subst -, ,$(subst $(comma), ,$(ALIGN_LINES))),$(if $(call whole,$n),,\
     $(error ALIGN_LINES is test lines' numbers and ranges (86,88,110-112), not '$(ALIGN_LINES)')))
-$(foreach v,DEMO_MINUTES MAX_RATIO $(if $(PAPER_MINUTES),PAPER_MINUTES),$(if $(call decimal,$($v)),,\
+$(foreach v,DEMO_MINUTES MAX_RATIO GPU_MINUTES SWEEP_MINUTES MARIAN_MINUTES FAIRSEQ_MINUTES \
+    $(if $(PAPER_MINUTES),PAPER_MINUTES),$(if $(call decimal,$($v)),,\
     $(error $v is a number, not '$($v)')))
 
 .PRECIOUS: $(PAPER)/%/done $(PAPER)/%/test.hyp.fr $(PAPER)/%/test-long.hyp.fr

@@ -113,6 +113,8 @@ def test_the_demo_s_results_name_the_settings_it_was_made_with(tmp_path):
         ("DEMO_UPDATES=1k", "DEMO_UPDATES is a whole number, not '1k'"),
         ("DEMO_MINUTES=1.2.3", "DEMO_MINUTES is a number, not '1.2.3'"),
         ("JOBS=two", "JOBS is a whole number, not 'two'"),
+        ("GPU_MINUTES=ten", "GPU_MINUTES is a number, not 'ten'"),
+        ("TEST_JOBS=-n", "TEST_JOBS is a whole number, not '-n'"),
         ("ALIGN_LINES=86,x", "ALIGN_LINES is test lines' numbers and ranges (86,88,110-112), not '86,x'"),
     ],
 )
@@ -129,7 +131,10 @@ def _dry(*settings):
 
 
 def test_sizes_and_budgets_that_are_numbers_pass():
-    assert _dry("DEMO_MINUTES=.5", "MAX_RATIO=1.5", "BPE=0", "ALIGN_LINES=1,3-5", "help").returncode == 0
+    assert (
+        _dry("DEMO_MINUTES=.5", "MAX_RATIO=1.5", "BPE=0", "ALIGN_LINES=1,3-5", "GPU_MINUTES=9.3", "help").returncode
+        == 0
+    )
 
 
 @pytest.mark.parametrize(
