@@ -217,24 +217,21 @@ data: $(BIN)/manifest.json
 # options, kept in SAVE_DIR/train-options and rewritten only when they differ from this make's
 # (run_options, compared as make reads the Makefile: a dry run changes nothing): a changed budget
 # (DEMO_UPDATES=2000 after a run of 1000) trains again, where the stamp alone kept the old model;
-# train goes on from a finished run given more and says what changed.
+# train goes on from a finished run given more and says what changed. The file begins with the
+# data-bin: a run given another (make demo BPE=0 after make demo) trains again too, where the stamp
+# of the first kept its model for the other vocabulary, and train refuses to resume on it (a run
+# directory is one model: another DEMO, PAPER, … trains beside it).
 # The options go by their variable's name ($2), never as text in a call, which a comma would part;
 # two texts are the same where each holds the other, between marks; a quote is quoted for the shell.
 same_text = $(and $(findstring <$(strip $1)>,<$(strip $2)>),$(findstring <$(strip $2)>,<$(strip $1)>))
 shell_quoted = '$(subst ','\'',$(strip $1))'
-define run_options  # the rule of run directory $1's options file, for the options of variable $2
-$1/train-options: $$(if $$(call same_text,$$(file <$1/train-options),$$($2)),,FORCE)
-	@mkdir -p $$(@D) && printf '%s\n' $$(call shell_quoted,$$($2)) > $$@
+define run_options  # the rule of run directory $1's options file, for data-bin $3 and the options of variable $2
+$1/train-options: $$(if $$(call same_text,$$(file <$1/train-options),$3 $$($2)),,FORCE)
+	@mkdir -p $$(@D) && printf '%s\n' $$(call shell_quoted,$3 $$($2)) > $$@
 endef
 .PHONY: FORCE
-# A run whose last.pt is older than the data-bin $2 it trains on was trained on an earlier one (make
-# demo BPE=0 after make demo, another DATA), which train refuses to resume: its last.pt goes, and run
-# directory $1 starts over (best.pt replaced at its first validation), as the WMT'14 recipe's runs do.
-fresh_start = @if [ -e $1/last.pt ] && [ $1/last.pt -ot $2 ]; then rm $1/last.pt \
-    && echo "$1: its last.pt was trained on an earlier $(patsubst %/,%,$(dir $2)) (removed): training starts over"; fi
-$(eval $(call run_options,$(DEMO),DEMO_TRAIN))
+$(eval $(call run_options,$(DEMO),DEMO_TRAIN,$(BIN)))
 $(DEMO)/done: $(BIN)/manifest.json $(DEMO)/train-options
-	$(call fresh_start,$(DEMO),$<)
 	$(NMTKIT) train $(BIN) --save-dir $(DEMO) --threads $(JOBS) $(DEMO_TRAIN)
 	touch $@
 
@@ -260,9 +257,8 @@ $(BIN)-links/manifest.json: $(VOCAB)/vocab.json $(DATA)/clean/train.links
 
 GUIDED_TRAIN_FLAGS = --guided-alignment-weight $(GUIDED_WEIGHT) $(GUIDED_HEAD)
 GUIDED_TRAIN = $(DEMO_TRAIN) $(GUIDED_TRAIN_FLAGS)
-$(eval $(call run_options,$(GUIDED),GUIDED_TRAIN))
+$(eval $(call run_options,$(GUIDED),GUIDED_TRAIN,$(BIN)-links))
 $(GUIDED)/done: $(BIN)-links/manifest.json $(GUIDED)/train-options
-	$(call fresh_start,$(GUIDED),$<)
 	$(NMTKIT) train $(BIN)-links --save-dir $(GUIDED) --threads $(JOBS) $(DEMO_TRAIN) \
 	    --guided-alignment-weight $(GUIDED_WEIGHT) $(GUIDED_HEAD)
 	touch $@
@@ -283,9 +279,8 @@ PAIR_AER = --link-thresholds $(LINK_THRESHOLDS) --null-thresholds $(NULL_THRESHO
 $(BIN)-links-fr-en/manifest.json: $(BIN)-links/manifest.json
 	rm -rf $(@D) && $(NMTKIT) reverse $(BIN)-links $(@D)
 
-$(eval $(call run_options,$(GUIDED_BACK),GUIDED_TRAIN))
+$(eval $(call run_options,$(GUIDED_BACK),GUIDED_TRAIN,$(BIN)-links-fr-en))
 $(GUIDED_BACK)/done: $(BIN)-links-fr-en/manifest.json $(GUIDED_BACK)/train-options
-	$(call fresh_start,$(GUIDED_BACK),$<)
 	$(NMTKIT) train $(BIN)-links-fr-en --save-dir $(GUIDED_BACK) --threads $(JOBS) $(DEMO_TRAIN) \
 	    --guided-alignment-weight $(GUIDED_WEIGHT) $(GUIDED_HEAD)
 	touch $@
@@ -321,8 +316,8 @@ $(SAMPLE)/train.en $(SAMPLE)/train.fr &: $(DATA)/clean/preprocess.json
 	    && mv $(SAMPLE)/train.$$l.tmp $(SAMPLE)/train.$$l; done
 
 define head_round  # round $1: the heads of pair $2 trained on data-bins $3 (English→French) and $3-fr-en
-$(call run_options,$(ALIGNERS)/round$1-en-fr,HEAD_TRAIN)
-$(call run_options,$(ALIGNERS)/round$1-fr-en,HEAD_TRAIN)
+$(call run_options,$(ALIGNERS)/round$1-en-fr,HEAD_TRAIN,$3)
+$(call run_options,$(ALIGNERS)/round$1-fr-en,HEAD_TRAIN,$3-fr-en)
 $(ALIGNERS)/round$1-en-fr/done: $3/manifest.json $(word 1,$2) $(ALIGNERS)/round$1-en-fr/train-options
 	$(NMTKIT) train $3 --save-dir $$(@D) --init-from $$(dir $$(word 2,$$^))best.pt $(HEAD_TRAIN) --threads $(JOBS)
 	touch $$@
@@ -515,12 +510,11 @@ arch_flags = $(if $(findstring _,$1),$(call _luong,$(subst _, ,$1)),--arch $1)
 .PRECIOUS: $(CMP)/%/done $(CMP)/%/dev.hyp.fr
 
 $(foreach m,$(COMPARE_MODELS),$(eval CMP_OPTIONS_$m = $$(call arch_flags,$m) $$(COMPARE_TRAIN))\
-    $(eval $(call run_options,$(CMP)/$m,CMP_OPTIONS_$m)))
+    $(eval $(call run_options,$(CMP)/$m,CMP_OPTIONS_$m,$(BIN))))
 # a variant outside COMPARE_MODELS (make runs/compare/NAME/done): its options written once, not compared
 $(CMP)/%/train-options:
-	@mkdir -p $(@D) && printf '%s\n' $(call shell_quoted,$(call arch_flags,$*) $(COMPARE_TRAIN)) > $@
+	@mkdir -p $(@D) && printf '%s\n' $(call shell_quoted,$(BIN) $(call arch_flags,$*) $(COMPARE_TRAIN)) > $@
 $(CMP)/%/done: $(BIN)/manifest.json $(CMP)/%/train-options
-	$(call fresh_start,$(CMP)/$*,$<)
 	$(NMTKIT) train $(BIN) --save-dir $(CMP)/$* $(call arch_flags,$*) $(COMPARE_TRAIN) --threads $(JOBS)
 	touch $@
 
@@ -576,7 +570,6 @@ PAPER_BENCH ?= $(GPU_CHECK)/report.json
 PAPER_PY = $(GPU_PY)
 # order-only: inputs copied again to this machine (newer files, the same data) redo nothing
 PAPER_INPUTS = | $(WORDS_BIN)/manifest.json
-# (and a run's last.pt is not dated against them: a data-bin copied again keeps its runs)
 PAPER_LONG = | $(DATA)/raw/test-long.en
 paper_bin = $(WORDS_BIN)
 # the fastest path first, so that a failure to read the bench stops the job rather than hides
@@ -608,7 +601,7 @@ _no_digits = $(subst 0,,$(subst 1,,$(subst 2,,$(subst 3,,$(subst 4,,$(subst 5,,$
 whole = $(if $(strip $1),$(if $(call _no_digits,$(strip $1)),,yes))
 decimal = $(and $(call whole,$(subst .,,$1)),$(filter 1 2,$(words $(subst ., ,_$(strip $1)_))))
 WHOLE_SETTINGS = BPE VOCAB_SIZE JOBS BEAM MAX_LEN COMPARE_UPDATES HEAD_UPDATES ROUND_EVERY PAPER_BEAM \
-    PAPER_SAMPLES FAIRSEQ_UPDATES SWEEP_UPDATES TEST_JOBS $(if $(PAPER_UPDATES),PAPER_UPDATES) \
+    PAPER_SAMPLES FAIRSEQ_UPDATES SWEEP_UPDATES $(if $(filter auto,$(TEST_JOBS)),,TEST_JOBS) $(if $(PAPER_UPDATES),PAPER_UPDATES) \
     $(if $(DEMO_UPDATES),DEMO_UPDATES)
 $(foreach v,$(WHOLE_SETTINGS),$(if $(call whole,$($v)),,$(error $v is a whole number, not '$($v)')))
 $(foreach n,$(subst -, ,$(subst $(comma), ,$(ALIGN_LINES))),$(if $(call whole,$n),,\
@@ -653,7 +646,6 @@ endif
 coverage_of = $(if $(findstring -coverage,$1),--coverage linguistic)$(if $(findstring -neural,$1),--coverage neural)
 
 $(PAPER)/%/done: $(PAPER)/%/train-options $(PAPER_INPUTS)
-	$(if $(filter gpu,$(PAPER_SCALE)),,$(call fresh_start,$(PAPER)/$*,$(call paper_bin,$*)/manifest.json))
 	$(call paper_path,$*)$(PAPER_NMTKIT) train $(call paper_bin,$*) --save-dir $(PAPER)/$* --arch $(firstword $(subst -, ,$*)) \
 	    $(PAPER_TRAIN) $(call paper_flags,$*) $(call coverage_of,$*) --threads $(JOBS)
 	touch $@
@@ -727,9 +719,8 @@ $(DATA)/clean/test.links: $(DATA)/clean/preprocess.json | $(VENV)/.align
 	tail -n $$(wc -l < $(DATA)/clean/test.en) $(DATA)/align-test/all.links > $@.tmp && mv $@.tmp $@
 
 $(foreach m,$(UNK_MODELS),$(eval UNK_OPTIONS_$m = $$(PAPER_TRAIN) $(if $(findstring -guided,$m),$$(GUIDED_TRAIN_FLAGS)))\
-    $(eval $(call run_options,$(UNK_RUNS)/$m,UNK_OPTIONS_$m)))
+    $(eval $(call run_options,$(UNK_RUNS)/$m,UNK_OPTIONS_$m,$(WORDS_BIN)-links)))
 $(UNK_RUNS)/%/done: $(WORDS_BIN)-links/manifest.json $(UNK_RUNS)/%/train-options
-	$(call fresh_start,$(UNK_RUNS)/$*,$<)
 	$(NMTKIT) train $(WORDS_BIN)-links --save-dir $(@D) --arch rnnsearch $(PAPER_TRAIN) --threads $(JOBS) \
 	    $(if $(findstring -guided,$*),--guided-alignment-weight $(GUIDED_WEIGHT) $(GUIDED_HEAD))
 	touch $@
@@ -783,12 +774,17 @@ gpu-data: $(INSTALLED)
 REHEARSAL ?= /tmp/nmtkit-gpu-rehearsal
 IMAGE_PACKAGES ?= torch numpy matplotlib click rich sacrebleu sentencepiece pytest pytest-xdist execnet \
     threadpoolctl tensorboard
-NOT_A_REHEARSAL = REHEARSAL='$(REHEARSAL)' is no earlier rehearsal's directory, nor a new or empty one (it empties it first)
+NOT_A_REHEARSAL = REHEARSAL='$(REHEARSAL)' holds files but no mark of a rehearsal's: give a new or empty directory (it empties it first)
+REHEARSAL_PATH = REHEARSAL is a directory's path without spaces, quotes or wildcards
+# a path the recipe's lines take unquoted: one word, no wildcard, quote or $$
+REHEARSAL_BAD = $(or $(filter-out 1,$(words $(REHEARSAL))),$(findstring *,$(REHEARSAL)),$(findstring ?,$(REHEARSAL)),\
+    $(findstring [,$(REHEARSAL)),$(findstring ',$(REHEARSAL)),$(findstring ",$(REHEARSAL)),$(findstring $$,$(REHEARSAL)))
 # what marks a directory as one it made, and may empty
 REHEARSAL_MARK = $(REHEARSAL)/.nmtkit-gpu-rehearsal
 NOT_REHEARSED = the uncommitted changes are not rehearsed: it archives HEAD
 gpu-rehearsal: $(INSTALLED)
-	@if [ -z '$(strip $(REHEARSAL))' ] || { [ -n "$$(ls -A '$(REHEARSAL)' 2>/dev/null)" ] && [ ! -e '$(REHEARSAL_MARK)' ]; }; \
+	@$(if $(REHEARSAL_BAD),echo "make: gpu-rehearsal: $(REHEARSAL_PATH)" >&2; exit 2)
+	@if [ -n "$$(ls -A $(REHEARSAL) 2>/dev/null)" ] && [ ! -e $(REHEARSAL_MARK) ]; \
 	    then echo "make: gpu-rehearsal: $(NOT_A_REHEARSAL)" >&2; exit 2; fi
 	@git diff --quiet HEAD || echo "make: gpu-rehearsal: $(NOT_REHEARSED) ($$(git rev-parse --short HEAD))" >&2
 	rm -rf $(REHEARSAL) && mkdir -p $(REHEARSAL)/repo && touch $(REHEARSAL_MARK)
@@ -806,4 +802,4 @@ clean-data:
 # the paper's and paper-coverage's runs (COVERAGE_MODELS is set above, with paper-coverage)
 $(foreach m,$(sort $(PAPER_MODELS) $(COVERAGE_MODELS)),$(eval PAPER_OPTIONS_$m = $$(PAPER_TRAIN) \
     $(if $(filter gpu,$(PAPER_SCALE)),--max-len $(if $(filter %-30,$m),30,$(MAX_LEN))) $(call coverage_of,$m))\
-    $(eval $(call run_options,$(PAPER)/$m,PAPER_OPTIONS_$m)))
+    $(eval $(call run_options,$(PAPER)/$m,PAPER_OPTIONS_$m,$(call paper_bin,$m))))

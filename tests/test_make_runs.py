@@ -56,21 +56,23 @@ def test_a_changed_budget_trains_the_run_again_and_the_same_one_does_not(tmp_pat
     for options in ("--a 1", "--a 1,2", "--a 1,2,3", "--name 'a b'", "--x 5%", "--x 5%5"):
         assert len(demo_run(f"DEMO_TRAIN={options}")) == 1, options
         assert demo_run(f"DEMO_TRAIN={options}") == [], options
-        assert (runs_demo / "train-options").read_text() == options + "\n"
+        assert (runs_demo / "train-options").read_text() == f"{tmp_path / 'data' / 'data-bin'} {options}\n"
 
 
-def test_a_run_of_an_earlier_data_bin_starts_over_and_one_of_this_data_bin_resumes(tmp_path):
-    """make demo BPE=0 after make demo: train refused to resume last.pt on the other vocabulary."""
+def test_a_run_given_another_data_bin_trains_again_where_its_stamp_kept_the_other_s_model(tmp_path):
+    """make demo after make demo BPE=0 found the demo done, with the 30,000-word model; train then
+    refuses to resume a run on another vocabulary, and an interrupted one resumes on its own."""
     demo_run, manifest, demo = _demo_maker(tmp_path)
-    demo_run("DEMO_UPDATES=10")
-    (demo / "last.pt").write_bytes(b"an interrupted run of this data-bin")
-    (demo / "done").unlink()
-    assert len(demo_run("DEMO_UPDATES=10")) == 1 and (demo / "last.pt").exists()  # resumed, not removed
-    for path, age in ((demo / "last.pt", 30), (demo / "done", 20), (manifest, 10)):  # the data-bin made again
-        os.utime(path, (time.time() - age,) * 2)
-    trained, said = demo_run("DEMO_UPDATES=10", said=True)
-    assert len(trained) == 1 and not (demo / "last.pt").exists()
-    assert f"{demo}: its last.pt was trained on an earlier {manifest.parent} (removed)" in said
+    words = manifest.parent.parent / "data-bin-words"
+    words.mkdir()
+    (words / "manifest.json").write_text("{}")
+    os.utime(words / "manifest.json", (time.time() - 100,) * 2)  # made before the run, as by gpu-data
+    assert len(demo_run("DEMO_UPDATES=10")) == 1
+    assert demo_run("DEMO_UPDATES=10") == []
+    again = demo_run("DEMO_UPDATES=10", f"BIN={words}")
+    assert len(again) == 1 and again[0].startswith(f"train {words} ")
+    assert demo_run("DEMO_UPDATES=10", f"BIN={words}") == []
+    assert len(demo_run("DEMO_UPDATES=10")) == 1  # and back
 
 
 def test_make_j_trains_one_run_at_a_time(tmp_path):
@@ -132,7 +134,15 @@ def _dry(*settings):
 
 def test_sizes_and_budgets_that_are_numbers_pass():
     assert (
-        _dry("DEMO_MINUTES=.5", "MAX_RATIO=1.5", "BPE=0", "ALIGN_LINES=1,3-5", "GPU_MINUTES=9.3", "help").returncode
+        _dry(
+            "DEMO_MINUTES=.5",
+            "MAX_RATIO=1.5",
+            "BPE=0",
+            "ALIGN_LINES=1,3-5",
+            "GPU_MINUTES=9.3",
+            "TEST_JOBS=auto",
+            "help",
+        ).returncode
         == 0
     )
 
@@ -167,9 +177,16 @@ def test_a_gpu_study_s_run_trains_again_when_its_budget_changes(tmp_path):
 def test_gpu_rehearsal_empties_only_a_directory_of_its_own(tmp_path):
     """REHEARSAL= made its copy and venv at the root; REHEARSAL=. would have emptied the checkout."""
     (tmp_path / "mine.txt").write_text("a user's file")
-    for where in ("", str(tmp_path), "."):
+    (tmp_path / "my rehearsal").mkdir()
+    for where, said in (
+        (str(tmp_path), f"REHEARSAL='{tmp_path}' holds files but no mark of a rehearsal's"),
+        (".", "REHEARSAL='.' holds files but no mark"),
+        ("", "REHEARSAL is a directory's path without spaces, quotes or wildcards"),
+        (f"{tmp_path}/my rehearsal", "without spaces"),  # rm -rf took it for two
+        (f"{tmp_path}/m*", "without spaces, quotes or wildcards"),
+    ):
         cmd = ["make", "-C", str(ROOT), "INSTALLED=", "PYTHON=false", f"REHEARSAL={where}", "gpu-rehearsal"]
         done = subprocess.run(cmd, capture_output=True, text=True)
-        assert done.returncode == 2 and f"REHEARSAL='{where}' is no earlier rehearsal's directory" in done.stderr
+        assert done.returncode == 2 and said in done.stderr, (where, done.stderr)
         assert "rm -rf" not in done.stdout
-    assert (tmp_path / "mine.txt").exists()
+    assert (tmp_path / "mine.txt").exists() and (tmp_path / "my rehearsal").exists()

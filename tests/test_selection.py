@@ -236,18 +236,33 @@ def test_workers_give_the_same_selection(tmp_path):
     ind, gen = _corpora(tmp_path, 200)
     langs = ("en", "fr")
     outs = []
-    for workers in (1, 16):
-        report = select(
+    for workers in (1, 2):
+        select(
             [Corpus.of(ind, langs)],
             [Corpus.of(gen, langs)],
             tmp_path / f"w{workers}",
             langs,
-            SelectConfig(keep_words=700, chunk_lines=100),
+            SelectConfig(keep_words=700, chunk_lines=50),
             workers,
         )
         outs.append((tmp_path / f"w{workers}" / "train.fr").read_bytes())
     assert outs[0] == outs[1]
-    assert report["workers"] == 2  # -j 16 over two chunks starts two processes, each loading the models
+
+
+def test_no_more_workers_start_than_there_are_chunks_to_score(tmp_path, monkeypatch):
+    """-j 16 over two chunks started 16 processes, each loading both sides' models."""
+    from nmtkit.core import parallel
+    from nmtkit.selection import moore_lewis
+
+    started = []
+    monkeypatch.setattr(moore_lewis, "Workers", lambda n, *a: started.append(n) or parallel.Workers(1, *a))
+    ind, gen = _corpora(tmp_path, 200)
+    langs, cfg = ("en", "fr"), SelectConfig(keep_words=700, chunk_lines=100)
+    report = select([Corpus.of(ind, langs)], [Corpus.of(gen, langs)], tmp_path / "one", langs, cfg, 16)
+    # 200 and 300 pairs in chunks of 250: three chunks, each corpus read apart (two of all 500)
+    general, cfg = [Corpus.of(gen, langs), Corpus.of(ind, langs)], SelectConfig(keep_words=700, chunk_lines=250)
+    both = select([Corpus.of(ind, langs)], general, tmp_path / "two", langs, cfg, 16)
+    assert started == [2, 3] and report["workers"] == 2 and both["workers"] == 3
 
 
 _PEAK = """

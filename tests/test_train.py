@@ -283,8 +283,9 @@ def test_resuming_with_another_vocabulary_is_refused(raw, tmp_path):
     binarize_corpus(
         {s: tmp_path / "clean" / s for s in ("train", "valid")}, ("en", "fr"), tmp_path / "v2", tmp_path / "bin2"
     )
-    with pytest.raises(UserError, match="is not the one the checkpoint .* uses"):
+    with pytest.raises(UserError, match="is not the one the checkpoint .* uses") as refused:
         train(tmp_path / "bin2", tmp_path / "run", TINY, cfg(max_updates=2))
+    assert str(refused.value).endswith(f"another --save-dir, or start {tmp_path / 'run'} over (--reset)")
 
 
 def test_resuming_over_another_training_split_of_the_same_vocabulary_is_refused(raw, tmp_path):

@@ -474,6 +474,12 @@ def test_no_gpu_refuses_the_papers_updates_before_any_download(tmp_path):
     dry = _make("-n", "reproduce", f"WORK={tmp_path}/work", "NGPU=0")  # the commands, with a warning
     assert dry.returncode == 0 and "no GPU here" in dry.stderr and len(_trains(dry)) == 4
     assert "no GPU here" not in _make("-n", "data", f"WORK={tmp_path}/work", "NGPU=0").stderr
+    refused = _make(f"{tmp_path}/work/report.md", f"WORK={tmp_path}/work", "NGPU=0")
+    assert refused.returncode == 2 and "no GPU here" in refused.stderr
+    for model in ("rnnencdec-30", "rnnencdec-50", "rnnsearch-30", "rnnsearch-50"):  # trained on a GPU, tested here
+        (tmp_path / "work" / "runs" / model).mkdir(parents=True)
+        (tmp_path / "work" / "runs" / model / "done").touch()
+    assert "no GPU here" not in _make("-n", "reproduce", f"WORK={tmp_path}/work", "NGPU=0").stderr
 
 
 def test_table_2_names_the_first_gpu_trained_on_or_the_cpu(tmp_path):

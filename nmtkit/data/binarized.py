@@ -184,10 +184,17 @@ class Corpus:
             raise FormatError(f"{self.path / entry.file}: does not match the manifest's fingerprint")
         return vocab
 
-    def check_vocab(self, expected: dict[str, str], what: str, langs: dict[str, str] | None = None) -> None:
-        """Refuse the corpus if its vocabularies are not the ones ``what`` was made with, or, given
-        the ``src`` and ``tgt`` languages of a model, if it runs the other way: the fingerprints
-        are by language, and a model of the other direction has both vocabularies."""
+    def check_vocab(
+        self,
+        expected: dict[str, str],
+        what: str,
+        langs: dict[str, str] | None = None,
+        remedy: str = "rebuild one of them with the same vocabulary",
+    ) -> None:
+        """Refuse the corpus if its vocabularies are not the ones ``what`` was made with (the line
+        ends with ``remedy``), or, given the ``src`` and ``tgt`` languages of a model, if it runs
+        the other way: the fingerprints are by language, and a model of the other direction has
+        both vocabularies."""
         if langs is not None and (langs["src"], langs["tgt"]) != (self.src_lang, self.tgt_lang):
             raise UserError(
                 f"{self.path}: a {self.src_lang}→{self.tgt_lang} corpus, where {what} translates "
@@ -198,7 +205,7 @@ class Corpus:
             if have != sha:
                 raise UserError(
                     f"{self.path}: the {lang} vocabulary (sha256 {str(have)[:12]}) is not the one "
-                    f"{what} uses (sha256 {sha[:12]}); rebuild one of them with the same vocabulary"
+                    f"{what} uses (sha256 {sha[:12]}); {remedy}"
                 )
 
     def split(self, name: str) -> tuple[TokenArray, TokenArray]:

@@ -35,7 +35,7 @@ from ..core.console import log, progress
 from ..core.errors import UserError
 from ..core.files import BOM, decode_line, open_binary, refuse_overwriting
 from ..core.line_counts import refuse_streams
-from ..core.parallel import Workers, needed
+from ..core.parallel import Workers
 from ..core.staging import Staging, refuse_shared_directory
 from ..text.settings import check_languages
 from .ngram import SPECIALS, NgramLM, SelectionVocab, words_of
@@ -99,13 +99,13 @@ def _text(lines: list[bytes], path: Path, first: int) -> str:
 
 def _reservoir(
     corpora: list[Corpus], k: int, seed: int, chunk_lines: int
-) -> tuple[list[bytes], list[bytes], int, list[bool]]:
-    """A uniform sample of k pairs from all corpora in one pass (Algorithm R), the pair count, and
-    whether each side holds a line that is not empty."""
+) -> tuple[list[bytes], list[bytes], int, list[bool], int]:
+    """A uniform sample of k pairs from all corpora in one pass (Algorithm R), the pair count,
+    whether each side holds a line that is not empty, and the chunks the corpora are read in."""
     rng = random.Random(seed)
     src: list[bytes] = []
     tgt: list[bytes] = []
-    seen = 0
+    seen = chunks = 0
     words = [False, False]
     with progress("pairs") as bar:
         task = bar.add_task("sample", total=None)
@@ -124,8 +124,9 @@ def _reservoir(
                         if j < k:
                             src[j], tgt[j] = s, t
                     seen += 1
+                chunks += 1
                 bar.advance(task, len(s_chunk))
-    return src, tgt, seen, words
+    return src, tgt, seen, words, chunks
 
 
 def _refuse_blank(
@@ -164,6 +165,7 @@ def build_models(in_domain: list[Corpus], general: list[Corpus], lm_dir: Path, c
     info: dict[str, Any] = {
         "in_domain_pairs": len(sides[0]),
         "general_pairs": sample[2],
+        "general_chunks": sample[4],  # (not reported: the scoring's processes are at most this many)
         "sample_pairs": len(sample[0]),
     }
     for side, name in ((0, "src"), (1, "tgt")):
@@ -376,8 +378,8 @@ def select(
             f"select: LMs from {info['in_domain_pairs']:,} in-domain pairs and a sample of "
             f"{info['sample_pairs']:,} of {info['general_pairs']:,} general pairs in {t1 - t0:.1f} s"
         )
-        # one process per chunk at most: each worker loads both sides' models first
-        workers = needed(workers, info["general_pairs"], cfg.chunk_lines)
+        # one process per chunk at most: each loads both sides' models first
+        workers = min(workers, info.pop("general_chunks"))
         scores = score_corpora(
             general, lm_dir, Scores(stage.path("scores.f32"), stage.path("words.i32")), cfg, workers, langs[1]
         )

@@ -327,7 +327,12 @@ def _resumable(last: Path, corpus: Corpus, trained_on: str) -> Checkpoint:
         raise FormatError(f"{err}; --reset starts over (with --init-from SAVE_DIR/best.pt, from its weights)") from None
     if not ckpt.training.resumable:
         raise FormatError(f"{last}: holds no training state to resume from (use --reset to start over)")
-    corpus.check_vocab(ckpt.text.vocab_sha256, f"the checkpoint {last}", ckpt.text.langs)
+    corpus.check_vocab(
+        ckpt.text.vocab_sha256,
+        f"the checkpoint {last}",
+        ckpt.text.langs,
+        f"resume it on its own corpus, train this one in another --save-dir, or start {last.parent} over (--reset)",
+    )
     if ckpt.training.corpus_sha256 not in (None, trained_on):  # its batch position is in another corpus
         raise UserError(
             f"{last} was trained on another training split than {corpus.path}'s: resume it with its own "
