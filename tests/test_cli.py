@@ -422,7 +422,8 @@ def test_what_the_system_says_of_a_path_is_one_line_and_any_other_os_error_a_tra
 
 
 def test_ctrl_c_and_an_allocation_that_fails_are_each_one_line():
-    """Ctrl-C: 'interrupted' alone, status 130 (click's own handling wrote an empty line first);
+    """Ctrl-C: 'interrupted' after the command's name alone, status 130 (click's own handling
+    wrote an empty line first);
     torch's failure to allocate (a --beam of thousands): one line with the size, status 2."""
     import torch
 
@@ -445,7 +446,7 @@ def test_ctrl_c_and_an_allocation_that_fails_are_each_one_line():
         raise RuntimeError("a defect, not enough memory for it")
 
     stopped = CliRunner().invoke(fails, ["ctrl-c"])
-    assert stopped.exit_code == 130 and stopped.stderr == "interrupted\n", repr(stopped.stderr)
+    assert stopped.exit_code == 130 and stopped.stderr == "fails: interrupted\n", repr(stopped.stderr)
     one_error_line(CliRunner().invoke(fails, ["cpu"]), "out of memory (2.10 GiB more asked): ask for less at once")
     one_error_line(CliRunner().invoke(fails, ["cuda"]), "out of GPU memory (2.00 GiB more asked)")
     for what, kind in (("other", RuntimeError), ("numpy", MemoryError)):

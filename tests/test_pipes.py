@@ -207,7 +207,7 @@ def test_input_and_prefix_from_a_pipe_by_name_are_read_once(overfit, tmp_path):
         prefixed = translated(str(tmp_path / "in.en"), str(tmp_path / "starts.fr"))
         assert prefixed.splitlines()[0].startswith(FR[0].split()[0])
         assert translated(str(tmp_path / "in.en"), pipe(starts)) == prefixed
-        with pytest.raises(UserError, match="--prefix has fewer lines than the input"):
+        with pytest.raises(UserError, match="--prefix has 2 lines, the input more"):
             translated(str(tmp_path / "in.en"), pipe("".join(starts.splitlines(keepends=True)[:2])))
     finally:
         for fd in fds:

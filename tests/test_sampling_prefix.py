@@ -266,7 +266,7 @@ def test_a_prefix_file_of_another_length_is_one_line_and_exit_2(overfit, src, tm
         tmp_path / "out",
         input=src.read_text(encoding="utf-8"),
     )
-    assert r.exit_code == 2 and "--prefix has fewer lines than the input" in r.output
+    assert r.exit_code == 2 and f"--prefix {tmp_path / 'short'} has " in r.output and ", the input more" in r.output
     assert len(r.output.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
 
 

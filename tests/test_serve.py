@@ -830,7 +830,7 @@ def test_a_signal_while_the_server_starts_stops_it_once_started(overfit, name, s
         timeout=120,
         env=env,
     )
-    assert done.returncode == status and done.stderr.splitlines()[-1] == said, done.stderr
+    assert done.returncode == status and done.stderr.splitlines()[-1] == f"nmtkit serve: {said}", done.stderr
     assert "Traceback" not in done.stderr and "serving" not in done.stderr
 
 

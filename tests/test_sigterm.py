@@ -36,7 +36,7 @@ def test_sigterm_leaves_no_output_and_no_temporary_file(overfit, tmp_path, stop,
     translating.send_signal(stop)
     _, err = translating.communicate(timeout=60)
     assert translating.returncode == 128 + stop
-    assert err.strip().splitlines()[-1] == said
+    assert err.strip().splitlines()[-1] == f"nmtkit translate: {said}"  # in a pipe of three, which one
     assert not out.parent.exists()  # neither the output nor its temporary name, nor the directory made for it
 
 
@@ -84,7 +84,7 @@ def test_sigterm_in_word_align_stops_the_aligner_and_its_binary(tmp_path, stop, 
     wrapper, binary, held = pids.read_text().split()
     aligning.send_signal(stop)
     _, err = aligning.communicate(timeout=60)
-    assert aligning.returncode == 128 + stop and err.strip().splitlines()[-1] == said
+    assert aligning.returncode == 128 + stop and err.strip().splitlines()[-1] == f"nmtkit word-align: {said}"
     deadline = time.monotonic() + 10
     while (_alive(wrapper) or _alive(binary)) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -148,8 +148,9 @@ def test_stop_signals_back_to_back_end_the_command_once_as_its_line_says(tmp_pat
         err = filtering.communicate(timeout=60)[1]
     finally:
         filtering.kill()
-    lines = err.splitlines()
+    lines = [line.removeprefix("nmtkit tokenize: ") for line in err.splitlines()]
     assert len(lines) == 1 and lines[0] in ENDS and filtering.returncode == ENDS[lines[0]], (filtering.returncode, err)
+    assert err.startswith("nmtkit tokenize: ")
 
 
 def test_ctrl_c_while_the_command_s_libraries_load_is_one_line_and_130():

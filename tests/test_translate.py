@@ -719,6 +719,32 @@ def test_no_unk_subset_from_a_checkpoint_and_pdf_heatmap(overfit, tmp_path):
     assert r.exit_code == 0 and (tmp_path / "a.pdf").read_bytes()[:4] == b"%PDF"
 
 
+def test_a_line_of_megabytes_is_cut_before_it_is_tokenized_and_keeps_its_first_units(capsys):
+    """A 30 MB line went whole through the tokenizer and BPE: 30 s and 915 MB for 250 units."""
+    from nmtkit.translate.cropping import cropped_tokens
+
+    class Side:  # a unit a word, or a piece of at most 8 characters of one
+        given: list[int] = []
+
+        def tokens(self, line, tokenized):
+            self.given.append(len(line))
+            return [w[i : i + 8] for w in line.split() for i in range(0, len(w), 8)]
+
+    side = Side()
+    for line, first in (
+        (" ".join(f"w{i}" for i in range(2_000_000)), [f"w{i}" for i in range(250)]),
+        ("x" * 10_000_000, ["x" * 8] * 250),  # no space at all
+        ("a b  c", ["a", "b", "c"]),
+    ):
+        assert cropped_tokens(side, line, False, 250, 7) == first
+        assert side.given[-1] <= 250 * 100 + 10_000
+    assert capsys.readouterr().err.splitlines() == [
+        "warning: line 7: 16,888,889 characters; translating its first 250 subword units (--crop-len)",
+        "warning: line 7: 10,000,000 characters; translating its first 250 subword units (--crop-len)",
+    ]
+    assert cropped_tokens(side, "a " * 300, False, 0, 1) == ["a"] * 300  # 0: no limit
+
+
 def test_a_line_over_max_length_is_cropped_with_a_warning_and_still_gives_one_line(overfit, tmp_path):
     src = tmp_path / "long.en"
     src.write_text(f"{EN[0]}\n{'light ' * 5000}\n{EN[2]}\n", encoding="utf-8")  # 5,000 units in line 2
@@ -726,7 +752,7 @@ def test_a_line_over_max_length_is_cropped_with_a_warning_and_still_gives_one_li
     assert r.exit_code == 0, r.output
     lines = r.stdout.splitlines()
     assert len(lines) == 3
-    assert "line 2: 5,000 subword units; translating the first 250 (--crop-len)" in r.stderr
+    assert "line 2: 30,000 characters; translating its first 250 subword units (--crop-len)" in r.stderr
     # the search was bounded by the cropped source: at most 2 × 250 + 10 output words
     assert len(lines[1].split()) <= 2 * 250 + 10
     assert (
@@ -736,7 +762,8 @@ def test_a_line_over_max_length_is_cropped_with_a_warning_and_still_gives_one_li
         .stdout.strip()
     )
     short = invoke("translate", "-m", ckpt(overfit), src, "--crop-len", 3)
-    assert short.exit_code == 0 and short.stderr.count("translating the first 3 (--crop-len)") == 3
+    assert short.exit_code == 0 and short.stderr.count("first 3 (--crop-len)") == 2
+    assert "line 2: 30,000 characters; translating its first 3 subword units" in short.stderr
 
 
 @pytest.fixture(scope="module")

@@ -31,7 +31,7 @@ from typing import Any, NoReturn, cast
 import click
 from click.shell_completion import CompletionItem
 
-from .console import discard, set_verbosity, stderr_as_found
+from .console import discard, forget_speaker, set_verbosity, signed, speaking_as, stderr_as_found
 from .errors import Interrupted, JobFailed, UserError
 from .files import USER_PATH_ERRORS
 from .stops import Terminated, decided_in_own_process, ended_by, stop_decided, stops_raise
@@ -129,7 +129,10 @@ class _OneLine:
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)  # type: ignore[misc]
+            if isinstance(self, click.Group):
+                return super().invoke(ctx)  # type: ignore[misc]
+            with speaking_as(ctx.command_path):
+                return super().invoke(ctx)  # type: ignore[misc]
         except BrokenPipeError:
             raise _ClosedPipe() from None
         except _Where:
@@ -160,6 +163,7 @@ class _OneLine:
     ) -> Any:
         prog_name = prog_name or self.name  # type: ignore[attr-defined]   # "nmtkit", not "python -m nmtkit"
         stderr_as_found()
+        forget_speaker()
         if not standalone_mode:
             with _verbosity_of_this_invocation():
                 return super().main(args, prog_name, complete_var, standalone_mode, **extra)  # type: ignore[misc]
@@ -187,7 +191,7 @@ class _OneLine:
                 _exit(128 + err.signum, err.abandon)
             except (click.Abort, KeyboardInterrupt, _CtrlC):
                 stop_decided()
-                _fail("interrupted", INTERRUPTED)
+                _fail(signed("interrupted"), INTERRUPTED)
             except Terminated as err:
                 _stopped(err.signum)
             except (BrokenPipeError, _ClosedPipe):
@@ -391,7 +395,7 @@ def _flush_results(prog_name: str) -> None:
 
 
 def _stopped(signum: int) -> NoReturn:
-    _fail(ended_by(signum), 128 + signum)
+    _fail(signed(ended_by(signum)), 128 + signum)
 
 
 def _fail(line: str, status: int) -> NoReturn:

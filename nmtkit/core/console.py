@@ -171,9 +171,40 @@ def verbose() -> bool:
     return _verbose
 
 
+# The commands running ("nmtkit translate"), the last one's name kept after it stops: in a pipe of
+# three, a warning or a stop line ("interrupted") names its stage, as an error line does. A library
+# call's warnings are as written.
+_speakers: list[str] = []
+_last_speaker: list[str] = []
+
+
+@contextlib.contextmanager
+def speaking_as(command_path: str) -> Iterator[None]:
+    _speakers.append(command_path)
+    _last_speaker[:] = [command_path]
+    try:
+        yield
+    finally:
+        _speakers.pop()
+
+
+def forget_speaker() -> None:
+    """A new invocation: no command has run in it yet."""
+    _last_speaker.clear()
+
+
+def signed(line: str) -> str:
+    """``line`` after the name of the command that runs, or last ran (its stop line), if any."""
+    who = (_speakers or _last_speaker)[-1:]
+    return f"{who[0]}: {line}" if who else line
+
+
 def log(message: str) -> None:
-    """``message`` on stderr as it is: it names files, and rich read ``q[/b]avg.pt`` as markup (a
-    traceback after the work) and ``corpus[v2].fr`` as ``corpus.fr``."""
+    """``message`` on stderr as it is (a warning after the name of the command that runs): it
+    names files, and rich read ``q[/b]avg.pt`` as markup (a traceback after the work) and
+    ``corpus[v2].fr`` as ``corpus.fr``."""
+    if _speakers and message.startswith("warning: "):
+        message = signed(message)
     console.print(message, markup=False)
 
 

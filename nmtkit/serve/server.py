@@ -24,7 +24,7 @@ import click
 import uvicorn
 from fastapi import FastAPI
 
-from ..core.console import log, off_the_terminal, verbose
+from ..core.console import log, off_the_terminal, signed, verbose
 from ..core.errors import Interrupted, UserError
 from ..core.held_signals import HANGUP
 from ..core.stops import ended_by
@@ -55,7 +55,7 @@ def run_server(app: FastAPI, sock: socket.socket, shutdown_wait: float) -> None:
     finally:
         logging.getLogger("uvicorn.error").removeFilter(said)
     if server.interrupted:
-        click.echo(ended_by(signal.SIGINT), err=True)  # as any command's Ctrl-C says it, -q or not
+        click.echo(signed(ended_by(signal.SIGINT)), err=True)  # as any command's Ctrl-C says it, -q or not
         raise Interrupted(signal.SIGINT, abandon=True)
 
 
@@ -129,7 +129,7 @@ class _Server(uvicorn.Server):
                     if kept:  # raised again once stopped, which ends the server: said as it
                         if kept[0] != signal.SIGTERM:
                             off_the_terminal()  # a closed terminal would fail the line (EIO)
-                        click.echo(ended_by(kept[0]), err=True)
+                        click.echo(signed(ended_by(kept[0])), err=True)
 
 
 def url_host(host: str) -> str:

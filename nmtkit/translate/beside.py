@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from typing import Any, Generic, TypeVar
 
 from ..core.errors import UserError
+from ..core.wording import counted
 
 T = TypeVar("T")
 _END = object()
@@ -39,16 +40,17 @@ class LinesBeside(Generic[T]):
     def __init__(self, lines: Iterable[T] | None, flag: str = "--prefix"):
         if isinstance(lines, str):  # else each of its characters would be a line
             raise TypeError(f"{flag} takes a line per input line (a list or a file), not one str")
-        self.lines, self.flag = (None if lines is None else iter(lines)), flag
+        self.lines, self.flag, self.taken = (None if lines is None else iter(lines)), flag, 0
 
     def take(self, n: int) -> list[T] | None:
         if self.lines is None:
             return None
         got = list(itertools.islice(self.lines, n))
+        self.taken += len(got)
         if len(got) < n:
-            raise UserError(f"{self.flag} has fewer lines than the input")
+            raise UserError(f"{self.flag} has {counted(self.taken, 'line')}, the input more")
         return got
 
     def finish(self) -> None:
         if self.lines is not None and next(self.lines, _END) is not _END:
-            raise UserError(f"{self.flag} has more lines than the input")
+            raise UserError(f"{self.flag} has more lines than the input's {self.taken:,}")

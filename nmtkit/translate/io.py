@@ -231,7 +231,10 @@ def translate_file(  # noqa: PLR0913 (each of translate's inputs and outputs, by
         prefixes = None if prefix is None else read_lines(prefix, allow_empty=True)
         musts = None if constraints is None else map(phrases, read_lines(constraints, allow_empty=True))
         if streamed:
-            forced, wanted = LinesBeside(prefixes), LinesBeside(musts, "--constraints")
+            forced, wanted = (
+                LinesBeside(prefixes, f"--prefix {prefix}"),
+                LinesBeside(musts, f"--constraints {constraints}"),
+            )
             stream = open_binary(source)
             if str(source) != STDIO:
                 stack.enter_context(stream)

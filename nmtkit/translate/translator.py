@@ -46,6 +46,7 @@ from .constraints import (
     unplaced,
     word_edges,
 )
+from .cropping import cropped_tokens
 from .glossary import Glossaries, with_terms
 from .prefixes import prefix_batch, prefix_ids
 from .sampling import sample
@@ -265,7 +266,7 @@ class Translator:
         src_side, tgt_side = self.sides.src, self.sides.tgt
         kinds = self.unit_kinds
         sources = [
-            _crop(src_side.tokens(line, options.tokenized), options.max_length, first_line + k)
+            cropped_tokens(src_side, line, options.tokenized, options.max_length, first_line + k)
             for k, line in enumerate(lines)
         ]
         if options.glossary:  # the translations of the terms its source holds join each line's constraints
@@ -443,7 +444,7 @@ class Translator:
         refuse_non_text(sources, first, "source")
         refuse_non_text(targets, first, "translation")
         src_tok, tgt_tok = (
-            [_crop(side.tokens(line, tokenized), limit, first + k, "scoring") for k, line in enumerate(lines)]
+            [cropped_tokens(side, line, tokenized, limit, first + k, "scoring") for k, line in enumerate(lines)]
             for side, lines in ((self.sides.src, sources), (self.sides.tgt, targets))
         )
         out: list[Forced | None] = [None] * len(sources)
@@ -478,16 +479,6 @@ class Translator:
                 tokens = None if each is None else reading_order(each[row][: units + 1], units, backwards)
                 out[i] = Forced(src_tok[i], tgt_tok[i], values[row], alpha, tokens, self.unit_kinds)
         return [f for f in out if f is not None]
-
-
-def _crop(tokens: list[str], limit: int, lineno: int, doing: str = "translating") -> list[str]:
-    """The first ``limit`` units of a line (all for 0), with a warning when that cuts it: one
-    output line per input line, as Marian's --max-length-crop, rather than a refusal that would
-    stop a file of good lines at one bad one."""
-    if not limit or len(tokens) <= limit:
-        return tokens
-    log(f"warning: line {lineno}: {len(tokens):,} subword units; {doing} the first {limit:,} (--crop-len)")
-    return tokens[:limit]
 
 
 def _empty(source_tokens: list[str], nbest: int, token_scores: bool, kinds: UnitKinds) -> Translation:

@@ -45,4 +45,4 @@ def tokenize(lang: str, input: str, bpe_codes: str | None, workers: int, **value
         codes = read_codes(Path(bpe_codes))
     fired = preprocess_stream(options.text_config(lang, values), input, sys.stdout, codes, workers)
     if fired:
-        log("cleaning rules fired: " + ", ".join(f"{k} {v:,}" for k, v in sorted(fired.items())))
+        log("tokenize: cleaning rules fired: " + ", ".join(f"{k} {v:,}" for k, v in sorted(fired.items())))

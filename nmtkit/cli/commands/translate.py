@@ -114,9 +114,11 @@ def translate(
 ) -> None:
     """Translate raw text, one sentence a line, from INPUT (default: stdin) to stdout.
 
-    Output line i is the translation of input line i, always; an empty line
-    gives an empty line. From a pipe or a terminal each line is translated as
-    soon as it arrives; a file is translated in batches under a progress bar.
+    Output line i is the translation of input line i; an empty line gives an
+    empty line. A line that is not UTF-8 ends the run (status 2): in a file
+    before any output, in a pipe after the lines before it. From a pipe or a
+    terminal each line is translated as soon as it arrives; a file is
+    translated in batches under a progress bar.
     """
     from ...core.files import refuse_overwriting, refuse_two_on_stdin
     from ...translate.glossary import read_glossary
