@@ -260,6 +260,12 @@ def test_bad_utf8_on_stdin():
     one_error_line(run("tokenize", "-l", "en", input=b"\x1f\x8b\x08\x00"), "<stdin>: gzip-compressed; nmtkit reads")
 
 
+def test_a_count_of_lines_calls_stdin_as_other_messages_do(tmp_path):
+    """score said '- has 1': every other message calls it <stdin>."""
+    (tmp_path / "ref.fr").write_text("a\nb\n", encoding="utf-8")
+    one_error_line(run("score", "-", "-r", tmp_path / "ref.fr", input="a\n"), "ref.fr has 2 lines but <stdin> has 1")
+
+
 def test_a_file_of_nul_bytes_is_binary_data_not_one_empty_line(tmp_path):
     """A file zeroed by a crash (or any data of NULs) is valid UTF-8: translate and score read it
     as one line, and score gave chrF 100 of two such files. A stray NUL in text is still the

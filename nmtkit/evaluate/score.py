@@ -71,7 +71,9 @@ def read_references(refs: Sequence[str | Path], n: int, against: str, clean: tup
         seen[key] = ref
         lines = read_cleaned(ref, clean)
         if len(lines) != n:
-            raise UserError(f"{ref} has {counted(len(lines), 'line')} but {against} has {n}")
+            raise UserError(
+                f"{display_name(ref)} has {counted(len(lines), 'line')} but {display_name(against)} has {n}"
+            )
         if lines and not any(line.strip() for line in lines):
             raise UserError(f"reference {ref} has only blank lines: every system would score 0")
         streams.append(lines)
@@ -104,7 +106,8 @@ def read_systems(
     n = len(next(iter(systems.values())))
     for name, p in zip(names, hyp_paths):
         if len(systems[name]) != n:
-            raise UserError(f"{p} has {counted(len(systems[name]), 'line')} but {hyp_paths[0]} has {n}")
+            shown = display_name(p), display_name(hyp_paths[0])
+            raise UserError(f"{shown[0]} has {counted(len(systems[name]), 'line')} but {shown[1]} has {n}")
     return systems, read_references(ref_paths, n, str(hyp_paths[0]), clean)
 
 
@@ -327,7 +330,9 @@ def read_sources(source: str | None, n: int, against: str, needs: dict[str, Any]
     """The source lines, as many as the hypotheses, where an option in ``needs`` is on."""
     sources = list(read_lines(source)) if source else None
     if sources is not None and len(sources) != n:
-        raise UserError(f"{source} has {counted(len(sources), 'line')} but {against} has {n}")
+        raise UserError(
+            f"{display_name(source)} has {counted(len(sources), 'line')} but {display_name(against)} has {n}"
+        )
     needing = [flag for flag, on in needs.items() if on]
     if needing and sources is None:
         raise UserError(f"{needing[0]} needs the source text: give --source FILE")
