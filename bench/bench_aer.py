@@ -61,7 +61,7 @@ def eflomal_venv() -> Path:
             fail("bench-aer", "error: eflomal is built from source on install: it needs a C compiler (apt install gcc)")
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
         # An sdist: pip builds its C sampler with Cython and the system's C compiler.
-        pip = [venv / "bin" / "pip", "install", "-q", "--disable-pip-version-check", EFLOMAL]
+        pip = [str(venv / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", EFLOMAL]
         if subprocess.run(pip).returncode:  # no network, no compiler headers: pip said why above
             shutil.rmtree(venv)
             fail("bench-aer", f"error: could not install {EFLOMAL} from PyPI into {venv} (pip's lines above)")

@@ -329,7 +329,7 @@ def hypothesis_nll(
 def read_sources(source: str | None, n: int, against: str, needs: dict[str, Any]) -> list[str] | None:
     """The source lines, as many as the hypotheses, where an option in ``needs`` is on."""
     sources = list(read_lines(source)) if source else None
-    if sources is not None and len(sources) != n:
+    if source and sources is not None and len(sources) != n:
         raise UserError(
             f"{display_name(source)} has {counted(len(sources), 'line')} but {display_name(against)} has {n}"
         )
