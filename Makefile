@@ -541,7 +541,7 @@ compare: $(foreach m,$(COMPARE_MODELS),$(CMP)/$(m)/dev-bleu.json $(CMP)/$(m)/dev
 # data-bin's pairs of up to 30 words: a cut in words, as the lists count one token a word); each
 # system trained PAPER_MINUTES (1.2) minutes with the fastest path this GPU measured (make gpu-check's
 # bench; the whole update as CUDA graphs in TF32 when it has none), translated at beam 12: sized for
-# one job of 9 minutes (it ran to its report in 482 s on an H200, docs/gpu.md). Every step resumes, so a job stopped part-way goes
+# one job of 9 minutes (its timing on a GPU: docs/gpu.md). Every step resumes, so a job stopped part-way goes
 # on where it stopped:
 #   timeout -s TERM 9m make paper PAPER_SCALE=gpu        (again, until it writes the report)
 # Without a GPU it runs at tiny sizes, a minute a system: a check of the recipe, not a study.

@@ -328,11 +328,12 @@ def hypothesis_nll(
 
 def read_sources(source: str | None, n: int, against: str, needs: dict[str, Any]) -> list[str] | None:
     """The source lines, as many as the hypotheses, where an option in ``needs`` is on."""
-    sources = list(read_lines(source)) if source else None
-    if source and sources is not None and len(sources) != n:
-        raise UserError(
-            f"{display_name(source)} has {counted(len(sources), 'line')} but {display_name(against)} has {n}"
-        )
+    sources = None
+    if source:
+        sources = list(read_lines(source))
+        if len(sources) != n:
+            shown = display_name(source), display_name(against)
+            raise UserError(f"{shown[0]} has {counted(len(sources), 'line')} but {shown[1]} has {n}")
     needing = [flag for flag, on in needs.items() if on]
     if needing and sources is None:
         raise UserError(f"{needing[0]} needs the source text: give --source FILE")

@@ -145,8 +145,11 @@ def _named(corpora: list[Corpus]) -> str:
     return ", ".join(f"{c.src} and {c.tgt}" for c in corpora)
 
 
-def build_models(in_domain: list[Corpus], general: list[Corpus], lm_dir: Path, cfg: SelectConfig) -> dict[str, Any]:
-    """Estimate the four LMs into ``lm_dir`` (src/tgt × in/gen) with their vocabularies."""
+def build_models(
+    in_domain: list[Corpus], general: list[Corpus], lm_dir: Path, cfg: SelectConfig
+) -> tuple[dict[str, Any], int]:
+    """Estimate the four LMs into ``lm_dir`` (src/tgt × in/gen) with their vocabularies: the
+    report's figures, and the chunks the general corpora are read in."""
     sides: list[list[bytes]] = [[], []]
     extents = []  # each corpus's lines among them: a bad line is named in its own file
     for corpus in in_domain:
@@ -165,7 +168,6 @@ def build_models(in_domain: list[Corpus], general: list[Corpus], lm_dir: Path, c
     info: dict[str, Any] = {
         "in_domain_pairs": len(sides[0]),
         "general_pairs": sample[2],
-        "general_chunks": sample[4],  # (not reported: the scoring's processes are at most this many)
         "sample_pairs": len(sample[0]),
     }
     for side, name in ((0, "src"), (1, "tgt")):
@@ -185,7 +187,7 @@ def build_models(in_domain: list[Corpus], general: list[Corpus], lm_dir: Path, c
             lm = NgramLM.estimate([vocab.encode(text)[0]], len(vocab), cfg.order)
             lm.save(d / domain)
         info[f"{name}_vocab"] = len(vocab)
-    return info
+    return info, sample[4]
 
 
 # ---- scoring (in worker processes) ----------------------------------------------------
@@ -372,14 +374,14 @@ def select(
     with Staging(out_dir) as stage:
         lm_dir = stage.path("lm")
         t0 = time.perf_counter()
-        info = build_models(in_domain, general, lm_dir, cfg)
+        info, chunks = build_models(in_domain, general, lm_dir, cfg)
         t1 = time.perf_counter()
         log(
             f"select: LMs from {info['in_domain_pairs']:,} in-domain pairs and a sample of "
             f"{info['sample_pairs']:,} of {info['general_pairs']:,} general pairs in {t1 - t0:.1f} s"
         )
         # one process per chunk at most: each loads both sides' models first
-        workers = min(workers, info.pop("general_chunks"))
+        workers = min(workers, chunks)
         scores = score_corpora(
             general, lm_dir, Scores(stage.path("scores.f32"), stage.path("words.i32")), cfg, workers, langs[1]
         )

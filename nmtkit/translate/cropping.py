@@ -7,10 +7,10 @@ from ..core.console import log
 from ..data.sides import Side
 
 # A line far past the limit is cut before it is tokenized, so that a line of megabytes (a file
-# without newlines) costs what a line of the limit does, where its whole text went through the
-# tokenizer and BPE (30 bytes of memory a byte). Its first units are the same: a word gives one
-# unit or more, and a unit holds fewer characters than this. Lines short of the margins are
-# tokenized whole, so that the warning counts their units.
+# without newlines) costs what a line of the limit does, not its whole text through the tokenizer
+# and BPE. Its first units are the same: a word gives one unit or more, and a unit holds fewer
+# characters than this. Lines short of the margins are tokenized whole, so that the warning counts
+# their units.
 WORDS_PER_UNIT, WORDS_MARGIN = 2, 1_000
 CHARACTERS_PER_UNIT, CHARACTERS_MARGIN = 100, 10_000
 
