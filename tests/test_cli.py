@@ -292,6 +292,24 @@ def test_a_file_with_a_bad_line_past_the_first_chunk_writes_nothing_whatever_the
         assert done.stdout == ""
 
 
+def test_a_pipe_shares_its_reads_among_the_workers_once_it_proves_long(monkeypatch):
+    """A pipe went through one process whatever -j said (zcat corpus.gz | nmtkit tokenize -j 8);
+    a line or a few still wait for no worker to start."""
+    from nmtkit.core import parallel
+    from nmtkit.text import preprocess
+
+    lines = [f"Amen, {k}." for k in range(3 * preprocess.CHUNK)]
+    alone = run("tokenize", "-l", "en", "-j", 1, input="".join(x + "\n" for x in lines)).stdout
+    shared = run("tokenize", "-l", "en", "-j", 2, input="".join(x + "\n" for x in lines)).stdout
+    assert shared == alone and alone.splitlines()[7] == "Amen , 7 ."
+    started = []
+    monkeypatch.setattr(preprocess, "Workers", lambda n, *a: started.append(n) or parallel.Workers(1, *a))
+    assert run("tokenize", "-l", "en", "-j", 4, input="Amen.\n" * 10).stdout == "Amen .\n" * 10
+    assert started == [1]
+    assert run("tokenize", "-l", "en", "-j", 4, input="".join(x + "\n" for x in lines)).stdout == alone
+    assert started == [1, 1, 4]
+
+
 def test_a_short_file_starts_no_more_workers_than_it_has_chunks(tmp_path, monkeypatch):
     """-j 16 on a test set of one chunk spawned 16 processes, each loading the tokenizer."""
     from nmtkit.core import parallel

@@ -577,6 +577,25 @@ def test_stdin_lines_are_translated_as_they_arrive(overfit):
         proc.kill()
 
 
+def test_a_file_on_stdin_is_read_as_a_file_is(overfit, tmp_path):
+    """`translate < file` took the stream's path: no length sorting, no progress bar, and a bad byte
+    past the first 64 KiB read found after that read's translations had gone out. A file on stdin is
+    counted first, as one given by name, from where the shell left it."""
+    command = f"{sys.executable} -m nmtkit translate -m {ckpt(overfit)} --beam 2"
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    lines = b"And God said, Let there be light.\n" * 3000
+    (tmp_path / "bad.en").write_bytes(lines + b"bad \xff line\n")
+    (tmp_path / "few.en").write_text("".join(x + "\n" for x in EN[:4]), encoding="utf-8")
+    bad, rest = (
+        subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+        for script in (f"{command} < bad.en", f"{{ head -1 > /dev/null; {command}; }} < few.en")
+    )
+    assert bad.returncode == 2 and "<stdin>: line 3001 is not valid UTF-8" in bad.stderr and bad.stdout == ""
+    named = invoke("translate", "-m", ckpt(overfit), tmp_path / "few.en", "--beam", 2)
+    assert rest.returncode == 0 and named.exit_code == 0, rest.stderr
+    assert rest.stdout.splitlines() == named.stdout.splitlines()[1:]
+
+
 def test_score_by_length_no_unk_bootstrap_and_corpus_nll(overfit, tmp_path):
     src, ref = tmp_path / "t.en", tmp_path / "t.fr"
     from tests.conftest import write_pair

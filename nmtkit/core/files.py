@@ -28,6 +28,7 @@ from typing import IO, Any
 
 from .console import log
 from .errors import UserError
+from .stdin_file import rewound_stdin, stdin_start
 from .temporaries import remove_stale_temporaries, temporary_prefix
 
 STDIO = "-"
@@ -49,8 +50,9 @@ def open_binary(path: str | Path) -> IO[bytes]:
             raise UserError("stdin is closed (<&-): give the input as a file, or pipe it in")
         if sys.stdin.isatty():  # else a command typed without its input waits in silence
             log("reading the terminal: a line at a time, Ctrl-D to end (or give the input as a file)")
-        refuse_other_encodings(sys.stdin.buffer, STDIO)
-        return sys.stdin.buffer
+        stdin = rewound_stdin()
+        refuse_other_encodings(stdin, STDIO)
+        return stdin
     try:
         stream = open(path, "rb")
     except FileNotFoundError:
@@ -172,10 +174,11 @@ def read_lines(path: str | Path, *, allow_empty: bool = False) -> Iterator[str]:
 
 
 def is_stream(path: str | Path) -> bool:
-    """Whether ``path`` can be read only once, as it comes: stdin ('-'), a pipe, a FIFO, ``<(…)``,
-    a terminal. A regular file (or a missing one, refused when it is opened) can be read twice."""
+    """Whether ``path`` can be read only once, as it comes: a pipe, a FIFO, ``<(…)``, a terminal,
+    stdin ('-') on any of those. A regular file (or a missing one, refused when it is opened) can be
+    read twice, on stdin too."""
     if str(path) == STDIO:
-        return True
+        return stdin_start() is None
     try:
         mode = os.stat(path).st_mode
     except OSError:

@@ -4,11 +4,13 @@ so that a command fails before its first result, naming the lines without a part
 from __future__ import annotations
 
 import codecs
+import contextlib
 import os
+import sys
 from pathlib import Path
 
 from .errors import UserError
-from .files import display_name, is_stream, open_binary, read_lines
+from .files import STDIO, display_name, is_stream, open_binary, read_lines
 from .wording import counted
 
 
@@ -17,7 +19,7 @@ def count_lines(path: str | Path, *, utf8: bool = False) -> int:
     too, so that a command streaming its results to stdout fails before the first of them."""
     stream = open_binary(path)
     decoder = codecs.getincrementaldecoder("utf-8")() if utf8 else None
-    with stream:
+    with contextlib.nullcontext(stream) if str(path) == STDIO else stream:  # stdin is read again
         n, last = 0, b"\n"
         while block := stream.read(1 << 20):
             if decoder is not None:
@@ -33,7 +35,7 @@ def _decoded(decoder: codecs.IncrementalDecoder, block: bytes, path: str | Path,
     try:
         decoder.decode(block, final=final)
     except UnicodeDecodeError:
-        if not Path(path).is_file():  # a stream cannot be read again for the line
+        if is_stream(path):  # a stream cannot be read again for the line
             raise UserError(f"{display_name(path)}: not valid UTF-8") from None
         for _ in read_lines(path, allow_empty=True):  # names the line and the byte
             pass
@@ -45,7 +47,7 @@ def check_parallel(paths: list[Path]) -> int:
     refuse_streams(paths)
     counts = [count_lines(p) for p in paths]
     for k, p in enumerate(paths):  # a link made for the other side: a corpus of each line paired with itself
-        if same := next((q for q in paths[:k] if os.path.samefile(p, q)), None):
+        if same := next((q for q in paths[:k] if _identity(p) == _identity(q)), None):
             raise UserError(f"{p} and {same} are one file: the sides of a parallel corpus are two")
     for p, n in zip(paths, counts):
         if n == 0:
@@ -56,6 +58,12 @@ def check_parallel(paths: list[Path]) -> int:
         which = f"line {long} has" if long == short + 1 else f"lines {short + 1}-{long} have"
         raise UserError(f"parallel files differ in length ({detail}): {which} no partner")
     return counts[0]
+
+
+def _identity(path: Path) -> tuple[int, int]:
+    """The device and inode of a file, of stdin's for '-'."""
+    found = os.fstat(sys.stdin.fileno()) if str(path) == STDIO else os.stat(path)
+    return found.st_dev, found.st_ino
 
 
 def refuse_streams(paths: list[Path]) -> None:

@@ -14,16 +14,18 @@ moved into place only when every split has succeeded.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any
 
 from .. import __version__
+from ..core.arriving import arriving_lines
 from ..core.console import log, progress
 from ..core.errors import FormatError, UserError
-from ..core.files import fingerprint, is_stream, read_json, read_lines, refuse_overwriting, write_json
+from ..core.files import fingerprint, is_stream, open_binary, read_json, read_lines, refuse_overwriting, write_json
 from ..core.line_counts import check_parallel_prefix, count_lines
 from ..core.parallel import Workers, chunked, needed
 from ..core.staging import Staging, refuse_shared_directory
@@ -33,6 +35,7 @@ from .settings import FilterConfig, TextConfig, check_languages
 
 SETTINGS_FILE = "preprocess.json"
 CHUNK = 2000
+SHARED_PIECE = 16  # the fewest lines of a pipe's read sent to a worker: fewer cost more to send
 TRAIN = "train"
 
 _sides: list[Preprocessor] = []
@@ -234,22 +237,34 @@ def preprocess_stream(
 ) -> Counter[str]:
     """One side, line for line: every input line gives exactly one output line.
 
-    A terminal or pipe on stdin is processed line by line and flushed, so an
-    interactive user sees each result at once; a file goes through the
-    workers in chunks, its text checked first: a line that is not UTF-8 stops it before its first
-    result, not after as many chunks as the workers had done.
+    A file (named, or on stdin) goes through the workers in chunks, its text checked first: a line
+    that is not UTF-8 stops it before its first result, not after as many chunks as the workers had
+    done. A pipe's lines go as they arrive, each read's written and flushed before the next read,
+    so a line typed is answered at once; the workers start once :data:`CHUNK` lines have come, so
+    that ``zcat … |`` keeps them busy and ``echo … |`` waits for no process to start.
     """
-    if not is_stream(source):
-        workers = needed(workers, count_lines(source, utf8=True), CHUNK)
-    lines = read_lines(source)
     fired: Counter[str] = Counter()
-    interactive = str(source) == "-"
-    with Workers(1 if interactive else workers, _init, ([cfg.to_dict()], bpe_codes)) as pool:
-        for rows, chunk_fired in pool.map(
-            _encode_chunk, chunked(((0, line) for line in lines), 1 if interactive else CHUNK)
-        ):
+    initargs = ([cfg.to_dict()], bpe_codes)
+
+    def write(pool: Workers, chunks: Iterable[list[tuple[int, str]]]) -> None:
+        for rows, chunk_fired in pool.map(_encode_chunk, chunks):
             fired.update(chunk_fired[0])
             out.write("".join(row[1] + "\n" for row in rows))
-            if interactive:
-                out.flush()
+
+    if not is_stream(source):
+        with Workers(needed(workers, count_lines(source, utf8=True), CHUNK), _init, initargs) as pool:
+            write(pool, chunked(enumerate(read_lines(source)), CHUNK))
+        return fired
+    with contextlib.ExitStack() as stack:
+        stream = open_binary(source)
+        if str(source) != "-":
+            stack.enter_context(stream)
+        here, shared, seen = Workers(1, _init, initargs), None, 0
+        for lines in arriving_lines(stream, str(source)):
+            seen += len(lines)
+            if shared is None and workers > 1 and seen > CHUNK:
+                shared = stack.enter_context(Workers(workers, _init, initargs))
+            pool = shared if shared is not None and len(lines) >= 2 * SHARED_PIECE else here
+            write(pool, chunked(enumerate(lines), max(SHARED_PIECE, -(-len(lines) // pool.n))))
+            out.flush()
     return fired

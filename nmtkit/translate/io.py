@@ -1,9 +1,9 @@
 """``nmtkit translate``'s inputs and outputs: files, live streams, n-best lists, alignment files.
 
-A file is read in blocks of 1,000 lines under a progress bar. Standard
-input is read as it arrives: whatever complete lines one read returns (a
-line typed at a terminal, or up to 64 KiB of a pipe) are translated at once
-and flushed, so a line typed gets its translation without waiting for the
+A file, named or redirected to standard input, is read in blocks of 1,000
+lines under a progress bar. A pipe or a terminal is read as it arrives:
+whatever complete lines one read returns (a line typed at a terminal, or up
+to 64 KiB of a pipe) are translated at once and flushed, so a line typed gets its translation without waiting for the
 end of input while a piped file still goes in large batches. Whatever the
 input, output line i belongs to input line i (n-best lists: the lines
 numbered i − 1, as Moses numbers them).
@@ -16,17 +16,16 @@ import dataclasses
 import functools
 import json
 import math
-from collections.abc import Iterator
 from typing import IO, Any
 
 from ..align.files import alignment_line, header
 from ..align.links import pharaoh, word_alignment
 from ..align.settings import LinkConfig
+from ..core.arriving import arriving_lines
 from ..core.console import progress
 from ..core.errors import UserError
 from ..core.files import (
     STDIO,
-    decode_line,
     display_name,
     is_stream,
     open_binary,
@@ -45,26 +44,6 @@ from .nbest import nbest_line
 from .settings import TranslateOptions
 from .translation import Translation
 from .translator import Translator
-
-
-def stdin_chunks(stream: IO[bytes], name: str = STDIO, size: int = 1 << 16) -> Iterator[list[str]]:
-    """Complete lines of ``stream`` (named ``name`` in errors) as soon as they are readable: one
-    list per read that ends a line. ``read1`` makes at most one system call, so it returns what a
-    pipe or terminal has now."""
-    pending, lineno = b"", 0
-    read = getattr(stream, "read1", stream.read)
-    while block := read(size):
-        pending += block
-        *complete, pending = pending.split(b"\n")
-        if complete:
-            lines = [decode_line(raw, name, lineno + k).rstrip("\r") for k, raw in enumerate(complete, 1)]
-            lineno += len(lines)
-            yield lines
-    if pending:
-        lineno += 1
-        yield [decode_line(pending, name, lineno).rstrip("\r")]
-    if lineno == 0:
-        raise UserError(f"{display_name(name)}: is empty")
 
 
 def hard_alignment(t: Translation) -> str:
@@ -171,11 +150,11 @@ def _counted(source: str, beside: list[tuple[str, str | None]]) -> int | None:
     so a typo costs no waiting (one streamed is checked as it ends)."""
     total = None if is_stream(source) else count_lines(source, utf8=True)
     if total == 0:
-        raise UserError(f"{source}: is empty")
+        raise UserError(f"{display_name(source)}: is empty")
     for flag, path in beside:
         given = None if path is None or is_stream(path) else count_lines(path, utf8=True)
         if given is not None and total is not None and given != total:
-            raise UserError(f"{flag} {path} has {counted(given, 'line')} but {source} {total:,}")
+            raise UserError(f"{flag} {path} has {counted(given, 'line')} but {display_name(source)} {total:,}")
     return total
 
 
@@ -238,7 +217,7 @@ def translate_file(  # noqa: PLR0913 (each of translate's inputs and outputs, by
             stream = open_binary(source)
             if str(source) != STDIO:
                 stack.enter_context(stream)
-            for chunk in stdin_chunks(stream, source):
+            for chunk in arriving_lines(stream, source):
                 n = len(chunk)
                 for t in translator.translate_block(
                     chunk, options, sinks.n + 1, forced.take(n), constraints=wanted.take(n)
