@@ -298,15 +298,15 @@ def test_a_pipe_shares_its_reads_among_the_workers_once_it_proves_long(monkeypat
     from nmtkit.core import parallel
     from nmtkit.text import preprocess
 
-    lines = [f"Amen, {k}." for k in range(3 * preprocess.CHUNK)]
-    alone = run("tokenize", "-l", "en", "-j", 1, input="".join(x + "\n" for x in lines)).stdout
-    shared = run("tokenize", "-l", "en", "-j", 2, input="".join(x + "\n" for x in lines)).stdout
+    lines = "".join(f"Amen, {k}.\n" for k in range(3 * preprocess.CHUNK))
+    alone = run("tokenize", "-l", "en", "-j", 1, input=lines).stdout
+    shared = run("tokenize", "-l", "en", "-j", 2, input=lines).stdout
     assert shared == alone and alone.splitlines()[7] == "Amen , 7 ."
     started = []
     monkeypatch.setattr(preprocess, "Workers", lambda n, *a: started.append(n) or parallel.Workers(1, *a))
-    assert run("tokenize", "-l", "en", "-j", 4, input="Amen.\n" * 10).stdout == "Amen .\n" * 10
+    assert run("tokenize", "-l", "en", "-j", 2, input="Amen.\n" * 10).stdout == "Amen .\n" * 10
     assert started == [1]
-    assert run("tokenize", "-l", "en", "-j", 4, input="".join(x + "\n" for x in lines)).stdout == alone
+    assert run("tokenize", "-l", "en", "-j", 4, input=lines).stdout == alone
     assert started == [1, 1, 4]
 
 

@@ -279,7 +279,8 @@ def test_stdin_and_stdout_by_their_other_names_are_still_one_stream(overfit, tmp
     assert done.stdout.split() == ["2", "2", "2", "2"], done.stdout
     errors = [(tmp_path / f"{n}.err").read_text() for n in ("one", "two", "three", "four")]
     assert "INPUT and --prefix cannot both read stdin" in errors[0]
-    assert all("the translations and the alignments cannot both go to stdout" in e for e in errors[1:3]), errors
+    assert "the translations and the alignments cannot both go to stdout" in errors[1]
+    assert "--alignments a.txt: the same file as stdout: give another path" in errors[2]
     assert all(e.count("\n") == 1 for e in errors[:3]) and errors[3] == "", errors
 
 
@@ -298,3 +299,48 @@ def test_a_command_reading_the_terminal_says_so_before_it_waits(tmp_path):
     assert proc.returncode == 0, err
     assert err.decode().startswith("reading the terminal: a line at a time, Ctrl-D to end")
     assert out.decode() == "Hello , world\n"
+
+
+@pytest.mark.parametrize(
+    "command,named",
+    [
+        ("translate -m {model} in.en", "INPUT in.en"),
+        ("translate -m {model} < in.en", "INPUT -"),
+        ("align -m {model} --source in.en --target in.fr", "--target in.fr"),
+        ("rescore -m {model} --source in.en --target in.fr", "--target in.fr"),
+        ("rerank in.en", "NBEST_LIST in.en"),
+    ],
+    ids=["translate", "translate-stdin", "align", "rescore", "rerank"],
+)
+def test_a_filter_appended_to_its_own_input_is_refused(overfit, tmp_path, command, named):
+    """translate FILE >> FILE (no -o) translated the lines it wrote, on and on: only -o was checked."""
+    (tmp_path / "in.en").write_text("".join(x + "\n" for x in EN), encoding="utf-8")
+    (tmp_path / "in.fr").write_text("".join(x + "\n" for x in FR), encoding="utf-8")
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    target = "in.en" if named == "INPUT -" else named.split()[-1]
+    done = shell(
+        f"{sys.executable} -m nmtkit {command.format(model=overfit / 'run' / 'last.pt')} >> {target}", tmp_path
+    )
+    name = command.split()[0]
+    assert (done.returncode, done.stderr) == (
+        2,
+        f"nmtkit {name}: error: stdout: the same file as {named}: give another path\n",
+    )
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+def test_stdin_opened_for_writing_only_is_one_line(tmp_path):
+    """0>>FILE gave a traceback (EBADF) at the first read."""
+    (tmp_path / "in.en").write_text("Amen.\n", encoding="utf-8")
+    done = shell(f"{sys.executable} -m nmtkit tokenize -l en 0>>in.en", tmp_path)
+    assert (done.returncode, done.stderr) == (
+        2,
+        "nmtkit tokenize: error: stdin is open for writing only (0>FILE): give the input as a file, "
+        "or redirect it with <\n",
+    )
+
+
+def shell(script: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """A bash script run in ``cwd`` with this checkout's nmtkit, its output captured."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run(["bash", "-c", script], cwd=cwd, capture_output=True, text=True, env=env, timeout=120)

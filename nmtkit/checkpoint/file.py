@@ -35,7 +35,8 @@ import torch
 
 from .. import __version__
 from ..core.errors import FormatError, UserError
-from ..core.files import STDIO, atomic_write
+from ..core.files import atomic_write
+from ..core.streams import STDIO
 from ..data.binarized import Corpus
 from ..data.lexicon import Lexicon
 from ..data.sides import Sides

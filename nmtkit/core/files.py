@@ -28,10 +28,8 @@ from typing import IO, Any
 
 from .console import log
 from .errors import UserError
-from .stdin_file import rewound_stdin, stdin_start
+from .streams import STDIO, is_stream, names_descriptor, rewound_stdin
 from .temporaries import remove_stale_temporaries, temporary_prefix
-
-STDIO = "-"
 
 
 def display_name(path: str | Path) -> str:
@@ -173,31 +171,6 @@ def read_lines(path: str | Path, *, allow_empty: bool = False) -> Iterator[str]:
             stream.close()
 
 
-def is_stream(path: str | Path) -> bool:
-    """Whether ``path`` can be read only once, as it comes: a pipe, a FIFO, ``<(…)``, a terminal,
-    stdin ('-') on any of those. A regular file (or a missing one, refused when it is opened) can be
-    read twice, on stdin too."""
-    if str(path) == STDIO:
-        return stdin_start() is None
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return False
-    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
-
-
-def names_descriptor(path: str | Path, fd: int) -> bool:
-    """Whether ``path`` is '-' or another name of this process's descriptor ``fd`` (/dev/stdin,
-    /dev/fd/0, /proc/self/fd/1, or the file the shell redirected it to)."""
-    if str(path) == STDIO:
-        return True
-    try:
-        named, opened = os.stat(path), os.fstat(fd)
-    except OSError:
-        return False
-    return (named.st_dev, named.st_ino) == (opened.st_dev, opened.st_ino)
-
-
 def _reads_stdin(path: str | Path) -> bool:
     # a regular file on stdin is opened afresh by any other name (/dev/stdin included): only a
     # stream is read once, by whichever input comes first
@@ -234,6 +207,12 @@ def refuse_two_on_stdout(outputs: list[tuple[str, str | None]], flags: str) -> N
         )
 
 
+def output_named(flag: str, path: str | None) -> tuple[str, str]:
+    """An output's option and path for :func:`refuse_overwriting`, stdout where none is given: a
+    filter appended to its own input (``>> in.en``) reads on, the lines it wrote, until the disk is full."""
+    return (flag, path) if path else ("stdout", STDIO)
+
+
 def refuse_overwriting(outputs: Sequence[tuple[str, str | None]], inputs: Sequence[tuple[str, str | None]]) -> None:
     """One line where an output (its option and path) is an input's file or another output's:
     the input would be replaced by what was made of it, or one output by the other. An input that
@@ -262,7 +241,7 @@ def refuse_overwriting(outputs: Sequence[tuple[str, str | None]], inputs: Sequen
             if role == "output" and k in taken:
                 said = name if name == "stdout" else f"{name} {path}"  # a filter's stdout (tokenize >> its input)
                 raise UserError(f"{said}: the same file as {taken[k]}: give another path")
-            taken.setdefault(k, f"{name} {path}")
+            taken.setdefault(k, name if name == "stdout" else f"{name} {path}")
 
 
 # What the system says of a path a user gave that cannot be written (no permission, a read-only or full disk, a

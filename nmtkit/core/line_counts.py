@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 from .errors import UserError
-from .files import STDIO, display_name, is_stream, open_binary, read_lines
+from .files import display_name, open_binary, read_lines
+from .streams import STDIO, is_stream
 from .wording import counted
 
 

@@ -21,7 +21,8 @@ import numpy as np
 
 from .console import log, short_names
 from .errors import UserError
-from .files import atomic_write, names_descriptor
+from .files import atomic_write
+from .streams import names_descriptor
 from .wording import counted
 
 FORMATS = ("png", "svg", "pdf")

@@ -22,13 +22,14 @@ from pathlib import Path
 from typing import IO, Any
 
 from .. import __version__
-from ..core.arriving import arriving_lines
+from ..core.arriving import ArrivingLines
 from ..core.console import log, progress
 from ..core.errors import FormatError, UserError
-from ..core.files import fingerprint, is_stream, open_binary, read_json, read_lines, refuse_overwriting, write_json
+from ..core.files import fingerprint, open_binary, read_json, read_lines, refuse_overwriting, write_json
 from ..core.line_counts import check_parallel_prefix, count_lines
 from ..core.parallel import Workers, chunked, needed
 from ..core.staging import Staging, refuse_shared_directory
+from ..core.streams import is_stream
 from ..core.wording import counted
 from .pipeline import Preprocessor
 from .settings import FilterConfig, TextConfig, check_languages
@@ -239,9 +240,10 @@ def preprocess_stream(
 
     A file (named, or on stdin) goes through the workers in chunks, its text checked first: a line
     that is not UTF-8 stops it before its first result, not after as many chunks as the workers had
-    done. A pipe's lines go as they arrive, each read's written and flushed before the next read,
-    so a line typed is answered at once; the workers start once :data:`CHUNK` lines have come, so
-    that ``zcat … |`` keeps them busy and ``echo … |`` waits for no process to start.
+    done. A pipe's lines go as they arrive, in blocks of what its writer is ahead by, each written
+    and flushed before the next is read, so that a line typed is answered at once. The workers
+    start once a chunk has come, so that ``zcat … |`` keeps them busy and a short pipe waits for no
+    process to start.
     """
     fired: Counter[str] = Counter()
     initargs = ([cfg.to_dict()], bpe_codes)
@@ -260,10 +262,12 @@ def preprocess_stream(
         if str(source) != "-":
             stack.enter_context(stream)
         here, shared, seen = Workers(1, _init, initargs), None, 0
-        for lines in arriving_lines(stream, str(source)):
+        arriving = ArrivingLines(stream, str(source), most=CHUNK)
+        for lines in arriving:
             seen += len(lines)
-            if shared is None and workers > 1 and seen > CHUNK:
+            if shared is None and workers > 1 and seen >= CHUNK:
                 shared = stack.enter_context(Workers(workers, _init, initargs))
+                arriving.most = workers * CHUNK
             pool = shared if shared is not None and len(lines) >= 2 * SHARED_PIECE else here
             write(pool, chunked(enumerate(lines), max(SHARED_PIECE, -(-len(lines) // pool.n))))
             out.flush()

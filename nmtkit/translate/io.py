@@ -21,13 +21,11 @@ from typing import IO, Any
 from ..align.files import alignment_line, header
 from ..align.links import pharaoh, word_alignment
 from ..align.settings import LinkConfig
-from ..core.arriving import arriving_lines
+from ..core.arriving import ArrivingLines
 from ..core.console import progress
 from ..core.errors import UserError
 from ..core.files import (
-    STDIO,
     display_name,
-    is_stream,
     open_binary,
     read_lines,
     refuse_two_on_stdin,
@@ -36,6 +34,7 @@ from ..core.files import (
 )
 from ..core.line_counts import count_lines
 from ..core.settings import RuntimeConfig
+from ..core.streams import STDIO, is_stream
 from ..core.wording import counted
 from .beside import LinesBeside
 from .both_ways import BothWays, directions, refuse_idle_links, warn_named_otherwise
@@ -217,7 +216,7 @@ def translate_file(  # noqa: PLR0913 (each of translate's inputs and outputs, by
             stream = open_binary(source)
             if str(source) != STDIO:
                 stack.enter_context(stream)
-            for chunk in arriving_lines(stream, source):
+            for chunk in ArrivingLines(stream, source):
                 n = len(chunk)
                 for t in translator.translate_block(
                     chunk, options, sinks.n + 1, forced.take(n), constraints=wanted.take(n)

@@ -22,10 +22,11 @@ import torch
 
 from ..core.console import progress
 from ..core.errors import UserError
-from ..core.files import display_name, is_stream, read_lines, refuse_two_on_stdin, results_to
+from ..core.files import display_name, read_lines, refuse_two_on_stdin, results_to
 from ..core.line_counts import count_lines
 from ..core.parallel import chunked
 from ..core.settings import RuntimeConfig
+from ..core.streams import is_stream
 from ..core.wording import counted
 from .both_ways import directions, warn_named_otherwise
 from .forced import CHUNK

@@ -54,12 +54,13 @@ def align(
     """Word alignments of given translations from the model's attention (forced decoding): each target
     word linked to the source word it attends to most, as Pharaoh i-j pairs over Moses tokens. Given
     models of both directions (-m en-fr.pt -m fr-en.pt), the two directions' links combined."""
-    from ...core.files import STDIO, refuse_overwriting, refuse_two_on_stdout
+    from ...core.files import output_named, refuse_overwriting, refuse_two_on_stdout
+    from ...core.streams import STDIO
     from ...translate.forced import align_file
 
     refuse_two_on_stdout([("links", output or STDIO), ("alignments", alignments)], "-o, --alignments")
     refuse_overwriting(
-        [("-o", output), ("--alignments", alignments)],
+        [output_named("-o", output), ("--alignments", alignments)],
         [("--source", source), ("--target", target), *(("-m", m) for m in model_paths)],
     )
     links = options.link_config(values, model_paths)

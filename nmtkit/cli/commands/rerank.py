@@ -44,10 +44,10 @@ def rerank(nbest_list: str, tune_on: str | None, output: str | None, **values: A
     best BLEU against the references."""
     from ...core.console import log
     from ...core.errors import UserError
-    from ...core.files import refuse_overwriting, refuse_two_on_stdin
+    from ...core.files import output_named, refuse_overwriting, refuse_two_on_stdin
     from ...evaluate.rerank import rerank_file
 
-    refuse_overwriting([("-o", output)], [("NBEST_LIST", nbest_list), ("--tune", tune_on)])
+    refuse_overwriting([output_named("-o", output)], [("NBEST_LIST", nbest_list), ("--tune", tune_on)])
     refuse_two_on_stdin([("NBEST_LIST", nbest_list), ("--tune", tune_on)])
     cfg = options.config_of(RerankConfig, values)
     if cfg.tokenized and options.typed("tokenized") and not tune_on:

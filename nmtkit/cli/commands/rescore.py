@@ -71,11 +71,11 @@ def rescore(
     reranking it. With --backward, models of the other direction score the source given each translation."""
     from ...core.console import log
     from ...core.errors import UserError
-    from ...core.files import refuse_overwriting
+    from ...core.files import output_named, refuse_overwriting
     from ...translate.rescore import rescore_file
 
     refuse_overwriting(
-        [("-o", output)],
+        [output_named("-o", output)],
         [("--source", source), ("--target", target), ("--nbest-list", nbest_list), *(("-m", m) for m in model_paths)],
     )
     cfg = options.config_of(

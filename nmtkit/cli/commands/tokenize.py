@@ -32,7 +32,8 @@ Examples:
 def tokenize(lang: str, input: str, bpe_codes: str | None, workers: int, **values: Any) -> None:
     """Clean and tokenize one language's text, INPUT (default: stdin) to stdout, one line out
     per line in: what preprocess does to each side, as a filter."""
-    from ...core.files import STDIO, refuse_overwriting
+    from ...core.files import refuse_overwriting
+    from ...core.streams import STDIO
     from ...text.bpe import read_codes
     from ...text.preprocess import preprocess_stream
 

@@ -120,7 +120,7 @@ def translate(
     terminal each line is translated as soon as it arrives; a file is
     translated in batches under a progress bar.
     """
-    from ...core.files import refuse_overwriting, refuse_two_on_stdin
+    from ...core.files import output_named, refuse_overwriting, refuse_two_on_stdin
     from ...translate.glossary import read_glossary
     from ...translate.io import translate_file
     from ...translate.unknown_words import read_unk_dict
@@ -128,7 +128,7 @@ def translate(
     beside = [("--prefix", values["prefix"]), ("--constraints", values["constraints"])]
     read = [*beside, ("--unk-dict", unk_dict), ("--glossary", values["glossary"])]
     refuse_overwriting(
-        [("-o", output), ("--alignments", alignments), ("--print-alignment", pharaoh_path)],
+        [output_named("-o", output), ("--alignments", alignments), ("--print-alignment", pharaoh_path)],
         [("INPUT", input), *read, *(("-m", m) for m in model_paths)],
     )
     refuse_two_on_stdin([("INPUT", input), *read])
