@@ -447,14 +447,14 @@ class _FakeTranslator:
 
 
 @contextlib.contextmanager
-def in_process(translator, cfg):
-    """The app on ``translator`` served by uvicorn in a thread of this process: its URL."""
+def in_process(translator, cfg, both=None):
+    """The app on ``translator`` (and ``both``'s links) served by uvicorn in a thread of this process: its URL."""
     import uvicorn
 
     from nmtkit.serve.app import create_app
 
     server = uvicorn.Server(
-        uvicorn.Config(create_app(translator, cfg), host="127.0.0.1", port=_free_port(), log_level="warning")
+        uvicorn.Config(create_app(translator, cfg, both=both), host="127.0.0.1", port=_free_port(), log_level="warning")
     )
     thread = threading.Thread(target=server.run)
     thread.start()
@@ -551,22 +551,47 @@ class _LineByLineTranslator(_FakeTranslator):
         return out
 
 
-def test_a_batch_whose_clients_all_went_away_stops_at_the_search_s_next_block(capfd):
+class _LinkByLinkLinker:
+    """Links a translation a part, telling ``done`` after each as BothWays does; after the first
+    batch's first, waits (``done(0)`` every 20 ms, 30 s at most) for its client to go; records
+    each line it linked."""
+
+    def __init__(self):
+        self.entered, self.lines = threading.Event(), []
+
+    def linked_block(self, ts, done):
+        for k, t in enumerate(ts):
+            self.lines.append(t.text)
+            done(1)
+            if k == 0 and not self.entered.is_set():
+                self.entered.set()
+                for _ in range(1500):
+                    time.sleep(0.02)
+                    done(0)
+        return ts
+
+
+@pytest.mark.parametrize("where", ["search", "links"])
+def test_a_batch_whose_clients_all_went_away_stops_at_the_search_s_next_block(capfd, where):
     """A batch under way went on to its last sentence for nobody; it stops between two blocks of
-    the search, the sentences left counted abandoned, and the next request is served."""
+    the search, the sentences left counted abandoned, and the next request is served. With models
+    of the other direction, between two parts of the links both ways (most of a batch's time),
+    where it went on."""
     from nmtkit.serve.settings import ServerConfig
 
-    translator = _LineByLineTranslator()
-    with in_process(translator, ServerConfig()) as url:
+    translator, linker = (
+        (_LineByLineTranslator(), None) if where == "search" else (_FakeTranslator(), _LinkByLinkLinker())
+    )
+    with in_process(translator, ServerConfig(), linker) as url:
         body = json.dumps({"sentences": ["a", "b", "c", "d"]}).encode()
         head = f"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {len(body)}"
         host, port = url.removeprefix("http://").split(":")
         with socket.create_connection((host, int(port))) as client:
             client.sendall(head.encode() + b"\r\n\r\n" + body)
-            assert translator.entered.wait(30)  # its first line translated; then the client hangs up
+            assert (linker or translator).entered.wait(30)  # its first line done; then the client hangs up
         assert _post(url + "/translate", {"sentences": ["e"]})[1]["translations"][0]["text"] == "e"
         served = json.loads(_get(url + "/info")[1])["served"]
-    assert translator.lines == ["a", "e"]  # b, c and d never searched
+    assert (linker or translator).lines == ["a", "e"]  # b, c and d never searched, or never linked
     assert served == {"batches": 2, "sentences": 2, "abandoned": 3}
     assert "Traceback" not in capfd.readouterr().err
 
@@ -790,7 +815,7 @@ import sys
 from nmtkit.translate.translator import Translator
 
 real = Translator.from_checkpoints
-if sys.argv[3:] == ["ignored"]:  # as a background job of a script finds it
+if sys.argv[3] == "ignored":  # as a background job of a script finds it
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 def loading(*args, **kw):  # the signal comes while the models load, in code that swallows it
@@ -800,31 +825,43 @@ def loading(*args, **kw):  # the signal comes while the models load, in code tha
             sum(range(1000))  # Python lines, where a handler runs
     except BaseException:  # as compiled code did: pydantic-core wrapped the KeyboardInterrupt in its own error
         pass
-    return real(*args, **kw)
+    return real(*args, **kw) if args else None
 
-Translator.from_checkpoints = loading
+class Importing:  # the signal comes while FastAPI is imported, before the models load
+    def find_spec(self, name, path, target=None):
+        if name == "nmtkit.serve.app":
+            sys.meta_path.remove(self)
+            loading()
+        return None
+
+if sys.argv[4] == "import":
+    sys.meta_path.insert(0, Importing())
+else:
+    Translator.from_checkpoints = loading
 from nmtkit.cli import main
 main(["serve", "-m", sys.argv[2], "--port", "0", "--device", "cpu"], prog_name="nmtkit")
 """
 
 
 @pytest.mark.parametrize(
-    "name, status, said, sigint",
+    "name, status, said, sigint, where",
     [
-        ("SIGINT", 130, "interrupted", "default"),
-        ("SIGINT", 130, "interrupted", "ignored"),
-        ("SIGTERM", 143, "terminated", "default"),
+        ("SIGINT", 130, "interrupted", "default", "load"),
+        ("SIGINT", 130, "interrupted", "ignored", "load"),
+        ("SIGINT", 130, "interrupted", "ignored", "import"),
+        ("SIGTERM", 143, "terminated", "default", "load"),
+        ("SIGTERM", 143, "terminated", "default", "import"),
     ],
 )
-def test_a_signal_while_the_server_starts_stops_it_once_started(overfit, name, status, said, sigint):
+def test_a_signal_while_the_server_starts_stops_it_once_started(overfit, name, status, said, sigint, where):
     """Ctrl-C in the first second of serve, inside FastAPI's import or the models' load, was lost
     (the server started all the same), a traceback of pydantic's, or SIGABRT; now it is held
     until the models are loaded, then acted on as anywhere else. A server started with SIGINT
     ignored stops on it once serving (uvicorn's handler), and so during its load too: it served
-    on."""
+    on, and during FastAPI's import it still did."""
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
     done = subprocess.run(
-        [sys.executable, "-c", SWALLOWING_START, name, str(overfit / "run" / "last.pt"), sigint],
+        [sys.executable, "-c", SWALLOWING_START, name, str(overfit / "run" / "last.pt"), sigint, where],
         capture_output=True,
         text=True,
         timeout=120,

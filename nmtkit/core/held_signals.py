@@ -54,6 +54,23 @@ def signals_held() -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def ctrl_c_heard() -> Iterator[None]:
+    """Ctrl-C raised in the block (and held where :func:`signals_held` holds it) though the process
+    started with it ignored, as a script's background job does (``nmtkit serve &``): a server runs
+    until stopped, and Ctrl-C is how a terminal stops it. Ignored again after the block."""
+    ignored = (
+        threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    )
+    if ignored:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        if ignored:  # as the caller had it
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextlib.contextmanager
 def _blocked() -> Iterator[None]:
     """SIGINT and SIGTERM kept pending by the kernel meanwhile: no Python handler runs between two
     lines of the block (where the platform can block them)."""

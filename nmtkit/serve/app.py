@@ -24,9 +24,7 @@ Each answer also has a one-line ``error``, which the page shows.
 
 import asyncio
 import math
-import signal
 import socket
-import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import replace
@@ -47,7 +45,7 @@ from ..align.settings import LinkConfig
 from ..align.words import word_attention
 from ..core.console import log
 from ..core.errors import UserError
-from ..core.held_signals import signals_held
+from ..core.held_signals import ctrl_c_heard, signals_held
 from ..core.settings import RuntimeConfig
 from ..translate.both_ways import BothWays, directions, refuse_idle_links
 from ..translate.io import json_record, json_score
@@ -284,10 +282,13 @@ def create_app(
             base, search=job.search, attention=job.attention, token_scores=job.token_scores, max_length=0
         )  # max_length: refused above
         # the answer's warnings say what a line's would (checks.py): "line 3" of a batch names nothing to a reader
+        # both ways, a sentence is done once linked (forcing the other way back is most of the work): the
+        # search's batches tell nothing done, and so that a batch its clients have left stops there too
+        searched = done if both is None else lambda _: done(0)
         out = translator.translate_block(
-            lines, options, prefixes=beside.prefixes, constraints=beside.constraints, done=done, warn=lambda _: None
+            lines, options, prefixes=beside.prefixes, constraints=beside.constraints, done=searched, warn=lambda _: None
         )
-        return [both.linked(t) for t in out] if both else out  # on the model's thread, as the search
+        return both.linked_block(out, done) if both else out  # on the model's thread, as the search
 
     batcher = Batcher(translate, limits.max_sentences, cfg.batch_wait_ms / 1000)
 
@@ -359,12 +360,7 @@ def serve(model_paths: list[str], cfg: ServerConfig, runtime: RuntimeConfig, lin
     """Load the models once and serve them until SIGINT, SIGTERM or SIGHUP (requests in flight finish).
     Models of the other direction than the first's make the answers' links with it (:class:`BothWays`).
     A signal while the models load and the application is built is acted on once they are."""
-    ignored = (
-        threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.SIG_IGN
-    )
-    if ignored:  # served, it stops on Ctrl-C all the same (uvicorn's handler): loading, too
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
+    with ctrl_c_heard():  # served, it stops on Ctrl-C all the same (uvicorn's handler): loading, too
         with signals_held():
             app, sock = _ready(model_paths, cfg, runtime, links)
         log(
@@ -372,9 +368,6 @@ def serve(model_paths: list[str], cfg: ServerConfig, runtime: RuntimeConfig, lin
             f"(POST /translate, GET /health, /info, /docs)"
         )
         run_server(app, sock, cfg.shutdown_wait)
-    finally:
-        if ignored:  # as the caller had it
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _ready(

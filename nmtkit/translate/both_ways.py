@@ -8,7 +8,7 @@ models of both directions.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import fields, replace
 from pathlib import Path
 
@@ -119,18 +119,42 @@ class BothWays:
         backward.require_attention("linking both ways", paths[0])  # its table is half of each link
         return cls(backward, links)
 
-    def links(self, t: Translation) -> str:
-        """Pharaoh links of ``t``: its table and the backward models' forced along it, combined."""
-        if t.attention is None or not t.tokens:
-            return ""
-        ahead = Forced(t.source_tokens, t.tokens, t.score, t.attention, sentencepiece=t.sentencepiece)
-        source, target = turned(ahead)  # the translation's words back to its source's, as the search read them
-        back = self.backward.force([source], [target], tokenized=True, scored=False)
-        return pharaoh(combined_links(word_table(ahead), word_table(back[0]), self.links_cfg))
-
     def linked(self, t: Translation) -> Translation:
-        """``t`` and its n-best list with their links (:attr:`Translation.links`); the best of
-        the list, which is ``t``, linked once."""
-        links = self.links(t)
-        nbest = [replace(h, links=links if h.tokens == t.tokens else self.links(h)) for h in t.nbest]
-        return replace(t, links=links, nbest=nbest)
+        """``t`` and its n-best list with their links (:attr:`Translation.links`)."""
+        return self.linked_block([t])[0]
+
+    def linked_block(
+        self, ts: Sequence[Translation], done: Callable[[int], object] | None = None, size: int = 64
+    ) -> list[Translation]:
+        """``ts`` linked as :meth:`linked` links each, the backward models forced along ``size``
+        translations at a time (one sentence a batch took most of a batch's time in serve); ``done``
+        told the translations of each part once linked, so that a caller may stop between parts."""
+        out: list[Translation] = []
+        for start in range(0, len(ts), size):
+            part = ts[start : start + size]
+            # each translation, and those of its n-best list that are not it (the best, linked once)
+            hyps = [h for t in part for h in (t, *(h for h in t.nbest if h.tokens != t.tokens))]
+            found = iter(self._links(hyps))
+            for t in part:
+                links = next(found)
+                nbest = [replace(h, links=links if h.tokens == t.tokens else next(found)) for h in t.nbest]
+                out.append(replace(t, links=links, nbest=nbest))
+            if done is not None:
+                done(len(part))
+        return out
+
+    def _links(self, hyps: list[Translation]) -> list[str]:
+        """Pharaoh links of each of ``hyps``: its table and the backward models' forced along it,
+        combined ("" for one without attention or words)."""
+        kept, ahead = [], []
+        for h in hyps:
+            if h.attention is not None and h.tokens:
+                kept.append(h)
+                ahead.append(Forced(h.source_tokens, h.tokens, h.score, h.attention, sentencepiece=h.sentencepiece))
+        turns = [turned(a) for a in ahead]  # each translation's words back to its source's, as the search read them
+        back = self.backward.force([s for s, _ in turns], [t for _, t in turns], tokenized=True, scored=False)
+        made = {
+            id(h): pharaoh(combined_links(word_table(a), word_table(b), self.links_cfg))
+            for h, a, b in zip(kept, ahead, back)
+        }
+        return [made.get(id(h), "") for h in hyps]

@@ -16,6 +16,7 @@ import dataclasses
 import functools
 import json
 import math
+from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
 from ..align.files import alignment_line, header
@@ -33,6 +34,7 @@ from ..core.files import (
     results_to,
 )
 from ..core.line_counts import count_lines
+from ..core.parallel import chunked
 from ..core.settings import RuntimeConfig
 from ..core.streams import STDIO, is_stream
 from ..core.wording import counted
@@ -218,10 +220,11 @@ def translate_file(  # noqa: PLR0913 (each of translate's inputs and outputs, by
                 stack.enter_context(stream)
             for chunk in ArrivingLines(stream, source):
                 n = len(chunk)
-                for t in translator.translate_block(
-                    chunk, options, sinks.n + 1, forced.take(n), constraints=wanted.take(n)
+                for t in _linked(
+                    both,
+                    translator.translate_block(chunk, options, sinks.n + 1, forced.take(n), constraints=wanted.take(n)),
                 ):
-                    sinks.write(both.linked(t) if both else t)
+                    sinks.write(t)
                 sinks.flush()
             forced.finish()
             wanted.finish()
@@ -229,6 +232,18 @@ def translate_file(  # noqa: PLR0913 (each of translate's inputs and outputs, by
         bar = stack.enter_context(progress("sentences"))
         task = bar.add_task("translate", total=total)
         advance = functools.partial(bar.advance, task)  # by batch: a block's lines come out at its end
-        for t in translator.translate(read_lines(source), options, prefixes=prefixes, done=advance, constraints=musts):
-            sinks.write(both.linked(t) if both else t)
+        for t in _linked(
+            both, translator.translate(read_lines(source), options, prefixes=prefixes, done=advance, constraints=musts)
+        ):
+            sinks.write(t)
     return sinks.n
+
+
+def _linked(both: BothWays | None, translations: Iterable[Translation]) -> Iterator[Translation]:
+    """The translations with their links both ways where models of the other direction make them,
+    forced back a part at a time (a block's translations come out together)."""
+    if both is None:
+        yield from translations
+        return
+    for part in chunked(translations, 64):
+        yield from both.linked_block(part)

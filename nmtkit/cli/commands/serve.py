@@ -8,7 +8,7 @@ import click
 
 from ...core.command import Command
 from ...core.errors import UserError
-from ...core.held_signals import signals_held
+from ...core.held_signals import ctrl_c_heard, signals_held
 from ...serve.settings import Limits, ServerConfig
 from ...translate.settings import SEARCH_OPTIONS, SearchConfig, TranslateOptions
 from .. import options
@@ -73,20 +73,21 @@ def serve(
     search options below; one it names none of is the option's value here (translate's default),
     and a request may lower --max-output-ratio, not raise it. Needs FastAPI and uvicorn (the serve
     extra)."""
-    try:
-        with signals_held():  # a Ctrl-C inside FastAPI's import: a traceback of pydantic's, or lost
-            from ...serve.app import serve as run
-    except ImportError as err:  # FastAPI and uvicorn are an extra
-        from ...core.extras import install_command
+    with ctrl_c_heard():  # a background job's ignored Ctrl-C: heard from the first import on
+        try:
+            with signals_held():  # a Ctrl-C inside FastAPI's import: a traceback of pydantic's, or lost
+                from ...serve.app import serve as run
+        except ImportError as err:  # FastAPI and uvicorn are an extra
+            from ...core.extras import install_command
 
-        raise UserError(
-            f"nmtkit serve needs FastAPI and uvicorn ({err.name} is missing): {install_command('serve')}"
-        ) from None
-    search = options.config_of(SearchConfig, values)
-    limits = Limits(max_sentences, max_length, max_body, max_beam, max_phrases=max_phrases)
-    from ...translate.glossary import read_glossary
+            raise UserError(
+                f"nmtkit serve needs FastAPI and uvicorn ({err.name} is missing): {install_command('serve')}"
+            ) from None
+        search = options.config_of(SearchConfig, values)
+        limits = Limits(max_sentences, max_length, max_body, max_beam, max_phrases=max_phrases)
+        from ...translate.glossary import read_glossary
 
-    terms = read_glossary(glossary) if glossary else None
-    cfg = ServerConfig(host, port, search, batch_wait, shortlist, limits, shutdown_wait, terms).check()
-    links = options.link_config(values, model_paths)
-    run(list(model_paths), cfg, options.runtime_config(values), links)
+        terms = read_glossary(glossary) if glossary else None
+        cfg = ServerConfig(host, port, search, batch_wait, shortlist, limits, shutdown_wait, terms).check()
+        links = options.link_config(values, model_paths)
+        run(list(model_paths), cfg, options.runtime_config(values), links)
