@@ -264,8 +264,9 @@ def test_concurrent_clients_get_their_own_translations(server):
         (b'{"sentences": ["caf\xe9"]}', 400, "the body is not UTF-8 (byte 19)"),
         # Python's JSON reader takes UTF-16 and UTF-32, with a byte-order mark or without
         (json.dumps({"sentences": ["a"]}).encode("utf-16"), 400, "the body is not UTF-8 (byte 0)"),
-        (json.dumps({"sentences": ["a"]}).encode("utf-16-le"), 400, "the body is not UTF-8 (byte 1)"),
-        (json.dumps({"sentences": ["a"]}).encode("utf-32-be"), 400, "the body is not UTF-8 (byte 0)"),
+        (json.dumps({"sentences": ["a"]}).encode("utf-16-le"), 400, "the body holds a NUL byte (byte 1), which JSON"),
+        (json.dumps({"sentences": ["a"]}).encode("utf-32-be"), 400, "the body holds a NUL byte (byte 0), which JSON"),
+        (b'{"sentences": ["a\x00"]}', 400, "the body holds a NUL byte (byte 17), which JSON never holds raw"),
         (b"[" * 40_000 + b"]" * 40_000, 400, "its JSON nests too deep"),
         (b'{"sentences": ["a"], "beam": ' + b"9" * 5000 + b"}", 400, "a number of over 4,300 digits"),
         ({"sentences": ["word " * 10000]}, 413, "50,000 characters; at most 960"),  # refused before tokenizing

@@ -146,7 +146,11 @@ class BodyLimit:
             if len(body) > self.limit:
                 return await too_long(scope, receive, send)
         if (at := _not_utf8_json(body)) is not None:
-            said = f"the body is not UTF-8 (byte {at:,}); JSON is UTF-8, whatever the charset says"
+            said = (
+                f"the body holds a NUL byte (byte {at:,}), which JSON never holds raw: JSON is UTF-8, not UTF-16"
+                if body[at] == 0
+                else f"the body is not UTF-8 (byte {at:,}); JSON is UTF-8, whatever the charset says"
+            )
             return await error(400, said)(scope, receive, send)
         first: Message | None = {"type": "http.request", "body": bytes(body), "more_body": False}
 
