@@ -279,8 +279,7 @@ def test_stdin_and_stdout_by_their_other_names_are_still_one_stream(overfit, tmp
     assert done.stdout.split() == ["2", "2", "2", "2"], done.stdout
     errors = [(tmp_path / f"{n}.err").read_text() for n in ("one", "two", "three", "four")]
     assert "INPUT and --prefix cannot both read stdin" in errors[0]
-    assert "the translations and the alignments cannot both go to stdout" in errors[1]
-    assert "--alignments a.txt: the same file as stdout: give another path" in errors[2]
+    assert all("the translations and the alignments cannot both go to stdout" in e for e in errors[1:3]), errors
     assert all(e.count("\n") == 1 for e in errors[:3]) and errors[3] == "", errors
 
 

@@ -234,14 +234,18 @@ def refuse_overwriting(outputs: Sequence[tuple[str, str | None]], inputs: Sequen
             return ("path", os.path.realpath(path))
         return ("file", found.st_dev, found.st_ino) if stat.S_ISREG(found.st_mode) else None
 
+    read, stdout = set(), key(STDIO, 1)
     for role, paths, fd in (("input", inputs, 0), ("output", outputs, 1)):
         for name, path in paths:
             if not path or (k := key(path, fd)) is None:
                 continue
-            if role == "output" and k in taken:
+            # two outputs on stdout are refuse_two_on_stdout's to name, by what each holds
+            if role == "output" and k in taken and (k in read or k != stdout):
                 said = name if name == "stdout" else f"{name} {path}"  # a filter's stdout (tokenize >> its input)
                 raise UserError(f"{said}: the same file as {taken[k]}: give another path")
             taken.setdefault(k, name if name == "stdout" else f"{name} {path}")
+            if role == "input":
+                read.add(k)
 
 
 # What the system says of a path a user gave that cannot be written (no permission, a read-only or full disk, a
