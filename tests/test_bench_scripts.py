@@ -73,6 +73,17 @@ def test_every_script_of_bin_is_a_thin_entry_into_the_package():
         assert not [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)], script
 
 
+def test_a_script_of_bin_run_by_a_python_without_nmtkit_s_libraries_says_so_in_a_line():
+    """bin/gpu-check by the system's python3 (the first on PATH, without the venv's) was a
+    traceback of torch's import; -S stands for such a Python: no site-packages."""
+    done = subprocess.run(
+        [sys.executable, "-S", ROOT / "bin" / "gpu-check", "--help"], capture_output=True, text=True, timeout=60
+    )
+    assert (done.returncode, done.stdout) == (2, "") and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("gpu-check: this Python (") and "has no torch" in done.stderr
+    assert "make install, then .venv/bin/python bin/gpu-check" in done.stderr
+
+
 def test_the_serve_bench_loads_the_server_and_reports_latency_memory_and_its_exit(overfit, tmp_path):
     source = tmp_path / "source.en"
     source.write_text("\n".join(EN[:4]) + "\n\n", encoding="utf-8")  # a blank line is not sent
