@@ -82,6 +82,11 @@ def test_a_script_of_bin_run_by_a_python_without_nmtkit_s_libraries_says_so_in_a
     assert (done.returncode, done.stdout) == (2, "") and done.stderr.count("\n") == 1, done.stderr
     assert done.stderr.startswith("gpu-check: this Python (") and "has no torch" in done.stderr
     assert "make install, then .venv/bin/python bin/gpu-check" in done.stderr
+    module = subprocess.run(  # a package's import sees "-m" as sys.argv[0]
+        [sys.executable, "-S", "-m", "bench.results", "render"], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert module.returncode == 2 and module.stderr.startswith("bench.results: this Python (")
+    assert "make install, then .venv/bin/python -m bench.results" in module.stderr
 
 
 def test_the_serve_bench_loads_the_server_and_reports_latency_memory_and_its_exit(overfit, tmp_path):

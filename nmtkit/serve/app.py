@@ -147,7 +147,7 @@ class BodyLimit:
                 return await too_long(scope, receive, send)
         if (at := _not_utf8_json(body)) is not None:
             said = (
-                f"the body holds a NUL byte (byte {at:,}), which JSON never holds raw: JSON is UTF-8, not UTF-16"
+                f"the body holds a NUL byte (byte {at:,}), which JSON never holds raw (UTF-16 has many: JSON is UTF-8)"
                 if body[at] == 0
                 else f"the body is not UTF-8 (byte {at:,}); JSON is UTF-8, whatever the charset says"
             )
