@@ -104,6 +104,9 @@ def _words(forced: Forced) -> WordAttention:
     return word_attention(source, target, forced.attention, forced.sentencepiece)
 
 
+LINK_PART = 64  # translations forced back in one batch: a part of a block, between which serve may stop
+
+
 class BothWays:
     """Pharaoh links of the forward models' translations, the ``backward`` models forced back."""
 
@@ -124,7 +127,7 @@ class BothWays:
         return self.linked_block([t])[0]
 
     def linked_block(
-        self, ts: Sequence[Translation], done: Callable[[int], object] | None = None, size: int = 64
+        self, ts: Sequence[Translation], done: Callable[[int], object] | None = None, size: int = LINK_PART
     ) -> list[Translation]:
         """``ts`` linked as :meth:`linked` links each, the backward models forced along ``size``
         translations at a time (one sentence a batch took most of a batch's time in serve); ``done``

@@ -1,10 +1,11 @@
 """``nmtkit translate``'s inputs and outputs: files, live streams, n-best lists, alignment files.
 
 A file, named or redirected to standard input, is read in blocks of 1,000
-lines under a progress bar. A pipe or a terminal is read as it arrives:
-whatever complete lines one read returns (a line typed at a terminal, or up
-to 64 KiB of a pipe) are translated at once and flushed, so a line typed gets its translation without waiting for the
-end of input while a piped file still goes in large batches. Whatever the
+lines under a progress bar. A pipe or a terminal is read as it arrives
+(:class:`~nmtkit.core.arriving.ArrivingLines`): the complete lines at hand
+are translated at once and flushed, so a line typed gets its translation
+without waiting for the end of input while a piped file still goes in large
+batches. Whatever the
 input, output line i belongs to input line i (n-best lists: the lines
 numbered i − 1, as Moses numbers them).
 """
@@ -39,7 +40,7 @@ from ..core.settings import RuntimeConfig
 from ..core.streams import STDIO, is_stream
 from ..core.wording import counted
 from .beside import LinesBeside
-from .both_ways import BothWays, directions, refuse_idle_links, warn_named_otherwise
+from .both_ways import LINK_PART, BothWays, directions, refuse_idle_links, warn_named_otherwise
 from .constraints import phrases, refuse_sampling
 from .nbest import nbest_line
 from .settings import TranslateOptions
@@ -245,5 +246,5 @@ def _linked(both: BothWays | None, translations: Iterable[Translation]) -> Itera
     if both is None:
         yield from translations
         return
-    for part in chunked(translations, 64):
+    for part in chunked(translations, LINK_PART):
         yield from both.linked_block(part)
